@@ -1,0 +1,153 @@
+"""Declarative operator signatures: the one place an aclnn operator's C prototype is written.
+
+The C shim's wrappers, the cffi declarations, the Python entry points and the header check are
+all generated from `Op` objects.
+"""
+import dataclasses
+import sys
+import types
+
+from .. import config
+from ..runtime.errors import AclError, note
+
+
+class OpError(AclError):
+    """A failed operator check: status code, message naming the argument, rule id."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str             # tensor | tensor_list | int_array | float_array | bool_array | scalar | int64 | double | bool | string
+    ctype: str            # as written in the header
+    optional: bool = False
+    output: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @property
+    def cffi_type(self) -> str:
+        """The ABI-identical C type used by the generated wrappers (opaque pointers become void*)."""
+        return {"int64": "int64_t", "double": "double", "bool": "_Bool", "string": "char *"}.get(self.kind, "void *")
+
+
+def TensorIn(name, optional=False, ctype="const aclTensor *"):
+    return Param(name, "tensor", ctype, optional)
+
+
+def TensorOut(name, optional=False, ctype="const aclTensor *"):
+    return Param(name, "tensor", ctype, optional, output=True)
+
+
+def TensorListIn(name, optional=False, ctype="const aclTensorList *"):
+    return Param(name, "tensor_list", ctype, optional)
+
+
+def IntArrayIn(name, optional=False, ctype="const aclIntArray *"):
+    return Param(name, "int_array", ctype, optional)
+
+
+def FloatArrayIn(name, optional=False, ctype="const aclFloatArray *"):
+    return Param(name, "float_array", ctype, optional)
+
+
+def BoolArrayIn(name, optional=False, ctype="const aclBoolArray *"):
+    return Param(name, "bool_array", ctype, optional)
+
+
+def ScalarIn(name, optional=False, ctype="const aclScalar *"):
+    return Param(name, "scalar", ctype, optional)
+
+
+def Int64(name):
+    return Param(name, "int64", "int64_t")
+
+
+def Double(name):
+    return Param(name, "double", "double")
+
+
+def Bool(name):
+    return Param(name, "bool", "bool")
+
+
+def String(name):
+    return Param(name, "string", "char *")
+
+
+@dataclasses.dataclass
+class Launch:
+    """What phase 1 prepares: the workspace to ask for and the work phase 2 puts on the stream."""
+    workspace_size: int = 0
+    run: object = None    # callable(workspace: np.ndarray | None) -> None
+
+    @classmethod
+    def nothing(cls) -> "Launch":
+        return cls(0, None)
+
+
+class Env:
+    """What a prepare function may ask about the call's surroundings."""
+
+    def __init__(self, op_name: str):
+        self.op_name = op_name
+        self.soc = config.current.soc
+        self.strict = config.current.strict
+        self._said = set()
+
+    def warn(self, message: str) -> None:
+        """A behaviour the user should know about; printed once per call, readable via aclGetRecentErrMsg."""
+        if message in self._said:
+            return
+        self._said.add(message)
+        text = f"aclnn-emu warning: aclnn{self.op_name}: {message}"
+        print(text, file=sys.stderr, flush=True)
+        note(text)
+
+    def inferred(self, code: int, rule: str, message: str) -> None:
+        """A rule the reference could only infer: warn by default, fail with `code` under ACLNN_EMU_STRICT=1."""
+        if self.strict:
+            raise OpError(code, f"{message} (inferred rule {rule}; ACLNN_EMU_STRICT=1)", rule=rule)
+        self.warn(f"portability: {message}; real CANN most likely returns {code} here (rule {rule}; "
+                  f"ACLNN_EMU_STRICT=1 makes this an error)")
+
+
+class Op:
+    def __init__(self, name: str, header: str, params: list[Param]):
+        self.name = name
+        self.header = header
+        self.params = list(params)
+        self.prepare_fn = None
+
+    def prepare(self, fn):
+        """Decorator registering `fn(args, env) -> Launch`."""
+        self.prepare_fn = fn
+        return fn
+
+    @property
+    def phase1(self) -> str:
+        return f"aclnn{self.name}GetWorkspaceSize"
+
+    @property
+    def phase2(self) -> str:
+        return f"aclnn{self.name}"
+
+    @property
+    def tensors(self) -> list[Param]:
+        return [p for p in self.params if p.is_tensor]
+
+    def bind(self, values) -> types.SimpleNamespace:
+        return types.SimpleNamespace(**{p.name: v for p, v in zip(self.params, values)})
+
+    def c_prototypes(self) -> list[str]:
+        """The two prototypes exactly as the header must declare them (C++ types)."""
+        args = ", ".join(f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{p.name}" for p in self.params)
+        return [f"aclnnStatus {self.phase1}({args}, uint64_t *workspaceSize, aclOpExecutor **executor);",
+                f"aclnnStatus {self.phase2}(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, "
+                f"aclrtStream stream);"]
+
+    def cffi_params(self) -> list[tuple[str, str]]:
+        return [(p.cffi_type, p.name) for p in self.params] + [("uint64_t *", "workspaceSize"),
+                                                                ("void **", "executor")]

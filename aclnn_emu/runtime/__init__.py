@@ -1,0 +1,1 @@
+"""Emulated AscendCL runtime: init state, devices, contexts, streams, events, device memory."""

@@ -1,0 +1,335 @@
+"""The AscendCL runtime calls, in Python terms (addresses are ints, results are return values).
+
+`aclnn_emu.capi` maps C pointers onto these functions; everything here raises AclError with the
+status code real CANN returns, in the order CANN checks (reference acl-abi.md §4).
+"""
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+from .. import config, status
+from . import devices, handles, sanitizer
+from .devices import Context
+from .errors import AclError
+from .streams import Event, Stream
+
+MEMCPY_KINDS = {0: "HOST_TO_HOST", 1: "HOST_TO_DEVICE", 2: "DEVICE_TO_HOST", 3: "DEVICE_TO_DEVICE",
+                4: "DEFAULT", 5: "HOST_TO_BUF_TO_DEVICE"}
+RUN_MODE_HOST = 1          # aclrtRunMode ACL_HOST: the program runs on the host of an NPU card
+EVENT_RECORDED_NOT_READY, EVENT_RECORDED_COMPLETE = 0, 1
+
+_state_lock = threading.Lock()
+_init_refs = 0
+_finalized = False
+_host_blocks: dict[int, ctypes.Array] = {}
+
+
+def invalid(message: str, rule: str) -> AclError:
+    return AclError(status.ACL_ERROR_INVALID_PARAM, message, rule=rule)
+
+
+# -- init / finalize ------------------------------------------------------------------------------
+def init(config_path: str | None) -> None:
+    global _init_refs, _finalized
+    with _state_lock:
+        if _init_refs > 0:
+            _init_refs += 1
+            raise AclError(status.ACL_ERROR_REPEAT_INITIALIZE,
+                           "aclInit was already called in this process; it may be called only once",
+                           rule="init.repeat")
+        if config_path and not os.path.isfile(config_path):
+            raise AclError(status.ACL_ERROR_INVALID_FILE, f"aclInit config file {config_path!r} does not exist",
+                           rule="init.config")
+        config.reload()
+        _init_refs, _finalized = 1, False
+
+
+def initialized() -> bool:
+    return _init_refs > 0
+
+
+def finalize() -> None:
+    global _init_refs, _finalized
+    with _state_lock:
+        if _finalized:
+            raise AclError(status.ACL_ERROR_REPEAT_FINALIZE, "aclFinalize was already called", rule="finalize.repeat")
+        leaked = devices.shutdown()
+        _init_refs, _finalized = 0, True
+    for alloc in leaked:
+        sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
+
+
+# -- devices, contexts ----------------------------------------------------------------------------
+def get_device() -> int:
+    return devices.current_context().device.id
+
+
+def get_device_count() -> int:
+    return config.current.device_count
+
+
+def create_context(device_id: int) -> int:
+    return devices.create_context(device_id).handle
+
+
+def destroy_context(handle: int) -> None:
+    devices.destroy_context(devices.resolve_context(handle))
+
+
+def set_current_context(handle: int) -> None:
+    ctx = handles.lookup(handle, Context)
+    if ctx is None:
+        raise AclError(status.ACL_ERROR_RT_CONTEXT_NULL, f"{handle:#x} is not a live context", rule="context.invalid")
+    devices.set_current(ctx)
+
+
+def get_current_context() -> int:
+    return devices.current_context().handle
+
+
+def synchronize_device() -> None:
+    ctx = devices.current_context()
+    dev = ctx.device
+    for c in list(dev.contexts) + ([dev.primary] if dev.primary else []):
+        for stream in list(c.streams) + [c.default_stream]:
+            stream.synchronize()
+
+
+# -- streams and events ---------------------------------------------------------------------------
+def create_stream() -> int:
+    ctx = devices.current_context()
+    stream = Stream(ctx)
+    ctx.streams.add(stream)
+    return stream.handle
+
+
+def stream_of(handle: int) -> Stream:
+    """The stream behind a handle; 0 (NULL) is the current context's default stream."""
+    if handle == 0:
+        return devices.current_context().default_stream
+    stream = handles.lookup(handle, Stream)
+    if stream is None:
+        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live aclrtStream",
+                       rule="stream.invalid")
+    return stream
+
+
+def destroy_stream(handle: int) -> None:
+    stream = stream_of(handle)
+    if stream is stream.context.default_stream:
+        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, "the default stream cannot be destroyed",
+                       rule="stream.default")
+    stream.context.streams.discard(stream)
+    try:
+        stream.synchronize()
+    finally:
+        stream.close()
+
+
+def synchronize_stream(handle: int, timeout_ms: int = -1) -> None:
+    stream_of(handle).synchronize(None if timeout_ms < 0 else timeout_ms / 1000.0)
+
+
+def create_event(flags: int = 0) -> int:
+    ctx = devices.current_context()
+    event = Event(ctx, flags)
+    ctx.events.add(event)
+    return event.handle
+
+
+def event_of(handle: int) -> Event:
+    event = handles.lookup(handle, Event)
+    if event is None:
+        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live aclrtEvent",
+                       rule="event.invalid")
+    return event
+
+
+def destroy_event(handle: int) -> None:
+    event = event_of(handle)
+    event.context.events.discard(event)
+    handles.release(handle)
+
+
+def record_event(event: int, stream: int) -> None:
+    event_of(event).record(stream_of(stream))
+
+
+def reset_event(event: int, stream: int) -> None:
+    event_of(event).reset(stream_of(stream))
+
+
+def query_event(event: int) -> int:
+    ev = event_of(event)
+    return EVENT_RECORDED_COMPLETE if ev.recorded and ev.is_complete() else EVENT_RECORDED_NOT_READY
+
+
+def synchronize_event(event: int) -> None:
+    event_of(event).wait()
+
+
+def event_elapsed_ms(start: int, end: int) -> float:
+    a, b = event_of(start), event_of(end)
+    if not (a.recorded and b.recorded and a.is_complete() and b.is_complete()):
+        raise AclError(status.ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+                       "both events must be recorded and complete before aclrtEventElapsedTime",
+                       rule="event.incomplete")
+    return float((b.timestamp - a.timestamp) * 1000.0)
+
+
+def stream_wait_event(stream: int, event: int) -> None:
+    target = stream_of(stream)
+    target.submit(event_of(event).wait_task(), "wait event")
+
+
+# -- memory ---------------------------------------------------------------------------------------
+def malloc(size: int) -> int:
+    if size == 0:
+        raise invalid("aclrtMalloc size must be greater than 0", "malloc.size")
+    return devices.current_context().device.memory.malloc(size)
+
+
+def free(addr: int) -> None:
+    memory = devices.memory_of(addr)
+    if memory is None:
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtFree: {addr:#x} is not device memory",
+                       rule="free.foreign")
+    memory.free(addr)
+
+
+def malloc_host(size: int) -> int:
+    if size == 0:
+        raise invalid("aclrtMallocHost size must be greater than 0", "malloc_host.size")
+    block = (ctypes.c_char * (size + 64))()
+    addr = (ctypes.addressof(block) + 63) // 64 * 64
+    _host_blocks[addr] = block
+    return addr
+
+
+def free_host(addr: int) -> None:
+    if _host_blocks.pop(addr, None) is None:
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtFreeHost: {addr:#x} was not returned by aclrtMallocHost",
+                       rule="free_host.unknown")
+
+
+def check_copy_args(dst: int, dest_max: int, src: int, count: int, kind: int) -> bool:
+    """The checks aclrtMemcpy(Async) makes, in order; False when there is nothing to copy."""
+    if count == 0:
+        return False
+    if dst == 0 or src == 0:
+        raise invalid("aclrtMemcpy dst and src must not be NULL", "memcpy.null")
+    if kind not in MEMCPY_KINDS:
+        raise invalid(f"aclrtMemcpy kind {kind} is not supported; expected one of "
+                      + ", ".join(f"{k} ({v})" for k, v in MEMCPY_KINDS.items()), "memcpy.kind")
+    if dest_max == 0 or count > dest_max:
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
+                       f"aclrtMemcpy count {count} exceeds destMax {dest_max}", rule="memcpy.count")
+    return dst != src
+
+
+def _copy(dst: int, src: int, count: int) -> None:
+    """Copy bytes the way the DMA engine would: through the arenas, past allocation ends if asked."""
+    dst_mem, src_mem = devices.memory_of(dst), devices.memory_of(src)
+    if src_mem is not None:
+        src_mem.check(src, count, "memcpy source")
+    if dst_mem is not None:
+        dst_mem.check(dst, count, "memcpy destination")
+    n = count
+    if src_mem is not None:
+        n = min(n, src_mem.readable(src, count))
+        src = src_mem.host_address(src)
+    if dst_mem is not None:
+        n = min(n, dst_mem.readable(dst, count))
+        dst = dst_mem.host_address(dst)
+    ctypes.memmove(dst, src, n)
+    if n < count and dst_mem is None:
+        ctypes.memset(dst + n, 0, count - n)
+
+
+def _check_direction(dst: int, src: int, kind: int) -> None:
+    on_device = (devices.memory_of(src) is not None, devices.memory_of(dst) is not None)
+    expected = {0: (False, False), 1: (False, True), 2: (True, False), 3: (True, True), 5: (False, True)}.get(kind)
+    if expected is not None and expected != on_device:
+        where = lambda d: "device" if d else "host"
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
+                       f"aclrtMemcpy kind {MEMCPY_KINDS[kind]} does not match the pointers: src is "
+                       f"{where(on_device[0])} memory, dst is {where(on_device[1])} memory", rule="memcpy.direction")
+
+
+def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
+    if not check_copy_args(dst, dest_max, src, count, kind):
+        return
+    devices.current_context()
+    _check_direction(dst, src, kind)
+    _copy(dst, src, count)
+
+
+def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
+    if not check_copy_args(dst, dest_max, src, count, kind):
+        return
+    target = stream_of(stream)
+    _check_direction(dst, src, kind)
+    target.submit(lambda: _copy(dst, src, count), "memcpy")
+
+
+def _check_memset(addr: int, max_count: int, count: int) -> bool:
+    if count == 0:
+        return False
+    if addr == 0:
+        raise invalid("aclrtMemset devPtr must not be NULL", "memset.null")
+    if count > max_count:
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset count {count} exceeds maxCount {max_count}",
+                       rule="memset.count")
+    if devices.memory_of(addr) is None:
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: {addr:#x} is not device memory",
+                       rule="memset.host")
+    return True
+
+
+def _fill(addr: int, value: int, count: int) -> None:
+    memory = devices.memory_of(addr)
+    memory.check(addr, count, "memset")
+    memory.array(addr, memory.readable(addr, count))[:] = value & 0xFF
+
+
+def memset(addr: int, max_count: int, value: int, count: int) -> None:
+    if _check_memset(addr, max_count, count):
+        devices.current_context()
+        _fill(addr, value, count)
+
+
+def memset_async(addr: int, max_count: int, value: int, count: int, stream: int) -> None:
+    if _check_memset(addr, max_count, count):
+        stream_of(stream).submit(lambda: _fill(addr, value, count), "memset")
+
+
+def mem_info() -> tuple[int, int]:
+    memory = devices.current_context().device.memory
+    return memory.capacity - memory.used, memory.capacity
+
+
+# -- small helpers of acl_base --------------------------------------------------------------------
+def soc_name() -> str:
+    return config.current.soc
+
+
+def float16_to_float(bits: int) -> float:
+    """aclFloat16ToFloat: exponent 31 is decoded like a normal number (Inf -> 65536, NaN -> 98304...)."""
+    sign = -1.0 if bits & 0x8000 else 1.0
+    exponent, mantissa = (bits >> 10) & 0x1F, bits & 0x3FF
+    if exponent == 0:
+        return sign * mantissa * 2.0 ** -24
+    return sign * (1.0 + mantissa / 1024.0) * 2.0 ** (exponent - 15)
+
+
+def float_to_float16(value: float) -> int:
+    """aclFloatToFloat16: round to nearest even, saturating NaN, Inf and overflow to +-65504."""
+    f32 = np.float32(value)
+    negative = bool(np.signbit(f32))
+    with np.errstate(over="ignore", invalid="ignore"):
+        half = f32.astype(np.float16)
+    if not np.isfinite(half):
+        return 0xFBFF if negative else 0x7BFF
+    return int(half.view(np.uint16))

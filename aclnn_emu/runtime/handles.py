@@ -1,0 +1,53 @@
+"""Opaque handles (aclrtStream, aclTensor*, aclOpExecutor*, ...) handed to C.
+
+Each handle is a distinct address inside a reserved, inaccessible range, so it is non-null, never
+collides with a real host pointer, faults if a program dereferences it, and any other pointer (say
+`&stream` passed where `stream` was meant) is recognised as foreign instead of crashing us.
+"""
+import ctypes
+import itertools
+import threading
+
+from .memory import _libc, _MAP_FAILED
+
+_SPAN = 1 << 30           # virtual only: nothing is ever committed
+_STEP = 16
+_MAP_PRIVATE_ANON = 0x02 | 0x20
+
+_base = _libc.mmap(None, _SPAN, 0, _MAP_PRIVATE_ANON, -1, 0)
+if _base in (None, _MAP_FAILED):
+    raise OSError("cannot reserve the handle range")
+_counter = itertools.count(1)
+_lock = threading.Lock()
+_objects: dict[int, object] = {}
+_released: dict[int, str] = {}   # handle -> kind, for "spent"/"destroyed" diagnostics
+
+
+def register(obj) -> int:
+    """A new handle for obj (never reused, so a stale handle is always recognisable)."""
+    with _lock:
+        handle = _base + (next(_counter) * _STEP) % _SPAN
+        _objects[handle] = obj
+        return handle
+
+
+def lookup(handle: int, cls):
+    """The live object of type cls behind handle, or None."""
+    obj = _objects.get(handle)
+    return obj if isinstance(obj, cls) else None
+
+
+def release(handle: int) -> None:
+    with _lock:
+        obj = _objects.pop(handle, None)
+        if obj is not None:
+            _released[handle] = type(obj).__name__
+
+
+def released_kind(handle: int) -> str | None:
+    """The type name of the object a stale handle used to point at, if any."""
+    return _released.get(handle)
+
+
+def is_ours(handle: int) -> bool:
+    return _base <= handle < _base + _SPAN

@@ -1,0 +1,205 @@
+"""Device memory: one memfd mapped twice.
+
+The first mapping has no access rights; its addresses are the device pointers handed to programs,
+so a host dereference faults as it would on an NPU. The second mapping is read-write and backs the
+emulator's zero-copy numpy views. Pages are committed on first touch and given back on free (hole
+punching), so a large ACLNN_EMU_DEVICE_MEMORY costs nothing until used.
+"""
+import bisect
+import ctypes
+import dataclasses
+import mmap
+import os
+import threading
+
+import numpy as np
+
+from .. import status
+from . import sanitizer
+from .errors import AclError
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+ALIGN = 32            # DATA_MEMORY_ALIGN_SIZE
+PADDING = 32          # DATA_MEMORY_PADDING_SIZE
+START_ALIGN = 64      # the docs promise 64-byte aligned start addresses
+PUNCH_MIN = 2 << 20   # give pages back only for frees of at least this many bytes
+# Reads past the end of the arena (a sample reading an fp16 buffer back as double) see zeros
+# from this readable tail instead of faulting.
+TAIL = 64 << 20
+
+
+def padded_size(size: int) -> int:
+    """ALIGN_UP(size, 32) + 32: what aclrtMalloc really reserves."""
+    return (size + ALIGN - 1) // ALIGN * ALIGN + PADDING
+
+
+@dataclasses.dataclass
+class Allocation:
+    addr: int       # device address
+    size: int       # bytes the caller asked for
+    reserved: int   # bytes taken from the arena
+
+
+class DeviceMemory:
+    """The arena of one device: allocation, bounds lookup and host access."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._fd = os.memfd_create("aclnn-emu-device", os.MFD_CLOEXEC)
+        os.ftruncate(self._fd, capacity + TAIL)
+        self.device_base = self._map(0)  # PROT_NONE
+        self.host_base = self._map(mmap.PROT_READ | mmap.PROT_WRITE)
+        self._lock = threading.Lock()
+        self._free = [(0, capacity)]                # sorted (offset, size) holes
+        self._live: dict[int, Allocation] = {}      # device address -> allocation
+        self._starts: list[int] = []                # sorted live addresses, for bisect
+        self._freed: dict[int, Allocation] = {}     # recently freed, for use-after-free reports
+        self._freed_starts: list[int] = []
+        self.used = 0
+
+    def _map(self, prot: int) -> int:
+        addr = _libc.mmap(None, self.capacity + TAIL, prot, mmap.MAP_SHARED, self._fd, 0)
+        if addr in (None, _MAP_FAILED):
+            raise OSError(ctypes.get_errno(), "mmap of device memory failed")
+        return addr
+
+    # -- allocation ---------------------------------------------------------------------------
+    def malloc(self, size: int) -> int:
+        need = padded_size(size)
+        with self._lock:
+            for i, (off, hole) in enumerate(self._free):
+                start = (off + START_ALIGN - 1) // START_ALIGN * START_ALIGN
+                if start + need <= off + hole:
+                    self._take(i, off, hole, start, need)
+                    break
+            else:
+                raise AclError(status.ACL_ERROR_RT_MEMORY_ALLOCATION,
+                               f"out of device memory: {size} bytes requested, {self.capacity - self.used} "
+                               f"of {self.capacity} free (ACLNN_EMU_DEVICE_MEMORY)", rule="malloc.oom")
+            addr = self.device_base + start
+            alloc = Allocation(addr, size, need)
+            self._live[addr] = alloc
+            bisect.insort(self._starts, addr)
+            self._forget_freed(addr, need)
+            self.used += need
+            return addr
+
+    def _take(self, i, off, hole, start, need):
+        pieces = [(off, start - off), (start + need, off + hole - start - need)]
+        self._free[i:i + 1] = [p for p in pieces if p[1] > 0]
+
+    def _forget_freed(self, addr, need):
+        lo = bisect.bisect_left(self._freed_starts, addr - (1 << 40))
+        for start in self._freed_starts[lo:]:
+            if start >= addr + need:
+                break
+            old = self._freed[start]
+            if start + old.reserved > addr:
+                del self._freed[start]
+        self._freed_starts = sorted(self._freed)
+
+    def free(self, addr: int) -> None:
+        with self._lock:
+            alloc = self._live.pop(addr, None)
+            if alloc is None:
+                return self._bad_free(addr)
+            self._starts.remove(addr)
+            self._freed[addr] = alloc
+            bisect.insort(self._freed_starts, addr)
+            self.used -= alloc.reserved
+            self._release(addr - self.device_base, alloc.reserved)
+
+    def _bad_free(self, addr: int) -> None:
+        if addr in self._freed:
+            sanitizer.report("double-free", f"aclrtFree({addr:#x}): this block was already freed",
+                             code=status.ACL_ERROR_RT_PARAM_INVALID)
+        else:
+            sanitizer.report("invalid-free", f"aclrtFree({addr:#x}): not an address returned by aclrtMalloc",
+                             code=status.ACL_ERROR_RT_PARAM_INVALID)
+        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
+                       f"aclrtFree: {addr:#x} is not a live device allocation", rule="free.unknown")
+
+    def _release(self, off: int, size: int) -> None:
+        """Return a range to the free list (coalescing) and its whole pages to the kernel."""
+        i = bisect.bisect_left(self._free, (off, 0))
+        self._free.insert(i, (off, size))
+        if i + 1 < len(self._free) and off + size == self._free[i + 1][0]:
+            self._free[i:i + 2] = [(off, size + self._free[i + 1][1])]
+        if i > 0 and self._free[i - 1][0] + self._free[i - 1][1] == off:
+            self._free[i - 1:i + 1] = [(self._free[i - 1][0], self._free[i - 1][1] + self._free[i][1])]
+        if size >= PUNCH_MIN:
+            page = mmap.PAGESIZE
+            lo, hi = (off + page - 1) // page * page, (off + size) // page * page
+            if hi > lo:
+                _libc.fallocate(self._fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, lo, hi - lo)
+
+    # -- lookup -------------------------------------------------------------------------------
+    def contains(self, addr: int) -> bool:
+        """True if `addr` lies in this device's address range (allocated or not)."""
+        return self.device_base <= addr < self.device_base + self.capacity
+
+    def find(self, addr: int) -> Allocation | None:
+        """The live allocation whose reserved block holds `addr`."""
+        with self._lock:
+            return self._find(self._live, self._starts, addr)
+
+    @staticmethod
+    def _find(table, starts, addr):
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0:
+            alloc = table[starts[i]]
+            if addr < alloc.addr + alloc.reserved:
+                return alloc
+        return None
+
+    def check(self, addr: int, nbytes: int, what: str) -> None:
+        """Report an access of [addr, addr+nbytes) that leaves its allocation or touches freed memory."""
+        if nbytes <= 0:
+            return
+        alloc = self.find(addr)
+        if alloc is not None:
+            if addr + nbytes > alloc.addr + alloc.size:
+                sanitizer.report("out-of-bounds",
+                                 f"{what}: [{addr:#x}, +{nbytes}) ends {addr + nbytes - alloc.addr - alloc.size} "
+                                 f"bytes past the end of the {alloc.size}-byte allocation at {alloc.addr:#x}")
+            return
+        with self._lock:
+            dead = self._find(self._freed, self._freed_starts, addr)
+        if dead is not None:
+            sanitizer.report("use-after-free", f"{what}: {addr:#x} lies in the block freed at {dead.addr:#x}")
+        else:
+            sanitizer.report("unallocated", f"{what}: {addr:#x} is device memory that was never allocated")
+
+    def leaks(self) -> list[Allocation]:
+        with self._lock:
+            return list(self._live.values())
+
+    # -- host access --------------------------------------------------------------------------
+    def host_address(self, addr: int) -> int:
+        return self.host_base + (addr - self.device_base)
+
+    def readable(self, addr: int, nbytes: int) -> int:
+        """How many of the bytes at addr can be touched at all (the arena plus its zero tail)."""
+        end = self.device_base + self.capacity + TAIL
+        return max(0, min(nbytes, end - addr))
+
+    def array(self, addr: int, nbytes: int) -> np.ndarray:
+        """A writable uint8 view of [addr, addr+nbytes) of device memory."""
+        buf = (ctypes.c_char * nbytes).from_address(self.host_address(addr))
+        return np.frombuffer(buf, dtype=np.uint8)
+
+    def reset(self) -> None:
+        """Forget every allocation and give all pages back (aclFinalize)."""
+        with self._lock:
+            self._live.clear(); self._starts.clear(); self._freed.clear(); self._freed_starts.clear()
+            self._free = [(0, self.capacity)]
+            self.used = 0
+            _libc.fallocate(self._fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, self.capacity + TAIL)
