@@ -16,7 +16,7 @@ def get_workspace_size(op, values) -> tuple[int, int, int]:
     try:
         if op.prepare_fn is None:
             raise AclError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                           f"{op.phase1}: {op.name} is not implemented in aclnn-emu", rule="not_implemented")
+                           f"{op.name} is not implemented in aclnn-emu", rule="not_implemented")
         args = op.bind(values)
         launch = op.prepare_fn(args, Env(op.name))
         executor = Executor(op.name, launch, [getattr(args, p.name) for p in op.tensors])

@@ -1,0 +1,38 @@
+"""Where the built toolkit lives and how to compile a program against it."""
+import os
+import pathlib
+import shlex
+import subprocess
+
+HOME = pathlib.Path(__file__).resolve().parent / "_toolkit"
+LIBRARY = HOME / "lib64" / "libascendcl.so"
+# The flags of the official "compile and run a sample" recipe (c++11, -O2 -Wall, the three include
+# directories, the runtime/meta/op libraries).
+CXXFLAGS = ["-std=c++11", "-fPIC", "-O2", "-Wall"]
+LIBS = ["-lascendcl", "-lnnopbase", "-lopapi_math", "-lopapi_transformer"]
+
+
+def environment(base=None) -> dict:
+    """The variables set_env.sh exports, applied to `base` (default: os.environ)."""
+    env = dict(os.environ if base is None else base)
+    env.update(ASCEND_HOME_PATH=str(HOME), ASCEND_TOOLKIT_HOME=str(HOME), ASCEND_CUSTOM_PATH=str(HOME),
+               ASCEND_OPP_PATH=str(HOME / "opp"))
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(HOME / "lib64"), env.get("LD_LIBRARY_PATH")]))
+    return env
+
+
+def exports() -> str:
+    """Shell lines for `eval "$(aclnn-emu env)"`."""
+    env = environment({"LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", "")})
+    keys = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_CUSTOM_PATH", "ASCEND_OPP_PATH", "LD_LIBRARY_PATH")
+    return "\n".join(f"export {k}={shlex.quote(env[k])}" for k in keys)
+
+
+def compile_command(source, output) -> list[str]:
+    inc = HOME / "include"
+    return (["g++", *CXXFLAGS, f"-I{inc}", f"-I{inc / 'aclnn'}", f"-I{inc / 'aclnnop'}", str(source),
+             "-o", str(output), f"-L{HOME / 'lib64'}", *LIBS, "-lpthread"])
+
+
+def compile(source, output) -> subprocess.CompletedProcess:
+    return subprocess.run(compile_command(source, output), capture_output=True, text=True)
