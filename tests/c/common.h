@@ -1,0 +1,94 @@
+// Helpers for the C++ tests: status printing and device tensors built the way the spec samples do.
+#ifndef ACLNN_EMU_TEST_COMMON_H_
+#define ACLNN_EMU_TEST_COMMON_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+
+// Print "<rule> <code>" so the pytest side can assert each code.
+#define REPORT(rule, expr) printf("%s %d\n", rule, static_cast<int>(expr))
+#define CHECK_OK(expr)                                                                   \
+    do {                                                                                 \
+        int _ret = (expr);                                                               \
+        if (_ret != 0) {                                                                 \
+            printf("FAILED %s -> %d: %s\n", #expr, _ret, aclGetRecentErrMsg());          \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+inline int64_t ShapeSize(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+inline std::vector<int64_t> ContiguousStrides(const std::vector<int64_t> &shape) {
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; i--) strides[i] = shape[i + 1] * strides[i + 1];
+    return strides;
+}
+
+// A device buffer plus the aclTensor describing it; released in the destructor.
+struct DeviceTensor {
+    void *addr = nullptr;
+    aclTensor *tensor = nullptr;
+    size_t bytes = 0;
+
+    DeviceTensor() = default;
+    DeviceTensor(const DeviceTensor &) = delete;
+    DeviceTensor &operator=(const DeviceTensor &) = delete;
+
+    template <typename T>
+    int Create(const std::vector<T> &host, const std::vector<int64_t> &shape, aclDataType dtype,
+               aclFormat format = ACL_FORMAT_ND) {
+        bytes = ShapeSize(shape) * aclDataTypeSize(dtype);
+        size_t alloc = bytes > 0 ? bytes : 1;
+        int ret = aclrtMalloc(&addr, alloc, ACL_MEM_MALLOC_HUGE_FIRST);
+        if (ret != 0) return ret;
+        if (bytes > 0 && !host.empty()) {
+            ret = aclrtMemcpy(addr, bytes, host.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE);
+            if (ret != 0) return ret;
+        }
+        std::vector<int64_t> strides = ContiguousStrides(shape);
+        tensor = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, format, shape.data(),
+                                 shape.size(), addr);
+        return tensor == nullptr ? -1 : 0;
+    }
+
+    int Create(const std::vector<int64_t> &shape, aclDataType dtype, aclFormat format = ACL_FORMAT_ND) {
+        return Create(std::vector<uint8_t>(), shape, dtype, format);
+    }
+
+    template <typename T>
+    int Read(std::vector<T> &host) const {
+        host.resize(bytes / sizeof(T));
+        return bytes ? aclrtMemcpy(host.data(), bytes, addr, bytes, ACL_MEMCPY_DEVICE_TO_HOST) : 0;
+    }
+
+    ~DeviceTensor() {
+        if (tensor) aclDestroyTensor(tensor);
+        if (addr) aclrtFree(addr);
+    }
+};
+
+// aclInit + device 0 + a stream, as every sample does.
+inline int SetUp(aclrtStream *stream) {
+    int ret = aclInit(nullptr);
+    if (ret != 0) return ret;
+    ret = aclrtSetDevice(0);
+    if (ret != 0) return ret;
+    return aclrtCreateStream(stream);
+}
+
+inline void TearDown(aclrtStream stream) {
+    aclrtDestroyStream(stream);
+    aclrtResetDevice(0);
+    aclFinalize();
+}
+
+#endif  // ACLNN_EMU_TEST_COMMON_H_

@@ -1,0 +1,44 @@
+"""Helpers for tests that go through the real C doors: compiled C++ programs and ctypes."""
+import os
+import pathlib
+import subprocess
+import tempfile
+
+from aclnn_emu import toolkit
+
+C_DIR = pathlib.Path(__file__).resolve().parent / "c"
+_BUILD = pathlib.Path(tempfile.mkdtemp(prefix="aclnn-emu-tests-"))
+
+
+def build(source) -> pathlib.Path:
+    """Compile a C++ file with the official flags (cached per test session); fail loudly on errors."""
+    source = pathlib.Path(source)
+    if not source.is_absolute():
+        source = C_DIR / source
+    exe = _BUILD / source.stem
+    if not exe.exists() or exe.stat().st_mtime < source.stat().st_mtime:
+        result = toolkit.compile(source, exe)
+        if result.returncode != 0:
+            raise AssertionError(f"compiling {source.name} failed:\n{result.stderr}")
+    return exe
+
+
+def run(exe, *args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """Run a built program in the toolkit environment plus `env` overrides."""
+    full = toolkit.environment()
+    full.update(env or {})
+    return subprocess.run([str(exe), *map(str, args)], env=full, capture_output=True, text=True, timeout=timeout)
+
+
+def compile_and_run(source, *args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    return run(build(source), *args, env=env, timeout=timeout)
+
+
+def rule_codes(output: str) -> dict[str, int]:
+    """Parse the `<rule> <code>` lines a status-code test program prints."""
+    codes = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            codes[parts[0]] = int(parts[1])
+    return codes

@@ -1,0 +1,39 @@
+import ctypes
+import os
+import sys
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from aclnn_emu import toolkit  # noqa: E402
+
+
+def pytest_sessionstart(session):
+    if not toolkit.LIBRARY.exists():
+        pytest.exit(f"{toolkit.LIBRARY} is missing: run `pip install -e .` (or `aclnn-emu build`) first", 2)
+
+
+@pytest.fixture(scope="session")
+def toolkit_home():
+    return toolkit.HOME
+
+
+@pytest.fixture(scope="session")
+def libacl():
+    """libascendcl.so loaded into this interpreter through ctypes (it reuses this interpreter)."""
+    lib = ctypes.CDLL(str(toolkit.LIBRARY))
+    lib.aclGetRecentErrMsg.restype = ctypes.c_char_p
+    lib.aclrtGetSocName.restype = ctypes.c_char_p
+    lib.aclFloat16ToFloat.restype = ctypes.c_float
+    lib.aclFloat16ToFloat.argtypes = [ctypes.c_uint16]
+    lib.aclFloatToFloat16.restype = ctypes.c_uint16
+    lib.aclFloatToFloat16.argtypes = [ctypes.c_float]
+    lib.aclDataTypeSize.restype = ctypes.c_size_t
+    lib.aclCreateTensor.restype = ctypes.c_void_p
+    lib.aclCreateIntArray.restype = ctypes.c_void_p
+    for name in ("aclrtMalloc", "aclrtFree", "aclrtMemcpy", "aclrtMemset", "aclrtMemcpyAsync"):
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
