@@ -1,0 +1,213 @@
+"""FlashAttentionScoreGrad (V2): the attention backward, blockwise in fp32 (reference §1B).
+
+Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 // G:
+  S   = Q Kᵀ * scale (+ pse; pseType 1 adds pse before the scale), masked scores := -FLT_MAX
+  P   = exp(S - softmaxMax) / softmaxSum        from the forward's buffers, never renormalised
+  Pd  = P * keepBit / keepProb                  keepProb as float32; Pd rounded to the input dtype
+  dV += Pdᵀ dY
+  dP  = (dY Vᵀ) * keepBit / keepProb
+  dS  = P * (dP - rowsum(dY * attentionIn))     un-dropped P; dS rounded to the input dtype
+  dQ  = scale * dS K          dK += dSᵀ Q  (scaled by `scale` at the end)
+Roundings are CAST_ROUND (half away from zero). dK and dV are summed over the G query heads of a kv
+head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x KEY_BLOCK, so memory
+grows linearly with S; heads run on one thread per core.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from aclnn_emu.kernels.attention_layouts import to_bnsd
+from aclnn_emu.kernels.casts import FP32, cast_round
+from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
+from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
+from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
+from aclnn_emu.kernels.flash_attention_score_grad_threads import run_partitioned
+
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
+ROW_BLOCK = 256
+KEY_BLOCK = 4096
+SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 floats per row; column j reads lane j % 8
+
+
+@dataclass(frozen=True)
+class FagParams:
+    scale: float
+    keep_prob: float
+    head_num: int
+    layout: str
+    pre_tokens: int = 2147483647
+    next_tokens: int = 2147483647
+    sparse_mode: int = 0
+    pse_type: int = 1
+    prefix: tuple | None = None
+    q_start_idx: tuple | None = None
+    kv_start_idx: tuple | None = None
+
+
+def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum,
+                               params: FagParams, pse=None, drop_mask=None, atten_mask=None):
+    """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype."""
+    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
+               pse, drop_mask, atten_mask)
+    return job.run()
+
+
+class _Dropout:
+    """Keep factors (0 or 1/keepProb) from the LSB-first bit mask over [B, N1, S1, S2]."""
+
+    def __init__(self, drop_mask, keep_prob, heads, s1, s2):
+        self.bytes = drop_mask.reshape(-1).view(np.uint8)
+        self.factor = np.float32(1) / np.float32(keep_prob)
+        self.heads, self.s1, self.s2 = heads, s1, s2
+
+    def block(self, b, n, i0, i1, j0, j1):
+        start = ((b * self.heads + n) * self.s1 + i0) * self.s2
+        count = (i1 - i0) * self.s2
+        bits = np.unpackbits(self.bytes[start >> 3:(start + count + 7) >> 3], bitorder="little")
+        rows = bits[start & 7:(start & 7) + count].reshape(i1 - i0, self.s2)[:, j0:j1]
+        return rows * self.factor
+
+
+class _Job:
+    def __init__(self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
+                 pse, drop_mask, atten_mask):
+        p = params
+        self.params, self.dtype = p, query.dtype
+        self.q = to_bnsd(query, p.layout, p.head_num)
+        b, n1, s1, d = self.q.shape
+        kv_heads = key.shape[-1] // d if p.layout in ("BSH", "SBH") else None
+        self.k = to_bnsd(key, p.layout, kv_heads)
+        n2, s2 = self.k.shape[1], self.k.shape[2]
+        self.v = to_bnsd(value, p.layout, n2)
+        self.dy = to_bnsd(dy, p.layout, n1)
+        self.o = to_bnsd(attention_in, p.layout, n1)
+        self.shape = (b, n1, n2, s1, s2)
+        self.group = n1 // n2
+        self.softmax_max, self.softmax_sum = softmax_max, softmax_sum
+        self.scale = np.float32(p.scale)
+        self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
+        self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
+        keep = np.float32(p.keep_prob)
+        self.dropout = _Dropout(drop_mask, keep, n1, s1, s2) if keep < 1 and drop_mask is not None else None
+        self.dq = np.empty(query.shape, self.dtype)
+        self.dk = np.empty(key.shape, self.dtype)
+        self.dv = np.empty(value.shape, self.dtype)
+
+    def run(self):
+        b, n1, n2, s1, s2 = self.shape
+        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
+        partials = run_partitioned(tasks, self._work)
+        dk, dv = to_bnsd(self.dk, self.params.layout, n2), to_bnsd(self.dv, self.params.layout, n2)
+        for bi in range(b):
+            for hi in range(n2):
+                acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
+                for part in partials:   # in thread order: the fp32 sum does not depend on timing
+                    if (bi, hi) in part:
+                        acc_k += part[(bi, hi)][0]
+                        acc_v += part[(bi, hi)][1]
+                dk[bi, hi] = cast_round(acc_k * self.scale, self.dtype)
+                dv[bi, hi] = cast_round(acc_v, self.dtype)
+        return self.dq, self.dk, self.dv
+
+    def _work(self, tasks):
+        """Process row blocks; return this thread's fp32 dK/dV sums per kv head."""
+        sums, head, kv = {}, None, None
+        size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
+        buffers = [np.empty(size, FP32) for _ in range(3)]
+        for b, n, i0 in tasks:
+            if head is None or head.key != (b, n):
+                head = _Head(self, b, n)
+            if kv is None or kv.key != (b, n // self.group):
+                kv = _KvHead(self, b, n // self.group)
+            if kv.key not in sums:
+                sums[kv.key] = (np.zeros(kv.k.shape, FP32), np.zeros(kv.v.shape, FP32))
+            acc = sums[kv.key]
+            self._rows(head, kv, acc, i0, min(i0 + ROW_BLOCK, self.shape[3]), buffers)
+        return sums
+
+    def _rows(self, head, kv, acc, i0, i1, buffers):
+        b, n = head.key
+        lanes_max, lanes_sum = head.softmax[0][i0:i1], head.softmax[1][i0:i1]
+        with np.errstate(over="ignore", under="ignore"):
+            fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum   # P of a masked score
+        # Masked keys contribute nothing unless a row is fully masked (then P = 1/sum there).
+        j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
+        dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
+        for c0 in range(j0, j1, KEY_BLOCK):
+            c1 = min(c0 + KEY_BLOCK, j1)
+            self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), buffers)
+        dq_rows *= self.scale
+        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = cast_round(dq_rows, self.dtype)
+
+    def _block(self, head, kv, acc, dq_rows, box, softmax, buffers):
+        i0, i1, c0, c1 = box
+        b, n = head.key
+        shape = (i1 - i0, c1 - c0)
+        scores, dropped, grad = (buf[:shape[0] * shape[1]].reshape(shape) for buf in buffers)
+        self._scores(head, kv, box, scores)
+        probs = self._softmax(scores, softmax, c0, c1, self.plan.masked(b, n, i0, i1, c0, c1))
+        keep = None if self.dropout is None else self.dropout.block(b, n, i0, i1, c0, c1)
+        if keep is not None:
+            np.multiply(probs, keep, out=dropped)
+        elif self.dtype != FP32:
+            np.copyto(dropped, probs)
+        else:
+            dropped = probs
+        round_half_away_(dropped, self.dtype)
+        acc[1][c0:c1] += dropped.T @ head.dy[i0:i1]
+        np.matmul(head.dy[i0:i1], kv.v[c0:c1].T, out=grad)
+        if keep is not None:
+            grad *= keep
+        grad -= head.dsum[i0:i1, None]
+        grad *= probs
+        round_half_away_(grad, self.dtype)
+        dq_rows += grad @ kv.k[c0:c1]
+        acc[0][c0:c1] += grad.T @ head.q[i0:i1]
+
+    def _scores(self, head, kv, box, out):
+        i0, i1, c0, c1 = box
+        pse = self.pse.block(*head.key, i0, i1, c0, c1)
+        if self.pse.added_before_scale:
+            np.matmul(head.q[i0:i1], kv.k[c0:c1].T, out=out)
+            out += pse
+            out *= self.scale
+            return
+        np.matmul(head.q_scaled[i0:i1], kv.k[c0:c1].T, out=out)
+        if pse is not None:
+            out += pse
+
+    @staticmethod
+    def _softmax(scores, softmax, c0, c1, masked):
+        """P = exp(S - max) / sum in place; masked scores take the value a -FLT_MAX score gets."""
+        lanes_max, lanes_sum, fill = softmax
+        if lanes_max.shape[1] > 1:   # lanes differ: column j reads lane j % 8
+            lanes = np.arange(c0, c1) % SOFTMAX_LANES
+            lanes_max, lanes_sum, fill = lanes_max[:, lanes], lanes_sum[:, lanes], fill[:, lanes]
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores -= lanes_max
+            np.exp(scores, out=scores)
+            scores /= lanes_sum
+        if masked is not None:
+            np.copyto(scores, np.broadcast_to(fill, scores.shape), where=masked)
+        return scores
+
+
+class _Head:
+    """fp32 copies of one query head's rows, its softmax buffers and rowsum(dY * attentionIn)."""
+
+    def __init__(self, job, b, n):
+        self.key = (b, n)
+        self.q = job.q[b, n].astype(FP32)
+        self.q_scaled = self.q * job.scale
+        self.dy = np.ascontiguousarray(job.dy[b, n], dtype=FP32)
+        self.dsum = np.einsum("ij,ij->i", self.dy, job.o[b, n].astype(FP32))
+        lanes = (np.asarray(job.softmax_max[b, n], FP32), np.asarray(job.softmax_sum[b, n], FP32))
+        replicated = all((x == x[:, :1]).all() for x in lanes)
+        self.softmax = tuple(x[:, :1] for x in lanes) if replicated else lanes
+
+
+class _KvHead:
+    def __init__(self, job, b, n2):
+        self.key = (b, n2)
+        self.k = job.k[b, n2].astype(FP32)
+        self.v = job.v[b, n2].astype(FP32)

@@ -1,0 +1,36 @@
+"""The in-place fp32-domain CAST_ROUND of the FAG kernel is bit-exact with casts.cast_round."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from aclnn_emu.kernels.casts import BF16, FP16, cast_round
+from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
+
+
+def _edge_values(dtype):
+    """Exact ties, their neighbours, subnormals, overflow boundaries, zeros, infinities, NaN."""
+    info = ml_dtypes.finfo(dtype)
+    subnormals = np.arange(-2048, 2048, dtype=np.float32) * np.float32(info.smallest_subnormal)
+    binades = (np.float32(2.0) ** np.arange(-30, 17, dtype=np.float32)[:, None]
+               * (np.float32(1) + np.arange(0, 1, 1 / 64, dtype=np.float32))).ravel()
+    grid = np.concatenate([subnormals, binades, -binades])
+    step = np.float32(info.eps) * np.abs(grid)
+    ties = np.concatenate([grid + step / 2, grid - step / 2,
+                           np.arange(-40, 40, dtype=np.float32) * np.float32(info.smallest_subnormal) / 2])
+    neighbours = np.concatenate([np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, -np.float32(np.inf))])
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, -65520,
+                         3.4e38, -3.4e38], dtype=np.float32)
+    return np.concatenate([grid, ties, neighbours, specials]).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [FP16, BF16])
+def test_round_half_away_matches_cast_round(dtype):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([_edge_values(dtype),
+                        rng.standard_normal(50000).astype(np.float32) * np.float32(1e-3),
+                        rng.standard_normal(50000).astype(np.float32) * np.float32(3e4)])
+    expected = cast_round(x, dtype).astype(np.float32)
+    got = round_half_away_(x.copy(), dtype)
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    finite = ~np.isnan(expected)
+    assert np.array_equal(got[finite].view(np.uint32), expected[finite].view(np.uint32))
