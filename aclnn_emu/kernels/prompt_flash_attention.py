@@ -1,0 +1,237 @@
+"""PromptFlashAttention forward (aclnnPromptFlashAttentionV2): blockwise online softmax.
+
+Inputs arrive in [B, N, S, D] order in their storage dtype; the layout views, argument checks and
+the decoding of scale tensors live in ``aclnn_emu.ops.prompt_flash_attention``. Per (batch, query
+head, chunk of query rows) the kernel walks key blocks of ``KV_BLOCK`` columns with an online
+softmax, so it never holds more than a ``Q_BLOCK x KV_BLOCK`` score block per thread.
+
+Maths per query row i of batch b (reference §2B):
+  S   = Q K^T                     fp16 in: rounded to fp16 (the cube writes half, and can overflow)
+                                  int8 in: fp16(deq1 * int32(Q K^T))
+  S  *= scaleValue
+  mask: bool/int8/uint8 mask -> masked scores replaced by -65504 (fp16, int8) or -FLT_MAX (bf16);
+        fp16 mask -> S += mask * -10000
+  keys outside row i's token band or >= actualSeqLengthsKv[b] are not part of the row at all
+  E   = exp(S - running max), l = sum E (fp32), rescaled by exp(m_old - m_new) between blocks
+  P   = E rounded to fp16 (fp16 path), CAST_ROUND to bf16 (bf16 path),
+        int8(rint(fp16(E) * quantScale1)) (int8 path)
+  O   = sum_blocks P V (int8: fp16(deq2 * int32(E8 V)) per block) / l
+Rows >= actualSeqLengths[b] and rows with no key in their band are 0.
+"""
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from aclnn_emu.kernels import prompt_flash_attention_pool as pool
+from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
+from aclnn_emu.kernels.casts import BF16, FP16, FP32
+from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
+from aclnn_emu.kernels.prompt_flash_attention_quant import quantize_
+from aclnn_emu.kernels.prompt_flash_attention_rounding import Fp16Rounder
+
+SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
+Q_BLOCK = 1024
+KV_BLOCK = 1024                  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
+FP16_MASK_FILL = np.float32(-65504.0)
+BF16_MASK_FILL = np.float32(-np.finfo(np.float32).max)
+ADDITIVE_MASK_SCALE = np.float32(-10000.0)
+INT8 = np.dtype(np.int8)
+
+
+def batch_bands(sparse_mode: int, pre_tokens: int, next_tokens: int, has_mask: bool,
+                act_q, act_kv) -> list[tuple[int, int]]:
+    """Per batch, the (pre, next) band in top-left coordinates that sparse_mode selects.
+
+    Key j belongs to row i when -pre <= j - i <= next. Modes 3 and 4 anchor at the bottom-right
+    corner of the batch's actual (actQ x actKV) matrix.
+    """
+    pre, nxt = min(pre_tokens, SPARSE_INT_MAX), min(next_tokens, SPARSE_INT_MAX)
+    bands = []
+    for aq, ak in zip(act_q, act_kv):
+        if sparse_mode == 0:
+            bands.append((pre, nxt) if has_mask else (SPARSE_INT_MAX, SPARSE_INT_MAX))
+        elif sparse_mode == 1:
+            bands.append((SPARSE_INT_MAX, SPARSE_INT_MAX))
+        elif sparse_mode == 2:
+            bands.append((SPARSE_INT_MAX, 0))
+        elif sparse_mode == 3:
+            bands.append((SPARSE_INT_MAX, ak - aq))
+        elif sparse_mode == 4:
+            bands.append((pre - ak + aq, nxt + ak - aq))
+        else:
+            raise ValueError(f"sparse_mode {sparse_mode} has no band; expected 0-4")
+    return bands
+
+
+@dataclass(frozen=True)
+class Mask:
+    """attenMask as [Bm, S1m, S2m] (Bm 1 or B), read at [b?][i][j] for i < S1, j < S2."""
+    values: np.ndarray
+
+    @property
+    def additive(self) -> bool:
+        return self.values.dtype == FP16
+
+
+@dataclass(frozen=True)
+class Int8Scales:
+    """Decoded per-tensor scales of an int8 query/key/value."""
+    deq1: np.float32
+    quant1: np.float32
+    deq2: np.float32
+
+
+@dataclass(frozen=True)
+class OutputQuant:
+    """quantScale2/quantOffset2 as fp32 arrays of shape [N, Dv] (per channel) or [1, 1]."""
+    scale: np.ndarray
+    offset: np.ndarray
+
+
+class _Scratch(threading.local):
+    def __init__(self):
+        self.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
+        self.rounder = Fp16Rounder(Q_BLOCK * KV_BLOCK)
+
+    def block(self, rows: int, cols: int) -> np.ndarray:
+        return self.scores[:rows * cols].reshape(rows, cols)
+
+
+_scratch = _Scratch()
+
+
+def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
+                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None
+                           ) -> np.ndarray:
+    """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
+
+    q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
+    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths.
+    """
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant).run()
+
+
+class _Forward:
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant):
+        self.q, self.k, self.v = q, k, v
+        self.scale = np.float32(scale)
+        self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
+        self.mask, self.int8, self.out_quant = mask, int8, out_quant
+        self.group = q.shape[1] // k.shape[1]
+        self.fp16_scores = q.dtype in (FP16, INT8)
+        self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
+        if out_quant is not None:
+            out_dtype = INT8
+        else:
+            out_dtype = FP16 if q.dtype == INT8 else q.dtype
+        b, n, s1, _ = q.shape
+        self.out = np.zeros((b, n, s1, v.shape[3]), out_dtype)
+
+    def run(self) -> np.ndarray:
+        b, n = self.q.shape[:2]
+        # Enough tasks to keep every worker busy; long heads are split into row chunks.
+        splits = max(1, -(-2 * pool.workers() // (b * n)))
+        tasks = []
+        for bi in range(b):
+            aq = int(self.act_q[bi])
+            step = max(1, -(-aq // splits))
+            tasks += [(bi, ni, r0, min(r0 + step, aq)) for ni in range(n) for r0 in range(0, aq, step)]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            pool.run_all(self._rows, tasks)
+        return self.out
+
+    def _rows(self, b, n, r0, r1):
+        pre, nxt = self.bands[b]
+        j0, j1 = band_key_range(r0, r1, pre, nxt, int(self.act_kv[b]))
+        if j0 >= j1:
+            return                                       # no row has a key: stays 0
+        kv_head = n // self.group
+        keys = self.k[b, kv_head, j0:j1].astype(FP32)
+        values = self.v[b, kv_head, j0:j1].astype(FP32)
+        for i0 in range(r0, r1, Q_BLOCK):
+            i1 = min(i0 + Q_BLOCK, r1)
+            self.out[b, n, i0:i1] = self._query_block(b, n, i0, i1, keys, values, j0)
+
+    def _query_block(self, b, n, i0, i1, keys, values, j0):
+        pre, nxt = self.bands[b]
+        k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.shape[0])
+        queries = self.q[b, n, i0:i1].astype(FP32)
+        rows = i1 - i0
+        may_overflow = self._may_overflow(queries, keys)
+        running_max = np.full(rows, -np.inf, np.float32)
+        row_sum = np.zeros(rows, np.float32)
+        acc = np.zeros((rows, values.shape[1]), np.float32)
+        # Key blocks start at multiples of KV_BLOCK (assumed hardware tiling): the int8 path
+        # quantises each block against the running max, so the boundaries shape the result.
+        for start in range(k0 - k0 % KV_BLOCK, k1, KV_BLOCK):
+            c0, c1 = max(start, k0), min(start + KV_BLOCK, k1)
+            s = _scratch.block(rows, c1 - c0)
+            np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
+            self._scores_(s, b, i0, i1, c0, c1, may_overflow)
+            new_max = np.maximum(running_max, s.max(axis=1))
+            # Rows with no key yet keep max -inf; subtract 0 so their exp stays 0, not NaN.
+            shift = np.where(np.isneginf(new_max), np.float32(0), new_max)
+            alpha = np.exp(running_max - shift)
+            s -= shift[:, None]
+            np.exp(s, out=s)
+            row_sum *= alpha
+            row_sum += np.einsum("ij->i", s)
+            acc *= alpha[:, None]
+            acc += self._pv(s, values[c0 - j0:c1 - j0])
+            running_max = new_max
+        return self._finish(acc, row_sum, n)
+
+    def _may_overflow(self, queries, keys) -> bool:
+        """Can |S| reach the fp16 overflow? (Cauchy-Schwarz bound, so the scan is usually skipped.)"""
+        if not self.fp16_scores:
+            return False
+        bound = np.sqrt(np.einsum("ij,ij->i", queries, queries).max(initial=0)) \
+            * np.sqrt(np.einsum("ij,ij->i", keys, keys).max(initial=0))
+        if self.int8 is not None:
+            bound *= abs(float(self.int8.deq1))
+        return not bound < 65504.0
+
+    def _scores_(self, s, b, i0, i1, c0, c1, may_overflow):
+        """S (raw QK^T) -> scaled, masked scores, in place."""
+        if self.int8 is not None:
+            s *= self.int8.deq1
+        if self.fp16_scores:
+            _scratch.rounder.round_(s, may_overflow)
+        s *= self.scale
+        if self.mask is not None:
+            values = self.mask.values
+            block = values[b if values.shape[0] > 1 else 0, i0:i1, c0:c1]
+            if self.mask.additive:
+                s += block * ADDITIVE_MASK_SCALE
+            else:
+                np.copyto(s, self.mask_fill, where=block if block.dtype == np.bool_ else block != 0)
+        pre, nxt = self.bands[b]
+        outside = band_masked(i0, i1, c0, c1, pre, nxt)
+        if outside is not None:
+            np.copyto(s, np.float32(-np.inf), where=outside)
+
+    def _pv(self, e, values):
+        """One block's contribution E V, with E narrowed as the hardware feeds it to BMM2."""
+        if self.int8 is not None:
+            _scratch.rounder.round_(e, may_overflow=False)
+            quantize_(e, self.int8.quant1)
+            pv = e @ values
+            pv *= self.int8.deq2
+            return _scratch.rounder.round_(pv)
+        if self.q.dtype == BF16:
+            round_half_away_(e, BF16)
+        else:
+            _scratch.rounder.round_(e, may_overflow=False)
+        return e @ values
+
+    def _finish(self, acc, row_sum, n):
+        computed = row_sum > 0
+        o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
+        if self.out_quant is not None:
+            quant = self.out_quant
+            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
+        elif self.out.dtype == BF16:
+            round_half_away_(o, BF16)
+        o[~computed] = 0
+        return o

@@ -1,0 +1,155 @@
+"""Float64 reference of aclnnPromptFlashAttentionV2, written from the reference notes (§2B).
+
+Independent of aclnn_emu.kernels: plain dense float64 per (batch, head), the whole score matrix at
+once, small shapes only. Also holds the CANN precision-standard comparison used by the tests.
+
+Rules modelled (reference §2B):
+- S = Q K^T; fp16 input rounds S to fp16 (RNE); int8 input: S = fp16(deq1 * Q8 K8^T).
+- x = S * scale; bool/int8/uint8 mask: masked -> -65504 (fp16/int8 path) or -FLT_MAX (bf16);
+  fp16 mask: x += mask * -10000.
+- Keys j of row i (0-based within the batch, actual lengths aq/ak) take part iff j < ak and
+  mode 0 + mask: i - pre <= j <= i + next; mode 0 without mask, mode 1: always;
+  mode 2: j <= i; mode 3: j - i <= ak - aq; mode 4: -(pre - ak + aq) <= j - i <= next + ak - aq;
+  tokens are clamped to 214748647 first. Rows >= aq or without any key are 0.
+- P = exp(x - max) narrowed before P V: fp16 (RNE) for fp16, bf16 ties-away for bf16; row sum of
+  the un-narrowed values. int8: per key block of ``kv_block`` (aligned at 0) with a running max,
+  E8 = clip(rint(fp16(E) * quant1)), block out = fp16(deq2 * E8 V8), rescaled by exp(m_old - m_new).
+- Output: fp16 RNE, bf16 ties-away, int8 clip(rint(o * quantScale2[n, d] + quantOffset2[n, d])).
+"""
+import numpy as np
+
+BIG = 214748647
+FLT_MAX = float(np.finfo(np.float32).max)
+TOLERANCE = {"float16": 1e-3, "bfloat16": 4e-3, "float32": 1e-4}
+
+
+def to_fp16(x):
+    with np.errstate(over="ignore"):
+        return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
+
+
+def to_bf16_away(x):
+    """Round float64 values to bf16 (8 significant bits), ties away from zero."""
+    mantissa, exponent = np.frexp(np.asarray(x, np.float64))
+    scaled = mantissa * 256.0
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    return np.ldexp(rounded, exponent - 8)
+
+
+def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):
+    """Boolean [s1, s2]: key j takes part in row i."""
+    pre, nxt = min(pre, BIG), min(nxt, BIG)
+    i = np.arange(s1)[:, None]
+    j = np.arange(s2)[None, :]
+    ok = (i < aq) & (j < ak)
+    if mode == 0 and has_mask:
+        ok &= (j >= i - pre) & (j <= i + nxt)
+    elif mode == 2:
+        ok &= j <= i
+    elif mode == 3:
+        ok &= j - i <= ak - aq
+    elif mode == 4:
+        ok &= (j - i <= nxt + ak - aq) & (i - j <= pre - ak + aq)
+    return ok
+
+
+def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_kv=None,
+              mask=None, deq1=None, quant1=None, deq2=None, quant2=None, offset2=None,
+              kv_block=1024):
+    """Expected output [B, N, S1, Dv] as float64 (values already on the output dtype's grid).
+
+    q/k/v [B, N(kv), S, D] in fp16, bfloat16 or int8; mask None or [Bm, S1m, S2m];
+    quant2/offset2 None or arrays broadcasting to [N, Dv] (index n, d).
+    """
+    b, n, s1, _ = q.shape
+    nkv, s2, dv = k.shape[1], k.shape[2], v.shape[3]
+    kind = str(q.dtype)
+    act_q = [s1] * b if act_q is None else list(act_q)
+    act_kv = [s2] * b if act_kv is None else list(act_kv)
+    out = np.zeros((b, n, s1, dv))
+    computed = np.zeros((b, n, s1), bool)
+    for bi in range(b):
+        ok = allowed_keys(sparse_mode, pre, nxt, mask is not None, act_q[bi], act_kv[bi], s1, s2)
+        for ni in range(n):
+            h = ni // (n // nkv)
+            qq = q[bi, ni].astype(np.float64)
+            kk = k[bi, h].astype(np.float64)
+            vv = v[bi, h].astype(np.float64)
+            s = qq @ kk.T
+            if kind == "int8":
+                s = to_fp16(float(deq1) * s)
+            elif kind == "float16":
+                s = to_fp16(s)
+            x = s * scale
+            if mask is not None:
+                m = mask[bi if mask.shape[0] > 1 else 0, :s1, :s2]
+                if m.dtype == np.float16:
+                    x = x + m.astype(np.float64) * -10000.0
+                else:
+                    x = np.where(m != 0, -FLT_MAX if kind == "bfloat16" else -65504.0, x)
+            x = np.where(ok, x, -np.inf)
+            if kind == "int8":
+                o = _int8_rows(x, vv, float(quant1), float(deq2), kv_block)
+            else:
+                o = _float_rows(x, vv, kind)
+            computed[bi, ni] = ok.any(axis=1)
+            out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
+    return _output(out, kind, quant2, offset2, computed)
+
+
+def _float_rows(x, vv, kind):
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+    e = np.nan_to_num(e)
+    narrow = to_fp16(e) if kind == "float16" else to_bf16_away(e)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (narrow @ vv) / e.sum(axis=1, keepdims=True)
+
+
+def _int8_rows(x, vv, quant1, deq2, kv_block):
+    rows = x.shape[0]
+    m = np.full(rows, -np.inf)
+    total = np.zeros(rows)
+    acc = np.zeros((rows, vv.shape[1]))
+    for c0 in range(0, x.shape[1], kv_block):
+        xb = x[:, c0:c0 + kv_block]
+        m_new = np.maximum(m, xb.max(axis=1))
+        base = np.where(np.isinf(m_new), 0.0, m_new)
+        e = np.exp(xb - base[:, None])
+        alpha = np.exp(m - base)
+        e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
+        total = total * alpha + e.sum(axis=1)
+        acc = acc * alpha[:, None] + to_fp16(deq2 * (e8 @ vv[c0:c0 + kv_block]))
+        m = m_new
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return acc / total[:, None]
+
+
+def _output(o, kind, quant2, offset2, computed):
+    if quant2 is not None:
+        n, dv = o.shape[1], o.shape[3]
+        scale = np.broadcast_to(np.asarray(quant2, np.float64), (n, dv))[None, :, None, :]
+        offset = np.broadcast_to(np.asarray(0.0 if offset2 is None else offset2, np.float64),
+                                 (n, dv))[None, :, None, :]
+        return np.where(computed[..., None], np.clip(np.rint(o * scale + offset), -128, 127), 0.0)
+    if kind == "bfloat16":
+        return to_bf16_away(o)
+    return to_fp16(o)
+
+
+def precision_failures(actual, expected, dtype: str) -> float:
+    """Fraction of elements outside CANN's relative-error bound for ``dtype`` ("double thousandth").
+
+    The error is relative to |expected|, with magnitudes below the bound's own size (tol) treated
+    absolutely so that values crossing zero do not count as failures of any size.
+    """
+    tol = TOLERANCE[dtype]
+    a = np.asarray(actual, np.float64)
+    e = np.asarray(expected, np.float64)
+    err = np.abs(a - e) / np.maximum(np.abs(e), tol)
+    return float(np.mean(~(err <= tol)))
+
+
+def meets_standard(actual, expected, dtype: str) -> bool:
+    """CANN's standard: at least 99.9 % of the elements within the relative tolerance."""
+    return precision_failures(actual, expected, dtype) <= 1e-3
