@@ -1,0 +1,159 @@
+"""ScatterPaKvCache on Atlas A2/A3 (CANN 8.5 Membase kernels), bit-exact.
+
+Buffers arrive flat, from the tensor's first element to the end of its storage, and are indexed
+the way the kernels index global memory (reference §3.C):
+- ND paths (Normal, Nct, key-only) and the compress modes move data in units of the *key's*
+  element type, the value included; the op module hands the value buffers over reinterpreted as
+  the key dtype, which reproduces the mixed-size behaviour exactly.
+- PA_NZ honours both dtypes and INT64 slots.
+Slots, windows, lengths and offsets are passed as the kernel reads them (the op module turns INT64
+buffers into the int32 words the ND and compress kernels read).
+"""
+import numpy as np
+
+from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, Finding, Writes, balanced_cores, blocked_cores,
+                                       last_writes, outside_finding, parallel, race_finding, rows_of, strided_rows)
+
+_NZ_RUN = 8   # token runs at least this long go to the cache as one transposed slice copy
+
+
+def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
+               src_name: str, stride: int | None = None, offset: int = 0) -> list[Finding]:
+    """Normal / Nct / key-only: row t (H·D units) goes to cache row slot[t]; negative slots are skipped.
+
+    Nct reads row t at unit offset t·stride + offset instead of t·row_len.
+    """
+    n = len(slots)
+    if stride is None:
+        rows = rows_of(src, row_len)
+        readable = min(n, len(rows))
+        rows = rows[:readable]
+    else:
+        rows, readable = strided_rows(src, n, row_len, stride, offset)
+    token = np.arange(n, dtype=np.int64)
+    writes = Writes(what, rows, src_name)
+    live = slots >= 0
+    writes.add(slots[live], np.where(token < readable, token, -1)[live], balanced_cores(n, n_cores)[live])
+    return writes.apply(rows_of(cache, row_len))
+
+
+def scatter_nz(cache: np.ndarray, src2d: np.ndarray, slots: np.ndarray, n_cores: int, what: str) -> list[Finding]:
+    """PA_NZ: cache [blocks, H·D/last, block_size, last]; token t's 32-byte piece c goes to
+    cache[slot // block_size, c, slot % block_size]. Negative slots are skipped."""
+    n_blocks, pieces, block_size, _ = cache.shape
+    findings = []
+    token = np.arange(len(slots), dtype=np.int64)
+    live = slots >= 0
+    outside = live & (slots >= n_blocks * block_size)
+    if outside.any():
+        findings.append(outside_finding(what, slots[outside], n_blocks * block_size))
+    token, target = token[live & ~outside], slots[live & ~outside]
+    last, race = last_writes(target, blocked_cores(len(slots), n_cores)[token])
+    if race is not None:
+        findings.append(race_finding(what, race))
+    if last is not None:
+        token, target = token[last], target[last]
+    piece_items = np.dtype((np.void, cache.shape[3] * cache.itemsize))
+    _nz_copy(cache.view(piece_items)[..., 0], src2d.reshape(len(src2d), pieces, -1).view(piece_items)[..., 0],
+             token, target, block_size)
+    return findings
+
+
+def _nz_copy(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.ndarray, block_size: int) -> None:
+    """cache [blocks, pieces, block_size] and src [tokens, pieces] of 32-byte items; unique slots.
+
+    Runs of consecutive tokens filling consecutive offsets of one block are copied as one transposed
+    slice (the hardware layout puts a token's pieces block_size items apart); the rest by fancy index.
+    """
+    order = np.argsort(slot, kind="stable")
+    slot, token = slot[order], token[order]
+    breaks = np.flatnonzero((slot[1:] != slot[:-1] + 1) | (token[1:] != token[:-1] + 1)
+                            | (slot[1:] // block_size != slot[:-1] // block_size)) + 1
+    starts = np.concatenate(([0], breaks))
+    lengths = np.diff(np.append(starts, len(slot)))
+    long_runs = starts[lengths >= _NZ_RUN]
+    in_long = np.repeat(lengths >= _NZ_RUN, lengths)
+    runs = [(int(slot[s]), int(token[s]), int(k)) for s, k in zip(long_runs, lengths[lengths >= _NZ_RUN])]
+
+    def copy_runs(lo: int, hi: int) -> None:
+        for first_slot, first_token, k in runs[lo:hi]:
+            block, offset = divmod(first_slot, block_size)
+            cache[block, :, offset:offset + k] = src[first_token:first_token + k].T
+
+    parallel(copy_runs, len(runs), max(1, -(-len(runs) // 2)))
+    rest = ~in_long
+    if rest.any():
+        cache[slot[rest] // block_size, :, slot[rest] % block_size] = src[token[rest]]
+
+
+def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, heads: int, head_size: int,
+                  n_cores: int, what: str, src_name: str) -> list[Finding]:
+    """Alibi: task i = b·H + h copies the last w = wins[i] tokens of batch b, head h, to cache rows
+    slot[i] .. slot[i]+w-1 (rows of head_size units; no negative-slot skip, no clamp of w)."""
+    batches = len(seq_lens)
+    ends = np.cumsum(np.asarray(seq_lens, dtype=np.int64))      # inclusive prefix: end of batch b
+    cores = balanced_cores(batches * heads, n_cores)
+    writes = Writes(what, rows_of(src, head_size), src_name)
+    for i in range(batches * heads):
+        b, h = divmod(i, heads)
+        w = int(wins[i])
+        if w < 0:
+            writes.findings.append(_bad_task(what, i, f"compress_lens {w}"))
+            continue
+        j = np.arange(w, dtype=np.int64)
+        writes.add(int(slots[i]) + j, (ends[b] - w + j) * heads + h, cores[i])
+    return writes.apply(rows_of(cache, head_size))
+
+
+def _bad_task(what: str, task: int, detail: str) -> Finding:
+    return (OUT_OF_BOUNDS_READ, f"{what}: task {task} has {detail}; the kernel's unsigned arithmetic then copies "
+                                "far outside the input, aclnn-emu skips this task")
+
+
+def rope_plans(slots, wins, seq_lens, offsets, heads: int) -> list[tuple]:
+    """Per task i = b·H + h: (first cache row, rows before the window, window length, rows after it).
+
+    The kernel's ParamSet: an offset of -1 or a window of 0 means "no compression" (offset := L);
+    an offset equal to L also clears the window. Rope writes the window's mean at first + o and the
+    tail after it; Omni drops the window and writes the tail at first + o.
+    """
+    starts = np.concatenate(([0], np.cumsum(np.asarray(seq_lens, dtype=np.int64))[:-1]))   # exclusive prefix
+    plans = []
+    for i in range(len(seq_lens) * heads):
+        b = i // heads
+        length, w, o = int(seq_lens[b]), int(wins[i]), int(offsets[i])
+        if o == -1 or w == 0:
+            o = length
+        if o == length:
+            w = 0
+        tail = length - o - w if w != 0 else 0
+        plans.append((int(slots[i]), int(starts[b]), o, w, tail))
+    return plans
+
+
+def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: int, head_size: int,
+                 first_task: int, n_tasks: int, n_cores: int, omni: bool, what: str,
+                 src_name: str) -> list[Finding]:
+    """Rope / Omni for one cache (key tasks are 0..BH-1, value tasks BH..2BH-1 on the cores).
+
+    Per task (order as in the kernel): Rope's window mean at first + o (fp32 sum in token order,
+    fp32 divide by w, CAST_RINT), then rows [0, o) to first + [0, o), then the tail rows
+    [o + w, L) to first + o + 1 (Rope) or first + o (Omni).
+    """
+    cores = balanced_cores(n_tasks, n_cores)
+    writes = Writes(what, rows_of(src, head_size), src_name)
+    for i, (first, batch_start, o, w, tail) in enumerate(plans):
+        h = i % heads
+        core = cores[first_task + i]
+        if o < 0 or w < 0 or tail < 0:
+            writes.findings.append(_bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
+                                                      "its sequence"))
+            continue
+        if w and not omni:
+            writes.add_mean(first + o, (batch_start + o + np.arange(w)) * heads + h, w, core)
+        writes.add(first + np.arange(o), (batch_start + np.arange(o)) * heads + h, core)
+        gap = 0 if omni else 1
+        writes.add(first + o + gap + np.arange(tail), (batch_start + o + w + np.arange(tail)) * heads + h, core)
+    return writes.apply(rows_of(cache, head_size))
+
+
