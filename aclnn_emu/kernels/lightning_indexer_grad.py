@@ -1,0 +1,194 @@
+"""LightningIndexerGrad maths (reference §1.B/§1.C).
+
+The backward of I[r, j] = sum_h w[r, h] * relu(q[r, h] . k[idx[r, j]]).
+
+For one query row r with its first n index entries (see lightning_indexer_grad_plan):
+  S  = q_r · K_r^T in fp32, R = relu(S)                        K_r = the gathered key rows [n, D]
+  Y  = to_dtype(w_r ⊗ dy_r)                                    rounded before masking (fixpipe, RNE)
+  G  = Y where R > 0 else 0                                    relu'(0) = 0
+  dweights_r = CAST_ROUND(R · dy_r)                            fp32 reduction over the n entries
+  dq_r       = to_dtype(G · K_r)                               fp32 accumulation, RNE
+  dk[kbase + idx[r, j]] += G[:, j]^T · q_r                     fp32 scatter-add; duplicates add twice
+  dk = CAST_ROUND(dk)
+No scale is applied. Entries past n are never read, so -1 padding there is harmless.
+
+Rows are processed in chunks of consecutive rows: the keys of a chunk are gathered into a
+[rows, topK, D] buffer, so memory grows with the chunk, never with the sequence. Chunks are dealt
+to worker threads round-robin (numpy releases the GIL in matmul and the gathers; see
+lightning_indexer_grad_blas for BLAS's own threads); each worker scatter-adds into its own fp32
+dk, and the workers' dk are summed in a fixed order, so results do not depend on timing.
+
+Index entries the hardware would read outside the row's batch (or outside the key tensor) are
+skipped and counted in `Findings`; rows left with no usable entry come out as zeros (the hardware
+leaves them unwritten) and are counted too.
+"""
+import dataclasses
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import lightning_indexer_grad_blas as blas
+from .casts import BF16, FP32, cast_rint, cast_round
+from .lightning_indexer_grad_plan import RowPlan
+
+CHUNK_ROWS = 4        # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
+
+
+@dataclasses.dataclass
+class Findings:
+    """What the hardware would have got wrong or left undefined, for the sanitizer."""
+    bad_entries: int = 0
+    first_bad: tuple | None = None        # (row, position, index value)
+    empty_rows: int = 0
+    first_empty: int | None = None
+
+    def merge(self, other: "Findings") -> None:
+        self.bad_entries += other.bad_entries
+        self.first_bad = self.first_bad or other.first_bad
+        self.empty_rows += other.empty_rows
+        self.first_empty = self.first_empty if self.first_empty is not None else other.first_empty
+
+
+def round_to(values: np.ndarray, dtype) -> np.ndarray:
+    """fp32 values rounded to `dtype` (ties to even) and widened back to fp32."""
+    return values.astype(dtype).astype(FP32)
+
+
+class _Worker:
+    """One thread's share of the rows: private fp32 dk, private findings."""
+
+    def __init__(self, job: "_Job"):
+        self.job = job
+        self.dk = np.zeros((job.key_rows, job.key.shape[1]), FP32)
+        self.stamp = np.empty(job.key_rows, np.int64)     # scratch for the duplicate check
+        self.findings = Findings()
+
+    def run_chunk(self, r0: int, r1: int) -> None:
+        job = self.job
+        n = job.plan.n[r0:r1]
+        width = int(n.max(initial=0))
+        flat, usable = self._usable_entries(r0, r1, n, width)
+        rows_without = np.flatnonzero(~usable.any(axis=1))
+        if len(rows_without):
+            self.findings.merge(Findings(empty_rows=len(rows_without), first_empty=r0 + int(rows_without[0])))
+        if width == 0:
+            job.dq[r0:r1] = 0
+            job.dweights[r0:r1] = 0
+            return
+        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0)  # [c, W, D]; unusable -> zero row
+        dy = job.dy[r0:r1, :width].astype(FP32)
+        dy[~usable] = 0
+        q = job.q[r0:r1].astype(FP32)                               # [c, H, D]
+        w = job.w[r0:r1].astype(FP32)                               # [c, H]
+
+        relu = np.matmul(q, keys.transpose(0, 2, 1))                # [c, H, W]
+        np.maximum(relu, 0, out=relu)
+        job.dweights[r0:r1] = cast_round(np.matmul(relu, dy[:, :, None])[:, :, 0], job.dtype)
+
+        grad = round_to(w[:, :, None] * dy[:, None, :], job.dtype)  # Y
+        positive = relu > 0
+        if _products_finite(w, dy, job.dtype):
+            grad *= positive
+        else:                                                       # inf * 0 would make NaN
+            grad = np.where(positive, grad, np.float32(0))
+        job.dq[r0:r1] = cast_rint(np.matmul(grad, keys), job.dtype)
+        contrib = np.matmul(grad.transpose(0, 2, 1), q, out=keys)   # [c, W, D], reuses the gather buffer
+        self._scatter_add(flat, contrib, usable)
+
+    def _usable_entries(self, r0, r1, n, width) -> tuple[np.ndarray, np.ndarray]:
+        """Flat key rows of the chunk's entries, and which entries are usable: j < n, and the key
+        lies inside the row's batch and inside the key tensor."""
+        job = self.job
+        idx = job.idx[r0:r1, :width].astype(np.int64)
+        live = np.arange(width) < n[:, None]
+        flat = job.plan.kbase[r0:r1, None] + idx
+        usable = live & (idx >= 0) & (idx < job.plan.klen[r0:r1, None]) & (flat >= 0) & (flat < job.key_rows)
+        bad = live & ~usable
+        if bad.any():
+            row, pos = np.argwhere(bad)[0]
+            self.findings.merge(Findings(bad_entries=int(np.count_nonzero(bad)),
+                                         first_bad=(r0 + int(row), int(pos), int(idx[row, pos]))))
+        return flat, usable
+
+    def _scatter_add(self, rows: np.ndarray, values: np.ndarray, usable: np.ndarray) -> None:
+        """dk[rows[r, j]] += values[r, j] for the usable entries, duplicates included.
+
+        Fancy-index `+=` is fast but adds a duplicated row only once, so each query row is first
+        checked for repeats (a stamp per key row) and falls back to np.add.at if it has any.
+        """
+        for r in range(rows.shape[0]):
+            keep = rows[r] if usable[r].all() else rows[r][usable[r]]
+            contrib = values[r] if len(keep) == len(rows[r]) else values[r][usable[r]]
+            order = np.arange(len(keep))
+            self.stamp[keep] = order
+            if np.array_equal(self.stamp[keep], order):
+                self.dk[keep] += contrib
+            else:
+                np.add.at(self.dk, keep, contrib)
+
+
+def _products_finite(w: np.ndarray, dy: np.ndarray, dtype) -> bool:
+    """True when every w*dy rounded to dtype is finite, so masking by multiplication is exact."""
+    limit = float(np.finfo(np.float16).max) if np.dtype(dtype) != BF16 else 3.0e38
+    wmax, dymax = np.abs(w).max(initial=0), np.abs(dy).max(initial=0)
+    return bool(np.isfinite(wmax) and np.isfinite(dymax) and float(wmax) * float(dymax) < limit)
+
+
+def default_threads() -> int:
+    """One worker per core when each can have a single-threaded BLAS, else one (BLAS threads)."""
+    return (os.cpu_count() or 1) if blas.can_limit_per_thread() else 1
+
+
+@dataclasses.dataclass
+class _Job:
+    q: np.ndarray
+    key: np.ndarray        # fp32 [K + 1, D]; the extra last row is zero
+    key_rows: int
+    dy: np.ndarray
+    idx: np.ndarray
+    w: np.ndarray
+    plan: RowPlan
+    dtype: np.dtype
+    dq: np.ndarray
+    dweights: np.ndarray
+
+
+def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, out=None,
+                           threads: int | None = None, chunk_rows: int = CHUNK_ROWS):
+    """Gradients of the lightning indexer for rows laid out flat.
+
+    query [R, H, D], key [K, D] (flat key rows of all batches), dy and indices [R, topK],
+    weights [R, H], all fp16/bf16 except int32/int64 indices. `out` = (dq, dk, dweights) arrays of
+    the input dtype to fill in place (shapes [R, H, D], [K, D], [R, H]), else new ones are made.
+    Returns (dq, dk, dweights, Findings).
+    """
+    dtype = np.dtype(query.dtype)
+    rows, key_rows = query.shape[0], key.shape[0]
+    dq, dk, dweights = out if out is not None else (
+        np.empty(query.shape, dtype), np.empty(key.shape, dtype), np.empty(weights.shape, dtype))
+    key32 = np.zeros((key_rows + 1, key.shape[1]), FP32)
+    key32[:key_rows] = key
+    job = _Job(query, key32, key_rows, dy, indices, weights, plan, dtype, dq, dweights)
+
+    threads = threads or default_threads()
+    starts = list(range(0, rows, chunk_rows))
+    workers = [_Worker(job) for _ in range(max(1, min(threads, len(starts))))]
+
+    def work(k: int) -> None:
+        for r0 in starts[k::len(workers)]:
+            workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
+
+    if len(workers) == 1:
+        work(0)
+    else:
+        with ThreadPoolExecutor(len(workers), initializer=blas.use_one_blas_thread) as pool:
+            list(pool.map(work, range(len(workers))))
+
+    total, findings = workers[0].dk, Findings()
+    for worker in workers[1:]:
+        total += worker.dk
+    for worker in workers:
+        findings.merge(worker.findings)
+    dk[...] = cast_round(total, dtype)
+    return dq, dk, dweights, findings
