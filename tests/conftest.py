@@ -14,6 +14,10 @@ from aclnn_emu import toolkit  # noqa: E402
 def pytest_sessionstart(session):
     if not toolkit.LIBRARY.exists():
         pytest.exit(f"{toolkit.LIBRARY} is missing: run `pip install -e .` (or `aclnn-emu build`) first", 2)
+    stale = [p for p in (ROOT / "include").rglob("*.h")
+             if (toolkit.HOME / "include" / p.relative_to(ROOT / "include")).read_bytes() != p.read_bytes()]
+    if stale:
+        pytest.exit(f"the toolkit's headers are older than include/ ({stale[0].name}): run `aclnn-emu build`", 2)
 
 
 @pytest.fixture(scope="session")
