@@ -124,9 +124,8 @@ def build(out: pathlib.Path) -> pathlib.Path:
     lib64.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         built = pathlib.Path(ffi.compile(tmpdir=tmp, target="libascendcl.*", verbose=False))
-        shutil.copy2(built, lib64 / LIBRARY)
-    for alias in ALIASES:   # real copies: wheels do not keep symlinks
-        shutil.copy2(lib64 / LIBRARY, lib64 / alias)
+        for name in (LIBRARY,) + ALIASES:   # real copies: wheels do not keep symlinks
+            _replace(built, lib64 / name)
     (out / "opp").mkdir(exist_ok=True)
     include = out / "include"
     if include.exists():
@@ -134,6 +133,13 @@ def build(out: pathlib.Path) -> pathlib.Path:
     shutil.copytree(ROOT / "include", include)
     (out / "set_env.sh").write_text(set_env_script())
     return out
+
+
+def _replace(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Install a file by rename, so running programs that mapped the old library keep working."""
+    staging = target.with_name(f".{target.name}.new")
+    shutil.copy2(source, staging)
+    os.replace(staging, target)
 
 
 def set_env_script() -> str:
