@@ -1,0 +1,92 @@
+"""Every spec sample builds with the official recipes and runs unchanged."""
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+import cabi
+from aclnn_emu import toolkit
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+SPEC_TOOLS = ROOT.parent / "shared" / "tools" / "extract_samples.py"
+NAMES = sorted(p.stem for p in SAMPLES.glob("*.cpp"))
+# Every sample prints its outputs as "result[i] is: ..." lines after a successful run.
+RESULT_LINE = "result[0] is:"
+
+
+def sample_env(name):
+    soc = SAMPLES / f"{name}.soc"
+    return {"ACLNN_EMU_SOC": soc.read_text().strip()} if soc.exists() else {}
+
+
+def bash(script, cwd):
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def cmake_build(tmp_path_factory):
+    """The current recipe: source set_env.sh; cmake -DCMAKE_SKIP_RPATH=TRUE; make."""
+    build = tmp_path_factory.mktemp("samples-build")
+    result = bash(f"source {toolkit.HOME}/set_env.sh && cmake {SAMPLES} -DCMAKE_CXX_COMPILER=g++ "
+                  f"-DCMAKE_SKIP_RPATH=TRUE >/dev/null && make -j2 2>&1", build)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return build / "bin"
+
+
+@pytest.mark.skipif(not SPEC_TOOLS.exists(), reason="the spec docs are not beside this checkout")
+def test_samples_are_byte_identical_to_the_spec(tmp_path):
+    subprocess.run(["python3", str(SPEC_TOOLS), str(tmp_path)], check=True, capture_output=True)
+    extracted = sorted(tmp_path.glob("*.cpp"))
+    assert [p.stem for p in extracted] == NAMES
+    for path in extracted:
+        assert (SAMPLES / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_runs_unchanged(cmake_build, name):
+    env = toolkit.environment()
+    env.update(sample_env(name))
+    result = subprocess.run([str(cmake_build / name)], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert RESULT_LINE in result.stdout
+
+
+def test_a2_only_scatter_sample_is_rejected_on_the_default_chip(cmake_build):
+    result = subprocess.run([str(cmake_build / "aclnnScatterPaKvCache_1")], env=toolkit.environment(),
+                            capture_output=True, text=True, timeout=120)
+    assert "561002" in result.stdout
+
+
+def test_older_recipe_with_custom_path_and_libopapi(tmp_path):
+    """CANN 8.x page: ASCEND_CUSTOM_PATH, include + include/aclnn, libopapi.so."""
+    (tmp_path / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.14)
+project(ACLNN_EXAMPLE)
+add_compile_options(-std=c++11)
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY "./bin")
+set(CMAKE_CXX_FLAGS_RELEASE "-fPIC -O2 -Wall")
+add_executable(opapi_test {SAMPLES / 'aclnnScatterPaKvCache.cpp'})
+set(ASCEND_PATH $ENV{{ASCEND_CUSTOM_PATH}})
+include_directories(${{ASCEND_PATH}}/include ${{ASCEND_PATH}}/include/aclnn)
+target_link_libraries(opapi_test PRIVATE ${{ASCEND_PATH}}/lib64/libascendcl.so ${{ASCEND_PATH}}/lib64/libnnopbase.so
+                      ${{ASCEND_PATH}}/lib64/libopapi.so ${{ASCEND_PATH}}/lib64/libopapi_transformer.so)
+""")
+    result = bash(f"source {toolkit.HOME}/set_env.sh && mkdir -p build && cd build && cmake .. "
+                  f"-DCMAKE_CXX_COMPILER=g++ -DCMAKE_SKIP_RPATH=TRUE >/dev/null && make 2>&1 && ./bin/opapi_test", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_plain_gpp_line(tmp_path):
+    home = toolkit.HOME
+    result = bash(f"g++ {SAMPLES / 'aclnnScatterPaKvCache.cpp'} -I{home}/include -I{home}/include/aclnnop "
+                  f"-L{home}/lib64 -lascendcl -lnnopbase -lopapi -o prog && "
+                  f"LD_LIBRARY_PATH={home}/lib64 ./prog", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_aclnn_emu_run_command():
+    result = subprocess.run(["python3", "-m", "aclnn_emu.cli", "run", str(SAMPLES / "aclnnScatterPaKvCache.cpp")],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
