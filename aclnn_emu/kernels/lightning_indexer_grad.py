@@ -160,13 +160,13 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
 
     query [R, H, D], key [K, D] (flat key rows of all batches), dy and indices [R, topK],
     weights [R, H], all fp16/bf16 except int32/int64 indices. `out` = (dq, dk, dweights) arrays of
-    the input dtype to fill in place (shapes [R, H, D], [K, D], [R, H]), else new ones are made.
+    the input dtype to fill in place (shapes [R, H, D], [K, D], [R, H]); None entries are made new.
     Returns (dq, dk, dweights, Findings).
     """
     dtype = np.dtype(query.dtype)
     rows, key_rows = query.shape[0], key.shape[0]
-    dq, dk, dweights = out if out is not None else (
-        np.empty(query.shape, dtype), np.empty(key.shape, dtype), np.empty(weights.shape, dtype))
+    dq, dk, dweights = (given if given is not None else np.empty(like.shape, dtype)
+                        for given, like in zip(out or (None,) * 3, (query, key, weights)))
     key32 = np.zeros((key_rows + 1, key.shape[1]), FP32)
     key32[:key_rows] = key
     job = _Job(query, key32, key_rows, dy, indices, weights, plan, dtype, dq, dweights)

@@ -61,7 +61,7 @@ def plan_tnd(cu_q: np.ndarray, cu_k: np.ndarray, tokens_q: int, top_k: int, spar
     return RowPlan(kbase=start_k, klen=len_k, n=n, orphans=int(np.count_nonzero(~inside)))
 
 
-def empty_batches(cu: np.ndarray) -> list[int]:
-    """Batches whose cumulative offset does not grow (zero or negative length)."""
+def batch_lengths(cu) -> np.ndarray:
+    """Per-batch lengths from cumulative end offsets (negative where the offsets decrease)."""
     cu = np.asarray(cu, np.int64)
-    return [int(b) for b in np.flatnonzero(np.diff(np.concatenate(([0], cu))) <= 0)]
+    return np.diff(np.concatenate(([0], cu)))

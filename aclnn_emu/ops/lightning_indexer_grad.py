@@ -1,5 +1,22 @@
-"""aclnnLightningIndexerGrad (attention/lightning_indexer_grad, CANN 8.5; hand-written op_api)."""
-from .signature import Bool, Int64, Op, String, TensorIn, TensorOut
+"""aclnnLightningIndexerGrad (attention/lightning_indexer_grad, CANN 8.5; hand-written op_api).
+
+Checks follow reference §1.A in the source's order. The op_api maps every failure of the l0op
+(infershape, kernel lookup, tiling) to 561103 ACLNN_ERR_INNER_NULLPTR; only null tensors give
+161001, and an empty query returns success before any other check, with nothing written.
+The maths is in kernels/lightning_indexer_grad; this module turns the tensors into the flat rows
+the NPU kernel addresses (dy and sparseIndices with row stride topK = dy's last dimension, key as
+rows of D) and hands undefined hardware behaviour to the sanitizer.
+"""
+import numpy as np
+
+from .. import status
+from ..dtypes import DataType
+from ..formats import ND_LIKE
+from ..kernels import lightning_indexer_grad as kernel
+from ..kernels.lightning_indexer_grad_plan import batch_lengths, plan_bsnd, plan_tnd
+from ..runtime import sanitizer
+from ..runtime.errors import AclError
+from .signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("dy"), TensorIn("spareIndices"), TensorIn("weights"),
@@ -8,3 +25,230 @@ OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
     Bool("determinstic"),
     TensorOut("dQuery"), TensorOut("dKey"), TensorOut("dWeights"),
 ])
+
+INNER = status.ACLNN_ERR_INNER_NULLPTR      # what the op_api returns for any l0op failure
+HEAD_DIM, GROUP_NUM, HEAD_NUM_K = 128, 64, 1  # the only shape the tiling accepts
+MAX_TOPK = 2048                               # the per-core workspace is sized for this topK
+SOCS = ("Ascend910B", "Ascend910_93")         # OpDef AddConfig: ascend910b, ascend910_93
+FLOATS = (DataType.ACL_BF16, DataType.ACL_FLOAT16)
+
+# (C parameter, name in the source's messages), in CheckParams order: inputs, then outputs.
+REQUIRED = [("query", "query"), ("key", "key"), ("dy", "dy"), ("spareIndices", "sparseIndices"),
+            ("weights", "weights"), ("dQuery", "dqOut"), ("dKey", "dkOut"), ("dWeights", "dweightsOut")]
+SEQ_LENGTHS = ("actucalSeqLengthsQuery", "actucalSeqLengthsKey")
+OUTPUT_OF = {"dQuery": "query", "dKey": "key", "dWeights": "weights"}
+
+
+def _fail(rule: str, message: str):
+    raise OpError(INNER, message, rule=rule)
+
+
+def _check_not_null(a) -> None:
+    for param, source_name in REQUIRED:
+        if getattr(a, param) is None:
+            raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{source_name} must not be nullptr.", rule=f"null.{param}")
+
+
+def _check_infershape(a) -> None:
+    """lightning_indexer_grad_infershape.cpp: layout, then the query rank it implies."""
+    if a.layout is None:
+        _fail("layout.null", "layout must not be nullptr (CANN 8.5 does not check it and reads through it)")
+    if a.layout not in ("TND", "BSND"):
+        _fail("layout.value", f"The attr layout_query should be TND or BSND, but got {a.layout}.")
+    rank = 4 if a.layout == "BSND" else 3
+    if a.query.ndim != rank:
+        _fail("query.rank", f"Layout {a.layout}, queryDims ({a.query.ndim}) must be {rank}!")
+
+
+def _check_kernel(a, env) -> None:
+    """lightning_indexer_grad_def.cpp: SoCs, paired BF16/FP16 combos, INT32 indices, ND formats."""
+    if env.soc not in SOCS:
+        _fail("soc", f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for Ascend910B "
+                     "and Ascend910_93 only")
+    if a.query.dtype not in FLOATS:
+        _fail("dtype.query", f"query dtype {a.query.dtype.short} is not supported; expected BF16 or FLOAT16")
+    for name in ("key", "dy", "weights"):
+        if getattr(a, name).dtype != a.query.dtype:
+            _fail(f"dtype.{name}", f"{name} dtype {getattr(a, name).dtype.short} must equal the query dtype "
+                                   f"{a.query.dtype.short} (the registered kernels pair them)")
+    for name in ("spareIndices",) + SEQ_LENGTHS:
+        tensor = getattr(a, name)
+        if tensor is not None and tensor.dtype != DataType.ACL_INT32:
+            _fail(f"dtype.{name}", f"{name} dtype {tensor.dtype.short} is not supported; the registered "
+                                   "kernel takes INT32 only")
+    for p in OP.tensors:
+        tensor = getattr(a, p.name)
+        if tensor is not None and tensor.format not in ND_LIKE:
+            env.inferred(INNER, f"format.{p.name}", f"{p.name} has format {tensor.format.short}; the "
+                         "registered kernel takes ND only")
+
+
+def _check_tiling(a) -> tuple[int, int]:
+    """lightning_indexer_grad_tiling.cpp DoTiling; returns (seqlenK, topK)."""
+    key_dims = 3 if a.layout == "BSND" else 2         # tiling reads key dims 1-2 (BSND) or 0-1 (TND)
+    if a.key.ndim < key_dims:
+        _fail("key.rank", f"Layout {a.layout} needs key with at least {key_dims} dims, got {a.key.ndim} "
+                          "(CANN 8.5 would divide by a zero headNumK)")
+    if a.layout == "TND" and a.actucalSeqLengthsQuery is None:
+        _fail("tnd.actual_seq_query", "Layout TND needs actualSeqLengthsQuery (CANN 8.5 reads its size "
+                                      "through a null pointer)")
+    head_dim, head_num_q = a.query.shape[-1], a.query.shape[-2]
+    seq_k, head_num_k = a.key.shape[key_dims - 2], a.key.shape[key_dims - 1]
+    group_num = head_num_q // head_num_k if head_num_k else 0
+    if (head_dim, group_num, head_num_k) != (HEAD_DIM, GROUP_NUM, HEAD_NUM_K):
+        _fail("tiling.shape", f"only support headDim is {HEAD_DIM}, groupNum is {GROUP_NUM}, headNumK is "
+                              f"{HEAD_NUM_K}, but current headDim is {head_dim}, groupNum is {group_num}, "
+                              f"headNumK is {head_num_k}")
+    return seq_k, a.dy.shape[-1] if a.dy.ndim else 0
+
+
+def _check_outputs(a, env) -> None:
+    """The l0op computes into tensors shaped and typed like query/key/weights, then ViewCopy's them
+    into the caller's outputs; what ViewCopy rejects is not in the reference."""
+    for out_name, in_name in OUTPUT_OF.items():
+        out, like = getattr(a, out_name), getattr(a, in_name)
+        if out.dtype != like.dtype:
+            env.inferred(INNER, f"out.dtype.{out_name}", f"{out_name} dtype {out.dtype.short} differs from "
+                         f"{in_name} dtype {like.dtype.short}; the result is cast")
+        if out.shape != like.shape:
+            if out.numel != like.numel:
+                _fail(f"out.shape.{out_name}", f"{out_name} shape {list(out.shape)} cannot hold the gradient "
+                                               f"of {in_name}, shape {list(like.shape)}")
+            env.inferred(INNER, f"out.shape.{out_name}", f"{out_name} shape {list(out.shape)} differs from "
+                         f"{in_name} shape {list(like.shape)}; the result is stored in element order")
+
+
+def _warn_ignored(a, env) -> None:
+    if a.sparseMode not in (0, 3):
+        env.warn(f"sparseMode {a.sparseMode} is not 0 or 3; CANN 8.5 does not check it and applies the "
+                 "causal rule of mode 3 to every non-zero value")
+    if a.layout == "BSND" and any(getattr(a, name) is not None for name in SEQ_LENGTHS):
+        env.warn("actualSeqLengths are ignored in layout BSND")
+
+
+def workspace_size(dk_elements: int) -> int:
+    """The tiling's workspace: library reserve, fp32 dk, four per-core ping-pong buffers, a reserve.
+
+    The library reserve (16 MiB) and the AI-core count (24, Atlas A2/A3 training parts) are what
+    the platform reports; they vary by chip SKU, so this is the size for the common parts.
+    """
+    mib, aic, align = 1 << 20, 24, 512
+    per_core = [HEAD_DIM * MAX_TOPK * 2 * 2, GROUP_NUM * MAX_TOPK * 4 * 2,
+                GROUP_NUM * MAX_TOPK * 2 * 2, HEAD_DIM * MAX_TOPK * 4 * 2]
+    offset = (16 * mib + dk_elements * 4 + align) // align * align
+    for size in per_core:
+        offset = (offset + aic * size + align) // align * align
+    return offset + 16 * mib
+
+
+@OP.prepare
+def prepare(a, env):
+    _check_not_null(a)
+    if a.query.is_empty:
+        return Launch.nothing()
+    _check_infershape(a)
+    _check_kernel(a, env)
+    seq_k, top_k = _check_tiling(a)
+    _check_outputs(a, env)
+    _warn_ignored(a, env)
+    if a.layout == "BSND":
+        dk_elements = a.query.shape[0] * seq_k * HEAD_NUM_K * HEAD_DIM
+    else:
+        dk_elements = a.key.shape[0] * HEAD_NUM_K * HEAD_DIM
+    return Launch(workspace_size(dk_elements), lambda workspace: _run(a, seq_k, top_k, dk_elements))
+
+
+# ---- phase 2 -------------------------------------------------------------------------------------
+
+def _flat(tensor, count: int, fill, what: str) -> np.ndarray:
+    """The first `count` elements of a tensor in memory order, as the kernel addresses them.
+
+    Reading past the tensor is undefined on the NPU: the missing part is `fill` and reported.
+    """
+    values = tensor.read(what).reshape(-1)
+    if values.size >= count:
+        return values[:count]
+    sanitizer.report("out-of-bounds-read", f"aclnnLightningIndexerGrad: the kernel reads {count} elements of "
+                     f"{what} {list(tensor.shape)}, which has {values.size}; the rest is taken as {fill}")
+    return np.concatenate([values, np.full(count - values.size, fill, values.dtype)])
+
+
+def _plan(a, seq_k: int, top_k: int):
+    if a.layout == "BSND":
+        batch, seq_q = a.query.shape[:2]
+        return plan_bsnd(batch, seq_q, seq_k, top_k, a.sparseMode)
+    if a.actucalSeqLengthsKey is None:
+        raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnLightningIndexerGrad: layout TND without "
+                       "actualSeqLengthsKey; the kernel reads the key offsets through a null pointer")
+    # The kernel reads the cumulative offsets as uint32.
+    cu_q = a.actucalSeqLengthsQuery.read("actualSeqLengthsQuery").reshape(-1).view(np.uint32)
+    cu_k = _flat(a.actucalSeqLengthsKey, cu_q.size, 0, "actualSeqLengthsKey").view(np.uint32)
+    _check_offsets(cu_q, cu_k)
+    return plan_tnd(cu_q, cu_k, a.query.shape[0], top_k, a.sparseMode)
+
+
+def _check_offsets(cu_q, cu_k) -> None:
+    """Offsets the CANN 8.5 kernel mishandles: a query batch with no tokens derails its row walk
+    (later rows get the wrong batch), and decreasing offsets wrap around as uint32 lengths."""
+    problems = [f"actualSeqLengthsQuery gives batch {b} no tokens" for b in np.flatnonzero(batch_lengths(cu_q) <= 0)]
+    problems += [f"actualSeqLengthsKey decreases at batch {b}" for b in np.flatnonzero(batch_lengths(cu_k) < 0)]
+    if problems:
+        sanitizer.report("unsupported-input", f"aclnnLightningIndexerGrad: {'; '.join(problems[:4])}; the NPU "
+                         "result differs from the intended one that aclnn-emu computes")
+
+
+def _out_view(tensor, shape, dtype):
+    """The output's device memory as an array of `shape` to fill in place, or None if it is not a
+    plain contiguous tensor of the input dtype."""
+    view = tensor.view("output")
+    if tensor.np_dtype != dtype or not view.flags.c_contiguous or view.size != int(np.prod(shape)):
+        return None
+    return view.reshape(shape)
+
+
+def _run(a, seq_k: int, top_k: int, dk_elements: int) -> None:
+    rows, heads, dim = int(np.prod(a.query.shape[:-2])), a.query.shape[-2], a.query.shape[-1]
+    plan = _plan(a, seq_k, top_k)
+    if top_k > MAX_TOPK:
+        sanitizer.report("workspace-overflow", f"aclnnLightningIndexerGrad: topK {top_k} (dy's last dimension) "
+                         f"exceeds {MAX_TOPK}; the CANN 8.5 kernel overruns its per-core workspace")
+    query = a.query.read("query").reshape(rows, heads, dim)
+    dy = _flat(a.dy, rows * top_k, 0, "dy").reshape(rows, top_k)
+    indices = _flat(a.spareIndices, rows * top_k, -1, "sparseIndices").reshape(rows, top_k)
+    weights = _flat(a.weights, rows * heads, 0, "weights").reshape(rows, heads)
+    key_rows = a.key.numel // dim
+    key = a.key.read("key").reshape(-1)[:key_rows * dim].reshape(key_rows, dim)
+
+    dtype = query.dtype
+    outputs = (a.dQuery, a.dKey, a.dWeights)
+    out = [_out_view(t, like.shape, dtype) for t, like in zip(outputs, (query, key, weights))]
+    results = kernel.lightning_indexer_grad(query, key, dy, indices, weights, plan, out=out)
+    for tensor, given, result, numel in zip(outputs, out, results, (None, a.key.numel, None)):
+        if given is None:
+            _store(tensor, result, numel)
+    if dk_elements > a.dKey.numel:
+        sanitizer.report("out-of-bounds-write", f"aclnnLightningIndexerGrad: the kernel writes {dk_elements} "
+                         f"dk elements, but dKey {list(a.dKey.shape)} has {a.dKey.numel}")
+    _report(results[3], plan.orphans)
+
+
+def _store(tensor, values, numel=None) -> None:
+    """Write a result in element order (padded with zeros to `numel`) into an output tensor."""
+    flat = values.reshape(-1)
+    if numel is not None and flat.size < numel:
+        flat = np.concatenate([flat, np.zeros(numel - flat.size, flat.dtype)])
+    tensor.write(flat.reshape(tensor.shape), "output")
+
+
+def _report(findings, orphans: int) -> None:
+    if findings.bad_entries:
+        row, pos, value = findings.first_bad
+        sanitizer.report("index-out-of-range", f"aclnnLightningIndexerGrad: {findings.bad_entries} sparseIndices "
+                         f"entries point outside their batch's keys (first: row {row}, position {pos}, value "
+                         f"{value}); the NPU would read key rows and atomically add dk rows out of range; they "
+                         "are skipped")
+    if findings.empty_rows:
+        extra = f" ({orphans} TND rows lie past the last query offset)" if orphans else ""
+        sanitizer.report("unwritten-output", f"aclnnLightningIndexerGrad: {findings.empty_rows} query rows have no "
+                         f"usable index (first: row {findings.first_empty}){extra}; the NPU leaves their dQuery "
+                         "and dWeights unwritten, aclnn-emu writes zeros")
