@@ -1,5 +1,24 @@
-"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5)."""
-from .signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorOut
+"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5).
+
+V2 forwards to the inner PFA op with pseShift forced to NULL (silently ignored) and innerPrecise = 1
+(high performance). Checks follow the source's order and codes (reference §2A):
+  op_api   null checks 161001; empty output -> success before any dtype check; dtype and shape
+           analysis 161002; storage formats 161002 when D needs padding;
+  tiling   every failure of infershape, tiling or kernel selection -> 561103;
+  after    the inferred output shape against attentionOut -> 161002.
+Differences from the doc are listed in docs/divergences/prompt_flash_attention.md.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import status
+from ..dtypes import DataType
+from ..formats import Format
+from ..kernels import prompt_flash_attention as pfa
+from ..kernels.attention_layouts import to_bnsd
+from ..kernels.prompt_flash_attention_quant import deq_scale
+from .signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("PromptFlashAttentionV2", "aclnn_prompt_flash_attention_v2.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("value"),
@@ -12,3 +31,533 @@ OP = Op("PromptFlashAttentionV2", "aclnn_prompt_flash_attention_v2.h", [
     String("inputLayout"), Int64("numKeyValueHeads"), Int64("sparseMode"),
     TensorOut("attentionOut"),
 ])
+
+F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
+FP32, U8, BOOL, U64 = DataType.ACL_FLOAT, DataType.ACL_UINT8, DataType.ACL_BOOL, DataType.ACL_UINT64
+QKV_DTYPES = (F16, BF16, I8)
+QUANT_OUT_PAIRS = ((I8, F16), (F16, I8), (BF16, I8))          # (query, attentionOut) allowed to differ
+MASK_DTYPES = (F16, I8, U8, BOOL)
+BYTE_MASKS = (BOOL, I8, U8)
+PRIVATE_FORMATS = (Format.ACL_FORMAT_NC1HWC0, Format.ACL_FORMAT_FRACTAL_NZ, Format.ACL_FORMAT_NDC1HWC0)
+TILING_LAYOUTS = ("SH", "BSH", "NSD", "BSND", "BNSD", "BNSD_BSND", "TND", "NTD_TND")
+BIG = pfa.SPARSE_INT_MAX
+COMPRESSED_MASK = 2048          # modes 2-4 take the canonical 2048 x 2048 triangle
+MAX_BATCH, MAX_HEADS, MAX_D, MAX_GROUP = 65536, 256, 512, 64
+
+
+def _invalid(rule, message):
+    raise OpError(status.ACLNN_ERR_PARAM_INVALID, message, rule=rule)
+
+
+def _tiling(rule, message):
+    """A failure inside L0 (infershape, tiling, kernel selection): the L2 code maps it to 561103."""
+    raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"PromptFlashAttention tiling failed: {message}", rule=rule)
+
+
+def _name(t) -> str:
+    return t.dtype.short
+
+
+@dataclass
+class Shapes:
+    """AnalysisInputShapeInfo of the op_api: axes as the layout string reads them, and D padding."""
+    layout: str       # what the op_api recognised: SH, BSH, TND, BSND, NSD, BNSD, BNSD_BSND
+    n2: int = 0
+    s2: int = 0
+    d: int = 0
+    dv: int = 0
+    pad: int = 0
+    pad_v: int = 0
+    need_pad: bool = False
+
+
+@OP.prepare
+def prepare(a, env):
+    _check_not_null(a)
+    if a.attentionOut.is_empty:
+        return Launch.nothing()
+    _check_dtypes(a)
+    shapes = _analyse_shapes(a)
+    if shapes.need_pad:
+        _check_formats(a)
+    plan = _tiling_checks(a, shapes, env)
+    _check_out_shape(a, shapes)
+    return Launch(0, plan)
+
+
+# -- op_api ---------------------------------------------------------------------------------------
+def _check_not_null(a):
+    for name in ("query", "key", "value", "attentionOut"):
+        if getattr(a, name) is None:
+            raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
+    if a.inputLayout is None:
+        raise OpError(status.ACLNN_ERR_PARAM_NULLPTR,
+                      "expected a value of type char but got null for argument inputLayout.", rule="null.inputLayout")
+
+
+def _check_dtypes(a):
+    q, k, v, out = a.query.dtype, a.key.dtype, a.value.dtype, a.attentionOut.dtype
+    if not q == k == v:
+        _invalid("dtype.qkv_same", f"The combination of [queryDataType]: {q.short}, [keyDataType]: {k.short}, "
+                 f"[valueDataType]: {v.short} is not supported by PFA; query, key and value must share one dtype.")
+    if q not in QKV_DTYPES:
+        _invalid("dtype.query", f"query/value/key dataType({q.short}) is invalid, valid range is "
+                 "{FLOAT16, BF16, INT8}")
+    if q != out and (q, out) not in QUANT_OUT_PAIRS:
+        _invalid("dtype.attentionOut", f"The combination of [queryDataType]: {q.short}, [outputDataType]: {out.short} "
+                 "is not supported by PFA; attentionOut must have the query dtype, or be FLOAT16 for INT8 "
+                 "input, or INT8 for FLOAT16/BF16 input.")
+    mask = a.attenMask
+    if mask is not None:
+        if mask.dtype not in MASK_DTYPES:
+            _invalid("dtype.attenMask", f"attenMask dataType({_name(mask)}) is invalid, should be in range "
+                     "{FLOAT16, INT8, UINT8, BOOL}")
+        if q == I8 and mask.dtype == F16:
+            _invalid("dtype.attenMask_int8", "When input tensor datatype is INT8, attenMaskDataType can not be FLOAT16.")
+
+
+def _analyse_shapes(a) -> Shapes:
+    heads, kv_heads, layout = a.numHeads, a.numKeyValueHeads, a.inputLayout
+    if heads <= 0:
+        _invalid("shape.numHeads", f"head_num must > 0, but got {heads}")
+    q, k, v = a.query.shape, a.key.shape, a.value.shape
+    rank = len(q)
+    if not len(q) == len(k) == len(v):
+        _invalid("shape.qkv_rank", f"the layout of q and k v must be same, but got q dim:{len(q)} "
+                 f"k dim:{len(k)} v dim:{len(v)}")
+    for prefix, want in (("BNSD", 4), ("BSND", 4), ("NSD", 3), ("TND", 3), ("SH", 2)):
+        if layout.startswith(prefix) and rank != want:
+            _invalid("shape.layout_rank", f"layout is {prefix}, input shape dim should be {want}, but got {rank}")
+    if layout == "":
+        _invalid("shape.layout_empty", "inputLayout should not be null!")
+    shapes = _axes(layout, q, k, v, heads, kv_heads)
+    if shapes.d > MAX_D or shapes.dv > MAX_D:
+        _invalid("shape.d_max", f"D should <= 512, but the D of query is {shapes.d} and the D of value is {shapes.dv}.")
+    if 0 in (shapes.n2, shapes.s2, shapes.d, shapes.dv):
+        return shapes
+    any_int8 = I8 in (a.query.dtype, a.key.dtype, a.value.dtype, a.attentionOut.dtype)
+    block = 16
+    if shapes.d > shapes.dv:
+        if a.attentionOut.dtype == I8:
+            _invalid("shape.d_gt_dv_int8", f"when the D of query({shapes.d}) is greater than D of value({shapes.dv}), "
+                     "the output type can't be int8.")
+        if shapes.layout != "TND" and shapes.d > 128:
+            block = 256
+    elif any_int8:
+        block = 32
+    if shapes.layout != "TND" and (shapes.d % block or shapes.d > shapes.dv):
+        shapes.need_pad = True
+        shapes.pad = -shapes.d % block
+        shapes.pad_v = shapes.d + shapes.pad - shapes.dv if shapes.d > shapes.dv else shapes.pad
+    return shapes
+
+
+def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
+    """AnalysisAxis: later matches override earlier ones, as in the source."""
+    found = None
+    if len(q) == 2 and layout.startswith("SH"):
+        d = q[1] // heads
+        if d == 0:
+            _invalid("shape.d_zero", f"Input query shape is (S[{q[0]}], H[{q[1]}]), input num_head N is {heads}, "
+                     f"corresponding headsize D = H/N = 0, is invalid.")
+        found = Shapes("SH", k[1] // d, k[0], d, v[1] // (kv_heads or heads))
+    if layout.startswith("BSH"):
+        if len(q) == 4 and q[3] == 16:
+            raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                          "BSH query in FRACTAL_NZ shape (dim 3 == 16) is not implemented in aclnn-emu",
+                          rule="not_implemented")
+        d = q[2] // heads if len(q) >= 3 else 0
+        if d == 0:
+            _invalid("shape.d_zero", f"Input query shape is {list(q)}, input num_head N is {heads}, "
+                     "corresponding headsize D = H/N = 0, is invalid.")
+        found = Shapes("BSH", k[2] // d, k[1], d, v[2] // (kv_heads or heads))
+    if len(q) == 3 and layout.startswith("TND"):
+        found = Shapes("TND", k[1], 1, q[2], v[2])
+    if len(q) == 4 and layout.startswith("BSND"):
+        found = Shapes("BSND", k[2], k[1], q[3], v[3])
+    if len(q) == 3 and layout.startswith("NSD"):
+        found = Shapes("NSD", k[0], k[1], q[2], v[2])
+    if len(q) == 4 and layout.startswith("BNSD"):
+        found = Shapes("BNSD_BSND" if layout[:9] == "BNSD_BSND" else "BNSD", k[1], k[2], q[3], v[3])
+    if found is None:
+        _invalid("shape.layout", f"PFA inputLayout only supports BSH, BNSD, BSND, BNSD_BSND, TND, "
+                 f"current layout: {layout}")
+    return found
+
+
+def _check_formats(a):
+    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+        t = getattr(a, name)
+        if t is not None and t.format in PRIVATE_FORMATS:
+            _invalid("format.nd", f"{name} format {t.format.short} is not supported when D is padded; "
+                     f"{name[0].upper() + name[1:]} format only support ND.")
+
+
+# -- L0: infershape, tiling, kernel selection (all 561103) ----------------------------------------
+def _padded_d(t_shape, layout, heads, shapes, value=False):
+    """The D the tiling sees for q/k/v after the op_api padded it (CheckD)."""
+    pad = shapes.pad_v if value else shapes.pad
+    if layout == "BSH":
+        return (t_shape[2] // heads + pad) if shapes.need_pad else t_shape[2] // heads
+    return t_shape[3] + (pad if shapes.need_pad else 0)
+
+
+def _tiling_checks(a, shapes, env):
+    q, k, v, out = a.query, a.key, a.value, a.attentionOut
+    layout, heads = a.inputLayout, a.numHeads
+    kv_heads = a.numKeyValueHeads or heads
+    if layout == "BSH" and q.ndim != 3:
+        _tiling("infershape.bsh_rank", f"Layout BSH, queryDims({q.ndim}) must be 3!")
+    if layout == "TND" and q.dtype == I8:
+        _tiling("io.tnd_int8", "When Layout is TND, not support QKV dataType is all int8!")
+    if layout == "TND" and out.dtype == I8:
+        _tiling("io.tnd_int8_out", "When Layout is TND, not support attention out dataType is int8!")
+    if layout in ("TND", "BSH") and not q.ndim == k.ndim == v.ndim == 3:
+        _tiling("dims.rank3", f"Layout TND/NTD_TND/BSH queryDims({q.ndim}), keydims({k.ndim}), "
+                f"valueDims({v.ndim}) must be 3!")
+    if layout in ("BSH", "BNSD", "BSND", "BNSD_BSND"):
+        dims = (_padded_d(q.shape, layout, heads, shapes), _padded_d(k.shape, layout, kv_heads, shapes),
+                _padded_d(v.shape, layout, kv_heads, shapes, value=True))
+        if len(set(dims)) != 1:
+            _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
+                    f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
+    if a.sparseMode in (20, 21, 22):
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                      f"sparseMode {a.sparseMode} (the base-API path) is not implemented in aclnn-emu",
+                      rule="not_implemented")
+    mask = a.attenMask
+    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
+        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
+                "uint8 when input type is bfloat16")
+    if q.dtype == I8 and out.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
+        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
+                "scale and the output's dequant offset should be null.")
+    if q.is_empty:
+        _tiling("shape.query_empty", "query is empty tensor.")
+    if layout not in TILING_LAYOUTS:
+        _tiling("shape.layout_exact", f"inputLayout {layout!r}: when D != 512 only support layout BSH, BSND, "
+                "BNSD, BNSD_BSND, TND, NTD_TND.")
+    if layout == "NTD_TND":
+        _tiling("shape.ntd_tnd", "NTD_TND layout is only supported in FIA, not in PFA.")
+    if k.is_empty or v.is_empty:
+        return _empty_kv(a, layout)
+    _check_int8_scales(a)
+    if k.ndim < 3 or k.ndim > 5:
+        _tiling("kv.rank", f"tensor key shape dimNum({k.ndim}) is invalid! Only support range [3, 5]")
+    if layout in ("TND", "SH"):
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                      f"inputLayout {layout} is not implemented in aclnn-emu", rule="not_implemented")
+    batch, s1, s2 = _check_heads_and_batch(a, layout, kv_heads)
+    act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
+    act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    has_mask = mask is not None and not mask.is_empty
+    _check_mask_shape(a, has_mask, batch, s1, s2)
+    pre, nxt = _check_sparse(a, has_mask, s1, s2)
+    h = q.shape[2] if layout == "BSH" else heads * (q.shape[3] + (shapes.pad if shapes.need_pad else 0))
+    if a.numHeads > h:
+        _tiling("heads.h", "num heads is error.")
+    _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1)
+    if q.dtype != I8 and out.dtype == I8:
+        if any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
+            _tiling("quant.fp16_int8_out", "When input dtype is fp16 and output dtype is int8, PFA inputs "
+                    "dequantScale1, quantScale1 and dequantScale2 should be null.")
+    _check_post_quant(a, h)
+    _check_kernel_dtypes(a, env)
+    return _launch(a, shapes, act_q, act_kv, has_mask)
+
+
+def _empty_kv(a, layout):
+    """S2 == 0: the empty-tensor tiling zero-fills attentionOut (int8 rejected)."""
+    q = a.query.shape
+    if layout in ("BNSD", "BNSD_BSND", "NSD"):
+        b, n, d = (1, q[0], q[2]) if len(q) == 3 else (q[0], q[1], q[3])
+        h = None
+    elif layout in ("BSH", "SH"):
+        b, h = (1, q[1]) if len(q) == 2 else (q[0], q[2])
+    elif layout == "BSND":
+        b, n, d, h = q[0], q[2], q[3], None
+    else:
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                      f"empty key/value with inputLayout {layout} is not implemented in aclnn-emu",
+                      rule="not_implemented")
+    if b > MAX_BATCH:
+        _tiling("empty.batch", f"batch size should <= 65536, but batch size = {b}")
+    if h is not None and h > MAX_D * MAX_HEADS:
+        _tiling("empty.h", f"h should <= 512 * 256, but h = {h}")
+    if h is None and n > MAX_HEADS:
+        _tiling("empty.n", f"n should <= 256, but n = {n}")
+    if h is None and d > MAX_D:
+        _tiling("empty.d", f"D should <= 512, but d = {d}")
+    if I8 in (a.query.dtype, a.key.dtype, a.value.dtype):
+        _tiling("empty.int8", "when input or output is empty tensor, input datatype should not be int8.")
+    out = a.attentionOut
+    return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
+
+
+def _check_int8_scales(a):
+    if a.query.dtype != I8:
+        return
+    scales = (a.deqScale1, a.quantScale1, a.deqScale2)
+    if any(t is None for t in scales):
+        _tiling("quant.int8_scales_null", "dequant scale or first quant scale is nullptr when input type is int8 "
+                "(deqScale1, quantScale1 and deqScale2 are required).")
+    if any(t.is_empty for t in scales):
+        _tiling("quant.int8_scales_empty", "dequant scale or first quant scale is empty tensor when input type is int8.")
+
+
+def _check_heads_and_batch(a, layout, kv_heads):
+    q, k, v = a.query.shape, a.key.shape, a.value.shape
+    heads = a.numHeads
+    if a.numKeyValueHeads < 0:
+        _tiling("heads.negative", f"numHeads({heads}) or numKeyValueHeads({a.numKeyValueHeads}) is negative!")
+    n_axis = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}.get(layout)
+    if heads > MAX_HEADS:
+        _tiling("heads.max", f"the query's heads num({heads}) should not be more than 256!")
+    if n_axis is not None:
+        for name, shape, want in (("query", q, heads), ("key", k, kv_heads), ("value", v, kv_heads)):
+            if shape[n_axis] != want:
+                attr = "numHeads" if name == "query" else "numKeyValueHeads"
+                _tiling(f"heads.{name}", f"numHeads({shape[n_axis]}) in {name} shape must match {attr}({want}) "
+                        "in attr!")
+    if heads % kv_heads:
+        _tiling("heads.divisible", f"numHeads({heads}) must be divisible by numKeyValueHeads({kv_heads})!")
+    if heads // kv_heads > MAX_GROUP:
+        _tiling("heads.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64")
+    if layout == "NSD":
+        batch, batch_kv, s1, s2 = 1, 1, q[1], k[1]
+    elif layout in ("BNSD", "BNSD_BSND"):
+        batch, batch_kv, s1, s2 = q[0], k[0], q[2], k[2]
+    else:
+        batch, batch_kv, s1, s2 = q[0], k[0], q[1], k[1]
+    if batch != batch_kv:
+        _tiling("batch.equal", f"query batch must be equal to key/value batch, query batch = {batch} , "
+                f"key/value batch = {batch_kv} .")
+    if batch > MAX_BATCH:
+        _tiling("batch.max", f"batch size({batch}) should not be larger than 65536!")
+    return batch, s1, s2
+
+
+def _actual_lengths(values, batch, limit, what):
+    """CheckActualSeqLength, then the per-batch lengths (length 1 broadcasts, >= B takes the first B)."""
+    if not values:
+        return [limit] * batch
+    if 1 < len(values) < batch:
+        arg = "actualSeqLengths" if what == "query" else "actualSeqLengthsKv"
+        _tiling(f"actual_seq.{arg}_len", f"Dim({len(values)}) of the {what}'s actual sequence lengths "
+                f"({arg}) must equal to 1 or greater than or equal to batch size({batch})!")
+    for i, value in enumerate(values[:batch]):
+        if not 0 <= value <= limit:
+            _tiling(f"actual_seq.{what.split('/')[0]}_range", f"The {what}'s actual sequence lengths[{i}]({value}) "
+                    f"must be in range[0, {limit}]!")
+    return [values[0]] * batch if len(values) == 1 else list(values[:batch])
+
+
+def _check_mask_shape(a, has_mask, batch, s1, s2):
+    if not has_mask:
+        return
+    shape, mode = a.attenMask.shape, a.sparseMode
+    if len(shape) not in (2, 3, 4):
+        _tiling("mask.rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
+    mask_batch = 1 if len(shape) == 2 else shape[0]
+    if mode in (0, 1):
+        if not (shape[-2] >= s1 and shape[-1] >= s2 and mask_batch in (1, batch)):
+            _tiling("mask.shape", f"attenMask batch({mask_batch}) must be 1 or {batch}, attenMask Q_S({shape[-2]}) "
+                    f"must be larger than sQ({s1}), attenMask KV_S({shape[-1]}) must be larger than sK({s2}), "
+                    "please check")
+    elif mode in (2, 3, 4):
+        if shape[-2:] != (COMPRESSED_MASK, COMPRESSED_MASK) or any(dim != 1 for dim in shape[:-2]):
+            _tiling("mask.compressed_shape", f"attenMask shape {list(shape)}: attenMask shape must be (2048, 2048) "
+                    f"or (1, 2048, 2048) or (1, 1, 2048, 2048) when sparse mode = {mode}")
+
+
+def _check_sparse(a, has_mask, s1, s2):
+    """Sparse-mode rules; returns the (pre, next) tokens the kernel tiling keeps (clamped)."""
+    mode, pre, nxt = a.sparseMode, a.preTokens, a.nextTokens
+    if mode not in (0, 1, 2, 3, 4):
+        _tiling("sparse.mode", f"sparse_mode = {mode} is out of range.")
+    if a.attenMask is not None:
+        if mode == 2:
+            pre, nxt = BIG, 0
+        elif mode == 3:
+            pre = BIG
+        elif mode == 1:
+            pre, nxt = BIG, BIG
+        elif mode == 4 and a.preTokens < 0 and a.nextTokens < 0:
+            _tiling("sparse.band_negative", f"preTokens and nextTokens must not be negative number in band mode, "
+                    f"preTokens = {a.preTokens} , nextTokens = {a.nextTokens} .")
+    if mode in (1, 2, 3, 4):
+        if not has_mask:
+            _tiling("sparse.mask_required", f"attenMask should not be null when sparse_mode is {mode}.")
+        if mode != 1 and a.attenMask.dtype not in BYTE_MASKS:
+            _tiling("sparse.mask_dtype", f"invalid maskType dtype[{_name(a.attenMask)}], maskType should be bool, "
+                    f"int8 or uint8 when sparse mode is {mode}.")
+    if mode == 0 and not has_mask:
+        pre, nxt = BIG, BIG
+    if pre < 0 and nxt < 0:
+        _tiling("tokens.both_negative", f"preTokens and nextokens cannot neither be negative number, "
+                f"preTokens = {pre}, nextTokens = {nxt}.")
+    if -nxt > pre:
+        _tiling("tokens.order", f"nexttoken line should be higher than pretoken line (preTokens = {pre}, "
+                f"nextTokens = {nxt}).")
+    if mode == 0 and nxt < 0 and -nxt >= s1:
+        _tiling("tokens.next_vs_s1", f"nextTokens absolute value should be smaller than length of q, "
+                f"nextTokens = {nxt}, length of q = {s1}.")
+    if mode == 0 and pre < 0 and -pre >= s2:
+        _tiling("tokens.pre_vs_s2", f"preToken absolute value should be smaller than length of k and v, "
+                f"preTokens = {pre}, seqLengthKV = {s2}")
+    return min(pre, BIG), min(nxt, BIG)
+
+
+def _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1):
+    """The per-batch token rules (band mode and the int8 post-quant offset need every row computed)."""
+    mode, out_int8 = a.sparseMode, a.attentionOut.dtype == I8
+    if out_int8 and mode == 4 and (pre < 0 or nxt < 0):
+        _tiling("tokens.int8_band_negative", f"When output type is int8, sparse mode = 4, preTokens ({pre}) or "
+                f"nextTokens ({nxt}) cannot be negative.")
+    check_offset = out_int8 and a.quantOffset2 is not None and not a.quantOffset2.is_empty
+    for aq, ak in zip(act_q, act_kv):
+        if mode == 0 and aq != s1 and nxt < 0 and -nxt >= aq:
+            _tiling("tokens.next_vs_actual_q", f"nexttoken absolute value should be smaller than actual length of "
+                    f"q, nextTokens = {nxt}, the query's actual sequence lengths = {aq}")
+        if mode == 0 and pre < 0 and -pre >= ak:
+            _tiling("tokens.pre_vs_actual_kv", f"preToken absolute value should be smaller than actual length of k "
+                    f"and v, preToken = {pre}, actual length of k and v = {ak}.")
+        (pre_b, next_b), = pfa.batch_bands(mode, pre, nxt, has_mask, [aq], [ak])
+        if check_offset and (pre_b + ak - aq < 0 or next_b < 0):
+            _tiling("quant.offset_uncomputed_rows", f"When sparse mode = {mode}, output dtype is int8, the output's "
+                    f"dequant offset is not null or empty tensor, preTokens = {a.preTokens} and nextTokens = "
+                    f"{a.nextTokens}, some rows of the matrix do not participate in the calculation.")
+        if mode == 4 and a.nextTokens < 0 and -a.nextTokens >= ak:
+            _tiling("tokens.band_next", f"nextTokens absolute value should be smaller than actual length of k and v "
+                    f"in band mode, nextTokens = {a.nextTokens}, actual length of k and v = {ak}")
+        if mode == 4 and a.preTokens < 0 and -a.preTokens >= aq:
+            _tiling("tokens.band_pre", f"preTokens absolute value should be smaller than actual length of q in band "
+                    f"mode, preTokens = {a.preTokens}, the query's actual sequence lengths = {aq}")
+
+
+def _check_post_quant(a, h):
+    if a.attentionOut.dtype != I8:
+        return
+    scale, offset, q = a.quantScale2, a.quantOffset2, a.query.dtype
+    if scale is None:
+        _tiling("quant2.scale_null", "post quant scale (quantScale2) is nullptr when output type is int8.")
+    if scale.is_empty:
+        _tiling("quant2.scale_empty", "quant_scale2 is empty tensor when output type is int8.")
+    if scale.numel != 1 and (scale.numel // a.numHeads) % 32:
+        _tiling("quant2.per_channel_align", f"post quant per-channel do not support D({scale.numel // a.numHeads}) "
+                "non-32-byte aligned.")
+    if scale.dtype not in (BF16, FP32, F16):
+        _tiling("quant2.scale_dtype", f"post quant scale dtype({_name(scale)}) only support bf16, fp16 and fp32 .")
+    if offset is not None and offset.dtype != scale.dtype:
+        _tiling("quant2.offset_dtype", f"post quant scale dtype({_name(scale)}) and offset dtype({_name(offset)}) "
+                "must be consistent.")
+    if q != BF16 and scale.dtype == BF16:
+        _tiling("quant2.bf16_scale", f"post quant scale and offset support bf16 only if input dtype({q.short}) is bf16.")
+    if q != F16 and scale.dtype == F16:
+        _tiling("quant2.fp16_scale", f"post quant scale and offset support fp16 only if input dtype({q.short}) is fp16.")
+    if offset is not None and offset.numel != scale.numel:
+        _tiling("quant2.offset_size", f"the output's dequant scale dimension multiply result({scale.numel}) do not "
+                f"equal the output's dequant offset dimension multiply result({offset.numel}).")
+    if scale.numel not in (1, h):
+        _tiling("quant2.size", f"post the output's dequant scale/offset dimension multiply result only support 1 and "
+                f"H({h}), now is ({scale.numel}).")
+
+
+def _check_kernel_dtypes(a, env):
+    """Kernel selection: only the dtype combinations the op definition registers have a binary."""
+    for name in ("deqScale1", "deqScale2"):
+        t = getattr(a, name)
+        if t is not None and t.dtype not in (U64, FP32):
+            _tiling(f"kernel.{name}_dtype", f"{name} dtype {_name(t)} has no kernel; expected UINT64 or FLOAT")
+    if a.quantScale1 is not None and a.quantScale1.dtype != FP32:
+        _tiling("kernel.quantScale1_dtype", f"quantScale1 dtype {_name(a.quantScale1)} has no kernel; expected FLOAT")
+    if a.attentionOut.dtype == I8 and a.quantScale2.dtype == F16:
+        _tiling("kernel.quantScale2_dtype", "quantScale2 dtype FLOAT16 has no kernel; expected FLOAT or BF16")
+    if a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
+        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.deq_scale_mixed",
+                     f"deqScale1 is {_name(a.deqScale1)} but deqScale2 is {_name(a.deqScale2)}; the kernel picks "
+                     "each one's read mode from the other's flag, so mixed dtypes are misread on hardware")
+
+
+def _check_out_shape(a, shapes):
+    """CheckResultOutShapePfa, after tiling: the inferred (sliced, reshaped) shape against attentionOut."""
+    out = a.attentionOut
+    expected = _expected_out_shape(a, shapes)
+    if shapes.need_pad and shapes.layout in ("BSH", "SH", "NSD"):
+        if int(np.prod(expected)) != out.numel:       # the op_api reshapes to attentionOut's shape
+            _tiling("out.reshape", f"attentionOut shape {list(out.shape)} cannot hold the output "
+                    f"{list(expected)}")
+        return
+    if tuple(expected) != out.shape and not (int(np.prod(expected)) == 1 == out.numel):
+        _invalid("out.shape", f"Out tensor's shape{list(out.shape)} is not equal with Expect Out tensor's "
+                 f"shape{list(expected)}, Please check the Out tensor's shape.")
+
+
+def _expected_out_shape(a, shapes):
+    q, heads = a.query.shape, a.numHeads
+    layout = a.inputLayout
+    if layout == "BNSD":
+        return (q[0], q[1], q[2], shapes.dv)
+    if layout in ("BSND", "BNSD_BSND"):
+        return (q[0], q[2], q[1], shapes.dv) if layout == "BNSD_BSND" else (q[0], q[1], q[2], shapes.dv)
+    if layout == "BSH":
+        return (q[0], q[1], shapes.dv * heads)
+    return q
+
+
+# -- launch ---------------------------------------------------------------------------------------
+def _launch(a, shapes, act_q, act_kv, has_mask):
+    q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
+    layout, heads = a.inputLayout, a.numHeads
+    kv_heads = a.numKeyValueHeads or heads
+    mode, scale = a.sparseMode, a.scaleValue
+    bands = pfa.batch_bands(mode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
+    mask_t = a.attenMask if has_mask and mode in (0, 1) else None
+    int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
+    quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
+
+    def run(workspace):
+        q, k, v = (_bnsd(t.read(n), layout, h) for t, n, h in
+                   ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads)))
+        mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask")))
+        int8 = None
+        if int8_t is not None:
+            deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
+            int8 = pfa.Int8Scales(deq_scale(deq1), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2))
+        out_quant = None if quant2 is None else _output_quant(*quant2, heads)
+        o = pfa.prompt_flash_attention(q, k, v, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv,
+                                       mask=mask, int8=int8, out_quant=out_quant)
+        out_t.write(_from_bnsd(o, layout).reshape(out_t.shape))
+    return run
+
+
+def _bnsd(x, layout, heads):
+    if layout == "NSD":
+        return x[None]
+    return to_bnsd(x, "BNSD" if layout == "BNSD_BSND" else layout, heads)
+
+
+def _from_bnsd(o, layout):
+    b, n, s, d = o.shape
+    if layout == "NSD":
+        return o[0]
+    if layout == "BNSD":
+        return o
+    bsnd = o.transpose(0, 2, 1, 3)
+    return bsnd.reshape(b, s, n * d) if layout == "BSH" else bsnd
+
+
+def _mask_3d(mask):
+    """[Bm, S1m, S2m]: the head axis of a 4-D mask is never indexed by the kernel."""
+    if mask.ndim == 2:
+        return mask[None]
+    return mask[:, 0] if mask.ndim == 4 else mask
+
+
+def _output_quant(scale_t, offset_t, heads):
+    def per_head(t):
+        values = t.read().astype(np.float32).reshape(-1)
+        return values.reshape(1, 1) if values.size == 1 else values.reshape(heads, -1)
+    scale = per_head(scale_t)
+    offset = np.zeros_like(scale) if offset_t is None or offset_t.is_empty else per_head(offset_t)
+    return pfa.OutputQuant(scale, offset)
