@@ -14,7 +14,7 @@ from .. import dtypes, meta, status
 from ..ops import all_ops, calls
 from ..runtime import api as rt
 from ..runtime import handles, sanitizer
-from ..runtime.errors import AclError, log, record, take_recent
+from ..runtime.errors import AclError, configure_logging, log, record, take_recent
 from .prototypes import runtime_prototypes
 
 ffi = lib = None
@@ -564,6 +564,7 @@ def attach(ffi_, lib_) -> None:
     """Connect every extern "Python" declaration of the shim to its binding (embedding init code)."""
     global ffi, lib
     ffi, lib = ffi_, lib_
+    configure_logging()
     items = [(p.name, IMPLS[p.name], p.ret) for p in runtime_prototypes()]
     for op in all_ops():
         items += [(op.phase1, _phase1(op), "aclnnStatus"), (op.phase2, _phase2(op), "aclnnStatus")]

@@ -3,11 +3,13 @@
 Phase 1 runs the op's checks and returns (status, workspace size, executor handle); phase 2 checks
 the executor and workspace and puts the launch on the stream. Both return status codes, never raise.
 """
+import time
+
 from .. import status
 from ..meta import Executor
 from ..runtime import api as rt
 from ..runtime import devices, handles, sanitizer
-from ..runtime.errors import AclError, record
+from ..runtime.errors import AclError, log, record
 from .signature import Env
 
 
@@ -20,10 +22,19 @@ def get_workspace_size(op, values) -> tuple[int, int, int]:
         args = op.bind(values)
         launch = op.prepare_fn(args, Env(op.name))
         executor = Executor(op.name, launch, [getattr(args, p.name) for p in op.tensors])
+        log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
+                  launch.workspace_size, executor.handle)
         return status.ACLNN_SUCCESS, int(launch.workspace_size), executor.handle
     except AclError as exc:
         record(exc.code, f"{op.phase1}: {exc.message}")
         return exc.code, 0, 0
+
+
+def _describe(op, values) -> str:
+    """The call's arguments for the debug trace: tensors as dtype[shape], the rest as values."""
+    def show(v):
+        return f"{v.dtype.short}{list(v.shape)}" if hasattr(v, "shape") and hasattr(v, "dtype") else repr(v)
+    return ", ".join(f"{p.name}={show(v)}" for p, v in zip(op.params, values))
 
 
 def _executor(handle: int, phase2: str) -> Executor:
@@ -76,5 +87,7 @@ def _task(executor: Executor, workspace: int, size: int):
                 raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "workspace is not device memory")
             memory.check(workspace, size, "workspace")
             view = memory.array(workspace, size)
+        start = time.perf_counter()
         run(view)
+        log.debug("aclnn%s ran in %.3f ms", executor.op_name, (time.perf_counter() - start) * 1e3)
     return task

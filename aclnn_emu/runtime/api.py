@@ -12,7 +12,7 @@ import numpy as np
 from .. import config, status
 from . import devices, handles, sanitizer
 from .devices import Context
-from .errors import AclError
+from .errors import AclError, configure_logging
 from .streams import Event, Stream
 
 MEMCPY_KINDS = {0: "HOST_TO_HOST", 1: "HOST_TO_DEVICE", 2: "DEVICE_TO_HOST", 3: "DEVICE_TO_DEVICE",
@@ -43,6 +43,7 @@ def init(config_path: str | None) -> None:
             raise AclError(status.ACL_ERROR_INVALID_FILE, f"aclInit config file {config_path!r} does not exist",
                            rule="init.config")
         config.reload()
+        configure_logging()
         _init_refs, _finalized = 1, False
 
 

@@ -3,9 +3,19 @@ import logging
 import os
 import threading
 
-from .. import status
+from .. import config, status
 
 log = logging.getLogger("aclnn_emu")
+
+
+def configure_logging() -> None:
+    """Apply ACLNN_EMU_LOG to the emulator's logger (stderr, prefixed with the process id)."""
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(f"[aclnn-emu %(levelname)s][PID:{os.getpid()}] %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
+    log.setLevel(config.current.log.upper() if config.current.log.upper() in logging._nameToLevel else "WARNING")
 
 
 class AclError(Exception):
@@ -25,7 +35,7 @@ def record(code: int, message: str) -> None:
     """Remember a failure for this host thread in CANN's message style and log it."""
     text = f"[ERROR msg][PID:{os.getpid()}] {status.name_of(code)}({code}): {message}"
     _recent.message = text
-    log.debug(text)
+    log.info(text)
 
 
 def note(message: str) -> None:
