@@ -1,5 +1,22 @@
-"""aclnnSparseFlashAttentionGrad (attention/sparse_flash_attention_grad, CANN 8.5; generated aclnn)."""
-from .signature import Bool, Double, Int64, Op, String, TensorIn, TensorOut
+"""aclnnSparseFlashAttentionGrad (attention/sparse_flash_attention_grad, CANN 8.5; generated aclnn).
+
+There is no hand-written op_api in 8.5: the entry point is generated from the OpDef, so the checks
+are the framework's (required nulls, all-outputs-empty, kernel key) followed by the tiling function
+``GetBaseShapeInfo`` + ``DoCastTiling`` (reference indexer-sparse §0.1, §2.A). Shapes are read the
+way the tiling reads them: every "last dim" is taken at the *query's* last index.
+"""
+import dataclasses
+
+import numpy as np
+
+from .. import status
+from ..dtypes import DataType
+from ..kernels.sparse_flash_attention_grad import Grads, sparse_flash_attention_grad
+from ..kernels.sparse_flash_attention_grad_select import bsnd_rows, tnd_rows
+from ..runtime import sanitizer
+from ..runtime.errors import AclError
+from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
+from .signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("value"), TensorIn("sparseIndices"), TensorIn("dOut"),
@@ -11,3 +28,288 @@ OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
     TensorOut("dQueryOut"), TensorOut("dKeyOut"), TensorOut("dValueOut"),
     TensorOut("dQueryRopeOutOptional", optional=True), TensorOut("dKeyRopeOutOptional", optional=True),
 ])
+
+SOCS = ("Ascend910B", "Ascend910_93")      # the OpDef registers ascend910b and ascend910_93 only
+AIC_CORES, AIV_CORES = 24, 48              # platform values behind the workspace size
+UB_SIZE = 192 * 1024
+SELECTED_BLOCK_COUNT = 2048
+_HALF = {DataType.ACL_BF16: "bf16", DataType.ACL_FLOAT16: "fp16"}
+_FLOAT_IO = ("query", "key", "value", "dOut", "out", "queryRopeOptional", "keyRopeOptional",
+             "dQueryOut", "dKeyOut", "dValueOut", "dQueryRopeOutOptional", "dKeyRopeOutOptional")
+# The OpDef's two paired combinations: every float tensor bf16, or every one fp16.
+COMBOS = [dict({n: dt for n in _FLOAT_IO}, sparseIndices=DataType.ACL_INT32,
+               softmaxMax=DataType.ACL_FLOAT, softmaxSum=DataType.ACL_FLOAT,
+               actualSeqLengthsQueryOptional=DataType.ACL_INT32,
+               actualSeqLengthskvOptional=DataType.ACL_INT32) for dt in _HALF]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What tiling derived: the sizes the kernel reads the flat buffers with."""
+    layout: str
+    b: int
+    s1: int
+    s2: int
+    t1: int
+    t2: int
+    g: int
+    d: int
+    dv: int
+    dr: int                  # 0 when rope is off (both rope inputs are needed to turn it on)
+    scale: float
+    block_size: int
+    sparse_mode: int
+
+
+def _tiling_error(message, rule):
+    return OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
+
+
+def _int32(value: int) -> int:
+    """The tiling reads these int64 attributes through an ``int`` pointer: the low 32 bits."""
+    return int(np.array(value, np.int64).astype(np.uint64).astype(np.uint32).view(np.int32))
+
+
+def _last(tensor, rank, name, what):
+    """dim[rank - 1] of ``tensor``: tiling indexes every tensor with the query's rank."""
+    if not 0 < rank <= tensor.ndim:
+        raise _tiling_error(f"{name} has {tensor.ndim} dims but query has {rank}: the tiling reads "
+                            f"{what} from {name}'s dim {rank - 1}, which it does not have", f"rank.{name}")
+    return tensor.shape[rank - 1]
+
+
+def _c_div(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero)."""
+    return abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+
+
+@OP.prepare
+def prepare(a, env):
+    check_required_not_null(a, OP)
+    if all_outputs_empty(a, OP):
+        return Launch.nothing()
+    if env.soc not in SOCS:
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                      f"Cannot find kernel file: SparseFlashAttentionGrad has kernels for "
+                      f"{' and '.join(SOCS)} only, not {env.soc}", rule="kernel.soc")
+    try:
+        check_kernel_key(a, OP, COMBOS)
+    except OpError as exc:
+        if exc.code != status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR:
+            raise
+        env.inferred(exc.code, exc.rule, exc.message)
+    plan = _tiling(a)
+    return Launch(workspace_size=workspace_size(plan), run=lambda workspace: _run(a, plan))
+
+
+def _tiling(a) -> Plan:
+    """GetBaseShapeInfo, then the zero checks of DoCastTiling, in the source's order (all 561002)."""
+    q, k, v = a.query, a.key, a.value
+    rank = q.ndim
+    count = _last(a.sparseIndices, rank, "sparseIndices", "the selected block count")
+    if count != SELECTED_BLOCK_COUNT:
+        raise _tiling_error(f"SparseFlashAttentionGrad only support selected_block_count=2048 now, but got "
+                            f"selected_block_count={count} (last dim of sparseIndices)", "selected_block_count")
+    mode = _int32(a.sparseMode)
+    if mode not in (0, 3):
+        raise _tiling_error(f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}",
+                            "sparse_mode")
+    d, dk = _last(q, rank, "query", "head_dim"), _last(k, rank, "key", "head_dim")
+    dv = _last(v, rank, "value", "head_dim")
+    if d != dk:
+        raise _tiling_error(f"head_dim of Query[{d}] should be equal to head_dim of Key[{dk}]", "head_dim_qk")
+    if d < dv:
+        raise _tiling_error(f"head_dim of Query[{d}] can not less than head_dim of Value[{dv}]", "head_dim_v")
+    layout = "BSND" if a.layoutOptional is None else a.layoutOptional
+    if layout not in ("TND", "BSND"):
+        raise _tiling_error(f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}",
+                            "layout")
+    if rank != len(layout):
+        raise _tiling_error(f"SparseFlashAttentionGrad layout dims is not equal to the input's dim, now the "
+                            f"query of dim is {rank}", "layout_rank")
+    dr = _rope_dim(a, rank)
+    if layout == "TND":
+        if a.actualSeqLengthsQueryOptional is None:
+            raise _tiling_error("layout TND needs actualSeqLengthsQueryOptional (CANN 8.5's tiling dereferences "
+                                "the missing tensor and crashes the process)", "tnd_actual_seq_q_null")
+        seq = a.actualSeqLengthsQueryOptional
+        b = seq.shape[0] if seq.ndim else 1
+        t1, t2, n2 = q.shape[0], k.shape[0], k.shape[1]
+        s1, s2 = t1, t2
+        n1 = q.shape[1]
+    else:
+        b, s1, s2, n2, n1 = q.shape[0], q.shape[1], k.shape[1], k.shape[2], q.shape[2]
+        t1, t2 = b * s1, b * s2
+    if n2 == 0:
+        raise _tiling_error("key headNum is 0", "n2_zero")
+    g = _c_div(n1, n2)
+    if g <= 0:
+        raise _tiling_error(f"g (N1 / N2) should be larger than 0, but got g={g}", "g")
+    n1 = n2 * g
+    if n2 != 1 or n1 > 128 or n1 & (n1 - 1):
+        raise _tiling_error(f"SparseFlashAttentionGrad only support n2=1 and n1=1/2/4/8/16/32/64/128, but got "
+                            f"n2={n2} n1={n1}", "heads")
+    # CheckDtypeValid (softmax dtypes, out dtype == query dtype) cannot fail here: the kernel-key
+    # lookup before tiling already admits only the registered combinations.
+    if layout == "TND":
+        _check_tnd_shapes(a, t1, n1, d, dv, n2, g)
+    _check_cast_tiling(d + dr, dv)
+    return Plan(layout, b, s1, s2, t1, t2, g, d, dv, dr, float(np.float32(a.scaleValue)),
+                _int32(a.sparseBlockSize), mode)
+
+
+def _rope_dim(a, rank) -> int:
+    """Rope is on only when both rope inputs are given; their last dims must then agree."""
+    qr, kr = a.queryRopeOptional, a.keyRopeOptional
+    if qr is None or kr is None:
+        return 0
+    q_dim, k_dim = _last(qr, rank, "queryRopeOptional", "Dr"), _last(kr, rank, "keyRopeOptional", "Dr")
+    if q_dim != k_dim:
+        raise _tiling_error(f"SparseFlashAttentionGrad headDim of qRope and kRope should be equal "
+                            f"({q_dim} vs {k_dim})", "rope_dim")
+    return k_dim
+
+
+def _check_tnd_shapes(a, t1, n1, d, dv, n2, g):
+    """CheckTndShapeValid: no zero sizes; softmax stats [N2, T1, G]; out like query with value's D."""
+    if 0 in (t1, n1, d, dv, n2):
+        raise _tiling_error(f"input shape error, got 0 in tnd({t1},{n1},{d}) or tnd({t1},{n1},{dv})", "tnd_zero")
+    for name in ("softmaxMax", "softmaxSum"):
+        shape = getattr(a, name).shape
+        if len(shape) != 3:
+            raise _tiling_error(f"The shape of {name} is invalid, got {len(shape)} dimensions", f"tnd_{name}_rank")
+        if shape != (n2, t1, g):
+            raise _tiling_error(f"The shape of {name} is invalid, got {shape}, should be {(n2, t1, g)}",
+                                f"tnd_{name}_shape")
+    out, q, v = a.out.shape, a.query.shape, a.value.shape
+    if len(out) != len(q) or len(out) != len(v):
+        raise _tiling_error(f"The dimnum of attentionIn {len(out)} should be equal to query {len(q)} and value "
+                            f"{len(v)}", "tnd_out_rank")
+    for i in range(len(q) - 1):
+        if out[i] != q[i]:
+            raise _tiling_error(f"The dim {i} of attentionIn shape is invalid, got {out[i]}, should be {q[i]}",
+                                "tnd_out_shape")
+    if out[-1] != v[-1]:
+        raise _tiling_error(f"The head_dim of attentionIn shape is invalid, got {out[-1]}, should be {v[-1]}",
+                            "tnd_out_head_dim")
+
+
+def _check_cast_tiling(d_total, dv):
+    """DoCastTiling: the post (cast) step must fit at least one row of dq/dk and of dv in UB."""
+    d_align, dv_align = -(-d_total // 16) * 16, -(-dv // 16) * 16
+    reserved = d_align // 16 * 32
+    ub_base = (UB_SIZE - 2 * reserved) // 10 // 256 * 256
+    if d_align <= 0 or ub_base // 2 // d_align * d_total == 0:
+        raise _tiling_error(f"qPostBaseNum is 0 (head dim {d_total} does not fit the post step)", "q_post_base")
+    if dv_align <= 0 or ub_base // 2 // dv_align * dv == 0:
+        raise _tiling_error(f"vPostBaseNum is 0 (value head dim {dv} does not fit the post step)", "v_post_base")
+
+
+def workspace_size(p: Plan) -> int:
+    """The tiling's GetWorkspaceSize: 32 MiB reserved + per-core gather/matmul buffers + fp32 dq/dk/dv."""
+    align = lambda n: -(-n // 512) * 512
+    d_align, dv_align = -(-(p.d + p.dr) // 16) * 16, -(-p.dv // 16) * 16
+    used_cores = min(p.t1 if p.layout == "TND" else p.b * p.s1, AIC_CORES)
+    mm12 = align(p.g * 512 * 4) * 2
+    selected = align(512 * (p.d + p.dr) * 2) * 3 + align(512 * p.dv * 2) * 2
+    rows_k = p.t2 if p.layout == "TND" else p.b * p.s2
+    dq = align((p.t1 if p.layout == "TND" else p.b * p.s1) * p.g * d_align * 4)
+    dk = align(rows_k * d_align * 4)
+    dv = align(rows_k * (p.dv if p.layout == "TND" else dv_align) * 4)
+    return 32 * 1024 * 1024 + (selected + 2 * mm12) * used_cores + dq + dk + dv
+
+
+# -- phase 2 -----------------------------------------------------------------------------------------
+
+def _run(a, p: Plan):
+    half = a.query.np_dtype
+    _check_kernel_limits(p)
+    if p.layout == "TND":
+        if a.actualSeqLengthskvOptional is None:
+            _fail("null-pointer", "layout TND without actualSeqLengthskvOptional: the NPU kernel reads the "
+                  "kv offsets through a null address")
+        cu_q = _buffer(a.actualSeqLengthsQueryOptional, np.int32, p.b, "actualSeqLengthsQueryOptional")
+        cu_kv = _buffer(a.actualSeqLengthskvOptional, np.int32, None, "actualSeqLengthskvOptional")[:p.b]
+        spans = tnd_rows(p.t1, cu_q, cu_kv, sanitizer.report)
+    else:
+        spans = bsnd_rows(p.b, p.s1, p.s2)
+    rope = p.dr > 0
+    read = lambda name, shape, dtype=half: _buffer(getattr(a, name), dtype, int(np.prod(shape)), name).reshape(shape)
+    grads, copy_back = _outputs(a, p, half, rope)
+    sparse_flash_attention_grad(
+        read("query", (p.t1, p.g, p.d)), read("key", (p.t2, p.d)), read("value", (p.t2, p.dv)),
+        read("sparseIndices", (p.t1, SELECTED_BLOCK_COUNT), np.int32), read("dOut", (p.t1, p.g, p.dv)),
+        read("out", (p.t1, p.g, p.dv)), read("softmaxMax", (p.t1, p.g), np.float32),
+        read("softmaxSum", (p.t1, p.g), np.float32), spans,
+        q_rope=read("queryRopeOptional", (p.t1, p.g, p.dr)) if rope else None,
+        k_rope=read("keyRopeOptional", (p.t2, p.dr)) if rope else None,
+        scale=p.scale, block_size=p.block_size, sparse_mode=p.sparse_mode, report=sanitizer.report,
+        outputs=grads)
+    for finish in copy_back:
+        finish()
+
+
+def _check_kernel_limits(p: Plan):
+    """What the host tiling lets through but the NPU kernel cannot do (reference §2.D.3-4)."""
+    if not 1 <= p.block_size <= 128:
+        _fail("undefined-behaviour", f"sparseBlockSize {p.block_size} is outside 1..128: the NPU kernel divides "
+              "by it (0) or loops forever (> 128); the doc allows 1, 8, 16, 32, 64")
+    if p.dv != p.d or p.d % 128 or p.dr > 128 or p.g * p.dv > 128 * 512:
+        sanitizer.report("undefined-behaviour",
+                         f"head dims D={p.d}, Dv={p.dv}, Drope={p.dr}, N1={p.g}: the NPU kernel is built for "
+                         "D = Dv (a multiple of 128, at most 512 with 128 heads) and Drope <= 128 (doc: 512/64); "
+                         "the emulator computes the plain maths")
+
+
+def _fail(kind, message):
+    sanitizer.report(kind, message)
+    raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, message, rule=f"kernel.{kind}")
+
+
+def _buffer(tensor, dtype, count, name) -> np.ndarray:
+    """The first ``count`` elements the kernel reads from ``tensor`` as ``dtype`` (flat, zero copy when
+    possible). A dtype the kernel does not expect is reinterpreted byte for byte, as the NPU does."""
+    values = tensor.read(name)
+    if values.dtype != np.dtype(dtype):
+        values = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+        values = values[:values.size // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize].view(dtype)
+    flat = values.reshape(-1)
+    if count is not None and flat.size < count:
+        _fail("out-of-bounds", f"{name} holds {flat.size} elements but the kernel reads {count}")
+    return flat if count is None else flat[:count]
+
+
+def _outputs(a, p: Plan, half, rope):
+    """Writable arrays for the kernel's results: device views, or host arrays copied back after."""
+    copy_back = []
+
+    def target(name, shape):
+        tensor = getattr(a, name)
+        if tensor is None:
+            sanitizer.report("null-pointer", f"rope is on (queryRope and keyRope given) but {name} is nullptr: "
+                             "the NPU kernel writes through a null address; the emulator skips it")
+            return None
+        count = int(np.prod(shape))
+        view = tensor.view(name)
+        if view.nbytes < count * half.itemsize:
+            _fail("out-of-bounds", f"{name} holds {view.nbytes} bytes but the kernel writes "
+                  f"{count * half.itemsize}")
+        if view.dtype == half and view.flags.c_contiguous:
+            return view.reshape(-1)[:count].reshape(shape)
+        host = np.empty(shape, half)
+        copy_back.append(lambda: _write_back(view, host))
+        return host
+
+    grads = Grads(dq=target("dQueryOut", (p.t1, p.g, p.d)), dk=target("dKeyOut", (p.t2, p.d)),
+                  dv=target("dValueOut", (p.t2, p.dv)),
+                  dq_rope=target("dQueryRopeOutOptional", (p.t1, p.g, p.dr)) if rope else None,
+                  dk_rope=target("dKeyRopeOutOptional", (p.t2, p.dr)) if rope else None)
+    return grads, copy_back
+
+
+def _write_back(view, host):
+    """Store ``host`` into an output the kernel cannot write in place (strided, or of another dtype:
+    the NPU writes the query dtype's bytes from the start of the buffer, in logical order)."""
+    flat = np.ascontiguousarray(view).reshape(-1)
+    flat.view(np.uint8)[:host.nbytes] = host.reshape(-1).view(np.uint8)
+    view[...] = flat.reshape(view.shape)

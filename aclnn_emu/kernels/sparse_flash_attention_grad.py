@@ -1,0 +1,225 @@
+"""SparseFlashAttentionGrad: backward of sparse (top-k block) attention, as the NPU computes it.
+
+Per query row r (G = N1 heads, one KV head) over its selected keys (see ``..._select``):
+
+    Qc = [q | q_rope][r]  Kc = [k | k_rope][sel]  V = v[sel]            (dtype values, fp32 maths)
+    S  = scale * Qc Kc^T ; S[masked] = -FLT_MAX
+    P  = exp(S - softmaxMax[r]) / softmaxSum[r]     (recomputed, no renormalisation)
+    Dl = rowsum(dOut[r] * out[r]) ;  dP = dOut[r] V^T ;  dS = P * (dP - Dl)
+    Ph, dSh = CAST_ROUND(P), CAST_ROUND(dS) to the input dtype
+    dQc[r] = dSh Kc ;  dKc[sel] += dSh^T Qc ;  dV[sel] += Ph^T dOut[r]   (fp32, scatter-add)
+    dq | dq_rope = CAST_ROUND(scale * dQc) ;  dk | dk_rope = CAST_ROUND(scale * dKc) ;  dv = CAST_ROUND(dV)
+
+Rows run in groups on worker threads; a group gathers at most ``SLOT_BUDGET`` key rows at a time,
+so memory stays bounded whatever S1 and top-k are. dQ goes straight to the output rows of its group;
+dK/dV contributions are added to one fp32 accumulator in group order (deterministic, where the NPU's
+atomic adds are not). Keys no row selects get zero.
+"""
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from aclnn_emu.kernels.casts import FP32, cast_round
+from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
+                                                                   selected_counts)
+from aclnn_emu.kernels.sparse_flash_attention_grad_threads import OrderedCommit, pool
+
+SLOT_BUDGET = 4096          # gathered key rows per step (all rows of a group together)
+ELEMENT_BUDGET = 1 << 19    # elements of one [rows, G, keys] fp32 score matrix per step
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # the kernel's mask value 0xFF7FFFFF
+
+
+@dataclass
+class Grads:
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
+    dq_rope: Optional[np.ndarray] = None
+    dk_rope: Optional[np.ndarray] = None
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    q: np.ndarray          # [T1, G, D]
+    q_rope: Optional[np.ndarray]
+    k: np.ndarray          # [T2, D]
+    k_rope: Optional[np.ndarray]
+    v: np.ndarray          # [T2, Dv]
+    indices: np.ndarray    # [T1, K] int32
+    dout: np.ndarray       # [T1, G, Dv]
+    out: np.ndarray
+    smax: np.ndarray       # [T1, G] float32
+    ssum: np.ndarray
+    spans: RowSpans
+    scale: np.float32
+    block_size: int
+    causal: bool
+
+
+def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softmax_sum,
+                                spans: RowSpans, *, q_rope=None, k_rope=None, scale: float,
+                                block_size: int, sparse_mode: int,
+                                report: Optional[Callable[[str, str], None]] = None,
+                                outputs: Optional[Grads] = None) -> Grads:
+    """Gradients of sparse attention. Shapes (N2 = 1 folded away, G = N1):
+
+    q [T1, G, D], q_rope [T1, G, Dr] or None, k [T2, D], k_rope [T2, Dr] or None, v [T2, Dv],
+    indices [T1, K] int32 (block ids, -1 ends a row), dout/out [T1, G, Dv] in q's dtype (fp16 or
+    bf16); softmax_max/sum [T1, G] float32; spans: each row's batch (``bsnd_rows``/``tnd_rows``).
+    ``outputs`` may hold preallocated arrays (q's dtype) to fill; otherwise they are allocated.
+    ``report(kind, message)`` receives inputs the NPU would mishandle, once per kind.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    rope = q_rope is not None and k_rope is not None
+    x = _Inputs(q, q_rope if rope else None, k, k_rope if rope else None, v, indices, dout, out,
+                softmax_max, softmax_sum, spans, np.float32(scale), block_size, sparse_mode == 3)
+    grads = outputs or _allocate(x)
+    report = _once_per_kind(report)
+    t2, dc = k.shape[0], k.shape[1] + (k_rope.shape[1] if rope else 0)
+    acc_k = np.zeros((t2, dc), FP32)
+    acc_v = np.zeros((t2, v.shape[1]), FP32)
+
+    counts = np.where(spans.valid, selected_counts(indices), 0)
+    longest = int(counts.max(initial=0)) * block_size
+    cols = max(1, min(longest, SLOT_BUDGET))
+    rows_per_group = max(1, min(SLOT_BUDGET // cols, ELEMENT_BUDGET // (q.shape[1] * cols or 1)))
+    groups = [(r, min(r + rows_per_group, q.shape[0]))
+              for r in range(0, q.shape[0], rows_per_group)]
+
+    def commit(item):
+        pos, dkc, dv = item
+        _scatter_add(acc_k, pos, dkc)
+        _scatter_add(acc_v, pos, dv)
+
+    order = OrderedCommit()
+    with np.errstate(all="ignore"):
+        tasks = [pool().submit(order.run, g, _group(x, r0, r1, counts[r0:r1], cols, grads, report),
+                               commit) for g, (r0, r1) in enumerate(groups)]
+        for task in tasks:
+            task.result()
+        _store(acc_k * x.scale, grads.dk, grads.dk_rope)
+        _store(acc_v, grads.dv, None)
+    return grads
+
+
+def _group(x: _Inputs, r0, r1, counts, cols, grads: Grads, report):
+    """Rows [r0, r1): yield (key positions, dKc rows, dV rows) per step, then write dq rows."""
+    with np.errstate(all="ignore"):
+        positions, masked = _selections(x, r0, r1, counts, report)
+        qc = _concat(x.q[r0:r1], None if x.q_rope is None else x.q_rope[r0:r1])
+        dout = x.dout[r0:r1].astype(FP32)
+        d_l = np.einsum("rgd,rgd->rg", dout, x.out[r0:r1].astype(FP32), dtype=FP32)[..., None]
+        smax = x.smax[r0:r1, :, None]
+        ssum = x.ssum[r0:r1, :, None]
+        dqc = np.zeros(qc.shape, FP32)
+        half = x.q.dtype
+        for c0 in range(0, positions.shape[1], cols):
+            pos = positions[:, c0:c0 + cols]
+            valid = pos >= 0
+            kc = _gather(x.k, x.k_rope, pos, valid)
+            v = _gather(x.v, None, pos, valid)
+            s = np.matmul(qc, kc.transpose(0, 2, 1)) * x.scale
+            s = np.where(masked[:, None, c0:c0 + cols], NEG_FLT_MAX, s)
+            p = np.exp(s - smax) / ssum
+            p = np.where(valid[:, None, :], p, FP32.type(0))
+            ds = p * (np.matmul(dout, v.transpose(0, 2, 1)) - d_l)
+            p_h = cast_round(p, half).astype(FP32)
+            ds_h = cast_round(ds, half).astype(FP32)
+            dqc += np.matmul(ds_h, kc)
+            dkc = np.matmul(ds_h.transpose(0, 2, 1), qc)
+            dv = np.matmul(p_h.transpose(0, 2, 1), dout)
+            if valid.all():
+                yield pos.reshape(-1), dkc.reshape(-1, dkc.shape[-1]), dv.reshape(-1, dv.shape[-1])
+            else:
+                yield pos[valid], dkc[valid], dv[valid]
+        _store(dqc * x.scale, grads.dq[r0:r1], None if grads.dq_rope is None else
+               grads.dq_rope[r0:r1])
+
+
+def _selections(x: _Inputs, r0, r1, counts, report):
+    """Padded [rows, L] key positions (-1 = padding) and mode-3 mask of rows [r0, r1)."""
+    sp = x.spans
+    rows = [select_row(x.indices[r, :counts[r - r0]], int(sp.s1[r]), int(sp.sq[r]),
+                       int(sp.sk[r]), int(sp.kbase[r]), block_size=x.block_size,
+                       causal=x.causal, num_keys=x.k.shape[0], report=report)
+            if counts[r - r0] else None for r in range(r0, r1)]
+    width = max((len(s.positions) for s in rows if s is not None), default=0)
+    positions = np.full((r1 - r0, width), -1, dtype=np.int64)
+    masked = np.zeros((r1 - r0, width), dtype=bool)
+    for i, s in enumerate(rows):
+        if s is not None:
+            positions[i, :len(s.positions)] = s.positions
+            masked[i, :len(s.masked)] = s.masked
+    return positions, masked
+
+
+def _concat(main, rope):
+    """fp32 [..., D + Dr] from a tensor and its optional rope part."""
+    if rope is None:
+        return main.astype(FP32)
+    return np.concatenate([main.astype(FP32), rope.astype(FP32)], axis=-1)
+
+
+def _gather(main, rope, pos, valid):
+    """fp32 [rows, L, D (+Dr)] key rows at ``pos``; padding rows are zero."""
+    flat = np.where(valid, pos, 0).reshape(-1)
+    out = _concat(np.take(main, flat, axis=0), None if rope is None else np.take(rope, flat, axis=0))
+    out = out.reshape(pos.shape + out.shape[-1:])
+    if not valid.all():
+        out[~valid] = 0
+    return out
+
+
+def _scatter_add(acc, pos, vals):
+    """acc[pos] += vals, with repeated positions each adding (fancy-index adds in layers)."""
+    if len(pos) == 0:
+        return
+    order = np.argsort(pos, kind="stable")
+    ranked = pos[order]
+    first = np.r_[True, ranked[1:] != ranked[:-1]]
+    if first.all():
+        acc[pos] += vals
+        return
+    starts = np.flatnonzero(first)
+    rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
+    for layer in range(int(rank.max()) + 1):
+        pick = order[rank == layer]
+        acc[pos[pick]] += vals[pick]
+
+
+def _store(values, main, rope):
+    """CAST_ROUND fp32 ``values`` [..., D (+Dr)] into ``main`` (and ``rope``) in their dtype."""
+    d = main.shape[-1]
+    main[...] = cast_round(values[..., :d], main.dtype)
+    if rope is not None:
+        rope[...] = cast_round(values[..., d:], rope.dtype)
+
+
+def _allocate(x: _Inputs) -> Grads:
+    dt = x.q.dtype
+    t1, g = x.q.shape[:2]
+    t2 = x.k.shape[0]
+    return Grads(dq=np.empty(x.q.shape, dt), dk=np.empty(x.k.shape, dt),
+                 dv=np.empty(x.v.shape, dt),
+                 dq_rope=None if x.q_rope is None else np.empty((t1, g, x.q_rope.shape[-1]), dt),
+                 dk_rope=None if x.k_rope is None else np.empty((t2, x.k_rope.shape[-1]), dt))
+
+
+def _once_per_kind(report):
+    """Wrap ``report`` so each kind is passed on once per call (thread-safe)."""
+    seen, lock = set(), threading.Lock()
+
+    def once(kind, message):
+        with lock:
+            if kind in seen:
+                return
+            seen.add(kind)
+        if report is not None:
+            report(kind, message)
+        else:
+            import warnings
+            warnings.warn(f"{kind}: {message}", RuntimeWarning, stacklevel=2)
+    return once
