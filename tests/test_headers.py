@@ -78,3 +78,9 @@ int main() {
 """
     result = compile_cpp(tmp_path, source)
     assert result.returncode == 0, result.stderr
+
+
+def test_coverage_table_is_current():
+    from aclnn_emu.cli import coverage_table
+    assert (toolkit.HOME.parent.parent / "docs" / "coverage.md").read_text() == coverage_table(), \
+        "docs/coverage.md is stale: run `aclnn-emu coverage > docs/coverage.md`"

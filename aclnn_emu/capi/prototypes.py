@@ -129,8 +129,9 @@ _DECL = re.compile(r"^(?P<ret>.+?[\s*])(?P<name>\w+)\((?P<args>.*)\);$")
 
 
 class Prototype:
-    def __init__(self, line: str):
+    def __init__(self, line: str, headers: str):
         m = _DECL.match(line.strip())
+        self.headers = headers
         self.line = line.strip()
         self.ret = m["ret"].strip()
         self.name = m["name"]
@@ -148,4 +149,5 @@ class Prototype:
 
 
 def runtime_prototypes() -> list[Prototype]:
-    return [Prototype(line) for line in (RUNTIME + META).splitlines() if line.strip()]
+    return [Prototype(line, headers) for text, headers in ((RUNTIME, "acl/"), (META, "aclnn/"))
+            for line in text.splitlines() if line.strip()]
