@@ -76,3 +76,38 @@ def assert_precision(actual, golden, dtype, what=""):
     """CANN's standard: at least 99.9 % of elements within the dtype's tolerance."""
     ratio = precision_ratio(actual, golden, dtype)
     assert ratio >= 0.999, f"{what}: only {ratio:.4%} of elements within the {np.dtype(dtype).name} tolerance"
+
+
+def make_case(rng, dtype, layout, sparse_mode, *, batch=2, seq_q=8, seq_k=48, lengths_q=None, lengths_k=None,
+              top_k=16, duplicates=True, heads=64, dim=128):
+    """Random inputs shaped like the op's, with index rows as the forward emits them: the first n
+    entries are keys of the row's batch (with repeats if `duplicates`), the rest are -1.
+
+    TND takes per-batch `lengths_q` / `lengths_k`; returns a dict of arrays (cu_seq_* for TND).
+    """
+    if layout == "BSND":
+        lengths_q, lengths_k = [seq_q] * batch, [seq_k] * batch
+    rows = []
+    for len_q, len_k in zip(lengths_q, lengths_k):
+        for s1 in range(len_q):
+            n = _usable(sparse_mode, top_k, len_q, len_k, s1)
+            pool = max(1, min(len_k, n // 2)) if duplicates else len_k
+            row = np.full(top_k, -1, np.int32)
+            if n and len_k:
+                picks = rng.integers(0, pool, n) if duplicates else rng.permutation(len_k)[:n]
+                row[:len(picks)] = picks
+            rows.append(row)
+    total_q, total_k = sum(lengths_q), sum(lengths_k)
+    normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    case = dict(query=normal(total_q, heads, dim), key=normal(total_k, 1, dim), dy=normal(total_q, top_k),
+                indices=np.stack(rows) if rows else np.zeros((0, top_k), np.int32),
+                weights=normal(total_q, heads) * np.float32(0.25))
+    case = {name: (a if a.dtype == np.int32 else a.astype(dtype)) for name, a in case.items()}
+    if layout == "BSND":
+        for name in case:
+            per_batch = seq_k if name == "key" else seq_q
+            case[name] = case[name].reshape(batch, per_batch, *case[name].shape[1:])
+    else:
+        case["cu_seq_q"] = np.cumsum(lengths_q).astype(np.int32)
+        case["cu_seq_k"] = np.cumsum(lengths_k).astype(np.int32)
+    return case

@@ -1,0 +1,161 @@
+"""aclnnLightningIndexerGrad numerics through the Python API, against the float64 golden and,
+where PyTorch is installed, against torch.autograd of the forward; CANN's precision standard."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+from aclnn_emu.runtime import sanitizer
+from golden.lightning_indexer_grad import assert_precision, make_case, reference
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FP16 = np.dtype(np.float16)
+
+
+def run_op(case, layout, sparse_mode):
+    """Both phases on device tensors; returns (dq, dk, dweights, sanitizer kinds reported)."""
+    before = len(sanitizer.reports())
+    inputs = [ae.to_device(case[name]) for name in ("query", "key", "dy", "indices", "weights")]
+    seqs = [ae.to_device(case[name]) if name in case else None for name in ("cu_seq_q", "cu_seq_k")]
+    outs = [ae.empty(case[name].shape, ae.dtypes.from_numpy(case[name].dtype))
+            for name in ("query", "key", "weights")]
+    ae.run("LightningIndexerGrad", *inputs, *seqs, 64, layout, sparse_mode, 65536, 65536, False, *outs)
+    results = [ae.numpy(t) for t in outs]
+    for t in inputs + outs + [s for s in seqs if s is not None]:
+        ae.free(t)
+    return (*results, sorted({kind for kind, _ in sanitizer.reports()[before:]}))
+
+
+def golden_of(case, layout, sparse_mode):
+    return reference(case["query"], case["key"], case["dy"], case["indices"], case["weights"], layout=layout,
+                     sparse_mode=sparse_mode, cu_seq_q=case.get("cu_seq_q"), cu_seq_k=case.get("cu_seq_k"))
+
+
+def check(actual, golden, dtype):
+    for name, a, g in zip(("dq", "dk", "dweights"), actual, golden):
+        assert a.shape == g.shape, name
+        assert_precision(a, g, dtype, name)
+
+
+CASES = {
+    "BSND": dict(batch=2, seq_q=8, seq_k=48, top_k=16),
+    "TND": dict(lengths_q=[5, 1, 7], lengths_k=[40, 9, 30], top_k=16),
+}
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+@pytest.mark.parametrize("sparse_mode", [0, 3])
+def test_matches_golden(dtype, layout, sparse_mode):
+    # Duplicated indices in every row; in mode 3 the row tails are -1 and must be ignored.
+    case = make_case(np.random.default_rng(7), dtype, layout, sparse_mode, **CASES[layout])
+    *actual, reported = run_op(case, layout, sparse_mode)
+    check(actual, golden_of(case, layout, sparse_mode), dtype)
+    assert reported == []
+
+
+def test_medium_bsnd_bf16():
+    case = make_case(np.random.default_rng(3), BF16, "BSND", 3, batch=1, seq_q=96, seq_k=384, top_k=256,
+                     duplicates=False)
+    *actual, reported = run_op(case, "BSND", 3)
+    check(actual, golden_of(case, "BSND", 3), BF16)
+    assert reported == []
+
+
+def test_exact_all_ones_with_duplicates():
+    # Reference §1.D.2: ones everywhere, every index 1, fp16, sparse mode 3, n = topK = 128 per row:
+    # S = 128, dW = 128*128, dq = 128, dk[b, 1] = S1*topK*N1 and every other key row 0.
+    ones = lambda *shape: np.ones(shape, FP16)
+    case = dict(query=ones(2, 3, 64, 128), key=ones(2, 200, 1, 128), dy=ones(2, 3, 128),
+                indices=np.ones((2, 3, 128), np.int32), weights=ones(2, 3, 64))
+    dq, dk, dw, reported = run_op(case, "BSND", 3)
+    assert np.all(dq == 128) and np.all(dw == 16384)
+    assert np.all(dk[:, 1] == 3 * 128 * 64)
+    assert np.count_nonzero(dk) == 2 * 128
+    assert reported == []
+
+
+def test_relu_gradient_at_zero_is_zero():
+    # Zero key rows give scores of exactly 0: relu'(0) = 0, so they receive no gradient at all.
+    case = make_case(np.random.default_rng(6), FP16, "BSND", 0, batch=1, seq_q=4, seq_k=12, top_k=8)
+    case["key"][0, :3] = 0
+    case["indices"][0, :, :3] = [0, 1, 2]
+    dq, dk, dw, _ = run_op(case, "BSND", 0)
+    assert not dk[0, :3].any()
+    check((dq, dk, dw), golden_of(case, "BSND", 0), FP16)
+
+
+def test_minus_one_in_mode_0_is_reported_and_skipped():
+    case = make_case(np.random.default_rng(11), FP16, "BSND", 3, batch=1, seq_q=6, seq_k=10, top_k=16)
+    # Mode 3 data (rows end in -1) run as mode 0: every entry is read, the -1s are out of range.
+    assert (case["indices"] == -1).any()
+    *actual, reported = run_op(case, "BSND", 0)
+    check(actual, golden_of(case, "BSND", 0), FP16)
+    assert reported == ["index-out-of-range"]
+
+
+def test_rows_without_keys_are_zero_and_reported():
+    # Mode 3 with S1 > S2: rows s1 < S1 - S2 see no key (n = 0); the NPU leaves them unwritten.
+    case = make_case(np.random.default_rng(5), BF16, "BSND", 3, batch=1, seq_q=12, seq_k=4, top_k=8)
+    dq, dk, dw, reported = run_op(case, "BSND", 3)
+    assert not dq[0, :8].any() and not dw[0, :8].any()
+    assert dq[0, 8:].any()
+    check((dq, dk, dw), golden_of(case, "BSND", 3), BF16)
+    assert reported == ["unwritten-output"]
+
+
+def test_any_nonzero_sparse_mode_is_causal():
+    case = make_case(np.random.default_rng(9), FP16, "BSND", 3, batch=1, seq_q=4, seq_k=20, top_k=8)
+    assert [a.tobytes() for a in run_op(case, "BSND", 5)[:3]] == [a.tobytes() for a in run_op(case, "BSND", 3)[:3]]
+
+
+def test_non_contiguous_query_is_accepted():
+    case = make_case(np.random.default_rng(2), FP16, "BSND", 3, batch=1, seq_q=4, seq_k=20, top_k=8)
+    storage = np.ascontiguousarray(case["query"].transpose(0, 1, 3, 2))      # [B, S1, D, N1]
+    base = ae.to_device(storage)
+    query = ae.Tensor(case["query"].shape, base.dtype, strides=(4 * 128 * 64, 128 * 64, 1, 64),
+                      addr=base.addr, storage_shape=storage.shape)
+    inputs = [query] + [ae.to_device(case[n]) for n in ("key", "dy", "indices", "weights")]
+    outs = [ae.empty(case[n].shape, base.dtype) for n in ("query", "key", "weights")]
+    ae.run("LightningIndexerGrad", *inputs, None, None, 64, "BSND", 3, 0, 0, False, *outs)
+    check([ae.numpy(t) for t in outs], golden_of(case, "BSND", 3), FP16)
+
+
+def torch_grads(case, layout, sparse_mode):
+    """torch.autograd of I = sum_h w * relu(q . k[idx]) over each row's first n entries, in fp32.
+
+    The NPU rounds the gradient reaching relu's output (Y = w * dy) to the input dtype before it
+    goes on (reference §1.C); a hook on that tensor does the same, everything else is autograd.
+    """
+    torch = pytest.importorskip("torch")
+    narrow = {BF16: torch.bfloat16, FP16: torch.float16}[case["query"].dtype]
+    q, k, w = (torch.tensor(case[n].astype(np.float32), requires_grad=True) for n in ("query", "key", "weights"))
+    dy, idx = torch.tensor(case["dy"].astype(np.float32)), torch.tensor(case["indices"].astype(np.int64))
+    top_k = dy.shape[-1]
+    if layout == "BSND":
+        spans = [(q[b], k[b, :, 0], w[b], dy[b], idx[b]) for b in range(q.shape[0])]
+    else:
+        ends_q, ends_k = case["cu_seq_q"].tolist(), case["cu_seq_k"].tolist()
+        spans = [(q[a:e], k[c:f, 0], w[a:e], dy[a:e], idx[a:e])
+                 for a, e, c, f in zip([0] + ends_q[:-1], ends_q, [0] + ends_k[:-1], ends_k)]
+    loss = 0
+    for qb, kb, wb, dyb, ib in spans:
+        seq_q, seq_k = qb.shape[0], kb.shape[0]
+        s1 = torch.arange(seq_q)[:, None]
+        n = top_k if sparse_mode == 0 else (seq_k - seq_q + s1 + 1).clamp(0, top_k)
+        live = torch.arange(top_k)[None, :] < n
+        scores = torch.relu(torch.einsum("shd,skd->shk", qb, kb[ib.clamp(min=0)]))
+        scores.register_hook(lambda grad: grad.to(narrow).float())
+        index_scores = torch.einsum("sh,shk->sk", wb, scores) * live
+        loss = loss + (index_scores * dyb).sum()
+    loss.backward()
+    return q.grad.numpy(), k.grad.numpy(), w.grad.numpy()
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("layout,sparse_mode", [("BSND", 3), ("TND", 0)])
+def test_matches_torch_autograd(dtype, layout, sparse_mode):
+    case = make_case(np.random.default_rng(4), dtype, layout, sparse_mode, **CASES[layout])
+    expected = torch_grads(case, layout, sparse_mode)
+    *actual, _ = run_op(case, layout, sparse_mode)
+    check(actual, expected, dtype)
