@@ -21,6 +21,8 @@ def scatter_normal(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_le
     of 2**31 or more wraps (to a negative offset) instead of reaching the slot.
     """
     n = len(slots)
+    if row_len == 0:                           # zero-sized rows: nothing moves
+        return []
     rows = rows_of(src, row_len)[:n]
     token = np.arange(n, dtype=np.int64)
     findings = []
@@ -37,15 +39,6 @@ def scatter_normal(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_le
     return writes.apply(rows_of(cache, row_len))
 
 
-def _kernel_skips(targets: np.ndarray, limit: int, what: str, findings: list[Finding]) -> np.ndarray:
-    """The arch35 compress kernels drop writes to slots >= blocks·block_size; report them."""
-    beyond = targets >= limit
-    if beyond.any():
-        findings.append((OUT_OF_RANGE, f"{what}: writes to slots {np.unique(targets[beyond])[:8].tolist()} lie "
-                                       f"beyond the cache's {limit} slots; the kernel skips them"))
-    return ~beyond
-
-
 def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, shape: tuple, head_size: int,
                   n_slots: int, n_cores: int, what: str, src_name: str) -> list[Finding]:
     """Alibi: task (b, h) copies tokens L - w + k (k < min(w, S), skipping negative ones) to slot + k."""
@@ -58,7 +51,7 @@ def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, sha
         k = np.arange(max(0, min(w, seq)), dtype=np.int64)
         k = k[length - w + k >= 0]
         target = int(slots[i]) + k
-        keep = _kernel_skips(target, n_slots, what, writes.findings)
+        keep = writes.within(target, n_slots)
         writes.add(target[keep], (b * seq + length - w + k[keep]) * heads + h, cores[i])
     return writes.apply(rows_of(cache, head_size))
 
@@ -81,12 +74,12 @@ def scatter_rope(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, offs
         def copy(count: int, dst_start: int) -> None:
             k = np.arange(max(0, min(count, seq)), dtype=np.int64)
             target = dst_start + k
-            keep = _kernel_skips(target, n_slots, what, writes.findings)
+            keep = writes.within(target, n_slots)
             writes.add(target[keep], (b * seq + k[keep]) * heads + h, cores[i])
 
         copy(o, first)
         end = min(o + w, seq)
-        if end - o > 0 and _kernel_skips(np.array([first + o]), n_slots, what, writes.findings)[0]:
+        if end - o > 0 and writes.within(np.array([first + o]), n_slots)[0]:
             writes.add_mean(first + o, (b * seq + np.arange(o, end, dtype=np.int64)) * heads + h, end - o, cores[i])
         if length - w - o > 0:
             copy(length - w - o, first + o + 1)

@@ -76,7 +76,17 @@ class Writes:
         self.what, self.rows, self.src_name = what, rows, src_name
         self._parts = []
         self._means = []
+        self._skipped = []
+        self.limit = None
         self.findings: list[Finding] = []
+
+    def within(self, targets: np.ndarray, limit: int) -> np.ndarray:
+        """Mask of targets below `limit`; the rest are writes the kernel itself skips (reported once)."""
+        self.limit = limit
+        beyond = targets >= limit
+        if beyond.any():
+            self._skipped.append(targets[beyond])
+        return ~beyond
 
     def add(self, dst_rows, src_rows, core, source: int = 0) -> None:
         dst_rows = np.asarray(dst_rows, dtype=np.int64).reshape(-1)
@@ -99,6 +109,11 @@ class Writes:
     def apply(self, dst2d: np.ndarray) -> list[Finding]:
         """Perform the writes into dst2d (last one wins) and return all findings."""
         findings = self.findings
+        if self._skipped:
+            skipped = np.unique(np.concatenate(self._skipped))
+            findings.append((OUT_OF_RANGE, f"{self.what}: writes to slots {skipped[:8].tolist()}"
+                                           f"{' …' if len(skipped) > 8 else ''} lie beyond the cache's {self.limit} "
+                                           "slots; the kernel skips them"))
         if not self._parts:
             return findings
         dst, src_id, src, core = (np.concatenate(col) for col in zip(*self._parts))

@@ -1,0 +1,110 @@
+"""aclnnScatterPaKvCache through the C ABI: every validation rule's code on each chip, one numerics
+program checked against the references, and the two spec samples."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import cabi
+from golden import scatter_pa_kv_cache as golden
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OK, NULL, INVALID, TILING, KERNEL, AICORE = 0, 161001, 161002, 561002, 561003, 507015
+
+# Codes on Atlas A2/A3 (Membase tiling, reference §3.A.1-4).
+A2 = {
+    "ok.normal": OK, "ok.normal_nchw_is_nd": OK, "ok.normal_int64_slots": OK, "ok.nz": OK, "ok.key_only": OK,
+    "ok.nct": OK, "ok.alibi": OK, "ok.rope": OK, "ok.omni": OK, "ok.alibi_4d": INVALID, "ok.rope_4d": INVALID,
+    "ok.empty_caches_before_lookup": OK, "ok.mixed_int8_key_fp16_value": OK,
+    "null.key": NULL, "null.keyCacheRef": NULL, "null.slotMapping": NULL, "null.value": NULL,
+    "null.valueCacheRef": NULL,
+    "dtype.float_key": INVALID, "dtype.hifloat8": INVALID, "dtype.key_cache_differs": INVALID,
+    "dtype.value_cache_differs": INVALID, "dtype.fp16_key_int8_value": INVALID, "dtype.slot_int16": INVALID,
+    "format.key_cache_fractal_nz": INVALID, "format.key_fractal_nz": INVALID,
+    "optional.compress_lens_int64": KERNEL, "optional.seq_lens_float": KERNEL,
+    "tiling.key_rank": TILING, "tiling.key_cache_rank": TILING, "tiling.slot_rank": TILING,
+    "tiling.value_rank": TILING, "tiling.value_cache_rank": TILING, "tiling.kv_dims": TILING,
+    "tiling.cache_dims": TILING, "tiling.nz_cache_dims": TILING, "tiling.zero_tokens": TILING,
+    "tiling.zero_value_head": TILING, "tiling.cache_capacity": TILING, "tiling.nz_dim1": TILING,
+    "tiling.nz_dim3": TILING, "tiling.nz_align": TILING, "tiling.compress_rank": TILING,
+    "tiling.compress_null": TILING, "tiling.no_batches": TILING, "tiling.nct_short_strides": TILING,
+    "not_implemented.int8_nct": KERNEL, "not_implemented.int8_rope": KERNEL,
+    "not_implemented.unaligned_compress": KERNEL, "kernel.rope_without_offsets": AICORE,
+    # FLOAT data is not registered on A2/A3: the 910_95-only cases stop at the kernel lookup
+    "tiling95.kv_rank": INVALID, "tiling95.four_d_without_seq_lens": INVALID, "tiling95.rope_cache_dim2": INVALID,
+    "tiling95.rope_offsets_len": INVALID, "tiling95.alibi_slot_dim1": INVALID, "tiling95.alibi_value_dim2": INVALID,
+    "tiling95.slot_2d_not_fully_loaded": INVALID,
+}
+
+# Codes on 910_95 (arch35 tiling, §3.A.5): mode strings ignored, the key's rank and the optional
+# tensors choose the scenario, one dtype for all four data tensors.
+A95 = dict(A2)
+A95.update({
+    "ok.nz": TILING, "ok.key_only": TILING, "ok.alibi": TILING, "ok.rope": TILING, "ok.omni": TILING,
+    "ok.alibi_4d": OK, "ok.rope_4d": OK, "ok.mixed_int8_key_fp16_value": INVALID,
+    "dtype.float_key": OK, "dtype.hifloat8": OK,
+    "tiling.slot_rank": OK, "tiling.cache_dims": OK, "tiling.zero_tokens": OK, "tiling.zero_value_head": OK,
+    "tiling.cache_capacity": OK, "tiling.nct_short_strides": OK, "not_implemented.int8_nct": OK,
+    "not_implemented.int8_rope": TILING, "not_implemented.unaligned_compress": TILING,
+    "kernel.rope_without_offsets": TILING,
+    "tiling95.kv_rank": TILING, "tiling95.four_d_without_seq_lens": TILING, "tiling95.rope_cache_dim2": TILING,
+    "tiling95.rope_offsets_len": TILING, "tiling95.alibi_slot_dim1": TILING, "tiling95.alibi_value_dim2": TILING,
+    "tiling95.slot_2d_not_fully_loaded": TILING,
+})
+EXPECTED = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": A95}
+
+
+@pytest.mark.parametrize("soc", sorted(EXPECTED))
+def test_status_codes(soc):
+    result = cabi.compile_and_run("scatter_pa_kv_cache_codes.cpp", env={"ACLNN_EMU_SOC": soc})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == EXPECTED[soc]
+
+
+def lcg_fp16(n: int, seed: int) -> np.ndarray:
+    """The C program's generator: 32-bit LCG, bits 16..31 with the exponent kept finite."""
+    out = np.empty(n, np.uint16)
+    for i in range(n):
+        seed = (seed * 1103515245 + 12345) & 0xFFFFFFFF
+        out[i] = (seed >> 16) & 0x7BFF
+    return out.view(np.float16)
+
+
+def test_numerics_through_the_c_abi(tmp_path):
+    tokens, heads, head, blocks, block = 40, 2, 64, 5, 16
+    result = cabi.compile_and_run("scatter_pa_kv_cache_numerics.cpp", tmp_path / "caches.bin")
+    assert result.returncode == 0, result.stdout + result.stderr
+    caches = np.fromfile(tmp_path / "caches.bin", np.float16)
+    key = lcg_fp16(tokens * heads * head, 1).reshape(tokens, heads, head)
+    value = lcg_fp16(tokens * heads * head, 2).reshape(tokens, heads, head)
+    nz_shape, nd_shape = (blocks, heads * head // 16, block, 16), (blocks, block, heads, head)
+    slots = np.array([3, 0, 4])[np.arange(tokens) // block] * block + np.arange(tokens) % block
+    slots[5] = -1
+    reversed_slots = blocks * block - 1 - 2 * np.arange(tokens)
+    expected = [golden.a2_nz(lcg_fp16(blocks * block * heads * head, 3).reshape(nz_shape), key, slots),
+                golden.a2_nz(lcg_fp16(blocks * block * heads * head, 4).reshape(nz_shape), value, slots),
+                golden.vllm_normal(lcg_fp16(blocks * block * heads * head, 5).reshape(nd_shape), key, reversed_slots),
+                golden.vllm_normal(lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value,
+                                   reversed_slots)]
+    assert golden.same_bits(caches, np.concatenate([e.reshape(-1) for e in expected]))
+
+
+def test_a2_sample_runs_unchanged_on_the_default_chip():
+    result = cabi.compile_and_run(ROOT / "samples" / "aclnnScatterPaKvCache.cpp")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "result[127] is:" in result.stdout
+    # slots {1, 1} on two cores: the race the hardware has (identical data, so the result is the same)
+    assert "write-race" in result.stderr
+
+
+def test_910_95_sample_runs_unchanged_on_910_95_and_is_rejected_on_a2():
+    sample = ROOT / "samples" / "aclnnScatterPaKvCache_1.cpp"
+    result = cabi.compile_and_run(sample, env={"ACLNN_EMU_SOC": "Ascend910_95"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "result[83] is:" in result.stdout
+    # slots {0, 3, ..., 15} against 2 x 2 = 4 cache slots: the arch35 kernel skips most writes (§3.E.8)
+    assert "index-out-of-range" in result.stderr
+    # On Atlas A2 the FLOAT key has no registered kernel: the lookup fails before the tiling sees the 4-D key
+    rejected = cabi.compile_and_run(sample)
+    assert rejected.returncode != 0
+    assert "aclnnScatterPaKvCacheGetWorkspaceSize failed. ERROR: 161002" in rejected.stdout
