@@ -1,0 +1,86 @@
+"""aclnnLightningIndexerGrad through the C ABI: every validation rule's status code (reference
+§1.A), the empty-query path, and numerics of a compiled program against the float64 golden."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cabi
+from golden.lightning_indexer_grad import assert_precision, reference
+
+NULLPTR, INNER, AICORE = 161001, 561103, 507015
+MIB = 1 << 20
+
+
+def workspace_bytes(dk_elements):
+    """Tiling: 16 MiB library reserve, fp32 dk, per-core buffers of 24 AI cores, 16 MiB reserve,
+    each step aligned up to 512 bytes."""
+    up = lambda x: (x + 512) // 512 * 512
+    size = up(16 * MIB + 4 * dk_elements)
+    for per_core in (1 * MIB, 1 * MIB, MIB // 2, 2 * MIB):   # key gather, relu in, relu grad, scatter add
+        size = up(size + 24 * per_core)
+    return size + 16 * MIB
+
+
+RULES = {
+    **{f"null.{name}": NULLPTR for name in ("query", "key", "dy", "spareIndices", "weights", "dQuery", "dKey",
+                                            "dWeights")},
+    "null.before_empty": NULLPTR,
+    "empty.query": 0, "empty.query.workspace": 0, "empty.query.run": 0, "empty.query.sync": 0,
+    "empty.query.untouched": 1,
+    "layout.null": INNER, "layout.value": INNER, "query.rank.bsnd": INNER, "query.rank.tnd": INNER,
+    "dtype.query": INNER, "dtype.key": INNER, "dtype.dy": INNER, "dtype.weights": INNER,
+    "dtype.spareIndices": INNER, "dtype.actucalSeqLengthsQuery": INNER, "dtype.actucalSeqLengthsKey": INNER,
+    "key.rank": INNER, "tnd.actual_seq_query": INNER,
+    "tiling.n1": INNER, "tiling.d": INNER, "tiling.n2": INNER,
+    "format.query": 0, "out.dtype.dQuery": 0, "out.shape.dQuery": 0, "out.shape.dKey.numel": INNER,
+    "unchecked.sparse_mode": 0, "unchecked.dy_shape": 0,
+    **{f"{base}{step}": 0 for base in ("baseline.bsnd", "baseline.bsnd.fp16", "baseline.tnd")
+       for step in ("", ".run", ".sync")},
+    "baseline.bsnd.workspace": workspace_bytes(16 * 128), "baseline.bsnd.fp16.workspace": workspace_bytes(16 * 128),
+    "baseline.tnd.workspace": workspace_bytes(16 * 128),
+    "tnd.actual_seq_key": 0, "tnd.actual_seq_key.workspace": workspace_bytes(16 * 128),
+    "tnd.actual_seq_key.run": 0, "tnd.actual_seq_key.sync": AICORE,
+}
+INFERRED = ("format.query", "out.dtype.dQuery", "out.shape.dQuery")
+
+
+def test_every_rule_returns_its_code():
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == RULES
+    for rule in INFERRED:
+        assert f"(rule {rule};" in result.stderr
+
+
+def test_inferred_rules_fail_under_strict():
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", env={"ACLNN_EMU_STRICT": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == {**RULES, **{rule: INNER for rule in INFERRED}}
+
+
+def test_no_kernel_for_910_95():
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", "soc", env={"ACLNN_EMU_SOC": "Ascend910_95"})
+    assert cabi.rule_codes(result.stdout) == {"soc.bsnd": INNER}
+
+
+def pattern(count, mult, mod, offset):
+    """The compiled program's input values: multiples of 1/8, exact in fp16 and bf16."""
+    return ((np.arange(count) * mult % mod) - offset) / 8.0
+
+
+@pytest.mark.parametrize("dtype_name", ["fp16", "bf16"])
+def test_compiled_program_matches_golden(tmp_path, dtype_name):
+    result = cabi.compile_and_run("lightning_indexer_grad_numerics.cpp", dtype_name, tmp_path)
+    assert result.returncode == 0 and "sanitizer" not in result.stderr, result.stdout + result.stderr
+    dtype = np.dtype(np.float16 if dtype_name == "fp16" else ml_dtypes.bfloat16)
+    b, s1, s2, top_k = 2, 5, 24, 16
+    q = pattern(b * s1 * 64 * 128, 37, 23, 11).reshape(b, s1, 64, 128).astype(dtype)
+    k = pattern(b * s2 * 128, 29, 19, 9).reshape(b, s2, 1, 128).astype(dtype)
+    dy = pattern(b * s1 * top_k, 13, 17, 8).reshape(b, s1, top_k).astype(dtype)
+    w = pattern(b * s1 * 64, 7, 11, 5).reshape(b, s1, 64).astype(dtype)
+    rows = np.arange(b * s1)[:, None]
+    idx = ((rows * 5 + np.arange(top_k) * 3) % s2).reshape(b, s1, top_k).astype(np.int32)  # repeats in rows
+    golden = reference(q, k, dy, idx, w, layout="BSND", sparse_mode=3)
+    for name, like, expected in zip(("dq", "dk", "dw"), (q, k, w), golden):
+        actual = np.fromfile(tmp_path / f"{name}.bin", dtype).reshape(like.shape)
+        assert_precision(actual, expected, dtype, name)
