@@ -180,7 +180,7 @@ class _Forward:
             acc *= alpha[:, None]
             acc += self._pv(s, values[c0 - j0:c1 - j0])
             running_max = new_max
-        return self._finish(acc, row_sum, n)
+        return self._finish(acc, row_sum, ~np.isneginf(running_max), n)
 
     def _may_overflow(self, queries, keys) -> bool:
         """Can |S| reach the fp16 overflow? (Cauchy-Schwarz bound, so the scan is usually skipped.)"""
@@ -225,8 +225,8 @@ class _Forward:
             _scratch.rounder.round_(e, may_overflow=False)
         return e @ values
 
-    def _finish(self, acc, row_sum, n):
-        computed = row_sum > 0
+    def _finish(self, acc, row_sum, computed, n):
+        """O = acc / l for rows that saw a key; rows without any key stay 0."""
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant

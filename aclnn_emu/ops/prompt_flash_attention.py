@@ -253,7 +253,7 @@ def _tiling_checks(a, shapes, env):
     has_mask = mask is not None and not mask.is_empty
     _check_mask_shape(a, has_mask, batch, s1, s2)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
-    h = q.shape[2] if layout == "BSH" else heads * (q.shape[3] + (shapes.pad if shapes.need_pad else 0))
+    h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
     if a.numHeads > h:
         _tiling("heads.h", "num heads is error.")
     _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1)

@@ -1,0 +1,250 @@
+"""aclnnPromptFlashAttentionV2 numerics through the Python API against the float64 golden.
+
+Every case runs both phases through ``aclnn_emu.run`` and holds the result to CANN's precision
+standard (fp16 1e-3, bf16 4e-3 on >= 99.9 % of elements); int8 outputs must match exactly.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+from aclnn_emu import DataType
+from golden import prompt_flash_attention as golden
+
+BIG = 2147483647
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(20251115)
+
+
+def to_layout(x, layout):
+    """[B, N, S, D] -> the layout's shape (plain numpy, independent of the emulator's helpers)."""
+    if layout in ("BNSD", "BNSD_BSND"):
+        return x
+    if layout == "BSND":
+        return x.transpose(0, 2, 1, 3)
+    if layout == "BSH":
+        b, n, s, d = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(b, s, n * d)
+    if layout == "NSD":
+        return x[0]
+    raise ValueError(layout)
+
+
+def out_layout(layout):
+    return "BSND" if layout == "BNSD_BSND" else layout
+
+
+def from_layout(x, layout, n):
+    if layout == "BNSD":
+        return x
+    if layout == "BSND":
+        return x.transpose(0, 2, 1, 3)
+    if layout == "BSH":
+        b, s, h = x.shape
+        return x.reshape(b, s, n, h // n).transpose(0, 2, 1, 3)
+    return x[None]
+
+
+def run_pfa(q, k, v, *, layout="BNSD", scale=0.125, pre=BIG, nxt=0, mode=0, mask=None, act_q=None,
+            act_kv=None, deq1=None, quant1=None, deq2=None, quant2=None, offset2=None, out_dtype=None,
+            kv_heads=0):
+    """q/k/v as [B, N, S, D] numpy arrays; returns the output as [B, N, S1, Dv]."""
+    b, n, s1, _ = q.shape
+    dv = v.shape[3]
+    out_dtype = out_dtype or {np.dtype(np.int8): DataType.ACL_FLOAT16}.get(q.dtype, ae.dtypes.from_numpy(q.dtype))
+    out_shape = to_layout(np.empty((b, n, s1, dv), np.int8), out_layout(layout)).shape
+    out = ae.empty(out_shape, out_dtype)
+    dev = lambda x, dt=None: None if x is None else ae.to_device(x, dtype=dt)   # noqa: E731
+    tensors = [dev(to_layout(x, layout)) for x in (q, k, v)]
+    ae.run("PromptFlashAttentionV2", *tensors, None, dev(mask),
+           None if act_q is None else tuple(act_q), None if act_kv is None else tuple(act_kv),
+           dev(deq1), dev(quant1), dev(deq2), dev(quant2), dev(offset2),
+           n, scale, pre, nxt, layout, kv_heads, mode, out)
+    return from_layout(ae.numpy(out), out_layout(layout), n)
+
+
+def randn(shape, dtype, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+def qk_values(shape, dtype):
+    """Normal values on a 1/4 grid: Q K^T is then exact in fp32, so the fp16 rounding of the scores
+    cannot flip with the summation order (which differs between BLAS, the golden and the cube)."""
+    return (np.round(RNG.standard_normal(shape) * 4) / 4).astype(dtype)
+
+
+def qkv(q_shape, kv_shape, dtype, dv=None):
+    v_shape = kv_shape if dv is None else kv_shape[:3] + (dv,)
+    return qk_values(q_shape, dtype), qk_values(kv_shape, dtype), randn(v_shape, dtype)
+
+
+def assert_standard(actual, expected, dtype):
+    failed = golden.precision_failures(actual, expected, dtype)
+    worst = np.unravel_index(np.argmax(np.abs(actual.astype(np.float64) - expected)), expected.shape)
+    assert failed <= 1e-3, (f"{failed:.4%} of the elements miss the {dtype} standard; largest difference at "
+                            f"{worst}: {actual[worst]} vs {expected[worst]}")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD", "BNSD_BSND", "NSD"])
+def test_layouts(dtype, layout):
+    b = 1 if layout == "NSD" else 2
+    q, k, v = qkv((b, 3, 37, 64), (b, 3, 45, 64), dtype)
+    out = run_pfa(q, k, v, layout=layout, scale=64 ** -0.5)
+    assert out.dtype == np.dtype(dtype)
+    assert_standard(out, golden.attention(q, k, v, scale=64 ** -0.5), str(np.dtype(dtype)))
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BNSD"])
+def test_gqa(layout):
+    q, k, v = qkv((2, 8, 33, 32), (2, 2, 40, 32), np.float16)
+    out = run_pfa(q, k, v, layout=layout, kv_heads=2)
+    assert_standard(out, golden.attention(q, k, v, scale=0.125), "float16")
+
+
+def compressed_mask():
+    return np.triu(np.ones((2048, 2048), bool), 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("mode,pre,nxt", [(0, 9, 4), (0, 65535, 65535), (0, 20, -3), (1, BIG, 0),
+                                          (2, BIG, 0), (3, BIG, 0), (4, 12, 5), (4, -2, 9)])
+def test_sparse_modes_with_actual_lengths(dtype, mode, pre, nxt):
+    q, k, v = qkv((2, 2, 48, 32), (2, 2, 64, 32), dtype)
+    act_q, act_kv = (48, 30), (64, 41)
+    if mode in (0, 1):
+        mask = RNG.random((2, 1, 50, 70)) < 0.3          # [B, 1, >= S1, >= S2], top-left window is read
+    else:
+        mask = compressed_mask()
+    out = run_pfa(q, k, v, mode=mode, pre=pre, nxt=nxt, mask=mask, act_q=act_q, act_kv=act_kv)
+    kernel_mask = mask[:, 0] if mask.ndim == 4 else None
+    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt, act_q=act_q,
+                                act_kv=act_kv, mask=kernel_mask)
+    assert_standard(out, expected, str(np.dtype(dtype)))
+    assert np.all(out[1, :, 30:] == 0), "rows beyond actualSeqLengths must be 0"
+
+
+def test_mode0_with_mask_applies_the_token_window():
+    """Doc default nextTokens = 0 with an all-zero mask still makes the result causal."""
+    q, k, v = qkv((1, 1, 24, 16), (1, 1, 24, 16), np.float16)
+    out = run_pfa(q, k, v, mode=0, pre=BIG, nxt=0, mask=np.zeros((24, 24), np.uint8))
+    causal = golden.attention(q, k, v, scale=0.125, sparse_mode=2)
+    assert_standard(out, causal, "float16")
+
+
+def test_mask_fill_values():
+    """A fully masked row is uniform over its keys (fill value, not -inf); nonzero bytes mask."""
+    q, k, v = qkv((1, 1, 8, 16), (1, 1, 12, 16), np.float16)
+    mask = np.zeros((8, 12), np.uint8)
+    mask[3] = 7
+    mask[5, ::2] = 200
+    out = run_pfa(q, k, v, mode=1, mask=mask)
+    assert_standard(out, golden.attention(q, k, v, scale=0.125, sparse_mode=1, mask=mask[None]), "float16")
+    np.testing.assert_allclose(out[0, 0, 3], v[0, 0].astype(np.float64).mean(axis=0), rtol=2e-3, atol=2e-3)
+
+
+def test_fp16_mask_is_additive():
+    q, k, v = qkv((1, 2, 16, 16), (1, 2, 20, 16), np.float16)
+    mask = (RNG.random((16, 20)) < 0.5).astype(np.float16) * np.float16(0.75)
+    mask[:, 0] = 0                                     # every row keeps a key
+    out = run_pfa(q, k, v, mode=0, pre=BIG, nxt=BIG, mask=mask)
+    expected = golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, mask=mask[None])
+    assert_standard(out, expected, "float16")
+    masked_as_bool = golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, mask=mask[None] != 0)
+    assert_standard(out, masked_as_bool, "float16")   # -7500 and -65504 both vanish in exp
+
+
+@pytest.mark.parametrize("act_q,act_kv", [((9,), (0,)), ((20, 5, 99), (13, 2, 7)), ((0, 14), (16, 16))])
+def test_actual_lengths_broadcast_prefix_and_zero(act_q, act_kv):
+    q, k, v = qkv((2, 2, 20, 16), (2, 2, 16, 16), np.float16)
+    act_q = tuple(min(x, 20) for x in act_q)
+    out = run_pfa(q, k, v, act_q=act_q, act_kv=act_kv)
+    per_batch = lambda x: [x[0]] * 2 if len(x) == 1 else list(x[:2])     # noqa: E731
+    expected = golden.attention(q, k, v, scale=0.125, act_q=per_batch(act_q), act_kv=per_batch(act_kv))
+    assert_standard(out, expected, "float16")
+
+
+def test_empty_key_value_gives_zeros():
+    q = randn((2, 2, 8, 16), np.float16)
+    k = np.zeros((2, 2, 0, 16), np.float16)
+    out_shape = (2, 2, 8, 16)
+    out = ae.to_device(np.full(out_shape, 7, np.float16))
+    ae.run("PromptFlashAttentionV2", ae.to_device(q), ae.to_device(k), ae.to_device(k), None, None, None, None,
+           None, None, None, None, None, 2, 1.0, BIG, 0, "BNSD", 0, 0, out)
+    assert np.all(ae.numpy(out) == 0)
+
+
+def test_fp16_scores_overflow_like_the_cube():
+    """fp16 high-performance: Q K^T is rounded to fp16 before scaling, so 65520+ becomes inf (NaN out)."""
+    q = np.full((1, 1, 2, 16), 64, np.float16)
+    k = np.full((1, 1, 3, 16), 64, np.float16)            # 16 * 64 * 64 = 65536 overflows fp16
+    v = randn((1, 1, 3, 16), np.float16)
+    out = run_pfa(q, k, v, scale=1e-4)
+    assert np.all(np.isnan(out))
+
+
+def uint64_quant_param(scale):
+    """aclnnTransQuantParam's encoding: fp32 bits & 0xFFFFE000 with bit 46 set."""
+    bits = np.asarray([scale], np.float32).view(np.uint32).astype(np.uint64)
+    return (bits & np.uint64(0xFFFFE000)) | np.uint64(1 << 46)
+
+
+def int8_inputs(b=1, n=2, s1=40, s2=56, d=32):
+    return (RNG.integers(-128, 128, (b, n, s1, d)).astype(np.int8),
+            RNG.integers(-128, 128, (b, n, s2, d)).astype(np.int8),
+            RNG.integers(-128, 128, (b, n, s2, d)).astype(np.int8))
+
+
+@pytest.mark.parametrize("encoding", ["uint64", "float32"])
+def test_int8_to_fp16(encoding):
+    q, k, v = int8_inputs()
+    deq1, deq2 = np.float32(1 / 3000.1), np.float32(1 / 900.7)       # low mantissa bits get truncated
+    raw = (uint64_quant_param if encoding == "uint64" else lambda x: np.asarray([x], np.float32))
+    out = run_pfa(q, k, v, scale=0.125, deq1=raw(deq1), quant1=np.asarray([120.0], np.float32), deq2=raw(deq2))
+    truncate = lambda x: np.asarray([x], np.float32).view(np.uint32)[0] & np.uint32(0xFFFFE000)   # noqa: E731
+    expected = golden.attention(q, k, v, scale=0.125, deq1=np.uint32(truncate(deq1)).view(np.float32),
+                                quant1=120.0, deq2=np.uint32(truncate(deq2)).view(np.float32))
+    assert out.dtype == np.float16
+    assert_standard(out, expected, "float16")
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_int8_to_int8(per_channel):
+    q, k, v = int8_inputs()
+    shape = (2, 32) if per_channel else (1,)
+    scale2 = RNG.uniform(20, 60, shape).astype(np.float32)
+    offset2 = RNG.uniform(-3, 3, shape).astype(np.float32)
+    out = run_pfa(q, k, v, deq1=np.asarray([2 ** -12], np.float32), quant1=np.asarray([127.0], np.float32),
+                  deq2=np.asarray([2 ** -10], np.float32), quant2=scale2, offset2=offset2,
+                  out_dtype=DataType.ACL_INT8)
+    expected = golden.attention(q, k, v, scale=0.125, deq1=2 ** -12, quant1=127.0, deq2=2 ** -10,
+                                quant2=scale2.reshape(-1, 32) if per_channel else scale2[0],
+                                offset2=offset2.reshape(-1, 32) if per_channel else offset2[0])
+    assert out.dtype == np.int8
+    assert np.mean(np.abs(out.astype(np.int64) - expected) > 1) == 0
+    assert np.mean(out != expected) <= 1e-3
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_half_to_int8_post_quant(dtype):
+    q, k, v = qkv((2, 2, 24, 32), (2, 2, 30, 32), dtype)
+    scale2 = np.asarray([50.0], np.float32)
+    out = run_pfa(q, k, v, quant2=scale2, out_dtype=DataType.ACL_INT8)
+    expected = golden.attention(q, k, v, scale=0.125, quant2=50.0)
+    assert np.all(np.abs(out.astype(np.int64) - expected) <= 1)
+    assert np.mean(out != expected) <= 1e-3
+
+
+def test_multi_block_medium():
+    """S2 spans several key blocks: the online softmax rescales across them."""
+    q, k, v = qkv((1, 2, 300, 64), (1, 2, 2500, 64), np.float16)
+    out = run_pfa(q, k, v, scale=0.125, mode=3, mask=compressed_mask())
+    assert_standard(out, golden.attention(q, k, v, scale=0.125, sparse_mode=3), "float16")
+
+
+def test_int8_multi_block_quantises_per_block():
+    q, k, v = int8_inputs(s1=64, s2=2200)
+    out = run_pfa(q, k, v, deq1=np.asarray([2 ** -13], np.float32), quant1=np.asarray([100.0], np.float32),
+                  deq2=np.asarray([2 ** -11], np.float32))
+    expected = golden.attention(q, k, v, scale=0.125, deq1=2 ** -13, quant1=100.0, deq2=2 ** -11, kv_block=1024)
+    assert_standard(out, expected, "float16")
