@@ -1,0 +1,90 @@
+"""aclnnSparseFlashAttentionGrad through the C ABI: every validation rule's status code.
+
+The op has no hand-written op_api in CANN 8.5: nulls and dtypes are the generated aclnn's
+(161001 / 161002 / 561003), everything the tiling rejects is 561002 (reference indexer-sparse
+§0.1, §2.A). tests/c/sparse_flash_attention_grad_rules.cpp prints one "<rule> <code>" per case.
+"""
+import pytest
+
+import cabi
+from aclnn_emu import status
+
+PROGRAM = "sparse_flash_attention_grad_rules.cpp"
+NULL, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
+TILING, NO_KERNEL = status.ACLNN_ERR_INNER_TILING_ERROR, status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR
+
+EXPECTED = {
+    **{f"null.{name}": NULL for name in ("query", "key", "value", "sparseIndices", "dOut", "out", "softmaxMax",
+                                          "softmaxSum", "dQueryOut", "dKeyOut", "dValueOut")},
+    "dtype.query_fp32": INVALID,
+    "dtype.out_mixed": INVALID,
+    "dtype.sparseIndices_int64": INVALID,
+    "dtype.softmaxMax_fp16": INVALID,
+    "dtype.dValueOut_mixed": INVALID,
+    "format.key_nz": INVALID,
+    "format.key_nchw_ok": 0,
+    # Inferred rules: a portability warning by default (see test_inferred_rules_fail_under_strict).
+    "optional.actual_seq_int64": 0,
+    "optional.query_rope_fp16": 0,
+    "tiling.selected_block_count": TILING,
+    "tiling.sparse_mode_1": TILING,
+    "tiling.sparse_mode_low_word_ok": 0,
+    "tiling.head_dim_qk": TILING,
+    "tiling.head_dim_v": TILING,
+    "tiling.layout": TILING,
+    "tiling.layout_null_ok": 0,
+    "tiling.layout_rank": TILING,
+    "tiling.rope_dim": TILING,
+    "tiling.rope_one_side_ok": 0,
+    "tiling.tnd_actual_seq_q_null": TILING,
+    "tiling.n2_zero": TILING,
+    "tiling.n2_two": TILING,
+    "tiling.n1_not_power_of_two": TILING,
+    "tiling.n1_over_128": TILING,
+    "tiling.g_zero": TILING,
+    "tiling.tnd_zero": TILING,
+    "tiling.tnd_softmaxMax_shape": TILING,
+    "tiling.tnd_softmaxSum_rank": TILING,
+    "tiling.tnd_out_shape": TILING,
+    "tiling.tnd_out_head_dim": TILING,
+    "tiling.q_post_base": TILING,
+    "tiling.bsnd_softmax_shape_unchecked_ok": 0,
+    "empty.all_outputs_ok": 0,
+    "run.bsnd_ok": 0,
+    "run.tnd_rope_ok": 0,
+    "run.block_size_zero": status.ACL_ERROR_RT_AICORE_EXCEPTION,
+    "phase2.workspace_small": INVALID,
+    "phase2.executor_null": NULL,
+}
+
+
+@pytest.fixture(scope="module")
+def program():
+    return cabi.build(PROGRAM)
+
+
+def _codes(program, *args, **env):
+    result = cabi.run(program, *args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return cabi.rule_codes(result.stdout), result.stderr
+
+
+def test_every_rule_returns_the_source_code(program):
+    codes, stderr = _codes(program)
+    assert codes == EXPECTED
+    assert "real CANN most likely returns 561003" in stderr           # the portability warnings
+    assert "sparseBlockSize 0 is outside 1..128" in stderr            # the sanitizer's reason
+
+
+def test_inferred_rules_fail_under_strict(program):
+    codes, _ = _codes(program, ACLNN_EMU_STRICT="1")
+    assert codes["optional.actual_seq_int64"] == NO_KERNEL
+    assert codes["optional.query_rope_fp16"] == NO_KERNEL
+    assert {k: v for k, v in codes.items() if not k.startswith("optional.")} == \
+        {k: v for k, v in EXPECTED.items() if not k.startswith("optional.")}
+
+
+@pytest.mark.parametrize("soc, code", [("Ascend910B", 0), ("Ascend910_93", 0), ("Ascend910_95", NO_KERNEL)])
+def test_registered_chips_only(program, soc, code):
+    codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc)
+    assert codes == {"soc.bsnd": code}
