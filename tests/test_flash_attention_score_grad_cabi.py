@@ -1,0 +1,69 @@
+"""aclnnFlashAttentionScoreGradV2 through the C ABI: the status code of every validation rule of the
+reference (§1A), valid baselines that run both phases, and a numerics check of a C program's output."""
+import numpy as np
+import pytest
+
+import cabi
+from golden import flash_attention_score_grad as golden
+
+NULLPTR, INVALID = 161001, 161002
+OK = ["ok.layout.BSH", "ok.layout.SBH", "ok.layout.BSND", "ok.layout.BNSD", "ok.dtype.bf16", "ok.dtype.fp32",
+      "ok.mode0.mask_band", "ok.mode1", "ok.mode2", "ok.mode3", "ok.mode4", "ok.mode5", "ok.mode6", "ok.pse1",
+      "ok.pse0.row_broadcast", "ok.pse2", "ok.pse3", "ok.dropout", "ok.tokens_int32_max", "ok.inner_precise_ignored",
+      "ok.empty_key", "ok.all_out_empty", "out.dq_dtype"]
+# Null checks are op_api (161001); headNum, ranks and head dims are op_api (161002); everything the
+# infershape, kernel selection and tiling reject comes back as 161001, dtype errors included.
+EXPECTED = {
+    **{rule: 0 for rule in OK},
+    **{f"null.{name}": NULLPTR for name in ("query", "keyIn", "value", "dy", "attentionIn", "dqOut", "dkOut",
+                                             "dvOut", "workspaceSize", "executor")},
+    **{rule: INVALID for rule in ("head_num.zero", "rank.dy_2d", "shape.d_zero", "shape.rank4",
+                                  "shape.rank4_lower_case_bsh", "shape.qd_kd", "shape.vd")},
+    **{rule: NULLPTR for rule in (
+        "infershape.layout", "tiling.layout_lower_case", "tiling.tnd_in_v2", "dtype.query_int8", "dtype.key_mixed",
+        "dtype.atten_mask_fp16", "dtype.drop_mask_int8", "dtype.pse_bf16", "tiling.softmax_max_null",
+        "tiling.softmax_sum_1d", "tiling.bsh_batch", "tiling.h1_heads", "tiling.head_num", "tiling.softmax_dtype",
+        "tiling.attention_in_dtype", "tiling.softmax_shape", "tiling.attention_in_shape", "tiling.dy_shape",
+        "tiling.keep_prob_zero", "tiling.keep_prob_above_one", "tiling.drop_null", "tiling.drop_size",
+        "tiling.sparse_mode_9", "tiling.sparse_mode_negative", "tiling.sparse_mode_7_needs_tnd", "tiling.pse_type_4",
+        "tiling.tokens_int64_max", "tiling.tokens_mode0", "tiling.mask_lead", "tiling.mask_rank3",
+        "tiling.prefix_mode6", "tiling.pse_null_type0", "tiling.pse_dtype_type1", "tiling.pse_shape",
+        "tiling.pse_alibi_not_causal", "tiling.pse_inner_shape", "tiling.mask_shape_mode0",
+        "tiling.mask_shape_mode2", "tiling.mask_shape_mode6", "tiling.pad_tokens_int64", "out.dq_shape")},
+}
+
+
+@pytest.fixture(scope="module")
+def rules_run():
+    return cabi.compile_and_run("flash_attention_score_grad_rules.cpp")
+
+
+def test_every_rule_returns_the_source_code(rules_run):
+    assert rules_run.returncode == 0, rules_run.stdout + rules_run.stderr
+    assert cabi.rule_codes(rules_run.stdout) == EXPECTED
+
+
+def test_output_dtype_mismatch_is_an_inferred_rule():
+    """dq with another dtype than query fails ViewCopy on hardware (inferred): a warning by default,
+    161001 under ACLNN_EMU_STRICT=1."""
+    strict = cabi.compile_and_run("flash_attention_score_grad_rules.cpp", "out.dq_dtype",
+                                  env={"ACLNN_EMU_STRICT": "1"})
+    assert cabi.rule_codes(strict.stdout) == {"out.dq_dtype": NULLPTR}
+
+
+def test_c_program_gradients_match_the_golden():
+    """A C++ program (BSH fp16, GQA, causal) runs both phases and prints its inputs and dq/dk/dv."""
+    result = cabi.compile_and_run("flash_attention_score_grad_numerics.cpp")
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = {}
+    for line in result.stdout.splitlines():
+        name, *numbers = line.split()
+        printed[name] = np.array(numbers, np.float64)
+    q, dy, out = (printed[n].reshape(1, 12, 16).astype(np.float16) for n in ("q", "dy", "out"))
+    k, v = (printed[n].reshape(1, 20, 8).astype(np.float16) for n in ("k", "v"))
+    smax, ssum = (printed[n].reshape(1, 2, 12, 8).astype(np.float32) for n in ("smax", "ssum"))
+    want = golden.backward(q, k, v, dy, out, smax, ssum, scale=0.35, head_num=2, layout="BSH", dtype_name="float16",
+                           atten_mask=np.triu(np.ones((2048, 2048), np.uint8), 1), sparse_mode=2)
+    for name, g in zip(("dq", "dk", "dv"), want):
+        failure = golden.precision_failure(printed[name].reshape(g.shape), g, "float16")
+        assert failure is None, f"{name}: {failure}"
