@@ -88,3 +88,31 @@ def test_inferred_rules_fail_under_strict(program):
 def test_registered_chips_only(program, soc, code):
     codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc)
     assert codes == {"soc.bsnd": code}
+
+
+def test_numerics_through_the_c_abi(tmp_path):
+    """A C++ program runs the op on a TND case with rope, block size 16, mode 3 and duplicates."""
+    import ml_dtypes
+    import numpy as np
+
+    from aclnn_emu import dtypes
+    from golden import sparse_flash_attention_grad as golden
+
+    case, attrs = golden.make_case(np.random.default_rng(7), dtype=ml_dtypes.bfloat16, layout="TND",
+                                   q_lens=[16, 24], kv_lens=[300, 260], n1=8, d=128, dr=64, block_size=16,
+                                   sparse_mode=3, nsel=12, duplicates=True)
+    outputs = {"dQueryOut": ("dq", "query"), "dKeyOut": ("dk", "key"), "dValueOut": ("dv", "value"),
+               "dQueryRopeOut": ("dq_rope", "queryRope"), "dKeyRopeOut": ("dk_rope", "keyRope")}
+    lines = []
+    for name, array in [*case.items(), *((o, case[src]) for o, (_, src) in outputs.items())]:
+        lines.append(f"{name} {int(dtypes.from_numpy(array.dtype))} {array.ndim} {' '.join(map(str, array.shape))}")
+        if name not in outputs:
+            array.tofile(tmp_path / f"{name}.bin")
+    lines.append(f"attrs {attrs['scale']!r} {attrs['block_size']} {attrs['layout']} {attrs['sparse_mode']}")
+    (tmp_path / "tensors.txt").write_text("\n".join(lines) + "\n")
+
+    result = cabi.compile_and_run("sparse_flash_attention_grad_run.cpp", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    got = {key: np.fromfile(tmp_path / f"{name}.bin", ml_dtypes.bfloat16).reshape(case[src].shape)
+           for name, (key, src) in outputs.items()}
+    assert golden.precision_failures(got, case, attrs, "bf16") == []
