@@ -41,14 +41,6 @@ def dev():
         ae.free(tensor)
 
 
-def random_data(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
-    return rng.standard_normal(shape).astype(np.float32).astype(dtype)
-
-
 def scatter(dev, key, kc, slots, value, vc, cl=None, cso=None, lens=None, cache_mode=None, scatter_mode=None,
             strides=None, offsets=None, slot_dtype=DataType.ACL_INT32):
     """Run the op on device copies; return the two caches."""
@@ -68,8 +60,8 @@ def kinds():
 @pytest.mark.parametrize("dtype", [np.float16, BF16, np.int8])
 def test_normal(chip, dev, dtype):
     rng = np.random.default_rng(1)
-    key, value = random_data(rng, (20, 2, 16), dtype), random_data(rng, (20, 2, 24), dtype)
-    kc, vc = random_data(rng, (4, 8, 2, 16), dtype), random_data(rng, (4, 8, 2, 24), dtype)
+    key, value = golden.random_data(rng, (20, 2, 16), dtype), golden.random_data(rng, (20, 2, 24), dtype)
+    kc, vc = golden.random_data(rng, (4, 8, 2, 16), dtype), golden.random_data(rng, (4, 8, 2, 24), dtype)
     slots = rng.permutation(32)[:20]
     slots[[2, 9]] = -1
     out_k, out_v = scatter(dev, key, kc, slots, value, vc, scatter_mode="None")
@@ -81,7 +73,7 @@ def test_normal(chip, dev, dtype):
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_normal_int64_slots_are_read_as_int32_words(chip, dev, capfd):
     rng = np.random.default_rng(2)
-    key, kc = random_data(rng, (6, 1, 16), np.float16), np.zeros((2, 8, 1, 16), np.float16)
+    key, kc = golden.random_data(rng, (6, 1, 16), np.float16), np.zeros((2, 8, 1, 16), np.float16)
     slots = np.array([3, 9, 4, 12, 5, 1], np.int64)
     out_k, _ = scatter(dev, key, kc, slots, key, kc, slot_dtype=DataType.ACL_INT64)
     words = golden.int32_words(slots, 6)                       # [3, 0, 9, 0, 4, 0]
@@ -93,8 +85,8 @@ def test_normal_int64_slots_are_read_as_int32_words(chip, dev, capfd):
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_int8_key_moves_value_in_bytes(chip, dev, capfd):
     rng = np.random.default_rng(3)
-    key, kc = random_data(rng, (5, 2, 32), np.int8), np.zeros((2, 4, 2, 32), np.int8)
-    value, vc = random_data(rng, (5, 2, 32), np.float16), np.zeros((2, 4, 2, 32), np.float16)
+    key, kc = golden.random_data(rng, (5, 2, 32), np.int8), np.zeros((2, 4, 2, 32), np.int8)
+    value, vc = golden.random_data(rng, (5, 2, 32), np.float16), np.zeros((2, 4, 2, 32), np.float16)
     slots = np.array([7, 0, 3, 5, 2])
     _, out_v = scatter(dev, key, kc, slots, value, vc)
     as_bytes = golden.a2_nd(vc.view(np.int8), value.view(np.int8), slots, 64)   # H·Dv bytes per token
@@ -106,7 +98,7 @@ def test_int8_key_moves_value_in_bytes(chip, dev, capfd):
 def test_nct_reads_value_with_the_key_stride(chip, dev, capfd):
     rng = np.random.default_rng(4)
     tokens, heads, head, stride = 6, 2, 16, 80
-    key_buf, value_buf = random_data(rng, (tokens * stride,), BF16), random_data(rng, (tokens * stride,), BF16)
+    key_buf, value_buf = golden.random_data(rng, (tokens * stride,), BF16), golden.random_data(rng, (tokens * stride,), BF16)
     kc, vc = np.zeros((2, 4, heads, head), BF16), np.zeros((2, 4, heads, head), BF16)
     slots = np.array([1, 6, 0, 3, 7, 2])
     tkc, tvc = dev(kc), dev(vc)
@@ -124,7 +116,7 @@ def test_nct_reads_value_with_the_key_stride(chip, dev, capfd):
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_key_only_when_value_cache_has_no_dims(chip, dev):
     rng = np.random.default_rng(5)
-    key, kc = random_data(rng, (7, 1, 32), np.int8), random_data(rng, (3, 4, 1, 32), np.int8)
+    key, kc = golden.random_data(rng, (7, 1, 32), np.int8), golden.random_data(rng, (3, 4, 1, 32), np.int8)
     slots = np.array([0, 11, -1, 4, 5, 8, 2])
     zero = np.zeros((), np.float16)
     out_k, out_v = scatter(dev, key, kc, slots, zero, zero)
@@ -138,11 +130,11 @@ def test_key_only_when_value_cache_has_no_dims(chip, dev):
 def test_pa_nz(chip, dev, key_dtype, value_dtype, slot_dtype):
     rng = np.random.default_rng(6)
     tokens, heads, head, blocks, block = 40, 2, 64, 5, 16
-    key, value = random_data(rng, (tokens, heads, head), key_dtype), random_data(rng, (tokens, heads, head),
+    key, value = golden.random_data(rng, (tokens, heads, head), key_dtype), golden.random_data(rng, (tokens, heads, head),
                                                                                   value_dtype)
     last_k, last_v = 32 // np.dtype(key_dtype).itemsize, 32 // np.dtype(value_dtype).itemsize
-    kc = random_data(rng, (blocks, heads * head // last_k, block, last_k), key_dtype)
-    vc = random_data(rng, (blocks, heads * head // last_v, block, last_v), value_dtype)
+    kc = golden.random_data(rng, (blocks, heads * head // last_k, block, last_k), key_dtype)
+    vc = golden.random_data(rng, (blocks, heads * head // last_v, block, last_v), value_dtype)
     slots = np.concatenate([16 * 3 + np.arange(16), 16 + np.arange(14), rng.permutation(16)[:10] + 64])
     slots[7] = -1
     out_k, out_v = scatter(dev, key, kc, slots, value, vc, cache_mode="PA_NZ", slot_dtype=slot_dtype)
@@ -162,9 +154,9 @@ def test_duplicates_and_out_of_range_slots_are_reported(chip, dev):
 
 def compress_case(rng, dtype):
     heads, head, seq_lens = 2, 16, np.array([5, 7])
-    key = random_data(rng, (seq_lens.sum(), heads, head), dtype)
-    value = random_data(rng, (seq_lens.sum(), heads, head), dtype)
-    kc, vc = random_data(rng, (4, 8, 1, head), dtype), random_data(rng, (4, 8, 1, head), dtype)
+    key = golden.random_data(rng, (seq_lens.sum(), heads, head), dtype)
+    value = golden.random_data(rng, (seq_lens.sum(), heads, head), dtype)
+    kc, vc = golden.random_data(rng, (4, 8, 1, head), dtype), golden.random_data(rng, (4, 8, 1, head), dtype)
     wins, offsets, slots = np.array([2, 0, 3, 7]), np.array([1, 2, -1, 0]), np.array([0, 8, 16, 24])
     return key, value, kc, vc, slots, wins, seq_lens, offsets, heads, head
 
@@ -188,8 +180,8 @@ def test_compress_modes(chip, dev, dtype, mode):
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_compress_value_uses_the_key_head_size(chip, dev, capfd):
     rng = np.random.default_rng(8)
-    key, kc = random_data(rng, (6, 1, 16), np.float16), np.zeros((2, 8, 1, 16), np.float16)
-    value, vc = random_data(rng, (6, 1, 32), np.float16), np.zeros((2, 8, 1, 32), np.float16)
+    key, kc = golden.random_data(rng, (6, 1, 16), np.float16), np.zeros((2, 8, 1, 16), np.float16)
+    value, vc = golden.random_data(rng, (6, 1, 32), np.float16), np.zeros((2, 8, 1, 32), np.float16)
     slots, wins, lens = np.array([0]), np.array([4]), np.array([6])
     _, out_v = scatter(dev, key, kc, slots, value, vc, wins, None, lens, scatter_mode="Alibi")
     assert golden.same_bits(out_v, golden.a2_alibi(vc, value, slots, wins, lens, 1, 16))
@@ -221,8 +213,8 @@ def test_workspace_is_the_tools_workspace(chip, dev):
 @pytest.mark.parametrize("slot_dtype", [DataType.ACL_INT32, DataType.ACL_INT64])
 def test_910_95_normal(chip, dev, dtype, slot_dtype):
     rng = np.random.default_rng(9)
-    key, value = random_data(rng, (9, 3, 5), dtype), random_data(rng, (9, 3, 4), dtype)
-    kc, vc = random_data(rng, (3, 4, 3, 5), dtype), random_data(rng, (3, 4, 3, 4), dtype)
+    key, value = golden.random_data(rng, (9, 3, 5), dtype), golden.random_data(rng, (9, 3, 4), dtype)
+    kc, vc = golden.random_data(rng, (3, 4, 3, 5), dtype), golden.random_data(rng, (3, 4, 3, 4), dtype)
     slots = rng.permutation(12)[:9]
     out_k, out_v = scatter(dev, key, kc, slots, value, vc, slot_dtype=slot_dtype)
     assert golden.same_bits(out_k, golden.vllm_normal(kc, key, slots))
@@ -232,7 +224,7 @@ def test_910_95_normal(chip, dev, dtype, slot_dtype):
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_910_95_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(chip, dev, capfd):
     rng = np.random.default_rng(10)
-    key, kc = random_data(rng, (4, 2, 16), np.float16), np.zeros((2, 4, 2, 16), np.float16)
+    key, kc = golden.random_data(rng, (4, 2, 16), np.float16), np.zeros((2, 4, 2, 16), np.float16)
     slots = np.array([1, -1, 6, 3])
     out_k, _ = scatter(dev, key, kc, slots, key, kc, cache_mode="PA_NZ", scatter_mode="Nct", strides=(7, 7))
     assert golden.same_bits(out_k, golden.a95_normal(kc, key, slots))
@@ -246,8 +238,8 @@ def test_910_95_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(
 def test_910_95_compress(chip, dev, capfd, dtype, mode):
     rng = np.random.default_rng(11)
     batch, seq, heads, head = 2, 6, 3, 8
-    key, value = random_data(rng, (batch, seq, heads, head), dtype), random_data(rng, (batch, seq, heads, head), dtype)
-    kc, vc = random_data(rng, (6, 8, 1, head), dtype), random_data(rng, (6, 8, 1, head), dtype)
+    key, value = golden.random_data(rng, (batch, seq, heads, head), dtype), golden.random_data(rng, (batch, seq, heads, head), dtype)
+    kc, vc = golden.random_data(rng, (6, 8, 1, head), dtype), golden.random_data(rng, (6, 8, 1, head), dtype)
     lens = np.array([6, 4])
     wins, offsets = np.array([[2, 0, 3], [1, 4, 2]]), np.array([1, 0, 2, 0, 3, 1])
     slots = np.array([[0, 8, 16], [24, 32, 44]])          # 44 + 3 reaches beyond the 48 slots: skipped

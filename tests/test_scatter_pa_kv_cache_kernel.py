@@ -12,14 +12,6 @@ CORES = 48
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def random_data(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
-    return rng.standard_normal(shape).astype(np.float32).astype(dtype)
-
-
 def kinds(findings):
     return sorted(kind for kind, _ in findings)
 
@@ -35,8 +27,8 @@ def test_core_splits_follow_the_tilings():
 def test_normal_matches_reference_and_vllm_loop(dtype):
     rng = np.random.default_rng(1)
     tokens, heads, head_size, blocks, block_size = 37, 3, 16, 8, 16
-    key = random_data(rng, (tokens, heads, head_size), dtype)
-    cache = random_data(rng, (blocks, block_size, heads, head_size), dtype)
+    key = golden.random_data(rng, (tokens, heads, head_size), dtype)
+    cache = golden.random_data(rng, (blocks, block_size, heads, head_size), dtype)
     slots = rng.permutation(blocks * block_size)[:tokens].astype(np.int64)
     slots[[3, 17]] = -1
     out = cache.copy()
@@ -49,7 +41,7 @@ def test_normal_matches_reference_and_vllm_loop(dtype):
 def test_normal_large_goes_through_parallel_pieces():
     rng = np.random.default_rng(2)
     tokens, row = 5000, 64
-    key = random_data(rng, (tokens, row), np.float16)
+    key = golden.random_data(rng, (tokens, row), np.float16)
     cache = np.zeros((8192, row), np.float16)
     slots = rng.permutation(8192)[:tokens]
     out = cache.copy()
@@ -60,7 +52,7 @@ def test_normal_large_goes_through_parallel_pieces():
 def test_duplicate_slots_last_token_wins_and_cross_core_duplicates_race():
     rng = np.random.default_rng(3)
     tokens, row = 100, 8                      # 48 cores: tokens 0-2 on core 0, 3-5 on core 1, ...
-    key = random_data(rng, (tokens, row), np.float16)
+    key = golden.random_data(rng, (tokens, row), np.float16)
     slots = np.arange(tokens, dtype=np.int64)
     slots[1] = slots[0]                       # same core: ordered, no race
     cache = np.zeros((128, row), np.float16)
@@ -87,7 +79,7 @@ def test_slots_beyond_the_cache_are_skipped_and_reported():
 def test_nct_reads_rows_at_stride_and_offset():
     rng = np.random.default_rng(4)
     tokens, row, stride, offset = 9, 12, 20, 5
-    src = random_data(rng, (tokens * stride + offset,), BF16)
+    src = golden.random_data(rng, (tokens * stride + offset,), BF16)
     cache = np.zeros((16, row), BF16)
     slots = rng.permutation(16)[:tokens]
     out = cache.copy()
@@ -110,8 +102,8 @@ def test_int64_slots_read_as_int32_words():
 def test_nz_matches_reference(dtype, last, pattern):
     rng = np.random.default_rng(5)
     tokens, heads, head_size, blocks, block_size = 70, 2, 32, 6, 16
-    key = random_data(rng, (tokens, heads, head_size), dtype)
-    cache = random_data(rng, (blocks, heads * head_size // last, block_size, last), dtype)
+    key = golden.random_data(rng, (tokens, heads, head_size), dtype)
+    cache = golden.random_data(rng, (blocks, heads * head_size // last, block_size, last), dtype)
     if pattern == "runs":   # three sequences filling whole and partial blocks
         table = rng.permutation(blocks)
         slots = np.concatenate([table[0] * block_size + np.arange(16), table[1] * block_size + np.arange(16),
@@ -127,7 +119,7 @@ def test_nz_matches_reference(dtype, last, pattern):
 
 def test_nz_duplicates_and_out_of_range():
     rng = np.random.default_rng(6)
-    key = random_data(rng, (4, 1, 16), np.float16)
+    key = golden.random_data(rng, (4, 1, 16), np.float16)
     cache = np.zeros((2, 1, 4, 16), np.float16)
     slots = np.array([1, 1, 9, 3])             # 4 tokens on 4 cores: the duplicate is a race
     out = cache.copy()
@@ -140,8 +132,8 @@ def test_nz_duplicates_and_out_of_range():
 def test_alibi_matches_reference(dtype):
     rng = np.random.default_rng(7)
     heads, head_size, seq_lens = 3, 32, np.array([5, 9, 4])
-    key = random_data(rng, (seq_lens.sum(), heads, head_size), dtype)
-    cache = random_data(rng, (4, 16, 1, head_size), dtype)
+    key = golden.random_data(rng, (seq_lens.sum(), heads, head_size), dtype)
+    cache = golden.random_data(rng, (4, 16, 1, head_size), dtype)
     wins = rng.integers(0, 5, size=len(seq_lens) * heads)
     slots = np.arange(len(wins)) * 6
     out = cache.copy()
@@ -153,8 +145,8 @@ def test_alibi_matches_reference(dtype):
 
 def rope_case(rng, dtype, head_size=32):
     heads, seq_lens = 2, np.array([6, 9, 3])
-    key = random_data(rng, (seq_lens.sum(), heads, head_size), dtype)
-    cache = random_data(rng, (10, 8, 1, head_size), dtype)
+    key = golden.random_data(rng, (seq_lens.sum(), heads, head_size), dtype)
+    cache = golden.random_data(rng, (10, 8, 1, head_size), dtype)
     tasks = len(seq_lens) * heads
     # per head: a window inside the sequence, "no compression" (-1), w = 0, and o = L
     offsets = np.array([1, -1, 2, 0, 1, 3])
@@ -189,8 +181,8 @@ def test_rope_mean_is_an_fp32_running_sum_rounded_to_even():
                                    ml_dtypes.float8_e4m3fn])
 def test_910_95_normal_matches_reference(dtype):
     rng = np.random.default_rng(9)
-    key = random_data(rng, (11, 2, 7), dtype)
-    cache = random_data(rng, (3, 5, 2, 7), dtype)
+    key = golden.random_data(rng, (11, 2, 7), dtype)
+    cache = golden.random_data(rng, (3, 5, 2, 7), dtype)
     slots = rng.permutation(15)[:11]
     slots[4] = -3                              # not skipped by this kernel: falls before the cache
     out = cache.copy()
@@ -211,8 +203,8 @@ def test_910_95_int32_slot_offsets_overflow():
 def test_910_95_alibi_matches_reference(dtype):
     rng = np.random.default_rng(10)
     batch, seq, heads, head_size = 2, 5, 3, 8
-    key = random_data(rng, (batch, seq, heads, head_size), dtype)
-    cache = random_data(rng, (4, 6, 1, head_size), dtype)
+    key = golden.random_data(rng, (batch, seq, heads, head_size), dtype)
+    cache = golden.random_data(rng, (4, 6, 1, head_size), dtype)
     seq_lens = np.array([5, 3])
     wins = np.array([[2, 0, 5], [4, 1, 3]])     # w = 4 > L = 3: the first source token is negative, skipped
     slots = np.array([[0, 3, 6], [12, 18, 22]])  # 22 + 2 >= 24: the kernel skips that write
@@ -228,8 +220,8 @@ def test_910_95_alibi_matches_reference(dtype):
 def test_910_95_rope_matches_reference(dtype):
     rng = np.random.default_rng(11)
     batch, seq, heads, head_size = 2, 6, 2, 8
-    key = random_data(rng, (batch, seq, heads, head_size), dtype)
-    cache = random_data(rng, (8, 8, 1, head_size), dtype)
+    key = golden.random_data(rng, (batch, seq, heads, head_size), dtype)
+    cache = golden.random_data(rng, (8, 8, 1, head_size), dtype)
     seq_lens = np.array([6, 4])
     offsets = np.array([1, 0, 2, 4])
     wins = np.array([[3, 7], [1, 0]])          # o + w beyond S: the mean covers [o, S)

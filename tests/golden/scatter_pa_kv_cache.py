@@ -8,6 +8,15 @@ undefined). Duplicate slots: the later write wins. Shares no code with aclnn_emu
 import numpy as np
 
 
+def random_data(rng, shape, dtype):
+    """Test data: every bit pattern of integer types, standard normal values for float types."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+    return rng.standard_normal(shape).astype(np.float32).astype(dtype)
+
+
 def int32_words(index: np.ndarray, count: int) -> np.ndarray:
     """What the A2 ND and compress kernels read from an index buffer: its first `count` int32 words."""
     return np.ascontiguousarray(index).reshape(-1).view(np.int32)[:count].astype(np.int64)
