@@ -159,3 +159,35 @@ def test_matches_torch_autograd(dtype, layout, sparse_mode):
     expected = torch_grads(case, layout, sparse_mode)
     *actual, _ = run_op(case, layout, sparse_mode)
     check(actual, expected, dtype)
+
+
+def test_topk_beyond_the_workspace_is_reported():
+    case = make_case(np.random.default_rng(12), BF16, "BSND", 3, batch=1, seq_q=2, seq_k=6, top_k=2049)
+    *actual, reported = run_op(case, "BSND", 3)
+    check(actual, golden_of(case, "BSND", 3), BF16)
+    assert reported == ["workspace-overflow"]
+
+
+def test_short_dy_is_read_as_zeros_and_reported():
+    case = make_case(np.random.default_rng(13), FP16, "BSND", 3, batch=1, seq_q=4, seq_k=20, top_k=8)
+    short = dict(case, dy=case["dy"][:, :3])              # the kernel reads 4 rows of 8
+    *actual, reported = run_op(short, "BSND", 3)
+    padded = dict(case, dy=np.concatenate([short["dy"], np.zeros_like(case["dy"][:, :1])], axis=1))
+    check(actual, golden_of(padded, "BSND", 3), FP16)
+    assert reported == ["out-of-bounds-read"]
+
+
+def test_tnd_empty_batch_is_reported_and_computed_as_intended():
+    case = make_case(np.random.default_rng(14), BF16, "TND", 3, lengths_q=[2, 0, 3], lengths_k=[9, 4, 12], top_k=8)
+    *actual, reported = run_op(case, "TND", 3)
+    check(actual, golden_of(case, "TND", 3), BF16)
+    assert reported == ["unsupported-input"]
+
+
+def test_tnd_rows_past_the_last_offset_are_zero_and_reported():
+    case = make_case(np.random.default_rng(15), BF16, "TND", 0, lengths_q=[3, 3], lengths_k=[9, 12], top_k=8)
+    case["cu_seq_q"] = np.array([3, 5], np.int32)          # token 5 belongs to no batch
+    dq, dk, dw, reported = run_op(case, "TND", 0)
+    assert not dq[5].any() and not dw[5].any()
+    check((dq, dk, dw), golden_of(case, "TND", 0), BF16)
+    assert reported == ["unwritten-output"]
