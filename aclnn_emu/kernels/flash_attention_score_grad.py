@@ -98,19 +98,24 @@ class _Job:
         tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
         partials = run_partitioned(tasks, self._work)
         dk, dv = to_bnsd(self.dk, self.params.layout, n2), to_bnsd(self.dv, self.params.layout, n2)
-        for bi in range(b):
-            for hi in range(n2):
-                acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
-                for part in partials:   # in thread order: the fp32 sum does not depend on timing
-                    if (bi, hi) in part:
-                        acc_k += part[(bi, hi)][0]
-                        acc_v += part[(bi, hi)][1]
-                dk[bi, hi] = cast_round(acc_k * self.scale, self.dtype)
-                dv[bi, hi] = cast_round(acc_v, self.dtype)
+        with np.errstate(all="ignore"):
+            for bi in range(b):
+                for hi in range(n2):
+                    acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
+                    for part in partials:   # in thread order: the fp32 sum does not depend on timing
+                        if (bi, hi) in part:
+                            acc_k += part[(bi, hi)][0]
+                            acc_v += part[(bi, hi)][1]
+                    dk[bi, hi] = cast_round(acc_k * self.scale, self.dtype)
+                    dv[bi, hi] = cast_round(acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
     def _work(self, tasks):
         """Process row blocks; return this thread's fp32 dK/dV sums per kv head."""
+        with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
+            return self._work_quietly(tasks)
+
+    def _work_quietly(self, tasks):
         sums, head, kv = {}, None, None
         size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
         buffers = [np.empty(size, FP32) for _ in range(3)]
@@ -128,8 +133,7 @@ class _Job:
     def _rows(self, head, kv, acc, i0, i1, buffers):
         b, n = head.key
         lanes_max, lanes_sum = head.softmax[0][i0:i1], head.softmax[1][i0:i1]
-        with np.errstate(over="ignore", under="ignore"):
-            fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum   # P of a masked score
+        fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum   # P of a masked score
         # Masked keys contribute nothing unless a row is fully masked (then P = 1/sum there).
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
         dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
@@ -183,10 +187,9 @@ class _Job:
         if lanes_max.shape[1] > 1:   # lanes differ: column j reads lane j % 8
             lanes = np.arange(c0, c1) % SOFTMAX_LANES
             lanes_max, lanes_sum, fill = lanes_max[:, lanes], lanes_sum[:, lanes], fill[:, lanes]
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores -= lanes_max
-            np.exp(scores, out=scores)
-            scores /= lanes_sum
+        scores -= lanes_max
+        np.exp(scores, out=scores)
+        scores /= lanes_sum
         if masked is not None:
             np.copyto(scores, np.broadcast_to(fill, scores.shape), where=masked)
         return scores

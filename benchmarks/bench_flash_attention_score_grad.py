@@ -1,0 +1,121 @@
+"""aclnnFlashAttentionScoreGradV2 speed and memory, measured in one run.
+
+1. FAG V2 fp16 BNSD B=1 N=8 S=2048 D=128 through aclnn_emu.run (both phases, synchronised) against
+   PyTorch CPU scaled_dot_product_attention backward (fp32, same shape). Goal: ratio <= 1.0.
+2. The achieved GFLOP/s of FAG (5 matmuls: 10*B*N*S^2*D flops) against numpy's sgemm rate on a
+   2048^3 fp32 matmul. Goal: >= 60 %.
+3. Peak RSS of a fresh process running FAG at S=16384, N=8 (everything else as in 1). Goal: <= 4 GiB.
+Each timing is the best of a few repetitions; the machine's other load makes single runs noisy.
+"""
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+B, N, D = 1, 8, 128
+INT32_MAX = 2147483647
+
+
+def best_of(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def fag_inputs(s, seed=0):
+    """fp16 q/k/v/dy and a matching forward (fp32 maths, chunked so it never holds S x S)."""
+    rng = np.random.default_rng(seed)
+    q, k, v, dy = (rng.standard_normal((B, N, s, D), np.float32).astype(np.float16) for _ in range(4))
+    scale = 1 / np.sqrt(D)
+    kf, vf = k.astype(np.float32), v.astype(np.float32)
+    out = np.empty_like(q)
+    smax, ssum = np.empty((B, N, s, 8), np.float32), np.empty((B, N, s, 8), np.float32)
+    for n in range(N):
+        for i in range(0, s, 1024):
+            scores = q[0, n, i:i + 1024].astype(np.float32) @ kf[0, n].T * np.float32(scale)
+            row_max = scores.max(axis=1, keepdims=True)
+            np.exp(scores - row_max, out=scores)
+            row_sum = scores.sum(axis=1, keepdims=True)
+            out[0, n, i:i + 1024] = (scores @ vf[0, n] / row_sum).astype(np.float16)
+            smax[0, n, i:i + 1024] = row_max
+            ssum[0, n, i:i + 1024] = row_sum
+    return q, k, v, dy, out, smax, ssum, scale
+
+
+def fag_call(s):
+    """A callable running FAG V2 through the Python API on device tensors prepared once."""
+    import aclnn_emu as ae
+    ae.setup()
+    q, k, v, dy, out, smax, ssum, scale = fag_inputs(s)
+    args = [ae.to_device(x) for x in (q, k, v, dy)] + [None, None, None, None] + \
+        [ae.to_device(smax), ae.to_device(ssum), None, ae.to_device(out), None, None, None,
+         float(scale), 1.0, INT32_MAX, INT32_MAX, N, "BNSD", 0, 0, 1] + \
+        [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (q, k, v)] + [None]
+    return lambda: ae.run("FlashAttentionScoreGradV2", *args)
+
+
+def torch_backward(s):
+    import torch
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, N, s, D, generator=gen, requires_grad=True) for _ in range(3))
+    grad = torch.randn(B, N, s, D, generator=gen)
+
+    def run():
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        out.backward(grad)
+    return run
+
+
+def sgemm_rate(repeat):
+    a = np.random.default_rng(1).standard_normal((2048, 2048), np.float32)
+    return 2 * 2048 ** 3 / best_of(lambda: a @ a, repeat) / 1e9
+
+
+def peak_rss_child(s):
+    """Runs in a subprocess: one FAG call at sequence length s; prints the peak RSS in bytes."""
+    fag_call(s)()
+    print(json.dumps({"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory-s", type=int, default=16384, help="sequence length of the memory run")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        peak_rss_child(args.child)
+        return
+
+    s = 2048
+    flops = 10 * B * N * s * s * D
+    fag = best_of(fag_call(s), args.repeat)
+    try:
+        torch_time = best_of(torch_backward(s), args.repeat)
+    except ImportError:
+        torch_time = None
+    rate = sgemm_rate(args.repeat)
+    print(f"FAG V2 fp16 BNSD B={B} N={N} S={s} D={D}: {fag * 1e3:.0f} ms, {flops / fag / 1e9:.1f} GFLOP/s")
+    if torch_time is not None:
+        print(f"PyTorch CPU SDPA backward fp32, same shape: {torch_time * 1e3:.0f} ms")
+        print(f"emulator / PyTorch: {fag / torch_time:.2f}  (goal <= 1.0)")
+    print(f"numpy sgemm 2048^3: {rate:.1f} GFLOP/s; FAG reaches {flops / fag / 1e9 / rate:.0%} of it (goal >= 60 %)")
+
+    start = time.perf_counter()
+    child = subprocess.run([sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True,
+                           check=True)
+    peak = json.loads(child.stdout.strip().splitlines()[-1])["peak_rss"]
+    print(f"FAG at S={args.memory_s} N={N}: peak RSS {peak / 2 ** 30:.2f} GiB (goal <= 4 GiB), "
+          f"{time.perf_counter() - start:.0f} s including the forward that makes its inputs")
+
+
+if __name__ == "__main__":
+    main()
