@@ -171,24 +171,22 @@ int main(int argc, char **argv) {
     Check("query.rank.tnd", c);
 
     Check("dtype.query", WithDtype(Bsnd(), ACL_FLOAT));
-    c = Bsnd();
-    c.k.dtype = ACL_FLOAT16;
-    Check("dtype.key", c);
-    c = Bsnd();
-    c.dy.dtype = ACL_FLOAT16;
-    Check("dtype.dy", c);
-    c = Bsnd();
-    c.w.dtype = ACL_FLOAT16;
-    Check("dtype.weights", c);
-    c = Bsnd();
-    c.idx.dtype = ACL_INT64;
-    Check("dtype.spareIndices", c);
-    c = Tnd();
-    c.seqQ.dtype = ACL_INT64;
-    Check("dtype.actucalSeqLengthsQuery", c);
-    c = Tnd();
-    c.seqK.dtype = ACL_INT64;
-    Check("dtype.actucalSeqLengthsKey", c);
+    const struct {
+        const char *rule;
+        Case (*base)();
+        Arg Case::*arg;
+        aclDataType dtype;
+    } dtypes[] = {{"dtype.key", Bsnd, &Case::k, ACL_FLOAT16},
+                  {"dtype.dy", Bsnd, &Case::dy, ACL_FLOAT16},
+                  {"dtype.weights", Bsnd, &Case::w, ACL_FLOAT16},
+                  {"dtype.spareIndices", Bsnd, &Case::idx, ACL_INT64},
+                  {"dtype.actucalSeqLengthsQuery", Tnd, &Case::seqQ, ACL_INT64},
+                  {"dtype.actucalSeqLengthsKey", Tnd, &Case::seqK, ACL_INT64}};
+    for (const auto &d : dtypes) {
+        c = d.base();
+        (c.*d.arg).dtype = d.dtype;
+        Check(d.rule, c);
+    }
 
     c = Bsnd();
     c.k = c.dk = Arg({16, 128});
