@@ -32,7 +32,8 @@ from . import lightning_indexer_grad_blas as blas
 from .casts import BF16, FP32, cast_rint, cast_round
 from .lightning_indexer_grad_plan import RowPlan
 
-CHUNK_ROWS = 4        # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
+CHUNK_ROWS = 4                  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
+DK_COPIES_BYTES = 256 << 20     # budget for the workers' private fp32 dk accumulators
 
 
 @dataclasses.dataclass
@@ -136,8 +137,9 @@ def _products_finite(w: np.ndarray, dy: np.ndarray, dtype) -> bool:
 
 
 def default_threads() -> int:
-    """One worker per core when each can have a single-threaded BLAS, else one (BLAS threads)."""
-    return (os.cpu_count() or 1) if blas.can_limit_per_thread() else 1
+    """One worker per core (at most 8) when each can have a single-threaded BLAS, else one worker
+    and BLAS's own threads."""
+    return min(os.cpu_count() or 1, 8) if blas.can_limit_per_thread() else 1
 
 
 @dataclasses.dataclass
@@ -171,7 +173,8 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
     key32[:key_rows] = key
     job = _Job(query, key32, key_rows, dy, indices, weights, plan, dtype, dq, dweights)
 
-    threads = threads or default_threads()
+    # Each worker holds an fp32 copy of dk: bound their number so those copies stay small.
+    threads = min(threads or default_threads(), max(1, DK_COPIES_BYTES // max(1, key32.nbytes)))
     starts = list(range(0, rows, chunk_rows))
     workers = [_Worker(job) for _ in range(max(1, min(threads, len(starts))))]
 
