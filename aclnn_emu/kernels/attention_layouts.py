@@ -22,23 +22,3 @@ def to_bnsd(x: np.ndarray, layout: str, heads: int | None = None) -> np.ndarray:
         return split.transpose(0, 2, 1, 3) if layout == "BSH" else split.transpose(1, 2, 0, 3)
     raise ValueError(f"unknown attention layout {layout!r}; expected one of {LAYOUTS}")
 
-
-def bnsd_shape(shape: tuple, layout: str, heads: int | None = None) -> tuple:
-    """(B, N, S, D) of a tensor of ``shape`` in ``layout``, without touching data."""
-    return to_bnsd(np.broadcast_to(np.zeros((), np.int8), shape), layout, heads).shape
-
-
-def from_bnsd(x: np.ndarray, layout: str) -> np.ndarray:
-    """A C-contiguous array in ``layout`` holding the [B, N, S, D] array ``x``."""
-    b, n, s, d = x.shape
-    if layout == "BNSD":
-        arranged = x
-    elif layout == "BSND":
-        arranged = x.transpose(0, 2, 1, 3)
-    elif layout == "BSH":
-        arranged = x.transpose(0, 2, 1, 3).reshape(b, s, n * d)
-    elif layout == "SBH":
-        arranged = x.transpose(2, 0, 1, 3).reshape(s, b, n * d)
-    else:
-        raise ValueError(f"unknown attention layout {layout!r}; expected one of {LAYOUTS}")
-    return np.ascontiguousarray(arranged)
