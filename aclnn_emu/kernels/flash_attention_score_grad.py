@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.kernels.attention_layouts import to_bnsd
-from aclnn_emu.kernels.casts import FP32, cast_round
+from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
 from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
@@ -50,6 +50,11 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
     job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
                pse, drop_mask, atten_mask)
     return job.run()
+
+
+def _narrow(x, dtype):
+    """CAST_ROUND of the fp32 array x (consumed) to dtype; the rounded values convert exactly."""
+    return round_half_away_(x, dtype).astype(dtype)
 
 
 class _Dropout:
@@ -106,8 +111,9 @@ class _Job:
                         if (bi, hi) in part:
                             acc_k += part[(bi, hi)][0]
                             acc_v += part[(bi, hi)][1]
-                    dk[bi, hi] = cast_round(acc_k * self.scale, self.dtype)
-                    dv[bi, hi] = cast_round(acc_v, self.dtype)
+                    acc_k *= self.scale
+                    dk[bi, hi] = _narrow(acc_k, self.dtype)
+                    dv[bi, hi] = _narrow(acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
     def _work(self, tasks):
@@ -141,7 +147,7 @@ class _Job:
             c1 = min(c0 + KEY_BLOCK, j1)
             self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), buffers)
         dq_rows *= self.scale
-        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = cast_round(dq_rows, self.dtype)
+        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = _narrow(dq_rows, self.dtype)
 
     def _block(self, head, kv, acc, dq_rows, box, softmax, buffers):
         i0, i1, c0, c1 = box
