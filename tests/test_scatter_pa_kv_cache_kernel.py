@@ -38,12 +38,17 @@ def test_normal_matches_reference_and_vllm_loop(dtype):
     assert golden.same_bits(out, golden.vllm_normal(cache, key, slots))
 
 
-def test_normal_large_goes_through_parallel_pieces():
+@pytest.mark.parametrize("pattern", ["runs", "scattered"])
+def test_normal_large_goes_through_parallel_pieces(pattern):
     rng = np.random.default_rng(2)
     tokens, row = 5000, 64
     key = golden.random_data(rng, (tokens, row), np.float16)
     cache = np.zeros((8192, row), np.float16)
-    slots = rng.permutation(8192)[:tokens]
+    if pattern == "runs":       # sequences filling blocks of 32 from a block table, one padding token
+        slots = (rng.permutation(256)[:157, None] * 32 + np.arange(32)).reshape(-1)[:tokens]
+        slots[100] = -1
+    else:
+        slots = rng.permutation(8192)[:tokens]
     out = cache.copy()
     assert a2.scatter_nd(out.reshape(-1), key.reshape(-1), slots, row, CORES, "keyCache", "key") == []
     assert golden.same_bits(out, golden.a2_nd(cache, key, slots, row))

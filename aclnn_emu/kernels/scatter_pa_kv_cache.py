@@ -11,10 +11,9 @@ buffers into the int32 words the ND and compress kernels read).
 """
 import numpy as np
 
-from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, Finding, Writes, balanced_cores, blocked_cores,
-                                       last_writes, outside_finding, parallel, race_finding, rows_of, strided_rows)
-
-_NZ_RUN = 8   # token runs at least this long go to the cache as one transposed slice copy
+from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, RUN_ROWS, Finding, Writes, balanced_cores, blocked_cores,
+                                       in_parallel, last_writes, outside_finding, race_finding, rows_of, runs_of,
+                                       strided_rows)
 
 
 def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
@@ -62,28 +61,26 @@ def scatter_nz(cache: np.ndarray, src2d: np.ndarray, slots: np.ndarray, n_cores:
 def _nz_copy(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.ndarray, block_size: int) -> None:
     """cache [blocks, pieces, block_size] and src [tokens, pieces] of 32-byte items; unique slots.
 
-    Runs of consecutive tokens filling consecutive offsets of one block are copied as one transposed
-    slice (the hardware layout puts a token's pieces block_size items apart); the rest by fancy index.
+    A token's pieces lie block_size items apart in the cache, so runs of consecutive tokens filling
+    consecutive offsets of one block are copied as one transposed slice; the rest by fancy index.
     """
     order = np.argsort(slot, kind="stable")
     slot, token = slot[order], token[order]
-    breaks = np.flatnonzero((slot[1:] != slot[:-1] + 1) | (token[1:] != token[:-1] + 1)
-                            | (slot[1:] // block_size != slot[:-1] // block_size)) + 1
-    starts = np.concatenate(([0], breaks))
-    lengths = np.diff(np.append(starts, len(slot)))
-    long_runs = starts[lengths >= _NZ_RUN]
-    in_long = np.repeat(lengths >= _NZ_RUN, lengths)
-    runs = [(int(slot[s]), int(token[s]), int(k)) for s, k in zip(long_runs, lengths[lengths >= _NZ_RUN])]
+    starts, lengths = runs_of(slot, token, block_size)
+    long = lengths >= RUN_ROWS
+    runs = [(int(slot[i]), int(token[i]), int(k)) for i, k in zip(starts[long], lengths[long])]
+    rest = np.flatnonzero(~np.repeat(long, lengths))
 
     def copy_runs(lo: int, hi: int) -> None:
         for first_slot, first_token, k in runs[lo:hi]:
             block, offset = divmod(first_slot, block_size)
             cache[block, :, offset:offset + k] = src[first_token:first_token + k].T
 
-    parallel(copy_runs, len(runs), max(1, -(-len(runs) // 2)))
-    rest = ~in_long
-    if rest.any():
-        cache[slot[rest] // block_size, :, slot[rest] % block_size] = src[token[rest]]
+    def copy_rest(lo: int, hi: int) -> None:
+        pick = rest[lo:hi]
+        cache[slot[pick] // block_size, :, slot[pick] % block_size] = src[token[pick]]
+
+    in_parallel([(copy_runs, len(runs)), (copy_rest, len(rest))])
 
 
 def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, heads: int, head_size: int,

@@ -20,8 +20,10 @@ OUT_OF_RANGE = "index-out-of-range"
 OUT_OF_BOUNDS_READ = "out-of-bounds-read"
 WRITE_RACE = "write-race"
 
-_CHUNK_ROWS = 2048            # rows per parallel piece: a few MB, large enough to amortise the call
-_pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1),
+_CHUNK_ROWS = 2048            # rows gathered at once for scattered writes (a few MB of temporaries)
+RUN_ROWS = 8                  # runs of consecutive rows at least this long are copied as slices
+_WORKERS = max(2, os.cpu_count() or 1)
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=_WORKERS,
                                               thread_name_prefix="aclnn-emu-scatter")
 
 
@@ -177,27 +179,53 @@ def _as_items(rows2d: np.ndarray) -> np.ndarray:
     return rows2d.view(np.dtype((np.void, rows2d.shape[1] * rows2d.itemsize)))[:, 0]
 
 
+def runs_of(dst: np.ndarray, src: np.ndarray, block: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the maximal runs in which dst and src both step by one (and, with
+    `block`, dst stays inside one block of that many rows)."""
+    step = (dst[1:] == dst[:-1] + 1) & (src[1:] == src[:-1] + 1)
+    if block:
+        step &= dst[1:] // block == dst[:-1] // block
+    starts = np.flatnonzero(np.concatenate(([True], ~step)))
+    return starts, np.diff(np.append(starts, len(dst)))
+
+
 def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_rows: np.ndarray) -> None:
-    """dst2d[dst_rows[i]] = src2d[src_rows[i]] for unique dst_rows, in parallel pieces."""
+    """dst2d[dst_rows[i]] = src2d[src_rows[i]] for unique dst_rows, on the worker threads.
+
+    Runs of consecutive rows on both sides (a sequence filling its blocks) are slice copies; the
+    remaining rows go by fancy index, one opaque item per row.
+    """
     if len(dst_rows) == 0 or dst2d.shape[1] == 0:
         return
     dst_items = _as_items(dst2d)
     src_items = _as_items(np.ascontiguousarray(src2d) if src2d.strides[-1] != src2d.itemsize else src2d)
-    identity = len(src_rows) == len(src_items) and np.array_equal(src_rows, np.arange(len(src_items)))
+    starts, lengths = runs_of(dst_rows, src_rows)
+    long = lengths >= RUN_ROWS
+    runs = [(int(dst_rows[i]), int(src_rows[i]), int(k)) for i, k in zip(starts[long], lengths[long])]
+    rest = np.flatnonzero(~np.repeat(long, lengths))
 
-    def piece(lo: int, hi: int) -> None:
-        dst_items[dst_rows[lo:hi]] = src_items[lo:hi] if identity else src_items[src_rows[lo:hi]]
+    def copy_runs(lo: int, hi: int) -> None:
+        for dst, src, k in runs[lo:hi]:
+            dst_items[dst:dst + k] = src_items[src:src + k]
 
-    parallel(piece, len(dst_rows), _CHUNK_ROWS)
+    def copy_rest(lo: int, hi: int) -> None:
+        for part in range(lo, hi, _CHUNK_ROWS):       # bounded temporaries for the gathered rows
+            pick = rest[part:min(hi, part + _CHUNK_ROWS)]
+            dst_items[dst_rows[pick]] = src_items[src_rows[pick]]
+
+    in_parallel([(copy_runs, len(runs)), (copy_rest, len(rest))])
 
 
-def parallel(fn, n: int, chunk: int) -> None:
-    """fn(lo, hi) over [0, n) in pieces on the worker threads (numpy copies release the GIL)."""
-    bounds = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
-    if len(bounds) == 1:
-        fn(*bounds[0])
+def in_parallel(jobs) -> None:
+    """Each (fn, n) job runs as fn(lo, hi) over [0, n) split evenly across the worker threads
+    (numpy copies release the GIL)."""
+    parts = [(fn, n * w // _WORKERS, n * (w + 1) // _WORKERS) for fn, n in jobs for w in range(_WORKERS)]
+    parts = [(fn, lo, hi) for fn, lo, hi in parts if hi > lo]
+    if len(parts) == 1:
+        fn, lo, hi = parts[0]
+        fn(lo, hi)
         return
-    for future in [_pool.submit(fn, lo, hi) for lo, hi in bounds]:
+    for future in [_pool.submit(fn, lo, hi) for fn, lo, hi in parts]:
         future.result()
 
 
