@@ -25,7 +25,7 @@ from aclnn_emu.kernels.flash_attention_score_grad_threads import run_partitioned
 
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
-KEY_BLOCK = 4096
+KEY_BLOCK = 512     # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
 SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 floats per row; column j reads lane j % 8
 
 
@@ -65,12 +65,12 @@ class _Dropout:
         self.factor = np.float32(1) / np.float32(keep_prob)
         self.heads, self.s1, self.s2 = heads, s1, s2
 
-    def block(self, b, n, i0, i1, j0, j1):
+    def rows(self, b, n, i0, i1):
+        """Keep bits (uint8 0/1) of rows [i0, i1) of head (b, n), all S2 columns."""
         start = ((b * self.heads + n) * self.s1 + i0) * self.s2
         count = (i1 - i0) * self.s2
         bits = np.unpackbits(self.bytes[start >> 3:(start + count + 7) >> 3], bitorder="little")
-        rows = bits[start & 7:(start & 7) + count].reshape(i1 - i0, self.s2)[:, j0:j1]
-        return rows * self.factor
+        return bits[start & 7:(start & 7) + count].reshape(i1 - i0, self.s2)
 
 
 class _Job:
@@ -143,20 +143,21 @@ class _Job:
         # Masked keys contribute nothing unless a row is fully masked (then P = 1/sum there).
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
         dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
+        keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
         for c0 in range(j0, j1, KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, j1)
-            self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), buffers)
+            keep = None if keep_bits is None else np.multiply(keep_bits[:, c0:c1], self.dropout.factor, dtype=FP32)
+            self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), keep, buffers)
         dq_rows *= self.scale
         to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = _narrow(dq_rows, self.dtype)
 
-    def _block(self, head, kv, acc, dq_rows, box, softmax, buffers):
+    def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers):
         i0, i1, c0, c1 = box
         b, n = head.key
         shape = (i1 - i0, c1 - c0)
         scores, dropped, grad = (buf[:shape[0] * shape[1]].reshape(shape) for buf in buffers)
         self._scores(head, kv, box, scores)
         probs = self._softmax(scores, softmax, c0, c1, self.plan.masked(b, n, i0, i1, c0, c1))
-        keep = None if self.dropout is None else self.dropout.block(b, n, i0, i1, c0, c1)
         if keep is not None:
             np.multiply(probs, keep, out=dropped)
         elif self.dtype != FP32:
