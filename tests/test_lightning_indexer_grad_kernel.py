@@ -74,3 +74,16 @@ def test_memory_grows_with_the_chunk_not_the_sequence():
     small, large = peak(16), peak(128)
     assert large < 1.3 * small, (small, large)
     assert large < 8 * 4 * 512 * 128 * 4                     # a few [chunk, topK, D] fp32 buffers
+
+
+def test_overflowing_y_is_masked_not_multiplied():
+    # fp16 Y = w*dy = 240000 rounds to inf; where the score is negative G must be 0, not inf*0 = NaN.
+    q = np.zeros((1, 64, 128), np.float16)
+    q[0, 0] = 1
+    key = np.stack([np.full(128, 0.01), np.full(128, -0.01)]).astype(np.float16)   # scores +1.28, -1.28
+    w = np.zeros((1, 64), np.float16)
+    w[0, 0] = 60000
+    dy = np.full((1, 2), 4, np.float16)
+    dq, dk, dw, _ = lightning_indexer_grad(q, key, dy, np.array([[0, 1]], np.int32), w, plan_bsnd(1, 1, 2, 2, 0))
+    assert np.all(dk[1] == 0)
+    assert np.all(np.isposinf(dk[0, :1])) and np.all(np.isposinf(dq[0, 0]))

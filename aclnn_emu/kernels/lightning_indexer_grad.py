@@ -51,11 +51,6 @@ class Findings:
         self.first_empty = self.first_empty if self.first_empty is not None else other.first_empty
 
 
-def round_to(values: np.ndarray, dtype) -> np.ndarray:
-    """fp32 values rounded to `dtype` (ties to even) and widened back to fp32."""
-    return values.astype(dtype).astype(FP32)
-
-
 class _Worker:
     """One thread's share of the rows: private fp32 dk, private findings."""
 
@@ -64,6 +59,16 @@ class _Worker:
         self.dk = np.zeros((job.key_rows, job.key.shape[1]), FP32)
         self.stamp = np.empty(job.key_rows, np.int64)     # scratch for the duplicate check
         self.findings = Findings()
+        self.buffers = {}
+
+    def scratch(self, name: str, shape, dtype) -> np.ndarray:
+        """A contiguous array from this worker's reusable buffer `name` (grown when too small), so
+        chunk after chunk the same pages are reused."""
+        size = int(np.prod(shape))
+        buffer = self.buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self.buffers[name] = np.empty(size, dtype)
+        return buffer[:size].reshape(shape)
 
     def run_chunk(self, r0: int, r1: int) -> None:
         job = self.job
@@ -77,22 +82,27 @@ class _Worker:
             job.dq[r0:r1] = 0
             job.dweights[r0:r1] = 0
             return
-        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0)  # [c, W, D]; unusable -> zero row
+        c, heads, dim = r1 - r0, job.q.shape[1], job.q.shape[2]
+        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0,      # unusable -> zero row
+                       out=self.scratch("keys", (c, width, dim), FP32))
         dy = job.dy[r0:r1, :width].astype(FP32)
         dy[~usable] = 0
         q = job.q[r0:r1].astype(FP32)                               # [c, H, D]
         w = job.w[r0:r1].astype(FP32)                               # [c, H]
 
-        relu = np.matmul(q, keys.transpose(0, 2, 1))                # [c, H, W]
+        relu = np.matmul(q, keys.transpose(0, 2, 1), out=self.scratch("relu", (c, heads, width), FP32))
         np.maximum(relu, 0, out=relu)
         job.dweights[r0:r1] = cast_round(np.matmul(relu, dy[:, :, None])[:, :, 0], job.dtype)
 
-        grad = round_to(w[:, :, None] * dy[:, None, :], job.dtype)  # Y
-        positive = relu > 0
+        grad = np.multiply(w[:, :, None], dy[:, None, :], out=self.scratch("grad", (c, heads, width), FP32))
+        narrow = self.scratch("narrow", grad.shape, job.dtype)     # Y: rounded to the dtype (RNE)
+        np.copyto(narrow, grad, casting="unsafe")
+        np.copyto(grad, narrow)
+        positive = np.greater(relu, 0, out=self.scratch("positive", grad.shape, np.bool_))
         if _products_finite(w, dy, job.dtype):
             grad *= positive
         else:                                                       # inf * 0 would make NaN
-            grad = np.where(positive, grad, np.float32(0))
+            np.copyto(grad, np.float32(0), where=~positive)
         job.dq[r0:r1] = cast_rint(np.matmul(grad, keys), job.dtype)
         contrib = np.matmul(grad.transpose(0, 2, 1), q, out=keys)   # [c, W, D], reuses the gather buffer
         self._scatter_add(flat, contrib, usable)
@@ -179,8 +189,9 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
     workers = [_Worker(job) for _ in range(max(1, min(threads, len(starts))))]
 
     def work(k: int) -> None:
-        for r0 in starts[k::len(workers)]:
-            workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
+        with np.errstate(over="ignore", invalid="ignore"):   # inf/NaN propagate as on the NPU
+            for r0 in starts[k::len(workers)]:
+                workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
 
     if len(workers) == 1:
         work(0)
