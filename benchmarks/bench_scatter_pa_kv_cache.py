@@ -3,7 +3,8 @@ value) into a 4096-block cache of block size 128, through the full two-phase cal
 
 Bytes moved = what a copy must read and write: 2 x (key + value bytes). Goals: >= 50 % of numpy's own
 copy bandwidth on this machine and >= 1.0x PyTorch CPU (index_copy_ for Normal, index_put_ on the
-NZ view for PA_NZ), all measured in this run. Run: python benchmarks/bench_scatter_pa_kv_cache.py
+NZ view for PA_NZ). The contenders take turns in every round (best round counts), so a busy machine
+slows them alike. Run: python benchmarks/bench_scatter_pa_kv_cache.py
 """
 import pathlib
 import sys
@@ -16,17 +17,8 @@ import aclnn_emu as ae  # noqa: E402
 
 TOKENS, HEADS, HEAD, BLOCKS, BLOCK = 65536, 8, 128, 4096, 128
 LAST = 16                                   # fp16 elements per 32-byte NZ piece
-REPEATS = 5
-
-
-def best_seconds(fn, repeats=REPEATS) -> float:
-    fn()                                    # warm-up (first touch, thread pools)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+ND_SHAPE, NZ_SHAPE = (BLOCKS, BLOCK, HEADS, HEAD), (BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST)
+ROUNDS = 7
 
 
 def main():
@@ -37,57 +29,71 @@ def main():
     table = rng.permutation(BLOCKS)[:TOKENS // BLOCK]
     slots = (table[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1).astype(np.int32)
     moved = 2 * (key.nbytes + value.nbytes)
-    rate = lambda seconds: moved / seconds / 1e9    # noqa: E731
 
-    copies = [np.empty_like(key), np.empty_like(value)]
-    numpy_copy = rate(best_seconds(lambda: (np.copyto(copies[0], key), np.copyto(copies[1], value))))
-    del copies
+    contenders = {"numpy copy (np.copyto)": numpy_copy(key, value)}
+    contenders.update(emulator_calls(key, value, slots))
+    contenders.update(torch_calls(key, value, slots))
+    best = {name: float("inf") for name in contenders}
+    for _ in range(ROUNDS + 1):                 # the first round warms up (first touch, thread pools)
+        for name, call in contenders.items():
+            start = time.perf_counter()
+            call()
+            best[name] = min(best[name], time.perf_counter() - start)
+    rate = {name: moved / seconds / 1e9 for name, seconds in best.items()}
 
-    ae.setup()
-    dev_key, dev_value, dev_slots = ae.to_device(key), ae.to_device(value), ae.to_device(slots)
-    results = {}
-    for mode, shape in (("Norm", (BLOCKS, BLOCK, HEADS, HEAD)), ("PA_NZ", (BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST))):
-        caches = [ae.to_device(np.zeros(shape, np.float16)) for _ in range(2)]
-        seconds = best_seconds(lambda: ae.run("ScatterPaKvCache", dev_key, caches[0], dev_slots, dev_value, caches[1],
-                                              None, None, None, mode, None, None, None))
-        results[mode] = rate(seconds)
-        for cache in caches:
-            ae.free(cache)
-
-    torch_rates = torch_baselines(key, value, slots)
     print(f"ScatterPaKvCache: {TOKENS} tokens x {HEADS} heads x {HEAD} fp16, key + value, {BLOCKS} blocks of "
-          f"{BLOCK}; {moved / 1e9:.2f} GB moved per call")
-    print(f"{'numpy copy (np.copyto)':34s} {numpy_copy:7.1f} GB/s")
-    for mode, name in (("Norm", "Normal"), ("PA_NZ", "PA_NZ")):
-        line = f"{'aclnn-emu ' + name:34s} {results[mode]:7.1f} GB/s  {results[mode] / numpy_copy:5.0%} of numpy copy" \
-               f" (goal >= 50%: {'met' if results[mode] >= 0.5 * numpy_copy else 'MISSED'})"
-        if torch_rates:
-            ratio = results[mode] / torch_rates[mode]
-            line += f"; {ratio:.2f}x PyTorch {torch_rates[mode]:.1f} GB/s (goal >= 1.0x: " \
-                    f"{'met' if ratio >= 1.0 else 'MISSED'})"
+          f"{BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds")
+    copy = rate["numpy copy (np.copyto)"]
+    for name, gbs in rate.items():
+        line = f"{name:36s} {gbs:7.1f} GB/s"
+        if name.startswith("aclnn-emu"):
+            mode = name.split()[-1]
+            line += f"  {gbs / copy:4.0%} of numpy copy (goal >= 50%: {'met' if gbs >= 0.5 * copy else 'MISSED'})"
+            torch_rate = rate.get(f"PyTorch {mode}")
+            if torch_rate:
+                line += f"; {gbs / torch_rate:.2f}x PyTorch (goal >= 1.0x: {'met' if gbs >= torch_rate else 'MISSED'})"
         print(line)
-    if not torch_rates:
+    if not any(name.startswith("PyTorch") for name in rate):
         print("PyTorch is not installed: no PyTorch comparison")
 
 
-def torch_baselines(key, value, slots) -> dict:
+def numpy_copy(key, value):
+    copies = [np.empty_like(key), np.empty_like(value)]
+    return lambda: (np.copyto(copies[0], key), np.copyto(copies[1], value))
+
+
+def emulator_calls(key, value, slots) -> dict:
+    """Both modes write into the same two device buffers, described once as ND and once as NZ."""
+    ae.setup()
+    dev_key, dev_value, dev_slots = ae.to_device(key), ae.to_device(value), ae.to_device(slots)
+    nd = [ae.to_device(np.zeros(ND_SHAPE, np.float16)) for _ in range(2)]
+    nz = [ae.Tensor(NZ_SHAPE, ae.DataType.ACL_FLOAT16, None, 0, ae.Format.ACL_FORMAT_ND, None, t.addr) for t in nd]
+
+    def call(caches, mode):
+        return lambda: ae.run("ScatterPaKvCache", dev_key, caches[0], dev_slots, dev_value, caches[1], None, None,
+                              None, mode, None, None, None)
+    return {"aclnn-emu Normal": call(nd, "Norm"), "aclnn-emu PA_NZ": call(nz, "PA_NZ")}
+
+
+def torch_calls(key, value, slots) -> dict:
     """PyTorch CPU doing the same writes: index_copy_ into the flat ND cache, index_put_ into the NZ view."""
     try:
         import torch
     except ImportError:
         return {}
-    moved = 2 * (key.nbytes + value.nbytes)
-    k, v = torch.from_numpy(key).reshape(TOKENS, -1), torch.from_numpy(value).reshape(TOKENS, -1)
+    sources = [torch.from_numpy(x).reshape(TOKENS, -1) for x in (key, value)]
     index = torch.from_numpy(slots.astype(np.int64))
-    nd = [torch.zeros(BLOCKS * BLOCK, HEADS * HEAD, dtype=torch.float16) for _ in range(2)]
-    normal = best_seconds(lambda: (nd[0].index_copy_(0, index, k), nd[1].index_copy_(0, index, v)))
-    del nd
-    nz = [torch.zeros(BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST, dtype=torch.float16) for _ in range(2)]
-    block, offset = index // BLOCK, index % BLOCK
-    pieces = [x.reshape(TOKENS, -1, LAST) for x in (k, v)]
-    nz_seconds = best_seconds(lambda: [c.index_put_((block[:, None], torch.arange(c.shape[1])[None, :], offset[:, None]), p)
-                                       for c, p in zip(nz, pieces)])
-    return {"Norm": moved / normal / 1e9, "PA_NZ": moved / nz_seconds / 1e9}
+    caches = [torch.zeros(BLOCKS * BLOCK, HEADS * HEAD, dtype=torch.float16) for _ in range(2)]
+    nz_index = (index[:, None] // BLOCK, torch.arange(NZ_SHAPE[1])[None, :], index[:, None] % BLOCK)
+
+    def normal():
+        for cache, src in zip(caches, sources):
+            cache.index_copy_(0, index, src)
+
+    def nz():
+        for cache, src in zip(caches, sources):
+            cache.view(NZ_SHAPE).index_put_(nz_index, src.reshape(TOKENS, -1, LAST))
+    return {"PyTorch Normal": normal, "PyTorch PA_NZ": nz}
 
 
 if __name__ == "__main__":
