@@ -5,7 +5,8 @@
 2. The achieved GFLOP/s of FAG (5 matmuls: 10*B*N*S^2*D flops) against numpy's sgemm rate on a
    2048^3 fp32 matmul. Goal: >= 60 %.
 3. Peak RSS of a fresh process running FAG at S=16384, N=8 (everything else as in 1). Goal: <= 4 GiB.
-Each timing is the best of a few repetitions; the machine's other load makes single runs noisy.
+The three timings run in turns and each keeps its best, so the ratios compare like with like
+even when other load on the machine makes single runs noisy.
 """
 import argparse
 import json
@@ -20,14 +21,17 @@ B, N, D = 1, 8, 128
 INT32_MAX = 2147483647
 
 
-def best_of(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def best_of_interleaved(fns, repeat):
+    """The best time of each callable, run in turns so that all see the same machine load."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
 
 
 def fag_inputs(s, seed=0):
@@ -74,9 +78,9 @@ def torch_backward(s):
     return run
 
 
-def sgemm_rate(repeat):
+def sgemm():
     a = np.random.default_rng(1).standard_normal((2048, 2048), np.float32)
-    return 2 * 2048 ** 3 / best_of(lambda: a @ a, repeat) / 1e9
+    return lambda: a @ a
 
 
 def peak_rss_child(s):
@@ -87,7 +91,7 @@ def peak_rss_child(s):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--memory-s", type=int, default=16384, help="sequence length of the memory run")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -97,12 +101,14 @@ def main():
 
     s = 2048
     flops = 10 * B * N * s * s * D
-    fag = best_of(fag_call(s), args.repeat)
     try:
-        torch_time = best_of(torch_backward(s), args.repeat)
+        torch_run = torch_backward(s)
     except ImportError:
-        torch_time = None
-    rate = sgemm_rate(args.repeat)
+        torch_run = None
+    runs = [fag_call(s), sgemm()] + ([torch_run] if torch_run else [])
+    fag, gemm, *torch_time = best_of_interleaved(runs, args.repeat)
+    torch_time = torch_time[0] if torch_time else None
+    rate = 2 * 2048 ** 3 / gemm / 1e9
     print(f"FAG V2 fp16 BNSD B={B} N={N} S={s} D={D}: {fag * 1e3:.0f} ms, {flops / fag / 1e9:.1f} GFLOP/s")
     if torch_time is not None:
         print(f"PyTorch CPU SDPA backward fp32, same shape: {torch_time * 1e3:.0f} ms")
