@@ -199,29 +199,45 @@ torch = pytest.importorskip("torch")
 TORCH_STANDARD = {"float32": "float32", "float16": "bfloat16", "bfloat16": "bfloat16_x4"}
 
 
+SLOPES = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
+
+
 @pytest.mark.parametrize("dtype_name,layout,attrs", [
     ("float32", "BNSD", {}),
     ("float32", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
     ("float32", "BSND", {"keep_prob": 0.75}),
     ("float32", "SBH", {"pse_type": 0, "pse": np.linspace(-1, 1, 320).reshape(2, 4, 1, 40).astype(np.float32)}),
+    ("float32", "BNSD", {"pse_type": 1, "pse": np.linspace(-2, 2, 12800).reshape(2, 4, 40, 40).astype(np.float32)}),
+    ("float32", "BNSD", {"pse_type": 2, "pse": SLOPES, "q_start_idx": (2,), "kv_start_idx": (5,)}),
+    ("float32", "BSH", {"pse_type": 3, "pse": SLOPES}),
+    ("float32", "BNSD", {"sparse_mode": 0, "atten_mask": np.triu(np.ones((40, 40), np.uint8), 4),
+                         "pre_tokens": 40, "next_tokens": 3}),
+    ("float32", "BNSD", {"sparse_mode": 2, "atten_mask": MASK_2048}),
+    ("float32", "BNSD", {"sparse_mode": 4, "atten_mask": MASK_2048, "pre_tokens": 7, "next_tokens": 2}),
+    ("float32", "BNSD", {"sparse_mode": 6, "atten_mask": MASK_PREFIX, "prefix": (9, 30)}),
     ("float16", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
     ("float16", "BNSD", {"keep_prob": 0.75}),
     ("bfloat16", "BSND", {}),
 ])
 def test_against_torch_autograd(dtype_name, layout, attrs):
-    """torch.autograd of a float64 forward (S = QKᵀ·scale + pse, masked, softmax, dropout, PV)."""
+    """torch.autograd of a float64 forward: S = QKᵀ·scale + pse (pseType 1: (QKᵀ + pse)·scale),
+    masked scores = -FLT_MAX, softmax, dropout, P·V; GQA through repeated kv heads. The pse and
+    masked sets of each head come from the golden's helpers (the parts under test are the gradients)."""
     case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, **attrs)
     a = case.attrs
     q, k, v = (torch.tensor(golden.heads_first(x, layout, heads), requires_grad=True)
                for x, heads in ((case.q, 4), (case.k, 2), (case.v, 2)))
     kk, vv = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
-    scores = q @ kk.transpose(-1, -2) * a["scale"]
-    if a.get("pse") is not None:
-        scores = scores + torch.tensor(np.asarray(a["pse"], np.float64))
-    if a.get("atten_mask") is not None:
-        causal = torch.ones(40, 40, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(causal, -np.finfo(np.float32).max)
-    probs = torch.softmax(scores, dim=-1)
+    heads = [(b, n) for b in range(2) for n in range(4)]
+    pse = torch.tensor(np.stack([golden.pse_matrix(a.get("pse"), a.get("pse_type", 1), b, n, 40, 40,
+                                                   a.get("q_start_idx"), a.get("kv_start_idx"))
+                                 * np.ones((40, 40)) for b, n in heads]).reshape(2, 4, 40, 40))
+    masked = torch.tensor(np.stack([golden.masked_set(a.get("sparse_mode", 0), a.get("atten_mask"), b, n, 40, 40,
+                                                      a.get("pre_tokens", INT32_MAX), a.get("next_tokens", INT32_MAX),
+                                                      a.get("prefix")) for b, n in heads]).reshape(2, 4, 40, 40))
+    qk = q @ kk.transpose(-1, -2)
+    scores = (qk + pse) * a["scale"] if a.get("pse_type", 1) == 1 else qk * a["scale"] + pse
+    probs = torch.softmax(scores.masked_fill(masked, -np.finfo(np.float32).max), dim=-1)
     if a["keep_prob"] < 1:
         bits = np.unpackbits(a["drop_mask"], count=2 * 4 * 40 * 40, bitorder="little").reshape(2, 4, 40, 40)
         probs = probs * torch.tensor(bits / float(np.float32(a["keep_prob"])))
