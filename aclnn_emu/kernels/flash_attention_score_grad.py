@@ -58,7 +58,7 @@ def _narrow(x, dtype):
 
 
 class _Dropout:
-    """Keep factors (0 or 1/keepProb) from the LSB-first bit mask over [B, N1, S1, S2]."""
+    """The LSB-first keep-bit mask over [B, N1, S1, S2] and its factor 1/keepProb (float32)."""
 
     def __init__(self, drop_mask, keep_prob, heads, s1, s2):
         self.bytes = drop_mask.reshape(-1).view(np.uint8)
@@ -74,6 +74,8 @@ class _Dropout:
 
 
 class _Job:
+    """One backward call: [B, N, S, D] views of the operands and the dq/dk/dv outputs in layout."""
+
     def __init__(self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
                  pse, drop_mask, atten_mask):
         p = params
