@@ -22,12 +22,13 @@ from typing import Callable, Optional
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP32, cast_round
+from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
 from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
                                                                    selected_counts)
 from aclnn_emu.kernels.sparse_flash_attention_grad_threads import OrderedCommit, pool
 
 SLOT_BUDGET = 4096          # gathered key rows per step (all rows of a group together)
-ELEMENT_BUDGET = 1 << 19    # elements of one [rows, G, keys] fp32 score matrix per step
+ELEMENT_BUDGET = 1 << 18    # elements of one [rows, G, keys] fp32 score matrix per step
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # the kernel's mask value 0xFF7FFFFF
 
 
@@ -121,13 +122,20 @@ def _group(x: _Inputs, r0, r1, counts, cols, grads: Grads, report):
             valid = pos >= 0
             kc = _gather(x.k, x.k_rope, pos, valid)
             v = _gather(x.v, None, pos, valid)
-            s = np.matmul(qc, kc.transpose(0, 2, 1)) * x.scale
-            s = np.where(masked[:, None, c0:c0 + cols], NEG_FLT_MAX, s)
-            p = np.exp(s - smax) / ssum
-            p = np.where(valid[:, None, :], p, FP32.type(0))
-            ds = p * (np.matmul(dout, v.transpose(0, 2, 1)) - d_l)
-            p_h = cast_round(p, half).astype(FP32)
-            ds_h = cast_round(ds, half).astype(FP32)
+            p = np.matmul(qc, kc.transpose(0, 2, 1))            # S, then P in place
+            p *= x.scale
+            mask = masked[:, None, c0:c0 + cols]
+            if mask.any():
+                np.copyto(p, NEG_FLT_MAX, where=mask)
+            p -= smax
+            np.exp(p, out=p)
+            p /= ssum
+            if not valid.all():
+                np.copyto(p, FP32.type(0), where=~valid[:, None, :])
+            ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS in place
+            ds -= d_l
+            ds *= p
+            p_h, ds_h = round_half_away_(p, half), round_half_away_(ds, half)
             dqc += np.matmul(ds_h, kc)
             dkc = np.matmul(ds_h.transpose(0, 2, 1), qc)
             dv = np.matmul(p_h.transpose(0, 2, 1), dout)
@@ -158,9 +166,12 @@ def _selections(x: _Inputs, r0, r1, counts, report):
 
 def _concat(main, rope):
     """fp32 [..., D + Dr] from a tensor and its optional rope part."""
-    if rope is None:
-        return main.astype(FP32)
-    return np.concatenate([main.astype(FP32), rope.astype(FP32)], axis=-1)
+    d = main.shape[-1]
+    out = np.empty(main.shape[:-1] + (d + (0 if rope is None else rope.shape[-1]),), FP32)
+    out[..., :d] = main
+    if rope is not None:
+        out[..., d:] = rope
+    return out
 
 
 def _gather(main, rope, pos, valid):
@@ -181,13 +192,20 @@ def _scatter_add(acc, pos, vals):
     ranked = pos[order]
     first = np.r_[True, ranked[1:] != ranked[:-1]]
     if first.all():
-        acc[pos] += vals
+        _add_unique(acc, pos, vals)
         return
     starts = np.flatnonzero(first)
     rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
     for layer in range(int(rank.max()) + 1):
         pick = order[rank == layer]
-        acc[pos[pick]] += vals[pick]
+        _add_unique(acc, pos[pick], vals[pick])
+
+
+def _add_unique(acc, pos, vals):
+    """acc[pos] += vals for distinct positions (take, add, put: faster than the fancy ``+=``)."""
+    rows = acc.take(pos, axis=0)
+    rows += vals
+    acc[pos] = rows
 
 
 def _store(values, main, rope):
