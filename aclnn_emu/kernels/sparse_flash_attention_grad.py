@@ -25,7 +25,8 @@ from aclnn_emu.kernels.casts import FP32, cast_round
 from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
 from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
                                                                    selected_counts)
-from aclnn_emu.kernels.sparse_flash_attention_grad_threads import OrderedCommit, pool
+from aclnn_emu.kernels.prompt_flash_attention_pool import run_all
+from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
 
 SLOT_BUDGET = 4096          # gathered key rows per step (all rows of a group together)
 ELEMENT_BUDGET = 1 << 18    # elements of one [rows, G, keys] fp32 score matrix per step
@@ -97,10 +98,8 @@ def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softma
 
     order = OrderedCommit()
     with np.errstate(all="ignore"):
-        tasks = [pool().submit(order.run, g, _group(x, r0, r1, counts[r0:r1], cols, grads, report),
-                               commit) for g, (r0, r1) in enumerate(groups)]
-        for task in tasks:
-            task.result()
+        run_all(order.run, [(g, _group(x, r0, r1, counts[r0:r1], cols, grads, report), commit)
+                            for g, (r0, r1) in enumerate(groups)])
         _store(acc_k * x.scale, grads.dk, grads.dk_rope)
         _store(acc_v, grads.dv, None)
     return grads
