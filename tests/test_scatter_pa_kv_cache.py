@@ -98,7 +98,7 @@ def test_int8_key_moves_value_in_bytes(chip, dev, capfd):
 def test_nct_reads_value_with_the_key_stride(chip, dev, capfd):
     rng = np.random.default_rng(4)
     tokens, heads, head, stride = 6, 2, 16, 80
-    key_buf, value_buf = golden.random_data(rng, (tokens * stride,), BF16), golden.random_data(rng, (tokens * stride,), BF16)
+    key_buf, value_buf = (golden.random_data(rng, (tokens * stride,), BF16) for _ in range(2))
     kc, vc = np.zeros((2, 4, heads, head), BF16), np.zeros((2, 4, heads, head), BF16)
     slots = np.array([1, 6, 0, 3, 7, 2])
     tkc, tvc = dev(kc), dev(vc)
@@ -130,8 +130,8 @@ def test_key_only_when_value_cache_has_no_dims(chip, dev):
 def test_pa_nz(chip, dev, key_dtype, value_dtype, slot_dtype):
     rng = np.random.default_rng(6)
     tokens, heads, head, blocks, block = 40, 2, 64, 5, 16
-    key, value = golden.random_data(rng, (tokens, heads, head), key_dtype), golden.random_data(rng, (tokens, heads, head),
-                                                                                  value_dtype)
+    key = golden.random_data(rng, (tokens, heads, head), key_dtype)
+    value = golden.random_data(rng, (tokens, heads, head), value_dtype)
     last_k, last_v = 32 // np.dtype(key_dtype).itemsize, 32 // np.dtype(value_dtype).itemsize
     kc = golden.random_data(rng, (blocks, heads * head // last_k, block, last_k), key_dtype)
     vc = golden.random_data(rng, (blocks, heads * head // last_v, block, last_v), value_dtype)
@@ -238,7 +238,7 @@ def test_910_95_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(
 def test_910_95_compress(chip, dev, capfd, dtype, mode):
     rng = np.random.default_rng(11)
     batch, seq, heads, head = 2, 6, 3, 8
-    key, value = golden.random_data(rng, (batch, seq, heads, head), dtype), golden.random_data(rng, (batch, seq, heads, head), dtype)
+    key, value = (golden.random_data(rng, (batch, seq, heads, head), dtype) for _ in range(2))
     kc, vc = golden.random_data(rng, (6, 8, 1, head), dtype), golden.random_data(rng, (6, 8, 1, head), dtype)
     lens = np.array([6, 4])
     wins, offsets = np.array([[2, 0, 3], [1, 4, 2]]), np.array([1, 0, 2, 0, 3, 1])

@@ -103,20 +103,40 @@ def _template_a2(a) -> str:
 
 
 def _tiling_a2(a, env):
+    """GetShapeAttrsInfo (template, dtypes, CheckInputDimNum, CheckInputDim, Nct attributes), then DoOpTiling."""
     mode = _template_a2(a)
-    siso = mode.startswith("siso")
-    compress = mode in ("alibi", "rope", "omni")
-    key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
     # GetInputDtype / GetIndexDtype cannot fail here: the kernel lookup already pinned key == key
     # cache, value == value cache, both in {FP16, BF16, INT8}, and an INT32/INT64 slot mapping.
-    # CheckInputDimNum
+    _check_dim_num_a2(a, mode)
+    heads, head_k, head_v, batches = _check_dims_a2(a, mode)
+    nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
+    key, cores = a.key, AIV_CORES[env.soc]
+    if mode == "nz":
+        for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
+            if size * tensor.np_dtype.itemsize % 32:
+                _fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
+        return _run_nz(a, cores)
+    if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
+        _not_implemented(f"an INT8 key in {mode} mode (CANN 8.5 has no kernel for its tiling key)")
+    if batches and head_k * key.np_dtype.itemsize % 32:
+        _not_implemented(f"{mode} mode with kHeadSize * sizeof(key) = {head_k * key.np_dtype.itemsize} bytes "
+                         "(not a multiple of 32; the kernel's block copies truncate such rows)")
+    _warn_a2(a, env, mode, head_k, head_v, nct)
+    if batches:
+        return _run_compress(a, mode, heads, head_k, batches, cores)
+    return _run_nd(a, heads * head_k, None if head_v is None else heads * head_v, nct, cores)
+
+
+def _check_dim_num_a2(a, mode: str) -> None:
+    """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
+    key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
     if key.ndim != 3:
         _fail(f"key should be 3-D, got {list(key.shape)}", "key_rank")
     if kc.ndim != 4:
         _fail(f"keyCacheRef should be 4-D, got {list(kc.shape)}", "key_cache_rank")
     if a.slotMapping.ndim != 1:
         _fail(f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}", "slot_rank")
-    if not siso:
+    if not mode.startswith("siso"):
         if value.ndim != 3:
             _fail(f"value should be 3-D, got {list(value.shape)}", "value_rank")
         if vc.ndim != 4:
@@ -128,7 +148,7 @@ def _tiling_a2(a, env):
         if any(kc.shape[i] != vc.shape[i] for i in pair):
             _fail(f"dim{pair[0]} and dim{pair[1]} of keyCacheRef {list(kc.shape)} and valueCacheRef "
                   f"{list(vc.shape)} should be the same", "cache_dims")
-    if compress:
+    if mode in ("alibi", "rope", "omni"):
         for name in ("compressLensOptional", "seqLensOptional"):
             tensor = getattr(a, name)
             if tensor is None:
@@ -136,7 +156,12 @@ def _tiling_a2(a, env):
                       "aclnn-emu rejects the call", "compress_null")
             if tensor.ndim != 1:
                 _fail(f"{name} should be 1-D, got {list(tensor.shape)}", "compress_rank")
-    # CheckInputDim: numbers as uint64, each in (0, UINT_MAX]
+
+
+def _check_dims_a2(a, mode: str) -> tuple:
+    """CheckInputDim: sizes as uint64 in (0, UINT_MAX], cache capacity, the NZ cache layout and, in the
+    compress modes, the batch count. Returns (heads, k_head_size, v_head_size or None, batches or 0)."""
+    key, kc = a.key, a.keyCacheRef
     tokens, heads, head_k = key.shape
     blocks = kc.shape[0]
     block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
@@ -147,33 +172,19 @@ def _tiling_a2(a, env):
         _fail(f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
               "cache_capacity")
     head_v = None
-    if not siso:
-        head_v = value.shape[2]
+    if not mode.startswith("siso"):
+        head_v = a.value.shape[2]
         if not 0 < head_v <= UINT_MAX:
             _fail(f"vHeadSize is invalid: {head_v}", "dims_positive")
         if mode == "nz":
             _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
-            _check_nz_cache(vc, heads * head_v, value.dtype, "valueCacheRef")
-    if compress:
+            _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
+    batches = 0
+    if mode in ("alibi", "rope", "omni"):
         batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
         if not 0 < batches <= UINT_MAX:
             _fail(f"numBatchs is invalid: {batches}", "batches")
-    nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
-    # DoOpTiling
-    if mode == "nz":
-        for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, value)):
-            if size * tensor.np_dtype.itemsize % 32:
-                _fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
-        return _run_nz(a, AIV_CORES[env.soc])
-    if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
-        _not_implemented(f"an INT8 key in {mode} mode (CANN 8.5 has no kernel for its tiling key)")
-    if compress and head_k * key.np_dtype.itemsize % 32:
-        _not_implemented(f"{mode} mode with kHeadSize * sizeof(key) = {head_k * key.np_dtype.itemsize} bytes "
-                         "(not a multiple of 32; the kernel's block copies truncate such rows)")
-    _warn_a2(a, env, mode, head_k, head_v, nct)
-    if compress:
-        return _run_compress(a, mode, heads, head_k, batches, AIV_CORES[env.soc])
-    return _run_nd(a, heads * head_k, None if siso else heads * head_v, nct, AIV_CORES[env.soc])
+    return heads, head_k, head_v, batches
 
 
 def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
@@ -279,10 +290,10 @@ def _run_compress(a, mode, heads, head_size, batches, cores):
 def _tiling_910_95(a, env):
     key, kc, value, vc, slot = (t.storage_shape for t in (a.key, a.keyCacheRef, a.value, a.valueCacheRef,
                                                           a.slotMapping))
-    ignored = [f"{name} {value!r}" for name, value, default in (
+    ignored = [f"{name} {given!r}" for name, given, default in (
         ("cacheMode", a.cacheModeOptional, "Norm"), ("scatterMode", a.scatterModeOptional, "None"),
         ("strides", a.stridesOptional, (1, 1)), ("offsets", a.offsetsOptional, (0, 0)))
-        if value is not None and value != default]
+        if given is not None and given != default]
     if ignored:
         env.warn(f"{', '.join(ignored)} ignored: the 910_95 tiling never reads cacheMode, scatterMode, strides or "
                  "offsets; the scenario follows the key's rank and the optional tensors (caches are ND)")
@@ -291,48 +302,53 @@ def _tiling_910_95(a, env):
         _fail(f"the dim num of key {list(key)} and value {list(value)} are not the same", "kv_rank")
     if len(key) not in (3, 4):
         _fail(f"the dim num of key must be 3 or 4, got {len(key)}", "key_rank")
-    cl, cso, lens = a.compressLensOptional, a.compressSeqOffsetOptional, a.seqLensOptional
     if len(key) == 3:
         return _normal_910_95(a, key, kc, value, vc, slot)
-    if cl is None or lens is None:
+    if a.compressLensOptional is None or a.seqLensOptional is None:
         _fail("when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
               "compress_null")
-    cl, lens = cl.storage_shape, lens.storage_shape
-    checks = [(key[0] == _dim(slot, 0) == _dim(lens, 0), "the dim 0 of key, slot_mapping and seq_lens must be equal"),
-              (_dim(kc, 2) == 1, "the dim2 of key_cache must be equal to 1")]
-    if cso is None:                                         # CheckAlibi
-        checks += [(key[2] == _dim(slot, 1), "the dim2 of key must be equal to the dim1 of slot_mapping")]
-        value_checks = [(key[0] == value[0], "the dim 0 of key and value must be equal"),
-                        (key[1] == value[1], "the dim1 of key and value must be equal"),
-                        (_dim(vc, 2) == 1, "the dim2 of value_cache must be equal to 1"),
-                        (key[2] == value[2], "the dim2 of key and value must be equal")]
-    else:                                                   # CheckRope
-        cso_shape = cso.storage_shape
+    rope = a.compressSeqOffsetOptional is not None
+    _check_compress_910_95(a, key, kc, value, vc, slot, rope)
+    if rope:
+        if a.key.dtype == DataType.ACL_HIFLOAT8:
+            _not_implemented("the Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)")
+        env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
+                 "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
+                 "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
+    return _run_compress_910_95(a, "rope" if rope else "alibi")
+
+
+def _check_compress_910_95(a, key, kc, value, vc, slot, rope: bool) -> None:
+    """CheckRope / CheckAlibi on the storage shapes, in the source's order."""
+    cl, lens = a.compressLensOptional.storage_shape, a.seqLensOptional.storage_shape
+    if rope:
+        cso = a.compressSeqOffsetOptional.storage_shape
         checks = [(key[0] == _dim(slot, 0) == _dim(cl, 0) == _dim(lens, 0),
                    "the dim 0 of key, slot_mapping, compress_lens and seq_lens must be equal"),
                   (key[2] == _dim(slot, 1) == _dim(cl, 1),
                    "the dim2 of key must be equal to the dim 1 of slot_mapping and of compress_lens"),
                   (key[3] == _dim(kc, 3), "the dim3 of key must be equal to the dim3 of key_cache"),
                   (_dim(kc, 2) == 1, "the dim2 of key_cache must be equal to 1"),
-                  (_dim(cl, 0) is not None and _dim(cl, 1) is not None
-                   and _dim(cl, 0) * _dim(cl, 1) == _dim(cso_shape, 0),
-                   "the dim0 of compress_seq_offset must be equal to dim0 * dim1 of compress_lens")]
-        value_checks = [(key[0] == value[0], "the dim 0 of key and value must be equal"),
-                        (key[1] == value[1], "the dim1 of key and value must be equal"),
-                        (key[2] == value[2], "the dim2 of key and value must be equal"),
-                        (value[3] == _dim(vc, 3), "the dim3 of value must be equal to the dim3 of value_cache"),
-                        (_dim(vc, 2) == 1, "the dim2 of value_cache must be equal to 1")]
-    for ok, message in checks + value_checks:
+                  (len(cl) > 1 and cl[0] * cl[1] == _dim(cso, 0),
+                   "the dim0 of compress_seq_offset must be equal to dim0 * dim1 of compress_lens"),
+                  (key[0] == value[0], "the dim 0 of key and value must be equal"),
+                  (key[1] == value[1], "the dim1 of key and value must be equal"),
+                  (key[2] == value[2], "the dim2 of key and value must be equal"),
+                  (value[3] == _dim(vc, 3), "the dim3 of value must be equal to the dim3 of value_cache"),
+                  (_dim(vc, 2) == 1, "the dim2 of value_cache must be equal to 1")]
+    else:
+        checks = [(key[0] == _dim(slot, 0) == _dim(lens, 0),
+                   "the dim 0 of key, slot_mapping and seq_lens must be equal"),
+                  (_dim(kc, 2) == 1, "the dim2 of key_cache must be equal to 1"),
+                  (key[2] == _dim(slot, 1), "the dim2 of key must be equal to the dim1 of slot_mapping"),
+                  (key[0] == value[0], "the dim 0 of key and value must be equal"),
+                  (key[1] == value[1], "the dim1 of key and value must be equal"),
+                  (_dim(vc, 2) == 1, "the dim2 of value_cache must be equal to 1"),
+                  (key[2] == value[2], "the dim2 of key and value must be equal")]
+    for ok, message in checks:
         if not ok:
             _fail(f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
                   f"slot_mapping {list(slot)}, compress_lens {list(cl)}, seq_lens {list(lens)})", "compress_dims")
-    if cso is not None:
-        if a.key.dtype == DataType.ACL_HIFLOAT8:
-            _not_implemented("the Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)")
-        env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
-                 "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
-                 "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
-    return _run_compress_910_95(a, "rope" if cso is not None else "alibi")
 
 
 def _normal_910_95(a, key, kc, value, vc, slot):

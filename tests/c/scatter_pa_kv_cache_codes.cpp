@@ -155,7 +155,8 @@ int main() {
     REPORT("dtype.slot_int16", Call(Normal(ACL_FLOAT16, ACL_INT16)));
     a = Nz(); a.keyCache = T({2, 4, 16, 16}, ACL_FLOAT16, {}, ACL_FORMAT_FRACTAL_NZ);
     REPORT("format.key_cache_fractal_nz", Call(a));
-    a = Normal(); a.key = T({4, 2, 16}, ACL_FLOAT16, {}, ACL_FORMAT_FRACTAL_NZ); REPORT("format.key_fractal_nz", Call(a));
+    a = Normal(); a.key = T({4, 2, 16}, ACL_FLOAT16, {}, ACL_FORMAT_FRACTAL_NZ);
+    REPORT("format.key_fractal_nz", Call(a));
     a = Compress("Alibi"); a.compressLens = T({4}, ACL_INT64, {1}); REPORT("optional.compress_lens_int64", Call(a));
     a = Compress("Alibi"); a.seqLens = T({2}, ACL_FLOAT); REPORT("optional.seq_lens_float", Call(a));
 

@@ -53,8 +53,9 @@ int main(int argc, char **argv) {
         DeviceTensor key, value, kc, vc, slotTensor;
         CHECK_OK(key.Create(Data(tokens * heads * head, 1), {tokens, heads, head}, ACL_FLOAT16));
         CHECK_OK(value.Create(Data(tokens * heads * head, 2), {tokens, heads, head}, ACL_FLOAT16));
-        CHECK_OK(kc.Create(Data(blocks * heads * head * block, 3), {blocks, heads * head / 16, block, 16}, ACL_FLOAT16));
-        CHECK_OK(vc.Create(Data(blocks * heads * head * block, 4), {blocks, heads * head / 16, block, 16}, ACL_FLOAT16));
+        const std::vector<int64_t> nzShape = {blocks, heads * head / 16, block, 16};
+        CHECK_OK(kc.Create(Data(blocks * heads * head * block, 3), nzShape, ACL_FLOAT16));
+        CHECK_OK(vc.Create(Data(blocks * heads * head * block, 4), nzShape, ACL_FLOAT16));
         CHECK_OK(slotTensor.Create(slots, {tokens}, ACL_INT64));
         CHECK_OK(Scatter(stream, key, kc, slotTensor, value, vc, "PA_NZ"));
         FILE *out = fopen(argv[1], "wb");
