@@ -383,7 +383,8 @@ def _normal_910_95(a, key, kc, value, vc, slot):
     def run():
         slots, findings = _index_values(a.slotMapping, tokens, int32_words=False)
         for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
-            findings += a95.scatter_normal(_flat(cache), _flat(src), slots, math.prod(src.shape[1:]), cores, name,
+            row = math.prod(src.storage_shape[1:])
+            findings += a95.scatter_normal(_flat(cache), _flat(src), slots, row, cores, name,
                                            name.replace("CacheRef", ""), int32_offsets)
         return findings
     return run
