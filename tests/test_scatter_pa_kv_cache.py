@@ -177,6 +177,18 @@ def test_compress_modes(chip, dev, dtype, mode):
     assert kinds() == []
 
 
+@pytest.mark.parametrize("chip", ["Ascend910_93"], indirect=True)
+def test_compress_int64_index_tensors_are_read_as_int32_words(chip, dev, capfd):
+    key, value, kc, vc, slots, wins, seq_lens, offsets, heads, head = compress_case(np.random.default_rng(9),
+                                                                                     np.float16)
+    slots, wins, lens = np.array([0, 12, 3, 20]), np.array([2, 1, 0, 3]), np.array([12, 0])  # lens as int32 words
+    out_k, _ = scatter(dev, key, kc, slots, value, vc, wins, None, lens, scatter_mode="Alibi",
+                       slot_dtype=DataType.ACL_INT64)
+    words = [golden.int32_words(x, n) for x, n in ((slots, 4), (wins, 4), (lens, 2))]
+    assert golden.same_bits(out_k, golden.a2_alibi(kc, key, *words, heads, head))
+    assert "and the compress tensors as int32" in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_compress_value_uses_the_key_head_size(chip, dev, capfd):
     rng = np.random.default_rng(8)
