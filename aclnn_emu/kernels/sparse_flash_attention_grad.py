@@ -10,11 +10,12 @@ Per query row r (G = N1 heads, one KV head) over its selected keys (see ``..._se
     dQc[r] = dSh Kc ;  dKc[sel] += dSh^T Qc ;  dV[sel] += Ph^T dOut[r]   (fp32, scatter-add)
     dq | dq_rope = CAST_ROUND(scale * dQc) ;  dk | dk_rope = CAST_ROUND(scale * dKc) ;  dv = CAST_ROUND(dV)
 
-Rows run in groups on worker threads; a group gathers at most ``SLOT_BUDGET`` key rows at a time,
-so memory stays bounded whatever S1 and top-k are. dQ goes straight to the output rows of its group;
-dK/dV contributions are added to one fp32 accumulator in group order (deterministic, where the NPU's
-atomic adds are not). Keys no row selects get zero.
+Work is cut into steps (a few query rows against at most ``SLOT_BUDGET`` of their selected keys),
+so memory stays bounded whatever S1, top-k and the block size are. Steps run on worker threads and
+add their dK/dV/dQ contributions to fp32 sums in step order (deterministic, where the NPU's atomic
+adds are not); a row's dq is stored once its last step is in. Keys no row selects get zero.
 """
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -80,70 +81,106 @@ def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softma
                 softmax_max, softmax_sum, spans, np.float32(scale), block_size, sparse_mode == 3)
     grads = outputs or _allocate(x)
     report = _once_per_kind(report)
-    t2, dc = k.shape[0], k.shape[1] + (k_rope.shape[1] if rope else 0)
-    acc_k = np.zeros((t2, dc), FP32)
-    acc_v = np.zeros((t2, v.shape[1]), FP32)
-
     counts = np.where(spans.valid, selected_counts(indices), 0)
-    longest = int(counts.max(initial=0)) * block_size
-    cols = max(1, min(longest, SLOT_BUDGET))
-    rows_per_group = max(1, min(SLOT_BUDGET // cols, ELEMENT_BUDGET // (q.shape[1] * cols or 1)))
-    groups = [(r, min(r + rows_per_group, q.shape[0]))
-              for r in range(0, q.shape[0], rows_per_group)]
-
-    def commit(item):
-        pos, dkc, dv = item
-        _scatter_add(acc_k, pos, dkc)
-        _scatter_add(acc_v, pos, dv)
-
+    steps = _plan(counts * block_size, q.shape[1])
+    sums = _Sums(x, grads)
     order = OrderedCommit()
     with np.errstate(all="ignore"):
-        run_all(order.run, [(g, _group(x, r0, r1, counts[r0:r1], cols, grads, report), commit)
-                            for g, (r0, r1) in enumerate(groups)])
-        _store(acc_k * x.scale, grads.dk, grads.dk_rope)
-        _store(acc_v, grads.dv, None)
+        run_all(order.run, [(i, functools.partial(_step, x, step, counts, report),
+                             functools.partial(sums.commit, step)) for i, step in enumerate(steps)])
+        _store(sums.k * x.scale, grads.dk, grads.dk_rope)
+        _store(sums.v, grads.dv, None)
     return grads
 
 
-def _group(x: _Inputs, r0, r1, counts, cols, grads: Grads, report):
-    """Rows [r0, r1): yield (key positions, dKc rows, dV rows) per step, then write dq rows."""
+@dataclass(frozen=True)
+class _Step:
+    """Query rows [r0, r1) against columns [c0, c1) of their padded key lists."""
+    r0: int
+    r1: int
+    c0: int
+    c1: int
+    last: bool        # the rows' final step: their dq is complete after it
+
+
+def _plan(lengths, heads) -> list:
+    """Cut rows (with at most ``lengths`` selected keys each) into steps within the budgets.
+
+    Long rows span several steps (one per ``SLOT_BUDGET`` keys), short rows share one.
+    """
+    cols = max(1, min(int(lengths.max(initial=0)), SLOT_BUDGET))
+    rows = max(1, min(SLOT_BUDGET // cols, ELEMENT_BUDGET // (heads * cols or 1)))
+    steps = []
+    for r0 in range(0, len(lengths), rows):
+        r1 = min(r0 + rows, len(lengths))
+        n = max(1, -(-int(lengths[r0:r1].max()) // cols))
+        steps += [_Step(r0, r1, c * cols, (c + 1) * cols, c == n - 1) for c in range(n)]
+    return steps
+
+
+class _Sums:
+    """The fp32 sums steps add to, one step at a time in step order: dK|dKrope and dV over all keys,
+    dQ|dQrope of the rows in progress (stored as soon as their last step is in)."""
+
+    def __init__(self, x: _Inputs, grads: Grads):
+        self.k = np.zeros((x.k.shape[0], x.k.shape[1] + (0 if x.k_rope is None else x.k_rope.shape[1])), FP32)
+        self.v = np.zeros(x.v.shape, FP32)
+        self.dq = {}
+        self.scale, self.grads = x.scale, grads
+
+    def commit(self, step: _Step, item):
+        if item is not None:
+            pos, dkc, dv, dqc = item
+            _scatter_add(self.k, pos, dkc)
+            _scatter_add(self.v, pos, dv)
+            self.dq[step.r0] = dqc + self.dq[step.r0] if step.r0 in self.dq else dqc
+        if step.last:
+            rows = slice(step.r0, step.r1)
+            dqc = self.dq.pop(step.r0, None)
+            dq_rope = None if self.grads.dq_rope is None else self.grads.dq_rope[rows]
+            if dqc is None:
+                self.grads.dq[rows] = 0
+                if dq_rope is not None:
+                    dq_rope[...] = 0
+            else:
+                _store(dqc * self.scale, self.grads.dq[rows], dq_rope)
+
+
+def _step(x: _Inputs, step: _Step, counts, report):
+    """(key positions, dKc rows, dV rows, dQc of the rows) of one step, or None if it has no keys."""
     with np.errstate(all="ignore"):
-        positions, masked = _selections(x, r0, r1, counts, report)
+        r0, r1 = step.r0, step.r1
+        positions, masked = _selections(x, r0, r1, counts[r0:r1], report)
+        pos = positions[:, step.c0:step.c1]
+        if pos.shape[1] == 0:
+            return None
+        mask = masked[:, None, step.c0:step.c1]
+        valid = pos >= 0
         qc = _concat(x.q[r0:r1], None if x.q_rope is None else x.q_rope[r0:r1])
         dout = x.dout[r0:r1].astype(FP32)
         d_l = np.einsum("rgd,rgd->rg", dout, x.out[r0:r1].astype(FP32), dtype=FP32)[..., None]
-        smax = x.smax[r0:r1, :, None]
-        ssum = x.ssum[r0:r1, :, None]
-        dqc = np.zeros(qc.shape, FP32)
         half = x.q.dtype
-        for c0 in range(0, positions.shape[1], cols):
-            pos = positions[:, c0:c0 + cols]
-            valid = pos >= 0
-            kc = _gather(x.k, x.k_rope, pos, valid)
-            v = _gather(x.v, None, pos, valid)
-            p = np.matmul(qc, kc.transpose(0, 2, 1))            # S, then P in place
-            p *= x.scale
-            mask = masked[:, None, c0:c0 + cols]
-            if mask.any():
-                np.copyto(p, NEG_FLT_MAX, where=mask)
-            p -= smax
-            np.exp(p, out=p)
-            p /= ssum
-            if not valid.all():
-                np.copyto(p, FP32.type(0), where=~valid[:, None, :])
-            ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS in place
-            ds -= d_l
-            ds *= p
-            p_h, ds_h = round_half_away_(p, half), round_half_away_(ds, half)
-            dqc += np.matmul(ds_h, kc)
-            dkc = np.matmul(ds_h.transpose(0, 2, 1), qc)
-            dv = np.matmul(p_h.transpose(0, 2, 1), dout)
-            if valid.all():
-                yield pos.reshape(-1), dkc.reshape(-1, dkc.shape[-1]), dv.reshape(-1, dv.shape[-1])
-            else:
-                yield pos[valid], dkc[valid], dv[valid]
-        _store(dqc * x.scale, grads.dq[r0:r1], None if grads.dq_rope is None else
-               grads.dq_rope[r0:r1])
+        kc = _gather(x.k, x.k_rope, pos, valid)
+        v = _gather(x.v, None, pos, valid)
+        p = np.matmul(qc, kc.transpose(0, 2, 1))            # S, then P in place
+        p *= x.scale
+        if mask.any():
+            np.copyto(p, NEG_FLT_MAX, where=mask)
+        p -= x.smax[r0:r1, :, None]
+        np.exp(p, out=p)
+        p /= x.ssum[r0:r1, :, None]
+        if not valid.all():
+            np.copyto(p, FP32.type(0), where=~valid[:, None, :])
+        ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS in place
+        ds -= d_l
+        ds *= p
+        p_h, ds_h = round_half_away_(p, half), round_half_away_(ds, half)
+        dqc = np.matmul(ds_h, kc)
+        dkc = np.matmul(ds_h.transpose(0, 2, 1), qc)
+        dv = np.matmul(p_h.transpose(0, 2, 1), dout)
+        if valid.all():
+            return pos.reshape(-1), dkc.reshape(-1, dkc.shape[-1]), dv.reshape(-1, dv.shape[-1]), dqc
+        return pos[valid], dkc[valid], dv[valid], dqc
 
 
 def _selections(x: _Inputs, r0, r1, counts, report):
