@@ -118,7 +118,7 @@ def test_nz_matches_reference(dtype, last, pattern):
         slots = rng.permutation(blocks * block_size)[:tokens]
     slots[5] = -1
     out = cache.copy()
-    assert a2.scatter_nz(out, key.reshape(tokens, -1), slots, CORES, "keyCache") == []
+    assert a2.scatter_nz([(out, key.reshape(tokens, -1), "keyCache")], slots, CORES) == []
     assert golden.same_bits(out, golden.a2_nz(cache, key, slots))
 
 
@@ -128,7 +128,7 @@ def test_nz_duplicates_and_out_of_range():
     cache = np.zeros((2, 1, 4, 16), np.float16)
     slots = np.array([1, 1, 9, 3])             # 4 tokens on 4 cores: the duplicate is a race
     out = cache.copy()
-    findings = a2.scatter_nz(out, key.reshape(4, -1), slots, CORES, "keyCache")
+    findings = a2.scatter_nz([(out, key.reshape(4, -1), "keyCache")], slots, CORES)
     assert kinds(findings) == ["index-out-of-range", "write-race"]
     assert golden.same_bits(out, golden.a2_nz(cache, key, slots))
 

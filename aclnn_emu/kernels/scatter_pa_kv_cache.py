@@ -36,36 +36,41 @@ def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: i
     return writes.apply(rows_of(cache, row_len))
 
 
-def scatter_nz(cache: np.ndarray, src2d: np.ndarray, slots: np.ndarray, n_cores: int, what: str) -> list[Finding]:
-    """PA_NZ: cache [blocks, H·D/last, block_size, last]; token t's 32-byte piece c goes to
-    cache[slot // block_size, c, slot % block_size]. Negative slots are skipped."""
-    n_blocks, pieces, block_size, _ = cache.shape
-    findings = []
+def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarray, n_cores: int) -> list[Finding]:
+    """PA_NZ for (cache, src2d, name) pairs sharing one slot mapping: caches [blocks, H·D/last,
+    block_size, last]; token t's 32-byte piece c goes to cache[slot // block_size, c, slot % block_size].
+    Negative slots are skipped."""
+    n_blocks, _, block_size, _ = pairs[0][0].shape
     token = np.arange(len(slots), dtype=np.int64)
     live = slots >= 0
     outside = live & (slots >= n_blocks * block_size)
-    if outside.any():
-        findings.append(outside_finding(what, slots[outside], n_blocks * block_size))
     token, target = token[live & ~outside], slots[live & ~outside]
     last, race = last_writes(target, blocked_cores(len(slots), n_cores)[token])
-    if race is not None:
-        findings.append(race_finding(what, race))
+    findings = []
+    for _, _, what in pairs:
+        if outside.any():
+            findings.append(outside_finding(what, slots[outside], n_blocks * block_size))
+        if race is not None:
+            findings.append(race_finding(what, race))
     if last is not None:
         token, target = token[last], target[last]
-    piece_items = np.dtype((np.void, cache.shape[3] * cache.itemsize))
-    _nz_copy(cache.view(piece_items)[..., 0], src2d.reshape(len(src2d), pieces, -1).view(piece_items)[..., 0],
-             token, target, block_size)
+    order = np.argsort(target, kind="stable")
+    jobs = []
+    for cache, src2d, _ in pairs:
+        items = np.dtype((np.void, cache.shape[3] * cache.itemsize))
+        jobs += _nz_jobs(cache.view(items)[..., 0], src2d.reshape(len(src2d), cache.shape[1], -1).view(items)[..., 0],
+                         token[order], target[order], block_size)
+    in_parallel(jobs)
     return findings
 
 
-def _nz_copy(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.ndarray, block_size: int) -> None:
-    """cache [blocks, pieces, block_size] and src [tokens, pieces] of 32-byte items; unique slots.
+def _nz_jobs(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.ndarray, block_size: int) -> list:
+    """The copy jobs for cache [blocks, pieces, block_size] and src [tokens, pieces] of 32-byte items,
+    given unique slots in increasing order.
 
     A token's pieces lie block_size items apart in the cache, so runs of consecutive tokens filling
     consecutive offsets of one block are copied as one transposed slice; the rest by fancy index.
     """
-    order = np.argsort(slot, kind="stable")
-    slot, token = slot[order], token[order]
     starts, lengths = runs_of(slot, token, block_size)
     long = lengths >= RUN_ROWS
     runs = [(int(slot[i]), int(token[i]), int(k)) for i, k in zip(starts[long], lengths[long])]
@@ -80,7 +85,7 @@ def _nz_copy(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.nda
         pick = rest[lo:hi]
         cache[slot[pick] // block_size, :, slot[pick] % block_size] = src[token[pick]]
 
-    in_parallel([(copy_runs, len(runs)), (copy_rest, len(rest))])
+    return [(copy_runs, len(runs)), (copy_rest, len(rest))]
 
 
 def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, heads: int, head_size: int,

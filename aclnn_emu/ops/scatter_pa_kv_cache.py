@@ -249,10 +249,11 @@ def _run_nz(a, cores):
 
     def run():
         slots, findings = _index_values(a.slotMapping, tokens, int32_words=False)
-        for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
-            rows = _flat(src)[:tokens * math.prod(src.shape[1:])].reshape(tokens, -1)
-            findings += a2.scatter_nz(_flat(cache)[:cache.numel].reshape(cache.shape), rows, slots, cores, name)
-        return findings
+        pairs = [(_flat(cache)[:cache.numel].reshape(cache.shape),
+                  _flat(src)[:tokens * math.prod(src.shape[1:])].reshape(tokens, -1), name)
+                 for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"),
+                                          (a.value, a.valueCacheRef, "valueCacheRef"))]
+        return findings + a2.scatter_nz(pairs, slots, cores)
     return run
 
 
