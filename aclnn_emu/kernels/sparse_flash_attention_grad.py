@@ -24,12 +24,12 @@ import numpy as np
 
 from aclnn_emu.kernels.casts import FP32, cast_round
 from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
-from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
-                                                                   selected_counts)
 from aclnn_emu.kernels.prompt_flash_attention_pool import run_all
 from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
+from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
+                                                                   selected_counts)
 
-SLOT_BUDGET = 4096          # gathered key rows per step (all rows of a group together)
+SLOT_BUDGET = 4096          # gathered key rows per step (its query rows together)
 ELEMENT_BUDGET = 1 << 18    # elements of one [rows, G, keys] fp32 score matrix per step
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # the kernel's mask value 0xFF7FFFFF
 

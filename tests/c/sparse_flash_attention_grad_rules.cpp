@@ -59,6 +59,14 @@ Case Tnd() {
     return c;
 }
 
+// BSND with N1 query heads and N2 key/value heads.
+Case BsndHeads(int64_t n1, int64_t n2) {
+    Case c = Bsnd();
+    for (Spec *s : {&c.q, &c.dout, &c.out, &c.dq}) s->shape[2] = n1;
+    for (Spec *s : {&c.k, &c.v, &c.dk, &c.dv}) s->shape[2] = n2;
+    return c;
+}
+
 Case WithRope(Case c, int64_t qDr = 64, int64_t kDr = 64) {
     std::vector<int64_t> qs = c.q.shape, ks = c.k.shape;
     qs.back() = qDr;
@@ -183,21 +191,11 @@ void Tiling() {
     c = Tnd();
     c.seqQ.null = true;
     REPORT("tiling.tnd_actual_seq_q_null", Phase1(c));
-    c = Bsnd();
-    c.k.shape[2] = c.v.shape[2] = c.dk.shape[2] = c.dv.shape[2] = 0;
-    REPORT("tiling.n2_zero", Phase1(c));
-    c = Bsnd();
-    c.k.shape[2] = c.v.shape[2] = c.dk.shape[2] = c.dv.shape[2] = 2;
-    REPORT("tiling.n2_two", Phase1(c));
-    c = Bsnd();
-    c.q.shape[2] = c.dout.shape[2] = c.out.shape[2] = c.dq.shape[2] = 3;
-    REPORT("tiling.n1_not_power_of_two", Phase1(c));
-    c = Bsnd();
-    c.q.shape[2] = c.dout.shape[2] = c.out.shape[2] = c.dq.shape[2] = 256;
-    REPORT("tiling.n1_over_128", Phase1(c));
-    c = Bsnd();
-    c.q.shape[2] = c.dout.shape[2] = c.out.shape[2] = c.dq.shape[2] = 0;
-    REPORT("tiling.g_zero", Phase1(c));
+    REPORT("tiling.n2_zero", Phase1(BsndHeads(2, 0)));
+    REPORT("tiling.n2_two", Phase1(BsndHeads(2, 2)));
+    REPORT("tiling.n1_not_power_of_two", Phase1(BsndHeads(3, 1)));
+    REPORT("tiling.n1_over_128", Phase1(BsndHeads(256, 1)));
+    REPORT("tiling.g_zero", Phase1(BsndHeads(0, 1)));
     c = Tnd();
     c.q.shape[0] = c.dout.shape[0] = c.out.shape[0] = c.dq.shape[0] = c.idx.shape[0] = 0;
     c.smax.shape[1] = c.ssum.shape[1] = 0;
