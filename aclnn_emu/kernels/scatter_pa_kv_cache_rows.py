@@ -100,10 +100,9 @@ class Writes:
 
     def add_mean(self, dst_row: int, window_rows: np.ndarray, divisor: int, core) -> None:
         """Write the window_mean of the given input rows (skipped and reported if one lies outside)."""
-        if window_rows.min() < 0 or window_rows.max() >= len(self.rows):
-            self.findings.append(read_finding(self.src_name, window_rows[(window_rows < 0)
-                                                                         | (window_rows >= len(self.rows))],
-                                              len(self.rows)))
+        outside = (window_rows < 0) | (window_rows >= len(self.rows))
+        if outside.any():
+            self.findings.append(read_finding(self.src_name, window_rows[outside], len(self.rows)))
             return
         self.add(dst_row, len(self._means), core, source=1)
         self._means.append(window_mean(self.rows[window_rows], divisor))
