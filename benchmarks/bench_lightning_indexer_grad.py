@@ -57,6 +57,15 @@ def make_inputs(rng):
 
 def emulator(inputs):
     ae.setup()
+    # A tiny call first: one-time process costs (importing every op module) stay out of the numbers.
+    tiny = {n: a[:, :1] for n, a in inputs.items()}
+    tiny["indices"] = np.zeros_like(tiny["indices"])
+    tiny_args = [ae.to_device(tiny[n]) for n in ("query", "key", "dy", "indices", "weights")]
+    tiny_outs = [ae.empty(tiny[n].shape, ae.DataType.ACL_BF16) for n in ("query", "key", "weights")]
+    ae.run("LightningIndexerGrad", *tiny_args, None, None, N1, "BSND", SPARSE_MODE, 0, 0, False, *tiny_outs)
+    for t in tiny_args + tiny_outs:
+        ae.free(t)
+
     args = [ae.to_device(inputs[n]) for n in ("query", "key", "dy", "indices", "weights")]
     outs = [ae.empty(inputs[n].shape, ae.DataType.ACL_BF16) for n in ("query", "key", "weights")]
     call = lambda: ae.run("LightningIndexerGrad", *args, None, None, N1, "BSND", SPARSE_MODE,  # noqa: E731

@@ -83,7 +83,9 @@ class _Worker:
             job.dweights[r0:r1] = 0
             return
         c, heads, dim = r1 - r0, job.q.shape[1], job.q.shape[2]
-        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0,      # unusable -> zero row
+        # Unusable entries gather the zero row; every index is in range, so mode="clip" lets take
+        # write straight into the scratch buffer (mode="raise" would buffer the whole result).
+        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0, mode="clip",
                        out=self.scratch("keys", (c, width, dim), FP32))
         dy = job.dy[r0:r1, :width].astype(FP32)
         dy[~usable] = 0
@@ -98,11 +100,11 @@ class _Worker:
         narrow = self.scratch("narrow", grad.shape, job.dtype)     # Y: rounded to the dtype (RNE)
         np.copyto(narrow, grad, casting="unsafe")
         np.copyto(grad, narrow)
-        positive = np.greater(relu, 0, out=self.scratch("positive", grad.shape, np.bool_))
+        positive = np.greater(relu, 0, out=relu)                    # 1.0 / 0.0; R is not needed any more
         if _products_finite(w, dy, job.dtype):
             grad *= positive
         else:                                                       # inf * 0 would make NaN
-            np.copyto(grad, np.float32(0), where=~positive)
+            np.copyto(grad, np.float32(0), where=positive == 0)
         job.dq[r0:r1] = cast_rint(np.matmul(grad, keys), job.dtype)
         contrib = np.matmul(grad.transpose(0, 2, 1), q, out=keys)   # [c, W, D], reuses the gather buffer
         self._scatter_add(flat, contrib, usable)
