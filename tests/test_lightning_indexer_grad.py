@@ -191,3 +191,12 @@ def test_tnd_rows_past_the_last_offset_are_zero_and_reported():
     assert not dq[5].any() and not dw[5].any()
     check((dq, dk, dw), golden_of(case, "TND", 0), BF16)
     assert reported == ["unwritten-output"]
+
+
+def test_key_batch_smaller_than_query_batch_is_reported():
+    # The tiling takes B from the query: batch 1's keys and dk rows lie past a one-batch key tensor.
+    case = make_case(np.random.default_rng(16), FP16, "BSND", 0, batch=2, seq_q=2, seq_k=10, top_k=4)
+    case["key"] = case["key"][:1]
+    dq, dk, dw, reported = run_op(case, "BSND", 0)
+    assert reported == ["index-out-of-range", "out-of-bounds-write", "unwritten-output"]
+    assert not dq[1].any() and dq[0].any()
