@@ -45,7 +45,7 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
     `dtype` (a DataType) reinterprets nothing: the array is cast to its storage type first.
     """
     dt = dtypes.from_numpy(np.asarray(array).dtype) if dtype is None else dtypes.DataType(dtype)
-    host = np.ascontiguousarray(np.asarray(array).astype(dtypes.NUMPY[dt], copy=False))
+    host = np.asarray(array).astype(dtypes.NUMPY[dt], order="C")   # keeps 0-d arrays 0-d
     tensor = empty(host.shape, dt, format, storage_shape)
     if host.nbytes:
         tensor.view("to_device")[...] = host

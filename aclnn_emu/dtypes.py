@@ -72,14 +72,16 @@ SIZE.update({DataType.ACL_INT4: 1, DataType.ACL_UINT1: 1, DataType.ACL_FLOAT6_E3
              DataType.ACL_FLOAT6_E2M3: 1, DataType.ACL_FLOAT4_E2M1: 1, DataType.ACL_FLOAT4_E1M2: 1})
 
 
+# numpy dtypes that stand for exactly one aclDataType (uint8 is UINT8, not HIFLOAT8; uint32 is UINT32).
+_FROM_NUMPY = {}
+for _dt, _np in NUMPY.items():
+    _FROM_NUMPY.setdefault(_np, _dt)
+
+
 def from_numpy(dtype) -> DataType:
     dtype = np.dtype(dtype)
-    for dt in (DataType.ACL_FLOAT, DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8,
-               DataType.ACL_INT32, DataType.ACL_UINT8, DataType.ACL_INT16, DataType.ACL_UINT16,
-               DataType.ACL_UINT32, DataType.ACL_INT64, DataType.ACL_UINT64, DataType.ACL_DOUBLE,
-               DataType.ACL_BOOL, DataType.ACL_COMPLEX64, DataType.ACL_COMPLEX128):
-        if NUMPY[dt] == dtype:
-            return dt
+    if dtype in _FROM_NUMPY:
+        return _FROM_NUMPY[dtype]
     raise ValueError(f"no aclDataType for numpy dtype {dtype}")
 
 

@@ -93,6 +93,21 @@ class Tensor(Handled):
         return np.ndarray(self.shape, dtype, buffer, offset=-lo * dtype.itemsize,
                           strides=tuple(s * dtype.itemsize for s in self.strides))
 
+    def storage(self, what: str = "tensor", unit=None) -> np.ndarray:
+        """The flat writable memory from the view's first element to the end of its storage,
+        optionally reinterpreted as `unit` elements (kernels that address storage directly)."""
+        dtype = self.np_dtype
+        count = max(math.prod(self.storage_shape) - self.offset, 0)
+        start = self.addr + self.offset * dtype.itemsize
+        memory = devices.memory_of(self.addr) if self.addr else None
+        if memory is None:
+            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
+                           f"{what} {self!r}: its data address is not device memory", rule="tensor.address")
+        memory.check(start, count * dtype.itemsize, what)
+        raw = memory.array(start, memory.readable(start, count * dtype.itemsize))
+        unit = dtype if unit is None else np.dtype(unit)
+        return raw[:len(raw) // unit.itemsize * unit.itemsize].view(unit)
+
     def read(self, what: str = "tensor") -> np.ndarray:
         """A read-only view for kernels."""
         array = self.view(what)

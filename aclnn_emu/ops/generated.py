@@ -20,7 +20,8 @@ def check_required_not_null(a, op) -> None:
 
 
 def all_outputs_empty(a, op) -> bool:
-    outs = [getattr(a, p.name) for p in op.tensors if p.output]
+    """True when every output (and every in-place ref tensor) has 0 elements: nothing to launch."""
+    outs = [getattr(a, p.name) for p in op.tensors if p.output or p.ref]
     return all(t is None or t.is_empty for t in outs)
 
 

@@ -14,12 +14,12 @@ from ..dtypes import DataType
 from ..kernels import scatter_pa_kv_cache as a2
 from ..kernels import scatter_pa_kv_cache_arch35 as a95
 from ..runtime import sanitizer
-from .generated import check_kernel_key, check_required_not_null
-from .signature import IntArrayIn, Launch, Op, OpError, String, TensorIn
+from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
+from .signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
 
 OP = Op("ScatterPaKvCache", "aclnn_scatter_pa_kv_cache.h", [
-    TensorIn("key"), TensorIn("keyCacheRef"), TensorIn("slotMapping"), TensorIn("value"),
-    TensorIn("valueCacheRef"), TensorIn("compressLensOptional", optional=True),
+    TensorIn("key"), TensorRef("keyCacheRef"), TensorIn("slotMapping"), TensorIn("value"),
+    TensorRef("valueCacheRef"), TensorIn("compressLensOptional", optional=True),
     TensorIn("compressSeqOffsetOptional", optional=True), TensorIn("seqLensOptional", optional=True),
     String("cacheModeOptional"), String("scatterModeOptional"),
     IntArrayIn("stridesOptional", optional=True), IntArrayIn("offsetsOptional", optional=True),
@@ -59,7 +59,7 @@ WORKSPACE = 16 * 1024 * 1024
 @OP.prepare
 def prepare(a, env):
     check_required_not_null(a, OP)
-    if a.keyCacheRef.is_empty and a.valueCacheRef.is_empty:
+    if all_outputs_empty(a, OP):
         return Launch.nothing()
     check_kernel_key(a, OP, COMBOS[env.soc])
     run = _tiling_910_95(a, env) if env.soc == "Ascend910_95" else _tiling_a2(a, env)
@@ -417,19 +417,9 @@ def _run_compress_910_95(a, mode):
 # Device data as the kernels see it
 # ---------------------------------------------------------------------------------------------
 def _flat(tensor, unit=None) -> np.ndarray:
-    """The tensor's memory from its first element to the end of its storage, as a flat writable array,
-    optionally reinterpreted as `unit` elements (the A2 kernels move value data in the key's type)."""
-    count = max(math.prod(tensor.storage_shape) - tensor.offset, 0)
-    desc = type(tensor)((count,), tensor.dtype, (1,), tensor.offset, tensor.format, tensor.storage_shape,
-                        tensor.addr)
-    try:
-        flat = desc.view(f"{OP.phase2} {tensor!r}").reshape(-1)
-    finally:
-        desc.destroy()
-    if unit is None or np.dtype(unit) == flat.dtype:
-        return flat
-    raw = flat.view(np.uint8)
-    return raw[:len(raw) // np.dtype(unit).itemsize * np.dtype(unit).itemsize].view(unit)
+    """The tensor's storage from its first element on, optionally as `unit` elements (the A2
+    kernels move value data in the key's type)."""
+    return tensor.storage(f"{OP.phase2} {tensor!r}", unit)
 
 
 def _index_values(tensor, count: int, int32_words: bool) -> tuple[np.ndarray, list]:

@@ -22,6 +22,7 @@ class Param:
     ctype: str            # as written in the header
     optional: bool = False
     output: bool = False
+    ref: bool = False     # an input the kernel updates in place (keyCacheRef): an output for emptiness
 
     @property
     def is_tensor(self) -> bool:
@@ -39,6 +40,11 @@ def TensorIn(name, optional=False, ctype="const aclTensor *"):
 
 def TensorOut(name, optional=False, ctype="const aclTensor *"):
     return Param(name, "tensor", ctype, optional, output=True)
+
+
+def TensorRef(name, optional=False, ctype="const aclTensor *"):
+    """An in/out tensor declared among the inputs (the OpDef's ref tensors)."""
+    return Param(name, "tensor", ctype, optional, ref=True)
 
 
 def TensorListIn(name, optional=False, ctype="const aclTensorList *"):
