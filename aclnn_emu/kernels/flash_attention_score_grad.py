@@ -21,7 +21,7 @@ from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
 from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
-from aclnn_emu.kernels.flash_attention_score_grad_threads import run_partitioned
+from aclnn_emu.kernels.parallel import map_ordered, split, workers
 
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
@@ -103,7 +103,7 @@ class _Job:
     def run(self):
         b, n1, n2, s1, s2 = self.shape
         tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
-        partials = run_partitioned(tasks, self._work)
+        partials = map_ordered(self._work, split(tasks, workers()))
         dk, dv = to_bnsd(self.dk, self.params.layout, n2), to_bnsd(self.dv, self.params.layout, n2)
         with np.errstate(all="ignore"):
             for bi in range(b):

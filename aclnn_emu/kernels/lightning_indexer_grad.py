@@ -23,12 +23,10 @@ skipped and counted in `Findings`; rows left with no usable entry come out as ze
 leaves them unwritten) and are counted too.
 """
 import dataclasses
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import lightning_indexer_grad_blas as blas
+from . import parallel
 from .casts import BF16, FP32, cast_rint, cast_round
 from .lightning_indexer_grad_plan import RowPlan
 
@@ -151,7 +149,7 @@ def _products_finite(w: np.ndarray, dy: np.ndarray, dtype) -> bool:
 def default_threads() -> int:
     """One worker per core (at most 8) when each can have a single-threaded BLAS, else one worker
     and BLAS's own threads."""
-    return min(os.cpu_count() or 1, 8) if blas.can_limit_per_thread() else 1
+    return min(parallel.workers(), 8)
 
 
 @dataclasses.dataclass
@@ -195,11 +193,7 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
             for r0 in starts[k::len(workers)]:
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
 
-    if len(workers) == 1:
-        work(0)
-    else:
-        with ThreadPoolExecutor(len(workers), initializer=blas.use_one_blas_thread) as pool:
-            list(pool.map(work, range(len(workers))))
+    parallel.map_ordered(work, range(len(workers)))
 
     total, findings = workers[0].dk, Findings()
     for worker in workers[1:]:

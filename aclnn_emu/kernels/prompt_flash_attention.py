@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclnn_emu.kernels import prompt_flash_attention_pool as pool
+from aclnn_emu.kernels import parallel
 from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16, FP32
 from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
@@ -131,14 +131,14 @@ class _Forward:
     def run(self) -> np.ndarray:
         b, n = self.q.shape[:2]
         # Enough tasks to keep every worker busy; long heads are split into row chunks.
-        splits = max(1, -(-2 * pool.workers() // (b * n)))
+        splits = max(1, -(-2 * parallel.workers() // (b * n)))
         tasks = []
         for bi in range(b):
             aq = int(self.act_q[bi])
             step = max(1, -(-aq // splits))
             tasks += [(bi, ni, r0, min(r0 + step, aq)) for ni in range(n) for r0 in range(0, aq, step)]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            pool.run_all(self._rows, tasks)
+            parallel.run_all(self._rows, tasks)
         return self.out
 
     def _rows(self, b, n, r0, r1):
