@@ -19,7 +19,7 @@ import numpy as np
 from aclnn_emu.kernels.attention_layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
-from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
 from aclnn_emu.kernels.parallel import map_ordered, split, workers
 

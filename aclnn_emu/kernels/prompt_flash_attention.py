@@ -26,9 +26,8 @@ import numpy as np
 from aclnn_emu.kernels import parallel
 from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16, FP32
-from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
 from aclnn_emu.kernels.prompt_flash_attention_quant import quantize_
-from aclnn_emu.kernels.prompt_flash_attention_rounding import Fp16Rounder
+from aclnn_emu.kernels.rounding import Fp16Rounder, round_half_away_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 1024
@@ -89,7 +88,9 @@ class OutputQuant:
     offset: np.ndarray
 
 
-class _Scratch(threading.local):
+class _Scratch:
+    """Per-thread block buffers, made on a thread's first kernel call (not at import)."""
+
     def __init__(self):
         self.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
         self.rounder = Fp16Rounder(Q_BLOCK * KV_BLOCK)
@@ -98,7 +99,13 @@ class _Scratch(threading.local):
         return self.scores[:rows * cols].reshape(rows, cols)
 
 
-_scratch = _Scratch()
+_local = threading.local()
+
+
+def _scratch() -> _Scratch:
+    if not hasattr(_local, "scratch"):
+        _local.scratch = _Scratch()
+    return _local.scratch
 
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
@@ -166,7 +173,7 @@ class _Forward:
         # quantises each block against the running max, so the boundaries shape the result.
         for start in range(k0 - k0 % KV_BLOCK, k1, KV_BLOCK):
             c0, c1 = max(start, k0), min(start + KV_BLOCK, k1)
-            s = _scratch.block(rows, c1 - c0)
+            s = _scratch().block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
             self._scores_(s, b, i0, i1, c0, c1, may_overflow)
             new_max = np.maximum(running_max, s.max(axis=1))
@@ -197,7 +204,7 @@ class _Forward:
         if self.int8 is not None:
             s *= self.int8.deq1
         if self.fp16_scores:
-            _scratch.rounder.round_(s, may_overflow)
+            _scratch().rounder.round_(s, may_overflow)
         s *= self.scale
         if self.mask is not None:
             values = self.mask.values
@@ -214,15 +221,15 @@ class _Forward:
     def _pv(self, e, values):
         """One block's contribution E V, with E narrowed as the hardware feeds it to BMM2."""
         if self.int8 is not None:
-            _scratch.rounder.round_(e, may_overflow=False)
+            _scratch().rounder.round_(e, may_overflow=False)
             quantize_(e, self.int8.quant1)
             pv = e @ values
             pv *= self.int8.deq2
-            return _scratch.rounder.round_(pv)
+            return _scratch().rounder.round_(pv)
         if self.q.dtype == BF16:
             round_half_away_(e, BF16)
         else:
-            _scratch.rounder.round_(e, may_overflow=False)
+            _scratch().rounder.round_(e, may_overflow=False)
         return e @ values
 
     def _finish(self, acc, row_sum, computed, n):

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP32, cast_round
-from aclnn_emu.kernels.flash_attention_score_grad_rounding import round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.parallel import run_all
 from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
 from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
