@@ -65,7 +65,7 @@ def make_inputs(torch):
             s = scores(torch, t, slice(r0, r0 + TORCH_ROWS))
             m = s.amax(-1)
             e = torch.exp(s - m[..., None])
-            out[r0:r0 + TORCH_ROWS] = (e / e.sum(-1, keepdim=True) @ gather(torch, t["value"], t, r0)) \
+            out[r0:r0 + TORCH_ROWS] = (e / e.sum(-1, keepdim=True) @ gather(t["value"], t, r0)) \
                 .numpy().astype(ml_dtypes.bfloat16)
             smax[0, r0:r0 + TORCH_ROWS], ssum[0, r0:r0 + TORCH_ROWS] = m.numpy(), e.sum(-1).numpy()
     x.update(out=out, softmaxMax=smax, softmaxSum=ssum, actualSeqLengthsQuery=np.array([T1], np.int32),
@@ -80,14 +80,14 @@ def as_torch(torch, x):
     return t
 
 
-def gather(torch, table, t, r0):
+def gather(table, t, r0):
     """[rows, K, dim] selected rows of a [S2, 1, dim] tensor for query rows r0..r0+TORCH_ROWS."""
     return table[:, 0][t["index"][r0:r0 + TORCH_ROWS]]
 
 
 def scores(torch, t, rows):
     q = torch.cat([t["query"][rows], t["queryRope"][rows]], -1)
-    k = torch.cat([gather(torch, t["key"], t, rows.start), gather(torch, t["keyRope"], t, rows.start)], -1)
+    k = torch.cat([gather(t["key"], t, rows.start), gather(t["keyRope"], t, rows.start)], -1)
     return SCALE * q @ k.transpose(-1, -2)
 
 
@@ -100,7 +100,7 @@ def pytorch_step(torch, x):
             leaf.grad = None
         for r0 in range(0, T1, TORCH_ROWS):
             p = torch.softmax(scores(torch, t, slice(r0, r0 + TORCH_ROWS)), -1)
-            (p @ gather(torch, t["value"], t, r0)).backward(t["dOut"][r0:r0 + TORCH_ROWS])
+            (p @ gather(t["value"], t, r0)).backward(t["dOut"][r0:r0 + TORCH_ROWS])
     return step
 
 
