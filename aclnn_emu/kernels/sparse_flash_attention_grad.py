@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from aclnn_emu.kernels.casts import FP32, cast_round
+from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.parallel import run_all
 from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
@@ -245,11 +245,12 @@ def _add_unique(acc, pos, vals):
 
 
 def _store(values, main, rope):
-    """CAST_ROUND fp32 ``values`` [..., D (+Dr)] into ``main`` (and ``rope``) in their dtype."""
+    """CAST_ROUND fp32 ``values`` [..., D (+Dr)] (overwritten) into ``main`` (and ``rope``)."""
+    round_half_away_(values, main.dtype)        # in place; the narrowing below is then exact
     d = main.shape[-1]
-    main[...] = cast_round(values[..., :d], main.dtype)
+    main[...] = values[..., :d]
     if rope is not None:
-        rope[...] = cast_round(values[..., d:], rope.dtype)
+        rope[...] = values[..., d:]
 
 
 def _allocate(x: _Inputs) -> Grads:
