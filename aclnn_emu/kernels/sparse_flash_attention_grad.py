@@ -23,8 +23,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.parallel import run_all
+from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
 from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
                                                                    selected_counts)
