@@ -13,3 +13,21 @@ def test_failed_start_returns_errors_not_success(tmp_path):
         "aclDestroyTensor": 561000,
     }
     assert "failed to start" in result.stderr
+
+
+def test_first_call_from_a_running_interpreter_after_capsule_lookups():
+    """Loading the library with ctypes after the PyCapsule type was tagged by the type cache (numpy
+    and torch do that) must not hang in cffi's start-up lock (regression)."""
+    import subprocess
+    import sys
+    from aclnn_emu import toolkit
+    script = f"""
+import ctypes, datetime
+capsule = datetime.datetime_CAPI
+for _ in range(3):
+    getattr(capsule, "missing", None)      # tags PyCapsule_Type in the type cache
+lib = ctypes.CDLL({str(toolkit.LIBRARY)!r})
+print(lib.aclSetAclOpExecutorRepeatable(None))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "561103", result.stderr
