@@ -4,9 +4,10 @@ Phase 1 runs the op's checks and returns (status, workspace size, executor handl
 the executor and workspace and puts the launch on the stream. Both return status codes, never raise.
 """
 import time
+import traceback
 
 from .. import status
-from ..meta import Executor
+from ..meta import Executor, Tensor
 from ..runtime import api as rt
 from ..runtime import devices, handles, sanitizer
 from ..runtime.errors import AclError, log, record
@@ -28,12 +29,16 @@ def get_workspace_size(op, values) -> tuple[int, int, int]:
     except AclError as exc:
         record(exc.code, f"{op.phase1}: {exc.message}")
         return exc.code, 0, 0
+    except Exception as exc:  # a bug in an op module: the same code C callers get, and the traceback
+        log.error("%s raised:\n%s", op.phase1, traceback.format_exc())
+        record(status.ACLNN_ERR_INNER, f"{op.phase1}: internal error in aclnn-emu: {exc!r}")
+        return status.ACLNN_ERR_INNER, 0, 0
 
 
 def _describe(op, values) -> str:
     """The call's arguments for the debug trace: tensors as dtype[shape], the rest as values."""
     def show(v):
-        return f"{v.dtype.short}{list(v.shape)}" if hasattr(v, "shape") and hasattr(v, "dtype") else repr(v)
+        return f"{v.dtype.short}{list(v.shape)}" if isinstance(v, Tensor) else repr(v)
     return ", ".join(f"{p.name}={show(v)}" for p, v in zip(op.params, values))
 
 

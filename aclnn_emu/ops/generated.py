@@ -36,24 +36,30 @@ def check_kernel_key(a, op, combos: list[dict]) -> None:
     optional tensors do not take part in the key.
     """
     present = {p.name: getattr(a, p.name) for p in op.tensors if getattr(a, p.name) is not None}
-    if any(all(name not in combo or _fits(t, combo[name]) for name, t in present.items()) for combo in combos):
+    if any(_matches(present, combo) for combo in combos):
         return
-    for p in op.tensors:
-        t = present.get(p.name)
-        if p.optional or t is None:
-            continue
-        allowed = sorted({c[p.name] for c in combos if p.name in c}, key=int)
-        if not any(_fits(t, dt) for dt in allowed) or not any(
-                all(_fits(present[q], c[q]) for q in present if q in c and not _optional(op, q)) for c in combos):
-            raise OpError(status.ACLNN_ERR_PARAM_INVALID,
-                          f"{p.name} has dtype {t.dtype.short} and format {t.format.short}; the registered "
-                          f"kernels take dtype {' / '.join(d.short for d in allowed)} with format ND "
-                          f"(in a combination with the other required tensors)", rule=f"dtype.{p.name}")
-    off = [n for n, t in present.items() if _optional(op, n)]
+    required = {n: t for n, t in present.items() if not _optional(op, n)}
+    usable = [c for c in combos if _matches(required, c)]
+    if not usable:
+        # Blame the required tensor that disagrees with the combination closest to the call.
+        best = max(combos, key=lambda c: sum(n not in c or _fits(t, c[n]) for n, t in required.items()))
+        name = next(n for n, t in required.items() if n in best and not _fits(t, best[n]))
+        t = required[name]
+        allowed = sorted({c[name] for c in combos if name in c}, key=int)
+        raise OpError(status.ACLNN_ERR_PARAM_INVALID,
+                      f"{name} has dtype {t.dtype.short} and format {t.format.short}; the registered kernels "
+                      f"take dtype {' / '.join(d.short for d in allowed)} with format ND, in a combination "
+                      f"with the other required tensors", rule=f"dtype.{name}")
+    optional = [n for n in present if _optional(op, n)]
+    off = [n for n in optional if not any(_fits(present[n], c[n]) for c in usable if n in c)] or optional
     raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                   "Cannot find kernel file: no registered kernel takes optional input(s) "
                   + ", ".join(f"{n} ({present[n].dtype.short}, {present[n].format.short})" for n in off)
                   + " together with the required tensors", rule="kernel.optional")
+
+
+def _matches(tensors: dict, combo: dict) -> bool:
+    return all(name not in combo or _fits(t, combo[name]) for name, t in tensors.items())
 
 
 def _optional(op, name) -> bool:
