@@ -164,28 +164,3 @@ def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, s
     return heads_back(dq, layout), heads_back(dk, layout), heads_back(dv, layout)
 
 
-PRECISION = {"float16": 1e-3, "bfloat16": 4e-3, "float32": 1e-4, "bfloat16_x4": 1.6e-2}
-
-
-def precision_failure(actual, golden, dtype_name, share=0.999):
-    """None if ``actual`` meets CANN's standard against ``golden``: at least 99.9 % of elements
-    within the dtype's relative error (fp16 1e-3, bf16 4e-3, fp32 1e-4). Elements smaller than the
-    tensor's mean magnitude are measured against that mean (a small-value rule): a gradient that
-    cancels to about zero is judged by its absolute error, since one fp16 rounding of P or dS that
-    lands on the other side of a midpoint moves it by far more than 1e-3 of itself. Otherwise a
-    message describing the failure."""
-    a = np.asarray(actual, np.float64)
-    g = np.asarray(golden, np.float64)
-    if a.shape != g.shape:
-        return f"shape {a.shape} != golden {g.shape}"
-    if g.size == 0:
-        return None
-    floor = max(np.abs(g).mean(), np.finfo(np.float64).tiny)
-    err = np.abs(a - g) / np.maximum(np.abs(g), floor)
-    err = np.where(np.isnan(err), np.inf, err)
-    ok = np.mean(err <= PRECISION[dtype_name])
-    if ok >= share:
-        return None
-    worst = np.unravel_index(np.argmax(err), err.shape)
-    return (f"{ok:.4%} of elements within {PRECISION[dtype_name]} (need {share:.1%}); worst at {worst}: "
-            f"got {a[worst]!r}, golden {g[worst]!r}")

@@ -23,9 +23,6 @@ import numpy as np
 
 BIG = 214748647
 FLT_MAX = float(np.finfo(np.float32).max)
-TOLERANCE = {"float16": 1e-3, "bfloat16": 4e-3, "float32": 1e-4}
-
-
 def to_fp16(x):
     with np.errstate(over="ignore"):
         return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
@@ -133,19 +130,3 @@ def _output(o, kind, quant2, offset2, computed):
     return o
 
 
-def precision_failures(actual, expected, dtype: str) -> float:
-    """Fraction of elements outside CANN's relative-error bound for ``dtype`` ("double thousandth").
-
-    The error is relative to |expected|, with magnitudes below the bound's own size (tol) treated
-    absolutely so that values crossing zero do not count as failures of any size.
-    """
-    tol = TOLERANCE[dtype]
-    a = np.asarray(actual, np.float64)
-    e = np.asarray(expected, np.float64)
-    err = np.abs(a - e) / np.maximum(np.abs(e), tol)
-    return float(np.mean(~(err <= tol)))
-
-
-def meets_standard(actual, expected, dtype: str) -> bool:
-    """CANN's standard: at least 99.9 % of the elements within the relative tolerance."""
-    return precision_failures(actual, expected, dtype) <= 1e-3

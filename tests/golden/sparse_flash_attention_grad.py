@@ -9,8 +9,9 @@ import math
 
 import numpy as np
 
+import precision
+
 CHUNK_POSITIONS = 512
-RTOL = {"fp16": 1e-3, "bf16": 4e-3, "fp32": 1e-4}
 _FORMAT = {"fp16": (11, -14, 65504.0), "bf16": (8, -126, 3.3895313892515355e38)}
 
 
@@ -151,18 +152,6 @@ def backward(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, bl
                 dq_rope=dq[..., d:] if rope else None, dk_rope=dk[:, d:] if rope else None)
 
 
-def pass_ratio(actual, golden, name):
-    """CANN's standard: share of elements within RTOL[name] relative error (|golden| <= 1e-3:
-    absolute error 1e-5 instead)."""
-    a = np.asarray(actual, np.float64).ravel()
-    g = np.asarray(golden, np.float64).ravel()
-    err = np.abs(a - g)
-    ok = np.where(np.abs(g) > 1e-3, err <= RTOL[name] * np.abs(g), err <= 1e-5)
-    return float(ok.mean()) if ok.size else 1.0
-
-
-def meets_standard(actual, golden, name) -> bool:
-    return pass_ratio(actual, golden, name) >= 1.0 - RTOL[name]
 
 
 # --- random test cases -------------------------------------------------------------------------
@@ -241,6 +230,7 @@ def golden_of(case, attrs, **options):
                     cu_kv=case.get("actualSeqLengthsKv"), **options, **attrs)
 
 
+DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
 OUTPUTS = ("dq", "dk", "dv", "dq_rope", "dk_rope")
 
 
@@ -263,10 +253,11 @@ def precision_failures(actual, case, attrs, name):
             continue
         x = np.asarray(actual[key], np.float64)
         h, e = hw[key].reshape(x.shape), exact[key].reshape(x.shape)
-        spread = 1.0 - pass_ratio(round_half_away(fp32[key].reshape(x.shape), name), h, name)
-        missed = 1.0 - pass_ratio(x, h, name)
-        if missed > max(RTOL[name], 2 * spread):
-            failures.append(f"{key}: {missed:.4%} of elements outside {RTOL[name]} (fp32 spread {spread:.4%})")
+        spread = 1.0 - precision.pass_ratio(round_half_away(fp32[key].reshape(x.shape), name), h, DTYPE[name])
+        missed = 1.0 - precision.pass_ratio(x, h, DTYPE[name])
+        if missed > max(1.0 - precision.PASS_SHARE, 2 * spread):
+            failures.append(f"{key}: {missed:.4%} of elements outside {precision.rtol(DTYPE[name])} "
+                            f"(fp32 spread {spread:.4%})")
         rounded = round_half_away(h, name)
         if np.abs(x - rounded).mean() > 0.05 * np.abs(rounded - e).mean():
             failures.append(f"{key}: mean error to the rounded hardware golden "
