@@ -1,6 +1,6 @@
 """Independent references for ScatterPaKvCache, written from the reference notes with plain loops.
 
-Reference: shared/reference/ops-indexer-sparse-attention-kvcache.md §3.C (Atlas A2/A3) and §3.D
+Reference: the CANN 8.5 source notes (`ops-indexer-sparse-attention-kvcache`) §3.C (Atlas A2/A3) and §3.D
 (910_95). Each function takes numpy arrays, returns the updated cache as a new array, and skips
 writes that would land outside the cache (the emulator's choice for what the hardware leaves
 undefined). Duplicate slots: the later write wins. Shares no code with aclnn_emu.
