@@ -60,3 +60,10 @@ def test_fp16_helpers_round_and_saturate_like_cann():
         "h2f_inf": 65536, "h2f_neg_inf": -65536, "h2f_nan": 98304, "h2f_max": 65504, "h2f_half": 500,
         "size_fp16": 2, "size_bf16": 2, "size_int64": 8, "size_undefined": 0,
     }
+
+
+@pytest.mark.parametrize("level, shown", [("info", True), ("warning", False)])
+def test_log_level_shows_failed_calls(level, shown):
+    result, codes = scenario("devices", ACLNN_EMU_LOG=level)
+    assert codes["set_past_last"] == 107001
+    assert ("[aclnn-emu INFO]" in result.stderr and "107001" in result.stderr) == shown
