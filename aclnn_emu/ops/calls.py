@@ -3,6 +3,7 @@
 Phase 1 runs the op's checks and returns (status, workspace size, executor handle); phase 2 checks
 the executor and workspace and puts the launch on the stream. Both return status codes, never raise.
 """
+import logging
 import time
 import traceback
 
@@ -23,8 +24,9 @@ def get_workspace_size(op, values) -> tuple[int, int, int]:
         args = op.bind(values)
         launch = op.prepare_fn(args, Env(op.name))
         executor = Executor(op.name, launch, [getattr(args, p.name) for p in op.tensors])
-        log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
-                  launch.workspace_size, executor.handle)
+        if log.isEnabledFor(logging.DEBUG):   # describing the arguments costs more than the checks
+            log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
+                      launch.workspace_size, executor.handle)
         return status.ACLNN_SUCCESS, int(launch.workspace_size), executor.handle
     except AclError as exc:
         record(exc.code, f"{op.phase1}: {exc.message}")
