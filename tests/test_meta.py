@@ -156,3 +156,18 @@ def test_c_and_python_return_the_same_codes(libacl):
     got = libacl.aclnnScatterPaKvCacheGetWorkspaceSize(*([None] * 8), None, None, None, None,
                                                        ctypes.byref(ws), ctypes.byref(ex))
     assert got == expected != 0
+
+
+def test_tensor_view_past_its_allocation_is_reported(tensors):
+    stream, x, out = tensors
+    sanitizer_before = len(ae.sanitizer_reports())
+    wide = ae.Tensor((64,), ae.DataType.ACL_FLOAT, addr=x.addr)      # 256 bytes over a 32-byte block
+    op = copy_op(workspace_size=0)
+    wide_out = ae.empty((64,), ae.DataType.ACL_FLOAT)
+    _, _, executor = phase1(op, wide, wide_out)
+    assert calls.run(op.name, 0, 0, executor, stream) == 0
+    ae.api.rt.synchronize_stream(stream)
+    found = ae.sanitizer_reports()[sanitizer_before:]
+    assert any(kind == "out-of-bounds" and "224 bytes past the end of the 32-byte allocation" in text
+               for kind, text in found), found
+    wide.destroy(), ae.free(wide_out)
