@@ -10,7 +10,8 @@ from .formats import Format
 from .meta import Tensor
 from .ops import by_name, calls
 from .runtime import api as rt
-from .runtime import devices
+from .runtime import devices, handles
+from .runtime.streams import Stream
 from .runtime.errors import AclError, take_recent
 
 
@@ -34,7 +35,7 @@ def setup(device: int = 0) -> int:
         rt.init(None)
     if devices.current_context(required=False) is None:
         devices.set_device(device)
-    if not _stream or rt.handles.lookup(_stream, rt.Stream) is None:
+    if not _stream or handles.lookup(_stream, Stream) is None:
         _stream = rt.create_stream()
     return _stream
 

@@ -152,9 +152,8 @@ class TensorList(Handled):
 class Executor(Handled):
     """What phase 1 hands to phase 2: the prepared launch of one operator call."""
 
-    def __init__(self, op_name: str, launch, tensors):
+    def __init__(self, op_name: str, launch):
         super().__init__()
         self.op_name = op_name
-        self.launch = launch
-        self.tensors = tensors      # the call's aclTensor arguments in prototype order (None for NULL)
+        self.launch = launch        # reads its aclTensors' addresses when it runs, so address updates apply
         self.repeatable = False

@@ -23,7 +23,7 @@ def get_workspace_size(op, values) -> tuple[int, int, int]:
                            f"{op.name} is not implemented in aclnn-emu", rule="not_implemented")
         args = op.bind(values)
         launch = op.prepare_fn(args, Env(op.name))
-        executor = Executor(op.name, launch, [getattr(args, p.name) for p in op.tensors])
+        executor = Executor(op.name, launch)
         if log.isEnabledFor(logging.DEBUG):   # describing the arguments costs more than the checks
             log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
                       launch.workspace_size, executor.handle)
