@@ -97,14 +97,13 @@ class DeviceMemory:
         self._free[i:i + 1] = [p for p in pieces if p[1] > 0]
 
     def _forget_freed(self, addr, need):
-        lo = bisect.bisect_left(self._freed_starts, addr - (1 << 40))
-        for start in self._freed_starts[lo:]:
-            if start >= addr + need:
-                break
-            old = self._freed[start]
-            if start + old.reserved > addr:
-                del self._freed[start]
-        self._freed_starts = sorted(self._freed)
+        """Drop the freed-block records a new allocation reuses (their addresses are live again)."""
+        first = max(bisect.bisect_left(self._freed_starts, addr) - 1, 0)   # one may start below addr
+        reused = [start for start in self._freed_starts[first:]
+                  if start < addr + need and start + self._freed[start].reserved > addr]
+        for start in reused:
+            del self._freed[start]
+            self._freed_starts.remove(start)
 
     def free(self, addr: int) -> None:
         with self._lock:
