@@ -14,6 +14,7 @@ from ..dtypes import DataType
 from ..formats import ND_LIKE
 from ..kernels import lightning_indexer_grad as kernel
 from ..kernels.lightning_indexer_grad_plan import batch_lengths, plan_bsnd, plan_tnd
+from ..platform import PLATFORMS
 from ..runtime import sanitizer
 from ..runtime.errors import AclError
 from .signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
@@ -129,10 +130,10 @@ def _warn_ignored(a, env) -> None:
 def workspace_size(dk_elements: int) -> int:
     """The tiling's workspace: library reserve, fp32 dk, four per-core ping-pong buffers, a reserve.
 
-    The library reserve (16 MiB) and the AI-core count (24, Atlas A2/A3 training parts) are what
-    the platform reports; they vary by chip SKU, so this is the size for the common parts.
+    The library reserve (16 MiB) and the AI-core count are what the platform reports (the op runs
+    on Atlas A2/A3 only, which share the values in aclnn_emu.platform).
     """
-    mib, aic, align = 1 << 20, 24, 512
+    mib, aic, align = 1 << 20, PLATFORMS["Ascend910B"].aic_cores, 512
     per_core = [HEAD_DIM * MAX_TOPK * 2 * 2, GROUP_NUM * MAX_TOPK * 4 * 2,
                 GROUP_NUM * MAX_TOPK * 2 * 2, HEAD_DIM * MAX_TOPK * 4 * 2]
     offset = (16 * mib + dk_elements * 4 + align) // align * align

@@ -13,6 +13,7 @@ from .. import status
 from ..dtypes import DataType
 from ..kernels import scatter_pa_kv_cache as a2
 from ..kernels import scatter_pa_kv_cache_arch35 as a95
+from ..platform import PLATFORMS
 from ..runtime import sanitizer
 from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from .signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
@@ -46,11 +47,6 @@ COMBOS = {
     "Ascend910_95": [_combo(d, d, i) for i in (I32, I64) for d in DTYPES_910_95],
 }
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
-# Vector cores (GetCoreNumAiv) and UB bytes per chip [INF: 910B2/910_93 have 24 cube cores with two
-# vector cores each; 910_95 values as in the arch35 tiling tests' platform stub]. The core count
-# decides which duplicate slots race; the UB size decides the 910_95 "fully loaded" Normal path.
-AIV_CORES = {"Ascend910B": 48, "Ascend910_93": 48, "Ascend910_95": 64}
-UB_BYTES_910_95 = 256 * 1024
 UINT_MAX = (1 << 32) - 1
 # Both tilings ask for ASCENDC_TOOLS_WORKSPACE (16 MiB) as workspace.
 WORKSPACE = 16 * 1024 * 1024
@@ -110,7 +106,7 @@ def _tiling_a2(a, env):
     _check_dim_num_a2(a, mode)
     heads, head_k, head_v, batches = _check_dims_a2(a, mode)
     nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
-    key, cores = a.key, AIV_CORES[env.soc]
+    key, cores = a.key, PLATFORMS[env.soc].aiv_cores
     if mode == "nz":
         for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
             if size * tensor.np_dtype.itemsize % 32:
@@ -369,14 +365,14 @@ def _normal_910_95(a, key, kc, value, vc, slot):
         return None
     size = a.key.np_dtype.itemsize
     index_size = a.slotMapping.np_dtype.itemsize
-    cores = AIV_CORES["Ascend910_95"]
+    cores = PLATFORMS["Ascend910_95"].aiv_cores
     factor = -(-tokens // cores)
     used = min(-(-tokens // factor), cores)
     per_core = max(factor, tokens - factor * (used - 1))
     round_up = lambda x: -(-x // (32 // size)) * (32 // size)   # noqa: E731  (RoundUp to one 32-byte block)
     need = per_core * (round_up(key[1] * key[2]) + round_up(value[1] * value[2])) \
         + round_up(per_core) * 2 * index_size // size
-    fully_loaded = need <= UB_BYTES_910_95 // size
+    fully_loaded = need <= PLATFORMS["Ascend910_95"].ub_bytes // size
     if not fully_loaded and len(slot) != 1:
         _fail(f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}", "slot_rank")
     int32_offsets = fully_loaded and a.slotMapping.dtype == I32
@@ -395,7 +391,7 @@ def _run_compress_910_95(a, mode):
     batch, seq, heads = a.key.storage_shape[:3]
     tasks = batch * heads
     n_slots = a.keyCacheRef.storage_shape[0] * a.keyCacheRef.storage_shape[1]
-    cores = AIV_CORES["Ascend910_95"]
+    cores = PLATFORMS["Ascend910_95"].aiv_cores
 
     def run():
         slots, findings = _index_values(a.slotMapping, tasks, int32_words=False)

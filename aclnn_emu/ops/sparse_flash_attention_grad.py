@@ -13,6 +13,7 @@ from .. import status
 from ..dtypes import DataType
 from ..kernels.sparse_flash_attention_grad import Grads, sparse_flash_attention_grad
 from ..kernels.sparse_flash_attention_grad_select import bsnd_rows, tnd_rows
+from ..platform import PLATFORMS
 from ..runtime import sanitizer
 from ..runtime.errors import AclError
 from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
@@ -30,8 +31,7 @@ OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
 ])
 
 SOCS = ("Ascend910B", "Ascend910_93")      # the OpDef registers ascend910b and ascend910_93 only
-AIC_CORES, AIV_CORES = 24, 48              # platform values behind the workspace size
-UB_SIZE = 192 * 1024
+A2 = PLATFORMS["Ascend910B"]              # the values behind the workspace size (same on Ascend910_93)
 SELECTED_BLOCK_COUNT = 2048
 _HALF = {DataType.ACL_BF16: "bf16", DataType.ACL_FLOAT16: "fp16"}
 _FLOAT_IO = ("query", "key", "value", "dOut", "out", "queryRopeOptional", "keyRopeOptional",
@@ -198,7 +198,7 @@ def _check_cast_tiling(d_total, dv):
     """DoCastTiling: the post (cast) step must fit at least one row of dq/dk and of dv in UB."""
     d_align, dv_align = -(-d_total // 16) * 16, -(-dv // 16) * 16
     reserved = d_align // 16 * 32
-    ub_base = (UB_SIZE - 2 * reserved) // 10 // 256 * 256
+    ub_base = (A2.ub_bytes - 2 * reserved) // 10 // 256 * 256
     if d_align <= 0 or ub_base // 2 // d_align * d_total == 0:
         raise _tiling_error(f"qPostBaseNum is 0 (head dim {d_total} does not fit the post step)", "q_post_base")
     if dv_align <= 0 or ub_base // 2 // dv_align * dv == 0:
@@ -209,7 +209,7 @@ def workspace_size(p: Plan) -> int:
     """The tiling's GetWorkspaceSize: 32 MiB reserved + per-core gather/matmul buffers + fp32 dq/dk/dv."""
     align = lambda n: -(-n // 512) * 512
     d_align, dv_align = -(-(p.d + p.dr) // 16) * 16, -(-p.dv // 16) * 16
-    used_cores = min(p.t1 if p.layout == "TND" else p.b * p.s1, AIC_CORES)
+    used_cores = min(p.t1 if p.layout == "TND" else p.b * p.s1, A2.aic_cores)
     mm12 = align(p.g * 512 * 4) * 2
     selected = align(512 * (p.d + p.dr) * 2) * 3 + align(512 * p.dv * 2) * 2
     rows_k = p.t2 if p.layout == "TND" else p.b * p.s2
