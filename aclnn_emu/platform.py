@@ -10,13 +10,13 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Platform:
-    aic_cores: int      # cube cores (GetCoreNumAic)
-    aiv_cores: int      # vector cores (GetCoreNumAiv)
-    ub_bytes: int       # unified buffer per core
+    aic_cores: int | None   # cube cores (GetCoreNumAic); None where no tiling here needs it
+    aiv_cores: int          # vector cores (GetCoreNumAiv)
+    ub_bytes: int           # unified buffer per core
 
 
 PLATFORMS = {
     "Ascend910B": Platform(aic_cores=24, aiv_cores=48, ub_bytes=192 * 1024),
     "Ascend910_93": Platform(aic_cores=24, aiv_cores=48, ub_bytes=192 * 1024),
-    "Ascend910_95": Platform(aic_cores=32, aiv_cores=64, ub_bytes=256 * 1024),
+    "Ascend910_95": Platform(aic_cores=None, aiv_cores=64, ub_bytes=256 * 1024),
 }
