@@ -93,6 +93,7 @@ class _Scratch:
 
     def __init__(self):
         self.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
+        self.row_max = np.empty(Q_BLOCK, np.float32)
         self.rounder = Fp16Rounder(Q_BLOCK * KV_BLOCK)
 
     def block(self, rows: int, cols: int) -> np.ndarray:
@@ -117,6 +118,11 @@ def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask:
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths.
     """
     return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant).run()
+
+
+def _max_row_norm(x) -> np.float32:
+    """The largest Euclidean norm of a row of the fp32 matrix ``x`` (0 when it has no rows)."""
+    return np.sqrt(np.einsum("ij,ij->i", x, x).max(initial=0))
 
 
 class _Forward:
@@ -156,16 +162,18 @@ class _Forward:
         kv_head = n // self.group
         keys = self.k[b, kv_head, j0:j1].astype(FP32)
         values = self.v[b, kv_head, j0:j1].astype(FP32)
+        # Once per task rather than per query block: only the fp16-score overflow check needs it.
+        key_norm = _max_row_norm(keys) if self.fp16_scores else None
         for i0 in range(r0, r1, Q_BLOCK):
             i1 = min(i0 + Q_BLOCK, r1)
-            self.out[b, n, i0:i1] = self._query_block(b, n, i0, i1, keys, values, j0)
+            self.out[b, n, i0:i1] = self._query_block(b, n, i0, i1, keys, values, j0, key_norm)
 
-    def _query_block(self, b, n, i0, i1, keys, values, j0):
+    def _query_block(self, b, n, i0, i1, keys, values, j0, key_norm):
         pre, nxt = self.bands[b]
         k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.shape[0])
         queries = self.q[b, n, i0:i1].astype(FP32)
         rows = i1 - i0
-        may_overflow = self._may_overflow(queries, keys)
+        may_overflow = self._may_overflow(queries, key_norm)
         running_max = np.full(rows, -np.inf, np.float32)
         row_sum = np.zeros(rows, np.float32)
         acc = np.zeros((rows, values.shape[1]), np.float32)
@@ -176,7 +184,8 @@ class _Forward:
             s = _scratch().block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
             self._scores_(s, b, i0, i1, c0, c1, may_overflow)
-            new_max = np.maximum(running_max, s.max(axis=1))
+            # maximum.reduce into a buffer runs ~1.5x faster than s.max(axis=1).
+            new_max = np.maximum(running_max, np.maximum.reduce(s, axis=1, out=_scratch().row_max[:rows]))
             # Rows with no key yet keep max -inf; subtract 0 so their exp stays 0, not NaN.
             shift = np.where(np.isneginf(new_max), np.float32(0), new_max)
             alpha = np.exp(running_max - shift)
@@ -189,12 +198,11 @@ class _Forward:
             running_max = new_max
         return self._finish(acc, row_sum, ~np.isneginf(running_max), n)
 
-    def _may_overflow(self, queries, keys) -> bool:
+    def _may_overflow(self, queries, key_norm) -> bool:
         """Can |S| reach the fp16 overflow? (Cauchy-Schwarz bound, so the scan is usually skipped.)"""
         if not self.fp16_scores:
             return False
-        bound = np.sqrt(np.einsum("ij,ij->i", queries, queries).max(initial=0)) \
-            * np.sqrt(np.einsum("ij,ij->i", keys, keys).max(initial=0))
+        bound = _max_row_norm(queries) * key_norm
         if self.int8 is not None:
             bound *= abs(float(self.int8.deq1))
         return not bound < 65504.0
