@@ -1,13 +1,11 @@
 """Every spec sample builds with the official recipes and runs unchanged."""
-import os
 import pathlib
-import shutil
 import subprocess
 
 import pytest
 
-import cabi
 from aclnn_emu import toolkit
+from aclnn_emu.cli import sample_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -16,10 +14,6 @@ NAMES = sorted(p.stem for p in SAMPLES.glob("*.cpp"))
 # Every sample prints its outputs as "result[i] is: ..." lines after a successful run.
 RESULT_LINE = "result[0] is:"
 
-
-def sample_env(name):
-    soc = SAMPLES / f"{name}.soc"
-    return {"ACLNN_EMU_SOC": soc.read_text().strip()} if soc.exists() else {}
 
 
 def bash(script, cwd):
@@ -47,20 +41,11 @@ def test_samples_are_byte_identical_to_the_spec(tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_sample_runs_unchanged(cmake_build, name):
-    env = toolkit.environment()
-    env.update(sample_env(name))
+    env = toolkit.environment(sample_env(SAMPLES / f"{name}.cpp"))
     result = subprocess.run([str(cmake_build / name)], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert RESULT_LINE in result.stdout
 
-
-def test_910_95_scatter_sample_is_rejected_on_the_default_chip(cmake_build):
-    # Its FLOAT key/value are not among the A2/A3 registered kernels, so the kernel lookup rejects the
-    # call (161002) before the tiling would reject its 4-D key (561002); see docs/divergences.md.
-    result = subprocess.run([str(cmake_build / "aclnnScatterPaKvCache_1")], env=toolkit.environment(),
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode != 0
-    assert "ERROR: 161002" in result.stdout
 
 
 def test_older_recipe_with_custom_path_and_libopapi(tmp_path):

@@ -106,15 +106,20 @@ def create_stream() -> int:
     return stream.handle
 
 
+def _live(handle: int, cls, what: str):
+    """The live stream/event behind a handle, or 107017 as the hardened runtime returns."""
+    found = handles.lookup(handle, cls)
+    if found is None:
+        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live {what}",
+                       rule=f"{what}.invalid")
+    return found
+
+
 def stream_of(handle: int) -> Stream:
     """The stream behind a handle; 0 (NULL) is the current context's default stream."""
     if handle == 0:
         return devices.current_context().default_stream
-    stream = handles.lookup(handle, Stream)
-    if stream is None:
-        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live aclrtStream",
-                       rule="stream.invalid")
-    return stream
+    return _live(handle, Stream, "aclrtStream")
 
 
 def destroy_stream(handle: int) -> None:
@@ -141,11 +146,7 @@ def create_event(flags: int = 0) -> int:
 
 
 def event_of(handle: int) -> Event:
-    event = handles.lookup(handle, Event)
-    if event is None:
-        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live aclrtEvent",
-                       rule="event.invalid")
-    return event
+    return _live(handle, Event, "aclrtEvent")
 
 
 def destroy_event(handle: int) -> None:
