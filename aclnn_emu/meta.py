@@ -8,7 +8,6 @@ import math
 import numpy as np
 
 from . import dtypes, formats, status
-from .dtypes import DataType
 from .formats import Format
 from .runtime import devices, handles
 from .runtime.errors import AclError

@@ -1,5 +1,4 @@
 """Helpers for tests that go through the real C doors: compiled C++ programs and ctypes."""
-import os
 import pathlib
 import subprocess
 import tempfile

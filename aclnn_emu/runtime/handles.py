@@ -4,7 +4,6 @@ Each handle is a distinct address inside a reserved, inaccessible range, so it i
 collides with a real host pointer, faults if a program dereferences it, and any other pointer (say
 `&stream` passed where `stream` was meant) is recognised as foreign instead of crashing us.
 """
-import ctypes
 import itertools
 import threading
 
@@ -47,7 +46,3 @@ def release(handle: int) -> None:
 def released_kind(handle: int) -> str | None:
     """The type name of the object a stale handle used to point at, if any."""
     return _released.get(handle)
-
-
-def is_ours(handle: int) -> bool:
-    return _base <= handle < _base + _SPAN

@@ -5,9 +5,7 @@ Backward as the CANN 8.5 kernel does it: only the first n entries of an index ro
 in sparse mode 0, else clamp(Sk - Sq + s1 + 1, 0, topK)); Y = w*dy is rounded to the input dtype
 before the ReLU mask; relu'(0) = 0; duplicates contribute once per occurrence; no scale.
 Entries outside the batch's keys are skipped (aclnn-emu's rule for what is undefined on hardware).
-Also the precision check of CANN's standard ("double thousandth" and friends).
 """
-import ml_dtypes
 import numpy as np
 
 
