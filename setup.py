@@ -1,5 +1,6 @@
-"""setuptools hook: `pip install .` and `pip install -e .` build the toolkit (shim/build.py) into
-aclnn_emu/_toolkit: lib64/libascendcl.so and its aliases, include/, set_env.sh."""
+"""setuptools hooks: `pip install .` and `pip install -e .` build the toolkit (shim/build.py) into
+aclnn_emu/_toolkit (lib64/libascendcl.so and its aliases, include/, set_env.sh) and the kernels'
+compiled loops, aclnn_emu.kernels._native (shim/native.py)."""
 import os
 import sys
 import pathlib
@@ -44,4 +45,4 @@ class BuildToolkit(Command):
 
 build.sub_commands.append(("build_toolkit", None))
 os.chdir(HERE)
-setup(cmdclass={"build_toolkit": BuildToolkit})
+setup(cmdclass={"build_toolkit": BuildToolkit}, cffi_modules=["shim/native.py:ffi"])

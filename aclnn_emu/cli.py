@@ -1,5 +1,6 @@
 """The `aclnn-emu` command: env, run, samples, doctor, build."""
 import argparse
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -120,6 +121,8 @@ def cmd_doctor(args) -> int:
          f"{toolkit.LIBRARY} is missing: run `pip install .` (or `aclnn-emu build`)"),
         ("headers present", (toolkit.HOME / "include" / "acl" / "acl.h").exists(),
          "include/ was not copied into the toolkit: rebuild with `aclnn-emu build`"),
+        ("compiled kernel loops built", importlib.util.find_spec("aclnn_emu.kernels._native") is not None,
+         "aclnn_emu.kernels._native is missing: run `pip install .` (or `pip install -e .` in a checkout)"),
         ("g++ available", subprocess.run(["sh", "-c", "command -v g++"], capture_output=True).returncode == 0,
          "install g++ (Debian: apt-get install g++)"),
     ]

@@ -17,6 +17,12 @@ def pytest_sessionstart(session):
              if (toolkit.HOME / "include" / p.relative_to(ROOT / "include")).read_bytes() != p.read_bytes()]
     if stale:
         pytest.exit(f"the toolkit's headers are older than include/ ({stale[0].name}): run `aclnn-emu build`", 2)
+    try:
+        from aclnn_emu.kernels import _native
+    except ImportError:
+        pytest.exit("aclnn_emu.kernels._native is not built: run `pip install -e .` first", 2)
+    if pathlib.Path(_native.__file__).stat().st_mtime < (ROOT / "aclnn_emu" / "kernels" / "native.c").stat().st_mtime:
+        pytest.exit("aclnn_emu.kernels._native is older than native.c: run `pip install -e .`", 2)
 
 
 @pytest.fixture(scope="session")

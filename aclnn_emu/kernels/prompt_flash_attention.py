@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclnn_emu.kernels import parallel
+from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
-from aclnn_emu.kernels.casts import BF16, FP16, FP32
+from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.prompt_flash_attention_quant import quantize_
-from aclnn_emu.kernels.rounding import Fp16Rounder, round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 1024
@@ -88,25 +88,14 @@ class OutputQuant:
     offset: np.ndarray
 
 
-class _Scratch:
-    """Per-thread block buffers, made on a thread's first kernel call (not at import)."""
-
-    def __init__(self):
-        self.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
-        self.row_max = np.empty(Q_BLOCK, np.float32)
-        self.rounder = Fp16Rounder(Q_BLOCK * KV_BLOCK)
-
-    def block(self, rows: int, cols: int) -> np.ndarray:
-        return self.scores[:rows * cols].reshape(rows, cols)
-
-
 _local = threading.local()
 
 
-def _scratch() -> _Scratch:
-    if not hasattr(_local, "scratch"):
-        _local.scratch = _Scratch()
-    return _local.scratch
+def _score_block(rows: int, cols: int) -> np.ndarray:
+    """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols]."""
+    if not hasattr(_local, "scores"):
+        _local.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
+    return _local.scores[:rows * cols].reshape(rows, cols)
 
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
@@ -120,11 +109,6 @@ def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask:
     return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant).run()
 
 
-def _max_row_norm(x) -> np.float32:
-    """The largest Euclidean norm of a row of the fp32 matrix ``x`` (0 when it has no rows)."""
-    return np.sqrt(np.einsum("ij,ij->i", x, x).max(initial=0))
-
-
 class _Forward:
     def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant):
         self.q, self.k, self.v = q, k, v
@@ -133,6 +117,8 @@ class _Forward:
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
         self.group = q.shape[1] // k.shape[1]
         self.fp16_scores = q.dtype in (FP16, INT8)
+        self.dequant = np.float32(1) if int8 is None else int8.deq1
+        self.narrow = "bf16" if q.dtype == BF16 else "fp16"
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
         if out_quant is not None:
             out_dtype = INT8
@@ -160,60 +146,50 @@ class _Forward:
         if j0 >= j1:
             return                                       # no row has a key: stays 0
         kv_head = n // self.group
-        keys = self.k[b, kv_head, j0:j1].astype(FP32)
-        values = self.v[b, kv_head, j0:j1].astype(FP32)
-        # Once per task rather than per query block: only the fp16-score overflow check needs it.
-        key_norm = _max_row_norm(keys) if self.fp16_scores else None
+        keys = native.widen(self.k[b, kv_head, j0:j1])
+        values = native.widen(self.v[b, kv_head, j0:j1])
         for i0 in range(r0, r1, Q_BLOCK):
             i1 = min(i0 + Q_BLOCK, r1)
-            self.out[b, n, i0:i1] = self._query_block(b, n, i0, i1, keys, values, j0, key_norm)
+            self._query_block(b, n, i0, i1, keys, values, j0)
 
-    def _query_block(self, b, n, i0, i1, keys, values, j0, key_norm):
+    def _query_block(self, b, n, i0, i1, keys, values, j0):
         pre, nxt = self.bands[b]
         k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.shape[0])
-        queries = self.q[b, n, i0:i1].astype(FP32)
+        queries = native.widen(self.q[b, n, i0:i1])
         rows = i1 - i0
-        may_overflow = self._may_overflow(queries, key_norm)
         running_max = np.full(rows, -np.inf, np.float32)
         row_sum = np.zeros(rows, np.float32)
-        acc = np.zeros((rows, values.shape[1]), np.float32)
+        alpha = np.empty(rows, np.float32)
+        acc = None
         # Key blocks start at multiples of KV_BLOCK (assumed hardware tiling): the int8 path
         # quantises each block against the running max, so the boundaries shape the result.
         for start in range(k0 - k0 % KV_BLOCK, k1, KV_BLOCK):
             c0, c1 = max(start, k0), min(start + KV_BLOCK, k1)
-            s = _scratch().block(rows, c1 - c0)
+            s = _score_block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
-            self._scores_(s, b, i0, i1, c0, c1, may_overflow)
-            # maximum.reduce into a buffer runs ~1.5x faster than s.max(axis=1).
-            new_max = np.maximum(running_max, np.maximum.reduce(s, axis=1, out=_scratch().row_max[:rows]))
-            # Rows with no key yet keep max -inf; subtract 0 so their exp stays 0, not NaN.
-            shift = np.where(np.isneginf(new_max), np.float32(0), new_max)
-            alpha = np.exp(running_max - shift)
-            s -= shift[:, None]
-            np.exp(s, out=s)
-            row_sum *= alpha
-            row_sum += np.einsum("ij->i", s)
-            acc *= alpha[:, None]
-            acc += self._pv(s, values[c0 - j0:c1 - j0])
-            running_max = new_max
-        return self._finish(acc, row_sum, ~np.isneginf(running_max), n)
+            scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
+            if self._mask_(s, b, i0, i1, c0, c1, scaling):
+                scaling = {}                       # the scores are already scaled
+            # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
+            native.softmax_block_(s, running_max, row_sum, alpha, narrow=self.narrow, **scaling)
+            pv = self._pv(s, values[c0 - j0:c1 - j0])
+            if acc is None:
+                acc = pv                           # acc * alpha + pv with acc = 0
+            else:
+                acc *= alpha[:, None]
+                acc += pv
+        if acc is None:
+            acc = np.zeros((rows, values.shape[1]), np.float32)
+        self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
 
-    def _may_overflow(self, queries, key_norm) -> bool:
-        """Can |S| reach the fp16 overflow? (Cauchy-Schwarz bound, so the scan is usually skipped.)"""
-        if not self.fp16_scores:
+    def _mask_(self, s, b, i0, i1, c0, c1, scaling) -> bool:
+        """Apply attenMask and the token band to the block of raw QK^T, scaling it first; False
+        (and s untouched) when neither masks anything here."""
+        pre, nxt = self.bands[b]
+        outside = band_masked(i0, i1, c0, c1, pre, nxt)
+        if self.mask is None and outside is None:
             return False
-        bound = _max_row_norm(queries) * key_norm
-        if self.int8 is not None:
-            bound *= abs(float(self.int8.deq1))
-        return not bound < 65504.0
-
-    def _scores_(self, s, b, i0, i1, c0, c1, may_overflow):
-        """S (raw QK^T) -> scaled, masked scores, in place."""
-        if self.int8 is not None:
-            s *= self.int8.deq1
-        if self.fp16_scores:
-            _scratch().rounder.round_(s, may_overflow)
-        s *= self.scale
+        native.scale_(s, **scaling)
         if self.mask is not None:
             values = self.mask.values
             block = values[b if values.shape[0] > 1 else 0, i0:i1, c0:c1]
@@ -221,32 +197,28 @@ class _Forward:
                 s += block * ADDITIVE_MASK_SCALE
             else:
                 np.copyto(s, self.mask_fill, where=block if block.dtype == np.bool_ else block != 0)
-        pre, nxt = self.bands[b]
-        outside = band_masked(i0, i1, c0, c1, pre, nxt)
         if outside is not None:
             np.copyto(s, np.float32(-np.inf), where=outside)
+        return True
 
     def _pv(self, e, values):
-        """One block's contribution E V, with E narrowed as the hardware feeds it to BMM2."""
+        """One block's contribution P V, P being E already narrowed to fp16/bf16 as the hardware
+        feeds it to BMM2 (int8: quantised further)."""
         if self.int8 is not None:
-            _scratch().rounder.round_(e, may_overflow=False)
             quantize_(e, self.int8.quant1)
-            pv = e @ values
-            pv *= self.int8.deq2
-            return _scratch().rounder.round_(pv)
-        if self.q.dtype == BF16:
-            round_half_away_(e, BF16)
-        else:
-            _scratch().rounder.round_(e, may_overflow=False)
+            return native.scale_(e @ values, pre=self.int8.deq2, fp16=True)
         return e @ values
 
-    def _finish(self, acc, row_sum, computed, n):
-        """O = acc / l for rows that saw a key; rows without any key stay 0."""
+    def _finish(self, acc, row_sum, computed, out, n):
+        """out = O = acc / l for rows that saw a key; rows without any key are 0."""
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant
             quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
-        elif self.out.dtype == BF16:
+        elif out.dtype == BF16:
             round_half_away_(o, BF16)
         o[~computed] = 0
-        return o
+        if out.dtype == FP16:
+            native.narrow_fp16(out, o)
+        else:
+            out[...] = o

@@ -1,16 +1,10 @@
 """Rounding fp32 buffers in place onto the fp16/bf16 grids, for kernels that keep narrowed values
 in fp32 so BLAS can multiply them.
 
-- `round_half_away_` is CAST_ROUND (ties away from zero), which the attention backward kernels apply
-  to P and dS: integer arithmetic on the fp32 bits, two passes instead of the several float64
-  passes of `casts.cast_round`.
-- `Fp16Rounder` is round-to-nearest-even onto fp16 (the PromptFlashAttention fp16 path): for |x| in
-  the binade [2**e, 2**(e+1)), adding sigma = 1.5 * 2**(e+13) lands in a binade whose fp32 spacing
-  is 2**(e-10), exactly the fp16 spacing of x, so the addition itself rounds x to fp16 (ties to even,
-  because sigma is an even multiple of that spacing); subtracting sigma is exact. Clamping e at -14
-  puts fp16 subnormals on their fixed 2**-24 grid.
-
-tests/test_rounding.py holds both bit-exact against numpy's and `casts`' conversions.
+`round_half_away_` is CAST_ROUND (ties away from zero), which the attention backward kernels apply
+to P and dS: integer arithmetic on the fp32 bits, two passes instead of the several float64 passes
+of `casts.cast_round`. (Round-to-nearest-even onto fp16, the PromptFlashAttention path, is fused
+into its softmax loop in native.c.) tests/test_rounding.py holds it bit-exact against `casts`.
 """
 import numpy as np
 
@@ -67,38 +61,3 @@ def round_half_away_(x: np.ndarray, dtype) -> np.ndarray:
     if nans is not None:
         flat[nans] = np.nan
     return x
-
-_EXPONENT = np.uint32(0x7F800000)
-_SIGMA_SCALE = np.float32(1.5 * 2.0 ** 13)
-FP16_MIN_NORMAL = np.float32(2.0 ** -14)
-FP16_OVERFLOW = np.float32(65520.0)   # the first magnitude that rounds to infinity
-
-
-class Fp16Rounder:
-    """Reusable scratch for rounding fp32 blocks of up to ``capacity`` elements to fp16 values."""
-
-    def __init__(self, capacity: int):
-        self._scratch = np.empty(capacity, np.float32)
-        # np.maximum against an array runs ~3x faster than against a scalar.
-        self._floor = np.full(capacity, FP16_MIN_NORMAL, np.float32)
-
-    def round_(self, x: np.ndarray, may_overflow: bool = True) -> np.ndarray:
-        """Round the C-contiguous fp32 array ``x`` in place; |x| >= 65520 becomes +-inf.
-
-        ``may_overflow=False`` skips the overflow scan when the caller has bounded |x| < 65504.
-        """
-        flat = x.reshape(-1)
-        sigma = self._scratch[:flat.size]
-        big = None
-        if may_overflow:
-            np.abs(flat, out=sigma)
-            if sigma.max(initial=0) >= FP16_OVERFLOW:
-                big = np.flatnonzero(sigma >= FP16_OVERFLOW)
-        np.bitwise_and(flat.view(np.uint32), _EXPONENT, out=sigma.view(np.uint32))
-        np.maximum(sigma, self._floor[:flat.size], out=sigma)
-        sigma *= _SIGMA_SCALE
-        flat += sigma
-        flat -= sigma
-        if big is not None:
-            flat[big] = np.copysign(np.float32(np.inf), flat[big])
-        return x

@@ -1,0 +1,203 @@
+/* Compiled inner loops of the kernels, for the steps numpy cannot do in one pass.
+ *
+ * numpy runs one pass over memory per operation and has no SIMD fp32 -> fp16 conversion, so the
+ * attention forward's "round S to fp16, scale, row max, exp, row sum, round P" costs about ten
+ * passes over every score block, and a scatter of 32-byte pieces costs one Python-level fancy
+ * index per piece column. Here each step is one loop over a row that stays in L1.
+ *
+ * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
+ * is fused but the explicit fmaf calls: every clone below (x86: AVX-512, AVX2, baseline) rounds,
+ * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
+ * conversion. Only the order of a row sum's additions follows the vector width.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* On x86-64 the vector loops are compiled for AVX-512, AVX2 and the baseline, and the loader picks
+   the best the CPU has. ACLEMU_SINGLE_TARGET builds one version for the -march given (the tests
+   compare such builds bit for bit). */
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) && !defined(ACLEMU_SINGLE_TARGET)
+#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE uint32_t bits_of(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
+INLINE float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }
+
+/* The nearest fp16 value to x, ties to even, as an fp32, for 0 <= x < 65520 (NaN stays NaN). For
+   x in [2^e, 2^(e+1)) adding sigma = 1.5 * 2^(e+13) lands where the fp32 spacing is 2^(e-10), the
+   fp16 spacing of x, so the addition rounds (to even: sigma is an even multiple of that spacing)
+   and the subtraction is exact. e is clamped at -14 so subnormals use the fixed 2^-24 grid. */
+INLINE float round_fp16_nonnegative(float x) {
+    uint32_t exponent = bits_of(x) & 0x7F800000u;
+    exponent = exponent < 0x38800000u ? 0x38800000u : exponent;          /* 2^-14 */
+    float sigma = float_of((exponent + (13u << 23)) | 0x00400000u);
+    return (x + sigma) - sigma;
+}
+
+/* round_fp16_nonnegative for any x, as a real conversion does it: the sign is kept (also on a
+   result of 0) and from 65520 on the result is infinite. */
+INLINE float round_fp16(float x) {
+    float rounded = copysignf(round_fp16_nonnegative(fabsf(x)), x);
+    return fabsf(x) >= 65520.0f ? copysignf(INFINITY, x) : rounded;
+}
+
+/* Round to bf16 with ties away from zero (CAST_ROUND) for finite x of magnitude below bf16's
+   overflow (softmax probabilities); NaN stays NaN. */
+INLINE float round_bf16_half_away(float x) {
+    float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
+    return x != x ? x : rounded;
+}
+
+/* e^y for y <= 0 (-inf included; never NaN), within 1 ulp: y = n ln2 + r with |r| <= ln2/2
+   (two-part ln2), e^r by a degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two
+   halves so results in the subnormal range come out correctly rounded and e^-inf is 0. fmaf is
+   exactly rounded everywhere (one instruction where the CPU has FMA), so every clone agrees bit
+   for bit. The softmax only ever exponentiates s - max <= 0. */
+INLINE float exp_nonpositive(float y) {
+    float clamped = y > -110.0f ? y : -110.0f;                   /* e^-110 rounds to 0 */
+    float n = fmaf(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;    /* rint(y / ln2) */
+    float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, clamped));
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p * r, r, r) + 1.0f;
+    int32_t k = (int32_t)n;                                      /* in [-159, 0] */
+    int32_t half = k >> 1;
+    return p * float_of((uint32_t)(half + 127) << 23) * float_of((uint32_t)(k - half + 127) << 23);
+}
+
+/* exp_nonpositive that lets NaN through. */
+INLINE float exp_nonpositive_or_nan(float y) { return y != y ? y : exp_nonpositive(y); }
+
+/* The fp16 bit pattern of x, which lies on the fp16 grid (or is infinite or NaN). */
+INLINE uint16_t fp16_bits(float x) {
+    uint32_t magnitude = bits_of(x) & 0x7FFFFFFFu;
+    float a = fabsf(x);
+    uint32_t normal = (magnitude - (112u << 23)) >> 13;          /* rebias 127 -> 15, drop 13 bits */
+    uint32_t subnormal = (uint32_t)(int32_t)(a < 6.103515625e-05f ? a * 16777216.0f : 0.0f);   /* units of 2^-24 */
+    uint32_t h = a < 6.103515625e-05f ? subnormal : normal;
+    h = magnitude > 0x7F800000u ? 0x7E00u : (magnitude == 0x7F800000u ? 0x7C00u : h);
+    return (uint16_t)(((bits_of(x) >> 16) & 0x8000u) | h);
+}
+
+/* The fp32 value of fp16 bits h: the 15 magnitude bits moved into place read as an fp32 that is
+   2^-112 times the value (subnormals included), so one exact scaling finishes the job. */
+INLINE float fp16_value(uint16_t h) {
+    uint32_t magnitude = (uint32_t)(h & 0x7FFFu) << 13;
+    float value = float_of(magnitude) * 5.192296858534828e+33f;  /* 2^112 */
+    uint32_t special = (h & 0x7C00u) == 0x7C00u ? 0x7F800000u | magnitude : bits_of(value);
+    return float_of(((uint32_t)(h & 0x8000u) << 16) | special);
+}
+
+enum narrow { NARROW_NONE = 0, NARROW_FP16 = 1, NARROW_BF16 = 2 };
+
+/* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
+   NaN if any value is NaN. */
+INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post) {
+    float top = -INFINITY;
+    int nan = 0;
+#pragma omp simd reduction(max:top) reduction(|:nan)
+    for (int64_t j = 0; j < n; ++j) {
+        float v = x[j] * pre;
+        if (fp16) v = round_fp16(v);
+        v *= post;
+        x[j] = v;
+        top = v > top ? v : top;
+        nan |= v != v;
+    }
+    return nan ? NAN : top;
+}
+
+/* x <- narrow(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
+   returns their sum before narrowing. `finite`: shift is finite and no x is NaN, so x - shift is
+   never NaN; otherwise NaNs pass through. */
+INLINE float exp_row(float *x, int64_t n, float shift, int narrow, int finite) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+:sum)
+    for (int64_t j = 0; j < n; ++j) {
+        float e = finite ? exp_nonpositive(x[j] - shift) : exp_nonpositive_or_nan(x[j] - shift);
+        sum += e;
+        x[j] = narrow == NARROW_FP16 ? round_fp16_nonnegative(e) : (narrow == NARROW_BF16 ? round_bf16_half_away(e) : e);
+    }
+    return sum;
+}
+
+INLINE float exp_row_narrowed(float *x, int64_t n, float shift, int narrow, int finite) {
+    switch (narrow) {
+    case NARROW_FP16: return finite ? exp_row(x, n, shift, NARROW_FP16, 1) : exp_row(x, n, shift, NARROW_FP16, 0);
+    case NARROW_BF16: return finite ? exp_row(x, n, shift, NARROW_BF16, 1) : exp_row(x, n, shift, NARROW_BF16, 0);
+    default: return finite ? exp_row(x, n, shift, NARROW_NONE, 1) : exp_row(x, n, shift, NARROW_NONE, 0);
+    }
+}
+
+VECTOR_CLONES
+void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
+    if (fp16) prepare_row(x, n, pre, 1, post);
+    else prepare_row(x, n, pre, 0, post);
+}
+
+/* One key block of the online softmax, row by row: scores are prepared as in aclemu_scale_scores,
+   the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
+   sum l, and the block becomes P = narrow(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
+   max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
+VECTOR_CLONES
+void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+                          float *row_max, float *row_sum, float *alpha, int narrow) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float *x = s + i * cols;
+        float top = fp16 ? prepare_row(x, cols, pre, 1, post) : prepare_row(x, cols, pre, 0, post);
+        float old = row_max[i];
+        float now = top != top ? top : (top > old ? top : old);
+        float shift = now == -INFINITY ? 0.0f : now;
+        float sum = exp_row_narrowed(x, cols, shift, narrow, isfinite(shift));
+        alpha[i] = exp_nonpositive_or_nan(old - shift);
+        row_sum[i] = row_sum[i] * alpha[i] + sum;
+        row_max[i] = now;
+    }
+}
+
+/* For each pair i: `pieces` pieces of `piece_bytes` from src + src_offset[i] + p * src_stride to
+   dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one). */
+void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
+                        int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
+                        int64_t src_stride) {
+    for (int64_t i = 0; i < pairs; ++i) {
+        char *to = dst + dst_offset[i];
+        const char *from = src + src_offset[i];
+        if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
+            for (int64_t p = 0; p < pieces; ++p) memcpy(to + p * dst_stride, from + p * src_stride, 32);
+        } else {
+            for (int64_t p = 0; p < pieces; ++p) memcpy(to + p * dst_stride, from + p * src_stride, piece_bytes);
+        }
+    }
+}
+
+/* dst[i, j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0) or bf16 (kind 1). */
+VECTOR_CLONES
+void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind) {
+    for (int64_t i = 0; i < rows; ++i) {
+        const uint16_t *from = src + i * src_row_stride;
+        float *to = dst + i * cols;
+        if (kind == 0) {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) to[j] = fp16_value(from[j]);
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) to[j] = float_of((uint32_t)from[j] << 16);
+        }
+    }
+}
+
+/* dst[i] = the fp16 bits of src[i] rounded to nearest even (infinite from 65520 on). */
+VECTOR_CLONES
+void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits(round_fp16(src[i]));
+}

@@ -1,0 +1,96 @@
+"""numpy-facing entry points of the compiled loops in native.c (built by `pip install`, shim/native.py).
+
+The C functions work in place on raw pointers, so every wrapper first checks what it hands over:
+dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
+parallel.
+"""
+import ml_dtypes
+import numpy as np
+
+try:
+    from aclnn_emu.kernels._native import ffi, lib
+except ImportError as error:          # a source checkout that was never installed
+    raise ImportError("aclnn_emu.kernels._native is not built; install the package with "
+                      "`pip install -e .` (or `pip install .`)") from error
+
+NARROW = {None: 0, "fp16": 1, "bf16": 2}
+_WIDENED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
+
+
+def _floats(x: np.ndarray, what: str, size: int | None = None):
+    if x.dtype != np.float32 or not x.flags.c_contiguous or not x.flags.writeable:
+        raise ValueError(f"{what} must be a writeable C-contiguous float32 array")
+    if size is not None and x.size != size:
+        raise ValueError(f"{what} has {x.size} elements, expected {size}")
+    return ffi.cast("float *", x.ctypes.data)
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """``x.astype(np.float32)`` as a new C-contiguous array; fp16 and bf16 matrices whose rows are
+    contiguous (any row stride) are widened here, anything else by numpy."""
+    kind = _WIDENED.get(x.dtype)
+    if kind is None or x.ndim != 2 or x.strides[1] != x.itemsize or x.strides[0] % x.itemsize or x.strides[0] < 0:
+        return x.astype(np.float32)
+    rows, cols = x.shape
+    out = np.empty((rows, cols), np.float32)
+    if out.size:
+        lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
+                         rows, cols, x.strides[0] // x.itemsize, kind)
+    return out
+
+
+def narrow_fp16(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src, fp32 to fp16 rounding to nearest even, for C-contiguous arrays of one shape."""
+    if dst.dtype != np.float16 or not dst.flags.c_contiguous or not dst.flags.writeable or dst.shape != src.shape:
+        raise ValueError("narrow_fp16 needs a writeable C-contiguous fp16 dst of src's shape")
+    src = np.ascontiguousarray(src, dtype=np.float32)
+    lib.aclemu_narrow_fp16(ffi.cast("uint16_t *", dst.ctypes.data), ffi.cast("const float *", src.ctypes.data),
+                           src.size)
+
+
+def scale_(x: np.ndarray, pre: float = 1.0, fp16: bool = False, post: float = 1.0) -> np.ndarray:
+    """In place: x = fp16(x * pre) * post with ``fp16`` (round to nearest even, infinite from
+    65520 on), else x * pre * post."""
+    lib.aclemu_scale_scores(_floats(x, "x"), x.size, pre, int(fp16), post)
+    return x
+
+
+def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alpha: np.ndarray, *,
+                   pre: float = 1.0, fp16: bool = False, post: float = 1.0, narrow: str | None = None) -> None:
+    """One key block [rows, cols] of the online softmax, in place.
+
+    Scores are first prepared as by ``scale_``. Per row: m_new = max(row_max, block max) (NaN if
+    the block holds a NaN); alpha = exp(row_max - m_new); row_sum = row_sum * alpha + sum exp(S - m_new);
+    S becomes exp(S - m_new) narrowed to ``narrow`` ("fp16": nearest even, "bf16": half away from
+    zero); row_max = m_new. Rows whose max is -inf shift by 0, so their exponentials are 0.
+    """
+    if s.ndim != 2:
+        raise ValueError("the score block must be 2-D")
+    rows, cols = s.shape
+    lib.aclemu_softmax_block(_floats(s, "s"), rows, cols, pre, int(fp16), post,
+                             _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
+                             _floats(alpha, "alpha", rows), NARROW[narrow])
+
+
+def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,
+                pieces: int, piece_bytes: int, dst_stride: int, src_stride: int) -> None:
+    """For each pair i, in order: copy ``pieces`` pieces of ``piece_bytes`` from src's byte
+    src_offsets[i] + p * src_stride to dst's byte dst_offsets[i] + p * dst_stride.
+
+    Every byte touched is checked to lie inside the two buffers before anything is copied.
+    """
+    if not dst.flags.c_contiguous or not src.flags.c_contiguous or not dst.flags.writeable:
+        raise ValueError("copy_pieces needs a writeable C-contiguous dst and a C-contiguous src")
+    dst_offsets = np.ascontiguousarray(dst_offsets, dtype=np.int64)
+    src_offsets = np.ascontiguousarray(src_offsets, dtype=np.int64)
+    if dst_offsets.shape != src_offsets.shape or dst_offsets.ndim != 1:
+        raise ValueError("dst_offsets and src_offsets must be 1-D and of one length")
+    if len(dst_offsets) == 0 or pieces == 0 or piece_bytes == 0:
+        return
+    for offsets, stride, buffer, name in ((dst_offsets, dst_stride, dst, "dst"), (src_offsets, src_stride, src, "src")):
+        if stride < 0 or offsets.min() < 0 or offsets.max() + (pieces - 1) * stride + piece_bytes > buffer.nbytes:
+            raise ValueError(f"copy_pieces: a piece lies outside {name} ({buffer.nbytes} bytes)")
+    lib.aclemu_copy_pieces(ffi.cast("char *", dst.ctypes.data), ffi.cast("const char *", src.ctypes.data),
+                           ffi.cast("const int64_t *", dst_offsets.ctypes.data),
+                           ffi.cast("const int64_t *", src_offsets.ctypes.data),
+                           len(dst_offsets), pieces, piece_bytes, dst_stride, src_stride)

@@ -1,0 +1,212 @@
+"""The compiled loops (aclnn_emu/kernels/native.c): roundings and conversions bit-exact with real
+casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, piece
+copies byte-exact, and the AVX-512 / AVX2 / baseline builds agreeing bit for bit."""
+import ctypes
+import pathlib
+import platform
+import shutil
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from aclnn_emu.kernels import native
+from aclnn_emu.kernels.casts import BF16, cast_round
+
+SOURCE = pathlib.Path(native.__file__).with_name("native.c")
+
+
+def _fp16_edges() -> np.ndarray:
+    """Every fp16 midpoint and its neighbours, fp16 subnormal ties, overflow edges and specials."""
+    finite = np.arange(0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
+    rng = np.random.default_rng(3)
+    spread = (rng.standard_normal(1 << 16) * 10.0 ** rng.integers(-9, 6, 1 << 16)).astype(np.float32)
+    specials = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, -65520, 3e38, -3e38,
+                           2 ** -25, -2 ** -25, 2 ** -26, -2 ** -26, 1.5 * 2 ** -24, 1e-45])
+    parts = [mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(1e9)), spread, specials]
+    return np.concatenate(parts + [-x for x in parts[:3]])
+
+
+def _same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
+    nan = np.isnan(expected)
+    return (np.array_equal(np.isnan(got), nan)
+            and np.array_equal(got[~nan].view(f"u{got.itemsize}"), expected[~nan].view(f"u{got.itemsize}")))
+
+
+def test_fp16_rounding_matches_a_real_conversion_bit_for_bit():
+    x = _fp16_edges()
+    with np.errstate(over="ignore"):
+        expected = x.astype(np.float16).astype(np.float32)
+    assert _same_bits(native.scale_(x.copy(), fp16=True), expected)
+
+
+def test_scale_rounds_between_the_two_factors():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(10000).astype(np.float32) * np.float32(300)
+    pre, post = np.float32(0.37), np.float32(0.0883883)
+    with np.errstate(over="ignore"):
+        expected = (x * pre).astype(np.float16).astype(np.float32) * post
+    assert _same_bits(native.scale_(x.copy(), pre=pre, fp16=True, post=post), expected)
+    assert _same_bits(native.scale_(x.copy(), pre=pre, post=post), x * pre * post)
+
+
+def test_narrow_fp16_writes_the_bits_numpy_does():
+    x = _fp16_edges()
+    out = np.empty(x.shape, np.float16)
+    native.narrow_fp16(out, x)
+    with np.errstate(over="ignore"):
+        assert _same_bits(out, x.astype(np.float16))
+    with pytest.raises(ValueError):
+        native.narrow_fp16(np.empty(3, np.float32), x[:3])
+
+
+def test_widen_is_exact_for_every_fp16_and_bf16_pattern_and_any_row_stride():
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        patterns = every.view(dtype).reshape(256, 256)
+        assert _same_bits(native.widen(patterns), patterns.astype(np.float32))
+        window = patterns[3:200:2, 10:138]                   # rows 2 * 256 apart, contiguous inside
+        assert _same_bits(native.widen(window), window.astype(np.float32))
+    odd = np.arange(24, dtype=np.int8).reshape(4, 6)[:, ::2]     # not fp16/bf16 rows: numpy's cast
+    assert np.array_equal(native.widen(odd), odd.astype(np.float32))
+
+
+def _softmax_state(rows):
+    return np.full(rows, -np.inf, np.float32), np.zeros(rows, np.float32), np.empty(rows, np.float32)
+
+
+def test_exp_is_within_one_ulp_and_reaches_zero():
+    rng = np.random.default_rng(1)
+    y = np.concatenate([-np.logspace(-8, 2.05, 100000), rng.uniform(-20, 0, 50000),
+                        [0.0, -0.0, -87.3, -87.4, -100.0, -103.9, -104.0, -110.0, -1e4, -np.inf]]).astype(np.float32)
+    s = np.concatenate([y, [0]]).astype(np.float32)[None, :]          # the row max is 0: E = exp(y)
+    row_max, row_sum, alpha = _softmax_state(1)
+    native.softmax_block_(s, row_max, row_sum, alpha)
+    got, exact = s[0, :-1].astype(np.float64), np.exp(y.astype(np.float64))
+    normal = exact >= np.finfo(np.float32).tiny
+    ulp = np.abs(got[normal] - exact[normal]) / np.spacing(exact[normal].astype(np.float32))
+    assert ulp.max() <= 1.0
+    tiny = np.finfo(np.float32).smallest_subnormal
+    assert np.all(np.abs(got[~normal] - exact[~normal]) <= tiny)          # subnormals: correctly rounded
+    assert got[-1] == 0 and got[-3] == 0                                     # e^-inf, e^-110
+    assert row_max[0] == 0 and alpha[0] == 0
+
+
+def _softmax_reference(blocks, pre, fp16, post):
+    """Online softmax over the key blocks with the fp32 steps the kernel takes (scaling, rounding,
+    subtracting the max) and float64 exponentials and sums: (E per block, running max, row sum)."""
+    running_max = np.full(blocks[0].shape[0], -np.inf, np.float32)
+    row_sum = np.zeros(blocks[0].shape[0])
+    probabilities = []
+    for block in blocks:
+        scores = block * pre
+        if fp16:
+            scores = scores.astype(np.float16).astype(np.float32)
+        scores = scores * post
+        new_max = np.maximum(running_max, scores.max(axis=1))
+        shift = np.where(np.isneginf(new_max), np.float32(0), new_max)
+        e = np.exp((scores - shift[:, None]).astype(np.float64))
+        row_sum = row_sum * np.exp(running_max - shift) + e.sum(axis=1)
+        running_max = new_max
+        probabilities.append(e)
+    return probabilities, running_max, row_sum
+
+
+@pytest.mark.parametrize("narrow", [None, "fp16", "bf16"])
+def test_online_softmax_over_two_blocks_matches_float64(narrow):
+    rng = np.random.default_rng(2)
+    blocks = [rng.standard_normal((64, 300)).astype(np.float32) * 40 for _ in range(2)]
+    blocks[1][5] += 30                                        # a row whose max moves in the second block
+    blocks[0][7] = -np.inf                                    # a row with no key in the first block
+    blocks[0][9] = blocks[1][9] = -np.inf                     # a row with no key at all
+    pre, post = np.float32(1.0), np.float32(0.0883883)
+    expected_p, expected_max, expected_sum = _softmax_reference(blocks, pre, True, post)
+    row_max, row_sum, alpha = _softmax_state(64)
+    for block, expected in zip(blocks, expected_p):
+        s = block.copy()
+        native.softmax_block_(s, row_max, row_sum, alpha, pre=pre, fp16=True, post=post, narrow=narrow)
+        if narrow == "fp16":
+            expected = expected.astype(np.float32).astype(np.float16).astype(np.float64)
+        elif narrow == "bf16":
+            expected = cast_round(expected.astype(np.float32), BF16).astype(np.float64)
+        # exp within 1 ulp; a narrowed value may land on the other side of a tie (one ulp off)
+        tolerance = {None: 2 ** -23, "fp16": 2 ** -10, "bf16": 2 ** -7}[narrow]
+        assert np.all(np.abs(s - expected) <= tolerance * np.maximum(expected, 1e-30) + 1e-40)
+    assert np.array_equal(row_max, expected_max)
+    live = np.isfinite(expected_max)
+    assert np.allclose(row_sum[live], expected_sum[live], rtol=1e-5)
+    assert row_sum[9] == 0 and np.isneginf(row_max[9])
+
+
+def test_nan_and_infinite_scores_make_their_row_nan():
+    s = np.zeros((3, 40), np.float32)
+    s[1, 4] = np.nan
+    s[2, 7] = np.inf
+    row_max, row_sum, alpha = _softmax_state(3)
+    native.softmax_block_(s, row_max, row_sum, alpha, narrow="fp16")
+    assert np.all(s[0] == 1) and row_sum[0] == 40
+    assert np.isnan(row_sum[1]) and np.isnan(s[1]).all()
+    assert np.isnan(row_sum[2]) and np.isnan(s[2, 7])
+
+
+def test_softmax_block_rejects_what_it_cannot_write_in_place():
+    row_max, row_sum, alpha = _softmax_state(4)
+    with pytest.raises(ValueError):
+        native.softmax_block_(np.zeros((4, 8)), row_max, row_sum, alpha)            # float64
+    with pytest.raises(ValueError):
+        native.softmax_block_(np.zeros((8, 4), np.float32).T, row_max, row_sum, alpha)
+    with pytest.raises(ValueError):
+        native.softmax_block_(np.zeros((5, 8), np.float32), row_max, row_sum, alpha)
+
+
+def test_copy_pieces_moves_exact_bytes_in_pair_order():
+    rng = np.random.default_rng(4)
+    src = rng.integers(0, 256, 64 * 96, dtype=np.uint8)
+    dst = np.zeros(40 * 1024, np.uint8)
+    expected = dst.copy()
+    dst_offsets = np.array([0, 5000, 300, 5000, 9000])           # 5000 twice: the later pair wins
+    src_offsets = np.array([0, 96, 7, 4000, 2000])
+    for piece_bytes in (32, 5):
+        for d, s in zip(dst_offsets, src_offsets):
+            for p in range(3):
+                expected[d + p * 1024:d + p * 1024 + piece_bytes] = src[s + p * 96:s + p * 96 + piece_bytes]
+        native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=3, piece_bytes=piece_bytes,
+                           dst_stride=1024, src_stride=96)
+        assert np.array_equal(dst, expected)
+    with pytest.raises(ValueError):
+        native.copy_pieces(dst, src, np.array([40 * 1024 - 31]), np.array([0]), pieces=1, piece_bytes=32,
+                           dst_stride=0, src_stride=0)
+
+
+def _single_target_build(tmp_path, march):
+    library = tmp_path / f"native-{march}.so"
+    subprocess.run([shutil.which("gcc"), "-shared", "-fPIC", "-O3", "-ffp-contract=off", "-fno-math-errno",
+                    "-fopenmp-simd", f"-march={march}", "-DACLEMU_SINGLE_TARGET", str(SOURCE), "-o", str(library),
+                    "-lm"], check=True)
+    lib = ctypes.CDLL(str(library))
+    lib.aclemu_softmax_block.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_float,
+                                         ctypes.c_int, ctypes.c_float] + [ctypes.c_void_p] * 3 + [ctypes.c_int]
+    return lib
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or not shutil.which("gcc"), reason="x86-64 clones with gcc")
+def test_the_avx512_avx2_and_baseline_builds_agree(tmp_path):
+    flags = open("/proc/cpuinfo").read()
+    marches = ["x86-64"] + (["x86-64-v3"] if " avx2 " in flags else []) + \
+        (["x86-64-v4"] if all(f" {f} " in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl")) else [])
+    rng = np.random.default_rng(5)
+    scores = (rng.standard_normal((32, 1000)) * 50).astype(np.float32)
+    scores[3, :500] = -np.inf
+    results = []
+    for march in marches:
+        lib = _single_target_build(tmp_path, march)
+        s = scores.copy()
+        row_max, row_sum, alpha = _softmax_state(32)
+        lib.aclemu_softmax_block(s.ctypes.data, 32, 1000, 1.0, 1, 0.0883883, row_max.ctypes.data,
+                                 row_sum.ctypes.data, alpha.ctypes.data, 1)
+        results.append((s, row_max, row_sum))
+    for s, row_max, row_sum in results[1:]:
+        assert _same_bits(s, results[0][0]) and _same_bits(row_max, results[0][1])
+        assert np.allclose(row_sum, results[0][2], rtol=1e-5)      # the sums' order follows the width
