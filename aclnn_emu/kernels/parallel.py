@@ -6,7 +6,13 @@ all cores, and the two levels of threads fight over them (measured: about half t
 Each worker therefore limits its own BLAS calls to one thread with
 `openblas_set_num_threads_local` (OpenBLAS >= 0.3.27, which numpy's wheels ship). Where that call
 is missing, work runs on the calling thread and BLAS keeps its own threading.
+
+In OpenBLAS's pthreads builds (numpy's) that call sets the process-wide thread count despite its
+name, which would leave the user's own numpy single-threaded after the first kernel. So while any
+kernel work is in flight the count is 1, and when the last piece finishes it goes back to what it
+was before.
 """
+import contextlib
 import ctypes
 import functools
 import os
@@ -16,6 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 _lock = threading.Lock()
 _pool = None
 _worker = threading.local()
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_threads_before = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,7 +67,26 @@ def map_ordered(fn, items) -> list:
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(workers(), thread_name_prefix="aclnn-emu-kernel", initializer=_start_worker)
-    return [future.result() for future in [_pool.submit(fn, item) for item in items]]
+    with _single_threaded_blas():
+        return [future.result() for future in [_pool.submit(fn, item) for item in items]]
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """BLAS thread count 1 while the block runs, restored when the last concurrent user leaves."""
+    global _blas_users, _blas_threads_before
+    set_threads = _set_local_blas_threads()
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_threads_before = set_threads(1)
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                set_threads(_blas_threads_before)
 
 
 def run_all(fn, tasks) -> None:
