@@ -163,19 +163,41 @@ void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int f
     }
 }
 
+/* A run of `count` pairs whose destinations follow each other piece_bytes apart and whose sources
+   step by src_step: piece-major, so each piece's writes are one contiguous stretch (the paged-cache
+   layouts put consecutive slots' pieces side by side); a run of whole rows is one memmove. */
+static void copy_run(char *to, const char *from, int64_t count, int64_t src_step, int64_t pieces,
+                     int64_t piece_bytes, int64_t dst_stride, int64_t src_stride) {
+    if (pieces == 1 && src_step == piece_bytes) {
+        memmove(to, from, (size_t)(count * piece_bytes));
+        return;
+    }
+    for (int64_t p = 0; p < pieces; ++p) {
+        char *t = to + p * dst_stride;
+        const char *f = from + p * src_stride;
+        if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
+            for (int64_t k = 0; k < count; ++k) memcpy(t + k * 32, f + k * src_step, 32);
+        } else {
+            for (int64_t k = 0; k < count; ++k) memcpy(t + k * piece_bytes, f + k * src_step, (size_t)piece_bytes);
+        }
+    }
+}
+
 /* For each pair i: `pieces` pieces of `piece_bytes` from src + src_offset[i] + p * src_stride to
-   dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one). */
+   dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one;
+   within a run the destinations are distinct, so copying it piece-major changes nothing). */
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride) {
-    for (int64_t i = 0; i < pairs; ++i) {
-        char *to = dst + dst_offset[i];
-        const char *from = src + src_offset[i];
-        if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
-            for (int64_t p = 0; p < pieces; ++p) memcpy(to + p * dst_stride, from + p * src_stride, 32);
-        } else {
-            for (int64_t p = 0; p < pieces; ++p) memcpy(to + p * dst_stride, from + p * src_stride, piece_bytes);
-        }
+    for (int64_t i = 0; i < pairs;) {
+        int64_t src_step = i + 1 < pairs ? src_offset[i + 1] - src_offset[i] : piece_bytes;
+        int64_t count = 1;
+        while (i + count < pairs && dst_offset[i + count] == dst_offset[i + count - 1] + piece_bytes
+               && src_offset[i + count] == src_offset[i + count - 1] + src_step)
+            ++count;
+        copy_run(dst + dst_offset[i], src + src_offset[i], count, src_step, pieces, piece_bytes, dst_stride,
+                 src_stride);
+        i += count;
     }
 }
 

@@ -74,23 +74,29 @@ def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alph
 
 def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,
                 pieces: int, piece_bytes: int, dst_stride: int, src_stride: int) -> None:
-    """For each pair i, in order: copy ``pieces`` pieces of ``piece_bytes`` from src's byte
-    src_offsets[i] + p * src_stride to dst's byte dst_offsets[i] + p * dst_stride.
+    """For each pair i, in order: copy ``pieces`` pieces of ``piece_bytes`` from src's first element
+    + src_offsets[i] + p * src_stride bytes to dst's first element + dst_offsets[i] + p * dst_stride.
 
-    Every byte touched is checked to lie inside the two buffers before anything is copied.
+    Before anything is copied, every piece is checked to lie inside the memory its array spans.
     """
-    if not dst.flags.c_contiguous or not src.flags.c_contiguous or not dst.flags.writeable:
-        raise ValueError("copy_pieces needs a writeable C-contiguous dst and a C-contiguous src")
     dst_offsets = np.ascontiguousarray(dst_offsets, dtype=np.int64)
     src_offsets = np.ascontiguousarray(src_offsets, dtype=np.int64)
     if dst_offsets.shape != src_offsets.shape or dst_offsets.ndim != 1:
         raise ValueError("dst_offsets and src_offsets must be 1-D and of one length")
-    if len(dst_offsets) == 0 or pieces == 0 or piece_bytes == 0:
+    if not dst.flags.writeable:
+        raise ValueError("copy_pieces: dst is read-only")
+    if len(dst_offsets) == 0 or pieces <= 0 or piece_bytes <= 0:
         return
-    for offsets, stride, buffer, name in ((dst_offsets, dst_stride, dst, "dst"), (src_offsets, src_stride, src, "src")):
-        if stride < 0 or offsets.min() < 0 or offsets.max() + (pieces - 1) * stride + piece_bytes > buffer.nbytes:
-            raise ValueError(f"copy_pieces: a piece lies outside {name} ({buffer.nbytes} bytes)")
+    for array, offsets, stride, name in ((dst, dst_offsets, dst_stride, "dst"), (src, src_offsets, src_stride, "src")):
+        low, high = _byte_bounds(array)
+        first = array.ctypes.data
+        if (stride < 0 or first + offsets.min() < low
+                or first + offsets.max() + (pieces - 1) * stride + piece_bytes > high):
+            raise ValueError(f"copy_pieces: a piece lies outside {name}")
     lib.aclemu_copy_pieces(ffi.cast("char *", dst.ctypes.data), ffi.cast("const char *", src.ctypes.data),
                            ffi.cast("const int64_t *", dst_offsets.ctypes.data),
                            ffi.cast("const int64_t *", src_offsets.ctypes.data),
                            len(dst_offsets), pieces, piece_bytes, dst_stride, src_stride)
+
+
+_byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds      # numpy 2 moved it

@@ -11,9 +11,8 @@ buffers into the int32 words the ND and compress kernels read).
 """
 import numpy as np
 
-from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, RUN_ROWS, Finding, Writes, balanced_cores, blocked_cores,
-                                       in_parallel, last_writes, outside_finding, race_finding, rows_of, runs_of,
-                                       strided_rows)
+from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, Finding, Writes, balanced_cores, blocked_cores,
+                                       copy_pieces, last_writes, outside_finding, race_finding, rows_of, strided_rows)
 
 
 def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
@@ -30,9 +29,15 @@ def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: i
     else:
         rows, readable = strided_rows(src, n, row_len, stride, offset)
     token = np.arange(n, dtype=np.int64)
+    if readable < n:
+        token[readable:] = -1                              # rows the kernel would read outside src
     writes = Writes(what, rows, src_name)
+    cores = balanced_cores(n, n_cores)
     live = slots >= 0
-    writes.add(slots[live], np.where(token < readable, token, -1)[live], balanced_cores(n, n_cores)[live])
+    if live.all():
+        writes.add(slots, token, cores)
+    else:
+        writes.add(slots[live], token[live], cores[live])
     return writes.apply(rows_of(cache, row_len))
 
 
@@ -45,7 +50,7 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
     live = slots >= 0
     outside = live & (slots >= n_blocks * block_size)
     token, target = token[live & ~outside], slots[live & ~outside]
-    last, race = last_writes(target, blocked_cores(len(slots), n_cores)[token])
+    last, race = last_writes(target, blocked_cores(len(slots), n_cores)[token], n_blocks * block_size)
     findings = []
     for _, _, what in pairs:
         if outside.any():
@@ -54,38 +59,12 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
             findings.append(race_finding(what, race))
     if last is not None:
         token, target = token[last], target[last]
-    order = np.argsort(target, kind="stable")
-    jobs = []
     for cache, src2d, _ in pairs:
-        items = np.dtype((np.void, cache.shape[3] * cache.itemsize))
-        jobs += _nz_jobs(cache.view(items)[..., 0], src2d.reshape(len(src2d), cache.shape[1], -1).view(items)[..., 0],
-                         token[order], target[order], block_size)
-    in_parallel(jobs)
+        piece = cache.shape[3] * cache.itemsize            # 32 bytes
+        copy_pieces(cache, src2d, (target // block_size) * cache.strides[0] + (target % block_size) * cache.strides[2],
+                    token * src2d.strides[0], pieces=cache.shape[1], piece_bytes=piece,
+                    dst_stride=cache.strides[1], src_stride=piece)
     return findings
-
-
-def _nz_jobs(cache: np.ndarray, src: np.ndarray, token: np.ndarray, slot: np.ndarray, block_size: int) -> list:
-    """The copy jobs for cache [blocks, pieces, block_size] and src [tokens, pieces] of 32-byte items,
-    given unique slots in increasing order.
-
-    A token's pieces lie block_size items apart in the cache, so runs of consecutive tokens filling
-    consecutive offsets of one block are copied as one transposed slice; the rest by fancy index.
-    """
-    starts, lengths = runs_of(slot, token, block_size)
-    long = lengths >= RUN_ROWS
-    runs = [(int(slot[i]), int(token[i]), int(k)) for i, k in zip(starts[long], lengths[long])]
-    rest = np.flatnonzero(~np.repeat(long, lengths))
-
-    def copy_runs(lo: int, hi: int) -> None:
-        for first_slot, first_token, k in runs[lo:hi]:
-            block, offset = divmod(first_slot, block_size)
-            cache[block, :, offset:offset + k] = src[first_token:first_token + k].T
-
-    def copy_rest(lo: int, hi: int) -> None:
-        pick = rest[lo:hi]
-        cache[slot[pick] // block_size, :, slot[pick] % block_size] = src[token[pick]]
-
-    return [(copy_runs, len(runs)), (copy_rest, len(rest))]
 
 
 def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, heads: int, head_size: int,

@@ -8,11 +8,9 @@ race when two cores do. Here the later write in task order always wins; the race
 or read outside its tensor are returned as findings (sanitizer kind, message) for the op module to
 report. Findings never stop the other writes.
 """
-import concurrent.futures
-import os
-
 import numpy as np
 
+from . import native, parallel
 from .casts import cast_rint
 
 Finding = tuple[str, str]
@@ -20,26 +18,18 @@ OUT_OF_RANGE = "index-out-of-range"
 OUT_OF_BOUNDS_READ = "out-of-bounds-read"
 WRITE_RACE = "write-race"
 
-_CHUNK_ROWS = 2048            # rows gathered at once for scattered writes (a few MB of temporaries)
-RUN_ROWS = 8                  # runs of consecutive rows at least this long are copied as slices
-_WORKERS = max(2, os.cpu_count() or 1)
-_pool = concurrent.futures.ThreadPoolExecutor(max_workers=_WORKERS,
-                                              thread_name_prefix="aclnn-emu-scatter")
-
 
 def balanced_cores(n_tasks: int, n_cores: int) -> np.ndarray:
     """Core of each task under `AllocateTask`: n // used tasks each, the first n % used cores one more."""
     used = max(1, min(n_tasks, n_cores))
     per, extra = divmod(n_tasks, used)
-    task = np.arange(n_tasks, dtype=np.int64)
-    split = extra * (per + 1)
-    return np.where(task < split, task // (per + 1), extra + (task - split) // max(per, 1))
+    return np.repeat(np.arange(used, dtype=np.int64), [per + 1] * extra + [per] * (used - extra))
 
 
 def blocked_cores(n_tasks: int, n_cores: int) -> np.ndarray:
     """Core of each task under a `blockFactor = ceil(n / cores)` split (NZ and 910_95 tilings)."""
     factor = max(1, -(-n_tasks // max(1, n_cores)))
-    return np.arange(n_tasks, dtype=np.int64) // factor
+    return np.repeat(np.arange(-(-n_tasks // factor), dtype=np.int64), factor)[:n_tasks]
 
 
 def rows_of(flat: np.ndarray, row_len: int) -> np.ndarray:
@@ -117,7 +107,7 @@ class Writes:
                                            "slots; the kernel skips them"))
         if not self._parts:
             return findings
-        dst, src_id, src, core = (np.concatenate(col) for col in zip(*self._parts))
+        dst, src_id, src, core = (np.concatenate(col) if len(col) > 1 else col[0] for col in zip(*self._parts))
         means = np.stack(self._means) if self._means else self.rows[:0]
         lands = ~((src_id == 0) & ((src < 0) | (src >= len(self.rows))))
         if not lands.all():
@@ -127,7 +117,7 @@ class Writes:
             findings.append(outside_finding(self.what, dst[outside], len(dst2d)))
             lands &= ~outside
         picked = np.flatnonzero(lands)
-        last, race = last_writes(dst[picked], core[picked])
+        last, race = last_writes(dst[picked], core[picked], len(dst2d))
         if race is not None:
             findings.append(race_finding(self.what, race))
         if last is not None:
@@ -138,9 +128,10 @@ class Writes:
         return findings
 
 
-def last_writes(targets: np.ndarray, cores: np.ndarray):
-    """(indices of the last write per target in program order or None if all are unique, race text or None)."""
-    if len(targets) < 2:
+def last_writes(targets: np.ndarray, cores: np.ndarray, limit: int):
+    """(indices of the last write per target in program order or None if all are unique, race text
+    or None), for targets in [0, limit)."""
+    if len(targets) < 2 or _all_distinct(targets, limit):
         return None, None
     order = np.argsort(targets, kind="stable")
     ordered = targets[order]
@@ -154,6 +145,16 @@ def last_writes(targets: np.ndarray, cores: np.ndarray):
         race = f"{rows[:8].tolist()}{' …' if len(rows) > 8 else ''} ({len(rows)} in total)"
     is_last = np.append(~same, True)
     return np.sort(order[is_last]), race
+
+
+def _all_distinct(targets: np.ndarray, limit: int) -> bool:
+    """Whether no target repeats: marked in a [0, limit) map, without sorting, unless that map
+    would be much larger than the list."""
+    if limit > 64 * len(targets) + (1 << 20):
+        return len(np.unique(targets)) == len(targets)
+    seen = np.zeros(limit, np.bool_)
+    seen[targets] = True
+    return int(np.count_nonzero(seen)) == len(targets)
 
 
 def read_finding(name: str, rows: np.ndarray, limit: int) -> Finding:
@@ -173,59 +174,26 @@ def race_finding(what: str, rows_text: str) -> Finding:
                         "make slot_mapping unique")
 
 
-def _as_items(rows2d: np.ndarray) -> np.ndarray:
-    """One opaque item per row (numpy copies whole rows with one memmove each)."""
-    return rows2d.view(np.dtype((np.void, rows2d.shape[1] * rows2d.itemsize)))[:, 0]
-
-
-def runs_of(dst: np.ndarray, src: np.ndarray, block: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, lengths) of the maximal runs in which dst and src both step by one (and, with
-    `block`, dst stays inside one block of that many rows)."""
-    step = (dst[1:] == dst[:-1] + 1) & (src[1:] == src[:-1] + 1)
-    if block:
-        step &= dst[1:] // block == dst[:-1] // block
-    starts = np.flatnonzero(np.concatenate(([True], ~step)))
-    return starts, np.diff(np.append(starts, len(dst)))
-
-
 def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_rows: np.ndarray) -> None:
-    """dst2d[dst_rows[i]] = src2d[src_rows[i]] for unique dst_rows, on the worker threads.
-
-    Runs of consecutive rows on both sides (a sequence filling its blocks) are slice copies; the
-    remaining rows go by fancy index, one opaque item per row.
-    """
+    """dst2d[dst_rows[i]] = src2d[src_rows[i]] for unique dst_rows (in range, as are src_rows)."""
     if len(dst_rows) == 0 or dst2d.shape[1] == 0:
         return
-    dst_items = _as_items(dst2d)
-    src_items = _as_items(np.ascontiguousarray(src2d) if src2d.strides[-1] != src2d.itemsize else src2d)
-    starts, lengths = runs_of(dst_rows, src_rows)
-    long = lengths >= RUN_ROWS
-    runs = [(int(dst_rows[i]), int(src_rows[i]), int(k)) for i, k in zip(starts[long], lengths[long])]
-    rest = np.flatnonzero(~np.repeat(long, lengths))
-
-    def copy_runs(lo: int, hi: int) -> None:
-        for dst, src, k in runs[lo:hi]:
-            dst_items[dst:dst + k] = src_items[src:src + k]
-
-    def copy_rest(lo: int, hi: int) -> None:
-        for part in range(lo, hi, _CHUNK_ROWS):       # bounded temporaries for the gathered rows
-            pick = rest[part:min(hi, part + _CHUNK_ROWS)]
-            dst_items[dst_rows[pick]] = src_items[src_rows[pick]]
-
-    in_parallel([(copy_runs, len(runs)), (copy_rest, len(rest))])
+    if src2d.strides[1] != src2d.itemsize:
+        src2d = np.ascontiguousarray(src2d)
+    copy_pieces(dst2d, src2d, dst_rows * dst2d.strides[0], src_rows * src2d.strides[0],
+                pieces=1, piece_bytes=dst2d.shape[1] * dst2d.itemsize, dst_stride=0, src_stride=0)
 
 
-def in_parallel(jobs) -> None:
-    """Each (fn, n) job runs as fn(lo, hi) over [0, n) split evenly across the worker threads
-    (numpy copies release the GIL)."""
-    parts = [(fn, n * w // _WORKERS, n * (w + 1) // _WORKERS) for fn, n in jobs for w in range(_WORKERS)]
-    parts = [(fn, lo, hi) for fn, lo, hi in parts if hi > lo]
-    if len(parts) == 1:
-        fn, lo, hi = parts[0]
-        fn(lo, hi)
-        return
-    for future in [_pool.submit(fn, lo, hi) for fn, lo, hi in parts]:
-        future.result()
+def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray,
+                **geometry) -> None:
+    """native.copy_pieces with the pairs split across the kernel workers; no two pairs may write
+    the same bytes, so the order between workers does not matter."""
+    n = len(dst_offsets)
+    parts = max(1, min(parallel.workers(), n // 1024))          # small copies stay on one thread
+    bounds = [n * w // parts for w in range(parts + 1)]
+    parallel.map_ordered(lambda w: native.copy_pieces(dst, src, dst_offsets[bounds[w]:bounds[w + 1]],
+                                                       src_offsets[bounds[w]:bounds[w + 1]], **geometry),
+                         range(parts))
 
 
 def window_mean(window: np.ndarray, divisor: int) -> np.ndarray:
