@@ -180,6 +180,27 @@ def test_copy_pieces_moves_exact_bytes_in_pair_order():
                            dst_stride=0, src_stride=0)
 
 
+@pytest.mark.parametrize("pieces,piece_bytes,src_step", [(1, 64, 64), (1, 64, 200), (4, 32, 128), (3, 6, 40)])
+def test_copy_pieces_runs_of_consecutive_destinations(pieces, piece_bytes, src_step):
+    """Runs (destinations piece_bytes apart, sources a constant step apart) are copied piece-major
+    or as one block; the bytes must be those of the plain pair-by-pair loop."""
+    rng = np.random.default_rng(6)
+    src = rng.integers(0, 256, 200 * src_step + pieces * 1000, dtype=np.uint8)
+    dst_stride = 50 * piece_bytes
+    dst = np.zeros(pieces * dst_stride + 60 * piece_bytes, np.uint8)
+    run = np.arange(40)
+    dst_offsets = np.concatenate([run * piece_bytes, [7 * piece_bytes], 45 * piece_bytes + run[:5] * piece_bytes])
+    src_offsets = np.concatenate([3 + run * src_step, [11], 4000 + run[:5] * src_step])
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = \
+                src[s_ + p * 1000:s_ + p * 1000 + piece_bytes]
+    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
+                       dst_stride=dst_stride, src_stride=1000)
+    assert np.array_equal(dst, expected)
+
+
 def _single_target_build(tmp_path, march):
     library = tmp_path / f"native-{march}.so"
     subprocess.run([shutil.which("gcc"), "-shared", "-fPIC", "-O3", "-ffp-contract=off", "-fno-math-errno",
