@@ -12,7 +12,12 @@ SOURCE = pathlib.Path(__file__).resolve().parent.parent / "aclnn_emu" / "kernels
 DECLARATIONS = """
 void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post);
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
-                          float *row_max, float *row_sum, float *alpha, int narrow);
+                          float *row_max, float *row_sum, float *alpha, int rounding);
+void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+                          int64_t lanes, int64_t lane0);
+void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding);
+void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
+                         int64_t rows, int64_t cols, int rounding);
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride);

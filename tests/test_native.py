@@ -114,8 +114,8 @@ def _softmax_reference(blocks, pre, fp16, post):
     return probabilities, running_max, row_sum
 
 
-@pytest.mark.parametrize("narrow", [None, "fp16", "bf16"])
-def test_online_softmax_over_two_blocks_matches_float64(narrow):
+@pytest.mark.parametrize("rounding", [None, "fp16_even", "bf16_away"])
+def test_online_softmax_over_two_blocks_matches_float64(rounding):
     rng = np.random.default_rng(2)
     blocks = [rng.standard_normal((64, 300)).astype(np.float32) * 40 for _ in range(2)]
     blocks[1][5] += 30                                        # a row whose max moves in the second block
@@ -126,13 +126,13 @@ def test_online_softmax_over_two_blocks_matches_float64(narrow):
     row_max, row_sum, alpha = _softmax_state(64)
     for block, expected in zip(blocks, expected_p):
         s = block.copy()
-        native.softmax_block_(s, row_max, row_sum, alpha, pre=pre, fp16=True, post=post, narrow=narrow)
-        if narrow == "fp16":
+        native.softmax_block_(s, row_max, row_sum, alpha, pre=pre, fp16=True, post=post, rounding=rounding)
+        if rounding == "fp16_even":
             expected = expected.astype(np.float32).astype(np.float16).astype(np.float64)
-        elif narrow == "bf16":
+        elif rounding == "bf16_away":
             expected = cast_round(expected.astype(np.float32), BF16).astype(np.float64)
         # exp within 1 ulp; a narrowed value may land on the other side of a tie (one ulp off)
-        tolerance = {None: 2 ** -23, "fp16": 2 ** -10, "bf16": 2 ** -7}[narrow]
+        tolerance = {None: 2 ** -23, "fp16_even": 2 ** -10, "bf16_away": 2 ** -7}[rounding]
         assert np.all(np.abs(s - expected) <= tolerance * np.maximum(expected, 1e-30) + 1e-40)
     assert np.array_equal(row_max, expected_max)
     live = np.isfinite(expected_max)
@@ -145,10 +145,42 @@ def test_nan_and_infinite_scores_make_their_row_nan():
     s[1, 4] = np.nan
     s[2, 7] = np.inf
     row_max, row_sum, alpha = _softmax_state(3)
-    native.softmax_block_(s, row_max, row_sum, alpha, narrow="fp16")
+    native.softmax_block_(s, row_max, row_sum, alpha, rounding="fp16_even")
     assert np.all(s[0] == 1) and row_sum[0] == 40
     assert np.isnan(row_sum[1]) and np.isnan(s[1]).all()
     assert np.isnan(row_sum[2]) and np.isnan(s[2, 7])
+
+
+@pytest.mark.parametrize("lanes,lane0", [(1, 0), (8, 0), (8, 5)])
+def test_backward_probabilities_read_the_right_softmax_lane(lanes, lane0):
+    rng = np.random.default_rng(7)
+    s = rng.standard_normal((64, 72)).astype(np.float32) * 4
+    stats = rng.standard_normal((64, 8)).astype(np.float32)
+    row_max, row_sum = stats[:, :lanes], np.abs(stats[:, :lanes]) + 1      # strided views, as the kernel has
+    columns = (lane0 + np.arange(72)) % lanes
+    expected = np.exp((s - row_max[:, columns]).astype(np.float64)) / row_sum[:, columns]
+    native.softmax_probs_(s, row_max, row_sum, lane0=lane0)
+    assert np.allclose(s, expected, rtol=3e-7, atol=0)
+
+
+@pytest.mark.parametrize("rounding,dtype", [("fp16_away", np.float16), ("bf16_away", BF16)])
+def test_cast_round_products_and_score_gradients_match_cast_round(rounding, dtype):
+    rng = np.random.default_rng(8)
+    probs = rng.random((32, 50)).astype(np.float32)
+    keep = (rng.random((32, 50)) < 0.8).astype(np.float32) * np.float32(1.25)
+    grad = (rng.standard_normal((32, 50)) * 10.0 ** rng.integers(-8, 4, (32, 50))).astype(np.float32)
+    dsum = rng.standard_normal(32).astype(np.float32)
+    edges = _fp16_edges()[:1600].reshape(32, 50)
+    out = np.empty_like(probs)
+    native.round_product(out, edges, None, rounding)
+    assert _same_bits(out, cast_round(edges, dtype).astype(np.float32))
+    native.round_product(out, probs, keep, rounding)
+    assert _same_bits(out, cast_round(probs * keep, dtype).astype(np.float32))
+    for k in (None, keep):
+        got = grad.copy()
+        native.softmax_grad_(got, probs, dsum, k, rounding)
+        exact = ((grad if k is None else grad * k) - dsum[:, None]) * probs
+        assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
 
 
 def test_softmax_block_rejects_what_it_cannot_write_in_place():

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention_layouts import to_bnsd
-from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.casts import BF16, FP16, FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
 from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
@@ -27,6 +28,7 @@ NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
 KEY_BLOCK = 512     # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
 SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 floats per row; column j reads lane j % 8
+ROUNDING = {FP16: "fp16_away", BF16: "bf16_away", FP32: None}
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class _Job:
                  pse, drop_mask, atten_mask):
         p = params
         self.params, self.dtype = p, query.dtype
+        self.rounding = ROUNDING[np.dtype(self.dtype)]      # P and dS: CAST_ROUND to the input dtype
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
         kv_heads = key.shape[-1] // d if p.layout in ("BSH", "SBH") else None
@@ -160,20 +163,13 @@ class _Job:
         scores, dropped, grad = (buf[:shape[0] * shape[1]].reshape(shape) for buf in buffers)
         self._scores(head, kv, box, scores)
         probs = self._softmax(scores, softmax, c0, c1, self.plan.masked(b, n, i0, i1, c0, c1))
-        if keep is not None:
-            np.multiply(probs, keep, out=dropped)
-        elif self.dtype != FP32:
-            np.copyto(dropped, probs)
-        else:
+        if keep is None and self.rounding is None:
             dropped = probs
-        round_half_away_(dropped, self.dtype)
+        else:
+            native.round_product(dropped, probs, keep, self.rounding)
         acc[1][c0:c1] += dropped.T @ head.dy[i0:i1]
         np.matmul(head.dy[i0:i1], kv.v[c0:c1].T, out=grad)
-        if keep is not None:
-            grad *= keep
-        grad -= head.dsum[i0:i1, None]
-        grad *= probs
-        round_half_away_(grad, self.dtype)
+        native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)
         dq_rows += grad @ kv.k[c0:c1]
         acc[0][c0:c1] += grad.T @ head.q[i0:i1]
 
@@ -193,13 +189,10 @@ class _Job:
     def _softmax(scores, softmax, c0, c1, masked):
         """P = exp(S - max) / sum in place; masked scores take the value a -FLT_MAX score gets."""
         lanes_max, lanes_sum, fill = softmax
-        if lanes_max.shape[1] > 1:   # lanes differ: column j reads lane j % 8
-            lanes = np.arange(c0, c1) % SOFTMAX_LANES
-            lanes_max, lanes_sum, fill = lanes_max[:, lanes], lanes_sum[:, lanes], fill[:, lanes]
-        scores -= lanes_max
-        np.exp(scores, out=scores)
-        scores /= lanes_sum
+        native.softmax_probs_(scores, lanes_max, lanes_sum, lane0=c0)   # column j reads lane j % lanes
         if masked is not None:
+            if fill.shape[1] > 1:
+                fill = fill[:, np.arange(c0, c1) % SOFTMAX_LANES]
             np.copyto(scores, np.broadcast_to(fill, scores.shape), where=masked)
         return scores
 

@@ -45,20 +45,46 @@ INLINE float round_fp16(float x) {
     return fabsf(x) >= 65520.0f ? copysignf(INFINITY, x) : rounded;
 }
 
-/* Round to bf16 with ties away from zero (CAST_ROUND) for finite x of magnitude below bf16's
-   overflow (softmax probabilities); NaN stays NaN. */
+/* Round to bf16 with ties away from zero (CAST_ROUND): adding half of the dropped bits to the
+   magnitude and truncating; a carry into the exponent is the right rounding up, also to infinity.
+   NaN stays NaN. */
 INLINE float round_bf16_half_away(float x) {
     float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
     return x != x ? x : rounded;
 }
 
-/* e^y for y <= 0 (-inf included; never NaN), within 1 ulp: y = n ln2 + r with |r| <= ln2/2
-   (two-part ln2), e^r by a degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two
-   halves so results in the subnormal range come out correctly rounded and e^-inf is 0. fmaf is
-   exactly rounded everywhere (one instruction where the CPU has FMA), so every clone agrees bit
-   for bit. The softmax only ever exponentiates s - max <= 0. */
-INLINE float exp_nonpositive(float y) {
-    float clamped = y > -110.0f ? y : -110.0f;                   /* e^-110 rounds to 0 */
+/* Round to fp16 with ties away from zero (CAST_ROUND): as for bf16 on the 10-bit mantissa for
+   normal results; below 2^-14 on the fixed 2^-24 grid; from 65520 on infinite. NaN stays NaN. */
+INLINE float round_fp16_half_away(float x) {
+    float a = fabsf(x);
+    float normal = float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
+    float steps = a * 16777216.0f;                   /* in units of 2^-24: exact below 2^-14 */
+    steps = steps < 2048.0f ? steps : 2048.0f;       /* (only the branch below 2^-14 uses it) */
+    float nearest = (steps + 8388608.0f) - 8388608.0f;                      /* ties to even */
+    nearest += steps - nearest == 0.5f ? 1.0f : 0.0f;                       /* ties away */
+    float subnormal = nearest * 5.9604644775390625e-08f;
+    float rounded = a < 6.103515625e-05f ? subnormal : (a >= 65520.0f ? INFINITY : normal);
+    return x != x ? x : copysignf(rounded, x);
+}
+
+/* How a kernel narrows an fp32 result onto a lower precision's grid (kept in fp32). */
+enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3 };
+
+INLINE float round_to(float x, int rounding) {
+    switch (rounding) {
+    case FP16_EVEN: return round_fp16(x);
+    case BF16_AWAY: return round_bf16_half_away(x);
+    case FP16_AWAY: return round_fp16_half_away(x);
+    default: return x;
+    }
+}
+
+/* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
+   degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
+   subnormal range come out correctly rounded, e^-inf is 0 and e^inf is inf. fmaf is exactly
+   rounded everywhere (one instruction where the CPU has FMA), so every clone agrees bit for bit. */
+INLINE float exp_finite(float y) {
+    float clamped = y > -110.0f ? (y < 90.0f ? y : 90.0f) : -110.0f;    /* e^-110 rounds to 0, e^90 to inf */
     float n = fmaf(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;    /* rint(y / ln2) */
     float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, clamped));
     float p = 1.9875691500e-4f;
@@ -68,13 +94,13 @@ INLINE float exp_nonpositive(float y) {
     p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
     p = fmaf(p * r, r, r) + 1.0f;
-    int32_t k = (int32_t)n;                                      /* in [-159, 0] */
+    int32_t k = (int32_t)n;                                      /* in [-159, 130] */
     int32_t half = k >> 1;
     return p * float_of((uint32_t)(half + 127) << 23) * float_of((uint32_t)(k - half + 127) << 23);
 }
 
-/* exp_nonpositive that lets NaN through. */
-INLINE float exp_nonpositive_or_nan(float y) { return y != y ? y : exp_nonpositive(y); }
+/* exp_finite that lets NaN through. */
+INLINE float exp_any(float y) { return y != y ? y : exp_finite(y); }
 
 /* The fp16 bit pattern of x, which lies on the fp16 grid (or is infinite or NaN). */
 INLINE uint16_t fp16_bits(float x) {
@@ -96,8 +122,6 @@ INLINE float fp16_value(uint16_t h) {
     return float_of(((uint32_t)(h & 0x8000u) << 16) | special);
 }
 
-enum narrow { NARROW_NONE = 0, NARROW_FP16 = 1, NARROW_BF16 = 2 };
-
 /* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
    NaN if any value is NaN. */
 INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post) {
@@ -115,25 +139,27 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post) {
     return nan ? NAN : top;
 }
 
-/* x <- narrow(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
-   returns their sum before narrowing. `finite`: shift is finite and no x is NaN, so x - shift is
-   never NaN; otherwise NaNs pass through. */
-INLINE float exp_row(float *x, int64_t n, float shift, int narrow, int finite) {
+/* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
+   returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
+   never NaN; otherwise NaNs pass through. (An fp16 rounding of a value in [0, 1] needs neither
+   the sign nor the overflow step.) */
+INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite) {
     float sum = 0.0f;
 #pragma omp simd reduction(+:sum)
     for (int64_t j = 0; j < n; ++j) {
-        float e = finite ? exp_nonpositive(x[j] - shift) : exp_nonpositive_or_nan(x[j] - shift);
+        float e = finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift);
         sum += e;
-        x[j] = narrow == NARROW_FP16 ? round_fp16_nonnegative(e) : (narrow == NARROW_BF16 ? round_bf16_half_away(e) : e);
+        x[j] = rounding == FP16_EVEN ? round_fp16_nonnegative(e) : round_to(e, rounding);
     }
     return sum;
 }
 
-INLINE float exp_row_narrowed(float *x, int64_t n, float shift, int narrow, int finite) {
-    switch (narrow) {
-    case NARROW_FP16: return finite ? exp_row(x, n, shift, NARROW_FP16, 1) : exp_row(x, n, shift, NARROW_FP16, 0);
-    case NARROW_BF16: return finite ? exp_row(x, n, shift, NARROW_BF16, 1) : exp_row(x, n, shift, NARROW_BF16, 0);
-    default: return finite ? exp_row(x, n, shift, NARROW_NONE, 1) : exp_row(x, n, shift, NARROW_NONE, 0);
+INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite) {
+    switch (rounding) {
+    case FP16_EVEN: return finite ? exp_row(x, n, shift, FP16_EVEN, 1) : exp_row(x, n, shift, FP16_EVEN, 0);
+    case BF16_AWAY: return finite ? exp_row(x, n, shift, BF16_AWAY, 1) : exp_row(x, n, shift, BF16_AWAY, 0);
+    case FP16_AWAY: return finite ? exp_row(x, n, shift, FP16_AWAY, 1) : exp_row(x, n, shift, FP16_AWAY, 0);
+    default: return finite ? exp_row(x, n, shift, KEEP_FP32, 1) : exp_row(x, n, shift, KEEP_FP32, 0);
     }
 }
 
@@ -145,21 +171,92 @@ void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
 
 /* One key block of the online softmax, row by row: scores are prepared as in aclemu_scale_scores,
    the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
-   sum l, and the block becomes P = narrow(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
+   sum l, and the block becomes P = round_to(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
    max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
 VECTOR_CLONES
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
-                          float *row_max, float *row_sum, float *alpha, int narrow) {
+                          float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
         float top = fp16 ? prepare_row(x, cols, pre, 1, post) : prepare_row(x, cols, pre, 0, post);
         float old = row_max[i];
         float now = top != top ? top : (top > old ? top : old);
         float shift = now == -INFINITY ? 0.0f : now;
-        float sum = exp_row_narrowed(x, cols, shift, narrow, isfinite(shift));
-        alpha[i] = exp_nonpositive_or_nan(old - shift);
+        float sum = exp_row_rounded(x, cols, shift, rounding, isfinite(shift));
+        alpha[i] = exp_any(old - shift);
         row_sum[i] = row_sum[i] * alpha[i] + sum;
         row_max[i] = now;
+    }
+}
+
+/* The attention backward's probabilities, P = exp(S - m) / l in place, row by row. m and l are
+   the forward's softmax statistics: one per row (lanes == 1) or `lanes` per row, column j reading
+   lane (lane0 + j) % lanes. */
+VECTOR_CLONES
+void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+                          int64_t lanes, int64_t lane0) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float *x = s + i * cols;
+        const float *m = row_max + i * lanes, *l = row_sum + i * lanes;
+        if (lanes == 1) {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) x[j] = exp_any(x[j] - m[0]) / l[0];
+        } else {
+            for (int64_t j = 0; j < cols; ++j) {
+                int64_t lane = (lane0 + j) % lanes;
+                x[j] = exp_any(x[j] - m[lane]) / l[lane];
+            }
+        }
+    }
+}
+
+INLINE void round_product_loop(float *dst, const float *a, const float *b, int64_t n, int rounding) {
+    if (b) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) dst[i] = round_to(a[i] * b[i], rounding);
+    } else {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) dst[i] = round_to(a[i], rounding);
+    }
+}
+
+/* dst = round_to(a * b), or round_to(a) when b is NULL; dst may be a. */
+VECTOR_CLONES
+void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding) {
+    switch (rounding) {
+    case FP16_EVEN: round_product_loop(dst, a, b, n, FP16_EVEN); break;
+    case BF16_AWAY: round_product_loop(dst, a, b, n, BF16_AWAY); break;
+    case FP16_AWAY: round_product_loop(dst, a, b, n, FP16_AWAY); break;
+    default: round_product_loop(dst, a, b, n, KEEP_FP32);
+    }
+}
+
+INLINE void softmax_grad_loop(float *grad, const float *probs, const float *keep, const float *dsum,
+                              int64_t rows, int64_t cols, int rounding) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float *g = grad + i * cols;
+        const float *p = probs + i * cols, *k = keep ? keep + i * cols : NULL;
+        float d = dsum[i];
+        if (k) {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] * k[j] - d) * p[j], rounding);
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] - d) * p[j], rounding);
+        }
+    }
+}
+
+/* The score gradient dS = round_to(P * (dP * keep - D)) in place over dP, row by row, with
+   D = rowsum(dY * O) per row and keep (the dropout factors) NULL when there is no dropout. */
+VECTOR_CLONES
+void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
+                         int64_t rows, int64_t cols, int rounding) {
+    switch (rounding) {
+    case FP16_EVEN: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_EVEN); break;
+    case BF16_AWAY: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, BF16_AWAY); break;
+    case FP16_AWAY: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_AWAY); break;
+    default: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, KEEP_FP32);
     }
 }
 

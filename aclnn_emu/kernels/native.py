@@ -13,13 +13,15 @@ except ImportError as error:          # a source checkout that was never install
     raise ImportError("aclnn_emu.kernels._native is not built; install the package with "
                       "`pip install -e .` (or `pip install .`)") from error
 
-NARROW = {None: 0, "fp16": 1, "bf16": 2}
+# How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
+# "even" is round to nearest even (a real conversion), "away" CAST_ROUND (ties away from zero).
+ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3}
 _WIDENED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
 
 
-def _floats(x: np.ndarray, what: str, size: int | None = None):
-    if x.dtype != np.float32 or not x.flags.c_contiguous or not x.flags.writeable:
-        raise ValueError(f"{what} must be a writeable C-contiguous float32 array")
+def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = True):
+    if x.dtype != np.float32 or not x.flags.c_contiguous or (written and not x.flags.writeable):
+        raise ValueError(f"{what} must be a{' writeable' if written else ''} C-contiguous float32 array")
     if size is not None and x.size != size:
         raise ValueError(f"{what} has {x.size} elements, expected {size}")
     return ffi.cast("float *", x.ctypes.data)
@@ -56,20 +58,57 @@ def scale_(x: np.ndarray, pre: float = 1.0, fp16: bool = False, post: float = 1.
 
 
 def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alpha: np.ndarray, *,
-                   pre: float = 1.0, fp16: bool = False, post: float = 1.0, narrow: str | None = None) -> None:
+                   pre: float = 1.0, fp16: bool = False, post: float = 1.0, rounding: str | None = None) -> None:
     """One key block [rows, cols] of the online softmax, in place.
 
     Scores are first prepared as by ``scale_``. Per row: m_new = max(row_max, block max) (NaN if
     the block holds a NaN); alpha = exp(row_max - m_new); row_sum = row_sum * alpha + sum exp(S - m_new);
-    S becomes exp(S - m_new) narrowed to ``narrow`` ("fp16": nearest even, "bf16": half away from
-    zero); row_max = m_new. Rows whose max is -inf shift by 0, so their exponentials are 0.
+    S becomes exp(S - m_new) narrowed by ``rounding`` (a ROUNDING key); row_max = m_new. Rows whose
+    max is -inf shift by 0, so their exponentials are 0.
     """
     if s.ndim != 2:
         raise ValueError("the score block must be 2-D")
     rows, cols = s.shape
     lib.aclemu_softmax_block(_floats(s, "s"), rows, cols, pre, int(fp16), post,
                              _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
-                             _floats(alpha, "alpha", rows), NARROW[narrow])
+                             _floats(alpha, "alpha", rows), ROUNDING[rounding])
+
+
+def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane0: int = 0) -> None:
+    """P = exp(S - m) / l in place for a [rows, cols] block, from the forward's statistics given as
+    [rows, lanes] (column j reads lane (lane0 + j) % lanes)."""
+    rows, cols = s.shape
+    if row_max.shape != row_sum.shape or row_max.ndim != 2 or row_max.shape[0] != rows:
+        raise ValueError("row_max and row_sum must both be [rows, lanes]")
+    lanes = row_max.shape[1]
+    # Named, so the contiguous copies outlive the call that reads them through raw pointers.
+    row_max, row_sum = np.ascontiguousarray(row_max), np.ascontiguousarray(row_sum)
+    lib.aclemu_softmax_probs(_floats(s, "s"), rows, cols, _floats(row_max, "row_max", written=False),
+                             _floats(row_sum, "row_sum", written=False), lanes, lane0 % max(lanes, 1))
+
+
+def round_product(dst: np.ndarray, a: np.ndarray, b: np.ndarray | None = None, rounding: str | None = None) -> None:
+    """dst = a * b (or a) narrowed by ``rounding``; all of one shape, dst may be a."""
+    for x, name in ((a, "a"), (b, "b")):
+        if x is not None and x.shape != dst.shape:
+            raise ValueError(f"round_product: {name} has shape {x.shape}, dst {dst.shape}")
+    lib.aclemu_round_product(_floats(dst, "dst"), _floats(a, "a", written=dst is a),
+                             ffi.NULL if b is None else _floats(b, "b", written=False),
+                             dst.size, ROUNDING[rounding])
+
+
+def softmax_grad_(grad: np.ndarray, probs: np.ndarray, dsum: np.ndarray, keep: np.ndarray | None = None,
+                  rounding: str | None = None) -> None:
+    """dS = P * (dP * keep - D) narrowed by ``rounding``, in place over grad (= dP) [rows, cols];
+    D holds one value per row, keep (dropout factors) is None or of grad's shape."""
+    rows, cols = grad.shape
+    for x, name in ((probs, "probs"), (keep, "keep")):
+        if x is not None and x.shape != grad.shape:
+            raise ValueError(f"softmax_grad_: {name} has shape {x.shape}, grad {grad.shape}")
+    lib.aclemu_softmax_grad(_floats(grad, "grad"), _floats(probs, "probs", written=False),
+                            ffi.NULL if keep is None else _floats(keep, "keep", written=False),
+                            _floats(dsum, "dsum", rows, written=False),
+                            rows, cols, ROUNDING[rounding])
 
 
 def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,

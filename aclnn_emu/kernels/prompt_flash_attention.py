@@ -118,7 +118,7 @@ class _Forward:
         self.group = q.shape[1] // k.shape[1]
         self.fp16_scores = q.dtype in (FP16, INT8)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        self.narrow = "bf16" if q.dtype == BF16 else "fp16"
+        self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_even"
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
         if out_quant is not None:
             out_dtype = INT8
@@ -171,7 +171,7 @@ class _Forward:
             if self._mask_(s, b, i0, i1, c0, c1, scaling):
                 scaling = {}                       # the scores are already scaled
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
-            native.softmax_block_(s, running_max, row_sum, alpha, narrow=self.narrow, **scaling)
+            native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
             pv = self._pv(s, values[c0 - j0:c1 - j0])
             if acc is None:
                 acc = pv                           # acc * alpha + pv with acc = 0
