@@ -1,9 +1,10 @@
 /* Compiled inner loops of the kernels, for the steps numpy cannot do in one pass.
  *
  * numpy runs one pass over memory per operation and has no SIMD fp32 -> fp16 conversion, so the
- * attention forward's "round S to fp16, scale, row max, exp, row sum, round P" costs about ten
- * passes over every score block, and a scatter of 32-byte pieces costs one Python-level fancy
- * index per piece column. Here each step is one loop over a row that stays in L1.
+ * attention kernels' "round S to fp16, scale, row max, exp, row sum, round P, dS" cost about ten
+ * passes over every score block, and a paged-cache scatter of 32-byte pieces goes through numpy's
+ * generic strided copies. Here each step is one loop over a row that stays in L1, and each run of
+ * consecutive cache slots one tight copy loop.
  *
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
  * is fused but the explicit fmaf calls: every clone below (x86: AVX-512, AVX2, baseline) rounds,
