@@ -18,9 +18,9 @@ import numpy as np
 
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention_layouts import to_bnsd
-from aclnn_emu.kernels.casts import BF16, FP16, FP32
+from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
 from aclnn_emu.kernels.parallel import map_ordered, split, workers
 
@@ -28,7 +28,6 @@ NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
 KEY_BLOCK = 512     # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
 SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 floats per row; column j reads lane j % 8
-ROUNDING = {FP16: "fp16_away", BF16: "bf16_away", FP32: None}
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class _Job:
                  pse, drop_mask, atten_mask):
         p = params
         self.params, self.dtype = p, query.dtype
-        self.rounding = ROUNDING[np.dtype(self.dtype)]      # P and dS: CAST_ROUND to the input dtype
+        self.rounding = CAST_ROUND[np.dtype(self.dtype)]    # P and dS: CAST_ROUND to the input dtype
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
         kv_heads = key.shape[-1] // d if p.layout in ("BSH", "SBH") else None
