@@ -1,6 +1,6 @@
-"""setuptools hooks: `pip install .` and `pip install -e .` build the toolkit (shim/build.py) into
-aclnn_emu/_toolkit (lib64/libascendcl.so and its aliases, include/, set_env.sh) and the kernels'
-compiled loops, aclnn_emu.kernels._native (shim/native.py)."""
+"""setuptools hooks: `pip install .` and `pip install -e .` build the toolkit (aclnn_emu/shim/build.py)
+into aclnn_emu/_toolkit (lib64/libascendcl.so and its aliases, include/, set_env.sh) and the kernels'
+compiled loops, aclnn_emu.kernels._native (aclnn_emu/shim/native.py)."""
 import os
 import sys
 import pathlib
@@ -29,7 +29,7 @@ class BuildToolkit(Command):
         return base / "aclnn_emu" / "_toolkit"
 
     def run(self):
-        from shim.build import build as build_toolkit
+        from aclnn_emu.shim.build import build as build_toolkit
         build_toolkit(self._target())
 
     def get_outputs(self):
@@ -40,9 +40,10 @@ class BuildToolkit(Command):
         return {}
 
     def get_source_files(self):
-        return [str(p.relative_to(HERE)) for p in (HERE / "include").rglob("*.h")] + ["shim/build.py"]
+        return [str(p.relative_to(HERE)) for p in (HERE / "include").rglob("*.h")] + [str(p.relative_to(HERE)) for p in (HERE / "aclnn_emu" / "shim").iterdir()
+                                                  if p.suffix in (".py", ".cpp")]
 
 
 build.sub_commands.append(("build_toolkit", None))
 os.chdir(HERE)
-setup(cmdclass={"build_toolkit": BuildToolkit}, cffi_modules=["shim/native.py:ffi"])
+setup(cmdclass={"build_toolkit": BuildToolkit}, cffi_modules=["aclnn_emu/shim/native.py:ffi"])

@@ -36,8 +36,7 @@ def cmd_env(args) -> int:
 
 
 def cmd_build(args) -> int:
-    sys.path.insert(0, str(REPO))
-    from shim.build import build
+    from .shim.build import build
     print(build(toolkit.HOME))
     return 0
 

@@ -7,11 +7,25 @@ parallel.
 import ml_dtypes
 import numpy as np
 
+
+
+class _NotBuilt:
+    """Stands in for the extension where it does not exist yet: the toolkit build imports the
+    operators (for their signatures) before setuptools has built _native, and a source checkout
+    may never have been installed. Using it says what to do."""
+
+    def __init__(self, error: ImportError):
+        self._error = error
+
+    def __getattr__(self, name):
+        raise ImportError("aclnn_emu.kernels._native is not built; install the package with "
+                          f"`pip install .` (or `pip install -e .`): {self._error}")
+
+
 try:
     from aclnn_emu.kernels._native import ffi, lib
-except ImportError as error:          # a source checkout that was never installed
-    raise ImportError("aclnn_emu.kernels._native is not built; install the package with "
-                      "`pip install -e .` (or `pip install .`)") from error
+except ImportError as error:
+    ffi = lib = _NotBuilt(error)
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion), "away" CAST_ROUND (ties away from zero).

@@ -4,7 +4,10 @@ libraries, include/ and set_env.sh.
 Every exported function is a generated C++ wrapper that first makes sure the embedded interpreter
 is up (returning an error code, never 0, if it is not) and then calls its Python binding.
 
-Usage: python -m shim.build OUT_DIR     (pip install runs this through setup.py)
+The hand-written C++ (boot.cpp, applog.cpp) and the embedding init code (init_code.py) sit beside
+this file, so an installed package can rebuild its own toolkit (`aclnn-emu build`).
+
+Usage: python -m aclnn_emu.shim.build [OUT_DIR]     (pip install runs this through setup.py)
 """
 import os
 import pathlib
@@ -15,92 +18,19 @@ import tempfile
 
 import cffi
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from ..capi.prototypes import TYPES, runtime_prototypes
+from ..ops import all_ops
 
-from aclnn_emu.capi.prototypes import TYPES, runtime_prototypes  # noqa: E402
-from aclnn_emu.ops import all_ops  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
+PACKAGE = HERE.parent
+# A source checkout holds the headers in include/; an installed package only in its built toolkit.
+SOURCE_INCLUDE = PACKAGE.parent / "include"
 
 MODULE = "_aclnn_emu_shim"
 LIBRARY = "libascendcl.so"
 # Library names the official recipes link; each is the same library (SONAME libascendcl.so).
 ALIASES = ("libnnopbase.so", "libopapi.so", "libopapi_math.so", "libopapi_nn.so",
            "libopapi_transformer.so", "libacl_rt.so", "libacl_op_compiler.so")
-
-HELPERS_C = r"""
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-static int cffi_start_python(void);
-/* The getters hand out arrays the caller releases with delete[]. */
-static int64_t *aclemu_new_int64(size_t n) { return new int64_t[n ? n : 1]; }
-static const char *aclemu_library_path(void) {
-    Dl_info info;
-    return dladdr((void *)&aclemu_library_path, &info) && info.dli_fname ? info.dli_fname : "";
-}
-/* Start the embedded emulator once. Inside an already running interpreter (a Python program
-   loading this library with ctypes) the start-up runs with the GIL held and after
-   PyType_Modified(&PyCapsule_Type): on Python 3.8-3.11 cffi uses that type's tp_version_tag as
-   its start-up spin lock and waits for it to be 0, which it no longer is once the type
-   attribute cache has tagged the type (numpy or torch do), so the first call would spin forever.
-   Holding the GIL keeps other Python threads from re-tagging the type meanwhile; a mutex of our
-   own (taken without the GIL) makes the first callers of several threads queue up. */
-static pthread_mutex_t aclemu_boot_lock = PTHREAD_MUTEX_INITIALIZER;
-static int aclemu_boot_state = 0;   /* 0 not started, 1 running, -1 failed */
-static int aclemu_start(void) {
-    int state = __atomic_load_n(&aclemu_boot_state, __ATOMIC_ACQUIRE);
-    if (state != 0) return state > 0 ? 0 : -1;
-    pthread_mutex_lock(&aclemu_boot_lock);
-    state = aclemu_boot_state;
-    if (state == 0) {
-        int rc;
-        if (Py_IsInitialized()) {
-            PyGILState_STATE gil = PyGILState_Ensure();
-            PyType_Modified(&PyCapsule_Type);
-            rc = cffi_start_python();
-            PyGILState_Release(gil);
-        } else {
-            rc = cffi_start_python();
-        }
-        state = rc == 0 ? 1 : -1;
-        __atomic_store_n(&aclemu_boot_state, state, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&aclemu_boot_lock);
-    return state > 0 ? 0 : -1;
-}
-static void aclemu_boot_failed(const char *fn) {
-    fprintf(stderr, "aclnn-emu: the embedded Python emulator failed to start; %s returns an error "
-                    "(run `aclnn-emu doctor`)\n", fn);
-}
-"""
-
-APPLOG_C = r"""
-extern "C" CFFI_DLLEXPORT void aclAppLog(aclLogLevel logLevel, const char *func, const char *file,
-                                         uint32_t line, const char *fmt, ...) {
-    char message[1024];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt ? fmt : "", args);
-    va_end(args);
-    if (aclemu_start() == 0) _py_aclAppLog(logLevel, func, file, line, message);
-}
-"""
-
-INIT_PY = r'''
-import os, site, sys
-from _aclnn_emu_shim import ffi, lib
-# The library sits in <package>/_toolkit/lib64/: make the directory holding the package importable
-# (a venv's site-packages or a source checkout) before importing the emulator.
-_lib = os.path.realpath(ffi.string(lib.aclemu_library_path()).decode())
-_root = os.environ.get("ACLNN_EMU_PYTHONPATH") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(_lib))))
-if _root not in sys.path:
-    site.addsitedir(_root)
-    sys.path.insert(0, _root)
-from aclnn_emu.capi import bindings
-bindings.attach(ffi, lib)
-'''
 
 
 def exports():
@@ -127,14 +57,14 @@ def sources():
     cdef = [TYPES, "int64_t *aclemu_new_int64(size_t n);", "const char *aclemu_library_path(void);",
             'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);']
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
-    src = [TYPES, HELPERS_C, "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
+    src = [TYPES, (HERE / "boot.cpp").read_text(), "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
         args = ", ".join(n for _, n in params)
         src.append(f'extern "C" CFFI_DLLEXPORT {ret} {name}({", ".join(c for c, _ in params)}) {{\n'
                    f'    if (aclemu_start() != 0) {{ aclemu_boot_failed("{name}"); return ({ret}){failure}; }}\n'
                    f'    return _py_{name}({args});\n}}')
-    src.append(APPLOG_C)
+    src.append((HERE / "applog.cpp").read_text())
     return "\n".join(cdef), "\n".join(src)
 
 
@@ -150,7 +80,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
     ffi.set_source(MODULE, source, source_extension=".cpp", libraries=["stdc++", "dl"],
                    extra_compile_args=["-O2", "-Wno-unused-function"],
                    extra_link_args=[f"-Wl,-rpath,{libdir}", f"-Wl,-soname,{LIBRARY}"])
-    ffi.embedding_init_code(INIT_PY)
+    ffi.embedding_init_code((HERE / "init_code.py").read_text())
     lib64 = out / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,9 +89,12 @@ def build(out: pathlib.Path) -> pathlib.Path:
             _replace(built, lib64 / name)
     (out / "opp").mkdir(exist_ok=True)
     include = out / "include"
-    if include.exists():
-        shutil.rmtree(include)
-    shutil.copytree(ROOT / "include", include)
+    if SOURCE_INCLUDE.is_dir() and SOURCE_INCLUDE.resolve() != include.resolve():
+        if include.exists():
+            shutil.rmtree(include)
+        shutil.copytree(SOURCE_INCLUDE, include)
+    elif not include.is_dir():
+        raise SystemExit(f"no headers to install: neither {SOURCE_INCLUDE} nor {include} exists")
     (out / "set_env.sh").write_text(set_env_script())
     return out
 
@@ -186,4 +119,4 @@ unset _aclnn_emu_home
 
 
 if __name__ == "__main__":
-    print(build(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "aclnn_emu" / "_toolkit"))
+    print(build(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE / "_toolkit"))
