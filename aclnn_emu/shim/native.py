@@ -8,7 +8,7 @@ import platform
 
 import cffi
 
-SOURCE = pathlib.Path(__file__).resolve().parent.parent / "aclnn_emu" / "kernels" / "native.c"
+SOURCE = pathlib.Path(__file__).resolve().parent.parent / "kernels" / "native.c"
 DECLARATIONS = """
 void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post);
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
