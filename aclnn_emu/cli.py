@@ -115,16 +115,16 @@ def cmd_coverage(args) -> int:
 
 def settings_table() -> str:
     """Each ACLNN_EMU_* setting with its value here (or its default) and the values it takes."""
-    rows = []
+    rows, env = [], config.environment()
     for s in config.SETTINGS:
-        value = os.environ.get(s.variable, "").strip()
+        value = env.get(s.variable, "").strip()
         rows.append(f"  {s.variable:24} {value or (s.default or 'unset') + ' (default)':28} {s.allowed}")
     return "\n".join(rows)
 
 
 def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
-    _, bad, unknown = config.check(os.environ)
+    _, bad, unknown = config.check(config.environment())
     checks = [
         ("settings (ACLNN_EMU_*) valid", not bad, "\n       ".join(bad + ["see `aclnn-emu --help` or README.md, "
                                                                        "section Environment"])),

@@ -93,3 +93,11 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
     code = ae.raw.aclnnPromptFlashAttentionV2GetWorkspaceSize(q, q, q, *[None] * 9, 3, 1.0, 0, 0, "BNSD", 0, 0, q)[0]
     assert code != 0 and "ACLNN_EMU_SOC" not in take_recent()
     assert _hint_lines(capfd.readouterr().err) == []
+
+
+def test_every_per_chip_table_names_the_emulated_chips():
+    from aclnn_emu.ops import lightning_indexer_grad, scatter_pa_kv_cache, sparse_flash_attention_grad
+    from aclnn_emu.platform import PLATFORMS
+    assert set(PLATFORMS) == set(scatter_pa_kv_cache.COMBOS) == set(config.SOCS)
+    for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
+        assert set(only) < set(config.SOCS)

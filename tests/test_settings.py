@@ -157,5 +157,6 @@ def test_doctor_names_the_bad_setting():
 def test_readme_lists_every_setting_as_config_checks_it():
     readme = (cabi.C_DIR.parent.parent / "README.md").read_text()
     section = readme.split("\n## Environment\n", 1)[1].split("\n## ", 1)[0]
-    rows = {m[0]: (m[1], m[2]) for m in re.findall(r"^\| `(ACLNN_EMU_\w+)` \| `?([^|`]*)`? \| ([^|]*) \|", section, re.M)}
+    row = r"^\| `(ACLNN_EMU_\w+)` \| `?([^|`]*)`? \| ([^|]*) \|"
+    rows = {m[0]: (m[1], m[2]) for m in re.findall(row, section, re.M)}
     assert rows == {s.variable: (s.default or "unset", s.allowed) for s in config.SETTINGS}
