@@ -1,14 +1,17 @@
 """The Python face of the emulator: device tensors from numpy, two-phase calls, results back.
 
-`raw` gives the same functions a C program calls, with the same status codes; `run` drives both
-phases, allocates the workspace, waits for the stream and raises AclnnError on any failure.
+`raw` gives the same functions a C program calls, with the same status codes for any argument;
+`run` drives both phases, allocates the workspace, waits for the stream and raises AclnnError on any
+failure, TypeError/ValueError for an argument of the wrong Python type.
 """
+import numbers
+
 import numpy as np
 
 from . import dtypes, status
 from .formats import Format
 from .meta import Tensor
-from .ops import by_name, calls
+from .ops import arguments, by_name, calls
 from .runtime import api as rt
 from .runtime import devices, handles
 from .runtime.streams import Stream
@@ -29,14 +32,19 @@ _stream = 0
 
 
 def setup(device: int = 0) -> int:
-    """aclInit (once), aclrtSetDevice(device) on this thread, and a stream; returns the stream handle."""
+    """aclInit (once), aclrtSetDevice(device) on this thread, and a stream; returns the stream handle.
+
+    aclInit reads the settings again; a bad one raises AclnnError (ACL_ERROR_INVALID_PARAM)."""
     global _stream
-    if not rt.initialized():
-        rt.init(None)
-    if devices.current_context(required=False) is None:
-        devices.set_device(device)
-    if not _stream or handles.lookup(_stream, Stream) is None:
-        _stream = rt.create_stream()
+    try:
+        if not rt.initialized():
+            rt.init(None)
+        if devices.current_context(required=False) is None:
+            devices.set_device(device)
+        if not _stream or handles.lookup(_stream, Stream) is None:
+            _stream = rt.create_stream()
+    except AclError as exc:
+        raise AclnnError(exc.code, exc.message) from None
     return _stream
 
 
@@ -45,8 +53,11 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
 
     `dtype` (a DataType) reinterprets nothing: the array is cast to its storage type first.
     """
-    dt = dtypes.from_numpy(np.asarray(array).dtype) if dtype is None else dtypes.DataType(dtype)
-    host = np.asarray(array).astype(dtypes.NUMPY[dt], order="C")   # keeps 0-d arrays 0-d
+    array = np.asarray(array)
+    dt = dtypes.from_numpy(array.dtype) if dtype is None else dtypes.DataType(dtype)
+    if dt not in dtypes.NUMPY:
+        raise ValueError(f"to_device: dtype {dt.name} has no host representation in aclnn-emu")
+    host = array.astype(dtypes.NUMPY[dt], order="C")   # keeps 0-d arrays 0-d
     tensor = empty(host.shape, dt, format, storage_shape)
     if host.nbytes:
         tensor.view("to_device")[...] = host
@@ -73,10 +84,16 @@ def free(tensor: Tensor) -> None:
 
 
 def run(op_name: str, *args, stream: int | None = None) -> None:
-    """Both phases of an operator, then wait for the stream; raises AclnnError on a non-zero status."""
-    stream = setup() if stream is None else stream
+    """Both phases of an operator, then wait for the stream; raises AclnnError on a non-zero status.
+
+    The arguments are the C function's, in order: aclnn_emu.Tensor or None for tensors, sequences
+    for int/float/bool arrays, str or bytes for strings."""
     op = by_name(op_name)
-    code, size, executor = calls.get_workspace_size(op, list(args))
+    if stream is not None and not isinstance(stream, numbers.Integral):
+        raise TypeError(f"run({op_name!r}): stream must be an aclrtStream handle (an int, as aclnn_emu.setup() "
+                        f"returns) or None, got {type(stream).__name__}")
+    stream = setup() if stream is None else int(stream)
+    code, size, executor = calls.get_workspace_size(op, args, arguments.python)
     if code:
         raise AclnnError(code, take_recent())
     workspace = rt.malloc(size) if size else 0
@@ -95,13 +112,25 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
 
 class _Raw:
     """aclnn_emu.raw.aclnnXxxGetWorkspaceSize(*args) -> (status, workspaceSize, executor);
-    aclnn_emu.raw.aclnnXxx(workspace, workspaceSize, executor, stream) -> status."""
+    aclnn_emu.raw.aclnnXxx(workspace, workspaceSize, executor, stream) -> status.
+
+    Like C, these return a status for any argument value: a pointer argument may be an int address
+    or handle, None (NULL) or a meta object, and anything else is a pointer to no live object. Only
+    a wrong number of arguments raises TypeError, as no C compiler would accept that call."""
 
     def __getattr__(self, name):
-        op = by_name(name)
+        try:
+            op = by_name(name)
+        except KeyError as exc:
+            raise AttributeError(str(exc)) from None
         if name == op.phase1:
-            return lambda *args: calls.get_workspace_size(op, list(args))
-        return lambda workspace, size, executor, stream: calls.run(op.name, workspace, size, executor, stream)
+            return lambda *args: calls.get_workspace_size(op, args, arguments.raw)
+
+        def phase2(workspace, size, executor, stream):
+            size = int(size) & arguments.MASK64 if isinstance(size, numbers.Integral) else size
+            return calls.run(op.name, arguments.address(workspace), size, arguments.address(executor),
+                             arguments.address(stream))
+        return phase2
 
 
 raw = _Raw()

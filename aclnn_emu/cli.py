@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 
-from . import toolkit
+from . import config, toolkit
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PROBE = r"""
@@ -113,9 +113,21 @@ def cmd_coverage(args) -> int:
     return 0
 
 
+def settings_table() -> str:
+    """Each ACLNN_EMU_* setting with its value here (or its default) and the values it takes."""
+    rows, env = [], config.environment()
+    for s in config.SETTINGS:
+        value = env.get(s.variable, "").strip()
+        rows.append(f"  {s.variable:24} {value or (s.default or 'unset') + ' (default)':28} {s.allowed}")
+    return "\n".join(rows)
+
+
 def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
+    _, bad, unknown = config.check(config.environment())
     checks = [
+        ("settings (ACLNN_EMU_*) valid", not bad, "\n       ".join(bad + ["see `aclnn-emu --help` or README.md, "
+                                                                       "section Environment"])),
         ("toolkit built", toolkit.LIBRARY.exists(),
          f"{toolkit.LIBRARY} is missing: run `pip install .` (or `aclnn-emu build`)"),
         ("headers present", (toolkit.HOME / "include" / "acl" / "acl.h").exists(),
@@ -136,12 +148,18 @@ def cmd_doctor(args) -> int:
         checks.append(("a C++ program runs against the toolkit", passed, hint))
     for name, passed, hint in checks:
         print(f"[{'ok' if passed else 'FAIL'}] {name}" + ("" if passed else f"\n       {hint}"))
+    for line in unknown:
+        print(f"[warn] {line}")
     print(f"ASCEND_HOME_PATH would be {toolkit.HOME}")
+    print(f"settings:\n{settings_table()}")
     return 0 if all(passed for _, passed, _ in checks) else 1
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="aclnn-emu", description=__doc__)
+    parser = argparse.ArgumentParser(prog="aclnn-emu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=f"settings (environment variables, value here, allowed values):\n"
+                                            f"{settings_table()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="print the exports of set_env.sh (eval \"$(aclnn-emu env)\")").set_defaults(fn=cmd_env)
     sub.add_parser("build", help="(re)build the toolkit in place").set_defaults(fn=cmd_build)

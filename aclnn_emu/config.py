@@ -1,49 +1,163 @@
-"""Settings read from the environment (documented in README.md, "Environment")."""
+"""Settings: every ACLNN_EMU_* variable is read and checked here (README.md, "Environment").
+
+Uniform rules: surrounding blanks and an empty value mean "unset" (the default); names of choices
+are matched without regard to case and stored in their canonical spelling; flags take
+0/1/false/true/no/yes/off/on; sizes are bytes with an optional K/M/G/T (binary) suffix.
+
+A bad value never breaks `import aclnn_emu`: it becomes one line on stderr naming the variable,
+the value and the allowed values, `problem` holds that text, the setting keeps its default, and
+every runtime call fails until the environment is fixed (it is read again at aclInit). A variable
+that looks like a setting but is none (a typo) gets one warning line.
+"""
+import ctypes
 import dataclasses
+import difflib
 import os
+import re
+import sys
 
 SOCS = ("Ascend910B", "Ascend910_93", "Ascend910_95")
-SANITIZE_MODES = ("off", "warn", "error")
-GiB = 1 << 30
+SANITIZE_MODES = ("warn", "off", "error")
+LOG_LEVELS = ("warning", "info", "debug", "error")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+MAX_DEVICE_MEMORY = 16 << 40       # each device maps its arena twice into the 47-bit address space
+MAX_DEVICE_COUNT = (1 << 31) - 1   # device ids are int32_t
+PREFIX = "ACLNN_EMU_"
+CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
 
 
-def _size(text: str) -> int:
-    """Bytes from '64G', '512M', '1073741824'."""
-    text = text.strip().upper().rstrip("B").rstrip("I")
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": GiB, "T": 1 << 40}.get(text[-1:], 1)
-    return int(float(text.rstrip("KMGT")) * scale)
+def _choice(values):
+    canonical = {v.lower(): v for v in values}
+
+    def parse(text):
+        if text.lower() not in canonical:
+            raise ValueError
+        return canonical[text.lower()]
+    return parse
+
+
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _flag(text) -> bool:
+    return _FLAGS[text.lower()]    # KeyError is a ValueError's sibling: both mean "not allowed"
+
+
+def _size(text) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", text.upper())
+    if not m:
+        raise ValueError
+    size = int(float(m[1]) * _UNITS[m[2]])
+    if not 1 <= size <= MAX_DEVICE_MEMORY:
+        raise ValueError
+    return size
+
+
+def _count(text) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_DEVICE_COUNT:
+        raise ValueError
+    return int(text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    variable: str
+    field: str | None      # the Config field it sets; None for one read by the C library itself
+    default: str
+    allowed: str           # said in the error line and the README
+    parse: object          # text -> value; raises ValueError/KeyError for a value that is not allowed
+    effect: str
+
+
+SETTINGS = (
+    Setting("ACLNN_EMU_SOC", "soc", "Ascend910B", ", ".join(SOCS) + " (any case)", _choice(SOCS),
+            "the emulated chip: aclrtGetSocName, chip-dependent operator rules"),
+    Setting("ACLNN_EMU_STRICT", "strict", "0", "0/1, false/true, no/yes, off/on", _flag,
+            "rules the CANN source only suggests: off runs the call with a portability warning, "
+            "on returns the code the hardware most likely returns"),
+    Setting("ACLNN_EMU_SANITIZE", "sanitize", "warn", ", ".join(SANITIZE_MODES) + " (any case)",
+            _choice(SANITIZE_MODES), "device-memory sanitizer; error also fails the call (or stream task)"),
+    Setting("ACLNN_EMU_SYNC", "sync", "0", "0/1, false/true, no/yes, off/on", _flag,
+            "on runs stream tasks inline in the calling thread (easier debugging)"),
+    Setting("ACLNN_EMU_LOG", "log", "warning", ", ".join(LOG_LEVELS) + " (any case)", _choice(LOG_LEVELS),
+            "level of the emulator's own log on stderr"),
+    Setting("ACLNN_EMU_DEVICE_MEMORY", "device_memory", "64G",
+            "bytes, optionally with K, M, G or T (powers of 1024), from 1 to 16T", _size,
+            "device memory per device; pages are committed only when touched"),
+    Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
+            "number of devices"),
+    Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
+            "read by libascendcl.so before Python starts: where the embedded interpreter finds aclnn_emu"),
+)
+BY_VARIABLE = {s.variable: s for s in SETTINGS}
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    soc: str = "Ascend910B"
-    strict: bool = False
-    sanitize: str = "warn"
-    sync: bool = False
-    log: str = "warning"
-    device_memory: int = 64 * GiB
-    device_count: int = 1
-
-    @classmethod
-    def from_env(cls, env=os.environ) -> "Config":
-        soc = env.get("ACLNN_EMU_SOC", cls.soc)
-        if soc not in SOCS:
-            raise ValueError(f"ACLNN_EMU_SOC={soc!r} is not one of {', '.join(SOCS)}")
-        sanitize = env.get("ACLNN_EMU_SANITIZE", cls.sanitize).lower()
-        if sanitize not in SANITIZE_MODES:
-            raise ValueError(f"ACLNN_EMU_SANITIZE={sanitize!r} is not one of {', '.join(SANITIZE_MODES)}")
-        flag = lambda name: env.get(name, "0").strip().lower() in ("1", "true", "yes", "on")
-        return cls(soc=soc, strict=flag("ACLNN_EMU_STRICT"), sanitize=sanitize,
-                   sync=flag("ACLNN_EMU_SYNC"), log=env.get("ACLNN_EMU_LOG", cls.log).lower(),
-                   device_memory=_size(env.get("ACLNN_EMU_DEVICE_MEMORY", str(cls.device_memory))),
-                   device_count=int(env.get("ACLNN_EMU_DEVICE_COUNT", cls.device_count)))
+    soc: str
+    strict: bool
+    sanitize: str
+    sync: bool
+    log: str
+    device_memory: int
+    device_count: int
 
 
-current = Config.from_env()
+DEFAULTS = {s.field: s.parse(s.default) for s in SETTINGS if s.field}
 
 
-def reload() -> Config:
-    """Re-read the environment (aclInit does this so a process can change settings before init)."""
-    global current
-    current = Config.from_env()
+def check(env) -> tuple[Config, list[str], list[str]]:
+    """(the settings, one line per bad value, one line per unknown ACLNN_EMU_* name) for an environment.
+
+    A bad value leaves its setting at the default, so everything that only reads settings keeps working.
+    """
+    values, errors = {}, []
+    for s in SETTINGS:
+        text = env.get(s.variable, "").strip()
+        if not text or s.field is None:
+            continue
+        try:
+            values[s.field] = s.parse(text)
+        except (ValueError, KeyError):
+            errors.append(f"{s.variable}={text!r} is not allowed: use {s.allowed}")
+    unknown = []
+    for name in env:
+        if name.upper().startswith(PREFIX) and name not in BY_VARIABLE:
+            close = difflib.get_close_matches(name.upper()[len(PREFIX):], [v[len(PREFIX):] for v in BY_VARIABLE], 1)
+            unknown.append(f"{name} is not a setting of aclnn-emu and is ignored; "
+                           + (f"did you mean {PREFIX}{close[0]}?" if close else f"the settings are "
+                              f"{', '.join(BY_VARIABLE)}"))
+    return Config(**{**DEFAULTS, **values}), errors, unknown
+
+
+current = Config(**DEFAULTS)
+problem: str | None = None    # the bad settings in one message, None when all are valid
+_said: set[str] = set()
+
+
+def environment() -> dict[str, str]:
+    """The process's ACLNN_EMU_* variables (any case) as they are now: os.environ is a copy taken when
+    Python started, which a C program's setenv before aclInit does not reach."""
+    environ = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    found, i = {}, 0
+    while environ[i] is not None:
+        name, _, value = environ[i].decode("utf-8", "replace").partition("=")
+        if name.upper().startswith(PREFIX):
+            found[name] = value
+        i += 1
+    return found
+
+
+def reload(env=None) -> Config:
+    """Read the environment again (at import and at aclInit); print each new bad-setting line once."""
+    global current, problem
+    current, errors, unknown = check(environment() if env is None else env)
+    problem = f"{'; '.join(errors)}; {CONSEQUENCE}" if errors else None
+    for line in [f"aclnn-emu: {e}; {CONSEQUENCE}" for e in errors] + [f"aclnn-emu warning: {u}" for u in unknown]:
+        if line not in _said:
+            _said.add(line)
+            print(line, file=sys.stderr, flush=True)
     return current
+
+
+reload()

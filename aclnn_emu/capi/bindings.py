@@ -3,6 +3,9 @@
 No validation and no maths here: only pointer handling. Each binding returns a status code; an
 AclError becomes its code (message kept for aclGetRecentErrMsg), any other exception becomes
 ACL_ERROR_INTERNAL_ERROR / ACLNN_ERR_INNER with the traceback logged, so nothing crosses into C.
+While a setting is bad (config.problem) every function but the pure helpers and aclInit fails at
+once: ACL_ERROR_INVALID_PARAM for aclError functions, ACLNN_ERR_PARAM_INVALID for aclnnStatus ones,
+NULL for pointer-returning ones.
 """
 import logging
 import threading
@@ -10,10 +13,10 @@ import traceback
 
 import numpy as np
 
-from .. import dtypes, meta, status
-from ..ops import all_ops, calls
+from .. import config, dtypes, meta, status
+from ..ops import all_ops, arguments, calls
 from ..runtime import api as rt
-from ..runtime import handles, sanitizer
+from ..runtime import handles
 from ..runtime.errors import AclError, configure_logging, log, record, take_recent
 from .prototypes import runtime_prototypes
 
@@ -44,17 +47,9 @@ def need(p, what: str, code=status.ACL_ERROR_INVALID_PARAM) -> None:
         raise AclError(code, f"{what} must not be NULL", rule=f"null.{what}")
 
 
-def obj(p, cls, what: str, code=status.ACLNN_ERR_PARAM_INVALID):
+def obj(p, cls, what: str):
     """The live meta object behind a pointer; None for NULL; an error for anything else."""
-    if p == ffi.NULL:
-        return None
-    found = handles.lookup(addr(p), cls)
-    if found is None:
-        stale = handles.released_kind(addr(p))
-        sanitizer.report("invalid-handle", f"{what} {addr(p):#x} is "
-                         + (f"an already destroyed {stale}" if stale else f"not a live {cls.__name__}"), code=code)
-        raise AclError(code, f"{what} {addr(p):#x} is not a live {cls.__name__}", rule=f"handle.{what}")
-    return found
+    return None if p == ffi.NULL else arguments.live(addr(p), cls, what)
 
 
 def ints(p, n) -> list[int]:
@@ -532,10 +527,20 @@ def _phase2(op):
 
 
 # -- wiring ---------------------------------------------------------------------------------------
-def _guard(name, fn, status_failure):
-    """Map errors to codes for status-returning functions; value-returning ones get NULL/0."""
+# Functions that answer whatever the settings: pure helpers, and aclInit, which reads them again.
+SETTINGS_FREE = {"aclInit", "aclGetRecentErrMsg", "aclrtGetVersion", "aclFloat16ToFloat", "aclFloatToFloat16",
+                 "aclDataTypeSize"}
+
+
+def _guard(name, fn, status_failure, settings_failure):
+    """Map errors to codes for status-returning functions; value-returning ones get NULL/0.
+    `settings_failure` is the code (or, for a pointer, the message's code) while a setting is bad."""
+    gated = name not in SETTINGS_FREE
+
     def call(*args):
         try:
+            if gated and config.problem is not None:
+                raise AclError(settings_failure, config.problem, rule="settings")
             result = fn(*args)
             return status.ACL_SUCCESS if status_failure is not None and result is None else result
         except AclError as exc:
@@ -565,11 +570,12 @@ def attach(ffi_, lib_) -> None:
     global ffi, lib
     ffi, lib = ffi_, lib_
     configure_logging()
-    items = [(p.name, IMPLS[p.name], p.ret) for p in runtime_prototypes()]
+    items = [(p.name, IMPLS[p.name], p.ret, p.headers) for p in runtime_prototypes()]
     for op in all_ops():
-        items += [(op.phase1, _phase1(op), "aclnnStatus"), (op.phase2, _phase2(op), "aclnnStatus")]
-    for name, fn, ret in items:
+        items += [(op.phase1, _phase1(op), "aclnnStatus", "aclnn/"), (op.phase2, _phase2(op), "aclnnStatus", "aclnn/")]
+    for name, fn, ret, headers in items:
         failure = {"aclError": status.ACL_ERROR_INTERNAL_ERROR, "aclnnStatus": status.ACLNN_ERR_INNER}.get(ret)
+        settings = status.ACLNN_ERR_PARAM_INVALID if headers == "aclnn/" else status.ACL_ERROR_INVALID_PARAM
         returns_pointer[name] = ret.endswith("*")
-        ffi.def_extern(name=f"_py_{name}")(_guard(name, fn, failure))
+        ffi.def_extern(name=f"_py_{name}")(_guard(name, fn, failure, settings))
     ffi.def_extern(name="_py_aclAppLog")(_log_applog)

@@ -1,40 +1,79 @@
 """The two-phase contract shared by every operator, for C and Python callers alike.
 
 Phase 1 runs the op's checks and returns (status, workspace size, executor handle); phase 2 checks
-the executor and workspace and puts the launch on the stream. Both return status codes, never raise.
+the executor and workspace and puts the launch on the stream. Both return status codes and raise
+only for `aclnn_emu.run`'s caller passing a wrong Python value (arguments.Misuse). While a setting is
+bad (config.problem) both fail with ACLNN_ERR_PARAM_INVALID.
 """
 import logging
+import sys
 import time
 import traceback
 
-from .. import status
+from .. import config, status
 from ..meta import Executor, Tensor
 from ..runtime import api as rt
 from ..runtime import devices, handles, sanitizer
 from ..runtime.errors import AclError, log, record
+from .arguments import Misuse
 from .signature import Env
 
 
-def get_workspace_size(op, values) -> tuple[int, int, int]:
-    """Phase 1 with already converted arguments (Tensor/None/tuple/int/float/bool/str)."""
+def _settings_ok() -> None:
+    if config.problem is not None:
+        raise AclError(status.ACLNN_ERR_PARAM_INVALID, config.problem, rule="settings")
+
+
+def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
+    """Phase 1 with converted arguments (Tensor/None/tuple/int/float/bool/str), or with Python
+    values and the `arguments` function that converts them."""
+    env = Env(op.name)
+    args = None
     try:
+        _settings_ok()
+        if convert is not None:
+            values = convert(op, values)
         if op.prepare_fn is None:
             raise AclError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                            f"{op.name} is not implemented in aclnn-emu", rule="not_implemented")
         args = op.bind(values)
-        launch = op.prepare_fn(args, Env(op.name))
+        launch = op.prepare_fn(args, env)
         executor = Executor(op.name, launch)
         if log.isEnabledFor(logging.DEBUG):   # describing the arguments costs more than the checks
             log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
                       launch.workspace_size, executor.handle)
         return status.ACLNN_SUCCESS, int(launch.workspace_size), executor.handle
+    except Misuse:
+        raise
     except AclError as exc:
-        record(exc.code, f"{op.phase1}: {exc.message}")
+        hint = _elsewhere(op, args, env, exc) if env.asked_soc else ""
+        record(exc.code, f"{op.phase1}: {exc.message}{hint}")
+        if hint:   # a program usually prints only the code: the chip to pick goes to stderr as well
+            print(f"aclnn-emu: {op.phase1} returned {exc.code}: {exc.message}{hint}", file=sys.stderr, flush=True)
         return exc.code, 0, 0
     except Exception as exc:  # a bug in an op module: the same code C callers get, and the traceback
         log.error("%s raised:\n%s", op.phase1, traceback.format_exc())
         record(status.ACLNN_ERR_INNER, f"{op.phase1}: internal error in aclnn-emu: {exc!r}")
         return status.ACLNN_ERR_INNER, 0, 0
+
+
+def _elsewhere(op, args, env, exc) -> str:
+    """For a failure that may depend on the chip: the other emulated chips that accept the whole
+    call (found by running its checks there) or the rejected value (the rule's own `chips`), and
+    the setting that selects the chip. Empty when neither applies."""
+    accepted = [soc for soc in config.SOCS if soc != env.soc and args is not None and _accepts(op, args, soc)]
+    if not accepted and not getattr(exc, "chips", ()):
+        return ""
+    return ((f". The same call is accepted on {' and '.join(accepted)}" if accepted else "")
+            + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.soc})")
+
+
+def _accepts(op, args, soc: str) -> bool:
+    try:
+        op.prepare_fn(args, Env(op.name, soc, quiet=True))
+        return True
+    except Exception:     # any failure on that chip, expected or not, means "not there"
+        return False
 
 
 def _describe(op, values) -> str:
@@ -63,8 +102,12 @@ def run(op_name: str, workspace: int, workspace_size: int, executor_handle: int,
     phase2 = f"aclnn{op_name}"
     executor = None
     try:
+        _settings_ok()
         executor = _executor(executor_handle, phase2)
         required = executor.launch.workspace_size
+        if not isinstance(workspace_size, int):      # only aclnn_emu.raw can pass one
+            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"workspaceSize must be an integer, got "
+                           f"{workspace_size!r}", rule="phase2.workspace_size")
         if workspace_size > 0 and workspace == 0:
             raise AclError(status.ACLNN_ERR_PARAM_NULLPTR, f"workspace is nullptr but workspaceSize is {workspace_size}",
                            rule="phase2.workspace_null")

@@ -29,12 +29,14 @@ def _fits(tensor, dtype) -> bool:
     return tensor.dtype == dtype and tensor.format in ND_LIKE
 
 
-def check_kernel_key(a, op, combos: list[dict]) -> None:
+def check_kernel_key(a, op, combos, soc: str | None = None) -> None:
     """Find a registered (dtype, ND format) combination for the call's tensors.
 
-    `combos` lists the OpDef combinations, each mapping parameter name -> DataType. Absent
-    optional tensors do not take part in the key.
+    `combos` lists the OpDef combinations, each mapping parameter name -> DataType, or maps each
+    chip to its list (then `soc` picks the chip's). Absent optional tensors do not take part in the key.
     """
+    per_chip = combos if isinstance(combos, dict) else {}
+    combos = per_chip[soc] if per_chip else combos
     present = {p.name: getattr(a, p.name) for p in op.tensors if getattr(a, p.name) is not None}
     if any(_matches(present, combo) for combo in combos):
         return
@@ -46,10 +48,14 @@ def check_kernel_key(a, op, combos: list[dict]) -> None:
         name = next(n for n, t in required.items() if n in best and not _fits(t, best[n]))
         t = required[name]
         allowed = sorted({c[name] for c in combos if name in c}, key=int)
+        chips = [] if t.dtype in allowed else [chip for chip, table in per_chip.items()    # a dtype of its own
+                                               if chip != soc and any(c.get(name) == t.dtype for c in table)]
         raise OpError(status.ACLNN_ERR_PARAM_INVALID,
                       f"{name} has dtype {t.dtype.short} and format {t.format.short}; the registered kernels "
-                      f"take dtype {' / '.join(d.short for d in allowed)} with format ND, in a combination "
-                      f"with the other required tensors", rule=f"dtype.{name}")
+                      f"{f'of {soc} ' if per_chip else ''}take dtype {' / '.join(d.short for d in allowed)} with "
+                      f"format ND, in a combination with the other required tensors"
+                      + (f"; {t.dtype.short} is registered on {' and '.join(chips)}" if chips else ""),
+                      rule=f"dtype.{name}", chips=chips)
     optional = [n for n in present if _optional(op, n)]
     off = [n for n in optional if not any(_fits(present[n], c[n]) for c in usable if n in c)] or optional
     raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,

@@ -40,8 +40,8 @@ SEQ_LENGTHS = ("actucalSeqLengthsQuery", "actucalSeqLengthsKey")
 OUTPUT_OF = {"dQuery": "query", "dKey": "key", "dWeights": "weights"}
 
 
-def _fail(rule: str, message: str):
-    raise OpError(INNER, message, rule=rule)
+def _fail(rule: str, message: str, chips=()):
+    raise OpError(INNER, message, rule=rule, chips=chips)
 
 
 def _check_not_null(a) -> None:
@@ -64,8 +64,8 @@ def _check_infershape(a) -> None:
 def _check_kernel(a, env) -> None:
     """lightning_indexer_grad_def.cpp: SoCs, paired BF16/FP16 combos, INT32 indices, ND formats."""
     if env.soc not in SOCS:
-        _fail("soc", f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for Ascend910B "
-                     "and Ascend910_93 only")
+        _fail("soc", f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for "
+                     f"{' and '.join(SOCS)} only", chips=SOCS)
     if a.query.dtype not in FLOATS:
         _fail("dtype.query", f"query dtype {a.query.dtype.short} is not supported; expected BF16 or FLOAT16")
     for name in ("key", "dy", "weights"):

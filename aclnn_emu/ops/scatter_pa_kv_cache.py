@@ -57,7 +57,7 @@ def prepare(a, env):
     check_required_not_null(a, OP)
     if all_outputs_empty(a, OP):
         return Launch.nothing()
-    check_kernel_key(a, OP, COMBOS[env.soc])
+    check_kernel_key(a, OP, COMBOS, env.soc)
     run = _tiling_910_95(a, env) if env.soc == "Ascend910_95" else _tiling_a2(a, env)
     if run is None:
         return Launch.nothing()

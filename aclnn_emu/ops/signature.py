@@ -12,7 +12,12 @@ from ..runtime.errors import AclError, note
 
 
 class OpError(AclError):
-    """A failed operator check: status code, message naming the argument, rule id."""
+    """A failed operator check: status code, message naming the argument, rule id, and the other
+    chips (if any) on which the value this rule rejects is registered."""
+
+    def __init__(self, code: int, message: str, rule: str | None = None, chips=()):
+        super().__init__(code, message, rule)
+        self.chips = tuple(chips)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,17 +100,28 @@ class Launch:
 
 
 class Env:
-    """What a prepare function may ask about the call's surroundings."""
+    """What a prepare function may ask about the call's surroundings.
 
-    def __init__(self, op_name: str):
+    `soc` is the emulated chip unless given; a quiet Env (a trial on another chip) says nothing.
+    """
+
+    def __init__(self, op_name: str, soc: str | None = None, quiet: bool = False):
         self.op_name = op_name
-        self.soc = config.current.soc
+        self._soc = config.current.soc if soc is None else soc
         self.strict = config.current.strict
+        self.quiet = quiet
+        self.asked_soc = False
         self._said = set()
+
+    @property
+    def soc(self) -> str:
+        """The chip; asking for it marks the call's outcome as possibly chip-dependent."""
+        self.asked_soc = True
+        return self._soc
 
     def warn(self, message: str) -> None:
         """A behaviour the user should know about; printed once per call, readable via aclGetRecentErrMsg."""
-        if message in self._said:
+        if self.quiet or message in self._said:
             return
         self._said.add(message)
         text = f"aclnn-emu warning: aclnn{self.op_name}: {message}"

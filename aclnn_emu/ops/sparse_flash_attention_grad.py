@@ -91,7 +91,7 @@ def prepare(a, env):
     if env.soc not in SOCS:
         raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                       f"Cannot find kernel file: SparseFlashAttentionGrad has kernels for "
-                      f"{' and '.join(SOCS)} only, not {env.soc}", rule="kernel.soc")
+                      f"{' and '.join(SOCS)} only, not {env.soc}", rule="kernel.soc", chips=SOCS)
     try:
         check_kernel_key(a, OP, COMBOS)
     except OpError as exc:

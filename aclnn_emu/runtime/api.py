@@ -43,6 +43,8 @@ def init(config_path: str | None) -> None:
             raise AclError(status.ACL_ERROR_INVALID_FILE, f"aclInit config file {config_path!r} does not exist",
                            rule="init.config")
         config.reload()
+        if config.problem is not None:
+            raise AclError(status.ACL_ERROR_INVALID_PARAM, config.problem, rule="settings")
         configure_logging()
         _init_refs, _finalized = 1, False
 

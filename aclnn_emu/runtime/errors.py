@@ -15,7 +15,7 @@ def configure_logging() -> None:
         handler.setFormatter(logging.Formatter(f"[aclnn-emu %(levelname)s][PID:{os.getpid()}] %(message)s"))
         log.addHandler(handler)
         log.propagate = False
-    log.setLevel(config.current.log.upper() if config.current.log.upper() in logging._nameToLevel else "WARNING")
+    log.setLevel(config.current.log.upper())
 
 
 class AclError(Exception):
