@@ -40,8 +40,10 @@ class BuildToolkit(Command):
         return {}
 
     def get_source_files(self):
+        from aclnn_emu.shim.build import SAMPLE_FILES, SOURCE_SAMPLES
+        samples = [p for pattern in SAMPLE_FILES for p in SOURCE_SAMPLES.glob(pattern)]
         return [str(p.relative_to(HERE)) for p in (HERE / "include").rglob("*.h")] + [str(p.relative_to(HERE)) for p in (HERE / "aclnn_emu" / "shim").iterdir()
-                                                  if p.suffix in (".py", ".cpp")]
+                                                  if p.suffix in (".py", ".cpp")] + [str(p.relative_to(HERE)) for p in samples]
 
 
 build.sub_commands.append(("build_toolkit", None))

@@ -1,16 +1,17 @@
 """The `aclnn-emu` command: env, run, samples, doctor, build."""
 import argparse
+import collections
 import importlib.util
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from . import config, toolkit
+from . import config, process, toolkit
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 PROBE = r"""
 #include "acl/acl.h"
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
@@ -41,25 +42,35 @@ def cmd_build(args) -> int:
     return 0
 
 
-def compile_and_run(source, argv=(), env=None, timeout=None) -> tuple[str, subprocess.CompletedProcess]:
-    """Compile with the official flags into a temporary directory and run; returns (stage, result)."""
+SAMPLE_TIMEOUT = 600    # seconds per sample
+TAIL_LINES = 40         # lines of a sample's output that `samples -v` (and a failure) shows
+
+
+def compile_and_run(source, argv=(), env=None, timeout=None, **streams) -> tuple[str, subprocess.CompletedProcess]:
+    """Compile with the official flags into a temporary directory and run; returns (stage, result).
+    The compiler's output is captured (a failed compile returns it); the program writes to `streams`
+    (stdout=, stderr=), by default captured as text."""
     with tempfile.TemporaryDirectory(prefix="aclnn-emu-") as tmp:
         exe = pathlib.Path(tmp) / pathlib.Path(source).stem
         built = toolkit.compile(source, exe)
         if built.returncode != 0:
             return "compile", built
-        return "run", subprocess.run([str(exe), *argv], env=toolkit.environment(env), capture_output=True,
-                                     text=True, timeout=timeout)
+        return "run", process.run([str(exe), *argv], toolkit.environment(env), timeout,
+                                  **(streams or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
 
 
+@process.stoppable
 def cmd_run(args) -> int:
-    stage, result = compile_and_run(args.source, args.args)
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
+    # The program inherits our stdin, stdout and stderr: its output arrives live, in the order it is
+    # written (in a terminal, a sanitizer report right after the step that caused it).
+    stage, result = compile_and_run(args.source, args.args, stdout=None, stderr=None)
     if stage == "compile":
+        sys.stderr.write(result.stdout + result.stderr)
         print(f"aclnn-emu: compiling {args.source} failed", file=sys.stderr)
         return 1
-    return result.returncode
+    if process.reported(result.returncode):     # a shell would say so, and cannot here
+        print(f"aclnn-emu: {args.source}: {process.describe(result.returncode)}", file=sys.stderr)
+    return process.exit_status(result.returncode)
 
 
 def sample_env(source: pathlib.Path) -> dict:
@@ -71,25 +82,74 @@ def sample_env(source: pathlib.Path) -> dict:
     return env
 
 
+def samples_directory(given) -> pathlib.Path:
+    """The directory named, else ./samples if there is one, else the samples shipped with the toolkit."""
+    if given is not None:
+        return pathlib.Path(given)
+    return pathlib.Path("samples") if pathlib.Path("samples").is_dir() else toolkit.SAMPLES
+
+
+def show_output(name: str, log, full: bool) -> None:
+    """A sample's output (stdout and stderr as written to one file): its last TAIL_LINES lines, or all."""
+    if log.seek(0, os.SEEK_END):
+        log.seek(-1, os.SEEK_END)
+        unfinished_line = log.read(1) != b"\n"
+    else:
+        unfinished_line = False
+    log.seek(0)
+    if full:
+        print(f"--- {name} ---", flush=True)
+        shutil.copyfileobj(log, sys.stdout.buffer)
+    else:
+        tail, total = collections.deque(maxlen=TAIL_LINES), 0
+        for total, line in enumerate(log, 1):
+            tail.append(line)
+        cut = total - len(tail)
+        print(f"--- {name}: {cut} earlier lines cut (--full shows all) ---" if cut else f"--- {name} ---")
+        sys.stdout.write(b"".join(tail).decode(errors="replace"))
+    print("\n" if unfinished_line else "", end="", flush=True)
+
+
+@process.stoppable
 def cmd_samples(args) -> int:
-    directory = pathlib.Path(args.directory)
+    directory = samples_directory(args.directory)
+    if not directory.is_dir():
+        print(f"aclnn-emu samples: no such directory: {directory}", file=sys.stderr)
+        return 2
     sources = sorted(directory.glob("*.cpp"))
-    rows, failed = [], 0
-    for source in sources:
+    if not sources:
+        shipped = directory.resolve() == toolkit.SAMPLES.resolve()
+        print(f"aclnn-emu samples: no samples (*.cpp) in {directory}"
+              + ("" if shipped else f" (the toolkit's are in {toolkit.SAMPLES})"), file=sys.stderr)
+        return 2
+    envs = [sample_env(source) for source in sources]
+    socs = [config.check(env)[0].soc for env in envs]     # as the emulator reads it (canonical spelling)
+    columns = (("sample", [s.name for s in sources]), ("soc", socs), ("time", [f"{SAMPLE_TIMEOUT:.1f}s"]))
+    widths = [max(len(title), *map(len, cells)) for title, cells in columns]
+
+    def row(*cells):    # printed as each sample finishes
+        print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths + [0])), flush=True)
+
+    print(f"{len(sources)} sample{'s' * (len(sources) != 1)} in {directory.resolve()}")
+    row("sample", "soc", "time", "outcome")
+    failed = 0
+    for source, env, soc in zip(sources, envs, socs):
         start = time.perf_counter()
-        env = sample_env(source)
-        stage, result = compile_and_run(source, env=env, timeout=600)
-        seconds = time.perf_counter() - start
-        ok = stage == "run" and result.returncode == 0
-        failed += not ok
-        outcome = "ok" if ok else f"{stage} failed (exit {result.returncode})"
-        rows.append((source.name, env.get("ACLNN_EMU_SOC", "Ascend910B"), outcome, f"{seconds:.1f}s"))
-        if args.verbose or not ok:
-            print(f"--- {source.name} ---\n{result.stdout}{result.stderr}")
-    widths = [max(len(str(r[i])) for r in rows + [("sample", "soc", "outcome", "time")]) for i in range(4)]
-    for row in [("sample", "soc", "outcome", "time")] + rows:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
-    print(f"{len(rows) - failed}/{len(rows)} samples passed")
+        with tempfile.TemporaryFile() as log:   # unlinked from the start: never left behind
+            try:
+                stage, result = compile_and_run(source, env=env, timeout=SAMPLE_TIMEOUT, stdout=log,
+                                                stderr=subprocess.STDOUT)
+                if stage == "compile":
+                    log.write((result.stdout + result.stderr).encode())
+                ok = stage == "run" and result.returncode == 0
+                outcome = "ok" if ok else f"{stage} failed ({process.describe(result.returncode)})"
+            except subprocess.TimeoutExpired:
+                ok, outcome = False, f"timed out after {SAMPLE_TIMEOUT}s"
+            failed += not ok
+            row(source.name, soc, f"{time.perf_counter() - start:.1f}s", outcome)
+            if args.verbose or args.full or not ok:
+                show_output(source.name, log, args.full)
+    print(f"{len(sources) - failed}/{len(sources)} samples passed")
     return 1 if failed else 0
 
 
@@ -125,15 +185,16 @@ def settings_table() -> str:
 def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
     _, bad, unknown = config.check(config.environment())
+    reinstall = toolkit.reinstall_command()
+    headers = (toolkit.HOME / "include" / "acl" / "acl.h").exists()    # what `aclnn-emu build` needs
     checks = [
         ("settings (ACLNN_EMU_*) valid", not bad, "\n       ".join(bad + ["see `aclnn-emu --help` or README.md, "
                                                                        "section Environment"])),
         ("toolkit built", toolkit.LIBRARY.exists(),
-         f"{toolkit.LIBRARY} is missing: run `pip install .` (or `aclnn-emu build`)"),
-        ("headers present", (toolkit.HOME / "include" / "acl" / "acl.h").exists(),
-         "include/ was not copied into the toolkit: rebuild with `aclnn-emu build`"),
+         f"{toolkit.LIBRARY} is missing: run `{'aclnn-emu build' if headers else reinstall}`"),
+        ("headers present", headers, f"include/ is missing from the toolkit: run `{reinstall}`"),
         ("compiled kernel loops built", importlib.util.find_spec("aclnn_emu.kernels._native") is not None,
-         "aclnn_emu.kernels._native is missing: run `pip install .` (or `pip install -e .` in a checkout)"),
+         f"aclnn_emu.kernels._native is missing: run `{reinstall}`"),
         ("g++ available", subprocess.run(["sh", "-c", "command -v g++"], capture_output=True).returncode == 0,
          "install g++ (Debian: apt-get install g++)"),
     ]
@@ -169,8 +230,10 @@ def main(argv=None) -> int:
     run.set_defaults(fn=cmd_run)
     samples = sub.add_parser("samples", help="build and run every sample, print a table of outcomes")
     samples.add_argument("directory", nargs="?",
-                         default="samples" if pathlib.Path("samples").is_dir() else str(REPO / "samples"))
-    samples.add_argument("-v", "--verbose", action="store_true", help="print every sample's output")
+                         help="default: ./samples if there is one, else the samples shipped with the toolkit")
+    samples.add_argument("-v", "--verbose", action="store_true",
+                         help=f"print the last {TAIL_LINES} lines of every sample's output (a failure's always)")
+    samples.add_argument("--full", action="store_true", help="print every line of every sample's output")
     samples.set_defaults(fn=cmd_samples)
     sub.add_parser("coverage", help="print the table of emulated functions (docs/coverage.md)").set_defaults(
         fn=cmd_coverage)

@@ -1,11 +1,16 @@
-"""Where the built toolkit lives and how to compile a program against it."""
+"""Where the built toolkit lives, how to compile a program against it, and how to redo the install."""
+import importlib.metadata
+import json
 import os
 import pathlib
 import shlex
 import subprocess
+import urllib.parse
 
 HOME = pathlib.Path(__file__).resolve().parent / "_toolkit"
 LIBRARY = HOME / "lib64" / "libascendcl.so"
+# The spec's C++ samples, shipped with the toolkit as a CANN toolkit ships its samples.
+SAMPLES = HOME / "samples"
 # The flags of the official "compile and run a sample" recipe (c++11, -O2 -Wall, the three include
 # directories, the runtime/meta/op libraries).
 CXXFLAGS = ["-std=c++11", "-fPIC", "-O2", "-Wall"]
@@ -36,3 +41,16 @@ def compile_command(source, output) -> list[str]:
 
 def compile(source, output) -> subprocess.CompletedProcess:
     return subprocess.run(compile_command(source, output), capture_output=True, text=True)
+
+
+def reinstall_command() -> str:
+    """The pip command that redoes this install, toolkit and compiled kernel loops alike: from where pip
+    recorded it came from (PEP 610's direct_url.json), editable again if it was editable."""
+    # A checkout's own build metadata (aclnn_emu.egg-info, seen first from the checkout) has no record.
+    records = (d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="aclnn-emu"))
+    origin = json.loads(next(filter(None, records), "{}"))
+    url = urllib.parse.urlparse(origin.get("url", ""))
+    source = urllib.parse.unquote(url.path) if url.scheme == "file" else (url.geturl() or "aclnn-emu")
+    if origin.get("dir_info", {}).get("editable"):
+        return f"pip install -e {shlex.quote(source)}"
+    return f"pip install --force-reinstall --no-deps {shlex.quote(source)}"

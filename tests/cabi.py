@@ -1,12 +1,16 @@
 """Helpers for tests that go through the real C doors: compiled C++ programs and ctypes."""
+import atexit
 import pathlib
+import shutil
 import subprocess
 import tempfile
 
 from aclnn_emu import toolkit
 
 C_DIR = pathlib.Path(__file__).resolve().parent / "c"
+# The programs built in one test session; removed when the session's interpreter exits.
 _BUILD = pathlib.Path(tempfile.mkdtemp(prefix="aclnn-emu-tests-"))
+atexit.register(shutil.rmtree, _BUILD, ignore_errors=True)
 
 
 def build(source) -> pathlib.Path:

@@ -1,5 +1,5 @@
 """Build the drop-in CANN toolkit: lib64/libascendcl.so (a cffi embedding library), its alias
-libraries, include/ and set_env.sh.
+libraries, include/, set_env.sh and samples/.
 
 Every exported function is a generated C++ wrapper that first makes sure the embedded interpreter
 is up (returning an error code, never 0, if it is not) and then calls its Python binding.
@@ -25,6 +25,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 PACKAGE = HERE.parent
 # A source checkout holds the headers in include/; an installed package only in its built toolkit.
 SOURCE_INCLUDE = PACKAGE.parent / "include"
+SOURCE_SAMPLES = PACKAGE.parent / "samples"
+# What of samples/ the toolkit ships: the sources, the chip a sample needs (x.soc), the CMake recipe.
+SAMPLE_FILES = ("*.cpp", "*.soc", "CMakeLists.txt")
 
 MODULE = "_aclnn_emu_shim"
 LIBRARY = "libascendcl.so"
@@ -69,7 +72,7 @@ def sources():
 
 
 def build(out: pathlib.Path) -> pathlib.Path:
-    """Write the whole toolkit into `out` (lib64/, include/, set_env.sh)."""
+    """Write the whole toolkit into `out` (lib64/, include/, set_env.sh, samples/)."""
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
         raise SystemExit("aclnn-emu needs a Python built with --enable-shared (libpython3.x.so)")
     cdef, source = sources()
@@ -96,7 +99,21 @@ def build(out: pathlib.Path) -> pathlib.Path:
     elif not include.is_dir():
         raise SystemExit(f"no headers to install: neither {SOURCE_INCLUDE} nor {include} exists")
     (out / "set_env.sh").write_text(set_env_script())
+    install_samples(out / "samples")
     return out
+
+
+def install_samples(target: pathlib.Path) -> None:
+    """Ship the spec samples with the toolkit, as a CANN toolkit ships its samples, so `aclnn-emu samples`
+    works without a checkout. An installed package (no samples/ beside it) keeps the copy it has."""
+    if not SOURCE_SAMPLES.is_dir() or SOURCE_SAMPLES.resolve() == target.resolve():
+        return
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    for pattern in SAMPLE_FILES:
+        for path in SOURCE_SAMPLES.glob(pattern):
+            shutil.copy2(path, target / path.name)
 
 
 def _replace(source: pathlib.Path, target: pathlib.Path) -> None:
