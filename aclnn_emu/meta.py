@@ -135,6 +135,8 @@ class Tensor(Handled):
         nbytes = max(math.prod(self.storage_shape) - self.offset, 0) * dtype.itemsize
         start = self.addr + self.offset * dtype.itemsize
         memory = self._memory(what)
+        if nbytes:   # the first element is always touched: unmapped, it faults the kernel
+            memory.require_mapped(start, dtype.itemsize, what, status.ACL_ERROR_RT_AICORE_EXCEPTION)
         memory.report(start, nbytes, what, owner=self.addr)
         reach = memory.mapped(start, nbytes)
         raw = memory.array(start, reach) if reach else np.empty(0, np.uint8)
