@@ -31,25 +31,20 @@ def view_extent(shape, strides) -> tuple[int, int]:
     return lo, hi
 
 
-def check_size(shape, strides, offset: int, storage_shape, itemsize: int) -> None:
+def check_size(shape, storage_shape, itemsize: int) -> None:
     """Refuse a tensor description no device memory can hold, before anything is made for it: an
     element count whose bytes overflow int64 (nnopbase's own size arithmetic, KernelTensor::CalcSize,
-    fails there) or exceed the device's memory, or element offsets whose byte addresses overflow.
-    The kernels would otherwise build host arrays of that size."""
-    capacity = config.current.device_memory
+    fails there) or exceed the device's memory. The kernels would otherwise build host arrays of
+    that size. (Offsets and strides are checked where they are used: a view reaching unmapped
+    memory faults its kernel.)"""
+    limit = min(config.current.device_memory, INT64_MAX)
     for name, dims in (("view shape", shape), ("storage shape", storage_shape)):
-        nbytes = math.prod(abs(d) for d in dims) * itemsize
-        if nbytes > min(INT64_MAX, capacity):
-            raise AclError(status.ACLNN_ERR_PARAM_INVALID,
-                           f"{name} {list(dims)} holds {nbytes} bytes: "
+        nbytes = abs(math.prod(dims)) * itemsize
+        if nbytes > limit:
+            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"{name} {list(dims)} holds {nbytes} bytes: "
                            + ("its size overflows int64" if nbytes > INT64_MAX else
-                              f"more than the device's {capacity} bytes of memory (ACLNN_EMU_DEVICE_MEMORY)"),
+                              f"more than the device's {limit} bytes of memory (ACLNN_EMU_DEVICE_MEMORY)"),
                            rule="tensor.size")
-    lo, hi = view_extent(shape, strides)
-    if max(abs(offset + lo), abs(offset + hi) + 1) * itemsize > INT64_MAX:
-        raise AclError(status.ACLNN_ERR_PARAM_INVALID,
-                       f"offset {offset} with strides {list(strides)} addresses bytes beyond the int64 range",
-                       rule="tensor.offset")
 
 
 class Handled:
@@ -75,7 +70,7 @@ class Tensor(Handled):
         dtype = dtypes.coerce(dtype)
         strides = tuple(int(s) for s in strides) if strides is not None else contiguous_strides(shape)
         storage_shape = tuple(int(d) for d in storage_shape) if storage_shape is not None else shape
-        check_size(shape, strides, int(offset), storage_shape, dtypes.SIZE.get(dtype, 1))
+        check_size(shape, storage_shape, dtypes.SIZE.get(dtype, 1))
         self.shape, self.dtype, self.strides, self.offset = shape, dtype, strides, int(offset)
         self.format = formats.coerce(format)
         self.storage_shape = storage_shape

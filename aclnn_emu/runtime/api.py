@@ -242,21 +242,29 @@ def _vet(addr: int, count: int, memory, what: str, write: bool, sanitize: bool) 
     the access the copy needs and must not be the emulator's own memory. `sanitize` adds the
     sanitizer's report of a range that leaves its allocation."""
     if memory is not None:
-        memory.require_mapped(addr, count, what, BAD_RANGE)
-        if sanitize:
-            memory.report(addr, count, what)
-    elif not host_ranges.accessible(addr, count, write) or any(
-            dev.memory.overlaps(addr, count) for dev in devices.all_devices()):
+        (memory.check if sanitize else memory.require_mapped)(addr, count, what, code=BAD_RANGE)
+    elif not host_ranges.accessible(addr, count, write) or _in_an_arena(addr, count):
         raise AclError(BAD_RANGE, f"{what}: host range [{addr:#x}, +{count}) is not mapped "
                        f"{'writable' if write else 'readable'} host memory; nothing was touched",
                        rule="memory.host_range")
+
+
+def _in_an_arena(addr: int, count: int) -> bool:
+    for dev in devices.all_devices():
+        if dev.memory.overlaps(addr, count):
+            return True
+    return False
+
+
+# The (src, dst) places an explicit kind promises: True for device memory.
+_KIND_ENDS = {0: (False, False), 1: (False, True), 2: (True, False), 3: (True, True), 5: (False, True)}
 
 
 def _copy_ends(dst: int, src: int, kind: int):
     """The arenas of dst and src (None for host memory), checked against an explicit kind."""
     ends = devices.memory_of(dst), devices.memory_of(src)
     on_device = (ends[1] is not None, ends[0] is not None)
-    expected = {0: (False, False), 1: (False, True), 2: (True, False), 3: (True, True), 5: (False, True)}.get(kind)
+    expected = _KIND_ENDS.get(kind)
     if expected is not None and expected != on_device:
         where = lambda d: "device" if d else "host"
         raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,

@@ -200,9 +200,14 @@ class DeviceMemory:
     def check(self, addr: int, nbytes: int, what: str, owner: int | None = None,
               code: int = status.ACL_ERROR_RT_AICORE_EXCEPTION) -> None:
         """Vet an access before it is made: `code` if it reaches unmapped pages, else the sanitizer's report."""
-        if nbytes > 0:
-            self.require_mapped(addr, nbytes, what, code)
-            self.report(addr, nbytes, what, owner)
+        if nbytes <= 0:
+            return
+        with self._lock:
+            alloc = self._find(self._live, self._starts, addr if owner is None else owner)
+        if alloc is not None and alloc.addr <= addr and addr + nbytes <= alloc.addr + alloc.size:
+            return      # inside its own allocation: the usual case, nothing to report
+        self.require_mapped(addr, nbytes, what, code)
+        self.report(addr, nbytes, what, owner)
 
     def report(self, addr: int, nbytes: int, what: str, owner: int | None = None) -> None:
         """Report (to the sanitizer) an access that leaves the allocation holding `owner` (default
@@ -230,7 +235,9 @@ class DeviceMemory:
     def overlaps(self, addr: int, nbytes: int) -> bool:
         """True if [addr, addr+nbytes) touches either mapping of this arena (its device addresses
         or the emulator's own read-write view): never a host range a program may copy."""
-        return any(addr < base + self.size and base < addr + nbytes for base in (self.device_base, self.host_base))
+        end = addr + nbytes
+        return (addr < self.device_base + self.size and self.device_base < end
+                or addr < self.host_base + self.size and self.host_base < end)
 
     def leaks(self) -> list[Allocation]:
         with self._lock:
