@@ -127,30 +127,32 @@ int MemcpyWraps() {
 }
 
 // -- host ranges that are unmapped or read-only ------------------------------------------------------
+const size_t kPage = sysconf(_SC_PAGESIZE);
+
+// Fresh zeroed pages of host memory, to unmap or protect.
+uint8_t *HostPages(size_t count) {
+    return static_cast<uint8_t *>(mmap(nullptr, count * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                       -1, 0));
+}
+
 int HostUnmapped() {
     Watched a("a", 8192, 1);
-    long page = sysconf(_SC_PAGESIZE);
-    auto *map = static_cast<uint8_t *>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    memset(map, 0, 2 * page);
-    munmap(map + page, page);                   // the second page is gone
-    Memcpy("h2d_source_unmapped", a.addr, 2 * page, map, 2 * page, ACL_MEMCPY_HOST_TO_DEVICE);
-    Memcpy("d2h_dest_unmapped", map, 2 * page, a.addr, 2 * page, ACL_MEMCPY_DEVICE_TO_HOST);
-    std::vector<uint8_t> first(map, map + page);
+    uint8_t *map = HostPages(2);
+    munmap(map + kPage, kPage);                 // the second page is gone
+    Memcpy("h2d_source_unmapped", a.addr, 2 * kPage, map, 2 * kPage, ACL_MEMCPY_HOST_TO_DEVICE);
+    Memcpy("d2h_dest_unmapped", map, 2 * kPage, a.addr, 2 * kPage, ACL_MEMCPY_DEVICE_TO_HOST);
     a.PrintChanged();
-    PrintHostChanged("host", first, 0);
+    PrintHostChanged("host", std::vector<uint8_t>(map, map + kPage), 0);
     return 0;
 }
 
 int HostReadOnly() {
     Watched a("a", 4096, 1);
-    long page = sysconf(_SC_PAGESIZE);
-    auto *map = static_cast<uint8_t *>(mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    memset(map, 0, page);
-    mprotect(map, page, PROT_READ);
+    uint8_t *map = HostPages(1);
+    mprotect(map, kPage, PROT_READ);
     Memcpy("d2h_dest_read_only", map, 64, a.addr, 64, ACL_MEMCPY_DEVICE_TO_HOST);
     Memcpy("h2d_source_read_only", a.addr, 64, map, 64, ACL_MEMCPY_HOST_TO_DEVICE);   // reading it is fine
-    std::vector<uint8_t> now(map, map + page);
-    PrintHostChanged("host", now, 0);
+    PrintHostChanged("host", std::vector<uint8_t>(map, map + kPage), 0);
     return 0;
 }
 
