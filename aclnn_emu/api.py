@@ -66,10 +66,22 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
 
 def empty(shape, dtype, format=Format.ACL_FORMAT_ND, storage_shape=None) -> Tensor:
     """A new uninitialised device tensor (aclrtMalloc of its bytes, at least 1)."""
+    for name, dims in (("shape", shape), ("storage_shape", storage_shape or ())):
+        bad = [d for d in dims if int(d) != d or d < 0]
+        if bad:
+            raise ValueError(f"empty(): {name} {tuple(dims)} has the dimension {bad[0]}; dimensions are integers >= 0")
     setup()
     dt = dtypes.DataType(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.SIZE[dt]
-    return Tensor(shape, dt, None, 0, format, storage_shape, rt.malloc(max(nbytes, 1)))
+    try:
+        tensor = Tensor(shape, dt, None, 0, format, storage_shape)
+    except AclError as exc:
+        raise ValueError(f"empty(): {exc.message}") from None
+    try:
+        tensor.addr = rt.malloc(max(tensor.numel * dtypes.SIZE[dt], 1))
+    except BaseException:
+        tensor.destroy()
+        raise
+    return tensor
 
 
 def numpy(tensor: Tensor) -> np.ndarray:

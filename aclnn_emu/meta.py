@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import dtypes, formats, status
+from . import config, dtypes, formats, status
 from .formats import Format
 from .runtime import devices, handles
 from .runtime.errors import AclError
@@ -19,6 +19,32 @@ def contiguous_strides(shape) -> tuple[int, ...]:
         strides.append(step)
         step *= max(dim, 1)
     return tuple(reversed(strides))
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def view_extent(shape, strides) -> tuple[int, int]:
+    """The lowest and highest element a view reaches, relative to its offset."""
+    lo = sum(s * (d - 1) for s, d in zip(strides, shape) if s < 0 and d > 0)
+    hi = sum(s * (d - 1) for s, d in zip(strides, shape) if s > 0 and d > 0)
+    return lo, hi
+
+
+def check_size(shape, storage_shape, itemsize: int) -> None:
+    """Refuse a tensor description no device memory can hold, before anything is made for it: an
+    element count whose bytes overflow int64 (nnopbase's own size arithmetic, KernelTensor::CalcSize,
+    fails there) or exceed the device's memory. The kernels would otherwise build host arrays of
+    that size. (Offsets and strides are checked where they are used: a view reaching unmapped
+    memory faults its kernel.)"""
+    limit = min(config.current.device_memory, INT64_MAX)
+    for name, dims in (("view shape", shape), ("storage shape", storage_shape)):
+        nbytes = abs(math.prod(dims)) * itemsize
+        if nbytes > limit:
+            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"{name} {list(dims)} holds {nbytes} bytes: "
+                           + ("its size overflows int64" if nbytes > INT64_MAX else
+                              f"more than the device's {limit} bytes of memory (ACLNN_EMU_DEVICE_MEMORY)"),
+                           rule="tensor.size")
 
 
 class Handled:
@@ -34,17 +60,20 @@ class Handled:
 class Tensor(Handled):
     def __init__(self, shape, dtype, strides=None, offset=0, format=Format.ACL_FORMAT_ND,
                  storage_shape=None, addr=0):
+        self.set(shape, dtype, strides, offset, format, storage_shape, addr)   # refuses before registering
         super().__init__()
-        self.set(shape, dtype, strides, offset, format, storage_shape, addr)
 
     def set(self, shape, dtype, strides, offset, format, storage_shape, addr) -> None:
-        """aclInitTensor: (re)describe the tensor; nothing is validated, as in nnopbase."""
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = dtypes.coerce(dtype)
-        self.strides = tuple(int(s) for s in strides) if strides is not None else contiguous_strides(self.shape)
-        self.offset = int(offset)
+        """aclInitTensor: (re)describe the tensor. nnopbase validates nothing here; the emulator
+        refuses only descriptions no device memory can hold (check_size)."""
+        shape = tuple(int(d) for d in shape)
+        dtype = dtypes.coerce(dtype)
+        strides = tuple(int(s) for s in strides) if strides is not None else contiguous_strides(shape)
+        storage_shape = tuple(int(d) for d in storage_shape) if storage_shape is not None else shape
+        check_size(shape, storage_shape, dtypes.SIZE.get(dtype, 1))
+        self.shape, self.dtype, self.strides, self.offset = shape, dtype, strides, int(offset)
         self.format = formats.coerce(format)
-        self.storage_shape = tuple(int(d) for d in storage_shape) if storage_shape is not None else self.shape
+        self.storage_shape = storage_shape
         self.addr = int(addr or 0)
 
     # -- description ----------------------------------------------------------------------------
@@ -71,39 +100,41 @@ class Tensor(Handled):
                 f"strides={list(self.strides)}, offset={self.offset}, addr={self.addr:#x})")
 
     # -- device data ----------------------------------------------------------------------------
-    def view(self, what: str = "tensor") -> np.ndarray:
-        """A writable numpy view of the device memory this tensor describes (zero copy)."""
-        dtype = self.np_dtype
-        if self.is_empty:
-            return np.empty(self.shape, dtype)
-        lo = sum(s * (d - 1) for s, d in zip(self.strides, self.shape) if s < 0)
-        hi = sum(s * (d - 1) for s, d in zip(self.strides, self.shape) if s > 0)
-        start = self.addr + (self.offset + lo) * dtype.itemsize
-        nbytes = (hi - lo + 1) * dtype.itemsize
+    def _memory(self, what: str):
         memory = devices.memory_of(self.addr) if self.addr else None
         if memory is None:
             raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
                            f"{what} {self!r}: its data address is not device memory (aclrtMalloc it first)",
                            rule="tensor.address")
-        memory.check(start, nbytes, what)
-        if memory.readable(start, nbytes) < nbytes:
-            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, f"{what} {self!r} runs past the end of device memory")
+        return memory
+
+    def view(self, what: str = "tensor") -> np.ndarray:
+        """A writable numpy view of the device memory this tensor describes (zero copy)."""
+        dtype = self.np_dtype
+        if self.is_empty:
+            return np.empty(self.shape, dtype)
+        lo, hi = view_extent(self.shape, self.strides)
+        start = self.addr + (self.offset + lo) * dtype.itemsize
+        nbytes = (hi - lo + 1) * dtype.itemsize
+        memory = self._memory(what)
+        memory.check(start, nbytes, what, owner=self.addr)
         buffer = memory.array(start, nbytes)
         return np.ndarray(self.shape, dtype, buffer, offset=-lo * dtype.itemsize,
                           strides=tuple(s * dtype.itemsize for s in self.strides))
 
     def storage(self, what: str = "tensor", unit=None) -> np.ndarray:
-        """The flat writable memory from the view's first element to the end of its storage,
-        optionally reinterpreted as `unit` elements (kernels that address storage directly)."""
+        """The flat writable memory from the view's first element to the end of its storage (as far
+        as it is mapped), optionally reinterpreted as `unit` elements (kernels that address storage
+        directly; they report the accesses that fall outside it)."""
         dtype = self.np_dtype
-        count = max(math.prod(self.storage_shape) - self.offset, 0)
+        nbytes = max(math.prod(self.storage_shape) - self.offset, 0) * dtype.itemsize
         start = self.addr + self.offset * dtype.itemsize
-        memory = devices.memory_of(self.addr) if self.addr else None
-        if memory is None:
-            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
-                           f"{what} {self!r}: its data address is not device memory", rule="tensor.address")
-        memory.check(start, count * dtype.itemsize, what)
-        raw = memory.array(start, memory.readable(start, count * dtype.itemsize))
+        memory = self._memory(what)
+        if nbytes:   # the first element is always touched: unmapped, it faults the kernel
+            memory.require_mapped(start, dtype.itemsize, what, status.ACL_ERROR_RT_AICORE_EXCEPTION)
+        memory.report(start, nbytes, what, owner=self.addr)
+        reach = memory.mapped(start, nbytes)
+        raw = memory.array(start, reach) if reach else np.empty(0, np.uint8)
         unit = dtype if unit is None else np.dtype(unit)
         return raw[:len(raw) // unit.itemsize * unit.itemsize].view(unit)
 

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from .. import config, status
-from . import devices, handles, sanitizer
+from . import devices, handles, host_ranges, sanitizer
 from .devices import Context
 from .errors import AclError, configure_logging
 from .streams import Event, Stream
@@ -233,80 +233,112 @@ def check_copy_args(dst: int, dest_max: int, src: int, count: int, kind: int) ->
     return dst != src
 
 
-def _copy(dst: int, src: int, count: int) -> None:
-    """Copy bytes the way the DMA engine would: through the arenas, past allocation ends if asked."""
-    dst_mem, src_mem = devices.memory_of(dst), devices.memory_of(src)
-    if src_mem is not None:
-        src_mem.check(src, count, "memcpy source")
-    if dst_mem is not None:
-        dst_mem.check(dst, count, "memcpy destination")
-    n = count
-    if src_mem is not None:
-        n = min(n, src_mem.readable(src, count))
-        src = src_mem.host_address(src)
-    if dst_mem is not None:
-        n = min(n, dst_mem.readable(dst, count))
-        dst = dst_mem.host_address(dst)
-    ctypes.memmove(dst, src, n)
-    if n < count and dst_mem is None:
-        ctypes.memset(dst + n, 0, count - n)
+# A range the driver cannot reach: its range checks fail with DRV_ERROR_INVALID_VALUE, which the
+# runtime maps to RT_ERROR_DRV_INPUT and ACL_ERROR_RT_PARAM_INVALID (errcode_manage.cc).
+BAD_RANGE = status.ACL_ERROR_RT_PARAM_INVALID
 
 
-def _check_direction(dst: int, src: int, kind: int) -> None:
-    on_device = (devices.memory_of(src) is not None, devices.memory_of(dst) is not None)
-    expected = {0: (False, False), 1: (False, True), 2: (True, False), 3: (True, True), 5: (False, True)}.get(kind)
+def _vet(addr: int, count: int, memory, what: str, write: bool, sanitize: bool) -> None:
+    """One range of a copy or memset, before anything moves: device ranges must stay in mapped
+    device memory (memory.py says where neighbouring memory ends), host ranges must be mapped with
+    the access the copy needs and must not be the emulator's own memory. `sanitize` adds the
+    sanitizer's report of a range that leaves its allocation."""
+    if memory is not None:
+        (memory.check if sanitize else memory.require_mapped)(addr, count, what, code=BAD_RANGE)
+    elif not host_ranges.accessible(addr, count, write) or _in_an_arena(addr, count):
+        raise AclError(BAD_RANGE, f"{what}: host range [{addr:#x}, +{count}) is not mapped "
+                       f"{'writable' if write else 'readable'} host memory; nothing was touched",
+                       rule="memory.host_range")
+
+
+def _in_an_arena(addr: int, count: int) -> bool:
+    for dev in devices.all_devices():
+        if dev.memory.overlaps(addr, count):
+            return True
+    return False
+
+
+# The (src, dst) places an explicit kind promises: True for device memory.
+_KIND_ENDS = {0: (False, False), 1: (False, True), 2: (True, False), 3: (True, True), 5: (False, True)}
+
+
+def _copy_ends(dst: int, src: int, kind: int):
+    """The arenas of dst and src (None for host memory), checked against an explicit kind."""
+    ends = devices.memory_of(dst), devices.memory_of(src)
+    on_device = (ends[1] is not None, ends[0] is not None)
+    expected = _KIND_ENDS.get(kind)
     if expected is not None and expected != on_device:
         where = lambda d: "device" if d else "host"
         raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
                        f"aclrtMemcpy kind {MEMCPY_KINDS[kind]} does not match the pointers: src is "
                        f"{where(on_device[0])} memory, dst is {where(on_device[1])} memory", rule="memcpy.direction")
+    return ends
+
+
+def _vet_copy(dst: int, src: int, count: int, ends, sanitize: bool) -> None:
+    _vet(src, count, ends[1], "memcpy source", False, sanitize)
+    _vet(dst, count, ends[0], "memcpy destination", True, sanitize)
+
+
+def _copy(dst: int, src: int, count: int, ends) -> None:
+    """Copy the way the DMA engine would: through the arenas, into neighbouring memory if asked,
+    after both ranges have been vetted again (a stream task runs later than its submission)."""
+    _vet_copy(dst, src, count, ends, sanitize=True)
+    dst_mem, src_mem = ends
+    ctypes.memmove(dst if dst_mem is None else dst_mem.host_address(dst),
+                   src if src_mem is None else src_mem.host_address(src), count)
 
 
 def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     if not check_copy_args(dst, dest_max, src, count, kind):
         return
     devices.current_context()
-    _check_direction(dst, src, kind)
-    _copy(dst, src, count)
+    _copy(dst, src, count, _copy_ends(dst, src, kind))
 
 
 def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> None:
     if not check_copy_args(dst, dest_max, src, count, kind):
         return
     target = stream_of(stream)
-    _check_direction(dst, src, kind)
-    target.submit(lambda: _copy(dst, src, count), "memcpy")
+    ends = _copy_ends(dst, src, kind)
+    _vet_copy(dst, src, count, ends, sanitize=False)
+    target.submit(lambda: _copy(dst, src, count, ends), "memcpy")
 
 
-def _check_memset(addr: int, max_count: int, count: int) -> bool:
+def _memset_target(addr: int, max_count: int, count: int):
+    """The checks aclrtMemset(Async) makes; the arena to fill, or None when there is nothing to do."""
     if count == 0:
-        return False
+        return None
     if addr == 0:
         raise invalid("aclrtMemset devPtr must not be NULL", "memset.null")
     if count > max_count:
         raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset count {count} exceeds maxCount {max_count}",
                        rule="memset.count")
-    if devices.memory_of(addr) is None:
+    memory = devices.memory_of(addr)
+    if memory is None:
         raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: {addr:#x} is not device memory",
                        rule="memset.host")
-    return True
+    return memory
 
 
-def _fill(addr: int, value: int, count: int) -> None:
-    memory = devices.memory_of(addr)
-    memory.check(addr, count, "memset")
-    memory.array(addr, memory.readable(addr, count))[:] = value & 0xFF
+def _fill(memory, addr: int, value: int, count: int) -> None:
+    _vet(addr, count, memory, "memset", True, sanitize=True)
+    memory.array(addr, count)[:] = value & 0xFF
 
 
 def memset(addr: int, max_count: int, value: int, count: int) -> None:
-    if _check_memset(addr, max_count, count):
+    memory = _memset_target(addr, max_count, count)
+    if memory is not None:
         devices.current_context()
-        _fill(addr, value, count)
+        _fill(memory, addr, value, count)
 
 
 def memset_async(addr: int, max_count: int, value: int, count: int, stream: int) -> None:
-    if _check_memset(addr, max_count, count):
-        stream_of(stream).submit(lambda: _fill(addr, value, count), "memset")
+    memory = _memset_target(addr, max_count, count)
+    if memory is not None:
+        target = stream_of(stream)
+        _vet(addr, count, memory, "memset", True, sanitize=False)
+        target.submit(lambda: _fill(memory, addr, value, count), "memset")
 
 
 def mem_info() -> tuple[int, int]:

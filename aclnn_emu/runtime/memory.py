@@ -4,6 +4,13 @@ The first mapping has no access rights; its addresses are the device pointers ha
 so a host dereference faults as it would on an NPU. The second mapping is read-write and backs the
 emulator's zero-copy numpy views. Pages are committed on first touch and given back on free (hole
 punching), so a large ACLNN_EMU_DEVICE_MEMORY costs nothing until used.
+
+What an access may reach follows the driver, which maps device memory in 2 MiB pages
+(ACL_MEM_MALLOC_HUGE_FIRST) and packs allocations into them: a page is mapped while a live
+allocation touches it. An access that stays in mapped pages but leaves its own allocation reads
+or writes the neighbouring memory, as on an NPU, and the sanitizer reports it; an access that
+reaches an unmapped page (past the last allocation's page, below the arena, a fully freed page)
+is an error before anything moves, so a wild count can never sweep the whole arena.
 """
 import bisect
 import ctypes
@@ -31,9 +38,7 @@ ALIGN = 32            # DATA_MEMORY_ALIGN_SIZE
 PADDING = 32          # DATA_MEMORY_PADDING_SIZE
 START_ALIGN = 64      # the docs promise 64-byte aligned start addresses
 PUNCH_MIN = 2 << 20   # give pages back only for frees of at least this many bytes
-# Reads past the end of the arena (a sample reading an fp16 buffer back as double) see zeros
-# from this readable tail instead of faulting.
-TAIL = 64 << 20
+MAP_PAGE = 2 << 20    # the driver's huge page: the unit in which device memory is mapped
 
 
 def padded_size(size: int) -> int:
@@ -53,8 +58,9 @@ class DeviceMemory:
 
     def __init__(self, capacity: int):
         self.capacity = capacity
+        self.size = -(-capacity // MAP_PAGE) * MAP_PAGE   # whole pages, so the last one can be mapped
         self._fd = os.memfd_create("aclnn-emu-device", os.MFD_CLOEXEC)
-        os.ftruncate(self._fd, capacity + TAIL)
+        os.ftruncate(self._fd, self.size)
         self.device_base = self._map(0)  # PROT_NONE
         self.host_base = self._map(mmap.PROT_READ | mmap.PROT_WRITE)
         self._lock = threading.Lock()
@@ -66,7 +72,7 @@ class DeviceMemory:
         self.used = 0
 
     def _map(self, prot: int) -> int:
-        addr = _libc.mmap(None, self.capacity + TAIL, prot, mmap.MAP_SHARED, self._fd, 0)
+        addr = _libc.mmap(None, self.size, prot, mmap.MAP_SHARED, self._fd, 0)
         if addr in (None, _MAP_FAILED):
             raise OSError(ctypes.get_errno(), "mmap of device memory failed")
         return addr
@@ -143,7 +149,7 @@ class DeviceMemory:
     # -- lookup -------------------------------------------------------------------------------
     def contains(self, addr: int) -> bool:
         """True if `addr` lies in this device's address range (allocated or not)."""
-        return self.device_base <= addr < self.device_base + self.capacity
+        return self.device_base <= addr < self.device_base + self.size
 
     def find(self, addr: int) -> Allocation | None:
         """The live allocation whose reserved block holds `addr`."""
@@ -159,23 +165,79 @@ class DeviceMemory:
                 return alloc
         return None
 
-    def check(self, addr: int, nbytes: int, what: str) -> None:
-        """Report an access of [addr, addr+nbytes) that leaves its allocation or touches freed memory."""
+    def mapped(self, addr: int, nbytes: int) -> int:
+        """How many of the bytes [addr, addr+nbytes) lie in mapped pages, counted from addr (0 if
+        addr itself is not mapped): the run of pages touched by live allocations that holds addr."""
+        if nbytes <= 0 or not self.contains(addr):
+            return 0
+        end = addr + nbytes
+        with self._lock:
+            i = bisect.bisect_right(self._starts, addr) - 1
+            if i >= 0:
+                alloc = self._live[self._starts[i]]
+                if end <= alloc.addr + alloc.reserved:       # the usual case: inside one block
+                    return nbytes
+            reach = addr - (addr - self.device_base) % MAP_PAGE   # mapped up to here so far
+            for j in range(max(i, 0), len(self._starts)):
+                alloc = self._live[self._starts[j]]
+                if alloc.addr >= reach + MAP_PAGE or reach >= end:   # a gap of unmapped pages, or enough
+                    break
+                reach = max(reach, self._page_end(alloc.addr + alloc.reserved))
+        return max(0, min(reach, end) - addr)
+
+    def _page_end(self, addr: int) -> int:
+        return self.device_base + -(-(addr - self.device_base) // MAP_PAGE) * MAP_PAGE
+
+    def require_mapped(self, addr: int, nbytes: int, what: str, code: int) -> None:
+        """Raise `code` if [addr, addr+nbytes) reaches a page that is not mapped."""
+        reach = self.mapped(addr, nbytes)
+        if reach < nbytes:
+            where = "is not in" if reach == 0 else f"runs {nbytes - reach} bytes past"
+            raise AclError(code, f"{what}: [{addr:#x}, +{nbytes}) {where} mapped device memory (device memory is "
+                           f"mapped in {MAP_PAGE >> 20} MiB pages while an allocation uses them); nothing was "
+                           "touched", rule="memory.unmapped")
+
+    def check(self, addr: int, nbytes: int, what: str, owner: int | None = None,
+              code: int = status.ACL_ERROR_RT_AICORE_EXCEPTION) -> None:
+        """Vet an access before it is made: `code` if it reaches unmapped pages, else the sanitizer's report."""
         if nbytes <= 0:
             return
-        alloc = self.find(addr)
+        with self._lock:
+            alloc = self._find(self._live, self._starts, addr if owner is None else owner)
+        if alloc is not None and alloc.addr <= addr and addr + nbytes <= alloc.addr + alloc.size:
+            return      # inside its own allocation: the usual case, nothing to report
+        self.require_mapped(addr, nbytes, what, code)
+        self.report(addr, nbytes, what, owner)
+
+    def report(self, addr: int, nbytes: int, what: str, owner: int | None = None) -> None:
+        """Report (to the sanitizer) an access that leaves the allocation holding `owner` (default
+        addr), or lands in freed or never allocated memory."""
+        if nbytes <= 0:
+            return
+        base = addr if owner is None else owner
+        alloc = self.find(base)
         if alloc is not None:
-            if addr + nbytes > alloc.addr + alloc.size:
-                sanitizer.report("out-of-bounds",
-                                 f"{what}: [{addr:#x}, +{nbytes}) ends {addr + nbytes - alloc.addr - alloc.size} "
-                                 f"bytes past the end of the {alloc.size}-byte allocation at {alloc.addr:#x}")
+            before, after = alloc.addr - addr, addr + nbytes - alloc.addr - alloc.size
+            if before > 0:
+                sanitizer.report("out-of-bounds", f"{what}: [{addr:#x}, +{nbytes}) starts {before} bytes before "
+                                 f"the {alloc.size}-byte allocation at {alloc.addr:#x}")
+            if after > 0:
+                sanitizer.report("out-of-bounds", f"{what}: [{addr:#x}, +{nbytes}) ends {after} bytes past the "
+                                 f"end of the {alloc.size}-byte allocation at {alloc.addr:#x}")
             return
         with self._lock:
-            dead = self._find(self._freed, self._freed_starts, addr)
+            dead = self._find(self._freed, self._freed_starts, base)
         if dead is not None:
-            sanitizer.report("use-after-free", f"{what}: {addr:#x} lies in the block freed at {dead.addr:#x}")
+            sanitizer.report("use-after-free", f"{what}: {base:#x} lies in the block freed at {dead.addr:#x}")
         else:
-            sanitizer.report("unallocated", f"{what}: {addr:#x} is device memory that was never allocated")
+            sanitizer.report("unallocated", f"{what}: {base:#x} is device memory that was never allocated")
+
+    def overlaps(self, addr: int, nbytes: int) -> bool:
+        """True if [addr, addr+nbytes) touches either mapping of this arena (its device addresses
+        or the emulator's own read-write view): never a host range a program may copy."""
+        end = addr + nbytes
+        return (addr < self.device_base + self.size and self.device_base < end
+                or addr < self.host_base + self.size and self.host_base < end)
 
     def leaks(self) -> list[Allocation]:
         with self._lock:
@@ -185,13 +247,12 @@ class DeviceMemory:
     def host_address(self, addr: int) -> int:
         return self.host_base + (addr - self.device_base)
 
-    def readable(self, addr: int, nbytes: int) -> int:
-        """How many of the bytes at addr can be touched at all (the arena plus its zero tail)."""
-        end = self.device_base + self.capacity + TAIL
-        return max(0, min(nbytes, end - addr))
-
     def array(self, addr: int, nbytes: int) -> np.ndarray:
-        """A writable uint8 view of [addr, addr+nbytes) of device memory."""
+        """A writable uint8 view of [addr, addr+nbytes) of device memory (vet it with check first;
+        a range outside the arena is refused here too, so no caller can make numpy fault)."""
+        if not (self.device_base <= addr and addr + nbytes <= self.device_base + self.size and nbytes >= 0):
+            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
+                           f"[{addr:#x}, +{nbytes}) lies outside device memory", rule="memory.outside")
         buf = (ctypes.c_char * nbytes).from_address(self.host_address(addr))
         return np.frombuffer(buf, dtype=np.uint8)
 
@@ -201,4 +262,4 @@ class DeviceMemory:
             self._live.clear(); self._starts.clear(); self._freed.clear(); self._freed_starts.clear()
             self._free = [(0, self.capacity)]
             self.used = 0
-            _libc.fallocate(self._fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, self.capacity + TAIL)
+            _libc.fallocate(self._fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, self.size)
