@@ -30,9 +30,13 @@ def run_clean(exe, *args, env=None, set_env=True, timeout=60) -> subprocess.Comp
                           capture_output=True, text=True, timeout=timeout)
 
 
+def same_file(a, b) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def python_seen(result) -> dict:
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "aclInit 0" in result.stdout and "sigint_default 1" in result.stdout and "locale C" in result.stdout
+    assert "aclInit 0" in result.stdout and "signals_default 1" in result.stdout and "locale C" in result.stdout
     return json.loads(result.stdout.split("python ", 1)[1].splitlines()[0])
 
 
@@ -51,7 +55,7 @@ def hostile(tmp_path) -> dict:
 @pytest.mark.parametrize("set_env", [True, False], ids=["set_env.sh", "LD_LIBRARY_PATH"])
 def test_clean_environment_uses_the_install_python(set_env, hostile):
     seen = python_seen(run_clean(cabi.build("boot_interpreter.cpp"), env=hostile, set_env=set_env))
-    assert seen["executable"] == sys.executable               # this checkout's editable install records it
+    assert same_file(seen["executable"], sys.executable)       # this checkout's editable install records it
     assert (seen["prefix"], seen["base_prefix"]) == (sys.prefix, sys.base_prefix)
     assert seen["version"] == list(sys.version_info[:2])
     assert seen["os"] == os.path.join(sysconfig.get_path("stdlib"), "os.py")
@@ -85,6 +89,7 @@ def test_a_spec_sample_runs_in_a_clean_environment():
 def relocated(tmp_path_factory) -> pathlib.Path:
     """A library built by an interpreter that no longer exists (a wheel built in a throw-away
     environment), installed into a fresh venv whose site-packages also holds the package."""
+    pytest.importorskip("setuptools", reason="cffi needs setuptools to compile on Python 3.12+")
     root = tmp_path_factory.mktemp("relocated")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)

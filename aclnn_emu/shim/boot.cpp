@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,15 @@ static int aclemu_attach(void) {
     return aclemu_boot_reported == ACLEMU_BOOT_OK ? 0 : -1;
 }
 
+/* Python 3.10 installs its SIGINT handler when the signal module is first imported, even with
+   install_signal_handlers = 0 (3.11 no longer does): import it during start-up and give the program
+   back the SIGINT disposition it had, so Ctrl-C still stops it. */
+static void aclemu_keep_sigint(const struct sigaction *before) {
+    Py_XDECREF(PyImport_ImportModule("signal"));
+    PyErr_Clear();
+    sigaction(SIGINT, before, NULL);
+}
+
 /* The Python program's own interpreter, when a running Python loaded this library (ctypes). */
 static std::string aclemu_host_python(void) {
     PyObject *executable = PySys_GetObject("executable");   /* borrowed */
@@ -221,11 +231,14 @@ static int aclemu_start(void) {
             rc = aclemu_attach();
             PyGILState_Release(gil);
         } else {
+            struct sigaction sigint;
+            sigaction(SIGINT, NULL, &sigint);
             aclemu_locate_library();
             aclemu_python = aclemu_find_python();
             rc = aclemu_python.empty() ? -1 : aclemu_init_python();
             if (rc == 0) {
                 rc = aclemu_attach();
+                aclemu_keep_sigint(&sigint);
                 PyEval_SaveThread();   /* release the GIL the start-up thread holds */
             }
         }

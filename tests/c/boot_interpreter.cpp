@@ -1,6 +1,6 @@
 // Which interpreter the library started, seen from inside it: after aclInit the program asks the
 // embedded Python (through libpython's C API, found with dlsym) for its paths, and checks that the
-// start-up left the program's signal handlers and locale alone.
+// start-up left the program's signal dispositions and locale alone.
 #include <clocale>
 #include <csignal>
 #include <cstdio>
@@ -12,9 +12,13 @@ int main() {
     int ret = aclInit(nullptr);
     printf("aclInit %d\n", ret);
     if (ret != 0) return 1;
-    struct sigaction action;
-    sigaction(SIGINT, nullptr, &action);
-    printf("sigint_default %d\n", action.sa_handler == SIG_DFL);
+    int untouched = 1;
+    for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGXFSZ}) {
+        struct sigaction action;
+        sigaction(sig, nullptr, &action);
+        untouched &= action.sa_handler == SIG_DFL;
+    }
+    printf("signals_default %d\n", untouched);
     printf("locale %s\n", setlocale(LC_CTYPE, nullptr));
     auto ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
     auto release = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
