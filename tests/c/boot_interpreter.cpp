@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <dlfcn.h>
+#include <initializer_list>
 
 #include "acl/acl.h"
 
