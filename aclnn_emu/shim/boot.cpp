@@ -28,9 +28,8 @@ static void aclemu_fail(const std::string &reason, const std::string &fix) {
              "aclnn-emu: cannot start the emulator, so every ACL call returns an error: %.1000s\n"
              "aclnn-emu: fix: %.900s", reason.c_str(), fix.c_str());
 }
-static void aclemu_boot_failed(const char *fn) {
+static void aclemu_boot_failed(void) {
     static int printed = 0;
-    (void)fn;
     if (!__atomic_exchange_n(&printed, 1, __ATOMIC_ACQ_REL)) fprintf(stderr, "%s\n", aclemu_boot_message_text);
 }
 
@@ -111,17 +110,21 @@ static int aclemu_init_python(void) {
 
 /* "Type: message" of the pending Python exception, which is cleared. */
 static std::string aclemu_take_exception(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *value = PyErr_GetRaisedException();
+#else
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
     PyErr_NormalizeException(&type, &value, &traceback);
-    std::string text = type ? ((PyTypeObject *)type)->tp_name : "unknown error";
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+#endif
+    std::string text = value ? Py_TYPE(value)->tp_name : "unknown error";
     PyObject *str = value ? PyObject_Str(value) : NULL;
     const char *message = str ? PyUnicode_AsUTF8(str) : NULL;
     if (message && *message) text += std::string(": ") + message;
     Py_XDECREF(str);
-    Py_XDECREF(type);
     Py_XDECREF(value);
-    Py_XDECREF(traceback);
     PyErr_Clear();
     return text;
 }
@@ -163,7 +166,8 @@ static void aclemu_boot_report(int problem, const char *detail) {
         aclemu_fail(aclemu_python + " cannot import the emulator: " + what,
                     "reinstall aclnn-emu and its dependencies: " + aclemu_reinstall_command() + aclemu_doctor_hint());
     else
-        aclemu_fail(aclemu_python + " failed to start the emulator: " + what, "see the message;" + aclemu_doctor_hint());
+        aclemu_fail(aclemu_python + " failed to start the emulator: " + what,
+                    "correct what the message names, or ask `" + aclemu_dirname(aclemu_python) + "/aclnn-emu doctor`");
 }
 
 /* With the GIL held: let cffi set the library up as a module of the running interpreter and run

@@ -88,7 +88,7 @@ def sources():
         src.append(f"static {_python_decl(ret, name, params)};")
         args = ", ".join(n for _, n in params)
         src.append(f'extern "C" CFFI_DLLEXPORT {ret} {name}({", ".join(c for c, _ in params)}) {{\n'
-                   f'    if (aclemu_start() != 0) {{ aclemu_boot_failed("{name}"); return ({ret}){failure}; }}\n'
+                   f'    if (aclemu_start() != 0) {{ aclemu_boot_failed(); return ({ret}){failure}; }}\n'
                    f'    return _py_{name}({args});\n}}')
     src.append((HERE / "applog.cpp").read_text())
     return "\n".join(cdef), "\n".join(src)
