@@ -87,7 +87,7 @@ SETTINGS = (
     Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
             "number of devices"),
     Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
-            "read by libascendcl.so before Python starts: where the embedded interpreter finds aclnn_emu"),
+            "read by libascendcl.so before Python starts: directories the embedded interpreter searches first"),
 )
 BY_VARIABLE = {s.variable: s for s in SETTINGS}
 

@@ -101,21 +101,6 @@ def _():
     return _soc_name[name]
 
 
-@c("aclFloat16ToFloat")
-def _(value):
-    return rt.float16_to_float(value)
-
-
-@c("aclFloatToFloat16")
-def _(value):
-    return rt.float_to_float16(value)
-
-
-@c("aclDataTypeSize")
-def _(dt):
-    return dtypes.SIZE.get(dtypes.coerce(dt), 0)
-
-
 @c("aclrtGetRunMode")
 def _(mode):
     need(mode, "runMode")
@@ -527,9 +512,9 @@ def _phase2(op):
 
 
 # -- wiring ---------------------------------------------------------------------------------------
-# Functions that answer whatever the settings: pure helpers, and aclInit, which reads them again.
-SETTINGS_FREE = {"aclInit", "aclGetRecentErrMsg", "aclrtGetVersion", "aclFloat16ToFloat", "aclFloatToFloat16",
-                 "aclDataTypeSize"}
+# Functions that answer whatever the settings (besides the pure helpers, which are C in the shim):
+# aclInit, which reads them again, and the error and version queries.
+SETTINGS_FREE = {"aclInit", "aclGetRecentErrMsg", "aclrtGetVersion"}
 
 
 def _guard(name, fn, status_failure, settings_failure):
@@ -565,12 +550,13 @@ def _log_applog(level, func, file, line, message):
                                            text(file), line, text(func), text(message))
 
 
-def attach(ffi_, lib_) -> None:
-    """Connect every extern "Python" declaration of the shim to its binding (embedding init code)."""
+def attach(ffi_, lib_) -> list[str]:
+    """Connect every extern "Python" declaration of the shim to its binding (embedding init code);
+    returns the names attached. The pure helpers (prototypes.IN_C) are C in the shim itself."""
     global ffi, lib
     ffi, lib = ffi_, lib_
     configure_logging()
-    items = [(p.name, IMPLS[p.name], p.ret, p.headers) for p in runtime_prototypes()]
+    items = [(p.name, IMPLS[p.name], p.ret, p.headers) for p in runtime_prototypes() if not p.in_c]
     for op in all_ops():
         items += [(op.phase1, _phase1(op), "aclnnStatus", "aclnn/"), (op.phase2, _phase2(op), "aclnnStatus", "aclnn/")]
     for name, fn, ret, headers in items:
@@ -579,3 +565,4 @@ def attach(ffi_, lib_) -> None:
         returns_pointer[name] = ret.endswith("*")
         ffi.def_extern(name=f"_py_{name}")(_guard(name, fn, failure, settings))
     ffi.def_extern(name="_py_aclAppLog")(_log_applog)
+    return [name for name, *_ in items]

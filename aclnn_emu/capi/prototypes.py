@@ -122,8 +122,12 @@ aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr);
 aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr);
 """
 
-# What a wrapper returns when Python cannot even start, by return type.
+# What a wrapper returns when Python cannot even start, by return type; aclGetRecentErrMsg says why.
 BOOT_FAILURE = {"aclError": "500000", "aclnnStatus": "561000"}
+BOOT_FAILURE_BY_NAME = {"aclGetRecentErrMsg": "aclemu_boot_message()"}
+
+# Pure helpers written in C in the shim (shim/pure.cpp): called per element, never cross into Python.
+IN_C = frozenset({"aclFloat16ToFloat", "aclFloatToFloat16", "aclDataTypeSize"})
 
 _DECL = re.compile(r"^(?P<ret>.+?[\s*])(?P<name>\w+)\((?P<args>.*)\);$")
 
@@ -145,7 +149,12 @@ class Prototype:
     @property
     def boot_failure(self) -> str:
         """The C expression returned when the interpreter failed to start (never a success value)."""
-        return BOOT_FAILURE.get(self.ret, "0")
+        return BOOT_FAILURE_BY_NAME.get(self.name) or BOOT_FAILURE.get(self.ret, "0")
+
+    @property
+    def in_c(self) -> bool:
+        """Implemented in C in the shim rather than by a Python binding."""
+        return self.name in IN_C
 
 
 def runtime_prototypes() -> list[Prototype]:

@@ -7,8 +7,6 @@ import ctypes
 import os
 import threading
 
-import numpy as np
-
 from .. import config, status
 from . import devices, handles, host_ranges, sanitizer
 from .devices import Context
@@ -349,23 +347,3 @@ def mem_info() -> tuple[int, int]:
 # -- small helpers of acl_base --------------------------------------------------------------------
 def soc_name() -> str:
     return config.current.soc
-
-
-def float16_to_float(bits: int) -> float:
-    """aclFloat16ToFloat: exponent 31 is decoded like a normal number (Inf -> 65536, NaN -> 98304...)."""
-    sign = -1.0 if bits & 0x8000 else 1.0
-    exponent, mantissa = (bits >> 10) & 0x1F, bits & 0x3FF
-    if exponent == 0:
-        return sign * mantissa * 2.0 ** -24
-    return sign * (1.0 + mantissa / 1024.0) * 2.0 ** (exponent - 15)
-
-
-def float_to_float16(value: float) -> int:
-    """aclFloatToFloat16: round to nearest even, saturating NaN, Inf and overflow to +-65504."""
-    f32 = np.float32(value)
-    negative = bool(np.signbit(f32))
-    with np.errstate(over="ignore", invalid="ignore"):
-        half = f32.astype(np.float16)
-    if not np.isfinite(half):
-        return 0xFBFF if negative else 0x7BFF
-    return int(half.view(np.uint16))

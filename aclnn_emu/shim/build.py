@@ -2,10 +2,12 @@
 libraries, include/, set_env.sh and samples/.
 
 Every exported function is a generated C++ wrapper that first makes sure the embedded interpreter
-is up (returning an error code, never 0, if it is not) and then calls its Python binding.
+is up (returning an error code, never 0, if it is not) and then calls its Python binding; the pure
+helpers (prototypes.IN_C) are plain C (pure.cpp). The library records the interpreter that built it
+(boot.cpp starts it when the library's own location names none) and the element sizes of dtypes.py.
 
-The hand-written C++ (boot.cpp, applog.cpp) and the embedding init code (init_code.py) sit beside
-this file, so an installed package can rebuild its own toolkit (`aclnn-emu build`).
+The hand-written C++ (boot.cpp, pure.cpp, applog.cpp) and the embedding init code (init_code.py) sit
+beside this file, so an installed package can rebuild its own toolkit (`aclnn-emu build`).
 
 Usage: python -m aclnn_emu.shim.build [OUT_DIR]     (pip install runs this through setup.py)
 """
@@ -18,6 +20,7 @@ import tempfile
 
 import cffi
 
+from .. import dtypes
 from ..capi.prototypes import TYPES, runtime_prototypes
 from ..ops import all_ops
 
@@ -37,8 +40,9 @@ ALIASES = ("libnnopbase.so", "libopapi.so", "libopapi_math.so", "libopapi_nn.so"
 
 
 def exports():
-    """(return type, name, [(ctype, arg name)]) for every exported function but aclAppLog."""
-    items = [(p.ret, p.name, list(zip(p.args, p.arg_names)), p.boot_failure) for p in runtime_prototypes()]
+    """(return type, name, [(ctype, arg name)], boot failure) for every function with a Python binding."""
+    items = [(p.ret, p.name, list(zip(p.args, p.arg_names)), p.boot_failure) for p in runtime_prototypes()
+             if not p.in_c]
     for op in all_ops():
         params = [(f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}", name)
                   for ctype, name in op.cffi_params()]
@@ -54,18 +58,40 @@ def _python_decl(ret, name, params):
     return f"{ret} _py_{name}({', '.join(c for c, _ in params) or 'void'})"
 
 
+def _c_string(text: str) -> str:
+    """A C string literal holding `text`'s UTF-8 bytes exactly."""
+    return '"' + "".join(chr(b) if 32 <= b < 127 and chr(b) not in '"\\?' else f"\\{b:03o}"
+                         for b in text.encode()) + '"'
+
+
+def recorded_facts(items) -> str:
+    """C definitions of what the library records at build time: the interpreter building it, the
+    functions whose Python bindings the init code must attach, and the element size of every
+    aclDataType (dtypes.SIZE, indexed by enum value)."""
+    sizes = [0] * (max(dtypes.SIZE) + 1)
+    for dt, size in dtypes.SIZE.items():
+        sizes[dt] = size
+    return (f"static const char aclemu_built_python[] = {_c_string(sys.executable)};\n"
+            f"static const char aclemu_bindings[] = {_c_string(' '.join(item[1] for item in items))};\n"
+            f"static const size_t aclemu_dtype_sizes[] = {{{', '.join(map(str, sizes))}}};")
+
+
 def sources():
     """(cdef, C++ source) for cffi."""
     items = exports()
-    cdef = [TYPES, "int64_t *aclemu_new_int64(size_t n);", "const char *aclemu_library_path(void);",
+    cdef = [TYPES, "int64_t *aclemu_new_int64(size_t n);", "void aclemu_boot_report(int problem, const char *detail);",
+            "extern const char aclemu_bindings[];",
+            "#define ACLEMU_BOOT_OK ...", "#define ACLEMU_BOOT_IMPORT ...", "#define ACLEMU_BOOT_ERROR ...",
+            "#define ACLEMU_BOOT_STALE ...",
             'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);']
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
-    src = [TYPES, (HERE / "boot.cpp").read_text(), "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
+    src = [TYPES, recorded_facts(items), (HERE / "boot.cpp").read_text(), (HERE / "pure.cpp").read_text(),
+           "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
         args = ", ".join(n for _, n in params)
         src.append(f'extern "C" CFFI_DLLEXPORT {ret} {name}({", ".join(c for c, _ in params)}) {{\n'
-                   f'    if (aclemu_start() != 0) {{ aclemu_boot_failed("{name}"); return ({ret}){failure}; }}\n'
+                   f'    if (aclemu_start() != 0) {{ aclemu_boot_failed(); return ({ret}){failure}; }}\n'
                    f'    return _py_{name}({args});\n}}')
     src.append((HERE / "applog.cpp").read_text())
     return "\n".join(cdef), "\n".join(src)

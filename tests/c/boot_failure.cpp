@@ -1,4 +1,5 @@
-// What the library returns when its embedded Python emulator cannot start.
+// What the library returns when its embedded Python emulator cannot start: error codes (never 0),
+// the reason from aclGetRecentErrMsg, and pure helpers that still work because they are C.
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
 #include "common.h"
 
@@ -14,5 +15,12 @@ int main() {
                                                            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                                            &ws, &executor));
     REPORT("aclDestroyTensor", aclDestroyTensor(nullptr));
+    REPORT("aclFloatToFloat16", aclFloatToFloat16(1.5f));
+    REPORT("aclFloat16ToFloat_x4", aclFloat16ToFloat(0x3E00) * 4);
+    REPORT("aclDataTypeSize", aclDataTypeSize(ACL_BF16));
+    for (int i = 0; i < 2; i++) {   // the reason, each time it is asked for
+        const char *message = aclGetRecentErrMsg();
+        printf("message<<%s>>\n", message ? message : "(null)");
+    }
     return 0;
 }
