@@ -8,6 +8,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import aclnn_emu  # noqa: E402
 from aclnn_emu import config, toolkit  # noqa: E402
 from aclnn_emu.runtime import sanitizer  # noqa: E402
 
@@ -52,7 +53,9 @@ def libacl():
 
 @pytest.fixture
 def chip(request, monkeypatch):
-    """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty."""
+    """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty.
+    aclInit re-reads the settings, so the runtime is started before the chip is set."""
+    aclnn_emu.setup()
     monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
     sanitizer.clear()
     return request.param

@@ -245,6 +245,36 @@ def test_910_95_cuts_at_the_output_and_fills_columns_past_the_row_with_zeros(chi
     assert kinds() == []
 
 
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_910_95_cores_stop_at_their_own_first_batch_past_the_output(chip, dev):
+    """70 batches on 64 cores: two batches a core. Batch 0 starts past the output, so its core
+    skips batch 1 too; the other cores go on."""
+    rng = np.random.default_rng(23)
+    case = make_case(rng, [2] * 70, cumsum=True, blocks=40, block=2, extra_rows=0)
+    case.seq_lens[0] = 500
+    out = run_gather(dev, case)
+    check(out, golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value,
+                          cumsum=True))
+    assert same_bits(out[0][2:4], case.key[2:4])                  # batch 1's rows: untouched
+    assert not same_bits(out[0][4:6], case.key[4:6])
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("index", [DataType.ACL_INT32, DataType.ACL_INT64])
+def test_910_95_pa_nz_divides_a_negative_int32_seq_offset_as_unsigned(chip, dev, index):
+    rng = np.random.default_rng(24)
+    case = make_case(rng, [16], nz=True, offset_blocks=[0], extra_rows=0)
+    case.seq_offset = np.array([-8])                              # one block back
+    out = run_gather(dev, case, index=index, cache_format=Format.ACL_FORMAT_FRACTAL_NZ)
+    unshifted = golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value,
+                           nz=True)
+    assert not out[0][:8].any()                                   # column -1: zeros either way
+    if index == DataType.ACL_INT32:                               # (2^32 - 8) / 8: far past the row
+        assert not out[0].any()
+    else:                                                         # -1: the second block reads column 0
+        assert same_bits(out[0][8:], unshifted[0][:8])
+
+
 # -- Gather is the inverse of scatter --------------------------------------------------------------
 def scatter_then_gather(dev, rng, dtype, nz, lens, cumsum, offsets, heads=2, head=32, block=8, blocks=16, data=None):
     """Scatter the tokens of sequences (starting at table column offsets[b]) into a paged cache

@@ -250,7 +250,8 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     expected = dst.copy()
     for d, s_ in zip(dst_offsets, src_offsets):
         for p in range(pieces):
-            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = src[s_ + p * 1000:s_ + p * 1000 + piece_bytes]
+            at, start = d + p * dst_stride, s_ + p * 1000
+            expected[at:at + piece_bytes] = src[start:start + piece_bytes]
     native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
                        dst_stride=dst_stride, src_stride=1000)
     assert np.array_equal(dst, expected)

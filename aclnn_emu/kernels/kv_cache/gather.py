@@ -35,6 +35,7 @@ def _c_div(a: int, b: int) -> int:
 
 @dataclasses.dataclass
 class Runs:
+    """One entry per block copy, in the kernel's order (see the module docstring)."""
     out_row: np.ndarray
     block: np.ndarray
     count: np.ndarray
@@ -42,7 +43,8 @@ class Runs:
 
 
 class _Plan:
-    """Collects runs, keeping only the blocks whose rows can land in an output of `limit` rows."""
+    """Collects runs, keeping only the blocks with rows in [0, limit) (limit: the rows of the
+    larger output), so that a garbage length costs no more than the outputs hold."""
 
     def __init__(self, limit: int):
         self.limit, self.parts, self.dropped = limit, [], 0
@@ -119,7 +121,7 @@ def plan_a2_nd(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
             tokens = lens.one(b)
             end = _int(start + tokens, 32)
         if tokens > 0:
-            shift = _c_div(offset.one(b), block_size) if offset else 0
+            shift = _c_div(offset.one(b), block_size) if offset is not None else 0
             k = plan.blocks(start, tokens, block_size)
             block, read = table(_int_array(b * cols + shift + k))
             plan.add(start, tokens, block_size, k, block, ~read)
@@ -149,13 +151,13 @@ def plan_a2_nz(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
         else:
             tokens = ub.length(local)
         if tokens > 0:
-            shift = offset.one(local) if offset else 0
+            shift = offset.one(local) if offset is not None else 0
             k = plan.blocks(produced, tokens, block_size)
             block = ub.table((local * cols + k + shift) % INT32)
             plan.add(produced, tokens, block_size, k, block, np.zeros(len(k), bool))
         produced = _int(produced + tokens, 32)
     runs, findings = plan.done()
-    return runs, findings + ub.findings() + (offset.findings("reads them as 0") if offset else [])
+    return runs, findings + ub.findings() + (offset.findings("reads them as 0") if offset is not None else [])
 
 
 class _LocateInfo:
@@ -244,14 +246,14 @@ class _LocateInfo:
 # Ascend 910_95 (arch35)
 # ---------------------------------------------------------------------------------------------
 def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size: int, cumsum: bool,
-                tokens_out: int, n_cores: int, nz: bool, limit: int) -> tuple[Runs, list[Finding]]:
+                tokens_out: int, n_cores: int, nz: bool) -> tuple[Runs, list[Finding]]:
     """GatherPaKvCacheNd / Nz (arch35)::Process. Core c takes batches [c * per, (c + 1) * per)
     (the last core the rest) and stops at its first batch that starts at or after the output's
     `tokens_out` rows; a batch reaching past them is cut there. Block k of batch i is
     blockTables[i, k + seqOffset[i] / block_size], zeros where that column lies outside the row.
     The NZ kernel keeps row offsets in uint32 and divides an int32 seqOffset as unsigned."""
     bits = seq_lens.dtype.itemsize * 8
-    plan = _Plan(limit)
+    plan = _Plan(tokens_out)
     per = -(-batches // n_cores)
     used = min(-(-batches // per), n_cores)
     bad = []
@@ -334,8 +336,8 @@ def copy(out: np.ndarray, cache: np.ndarray, layout: Layout, runs: Runs, block_s
     outside = (rows < 0) | (rows * row_bytes + nbytes > out.nbytes)
     if outside.any():
         findings.append((OUT_OF_RANGE, f"{out_name}: {int(outside.sum())} token(s) land in rows "
-                                       f"{listed(rows[outside])} outside the tensor's {out.nbytes // row_bytes} rows; the hardware writes "
-                                       "outside the tensor, aclnn-emu skips them"))
+                                       f"{listed(rows[outside])} outside the tensor's {out.nbytes // row_bytes} rows; "
+                                       "the hardware writes outside the tensor, aclnn-emu skips them"))
         rows, fill, slots, nbytes = rows[~outside], fill[~outside], slots[~outside], nbytes[~outside]
     if not all_distinct(rows, out.nbytes // row_bytes + 1):
         findings.append((WRITE_RACE, f"{out_name}: rows {listed(_repeated(rows))} are written more than once "
@@ -384,6 +386,6 @@ def _finish(plan: _Plan, lens: _Gm, table: _Gm, offset) -> tuple[Runs, list[Find
     runs, findings = plan.done()
     findings += lens.findings("reads them as 0")
     findings += table.findings("writes zeros for the tokens of those blocks")
-    if offset:
+    if offset is not None:
         findings += offset.findings("reads them as 0")
     return runs, findings

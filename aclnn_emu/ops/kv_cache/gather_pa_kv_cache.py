@@ -109,7 +109,7 @@ def _tiling_a2(a, env):
                           rule="kernel.nz_table_width")
         lens, tables, offsets = _index(a)
         outs = _bytes(a.keyRef), _bytes(a.valueRef)
-        limit = max(len(outs[0]) // row_k, len(outs[1]) // row_v) + 1
+        limit = max(len(outs[0]) // row_k, len(outs[1]) // row_v)
         planner = gather.plan_a2_nz if nz else gather.plan_a2_nd
         runs, findings = planner(lens, tables, offsets, batches, cols, block_size, cumsum, limit)
         for out, cache, row, names in zip(outs, (a.keyCache, a.valueCache), (row_k, row_v), _NAMES):
@@ -209,7 +209,7 @@ def _tiling_910_95(a):
     def run():
         lens, tables, offsets = _index(a)
         runs, findings = gather.plan_arch35(lens, tables, offsets, batches, width, block_size, cumsum, key[0], cores,
-                                            not norm, key[0] + 1)
+                                            not norm)
         for out, cache, hidden, names in zip((a.keyRef, a.valueRef), (a.keyCache, a.valueCache), (hidden_k, hidden_v),
                                              _NAMES):
             row = hidden * unit
