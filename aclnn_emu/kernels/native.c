@@ -2,8 +2,8 @@
  *
  * numpy runs one pass over memory per operation and has no SIMD fp32 -> fp16 conversion, so the
  * attention kernels' "round S to fp16, scale, row max, exp, row sum, round P, dS" cost about ten
- * passes over every score block, and a paged-cache scatter of 32-byte pieces goes through numpy's
- * generic strided copies. Here each step is one loop over a row that stays in L1, and each run of
+ * passes over every score block, and a paged-cache scatter or gather of 32-byte pieces goes through
+ * numpy's generic strided copies. Here each step is one loop over a row that stays in L1, and each run of
  * consecutive cache slots one tight copy loop.
  *
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add

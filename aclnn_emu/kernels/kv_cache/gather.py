@@ -21,7 +21,7 @@ from .layouts import Layout, copy_pieces
 INT32 = 1 << 32
 
 
-def _int(value: int, bits: int) -> int:
+def c_int(value: int, bits: int) -> int:
     """`value` in a signed integer of `bits` bits (C's wrap-around)."""
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
@@ -116,10 +116,10 @@ def plan_a2_nd(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
     for b in range(batches):
         if cumsum:
             end = lens.one(b + 1)
-            tokens = _int(end - start, 32)
+            tokens = c_int(end - start, 32)
         else:
             tokens = lens.one(b)
-            end = _int(start + tokens, 32)
+            end = c_int(start + tokens, 32)
         if tokens > 0:
             shift = _c_div(offset.one(b), block_size) if offset is not None else 0
             k = plan.blocks(start, tokens, block_size)
@@ -146,7 +146,7 @@ def plan_a2_nz(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
             ub.load(b)
         if cumsum:
             end = ub.length(local + 1)
-            tokens = _int(end - start, 32)
+            tokens = c_int(end - start, 32)
             start = end
         else:
             tokens = ub.length(local)
@@ -155,9 +155,15 @@ def plan_a2_nz(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
             k = plan.blocks(produced, tokens, block_size)
             block = ub.table((local * cols + k + shift) % INT32)
             plan.add(produced, tokens, block_size, k, block, np.zeros(len(k), bool))
-        produced = _int(produced + tokens, 32)
+        produced = c_int(produced + tokens, 32)
     runs, findings = plan.done()
     return runs, findings + ub.findings() + (offset.findings("reads them as 0") if offset is not None else [])
+
+
+def nz_chunk(cols: int) -> int:
+    """How many batches the A2/A3 PA_NZ kernel's 40 KiB locate buffer takes at a time (its
+    maxNumTokens): 0 when a block-table row does not fit, and the kernel divides by zero."""
+    return (_LocateInfo.WORDS - 16) // (cols + 1)
 
 
 class _LocateInfo:
@@ -173,7 +179,7 @@ class _LocateInfo:
     def __init__(self, seq_lens, tables, batches: int, cols: int):
         self.gm = {self.SEQ_LENS: (seq_lens, "seqLens"), self.TABLES: (tables, "blockTables")}
         self.batches, self.cols = batches, cols
-        self.per_chunk = (self.WORDS - 16) // (cols + 1)
+        self.per_chunk = nz_chunk(cols)
         self.table_at = -(-self.per_chunk // 8) * 8
         self.words = np.zeros(self.WORDS, np.int64)
         self.tensor = np.zeros(self.WORDS, np.int64)       # which tensor the word came from (0: none yet)
@@ -259,10 +265,10 @@ def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size:
     bad = []
     for core in range(used):
         first, last = core * per, batches if core == used - 1 else (core + 1) * per
-        offset = int(seq_lens[first]) if cumsum else _int(int(seq_lens[:first].astype(np.int64).sum()), bits)
+        offset = int(seq_lens[first]) if cumsum else c_int(int(seq_lens[:first].astype(np.int64).sum()), bits)
         for i in range(first, last):
             if cumsum:
-                tokens, start, end = _int(int(seq_lens[i + 1]) - int(seq_lens[i]), bits), int(seq_lens[i]), \
+                tokens, start, end = c_int(int(seq_lens[i + 1]) - int(seq_lens[i]), bits), int(seq_lens[i]), \
                     int(seq_lens[i + 1])
             else:
                 tokens, start, end = int(seq_lens[i]), offset, offset + int(seq_lens[i])
@@ -274,9 +280,9 @@ def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size:
             if tokens_out <= end:
                 tokens = tokens_out - start
             shift = int(offsets[i]) if offsets is not None else 0
-            shift = _int((shift % INT32) // block_size, 32) if nz and bits == 32 else _c_div(shift, block_size)
+            shift = c_int((shift % INT32) // block_size, 32) if nz and bits == 32 else _c_div(shift, block_size)
             # CeilDivision(int32, int32), stored unsigned: a negative count wraps to a huge one
-            blocks = _c_div(_int(_int(tokens, 32) + block_size - 1, 32), block_size)
+            blocks = _c_div(c_int(c_int(tokens, 32) + block_size - 1, 32), block_size)
             if blocks < 0:
                 bad.append(i)
                 continue

@@ -47,7 +47,6 @@ COMBOS = {
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
 WORKSPACE_910_95 = 32            # GatherPaKvCacheTiling::GetWorkspaceSize
 NZ_TOKEN_BYTES = 148 * 1024      # the A2/A3 PA_NZ kernel's buffer for one token (UB_TMP_BUF_SIZE)
-NZ_LOCATE_WORDS = 40 * 1024 // 4  # its buffer for seqLens and block-table rows (UB_LOCATE_INFO_SIZE)
 
 
 @OP.prepare
@@ -57,12 +56,6 @@ def prepare(a, env):
     if env.soc == "Ascend910_95":
         return launch(OP, WORKSPACE_910_95, _tiling_910_95(a))
     return launch(OP, TOOLS_WORKSPACE, _tiling_a2(a, env))
-
-
-def _int32(value: int) -> int:
-    """static_cast<int32_t> of an int64."""
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >> 31 else value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +84,7 @@ def _tiling_a2(a, env):
     sizes += [("numTokens", "blockTables dim 0", dim(table, 0)), ("numblkTabCol", "blockTables dim 1", dim(table, 1))]
     checked = {}
     for name, source, size in sizes + tokens:
-        checked[name] = _int32(size)
+        checked[name] = gather.c_int(size, 32)          # static_cast<int32_t>
         if checked[name] <= 0:
             fail(f"{name} ({source} as int32) is invalid: {checked[name]}; it must be positive "
                  f"(keyCache {list(kc)}, blockTables {list(table)}, keyRef {list(key)}, valueRef {list(value)})",
@@ -103,7 +96,7 @@ def _tiling_a2(a, env):
     cumsum = bool(a.isSeqLensCumsum)
 
     def run():
-        if nz and NZ_LOCATE_WORDS - 16 < cols + 1:
+        if nz and gather.nz_chunk(cols) == 0:
             raise OpError(status.ACL_ERROR_RT_AICORE_EXCEPTION, f"blockTables has {cols} columns: the PA_NZ kernel "
                           "fits no batch in its locate buffer and divides by zero (AI Core exception on the device)",
                           rule="kernel.nz_table_width")
