@@ -7,29 +7,20 @@ own copy bandwidth on this machine, measured in the same run. The contenders tak
 round (best round counts), so a busy machine slows them alike.
 Run: python benchmarks/bench_gather_pa_kv_cache.py
 """
-import os
 import pathlib
-import platform
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+from interleaved import best_times  # noqa: E402
 
 BATCH, SEQ, HEADS, HEAD, BLOCK = 16, 4096, 8, 128, 128
 BLOCKS = BATCH * SEQ // BLOCK
 LAST = 16                                   # fp16 elements per 32-byte NZ piece
 ND_SHAPE, NZ_SHAPE = (BLOCKS, BLOCK, HEADS, HEAD), (BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST)
 ROUNDS = 7
-
-
-def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or "unknown CPU")
-    return (f"machine: {model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.machine()}, "
-            f"Python {platform.python_version()}, numpy {np.__version__}")
 
 
 def main():
@@ -41,15 +32,9 @@ def main():
 
     contenders = {"numpy copy (np.copyto)": numpy_copy()}
     contenders.update(emulator_calls(caches, table))
-    best = {name: float("inf") for name in contenders}
-    for _ in range(ROUNDS + 1):                 # the first round warms up (first touch, thread pools)
-        for name, call in contenders.items():
-            start = time.perf_counter()
-            call()
-            best[name] = min(best[name], time.perf_counter() - start)
+    best = best_times(contenders, ROUNDS)
     rate = {name: moved / seconds / 1e9 for name, seconds in best.items()}
 
-    print(machine())
     print(f"GatherPaKvCache: {BATCH} sequences x {SEQ} tokens x {HEADS} heads x {HEAD} fp16, key + value, from "
           f"{BLOCKS} blocks of {BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds")
     copy = rate["numpy copy (np.copyto)"]
