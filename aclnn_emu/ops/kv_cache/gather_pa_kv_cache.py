@@ -123,7 +123,8 @@ def _warn_a2(a, env, nz, shapes, row_k, row_v) -> None:
     if ranks:
         env.warn("the Atlas A2/A3 tiling checks no ranks; " + ", ".join(f"{n} is {list(s)}, not {r}-D"
                                                                         for n, s, r in ranks)
-                 + "; the kernel still reads each tensor as the doc's layout of the sizes above")
+                 + "; it takes its sizes from the dims the doc's layouts have there (PA_NZ: tokenSize = keyRef "
+                 "dim 1; Norm: dim 1 * dim 2) and the kernels address the rest of each tensor from those")
     rows = [(name, row) for name, row in (("keyRef", row_k), ("valueRef", row_v)) if row % PIECE_BYTES]
     if rows and nz:
         env.warn("the Atlas A2/A3 PA_NZ kernel moves whole 32-byte pieces: " + ", ".join(
