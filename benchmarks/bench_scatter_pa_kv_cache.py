@@ -8,12 +8,12 @@ slows them alike. Run: python benchmarks/bench_scatter_pa_kv_cache.py
 """
 import pathlib
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+from interleaved import best_times  # noqa: E402
 
 TOKENS, HEADS, HEAD, BLOCKS, BLOCK = 65536, 8, 128, 4096, 128
 LAST = 16                                   # fp16 elements per 32-byte NZ piece
@@ -33,12 +33,7 @@ def main():
     contenders = {"numpy copy (np.copyto)": numpy_copy(key, value)}
     contenders.update(emulator_calls(key, value, slots))
     contenders.update(torch_calls(key, value, slots))
-    best = {name: float("inf") for name in contenders}
-    for _ in range(ROUNDS + 1):                 # the first round warms up (first touch, thread pools)
-        for name, call in contenders.items():
-            start = time.perf_counter()
-            call()
-            best[name] = min(best[name], time.perf_counter() - start)
+    best = best_times(contenders, ROUNDS)
     rate = {name: moved / seconds / 1e9 for name, seconds in best.items()}
 
     print(f"ScatterPaKvCache: {TOKENS} tokens x {HEADS} heads x {HEAD} fp16, key + value, {BLOCKS} blocks of "

@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import tempfile
 
+import numpy as np
+
 from aclnn_emu import toolkit
 
 C_DIR = pathlib.Path(__file__).resolve().parent / "c"
@@ -45,3 +47,12 @@ def rule_codes(output: str) -> dict[str, int]:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             codes[parts[0]] = int(parts[1])
     return codes
+
+
+def lcg_fp16(n: int, seed: int) -> np.ndarray:
+    """tests/c/common.h's LcgFp16: a 32-bit LCG, bits 16..31 with the exponent kept finite."""
+    out = np.empty(n, np.uint16)
+    for i in range(n):
+        seed = (seed * 1103515245 + 12345) & 0xFFFFFFFF
+        out[i] = (seed >> 16) & 0x7BFF
+    return out.view(np.float16)

@@ -1,4 +1,5 @@
 import ctypes
+import dataclasses
 import sys
 import pathlib
 
@@ -7,7 +8,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from aclnn_emu import toolkit  # noqa: E402
+import aclnn_emu  # noqa: E402
+from aclnn_emu import config, toolkit  # noqa: E402
+from aclnn_emu.runtime import sanitizer  # noqa: E402
 
 
 def pytest_sessionstart(session):
@@ -46,3 +49,13 @@ def libacl():
     for name in ("aclrtMalloc", "aclrtFree", "aclrtMemcpy", "aclrtMemset", "aclrtMemcpyAsync"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
+
+
+@pytest.fixture
+def chip(request, monkeypatch):
+    """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty.
+    aclInit re-reads the settings, so the runtime is started before the chip is set."""
+    aclnn_emu.setup()
+    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
+    sanitizer.clear()
+    return request.param

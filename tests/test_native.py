@@ -233,6 +233,30 @@ def test_copy_pieces_runs_of_consecutive_destinations(pieces, piece_bytes, src_s
     assert np.array_equal(dst, expected)
 
 
+@pytest.mark.parametrize("pieces,piece_bytes,dst_step,dst_stride", [
+    (4, 32, 128, 32),     # the gather out of a PA_NZ cache: a token's pieces side by side, tokens a row apart
+    (3, 6, 40, 12),       # destinations more than a pair's span apart
+    (3, 8, 20, 8),        # less than a span apart: the pairs overlap, the later one must win
+    (3, 8, 8, 40),        # piece_bytes apart, but longer than the pieces' spacing: pairs overlap too
+])
+def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, dst_stride):
+    """Pairs whose destinations and sources step evenly give the bytes of the pair-by-pair loop,
+    however the copier groups them."""
+    rng = np.random.default_rng(7)
+    src = rng.integers(0, 256, 4096, dtype=np.uint8)
+    dst = np.zeros(pieces * dst_stride + 60 * dst_step + 64, np.uint8)
+    run = np.arange(30)
+    dst_offsets, src_offsets = 5 + run * dst_step, 9 + run * 32
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            at, start = d + p * dst_stride, s_ + p * 1000
+            expected[at:at + piece_bytes] = src[start:start + piece_bytes]
+    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
+                       dst_stride=dst_stride, src_stride=1000)
+    assert np.array_equal(dst, expected)
+
+
 def _single_target_build(tmp_path, march):
     library = tmp_path / f"native-{march}.so"
     subprocess.run([shutil.which("gcc"), "-shared", "-fPIC", "-O3", "-ffp-contract=off", "-fno-math-errno",

@@ -1,13 +1,10 @@
 """aclnnScatterPaKvCache through the Python API: every scenario per chip, bit-exact against the
 loop references, plus the warnings and sanitizer reports the issue asks for."""
-import dataclasses
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 import aclnn_emu as ae
-from aclnn_emu import config
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.runtime import sanitizer
 from golden import scatter_pa_kv_cache as golden
@@ -16,13 +13,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 A2_CHIPS = ["Ascend910B", "Ascend910_93"]
 FP8 = {np.dtype(ml_dtypes.float8_e4m3fn): DataType.ACL_FLOAT8_E4M3FN,   # dtypes.from_numpy has no fp8 entries
        np.dtype(ml_dtypes.float8_e5m2): DataType.ACL_FLOAT8_E5M2}
-
-
-@pytest.fixture
-def chip(request, monkeypatch):
-    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
-    sanitizer.clear()
-    return request.param
 
 
 @pytest.fixture

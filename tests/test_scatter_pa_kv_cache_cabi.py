@@ -61,30 +61,22 @@ def test_status_codes(soc):
     assert cabi.rule_codes(result.stdout) == EXPECTED[soc]
 
 
-def lcg_fp16(n: int, seed: int) -> np.ndarray:
-    """The C program's generator: 32-bit LCG, bits 16..31 with the exponent kept finite."""
-    out = np.empty(n, np.uint16)
-    for i in range(n):
-        seed = (seed * 1103515245 + 12345) & 0xFFFFFFFF
-        out[i] = (seed >> 16) & 0x7BFF
-    return out.view(np.float16)
-
-
 def test_numerics_through_the_c_abi(tmp_path):
     tokens, heads, head, blocks, block = 40, 2, 64, 5, 16
     result = cabi.compile_and_run("scatter_pa_kv_cache_numerics.cpp", tmp_path / "caches.bin")
     assert result.returncode == 0, result.stdout + result.stderr
     caches = np.fromfile(tmp_path / "caches.bin", np.float16)
-    key = lcg_fp16(tokens * heads * head, 1).reshape(tokens, heads, head)
-    value = lcg_fp16(tokens * heads * head, 2).reshape(tokens, heads, head)
+    key = cabi.lcg_fp16(tokens * heads * head, 1).reshape(tokens, heads, head)
+    value = cabi.lcg_fp16(tokens * heads * head, 2).reshape(tokens, heads, head)
     nz_shape, nd_shape = (blocks, heads * head // 16, block, 16), (blocks, block, heads, head)
     slots = np.array([3, 0, 4])[np.arange(tokens) // block] * block + np.arange(tokens) % block
     slots[5] = -1
     reversed_slots = blocks * block - 1 - 2 * np.arange(tokens)
-    expected = [golden.a2_nz(lcg_fp16(blocks * block * heads * head, 3).reshape(nz_shape), key, slots),
-                golden.a2_nz(lcg_fp16(blocks * block * heads * head, 4).reshape(nz_shape), value, slots),
-                golden.vllm_normal(lcg_fp16(blocks * block * heads * head, 5).reshape(nd_shape), key, reversed_slots),
-                golden.vllm_normal(lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value,
+    expected = [golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 3).reshape(nz_shape), key, slots),
+                golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 4).reshape(nz_shape), value, slots),
+                golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 5).reshape(nd_shape), key,
+                                   reversed_slots),
+                golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value,
                                    reversed_slots)]
     assert golden.same_bits(caches, np.concatenate([e.reshape(-1) for e in expected]))
 

@@ -3,9 +3,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclnn_emu.kernels import scatter_pa_kv_cache as a2
-from aclnn_emu.kernels import scatter_pa_kv_cache_arch35 as a95
-from aclnn_emu.kernels.scatter_pa_kv_cache_rows import balanced_cores, blocked_cores
+from aclnn_emu.kernels.kv_cache import scatter_a2 as a2
+from aclnn_emu.kernels.kv_cache import scatter_arch35 as a95
+from aclnn_emu.kernels.kv_cache.scatter_rows import balanced_cores, blocked_cores
 from golden import scatter_pa_kv_cache as golden
 
 CORES = 48
@@ -175,7 +175,7 @@ def test_rope_and_omni_match_reference(dtype, omni):
 def test_rope_mean_is_an_fp32_running_sum_rounded_to_even():
     # 2048 + 1 + 1 in fp32 order, / 3: a float64 mean would round differently in fp16 here.
     rows = np.array([[2048.0], [1.0], [1.0], [0.5]], np.float32).astype(np.float16)
-    from aclnn_emu.kernels.scatter_pa_kv_cache_rows import window_mean
+    from aclnn_emu.kernels.kv_cache.scatter_rows import window_mean
     assert golden.same_bits(window_mean(rows, 4), golden.fp32_mean(rows, 4, np.float16))
     big = np.full((3000, 1), 1.0, np.float32)
     big[0] = 1 << 24                               # fp32 sum stalls at 2**24: order matters

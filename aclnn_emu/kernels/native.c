@@ -2,8 +2,8 @@
  *
  * numpy runs one pass over memory per operation and has no SIMD fp32 -> fp16 conversion, so the
  * attention kernels' "round S to fp16, scale, row max, exp, row sum, round P, dS" cost about ten
- * passes over every score block, and a paged-cache scatter of 32-byte pieces goes through numpy's
- * generic strided copies. Here each step is one loop over a row that stays in L1, and each run of
+ * passes over every score block, and a paged-cache scatter or gather of 32-byte pieces goes through
+ * numpy's generic strided copies. Here each step is one loop over a row that stays in L1, and each run of
  * consecutive cache slots one tight copy loop.
  *
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
@@ -261,12 +261,13 @@ void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, con
     }
 }
 
-/* A run of `count` pairs whose destinations follow each other piece_bytes apart and whose sources
-   step by src_step: piece-major, so each piece's writes are one contiguous stretch (the paged-cache
-   layouts put consecutive slots' pieces side by side); a run of whole rows is one memmove. */
-static void copy_run(char *to, const char *from, int64_t count, int64_t src_step, int64_t pieces,
+/* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
+   sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
+   by side) or reads (the gather: a block's tokens side by side) are one contiguous stretch; a run
+   of whole rows is one memmove. */
+static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step, int64_t src_step, int64_t pieces,
                      int64_t piece_bytes, int64_t dst_stride, int64_t src_stride) {
-    if (pieces == 1 && src_step == piece_bytes) {
+    if (pieces == 1 && src_step == piece_bytes && dst_step == piece_bytes) {
         memmove(to, from, (size_t)(count * piece_bytes));
         return;
     }
@@ -274,26 +275,35 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t src_step
         char *t = to + p * dst_stride;
         const char *f = from + p * src_stride;
         if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
-            for (int64_t k = 0; k < count; ++k) memcpy(t + k * 32, f + k * src_step, 32);
+            for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, 32);
         } else {
-            for (int64_t k = 0; k < count; ++k) memcpy(t + k * piece_bytes, f + k * src_step, (size_t)piece_bytes);
+            for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, (size_t)piece_bytes);
         }
     }
 }
 
 /* For each pair i: `pieces` pieces of `piece_bytes` from src + src_offset[i] + p * src_stride to
-   dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one;
-   within a run the destinations are distinct, so copying it piece-major changes nothing). */
+   dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one).
+   Pairs whose offsets keep constant steps form a run copied piece-major, which changes nothing as
+   long as its pairs write disjoint bytes: destinations piece_bytes apart with each pair's pieces
+   further apart than the run is long, or destinations a whole pair's span apart. */
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride) {
+    int64_t span = (pieces - 1) * dst_stride + piece_bytes;
     for (int64_t i = 0; i < pairs;) {
+        int64_t dst_step = i + 1 < pairs ? dst_offset[i + 1] - dst_offset[i] : piece_bytes;
         int64_t src_step = i + 1 < pairs ? src_offset[i + 1] - src_offset[i] : piece_bytes;
+        int64_t longest = 1;
+        if (dst_step == piece_bytes)
+            longest = pieces == 1 ? pairs : dst_stride / piece_bytes;
+        else if (dst_stride >= 0 && dst_step >= span)
+            longest = pairs;
         int64_t count = 1;
-        while (i + count < pairs && dst_offset[i + count] == dst_offset[i + count - 1] + piece_bytes
+        while (count < longest && i + count < pairs && dst_offset[i + count] == dst_offset[i + count - 1] + dst_step
                && src_offset[i + count] == src_offset[i + count - 1] + src_step)
             ++count;
-        copy_run(dst + dst_offset[i], src + src_offset[i], count, src_step, pieces, piece_bytes, dst_stride,
+        copy_run(dst + dst_offset[i], src + src_offset[i], count, dst_step, src_step, pieces, piece_bytes, dst_stride,
                  src_stride);
         i += count;
     }

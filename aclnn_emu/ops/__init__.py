@@ -3,7 +3,7 @@ import functools
 import importlib
 
 MODULES = ("flash_attention_score_grad", "prompt_flash_attention", "sparse_flash_attention_grad",
-           "lightning_indexer_grad", "scatter_pa_kv_cache")
+           "lightning_indexer_grad", "kv_cache.scatter_pa_kv_cache", "kv_cache.gather_pa_kv_cache")
 
 
 @functools.cache

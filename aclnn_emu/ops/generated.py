@@ -1,12 +1,12 @@
 """The framework part of a *generated* aclnn entry point (reference indexer-sparse §0.1).
 
-Ops without a hand-written op_api (SparseFlashAttentionGrad, ScatterPaKvCache) get this order:
-required nulls -> 161001, all outputs empty -> success, kernel key lookup on (dtype, format) of
-every input and output -> 161002 (required I/O off the list) or 561003 (only an optional one),
-then the op's tiling (561002).
+Ops without a hand-written op_api (SparseFlashAttentionGrad, ScatterPaKvCache, GatherPaKvCache)
+get this order: required nulls -> 161001, all outputs empty -> success, kernel key lookup on
+(dtype, format) of every input and output -> 161002 (required I/O off the list) or 561003 (only
+an optional one), then the op's tiling (561002).
 """
 from .. import status
-from ..formats import ND_LIKE
+from ..formats import ND_LIKE, Format
 from .signature import OpError
 
 
@@ -25,15 +25,22 @@ def all_outputs_empty(a, op) -> bool:
     return all(t is None or t.is_empty for t in outs)
 
 
-def _fits(tensor, dtype) -> bool:
-    return tensor.dtype == dtype and tensor.format in ND_LIKE
+def _spec(entry) -> tuple:
+    """A combination's entry: a DataType (format ND) or a (DataType, Format) pair."""
+    return entry if isinstance(entry, tuple) else (entry, Format.ACL_FORMAT_ND)
+
+
+def _fits(tensor, entry) -> bool:
+    dtype, fmt = _spec(entry)
+    return tensor.dtype == dtype and (tensor.format in ND_LIKE if fmt == Format.ACL_FORMAT_ND else tensor.format == fmt)
 
 
 def check_kernel_key(a, op, combos, soc: str | None = None) -> None:
-    """Find a registered (dtype, ND format) combination for the call's tensors.
+    """Find a registered (dtype, format) combination for the call's tensors.
 
-    `combos` lists the OpDef combinations, each mapping parameter name -> DataType, or maps each
-    chip to its list (then `soc` picks the chip's). Absent optional tensors do not take part in the key.
+    `combos` lists the OpDef combinations, each mapping parameter name -> DataType (format ND) or
+    (DataType, Format), or maps each chip to its list (then `soc` picks the chip's). Absent
+    optional tensors do not take part in the key.
     """
     per_chip = combos if isinstance(combos, dict) else {}
     combos = per_chip[soc] if per_chip else combos
@@ -47,14 +54,18 @@ def check_kernel_key(a, op, combos, soc: str | None = None) -> None:
         best = max(combos, key=lambda c: sum(n not in c or _fits(t, c[n]) for n, t in required.items()))
         name = next(n for n, t in required.items() if n in best and not _fits(t, best[n]))
         t = required[name]
-        allowed = sorted({c[name] for c in combos if name in c}, key=int)
-        chips = [] if t.dtype in allowed else [chip for chip, table in per_chip.items()    # a dtype of its own
-                                               if chip != soc and any(c.get(name) == t.dtype for c in table)]
+        specs = [_spec(c[name]) for c in combos if name in c]
+        allowed = sorted({d for d, _ in specs}, key=int)
+        formats = sorted({f for _, f in specs}, key=int)
+        chips = [] if any(_fits(t, c[name]) for c in combos if name in c) else [   # a dtype or format of its own
+            chip for chip, table in per_chip.items() if chip != soc and any(name in c and _fits(t, c[name])
+                                                                            for c in table)]
+        own = t.dtype.short if t.dtype not in allowed else f"format {t.format.short}"
         raise OpError(status.ACLNN_ERR_PARAM_INVALID,
                       f"{name} has dtype {t.dtype.short} and format {t.format.short}; the registered kernels "
                       f"{f'of {soc} ' if per_chip else ''}take dtype {' / '.join(d.short for d in allowed)} with "
-                      f"format ND, in a combination with the other required tensors"
-                      + (f"; {t.dtype.short} is registered on {' and '.join(chips)}" if chips else ""),
+                      f"format {' / '.join(f.short for f in formats)}, in a combination with the other required "
+                      "tensors" + (f"; {own} is registered on {' and '.join(chips)}" if chips else ""),
                       rule=f"dtype.{name}", chips=chips)
     optional = [n for n in present if _optional(op, n)]
     off = [n for n in optional if not any(_fits(present[n], c[n]) for c in usable if n in c)] or optional
@@ -62,6 +73,16 @@ def check_kernel_key(a, op, combos, soc: str | None = None) -> None:
                   "Cannot find kernel file: no registered kernel takes optional input(s) "
                   + ", ".join(f"{n} ({present[n].dtype.short}, {present[n].format.short})" for n in off)
                   + " together with the required tensors", rule="kernel.optional")
+
+
+def before_tiling(a, op, combos, soc: str) -> bool:
+    """The whole framework part for an op whose kernels are all in `combos` (per chip): required
+    nulls, then False when all outputs are empty (nothing to launch), then the kernel lookup."""
+    check_required_not_null(a, op)
+    if all_outputs_empty(a, op):
+        return False
+    check_kernel_key(a, op, combos, soc)
+    return True
 
 
 def _matches(tensors: dict, combo: dict) -> bool:

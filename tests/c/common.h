@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "acl/acl.h"
@@ -74,6 +75,56 @@ struct DeviceTensor {
         if (tensor) aclDestroyTensor(tensor);
         if (addr) aclrtFree(addr);
     }
+};
+
+// Deterministic fp16 bit patterns, the same as tests/cabi.py's lcg_fp16: a 32-bit LCG, 16 bits
+// per value, the exponent kept finite.
+inline std::vector<uint16_t> LcgFp16(size_t n, uint32_t seed) {
+    std::vector<uint16_t> v(n);
+    for (auto &x : v) {
+        seed = seed * 1103515245u + 12345u;
+        x = static_cast<uint16_t>((seed >> 16) & 0x7BFF);
+    }
+    return v;
+}
+
+// Append a 16-bit tensor's device contents to a file.
+inline int Dump(FILE *out, const DeviceTensor &t) {
+    std::vector<uint16_t> host;
+    int ret = t.Read(host);
+    fwrite(host.data(), sizeof(uint16_t), host.size(), out);
+    return ret;
+}
+
+// Device tensors made in one call each and kept until Clear(): INT32/INT64 tensors hold `values`
+// (cycled; default 0, 1, 2, ...), others zeros.
+class TensorPool {
+public:
+    aclTensor *operator()(const std::vector<int64_t> &shape, aclDataType dtype, const std::vector<int64_t> &values = {},
+                          aclFormat format = ACL_FORMAT_ND) {
+        tensors_.emplace_back(new DeviceTensor());
+        DeviceTensor &t = *tensors_.back();
+        int64_t n = ShapeSize(shape);
+        int ret;
+        if (dtype == ACL_INT32 || dtype == ACL_INT64) {
+            std::vector<int64_t> v(n);
+            for (int64_t i = 0; i < n; i++) v[i] = values.empty() ? i : values[i % values.size()];
+            if (dtype == ACL_INT32) {
+                ret = t.Create(std::vector<int32_t>(v.begin(), v.end()), shape, dtype, format);
+            } else {
+                ret = t.Create(v, shape, dtype, format);
+            }
+        } else {
+            ret = t.Create(std::vector<uint8_t>(n * aclDataTypeSize(dtype), 0), shape, dtype, format);
+        }
+        if (ret != 0) printf("FAILED to create a tensor: %d\n", ret);
+        return t.tensor;
+    }
+
+    void Clear() { tensors_.clear(); }
+
+private:
+    std::vector<std::unique_ptr<DeviceTensor>> tensors_;
 };
 
 // aclInit + device 0 + a stream, as every sample does.

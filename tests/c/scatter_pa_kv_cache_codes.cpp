@@ -1,36 +1,13 @@
 // aclnnScatterPaKvCache status codes through the C ABI: one "<rule> <code>" line per case.
 // The chip comes from ACLNN_EMU_SOC; tests/test_scatter_pa_kv_cache_cabi.py holds the codes per chip.
-#include <memory>
 #include <string>
 
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
 #include "common.h"
 
 namespace {
-std::vector<std::unique_ptr<DeviceTensor>> g_pool;
+TensorPool T;
 aclrtStream g_stream;
-
-// A device tensor; INT32/INT64 tensors hold `values` (cycled, default 0, 1, 2, ...), others zeros.
-aclTensor *T(const std::vector<int64_t> &shape, aclDataType dtype, const std::vector<int64_t> &values = {},
-             aclFormat format = ACL_FORMAT_ND) {
-    g_pool.emplace_back(new DeviceTensor());
-    DeviceTensor &t = *g_pool.back();
-    int64_t n = ShapeSize(shape);
-    int ret;
-    if (dtype == ACL_INT32 || dtype == ACL_INT64) {
-        std::vector<int64_t> v(n);
-        for (int64_t i = 0; i < n; i++) v[i] = values.empty() ? i : values[i % values.size()];
-        if (dtype == ACL_INT32) {
-            ret = t.Create(std::vector<int32_t>(v.begin(), v.end()), shape, dtype, format);
-        } else {
-            ret = t.Create(v, shape, dtype, format);
-        }
-    } else {
-        ret = t.Create(std::vector<uint8_t>(n * aclDataTypeSize(dtype), 0), shape, dtype, format);
-    }
-    if (ret != 0) printf("FAILED to create a tensor: %d\n", ret);
-    return t.tensor;
-}
 
 struct Args {
     aclTensor *key, *keyCache, *slots, *value, *valueCache;
@@ -206,7 +183,7 @@ int main() {
     aclDestroyIntArray(strides);
     aclDestroyIntArray(offsets);
     aclDestroyIntArray(shortStrides);
-    g_pool.clear();
+    T.Clear();
     TearDown(g_stream);
     return 0;
 }

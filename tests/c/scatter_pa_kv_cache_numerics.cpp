@@ -5,16 +5,6 @@
 #include "common.h"
 
 namespace {
-// The same generator as the pytest side: a 32-bit LCG, 16 bits per value, exponent kept finite.
-std::vector<uint16_t> Data(size_t n, uint32_t seed) {
-    std::vector<uint16_t> v(n);
-    for (auto &x : v) {
-        seed = seed * 1103515245u + 12345u;
-        x = static_cast<uint16_t>((seed >> 16) & 0x7BFF);
-    }
-    return v;
-}
-
 int Scatter(aclrtStream stream, DeviceTensor &key, DeviceTensor &kc, DeviceTensor &slots, DeviceTensor &value,
             DeviceTensor &vc, const char *cacheMode) {
     uint64_t size = 0;
@@ -28,13 +18,6 @@ int Scatter(aclrtStream stream, DeviceTensor &key, DeviceTensor &kc, DeviceTenso
     ret = aclnnScatterPaKvCache(workspace, size, executor, stream);
     if (ret == 0) ret = aclrtSynchronizeStream(stream);
     aclrtFree(workspace);
-    return ret;
-}
-
-int Dump(FILE *out, const DeviceTensor &t) {
-    std::vector<uint16_t> host;
-    int ret = t.Read(host);
-    fwrite(host.data(), sizeof(uint16_t), host.size(), out);
     return ret;
 }
 }  // namespace
@@ -51,11 +34,11 @@ int main(int argc, char **argv) {
         for (int64_t t = 0; t < tokens; t++) slots[t] = table[t / block] * block + t % block;
         slots[5] = -1;
         DeviceTensor key, value, kc, vc, slotTensor;
-        CHECK_OK(key.Create(Data(tokens * heads * head, 1), {tokens, heads, head}, ACL_FLOAT16));
-        CHECK_OK(value.Create(Data(tokens * heads * head, 2), {tokens, heads, head}, ACL_FLOAT16));
+        CHECK_OK(key.Create(LcgFp16(tokens * heads * head, 1), {tokens, heads, head}, ACL_FLOAT16));
+        CHECK_OK(value.Create(LcgFp16(tokens * heads * head, 2), {tokens, heads, head}, ACL_FLOAT16));
         const std::vector<int64_t> nzShape = {blocks, heads * head / 16, block, 16};
-        CHECK_OK(kc.Create(Data(blocks * heads * head * block, 3), nzShape, ACL_FLOAT16));
-        CHECK_OK(vc.Create(Data(blocks * heads * head * block, 4), nzShape, ACL_FLOAT16));
+        CHECK_OK(kc.Create(LcgFp16(blocks * heads * head * block, 3), nzShape, ACL_FLOAT16));
+        CHECK_OK(vc.Create(LcgFp16(blocks * heads * head * block, 4), nzShape, ACL_FLOAT16));
         CHECK_OK(slotTensor.Create(slots, {tokens}, ACL_INT64));
         CHECK_OK(Scatter(stream, key, kc, slotTensor, value, vc, "PA_NZ"));
         FILE *out = fopen(argv[1], "wb");
@@ -65,8 +48,8 @@ int main(int argc, char **argv) {
         std::vector<int32_t> reversed(tokens);
         for (int64_t t = 0; t < tokens; t++) reversed[t] = static_cast<int32_t>(blocks * block - 1 - 2 * t);
         DeviceTensor ndk, ndv, ndSlots;
-        CHECK_OK(ndk.Create(Data(blocks * block * heads * head, 5), {blocks, block, heads, head}, ACL_FLOAT16));
-        CHECK_OK(ndv.Create(Data(blocks * block * heads * head, 6), {blocks, block, heads, head}, ACL_FLOAT16));
+        CHECK_OK(ndk.Create(LcgFp16(blocks * block * heads * head, 5), {blocks, block, heads, head}, ACL_FLOAT16));
+        CHECK_OK(ndv.Create(LcgFp16(blocks * block * heads * head, 6), {blocks, block, heads, head}, ACL_FLOAT16));
         CHECK_OK(ndSlots.Create(reversed, {tokens}, ACL_INT32));
         CHECK_OK(Scatter(stream, key, ndk, ndSlots, value, ndv, "Norm"));
         CHECK_OK(Dump(out, ndk));

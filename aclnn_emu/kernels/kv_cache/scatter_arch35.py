@@ -8,7 +8,8 @@ their storage dtype. Tasks are split over the cores in `ceil(n / cores)` blocks.
 """
 import numpy as np
 
-from .scatter_pa_kv_cache_rows import OUT_OF_RANGE, Finding, Writes, blocked_cores, rows_of
+from .findings import OUT_OF_RANGE, Finding
+from .scatter_rows import Writes, blocked_cores, rows_of
 
 INT32_LIMIT = 1 << 31
 

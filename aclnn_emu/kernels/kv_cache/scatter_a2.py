@@ -11,8 +11,10 @@ buffers into the int32 words the ND and compress kernels read).
 """
 import numpy as np
 
-from .scatter_pa_kv_cache_rows import (OUT_OF_BOUNDS_READ, Finding, Writes, balanced_cores, blocked_cores,
-                                       copy_pieces, last_writes, outside_finding, race_finding, rows_of, strided_rows)
+from .findings import OUT_OF_BOUNDS_READ, Finding
+from .layouts import NzLayout
+from .scatter_rows import (Writes, balanced_cores, blocked_cores, last_writes, outside_finding, race_finding, rows_of,
+                           strided_rows)
 
 
 def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
@@ -60,10 +62,7 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
     if last is not None:
         token, target = token[last], target[last]
     for cache, src2d, _ in pairs:
-        piece = cache.shape[3] * cache.itemsize            # 32 bytes
-        copy_pieces(cache, src2d, (target // block_size) * cache.strides[0] + (target % block_size) * cache.strides[2],
-                    token * src2d.strides[0], pieces=cache.shape[1], piece_bytes=piece,
-                    dst_stride=cache.strides[1], src_stride=piece)
+        NzLayout(block_size, cache.shape[1]).write(cache, src2d, target, token * src2d.strides[0])
     return findings
 
 

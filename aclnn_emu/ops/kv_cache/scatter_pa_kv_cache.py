@@ -9,14 +9,15 @@ import math
 
 import numpy as np
 
-from .. import status
-from ..dtypes import DataType
-from ..kernels import scatter_pa_kv_cache as a2
-from ..kernels import scatter_pa_kv_cache_arch35 as a95
-from ..platform import PLATFORMS
-from ..runtime import sanitizer
-from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
-from .signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
+from ... import status
+from ...dtypes import DataType
+from ...kernels.kv_cache import scatter_a2 as a2
+from ...kernels.kv_cache import scatter_arch35 as a95
+from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
+from ...platform import PLATFORMS
+from ..generated import before_tiling
+from ..signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
+from .common import DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch, not_implemented
 
 OP = Op("ScatterPaKvCache", "aclnn_scatter_pa_kv_cache.h", [
     TensorIn("key"), TensorRef("keyCacheRef"), TensorIn("slotMapping"), TensorIn("value"),
@@ -31,10 +32,6 @@ I32, I64 = DataType.ACL_INT32, DataType.ACL_INT64
 INDEX_PARAMS = ("slotMapping", "compressLensOptional", "compressSeqOffsetOptional", "seqLensOptional")
 # scatter_pa_kv_cache_def.cpp: (key, value) pairs for ascend910b / ascend910_93, each with INT32 and INT64 indices.
 A2_KV = [(I8, I8), (I8, F16), (I8, BF16), (F16, F16), (F16, BF16), (BF16, F16), (BF16, BF16)]
-# config_910_95: key, value and both caches share one of these.
-DTYPES_910_95 = [DataType.ACL_FLOAT, F16, BF16, I8, DataType.ACL_UINT8, DataType.ACL_INT16, DataType.ACL_UINT16,
-                 I32, DataType.ACL_UINT32, DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2,
-                 DataType.ACL_FLOAT8_E4M3FN]
 
 
 def _combo(key, value, index) -> dict:
@@ -48,33 +45,15 @@ COMBOS = {
 }
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
 UINT_MAX = (1 << 32) - 1
-# Both tilings ask for ASCENDC_TOOLS_WORKSPACE (16 MiB) as workspace.
-WORKSPACE = 16 * 1024 * 1024
 
 
 @OP.prepare
 def prepare(a, env):
-    check_required_not_null(a, OP)
-    if all_outputs_empty(a, OP):
+    if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
-    check_kernel_key(a, OP, COMBOS, env.soc)
     run = _tiling_910_95(a, env) if env.soc == "Ascend910_95" else _tiling_a2(a, env)
-    if run is None:
-        return Launch.nothing()
-
-    def launch(workspace):
-        for kind, message in run():
-            sanitizer.report(kind, f"{OP.phase2}: {message}")
-    return Launch(WORKSPACE, launch)
-
-
-def _fail(message: str, rule: str):
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
-
-
-def _not_implemented(what: str):
-    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{what} is not implemented in aclnn-emu",
-                  rule="not_implemented")
+    # Both tilings ask for ASCENDC_TOOLS_WORKSPACE as workspace.
+    return Launch.nothing() if run is None else launch(OP, TOOLS_WORKSPACE, run)
 
 
 def _dim(shape, i):
@@ -110,12 +89,12 @@ def _tiling_a2(a, env):
     if mode == "nz":
         for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
             if size * tensor.np_dtype.itemsize % 32:
-                _fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
+                fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
         return _run_nz(a, cores)
     if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
-        _not_implemented(f"an INT8 key in {mode} mode (CANN 8.5 has no kernel for its tiling key)")
+        not_implemented(f"an INT8 key in {mode} mode (CANN 8.5 has no kernel for its tiling key)")
     if batches and head_k * key.np_dtype.itemsize % 32:
-        _not_implemented(f"{mode} mode with kHeadSize * sizeof(key) = {head_k * key.np_dtype.itemsize} bytes "
+        not_implemented(f"{mode} mode with kHeadSize * sizeof(key) = {head_k * key.np_dtype.itemsize} bytes "
                          "(not a multiple of 32; the kernel's block copies truncate such rows)")
     _warn_a2(a, env, mode, head_k, head_v, nct)
     if batches:
@@ -127,31 +106,31 @@ def _check_dim_num_a2(a, mode: str) -> None:
     """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
     key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
     if key.ndim != 3:
-        _fail(f"key should be 3-D, got {list(key.shape)}", "key_rank")
+        fail(f"key should be 3-D, got {list(key.shape)}", "key_rank")
     if kc.ndim != 4:
-        _fail(f"keyCacheRef should be 4-D, got {list(kc.shape)}", "key_cache_rank")
+        fail(f"keyCacheRef should be 4-D, got {list(kc.shape)}", "key_cache_rank")
     if a.slotMapping.ndim != 1:
-        _fail(f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}", "slot_rank")
+        fail(f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}", "slot_rank")
     if not mode.startswith("siso"):
         if value.ndim != 3:
-            _fail(f"value should be 3-D, got {list(value.shape)}", "value_rank")
+            fail(f"value should be 3-D, got {list(value.shape)}", "value_rank")
         if vc.ndim != 4:
-            _fail(f"valueCacheRef should be 4-D, got {list(vc.shape)}", "value_cache_rank")
+            fail(f"valueCacheRef should be 4-D, got {list(vc.shape)}", "value_cache_rank")
         if key.shape[:2] != value.shape[:2]:
-            _fail(f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same",
+            fail(f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same",
                   "kv_dims")
         pair = (0, 2) if mode == "nz" else (0, 1)
         if any(kc.shape[i] != vc.shape[i] for i in pair):
-            _fail(f"dim{pair[0]} and dim{pair[1]} of keyCacheRef {list(kc.shape)} and valueCacheRef "
+            fail(f"dim{pair[0]} and dim{pair[1]} of keyCacheRef {list(kc.shape)} and valueCacheRef "
                   f"{list(vc.shape)} should be the same", "cache_dims")
     if mode in ("alibi", "rope", "omni"):
         for name in ("compressLensOptional", "seqLensOptional"):
             tensor = getattr(a, name)
             if tensor is None:
-                _fail(f"{name} is nullptr in {mode} mode; CANN 8.5 dereferences it in the tiling (a host crash), "
+                fail(f"{name} is nullptr in {mode} mode; CANN 8.5 dereferences it in the tiling (a host crash), "
                       "aclnn-emu rejects the call", "compress_null")
             if tensor.ndim != 1:
-                _fail(f"{name} should be 1-D, got {list(tensor.shape)}", "compress_rank")
+                fail(f"{name} should be 1-D, got {list(tensor.shape)}", "compress_rank")
 
 
 def _check_dims_a2(a, mode: str) -> tuple:
@@ -163,15 +142,15 @@ def _check_dims_a2(a, mode: str) -> tuple:
     block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
     for name, v in (("numTokens", tokens), ("numHead", heads), ("kHeadSize", head_k), ("blockSize", block_size)):
         if not 0 < v <= UINT_MAX:
-            _fail(f"{name} is invalid: {v}", "dims_positive")
+            fail(f"{name} is invalid: {v}", "dims_positive")
     if blocks * block_size < tokens:
-        _fail(f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
+        fail(f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
               "cache_capacity")
     head_v = None
     if not mode.startswith("siso"):
         head_v = a.value.shape[2]
         if not 0 < head_v <= UINT_MAX:
-            _fail(f"vHeadSize is invalid: {head_v}", "dims_positive")
+            fail(f"vHeadSize is invalid: {head_v}", "dims_positive")
         if mode == "nz":
             _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
             _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
@@ -179,17 +158,17 @@ def _check_dims_a2(a, mode: str) -> tuple:
     if mode in ("alibi", "rope", "omni"):
         batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
         if not 0 < batches <= UINT_MAX:
-            _fail(f"numBatchs is invalid: {batches}", "batches")
+            fail(f"numBatchs is invalid: {batches}", "batches")
     return heads, head_k, head_v, batches
 
 
 def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
     last = 32 // cache.np_dtype.itemsize
     if cache.shape[1] != token_size // last:
-        _fail(f"dim1 of {name} is invalid: {cache.shape[1]}, expected {token_size // last} (num_head * head_size "
+        fail(f"dim1 of {name} is invalid: {cache.shape[1]}, expected {token_size // last} (num_head * head_size "
               f"/ {last})", "nz_dim1")
     if cache.shape[3] != last:
-        _fail(f"dim3 of {name} is invalid: {cache.shape[3]}, expected {last} (32 bytes of {dtype.short})",
+        fail(f"dim3 of {name} is invalid: {cache.shape[3]}, expected {last} (32 bytes of {dtype.short})",
               "nz_dim3")
 
 
@@ -198,7 +177,7 @@ def _nct_attrs(a) -> tuple[int, int, int]:
     strides = a.stridesOptional if a.stridesOptional is not None else (1, 1)
     offsets = a.offsetsOptional if a.offsetsOptional is not None else (0, 0)
     if len(strides) < 2 or len(offsets) < 2:
-        _fail(f"stridesOptional {list(strides)} and offsetsOptional {list(offsets)} need two entries each "
+        fail(f"stridesOptional {list(strides)} and offsetsOptional {list(offsets)} need two entries each "
               "(CANN 8.5 reads [0] and [1] unchecked)", "nct_lists")
     return strides[0] & UINT_MAX, offsets[0] & UINT_MAX, offsets[1] & UINT_MAX
 
@@ -296,19 +275,19 @@ def _tiling_910_95(a, env):
                  "offsets; the scenario follows the key's rank and the optional tensors (caches are ND)")
     # GetInputDtype / GetIndexDtype: the kernel lookup already made all four dtypes equal.
     if len(key) != len(value):
-        _fail(f"the dim num of key {list(key)} and value {list(value)} are not the same", "kv_rank")
+        fail(f"the dim num of key {list(key)} and value {list(value)} are not the same", "kv_rank")
     if len(key) not in (3, 4):
-        _fail(f"the dim num of key must be 3 or 4, got {len(key)}", "key_rank")
+        fail(f"the dim num of key must be 3 or 4, got {len(key)}", "key_rank")
     if len(key) == 3:
         return _normal_910_95(a, key, kc, value, vc, slot)
     if a.compressLensOptional is None or a.seqLensOptional is None:
-        _fail("when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
+        fail("when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
               "compress_null")
     rope = a.compressSeqOffsetOptional is not None
     _check_compress_910_95(a, key, kc, value, vc, slot, rope)
     if rope:
         if a.key.dtype == DataType.ACL_HIFLOAT8:
-            _not_implemented("the Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)")
+            not_implemented("the Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)")
         env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
                  "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
                  "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
@@ -344,7 +323,7 @@ def _check_compress_910_95(a, key, kc, value, vc, slot, rope: bool) -> None:
                   (key[2] == value[2], "the dim2 of key and value must be equal")]
     for ok, message in checks:
         if not ok:
-            _fail(f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
+            fail(f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
                   f"slot_mapping {list(slot)}, compress_lens {list(cl)}, seq_lens {list(lens)})", "compress_dims")
 
 
@@ -358,7 +337,7 @@ def _normal_910_95(a, key, kc, value, vc, slot):
                          "the dim 1 of key and value must be equal to the dim 2 of key_cache and value_cache"),
                         (value[2] == _dim(vc, 3), "the dim2 of value must be equal to the dim3 of value_cache")):
         if not ok:
-            _fail(f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
+            fail(f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
                   f"slot_mapping {list(slot)})", "normal_dims")
     tokens = key[0]
     if tokens == 0:
@@ -374,7 +353,7 @@ def _normal_910_95(a, key, kc, value, vc, slot):
         + round_up(per_core) * 2 * index_size // size
     fully_loaded = need <= PLATFORMS["Ascend910_95"].ub_bytes // size
     if not fully_loaded and len(slot) != 1:
-        _fail(f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}", "slot_rank")
+        fail(f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}", "slot_rank")
     int32_offsets = fully_loaded and a.slotMapping.dtype == I32
 
     def run():
@@ -413,9 +392,8 @@ def _run_compress_910_95(a, mode):
 # Device data as the kernels see it
 # ---------------------------------------------------------------------------------------------
 def _flat(tensor, unit=None) -> np.ndarray:
-    """The tensor's storage from its first element on, optionally as `unit` elements (the A2
-    kernels move value data in the key's type)."""
-    return tensor.storage(f"{OP.phase2} {tensor!r}", unit)
+    """The tensor's storage as the kernels see it (the A2 kernels move value data in the key's type)."""
+    return flat(OP, tensor, unit)
 
 
 def _index_values(tensor, count: int, int32_words: bool) -> tuple[np.ndarray, list]:
@@ -427,6 +405,6 @@ def _index_values(tensor, count: int, int32_words: bool) -> tuple[np.ndarray, li
     values[:got] = flat[:got]
     findings = []
     if got < count:
-        findings.append(("out-of-bounds-read", f"{tensor!r}: the kernel reads {count} index values but the tensor "
+        findings.append((OUT_OF_BOUNDS_READ, f"{tensor!r}: the kernel reads {count} index values but the tensor "
                                                f"holds {got}; the missing ones read as 0 here"))
     return values, findings

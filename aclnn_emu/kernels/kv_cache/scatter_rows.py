@@ -10,13 +10,9 @@ report. Findings never stop the other writes.
 """
 import numpy as np
 
-from . import native, parallel
-from .casts import cast_rint
-
-Finding = tuple[str, str]
-OUT_OF_RANGE = "index-out-of-range"
-OUT_OF_BOUNDS_READ = "out-of-bounds-read"
-WRITE_RACE = "write-race"
+from ..casts import cast_rint
+from .findings import OUT_OF_BOUNDS_READ, OUT_OF_RANGE, WRITE_RACE, Finding, all_distinct, listed
+from .layouts import NdLayout
 
 
 def balanced_cores(n_tasks: int, n_cores: int) -> np.ndarray:
@@ -102,9 +98,8 @@ class Writes:
         findings = self.findings
         if self._skipped:
             skipped = np.unique(np.concatenate(self._skipped))
-            findings.append((OUT_OF_RANGE, f"{self.what}: writes to slots {skipped[:8].tolist()}"
-                                           f"{' …' if len(skipped) > 8 else ''} lie beyond the cache's {self.limit} "
-                                           "slots; the kernel skips them"))
+            findings.append((OUT_OF_RANGE, f"{self.what}: writes to slots {listed(skipped)} lie beyond the cache's "
+                                           f"{self.limit} slots; the kernel skips them"))
         if not self._parts:
             return findings
         dst, src_id, src, core = (np.concatenate(col) if len(col) > 1 else col[0] for col in zip(*self._parts))
@@ -131,7 +126,7 @@ class Writes:
 def last_writes(targets: np.ndarray, cores: np.ndarray, limit: int):
     """(indices of the last write per target in program order or None if all are unique, race text
     or None), for targets in [0, limit)."""
-    if len(targets) < 2 or _all_distinct(targets, limit):
+    if len(targets) < 2 or all_distinct(targets, limit):
         return None, None
     order = np.argsort(targets, kind="stable")
     ordered = targets[order]
@@ -142,19 +137,9 @@ def last_writes(targets: np.ndarray, cores: np.ndarray, limit: int):
     race = None
     if crossing.any():
         rows = np.unique(ordered[1:][crossing])
-        race = f"{rows[:8].tolist()}{' …' if len(rows) > 8 else ''} ({len(rows)} in total)"
+        race = f"{listed(rows)} ({len(rows)} in total)"
     is_last = np.append(~same, True)
     return np.sort(order[is_last]), race
-
-
-def _all_distinct(targets: np.ndarray, limit: int) -> bool:
-    """Whether no target repeats: marked in a [0, limit) map, without sorting, unless that map
-    would be much larger than the list."""
-    if limit > 64 * len(targets) + (1 << 20):
-        return len(np.unique(targets)) == len(targets)
-    seen = np.zeros(limit, np.bool_)
-    seen[targets] = True
-    return int(np.count_nonzero(seen)) == len(targets)
 
 
 def read_finding(name: str, rows: np.ndarray, limit: int) -> Finding:
@@ -180,20 +165,7 @@ def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_ro
         return
     if src2d.strides[1] != src2d.itemsize:
         src2d = np.ascontiguousarray(src2d)
-    copy_pieces(dst2d, src2d, dst_rows * dst2d.strides[0], src_rows * src2d.strides[0],
-                pieces=1, piece_bytes=dst2d.shape[1] * dst2d.itemsize, dst_stride=0, src_stride=0)
-
-
-def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray,
-                **geometry) -> None:
-    """native.copy_pieces with the pairs split across the kernel workers; no two pairs may write
-    the same bytes, so the order between workers does not matter."""
-    n = len(dst_offsets)
-    parts = max(1, min(parallel.workers(), n // 1024))          # small copies stay on one thread
-    bounds = [n * w // parts for w in range(parts + 1)]
-    parallel.map_ordered(lambda w: native.copy_pieces(dst, src, dst_offsets[bounds[w]:bounds[w + 1]],
-                                                       src_offsets[bounds[w]:bounds[w + 1]], **geometry),
-                         range(parts))
+    NdLayout(dst2d.strides[0]).write(dst2d, src2d, dst_rows, src_rows * src2d.strides[0])
 
 
 def window_mean(window: np.ndarray, divisor: int) -> np.ndarray:

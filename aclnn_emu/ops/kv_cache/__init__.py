@@ -1,0 +1,2 @@
+"""The paged KV-cache operators (ScatterPaKvCache, GatherPaKvCache) and what their op modules share
+(`common`); their kernels live in `aclnn_emu.kernels.kv_cache`."""

@@ -1,0 +1,40 @@
+"""What the KV-cache op modules share: the 910_95 data types, tiling failures, the flat device
+data the kernels read, and the launch that reports the kernels' findings."""
+import numpy as np
+
+from ... import status
+from ...dtypes import DataType
+from ...runtime import sanitizer
+from ..signature import Launch, OpError
+
+# The data types both operators register for ascend910_95 (ScatterPaKvCache's config_910_95,
+# GatherPaKvCache's kvDtype): key, value and both caches share one of them.
+DTYPES_910_95 = [DataType.ACL_FLOAT, DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8, DataType.ACL_UINT8,
+                 DataType.ACL_INT16, DataType.ACL_UINT16, DataType.ACL_INT32, DataType.ACL_UINT32,
+                 DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN]
+# ASCENDC_TOOLS_WORKSPACE, which the A2/A3 tilings of both ask for.
+TOOLS_WORKSPACE = 16 * 1024 * 1024
+
+
+def fail(message: str, rule: str):
+    """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002."""
+    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
+
+
+def not_implemented(what: str):
+    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{what} is not implemented in aclnn-emu",
+                  rule="not_implemented")
+
+
+def flat(op, tensor, unit=None) -> np.ndarray:
+    """The tensor's storage from its first element on, optionally as `unit` elements (kernels
+    that address device memory directly)."""
+    return tensor.storage(f"{op.phase2} {tensor!r}", unit)
+
+
+def launch(op, workspace_size: int, run) -> Launch:
+    """Phase 2 runs `run()` on the stream and reports each (kind, message) finding it returns."""
+    def task(workspace):
+        for kind, message in run():
+            sanitizer.report(kind, f"{op.phase2}: {message}")
+    return Launch(workspace_size, task)
