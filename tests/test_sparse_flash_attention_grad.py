@@ -67,6 +67,16 @@ def test_matches_the_hardware_maths(dtype, layout, bs, mode, dr, dup):
     assert sanitizer.reports() == []
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bf16", "fp16"])
+def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
+    """Without CAST_ROUND of P and dS before their matmuls, every output fails both checks."""
+    from aclnn_emu.kernels import sparse_flash_attention_grad as kernel
+    monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)   # outputs: numpy's cast
+    case, attrs = make(dtype, block_size=1, sparse_mode=3, dr=64, duplicates=True, nsel=160)
+    failures = golden.precision_failures(run_op(case, attrs), case, attrs, NAME[np.dtype(dtype)])
+    assert sorted(f.split(":")[0] for f in failures) == sorted(golden.OUTPUTS * 2)
+
+
 def test_long_rows_run_in_several_steps(monkeypatch):
     """Rows whose keys exceed the per-step budget are cut into column steps; dq sums the steps."""
     from aclnn_emu.kernels import sparse_flash_attention_grad as kernel

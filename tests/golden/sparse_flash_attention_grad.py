@@ -112,16 +112,12 @@ def forward(q, k, v, indices, *, scale, block_size, sparse_mode, layout, q_rope=
     return out, smax, ssum
 
 
-def backward(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, block_size,
-             sparse_mode, layout, q_rope=None, k_rope=None, cu_q=None, cu_kv=None,
-             rounding=None, arith=np.float64):
-    """dq, dk, dv, dq_rope, dk_rope (float64, flat: [T1, G, .] and [T2, .]).
-
-    ``arith=np.float32`` evaluates S, P, dP and dS in float32 (as the NPU does, in another order):
-    how far such an evaluation lands from the float64 one is the spread any fp32 implementation has.
-    """
+def _maths(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, block_size, sparse_mode,
+           layout, q_rope=None, k_rope=None, cu_q=None, cu_kv=None):
+    """The flat float64 operands qq = [q | q_rope] [T1, G, D+Dr], kk = [k | k_rope] [T2, D+Dr],
+    dOut [T1, G, Dv], and per query row with selected keys (row, key rows, P, dS): the
+    probabilities and score gradients [G, L] of its keys, unrounded."""
     t1 = q.shape[0] * (q.shape[1] if layout == "BSND" else 1)
-    d = q.shape[-1]
     qq = _flat(q, t1)
     if q_rope is not None:
         qq = np.concatenate([qq, _flat(q_rope, t1)], -1)
@@ -130,28 +126,60 @@ def backward(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, bl
     m = np.asarray(softmax_max, np.float64).reshape(t1, -1)
     l = np.asarray(softmax_sum, np.float64).reshape(t1, -1)
     idx = np.asarray(indices).reshape(t1, -1)
-    rnd = (lambda x: round_half_away(x, rounding)) if rounding else (lambda x: x)
-    dq, dk, dv = np.zeros(qq.shape), np.zeros(kk.shape), np.zeros(vv.shape)
-    for r, s1, sq, k0, sk in _rows(layout, q, cu_q, cu_kv, k):
-        pos, masked = selection(idx[r], s1, sq, sk, block_size, sparse_mode == 3)
-        if len(pos) == 0:
-            continue
-        kc, vc = kk[k0 + pos], vv[k0 + pos]
-        a = lambda x: x.astype(arith)
-        s = a(np.array(scale)) * (a(qq[r]) @ a(kc).T)
-        p = np.exp(s - a(m[r])[:, None]) / a(l[r])[:, None]
-        p[:, masked] = 0.0
-        dl = (a(do[r]) * a(o[r])).sum(axis=1)
-        ds = p * (a(do[r]) @ a(vc).T - dl[:, None])
-        p_h, ds_h = rnd(p.astype(np.float64)), rnd(ds.astype(np.float64))
-        dq[r] = scale * ds_h @ kc
-        np.add.at(dk, k0 + pos, scale * ds_h.T @ qq[r])
-        np.add.at(dv, k0 + pos, p_h.T @ do[r])
-    rope = q_rope is not None
+
+    def rows():
+        for r, s1, sq, k0, sk in _rows(layout, q, cu_q, cu_kv, k):
+            pos, masked = selection(idx[r], s1, sq, sk, block_size, sparse_mode == 3)
+            if len(pos) == 0:
+                continue
+            s = scale * qq[r] @ kk[k0 + pos].T
+            p = np.exp(s - m[r][:, None]) / l[r][:, None]
+            p[:, masked] = 0.0
+            dl = (do[r] * o[r]).sum(axis=1)
+            yield r, k0 + pos, p, p * (do[r] @ vv[k0 + pos].T - dl[:, None])
+    return qq, kk, do, rows()
+
+
+def _outputs(dq, dk, dv, d, rope):
+    """dq|dq_rope and dk|dk_rope split at the head dim d."""
     return dict(dq=dq[..., :d], dk=dk[:, :d], dv=dv,
                 dq_rope=dq[..., d:] if rope else None, dk_rope=dk[:, d:] if rope else None)
 
 
+def backward(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, rounding=None, **spec):
+    """dq, dk, dv, dq_rope, dk_rope (float64, flat: [T1, G, .] and [T2, .]); ``spec``: the other
+    keywords of ``_maths``."""
+    qq, kk, do, rows = _maths(q, k, v, indices, dout, out, softmax_max, softmax_sum, scale=scale, **spec)
+    rnd = (lambda x: round_half_away(x, rounding)) if rounding else (lambda x: x)
+    dq, dk, dv = np.zeros(qq.shape), np.zeros(kk.shape), np.zeros((kk.shape[0], do.shape[-1]))
+    for r, keys, p, ds in rows:
+        p_h, ds_h = rnd(p), rnd(ds)
+        dq[r] = scale * ds_h @ kk[keys]
+        np.add.at(dk, keys, scale * ds_h.T @ qq[r])
+        np.add.at(dv, keys, p_h.T @ do[r])
+    return _outputs(dq, dk, dv, q.shape[-1], spec.get("q_rope") is not None)
+
+
+def largest_terms(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, rounding, **spec):
+    """Per element of ``backward``'s outputs, the largest magnitude among the terms its sum adds:
+    scale * dSh * Kc for dq, scale * dSh * Qc for dk, Ph * dOut for dv (the copies of a key
+    selected twice in a row, rounded alike, count as one term)."""
+    qq, kk, do, rows = _maths(q, k, v, indices, dout, out, softmax_max, softmax_sum, scale=scale, **spec)
+    dq, dk, dv = np.zeros(qq.shape), np.zeros(kk.shape), np.zeros((kk.shape[0], do.shape[-1]))
+    for r, keys, p, ds in rows:
+        unique, copy_of = np.unique(keys, return_inverse=True)
+        p_h, ds_h = (_per_key(round_half_away(x, rounding), copy_of, len(unique)) for x in (p, ds))
+        dq[r] = np.abs(scale * ds_h[:, :, None] * kk[unique]).max(axis=1)
+        np.maximum.at(dk, unique, np.abs(scale * ds_h[:, :, None] * qq[r][:, None, :]).max(axis=0))
+        np.maximum.at(dv, unique, np.abs(p_h[:, :, None] * do[r][:, None, :]).max(axis=0))
+    return _outputs(dq, dk, dv, q.shape[-1], spec.get("q_rope") is not None)
+
+
+def _per_key(x, copy_of, keys):
+    """[G, L] values of a row's selected copies summed per distinct key: [G, keys]."""
+    summed = np.zeros((x.shape[0], keys))
+    np.add.at(summed, (slice(None), copy_of), x)
+    return summed
 
 
 # --- random test cases -------------------------------------------------------------------------
@@ -221,13 +249,13 @@ def make_case(rng, *, dtype, layout, q_lens, kv_lens, n1=4, d=128, dr=0, block_s
     return c, attrs
 
 
-def golden_of(case, attrs, **options):
-    """``backward`` applied to a ``make_case`` case (options: rounding, arith)."""
+def golden_of(case, attrs, of=backward, **options):
+    """``backward`` (or ``largest_terms``) applied to a ``make_case`` case (option: rounding)."""
     f = lambda name: None if name not in case else np.asarray(case[name], np.float64)
-    return backward(f("query"), f("key"), f("value"), case["sparseIndices"], f("dOut"), f("out"),
-                    case["softmaxMax"], case["softmaxSum"], q_rope=f("queryRope"),
-                    k_rope=f("keyRope"), cu_q=case.get("actualSeqLengthsQuery"),
-                    cu_kv=case.get("actualSeqLengthsKv"), **options, **attrs)
+    return of(f("query"), f("key"), f("value"), case["sparseIndices"], f("dOut"), f("out"),
+              case["softmaxMax"], case["softmaxSum"], q_rope=f("queryRope"), k_rope=f("keyRope"),
+              cu_q=case.get("actualSeqLengthsQuery"), cu_kv=case.get("actualSeqLengthsKv"),
+              **options, **attrs)
 
 
 DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
@@ -237,27 +265,36 @@ OUTPUTS = ("dq", "dk", "dv", "dq_rope", "dk_rope")
 def precision_failures(actual, case, attrs, name):
     """What keeps ``actual`` (output name -> array) from matching the NPU's maths; [] when it does.
 
-    1. CANN's standard against the float64 hardware golden, allowing twice the failure rate that an
-       independent float32 evaluation of the same maths shows: for fp16, rounding dS right after
-       the dP - Dl cancellation flips one ulp in ~1% of dS values between any two fp32
-       implementations, which alone can exceed the 0.1% budget of the standard.
+    1. CANN's standard against the float64 hardware golden, each element also accepted within the
+       bound of its sum's largest term (``largest_terms``, the ``floor`` of tests/precision.py).
+       The NPU rounds P and dS to fp16/bf16 from fp32 values, and wherever one lies within fp32
+       error of a rounding midpoint, any fp32 implementation (the NPU's included) may round it
+       the other way: one ulp of that intermediate moves every element it feeds by up to 2^-10
+       (fp16) of its term there, which for an element that cancels below that term is beyond 1e-3
+       of the element itself. The hardware golden cannot tell those elements apart finer than
+       that. Judged by relative error alone, how many of them fail is luck, not fidelity: fp32
+       evaluations of the same maths that differ only in the order of their dot products'
+       additions miss from 0 to 0.26% of the fp16 elements here, above the 0.1% budget in one
+       output out of eight, and the count of one such evaluation is no yardstick for another's
+       (nor is a BLAS matmul's order fixed: OpenBLAS picks it per shape and CPU). Judged against
+       their largest terms they miss at most 0.03% (fp16) and 0.06% (bf16), while a kernel that
+       drops or moves a rounding step misses 0.3% or more.
     2. The intermediate casts are reproduced: ``actual`` sits much closer to the rounded hardware
-       golden than the exact gradient does.
+       golden than the exact gradient does (fp32 evaluations: at most 3% of that distance; a
+       kernel that drops or moves a cast: 70% or more).
     """
     hw = golden_of(case, attrs, rounding=name)
-    fp32 = golden_of(case, attrs, rounding=name, arith=np.float32)
     exact = golden_of(case, attrs)
+    terms = golden_of(case, attrs, of=largest_terms, rounding=name)
     failures = []
     for key in OUTPUTS:
         if actual.get(key) is None:
             continue
         x = np.asarray(actual[key], np.float64)
         h, e = hw[key].reshape(x.shape), exact[key].reshape(x.shape)
-        spread = 1.0 - precision.pass_ratio(round_half_away(fp32[key].reshape(x.shape), name), h, DTYPE[name])
-        missed = 1.0 - precision.pass_ratio(x, h, DTYPE[name])
-        if missed > max(1.0 - precision.PASS_SHARE, 2 * spread):
-            failures.append(f"{key}: {missed:.4%} of elements outside {precision.rtol(DTYPE[name])} "
-                            f"(fp32 spread {spread:.4%})")
+        failure = precision.failure(x, h, DTYPE[name], floor=terms[key].reshape(x.shape))
+        if failure is not None:
+            failures.append(f"{key}: {failure}")
         rounded = round_half_away(h, name)
         if np.abs(x - rounded).mean() > 0.05 * np.abs(rounded - e).mean():
             failures.append(f"{key}: mean error to the rounded hardware golden "
