@@ -5,6 +5,7 @@ A command wrapped in `stoppable` turns SIGINT, SIGTERM and SIGHUP into a `Stoppe
 the command dies of that same signal, so a calling shell or CI sees what it sent (130 for Ctrl-C).
 A reader of its output that goes away (`aclnn-emu samples --full | head`) ends it as SIGPIPE would.
 """
+import contextlib
 import functools
 import os
 import signal
@@ -13,6 +14,7 @@ import sys
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_GRACE = 5      # seconds a program gets to exit after the signal we pass on, before SIGKILL
+_held = None        # a list while a program starts: a stop signal waits there until it can be passed on
 
 
 class Stopped(BaseException):
@@ -35,7 +37,28 @@ def _raise_once(signum, frame):
     # still gets SIGKILL after STOP_GRACE).
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
-    raise Stopped(signum)
+    if _held is None:
+        raise Stopped(signum)
+    _held.append(signum)
+
+
+@contextlib.contextmanager
+def _stops_held():
+    """Yields `release`: until it is called a stop signal is kept, not raised; it raises the one kept.
+    Raised inside Popen after the fork, or before the `try` that passes it on (a busy machine may run
+    the program well before Popen returns), Stopped would leave the program running without us."""
+    global _held
+    _held = []
+
+    def release():
+        global _held
+        held, _held = _held, None
+        if held:
+            raise Stopped(held[0])
+    try:
+        yield release
+    finally:
+        release()
 
 
 def stoppable(command):
@@ -68,8 +91,9 @@ def stoppable(command):
 def run(argv, env=None, timeout=None, **streams) -> subprocess.CompletedProcess:
     """subprocess.run, except that a program we stop (at its timeout, or when a signal stops us) first
     gets that signal (SIGTERM at the timeout) and STOP_GRACE seconds to exit, then SIGKILL."""
-    with subprocess.Popen(argv, env=env, **streams) as child:
+    with _stops_held() as release, subprocess.Popen(argv, env=env, **streams) as child:
         try:
+            release()
             out, err = child.communicate(timeout=timeout)
         except BaseException as stop:
             child.send_signal(getattr(stop, "signum", signal.SIGTERM))

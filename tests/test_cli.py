@@ -58,6 +58,17 @@ C_DIR = ROOT / "tests" / "c"
 CHILD = C_DIR / "cli_child.cpp"        # out 1, err 1, waits for "exit N" / "signal N" on stdin, out 2, err 2
 LINES = C_DIR / "cli_lines.cpp"        # "line 1" ... "line 100", exit 0
 COMPILE_AND_START = 120                # seconds for a compile and a program start on a busy machine
+CLI = ("-m", "aclnn_emu.cli")
+# The command on a busy machine: the programs it starts run for a second before it is back from starting them.
+SLOW_START = """
+import runpy, subprocess, time
+execute_child = subprocess.Popen._execute_child
+def slowly(*args, **kwargs):
+    execute_child(*args, **kwargs)
+    time.sleep(1)
+subprocess.Popen._execute_child = slowly
+runpy.run_module("aclnn_emu.cli", run_name="__main__")
+"""
 
 
 def read_until(stream, text: bytes, timeout=COMPILE_AND_START) -> bytes:
@@ -100,8 +111,8 @@ def started(tmp_path):
     tmp, procs = tmp_path / "tmp", []
     tmp.mkdir()
 
-    def start(*args):
-        proc = subprocess.Popen([sys.executable, "-m", "aclnn_emu.cli", *map(str, args)], stdin=subprocess.PIPE,
+    def start(*args, python=CLI):
+        proc = subprocess.Popen([sys.executable, *python, *map(str, args)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                 cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp)})
         procs.append(proc)
@@ -149,12 +160,13 @@ def test_in_a_terminal_a_sanitizer_report_follows_the_step_that_caused_it():
     assert max(race) < read[0] == results[0] - 1
 
 
-@pytest.mark.parametrize("signum, to", [(signal.SIGTERM, "process"), (signal.SIGINT, "process"),
-                                        (signal.SIGINT, "group"), (signal.SIGHUP, "process")],
-                         ids=["SIGTERM", "SIGINT", "Ctrl-C", "SIGHUP"])
-def test_a_stopped_run_stops_its_program_and_leaves_nothing(started, signum, to):
+@pytest.mark.parametrize("signum, to, python", [(signal.SIGTERM, "process", CLI), (signal.SIGINT, "process", CLI),
+                                                (signal.SIGINT, "group", CLI), (signal.SIGHUP, "process", CLI),
+                                                (signal.SIGINT, "process", ("-c", SLOW_START))],
+                         ids=["SIGTERM", "SIGINT", "Ctrl-C", "SIGHUP", "SIGINT-while-it-starts"])
+def test_a_stopped_run_stops_its_program_and_leaves_nothing(started, signum, to, python):
     """Ctrl-C reaches the whole foreground group; kill(1) only aclnn-emu, which passes the signal on."""
-    proc = started("run", CHILD)
+    proc = started("run", CHILD, python=python)
     read_until(proc.stdout, b"err 1\n")
     (os.killpg if to == "group" else os.kill)(proc.pid, signum)
     assert proc.wait(30) == -signum         # it dies of the signal, as a shell expects
