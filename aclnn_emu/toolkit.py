@@ -7,6 +7,8 @@ import shlex
 import subprocess
 import urllib.parse
 
+from . import process
+
 HOME = pathlib.Path(__file__).resolve().parent / "_toolkit"
 LIBRARY = HOME / "lib64" / "libascendcl.so"
 # The spec's C++ samples, shipped with the toolkit as a CANN toolkit ships its samples.
@@ -40,7 +42,8 @@ def compile_command(source, output) -> list[str]:
 
 
 def compile(source, output) -> subprocess.CompletedProcess:
-    return subprocess.run(compile_command(source, output), capture_output=True, text=True)
+    # Through process.run: a stop signal reaches the compiler too, so none outlives `aclnn-emu run`.
+    return process.run(compile_command(source, output), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def reinstall_command() -> str:
