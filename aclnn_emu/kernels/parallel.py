@@ -11,13 +11,20 @@ In OpenBLAS's pthreads builds (numpy's) that call sets the process-wide thread c
 name, which would leave the user's own numpy single-threaded after the first kernel. So while any
 kernel work is in flight the count is 1, and when the last piece finishes it goes back to what it
 was before.
+
+Kernel work is cancellable between blocks: a stream task runs under a `Token`, and cancelling it
+(a stream torn down by force, the process exiting) raises `Cancelled` in every thread that is
+inside one of the task's pieces at its next Python-level step, which in these kernels is the next
+block (a matmul or a compiled loop over a block). The pieces' threads are told through
+PyThreadState_SetAsyncExc, and only while they are inside a piece, so the pool's own bookkeeping
+never sees the exception.
 """
 import contextlib
 import ctypes
 import functools
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
 _pool = None
@@ -25,6 +32,66 @@ _worker = threading.local()
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_threads_before = None
+
+
+class Cancelled(Exception):
+    """The stream task this kernel work belongs to was cancelled."""
+
+
+def _raise_in(thread_id: int, exc) -> None:
+    """Raise `exc` (None: forget a pending one) in a thread at its next Python step."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
+
+
+class Token:
+    """Cancellation of one stream task; the threads running its pieces register while inside one."""
+
+    def __init__(self):
+        self.cancelled = False
+        self._lock = threading.Lock()
+        self._inside: dict[int, int] = {}     # thread id -> nesting depth
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            for thread_id in self._inside:
+                _raise_in(thread_id, Cancelled)
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+    def run(self, fn, item):
+        """fn(item) as a cancellable piece: a cancellation reaches it only while it runs."""
+        me = threading.get_ident()
+        with self._lock:
+            self.check()
+            self._inside[me] = self._inside.get(me, 0) + 1
+        try:
+            return fn(item)
+        finally:
+            with self._lock:
+                self._inside[me] -= 1
+                if not self._inside[me]:
+                    del self._inside[me]
+                    _raise_in(me, None)   # one that arrived after fn returned is dropped here
+
+
+_NEVER = Token()     # the token of work that is not a stream task (direct kernel calls, tests)
+
+
+def current_token() -> Token:
+    return getattr(_worker, "token", None) or _NEVER
+
+
+@contextlib.contextmanager
+def task_scope(token: Token):
+    """Kernel work started by this thread inside the block belongs to `token`."""
+    previous, _worker.token = getattr(_worker, "token", None), token
+    try:
+        yield
+    finally:
+        _worker.token = previous
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,29 +113,81 @@ def _set_local_blas_threads():
     return None
 
 
-def _start_worker() -> None:
-    _worker.active = True
-    _set_local_blas_threads()(1)
-
-
 def workers() -> int:
     """How many pieces of work run at once."""
     return max(1, min(os.cpu_count() or 1, 16)) if _set_local_blas_threads() is not None else 1
 
 
+class _Pool:
+    """Daemon threads, each with a single-threaded BLAS, taking jobs from one queue. Idle threads
+    wait outside Python code, so neither process exit nor fork finds one inside BLAS."""
+
+    def __init__(self, size: int):
+        self._jobs = queue.SimpleQueue()
+        ready = threading.Barrier(size + 1)
+        for i in range(size):
+            threading.Thread(target=self._serve, args=(ready,), name=f"aclnn-emu-kernel-{i}", daemon=True).start()
+        ready.wait()     # each has set its BLAS thread count before the caller restores the process's
+
+    def _serve(self, ready: threading.Barrier) -> None:
+        _worker.active = True
+        _set_local_blas_threads()(1)
+        ready.wait()
+        while True:
+            self._jobs.get()()
+
+    def submit(self, job) -> None:
+        self._jobs.put(job)
+
+
+class _Batch:
+    """The results of one map_ordered call, filled in by the pool's threads."""
+
+    def __init__(self, count: int):
+        self.results = [None] * count
+        self.errors = [None] * count
+        self._left = count
+        self._done = threading.Condition()
+
+    def job(self, token: Token, fn, index: int, item):
+        def run():
+            _worker.token = token
+            try:
+                self.results[index] = token.run(fn, item)
+            except BaseException as exc:  # noqa: B036 -- handed to the caller, which re-raises it
+                self.errors[index] = exc
+            with self._done:
+                self._left -= 1
+                self._done.notify_all()
+        return run
+
+    def wait(self) -> list:
+        with self._done:
+            self._done.wait_for(lambda: self._left == 0)
+        first = next((e for e in self.errors if e is not None), None)
+        if first is not None:
+            raise first
+        return self.results
+
+
 def map_ordered(fn, items) -> list:
     """[fn(item) for item in items], run on the workers; results in item order, so reductions over
-    them are deterministic. The first exception is re-raised. Calls made from inside a worker run
-    inline, so nested use cannot deadlock the pool."""
+    them are deterministic. Every item has finished when it returns; the first exception is then
+    re-raised. Calls made from inside a worker run inline, so nested use cannot deadlock the pool."""
     global _pool
     items = list(items)
+    token = current_token()
     if len(items) <= 1 or workers() == 1 or getattr(_worker, "active", False):
-        return [fn(item) for item in items]
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(workers(), thread_name_prefix="aclnn-emu-kernel", initializer=_start_worker)
+        return [token.run(fn, item) for item in items]
+    batch = _Batch(len(items))
     with _single_threaded_blas():
-        return [future.result() for future in [_pool.submit(fn, item) for item in items]]
+        with _lock:
+            if _pool is None:
+                _pool = _Pool(workers())
+            pool = _pool
+        for index, item in enumerate(items):
+            pool.submit(batch.job(token, fn, index, item))
+        return batch.wait()
 
 
 @contextlib.contextmanager
@@ -99,3 +218,13 @@ def split(items: list, parts: int) -> list[list]:
     parts = max(1, min(parts, len(items)))
     bounds = [len(items) * w // parts for w in range(parts + 1)]
     return [items[bounds[w]:bounds[w + 1]] for w in range(parts)]
+
+
+def forget_after_fork() -> None:
+    """In a forked child: the pool's threads did not survive, and any lock here may have been held
+    by one of them. Start afresh, with BLAS threading as it was before kernel work began."""
+    global _lock, _pool, _worker, _blas_lock, _blas_users
+    if _blas_users and _set_local_blas_threads() is not None:
+        _set_local_blas_threads()(_blas_threads_before)
+    _lock, _blas_lock = threading.Lock(), threading.Lock()
+    _pool, _worker, _blas_users = None, threading.local(), 0

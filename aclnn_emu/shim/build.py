@@ -57,7 +57,7 @@ def sources():
     cdef = [TYPES, "int64_t *aclemu_new_int64(size_t n);", "const char *aclemu_library_path(void);",
             'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);']
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
-    src = [TYPES, (HERE / "boot.cpp").read_text(), "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
+    src = [TYPES, (HERE / "lifecycle.cpp").read_text(), (HERE / "boot.cpp").read_text(), "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
         args = ", ".join(n for _, n in params)
