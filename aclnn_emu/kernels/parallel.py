@@ -12,12 +12,11 @@ name, which would leave the user's own numpy single-threaded after the first ker
 kernel work is in flight the count is 1, and when the last piece finishes it goes back to what it
 was before.
 
-Kernel work is cancellable between blocks: a stream task runs under a `Token`, and cancelling it
-(a stream torn down by force, the process exiting) raises `Cancelled` in every thread that is
-inside one of the task's pieces at its next Python-level step, which in these kernels is the next
-block (a matmul or a compiled loop over a block). The pieces' threads are told through
-PyThreadState_SetAsyncExc, and only while they are inside a piece, so the pool's own bookkeeping
-never sees the exception.
+Kernel work is cancellable between blocks. A stream task runs under a `Token`; once it is cancelled
+(a stream torn down by force, the process exiting), `map_ordered` hands out no further item and
+kernels whose items are long loops over blocks call `checkpoint()` between blocks, which raises
+`Cancelled`. Items are handed out strictly in order, so an item that waits for its predecessors
+(SparseFlashAttentionGrad's ordered commits) never waits for one that was skipped.
 """
 import contextlib
 import ctypes
@@ -38,43 +37,18 @@ class Cancelled(Exception):
     """The stream task this kernel work belongs to was cancelled."""
 
 
-def _raise_in(thread_id: int, exc) -> None:
-    """Raise `exc` (None: forget a pending one) in a thread at its next Python step."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
-
-
 class Token:
-    """Cancellation of one stream task; the threads running its pieces register while inside one."""
+    """Cancellation of one stream task."""
 
     def __init__(self):
         self.cancelled = False
-        self._lock = threading.Lock()
-        self._inside: dict[int, int] = {}     # thread id -> nesting depth
 
     def cancel(self) -> None:
-        with self._lock:
-            self.cancelled = True
-            for thread_id in self._inside:
-                _raise_in(thread_id, Cancelled)
+        self.cancelled = True
 
     def check(self) -> None:
         if self.cancelled:
             raise Cancelled()
-
-    def run(self, fn, item):
-        """fn(item) as a cancellable piece: a cancellation reaches it only while it runs."""
-        me = threading.get_ident()
-        with self._lock:
-            self.check()
-            self._inside[me] = self._inside.get(me, 0) + 1
-        try:
-            return fn(item)
-        finally:
-            with self._lock:
-                self._inside[me] -= 1
-                if not self._inside[me]:
-                    del self._inside[me]
-                    _raise_in(me, None)   # one that arrived after fn returned is dropped here
 
 
 _NEVER = Token()     # the token of work that is not a stream task (direct kernel calls, tests)
@@ -82,6 +56,11 @@ _NEVER = Token()     # the token of work that is not a stream task (direct kerne
 
 def current_token() -> Token:
     return getattr(_worker, "token", None) or _NEVER
+
+
+def checkpoint() -> None:
+    """Between two blocks of a kernel: raise Cancelled if the task it belongs to was cancelled."""
+    current_token().check()
 
 
 @contextlib.contextmanager
@@ -123,6 +102,7 @@ class _Pool:
     wait outside Python code, so neither process exit nor fork finds one inside BLAS."""
 
     def __init__(self, size: int):
+        self.size = size
         self._jobs = queue.SimpleQueue()
         ready = threading.Barrier(size + 1)
         for i in range(size):
@@ -141,53 +121,71 @@ class _Pool:
 
 
 class _Batch:
-    """The results of one map_ordered call, filled in by the pool's threads."""
+    """One map_ordered call. Runners (pool threads, or the caller inline) claim items in index order
+    until none is left, one has failed or the token is cancelled."""
 
-    def __init__(self, count: int):
-        self.results = [None] * count
-        self.errors = [None] * count
-        self._left = count
-        self._done = threading.Condition()
+    def __init__(self, fn, items: list, token: Token, runners: int):
+        self.fn, self.items, self.token = fn, items, token
+        self.results = [None] * len(items)
+        self._errors: dict[int, BaseException] = {}
+        self._next = 0
+        self._runners = runners
+        self._cond = threading.Condition()
 
-    def job(self, token: Token, fn, index: int, item):
-        def run():
-            _worker.token = token
-            try:
-                self.results[index] = token.run(fn, item)
-            except BaseException as exc:  # noqa: B036 -- handed to the caller, which re-raises it
-                self.errors[index] = exc
-            with self._done:
-                self._left -= 1
-                self._done.notify_all()
-        return run
+    def _claim(self) -> int | None:
+        with self._cond:
+            if self._next == len(self.items) or self._errors or self.token.cancelled:
+                return None
+            self._next += 1
+            return self._next - 1
 
-    def wait(self) -> list:
-        with self._done:
-            self._done.wait_for(lambda: self._left == 0)
-        first = next((e for e in self.errors if e is not None), None)
-        if first is not None:
-            raise first
+    def run(self) -> None:
+        """One runner."""
+        previous, _worker.token = getattr(_worker, "token", None), self.token
+        try:
+            while (index := self._claim()) is not None:
+                try:
+                    self.results[index] = self.fn(self.items[index])
+                except BaseException as exc:  # noqa: B036 -- handed to the caller, which re-raises it
+                    with self._cond:
+                        self._errors[index] = exc
+        finally:
+            _worker.token = previous
+            with self._cond:
+                self._runners -= 1
+                self._cond.notify_all()
+
+    def outcome(self) -> list:
+        """Wait for the runners; the results, or the first item's exception, or Cancelled."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._runners == 0)
+        if self._errors:
+            raise self._errors[min(self._errors)]
+        self.token.check()
         return self.results
 
 
 def map_ordered(fn, items) -> list:
     """[fn(item) for item in items], run on the workers; results in item order, so reductions over
-    them are deterministic. Every item has finished when it returns; the first exception is then
-    re-raised. Calls made from inside a worker run inline, so nested use cannot deadlock the pool."""
+    them are deterministic. Every started item has finished when it returns or raises (the first
+    failing item's exception, or Cancelled). Calls made from inside a worker run inline, so nested
+    use cannot deadlock the pool."""
     global _pool
     items = list(items)
-    token = current_token()
     if len(items) <= 1 or workers() == 1 or getattr(_worker, "active", False):
-        return [token.run(fn, item) for item in items]
-    batch = _Batch(len(items))
+        batch = _Batch(fn, items, current_token(), runners=1)
+        batch.run()
+        return batch.outcome()
     with _single_threaded_blas():
         with _lock:
             if _pool is None:
                 _pool = _Pool(workers())
             pool = _pool
-        for index, item in enumerate(items):
-            pool.submit(batch.job(token, fn, index, item))
-        return batch.wait()
+        runners = min(pool.size, len(items))
+        batch = _Batch(fn, items, current_token(), runners)
+        for _ in range(runners):
+            pool.submit(batch.run)
+        return batch.outcome()
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """The robustness suite: every case runs in a process of its own (and its own process group) under a
 time limit, so a hang or a crash fails that case, with what it printed so far, not the whole run.
 
-`isolated.c(source, *args)` builds a C++ program of tests/c/ and runs it; `isolated.python(script)`
-runs a Python script with this interpreter; both in the toolkit's environment plus `env`.
+`isolated.c(source, *args)` builds a C++ program of tests/c/ and runs it; `isolated.python(script,
+*args)` runs a Python script with this interpreter; both in the toolkit's environment plus `env`.
 """
 import os
 import signal
@@ -21,8 +21,8 @@ class Isolated:
     def c(self, source, *args, env=None, timeout=CASE_TIMEOUT_S) -> subprocess.CompletedProcess:
         return self.run([str(cabi.build(source)), *map(str, args)], env, timeout)
 
-    def python(self, script, env=None, timeout=CASE_TIMEOUT_S) -> subprocess.CompletedProcess:
-        return self.run([sys.executable, "-c", script], env, timeout)
+    def python(self, script, *args, env=None, timeout=CASE_TIMEOUT_S) -> subprocess.CompletedProcess:
+        return self.run([sys.executable, "-c", script, *map(str, args)], env, timeout)
 
     @staticmethod
     def run(argv, env=None, timeout=CASE_TIMEOUT_S) -> subprocess.CompletedProcess:
