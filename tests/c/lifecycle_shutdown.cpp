@@ -41,6 +41,16 @@ int Queue(AttentionWork &work, aclrtStream stream, int count) {
     return 0;
 }
 
+// aclFinalize or aclrtResetDevice(0), then `wait_for_others`; prints the code and "<rule>.ms".
+template <typename Wait>
+void ShutDown(bool finalize, Wait wait_for_others) {
+    auto start = Clock::now();
+    const char *rule = finalize ? "finalize" : "reset";
+    REPORT(rule, finalize ? aclFinalize() : aclrtResetDevice(0));
+    wait_for_others();
+    printf("%s.ms %lld\n", rule, MsSince(start));
+}
+
 // Launches until the first failure and returns that status (a destroyed stream must produce one).
 int LaunchUntilRefused(AttentionWork &work, aclrtStream stream, std::atomic<int> &launched) {
     for (;;) {
@@ -145,11 +155,7 @@ int ShutdownWhileOtherThreadWaits(bool finalize) {
     });
     while (stage.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));   // the other thread is in its wait
-    auto start = Clock::now();
-    const char *rule = finalize ? "finalize" : "reset";
-    REPORT(rule, finalize ? aclFinalize() : aclrtResetDevice(0));
-    other.join();
-    printf("%s.ms %lld\n", rule, MsSince(start));
+    ShutDown(finalize, [&] { other.join(); });
     REPORT("other.queued", queued);
     REPORT("other.sync", synced);
     REPORT("other.sync_default", sync_default);
@@ -175,16 +181,12 @@ int ShutdownWithEventsPending(bool finalize) {
     int host_wait = -1;
     std::thread waiter([&] { host_wait = aclrtSynchronizeEvent(event); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto start = Clock::now();
-    const char *rule = finalize ? "finalize" : "reset";
-    REPORT(rule, finalize ? aclFinalize() : aclrtResetDevice(0));
-    waiter.join();
-    printf("%s.ms %lld\n", rule, MsSince(start));
+    ShutDown(finalize, [&] { waiter.join(); });
     REPORT("event.host_wait", host_wait);
     return 0;
 }
 
-// Item 2: another thread keeps launching onto a stream while this one destroys it. Every launch
+// Another thread keeps launching onto a stream while this one destroys it. Every launch
 // after the destroy is refused with a code, and synchronising the destroyed stream returns one.
 int DestroyWhileSubmitting() {
     aclrtStream unused;
