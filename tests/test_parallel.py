@@ -1,4 +1,7 @@
-"""The kernels' worker pool: results in order, and the process's BLAS thread count left as found."""
+"""The kernels' worker pool: results in order, the process's BLAS thread count left as found, and
+cancellation between items and blocks."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -21,3 +24,53 @@ def test_kernel_work_leaves_the_blas_thread_count_as_it_found_it(monkeypatch):
         assert set_threads(3) == 3
     finally:
         set_threads(before)
+
+
+def _cancelled_at(cancel_at: int, items: int, fn):
+    """Run fn over range(items) as a stream task whose token is cancelled while item `cancel_at` runs;
+    returns the items that ran, in the order they started."""
+    token, started = parallel.Token(), []
+
+    def item(i):
+        started.append(i)
+        if i == cancel_at:
+            token.cancel()
+        fn(i)
+
+    with parallel.task_scope(token), pytest.raises(parallel.Cancelled):
+        parallel.map_ordered(item, range(items))
+    return started
+
+
+def test_a_cancelled_task_starts_no_further_item():
+    started = _cancelled_at(3, 64, lambda i: None)
+    assert sorted(started) == list(range(len(started))) and len(started) < 64   # a prefix, then nothing
+
+
+def test_items_waiting_for_their_predecessors_never_wait_for_a_skipped_one():
+    """SparseFlashAttentionGrad's ordered commits: item i waits until item i-1 has finished."""
+    done, turn = set(), threading.Condition()
+
+    def ordered(i):
+        with turn:
+            assert turn.wait_for(lambda: i == 0 or i - 1 in done, timeout=10), f"item {i} waited forever"
+            done.add(i)
+            turn.notify_all()
+
+    _cancelled_at(5, 200, ordered)
+
+
+def test_checkpoint_raises_between_blocks_of_a_cancelled_task():
+    token, blocks = parallel.Token(), []
+
+    def kernel(i):
+        for block in range(100):
+            parallel.checkpoint()
+            blocks.append(block)
+            if block == 10:
+                token.cancel()
+
+    with parallel.task_scope(token), pytest.raises(parallel.Cancelled):
+        parallel.map_ordered(kernel, [0])
+    assert blocks == list(range(11))
+    parallel.checkpoint()     # outside the task: nothing to cancel

@@ -22,7 +22,7 @@ from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
 from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
-from aclnn_emu.kernels.parallel import map_ordered, split, workers
+from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
@@ -130,6 +130,7 @@ class _Job:
         size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
         buffers = [np.empty(size, FP32) for _ in range(3)]
         for b, n, i0 in tasks:
+            checkpoint()
             if head is None or head.key != (b, n):
                 head = _Head(self, b, n)
             if kv is None or kv.key != (b, n // self.group):

@@ -191,6 +191,7 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
     def work(k: int) -> None:
         with np.errstate(over="ignore", invalid="ignore"):   # inf/NaN propagate as on the NPU
             for r0 in starts[k::len(workers)]:
+                parallel.checkpoint()
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
 
     parallel.map_ordered(work, range(len(workers)))

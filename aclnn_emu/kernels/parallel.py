@@ -11,13 +11,19 @@ In OpenBLAS's pthreads builds (numpy's) that call sets the process-wide thread c
 name, which would leave the user's own numpy single-threaded after the first kernel. So while any
 kernel work is in flight the count is 1, and when the last piece finishes it goes back to what it
 was before.
+
+Kernel work is cancellable between blocks. A stream task runs under a `Token`; once it is cancelled
+(a stream torn down by force, the process exiting), `map_ordered` hands out no further item and
+kernels whose items are long loops over blocks call `checkpoint()` between blocks, which raises
+`Cancelled`. Items are handed out strictly in order, so an item that waits for its predecessors
+(SparseFlashAttentionGrad's ordered commits) never waits for one that was skipped.
 """
 import contextlib
 import ctypes
 import functools
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
 _pool = None
@@ -25,6 +31,46 @@ _worker = threading.local()
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_threads_before = None
+
+
+class Cancelled(Exception):
+    """The stream task this kernel work belongs to was cancelled."""
+
+
+class Token:
+    """Cancellation of one stream task."""
+
+    def __init__(self):
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+
+_NEVER = Token()     # the token of work that is not a stream task (direct kernel calls, tests)
+
+
+def current_token() -> Token:
+    return getattr(_worker, "token", None) or _NEVER
+
+
+def checkpoint() -> None:
+    """Between two blocks of a kernel: raise Cancelled if the task it belongs to was cancelled."""
+    current_token().check()
+
+
+@contextlib.contextmanager
+def task_scope(token: Token):
+    """Kernel work started by this thread inside the block belongs to `token`."""
+    previous, _worker.token = getattr(_worker, "token", None), token
+    try:
+        yield
+    finally:
+        _worker.token = previous
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,29 +92,100 @@ def _set_local_blas_threads():
     return None
 
 
-def _start_worker() -> None:
-    _worker.active = True
-    _set_local_blas_threads()(1)
-
-
 def workers() -> int:
     """How many pieces of work run at once."""
     return max(1, min(os.cpu_count() or 1, 16)) if _set_local_blas_threads() is not None else 1
 
 
+class _Pool:
+    """Daemon threads, each with a single-threaded BLAS, taking jobs from one queue. Idle threads
+    wait outside Python code, so neither process exit nor fork finds one inside BLAS."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._jobs = queue.SimpleQueue()
+        ready = threading.Barrier(size + 1)
+        for i in range(size):
+            threading.Thread(target=self._serve, args=(ready,), name=f"aclnn-emu-kernel-{i}", daemon=True).start()
+        ready.wait()     # each has set its BLAS thread count before the caller restores the process's
+
+    def _serve(self, ready: threading.Barrier) -> None:
+        _worker.active = True
+        _set_local_blas_threads()(1)
+        ready.wait()
+        while True:
+            self._jobs.get()()
+
+    def submit(self, job) -> None:
+        self._jobs.put(job)
+
+
+class _Batch:
+    """One map_ordered call. Runners (pool threads, or the caller inline) claim items in index order
+    until none is left, one has failed or the token is cancelled."""
+
+    def __init__(self, fn, items: list, token: Token, runners: int):
+        self.fn, self.items, self.token = fn, items, token
+        self.results = [None] * len(items)
+        self._errors: dict[int, BaseException] = {}
+        self._next = 0
+        self._runners = runners
+        self._cond = threading.Condition()
+
+    def _claim(self) -> int | None:
+        with self._cond:
+            if self._next == len(self.items) or self._errors or self.token.cancelled:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def run(self) -> None:
+        """One runner."""
+        previous, _worker.token = getattr(_worker, "token", None), self.token
+        try:
+            while (index := self._claim()) is not None:
+                try:
+                    self.results[index] = self.fn(self.items[index])
+                except BaseException as exc:  # noqa: B036 -- handed to the caller, which re-raises it
+                    with self._cond:
+                        self._errors[index] = exc
+        finally:
+            _worker.token = previous
+            with self._cond:
+                self._runners -= 1
+                self._cond.notify_all()
+
+    def outcome(self) -> list:
+        """Wait for the runners; the results, or the first item's exception, or Cancelled."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._runners == 0)
+        if self._errors:
+            raise self._errors[min(self._errors)]
+        self.token.check()
+        return self.results
+
+
 def map_ordered(fn, items) -> list:
     """[fn(item) for item in items], run on the workers; results in item order, so reductions over
-    them are deterministic. The first exception is re-raised. Calls made from inside a worker run
-    inline, so nested use cannot deadlock the pool."""
+    them are deterministic. Every started item has finished when it returns or raises (the first
+    failing item's exception, or Cancelled). Calls made from inside a worker run inline, so nested
+    use cannot deadlock the pool."""
     global _pool
     items = list(items)
     if len(items) <= 1 or workers() == 1 or getattr(_worker, "active", False):
-        return [fn(item) for item in items]
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(workers(), thread_name_prefix="aclnn-emu-kernel", initializer=_start_worker)
+        batch = _Batch(fn, items, current_token(), runners=1)
+        batch.run()
+        return batch.outcome()
     with _single_threaded_blas():
-        return [future.result() for future in [_pool.submit(fn, item) for item in items]]
+        with _lock:
+            if _pool is None:
+                _pool = _Pool(workers())
+            pool = _pool
+        runners = min(pool.size, len(items))
+        batch = _Batch(fn, items, current_token(), runners)
+        for _ in range(runners):
+            pool.submit(batch.run)
+        return batch.outcome()
 
 
 @contextlib.contextmanager
@@ -99,3 +216,13 @@ def split(items: list, parts: int) -> list[list]:
     parts = max(1, min(parts, len(items)))
     bounds = [len(items) * w // parts for w in range(parts + 1)]
     return [items[bounds[w]:bounds[w + 1]] for w in range(parts)]
+
+
+def forget_after_fork() -> None:
+    """In a forked child: the pool's threads did not survive, and any lock here may have been held
+    by one of them. Start afresh, with BLAS threading as it was before kernel work began."""
+    global _lock, _pool, _worker, _blas_lock, _blas_users
+    if _blas_users and _set_local_blas_threads() is not None:
+        _set_local_blas_threads()(_blas_threads_before)
+    _lock, _blas_lock = threading.Lock(), threading.Lock()
+    _pool, _worker, _blas_users = None, threading.local(), 0

@@ -52,14 +52,28 @@ def initialized() -> bool:
 
 
 def finalize() -> None:
+    """aclFinalize: every context is torn down as aclrtResetDevice would (runtime/devices.py), then
+    the arenas are emptied; allocations still live are reported as leaks."""
     global _init_refs, _finalized
     with _state_lock:
         if _finalized:
             raise AclError(status.ACL_ERROR_REPEAT_FINALIZE, "aclFinalize was already called", rule="finalize.repeat")
         leaked = devices.shutdown()
         _init_refs, _finalized = 0, True
-    for alloc in leaked:
-        sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
+    failure = None
+    for alloc in leaked:   # every leak is reported, also when the sanitizer fails the call
+        try:
+            sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
+        except sanitizer.SanitizerError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+def forget_after_fork() -> None:
+    """In a forked child the runtime starts uninitialised: aclInit may be called again."""
+    global _state_lock, _init_refs, _finalized
+    _state_lock, _init_refs, _finalized = threading.Lock(), 0, False
 
 
 # -- devices, contexts ----------------------------------------------------------------------------
@@ -102,7 +116,7 @@ def synchronize_device() -> None:
 def create_stream() -> int:
     ctx = devices.current_context()
     stream = Stream(ctx)
-    ctx.streams.add(stream)
+    ctx.add(stream)
     return stream.handle
 
 
@@ -123,15 +137,20 @@ def stream_of(handle: int) -> Stream:
 
 
 def destroy_stream(handle: int) -> None:
+    """aclrtDestroyStream: the handle dies and new tasks are refused at once (CANN invalidates the
+    handle before tearing the stream down); the queued tasks still run, as CANN's non-forced
+    teardown waits for them. A task failure nobody synchronised for is returned here."""
     stream = stream_of(handle)
     if stream is stream.context.default_stream:
         raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, "the default stream cannot be destroyed",
                        rule="stream.default")
-    stream.context.streams.discard(stream)
-    try:
-        stream.synchronize()
-    finally:
-        stream.close()
+    stream.context.remove(stream)
+    handles.release(stream.handle)
+    stream.stop((status.ACL_ERROR_RT_INVALID_HANDLE, f"stream {handle:#x} was destroyed"), cancel=False)
+    stream.join()
+    error = stream.take_error()
+    if error is not None:
+        raise error
 
 
 def synchronize_stream(handle: int, timeout_ms: int = -1) -> None:
@@ -141,7 +160,7 @@ def synchronize_stream(handle: int, timeout_ms: int = -1) -> None:
 def create_event(flags: int = 0) -> int:
     ctx = devices.current_context()
     event = Event(ctx, flags)
-    ctx.events.add(event)
+    ctx.add(event)
     return event.handle
 
 
@@ -151,7 +170,7 @@ def event_of(handle: int) -> Event:
 
 def destroy_event(handle: int) -> None:
     event = event_of(handle)
-    event.context.events.discard(event)
+    event.context.remove(event)
     handles.release(handle)
 
 
@@ -174,7 +193,7 @@ def synchronize_event(event: int) -> None:
 
 def event_elapsed_ms(start: int, end: int) -> float:
     a, b = event_of(start), event_of(end)
-    if not (a.recorded and b.recorded and a.is_complete() and b.is_complete()):
+    if not (a.recorded and b.recorded and a.is_complete() and b.is_complete()) or None in (a.timestamp, b.timestamp):
         raise AclError(status.ACL_ERROR_RT_EVENT_NOT_COMPLETE,
                        "both events must be recorded and complete before aclrtEventElapsedTime",
                        rule="event.incomplete")

@@ -32,6 +32,7 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+_MAP_FIXED, _MAP_NORESERVE = 0x10, 0x4000
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 ALIGN = 32            # DATA_MEMORY_ALIGN_SIZE
@@ -76,6 +77,20 @@ class DeviceMemory:
         if addr in (None, _MAP_FAILED):
             raise OSError(ctypes.get_errno(), "mmap of device memory failed")
         return addr
+
+    def address_range(self) -> tuple[int, int]:
+        """[start, end) of this arena's device addresses, its readable tail included."""
+        return self.device_base, self.device_base + self.capacity + TAIL
+
+    def detach_after_fork(self) -> None:
+        """In a forked child: stop sharing the parent's device memory. Both mappings are replaced in
+        place by private anonymous ones (device addresses stay reserved and inaccessible; numpy views
+        kept across the fork read zeros and write only the child's own pages)."""
+        private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED | _MAP_NORESERVE
+        for base, prot in ((self.device_base, 0), (self.host_base, mmap.PROT_READ | mmap.PROT_WRITE)):
+            if _libc.mmap(base, self.capacity + TAIL, prot, private, -1, 0) in (None, _MAP_FAILED):
+                raise OSError(ctypes.get_errno(), "remapping the parent's device memory failed")
+        os.close(self._fd)
 
     # -- allocation ---------------------------------------------------------------------------
     def malloc(self, size: int) -> int:

@@ -248,6 +248,7 @@ static int aclemu_start(void) {
         }
         state = rc == 0 ? 1 : -1;
         __atomic_store_n(&aclemu_boot_state, state, __ATOMIC_RELEASE);
+        if (state > 0) aclemu_lifecycle_started(&aclemu_boot_state);
     }
     pthread_mutex_unlock(&aclemu_boot_lock);
     return state > 0 ? 0 : -1;

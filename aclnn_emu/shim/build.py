@@ -85,7 +85,8 @@ def sources():
             "#define ACLEMU_BOOT_STALE ...",
             'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);']
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
-    src = [TYPES, recorded_facts(items), (HERE / "boot.cpp").read_text(), (HERE / "pure.cpp").read_text(),
+    src = [TYPES, recorded_facts(items), (HERE / "lifecycle.cpp").read_text(), (HERE / "boot.cpp").read_text(),
+           (HERE / "pure.cpp").read_text(),
            "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
