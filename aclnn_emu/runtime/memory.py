@@ -79,8 +79,8 @@ class DeviceMemory:
         return addr
 
     def address_range(self) -> tuple[int, int]:
-        """[start, end) of this arena's device addresses, its readable tail included."""
-        return self.device_base, self.device_base + self.capacity + TAIL
+        """[start, end) of this arena's device addresses (whole mapped pages)."""
+        return self.device_base, self.device_base + self.size
 
     def detach_after_fork(self) -> None:
         """In a forked child: stop sharing the parent's device memory. Both mappings are replaced in
@@ -88,7 +88,7 @@ class DeviceMemory:
         kept across the fork read zeros and write only the child's own pages)."""
         private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED | _MAP_NORESERVE
         for base, prot in ((self.device_base, 0), (self.host_base, mmap.PROT_READ | mmap.PROT_WRITE)):
-            if _libc.mmap(base, self.capacity + TAIL, prot, private, -1, 0) in (None, _MAP_FAILED):
+            if _libc.mmap(base, self.size, prot, private, -1, 0) in (None, _MAP_FAILED):
                 raise OSError(ctypes.get_errno(), "remapping the parent's device memory failed")
         os.close(self._fd)
 
