@@ -15,14 +15,17 @@ import threading
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from aclnn_emu import toolkit  # noqa: E402
 
-WARM_UP = 0.2             # the first fifth of the run (at least 30 s) settles allocator and caches
-FLAT_GROWTH = 0.05        # RSS after warm-up may grow by at most 5 % of itself (or 16 MiB) to the end
+# The first fifth of the run (at least 30 s) is warm-up. After it RSS may grow by at most 5 % of
+# itself or 16 MiB to the end: glibc's per-thread malloc arenas keep settling for minutes (about
+# 1 MiB a minute with 8 threads on 2 cores; flat with MALLOC_ARENA_MAX=2), a leak does not stop.
+WARM_UP = 0.2
+FLAT_GROWTH = 0.05
 MUST_BE_ZERO = ("corrupted", "unexpected_status", "race_lost")
 GRACE_S = 300             # a run still going this long after its time is up has hung
 
 
-def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int, int]], dict, int]:
-    """Ticks (t, calls, rss_kb), the totals, and the program's exit status."""
+def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int, int, int]], dict, int]:
+    """Ticks (t, calls, rss_kb, device_kb), the totals, and the program's exit status."""
     with tempfile.TemporaryDirectory(prefix="aclnn-emu-soak-") as tmp:
         exe = pathlib.Path(tmp) / "soak"
         built = toolkit.compile(pathlib.Path(__file__).with_name("soak.cpp"), exe)
@@ -37,7 +40,7 @@ def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int,
             for line in process.stdout:
                 fields = line.split()
                 if fields[0] == "tick":
-                    ticks.append((float(fields[1]), int(fields[2]), int(fields[3])))
+                    ticks.append((float(fields[1]), int(fields[2]), int(fields[3]), int(fields[4])))
                     if len(ticks) % 60 == 0:
                         report_minute(ticks)
                 elif len(fields) == 2:
@@ -52,8 +55,9 @@ def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int,
 
 
 def report_minute(ticks):
-    (t0, c0, _), (t1, c1, rss) = ticks[-60], ticks[-1]
-    print(f"  {t1 / 60:5.1f} min  {(c1 - c0) / (t1 - t0):9.0f} calls/s  RSS {rss / 1024:7.1f} MiB", flush=True)
+    (t0, c0, _, _), (t1, c1, rss, device) = ticks[-60], ticks[-1]
+    print(f"  {t1 / 60:5.1f} min  {(c1 - c0) / (t1 - t0):9.0f} calls/s  RSS {rss / 1024:7.1f} MiB "
+          f"(device memory {device / 1024:.1f} MiB)", flush=True)
 
 
 def main():
@@ -68,7 +72,7 @@ def main():
         sys.exit(f"soak program failed (exit status {status}; killed if it hung past its time)")
 
     warm = max(WARM_UP * ticks[-1][0], min(30.0, ticks[-1][0] / 2))
-    settled = [rss for t, _, rss in ticks if t >= warm]
+    settled = [rss for t, _, rss, _ in ticks if t >= warm]
     growth = settled[-1] - settled[0]
     flat = growth <= max(FLAT_GROWTH * settled[0], 16 * 1024)
     print(f"calls per second        {totals['calls'] / totals['seconds']:.0f}  "

@@ -8,7 +8,8 @@
 // offers a "race" stream that its neighbour copies into while the owner destroys it at a random
 // moment: a copy the runtime accepted must have happened, a refused one must be refused with 107017.
 //
-// Prints "tick <seconds> <calls> <rss_kb>" every second, then the totals as "<name> <value>" lines.
+// Prints "tick <seconds> <calls> <rss_kb> <device_kb>" every second (device_kb: the part of the RSS
+// that is device memory, the shared arena), then the totals as "<name> <value>" lines.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -254,7 +255,7 @@ int main(int argc, char **argv) {
     for (;;) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
         double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        printf("tick %.1f %lld %ld\n", t, g_calls.load(), RssKb("VmRSS:"));
+        printf("tick %.1f %lld %ld %ld\n", t, g_calls.load(), RssKb("VmRSS:"), RssKb("RssShmem:"));
         if (t >= seconds) break;
     }
     g_stop = true;

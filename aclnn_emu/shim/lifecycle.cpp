@@ -24,18 +24,14 @@ static int aclemu_python_running(void) {
            Py_IsInitialized();
 }
 
-static void aclemu_call_lifecycle(const char *function) {
-    PyObject *module = PyImport_ImportModule("aclnn_emu.runtime.lifecycle");
-    PyObject *result = module ? PyObject_CallMethod(module, function, nullptr) : nullptr;
-    if (result == nullptr) PyErr_Print();
-    Py_XDECREF(result);
-    Py_XDECREF(module);
-}
-
 static void aclemu_stop_at_exit(void) {
     if (!aclemu_python_running()) return;   /* also after a Python host finalised itself */
     PyGILState_STATE gil = PyGILState_Ensure();
-    aclemu_call_lifecycle("stop_at_exit");
+    PyObject *module = PyImport_ImportModule("aclnn_emu.runtime.lifecycle");
+    PyObject *result = module ? PyObject_CallMethod(module, "stop_at_exit", nullptr) : nullptr;
+    if (result == nullptr) PyErr_Print();
+    Py_XDECREF(result);
+    Py_XDECREF(module);
     PyGILState_Release(gil);
 }
 
