@@ -74,3 +74,19 @@ def test_sanitizer_reports_overread_double_free_and_use_after_free(runtime_run):
 
 def test_soc_name_default(runtime_run):
     assert "errmsg.soc Ascend910B" in runtime_run.stdout
+
+
+def test_a_wrapped_handle_counter_never_hands_out_a_live_handle(monkeypatch):
+    """After 2**36 registrations the handle range wraps; a handle still live is skipped, not overwritten."""
+    import itertools
+    from aclnn_emu.runtime import handles
+    live = object()
+    handle = handles.register(live)
+    slot = (handle - handles._base) // handles._STEP
+    monkeypatch.setattr(handles, "_counter", itertools.count(slot + handles._SPAN // handles._STEP))
+    other = handles.register(object())
+    try:
+        assert other != handle and handles.lookup(handle, object) is live
+    finally:
+        handles.release(handle)
+        handles.release(other)

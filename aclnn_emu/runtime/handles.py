@@ -10,7 +10,7 @@ import threading
 
 from .memory import _libc, _MAP_FAILED
 
-_SPAN = 1 << 30           # virtual only: nothing is ever committed
+_SPAN = 1 << 40           # virtual only (PROT_NONE, nothing committed): 2**36 handles before a wrap
 _STEP = 16
 # How many released handles keep their kind for diagnostics: a long-running program creates and
 # destroys handles by the million, and only recent ones are worth naming ("an already destroyed
@@ -30,9 +30,12 @@ _released: collections.OrderedDict[int, str] = collections.OrderedDict()   # han
 
 
 def register(obj) -> int:
-    """A new handle for obj (never reused, so a stale handle is always recognisable)."""
+    """A new handle for obj: not reused before the range wraps (so a stale handle is recognisable),
+    and never one that is still live, even after a wrap."""
     with _lock:
         handle = _base + (next(_counter) * _STEP) % _SPAN
+        while handle in _objects:
+            handle = _base + (next(_counter) * _STEP) % _SPAN
         _objects[handle] = obj
         return handle
 
