@@ -6,8 +6,8 @@ is up (returning an error code, never 0, if it is not) and then calls its Python
 helpers (prototypes.IN_C) are plain C (pure.cpp). The library records the interpreter that built it
 (boot.cpp starts it when the library's own location names none) and the element sizes of dtypes.py.
 
-The hand-written C++ (boot.cpp, pure.cpp, applog.cpp) and the embedding init code (init_code.py) sit
-beside this file, so an installed package can rebuild its own toolkit (`aclnn-emu build`).
+The hand-written C++ (lifecycle.cpp: exit and fork hooks; boot.cpp, pure.cpp, applog.cpp) and the
+embedding init code (init_code.py) sit beside this file, so an installed package can rebuild its own toolkit (`aclnn-emu build`).
 
 Usage: python -m aclnn_emu.shim.build [OUT_DIR]     (pip install runs this through setup.py)
 """
