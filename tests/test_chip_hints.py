@@ -96,7 +96,7 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
 
 
 def test_every_per_chip_table_names_the_emulated_chips():
-    from aclnn_emu.ops import lightning_indexer_grad, sparse_flash_attention_grad
+    from aclnn_emu.ops.sparse_attention import lightning_indexer_grad, sparse_flash_attention_grad
     from aclnn_emu.ops.kv_cache import gather_pa_kv_cache, scatter_pa_kv_cache
     from aclnn_emu.platform import PLATFORMS
     assert set(PLATFORMS) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS) == set(config.SOCS)

@@ -4,8 +4,8 @@ import tracemalloc
 import ml_dtypes
 import numpy as np
 
-from aclnn_emu.kernels.lightning_indexer_grad import lightning_indexer_grad
-from aclnn_emu.kernels.lightning_indexer_grad_plan import batch_lengths, plan_bsnd, plan_tnd
+from aclnn_emu.kernels.sparse_attention.lightning_indexer_grad import lightning_indexer_grad
+from aclnn_emu.kernels.sparse_attention.lightning_indexer_plan import batch_lengths, plan_bsnd, plan_tnd
 from golden.lightning_indexer_grad import make_case, reference
 from precision import assert_meets
 

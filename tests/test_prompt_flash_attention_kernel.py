@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from aclnn_emu.kernels import prompt_flash_attention as pfa
-from aclnn_emu.kernels.prompt_flash_attention_quant import deq_scale, quantize_
+from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.flash_attention.quant import deq_scale, quantize_
 from golden import prompt_flash_attention as golden
 
 

@@ -70,7 +70,7 @@ def test_matches_the_hardware_maths(dtype, layout, bs, mode, dr, dup):
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bf16", "fp16"])
 def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
     """Without CAST_ROUND of P and dS before their matmuls, every output fails both checks."""
-    from aclnn_emu.kernels import sparse_flash_attention_grad as kernel
+    from aclnn_emu.kernels.sparse_attention import sparse_flash_attention_grad as kernel
     monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)   # outputs: numpy's cast
     case, attrs = make(dtype, block_size=1, sparse_mode=3, dr=64, duplicates=True, nsel=160)
     failures = golden.precision_failures(run_op(case, attrs), case, attrs, NAME[np.dtype(dtype)])
@@ -79,7 +79,7 @@ def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
 
 def test_long_rows_run_in_several_steps(monkeypatch):
     """Rows whose keys exceed the per-step budget are cut into column steps; dq sums the steps."""
-    from aclnn_emu.kernels import sparse_flash_attention_grad as kernel
+    from aclnn_emu.kernels.sparse_attention import sparse_flash_attention_grad as kernel
     monkeypatch.setattr(kernel, "SLOT_BUDGET", 48)
     case, attrs = make(block_size=16, sparse_mode=3, dr=64, nsel=12)
     lengths = (case["sparseIndices"].reshape(40, -1)[:, 0] >= 0) * 12 * 16
@@ -218,7 +218,7 @@ def test_head_dims_outside_the_kernel_are_reported():
 def test_workspace_size_follows_the_tiling():
     """Sample shape (TND, T1=1, N1=16, D=512, Dr=64, T2=2048): 32 MiB reserved, one core's gather
     and matmul buffers, fp32 dq/dk/dv."""
-    from aclnn_emu.ops.sparse_flash_attention_grad import Plan, workspace_size
+    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad import Plan, workspace_size
     plan = Plan("TND", b=1, s1=1, s2=2048, t1=1, t2=2048, g=16, d=512, dv=512, dr=64, scale=0.088,
                 block_size=1, sparse_mode=0)
     gather = 512 * 576 * 2 * 3 + 512 * 512 * 2 * 2

@@ -1,7 +1,7 @@
-"""Which keys a SparseFlashAttentionGrad row uses (kernels/sparse_flash_attention_grad_select.py)."""
+"""Which keys a SparseFlashAttentionGrad row uses (kernels/sparse_attention/select.py)."""
 import numpy as np
 
-from aclnn_emu.kernels.sparse_flash_attention_grad_select import select_row, selected_counts, tnd_rows
+from aclnn_emu.kernels.sparse_attention.select import select_row, selected_counts, tnd_rows
 
 
 def select(ids, s1=0, sq=1, sk=100, kbase=0, bs=16, causal=False, num_keys=10_000):

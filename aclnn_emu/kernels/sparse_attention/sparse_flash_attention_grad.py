@@ -25,8 +25,8 @@ import numpy as np
 from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.parallel import run_all
 from aclnn_emu.kernels.rounding import round_half_away_
-from aclnn_emu.kernels.sparse_flash_attention_grad_order import OrderedCommit
-from aclnn_emu.kernels.sparse_flash_attention_grad_select import (RowSpans, select_row,
+from aclnn_emu.kernels.sparse_attention.commit_order import OrderedCommit
+from aclnn_emu.kernels.sparse_attention.select import (RowSpans, select_row,
                                                                    selected_counts)
 
 SLOT_BUDGET = 4096          # gathered key rows per step (its query rows together)

@@ -1,7 +1,7 @@
 """PromptFlashAttention forward (aclnnPromptFlashAttentionV2): blockwise online softmax.
 
 Inputs arrive in [B, N, S, D] order in their storage dtype; the layout views, argument checks and
-the decoding of scale tensors live in ``aclnn_emu.ops.prompt_flash_attention``. Per (batch, query
+the decoding of scale tensors live in ``aclnn_emu.ops.flash_attention.prompt_flash_attention``. Per (batch, query
 head, chunk of query rows) the kernel walks key blocks of ``KV_BLOCK`` columns with an online
 softmax, so it never holds more than a ``Q_BLOCK x KV_BLOCK`` score block per thread.
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.kernels import native, parallel
-from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
+from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
-from aclnn_emu.kernels.prompt_flash_attention_quant import quantize_
+from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)

@@ -3,21 +3,21 @@
 Checks follow reference §1.A in the source's order. The op_api maps every failure of the l0op
 (infershape, kernel lookup, tiling) to 561103 ACLNN_ERR_INNER_NULLPTR; only null tensors give
 161001, and an empty query returns success before any other check, with nothing written.
-The maths is in kernels/lightning_indexer_grad; this module turns the tensors into the flat rows
+The maths is in kernels/sparse_attention/lightning_indexer_grad; this module turns the tensors into the flat rows
 the NPU kernel addresses (dy and sparseIndices with row stride topK = dy's last dimension, key as
 rows of D) and hands undefined hardware behaviour to the sanitizer.
 """
 import numpy as np
 
-from .. import status
-from ..dtypes import DataType
-from ..formats import ND_LIKE
-from ..kernels import lightning_indexer_grad as kernel
-from ..kernels.lightning_indexer_grad_plan import batch_lengths, plan_bsnd, plan_tnd
-from ..platform import PLATFORMS
-from ..runtime import sanitizer
-from ..runtime.errors import AclError
-from .signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
+from ... import status
+from ...dtypes import DataType
+from ...formats import ND_LIKE
+from ...kernels.sparse_attention import lightning_indexer_grad as kernel
+from ...kernels.sparse_attention.lightning_indexer_plan import batch_lengths, plan_bsnd, plan_tnd
+from ...platform import PLATFORMS
+from ...runtime import sanitizer
+from ...runtime.errors import AclError
+from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("dy"), TensorIn("spareIndices"), TensorIn("weights"),

@@ -11,8 +11,8 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels.flash_attention_score_grad import FagParams, flash_attention_score_grad
-from .signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import FagParams, flash_attention_score_grad
+from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("FlashAttentionScoreGradV2", "aclnn_flash_attention_score_grad.h", [
     TensorIn("query"), TensorIn("keyIn"), TensorIn("value"), TensorIn("dy"),

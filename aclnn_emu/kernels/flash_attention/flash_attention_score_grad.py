@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.kernels import native
-from aclnn_emu.kernels.attention_layouts import to_bnsd
+from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.flash_attention_score_grad_pse import PseSource
+from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
-from aclnn_emu.kernels.flash_attention_score_grad_sparse import SparsePlan
+from aclnn_emu.kernels.flash_attention.sparse_modes import SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)

@@ -9,15 +9,15 @@ import dataclasses
 
 import numpy as np
 
-from .. import status
-from ..dtypes import DataType
-from ..kernels.sparse_flash_attention_grad import Grads, sparse_flash_attention_grad
-from ..kernels.sparse_flash_attention_grad_select import bsnd_rows, tnd_rows
-from ..platform import PLATFORMS
-from ..runtime import sanitizer
-from ..runtime.errors import AclError
-from .generated import all_outputs_empty, check_kernel_key, check_required_not_null
-from .signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
+from ... import status
+from ...dtypes import DataType
+from ...kernels.sparse_attention.sparse_flash_attention_grad import Grads, sparse_flash_attention_grad
+from ...kernels.sparse_attention.select import bsnd_rows, tnd_rows
+from ...platform import PLATFORMS
+from ...runtime import sanitizer
+from ...runtime.errors import AclError
+from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
+from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("value"), TensorIn("sparseIndices"), TensorIn("dOut"),

@@ -26,9 +26,9 @@ import dataclasses
 
 import numpy as np
 
-from . import parallel
-from .casts import BF16, FP32, cast_rint, cast_round
-from .lightning_indexer_grad_plan import RowPlan
+from .. import parallel
+from ..casts import BF16, FP32, cast_rint, cast_round
+from .lightning_indexer_plan import RowPlan
 
 CHUNK_ROWS = 4                  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
 DK_COPIES_BYTES = 256 << 20     # budget for the workers' private fp32 dk accumulators

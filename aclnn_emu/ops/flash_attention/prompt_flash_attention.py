@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import status
-from ..dtypes import DataType
-from ..formats import Format
-from ..kernels import prompt_flash_attention as pfa
-from ..kernels.attention_layouts import to_bnsd
-from ..kernels.prompt_flash_attention_quant import deq_scale
-from .signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
+from ... import status
+from ...dtypes import DataType
+from ...formats import Format
+from ...kernels.flash_attention import prompt_flash_attention as pfa
+from ...kernels.attention.layouts import to_bnsd
+from ...kernels.flash_attention.quant import deq_scale
+from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("PromptFlashAttentionV2", "aclnn_prompt_flash_attention_v2.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("value"),

@@ -13,7 +13,7 @@ the canonical set is generated here instead of reading the user's tensor.
 """
 import numpy as np
 
-from aclnn_emu.kernels.attention_masks import band_key_range, band_masked
+from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 
 UNBOUNDED = 1 << 62   # a token bound that never cuts a row
 

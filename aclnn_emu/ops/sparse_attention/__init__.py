@@ -1,0 +1,2 @@
+"""The DeepSeek sparse-attention operators (generated entry points in CANN); kernels in
+`aclnn_emu.kernels.sparse_attention`."""
