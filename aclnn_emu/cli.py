@@ -1,4 +1,4 @@
-"""The `aclnn-emu` command: env, run, samples, doctor, build."""
+"""The `aclnn-emu` command: env, run, trace, samples, doctor, build."""
 import argparse
 import collections
 import importlib.util
@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from . import config, process, toolkit
+from . import config, process, toolkit, trace_summary
 
 PROBE = r"""
 #include "acl/acl.h"
@@ -70,6 +70,41 @@ def cmd_run(args) -> int:
         return 1
     if process.reported(result.returncode):     # a shell would say so, and cannot here
         print(f"aclnn-emu: {args.source}: {process.describe(result.returncode)}", file=sys.stderr)
+    return process.exit_status(result.returncode)
+
+
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")
+
+
+@process.stoppable
+def cmd_trace(args) -> int:
+    """Run a C++ source (compiled as `run` does) or a built executable with ACLNN_EMU_TRACE set, then
+    summarise the trace per operator."""
+    output = pathlib.Path(args.output or f"{pathlib.Path(args.program).stem}.trace.json").resolve()
+    output.unlink(missing_ok=True)     # a summary of an earlier run would be a wrong answer
+    env = dict(os.environ, ACLNN_EMU_TRACE=str(output))
+    if pathlib.Path(args.program).suffix in SOURCE_SUFFIXES:
+        stage, result = compile_and_run(args.program, args.args, env=env, stdout=None, stderr=None)
+        if stage == "compile":
+            sys.stderr.write(result.stdout + result.stderr)
+            print(f"aclnn-emu: compiling {args.program} failed", file=sys.stderr)
+            return 1
+    else:
+        program = shutil.which(args.program, path=os.curdir) or shutil.which(args.program)
+        if program is None:
+            print(f"aclnn-emu trace: {args.program}: no such executable (or a C++ source: "
+                  f"{', '.join(SOURCE_SUFFIXES)})", file=sys.stderr)
+            return 2
+        result = process.run([os.path.abspath(program), *args.args], toolkit.environment(env))
+    if process.reported(result.returncode):
+        print(f"aclnn-emu: {args.program}: {process.describe(result.returncode)}", file=sys.stderr)
+    sys.stdout.flush()
+    if output.exists():
+        print(f"\naclnn-emu trace: {output} (open it in https://ui.perfetto.dev or chrome://tracing)")
+        print(trace_summary.summary(trace_summary.load(output)))
+    else:
+        print(f"\naclnn-emu trace: {args.program} left no trace (it made no call into the library, or "
+              f"was killed before writing one)", file=sys.stderr)
     return process.exit_status(result.returncode)
 
 
@@ -228,6 +263,12 @@ def main(argv=None) -> int:
     run.add_argument("source")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_run)
+    trace = sub.add_parser("trace", help="run a C++ file (compiled as by run) or an executable with ACLNN_EMU_TRACE "
+                                         "and print a per-operator summary of its trace")
+    trace.add_argument("-o", "--output", help="the trace file (default: <program>.trace.json here)")
+    trace.add_argument("program")
+    trace.add_argument("args", nargs=argparse.REMAINDER)
+    trace.set_defaults(fn=cmd_trace)
     samples = sub.add_parser("samples", help="build and run every sample, print a table of outcomes")
     samples.add_argument("directory", nargs="?",
                          help="default: ./samples if there is one, else the samples shipped with the toolkit")

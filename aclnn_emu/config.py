@@ -59,6 +59,14 @@ def _count(text) -> int:
     return int(text)
 
 
+def _trace_file(text) -> str:
+    """An absolute path (a later chdir of the program does not move the file) in an existing directory."""
+    path = os.path.abspath(text)
+    if os.path.isdir(path) or not os.path.isdir(os.path.dirname(path)):
+        raise ValueError
+    return path
+
+
 @dataclasses.dataclass(frozen=True)
 class Setting:
     variable: str
@@ -86,6 +94,9 @@ SETTINGS = (
             "device memory per device; pages are committed only when touched"),
     Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
             "number of devices"),
+    Setting("ACLNN_EMU_TRACE", "trace", "", "a file path in an existing directory", _trace_file,
+            "writes a Chrome trace-event file there (Perfetto, chrome://tracing): runtime calls, stream tasks, "
+            "kernels, copies, event arrows"),
     Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
             "read by libascendcl.so before Python starts: directories the embedded interpreter searches first"),
 )
@@ -101,9 +112,10 @@ class Config:
     log: str
     device_memory: int
     device_count: int
+    trace: str            # "" when off
 
 
-DEFAULTS = {s.field: s.parse(s.default) for s in SETTINGS if s.field}
+DEFAULTS = {s.field: s.parse(s.default) if s.default else s.default for s in SETTINGS if s.field}
 
 
 def check(env) -> tuple[Config, list[str], list[str]]:

@@ -95,6 +95,11 @@ class Tensor(Handled):
             raise AclError(status.ACLNN_ERR_INNER, f"dtype {self.dtype.name} has no host representation in aclnn-emu")
         return dtypes.NUMPY[self.dtype]
 
+    def describe(self) -> str:
+        """DTYPE[shape] (and the format unless ND), as a trace shows a kernel's tensors."""
+        nd = self.format == Format.ACL_FORMAT_ND
+        return f"{self.dtype.short}{list(self.shape)}" + ("" if nd else f" {self.format.short}")
+
     def __repr__(self) -> str:
         return (f"Tensor(shape={list(self.shape)}, dtype={self.dtype.short}, format={self.format.short}, "
                 f"strides={list(self.strides)}, offset={self.offset}, addr={self.addr:#x})")
@@ -155,6 +160,9 @@ class Scalar(Handled):
         self.dtype = dtypes.coerce(dtype)
         self.value = value
 
+    def describe(self):
+        return self.value
+
 
 class Array(Handled):
     """aclIntArray / aclFloatArray / aclBoolArray: a deep copy of the caller's values."""
@@ -171,6 +179,9 @@ class TensorList(Handled):
     def __init__(self, items):
         super().__init__()
         self.items = list(items)
+
+    def describe(self) -> list:
+        return [None if item is None else item.describe() for item in self.items]
 
     def destroy(self) -> None:
         for item in self.items:

@@ -16,7 +16,7 @@ import numpy as np
 from .. import config, dtypes, meta, status
 from ..ops import all_ops, arguments, calls
 from ..runtime import api as rt
-from ..runtime import handles
+from ..runtime import handles, trace
 from ..runtime.errors import AclError, configure_logging, log, record, take_recent
 from .prototypes import runtime_prototypes
 
@@ -523,6 +523,7 @@ def _guard(name, fn, status_failure, settings_failure):
     gated = name not in SETTINGS_FREE
 
     def call(*args):
+        span = trace.enabled and trace.begin()     # the call as a slice of this thread's trace track
         try:
             if gated and config.problem is not None:
                 raise AclError(settings_failure, config.problem, rule="settings")
@@ -538,6 +539,9 @@ def _guard(name, fn, status_failure, settings_failure):
             record(code, f"{name}: internal error in aclnn-emu: {exc!r}")
             if status_failure is not None:
                 return status_failure
+        finally:
+            if span:
+                trace.end(name, span)
         return ffi.NULL if returns_pointer[name] else 0
     return call
 

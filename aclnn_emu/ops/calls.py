@@ -13,7 +13,7 @@ import traceback
 from .. import config, status
 from ..meta import Executor, Tensor
 from ..runtime import api as rt
-from ..runtime import devices, handles, sanitizer
+from ..runtime import devices, handles, sanitizer, trace
 from ..runtime.errors import AclError, log, record
 from .arguments import Misuse
 from .signature import Env
@@ -39,6 +39,8 @@ def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
         args = op.bind(values)
         launch = op.prepare_fn(args, env)
         executor = Executor(op.name, launch)
+        if trace.enabled:    # the kernel's slice in the trace describes the call
+            trace.prepared(executor, op, values)
         if log.isEnabledFor(logging.DEBUG):   # describing the arguments costs more than the checks
             log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
                       launch.workspace_size, executor.handle)
@@ -137,6 +139,8 @@ def _task(executor: Executor, workspace: int, size: int):
                 raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "workspace is not device memory")
             memory.check(workspace, size, "workspace")
             view = memory.array(workspace, size)
+        if trace.enabled:
+            trace.kernel(executor, size)
         start = time.perf_counter()
         run(view)
         log.debug("aclnn%s ran in %.3f ms", executor.op_name, (time.perf_counter() - start) * 1e3)

@@ -8,7 +8,7 @@ import os
 import threading
 
 from .. import config, status
-from . import devices, handles, host_ranges, sanitizer
+from . import devices, handles, host_ranges, sanitizer, trace
 from .devices import Context
 from .errors import AclError, configure_logging
 from .streams import Event, Stream
@@ -44,6 +44,7 @@ def init(config_path: str | None) -> None:
         if config.problem is not None:
             raise AclError(status.ACL_ERROR_INVALID_PARAM, config.problem, rule="settings")
         configure_logging()
+        trace.configure(config.current.trace)
         _init_refs, _finalized = 1, False
 
 
@@ -66,6 +67,7 @@ def finalize() -> None:
             sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
         except sanitizer.SanitizerError as exc:
             failure = failure or exc
+    trace.checkpoint()       # the trace file is complete up to here, whatever the program does next
     if failure is not None:
         raise failure
 
@@ -304,6 +306,8 @@ def _copy(dst: int, src: int, count: int, ends) -> None:
     dst_mem, src_mem = ends
     ctypes.memmove(dst if dst_mem is None else dst_mem.host_address(dst),
                    src if src_mem is None else src_mem.host_address(src), count)
+    if trace.enabled:
+        trace.copied(count, src_mem is not None, dst_mem is not None)
 
 
 def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
@@ -341,6 +345,8 @@ def _memset_target(addr: int, max_count: int, count: int):
 def _fill(memory, addr: int, value: int, count: int) -> None:
     _vet(addr, count, memory, "memset", True, sanitize=True)
     memory.array(addr, count)[:] = value & 0xFF
+    if trace.enabled:
+        trace.filled(count)
 
 
 def memset(addr: int, max_count: int, value: int, count: int) -> None:

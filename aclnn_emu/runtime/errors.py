@@ -4,6 +4,7 @@ import os
 import threading
 
 from .. import config, status
+from . import trace
 
 log = logging.getLogger("aclnn_emu")
 
@@ -36,6 +37,8 @@ def record(code: int, message: str) -> None:
     text = f"[ERROR msg][PID:{os.getpid()}] {status.name_of(code)}({code}): {message}"
     _recent.message = text
     log.info(text)
+    if trace.enabled:
+        trace.failed(code, message)
 
 
 def note(message: str) -> None:

@@ -23,7 +23,7 @@ import threading
 
 from .. import status
 from ..kernels import parallel
-from . import api, devices, handles, sanitizer, streams
+from . import api, devices, handles, sanitizer, streams, trace
 from .errors import log
 
 # How long a fork waits for running stream tasks before it proceeds anyway.
@@ -31,8 +31,10 @@ FORK_WAIT_S = 60.0
 
 
 def stop_at_exit() -> None:
-    """Cancel every stream's work and wait for the workers; later submissions are refused."""
+    """Cancel every stream's work and wait for the workers; later submissions are refused. Then the
+    trace (if any) is written whole: nothing is left to add to it."""
     streams.stop_all((status.ACL_ERROR_RT_STREAM_ABORT, "the process is exiting"))
+    trace.finish()
 
 
 def _before_fork() -> None:
@@ -44,6 +46,7 @@ def _after_fork_in_child() -> None:
     for module in (handles, sanitizer):        # their only state a thread could hold is a lock
         module._lock = threading.Lock()
     parallel.forget_after_fork()
+    trace.forget_after_fork()
     streams.forget_after_fork()
     devices.forget_after_fork()
     api.forget_after_fork()

@@ -7,6 +7,7 @@ import sys
 import threading
 
 from .. import config, status
+from . import trace
 from .errors import AclError, note
 
 _lock = threading.Lock()
@@ -27,6 +28,8 @@ def report(kind: str, message: str, code: int = status.ACL_ERROR_RT_AICORE_EXCEP
     text = f"aclnn-emu sanitizer: {kind}: {message}"
     print(text, file=sys.stderr, flush=True)
     note(text)
+    if trace.enabled:
+        trace.instant(f"sanitizer: {kind}", message)
     if mode == "error":
         raise SanitizerError(code, text, rule=f"sanitizer.{kind}")
 

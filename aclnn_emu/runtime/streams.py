@@ -18,7 +18,7 @@ import traceback
 
 from .. import config, status
 from ..kernels import parallel
-from . import handles
+from . import handles, trace
 from .errors import AclError, log
 
 EVENT_POLL_S = 0.05      # how often a task waiting for an event looks at its own cancellation
@@ -104,6 +104,8 @@ class Stream:
 
     def submit(self, task, name: str = "task", on_cancel=None) -> None:
         """Queue a task; `on_cancel` is called instead of it if the stream drops it."""
+        if trace.enabled:
+            task = trace.stream_task(self, task, name)
         with self._cond:
             refusal = self._refusal or _refusal
             if refusal is not None:
@@ -265,6 +267,8 @@ class Event:
                 self._aborted.add(generation)
             else:
                 self.timestamp = time.perf_counter()
+                if trace.enabled:
+                    trace.event_recorded(self, generation)
             self._cond.notify_all()
 
     def reset(self, stream: Stream) -> None:
@@ -296,6 +300,8 @@ class Event:
             target = self._recorded
             self._cond.wait_for(lambda: self._completed >= target)
             self._check(target)
+        if trace.enabled:
+            trace.event_waited(self, target)
 
     def wait_task(self):
         """A stream task that blocks until the record current at this moment completes."""
@@ -308,4 +314,6 @@ class Event:
                 while not self._cond.wait_for(lambda: self._completed >= target, EVENT_POLL_S):
                     token.check()
                 self._check(target)
+            if trace.enabled:
+                trace.event_waited(self, target)
         return wait
