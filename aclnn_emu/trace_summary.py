@@ -61,13 +61,17 @@ def _table(header, rows) -> list[str]:
                       enumerate(zip(line, widths))) for line in (header, *rows)]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def summary(events) -> str:
     ops, moved = operators(events), copies(events)
     kernel_us = sum(r.total_us for r in ops)
     streams = {e["tid"] for e in _slices(events) if e.get("cat") != "runtime"}
     calls = sum(1 for e in _slices(events) if e.get("cat") == "runtime")
-    lines = [f"{sum(r.calls for r in ops)} kernels of {len(ops)} operators on {len(streams)} streams, "
-             f"{calls} runtime calls"]
+    lines = [f"{_count(sum(r.calls for r in ops), 'kernel')} of {_count(len(ops), 'operator')} on "
+             f"{_count(len(streams), 'stream')}, {_count(calls, 'runtime call')}"]
     if ops:
         lines += [""] + _table(("operator", "calls", "total us", "mean us", "min us", "max us", "share"),
                                [(r.name, r.calls, f"{r.total_us:.1f}", f"{r.total_us / r.calls:.1f}",

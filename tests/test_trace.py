@@ -202,6 +202,7 @@ def test_a_forked_child_writes_its_own_file(tmp_path):
 
 
 PYTHON = """
+import os
 import sys
 import numpy as np
 import aclnn_emu as ae
@@ -214,6 +215,16 @@ for _ in range(int(sys.argv[1])):
 small = ae.to_device(np.zeros(4, np.float16))
 host = np.zeros(64, np.uint8)
 rt.memcpy(host.ctypes.data, 64, small.addr, 64, 2)     # reads past the 8-byte allocation: a sanitizer report
+quiet = os.fork()
+if quiet == 0:
+    sys.exit(0)                    # a child that makes no traced call
+os.waitpid(quiet, 0)
+busy = os.fork()
+if busy == 0:                      # a child with work of its own, in a fresh runtime
+    q, out = ae.to_device(x), ae.empty(x.shape, ae.DataType.ACL_FLOAT16)
+    ae.run("PromptFlashAttentionV2", q, q, q, *[None] * 9, 2, 0.088, 2147483647, 0, "BNSD", 0, 0, out)
+    sys.exit(0)
+print(quiet, busy, os.waitpid(busy, 0)[1])
 """
 
 
@@ -224,6 +235,11 @@ def test_a_python_program_is_traced_too(tmp_path):
     result = subprocess.run([sys.executable, "-c", PYTHON, "3"], env=env, capture_output=True, text=True,
                             timeout=TIMEOUT)
     assert result.returncode == 0, result.stderr
+    quiet, busy, busy_status = map(int, result.stdout.split())
+    assert busy_status == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["python.json", f"python-{busy}.json"])
+    child = check_format(json.loads((tmp_path / f"python-{busy}.json").read_text()))
+    assert [(e["pid"], e["args"]["op"]) for e in slices(child, "kernel")] == [(busy, PFA)]
     events = check_format(json.loads(path.read_text()))
     assert [e["args"]["op"] for e in slices(events, "kernel")] == [PFA] * 3
     report, = [e for e in events if e["ph"] == "i"]

@@ -48,10 +48,11 @@ MAX_LISTED = 16             # array attributes longer than this are shortened in
 enabled = False
 _lock = threading.Lock()     # guards _writer and everything it holds
 _writer = None
-_local = threading.local()   # .open: the slices open on this thread, innermost last: [tid, args]
+_local = threading.local()   # .open: the slices open on this thread, innermost last: [tid, args, ...]
 _flows = itertools.count(1)
 _kernels = weakref.WeakKeyDictionary()   # executor -> its operator's description (phase 1)
-_records = {}                # (event handle, generation) -> (tid, ns) of the record
+_records = weakref.WeakKeyDictionary()   # event -> {generation: (tid, ns) of its record}
+KEPT_RECORDS = 64            # records of one event a wait may still refer to (waits target recent ones)
 _T0 = time.perf_counter_ns()
 
 
@@ -79,27 +80,27 @@ class _Writer:
         if len(self.pending) >= BATCH:
             self.write()
 
-    def write(self) -> None:
+    def write(self, closing: bool = False) -> None:
+        """Write the kept events. The file is made by the first write that has some, or when the
+        trace of a process (not of a forked child) closes without any."""
         events, self.pending = self.pending, []
-        if not events and self.fd is not None:
-            return
         if self.fd is None:
-            if not events and self.child:
+            if not events and (self.child or not closing):
                 return
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             header = HEADER % json.dumps({"tool": "aclnn-emu", "soc": config.current.soc, "pid": os.getpid()})
             self.end = os.pwrite(self.fd, header.encode(), 0)
-        text = ",\n".join(json.dumps(e, separators=(",", ":"), default=str) for e in events)
+            events.insert(0, _process_name())
+        elif not events:
+            return
+        text = json.dumps(events, separators=(",", ":"), default=str)[1:-1]    # one call: twice as fast
         data = ((",\n" if self.written and events else "") + text).encode()
         os.pwrite(self.fd, data + TRAILER, self.end)
         self.end += len(data)
         self.written += len(events)
 
     def close(self) -> None:
-        self.write()
-        if self.fd is None and not self.child:   # a traced process leaves a file, if an empty one
-            self.pending.append(_process_name())
-            self.write()
+        self.write(closing=True)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -125,8 +126,6 @@ def configure(setting: str) -> None:
         if _writer is not None:
             _writer.close()
         _writer = _Writer(setting, setting, child=False) if setting else None
-        if _writer is not None:
-            _writer.add(_process_name())
         enabled = _writer is not None
 
 
@@ -159,7 +158,6 @@ def forget_after_fork() -> None:
             os.close(parent.fd)
         stem, suffix = os.path.splitext(parent.path)
         _writer = _Writer(parent.setting, f"{stem}-{os.getpid()}{suffix}", child=True)
-        _writer.add(_process_name())
 
 
 # -- tracks and events ----------------------------------------------------------------------------
@@ -320,14 +318,16 @@ def filled(count: int) -> None:
 
 
 def event_recorded(event, generation: int) -> None:
-    _records[(event.handle, generation)] = (_track(), time.perf_counter_ns())
+    points = _records.setdefault(event, {})
+    points[generation] = (_track(), time.perf_counter_ns())
+    points.pop(generation - KEPT_RECORDS, None)
     note(event=f"{event.handle:#x}")
 
 
 def event_waited(event, generation: int) -> None:
     """A wait for a record ended (on a stream, or on the host): the arrow from that record."""
     note(event=f"{event.handle:#x}")
-    source = _records.get((event.handle, generation))
+    source = _records.get(event, {}).get(generation)
     if source is not None:
         _flow("event", source, (_track(), time.perf_counter_ns()))
 
