@@ -143,16 +143,18 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     assert len({pid, pfa_track, scatter_track}) == 3
     assert names[pfa_track].startswith("stream 0") and names[scatter_track].startswith("stream 1")
     pfa = by_op[PFA][0]["args"]
-    assert pfa["inputs"]["query"] == "FLOAT16[1, 2, 64, 128]" and pfa["outputs"]["attentionOut"] == "FLOAT16[1, 2, 64, 128]"
+    assert pfa["inputs"]["query"] == pfa["outputs"]["attentionOut"] == "FLOAT16[1, 2, 64, 128]"
     assert pfa["attrs"]["inputLayout"] == "BNSD" and pfa["attrs"]["numHeads"] == 2
     scatter = by_op[SCATTER][0]["args"]
-    assert scatter["inputs"]["slotMapping"] == "INT32[1]" and scatter["outputs"]["keyCacheRef"] == "FLOAT16[2, 4, 1, 16]"
+    assert scatter["inputs"]["slotMapping"] == "INT32[1]"
+    assert scatter["outputs"]["keyCacheRef"] == "FLOAT16[2, 4, 1, 16]"
     assert scatter["workspace_bytes"] == printed["bytes.scatter_workspace"] > 0
     assert all(e["dur"] > 0 for e in kernels)
 
     # the asynchronous copy is a task of the second stream, with its bytes
     copy, = slices(events, "copy")
-    assert (copy["name"], copy["tid"], copy["args"]) == ("memcpy", scatter_track, {"bytes": 4, "direction": "HOST_TO_DEVICE"})
+    assert (copy["name"], copy["tid"]) == ("memcpy", scatter_track)
+    assert copy["args"] == {"bytes": 4, "direction": "HOST_TO_DEVICE"}
 
     # every stream task has an arrow from the call that submitted it
     tasks = [e for e in slices(events) if e["cat"] != "runtime"]
@@ -175,6 +177,20 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     host_wait, = [f["f"] for f in flows.values() if f["f"]["tid"] == pid]
     sync_event, = slices(events, "runtime", "aclrtSynchronizeEvent")
     assert sync_event["ts"] <= host_wait["ts"] <= sync_event["ts"] + sync_event["dur"]
+
+
+def test_each_host_thread_has_its_own_track(tmp_path):
+    printed, events = traced(tmp_path, "threads", attention=3, scatter=1)
+    assert printed["other_thread"] == 0
+    pid = events[0]["pid"]
+    names = track_names(events)
+    launches = collections.Counter(e["tid"] for e in slices(events, "runtime", f"aclnn{PFA}"))
+    other, = set(launches) - {pid}
+    assert launches == {pid: 6, other: 3}
+    assert names[pid] == f"host thread {pid} (main)" and names[other] == f"host thread {other}"
+    tracks = collections.Counter(e["tid"] for e in slices(events, "kernel") if e["args"]["op"] == PFA)
+    assert sorted(tracks.values()) == [3, 6] and not set(tracks) & {pid, other}
+    assert all(names[tid].startswith("stream ") for tid in tracks)
 
 
 def test_exit_without_finalize_leaves_a_complete_trace(tmp_path):

@@ -54,6 +54,7 @@ _kernels = weakref.WeakKeyDictionary()   # executor -> its operator's descriptio
 _records = weakref.WeakKeyDictionary()   # event -> {generation: (tid, ns) of its record}
 KEPT_RECORDS = 64            # records of one event a wait may still refer to (waits target recent ones)
 _T0 = time.perf_counter_ns()
+_pid = os.getpid()           # getpid is a system call; this one is renewed in a forked child
 
 
 def _us(ns: int) -> float:
@@ -80,15 +81,14 @@ class _Writer:
         if len(self.pending) >= BATCH:
             self.write()
 
-    def write(self, closing: bool = False) -> None:
-        """Write the kept events. The file is made by the first write that has some, or when the
-        trace of a process (not of a forked child) closes without any."""
+    def write(self, make_file: bool = False) -> None:
+        """Write the kept events. The file is made by the first write that has some, or by `make_file`."""
         events, self.pending = self.pending, []
         if self.fd is None:
-            if not events and (self.child or not closing):
+            if not events and not make_file:
                 return
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            header = HEADER % json.dumps({"tool": "aclnn-emu", "soc": config.current.soc, "pid": os.getpid()})
+            header = HEADER % json.dumps({"tool": "aclnn-emu", "soc": config.current.soc, "pid": _pid})
             self.end = os.pwrite(self.fd, header.encode(), 0)
             events.insert(0, _process_name())
         elif not events:
@@ -99,8 +99,9 @@ class _Writer:
         self.end += len(data)
         self.written += len(events)
 
-    def close(self) -> None:
-        self.write(closing=True)
+    def close(self, at_exit: bool) -> None:
+        """The last write: at exit, a traced process (not a forked child) leaves a file even if empty."""
+        self.write(make_file=at_exit and not self.child)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -111,7 +112,7 @@ def _process_name() -> dict:
         program = os.path.basename(os.readlink("/proc/self/exe"))
     except OSError:
         program = "program"
-    return {"name": "process_name", "ph": "M", "pid": os.getpid(), "tid": 0,
+    return {"name": "process_name", "ph": "M", "pid": _pid, "tid": 0,
             "args": {"name": f"{program} (aclnn-emu, {config.current.soc})"}}
 
 
@@ -124,7 +125,7 @@ def configure(setting: str) -> None:
         if (_writer.setting if _writer else "") == setting:
             return
         if _writer is not None:
-            _writer.close()
+            _writer.close(at_exit=False)
         _writer = _Writer(setting, setting, child=False) if setting else None
         enabled = _writer is not None
 
@@ -142,22 +143,22 @@ def finish() -> None:
     with _lock:
         enabled = False
         if _writer is not None:
-            _writer.close()
+            _writer.close(at_exit=True)
             _writer = None
 
 
 def forget_after_fork() -> None:
     """In a forked child: drop the parent's kept events and file (without writing to it); continue
     into a file of the child's own."""
-    global _lock, _writer
-    _lock = threading.Lock()
+    global _lock, _writer, _pid
+    _lock, _pid = threading.Lock(), os.getpid()
     parent, _writer = _writer, None
     _records.clear()
     if parent is not None:
         if parent.fd is not None:
             os.close(parent.fd)
         stem, suffix = os.path.splitext(parent.path)
-        _writer = _Writer(parent.setting, f"{stem}-{os.getpid()}{suffix}", child=True)
+        _writer = _Writer(parent.setting, f"{stem}-{_pid}{suffix}", child=True)
 
 
 # -- tracks and events ----------------------------------------------------------------------------
@@ -183,24 +184,22 @@ def _emit(event: dict) -> None:
         tid = event["tid"]
         if tid not in _writer.named:
             _writer.named.add(tid)
-            pid = os.getpid()
-            name, sort = _writer.names.get(tid) or (f"host thread {tid}" + (" (main)" if tid == pid else ""), 0)
-            _writer.add({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
-            _writer.add({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": sort}})
+            name, sort = _writer.names.get(tid) or (f"host thread {tid}" + (" (main)" if tid == _pid else ""), 0)
+            _writer.add({"name": "thread_name", "ph": "M", "pid": _pid, "tid": tid, "args": {"name": name}})
+            _writer.add({"name": "thread_sort_index", "ph": "M", "pid": _pid, "tid": tid, "args": {"sort_index": sort}})
         _writer.add(event)
 
 
 def _slice(name: str, cat: str, tid: int, start: int, end: int, args: dict) -> None:
     _emit({"name": name, "cat": cat, "ph": "X", "ts": _us(start), "dur": (end - start) / 1000.0,
-           "pid": os.getpid(), "tid": tid, "args": args})
+           "pid": _pid, "tid": tid, "args": args})
 
 
 def _flow(name: str, source: tuple[int, int], target: tuple[int, int]) -> None:
     """An arrow from (tid, ns) to (tid, ns); each end lies inside a slice of its track."""
     flow = next(_flows)
-    pid = os.getpid()
     for (tid, ns), phase in ((source, "s"), (target, "f")):
-        event = {"name": name, "cat": name, "ph": phase, "id": flow, "ts": _us(ns), "pid": pid, "tid": tid}
+        event = {"name": name, "cat": name, "ph": phase, "id": flow, "ts": _us(ns), "pid": _pid, "tid": tid}
         if phase == "f":
             event["bp"] = "e"     # bind to the slice that encloses it, not the next one
         _emit(event)
@@ -215,7 +214,7 @@ def note(**args) -> None:
 
 def instant(name: str, message: str) -> None:
     _emit({"name": name, "cat": "sanitizer", "ph": "i", "s": "t", "ts": _us(time.perf_counter_ns()),
-           "pid": os.getpid(), "tid": _track(), "args": {"message": message}})
+           "pid": _pid, "tid": _track(), "args": {"message": message}})
 
 
 # -- hooks ----------------------------------------------------------------------------------------
@@ -297,9 +296,9 @@ def prepared(executor, op, values) -> None:
     for param, value in zip(op.params, values):
         if value is None:     # an optional argument left out
             continue
-        where = ("outputs" if param.output or param.ref else "inputs") if param.kind in ("tensor", "tensor_list") \
-            else "attrs"
-        described[where][param.name] = _plain(value)
+        tensors = param.kind in ("tensor", "tensor_list")
+        group = "attrs" if not tensors else "outputs" if param.output or param.ref else "inputs"
+        described[group][param.name] = _plain(value)
     _kernels[executor] = described
 
 

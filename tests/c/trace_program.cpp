@@ -2,13 +2,15 @@
 // asynchronous copies, and two operators called a given number of times.
 // Usage: trace_program <ending> <attention calls> <scatter calls>
 //   ending: finalize (aclFinalize, then return from main), exit (exit(0) with a launch still queued,
-//   never finalized), fork (a child does work of its own and exits; the parent finalizes).
+//   never finalized), fork (a child does work of its own and exits; the parent finalizes), threads (a
+//   second host thread makes attention calls on a stream of its own while the first makes as many).
 // Prints "<rule> <code>" lines; "bytes.*" lines give the sizes the trace must show.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
 #include "attention_work.h"
@@ -65,6 +67,20 @@ int Child() {
     return ok && aclFinalize() == 0 ? 0 : 3;
 }
 
+// A second host thread's work: its own stream, `calls` attention launches; 0 if all went well.
+int OtherThread(int calls) {
+    aclrtStream stream;
+    if (aclrtSetDevice(0) != 0 || aclrtCreateStream(&stream) != 0) return 1;
+    int failures = 0;
+    {
+        AttentionWork work(1, 64);
+        failures += work.Create() != 0;
+        for (int i = 0; i < calls; i++) failures += work.Launch(stream) != 0;
+        failures += aclrtSynchronizeStream(stream) != 0;
+    }
+    return failures + (aclrtDestroyStream(stream) != 0);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -98,6 +114,14 @@ int main(int argc, char **argv) {
             CHECK_OK(attention.Launch(first));     // still queued when the process exits
             fflush(stdout);
             exit(0);
+        }
+        if (ending == "threads") {
+            int other = -1;
+            std::thread thread([&] { other = OtherThread(attention_calls); });
+            for (int i = 0; i < attention_calls; i++) CHECK_OK(attention.Launch(first));
+            thread.join();
+            CHECK_OK(aclrtSynchronizeStream(first));
+            REPORT("other_thread", other);
         }
         if (ending == "fork") {
             fflush(stdout);
