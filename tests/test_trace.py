@@ -265,6 +265,23 @@ def test_a_python_program_is_traced_too(tmp_path):
     assert not slices(events, "runtime")
 
 
+def test_a_program_may_turn_tracing_on_before_aclinit(tmp_path):
+    """Settings are read again at aclInit: a setenv before it starts the trace."""
+    script = ("import os, sys, numpy as np, aclnn_emu as ae\n"
+              "os.environ['ACLNN_EMU_TRACE'] = sys.argv[1]\n"
+              "ae.setup()\n"
+              "q = ae.to_device(np.ones((1, 1, 16, 128), np.float16))\n"
+              "out = ae.empty((1, 1, 16, 128), ae.DataType.ACL_FLOAT16)\n"
+              "ae.run('PromptFlashAttentionV2', q, q, q, *[None] * 9, 1, 0.088, 2147483647, 0, 'BNSD', 0, 0, out)\n")
+    env = toolkit.environment()
+    env.pop("ACLNN_EMU_TRACE", None)
+    path = tmp_path / "late.json"
+    result = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert [e["args"]["op"] for e in slices(check_format(json.loads(path.read_text())), "kernel")] == [PFA]
+
+
 def test_off_by_default_and_a_bad_value_is_refused(tmp_path):
     env = toolkit.environment()
     env.pop("ACLNN_EMU_TRACE", None)
