@@ -59,45 +59,43 @@ def compile_and_run(source, argv=(), env=None, timeout=None, **streams) -> tuple
                                   **(streams or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
 
 
-@process.stoppable
-def cmd_run(args) -> int:
-    # The program inherits our stdin, stdout and stderr: its output arrives live, in the order it is
-    # written (in a terminal, a sanitizer report right after the step that caused it).
-    stage, result = compile_and_run(args.source, args.args, stdout=None, stderr=None)
-    if stage == "compile":
-        sys.stderr.write(result.stdout + result.stderr)
-        print(f"aclnn-emu: compiling {args.source} failed", file=sys.stderr)
-        return 1
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")
+
+
+def run_program(program: str, argv, env=None) -> int:
+    """Compile a C++ source with the official flags and run it, or run an executable already built;
+    the exit status for ours (1: it did not compile, 2: no such program). The program inherits our
+    stdin, stdout and stderr: its output arrives live, in the order it is written (in a terminal, a
+    sanitizer report right after the step that caused it)."""
+    if pathlib.Path(program).suffix in SOURCE_SUFFIXES:
+        stage, result = compile_and_run(program, argv, env=env, stdout=None, stderr=None)
+        if stage == "compile":
+            sys.stderr.write(result.stdout + result.stderr)
+            print(f"aclnn-emu: compiling {program} failed", file=sys.stderr)
+            return 1
+    else:
+        found = shutil.which(program, path=os.curdir) or shutil.which(program)
+        if found is None:
+            print(f"aclnn-emu: {program}: no such executable (nor a C++ source: {', '.join(SOURCE_SUFFIXES)})",
+                  file=sys.stderr)
+            return 2
+        result = process.run([os.path.abspath(found), *argv], toolkit.environment(env))
     if process.reported(result.returncode):     # a shell would say so, and cannot here
-        print(f"aclnn-emu: {args.source}: {process.describe(result.returncode)}", file=sys.stderr)
+        print(f"aclnn-emu: {program}: {process.describe(result.returncode)}", file=sys.stderr)
     return process.exit_status(result.returncode)
 
 
-SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")
+@process.stoppable
+def cmd_run(args) -> int:
+    return run_program(args.source, args.args)
 
 
 @process.stoppable
 def cmd_trace(args) -> int:
-    """Run a C++ source (compiled as `run` does) or a built executable with ACLNN_EMU_TRACE set, then
-    summarise the trace per operator."""
+    """`run` with ACLNN_EMU_TRACE set, then a summary of the trace per operator."""
     output = pathlib.Path(args.output or f"{pathlib.Path(args.program).stem}.trace.json").resolve()
     output.unlink(missing_ok=True)     # a summary of an earlier run would be a wrong answer
-    env = dict(os.environ, ACLNN_EMU_TRACE=str(output))
-    if pathlib.Path(args.program).suffix in SOURCE_SUFFIXES:
-        stage, result = compile_and_run(args.program, args.args, env=env, stdout=None, stderr=None)
-        if stage == "compile":
-            sys.stderr.write(result.stdout + result.stderr)
-            print(f"aclnn-emu: compiling {args.program} failed", file=sys.stderr)
-            return 1
-    else:
-        program = shutil.which(args.program, path=os.curdir) or shutil.which(args.program)
-        if program is None:
-            print(f"aclnn-emu trace: {args.program}: no such executable (or a C++ source: "
-                  f"{', '.join(SOURCE_SUFFIXES)})", file=sys.stderr)
-            return 2
-        result = process.run([os.path.abspath(program), *args.args], toolkit.environment(env))
-    if process.reported(result.returncode):
-        print(f"aclnn-emu: {args.program}: {process.describe(result.returncode)}", file=sys.stderr)
+    status = run_program(args.program, args.args, dict(os.environ, ACLNN_EMU_TRACE=str(output)))
     sys.stdout.flush()
     if output.exists():
         print(f"\naclnn-emu trace: {output} (open it in https://ui.perfetto.dev or chrome://tracing)")
@@ -105,7 +103,7 @@ def cmd_trace(args) -> int:
     else:
         print(f"\naclnn-emu trace: {args.program} left no trace (it made no call into the library, or "
               f"was killed before writing one)", file=sys.stderr)
-    return process.exit_status(result.returncode)
+    return status
 
 
 def sample_env(source: pathlib.Path) -> dict:
@@ -259,12 +257,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="print the exports of set_env.sh (eval \"$(aclnn-emu env)\")").set_defaults(fn=cmd_env)
     sub.add_parser("build", help="(re)build the toolkit in place").set_defaults(fn=cmd_build)
-    run = sub.add_parser("run", help="compile a C++ file with the official flags and run it")
+    run = sub.add_parser("run", help="compile a C++ file with the official flags and run it (or run an executable)")
     run.add_argument("source")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_run)
-    trace = sub.add_parser("trace", help="run a C++ file (compiled as by run) or an executable with ACLNN_EMU_TRACE "
-                                         "and print a per-operator summary of its trace")
+    trace = sub.add_parser("trace", help="run as `run` does with ACLNN_EMU_TRACE set, then print a per-operator "
+                                         "summary of the trace")
     trace.add_argument("-o", "--output", help="the trace file (default: <program>.trace.json here)")
     trace.add_argument("program")
     trace.add_argument("args", nargs=argparse.REMAINDER)

@@ -2,7 +2,7 @@
 
 What it shows, all in one process (pid = the OS process id):
 - a track per host thread (tid = its OS thread id): a slice per call of the C ABI ("runtime"); a failed
-  call adds the status it returned and the message of aclGetRecentErrMsg, a synchronous copy or
+  call adds the status it returned and its error message, a synchronous copy or
   memset its bytes and direction;
 - a track per stream (tid = STREAM_TID + the stream's number in this process, named by a thread_name
   record): a slice per task it ran: kernels ("kernel", named aclnnXxx, with the operator, the dtype
