@@ -174,7 +174,10 @@ def _allocate_outputs(op, args: list, kind: str, temporaries: list) -> None:
             shape, dtype = template.shape, template.dtype
         else:
             bound = bound or op.bind(args)
-            shape, dtype = param.like(bound)
+            rule = param.like(bound)
+            if rule is None:              # the rule cannot tell: left NULL, the op's checks say why
+                continue
+            shape, dtype = rule
         args[i] = api.empty(shape, dtype)
         if kind != DEVICE:
             temporaries.append(args[i])

@@ -39,6 +39,7 @@ class Param:
     default: object = REQUIRED   # the Python default of a value parameter (optional pointers default to None)
     like: object = None   # an output aclnn_emu.ops allocates when left out: the name of the input whose shape
                           # and dtype it takes, or fn(args) -> (shape, DataType) by the op's own shape rules
+                          # (None when it cannot tell)
 
     @property
     def is_tensor(self) -> bool:

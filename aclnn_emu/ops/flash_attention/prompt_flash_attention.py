@@ -34,8 +34,10 @@ TILING_LAYOUTS = ("SH", "BSH", "NSD", "BSND", "BNSD", "BNSD_BSND", "TND", "NTD_T
 
 def _attention_out(a):
     """attentionOut by the op's own rules: query's shape with value's head size (CheckResultOutShapePfa),
-    FLOAT16 for an INT8 query, INT8 when quantScale2 is given, else query's dtype."""
+    FLOAT16 for an INT8 query, INT8 when quantScale2 is given, else query's dtype; None without q, k, v."""
     q = a.query
+    if None in (q, a.key, a.value):
+        return None
     try:
         shape = _expected_out_shape(a, _axes(a.inputLayout, q.shape, a.key.shape, a.value.shape, a.numHeads,
                                              a.numKeyValueHeads))
