@@ -12,11 +12,31 @@ from .runtime import api as rt
 from .runtime import devices
 
 
-class Stream:
-    """An aclrtStream: `.handle`, `.synchronize()`, `.wait(event)`; `with` destroys it."""
+class _Handle:
+    """A runtime handle a `with` block (or `.close()`) destroys; one already gone is left alone."""
+    _destroy = None          # the runtime function that destroys the handle
 
     def __init__(self, handle: int):
         self.handle = handle
+
+    def close(self) -> None:
+        try:
+            with typed():
+                type(self)._destroy(self.handle)
+        except InvalidHandle:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Stream(_Handle):
+    """An aclrtStream: `.handle`, `.synchronize()`, `.wait(event)`; `with` destroys it (aclrtDestroyStream:
+    queued work still runs)."""
+    _destroy = staticmethod(rt.destroy_stream)
 
     def synchronize(self) -> None:
         """aclrtSynchronizeStream: waits for the queued work; raises a task's failure."""
@@ -28,26 +48,10 @@ class Stream:
         with typed():
             rt.stream_wait_event(self.handle, event.handle)
 
-    def close(self) -> None:
-        """aclrtDestroyStream (queued work still runs); nothing if it is already gone."""
-        try:
-            with typed():
-                rt.destroy_stream(self.handle)
-        except InvalidHandle:
-            pass
 
-    def __enter__(self) -> "Stream":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Event:
+class Event(_Handle):
     """An aclrtEvent: `.record(stream)`, `.synchronize()`, `.done`, `.elapsed_ms(end)`; `with` destroys it."""
-
-    def __init__(self, handle: int):
-        self.handle = handle
+    _destroy = staticmethod(rt.destroy_event)
 
     def record(self, stream: Stream | None = None) -> "Event":
         """aclrtRecordEvent on `stream` (None: the default stream)."""
@@ -69,19 +73,6 @@ class Event:
         """aclrtEventElapsedTime from this event to `end`."""
         with typed():
             return rt.event_elapsed_ms(self.handle, end.handle)
-
-    def close(self) -> None:
-        try:
-            with typed():
-                rt.destroy_event(self.handle)
-        except InvalidHandle:
-            pass
-
-    def __enter__(self) -> "Event":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 class Device:

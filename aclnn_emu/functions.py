@@ -154,7 +154,10 @@ def _copy_inputs(op, values: list, temporaries: list):
         if found is None:
             raise TypeError(f"aclnn_emu.ops.{op.name}: argument {param.name} must be a numpy array, a CPU "
                             f"torch.Tensor, an aclnn_emu.Tensor or None, got {type(value).__name__}")
-        tensor = api.to_device(host.to_numpy(value))
+        try:
+            tensor = api.to_device(host.to_numpy(value))
+        except ValueError as exc:         # a dtype with no aclDataType, a tensor on another device
+            raise ValueError(f"aclnn_emu.ops.{op.name}: argument {param.name}: {exc}") from None
         temporaries.append(tensor)
         values[i] = tensor
         kind = host.TORCH if host.TORCH in (kind, found) else host.NUMPY
@@ -262,23 +265,18 @@ def _shorts(values) -> str:
     return ", ".join(getattr(v, "short", str(v)) for v in values)
 
 
-def _from_kernels(op, name: str) -> tuple[str, str]:
+def _from_kernels(op, name: str) -> str:
     """A tensor's dtypes and formats from the op's kernel table, grouped by the chips that share them."""
     tables = op.combos if isinstance(op.combos, dict) else {None: op.combos}
     groups = collections.defaultdict(list)
     for chip, combos in tables.items():
         entries = [c[name] if isinstance(c[name], tuple) else (c[name], None) for c in combos if name in c]
-        if not entries:
-            continue
-        dts = sorted({d for d, _ in entries}, key=int)
-        fmts = sorted({f.short for _, f in entries if f is not None}) or ["ND"]
-        groups[(tuple(dts), tuple(fmts))].append(chip)
-    parts = []
-    for (dts, fmts), chips in groups.items():
-        where = f" on {', '.join(chips)}" if None not in chips and len(groups) > 1 else ""
-        parts.append(f"{_shorts(dts)}{where}")
-    formats = sorted({f for (_, fmts) in groups for f in fmts})
-    return "; ".join(parts), ", ".join(formats)
+        if entries:
+            dts = sorted({d for d, _ in entries}, key=int)
+            fmts = sorted({f.short for _, f in entries if f is not None}) or ["ND"]
+            groups[(tuple(dts), tuple(fmts))].append(chip)
+    return "; ".join(f"dtypes {_shorts(dts)}, formats {', '.join(fmts)}"
+                     + (f" on {', '.join(chips)}" if len(groups) > 1 else "") for (dts, fmts), chips in groups.items())
 
 
 def _param_line(op, p) -> str:
@@ -288,13 +286,10 @@ def _param_line(op, p) -> str:
     facts = [p.ctype, need]
     if p.output and p.like is not None:
         facts.append("allocated when left out")
-    if p.is_tensor:
-        dts, fmts = ((_shorts(p.dtypes), "ND") if p.dtypes else
-                     _from_kernels(op, p.name) if op.combos else ("", ""))
-        if dts:
-            facts.append(f"dtypes {dts}")
-        if fmts:
-            facts.append(f"formats {fmts}")
+    if p.is_tensor and p.dtypes:
+        facts.append(f"dtypes {_shorts(p.dtypes)}, formats ND")
+    elif p.is_tensor and op.combos and _from_kernels(op, p.name):
+        facts.append(_from_kernels(op, p.name))
     if p.values:
         facts.append(f"one of {', '.join(map(repr, p.values))}")
     return f"{p.name} : {'; '.join(facts)}\n    {p.doc or '(no description)'}"

@@ -240,3 +240,43 @@ def test_run_and_raw_send_host_arrays_to_ops():
 def test_required_marker_reads_as_required():
     assert repr(REQUIRED) == "<required>"
     assert "numHeads=<required>" in str(inspect.signature(ae.ops.PromptFlashAttentionV2))
+
+
+def test_a_host_array_without_an_acl_dtype_names_its_argument():
+    q, k, v = _pfa_inputs(np.float16)
+    with pytest.raises(ValueError, match="argument key: no aclDataType for numpy dtype complex256"):
+        ae.ops.PromptFlashAttentionV2(q, k.astype(np.clongdouble), v, numHeads=2, inputLayout="BNSD")
+
+
+DEVICE_SCRIPT = """
+import numpy as np, aclnn_emu as ae
+from aclnn_emu.runtime import api as rt
+
+q = np.random.default_rng(0).standard_normal((1, 2, 16, 16)).astype(np.float16)
+with ae.Device(0) as dev:
+    assert rt.initialized()
+    stream, event = dev.stream(), dev.event()
+    ex = ae.ops.PromptFlashAttentionV2.prepare(q, q, q, numHeads=2, inputLayout="BNSD").run(stream=stream)
+    event.record(stream)
+    event.synchronize()
+    assert event.done
+    out = ex.result()
+    leaked = ae.empty((8,), ae.DataType.ACL_FLOAT)
+assert not rt.initialized()                       # the Device started the runtime, so it finalized it
+assert [kind for kind, _ in ae.sanitizer_reports()] == ["leak"]
+try:
+    stream.synchronize()
+except ae.InvalidHandle as error:                 # destroyed with its device
+    assert error.status == 107017
+else:
+    raise AssertionError("a destroyed stream synchronised")
+print(out.shape)
+"""
+
+
+def test_a_device_owns_what_it_started(tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "(1, 2, 16, 16)", done.stderr
