@@ -8,7 +8,7 @@ turns a status into an exception gets the typed one.
 import contextlib
 
 from . import status
-from .runtime.errors import AclError
+from .runtime.errors import AclError, detail
 
 # status code -> (class name, what it means). Every code of status.py has one (tests/test_python_ops.py).
 CLASSES = {
@@ -59,7 +59,7 @@ class AclnnError(Exception):
     def __init__(self, code: int, message: str | None = None):
         self.status = code
         self.name = status.name_of(code)
-        self.message = message or ""
+        self.message = detail(code, message or "")       # aclGetRecentErrMsg's text without its header
         super().__init__(f"{self.name} ({code}): {self.message}")
 
     def __reduce__(self):
