@@ -168,7 +168,8 @@ def test_flash_attention_grad_allocates_its_outputs_like_the_inputs():
     q, k, v, dy, attn = (RNG.standard_normal((b, n, s, d)).astype(np.float16) for _ in range(5))
     softmax = np.zeros((b, n, s, 8), np.float32)
     grads = ae.ops.FlashAttentionScoreGradV2(q, k, v, dy, softmaxMaxOptional=softmax, softmaxSumOptional=softmax + 1,
-                                             attentionInOptional=attn, scaleValue=0.25, headNum=n, inputLayout="BNSD")
+                                             attentionInOptional=attn, scaleValue=0.25, preTokens=65536, nextTokens=65536,
+                                             headNum=n, inputLayout="BNSD")
     assert grads._fields == ("dqOut", "dkOut", "dvOut", "dpseOut")
     assert [g.shape for g in grads[:3]] == [q.shape, k.shape, v.shape] and grads.dpseOut is None
     assert all(g.dtype == np.float16 for g in grads[:3])

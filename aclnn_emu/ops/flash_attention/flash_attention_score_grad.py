@@ -19,7 +19,6 @@ FLOATS = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_FLOAT)
 MASK_DTYPES = (DataType.ACL_BOOL, DataType.ACL_UINT8)
 INFER_LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 FLOAT = (DataType.ACL_FLOAT,)
-INT32_MAX = 2147483647
 
 OP = Op("FlashAttentionScoreGradV2", "aclnn_flash_attention_score_grad.h", [
     TensorIn("query", doc="Q of the forward pass, laid out as inputLayout says", dtypes=FLOATS),
@@ -43,9 +42,9 @@ OP = Op("FlashAttentionScoreGradV2", "aclnn_flash_attention_score_grad.h", [
     IntArrayIn("qStartIdxOptional", optional=True, doc="first query position of the ALiBi pse (pseType 2/3)"),
     IntArrayIn("kvStartIdxOptional", optional=True, doc="first key position of the ALiBi pse (pseType 2/3)"),
     Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-    Double("keepProb", default=1.0, doc="dropout keep probability in (0, 1]"),
-    Int64("preTokens", default=INT32_MAX, doc="sliding window: keys this many positions before a query are kept"),
-    Int64("nextTokens", default=INT32_MAX, doc="sliding window: keys this many positions after a query are kept"),
+    Double("keepProb", default=1.0, doc="dropout keep probability in (0, 1]"),   # defaults: the doc sample's
+    Int64("preTokens", doc="sliding window: keys this many positions before a query are kept"),
+    Int64("nextTokens", doc="sliding window: keys this many positions after a query are kept"),
     Int64("headNum", doc="number of query heads N1"),
     String("inputLayout", values=INFER_LAYOUTS, doc="layout of query/keyIn/value/dy"),
     Int64("innerPrecise", default=0, doc="precision mode, 0 = high precision (the only one emulated)"),
