@@ -47,12 +47,13 @@ class Prepared:
     """Phase 1 done (aclnnXxxGetWorkspaceSize): `.workspace_size`, `.run()` for phase 2, `.result()`.
 
     The device copies of host arrays, an allocated workspace and allocated outputs live until
-    `.result()` (or, for a repeatable executor, until `.close()`; a `with` block closes it)."""
+    `.result()` (or, for a repeatable executor, until `.close()`; a `with` block closes it). Closing
+    first waits for a run still on its stream, so no kernel reads memory freed under it."""
 
     def __init__(self, op, given, args, handle, size, kind, temporaries, repeatable):
         self.op, self.workspace_size, self.repeatable = op, size, repeatable
         self._given, self._args, self._handle, self._kind = given, args, handle, kind
-        self._temporaries, self._workspace, self._stream = temporaries, 0, None
+        self._temporaries, self._workspace, self._stream, self._pending = temporaries, 0, None, False
         self._executor = handles.lookup(handle, Executor)
         self._launches = self._executor.launch.run is not None
 
@@ -79,16 +80,21 @@ class Prepared:
             if not self.repeatable:
                 self.close()
             raise AclnnError(code, message)
+        self._pending = self._launches
         return self
+
+    def _wait(self) -> None:
+        if self._pending:
+            self._pending = False
+            with typed():
+                rt.synchronize_stream(self._stream)
 
     def result(self):
         """Wait for the stream the call ran on, then the outputs (see aclnn_emu.functions)."""
         if self._stream is None:
             raise RuntimeError(f"{self.op.phase2}: result() before run()")
         try:
-            if self._launches:
-                with typed():
-                    rt.synchronize_stream(self._stream)
+            self._wait()
             values = [self._output(i) for i in _outputs(self.op)]
         finally:
             if not self.repeatable:
@@ -112,6 +118,12 @@ class Prepared:
 
     def close(self) -> None:
         """Release what the call allocated (and a repeatable executor: aclDestroyAclOpExecutor)."""
+        try:
+            self._wait()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         for tensor in self._temporaries:
             api.free(tensor)
         self._temporaries = []

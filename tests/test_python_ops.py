@@ -281,3 +281,13 @@ def test_a_device_owns_what_it_started(tmp_path):
     done = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "(1, 2, 16, 16)", done.stderr
+
+
+def test_closing_waits_for_a_run_still_on_its_stream():
+    q, k, v = _pfa_inputs(np.float16, (1, 8, 512, 64))
+    stream = ae.Stream(ae.setup())
+    before, free = len(ae.sanitizer_reports()), rt.mem_info()
+    with ae.ops.PromptFlashAttentionV2.prepare(q, k, v, numHeads=8, inputLayout="BNSD", repeatable=True) as ex:
+        ex.run(stream=stream)        # left without a synchronisation: closing must wait before freeing
+    stream.synchronize()
+    assert ae.sanitizer_reports()[before:] == [] and rt.mem_info() == free
