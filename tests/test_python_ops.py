@@ -291,3 +291,18 @@ def test_closing_waits_for_a_run_still_on_its_stream():
         ex.run(stream=stream)        # left without a synchronisation: closing must wait before freeing
     stream.synchronize()
     assert ae.sanitizer_reports()[before:] == [] and rt.mem_info() == free
+
+
+@pytest.mark.soc("Ascend910_95")
+def test_fp8_caches_round_trip_bit_exact_as_numpy_and_torch(aclnn_soc):
+    fp8 = ml_dtypes.float8_e4m3fn
+    key = RNG.standard_normal((2, 1, 32)).astype(fp8)
+    slots = np.array([3, 0], np.int32)
+    cache = np.zeros((1, 4, 1, 32), fp8)
+    ae.ops.ScatterPaKvCache(key, cache, slots, key, np.zeros_like(cache))
+    assert cache[0, 3].tobytes() == key[0].tobytes() and cache[0, 0].tobytes() == key[1].tobytes()
+    torch = pytest.importorskip("torch")
+    tkey = torch.from_numpy(key.view(np.uint8)).view(torch.float8_e4m3fn)
+    tcache = torch.zeros((1, 4, 1, 32), dtype=torch.float8_e4m3fn)
+    result = ae.ops.ScatterPaKvCache(tkey, tcache, torch.from_numpy(slots), tkey, tcache.clone())
+    assert result.keyCacheRef is tcache and tcache.view(torch.uint8).numpy().tobytes() == cache.tobytes()
