@@ -155,12 +155,17 @@ def _pack(op, values):
     return values[0] if len(values) == 1 else _result_type(op)(*values)
 
 
+@functools.cache
+def _tensor_params(op) -> tuple:
+    return tuple((i, p) for i, p in enumerate(op.params) if p.is_tensor)
+
+
 def _copy_inputs(op, values: list, temporaries: list):
     """Host arrays in tensor parameters -> new device tensors; returns the call's kind."""
     kind = DEVICE
-    for i, param in enumerate(op.params):
+    for i, param in _tensor_params(op):
         value = values[i]
-        if not param.is_tensor or value is None or isinstance(value, Tensor):
+        if value is None or isinstance(value, Tensor):
             continue
         found = host.kind(value)
         if found is None:
@@ -179,8 +184,8 @@ def _copy_inputs(op, values: list, temporaries: list):
 def _allocate_outputs(op, args: list, kind: str, temporaries: list) -> None:
     """Outputs left out, by each one's `like`: an input's shape and dtype, or the op's own rule."""
     bound = None
-    for i, param in enumerate(op.params):
-        if not param.output or param.like is None or args[i] is not None:
+    for i, param in _allocatable(op):
+        if args[i] is not None:
             continue
         if isinstance(param.like, str):
             template = args[_index(op)[param.like]]
@@ -196,6 +201,11 @@ def _allocate_outputs(op, args: list, kind: str, temporaries: list) -> None:
         args[i] = api.empty(shape, dtype)
         if kind != DEVICE:
             temporaries.append(args[i])
+
+
+@functools.cache
+def _allocatable(op) -> tuple:
+    return tuple((i, p) for i, p in enumerate(op.params) if p.output and p.like is not None)
 
 
 @functools.cache
