@@ -8,24 +8,15 @@ import numbers
 
 import numpy as np
 
-from . import dtypes, status
+from . import dtypes
 from .formats import Format
 from .meta import Tensor
+from .errors import AclnnError
 from .ops import arguments, by_name, calls
 from .runtime import api as rt
 from .runtime import devices, handles
 from .runtime.streams import Stream
 from .runtime.errors import AclError, take_recent
-
-
-class AclnnError(Exception):
-    """A non-zero status: `.status` (int), `.name` (e.g. ACLNN_ERR_PARAM_INVALID), `.message`."""
-
-    def __init__(self, code: int, message: str | None):
-        self.status = code
-        self.name = status.name_of(code)
-        self.message = message or ""
-        super().__init__(f"{self.name} ({code}): {self.message}")
 
 
 _stream = 0
@@ -101,6 +92,7 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
     The arguments are the C function's, in order: aclnn_emu.Tensor or None for tensors, sequences
     for int/float/bool arrays, str or bytes for strings."""
     op = by_name(op_name)
+    stream = getattr(stream, "handle", stream)     # an aclnn_emu.Stream
     if stream is not None and not isinstance(stream, numbers.Integral):
         raise TypeError(f"run({op_name!r}): stream must be an aclrtStream handle (an int, as aclnn_emu.setup() "
                         f"returns) or None, got {type(stream).__name__}")

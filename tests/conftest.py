@@ -1,5 +1,4 @@
 import ctypes
-import dataclasses
 import sys
 import pathlib
 
@@ -9,7 +8,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import aclnn_emu  # noqa: E402
-from aclnn_emu import config, toolkit  # noqa: E402
+from aclnn_emu import pytest_plugin, toolkit  # noqa: E402
 from aclnn_emu.runtime import sanitizer  # noqa: E402
 
 
@@ -53,9 +52,9 @@ def libacl():
 
 @pytest.fixture
 def chip(request, monkeypatch):
-    """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty.
-    aclInit re-reads the settings, so the runtime is started before the chip is set."""
+    """The emulated chip for one test (parametrize it with indirect=True), set as the plugin's aclnn_soc
+    sets it; sanitizer findings start empty. Unlike aclnn_soc, the tests assert their findings themselves."""
     aclnn_emu.setup()
-    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
+    pytest_plugin.select(monkeypatch, soc=request.param)
     sanitizer.clear()
     return request.param

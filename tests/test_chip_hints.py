@@ -58,8 +58,8 @@ def _scatter(key, value, cache_dtype=None):
     return ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(*args)[0], take_recent()
 
 
-@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
-def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(chip, capfd):
+@pytest.mark.soc("Ascend910B")
+def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(aclnn_soc, capfd):
     """A FLOAT key of the wrong rank: FLOAT exists on 910_95, whose tiling rejects the rank too."""
     code, message = _scatter(np.ones((2, 16), np.float32), np.ones((2, 16), np.float32))
     assert code == 161002
@@ -71,8 +71,8 @@ def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(chip, capfd)
         f"aclnn-emu: aclnnScatterPaKvCacheGetWorkspaceSize returned 161002: {detail}"]
 
 
-@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_a_pairing_only_a2_and_a3_register(chip):
+@pytest.mark.soc("Ascend910_95")
+def test_a_pairing_only_a2_and_a3_register(aclnn_soc):
     code, message = _scatter(np.ones((2, 1, 16), np.float16), np.ones((2, 1, 16), ml_dtypes.bfloat16))
     assert code == 161002
     assert "FLOAT16 / INT8" in message and "registered on" not in message    # BF16 is registered here too
@@ -80,8 +80,8 @@ def test_a_pairing_only_a2_and_a3_register(chip):
                             "emulated chip (now Ascend910_95)")
 
 
-@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
-def test_a_failure_on_every_chip_says_nothing_of_chips(chip, capfd):
+@pytest.mark.soc("Ascend910B", "Ascend910_95")
+def test_a_failure_on_every_chip_says_nothing_of_chips(aclnn_soc, capfd):
     code, message = _scatter(np.ones((2, 16), np.float16), np.ones((2, 16), np.float16))
     assert code in (161002, 561002) and "ACLNN_EMU_SOC" not in message and "registered on" not in message
     assert _hint_lines(capfd.readouterr().err) == []

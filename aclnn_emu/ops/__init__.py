@@ -1,4 +1,8 @@
-"""The operators: one module per aclnn operator, each declaring `OP` (an ops.signature.Op)."""
+"""The operators: one module per aclnn operator, each declaring `OP` (an ops.signature.Op).
+
+`aclnn_emu.ops.<Op>` (an operator's own name) is its Python function, generated on first use from
+the declaration (aclnn_emu/functions.py): every operator listed here has one.
+"""
 import functools
 import importlib
 
@@ -24,3 +28,17 @@ def by_name(name: str):
         return _names()[name]
     except KeyError:
         raise KeyError(f"unknown operator {name!r}; known: {', '.join(op.name for op in all_ops())}") from None
+
+
+def __getattr__(name: str):
+    op = _names().get(name)
+    if op is None or name != op.name:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the operators are "
+                             f"{', '.join(op.name for op in all_ops())}")
+    from .. import functions      # the layer above: imported when a function is first asked for
+    fn = globals()[name] = functions.function(op)
+    return fn
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | {op.name for op in all_ops()})

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .. import status
+from .. import host, status
 from ..meta import Array, Scalar, Tensor, TensorList
 from ..runtime import handles, sanitizer
 from ..runtime.errors import AclError
@@ -95,6 +95,9 @@ def _handle(param, value, raw: bool):
     if value is None:
         return None
     if not isinstance(value, cls):
+        if host.kind(value):
+            raise _Wrong(f"{expected} or None; host arrays go through aclnn_emu.ops.<Op>(...), which copies them to "
+                         "the device, or aclnn_emu.to_device(array)")
         if not raw:
             raise _Wrong(f"{expected} or None")
         return live(address(value), cls, param.name)

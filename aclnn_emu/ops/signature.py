@@ -20,6 +20,10 @@ class OpError(AclError):
         self.chips = tuple(chips)
 
 
+REQUIRED = type("Required", (), {"__repr__": lambda self: "<required>", "__reduce__": lambda self: "REQUIRED"})()
+"""The default of a parameter the caller must give (shown as `<required>` by help())."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
@@ -28,10 +32,22 @@ class Param:
     optional: bool = False
     output: bool = False
     ref: bool = False     # an input the kernel updates in place (keyCacheRef): an output for emptiness
+    # What help() and aclnn_emu.ops say about it (nothing here changes what the C door accepts):
+    doc: str = ""         # one line of meaning
+    dtypes: tuple = ()    # allowed DataTypes, when the op checks them itself (else its kernel table says)
+    values: tuple = ()    # allowed values of a string (layouts, modes)
+    default: object = REQUIRED   # the Python default of a value parameter (optional pointers default to None)
+    like: object = None   # an output aclnn_emu.ops allocates when left out: the name of the input whose shape
+                          # and dtype it takes, or fn(args) -> (shape, DataType) by the op's own shape rules
+                          # (None when it cannot tell)
 
     @property
     def is_tensor(self) -> bool:
         return self.kind == "tensor"
+
+    @property
+    def python_default(self):
+        return None if self.optional or self.output or self.like is not None else self.default
 
     @property
     def cffi_type(self) -> str:
@@ -39,53 +55,54 @@ class Param:
         return {"int64": "int64_t", "double": "double", "bool": "_Bool", "string": "char *"}.get(self.kind, "void *")
 
 
-def TensorIn(name, optional=False, ctype="const aclTensor *"):
-    return Param(name, "tensor", ctype, optional)
+def TensorIn(name, optional=False, ctype="const aclTensor *", **info):
+    return Param(name, "tensor", ctype, optional, **info)
 
 
-def TensorOut(name, optional=False, ctype="const aclTensor *"):
-    return Param(name, "tensor", ctype, optional, output=True)
+def TensorOut(name, optional=False, ctype="const aclTensor *", **info):
+    return Param(name, "tensor", ctype, optional, output=True, **info)
 
 
-def TensorRef(name, optional=False, ctype="const aclTensor *"):
+def TensorRef(name, optional=False, ctype="const aclTensor *", **info):
     """An in/out tensor declared among the inputs (the OpDef's ref tensors)."""
-    return Param(name, "tensor", ctype, optional, ref=True)
+    return Param(name, "tensor", ctype, optional, ref=True, **info)
 
 
-def TensorListIn(name, optional=False, ctype="const aclTensorList *"):
-    return Param(name, "tensor_list", ctype, optional)
+def TensorListIn(name, optional=False, ctype="const aclTensorList *", **info):
+    return Param(name, "tensor_list", ctype, optional, **info)
 
 
-def IntArrayIn(name, optional=False, ctype="const aclIntArray *"):
-    return Param(name, "int_array", ctype, optional)
+def IntArrayIn(name, optional=False, ctype="const aclIntArray *", **info):
+    return Param(name, "int_array", ctype, optional, **info)
 
 
-def FloatArrayIn(name, optional=False, ctype="const aclFloatArray *"):
-    return Param(name, "float_array", ctype, optional)
+def FloatArrayIn(name, optional=False, ctype="const aclFloatArray *", **info):
+    return Param(name, "float_array", ctype, optional, **info)
 
 
-def BoolArrayIn(name, optional=False, ctype="const aclBoolArray *"):
-    return Param(name, "bool_array", ctype, optional)
+def BoolArrayIn(name, optional=False, ctype="const aclBoolArray *", **info):
+    return Param(name, "bool_array", ctype, optional, **info)
 
 
-def ScalarIn(name, optional=False, ctype="const aclScalar *"):
-    return Param(name, "scalar", ctype, optional)
+def ScalarIn(name, optional=False, ctype="const aclScalar *", **info):
+    return Param(name, "scalar", ctype, optional, **info)
 
 
-def Int64(name):
-    return Param(name, "int64", "int64_t")
+def Int64(name, **info):
+    return Param(name, "int64", "int64_t", **info)
 
 
-def Double(name):
-    return Param(name, "double", "double")
+def Double(name, **info):
+    return Param(name, "double", "double", **info)
 
 
-def Bool(name):
-    return Param(name, "bool", "bool")
+def Bool(name, **info):
+    return Param(name, "bool", "bool", **info)
 
 
-def String(name):
-    return Param(name, "string", "char *")
+def String(name, optional=False, **info):
+    """A char *; `optional` when NULL is allowed (it then defaults to None in Python)."""
+    return Param(name, "string", "char *", optional, **info)
 
 
 @dataclasses.dataclass
@@ -142,6 +159,13 @@ class Op:
         self.header = header
         self.params = list(params)
         self.prepare_fn = None
+        self.combos = None       # the registered kernels' (dtype, format) combinations, if declared
+
+    def kernels(self, combos):
+        """Declare the OpDef's kernel combinations (a list, or a dict per chip): the kernel lookup
+        checks them and help() lists each tensor's dtypes and formats from them. Returns `combos`."""
+        self.combos = combos
+        return combos
 
     def prepare(self, fn):
         """Decorator registering `fn(args, env) -> Launch`."""

@@ -32,13 +32,22 @@ class AclError(Exception):
 _recent = threading.local()
 
 
+def _header(code: int) -> str:
+    return f"[ERROR msg][PID:{os.getpid()}] {status.name_of(code)}({code}): "
+
+
 def record(code: int, message: str) -> None:
     """Remember a failure for this host thread in CANN's message style and log it."""
-    text = f"[ERROR msg][PID:{os.getpid()}] {status.name_of(code)}({code}): {message}"
+    text = _header(code) + message
     _recent.message = text
     log.info(text)
     if trace.enabled:
         trace.failed(code, message)
+
+
+def detail(code: int, text: str) -> str:
+    """A recorded failure's message without the header `record` puts before it."""
+    return text.removeprefix(_header(code))
 
 
 def note(message: str) -> None:

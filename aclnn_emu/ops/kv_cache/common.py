@@ -12,6 +12,8 @@ from ..signature import Launch, OpError
 DTYPES_910_95 = [DataType.ACL_FLOAT, DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8, DataType.ACL_UINT8,
                  DataType.ACL_INT16, DataType.ACL_UINT16, DataType.ACL_INT32, DataType.ACL_UINT32,
                  DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN]
+# The cache layouts both operators take (their cacheMode attribute; NULL means Norm).
+CACHE_MODES = ("Norm", "PA_NZ")
 # ASCENDC_TOOLS_WORKSPACE, which the A2/A3 tilings of both ask for.
 TOOLS_WORKSPACE = 16 * 1024 * 1024
 

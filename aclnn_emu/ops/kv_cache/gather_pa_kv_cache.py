@@ -19,12 +19,18 @@ from ...kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
 from ...platform import PLATFORMS
 from ..generated import before_tiling
 from ..signature import Bool, Launch, Op, OpError, String, TensorIn, TensorRef
-from .common import DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
+from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
 
 OP = Op("GatherPaKvCache", "aclnn_gather_pa_kv_cache.h", [
-    TensorIn("keyCache"), TensorIn("valueCache"), TensorIn("blockTables"), TensorIn("seqLens"),
-    TensorRef("keyRef", ctype="aclTensor *"), TensorRef("valueRef", ctype="aclTensor *"),
-    TensorIn("seqOffsetOptional", optional=True), String("cacheMode"), Bool("isSeqLensCumsum"),
+    TensorIn("keyCache", doc="paged key cache [blocks, blockSize, heads, headSize] (Norm) or its NZ form (PA_NZ)"),
+    TensorIn("valueCache", doc="paged value cache, laid out like keyCache"),
+    TensorIn("blockTables", doc="cache block of each batch's i-th block [batch, maxBlocks]"),
+    TensorIn("seqLens", doc="tokens per batch (cumulative when isSeqLensCumsum)"),
+    TensorRef("keyRef", ctype="aclTensor *", doc="gathered keys, written in place [tokens, heads, headSize]"),
+    TensorRef("valueRef", ctype="aclTensor *", doc="gathered values, written in place"),
+    TensorIn("seqOffsetOptional", optional=True, doc="first cached token of each batch (None: 0)"),
+    String("cacheMode", optional=True, values=CACHE_MODES, doc="cache layout (None: Norm)"),
+    Bool("isSeqLensCumsum", doc="seqLens holds cumulative lengths (batch + 1 entries) rather than lengths"),
 ])
 
 ND, NZ = Format.ACL_FORMAT_ND, Format.ACL_FORMAT_FRACTAL_NZ
@@ -40,10 +46,10 @@ def _combo(data, index, cache_format=ND) -> dict:
 # gather_pa_kv_cache_def.cpp: one dtype for both caches and both outputs; ascend910b / ascend910_93
 # register FLOAT16, BF16 and INT8 with INT32 indices, all ND; ascend910_95 its 12 dtypes with INT32
 # or INT64 indices, the caches ND or FRACTAL_NZ.
-COMBOS = {
+COMBOS = OP.kernels({
     "Ascend910B": [_combo(d, I32) for d in (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8)],
     "Ascend910_95": [_combo(d, i, f) for f in (ND, NZ) for i in (I32, I64) for d in DTYPES_910_95],
-}
+})
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
 WORKSPACE_910_95 = 32            # GatherPaKvCacheTiling::GetWorkspaceSize
 NZ_TOKEN_BYTES = 148 * 1024      # the A2/A3 PA_NZ kernel's buffer for one token (UB_TMP_BUF_SIZE)
@@ -66,7 +72,7 @@ def _tiling_a2(a, env):
     tokenSizeV, each read from a storage shape as int32 and required positive. Ranks are not
     checked: a dimension past a shape's rank reads as 0 (the unset slots of gert::Shape)."""
     mode = "Norm" if a.cacheMode is None else a.cacheMode
-    if mode not in ("PA_NZ", "Norm"):
+    if mode not in CACHE_MODES:
         fail(f"cacheMode {mode!r} is not supported; expected 'Norm' or 'PA_NZ'", "cache_mode")
     nz = mode == "PA_NZ"
     kc, key, value, table = (t.storage_shape for t in (a.keyCache, a.keyRef, a.valueRef, a.blockTables))
@@ -159,7 +165,7 @@ def _tiling_910_95(a):
     """GetAttrs, GetInputKeyCache, GetInputValueCache, GetInputBlockTables, GetInputSeqLens,
     GetInputOutputKey, GetInputOutputValue, GetInputSeqOffset, in that order."""
     mode = a.cacheMode or "Norm"                    # NULL takes the OpDef default, "" the tiling's
-    if mode not in ("Norm", "PA_NZ"):
+    if mode not in CACHE_MODES:
         fail(f"cacheMode {mode!r} is not supported; [attr]cache_mode only supports 'Norm' and 'PA_NZ'", "cache_mode")
     norm = mode == "Norm"
     kc, block_size = _cache_910_95(a.keyCache, "keyCache", norm)

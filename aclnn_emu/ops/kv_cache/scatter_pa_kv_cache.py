@@ -17,14 +17,26 @@ from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...platform import PLATFORMS
 from ..generated import before_tiling
 from ..signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
-from .common import DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch, not_implemented
+from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch, not_implemented
+
+# scatterMode values with a template of their own (any other string is a plain scatter, as "None").
+SCATTER_MODES = ("None", "Rope", "Alibi", "Omni", "Nct")
 
 OP = Op("ScatterPaKvCache", "aclnn_scatter_pa_kv_cache.h", [
-    TensorIn("key"), TensorRef("keyCacheRef"), TensorIn("slotMapping"), TensorIn("value"),
-    TensorRef("valueCacheRef"), TensorIn("compressLensOptional", optional=True),
-    TensorIn("compressSeqOffsetOptional", optional=True), TensorIn("seqLensOptional", optional=True),
-    String("cacheModeOptional"), String("scatterModeOptional"),
-    IntArrayIn("stridesOptional", optional=True), IntArrayIn("offsetsOptional", optional=True),
+    TensorIn("key", doc="new keys [tokens, heads, kHeadSize]"),
+    TensorRef("keyCacheRef", doc="paged key cache, updated in place [blocks, blockSize, heads, kHeadSize] "
+                                 "(PA_NZ: its NZ form)"),
+    TensorIn("slotMapping", doc="cache slot (block * blockSize + offset) of each token; negative: skipped"),
+    TensorIn("value", doc="new values [tokens, heads, vHeadSize]"),
+    TensorRef("valueCacheRef", doc="paged value cache, updated in place"),
+    TensorIn("compressLensOptional", optional=True, doc="Alibi/Rope/Omni modes: tokens each batch keeps"),
+    TensorIn("compressSeqOffsetOptional", optional=True, doc="Rope/Omni modes: where each batch's kept tokens start"),
+    TensorIn("seqLensOptional", optional=True, doc="compress modes: tokens per batch"),
+    String("cacheModeOptional", optional=True, values=CACHE_MODES, doc="cache layout (None: Norm)"),
+    String("scatterModeOptional", optional=True, values=SCATTER_MODES, doc="how tokens land (None: None, a plain "
+                                                                           "scatter)"),
+    IntArrayIn("stridesOptional", optional=True, doc="Nct mode: strides of key and value"),
+    IntArrayIn("offsetsOptional", optional=True, doc="Nct mode: offsets of key and value"),
 ])
 
 I8, F16, BF16 = DataType.ACL_INT8, DataType.ACL_FLOAT16, DataType.ACL_BF16
@@ -39,10 +51,10 @@ def _combo(key, value, index) -> dict:
             **{name: index for name in INDEX_PARAMS}}
 
 
-COMBOS = {
+COMBOS = OP.kernels({
     "Ascend910B": [_combo(k, v, i) for i in (I32, I64) for k, v in A2_KV],
     "Ascend910_95": [_combo(d, d, i) for i in (I32, I64) for d in DTYPES_910_95],
-}
+})
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
 UINT_MAX = (1 << 32) - 1
 

@@ -19,19 +19,33 @@ from ...runtime import sanitizer
 from ...runtime.errors import AclError
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
-OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
-    TensorIn("query"), TensorIn("key"), TensorIn("dy"), TensorIn("spareIndices"), TensorIn("weights"),
-    TensorIn("actucalSeqLengthsQuery", optional=True), TensorIn("actucalSeqLengthsKey", optional=True),
-    Int64("headNum"), String("layout"), Int64("sparseMode"), Int64("preTokens"), Int64("nextTokens"),
-    Bool("determinstic"),
-    TensorOut("dQuery"), TensorOut("dKey"), TensorOut("dWeights"),
-])
-
 INNER = status.ACLNN_ERR_INNER_NULLPTR      # what the op_api returns for any l0op failure
 HEAD_DIM, GROUP_NUM, HEAD_NUM_K = 128, 64, 1  # the only shape the tiling accepts
 MAX_TOPK = 2048                               # the per-core workspace is sized for this topK
 SOCS = ("Ascend910B", "Ascend910_93")         # OpDef AddConfig: ascend910b, ascend910_93
 FLOATS = (DataType.ACL_BF16, DataType.ACL_FLOAT16)
+LAYOUTS = ("TND", "BSND")
+INT32 = (DataType.ACL_INT32,)
+
+OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
+    TensorIn("query", dtypes=FLOATS, doc="indexer query [B,S1,N,D] (BSND) or [T1,N,D] (TND); N 64, D 128"),
+    TensorIn("key", dtypes=FLOATS, doc="indexer key [B,S2,1,D] or [T2,1,D]"),
+    TensorIn("dy", dtypes=FLOATS, doc="gradient of the indexer scores of the selected keys [..., topK]"),
+    TensorIn("spareIndices", dtypes=INT32, doc="selected key positions per query token [..., 1, topK] (-1: none)"),
+    TensorIn("weights", dtypes=FLOATS, doc="per-head weights of the indexer scores [B,S1,N] or [T1,N]"),
+    TensorIn("actucalSeqLengthsQuery", optional=True, dtypes=INT32,
+             doc="TND: cumulative query lengths per batch (required there)"),
+    TensorIn("actucalSeqLengthsKey", optional=True, dtypes=INT32, doc="TND: cumulative key lengths per batch"),
+    Int64("headNum", doc="number of query heads N (64)"),
+    String("layout", values=LAYOUTS, doc="layout of query and key"),
+    Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
+    Int64("preTokens", doc="sliding window: left bound"),
+    Int64("nextTokens", doc="sliding window: right bound"),
+    Bool("determinstic", doc="ask for deterministic accumulation (the emulator always is)"),
+    TensorOut("dQuery", like="query", doc="dL/dquery, shaped and typed like query"),
+    TensorOut("dKey", like="key", doc="dL/dkey, shaped and typed like key"),
+    TensorOut("dWeights", like="weights", doc="dL/dweights, shaped and typed like weights"),
+])
 
 # (C parameter, name in the source's messages), in CheckParams order: inputs, then outputs.
 REQUIRED = [("query", "query"), ("key", "key"), ("dy", "dy"), ("spareIndices", "sparseIndices"),
@@ -54,7 +68,7 @@ def _check_infershape(a) -> None:
     """lightning_indexer_grad_infershape.cpp: layout, then the query rank it implies."""
     if a.layout is None:
         _fail("layout.null", "layout must not be nullptr (CANN 8.5 does not check it and reads through it)")
-    if a.layout not in ("TND", "BSND"):
+    if a.layout not in LAYOUTS:
         _fail("layout.value", f"The attr layout_query should be TND or BSND, but got {a.layout}.")
     rank = 4 if a.layout == "BSND" else 3
     if a.query.ndim != rank:
@@ -74,7 +88,7 @@ def _check_kernel(a, env) -> None:
                                    f"{a.query.dtype.short} (the registered kernels pair them)")
     for name in ("spareIndices",) + SEQ_LENGTHS:
         tensor = getattr(a, name)
-        if tensor is not None and tensor.dtype != DataType.ACL_INT32:
+        if tensor is not None and tensor.dtype not in INT32:
             _fail(f"dtype.{name}", f"{name} dtype {tensor.dtype.short} is not supported; the registered "
                                    "kernel takes INT32 only")
     for p in OP.tensors:

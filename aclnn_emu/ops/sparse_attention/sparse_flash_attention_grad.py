@@ -19,15 +19,34 @@ from ...runtime.errors import AclError
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
+LAYOUTS = ("TND", "BSND")
+
 OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
-    TensorIn("query"), TensorIn("key"), TensorIn("value"), TensorIn("sparseIndices"), TensorIn("dOut"),
-    TensorIn("out"), TensorIn("softmaxMax"), TensorIn("softmaxSum"),
-    TensorIn("actualSeqLengthsQueryOptional", optional=True), TensorIn("actualSeqLengthskvOptional", optional=True),
-    TensorIn("queryRopeOptional", optional=True), TensorIn("keyRopeOptional", optional=True),
-    Double("scaleValue"), Int64("sparseBlockSize"), String("layoutOptional"), Int64("sparseMode"),
-    Int64("preTokens"), Int64("nextTokens"), Bool("deterministic"),
-    TensorOut("dQueryOut"), TensorOut("dKeyOut"), TensorOut("dValueOut"),
-    TensorOut("dQueryRopeOutOptional", optional=True), TensorOut("dKeyRopeOutOptional", optional=True),
+    TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND)"),
+    TensorIn("key", doc="K [B,S2,N2,D] or [T2,N2,D], N2 = 1"),
+    TensorIn("value", doc="V, shaped like key"),
+    TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,N2,K] or [T1,N2,K] (-1: none)"),
+    TensorIn("dOut", doc="gradient of the forward output, shaped like out"),
+    TensorIn("out", doc="the forward's output [B,S1,N1,D] or [T1,N1,D]"),
+    TensorIn("softmaxMax", doc="the forward's per-row score maximum [B,N2,S1,G] or [N2,T1,G]"),
+    TensorIn("softmaxSum", doc="the forward's per-row exp sum, shaped like softmaxMax"),
+    TensorIn("actualSeqLengthsQueryOptional", optional=True, doc="TND: cumulative query lengths per batch"),
+    TensorIn("actualSeqLengthskvOptional", optional=True, doc="TND: cumulative key/value lengths per batch"),
+    TensorIn("queryRopeOptional", optional=True, doc="MLA rope part of Q [..., N1, Dr]"),
+    TensorIn("keyRopeOptional", optional=True, doc="MLA rope part of K [..., N2, Dr]"),
+    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
+    Int64("sparseBlockSize", doc="tokens per selected key block (1..128)"),
+    String("layoutOptional", optional=True, values=LAYOUTS, doc="layout of the tensors (None: BSND)"),
+    Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
+    Int64("preTokens", doc="sliding window: left bound"),
+    Int64("nextTokens", doc="sliding window: right bound"),
+    Bool("deterministic", doc="ask for deterministic accumulation (the emulator always is)"),
+    TensorOut("dQueryOut", like="query", doc="dL/dquery, shaped and typed like query"),
+    TensorOut("dKeyOut", like="key", doc="dL/dkey, shaped and typed like key"),
+    TensorOut("dValueOut", like="value", doc="dL/dvalue, shaped and typed like value"),
+    TensorOut("dQueryRopeOutOptional", optional=True, like="queryRopeOptional",
+              doc="dL/dqueryRope (when rope is on)"),
+    TensorOut("dKeyRopeOutOptional", optional=True, like="keyRopeOptional", doc="dL/dkeyRope (when rope is on)"),
 ])
 
 SOCS = ("Ascend910B", "Ascend910_93")      # the OpDef registers ascend910b and ascend910_93 only
@@ -37,10 +56,10 @@ _HALF = {DataType.ACL_BF16: "bf16", DataType.ACL_FLOAT16: "fp16"}
 _FLOAT_IO = ("query", "key", "value", "dOut", "out", "queryRopeOptional", "keyRopeOptional",
              "dQueryOut", "dKeyOut", "dValueOut", "dQueryRopeOutOptional", "dKeyRopeOutOptional")
 # The OpDef's two paired combinations: every float tensor bf16, or every one fp16.
-COMBOS = [dict({n: dt for n in _FLOAT_IO}, sparseIndices=DataType.ACL_INT32,
+COMBOS = OP.kernels([dict({n: dt for n in _FLOAT_IO}, sparseIndices=DataType.ACL_INT32,
                softmaxMax=DataType.ACL_FLOAT, softmaxSum=DataType.ACL_FLOAT,
                actualSeqLengthsQueryOptional=DataType.ACL_INT32,
-               actualSeqLengthskvOptional=DataType.ACL_INT32) for dt in _HALF]
+               actualSeqLengthskvOptional=DataType.ACL_INT32) for dt in _HALF])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +140,7 @@ def _tiling(a) -> Plan:
     if d < dv:
         raise _tiling_error(f"head_dim of Query[{d}] can not less than head_dim of Value[{dv}]", "head_dim_v")
     layout = "BSND" if a.layoutOptional is None else a.layoutOptional
-    if layout not in ("TND", "BSND"):
+    if layout not in LAYOUTS:
         raise _tiling_error(f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}",
                             "layout")
     if rank != len(layout):
