@@ -19,6 +19,7 @@ import sys
 SOCS = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 SANITIZE_MODES = ("warn", "off", "error")
 LOG_LEVELS = ("warning", "info", "debug", "error")
+ISAS = ("auto", "avx512", "avx2", "baseline")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_DEVICE_MEMORY = 16 << 40       # each device maps its arena twice into the 47-bit address space
 MAX_DEVICE_COUNT = (1 << 31) - 1   # device ids are int32_t
@@ -86,6 +87,9 @@ SETTINGS = (
             "device memory per device; pages are committed only when touched"),
     Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
             "number of devices"),
+    Setting("ACLNN_EMU_ISA", "isa", "auto", ", ".join(ISAS) + " (any case)", _choice(ISAS),
+            "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
+            "has; a lower level reproduces another machine's speed, results stay bit-identical"),
     Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
             "read by libascendcl.so before Python starts: directories the embedded interpreter searches first"),
 )
@@ -101,6 +105,7 @@ class Config:
     log: str
     device_memory: int
     device_count: int
+    isa: str
 
 
 DEFAULTS = {s.field: s.parse(s.default) for s in SETTINGS if s.field}
@@ -153,11 +158,22 @@ def reload(env=None) -> Config:
     global current, problem
     current, errors, unknown = check(environment() if env is None else env)
     problem = f"{'; '.join(errors)}; {CONSEQUENCE}" if errors else None
-    for line in [f"aclnn-emu: {e}; {CONSEQUENCE}" for e in errors] + [f"aclnn-emu warning: {u}" for u in unknown]:
-        if line not in _said:
-            _said.add(line)
-            print(line, file=sys.stderr, flush=True)
+    for line in [f"aclnn-emu: {e}; {CONSEQUENCE}" for e in errors]:
+        _say(line)
+    for line in unknown:
+        warn_once(line)
     return current
+
+
+def warn_once(text: str) -> None:
+    """One "aclnn-emu warning:" line on stderr, the first time `text` comes up."""
+    _say(f"aclnn-emu warning: {text}")
+
+
+def _say(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 reload()

@@ -7,7 +7,7 @@
  * consecutive cache slots one tight copy loop.
  *
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
- * is fused but the explicit fmaf calls: every clone below (x86: AVX-512, AVX2, baseline) rounds,
+ * is fused but the explicit fmaf calls: every version below (x86: AVX-512, AVX2, baseline) rounds,
  * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
  * conversion. Only the order of a row sum's additions follows the vector width.
  */
@@ -15,13 +15,48 @@
 #include <stdint.h>
 #include <string.h>
 
-/* On x86-64 the vector loops are compiled for AVX-512, AVX2 and the baseline, and the loader picks
-   the best the CPU has. ACLEMU_SINGLE_TARGET builds one version for the -march given (the tests
-   compare such builds bit for bit). */
-#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) && !defined(ACLEMU_SINGLE_TARGET)
-#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* On x86-64 each vector loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
+   and the baseline, and a call runs the version aclemu_select_isa chose: by default the best the
+   CPU has, or a lower one on request (ACLNN_EMU_ISA), so an AVX2 machine's speed can be measured
+   on an AVX-512 one. Elsewhere there is one version, built for the compiler's target. */
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
+#define ISA_LEVELS 1
+#define ON_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define ON_AVX2 __attribute__((target("arch=x86-64-v3")))
+#endif
+enum isa { ISA_BASELINE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+static int isa_in_use = ISA_BASELINE;
+
+/* The best level this CPU runs. */
+int aclemu_best_isa(void) {
+#ifdef ISA_LEVELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4")) return ISA_AVX512;
+    if (__builtin_cpu_supports("x86-64-v3")) return ISA_AVX2;
+#endif
+    return ISA_BASELINE;
+}
+
+/* Runs `level` from now on, or the best the CPU has if that is lower; returns the level in use. */
+int aclemu_select_isa(int level) {
+    int best = aclemu_best_isa();
+    isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
+    return isa_in_use;
+}
+
+/* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
+#ifdef ISA_LEVELS
+#define DISPATCHED(name, params, args)                                                        \
+    ON_AVX512 static void name##_avx512 params { name args; }                                 \
+    ON_AVX2 static void name##_avx2 params { name args; }                                     \
+    static void name##_baseline params { name args; }                                         \
+    void aclemu_##name params {                                                               \
+        if (isa_in_use == ISA_AVX512) name##_avx512 args;                                     \
+        else if (isa_in_use == ISA_AVX2) name##_avx2 args;                                    \
+        else name##_baseline args;                                                            \
+    }
 #else
-#define VECTOR_CLONES
+#define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
 #endif
 #define INLINE static inline __attribute__((always_inline))
 
@@ -83,7 +118,7 @@ INLINE float round_to(float x, int rounding) {
 /* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
    degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
    subnormal range come out correctly rounded, e^-inf is 0 and e^inf is inf. fmaf is exactly
-   rounded everywhere (one instruction where the CPU has FMA), so every clone agrees bit for bit. */
+   rounded everywhere (one instruction where the CPU has FMA), so every version agrees bit for bit. */
 INLINE float exp_finite(float y) {
     float clamped = y > -110.0f ? (y < 90.0f ? y : 90.0f) : -110.0f;    /* e^-110 rounds to 0, e^90 to inf */
     float n = fmaf(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;    /* rint(y / ln2) */
@@ -164,18 +199,18 @@ INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int
     }
 }
 
-VECTOR_CLONES
-void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
+INLINE void scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
     if (fp16) prepare_row(x, n, pre, 1, post);
     else prepare_row(x, n, pre, 0, post);
 }
+DISPATCHED(scale_scores, (float *x, int64_t n, float pre, int fp16, float post),
+           (x, n, pre, fp16, post))
 
 /* One key block of the online softmax, row by row: scores are prepared as in aclemu_scale_scores,
    the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
    sum l, and the block becomes P = round_to(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
    max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
-VECTOR_CLONES
-void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+INLINE void softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
@@ -189,12 +224,14 @@ void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int f
         row_max[i] = now;
     }
 }
+DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+           float *row_max, float *row_sum, float *alpha, int rounding),
+           (s, rows, cols, pre, fp16, post, row_max, row_sum, alpha, rounding))
 
 /* The attention backward's probabilities, P = exp(S - m) / l in place, row by row. m and l are
    the forward's softmax statistics: one per row (lanes == 1) or `lanes` per row, column j reading
    lane (lane0 + j) % lanes. */
-VECTOR_CLONES
-void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+INLINE void softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
                           int64_t lanes, int64_t lane0) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
@@ -210,6 +247,9 @@ void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row
         }
     }
 }
+DISPATCHED(softmax_probs, (float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+           int64_t lanes, int64_t lane0),
+           (s, rows, cols, row_max, row_sum, lanes, lane0))
 
 INLINE void round_product_loop(float *dst, const float *a, const float *b, int64_t n, int rounding) {
     if (b) {
@@ -222,8 +262,7 @@ INLINE void round_product_loop(float *dst, const float *a, const float *b, int64
 }
 
 /* dst = round_to(a * b), or round_to(a) when b is NULL; dst may be a. */
-VECTOR_CLONES
-void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding) {
+INLINE void round_product(float *dst, const float *a, const float *b, int64_t n, int rounding) {
     switch (rounding) {
     case FP16_EVEN: round_product_loop(dst, a, b, n, FP16_EVEN); break;
     case BF16_AWAY: round_product_loop(dst, a, b, n, BF16_AWAY); break;
@@ -231,6 +270,8 @@ void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n,
     default: round_product_loop(dst, a, b, n, KEEP_FP32);
     }
 }
+DISPATCHED(round_product, (float *dst, const float *a, const float *b, int64_t n, int rounding),
+           (dst, a, b, n, rounding))
 
 INLINE void softmax_grad_loop(float *grad, const float *probs, const float *keep, const float *dsum,
                               int64_t rows, int64_t cols, int rounding) {
@@ -250,8 +291,7 @@ INLINE void softmax_grad_loop(float *grad, const float *probs, const float *keep
 
 /* The score gradient dS = round_to(P * (dP * keep - D)) in place over dP, row by row, with
    D = rowsum(dY * O) per row and keep (the dropout factors) NULL when there is no dropout. */
-VECTOR_CLONES
-void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
+INLINE void softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
                          int64_t rows, int64_t cols, int rounding) {
     switch (rounding) {
     case FP16_EVEN: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_EVEN); break;
@@ -260,6 +300,9 @@ void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, con
     default: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, KEEP_FP32);
     }
 }
+DISPATCHED(softmax_grad, (float *grad, const float *probs, const float *keep, const float *dsum, int64_t rows,
+           int64_t cols, int rounding),
+           (grad, probs, keep, dsum, rows, cols, rounding))
 
 /* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
    sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
@@ -310,8 +353,7 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
 }
 
 /* dst[i, j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0) or bf16 (kind 1). */
-VECTOR_CLONES
-void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind) {
+INLINE void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind) {
     for (int64_t i = 0; i < rows; ++i) {
         const uint16_t *from = src + i * src_row_stride;
         float *to = dst + i * cols;
@@ -324,10 +366,14 @@ void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, i
         }
     }
 }
+DISPATCHED(widen, (float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+           int kind),
+           (dst, src, rows, cols, src_row_stride, kind))
 
 /* dst[i] = the fp16 bits of src[i] rounded to nearest even (infinite from 65520 on). */
-VECTOR_CLONES
-void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
+INLINE void narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits(round_fp16(src[i]));
 }
+DISPATCHED(narrow_fp16, (uint16_t *dst, const float *src, int64_t n),
+           (dst, src, n))

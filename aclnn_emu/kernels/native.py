@@ -7,6 +7,7 @@ parallel.
 import ml_dtypes
 import numpy as np
 
+from aclnn_emu import config
 
 
 class _NotBuilt:
@@ -26,6 +27,34 @@ try:
     from aclnn_emu.kernels._native import ffi, lib
 except ImportError as error:
     ffi = lib = _NotBuilt(error)
+
+# The instruction-set levels of the loops (native.c compiles each loop once per level on x86-64).
+ISAS = ("baseline", "avx2", "avx512")
+
+
+def best_isa() -> str:
+    """The highest level this CPU runs."""
+    return ISAS[lib.aclemu_best_isa()]
+
+
+def isa() -> str:
+    """The level the loops run at now."""
+    return _in_use
+
+
+def use_isa(name: str) -> str:
+    """Run the loops at level `name` ("auto": the best the CPU has) from now on, or at the best the CPU
+    has if that is lower; returns the level in use. Results are bit-identical at every level."""
+    global _in_use
+    _in_use = ISAS[lib.aclemu_select_isa(len(ISAS) - 1 if name == "auto" else ISAS.index(name))]
+    if name not in ("auto", _in_use):
+        config.warn_once(f"ACLNN_EMU_ISA={name}: this CPU's best level is {_in_use}, which runs instead")
+    return _in_use
+
+
+_in_use = "baseline"
+if not isinstance(lib, _NotBuilt):
+    use_isa(config.current.isa)
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion), "away" CAST_ROUND (ties away from zero).
