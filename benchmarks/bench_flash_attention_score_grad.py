@@ -87,13 +87,10 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--memory-s", type=int, default=16384, help="sequence length of the memory run")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    machine.add_isa_option(parser)
-    args = parser.parse_args()
-    if args.child:
-        peak_rss_child(args.child)
+    if "--child" in sys.argv:
+        peak_rss_child(int(parser.parse_args().child))
         return
-    machine.rerun_as(args.isa)
-    print(machine.describe())
+    args = machine.start(parser)
 
     s = 2048
     flops = 10 * B * N * s * s * D

@@ -25,10 +25,7 @@ FLOPS = 4 * B * N * S * S * D          # Q K^T and P V
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
-    machine.add_isa_option(parser)
-    args = parser.parse_args()
-    machine.rerun_as(args.isa)
-    print(machine.describe())
+    args = machine.start(parser)
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((B, N, S, D)).astype(np.float16) for _ in range(3))
     ae.setup()

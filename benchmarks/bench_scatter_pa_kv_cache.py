@@ -13,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 TOKENS, HEADS, HEAD, BLOCKS, BLOCK = 65536, 8, 128, 4096, 128
@@ -22,6 +23,7 @@ ROUNDS = 7
 
 
 def main():
+    machine.start()
     rng = np.random.default_rng(0)
     key = rng.standard_normal((TOKENS, HEADS, HEAD), np.float32).astype(np.float16)
     value = rng.standard_normal((TOKENS, HEADS, HEAD), np.float32).astype(np.float16)

@@ -4,7 +4,8 @@
 aclnn-emu's compiled loops, numpy's BLAS with the kernel it picked and its threads, PyTorch's CPU
 capability and threads.
 
-`--isa avx2` (see `add_isa_option`) re-runs a benchmark with every library held to AVX2, so the
+`start()` parses a benchmark's command line with `--isa`, re-runs it as asked and prints the line.
+`--isa avx2` re-runs a benchmark with every library held to AVX2, so the
 numbers of an AVX2-only machine can be reproduced on an AVX-512 one: aclnn-emu's loops
 (ACLNN_EMU_ISA), OpenBLAS's kernels (Haswell), numpy's SIMD dispatch, PyTorch's kernels and glibc's
 string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
@@ -28,12 +29,20 @@ AS_BASELINE = {"ACLNN_EMU_ISA": "baseline"}
 _RERUN = "BENCHMARK_RUN_AS_ISA"
 
 
-def add_isa_option(parser) -> None:
+def start(parser=None):
+    """A benchmark's arguments from `parser` (a bare one if None) plus --isa; re-runs the script as
+    that machine if asked, prints the machine line, returns the arguments."""
+    import argparse
+    parser = parser or argparse.ArgumentParser()
     parser.add_argument("--isa", choices=("auto", "avx2", "baseline"), default="auto",
                         help="run as a machine with this instruction set (see benchmarks/machine.py)")
+    args = parser.parse_args()
+    _rerun_as(args.isa)
+    print(describe(), flush=True)
+    return args
 
 
-def rerun_as(isa: str) -> None:
+def _rerun_as(isa: str) -> None:
     """Re-run this script with the environment of `isa` (once; the re-run itself carries on)."""
     if isa == "auto" or os.environ.get(_RERUN) == isa:
         return

@@ -61,6 +61,10 @@ def test_widen_is_exact_for_every_fp16_and_bf16_pattern_and_any_row_stride():
         assert _same_bits(native.widen(patterns), patterns.astype(np.float32))
         window = patterns[3:200:2, 10:138]                   # rows 2 * 256 apart, contiguous inside
         assert _same_bits(native.widen(window), window.astype(np.float32))
+        wide = np.full((window.shape[0], 300), np.float32(7))
+        native.widen(window, out=wide[:, 50:178])           # into rows 300 floats apart
+        assert _same_bits(wide[:, 50:178], window.astype(np.float32))
+        assert (wide[:, :50] == 7).all() and (wide[:, 178:] == 7).all()
     odd = np.arange(24, dtype=np.int8).reshape(4, 6)[:, ::2]     # not fp16/bf16 rows: numpy's cast
     assert np.array_equal(native.widen(odd), odd.astype(np.float32))
 

@@ -352,11 +352,13 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
     }
 }
 
-/* dst[i, j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0) or bf16 (kind 1). */
-INLINE void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind) {
+/* dst[i * dst_row_stride + j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0)
+   or bf16 (kind 1). */
+INLINE void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+                  int64_t dst_row_stride, int kind) {
     for (int64_t i = 0; i < rows; ++i) {
         const uint16_t *from = src + i * src_row_stride;
-        float *to = dst + i * cols;
+        float *to = dst + i * dst_row_stride;
         if (kind == 0) {
 #pragma omp simd
             for (int64_t j = 0; j < cols; ++j) to[j] = fp16_value(from[j]);
@@ -367,8 +369,8 @@ INLINE void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, i
     }
 }
 DISPATCHED(widen, (float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
-           int kind),
-           (dst, src, rows, cols, src_row_stride, kind))
+           int64_t dst_row_stride, int kind),
+           (dst, src, rows, cols, src_row_stride, dst_row_stride, kind))
 
 /* dst[i] = the fp16 bits of src[i] rounded to nearest even (infinite from 65520 on). */
 INLINE void narrow_fp16(uint16_t *dst, const float *src, int64_t n) {

@@ -70,17 +70,28 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
     return ffi.cast("float *", x.ctypes.data)
 
 
-def widen(x: np.ndarray) -> np.ndarray:
-    """``x.astype(np.float32)`` as a new C-contiguous array; fp16 and bf16 matrices whose rows are
-    contiguous (any row stride) are widened here, anything else by numpy."""
+def _rows_of(x: np.ndarray) -> bool:
+    """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
+    return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
+            and x.strides[0] >= 0)
+
+
+def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x`` as float32: into ``out`` (float32, of x's shape) when given, else into a new C-contiguous
+    array. fp16 and bf16 matrices whose rows are contiguous (any row stride, in x and in out) are
+    widened here, anything else by numpy."""
     kind = _WIDENED.get(x.dtype)
-    if kind is None or x.ndim != 2 or x.strides[1] != x.itemsize or x.strides[0] % x.itemsize or x.strides[0] < 0:
-        return x.astype(np.float32)
-    rows, cols = x.shape
-    out = np.empty((rows, cols), np.float32)
-    if out.size:
+    if out is None:
+        if kind is None or not _rows_of(x):
+            return x.astype(np.float32)
+        out = np.empty(x.shape, np.float32)
+    elif out.dtype != np.float32 or out.shape != x.shape or not out.flags.writeable:
+        raise ValueError(f"widen: out must be a writeable float32 array of shape {x.shape}")
+    if kind is None or not _rows_of(x) or not _rows_of(out):
+        out[...] = x
+    elif out.size:
         lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
-                         rows, cols, x.strides[0] // x.itemsize, kind)
+                         x.shape[0], x.shape[1], x.strides[0] // x.itemsize, out.strides[0] // out.itemsize, kind)
     return out
 
 

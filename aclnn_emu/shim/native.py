@@ -22,7 +22,8 @@ void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, con
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride);
-void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind);
+void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+                  int64_t dst_row_stride, int kind);
 void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
