@@ -253,6 +253,20 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     assert np.array_equal(dst, expected)
 
 
+def test_scatter_add_rows_adds_repeated_positions_in_order():
+    rng = np.random.default_rng(8)
+    acc = rng.standard_normal((50, 37)).astype(np.float32)
+    pos = rng.integers(0, 50, 400)                           # many positions repeat
+    vals = (rng.standard_normal((400, 37)) * 10.0 ** rng.integers(-6, 6, (400, 1))).astype(np.float32)
+    expected = acc.copy()
+    for p, v in zip(pos, vals):
+        expected[p] += v
+    native.scatter_add_rows(acc, pos, vals)
+    assert _same_bits(acc, expected)
+    with pytest.raises(ValueError, match="outside"):
+        native.scatter_add_rows(acc, np.array([50]), vals[:1])
+
+
 def _every_loop(rng) -> list:
     """The outputs of every vector loop of native.c on one set of inputs with NaNs, infinities,
     fully masked rows and fp16/bf16 midpoints."""
@@ -278,6 +292,9 @@ def _every_loop(rng) -> list:
         outputs.append(s)
     halves = rng.integers(0, 1 << 16, (64, 300)).astype(np.uint16)
     outputs += [native.widen(halves.view(np.float16)[:, 10:]), native.widen(halves.view(BF16)[:, 10:])]
+    acc = np.zeros((40, 33), np.float32)
+    native.scatter_add_rows(acc, rng.integers(0, 40, 300), rng.standard_normal((300, 33)).astype(np.float32))
+    outputs.append(acc)
     narrowed = np.empty(edges.shape, np.float16)
     native.narrow_fp16(narrowed, edges)
     return outputs + [narrowed]

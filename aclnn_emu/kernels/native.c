@@ -372,6 +372,21 @@ DISPATCHED(widen, (float *dst, const uint16_t *src, int64_t rows, int64_t cols, 
            int64_t dst_row_stride, int kind),
            (dst, src, rows, cols, src_row_stride, dst_row_stride, kind))
 
+/* acc[pos[i]] += vals[i] for rows i = 0..n-1 in order, rows of `cols` floats (acc rows `acc_stride`
+   apart): a position given twice gets both additions, in the order given. */
+INLINE void scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+                             int64_t cols) {
+    for (int64_t i = 0; i < n; ++i) {
+        float *to = acc + pos[i] * acc_stride;
+        const float *from = vals + i * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) to[j] += from[j];
+    }
+}
+DISPATCHED(scatter_add_rows, (float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+           int64_t cols),
+           (acc, acc_stride, pos, vals, n, cols))
+
 /* dst[i] = the fp16 bits of src[i] rounded to nearest even (infinite from 65520 on). */
 INLINE void narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd

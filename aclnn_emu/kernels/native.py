@@ -165,6 +165,23 @@ def softmax_grad_(grad: np.ndarray, probs: np.ndarray, dsum: np.ndarray, keep: n
                             rows, cols, ROUNDING[rounding])
 
 
+def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
+    """acc[pos[i]] += vals[i] row by row in order (a repeated position adds each time, in order),
+    for a float32 acc [rows, cols] with contiguous rows and float32 vals [len(pos), cols]."""
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    vals = np.ascontiguousarray(vals, dtype=np.float32)
+    if acc.dtype != np.float32 or not _rows_of(acc) or not acc.flags.writeable:
+        raise ValueError("scatter_add_rows: acc must be a writeable float32 [rows, cols] with contiguous rows")
+    if pos.ndim != 1 or vals.shape != (len(pos), acc.shape[1]):
+        raise ValueError(f"scatter_add_rows: vals has shape {vals.shape}, expected {(len(pos), acc.shape[1])}")
+    if len(pos) and (pos.min() < 0 or pos.max() >= acc.shape[0]):
+        raise ValueError(f"scatter_add_rows: a position lies outside [0, {acc.shape[0]})")
+    if len(pos):
+        lib.aclemu_scatter_add_rows(ffi.cast("float *", acc.ctypes.data), acc.strides[0] // 4,
+                                    ffi.cast("const int64_t *", pos.ctypes.data),
+                                    ffi.cast("const float *", vals.ctypes.data), len(pos), acc.shape[1])
+
+
 def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,
                 pieces: int, piece_bytes: int, dst_stride: int, src_stride: int) -> None:
     """For each pair i, in order: copy ``pieces`` pieces of ``piece_bytes`` from src's first element

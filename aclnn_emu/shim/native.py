@@ -24,6 +24,8 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
                         int64_t src_stride);
 void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
                   int64_t dst_row_stride, int kind);
+void aclemu_scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+                             int64_t cols);
 void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version

@@ -132,8 +132,8 @@ class _Sums:
     def commit(self, step: _Step, item):
         if item is not None:
             pos, dkc, dv, dqc = item
-            _scatter_add(self.k, pos, dkc)
-            _scatter_add(self.v, pos, dv)
+            native.scatter_add_rows(self.k, pos, dkc)
+            native.scatter_add_rows(self.v, pos, dv)
             self.dq[step.r0] = dqc + self.dq[step.r0] if step.r0 in self.dq else dqc
         if step.last:
             rows = slice(step.r0, step.r1)
@@ -218,30 +218,6 @@ def _gather(main, rope, pos, valid):
     if not valid.all():
         out[~valid] = 0
     return out
-
-
-def _scatter_add(acc, pos, vals):
-    """acc[pos] += vals, with repeated positions each adding (fancy-index adds in layers)."""
-    if len(pos) == 0:
-        return
-    order = np.argsort(pos, kind="stable")
-    ranked = pos[order]
-    first = np.r_[True, ranked[1:] != ranked[:-1]]
-    if first.all():
-        _add_unique(acc, pos, vals)
-        return
-    starts = np.flatnonzero(first)
-    rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
-    for layer in range(int(rank.max()) + 1):
-        pick = order[rank == layer]
-        _add_unique(acc, pos[pick], vals[pick])
-
-
-def _add_unique(acc, pos, vals):
-    """acc[pos] += vals for distinct positions (take, add, put: faster than the fancy ``+=``)."""
-    rows = acc.take(pos, axis=0)
-    rows += vals
-    acc[pos] = rows
 
 
 def _store(values, main, rope):
