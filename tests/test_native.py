@@ -253,6 +253,29 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     assert np.array_equal(dst, expected)
 
 
+@pytest.mark.parametrize("pieces,piece_bytes", [(1, 2048), (2, 256), (1, 200)])
+def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
+    """Copies of 1 MiB and more write pieces of 256 bytes and up with streaming stores where the
+    destination is 16-byte aligned: aligned and misaligned destinations, runs, repeats and pairs
+    in any order must give the bytes of the plain loop."""
+    rng = np.random.default_rng(9)
+    rows = (2 << 20) // (pieces * piece_bytes)
+    src = rng.integers(0, 256, rows * pieces * piece_bytes + 64, dtype=np.uint8)
+    dst_stride = piece_bytes * 4
+    slots = np.concatenate([rng.permutation(rows * 3)[:rows - 40], np.arange(100, 120), [5, 5, 7] * 6 + [8, 9]])
+    dst_offsets = slots * piece_bytes + np.where(slots % 5 == 0, 8, 0)          # some not 16-byte aligned
+    src_offsets = np.arange(len(slots)) * pieces * piece_bytes + 16
+    dst = np.zeros(dst_offsets.max() + (pieces - 1) * dst_stride + piece_bytes + 64, np.uint8)
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = \
+                src[s_ + p * piece_bytes:s_ + (p + 1) * piece_bytes]
+    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
+                       dst_stride=dst_stride, src_stride=piece_bytes)
+    assert np.array_equal(dst, expected)
+
+
 def test_scatter_add_rows_adds_repeated_positions_in_order():
     rng = np.random.default_rng(8)
     acc = rng.standard_normal((50, 37)).astype(np.float32)
