@@ -19,6 +19,7 @@ import sys
 SOCS = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 SANITIZE_MODES = ("warn", "off", "error")
 LOG_LEVELS = ("warning", "info", "debug", "error")
+ISAS = ("auto", "avx512", "avx2", "baseline")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_DEVICE_MEMORY = 16 << 40       # each device maps its arena twice into the 47-bit address space
 MAX_DEVICE_COUNT = (1 << 31) - 1   # device ids are int32_t
@@ -97,6 +98,9 @@ SETTINGS = (
     Setting("ACLNN_EMU_TRACE", "trace", "", "a file path in an existing directory", _trace_file,
             "writes a Chrome trace-event file there (Perfetto, chrome://tracing): runtime calls, stream tasks, "
             "kernels, copies, event arrows"),
+    Setting("ACLNN_EMU_ISA", "isa", "auto", ", ".join(ISAS) + " (any case)", _choice(ISAS),
+            "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
+            "has; a lower level reproduces another machine's speed, results stay bit-identical"),
     Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
             "read by libascendcl.so before Python starts: directories the embedded interpreter searches first"),
 )
@@ -113,6 +117,7 @@ class Config:
     device_memory: int
     device_count: int
     trace: str            # "" when off
+    isa: str
 
 
 DEFAULTS = {s.field: s.parse(s.default) if s.default else s.default for s in SETTINGS if s.field}
@@ -165,11 +170,22 @@ def reload(env=None) -> Config:
     global current, problem
     current, errors, unknown = check(environment() if env is None else env)
     problem = f"{'; '.join(errors)}; {CONSEQUENCE}" if errors else None
-    for line in [f"aclnn-emu: {e}; {CONSEQUENCE}" for e in errors] + [f"aclnn-emu warning: {u}" for u in unknown]:
-        if line not in _said:
-            _said.add(line)
-            print(line, file=sys.stderr, flush=True)
+    for line in [f"aclnn-emu: {e}; {CONSEQUENCE}" for e in errors]:
+        _say(line)
+    for line in unknown:
+        warn_once(line)
     return current
+
+
+def warn_once(text: str) -> None:
+    """One "aclnn-emu warning:" line on stderr, the first time `text` comes up."""
+    _say(f"aclnn-emu warning: {text}")
+
+
+def _say(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 reload()

@@ -14,6 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 BATCH, SEQ, HEADS, HEAD, BLOCK = 16, 4096, 8, 128, 128
@@ -24,6 +25,7 @@ ROUNDS = 7
 
 
 def main():
+    machine.start()
     rng = np.random.default_rng(0)
     caches = [rng.standard_normal(ND_SHAPE, np.float32).astype(np.float16) for _ in range(2)]
     table = rng.permutation(BLOCKS).reshape(BATCH, SEQ // BLOCK).astype(np.int32)

@@ -2,7 +2,7 @@
 sparse mode 3, through the full two-phase call (aclnn_emu.run), against PyTorch CPU autograd of the
 same forward (gather of the top-K keys + matmuls, fp32), both measured in this run.
 
-Goals: emulator time / PyTorch time <= 1.0, and the emulator's peak RSS growth during the call
+Goals: emulator time / PyTorch time <= 0.5, and the emulator's peak RSS growth during the call
 within 2x the inputs' size. Peak RSS growth is VmHWM after the call minus VmRSS before it, with
 the high-water mark reset first (/proc/self/clear_refs). Run: python benchmarks/bench_lightning_indexer_grad.py
 """
@@ -15,6 +15,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 
 B, S1, S2, N1, D, TOPK = 1, 1024, 4096, 64, 128, 2048
 SPARSE_MODE = 3        # with S2 - S1 >= TOPK every row uses all topK entries, so no mask is needed below
@@ -93,6 +94,7 @@ def pytorch(inputs):
 
 
 def main():
+    machine.start()
     inputs = make_inputs(np.random.default_rng(0))
     input_bytes = sum(a.nbytes for a in inputs.values())
     emu_seconds, emu_growth = emulator(inputs)
@@ -105,7 +107,7 @@ def main():
           f"{emu_growth / MIB:7.1f} MiB")
     print(f"{f'PyTorch CPU autograd, fp32 ({torch_threads} threads)':44s} {torch_seconds:7.2f} s   peak RSS growth "
           f"{torch_growth / MIB:7.1f} MiB")
-    print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 1.0: {'met' if ratio <= 1.0 else 'MISSED'})")
+    print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 0.5: {'met' if ratio <= 0.5 else 'MISSED'})")
     print(f"emulator peak RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
           f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'})")
 

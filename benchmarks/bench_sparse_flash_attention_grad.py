@@ -5,7 +5,7 @@
   PyTorch:   CPU autograd of the same forward in fp32 (gather of the selected keys, matmuls, softmax),
              forward + backward, in chunks of 64 query rows so its memory stays near the inputs'.
 
-Goals: emulator time / PyTorch time <= 1.0 (best of REPEATS runs each, alternated, after a first
+Goals: emulator time / PyTorch time <= 0.5 (best of REPEATS runs each, alternated, after a first
 call); the emulator's peak RSS growth during its first call within 2x the inputs' size (VmHWM after
 the call minus VmRSS before it, the high-water mark reset through /proc/self/clear_refs; the device
 copies of the inputs exist before the call, the outputs are first touched by it).
@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 
 T1, S2, N1, D, DR, K = 512, 4096, 128, 512, 64, 2048
 SCALE = float(1.0 / np.sqrt(D + DR))
@@ -117,6 +118,7 @@ def emulator_step(x):
 
 
 def main():
+    machine.start()
     import torch
     x = make_inputs(torch)
     input_bytes = sum(a.nbytes for a in x.values())
@@ -138,7 +140,7 @@ def main():
           f"{emu_growth / MIB:7.1f} MiB   (process peak so far, with the host copies: {emu_peak / MIB:.0f} MiB)")
     print(f"{f'PyTorch CPU autograd fp32, {torch.get_num_threads()} threads':46s} {torch_seconds:7.2f} s   "
           f"first-call RSS growth {torch_growth / MIB:7.1f} MiB")
-    print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 1.0: {'met' if ratio <= 1.0 else 'MISSED'})")
+    print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 0.5: {'met' if ratio <= 0.5 else 'MISSED'})")
     print(f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
           f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'}; includes first touch of the "
           f"{sum(x[n].nbytes for n in ('query', 'key', 'value', 'queryRope', 'keyRope')) / MIB:.0f} MiB of outputs)")

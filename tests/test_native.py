@@ -1,20 +1,12 @@
 """The compiled loops (aclnn_emu/kernels/native.c): roundings and conversions bit-exact with real
 casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, piece
 copies byte-exact, and the AVX-512 / AVX2 / baseline builds agreeing bit for bit."""
-import ctypes
-import pathlib
-import platform
-import shutil
-import subprocess
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.casts import BF16, cast_round
-
-SOURCE = pathlib.Path(native.__file__).with_name("native.c")
 
 
 def _fp16_edges() -> np.ndarray:
@@ -69,6 +61,10 @@ def test_widen_is_exact_for_every_fp16_and_bf16_pattern_and_any_row_stride():
         assert _same_bits(native.widen(patterns), patterns.astype(np.float32))
         window = patterns[3:200:2, 10:138]                   # rows 2 * 256 apart, contiguous inside
         assert _same_bits(native.widen(window), window.astype(np.float32))
+        wide = np.full((window.shape[0], 300), np.float32(7))
+        native.widen(window, out=wide[:, 50:178])           # into rows 300 floats apart
+        assert _same_bits(wide[:, 50:178], window.astype(np.float32))
+        assert (wide[:, :50] == 7).all() and (wide[:, 178:] == 7).all()
     odd = np.arange(24, dtype=np.int8).reshape(4, 6)[:, ::2]     # not fp16/bf16 rows: numpy's cast
     assert np.array_equal(native.widen(odd), odd.astype(np.float32))
 
@@ -257,33 +253,97 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     assert np.array_equal(dst, expected)
 
 
-def _single_target_build(tmp_path, march):
-    library = tmp_path / f"native-{march}.so"
-    subprocess.run([shutil.which("gcc"), "-shared", "-fPIC", "-O3", "-ffp-contract=off", "-fno-math-errno",
-                    "-fopenmp-simd", f"-march={march}", "-DACLEMU_SINGLE_TARGET", str(SOURCE), "-o", str(library),
-                    "-lm"], check=True)
-    lib = ctypes.CDLL(str(library))
-    lib.aclemu_softmax_block.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_float,
-                                         ctypes.c_int, ctypes.c_float] + [ctypes.c_void_p] * 3 + [ctypes.c_int]
-    return lib
+@pytest.mark.parametrize("pieces,piece_bytes", [(1, 2048), (2, 256), (1, 200)])
+def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
+    """Copies of 1 MiB and more write pieces of 256 bytes and up with streaming stores where the
+    destination is 16-byte aligned: aligned and misaligned destinations, runs, repeats and pairs
+    in any order must give the bytes of the plain loop."""
+    rng = np.random.default_rng(9)
+    rows = (2 << 20) // (pieces * piece_bytes)
+    src = rng.integers(0, 256, rows * pieces * piece_bytes + 64, dtype=np.uint8)
+    dst_stride = piece_bytes * 4
+    slots = np.concatenate([rng.permutation(rows * 3)[:rows - 40], np.arange(100, 120), [5, 5, 7] * 6 + [8, 9]])
+    dst_offsets = slots * piece_bytes + np.where(slots % 5 == 0, 8, 0)          # some not 16-byte aligned
+    src_offsets = np.arange(len(slots)) * pieces * piece_bytes + 16
+    dst = np.zeros(dst_offsets.max() + (pieces - 1) * dst_stride + piece_bytes + 64, np.uint8)
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = \
+                src[s_ + p * piece_bytes:s_ + (p + 1) * piece_bytes]
+    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
+                       dst_stride=dst_stride, src_stride=piece_bytes)
+    assert np.array_equal(dst, expected)
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64" or not shutil.which("gcc"), reason="x86-64 clones with gcc")
-def test_the_avx512_avx2_and_baseline_builds_agree(tmp_path):
-    flags = open("/proc/cpuinfo").read()
-    marches = ["x86-64"] + (["x86-64-v3"] if " avx2 " in flags else []) + \
-        (["x86-64-v4"] if all(f" {f} " in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl")) else [])
-    rng = np.random.default_rng(5)
+def test_scatter_add_rows_adds_repeated_positions_in_order():
+    rng = np.random.default_rng(8)
+    acc = rng.standard_normal((50, 37)).astype(np.float32)
+    pos = rng.integers(0, 50, 400)                           # many positions repeat
+    vals = (rng.standard_normal((400, 37)) * 10.0 ** rng.integers(-6, 6, (400, 1))).astype(np.float32)
+    expected = acc.copy()
+    for p, v in zip(pos, vals):
+        expected[p] += v
+    native.scatter_add_rows(acc, pos, vals)
+    assert _same_bits(acc, expected)
+    with pytest.raises(ValueError, match="outside"):
+        native.scatter_add_rows(acc, np.array([50]), vals[:1])
+
+
+def _every_loop(rng) -> list:
+    """The outputs of every vector loop of native.c on one set of inputs with NaNs, infinities,
+    fully masked rows and fp16/bf16 midpoints."""
     scores = (rng.standard_normal((32, 1000)) * 50).astype(np.float32)
-    scores[3, :500] = -np.inf
+    scores[3, :500], scores[5, 7], scores[6, :] = -np.inf, np.nan, -np.inf
+    edges = _fp16_edges()
+    outputs = [native.scale_(edges.copy(), pre=np.float32(0.37), fp16=True, post=np.float32(0.0884))]
+    for rounding in native.ROUNDING:
+        s, state = scores.copy(), _softmax_state(32)
+        native.softmax_block_(s, *state, fp16=True, post=0.0883883, rounding=rounding)
+        outputs += [s, state[0], state[2]]
+        for b in (None, edges[::-1].copy()):
+            dst = np.empty_like(edges)
+            native.round_product(dst, edges, b, rounding)
+            outputs.append(dst)
+        grad = scores.copy()
+        probs = np.abs(rng.standard_normal(scores.shape)).astype(np.float32)
+        native.softmax_grad_(grad, probs, rng.standard_normal(32).astype(np.float32), probs * 2, rounding)
+        outputs.append(grad)
+    for lanes in (1, 8):
+        s = np.minimum(scores, 0)
+        native.softmax_probs_(s, np.zeros((32, lanes), np.float32), np.full((32, lanes), 3, np.float32), lane0=5)
+        outputs.append(s)
+    halves = rng.integers(0, 1 << 16, (64, 300)).astype(np.uint16)
+    outputs += [native.widen(halves.view(np.float16)[:, 10:]), native.widen(halves.view(BF16)[:, 10:])]
+    acc = np.zeros((40, 33), np.float32)
+    native.scatter_add_rows(acc, rng.integers(0, 40, 300), rng.standard_normal((300, 33)).astype(np.float32))
+    outputs.append(acc)
+    narrowed = np.empty(edges.shape, np.float16)
+    native.narrow_fp16(narrowed, edges)
+    return outputs + [narrowed]
+
+
+def test_every_isa_level_gives_the_same_bits():
+    """The AVX-512, AVX2 and baseline versions (those this CPU runs) round, convert and exponentiate
+    alike; only the order of a row sum's additions follows the vector width."""
+    levels = native.ISAS[:native.ISAS.index(native.best_isa()) + 1]
     results = []
-    for march in marches:
-        lib = _single_target_build(tmp_path, march)
-        s = scores.copy()
-        row_max, row_sum, alpha = _softmax_state(32)
-        lib.aclemu_softmax_block(s.ctypes.data, 32, 1000, 1.0, 1, 0.0883883, row_max.ctypes.data,
-                                 row_sum.ctypes.data, alpha.ctypes.data, 1)
-        results.append((s, row_max, row_sum))
-    for s, row_max, row_sum in results[1:]:
-        assert _same_bits(s, results[0][0]) and _same_bits(row_max, results[0][1])
-        assert np.allclose(row_sum, results[0][2], rtol=1e-5)      # the sums' order follows the width
+    try:
+        for level in levels:
+            assert native.use_isa(level) == level
+            results.append(_every_loop(np.random.default_rng(5)))
+    finally:
+        native.use_isa("auto")
+    for other in results[1:]:
+        for got, expected in zip(other, results[0]):
+            assert got.shape == expected.shape and _same_bits(got, expected)
+
+
+@pytest.mark.skipif(native.best_isa() == native.ISAS[-1], reason="this CPU runs every level")
+def test_a_level_the_cpu_lacks_runs_the_best_it_has(capsys):
+    best = native.best_isa()
+    try:
+        assert native.use_isa("avx512") == best
+    finally:
+        native.use_isa("auto")
+    assert f"ACLNN_EMU_ISA=avx512: this CPU's best level is {best}" in capsys.readouterr().err

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import narrow_half_away, round_half_away_
 
 
 def _edge_values(dtype):
@@ -23,14 +23,31 @@ def _edge_values(dtype):
     return np.concatenate([grid, ties, neighbours, specials]).astype(np.float32)
 
 
+def _inputs(dtype):
+    rng = np.random.default_rng(0)
+    return np.concatenate([_edge_values(dtype),
+                           rng.standard_normal(50000).astype(np.float32) * np.float32(1e-3),
+                           rng.standard_normal(50000).astype(np.float32) * np.float32(3e4)])
+
+
 @pytest.mark.parametrize("dtype", [FP16, BF16])
 def test_round_half_away_matches_cast_round(dtype):
-    rng = np.random.default_rng(0)
-    x = np.concatenate([_edge_values(dtype),
-                        rng.standard_normal(50000).astype(np.float32) * np.float32(1e-3),
-                        rng.standard_normal(50000).astype(np.float32) * np.float32(3e4)])
+    x = _inputs(dtype)
     expected = cast_round(x, dtype).astype(np.float32)
     got = round_half_away_(x.copy(), dtype)
     assert np.array_equal(np.isnan(got), np.isnan(expected))
     finite = ~np.isnan(expected)
     assert np.array_equal(got[finite].view(np.uint32), expected[finite].view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [FP16, BF16])
+def test_narrow_half_away_gives_cast_rounds_bits(dtype):
+    payload_nans = np.array([0x7F800001, 0xFF800001, 0x7FC00000], np.uint32).view(np.float32)
+    x = np.concatenate([_inputs(dtype), payload_nans])
+    with np.errstate(invalid="ignore"):     # ml_dtypes warns when it narrows a NaN
+        expected = cast_round(x, dtype)
+    got = narrow_half_away(x.copy().reshape(-1, 1), dtype).ravel()
+    assert got.dtype == dtype
+    nan = np.isnan(expected.astype(np.float32))
+    assert np.array_equal(np.isnan(got.astype(np.float32)), nan)
+    assert np.array_equal(got[~nan].view(np.uint16), expected[~nan].view(np.uint16))

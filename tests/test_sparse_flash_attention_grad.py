@@ -71,7 +71,8 @@ def test_matches_the_hardware_maths(dtype, layout, bs, mode, dr, dup):
 def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
     """Without CAST_ROUND of P and dS before their matmuls, every output fails both checks."""
     from aclnn_emu.kernels.sparse_attention import sparse_flash_attention_grad as kernel
-    monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)   # outputs: numpy's cast
+    monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)   # P, outputs: numpy's cast
+    monkeypatch.setattr(kernel, "CAST_ROUND", {np.dtype(dtype): None})      # dS
     case, attrs = make(dtype, block_size=1, sparse_mode=3, dr=64, duplicates=True, nsel=160)
     failures = golden.precision_failures(run_op(case, attrs), case, attrs, NAME[np.dtype(dtype)])
     assert sorted(f.split(":")[0] for f in failures) == sorted(golden.OUTPUTS * 2)

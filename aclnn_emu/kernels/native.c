@@ -7,7 +7,7 @@
  * consecutive cache slots one tight copy loop.
  *
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
- * is fused but the explicit fmaf calls: every clone below (x86: AVX-512, AVX2, baseline) rounds,
+ * is fused but the explicit fmaf calls: every version below (x86: AVX-512, AVX2, baseline) rounds,
  * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
  * conversion. Only the order of a row sum's additions follows the vector width.
  */
@@ -15,13 +15,48 @@
 #include <stdint.h>
 #include <string.h>
 
-/* On x86-64 the vector loops are compiled for AVX-512, AVX2 and the baseline, and the loader picks
-   the best the CPU has. ACLEMU_SINGLE_TARGET builds one version for the -march given (the tests
-   compare such builds bit for bit). */
-#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__)) && !defined(ACLEMU_SINGLE_TARGET)
-#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* On x86-64 each vector loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
+   and the baseline, and a call runs the version aclemu_select_isa chose: by default the best the
+   CPU has, or a lower one on request (ACLNN_EMU_ISA), so an AVX2 machine's speed can be measured
+   on an AVX-512 one. Elsewhere there is one version, built for the compiler's target. */
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
+#define ISA_LEVELS 1
+#define ON_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define ON_AVX2 __attribute__((target("arch=x86-64-v3")))
+#endif
+enum isa { ISA_BASELINE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+static int isa_in_use = ISA_BASELINE;
+
+/* The best level this CPU runs. */
+int aclemu_best_isa(void) {
+#ifdef ISA_LEVELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4")) return ISA_AVX512;
+    if (__builtin_cpu_supports("x86-64-v3")) return ISA_AVX2;
+#endif
+    return ISA_BASELINE;
+}
+
+/* Runs `level` from now on, or the best the CPU has if that is lower; returns the level in use. */
+int aclemu_select_isa(int level) {
+    int best = aclemu_best_isa();
+    isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
+    return isa_in_use;
+}
+
+/* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
+#ifdef ISA_LEVELS
+#define DISPATCHED(name, params, args)                                                        \
+    ON_AVX512 static void name##_avx512 params { name args; }                                 \
+    ON_AVX2 static void name##_avx2 params { name args; }                                     \
+    static void name##_baseline params { name args; }                                         \
+    void aclemu_##name params {                                                               \
+        if (isa_in_use == ISA_AVX512) name##_avx512 args;                                     \
+        else if (isa_in_use == ISA_AVX2) name##_avx2 args;                                    \
+        else name##_baseline args;                                                            \
+    }
 #else
-#define VECTOR_CLONES
+#define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
 #endif
 #define INLINE static inline __attribute__((always_inline))
 
@@ -83,7 +118,7 @@ INLINE float round_to(float x, int rounding) {
 /* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
    degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
    subnormal range come out correctly rounded, e^-inf is 0 and e^inf is inf. fmaf is exactly
-   rounded everywhere (one instruction where the CPU has FMA), so every clone agrees bit for bit. */
+   rounded everywhere (one instruction where the CPU has FMA), so every version agrees bit for bit. */
 INLINE float exp_finite(float y) {
     float clamped = y > -110.0f ? (y < 90.0f ? y : 90.0f) : -110.0f;    /* e^-110 rounds to 0, e^90 to inf */
     float n = fmaf(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;    /* rint(y / ln2) */
@@ -164,18 +199,18 @@ INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int
     }
 }
 
-VECTOR_CLONES
-void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
+INLINE void scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
     if (fp16) prepare_row(x, n, pre, 1, post);
     else prepare_row(x, n, pre, 0, post);
 }
+DISPATCHED(scale_scores, (float *x, int64_t n, float pre, int fp16, float post),
+           (x, n, pre, fp16, post))
 
 /* One key block of the online softmax, row by row: scores are prepared as in aclemu_scale_scores,
    the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
    sum l, and the block becomes P = round_to(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
    max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
-VECTOR_CLONES
-void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+INLINE void softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
@@ -189,12 +224,14 @@ void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int f
         row_max[i] = now;
     }
 }
+DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+           float *row_max, float *row_sum, float *alpha, int rounding),
+           (s, rows, cols, pre, fp16, post, row_max, row_sum, alpha, rounding))
 
 /* The attention backward's probabilities, P = exp(S - m) / l in place, row by row. m and l are
    the forward's softmax statistics: one per row (lanes == 1) or `lanes` per row, column j reading
    lane (lane0 + j) % lanes. */
-VECTOR_CLONES
-void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+INLINE void softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
                           int64_t lanes, int64_t lane0) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
@@ -210,6 +247,9 @@ void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row
         }
     }
 }
+DISPATCHED(softmax_probs, (float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
+           int64_t lanes, int64_t lane0),
+           (s, rows, cols, row_max, row_sum, lanes, lane0))
 
 INLINE void round_product_loop(float *dst, const float *a, const float *b, int64_t n, int rounding) {
     if (b) {
@@ -222,8 +262,7 @@ INLINE void round_product_loop(float *dst, const float *a, const float *b, int64
 }
 
 /* dst = round_to(a * b), or round_to(a) when b is NULL; dst may be a. */
-VECTOR_CLONES
-void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding) {
+INLINE void round_product(float *dst, const float *a, const float *b, int64_t n, int rounding) {
     switch (rounding) {
     case FP16_EVEN: round_product_loop(dst, a, b, n, FP16_EVEN); break;
     case BF16_AWAY: round_product_loop(dst, a, b, n, BF16_AWAY); break;
@@ -231,6 +270,8 @@ void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n,
     default: round_product_loop(dst, a, b, n, KEEP_FP32);
     }
 }
+DISPATCHED(round_product, (float *dst, const float *a, const float *b, int64_t n, int rounding),
+           (dst, a, b, n, rounding))
 
 INLINE void softmax_grad_loop(float *grad, const float *probs, const float *keep, const float *dsum,
                               int64_t rows, int64_t cols, int rounding) {
@@ -250,8 +291,7 @@ INLINE void softmax_grad_loop(float *grad, const float *probs, const float *keep
 
 /* The score gradient dS = round_to(P * (dP * keep - D)) in place over dP, row by row, with
    D = rowsum(dY * O) per row and keep (the dropout factors) NULL when there is no dropout. */
-VECTOR_CLONES
-void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
+INLINE void softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
                          int64_t rows, int64_t cols, int rounding) {
     switch (rounding) {
     case FP16_EVEN: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_EVEN); break;
@@ -260,15 +300,52 @@ void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, con
     default: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, KEEP_FP32);
     }
 }
+DISPATCHED(softmax_grad, (float *grad, const float *probs, const float *keep, const float *dsum, int64_t rows,
+           int64_t cols, int rounding),
+           (grad, probs, keep, dsum, rows, cols, rounding))
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#define STREAMING 1
+#endif
+
+/* Large copies of large pieces (a paged-cache scatter of whole token rows) write with non-temporal
+   stores: a destination line is written whole, so it need not be read into the cache first, which
+   halves the memory traffic of scattered writes. Pieces below STREAM_MIN bytes leave lines part
+   written and copy normally. */
+enum { STREAM_MIN = 256, STREAM_CALL_MIN = 1 << 20 };
+
+/* memcpy of n bytes that may use non-temporal stores (`stream`): for a 16-byte aligned dst, no
+   overlap with src, and n a multiple of 64. */
+static void copy_bytes(char *to, const char *from, int64_t n, int stream) {
+#ifdef STREAMING
+    if (stream && n >= STREAM_MIN && n % 64 == 0 && ((uintptr_t)to & 15) == 0
+        && (to + n <= from || from + n <= to)) {
+        for (int64_t i = 0; i < n; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(from + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(from + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(from + i + 32));
+            __m128i d = _mm_loadu_si128((const __m128i *)(from + i + 48));
+            _mm_stream_si128((__m128i *)(to + i), a);
+            _mm_stream_si128((__m128i *)(to + i + 16), b);
+            _mm_stream_si128((__m128i *)(to + i + 32), c);
+            _mm_stream_si128((__m128i *)(to + i + 48), d);
+        }
+        return;
+    }
+#endif
+    (void)stream;
+    memmove(to, from, (size_t)n);
+}
 
 /* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
    sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
    by side) or reads (the gather: a block's tokens side by side) are one contiguous stretch; a run
-   of whole rows is one memmove. */
+   of whole rows is one copy. */
 static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step, int64_t src_step, int64_t pieces,
-                     int64_t piece_bytes, int64_t dst_stride, int64_t src_stride) {
+                     int64_t piece_bytes, int64_t dst_stride, int64_t src_stride, int stream) {
     if (pieces == 1 && src_step == piece_bytes && dst_step == piece_bytes) {
-        memmove(to, from, (size_t)(count * piece_bytes));
+        copy_bytes(to, from, count * piece_bytes, stream);
         return;
     }
     for (int64_t p = 0; p < pieces; ++p) {
@@ -277,7 +354,7 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
         if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
             for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, 32);
         } else {
-            for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, (size_t)piece_bytes);
+            for (int64_t k = 0; k < count; ++k) copy_bytes(t + k * dst_step, f + k * src_step, piece_bytes, stream);
         }
     }
 }
@@ -291,6 +368,7 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride) {
     int64_t span = (pieces - 1) * dst_stride + piece_bytes;
+    int stream = pairs * pieces * piece_bytes >= STREAM_CALL_MIN;
     for (int64_t i = 0; i < pairs;) {
         int64_t dst_step = i + 1 < pairs ? dst_offset[i + 1] - dst_offset[i] : piece_bytes;
         int64_t src_step = i + 1 < pairs ? src_offset[i + 1] - src_offset[i] : piece_bytes;
@@ -304,17 +382,21 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
                && src_offset[i + count] == src_offset[i + count - 1] + src_step)
             ++count;
         copy_run(dst + dst_offset[i], src + src_offset[i], count, dst_step, src_step, pieces, piece_bytes, dst_stride,
-                 src_stride);
+                 src_stride, stream);
         i += count;
     }
+#ifdef STREAMING
+    if (stream) _mm_sfence();      /* the streamed stores are visible before anyone reads them */
+#endif
 }
 
-/* dst[i, j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0) or bf16 (kind 1). */
-VECTOR_CLONES
-void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind) {
+/* dst[i * dst_row_stride + j] = src[i * src_row_stride + j] widened to fp32, for src in fp16 (kind 0)
+   or bf16 (kind 1). */
+INLINE void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+                  int64_t dst_row_stride, int kind) {
     for (int64_t i = 0; i < rows; ++i) {
         const uint16_t *from = src + i * src_row_stride;
-        float *to = dst + i * cols;
+        float *to = dst + i * dst_row_stride;
         if (kind == 0) {
 #pragma omp simd
             for (int64_t j = 0; j < cols; ++j) to[j] = fp16_value(from[j]);
@@ -324,10 +406,29 @@ void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, i
         }
     }
 }
+DISPATCHED(widen, (float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+           int64_t dst_row_stride, int kind),
+           (dst, src, rows, cols, src_row_stride, dst_row_stride, kind))
+
+/* acc[pos[i]] += vals[i] for rows i = 0..n-1 in order, rows of `cols` floats (acc rows `acc_stride`
+   apart): a position given twice gets both additions, in the order given. */
+INLINE void scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+                             int64_t cols) {
+    for (int64_t i = 0; i < n; ++i) {
+        float *to = acc + pos[i] * acc_stride;
+        const float *from = vals + i * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) to[j] += from[j];
+    }
+}
+DISPATCHED(scatter_add_rows, (float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+           int64_t cols),
+           (acc, acc_stride, pos, vals, n, cols))
 
 /* dst[i] = the fp16 bits of src[i] rounded to nearest even (infinite from 65520 on). */
-VECTOR_CLONES
-void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
+INLINE void narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits(round_fp16(src[i]));
 }
+DISPATCHED(narrow_fp16, (uint16_t *dst, const float *src, int64_t n),
+           (dst, src, n))

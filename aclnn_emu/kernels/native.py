@@ -7,6 +7,7 @@ parallel.
 import ml_dtypes
 import numpy as np
 
+from aclnn_emu import config
 
 
 class _NotBuilt:
@@ -27,6 +28,34 @@ try:
 except ImportError as error:
     ffi = lib = _NotBuilt(error)
 
+# The instruction-set levels of the loops (native.c compiles each loop once per level on x86-64).
+ISAS = ("baseline", "avx2", "avx512")
+
+
+def best_isa() -> str:
+    """The highest level this CPU runs."""
+    return ISAS[lib.aclemu_best_isa()]
+
+
+def isa() -> str:
+    """The level the loops run at now."""
+    return _in_use
+
+
+def use_isa(name: str) -> str:
+    """Run the loops at level `name` ("auto": the best the CPU has) from now on, or at the best the CPU
+    has if that is lower; returns the level in use. Results are bit-identical at every level."""
+    global _in_use
+    _in_use = ISAS[lib.aclemu_select_isa(len(ISAS) - 1 if name == "auto" else ISAS.index(name))]
+    if name not in ("auto", _in_use):
+        config.warn_once(f"ACLNN_EMU_ISA={name}: this CPU's best level is {_in_use}, which runs instead")
+    return _in_use
+
+
+_in_use = "baseline"
+if not isinstance(lib, _NotBuilt):
+    use_isa(config.current.isa)
+
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion), "away" CAST_ROUND (ties away from zero).
 ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3}
@@ -41,17 +70,28 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
     return ffi.cast("float *", x.ctypes.data)
 
 
-def widen(x: np.ndarray) -> np.ndarray:
-    """``x.astype(np.float32)`` as a new C-contiguous array; fp16 and bf16 matrices whose rows are
-    contiguous (any row stride) are widened here, anything else by numpy."""
+def _rows_of(x: np.ndarray) -> bool:
+    """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
+    return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
+            and x.strides[0] >= 0)
+
+
+def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x`` as float32: into ``out`` (float32, of x's shape) when given, else into a new C-contiguous
+    array. fp16 and bf16 matrices whose rows are contiguous (any row stride, in x and in out) are
+    widened here, anything else by numpy."""
     kind = _WIDENED.get(x.dtype)
-    if kind is None or x.ndim != 2 or x.strides[1] != x.itemsize or x.strides[0] % x.itemsize or x.strides[0] < 0:
-        return x.astype(np.float32)
-    rows, cols = x.shape
-    out = np.empty((rows, cols), np.float32)
-    if out.size:
+    if out is None:
+        if kind is None or not _rows_of(x):
+            return x.astype(np.float32)
+        out = np.empty(x.shape, np.float32)
+    elif out.dtype != np.float32 or out.shape != x.shape or not out.flags.writeable:
+        raise ValueError(f"widen: out must be a writeable float32 array of shape {x.shape}")
+    if kind is None or not _rows_of(x) or not _rows_of(out):
+        out[...] = x
+    elif out.size:
         lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
-                         rows, cols, x.strides[0] // x.itemsize, kind)
+                         x.shape[0], x.shape[1], x.strides[0] // x.itemsize, out.strides[0] // out.itemsize, kind)
     return out
 
 
@@ -123,6 +163,23 @@ def softmax_grad_(grad: np.ndarray, probs: np.ndarray, dsum: np.ndarray, keep: n
                             ffi.NULL if keep is None else _floats(keep, "keep", written=False),
                             _floats(dsum, "dsum", rows, written=False),
                             rows, cols, ROUNDING[rounding])
+
+
+def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
+    """acc[pos[i]] += vals[i] row by row in order (a repeated position adds each time, in order),
+    for a float32 acc [rows, cols] with contiguous rows and float32 vals [len(pos), cols]."""
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    vals = np.ascontiguousarray(vals, dtype=np.float32)
+    if acc.dtype != np.float32 or not _rows_of(acc) or not acc.flags.writeable:
+        raise ValueError("scatter_add_rows: acc must be a writeable float32 [rows, cols] with contiguous rows")
+    if pos.ndim != 1 or vals.shape != (len(pos), acc.shape[1]):
+        raise ValueError(f"scatter_add_rows: vals has shape {vals.shape}, expected {(len(pos), acc.shape[1])}")
+    if len(pos) and (pos.min() < 0 or pos.max() >= acc.shape[0]):
+        raise ValueError(f"scatter_add_rows: a position lies outside [0, {acc.shape[0]})")
+    if len(pos):
+        lib.aclemu_scatter_add_rows(ffi.cast("float *", acc.ctypes.data), acc.strides[0] // 4,
+                                    ffi.cast("const int64_t *", pos.ctypes.data),
+                                    ffi.cast("const float *", vals.ctypes.data), len(pos), acc.shape[1])
 
 
 def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,

@@ -4,12 +4,13 @@ setup.py hands `ffi` to cffi's setuptools integration (`cffi_modules`), so `pip 
 `pip install -e .` compile it like any other extension module.
 """
 import pathlib
-import platform
 
 import cffi
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "kernels" / "native.c"
 DECLARATIONS = """
+int aclemu_best_isa(void);
+int aclemu_select_isa(int level);
 void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post);
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding);
@@ -21,15 +22,17 @@ void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, con
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride);
-void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind);
+void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
+                  int64_t dst_row_stride, int kind);
+void aclemu_scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
+                             int64_t cols);
 void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
 """
-# -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every target clone
-# rounds identically; -fopenmp-simd: the `omp simd` reductions vectorise without linking OpenMP;
-# the AVX-512 clone is worth its full vector width.
-FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd"]
-if platform.machine() in ("x86_64", "AMD64"):
-    FLAGS.append("-mprefer-vector-width=512")
+# -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
+# rounds identically; -fno-trapping-math: no FP exception is ever observed, so the compare-and-select
+# roundings vectorise without AVX-512's masks too (results unchanged); -fopenmp-simd: the `omp simd`
+# reductions vectorise without linking OpenMP.
+FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd"]
 
 ffi = cffi.FFI()
 ffi.cdef(DECLARATIONS)

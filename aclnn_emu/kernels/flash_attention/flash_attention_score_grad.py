@@ -20,7 +20,7 @@ from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention.pse import PseSource
-from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
+from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
 from aclnn_emu.kernels.flash_attention.sparse_modes import SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
@@ -51,11 +51,6 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
     job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
                pse, drop_mask, atten_mask)
     return job.run()
-
-
-def _narrow(x, dtype):
-    """CAST_ROUND of the fp32 array x (consumed) to dtype; the rounded values convert exactly."""
-    return round_half_away_(x, dtype).astype(dtype)
 
 
 class _Dropout:
@@ -116,8 +111,8 @@ class _Job:
                             acc_k += part[(bi, hi)][0]
                             acc_v += part[(bi, hi)][1]
                     acc_k *= self.scale
-                    dk[bi, hi] = _narrow(acc_k, self.dtype)
-                    dv[bi, hi] = _narrow(acc_v, self.dtype)
+                    dk[bi, hi] = narrow_half_away(acc_k, self.dtype)
+                    dv[bi, hi] = narrow_half_away(acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
     def _work(self, tasks):
@@ -154,7 +149,7 @@ class _Job:
             keep = None if keep_bits is None else np.multiply(keep_bits[:, c0:c1], self.dropout.factor, dtype=FP32)
             self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), keep, buffers)
         dq_rows *= self.scale
-        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = _narrow(dq_rows, self.dtype)
+        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = narrow_half_away(dq_rows, self.dtype)
 
     def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers):
         i0, i1, c0, c1 = box
@@ -202,10 +197,10 @@ class _Head:
 
     def __init__(self, job, b, n):
         self.key = (b, n)
-        self.q = job.q[b, n].astype(FP32)
+        self.q = native.widen(job.q[b, n])
         self.q_scaled = self.q * job.scale
-        self.dy = np.ascontiguousarray(job.dy[b, n], dtype=FP32)
-        self.dsum = np.einsum("ij,ij->i", self.dy, job.o[b, n].astype(FP32))
+        self.dy = native.widen(job.dy[b, n])
+        self.dsum = np.einsum("ij,ij->i", self.dy, native.widen(job.o[b, n]))
         lanes = (np.asarray(job.softmax_max[b, n], FP32), np.asarray(job.softmax_sum[b, n], FP32))
         replicated = all((x == x[:, :1]).all() for x in lanes)
         self.softmax = tuple(x[:, :1] for x in lanes) if replicated else lanes
@@ -214,5 +209,5 @@ class _Head:
 class _KvHead:
     def __init__(self, job, b, n2):
         self.key = (b, n2)
-        self.k = job.k[b, n2].astype(FP32)
-        self.v = job.v[b, n2].astype(FP32)
+        self.k = native.widen(job.k[b, n2])
+        self.v = native.widen(job.v[b, n2])

@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from .. import parallel
+from .. import native, parallel
 from ..casts import BF16, FP32, cast_rint, cast_round
 from .lightning_indexer_plan import RowPlan
 
@@ -55,7 +55,6 @@ class _Worker:
     def __init__(self, job: "_Job"):
         self.job = job
         self.dk = np.zeros((job.key_rows, job.key.shape[1]), FP32)
-        self.stamp = np.empty(job.key_rows, np.int64)     # scratch for the duplicate check
         self.findings = Findings()
         self.buffers = {}
 
@@ -123,20 +122,9 @@ class _Worker:
         return flat, usable
 
     def _scatter_add(self, rows: np.ndarray, values: np.ndarray, usable: np.ndarray) -> None:
-        """dk[rows[r, j]] += values[r, j] for the usable entries, duplicates included.
-
-        Fancy-index `+=` is fast but adds a duplicated row only once, so each query row is first
-        checked for repeats (a stamp per key row) and falls back to np.add.at if it has any.
-        """
-        for r in range(rows.shape[0]):
-            keep = rows[r] if usable[r].all() else rows[r][usable[r]]
-            contrib = values[r] if len(keep) == len(rows[r]) else values[r][usable[r]]
-            order = np.arange(len(keep))
-            self.stamp[keep] = order
-            if np.array_equal(self.stamp[keep], order):
-                self.dk[keep] += contrib
-            else:
-                np.add.at(self.dk, keep, contrib)
+        """dk[rows[r, j]] += values[r, j] for the usable entries in (r, j) order; a key row given
+        twice gets both additions."""
+        native.scatter_add_rows(self.dk, rows[usable], values[usable])
 
 
 def _products_finite(w: np.ndarray, dy: np.ndarray, dtype) -> bool:

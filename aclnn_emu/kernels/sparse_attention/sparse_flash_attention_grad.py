@@ -5,8 +5,8 @@ Per query row r (G = N1 heads, one KV head) over its selected keys (see ``..._se
     Qc = [q | q_rope][r]  Kc = [k | k_rope][sel]  V = v[sel]            (dtype values, fp32 maths)
     S  = scale * Qc Kc^T ; S[masked] = -FLT_MAX
     P  = exp(S - softmaxMax[r]) / softmaxSum[r]     (recomputed, no renormalisation)
-    Dl = rowsum(dOut[r] * out[r]) ;  dP = dOut[r] V^T ;  dS = P * (dP - Dl)
-    Ph, dSh = CAST_ROUND(P), CAST_ROUND(dS) to the input dtype
+    Dl = rowsum(dOut[r] * out[r]) ;  dP = dOut[r] V^T ;  dSh = CAST_ROUND(P * (dP - Dl))
+    Ph = CAST_ROUND(P) to the input dtype
     dQc[r] = dSh Kc ;  dKc[sel] += dSh^T Qc ;  dV[sel] += Ph^T dOut[r]   (fp32, scatter-add)
     dq | dq_rope = CAST_ROUND(scale * dQc) ;  dk | dk_rope = CAST_ROUND(scale * dKc) ;  dv = CAST_ROUND(dV)
 
@@ -22,9 +22,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from aclnn_emu.kernels import native
 from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.parallel import run_all
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
 from aclnn_emu.kernels.sparse_attention.commit_order import OrderedCommit
 from aclnn_emu.kernels.sparse_attention.select import (RowSpans, select_row,
                                                                    selected_counts)
@@ -131,8 +132,8 @@ class _Sums:
     def commit(self, step: _Step, item):
         if item is not None:
             pos, dkc, dv, dqc = item
-            _scatter_add(self.k, pos, dkc)
-            _scatter_add(self.v, pos, dv)
+            native.scatter_add_rows(self.k, pos, dkc)
+            native.scatter_add_rows(self.v, pos, dv)
             self.dq[step.r0] = dqc + self.dq[step.r0] if step.r0 in self.dq else dqc
         if step.last:
             rows = slice(step.r0, step.r1)
@@ -157,8 +158,8 @@ def _step(x: _Inputs, step: _Step, counts, report):
         mask = masked[:, None, step.c0:step.c1]
         valid = pos >= 0
         qc = _concat(x.q[r0:r1], None if x.q_rope is None else x.q_rope[r0:r1])
-        dout = x.dout[r0:r1].astype(FP32)
-        d_l = np.einsum("rgd,rgd->rg", dout, x.out[r0:r1].astype(FP32), dtype=FP32)[..., None]
+        dout = _concat(x.dout[r0:r1], None)
+        d_l = np.einsum("rgd,rgd->rg", dout, _concat(x.out[r0:r1], None), dtype=FP32)
         half = x.q.dtype
         kc = _gather(x.k, x.k_rope, pos, valid)
         v = _gather(x.v, None, pos, valid)
@@ -166,15 +167,13 @@ def _step(x: _Inputs, step: _Step, counts, report):
         p *= x.scale
         if mask.any():
             np.copyto(p, NEG_FLT_MAX, where=mask)
-        p -= x.smax[r0:r1, :, None]
-        np.exp(p, out=p)
-        p /= x.ssum[r0:r1, :, None]
+        keys = p.shape[-1]
+        native.softmax_probs_(p.reshape(-1, keys), x.smax[r0:r1].reshape(-1, 1), x.ssum[r0:r1].reshape(-1, 1))
         if not valid.all():
             np.copyto(p, FP32.type(0), where=~valid[:, None, :])
-        ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS in place
-        ds -= d_l
-        ds *= p
-        p_h, ds_h = round_half_away_(p, half), round_half_away_(ds, half)
+        ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS = CAST_ROUND(P * (dP - Dl))
+        native.softmax_grad_(ds.reshape(-1, keys), p.reshape(-1, keys), d_l.reshape(-1), None, CAST_ROUND[half])
+        p_h, ds_h = round_half_away_(p, half), ds
         dqc = np.matmul(ds_h, kc)
         dkc = np.matmul(ds_h.transpose(0, 2, 1), qc)
         dv = np.matmul(p_h.transpose(0, 2, 1), dout)
@@ -201,12 +200,13 @@ def _selections(x: _Inputs, r0, r1, counts, report):
 
 
 def _concat(main, rope):
-    """fp32 [..., D + Dr] from a tensor and its optional rope part."""
+    """fp32 [..., D + Dr] from a tensor and its optional rope part (fp16/bf16 widened by native.c)."""
     d = main.shape[-1]
     out = np.empty(main.shape[:-1] + (d + (0 if rope is None else rope.shape[-1]),), FP32)
-    out[..., :d] = main
+    rows = out.reshape(-1, out.shape[-1])
+    native.widen(main.reshape(-1, d), out=rows[:, :d])
     if rope is not None:
-        out[..., d:] = rope
+        native.widen(rope.reshape(-1, rope.shape[-1]), out=rows[:, d:])
     return out
 
 
@@ -218,30 +218,6 @@ def _gather(main, rope, pos, valid):
     if not valid.all():
         out[~valid] = 0
     return out
-
-
-def _scatter_add(acc, pos, vals):
-    """acc[pos] += vals, with repeated positions each adding (fancy-index adds in layers)."""
-    if len(pos) == 0:
-        return
-    order = np.argsort(pos, kind="stable")
-    ranked = pos[order]
-    first = np.r_[True, ranked[1:] != ranked[:-1]]
-    if first.all():
-        _add_unique(acc, pos, vals)
-        return
-    starts = np.flatnonzero(first)
-    rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
-    for layer in range(int(rank.max()) + 1):
-        pick = order[rank == layer]
-        _add_unique(acc, pos[pick], vals[pick])
-
-
-def _add_unique(acc, pos, vals):
-    """acc[pos] += vals for distinct positions (take, add, put: faster than the fancy ``+=``)."""
-    rows = acc.take(pos, axis=0)
-    rows += vals
-    acc[pos] = rows
 
 
 def _store(values, main, rope):

@@ -1,0 +1,98 @@
+"""What a benchmark ran on, and how to run it as another x86 machine would.
+
+`describe()` is the machine line every benchmark prints first: CPU model and cores, the ISA level of
+aclnn-emu's compiled loops, numpy's BLAS with the kernel it picked and its threads, PyTorch's CPU
+capability and threads.
+
+`start()` parses a benchmark's command line with `--isa`, re-runs it as asked and prints the line.
+`--isa avx2` re-runs a benchmark with every library held to AVX2, so the
+numbers of an AVX2-only machine can be reproduced on an AVX-512 one: aclnn-emu's loops
+(ACLNN_EMU_ISA), OpenBLAS's kernels (Haswell), numpy's SIMD dispatch, PyTorch's kernels and glibc's
+string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
+choice), to measure what the loops' vectorisation is worth.
+"""
+import ctypes
+import os
+import platform
+import subprocess
+import sys
+
+_AVX512_NUMPY = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+AS_AVX2 = {
+    "ACLNN_EMU_ISA": "avx2",
+    "OPENBLAS_CORETYPE": "Haswell",
+    "NPY_DISABLE_CPU_FEATURES": _AVX512_NUMPY,
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD",
+}
+AS_BASELINE = {"ACLNN_EMU_ISA": "baseline"}
+_RERUN = "BENCHMARK_RUN_AS_ISA"
+
+
+def start(parser=None):
+    """A benchmark's arguments from `parser` (a bare one if None) plus --isa; re-runs the script as
+    that machine if asked, prints the machine line, returns the arguments."""
+    import argparse
+    parser = parser or argparse.ArgumentParser()
+    parser.add_argument("--isa", choices=("auto", "avx2", "baseline"), default="auto",
+                        help="run as a machine with this instruction set (see benchmarks/machine.py)")
+    args = parser.parse_args()
+    _rerun_as(args.isa)
+    print(describe(), flush=True)
+    return args
+
+
+def _rerun_as(isa: str) -> None:
+    """Re-run this script with the environment of `isa` (once; the re-run itself carries on)."""
+    if isa == "auto" or os.environ.get(_RERUN) == isa:
+        return
+    env = {**os.environ, **(AS_AVX2 if isa == "avx2" else AS_BASELINE), _RERUN: isa}
+    sys.exit(subprocess.run([sys.executable] + sys.argv, env=env).returncode)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _openblas() -> str:
+    """numpy's BLAS: name, version, the kernel it runs and its threads (OpenBLAS answers itself)."""
+    import numpy as np
+    info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    text = f"{info.get('name')} {info.get('version')}"
+    path = next((line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()), None)
+    if path:
+        lib = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", ""), ("openblas", "64_")):
+            corename = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+            threads = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if corename and threads:
+                corename.restype = ctypes.c_char_p
+                return f"{text}, kernel {corename().decode()}, {threads()} threads"
+    return text
+
+
+def _torch() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch not installed"
+    return (f"PyTorch {torch.__version__} {torch.backends.cpu.get_cpu_capability()}, "
+            f"{torch.get_num_threads()} threads")
+
+
+def describe() -> str:
+    from aclnn_emu.kernels import native
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    forced = f" (forced by {os.environ[_RERUN]} run)" if _RERUN in os.environ else ""
+    return (f"machine: {_cpu_model()}, {cores} cores; aclnn-emu loops {native.isa()} (CPU best "
+            f"{native.best_isa()}){forced}; BLAS {_openblas()}; {_torch()}")
+
+
+if __name__ == "__main__":
+    print(describe())
