@@ -18,6 +18,12 @@ Rules modelled (reference §2B):
 - Output: int8 clip(rint(o * quantScale2[n, d] + quantOffset2[n, d])); fp16/bf16 outputs are returned
   unrounded, so the standard measures the emulator's final rounding (<= half an ulp) rather than
   doubling it when both sides round a value lying near a rounding boundary.
+
+Packed layouts (SH, TND, the sparseMode 20-22 base-API path; docs + op_host tiling/op_api source):
+batch b is a run of query rows and a run of key rows of the [T, N, D] tensor, attended as one
+B = 1 batch with its own actual lengths; rows that belong to no batch are 0 (``packed_attention``).
+The base-API kernels round a bf16 output to nearest even (CAST_RINT), the other bf16 paths ties
+away (``to_bf16``).
 """
 import numpy as np
 
@@ -34,6 +40,30 @@ def to_bf16_away(x):
     scaled = mantissa * 256.0
     rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
     return np.ldexp(rounded, exponent - 8)
+
+
+def to_bf16(x, ties="away"):
+    """Round float64 values to bf16 (8 significant bits), ties away from zero or to even."""
+    if ties == "away":
+        return to_bf16_away(x)
+    mantissa, exponent = np.frexp(np.asarray(x, np.float64))
+    return np.ldexp(np.round(mantissa * 256.0), exponent - 8)     # np.round: half to even
+
+
+def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
+    """Expected output [T1, N, Dv] of a packed layout: q [T1, N, D], k/v [T2, Nkv, D|Dv].
+
+    Batch b is query rows starting at sum(q_lengths[:b]) and kv_lengths[b] key rows starting at
+    kv_starts[b] (default: sum(kv_lengths[:b])); ``kwargs`` go to ``attention`` per batch.
+    """
+    q_starts = np.concatenate(([0], np.cumsum(q_lengths)[:-1])).astype(int)
+    if kv_starts is None:
+        kv_starts = np.concatenate(([0], np.cumsum(kv_lengths)[:-1])).astype(int)
+    out = np.zeros(q.shape[:2] + (v.shape[2],))
+    for q0, aq, k0, ak in zip(q_starts, q_lengths, kv_starts, kv_lengths):
+        bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak])]
+        out[q0:q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
+    return out
 
 
 def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):

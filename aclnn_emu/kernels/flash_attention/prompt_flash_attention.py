@@ -99,33 +99,58 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
-                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None
-                           ) -> np.ndarray:
+                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
+                           bf16_out_even: bool = False) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
-    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths.
+    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths. A bf16 output is
+    rounded ties away from zero (CAST_ROUND), or to nearest even with ``bf16_out_even`` (CAST_RINT,
+    the base-API kernels).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, bf16_out_even).run()
+
+
+def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
+                                  int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
+                                  bf16_out_even: bool = False) -> np.ndarray:
+    """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
+
+    Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
+    own band ``bands[b]`` anchored at the batch's own first row and key. Rows of no batch are 0.
+    """
+    outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
+    for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
+        batch_mask = mask
+        if mask is not None and mask.values.shape[0] > 1:
+            batch_mask = Mask(mask.values[b:b + 1])
+        o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
+                                   bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
+                                   out_quant=out_quant, bf16_out_even=bf16_out_even)
+        outs[:, :, q0:q0 + aq] = o
+    return outs
+
+
+def _out_dtype(q_dtype, out_quant):
+    if out_quant is not None:
+        return INT8
+    return FP16 if q_dtype == INT8 else q_dtype
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant):
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, bf16_out_even):
         self.q, self.k, self.v = q, k, v
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
+        self.bf16_out_away = not bf16_out_even
         self.group = q.shape[1] // k.shape[1]
         self.fp16_scores = q.dtype in (FP16, INT8)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
         self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_even"
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
-        if out_quant is not None:
-            out_dtype = INT8
-        else:
-            out_dtype = FP16 if q.dtype == INT8 else q.dtype
         b, n, s1, _ = q.shape
-        self.out = np.zeros((b, n, s1, v.shape[3]), out_dtype)
+        self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
 
     def run(self) -> np.ndarray:
         b, n = self.q.shape[:2]
@@ -215,8 +240,8 @@ class _Forward:
         if self.out_quant is not None:
             quant = self.out_quant
             quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
-        elif out.dtype == BF16:
-            round_half_away_(o, BF16)
+        elif out.dtype == BF16 and self.bf16_out_away:
+            round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
         o[~computed] = 0
         if out.dtype == FP16:
             native.narrow_fp16(out, o)

@@ -1,0 +1,153 @@
+"""aclnnPromptFlashAttentionV2 on the packed layouts against the float64 golden: SH, TND and the
+sparseMode 20-22 base-API path (Atlas A2, the default chip).
+
+Each batch is a run of rows; the golden (``packed_attention``) attends each batch on its own. The
+inputs are chosen so the roundings show: scores on a 1/4 grid (exact in fp32, so the fp16 score
+rounding cannot flip with the summation order), long rows whose P narrowing accumulates, and a
+bf16 output that lands exactly on a rounding tie.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+from golden import prompt_flash_attention as golden
+
+BIG = 2147483647
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(20261124)
+
+
+def grid(shape, dtype):
+    return (np.round(RNG.standard_normal(shape) * 4) / 4).astype(dtype)
+
+
+def randn(shape, dtype):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def run_packed(q, k, v, layout, *, act_q=None, act_kv=None, mode=0, pre=BIG, nxt=0, mask=None, scale=0.125,
+               kv_heads=0):
+    """q/k/v as [T, N, D]; SH passes them as [T, N*D]. Returns the output as [T, N, Dv]."""
+    t, n, _ = q.shape
+    dv = v.shape[2]
+    as_layout = (lambda x: x.reshape(x.shape[0], -1)) if layout == "SH" else (lambda x: x)
+    out = ae.empty(as_layout(np.empty((t, n, dv), np.int8)).shape, ae.dtypes.from_numpy(q.dtype))
+    ae.run("PromptFlashAttentionV2", *(ae.to_device(as_layout(x)) for x in (q, k, v)), None,
+           None if mask is None else ae.to_device(mask), act_q, act_kv, None, None, None, None, None,
+           n, scale, pre, nxt, layout, kv_heads, mode, out)
+    return ae.numpy(out).reshape(t, n, dv)
+
+
+def cumulative(lengths):
+    return tuple(int(x) for x in np.cumsum(lengths))
+
+
+def compressed_mask():
+    return np.triu(np.ones((2048, 2048), bool), 1)
+
+
+# -- TND (bf16 only on A2/A3: the var-len kernels) --------------------------------------------------
+@pytest.mark.parametrize("mode,pre,nxt", [(0, BIG, 0), (3, BIG, 0), (4, 7, 2), (4, -3, 20)])
+@pytest.mark.parametrize("d,dv", [(64, 64), (128, 128), (192, 128)])
+def test_tnd(mode, pre, nxt, d, dv):
+    if mode == 4 and dv not in (64, 128):
+        pytest.skip("band mode takes Dv 64/128 only")
+    q_len, kv_len = [37, 0, 150, 9], [40, 12, 1100, 9]    # a long batch (> one 1024-key block), an empty one
+    q = grid((sum(q_len), 2, d), BF16)
+    k = grid((sum(kv_len), 2, d), BF16)
+    v = randn((sum(kv_len), 2, dv), BF16)
+    mask = None if mode == 0 else compressed_mask()
+    out = run_packed(q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre,
+                     nxt=nxt, mask=mask)
+    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt)
+    assert out.dtype == BF16
+    precision.assert_meets(out, expected, "bfloat16")
+
+
+def test_tnd_gqa_and_an_empty_key_batch():
+    q_len, kv_len = [20, 31], [0, 45]
+    q = grid((51, 4, 128), BF16)
+    k = grid((45, 2, 128), BF16)
+    v = randn((45, 2, 128), BF16)
+    out = run_packed(q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), kv_heads=2)
+    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125)
+    precision.assert_meets(out, expected, "bfloat16")
+    assert np.all(out[:20] == 0), "a batch without keys comes out 0"
+
+
+def tie_values(rows, heads, d):
+    """V whose mean over a batch's keys lies exactly halfway between two bf16 values (1 + 2**-8),
+    with Q = 0 so every key gets the same weight exactly: the output's last rounding decides."""
+    v = np.ones((rows, heads, d), np.float32)
+    v[1::2] += 2.0 ** -7
+    return np.zeros((rows, heads, d), BF16), v.astype(BF16)
+
+
+def test_tnd_rounds_the_bf16_output_ties_away():
+    zeros, v = tie_values(8, 2, 64)
+    out = run_packed(zeros, zeros, v, "TND", act_q=(4, 8), act_kv=(4, 8))
+    assert np.all(out.astype(np.float32) == 1 + 2.0 ** -7), "CAST_ROUND: the tie goes away from zero"
+    assert np.all(out == golden.to_bf16(1 + 2.0 ** -8, "away"))
+
+
+# -- SH (the A2/A3 tiling; batches packed by the query lengths) -------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("mode", [0, 1, 2, 3, 4])
+def test_sh(dtype, mode):
+    q_len, kv_len = [30, 70, 28], [25, 70, 11]      # key rows of batch b start where its query rows do
+    t = sum(q_len)
+    q, k, v = grid((t, 2, 48), dtype), grid((t, 2, 48), dtype), randn((t, 2, 48), dtype)   # D 48: padded to 64
+    mask, pre, nxt = None, BIG, 0
+    if mode == 0:
+        mask, pre, nxt = RNG.random((3, t, t)) < 0.2, 11, 5   # >= [S, S2] of the whole tensor
+    elif mode == 1:
+        mask = RNG.random((1, t, t)) < 0.2
+    else:
+        mask, pre, nxt = compressed_mask(), 9, 3
+    out = run_packed(q, k, v, "SH", act_q=tuple(q_len), act_kv=tuple(kv_len), mode=mode, pre=pre, nxt=nxt, mask=mask)
+    starts = np.concatenate(([0], np.cumsum(q_len)[:-1]))
+    golden_mask = mask if mode in (0, 1) else None
+    expected = np.zeros(out.shape)
+    for b, (q0, aq, ak) in enumerate(zip(starts, q_len, kv_len)):
+        part = golden.packed_attention(q[q0:q0 + aq], k[q0:q0 + ak], v[q0:q0 + ak], [aq], [ak], scale=0.125,
+                                       sparse_mode=mode, pre=pre, nxt=nxt,
+                                       mask=None if golden_mask is None else golden_mask[[b % len(golden_mask)]])
+        expected[q0:q0 + aq] = part
+    precision.assert_meets(out, expected, np.dtype(dtype).name)
+
+
+def test_sh_without_lengths_is_one_batch():
+    q, k, v = grid((33, 2, 32), np.float16), grid((33, 2, 32), np.float16), randn((33, 2, 32), np.float16)
+    out = run_packed(q, k, v, "SH")
+    precision.assert_meets(out, golden.packed_attention(q, k, v, [33], [33], scale=0.125), "float16")
+
+
+def test_sh_gqa():
+    q = grid((40, 4, 32), np.float16)
+    k, v = grid((40, 2, 32), np.float16), randn((40, 2, 32), np.float16)
+    out = run_packed(q, k, v, "SH", act_q=(15, 25), act_kv=(15, 20), kv_heads=2)
+    expected = golden.packed_attention(q, k, v, [15, 25], [15, 20], kv_starts=[0, 15], scale=0.125)
+    precision.assert_meets(out, expected, "float16")
+
+
+# -- sparseMode 20-22: the base-API kernels (SH, no mask, per-batch lengths) ------------------------
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("mode", [20, 21, 22])
+def test_base_api(dtype, mode):
+    q_len, kv_len = [40, 0, 300, 17], [33, 8, 1200, 17]   # the key rows follow their own lengths
+    q = grid((sum(q_len) + 5, 2, 64), dtype)            # 5 trailing rows of no batch: 0
+    k = grid((sum(kv_len), 2, 64), dtype)
+    v = randn((sum(kv_len), 2, 64), dtype)
+    out = run_packed(q, k, v, "SH", act_q=tuple(q_len), act_kv=tuple(kv_len), mode=mode, pre=-5, nxt=-5)
+    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=1)   # no mask, no band
+    precision.assert_meets(out, expected, np.dtype(dtype).name)
+    assert np.all(out[-5:] == 0)
+
+
+def test_base_api_rounds_the_bf16_output_to_even():
+    zeros, v = tie_values(8, 2, 64)
+    out = run_packed(zeros, zeros, v, "SH", act_q=(4, 4), act_kv=(4, 4), mode=20)
+    assert np.all(out.astype(np.float32) == 1.0), "CAST_RINT: the tie goes to the even neighbour"
+    assert np.all(out == golden.to_bf16(1 + 2.0 ** -8, "even"))
