@@ -151,3 +151,32 @@ def test_base_api_rounds_the_bf16_output_to_even():
     out = run_packed(zeros, zeros, v, "SH", act_q=(4, 4), act_kv=(4, 4), mode=20)
     assert np.all(out.astype(np.float32) == 1.0), "CAST_RINT: the tie goes to the even neighbour"
     assert np.all(out == golden.to_bf16(1 + 2.0 ** -8, "even"))
+
+
+# -- Ascend910_95 (TilingV2): TND by TilingV2's rules, SH refused ---------------------------------
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype,mode,pre,nxt", [(np.float16, 0, BIG, 0), (np.float16, 3, BIG, 0),
+                                                (BF16, 4, 6, 3), (np.float16, 1, BIG, 0)])
+def test_tnd_on_ascend910_95(chip, dtype, mode, pre, nxt):
+    """fp16, D 96, mode 1 and a batch with more queries than keys under mode 3: all A2-only refusals."""
+    q_len, kv_len = [12, 0, 50, 30], [20, 6, 40, 9]
+    q, k, v = grid((92, 2, 96), dtype), grid((75, 2, 96), dtype), randn((75, 2, 96), dtype)
+    mask = {0: None, 1: RNG.random((4, 50, 40)) < 0.3}.get(mode, compressed_mask())
+    out = run_packed(q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre,
+                     nxt=nxt, mask=mask)
+    expected = np.zeros(out.shape)
+    q0 = k0 = 0
+    for b, (aq, ak) in enumerate(zip(q_len, kv_len)):
+        expected[q0:q0 + aq] = golden.packed_attention(
+            q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak], [aq], [ak], scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt,
+            mask=mask[[b]] if mode == 1 else None)
+        q0, k0 = q0 + aq, k0 + ak
+    precision.assert_meets(out, expected, np.dtype(dtype).name)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_sh_is_refused_on_ascend910_95(chip):
+    q = grid((16, 2, 32), np.float16)
+    with pytest.raises(ae.AclnnError) as err:
+        run_packed(q, q, q, "SH")
+    assert err.value.status == 561103 and "Invalid input layout:SH" in err.value.message

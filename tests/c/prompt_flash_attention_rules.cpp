@@ -187,6 +187,8 @@ int main(int argc, char **argv) {
     c = TndMasked(4); c.pre = 3; c.next = 1; c.run = true; REPORT("ok.TND_band", Call(c, stream));
     c = Tnd(192, 128); c.run = true; REPORT("ok.TND_d192", Call(c, stream));
     c = Tnd(); c.k = c.v = T({0, 2, 64}, ACL_BF16); c.run = true; REPORT("ok.TND_empty_kv", Call(c, stream));
+    c = Case(); c.q = c.k = T({1, 2, 16, 192}); c.v = c.out = T({1, 2, 16, 128}); c.run = true; REPORT("ok.mla_d192", Call(c, stream));
+    c = Case(); c.v = c.out = T({1, 2, 16, 16}); c.run = true; REPORT("v2.d_gt_dv", Call(c, stream));
     for (int64_t mode = 20; mode <= 22; mode++) {
         c = BaseApi(mode); c.run = true;
         REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));

@@ -57,6 +57,8 @@ def prepare(a, env):
     shapes = _analyse_shapes(a, env)
     if shapes.need_pad:
         _check_formats(a)
+    else:
+        _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
     return Launch(0, plan)
@@ -172,6 +174,19 @@ def _check_formats(a):
                      f"{name[0].upper() + name[1:]} format only support ND.")
 
 
+def _warn_private_formats(a, env):
+    """Without D padding the op_api checks no format: a private one reaches kernel selection, whose
+    binaries are registered for FORMAT_ND only (prompt_flash_attention_def.cpp); how it treats
+    the format is not established, so the call runs as ND with a portability warning."""
+    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+        t = getattr(a, name)
+        if t is not None and t.format in PRIVATE_FORMATS:
+            env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.private_format",
+                         f"{name} has storage format {t.format.short}; the kernels are registered for ND only "
+                         "(read here as ND)")
+            return
+
+
 # -- L0: infershape, tiling, kernel selection (all 561103) ----------------------------------------
 def _padded_d(t_shape, layout, heads, shapes, value=False):
     """The D the tiling sees for q/k/v after the op_api padded it (CheckD)."""
@@ -187,6 +202,8 @@ def _tiling_checks(a, shapes, env):
     kv_heads = a.numKeyValueHeads or heads
     if layout == "BSH" and q.ndim != 3:
         _tiling("infershape.bsh_rank", f"Layout BSH, queryDims({q.ndim}) must be 3!")
+    if pfa_regbase.on_regbase(env):
+        return _tiling_v2_checks(a, shapes, env)
     if layout == "TND" and q.dtype == I8:
         _tiling("io.tnd_int8", "When Layout is TND, not support QKV dataType is all int8!")
     if layout == "TND" and out.dtype == I8:
@@ -200,22 +217,13 @@ def _tiling_checks(a, shapes, env):
         if len(set(dims)) != 1:
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
-    if pfa_regbase.on_regbase(env):
-        pfa_regbase.check_layout(a)
-        pfa_regbase.check_sparse_mode(a)
-    elif a.sparseMode in BASE_API_MODES:
+    if a.sparseMode in BASE_API_MODES:
         act_q, act_kv = pfa_base_api.check(a, shapes)
         _check_kernel_dtypes(a, env)
         full = [(BIG, BIG)] * len(act_q)
         return _launch(a, act_q, act_kv, full, None, rows=(segments(act_q), segments(act_kv)),
                        bf16_out_even=True)
-    mask = a.attenMask
-    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
-        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
-                "uint8 when input type is bfloat16")
-    if q.dtype == I8 and out.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
-        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
-                "scale and the output's dequant offset should be null.")
+    _check_mask_and_quant_dtypes(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
     if layout not in TILING_LAYOUTS:
@@ -229,7 +237,7 @@ def _tiling_checks(a, shapes, env):
     if k.ndim < KV_MIN_RANK or k.ndim > 5:
         _tiling("kv.rank", f"tensor key shape dimNum({k.ndim}) is invalid! Only support range [{KV_MIN_RANK}, 5]")
     _check_heads(a, layout, kv_heads)
-    has_mask = mask is not None and not mask.is_empty
+    has_mask = a.attenMask is not None and not a.attenMask.is_empty
     if layout == "TND":
         act_q, act_kv = pfa_var_len.check_shapes(a)
         _check_mask_shape(a, has_mask, 0, 0, 0)       # the TND branch leaves B, S1 and S2 at 0
@@ -238,12 +246,63 @@ def _tiling_checks(a, shapes, env):
         _check_kernel_dtypes(a, env)
         bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
         return _launch(a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)))
+    rows = None
     if layout == "SH":
         batch, s1, s2, act_q, act_kv = _sh_batches(a, env)
+        rows = segments(act_q)
+        rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])   # keys start with the queries
     else:
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+
+
+def _tiling_v2_checks(a, shapes, env):
+    """Ascend910_95: PromptFlashAttentionTilingV2 (pfa_regbase), then the rules taken as shared."""
+    q, k, v, layout = a.query, a.key, a.value, a.inputLayout
+    if q.is_empty:
+        _tiling("regbase.query_empty", "Query input is empty and output is not empty!")
+    if k.is_empty or v.is_empty:
+        out = a.attentionOut                     # CheckEmptyTensor: zeros, no limits and no int8 rule
+        return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
+    mla = pfa_regbase.check_io(a)
+    pfa_regbase.check_kv(a, mla)
+    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2)
+    pfa_regbase.check_query_and_key(a)
+    if layout == "TND" and I8 in (q.dtype, a.attentionOut.dtype):
+        _tiling("io.tnd_int8", "When Layout is TND, not support QKV or attention out dataType int8 (the A2/A3 rule, "
+                "taken as shared)")
+    _check_mask_and_quant_dtypes(a)
+    _check_int8_scales(a)
+    rows = None
+    if layout == "TND":
+        act_q, act_kv = pfa_regbase.tnd_lengths(a)
+        batch, s1, s2 = len(act_q), max(act_q), max(act_kv)
+        rows = (segments(act_q), segments(act_kv))
+    else:
+        batch, s1, s2 = _check_batch(a, layout)
+        act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
+        act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    pfa_regbase.check_sparse_mode(a)
+    has_mask = a.attenMask is not None and not a.attenMask.is_empty
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+
+
+def _check_mask_and_quant_dtypes(a):
+    q, mask = a.query, a.attenMask
+    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
+        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
+                "uint8 when input type is bfloat16")
+    if q.dtype == I8 and a.attentionOut.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
+        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
+                "scale and the output's dequant offset should be null.")
+
+
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
+    """The mask, sparse, token and quant rules after the batch dims are known; then the launch."""
+    q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
+    batch, s1, s2 = dims
     _check_mask_shape(a, has_mask, batch, s1, s2)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
@@ -260,10 +319,6 @@ def _tiling_checks(a, shapes, env):
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    rows = None
-    if layout == "SH":
-        rows = segments(act_q)
-        rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])
     return _launch(a, act_q, act_kv, bands, mask_t, rows=rows)
 
 
@@ -304,13 +359,18 @@ def _check_int8_scales(a):
         _tiling("quant.int8_scales_empty", "dequant scale or first quant scale is empty tensor when input type is int8.")
 
 
-def _check_heads(a, layout, kv_heads):
-    """SetTilingHeadNumRatio / CheckInputDimAndHeadNum (only BNSD, BSND and NSD have an N axis)."""
+N_AXIS = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}
+N_AXIS_V2 = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "TND": 1}     # TilingV2 reads TND's N too
+
+
+def _check_heads(a, layout, kv_heads, n_axes=N_AXIS):
+    """SetTilingHeadNumRatio / CheckInputDimAndHeadNum (the head counts of the layouts in ``n_axes``
+    are read from the shapes)."""
     q, k, v = a.query.shape, a.key.shape, a.value.shape
     heads = a.numHeads
     if a.numKeyValueHeads < 0:
         _tiling("heads.negative", f"numHeads({heads}) or numKeyValueHeads({a.numKeyValueHeads}) is negative!")
-    n_axis = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}.get(layout)
+    n_axis = n_axes.get(layout)
     if heads > MAX_HEADS:
         _tiling("heads.max", f"the query's heads num({heads}) should not be more than 256!")
     if n_axis is not None:
