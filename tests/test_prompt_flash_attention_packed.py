@@ -146,6 +146,33 @@ def test_base_api(dtype, mode):
     assert np.all(out[-5:] == 0)
 
 
+def run_layout(q, k, v, layout, heads, *, act_q=None, act_kv=None, mode=20):
+    """q/k/v in the layout's own shape; the output in the layout's shape."""
+    out = ae.empty(q.shape, ae.dtypes.from_numpy(q.dtype))
+    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, act_q, act_kv,
+           None, None, None, None, None, heads, 0.125, BIG, 0, layout, 0, mode, out)
+    return ae.numpy(out)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout,shape,act", [("SH", (48, 2 * 288), (16, 16, 16)),
+                                              ("BNSD", (3, 2, 20, 288), None),
+                                              ("BSND", (3, 20, 2, 320), (12,))])
+def test_base_api_mla(dtype, layout, shape, act):
+    """D > 256: the MLA base-API kernels read every layout's memory as packed tokens [T, N, D] and
+    take batch b at rows b * length (a BNSD tensor is thus read as if it were BSND)."""
+    q, k, v = grid(shape, dtype), grid(shape, dtype), randn(shape, dtype)
+    n = 2
+    out = run_layout(q, k, v, layout, n, act_q=act, act_kv=act)
+    d = shape[-1] // n if layout == "SH" else shape[-1]
+    tq, tk, tv = (x.reshape(-1, n, d) for x in (q, k, v))
+    batches = len(act) if layout == "SH" else shape[0]
+    length = (act or (shape[2] if layout == "BNSD" else shape[1],))[0]
+    expected = golden.packed_attention(tq, tk, tv, [length] * batches, [length] * batches, scale=0.125,
+                                       sparse_mode=1)
+    precision.assert_meets(out.reshape(-1, n, d), expected, np.dtype(dtype).name)
+
+
 def test_base_api_rounds_the_bf16_output_to_even():
     zeros, v = tie_values(8, 2, 64)
     out = run_packed(zeros, zeros, v, "SH", act_q=(4, 4), act_kv=(4, 4), mode=20)

@@ -9,17 +9,32 @@ Layout SH packs the batches: batch b holds actualSeqLengths[b] query rows and
 actualSeqLengthsKv[b] key rows, each right after the previous batch's
 (`prompt_flash_attention_base_api.h`: addrQ/addrK grow by the batch's lengths).
 Binaries exist for fp16 and bf16 only (`prompt_flash_attention_arch32.h`, the BASICAPI keys).
-D != Dv or D > 256 selects the MLA base-API kernels, which the emulator does not run.
+D != Dv or D > 256 selects the MLA base-API kernels, for any of SH/BSH/BSND/BNSD (`_mla_plan`).
 """
+from dataclasses import dataclass
+
 from ... import status
+from ...kernels.attention.layouts import segments
 from ..signature import OpError
 from .pfa_common import BASE_API_MAX_D, BF16, F16, I8, TILING_LAYOUTS, tiling
 
 HEAD_SIZE_LAYOUTS = ("SH", "BSH", "BSND", "BNSD", "BNSD_BSND")   # SetBaseApiTilingData reads D for these only
 
 
-def check(a, shapes):
-    """The base-API checks in the source's order; returns the per-batch (query, key) lengths."""
+@dataclass(frozen=True)
+class Plan:
+    """What the base-API kernels compute: per batch b, query rows q_rows[b] = (start, count) against
+    key rows kv_rows[b] of the tensors read as packed tokens [T, N, D] (``tokens``: every layout,
+    the MLA kernels) or in the SH layout."""
+    act_q: list
+    act_kv: list
+    q_rows: list
+    kv_rows: list
+    tokens: bool
+
+
+def check(a, shapes) -> Plan:
+    """The base-API checks in the source's order; returns what the kernels compute."""
     q, k, v, out = a.query, a.key, a.value, a.attentionOut
     for t, what in ((q, "query"), (k, "key"), (v, "value"), (out, "out")):
         if t.is_empty:
@@ -39,39 +54,76 @@ def check(a, shapes):
     d, dv = 0, 0
     if a.inputLayout in HEAD_SIZE_LAYOUTS:        # D after the op_api's padding
         d, dv = shapes.d + shapes.pad * shapes.need_pad, shapes.dv + shapes.pad_v * shapes.need_pad
-    if d != dv or d > BASE_API_MAX_D:
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"sparseMode {a.sparseMode} with D {d} and Dv {dv} "
-                      "takes the MLA base-API kernels, which are not implemented in aclnn-emu",
-                      rule="not_implemented")
-    if a.inputLayout != "SH":
+    mla = d != dv or d > BASE_API_MAX_D
+    if not mla and a.inputLayout != "SH":
         tiling("base_api.sh_only", "inputLayout need to be SH")
-    if a.actualSeqLengths is None or a.actualSeqLengthsKv is None:
+    if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
-    return _lengths(a)
+    act_q, act_kv = _lengths(a)
+    if not mla:
+        return _fitted(a, Plan(act_q, act_kv, segments(act_q), segments(act_kv), tokens=False))
+    return _fitted(a, _mla_plan(a, shapes, act_q, act_kv))
 
 
 def _lengths(a):
-    """B = len(actualSeqLengths); a kv array of length 1 is read for every batch (the host tiling's
-    rule; the kernel reads element b of the device array, so a shorter array is read past its end)."""
-    act_q, act_kv = list(a.actualSeqLengths), list(a.actualSeqLengthsKv)
-    act_kv = [act_kv[b] if len(act_kv) > 1 else act_kv[0] for b in range(len(act_q))] if act_kv else [0] * len(act_q)
-    rows_q, rows_kv = a.query.shape[0], a.key.shape[0]
-    fitted_q = _fit(act_q, rows_q)
-    fitted_kv = _fit(act_kv, rows_kv)
-    if fitted_q != act_q or fitted_kv != act_kv:
-        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}: actual lengths {act_q} / {act_kv} "
-                      f"reach past the {rows_q} query / {rows_kv} key rows (the CANN tiling does not check this; "
-                      "its kernel would read past the tensors, so the emulator rejects it)",
+    """SetBaseApiTilingData: B = len(actualSeqLengths) (1 without it) for SH, else the query's batch
+    axis; each array gives element b, or element 0 when it has one, or S1/S2 when it is absent."""
+    layout, q, k = a.inputLayout, a.query.shape, a.key.shape
+    given_q, given_kv = list(a.actualSeqLengths or ()), list(a.actualSeqLengthsKv or ())
+    if layout == "SH":
+        batch, s1, s2 = len(given_q) or 1, q[0], k[0]
+    else:
+        batch = q[0]
+        s1, s2 = (q[2], k[2]) if layout.startswith("BNSD") else (q[1], k[1])
+    for given, what in ((given_q, "actualSeqLengths"), (given_kv, "actualSeqLengthsKv")):
+        if 1 < len(given) < batch:
+            raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}: {what} has {len(given)} "
+                          f"elements for {batch} batches (the CANN tiling reads past the array; the emulator "
+                          "rejects it)", rule="base_api.lengths_short")
+    pick = lambda given, b, default: (given[b] if len(given) > 1 else given[0]) if given else default  # noqa: E731
+    return [pick(given_q, b, s1) for b in range(batch)], [pick(given_kv, b, s2) for b in range(batch)]
+
+
+def _mla_plan(a, shapes, act_q, act_kv):
+    """The MLA base-API kernels (`prompt_flash_attention_base_mla.h`) read every layout as packed
+    tokens (strides N*D: `dataShapeType` is taken from the quantType field, 0 here) and walk the
+    batches with the longest lengths for batch 0 (a shadowed variable) and the actual ones after it
+    for SH, the longest ones for the other layouts. With equal lengths that is batch b at rows
+    b * length; with unequal ones the rows it computes depend on its block sizes."""
+    if a.inputLayout == "SH" and shapes.d != shapes.dv:
+        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}, SH with D {shapes.d} and Dv "
+                      f"{shapes.dv}: infershape sizes the output like the query, but the MLA kernel writes Dv "
+                      "columns per head (the CANN source does not check this; the emulator rejects it)",
+                      rule="base_api.sh_dv")
+    longest_q, longest_kv = max(act_q), max(act_kv)
+    if any(n != longest_q for n in act_q) or any(n != longest_kv for n in act_kv):
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"sparseMode {a.sparseMode} with D {shapes.d} "
+                      f"and Dv {shapes.dv} (the MLA base-API kernels) and unequal actual lengths {act_q} / "
+                      f"{act_kv} is not implemented in aclnn-emu: the kernel computes batch 0 with the longest "
+                      "lengths, so the rows it covers depend on its block sizes", rule="not_implemented")
+    q_rows = [(b * longest_q, longest_q) for b in range(len(act_q))]
+    kv_rows = [(b * longest_kv, longest_kv) for b in range(len(act_kv))]
+    return Plan(act_q, act_kv, q_rows, kv_rows, tokens=True)
+
+
+def _fitted(a, plan):
+    """Rows past the tensors would be read from neighbouring memory: the emulator rejects them."""
+    rows_q = a.query.numel // (a.numHeads * _d(a.query, a))
+    rows_kv = a.key.numel // ((a.numKeyValueHeads or a.numHeads) * _d(a.key, a, kv=True))
+    ends_q = [start + n for start, n in plan.q_rows]
+    ends_kv = [start + n for start, n in plan.kv_rows]
+    if any(n < 0 for n in plan.act_q + plan.act_kv) or max(ends_q, default=0) > rows_q \
+            or max(ends_kv, default=0) > rows_kv:
+        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}: actual lengths {plan.act_q} / "
+                      f"{plan.act_kv} reach past the {rows_q} query / {rows_kv} key rows (the CANN tiling does not "
+                      "check this; its kernel would read past the tensors, so the emulator rejects it)",
                       rule="base_api.lengths_fit")
-    return act_q, act_kv
+    return plan
 
 
-def _fit(lengths, rows):
-    fitted, used = [], 0
-    for n in lengths:
-        n = max(0, min(n, rows - used))
-        fitted.append(n)
-        used += n
-    return fitted
+def _d(t, a, kv=False):
+    """A tensor's D as the layout reads it (unpadded)."""
+    heads = (a.numKeyValueHeads or a.numHeads) if kv else a.numHeads
+    return t.shape[-1] // heads if a.inputLayout in ("SH", "BSH") else t.shape[-1]

@@ -218,11 +218,11 @@ def _tiling_checks(a, shapes, env):
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
     if a.sparseMode in BASE_API_MODES:
-        act_q, act_kv = pfa_base_api.check(a, shapes)
+        plan = pfa_base_api.check(a, shapes)
         _check_kernel_dtypes(a, env)
-        full = [(BIG, BIG)] * len(act_q)
-        return _launch(a, act_q, act_kv, full, None, rows=(segments(act_q), segments(act_kv)),
-                       bf16_out_even=True)
+        full = [(BIG, BIG)] * len(plan.act_q)
+        return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
+                       bf16_out_even=True, tokens=plan.tokens)
     _check_mask_and_quant_dtypes(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
@@ -603,8 +603,9 @@ def _expected_out_shape(a, shapes):
 
 
 # -- launch ---------------------------------------------------------------------------------------
-def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False):
-    """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout."""
+def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tokens=False):
+    """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
+    ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
@@ -613,7 +614,7 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False):
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
 
     def run(workspace):
-        q, k, v = (_bnsd(t.read(n), layout, h) for t, n, h in
+        q, k, v = (_bnsd(t.read(n), layout, h, tokens) for t, n, h in
                    ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads)))
         mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask")))
         int8 = None
@@ -627,11 +628,14 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False):
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
             o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], **common)
-        out_t.write(_from_bnsd(o, layout).reshape(out_t.shape))
+        out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
     return run
 
 
-def _bnsd(x, layout, heads):
+def _bnsd(x, layout, heads, tokens=False):
+    if tokens:
+        d = x.shape[-1] // heads if layout in ("SH", "BSH") else x.shape[-1]
+        return to_bnsd(x.reshape(-1, heads, d), "TND")
     if layout == "NSD":
         return x[None]
     return to_bnsd(x, "BNSD" if layout == "BNSD_BSND" else layout, heads)
