@@ -17,6 +17,8 @@ EXPECTED = {
                                      "base_api_mla_bnsd")},
     # D > Dv: A2/A3 pad V to D in the op_api; TilingV2 wants equal key and value shapes.
     "v2.d_gt_dv": 0,
+    # S1 = 1: A2/A3 read a 2-D mask as [S1m, S2m] and take batch 1 or B.
+    "v2.ifa_mask_batch": 0, "v2.ifa_mask_2d": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -74,6 +76,8 @@ REGBASE = {
                     "tnd.causal_s1_s2")},
     "v2.d_gt_dv": (TILING, f"{TILING_V2} CheckKeyValueParamsConsistency: key and value shapes equal (but for "
                            "the MLA D 192 / Dv 128); the op_api pads nothing on ASCEND910_95"),
+    "v2.ifa_mask_batch": (TILING, f"{TILING_V2} CheckMaskShape/CheckMaskShapeCrossSparse (enableIFAMask): with a "
+                                  "one-row query the mask batch must be B"),
     "out.shape": (TILING, f"{TILING_V2} CheckQueryOutParamsConsistency: output dims must equal the query's, "
                           "checked in the tiling (A2/A3: after it, 161002)"),
 }

@@ -12,6 +12,7 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+from aclnn_emu import DataType
 from golden import prompt_flash_attention as golden
 
 BIG = 2147483647
@@ -207,3 +208,15 @@ def test_sh_is_refused_on_ascend910_95(chip):
     with pytest.raises(ae.AclnnError) as err:
         run_packed(q, q, q, "SH")
     assert err.value.status == 561103 and "Invalid input layout:SH" in err.value.message
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_one_row_query_reads_a_2d_mask_per_batch_on_ascend910_95(chip):
+    """TilingV2 takes a one-row query's 2-D mask as [B, S2] (A2/A3: [S1m, S2m], row 0 for every batch)."""
+    q, k, v = grid((2, 2, 1, 32), np.float16), grid((2, 2, 40, 32), np.float16), randn((2, 2, 40, 32), np.float16)
+    mask = RNG.random((2, 40)) < 0.5
+    out = ae.empty((2, 2, 1, 32), DataType.ACL_FLOAT16)
+    ae.run("PromptFlashAttentionV2", ae.to_device(q), ae.to_device(k), ae.to_device(v), None, ae.to_device(mask),
+           None, None, None, None, None, None, None, 2, 0.125, BIG, 0, "BNSD", 0, 1, out)
+    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=1, mask=mask[:, None, :])
+    precision.assert_meets(ae.numpy(out), expected, "float16")

@@ -189,6 +189,11 @@ int main(int argc, char **argv) {
     c = Tnd(); c.k = c.v = T({0, 2, 64}, ACL_BF16); c.run = true; REPORT("ok.TND_empty_kv", Call(c, stream));
     c = Case(); c.q = c.k = T({1, 2, 16, 192}); c.v = c.out = T({1, 2, 16, 128}); c.run = true; REPORT("ok.mla_d192", Call(c, stream));
     c = Case(); c.v = c.out = T({1, 2, 16, 16}); c.run = true; REPORT("v2.d_gt_dv", Call(c, stream));
+    // A one-row query (S1 = 1) on TilingV2 takes the decode mask: its batch must be B.
+    c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({1, 1, 16}, ACL_BOOL);
+    c.run = true; REPORT("v2.ifa_mask_batch", Call(c, stream));
+    c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({2, 16}, ACL_BOOL);
+    c.run = true; REPORT("v2.ifa_mask_2d", Call(c, stream));
     for (int64_t mode = 20; mode <= 22; mode++) {
         c = BaseApi(mode); c.run = true;
         REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));

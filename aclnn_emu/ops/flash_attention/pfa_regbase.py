@@ -12,7 +12,10 @@ Ascend910_95. The differences reproduced here:
   fail with 561103 where the A2/A3 tiling runs them (SH never reaches TilingV2's key-rank bound
   INPUT_QKV_SHAPE_MIN_DIMS = 3, which would reject its 2-D key too);
 - TilingV2 has no base-API path: `CheckSparseMode` calls sparseMode 20-22 "out of range"
-  (561103) like any mode outside 0-4, where the A2/A3 tiling runs them.
+  (561103) like any mode outside 0-4, where the A2/A3 tiling runs them;
+- the shapes, key/value, query/output and TND rules below (`check_io`, `check_kv`,
+  `check_query_and_key`, `tnd_lengths`), and a one-row query's mask read as the decode mask
+  (`check_ifa_mask`).
 """
 from .pfa_common import tiling
 
@@ -161,3 +164,15 @@ def _shape_info(a, t, name):
     if layout == "TND" and t_rows <= 0:
         tiling("regbase.tnd_t", f"When layout is TND, t should > 0, but t = {t_rows}.")
     return b, n, s, d
+
+
+def check_ifa_mask(a, batch, s2):
+    """CheckMaskShape/CheckMaskShapeCrossSparse with a one-row query (enableIFAMask): the mask is
+    [B, S2] (2-D), [B, 1, S2] or [B, N, 1, S2], whatever the sparse mode; its batch must be B."""
+    shape = a.attenMask.shape
+    if len(shape) not in (2, 3, 4):
+        tiling("mask.rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
+    mask_batch, mask_s1 = (shape[0], 1) if len(shape) == 2 else (shape[0], shape[-2])
+    if mask_batch != batch or mask_s1 != 1 or shape[-1] < s2:
+        tiling("regbase.ifa_mask", f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
+               f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check")

@@ -286,7 +286,7 @@ def _tiling_v2_checks(a, shapes, env):
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
     pfa_regbase.check_sparse_mode(a)
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
-    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, v2=True)
 
 
 def _check_mask_and_quant_dtypes(a):
@@ -299,12 +299,22 @@ def _check_mask_and_quant_dtypes(a):
                 "scale and the output's dequant offset should be null.")
 
 
-def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
-    """The mask, sparse, token and quant rules after the batch dims are known; then the launch."""
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, v2=False):
+    """The mask, sparse, token and quant rules after the batch dims are known; then the launch.
+    TilingV2 (``v2``) checks the tokens before the mask shape, and a one-row query's mask as the
+    decode (IFA) mask."""
     q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
     batch, s1, s2 = dims
-    _check_mask_shape(a, has_mask, batch, s1, s2)
-    pre, nxt = _check_sparse(a, has_mask, s1, s2)
+    ifa_mask = v2 and s1 == 1
+    if v2:
+        pre, nxt = _check_sparse(a, has_mask, s1, s2)
+        if ifa_mask and has_mask:
+            pfa_regbase.check_ifa_mask(a, batch, s2)
+        else:
+            _check_mask_shape(a, has_mask, batch, s1, s2)
+    else:
+        _check_mask_shape(a, has_mask, batch, s1, s2)
+        pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
     if a.numHeads > h:
         _tiling("heads.h", "num heads is error.")
@@ -319,7 +329,7 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, ifa_mask=ifa_mask)
 
 
 def _empty_kv(a, layout):
@@ -603,9 +613,10 @@ def _expected_out_shape(a, shapes):
 
 
 # -- launch ---------------------------------------------------------------------------------------
-def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tokens=False):
+def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tokens=False, ifa_mask=False):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
-    ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens."""
+    ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
+    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch)."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
@@ -616,7 +627,7 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tok
     def run(workspace):
         q, k, v = (_bnsd(t.read(n), layout, h, tokens) for t, n, h in
                    ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads)))
-        mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask")))
+        mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask"), ifa_mask))
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
@@ -653,10 +664,11 @@ def _from_bnsd(o, layout):
     return bsnd[0] if layout == "TND" else bsnd
 
 
-def _mask_3d(mask):
-    """[Bm, S1m, S2m]: the head axis of a 4-D mask is never indexed by the kernel."""
+def _mask_3d(mask, ifa=False):
+    """[Bm, S1m, S2m]: the head axis of a 4-D mask is never indexed by the kernel; a 2-D mask is
+    [S1m, S2m], or [B, S2] for a one-row query on Ascend910_95 (TilingV2 CheckMaskShape)."""
     if mask.ndim == 2:
-        return mask[None]
+        return mask[:, None] if ifa else mask[None]
     return mask[:, 0] if mask.ndim == 4 else mask
 
 
