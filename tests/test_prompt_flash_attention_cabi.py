@@ -19,6 +19,8 @@ EXPECTED = {
     "v2.d_gt_dv": 0,
     # S1 = 1: A2/A3 read a 2-D mask as [S1m, S2m] and take batch 1 or B.
     "v2.ifa_mask_batch": 0, "v2.ifa_mask_2d": 0,
+    # fp16 with an fp16 (additive) mask: the high-performance path of A2/A3.
+    "v2.fp16_mask": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -78,6 +80,8 @@ REGBASE = {
                            "the MLA D 192 / Dv 128); the op_api pads nothing on ASCEND910_95"),
     "v2.ifa_mask_batch": (TILING, f"{TILING_V2} CheckMaskShape/CheckMaskShapeCrossSparse (enableIFAMask): with a "
                                   "one-row query the mask batch must be B"),
+    "v2.fp16_mask": (TILING, f"{TILING_V2} CheckInnerPrecise forces high precision, CheckMaskTypeAndShape then "
+                             "refuses an fp16 mask for fp16 input"),
     "out.shape": (TILING, f"{TILING_V2} CheckQueryOutParamsConsistency: output dims must equal the query's, "
                           "checked in the tiling (A2/A3: after it, 161002)"),
 }

@@ -197,7 +197,7 @@ def test_tnd_on_ascend910_95(chip, dtype, mode, pre, nxt):
     for b, (aq, ak) in enumerate(zip(q_len, kv_len)):
         expected[q0:q0 + aq] = golden.packed_attention(
             q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak], [aq], [ak], scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt,
-            mask=mask[[b]] if mode == 1 else None)
+            mask=mask[[b]] if mode == 1 else None, high_precision=True)
         q0, k0 = q0 + aq, k0 + ak
     precision.assert_meets(out, expected, np.dtype(dtype).name)
 
@@ -218,5 +218,36 @@ def test_one_row_query_reads_a_2d_mask_per_batch_on_ascend910_95(chip):
     out = ae.empty((2, 2, 1, 32), DataType.ACL_FLOAT16)
     ae.run("PromptFlashAttentionV2", ae.to_device(q), ae.to_device(k), ae.to_device(v), None, ae.to_device(mask),
            None, None, None, None, None, None, None, 2, 0.125, BIG, 0, "BNSD", 0, 1, out)
-    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=1, mask=mask[:, None, :])
+    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=1, mask=mask[:, None, :], high_precision=True)
     precision.assert_meets(ae.numpy(out), expected, "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+def test_fp16_path_per_chip(chip):
+    """A2/A3 fp16 (high performance) rounds Q K^T to fp16, so 16 * 64 * 64 = 65536 overflows, and the
+    output to nearest even; Ascend910_95 keeps the scores in fp32 and rounds the output ties away."""
+    q = np.full((1, 1, 2, 16), 64, np.float16)
+    k = np.full((1, 1, 3, 16), 64, np.float16)
+    v = randn((1, 1, 3, 16), np.float16)
+    out = ae.empty((1, 1, 2, 16), DataType.ACL_FLOAT16)
+    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, None, None, None, None,
+           None, None, None, 1, 1e-4, BIG, 0, "BNSD", 0, 0, out)
+    result = ae.numpy(out)
+    if chip == "Ascend910B":
+        assert np.all(np.isnan(result))
+    else:
+        expected = golden.attention(q, k, v, scale=1e-4, high_precision=True)
+        precision.assert_meets(result, expected, "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+def test_fp16_output_tie_per_chip(chip):
+    """Q = 0: every key weighs exactly the same; V rows 1 and 1 + 2**-10 average to a tie of fp16."""
+    zeros = np.zeros((1, 1, 4, 16), np.float16)
+    v = np.ones((1, 1, 4, 16), np.float32)
+    v[:, :, 1::2] += 2.0 ** -10
+    out = ae.empty((1, 1, 4, 16), DataType.ACL_FLOAT16)
+    ae.run("PromptFlashAttentionV2", ae.to_device(zeros), ae.to_device(zeros), ae.to_device(v.astype(np.float16)),
+           None, None, None, None, None, None, None, None, None, 1, 0.125, BIG, 0, "BNSD", 0, 0, out)
+    tie_to = 1.0 if chip == "Ascend910B" else 1.0 + 2.0 ** -10   # nearest even / CAST_ROUND
+    assert np.all(ae.numpy(out).astype(np.float32) == tie_to)

@@ -194,6 +194,7 @@ int main(int argc, char **argv) {
     c.run = true; REPORT("v2.ifa_mask_batch", Call(c, stream));
     c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({2, 16}, ACL_BOOL);
     c.run = true; REPORT("v2.ifa_mask_2d", Call(c, stream));
+    c = Masked(1); c.mask.dtype = ACL_FLOAT16; c.run = true; REPORT("v2.fp16_mask", Call(c, stream));
     for (int64_t mode = 20; mode <= 22; mode++) {
         c = BaseApi(mode); c.run = true;
         REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));

@@ -27,7 +27,7 @@ from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.quant import quantize_
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 1024
@@ -74,6 +74,24 @@ class Mask:
 
 
 @dataclass(frozen=True)
+class Precision:
+    """The roundings of a kernel family; the default is the A2/A3 high-performance x910 kernels.
+
+    high_precision: the arch35 kernels (Ascend910_95, where TilingV2 forces innerPrecise 0): fp16
+      scores stay fp32, masked scores become -FLT_MAX, P is rounded to nearest even for bf16 too
+      (CAST_RINT) and fp16 outputs ties away (CAST_ROUND).
+    bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT; the base-API kernels).
+    """
+    high_precision: bool = False
+    bf16_out_even: bool = False
+
+
+HIGH_PERFORMANCE = Precision()
+BASE_API = Precision(bf16_out_even=True)
+REGBASE = Precision(high_precision=True)
+
+
+@dataclass(frozen=True)
 class Int8Scales:
     """Decoded per-tensor scales of an int8 query/key/value."""
     deq1: np.float32
@@ -100,20 +118,19 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
                            int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                           bf16_out_even: bool = False) -> np.ndarray:
+                           precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
-    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths. A bf16 output is
-    rounded ties away from zero (CAST_ROUND), or to nearest even with ``bf16_out_even`` (CAST_RINT,
-    the base-API kernels).
+    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
+    the kernel family's roundings.
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, bf16_out_even).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision).run()
 
 
 def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
                                   int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                                  bf16_out_even: bool = False) -> np.ndarray:
+                                  precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
@@ -126,7 +143,7 @@ def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_ro
             batch_mask = Mask(mask.values[b:b + 1])
         o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
                                    bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
-                                   out_quant=out_quant, bf16_out_even=bf16_out_even)
+                                   out_quant=out_quant, precision=precision)
         outs[:, :, q0:q0 + aq] = o
     return outs
 
@@ -138,17 +155,20 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, bf16_out_even):
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision):
         self.q, self.k, self.v = q, k, v
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
-        self.bf16_out_away = not bf16_out_even
+        high = precision.high_precision and q.dtype != INT8
+        self.bf16_out_away = not precision.bf16_out_even
+        self.fp16_out_away = high
+        self.p_bf16_even = high and q.dtype == BF16      # narrowed after the exponentials, below
         self.group = q.shape[1] // k.shape[1]
-        self.fp16_scores = q.dtype in (FP16, INT8)
+        self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_even"
-        self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
+        self.rounding = "fp16_even" if q.dtype != BF16 else (None if self.p_bf16_even else "bf16_away")
+        self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
         b, n, s1, _ = q.shape
         self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
 
@@ -197,6 +217,8 @@ class _Forward:
                 scaling = {}                       # the scores are already scaled
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
             native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
+            if self.p_bf16_even:
+                round_half_even_(s, BF16)
             pv = self._pv(s, values[c0 - j0:c1 - j0])
             if acc is None:
                 acc = pv                           # acc * alpha + pv with acc = 0
@@ -242,6 +264,8 @@ class _Forward:
             quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
         elif out.dtype == BF16 and self.bf16_out_away:
             round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
+        elif out.dtype == FP16 and self.fp16_out_away:
+            round_half_away_(o, FP16)
         o[~computed] = 0
         if out.dtype == FP16:
             native.narrow_fp16(out, o)

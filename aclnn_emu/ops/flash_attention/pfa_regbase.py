@@ -15,9 +15,12 @@ Ascend910_95. The differences reproduced here:
   (561103) like any mode outside 0-4, where the A2/A3 tiling runs them;
 - the shapes, key/value, query/output and TND rules below (`check_io`, `check_kv`,
   `check_query_and_key`, `tnd_lengths`), and a one-row query's mask read as the decode mask
-  (`check_ifa_mask`).
+  (`check_ifa_mask`);
+- TilingV2 `CheckInnerPrecise` sets innerPrecise to high precision whatever V2 passes, so an fp16
+  query takes no fp16 mask (`check_high_precision_mask`) and the kernels keep fp16 scores in fp32
+  (the kernel's `Precision.high_precision`).
 """
-from .pfa_common import tiling
+from .pfa_common import F16, tiling
 
 LAYOUTS = ("BSH", "TND", "BSND", "BNSD", "BNSD_BSND")
 SPARSE_MODES = (0, 1, 2, 3, 4)
@@ -176,3 +179,11 @@ def check_ifa_mask(a, batch, s2):
     if mask_batch != batch or mask_s1 != 1 or shape[-1] < s2:
         tiling("regbase.ifa_mask", f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
                f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check")
+
+
+def check_high_precision_mask(a):
+    """CheckMaskTypeAndShape under the forced high precision: fp16 input takes bool/int8/uint8 masks."""
+    mask = a.attenMask
+    if mask is not None and a.query.dtype == F16 and mask.dtype == F16:
+        tiling("regbase.fp16_mask", "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input "
+               "type is fp16.")

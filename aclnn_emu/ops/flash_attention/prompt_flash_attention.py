@@ -222,7 +222,7 @@ def _tiling_checks(a, shapes, env):
         _check_kernel_dtypes(a, env)
         full = [(BIG, BIG)] * len(plan.act_q)
         return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
-                       bf16_out_even=True, tokens=plan.tokens)
+                       precision=pfa.BASE_API, tokens=plan.tokens)
     _check_mask_and_quant_dtypes(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
@@ -274,6 +274,7 @@ def _tiling_v2_checks(a, shapes, env):
         _tiling("io.tnd_int8", "When Layout is TND, not support QKV or attention out dataType int8 (the A2/A3 rule, "
                 "taken as shared)")
     _check_mask_and_quant_dtypes(a)
+    pfa_regbase.check_high_precision_mask(a)
     _check_int8_scales(a)
     rows = None
     if layout == "TND":
@@ -329,7 +330,8 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, v2=False
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, ifa_mask=ifa_mask)
+    precision = pfa.REGBASE if v2 else pfa.HIGH_PERFORMANCE
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=precision, ifa_mask=ifa_mask)
 
 
 def _empty_kv(a, layout):
@@ -613,7 +615,8 @@ def _expected_out_shape(a, shapes):
 
 
 # -- launch ---------------------------------------------------------------------------------------
-def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tokens=False, ifa_mask=False):
+def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFORMANCE, tokens=False,
+            ifa_mask=False):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch)."""
@@ -634,7 +637,7 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, bf16_out_even=False, tok
             int8 = pfa.Int8Scales(deq_scale(deq1), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2))
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
         common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant,
-                      bf16_out_even=bf16_out_even)
+                      precision=precision)
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
