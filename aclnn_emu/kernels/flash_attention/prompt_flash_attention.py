@@ -17,6 +17,9 @@ Maths per query row i of batch b (reference §2B):
         int8(rint(fp16(E) * quantScale1)) (int8 path)
   O   = sum_blocks P V (int8: fp16(deq2 * int32(E8 V)) per block) / l
 Rows >= actualSeqLengths[b] and rows with no key in their band are 0.
+The roundings above are the A2/A3 high-performance kernels'; ``Precision`` holds the other kernel
+families' (the arch35 high-precision path, the base-API kernels). Packed layouts (SH, TND, the
+base-API tokens) run batch by batch on row ranges (``packed_prompt_flash_attention``).
 """
 import threading
 from dataclasses import dataclass
