@@ -142,7 +142,8 @@ def test_base_api(dtype, mode):
     k = grid((sum(kv_len), 2, 64), dtype)
     v = randn((sum(kv_len), 2, 64), dtype)
     out = run_packed(q, k, v, "SH", act_q=tuple(q_len), act_kv=tuple(kv_len), mode=mode, pre=-5, nxt=-5)
-    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=1)   # no mask, no band
+    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=1,   # no mask, no band
+                                       bf16_even=True)
     precision.assert_meets(out, expected, np.dtype(dtype).name)
     assert np.all(out[-5:] == 0)
 
@@ -170,7 +171,7 @@ def test_base_api_mla(dtype, layout, shape, act):
     batches = len(act) if layout == "SH" else shape[0]
     length = (act or (shape[2] if layout == "BNSD" else shape[1],))[0]
     expected = golden.packed_attention(tq, tk, tv, [length] * batches, [length] * batches, scale=0.125,
-                                       sparse_mode=1)
+                                       sparse_mode=1, bf16_even=True)
     precision.assert_meets(out.reshape(-1, n, d), expected, np.dtype(dtype).name)
 
 

@@ -22,12 +22,12 @@ Rules modelled (reference §2B):
 Packed layouts (SH, TND, the sparseMode 20-22 base-API path; docs + op_host tiling/op_api source):
 batch b is a run of query rows and a run of key rows of the [T, N, D] tensor, attended as one
 B = 1 batch with its own actual lengths; rows that belong to no batch are 0 (``packed_attention``).
-The base-API kernels round a bf16 output to nearest even (CAST_RINT), the other bf16 paths ties
-away (``to_bf16``).
+The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT,
+``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``).
 
 Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
 fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
-nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT); outputs are CAST_ROUND.
+nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT, ``bf16_even``); outputs are CAST_ROUND.
 """
 import numpy as np
 
@@ -89,7 +89,7 @@ def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):
 
 def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_kv=None,
               mask=None, deq1=None, quant1=None, deq2=None, quant2=None, offset2=None,
-              kv_block=1024, high_precision=False):
+              kv_block=1024, high_precision=False, bf16_even=None):
     """Expected output [B, N, S1, Dv] as float64 (int8 outputs on the int8 grid).
 
     q/k/v [B, N(kv), S, D] in fp16, bfloat16 or int8; mask None or [Bm, S1m, S2m];
@@ -97,6 +97,7 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
     """
     b, n, s1, _ = q.shape
     nkv, s2, dv = k.shape[1], k.shape[2], v.shape[3]
+    p_ties = "even" if (high_precision if bf16_even is None else bf16_even) else "away"
     kind = str(q.dtype)
     act_q = [s1] * b if act_q is None else list(act_q)
     act_kv = [s2] * b if act_kv is None else list(act_kv)
@@ -123,14 +124,14 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
                     fill = -FLT_MAX if kind == "bfloat16" or high_precision else -65504.0
                     x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
-            o = _blocked_rows(x, vv, kind, high_precision, None if quant1 is None else float(quant1),
+            o = _blocked_rows(x, vv, kind, p_ties, None if quant1 is None else float(quant1),
                               None if deq2 is None else float(deq2), kv_block)
             computed[bi, ni] = ok.any(axis=1)
             out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
     return _output(out, kind, quant2, offset2, computed)
 
 
-def _blocked_rows(x, vv, kind, high_precision, quant1, deq2, kv_block):
+def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
     """Online softmax over key blocks [c, c + kv_block) aligned at 0, narrowing E per block."""
     rows = x.shape[0]
     m = np.full(rows, -np.inf)
@@ -148,7 +149,7 @@ def _blocked_rows(x, vv, kind, high_precision, quant1, deq2, kv_block):
             e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
             part = to_fp16(deq2 * (e8 @ vb))
         else:
-            part = (to_fp16(e) if kind == "float16" else to_bf16(e, "even" if high_precision else "away")) @ vb
+            part = (to_fp16(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
         acc = acc * alpha[:, None] + part
         m = m_new
     with np.errstate(invalid="ignore", divide="ignore"):

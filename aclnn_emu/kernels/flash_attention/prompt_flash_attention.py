@@ -81,17 +81,18 @@ class Precision:
     """The roundings of a kernel family; the default is the A2/A3 high-performance x910 kernels.
 
     high_precision: the arch35 kernels (Ascend910_95, where TilingV2 forces innerPrecise 0): fp16
-      scores stay fp32, masked scores become -FLT_MAX, P is rounded to nearest even for bf16 too
-      (CAST_RINT) and fp16 outputs ties away (CAST_ROUND).
-    bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT; the base-API kernels).
+      scores stay fp32, masked scores become -FLT_MAX and fp16 outputs ties away (CAST_ROUND).
+    bf16_p_even: bf16 P rounded to nearest even (CAST_RINT) instead of ties away.
+    bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT) instead of ties away.
     """
     high_precision: bool = False
+    bf16_p_even: bool = False
     bf16_out_even: bool = False
 
 
 HIGH_PERFORMANCE = Precision()
-BASE_API = Precision(bf16_out_even=True)
-REGBASE = Precision(high_precision=True)
+BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
+REGBASE = Precision(high_precision=True, bf16_p_even=True)    # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class _Forward:
         high = precision.high_precision and q.dtype != INT8
         self.bf16_out_away = not precision.bf16_out_even
         self.fp16_out_away = high
-        self.p_bf16_even = high and q.dtype == BF16      # narrowed after the exponentials, below
+        self.p_bf16_even = precision.bf16_p_even and q.dtype == BF16    # narrowed after the exponentials
         self.group = q.shape[1] // k.shape[1]
         self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
