@@ -11,7 +11,16 @@ NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 161001, 161002, 561103, 561003
 EXPECTED = {
     **{f"ok.{name}": 0 for name in ("BNSD", "BSH", "BSND", "BNSD_BSND", "NSD", "sparse0", "sparse1", "sparse2",
                                      "sparse3", "sparse4", "gqa", "int8", "fp16_int8_out", "actual_seq",
-                                     "empty_kv", "empty_out_before_dtype")},
+                                     "empty_kv", "empty_out_before_dtype", "SH", "SH_one_batch", "SH_padded_d",
+                                     "TND", "TND_causal", "TND_band", "TND_d192", "TND_empty_kv", "TND_tokens_ignored",
+                                     "sparse20", "sparse21", "sparse22", "mla_d192", "base_api_mla",
+                                     "base_api_mla_bnsd")},
+    # D > Dv: A2/A3 pad V to D in the op_api; TilingV2 wants equal key and value shapes.
+    "v2.d_gt_dv": 0,
+    # S1 = 1: A2/A3 read a 2-D mask as [S1m, S2m] and take batch 1 or B.
+    "v2.ifa_mask_batch": 0, "v2.ifa_mask_2d": 0,
+    # fp16 with an fp16 (additive) mask: the high-performance path of A2/A3.
+    "v2.fp16_mask": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -29,16 +38,69 @@ EXPECTED = {
         "quant.fp16_int8_out", "quant2.scale_null", "quant2.scale_empty", "quant2.per_channel_align",
         "quant2.scale_dtype", "quant2.offset_dtype", "quant2.bf16_scale", "quant2.fp16_scale",
         "quant2.offset_size", "quant2.size", "kernel.deqScale1_dtype", "kernel.quantScale1_dtype",
-        "kernel.quantScale2_dtype")},
-    "not_implemented.sparse21": NOT_IMPLEMENTED,
+        "kernel.quantScale2_dtype",
+        # BSH with a FRACTAL_NZ-shaped (4-D) query: the op_api reads D from it, infershape rejects rank 4.
+        "infershape.bsh_nz",
+        # sparseMode 20-22 (CheckBaseApiRequiredInput, CheckBaseApiOptionalInput).
+        "base_api.empty", "base_api.fp16_dtypes", "base_api.bf16_dtypes", "base_api.mask", "base_api.layout",
+        "base_api.nsd_not_sh", "base_api.sh_only", "base_api.actual_null", "base_api.int8_kernel",
+        "base_api.lengths_fit", "base_api.lengths_fit_mla", "base_api.sh_dv",
+        # SH (the A2/A3 tiling).
+        "sh.batch_equal", "batch.sh_max", "sh.q_kv_diff", "sh.sum", "quant.sh_int8_out", "sh.kv_hidden",
+        # TND (CheckInputShapeWhenLayoutIsTND, CheckActSeqWhenLayoutIsTND, the TND template).
+        "io.tnd_int8", "tnd.actual_len_max", "tnd.actual_null", "tnd.actual_empty", "tnd.query_t", "tnd.key_t",
+        "tnd.kv_n", "tnd.query_n", "tnd.group", "tnd.d", "tnd.group_d192", "tnd.dtype", "tnd.actual_len_equal",
+        "tnd.actual_negative", "tnd.actual_decreasing", "tnd.sparse_mode", "tnd.mode0_mask", "tnd.band_dv",
+        "tnd.causal_s1_s2", "tnd.band_tokens")},
+    # The MLA base-API kernel computes batch 0 with the longest lengths: unequal ones are not emulated.
+    "not_implemented.base_api_mla_uneven": NOT_IMPLEMENTED,
 }
+
+
+# Where Ascend910_95 (TilingV2, the arch35 kernels) answers differently from Atlas A2/A3, with the
+# source file and function that decide it. Every other rule gives the A2/A3 code there too.
+TILING_V2 = "prompt_flash_attention_tiling_v2.cpp"
+REGBASE = {
+    **{f"ok.{name}": (TILING, f"{TILING_V2} CheckIO/SetInputLayout: no SH or NSD layout")
+       for name in ("NSD", "SH", "SH_one_batch", "SH_padded_d")},
+    **{f"ok.sparse{mode}": (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only, no base-API path")
+       for mode in (20, 21, 22)},
+    **{name: (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only") for name in
+       ("not_implemented.base_api_mla_uneven", "ok.base_api_mla", "ok.base_api_mla_bnsd", "base_api.lengths_fit_mla",
+        "base_api.sh_dv")},
+    "format.nd": (0, "aclnn_prompt_flash_attention_inner.cpp AnalysisInputShapeInfo: needPad = false on "
+                     "ASCEND910_95, so CheckTensorFormat never runs (portability warning instead)"),
+    **{name: (0, f"{TILING_V2} CheckEmptyTensor/SetEmptyTensor: empty key/value zero-fill the output before any "
+                 "layout, batch, head or int8 rule") for name in ("base_api.empty", "empty.int8", "empty.n")},
+    **{name: (0, f"{TILING_V2} runs TND by its own rules (CheckActSeq, GetAndCheckShape): no bf16-only, D, "
+                 "sparse-mode or per-batch S1 <= S2 rule of the A2/A3 var-len template")
+       for name in ("tnd.d", "tnd.group_d192", "tnd.dtype", "tnd.sparse_mode", "tnd.mode0_mask", "tnd.band_dv",
+                    "tnd.causal_s1_s2")},
+    "v2.d_gt_dv": (TILING, f"{TILING_V2} CheckKeyValueParamsConsistency: key and value shapes equal (but for "
+                           "the MLA D 192 / Dv 128); the op_api pads nothing on ASCEND910_95"),
+    "v2.ifa_mask_batch": (TILING, f"{TILING_V2} CheckMaskShape/CheckMaskShapeCrossSparse (enableIFAMask): with a "
+                                  "one-row query the mask batch must be B"),
+    "v2.fp16_mask": (TILING, f"{TILING_V2} CheckInnerPrecise forces high precision, CheckMaskTypeAndShape then "
+                             "refuses an fp16 mask for fp16 input"),
+    "out.shape": (TILING, f"{TILING_V2} CheckQueryOutParamsConsistency: output dims must equal the query's, "
+                          "checked in the tiling (A2/A3: after it, 161002)"),
+}
+
+
+def run_rules(**env):
+    result = cabi.compile_and_run("prompt_flash_attention_rules.cpp", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return cabi.rule_codes(result.stdout)
 
 
 @pytest.fixture(scope="module")
 def codes():
-    result = cabi.compile_and_run("prompt_flash_attention_rules.cpp")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return cabi.rule_codes(result.stdout)
+    return run_rules()
+
+
+@pytest.fixture(scope="module")
+def codes_910_95():
+    return run_rules(ACLNN_EMU_SOC="Ascend910_95")
 
 
 @pytest.mark.parametrize("rule", sorted(EXPECTED))
@@ -48,6 +110,23 @@ def test_status_code(codes, rule):
 
 def test_every_reported_rule_is_asserted(codes):
     assert set(codes) == set(EXPECTED)
+
+
+def test_ascend910_93_runs_the_a2_tiling():
+    """PlatformAscendC maps Ascend910_93 to SocVersion ASCEND910B: the same tiling, the same codes."""
+    assert run_rules(ACLNN_EMU_SOC="Ascend910_93") == EXPECTED
+
+
+@pytest.mark.parametrize("rule", sorted(EXPECTED))
+def test_status_code_on_ascend910_95(codes_910_95, rule):
+    expected, source = REGBASE.get(rule, (EXPECTED[rule], "same rule as on A2/A3"))
+    assert codes_910_95.get(rule) == expected, f"{rule} on Ascend910_95: got {codes_910_95.get(rule)}, " \
+                                               f"expected {expected} ({source})"
+
+
+def test_private_format_is_a_portability_rule_on_ascend910_95():
+    strict = run_rules(ACLNN_EMU_SOC="Ascend910_95", ACLNN_EMU_STRICT="1")
+    assert strict["format.nd"] == TILING
 
 
 def test_numerics_through_c():

@@ -1,5 +1,5 @@
-"""CAST_ROUND (ties away from zero) of fp32 buffers in place onto the fp16/bf16 grids, for kernels
-that keep narrowed values in fp32 so BLAS can multiply them.
+"""CAST_ROUND (ties away from zero) and CAST_RINT (ties to even) of fp32 buffers in place onto the
+fp16/bf16 grids, for kernels that keep narrowed values in fp32 so BLAS can multiply them.
 
 The rounding itself is native.c's (`round_fp16_half_away`, `round_bf16_half_away`), the same loop
 the attention backward fuses into its P and dS passes; tests/test_rounding.py holds it bit-exact
@@ -39,4 +39,11 @@ def narrow_half_away(x: np.ndarray, dtype) -> np.ndarray:
         upper = (x.view(np.uint32) >> 16).astype(np.uint16)
         upper[np.isnan(x)] |= 0x0040           # a NaN whose payload sits in the lower half stays NaN
         return upper.view(BF16)
+    return x
+
+
+def round_half_even_(x: np.ndarray, dtype) -> np.ndarray:
+    """Round the fp32 array ``x`` in place to the values of ``dtype`` (fp16/bf16), ties to even
+    (CAST_RINT; numpy's and ml_dtypes' own narrowing)."""
+    x[...] = x.astype(dtype).astype(FP32)
     return x

@@ -93,6 +93,40 @@ static Case Masked(int64_t mode) {
     return c;
 }
 
+// SH: two packed batches of 6 and 10 rows, H = 2 x 32.
+static Case Sh() {
+    Case c;
+    c.layout = "SH";
+    c.q = c.k = c.v = c.out = T({16, 64});
+    c.hasActQ = c.hasActKv = true; c.actQ = {6, 10}; c.actKv = {6, 9};
+    return c;
+}
+
+// TND (bf16, cumulative lengths): batches of 5 and 11 query rows, 7 and 13 key rows.
+static Case Tnd(int64_t d = 64, int64_t dv = 64) {
+    Case c;
+    c.layout = "TND";
+    c.q = T({16, 2, d}, ACL_BF16); c.k = T({20, 2, d}, ACL_BF16); c.v = T({20, 2, dv}, ACL_BF16);
+    c.out = T({16, 2, dv}, ACL_BF16);
+    c.hasActQ = c.hasActKv = true; c.actQ = {5, 16}; c.actKv = {7, 20};
+    return c;
+}
+
+static Case TndMasked(int64_t mode) {
+    Case c = Tnd();
+    c.sparse = mode;
+    c.hasMask = true; c.mask = T({2048, 2048}, ACL_BOOL);
+    return c;
+}
+
+// sparseMode 20-22 (the base-API path): SH with per-batch lengths 6 + 10 (query), 5 + 11 (key).
+static Case BaseApi(int64_t mode = 21) {
+    Case c = Sh();
+    c.sparse = mode;
+    c.actKv = {5, 11};
+    return c;
+}
+
 static int Numerics(aclrtStream stream) {
     const std::vector<int64_t> shape = {1, 2, 4, 16};
     std::vector<uint16_t> qk(ShapeSize(shape)), val(ShapeSize(shape));
@@ -145,6 +179,26 @@ int main(int argc, char **argv) {
     c = Case(); c.hasActQ = c.hasActKv = true; c.actQ = {7}; c.actKv = {9, 3, 1}; c.run = true; REPORT("ok.actual_seq", Call(c, stream));
     c = Case(); c.k = c.v = T({1, 2, 0, 32}); c.run = true; REPORT("ok.empty_kv", Call(c, stream));
     c = Case(); c.out = T({1, 0, 16, 32}); c.q.dtype = ACL_FLOAT; REPORT("ok.empty_out_before_dtype", Call(c, stream));
+    c = Sh(); c.run = true; REPORT("ok.SH", Call(c, stream));
+    c = Sh(); c.hasActQ = c.hasActKv = false; c.run = true; REPORT("ok.SH_one_batch", Call(c, stream));
+    c = Sh(); c.q = c.k = c.v = c.out = T({16, 48}); c.run = true; REPORT("ok.SH_padded_d", Call(c, stream));
+    c = Tnd(); c.run = true; REPORT("ok.TND", Call(c, stream));
+    c = TndMasked(3); c.run = true; REPORT("ok.TND_causal", Call(c, stream));
+    c = TndMasked(4); c.pre = 3; c.next = 1; c.run = true; REPORT("ok.TND_band", Call(c, stream));
+    c = Tnd(192, 128); c.run = true; REPORT("ok.TND_d192", Call(c, stream));
+    c = Tnd(); c.k = c.v = T({0, 2, 64}, ACL_BF16); c.run = true; REPORT("ok.TND_empty_kv", Call(c, stream));
+    c = Case(); c.q = c.k = T({1, 2, 16, 192}); c.v = c.out = T({1, 2, 16, 128}); c.run = true; REPORT("ok.mla_d192", Call(c, stream));
+    c = Case(); c.v = c.out = T({1, 2, 16, 16}); c.run = true; REPORT("v2.d_gt_dv", Call(c, stream));
+    // A one-row query (S1 = 1) on TilingV2 takes the decode mask: its batch must be B.
+    c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({1, 1, 16}, ACL_BOOL);
+    c.run = true; REPORT("v2.ifa_mask_batch", Call(c, stream));
+    c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({2, 16}, ACL_BOOL);
+    c.run = true; REPORT("v2.ifa_mask_2d", Call(c, stream));
+    c = Masked(1); c.mask.dtype = ACL_FLOAT16; c.run = true; REPORT("v2.fp16_mask", Call(c, stream));
+    for (int64_t mode = 20; mode <= 22; mode++) {
+        c = BaseApi(mode); c.run = true;
+        REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));
+    }
 
     // op_api: null checks (161001).
     c = Case(); c.hasQ = false; REPORT("null.query", Call(c, stream));
@@ -171,7 +225,26 @@ int main(int argc, char **argv) {
     // Tiling, infershape and kernel selection (561103).
     c = Bsh(); c.q = c.out = T({1, 16, 8, 8}); c.k = c.v = T({1, 16, 8, 8}); c.layout = "BSH"; REPORT("infershape.bsh_rank", Call(c, stream));
     c = Case(); c.k = T({1, 2, 16, 16}); REPORT("d.equal", Call(c, stream));
-    c = Case(); c.sparse = 21; REPORT("not_implemented.sparse21", Call(c, stream));
+    c = Bsh(); c.q = c.out = T({1, 4, 16, 16}); c.k = c.v = T({1, 4, 16, 16}); REPORT("infershape.bsh_nz", Call(c, stream));
+    // sparseMode 20-22: CheckBaseApiRequiredInput / CheckBaseApiOptionalInput (561103).
+    c = BaseApi(); c.k = c.v = T({0, 64}); REPORT("base_api.empty", Call(c, stream));
+    c = BaseApi(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; REPORT("base_api.fp16_dtypes", Call(c, stream));
+    c = BaseApi(); c.q.dtype = c.k.dtype = c.v.dtype = ACL_BF16; c.out.dtype = ACL_INT8; c.hasQuant2 = true;
+    REPORT("base_api.bf16_dtypes", Call(c, stream));
+    c = BaseApi(); c.hasMask = true; c.mask = T({16, 16}, ACL_BOOL); REPORT("base_api.mask", Call(c, stream));
+    c = Case(); c.layout = "BNSDX"; c.sparse = 20; REPORT("base_api.layout", Call(c, stream));
+    c = Case(); c.layout = "NSD"; c.q = c.k = c.v = c.out = T({2, 16, 32}); c.sparse = 20; REPORT("base_api.nsd_not_sh", Call(c, stream));
+    c = Bsh(); c.sparse = 22; REPORT("base_api.sh_only", Call(c, stream));
+    c = BaseApi(); c.hasActKv = false; REPORT("base_api.actual_null", Call(c, stream));
+    c = BaseApi(); c.q.dtype = c.k.dtype = c.v.dtype = ACL_INT8; c.hasDeq1 = c.hasQuant1 = c.hasDeq2 = true;
+    REPORT("base_api.int8_kernel", Call(c, stream));
+    c = BaseApi(); c.actKv = {5, 12}; REPORT("base_api.lengths_fit", Call(c, stream));
+    c = BaseApi(); c.q = c.k = c.v = c.out = T({16, 576}); REPORT("not_implemented.base_api_mla_uneven", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.q = c.k = c.v = c.out = T({16, 576}); c.run = true;
+    REPORT("ok.base_api_mla", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.v = T({16, 128}); REPORT("base_api.sh_dv", Call(c, stream));
+    c = Case(); c.sparse = 20; c.q = c.k = c.v = c.out = T({1, 2, 16, 288}); c.run = true; REPORT("ok.base_api_mla_bnsd", Call(c, stream));
+    c = BaseApi(); c.actQ = c.actKv = {8, 8, 8}; c.q = c.k = c.v = c.out = T({16, 576}); REPORT("base_api.lengths_fit_mla", Call(c, stream));
     c = Masked(1); c.q.dtype = c.k.dtype = c.v.dtype = c.out.dtype = ACL_BF16; c.mask.dtype = ACL_FLOAT16; REPORT("mask.bf16_dtype", Call(c, stream));
     c = Int8Case(); c.hasQuant2 = true; REPORT("quant.int8_fp16_out", Call(c, stream));
     c = Case(); c.q = T({1, 2, 0, 32}); REPORT("shape.query_empty", Call(c, stream));
@@ -188,6 +261,37 @@ int main(int argc, char **argv) {
     c = Case(); c.heads = 3; c.kvHeads = 2; c.q = c.out = T({1, 3, 16, 32}); REPORT("heads.divisible", Call(c, stream));
     c = Case(); c.heads = 130; c.kvHeads = 2; c.q = c.out = T({1, 130, 16, 32}); REPORT("heads.group", Call(c, stream));
     c = Case(); c.k = c.v = T({2, 2, 16, 32}); REPORT("batch.equal", Call(c, stream));
+    // SH (the A2/A3 tiling; 561103).
+    c = Sh(); c.hasActKv = false; REPORT("sh.batch_equal", Call(c, stream));
+    c = Sh(); c.actQ.assign(129, 0); c.actQ[0] = 16; c.actKv.assign(129, 0); REPORT("batch.sh_max", Call(c, stream));
+    c = Sh(); c.k = c.v = T({12, 64}); c.hasActKv = false; c.hasActQ = false; REPORT("sh.q_kv_diff", Call(c, stream));
+    c = Sh(); c.actQ = {6, 9}; REPORT("sh.sum", Call(c, stream));
+    c = Sh(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; REPORT("quant.sh_int8_out", Call(c, stream));
+    c = Sh(); c.k = T({16, 48}); REPORT("sh.kv_hidden", Call(c, stream));
+    // TND (the var-len checks; 561103).
+    c = Tnd(); c.q.dtype = c.k.dtype = c.v.dtype = c.out.dtype = ACL_INT8; c.out.dtype = ACL_FLOAT16;
+    c.hasDeq1 = c.hasQuant1 = c.hasDeq2 = true; REPORT("io.tnd_int8", Call(c, stream));
+    c = Tnd(); c.actQ.assign(4097, 16); c.actKv.assign(4097, 16); REPORT("tnd.actual_len_max", Call(c, stream));
+    c = Tnd(); c.hasActKv = false; REPORT("tnd.actual_null", Call(c, stream));
+    c = Tnd(); c.actQ.clear(); REPORT("tnd.actual_empty", Call(c, stream));
+    c = Tnd(); c.actQ = {5, 15}; REPORT("tnd.query_t", Call(c, stream));
+    c = Tnd(); c.actKv = {7, 17}; REPORT("tnd.key_t", Call(c, stream));
+    c = Tnd(); c.v = T({20, 1, 64}, ACL_BF16); REPORT("tnd.kv_n", Call(c, stream));
+    c = Tnd(); c.heads = 4; c.q = c.out = T({16, 2, 64}, ACL_BF16); REPORT("tnd.query_n", Call(c, stream));
+    c = Tnd(); c.heads = 3; c.q = c.out = T({16, 3, 64}, ACL_BF16); REPORT("tnd.group", Call(c, stream));
+    c = Tnd(96, 96); REPORT("tnd.d", Call(c, stream));
+    c = Tnd(192, 192); c.heads = 4; c.kvHeads = 2; c.q = c.out = T({16, 4, 192}, ACL_BF16);
+    REPORT("tnd.group_d192", Call(c, stream));
+    c = Tnd(); c.q.dtype = c.k.dtype = c.v.dtype = c.out.dtype = ACL_FLOAT16; REPORT("tnd.dtype", Call(c, stream));
+    c = Tnd(); c.actKv = {3, 7, 20}; REPORT("tnd.actual_len_equal", Call(c, stream));
+    c = Tnd(); c.actQ = {-1, 16}; REPORT("tnd.actual_negative", Call(c, stream));
+    c = Tnd(); c.actKv = {9, 7, 20}; c.actQ = {5, 6, 16}; REPORT("tnd.actual_decreasing", Call(c, stream));
+    c = TndMasked(1); REPORT("tnd.sparse_mode", Call(c, stream));
+    c = Tnd(); c.hasMask = true; c.mask = T({16, 16}, ACL_BOOL); REPORT("tnd.mode0_mask", Call(c, stream));
+    c = TndMasked(4); c.q = c.out = T({16, 2, 192}, ACL_BF16); c.k = c.v = T({20, 2, 192}, ACL_BF16); REPORT("tnd.band_dv", Call(c, stream));
+    c = TndMasked(3); c.actKv = {4, 20}; REPORT("tnd.causal_s1_s2", Call(c, stream));
+    c = TndMasked(4); c.pre = -6; c.next = 7; REPORT("tnd.band_tokens", Call(c, stream));
+    c = Tnd(); c.next = -1; c.hasMask = false; c.sparse = 0; REPORT("ok.TND_tokens_ignored", Call(c, stream));
     c = Case(); c.q = c.k = c.v = c.out = T({2, 2, 16, 32}); c.hasActQ = true; c.actQ = {4, 4, 4}; c.q = c.k = c.v = c.out = T({4, 2, 16, 32});
     REPORT("actual_seq.actualSeqLengths_len", Call(c, stream));
     c = Case(); c.hasActQ = true; c.actQ = {17}; REPORT("actual_seq.query_range", Call(c, stream));

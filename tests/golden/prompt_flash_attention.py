@@ -18,6 +18,16 @@ Rules modelled (reference §2B):
 - Output: int8 clip(rint(o * quantScale2[n, d] + quantOffset2[n, d])); fp16/bf16 outputs are returned
   unrounded, so the standard measures the emulator's final rounding (<= half an ulp) rather than
   doubling it when both sides round a value lying near a rounding boundary.
+
+Packed layouts (SH, TND, the sparseMode 20-22 base-API path; docs + op_host tiling/op_api source):
+batch b is a run of query rows and a run of key rows of the [T, N, D] tensor, attended as one
+B = 1 batch with its own actual lengths; rows that belong to no batch are 0 (``packed_attention``).
+The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT,
+``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``).
+
+Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
+fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
+nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT, ``bf16_even``); outputs are CAST_ROUND.
 """
 import numpy as np
 
@@ -34,6 +44,30 @@ def to_bf16_away(x):
     scaled = mantissa * 256.0
     rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
     return np.ldexp(rounded, exponent - 8)
+
+
+def to_bf16(x, ties="away"):
+    """Round float64 values to bf16 (8 significant bits), ties away from zero or to even."""
+    if ties == "away":
+        return to_bf16_away(x)
+    mantissa, exponent = np.frexp(np.asarray(x, np.float64))
+    return np.ldexp(np.round(mantissa * 256.0), exponent - 8)     # np.round: half to even
+
+
+def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
+    """Expected output [T1, N, Dv] of a packed layout: q [T1, N, D], k/v [T2, Nkv, D|Dv].
+
+    Batch b is query rows starting at sum(q_lengths[:b]) and kv_lengths[b] key rows starting at
+    kv_starts[b] (default: sum(kv_lengths[:b])); ``kwargs`` go to ``attention`` per batch.
+    """
+    q_starts = np.concatenate(([0], np.cumsum(q_lengths)[:-1])).astype(int)
+    if kv_starts is None:
+        kv_starts = np.concatenate(([0], np.cumsum(kv_lengths)[:-1])).astype(int)
+    out = np.zeros(q.shape[:2] + (v.shape[2],))
+    for q0, aq, k0, ak in zip(q_starts, q_lengths, kv_starts, kv_lengths):
+        bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak])]
+        out[q0:q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
+    return out
 
 
 def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):
@@ -55,7 +89,7 @@ def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):
 
 def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_kv=None,
               mask=None, deq1=None, quant1=None, deq2=None, quant2=None, offset2=None,
-              kv_block=1024):
+              kv_block=1024, high_precision=False, bf16_even=None):
     """Expected output [B, N, S1, Dv] as float64 (int8 outputs on the int8 grid).
 
     q/k/v [B, N(kv), S, D] in fp16, bfloat16 or int8; mask None or [Bm, S1m, S2m];
@@ -63,6 +97,7 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
     """
     b, n, s1, _ = q.shape
     nkv, s2, dv = k.shape[1], k.shape[2], v.shape[3]
+    p_ties = "even" if (high_precision if bf16_even is None else bf16_even) else "away"
     kind = str(q.dtype)
     act_q = [s1] * b if act_q is None else list(act_q)
     act_kv = [s2] * b if act_kv is None else list(act_kv)
@@ -78,7 +113,7 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
             s = qq @ kk.T
             if kind == "int8":
                 s = to_fp16(float(deq1) * s)
-            elif kind == "float16":
+            elif kind == "float16" and not high_precision:
                 s = to_fp16(s)
             x = s * scale
             if mask is not None:
@@ -86,16 +121,17 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
                 if m.dtype == np.float16:
                     x = x + m.astype(np.float64) * -10000.0
                 else:
-                    x = np.where(m != 0, -FLT_MAX if kind == "bfloat16" else -65504.0, x)
+                    fill = -FLT_MAX if kind == "bfloat16" or high_precision else -65504.0
+                    x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
-            o = _blocked_rows(x, vv, kind, None if quant1 is None else float(quant1),
+            o = _blocked_rows(x, vv, kind, p_ties, None if quant1 is None else float(quant1),
                               None if deq2 is None else float(deq2), kv_block)
             computed[bi, ni] = ok.any(axis=1)
             out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
     return _output(out, kind, quant2, offset2, computed)
 
 
-def _blocked_rows(x, vv, kind, quant1, deq2, kv_block):
+def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
     """Online softmax over key blocks [c, c + kv_block) aligned at 0, narrowing E per block."""
     rows = x.shape[0]
     m = np.full(rows, -np.inf)
@@ -113,7 +149,7 @@ def _blocked_rows(x, vv, kind, quant1, deq2, kv_block):
             e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
             part = to_fp16(deq2 * (e8 @ vb))
         else:
-            part = (to_fp16(e) if kind == "float16" else to_bf16_away(e)) @ vb
+            part = (to_fp16(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
         acc = acc * alpha[:, None] + part
         m = m_new
     with np.errstate(invalid="ignore", divide="ignore"):

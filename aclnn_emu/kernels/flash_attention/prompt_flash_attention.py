@@ -17,6 +17,9 @@ Maths per query row i of batch b (reference §2B):
         int8(rint(fp16(E) * quantScale1)) (int8 path)
   O   = sum_blocks P V (int8: fp16(deq2 * int32(E8 V)) per block) / l
 Rows >= actualSeqLengths[b] and rows with no key in their band are 0.
+The roundings above are the A2/A3 high-performance kernels'; ``Precision`` holds the other kernel
+families' (the arch35 high-precision path, the base-API kernels). Packed layouts (SH, TND, the
+base-API tokens) run batch by batch on row ranges (``packed_prompt_flash_attention``).
 """
 import threading
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.quant import quantize_
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 1024
@@ -74,6 +77,25 @@ class Mask:
 
 
 @dataclass(frozen=True)
+class Precision:
+    """The roundings of a kernel family; the default is the A2/A3 high-performance x910 kernels.
+
+    high_precision: the arch35 kernels (Ascend910_95, where TilingV2 forces innerPrecise 0): fp16
+      scores stay fp32, masked scores become -FLT_MAX and fp16 outputs ties away (CAST_ROUND).
+    bf16_p_even: bf16 P rounded to nearest even (CAST_RINT) instead of ties away.
+    bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT) instead of ties away.
+    """
+    high_precision: bool = False
+    bf16_p_even: bool = False
+    bf16_out_even: bool = False
+
+
+HIGH_PERFORMANCE = Precision()
+BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
+REGBASE = Precision(high_precision=True, bf16_p_even=True)    # vf_softmaxflashv3.h, vector2.h
+
+
+@dataclass(frozen=True)
 class Int8Scales:
     """Decoded per-tensor scales of an int8 query/key/value."""
     deq1: np.float32
@@ -99,33 +121,60 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
-                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None
-                           ) -> np.ndarray:
+                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
+                           precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
-    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths.
+    ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
+    the kernel family's roundings.
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision).run()
+
+
+def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
+                                  int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
+                                  precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
+    """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
+
+    Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
+    own band ``bands[b]`` anchored at the batch's own first row and key. Rows of no batch are 0.
+    """
+    outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
+    for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
+        batch_mask = mask
+        if mask is not None and mask.values.shape[0] > 1:
+            batch_mask = Mask(mask.values[b:b + 1])
+        o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
+                                   bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
+                                   out_quant=out_quant, precision=precision)
+        outs[:, :, q0:q0 + aq] = o
+    return outs
+
+
+def _out_dtype(q_dtype, out_quant):
+    if out_quant is not None:
+        return INT8
+    return FP16 if q_dtype == INT8 else q_dtype
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant):
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision):
         self.q, self.k, self.v = q, k, v
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
+        high = precision.high_precision and q.dtype != INT8
+        self.bf16_out_away = not precision.bf16_out_even
+        self.fp16_out_away = high
+        self.p_bf16_even = precision.bf16_p_even and q.dtype == BF16    # narrowed after the exponentials
         self.group = q.shape[1] // k.shape[1]
-        self.fp16_scores = q.dtype in (FP16, INT8)
+        self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_even"
-        self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 else FP16_MASK_FILL
-        if out_quant is not None:
-            out_dtype = INT8
-        else:
-            out_dtype = FP16 if q.dtype == INT8 else q.dtype
+        self.rounding = "fp16_even" if q.dtype != BF16 else (None if self.p_bf16_even else "bf16_away")
+        self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
         b, n, s1, _ = q.shape
-        self.out = np.zeros((b, n, s1, v.shape[3]), out_dtype)
+        self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
 
     def run(self) -> np.ndarray:
         b, n = self.q.shape[:2]
@@ -172,6 +221,8 @@ class _Forward:
                 scaling = {}                       # the scores are already scaled
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
             native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
+            if self.p_bf16_even:
+                round_half_even_(s, BF16)
             pv = self._pv(s, values[c0 - j0:c1 - j0])
             if acc is None:
                 acc = pv                           # acc * alpha + pv with acc = 0
@@ -215,8 +266,10 @@ class _Forward:
         if self.out_quant is not None:
             quant = self.out_quant
             quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
-        elif out.dtype == BF16:
-            round_half_away_(o, BF16)
+        elif out.dtype == BF16 and self.bf16_out_away:
+            round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
+        elif out.dtype == FP16 and self.fp16_out_away:
+            round_half_away_(o, FP16)
         o[~computed] = 0
         if out.dtype == FP16:
             native.narrow_fp16(out, o)

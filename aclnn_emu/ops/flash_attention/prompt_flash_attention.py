@@ -13,23 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import status
-from ...dtypes import DataType
-from ...formats import Format
 from ...kernels.flash_attention import prompt_flash_attention as pfa
-from ...kernels.attention.layouts import to_bnsd
+from ...kernels.attention.layouts import segments, to_bnsd
 from ...kernels.flash_attention.quant import deq_scale
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
+from . import pfa_base_api, pfa_regbase, pfa_var_len
+from .pfa_common import (BASE_API_MODES, BF16, BIG, BYTE_MASKS, COMPRESSED_MASK, F16, FP32, I8, KV_MIN_RANK,
+                         MASK_DTYPES, MAX_BATCH, MAX_D, MAX_GROUP, MAX_HEADS, MAX_SH_BATCH, NZ_N0,
+                         PRIVATE_FORMATS, QKV_DTYPES, QUANT_OUT_PAIRS, TILING_LAYOUTS, U64)
+from .pfa_common import invalid as _invalid, name as _name, tiling as _tiling
 
-F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
-FP32, U8, BOOL, U64 = DataType.ACL_FLOAT, DataType.ACL_UINT8, DataType.ACL_BOOL, DataType.ACL_UINT64
-QKV_DTYPES = (F16, BF16, I8)
-QUANT_OUT_PAIRS = ((I8, F16), (F16, I8), (BF16, I8))          # (query, attentionOut) allowed to differ
-MASK_DTYPES = (F16, I8, U8, BOOL)
 DEQ_DTYPES = (U64, FP32)                  # deqScale1/deqScale2 kernels
 QUANT2_DTYPES = (FP32, BF16)              # quantScale2/quantOffset2 with an INT8 output (help() only)
-BYTE_MASKS = (BOOL, I8, U8)
-PRIVATE_FORMATS = (Format.ACL_FORMAT_NC1HWC0, Format.ACL_FORMAT_FRACTAL_NZ, Format.ACL_FORMAT_NDC1HWC0)
-TILING_LAYOUTS = ("SH", "BSH", "NSD", "BSND", "BNSD", "BNSD_BSND", "TND", "NTD_TND")
 
 
 def _attention_out(a):
@@ -73,24 +68,6 @@ OP = Op("PromptFlashAttentionV2", "aclnn_prompt_flash_attention_v2.h", [
     TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"),
 ])
 
-BIG = pfa.SPARSE_INT_MAX
-COMPRESSED_MASK = 2048          # modes 2-4 take the canonical 2048 x 2048 triangle
-MAX_BATCH, MAX_HEADS, MAX_D, MAX_GROUP = 65536, 256, 512, 64
-
-
-def _invalid(rule, message):
-    raise OpError(status.ACLNN_ERR_PARAM_INVALID, message, rule=rule)
-
-
-def _tiling(rule, message):
-    """A failure inside L0 (infershape, tiling, kernel selection): the L2 code maps it to 561103."""
-    raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"PromptFlashAttention tiling failed: {message}", rule=rule)
-
-
-def _name(t) -> str:
-    return t.dtype.short
-
-
 @dataclass
 class Shapes:
     """AnalysisInputShapeInfo of the op_api: axes as the layout string reads them, and D padding."""
@@ -110,9 +87,11 @@ def prepare(a, env):
     if a.attentionOut.is_empty:
         return Launch.nothing()
     _check_dtypes(a)
-    shapes = _analyse_shapes(a)
+    shapes = _analyse_shapes(a, env)
     if shapes.need_pad:
         _check_formats(a)
+    else:
+        _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
     return Launch(0, plan)
@@ -149,7 +128,7 @@ def _check_dtypes(a):
             _invalid("dtype.attenMask_int8", "When input tensor datatype is INT8, attenMaskDataType can not be FLOAT16.")
 
 
-def _analyse_shapes(a) -> Shapes:
+def _analyse_shapes(a, env) -> Shapes:
     heads, kv_heads, layout = a.numHeads, a.numKeyValueHeads, a.inputLayout
     if heads <= 0:
         _invalid("shape.numHeads", f"head_num must > 0, but got {heads}")
@@ -178,6 +157,8 @@ def _analyse_shapes(a) -> Shapes:
             block = 256
     elif any_int8:
         block = 32
+    if pfa_regbase.on_regbase(env):
+        return shapes              # the op_api never pads D on Ascend910_95 (so no format check either)
     if shapes.layout != "TND" and (shapes.d % block or shapes.d > shapes.dv):
         shapes.need_pad = True
         shapes.pad = -shapes.d % block
@@ -195,15 +176,15 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
                      f"corresponding headsize D = H/N = 0, is invalid.")
         found = Shapes("SH", k[1] // d, k[0], d, v[1] // (kv_heads or heads))
     if layout.startswith("BSH"):
-        if len(q) == 4 and q[3] == 16:
-            raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                          "BSH query in FRACTAL_NZ shape (dim 3 == 16) is not implemented in aclnn-emu",
-                          rule="not_implemented")
-        d = q[2] // heads if len(q) >= 3 else 0
+        nz = len(q) == 4 and q[3] == NZ_N0
+        # A 4-D BSH query with dim 3 == 16 is read as FRACTAL_NZ [B, H/16, S, 16] for D; n2 and s2
+        # are then taken from the ND positions regardless (AnalysisAxis overwrites them).
+        hidden_q, hidden_v = (q[1] * NZ_N0, v[1] * NZ_N0) if nz else (q[2], v[2]) if len(q) >= 3 else (0, 0)
+        d = hidden_q // heads
         if d == 0:
             _invalid("shape.d_zero", f"Input query shape is {list(q)}, input num_head N is {heads}, "
                      "corresponding headsize D = H/N = 0, is invalid.")
-        found = Shapes("BSH", k[2] // d, k[1], d, v[2] // (kv_heads or heads))
+        found = Shapes("BSH", k[2] // d, k[1], d, hidden_v // (kv_heads or heads))
     if len(q) == 3 and layout.startswith("TND"):
         found = Shapes("TND", k[1], 1, q[2], v[2])
     if len(q) == 4 and layout.startswith("BSND"):
@@ -226,6 +207,19 @@ def _check_formats(a):
                      f"{name[0].upper() + name[1:]} format only support ND.")
 
 
+def _warn_private_formats(a, env):
+    """Without D padding the op_api checks no format: a private one reaches kernel selection, whose
+    binaries are registered for FORMAT_ND only (prompt_flash_attention_def.cpp); how it treats
+    the format is not established, so the call runs as ND with a portability warning."""
+    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+        t = getattr(a, name)
+        if t is not None and t.format in PRIVATE_FORMATS:
+            env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.private_format",
+                         f"{name} has storage format {t.format.short}; the kernels are registered for ND only "
+                         "(read here as ND)")
+            return
+
+
 # -- L0: infershape, tiling, kernel selection (all 561103) ----------------------------------------
 def _padded_d(t_shape, layout, heads, shapes, value=False):
     """The D the tiling sees for q/k/v after the op_api padded it (CheckD)."""
@@ -241,6 +235,8 @@ def _tiling_checks(a, shapes, env):
     kv_heads = a.numKeyValueHeads or heads
     if layout == "BSH" and q.ndim != 3:
         _tiling("infershape.bsh_rank", f"Layout BSH, queryDims({q.ndim}) must be 3!")
+    if pfa_regbase.on_regbase(env):
+        return _tiling_v2_checks(a, shapes, env)
     if layout == "TND" and q.dtype == I8:
         _tiling("io.tnd_int8", "When Layout is TND, not support QKV dataType is all int8!")
     if layout == "TND" and out.dtype == I8:
@@ -254,17 +250,13 @@ def _tiling_checks(a, shapes, env):
         if len(set(dims)) != 1:
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
-    if a.sparseMode in (20, 21, 22):
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                      f"sparseMode {a.sparseMode} (the base-API path) is not implemented in aclnn-emu",
-                      rule="not_implemented")
-    mask = a.attenMask
-    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
-        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
-                "uint8 when input type is bfloat16")
-    if q.dtype == I8 and out.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
-        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
-                "scale and the output's dequant offset should be null.")
+    if a.sparseMode in BASE_API_MODES:
+        plan = pfa_base_api.check(a, shapes)
+        _check_kernel_dtypes(a, env)
+        full = [(BIG, BIG)] * len(plan.act_q)
+        return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
+                       precision=pfa.BASE_API, tokens=plan.tokens)
+    _check_mask_and_quant_dtypes(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
     if layout not in TILING_LAYOUTS:
@@ -275,28 +267,104 @@ def _tiling_checks(a, shapes, env):
     if k.is_empty or v.is_empty:
         return _empty_kv(a, layout)
     _check_int8_scales(a)
-    if k.ndim < 3 or k.ndim > 5:
-        _tiling("kv.rank", f"tensor key shape dimNum({k.ndim}) is invalid! Only support range [3, 5]")
-    if layout in ("TND", "SH"):
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                      f"inputLayout {layout} is not implemented in aclnn-emu", rule="not_implemented")
-    batch, s1, s2 = _check_heads_and_batch(a, layout, kv_heads)
-    act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
-    act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
-    has_mask = mask is not None and not mask.is_empty
-    _check_mask_shape(a, has_mask, batch, s1, s2)
-    pre, nxt = _check_sparse(a, has_mask, s1, s2)
+    if k.ndim < KV_MIN_RANK or k.ndim > 5:
+        _tiling("kv.rank", f"tensor key shape dimNum({k.ndim}) is invalid! Only support range [{KV_MIN_RANK}, 5]")
+    _check_heads(a, layout, kv_heads)
+    has_mask = a.attenMask is not None and not a.attenMask.is_empty
+    if layout == "TND":
+        act_q, act_kv = pfa_var_len.check_shapes(a)
+        _check_mask_shape(a, has_mask, 0, 0, 0)       # the TND branch leaves B, S1 and S2 at 0
+        _check_sparse(a, has_mask, 0, 0)
+        pfa_var_len.check_template(a, act_q, act_kv)
+        _check_kernel_dtypes(a, env)
+        bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
+        return _launch(a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)))
+    rows = None
+    if layout == "SH":
+        batch, s1, s2, act_q, act_kv = _sh_batches(a, env)
+        rows = segments(act_q)
+        rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])   # keys start with the queries
+    else:
+        batch, s1, s2 = _check_batch(a, layout)
+        act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
+        act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+
+
+def _tiling_v2_checks(a, shapes, env):
+    """Ascend910_95: PromptFlashAttentionTilingV2 (pfa_regbase), then the rules taken as shared."""
+    q, k, v, layout = a.query, a.key, a.value, a.inputLayout
+    if q.is_empty:
+        _tiling("regbase.query_empty", "Query input is empty and output is not empty!")
+    if k.is_empty or v.is_empty:
+        out = a.attentionOut                     # CheckEmptyTensor: zeros, no limits and no int8 rule
+        return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
+    mla = pfa_regbase.check_io(a)
+    pfa_regbase.check_kv(a, mla)
+    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2)
+    pfa_regbase.check_query_and_key(a)
+    if layout == "TND" and I8 in (q.dtype, a.attentionOut.dtype):
+        _tiling("io.tnd_int8", "When Layout is TND, not support QKV or attention out dataType int8 (the A2/A3 rule, "
+                "taken as shared)")
+    _check_mask_and_quant_dtypes(a)
+    pfa_regbase.check_high_precision_mask(a)
+    _check_int8_scales(a)
+    rows = None
+    if layout == "TND":
+        act_q, act_kv = pfa_regbase.tnd_lengths(a)
+        batch, s1, s2 = len(act_q), max(act_q), max(act_kv)
+        rows = (segments(act_q), segments(act_kv))
+    else:
+        batch, s1, s2 = _check_batch(a, layout)
+        act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
+        act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    pfa_regbase.check_sparse_mode(a)
+    has_mask = a.attenMask is not None and not a.attenMask.is_empty
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, v2=True)
+
+
+def _check_mask_and_quant_dtypes(a):
+    q, mask = a.query, a.attenMask
+    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
+        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
+                "uint8 when input type is bfloat16")
+    if q.dtype == I8 and a.attentionOut.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
+        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
+                "scale and the output's dequant offset should be null.")
+
+
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, v2=False):
+    """The mask, sparse, token and quant rules after the batch dims are known; then the launch.
+    TilingV2 (``v2``) checks the tokens before the mask shape, and a one-row query's mask as the
+    decode (IFA) mask."""
+    q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
+    batch, s1, s2 = dims
+    ifa_mask = v2 and s1 == 1
+    if v2:
+        pre, nxt = _check_sparse(a, has_mask, s1, s2)
+        if ifa_mask and has_mask:
+            pfa_regbase.check_ifa_mask(a, batch, s2)
+        else:
+            _check_mask_shape(a, has_mask, batch, s1, s2)
+    else:
+        _check_mask_shape(a, has_mask, batch, s1, s2)
+        pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
     if a.numHeads > h:
         _tiling("heads.h", "num heads is error.")
     _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1)
+    if q.dtype == F16 and out.dtype == I8 and layout == "SH":
+        _tiling("quant.sh_int8_out", "When input dtype is fp16 and output dtype is int8, SH layout is not supported.")
     if q.dtype != I8 and out.dtype == I8:
         if any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
             _tiling("quant.fp16_int8_out", "When input dtype is fp16 and output dtype is int8, PFA inputs "
                     "dequantScale1, quantScale1 and dequantScale2 should be null.")
     _check_post_quant(a, h)
     _check_kernel_dtypes(a, env)
-    return _launch(a, shapes, act_q, act_kv, has_mask)
+    bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
+    mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
+    precision = pfa.REGBASE if v2 else pfa.HIGH_PERFORMANCE
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=precision, ifa_mask=ifa_mask)
 
 
 def _empty_kv(a, layout):
@@ -309,10 +377,8 @@ def _empty_kv(a, layout):
         b, h = (1, q[1]) if len(q) == 2 else (q[0], q[2])
     elif layout == "BSND":
         b, n, d, h = q[0], q[2], q[3], None
-    else:
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                      f"empty key/value with inputLayout {layout} is not implemented in aclnn-emu",
-                      rule="not_implemented")
+    else:                                         # TND
+        b, n, d, h = 1, q[1], q[2], None
     if b > MAX_BATCH:
         _tiling("empty.batch", f"batch size should <= 65536, but batch size = {b}")
     if h is not None and h > MAX_D * MAX_HEADS:
@@ -338,12 +404,18 @@ def _check_int8_scales(a):
         _tiling("quant.int8_scales_empty", "dequant scale or first quant scale is empty tensor when input type is int8.")
 
 
-def _check_heads_and_batch(a, layout, kv_heads):
+N_AXIS = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}
+N_AXIS_V2 = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "TND": 1}     # TilingV2 reads TND's N too
+
+
+def _check_heads(a, layout, kv_heads, n_axes=N_AXIS):
+    """SetTilingHeadNumRatio / CheckInputDimAndHeadNum (the head counts of the layouts in ``n_axes``
+    are read from the shapes)."""
     q, k, v = a.query.shape, a.key.shape, a.value.shape
     heads = a.numHeads
     if a.numKeyValueHeads < 0:
         _tiling("heads.negative", f"numHeads({heads}) or numKeyValueHeads({a.numKeyValueHeads}) is negative!")
-    n_axis = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}.get(layout)
+    n_axis = n_axes.get(layout)
     if heads > MAX_HEADS:
         _tiling("heads.max", f"the query's heads num({heads}) should not be more than 256!")
     if n_axis is not None:
@@ -356,6 +428,10 @@ def _check_heads_and_batch(a, layout, kv_heads):
         _tiling("heads.divisible", f"numHeads({heads}) must be divisible by numKeyValueHeads({kv_heads})!")
     if heads // kv_heads > MAX_GROUP:
         _tiling("heads.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64")
+
+
+def _check_batch(a, layout):
+    q, k = a.query.shape, a.key.shape
     if layout == "NSD":
         batch, batch_kv, s1, s2 = 1, 1, q[1], k[1]
     elif layout in ("BNSD", "BNSD_BSND"):
@@ -368,6 +444,37 @@ def _check_heads_and_batch(a, layout, kv_heads):
     if batch > MAX_BATCH:
         _tiling("batch.max", f"batch size({batch}) should not be larger than 65536!")
     return batch, s1, s2
+
+
+def _sh_batches(a, env):
+    """SH packs the batches' rows: B is the length of actualSeqLengths (1 without it), batch b's
+    queries and keys both start at row sum(actualSeqLengths[:b]) (the kernel offsets the keys by
+    the query lengths, hence S1 == S2), and it holds actualSeqLengthsKv[b] keys."""
+    act_q, act_kv = a.actualSeqLengths, a.actualSeqLengthsKv
+    s1, s2 = a.query.shape[0], a.key.shape[0]
+    d, kv_heads = a.query.shape[1] // a.numHeads, a.numKeyValueHeads or a.numHeads
+    if a.key.shape[1] != kv_heads * d or a.value.shape[1] % kv_heads:
+        _tiling("sh.kv_hidden", f"SH key H ({a.key.shape[1]}) must be numKeyValueHeads({kv_heads}) x D({d}) and "
+                f"value H ({a.value.shape[1]}) a multiple of numKeyValueHeads (the CANN tiling does not check "
+                "this; its kernel would misread the rows, so the emulator rejects it)")
+    batch, batch_kv = len(act_q or ()) or 1, len(act_kv or ()) or 1
+    if batch != batch_kv:
+        _tiling("batch.equal", f"query batch must be equal to key/value batch, query batch = {batch} , "
+                f"key/value batch = {batch_kv} .")
+    if batch > MAX_SH_BATCH:
+        _tiling("batch.sh_max", f"batch size({batch}) should not be larger than 128 when input layout is SH!")
+    if s1 != s2:
+        _tiling("sh.q_kv_diff", f"SH format not support q kv diff, length of q = {s1} , length of kv = {s2}.")
+    if act_q and sum(act_q) != s1:
+        _tiling("sh.sum", f"SH format sum of actual_seq_q({sum(act_q)}) do not match s_q({s1})!")
+    act_q, act_kv = list(act_q or [s1]), list(act_kv or [s2])
+    starts = [start for start, _ in segments(act_q)]
+    fitted = [max(0, min(n, s2 - start)) for n, start in zip(act_kv, starts)]
+    fitted_q = [max(0, n) for n in act_q]
+    if fitted != act_kv or fitted_q != act_q:
+        env.warn(f"SH: actual lengths {act_q} / {act_kv} reach outside the {s1} rows (no check in the CANN "
+                 "tiling; the kernel would read neighbouring memory); clipped to the tensor")
+    return batch, s1, s2, fitted_q, fitted
 
 
 def _actual_lengths(values, batch, limit, what):
@@ -535,36 +642,47 @@ def _expected_out_shape(a, shapes):
         return (q[0], q[2], q[1], shapes.dv) if layout == "BNSD_BSND" else (q[0], q[1], q[2], shapes.dv)
     if layout == "BSH":
         return (q[0], q[1], shapes.dv * heads)
+    if layout == "TND":
+        return (q[0], q[1], shapes.dv)
     return q
 
 
 # -- launch ---------------------------------------------------------------------------------------
-def _launch(a, shapes, act_q, act_kv, has_mask):
+def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFORMANCE, tokens=False,
+            ifa_mask=False):
+    """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
+    ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
+    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch)."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     layout, heads = a.inputLayout, a.numHeads
-    kv_heads = a.numKeyValueHeads or heads
-    mode, scale = a.sparseMode, a.scaleValue
-    bands = pfa.batch_bands(mode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
-    mask_t = a.attenMask if has_mask and mode in (0, 1) else None
+    kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
+    scale = a.scaleValue
     int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
 
     def run(workspace):
-        q, k, v = (_bnsd(t.read(n), layout, h) for t, n, h in
+        q, k, v = (_bnsd(t.read(n), layout, h, tokens) for t, n, h in
                    ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads)))
-        mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask")))
+        mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask"), ifa_mask))
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
             int8 = pfa.Int8Scales(deq_scale(deq1), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2))
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
-        o = pfa.prompt_flash_attention(q, k, v, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv,
-                                       mask=mask, int8=int8, out_quant=out_quant)
-        out_t.write(_from_bnsd(o, layout).reshape(out_t.shape))
+        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant,
+                      precision=precision)
+        if rows is None:
+            o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
+        else:
+            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], **common)
+        out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
     return run
 
 
-def _bnsd(x, layout, heads):
+def _bnsd(x, layout, heads, tokens=False):
+    if tokens:
+        d = x.shape[-1] // heads if layout in ("SH", "BSH") else x.shape[-1]
+        return to_bnsd(x.reshape(-1, heads, d), "TND")
     if layout == "NSD":
         return x[None]
     return to_bnsd(x, "BNSD" if layout == "BNSD_BSND" else layout, heads)
@@ -577,13 +695,16 @@ def _from_bnsd(o, layout):
     if layout == "BNSD":
         return o
     bsnd = o.transpose(0, 2, 1, 3)
-    return bsnd.reshape(b, s, n * d) if layout == "BSH" else bsnd
+    if layout in ("BSH", "SH"):
+        return bsnd.reshape(b, s, n * d)
+    return bsnd[0] if layout == "TND" else bsnd
 
 
-def _mask_3d(mask):
-    """[Bm, S1m, S2m]: the head axis of a 4-D mask is never indexed by the kernel."""
+def _mask_3d(mask, ifa=False):
+    """[Bm, S1m, S2m]: the head axis of a 4-D mask is never indexed by the kernel; a 2-D mask is
+    [S1m, S2m], or [B, S2] for a one-row query on Ascend910_95 (TilingV2 CheckMaskShape)."""
     if mask.ndim == 2:
-        return mask[None]
+        return mask[:, None] if ifa else mask[None]
     return mask[:, 0] if mask.ndim == 4 else mask
 
 

@@ -1,0 +1,189 @@
+"""PromptFlashAttentionV2 on Ascend910_95: where its path differs from Atlas A2/A3.
+
+The tiling registry (`common/op_host/fia_tiling_templates_registry.h` `DoTilingImpl`) picks the
+tiling by `PlatformAscendC::GetSocVersion`, which maps both "Ascend910B" and "Ascend910_93" to
+SocVersion ASCEND910B: `prompt_flash_attention_tiling.cpp` (PromptFlashAttentionTiling, registered
+for ASCEND910B) runs on Atlas A2 and A3, `prompt_flash_attention_tiling_v2.cpp`
+(PromptFlashAttentionTilingV2, registered for ASCEND910_95; the arch35 "regbase" kernels) on
+Ascend910_95. The differences reproduced here:
+- op_api `AnalysisInputShapeInfo`: on ASCEND910_95 D is never padded, so the private-format check
+  (`CheckTensorFormat`, 161002 on A2/A3 when D needs padding) never runs;
+- TilingV2 `CheckIO` -> `SetInputLayout`: only BSH, TND, BSND, BNSD and BNSD_BSND, so SH and NSD
+  fail with 561103 where the A2/A3 tiling runs them (SH never reaches TilingV2's key-rank bound
+  INPUT_QKV_SHAPE_MIN_DIMS = 3, which would reject its 2-D key too);
+- TilingV2 has no base-API path: `CheckSparseMode` calls sparseMode 20-22 "out of range"
+  (561103) like any mode outside 0-4, where the A2/A3 tiling runs them;
+- the shapes, key/value, query/output and TND rules below (`check_io`, `check_kv`,
+  `check_query_and_key`, `tnd_lengths`), and a one-row query's mask read as the decode mask
+  (`check_ifa_mask`);
+- TilingV2 `CheckInnerPrecise` sets innerPrecise to high precision whatever V2 passes, so an fp16
+  query takes no fp16 mask (`check_high_precision_mask`) and the kernels keep fp16 scores in fp32
+  (the kernel's `Precision.high_precision`).
+"""
+from .pfa_common import F16, tiling
+
+LAYOUTS = ("BSH", "TND", "BSND", "BNSD", "BNSD_BSND")
+SPARSE_MODES = (0, 1, 2, 3, 4)
+
+
+def on_regbase(env) -> bool:
+    """The call runs on an Ascend910_95 part (TilingV2 and the arch35 kernels)."""
+    return env.soc.startswith("Ascend910_95")
+
+
+def check_layout(a):
+    """TilingV2 CheckIO: the layouts it knows (its first shape check)."""
+    if a.inputLayout not in LAYOUTS:
+        tiling("regbase.layout", f"Invalid input layout:{a.inputLayout}. Currently only TND/BSH/BNSD/BSND/BSND_BNSD "
+               "layout are supported.")
+
+
+def check_sparse_mode(a):
+    """TilingV2 CheckSparseMode: no base-API modes."""
+    if a.sparseMode not in SPARSE_MODES:
+        tiling("regbase.sparse_mode", f"sparse_mode = {a.sparseMode} is out of range. Currently only 0,1,2,3,4 "
+               "are supported.")
+
+
+MLA_D, MLA_DV = 192, 128        # MLA_QKD_SIZE / MLA_VD_SIZE: the one D != Dv TilingV2 takes
+MAX_BATCH, MAX_HEADS, MAX_D = 65536, 256, 512
+
+
+def check_io(a):
+    """CheckIO: the layout, then the query and value shapes (GetAndCheckShape), then query vs output."""
+    check_layout(a)
+    query = _shape_info(a, a.query, "query")
+    value = _shape_info(a, a.value, "value")
+    mla = query[3] == MLA_D and value[3] == MLA_DV
+    q, out = a.query.shape, a.attentionOut.shape
+    if len(q) != len(out):
+        tiling("regbase.query_out_rank", f"tensor query shape dimNum({len(q)}) must be consistent with tensor "
+               f"output shape dimNum({len(out)})!")
+    order = list(range(len(q)))
+    if a.inputLayout == "BNSD_BSND":
+        order[1], order[2] = 2, 1              # query N, S against output S, N
+    for i, j in enumerate(order):
+        if mla and i == len(q) - 1:
+            continue
+        if q[i] != out[j]:
+            tiling("regbase.query_out", f"tensor query shape ({q[i]}) do not equal to tensor output shape({out[j]}) "
+                   f"in dim {i} for {a.inputLayout}.")
+    return mla
+
+
+def check_kv(a, mla):
+    """CheckKV: key and value shapes, then CheckKeyValueParamsConsistency (equal shapes but for MLA's Dv)."""
+    _shape_info(a, a.key, "key")
+    _shape_info(a, a.value, "value")
+    k, v = a.key.shape, a.value.shape
+    if not 3 <= len(k) <= 5:
+        tiling("regbase.kv_rank", f"tensor key shape dimNum({len(k)}) is invalid! Only support range [3, 5].")
+    for i, (dk, dv) in enumerate(zip(k, v)):
+        if dk != dv and not (mla and i == len(k) - 1):
+            tiling("regbase.kv_shape", f"tensor key shape({dk}) do not equal to tensor value shape({dv}) in dim {i}.")
+
+
+def check_query_and_key(a):
+    """CheckQueryAndKey after the head rules: equal batch and D."""
+    (bq, _, _, dq), (bk, _, _, dk) = _shape_info(a, a.query, "query"), _shape_info(a, a.key, "key")
+    if bq != bk:
+        tiling("regbase.batch", f"query batch must be equal to key/value batch, query batch = {bq} , key/value batch "
+               f"= {bk}.")
+    if dq != dk:
+        tiling("regbase.d", f"query d size must be equal to key d size, query d = {dq} , key d = {dk}.")
+
+
+def tnd_lengths(a):
+    """CheckActSeq for TND: cumulative, non-decreasing, equally long, ending at T; per-batch lengths."""
+    ends_q, ends_kv = a.actualSeqLengths, a.actualSeqLengthsKv
+    _require_tnd_lengths(a)
+    if len(ends_q) != len(ends_kv):
+        tiling("regbase.tnd_batch", "When layout is TND, the batch size of actualSequenceLengthQ and "
+               f"actualSequenceLengthKV must be equal, batch size of actualSequenceLengthQ = {len(ends_q)}, batch "
+               f"size of actualSequenceLengthKV = {len(ends_kv)}")
+    for i, (eq, ekv) in enumerate(zip(ends_q, ends_kv)):
+        if eq < 0:
+            tiling("regbase.tnd_negative", f"actualSeqLengths[{i}] = {eq}, should >= 0")
+        if i and eq < ends_q[i - 1]:
+            tiling("regbase.tnd_decreasing", f"When layout is TND, actualSeqLengths must not be decreasing, but "
+                   f"actSeqLen[{i}]={eq} is smaller than actSeqLen[{i - 1}]={ends_q[i - 1]}")
+        if ekv < 0:
+            tiling("regbase.tnd_negative", f"actualSeqLengthsKv[{i}] = {ekv}, should >= 0")
+        if i and ekv < ends_kv[i - 1]:
+            tiling("regbase.tnd_decreasing", f"When layout is TND, actualSeqLengthsKv must not be decreasing, but "
+                   f"actSeqLenKV[{i}]={ekv} is smaller than actSeqLenKV[{i - 1}]={ends_kv[i - 1]}")
+    if ends_q[-1] != a.query.shape[0]:
+        tiling("regbase.tnd_query_t", f"When layout is TND, the last element of Actual_seq_lengths({ends_q[-1]}) must "
+               f"be equal to T({a.query.shape[0]})")
+    if ends_kv[-1] != a.key.shape[0]:
+        tiling("regbase.tnd_key_t", f"When layout is TND, the last element of Actual_seq_lengths_kv({ends_kv[-1]}) "
+               f"must be equal to T({a.key.shape[0]})")
+    return _per_batch(ends_q), _per_batch(ends_kv)
+
+
+def _per_batch(ends):
+    return [e - p for e, p in zip(ends, [0] + list(ends[:-1]))]
+
+
+def _require_tnd_lengths(a):
+    """TilingV2 reads both arrays while taking the TND shapes, before CheckActSeq's null checks (a null
+    array is dereferenced on hardware); the emulator answers with CheckActSeq's messages."""
+    for ends, what in ((a.actualSeqLengths, "actualSequenceLengthQ"), (a.actualSeqLengthsKv, "actualSequenceLengthKV")):
+        if ends is None:
+            tiling("regbase.tnd_null", f"When layout is TND, {what} can not be nullptr")
+    if not a.actualSeqLengths:
+        tiling("regbase.tnd_batch_size", "batch size of query should be less than or equal to 65536 and > 0, but "
+               "batch size = 0.")
+
+
+def _shape_info(a, t, name):
+    """SetShape + GetAndCheckShape: (b, n, s, d) of one tensor, with TilingV2's range checks."""
+    layout, shape = a.inputLayout, t.shape
+    want = 3 if layout in ("BSH", "TND") else 4
+    if len(shape) != want:
+        tiling("regbase.rank", f"dim num of {name} should = {want} when inputLayout is {layout},but dim num is "
+               f"{len(shape)}.")
+    if layout == "TND":
+        _require_tnd_lengths(a)
+        ends = a.actualSeqLengths if name == "query" else a.actualSeqLengthsKv
+        b, s, (t_rows, n, d) = len(a.actualSeqLengths), max(_per_batch(ends)) if ends else 0, shape
+    elif layout == "BSH":
+        heads = a.numHeads if name == "query" else (a.numKeyValueHeads or a.numHeads)
+        b, s, n = shape[0], shape[1], heads
+        d = shape[2] // n if n > 0 else 0
+    elif layout == "BSND":
+        b, s, n, d = shape
+    else:                                        # BNSD, BNSD_BSND
+        b, n, s, d = shape
+    if not 0 < b <= MAX_BATCH:
+        tiling("regbase.batch_size", f"batch size of {name} should be less than or equal to {MAX_BATCH} and > 0, but "
+               f"batch size = {b}.")
+    if s <= 0:
+        tiling("regbase.seq_size", f"seq size of {name} should > 0, but sequence size = {s}.")
+    for value, limit, axis in ((n, MAX_HEADS, "n"), (d, MAX_D, "d")):
+        if not 0 < value <= limit:
+            tiling(f"regbase.{axis}_size", f"{axis} size of {name} should be less than or equal to {limit} and > 0, "
+                   f"but {axis} = {value}.")
+    if layout == "TND" and t_rows <= 0:
+        tiling("regbase.tnd_t", f"When layout is TND, t should > 0, but t = {t_rows}.")
+    return b, n, s, d
+
+
+def check_ifa_mask(a, batch, s2):
+    """CheckMaskShape/CheckMaskShapeCrossSparse with a one-row query (enableIFAMask): the mask is
+    [B, S2] (2-D), [B, 1, S2] or [B, N, 1, S2], whatever the sparse mode; its batch must be B."""
+    shape = a.attenMask.shape
+    if len(shape) not in (2, 3, 4):
+        tiling("mask.rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
+    mask_batch, mask_s1 = (shape[0], 1) if len(shape) == 2 else (shape[0], shape[-2])
+    if mask_batch != batch or mask_s1 != 1 or shape[-1] < s2:
+        tiling("regbase.ifa_mask", f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
+               f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check")
+
+
+def check_high_precision_mask(a):
+    """CheckMaskTypeAndShape under the forced high precision: fp16 input takes bool/int8/uint8 masks."""
+    mask = a.attenMask
+    if mask is not None and a.query.dtype == F16 and mask.dtype == F16:
+        tiling("regbase.fp16_mask", "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input "
+               "type is fp16.")
