@@ -3,26 +3,14 @@
 // Usage: lightning_indexer_rules [soc]   ("soc" prints only the chip-dependent case)
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include "aclnnop/aclnn_lightning_indexer.h"
-#include "common.h"
+#include "op_case.h"
 
 namespace {
 
 const int64_t kMax = INT64_MAX;
-
-struct Spec {
-    Spec() = default;
-    Spec(std::vector<int64_t> s, aclDataType d = ACL_BF16, std::vector<int32_t> v = {})
-        : shape(s), dtype(d), values(v) {}
-    std::vector<int64_t> shape;
-    aclDataType dtype = ACL_BF16;
-    aclFormat format = ACL_FORMAT_ND;
-    bool null = false;
-    std::vector<int32_t> values;  // int32 contents (offsets, block table); others stay zero
-};
 
 struct Case {
     Spec q, k, w, seqQ, seqK, table, idx, val;
@@ -68,42 +56,29 @@ Case Paged() {
     return c;
 }
 
-struct Call {
-    std::vector<std::unique_ptr<DeviceTensor>> owned;
-    uint64_t workspaceSize = 0;
+// Phase 1 of case `c` with its tensors kept in `t`.
+int Phase1(Tensors &t, const Case &c, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    char lq[16] = {0}, lk[16] = {0};
+    if (c.layoutQ) strncpy(lq, c.layoutQ, sizeof(lq) - 1);
+    if (c.layoutK) strncpy(lk, c.layoutK, sizeof(lk) - 1);
+    return aclnnLightningIndexerGetWorkspaceSize(
+        t.Make(c.q), t.Make(c.k), t.Make(c.w), t.Make(c.seqQ), t.Make(c.seqK), t.Make(c.table),
+        c.layoutQ ? lq : nullptr, c.layoutK ? lk : nullptr, c.count, c.mode, c.pre, c.next, c.values, t.Make(c.idx),
+        t.Make(c.val), workspaceSize, executor);
+}
+
+int Phase1(const Case &c) {
+    Tensors t;
+    uint64_t size = 0;
     aclOpExecutor *executor = nullptr;
+    return Phase1(t, c, &size, &executor);
+}
 
-    aclTensor *Make(const Spec &s) {
-        if (s.null) return nullptr;
-        owned.emplace_back(new DeviceTensor());
-        int ret = s.values.empty() ? owned.back()->Create(s.shape, s.dtype, s.format)
-                                   : owned.back()->Create(s.values, s.shape, s.dtype, s.format);
-        return ret == 0 ? owned.back()->tensor : nullptr;
-    }
-
-    int Phase1(const Case &c) {
-        char lq[16] = {0}, lk[16] = {0};
-        if (c.layoutQ) strncpy(lq, c.layoutQ, sizeof(lq) - 1);
-        if (c.layoutK) strncpy(lk, c.layoutK, sizeof(lk) - 1);
-        return aclnnLightningIndexerGetWorkspaceSize(
-            Make(c.q), Make(c.k), Make(c.w), Make(c.seqQ), Make(c.seqK), Make(c.table), c.layoutQ ? lq : nullptr,
-            c.layoutK ? lk : nullptr, c.count, c.mode, c.pre, c.next, c.values, Make(c.idx), Make(c.val),
-            &workspaceSize, &executor);
-    }
-
-    int Run(const Case &c, aclrtStream stream) {
-        int ret = Phase1(c);
-        if (ret != 0) return ret;
-        void *ws = nullptr;
-        if (workspaceSize > 0 && (ret = aclrtMalloc(&ws, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST)) != 0) return ret;
-        ret = aclnnLightningIndexer(ws, workspaceSize, executor, stream);
-        if (ret == 0) ret = aclrtSynchronizeStream(stream);
-        if (ws) aclrtFree(ws);
-        return ret;
-    }
-};
-
-int Phase1(const Case &c) { return Call().Phase1(c); }
+int Run(const Case &c, aclrtStream stream) {
+    Tensors t;
+    return RunPhases([&](uint64_t *size, aclOpExecutor **e) { return Phase1(t, c, size, e); },
+                     aclnnLightningIndexer, stream);
+}
 
 void Nulls() {
     const char *names[] = {"query", "key", "weights", "sparseIndicesOut", "sparseValuesOut"};
@@ -258,33 +233,26 @@ void EmptyAndRuns(aclrtStream stream) {
     Case c = Bsnd();
     c.idx.shape = c.val.shape = {0};
     c.count = 0;  // would fail tiling; all outputs empty returns first
-    REPORT("empty.all_outputs_ok", Call().Run(c, stream));
-    REPORT("run.bsnd_ok", Call().Run(Bsnd(), stream));
+    REPORT("empty.all_outputs_ok", Run(c, stream));
+    REPORT("run.bsnd_ok", Run(Bsnd(), stream));
     c = Tnd();
     c.values = true;
-    REPORT("run.tnd_values_ok", Call().Run(c, stream));
-    REPORT("run.paged_ok", Call().Run(Paged(), stream));
+    REPORT("run.tnd_values_ok", Run(c, stream));
+    REPORT("run.paged_ok", Run(Paged(), stream));
 
-    Call small;
-    int ret = small.Phase1(Bsnd());
-    if (ret == 0) ret = aclnnLightningIndexer(nullptr, 0, small.executor, stream);
-    REPORT("phase2.workspace_small", ret);
-    REPORT("phase2.executor_null", aclnnLightningIndexer(nullptr, 0, nullptr, stream));
+    Tensors t;
+    Case base = Bsnd();
+    ReportPhase2Rules([&](uint64_t *size, aclOpExecutor **e) { return Phase1(t, base, size, e); },
+                      aclnnLightningIndexer, stream);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    aclrtStream stream = nullptr;
-    CHECK_OK(SetUp(&stream));
-    if (argc > 1 && strcmp(argv[1], "soc") == 0) {
-        REPORT("soc.bsnd", Phase1(Bsnd()));
-    } else {
+    return RulesMain(argc, argv, [] { REPORT("soc.bsnd", Phase1(Bsnd())); }, [](aclrtStream stream) {
         Nulls();
         KernelKey();
         Tiling();
         EmptyAndRuns(stream);
-    }
-    TearDown(stream);
-    return 0;
+    });
 }

@@ -16,7 +16,9 @@ from ...kernels.sparse_attention.lightning_indexer_plan import plan_bsnd, plan_t
 from ...platform import PLATFORMS
 from ...runtime import sanitizer
 from ..generated import attr_int32, framework_checks
+from ..outputs import writable
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
+from .paged import block_table
 
 OP = Op("LightningIndexer", "aclnn_lightning_indexer.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("weights"),
@@ -211,21 +213,14 @@ def _rows(a, p) -> tuple[kernel.Rows, KeyRows]:
         len_q = (np.full(b, s1) if act_q is None else act_q)[batch]
         computed = np.ones(b * s1, bool)
         kbase = np.arange(b, dtype=np.int64) * p["s2"]
-    keys = KeyRows(kbase) if p["lk"] != "PA_BSND" else KeyRows(kbase, _table(a), p["block"])
+    if p["lk"] == "PA_BSND":
+        keys = KeyRows(kbase, block_table(a.blockTableOptional, a.key.shape[0], OP.name), p["block"])
+    else:
+        keys = KeyRows(kbase)
     valid = np.minimum(plan.n, plan.klen)
     if p["lk"] == "PA_BSND":
         valid = np.minimum(valid, p["s2"])
     return kernel.Rows(batch.astype(np.int64), valid, computed, len_q.astype(np.int64)), keys
-
-
-def _table(a) -> np.ndarray:
-    table = a.blockTableOptional.read("blockTable").astype(np.int64)
-    blocks = a.key.shape[0]
-    if table.size and (table.min() < 0 or table.max() >= blocks):
-        sanitizer.report("index-out-of-range", f"aclnnLightningIndexer: block_table names blocks outside [0, {blocks}); "
-                         "the NPU reads other memory there, aclnn-emu clamps them")
-        table = np.clip(table, 0, blocks - 1)
-    return table
 
 
 def _run(a, p) -> None:
@@ -239,8 +234,8 @@ def _run(a, p) -> None:
     key = a.key.read("key").reshape(-1, dim)
     weights = a.weights.read("weights").reshape(total, heads)
     _check_key_extent(rows, keys, key.shape[0])
-    indices = _out_view(a.sparseIndicesOut, (total, p["count"]), np.int32)
-    values = _out_view(a.sparseValuesOut, (total, p["count"]), a.query.np_dtype) if a.returnValues else None
+    indices = writable(a.sparseIndicesOut, (total, p["count"]), np.int32, OP.name)
+    values = writable(a.sparseValuesOut, (total, p["count"]), a.query.np_dtype, OP.name) if a.returnValues else None
     if not rows.computed.all():
         sanitizer.report("unwritten-output", f"aclnnLightningIndexer: query rows {int(np.argmin(rows.computed))}.."
                          f"{total - 1} lie past the last actualSeqLengthsQuery offset; the NPU leaves them unwritten")
@@ -259,24 +254,3 @@ def _check_key_extent(rows, keys, key_rows) -> None:
     if (ends[rows.computed] > key_rows).any():
         raise OpError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnLightningIndexer: actual sequence lengths reach "
                       f"past the {key_rows} key rows; the NPU reads out of bounds", rule="kernel.key_extent")
-
-
-def _out_view(tensor, shape, dtype):
-    """(array to fill, finish) for an output: its device view, or a host copy written back."""
-    view = tensor.view("output")
-    count = int(np.prod(shape))
-    if view.dtype == np.dtype(dtype) and view.flags.c_contiguous and view.size >= count:
-        return view.reshape(-1)[:count].reshape(shape), None
-    if view.size < count:
-        sanitizer.report("out-of-bounds-write", f"aclnnLightningIndexer: the kernel writes {count} elements to an "
-                         f"output of {view.size}; the rest is dropped")
-    host = np.empty(shape, dtype)
-    current = tensor.read("output").reshape(-1)
-    n = min(count, current.size)
-    host.reshape(-1)[:n] = current[:n].astype(dtype) if current.dtype != dtype else current[:n]
-
-    def finish():
-        flat = tensor.read("output").reshape(-1).copy()
-        flat[:n] = host.reshape(-1)[:n].astype(flat.dtype)
-        tensor.write(flat.reshape(tensor.shape), "output")
-    return host, finish

@@ -16,9 +16,10 @@ from ...kernels.sparse_attention.key_rows import KeyRows
 from ...kernels.sparse_attention.select import RowSpans
 from ...kernels.sparse_attention.sparse_flash_attention import Outputs, sparse_flash_attention
 from ...platform import PLATFORMS
-from ...runtime import sanitizer
 from ..generated import framework_checks
+from ..outputs import writable
 from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
+from .paged import block_table
 
 OP = Op("SparseFlashAttention", "aclnn_sparse_flash_attention.h", [
     TensorIn("query"), TensorIn("key"), TensorIn("value"), TensorIn("sparseIndices"),
@@ -143,7 +144,8 @@ def _check(a, p: Plan) -> None:
         _fail("sparse_mode", f"sparseMode must == 0/3, but got: {p.mode}.")
     bs = p.sparse_block
     if bs <= 0 or bs > 128 or bs & (bs - 1):
-        _fail("sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: {bs}.")
+        _fail("sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: "
+                                   f"{bs}.")
     if a.preTokens != INT64_MAX:
         _fail("pre_tokens", f"preTokens should be 9223372036854775807, but got: {a.preTokens}.")
     if a.nextTokens != INT64_MAX:
@@ -270,7 +272,7 @@ def _spans(a, p: Plan, rows: int):
     len_k, kbase = _key_lengths(a, p)
     spans = RowSpans(s1=s1, sq=len_q[batch], sk=len_k[batch], kbase=kbase[batch], valid=valid)
     if p.lk == "PA_BSND":
-        keys = KeyRows(kbase, _table(a), p.block)
+        keys = KeyRows(kbase, block_table(a.blockTable, a.key.shape[0], OP.name), p.block)
     else:
         keys = KeyRows(kbase)
     return spans, batch.astype(np.int64), keys
@@ -290,25 +292,15 @@ def _key_lengths(a, p: Plan):
     return (np.full(p.b, lengths[0]) if lengths.size == 1 else lengths), kbase
 
 
-def _table(a) -> np.ndarray:
-    table = a.blockTable.read("blockTable").astype(np.int64)
-    blocks = a.key.shape[0]
-    if table.size and (table.min() < 0 or table.max() >= blocks):
-        sanitizer.report("index-out-of-range", f"aclnnSparseFlashAttention: blockTable names blocks outside [0, "
-                         f"{blocks}); the NPU reads other memory there, aclnn-emu clamps them")
-        table = np.clip(table, 0, blocks - 1)
-    return table
-
-
 def _run(a, p: Plan) -> None:
     rows = a.query.numel // (p.n1 * p.d)
     spans, batch, keys = _spans(a, p, rows)
     _check_key_extent(spans, keys, a.key.numel // p.d)
     read = lambda t, shape, what: t.read(what).reshape(shape)  # noqa: E731
     k_rows = a.key.numel // p.d
-    out = _target(a.attentionOutOut, (rows, p.n1, p.dv), a.query.np_dtype)
-    smax = _target(a.softmaxMaxOut, (rows, p.n1), np.float32) if p.lse else (None, None)
-    ssum = _target(a.softmaxSumOut, (rows, p.n1), np.float32) if p.lse else (None, None)
+    out = writable(a.attentionOutOut, (rows, p.n1, p.dv), a.query.np_dtype, OP.name)
+    smax = writable(a.softmaxMaxOut, (rows, p.n1), np.float32, OP.name) if p.lse else (None, None)
+    ssum = writable(a.softmaxSumOut, (rows, p.n1), np.float32, OP.name) if p.lse else (None, None)
     if not spans.valid.all():
         out[0][~spans.valid] = 0      # the kernel zeroes the whole output first when a batch is short
     sparse_flash_attention(
@@ -330,23 +322,3 @@ def _check_key_extent(spans, keys, key_rows) -> None:
     if (ends > key_rows).any() or (spans.sk < 0).any():
         raise OpError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnSparseFlashAttention: actual sequence lengths reach "
                       f"past the {key_rows} key rows; the NPU reads out of bounds", rule="kernel.key_extent")
-
-
-def _target(tensor, shape, dtype):
-    """(array the kernel fills, finish or None): the output's device view when it is a plain
-    contiguous tensor of `dtype`, else a host array stored in element order afterwards."""
-    view = tensor.view("output")
-    count = int(np.prod(shape))
-    if view.dtype == np.dtype(dtype) and view.flags.c_contiguous and view.size == count:
-        return view.reshape(shape), None
-    host = np.zeros(shape, dtype)
-    if view.size != count:
-        sanitizer.report("out-of-bounds-write", f"aclnnSparseFlashAttention: the kernel writes {count} elements to "
-                         f"an output of {view.size} ({list(tensor.shape)}); aclnn-emu writes what fits")
-
-    def finish():
-        flat = tensor.read("output").reshape(-1).copy()
-        n = min(flat.size, count)
-        flat[:n] = host.reshape(-1)[:n].astype(flat.dtype)
-        tensor.write(flat.reshape(tensor.shape), "output")
-    return host, finish
