@@ -19,14 +19,12 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
-from interleaved import best_times  # noqa: E402
-from rss import first_call_growth  # noqa: E402
+from versus import compare  # noqa: E402
 
 T1, S2, N1, D, DR, K = 512, 4096, 128, 512, 64, 2048
 SCALE = float(1.0 / np.sqrt(D + DR))
 ROUNDS, TORCH_ROWS = 2, 64
 INT64_MAX = (1 << 63) - 1
-MIB = 1 << 20
 
 
 def make_inputs(rows=T1):
@@ -71,26 +69,9 @@ def pytorch_step(torch, x):
 def main():
     import torch
     x = make_inputs()
-    input_bytes = sum(a.nbytes for a in x.values())
-    tiny, release_tiny = emulator_step(make_inputs(rows=4))   # one-time costs stay out of the numbers
-    tiny()
-    release_tiny()
-    emu, release = emulator_step(x)
-    emu_growth = first_call_growth(emu)
-    torch_call = pytorch_step(torch, x)
-    torch_growth = first_call_growth(torch_call)
-    best = best_times({"emu": emu, "torch": torch_call}, ROUNDS)
-    release()
-    ratio = best["emu"] / best["torch"]
-    print(f"SparseFlashAttention bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, sparse "
-          f"mode 3; inputs {input_bytes / MIB:.1f} MiB")
-    print(f"{'aclnn-emu (aclnn_emu.run, both phases)':44s} {best['emu']:7.2f} s   first-call RSS growth "
-          f"{emu_growth / MIB:7.1f} MiB")
-    print(f"{f'PyTorch CPU fp32 gather + matmul, {torch.get_num_threads()} threads':44s} {best['torch']:7.2f} s   "
-          f"first-call RSS growth {torch_growth / MIB:7.1f} MiB")
-    print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 1.0: {'met' if ratio <= 1.0 else 'MISSED'})")
-    print(f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
-          f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'})")
+    compare(f"SparseFlashAttention bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, sparse "
+            "mode 3", sum(a.nbytes for a in x.values()), emulator_step(x), emulator_step(make_inputs(rows=4)),
+            pytorch_step(torch, x), f"PyTorch CPU fp32 gather + matmul, {torch.get_num_threads()} threads", ROUNDS)
 
 
 if __name__ == "__main__":
