@@ -153,3 +153,40 @@ def test_values_round_half_away_from_zero(dtype, dot, weight, expected):
     idx, val = run_op(query, key, weights, count=4, mode=0)
     assert idx[0].tolist() == [0, -1, -1, -1]
     assert val[0, 0] == expected and np.isneginf(val[0, 1:]).all()
+
+
+def _vector_unit_sum(products: np.ndarray) -> np.float32:
+    """The 8.5 kernel's order (lightning_indexer_vector.h DoScale + DoReduce), written out per
+    element in float32: slot i adds heads i, 16+i, 32+i, ... pass after pass; the slots past the
+    largest power of two are added onto the first ones; then halves are added pairwise (one slot:
+    Adds 0, which turns -0.0 into 0.0)."""
+    slots = [np.float32(p) for p in products[:16]]
+    for g0 in range(16, len(products), 16):
+        for i, p in enumerate(products[g0:g0 + 16]):
+            slots[i] = np.float32(p) + slots[i]
+    n = len(slots)
+    if n == 1:
+        return slots[0] + np.float32(0)
+    half = n if n <= 2 else 1 << (n.bit_length() - 1)
+    for i in range(n - half):
+        slots[i] = slots[i] + slots[half + i]
+    while half > 2:
+        half //= 2
+        for i in range(half):
+            slots[i] = slots[i] + slots[half + i]
+    return slots[0] + slots[1]
+
+
+@pytest.mark.parametrize("heads", [64, 12, 1])
+def test_head_sum_follows_the_vector_unit_order(heads):
+    """fp32 sums of widely scaled terms depend on their order: the kernel's is reproduced bit for bit."""
+    from aclnn_emu.kernels.sparse_attention.lightning_indexer import head_sum
+    rng = np.random.default_rng(6)
+    s = (rng.standard_normal((3, heads, 50)) * 10.0 ** rng.integers(-4, 6, (3, heads, 1))).astype(np.float32)
+    w = rng.standard_normal((3, heads)).astype(np.float32)
+    products = np.maximum(s, 0) * w[:, :, None]
+    expected = np.array([[_vector_unit_sum(products[r, :, j]) for j in range(50)] for r in range(3)])
+    got = head_sum(s.copy(), w)
+    assert (got.view(np.uint32) == expected.view(np.uint32)).all()
+    if heads == 64:
+        assert (products.sum(axis=1, dtype=np.float32) != expected).any()   # another order differs
