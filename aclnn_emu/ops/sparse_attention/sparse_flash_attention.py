@@ -83,7 +83,7 @@ def prepare(a, env):
 
 
 def _parse(a) -> Plan:
-    """SFAInfoParser::Parse."""
+    """SFAInfoParser::Parse: existence, layouts, then the sizes in its order (B, S2, rope dim)."""
     q, k = a.query, a.key
     if a.queryRope is None:
         _fail("query_rope_null", "Shape of queryRope is nullptr (the tiling needs queryRope)")
@@ -109,9 +109,6 @@ def _parse(a) -> Plan:
         b = seq.numel
     else:
         b = _axis(q, lq, 0)
-    if q.ndim != a.queryRope.ndim:
-        _fail("query_rope_rank", f"The dimensions of query and query_rope should be equal, but query has dimension "
-                                 f"{q.ndim} while query_rope has dimension {a.queryRope.ndim}.")
     block = 0
     if lk == "PA_BSND":
         table = a.blockTable
@@ -125,8 +122,11 @@ def _parse(a) -> Plan:
         s2 = table.shape[1] * block
     else:
         s2 = _axis(k, lk, 0 if lk == "TND" else 1)
-    n_q, n_k = (1, 1) if lq == "TND" else (2, 2)
-    return Plan(lq, lk, b, _axis(q, lq, 0 if lq == "TND" else 1), s2, _axis(q, lq, n_q), _axis(q, lq, -1),
+    if q.ndim != a.queryRope.ndim:
+        _fail("query_rope_rank", f"The dimensions of query and query_rope should be equal, but query has dimension "
+                                 f"{q.ndim} while query_rope has dimension {a.queryRope.ndim}.")
+    return Plan(lq, lk, b, _axis(q, lq, 0 if lq == "TND" else 1), s2, _axis(q, lq, 1 if lq == "TND" else 2),
+                _axis(q, lq, -1),
                 _axis(a.value, lk, -1), _axis(a.queryRope, lq, -1), block, float(np.float32(a.scaleValue)),
                 a.sparseBlockSize, a.sparseMode, bool(a.returnSoftmaxLse))
 
