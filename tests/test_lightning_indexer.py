@@ -190,3 +190,20 @@ def test_head_sum_follows_the_vector_unit_order(heads):
     assert (got.view(np.uint32) == expected.view(np.uint32)).all()
     if heads == 64:
         assert (products.sum(axis=1, dtype=np.float32) != expected).any()   # another order differs
+
+
+@pytest.mark.parametrize("change, code, words", [
+    (dict(weights=np.zeros((1, 4, 2), np.float32)), 161002, ["weights", "FLOAT"]),
+    (dict(count=4096), 561002, ["sparse_count", "4096"]),
+    (dict(layout_key="TND"), 561002, ["layout_query", "layout_key"]),
+    (dict(key=np.zeros((1, 8, 1, 64), BF16)), 561002, ["key", "64"]),
+])
+def test_messages_name_the_argument(change, code, words):
+    args = dict(query=np.zeros((1, 4, 2, 128), BF16), key=np.zeros((1, 8, 1, 128), BF16),
+                weights=np.zeros((1, 4, 2), BF16), count=8, layout_key="BSND")
+    args.update(change)
+    with pytest.raises(ae.AclnnError) as failed:
+        run_op(args["query"], args["key"], args["weights"], count=args["count"], mode=3,
+               layout_key=args["layout_key"])
+    assert failed.value.status == code
+    assert all(word in failed.value.message for word in words), failed.value.message

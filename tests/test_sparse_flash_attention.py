@@ -129,3 +129,18 @@ def test_softmax_statistics_feed_the_backward():
     s = 0.05 * np.einsum("rgd,jd->rgj", q, k)
     p = np.exp(s - smax[..., None]) / ssum[..., None]
     assert np.allclose(p.sum(-1), 1.0, rtol=1e-4)
+
+
+@pytest.mark.parametrize("edit, code, words", [
+    (lambda c: c.update(value=c["value"].astype(FP16)), 161002, ["value", "FLOAT16"]),
+    (lambda c: c.update(query_rope=c["query_rope"][..., :32].copy()), 561002, ["rope_head_dim", "32"]),
+    (lambda c: c.update(indices=c["indices"][:, :1].copy()), 561002, ["sparse_indices", "[1, 1, 1, 4]"]),
+])
+def test_messages_name_the_argument(edit, code, words):
+    case = make_case(np.random.default_rng(14), BF16, lens_q=[2], lens_k=[16], heads=2, block_size=1, count=4,
+                     junk=False)
+    edit(case)
+    with pytest.raises(ae.AclnnError) as failed:
+        run_op(case, scale=0.1, block_size=1, mode=3)
+    assert failed.value.status == code
+    assert all(word in failed.value.message for word in words), failed.value.message
