@@ -96,7 +96,7 @@ def _steps(scan: np.ndarray, valid: np.ndarray) -> list:
     return steps
 
 
-def selected_positions(x: _Inputs, r: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+def _positions(x: _Inputs, r: int, length: int) -> tuple[np.ndarray, np.ndarray]:
     """(key positions within the batch, used mask) of row r's first ``length`` scan positions."""
     p = np.arange(length, dtype=np.int64)
     bs = x.block_size
@@ -114,7 +114,7 @@ def _step(x: _Inputs, scan, outputs: Outputs, r0: int, r1: int) -> None:
     used = np.zeros((rows, width), bool)
     key_rows = np.zeros((rows, width), np.int64)
     for i, r in enumerate(range(r0, r1)):
-        pos, ok = selected_positions(x, r, int(scan[r]))
+        pos, ok = _positions(x, r, int(scan[r]))
         used[i, :len(pos)] = ok
         key_rows[i, :len(pos)][ok] = x.keys.rows(int(x.batch[r]), pos[ok])
     flat = key_rows.reshape(-1)

@@ -79,7 +79,7 @@ def _tiling(a) -> dict:
         _fail("return_values_pa", "when return_value is true, key layout do not support PA_BSND.")
     _check_optional(a, lq, lk)
     _check_ranks(a, lq, lk)
-    q, k, w, out, table = a.query, a.key, a.weights, a.sparseIndicesOut, a.blockTableOptional
+    q, k, table = a.query, a.key, a.blockTableOptional
     n1 = _dim(q, 2 if lq == "BSND" else 1)
     n2_index = 1 if lk == "TND" else 2
     if _dim(k, n2_index) != 1:
