@@ -4,6 +4,7 @@
 #define ACLNN_EMU_TEST_OP_CASE_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common.h"
