@@ -56,3 +56,10 @@ def lcg_fp16(n: int, seed: int) -> np.ndarray:
         seed = (seed * 1103515245 + 12345) & 0xFFFFFFFF
         out[i] = (seed >> 16) & 0x7BFF
     return out.view(np.float16)
+
+
+def rules(exe, *args, env=None) -> tuple[dict[str, int], str]:
+    """Run a status-code program (it must exit 0); its `<rule> <code>` lines and its stderr."""
+    result = run(exe, *args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return rule_codes(result.stdout), result.stderr

@@ -5,6 +5,8 @@ get this order: required nulls -> 161001, all outputs empty -> success, kernel k
 (dtype, format) of every input and output -> 161002 (required I/O off the list) or 561003 (only
 an optional one), then the op's tiling (561002).
 """
+import numpy as np
+
 from .. import status
 from ..formats import ND_LIKE, Format
 from .signature import OpError
@@ -91,3 +93,34 @@ def _matches(tensors: dict, combo: dict) -> bool:
 
 def _optional(op, name) -> bool:
     return next(p.optional for p in op.params if p.name == name)
+
+
+def check_soc(env, op_name: str, socs) -> None:
+    """The OpDef registers kernels for `socs` only: any other chip finds no kernel (561003)."""
+    if env.soc not in socs:
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                      f"Cannot find kernel file: {op_name} has kernels for {' and '.join(socs)} only, not {env.soc}",
+                      rule="kernel.soc", chips=socs)
+
+
+def attr_int32(value: int) -> int:
+    """An int64 attribute that a tiling reads through an ``int32_t`` pointer: its low 32 bits."""
+    return int(np.array(value, np.int64).astype(np.uint64).astype(np.uint32).view(np.int32))
+
+
+def framework_checks(a, op, combos, env, socs) -> bool:
+    """What every generated entry point does before its tiling, for an op whose kernels are
+    registered for `socs`: required nulls (161001), then False when all outputs are empty (nothing
+    to launch), then the chip (561003) and the kernel key (161002; an optional tensor alone off the
+    list is 561003, an inferred rule: a portability warning unless ACLNN_EMU_STRICT=1)."""
+    check_required_not_null(a, op)
+    if all_outputs_empty(a, op):
+        return False
+    check_soc(env, op.name, socs)
+    try:
+        check_kernel_key(a, op, combos)
+    except OpError as exc:
+        if exc.code != status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR:
+            raise
+        env.inferred(exc.code, exc.rule, exc.message)
+    return True

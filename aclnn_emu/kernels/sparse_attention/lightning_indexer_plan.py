@@ -32,11 +32,16 @@ def usable_count(sparse_mode: int, top_k: int, seq_q, seq_k, s1) -> np.ndarray:
     return np.clip(np.asarray(seq_k, np.int64) - np.asarray(seq_q, np.int64) + s1 + 1, 0, top_k)
 
 
-def plan_bsnd(batch: int, seq_q: int, seq_k: int, top_k: int, sparse_mode: int) -> RowPlan:
-    """Rows in (b, s1) order; every batch has the same S1 query rows and S2 keys."""
+def plan_bsnd(batch: int, seq_q: int, seq_k: int, top_k: int, sparse_mode: int,
+              act_q=None, act_k=None) -> RowPlan:
+    """Rows in (b, s1) order; batch b owns key rows from b*S2. Every batch has S1 query rows and
+    S2 keys, unless per-batch actual lengths (not cumulative in BSND) say fewer: rows at or past
+    a batch's query length then get n = 0."""
     b, s1 = np.divmod(np.arange(batch * seq_q, dtype=np.int64), max(seq_q, 1))
-    return RowPlan(kbase=b * seq_k, klen=np.full(b.shape, seq_k, np.int64),
-                   n=usable_count(sparse_mode, top_k, seq_q, seq_k, s1))
+    len_q = np.full(b.shape, seq_q, np.int64) if act_q is None else np.asarray(act_q, np.int64)[b]
+    len_k = np.full(b.shape, seq_k, np.int64) if act_k is None else np.asarray(act_k, np.int64)[b]
+    n = np.where(s1 < len_q, usable_count(sparse_mode, top_k, len_q, len_k, s1), 0)
+    return RowPlan(kbase=b * seq_k, klen=len_k, n=n)
 
 
 def plan_tnd(cu_q: np.ndarray, cu_k: np.ndarray, tokens_q: int, top_k: int, sparse_mode: int) -> RowPlan:

@@ -16,7 +16,7 @@ from ...kernels.sparse_attention.select import bsnd_rows, tnd_rows
 from ...platform import PLATFORMS
 from ...runtime import sanitizer
 from ...runtime.errors import AclError
-from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
+from ..generated import attr_int32, framework_checks
 from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 LAYOUTS = ("TND", "BSND")
@@ -84,11 +84,6 @@ def _tiling_error(message, rule):
     return OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
 
 
-def _int32(value: int) -> int:
-    """The tiling reads these int64 attributes through an ``int`` pointer: the low 32 bits."""
-    return int(np.array(value, np.int64).astype(np.uint64).astype(np.uint32).view(np.int32))
-
-
 def _last(tensor, rank, name, what):
     """dim[rank - 1] of ``tensor``: tiling indexes every tensor with the query's rank."""
     if not 0 < rank <= tensor.ndim:
@@ -104,19 +99,8 @@ def _c_div(a: int, b: int) -> int:
 
 @OP.prepare
 def prepare(a, env):
-    check_required_not_null(a, OP)
-    if all_outputs_empty(a, OP):
+    if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
-    if env.soc not in SOCS:
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                      f"Cannot find kernel file: SparseFlashAttentionGrad has kernels for "
-                      f"{' and '.join(SOCS)} only, not {env.soc}", rule="kernel.soc", chips=SOCS)
-    try:
-        check_kernel_key(a, OP, COMBOS)
-    except OpError as exc:
-        if exc.code != status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR:
-            raise
-        env.inferred(exc.code, exc.rule, exc.message)
     plan = _tiling(a)
     return Launch(workspace_size=workspace_size(plan), run=lambda workspace: _run(a, plan))
 
@@ -129,7 +113,7 @@ def _tiling(a) -> Plan:
     if count != SELECTED_BLOCK_COUNT:
         raise _tiling_error(f"SparseFlashAttentionGrad only support selected_block_count=2048 now, but got "
                             f"selected_block_count={count} (last dim of sparseIndices)", "selected_block_count")
-    mode = _int32(a.sparseMode)
+    mode = attr_int32(a.sparseMode)
     if mode not in (0, 3):
         raise _tiling_error(f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}",
                             "sparse_mode")
@@ -174,7 +158,7 @@ def _tiling(a) -> Plan:
         _check_tnd_shapes(a, t1, n1, d, dv, n2, g)
     _check_cast_tiling(d + dr, dv)
     return Plan(layout, b, s1, s2, t1, t2, g, d, dv, dr, float(np.float32(a.scaleValue)),
-                _int32(a.sparseBlockSize), mode)
+                attr_int32(a.sparseBlockSize), mode)
 
 
 def _rope_dim(a, rank) -> int:
