@@ -9,7 +9,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import aclnn_emu  # noqa: E402
-from aclnn_emu import config, toolkit  # noqa: E402
+from aclnn_emu import config, platform, toolkit  # noqa: E402
 from aclnn_emu.runtime import sanitizer  # noqa: E402
 
 
@@ -56,6 +56,6 @@ def chip(request, monkeypatch):
     """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty.
     aclInit re-reads the settings, so the runtime is started before the chip is set."""
     aclnn_emu.setup()
-    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
+    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=platform.part(request.param).name))
     sanitizer.clear()
     return request.param

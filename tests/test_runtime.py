@@ -73,7 +73,7 @@ def test_sanitizer_reports_overread_double_free_and_use_after_free(runtime_run):
 
 
 def test_soc_name_default(runtime_run):
-    assert "errmsg.soc Ascend910B" in runtime_run.stdout
+    assert "errmsg.soc Ascend910B2\n" in runtime_run.stdout
 
 
 def test_a_wrapped_handle_counter_never_hands_out_a_live_handle(monkeypatch):
