@@ -51,6 +51,18 @@ def libacl():
     return lib
 
 
+def pytest_addoption(parser):
+    parser.addoption("--families", default=",".join(platform.FAMILIES),
+                     help="chip families the C-ABI status suites run on (comma-separated; default: all)")
+
+
+def pytest_generate_tests(metafunc):
+    """`family`: each C-ABI status suite runs once per chip family (ACLNN_EMU_SOC=<family>)."""
+    if "family" in metafunc.fixturenames:
+        families = metafunc.config.getoption("families").split(",")
+        metafunc.parametrize("family", families, scope="module")
+
+
 @pytest.fixture
 def chip(request, monkeypatch):
     """The emulated chip for one test (parametrize it with indirect=True); sanitizer findings start empty.

@@ -234,6 +234,12 @@ int main(int argc, char **argv) {
     report("tiling.pad_tokens_int64", [](Cfg &c) { c.hasMask = true; c.pre = -(1LL << 32) + 5; c.next = 5; });
     report("out.dq_shape", [](Cfg &c) { c.dq = {2, 2, 16, 8}; });
     report("out.dq_dtype", [](Cfg &c) { c.dqDt = ACL_FLOAT; c.run = true; });
+
+    // Calls whose outcome depends on the chip family (Ascend910_95 runs the arch35 tiling)
+    report("chip.drop_generated", [](Cfg &c) { c.keep = 0.5; c.run = true; });
+    report("chip.drop_with_keep_prob_one", [](Cfg &c) { c.hasDrop = true; c.run = true; });
+    report("chip.mask_larger_than_s1_s2", [](Cfg &c) { c.hasMask = true; c.mask = {32, 32}; c.run = true; });
+    report("chip.mask_covers_only_in_elements", [](Cfg &c) { c.hasMask = true; c.mask = {8, 64}; c.run = true; });
     TearDown(stream);
     return 0;
 }

@@ -4,6 +4,10 @@ Validation follows the source (reference §1A), not the doc: the op_api checks r
 or 161002 (headNum, ranks, head dims); everything infershape, kernel selection and tiling reject
 surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr to ACLNN_ERR_PARAM_NULLPTR.
 dtype errors are therefore 161001 although the doc says 161002 (docs/divergences/flash_attention_score_grad.md).
+
+Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
+then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
+V2 interface can reach are marked ARCH35 below (dropout, attenMask shape).
 """
 import math
 
@@ -11,6 +15,7 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER, packed_keep_mask
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import FagParams, flash_attention_score_grad
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
@@ -35,6 +40,8 @@ SOFTMAX_LANES = 8
 COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048)}
 ALIBI_ROWS = 1024
 SYSTEM_WORKSPACE = 16 << 20
+ARCH35 = "Ascend910_95"      # the family whose tiling is flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
+V2_SEED, V2_OFFSET = 0, 0    # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
 
 
 def _names(dtypes) -> str:
@@ -156,7 +163,7 @@ def _check_base_input(a, s: _Shape):
         raise _tiling_error(f"invalid input_layout[{s.layout}].", "tiling.layout")
 
 
-def _check_shape_attrs(a, s: _Shape):
+def _check_shape_attrs(a, s: _Shape, env):
     """FlashAttentionScoreGradTilingS1s2Bn2::GetShapeAttrsInfo (runs first for every call)."""
     if s.layout == "TND":
         raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
@@ -190,7 +197,9 @@ def _check_shape_attrs(a, s: _Shape):
     if keep <= 0 or keep > 1:
         raise _tiling_error(f"keepProb is illegal: got {a.keepProb} (as float32 {keep}); expected (0, 1]",
                             "tiling.keep_prob")
-    if keep < 1:
+    if env.soc == ARCH35:
+        _check_drop_mask_arch35(a, s, keep, env)
+    elif keep < 1:
         _check_drop_mask(a, s, keep)
     mode = _int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 8:
@@ -202,7 +211,7 @@ def _check_shape_attrs(a, s: _Shape):
     _check_tokens(a, s, mode)
     _check_atten_mask_info(a, s, mode)
     _check_pse(a, s)
-    _check_atten_mask_shape(a, s, mode)
+    _check_atten_mask_shape(a, s, mode, env.soc == ARCH35)
     return mode
 
 
@@ -216,6 +225,23 @@ def _check_drop_mask(a, s, keep):
     if drop.numel < need:
         raise _tiling_error(f"FAG Input dropMask shapeSize is invalid, it should not be less than {need}: got "
                             f"{drop.numel} bytes for B*N1*S1*S2 = {s.b * s.n1 * s.s1 * s.s2} bits", "tiling.drop_size")
+
+
+def _check_drop_mask_arch35(a, s, keep, env):
+    """ARCH35 ProcessDropoutInfo (regbase tiling): a dropMask with keepProb 1 is an error; with
+    keepProb < 1 and no dropMask the kernel generates the keep-mask itself (dropMaskOuter false)."""
+    drop = _present(a.dropMaskOptional)
+    if drop is None:
+        if keep < 1:
+            env.warn(f"portability: keepProb {keep:g} with no dropMask: on {ARCH35} the kernel generates the keep-mask "
+                     f"(Philox-4x32-7 of dropmask.h, seed {V2_SEED}, offset {V2_OFFSET}, as the V2 interface passes "
+                     f"them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
+                     "bit for bit from the device's (its keep rate does not)")
+        return
+    if keep >= 1:
+        raise _tiling_error("DropMask parameter is invalid, please check keepProb value: a dropMask is given but "
+                            f"keepProb is {keep:g} (the {ARCH35} tiling, ProcessDropoutInfo)", "tiling.drop_keep_prob")
+    _check_drop_mask(a, s, keep)
 
 
 def _check_tokens(a, s, mode):
@@ -271,14 +297,20 @@ def _check_pse(a, s):
                             f"{a.pseType} takes FLOAT slopes [N1] or [B,N1] = [{s.b},{s.n1}]", "tiling.pse_inner")
 
 
-def _check_atten_mask_shape(a, s, mode):
-    """CheckAttenMaskShape and ProcessTokensInfo of the template that finally runs."""
+def _check_atten_mask_shape(a, s, mode, arch35: bool):
+    """CheckAttenMaskShape and ProcessTokensInfo of the template that finally runs. ARCH35 (regbase
+    CheckAttenMaskShape): an uncompressed mask needs only rows x columns >= S1 x S2."""
     mask = _present(a.attenMaskOptional)
     if mask is None:
         return
     last = tuple(mask.shape[-2:])
     need = COMPRESSED_MASK.get(mode, (s.s1, s.s2))
-    if last != need:
+    if arch35 and mode not in COMPRESSED_MASK and last[0] * last[1] >= s.s1 * s.s2:
+        if last[0] < s.s1 or last[1] < s.s2:
+            raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"attenMask [{last[0]},{last[1]}] covers S1 x S2 = "
+                          f"[{s.s1},{s.s2}] in elements but not in rows and columns: {ARCH35} accepts it, how its kernel "
+                          "reads it is not established, so aclnn-emu does not run it", rule="tiling.mask_window")
+    elif last != need:
         raise _tiling_error(f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
                             f"dims {list(need)}", "tiling.mask_shape")
     if mode in (0, 4):
@@ -315,19 +347,29 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, s, mode):
+def _mask_window(mask, s, mode):
+    """The mask as the kernel reads it: ARCH35 may be given a larger uncompressed mask, read from its top-left."""
+    if mode in COMPRESSED_MASK or tuple(mask.shape[-2:]) == (s.s1, s.s2):
+        return mask
+    return mask[..., :s.s1, :s.s2]
+
+
+def _launch(a, s, mode, env):
     params = FagParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
                        layout=s.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                        pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
                        kv_start_idx=a.kvStartIdxOptional)
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
+    generate = env.soc == ARCH35 and drop is None and params.keep_prob < 1
 
     def run(workspace):
+        drop_mask = (packed_keep_mask(V2_SEED, V2_OFFSET, s.b * s.n1 * s.s1, s.s2, params.keep_prob) if generate
+                     else None if drop is None else drop.read())
         dq, dk, dv = flash_attention_score_grad(
             a.query.read(), a.keyIn.read(), a.value.read(), a.dy.read(), a.attentionInOptional.read(),
             a.softmaxMaxOptional.read(), a.softmaxSumOptional.read(), params,
-            pse=None if pse is None else pse.read(), drop_mask=None if drop is None else drop.read(),
-            atten_mask=None if mask is None else mask.read())
+            pse=None if pse is None else pse.read(), drop_mask=drop_mask,
+            atten_mask=None if mask is None else _mask_window(mask.read(), s, mode))
         a.dqOut.write(dq)
         a.dkOut.write(dk)
         a.dvOut.write(dv)
@@ -353,10 +395,10 @@ def prepare(a, env):
     if a.dqOut.is_empty or a.dkOut.is_empty or a.dvOut.is_empty:
         _check_outputs(a, env)
         return Launch(_workspace(s), _zero_outputs(a))
-    mode = _check_shape_attrs(a, s)
+    mode = _check_shape_attrs(a, s, env)
     _check_outputs(a, env)
     if a.innerPrecise not in (0, 1):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: no FAG tiling reads it")
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
-    return Launch(_workspace(s), _launch(a, s, mode))
+    return Launch(_workspace(s), _launch(a, s, mode, env))
