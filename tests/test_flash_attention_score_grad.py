@@ -280,3 +280,30 @@ def test_the_generated_keep_mask_follows_philox_and_the_keep_rate():
     assert (got[0] == (bytes_ <= 127)).all()
     assert keep_mask(7, 16, 1, 40, 0.5)[0, :24].tolist() == got[0, 16:40].tolist()   # offset counts elements / 16
     assert abs(keep_mask(3, 0, 64, 1000, 0.9).mean() - 230 / 256) < 0.01
+
+
+def _run_with(case, **changes):
+    """case.run() with some arguments replaced (by name: inputLayout, attenMaskOptional)."""
+    names = ["query", "keyIn", "value", "dy", "pseShiftOptional", "dropMaskOptional", "paddingMaskOptional",
+             "attenMaskOptional", "softmaxMaxOptional", "softmaxSumOptional", "softmaxInOptional",
+             "attentionInOptional", "prefixOptional", "qStartIdxOptional", "kvStartIdxOptional", "scaleValue",
+             "keepProb", "preTokens", "nextTokens", "headNum", "inputLayout", "innerPrecise", "sparseMode", "pseType"]
+    outs = [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (case.q, case.k, case.v)]
+    args = case.args(*outs)
+    for name, value in changes.items():
+        args[names.index(name)] = value
+    ae.run("FlashAttentionScoreGradV2", *args)
+    return [ae.numpy(t) for t in outs]
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as_bsnd(chip):
+    """..._regbase.cpp CheckAttenMaskShape (rows x columns >= S1 x S2) and GetShapeAttrsInfo (strcmp)."""
+    s1, s2 = 48, 40
+    mask = np.triu(np.ones((s1, s2), np.uint8), 3)
+    case = Case("float16", "BSND", s1=s1, s2=s2, atten_mask=mask, pre_tokens=INT32_MAX, next_tokens=2)
+    want = case.golden()
+    larger = np.ones((s1 + 5, s2 + 7), np.uint8)
+    larger[:s1, :s2] = mask
+    assert_matches(case, got=_run_with(case, attenMaskOptional=ae.to_device(larger)), want=want)
+    assert_matches(case, got=_run_with(case, inputLayout="bsnd"), want=want)

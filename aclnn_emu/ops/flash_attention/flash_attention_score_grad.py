@@ -7,7 +7,7 @@ dtype errors are therefore 161001 although the doc says 161002 (docs/divergences
 
 Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
 then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
-V2 interface can reach are marked ARCH35 below (dropout, attenMask shape).
+V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the regbase order).
 """
 import math
 
@@ -40,6 +40,7 @@ SOFTMAX_LANES = 8
 COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048)}
 ALIBI_ROWS = 1024
 SYSTEM_WORKSPACE = 16 << 20
+INT32_MAX = 2147483647
 ARCH35 = "Ascend910_95"      # the family whose tiling is flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
 V2_SEED, V2_OFFSET = 0, 0    # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
 
@@ -155,8 +156,9 @@ def _check_base_input(a, s: _Shape):
     elif len(s.layout) == 4:
         if q[0] != k[0] or q[3] != k[3]:
             raise _tiling_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
-        if a.headNum != s.n1:
-            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{s.n1}].", "tiling.head_num")
+        n1 = q[1] if s.layout[1] == "N" else q[2]     # the letter, not the layout's name, picks the axis
+        if a.headNum != n1:
+            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{n1}].", "tiling.head_num")
         if k[3] < v[3]:
             raise _tiling_error(f"key D {k[3]} is smaller than value D {v[3]}", "tiling.kv_d")
     else:
@@ -165,6 +167,8 @@ def _check_base_input(a, s: _Shape):
 
 def _check_shape_attrs(a, s: _Shape, env):
     """FlashAttentionScoreGradTilingS1s2Bn2::GetShapeAttrsInfo (runs first for every call)."""
+    if env.soc == ARCH35:
+        return _check_shape_attrs_arch35(a, s, env)
     if s.layout == "TND":
         raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
                             "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass", "tiling.tnd")
@@ -180,11 +184,7 @@ def _check_shape_attrs(a, s: _Shape, env):
                             f"query's dtype {a.query.dtype.name}", "tiling.attention_in_dtype")
     if 0 in (s.b, s.n1, s.s1, s.d):
         raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
-    lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
-    for name, tensor in (("softmaxMax", smax), ("softmaxSum", ssum)):
-        if list(tensor.shape) != lanes:
-            raise _tiling_error(f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be "
-                                f"(b,n1,s1,8) = {tuple(lanes)}", f"tiling.{name}_shape")
+    _check_softmax_shapes(a, s)
     q, o = a.query.shape, a.attentionInOptional.shape
     if len(o) != len(q) or o[:-1] != q[:-1]:
         raise _tiling_error(f"attentionIn shape {list(o)} must match query {list(q)} except the last dim",
@@ -197,9 +197,7 @@ def _check_shape_attrs(a, s: _Shape, env):
     if keep <= 0 or keep > 1:
         raise _tiling_error(f"keepProb is illegal: got {a.keepProb} (as float32 {keep}); expected (0, 1]",
                             "tiling.keep_prob")
-    if env.soc == ARCH35:
-        _check_drop_mask_arch35(a, s, keep, env)
-    elif keep < 1:
+    if keep < 1:
         _check_drop_mask(a, s, keep)
     mode = _int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 8:
@@ -209,10 +207,85 @@ def _check_shape_attrs(a, s: _Shape, env):
     if a.pseType < 0 or a.pseType >= 4:
         raise _tiling_error(f"pseType is invalid: got {a.pseType}; expected 0-3", "tiling.pse_type")
     _check_tokens(a, s, mode)
-    _check_atten_mask_info(a, s, mode)
-    _check_pse(a, s)
-    _check_atten_mask_shape(a, s, mode, env.soc == ARCH35)
+    _check_atten_mask_info(a, s)
+    if mode == 6 and _present(a.attenMaskOptional) is not None:
+        _check_prefix(a, s)
+    _check_pse(a, s, (a.preTokens, a.nextTokens))
+    _check_atten_mask_shape(a, s, mode)
+    _check_pad_tokens(a, s, mode)
     return mode
+
+
+def _check_shape_attrs_arch35(a, s: _Shape, env):
+    """ARCH35: ..._regbase.cpp GetShapeAttrsInfo and ProcessOptionalInput, in their order. Every
+    failure is 161001, as on A2/A3; what differs is what they accept (docs/divergences)."""
+    # kernel selection: the ascend910_95 OpDef registers FLOAT softmax buffers and attentionIn of the query's dtype
+    smax, ssum, out = a.softmaxMaxOptional, a.softmaxSumOptional, a.attentionInOptional
+    if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT or out.dtype != a.query.dtype:
+        raise _tiling_error(f"softmaxMax/softmaxSum/attentionIn dtypes {smax.dtype.name}/{ssum.dtype.name}/"
+                            f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{a.query.dtype.name}",
+                            "dtype.softmax_attention_in")
+    if s.layout == "TND":
+        raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
+                            "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass", "tiling.tnd")
+    keep = float(np.float32(a.keepProb))
+    _check_drop_mask_arch35(a, s, keep, env)
+    mode = _int32(a.sparseMode) & 0xFFFFFFFF
+    if mode > 6:     # CheckSparseModeValue
+        raise _tiling_error(f"Not support sparse mode {mode} (got {a.sparseMode}); expected 0-6 with layout "
+                            f"{s.layout}", "tiling.sparse_mode")
+    _check_atten_mask_info(a, s)
+    tokens = _arch35_tokens(a, s, mode)
+    if a.pseType < 0 or a.pseType >= 4:
+        raise _tiling_error(f"FAG pseType {a.pseType} is invalid; expected 0-3", "tiling.pse_type")
+    if _present(a.pseShiftOptional) is not None:
+        _check_pse(a, s, tokens)
+    if mode == 6:
+        _check_prefix(a, s)
+    _check_atten_mask_shape(a, s, mode, arch35=True)
+    if 0 in (s.b, s.n1, s.s1, s.d):
+        raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
+    _check_softmax_shapes(a, s)
+    if a.attentionInOptional.ndim != a.query.ndim:
+        raise _tiling_error(f"The dimnum of attentionIn {a.attentionInOptional.ndim} should be equal to query "
+                            f"{a.query.ndim}", "tiling.attention_in_rank")
+    _refuse_unestablished_arch35(a, keep)
+    return mode
+
+
+def _arch35_tokens(a, s, mode):
+    """ARCH35 ProcessTokensInfo: the tokens as int64, corrected per mode, reset without a mask, and the
+    pad-scene check of modes 0 and 4. Returns the corrected (preTokens, nextTokens)."""
+    pre, nxt = a.preTokens, a.nextTokens
+    if mode in (2, 3):
+        pre, nxt = INT32_MAX, 0
+    if mode in (3, 4):
+        pre, nxt = pre + s.s1 - s.s2, nxt - s.s1 + s.s2
+    if mode == 1 or _present(a.attenMaskOptional) is None:
+        pre, nxt = INT32_MAX, INT32_MAX
+    if mode in (0, 4) and (-pre > s.s2 or -nxt > s.s1 or _wrap64(pre + nxt) < 0):
+        raise _tiling_error(f"pre_token and next_token is invalid in the pad scene, got s1 {s.s1}, s2 {s.s2}, "
+                            f"pre_token {pre}, next_token {nxt}", "tiling.pad_tokens")
+    return pre, nxt
+
+
+def _wrap64(value: int) -> int:
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _refuse_unestablished_arch35(a, keep):
+    """Calls the ARCH35 tiling accepts but whose kernel behaviour the source does not settle."""
+    reasons = []
+    if keep <= 0:
+        reasons.append(f"keepProb {keep:g} (the tiling has no range check; the kernel's 1/keepProb is not established)")
+    for name, tensor, like in (("dy", a.dy, a.query), ("attentionInOptional", a.attentionInOptional, a.query),
+                               ("value", a.value, a.keyIn)):
+        if tuple(tensor.shape[:-1]) != tuple(like.shape[:-1]) or tensor.shape[-1] > like.shape[-1]:
+            reasons.append(f"{name} shape {list(tensor.shape)} against {list(like.shape)} (no shape check in the "
+                           "tiling; how the kernel indexes it is not established)")
+    if reasons:
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{ARCH35} accepts {'; '.join(reasons)}: aclnn-emu "
+                      "does not run it", rule="arch35.unestablished")
 
 
 def _check_drop_mask(a, s, keep):
@@ -225,6 +298,15 @@ def _check_drop_mask(a, s, keep):
     if drop.numel < need:
         raise _tiling_error(f"FAG Input dropMask shapeSize is invalid, it should not be less than {need}: got "
                             f"{drop.numel} bytes for B*N1*S1*S2 = {s.b * s.n1 * s.s1 * s.s2} bits", "tiling.drop_size")
+
+
+def _check_softmax_shapes(a, s):
+    """CheckSoftmaxMaxShape / CheckSoftmaxSumShape (the same in arch32 and arch35)."""
+    lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
+    for name, tensor in (("softmaxMax", a.softmaxMaxOptional), ("softmaxSum", a.softmaxSumOptional)):
+        if list(tensor.shape) != lanes:
+            raise _tiling_error(f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be "
+                                f"(b,n1,s1,8) = {tuple(lanes)}", f"tiling.{name}_shape")
 
 
 def _check_drop_mask_arch35(a, s, keep, env):
@@ -253,7 +335,8 @@ def _check_tokens(a, s, mode):
                             "(tokens are read as int32)", "tiling.tokens")
 
 
-def _check_atten_mask_info(a, s, mode):
+def _check_atten_mask_info(a, s):
+    """The attenMask's rank and leading dims (SetAttenMaskShapeType in both tilings)."""
     mask = _present(a.attenMaskOptional)
     if mask is None:
         return
@@ -264,15 +347,19 @@ def _check_atten_mask_info(a, s, mode):
                                 f"[B,1,..] or [1,1,..] with B={s.b}, N1={a.headNum}", "tiling.mask_lead")
     elif mask.ndim != 2:
         raise _tiling_error(f"not support attenMaskShape dim num: {mask.ndim}; expected 2 or 4", "tiling.mask_rank")
-    if mode == 6:
-        prefix = a.prefixOptional
-        if prefix is None or len(prefix) != s.b:
-            raise _tiling_error("Sparse capability must be supported under prefix compress mode, pls check input params: "
-                                f"prefixOptional must hold B={s.b} values, got "
-                                f"{None if prefix is None else len(prefix)}", "tiling.prefix")
 
 
-def _check_pse(a, s):
+def _check_prefix(a, s):
+    """Mode 6 needs B prefix values (SetPrefixSparseParams); A2/A3 ask only with an attenMask."""
+    prefix = a.prefixOptional
+    if prefix is None or len(prefix) != s.b:
+        raise _tiling_error("Sparse capability must be supported under prefix compress mode, pls check input params: "
+                            f"prefixOptional must hold B={s.b} values, got {None if prefix is None else len(prefix)}",
+                            "tiling.prefix")
+
+
+def _check_pse(a, s, tokens):
+    """`tokens`: (preTokens, nextTokens) as the tiling sees them when it checks the alibi pse shape."""
     pse = _present(a.pseShiftOptional)
     if pse is None:
         if a.pseType != 1:
@@ -286,7 +373,7 @@ def _check_pse(a, s):
         shape = tuple(pse.shape)
         full = {(s.b, s.n1, s.s1, s.s2), (s.b, s.n1, 1, s.s2), (1, s.n1, s.s1, s.s2)}
         alibi = {(s.b, s.n1, ALIBI_ROWS, s.s2), (1, s.n1, ALIBI_ROWS, s.s2)}
-        causal = s.s1 == s.s2 >= ALIBI_ROWS and a.preTokens >= s.s1 and a.nextTokens == 0
+        causal = s.s1 == s.s2 >= ALIBI_ROWS and tokens[0] >= s.s1 and tokens[1] == 0
         if shape not in full and not (shape in alibi and causal):
             raise _tiling_error(f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not "
                                 f"casual; expected [B,N1,S1,S2], [B,N1,1,S2], [1,N1,S1,S2], or [B|1,N1,1024,S2] with "
@@ -297,9 +384,9 @@ def _check_pse(a, s):
                             f"{a.pseType} takes FLOAT slopes [N1] or [B,N1] = [{s.b},{s.n1}]", "tiling.pse_inner")
 
 
-def _check_atten_mask_shape(a, s, mode, arch35: bool):
-    """CheckAttenMaskShape and ProcessTokensInfo of the template that finally runs. ARCH35 (regbase
-    CheckAttenMaskShape): an uncompressed mask needs only rows x columns >= S1 x S2."""
+def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
+    """CheckAttenMaskShape of the template that finally runs. ARCH35 (regbase CheckAttenMaskShape):
+    an uncompressed mask needs only rows x columns >= S1 x S2."""
     mask = _present(a.attenMaskOptional)
     if mask is None:
         return
@@ -313,6 +400,12 @@ def _check_atten_mask_shape(a, s, mode, arch35: bool):
     elif last != need:
         raise _tiling_error(f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
                             f"dims {list(need)}", "tiling.mask_shape")
+
+
+def _check_pad_tokens(a, s, mode):
+    """ProcessTokensInfo of the A2/A3 template that finally runs (with an attenMask)."""
+    if _present(a.attenMaskOptional) is None:
+        return
     if mode in (0, 4):
         pre, nxt = a.preTokens, a.nextTokens
         if mode == 4:
@@ -354,9 +447,17 @@ def _mask_window(mask, s, mode):
     return mask[..., :s.s1, :s.s2]
 
 
+def _kernel_layout(s, env) -> str:
+    """ARCH35 GetShapeAttrsInfo compares the layout case-sensitively and reads any other 4-letter one
+    (bsnd, bNsD, ...: the infershape passes them) as BSND, as the op_api's GetInputShapeInfo does."""
+    if env.soc == ARCH35 and len(s.layout) == 4 and s.layout != "BNSD":
+        return "BSND"
+    return s.layout
+
+
 def _launch(a, s, mode, env):
     params = FagParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
-                       layout=s.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
+                       layout=_kernel_layout(s, env), pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                        pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
                        kv_start_idx=a.kvStartIdxOptional)
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
