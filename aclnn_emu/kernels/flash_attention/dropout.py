@@ -9,8 +9,10 @@ Read from `ops-transformer` 8.5.0-beta.1 `attention/common/op_kernel/arch35/drop
   (r * ceil(S2 / 16) + j // 16 + ceil(offset / 16), 0, 0, 0) (128-bit, carries propagate);
 - byte j % 16 of the four output words taken in order, each little-endian, and the element is
   kept when that byte <= keepProbUint8 = int(keepProb * 255).
-One step is inferred, not read: that the kernel's two Interleave rounds put each counter's words
-in the order (w0, w1, w2, w3), which depends on the intrinsic's lane semantics (INTERLEAVE_ORDER).
+Two steps are inferred, not read (INTERLEAVE_ORDER): that the kernel's two Interleave rounds put each
+counter's words in the order (w0, w1, w2, w3), and that the predicate store puts byte k's decision at
+bit k of the mask (LSB first, as a given dropMask is read); both depend on the intrinsics' lane
+semantics, which the source does not spell out.
 """
 import numpy as np
 
@@ -18,7 +20,7 @@ M0, M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 K0, K1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
 ROUNDS = 7
 BYTES_PER_COUNTER = 16
-INTERLEAVE_ORDER = "the byte order of the arch35 Interleave intrinsic (dropmask.h GenMaskVF)"
+INTERLEAVE_ORDER = "the lane order of the arch35 Interleave and predicate-store intrinsics (dropmask.h GenMaskVF)"
 
 
 def philox4x32(counter_low: np.ndarray, counter_high: int, seed: int, rounds: int = ROUNDS) -> np.ndarray:
