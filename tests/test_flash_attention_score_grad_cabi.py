@@ -40,7 +40,7 @@ EXPECTED.update({"chip.drop_generated": NULLPTR, "chip.drop_with_keep_prob_one":
                  "chip.mask_larger_than_s1_s2": NULLPTR, "chip.mask_covers_only_in_elements": NULLPTR,
                  "chip.prefix_mode6_without_mask": 0, "chip.layout_lower_case_bsnd": NULLPTR,
                  "chip.alibi_pse_without_mask": 0, "chip.pse_type0_without_pse": NULLPTR,
-                 "chip.tokens_without_mask": NULLPTR})
+                 "chip.tokens_without_mask": NULLPTR, "chip.query_hifloat8": NULLPTR, "chip.query_fp8_e4m3": NULLPTR})
 # Ascend910_95: the op_api has no chip branch (aclnn_flash_attention_score_grad.cpp); the tiling
 # (flash_attention_score_grad_tiling.cpp TilingFlashAttentionGradScore) runs the arch35 regbase one.
 ARCH35 = {
@@ -67,6 +67,9 @@ ARCH35 = {
     "chip.prefix_mode6_without_mask": NULLPTR,
     # GetShapeAttrsInfo: strcmp on the layout, any other 4-letter layout is read as BSND
     "chip.layout_lower_case_bsnd": 0,
+    # flash_attention_score_grad_def.cpp registers HIFLOAT8/FP8 for ascend910_95; ProcessQuantInfo without
+    # the dequant scales V2 cannot pass: not established
+    "chip.query_hifloat8": 561003, "chip.query_fp8_e4m3": 561003,
 }
 BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": {**EXPECTED, **ARCH35}}
 

@@ -246,6 +246,8 @@ int main(int argc, char **argv) {
                                                        c.pre = 2000; c.next = 0; c.run = true; });
     report("chip.pse_type0_without_pse", [](Cfg &c) { c.pseType = 0; c.run = true; });
     report("chip.tokens_without_mask", [](Cfg &c) { c.pre = -25; c.next = 30; c.run = true; });
+    report("chip.query_hifloat8", [](Cfg &c) { c.dt = ACL_HIFLOAT8; c.oDt = c.dqDt = ACL_FLOAT16; });
+    report("chip.query_fp8_e4m3", [](Cfg &c) { c.dt = ACL_FLOAT8_E4M3FN; c.oDt = c.dqDt = ACL_BF16; });
     TearDown(stream);
     return 0;
 }

@@ -34,6 +34,7 @@ OP = Op("FlashAttentionScoreGradV2", "aclnn_flash_attention_score_grad.h", [
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 FLOATS = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_FLOAT)
+QUANT8 = (DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)   # ARCH35's OpDef adds them
 MASK_DTYPES = (DataType.ACL_BOOL, DataType.ACL_UINT8)
 INFER_LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 SOFTMAX_LANES = 8
@@ -115,10 +116,10 @@ def _rank_checks(a):
                           f"{name} has shape {list(tensor.shape)}", rule="rank.min3")
 
 
-def _kernel_select(a):
-    """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers."""
+def _kernel_select(a, arch35: bool):
+    """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers (ARCH35: QUANT8 too)."""
     dtype = a.query.dtype
-    if dtype not in FLOATS:
+    if dtype not in FLOATS + (QUANT8 if arch35 else ()):
         raise _tiling_error(f"query dtype {dtype.name} has no FAG kernel; expected {_names(FLOATS)}", "dtype.query")
     for name in ("keyIn", "value", "dy"):
         got = getattr(a, name).dtype
@@ -220,10 +221,12 @@ def _check_shape_attrs_arch35(a, s: _Shape, env):
     """ARCH35: ..._regbase.cpp GetShapeAttrsInfo and ProcessOptionalInput, in their order. Every
     failure is 161001, as on A2/A3; what differs is what they accept (docs/divergences)."""
     # kernel selection: the ascend910_95 OpDef registers FLOAT softmax buffers and attentionIn of the query's dtype
+    # (FLOAT16 or BF16 with an 8-bit query)
     smax, ssum, out = a.softmaxMaxOptional, a.softmaxSumOptional, a.attentionInOptional
-    if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT or out.dtype != a.query.dtype:
+    outs = (DataType.ACL_FLOAT16, DataType.ACL_BF16) if a.query.dtype in QUANT8 else (a.query.dtype,)
+    if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT or out.dtype not in outs:
         raise _tiling_error(f"softmaxMax/softmaxSum/attentionIn dtypes {smax.dtype.name}/{ssum.dtype.name}/"
-                            f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{a.query.dtype.name}",
+                            f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{_names(outs)}",
                             "dtype.softmax_attention_in")
     if s.layout == "TND":
         raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
@@ -276,6 +279,9 @@ def _wrap64(value: int) -> int:
 def _refuse_unestablished_arch35(a, keep):
     """Calls the ARCH35 tiling accepts but whose kernel behaviour the source does not settle."""
     reasons = []
+    if a.query.dtype in QUANT8:
+        reasons.append(f"query dtype {a.query.dtype.name} (registered; V2 passes no dequant scales and ProcessQuantInfo "
+                       "either runs the quantised kernel without them or, for FP8, returns no defined status)")
     if keep <= 0:
         reasons.append(f"keepProb {keep:g} (the tiling has no range check; the kernel's 1/keepProb is not established)")
     for name, tensor, like in (("dy", a.dy, a.query), ("attentionInOptional", a.attentionInOptional, a.query),
@@ -491,7 +497,7 @@ def prepare(a, env):
     if layout.upper() not in INFER_LAYOUTS:
         raise _tiling_error(f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}",
                             "infershape.layout")
-    _kernel_select(a)
+    _kernel_select(a, env.soc == ARCH35)
     _check_base_input(a, s)
     if a.dqOut.is_empty or a.dkOut.is_empty or a.dvOut.is_empty:
         _check_outputs(a, env)
