@@ -103,3 +103,22 @@ def test_every_per_chip_table_names_the_emulated_chips():
     assert {p.family for p in PARTS.values()} == set(FAMILIES) and set(FAMILIES) < set(config.SOCS)
     for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
         assert set(only) < set(FAMILIES)
+
+
+@pytest.mark.parametrize("part", ["Ascend910B4", "Ascend910_9381"])
+def test_a_part_name_chip_names_the_family_that_accepts_the_call(part, monkeypatch, capfd):
+    """FlashAttentionScoreGradV2 with dropout and no dropMask: 161001 on A2/A3 parts, run on 910_95
+    (its kernel generates the keep-mask); the hint names the part in use and its family."""
+    ae.setup()        # aclInit reads the settings again: the part is set after it
+    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=part))
+    x = ae.to_device(np.ones((1, 1, 16, 16), np.float16))
+    stats = ae.to_device(np.ones((1, 1, 16, 8), np.float32))
+    outs = [ae.empty((1, 1, 16, 16), ae.DataType.ACL_FLOAT16) for _ in range(3)]
+    code = ae.raw.aclnnFlashAttentionScoreGradV2GetWorkspaceSize(
+        x, x, x, x, None, None, None, None, stats, stats, None, x, None, None, None, 0.25, 0.5, 65536, 65536, 1,
+        "BNSD", 0, 0, 1, *outs, None)[0]
+    family = part[:len("Ascend910_93")] if part.startswith("Ascend910_9") else "Ascend910B"
+    assert code == 161001
+    assert take_recent().endswith(f"The same call is accepted on Ascend910_95; ACLNN_EMU_SOC selects the emulated "
+                                  f"chip (now {part}, an {family})")
+    assert len(_hint_lines(capfd.readouterr().err)) == 1
