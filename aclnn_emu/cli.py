@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from . import config, process, toolkit, trace_summary
+from . import config, platform, process, toolkit, trace_summary
 
 PROBE = r"""
 #include "acl/acl.h"
@@ -198,6 +198,16 @@ def coverage_table() -> str:
         state = "yes" if op.prepare_fn is not None else "no: returns 561003"
         for name in (op.phase1, op.phase2):
             lines.append(f"| `{name}` | aclnnop/{op.header} | {state} |")
+    lines += ["", "## Parts (`ACLNN_EMU_SOC`, aclnn_emu/platform.py)", "",
+              "| part | family | cube / vector cores | UB | HBM | L2 | values from |", "|---|---|---|---|---|---|---|"]
+    gib, kib, mib = platform.GIB, platform.KIB, platform.MIB
+    for p in platform.PARTS.values():
+        hbm = f"{p.hbm_bytes // gib} GiB" if p.hbm_bytes else "not published"
+        l2 = f"{p.l2_bytes // mib} MiB" if p.l2_bytes else "not published"
+        lines.append(f"| `{p.name}` | {p.family} | {p.aic_cores} / {p.aiv_cores} | {p.ub_bytes // kib} KiB | {hbm} | "
+                     f"{l2} | {p.source} |")
+    lines += ["", "Family names are aliases: " + ", ".join(f"`{f}` = `{platform.ALIASES[f]}`" for f in platform.FAMILIES)
+              + "."]
     return "\n".join(lines) + "\n"
 
 

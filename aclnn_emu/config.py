@@ -16,7 +16,9 @@ import os
 import re
 import sys
 
-SOCS = ("Ascend910B", "Ascend910_93", "Ascend910_95")
+from . import platform
+
+SOCS = tuple(platform.PARTS) + platform.FAMILIES     # part names, and the family names as aliases
 SANITIZE_MODES = ("warn", "off", "error")
 LOG_LEVELS = ("warning", "info", "debug", "error")
 ISAS = ("auto", "avx512", "avx2", "baseline")
@@ -54,6 +56,11 @@ def _size(text) -> int:
     return size
 
 
+def _soc(text) -> str:
+    """A part name or a family alias (any case) -> the part's name (what aclrtGetSocName returns)."""
+    return platform.part(_choice(SOCS)(text)).name
+
+
 def _count(text) -> int:
     if not text.isdigit() or not 1 <= int(text) <= MAX_DEVICE_COUNT:
         raise ValueError
@@ -79,8 +86,9 @@ class Setting:
 
 
 SETTINGS = (
-    Setting("ACLNN_EMU_SOC", "soc", "Ascend910B", ", ".join(SOCS) + " (any case)", _choice(SOCS),
-            "the emulated chip: aclrtGetSocName, chip-dependent operator rules"),
+    Setting("ACLNN_EMU_SOC", "soc", "Ascend910B", "a part name (" + ", ".join(platform.PARTS) + ") or a family name ("
+            + ", ".join(f"{f} = {platform.ALIASES[f]}" for f in platform.FAMILIES) + "), any case", _soc,
+            "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory"),
     Setting("ACLNN_EMU_STRICT", "strict", "0", "0/1, false/true, no/yes, off/on", _flag,
             "rules the CANN source only suggests: off runs the call with a portability warning, "
             "on returns the code the hardware most likely returns"),
@@ -90,9 +98,9 @@ SETTINGS = (
             "on runs stream tasks inline in the calling thread (easier debugging)"),
     Setting("ACLNN_EMU_LOG", "log", "warning", ", ".join(LOG_LEVELS) + " (any case)", _choice(LOG_LEVELS),
             "level of the emulator's own log on stderr"),
-    Setting("ACLNN_EMU_DEVICE_MEMORY", "device_memory", "64G",
+    Setting("ACLNN_EMU_DEVICE_MEMORY", "device_memory", "",
             "bytes, optionally with K, M, G or T (powers of 1024), from 1 to 16T", _size,
-            "device memory per device; pages are committed only when touched"),
+            "device memory per device (default: the part's HBM); pages are committed only when touched"),
     Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
             "number of devices"),
     Setting("ACLNN_EMU_TRACE", "trace", "", "a file path in an existing directory", _trace_file,
@@ -121,6 +129,7 @@ class Config:
 
 
 DEFAULTS = {s.field: s.parse(s.default) if s.default else s.default for s in SETTINGS if s.field}
+DEFAULTS["device_memory"] = platform.part(DEFAULTS["soc"]).device_memory
 
 
 def check(env) -> tuple[Config, list[str], list[str]]:
@@ -144,6 +153,7 @@ def check(env) -> tuple[Config, list[str], list[str]]:
             unknown.append(f"{name} is not a setting of aclnn-emu and is ignored; "
                            + (f"did you mean {PREFIX}{close[0]}?" if close else f"the settings are "
                               f"{', '.join(BY_VARIABLE)}"))
+    values.setdefault("device_memory", platform.part(values.get("soc", DEFAULTS["soc"])).device_memory)
     return Config(**{**DEFAULTS, **values}), errors, unknown
 
 

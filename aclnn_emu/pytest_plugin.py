@@ -63,8 +63,11 @@ def pytest_generate_tests(metafunc):
 
 
 def select(monkeypatch, **settings) -> None:
-    """Change emulator settings (config.Config fields: soc, strict, sanitize, ...) for one test."""
-    from aclnn_emu import config
+    """Change emulator settings (config.Config fields: soc, strict, sanitize, ...) for one test; soc
+    takes a part or a family name."""
+    from aclnn_emu import config, platform
+    if "soc" in settings:
+        settings["soc"] = platform.part(settings["soc"]).name
     variables = {"soc": "ACLNN_EMU_SOC", "strict": "ACLNN_EMU_STRICT", "sanitize": "ACLNN_EMU_SANITIZE"}
     for name, value in settings.items():
         if name in variables:

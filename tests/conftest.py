@@ -8,7 +8,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import aclnn_emu  # noqa: E402
-from aclnn_emu import pytest_plugin, toolkit  # noqa: E402
+from aclnn_emu import platform, pytest_plugin, toolkit  # noqa: E402
 from aclnn_emu.runtime import sanitizer  # noqa: E402
 
 
@@ -48,6 +48,18 @@ def libacl():
     for name in ("aclrtMalloc", "aclrtFree", "aclrtMemcpy", "aclrtMemset", "aclrtMemcpyAsync"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
+
+
+def pytest_addoption(parser):
+    parser.addoption("--families", default=",".join(platform.FAMILIES),
+                     help="chip families the C-ABI status suites run on (comma-separated; default: all)")
+
+
+def pytest_generate_tests(metafunc):
+    """`family`: each C-ABI status suite runs once per chip family (ACLNN_EMU_SOC=<family>)."""
+    if "family" in metafunc.fixturenames:
+        families = metafunc.config.getoption("families").split(",")
+        metafunc.parametrize("family", families, scope="module")
 
 
 @pytest.fixture

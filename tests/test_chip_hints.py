@@ -9,6 +9,7 @@ import pytest
 import aclnn_emu as ae
 import cabi
 from aclnn_emu import config
+from aclnn_emu.platform import FAMILIES, PARTS, part
 from aclnn_emu.runtime.errors import take_recent
 
 SAMPLES = cabi.C_DIR.parent.parent / "samples"
@@ -26,7 +27,7 @@ def test_the_910_95_sample_on_an_a2_or_a3_chip_names_the_chip_to_pick(soc):
         "aclnn-emu: aclnnScatterPaKvCacheGetWorkspaceSize returned 161002: key has dtype FLOAT and format ND; the "
         f"registered kernels of {soc} take dtype FLOAT16 / INT8 / BF16 with format ND, in a combination with the "
         "other required tensors; FLOAT is registered on Ascend910_95. The same call is accepted on Ascend910_95; "
-        f"ACLNN_EMU_SOC selects the emulated chip (now {soc})"]
+        f"ACLNN_EMU_SOC selects the emulated chip (now {part(soc).name}, an {soc})"]
 
 
 @pytest.mark.parametrize("sample, code, reason", [
@@ -40,12 +41,12 @@ def test_a2_only_samples_on_910_95_name_the_chips_to_pick(sample, code, reason):
     assert result.returncode != 0 and f"ERROR: {code}" in result.stdout
     assert _hint_lines(result.stderr) == [
         f"aclnn-emu: {sample}GetWorkspaceSize returned {code}: {reason}. The same call is accepted on Ascend910B and "
-        "Ascend910_93; ACLNN_EMU_SOC selects the emulated chip (now Ascend910_95)"]
+        "Ascend910_93; ACLNN_EMU_SOC selects the emulated chip (now Ascend910_9599, an Ascend910_95)"]
 
 
 @pytest.fixture
 def chip(request, monkeypatch):
-    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=request.param))
+    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=part(request.param).name))
     ae.setup()
     return request.param
 
@@ -64,7 +65,7 @@ def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(aclnn_soc, c
     code, message = _scatter(np.ones((2, 16), np.float32), np.ones((2, 16), np.float32))
     assert code == 161002
     assert message.endswith("FLOAT is registered on Ascend910_95; ACLNN_EMU_SOC selects the emulated chip "
-                            "(now Ascend910B)")
+                            "(now Ascend910B2, an Ascend910B)")
     assert "accepted" not in message
     detail = message.split("aclnnScatterPaKvCacheGetWorkspaceSize: ", 1)[1]
     assert _hint_lines(capfd.readouterr().err) == [
@@ -77,7 +78,7 @@ def test_a_pairing_only_a2_and_a3_register(aclnn_soc):
     assert code == 161002
     assert "FLOAT16 / INT8" in message and "registered on" not in message    # BF16 is registered here too
     assert message.endswith("The same call is accepted on Ascend910B and Ascend910_93; ACLNN_EMU_SOC selects the "
-                            "emulated chip (now Ascend910_95)")
+                            "emulated chip (now Ascend910_9599, an Ascend910_95)")
 
 
 @pytest.mark.soc("Ascend910B", "Ascend910_95")
@@ -98,7 +99,26 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
 def test_every_per_chip_table_names_the_emulated_chips():
     from aclnn_emu.ops.sparse_attention import lightning_indexer_grad, sparse_flash_attention_grad
     from aclnn_emu.ops.kv_cache import gather_pa_kv_cache, scatter_pa_kv_cache
-    from aclnn_emu.platform import PLATFORMS
-    assert set(PLATFORMS) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS) == set(config.SOCS)
+    assert set(FAMILIES) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS)
+    assert {p.family for p in PARTS.values()} == set(FAMILIES) and set(FAMILIES) < set(config.SOCS)
     for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
-        assert set(only) < set(config.SOCS)
+        assert set(only) < set(FAMILIES)
+
+
+@pytest.mark.parametrize("part", ["Ascend910B4", "Ascend910_9381"])
+def test_a_part_name_chip_names_the_family_that_accepts_the_call(part, monkeypatch, capfd):
+    """FlashAttentionScoreGradV2 with dropout and no dropMask: 161001 on A2/A3 parts, run on 910_95
+    (its kernel generates the keep-mask); the hint names the part in use and its family."""
+    ae.setup()        # aclInit reads the settings again: the part is set after it
+    monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=part))
+    x = ae.to_device(np.ones((1, 1, 16, 16), np.float16))
+    stats = ae.to_device(np.ones((1, 1, 16, 8), np.float32))
+    outs = [ae.empty((1, 1, 16, 16), ae.DataType.ACL_FLOAT16) for _ in range(3)]
+    code = ae.raw.aclnnFlashAttentionScoreGradV2GetWorkspaceSize(
+        x, x, x, x, None, None, None, None, stats, stats, None, x, None, None, None, 0.25, 0.5, 65536, 65536, 1,
+        "BNSD", 0, 0, 1, *outs, None)[0]
+    family = part[:len("Ascend910_93")] if part.startswith("Ascend910_9") else "Ascend910B"
+    assert code == 161001
+    assert take_recent().endswith(f"The same call is accepted on Ascend910_95; ACLNN_EMU_SOC selects the emulated "
+                                  f"chip (now {part}, an {family})")
+    assert len(_hint_lines(capfd.readouterr().err)) == 1

@@ -191,7 +191,7 @@ def test_samples_prints_each_row_as_its_sample_ends_and_stops_cleanly(started, t
     shutil.copy(LINES, samples / "a_lines.cpp")
     shutil.copy(CHILD, samples / "b_child.cpp")     # waits on stdin, which the test holds open
     proc = started("samples", samples)
-    assert re.search(rb"\na_lines\.cpp +Ascend910B +\d+\.\ds +ok\n$", read_until(proc.stdout, b" ok\n"))
+    assert re.search(rb"\na_lines\.cpp +Ascend910B2 +\d+\.\ds +ok\n$", read_until(proc.stdout, b" ok\n"))
     wait_for_program(proc.pid, "b_child")
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(30) == -signal.SIGTERM
@@ -222,7 +222,7 @@ def test_samples_needs_a_directory_with_samples(tmp_path):
 def test_samples_shows_a_bounded_tail_of_each_output(tmp_path):
     shutil.copy(LINES, tmp_path)
     lines = "".join(f"line {i}\n" for i in range(1, 101))
-    table = rf"1 sample in {re.escape(str(tmp_path))}\nsample +soc +time +outcome\ncli_lines\.cpp +Ascend910B +\d+\.\ds +ok\n"
+    table = rf"1 sample in {re.escape(str(tmp_path))}\nsample +soc +time +outcome\ncli_lines\.cpp +Ascend910B2 +\d+\.\ds +ok\n"
     quiet, verbose, full = (cli("samples", *flags, str(tmp_path)) for flags in ((), ("-v",), ("--full",)))
     assert re.fullmatch(table + "1/1 samples passed\n", quiet.stdout), quiet.stdout
     tail = re.escape("--- cli_lines.cpp: 60 earlier lines cut (--full shows all) ---\n" + lines[lines.index("line 61\n"):])
@@ -237,9 +237,9 @@ def test_samples_shows_why_a_sample_failed(tmp_path):
     assert result.returncode == 1
     rows = result.stdout.split("\n--- ")
     assert re.fullmatch(r"2 samples in .*\nsample +soc +time +outcome\n"
-                        r"broken\.cpp +Ascend910B +\d+\.\ds +compile failed \(exit 1\)", rows[0]), rows[0]
+                        r"broken\.cpp +Ascend910B2 +\d+\.\ds +compile failed \(exit 1\)", rows[0]), rows[0]
     assert rows[1].startswith("broken.cpp ---\n") and "error:" in rows[1]
-    assert re.search(r"\ncli_child\.cpp +Ascend910B +\d+\.\ds +run failed \(exit 99\)$", rows[1]), rows[1]
+    assert re.search(r"\ncli_child\.cpp +Ascend910B2 +\d+\.\ds +run failed \(exit 99\)$", rows[1]), rows[1]
     assert rows[2] == "cli_child.cpp ---\nout 1\nerr 1\n0/2 samples passed\n"
 
 

@@ -6,6 +6,7 @@ import pytest
 import aclnn_emu as ae
 import precision
 from aclnn_emu.kernels.casts import BF16, FP16, FP32, cast_round
+from aclnn_emu.kernels.flash_attention.dropout import keep_mask, packed_keep_mask, philox4x32
 from golden import flash_attention_score_grad as golden
 
 DTYPES = {"float16": FP16, "bfloat16": BF16, "float32": FP32}
@@ -252,3 +253,57 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     for name, got, g in zip(("dq", "dk", "dv"), case.run(), want):
         failure = precision.failure(got, g, dtype_name, bound=TORCH_BOUND[dtype_name], floor=gradient_floor(g))
         assert failure is None, f"{name}: {failure}"
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_generates_the_keep_mask_from_seed_and_offset(chip, capfd):
+    """Ascend910_95 with dropout and no dropMask: the kernel's Philox keep-mask (seed 0, offset 0, as V2
+    passes them; kernels/flash_attention/dropout.py), applied as a given dropMask would be, with a
+    portability warning for the inferred byte order."""
+    b, n1, s1, s2 = 2, 2, 48, 37
+    mask = packed_keep_mask(0, 0, b * n1 * s1, s2, 0.8)
+    case = Case("float16", "BSH", b=b, n1=n1, s1=s1, s2=s2, keep_prob=0.8, drop_mask=mask)
+    want = case.golden()
+    del case.attrs["drop_mask"]
+    assert_matches(case, want=want)
+    assert "portability: keepProb 0.8 with no dropMask" in capfd.readouterr().err
+
+
+def test_the_generated_keep_mask_follows_philox_and_the_keep_rate():
+    """The round function is Philox-4x32 (10 rounds give Random123's known answer for counter 0, key 0);
+    the kernel uses 7. Byte k of a counter's output decides element k; about keepProb of them are kept."""
+    assert [hex(w) for w in philox4x32(np.zeros(1, np.uint64), 0, 0, rounds=10)[0]] == [
+        "0x6627e8d5", "0xe169c58d", "0xbc57ac4c", "0x9b00dbd8"]
+    words = philox4x32(np.arange(3, dtype=np.uint64), 0, 7)
+    got = keep_mask(7, 0, 1, 40, 0.5)
+    bytes_ = words.astype("<u4").view(np.uint8).reshape(-1)[:40]
+    assert (got[0] == (bytes_ <= 127)).all()
+    assert keep_mask(7, 16, 1, 40, 0.5)[0, :24].tolist() == got[0, 16:40].tolist()   # offset counts elements / 16
+    assert abs(keep_mask(3, 0, 64, 1000, 0.9).mean() - 230 / 256) < 0.01
+
+
+def _run_with(case, **changes):
+    """case.run() with some arguments replaced (by name: inputLayout, attenMaskOptional)."""
+    names = ["query", "keyIn", "value", "dy", "pseShiftOptional", "dropMaskOptional", "paddingMaskOptional",
+             "attenMaskOptional", "softmaxMaxOptional", "softmaxSumOptional", "softmaxInOptional",
+             "attentionInOptional", "prefixOptional", "qStartIdxOptional", "kvStartIdxOptional", "scaleValue",
+             "keepProb", "preTokens", "nextTokens", "headNum", "inputLayout", "innerPrecise", "sparseMode", "pseType"]
+    outs = [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (case.q, case.k, case.v)]
+    args = case.args(*outs)
+    for name, value in changes.items():
+        args[names.index(name)] = value
+    ae.run("FlashAttentionScoreGradV2", *args)
+    return [ae.numpy(t) for t in outs]
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as_bsnd(chip):
+    """..._regbase.cpp CheckAttenMaskShape (rows x columns >= S1 x S2) and GetShapeAttrsInfo (strcmp)."""
+    s1, s2 = 48, 40
+    mask = np.triu(np.ones((s1, s2), np.uint8), 3)
+    case = Case("float16", "BSND", s1=s1, s2=s2, atten_mask=mask, pre_tokens=INT32_MAX, next_tokens=2)
+    want = case.golden()
+    larger = np.ones((s1 + 5, s2 + 7), np.uint8)
+    larger[:s1, :s2] = mask
+    assert_matches(case, got=_run_with(case, attenMaskOptional=ae.to_device(larger)), want=want)
+    assert_matches(case, got=_run_with(case, inputLayout="bsnd"), want=want)

@@ -383,7 +383,7 @@ def test_a_fractal_nz_cache_names_the_chip_that_registers_it(chip, dev):
     assert error.value.status == 161002
     assert error.value.message.endswith(
         "format FRACTAL_NZ is registered on Ascend910_95. The same call is accepted on Ascend910_95; ACLNN_EMU_SOC "
-        "selects the emulated chip (now Ascend910B)")
+        "selects the emulated chip (now Ascend910B2, an Ascend910B)")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
@@ -395,4 +395,4 @@ def test_an_nd_cache_in_pa_nz_mode_is_a_tiling_error_on_910_95_but_runs_on_a2(ch
     assert error.value.status == 561002
     assert "keyCache format should be FRACTAL_NZ" in error.value.message
     assert error.value.message.endswith("The same call is accepted on Ascend910B and Ascend910_93; ACLNN_EMU_SOC "
-                                        "selects the emulated chip (now Ascend910_95)")
+                                        "selects the emulated chip (now Ascend910_9599, an Ascend910_95)")

@@ -12,13 +12,13 @@ NULLPTR, INNER, AICORE = 161001, 561103, 507015
 MIB = 1 << 20
 
 
-def workspace_bytes(dk_elements):
-    """Tiling: 16 MiB library reserve, fp32 dk, per-core buffers of 24 AI cores, 16 MiB reserve,
-    each step aligned up to 512 bytes."""
+def workspace_bytes(dk_elements, cores=24):
+    """Tiling: 16 MiB library reserve, fp32 dk, per-core buffers of the part's AI cores (24 on the
+    parts the family names mean), 16 MiB reserve, each step aligned up to 512 bytes."""
     up = lambda x: (x + 512) // 512 * 512
     size = up(16 * MIB + 4 * dk_elements)
     for per_core in (1 * MIB, 1 * MIB, MIB // 2, 2 * MIB):   # key gather, relu in, relu grad, scatter add
-        size = up(size + 24 * per_core)
+        size = up(size + cores * per_core)
     return size + 16 * MIB
 
 
@@ -43,14 +43,27 @@ RULES = {
     "tnd.actual_seq_key.run": 0, "tnd.actual_seq_key.sync": AICORE,
 }
 INFERRED = ("format.query", "out.dtype.dQuery", "out.shape.dQuery")
+# Ascend910_95: lightning_indexer_grad_def.cpp registers ascend910b and ascend910_93 only, so every
+# call that gets past the op_api null and empty checks has no kernel (561103); a failed phase 1
+# leaves the workspace size 0 and runs nothing.
+NO_KERNEL = {rule: (code if rule.startswith(("null.", "empty.")) else 0 if rule.endswith(".workspace") else INNER)
+             for rule, code in RULES.items() if rule.startswith("empty.") or not rule.endswith((".run", ".sync"))}
+BY_FAMILY = {"Ascend910B": RULES, "Ascend910_93": RULES, "Ascend910_95": NO_KERNEL}
 
 
-def test_every_rule_returns_its_code():
-    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp")
+def test_every_rule_returns_its_code(family):
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", env={"ACLNN_EMU_SOC": family})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert cabi.rule_codes(result.stdout) == RULES
+    assert cabi.rule_codes(result.stdout) == BY_FAMILY[family]
     for rule in INFERRED:
-        assert f"(rule {rule};" in result.stderr
+        assert (f"(rule {rule};" in result.stderr) == (family != "Ascend910_95")
+
+
+@pytest.mark.parametrize("part, cores", [("Ascend910B4", 20), ("Ascend910_9362", 20), ("Ascend910_9381", 24)])
+def test_workspace_follows_the_parts_cube_cores(part, cores):
+    """platform.py: cube_core_cnt of the part's platform config sizes the per-core buffers."""
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", env={"ACLNN_EMU_SOC": part})
+    assert cabi.rule_codes(result.stdout)["baseline.bsnd.workspace"] == workspace_bytes(16 * 128, cores)
 
 
 def test_inferred_rules_fail_under_strict():

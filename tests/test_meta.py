@@ -30,8 +30,8 @@ EXPECTED = {
 }
 
 
-def test_meta_rules_through_c():
-    result = cabi.compile_and_run("meta_rules.cpp")
+def test_meta_rules_through_c(family):
+    result = cabi.compile_and_run("meta_rules.cpp", env={"ACLNN_EMU_SOC": family})
     assert result.returncode == 0, result.stdout + result.stderr
     assert cabi.rule_codes(result.stdout) == EXPECTED
     assert "already destroyed Tensor" in result.stderr

@@ -2,6 +2,8 @@
 import pytest
 
 import cabi
+from aclnn_emu import config
+from aclnn_emu.platform import ALIASES, PARTS, UNKNOWN_HBM
 
 
 def scenario(name, **env):
@@ -46,10 +48,40 @@ def test_threads_share_the_runtime_safely(sync):
     assert codes == {"thread_failures": 0}
 
 
-@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend910_93", "Ascend910_95"])
-def test_soc_name_follows_environment(soc):
-    result, _ = scenario("soc", ACLNN_EMU_SOC=soc)
-    assert f"soc {soc}" in result.stdout
+def test_soc_name_is_the_part_name_and_a_family_name_means_one_part():
+    """Every part name of aclnn_emu.platform (any case) and each family alias, read again at each aclInit."""
+    names = list(PARTS) + [name.lower() for name in PARTS] + list(ALIASES)
+    result = cabi.compile_and_run("runtime_env.cpp", "parts", *names, timeout=120)
+    rows = [line.split() for line in result.stdout.splitlines()]
+    expected = {**{name: name for name in PARTS}, **{name.lower(): name for name in PARTS},
+                "Ascend910B": "Ascend910B2", "Ascend910_93": "Ascend910_9392", "Ascend910_95": "Ascend910_9599"}
+    assert rows == [[name, "0", expected[name]] for name in names]
+
+
+@pytest.mark.parametrize("name", ["Ascend910B5", "Ascend910", "Ascend910_9393", "Ascend950PR_9599", "Ascend310P3"])
+def test_a_name_that_is_no_emulated_part_is_the_one_line_setting_error(name):
+    result = cabi.compile_and_run("runtime_env.cpp", "parts", name, env={"ACLNN_EMU_SOC": name}, timeout=120)
+    assert result.stdout == f"{name} 100000 (null)\n"
+    lines = result.stderr.splitlines()
+    assert lines == [f"aclnn-emu: ACLNN_EMU_SOC={name!r} is not allowed: use {config.BY_VARIABLE['ACLNN_EMU_SOC'].allowed}; "
+                     f"{config.CONSEQUENCE}"]
+
+
+@pytest.mark.parametrize("name, soc, total", [
+    ("Ascend910B4", "Ascend910B4", 32 << 30), ("Ascend910B2", "Ascend910B2", 64 << 30),
+    ("Ascend910B4-1", "Ascend910B4-1", 32 << 30), ("Ascend910_9362", "Ascend910_9362", 32 << 30),
+    ("ascend910_93", "Ascend910_9392", 64 << 30),
+    ("Ascend910B2C", "Ascend910B2C", UNKNOWN_HBM), ("Ascend910_95", "Ascend910_9599", UNKNOWN_HBM)])
+def test_get_mem_info_reports_the_parts_hbm(name, soc, total):
+    """platform.py: memory_size of the part's platform config; not published for B2C and 910_95 parts."""
+    result, codes = scenario("soc", ACLNN_EMU_SOC=name)
+    assert f"soc {soc}\n" in result.stdout
+    assert codes["mem_info"] == 0 and codes["mem_total"] == total and 0 < codes["mem_free"] <= total
+
+
+def test_device_memory_setting_overrides_the_parts_hbm():
+    _, codes = scenario("soc", ACLNN_EMU_SOC="Ascend910B4", ACLNN_EMU_DEVICE_MEMORY="3G")
+    assert codes["mem_total"] == 3 << 30
 
 
 def test_fp16_helpers_round_and_saturate_like_cann():

@@ -69,11 +69,19 @@ def _codes(program, *args, **env):
     return cabi.rule_codes(result.stdout), result.stderr
 
 
-def test_every_rule_returns_the_source_code(program):
-    codes, stderr = _codes(program)
-    assert codes == EXPECTED
-    assert "real CANN most likely returns 561003" in stderr           # the portability warnings
-    assert "sparseBlockSize 0 is outside 1..128" in stderr            # the sanitizer's reason
+# Ascend910_95: sparse_flash_attention_grad_def.cpp registers ascend910b and ascend910_93 only, so
+# after the op_api null checks and the all-outputs-empty return every call has no kernel (561003).
+UNREGISTERED = {rule: code if rule.startswith("null.") or rule in ("empty.all_outputs_ok", "phase2.executor_null")
+                else NO_KERNEL for rule, code in EXPECTED.items()}
+BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": UNREGISTERED}
+
+
+def test_every_rule_returns_the_source_code(program, family):
+    codes, stderr = _codes(program, ACLNN_EMU_SOC=family)
+    assert codes == BY_FAMILY[family]
+    registered = family != "Ascend910_95"
+    assert ("real CANN most likely returns 561003" in stderr) == registered   # the portability warnings
+    assert ("sparseBlockSize 0 is outside 1..128" in stderr) == registered    # the sanitizer's reason
 
 
 def test_inferred_rules_fail_under_strict(program):

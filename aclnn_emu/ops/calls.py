@@ -10,7 +10,7 @@ import sys
 import time
 import traceback
 
-from .. import config, status
+from .. import config, platform, status
 from ..meta import Executor, Tensor
 from ..runtime import api as rt
 from ..runtime import devices, handles, sanitizer, trace
@@ -61,13 +61,14 @@ def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
 
 def _elsewhere(op, args, env, exc) -> str:
     """For a failure that may depend on the chip: the other emulated chips that accept the whole
-    call (found by running its checks there) or the rejected value (the rule's own `chips`), and
+    call (found by running its checks on the part each family name means) or the rejected value (the rule's own `chips`), and
     the setting that selects the chip. Empty when neither applies."""
-    accepted = [soc for soc in config.SOCS if soc != env.soc and args is not None and _accepts(op, args, soc)]
+    accepted = [family for family in platform.FAMILIES
+                if family != env.soc and args is not None and _accepts(op, args, family)]
     if not accepted and not getattr(exc, "chips", ()):
         return ""
     return ((f". The same call is accepted on {' and '.join(accepted)}" if accepted else "")
-            + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.soc})")
+            + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.part.name}, an {env.soc})")
 
 
 def _accepts(op, args, soc: str) -> bool:

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 import types
 
-from .. import config
+from .. import config, platform
 from ..runtime.errors import AclError, note
 
 
@@ -119,12 +119,13 @@ class Launch:
 class Env:
     """What a prepare function may ask about the call's surroundings.
 
-    `soc` is the emulated chip unless given; a quiet Env (a trial on another chip) says nothing.
+    The part is the emulated one unless a part or family name is given; a quiet Env (a trial on
+    another chip) says nothing.
     """
 
     def __init__(self, op_name: str, soc: str | None = None, quiet: bool = False):
         self.op_name = op_name
-        self._soc = config.current.soc if soc is None else soc
+        self._part = platform.part(config.current.soc if soc is None else soc)
         self.strict = config.current.strict
         self.quiet = quiet
         self.asked_soc = False
@@ -132,9 +133,15 @@ class Env:
 
     @property
     def soc(self) -> str:
-        """The chip; asking for it marks the call's outcome as possibly chip-dependent."""
+        """The chip family (its rules and kernels); asking marks the outcome as possibly chip-dependent."""
         self.asked_soc = True
-        return self._soc
+        return self._part.family
+
+    @property
+    def part(self) -> platform.Part:
+        """The emulated part: its name and the platform values its tilings read."""
+        self.asked_soc = True
+        return self._part
 
     def warn(self, message: str) -> None:
         """A behaviour the user should know about; printed once per call, readable via aclGetRecentErrMsg."""

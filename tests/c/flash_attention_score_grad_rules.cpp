@@ -234,6 +234,20 @@ int main(int argc, char **argv) {
     report("tiling.pad_tokens_int64", [](Cfg &c) { c.hasMask = true; c.pre = -(1LL << 32) + 5; c.next = 5; });
     report("out.dq_shape", [](Cfg &c) { c.dq = {2, 2, 16, 8}; });
     report("out.dq_dtype", [](Cfg &c) { c.dqDt = ACL_FLOAT; c.run = true; });
+
+    // Calls whose outcome depends on the chip family (Ascend910_95 runs the arch35 tiling)
+    report("chip.drop_generated", [](Cfg &c) { c.keep = 0.5; c.run = true; });
+    report("chip.drop_with_keep_prob_one", [](Cfg &c) { c.hasDrop = true; c.run = true; });
+    report("chip.mask_larger_than_s1_s2", [](Cfg &c) { c.hasMask = true; c.mask = {32, 32}; c.run = true; });
+    report("chip.mask_covers_only_in_elements", [](Cfg &c) { c.hasMask = true; c.mask = {8, 64}; c.run = true; });
+    report("chip.prefix_mode6_without_mask", [](Cfg &c) { c.sparse = 6; c.run = true; });
+    report("chip.layout_lower_case_bsnd", [](Cfg &c) { c.layout = "BSND"; c.Fill(); c.layout = "bsnd"; c.run = true; });
+    report("chip.alibi_pse_without_mask", [](Cfg &c) { c.s1 = c.s2 = 1040; c.hasPse = true; c.pse = {1, 2, 1024, 1040};
+                                                       c.pre = 2000; c.next = 0; c.run = true; });
+    report("chip.pse_type0_without_pse", [](Cfg &c) { c.pseType = 0; c.run = true; });
+    report("chip.tokens_without_mask", [](Cfg &c) { c.pre = -25; c.next = 30; c.run = true; });
+    report("chip.query_hifloat8", [](Cfg &c) { c.dt = ACL_HIFLOAT8; c.oDt = c.dqDt = ACL_FLOAT16; });
+    report("chip.query_fp8_e4m3", [](Cfg &c) { c.dt = ACL_FLOAT8_E4M3FN; c.oDt = c.dqDt = ACL_BF16; });
     TearDown(stream);
     return 0;
 }

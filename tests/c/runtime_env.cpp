@@ -1,5 +1,7 @@
 // Runtime behaviour that depends on the environment or on how a process ends.
 // Usage: runtime_env <scenario>; prints "<rule> <code>" lines.
+// runtime_env parts <name>...: for each name, ACLNN_EMU_SOC=<name> set before aclInit (settings are
+// read again there), then one line "<name> <aclInit code> <aclrtGetSocName or (null)>".
 #include <unistd.h>
 
 #include <atomic>
@@ -87,6 +89,9 @@ static int Threads() {
 
 static int SoC() {
     printf("soc %s\n", aclrtGetSocName());
+    size_t free_bytes = 0, total = 0;
+    REPORT("mem_info", aclrtGetMemInfo(ACL_HBM_MEM, &free_bytes, &total));
+    printf("mem_total %zu\nmem_free %zu\n", total, free_bytes);
     return 0;
 }
 
@@ -112,8 +117,20 @@ static int Fp16() {
     return 0;
 }
 
+static int Parts(int count, char **names) {
+    for (int i = 0; i < count; ++i) {
+        setenv("ACLNN_EMU_SOC", names[i], 1);
+        int init = aclInit(nullptr);
+        const char *soc = aclrtGetSocName();
+        printf("%s %d %s\n", names[i], init, soc ? soc : "(null)");
+        if (init == 0) aclFinalize();
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     std::string scenario = argc > 1 ? argv[1] : "";
+    if (scenario == "parts") return Parts(argc - 2, argv + 2);
     aclrtStream stream = nullptr;
     CHECK_OK(SetUp(&stream));
     int ret = scenario == "devices" ? Devices() : scenario == "memory" ? Memory() : scenario == "overread" ? Overread()

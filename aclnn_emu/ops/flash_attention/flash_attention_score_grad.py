@@ -4,6 +4,10 @@ Validation follows the source (reference §1A), not the doc: the op_api checks r
 or 161002 (headNum, ranks, head dims); everything infershape, kernel selection and tiling reject
 surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr to ACLNN_ERR_PARAM_NULLPTR.
 dtype errors are therefore 161001 although the doc says 161002 (docs/divergences/flash_attention_score_grad.md).
+
+Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
+then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
+V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the regbase order).
 """
 import math
 
@@ -11,11 +15,13 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER, packed_keep_mask
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import FagParams, flash_attention_score_grad
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 FLOATS = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_FLOAT)
+QUANT8 = (DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)   # ARCH35's OpDef adds them
 MASK_DTYPES = (DataType.ACL_BOOL, DataType.ACL_UINT8)
 INFER_LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 FLOAT = (DataType.ACL_FLOAT,)
@@ -62,6 +68,9 @@ SOFTMAX_LANES = 8
 COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048)}
 ALIBI_ROWS = 1024
 SYSTEM_WORKSPACE = 16 << 20
+INT32_MAX = 2147483647
+ARCH35 = "Ascend910_95"      # the family whose tiling is flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
+V2_SEED, V2_OFFSET = 0, 0    # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
 
 
 def _names(dtypes) -> str:
@@ -134,10 +143,10 @@ def _rank_checks(a):
                           f"{name} has shape {list(tensor.shape)}", rule="rank.min3")
 
 
-def _kernel_select(a):
-    """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers."""
+def _kernel_select(a, arch35: bool):
+    """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers (ARCH35: QUANT8 too)."""
     dtype = a.query.dtype
-    if dtype not in FLOATS:
+    if dtype not in FLOATS + (QUANT8 if arch35 else ()):
         raise _tiling_error(f"query dtype {dtype.name} has no FAG kernel; expected {_names(FLOATS)}", "dtype.query")
     for name in ("keyIn", "value", "dy"):
         got = getattr(a, name).dtype
@@ -175,16 +184,19 @@ def _check_base_input(a, s: _Shape):
     elif len(s.layout) == 4:
         if q[0] != k[0] or q[3] != k[3]:
             raise _tiling_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
-        if a.headNum != s.n1:
-            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{s.n1}].", "tiling.head_num")
+        n1 = q[1] if s.layout[1] == "N" else q[2]     # the letter, not the layout's name, picks the axis
+        if a.headNum != n1:
+            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{n1}].", "tiling.head_num")
         if k[3] < v[3]:
             raise _tiling_error(f"key D {k[3]} is smaller than value D {v[3]}", "tiling.kv_d")
     else:
         raise _tiling_error(f"invalid input_layout[{s.layout}].", "tiling.layout")
 
 
-def _check_shape_attrs(a, s: _Shape):
+def _check_shape_attrs(a, s: _Shape, env):
     """FlashAttentionScoreGradTilingS1s2Bn2::GetShapeAttrsInfo (runs first for every call)."""
+    if env.soc == ARCH35:
+        return _check_shape_attrs_arch35(a, s, env)
     if s.layout == "TND":
         raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
                             "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass", "tiling.tnd")
@@ -200,11 +212,7 @@ def _check_shape_attrs(a, s: _Shape):
                             f"query's dtype {a.query.dtype.name}", "tiling.attention_in_dtype")
     if 0 in (s.b, s.n1, s.s1, s.d):
         raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
-    lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
-    for name, tensor in (("softmaxMax", smax), ("softmaxSum", ssum)):
-        if list(tensor.shape) != lanes:
-            raise _tiling_error(f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be "
-                                f"(b,n1,s1,8) = {tuple(lanes)}", f"tiling.{name}_shape")
+    _check_softmax_shapes(a, s)
     q, o = a.query.shape, a.attentionInOptional.shape
     if len(o) != len(q) or o[:-1] != q[:-1]:
         raise _tiling_error(f"attentionIn shape {list(o)} must match query {list(q)} except the last dim",
@@ -227,10 +235,90 @@ def _check_shape_attrs(a, s: _Shape):
     if a.pseType < 0 or a.pseType >= 4:
         raise _tiling_error(f"pseType is invalid: got {a.pseType}; expected 0-3", "tiling.pse_type")
     _check_tokens(a, s, mode)
-    _check_atten_mask_info(a, s, mode)
-    _check_pse(a, s)
+    _check_atten_mask_info(a, s)
+    if mode == 6 and _present(a.attenMaskOptional) is not None:
+        _check_prefix(a, s)
+    _check_pse(a, s, (a.preTokens, a.nextTokens))
     _check_atten_mask_shape(a, s, mode)
+    _check_pad_tokens(a, s, mode)
     return mode
+
+
+def _check_shape_attrs_arch35(a, s: _Shape, env):
+    """ARCH35: ..._regbase.cpp GetShapeAttrsInfo and ProcessOptionalInput, in their order. Every
+    failure is 161001, as on A2/A3; what differs is what they accept (docs/divergences)."""
+    # kernel selection: the ascend910_95 OpDef registers FLOAT softmax buffers and attentionIn of the query's dtype
+    # (FLOAT16 or BF16 with an 8-bit query)
+    smax, ssum, out = a.softmaxMaxOptional, a.softmaxSumOptional, a.attentionInOptional
+    outs = (DataType.ACL_FLOAT16, DataType.ACL_BF16) if a.query.dtype in QUANT8 else (a.query.dtype,)
+    if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT or out.dtype not in outs:
+        raise _tiling_error(f"softmaxMax/softmaxSum/attentionIn dtypes {smax.dtype.name}/{ssum.dtype.name}/"
+                            f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{_names(outs)}",
+                            "dtype.softmax_attention_in")
+    if s.layout == "TND":
+        raise _tiling_error("actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
+                            "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass", "tiling.tnd")
+    keep = float(np.float32(a.keepProb))
+    _check_drop_mask_arch35(a, s, keep, env)
+    mode = _int32(a.sparseMode) & 0xFFFFFFFF
+    if mode > 6:     # CheckSparseModeValue
+        raise _tiling_error(f"Not support sparse mode {mode} (got {a.sparseMode}); expected 0-6 with layout "
+                            f"{s.layout}", "tiling.sparse_mode")
+    _check_atten_mask_info(a, s)
+    tokens = _arch35_tokens(a, s, mode)
+    if a.pseType < 0 or a.pseType >= 4:
+        raise _tiling_error(f"FAG pseType {a.pseType} is invalid; expected 0-3", "tiling.pse_type")
+    if _present(a.pseShiftOptional) is not None:
+        _check_pse(a, s, tokens)
+    if mode == 6:
+        _check_prefix(a, s)
+    _check_atten_mask_shape(a, s, mode, arch35=True)
+    if 0 in (s.b, s.n1, s.s1, s.d):
+        raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
+    _check_softmax_shapes(a, s)
+    if a.attentionInOptional.ndim != a.query.ndim:
+        raise _tiling_error(f"The dimnum of attentionIn {a.attentionInOptional.ndim} should be equal to query "
+                            f"{a.query.ndim}", "tiling.attention_in_rank")
+    _refuse_unestablished_arch35(a, keep)
+    return mode
+
+
+def _arch35_tokens(a, s, mode):
+    """ARCH35 ProcessTokensInfo: the tokens as int64, corrected per mode, reset without a mask, and the
+    pad-scene check of modes 0 and 4. Returns the corrected (preTokens, nextTokens)."""
+    pre, nxt = a.preTokens, a.nextTokens
+    if mode in (2, 3):
+        pre, nxt = INT32_MAX, 0
+    if mode in (3, 4):
+        pre, nxt = pre + s.s1 - s.s2, nxt - s.s1 + s.s2
+    if mode == 1 or _present(a.attenMaskOptional) is None:
+        pre, nxt = INT32_MAX, INT32_MAX
+    if mode in (0, 4) and (-pre > s.s2 or -nxt > s.s1 or _wrap64(pre + nxt) < 0):
+        raise _tiling_error(f"pre_token and next_token is invalid in the pad scene, got s1 {s.s1}, s2 {s.s2}, "
+                            f"pre_token {pre}, next_token {nxt}", "tiling.pad_tokens")
+    return pre, nxt
+
+
+def _wrap64(value: int) -> int:
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _refuse_unestablished_arch35(a, keep):
+    """Calls the ARCH35 tiling accepts but whose kernel behaviour the source does not settle."""
+    reasons = []
+    if a.query.dtype in QUANT8:
+        reasons.append(f"query dtype {a.query.dtype.name} (registered; V2 passes no dequant scales and ProcessQuantInfo "
+                       "either runs the quantised kernel without them or, for FP8, returns no defined status)")
+    if keep <= 0:
+        reasons.append(f"keepProb {keep:g} (the tiling has no range check; the kernel's 1/keepProb is not established)")
+    for name, tensor, like in (("dy", a.dy, a.query), ("attentionInOptional", a.attentionInOptional, a.query),
+                               ("value", a.value, a.keyIn)):
+        if tuple(tensor.shape[:-1]) != tuple(like.shape[:-1]) or tensor.shape[-1] > like.shape[-1]:
+            reasons.append(f"{name} shape {list(tensor.shape)} against {list(like.shape)} (no shape check in the "
+                           "tiling; how the kernel indexes it is not established)")
+    if reasons:
+        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{ARCH35} accepts {'; '.join(reasons)}: aclnn-emu "
+                      "does not run it", rule="arch35.unestablished")
 
 
 def _check_drop_mask(a, s, keep):
@@ -245,6 +333,32 @@ def _check_drop_mask(a, s, keep):
                             f"{drop.numel} bytes for B*N1*S1*S2 = {s.b * s.n1 * s.s1 * s.s2} bits", "tiling.drop_size")
 
 
+def _check_softmax_shapes(a, s):
+    """CheckSoftmaxMaxShape / CheckSoftmaxSumShape (the same in arch32 and arch35)."""
+    lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
+    for name, tensor in (("softmaxMax", a.softmaxMaxOptional), ("softmaxSum", a.softmaxSumOptional)):
+        if list(tensor.shape) != lanes:
+            raise _tiling_error(f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be "
+                                f"(b,n1,s1,8) = {tuple(lanes)}", f"tiling.{name}_shape")
+
+
+def _check_drop_mask_arch35(a, s, keep, env):
+    """ARCH35 ProcessDropoutInfo (regbase tiling): a dropMask with keepProb 1 is an error; with
+    keepProb < 1 and no dropMask the kernel generates the keep-mask itself (dropMaskOuter false)."""
+    drop = _present(a.dropMaskOptional)
+    if drop is None:
+        if keep < 1:
+            env.warn(f"portability: keepProb {keep:g} with no dropMask: on {ARCH35} the kernel generates the keep-mask "
+                     f"(Philox-4x32-7 of dropmask.h, seed {V2_SEED}, offset {V2_OFFSET}, as the V2 interface passes "
+                     f"them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
+                     "bit for bit from the device's (its keep rate does not)")
+        return
+    if keep >= 1:
+        raise _tiling_error("DropMask parameter is invalid, please check keepProb value: a dropMask is given but "
+                            f"keepProb is {keep:g} (the {ARCH35} tiling, ProcessDropoutInfo)", "tiling.drop_keep_prob")
+    _check_drop_mask(a, s, keep)
+
+
 def _check_tokens(a, s, mode):
     """CheckTokens reads preTokens/nextTokens as int32, with or without a mask."""
     pre, nxt = _int32(a.preTokens), _int32(a.nextTokens)
@@ -254,7 +368,8 @@ def _check_tokens(a, s, mode):
                             "(tokens are read as int32)", "tiling.tokens")
 
 
-def _check_atten_mask_info(a, s, mode):
+def _check_atten_mask_info(a, s):
+    """The attenMask's rank and leading dims (SetAttenMaskShapeType in both tilings)."""
     mask = _present(a.attenMaskOptional)
     if mask is None:
         return
@@ -265,15 +380,19 @@ def _check_atten_mask_info(a, s, mode):
                                 f"[B,1,..] or [1,1,..] with B={s.b}, N1={a.headNum}", "tiling.mask_lead")
     elif mask.ndim != 2:
         raise _tiling_error(f"not support attenMaskShape dim num: {mask.ndim}; expected 2 or 4", "tiling.mask_rank")
-    if mode == 6:
-        prefix = a.prefixOptional
-        if prefix is None or len(prefix) != s.b:
-            raise _tiling_error("Sparse capability must be supported under prefix compress mode, pls check input params: "
-                                f"prefixOptional must hold B={s.b} values, got "
-                                f"{None if prefix is None else len(prefix)}", "tiling.prefix")
 
 
-def _check_pse(a, s):
+def _check_prefix(a, s):
+    """Mode 6 needs B prefix values (SetPrefixSparseParams); A2/A3 ask only with an attenMask."""
+    prefix = a.prefixOptional
+    if prefix is None or len(prefix) != s.b:
+        raise _tiling_error("Sparse capability must be supported under prefix compress mode, pls check input params: "
+                            f"prefixOptional must hold B={s.b} values, got {None if prefix is None else len(prefix)}",
+                            "tiling.prefix")
+
+
+def _check_pse(a, s, tokens):
+    """`tokens`: (preTokens, nextTokens) as the tiling sees them when it checks the alibi pse shape."""
     pse = _present(a.pseShiftOptional)
     if pse is None:
         if a.pseType != 1:
@@ -287,7 +406,7 @@ def _check_pse(a, s):
         shape = tuple(pse.shape)
         full = {(s.b, s.n1, s.s1, s.s2), (s.b, s.n1, 1, s.s2), (1, s.n1, s.s1, s.s2)}
         alibi = {(s.b, s.n1, ALIBI_ROWS, s.s2), (1, s.n1, ALIBI_ROWS, s.s2)}
-        causal = s.s1 == s.s2 >= ALIBI_ROWS and a.preTokens >= s.s1 and a.nextTokens == 0
+        causal = s.s1 == s.s2 >= ALIBI_ROWS and tokens[0] >= s.s1 and tokens[1] == 0
         if shape not in full and not (shape in alibi and causal):
             raise _tiling_error(f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not "
                                 f"casual; expected [B,N1,S1,S2], [B,N1,1,S2], [1,N1,S1,S2], or [B|1,N1,1024,S2] with "
@@ -298,16 +417,28 @@ def _check_pse(a, s):
                             f"{a.pseType} takes FLOAT slopes [N1] or [B,N1] = [{s.b},{s.n1}]", "tiling.pse_inner")
 
 
-def _check_atten_mask_shape(a, s, mode):
-    """CheckAttenMaskShape and ProcessTokensInfo of the template that finally runs."""
+def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
+    """CheckAttenMaskShape of the template that finally runs. ARCH35 (regbase CheckAttenMaskShape):
+    an uncompressed mask needs only rows x columns >= S1 x S2."""
     mask = _present(a.attenMaskOptional)
     if mask is None:
         return
     last = tuple(mask.shape[-2:])
     need = COMPRESSED_MASK.get(mode, (s.s1, s.s2))
-    if last != need:
+    if arch35 and mode not in COMPRESSED_MASK and last[0] * last[1] >= s.s1 * s.s2:
+        if last[0] < s.s1 or last[1] < s.s2:
+            raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"attenMask [{last[0]},{last[1]}] covers S1 x S2 = "
+                          f"[{s.s1},{s.s2}] in elements but not in rows and columns: {ARCH35} accepts it, how its kernel "
+                          "reads it is not established, so aclnn-emu does not run it", rule="tiling.mask_window")
+    elif last != need:
         raise _tiling_error(f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
                             f"dims {list(need)}", "tiling.mask_shape")
+
+
+def _check_pad_tokens(a, s, mode):
+    """ProcessTokensInfo of the A2/A3 template that finally runs (with an attenMask)."""
+    if _present(a.attenMaskOptional) is None:
+        return
     if mode in (0, 4):
         pre, nxt = a.preTokens, a.nextTokens
         if mode == 4:
@@ -342,19 +473,37 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, s, mode):
+def _mask_window(mask, s, mode):
+    """The mask as the kernel reads it: ARCH35 may be given a larger uncompressed mask, read from its top-left."""
+    if mode in COMPRESSED_MASK or tuple(mask.shape[-2:]) == (s.s1, s.s2):
+        return mask
+    return mask[..., :s.s1, :s.s2]
+
+
+def _kernel_layout(s, env) -> str:
+    """ARCH35 GetShapeAttrsInfo compares the layout case-sensitively and reads any other 4-letter one
+    (bsnd, bNsD, ...: the infershape passes them) as BSND, as the op_api's GetInputShapeInfo does."""
+    if env.soc == ARCH35 and len(s.layout) == 4 and s.layout != "BNSD":
+        return "BSND"
+    return s.layout
+
+
+def _launch(a, s, mode, env):
     params = FagParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
-                       layout=s.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
+                       layout=_kernel_layout(s, env), pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                        pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
                        kv_start_idx=a.kvStartIdxOptional)
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
+    generate = env.soc == ARCH35 and drop is None and params.keep_prob < 1
 
     def run(workspace):
+        drop_mask = (packed_keep_mask(V2_SEED, V2_OFFSET, s.b * s.n1 * s.s1, s.s2, params.keep_prob) if generate
+                     else None if drop is None else drop.read())
         dq, dk, dv = flash_attention_score_grad(
             a.query.read(), a.keyIn.read(), a.value.read(), a.dy.read(), a.attentionInOptional.read(),
             a.softmaxMaxOptional.read(), a.softmaxSumOptional.read(), params,
-            pse=None if pse is None else pse.read(), drop_mask=None if drop is None else drop.read(),
-            atten_mask=None if mask is None else mask.read())
+            pse=None if pse is None else pse.read(), drop_mask=drop_mask,
+            atten_mask=None if mask is None else _mask_window(mask.read(), s, mode))
         a.dqOut.write(dq)
         a.dkOut.write(dk)
         a.dvOut.write(dv)
@@ -375,15 +524,15 @@ def prepare(a, env):
     if layout.upper() not in INFER_LAYOUTS:
         raise _tiling_error(f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}",
                             "infershape.layout")
-    _kernel_select(a)
+    _kernel_select(a, env.soc == ARCH35)
     _check_base_input(a, s)
     if a.dqOut.is_empty or a.dkOut.is_empty or a.dvOut.is_empty:
         _check_outputs(a, env)
         return Launch(_workspace(s), _zero_outputs(a))
-    mode = _check_shape_attrs(a, s)
+    mode = _check_shape_attrs(a, s, env)
     _check_outputs(a, env)
     if a.innerPrecise not in (0, 1):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: no FAG tiling reads it")
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
-    return Launch(_workspace(s), _launch(a, s, mode))
+    return Launch(_workspace(s), _launch(a, s, mode, env))

@@ -16,7 +16,6 @@ from ...dtypes import DataType
 from ...formats import ND_LIKE, Format
 from ...kernels.kv_cache import gather
 from ...kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
-from ...platform import PLATFORMS
 from ..generated import before_tiling
 from ..signature import Bool, Launch, Op, OpError, String, TensorIn, TensorRef
 from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
@@ -60,7 +59,7 @@ def prepare(a, env):
     if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
     if env.soc == "Ascend910_95":
-        return launch(OP, WORKSPACE_910_95, _tiling_910_95(a))
+        return launch(OP, WORKSPACE_910_95, _tiling_910_95(a, env.part))
     return launch(OP, TOOLS_WORKSPACE, _tiling_a2(a, env))
 
 
@@ -161,7 +160,7 @@ def _shape(tensor) -> tuple:
     return tuple(tensor.storage_shape) or (1,)
 
 
-def _tiling_910_95(a):
+def _tiling_910_95(a, part):
     """GetAttrs, GetInputKeyCache, GetInputValueCache, GetInputBlockTables, GetInputSeqLens,
     GetInputOutputKey, GetInputOutputValue, GetInputSeqOffset, in that order."""
     mode = a.cacheMode or "Norm"                    # NULL takes the OpDef default, "" the tiling's
@@ -204,7 +203,7 @@ def _tiling_910_95(a):
             fail(f"seqOffsetOptional has {shape[0]} values; it must have blockTables dim 0 = {batches}",
                  "seq_offset_len")
     unit = a.keyCache.np_dtype.itemsize
-    cores = PLATFORMS["Ascend910_95"].aiv_cores
+    cores = part.aiv_cores
 
     def run():
         lens, tables, offsets = _index(a)

@@ -14,7 +14,6 @@ from ...dtypes import DataType
 from ...kernels.kv_cache import scatter_a2 as a2
 from ...kernels.kv_cache import scatter_arch35 as a95
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
-from ...platform import PLATFORMS
 from ..generated import before_tiling
 from ..signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
 from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch, not_implemented
@@ -97,7 +96,7 @@ def _tiling_a2(a, env):
     _check_dim_num_a2(a, mode)
     heads, head_k, head_v, batches = _check_dims_a2(a, mode)
     nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
-    key, cores = a.key, PLATFORMS[env.soc].aiv_cores
+    key, cores = a.key, env.part.aiv_cores
     if mode == "nz":
         for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
             if size * tensor.np_dtype.itemsize % 32:
@@ -291,7 +290,7 @@ def _tiling_910_95(a, env):
     if len(key) not in (3, 4):
         fail(f"the dim num of key must be 3 or 4, got {len(key)}", "key_rank")
     if len(key) == 3:
-        return _normal_910_95(a, key, kc, value, vc, slot)
+        return _normal_910_95(a, key, kc, value, vc, slot, env.part)
     if a.compressLensOptional is None or a.seqLensOptional is None:
         fail("when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
               "compress_null")
@@ -303,7 +302,7 @@ def _tiling_910_95(a, env):
         env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
                  "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
                  "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
-    return _run_compress_910_95(a, "rope" if rope else "alibi")
+    return _run_compress_910_95(a, "rope" if rope else "alibi", env.part)
 
 
 def _check_compress_910_95(a, key, kc, value, vc, slot, rope: bool) -> None:
@@ -339,7 +338,7 @@ def _check_compress_910_95(a, key, kc, value, vc, slot, rope: bool) -> None:
                   f"slot_mapping {list(slot)}, compress_lens {list(cl)}, seq_lens {list(lens)})", "compress_dims")
 
 
-def _normal_910_95(a, key, kc, value, vc, slot):
+def _normal_910_95(a, key, kc, value, vc, slot, part):
     """CheckNormal, then the UB fit that decides the fully-loaded kernel."""
     for ok, message in ((key[0] == _dim(slot, 0), "the dim 0 of key and slot_mapping must be equal"),
                         (key[1] == _dim(kc, 2), "the dim 1 of key must be equal to the dim 2 of key_cache"),
@@ -356,14 +355,14 @@ def _normal_910_95(a, key, kc, value, vc, slot):
         return None
     size = a.key.np_dtype.itemsize
     index_size = a.slotMapping.np_dtype.itemsize
-    cores = PLATFORMS["Ascend910_95"].aiv_cores
+    cores = part.aiv_cores
     factor = -(-tokens // cores)
     used = min(-(-tokens // factor), cores)
     per_core = max(factor, tokens - factor * (used - 1))
     round_up = lambda x: -(-x // (32 // size)) * (32 // size)   # noqa: E731  (RoundUp to one 32-byte block)
     need = per_core * (round_up(key[1] * key[2]) + round_up(value[1] * value[2])) \
         + round_up(per_core) * 2 * index_size // size
-    fully_loaded = need <= PLATFORMS["Ascend910_95"].ub_bytes // size
+    fully_loaded = need <= part.ub_bytes // size
     if not fully_loaded and len(slot) != 1:
         fail(f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}", "slot_rank")
     int32_offsets = fully_loaded and a.slotMapping.dtype == I32
@@ -378,11 +377,11 @@ def _normal_910_95(a, key, kc, value, vc, slot):
     return run
 
 
-def _run_compress_910_95(a, mode):
+def _run_compress_910_95(a, mode, part):
     batch, seq, heads = a.key.storage_shape[:3]
     tasks = batch * heads
     n_slots = a.keyCacheRef.storage_shape[0] * a.keyCacheRef.storage_shape[1]
-    cores = PLATFORMS["Ascend910_95"].aiv_cores
+    cores = part.aiv_cores
 
     def run():
         slots, findings = _index_values(a.slotMapping, tasks, int32_words=False)

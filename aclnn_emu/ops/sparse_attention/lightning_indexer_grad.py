@@ -14,7 +14,6 @@ from ...dtypes import DataType
 from ...formats import ND_LIKE
 from ...kernels.sparse_attention import lightning_indexer_grad as kernel
 from ...kernels.sparse_attention.lightning_indexer_plan import batch_lengths, plan_bsnd, plan_tnd
-from ...platform import PLATFORMS
 from ...runtime import sanitizer
 from ...runtime.errors import AclError
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
@@ -141,13 +140,12 @@ def _warn_ignored(a, env) -> None:
         env.warn("actualSeqLengths are ignored in layout BSND")
 
 
-def workspace_size(dk_elements: int) -> int:
+def workspace_size(dk_elements: int, aic_cores: int) -> int:
     """The tiling's workspace: library reserve, fp32 dk, four per-core ping-pong buffers, a reserve.
 
-    The library reserve (16 MiB) and the AI-core count are what the platform reports (the op runs
-    on Atlas A2/A3 only, which share the values in aclnn_emu.platform).
+    The library reserve (16 MiB) is the platform's; `aic_cores` is the part's cube-core count.
     """
-    mib, aic, align = 1 << 20, PLATFORMS["Ascend910B"].aic_cores, 512
+    mib, aic, align = 1 << 20, aic_cores, 512
     per_core = [HEAD_DIM * MAX_TOPK * 2 * 2, GROUP_NUM * MAX_TOPK * 4 * 2,
                 GROUP_NUM * MAX_TOPK * 2 * 2, HEAD_DIM * MAX_TOPK * 4 * 2]
     offset = (16 * mib + dk_elements * 4 + align) // align * align
@@ -170,7 +168,8 @@ def prepare(a, env):
         dk_elements = a.query.shape[0] * seq_k * HEAD_NUM_K * HEAD_DIM
     else:
         dk_elements = a.key.shape[0] * HEAD_NUM_K * HEAD_DIM
-    return Launch(workspace_size(dk_elements), lambda workspace: _run(a, seq_k, top_k, dk_elements))
+    return Launch(workspace_size(dk_elements, env.part.aic_cores),
+                  lambda workspace: _run(a, seq_k, top_k, dk_elements))
 
 
 # ---- phase 2 -------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from ... import status
 from ...dtypes import DataType
 from ...kernels.sparse_attention.sparse_flash_attention_grad import Grads, sparse_flash_attention_grad
 from ...kernels.sparse_attention.select import bsnd_rows, tnd_rows
-from ...platform import PLATFORMS
 from ...runtime import sanitizer
 from ...runtime.errors import AclError
 from ..generated import attr_int32, framework_checks
@@ -50,7 +49,6 @@ OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
 ])
 
 SOCS = ("Ascend910B", "Ascend910_93")      # the OpDef registers ascend910b and ascend910_93 only
-A2 = PLATFORMS["Ascend910B"]              # the values behind the workspace size (same on Ascend910_93)
 SELECTED_BLOCK_COUNT = 2048
 _HALF = {DataType.ACL_BF16: "bf16", DataType.ACL_FLOAT16: "fp16"}
 _FLOAT_IO = ("query", "key", "value", "dOut", "out", "queryRopeOptional", "keyRopeOptional",
@@ -101,11 +99,11 @@ def _c_div(a: int, b: int) -> int:
 def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
-    plan = _tiling(a)
-    return Launch(workspace_size=workspace_size(plan), run=lambda workspace: _run(a, plan))
+    plan = _tiling(a, env.part)
+    return Launch(workspace_size=workspace_size(plan, env.part), run=lambda workspace: _run(a, plan))
 
 
-def _tiling(a) -> Plan:
+def _tiling(a, part) -> Plan:
     """GetBaseShapeInfo, then the zero checks of DoCastTiling, in the source's order (all 561002)."""
     q, k, v = a.query, a.key, a.value
     rank = q.ndim
@@ -156,7 +154,7 @@ def _tiling(a) -> Plan:
     # lookup before tiling already admits only the registered combinations.
     if layout == "TND":
         _check_tnd_shapes(a, t1, n1, d, dv, n2, g)
-    _check_cast_tiling(d + dr, dv)
+    _check_cast_tiling(d + dr, dv, part.ub_bytes)
     return Plan(layout, b, s1, s2, t1, t2, g, d, dv, dr, float(np.float32(a.scaleValue)),
                 attr_int32(a.sparseBlockSize), mode)
 
@@ -197,22 +195,22 @@ def _check_tnd_shapes(a, t1, n1, d, dv, n2, g):
                             "tnd_out_head_dim")
 
 
-def _check_cast_tiling(d_total, dv):
+def _check_cast_tiling(d_total, dv, ub_bytes):
     """DoCastTiling: the post (cast) step must fit at least one row of dq/dk and of dv in UB."""
     d_align, dv_align = -(-d_total // 16) * 16, -(-dv // 16) * 16
     reserved = d_align // 16 * 32
-    ub_base = (A2.ub_bytes - 2 * reserved) // 10 // 256 * 256
+    ub_base = (ub_bytes - 2 * reserved) // 10 // 256 * 256
     if d_align <= 0 or ub_base // 2 // d_align * d_total == 0:
         raise _tiling_error(f"qPostBaseNum is 0 (head dim {d_total} does not fit the post step)", "q_post_base")
     if dv_align <= 0 or ub_base // 2 // dv_align * dv == 0:
         raise _tiling_error(f"vPostBaseNum is 0 (value head dim {dv} does not fit the post step)", "v_post_base")
 
 
-def workspace_size(p: Plan) -> int:
+def workspace_size(p: Plan, part) -> int:
     """The tiling's GetWorkspaceSize: 32 MiB reserved + per-core gather/matmul buffers + fp32 dq/dk/dv."""
     align = lambda n: -(-n // 512) * 512
     d_align, dv_align = -(-(p.d + p.dr) // 16) * 16, -(-p.dv // 16) * 16
-    used_cores = min(p.t1 if p.layout == "TND" else p.b * p.s1, A2.aic_cores)
+    used_cores = min(p.t1 if p.layout == "TND" else p.b * p.s1, part.aic_cores)
     mm12 = align(p.g * 512 * 4) * 2
     selected = align(512 * (p.d + p.dr) * 2) * 3 + align(512 * p.dv * 2) * 2
     rows_k = p.t2 if p.layout == "TND" else p.b * p.s2
