@@ -13,7 +13,6 @@ from ...dtypes import DataType
 from ...kernels.sparse_attention import lightning_indexer as kernel
 from ...kernels.sparse_attention.key_rows import KeyRows
 from ...kernels.sparse_attention.lightning_indexer_plan import plan_bsnd, plan_tnd
-from ...platform import PLATFORMS
 from ...runtime import sanitizer
 from ..generated import attr_int32, framework_checks
 from ..outputs import writable
@@ -52,7 +51,7 @@ def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
     p = _tiling(a)
-    return Launch(workspace_size(), lambda workspace: _run(a, p))
+    return Launch(workspace_size(env.part.aic_cores), lambda workspace: _run(a, p))
 
 
 def _tiling(a) -> dict:
@@ -179,10 +178,9 @@ def _check_shapes(a, lq, lk, batch, n1, count):
                                   f"sparse_count ({count}).")
 
 
-def workspace_size() -> int:
-    """The tiling's workspace: library reserve, per-core mm1 double buffers, the split-row top-k
-    lists and their parameters (Atlas A2/A3 share the core count)."""
-    aic = PLATFORMS["Ascend910B"].aic_cores
+def workspace_size(aic: int) -> int:
+    """The tiling's workspace for a part with `aic` cube cores: library reserve, per-core mm1 double
+    buffers, the split-row top-k lists and their parameters."""
     return (16 << 20) + 512 * 512 * 4 * 2 * aic + 2 * 8 * 2 * 2048 * 4 * aic + 2 * 8 * 16 * 8 * aic
 
 

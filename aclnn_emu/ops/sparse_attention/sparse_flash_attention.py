@@ -15,7 +15,6 @@ from ...dtypes import DataType
 from ...kernels.sparse_attention.key_rows import KeyRows
 from ...kernels.sparse_attention.select import RowSpans
 from ...kernels.sparse_attention.sparse_flash_attention import Outputs, sparse_flash_attention
-from ...platform import PLATFORMS
 from ..generated import framework_checks
 from ..outputs import writable
 from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
@@ -79,7 +78,7 @@ def prepare(a, env):
                      "only)", chips=TILING_SOCS)
     p = _parse(a)
     _check(a, p)
-    return Launch(workspace_size(p), lambda workspace: _run(a, p))
+    return Launch(workspace_size(p, env.part.aic_cores), lambda workspace: _run(a, p))
 
 
 def _parse(a) -> Plan:
@@ -237,9 +236,9 @@ def _check_consistency(a, p: Plan) -> None:
                                    f"({p.b})")
 
 
-def workspace_size(p: Plan) -> int:
-    """GetWorkspaceSize for Atlas A2 (the flash-decode part is left out: it applies to split rows)."""
-    cores = PLATFORMS["Ascend910B"].aic_cores
+def workspace_size(p: Plan, cores: int) -> int:
+    """GetWorkspaceSize for a part with `cores` cube cores (the flash-decode part is left out: it
+    applies to split rows)."""
     inner = min(512, max(p.s2, 1))
     m = -(-min(p.n1 * p.s1, 512) // 16) * 16
     mm_res, bmm2 = -(-inner // 32) * 32 * m, -(-p.dv // 16) * 16 * m
