@@ -5,9 +5,10 @@ Fixtures:
 - `acl_device`: an `aclnn_emu.Device(0)` entered for the test, with `.stream` (an aclnn_emu.Stream);
   afterwards its stream is destroyed, the device reset and, when it started the runtime, aclFinalize
   reports device memory still allocated as leaks.
-- `aclnn_soc`: the emulated chip's name. `@pytest.mark.soc("Ascend910B", "Ascend910_95")` runs the
-  test once per chip; `pytest --aclnn-soc=all` (or a comma-separated list) runs every test using the
-  fixture and not marked on each of them. Without either, the chip of ACLNN_EMU_SOC.
+- `aclnn_soc`: the emulated chip's name, as the test asked for it (a part such as Ascend910B4 or a
+  family such as Ascend910_95). `@pytest.mark.soc("Ascend910B", "Ascend910_95")` runs the test once
+  per chip; `pytest --aclnn-soc=all` (every family) or a comma-separated list runs every test using
+  the fixture and not marked on each of them. Without either, the chip of ACLNN_EMU_SOC.
 - `aclnn_strict`: ACLNN_EMU_STRICT=1 for the test (inferred rules return their codes).
 
 A test using any of them fails when the device-memory sanitizer reports anything while it runs (its
@@ -27,8 +28,9 @@ OPTION = "--aclnn-soc"
 
 def pytest_addoption(parser):
     parser.addoption(OPTION, default=None, metavar="CHIPS",
-                     help="run tests using the aclnn_soc fixture on these emulated chips: 'all' or a "
-                          "comma-separated list (Ascend910B, Ascend910_93, Ascend910_95)")
+                     help="run tests using the aclnn_soc fixture on these emulated chips: 'all' (every "
+                          "family: Ascend910B, Ascend910_93, Ascend910_95) or a comma-separated list of parts "
+                          "or families")
 
 
 def pytest_configure(config):
@@ -38,9 +40,9 @@ def pytest_configure(config):
 
 
 def _chips(text: str) -> list:
-    from aclnn_emu import config
+    from aclnn_emu import config, platform
     names = {soc.lower(): soc for soc in config.SOCS}
-    asked = config.SOCS if text.strip().lower() == "all" else [c.strip() for c in text.split(",") if c.strip()]
+    asked = platform.FAMILIES if text.strip().lower() == "all" else [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in asked if c.lower() not in names]
     if unknown:
         raise pytest.UsageError(f"{OPTION}: unknown chip(s) {', '.join(unknown)}; allowed: all, "
@@ -115,9 +117,10 @@ def aclnn_soc(request, monkeypatch, _aclnn_sanitizer_check):
     """The emulated chip for this test (see the module doc for how it is chosen)."""
     from aclnn_emu import config
     soc = getattr(request, "param", None)
-    if soc is not None:
-        select(monkeypatch, soc=soc)
-    return config.current.soc
+    if soc is None:
+        return config.current.soc
+    select(monkeypatch, soc=soc)
+    return soc
 
 
 @pytest.fixture

@@ -56,8 +56,8 @@ def test_clean(acl_device):
 
 
 def test_chip(aclnn_soc, aclnn_strict):
-    from aclnn_emu import config
-    assert api.soc_name() == aclnn_soc and config.current.strict
+    from aclnn_emu import config, platform
+    assert api.soc_name() == platform.part(aclnn_soc).name and config.current.strict
 '''
 
 
