@@ -11,7 +11,8 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import FagParams, flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.params import FaParams
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 OP = Op("FlashAttentionScoreGradV2", "aclnn_flash_attention_score_grad.h", [
@@ -316,7 +317,7 @@ def _zero_outputs(a):
 
 
 def _launch(a, s, mode):
-    params = FagParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
+    params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
                        layout=s.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                        pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
                        kv_start_idx=a.kvStartIdxOptional)
