@@ -19,11 +19,11 @@ EXPECTED = {
     **{rule: INVALID for rule in ("format.query_nz", "dtype.key_mixed", "dtype.query_int8", "dtype.pse_type2_null",
                                   "dtype.pse_type2_fp16", "dtype.pse_type1_fp32", "head_num.zero",
                                   "shape.layout_lower_case", "shape.layout_rank", "shape.d_zero", "shape.qd_kd",
-                                  "shape.vd", "shape.d_max")},
+                                  "shape.vd", "shape.d_max", "shape.kv_rank")},
     **{rule: NULLPTR for rule in (
         "select.atten_mask_fp16", "select.drop_mask_int8", "select.padding_mask_fp32", "tiling.bsh_batch",
         "tiling.bnsd_d", "tiling.keep_prob_zero", "tiling.keep_prob_above_one", "tiling.pse_type_4", "tiling.tnd",
-        "tiling.h1_heads", "tiling.head_num", "tiling.gqa", "tiling.pse_null_type0", "tiling.pse_inner_rank",
+        "tiling.h1_heads", "tiling.head_num", "tiling.gqa", "tiling.pse_null_type0", "tiling.pse_inner_rank", "tiling.pse_inner_size",
         "tiling.pse_rank", "tiling.pse_batch", "tiling.pse_shape", "tiling.pse_alibi_short_s1", "tiling.mask_shape4",
         "tiling.mask_shape2", "tiling.mask_rank3", "tiling.mask_compressed", "tiling.mask_compressed_prefix",
         "tiling.drop_size", "tiling.tokens_both_negative", "tiling.tokens_no_block", "tiling.tokens_band_mode4",

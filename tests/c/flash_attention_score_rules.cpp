@@ -7,19 +7,9 @@
 #include <string>
 
 #include "aclnnop/aclnn_flash_attention_score.h"
-#include "common.h"
+#include "flash_attention_case.h"
 
 namespace {
-
-using Shape = std::vector<int64_t>;
-
-Shape LayoutShape(const std::string &layout, int64_t b, int64_t n, int64_t s, int64_t d) {
-    if (layout == "BSH") return {b, s, n * d};
-    if (layout == "SBH") return {s, b, n * d};
-    if (layout == "BSND") return {b, s, n, d};
-    if (layout == "TND") return {b * s, n, d};
-    return {b, n, s, d};
-}
 
 struct Cfg {
     aclDataType dt = ACL_FLOAT16;
@@ -55,27 +45,6 @@ struct Cfg {
     }
 };
 
-std::vector<uint8_t> Bytes(const Shape &shape, aclDataType dt, float value) {
-    size_t count = ShapeSize(shape);
-    std::vector<uint8_t> host(count * aclDataTypeSize(dt) + 1, 0);
-    for (size_t i = 0; i < count; i++) {
-        if (dt == ACL_FLOAT) {
-            std::memcpy(host.data() + 4 * i, &value, 4);
-        } else if (dt == ACL_FLOAT16) {
-            uint16_t half = aclFloatToFloat16(value);
-            std::memcpy(host.data() + 2 * i, &half, 2);
-        } else if (dt == ACL_BF16) {
-            uint32_t bits;
-            std::memcpy(&bits, &value, 4);
-            uint16_t top = static_cast<uint16_t>(bits >> 16);
-            std::memcpy(host.data() + 2 * i, &top, 2);
-        } else if (dt == ACL_UINT8 || dt == ACL_BOOL) {
-            host[i] = static_cast<uint8_t>(value);
-        }
-    }
-    return host;
-}
-
 // Phase 1 (and for baselines phase 2 + synchronize) of one call; returns the first non-zero status.
 int Call(Cfg c, aclrtStream stream) {
     c.Fill();
@@ -109,13 +78,7 @@ int Call(Cfg c, aclrtStream stream) {
         q, k, v, pse, drop, pad, mask, prefix, qStart, kvStart, c.scale, c.keep, c.pre, c.next, c.headNum,
         c.null.count("inputLayout") ? nullptr : &layout[0], c.inner, c.sparse, c.pseType, smax, ssum, nullptr, out,
         c.null.count("workspaceSize") ? nullptr : &workspaceSize, c.null.count("executor") ? nullptr : &executor);
-    if (ret == 0 && c.run) {
-        void *workspace = nullptr;
-        if (workspaceSize > 0) ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        if (ret == 0) ret = aclnnFlashAttentionScoreV2(workspace, workspaceSize, executor, stream);
-        if (ret == 0) ret = aclrtSynchronizeStream(stream);
-        if (workspace) aclrtFree(workspace);
-    }
+    if (c.run) ret = RunPhase2(stream, ret, workspaceSize, executor, aclnnFlashAttentionScoreV2);
     if (prefix) aclDestroyIntArray(prefix);
     if (qStart) aclDestroyIntArray(qStart);
     if (kvStart) aclDestroyIntArray(kvStart);
@@ -190,6 +153,7 @@ int main(int argc, char **argv) {
     report("shape.qd_kd", [](Cfg &c) { c.k = {2, 1, 24, 32}; c.v = {2, 1, 24, 16}; });
     report("shape.vd", [](Cfg &c) { c.v = {2, 1, 24, 32}; });
     report("shape.d_max", [](Cfg &c) { c.d = 800; });
+    report("shape.kv_rank", [](Cfg &c) { c.k = {2, 24, 16}; });
 
     // L0: kernel selection and tiling, all 161001 through the ViewCopy of a nullptr
     report("select.atten_mask_fp16", [](Cfg &c) { c.hasMask = true; c.maskDt = ACL_FLOAT16; });
@@ -208,6 +172,8 @@ int main(int argc, char **argv) {
     report("tiling.gqa", [](Cfg &c) { c.n1 = 3; c.n2 = 2; });
     report("tiling.pse_null_type0", [](Cfg &c) { c.pseType = 0; });
     report("tiling.pse_inner_rank", [](Cfg &c) { c.hasPse = true; c.pse = {1, 2, 2}; c.pseDt = ACL_FLOAT; c.pseType = 3; });
+    report("tiling.pse_inner_size", [](Cfg &c) { c.s2 = 16; c.hasPse = true; c.pse = {1}; c.pseDt = ACL_FLOAT;
+                                                  c.pseType = 2; });
     report("tiling.pse_rank", [](Cfg &c) { c.hasPse = true; c.pse = {2, 16, 24}; });
     report("tiling.pse_batch", [](Cfg &c) { c.hasPse = true; c.pse = {3, 2, 16, 24}; });
     report("tiling.pse_shape", [](Cfg &c) { c.hasPse = true; c.pse = {2, 2, 8, 24}; });

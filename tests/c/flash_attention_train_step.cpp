@@ -26,18 +26,6 @@ void Print(const char *name, const std::vector<float> &x) {
     printf("\n");
 }
 
-// Phase 2 of a phase 1 that returned `ws` (called first: argument order is unspecified in C++).
-int Run(aclnnStatus ws, uint64_t size, aclOpExecutor *executor, aclrtStream stream,
-        aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
-    if (ws != 0) return ws;
-    void *workspace = nullptr;
-    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
-    if (ret == 0) ret = phase2(workspace, size, executor, stream);
-    if (ret == 0) ret = aclrtSynchronizeStream(stream);
-    if (workspace) aclrtFree(workspace);
-    return ret;
-}
-
 }  // namespace
 
 int main() {
@@ -72,7 +60,7 @@ int main() {
     aclnnStatus ws = aclnnFlashAttentionScoreV2GetWorkspaceSize(
         tq.tensor, tk.tensor, tv.tensor, tpse.tensor, nullptr, nullptr, tmask.tensor, nullptr, nullptr, nullptr, SCALE,
         1.0, 2147483647, 0, N1, layout, 0, 2, 0, tmax.tensor, tsum.tensor, nullptr, tout.tensor, &size, &executor);
-    CHECK_OK(Run(ws, size, executor, stream, aclnnFlashAttentionScoreV2));
+    CHECK_OK(RunPhase2(stream, ws, size, executor, aclnnFlashAttentionScoreV2));
 
     std::vector<float> out, dy(q.size());
     CHECK_OK(tout.Read(out));
@@ -92,7 +80,7 @@ int main() {
         tq.tensor, tk.tensor, tv.tensor, tdy.tensor, tpse.tensor, nullptr, nullptr, tmask.tensor, tmax.tensor,
         tsum.tensor, nullptr, tout.tensor, nullptr, nullptr, nullptr, SCALE, 1.0, 2147483647, 0, N1, layout, 0, 2, 0,
         tdq.tensor, tdk.tensor, tdv.tensor, nullptr, &size, &executor);
-    CHECK_OK(Run(ws, size, executor, stream, aclnnFlashAttentionScoreGradV2));
+    CHECK_OK(RunPhase2(stream, ws, size, executor, aclnnFlashAttentionScoreGradV2));
 
     std::vector<float> dq, dk, dv;
     CHECK_OK(tdq.Read(dq));

@@ -64,6 +64,9 @@ class _Axes:
     def __init__(self, a, layout):
         q, k, v = a.query.shape, a.key.shape, a.value.shape
         self.layout, self.n1 = layout, a.headNum
+        if not len(q) == len(k) == len(v):   # AnalysisAxis would read dims the key or value lacks
+            raise OpError(INVALID, f"query, key and value must have the rank of inputLayout {layout}: got "
+                          f"{list(q)}, {list(k)}, {list(v)}", rule="shape.kv_rank")
         if layout in ("BSH", "SBH"):
             self.d = q[2] // a.headNum
             if self.d == 0:   # AnalysisAxisForBsh returns with the other axes unset
@@ -202,6 +205,12 @@ def _check_pse(a, x: _Axes):
         if pse.ndim not in (1, 2):
             raise _l0_error(f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
                             f"FLOAT slopes [N1] or [B,N1]", "tiling.pse_inner_shape")
+        if tuple(pse.shape) not in ((x.n1,), (x.b, x.n1)):
+            # The host checks only the rank; the kernel reads slope b * N1 + n (or n), past the end
+            # of a smaller tensor. The emulator refuses rather than read undefined memory.
+            raise _l0_error(f"realShiftOptional slopes {list(pse.shape)} do not match [N1] = [{x.n1}] or [B,N1] = "
+                            f"[{x.b},{x.n1}] (aclnn-emu refuses what the kernel would read out of bounds)",
+                            "tiling.pse_inner_size")
         return
     shape = pse.shape
     if pse.ndim != 4:
