@@ -32,16 +32,18 @@ ROW_BLOCK = 128
 KEY_BLOCK = 512
 
 
-def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None):
+def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None,
+                          outputs=None):
     """(softmax_max, softmax_sum, attention_out): [B, N1, S1, 8] fp32 twice, and the output in the
-    query's layout and dtype with the value's head dim."""
-    return _Job(query, key, value, params, pse, drop_mask, atten_mask).run()
+    query's layout and dtype with the value's head dim. `outputs` may hold those three arrays (any
+    strides) to write into instead of new ones."""
+    return _Job(query, key, value, params, pse, drop_mask, atten_mask, outputs).run()
 
 
 class _Job:
     """One forward call: [B, N, S, D] views of the operands and of the outputs."""
 
-    def __init__(self, query, key, value, params, pse, drop_mask, atten_mask):
+    def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
         p = params
         self.params, self.dtype = p, query.dtype
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
@@ -57,12 +59,13 @@ class _Job:
         self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
         self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
         self.dropout = DropMask.of(drop_mask, p.keep_prob, n1, s1, s2)
-        out_shape = list(query.shape)
-        out_shape[-1] = n1 * dv if p.layout in ("BSH", "SBH") else dv
-        self.out = np.empty(out_shape, self.dtype)
+        if outputs is None:
+            out_shape = list(query.shape)
+            out_shape[-1] = n1 * dv if p.layout in ("BSH", "SBH") else dv
+            lanes = (b, n1, s1, SOFTMAX_LANES)
+            outputs = (np.empty(lanes, FP32), np.empty(lanes, FP32), np.empty(out_shape, self.dtype))
+        self.softmax_max, self.softmax_sum, self.out = outputs
         self.out_heads = to_bnsd(self.out, p.layout, n1)
-        self.softmax_max = np.empty((b, n1, s1, SOFTMAX_LANES), FP32)
-        self.softmax_sum = np.empty((b, n1, s1, SOFTMAX_LANES), FP32)
 
     def run(self):
         b, n1, _, s1, _ = self.shape

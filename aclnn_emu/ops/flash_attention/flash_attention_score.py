@@ -381,13 +381,19 @@ def _launch(a, x: _Axes, mode, invalid_line):
                       kv_start_idx=a.kvStartIdxOptional, invalid_line=invalid_line)
     pse, drop, mask = (_present(t) for t in (a.realShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
 
+    results = (a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut)
+    in_place = all(t.dtype == want for t, want in zip(results, (DataType.ACL_FLOAT, DataType.ACL_FLOAT,
+                                                                a.query.dtype)))
+
     def run(workspace):
-        smax, ssum, out = flash_attention_score(
+        outputs = tuple(t.view() for t in results) if in_place else None   # else computed, then cast
+        computed = flash_attention_score(
             a.query.read(), a.key.read(), a.value.read(), params, pse=None if pse is None else pse.read(),
-            drop_mask=None if drop is None else drop.read(), atten_mask=None if mask is None else mask.read())
-        a.softmaxMaxOut.write(smax)
-        a.softmaxSumOut.write(ssum)
-        a.attentionOutOut.write(out)
+            drop_mask=None if drop is None else drop.read(), atten_mask=None if mask is None else mask.read(),
+            outputs=outputs)
+        if not in_place:
+            for tensor, values in zip(results, computed):
+                tensor.write(values)
     return run
 
 
