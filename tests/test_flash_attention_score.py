@@ -214,6 +214,38 @@ def test_empty_key_zeroes_every_output():
         assert not ae.numpy(t).any()
 
 
+# -- Ascend910_95: the kernel's own keep mask --------------------------------------------------------
+def test_philox_matches_the_random123_known_answers():
+    """philox_words is Philox4x32 (the kernel runs it with 7 rounds; the published answers are for 10)."""
+    from aclnn_emu.kernels.flash_attention.dropout import philox_words
+    cases = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+             ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+              (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1)),
+             ((0xffffffff,) * 4, (0xffffffff, 0xffffffff), (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd))]
+    for counter, key, want in cases:
+        assert tuple(int(w) for w in philox_words([[c] for c in counter], key, rounds=10)[0]) == want
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip):
+    """keepProb < 1 and no dropMask on Ascend910_95: the kernel draws its mask (seed 0, offset 0 in V2):
+    element e of [B, N1, S1, S2] is kept when byte e % 16 of the 7-round Philox output for counter
+    e // 16 is <= int(keepProb * 255) (S2 a multiple of 16). The same bits given as dropMask on the
+    default chip give the same output."""
+    from aclnn_emu.kernels.flash_attention.dropout import philox_bytes
+    case = Case("float16", "BNSD", s1=24, s2=32, keep_prob=0.8)
+    del case.attrs["drop_mask"]
+    count = 2 * 2 * 24 * 32
+    draws = philox_bytes(np.arange(count // 16, dtype=np.uint64), (0, 0)).reshape(-1)
+    bits = draws <= int(np.float32(0.8) * np.float32(255))
+    assert 0.7 < bits.mean() < 0.9
+    case.attrs["drop_mask"] = np.packbits(bits, bitorder="little")
+    golden_out, _, _, floor = case.golden()
+    del case.attrs["drop_mask"]
+    _, _, out = case.run()
+    assert precision.failure(out, golden_out, "float16", floor=floor) is None
+
+
 # -- round trips: forward, then FlashAttentionScoreGradV2, against torch.autograd -------------------
 def _torch():
     return pytest.importorskip("torch")

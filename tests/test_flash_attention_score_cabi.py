@@ -11,7 +11,7 @@ OK = ["ok.layout.BSH", "ok.layout.SBH", "ok.layout.BSND", "ok.layout.BNSD", "ok.
       "ok.mode_negative_is_a_full_mask", "ok.mode9_without_mask", "ok.pse1", "ok.pse0.row_broadcast",
       "ok.pse_fp32_with_fp16_query_type2", "ok.pse3", "ok.dropout", "ok.keep_prob_without_drop_mask",
       "ok.padding_mask_ignored", "ok.inner_precise_2", "ok.tokens_int64", "ok.empty_key", "ok.all_out_empty",
-      "ok.softmax_out_null", "out.attention_out_dtype"]
+      "ok.softmax_out_null", "out.attention_out_dtype", "tiling.drop_mask_keep_prob_1"]
 EXPECTED = {
     **{rule: 0 for rule in OK},
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "inputLayout", "softmaxMaxOut", "softmaxSumOut",
@@ -51,7 +51,10 @@ def test_output_dtype_mismatch_is_an_inferred_rule():
     assert cabi.rule_codes(strict.stdout) == {"out.attention_out_dtype": NULLPTR}
 
 
-def test_format_is_not_checked_on_ascend910_95():
-    run = cabi.compile_and_run("flash_attention_score_rules.cpp", "format.query_nz",
-                               env={"ACLNN_EMU_SOC": "Ascend910_95"})
-    assert cabi.rule_codes(run.stdout) == {"format.query_nz": 0}
+@pytest.mark.parametrize("rule,code", [("format.query_nz", 0), ("tiling.drop_mask_keep_prob_1", NULLPTR),
+                                       ("ok.keep_prob_without_drop_mask", 0)])
+def test_rules_that_differ_on_ascend910_95(rule, code):
+    """The op_api skips CheckFormat there; its tiling refuses a dropMask with keepProb 1, and without
+    a dropMask generates the keep mask itself."""
+    run = cabi.compile_and_run("flash_attention_score_rules.cpp", rule, env={"ACLNN_EMU_SOC": "Ascend910_95"})
+    assert cabi.rule_codes(run.stdout) == {rule: code}

@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
     report("tiling.mask_compressed", [](Cfg &c) { c.hasMask = true; c.mask = {16, 24}; c.sparse = 2; });
     report("tiling.mask_compressed_prefix", [](Cfg &c) { c.hasMask = true; c.mask = {2048, 2048}; c.sparse = 6;
                                                          c.hasPrefix = true; });
+    report("tiling.drop_mask_keep_prob_1", [](Cfg &c) { c.hasDrop = true; c.run = true; });   // 161001 on 910_95
     report("tiling.drop_size", [](Cfg &c) { c.hasDrop = true; c.drop = {10}; c.keep = 0.5; });
     report("tiling.tokens_both_negative", [](Cfg &c) { c.hasMask = true; c.pre = -1; c.next = -1; });
     report("tiling.tokens_no_block", [](Cfg &c) { c.hasMask = true; c.pre = -25; c.next = 30; });

@@ -20,7 +20,7 @@ import numpy as np
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.flash_attention.dropout import DropMask
+from aclnn_emu.kernels.flash_attention.dropout import keep_mask
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
@@ -58,7 +58,7 @@ class _Job:
         self.scale = np.float32(p.scale)
         self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
         self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
-        self.dropout = DropMask.of(drop_mask, p.keep_prob, n1, s1, s2)
+        self.dropout = keep_mask(p, drop_mask, n1, s1, s2)
         if outputs is None:
             out_shape = list(query.shape)
             out_shape[-1] = n1 * dv if p.layout in ("BSH", "SBH") else dv

@@ -17,7 +17,7 @@ import numpy as np
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.flash_attention.dropout import DropMask
+from aclnn_emu.kernels.flash_attention.dropout import keep_mask
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
@@ -63,7 +63,7 @@ class _Job:
         self.scale = np.float32(p.scale)
         self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
         self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
-        self.dropout = DropMask.of(drop_mask, p.keep_prob, n1, s1, s2)
+        self.dropout = keep_mask(p, drop_mask, n1, s1, s2)
         self.dq = np.empty(query.shape, self.dtype)
         self.dk = np.empty(key.shape, self.dtype)
         self.dv = np.empty(value.shape, self.dtype)

@@ -21,3 +21,6 @@ class FaParams:
     # Forward only: rows whose every score is masked output 0 and store sum = FLT_MAX
     # (AA_INVALID_LINE_HIGH_PRECISION); otherwise they average V with P = 1 (sum = key count).
     invalid_line: bool = False
+    # (seed, offset) when the kernel generates its keep mask itself (Ascend910_95 with keepProb < 1
+    # and no dropMask; dropout.PhiloxDropMask); None reads the dropMask tensor.
+    generated_dropout: tuple | None = None

@@ -45,6 +45,7 @@ COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 7: (2048, 
 WORKSPACE_RESERVE = 16 << 20       # WORK_SPACE_RESERVE_SIZE of the tiling
 EMPTY_WORKSPACE = 100 << 20        # the empty-input tiling reserves 100 MiB
 INVALID_LINE = 2                   # ImplMode AA_INVALID_LINE_HIGH_PRECISION (innerPrecise, read as uint8)
+V2_SEED_OFFSET = (0, 0)            # the seed and offset attributes aclnnFlashAttentionScoreV2 passes to L0
 
 
 def _l0_error(message: str, rule: str):
@@ -249,15 +250,31 @@ def _check_atten_mask(a, x: _Axes, mode):
 
 
 def _check_drop_mask(a, x: _Axes, env):
+    """The dropMask checks of the tiling; returns the (seed, offset) of a kernel-generated keep mask,
+    or None when the kernel reads dropMaskOptional (or applies no dropout)."""
     drop = _present(a.dropMaskOptional)
-    if drop is None:
-        if np.float32(a.keepProb) < 1:
+    dropout = bool(np.float32(a.keepProb) < 1)
+    if env.soc == "Ascend910_95":
+        generated = _dropout_arch35(drop, dropout)
+    else:
+        generated = None
+        if drop is None and dropout:
             env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
-        return
-    need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
-    if drop.numel < need:
-        raise _l0_error(f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got "
-                        f"{drop.numel}", "tiling.drop_size")
+    if drop is not None:
+        need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
+        if drop.numel < need:
+            raise _l0_error(f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got "
+                            f"{drop.numel}", "tiling.drop_size")
+    return generated
+
+
+def _dropout_arch35(drop, dropout):
+    """AnalyzeDropOptionalInput of the Ascend910_95 tiling: a dropMask needs keepProb < 1; without
+    one, keepProb < 1 makes the kernel generate the mask from the seed and offset V2 passes (0, 0)."""
+    if drop is not None and not dropout:
+        raise _l0_error("Dropmask parameter is invalid, please check keepProb: a dropMask needs keepProb < 1 "
+                        "on Ascend910_95", "tiling.drop_keep_prob_95")
+    return V2_SEED_OFFSET if drop is None and dropout else None
 
 
 def _band_check(pre, nxt, x: _Axes):
@@ -374,11 +391,12 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, x: _Axes, mode, invalid_line):
+def _launch(a, x: _Axes, mode, invalid_line, generated_dropout):
     params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
                       layout=x.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                       pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
-                      kv_start_idx=a.kvStartIdxOptional, invalid_line=invalid_line)
+                      kv_start_idx=a.kvStartIdxOptional, invalid_line=invalid_line,
+                      generated_dropout=generated_dropout)
     pse, drop, mask = (_present(t) for t in (a.realShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
 
     results = (a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut)
@@ -416,11 +434,11 @@ def prepare(a, env):
     _check_pse(a, x)
     mode = a.sparseMode
     _check_atten_mask(a, x, mode)
-    _check_drop_mask(a, x, env)
+    generated_dropout = _check_drop_mask(a, x, env)
     kernel_mode, causal, invalid = _sparse_info(a, x, mode)
     _check_pse_alibi(a, x, causal)
     _check_outputs(a, x, env)
     if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
     invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
-    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line))
+    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout))
