@@ -127,6 +127,19 @@ private:
     std::vector<std::unique_ptr<DeviceTensor>> tensors_;
 };
 
+// Phase 2 after a phase 1 that returned `status` (call phase 1 first: C++ leaves the order in which
+// arguments are evaluated open): a workspace of `size`, the launch, a synchronize; the first failure.
+inline int RunPhase2(aclrtStream stream, int status, uint64_t size, aclOpExecutor *executor,
+                     aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
+    if (status != 0) return status;
+    void *workspace = nullptr;
+    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
+    if (ret == 0) ret = phase2(workspace, size, executor, stream);
+    if (ret == 0) ret = aclrtSynchronizeStream(stream);
+    if (workspace) aclrtFree(workspace);
+    return ret;
+}
+
 // aclInit + device 0 + a stream, as every sample does.
 inline int SetUp(aclrtStream *stream) {
     int ret = aclInit(nullptr);

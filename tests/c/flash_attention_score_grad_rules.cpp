@@ -7,19 +7,9 @@
 #include <string>
 
 #include "aclnnop/aclnn_flash_attention_score_grad.h"
-#include "common.h"
+#include "flash_attention_case.h"
 
 namespace {
-
-using Shape = std::vector<int64_t>;
-
-Shape LayoutShape(const std::string &layout, int64_t b, int64_t n, int64_t s, int64_t d) {
-    if (layout == "BSH") return {b, s, n * d};
-    if (layout == "SBH") return {s, b, n * d};
-    if (layout == "BSND") return {b, s, n, d};
-    if (layout == "TND") return {b * s, n, d};
-    return {b, n, s, d};
-}
 
 struct Cfg {
     aclDataType dt = ACL_FLOAT16;
@@ -61,27 +51,6 @@ struct Cfg {
     }
 };
 
-std::vector<uint8_t> Bytes(const Shape &shape, aclDataType dt, float value) {
-    size_t count = ShapeSize(shape);
-    std::vector<uint8_t> host(count * aclDataTypeSize(dt) + 1, 0);
-    for (size_t i = 0; i < count; i++) {
-        if (dt == ACL_FLOAT) {
-            std::memcpy(host.data() + 4 * i, &value, 4);
-        } else if (dt == ACL_FLOAT16) {
-            uint16_t half = aclFloatToFloat16(value);
-            std::memcpy(host.data() + 2 * i, &half, 2);
-        } else if (dt == ACL_BF16) {
-            uint32_t bits;
-            std::memcpy(&bits, &value, 4);
-            uint16_t top = static_cast<uint16_t>(bits >> 16);
-            std::memcpy(host.data() + 2 * i, &top, 2);
-        } else if (dt == ACL_UINT8 || dt == ACL_BOOL) {
-            host[i] = static_cast<uint8_t>(value);
-        }
-    }
-    return host;
-}
-
 // Phase 1 (and for baselines phase 2 + synchronize) of one call; returns the first non-zero status.
 int Call(Cfg c, aclrtStream stream) {
     c.Fill();
@@ -118,13 +87,7 @@ int Call(Cfg c, aclrtStream stream) {
         q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, o, prefix, qStart, kvStart, c.scale, c.keep,
         c.pre, c.next, c.headNum, &layout[0], c.inner, c.sparse, c.pseType, dq, dk, dv, dpse,
         c.null.count("workspaceSize") ? nullptr : &workspaceSize, c.null.count("executor") ? nullptr : &executor);
-    if (ret == 0 && c.run) {
-        void *workspace = nullptr;
-        if (workspaceSize > 0) ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        if (ret == 0) ret = aclnnFlashAttentionScoreGradV2(workspace, workspaceSize, executor, stream);
-        if (ret == 0) ret = aclrtSynchronizeStream(stream);
-        if (workspace) aclrtFree(workspace);
-    }
+    if (c.run) ret = RunPhase2(stream, ret, workspaceSize, executor, aclnnFlashAttentionScoreGradV2);
     if (prefix) aclDestroyIntArray(prefix);
     if (qStart) aclDestroyIntArray(qStart);
     if (kvStart) aclDestroyIntArray(kvStart);

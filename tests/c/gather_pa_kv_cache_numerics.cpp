@@ -11,17 +11,6 @@ const int64_t kHeads = 2, kHead = 64, kBlocks = 5, kBlock = 16, kBatches = 3, kC
 const std::vector<int32_t> kTable = {3, 0, 4, 1, 2, 0, 4, 4, 1};
 const std::vector<int32_t> kLens = {20, 9, 16};
 
-int Run(aclrtStream stream, aclnnStatus status, uint64_t size, aclOpExecutor *executor,
-        aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
-    if (status != 0) return status;
-    void *workspace = nullptr;
-    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
-    if (ret == 0) ret = phase2(workspace, size, executor, stream);
-    if (ret == 0) ret = aclrtSynchronizeStream(stream);
-    if (workspace) aclrtFree(workspace);
-    return ret;
-}
-
 int Gather(aclrtStream stream, DeviceTensor &kc, DeviceTensor &vc, DeviceTensor &table, DeviceTensor &lens,
            DeviceTensor &key, DeviceTensor &value, aclTensor *seqOffset, const char *mode, bool cumsum) {
     uint64_t size = 0;
@@ -29,7 +18,7 @@ int Gather(aclrtStream stream, DeviceTensor &kc, DeviceTensor &vc, DeviceTensor 
     aclnnStatus status = aclnnGatherPaKvCacheGetWorkspaceSize(kc.tensor, vc.tensor, table.tensor, lens.tensor,
                                                               key.tensor, value.tensor, seqOffset,
                                                               const_cast<char *>(mode), cumsum, &size, &executor);
-    return Run(stream, status, size, executor, aclnnGatherPaKvCache);
+    return RunPhase2(stream, status, size, executor, aclnnGatherPaKvCache);
 }
 }  // namespace
 
@@ -87,7 +76,7 @@ int main(int argc, char **argv) {
                                                                    freshValue.tensor, ndv.tensor, nullptr, nullptr,
                                                                    nullptr, norm, nullptr, nullptr, nullptr, &size,
                                                                    &executor);
-        CHECK_OK(Run(stream, status, size, executor, aclnnScatterPaKvCache));
+        CHECK_OK(RunPhase2(stream, status, size, executor, aclnnScatterPaKvCache));
         CHECK_OK(distinctTable.Create(distinct, {kBatches, kCols}, ACL_INT32));
         CHECK_OK(backKey.Create({tokens, kHeads, kHead}, ACL_FLOAT16));
         CHECK_OK(backValue.Create({tokens, kHeads, kHead}, ACL_FLOAT16));

@@ -67,7 +67,7 @@ def pse_matrix(pse, pse_type, b, n, s1, s2, q_start, kv_start):
     j = np.arange(s2)[None, :]
     if pse_type in (2, 3):
         slope = float(np.asarray(pse)[n] if np.ndim(pse) == 1 else np.asarray(pse)[b, n])
-        shift = (kv_start[0] - q_start[0]) if q_start else 0
+        shift = (kv_start[0] - q_start[0]) if q_start and kv_start else 0   # both, or neither applies
         dist = np.abs(j + shift - i).astype(np.float64)
         return -slope * (np.sqrt(dist) if pse_type == 3 else dist)
     c = np.asarray(pse, np.float64)[b % np.shape(pse)[0], n]

@@ -1,4 +1,6 @@
-"""The dense flash-attention family: FlashAttentionScoreGrad and PromptFlashAttention.
+"""The dense flash-attention family: FlashAttentionScore (forward), FlashAttentionScoreGrad and
+PromptFlashAttention.
 
-`pse` (the position term) and `sparse_modes` (which scores a sparse mode masks) are shared by the
-operators of the family; `quant` is PromptFlashAttention's int8 output path."""
+Shared by the operators of the family: `params` (the attributes a FlashAttentionScore kernel
+takes), `pse` (the position term), `sparse_modes` (which scores a sparse mode masks) and `dropout`
+(the keep-bit mask both directions read); `quant` is PromptFlashAttention's int8 output path."""

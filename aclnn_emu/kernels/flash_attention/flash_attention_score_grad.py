@@ -12,61 +12,30 @@ Roundings are CAST_ROUND (half away from zero). dK and dV are summed over the G 
 head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x KEY_BLOCK, so memory
 grows linearly with S; heads run on one thread per core.
 """
-from dataclasses import dataclass
-
 import numpy as np
 
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.flash_attention.dropout import dropout_for
+from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
-from aclnn_emu.kernels.flash_attention.sparse_modes import SparsePlan
+from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
-NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
 ROW_BLOCK = 256
 KEY_BLOCK = 512     # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
-SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 floats per row; column j reads lane j % 8
-
-
-@dataclass(frozen=True)
-class FagParams:
-    scale: float
-    keep_prob: float
-    head_num: int
-    layout: str
-    pre_tokens: int = 2147483647
-    next_tokens: int = 2147483647
-    sparse_mode: int = 0
-    pse_type: int = 1
-    prefix: tuple | None = None
-    q_start_idx: tuple | None = None
-    kv_start_idx: tuple | None = None
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum,
-                               params: FagParams, pse=None, drop_mask=None, atten_mask=None):
+                               params: FaParams, pse=None, drop_mask=None, atten_mask=None):
     """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype."""
     job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
                pse, drop_mask, atten_mask)
     return job.run()
 
 
-class _Dropout:
-    """The LSB-first keep-bit mask over [B, N1, S1, S2] and its factor 1/keepProb (float32)."""
-
-    def __init__(self, drop_mask, keep_prob, heads, s1, s2):
-        self.bytes = drop_mask.reshape(-1).view(np.uint8)
-        self.factor = np.float32(1) / np.float32(keep_prob)
-        self.heads, self.s1, self.s2 = heads, s1, s2
-
-    def rows(self, b, n, i0, i1):
-        """Keep bits (uint8 0/1) of rows [i0, i1) of head (b, n), all S2 columns."""
-        start = ((b * self.heads + n) * self.s1 + i0) * self.s2
-        count = (i1 - i0) * self.s2
-        bits = np.unpackbits(self.bytes[start >> 3:(start + count + 7) >> 3], bitorder="little")
-        return bits[start & 7:(start & 7) + count].reshape(i1 - i0, self.s2)
 
 
 class _Job:
@@ -91,8 +60,7 @@ class _Job:
         self.scale = np.float32(p.scale)
         self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
         self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
-        keep = np.float32(p.keep_prob)
-        self.dropout = _Dropout(drop_mask, keep, n1, s1, s2) if keep < 1 and drop_mask is not None else None
+        self.dropout = dropout_for(p, drop_mask, n1, s1, s2)
         self.dq = np.empty(query.shape, self.dtype)
         self.dk = np.empty(key.shape, self.dtype)
         self.dv = np.empty(value.shape, self.dtype)

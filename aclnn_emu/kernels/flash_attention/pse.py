@@ -1,4 +1,4 @@
-"""The position term (pse) of FlashAttentionScoreGrad, per block of scores (reference §1B step 2-3).
+"""The position term (pse) of FlashAttentionScore (forward and backward), per block of scores (reference §1B step 2-3).
 
 pseType 1:    S = (QKᵀ + pse) * scale          pseType 0, 2, 3:  S = QKᵀ * scale + pse
 pseType 0/1 read a tensor [B|1, N1, S1|1, S2], or the alibi-compressed [B|1, N1, 1024, S2] whose
@@ -13,10 +13,10 @@ ALIBI_ROWS = 1024
 class PseSource:
     def __init__(self, pse, pse_type, s1, s2, q_start_idx=None, kv_start_idx=None):
         self.pse, self.type, self.s1, self.s2 = pse, pse_type, s1, s2
-        # SetQKVStartIdx returns before reading kvStartIdx when qStartIdx is absent or empty.
-        has_q = bool(q_start_idx)
-        self.shift = (int(kv_start_idx[0]) if has_q and kv_start_idx else 0) - \
-                     (int(q_start_idx[0]) if has_q else 0)
+        # SetQKVStartIdx (both tilings) writes the two into the tiling data only when both are
+        # present and non-empty; otherwise both stay 0.
+        both = bool(q_start_idx) and bool(kv_start_idx)
+        self.shift = int(kv_start_idx[0]) - int(q_start_idx[0]) if both else 0
 
     @property
     def added_before_scale(self) -> bool:

@@ -1,6 +1,6 @@
-"""Which scores FlashAttentionScoreGrad masks, per block, for sparse modes 0-6.
+"""Which scores FlashAttentionScore (forward and backward) masks, per block, for sparse modes 0-6.
 
-Masked scores are replaced by -FLT_MAX before the softmax is recomputed. The sets (reference §1B):
+Masked scores are replaced by -FLT_MAX before the softmax (computed or recomputed). The sets (reference §1B):
   no attenMask    nothing, whatever the mode (the tiling resets the tokens to INT32_MAX)
   0               attenMask[i, j] != 0, or j outside the left-up band [i - pre, i + next]
   1, 5            attenMask[b?, n?, i, j] != 0
@@ -16,6 +16,7 @@ import numpy as np
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 
 UNBOUNDED = 1 << 62   # a token bound that never cuts a row
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # what a masked score becomes (0xFF7FFFFF)
 
 
 class SparsePlan:

@@ -16,7 +16,8 @@ import numpy as np
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER, packed_keep_mask
-from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import FagParams, flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.params import FaParams
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
@@ -489,8 +490,8 @@ def _kernel_layout(s, env) -> str:
 
 
 def _launch(a, s, mode, env):
-    params = FagParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
-                       layout=_kernel_layout(s, env), pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
+    params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
+                      layout=_kernel_layout(s, env), pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
                        pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
                        kv_start_idx=a.kvStartIdxOptional)
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))

@@ -1,0 +1,147 @@
+"""FlashAttentionScore (V2): the attention forward, blockwise online softmax in fp32 (the exact
+counterpart of flash_attention_score_grad; source: op_kernel/arch32/flash_attention_score_s1s2_bn2gs1.h).
+
+Per head (b, n1), block of query rows i and block of keys j, with kv head n2 = n1 // G:
+  S  = Q Kᵀ * scale (+ pse; pseType 1 adds pse before the scale); masked scores := -FLT_MAX
+  m' = max(m, rowmax S);  l = l * exp(m - m') + Σ exp(S - m');  P = exp(S - m')
+  P  = P * keepBit / keepProb, then CAST_ROUND to the input dtype (fp16/bf16) for the P·V matmul
+  O  = O * exp(m - m') + P V          (fp32)
+and finally attentionOut = CAST_ROUND(O / l), softmaxMax = m and softmaxSum = l replicated over
+the 8 lanes of [B, N1, S1, 8] the backward reads. The sum is of the un-dropped, un-rounded
+exponentials. A row whose every score is masked keeps m = -FLT_MAX: in the invalid-line mode its
+P is zeroed and l set to FLT_MAX (output 0), otherwise each of its keys gets P = 1 (the output is
+the mean of V, l the key count) — over all S2 keys, which is what the backward assumes.
+Pse, masks and the dropout bits are the backward's own (pse.py, sparse_modes.py, dropout.py). No
+block is larger than ROW_BLOCK x KEY_BLOCK, so memory grows linearly with S; row blocks run on
+one thread per core.
+"""
+import numpy as np
+
+from aclnn_emu.kernels import native
+from aclnn_emu.kernels.attention.layouts import to_bnsd
+from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.flash_attention.dropout import dropout_for
+from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
+from aclnn_emu.kernels.flash_attention.pse import PseSource
+from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
+from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
+from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
+
+FLT_MAX = np.float32(np.finfo(np.float32).max)
+ROW_BLOCK = 128
+KEY_BLOCK = 512
+
+
+def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None,
+                          outputs=None):
+    """(softmax_max, softmax_sum, attention_out): [B, N1, S1, 8] fp32 twice, and the output in the
+    query's layout and dtype with the value's head dim. `outputs` may hold those three arrays (any
+    strides) to write into instead of new ones."""
+    return _Job(query, key, value, params, pse, drop_mask, atten_mask, outputs).run()
+
+
+class _Job:
+    """One forward call: [B, N, S, D] views of the operands and of the outputs."""
+
+    def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
+        p = params
+        self.params, self.dtype = p, query.dtype
+        self.rounding = CAST_ROUND[np.dtype(self.dtype)]
+        self.q = to_bnsd(query, p.layout, p.head_num)
+        b, n1, s1, d = self.q.shape
+        self.k = to_bnsd(key, p.layout, key.shape[-1] // d if p.layout in ("BSH", "SBH") else None)
+        n2, s2 = self.k.shape[1], self.k.shape[2]
+        self.v = to_bnsd(value, p.layout, n2)
+        dv = self.v.shape[3]
+        self.shape = (b, n1, n2, s1, s2)
+        self.group = n1 // n2
+        self.scale = np.float32(p.scale)
+        self.plan = SparsePlan(p.sparse_mode, atten_mask, p.pre_tokens, p.next_tokens, p.prefix, s1, s2)
+        self.pse = PseSource(pse, p.pse_type, s1, s2, p.q_start_idx, p.kv_start_idx)
+        self.dropout = dropout_for(p, drop_mask, n1, s1, s2)
+        if outputs is None:
+            out_shape = list(query.shape)
+            out_shape[-1] = n1 * dv if p.layout in ("BSH", "SBH") else dv
+            lanes = (b, n1, s1, SOFTMAX_LANES)
+            outputs = (np.empty(lanes, FP32), np.empty(lanes, FP32), np.empty(out_shape, self.dtype))
+        self.softmax_max, self.softmax_sum, self.out = outputs
+        self.out_heads = to_bnsd(self.out, p.layout, n1)
+
+    def run(self):
+        b, n1, _, s1, _ = self.shape
+        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
+        if tasks:
+            map_ordered(self._work, split(tasks, workers()))
+        return self.softmax_max, self.softmax_sum, self.out
+
+    def _work(self, tasks):
+        with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
+            kv, buffers = None, None
+            for b, n, i0 in tasks:
+                checkpoint()
+                if kv is None or kv[0] != (b, n // self.group):
+                    kv = ((b, n // self.group), _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group]))
+                if buffers is None:
+                    buffers = [np.empty(ROW_BLOCK * KEY_BLOCK, FP32) for _ in range(2)]
+                self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), kv[1], kv[2], buffers)
+
+    def _rows(self, b, n, i0, i1, k, v, buffers):
+        q = _widen(self.q[b, n, i0:i1])
+        if not self.pse.added_before_scale:
+            q *= self.scale
+        j0, j1 = self.plan.key_range(b, i0, i1)
+        row_max, row_sum, acc = self._keys(b, n, i0, i1, q, k, v, (j0, j1), buffers)
+        unseen = row_max == NEG_FLT_MAX          # every score of the row masked
+        if unseen.any():
+            if self.params.invalid_line:
+                row_sum[unseen] = FLT_MAX
+                acc[unseen] = 0
+            elif (j0, j1) != (0, self.shape[4]):
+                full = self._keys(b, n, i0, i1, q, k, v, (0, self.shape[4]), buffers)
+                for got, whole in zip((row_max, row_sum, acc), full):
+                    got[unseen] = whole[unseen]
+        acc /= row_sum[:, None]
+        self.out_heads[b, n, i0:i1] = round_half_away_(acc, self.dtype)
+        self.softmax_max[b, n, i0:i1] = row_max[:, None]
+        self.softmax_sum[b, n, i0:i1] = row_sum[:, None]
+
+    def _keys(self, b, n, i0, i1, q, k, v, keys, buffers):
+        """The online softmax of rows [i0, i1) over keys [j0, j1): (max, sum, unnormalised O)."""
+        rows = i1 - i0
+        row_max = np.full(rows, -np.inf, FP32)
+        row_sum = np.zeros(rows, FP32)
+        alpha = np.empty(rows, FP32)
+        acc = np.zeros((rows, v.shape[1]), FP32)
+        keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
+        for c0 in range(keys[0], keys[1], KEY_BLOCK):
+            c1 = min(c0 + KEY_BLOCK, keys[1])
+            size = rows * (c1 - c0)
+            scores = buffers[0][:size].reshape(rows, c1 - c0)
+            self._scores(b, n, i0, i1, c0, c1, q, k, scores)
+            dropped = keep_bits is not None
+            native.softmax_block_(scores, row_max, row_sum, alpha, rounding=None if dropped else self.rounding)
+            if self.params.invalid_line:
+                scores[row_max == NEG_FLT_MAX] = 0
+            if dropped:
+                keep = buffers[1][:size].reshape(rows, c1 - c0)
+                np.multiply(keep_bits[:, c0:c1], self.dropout.factor, out=keep, dtype=FP32)
+                native.round_product(scores, scores, keep, self.rounding)
+            acc *= alpha[:, None]
+            acc += scores @ v[c0:c1]
+        return row_max, row_sum, acc
+
+    def _scores(self, b, n, i0, i1, c0, c1, q, k, out):
+        np.matmul(q, k[c0:c1].T, out=out)
+        pse = self.pse.block(b, n, i0, i1, c0, c1)
+        if pse is not None:
+            out += pse
+            if self.pse.added_before_scale:
+                out *= self.scale
+        masked = self.plan.masked(b, n, i0, i1, c0, c1)
+        if masked is not None:
+            np.copyto(out, NEG_FLT_MAX, where=masked)
+
+
+def _widen(x):
+    """A C-contiguous fp32 copy of a [rows, D] view."""
+    return native.widen(x) if x.dtype != FP32 else np.array(x, FP32, order="C")

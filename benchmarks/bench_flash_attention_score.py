@@ -1,0 +1,121 @@
+"""aclnnFlashAttentionScoreV2 speed and memory, measured in one run.
+
+1. FA V2 fp16 BNSD B=1 N=8 S=2048 D=128 through aclnn_emu.run (both phases, synchronised) against
+   PyTorch CPU scaled_dot_product_attention forward (fp16 inputs as given, same shape; and fp32,
+   where PyTorch's CPU kernel is fastest). Goal: emulator / PyTorch <= 1.0.
+2. The achieved GFLOP/s of the forward (2 matmuls: 4*B*N*S^2*D flops) against numpy's sgemm rate
+   on a 2048^3 fp32 matmul.
+3. Peak RSS of a fresh process running the forward at S=16384, N=8, against twice the bytes of its
+   inputs and outputs (goal: within 2x).
+Contenders take turns (benchmarks/interleaved.py), so the ratios compare like with like even
+when other load makes single runs noisy.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from interleaved import best_times  # noqa: E402
+
+B, N, D = 1, 8, 128
+INT32_MAX = 2147483647
+
+
+def fa_call(s):
+    """A callable running FA V2 through the Python API on device tensors prepared once; the input bytes."""
+    import aclnn_emu as ae
+    ae.setup()
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((B, N, s, D), np.float32).astype(np.float16) for _ in range(3))
+    lanes = (B, N, s, 8)
+    args = [ae.to_device(x) for x in (q, k, v)] + [None, None, None, None, None, None, None,
+                                                   float(1 / np.sqrt(D)), 1.0, INT32_MAX, INT32_MAX, N, "BNSD", 0, 0, 1,
+                                                   ae.empty(lanes, ae.DataType.ACL_FLOAT),
+                                                   ae.empty(lanes, ae.DataType.ACL_FLOAT), None,
+                                                   ae.empty(q.shape, ae.DataType.ACL_FLOAT16)]
+    data_bytes = 4 * q.nbytes + 2 * 4 * int(np.prod(lanes))
+    return (lambda: ae.run("FlashAttentionScoreV2", *args)), data_bytes
+
+
+def torch_forward(s, dtype_name):
+    import torch
+    gen = torch.Generator().manual_seed(0)
+    dtype = getattr(torch, dtype_name)
+    q, k, v = (torch.randn(B, N, s, D, generator=gen).to(dtype) for _ in range(3))
+
+    def run():
+        with torch.no_grad():
+            torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return run
+
+
+def sgemm():
+    a = np.random.default_rng(1).standard_normal((2048, 2048), np.float32)
+    return lambda: a @ a
+
+
+def _status_bytes(field):
+    """A /proc/self/status size in bytes (VmHWM is this process image's own peak; ru_maxrss would
+    also carry the parent's peak across fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_rss_child(s):
+    """Runs in a subprocess: one forward at sequence length s; prints the peak RSS, the RSS before
+    the call (interpreter, library, device tensors) and the bytes of its inputs and outputs."""
+    call, data = fa_call(s)
+    before = _status_bytes("VmRSS")
+    call()
+    print(json.dumps({"peak_rss": _status_bytes("VmHWM"), "data": data, "baseline": before}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--memory-s", type=int, default=16384, help="sequence length of the memory run")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        peak_rss_child(args.child)
+        return
+
+    s = 2048
+    flops = 4 * B * N * s * s * D
+    contenders = {"emulator": fa_call(s)[0], "sgemm": sgemm()}
+    try:
+        contenders["torch fp16"] = torch_forward(s, "float16")
+        contenders["torch fp32"] = torch_forward(s, "float32")
+    except ImportError:
+        pass
+    best = best_times(contenders, args.repeat)
+    fa = best["emulator"]
+    rate = 2 * 2048 ** 3 / best["sgemm"] / 1e9
+    print(f"FA V2 fp16 BNSD B={B} N={N} S={s} D={D}: {fa * 1e3:.0f} ms, {flops / fa / 1e9:.1f} GFLOP/s")
+    for name in ("torch fp16", "torch fp32"):
+        if name in best:
+            print(f"PyTorch CPU SDPA forward ({name[6:]}): {best[name] * 1e3:.0f} ms; emulator / PyTorch: "
+                  f"{fa / best[name]:.2f}  (goal <= 1.0)")
+    print(f"numpy sgemm 2048^3: {rate:.1f} GFLOP/s; the forward reaches {flops / fa / 1e9 / rate:.0%} of it")
+
+    start = time.perf_counter()
+    child = subprocess.run([sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True,
+                           check=True)
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    grown = got["peak_rss"] - got["baseline"]
+    print(f"FA at S={args.memory_s} N={N}: peak RSS {got['peak_rss'] / 2 ** 30:.2f} GiB; the call adds "
+          f"{grown / 2 ** 30:.2f} GiB to the {got['baseline'] / 2 ** 30:.2f} GiB holding its inputs and outputs "
+          f"({got['data'] / 2 ** 30:.2f} GiB); peak / data = {got['peak_rss'] / got['data']:.2f} (goal <= 2, "
+          "the interpreter included)")
+    print(f"  memory run {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
