@@ -3,6 +3,7 @@ import functools
 import importlib
 
 MODULES = ("flash_attention.flash_attention_score_grad", "flash_attention.prompt_flash_attention",
+           "flash_attention.incre_flash_attention",
            "sparse_attention.sparse_flash_attention_grad", "sparse_attention.lightning_indexer_grad",
            "kv_cache.scatter_pa_kv_cache", "kv_cache.gather_pa_kv_cache")
 
