@@ -10,7 +10,7 @@ import cabi
 SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 561003
 
 OK = ("BNSD", "BSND", "BSH", "BSH_NBSD", "paged_blocks_h", "paged_blocks_n_d", "paged_bsh", "tensor_list",
-      "int8_antiquant", "int8_per_tensor", "post_quant", "post_quant_per_channel", "mask_pse", "kv_padding",
+      "int8_antiquant", "int8_per_tensor", "post_quant", "post_quant_per_channel", "mask_pse", "mask_covers_actual", "kv_padding",
       "empty_out_before_dtype")
 TILING_RULES = (
     "query_empty", "heads_zero", "kv_heads", "bsh_h", "layout", "query_heads", "query_s", "tnd_rope",

@@ -146,6 +146,7 @@ int main() {
     c = PostQuant(); REPORT("ok.post_quant", Call(c, stream));
     c = PostQuant(); c.opt["quantScale2"] = c.opt["quantOffset2"] = T({4, 32}, ACL_FLOAT); REPORT("ok.post_quant_per_channel", Call(c, stream));
     c = Ok(); c.opt["attenMask"] = T({2, 1, 1, 16}, ACL_BOOL); c.opt["pseShift"] = T({1, 4, 1, 16}); REPORT("ok.mask_pse", Call(c, stream));
+    c = Ok(); c.opt["attenMask"] = T({2, 10}, ACL_UINT8); c.hasAct = true; c.act = {9, 3}; REPORT("ok.mask_covers_actual", Call(c, stream));
     c = Ok(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasAct = true; c.act = {5, 13}; REPORT("ok.kv_padding", Call(c, stream));
     c = Ok(); c.q.dtype = ACL_FLOAT; c.out = T({2, 4, 0, 32}); REPORT("ok.empty_out_before_dtype", Call(c, stream));
     // Generated entry point: NULLs (161001), kernel key (161002 required / 561003 optional).

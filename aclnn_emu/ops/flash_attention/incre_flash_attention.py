@@ -359,6 +359,7 @@ class _Tiling:
             _fail("actual_seq_len", f"the key/value's actual sequence lengths size[{len(values)}] should be greater "
                   f"than q batch[{self.batch}] or equal to 1.")
         loop = 1 if len(values) == 1 and len(self.k_cache) == 1 else self.batch
+        self.max_actual = 0
         for i in range(loop):
             act = values[0] if len(values) == 1 else values[i]
             if act < 0:
