@@ -23,6 +23,12 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
                         int64_t src_stride);
 void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride, int kind);
 void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
+void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift);
+void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every target clone
 # rounds identically; -fopenmp-simd: the `omp simd` reductions vectorise without linking OpenMP;

@@ -1,11 +1,12 @@
 """IncreFlashAttention forward (aclnnIncreFlashAttentionV4): one query token per head, decode.
 
-The query arrives as [B, N, D] (S = 1); keys and values come from a `KvSource`: dense per batch
-([N2, S, D] views, a tensor per batch for the tensor-list form) or a paged cache read through a
-block table. Per batch the kernel walks the batch's tokens in chunks of about ``KV_CHUNK``,
-each as [blocks, N2, tokens, D] (a dense chunk is one block), and runs the online softmax of all
-N2 x G query heads of the batch at once on batched BLAS products. Maths per query head n of batch b
-(the arch32 kernels, incre_flash_attention_preload.h):
+The query arrives as [B, N, D] (S = 1); keys and values stay where they are, in a `DenseKv`
+([N2, S, D] views per batch, one tensor per batch for the tensor-list form) or a `PagedKv` (a
+block-paged cache read through its block table). Per batch and group of KV heads the kernel walks
+the batch's tokens in chunks of ``KV_CHUNK``; the compiled loops (native.decode_scores /
+decode_values) read every cache row once, through element offsets, and the online softmax runs on
+the [heads x G, chunk] score block. Maths per query head n of batch b (the arch32 kernels,
+incre_flash_attention_preload.h):
   S   = fp32(Q K^T)                 the cube accumulates in fp32 and writes fp32 (no fp16 rounding)
   S  *= scaleValue; S += fp32(pseShift[b?, n, 0, j])
   attenMask[b, j] != 0  ->  S = -1e12 (BOOL_ATTEN_MASK_SCALAR_VALUE, finite: an all-masked row
@@ -15,7 +16,10 @@ N2 x G query heads of the batch at once on batched BLAS products. Maths per quer
   O   = sum P V / l;  fp16 out: CAST_ROUND (ties away), bf16 out: CAST_RINT
   int8 out: per-tensor quantScale2 -> AscendQuant (quant.quantize_); per-channel [N, D] ->
             fp16(CAST_ROUND(O * scale + offset)) then CAST_ROUND to int8
-int8 keys/values (antiquant) are dequantised as (x + offset) * scale in fp32 before the products.
+int8 keys/values (antiquant) are dequantised as (x + offset) * scale in fp32 before the products
+(the hardware's MSD path splits the query into int8 parts instead; see
+docs/divergences/incre_flash_attention.md). The chunks of 2048 tokens are an assumption: the hardware's
+split of S decides where the running max moves, which shapes the rounding of P.
 A batch without tokens (length 0, or a kv padding that leaves no room) writes zeros.
 """
 from dataclasses import dataclass
@@ -59,43 +63,60 @@ class DenseKv:
     def __init__(self, keys, values, start):
         self.keys, self.values, self.start = keys, values, start
 
-    def chunks(self, b: int, length: int):
-        """(key, value, valid tokens) chunks, each [1, N2, t, D] in the storage dtype."""
-        k, v, s0 = self.keys[b], self.values[b], self.start[b]
-        for j0 in range(0, length, KV_CHUNK):
-            j1 = min(j0 + KV_CHUNK, length)
-            yield k[None, :, s0 + j0:s0 + j1], v[None, :, s0 + j0:s0 + j1], j1 - j0
+    def prepare(self, lengths) -> None:
+        pass
+
+    def bases(self, b: int, h0: int):
+        """The key and value views whose first element is head h0's first row."""
+        return self.keys[b][h0:], self.values[b][h0:]
+
+    def rows(self, b: int, h0: int, j0: int, j1: int):
+        """Per base, (element offsets of tokens j0..j1 of head h0, elements from one head to the next)."""
+        positions = np.arange(self.start[b] + j0, self.start[b] + j1, dtype=np.int64)
+        return _pair(self.bases(b, h0), lambda x, step: (positions * step[1], step[0]))
 
 
 class PagedKv:
     """A block-paged cache: `key_cache`/`value_cache` as [blocks, N2, block_size, D] views (the
     (blocknum, KV_N, blocksize, D) layout as it is, (blocknum, blocksize, H) seen through a
     transposed view), token j of batch b in block table[b, j // block_size]. Block ids outside the
-    cache read as zeros and are reported (`bad_ids`)."""
+    cache read as zeros (from a zero block added for them) and are listed in `bad_ids`."""
 
     def __init__(self, key_cache, value_cache, table, block_size):
         self.key_cache, self.value_cache, self.table = key_cache, value_cache, table
         self.block_size = block_size
         self.bad_ids: list[tuple[int, int]] = []
+        self.start = [0] * table.shape[0]
 
-    def chunks(self, b: int, length: int):
-        bs = self.block_size
-        per_chunk = max(1, KV_CHUNK // bs)
-        blocks = -(-length // bs)
-        for c0 in range(0, blocks, per_chunk):
-            c1 = min(c0 + per_chunk, blocks)
-            ids = self.table[b, c0:c1].astype(np.int64)
-            yield self._take(self.key_cache, ids, b), self._take(self.value_cache, ids, b), \
-                min(length, c1 * bs) - c0 * bs
+    def prepare(self, lengths) -> None:
+        blocks = self.key_cache.shape[0]
+        table = self.table.astype(np.int64)
+        for b, length in enumerate(lengths):
+            used = table[b, :-(-max(int(length), 0) // self.block_size)]
+            bad = (used < 0) | (used >= blocks)
+            self.bad_ids += [(b, int(i)) for i in used[bad]]
+            used[bad] = blocks
+        if self.bad_ids:
+            pad = [(0, 1)] + [(0, 0)] * 3
+            self.key_cache, self.value_cache = (np.pad(c, pad) for c in (self.key_cache, self.value_cache))
+        self.table = table
 
-    def _take(self, cache, ids, b):
-        bad = (ids < 0) | (ids >= cache.shape[0])
-        if not bad.any():
-            return cache[ids]
-        self.bad_ids += [(b, int(i)) for i in ids[bad]]
-        out = cache[np.where(bad, 0, ids)]
-        out[bad] = 0
-        return out
+    def bases(self, b: int, h0: int):
+        return self.key_cache[:, h0:], self.value_cache[:, h0:]
+
+    def rows(self, b: int, h0: int, j0: int, j1: int):
+        positions = np.arange(j0, j1, dtype=np.int64)
+        blocks = self.table[b, positions // self.block_size]
+        tokens = positions % self.block_size
+        return _pair(self.bases(b, h0), lambda x, step: (blocks * step[0] + tokens * step[2], step[1]))
+
+
+def _pair(bases, rows_of):
+    """rows_of(view, element strides) for the key and the value base; once when their strides agree."""
+    keys, values = bases
+    steps = [tuple(s // x.itemsize for s in x.strides) for x in bases]
+    key_rows = rows_of(keys, steps[0])
+    return key_rows, key_rows if steps[0] == steps[1] else rows_of(values, steps[1])
 
 
 def incre_flash_attention(q, kv, *, scale: float, lengths, kv_heads: int, out_dtype,
@@ -116,12 +137,14 @@ class _Decode:
         self.scale = np.float32(scale)
         self.kv_heads = kv_heads
         self.group = q.shape[1] // kv_heads
-        self.mask, self.pse, self.antiquant, self.out_quant = mask, pse, antiquant, out_quant
+        self.mask, self.antiquant, self.out_quant = mask, antiquant, out_quant
+        self.pse = None if pse is None else pse.astype(np.float32)
         self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_away"
         self.out = np.zeros(q.shape, out_dtype)
 
     def run(self) -> np.ndarray:
         b = self.q.shape[0]
+        self.kv.prepare(self.lengths)
         # Batches, split by kv head when there are fewer batches than workers.
         parts = max(1, min(self.kv_heads, -(-parallel.workers() // b)))
         tasks = [(bi, heads[0], heads[-1] + 1) for bi in range(b)
@@ -131,65 +154,47 @@ class _Decode:
         return self.out
 
     def _batch(self, b, h0, h1):
-        heads, g = h1 - h0, self.group
-        q = self.q[b, h0 * g:h1 * g].astype(np.float32).reshape(heads, g, -1)
+        heads, g, d = h1 - h0, self.group, self.q.shape[2]
         rows = heads * g
+        q = np.ascontiguousarray(self.q[b, h0 * g:h1 * g], np.float32).reshape(heads, g, d)
+        key_base, value_base = self.kv.bases(b, h0)
+        key_dequant, value_dequant = self._dequant(h0, h1)
         running_max = np.full(rows, -np.inf, np.float32)
         row_sum = np.zeros(rows, np.float32)
         alpha = np.empty(rows, np.float32)
-        acc = None
-        j0 = 0
-        start = getattr(self.kv, "start", None)
-        first = 0 if start is None else start[b]
-        for keys, values, valid in self.kv.chunks(b, int(self.lengths[b])):
+        acc = np.zeros((heads, g, d), np.float32)
+        first, length = self.kv.start[b], int(self.lengths[b])
+        for j0 in range(0, length, KV_CHUNK):
             parallel.checkpoint()
-            keys = self._widen(keys[:, h0:h1], "key", h0, h1)            # [blocks, heads, t, D]
-            values = self._widen(values[:, h0:h1], "value", h0, h1)
-            blocks, _, t, _ = keys.shape
-            # [blocks, heads, g, t] -> the row-major score block [heads * g, blocks * t]
-            s = np.matmul(q[None], keys.transpose(0, 1, 3, 2)).transpose(1, 2, 0, 3)
-            s = np.ascontiguousarray(s).reshape(rows, blocks * t)[:, :valid]
-            s = np.ascontiguousarray(s)
-            s *= self.scale
-            cols = slice(first + j0, first + j0 + valid)
+            j1 = min(j0 + KV_CHUNK, length)
+            key_rows, value_rows = self.kv.rows(b, h0, j0, j1)
+            s = np.empty((heads, g, j1 - j0), np.float32)
+            native.decode_scores(s, q, key_base, *key_rows, key_dequant)
+            block = s.reshape(rows, j1 - j0)
+            block *= self.scale
+            cols = slice(first + j0, first + j1)
             if self.pse is not None:
-                pse = self.pse[b if self.pse.shape[0] > 1 else 0, h0 * g:h1 * g, cols]
-                s += pse.astype(np.float32)
+                block += self.pse[b if self.pse.shape[0] > 1 else 0, h0 * g:h1 * g, cols]
             if self.mask is not None:
-                np.copyto(s, MASK_FILL, where=self.mask[b, cols][None, :] != 0)
-            native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding)
-            pv = self._pv(s, values, blocks, t, valid, heads, g)
-            if acc is None:
-                acc = pv
-            else:
-                acc *= alpha.reshape(heads, g, 1)
-                acc += pv
-            j0 += valid
+                np.copyto(block, MASK_FILL, where=self.mask[b, cols][None, :] != 0)
+            # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
+            native.softmax_block_(block, running_max, row_sum, alpha, rounding=self.rounding)
+            acc *= alpha.reshape(heads, g, 1)
+            native.decode_values(acc, s, value_base, *value_rows, value_dequant)
         o = acc / row_sum.reshape(heads, g, 1)
-        self._store(o.reshape(rows, -1), b, h0 * g, h1 * g)
+        self._store(o.reshape(rows, d), b, h0 * g, h1 * g)
 
-    def _widen(self, x, which, h0, h1):
-        """fp32 copy of a chunk [blocks, heads, t, D]; int8 is dequantised as (x + offset) * scale."""
-        out = np.empty(x.shape, np.float32)
-        np.copyto(out, x)
-        if self.antiquant is not None:
-            aq = self.antiquant
-            scale, offset = (aq.key_scale, aq.key_offset) if which == "key" else (aq.value_scale, aq.value_offset)
-            if scale.ndim == 2:                               # per channel [N2, D]
-                scale, offset = scale[None, h0:h1, None, :], offset[None, h0:h1, None, :]
-            out += offset
-            out *= scale
-        return out
+    def _dequant(self, h0, h1):
+        """(scale, offset) [heads, D] fp32 of the int8 keys and of the values, or None each."""
+        if self.antiquant is None:
+            return None, None
+        aq, d = self.antiquant, self.q.shape[2]
 
-    @staticmethod
-    def _pv(p, values, blocks, t, valid, heads, g):
-        """sum_j P V for a chunk: P [heads*g, valid] against values [blocks, heads, t, D]."""
-        if blocks == 1:
-            return np.matmul(p.reshape(heads, g, valid), values[0, :, :valid])
-        padded = np.zeros((heads, g, blocks * t), np.float32)
-        padded[:, :, :valid] = p.reshape(heads, g, valid)
-        per_block = padded.reshape(heads, g, blocks, t).transpose(2, 0, 1, 3)   # [blocks, heads, g, t]
-        return np.matmul(per_block, values).sum(axis=0)
+        def per_head(x):
+            x = np.asarray(x, np.float32)
+            return np.ascontiguousarray(x[h0:h1]) if x.ndim == 2 else np.full((h1 - h0, d), x, np.float32)
+        return ((per_head(aq.key_scale), per_head(aq.key_offset)),
+                (per_head(aq.value_scale), per_head(aq.value_offset)))
 
     def _store(self, o, b, n0, n1):
         out = self.out[b, n0:n1]
