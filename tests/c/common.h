@@ -127,6 +127,17 @@ private:
     std::vector<std::unique_ptr<DeviceTensor>> tensors_;
 };
 
+// Phase 2 of an operator call: a workspace of `size` bytes, the launch, then the stream's end.
+inline int RunPhase2(aclrtStream stream, uint64_t size, aclOpExecutor *executor,
+                     aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
+    void *workspace = nullptr;
+    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
+    if (ret == 0) ret = phase2(workspace, size, executor, stream);
+    if (ret == 0) ret = aclrtSynchronizeStream(stream);
+    if (workspace) aclrtFree(workspace);
+    return ret;
+}
+
 // aclInit + device 0 + a stream, as every sample does.
 inline int SetUp(aclrtStream *stream) {
     int ret = aclInit(nullptr);

@@ -13,13 +13,7 @@ const std::vector<int32_t> kLens = {20, 9, 16};
 
 int Run(aclrtStream stream, aclnnStatus status, uint64_t size, aclOpExecutor *executor,
         aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
-    if (status != 0) return status;
-    void *workspace = nullptr;
-    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
-    if (ret == 0) ret = phase2(workspace, size, executor, stream);
-    if (ret == 0) ret = aclrtSynchronizeStream(stream);
-    if (workspace) aclrtFree(workspace);
-    return ret;
+    return status != 0 ? status : RunPhase2(stream, size, executor, phase2);
 }
 
 int Gather(aclrtStream stream, DeviceTensor &kc, DeviceTensor &vc, DeviceTensor &table, DeviceTensor &lens,

@@ -70,13 +70,7 @@ static int Call(const Case &c, aclrtStream stream) {
     int ret = aclnnIncreFlashAttentionV4GetWorkspaceSize(
         q, k, v, opt[0], opt[1], act, opt[2], opt[3], opt[4], opt[5], opt[6], opt[7], opt[8], opt[9], opt[10],
         c.heads, c.scale, layout, c.kvHeads, c.blockSize, c.innerPrecise, out, &workspaceSize, &executor);
-    if (ret == 0 && c.run) {
-        void *workspace = nullptr;
-        if (workspaceSize > 0) aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        ret = aclnnIncreFlashAttentionV4(workspace, workspaceSize, executor, stream);
-        if (ret == 0) ret = aclrtSynchronizeStream(stream);
-        if (workspace) aclrtFree(workspace);
-    }
+    if (ret == 0 && c.run) ret = RunPhase2(stream, workspaceSize, executor, aclnnIncreFlashAttentionV4);
     if (act) aclDestroyIntArray(act);
     if (k) aclDestroyTensorList(k);
     if (v) aclDestroyTensorList(v);

@@ -37,16 +37,6 @@ void Save(const std::string &dir, const std::string &name, const std::vector<uin
     fclose(f);
 }
 
-int Finish(aclOpExecutor *executor, uint64_t size, aclrtStream stream,
-           aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
-    void *workspace = nullptr;
-    int ret = size > 0 ? aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST) : 0;
-    if (ret == 0) ret = phase2(workspace, size, executor, stream);
-    if (ret == 0) ret = aclrtSynchronizeStream(stream);
-    if (workspace) aclrtFree(workspace);
-    return ret;
-}
-
 struct Cache {
     bool headsMajor;
     DeviceTensor key, value;                 // the caches in the IFA layout
@@ -98,7 +88,7 @@ struct Cache {
         ret = aclnnScatterPaKvCacheGetWorkspaceSize(keyRows.tensor, scatterKey, slotTensor.tensor, valueRows.tensor,
                                                     scatterValue, nullptr, nullptr, nullptr, nullptr, nullptr,
                                                     nullptr, nullptr, &size, &executor);
-        return ret ? ret : Finish(executor, size, stream, aclnnScatterPaKvCache);
+        return ret ? ret : RunPhase2(stream, size, executor, aclnnScatterPaKvCache);
     }
 
     ~Cache() {
@@ -141,7 +131,7 @@ int Prefill(aclrtStream stream, const std::vector<uint16_t> &q, const std::vecto
                                                       nullptr, nullptr, nullptr, nullptr, nullptr, N, SCALE,
                                                       2147483647, 0, const_cast<char *>("BSND"), N2, 0, ot.tensor,
                                                       &size, &executor);
-    if (ret == 0) ret = Finish(executor, size, stream, aclnnPromptFlashAttentionV2);
+    if (ret == 0) ret = RunPhase2(stream, size, executor, aclnnPromptFlashAttentionV2);
     aclDestroyIntArray(act);
     return ret ? ret : ot.Read(out);
 }
@@ -170,7 +160,7 @@ int Decode(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, int
                                                      nullptr, nullptr, nullptr, nullptr, nullptr, table.tensor, nullptr,
                                                      N, SCALE, const_cast<char *>("BNSD"), N2, BLOCK, 1, ot.tensor,
                                                      &size, &executor);
-    if (ret == 0) ret = Finish(executor, size, stream, aclnnIncreFlashAttentionV4);
+    if (ret == 0) ret = RunPhase2(stream, size, executor, aclnnIncreFlashAttentionV4);
     aclDestroyIntArray(act);
     aclDestroyTensorList(keys);
     aclDestroyTensorList(values);

@@ -125,8 +125,8 @@ def incre_flash_attention(q, kv, *, scale: float, lengths, kv_heads: int, out_dt
     """The attention output [B, N, D] in ``out_dtype`` (int8 with ``out_quant``).
 
     q [B, N, D] fp16/bf16; ``kv`` a DenseKv or PagedKv; lengths[b] the tokens of batch b (< 0:
-    none); mask [B, Sm] (nonzero masks) and pse [B|1, N, Sp] read from column kv.start[b] (dense)
-    or 0 (paged) on.
+    none); mask [B, Sm] (nonzero masks) and pse (a pse.PseSource of pseType 0 over [B|1, N, 1, Sp])
+    read from column kv.start[b] on.
     """
     return _Decode(q, kv, scale, lengths, kv_heads, out_dtype, mask, pse, antiquant, out_quant).run()
 
@@ -138,7 +138,7 @@ class _Decode:
         self.kv_heads = kv_heads
         self.group = q.shape[1] // kv_heads
         self.mask, self.antiquant, self.out_quant = mask, antiquant, out_quant
-        self.pse = None if pse is None else pse.astype(np.float32)
+        self.pse = pse
         self.rounding = "bf16_away" if q.dtype == BF16 else "fp16_away"
         self.out = np.zeros(q.shape, out_dtype)
 
@@ -173,8 +173,9 @@ class _Decode:
             block = s.reshape(rows, j1 - j0)
             block *= self.scale
             cols = slice(first + j0, first + j1)
-            if self.pse is not None:
-                block += self.pse[b if self.pse.shape[0] > 1 else 0, h0 * g:h1 * g, cols]
+            if self.pse is not None:                   # one query row per head: rows [0, 1) of each
+                block += np.concatenate([self.pse.block(b, n, 0, 1, cols.start, cols.stop)
+                                         for n in range(h0 * g, h1 * g)])
             if self.mask is not None:
                 np.copyto(block, MASK_FILL, where=self.mask[b, cols][None, :] != 0)
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated

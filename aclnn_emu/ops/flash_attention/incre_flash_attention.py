@@ -18,6 +18,7 @@ from ...dtypes import DataType
 from ...formats import Format
 from ...kernels.attention.layouts import to_bnsd
 from ...kernels.flash_attention import incre_flash_attention as ifa
+from ...kernels.flash_attention.pse import PseSource
 from ...runtime import sanitizer
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
@@ -585,14 +586,15 @@ def _rows(t, name, rows, width, fill=0):
 
 
 def _pse(t, p, width):
+    """pseShift [B|1, N, 1, S] as the family's additive position term (pseType 0: S * scale + pse)."""
     if t is None:
         return None
-    pse = t.read("pseShift").reshape(t.shape[0], p.heads, -1)
-    if pse.shape[2] < width:
+    pse = t.read("pseShift")
+    if pse.shape[3] < width:
         sanitizer.report("out-of-bounds", f"{OP.phase2}: pseShift {list(t.shape)} is read up to column {width - 1}; "
                          "the columns past its end read as 0 here")
-        pse = np.concatenate([pse, np.zeros(pse.shape[:2] + (width - pse.shape[2],), pse.dtype)], axis=2)
-    return pse
+        pse = np.concatenate([pse, np.zeros(pse.shape[:3] + (width - pse.shape[3],), pse.dtype)], axis=3)
+    return PseSource(pse, 0, 1, pse.shape[3])
 
 
 def _out_quant(a, p):
