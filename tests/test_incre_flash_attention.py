@@ -85,6 +85,18 @@ def test_layouts_and_gqa(dtype, layout):
     meets(out, expected, dtype)
 
 
+@pytest.mark.parametrize("heads,d", [(6, 128), (2, 128), (6, 64), (10, 40), (6, 20)],
+                         ids=["g3_d128", "g1_d128", "g3_d64", "g5_d40", "g3_d20"])
+def test_group_sizes_and_head_dims(heads, d):
+    """Odd groups and the head dims the compiled paths specialise (64 and 128; multiples of 8) or
+    leave to the generic loop."""
+    q = values((2, heads, d), np.float16)
+    k, v = values((2, 2, 300, d), np.float16), values((2, 2, 300, d), np.float16)
+    out = run_ifa(q, [k], [v], kv_heads=2, scale=d ** -0.5, actual=(300, 123))
+    expected = expect(q, list(k), list(v), scale=d ** -0.5, lengths=[300, 123])
+    meets(out, expected, np.float16)
+
+
 def test_long_cache_crosses_softmax_chunks():
     q = values((2, 4, 32), np.float16)
     k, v = values((2, 4, 5000, 32), np.float16, 2.0), values((2, 4, 5000, 32), np.float16)

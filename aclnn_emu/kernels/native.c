@@ -431,6 +431,44 @@ F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, i
         }
 }
 
+/* AVX-512: two output rows of D = 64 or 128 columns stay in registers over all the value rows
+   (16 or 32 of the 32 vector registers), so each row is converted once per pair of output rows. */
+#define AVX512_TARGET __attribute__((target("avx512f")))
+AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx512(
+        float *out0, float *out1, const float *w0, const float *w1, const uint16_t *base, const int64_t *offsets,
+        int64_t rows, const int64_t vecs) {
+    __m512 a0[8], a1[8];
+    for (int64_t c = 0; c < vecs; ++c) a0[c] = a1[c] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < rows; ++j) {
+        const uint16_t *row = base + offsets[j];
+        __m512 b0 = _mm512_set1_ps(w0[j]), b1 = _mm512_set1_ps(w1[j]);
+        for (int64_t c = 0; c < vecs; ++c) {
+            __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 16 * c)));
+            a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, v));
+            a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, v));
+        }
+    }
+    for (int64_t c = 0; c < vecs; ++c) {
+        _mm512_storeu_ps(out0 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out0 + 16 * c), a0[c]));
+        if (out1) _mm512_storeu_ps(out1 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out1 + 16 * c), a1[c]));
+    }
+}
+
+AVX512_TARGET static void values_avx512(float *acc, const float *p, int64_t heads, int64_t groups,
+                                        const uint16_t *base, const int64_t *offsets, int64_t head_stride,
+                                        int64_t rows, int64_t d) {
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t g = 0; g < groups; g += 2) {
+            int64_t first = h * groups + g, pair = g + 1 < groups;
+            float *out0 = acc + first * d, *out1 = pair ? out0 + d : 0;
+            const float *w0 = p + first * rows, *w1 = pair ? w0 + rows : w0;
+            if (d == 128)
+                values_pair_avx512(out0, out1, w0, w1, base + head_stride * h, offsets, rows, 8);
+            else
+                values_pair_avx512(out0, out1, w0, w1, base + head_stride * h, offsets, rows, 4);
+        }
+}
+
 /* The F16C paths take fp16 rows of a multiple of 8 values on CPUs with AVX2 and F16C. */
 static int use_f16c(int kind, int64_t d) {
     static int cpu = -1;
@@ -489,6 +527,12 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift) {
 #ifdef DECODE_F16C
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f");
+    if (kind == 0 && avx512 && (d == 64 || d == 128)) {
+        values_avx512(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
+        return;
+    }
     if (use_f16c(kind, d)) {
         values_f16c(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
