@@ -337,7 +337,9 @@ void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
  * One query token per head: per key/value head h, `groups` query rows meet the cache rows that
  * start h * head_stride + offsets[j] elements from `base`, each D contiguous values of kind 0 (fp16), 1
  * (bf16) or 2 (int8, dequantised as (x + offset[h][d]) * scale[h][d]). Each cache row is read once
- * and widened in registers, so the cache is never copied or widened as a whole. */
+ * and widened in registers, so the cache is never copied or widened as a whole. The generic loops,
+ * the AVX2/F16C and the AVX-512 paths add the same products in different orders (the dot products
+ * and the sums over rows follow each path's vector width). */
 INLINE void decode_row(float *to, const void *base, int64_t offset, int64_t d, int kind, const float *scale,
                        const float *shift) {
     if (kind == 0) {
