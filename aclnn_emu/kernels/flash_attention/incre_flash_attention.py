@@ -33,7 +33,6 @@ from aclnn_emu.kernels.rounding import round_half_away_
 
 MASK_FILL = np.float32(-1e12)
 KV_CHUNK = 2048
-INT8 = np.dtype(np.int8)
 
 
 @dataclass(frozen=True)

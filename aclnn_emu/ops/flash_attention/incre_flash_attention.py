@@ -79,9 +79,8 @@ _DEF = {
 }
 COMBOS = [dict(zip(_DEF, row)) for row in zip(*(_column(spec) for spec in _DEF.values()))]
 ORIGIN_FORMATS = (Format.ACL_FORMAT_ND, Format.ACL_FORMAT_NCHW, Format.ACL_FORMAT_NHWC, Format.ACL_FORMAT_NCDHW)
-LAYOUTS = ("BSH", "BSH_NBSD", "BSND", "BSND_NBSD", "BNSD", "BNSD_NBSD", "TND", "TND_NTD")
 WORKSPACE = 16 * 1024 * 1024          # the AscendC system workspace (GetLibApiWorkSpaceSize)
-MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, BYTE_BLOCK = 512, 65535, 32
+MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT = 512, 65535
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP, MAX_QS = 65536, 512, 256, 64, 16
 
 
