@@ -208,6 +208,10 @@ def coverage_table() -> str:
                      f"{l2} | {p.source} |")
     lines += ["", "Family names are aliases: " + ", ".join(f"`{f}` = `{platform.ALIASES[f]}`" for f in platform.FAMILIES)
               + "."]
+    gaps = [(op, gap) for op in all_ops() for gap in getattr(op, "not_implemented", ())]
+    if gaps:
+        lines += ["", "## Paths not implemented (phase 1 returns 561003)", ""]
+        lines += [f"- `{op.phase1}`: {gap}" for op, gap in gaps]
     return "\n".join(lines) + "\n"
 
 

@@ -432,3 +432,253 @@ INLINE void narrow_fp16(uint16_t *dst, const float *src, int64_t n) {
 }
 DISPATCHED(narrow_fp16, (uint16_t *dst, const float *src, int64_t n),
            (dst, src, n))
+
+/* ---- IncreFlashAttention (decode): scores and P V straight from a (paged) key/value cache ----
+ *
+ * One query token per head: per key/value head h, `groups` query rows meet the cache rows that
+ * start h * head_stride + offsets[j] elements from `base`, each D contiguous values of kind 0 (fp16), 1
+ * (bf16) or 2 (int8, dequantised as (x + offset[h][d]) * scale[h][d]). Each cache row is read once
+ * and widened in registers, so the cache is never copied or widened as a whole. The generic loops,
+ * the AVX2/F16C and the AVX-512 paths add the same products in different orders (the dot products
+ * and the sums over rows follow each path's vector width). */
+INLINE void decode_row(float *to, const void *base, int64_t offset, int64_t d, int kind, const float *scale,
+                       const float *shift) {
+    if (kind == 0) {
+        const uint16_t *from = (const uint16_t *)base + offset;
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) to[e] = fp16_value(from[e]);
+    } else if (kind == 1) {
+        const uint16_t *from = (const uint16_t *)base + offset;
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) to[e] = float_of((uint32_t)from[e] << 16);
+    } else {
+        const int8_t *from = (const int8_t *)base + offset;
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) to[e] = ((float)from[e] + shift[e]) * scale[e];
+    }
+}
+
+#define DECODE_MAX_D 512
+
+#ifdef ISA_LEVELS
+#include <immintrin.h>
+/* fp16 rows with AVX2 + F16C: each key/value row is loaded and converted 8 values at a time in
+   registers (vcvtph2ps is exact) and meets up to four query/output rows per pass. Products and
+   sums are separate roundings, as everywhere here (no fused multiply-add). */
+#define F16C_TARGET ON_AVX2
+F16C_TARGET static inline __m256 f16c_load(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+F16C_TARGET static inline float f16c_sum(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+F16C_TARGET static void scores_f16c(float *scores, const float *q, int64_t heads, int64_t groups,
+                                    const uint16_t *base, const int64_t *offsets, int64_t head_stride,
+                                    int64_t rows, int64_t d) {
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t j = 0; j < rows; ++j) {
+            const uint16_t *row = base + head_stride * h + offsets[j];
+            for (int64_t g = 0; g < groups; g += 4) {
+                int64_t n = groups - g < 4 ? groups - g : 4;
+                const float *qs[4];
+                for (int64_t i = 0; i < 4; ++i) qs[i] = q + (h * groups + g + (i < n ? i : 0)) * d;
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                for (int64_t e = 0; e < d; e += 8) {
+                    __m256 k = f16c_load(row + e);
+                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(qs[0] + e), k));
+                    a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(qs[1] + e), k));
+                    a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(qs[2] + e), k));
+                    a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[3] + e), k));
+                }
+                float dots[4] = {f16c_sum(a0), f16c_sum(a1), f16c_sum(a2), f16c_sum(a3)};
+                for (int64_t i = 0; i < n; ++i) scores[(h * groups + g + i) * rows + j] = dots[i];
+            }
+        }
+}
+
+F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, int64_t groups,
+                                    const uint16_t *base, const int64_t *offsets, int64_t head_stride,
+                                    int64_t rows, int64_t d) {
+    /* Per 16 columns of up to four output rows, the sums stay in registers over all the rows. */
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t g = 0; g < groups; g += 4) {
+            int64_t n = groups - g < 4 ? groups - g : 4;
+            const float *w[4];
+            for (int64_t i = 0; i < 4; ++i) w[i] = p + (h * groups + g + (i < n ? i : 0)) * rows;
+            for (int64_t e = 0; e < d; e += 16) {
+                float *out = acc + (h * groups + g) * d + e;
+                __m256 a[4][2];
+                for (int64_t i = 0; i < 4; ++i)
+                    for (int64_t c = 0; c < 2; ++c) a[i][c] = _mm256_setzero_ps();
+                int64_t width = d - e < 16 ? 1 : 2;     /* d is a multiple of 8 */
+                for (int64_t j = 0; j < rows; ++j) {
+                    const uint16_t *row = base + head_stride * h + offsets[j] + e;
+                    __m256 v0 = f16c_load(row), v1 = width == 2 ? f16c_load(row + 8) : _mm256_setzero_ps();
+                    for (int64_t i = 0; i < 4; ++i) {
+                        __m256 weight = _mm256_set1_ps(w[i][j]);
+                        a[i][0] = _mm256_add_ps(a[i][0], _mm256_mul_ps(weight, v0));
+                        a[i][1] = _mm256_add_ps(a[i][1], _mm256_mul_ps(weight, v1));
+                    }
+                }
+                for (int64_t i = 0; i < n; ++i)
+                    for (int64_t c = 0; c < width; ++c) {
+                        float *to = out + i * d + 8 * c;
+                        _mm256_storeu_ps(to, _mm256_add_ps(_mm256_loadu_ps(to), a[i][c]));
+                    }
+            }
+        }
+}
+
+/* AVX-512: two output rows of D = 64 or 128 columns stay in registers over all the value rows
+   (16 or 32 of the 32 vector registers), so each row is converted once per pair of output rows. */
+#define AVX512_TARGET ON_AVX512
+AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx512(
+        float *out0, float *out1, const float *w0, const float *w1, const uint16_t *base, const int64_t *offsets,
+        int64_t rows, const int64_t vecs) {
+    __m512 a0[8], a1[8];
+    for (int64_t c = 0; c < vecs; ++c) a0[c] = a1[c] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < rows; ++j) {
+        const uint16_t *row = base + offsets[j];
+        __m512 b0 = _mm512_set1_ps(w0[j]), b1 = _mm512_set1_ps(w1[j]);
+        for (int64_t c = 0; c < vecs; ++c) {
+            __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 16 * c)));
+            a0[c] = _mm512_add_ps(a0[c], _mm512_mul_ps(b0, v));
+            a1[c] = _mm512_add_ps(a1[c], _mm512_mul_ps(b1, v));
+        }
+    }
+    for (int64_t c = 0; c < vecs; ++c) {
+        _mm512_storeu_ps(out0 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out0 + 16 * c), a0[c]));
+        if (out1) _mm512_storeu_ps(out1 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out1 + 16 * c), a1[c]));
+    }
+}
+
+AVX512_TARGET static void values_avx512(float *acc, const float *p, int64_t heads, int64_t groups,
+                                        const uint16_t *base, const int64_t *offsets, int64_t head_stride,
+                                        int64_t rows, int64_t d) {
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t g = 0; g < groups; g += 2) {
+            int64_t first = h * groups + g, pair = g + 1 < groups;
+            float *out0 = acc + first * d, *out1 = pair ? out0 + d : 0;
+            const float *w0 = p + first * rows, *w1 = pair ? w0 + rows : w0;
+            if (d == 128)
+                values_pair_avx512(out0, out1, w0, w1, base + head_stride * h, offsets, rows, 8);
+            else
+                values_pair_avx512(out0, out1, w0, w1, base + head_stride * h, offsets, rows, 4);
+        }
+}
+
+#endif
+
+/* scores[(h * groups + g) * rows + j] = q[h][g] . row(h, j), for h < heads, j < rows. */
+INLINE void decode_scores_loops(float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
+                                const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                                const float *scale, const float *shift) {
+    float row[DECODE_MAX_D];
+    for (int64_t h = 0; h < heads; ++h) {
+        const float *sc = scale ? scale + h * d : 0, *sh = shift ? shift + h * d : 0;
+        for (int64_t j = 0; j < rows; ++j) {
+            decode_row(row, base, head_stride * h + offsets[j], d, kind, sc, sh);
+            int64_t g = 0;
+            for (; g + 4 <= groups; g += 4) {     /* four query rows per pass over the key row */
+                const float *q0 = q + (h * groups + g) * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
+                float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+#pragma omp simd reduction(+:d0, d1, d2, d3)
+                for (int64_t e = 0; e < d; ++e) {
+                    d0 += q0[e] * row[e];
+                    d1 += q1[e] * row[e];
+                    d2 += q2[e] * row[e];
+                    d3 += q3[e] * row[e];
+                }
+                float *to = scores + (h * groups + g) * rows + j;
+                to[0] = d0;
+                to[rows] = d1;
+                to[2 * rows] = d2;
+                to[3 * rows] = d3;
+            }
+            for (; g < groups; ++g) {
+                const float *qg = q + (h * groups + g) * d;
+                float dot = 0.0f;
+#pragma omp simd reduction(+:dot)
+                for (int64_t e = 0; e < d; ++e) dot += qg[e] * row[e];
+                scores[(h * groups + g) * rows + j] = dot;
+            }
+        }
+    }
+}
+
+DISPATCHED(decode_scores_loops, (float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
+           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind, const float *scale,
+           const float *shift),
+           (scores, q, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift))
+
+/* The F16C path (AVX2 level and up) takes fp16 rows of a multiple of 8 values. */
+void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift) {
+#ifdef ISA_LEVELS
+    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+        scores_f16c(scores, q, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
+        return;
+    }
+#endif
+    aclemu_decode_scores_loops(scores, q, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift);
+}
+
+/* acc[(h * groups + g) * d + e] += sum_j p[(h * groups + g) * rows + j] * row(h, j)[e]. */
+INLINE void decode_values_loops(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
+                                const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                                const float *scale, const float *shift) {
+    float row[DECODE_MAX_D];
+    for (int64_t h = 0; h < heads; ++h) {
+        const float *sc = scale ? scale + h * d : 0, *sh = shift ? shift + h * d : 0;
+        for (int64_t j = 0; j < rows; ++j) {
+            decode_row(row, base, head_stride * h + offsets[j], d, kind, sc, sh);
+            int64_t g = 0;
+            for (; g + 4 <= groups; g += 4) {     /* four output rows per pass over the value row */
+                const float *w = p + (h * groups + g) * rows + j;
+                float w0 = w[0], w1 = w[rows], w2 = w[2 * rows], w3 = w[3 * rows];
+                float *o0 = acc + (h * groups + g) * d, *o1 = o0 + d, *o2 = o1 + d, *o3 = o2 + d;
+#pragma omp simd
+                for (int64_t e = 0; e < d; ++e) {
+                    o0[e] += w0 * row[e];
+                    o1[e] += w1 * row[e];
+                    o2[e] += w2 * row[e];
+                    o3[e] += w3 * row[e];
+                }
+            }
+            for (; g < groups; ++g) {
+                float weight = p[(h * groups + g) * rows + j];
+                float *out = acc + (h * groups + g) * d;
+#pragma omp simd
+                for (int64_t e = 0; e < d; ++e) out[e] += weight * row[e];
+            }
+        }
+    }
+}
+DISPATCHED(decode_values_loops, (float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
+           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind, const float *scale,
+           const float *shift),
+           (acc, p, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift))
+
+/* The AVX-512 path takes fp16 rows of D = 64 or 128, the F16C path (AVX2 level) fp16 rows of a
+   multiple of 8 values. */
+void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift) {
+#ifdef ISA_LEVELS
+    if (isa_in_use == ISA_AVX512 && kind == 0 && (d == 64 || d == 128)) {
+        values_avx512(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
+        return;
+    }
+    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+        values_f16c(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
+        return;
+    }
+#endif
+    aclemu_decode_values_loops(acc, p, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift);
+}
+/* ---- end of IncreFlashAttention ---- */

@@ -210,3 +210,43 @@ def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_o
 
 
 _byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds      # numpy 2 moved it
+
+
+# -- IncreFlashAttention (decode) ----------------------------------------------------------------
+_DECODED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1, np.dtype(np.int8): 2}
+
+
+def _decode_args(q_or_p, base, offsets, head_stride, d, dequant):
+    heads, groups = q_or_p.shape[:2]
+    kind = _DECODED.get(base.dtype)
+    if kind is None or offsets.dtype != np.int64 or offsets.ndim != 1 or not offsets.flags.c_contiguous:
+        raise ValueError("decode: base must be fp16/bf16/int8 and offsets a contiguous 1-D int64 array")
+    if d > 512:
+        raise ValueError(f"decode: D = {d} exceeds 512")
+    scale, shift = (None, None) if dequant is None else dequant
+    if (kind == 2) != (dequant is not None):
+        raise ValueError("decode: int8 rows need (scale, shift) [heads, D], other kinds none")
+    pointers = [ffi.NULL if x is None else _floats(x, "dequant", heads * d, written=False) for x in (scale, shift)]
+    return (heads, groups, ffi.cast("void *", base.ctypes.data), ffi.cast("int64_t *", offsets.ctypes.data),
+            head_stride, offsets.size, d, kind, *pointers)
+
+
+def decode_scores(scores: np.ndarray, q: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int,
+                  dequant=None) -> None:
+    """scores [heads, groups, rows] = q [heads, groups, D] . cache rows: row j of head h is the D
+    values h * head_stride + offsets[j] elements after `base`'s first element (int8 rows are
+    dequantised by (scale, shift) [heads, D] as (x + shift) * scale)."""
+    d = q.shape[2]
+    args = _decode_args(q, base, offsets, head_stride, d, dequant)
+    lib.aclemu_decode_scores(_floats(scores, "scores", q.shape[0] * q.shape[1] * offsets.size),
+                             _floats(q, "q", written=False), *args)
+
+
+def decode_values(acc: np.ndarray, p: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int,
+                  dequant=None) -> None:
+    """acc [heads, groups, D] += p [heads, groups, rows] . the cache rows (as in decode_scores)."""
+    d = acc.shape[2]
+    args = _decode_args(p, base, offsets, head_stride, d, dequant)
+    if p.shape[2] != offsets.size:
+        raise ValueError("decode_values: p and offsets disagree on the rows")
+    lib.aclemu_decode_values(_floats(acc, "acc"), _floats(p, "p", written=False), *args)

@@ -6,7 +6,8 @@ the declaration (aclnn_emu/functions.py): every operator listed here has one.
 import functools
 import importlib
 
-MODULES = ("flash_attention.flash_attention_score", "flash_attention.flash_attention_score_grad", "flash_attention.prompt_flash_attention",
+MODULES = ("flash_attention.flash_attention_score", "flash_attention.flash_attention_score_grad",
+           "flash_attention.prompt_flash_attention", "flash_attention.incre_flash_attention",
            "sparse_attention.sparse_flash_attention_grad", "sparse_attention.lightning_indexer_grad",
            "sparse_attention.lightning_indexer", "sparse_attention.sparse_flash_attention",
            "kv_cache.scatter_pa_kv_cache", "kv_cache.gather_pa_kv_cache")

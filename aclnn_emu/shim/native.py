@@ -27,6 +27,12 @@ void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, i
 void aclemu_scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
                              int64_t cols);
 void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
+void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift);
+void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
+                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
+                          const float *scale, const float *shift);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
 # rounds identically; -fno-trapping-math: no FP exception is ever observed, so the compare-and-select

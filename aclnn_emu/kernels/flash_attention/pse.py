@@ -1,4 +1,5 @@
-"""The position term (pse) of FlashAttentionScore (forward and backward), per block of scores (reference §1B step 2-3).
+"""The position term (pse) of the flash-attention family, per block of scores (reference §1B step 2-3):
+FlashAttentionScore's (forward and backward), and IncreFlashAttention's pseShift (pseType 0, one query row).
 
 pseType 1:    S = (QKᵀ + pse) * scale          pseType 0, 2, 3:  S = QKᵀ * scale + pse
 pseType 0/1 read a tensor [B|1, N1, S1|1, S2], or the alibi-compressed [B|1, N1, 1024, S2] whose

@@ -1,0 +1,223 @@
+// An LLM serving loop through the C ABI: prefill a batch of prompts of different lengths with
+// PromptFlashAttentionV2, scatter their keys and values into a paged cache with ScatterPaKvCache,
+// then decode several steps with IncreFlashAttentionV4, scattering each new token first.
+// argv[1] is the cache layout: "blocks_h" (blocknum, blocksize, H), scattered as [T, N2, D] rows, or
+// "blocks_n_d" (blocknum, KV_N, blocksize, D), scattered as [T * N2, 1, D] rows into the cache seen
+// as [blocknum * KV_N, blocksize, 1, D]. argv[2] is a directory; the program writes the host inputs
+// and every output there (fp16, raw) and tests/test_serving_loop.py checks each against dense
+// attention over the full sequence.
+#include <algorithm>
+#include <string>
+
+#include "aclnnop/aclnn_incre_flash_attention_v4.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v2.h"
+#include "aclnnop/aclnn_scatter_pa_kv_cache.h"
+#include "common.h"
+
+namespace {
+const int64_t B = 3, N = 4, N2 = 2, D = 32, BLOCK = 16, STEPS = 4;
+const int64_t LENS[B] = {5, 23, 12};
+const int64_t S_PROMPT = 23, S_TOTAL = S_PROMPT + STEPS, MAX_BLOCKS = (S_TOTAL + BLOCK - 1) / BLOCK;
+const int64_t BLOCKS = B * MAX_BLOCKS + 1;            // one spare block nobody uses
+const double SCALE = 0.17677669529663687;             // 1 / sqrt(D)
+
+// Values in [-1, 1] as fp16 bits, from a 32-bit LCG.
+std::vector<uint16_t> Values(size_t n, uint32_t seed) {
+    std::vector<uint16_t> out(n);
+    for (auto &x : out) {
+        seed = seed * 1103515245u + 12345u;
+        x = aclFloatToFloat16(static_cast<float>(static_cast<int>((seed >> 8) % 2001) - 1000) / 1000.0f);
+    }
+    return out;
+}
+
+void Save(const std::string &dir, const std::string &name, const std::vector<uint16_t> &data) {
+    FILE *f = fopen((dir + "/" + name).c_str(), "wb");
+    fwrite(data.data(), sizeof(uint16_t), data.size(), f);
+    fclose(f);
+}
+
+struct Cache {
+    bool headsMajor;
+    DeviceTensor key, value;                 // the caches in the IFA layout
+    aclTensor *scatterKey = nullptr, *scatterValue = nullptr;   // the same memory as scatter sees it
+    std::vector<int32_t> table;              // [B, MAX_BLOCKS]
+
+    int Create(bool major) {
+        headsMajor = major;
+        std::vector<int64_t> shape = major ? std::vector<int64_t>{BLOCKS, N2, BLOCK, D}
+                                           : std::vector<int64_t>{BLOCKS, BLOCK, N2 * D};
+        std::vector<uint16_t> zeros(BLOCKS * BLOCK * N2 * D, 0);
+        int ret = key.Create(zeros, shape, ACL_FLOAT16);
+        if (ret == 0) ret = value.Create(zeros, shape, ACL_FLOAT16);
+        std::vector<int64_t> view = major ? std::vector<int64_t>{BLOCKS * N2, BLOCK, 1, D}
+                                          : std::vector<int64_t>{BLOCKS, BLOCK, N2, D};
+        std::vector<int64_t> strides = ContiguousStrides(view);
+        scatterKey = aclCreateTensor(view.data(), 4, ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND, view.data(), 4,
+                                     key.addr);
+        scatterValue = aclCreateTensor(view.data(), 4, ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND, view.data(), 4,
+                                       value.addr);
+        // Blocks handed out in a scrambled order: batch b's j-th block is (3 * (b * MAX_BLOCKS + j) + 2) % BLOCKS.
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < MAX_BLOCKS; j++)
+                table.push_back(static_cast<int32_t>((3 * (b * MAX_BLOCKS + j) + 2) % BLOCKS));
+        return ret;
+    }
+
+    // Scatter rows [T, N2, D] of keys and values for (batch, position) pairs.
+    int Scatter(aclrtStream stream, const std::vector<uint16_t> &k, const std::vector<uint16_t> &v,
+                const std::vector<std::pair<int64_t, int64_t>> &tokens) {
+        int64_t t = static_cast<int64_t>(tokens.size());
+        std::vector<int32_t> slots;
+        for (auto &bp : tokens) {
+            int64_t block = table[bp.first * MAX_BLOCKS + bp.second / BLOCK], offset = bp.second % BLOCK;
+            if (headsMajor) {
+                for (int64_t n = 0; n < N2; n++) slots.push_back(static_cast<int32_t>((block * N2 + n) * BLOCK + offset));
+            } else {
+                slots.push_back(static_cast<int32_t>(block * BLOCK + offset));
+            }
+        }
+        std::vector<int64_t> rows = headsMajor ? std::vector<int64_t>{t * N2, 1, D} : std::vector<int64_t>{t, N2, D};
+        DeviceTensor keyRows, valueRows, slotTensor;
+        int ret = keyRows.Create(k, rows, ACL_FLOAT16);
+        if (ret == 0) ret = valueRows.Create(v, rows, ACL_FLOAT16);
+        if (ret == 0) ret = slotTensor.Create(slots, {static_cast<int64_t>(slots.size())}, ACL_INT32);
+        if (ret != 0) return ret;
+        uint64_t size = 0;
+        aclOpExecutor *executor = nullptr;
+        ret = aclnnScatterPaKvCacheGetWorkspaceSize(keyRows.tensor, scatterKey, slotTensor.tensor, valueRows.tensor,
+                                                    scatterValue, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                    nullptr, nullptr, &size, &executor);
+        return RunPhase2(stream, ret, size, executor, aclnnScatterPaKvCache);
+    }
+
+    ~Cache() {
+        if (scatterKey) aclDestroyTensor(scatterKey);
+        if (scatterValue) aclDestroyTensor(scatterValue);
+    }
+};
+
+// Element [b][s][n][d] of a BSND host array.
+uint16_t At(const std::vector<uint16_t> &x, int64_t s_len, int64_t heads, int64_t b, int64_t s, int64_t n, int64_t d) {
+    return x[((b * s_len + s) * heads + n) * D + d];
+}
+
+int Prefill(aclrtStream stream, const std::vector<uint16_t> &q, const std::vector<uint16_t> &k,
+            const std::vector<uint16_t> &v, std::vector<uint16_t> &out) {
+    // BSND: query [B, S, N, D], key/value [B, S, N2, D] (the first S_PROMPT positions of the sequence).
+    std::vector<uint16_t> kp, vp;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S_PROMPT; s++)
+            for (int64_t n = 0; n < N2; n++)
+                for (int64_t d = 0; d < D; d++) {
+                    kp.push_back(At(k, S_TOTAL, N2, b, s, n, d));
+                    vp.push_back(At(v, S_TOTAL, N2, b, s, n, d));
+                }
+    std::vector<uint8_t> mask(S_PROMPT * S_PROMPT);
+    for (int64_t i = 0; i < S_PROMPT; i++)
+        for (int64_t j = 0; j < S_PROMPT; j++) mask[i * S_PROMPT + j] = j > i;
+    DeviceTensor qt, kt, vt, mt, ot;
+    int ret = qt.Create(q, {B, S_PROMPT, N, D}, ACL_FLOAT16);
+    if (ret == 0) ret = kt.Create(kp, {B, S_PROMPT, N2, D}, ACL_FLOAT16);
+    if (ret == 0) ret = vt.Create(vp, {B, S_PROMPT, N2, D}, ACL_FLOAT16);
+    if (ret == 0) ret = mt.Create(mask, {S_PROMPT, S_PROMPT}, ACL_BOOL);
+    if (ret == 0) ret = ot.Create({B, S_PROMPT, N, D}, ACL_FLOAT16);
+    if (ret != 0) return ret;
+    std::vector<int64_t> lens(LENS, LENS + B);
+    aclIntArray *act = aclCreateIntArray(lens.data(), B);
+    uint64_t size = 0;
+    aclOpExecutor *executor = nullptr;
+    ret = aclnnPromptFlashAttentionV2GetWorkspaceSize(qt.tensor, kt.tensor, vt.tensor, nullptr, mt.tensor, act, act,
+                                                      nullptr, nullptr, nullptr, nullptr, nullptr, N, SCALE,
+                                                      2147483647, 0, const_cast<char *>("BSND"), N2, 0, ot.tensor,
+                                                      &size, &executor);
+    ret = RunPhase2(stream, ret, size, executor, aclnnPromptFlashAttentionV2);
+    aclDestroyIntArray(act);
+    return ret ? ret : ot.Read(out);
+}
+
+int Decode(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, int64_t step, std::vector<uint16_t> &out) {
+    DeviceTensor qt, ot, table;
+    int ret = qt.Create(q, {B, N, 1, D}, ACL_FLOAT16);
+    if (ret == 0) ret = ot.Create({B, N, 1, D}, ACL_FLOAT16);
+    if (ret == 0) ret = table.Create(cache.table, {B, MAX_BLOCKS}, ACL_INT32);
+    if (ret != 0) return ret;
+    // The lists hold their own handles on the caches (destroying a list destroys its tensors).
+    std::vector<int64_t> shape = cache.headsMajor ? std::vector<int64_t>{BLOCKS, N2, BLOCK, D}
+                                                  : std::vector<int64_t>{BLOCKS, BLOCK, N2 * D};
+    std::vector<int64_t> strides = ContiguousStrides(shape);
+    aclTensor *k = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND,
+                                   shape.data(), shape.size(), cache.key.addr);
+    aclTensor *v = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND,
+                                   shape.data(), shape.size(), cache.value.addr);
+    aclTensorList *keys = aclCreateTensorList(&k, 1), *values = aclCreateTensorList(&v, 1);
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < B; b++) lens.push_back(LENS[b] + step + 1);
+    aclIntArray *act = aclCreateIntArray(lens.data(), B);
+    uint64_t size = 0;
+    aclOpExecutor *executor = nullptr;
+    ret = aclnnIncreFlashAttentionV4GetWorkspaceSize(qt.tensor, keys, values, nullptr, nullptr, act, nullptr, nullptr,
+                                                     nullptr, nullptr, nullptr, nullptr, nullptr, table.tensor, nullptr,
+                                                     N, SCALE, const_cast<char *>("BNSD"), N2, BLOCK, 1, ot.tensor,
+                                                     &size, &executor);
+    ret = RunPhase2(stream, ret, size, executor, aclnnIncreFlashAttentionV4);
+    aclDestroyIntArray(act);
+    aclDestroyTensorList(keys);
+    aclDestroyTensorList(values);
+    return ret ? ret : ot.Read(out);
+}
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    const std::string layout = argv[1], dir = argv[2];
+    aclrtStream stream;
+    CHECK_OK(SetUp(&stream));
+    {
+        // The whole sequence's keys and values [B, S_TOTAL, N2, D]; prompts use the first LENS[b].
+        std::vector<uint16_t> k = Values(B * S_TOTAL * N2 * D, 1), v = Values(B * S_TOTAL * N2 * D, 2);
+        std::vector<uint16_t> qPrompt = Values(B * S_PROMPT * N * D, 3), out;
+        Save(dir, "k.bin", k);
+        Save(dir, "v.bin", v);
+        Save(dir, "q_prefill.bin", qPrompt);
+        CHECK_OK(Prefill(stream, qPrompt, k, v, out));
+        Save(dir, "out_prefill.bin", out);
+
+        Cache cache;
+        CHECK_OK(cache.Create(layout == "blocks_n_d"));
+        std::vector<uint16_t> kRows, vRows;
+        std::vector<std::pair<int64_t, int64_t>> tokens;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < LENS[b]; s++) {
+                tokens.push_back({b, s});
+                for (int64_t n = 0; n < N2; n++)
+                    for (int64_t d = 0; d < D; d++) {
+                        kRows.push_back(At(k, S_TOTAL, N2, b, s, n, d));
+                        vRows.push_back(At(v, S_TOTAL, N2, b, s, n, d));
+                    }
+            }
+        CHECK_OK(cache.Scatter(stream, kRows, vRows, tokens));
+
+        for (int64_t step = 0; step < STEPS; step++) {
+            kRows.clear();
+            vRows.clear();
+            tokens.clear();
+            for (int64_t b = 0; b < B; b++) {
+                tokens.push_back({b, LENS[b] + step});
+                for (int64_t n = 0; n < N2; n++)
+                    for (int64_t d = 0; d < D; d++) {
+                        kRows.push_back(At(k, S_TOTAL, N2, b, LENS[b] + step, n, d));
+                        vRows.push_back(At(v, S_TOTAL, N2, b, LENS[b] + step, n, d));
+                    }
+            }
+            CHECK_OK(cache.Scatter(stream, kRows, vRows, tokens));
+            std::vector<uint16_t> q = Values(B * N * D, 100 + static_cast<uint32_t>(step));
+            Save(dir, "q_step" + std::to_string(step) + ".bin", q);
+            CHECK_OK(Decode(stream, cache, q, step, out));
+            Save(dir, "out_step" + std::to_string(step) + ".bin", out);
+        }
+    }
+    TearDown(stream);
+    printf("done\n");
+    return 0;
+}
