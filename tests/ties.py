@@ -30,14 +30,20 @@ def name_of(dtype) -> str:
 
 
 def round_to(x, dtype, mode):
-    """float64 x rounded to fp16/bf16 values (kept in float64): "away" ties away from zero, "even"
-    ties to even, None leaves x as it is. Overflow gives inf."""
+    """float64 x rounded to fp16/bf16 values (kept in float64), or to int8 (integers, saturated):
+    "away" ties away from zero, "even" ties to even, None leaves x as it is. Overflow gives inf."""
     if mode is None:
         return np.asarray(x, np.float64)
-    digits, emin, largest = FORMATS[name_of(dtype)]
     x = np.asarray(x, np.float64)
-    _, exponent = np.frexp(x)
-    ulp = np.ldexp(1.0, np.maximum(exponent - 1, emin) - (digits - 1))
+    if name_of(dtype) == "int8":          # quantisation: to integers, saturated
+        return np.clip(round_to(x, "float64", mode), -128, 127)
+    if name_of(dtype) == "float64":
+        ulp = np.ones_like(x)
+        largest = np.inf
+    else:
+        digits, emin, largest = FORMATS[name_of(dtype)]
+        _, exponent = np.frexp(x)
+        ulp = np.ldexp(1.0, np.maximum(exponent - 1, emin) - (digits - 1))
     steps = np.abs(x) / ulp                              # exact: a power-of-two scaling
     if mode == "away":
         whole = np.floor(steps + 0.5)
@@ -93,7 +99,7 @@ def reciprocal_ties(rng, dtype, shape) -> np.ndarray:
 
 def bits(x) -> np.ndarray:
     x = np.ascontiguousarray(x)
-    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.itemsize])
+    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.itemsize])
 
 
 def assert_bits(actual, expected, what=""):
