@@ -106,7 +106,7 @@ def probe(copy: pathlib.Path) -> None:
 
 
 def run_tests(copy: pathlib.Path, tests, stop_first=True):
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rN"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rf"]
     command += ["-x"] if stop_first else []
     try:
         result = subprocess.run(command + list(tests), cwd=copy, env=environment(copy), capture_output=True,
