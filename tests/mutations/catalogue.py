@@ -131,6 +131,14 @@ MUTATIONS = [
              "            block, read = table(_int_array(b * cols + shift + k))",
              "            block, read = table(_int_array(b * cols + shift + k + 1))", KV_TESTS),
 
+    Mutation("kv-scatter-last-token-dropped", K + "kv_cache/scatter_a2.py",
+             "        writes.add(slots, token, cores)\n", "        writes.add(slots[:-1], token[:-1], cores[:-1])\n",
+             KV_TESTS),
+    Mutation("native-copy-pieces-short-nz-piece", NATIVE,
+             "for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, 32);",
+             "for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, 30);",
+             KV_TESTS + ("tests/test_native.py",)),
+
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation("native-bf16-away-to-even", NATIVE, "float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);",
              "float rounded = float_of((bits_of(x) + 0x7FFFu + ((bits_of(x) >> 16) & 1u)) & 0xFFFF0000u);",
