@@ -52,11 +52,11 @@ def source_files():
     return files + built
 
 
-def make_copy(files, where: pathlib.Path) -> pathlib.Path:
+def make_copy(files, where: pathlib.Path, source: pathlib.Path = ROOT) -> pathlib.Path:
     for name in files:
         target = where / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, target, follow_symlinks=False)
+        shutil.copy2(source / name, target, follow_symlinks=False)
     return where
 
 
@@ -141,7 +141,7 @@ def main(argv=None):
         print(f"unmutated copy: {detail}", flush=True)
         rows = []
         for m in chosen:
-            copy = make_copy(files, base / m.name)
+            copy = make_copy(files, base / m.name, reference)   # the snapshot, whatever the checkout does meanwhile
             started = time.monotonic()
             m.apply(copy)
             if m.file.endswith("native.c"):
