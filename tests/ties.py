@@ -6,14 +6,14 @@ each rounded quantity of each kernel gets a case built on coarse grids, where ev
 the kernel does is exact except the roundings under test, and where the exact values of the rounded
 quantity have one significant bit more than the narrow format: then about half of them are ties.
 
-Such a case has a float64 golden with one rounding mode per rounded quantity (`ROUND`: "away" =
+Such a case has a float64 golden with one rounding mode per rounded quantity (`MODES`: "away" =
 CAST_ROUND, "even" = CAST_RINT or a plain conversion, None = kept exact), so the test asserts
 1. bit equality of the kernel's outputs with the golden in the hardware's modes, and
 2. `assert_sensitive`: for every quantity, each other mode changes at least one output bit, so
    the test can fail for each wrong choice (a case without ties there would pass anything).
 
 Helpers for new operators: `round_to`, `one_more_bit` (values that are ties half the time),
-`midpoints`, `reciprocal_ties`, `to_output`, `assert_bits`, `assert_sensitive`.
+`midpoints`, `reciprocal_ties`, `is_tie`, `to_output`, `assert_bits`, `assert_sensitive`.
 """
 import itertools
 
@@ -21,7 +21,6 @@ import ml_dtypes
 import numpy as np
 
 FORMATS = {"float16": (11, -14, 65504.0), "bfloat16": (8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max))}
-NUMPY = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 MODES = ("away", "even", None)
 
 
@@ -35,11 +34,9 @@ def round_to(x, dtype, mode):
     if mode is None:
         return np.asarray(x, np.float64)
     x = np.asarray(x, np.float64)
-    if name_of(dtype) == "int8":          # quantisation: to integers, saturated
-        return np.clip(round_to(x, "float64", mode), -128, 127)
-    if name_of(dtype) == "float64":
-        ulp = np.ones_like(x)
-        largest = np.inf
+    quantised = name_of(dtype) == "int8"
+    if quantised:
+        ulp, largest = np.ones_like(x), np.inf
     else:
         digits, emin, largest = FORMATS[name_of(dtype)]
         _, exponent = np.frexp(x)
@@ -52,6 +49,8 @@ def round_to(x, dtype, mode):
     else:
         raise ValueError(f"rounding mode {mode!r}")
     rounded = np.copysign(whole * ulp, x)
+    if quantised:
+        return np.clip(rounded, -128, 127)
     return np.where(np.abs(rounded) > largest, np.copysign(np.inf, x), np.where(np.isfinite(x), rounded, x))
 
 
