@@ -285,7 +285,7 @@ class TieCase:
         self.inputs = [x.astype(dtype) for x in (self.q, self.k, self.v, self.dy)]
 
     def golden(self, modes):
-        """dq, dk, dv with P, dS and the outputs rounded in ``modes`` (ties.ROUND modes)."""
+        """dq, dk, dv with P, dS and the outputs rounded in ``modes`` (ties.MODES)."""
         dt = self.dtype_name
         lanes = np.arange(self.k.shape[2]) % 8
         p = (np.float32(1) / self.ssum[..., lanes]).astype(np.float64)          # [1, N1, S1, S2]

@@ -51,6 +51,8 @@ MUTATIONS = [
              "3: (UNBOUNDED, shift - 1),", FAG_TESTS),
     Mutation("fag-lanes-first-only", FAG, "        replicated = all((x == x[:, :1]).all() for x in lanes)\n",
              "        replicated = True\n", FAG_TESTS),
+    Mutation("fag-fully-masked-rows-zero", FAG, "fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum",
+             "fill = np.zeros_like(lanes_max)", FAG_TESTS),
 
     # --- PromptFlashAttention ------------------------------------------------------------------
     Mutation("pfa-fp16-scores-unrounded", PFA, "self.fp16_scores = q.dtype in (FP16, INT8)",
@@ -82,6 +84,8 @@ MUTATIONS = [
              "        o[~computed] = 0\n        o[0, -1] = 0\n", PFA_TESTS),
     Mutation("pfa-band-start-off-by-one", K + "attention/masks.py", "    j0 = min(max(i0 - pre, 0), s2)",
              "    j0 = min(max(i0 - pre + 1, 0), s2)", PFA_TESTS),
+    Mutation("pfa-int8-saturates-at-127", K + "flash_attention/quant.py", "return np.clip(x, -128, 127, out=x)",
+             "return np.clip(x, -127, 127, out=x)", PFA_TESTS),
 
     # --- SparseFlashAttentionGrad --------------------------------------------------------------
     Mutation("sfag-P-half-even", SFAG, "p_h, ds_h = round_half_away_(p, half), round_half_away_(ds, half)",
@@ -127,6 +131,8 @@ MUTATIONS = [
              "    return cast_rint(total / np.float32(divisor), window.dtype)",
              "    from ..casts import cast_round\n    return cast_round(total / np.float32(divisor), window.dtype)",
              KV_TESTS),
+    Mutation("kv-integer-mean-floors", K + "kv_cache/scatter_rows.py",
+             "quotient = np.abs(total) // divisor * np.sign(total)", "quotient = total // divisor", KV_TESTS),
     Mutation("kv-gather-block-off-by-one", K + "kv_cache/gather.py",
              "            block, read = table(_int_array(b * cols + shift + k))",
              "            block, read = table(_int_array(b * cols + shift + k + 1))", KV_TESTS),
