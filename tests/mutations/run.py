@@ -22,6 +22,7 @@ import argparse
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -128,6 +129,7 @@ def main(argv=None):
     parser.add_argument("-k", default="", help="run only mutations whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep the copies (their paths are printed)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # so the copies are removed
     chosen = [m for m in MUTATIONS if args.k in m.name]
     files = source_files()
     base = pathlib.Path(tempfile.mkdtemp(prefix="aclnn-emu-mutations-"))
