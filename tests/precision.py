@@ -29,9 +29,8 @@ PASS_SHARE = 0.999
 # (P, dS, a score) to the other side of an fp16/bf16 midpoint: that moves the element by one ulp
 # of the intermediate times its factor, about 1x the bound of the term it feeds, so a few bounds
 # at worst (measured over this suite's numerical tests and the FAG cases on 8 more seeds: at most
-# 1.34x). 10x leaves room for that, while a wrong
-# element (zeroed, NaN, taken from another head, sign flipped) is out by its own size: 1/bound
-# = 250 to 10000 times its allowed error.
+# 1.34x). 10x leaves room for that, while a wrong element (zeroed, NaN, taken from another head,
+# sign flipped) is out by its own size: 1/bound = 250 to 10000 times its allowed error.
 CAP = 10.0
 
 
