@@ -387,20 +387,23 @@ def test_probabilities_round_at_ties(dtype, mode):
 
 def test_int8_quantisations_round_to_nearest_even_at_ties():
     """int8 in: E8 = rint(fp16(E) * quantScale1) and P V = fp16(deqScale2 * int32(E8 V)) round to
-    nearest even. Q = 0: E = 1 for both keys, quantScale1 = 100.5 is a tie; E8 sums of 25 s, s odd in
-    [82, 163], have 12 significant bits, so deqScale2 = 1/16 makes P V a fp16 tie too; O = P V / 2."""
+    nearest even. Q = 0: E = 1 for all three keys, quantScale1 = 100.5 is a tie; E8 sums of 25 s, s odd
+    in [83, 163], have 12 significant bits, so deqScale2 = 1/16 makes P V a fp16 tie too; O = P V / 3
+    in fp32, then rounded to fp16 (so an unrounded P V shows)."""
     rng = np.random.default_rng(2)
     s = 2 * rng.integers(41, 82, 32) + 1
-    v = np.zeros((1, 1, 2, 32), np.int8)
-    v[0, 0, 0] = s // 2
-    v[0, 0, 1] = s - s // 2
+    v = np.zeros((1, 1, 3, 32), np.int8)
+    v[0, 0, 0] = s // 3
+    v[0, 0, 1] = s // 3
+    v[0, 0, 2] = s - 2 * (s // 3)
 
     def golden(modes):
         e8 = ties.round_to(100.5, "int8", modes["E8"])
         pv = ties.round_to(2.0 ** -4 * e8 * s, "float16", modes["PV"])
-        return {"out": np.broadcast_to(pv / 2, (1, 1, 3, 32))}
+        o = (pv.astype(np.float32) / np.float32(3)).astype(np.float64)          # exact pv: fp32 as the kernel
+        return {"out": np.broadcast_to(ties.to_output(o, "float16", "even"), (1, 1, 3, 32))}
     want = ties.assert_sensitive(golden, {"E8": "even", "PV": "even"}, "PFA int8")
-    got = run_pfa(np.zeros((1, 1, 3, 32), np.int8), np.zeros((1, 1, 2, 32), np.int8), v, scale=1.0, nxt=BIG,
+    got = run_pfa(np.zeros((1, 1, 3, 32), np.int8), np.zeros((1, 1, 3, 32), np.int8), v, scale=1.0, nxt=BIG,
                   deq1=np.asarray([1.0], np.float32), quant1=np.asarray([100.5], np.float32),
                   deq2=np.asarray([2.0 ** -4], np.float32))
     ties.assert_bits(got, want["out"], "out")
