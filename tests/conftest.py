@@ -5,6 +5,8 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The mutation check runs on demand (python tests/mutations/run.py), never as part of the suite.
+collect_ignore = ["mutations"]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import aclnn_emu  # noqa: E402

@@ -5,6 +5,7 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+import ties
 from aclnn_emu.kernels.casts import BF16, FP16, FP32, cast_round
 from aclnn_emu.kernels.flash_attention.dropout import keep_mask, packed_keep_mask, philox_words
 from golden import flash_attention_score_grad as golden
@@ -35,9 +36,13 @@ class Case:
         self.out = cast_round(out, self.dtype)
         self.smax, self.ssum = smax.astype(np.float32), ssum.astype(np.float32)
 
-    def golden(self):
-        return golden.backward(self.q, self.k, self.v, self.dy, self.out, self.smax, self.ssum, head_num=self.n1,
-                               layout=self.layout, dtype_name=self.dtype_name, **self.attrs)
+    def golden(self, of=golden.backward):
+        return of(self.q, self.k, self.v, self.dy, self.out, self.smax, self.ssum, head_num=self.n1,
+                  layout=self.layout, dtype_name=self.dtype_name, **self.attrs)
+
+    def floors(self):
+        """Per element, the largest term of its sum (golden.largest_terms): precision's floor."""
+        return self.golden(golden.largest_terms)
 
     def args(self, dq, dk, dv, dpse=None):
         a = self.attrs
@@ -61,9 +66,9 @@ class Case:
 def assert_matches(case, got=None, want=None):
     got = case.run() if got is None else got
     want = case.golden() if want is None else want
-    for name, a, g in zip(("dq", "dk", "dv"), got, want):
+    for name, a, g, floor in zip(("dq", "dk", "dv"), got, want, case.floors()):
         assert a.dtype == case.dtype
-        failure = precision.failure(a, g, case.dtype_name, floor=gradient_floor(g))
+        failure = precision.failure(a, g, case.dtype_name, floor=floor)
         assert failure is None, f"{name}: {failure}"
 
 
@@ -190,20 +195,19 @@ def test_empty_key_gives_zero_dq():
     assert np.array_equal(ae.numpy(dq), np.zeros(q.shape, np.float16))
 
 
-torch = pytest.importorskip("torch")
-
-
 # attentionIn reaches the op rounded to fp16/bf16, while torch's backward uses its exact forward
 # output in rowsum(dY * O); that input rounding alone moves fp16 gradients by a few 1e-3 (measured:
 # the float64 golden fed the rounded O misses fp16's 1e-3 standard against torch by the same amount,
 # fed the exact O it passes). So fp32 cases use CANN's fp32 standard, fp16/bf16 cases the standard
 # of the next coarser format (bf16: four times its own).
-def gradient_floor(golden) -> float:
-    """The small-value floor for FAG gradients: the tensor's mean magnitude (tests/precision.py)."""
-    return max(float(np.abs(golden).mean()), np.finfo(np.float64).tiny)
-
-
 TORCH_BOUND = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 1.6e-2}
+
+
+def torch_floor(exact) -> float:
+    """The small-value floor against torch: the tensor's mean magnitude. torch's gradients have none
+    of the rounded intermediates, so an element that cancels moves by the sum of all its terms'
+    roundings, not by one ulp of its largest term as against the hardware golden."""
+    return max(float(np.abs(exact).mean()), np.finfo(np.float64).tiny)
 
 
 SLOPES = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
@@ -230,6 +234,7 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     """torch.autograd of a float64 forward: S = QKᵀ·scale + pse (pseType 1: (QKᵀ + pse)·scale),
     masked scores = -FLT_MAX, softmax, dropout, P·V; GQA through repeated kv heads. The pse and
     masked sets of each head come from the golden's helpers (the parts under test are the gradients)."""
+    torch = pytest.importorskip("torch")
     case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, **attrs)
     a = case.attrs
     q, k, v = (torch.tensor(golden.heads_first(x, layout, heads), requires_grad=True)
@@ -251,7 +256,7 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     (probs @ vv).backward(torch.tensor(golden.heads_first(case.dy, layout, 4)))
     want = [golden.heads_back(t.grad.numpy(), layout) for t in (q, k, v)]
     for name, got, g in zip(("dq", "dk", "dv"), case.run(), want):
-        failure = precision.failure(got, g, dtype_name, bound=TORCH_BOUND[dtype_name], floor=gradient_floor(g))
+        failure = precision.failure(got, g, dtype_name, bound=TORCH_BOUND[dtype_name], floor=torch_floor(g))
         assert failure is None, f"{name}: {failure}"
 
 
@@ -306,3 +311,63 @@ def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as
     larger[:s1, :s2] = mask
     assert_matches(case, got=_run_with(case, attenMaskOptional=ae.to_device(larger)), want=want)
     assert_matches(case, got=_run_with(case, inputLayout="bsnd"), want=want)
+# --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
+
+class TieCase:
+    """FAG inputs where P, dS and the outputs' sums are exact in fp32 and P/dS land on midpoints.
+
+    Q[i] = q_i e_0 and K[:, 0] = 1 make every score of row i equal q_i * scale, the row's softmaxMax:
+    P = 1/l per lane (ties.reciprocal_ties). dY rows are one-hot ±1 and V entries ±2^k, so dP = ±2^k and
+    dS = P * dP (attentionIn = 0: D = 0) is a scaled tie where P is one. K's other columns and the
+    GQA group make dq, dk and dv sums of several ties."""
+
+    def __init__(self, dtype_name, keep_prob, seed=0, s1=8, s2=16, d=8, n1=2):
+        rng = np.random.default_rng(seed)
+        self.dtype_name, self.scale, self.keep_prob = dtype_name, 0.5, keep_prob
+        dtype = DTYPES[dtype_name]
+        self.q = np.zeros((1, n1, s1, d))
+        self.q[..., 0] = rng.choice([-2.0, -1.0, 0.5, 1.0, 2.0], (1, n1, s1))
+        self.k = np.concatenate([np.ones((1, 1, s2, 1)), rng.integers(-3, 4, (1, 1, s2, d - 1))], axis=-1)
+        self.v = rng.choice([-1.0, 1.0], (1, 1, s2, d)) * 2.0 ** rng.integers(-1, 2, (1, 1, s2, d))
+        self.dy = np.zeros((1, n1, s1, d))
+        np.put_along_axis(self.dy, rng.integers(0, d, (1, n1, s1, 1)), rng.choice([-1.0, 1.0], (1, n1, s1, 1)), -1)
+        self.smax = np.repeat((self.q[..., :1] * self.scale).astype(np.float32), 8, axis=-1)
+        self.ssum = ties.reciprocal_ties(rng, dtype_name, (1, n1, s1, 8))
+        self.keep = np.ones((1, n1, s1, s2), bool) if keep_prob == 1 else rng.random((1, n1, s1, s2)) < 0.5
+        self.inputs = [x.astype(dtype) for x in (self.q, self.k, self.v, self.dy)]
+
+    def golden(self, modes):
+        """dq, dk, dv with P, dS and the outputs rounded in ``modes`` (ties.MODES)."""
+        dt = self.dtype_name
+        lanes = np.arange(self.k.shape[2]) % 8
+        p = (np.float32(1) / self.ssum[..., lanes]).astype(np.float64)          # [1, N1, S1, S2]
+        factor = self.keep * np.float64(np.float32(1) / np.float32(self.keep_prob))
+        pd = ties.round_to(p * factor, dt, modes["P"])
+        dp = np.einsum("bnid,bjd->bnij", self.dy, self.v[:, 0]) * factor
+        ds = ties.round_to(p * dp, dt, modes["dS"])
+        dq = self.scale * np.einsum("bnij,bjd->bnid", ds, self.k[:, 0])
+        dk = self.scale * np.einsum("bnij,bnid->bjd", ds, self.q)[:, None]
+        dv = np.einsum("bnij,bnid->bjd", pd, self.dy)[:, None]
+        return {name: ties.to_output(x, dt, modes["out"]) for name, x in (("dq", dq), ("dk", dk), ("dv", dv))}
+
+    def run(self):
+        dtype = ae.DataType.ACL_FLOAT16 if self.dtype_name == "float16" else ae.DataType.ACL_BF16
+        q, k, v, dy = (ae.to_device(x) for x in self.inputs)
+        outs = [ae.empty(x.shape, dtype) for x in self.inputs[:3]]
+        drop = None if self.keep_prob == 1 else ae.to_device(np.packbits(self.keep.ravel(), bitorder="little"))
+        ae.run("FlashAttentionScoreGradV2", q, k, v, dy, None, drop, None, None, ae.to_device(self.smax),
+               ae.to_device(self.ssum), None, ae.to_device(np.zeros(self.inputs[3].shape, self.inputs[3].dtype)),
+               None, None, None, self.scale, self.keep_prob, INT32_MAX, INT32_MAX, self.q.shape[1], "BNSD", 0, 0,
+               1, *outs, None)
+        return dict(zip(("dq", "dk", "dv"), (ae.numpy(t) for t in outs)))
+
+
+@pytest.mark.parametrize("keep_prob", [1.0, 0.5])
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_p_ds_and_outputs_round_half_away_at_ties(dtype_name, keep_prob):
+    """CAST_ROUND (half away from zero) of P (dropped: P * keep / keepProb), of dS and of dq/dk/dv."""
+    case = TieCase(dtype_name, keep_prob)
+    want = ties.assert_sensitive(case.golden, {"P": "away", "dS": "away", "out": "away"}, "FAG", finals=["out"])
+    got = case.run()
+    for name in want:
+        ties.assert_bits(got[name], want[name], name)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
+import ties
 from precision import assert_meets
 from aclnn_emu.runtime import sanitizer
 from golden.lightning_indexer_grad import make_case, reference
@@ -97,6 +98,7 @@ def test_minus_one_in_mode_0_is_reported_and_skipped():
 
 def test_rows_without_keys_are_zero_and_reported():
     # Mode 3 with S1 > S2: rows s1 < S1 - S2 see no key (n = 0); the NPU leaves them unwritten.
+    # Zeros there are the emulator's choice, not a CANN fact.
     case = make_case(np.random.default_rng(5), BF16, "BSND", 3, batch=1, seq_q=12, seq_k=4, top_k=8)
     dq, dk, dw, reported = run_op(case, "BSND", 3)
     assert not dq[0, :8].any() and not dw[0, :8].any()
@@ -201,3 +203,51 @@ def test_key_batch_smaller_than_query_batch_is_reported():
     dq, dk, dw, reported = run_op(case, "BSND", 0)
     assert reported == ["index-out-of-range", "out-of-bounds-write", "unwritten-output"]
     assert not dq[1].any() and dq[0].any()
+
+
+# --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
+
+def tie_case(dtype, seed=0, rows=4, keys=16, top_k=8, heads=64, dim=128, active=6):
+    """BSND inputs (batch 1, sparse mode 0) where every fp32 sum is exact and each rounded quantity
+    lands on midpoints: q and key entries in {-1, 0, 1} (first 4 dims, `active` heads per row) make
+    the scores small integers; dy holds p-bit values in [1, 2) (p = the dtype's precision), so
+    relu(S)·dy sums (dweights) and G·K sums (dq) are ties about 1/8 of the time; weights ±{1,3,5}/4
+    and ±{1,3,5}/2 make Y = w·dy ties up to 1/4 of the time, and dk sums them over rows and heads."""
+    rng = np.random.default_rng(seed)
+    name = np.dtype(dtype).name
+    p = ties.FORMATS[name][0]
+    q = np.zeros((1, rows, heads, dim))
+    for r in range(rows):
+        q[0, r, rng.permutation(heads)[:active], :4] = rng.integers(-1, 2, (active, 4))
+    k = np.zeros((1, keys, 1, dim))
+    k[..., :4] = rng.integers(-1, 2, (1, keys, 1, 4))
+    dy = rng.integers(2 ** (p - 1), 2 ** p, (1, rows, top_k)) * 2.0 ** (1 - p) * rng.choice([-1, 1], (1, rows, top_k))
+    w = rng.choice([1.0, 3.0, 5.0], (1, rows, heads)) * rng.choice([0.25, 0.5, -0.25, -0.5], (1, rows, heads))
+    idx = rng.integers(0, keys, (1, rows, top_k)).astype(np.int32)
+    case = dict(query=q.astype(dtype), key=k.astype(dtype), dy=dy.astype(dtype), indices=idx, weights=w.astype(dtype))
+
+    def golden(modes):
+        dq, dk, dw = np.zeros(q.shape), np.zeros(k.shape), np.zeros(w.shape)
+        for r in range(rows):
+            kr = k[0, idx[0, r], 0]                                          # [topK, D]
+            relu = np.maximum(q[0, r] @ kr.T, 0)                             # [H, topK]
+            dw[0, r] = relu @ dy[0, r]
+            y = ties.round_to(w[0, r][:, None] * dy[0, r][None, :], name, modes["Y"])
+            g = np.where(relu > 0, y, 0.0)
+            dq[0, r] = g @ kr
+            np.add.at(dk[0, :, 0], idx[0, r], g.T @ q[0, r])
+        return dict(dq=ties.to_output(dq, name, modes["dq"]), dk=ties.to_output(dk, name, modes["dk"]),
+                    dweights=ties.to_output(dw, name, modes["dweights"]))
+    return case, golden
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_roundings_at_ties(dtype):
+    """Y = w·dy and dq round to nearest even (fixpipe, plain casts); dweights and dk CAST_ROUND."""
+    case, golden = tie_case(dtype)
+    want = ties.assert_sensitive(golden, {"Y": "even", "dq": "even", "dk": "away", "dweights": "away"}, "LIG",
+                                  finals=("dq", "dk", "dweights"))
+    dq, dk, dw, reported = run_op(case, "BSND", 0)
+    assert reported == []
+    for name, got in (("dq", dq), ("dk", dk), ("dweights", dw)):
+        ties.assert_bits(got, want[name], name)

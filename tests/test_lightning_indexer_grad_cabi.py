@@ -40,6 +40,8 @@ RULES = {
     "baseline.bsnd.workspace": workspace_bytes(16 * 128), "baseline.bsnd.fp16.workspace": workspace_bytes(16 * 128),
     "baseline.tnd.workspace": workspace_bytes(16 * 128),
     "tnd.actual_seq_key": 0, "tnd.actual_seq_key.workspace": workspace_bytes(16 * 128),
+    # Emulator's choice, not a CANN fact: TND without actualSeqLengthsKey makes the NPU kernel read
+    # through a null pointer (undefined); aclnn-emu fails the task with an AI Core exception.
     "tnd.actual_seq_key.run": 0, "tnd.actual_seq_key.sync": AICORE,
 }
 INFERRED = ("format.query", "out.dtype.dQuery", "out.shape.dQuery")

@@ -7,6 +7,7 @@ import pytest
 import aclnn_emu as ae
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.runtime import sanitizer
+import ties
 from golden import scatter_pa_kv_cache as golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -252,3 +253,24 @@ def test_910_95_compress(chip, dev, capfd, dtype, mode):
                     else golden.a95_alibi(cache, src, slots, wins, lens))
         assert golden.same_bits(out, expected)
     assert ("tokens [0, L - w - o)" in capfd.readouterr().err) == (mode == "rope")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_compress_mean_rounds_to_nearest_even_at_ties(chip, dev, dtype):
+    """Rope compression stores the fp32 window mean rounded to nearest even (CAST_RINT). Keys on the
+    [1, 2) grid and windows of 2 and 4 tokens make the exact means ties half or a quarter of the time
+    (tests/ties.py); the golden rounds them to even, so rounding away would differ there."""
+    rng = np.random.default_rng(11)
+    heads, head, seq_lens = 2, 16, np.array([6, 7])
+    digits = ties.FORMATS[np.dtype(dtype).name][0]
+    key = (rng.integers(2 ** (digits - 1), 2 ** digits, (seq_lens.sum(), heads, head)) * 2.0 ** (1 - digits))
+    key = key.astype(dtype)
+    kc = np.zeros((4, 8, 1, head), dtype)
+    wins, offsets, slots = np.array([2, 4, 2, 4]), np.array([1, 0, 2, 3]), np.array([0, 8, 16, 24])
+    out_k, _ = scatter(dev, key, kc, slots, key, kc.copy(), wins, offsets, seq_lens, scatter_mode="Rope")
+    assert golden.same_bits(out_k, golden.a2_rope(kc, key, slots, wins, seq_lens, offsets, heads, head))
+    starts = np.r_[0, np.cumsum(seq_lens)[:-1]]
+    means = [key[starts[i // heads] + o:starts[i // heads] + o + w, i % heads].astype(np.float64).mean(axis=0)
+             for i, (w, o) in enumerate(zip(wins, offsets))]
+    assert ties.is_tie(np.concatenate(means), np.dtype(dtype).name).sum() >= 8

@@ -28,6 +28,9 @@ A2 = {
     "tiling.zero_value_head": TILING, "tiling.cache_capacity": TILING, "tiling.nz_dim1": TILING,
     "tiling.nz_dim3": TILING, "tiling.nz_align": TILING, "tiling.compress_rank": TILING,
     "tiling.compress_null": TILING, "tiling.no_batches": TILING, "tiling.nct_short_strides": TILING,
+    # Emulator's choices, not CANN facts: what aclnn-emu does not implement fails the kernel lookup
+    # (561003), and a Rope/Omni call without compressSeqOffset, which the NPU kernel reads from
+    # address 0 (undefined), is reported as an AI Core exception.
     "not_implemented.int8_nct": KERNEL, "not_implemented.int8_rope": KERNEL,
     "not_implemented.unaligned_compress": KERNEL, "kernel.rope_without_offsets": AICORE,
     # FLOAT data is not registered on A2/A3: the 910_95-only cases stop at the kernel lookup

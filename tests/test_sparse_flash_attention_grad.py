@@ -11,6 +11,7 @@ import pytest
 import aclnn_emu as ae
 from aclnn_emu import dtypes
 from aclnn_emu.runtime import sanitizer
+import ties
 from golden import sparse_flash_attention_grad as golden
 
 NAME = {np.dtype(np.float16): "fp16", np.dtype(ml_dtypes.bfloat16): "bf16"}
@@ -192,6 +193,7 @@ def test_int64_sequence_lengths_are_read_as_int32_words(capfd):
 
 
 def test_out_of_range_index_is_reported_and_skipped():
+    """Skipping the entry is the emulator's choice (the NPU reads outside the batch: undefined)."""
     case, attrs = make(q_lens=[4], kv_lens=[64], nsel=8)
     case["sparseIndices"][0, 0, 0] = 64                  # one past the batch's keys
     out = run_op(case, attrs)
@@ -264,3 +266,54 @@ def _torch_grads(torch, case, attrs):
     loss.backward()
     return {"dq": q.grad.numpy(), "dk": k.grad.numpy(), "dv": v.grad.numpy(), "dq_rope": qr.grad.numpy(),
             "dk_rope": kr.grad.numpy()}
+
+
+# --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
+
+def tie_case(dtype, seed=0, t1=8, t2=16, g=4, d=128, top_k=2048):
+    """TND inputs where P, dS and the output sums are exact in fp32 and P/dS land on midpoints:
+    q[r, g] = c e_0 and key[:, 0] = 1 make every score of (r, g) c * scale, its softmaxMax, so
+    P = 1/softmaxSum (ties.reciprocal_ties); dOut rows one-hot ±1, value entries ±2^k and out = 0
+    make dS = P * dP a scaled tie where P is one (the ±1 in 4 columns, so that dv sums several).
+    Rows select 6 keys with repeats."""
+    rng = np.random.default_rng(seed)
+    name = np.dtype(dtype).name
+    scale = 0.5
+    q = np.zeros((t1, g, d))
+    q[..., 0] = rng.choice([-2.0, -1.0, 0.5, 1.0, 2.0], (t1, g))
+    k = np.concatenate([np.ones((t2, 1, 1)), rng.integers(-3, 4, (t2, 1, d - 1))], axis=-1)
+    v = rng.choice([-1.0, 1.0], (t2, 1, d)) * 2.0 ** rng.integers(-1, 2, (t2, 1, d))
+    dout = np.zeros((t1, g, d))
+    np.put_along_axis(dout, rng.integers(0, 4, (t1, g, 1)), rng.choice([-1.0, 1.0], (t1, g, 1)), -1)
+    idx = np.full((t1, 1, top_k), -1, np.int32)
+    idx[:, 0, :6] = rng.integers(0, t2, (t1, 6))
+    case = dict(query=q.astype(dtype), key=k.astype(dtype), value=v.astype(dtype), dOut=dout.astype(dtype),
+                out=np.zeros((t1, g, d), dtype), sparseIndices=idx,
+                softmaxMax=(q[..., 0] * scale).astype(np.float32)[None],
+                softmaxSum=ties.reciprocal_ties(rng, name, (1, t1, g)),
+                actualSeqLengthsQuery=np.array([t1], np.int32), actualSeqLengthsKv=np.array([t2], np.int32))
+    attrs = dict(scale=scale, block_size=1, layout="TND", sparse_mode=0)
+
+    def golden(modes):
+        dt = name
+        dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape[::2]), np.zeros(v.shape[::2])
+        for r in range(t1):
+            keys = idx[r, 0, :6]
+            p = np.repeat((np.float32(1) / case["softmaxSum"][0, r]).astype(np.float64)[:, None], 6, 1)  # [G, L]
+            ds = ties.round_to(p * (dout[r] @ v[keys, 0].T), dt, modes["dS"])
+            p_h = ties.round_to(p, dt, modes["P"])
+            dq[r] = scale * ds @ k[keys, 0]
+            np.add.at(dk, keys, scale * ds.T @ q[r])
+            np.add.at(dv, keys, p_h.T @ dout[r])
+        return {n: ties.to_output(x, dt, modes["out"]) for n, x in (("dq", dq), ("dk", dk), ("dv", dv))}
+    return case, attrs, golden
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bf16", "fp16"])
+def test_p_ds_and_outputs_round_half_away_at_ties(dtype):
+    """CAST_ROUND (half away from zero) of P, dS and the outputs dq/dk/dv."""
+    case, attrs, golden = tie_case(dtype)
+    want = ties.assert_sensitive(golden, {"P": "away", "dS": "away", "out": "away"}, "SFAG", finals=["out"])
+    out = run_op(case, attrs)
+    for name in want:
+        ties.assert_bits(out[name].reshape(want[name].shape), want[name], name)

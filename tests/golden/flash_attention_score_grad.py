@@ -131,11 +131,12 @@ def forward(query, key, value, *, scale, head_num, layout, pse=None, pse_type=1,
     return heads_back(out, layout), np.broadcast_to(row_max[..., None], lanes), np.broadcast_to(row_sum[..., None], lanes)
 
 
-def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, head_num, layout,
-             dtype_name, pse=None, pse_type=1, atten_mask=None, sparse_mode=0, pre_tokens=2147483647,
-             next_tokens=2147483647, prefix=None, drop_mask=None, keep_prob=1.0,
-             q_start_idx=None, kv_start_idx=None):
-    """(dq, dk, dv) in float64, in the layouts of query, key and value."""
+def _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, head_num,
+                   layout, dtype_name, pse=None, pse_type=1, atten_mask=None, sparse_mode=0,
+                   pre_tokens=2147483647, next_tokens=2147483647, prefix=None, drop_mask=None,
+                   keep_prob=1.0, q_start_idx=None, kv_start_idx=None):
+    """The float64 operands [B, N, S, D] and a generator of (b, n1, n2, Pd, dS) per query head: the
+    dropped and rounded probabilities and the rounded score gradients [S1, S2] the sums consume."""
     q, k, v = _heads(query, key, value, layout, head_num)
     b, n1, s1, _ = q.shape
     n2, s2 = k.shape[1], k.shape[2]
@@ -143,24 +144,57 @@ def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, s
     do, o = heads_first(dy, layout, n1), heads_first(attention_in, layout, n1)
     drop = drop_factors(drop_mask, keep_prob, b, n1, s1, s2)
     lane = np.arange(s2) % 8
-    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros((b, n2, s2, v.shape[3]))
-    for bi in range(b):
-        for ni in range(n1):
-            kv = ni // g
-            masked = masked_set(sparse_mode, atten_mask, bi, ni, s1, s2, pre_tokens, next_tokens, prefix)
-            pse_term = pse_matrix(pse, pse_type, bi, ni, s1, s2, q_start_idx, kv_start_idx)
-            s = _scores(q[bi, ni], k[bi, kv], pse_term, pse_type, scale, masked)
-            mx = np.asarray(softmax_max, np.float64)[bi, ni][:, lane]
-            sm = np.asarray(softmax_sum, np.float64)[bi, ni][:, lane]
-            p = np.exp(s - mx) / sm
-            factor = 1.0 if drop is None else drop[bi, ni]
-            pd = round_half_away(p * factor, dtype_name)
-            dv[bi, kv] += pd.T @ do[bi, ni]
-            dp = (do[bi, ni] @ v[bi, kv].T) * factor
-            d_sum = (do[bi, ni] * o[bi, ni]).sum(axis=1, keepdims=True)
-            ds = round_half_away(p * (dp - d_sum), dtype_name)
-            dq[bi, ni] = scale * ds @ k[bi, kv]
-            dk[bi, kv] += scale * ds.T @ q[bi, ni]
+
+    def heads():
+        for bi in range(b):
+            for ni in range(n1):
+                kv = ni // g
+                masked = masked_set(sparse_mode, atten_mask, bi, ni, s1, s2, pre_tokens, next_tokens, prefix)
+                pse_term = pse_matrix(pse, pse_type, bi, ni, s1, s2, q_start_idx, kv_start_idx)
+                s = _scores(q[bi, ni], k[bi, kv], pse_term, pse_type, scale, masked)
+                mx = np.asarray(softmax_max, np.float64)[bi, ni][:, lane]
+                sm = np.asarray(softmax_sum, np.float64)[bi, ni][:, lane]
+                p = np.exp(s - mx) / sm
+                factor = 1.0 if drop is None else drop[bi, ni]
+                pd = round_half_away(p * factor, dtype_name)
+                dp = (do[bi, ni] @ v[bi, kv].T) * factor
+                d_sum = (do[bi, ni] * o[bi, ni]).sum(axis=1, keepdims=True)
+                yield bi, ni, kv, pd, round_half_away(p * (dp - d_sum), dtype_name)
+    return q, k, v, do, heads()
+
+
+def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, layout, **spec):
+    """(dq, dk, dv) in float64, in the layouts of query, key and value; ``spec``: the other
+    keywords of ``_head_products``."""
+    q, k, v, do, heads = _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum,
+                                        scale=scale, layout=layout, **spec)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros(k.shape[:3] + v.shape[3:])
+    for bi, ni, kv, pd, ds in heads:
+        dv[bi, kv] += pd.T @ do[bi, ni]
+        dq[bi, ni] = scale * ds @ k[bi, kv]
+        dk[bi, kv] += scale * ds.T @ q[bi, ni]
     return heads_back(dq, layout), heads_back(dk, layout), heads_back(dv, layout)
 
 
+def largest_terms(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, layout, **spec):
+    """Per element of ``backward``'s outputs, the largest magnitude among the terms its sum adds
+    (scale·dS·K for dq, scale·dS·Q for dk, Pd·dY for dv): the per-element floor of
+    tests/precision.py. One ulp of a rounded P or dS that sits within fp32 error of a midpoint
+    moves an element by up to 2^-10 (fp16) of such a term, so an element that cancels below its
+    largest term cannot be resolved finer than that by any fp32 evaluation, the NPU's included."""
+    q, k, v, do, heads = _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum,
+                                        scale=scale, layout=layout, **spec)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros(k.shape[:3] + v.shape[3:])
+    for bi, ni, kv, pd, ds in heads:
+        dq[bi, ni] = _largest_products(scale * ds, k[bi, kv])
+        np.maximum(dk[bi, kv], _largest_products(scale * ds.T, q[bi, ni]), out=dk[bi, kv])
+        np.maximum(dv[bi, kv], _largest_products(pd.T, do[bi, ni]), out=dv[bi, kv])
+    return heads_back(dq, layout), heads_back(dk, layout), heads_back(dv, layout)
+
+
+def _largest_products(a, b, rows=64):
+    """max_k |a[i, k] * b[k, j]|, in row chunks so memory stays small."""
+    out = np.empty((a.shape[0], b.shape[1]))
+    for r in range(0, a.shape[0], rows):
+        out[r:r + rows] = np.abs(a[r:r + rows, :, None] * b[None]).max(axis=1, initial=0)
+    return out

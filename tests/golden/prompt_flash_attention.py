@@ -14,7 +14,8 @@ Rules modelled (reference §2B):
 - Online softmax per key block of ``kv_block`` columns (aligned at 0): E = exp(x - running max),
   row sum of the un-narrowed E, rescale by exp(m_old - m_new). E is narrowed before P V: fp16 (RNE)
   for fp16, bf16 ties-away for bf16; int8: E8 = clip(rint(fp16(E) * quant1)) and the block's
-  contribution is fp16(deq2 * E8 V8). (The narrowing makes the result depend on the blocking.)
+  contribution is fp16(deq2 * E8 V8). (The narrowing makes the result depend on the blocking; the
+  1024-key block is the emulator's assumption about the hardware's tiling, not a CANN fact.)
 - Output: int8 clip(rint(o * quantScale2[n, d] + quantOffset2[n, d])); fp16/bf16 outputs are returned
   unrounded, so the standard measures the emulator's final rounding (<= half an ulp) rather than
   doubling it when both sides round a value lying near a rounding boundary.

@@ -3,7 +3,8 @@
 Reference: the CANN 8.5 source notes (`ops-indexer-sparse-attention-kvcache`) §3.C (Atlas A2/A3) and §3.D
 (910_95). Each function takes numpy arrays, returns the updated cache as a new array, and skips
 writes that would land outside the cache (the emulator's choice for what the hardware leaves
-undefined). Duplicate slots: the later write wins. Shares no code with aclnn_emu.
+undefined). Duplicate slots: the later write wins (also the emulator's choice: on the NPU a race
+between AI cores). Shares no code with aclnn_emu.
 """
 import numpy as np
 

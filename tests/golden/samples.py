@@ -1,0 +1,113 @@
+"""What each spec sample prints, from the goldens.
+
+Each sample's inputs are rebuilt byte for byte as the sample makes them: a host vector of type T is
+copied into a device allocation of numel(shape) * sizeof(T) bytes, and the tensor views the first
+bytes of it in its own dtype (so a float vector of 1.0 read as fp16 holds 0, 1.875, 0, 1.875, ...).
+The op's outputs (from tests/golden) overwrite the start of their allocations, and the lines are
+rendered as the sample prints them: its host type reinterpreting the copied bytes, its printf format.
+
+Lines that read past the end of an output's allocation show neighbouring device memory, whose
+content is the emulator's choice (its arena layout), not a CANN fact: they are None and not compared.
+Two samples print nothing a golden can predict: aclnnSparseFlashAttentionGrad passes a `short` to
+`%e` (undefined behaviour: the value printed comes from a floating-point register, not the data), and
+aclnnScatterPaKvCache_1 copies its 1-element host vectors into whole tensors (the device data is
+host heap memory past the vectors). They map to None.
+"""
+import numpy as np
+
+from golden import flash_attention_score_grad as fag
+from golden import gather_pa_kv_cache as gather
+from golden import lightning_indexer_grad as lig
+from golden import prompt_flash_attention as pfa
+
+F16, F32, F64, U16, I16 = np.float16, np.float32, np.float64, np.uint16, np.int16
+
+
+def device(host_type, count, value, dtype, shape):
+    """(allocation bytes, tensor view) of a std::vector<host_type>(count, value) copied to the device
+    and viewed as ``dtype`` of ``shape``."""
+    data = np.full(count, value, host_type).tobytes()
+    return data, np.frombuffer(data, dtype)[:int(np.prod(shape))].reshape(shape)
+
+
+def printed(allocation: bytes, output: np.ndarray, host_type, count: int, fmt: str) -> list:
+    """The lines a sample prints for `count` host_type values copied from an allocation whose start
+    the op overwrote with `output`; None for values past the allocation."""
+    data = output.tobytes() + allocation[output.nbytes:]
+    size = np.dtype(host_type).itemsize
+    inside = np.frombuffer(data[:len(data) // size * size], host_type)
+    return [fmt % (i, inside[i]) if i < len(inside) else None for i in range(count)]
+
+
+def flash_attention_score_grad():
+    shape = (256, 1, 128)
+    made = {n: device(F32, 32768, 1, F16, shape) for n in ("q", "k", "v", "dy", "o")}
+    smax = np.full((1, 1, 256, 8), 3.0, F32)
+    with np.errstate(over="ignore", invalid="ignore"):   # P = e^17 overflows fp16: inf, NaN, as on the NPU
+        grads = fag.backward(*(made[n][1] for n in ("q", "k", "v", "dy", "o")), smax, smax, scale=0.088388,
+                             head_num=1, layout="SBH", dtype_name="float16",
+                             atten_mask=np.zeros((256, 256), np.uint8), sparse_mode=0, pre_tokens=65536,
+                             next_tokens=65536)
+    lines = []
+    for g in grads:
+        allocation, _ = device(F32, 32768, 0, F16, shape)
+        out = fag.round_half_away(g, "float16").astype(F16)
+        lines += printed(allocation, out, F32, 32768, "mean result[%d] is: %f")
+    return lines
+
+
+def gather_pa_kv_cache():
+    key_cache = device(U16, 256, 1, F16, (2, 2, 32, 2))[1]
+    value_cache = device(U16, 512, 1, F16, (2, 2, 32, 4))[1]
+    key_alloc, key = device(U16, 768, 0, F16, (12, 32, 2))
+    value = device(U16, 1536, 0, F16, (12, 32, 4))[1]
+    tables, lens, offsets = np.ones((4, 6), np.int32), np.full(4, 3, np.int32), np.full(4, 2, np.int32)
+    out_key, _ = gather.a2_norm(key_cache, value_cache, tables, lens, key, value, offsets, cumsum=False)
+    return printed(key_alloc, out_key.view(U16), U16, 256, "result[%d] is: %d")
+
+
+def lightning_indexer_grad():
+    """aclFloat16 is uint16_t: the sample's 1.0 is the fp16 bit pattern 0x0001. The op reads dy and
+    sparseIndices with row stride topK = dy's last dimension (128), so each row's 128 entries."""
+    b, s1, s2, g, d = 2, 3, 2048, 64, 128
+    q = device(U16, b * s1 * g * d, 1, F16, (b, s1, g, d))[1]
+    k = device(U16, b * s2 * d, 1, F16, (b, s2, 1, d))[1]
+    dy = device(U16, b * s1 * g * d, 1, F16, (b * s1 * g * d,))[1][:b * s1 * d].reshape(b, s1, d)
+    idx = np.ones((b, s1, d), np.int32)
+    w = device(U16, b * s1 * g, 1, F16, (b, s1, g))[1]
+    dq, dk, dw = lig.reference(q, k, dy, idx, w, layout="BSND", sparse_mode=3)
+    lines = []
+    for out in (dq.astype(F16), fag.round_half_away(dk, "float16").astype(F16),
+                fag.round_half_away(dw, "float16").astype(F16)):      # dq RNE, dk and dweights CAST_ROUND
+        allocation = device(U16, out.size, 1, F16, out.shape)[0]
+        lines += printed(allocation, out, F32, 10, "mean result[%d] is: %f")
+    return lines
+
+
+def prompt_flash_attention():
+    """The output buffer is read back as doubles: twice its allocation, whose second half holds the
+    host's 1.0f floats; past that lies neighbouring memory."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
+    v = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
+    expected = pfa.attention(q, k, v, scale=1 / np.sqrt(16), pre=65535, nxt=65535,
+                             mask=np.zeros((1, 1, 16), bool), act_kv=[16])
+    allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
+    return printed(allocation, expected.astype(F16), F64, 32, "result[%d] is: %f")
+
+
+def scatter_pa_kv_cache():
+    """The sample prints its key input back (read as floats): the op must leave it alone."""
+    allocation, key = device(I16, 128, 1, F16, (2, 2, 32))
+    return printed(allocation, key, F32, 128, "result[%d] is: %f")
+
+
+EXPECTED = {
+    "aclnnFlashAttentionScoreGradV2": flash_attention_score_grad,
+    "aclnnGatherPaKvCache": gather_pa_kv_cache,
+    "aclnnLightningIndexerGrad": lightning_indexer_grad,
+    "aclnnPromptFlashAttentionV2": prompt_flash_attention,
+    "aclnnScatterPaKvCache": scatter_pa_kv_cache,
+    "aclnnScatterPaKvCache_1": None,
+    "aclnnSparseFlashAttentionGrad": None,
+}
