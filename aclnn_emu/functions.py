@@ -308,9 +308,10 @@ def _param_line(op, p) -> str:
     facts = [p.ctype, need]
     if p.output and p.like is not None:
         facts.append("allocated when left out")
-    if p.is_tensor and p.dtypes:
+    tensors = p.kind in ("tensor", "tensor_list")      # a list's tensors share one kernel entry
+    if tensors and p.dtypes:
         facts.append(f"dtypes {_shorts(p.dtypes)}, formats ND")
-    elif p.is_tensor and op.combos and _from_kernels(op, p.name):
+    elif tensors and op.combos and _from_kernels(op, p.name):
         facts.append(_from_kernels(op, p.name))
     if p.values:
         facts.append(f"one of {', '.join(map(repr, p.values))}")
