@@ -7,7 +7,8 @@
 
 Arguments take the header's names, by position or keyword; optional pointers default to None. A
 tensor is a numpy array (ml_dtypes bf16/fp8 too), a CPU torch.Tensor (both copied to new device
-memory) or an aclnn_emu.Tensor (used as is). An output left out is allocated from the shape the
+memory) or an aclnn_emu.Tensor (used as is); a tensor list is a list or tuple of them (or an
+aclTensorList). An output left out is allocated from the shape the
 operator's own rules give (the `like` of its declaration). The result is the outputs (the in-place
 ref tensors included): one value, or a named tuple; each as the caller gave it (a host array given
 for an output or a ref tensor is updated in place), and an allocated one as numpy when numpy came
@@ -20,7 +21,7 @@ import keyword
 
 from . import api, host
 from .errors import AclnnError, typed
-from .meta import Executor, Tensor
+from .meta import Executor, Handled, Tensor, TensorList
 from .ops import arguments, calls
 from .ops.signature import REQUIRED
 from .runtime import api as rt
@@ -124,8 +125,8 @@ class Prepared:
             self._release()
 
     def _release(self) -> None:
-        for tensor in self._temporaries:
-            api.free(tensor)
+        for temporary in self._temporaries:
+            _release(temporary)
         self._temporaries = []
         if self._workspace:
             rt.free(self._workspace)
@@ -157,28 +158,58 @@ def _pack(op, values):
 
 @functools.cache
 def _tensor_params(op) -> tuple:
-    return tuple((i, p) for i, p in enumerate(op.params) if p.is_tensor)
+    return tuple((i, p) for i, p in enumerate(op.params) if p.kind in ("tensor", "tensor_list"))
 
 
 def _copy_inputs(op, values: list, temporaries: list):
-    """Host arrays in tensor parameters -> new device tensors; returns the call's kind."""
+    """Host arrays in tensor parameters -> new device tensors, a list or tuple in a tensor-list
+    parameter -> a new aclTensorList of its items so converted; returns the call's kind."""
     kind = DEVICE
     for i, param in _tensor_params(op):
         value = values[i]
-        if value is None or isinstance(value, Tensor):
+        if param.kind == "tensor_list":
+            if isinstance(value, (list, tuple)):
+                items = [_device_tensor(op, f"{param.name}[{j}]", item, temporaries) for j, item in enumerate(value)]
+                values[i] = TensorList(items)
+                temporaries.append(values[i])
+                kind = _kind(kind, value)
             continue
-        found = host.kind(value)
-        if found is None:
-            raise TypeError(f"aclnn_emu.ops.{op.name}: argument {param.name} must be a numpy array, a CPU "
-                            f"torch.Tensor, an aclnn_emu.Tensor or None, got {type(value).__name__}")
-        try:
-            tensor = api.to_device(host.to_numpy(value))
-        except ValueError as exc:         # a dtype with no aclDataType, a tensor on another device
-            raise ValueError(f"aclnn_emu.ops.{op.name}: argument {param.name}: {exc}") from None
-        temporaries.append(tensor)
-        values[i] = tensor
-        kind = host.TORCH if host.TORCH in (kind, found) else host.NUMPY
+        values[i] = _device_tensor(op, param.name, value, temporaries)
+        kind = _kind(kind, [value])
     return kind
+
+
+def _kind(kind: str, values) -> str:
+    """The call's kind after these values: torch once any host value is torch, else numpy once any is host."""
+    for value in values:
+        found = None if value is None or isinstance(value, Tensor) else host.kind(value)
+        if found is not None:
+            kind = host.TORCH if host.TORCH in (kind, found) else host.NUMPY
+    return kind
+
+
+def _device_tensor(op, name: str, value, temporaries: list):
+    """A host array copied to a new device tensor (kept in `temporaries`); a device tensor or None as is."""
+    if value is None or isinstance(value, Tensor):
+        return value
+    if host.kind(value) is None:
+        raise TypeError(f"aclnn_emu.ops.{op.name}: argument {name} must be a numpy array, a CPU "
+                        f"torch.Tensor, an aclnn_emu.Tensor or None, got {type(value).__name__}")
+    try:
+        tensor = api.to_device(host.to_numpy(value))
+    except ValueError as exc:         # a dtype with no aclDataType, a tensor on another device
+        raise ValueError(f"aclnn_emu.ops.{op.name}: argument {name}: {exc}") from None
+    temporaries.append(tensor)
+    return tensor
+
+
+def _release(temporary) -> None:
+    """A device tensor this call made (memory and handle), or its tensor list (the handle only:
+    the list's tensors are the caller's or released on their own)."""
+    if isinstance(temporary, TensorList):
+        Handled.destroy(temporary)
+    else:
+        api.free(temporary)
 
 
 def _allocate_outputs(op, args: list, kind: str, temporaries: list) -> None:
@@ -226,8 +257,8 @@ def prepare(op, values, repeatable: bool = False) -> Prepared:
         if code:
             raise AclnnError(code, take_recent())
     except BaseException:
-        for tensor in temporaries:
-            api.free(tensor)
+        for temporary in temporaries:
+            _release(temporary)
         raise
     if repeatable:
         handles.lookup(handle, Executor).repeatable = True   # aclSetAclOpExecutorRepeatable
@@ -308,9 +339,10 @@ def _param_line(op, p) -> str:
     facts = [p.ctype, need]
     if p.output and p.like is not None:
         facts.append("allocated when left out")
-    if p.is_tensor and p.dtypes:
+    tensors = p.kind in ("tensor", "tensor_list")      # a list's tensors share one kernel entry
+    if tensors and p.dtypes:
         facts.append(f"dtypes {_shorts(p.dtypes)}, formats ND")
-    elif p.is_tensor and op.combos and _from_kernels(op, p.name):
+    elif tensors and op.combos and _from_kernels(op, p.name):
         facts.append(_from_kernels(op, p.name))
     if p.values:
         facts.append(f"one of {', '.join(map(repr, p.values))}")
@@ -321,7 +353,8 @@ def describe(op) -> str:
     outputs = [op.params[i].name for i in _outputs(op)]
     lines = [f"{op.phase1} + {op.phase2} ({op.header}), then the outputs once the stream has run them.",
              "",
-             "Tensors: numpy arrays (ml_dtypes bf16/fp8 too), CPU torch tensors or aclnn_emu.Tensor. "
+             "Tensors: numpy arrays (ml_dtypes bf16/fp8 too), CPU torch tensors or aclnn_emu.Tensor; tensor "
+             "lists: a list or tuple of them. "
              "`stream`: an aclnn_emu.Stream or handle (None: the default stream). "
              f"Returns {' and '.join(outputs)}"
              + (" as a named tuple" if len(outputs) > 1 else "")

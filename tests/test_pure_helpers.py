@@ -9,15 +9,9 @@ import pytest
 
 import cabi
 from aclnn_emu import dtypes
+from golden.half import model_half_to_float
 
 ALL_HALVES = np.arange(65536, dtype=np.uint32)
-
-
-def model_half_to_float(bits: np.ndarray) -> np.ndarray:
-    """CANN's aclFloat16ToFloat: exponent 31 is decoded like any other (Inf -> 65536)."""
-    exponent, mantissa = (bits >> 10) & 0x1F, (bits & 0x3FF).astype(np.float64)
-    magnitude = np.where(exponent == 0, mantissa * 2.0 ** -24, (1 + mantissa / 1024) * np.exp2(exponent - 15.0))
-    return np.where(bits & 0x8000, -magnitude, magnitude).astype(np.float32)
 
 
 def model_float_to_half(values: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ import pytest
 import aclnn_emu as ae
 from aclnn_emu import errors, status
 from aclnn_emu.ops import all_ops
+from aclnn_emu.meta import TensorList
 from aclnn_emu.ops.signature import REQUIRED
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime.errors import take_recent
@@ -306,3 +307,87 @@ def test_fp8_caches_round_trip_bit_exact_as_numpy_and_torch(aclnn_soc):
     tcache = torch.zeros((1, 4, 1, 32), dtype=torch.float8_e4m3fn)
     result = ae.ops.ScatterPaKvCache(tkey, tcache, torch.from_numpy(slots), tkey, tcache.clone())
     assert result.keyCacheRef is tcache and tcache.view(torch.uint8).numpy().tobytes() == cache.tobytes()
+
+
+# -- the forward attention operators: numpy in, numpy out, the device path's bytes ------------------
+def _device_path(name, *args):
+    """ae.run on device tensors made by hand: an array becomes a device copy, a list of arrays an
+    aclTensorList of them, ("out", shape, DataType) a new output. Returns the outputs as numpy."""
+    made, outputs = [], []
+
+    def device(value):
+        if isinstance(value, np.ndarray):
+            made.append(ae.to_device(value))
+            return made[-1]
+        if isinstance(value, list) and all(isinstance(item, np.ndarray) for item in value):
+            return TensorList([device(item) for item in value])
+        if isinstance(value, tuple) and value[:1] == ("out",):
+            outputs.append(ae.empty(value[1], value[2]))
+            made.append(outputs[-1])
+            return outputs[-1]
+        return value
+    ae.run(name, *[device(a) for a in args])
+    result = [ae.numpy(t) for t in outputs]
+    for t in made:
+        ae.free(t)
+    return result
+
+
+def _same_bytes(got, expected):
+    assert [g.shape for g in got] == [e.shape for e in expected]
+    assert [g.dtype for g in got] == [e.dtype for e in expected]
+    assert all(g.tobytes() == e.tobytes() for g, e in zip(got, expected))
+
+
+def test_flash_attention_score_round_trip():
+    q, k, v = (RNG.standard_normal((1, 2, 32, 16)).astype(np.float16) for _ in range(3))
+    got = ae.ops.FlashAttentionScoreV2(q, k, v, scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536,
+                                       headNum=2, inputLayout="BNSD", innerPrecise=0, sparseMode=0)
+    assert got._fields == ("softmaxMaxOut", "softmaxSumOut", "softmaxOutOut", "attentionOutOut")
+    assert got.softmaxOutOut is None
+    lanes = ("out", (1, 2, 32, 8), ae.DataType.ACL_FLOAT)
+    expected = _device_path("FlashAttentionScoreV2", q, k, v, *[None] * 7, 0.25, 1.0, 65536, 65536, 2, "BNSD", 0, 0,
+                            1, lanes, lanes, None, ("out", q.shape, ae.DataType.ACL_FLOAT16))
+    _same_bytes([got.softmaxMaxOut, got.softmaxSumOut, got.attentionOutOut], expected)
+
+
+def test_incre_flash_attention_round_trip_with_a_list_of_arrays():
+    q = RNG.standard_normal((2, 4, 1, 16)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, 2, 64, 16)).astype(np.float16) for _ in range(2))
+    ae.setup()
+    before = rt.mem_info()
+    got = ae.ops.IncreFlashAttentionV4(q, [k], (v,), actualSeqLengths=[64, 40], numHeads=4, scaleValue=0.25,
+                                       inputLayout="BNSD", numKeyValueHeads=2)
+    assert rt.mem_info() == before
+    expected = _device_path("IncreFlashAttentionV4", q, [k], [v], None, None, [64, 40], *[None] * 9, 4, 0.25, "BNSD",
+                            2, 0, 1, ("out", q.shape, ae.DataType.ACL_FLOAT16))
+    _same_bytes([got], expected)
+
+
+def test_lightning_indexer_round_trip():
+    q = RNG.standard_normal((1, 4, 8, 128)).astype(np.float16)
+    k = RNG.standard_normal((1, 16, 1, 128)).astype(np.float16)
+    w = RNG.standard_normal((1, 4, 8)).astype(np.float16)
+    got = ae.ops.LightningIndexer(q, k, w, sparseCount=8, sparseMode=3, returnValues=True)
+    expected = _device_path("LightningIndexer", q, k, w, None, None, None, "BSND", "BSND", 8, 3, (1 << 63) - 1,
+                            (1 << 63) - 1, True, ("out", (1, 4, 1, 8), ae.DataType.ACL_INT32),
+                            ("out", (1, 4, 1, 8), ae.DataType.ACL_FLOAT16))
+    _same_bytes(list(got), expected)
+    assert (0 <= got.sparseIndicesOut[0, 0, 0]).all() and (got.sparseIndicesOut[0, 0, 0] < 13).all()  # causal: 13 keys
+
+
+def test_sparse_flash_attention_round_trip():
+    q = RNG.standard_normal((1, 4, 2, 512)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 8, 1, 512)).astype(np.float16) for _ in range(2))
+    q_rope = RNG.standard_normal((1, 4, 2, 64)).astype(np.float16)
+    k_rope = RNG.standard_normal((1, 8, 1, 64)).astype(np.float16)
+    indices = np.array([0, 1] * 4, np.int32).reshape(1, 4, 1, 2)
+    scale = 1 / np.sqrt(576)
+    got = ae.ops.SparseFlashAttention(q, k, v, indices, queryRope=q_rope, keyRope=k_rope, scaleValue=scale,
+                                      sparseBlockSize=4, sparseMode=3, attentionMode=2, returnSoftmaxLse=True)
+    lse = ("out", (1, 1, 4, 2), ae.DataType.ACL_FLOAT)
+    expected = _device_path("SparseFlashAttention", q, k, v, indices, None, None, None, q_rope, k_rope, scale, 4,
+                            "BSND", "BSND", 3, (1 << 63) - 1, (1 << 63) - 1, 2, True,
+                            ("out", q.shape, ae.DataType.ACL_FLOAT16), lse, lse)
+    _same_bytes(list(got), expected)
+    assert np.isfinite(got.softmaxSumOut).all() and (got.softmaxSumOut > 0).all()

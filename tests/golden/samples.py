@@ -15,12 +15,17 @@ host heap memory past the vectors). They map to None.
 """
 import numpy as np
 
+from golden import flash_attention_score as fas
 from golden import flash_attention_score_grad as fag
 from golden import gather_pa_kv_cache as gather
+from golden import incre_flash_attention as ifa
+from golden import lightning_indexer as li
 from golden import lightning_indexer_grad as lig
 from golden import prompt_flash_attention as pfa
+from golden import sparse_flash_attention as sfa
+from golden.half import model_half_to_float
 
-F16, F32, F64, U16, I16 = np.float16, np.float32, np.float64, np.uint16, np.int16
+F16, F32, F64, U16, I16, I8, I32 = np.float16, np.float32, np.float64, np.uint16, np.int16, np.int8, np.int32
 
 
 def device(host_type, count, value, dtype, shape):
@@ -30,13 +35,20 @@ def device(host_type, count, value, dtype, shape):
     return data, np.frombuffer(data, dtype)[:int(np.prod(shape))].reshape(shape)
 
 
-def printed(allocation: bytes, output: np.ndarray, host_type, count: int, fmt: str) -> list:
+def printed(allocation: bytes, output: np.ndarray, host_type, count: int, fmt: str, decode=None) -> list:
     """The lines a sample prints for `count` host_type values copied from an allocation whose start
-    the op overwrote with `output`; None for values past the allocation."""
+    the op overwrote with `output` (`decode` converts them as the sample does before printing);
+    None for values past the allocation."""
     data = output.tobytes() + allocation[output.nbytes:]
     size = np.dtype(host_type).itemsize
     inside = np.frombuffer(data[:len(data) // size * size], host_type)
+    inside = inside if decode is None else decode(inside)
     return [fmt % (i, inside[i]) if i < len(inside) else None for i in range(count)]
+
+
+def acl_half(bits):
+    """aclFloat16 host values printed through aclFloat16ToFloat (CANN's decode: -inf prints as -65536)."""
+    return model_half_to_float(bits.view(U16))
 
 
 def flash_attention_score_grad():
@@ -102,12 +114,84 @@ def scatter_pa_kv_cache():
     return printed(allocation, key, F32, 128, "result[%d] is: %f")
 
 
+def flash_attention_score():
+    """SBH [256, 1, 128] fp16 read from float 1.0s (0, 1.875, ...): every row alike, so each softmax
+    is uniform. attentionOut's allocation (32768 floats of 0) is read back whole as floats: its
+    first half holds the fp16 result in pairs, the rest stays 0."""
+    shape = (256, 1, 128)
+    q, k, v = (device(F32, 32768, 1, F16, shape)[1] for _ in range(3))
+    out, smax, ssum, _ = fas.forward(q, k, v, scale=0.088388, head_num=1, layout="SBH", dtype_name="float16",
+                                     atten_mask=np.zeros((256, 256), np.uint8), sparse_mode=0, pre_tokens=65536,
+                                     next_tokens=65536)
+    fmt = "mean result[%d] is: %f"
+    lines = printed(device(F32, 32768, 0, F16, shape)[0], fag.round_half_away(out, "float16").astype(F16), F32,
+                    32768, fmt)
+    for stat in (smax, ssum):
+        lines += printed(device(F32, 2048, 3.0, F32, stat.shape)[0], stat.astype(F32), F32, 2048, fmt)
+    return lines
+
+
+def incre_flash_attention():
+    """BNSD decode, fp16 from float 1.0s; the INT8 mask of 1s masks both keys, so every score is
+    -1e12 and the softmax uniform. Printed through std::cout (%g)."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
+    v = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
+    mask = device(I8, 2, 1, I8, (1, 2))[1]
+    out = ifa.attention(q[:, :, 0], list(k), list(v), scale=1 / np.sqrt(2), lengths=[2], mask=mask)
+    allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
+    return printed(allocation, ifa.fp16_away(out).astype(F16), F16, 32, "index: %d: %g")
+
+
+def lightning_indexer():
+    """BSND, one head, S1 = S2 = 2, causal; fp16 from float 1.0s, so the weights are 0 (row 0) and
+    1.875 (row 1). Indices print as int32, scores through aclFloat16ToFloat."""
+    q = device(F32, 256, 1, F16, (1, 2, 1, 128))[1]
+    k = device(F32, 256, 1, F16, (1, 2, 1, 128))[1]
+    w = device(F32, 2, 1, F16, (1, 2, 1))[1]
+    indices, scores = li.reference(q, k, w, sparse_count=2048, sparse_mode=3)
+    fmt = "mean result[%d] is: %"
+    lines = printed(device(I32, 4096, 1, I32, (4096,))[0], indices, I32, 4096, fmt + "d")
+    return lines + printed(device(F32, 4096, 1, F16, (4096,))[0], scores.astype(F16), U16, 4096, fmt + "f",
+                           decode=acl_half)
+
+
+def sparse_flash_attention():
+    """BSND MLA, S1 = S2 = 2, causal, sparseBlockSize 64: the indices (1) select block 1, keys 64..127,
+    past every row's keys, so each row is 0. returnSoftmaxLse is false: softmaxMax/Sum keep the
+    sample's float 1.0s, printed as aclFloat16 pairs (0, 1.875). Each print covers 32 halves."""
+    q = device(F32, 1024, 1, F16, (1, 2, 1, 512))[1]
+    k, v = (device(F32, 1024, 1, F16, (1, 2, 1, 512))[1] for _ in range(2))
+    q_rope, k_rope = (device(F32, 128, 1, F16, (1, 2, 1, 64))[1] for _ in range(2))
+    indices = device(I32, 4, 1, I32, (1, 2, 1, 2))[1]
+    out, _, _ = sfa.reference(q, q_rope, k, k_rope, v, indices, scale=1 / np.sqrt(2), block_size=64, sparse_mode=3)
+    fmt = "mean result[%d] is: %f"
+    lines = printed(device(F32, 1024, 1, F16, out.shape)[0], out.astype(F16), U16, 32, fmt, decode=acl_half)
+    unwritten = np.zeros(0, F32)
+    for _ in ("softmaxMax", "softmaxSum"):
+        lines += printed(device(F32, 32, 1, F32, (1, 2, 1, 16))[0], unwritten, U16, 32, fmt, decode=acl_half)
+    return lines
+
+
 EXPECTED = {
     "aclnnFlashAttentionScoreGradV2": flash_attention_score_grad,
+    "aclnnFlashAttentionScoreV2": flash_attention_score,
     "aclnnGatherPaKvCache": gather_pa_kv_cache,
+    "aclnnIncreFlashAttentionV4": incre_flash_attention,
+    "aclnnLightningIndexer": lightning_indexer,
     "aclnnLightningIndexerGrad": lightning_indexer_grad,
     "aclnnPromptFlashAttentionV2": prompt_flash_attention,
     "aclnnScatterPaKvCache": scatter_pa_kv_cache,
     "aclnnScatterPaKvCache_1": None,
+    "aclnnSparseFlashAttention": sparse_flash_attention,
     "aclnnSparseFlashAttentionGrad": None,
+}
+
+# Lines the emulator is known to print differently from the hardware, with the reason. The test
+# requires exactly these lines to differ, so removing the cause fails it until the entry goes.
+DIFFERS = {
+    # The kernels multiply Q by scale in fp32 before Q·Kᵀ, so each product is rounded and BLAS sums
+    # them in its own order (19.887318); the hardware scales the exact fp32 Q·Kᵀ = 225 afterwards
+    # (Muls after bmm1, op_kernel/arch32/flash_attention_score_s1s2_bn2gs1.h): 19.887300.
+    "aclnnFlashAttentionScoreV2": (range(32768, 34816), "softmaxMax: Q pre-scaled before Q·Kᵀ"),
 }

@@ -24,17 +24,60 @@ from ..generated import all_outputs_empty, check_kernel_key, check_required_not_
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
 
+# The inputLayout values the tiling accepts (TND needs the MLA rope inputs V4 cannot pass).
+LAYOUTS = ("BSH", "BSND", "BNSD", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
+
+
+def _attention_out(a):
+    """attentionOut by the op's rules: query's shape ([N, B, S, D] for the *_NBSD layouts), INT8 when
+    quantScale2 is given (output quantisation), else query's dtype; None without a query."""
+    q = a.query
+    if q is None:
+        return None
+    dtype = I8 if a.quantScale2 is not None else q.dtype
+    layout = "BSH" if a.inputLayout is None else a.inputLayout
+    heads = _u32(a.numHeads)
+    if not layout.endswith("_NBSD") or q.ndim < 3 or not heads or not q.numel:
+        return q.shape, dtype
+    b, s = q.shape[0], q.shape[2 if layout.startswith("BNSD") else 1]
+    return (heads, b, s, q.numel // (b * s * heads)), dtype
+
+
 OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
-    TensorIn("query"), TensorListIn("key"), TensorListIn("value"),
-    TensorIn("pseShift", optional=True), TensorIn("attenMask", optional=True),
-    IntArrayIn("actualSeqLengths", optional=True),
-    TensorIn("dequantScale1", optional=True), TensorIn("quantScale1", optional=True),
-    TensorIn("dequantScale2", optional=True), TensorIn("quantScale2", optional=True),
-    TensorIn("quantOffset2", optional=True), TensorIn("antiquantScale", optional=True),
-    TensorIn("antiquantOffset", optional=True), TensorIn("blocktable", optional=True),
-    TensorIn("kvPaddingSize", optional=True),
-    Int64("numHeads"), Double("scaleValue"), String("inputLayout"), Int64("numKeyValueHeads"),
-    Int64("blockSize"), Int64("innerPrecise"), TensorOut("attentionOut"),
+    TensorIn("query", doc="Q of the decode step (S = 1), laid out as inputLayout says"),
+    TensorListIn("key", doc="K: one tensor [B,...] (or one per batch), or the paged cache [blocks, blockSize, H] / "
+                            "[blocks, N2, blockSize, D] with blocktable"),
+    TensorListIn("value", doc="V, laid out like key"),
+    TensorIn("pseShift", optional=True, doc="position encoding added to the scores [B|1, N, 1, S]"),
+    TensorIn("attenMask", optional=True, doc="mask of keys to drop, nonzero = masked out [B, S] / [B, 1, S] / "
+                                             "[B, 1, 1, S]"),
+    IntArrayIn("actualSeqLengths", optional=True, doc="valid key/value length of each batch (None: key's S, or "
+                                                      "the block table's capacity)"),
+    TensorIn("dequantScale1", optional=True,
+             doc="INT8 query: dequantisation scale after Q·Kᵀ (no kernel takes an INT8 query: pass None)"),
+    TensorIn("quantScale1", optional=True,
+             doc="INT8 query: quantisation scale before P·V (no kernel takes an INT8 query: pass None)"),
+    TensorIn("dequantScale2", optional=True,
+             doc="INT8 query: dequantisation scale after P·V (no kernel takes an INT8 query: pass None)"),
+    TensorIn("quantScale2", optional=True, doc="INT8 attentionOut: quantisation scale, per tensor [1] or per "
+                                               "channel [N*D]"),
+    TensorIn("quantOffset2", optional=True, doc="INT8 attentionOut: quantisation offset, shaped like quantScale2"),
+    TensorIn("antiquantScale", optional=True, doc="INT8 key/value: dequantisation scales (keys, values), per "
+                                                  "tensor [2] or per channel [2, N2, 1, D] / [2, H] / [2, N2, D]"),
+    TensorIn("antiquantOffset", optional=True, doc="INT8 key/value: dequantisation offsets, shaped like "
+                                                   "antiquantScale"),
+    TensorIn("blocktable", optional=True, doc="page attention: cache block of each batch's i-th block "
+                                              "[B, maxBlocksPerSeq]"),
+    TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
+    Int64("numHeads", doc="number of query heads N"),
+    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+    String("inputLayout", default="BSH", values=LAYOUTS,
+           doc="layout of query/key/value (*_NBSD: attentionOut as [N, B, S, D])"),
+    Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
+    Int64("blockSize", default=0, doc="page attention: tokens per cache block (a multiple of 16, of 32 for INT8 "
+                                      "caches; at most 512)"),
+    Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
+    TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
 ])
 GAPS = {
     "soc": "Ascend910_95 (IFATilingV2 and the arch35 kernels)",
@@ -77,7 +120,7 @@ _DEF = {
     "kvPaddingSize":    "LLLLLLLLLLLLLLLLLLLLLL",
     "attentionOut":     "hbihibhbihibhbihibiiii",
 }
-COMBOS = [dict(zip(_DEF, row)) for row in zip(*(_column(spec) for spec in _DEF.values()))]
+COMBOS = OP.kernels([dict(zip(_DEF, row)) for row in zip(*(_column(spec) for spec in _DEF.values()))])
 ORIGIN_FORMATS = (Format.ACL_FORMAT_ND, Format.ACL_FORMAT_NCHW, Format.ACL_FORMAT_NHWC, Format.ACL_FORMAT_NCDHW)
 WORKSPACE = 16 * 1024 * 1024          # the AscendC system workspace (GetLibApiWorkSpaceSize)
 MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT = 512, 65535

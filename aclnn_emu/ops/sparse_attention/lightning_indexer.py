@@ -19,23 +19,54 @@ from ..outputs import writable
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 from .paged import block_table
 
+QUERY_LAYOUTS, KEY_LAYOUTS = ("BSND", "TND"), ("PA_BSND", "BSND", "TND")
+INT64_MAX = (1 << 63) - 1
+
+
+def _out(dtype_of):
+    """sparseIndicesOut / sparseValuesOut by the tiling's shape rule: query's [B,S1] or [T1], then
+    N2 = 1 and sparseCount (read as int32); None without a query."""
+    def rule(a):
+        q = a.query
+        if q is None:
+            return None
+        return (*q.shape[:-2], 1, max(attr_int32(a.sparseCount), 0)), dtype_of(q)
+    return rule
+
+
 OP = Op("LightningIndexer", "aclnn_lightning_indexer.h", [
-    TensorIn("query"), TensorIn("key"), TensorIn("weights"),
-    TensorIn("actualSeqLengthsQueryOptional", optional=True), TensorIn("actualSeqLengthsKeyOptional", optional=True),
-    TensorIn("blockTableOptional", optional=True),
-    String("layoutQueryOptional"), String("layoutKeyOptional"), Int64("sparseCount"), Int64("sparseMode"),
-    Int64("preTokens"), Int64("nextTokens"), Bool("returnValues"),
-    TensorOut("sparseIndicesOut"), TensorOut("sparseValuesOut"),
+    TensorIn("query", doc="indexer query [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 128, N1 at most 64"),
+    TensorIn("key", doc="indexer key [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] "
+                        "(PA_BSND)"),
+    TensorIn("weights", doc="per-head weights of the index scores [B,S1,N1] or [T1,N1], query's dtype"),
+    TensorIn("actualSeqLengthsQueryOptional", optional=True,
+             doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required"),
+    TensorIn("actualSeqLengthsKeyOptional", optional=True,
+             doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND"),
+    TensorIn("blockTableOptional", optional=True, doc="PA_BSND: cache block of each batch's i-th block "
+                                                      "[B, maxBlocks]"),
+    String("layoutQueryOptional", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
+    String("layoutKeyOptional", default="BSND", values=KEY_LAYOUTS,
+           doc="layout of key (NULL: BSND); not PA_BSND: the same as the query's"),
+    Int64("sparseCount", doc="keys kept per query token, the top-k (1..2048)"),
+    Int64("sparseMode", doc="0: every key, 3: causal (rightDownCausal)"),
+    Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
+    Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
+    Bool("returnValues", default=False, doc="also write the selected keys' scores to sparseValuesOut "
+                                            "(not with PA_BSND)"),
+    TensorOut("sparseIndicesOut", like=_out(lambda q: DataType.ACL_INT32),
+              doc="the top-k key positions per query token [B,S1,1,sparseCount] or [T1,1,sparseCount] (-1: none)"),
+    TensorOut("sparseValuesOut", like=_out(lambda q: q.dtype),
+              doc="their index scores (returnValues), shaped like sparseIndicesOut, query's dtype (-inf: none)"),
 ])
 
 SOCS = ("Ascend910B", "Ascend910_93")     # OpDef AddConfig and the tiling's GetNpuInfo agree
-INT64_MAX = (1 << 63) - 1
 SPARSE_LIMIT, HEAD_DIM, BLOCK_LIMIT, MAX_HEADS = 2048, 128, 1024, 64
 _FLOAT = ("query", "key", "weights", "sparseValuesOut")
 _INT = ("actualSeqLengthsQueryOptional", "actualSeqLengthsKeyOptional", "blockTableOptional", "sparseIndicesOut")
 # The OpDef pairs its DataType lists: every float tensor bf16, or every one fp16; the rest INT32.
-COMBOS = [dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT})
-          for dt in (DataType.ACL_BF16, DataType.ACL_FLOAT16)]
+COMBOS = OP.kernels([dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT})
+                     for dt in (DataType.ACL_BF16, DataType.ACL_FLOAT16)])
 
 
 def _fail(rule: str, message: str, code=status.ACLNN_ERR_INNER_TILING_ERROR):
@@ -62,9 +93,9 @@ def _tiling(a) -> dict:
     count, mode = attr_int32(a.sparseCount), attr_int32(a.sparseMode)       # read as int32
     if lk != "PA_BSND" and lq != lk:
         _fail("layout_mismatch", f"under non-PA conditions, layout_query ({lq}) and layout_key ({lk}) should be equal.")
-    if lk not in ("PA_BSND", "BSND", "TND"):
+    if lk not in KEY_LAYOUTS:
         _fail("layout_key", f"input attr layout_key only supported PA_BSND, BSND or TND, got {lk}")
-    if lq not in ("BSND", "TND"):
+    if lq not in QUERY_LAYOUTS:
         _fail("layout_query", f"input attr layout_query only supported BSND or TND, got {lq}")
     if not 0 < count <= SPARSE_LIMIT:
         _fail("sparse_count", f"input attr sparse_count must > 0 and <= 2048, got {count}")

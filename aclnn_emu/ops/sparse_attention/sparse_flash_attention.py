@@ -20,26 +20,67 @@ from ..outputs import writable
 from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 from .paged import block_table
 
+QUERY_LAYOUTS, KV_LAYOUTS = ("BSND", "TND"), ("BSND", "PA_BSND", "TND")
+INT64_MAX = (1 << 63) - 1
+
+
+def _attention_out(a):
+    """attentionOutOut by the tiling's shape check: query's shape with value's head size, query's dtype."""
+    if a.query is None or a.value is None:
+        return None
+    return (*a.query.shape[:-1], a.value.shape[-1] if a.value.ndim else 0), a.query.dtype
+
+
+def _softmax_out(a):
+    """softmaxMaxOut / softmaxSumOut as the doc shapes them: [B, N2, S1, N1/N2] (BSND) or [N2, T1, N1/N2]
+    (TND), FLOAT; a stand-in the op's own checks reject where the ranks are wrong."""
+    q, k = a.query, a.key
+    if q is None or k is None:
+        return None
+    if q.ndim not in (3, 4) or k.ndim < 2 or not k.shape[-2]:
+        return q.shape, DataType.ACL_FLOAT
+    n2 = k.shape[-2]
+    lead = (q.shape[0], n2, q.shape[1]) if q.ndim == 4 else (n2, q.shape[0])
+    return (*lead, q.shape[-2] // n2), DataType.ACL_FLOAT
+
+
 OP = Op("SparseFlashAttention", "aclnn_sparse_flash_attention.h", [
-    TensorIn("query"), TensorIn("key"), TensorIn("value"), TensorIn("sparseIndices"),
-    TensorIn("blockTable", optional=True), TensorIn("actualSeqLengthsQuery", optional=True),
-    TensorIn("actualSeqLengthsKv", optional=True), TensorIn("queryRope", optional=True),
-    TensorIn("keyRope", optional=True),
-    Double("scaleValue"), Int64("sparseBlockSize"), String("layoutQuery"), String("layoutKv"), Int64("sparseMode"),
-    Int64("preTokens"), Int64("nextTokens"), Int64("attentionMode"), Bool("returnSoftmaxLse"),
-    TensorOut("attentionOutOut"), TensorOut("softmaxMaxOut"), TensorOut("softmaxSumOut"),
+    TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 512"),
+    TensorIn("key", doc="K [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] (PA_BSND)"),
+    TensorIn("value", doc="V, shaped like key"),
+    TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,1,K] or [T1,1,K] (-1: none)"),
+    TensorIn("blockTable", optional=True, doc="PA_BSND: cache block of each batch's i-th block [B, maxBlocks]"),
+    TensorIn("actualSeqLengthsQuery", optional=True,
+             doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required"),
+    TensorIn("actualSeqLengthsKv", optional=True,
+             doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND"),
+    TensorIn("queryRope", optional=True, doc="MLA rope part of Q [..., N1, 64] (required: attentionMode 2)"),
+    TensorIn("keyRope", optional=True, doc="MLA rope part of K [..., 1, 64] (required with queryRope)"),
+    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
+    Int64("sparseBlockSize", doc="tokens per selected key block (a power of 2, 1..128)"),
+    String("layoutQuery", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
+    String("layoutKv", default="BSND", values=KV_LAYOUTS,
+           doc="layout of key/value (NULL: BSND); not PA_BSND: the same as the query's"),
+    Int64("sparseMode", doc="0: every selected key, 3: causal (rightDownCausal)"),
+    Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
+    Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
+    Int64("attentionMode", doc="2: MLA-absorb (the only mode)"),
+    Bool("returnSoftmaxLse", default=False, doc="also write softmaxMaxOut and softmaxSumOut (not with PA_BSND)"),
+    TensorOut("attentionOutOut", like=_attention_out, doc="the attention result, query's shape with value's D"),
+    TensorOut("softmaxMaxOut", like=_softmax_out,
+              doc="per-row score maximum [B,N2,S1,N1/N2] or [N2,T1,N1/N2] (returnSoftmaxLse)"),
+    TensorOut("softmaxSumOut", like=_softmax_out, doc="per-row exp sum, shaped like softmaxMaxOut (returnSoftmaxLse)"),
 ])
 
 SOCS = ("Ascend910B", "Ascend910_93")     # OpDef AddConfig
 TILING_SOCS = ("Ascend910B",)             # SFAInfoParser::GetNpuInfo
-INT64_MAX = (1 << 63) - 1
 HEAD_DIM, ROPE_DIM, MAX_BLOCK_SIZE = 512, 64, 1024
 RANK = {"BSND": 4, "TND": 3, "PA_BSND": 4}
 _FLOAT = ("query", "key", "value", "queryRope", "keyRope", "attentionOutOut")
 _INT = ("sparseIndices", "blockTable", "actualSeqLengthsQuery", "actualSeqLengthsKv")
-COMBOS = [dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT},
-               softmaxMaxOut=DataType.ACL_FLOAT, softmaxSumOut=DataType.ACL_FLOAT)
-          for dt in (DataType.ACL_FLOAT16, DataType.ACL_BF16)]
+COMBOS = OP.kernels([dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT},
+                          softmaxMaxOut=DataType.ACL_FLOAT, softmaxSumOut=DataType.ACL_FLOAT)
+                     for dt in (DataType.ACL_FLOAT16, DataType.ACL_BF16)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +129,9 @@ def _parse(a) -> Plan:
         _fail("query_rope_null", "Shape of queryRope is nullptr (the tiling needs queryRope)")
     lq = "BSND" if a.layoutQuery is None else a.layoutQuery
     lk = "BSND" if a.layoutKv is None else a.layoutKv
-    if lq not in ("BSND", "TND"):
+    if lq not in QUERY_LAYOUTS:
         _fail("layout_query", f"layoutQuery is {lq}, it is unsupported.")
-    if lk not in ("BSND", "PA_BSND", "TND"):
+    if lk not in KV_LAYOUTS:
         _fail("layout_kv", f"layoutKV is {lk}, it is unsupported.")
     if lk != "PA_BSND" and lq != lk:
         _fail("layout_mismatch", "When layoutKV is not PA_BSND, layoutKV must be the same as layoutQ.")
