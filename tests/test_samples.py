@@ -7,7 +7,7 @@ import pytest
 
 from aclnn_emu import toolkit
 from aclnn_emu.cli import sample_env
-from golden.samples import DIFFERS, EXPECTED
+from golden.samples import EXPECTED
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -57,10 +57,7 @@ def test_sample_runs_unchanged(cmake_build, name):
     assert len(lines) == len(expected)
     compared = [(i, got, want) for i, (got, want) in enumerate(zip(lines, expected)) if want is not None]
     wrong = [(i, got, want) for i, got, want in compared if got != want]
-    known, reason = DIFFERS.get(name, ((), ""))
-    assert len(compared) >= len(expected) // 4
-    assert [i for i, _, _ in wrong] == list(known), (f"{len(wrong)} lines differ (known: {len(known)}, "
-                                                    f"{reason or 'none'}), first: {wrong[:1]}")
+    assert len(compared) >= len(expected) // 4 and not wrong, f"{len(wrong)} lines differ, first: {wrong[:1]}"
 
 
 

@@ -186,12 +186,3 @@ EXPECTED = {
     "aclnnSparseFlashAttention": sparse_flash_attention,
     "aclnnSparseFlashAttentionGrad": None,
 }
-
-# Lines the emulator is known to print differently from the hardware, with the reason. The test
-# requires exactly these lines to differ, so removing the cause fails it until the entry goes.
-DIFFERS = {
-    # The kernels multiply Q by scale in fp32 before Q·Kᵀ, so each product is rounded and BLAS sums
-    # them in its own order (19.887318); the hardware scales the exact fp32 Q·Kᵀ = 225 afterwards
-    # (Muls after bmm1, op_kernel/arch32/flash_attention_score_s1s2_bn2gs1.h): 19.887300.
-    "aclnnFlashAttentionScoreV2": (range(32768, 34816), "softmaxMax: Q pre-scaled before Q·Kᵀ"),
-}

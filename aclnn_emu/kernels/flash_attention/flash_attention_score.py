@@ -87,8 +87,6 @@ class _Job:
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
         q = _widen(self.q[b, n, i0:i1])
-        if not self.pse.added_before_scale:
-            q *= self.scale
         j0, j1 = self.plan.key_range(b, i0, i1)
         row_max, row_sum, acc = self._keys(b, n, i0, i1, q, k, v, (j0, j1), buffers)
         unseen = row_max == NEG_FLT_MAX          # every score of the row masked
@@ -131,12 +129,14 @@ class _Job:
         return row_max, row_sum, acc
 
     def _scores(self, b, n, i0, i1, c0, c1, q, k, out):
+        # The cube's fp32 QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q before it.
         np.matmul(q, k[c0:c1].T, out=out)
         pse = self.pse.block(b, n, i0, i1, c0, c1)
-        if pse is not None:
+        if pse is not None and self.pse.added_before_scale:
             out += pse
-            if self.pse.added_before_scale:
-                out *= self.scale
+        out *= self.scale
+        if pse is not None and not self.pse.added_before_scale:
+            out += pse
         masked = self.plan.masked(b, n, i0, i1, c0, c1)
         if masked is not None:
             np.copyto(out, NEG_FLT_MAX, where=masked)
