@@ -11,6 +11,7 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+import ties
 from aclnn_emu import DataType
 from aclnn_emu.meta import TensorList
 from golden import incre_flash_attention as golden
@@ -299,3 +300,44 @@ def test_post_quant_tie(per_channel, expected):
     scale = np.full((1, 16) if per_channel else (1,), 1.0, np.float32)
     out = run_ifa(q, [k], [v], quant2=scale, out_dtype=DataType.ACL_INT8)
     assert np.all(out == expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_P_rounds_ties_away_from_zero(dtype):
+    """Head n scores key 0 at 0 (the max) and key 1 at y_n, whose fp32 exp is a midpoint of the
+    dtype: P = (1, CAST_ROUND(e_n)), V = (0, 1), so O = P_1 / (1 + e_n) shows the rounding of P
+    (fp16 output CAST_ROUND, bf16 CAST_RINT)."""
+    y, e = ties.exp_ties(np.random.default_rng(12), dtype, 32)
+    q, key = ties.dot_terms(y, dtype, 16)
+    k = np.broadcast_to(np.stack([np.zeros(16, dtype), key]), (32, 2, 16))[None]
+    v = np.broadcast_to(np.stack([np.zeros(16), np.ones(16)]).astype(dtype), (32, 2, 16))[None]
+    out = run_ifa(q[None], [k], [v], scale=1.0, kv_heads=32)
+    out_mode = "away" if np.dtype(dtype) == np.float16 else "even"
+
+    def golden_out(modes):
+        o = np.float32(ties.round_to(e, dtype, modes["P"])) / np.float32(1 + e)
+        return {"out": ties.round_to(o.astype(np.float64), dtype, out_mode)}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")
+
+
+def test_post_quant_per_channel_rounds_to_fp16_first():
+    """O * scale = 2.5 - 2**-10, an fp16 midpoint: CAST_ROUND to fp16 gives 2.5, then 3; without the
+    fp16 step the int8 rounding would give 2."""
+    q, k, v = uniform_case([[2.5 - 2 ** -9] * 16, [2.5] * 16], np.float16)
+    out = run_ifa(q, [k], [v], quant2=np.ones((1, 16), np.float32), out_dtype=DataType.ACL_INT8)
+    assert np.all(out == 3)
+
+
+def test_kv_left_padding_with_mask_and_pse():
+    """Mask and pse columns are those of the tokens: they start at the padding's first token too."""
+    q = values((2, 2, 16), np.float16)
+    k, v = values((2, 2, 30, 16), np.float16), values((2, 2, 30, 16), np.float16)
+    actual, pad = (12, 25), 4
+    mask = RNG.random((2, 1, 1, 30)) < 0.3
+    pse = values((1, 2, 1, 30), np.float16)
+    out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
+    starts = [30 - pad - n for n in actual]
+    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, starts=starts, mask=mask.reshape(2, 30),
+                      pse=pse[:, :, 0])
+    meets(out, expected, np.float16)
