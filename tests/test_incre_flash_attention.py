@@ -351,3 +351,24 @@ def test_kv_left_padding_with_mask_and_pse():
     expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, starts=starts, mask=mask.reshape(2, 30),
                       pse=pse[:, :, 0])
     meets(out, expected, np.float16)
+
+
+def test_softmax_chunks_are_2048_tokens():
+    """The emulator's own choice (the hardware's split of S is not modelled): the online softmax
+    walks 2048-token chunks. Head n reads 1024 tokens scored 0 with value 1 and then one token scored
+    s_n > 0 with value 0, exp(-s_n) = e_n an fp16 midpoint. In one chunk the first tokens get
+    P = CAST_ROUND(e_n); had a chunk ended before the last token, they would get P = 1 rescaled by
+    the unrounded e_n."""
+    y, e = ties.exp_ties(np.random.default_rng(16), np.float16, 32)
+    q, key = ties.dot_terms(-y, np.float16, 16)
+    k = np.zeros((1, 32, 1025, 16), np.float16)
+    k[0, :, 1024] = key
+    v = np.ones((1, 32, 1025, 16), np.float16)
+    v[0, :, 1024] = 0
+    out = run_ifa(q[None], [k], [v], scale=1.0, kv_heads=32)
+
+    def golden_out(modes):
+        o = np.float32(1024 * ties.round_to(e, np.float16, modes["P"])) / np.float32(1024 * e + 1)
+        return {"out": ties.round_to(o.astype(np.float64), np.float16, "away")}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")
