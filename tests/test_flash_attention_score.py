@@ -6,6 +6,7 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+import ties
 from aclnn_emu.kernels.casts import BF16, FP16, FP32, cast_round
 from golden import flash_attention_score as golden
 from golden import flash_attention_score_grad as grad_golden
@@ -148,6 +149,26 @@ def test_inner_precise_2_zeroes_fully_masked_rows():
         assert np.all(out[:, 5] == 0) and np.all(ssum[:, :, 5] == FLT_MAX) and np.all(smax[:, :, 5] == -FLT_MAX)
 
 
+def test_fully_masked_rows_average_all_keys_when_the_band_narrows_the_block():
+    """A row masked everywhere by attenMask inside a band that leaves its 128-row block only part of
+    the keys: still P = 1 on every one of the S2 keys (sum S2), as the backward assumes."""
+    mask = np.zeros((300, 300), np.uint8)
+    mask[200] = 1
+    smax, ssum, out = assert_matches(Case("float32", "BNSD", b=1, n1=1, n2=1, s1=300, s2=300, d=16,
+                                          atten_mask=mask, pre_tokens=10, next_tokens=10))
+    assert np.all(smax[0, 0, 200] == -FLT_MAX) and np.all(ssum[0, 0, 200] == 300)
+
+
+def test_rows_without_a_key_in_their_band_are_invalid_lines():
+    """S1 > S2 + preTokens: rows from S2 on have no key in their band (the tiling then takes the
+    invalid-line path), also in row blocks whose band holds no key at all: output 0, max -FLT_MAX,
+    sum FLT_MAX."""
+    case = Case("float32", "BNSD", b=1, n1=1, n2=1, s1=300, s2=100, d=16, atten_mask=np.zeros((300, 100), np.uint8),
+                pre_tokens=0, next_tokens=0)
+    smax, ssum, out = assert_matches(case, invalid_line=True)
+    assert np.all(out[0, 0, 100:] == 0) and np.all(smax[0, 0, 100:] == -FLT_MAX) and np.all(ssum[0, 0, 100:] == FLT_MAX)
+
+
 @pytest.mark.parametrize("pse_type,shape", [(1, (2, 2, 48, 40)), (1, (2, 2, 1, 40)), (0, (1, 2, 48, 40)),
                                             (0, (2, 2, 48, 40))])
 def test_pse_tensor(pse_type, shape):
@@ -201,6 +222,45 @@ def test_output_rounds_ties_away_from_zero(dtype_name, step):
     assert not np.array_equal(want, midpoint.astype(dtype)), "the case must separate the two roundings"
     assert np.array_equal(out[0, 0, 0].view(np.uint16), want.view(np.uint16))
     assert np.array_equal(out[0, 0, 1].view(np.uint16), want.view(np.uint16))
+
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_P_rounds_ties_away_from_zero(dtype_name):
+    """Row i scores key 0 at 0 (the max) and key 1 at y_i, whose fp32 exp is a midpoint of the
+    dtype: P = (1, CAST_ROUND(e_i)), V = (0, 1), so O = P_1 / (1 + e_i) shows the rounding of P."""
+    dtype = DTYPES[dtype_name]
+    y, e = ties.exp_ties(np.random.default_rng(11), dtype, 32)
+    q, key = ties.dot_terms(y, dtype, 16)
+    k = np.stack([np.zeros(16, dtype), key])[None, None]
+    v = np.stack([np.zeros(16), np.ones(16)]).astype(dtype)[None, None]
+    smax, ssum, out = forward(q[None, None], k, v, head_num=1, layout="BNSD", scale=1.0)
+
+    def golden_out(modes):
+        return {"out": ties.two_key_output(e, dtype, modes["P"], "away")}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out[0, 0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")
+    assert np.all(smax == 0) and np.array_equal(ssum[0, 0, :, 0], (1 + e).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_dropped_P_rounds_ties_away_from_zero(dtype_name):
+    """q = 0: every E is 1, and with every bit kept P = CAST_ROUND(1 / keepProb), keepProb chosen so
+    that its fp32 reciprocal is the midpoint 1 + 2**-digits; one key, V = 3: O = 3 P."""
+    dtype = DTYPES[dtype_name]
+    digits = ties.FORMATS[dtype_name][0]
+    factor = 1 + 2.0 ** -digits
+    keep_prob = np.float32(1 / factor)
+    assert np.float32(1) / keep_prob == factor, "the reciprocal must land on the midpoint"
+    q, k, v = np.zeros((1, 1, 8, 16), dtype), np.zeros((1, 1, 1, 16), dtype), np.full((1, 1, 1, 16), 3, dtype)
+    keep_all = np.packbits(np.ones(8, bool), bitorder="little")
+    _, _, out = forward(q, k, v, head_num=1, layout="BNSD", scale=1.0, keep_prob=float(keep_prob),
+                        drop_mask=keep_all)
+
+    def golden_out(modes):
+        return {"out": ties.round_to(3 * ties.round_to(factor, dtype, modes["P"]), dtype, "away")}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out, np.full(out.shape, want["out"]), "attentionOut")
 
 
 def test_empty_key_zeroes_every_output():

@@ -11,7 +11,9 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+import ties
 from aclnn_emu import DataType
+from aclnn_emu.kernels import native
 from aclnn_emu.meta import TensorList
 from golden import incre_flash_attention as golden
 
@@ -85,11 +87,21 @@ def test_layouts_and_gqa(dtype, layout):
     meets(out, expected, dtype)
 
 
-@pytest.mark.parametrize("heads,d", [(6, 128), (2, 128), (6, 64), (10, 40), (6, 20)],
-                         ids=["g3_d128", "g1_d128", "g3_d64", "g5_d40", "g3_d20"])
-def test_group_sizes_and_head_dims(heads, d):
+@pytest.fixture(params=native.ISAS[:native.ISAS.index(native.best_isa()) + 1])
+def isa(request):
+    """Each instruction-set level this CPU runs: each has its own decode paths (AVX-512, F16C, the
+    generic loops)."""
+    try:
+        yield native.use_isa(request.param)
+    finally:
+        native.use_isa("auto")
+
+
+@pytest.mark.parametrize("heads,d", [(6, 128), (2, 128), (6, 64), (10, 40), (6, 20), (8, 64)],
+                         ids=["g3_d128", "g1_d128", "g3_d64", "g5_d40", "g3_d20", "g4_d64"])
+def test_group_sizes_and_head_dims(heads, d, isa):
     """Odd groups and the head dims the compiled paths specialise (64 and 128; multiples of 8) or
-    leave to the generic loop."""
+    leave to the generic loop, at every instruction-set level."""
     q = values((2, heads, d), np.float16)
     k, v = values((2, 2, 300, d), np.float16), values((2, 2, 300, d), np.float16)
     out = run_ifa(q, [k], [v], kv_heads=2, scale=d ** -0.5, actual=(300, 123))
@@ -299,3 +311,64 @@ def test_post_quant_tie(per_channel, expected):
     scale = np.full((1, 16) if per_channel else (1,), 1.0, np.float32)
     out = run_ifa(q, [k], [v], quant2=scale, out_dtype=DataType.ACL_INT8)
     assert np.all(out == expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_P_rounds_ties_away_from_zero(dtype):
+    """Head n scores key 0 at 0 (the max) and key 1 at y_n, whose fp32 exp is a midpoint of the
+    dtype: P = (1, CAST_ROUND(e_n)), V = (0, 1), so O = P_1 / (1 + e_n) shows the rounding of P
+    (fp16 output CAST_ROUND, bf16 CAST_RINT)."""
+    y, e = ties.exp_ties(np.random.default_rng(12), dtype, 32)
+    q, key = ties.dot_terms(y, dtype, 16)
+    k = np.broadcast_to(np.stack([np.zeros(16, dtype), key]), (32, 2, 16))[None]
+    v = np.broadcast_to(np.stack([np.zeros(16), np.ones(16)]).astype(dtype), (32, 2, 16))[None]
+    out = run_ifa(q[None], [k], [v], scale=1.0, kv_heads=32)
+    out_mode = "away" if np.dtype(dtype) == np.float16 else "even"
+
+    def golden_out(modes):
+        return {"out": ties.two_key_output(e, dtype, modes["P"], out_mode)}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")
+
+
+def test_post_quant_per_channel_rounds_to_fp16_first():
+    """O * scale = 2.5 - 2**-10, an fp16 midpoint: CAST_ROUND to fp16 gives 2.5, then 3; without the
+    fp16 step the int8 rounding would give 2."""
+    q, k, v = uniform_case([[2.5 - 2 ** -9] * 16, [2.5] * 16], np.float16)
+    out = run_ifa(q, [k], [v], quant2=np.ones((1, 16), np.float32), out_dtype=DataType.ACL_INT8)
+    assert np.all(out == 3)
+
+
+def test_kv_left_padding_with_mask_and_pse():
+    """Mask and pse columns are those of the tokens: they start at the padding's first token too."""
+    q = values((2, 2, 16), np.float16)
+    k, v = values((2, 2, 30, 16), np.float16), values((2, 2, 30, 16), np.float16)
+    actual, pad = (12, 25), 4
+    mask = RNG.random((2, 1, 1, 30)) < 0.3
+    pse = values((1, 2, 1, 30), np.float16)
+    out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
+    starts = [30 - pad - n for n in actual]
+    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, starts=starts, mask=mask.reshape(2, 30),
+                      pse=pse[:, :, 0])
+    meets(out, expected, np.float16)
+
+
+def test_softmax_chunks_are_2048_tokens():
+    """The emulator's own choice (the hardware's split of S is not modelled): the online softmax
+    walks 2048-token chunks. Head n reads 1024 tokens scored 0 with value 1 and then one token scored
+    s_n > 0 with value 0, exp(-s_n) = e_n an fp16 midpoint. In one chunk the first tokens get
+    P = CAST_ROUND(e_n); had a chunk ended before the last token, they would get P = 1 rescaled by
+    the unrounded e_n."""
+    y, e = ties.exp_ties(np.random.default_rng(16), np.float16, 32)
+    q, key = ties.dot_terms(-y, np.float16, 16)
+    k = np.zeros((1, 32, 1025, 16), np.float16)
+    k[0, :, 1024] = key
+    v = np.ones((1, 32, 1025, 16), np.float16)
+    v[0, :, 1024] = 0
+    out = run_ifa(q[None], [k], [v], scale=1.0, kv_heads=32)
+
+    def golden_out(modes):
+        o = np.float32(1024 * ties.round_to(e, np.float16, modes["P"])) / np.float32(1024 * e + 1)
+        return {"out": ties.round_to(o.astype(np.float64), np.float16, "away")}
+    want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
+    ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")

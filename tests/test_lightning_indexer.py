@@ -123,10 +123,11 @@ def _tie_case(s1, s2, dtype):
     return query, key, weights
 
 
-@pytest.mark.parametrize("s1", [3, 9])
+@pytest.mark.parametrize("s1", [3, 4, 5, 9])
 def test_tie_order_is_exact(s1):
     """Batches of up to 4 query rows keep equal scores in index order; longer batches put a later
-    512-key block first among equal scores (its lower index first inside the block)."""
+    512-key block first among equal scores (its lower index first inside the block). 4 and 5 sit on
+    either side of the boundary."""
     query, key, weights = _tie_case(s1, 1300, BF16)
     idx, val = run_op(query, key, weights, count=512, mode=0)
     g_idx, g_val = reference(query, key, weights, sparse_count=512, sparse_mode=0)

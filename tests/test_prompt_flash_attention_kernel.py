@@ -1,7 +1,11 @@
-"""PromptFlashAttention kernel pieces: fp16 rounding, deqScale decoding, and the forward against torch."""
+"""PromptFlashAttention kernel pieces: fp16 rounding, deqScale decoding, the forward against torch, and
+the roundings of the other kernel families (base API, arch35) at ties."""
 import numpy as np
 import pytest
 
+import ties
+
+from aclnn_emu.kernels.casts import BF16
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.kernels.flash_attention.quant import deq_scale, quantize_
 from golden import prompt_flash_attention as golden
@@ -40,3 +44,34 @@ def test_forward_against_torch_sdpa():
     modelled = golden.attention(q, k, v, scale=0.125, sparse_mode=3)
     bound = 2 * np.abs(modelled - exact).max() + 2.0 ** -11 * np.abs(exact).max()
     assert np.abs(out.astype(np.float64) - exact).max() <= bound
+
+
+def _no_band(rows, keys):
+    return dict(bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)], act_q=[rows], act_kv=[keys])
+
+
+def test_base_api_bf16_P_rounds_to_nearest_even():
+    """The base-API kernels (sparse modes 20-22) narrow bf16 P with CAST_RINT, the output too. Row i
+    scores key 0 at 0 (the max) and key 1 at y_i, whose fp32 exp is a bf16 midpoint; V = (0, 1)."""
+    y, e = ties.exp_ties(np.random.default_rng(17), BF16, 32)
+    q, key = ties.dot_terms(y, BF16, 16)
+    k = np.stack([np.zeros(16, BF16), key])[None, None]
+    v = np.stack([np.zeros(16), np.ones(16)]).astype(BF16)[None, None]
+    out = pfa.prompt_flash_attention(q[None, None], k, v, scale=1.0, precision=pfa.BASE_API, **_no_band(32, 2))
+    want = ties.assert_sensitive(lambda modes: {"out": ties.two_key_output(e, BF16, modes["P"], "even")},
+                                 {"P": "even"}, "base-API P")
+    ties.assert_bits(out[0, 0], np.repeat(want["out"][:, None], 16, axis=1), "out")
+
+
+def test_arch35_fp16_output_rounds_ties_away():
+    """The arch35 kernels (Ascend910_95) round an fp16 output with CAST_ROUND. Q = 0: P = 1 on both
+    keys, so O = (v0 + v1) / 2, a midpoint for v0 and v1 one step apart."""
+    rng = np.random.default_rng(18)
+    v0 = ties.round_to(ties.one_more_bit(rng, 64, np.float16), np.float16, "even")
+    v1 = v0 + np.sign(v0) * np.spacing(np.abs(v0).astype(np.float16)).astype(np.float64)
+    midpoint = (v0 + v1) / 2
+    v = np.stack([v0, v1]).astype(np.float16)[None, None]
+    q, k = np.zeros((1, 1, 4, 64), np.float16), np.zeros((1, 1, 2, 64), np.float16)
+    out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=pfa.REGBASE, **_no_band(4, 2))
+    assert ties.is_tie(midpoint, np.float16).any()
+    ties.assert_bits(out[0, 0], np.tile(ties.round_to(midpoint, np.float16, "away"), (4, 1)), "out")

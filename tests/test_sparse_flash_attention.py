@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
+import ties
 from golden.sparse_flash_attention import reference
 from precision import failure
 
@@ -129,6 +130,45 @@ def test_softmax_statistics_feed_the_backward():
     s = 0.05 * np.einsum("rgd,jd->rgj", q, k)
     p = np.exp(s - smax[..., None]) / ssum[..., None]
     assert np.allclose(p.sum(-1), 1.0, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_P_rounds_ties_away_from_zero(dtype):
+    """Row r selects key 0, scored 0 (the max), and key 1, scored y_r, whose fp32 exp is a midpoint
+    of the dtype: P = (1, CAST_ROUND(e_r)), V = (0, 1), so O = P_1 / (1 + e_r) shows the rounding
+    of P (output: bf16 CAST_RINT, fp16 CAST_ROUND)."""
+    rows = 32
+    y, e = ties.exp_ties(np.random.default_rng(14), dtype, rows)
+    q, key = ties.dot_terms(y, dtype, D)
+    value = np.stack([np.zeros(D), np.ones(D)]).astype(dtype)
+    case = dict(query=q.reshape(1, rows, 1, D), query_rope=np.zeros((1, rows, 1, DR), dtype),
+                key=np.stack([np.zeros(D, dtype), key]).reshape(1, 2, 1, D), key_rope=np.zeros((1, 2, 1, DR), dtype),
+                value=value.reshape(1, 2, 1, D), indices=np.tile(np.int32([0, 1]), (1, rows, 1, 1)))
+    out, _, ssum = run_op(case, scale=1.0, block_size=1, mode=0)
+    out_mode = "even" if dtype == BF16 else "away"
+    want = ties.assert_sensitive(lambda modes: {"out": ties.two_key_output(e, dtype, modes["P"], out_mode)},
+                                 {"P": "away"}, "attentionOut")
+    ties.assert_bits(out.reshape(rows, D), np.repeat(want["out"][:, None], D, axis=1), "attentionOut")
+    assert np.array_equal(ssum[:, 0], (1 + e).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_output_rounding_at_ties(dtype):
+    """q = 0: both selected keys get P = 1, so O = (v0 + v1) / 2 exactly in fp32; v0 and v1 one step
+    apart put O on the midpoint: bf16 CAST_RINT keeps the even neighbour, fp16 CAST_ROUND the larger
+    magnitude."""
+    rng = np.random.default_rng(15)
+    v0 = ties.one_more_bit(rng, D, dtype)
+    v0 = ties.round_to(v0, dtype, "even")                      # on the grid; v1 one step further out
+    v1 = v0 + np.sign(v0) * np.spacing(np.abs(v0).astype(dtype)).astype(np.float64)
+    midpoint = (v0 + v1) / 2
+    case = dict(query=np.zeros((1, 4, 1, D), dtype), query_rope=np.zeros((1, 4, 1, DR), dtype),
+                key=np.zeros((1, 2, 1, D), dtype), key_rope=np.zeros((1, 2, 1, DR), dtype),
+                value=np.stack([v0, v1]).astype(dtype).reshape(1, 2, 1, D), indices=np.tile(np.int32([0, 1]), (1, 4, 1, 1)))
+    out, _, _ = run_op(case, scale=1.0, block_size=1, mode=0)
+    mode = "even" if dtype == BF16 else "away"
+    assert ties.is_tie(midpoint, dtype).any(), "the case must separate the two roundings"
+    ties.assert_bits(out.reshape(4, D), np.tile(ties.round_to(midpoint, dtype, mode), (4, 1)), "attentionOut")
 
 
 @pytest.mark.parametrize("edit, code, words", [

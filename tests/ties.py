@@ -13,7 +13,9 @@ CAST_ROUND, "even" = CAST_RINT or a plain conversion, None = kept exact), so the
    the test can fail for each wrong choice (a case without ties there would pass anything).
 
 Helpers for new operators: `round_to`, `one_more_bit` (values that are ties half the time),
-`midpoints`, `reciprocal_ties`, `is_tie`, `to_output`, `assert_bits`, `assert_sensitive`.
+`midpoints`, `reciprocal_ties`, `exp_ties`, `dot_terms` and `two_key_output` (forward kernels'
+P = exp(S - max)),
+`is_tie`, `to_output`, `assert_bits`, `assert_sensitive`.
 """
 import itertools
 
@@ -94,6 +96,51 @@ def reciprocal_ties(rng, dtype, shape) -> np.ndarray:
     assert len(sums) == size, "too few reciprocals land on midpoints"
     powers = rng.choice(np.array([1, 2, 4], np.float32), shape)
     return np.where(rng.random(shape) < 0.5, sums.reshape(shape), powers)
+
+
+def exp_ties(rng, dtype, count):
+    """(y, e): ``count`` float32 scores y < 0 whose float32 exponentials e = fp32(exp(y)) are
+    ``dtype`` midpoints in [1/2, 1), for attention forward kernels, whose P = exp(S - max) with the
+    max at 0. Each e lies within 0.1 of an fp32 ulp of exp(y), so any exp good to 0.4 ulp returns it,
+    and numpy's float32 exp (not correctly rounded: 1 ulp off near some of them) returns it too."""
+    wanted = np.abs(midpoints(rng, 64 * count, dtype, 0.5, 1))
+    near = np.log(wanted).astype(np.float32)
+    y = np.concatenate([near + np.float32(s) * np.spacing(near) for s in (-1, 0, 1)])
+    exact = np.exp(y.astype(np.float64))
+    e = exact.astype(np.float32).astype(np.float64)
+    good = (e == np.tile(wanted, 3)) & (np.abs(exact - e) < 0.1 * np.spacing(e.astype(np.float32))) & (y < 0) \
+        & (np.exp(y) == e)
+    y, keep = np.unique(y[good], return_index=True)
+    assert len(y) >= count, "too few exponentials land on midpoints"
+    return y[:count], e[good][keep][:count]
+
+
+def dot_terms(y, dtype, width: int):
+    """(q [n, width], k [width]) in ``dtype`` with q . k == y exactly in fp32 in any summation order:
+    y's 24 bits cut into three pieces of the dtype's precision, k = (1, 2**-digits, 2**-2digits, 0...)."""
+    digits = FORMATS[name_of(dtype)][0]
+    rest, pieces = np.asarray(y, np.float64), []
+    for i in range(3):
+        scaled = rest * 2.0 ** (digits * i)
+        mantissa, exponent = np.frexp(scaled)
+        piece = np.ldexp(np.trunc(np.ldexp(mantissa, digits)), exponent - digits)
+        pieces.append(piece)
+        rest = rest - piece * 2.0 ** (-digits * i)
+    assert not rest.any(), "y does not fit in three pieces"
+    q = np.zeros((len(y), width))
+    q[:, :3] = np.stack(pieces, axis=1)
+    k = np.zeros(width)
+    k[:3] = 2.0 ** (-digits * np.arange(3))
+    assert np.array_equal(q.astype(dtype).astype(np.float64), q), "a piece is not on the dtype's grid"
+    return q.astype(dtype), k.astype(dtype)
+
+
+def two_key_output(e, dtype, p_mode, out_mode):
+    """A forward kernel's output for the two keys of an `exp_ties` row: scores (0, y), so
+    P = (1, round(e)) and the sum l = 1 + e (exact in fp32), values (0, 1): O = fp32(P_1 / l),
+    narrowed in ``out_mode``."""
+    o = np.float32(round_to(e, dtype, p_mode)) / np.float32(1 + e)
+    return round_to(o.astype(np.float64), dtype, out_mode)
 
 
 def bits(x) -> np.ndarray:

@@ -89,9 +89,11 @@ class _Job:
         q = _widen(self.q[b, n, i0:i1])
         j0, j1 = self.plan.key_range(b, i0, i1)
         row_max, row_sum, acc = self._keys(b, n, i0, i1, q, k, v, (j0, j1), buffers)
-        unseen = row_max == NEG_FLT_MAX          # every score of the row masked
+        # every score of the row masked; -inf: a row block whose band holds no key at all
+        unseen = row_max <= NEG_FLT_MAX
         if unseen.any():
             if self.params.invalid_line:
+                row_max[unseen] = NEG_FLT_MAX
                 row_sum[unseen] = FLT_MAX
                 acc[unseen] = 0
             elif (j0, j1) != (0, self.shape[4]):
