@@ -150,20 +150,26 @@ def test_inner_precise_2_zeroes_fully_masked_rows():
 
 
 def test_fully_masked_rows_average_all_keys_when_the_band_narrows_the_block():
-    """A row masked everywhere by attenMask inside a band that leaves its 128-row block only part of
-    the keys: still P = 1 on every one of the S2 keys (sum S2), as the backward assumes."""
-    mask = np.zeros((300, 300), np.uint8)
-    mask[200] = 1
-    smax, ssum, out = assert_matches(Case("float32", "BNSD", b=1, n1=1, n2=1, s1=300, s2=300, d=16,
+    """A row masked everywhere by attenMask inside a band that leaves its row block (the kernel's
+    ROW_BLOCK) only part of the keys: still P = 1 on every one of the S2 keys (sum S2), as the
+    backward assumes."""
+    from aclnn_emu.kernels.flash_attention import flash_attention_score as kernel
+    s = 2 * kernel.ROW_BLOCK + 100          # the middle row block sees keys near its rows only
+    row = kernel.ROW_BLOCK + 50
+    mask = np.zeros((s, s), np.uint8)
+    mask[row] = 1
+    smax, ssum, out = assert_matches(Case("float32", "BNSD", b=1, n1=1, n2=1, s1=s, s2=s, d=16,
                                           atten_mask=mask, pre_tokens=10, next_tokens=10))
-    assert np.all(smax[0, 0, 200] == -FLT_MAX) and np.all(ssum[0, 0, 200] == 300)
+    assert np.all(smax[0, 0, row] == -FLT_MAX) and np.all(ssum[0, 0, row] == s)
 
 
 def test_rows_without_a_key_in_their_band_are_invalid_lines():
     """S1 > S2 + preTokens: rows from S2 on have no key in their band (the tiling then takes the
     invalid-line path), also in row blocks whose band holds no key at all: output 0, max -FLT_MAX,
     sum FLT_MAX."""
-    case = Case("float32", "BNSD", b=1, n1=1, n2=1, s1=300, s2=100, d=16, atten_mask=np.zeros((300, 100), np.uint8),
+    from aclnn_emu.kernels.flash_attention import flash_attention_score as kernel
+    s1 = 2 * kernel.ROW_BLOCK + 44          # the later row blocks hold no key in their band
+    case = Case("float32", "BNSD", b=1, n1=1, n2=1, s1=s1, s2=100, d=16, atten_mask=np.zeros((s1, 100), np.uint8),
                 pre_tokens=0, next_tokens=0)
     smax, ssum, out = assert_matches(case, invalid_line=True)
     assert np.all(out[0, 0, 100:] == 0) and np.all(smax[0, 0, 100:] == -FLT_MAX) and np.all(ssum[0, 0, 100:] == FLT_MAX)
