@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 B, N, D = 1, 8, 128
@@ -82,10 +83,10 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--memory-s", type=int, default=16384, help="sequence length of the memory run")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        peak_rss_child(args.child)
+    if "--child" in sys.argv:
+        peak_rss_child(int(parser.parse_args().child))
         return
+    args = machine.start(parser)
 
     s = 2048
     flops = 4 * B * N * s * s * D

@@ -17,6 +17,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
 from aclnn_emu.meta import TensorList  # noqa: E402
+import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 BATCH, HEADS, KV_HEADS, HEAD, SEQ, BLOCK = 16, 32, 8, 128, 4096, 128
@@ -25,6 +26,7 @@ ROUNDS = 5
 
 
 def main():
+    machine.start()
     rng = np.random.default_rng(0)
     caches = [rng.standard_normal((BLOCKS, KV_HEADS, BLOCK, HEAD), np.float32).astype(np.float16) for _ in range(2)]
     table = rng.permutation(BLOCKS).reshape(BATCH, SEQ // BLOCK).astype(np.int32)

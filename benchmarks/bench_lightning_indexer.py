@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 from versus import compare  # noqa: E402
 
 B, S1, S2, N1, D, TOPK = 1, 1024, 4096, 64, 128, 2048
@@ -60,6 +61,7 @@ def pytorch_step(torch, x):
 
 
 def main():
+    machine.start()
     import torch
     x = make_inputs()
     compare(f"LightningIndexer bf16 BSND B={B} S1={S1} S2={S2} N1={N1} D={D} sparse_count={TOPK}, sparse mode "

@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 from versus import compare  # noqa: E402
 
 T1, S2, N1, D, DR, K = 512, 4096, 128, 512, 64, 2048
@@ -67,6 +68,7 @@ def pytorch_step(torch, x):
 
 
 def main():
+    machine.start()
     import torch
     x = make_inputs()
     compare(f"SparseFlashAttention bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, sparse "
