@@ -143,8 +143,9 @@ MUTATIONS = [
              LIG_TESTS),
 
     # --- FlashAttentionScore (forward) ---------------------------------------------------------
-    Mutation("fas-P-half-even", FAS, "alpha, rounding=None if dropped else self.rounding)\n",
-             "alpha, rounding=None)\n            if not dropped:\n                scores[...] = scores.astype(self.dtype)\n",
+    Mutation("fas-P-half-even", FAS, "                                  rounding=None if dropped else self.rounding)\n",
+             "                                  rounding=None)\n"
+             "            if not dropped:\n                scores[...] = scores.astype(self.dtype)\n",
              FAS_TESTS),
     Mutation("fas-P-unrounded", FAS, "rounding=None if dropped else self.rounding)", "rounding=None)", FAS_TESTS),
     Mutation("fas-dropped-P-half-even", FAS, "native.round_product(scores, scores, keep, self.rounding)",

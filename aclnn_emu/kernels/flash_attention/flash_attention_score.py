@@ -117,9 +117,10 @@ class _Job:
             c1 = min(c0 + KEY_BLOCK, keys[1])
             size = rows * (c1 - c0)
             scores = buffers[0][:size].reshape(rows, c1 - c0)
-            self._scores(b, n, i0, i1, c0, c1, q, k, scores)
+            scaled = self._scores(b, n, i0, i1, c0, c1, q, k, scores)
             dropped = keep_bits is not None
-            native.softmax_block_(scores, row_max, row_sum, alpha, rounding=None if dropped else self.rounding)
+            native.softmax_block_(scores, row_max, row_sum, alpha, post=1 if scaled else self.scale,
+                                  rounding=None if dropped else self.rounding)
             if self.params.invalid_line:
                 scores[row_max == NEG_FLT_MAX] = 0
             if dropped:
@@ -130,18 +131,23 @@ class _Job:
             acc += scores @ v[c0:c1]
         return row_max, row_sum, acc
 
-    def _scores(self, b, n, i0, i1, c0, c1, q, k, out):
-        # The cube's fp32 QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q before it.
+    def _scores(self, b, n, i0, i1, c0, c1, q, k, out) -> bool:
+        """The block's fp32 QKᵀ in `out`, with pse and mask; True when it is scaled too. The cube's
+        QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q before it; without pse
+        or mask the softmax loop scales it (the same multiply, one pass fewer)."""
         np.matmul(q, k[c0:c1].T, out=out)
         pse = self.pse.block(b, n, i0, i1, c0, c1)
+        masked = self.plan.masked(b, n, i0, i1, c0, c1)
+        if pse is None and masked is None:
+            return False
         if pse is not None and self.pse.added_before_scale:
             out += pse
         out *= self.scale
         if pse is not None and not self.pse.added_before_scale:
             out += pse
-        masked = self.plan.masked(b, n, i0, i1, c0, c1)
         if masked is not None:
             np.copyto(out, NEG_FLT_MAX, where=masked)
+        return True
 
 
 def _widen(x):
