@@ -1,5 +1,5 @@
 // Building the tensors of one operator call from short specs, and running both phases: shared by the
-// status-code programs of the forward sparse-attention operators.
+// status-code programs of the sparse-attention operators.
 #ifndef ACLNN_EMU_TEST_OP_CASE_H_
 #define ACLNN_EMU_TEST_OP_CASE_H_
 

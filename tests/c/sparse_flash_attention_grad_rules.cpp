@@ -6,20 +6,9 @@
 #include <string>
 
 #include "aclnnop/aclnn_sparse_flash_attention_grad.h"
-#include "common.h"
+#include "op_case.h"
 
 namespace {
-
-struct Spec {
-    Spec() = default;
-    Spec(std::vector<int64_t> s, aclDataType d = ACL_BF16, std::vector<int32_t> v = {})
-        : shape(s), dtype(d), values(v) {}
-    std::vector<int64_t> shape;
-    aclDataType dtype = ACL_BF16;
-    aclFormat format = ACL_FORMAT_ND;
-    bool null = false;
-    std::vector<int32_t> values;  // int32 contents (indices, sequence offsets); others stay zero
-};
 
 struct Case {
     Spec q, k, v, idx, dout, out, smax, ssum, seqQ, seqKv, qRope, kRope, dq, dk, dv, dqRope, dkRope;
@@ -76,43 +65,28 @@ Case WithRope(Case c, int64_t qDr = 64, int64_t kDr = 64) {
     return c;
 }
 
-struct Call {
-    std::vector<std::unique_ptr<DeviceTensor>> owned;
-    uint64_t workspaceSize = 0;
+int Phase1(Tensors &t, const Case &c, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    char layout[16] = {0};
+    if (c.layout) strncpy(layout, c.layout, sizeof(layout) - 1);
+    return aclnnSparseFlashAttentionGradGetWorkspaceSize(
+        t.Make(c.q), t.Make(c.k), t.Make(c.v), t.Make(c.idx), t.Make(c.dout), t.Make(c.out), t.Make(c.smax),
+        t.Make(c.ssum), t.Make(c.seqQ), t.Make(c.seqKv), t.Make(c.qRope), t.Make(c.kRope), c.scale, c.blockSize,
+        c.layout ? layout : nullptr, c.sparseMode, 2147483647, 2147483647, false, t.Make(c.dq), t.Make(c.dk),
+        t.Make(c.dv), t.Make(c.dqRope), t.Make(c.dkRope), workspaceSize, executor);
+}
+
+int Phase1(const Case &c) {
+    Tensors t;
+    uint64_t size = 0;
     aclOpExecutor *executor = nullptr;
+    return Phase1(t, c, &size, &executor);
+}
 
-    aclTensor *Make(const Spec &s) {
-        if (s.null) return nullptr;
-        owned.emplace_back(new DeviceTensor());
-        int ret = s.values.empty() ? owned.back()->Create(s.shape, s.dtype, s.format)
-                                   : owned.back()->Create(s.values, s.shape, s.dtype, s.format);
-        return ret == 0 ? owned.back()->tensor : nullptr;
-    }
-
-    int Phase1(const Case &c) {
-        char layout[16] = {0};
-        if (c.layout) strncpy(layout, c.layout, sizeof(layout) - 1);
-        return aclnnSparseFlashAttentionGradGetWorkspaceSize(
-            Make(c.q), Make(c.k), Make(c.v), Make(c.idx), Make(c.dout), Make(c.out), Make(c.smax), Make(c.ssum),
-            Make(c.seqQ), Make(c.seqKv), Make(c.qRope), Make(c.kRope), c.scale, c.blockSize,
-            c.layout ? layout : nullptr, c.sparseMode, 2147483647, 2147483647, false, Make(c.dq), Make(c.dk),
-            Make(c.dv), Make(c.dqRope), Make(c.dkRope), &workspaceSize, &executor);
-    }
-
-    // Both phases and a stream sync; the first non-zero status.
-    int Run(const Case &c, aclrtStream stream) {
-        int ret = Phase1(c);
-        if (ret != 0) return ret;
-        void *ws = nullptr;
-        if (workspaceSize > 0 && (ret = aclrtMalloc(&ws, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST)) != 0) return ret;
-        ret = aclnnSparseFlashAttentionGrad(ws, workspaceSize, executor, stream);
-        if (ret == 0) ret = aclrtSynchronizeStream(stream);
-        if (ws) aclrtFree(ws);
-        return ret;
-    }
-};
-
-int Phase1(const Case &c) { return Call().Phase1(c); }
+int Run(const Case &c, aclrtStream stream) {
+    Tensors t;
+    return RunPhases([&](uint64_t *size, aclOpExecutor **e) { return Phase1(t, c, size, e); },
+                     aclnnSparseFlashAttentionGrad, stream);
+}
 
 void Nulls() {
     const char *names[] = {"query", "key", "value", "sparseIndices", "dOut", "out", "softmaxMax", "softmaxSum",
@@ -226,35 +200,28 @@ void EmptyAndRuns(aclrtStream stream) {
     c.dq.shape = c.dk.shape = c.dv.shape = {0};
     c.idx.shape.back() = 7;  // would fail tiling; all outputs empty returns first
     c.idx.values.clear();
-    REPORT("empty.all_outputs_ok", Call().Run(c, stream));
+    REPORT("empty.all_outputs_ok", Run(c, stream));
     c = Bsnd();
-    REPORT("run.bsnd_ok", Call().Run(c, stream));
+    REPORT("run.bsnd_ok", Run(c, stream));
     c = WithRope(Tnd());
-    REPORT("run.tnd_rope_ok", Call().Run(c, stream));
+    REPORT("run.tnd_rope_ok", Run(c, stream));
     c = Bsnd();
     c.blockSize = 0;  // unchecked by tiling; the kernel would divide by zero
-    REPORT("run.block_size_zero", Call().Run(c, stream));
+    REPORT("run.block_size_zero", Run(c, stream));
 
-    Call small;
-    int ret = small.Phase1(Bsnd());
-    if (ret == 0) ret = aclnnSparseFlashAttentionGrad(nullptr, 0, small.executor, stream);
-    REPORT("phase2.workspace_small", ret);
-    REPORT("phase2.executor_null", aclnnSparseFlashAttentionGrad(nullptr, 0, nullptr, stream));
+    Tensors t;
+    Case base = Bsnd();
+    ReportPhase2Rules([&](uint64_t *size, aclOpExecutor **e) { return Phase1(t, base, size, e); },
+                      aclnnSparseFlashAttentionGrad, stream);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    aclrtStream stream = nullptr;
-    CHECK_OK(SetUp(&stream));
-    if (argc > 1 && strcmp(argv[1], "soc") == 0) {
-        REPORT("soc.bsnd", Phase1(Bsnd()));
-    } else {
+    return RulesMain(argc, argv, [] { REPORT("soc.bsnd", Phase1(Bsnd())); }, [](aclrtStream stream) {
         Nulls();
         KernelKey();
         Tiling();
         EmptyAndRuns(stream);
-    }
-    TearDown(stream);
-    return 0;
+    });
 }
