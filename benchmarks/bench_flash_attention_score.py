@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import machine  # noqa: E402
+from rss import rss_kib  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 B, N, D = 1, 8, 128
@@ -60,22 +61,13 @@ def sgemm():
     return lambda: a @ a
 
 
-def _status_bytes(field):
-    """A /proc/self/status size in bytes (VmHWM is this process image's own peak; ru_maxrss would
-    also carry the parent's peak across fork and exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def peak_rss_child(s):
     """Runs in a subprocess: one forward at sequence length s; prints the peak RSS, the RSS before
     the call (interpreter, library, device tensors) and the bytes of its inputs and outputs."""
     call, data = fa_call(s)
-    before = _status_bytes("VmRSS")
+    before = rss_kib("VmRSS") * 1024
     call()
-    print(json.dumps({"peak_rss": _status_bytes("VmHWM"), "data": data, "baseline": before}))
+    print(json.dumps({"peak_rss": rss_kib("VmHWM") * 1024, "data": data, "baseline": before}))
 
 
 def main():

@@ -12,7 +12,6 @@ machine would (benchmarks/machine.py).
 import argparse
 import json
 import pathlib
-import resource
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import machine  # noqa: E402
+from rss import rss_kib  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 B, N, D = 1, 8, 128
@@ -77,9 +77,10 @@ def sgemm():
 
 
 def peak_rss_child(s):
-    """Runs in a subprocess: one FAG call at sequence length s; prints the peak RSS in bytes."""
+    """Runs in a subprocess: one FAG call at sequence length s; prints the peak RSS in bytes (VmHWM:
+    this process image's own peak, where ru_maxrss would carry the parent's across fork and exec)."""
     fag_call(s)()
-    print(json.dumps({"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    print(json.dumps({"peak_rss": rss_kib("VmHWM") * 1024}))
 
 
 def main():

@@ -16,6 +16,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
 import machine  # noqa: E402
+from rss import first_call_growth  # noqa: E402
 
 B, S1, S2, N1, D, TOPK = 1, 1024, 4096, 64, 128, 2048
 SPARSE_MODE = 3        # with S2 - S1 >= TOPK every row uses all topK entries, so no mask is needed below
@@ -23,21 +24,11 @@ REPEATS = 2
 MIB = 1 << 20
 
 
-def _status_kib(field: str) -> int:
-    for line in open("/proc/self/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
 def rss_growth(fn) -> tuple[float, int]:
     """(seconds, peak RSS growth in bytes) of one call."""
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")                           # reset VmHWM to the current RSS
-    before = _status_kib("VmRSS")
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start, (_status_kib("VmHWM") - before) * 1024
+    growth = first_call_growth(fn)
+    return time.perf_counter() - start, growth
 
 
 def measure(fn) -> tuple[float, int]:

@@ -21,26 +21,13 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import aclnn_emu as ae  # noqa: E402
 import machine  # noqa: E402
+from rss import first_call_growth, rss_kib  # noqa: E402
 
 T1, S2, N1, D, DR, K = 512, 4096, 128, 512, 64, 2048
 SCALE = float(1.0 / np.sqrt(D + DR))
 TORCH_ROWS = 64
 REPEATS = 2
 MIB = 1 << 20
-
-
-def rss_kib(field):
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
-
-
-def first_call_growth(call):
-    """Peak RSS growth in bytes of the first (cold) call: everything it allocates or first touches."""
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")                     # reset VmHWM to the current RSS
-    before = rss_kib("VmRSS")
-    call()
-    return (rss_kib("VmHWM") - before) * 1024
 
 
 def seconds(call):
