@@ -152,7 +152,7 @@ MUTATIONS = [
              "scores *= keep; scores[...] = scores.astype(self.dtype)", FAS_TESTS),
     Mutation("fas-dropped-P-unrounded", FAS, "native.round_product(scores, scores, keep, self.rounding)",
              "native.round_product(scores, scores, keep, None)", FAS_TESTS),
-    Mutation("fas-output-half-even", FAS, "self.out_heads[b, n, i0:i1] = round_half_away_(acc, self.dtype)",
+    Mutation("fas-output-half-even", FAS, "self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)",
              "self.out_heads[b, n, i0:i1] = acc", FAS_TESTS),
     Mutation("fas-one-nan-per-head", FAS, "        acc /= row_sum[:, None]\n",
              "        acc /= row_sum[:, None]\n        if i0 == 0:\n            acc[0, 0] = np.nan\n", FAS_TESTS),
