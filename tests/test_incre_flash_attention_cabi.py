@@ -1,8 +1,9 @@
 """aclnnIncreFlashAttentionV4 through the C ABI: every validation rule's status code, per chip.
 
-Atlas A2 and A3 share the OpDef and IFATiling, so every code is the same on both; on
-Ascend910_95 (IFATilingV2, not emulated) everything past the NULL checks and the empty-output
-early return is 561003."""
+Atlas A2 and A3 share the OpDef and IFATiling, so every code is the same on both. Ascend910_95
+shares the OpDef (the generated entry point's codes) but runs IFATilingV2, which hands a FLOAT16/BF16
+key to PromptFlashAttentionTilingV2: ON_910_95 lists every rule whose code differs there, with the
+source file and function that decides it."""
 import pytest
 
 import cabi
@@ -23,6 +24,13 @@ TILING_RULES = (
     "antiquant.unenabled", "antiquant.scale_null", "antiquant.rank_differ", "antiquant.per_tensor_antiquantScale",
     "antiquant.rank_antiquantScale", "antiquant.per_channel_antiquantScale",
     "antiquant.per_channel_antiquantOffset", "pa_nd_stride", "pa_block_zero", "pa_block_max", "pa_actual_seq")
+# Calls written for the Ascend910_95 rules, with their Atlas A2/A3 codes.
+REGBASE_ON_A2 = {
+    "empty_kv": SUCCESS, "inner_precise_3": TILING, "inner_precise_4": TILING, "quant2_rank1_per_channel": SUCCESS,
+    "quant2_offset_size": TILING, "pa_actual_negative": TILING, "pa_block_multiple_128": NOT_IMPLEMENTED,
+    "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_one_length": SUCCESS, "mask_rows": NOT_IMPLEMENTED,
+    "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
+}
 
 EXPECTED = {
     **{f"ok.{name}": SUCCESS for name in OK},
@@ -32,14 +40,52 @@ EXPECTED = {
                                                       "antiquant_fp32", "quant2_bf16_fp16_query")},
     **{f"not_implemented.{name}": NOT_IMPLEMENTED for name in ("mtp", "kv_nz", "kv_heads", "quant2_rank")},
     **{f"tiling.{name}": TILING for name in TILING_RULES},
+    **{f"regbase.{name}": code for name, code in REGBASE_ON_A2.items()},
+}
+
+IFA_V2 = "incre_flash_attention_tiling_v2.cpp"
+PFA_V2 = "prompt_flash_attention_tiling_v2.cpp PromptFlashAttentionTilingV2::"
+# Ascend910_95: (code, where the 8.5 source decides it). IFATilingV2::DoSubOpTiling sends a
+# FLOAT16/BF16 key to PromptFlashAttentionTilingV2 (through PFAConvertContext) and an INT8 key to
+# its own RunBigKernelTiling, which is not emulated.
+ON_910_95 = {
+    "ok.BSH_NBSD": (TILING, PFA_V2 + "CheckIO/SetInputLayout: no *_NBSD layout"),
+    "ok.tensor_list": (TILING, PFA_V2 + "CheckQueryAndKey: PFAConvertContext sets isKvContinuous = 1, so the "
+                                        "first list tensor's batch is compared with the query's"),
+    "ok.mask_covers_actual": (TILING, PFA_V2 + "CheckMaskShape (enableIFAMask): the mask spans S2, not the "
+                                               "largest actual length"),
+    **{rule: (NOT_IMPLEMENTED, IFA_V2 + " IFATilingV2::DoSubOpTiling: INT8 key -> RunBigKernelTiling")
+       for rule in ("ok.int8_antiquant", "ok.int8_per_tensor", "tiling.antiquant.scale_null",
+                    "tiling.antiquant.rank_differ", "tiling.antiquant.per_tensor_antiquantScale",
+                    "tiling.antiquant.rank_antiquantScale", "tiling.antiquant.per_channel_antiquantScale",
+                    "tiling.antiquant.per_channel_antiquantOffset", "tiling.pa_block_align32")},
+    "not_implemented.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
+    "tiling.query_s": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
+    "not_implemented.kv_nz": (TILING, PFA_V2 + "GetAndCheckShape: a dense BNSD key has rank 4"),
+    "not_implemented.kv_heads": (TILING, PFA_V2 + "CheckInputDimAndHeadNum: key heads vs numKeyValueHeads"),
+    "not_implemented.quant2_rank": (SUCCESS, PFA_V2 + "CheckPostQuantShape: any rank > 1 holding N x D values"),
+    "tiling.inner_precise": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
+    "regbase.inner_precise_3": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
+    "tiling.format": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: no storage-format check"),
+    **{f"tiling.{rule}": (SUCCESS, PFA_V2 + "CheckQuant/SetAttributeInfo: read only for an INT8 output or key")
+       for rule in ("quant1.dequantScale1", "quant1.quantScale1", "quant1.dequantScale2", "quant2.scale_present",
+                    "quant2.offset_present", "antiquant.unenabled")},
+    "regbase.quant2_rank1_per_channel": (TILING, PFA_V2 + "CheckPostQuantShape: a rank-1 scale is per tensor"),
+    "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
+    "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
+    "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
+    "regbase.mask_rows": (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S"),
 }
 
 
 def expected_on(soc: str) -> dict:
     if soc != "Ascend910_95":
         return EXPECTED
-    return {rule: code if code == NULLPTR or rule == "ok.empty_out_before_dtype" else NOT_IMPLEMENTED
-            for rule, code in EXPECTED.items()}
+    return {**EXPECTED, **{rule: code for rule, (code, _) in ON_910_95.items()}}
+
+
+def test_910_95_table_names_known_rules():
+    assert set(ON_910_95) <= set(EXPECTED)
 
 
 @pytest.fixture(scope="module", params=["Ascend910B", "Ascend910_93", "Ascend910_95"])

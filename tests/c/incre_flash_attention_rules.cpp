@@ -222,6 +222,22 @@ int main() {
     c = Paged(false); c.blockSize = 0; REPORT("tiling.pa_block_zero", Call(c, stream));
     c = Paged(false); c.blockSize = 528; REPORT("tiling.pa_block_max", Call(c, stream));
     c = Paged(false); c.act = {49, 7}; REPORT("tiling.pa_actual_seq", Call(c, stream));
+    // Cases where Ascend910_95 (IFATilingV2 -> PromptFlashAttentionTilingV2) differs from Atlas A2/A3.
+    c = Ok(); c.k = c.v = {T({2, 2, 0, 32})}; REPORT("regbase.empty_kv", Call(c, stream));
+    c = Ok(); c.innerPrecise = 3; REPORT("regbase.inner_precise_3", Call(c, stream));
+    c = Ok(); c.innerPrecise = 4; REPORT("regbase.inner_precise_4", Call(c, stream));
+    c = PostQuant(); c.opt["quantScale2"] = T({128}, ACL_FLOAT); REPORT("regbase.quant2_rank1_per_channel", Call(c, stream));
+    c = PostQuant(); c.opt["quantScale2"] = T({4, 32}, ACL_FLOAT); c.opt["quantOffset2"] = T({4, 16}, ACL_FLOAT);
+    REPORT("regbase.quant2_offset_size", Call(c, stream));
+    c = Paged(false); c.act = {40, -7}; REPORT("regbase.pa_actual_negative", Call(c, stream));
+    c = Paged(true); c.q = c.out = T({2, 4, 2, 32}); REPORT("regbase.pa_block_multiple_128", Call(c, stream));
+    c = Paged(true); c.k = c.v = {T({6, 2, 16, 16})}; REPORT("regbase.pa_cache_bnsd", Call(c, stream));
+    c = Paged(false); c.opt["blocktable"] = T({2, 3, 1}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.pa_table_rank", Call(c, stream));
+    c = Paged(false); c.act = {7}; REPORT("regbase.pa_one_length", Call(c, stream));
+    c = Ok(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 1, 1, 16}, ACL_BOOL); REPORT("regbase.mask_rows", Call(c, stream));
+    c = Ok(); c.kvHeads = -1; REPORT("regbase.heads_negative", Call(c, stream));
+    c = Ok(); c.opt["pseShift"] = T({2, 4, 1, 16}); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {2});
+    c.hasAct = true; c.act = {15, 4}; REPORT("regbase.kv_padding_no_room", Call(c, stream));
     TearDown(stream);
     return 0;
 }

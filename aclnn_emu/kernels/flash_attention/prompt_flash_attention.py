@@ -122,14 +122,15 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
                            int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                           precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
+                           precision: Precision = HIGH_PERFORMANCE, pse=None) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
-    the kernel family's roundings.
+    the kernel family's roundings; ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before
+    the mask), which only the arch35 kernels take (IncreFlashAttention's pseShift on Ascend910_95).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, pse).run()
 
 
 def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
@@ -159,8 +160,8 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision):
-        self.q, self.k, self.v = q, k, v
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, pse=None):
+        self.q, self.k, self.v, self.pse = q, k, v, pse
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
@@ -217,7 +218,7 @@ class _Forward:
             s = _score_block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
             scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
-            if self._mask_(s, b, i0, i1, c0, c1, scaling):
+            if self._mask_(s, b, n, i0, i1, c0, c1, scaling):
                 scaling = {}                       # the scores are already scaled
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
             native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
@@ -233,14 +234,16 @@ class _Forward:
             acc = np.zeros((rows, values.shape[1]), np.float32)
         self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
 
-    def _mask_(self, s, b, i0, i1, c0, c1, scaling) -> bool:
-        """Apply attenMask and the token band to the block of raw QK^T, scaling it first; False
-        (and s untouched) when neither masks anything here."""
+    def _mask_(self, s, b, n, i0, i1, c0, c1, scaling) -> bool:
+        """Apply pse, attenMask and the token band to the block of raw QK^T, scaling it first;
+        False (and s untouched) when none of them touches it."""
         pre, nxt = self.bands[b]
         outside = band_masked(i0, i1, c0, c1, pre, nxt)
-        if self.mask is None and outside is None:
+        if self.mask is None and outside is None and self.pse is None:
             return False
         native.scale_(s, **scaling)
+        if self.pse is not None:
+            s += self.pse.block(b, n, i0, i1, c0, c1)
         if self.mask is not None:
             values = self.mask.values
             block = values[b if values.shape[0] > 1 else 0, i0:i1, c0:c1]

@@ -6,7 +6,8 @@ OpDef (`ACLNNTYPE aclnn_inner`), so the codes are those of a generated entry poi
 attentionOut -> success; the (dtype, format) lookup over the OpDef's 22 combinations -> 161002
 (required) / 561003 (optional only); then the tiling, whose every failure is 561002.
 Atlas A2/A3 run IFATiling (incre_flash_attention_tiling.cpp, _tiling_check.cpp); its checks are
-replayed in `_Tiling` in the source's order. Ascend910_95 (IFATilingV2, arch35 kernels) is not
+replayed in `_Tiling` in the source's order. Ascend910_95 runs IFATilingV2, which hands a
+FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase); its INT8-key path is not
 emulated. Differences from the doc: docs/divergences/incre_flash_attention.md.
 """
 from types import SimpleNamespace
@@ -23,6 +24,7 @@ from ...runtime import sanitizer
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
+from . import ifa_regbase
 
 # The inputLayout values the tiling accepts (TND needs the MLA rope inputs V4 cannot pass).
 LAYOUTS = ("BSH", "BSND", "BNSD", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
@@ -80,7 +82,7 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
     TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
 ])
 GAPS = {
-    "soc": "Ascend910_95 (IFATilingV2 and the arch35 kernels)",
+    "soc_antiquant": "an INT8 key/value on Ascend910_95 (IFATilingV2 and the arch35 antiquant kernels)",
     "mtp": "a query S in [2, 16] (the speculative-decoding path)",
     "kv_nz": "a 5-D key/value (the GQA key/value NZ cache)",
     "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D",
@@ -155,10 +157,12 @@ def prepare(a, env):
     check_required_not_null(keyed, _KEYED)
     if all_outputs_empty(a, OP):
         return Launch.nothing()
-    if env.soc == "Ascend910_95":
-        _not_implemented("soc")
     _check_lists_keyed(a)
     check_kernel_key(keyed, _KEYED, COMBOS)
+    if ifa_regbase.on_regbase(env):
+        if a.key.items[0].dtype == I8:
+            _not_implemented("soc_antiquant")
+        return Launch(WORKSPACE, ifa_regbase.tiling(a, env, _not_implemented))
     return Launch(WORKSPACE, _Tiling(a, env).run())
 
 

@@ -52,9 +52,15 @@ MAX_BATCH, MAX_HEADS, MAX_D = 65536, 256, 512
 def check_io(a):
     """CheckIO: the layout, then the query and value shapes (GetAndCheckShape), then query vs output."""
     check_layout(a)
-    query = _shape_info(a, a.query, "query")
-    value = _shape_info(a, a.value, "value")
+    query = shape_info(a, a.query, "query")
+    value = shape_info(a, a.value, "value")
     mla = query[3] == MLA_D and value[3] == MLA_DV
+    check_query_out(a, mla)
+    return mla
+
+
+def check_query_out(a, mla):
+    """CheckQueryOutParamsConsistency: equal ranks and dims (BNSD_BSND: N and S swapped; MLA: not Dv)."""
     q, out = a.query.shape, a.attentionOut.shape
     if len(q) != len(out):
         tiling("regbase.query_out_rank", f"tensor query shape dimNum({len(q)}) must be consistent with tensor "
@@ -68,14 +74,18 @@ def check_io(a):
         if q[i] != out[j]:
             tiling("regbase.query_out", f"tensor query shape ({q[i]}) do not equal to tensor output shape({out[j]}) "
                    f"in dim {i} for {a.inputLayout}.")
-    return mla
 
 
-def check_kv(a, mla):
-    """CheckKV: key and value shapes, then CheckKeyValueParamsConsistency (equal shapes but for MLA's Dv)."""
-    _shape_info(a, a.key, "key")
-    _shape_info(a, a.value, "value")
+def check_kv(a, mla, paged=False):
+    """CheckKV: key and value shapes (not for a page-attention cache), then
+    CheckKeyValueParamsConsistency (equal ranks and shapes but for MLA's Dv)."""
+    if not paged:
+        shape_info(a, a.key, "key")
+        shape_info(a, a.value, "value")
     k, v = a.key.shape, a.value.shape
+    if len(k) != len(v):
+        tiling("regbase.kv_rank_same", f"tensor key shape dimNum({len(k)}) must be consistent with tensor value shape "
+               f"dimNum({len(v)})!")
     if not 3 <= len(k) <= 5:
         tiling("regbase.kv_rank", f"tensor key shape dimNum({len(k)}) is invalid! Only support range [3, 5].")
     for i, (dk, dv) in enumerate(zip(k, v)):
@@ -85,7 +95,7 @@ def check_kv(a, mla):
 
 def check_query_and_key(a):
     """CheckQueryAndKey after the head rules: equal batch and D."""
-    (bq, _, _, dq), (bk, _, _, dk) = _shape_info(a, a.query, "query"), _shape_info(a, a.key, "key")
+    (bq, _, _, dq), (bk, _, _, dk) = shape_info(a, a.query, "query"), shape_info(a, a.key, "key")
     if bq != bk:
         tiling("regbase.batch", f"query batch must be equal to key/value batch, query batch = {bq} , key/value batch "
                f"= {bk}.")
@@ -136,7 +146,7 @@ def _require_tnd_lengths(a):
                "batch size = 0.")
 
 
-def _shape_info(a, t, name):
+def shape_info(a, t, name):
     """SetShape + GetAndCheckShape: (b, n, s, d) of one tensor, with TilingV2's range checks."""
     layout, shape = a.inputLayout, t.shape
     want = 3 if layout in ("BSH", "TND") else 4

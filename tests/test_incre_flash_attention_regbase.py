@@ -1,0 +1,180 @@
+"""aclnnIncreFlashAttentionV4 on Ascend910_95 through the Python API against the float64 goldens.
+
+There a FLOAT16/BF16 key runs PromptFlashAttentionTilingV2 and the arch35 flash-attention kernels
+(ops/flash_attention/ifa_regbase.py). References: the PromptFlashAttention golden with
+high_precision (the arch35 roundings) for dense caches, a query S above 1 and int8 outputs; the
+IncreFlashAttention golden, whose per-element floor judges cancelling sums, for page attention and
+pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
+bit for bit.
+"""
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+from aclnn_emu import DataType
+from aclnn_emu.meta import TensorList
+from golden import incre_flash_attention as ifa_golden
+from golden import prompt_flash_attention as pfa_golden
+import test_incre_flash_attention
+from test_incre_flash_attention import BF16, expect, kv_layout, meets, paged_cache, run_ifa, uniform_case, values
+
+BIG = pfa_golden.BIG
+ON_95 = pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def fixed_data(monkeypatch):
+    """Each test draws its own data, whatever ran before it."""
+    monkeypatch.setattr(test_incre_flash_attention, "RNG", np.random.default_rng(20260311))
+
+
+def regbase(q, k, v, lengths, mask=None, scale=0.125):
+    """The arch35 kernels' result [B, N, D] for q [B, N, D] and k/v [B, N2, S, D]: no token band
+    (PFAConvertContext passes pre/next tokens 2147483647), mask [B, S2] or None."""
+    out = pfa_golden.attention(q[:, :, None], k, v, scale=scale, pre=BIG, nxt=BIG, act_kv=lengths,
+                               mask=None if mask is None else mask[:, None, :], high_precision=True)
+    return out[:, :, 0]
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
+def test_layouts_gqa_and_lengths(chip, dtype, layout):
+    q = values((3, 8, 64), dtype)
+    k, v = values((3, 2, 77, 64), dtype), values((3, 2, 77, 64), dtype)
+    lengths = (77, 30, 5)
+    out = run_ifa(q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64 ** -0.5,
+                  actual=lengths)
+    precision.assert_meets(out, regbase(q, k, v, lengths, scale=64 ** -0.5), np.dtype(dtype).name)
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("heads_major,layout", [(True, "BNSD"), (False, "BNSD"), (False, "BSH"), (False, "BSND")])
+def test_page_attention(chip, dtype, heads_major, layout):
+    q = values((3, 8, 64), dtype)
+    lens = (300, 17, 128)
+    k, v = values((3, 2, 300, 64), dtype), values((3, 2, 300, 64), dtype)
+    kc, vc, table = paged_cache(k, v, 64, heads_major, lens)
+    mask = (np.random.default_rng(3).random((3, table.shape[1] * 64)) < 0.2).astype(np.int8)
+    out = run_ifa(q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=64, mask=mask)
+    expected = expect(q, [ifa_golden.dense_rows(kc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
+                      [ifa_golden.dense_rows(vc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
+                      scale=0.125, lengths=lens, mask=mask, small_dtype=np.dtype(dtype).name)
+    meets(out, expected, dtype)
+
+
+@ON_95
+def test_query_s_above_one_runs_as_prompt_attention(chip):
+    """No [1, 16] bound: a query S of 20 runs, every row over all keys (no causal band)."""
+    q = values((2, 4, 20, 32), np.float16)
+    k, v = values((2, 2, 50, 32), np.float16), values((2, 2, 50, 32), np.float16)
+    out = ae.empty((2, 4, 20, 32), DataType.ACL_FLOAT16)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k)]),
+           TensorList([ae.to_device(v)]), None, None, (50, 33), None, None, None, None, None, None, None, None,
+           None, 4, 0.125, "BNSD", 2, 0, 1, out)
+    expected = pfa_golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, act_kv=(50, 33), high_precision=True)
+    precision.assert_meets(ae.numpy(out), expected, "float16")
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_mask_and_pse(chip, dtype):
+    q = values((3, 4, 32), dtype)
+    k, v = values((3, 2, 40, 32), dtype), values((3, 2, 40, 32), dtype)
+    mask = np.random.default_rng(5).random((3, 1, 1, 48)) < 0.3
+    pse = values((1, 4, 1, 40), dtype)
+    actual = (40, 17, 7)
+    out = run_ifa(q, [k], [v], kv_heads=2, actual=actual, mask=mask.astype(np.uint8), pse=pse)
+    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, mask=mask.reshape(3, 48), pse=pse[:, :, 0],
+                      small_dtype=np.dtype(dtype).name)
+    meets(out, expected, dtype)
+
+
+@ON_95
+def test_kv_left_padding_shifts_the_mask_not_the_pse(chip):
+    """InitKVLeftPaddingSize: batch b reads tokens [S - pad - len_b, S - pad); attenmask.h adds the
+    padding to the mask column, pse.h does not (pse column j for token j); a batch that does not fit
+    (S - pad - len < 0) reads no token and is zero."""
+    q = values((3, 2, 16), np.float16)
+    k, v = values((3, 2, 30, 16), np.float16), values((3, 2, 30, 16), np.float16)
+    actual, pad = (12, 25, 27), 4
+    mask = np.random.default_rng(7).random((3, 1, 1, 30)) < 0.3
+    pse = values((3, 2, 1, 30), np.float16)
+    out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
+    starts = [30 - pad - n for n in actual]
+    shifted = np.zeros((3, 2, 30), np.float16)            # the golden reads pse at start + j
+    for b, s in enumerate(starts[:2]):
+        shifted[b, :, s:] = pse[b, :, 0, :30 - s]
+    expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
+                      mask=mask.reshape(3, 30)[:2], pse=shifted[:2])
+    meets(out[:2], expected, np.float16)
+    assert np.all(out[2] == 0)
+
+
+@ON_95
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_post_quant_int8_output(chip, per_channel):
+    q = values((2, 4, 32), BF16)
+    k, v = values((2, 4, 24, 32), BF16), values((2, 4, 24, 32), BF16, 3.0)
+    shape = (4, 32) if per_channel else (1,)
+    rng = np.random.default_rng(9)
+    scale = (rng.random(shape) * 40 + 10).astype(np.float32)
+    offset = rng.integers(-5, 6, shape).astype(np.float32)
+    out = run_ifa(q, [k], [v], quant2=scale, offset2=offset, out_dtype=DataType.ACL_INT8)
+    expected = pfa_golden.attention(q[:, :, None], k, v, scale=0.125, pre=BIG, nxt=BIG, quant2=scale.astype(np.float64),
+                                    offset2=offset.astype(np.float64), high_precision=True)[:, :, 0]
+    diff = np.abs(out.astype(np.int64) - expected)
+    assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
+
+
+@ON_95
+def test_empty_key_gives_zeros(chip):
+    """CheckEmptyTensor: a key or value without elements zero-fills attentionOut, nothing else checked."""
+    q = values((2, 4, 32), np.float16)
+    k = np.zeros((2, 2, 0, 32), np.float16)
+    out = run_ifa(q, [k], [k], kv_heads=2, pse=values((7, 7), np.float16))
+    assert out.shape == (2, 4, 32) and np.all(out == 0)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+def test_bf16_output_rounding_per_chip(chip):
+    """O = 1 + 2**-8 lies halfway between bf16 1 and 1 + 2**-7: the arch32 kernel (A2/A3) stores it
+    with CAST_RINT (1), the arch35 one with CAST_ROUND (1 + 2**-7)."""
+    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2 ** -7] * 16], BF16)
+    out = run_ifa(q, [k], [v]).astype(np.float32)
+    assert np.all(out == (1.0 if chip == "Ascend910B" else 1.0 + 2 ** -7))
+
+
+@ON_95
+def test_ignored_inputs_warn(chip, capfd):
+    """A2/A3 reject antiquant and quant parameters with a FLOAT16 key and output; TilingV2 never reads
+    them: the call runs, and says so."""
+    q = values((1, 2, 16), np.float16)
+    k = values((1, 2, 8, 16), np.float16)
+    out = run_ifa(q, [k], [k], antiquant=(np.ones(2, np.float16), None), quant2=np.ones(1, np.float32))
+    assert "antiquantScale, quantScale2 ignored" in capfd.readouterr().err
+    meets(out, expect(q, list(k), list(k), scale=0.125, lengths=[8]), np.float16)
+
+
+@ON_95
+def test_rules_come_from_prompt_flash_attention_tiling_v2(chip):
+    """Same code as on A2/A3 (561002), another rule: the shared PFA regbase checks answer here."""
+    q = values((2, 4, 32), np.float16)
+    k = values((2, 2, 16, 32), np.float16)
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k], [k], kv_heads=-1)
+    assert err.value.status == 561002 and "numKeyValueHeads(-1) is negative" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k], [k], kv_heads=2, layout="BSH_NBSD")
+    assert err.value.status == 561002 and "Invalid input layout:BSH_NBSD" in err.value.message
+
+
+@ON_95
+def test_int8_key_is_not_implemented(chip):
+    q = values((2, 4, 32), np.float16)
+    k8 = np.zeros((2, 2, 16, 32), np.int8)
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k8], [k8], kv_heads=2, antiquant=(np.ones(2, np.float16), None))
+    assert err.value.status == 561003 and "INT8 key/value on Ascend910_95" in err.value.message
