@@ -15,6 +15,7 @@ SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
 LIG = K + "sparse_attention/lightning_indexer_grad.py"
 FAS = K + "flash_attention/flash_attention_score.py"
 IFA = K + "flash_attention/incre_flash_attention.py"
+IFA95 = "aclnn_emu/ops/flash_attention/ifa_regbase.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
@@ -33,6 +34,7 @@ FAS_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_
              "tests/test_flash_attention_train_step.py")
 IFA_TESTS = ("tests/test_incre_flash_attention.py", "tests/test_incre_flash_attention_cabi.py",
              "tests/test_serving_loop.py")
+IFA95_TESTS = ("tests/test_incre_flash_attention_regbase.py",)
 LI_TESTS = ("tests/test_lightning_indexer.py", "tests/test_lightning_indexer_cabi.py",
             "tests/test_sparse_attention_round_trip.py")
 SFA_TESTS = ("tests/test_sparse_flash_attention.py", "tests/test_sparse_flash_attention_cabi.py",
@@ -220,6 +222,16 @@ MUTATIONS = [
     Mutation("ifa-paged-token-off-by-one", IFA, "tokens = positions % self.block_size",
              "tokens = (positions + 1) % self.block_size", IFA_TESTS),
     Mutation("ifa-chunk-1024", IFA, "KV_CHUNK = 2048", "KV_CHUNK = 1024", IFA_TESTS),
+    # IncreFlashAttention on Ascend910_95: the PFA regbase kernel run batch by batch
+    Mutation("ifa95-mask-ignores-padding", IFA95, "start:start + length])", "0:length])", IFA95_TESTS),
+    Mutation("ifa95-pse-follows-padding", IFA95, "PseSource(pse[b if pse.shape[0] > 1 else 0][None], 0",
+             "PseSource(pse[b if pse.shape[0] > 1 else 0][None][..., start:], 0", IFA95_TESTS),
+    Mutation("ifa95-padding-start-off-by-one", IFA95, "start = p.s2 - length - pad\n",
+             "start = p.s2 - length - pad + 1\n", IFA95_TESTS),
+    Mutation("ifa95-paged-blocks-off-by-one", IFA95, "rows[:, start:start + length]",
+             "rows[:, start + 1:start + length + 1]", IFA95_TESTS),
+    Mutation("pfa-pse-dropped", PFA, "            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
+             "            pass\n", IFA95_TESTS),
     # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with
     # D not a multiple of 8), the AVX2/F16C path and the AVX-512 path
     Mutation("native-decode-int8-offset-after-scale", NATIVE,
