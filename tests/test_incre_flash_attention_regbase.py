@@ -178,3 +178,16 @@ def test_int8_key_is_not_implemented(chip):
     with pytest.raises(ae.AclnnError) as err:
         run_ifa(q, [k8], [k8], kv_heads=2, antiquant=(np.ones(2, np.float16), None))
     assert err.value.status == 561003 and "INT8 key/value on Ascend910_95" in err.value.message
+
+
+@ON_95
+def test_mla_value_head_dim(chip):
+    """Query/key D 192 with value D 128 (MLA_QKD_SIZE / MLA_VD_SIZE): TilingV2 compares every dim of
+    query and output but the last, and the output has the value's D."""
+    q = values((2, 4, 1, 192), np.float16)
+    k, v = values((2, 2, 40, 192), np.float16), values((2, 2, 40, 128), np.float16)
+    out = ae.empty((2, 4, 1, 128), DataType.ACL_FLOAT16)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k)]), TensorList([ae.to_device(v)]),
+           None, None, None, None, None, None, None, None, None, None, None, None, 4, 192 ** -0.5, "BNSD", 2, 0, 1, out)
+    expected = pfa_golden.attention(q, k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, high_precision=True)
+    precision.assert_meets(ae.numpy(out), expected, "float16")

@@ -83,6 +83,7 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 ])
 GAPS = {
     "soc_antiquant": "an INT8 key/value on Ascend910_95 (IFATilingV2 and the arch35 antiquant kernels)",
+    "mla_paged": "a page-attention value whose D differs from the key's (MLA) on Ascend910_95",
     "mtp": "a query S in [2, 16] (the speculative-decoding path)",
     "kv_nz": "a 5-D key/value (the GQA key/value NZ cache)",
     "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D",
