@@ -28,7 +28,7 @@ TILING_RULES = (
 REGBASE_ON_A2 = {
     "empty_kv": SUCCESS, "inner_precise_3": TILING, "inner_precise_4": TILING, "quant2_rank1_per_channel": SUCCESS,
     "quant2_offset_size": TILING, "pa_actual_negative": TILING, "pa_block_multiple_128": NOT_IMPLEMENTED,
-    "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_one_length": SUCCESS, "mask_rows": NOT_IMPLEMENTED,
+    "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_nz": NOT_IMPLEMENTED, "pa_nz_shape": NOT_IMPLEMENTED, "pa_one_length": SUCCESS, "mask_rows": NOT_IMPLEMENTED,
     "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
 }
 
@@ -74,6 +74,7 @@ ON_910_95 = {
     "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
     "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
     "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
+    "regbase.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     "regbase.mask_rows": (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S"),
 }
 

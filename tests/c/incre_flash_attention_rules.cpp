@@ -233,6 +233,8 @@ int main() {
     c = Paged(true); c.q = c.out = T({2, 4, 2, 32}); REPORT("regbase.pa_block_multiple_128", Call(c, stream));
     c = Paged(true); c.k = c.v = {T({6, 2, 16, 16})}; REPORT("regbase.pa_cache_bnsd", Call(c, stream));
     c = Paged(false); c.opt["blocktable"] = T({2, 3, 1}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.pa_table_rank", Call(c, stream));
+    c = Paged(true); c.k = c.v = {T({6, 2, 2, 16, 16})}; REPORT("regbase.pa_nz", Call(c, stream));
+    c = Paged(true); c.k = c.v = {T({6, 2, 4, 16, 16})}; REPORT("regbase.pa_nz_shape", Call(c, stream));
     c = Paged(false); c.act = {7}; REPORT("regbase.pa_one_length", Call(c, stream));
     c = Ok(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 1, 1, 16}, ACL_BOOL); REPORT("regbase.mask_rows", Call(c, stream));
     c = Ok(); c.kvHeads = -1; REPORT("regbase.heads_negative", Call(c, stream));

@@ -41,7 +41,8 @@ F16, I8, I64 = DataType.ACL_FLOAT16, DataType.ACL_INT8, DataType.ACL_INT64
 TOKENS_MAX = 2147483647                 # PFAConvertContext tokenDefault
 MAX_HEADS, MAX_GROUP = 256, 64
 PA_BLOCK_MAX, PA_BLOCK_PFA = 512, 128   # BLOCK_SIZE_MAX, BLOCK_SIZE_BASE
-PA_BLOCK_IFA = 32 // 2                  # ifaBlockSizeBase (32) / the fp16/bf16 element size
+PA_BLOCK_IFA = 32 // 2                  # ifaBlockSizeBase (32 bytes) / the fp16/bf16 element size; also the
+                                        # NZ cache's D0 (BYTE_BLOCK / the element size)
 PA_MAX_H = 65535                        # HLIMIT: a (blocks, blockSize, H) cache's H
 
 
@@ -117,9 +118,9 @@ class _Tiling:
         pfa_regbase.check_layout(v)                             # CheckIO
         self.b, self.n, self.s1, self.d = pfa_regbase.shape_info(v, v.query, "query")
         self.value_d = self._pa_value_d() if self.paged else pfa_regbase.shape_info(v, v.value, "value")[3]
-        mla = self.d == pfa_regbase.MLA_D and self.value_d == pfa_regbase.MLA_DV
-        pfa_regbase.check_query_out(v, mla)
-        pfa_regbase.check_kv(v, mla, paged=self.paged)          # CheckKV
+        self.mla = self.d == pfa_regbase.MLA_D and self.value_d == pfa_regbase.MLA_DV
+        pfa_regbase.check_query_out(v, self.mla)
+        pfa_regbase.check_kv(v, self.mla, paged=self.paged)     # CheckKV
         self._heads()                                           # CheckQueryAndKey
         if not self.paged:
             pfa_regbase.check_query_and_key(v)
@@ -228,7 +229,8 @@ class _Tiling:
         valid, most = sum(per_batch), max(per_batch + [0])
         k, val = v.key.shape, v.value.shape
         rank = len(k)
-        if any(_dim(k, i) != _dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0)):
+        mla_dims = {3: (2,), 4: (3,), 5: (2, 4)}.get(rank, ()) if self.mla else ()   # Dv may differ
+        if any(_dim(k, i) != _dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims):
             _fail("regbase.pa_kv_shape", f"the dim num of key and value are inconsistent when PA enable. key shape "
                   f"{list(k)}, value shape {list(val)}.")
         ranks = (3, 4, 5) if v.inputLayout in ("BNSD", "BNSD_BSND") else (3, 5)
@@ -236,10 +238,6 @@ class _Tiling:
             _fail("regbase.pa_kv_rank", f"the layout of query is {v.inputLayout}, key and value rank should be "
                   f"{' or '.join(map(str, ranks))} when PA enable, now key shape {list(k)}.")
         ratio, h = self.heads // self.kv_heads, self.n * self.d
-        if rank == 5:
-            self.not_implemented("kv_nz", f"key {list(k)}")
-        if self.value_d != self.d:
-            self.not_implemented("mla_paged", f"key {list(k)}, value {list(val)}")
         if rank == 3 and (k[0] < valid or k[1] != bs or k[2] * ratio != h):
             _fail("regbase.pa_cache_bsh", f"the shape of key {list(k)} is wrong, which should be [>={valid}, {bs}, "
                   f"{h // ratio}] when PA BnBsH enable")
@@ -249,12 +247,20 @@ class _Tiling:
         if rank == 4 and (k[0] < valid or k[1] * ratio != self.n or k[2] != bs or k[3] != self.d):
             _fail("regbase.pa_cache_bnsd", f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
                   f"{self.n // ratio}, {bs}, {self.d}] when PA BnNBsD enable!")
+        if rank == 5 and (k[0] < valid or k[1] * ratio != self.n or k[3] != bs or k[2] * k[4] != self.d
+                          or k[4] != PA_BLOCK_IFA):
+            _fail("regbase.pa_cache_nz", f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
+                  f"{self.n // ratio}, {self.d // PA_BLOCK_IFA}, {bs}, {PA_BLOCK_IFA}] when PA NZ enable!")
         if table.ndim != 2:
             _fail("regbase.pa_table_rank", f"the dim of block table must be 2 when PA enable! blockTable dims "
                   f"[{table.ndim}], Shape {list(table.shape)}.")
         if table.shape[0] != self.b or table.shape[1] < most:
             _fail("regbase.pa_table_shape", f"block table shape should be [{self.b}, >={most}], now is "
                   f"{list(table.shape)} when PA enable!")
+        if rank == 5:
+            self.not_implemented("kv_nz", f"key {list(k)}")
+        if self.mla:
+            self.not_implemented("mla_paged", f"key {list(k)}, value {list(val)}")
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
 
     def _length(self, b: int) -> int:
