@@ -21,6 +21,18 @@ EXPECTED = {
     "v2.ifa_mask_batch": 0, "v2.ifa_mask_2d": 0,
     # fp16 with an fp16 (additive) mask: the high-performance path of A2/A3.
     "v2.fp16_mask": 0,
+    # int8 scales with a bf16 query and an INT8 output: refused by A2/A3 ("quant.fp16_int8_out").
+    "v2.bf16_int8_out_scales": TILING,
+    # Post-quant per channel with D = 16: A2/A3 want D a multiple of 32 elements.
+    "v2.quant2_per_channel_d16": TILING,
+    # Post-quant scale [H] (1-D), [1, 1], or an offset of another rank: A2/A3 count elements only.
+    "v2.quant2_1d_per_channel": 0, "v2.quant2_one_2d": 0, "v2.quant2_offset_rank": 0,
+    # G = 128 with D 192 / Dv 128: A2/A3 keep the group limit of 64.
+    "v2.mla_group": TILING,
+    # A one-row query with a mask and negative tokens: A2/A3 apply the tokens.
+    "v2.ifa_mask_tokens": TILING,
+    # INT8 in and out, INT8 one-row query with D 256: A2/A3 have kernels for both.
+    "v2.int8_int8_out": 0, "v2.int8_decode_d256": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -84,6 +96,22 @@ REGBASE = {
                              "refuses an fp16 mask for fp16 input"),
     "out.shape": (TILING, f"{TILING_V2} CheckQueryOutParamsConsistency: output dims must equal the query's, "
                           "checked in the tiling (A2/A3: after it, 161002)"),
+    "io.tnd_int8": (0, f"{TILING_V2} has no TND int8 rule (CheckQuant, CheckTNDLayoutCrossover); the arch35 int8 "
+                       "kernels list InOutLayoutType_TND_TND"),
+    **{name: (0, f"{TILING_V2} CheckMultiFeatureCrossover: no int8-output band or offset rule")
+       for name in ("tokens.int8_band_negative", "quant.offset_uncomputed_rows")},
+    "v2.bf16_int8_out_scales": (0, f"{TILING_V2} CheckQuant: only an fp16 query refuses deqScale1/quantScale1/"
+                                   "deqScale2 with postQuant"),
+    "v2.quant2_per_channel_d16": (0, f"{TILING_V2} CheckPostQuantShape: per channel = qN x vD elements, no "
+                                     "32-element D rule"),
+    **{name: (TILING, f"{TILING_V2} CheckPostQuantShape: a 1-D scale is [1], any other has qN x vD elements, "
+                      "the offset has the scale's rank")
+       for name in ("v2.quant2_1d_per_channel", "v2.quant2_one_2d", "v2.quant2_offset_rank")},
+    "v2.mla_group": (0, f"{TILING_V2} SetAndCheckHeadNumRatio: G <= 64 only without enablePFAMLA"),
+    "v2.ifa_mask_tokens": (0, f"{TILING_V2} SetSparseModeData: enableIFA with a mask sets both tokens to "
+                              "2147483647 before CheckSparseMode's token rules"),
+    **{name: (0, "prompt_flash_attention_template_tiling_key.h has no arch35 binary for it: portability warning "
+                 "(561103 under ACLNN_EMU_STRICT=1)") for name in ("v2.int8_int8_out", "v2.int8_decode_d256")},
 }
 
 
@@ -124,9 +152,12 @@ def test_status_code_on_ascend910_95(codes_910_95, rule):
                                                f"expected {expected} ({source})"
 
 
-def test_private_format_is_a_portability_rule_on_ascend910_95():
+def test_portability_rules_on_ascend910_95():
+    """Under ACLNN_EMU_STRICT=1 the inferred rules return their code: a private format reaching kernel
+    selection, and the TilingV2 results no arch35 kernel template covers."""
     strict = run_rules(ACLNN_EMU_SOC="Ascend910_95", ACLNN_EMU_STRICT="1")
-    assert strict["format.nd"] == TILING
+    for rule in ("format.nd", "v2.int8_int8_out", "v2.int8_decode_d256"):
+        assert strict[rule] == TILING, rule
 
 
 def test_numerics_through_c():
