@@ -82,3 +82,53 @@ def test_mla_group_above_64(chip):
     out = run_pfa(q, k, v, kv_heads=1)
     expected = golden.attention(q, k, v, scale=0.125, high_precision=True)
     precision.assert_meets(out, expected, "float16")
+
+
+def whole_uint64(scale):
+    """A UINT64 quant param holding all 32 bits of the fp32 scale (bit 46 set, as aclnnTransQuantParam)."""
+    return np.asarray([scale], np.float32).view(np.uint32).astype(np.uint64) | np.uint64(1 << 46)
+
+
+DEQ1, DEQ2 = np.float32(1 / 3000.1), np.float32(1 / 900.7)      # low mantissa bits set
+
+
+def test_int8_to_fp16_keeps_the_dequant_products_in_fp32(chip):
+    """The arch35 full-quant kernel (prompt_flash_attention_normal_bns1_preload.h, vf_softmaxflashv3.h,
+    vector2 AscendDequant): deq scales read whole from their first four bytes, S = deq1 * Q8 K8^T and
+    the block outputs deq2 * E8 V8 in fp32, E8 = rint(fp16(fp16(E) * fp16(quant1))); a deqScale1 of
+    UINT64 with a deqScale2 of FLOAT is read alike (no flag-dependent misread)."""
+    q, k, v = int8_inputs(s1=40, s2=1100)             # two key blocks
+    out = run_pfa(q, k, v, deq1=whole_uint64(DEQ1), quant1=np.asarray([120.7], np.float32),
+                  deq2=np.asarray([DEQ2], np.float32))
+    expected = golden.attention(q, k, v, scale=0.125, deq1=DEQ1, quant1=120.7, deq2=DEQ2, high_precision=True)
+    assert out.dtype == np.float16
+    precision.assert_meets(out, expected, "float16")
+    a2_steps = golden.attention(q, k, v, scale=0.125, deq1=DEQ1, quant1=120.7, deq2=DEQ2)
+    assert not np.allclose(out, a2_steps, rtol=0, atol=0), "the A2/A3 fp16 steps must not apply"
+
+
+def test_post_quant_rounds_through_fp16(chip):
+    """vf_post_quant.h: an int8 output is int8(half(o * scale + offset)), both casts CAST_RINT. With
+    o * scale = 2.5 + 2**-12 (V rows all equal) half rounds to the tie 2.5, which rint takes to 2
+    (A2/A3: 3)."""
+    q = np.zeros((1, 1, 4, 16), np.float16)
+    v = np.full((1, 1, 8, 16), 1 + 2.0 ** -10, np.float16)
+    scale2 = np.asarray([(2.5 + 2.0 ** -12) / (1 + 2.0 ** -10)], np.float32)
+    out = run_pfa(q, q[:, :, :1].repeat(8, 2), v, quant2=scale2, out_dtype=DataType.ACL_INT8)
+    assert np.all(out == 2)
+
+
+def test_tnd_with_an_int8_query(chip):
+    """TilingV2 has no TND int8 rule and the arch35 int8 kernels list the TND layout."""
+    import aclnn_emu as ae
+    q_len, kv_len = [12, 30], [20, 9]
+    q = RNG.integers(-128, 128, (42, 2, 32)).astype(np.int8)
+    k = RNG.integers(-128, 128, (29, 2, 32)).astype(np.int8)
+    v = RNG.integers(-128, 128, (29, 2, 32)).astype(np.int8)
+    out = ae.empty((42, 2, 32), DataType.ACL_FLOAT16)
+    scales = [np.asarray([x], np.float32) for x in (DEQ1, 127.0, DEQ2)]
+    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, (12, 42), (20, 29),
+           *(ae.to_device(x) for x in scales), None, None, 2, 0.125, BIG, 0, "TND", 0, 0, out)
+    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, deq1=DEQ1, quant1=127.0, deq2=DEQ2,
+                                       high_precision=True)
+    precision.assert_meets(ae.numpy(out), expected, "float16")

@@ -29,6 +29,9 @@ The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT
 Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
 fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
 nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT, ``bf16_even``); outputs are CAST_ROUND.
+Quantisation there goes through fp16 and keeps the dequant products in fp32: int8 scores
+S = deq1 * Q8 K8^T (no fp16), E8 = rint(fp16(fp16(E) * fp16(quant1))), block contribution
+deq2 * E8 V8 (no fp16); an int8 output is rint(fp16(o * quantScale2 + quantOffset2)).
 """
 import numpy as np
 
@@ -113,7 +116,7 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
             vv = v[bi, h].astype(np.float64)
             s = qq @ kk.T
             if kind == "int8":
-                s = to_fp16(float(deq1) * s)
+                s = float(deq1) * s if high_precision else to_fp16(float(deq1) * s)
             elif kind == "float16" and not high_precision:
                 s = to_fp16(s)
             x = s * scale
@@ -126,13 +129,13 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
                     x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
             o = _blocked_rows(x, vv, kind, p_ties, None if quant1 is None else float(quant1),
-                              None if deq2 is None else float(deq2), kv_block)
+                              None if deq2 is None else float(deq2), kv_block, high_precision)
             computed[bi, ni] = ok.any(axis=1)
             out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
-    return _output(out, kind, quant2, offset2, computed)
+    return _output(out, kind, quant2, offset2, computed, high_precision)
 
 
-def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
+def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False):
     """Online softmax over key blocks [c, c + kv_block) aligned at 0, narrowing E per block."""
     rows = x.shape[0]
     m = np.full(rows, -np.inf)
@@ -147,8 +150,12 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
         total = total * alpha + e.sum(axis=1)
         vb = vv[c0:c0 + kv_block]
         if kind == "int8":
-            e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
-            part = to_fp16(deq2 * (e8 @ vb))
+            if arch35:
+                e8 = np.clip(np.rint(to_fp16(to_fp16(e) * to_fp16(quant1))), -128, 127)
+                part = deq2 * (e8 @ vb)
+            else:
+                e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
+                part = to_fp16(deq2 * (e8 @ vb))
         else:
             part = (to_fp16(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
         acc = acc * alpha[:, None] + part
@@ -157,13 +164,14 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
         return acc / total[:, None]
 
 
-def _output(o, kind, quant2, offset2, computed):
+def _output(o, kind, quant2, offset2, computed, arch35=False):
     if quant2 is not None:
         n, dv = o.shape[1], o.shape[3]
         scale = np.broadcast_to(np.asarray(quant2, np.float64), (n, dv))[None, :, None, :]
         offset = np.broadcast_to(np.asarray(0.0 if offset2 is None else offset2, np.float64),
                                  (n, dv))[None, :, None, :]
-        return np.where(computed[..., None], np.clip(np.rint(o * scale + offset), -128, 127), 0.0)
+        y = o * scale + offset
+        return np.where(computed[..., None], np.clip(np.rint(to_fp16(y) if arch35 else y), -128, 127), 0.0)
     return o
 
 

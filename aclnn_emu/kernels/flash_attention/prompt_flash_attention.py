@@ -81,18 +81,23 @@ class Precision:
     """The roundings of a kernel family; the default is the A2/A3 high-performance x910 kernels.
 
     high_precision: the arch35 kernels (Ascend910_95, where TilingV2 forces innerPrecise 0): fp16
-      scores stay fp32, masked scores become -FLT_MAX and fp16 outputs ties away (CAST_ROUND).
+      scores stay fp32, masked scores become -FLT_MAX (not for int8) and fp16 outputs ties away
+      (CAST_ROUND, `prompt_flash_attention_vector2.h` DataCopyTransposeOut, int8 input included).
     bf16_p_even: bf16 P rounded to nearest even (CAST_RINT) instead of ties away.
     bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT) instead of ties away.
+    arch35_quant: the arch35 quantisation (`quant`): int8 scores fp32(Q8 K8^T) * deq1 and block
+      outputs fp32(E8 V8) * deq2 in fp32 (no fp16 rounding; `vf_softmaxflashv3.h`, vector2
+      AscendDequant), P8 = int8(fp16(fp16(E) * fp16(quant1))), and an int8 output through fp16.
     """
     high_precision: bool = False
     bf16_p_even: bool = False
     bf16_out_even: bool = False
+    arch35_quant: bool = False
 
 
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
-REGBASE = Precision(high_precision=True, bf16_p_even=True)    # vf_softmaxflashv3.h, vector2.h
+REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)    # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)
@@ -166,10 +171,11 @@ class _Forward:
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
         high = precision.high_precision and q.dtype != INT8
         self.bf16_out_away = not precision.bf16_out_even
-        self.fp16_out_away = high
+        self.fp16_out_away = precision.high_precision
         self.p_bf16_even = precision.bf16_p_even and q.dtype == BF16    # narrowed after the exponentials
         self.group = q.shape[1] // k.shape[1]
-        self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)
+        self.arch35_quant = precision.arch35_quant
+        self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
         self.rounding = "fp16_even" if q.dtype != BF16 else (None if self.p_bf16_even else "bf16_away")
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
@@ -256,8 +262,11 @@ class _Forward:
         """One block's contribution P V, P being E already narrowed to fp16/bf16 as the hardware
         feeds it to BMM2 (int8: quantised further)."""
         if self.int8 is not None:
-            quantize_(e, self.int8.quant1)
-            return native.scale_(e @ values, pre=self.int8.deq2, fp16=True)
+            if self.arch35_quant:
+                quantize_(e, np.float16(self.int8.quant1), via_fp16=True)
+            else:
+                quantize_(e, self.int8.quant1)
+            return native.scale_(e @ values, pre=self.int8.deq2, fp16=not self.arch35_quant)
         return e @ values
 
     def _finish(self, acc, row_sum, computed, out, n):
@@ -265,7 +274,8 @@ class _Forward:
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant
-            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
+            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]],
+                      via_fp16=self.arch35_quant)
         elif out.dtype == BF16 and self.bf16_out_away:
             round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
         elif out.dtype == FP16 and self.fp16_out_away:

@@ -334,7 +334,7 @@ def _tiling_v2_checks(a, shapes, env):
     else:
         _check_mask_shape(a, has_mask, batch, s1, s2)
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)             # CheckMultiFeatureCrossover
-    _check_kernel_dtypes(a, env)
+    _check_kernel_dtypes(a, env, flag_read_deq=False)
     pfa_regbase.check_kernel_template(a, env, one_row)
     window = pfa_regbase.kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
@@ -631,8 +631,10 @@ def _check_post_quant(a, h):
                 f"H({h}), now is ({scale.numel}).")
 
 
-def _check_kernel_dtypes(a, env):
-    """Kernel selection: only the dtype combinations the op definition registers have a binary."""
+def _check_kernel_dtypes(a, env, flag_read_deq=True):
+    """Kernel selection: only the dtype combinations the op definition registers have a binary
+    (the same for ascend910b, ascend910_93 and ascend910_95). ``flag_read_deq``: the kernel reads
+    each deqScale by the other's dtype flag (A2/A3; the arch35 kernels read both as fp32 alike)."""
     for name in ("deqScale1", "deqScale2"):
         t = getattr(a, name)
         if t is not None and t.dtype not in DEQ_DTYPES:
@@ -641,7 +643,7 @@ def _check_kernel_dtypes(a, env):
         _tiling("kernel.quantScale1_dtype", f"quantScale1 dtype {_name(a.quantScale1)} has no kernel; expected FLOAT")
     if a.attentionOut.dtype == I8 and a.quantScale2.dtype == F16:
         _tiling("kernel.quantScale2_dtype", "quantScale2 dtype FLOAT16 has no kernel; expected FLOAT or BF16")
-    if a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
+    if flag_read_deq and a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
         env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.deq_scale_mixed",
                      f"deqScale1 is {_name(a.deqScale1)} but deqScale2 is {_name(a.deqScale2)}; the kernel picks "
                      "each one's read mode from the other's flag, so mixed dtypes are misread on hardware")
@@ -695,7 +697,9 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFO
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
-            int8 = pfa.Int8Scales(deq_scale(deq1), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2))
+            whole = not precision.arch35_quant           # the arch35 kernels keep all 32 bits
+            int8 = pfa.Int8Scales(deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]),
+                                  deq_scale(deq2, truncate=whole))
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
         common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant,
                       precision=precision)
