@@ -33,6 +33,8 @@ EXPECTED = {
     "v2.ifa_mask_tokens": TILING,
     # INT8 in and out, INT8 one-row query with D 256: A2/A3 have kernels for both.
     "v2.int8_int8_out": 0, "v2.int8_decode_d256": 0,
+    # bf16 TND, D 192, equal batches, no mask: the A2/A3 var-len kernels run it.
+    "v2.bf16_tnd_merge": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -111,7 +113,8 @@ REGBASE = {
     "v2.ifa_mask_tokens": (0, f"{TILING_V2} SetSparseModeData: enableIFA with a mask sets both tokens to "
                               "2147483647 before CheckSparseMode's token rules"),
     **{name: (0, "prompt_flash_attention_template_tiling_key.h has no arch35 binary for it: portability warning "
-                 "(561103 under ACLNN_EMU_STRICT=1)") for name in ("v2.int8_int8_out", "v2.int8_decode_d256")},
+                 "(561103 under ACLNN_EMU_STRICT=1)")
+       for name in ("v2.int8_int8_out", "v2.int8_decode_d256", "v2.bf16_tnd_merge")},
 }
 
 
@@ -156,7 +159,7 @@ def test_portability_rules_on_ascend910_95():
     """Under ACLNN_EMU_STRICT=1 the inferred rules return their code: a private format reaching kernel
     selection, and the TilingV2 results no arch35 kernel template covers."""
     strict = run_rules(ACLNN_EMU_SOC="Ascend910_95", ACLNN_EMU_STRICT="1")
-    for rule in ("format.nd", "v2.int8_int8_out", "v2.int8_decode_d256"):
+    for rule in ("format.nd", "v2.int8_int8_out", "v2.int8_decode_d256", "v2.bf16_tnd_merge"):
         assert strict[rule] == TILING, rule
 
 

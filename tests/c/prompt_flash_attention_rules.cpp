@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
     c = Int8Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.run = true; REPORT("v2.int8_int8_out", Call(c, stream));
     c = Int8Case(); c.q = c.out = T({1, 2, 1, 256}, ACL_INT8); c.out.dtype = ACL_FLOAT16; c.k = c.v = T({1, 2, 16, 256}, ACL_INT8);
     c.run = true; REPORT("v2.int8_decode_d256", Call(c, stream));
+    c = Tnd(192, 192); c.actQ = {8, 16}; c.run = true; REPORT("v2.bf16_tnd_merge", Call(c, stream));
     for (int64_t mode = 20; mode <= 22; mode++) {
         c = BaseApi(mode); c.run = true;
         REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));

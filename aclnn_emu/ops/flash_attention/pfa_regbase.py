@@ -257,15 +257,35 @@ def kernel_window(a, env, tokens, has_mask, one_row):
     return tokens
 
 
-def check_kernel_template(a, env, one_row):
-    """Kernel selection among the arch35 binaries (`prompt_flash_attention_template_tiling_key.h`):
-    INT8 query with INT8 output has none, and an INT8 one-row query with Dv > 128 gets a config
-    (sOuter 64 x sInner 128 from `AdjustCVTilingCVDiff`) that `UpdateTilingKeyConfig` does not know.
-    How the launch fails then is not established."""
+def check_kernel_template(a, env, one_row, act_q, has_mask, mla):
+    """Kernel selection among the arch35 binaries (`prompt_flash_attention_template_tiling_key.h`),
+    where the tiling key TilingV2 builds has none; how the launch fails then is not established:
+    - INT8 query with INT8 output: no binary at all;
+    - INT8 one-row query with Dv > 128: `AdjustCVTilingCVDiff` picks sOuter 64 x sInner 128, a
+      config `UpdateTilingKeyConfig` does not know;
+    - bf16 TND with the GQA merge (`CheckPFAMerge`, `CheckInputDimAndHeadNum`, `CheckActSeqLen`)
+      and 128 < Dv <= 256: config S1 64 / S2 256 / D 256, listed for BSH only."""
     q, out = a.query.dtype, a.attentionOut.dtype
+    dv = _shape_info(a, a.value, "value")[3]
     if q == I8 and out == I8:
         env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_int8_kernel", "INT8 query with INT8 "
                      "attentionOut: TilingV2 accepts it but the arch35 kernels have no binary for it")
-    elif q == I8 and one_row and _shape_info(a, a.value, "value")[3] > 128:
+    elif q == I8 and one_row and dv > 128:
         env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_decode_config", "INT8 one-row query with value D "
                      "> 128: TilingV2 picks a tile shape (64 x 128) no arch35 kernel config covers")
+    elif q == out == BF16 and a.inputLayout == "TND" and _gqa_merge(a, act_q, has_mask, mla) and 128 < dv <= 256:
+        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.bf16_tnd_merge_config", "bf16 TND with equal batch "
+                     "lengths, no mask and value D in (128, 256]: TilingV2 merges the query heads into the rows "
+                     "and picks a config the arch35 bf16 kernels list for BSH only")
+
+
+PFA_MERGE_G, PFA_MERGE_QS = 16, 4           # pfaMergeGLimit, pfaMergeQsLimit (prompt_flash_attention_tiling_v2.h)
+
+
+def _gqa_merge(a, act_q, has_mask, mla):
+    """enablePFAMerge for an fp16/bf16 call without post-quant: S1 > 1, G <= 16 and (with
+    numKeyValueHeads given) G x S1 <= 64, no mask, not BNSD_BSND, not MLA, no batch shorter than S1."""
+    s1, kv_heads = max(act_q), a.numKeyValueHeads
+    group = a.numHeads // (kv_heads or a.numHeads)
+    return (s1 > 1 and not has_mask and not mla and a.inputLayout != "BNSD_BSND" and group <= PFA_MERGE_G
+            and (kv_heads == 0 or group * s1 <= PFA_MERGE_G * PFA_MERGE_QS) and min(act_q) == s1)

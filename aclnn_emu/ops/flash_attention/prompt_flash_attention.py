@@ -335,7 +335,7 @@ def _tiling_v2_checks(a, shapes, env):
         _check_mask_shape(a, has_mask, batch, s1, s2)
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)             # CheckMultiFeatureCrossover
     _check_kernel_dtypes(a, env, flag_read_deq=False)
-    pfa_regbase.check_kernel_template(a, env, one_row)
+    pfa_regbase.check_kernel_template(a, env, one_row, act_q, has_mask, mla)
     window = pfa_regbase.kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
