@@ -24,7 +24,7 @@ Ascend910_95. The differences reproduced here:
 - `SetSparseModeData` (`sparse_tokens`): tokens clamp to +-2147483647, and a one-row query with a
   mask (enableIFA) has its window opened; no int8-output token or offset rule follows;
 - the arch35 kernel templates (`check_kernel_template`): no INT8-in/INT8-out binary, no INT8
-  decode config for D > 128.
+  decode config for Dv > 128, no bf16 TND config under the GQA merge for 128 < Dv <= 256.
 The chain itself runs in prompt_flash_attention.`_tiling_v2_checks`, with the rules both tilings
 share.
 """
