@@ -7,6 +7,7 @@ same rules are in test_prompt_flash_attention_cabi.py.
 import numpy as np
 import pytest
 
+import aclnn_emu as ae
 import precision
 from aclnn_emu import DataType
 from golden import prompt_flash_attention as golden
@@ -120,7 +121,6 @@ def test_post_quant_rounds_through_fp16(chip):
 
 def test_tnd_with_an_int8_query(chip):
     """TilingV2 has no TND int8 rule and the arch35 int8 kernels list the TND layout."""
-    import aclnn_emu as ae
     q_len, kv_len = [12, 30], [20, 9]
     q = RNG.integers(-128, 128, (42, 2, 32)).astype(np.int8)
     k = RNG.integers(-128, 128, (29, 2, 32)).astype(np.int8)
