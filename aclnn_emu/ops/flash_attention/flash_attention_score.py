@@ -303,13 +303,12 @@ def _check_drop_mask(a, x: _Axes, env, regbase):
     """The dropMask checks of the tiling; returns the (seed, offset) of a kernel-generated keep mask,
     or None when the kernel reads dropMaskOptional (or applies no dropout)."""
     drop = _present(a.dropMaskOptional)
-    dropout = bool(np.float32(a.keepProb) < 1)
     if regbase:
-        problem, generated = fas_regbase.dropout(drop, dropout)
+        problem, generated = fas_regbase.dropout(drop, a.keepProb, env)
         _fail(problem)
     else:
         generated = None
-        if drop is None and dropout:
+        if drop is None and np.float32(a.keepProb) < 1:
             env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None:
         need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
