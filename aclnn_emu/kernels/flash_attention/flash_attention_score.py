@@ -6,7 +6,7 @@ Per head (b, n1), block of query rows i and block of keys j, with kv head n2 = n
   m' = max(m, rowmax S);  l = l * exp(m - m') + Σ exp(S - m');  P = exp(S - m')
   P  = P * keepBit / keepProb, then CAST_ROUND to the input dtype (fp16/bf16) for the P·V matmul
   O  = O * exp(m - m') + P V          (fp32)
-and finally attentionOut = CAST_ROUND(O / l) (saturated to the dtype's range with params.saturate), softmaxMax = m and softmaxSum = l replicated over
+and finally attentionOut = CAST_ROUND(O / l), softmaxMax = m and softmaxSum = l replicated over
 the 8 lanes of [B, N1, S1, 8] the backward reads. The sum is of the un-dropped, un-rounded
 exponentials. A row whose every score is masked keeps m = -FLT_MAX: in the invalid-line mode its
 P is zeroed and l set to FLT_MAX (output 0), otherwise each of its keys gets P = 1 (the output is
@@ -101,7 +101,7 @@ class _Job:
                 for got, whole in zip((row_max, row_sum, acc), full):
                     got[unseen] = whole[unseen]
         acc /= row_sum[:, None]
-        if self.params.saturate:
+        if self.params.saturate:   # the arch35 output cast (SatMode::SAT)
             saturate_(acc, self.dtype)
         self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)
         self.softmax_max[b, n, i0:i1] = row_max[:, None]
