@@ -301,6 +301,17 @@ def _run_with(case, **changes):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_applies_a_lone_q_start_idx_and_ignores_a_lone_kv_start_idx(chip):
+    """..._regbase.cpp SetQKVStartIdx: qStartIdx alone applies (kvStartIdx read as 0); kvStartIdx is
+    read only after a qStartIdx, so alone it does not apply (Atlas A2/A3: both or neither)."""
+    slopes = np.array([0.5, 0.125], np.float32)
+    lone_q = Case("float16", "BSND", s1=40, s2=40, pse=slopes, pse_type=2, q_start_idx=(3,), kv_start_idx=(0,))
+    assert_matches(lone_q, got=_run_with(lone_q, kvStartIdxOptional=None))
+    lone_kv = Case("float16", "BSND", s1=40, s2=40, pse=slopes, pse_type=2)
+    assert_matches(lone_kv, got=_run_with(lone_kv, kvStartIdxOptional=(11,)))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as_bsnd(chip):
     """..._regbase.cpp CheckAttenMaskShape (rows x columns >= S1 x S2) and GetShapeAttrsInfo (strcmp)."""
     s1, s2 = 48, 40
