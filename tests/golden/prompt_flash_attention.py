@@ -24,7 +24,8 @@ Packed layouts (SH, TND, the sparseMode 20-22 base-API path; docs + op_host tili
 batch b is a run of query rows and a run of key rows of the [T, N, D] tensor, attended as one
 B = 1 batch with its own actual lengths; rows that belong to no batch are 0 (``packed_attention``).
 The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT,
-``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``).
+``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``). The MLA base-API
+kernels compute only the blocks of their walk (``mla_blocks``).
 
 Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
 fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
@@ -69,6 +70,48 @@ def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
         bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak])]
         out[q0:q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
     return out
+
+
+def mla_blocks(act_q, act_kv, d, sh_lengths=None):
+    """The query blocks the MLA base-API kernels (D > 256) compute, walked one block at a time as
+    `unpad_flashattention_mla` does: (first query token, rows, first key token, keys) each.
+
+    act_q/act_kv: the tiling's per-batch lengths; sh_lengths: the raw arrays the kernel indexes for
+    SH (None for the other layouts, where every batch after 0 takes the longest lengths). The
+    tiling counts blocks with its own lengths; the kernel starts batch 0 with the longest lengths
+    but batch 0's block size, and lays each batch right after the previous one's lengths.
+    """
+    def align(x):
+        return (x + 15) // 16 * 16
+
+    def block_rows(q_len, kv_len):           # GetPPmnIbd, isMLA; indices clamped at 0 as the tiling does
+        e = align(d)
+        n_ubd = min(16384 // max(e, 128) // 16 * 16, align(kv_len))
+        cols = 256 if n_ubd > 256 else 16 * max(n_ubd // 16, 1)
+        m_ubd = min(16384 // max(e, cols) // 16 * 16, align(q_len))
+        return 128 if m_ubd > 128 else 16 * max(m_ubd // 16, 1)
+
+    def count(q_len, rows):
+        return -(-q_len // rows) if q_len else 0
+
+    total = sum(count(q, block_rows(q, kv)) for q, kv in zip(act_q, act_kv))
+    rows = block_rows(act_q[0], act_kv[0])
+    cur, pre, batch, q0, k0 = count(act_q[0], rows), 0, 0, 0, 0
+    q_len, kv_len = max(act_q), max(act_kv)
+    blocks = []
+    for block in range(total):
+        while block >= cur:
+            batch, pre, q0, k0 = batch + 1, cur, q0 + q_len, k0 + kv_len
+            if sh_lengths is not None:
+                q_len, kv_len = sh_lengths[0][batch], sh_lengths[1][batch]
+            rows = block_rows(q_len, kv_len)
+            cur += count(q_len, rows)
+        if q_len == 0 or kv_len == 0:
+            continue
+        m = block - pre
+        size = q_len - m * rows if m == count(q_len, rows) - 1 else rows
+        blocks.append((q0 + m * rows, size, k0, kv_len))
+    return blocks
 
 
 def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):

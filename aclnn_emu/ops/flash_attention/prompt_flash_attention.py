@@ -251,9 +251,9 @@ def _tiling_checks(a, shapes, env):
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
     if a.sparseMode in BASE_API_MODES:
-        plan = pfa_base_api.check(a, shapes)
+        plan = pfa_base_api.check(a, shapes, env)
         _check_kernel_dtypes(a, env)
-        full = [(BIG, BIG)] * len(plan.act_q)
+        full = [(BIG, BIG)] * len(plan.q_rows)
         return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
                        precision=pfa.BASE_API, tokens=plan.tokens)
     _check_mask_and_quant_dtypes(a)
@@ -675,6 +675,8 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFO
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
             o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], **common)
+        if tokens:
+            pfa_base_api.report_unwritten(rows[0], o.shape[2])
         out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
     return run
 
