@@ -33,19 +33,9 @@ def run_mla(tmp_path, dtype, layout, q, k, v, heads, act_q, act_kv):
     return np.fromfile(tmp_path / "out.bin", dtype).reshape(q.shape), result.stderr
 
 
-def expected_tokens(q, k, v, blocks, dtype):
-    """[T, N, D] float64: each block's rows attend their keys; rows of no block are 0."""
-    out = np.zeros(q.shape)
-    for q0, rows, k0, keys in blocks:
-        bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + rows], k[k0:k0 + keys], v[k0:k0 + keys])]
-        out[q0:q0 + rows] = golden.attention(*bnsd, scale=0.125, sparse_mode=1,
-                                             bf16_even=dtype == BF16)[0].transpose(1, 0, 2)
-    return out
-
-
 def unwritten(shape, blocks):
     rows = np.ones(shape[0], bool)
-    for q0, n, _, _ in blocks:
+    for q0, n, *_ in blocks:
         rows[q0:q0 + n] = False
     return rows
 
@@ -62,7 +52,7 @@ def test_sh_unequal_lengths(tmp_path, dtype):
     blocks = golden.mla_blocks(act_q, act_kv, d, sh_lengths=(act_q, act_kv))
     assert [b[:2] for b in blocks] == [(0, 32), (60, 48), (108, 12), (120, 7)]
     tokens = out.reshape(q.shape)
-    precision.assert_meets(tokens, expected_tokens(q, k, v, blocks, dtype), np.dtype(dtype).name)
+    precision.assert_meets(tokens, golden.mla_attention(q, k, v, blocks, scale=0.125), np.dtype(dtype).name)
     assert np.all(tokens[unwritten(q.shape, blocks)] == 0)
     assert "uninitialized-read" in stderr and "31 of 130 output token rows" in stderr
 
@@ -78,7 +68,7 @@ def test_bsnd_stops_when_the_tiling_count_runs_out(tmp_path, dtype):
     blocks = golden.mla_blocks(act_q, act_kv, 320)
     assert [b[:2] for b in blocks] == [(0, 16), (40, 40), (80, 40)]
     tokens = out.reshape(tq.shape)
-    precision.assert_meets(tokens, expected_tokens(tq, tk, tv, blocks, dtype), np.dtype(dtype).name)
+    precision.assert_meets(tokens, golden.mla_attention(tq, tk, tv, blocks, scale=0.125), np.dtype(dtype).name)
     assert np.all(tokens[16:40] == 0)
 
 
@@ -91,4 +81,17 @@ def test_bnsd_is_read_as_tokens(tmp_path):
     tq, tk, tv = (x.reshape(-1, 2, 288) for x in (q, k, v))
     blocks = golden.mla_blocks(act_q, act_kv, 288)
     assert [b[:2] for b in blocks] == [(0, 16), (30, 30)]
-    precision.assert_meets(out.reshape(tq.shape), expected_tokens(tq, tk, tv, blocks, np.float16), "float16")
+    precision.assert_meets(out.reshape(tq.shape), golden.mla_attention(tq, tk, tv, blocks, scale=0.125), "float16")
+
+
+def test_fp16_divides_in_half(tmp_path):
+    """Zero queries: every P is 1 and l = 3, so the fp16 kernel's output is fp16(fp16(O) / 3) with
+    O the fp32 sum of the three values, not fp16(O / 3)."""
+    n, d = 2, 288
+    q = np.zeros((3, n * d), np.float16)
+    v = (1 + RNG.integers(0, 1024, (3, n * d)) / 1024).astype(np.float16)
+    out, _ = run_mla(tmp_path, np.float16, "SH", q, q, v, n, None, None)
+    o = v.astype(np.float32).sum(axis=0)
+    in_half = (o.astype(np.float16).astype(np.float64) / 3).astype(np.float16)
+    assert np.any(in_half != (o / 3).astype(np.float16)), "the values must tell the two divisions apart"
+    assert np.array_equal(out, np.broadcast_to(in_half, out.shape))

@@ -29,12 +29,14 @@ HEAD_SIZE_LAYOUTS = ("SH", "BSH", "BSND", "BNSD", "BNSD_BSND")   # SetBaseApiTil
 class Plan:
     """What the base-API kernels compute: per batch they compute, query rows q_rows[i] = (start,
     count) against key rows kv_rows[i] of the tensors read as packed tokens [T, N, D] (``tokens``:
-    every layout, the MLA kernels) or in the SH layout; every other output row is 0."""
+    every layout, the MLA kernels, whose softmax takes key_blocks[i] keys at a time) or in the SH
+    layout; every other output row is 0."""
     act_q: list
     act_kv: list
     q_rows: list
     kv_rows: list
     tokens: bool
+    key_blocks: list | None = None
 
 
 def check(a, shapes, env) -> Plan:
@@ -102,34 +104,39 @@ def _mla_plan(a, shapes, act_q, act_kv, env):
     given = None
     if a.inputLayout == "SH":
         given = (list(a.actualSeqLengths or ()), None if a.actualSeqLengthsKv is None else list(a.actualSeqLengthsKv))
-    q_rows, kv_rows = _mla_walk(act_q, act_kv, given, shapes.d, env)
-    return Plan(act_q, act_kv, q_rows, kv_rows, tokens=True)
+    q_rows, kv_rows, key_blocks = _mla_walk(act_q, act_kv, given, shapes.d, env)
+    return Plan(act_q, act_kv, q_rows, kv_rows, tokens=True, key_blocks=key_blocks)
 
 
 def _mla_walk(act_q, act_kv, given, d, env):
     """The kernels' block walk; returns the (start, count) query and key token rows of each batch
-    it computes. The tiling counts totalQBlkNum blocks over the tiling's lengths (block rows from
-    `_block_rows`); core i takes blocks i, i + cores, ... and walks the batches in order, so what is
+    it computes and its softmax key block. The tiling counts totalQBlkNum blocks over the tiling's
+    lengths (block sizes from `_block_sizes`); core i takes blocks i, i + cores, ... and walks the batches in order, so what is
     computed does not depend on the core count. The walk starts batch 0 with the longest lengths
     (`qSeqlen = maxSeqlen`; the SH branch assigns a shadowing local) but batch 0's block count
     and size; each later batch starts right after the previous one's lengths and takes, for SH
     (``given``: the raw arrays, which the kernel indexes per batch), actualSeqLengths[b] and
     actualSeqLengthsKv[b], else the longest ones again, until the tiling's total runs out. A batch
-    with a zero length is skipped. Rows it does not reach are not written."""
+    with a zero length is skipped. Rows it does not reach are not written. The vector cores take
+    the keys one block of PP_NN columns at a time, two blocks at once past four
+    (`NO_STACK_S_BLOCK_LIMIT`)."""
     def blocks(q_len, rows):
         return -(-q_len // rows) if q_len else 0
-    tiling_rows = [_block_rows(q, kv, d) for q, kv in zip(act_q, act_kv)]
-    total = sum(blocks(q, rows) for q, rows in zip(act_q, tiling_rows))
-    q_len, kv_len, rows = max(act_q), max(act_kv), tiling_rows[0]
+    def key_block(kv_len, cols):
+        return cols * (2 if blocks(kv_len, cols) > NO_STACK_S_BLOCK_LIMIT else 1)
+    tiling_sizes = [_block_sizes(q, kv, d) for q, kv in zip(act_q, act_kv)]
+    total = sum(blocks(q, rows) for q, (rows, _) in zip(act_q, tiling_sizes))
+    q_len, kv_len, (rows, cols) = max(act_q), max(act_kv), tiling_sizes[0]
     start, end, q_tok, kv_tok = 0, blocks(act_q[0], rows), 0, 0
-    q_rows, kv_rows = [], []
+    q_rows, kv_rows, key_blocks = [], [], []
     for batch in itertools.count(1):
         done = min(end, total) - start
         if done > 0 and q_len and kv_len:
             q_rows.append((q_tok, min(done * rows, q_len)))
             kv_rows.append((kv_tok, kv_len))
+            key_blocks.append(key_block(kv_len, cols))
         if end >= total:
-            return q_rows, kv_rows
+            return q_rows, kv_rows, key_blocks
         start, q_tok, kv_tok = end, q_tok + q_len, kv_tok + kv_len
         if given is not None:
             q_len, kv_len = (_element(array, batch, what) for array, what in
@@ -137,7 +144,7 @@ def _mla_walk(act_q, act_kv, given, d, env):
             if q_len and not kv_len:
                 env.warn(f"portability: batch {batch} has {q_len} query rows and no key: the MLA kernel sizes its "
                          "query blocks from PP_NN[-1] (an index before the table), taken here as at most D")
-        rows = _block_rows(q_len, kv_len, d)
+        rows, cols = _block_sizes(q_len, kv_len, d)
         end += blocks(q_len, rows)
 
 
@@ -153,19 +160,21 @@ def _element(array, batch, what):
 PP_ROWS = tuple(range(16, 129, 16))     # PP_MM: the query block sizes
 PP_COLS = tuple(range(16, 257, 16))     # PP_NN: the key block sizes
 PP_BLOCK_BUFFER = 128 * 128
+NO_STACK_S_BLOCK_LIMIT = 4
 
 
-def _block_rows(q_len, kv_len, d):
-    """Query rows per block: `GetPPmnIbd` with isMLA (kernel) = `SetBaseApiSeqTilingData` (tiling).
-    With D > 256 the key block never exceeds D, so only D and the query length decide it (an index
-    the tiling clamps at 0 and the kernel does not falls on a length of 0, which has no block)."""
+def _block_sizes(q_len, kv_len, d):
+    """(query rows, key columns) per block: `GetPPmnIbd` with isMLA (kernel) =
+    `SetBaseApiSeqTilingData` (tiling). With D > 256 the key block never exceeds D, so the rows
+    depend on D and the query length only (an index the tiling clamps at 0 and the kernel does not
+    falls on a length of 0, which has no block)."""
     def align(n):
         return -(-n // 16) * 16
     def index(val, table):
         return len(table) - 1 if val > table[-1] else max(val // 16 - 1, 0)
     d_aligned = align(d)
     cols = PP_COLS[index(min(PP_BLOCK_BUFFER // max(d_aligned, 128) // 16 * 16, align(kv_len)), PP_COLS)]
-    return PP_ROWS[index(min(PP_BLOCK_BUFFER // max(d_aligned, cols) // 16 * 16, align(q_len)), PP_ROWS)]
+    return PP_ROWS[index(min(PP_BLOCK_BUFFER // max(d_aligned, cols) // 16 * 16, align(q_len)), PP_ROWS)], cols
 
 
 def report_unwritten(q_rows, total):
