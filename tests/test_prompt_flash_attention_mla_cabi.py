@@ -95,3 +95,16 @@ def test_fp16_divides_in_half(tmp_path):
     in_half = (o.astype(np.float16).astype(np.float64) / 3).astype(np.float16)
     assert np.any(in_half != (o / 3).astype(np.float16)), "the values must tell the two divisions apart"
     assert np.array_equal(out, np.broadcast_to(in_half, out.shape))
+
+
+def test_a_later_sh_batch_without_keys_is_skipped_with_a_portability_warning(tmp_path):
+    """Batch 1 has 8 query rows and no key: the kernel skips it, but sizes its blocks from PP_NN[-1]."""
+    n, d = 2, 288
+    q, k = grid((16, n * d), np.float16), grid((8, n * d), np.float16)
+    out, stderr = run_mla(tmp_path, np.float16, "SH", q, k, k, n, (8, 8), (8, 0))
+    assert "portability" in stderr and "PP_NN[-1]" in stderr
+    blocks = golden.mla_blocks((8, 8), (8, 0), d, sh_lengths=((8, 8), (8, 0)))
+    assert [b[:2] for b in blocks] == [(0, 8)]
+    tokens = out.reshape(16, n, d)
+    precision.assert_meets(tokens, golden.mla_attention(q.reshape(16, n, d), k.reshape(8, n, d), k.reshape(8, n, d),
+                                                        blocks, scale=0.125), "float16")

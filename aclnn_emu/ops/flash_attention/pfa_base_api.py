@@ -111,15 +111,15 @@ def _mla_plan(a, shapes, act_q, act_kv, env):
 def _mla_walk(act_q, act_kv, given, d, env):
     """The kernels' block walk; returns the (start, count) query and key token rows of each batch
     it computes and its softmax key block. The tiling counts totalQBlkNum blocks over the tiling's
-    lengths (block sizes from `_block_sizes`); core i takes blocks i, i + cores, ... and walks the batches in order, so what is
-    computed does not depend on the core count. The walk starts batch 0 with the longest lengths
-    (`qSeqlen = maxSeqlen`; the SH branch assigns a shadowing local) but batch 0's block count
-    and size; each later batch starts right after the previous one's lengths and takes, for SH
-    (``given``: the raw arrays, which the kernel indexes per batch), actualSeqLengths[b] and
-    actualSeqLengthsKv[b], else the longest ones again, until the tiling's total runs out. A batch
-    with a zero length is skipped. Rows it does not reach are not written. The vector cores take
-    the keys one block of PP_NN columns at a time, two blocks at once past four
-    (`NO_STACK_S_BLOCK_LIMIT`)."""
+    lengths (block sizes from `_block_sizes`); core i takes blocks i, i + cores, ... and walks the
+    batches in order, so what is computed does not depend on the core count. The walk starts
+    batch 0 with the longest lengths (`qSeqlen = maxSeqlen`; the SH branch only declares
+    shadowing locals) but batch 0's block count and size; each later batch starts right after the
+    previous one's lengths and takes, for SH (``given``: the raw arrays, which the kernel indexes
+    per batch), actualSeqLengths[b] and actualSeqLengthsKv[b], else the longest ones again, until
+    the tiling's total runs out. A batch with a zero length is skipped. Rows it does not reach are
+    not written. The vector cores take the keys one block of PP_NN columns at a time, two blocks
+    at once past four (`NO_STACK_S_BLOCK_LIMIT`)."""
     def blocks(q_len, rows):
         return -(-q_len // rows) if q_len else 0
     def key_block(kv_len, cols):
