@@ -6,7 +6,7 @@ import cabi
 import precision
 from golden import prompt_flash_attention as golden
 
-NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 161001, 161002, 561103, 561003
+NULLPTR, INVALID, TILING = 161001, 161002, 561103
 
 EXPECTED = {
     **{f"ok.{name}": 0 for name in ("BNSD", "BSH", "BSND", "BNSD_BSND", "NSD", "sparse0", "sparse1", "sparse2",
@@ -14,7 +14,7 @@ EXPECTED = {
                                      "empty_kv", "empty_out_before_dtype", "SH", "SH_one_batch", "SH_padded_d",
                                      "TND", "TND_causal", "TND_band", "TND_d192", "TND_empty_kv", "TND_tokens_ignored",
                                      "sparse20", "sparse21", "sparse22", "mla_d192", "base_api_mla",
-                                     "base_api_mla_bnsd")},
+                                     "base_api_mla_bnsd", "base_api_mla_uneven")},
     # D > Dv: A2/A3 pad V to D in the op_api; TilingV2 wants equal key and value shapes.
     "v2.d_gt_dv": 0,
     # S1 = 1: A2/A3 read a 2-D mask as [S1m, S2m] and take batch 1 or B.
@@ -58,7 +58,7 @@ EXPECTED = {
         # sparseMode 20-22 (CheckBaseApiRequiredInput, CheckBaseApiOptionalInput).
         "base_api.empty", "base_api.fp16_dtypes", "base_api.bf16_dtypes", "base_api.mask", "base_api.layout",
         "base_api.nsd_not_sh", "base_api.sh_only", "base_api.actual_null", "base_api.int8_kernel",
-        "base_api.lengths_fit", "base_api.lengths_fit_mla", "base_api.sh_dv",
+        "base_api.lengths_fit", "base_api.lengths_fit_mla", "base_api.sh_dv", "base_api.mla_lengths_read",
         # SH (the A2/A3 tiling).
         "sh.batch_equal", "batch.sh_max", "sh.q_kv_diff", "sh.sum", "quant.sh_int8_out", "sh.kv_hidden",
         # TND (CheckInputShapeWhenLayoutIsTND, CheckActSeqWhenLayoutIsTND, the TND template).
@@ -66,8 +66,6 @@ EXPECTED = {
         "tnd.kv_n", "tnd.query_n", "tnd.group", "tnd.d", "tnd.group_d192", "tnd.dtype", "tnd.actual_len_equal",
         "tnd.actual_negative", "tnd.actual_decreasing", "tnd.sparse_mode", "tnd.mode0_mask", "tnd.band_dv",
         "tnd.causal_s1_s2", "tnd.band_tokens")},
-    # The MLA base-API kernel computes batch 0 with the longest lengths: unequal ones are not emulated.
-    "not_implemented.base_api_mla_uneven": NOT_IMPLEMENTED,
 }
 
 
@@ -80,8 +78,8 @@ REGBASE = {
     **{f"ok.sparse{mode}": (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only, no base-API path")
        for mode in (20, 21, 22)},
     **{name: (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only") for name in
-       ("not_implemented.base_api_mla_uneven", "ok.base_api_mla", "ok.base_api_mla_bnsd", "base_api.lengths_fit_mla",
-        "base_api.sh_dv")},
+       ("ok.base_api_mla_uneven", "ok.base_api_mla", "ok.base_api_mla_bnsd", "base_api.lengths_fit_mla",
+        "base_api.sh_dv", "base_api.mla_lengths_read")},
     "format.nd": (0, "aclnn_prompt_flash_attention_inner.cpp AnalysisInputShapeInfo: needPad = false on "
                      "ASCEND910_95, so CheckTensorFormat never runs (portability warning instead)"),
     **{name: (0, f"{TILING_V2} CheckEmptyTensor/SetEmptyTensor: empty key/value zero-fill the output before any "

@@ -260,9 +260,12 @@ int main(int argc, char **argv) {
     c = BaseApi(); c.q.dtype = c.k.dtype = c.v.dtype = ACL_INT8; c.hasDeq1 = c.hasQuant1 = c.hasDeq2 = true;
     REPORT("base_api.int8_kernel", Call(c, stream));
     c = BaseApi(); c.actKv = {5, 12}; REPORT("base_api.lengths_fit", Call(c, stream));
-    c = BaseApi(); c.q = c.k = c.v = c.out = T({16, 576}); REPORT("not_implemented.base_api_mla_uneven", Call(c, stream));
-    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.q = c.k = c.v = c.out = T({16, 576}); c.run = true;
+    c = BaseApi(); c.q = c.out = T({20, 576}); c.k = c.v = T({22, 576}); c.run = true;
+    REPORT("ok.base_api_mla_uneven", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8, 8}; c.q = c.k = c.v = c.out = T({16, 576}); c.run = true;
     REPORT("ok.base_api_mla", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.q = c.k = c.v = c.out = T({16, 576});
+    REPORT("base_api.mla_lengths_read", Call(c, stream));
     c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.v = T({16, 128}); REPORT("base_api.sh_dv", Call(c, stream));
     c = Case(); c.sparse = 20; c.q = c.k = c.v = c.out = T({1, 2, 16, 288}); c.run = true; REPORT("ok.base_api_mla_bnsd", Call(c, stream));
     c = BaseApi(); c.actQ = c.actKv = {8, 8, 8}; c.q = c.k = c.v = c.out = T({16, 576}); REPORT("base_api.lengths_fit_mla", Call(c, stream));

@@ -29,6 +29,7 @@ import numpy as np
 from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
+from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
@@ -88,15 +89,19 @@ class Precision:
     arch35_quant: the arch35 quantisation (`quant`): int8 scores fp32(Q8 K8^T) * deq1 and block
       outputs fp32(E8 V8) * deq2 in fp32 (no fp16 rounding; `vf_softmaxflashv3.h`, vector2
       AscendDequant), P8 = int8(fp16(fp16(E) * fp16(quant1))), and an int8 output through fp16.
+    half_softmax: an fp16 input runs the fp16 MLA base-API kernel's half-precision softmax
+      (``pfa_mla_half``).
     """
     high_precision: bool = False
     bf16_p_even: bool = False
     bf16_out_even: bool = False
     arch35_quant: bool = False
+    half_softmax: bool = False
 
 
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
+BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
 REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)    # vf_softmaxflashv3.h, vector2.h
 
 
@@ -127,32 +132,38 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
                            int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                           precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
+                           precision: Precision = HIGH_PERFORMANCE, kv_block: int = KV_BLOCK) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
-    the kernel family's roundings.
+    the kernel family's roundings; ``kv_block`` the online softmax's key block (at most KV_BLOCK).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block).run()
 
 
 def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
                                   int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                                  precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
+                                  precision: Precision = HIGH_PERFORMANCE, kv_blocks=None) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
-    own band ``bands[b]`` anchored at the batch's own first row and key. Rows of no batch are 0.
+    own band ``bands[b]`` anchored at the batch's own first row and key, and its own key block
+    ``kv_blocks[b]`` (default KV_BLOCK). Rows of no batch are 0.
     """
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
+        kv_block = KV_BLOCK if kv_blocks is None else kv_blocks[b]
+        if precision.half_softmax and q.dtype == FP16 and aq and ak:    # no band, mask or quantisation there
+            outs[0, :, q0:q0 + aq] = mla_half_attention(q[0, :, q0:q0 + aq], k[0, :, k0:k0 + ak],
+                                                        v[0, :, k0:k0 + ak], scale=scale, block=kv_block)
+            continue
         batch_mask = mask
         if mask is not None and mask.values.shape[0] > 1:
             batch_mask = Mask(mask.values[b:b + 1])
         o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
                                    bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
-                                   out_quant=out_quant, precision=precision)
+                                   out_quant=out_quant, precision=precision, kv_block=kv_block)
         outs[:, :, q0:q0 + aq] = o
     return outs
 
@@ -164,8 +175,9 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision):
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block):
         self.q, self.k, self.v = q, k, v
+        self.kv_block = kv_block
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
@@ -216,10 +228,11 @@ class _Forward:
         row_sum = np.zeros(rows, np.float32)
         alpha = np.empty(rows, np.float32)
         acc = None
-        # Key blocks start at multiples of KV_BLOCK (assumed hardware tiling): the int8 path
-        # quantises each block against the running max, so the boundaries shape the result.
-        for start in range(k0 - k0 % KV_BLOCK, k1, KV_BLOCK):
-            c0, c1 = max(start, k0), min(start + KV_BLOCK, k1)
+        # Key blocks start at multiples of kv_block (KV_BLOCK: assumed hardware tiling): P is
+        # narrowed (int8: quantised) against the running max, so the boundaries shape the result.
+        block = self.kv_block
+        for start in range(k0 - k0 % block, k1, block):
+            c0, c1 = max(start, k0), min(start + block, k1)
             s = _score_block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
             scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)

@@ -251,11 +251,12 @@ def _tiling_checks(a, shapes, env):
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
     if a.sparseMode in BASE_API_MODES:
-        plan = pfa_base_api.check(a, shapes)
+        plan = pfa_base_api.check(a, shapes, env)
         _check_kernel_dtypes(a, env)
-        full = [(BIG, BIG)] * len(plan.act_q)
+        full = [(BIG, BIG)] * len(plan.q_rows)
         return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
-                       precision=pfa.BASE_API, tokens=plan.tokens)
+                       precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API, tokens=plan.tokens,
+                       kv_blocks=plan.key_blocks)
     _check_bf16_mask_dtype(a)
     _check_int8_fp16_out(a)
     if q.is_empty:
@@ -679,10 +680,11 @@ def _expected_out_shape(a, shapes):
 
 # -- launch ---------------------------------------------------------------------------------------
 def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFORMANCE, tokens=False,
-            ifa_mask=False):
+            ifa_mask=False, kv_blocks=None):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
-    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch)."""
+    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
+    packed batch."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
@@ -706,7 +708,10 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFO
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
-            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], **common)
+            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks,
+                                                  **common)
+        if tokens:
+            pfa_base_api.report_unwritten(rows[0], o.shape[2])
         out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
     return run
 
