@@ -108,9 +108,12 @@ def test_key_with_fewer_heads_is_refused_where_it_is_read_past_its_end():
     with pytest.raises(ae.AclnnError) as failed:
         run_ifa(q, [small], [small], kv_heads=2)
     assert failed.value.status == 561003 and "past the key" in failed.value.message
-    # batch 1 reads nothing: the rows read end inside the key
+    # batch 1 reads nothing: the rows read end with the key's last element
     out = run_ifa(q, [small], [small], kv_heads=2, actual=(16, 0))
     assert np.all(out[1] == 0)
+    # one row past the end: head 1's first token of a one-head key
+    with pytest.raises(ae.AclnnError):
+        run_ifa(q[:1], [small[:1]], [small[:1]], kv_heads=2, actual=(1,))
 
 
 # -- quantScale2 of rank 5 -----------------------------------------------------------------------------

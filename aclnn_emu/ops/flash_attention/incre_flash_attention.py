@@ -85,8 +85,9 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 ])
 GAPS = {
     "soc": "Ascend910_95 (IFATilingV2 and the arch35 kernels)",
-    "mtp": "a query S in [2, 16] that the tiling splits (S x G past 256, 128 with int8 key/value): the S = 1 "
-           "kernels then count their batch index past B and read key, value and lengths past their ends",
+    "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
+           "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
+           "lengths past their ends",
     "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
                 "the kernel's addressing by numKeyValueHeads (it reads past the key's end)",
     "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
