@@ -11,7 +11,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = ("BNSD", "BSND", "BSH", "BSH_NBSD", "paged_blocks_h", "paged_blocks_n_d", "paged_bsh", "tensor_list",
       "int8_antiquant", "int8_per_tensor", "post_quant", "post_quant_per_channel", "mask_pse", "mask_covers_actual", "kv_padding",
-      "empty_out_before_dtype", "mtp", "mtp_bsh_any_mask", "kv_heads_more", "quant2_rank5")
+      "empty_out_before_dtype", "mtp", "mtp_bsh_any_mask", "mtp_g32_s8", "kv_heads_more", "quant2_rank5")
 TILING_RULES = (
     "query_empty", "heads_zero", "kv_heads", "bsh_h", "layout", "query_heads", "query_s", "tnd_rope",
     "inner_precise", "blocktable_empty", "pa_bnbd_layout", "kv_list_short", "kv_shape_same", "kv_list_rank",
@@ -33,7 +33,7 @@ EXPECTED = {
     **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("pse_dtype", "mask_dtype", "blocktable_dtype",
                                                       "antiquant_fp32", "quant2_bf16_fp16_query")},
     # ifa_speculative (SplitUnbalanced's split past the batch), reads past the key or quantScale2
-    **{f"not_implemented.{name}": NOT_IMPLEMENTED for name in ("mtp", "kv_heads", "quant2_rank")},
+    **{f"not_implemented.{name}": NOT_IMPLEMENTED for name in ("mtp", "mtp_int8", "kv_heads", "quant2_rank")},
     **{f"tiling.{name}": TILING for name in TILING_RULES},
 }
 

@@ -72,14 +72,27 @@ def test_speculative_query_bsh_paged_with_pse():
 
 
 @pytest.mark.parametrize("layout,shape,heads,kv_heads", [("BNSD", (1, 64, 16, 16), 64, 2),
-                                                         ("BSH", (1, 16, 64 * 16), 64, 1)])
+                                                         ("BNSD", (1, 46, 11, 16), 46, 2),
+                                                         ("BSH", (1, 16, 64 * 16), 64, 1)],
+                         ids=["bnsd_16x32", "bnsd_11x23", "bsh_16x64"])
 def test_speculative_query_split_past_the_batch_is_refused(layout, shape, heads, kv_heads):
-    """S x G = 16 x 32 (BNSD) or 16 x 64 (BSH) passes gMax 256: SplitUnbalanced splits the rows and
-    the S = 1 kernels' batch index would run past B."""
+    """SplitUnbalanced splits the rows (BNSD: G above gMax / S made even, 22 for S = 11, so G = 23
+    splits though S x G = 253; BSH: S above gMax / G) and the S = 1 kernels' batch index would run
+    past B."""
     key = np.zeros((1, kv_heads, 8, 16) if layout == "BNSD" else (1, 8, kv_heads * 16), np.float16)
     with pytest.raises(ae.AclnnError) as failed:
         call(np.zeros(shape, np.float16), key, key, layout=layout, heads=heads, kv_heads=kv_heads)
     assert failed.value.status == 561003 and "past B" in failed.value.message
+
+
+def test_speculative_query_just_below_the_split_runs():
+    """S = 11, G = 22: gMax / S = 23, made even 22, holds the group: one pass, B x N2 loop indices."""
+    b, n, n2, s, d = 1, 44, 2, 11, 16
+    query = values((b, n, s, d), np.float16)
+    k, v = values((b, n2, 9, d), np.float16), values((b, n2, 9, d), np.float16)
+    out = call(query, k, v, layout="BNSD", heads=n, kv_heads=n2)
+    expected = expect(decode_rows(query, b, n, d), list(k), list(v), scale=0.125, lengths=[9])
+    meets(out.reshape(-1)[:b * n * d].reshape(b, n, d), expected, np.float16)
 
 
 # -- a batched key whose heads differ from numKeyValueHeads -------------------------------------------

@@ -178,6 +178,8 @@ int main() {
     c = Bsh(); c.q = c.out = T({2, 3, 128}); c.opt["attenMask"] = T({1, 7}, ACL_BOOL); c.hasAct = true; c.act = {7, 5};
     REPORT("ok.mtp_bsh_any_mask", Call(c, stream));
     c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 16, 32}); REPORT("not_implemented.mtp", Call(c, stream));
+    c = Int8Kv(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("not_implemented.mtp_int8", Call(c, stream));
+    c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("ok.mtp_g32_s8", Call(c, stream));
     // A batched key whose heads differ from numKeyValueHeads: CheckQKOutShape compares D only; the
     // kernel reads it by numKeyValueHeads, past its end when it is smaller (561003).
     c = Ok(); c.k = c.v = {T({2, 4, 16, 32})}; REPORT("ok.kv_heads_more", Call(c, stream));
