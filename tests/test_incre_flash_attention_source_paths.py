@@ -85,6 +85,21 @@ def test_speculative_query_split_past_the_batch_is_refused(layout, shape, heads,
     assert failed.value.status == 561003 and "past B" in failed.value.message
 
 
+def test_speculative_split_follows_a_paged_cache_rank():
+    """Page attention sets the split's layout from the cache: a (blocknum, blocksize, H) cache splits as
+    BSH_BSND (S above gMax / G: 11 <= 256 / 23), so S = 11, G = 23 runs with a BNSD query, where the
+    BNSD split (G above 22) would refuse it."""
+    b, n, s, d, bs = 1, 23, 11, 16, 16
+    query = values((b, n, s, d), np.float16)
+    cache_k, cache_v = values((2, bs, d), np.float16), values((2, bs, d), np.float16)
+    table = np.array([[1, 0]], np.int32)
+    out = call(query, cache_k, cache_v, layout="BNSD", heads=n, kv_heads=1, actual=(20,), table=table, block_size=bs)
+    keys = [golden.dense_rows(cache_k, table[0], bs, 20, 1, False)]
+    vals = [golden.dense_rows(cache_v, table[0], bs, 20, 1, False)]
+    expected = expect(decode_rows(query, b, n, d), keys, vals, scale=0.125, lengths=[20])
+    meets(out.reshape(-1)[:b * n * d].reshape(b, n, d), expected, np.float16)
+
+
 def test_speculative_query_just_below_the_split_runs():
     """S = 11, G = 22: gMax / S = 23, made even 22, holds the group: one pass, B x N2 loop indices."""
     b, n, n2, s, d = 1, 44, 2, 11, 16

@@ -227,6 +227,8 @@ MUTATIONS = [
              "G_MAX, G_MAX_INT8 = 256, 128", "G_MAX, G_MAX_INT8 = 256, 256", IFA_TESTS),
     Mutation("ifa-speculative-group-split-odd", "aclnn_emu/ops/flash_attention/ifa_speculative.py",
              "split = min(split - (split & 1), group)", "split = min(split, group)", IFA_TESTS),
+    Mutation("ifa-speculative-split-by-query-layout", "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+             "return kv_rank == 3 if paged else", "return", IFA_TESTS),
     Mutation("ifa-key-heads-by-its-own-split", IFA_OP, "    if p.kv_shape is None:\n", "    if True:\n", IFA_TESTS),
     Mutation("ifa-key-heads-reach-one-row-short", IFA_OP, "(n2 - 1) * s * d + e * d for b, e",
              "(n2 - 1) * s * d + (e - 1) * d for b, e", IFA_TESTS),
