@@ -24,7 +24,7 @@ TILING_RULES = (
     "antiquant.rank_antiquantScale", "antiquant.per_channel_antiquantScale",
     "antiquant.per_channel_antiquantOffset", "pa_nd_stride", "pa_block_zero", "pa_block_max", "pa_actual_seq",
     # incre_flash_attention_tiling_check.cpp: CheckQKOutShape, ProcessPseShift, CheckGqaIOTensor, CheckGqaAntiquantTensor
-    "kv_nz_not_paged", "kv_nz.pse", "kv_nz.antiquant", "kv_nz.query_dtype", "kv_nz.shape", "kv_nz.antiquant_scale")
+    "kv_nz_not_paged", "kv_nz.pse", "bsh_h_zero", "kv_nz.antiquant", "kv_nz.query_dtype", "kv_nz.shape", "kv_nz.antiquant_scale")
 
 EXPECTED = {
     **{f"ok.{name}": SUCCESS for name in OK},

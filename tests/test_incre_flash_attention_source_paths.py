@@ -178,3 +178,12 @@ def test_kv_nz_cache_fails_the_tiling(query, cache, extra, message):
         call(query, cache, cache, layout="BNSD", heads=4, kv_heads=2, actual=(40, 7), table=NZ_TABLE, block_size=32,
              **extra)
     assert failed.value.status == 561002 and message in failed.value.message
+
+
+def test_bsh_key_with_h_zero_fails_as_on_aarch64_hosts():
+    """GetInOutLayout4BSH divides by the key's H: x86 hosts die of SIGFPE, aarch64 hosts get 0 heads
+    and fail the heads check (561002), which aclnn-emu reproduces."""
+    empty = np.zeros((2, 16, 0), np.float16)
+    with pytest.raises(ae.AclnnError) as failed:
+        call(np.zeros((2, 1, 128), np.float16), empty, empty, layout="BSH", heads=4, kv_heads=2)
+    assert failed.value.status == 561002 and "SIGFPE" in failed.value.message

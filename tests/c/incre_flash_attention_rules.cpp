@@ -209,6 +209,8 @@ int main() {
     c = Listed(); c.k[1] = c.v[1] = T({1, 2, 13, 16}); REPORT("tiling.kv_list_same", Call(c, stream));
     c = Bsh(); c.k = c.v = {T({2, 16, 2, 32})}; REPORT("tiling.bsh_dims", Call(c, stream));
     c = Bsh(); c.kvHeads = 0; c.k = c.v = {T({2, 16, 32})}; REPORT("tiling.bsh_d", Call(c, stream));
+    // GetInOutLayout4BSH divides by the key's H (UB: SIGFPE on x86 hosts, 0 heads and 561002 on aarch64).
+    c = Bsh(); c.k = c.v = {T({2, 16, 0})}; REPORT("tiling.bsh_h_zero", Call(c, stream));
     c = Ok(); c.out = T({2, 4, 32}); REPORT("tiling.bnsd_dims", Call(c, stream));
     c = Ok(); c.k = c.v = {T({2, 2, 16, 16})}; REPORT("tiling.bnsd_d", Call(c, stream));
     c = Ok(); c.q.format = ACL_FORMAT_NCL; REPORT("tiling.format", Call(c, stream));

@@ -92,8 +92,6 @@ GAPS = {
                 "the kernel's addressing by numKeyValueHeads (it reads past the key's end)",
     "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
                    "tiling checks no such shape; the kernel reads N x D values)",
-    "bsh_h_zero": "a BSH key with H = 0 when numKeyValueHeads is given (the tiling divides by it: the host process "
-                  "dies of SIGFPE)",
 }
 OP.not_implemented = tuple(GAPS.values())
 # The same signature with the key/value lists seen as single tensors: the generated entry point
@@ -249,7 +247,11 @@ class _Tiling:
             s_q, d, q_heads = _dim(qs, 1), _dim(qs, 2) // heads, heads
             if _u32(a.numKeyValueHeads) != 0 and k_rank == 3:
                 if _dim(k0.shape, 2) == 0:
-                    _not_implemented("bsh_h_zero")
+                    # D N N2 / 0: an integer division by zero in GetInOutLayout4BSH. x86 hosts die of
+                    # SIGFPE; aarch64 hosts (sdiv gives 0) fail the heads check below. aclnn-emu does the latter.
+                    _fail("bsh_h_zero", "the query's heads num should be equal to qOfHeadnum (the key's H is 0: "
+                          "the tiling divides D x numHeads x numKeyValueHeads by it, which kills x86 hosts with "
+                          "SIGFPE; aarch64 hosts read 0 heads and fail here)")
                 q_heads = d * heads * kv // _dim(k0.shape, 2)
         elif layout in ("BSND", "BSND_NBSD"):
             s_q, d, q_heads = _dim(qs, 1), _dim(qs, 3), _dim(qs, 2)
