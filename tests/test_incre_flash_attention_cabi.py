@@ -33,7 +33,7 @@ EXPECTED = {
     **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("pse_dtype", "mask_dtype", "blocktable_dtype",
                                                       "antiquant_fp32", "quant2_bf16_fp16_query")},
     # ifa_speculative (SplitUnbalanced's split past the batch), reads past the key or quantScale2
-    **{f"not_implemented.{name}": NOT_IMPLEMENTED for name in ("mtp", "mtp_int8", "kv_heads", "quant2_rank")},
+    **{f"refused.{name}": NOT_IMPLEMENTED for name in ("mtp", "mtp_int8", "kv_heads", "quant2_rank")},
     **{f"tiling.{name}": TILING for name in TILING_RULES},
 }
 

@@ -177,16 +177,16 @@ int main() {
     c = Ok(); c.q = c.out = T({2, 4, 2, 32}); REPORT("ok.mtp", Call(c, stream));
     c = Bsh(); c.q = c.out = T({2, 3, 128}); c.opt["attenMask"] = T({1, 7}, ACL_BOOL); c.hasAct = true; c.act = {7, 5};
     REPORT("ok.mtp_bsh_any_mask", Call(c, stream));
-    c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 16, 32}); REPORT("not_implemented.mtp", Call(c, stream));
-    c = Int8Kv(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("not_implemented.mtp_int8", Call(c, stream));
+    c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 16, 32}); REPORT("refused.mtp", Call(c, stream));
+    c = Int8Kv(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("refused.mtp_int8", Call(c, stream));
     c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("ok.mtp_g32_s8", Call(c, stream));
     // A batched key whose heads differ from numKeyValueHeads: CheckQKOutShape compares D only; the
     // kernel reads it by numKeyValueHeads, past its end when it is smaller (561003).
     c = Ok(); c.k = c.v = {T({2, 4, 16, 32})}; REPORT("ok.kv_heads_more", Call(c, stream));
-    c = Ok(); c.k = c.v = {T({2, 1, 16, 32})}; REPORT("not_implemented.kv_heads", Call(c, stream));
+    c = Ok(); c.k = c.v = {T({2, 1, 16, 32})}; REPORT("refused.kv_heads", Call(c, stream));
     // quantScale2 of rank 5+: CheckQuant2Shape has no rule for it; the kernel reads N x D values.
     c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 32}, ACL_FLOAT); REPORT("ok.quant2_rank5", Call(c, stream));
-    c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 16}, ACL_FLOAT); REPORT("not_implemented.quant2_rank", Call(c, stream));
+    c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 16}, ACL_FLOAT); REPORT("refused.quant2_rank", Call(c, stream));
     // The tiling (561002), in the source's order.
     c = Ok(); c.q = T({0, 4, 1, 32}); REPORT("tiling.query_empty", Call(c, stream));
     c = Ok(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

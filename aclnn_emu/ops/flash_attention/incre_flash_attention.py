@@ -85,15 +85,19 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 ])
 GAPS = {
     "soc": "Ascend910_95 (IFATilingV2 and the arch35 kernels)",
+}
+OP.not_implemented = tuple(GAPS.values())
+# Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
+REFUSED = {
     "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
            "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
            "lengths past their ends",
     "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
-                "the kernel's addressing by numKeyValueHeads (it reads past the key's end)",
+                "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
     "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
-                   "tiling checks no such shape; the kernel reads N x D values)",
+                   "tiling checks no such shape): the kernel reads N x D values, past its end",
 }
-OP.not_implemented = tuple(GAPS.values())
+OP.refused = tuple(REFUSED.values())
 # The same signature with the key/value lists seen as single tensors: the generated entry point
 # checks and keys each list through its tensors (NnopbaseAppendDynamicTensorsKey).
 _KEYED = Op(OP.name, OP.header, [TensorIn(p.name) if p.kind == "tensor_list" else p for p in OP.params])
@@ -143,6 +147,11 @@ def _not_implemented(gap: str, detail: str = ""):
     raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                   f"{GAPS[gap]}{f' ({detail})' if detail else ''} is not implemented in aclnn-emu",
                   rule=f"not_implemented.{gap}")
+
+
+def _refuse(case: str, detail: str):
+    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{REFUSED[case]} ({detail}); aclnn-emu refuses it",
+                  rule=f"refused.{case}")
 
 
 def _u32(value: int) -> int:
@@ -494,7 +503,7 @@ class _Tiling:
                   2: f"[1, {n * d}] or [{n}, {d}]", 1: f"[{n * d}]"}.get(len(shape))
         if expect is None:           # rank 5+: no message and no failure; the kernel reads N x D values
             if int(np.prod(shape)) < n * d:
-                _not_implemented("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
+                _refuse("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
             return
         _fail(f"quant2.shape_{name}", f"The shape of postquant parameter{list(shape)} is not expected shape. "
               f"Expect {expect} ({name}).")
@@ -585,7 +594,7 @@ class _Tiling:
         split = ifa_speculative.bsh_split(base, self.paged, self.keys[0].ndim)
         outer = ifa_speculative.outer_loops(split, self.group, self.s_q, self.antiquant)
         if outer > 1:
-            _not_implemented("mtp", ifa_speculative.out_of_batch(outer, self.s_q, self.group))
+            _refuse("mtp", ifa_speculative.out_of_batch(outer, self.s_q, self.group))
         self.env.warn(ifa_speculative.warning(self.s_q, self.batch, self.heads, self.d))
 
     def _key_by_kv_heads(self, k0, base):
@@ -602,7 +611,7 @@ class _Tiling:
         detail = (f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element "
                   "offsets")
         if max(reach, default=0) > k0.numel:
-            _not_implemented("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's "
+            _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's "
                              f"{k0.numel}")
         self.env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
         return shape
