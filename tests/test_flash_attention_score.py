@@ -67,9 +67,13 @@ class Case:
                               dtype_name=self.dtype_name, invalid_line=invalid_line, **self.attrs)
 
 
-def assert_matches(case, inner_precise=0, invalid_line=False):
+def assert_matches(case, inner_precise=0, invalid_line=False, reference=None):
+    """The emulator against the golden, which takes `reference`'s attributes over the case's."""
     smax, ssum, out = case.run(inner_precise)
+    attrs = case.attrs
+    case.attrs = {**attrs, **(reference or {})}
     g_out, g_max, g_sum, floor = case.golden(invalid_line)
+    case.attrs = attrs
     assert out.dtype == case.dtype and smax.dtype == ssum.dtype == np.float32
     assert np.all(smax == smax[..., :1]) and np.all(ssum == ssum[..., :1]), "the 8 lanes are replicated"
     failure = precision.failure(out, g_out, case.dtype_name, floor=floor)
@@ -293,11 +297,11 @@ def test_philox_matches_the_random123_known_answers():
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip):
+def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip, capfd):
     """keepProb < 1 and no dropMask on Ascend910_95: the kernel draws its mask (seed 0, offset 0 in V2):
     element e of [B, N1, S1, S2] is kept when byte e % 16 of the 7-round Philox output for counter
     e // 16 is <= int(keepProb * 255) (S2 a multiple of 16). The same bits given as dropMask on the
-    default chip give the same output."""
+    default chip give the same output; a portability warning names the inferred step."""
     from aclnn_emu.kernels.flash_attention.dropout import keep_mask
     case = Case("float16", "BNSD", s1=24, s2=32, keep_prob=0.8)
     del case.attrs["drop_mask"]
@@ -308,6 +312,64 @@ def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip):
     del case.attrs["drop_mask"]
     _, _, out = case.run()
     assert precision.failure(out, golden_out, "float16", floor=floor) is None
+    assert "portability: keepProb 0.8 with no dropMask" in capfd.readouterr().err   # the lane order is inferred
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("pse_type,s1,starts,reference", [
+    (2, 24, {}, {}),                                                          # S1 != S2
+    (3, 24, {"q_start_idx": (2,), "kv_start_idx": (7,)}, {}),
+    (2, 40, {"q_start_idx": (3,)}, {"kv_start_idx": (0,)}),                   # qStartIdx alone
+    (3, 56, {"kv_start_idx": (5,)}, {"q_start_idx": (0,)}),                   # kvStartIdx alone
+])
+def test_910_95_inner_pse_takes_unequal_lengths_and_either_start_index(chip, pse_type, s1, starts, reference):
+    """The arch35 Basic template's SetPseAlibiParamsRegbase returns before any check for pseType 2/3, so
+    S1 != S2 runs; SetQKVStartIdx (regbase) reads each start index on its own (absent = 0), and the
+    kernel's distance is j + kvStartIdx - i - qStartIdx (pse.h ComputeInnerPseOffset), in fp32."""
+    case = Case("float16", "BNSD", s1=s1, s2=40, pse_type=pse_type, pse=SLOPES[:2], **starts)
+    assert_matches(case, reference=reference)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_910_95_runs_pse_type_0_without_pse_as_no_pse(chip):
+    """The arch35 AnalyzePseOptionalInput has no "pse is nullptr but pseType is not 1" check."""
+    assert_matches(Case("bfloat16", "BSH", s1=40, s2=24, pse_type=0))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_910_95_an_empty_value_takes_the_empty_input_tiling(chip):
+    """IsEmptyInputRegbase counts value too: Dv = 0 zero-fills softmaxMax and softmaxSum."""
+    q, k = np.ones((1, 2, 4, 8), np.float16), np.ones((1, 2, 6, 8), np.float16)
+    v = np.ones((1, 2, 6, 0), np.float16)
+    smax, ssum = (ae.to_device(np.full((1, 2, 4, 8), 5, np.float32)) for _ in range(2))
+    out = ae.empty((1, 2, 4, 0), ae.DataType.ACL_FLOAT16)
+    ae.run("FlashAttentionScoreV2", ae.to_device(q), ae.to_device(k), ae.to_device(v), None, None, None, None,
+           None, None, None, 0.5, 1.0, INT32_MAX, INT32_MAX, 2, "BNSD", 0, 0, 1, smax, ssum, None, out)
+    assert not ae.numpy(smax).any() and not ae.numpy(ssum).any()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95", "Ascend910B"], indirect=True)
+def test_the_910_95_output_cast_saturates_where_atlas_a2_overflows(chip):
+    """The arch35 output cast is castTraitZero (vf_basic_block_utils.h: CAST_ROUND, SatMode::SAT): an
+    fp16 result beyond 65504 becomes 65504 there, inf on Atlas A2 (IEEE). Uniform scores and dropout
+    with keepProb 0.5 make each output 60000 x 2 x (kept keys / 16); the same keep bits on both chips
+    (generated on 910_95, given as dropMask on A2)."""
+    from aclnn_emu.kernels.flash_attention.dropout import keep_mask
+    rng = np.random.default_rng(4)
+    q = np.zeros((2, 2, 16, 16), np.float16)
+    k = rng.standard_normal((2, 2, 16, 16)).astype(np.float16)
+    v = np.full((2, 2, 16, 16), 60000, np.float16)
+    bits = np.packbits(keep_mask(0, 0, 2 * 2 * 16, 16, 0.5).reshape(-1), bitorder="little")
+    attrs = dict(scale=0.25, keep_prob=0.5)
+    g_out, _, _, floor = golden.forward(q, k, v, head_num=2, layout="BNSD", dtype_name="float16", drop_mask=bits,
+                                        **attrs)
+    assert (g_out > 65520).any() and (g_out < 65504).any()
+    a2 = chip == "Ascend910B"
+    _, _, out = forward(q, k, v, head_num=2, layout="BNSD", drop_mask=bits if a2 else None, **attrs)
+    want = np.where(g_out > 65520, np.inf if a2 else 65504, g_out)
+    assert np.array_equal(np.isinf(out), np.isinf(want))
+    finite = np.isfinite(want)
+    assert precision.failure(out[finite], want[finite], "float16", floor=floor[finite]) is None
 
 
 # -- round trips: forward, then FlashAttentionScoreGradV2, against torch.autograd -------------------
@@ -346,8 +408,28 @@ def _backward(case, smax, ssum, out, dy):
 ])
 def test_round_trip_matches_torch_autograd(dtype_name, layout, attrs):
     """GQA (4 query heads on 2 kv heads) throughout; the forward's outputs feed the backward as they are."""
-    torch = _torch()
     case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, **attrs)
+    bits = case.attrs.get("drop_mask") if case.attrs["keep_prob"] < 1 else None
+    _assert_round_trip(case, bits)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype_name,layout", [("float32", "BNSD"), ("float16", "BSH"), ("bfloat16", "BSND")])
+def test_910_95_round_trip_drops_the_same_elements_both_ways(chip, dtype_name, layout):
+    """keepProb < 1 and no dropMask on Ascend910_95: the forward and FlashAttentionScoreGradV2 each
+    generate the keep mask (dropmask.h, seed 0 and offset 0 from both V2 entry points), so the pair
+    matches torch.autograd of one dropout with that mask."""
+    from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
+    case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, keep_prob=0.8)
+    del case.attrs["drop_mask"]
+    _assert_round_trip(case, packed_keep_mask(0, 0, 2 * 4 * 40, 40, 0.8))
+
+
+def _assert_round_trip(case, bits):
+    """The emulator's forward and backward of `case` against torch.autograd, with the keep bits `bits`
+    (packed, or None without dropout) in the reference."""
+    torch = _torch()
+    dtype_name, layout = case.dtype_name, case.layout
     dy = cast_round(grad_golden.heads_back(np.random.default_rng(9).standard_normal((2, 4, 40, 32)), layout),
                     case.dtype)
     smax, ssum, out = case.run()
@@ -367,9 +449,9 @@ def test_round_trip_matches_torch_autograd(dtype_name, layout, attrs):
     qk = q @ kk.transpose(-1, -2)
     scores = (qk + pse) * a["scale"] if a.get("pse_type", 1) == 1 else qk * a["scale"] + pse
     probs = torch.softmax(scores.masked_fill(masked, -FLT_MAX), dim=-1)
-    if a["keep_prob"] < 1:
-        bits = np.unpackbits(a["drop_mask"], count=2 * 4 * 40 * 40, bitorder="little").reshape(2, 4, 40, 40)
-        probs = probs * torch.tensor(bits / float(np.float32(a["keep_prob"])))
+    if bits is not None:
+        keep = np.unpackbits(bits, count=2 * 4 * 40 * 40, bitorder="little").reshape(2, 4, 40, 40)
+        probs = probs * torch.tensor(keep / float(np.float32(a["keep_prob"])))
     o = probs @ vv
     o.backward(torch.tensor(grad_golden.heads_first(dy, layout, 4)))
     want_out = grad_golden.heads_back(o.detach().numpy(), layout)

@@ -301,6 +301,17 @@ def _run_with(case, **changes):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_applies_a_lone_q_start_idx_and_ignores_a_lone_kv_start_idx(chip):
+    """..._regbase.cpp SetQKVStartIdx: qStartIdx alone applies (kvStartIdx read as 0); kvStartIdx is
+    read only after a qStartIdx, so alone it does not apply (Atlas A2/A3: both or neither)."""
+    slopes = np.array([0.5, 0.125], np.float32)
+    lone_q = Case("float16", "BSND", s1=40, s2=40, pse=slopes, pse_type=2, q_start_idx=(3,), kv_start_idx=(0,))
+    assert_matches(lone_q, got=_run_with(lone_q, kvStartIdxOptional=None))
+    lone_kv = Case("float16", "BSND", s1=40, s2=40, pse=slopes, pse_type=2)
+    assert_matches(lone_kv, got=_run_with(lone_kv, kvStartIdxOptional=(11,)))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as_bsnd(chip):
     """..._regbase.cpp CheckAttenMaskShape (rows x columns >= S1 x S2) and GetShapeAttrsInfo (strcmp)."""
     s1, s2 = 48, 40
@@ -371,3 +382,26 @@ def test_p_ds_and_outputs_round_half_away_at_ties(dtype_name, keep_prob):
     got = case.run()
     for name in want:
         ties.assert_bits(got[name], want[name], name)
+
+
+def test_the_scale_multiplies_the_fp32_scores_not_the_query():
+    """S = fl(fl(q k) * scale), as the kernels' Muls after the cube: with softmaxMax set to that S
+    and softmaxSum to an L whose fp32 1/L is the fp16 tie 1 + 2^-11, P is the tie and rounds away
+    to 1 + 2^-10 in dV. Pre-scaling Q (fl(fl(q * scale) * k)) lands one ulp lower: P just below
+    the tie, dV = 1."""
+    q0, k0, scale = np.float16(5.2421875), np.float16(1.6572265625), np.float32(0.3)
+    s_kernel = np.float32(np.float32(q0) * np.float32(k0)) * scale
+    s_prescaled = np.float32(np.float32(q0) * scale) * np.float32(k0)
+    assert s_prescaled < s_kernel, "the inputs must tell the two orders apart"
+    total = np.float32(0.9995119)
+    assert np.float32(1) / total == np.float32(1 + 2.0 ** -11)
+    q, k = np.zeros((1, 1, 1, 16), np.float16), np.zeros((1, 1, 1, 16), np.float16)
+    q[..., 0], k[..., 0] = q0, k0
+    dy = np.ones((1, 1, 1, 16), np.float16)
+    smax, ssum = np.full((1, 1, 1, 8), s_kernel, np.float32), np.full((1, 1, 1, 8), total, np.float32)
+    outs = [ae.empty((1, 1, 1, 16), ae.DataType.ACL_FLOAT16) for _ in range(3)]
+    ae.run("FlashAttentionScoreGradV2", ae.to_device(q), ae.to_device(k), ae.to_device(np.zeros_like(k)),
+           ae.to_device(dy), None, None, None, None, ae.to_device(smax), ae.to_device(ssum), None,
+           ae.to_device(np.zeros_like(q)), None, None, None, float(scale), 1.0, INT32_MAX, INT32_MAX, 1, "BNSD", 0,
+           0, 1, *outs, None)
+    assert np.all(ae.numpy(outs[2]) == np.float16(1 + 2.0 ** -10))

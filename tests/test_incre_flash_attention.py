@@ -271,12 +271,14 @@ def test_post_quant_int8_output(dtype, scale_dtype, per_channel):
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
 
-def test_nbsd_output_layout():
+def test_nbsd_output_layout_is_filled_batch_major():
+    """*_NBSD: attentionOut is shaped [N, B, 1, D], but only the MLA kernel reads outputLayout
+    (incre_flash_attention_tiling_mla.h); the decode kernels write row (b, n) at (b N + n) D."""
     q = values((2, 4, 16), np.float16)
     k, v = values((2, 4, 10, 16), np.float16), values((2, 4, 10, 16), np.float16)
     out = run_ifa(q, [kv_layout(k, "BSH")], [kv_layout(v, "BSH")], layout="BSH_NBSD", out_layout=(4, 2, 1, 16))
     expected = expect(q, list(k), list(v), scale=0.125, lengths=[10, 10])
-    meets(out.reshape(4, 2, 16).transpose(1, 0, 2), expected, np.float16)
+    meets(out.reshape(2, 4, 16), expected, np.float16)
 
 
 # -- the kernel's roundings, bit for bit ------------------------------------------------------------

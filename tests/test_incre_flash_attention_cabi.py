@@ -12,7 +12,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = ("BNSD", "BSND", "BSH", "BSH_NBSD", "paged_blocks_h", "paged_blocks_n_d", "paged_bsh", "tensor_list",
       "int8_antiquant", "int8_per_tensor", "post_quant", "post_quant_per_channel", "mask_pse", "mask_covers_actual", "kv_padding",
-      "empty_out_before_dtype")
+      "empty_out_before_dtype", "mtp", "mtp_bsh_any_mask", "mtp_g32_s8", "kv_heads_more", "quant2_rank5")
 TILING_RULES = (
     "query_empty", "heads_zero", "kv_heads", "bsh_h", "layout", "query_heads", "query_s", "tnd_rope",
     "inner_precise", "blocktable_empty", "pa_bnbd_layout", "kv_list_short", "kv_shape_same", "kv_list_rank",
@@ -23,7 +23,9 @@ TILING_RULES = (
     "quant2.offset_present", "quant2.scale_null", "quant2.shape_quantScale2", "quant2.shape_quantOffset2",
     "antiquant.unenabled", "antiquant.scale_null", "antiquant.rank_differ", "antiquant.per_tensor_antiquantScale",
     "antiquant.rank_antiquantScale", "antiquant.per_channel_antiquantScale",
-    "antiquant.per_channel_antiquantOffset", "pa_nd_stride", "pa_block_zero", "pa_block_max", "pa_actual_seq")
+    "antiquant.per_channel_antiquantOffset", "pa_nd_stride", "pa_block_zero", "pa_block_max", "pa_actual_seq",
+    # incre_flash_attention_tiling_check.cpp: CheckQKOutShape, ProcessPseShift, CheckGqaIOTensor, CheckGqaAntiquantTensor
+    "kv_nz_not_paged", "kv_nz.pse", "bsh_h_zero", "kv_nz.antiquant", "kv_nz.query_dtype", "kv_nz.shape", "kv_nz.antiquant_scale")
 # Calls written for the Ascend910_95 rules, with their Atlas A2/A3 codes.
 REGBASE_ON_A2 = {
     "empty_kv": SUCCESS, "inner_precise_3": TILING, "inner_precise_4": TILING, "quant2_rank1_per_channel": SUCCESS,
@@ -38,7 +40,8 @@ EXPECTED = {
     **{f"dtype.{name}": INVALID for name in ("query", "attentionOut", "key_list_mixed", "key_format")},
     **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("pse_dtype", "mask_dtype", "blocktable_dtype",
                                                       "antiquant_fp32", "quant2_bf16_fp16_query")},
-    **{f"not_implemented.{name}": NOT_IMPLEMENTED for name in ("mtp", "kv_nz", "kv_heads", "quant2_rank")},
+    # ifa_speculative (SplitUnbalanced's split past the batch), reads past the key or quantScale2
+    **{f"refused.{name}": NOT_IMPLEMENTED for name in ("mtp", "mtp_int8", "kv_heads", "quant2_rank")},
     **{f"tiling.{name}": TILING for name in TILING_RULES},
     **{f"regbase.{name}": code for name, code in REGBASE_ON_A2.items()},
 }

@@ -6,7 +6,7 @@ import cabi
 import precision
 from golden import prompt_flash_attention as golden
 
-NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 161001, 161002, 561103, 561003
+NULLPTR, INVALID, TILING = 161001, 161002, 561103
 
 EXPECTED = {
     **{f"ok.{name}": 0 for name in ("BNSD", "BSH", "BSND", "BNSD_BSND", "NSD", "sparse0", "sparse1", "sparse2",
@@ -14,13 +14,27 @@ EXPECTED = {
                                      "empty_kv", "empty_out_before_dtype", "SH", "SH_one_batch", "SH_padded_d",
                                      "TND", "TND_causal", "TND_band", "TND_d192", "TND_empty_kv", "TND_tokens_ignored",
                                      "sparse20", "sparse21", "sparse22", "mla_d192", "base_api_mla",
-                                     "base_api_mla_bnsd")},
+                                     "base_api_mla_bnsd", "base_api_mla_uneven")},
     # D > Dv: A2/A3 pad V to D in the op_api; TilingV2 wants equal key and value shapes.
     "v2.d_gt_dv": 0,
     # S1 = 1: A2/A3 read a 2-D mask as [S1m, S2m] and take batch 1 or B.
     "v2.ifa_mask_batch": 0, "v2.ifa_mask_2d": 0,
     # fp16 with an fp16 (additive) mask: the high-performance path of A2/A3.
     "v2.fp16_mask": 0,
+    # int8 scales with a bf16 query and an INT8 output: refused by A2/A3 ("quant.fp16_int8_out").
+    "v2.bf16_int8_out_scales": TILING,
+    # Post-quant per channel with D = 16: A2/A3 want D a multiple of 32 elements.
+    "v2.quant2_per_channel_d16": TILING,
+    # Post-quant scale [H] (1-D), [1, 1], or an offset of another rank: A2/A3 count elements only.
+    "v2.quant2_1d_per_channel": 0, "v2.quant2_one_2d": 0, "v2.quant2_offset_rank": 0,
+    # G = 128 with D 192 / Dv 128: A2/A3 keep the group limit of 64.
+    "v2.mla_group": TILING,
+    # A one-row query with a mask and negative tokens: A2/A3 apply the tokens.
+    "v2.ifa_mask_tokens": TILING,
+    # INT8 in and out, INT8 one-row query with D 256: A2/A3 have kernels for both.
+    "v2.int8_int8_out": 0, "v2.int8_decode_d256": 0,
+    # bf16 TND, D 192, equal batches, no mask: the A2/A3 var-len kernels run it.
+    "v2.bf16_tnd_merge": 0,
     **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "inputLayout")},
     **{name: INVALID for name in ("dtype.qkv_same", "dtype.query", "dtype.attentionOut", "dtype.attenMask",
                                   "dtype.attenMask_int8", "shape.numHeads", "shape.qkv_rank", "shape.layout_rank",
@@ -44,7 +58,7 @@ EXPECTED = {
         # sparseMode 20-22 (CheckBaseApiRequiredInput, CheckBaseApiOptionalInput).
         "base_api.empty", "base_api.fp16_dtypes", "base_api.bf16_dtypes", "base_api.mask", "base_api.layout",
         "base_api.nsd_not_sh", "base_api.sh_only", "base_api.actual_null", "base_api.int8_kernel",
-        "base_api.lengths_fit", "base_api.lengths_fit_mla", "base_api.sh_dv",
+        "base_api.lengths_fit", "base_api.lengths_fit_mla", "base_api.sh_dv", "base_api.mla_lengths_read",
         # SH (the A2/A3 tiling).
         "sh.batch_equal", "batch.sh_max", "sh.q_kv_diff", "sh.sum", "quant.sh_int8_out", "sh.kv_hidden",
         # TND (CheckInputShapeWhenLayoutIsTND, CheckActSeqWhenLayoutIsTND, the TND template).
@@ -52,8 +66,6 @@ EXPECTED = {
         "tnd.kv_n", "tnd.query_n", "tnd.group", "tnd.d", "tnd.group_d192", "tnd.dtype", "tnd.actual_len_equal",
         "tnd.actual_negative", "tnd.actual_decreasing", "tnd.sparse_mode", "tnd.mode0_mask", "tnd.band_dv",
         "tnd.causal_s1_s2", "tnd.band_tokens")},
-    # The MLA base-API kernel computes batch 0 with the longest lengths: unequal ones are not emulated.
-    "not_implemented.base_api_mla_uneven": NOT_IMPLEMENTED,
 }
 
 
@@ -66,8 +78,8 @@ REGBASE = {
     **{f"ok.sparse{mode}": (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only, no base-API path")
        for mode in (20, 21, 22)},
     **{name: (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only") for name in
-       ("not_implemented.base_api_mla_uneven", "ok.base_api_mla", "ok.base_api_mla_bnsd", "base_api.lengths_fit_mla",
-        "base_api.sh_dv")},
+       ("ok.base_api_mla_uneven", "ok.base_api_mla", "ok.base_api_mla_bnsd", "base_api.lengths_fit_mla",
+        "base_api.sh_dv", "base_api.mla_lengths_read")},
     "format.nd": (0, "aclnn_prompt_flash_attention_inner.cpp AnalysisInputShapeInfo: needPad = false on "
                      "ASCEND910_95, so CheckTensorFormat never runs (portability warning instead)"),
     **{name: (0, f"{TILING_V2} CheckEmptyTensor/SetEmptyTensor: empty key/value zero-fill the output before any "
@@ -84,6 +96,23 @@ REGBASE = {
                              "refuses an fp16 mask for fp16 input"),
     "out.shape": (TILING, f"{TILING_V2} CheckQueryOutParamsConsistency: output dims must equal the query's, "
                           "checked in the tiling (A2/A3: after it, 161002)"),
+    "io.tnd_int8": (0, f"{TILING_V2} has no TND int8 rule (CheckQuant, CheckTNDLayoutCrossover); the arch35 int8 "
+                       "kernels list InOutLayoutType_TND_TND"),
+    **{name: (0, f"{TILING_V2} CheckMultiFeatureCrossover: no int8-output band or offset rule")
+       for name in ("tokens.int8_band_negative", "quant.offset_uncomputed_rows")},
+    "v2.bf16_int8_out_scales": (0, f"{TILING_V2} CheckQuant: only an fp16 query refuses deqScale1/quantScale1/"
+                                   "deqScale2 with postQuant"),
+    "v2.quant2_per_channel_d16": (0, f"{TILING_V2} CheckPostQuantShape: per channel = qN x vD elements, no "
+                                     "32-element D rule"),
+    **{name: (TILING, f"{TILING_V2} CheckPostQuantShape: a 1-D scale is [1], any other has qN x vD elements, "
+                      "the offset has the scale's rank")
+       for name in ("v2.quant2_1d_per_channel", "v2.quant2_one_2d", "v2.quant2_offset_rank")},
+    "v2.mla_group": (0, f"{TILING_V2} SetAndCheckHeadNumRatio: G <= 64 only without enablePFAMLA"),
+    "v2.ifa_mask_tokens": (0, f"{TILING_V2} SetSparseModeData: enableIFA with a mask sets both tokens to "
+                              "2147483647 before CheckSparseMode's token rules"),
+    **{name: (0, "prompt_flash_attention_template_tiling_key.h has no arch35 binary for it: portability warning "
+                 "(561103 under ACLNN_EMU_STRICT=1)")
+       for name in ("v2.int8_int8_out", "v2.int8_decode_d256", "v2.bf16_tnd_merge")},
 }
 
 
@@ -124,9 +153,12 @@ def test_status_code_on_ascend910_95(codes_910_95, rule):
                                                f"expected {expected} ({source})"
 
 
-def test_private_format_is_a_portability_rule_on_ascend910_95():
+def test_portability_rules_on_ascend910_95():
+    """Under ACLNN_EMU_STRICT=1 the inferred rules return their code: a private format reaching kernel
+    selection, and the TilingV2 results no arch35 kernel template covers."""
     strict = run_rules(ACLNN_EMU_SOC="Ascend910_95", ACLNN_EMU_STRICT="1")
-    assert strict["format.nd"] == TILING
+    for rule in ("format.nd", "v2.int8_int8_out", "v2.int8_decode_d256", "v2.bf16_tnd_merge"):
+        assert strict[rule] == TILING, rule
 
 
 def test_numerics_through_c():

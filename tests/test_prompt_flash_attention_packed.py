@@ -161,8 +161,9 @@ def run_layout(q, k, v, layout, heads, *, act_q=None, act_kv=None, mode=20):
                                               ("BNSD", (3, 2, 20, 288), None),
                                               ("BSND", (3, 20, 2, 320), (12,))])
 def test_base_api_mla(dtype, layout, shape, act):
-    """D > 256: the MLA base-API kernels read every layout's memory as packed tokens [T, N, D] and
-    take batch b at rows b * length (a BNSD tensor is thus read as if it were BSND)."""
+    """D > 256: the MLA base-API kernels read every layout's memory as packed tokens [T, N, D] and,
+    with equal lengths, take batch b at rows b * length (a BNSD tensor is thus read as if it were
+    BSND); fp16 keeps its softmax in half precision (golden.mla_half_attention)."""
     q, k, v = grid(shape, dtype), grid(shape, dtype), randn(shape, dtype)
     n = 2
     out = run_layout(q, k, v, layout, n, act_q=act, act_kv=act)
@@ -170,8 +171,10 @@ def test_base_api_mla(dtype, layout, shape, act):
     tq, tk, tv = (x.reshape(-1, n, d) for x in (q, k, v))
     batches = len(act) if layout == "SH" else shape[0]
     length = (act or (shape[2] if layout == "BNSD" else shape[1],))[0]
-    expected = golden.packed_attention(tq, tk, tv, [length] * batches, [length] * batches, scale=0.125,
-                                       sparse_mode=1, bf16_even=True)
+    blocks = golden.mla_blocks([length] * batches, [length] * batches, d,
+                               sh_lengths=(act, act) if layout == "SH" else None)
+    assert {row for q0, rows, *_ in blocks for row in range(q0, q0 + rows)} == set(range(batches * length))
+    expected = golden.mla_attention(tq, tk, tv, blocks, scale=0.125)
     precision.assert_meets(out.reshape(-1, n, d), expected, np.dtype(dtype).name)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
-from aclnn_emu.kernels.rounding import narrow_half_away, round_half_away_
+from aclnn_emu.kernels.rounding import narrow_half_away, round_half_away_, saturate_
 
 
 def _edge_values(dtype):
@@ -51,3 +51,19 @@ def test_narrow_half_away_gives_cast_rounds_bits(dtype):
     nan = np.isnan(expected.astype(np.float32))
     assert np.array_equal(np.isnan(got.astype(np.float32)), nan)
     assert np.array_equal(got[~nan].view(np.uint16), expected[~nan].view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", [FP16, BF16])
+def test_saturate_clamps_finite_values_to_the_largest_and_keeps_inf_and_nan(dtype):
+    """A saturating cast (SatMode::SAT) narrows what lies beyond the range to the largest finite
+    value of the dtype; every value inside narrows as CAST_ROUND does."""
+    largest = np.float32(ml_dtypes.finfo(dtype).max)
+    x = _inputs(dtype)
+    got = narrow_half_away(saturate_(x.copy(), dtype).reshape(-1, 1), dtype).ravel().astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = cast_round(np.clip(x, -largest, largest), dtype).astype(np.float32)
+    want[np.isinf(x)] = x[np.isinf(x)]
+    assert np.isfinite(x[np.abs(x) > largest]).any()
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    assert np.array_equal(got[keep], want[keep])

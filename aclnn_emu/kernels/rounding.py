@@ -12,6 +12,8 @@ from aclnn_emu.kernels.casts import BF16, FP16, FP32
 
 # CAST_ROUND to each dtype as a native.ROUNDING mode (fp32 needs no rounding).
 CAST_ROUND = {FP16: "fp16_away", BF16: "bf16_away", FP32: None}
+# The largest finite value of each narrow dtype (bf16: 0x7F7F), what a saturating cast clamps to.
+LARGEST = {FP16: np.float32(65504.0), BF16: np.float32(3.3895313892515355e38)}
 
 
 def round_half_away_(x: np.ndarray, dtype) -> np.ndarray:
@@ -22,6 +24,15 @@ def round_half_away_(x: np.ndarray, dtype) -> np.ndarray:
         raise ValueError(f"round_half_away_ narrows to fp16/bf16/fp32, not {dtype}")
     if dtype != FP32 and x.size:
         native.round_product(x, x, None, CAST_ROUND[dtype])
+    return x
+
+
+def saturate_(x: np.ndarray, dtype) -> np.ndarray:
+    """Clamp the finite values of the fp32 array ``x`` in place to ``dtype``'s finite range, as a cast
+    with SatMode::SAT does before it narrows; inf and NaN stay as they are (fp32: unchanged)."""
+    limit = LARGEST.get(np.dtype(dtype))
+    if limit is not None:
+        np.clip(x, -limit, limit, out=x, where=np.isfinite(x))
     return x
 
 

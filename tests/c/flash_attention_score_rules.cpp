@@ -1,6 +1,8 @@
 // aclnnFlashAttentionScoreV2 status codes: one failing call per validation rule of the op_api,
-// infershape, kernel selection and arch32 tiling, plus valid baselines, printed as "<rule> <code>".
-// Valid baselines also run phase 2 and synchronize; their printed code is the first non-zero one.
+// infershape, kernel selection and tiling (arch32 on Atlas A2/A3, arch35 on Ascend910_95: run it with
+// ACLNN_EMU_SOC set), plus valid baselines, printed as "<rule> <code>". Valid baselines, and the
+// chip-dependent calls that pass on one family, also run phase 2 and synchronize; their printed code
+// is the first non-zero one.
 #include <climits>
 #include <functional>
 #include <set>
@@ -20,7 +22,7 @@ struct Cfg {
         padDt = ACL_DT_UNDEFINED, smaxDt = ACL_FLOAT, maskDt = ACL_UINT8, dropDt = ACL_UINT8;
     aclFormat qFormat = ACL_FORMAT_ND;
     bool hasMask = false, hasPse = false, hasDrop = false, hasPad = false, hasPrefix = false, hasStarts = false;
-    std::vector<int64_t> prefix;
+    std::vector<int64_t> prefix, qStart = {0}, kvStart = {0};
     double scale = 0.25, keep = 1.0;
     int64_t pre = INT32_MAX, next = INT32_MAX, headNum = -1, inner = 0, sparse = 0, pseType = 1;
     std::set<std::string> null;   // parameter names passed as nullptr
@@ -68,9 +70,8 @@ int Call(Cfg c, aclrtStream stream) {
     aclTensor *ssum = make("softmaxSumOut", true, c.ssum, ACL_FLOAT, 0.0f);
     aclTensor *out = make("attentionOutOut", true, c.out, c.outDt, 0.0f);
     aclIntArray *prefix = c.hasPrefix ? aclCreateIntArray(c.prefix.data(), c.prefix.size()) : nullptr;
-    std::vector<int64_t> starts = {0};
-    aclIntArray *qStart = c.hasStarts ? aclCreateIntArray(starts.data(), 1) : nullptr;
-    aclIntArray *kvStart = c.hasStarts ? aclCreateIntArray(starts.data(), 1) : nullptr;
+    aclIntArray *qStart = c.hasStarts ? aclCreateIntArray(c.qStart.data(), c.qStart.size()) : nullptr;
+    aclIntArray *kvStart = c.hasStarts ? aclCreateIntArray(c.kvStart.data(), c.kvStart.size()) : nullptr;
     std::string layout = c.layout;
     uint64_t workspaceSize = 0;
     aclOpExecutor *executor = nullptr;
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
                                            c.k = c.v = {2, 24, 16}; });
     report("tiling.head_num", [](Cfg &c) { c.headNum = 1; c.smax = c.ssum = {2, 1, 16, 8}; });
     report("tiling.gqa", [](Cfg &c) { c.n1 = 3; c.n2 = 2; });
-    report("tiling.pse_null_type0", [](Cfg &c) { c.pseType = 0; });
+    report("tiling.pse_null_type0", [](Cfg &c) { c.pseType = 0; c.run = true; });   // runs on 910_95
     report("tiling.pse_inner_rank", [](Cfg &c) { c.hasPse = true; c.pse = {1, 2, 2}; c.pseDt = ACL_FLOAT; c.pseType = 3; });
     report("tiling.pse_inner_size", [](Cfg &c) { c.s2 = 16; c.hasPse = true; c.pse = {1}; c.pseDt = ACL_FLOAT;
                                                   c.pseType = 2; });
@@ -195,10 +196,17 @@ int main(int argc, char **argv) {
     report("tiling.prefix_range", [](Cfg &c) { c.hasMask = true; c.mask = {3072, 2048}; c.sparse = 6;
                                                c.hasPrefix = true; c.prefix = {2, 24}; });
     report("tiling.prefix_mode5_mask", [](Cfg &c) { c.hasMask = true; c.sparse = 5; c.hasPrefix = true; });
-    report("tiling.pse_inner_s1_s2", [](Cfg &c) { c.hasPse = true; c.pse = {2}; c.pseDt = ACL_FLOAT; c.pseType = 2; });
+    report("tiling.pse_inner_s1_s2", [](Cfg &c) { c.hasPse = true; c.pse = {2}; c.pseDt = ACL_FLOAT; c.pseType = 2;
+                                                  c.run = true; });   // runs on 910_95
     report("tiling.pse_alibi_not_causal", [](Cfg &c) { c.s1 = c.s2 = 1040; c.hasPse = true; c.pse = {1, 2, 1024, 1040};
                                                        c.hasMask = true; c.mask = {2048, 2048}; c.sparse = 4;
                                                        c.pre = 5; c.next = 5; });
+    // Chip-dependent calls (each family's expected code: tests/test_flash_attention_score_cabi.py)
+    report("chip.mode7_without_mask", [](Cfg &c) { c.sparse = 7; c.run = true; });
+    report("chip.start_idx_beyond_int32", [](Cfg &c) { c.hasStarts = true; c.kvStart = {1LL << 32}; c.run = true; });
+    report("chip.start_idx_int32_edge", [](Cfg &c) { c.hasStarts = true; c.qStart = {-5}; c.kvStart = {INT32_MAX - 5};
+                                                     c.run = true; });
+    report("chip.value_empty", [](Cfg &c) { c.v = {2, 1, 24, 0}; c.out = {2, 2, 16, 0}; c.run = true; });
     report("out.softmax_max_shape", [](Cfg &c) { c.smax = {2, 2, 16, 1}; });
     report("out.attention_out_shape", [](Cfg &c) { c.out = {2, 2, 16, 8}; });
     report("out.attention_out_dtype", [](Cfg &c) { c.outDt = ACL_FLOAT; c.run = true; });

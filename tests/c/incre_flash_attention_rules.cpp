@@ -122,6 +122,21 @@ static Case PostQuant() {
     return c;
 }
 
+// Page attention over a GQA key/value NZ cache [blocks, N2, D/32, blockSize, 32] with everything
+// CheckGqaIOTensor asks for (int8 cache, BF16 query and output, D = 64); V4 still cannot pass the
+// key/value antiquant scales CheckGqaAntiquantTensor requires.
+static Case KvNz() {
+    Case c = Ok();
+    c.q = c.out = T({2, 4, 1, 64}, ACL_BF16);
+    c.k = c.v = {T({6, 2, 2, 32, 32}, ACL_INT8)};
+    c.opt["antiquantScale"] = T({2, 2, 1, 64}, ACL_BF16);
+    c.opt["blocktable"] = T({2, 3}, ACL_INT32, {0, 1, 2, 3, 4, 5});
+    c.blockSize = 32;
+    c.hasAct = true;
+    c.act = {40, 7};
+    return c;
+}
+
 int main() {
     aclrtStream stream = nullptr;
     if (SetUp(&stream) != 0) return 1;
@@ -157,11 +172,21 @@ int main() {
     c = Paged(false); c.opt["blocktable"] = T({2, 3}, ACL_INT64); REPORT("kernel.blocktable_dtype", Call(c, stream));
     c = Int8Kv(); c.opt["antiquantScale"] = T({2, 2, 1, 32}, ACL_FLOAT); REPORT("kernel.antiquant_fp32", Call(c, stream));
     c = PostQuant(); c.opt["quantScale2"] = T({1}, ACL_BF16); REPORT("kernel.quant2_bf16_fp16_query", Call(c, stream));
-    // Paths not implemented (561003).
-    c = Ok(); c.q = c.out = T({2, 4, 2, 32}); REPORT("not_implemented.mtp", Call(c, stream));
-    c = Ok(); c.k = c.v = {T({2, 2, 2, 16, 16})}; REPORT("not_implemented.kv_nz", Call(c, stream));
-    c = Ok(); c.k = c.v = {T({2, 4, 16, 32})}; REPORT("not_implemented.kv_heads", Call(c, stream));
-    c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 32}, ACL_FLOAT); REPORT("not_implemented.quant2_rank", Call(c, stream));
+    // Query S in [2, 16] (GetRopeAndGqaFlag's gqaMtpFlag_): the S = 1 kernels run; ProcessAttenMask
+    // checks no mask shape. SplitUnbalanced splitting the rows (S x G past 256) is refused (561003).
+    c = Ok(); c.q = c.out = T({2, 4, 2, 32}); REPORT("ok.mtp", Call(c, stream));
+    c = Bsh(); c.q = c.out = T({2, 3, 128}); c.opt["attenMask"] = T({1, 7}, ACL_BOOL); c.hasAct = true; c.act = {7, 5};
+    REPORT("ok.mtp_bsh_any_mask", Call(c, stream));
+    c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 16, 32}); REPORT("refused.mtp", Call(c, stream));
+    c = Int8Kv(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("refused.mtp_int8", Call(c, stream));
+    c = Ok(); c.heads = 64; c.q = c.out = T({2, 64, 8, 32}); REPORT("ok.mtp_g32_s8", Call(c, stream));
+    // A batched key whose heads differ from numKeyValueHeads: CheckQKOutShape compares D only; the
+    // kernel reads it by numKeyValueHeads, past its end when it is smaller (561003).
+    c = Ok(); c.k = c.v = {T({2, 4, 16, 32})}; REPORT("ok.kv_heads_more", Call(c, stream));
+    c = Ok(); c.k = c.v = {T({2, 1, 16, 32})}; REPORT("refused.kv_heads", Call(c, stream));
+    // quantScale2 of rank 5+: CheckQuant2Shape has no rule for it; the kernel reads N x D values.
+    c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 32}, ACL_FLOAT); REPORT("ok.quant2_rank5", Call(c, stream));
+    c = PostQuant(); c.opt["quantScale2"] = T({1, 1, 1, 4, 16}, ACL_FLOAT); REPORT("refused.quant2_rank", Call(c, stream));
     // The tiling (561002), in the source's order.
     c = Ok(); c.q = T({0, 4, 1, 32}); REPORT("tiling.query_empty", Call(c, stream));
     c = Ok(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));
@@ -184,6 +209,8 @@ int main() {
     c = Listed(); c.k[1] = c.v[1] = T({1, 2, 13, 16}); REPORT("tiling.kv_list_same", Call(c, stream));
     c = Bsh(); c.k = c.v = {T({2, 16, 2, 32})}; REPORT("tiling.bsh_dims", Call(c, stream));
     c = Bsh(); c.kvHeads = 0; c.k = c.v = {T({2, 16, 32})}; REPORT("tiling.bsh_d", Call(c, stream));
+    // GetInOutLayout4BSH divides by the key's H (UB: SIGFPE on x86 hosts, 0 heads and 561002 on aarch64).
+    c = Bsh(); c.k = c.v = {T({2, 16, 0})}; REPORT("tiling.bsh_h_zero", Call(c, stream));
     c = Ok(); c.out = T({2, 4, 32}); REPORT("tiling.bnsd_dims", Call(c, stream));
     c = Ok(); c.k = c.v = {T({2, 2, 16, 16})}; REPORT("tiling.bnsd_d", Call(c, stream));
     c = Ok(); c.q.format = ACL_FORMAT_NCL; REPORT("tiling.format", Call(c, stream));
@@ -240,6 +267,15 @@ int main() {
     c = Ok(); c.kvHeads = -1; REPORT("regbase.heads_negative", Call(c, stream));
     c = Ok(); c.opt["pseShift"] = T({2, 4, 1, 16}); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {2});
     c.hasAct = true; c.act = {15, 4}; REPORT("regbase.kv_padding_no_room", Call(c, stream));
+    // A 5-D key (gqaKvNZFlag_): CheckQKOutShape without page attention, then ProcessPseShift and
+    // ProcessGqaKvNz (incre_flash_attention_tiling_check.cpp: CheckGqaIOTensor, CheckGqaAntiquantTensor).
+    c = Ok(); c.k = c.v = {T({2, 2, 2, 16, 16})}; REPORT("tiling.kv_nz_not_paged", Call(c, stream));
+    c = KvNz(); c.opt["pseShift"] = T({1, 4, 1, 32}, ACL_BF16); REPORT("tiling.kv_nz.pse", Call(c, stream));
+    c = KvNz(); c.k = c.v = {T({6, 2, 2, 32, 32}, ACL_BF16)}; c.opt.erase("antiquantScale"); REPORT("tiling.kv_nz.antiquant", Call(c, stream));
+    c = KvNz(); c.q.dtype = c.out.dtype = ACL_FLOAT16; c.opt["antiquantScale"].dtype = ACL_FLOAT16;
+    REPORT("tiling.kv_nz.query_dtype", Call(c, stream));
+    c = KvNz(); c.k = c.v = {T({6, 2, 1, 32, 32}, ACL_INT8)}; REPORT("tiling.kv_nz.shape", Call(c, stream));
+    c = KvNz(); REPORT("tiling.kv_nz.antiquant_scale", Call(c, stream));
     TearDown(stream);
     return 0;
 }

@@ -195,6 +195,27 @@ int main(int argc, char **argv) {
     c = Masked(1); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({2, 16}, ACL_BOOL);
     c.run = true; REPORT("v2.ifa_mask_2d", Call(c, stream));
     c = Masked(1); c.mask.dtype = ACL_FLOAT16; c.run = true; REPORT("v2.fp16_mask", Call(c, stream));
+    // TilingV2 CheckQuant: a bf16 query's int8 scales are not refused with an INT8 output.
+    c = Case(); c.q.dtype = c.k.dtype = c.v.dtype = ACL_BF16; c.out.dtype = ACL_INT8; c.hasQuant2 = c.hasDeq1 = true;
+    c.run = true; REPORT("v2.bf16_int8_out_scales", Call(c, stream));
+    // CheckPostQuantShape: [1] or qN x vD elements, offset of the same rank; no 32-element D rule.
+    c = Case(); c.q = c.k = c.v = T({1, 2, 16, 16}); c.out = T({1, 2, 16, 16}, ACL_INT8); c.hasQuant2 = true;
+    c.quant2 = T({2, 16}, ACL_FLOAT); c.run = true; REPORT("v2.quant2_per_channel_d16", Call(c, stream));
+    c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.quant2 = T({64}, ACL_FLOAT); REPORT("v2.quant2_1d_per_channel", Call(c, stream));
+    c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.quant2 = T({1, 1}, ACL_FLOAT); REPORT("v2.quant2_one_2d", Call(c, stream));
+    c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = c.hasOffset2 = true; c.quant2 = T({2, 32}, ACL_FLOAT);
+    c.offset2 = T({64}, ACL_FLOAT); REPORT("v2.quant2_offset_rank", Call(c, stream));
+    // SetAndCheckHeadNumRatio: no group limit for the MLA D 192 / Dv 128.
+    c = Case(); c.heads = 128; c.kvHeads = 1; c.q = T({1, 128, 4, 192}); c.out = T({1, 128, 4, 128});
+    c.k = T({1, 1, 16, 192}); c.v = T({1, 1, 16, 128}); c.run = true; REPORT("v2.mla_group", Call(c, stream));
+    // SetSparseModeData: a one-row query with a mask (enableIFA) opens the token window.
+    c = Masked(0); c.q = c.out = T({2, 2, 1, 32}); c.k = c.v = T({2, 2, 16, 32}); c.mask = T({2, 16}, ACL_BOOL);
+    c.pre = -3; c.next = -3; c.run = true; REPORT("v2.ifa_mask_tokens", Call(c, stream));
+    // Kernel selection among the arch35 binaries (portability rules there).
+    c = Int8Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.run = true; REPORT("v2.int8_int8_out", Call(c, stream));
+    c = Int8Case(); c.q = c.out = T({1, 2, 1, 256}, ACL_INT8); c.out.dtype = ACL_FLOAT16; c.k = c.v = T({1, 2, 16, 256}, ACL_INT8);
+    c.run = true; REPORT("v2.int8_decode_d256", Call(c, stream));
+    c = Tnd(192, 192); c.actQ = {8, 16}; c.run = true; REPORT("v2.bf16_tnd_merge", Call(c, stream));
     for (int64_t mode = 20; mode <= 22; mode++) {
         c = BaseApi(mode); c.run = true;
         REPORT(("ok.sparse" + std::to_string(mode)).c_str(), Call(c, stream));
@@ -239,9 +260,12 @@ int main(int argc, char **argv) {
     c = BaseApi(); c.q.dtype = c.k.dtype = c.v.dtype = ACL_INT8; c.hasDeq1 = c.hasQuant1 = c.hasDeq2 = true;
     REPORT("base_api.int8_kernel", Call(c, stream));
     c = BaseApi(); c.actKv = {5, 12}; REPORT("base_api.lengths_fit", Call(c, stream));
-    c = BaseApi(); c.q = c.k = c.v = c.out = T({16, 576}); REPORT("not_implemented.base_api_mla_uneven", Call(c, stream));
-    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.q = c.k = c.v = c.out = T({16, 576}); c.run = true;
+    c = BaseApi(); c.q = c.out = T({20, 576}); c.k = c.v = T({22, 576}); c.run = true;
+    REPORT("ok.base_api_mla_uneven", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8, 8}; c.q = c.k = c.v = c.out = T({16, 576}); c.run = true;
     REPORT("ok.base_api_mla", Call(c, stream));
+    c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.q = c.k = c.v = c.out = T({16, 576});
+    REPORT("base_api.mla_lengths_read", Call(c, stream));
     c = BaseApi(); c.actQ = {8, 8}; c.actKv = {8}; c.v = T({16, 128}); REPORT("base_api.sh_dv", Call(c, stream));
     c = Case(); c.sparse = 20; c.q = c.k = c.v = c.out = T({1, 2, 16, 288}); c.run = true; REPORT("ok.base_api_mla_bnsd", Call(c, stream));
     c = BaseApi(); c.actQ = c.actKv = {8, 8, 8}; c.q = c.k = c.v = c.out = T({16, 576}); REPORT("base_api.lengths_fit_mla", Call(c, stream));

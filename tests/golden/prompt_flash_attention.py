@@ -24,11 +24,16 @@ Packed layouts (SH, TND, the sparseMode 20-22 base-API path; docs + op_host tili
 batch b is a run of query rows and a run of key rows of the [T, N, D] tensor, attended as one
 B = 1 batch with its own actual lengths; rows that belong to no batch are 0 (``packed_attention``).
 The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT,
-``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``).
+``bf16_even``), the A2/A3 x910 and var-len kernels ties away (``to_bf16``). The MLA base-API
+kernels compute only the blocks of their walk (``mla_blocks``); the fp16 one keeps its softmax in
+half precision (``mla_half_attention``).
 
 Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
 fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
 nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT, ``bf16_even``); outputs are CAST_ROUND.
+Quantisation there goes through fp16 and keeps the dequant products in fp32: int8 scores
+S = deq1 * Q8 K8^T (no fp16), E8 = rint(fp16(fp16(E) * fp16(quant1))), block contribution
+deq2 * E8 V8 (no fp16); an int8 output is rint(fp16(o * quantScale2 + quantOffset2)).
 """
 import numpy as np
 
@@ -68,6 +73,96 @@ def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
     for q0, aq, k0, ak in zip(q_starts, q_lengths, kv_starts, kv_lengths):
         bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak])]
         out[q0:q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
+    return out
+
+
+def mla_blocks(act_q, act_kv, d, sh_lengths=None):
+    """The query blocks the MLA base-API kernels (D > 256) compute, walked one block at a time as
+    `unpad_flashattention_mla` does: (first query token, rows, first key token, keys, softmax key
+    block) each; the softmax takes the keys PP_NN at a time, two PP_NN blocks at once past four.
+
+    act_q/act_kv: the tiling's per-batch lengths; sh_lengths: the raw arrays the kernel indexes for
+    SH (None for the other layouts, where every batch after 0 takes the longest lengths). The
+    tiling counts blocks with its own lengths; the kernel starts batch 0 with the longest lengths
+    but batch 0's block size, and lays each batch right after the previous one's lengths.
+    """
+    def align(x):
+        return (x + 15) // 16 * 16
+
+    def block_rows(q_len, kv_len):           # GetPPmnIbd, isMLA; indices clamped at 0 as the tiling does
+        e = align(d)
+        n_ubd = min(16384 // max(e, 128) // 16 * 16, align(kv_len))
+        cols = 256 if n_ubd > 256 else 16 * max(n_ubd // 16, 1)
+        m_ubd = min(16384 // max(e, cols) // 16 * 16, align(q_len))
+        return 128 if m_ubd > 128 else 16 * max(m_ubd // 16, 1), cols
+
+    def count(q_len, rows):
+        return -(-q_len // rows) if q_len else 0
+
+    total = sum(count(q, block_rows(q, kv)[0]) for q, kv in zip(act_q, act_kv))
+    rows, cols = block_rows(act_q[0], act_kv[0])
+    cur, pre, batch, q0, k0 = count(act_q[0], rows), 0, 0, 0, 0
+    q_len, kv_len = max(act_q), max(act_kv)
+    blocks = []
+    for block in range(total):
+        while block >= cur:
+            batch, pre, q0, k0 = batch + 1, cur, q0 + q_len, k0 + kv_len
+            if sh_lengths is not None:
+                q_len, kv_len = sh_lengths[0][batch], sh_lengths[1][batch]
+            rows, cols = block_rows(q_len, kv_len)
+            cur += count(q_len, rows)
+        if q_len == 0 or kv_len == 0:
+            continue
+        m = block - pre
+        size = q_len - m * rows if m == count(q_len, rows) - 1 else rows
+        blocks.append((q0 + m * rows, size, k0, kv_len, cols * (2 if count(kv_len, cols) > 4 else 1)))
+    return blocks
+
+
+def mla_attention(q, k, v, blocks, *, scale):
+    """Expected output [T, N, Dv] of the MLA base-API kernels for token tensors q [T1, N, D], k/v
+    [T2, Nkv, D] and the ``mla_blocks`` they compute: fp16 by ``mla_half_attention``, bf16 by
+    ``attention`` (its P and output to nearest even) over the kernel's key blocks. Rows of no
+    block are 0."""
+    out = np.zeros(q.shape[:2] + (v.shape[2],))
+    for q0, rows, k0, keys, key_block in blocks:
+        qs, ks, vs = q[q0:q0 + rows], k[k0:k0 + keys], v[k0:k0 + keys]
+        if q.dtype == np.float16:
+            out[q0:q0 + rows] = mla_half_attention(qs, ks, vs, scale=scale, block=key_block)
+        else:
+            bnsd = [x[None].transpose(0, 2, 1, 3) for x in (qs, ks, vs)]
+            out[q0:q0 + rows] = attention(*bnsd, scale=scale, sparse_mode=1, bf16_even=True,
+                                          kv_block=key_block)[0].transpose(1, 0, 2)
+    return out
+
+
+def mla_half_attention(q, k, v, *, scale, block):
+    """Expected output [S1, N, Dv] of the fp16 MLA base-API kernel (`prompt_flash_attention_base_mla.h`)
+    for q [S1, N, D], k/v [S2, Nkv, D] fp16: its half-precision online softmax over key blocks of
+    ``block`` columns. Scores fp16(QKᵀ), then fp16(S · fp16(scale)); the running max in fp16,
+    fp16(S − max) and fp16(old max − new max) before the exponentials; P = fp16(E); row sum and
+    output accumulator unrounded; returned as fp16(O) / fp16(l), unrounded (the kernel divides in
+    half: the standard measures that rounding).
+    """
+    s1, n, _ = q.shape
+    s2, nkv, dv = v.shape
+    tor = to_fp16(np.float32(scale))
+    out = np.zeros((s1, n, dv))
+    for h in range(n):
+        qq, kk, vv = q[:, h].astype(np.float64), k[:, h * nkv // n].astype(np.float64), v[:, h * nkv // n]
+        running = None
+        for c0 in range(0, s2, block):
+            s = to_fp16(to_fp16(qq @ kk[c0:c0 + block].T) * tor)
+            new = s.max(axis=1) if running is None else np.maximum(s.max(axis=1), running)
+            e = np.exp(to_fp16(s - new[:, None]))
+            pv = to_fp16(e) @ vv[c0:c0 + block].astype(np.float64)
+            if running is None:
+                total, acc = e.sum(axis=1), pv
+            else:
+                shrink = np.exp(to_fp16(running - new))
+                total, acc = total * shrink + e.sum(axis=1), acc * shrink[:, None] + pv
+            running = new
+        out[:, h] = to_fp16(acc) / to_fp16(total)[:, None]
     return out
 
 
@@ -113,7 +208,7 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
             vv = v[bi, h].astype(np.float64)
             s = qq @ kk.T
             if kind == "int8":
-                s = to_fp16(float(deq1) * s)
+                s = float(deq1) * s if high_precision else to_fp16(float(deq1) * s)
             elif kind == "float16" and not high_precision:
                 s = to_fp16(s)
             x = s * scale
@@ -126,13 +221,13 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
                     x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
             o = _blocked_rows(x, vv, kind, p_ties, None if quant1 is None else float(quant1),
-                              None if deq2 is None else float(deq2), kv_block)
+                              None if deq2 is None else float(deq2), kv_block, high_precision)
             computed[bi, ni] = ok.any(axis=1)
             out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
-    return _output(out, kind, quant2, offset2, computed)
+    return _output(out, kind, quant2, offset2, computed, high_precision)
 
 
-def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
+def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False):
     """Online softmax over key blocks [c, c + kv_block) aligned at 0, narrowing E per block."""
     rows = x.shape[0]
     m = np.full(rows, -np.inf)
@@ -147,8 +242,12 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
         total = total * alpha + e.sum(axis=1)
         vb = vv[c0:c0 + kv_block]
         if kind == "int8":
-            e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
-            part = to_fp16(deq2 * (e8 @ vb))
+            if arch35:
+                e8 = np.clip(np.rint(to_fp16(to_fp16(e) * to_fp16(quant1))), -128, 127)
+                part = deq2 * (e8 @ vb)
+            else:
+                e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
+                part = to_fp16(deq2 * (e8 @ vb))
         else:
             part = (to_fp16(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
         acc = acc * alpha[:, None] + part
@@ -157,13 +256,14 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block):
         return acc / total[:, None]
 
 
-def _output(o, kind, quant2, offset2, computed):
+def _output(o, kind, quant2, offset2, computed, arch35=False):
     if quant2 is not None:
         n, dv = o.shape[1], o.shape[3]
         scale = np.broadcast_to(np.asarray(quant2, np.float64), (n, dv))[None, :, None, :]
         offset = np.broadcast_to(np.asarray(0.0 if offset2 is None else offset2, np.float64),
                                  (n, dv))[None, :, None, :]
-        return np.where(computed[..., None], np.clip(np.rint(o * scale + offset), -128, 127), 0.0)
+        y = o * scale + offset
+        return np.where(computed[..., None], np.clip(np.rint(to_fp16(y) if arch35 else y), -128, 127), 0.0)
     return o
 
 

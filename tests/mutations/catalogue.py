@@ -16,6 +16,7 @@ LIG = K + "sparse_attention/lightning_indexer_grad.py"
 FAS = K + "flash_attention/flash_attention_score.py"
 IFA = K + "flash_attention/incre_flash_attention.py"
 IFA95 = "aclnn_emu/ops/flash_attention/ifa_regbase.py"
+IFA_OP = "aclnn_emu/ops/flash_attention/incre_flash_attention.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
@@ -33,7 +34,7 @@ ROUNDING_TESTS = ("tests/test_rounding.py", "tests/test_native.py")
 FAS_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py",
              "tests/test_flash_attention_train_step.py")
 IFA_TESTS = ("tests/test_incre_flash_attention.py", "tests/test_incre_flash_attention_cabi.py",
-             "tests/test_serving_loop.py")
+             "tests/test_serving_loop.py", "tests/test_incre_flash_attention_source_paths.py")
 IFA95_TESTS = ("tests/test_incre_flash_attention_regbase.py",)
 LI_TESTS = ("tests/test_lightning_indexer.py", "tests/test_lightning_indexer_cabi.py",
             "tests/test_sparse_attention_round_trip.py")
@@ -214,9 +215,29 @@ MUTATIONS = [
              "where=np.roll(self.mask[b, cols], 1)[None, :] != 0", IFA_TESTS),
     Mutation("ifa-mask-pse-ignore-padding", IFA, "cols = slice(first + j0, first + j1)", "cols = slice(j0, j1)",
              IFA_TESTS),
-    Mutation("ifa-padding-start-off-by-one", "aclnn_emu/ops/flash_attention/incre_flash_attention.py",
+    Mutation("ifa-padding-start-off-by-one", IFA_OP,
              "start = [p.kv_lens[0] - pad - n for n in lengths]",
              "start = [p.kv_lens[0] - pad - n + 1 for n in lengths]", IFA_TESTS),
+    Mutation("ifa-speculative-mask-rows-per-batch", IFA_OP, "stride=0 if p.mtp else None", "stride=None",
+             IFA_TESTS),
+    Mutation("ifa-speculative-query-by-layout", IFA_OP,
+             'q = a.query.read("query").reshape(-1)[:p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)',
+             'q = a.query.read("query").reshape(p.batch, p.heads, -1)[..., :p.d]', IFA_TESTS),
+    Mutation("ifa-speculative-split-rows-ignored", IFA_OP, "        if outer > 1:\n", "        if outer > 9:\n",
+             IFA_TESTS),
+    Mutation("ifa-speculative-int8-gmax-256", "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+             "G_MAX, G_MAX_INT8 = 256, 128", "G_MAX, G_MAX_INT8 = 256, 256", IFA_TESTS),
+    Mutation("ifa-speculative-group-split-odd", "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+             "split = min(split - (split & 1), group)", "split = min(split, group)", IFA_TESTS),
+    Mutation("ifa-speculative-split-by-query-layout", "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+             "return kv_rank == 3 if paged else", "return", IFA_TESTS),
+    Mutation("ifa-key-heads-by-its-own-split", IFA_OP, "    if p.kv_shape is None:\n", "    if True:\n", IFA_TESTS),
+    Mutation("ifa-key-heads-reach-one-row-short", IFA_OP, "(n2 - 1) * s * d + e * d for b, e",
+             "(n2 - 1) * s * d + (e - 1) * d for b, e", IFA_TESTS),
+    Mutation("ifa-output-head-major", IFA_OP, "    flat = np.ascontiguousarray(o).reshape(-1)\n",
+             "    flat = np.ascontiguousarray(o.transpose(1, 0, 2)).reshape(-1)\n", IFA_TESTS),
+    Mutation("ifa-quant2-rank5-last-values", IFA_OP, "return v[:p.heads * p.d].reshape(p.heads, p.d)",
+             "return v[-p.heads * p.d:].reshape(p.heads, p.d)", IFA_TESTS),
     Mutation("ifa-actual-length-one-short", IFA, "first, length = self.kv.start[b], int(self.lengths[b])",
              "first, length = self.kv.start[b], int(self.lengths[b]) - 1", IFA_TESTS),
     Mutation("ifa-paged-token-off-by-one", IFA, "tokens = positions % self.block_size",

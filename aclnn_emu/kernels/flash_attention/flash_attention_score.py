@@ -25,7 +25,7 @@ from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
-from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
+from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away, saturate_
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 ROW_BLOCK = 512     # rows are independent: larger blocks only amortise the K/V packing and the per-block steps
@@ -101,6 +101,8 @@ class _Job:
                 for got, whole in zip((row_max, row_sum, acc), full):
                     got[unseen] = whole[unseen]
         acc /= row_sum[:, None]
+        if self.params.saturate:   # the arch35 output cast (SatMode::SAT)
+            saturate_(acc, self.dtype)
         self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)
         self.softmax_max[b, n, i0:i1] = row_max[:, None]
         self.softmax_sum[b, n, i0:i1] = row_sum[:, None]

@@ -1,7 +1,8 @@
 """FlashAttentionScoreGrad (V2): the attention backward, blockwise in fp32 (reference §1B).
 
 Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 // G:
-  S   = Q Kᵀ * scale (+ pse; pseType 1 adds pse before the scale), masked scores := -FLT_MAX
+  S   = (Q Kᵀ) * scale (+ pse; pseType 1 adds pse before the scale), masked scores := -FLT_MAX;
+        the scale multiplies the fp32 matmul result, Q is not pre-scaled (as the kernels)
   P   = exp(S - softmaxMax) / softmaxSum        from the forward's buffers, never renormalised
   Pd  = P * keepBit / keepProb                  keepProb as float32; Pd rounded to the input dtype
   dV += Pdᵀ dY
@@ -137,15 +138,16 @@ class _Job:
         acc[0][c0:c1] += grad.T @ head.q[i0:i1]
 
     def _scores(self, head, kv, box, out):
+        """S = fp32 Q Kᵀ, then the scale: the kernels multiply the matmul's fp32 result (a Muls after
+        the cube, `flash_attention_score_grad_s1s2_bn2gs1s2.h` and the other arch32 templates), before
+        an inner-type pse is added or after a pseType 1 one."""
         i0, i1, c0, c1 = box
         pse = self.pse.block(*head.key, i0, i1, c0, c1)
+        np.matmul(head.q[i0:i1], kv.k[c0:c1].T, out=out)
         if self.pse.added_before_scale:
-            np.matmul(head.q[i0:i1], kv.k[c0:c1].T, out=out)
             out += pse
-            out *= self.scale
-            return
-        np.matmul(head.q_scaled[i0:i1], kv.k[c0:c1].T, out=out)
-        if pse is not None:
+        out *= self.scale
+        if pse is not None and not self.pse.added_before_scale:
             out += pse
 
     @staticmethod
@@ -166,7 +168,6 @@ class _Head:
     def __init__(self, job, b, n):
         self.key = (b, n)
         self.q = native.widen(job.q[b, n])
-        self.q_scaled = self.q * job.scale
         self.dy = native.widen(job.dy[b, n])
         self.dsum = np.einsum("ij,ij->i", self.dy, native.widen(job.o[b, n]))
         lanes = (np.asarray(job.softmax_max[b, n], FP32), np.asarray(job.softmax_sum[b, n], FP32))

@@ -24,3 +24,6 @@ class FaParams:
     # (seed, offset) when the kernel generates its keep mask itself (Ascend910_95 with keepProb < 1
     # and no dropMask; dropout.PhiloxDropMask); None reads the dropMask tensor.
     generated_dropout: tuple | None = None
+    # Forward only: the output cast saturates (the arch35 kernels' SatMode::SAT): finite values beyond
+    # the output dtype's range become its largest value instead of inf.
+    saturate: bool = False

@@ -29,6 +29,7 @@ import numpy as np
 from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
+from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
@@ -81,18 +82,27 @@ class Precision:
     """The roundings of a kernel family; the default is the A2/A3 high-performance x910 kernels.
 
     high_precision: the arch35 kernels (Ascend910_95, where TilingV2 forces innerPrecise 0): fp16
-      scores stay fp32, masked scores become -FLT_MAX and fp16 outputs ties away (CAST_ROUND).
+      scores stay fp32, masked scores become -FLT_MAX (not for int8) and fp16 outputs ties away
+      (CAST_ROUND, `prompt_flash_attention_vector2.h` DataCopyTransposeOut, int8 input included).
     bf16_p_even: bf16 P rounded to nearest even (CAST_RINT) instead of ties away.
     bf16_out_even: a bf16 output rounded to nearest even (CAST_RINT) instead of ties away.
+    arch35_quant: the arch35 quantisation (`quant`): int8 scores fp32(Q8 K8^T) * deq1 and block
+      outputs fp32(E8 V8) * deq2 in fp32 (no fp16 rounding; `vf_softmaxflashv3.h`, vector2
+      AscendDequant), P8 = int8(fp16(fp16(E) * fp16(quant1))), and an int8 output through fp16.
+    half_softmax: an fp16 input runs the fp16 MLA base-API kernel's half-precision softmax
+      (``pfa_mla_half``).
     """
     high_precision: bool = False
     bf16_p_even: bool = False
     bf16_out_even: bool = False
+    arch35_quant: bool = False
+    half_softmax: bool = False
 
 
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
-REGBASE = Precision(high_precision=True, bf16_p_even=True)    # vf_softmaxflashv3.h, vector2.h
+BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
+REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)    # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)
@@ -122,33 +132,41 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
                            int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                           precision: Precision = HIGH_PERFORMANCE, pse=None) -> np.ndarray:
+                           precision: Precision = HIGH_PERFORMANCE, kv_block: int = KV_BLOCK,
+                           pse=None) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
-    the kernel family's roundings; ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before
-    the mask), which only the arch35 kernels take (IncreFlashAttention's pseShift on Ascend910_95).
+    the kernel family's roundings; ``kv_block`` the online softmax's key block (at most KV_BLOCK);
+    ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask), which only the arch35
+    kernels take (IncreFlashAttention's pseShift on Ascend910_95).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, pse).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse).run()
 
 
 def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
                                   int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                                  precision: Precision = HIGH_PERFORMANCE) -> np.ndarray:
+                                  precision: Precision = HIGH_PERFORMANCE, kv_blocks=None) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
-    own band ``bands[b]`` anchored at the batch's own first row and key. Rows of no batch are 0.
+    own band ``bands[b]`` anchored at the batch's own first row and key, and its own key block
+    ``kv_blocks[b]`` (default KV_BLOCK). Rows of no batch are 0.
     """
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
+        kv_block = KV_BLOCK if kv_blocks is None else kv_blocks[b]
+        if precision.half_softmax and q.dtype == FP16 and aq and ak:    # no band, mask or quantisation there
+            outs[0, :, q0:q0 + aq] = mla_half_attention(q[0, :, q0:q0 + aq], k[0, :, k0:k0 + ak],
+                                                        v[0, :, k0:k0 + ak], scale=scale, block=kv_block)
+            continue
         batch_mask = mask
         if mask is not None and mask.values.shape[0] > 1:
             batch_mask = Mask(mask.values[b:b + 1])
         o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
                                    bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
-                                   out_quant=out_quant, precision=precision)
+                                   out_quant=out_quant, precision=precision, kv_block=kv_block)
         outs[:, :, q0:q0 + aq] = o
     return outs
 
@@ -160,17 +178,19 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, pse=None):
+    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse=None):
         self.q, self.k, self.v, self.pse = q, k, v, pse
+        self.kv_block = kv_block
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
         high = precision.high_precision and q.dtype != INT8
         self.bf16_out_away = not precision.bf16_out_even
-        self.fp16_out_away = high
+        self.fp16_out_away = precision.high_precision
         self.p_bf16_even = precision.bf16_p_even and q.dtype == BF16    # narrowed after the exponentials
         self.group = q.shape[1] // k.shape[1]
-        self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)
+        self.arch35_quant = precision.arch35_quant
+        self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
         self.rounding = "fp16_even" if q.dtype != BF16 else (None if self.p_bf16_even else "bf16_away")
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
@@ -211,10 +231,11 @@ class _Forward:
         row_sum = np.zeros(rows, np.float32)
         alpha = np.empty(rows, np.float32)
         acc = None
-        # Key blocks start at multiples of KV_BLOCK (assumed hardware tiling): the int8 path
-        # quantises each block against the running max, so the boundaries shape the result.
-        for start in range(k0 - k0 % KV_BLOCK, k1, KV_BLOCK):
-            c0, c1 = max(start, k0), min(start + KV_BLOCK, k1)
+        # Key blocks start at multiples of kv_block (KV_BLOCK: assumed hardware tiling): P is
+        # narrowed (int8: quantised) against the running max, so the boundaries shape the result.
+        block = self.kv_block
+        for start in range(k0 - k0 % block, k1, block):
+            c0, c1 = max(start, k0), min(start + block, k1)
             s = _score_block(rows, c1 - c0)
             np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
             scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
@@ -259,8 +280,11 @@ class _Forward:
         """One block's contribution P V, P being E already narrowed to fp16/bf16 as the hardware
         feeds it to BMM2 (int8: quantised further)."""
         if self.int8 is not None:
-            quantize_(e, self.int8.quant1)
-            return native.scale_(e @ values, pre=self.int8.deq2, fp16=True)
+            if self.arch35_quant:
+                quantize_(e, np.float16(self.int8.quant1), via_fp16=True)
+            else:
+                quantize_(e, self.int8.quant1)
+            return native.scale_(e @ values, pre=self.int8.deq2, fp16=not self.arch35_quant)
         return e @ values
 
     def _finish(self, acc, row_sum, computed, out, n):
@@ -268,7 +292,8 @@ class _Forward:
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant
-            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]])
+            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]],
+                      via_fp16=self.arch35_quant)
         elif out.dtype == BF16 and self.bf16_out_away:
             round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
         elif out.dtype == FP16 and self.fp16_out_away:

@@ -5,7 +5,8 @@ Validation follows the source, in its order:
   op_api (op_api/aclnn_flash_attention_score.cpp, aclnnFlashAttentionScoreV2GetWorkspaceSize):
     CheckFaParam nulls 161001; all three outputs empty: success, nothing runs; CheckFormat
     (not on Ascend910_95) 161002; InputDtypeCheck 161002; AnalysisInput 161002.
-  L0 (infershape, kernel selection, host tiling op_host/arch32/flash_attention_score_tiling_general.cpp):
+  L0 (infershape, kernel selection, host tiling: op_host/arch32/flash_attention_score_tiling_general.cpp
+    on Atlas A2/A3, the arch35 one on Ascend910_95, whose differences live in fas_regbase.py):
     the V2 entry point never checks the L0 results; a failed L0 call yields nullptr outputs, and
     the ViewCopy of a nullptr into softmaxMaxOut fails, so every such failure returns 161001, as
     does a ViewCopy into an output of another shape.
@@ -23,6 +24,7 @@ from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attent
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
+from . import fas_regbase
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 FLOATS = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_FLOAT)
@@ -36,7 +38,6 @@ COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 7: (2048, 
 WORKSPACE_RESERVE = 16 << 20       # WORK_SPACE_RESERVE_SIZE of the tiling
 EMPTY_WORKSPACE = 100 << 20        # the empty-input tiling reserves 100 MiB
 INVALID_LINE = 2                   # ImplMode AA_INVALID_LINE_HIGH_PRECISION (innerPrecise, read as uint8)
-V2_SEED_OFFSET = (0, 0)            # the seed and offset attributes aclnnFlashAttentionScoreV2 passes to L0
 
 
 def _result(name):
@@ -97,6 +98,12 @@ def _l0_error(message: str, rule: str):
                    "returns ACLNN_ERR_PARAM_NULLPTR)", rule=rule)
 
 
+def _fail(problem):
+    """Raise a tiling failure given as (message, rule) by fas_regbase; None passes."""
+    if problem is not None:
+        raise _l0_error(*problem)
+
+
 def _present(tensor):
     """Optional tensors with no dims count as absent (the tiling tests GetDimNum() == 0)."""
     return tensor if tensor is not None and tensor.ndim > 0 else None
@@ -146,8 +153,8 @@ def _check_nulls(a):
             raise OpError(NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
 
 
-def _check_formats(a, env):
-    if env.soc == "Ascend910_95":   # the op_api skips CheckFormat there
+def _check_formats(a, regbase):
+    if regbase:   # the op_api skips CheckFormat on Ascend910_95
         return
     for name in ("query", "key", "value", "softmaxMaxOut", "softmaxSumOut", "attentionOutOut",
                  "realShiftOptional", "dropMaskOptional", "paddingMaskOptional", "attenMaskOptional"):
@@ -218,7 +225,7 @@ def _check_params(a, x: _Axes):
             raise _l0_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
 
 
-def _check_attrs_and_layout(a, x: _Axes):
+def _check_attrs_and_layout(a, x: _Axes, regbase):
     """AnalyzeAttrs and AnalyzeLayout of FlashAttentionScoreTilingBase::GetShapeAttrsInfo."""
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
@@ -227,8 +234,8 @@ def _check_attrs_and_layout(a, x: _Axes):
         raise _l0_error(f"pseType value is out of range: got {a.pseType}; expected 0-3", "tiling.pse_type")
     q, k = a.query.shape, a.key.shape
     if x.layout == "TND":
-        raise _l0_error("inputLayout TND needs actual sequence lengths, which aclnnFlashAttentionScoreV2 cannot "
-                        "pass (invalid alignedS1 0)", "tiling.tnd")
+        raise _l0_error(fas_regbase.TND_UNDEFINED if regbase else "inputLayout TND needs actual sequence lengths, "
+                        "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)", "tiling.tnd")
     if x.layout in ("BSH", "SBH"):
         if q[2] % a.headNum:
             raise _l0_error(f"h1 [{q[2]}] should be a multiple of n1Size [{a.headNum}].", "tiling.h1_heads")
@@ -238,10 +245,10 @@ def _check_attrs_and_layout(a, x: _Axes):
         raise _l0_error(f"n1Size [{x.n1}] should be a multiple of n2Size [{x.n2}].", "tiling.gqa")
 
 
-def _check_pse(a, x: _Axes):
+def _check_pse(a, x: _Axes, regbase):
     pse = _present(a.realShiftOptional)
     if pse is None:
-        if a.pseType != 1:
+        if a.pseType != 1 and not regbase:   # the arch35 AnalyzePseOptionalInput has no such check
             raise _l0_error(f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.",
                             "tiling.pse_null")
         return
@@ -292,16 +299,16 @@ def _check_atten_mask(a, x: _Axes, mode):
                         "tiling.mask_compressed")
 
 
-def _check_drop_mask(a, x: _Axes, env):
+def _check_drop_mask(a, x: _Axes, env, regbase):
     """The dropMask checks of the tiling; returns the (seed, offset) of a kernel-generated keep mask,
     or None when the kernel reads dropMaskOptional (or applies no dropout)."""
     drop = _present(a.dropMaskOptional)
-    dropout = bool(np.float32(a.keepProb) < 1)
-    if env.soc == "Ascend910_95":
-        generated = _dropout_arch35(drop, dropout)
+    if regbase:
+        problem, generated = fas_regbase.dropout(drop, a.keepProb, env)
+        _fail(problem)
     else:
         generated = None
-        if drop is None and dropout:
+        if drop is None and np.float32(a.keepProb) < 1:
             env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None:
         need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
@@ -309,15 +316,6 @@ def _check_drop_mask(a, x: _Axes, env):
             raise _l0_error(f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got "
                             f"{drop.numel}", "tiling.drop_size")
     return generated
-
-
-def _dropout_arch35(drop, dropout):
-    """AnalyzeDropOptionalInput of the Ascend910_95 tiling: a dropMask needs keepProb < 1; without
-    one, keepProb < 1 makes the kernel generate the mask from the seed and offset V2 passes (0, 0)."""
-    if drop is not None and not dropout:
-        raise _l0_error("Dropmask parameter is invalid, please check keepProb: a dropMask needs keepProb < 1 "
-                        "on Ascend910_95", "tiling.drop_keep_prob_95")
-    return V2_SEED_OFFSET if drop is None and dropout else None
 
 
 def _band_check(pre, nxt, x: _Axes):
@@ -389,13 +387,14 @@ def _check_prefix(a, x: _Axes, mode) -> bool:
     return x.s1 > x.s2 and 0 in prefix
 
 
-def _check_pse_alibi(a, x: _Axes, causal):
-    """SetPseAlibiParams of the template that runs (S2 > 1024 templates need a causal mask)."""
+def _check_pse_alibi(a, x: _Axes, causal, regbase):
+    """SetPseAlibiParams of the template that runs (S2 > 1024 templates need a causal mask; the arch35
+    Basic template returns before any check for pseType 2/3)."""
     pse = _present(a.realShiftOptional)
     if pse is None:
         return
     if a.pseType in (2, 3):
-        if x.s1 != x.s2:
+        if x.s1 != x.s2 and not regbase:
             raise _l0_error(f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, "
                             f"S2={x.s2}).", "tiling.pse_inner_s")
         return
@@ -440,12 +439,11 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, x: _Axes, mode, invalid_line, generated_dropout):
+def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, regbase):
     params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
                       layout=x.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
-                      pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
-                      kv_start_idx=a.kvStartIdxOptional, invalid_line=invalid_line,
-                      generated_dropout=generated_dropout)
+                      pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=starts[0], kv_start_idx=starts[1],
+                      invalid_line=invalid_line, generated_dropout=generated_dropout, saturate=regbase)
     pse, drop, mask = (_present(t) for t in (a.realShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
 
     results = (a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut)
@@ -469,25 +467,31 @@ def prepare(a, env):
     _check_nulls(a)
     if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
         return Launch.nothing()
-    _check_formats(a, env)
+    regbase = fas_regbase.on_regbase(env)
+    _check_formats(a, regbase)
     _check_dtypes(a)
     x = _analyse_input(a)
     _kernel_select(a)
     _check_params(a, x)
-    if a.query.is_empty or a.key.is_empty:      # the empty-input tiling: zeros out, 100 MiB reserved
+    # the empty-input tiling: zeros out, 100 MiB reserved
+    if fas_regbase.empty_inputs(a) if regbase else a.query.is_empty or a.key.is_empty:
         _check_outputs(a, x, env)
         return Launch(EMPTY_WORKSPACE, _zero_outputs(a))
-    if env.soc == "Ascend910_95":
-        env.warn("the Ascend910_95 (arch35) tiling is not modelled separately; the Atlas A2/A3 tiling rules apply")
-    _check_attrs_and_layout(a, x)
-    _check_pse(a, x)
+    _check_attrs_and_layout(a, x, regbase)
+    _check_pse(a, x, regbase)
     mode = a.sparseMode
     _check_atten_mask(a, x, mode)
-    generated_dropout = _check_drop_mask(a, x, env)
+    generated_dropout = _check_drop_mask(a, x, env, regbase)
+    starts = (a.qStartIdxOptional, a.kvStartIdxOptional)
+    if regbase:
+        _fail(fas_regbase.sparse_mode_error(a))
     kernel_mode, causal, invalid = _sparse_info(a, x, mode)
-    _check_pse_alibi(a, x, causal)
+    if regbase:
+        starts, problem = fas_regbase.start_indices(a)
+        _fail(problem)
+    _check_pse_alibi(a, x, causal, regbase)
     _check_outputs(a, x, env)
     if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
     invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
-    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout))
+    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, regbase))

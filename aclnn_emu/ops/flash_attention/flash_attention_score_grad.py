@@ -489,11 +489,21 @@ def _kernel_layout(s, env) -> str:
     return s.layout
 
 
+def _start_indices(a, env) -> dict:
+    """The ALiBi start positions as the kernel's pse reads them. Atlas A2/A3: both or neither apply
+    (kernels/flash_attention/pse.py). ARCH35 SetQKVStartIdx (..._regbase.cpp) reads element 0 of
+    qStartIdx alone, 0 for the other, and kvStartIdx only after a qStartIdx: a lone qStartIdx applies,
+    a lone kvStartIdx does not (the forward's regbase tiling applies either alone)."""
+    q, kv = a.qStartIdxOptional, a.kvStartIdxOptional
+    if env.soc == ARCH35 and q:
+        q, kv = tuple(q[:1]), tuple(kv[:1]) if kv else (0,)
+    return {"q_start_idx": q, "kv_start_idx": kv}
+
+
 def _launch(a, s, mode, env):
     params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
                       layout=_kernel_layout(s, env), pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
-                       pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=a.qStartIdxOptional,
-                       kv_start_idx=a.kvStartIdxOptional)
+                      pse_type=a.pseType, prefix=a.prefixOptional, **_start_indices(a, env))
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
     generate = env.soc == ARCH35 and drop is None and params.keep_prob < 1
 

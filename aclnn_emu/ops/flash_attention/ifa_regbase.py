@@ -258,7 +258,7 @@ class _Tiling:
             _fail("regbase.pa_table_shape", f"block table shape should be [{self.b}, >={most}], now is "
                   f"{list(table.shape)} when PA enable!")
         if rank == 5:
-            self.not_implemented("kv_nz", f"key {list(k)}")
+            self.not_implemented("kv_nz_95", f"key {list(k)}")
         if self.mla:
             self.not_implemented("mla_paged", f"key {list(k)}, value {list(val)}")
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
@@ -317,7 +317,7 @@ class _Tiling:
     def _launch(self):
         v = self.view
         if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
-            self.not_implemented("kv_heads", f"key {list(v.key.shape)}, numKeyValueHeads {self.kv_heads}, D {self.d}")
+            self.not_implemented("kv_heads_95", f"key {list(v.key.shape)}, numKeyValueHeads {self.kv_heads}, D {self.d}")
         padding = self.a.kvPaddingSize
         if padding is not None and self.paged:
             self.env.warn("kvPaddingSize with page attention: how the arch35 kernels combine them is not established "

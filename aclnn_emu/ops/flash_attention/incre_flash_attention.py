@@ -6,7 +6,8 @@ OpDef (`ACLNNTYPE aclnn_inner`), so the codes are those of a generated entry poi
 attentionOut -> success; the (dtype, format) lookup over the OpDef's 22 combinations -> 161002
 (required) / 561003 (optional only); then the tiling, whose every failure is 561002.
 Atlas A2/A3 run IFATiling (incre_flash_attention_tiling.cpp, _tiling_check.cpp); its checks are
-replayed in `_Tiling` in the source's order. Ascend910_95 runs IFATilingV2, which hands a
+replayed in `_Tiling` in the source's order; a query S in [2, 16] and a 5-D key take the tiling
+branches described in ifa_speculative and ifa_kv_nz. Ascend910_95 runs IFATilingV2, which hands a
 FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase); its INT8-key path is not
 emulated. Differences from the doc: docs/divergences/incre_flash_attention.md.
 """
@@ -21,6 +22,7 @@ from ...kernels.attention.layouts import to_bnsd
 from ...kernels.flash_attention import incre_flash_attention as ifa
 from ...kernels.flash_attention.pse import PseSource
 from ...runtime import sanitizer
+from . import ifa_kv_nz, ifa_speculative
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
@@ -46,7 +48,8 @@ def _attention_out(a):
 
 
 OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
-    TensorIn("query", doc="Q of the decode step (S = 1), laid out as inputLayout says"),
+    TensorIn("query", doc="Q of the decode step (S = 1), laid out as inputLayout says; S in [2, 16] runs the S = 1 "
+                          "kernels, which ignore S, as the NPU does"),
     TensorListIn("key", doc="K: one tensor [B,...] (or one per batch), or the paged cache [blocks, blockSize, H] / "
                             "[blocks, N2, blockSize, D] with blocktable"),
     TensorListIn("value", doc="V, laid out like key"),
@@ -74,7 +77,8 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
     Int64("numHeads", doc="number of query heads N"),
     Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
     String("inputLayout", default="BSH", values=LAYOUTS,
-           doc="layout of query/key/value (*_NBSD: attentionOut as [N, B, S, D])"),
+           doc="layout of query/key/value (*_NBSD: attentionOut shaped [N, B, S, D], which the kernels "
+               "fill in [B, N, D] order)"),
     Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
     Int64("blockSize", default=0, doc="page attention: tokens per cache block (a multiple of 16, of 32 for INT8 "
                                       "caches; at most 512)"),
@@ -84,13 +88,21 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 GAPS = {
     "soc_antiquant": "an INT8 key/value on Ascend910_95 (IFATilingV2 and the arch35 antiquant kernels)",
     "mla_paged": "a page-attention value whose D differs from the key's (MLA) on Ascend910_95",
-    "mtp": "a query S in [2, 16] (the speculative-decoding path)",
-    "kv_nz": "a 5-D key/value (the GQA key/value NZ cache)",
-    "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D",
-    "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more (the tiling checks no such shape)",
-    "bsh_h_zero": "a BSH key with H = 0 when numKeyValueHeads is given (the tiling divides by it)",
+    "kv_nz_95": "a 5-D (NZ) page-attention key/value on Ascend910_95",
+    "kv_heads_95": "a batched key whose head count or H differs from numKeyValueHeads x D on Ascend910_95",
 }
 OP.not_implemented = tuple(GAPS.values())
+# Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
+REFUSED = {
+    "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
+           "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
+           "lengths past their ends",
+    "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
+                "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
+    "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
+                   "tiling checks no such shape): the kernel reads N x D values, past its end",
+}
+OP.refused = tuple(REFUSED.values())
 # The same signature with the key/value lists seen as single tensors: the generated entry point
 # checks and keys each list through its tensors (NnopbaseAppendDynamicTensorsKey).
 _KEYED = Op(OP.name, OP.header, [TensorIn(p.name) if p.kind == "tensor_list" else p for p in OP.params])
@@ -140,6 +152,11 @@ def _not_implemented(gap: str, detail: str = ""):
     raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                   f"{GAPS[gap]}{f' ({detail})' if detail else ''} is not implemented in aclnn-emu",
                   rule=f"not_implemented.{gap}")
+
+
+def _refuse(case: str, detail: str):
+    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{REFUSED[case]} ({detail}); aclnn-emu refuses it",
+                  rule=f"refused.{case}")
 
 
 def _u32(value: int) -> int:
@@ -246,7 +263,11 @@ class _Tiling:
             s_q, d, q_heads = _dim(qs, 1), _dim(qs, 2) // heads, heads
             if _u32(a.numKeyValueHeads) != 0 and k_rank == 3:
                 if _dim(k0.shape, 2) == 0:
-                    _not_implemented("bsh_h_zero")
+                    # D N N2 / 0: an integer division by zero in GetInOutLayout4BSH. x86 hosts die of
+                    # SIGFPE; aarch64 hosts (sdiv gives 0) fail the heads check below. aclnn-emu does the latter.
+                    _fail("bsh_h_zero", "the query's heads num should be equal to qOfHeadnum (the key's H is 0: "
+                          "the tiling divides D x numHeads x numKeyValueHeads by it, which kills x86 hosts with "
+                          "SIGFPE; aarch64 hosts read 0 heads and fail here)")
                 q_heads = d * heads * kv // _dim(k0.shape, 2)
         elif layout in ("BSND", "BSND_NBSD"):
             s_q, d, q_heads = _dim(qs, 1), _dim(qs, 3), _dim(qs, 2)
@@ -260,9 +281,8 @@ class _Tiling:
         if heads != q_heads:
             _fail("query_heads", f"the query's heads num should be equal to qOfHeadnum (numHeads {heads}, "
                   f"heads of query {q_heads})")
-        self.mtp = 1 < s_q <= MAX_QS
-        if k_rank == 5:
-            _not_implemented("kv_nz", f"key {list(k0.shape)}")
+        self.mtp = 1 < s_q <= MAX_QS                                  # gqaMtpFlag_ (ifa_speculative)
+        self.kv_nz = k_rank == 5                                      # gqaKvNZFlag_ (ifa_kv_nz)
         if not self.mtp and s_q != 1:
             _fail("query_s", f"In case where MLA is not applied, S of Query:{s_q} is invalid. It should be in "
                   "range [1, 16]")
@@ -387,6 +407,8 @@ class _Tiling:
         self._antiquant()
         self._block_table()
         self._kv_padding()
+        if self.kv_nz:
+            _fail(*ifa_kv_nz.failure(self.a, self.antiquant, self.d))
 
     def _actual_seq_lengths(self):
         values, paged = self.a.actualSeqLengths, self.paged
@@ -425,6 +447,8 @@ class _Tiling:
         pse = self.a.pseShift
         if pse is None:
             return
+        if self.kv_nz:
+            _fail(*ifa_kv_nz.pse_failure())
         if pse.ndim != 4:
             _fail("pse_rank", f"The input shape of pse shift must have 4 dims, current dim num is {pse.ndim}.")
         b, n, s0, s1 = pse.shape
@@ -484,8 +508,10 @@ class _Tiling:
             return
         expect = {4: f"[1, {n}, 1, {d}] or [1, 1, {n}, {d}]", 3: f"[{n}, 1, {d}], [1, {n}, {d}] or [1, 1, {n * d}]",
                   2: f"[1, {n * d}] or [{n}, {d}]", 1: f"[{n * d}]"}.get(len(shape))
-        if expect is None:
-            _not_implemented("quant2_rank", f"{name} {list(shape)}")
+        if expect is None:           # rank 5+: no message and no failure; the kernel reads N x D values
+            if int(np.prod(shape)) < n * d:
+                _refuse("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
+            return
         _fail(f"quant2.shape_{name}", f"The shape of postquant parameter{list(shape)} is not expected shape. "
               f"Expect {expect} ({name}).")
 
@@ -525,7 +551,9 @@ class _Tiling:
         if not self.paged:
             return
         k0, bs = self.keys[0], self.block_size
-        if k0.ndim == 3 and self.kv_heads * self.d > COPY_STRIDE_LIMIT:
+        # The kernel's input layout: the cache's rank decides it, except for an NZ cache (the query's).
+        bsh = self.layout.split("_")[0] in ("BSH", "BSND") if self.kv_nz else k0.ndim == 3
+        if bsh and self.kv_heads * self.d > COPY_STRIDE_LIMIT:
             _fail("pa_nd_stride", f"When input kvcache layout is BSH, the N * D of kvcache is "
                   f"{self.kv_heads * self.d}, exceeds the maximum limit (65535) of the datacopy instruction.")
         if bs == 0:
@@ -546,29 +574,60 @@ class _Tiling:
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
-        if self.mtp:
-            _not_implemented("mtp", f"query S {self.s_q}")
         a, base = self.a, self.layout.split("_")[0]
+        if self.mtp:
+            self._speculative(base)
+        kv_shape = None
         if not self.paged and not self.listed:
             k0 = self.keys[0]
             n_found = _dim(k0.shape, {"BNSD": 1, "BSND": 2}.get(base, 2)) // (self.d if base == "BSH" else 1)
             if n_found != self.kv_heads or (base == "BSH" and k0.shape[2] != self.kv_heads * self.d):
-                _not_implemented("kv_heads", f"key {list(k0.shape)}, numKeyValueHeads {self.kv_heads}, D {self.d}")
+                kv_shape = self._key_by_kv_heads(k0, base)
         out, expect = a.attentionOut, self.batch * self.heads * self.d
-        if out.numel != expect:
+        if out.numel < expect:
             self.env.inferred(status.ACLNN_ERR_INNER_TILING_ERROR, "ifa.out_size",
                               f"attentionOut holds {out.numel} elements, the kernel writes {expect} (B x N x D); "
                               "the hardware writes past a smaller tensor")
         plan = SimpleNamespace(
-            base=base, nbsd_out=self.layout.endswith("_NBSD"), heads=self.heads, kv_heads=self.kv_heads, d=self.d,
+            base=base, heads=self.heads, kv_heads=self.kv_heads, d=self.d, kv_shape=kv_shape,
             batch=self.batch, paged=self.paged, listed=self.listed, kv_lens=self.kv_lens, actual=self.actual,
-            block_size=self.block_size, max_blocks=self.max_blocks if self.paged else 0,
+            block_size=self.block_size, max_blocks=self.max_blocks if self.paged else 0, mtp=self.mtp,
             has_mask=self.has_mask, left_padding=self.left_padding, scale=a.scaleValue)
         return lambda workspace: _run(a, plan)
 
+    def _speculative(self, base):
+        """Query S in [2, 16]: refused where the tiling's split takes the kernels past the batch,
+        otherwise run as the S = 1 kernels run it (ifa_speculative)."""
+        split = ifa_speculative.bsh_split(base, self.paged, self.keys[0].ndim)
+        outer = ifa_speculative.outer_loops(split, self.group, self.s_q, self.antiquant)
+        if outer > 1:
+            _refuse("mtp", ifa_speculative.out_of_batch(outer, self.s_q, self.group))
+        self.env.warn(ifa_speculative.warning(self.s_q, self.batch, self.heads, self.d))
+
+    def _key_by_kv_heads(self, k0, base):
+        """A batched key whose heads (or H) differ from numKeyValueHeads passes the tiling (only D is
+        compared); the kernels address it as [B, N2, S, D] (BNSD) or [B, S, N2 x D] (BSH/BSND) by
+        numKeyValueHeads and key's S (incre_flash_attention_preload.h, tensorBCorePreOffset). Refused
+        where the rows they read reach past the key; otherwise that view, with a warning."""
+        s, n2, d = self.kv_lens[0], self.kv_heads, self.d
+        ends = [s if self.left_padding or self.actual is None else int(self.actual[b]) for b in range(self.batch)]
+        if base == "BNSD":
+            shape, reach = (self.batch, n2, s, d), [b * n2 * s * d + (n2 - 1) * s * d + e * d for b, e in enumerate(ends) if e]
+        else:
+            shape, reach = (self.batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
+        detail = (f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element "
+                  "offsets")
+        if max(reach, default=0) > k0.numel:
+            _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's "
+                             f"{k0.numel}")
+        self.env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
+        return shape
+
 
 def _run(a, p):
-    q = to_bnsd(a.query.read("query"), p.base, p.heads)[:, :, 0]              # [B, N, D]
+    # The kernels read query row (b, n) at (b N + n) D: [B, N, D] for S = 1 in every layout, the
+    # first B N rows of the flat query for S > 1 (ifa_speculative).
+    q = a.query.read("query").reshape(-1)[:p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)
     if p.paged:
         kv = _paged(a, p)
         lengths = [p.max_blocks * p.block_size] * p.batch if p.actual is None else list(p.actual)
@@ -583,7 +642,7 @@ def _run(a, p):
             lengths = [n if s >= 0 else 0 for n, s in zip(lengths, start)]
         kv = ifa.DenseKv(keys, values, start)
     width = max([s + n for s, n in zip(start, lengths)] + [0])
-    mask = _rows(a.attenMask, "attenMask", p.batch, width) if p.has_mask else None
+    mask = _rows(a.attenMask, "attenMask", p.batch, width, stride=0 if p.mtp else None) if p.has_mask else None
     pse = _pse(a.pseShift, p, width)
     out_quant = _out_quant(a, p)
     antiquant = _antiquant(a, p)
@@ -600,7 +659,13 @@ def _dense(tensor_list, name, p):
     """One [N2, S, D] view per batch: the batches of the one tensor, or one tensor per batch."""
     if p.listed:
         return [to_bnsd(t.read(f"{name}[{i}]"), p.base, p.kv_heads)[0] for i, t in enumerate(tensor_list.items[:p.batch])]
-    return list(to_bnsd(tensor_list.items[0].read(name), p.base, p.kv_heads))
+    x = tensor_list.items[0].read(name)
+    if p.kv_shape is None:
+        return list(to_bnsd(x, p.base, p.kv_heads))
+    # The kernel's view by numKeyValueHeads (_Tiling._key_by_kv_heads); elements past the key are never read.
+    flat, size = x.reshape(-1), int(np.prod(p.kv_shape))
+    flat = flat[:size] if flat.size >= size else np.concatenate([flat, np.zeros(size - flat.size, flat.dtype)])
+    return list(to_bnsd(flat.reshape(p.kv_shape), "BNSD" if p.base == "BNSD" else "BSH", p.kv_heads))
 
 
 def _paged(a, p):
@@ -619,11 +684,12 @@ def _paged(a, p):
     return ifa.PagedKv(views[0], views[1], table, p.block_size)
 
 
-def _rows(t, name, rows, width, fill=0):
-    """[rows, width] of a tensor read as the kernels address it: row b starts at b * (last dim)
-    of its flat storage; what lies past the tensor reads as `fill` and is reported."""
+def _rows(t, name, rows, width, fill=0, stride=None):
+    """[rows, width] of a tensor read as the kernels address it: row b starts at b * stride (the
+    last dim unless given) of its flat storage; what lies past the tensor reads as `fill` and is
+    reported."""
     flat = t.read(name).reshape(-1)
-    last = t.shape[-1] if t.ndim else 1
+    last = (t.shape[-1] if t.ndim else 1) if stride is None else stride
     index = np.arange(rows)[:, None] * last + np.arange(width)[None, :]
     inside = index < flat.size
     if not inside.all():
@@ -652,7 +718,7 @@ def _out_quant(a, p):
 
     def values(t):
         v = t.read().astype(np.float32).reshape(-1)
-        return v.reshape(p.heads, p.d) if per_channel and v.size == p.heads * p.d else \
+        return v[:p.heads * p.d].reshape(p.heads, p.d) if per_channel and v.size >= p.heads * p.d else \
             np.broadcast_to(v[:1].reshape(1, 1), (p.heads, p.d) if per_channel else (1, 1)).copy()
     scale = values(scale_t)
     offset = np.zeros_like(scale) if offset_t is None else values(offset_t)
@@ -672,9 +738,10 @@ def _antiquant(a, p):
 
 
 def _write(out_t, o, p):
-    """[B, N, D] into attentionOut's layout (NBSD for the *_NBSD layouts)."""
-    if p.nbsd_out:
-        o = o.transpose(1, 0, 2)
+    """[B, N, D] into attentionOut from its first element, as the kernels write it (row (b, n) at
+    (b N + n) D). That holds for the *_NBSD layouts too: only the MLA tiling data carries
+    outputLayout (incre_flash_attention_tiling_mla.h), the other kernels have no NBSD path. Past
+    B N D the tensor keeps its contents (query S > 1, ifa_speculative)."""
     flat = np.ascontiguousarray(o).reshape(-1)
     if flat.size == out_t.numel:
         out_t.write(flat.reshape(out_t.shape))

@@ -39,3 +39,24 @@ def tiling(rule, message):
 
 def name(t) -> str:
     return t.dtype.short
+
+
+def mode_tokens(a, pre, nxt, has_mask, big):
+    """The (pre, next) window a sparse mode keeps (SetSparseModeData in both tilings): with an
+    attenMask given, mode 1 opens both sides, 2 is causal (next 0), 3 opens pre (the kernel
+    derives next per batch); mode 0 without a non-empty mask opens both. ``big`` is the tiling's
+    "infinite" token count."""
+    mode = a.sparseMode
+    if a.attenMask is not None:
+        pre, nxt = {1: (big, big), 2: (big, 0), 3: (big, nxt)}.get(mode, (pre, nxt))
+    if mode == 0 and not has_mask:
+        pre, nxt = big, big
+    return pre, nxt
+
+
+def require_quant_scale2(a):
+    """An INT8 output needs a non-empty quantScale2 (CheckPostQuantParams in both tilings)."""
+    if a.quantScale2 is None:
+        tiling("quant2.scale_null", "post quant scale (quantScale2) is nullptr when output type is int8.")
+    if a.quantScale2.is_empty:
+        tiling("quant2.scale_empty", "quant_scale2 is empty tensor when output type is int8.")

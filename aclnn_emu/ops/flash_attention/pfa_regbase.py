@@ -18,9 +18,18 @@ Ascend910_95. The differences reproduced here:
   (`check_ifa_mask`);
 - TilingV2 `CheckInnerPrecise` sets innerPrecise to high precision whatever V2 passes, so an fp16
   query takes no fp16 mask (`check_high_precision_mask`) and the kernels keep fp16 scores in fp32
-  (the kernel's `Precision.high_precision`).
+  (the kernel's `Precision.high_precision`);
+- `CheckQuant` (`check_quant`): only an fp16 query refuses deqScale1/quantScale1/deqScale2 with an
+  INT8 output, and the post-quant scale is [1] or has qN x vD elements (no 32-element rule);
+- `SetSparseModeData` (`sparse_tokens`): tokens clamp to +-2147483647, and a one-row query with a
+  mask (enableIFA) has its window opened; no int8-output token or offset rule follows;
+- the arch35 kernel templates (`check_kernel_template`): no INT8-in/INT8-out binary, no INT8
+  decode config for Dv > 128, no bf16 TND config under the GQA merge for 128 < Dv <= 256.
+The chain itself runs in prompt_flash_attention.`_tiling_v2_checks`, with the rules both tilings
+share.
 """
-from .pfa_common import F16, tiling
+from ... import status
+from .pfa_common import BF16, F16, FP32, I8, mode_tokens, require_quant_scale2, tiling
 
 LAYOUTS = ("BSH", "TND", "BSND", "BNSD", "BNSD_BSND")
 SPARSE_MODES = (0, 1, 2, 3, 4)
@@ -197,3 +206,96 @@ def check_high_precision_mask(a):
     if mask is not None and a.query.dtype == F16 and mask.dtype == F16:
         tiling("regbase.fp16_mask", "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input "
                "type is fp16.")
+
+
+def check_quant(a):
+    """CheckQuant after the per-tensor scales and the INT8-query/fp16-output rule (shared with A2):
+    only an fp16 query refuses the int8 scales with an INT8 output (a bf16 query's are ignored),
+    then CheckPostQuantParams / CheckPostQuantShape."""
+    if a.attentionOut.dtype != I8:
+        return
+    if a.query.dtype == F16 and any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
+        tiling("regbase.fp16_int8_out", "When input dtype is fp16 and postQuant is enable, dequantScale1, quantScale1 "
+               "and dequantScale2 should be null.")
+    require_quant_scale2(a)
+    scale, offset, q = a.quantScale2, a.quantOffset2, a.query.dtype
+    if offset is not None and offset.dtype != scale.dtype:
+        tiling("quant2.offset_dtype", f"post quant scale dtype({scale.dtype.short}) and offset dtype("
+               f"{offset.dtype.short}) must be consistent.")
+    if scale.dtype not in (BF16, FP32):
+        tiling("quant2.scale_dtype", f"post quant scale dtype({scale.dtype.short}) only support bf16 and fp32.")
+    if q != BF16 and scale.dtype != FP32:
+        tiling("quant2.bf16_scale", f"invalid post quant scale dtype({scale.dtype.short}), when q is {q.short}, only "
+               "support float32")
+    if offset is not None and offset.ndim != scale.ndim:
+        tiling("regbase.quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim num("
+               f"{offset.ndim}).")
+    if offset is not None and offset.numel != scale.numel:
+        tiling("quant2.offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
+               f"quant_offset2 dimension multiply result({offset.numel}).")
+    per_channel = a.numHeads * shape_info(a, a.value, "value")[3]
+    if scale.ndim == 1 and scale.numel != 1:
+        tiling("regbase.quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
+               f"[{scale.numel}]")
+    if scale.ndim != 1 and scale.numel != per_channel:
+        tiling("regbase.quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result only "
+               f"support qN * vD({per_channel}), now is ({scale.numel}).")
+
+
+INT_MAX = 2147483647            # SPARSE_MODE_INT_MAX of TilingV2 (the A2/A3 tiling: 214748647)
+
+
+def sparse_tokens(a, has_mask, one_row):
+    """SetSparseModeData: the tokens clamped to +-INT_MAX, the mode's window; with a mask given, a
+    one-row query (enableIFA) opens both sides whatever the tokens."""
+    pre, nxt = (max(-INT_MAX, min(t, INT_MAX)) for t in (a.preTokens, a.nextTokens))
+    pre, nxt = mode_tokens(a, pre, nxt, has_mask, INT_MAX)
+    if one_row and a.attenMask is not None:
+        pre, nxt = INT_MAX, INT_MAX
+    return pre, nxt
+
+
+def kernel_window(a, env, tokens, has_mask, one_row):
+    """The (pre, next) the kernel computes with: TilingV2's. Under modes 2 and 4 a one-row query with a
+    mask gets the opened window but keeps the compressed-mask mode, reading its [B, S2] mask as the
+    2048 x 2048 template; that outcome is not established, so the mode's own window is used."""
+    if one_row and has_mask and a.sparseMode in (2, 4):
+        env.warn(f"portability: sparseMode {a.sparseMode} with a one-row query and a mask: TilingV2 opens the token "
+                 "window (enableIFA) but keeps the compressed-mask mode; what the arch35 kernel computes is not "
+                 "established, the emulator applies the mode's window")
+        return a.preTokens, a.nextTokens
+    return tokens
+
+
+def check_kernel_template(a, env, one_row, act_q, has_mask, mla):
+    """Kernel selection among the arch35 binaries (`prompt_flash_attention_template_tiling_key.h`),
+    where the tiling key TilingV2 builds has none; how the launch fails then is not established:
+    - INT8 query with INT8 output: no binary at all;
+    - INT8 one-row query with Dv > 128: `AdjustCVTilingCVDiff` picks sOuter 64 x sInner 128, a
+      config `UpdateTilingKeyConfig` does not know;
+    - bf16 TND with the GQA merge (`CheckPFAMerge`, `CheckInputDimAndHeadNum`, `CheckActSeqLen`)
+      and 128 < Dv <= 256: config S1 64 / S2 256 / D 256, listed for BSH only."""
+    q, out = a.query.dtype, a.attentionOut.dtype
+    dv = shape_info(a, a.value, "value")[3]
+    if q == I8 and out == I8:
+        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_int8_kernel", "INT8 query with INT8 "
+                     "attentionOut: TilingV2 accepts it but the arch35 kernels have no binary for it")
+    elif q == I8 and one_row and dv > 128:
+        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_decode_config", "INT8 one-row query with value D "
+                     "> 128: TilingV2 picks a tile shape (64 x 128) no arch35 kernel config covers")
+    elif q == out == BF16 and a.inputLayout == "TND" and _gqa_merge(a, act_q, has_mask, mla) and 128 < dv <= 256:
+        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.bf16_tnd_merge_config", "bf16 TND with equal batch "
+                     "lengths, no mask and value D in (128, 256]: TilingV2 merges the query heads into the rows "
+                     "and picks a config the arch35 bf16 kernels list for BSH only")
+
+
+PFA_MERGE_G, PFA_MERGE_QS = 16, 4           # pfaMergeGLimit, pfaMergeQsLimit (prompt_flash_attention_tiling_v2.h)
+
+
+def _gqa_merge(a, act_q, has_mask, mla):
+    """enablePFAMerge for an fp16/bf16 call without post-quant: S1 > 1, G <= 16 and (with
+    numKeyValueHeads given) G x S1 <= 64, no mask, not BNSD_BSND, not MLA, no batch shorter than S1."""
+    s1, kv_heads = max(act_q), a.numKeyValueHeads
+    group = a.numHeads // (kv_heads or a.numHeads)
+    return (s1 > 1 and not has_mask and not mla and a.inputLayout != "BNSD_BSND" and group <= PFA_MERGE_G
+            and (kv_heads == 0 or group * s1 <= PFA_MERGE_G * PFA_MERGE_QS) and min(act_q) == s1)

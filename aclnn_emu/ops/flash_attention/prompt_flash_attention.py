@@ -21,7 +21,7 @@ from . import pfa_base_api, pfa_regbase, pfa_var_len
 from .pfa_common import (BASE_API_MODES, BF16, BIG, BYTE_MASKS, COMPRESSED_MASK, F16, FP32, I8, KV_MIN_RANK,
                          MASK_DTYPES, MAX_BATCH, MAX_D, MAX_GROUP, MAX_HEADS, MAX_SH_BATCH, NZ_N0,
                          PRIVATE_FORMATS, QKV_DTYPES, QUANT_OUT_PAIRS, TILING_LAYOUTS, U64)
-from .pfa_common import invalid as _invalid, name as _name, tiling as _tiling
+from .pfa_common import invalid as _invalid, mode_tokens, name as _name, require_quant_scale2, tiling as _tiling
 
 DEQ_DTYPES = (U64, FP32)                  # deqScale1/deqScale2 kernels
 QUANT2_DTYPES = (FP32, BF16)              # quantScale2/quantOffset2 with an INT8 output (help() only)
@@ -251,12 +251,14 @@ def _tiling_checks(a, shapes, env):
             _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
                     f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
     if a.sparseMode in BASE_API_MODES:
-        plan = pfa_base_api.check(a, shapes)
+        plan = pfa_base_api.check(a, shapes, env)
         _check_kernel_dtypes(a, env)
-        full = [(BIG, BIG)] * len(plan.act_q)
+        full = [(BIG, BIG)] * len(plan.q_rows)
         return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
-                       precision=pfa.BASE_API, tokens=plan.tokens)
-    _check_mask_and_quant_dtypes(a)
+                       precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API, tokens=plan.tokens,
+                       kv_blocks=plan.key_blocks)
+    _check_bf16_mask_dtype(a)
+    _check_int8_fp16_out(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
     if layout not in TILING_LAYOUTS:
@@ -292,7 +294,10 @@ def _tiling_checks(a, shapes, env):
 
 
 def _tiling_v2_checks(a, shapes, env):
-    """Ascend910_95: PromptFlashAttentionTilingV2 (pfa_regbase), then the rules taken as shared."""
+    """Ascend910_95: PromptFlashAttentionTilingV2::RunBigKernelTilingWithParams in its order
+    (CheckTensorInvalid, CheckEmptyTensor, then CheckSingleAttribute: CheckIO, CheckKV,
+    CheckQueryAndKey, CheckQuant, CheckActSeq(Len), CheckMaskTypeAndShape, CheckSparseMode; then
+    CheckMaskCrossover and CheckMultiFeatureCrossover); V2-only rules live in pfa_regbase."""
     q, k, v, layout = a.query, a.key, a.value, a.inputLayout
     if q.is_empty:
         _tiling("regbase.query_empty", "Query input is empty and output is not empty!")
@@ -301,54 +306,63 @@ def _tiling_v2_checks(a, shapes, env):
         return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
     mla = pfa_regbase.check_io(a)
     pfa_regbase.check_kv(a, mla)
-    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2)
+    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2, group_limit=not mla)
     pfa_regbase.check_query_and_key(a)
-    if layout == "TND" and I8 in (q.dtype, a.attentionOut.dtype):
-        _tiling("io.tnd_int8", "When Layout is TND, not support QKV or attention out dataType int8 (the A2/A3 rule, "
-                "taken as shared)")
-    _check_mask_and_quant_dtypes(a)
-    pfa_regbase.check_high_precision_mask(a)
-    _check_int8_scales(a)
+    _check_int8_scales(a)                                           # CheckQuant
+    _check_int8_fp16_out(a)
+    pfa_regbase.check_quant(a)
     rows = None
-    if layout == "TND":
+    if layout == "TND":                                             # CheckActSeq
         act_q, act_kv = pfa_regbase.tnd_lengths(a)
         batch, s1, s2 = len(act_q), max(act_q), max(act_kv)
         rows = (segments(act_q), segments(act_kv))
-    else:
+    else:                                                           # CheckActSeqLen
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
-    pfa_regbase.check_sparse_mode(a)
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
-    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, v2=True)
+    one_row = s1 == 1                                               # enableIFA / enableIFAMask
+    if has_mask:                                                    # CheckMaskTypeAndShape
+        pfa_regbase.check_high_precision_mask(a)
+        _check_bf16_mask_dtype(a)
+    pfa_regbase.check_sparse_mode(a)                                # CheckSparseMode
+    pre, nxt = pfa_regbase.sparse_tokens(a, has_mask, one_row)
+    _check_band_negative(a)
+    _check_token_rules(a, pre, nxt, s1, s2)
+    _check_sparse_mask(a, has_mask)                                 # CheckMaskCrossover
+    if one_row and has_mask:
+        pfa_regbase.check_ifa_mask(a, batch, s2)
+    else:
+        _check_mask_shape(a, has_mask, batch, s1, s2)
+    _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)             # CheckMultiFeatureCrossover
+    _check_kernel_dtypes(a, env, flag_read_deq=False)
+    pfa_regbase.check_kernel_template(a, env, one_row, act_q, has_mask, mla)
+    window = pfa_regbase.kernel_window(a, env, (pre, nxt), has_mask, one_row)
+    bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
+    mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.REGBASE, ifa_mask=one_row)
 
 
-def _check_mask_and_quant_dtypes(a):
-    q, mask = a.query, a.attenMask
-    if mask is not None and q.dtype == BF16 and mask.dtype not in BYTE_MASKS:
+def _check_bf16_mask_dtype(a):
+    mask = a.attenMask
+    if mask is not None and a.query.dtype == BF16 and mask.dtype not in BYTE_MASKS:
         _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
                 "uint8 when input type is bfloat16")
-    if q.dtype == I8 and a.attentionOut.dtype == F16 and (a.quantScale2 is not None or a.quantOffset2 is not None):
+
+
+def _check_int8_fp16_out(a):
+    if a.query.dtype == I8 and a.attentionOut.dtype == F16 and (a.quantScale2 is not None or
+                                                                a.quantOffset2 is not None):
         _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
                 "scale and the output's dequant offset should be null.")
 
 
-def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, v2=False):
-    """The mask, sparse, token and quant rules after the batch dims are known; then the launch.
-    TilingV2 (``v2``) checks the tokens before the mask shape, and a one-row query's mask as the
-    decode (IFA) mask."""
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
+    """The mask, sparse, token and quant rules after the batch dims are known; then the launch."""
     q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
     batch, s1, s2 = dims
-    ifa_mask = v2 and s1 == 1
-    if v2:
-        pre, nxt = _check_sparse(a, has_mask, s1, s2)
-        if ifa_mask and has_mask:
-            pfa_regbase.check_ifa_mask(a, batch, s2)
-        else:
-            _check_mask_shape(a, has_mask, batch, s1, s2)
-    else:
-        _check_mask_shape(a, has_mask, batch, s1, s2)
-        pre, nxt = _check_sparse(a, has_mask, s1, s2)
+    _check_mask_shape(a, has_mask, batch, s1, s2)
+    pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
     if a.numHeads > h:
         _tiling("heads.h", "num heads is error.")
@@ -363,8 +377,7 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, v2=False
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    precision = pfa.REGBASE if v2 else pfa.HIGH_PERFORMANCE
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=precision, ifa_mask=ifa_mask)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows)
 
 
 def _empty_kv(a, layout):
@@ -408,9 +421,9 @@ N_AXIS = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}
 N_AXIS_V2 = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "TND": 1}     # TilingV2 reads TND's N too
 
 
-def _check_heads(a, layout, kv_heads, n_axes=N_AXIS):
+def _check_heads(a, layout, kv_heads, n_axes=N_AXIS, group_limit=True):
     """SetTilingHeadNumRatio / CheckInputDimAndHeadNum (the head counts of the layouts in ``n_axes``
-    are read from the shapes)."""
+    are read from the shapes); TilingV2 drops the group limit for its MLA shapes (``group_limit``)."""
     q, k, v = a.query.shape, a.key.shape, a.value.shape
     heads = a.numHeads
     if a.numKeyValueHeads < 0:
@@ -426,7 +439,7 @@ def _check_heads(a, layout, kv_heads, n_axes=N_AXIS):
                         "in attr!")
     if heads % kv_heads:
         _tiling("heads.divisible", f"numHeads({heads}) must be divisible by numKeyValueHeads({kv_heads})!")
-    if heads // kv_heads > MAX_GROUP:
+    if group_limit and heads // kv_heads > MAX_GROUP:
         _tiling("heads.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64")
 
 
@@ -512,27 +525,35 @@ def _check_mask_shape(a, has_mask, batch, s1, s2):
 
 def _check_sparse(a, has_mask, s1, s2):
     """Sparse-mode rules; returns the (pre, next) tokens the kernel tiling keeps (clamped)."""
-    mode, pre, nxt = a.sparseMode, a.preTokens, a.nextTokens
-    if mode not in (0, 1, 2, 3, 4):
-        _tiling("sparse.mode", f"sparse_mode = {mode} is out of range.")
-    if a.attenMask is not None:
-        if mode == 2:
-            pre, nxt = BIG, 0
-        elif mode == 3:
-            pre = BIG
-        elif mode == 1:
-            pre, nxt = BIG, BIG
-        elif mode == 4 and a.preTokens < 0 and a.nextTokens < 0:
-            _tiling("sparse.band_negative", f"preTokens and nextTokens must not be negative number in band mode, "
-                    f"preTokens = {a.preTokens} , nextTokens = {a.nextTokens} .")
+    if a.sparseMode not in (0, 1, 2, 3, 4):
+        _tiling("sparse.mode", f"sparse_mode = {a.sparseMode} is out of range.")
+    pre, nxt = mode_tokens(a, a.preTokens, a.nextTokens, has_mask, BIG)
+    _check_band_negative(a)
+    _check_sparse_mask(a, has_mask)
+    _check_token_rules(a, pre, nxt, s1, s2)
+    return min(pre, BIG), min(nxt, BIG)
+
+
+def _check_band_negative(a):
+    if a.attenMask is not None and a.sparseMode == 4 and a.preTokens < 0 and a.nextTokens < 0:
+        _tiling("sparse.band_negative", f"preTokens and nextTokens must not be negative number in band mode, "
+                f"preTokens = {a.preTokens} , nextTokens = {a.nextTokens} .")
+
+
+def _check_sparse_mask(a, has_mask):
+    """Modes 1-4 need a mask, modes 2-4 a byte mask."""
+    mode = a.sparseMode
     if mode in (1, 2, 3, 4):
         if not has_mask:
             _tiling("sparse.mask_required", f"attenMask should not be null when sparse_mode is {mode}.")
         if mode != 1 and a.attenMask.dtype not in BYTE_MASKS:
             _tiling("sparse.mask_dtype", f"invalid maskType dtype[{_name(a.attenMask)}], maskType should be bool, "
                     f"int8 or uint8 when sparse mode is {mode}.")
-    if mode == 0 and not has_mask:
-        pre, nxt = BIG, BIG
+
+
+def _check_token_rules(a, pre, nxt, s1, s2):
+    """The window rules on the tokens the mode keeps (``pre``, ``nxt``)."""
+    mode = a.sparseMode
     if pre < 0 and nxt < 0:
         _tiling("tokens.both_negative", f"preTokens and nextokens cannot neither be negative number, "
                 f"preTokens = {pre}, nextTokens = {nxt}.")
@@ -545,16 +566,30 @@ def _check_sparse(a, has_mask, s1, s2):
     if mode == 0 and pre < 0 and -pre >= s2:
         _tiling("tokens.pre_vs_s2", f"preToken absolute value should be smaller than length of k and v, "
                 f"preTokens = {pre}, seqLengthKV = {s2}")
-    return min(pre, BIG), min(nxt, BIG)
 
 
 def _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1):
-    """The per-batch token rules (band mode and the int8 post-quant offset need every row computed)."""
+    """The per-batch token rules with the A2/A3 tiling's int8-output ones (band mode and the
+    post-quant offset need every row computed)."""
     mode, out_int8 = a.sparseMode, a.attentionOut.dtype == I8
     if out_int8 and mode == 4 and (pre < 0 or nxt < 0):
         _tiling("tokens.int8_band_negative", f"When output type is int8, sparse mode = 4, preTokens ({pre}) or "
                 f"nextTokens ({nxt}) cannot be negative.")
     check_offset = out_int8 and a.quantOffset2 is not None and not a.quantOffset2.is_empty
+
+    def offset_rows(aq, ak):
+        (pre_b, next_b), = pfa.batch_bands(mode, pre, nxt, has_mask, [aq], [ak])
+        if check_offset and (pre_b + ak - aq < 0 or next_b < 0):
+            _tiling("quant.offset_uncomputed_rows", f"When sparse mode = {mode}, output dtype is int8, the output's "
+                    f"dequant offset is not null or empty tensor, preTokens = {a.preTokens} and nextTokens = "
+                    f"{a.nextTokens}, some rows of the matrix do not participate in the calculation.")
+    _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1, offset_rows)
+
+
+def _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1, between=None):
+    """The token rules against each batch's actual lengths; ``between(aq, ak)`` runs before the band
+    rules of each batch (the A2/A3 tiling's int8 offset rule)."""
+    mode = a.sparseMode
     for aq, ak in zip(act_q, act_kv):
         if mode == 0 and aq != s1 and nxt < 0 and -nxt >= aq:
             _tiling("tokens.next_vs_actual_q", f"nexttoken absolute value should be smaller than actual length of "
@@ -562,27 +597,21 @@ def _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1):
         if mode == 0 and pre < 0 and -pre >= ak:
             _tiling("tokens.pre_vs_actual_kv", f"preToken absolute value should be smaller than actual length of k "
                     f"and v, preToken = {pre}, actual length of k and v = {ak}.")
-        (pre_b, next_b), = pfa.batch_bands(mode, pre, nxt, has_mask, [aq], [ak])
-        if check_offset and (pre_b + ak - aq < 0 or next_b < 0):
-            _tiling("quant.offset_uncomputed_rows", f"When sparse mode = {mode}, output dtype is int8, the output's "
-                    f"dequant offset is not null or empty tensor, preTokens = {a.preTokens} and nextTokens = "
-                    f"{a.nextTokens}, some rows of the matrix do not participate in the calculation.")
-        if mode == 4 and a.nextTokens < 0 and -a.nextTokens >= ak:
+        if between is not None:
+            between(aq, ak)
+        if mode == 4 and nxt < 0 and -nxt >= ak:
             _tiling("tokens.band_next", f"nextTokens absolute value should be smaller than actual length of k and v "
-                    f"in band mode, nextTokens = {a.nextTokens}, actual length of k and v = {ak}")
-        if mode == 4 and a.preTokens < 0 and -a.preTokens >= aq:
+                    f"in band mode, nextTokens = {nxt}, actual length of k and v = {ak}")
+        if mode == 4 and pre < 0 and -pre >= aq:
             _tiling("tokens.band_pre", f"preTokens absolute value should be smaller than actual length of q in band "
-                    f"mode, preTokens = {a.preTokens}, the query's actual sequence lengths = {aq}")
+                    f"mode, preTokens = {pre}, the query's actual sequence lengths = {aq}")
 
 
 def _check_post_quant(a, h):
     if a.attentionOut.dtype != I8:
         return
+    require_quant_scale2(a)
     scale, offset, q = a.quantScale2, a.quantOffset2, a.query.dtype
-    if scale is None:
-        _tiling("quant2.scale_null", "post quant scale (quantScale2) is nullptr when output type is int8.")
-    if scale.is_empty:
-        _tiling("quant2.scale_empty", "quant_scale2 is empty tensor when output type is int8.")
     if scale.numel != 1 and (scale.numel // a.numHeads) % 32:
         _tiling("quant2.per_channel_align", f"post quant per-channel do not support D({scale.numel // a.numHeads}) "
                 "non-32-byte aligned.")
@@ -603,8 +632,10 @@ def _check_post_quant(a, h):
                 f"H({h}), now is ({scale.numel}).")
 
 
-def _check_kernel_dtypes(a, env):
-    """Kernel selection: only the dtype combinations the op definition registers have a binary."""
+def _check_kernel_dtypes(a, env, flag_read_deq=True):
+    """Kernel selection: only the dtype combinations the op definition registers have a binary
+    (the same for ascend910b, ascend910_93 and ascend910_95). ``flag_read_deq``: the kernel reads
+    each deqScale by the other's dtype flag (A2/A3; the arch35 kernels read both as fp32 alike)."""
     for name in ("deqScale1", "deqScale2"):
         t = getattr(a, name)
         if t is not None and t.dtype not in DEQ_DTYPES:
@@ -613,7 +644,7 @@ def _check_kernel_dtypes(a, env):
         _tiling("kernel.quantScale1_dtype", f"quantScale1 dtype {_name(a.quantScale1)} has no kernel; expected FLOAT")
     if a.attentionOut.dtype == I8 and a.quantScale2.dtype == F16:
         _tiling("kernel.quantScale2_dtype", "quantScale2 dtype FLOAT16 has no kernel; expected FLOAT or BF16")
-    if a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
+    if flag_read_deq and a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
         env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.deq_scale_mixed",
                      f"deqScale1 is {_name(a.deqScale1)} but deqScale2 is {_name(a.deqScale2)}; the kernel picks "
                      "each one's read mode from the other's flag, so mixed dtypes are misread on hardware")
@@ -649,10 +680,11 @@ def _expected_out_shape(a, shapes):
 
 # -- launch ---------------------------------------------------------------------------------------
 def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFORMANCE, tokens=False,
-            ifa_mask=False):
+            ifa_mask=False, kv_blocks=None):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
-    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch)."""
+    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
+    packed batch."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
@@ -667,14 +699,19 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFO
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
-            int8 = pfa.Int8Scales(deq_scale(deq1), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2))
+            whole = not precision.arch35_quant           # the arch35 kernels keep all 32 bits
+            int8 = pfa.Int8Scales(deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]),
+                                  deq_scale(deq2, truncate=whole))
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
         common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant,
                       precision=precision)
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
-            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], **common)
+            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks,
+                                                  **common)
+        if tokens:
+            pfa_base_api.report_unwritten(rows[0], o.shape[2])
         out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
     return run
 
