@@ -29,8 +29,9 @@ TILING_RULES = (
 # Calls written for the Ascend910_95 rules, with their Atlas A2/A3 codes.
 REGBASE_ON_A2 = {
     "empty_kv": SUCCESS, "inner_precise_3": TILING, "inner_precise_4": TILING, "quant2_rank1_per_channel": SUCCESS,
-    "quant2_offset_size": TILING, "pa_actual_negative": TILING, "pa_block_multiple_128": NOT_IMPLEMENTED,
-    "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_nz": NOT_IMPLEMENTED, "pa_nz_shape": NOT_IMPLEMENTED, "pa_one_length": SUCCESS, "mask_rows": NOT_IMPLEMENTED,
+    "quant2_offset_size": TILING, "pa_actual_negative": TILING, "pa_block_multiple_128": SUCCESS,
+    "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_nz": TILING, "pa_nz_shape": TILING, "pa_one_length": SUCCESS,
+    "mask_rows": SUCCESS,
     "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
 }
 
@@ -62,11 +63,12 @@ ON_910_95 = {
                     "tiling.antiquant.rank_differ", "tiling.antiquant.per_tensor_antiquantScale",
                     "tiling.antiquant.rank_antiquantScale", "tiling.antiquant.per_channel_antiquantScale",
                     "tiling.antiquant.per_channel_antiquantOffset", "tiling.pa_block_align32")},
-    "not_implemented.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
+    "ok.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
     "tiling.query_s": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
-    "not_implemented.kv_nz": (TILING, PFA_V2 + "GetAndCheckShape: a dense BNSD key has rank 4"),
-    "not_implemented.kv_heads": (TILING, PFA_V2 + "CheckInputDimAndHeadNum: key heads vs numKeyValueHeads"),
-    "not_implemented.quant2_rank": (SUCCESS, PFA_V2 + "CheckPostQuantShape: any rank > 1 holding N x D values"),
+    "tiling.kv_nz_not_paged": (TILING, PFA_V2 + "GetAndCheckShape: a dense BNSD key has rank 4"),
+    **{rule: (TILING, PFA_V2 + "CheckInputDimAndHeadNum: key heads vs numKeyValueHeads")
+       for rule in ("ok.kv_heads_more", "refused.kv_heads")},
+    "ok.quant2_rank5": (SUCCESS, PFA_V2 + "CheckPostQuantShape: any rank > 1 holding N x D values"),
     "tiling.inner_precise": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
     "regbase.inner_precise_3": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
     "tiling.format": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: no storage-format check"),
@@ -77,8 +79,18 @@ ON_910_95 = {
     "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
     "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
     "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
+    "regbase.pa_nz": (NOT_IMPLEMENTED, PFA_V2 + "CheckPACacheShape accepts the NZ cache; its arch35 kernel is not "
+                                            "emulated (not_implemented.kv_nz_95)"),
     "regbase.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
-    "regbase.mask_rows": (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S"),
+    **{rule: (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S")
+       for rule in ("regbase.mask_rows", "ok.mtp_bsh_any_mask")},
+    "refused.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs; the arch35 kernels split "
+                                      "rows without IFATiling's SplitUnbalanced"),
+    "refused.quant2_rank": (TILING, PFA_V2 + "CheckPostQuantShape: a rank > 1 scale must hold N x D values"),
+    **{f"tiling.kv_nz.{rule}": (NOT_IMPLEMENTED, IFA_V2 + " IFATilingV2::DoSubOpTiling: INT8 key -> RunBigKernelTiling")
+       for rule in ("pse", "query_dtype", "shape", "antiquant_scale")},
+    "tiling.bsh_h_zero": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: an empty key/value writes zeros before "
+                                            "any shape check"),
 }
 
 
