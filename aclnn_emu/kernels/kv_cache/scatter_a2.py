@@ -78,14 +78,14 @@ def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, hea
         b, h = divmod(i, heads)
         w = int(wins[i])
         if w < 0:
-            writes.findings.append(_bad_task(what, i, f"compress_lens {w}"))
+            writes.findings.append(bad_task(what, i, f"compress_lens {w}"))
             continue
         j = np.arange(w, dtype=np.int64)
         writes.add(int(slots[i]) + j, (ends[b] - w + j) * heads + h, cores[i])
     return writes.apply(rows_of(cache, head_size))
 
 
-def _bad_task(what: str, task: int, detail: str) -> Finding:
+def bad_task(what: str, task: int, detail: str) -> Finding:
     return (OUT_OF_BOUNDS_READ, f"{what}: task {task} has {detail}; the kernel's unsigned arithmetic then copies "
                                 "far outside the input, aclnn-emu skips this task")
 
@@ -126,7 +126,7 @@ def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: 
         h = i % heads
         core = cores[first_task + i]
         if o < 0 or w < 0 or tail < 0:
-            writes.findings.append(_bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
+            writes.findings.append(bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
                                                       "its sequence"))
             continue
         if w and not omni:
