@@ -263,9 +263,10 @@ def integer_mean(rows, divisor, dtype):
     return np.array(result, dtype=dtype)
 
 
-def a95_rope(cache, key, slots, wins, seq_lens, offsets):
+def a95_rope(cache, key, slots, wins, seq_lens, offsets, mean_fn=None):
     """910_95 Rope (§3.D): step 1 tokens [0, o) -> slot + j; step 2 mean of tokens [o, min(o+w, S))
-    -> slot + o; step 3 tokens [0, L - w - o) (sic) -> slot + o + 1 + j; slots beyond the cache skipped."""
+    -> slot + o; step 3 tokens [0, L - w - o) (sic) -> slot + o + 1 + j; slots beyond the cache skipped.
+    `mean_fn(window, divisor, dtype)` overrides the mean (HiFloat8 codes)."""
     out = cache.copy().reshape(-1)
     batch, seq, heads, head_size = key.shape
     n_slots = cache.shape[0] * cache.shape[1]
@@ -285,8 +286,8 @@ def a95_rope(cache, key, slots, wins, seq_lens, offsets):
             end = min(o + w, seq)
             window = _gather(flat, [(b * seq + j) * heads + h for j in range(o, end)], head_size)
             if end > o and 0 <= s + o < n_slots and window is not None:
-                mean_fn = integer_mean if key.dtype.kind in "iu" else fp32_mean
-                out[(s + o) * head_size:(s + o + 1) * head_size] = mean_fn(window, end - o, key.dtype)
+                mean = mean_fn or (integer_mean if key.dtype.kind in "iu" else fp32_mean)
+                out[(s + o) * head_size:(s + o + 1) * head_size] = mean(window, end - o, key.dtype)
             for j in range(min(seq_lens[b] - w - o, seq)):
                 put(s + o + 1 + j, b, j, h)
     return out.reshape(cache.shape)

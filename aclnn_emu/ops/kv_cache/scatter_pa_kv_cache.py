@@ -15,6 +15,7 @@ from ...kernels.kv_cache import scatter_a2 as a2
 from ...kernels.kv_cache import scatter_arch35 as a95
 from ...kernels.kv_cache import scatter_blocks
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
+from ...kernels.kv_cache.scatter_rows import hif8_window_mean
 from ..generated import before_tiling
 from ..signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
 from ..gaps import Gaps
@@ -62,9 +63,6 @@ UINT_MAX = (1 << 32) - 1
 NO_KERNEL = Gaps(OP, "no_kernel", {
     "int8_key": "an INT8 key in nct, siso_nct, rope or omni mode on Atlas A2/A3 (the kernel list of "
                 "scatter_pa_kv_cache.cpp has no case for its tiling key)",
-})
-GAPS = Gaps(OP, "not_implemented", {
-    "hif8_rope": "the 910_95 Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)",
 })
 UNESTABLISHED = Gaps(OP, "unestablished", {
     "short_rows": "Atlas A2/A3 Alibi/Rope/Omni mode with kHeadSize * sizeof(key) under 32 bytes (every copy is a "
@@ -325,8 +323,6 @@ def _tiling_910_95(a, env):
     rope = a.compressSeqOffsetOptional is not None
     _check_compress_910_95(a, key, kc, value, vc, slot, rope)
     if rope:
-        if a.key.dtype == DataType.ACL_HIFLOAT8:
-            GAPS.refuse("hif8_rope")
         env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
                  "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
                  "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
@@ -410,6 +406,7 @@ def _run_compress_910_95(a, mode, part):
     tasks = batch * heads
     n_slots = a.keyCacheRef.storage_shape[0] * a.keyCacheRef.storage_shape[1]
     cores = part.aiv_cores
+    mean = hif8_window_mean if a.key.dtype == DataType.ACL_HIFLOAT8 else None   # uint8 storage, float maths
 
     def run():
         slots, findings = _index_values(a.slotMapping, tasks, int32_words=False)
@@ -422,7 +419,8 @@ def _run_compress_910_95(a, mode, part):
         for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
             args = (_flat(cache), _flat(src), slots, wins, lens)
             rest = ((batch, seq, heads), src.storage_shape[3], n_slots, cores, name, name.replace("CacheRef", ""))
-            findings += (a95.scatter_rope(*args, offsets, *rest) if mode == "rope" else a95.scatter_alibi(*args, *rest))
+            findings += (a95.scatter_rope(*args, offsets, *rest, mean=mean) if mode == "rope" else
+                         a95.scatter_alibi(*args, *rest))
         return findings
     return run
 
