@@ -26,13 +26,7 @@ int Scatter(aclrtStream stream, const char *mode, DeviceTensor &kc, DeviceTensor
     ret = aclnnScatterPaKvCacheGetWorkspaceSize(key.tensor, kc.tensor, slots.tensor, value.tensor, vc.tensor,
                                                 wins.tensor, alibi ? nullptr : offsets.tensor, lens.tensor, nullptr,
                                                 const_cast<char *>(mode), nullptr, nullptr, &size, &executor);
-    if (ret != 0) return ret;
-    void *workspace = nullptr;
-    if (size > 0 && (ret = aclrtMalloc(&workspace, size, ACL_MEM_MALLOC_HUGE_FIRST)) != 0) return ret;
-    ret = aclnnScatterPaKvCache(workspace, size, executor, stream);
-    if (ret == 0) ret = aclrtSynchronizeStream(stream);
-    aclrtFree(workspace);
-    return ret;
+    return RunPhase2(stream, ret, size, executor, aclnnScatterPaKvCache);
 }
 }  // namespace
 

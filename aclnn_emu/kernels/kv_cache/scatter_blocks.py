@@ -20,7 +20,7 @@ import numpy as np
 
 from ..casts import cast_rint
 from .findings import OUT_OF_BOUNDS_READ, OUT_OF_RANGE, WRITE_RACE, Finding, listed
-from .scatter_a2 import bad_task
+from .scatter_a2 import alibi_tasks, bad_task
 from .scatter_rows import balanced_cores
 
 BLOCK = 32
@@ -143,18 +143,12 @@ def alibi(cache, src, geo: Geometry, slots, wins, seq_lens, n_cores: int, what, 
     in loops of what fits in the kernel's UB buffer."""
     heads, batches = geo.heads, len(seq_lens)
     ub_size = MAX_UB_SIZE - _round_up(heads * batches * 4) - _round_up(heads * 4)
-    ends = np.cumsum(np.asarray(seq_lens, dtype=np.int64))
     cores = balanced_cores(batches * heads, n_cores)
     copies = Copies(cache, src, geo, what, src_name)
-    for i in range(batches * heads):
-        b, h = divmod(i, heads)
-        w = int(wins[i])
-        if w < 0:
-            copies.findings.append(bad_task(what, i, f"compress_lens {w}"))
-            continue
+    for i, h, w, end in alibi_tasks(wins, seq_lens, heads, copies.findings, what):
         loops = w * geo.row // ub_size + 1
         for first, n in _runs(w, w // loops, loops):
-            copies.copy((int(ends[b]) - w + first) * heads + h, int(slots[i]) + first, n, int(cores[i]))
+            copies.copy((end - w + first) * heads + h, int(slots[i]) + first, n, int(cores[i]))
     return copies.finish()
 
 
