@@ -224,6 +224,16 @@ def test_partial_block_writes_outside_the_cache_and_races_are_reported():
     assert golden.same_bits(cache.reshape(-1), expected)
 
 
+def test_rope_rows_longer_than_a_ub_half_report_the_kernels_division_by_zero():
+    head = 15361                                   # fp16 rows of 30722 bytes: 15360 // head = 0 tokens per load
+    key = np.ones((2, 1, head), np.float16)
+    cache = np.zeros((2, 1, 1, head), np.float16)
+    plans = a2.rope_plans(np.array([0]), np.array([2]), np.array([2]), np.array([0]), 1)
+    findings = scatter_blocks.rope(cache.reshape(-1), key.reshape(-1), scatter_blocks.Geometry(key.dtype, head, 1),
+                                   plans, 0, CORES, False, "keyCache", "key")
+    assert kinds(findings) == ["divide-by-zero"] and not cache.any()
+
+
 def test_rope_mean_is_an_fp32_running_sum_rounded_to_even():
     # 2048 + 1 + 1 in fp32 order, / 3: a float64 mean would round differently in fp16 here.
     rows = np.array([[2048.0], [1.0], [1.0], [0.5]], np.float32).astype(np.float16)

@@ -19,7 +19,7 @@ same buffer half; then it divides by w, casts back with CAST_RINT and writes num
 import numpy as np
 
 from ..casts import cast_rint
-from .findings import OUT_OF_BOUNDS_READ, OUT_OF_RANGE, WRITE_RACE, Finding, listed
+from .findings import DIVIDE_BY_ZERO, OUT_OF_BOUNDS_READ, OUT_OF_RANGE, WRITE_RACE, Finding, listed
 from .scatter_a2 import alibi_tasks, bad_task
 from .scatter_rows import balanced_cores
 
@@ -73,6 +73,11 @@ class Copies:
         """Rope's ComputeAvg of the w tokens from head row src_row, written at cache row dst_row."""
         geo = self.geo
         per_loop = PER_FLOAT_NUM // geo.d                  # addNumPerLoop (uint16)
+        if per_loop == 0:
+            self.findings.append((DIVIDE_BY_ZERO, f"{self.what}: kHeadSize {geo.d} > {PER_FLOAT_NUM} makes the Rope "
+                                                  "kernel's tokens per load 0 and divide the window by it; aclnn-emu "
+                                                  "skips this mean"))
+            return
         loops, tail = divmod(w, per_loop)
         ub = np.zeros(MAX_FLOAT_NUM * geo.unit.itemsize, np.uint8)      # tokenLocal_ after Duplicate(0)
         total = np.zeros(geo.d, np.float32)
