@@ -208,15 +208,23 @@ def coverage_table() -> str:
                      f"{l2} | {p.source} |")
     lines += ["", "Family names are aliases: " + ", ".join(f"`{f}` = `{platform.ALIASES[f]}`" for f in platform.FAMILIES)
               + "."]
-    gaps = [(op, gap) for op in all_ops() for gap in getattr(op, "not_implemented", ())]
-    if gaps:
-        lines += ["", "## Paths not implemented (phase 1 returns 561003)", ""]
-        lines += [f"- `{op.phase1}`: {gap}" for op, gap in gaps]
-    refused = [(op, case) for op in all_ops() for case in getattr(op, "refused", ())]
-    if refused:
-        lines += ["", "## Calls refused because the 8.5 kernels would read past an input (phase 1 returns 561003)", ""]
-        lines += [f"- `{op.phase1}`: {case}" for op, case in refused]
+    lines += _gap_sections(all_ops())
     return "\n".join(lines) + "\n"
+
+
+def _gap_sections(ops) -> list[str]:
+    """Each kind of declared rule (aclnn_emu/ops/gaps.py) under its heading: op, code when not
+    561003, rule id and what it covers. Ops that still keep plain `not_implemented` / `refused`
+    tuples are listed with them."""
+    from .ops import gaps
+    lines = []
+    for kind, rows in gaps.declared(ops).items():
+        entries = [f"- `{op.phase1}`{'' if code == gaps.FIND_KERNEL else f' ({code})'}: {text} (rule "
+                   f"`{kind}.{key}`)" for op, code, key, text in rows]
+        entries += [f"- `{op.phase1}`: {text}" for op in ops for text in getattr(op, kind, ())]
+        if entries:
+            lines += ["", f"## {gaps.KINDS[kind]}", "", *entries]
+    return lines
 
 
 def cmd_coverage(args) -> int:

@@ -8,6 +8,7 @@ import aclnn_emu as ae
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.runtime import sanitizer
 import ties
+from golden import hifloat8
 from golden import scatter_pa_kv_cache as golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -253,6 +254,29 @@ def test_910_95_compress(chip, dev, capfd, dtype, mode):
                     else golden.a95_alibi(cache, src, slots, wins, lens))
         assert golden.same_bits(out, expected)
     assert ("tokens [0, L - w - o)" in capfd.readouterr().err) == (mode == "rope")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_910_95_rope_mean_of_hifloat8_rounds_half_away(chip, dev, capfd):
+    """The arch35 Rope kernel casts the fp32 mean of HIFLOAT8 data back with CAST_ROUND."""
+    rng = np.random.default_rng(13)
+    batch, seq, heads, head = 2, 6, 3, 32
+    finite = np.array([c for c in range(256) if c not in (0x80, 0x6F, 0xEF)], np.uint8)
+    key, value = (rng.choice(finite, (batch, seq, heads, head)) for _ in range(2))
+    key[0, 1:3, 0, :4] = [[0x08, 0x08, 0x09, 0x10], [0x09, 0x0A, 0x0A, 0x10]]   # means 1.0625, 1.1875, ...: ties
+    kc, vc = (rng.choice(finite, (6, 8, 1, head)) for _ in range(2))
+    lens, wins, offsets = np.array([6, 4]), np.array([[2, 0, 3], [1, 4, 2]]), np.array([1, 0, 2, 0, 3, 1])
+    slots = np.array([[0, 8, 16], [24, 32, 40]])
+    hif8 = DataType.ACL_HIFLOAT8
+    index = lambda x: dev(np.asarray(x), DataType.ACL_INT32)  # noqa: E731
+    tkc, tvc = dev(kc, hif8), dev(vc, hif8)
+    ae.run("ScatterPaKvCache", dev(key, hif8), tkc, index(slots), dev(value, hif8), tvc, index(wins), index(offsets),
+           index(lens), None, None, None, None)
+    for src, cache, out in ((key, kc, ae.numpy(tkc)), (value, vc, ae.numpy(tvc))):
+        expected = golden.a95_rope(cache, src, slots, wins, lens, offsets, hifloat8.cast_round_mean)
+        assert golden.same_bits(out.view(np.uint8), expected)
+    # the tie 1.0625 (between 1.0 and 1.125) went away from zero
+    assert ae.numpy(tkc).view(np.uint8)[0, 1, 0, 0] == 0x09
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)

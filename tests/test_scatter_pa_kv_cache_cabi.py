@@ -28,11 +28,12 @@ A2 = {
     "tiling.zero_value_head": TILING, "tiling.cache_capacity": TILING, "tiling.nz_dim1": TILING,
     "tiling.nz_dim3": TILING, "tiling.nz_align": TILING, "tiling.compress_rank": TILING,
     "tiling.compress_null": TILING, "tiling.no_batches": TILING, "tiling.nct_short_strides": TILING,
-    # Emulator's choices, not CANN facts: what aclnn-emu does not implement fails the kernel lookup
-    # (561003), and a Rope/Omni call without compressSeqOffset, which the NPU kernel reads from
+    # no_kernel: the A2/A3 kernel list has no case for the tiling key. Emulator's choices, not CANN
+    # facts: rows under one 32-byte block (a zero-length DataCopy) fail the kernel lookup (561003),
+    # and a Rope/Omni call without compressSeqOffset, which the NPU kernel reads from
     # address 0 (undefined), is reported as an AI Core exception.
-    "not_implemented.int8_nct": KERNEL, "not_implemented.int8_rope": KERNEL,
-    "not_implemented.unaligned_compress": KERNEL, "kernel.rope_without_offsets": AICORE,
+    "no_kernel.int8_nct": KERNEL, "no_kernel.int8_rope": KERNEL,
+    "unestablished.short_rows": KERNEL, "ok.rows_of_one_and_a_half_blocks": OK, "kernel.rope_without_offsets": AICORE,
     # FLOAT data is not registered on A2/A3: the 910_95-only cases stop at the kernel lookup
     "tiling95.kv_rank": INVALID, "tiling95.four_d_without_seq_lens": INVALID, "tiling95.rope_cache_dim2": INVALID,
     "tiling95.rope_offsets_len": INVALID, "tiling95.alibi_slot_dim1": INVALID, "tiling95.alibi_value_dim2": INVALID,
@@ -47,8 +48,8 @@ A95.update({
     "ok.alibi_4d": OK, "ok.rope_4d": OK, "ok.mixed_int8_key_fp16_value": INVALID,
     "dtype.float_key": OK, "dtype.hifloat8": OK,
     "tiling.slot_rank": OK, "tiling.cache_dims": OK, "tiling.zero_tokens": OK, "tiling.zero_value_head": OK,
-    "tiling.cache_capacity": OK, "tiling.nct_short_strides": OK, "not_implemented.int8_nct": OK,
-    "not_implemented.int8_rope": TILING, "not_implemented.unaligned_compress": TILING,
+    "tiling.cache_capacity": OK, "tiling.nct_short_strides": OK, "no_kernel.int8_nct": OK,
+    "no_kernel.int8_rope": TILING, "unestablished.short_rows": TILING, "ok.rows_of_one_and_a_half_blocks": TILING,
     "kernel.rope_without_offsets": TILING,
     "tiling95.kv_rank": TILING, "tiling95.four_d_without_seq_lens": TILING, "tiling95.rope_cache_dim2": TILING,
     "tiling95.rope_offsets_len": TILING, "tiling95.alibi_slot_dim1": TILING, "tiling95.alibi_value_dim2": TILING,
@@ -81,6 +82,36 @@ def test_numerics_through_the_c_abi(tmp_path):
                 golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value,
                                    reversed_slots)]
     assert golden.same_bits(caches, np.concatenate([e.reshape(-1) for e in expected]))
+
+
+@pytest.mark.parametrize("part", ["Ascend910B", "Ascend910_93"])
+def test_compress_modes_with_rows_of_one_and_a_half_blocks(tmp_path, part):
+    """fp16 head rows of 48 bytes: the kernels' DataCopy moves one 32-byte block per token (rows drift
+    against the cache, the rest of each row stays), and Rope's mean sums the packed blocks."""
+    heads, head, tokens, shape = 2, 24, 12, (4, 8, 1, 24)
+    result = cabi.compile_and_run("scatter_pa_kv_cache_blocks.cpp", tmp_path / "caches.bin",
+                                  env={"ACLNN_EMU_SOC": part})
+    assert result.returncode == 0, result.stdout + result.stderr
+    caches = np.fromfile(tmp_path / "caches.bin", np.float16).reshape(6, *shape)
+    key = cabi.lcg_fp16(tokens * heads * head, 1).reshape(tokens, heads, head)
+    value = cabi.lcg_fp16(tokens * heads * head, 2).reshape(tokens, heads, head)
+    slots, wins, offsets, lens = np.array([0, 8, 16, 24]), np.array([2, 0, 3, 7]), np.array([1, 2, -1, 0]), \
+        np.array([5, 7])
+    seed = 3
+    for index, mode in enumerate(("Alibi", "Rope", "Omni")):
+        for src in (key, value):
+            before = cabi.lcg_fp16(np.prod(shape), seed).reshape(shape)
+            seed += 1
+            if mode == "Alibi":
+                expected = golden.a2_blocks_alibi(before, src, slots, wins, lens, heads, head)
+            else:
+                expected = golden.a2_blocks_rope(before, src, slots, wins, lens, offsets, heads, head, mode == "Omni")
+            got = caches[2 * index + (src is value)]
+            assert golden.same_bits(got, expected), mode
+            # The drift is real: the whole-row reference differs, and some bytes of written rows stay.
+            whole = (golden.a2_alibi(before, src, slots, wins, lens, heads, head) if mode == "Alibi" else
+                     golden.a2_rope(before, src, slots, wins, lens, offsets, heads, head, mode == "Omni"))
+            assert not golden.same_bits(got, whole)
 
 
 def test_a2_sample_runs_unchanged_on_the_default_chip():

@@ -5,6 +5,7 @@ import pytest
 
 from aclnn_emu.kernels.kv_cache import scatter_a2 as a2
 from aclnn_emu.kernels.kv_cache import scatter_arch35 as a95
+from aclnn_emu.kernels.kv_cache import scatter_blocks
 from aclnn_emu.kernels.kv_cache.scatter_rows import balanced_cores, blocked_cores
 from golden import scatter_pa_kv_cache as golden
 
@@ -170,6 +171,67 @@ def test_rope_and_omni_match_reference(dtype, omni):
                                "keyCache", "key")
     assert findings == []
     assert golden.same_bits(out, golden.a2_rope(cache, key, slots, wins, seq_lens, offsets, heads, 32, omni))
+
+
+@pytest.mark.parametrize("dtype, head", [(np.float16, 24), (BF16, 40), (np.int8, 48)])
+def test_alibi_rows_of_partial_blocks_over_several_ub_loads(dtype, head):
+    """A window longer than the UB buffer (w·rowBytes >= ubSize): the kernel restarts each load at a
+    true cache row, so the drift of the truncated rows resets at every load."""
+    rng = np.random.default_rng(11)
+    heads, seq_lens = 1, np.array([9000, 5])
+    key = golden.random_data(rng, (seq_lens.sum(), heads, head), dtype)
+    cache = golden.random_data(rng, (9100, 1, 1, head), dtype)
+    slots, wins = np.array([0, 9050]), np.array([8999, 5])
+    geo = scatter_blocks.Geometry(key.dtype, head, heads)
+    assert 8999 * geo.row // (scatter_blocks.MAX_UB_SIZE - 64) + 1 > 1          # several loads
+    out = cache.copy()
+    findings = scatter_blocks.alibi(out.reshape(-1), key.reshape(-1), geo, slots, wins, seq_lens, CORES, "keyCache",
+                                    "key")
+    assert findings == []
+    assert golden.same_bits(out, golden.a2_blocks_alibi(cache, key, slots, wins, seq_lens, heads, head))
+
+
+@pytest.mark.parametrize("omni", [False, True])
+def test_rope_rows_of_partial_blocks_over_several_loads(omni):
+    """Runs longer than copyFp16Num elements, and a mean over more tokens than one UB half holds
+    (the tail load leaves the rest of its half as an earlier load wrote it)."""
+    rng = np.random.default_rng(12)
+    heads, head, seq_lens = 2, 24, np.array([4000, 3])
+    key = golden.random_data(rng, (seq_lens.sum(), heads, head), np.float16)
+    cache = golden.random_data(rng, (2 * 4100, 1, 1, head), np.float16)
+    slots, wins, offsets = np.array([0, 4100, 4050, 8150]), np.array([1300, 2100, 2, 0]), np.array([2001, 10, 0, -1])
+    plans = a2.rope_plans(slots, wins, seq_lens, offsets, heads)
+    out = cache.copy()
+    findings = scatter_blocks.rope(out.reshape(-1), key.reshape(-1), scatter_blocks.Geometry(key.dtype, head, heads),
+                                   plans, 0, CORES, omni, "keyCache", "key")
+    assert findings == []
+    assert golden.same_bits(out, golden.a2_blocks_rope(cache, key, slots, wins, seq_lens, offsets, heads, head, omni))
+
+
+def test_partial_block_writes_outside_the_cache_and_races_are_reported():
+    # rows of 24 fp16 (48 bytes), one 32-byte block each: three tasks on three cores, two tokens each.
+    key = np.arange(1, 6 * 24 + 1, dtype=np.float16).reshape(6, 1, 24)
+    cache = np.zeros((4, 1, 1, 24), np.float16)
+    geo = scatter_blocks.Geometry(key.dtype, 24, 1)
+    findings = scatter_blocks.alibi(cache.reshape(-1), key.reshape(-1), geo, np.array([0, 1, 3]), np.array([2, 2, 2]),
+                                    np.array([2, 2, 2]), 3, "keyCache", "key")
+    # Token i of a copy is read 32 bytes (H blocks) after token i - 1, not a row: task 0 reads elements
+    # [0, 32) and writes bytes [0, 64), task 1 reads [48, 80) into [48, 112) (a race on row 1),
+    # task 2 reads [96, 128) into [144, 208), past the cache's 192 bytes.
+    assert kinds(findings) == ["index-out-of-range", "write-race"]
+    f = key.reshape(-1)
+    expected = np.concatenate([f[0:24], f[48:80], np.zeros(16, np.float16), f[96:120]])
+    assert golden.same_bits(cache.reshape(-1), expected)
+
+
+def test_rope_rows_longer_than_a_ub_half_report_the_kernels_division_by_zero():
+    head = 15361                                   # fp16 rows of 30722 bytes: 15360 // head = 0 tokens per load
+    key = np.ones((2, 1, head), np.float16)
+    cache = np.zeros((2, 1, 1, head), np.float16)
+    plans = a2.rope_plans(np.array([0]), np.array([2]), np.array([2]), np.array([0]), 1)
+    findings = scatter_blocks.rope(cache.reshape(-1), key.reshape(-1), scatter_blocks.Geometry(key.dtype, head, 1),
+                                   plans, 0, CORES, False, "keyCache", "key")
+    assert kinds(findings) == ["divide-by-zero"] and not cache.any()
 
 
 def test_rope_mean_is_an_fp32_running_sum_rounded_to_even():

@@ -162,9 +162,10 @@ int main() {
     a = Compress("Alibi"); a.compressLens = nullptr; REPORT("tiling.compress_null", Call(a));
     a = Compress("Rope"); a.seqLens = T({0}, ACL_INT32); REPORT("tiling.no_batches", Call(a));
     a = Normal(); a.scatterMode = "Nct"; a.strides = shortStrides; REPORT("tiling.nct_short_strides", Call(a));
-    a = Normal(ACL_INT8); a.scatterMode = "Nct"; REPORT("not_implemented.int8_nct", Call(a));
-    REPORT("not_implemented.int8_rope", Call(Compress("Rope", ACL_INT8, 32)));
-    REPORT("not_implemented.unaligned_compress", Call(Compress("Alibi", ACL_FLOAT16, 8)));
+    a = Normal(ACL_INT8); a.scatterMode = "Nct"; REPORT("no_kernel.int8_nct", Call(a));
+    REPORT("no_kernel.int8_rope", Call(Compress("Rope", ACL_INT8, 32)));
+    REPORT("unestablished.short_rows", Call(Compress("Alibi", ACL_FLOAT16, 8)));
+    REPORT("ok.rows_of_one_and_a_half_blocks", Call(Compress("Rope", ACL_FLOAT16, 24)));
     a = Compress("Rope"); a.compressSeqOffset = nullptr; REPORT("kernel.rope_without_offsets", Call(a));
 
     // -- 910_95 arch35 tiling

@@ -122,6 +122,98 @@ def a2_rope(cache, src, slots, wins, seq_lens, offsets, heads, head_size, omni=F
     return out.reshape(cache.shape)
 
 
+# Atlas A2/A3 compress modes with rows that are not whole 32-byte blocks (scatter_pa_kv_cache_compress_*.h):
+# each DataCopy moves rowBytes // 32 blocks per token, reading token i of a copy at start + i·H·blk bytes
+# and writing it at cacheStart + i·blk bytes. Constants from scatter_pa_kv_cache_common.h.
+UB_BYTES, COPY_BUFFER_BYTES, HALF_FLOATS = 192 * 1024, 180 * 1024 // 2, 15 * 1024
+
+
+def _block_copy(out, src, src_elem, dst_elem, n, heads, size, blk):
+    """One DataCopy pair of n tokens, byte by byte, on uint8 buffers; nothing if a read leaves src."""
+    if n <= 0 or src_elem * size + (n - 1) * heads * blk + blk > len(src) or src_elem < 0:
+        return
+    for i in range(n):
+        for b in range(blk):
+            d = dst_elem * size + i * blk + b
+            if 0 <= d < len(out):
+                out[d] = src[src_elem * size + i * heads * blk + b]
+
+
+def a2_blocks_alibi(cache, src, slots, wins, seq_lens, heads, head_size):
+    """Alibi: the window copied in (w·rowBytes // ubSize + 1) loads of w // loads tokens, then the rest."""
+    size = src.dtype.itemsize
+    blk = head_size * size // 32 * 32
+    out, flat = cache.copy().reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
+    ub = UB_BYTES - -(-heads * len(seq_lens) * 4 // 32) * 32 - -(-heads * 4 // 32) * 32
+    cs = np.cumsum(seq_lens)
+    for i in range(len(seq_lens) * heads):
+        b, h, w = i // heads, i % heads, int(wins[i])
+        loads = w * head_size * size // ub + 1
+        per = w // loads
+        for j in range(loads):
+            _block_copy(out, flat, head_size * (heads * (cs[b] - w + per * j) + h), head_size * (slots[i] + per * j),
+                        per, heads, size, blk)
+        rest = w - loads * per
+        _block_copy(out, flat, head_size * (heads * (cs[b] - rest) + h), head_size * (slots[i] + per * loads), rest,
+                    heads, size, blk)
+    return out.view(cache.dtype).reshape(cache.shape)
+
+
+def _blocks_mean(flat, first_elem, w, heads, head_size, dtype):
+    """ComputeAvg: loads of 15360 // D tokens into alternating halves of a zeroed UB buffer, fp32 sums
+    of D elements at k·D of the loaded half, / w, rounded to even; the first blk bytes of the result."""
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
+    blk = head_size * size // 32 * 32
+    per = HALF_FLOATS // head_size
+    ub = np.zeros(2 * HALF_FLOATS * size, np.uint8)
+    total = np.zeros(head_size, np.float32)
+    start = first_elem
+    for j in range(-(-w // per)):
+        n = min(per, w - j * per)
+        half = (j % 2) * HALF_FLOATS * size
+        for i in range(n):
+            at = start * size + i * heads * blk
+            if at + blk > len(flat):
+                return None
+            ub[half + i * blk:half + (i + 1) * blk] = flat[at:at + blk]
+        start += heads * per * head_size
+        loaded = ub[half:half + HALF_FLOATS * size].view(dtype).astype(np.float32)
+        for k in range(n):
+            total = (total + loaded[k * head_size:(k + 1) * head_size]).astype(np.float32)
+    return (total / np.float32(w)).astype(dtype).view(np.uint8)[:blk]
+
+
+def a2_blocks_rope(cache, src, slots, wins, seq_lens, offsets, heads, head_size, omni=False):
+    """Rope / Omni: the mean (Rope), rows [0, o) and the rows after the window, each run copied in
+    loads of copyFp16Num // D tokens and a last load of the rest."""
+    size = src.dtype.itemsize
+    blk = head_size * size // 32 * 32
+    per_copy = COPY_BUFFER_BYTES // size
+    out, flat = cache.copy().reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
+    cs = np.concatenate(([0], np.cumsum(seq_lens)[:-1]))
+    for i in range(len(seq_lens) * heads):
+        b, h = i // heads, i % heads
+        s, w, length, o = int(slots[i]), int(wins[i]), int(seq_lens[b]), int(offsets[i])
+        if o == -1 or w == 0:
+            o, w = length, 0
+        if w and not omni:
+            mean = _blocks_mean(flat, head_size * (heads * (cs[b] + o) + h), w, heads, head_size, src.dtype)
+            at = (s + o) * head_size * size
+            if mean is not None and 0 <= at and at + blk <= len(out):
+                out[at:at + blk] = mean
+        runs = [(o, cs[b], s)] + ([(length - o - w, cs[b] + o + w, s + o + (0 if omni else 1))] if w else [])
+        for count, token, dst in runs:
+            loads = count * head_size // per_copy
+            per = per_copy // head_size if loads else 0
+            for j in range(loads):
+                _block_copy(out, flat, head_size * (heads * (token + per * j) + h), head_size * (dst + per * j), per,
+                            heads, size, blk)
+            _block_copy(out, flat, head_size * (heads * (token + per * loads) + h), head_size * (dst + per * loads),
+                        count - per * loads, heads, size, blk)
+    return out.view(cache.dtype).reshape(cache.shape)
+
+
 def a95_normal(cache, key, slots):
     """910_95 Normal (§3.D): kc_flat[slot·H·D : +H·D] = key[t]; no negative-slot skip (such writes
     fall outside the cache and are dropped here)."""
@@ -171,9 +263,10 @@ def integer_mean(rows, divisor, dtype):
     return np.array(result, dtype=dtype)
 
 
-def a95_rope(cache, key, slots, wins, seq_lens, offsets):
+def a95_rope(cache, key, slots, wins, seq_lens, offsets, mean_fn=None):
     """910_95 Rope (§3.D): step 1 tokens [0, o) -> slot + j; step 2 mean of tokens [o, min(o+w, S))
-    -> slot + o; step 3 tokens [0, L - w - o) (sic) -> slot + o + 1 + j; slots beyond the cache skipped."""
+    -> slot + o; step 3 tokens [0, L - w - o) (sic) -> slot + o + 1 + j; slots beyond the cache skipped.
+    `mean_fn(window, divisor, dtype)` overrides the mean (HiFloat8 codes)."""
     out = cache.copy().reshape(-1)
     batch, seq, heads, head_size = key.shape
     n_slots = cache.shape[0] * cache.shape[1]
@@ -193,8 +286,8 @@ def a95_rope(cache, key, slots, wins, seq_lens, offsets):
             end = min(o + w, seq)
             window = _gather(flat, [(b * seq + j) * heads + h for j in range(o, end)], head_size)
             if end > o and 0 <= s + o < n_slots and window is not None:
-                mean_fn = integer_mean if key.dtype.kind in "iu" else fp32_mean
-                out[(s + o) * head_size:(s + o + 1) * head_size] = mean_fn(window, end - o, key.dtype)
+                mean = mean_fn or (integer_mean if key.dtype.kind in "iu" else fp32_mean)
+                out[(s + o) * head_size:(s + o + 1) * head_size] = mean(window, end - o, key.dtype)
             for j in range(min(seq_lens[b] - w - o, seq)):
                 put(s + o + 1 + j, b, j, h)
     return out.reshape(cache.shape)

@@ -9,6 +9,7 @@ OUT_OF_RANGE = "index-out-of-range"
 OUT_OF_BOUNDS_READ = "out-of-bounds-read"
 WRITE_RACE = "write-race"
 UNINITIALIZED_READ = "uninitialized-read"
+DIVIDE_BY_ZERO = "divide-by-zero"
 
 
 def all_distinct(targets: np.ndarray, limit: int) -> bool:

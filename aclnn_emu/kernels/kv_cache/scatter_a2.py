@@ -70,22 +70,27 @@ def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, hea
                   n_cores: int, what: str, src_name: str) -> list[Finding]:
     """Alibi: task i = b·H + h copies the last w = wins[i] tokens of batch b, head h, to cache rows
     slot[i] .. slot[i]+w-1 (rows of head_size units; no negative-slot skip, no clamp of w)."""
-    batches = len(seq_lens)
-    ends = np.cumsum(np.asarray(seq_lens, dtype=np.int64))      # inclusive prefix: end of batch b
-    cores = balanced_cores(batches * heads, n_cores)
+    cores = balanced_cores(len(seq_lens) * heads, n_cores)
     writes = Writes(what, rows_of(src, head_size), src_name)
-    for i in range(batches * heads):
-        b, h = divmod(i, heads)
-        w = int(wins[i])
-        if w < 0:
-            writes.findings.append(_bad_task(what, i, f"compress_lens {w}"))
-            continue
+    for i, h, w, end in alibi_tasks(wins, seq_lens, heads, writes.findings, what):
         j = np.arange(w, dtype=np.int64)
-        writes.add(int(slots[i]) + j, (ends[b] - w + j) * heads + h, cores[i])
+        writes.add(int(slots[i]) + j, (end - w + j) * heads + h, cores[i])
     return writes.apply(rows_of(cache, head_size))
 
 
-def _bad_task(what: str, task: int, detail: str) -> Finding:
+def alibi_tasks(wins, seq_lens, heads: int, findings: list, what: str):
+    """Alibi's tasks i = b·H + h as (i, h, w, end of batch b: the inclusive prefix sum of seq_lens);
+    a negative window is reported and its task skipped."""
+    ends = np.cumsum(np.asarray(seq_lens, dtype=np.int64))
+    for i in range(len(seq_lens) * heads):
+        w = int(wins[i])
+        if w < 0:
+            findings.append(bad_task(what, i, f"compress_lens {w}"))
+            continue
+        yield i, i % heads, w, int(ends[i // heads])
+
+
+def bad_task(what: str, task: int, detail: str) -> Finding:
     return (OUT_OF_BOUNDS_READ, f"{what}: task {task} has {detail}; the kernel's unsigned arithmetic then copies "
                                 "far outside the input, aclnn-emu skips this task")
 
@@ -126,7 +131,7 @@ def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: 
         h = i % heads
         core = cores[first_task + i]
         if o < 0 or w < 0 or tail < 0:
-            writes.findings.append(_bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
+            writes.findings.append(bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
                                                       "its sequence"))
             continue
         if w and not omni:

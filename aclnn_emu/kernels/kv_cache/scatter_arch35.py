@@ -58,16 +58,17 @@ def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, sha
 
 
 def scatter_rope(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, offsets, shape: tuple,
-                 head_size: int, n_slots: int, n_cores: int, what: str, src_name: str) -> list[Finding]:
+                 head_size: int, n_slots: int, n_cores: int, what: str, src_name: str, mean=None) -> list[Finding]:
     """Rope, task (b, h) with o = offset, w = window, L = seq_len, as the arch35 kernel does it:
     1. tokens [0, min(o, S)) to slot + [0, o);
     2. the mean of tokens [o, min(o + w, S)) to slot + o (skipped when that range is empty);
     3. tokens [0, L - w - o) -- from the start of the sequence, not after the window -- to
        slot + o + 1 + [0, L - w - o), capped at S tokens.
+    `mean` computes the window mean (scatter_rows.window_mean unless given: HiFloat8 data).
     """
     batch, seq, heads = shape
     cores = blocked_cores(batch * heads, n_cores)
-    writes = Writes(what, rows_of(src, head_size), src_name)
+    writes = Writes(what, rows_of(src, head_size), src_name, mean)
     for i in range(batch * heads):
         b, h = divmod(i, heads)
         first, o, w, length = int(slots[i]), int(offsets[i]), int(wins[i]), int(seq_lens[b])

@@ -10,7 +10,7 @@ report. Findings never stop the other writes.
 """
 import numpy as np
 
-from ..casts import cast_rint
+from ..casts import cast_rint, cast_round_hif8, hif8_to_float32
 from .findings import OUT_OF_BOUNDS_READ, OUT_OF_RANGE, WRITE_RACE, Finding, all_distinct, listed
 from .layouts import NdLayout
 
@@ -60,8 +60,9 @@ class Writes:
     input) and window means computed on the way (`add_mean`).
     """
 
-    def __init__(self, what: str, rows: np.ndarray, src_name: str):
+    def __init__(self, what: str, rows: np.ndarray, src_name: str, mean=None):
         self.what, self.rows, self.src_name = what, rows, src_name
+        self.mean = mean or window_mean
         self._parts = []
         self._means = []
         self._skipped = []
@@ -91,7 +92,7 @@ class Writes:
             self.findings.append(read_finding(self.src_name, window_rows[outside], len(self.rows)))
             return
         self.add(dst_row, len(self._means), core, source=1)
-        self._means.append(window_mean(self.rows[window_rows], divisor))
+        self._means.append(self.mean(self.rows[window_rows], divisor))
 
     def apply(self, dst2d: np.ndarray) -> list[Finding]:
         """Perform the writes into dst2d (last one wins) and return all findings."""
@@ -166,6 +167,13 @@ def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_ro
     if src2d.strides[1] != src2d.itemsize:
         src2d = np.ascontiguousarray(src2d)
     NdLayout(dst2d.strides[0]).write(dst2d, src2d, dst_rows, src_rows * src2d.strides[0])
+
+
+def hif8_window_mean(window: np.ndarray, divisor: int) -> np.ndarray:
+    """The 910_95 Rope mean of HiFloat8 codes: exact fp32 values, fp32 running sum in token order,
+    one fp32 division, CAST_ROUND back to HiFloat8 (the arch35 kernel's cast for hifloat8_t)."""
+    total = np.add.accumulate(hif8_to_float32(window), axis=0, dtype=np.float32)[-1]
+    return cast_round_hif8(total / np.float32(divisor))
 
 
 def window_mean(window: np.ndarray, divisor: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
+from ..gaps import Gaps
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 from . import fas_regbase
 
@@ -90,6 +91,15 @@ OP = Op("FlashAttentionScoreV2", "aclnn_flash_attention_score.h", [
     TensorOut("attentionOutOut", dtypes=FLOATS, like=_result("attentionOutOut"),
               doc="the attention result, query's shape with value's head size, query's dtype"),
 ])
+# The host checks only the slopes' rank; the kernel reads slope b * N1 + n (or n), past the end of a
+# smaller tensor. Refused with the code an L0 failure returns (161001).
+READ_PAST = Gaps(OP, "refused", {
+    "pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]",
+}, code=NULLPTR)
+INFERRED = Gaps(OP, "inferred", {
+    "out_dtype": "an output whose dtype differs from the computed one (the result is cast; on the NPU ViewCopy "
+                 "most likely fails)",
+}, code=NULLPTR)
 
 
 def _l0_error(message: str, rule: str):
@@ -257,11 +267,7 @@ def _check_pse(a, x: _Axes, regbase):
             raise _l0_error(f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
                             f"FLOAT slopes [N1] or [B,N1]", "tiling.pse_inner_shape")
         if tuple(pse.shape) not in ((x.n1,), (x.b, x.n1)):
-            # The host checks only the rank; the kernel reads slope b * N1 + n (or n), past the end
-            # of a smaller tensor. The emulator refuses rather than read undefined memory.
-            raise _l0_error(f"realShiftOptional slopes {list(pse.shape)} do not match [N1] = [{x.n1}] or [B,N1] = "
-                            f"[{x.b},{x.n1}] (aclnn-emu refuses what the kernel would read out of bounds)",
-                            "tiling.pse_inner_size")
+            READ_PAST.refuse("pse_inner_size", f"slopes {list(pse.shape)}, [N1] = [{x.n1}], [B,N1] = [{x.b},{x.n1}]")
         return
     shape = pse.shape
     if pse.ndim != 4:
@@ -426,8 +432,7 @@ def _check_outputs(a, x: _Axes, env):
             raise OpError(NULLPTR, f"{name} shape {list(tensor.shape)} differs from the computed {list(shape)}; "
                           "ViewCopy of the result fails", rule=f"out.{name}_shape")
         if tensor.dtype != dtype:
-            env.inferred(NULLPTR, f"out.{name}_dtype", f"{name} dtype {tensor.dtype.name} differs from the "
-                         f"computed {dtype.name}; the result is cast")
+            INFERRED.warn(env, "out_dtype", f"{name} is {tensor.dtype.name}, computed {dtype.name}")
 
 
 # -- launch ---------------------------------------------------------------------------------------

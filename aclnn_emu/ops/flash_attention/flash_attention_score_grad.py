@@ -18,6 +18,7 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER, packed_keep_mask
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
 from aclnn_emu.kernels.flash_attention.params import FaParams
+from ..gaps import Gaps
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
@@ -72,6 +73,22 @@ SYSTEM_WORKSPACE = 16 << 20
 INT32_MAX = 2147483647
 ARCH35 = "Ascend910_95"      # the family whose tiling is flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
 V2_SEED, V2_OFFSET = 0, 0    # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
+INFERRED = Gaps(OP, "inferred", {
+    "out_dtype": "an output whose dtype differs from query (the result is cast; on the NPU ViewCopy most likely "
+                 "fails)",
+}, code=NULLPTR)
+# Calls the Ascend910_95 (ARCH35) tiling accepts whose kernel behaviour the source does not settle.
+UNESTABLISHED = Gaps(OP, "unestablished", {
+    "quant_query": "Ascend910_95: a HIFLOAT8/FLOAT8 query (registered; V2 passes no dequant scales and "
+                   "ProcessQuantInfo either runs the quantised kernel without them or, for FP8, returns no defined "
+                   "status)",
+    "keep_prob": "Ascend910_95: keepProb <= 0 (the tiling has no range check; the kernel's 1/keepProb is not "
+                 "established)",
+    "grad_shape": "Ascend910_95: dy, attentionInOptional or value shaped unlike query / keyIn (no shape check in the "
+                  "tiling; how the kernel indexes them is not established)",
+    "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the regbase "
+                   "CheckAttenMaskShape accepts it; how its kernel reads it is not established)",
+})
 
 
 def _names(dtypes) -> str:
@@ -306,20 +323,14 @@ def _wrap64(value: int) -> int:
 
 def _refuse_unestablished_arch35(a, keep):
     """Calls the ARCH35 tiling accepts but whose kernel behaviour the source does not settle."""
-    reasons = []
     if a.query.dtype in QUANT8:
-        reasons.append(f"query dtype {a.query.dtype.name} (registered; V2 passes no dequant scales and ProcessQuantInfo "
-                       "either runs the quantised kernel without them or, for FP8, returns no defined status)")
+        UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     if keep <= 0:
-        reasons.append(f"keepProb {keep:g} (the tiling has no range check; the kernel's 1/keepProb is not established)")
+        UNESTABLISHED.refuse("keep_prob", f"keepProb {keep:g}")
     for name, tensor, like in (("dy", a.dy, a.query), ("attentionInOptional", a.attentionInOptional, a.query),
                                ("value", a.value, a.keyIn)):
         if tuple(tensor.shape[:-1]) != tuple(like.shape[:-1]) or tensor.shape[-1] > like.shape[-1]:
-            reasons.append(f"{name} shape {list(tensor.shape)} against {list(like.shape)} (no shape check in the "
-                           "tiling; how the kernel indexes it is not established)")
-    if reasons:
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{ARCH35} accepts {'; '.join(reasons)}: aclnn-emu "
-                      "does not run it", rule="arch35.unestablished")
+            UNESTABLISHED.refuse("grad_shape", f"{name} shape {list(tensor.shape)} against {list(like.shape)}")
 
 
 def _check_drop_mask(a, s, keep):
@@ -428,9 +439,7 @@ def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
     need = COMPRESSED_MASK.get(mode, (s.s1, s.s2))
     if arch35 and mode not in COMPRESSED_MASK and last[0] * last[1] >= s.s1 * s.s2:
         if last[0] < s.s1 or last[1] < s.s2:
-            raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"attenMask [{last[0]},{last[1]}] covers S1 x S2 = "
-                          f"[{s.s1},{s.s2}] in elements but not in rows and columns: {ARCH35} accepts it, how its kernel "
-                          "reads it is not established, so aclnn-emu does not run it", rule="tiling.mask_window")
+            UNESTABLISHED.refuse("mask_window", f"attenMask [{last[0]},{last[1]}] against S1 x S2 = [{s.s1},{s.s2}]")
     elif last != need:
         raise _tiling_error(f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
                             f"dims {list(need)}", "tiling.mask_shape")
@@ -457,8 +466,7 @@ def _check_outputs(a, env):
             raise OpError(NULLPTR, f"{out} shape {list(got.shape)} differs from {like} {list(want.shape)}; "
                           "ViewCopy of the result fails", rule=f"out.{out}_shape")
         if got.dtype != a.query.dtype:
-            env.inferred(NULLPTR, f"out.{out}_dtype", f"{out} dtype {got.dtype.name} differs from query "
-                         f"{a.query.dtype.name}; the result is cast")
+            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, query {a.query.dtype.name}")
 
 
 def _workspace(s) -> int:

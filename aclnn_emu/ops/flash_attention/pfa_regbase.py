@@ -29,9 +29,20 @@ The chain itself runs in prompt_flash_attention.`_tiling_v2_checks`, with the ru
 share.
 """
 from ... import status
+from ..gaps import Gaps
 from .pfa_common import BF16, F16, FP32, I8, mode_tokens, require_quant_scale2, tiling
 
 LAYOUTS = ("BSH", "TND", "BSND", "BNSD", "BNSD_BSND")
+# Calls TilingV2 accepts but whose tiling key has no arch35 kernel (check_kernel_config).
+INFERRED = Gaps("PromptFlashAttentionV2", "inferred", {
+    "int8_int8_kernel": "Ascend910_95: an INT8 query with INT8 attentionOut (TilingV2 accepts it but the arch35 "
+                        "kernels have no binary for it)",
+    "int8_decode_config": "Ascend910_95: an INT8 one-row query with value D > 128 (TilingV2 picks a tile shape, "
+                          "64 x 128, no arch35 kernel config covers)",
+    "bf16_tnd_merge_config": "Ascend910_95: bf16 TND with equal batch lengths, no mask and value D in (128, 256] "
+                             "(TilingV2 merges the query heads into the rows and picks a config the arch35 bf16 "
+                             "kernels list for BSH only)",
+}, code=status.ACLNN_ERR_INNER_NULLPTR)
 SPARSE_MODES = (0, 1, 2, 3, 4)
 
 
@@ -278,15 +289,11 @@ def check_kernel_template(a, env, one_row, act_q, has_mask, mla):
     q, out = a.query.dtype, a.attentionOut.dtype
     dv = shape_info(a, a.value, "value")[3]
     if q == I8 and out == I8:
-        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_int8_kernel", "INT8 query with INT8 "
-                     "attentionOut: TilingV2 accepts it but the arch35 kernels have no binary for it")
+        INFERRED.warn(env, "int8_int8_kernel")
     elif q == I8 and one_row and dv > 128:
-        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.int8_decode_config", "INT8 one-row query with value D "
-                     "> 128: TilingV2 picks a tile shape (64 x 128) no arch35 kernel config covers")
+        INFERRED.warn(env, "int8_decode_config", f"value D {dv}")
     elif q == out == BF16 and a.inputLayout == "TND" and _gqa_merge(a, act_q, has_mask, mla) and 128 < dv <= 256:
-        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "regbase.bf16_tnd_merge_config", "bf16 TND with equal batch "
-                     "lengths, no mask and value D in (128, 256]: TilingV2 merges the query heads into the rows "
-                     "and picks a config the arch35 bf16 kernels list for BSH only")
+        INFERRED.warn(env, "bf16_tnd_merge_config", f"value D {dv}")
 
 
 PFA_MERGE_G, PFA_MERGE_QS = 16, 4           # pfaMergeGLimit, pfaMergeQsLimit (prompt_flash_attention_tiling_v2.h)

@@ -16,6 +16,7 @@ from ... import status
 from ...kernels.flash_attention import prompt_flash_attention as pfa
 from ...kernels.attention.layouts import segments, to_bnsd
 from ...kernels.flash_attention.quant import deq_scale
+from ..gaps import Gaps
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 from . import pfa_base_api, pfa_regbase, pfa_var_len
 from .pfa_common import (BASE_API_MODES, BF16, BIG, BYTE_MASKS, COMPRESSED_MASK, F16, FP32, I8, KV_MIN_RANK,
@@ -207,6 +208,14 @@ def _check_formats(a):
                      f"{name[0].upper() + name[1:]} format only support ND.")
 
 
+INFERRED = Gaps(OP, "inferred", {
+    "private_format": "a private storage format without D padding (the kernels are registered for ND only; read "
+                      "here as ND)",
+    "deq_scale_mixed": "INT8 query with deqScale1 and deqScale2 of different dtypes (the kernel picks each one's "
+                       "read mode from the other's flag, so mixed dtypes are misread on hardware)",
+}, code=status.ACLNN_ERR_INNER_NULLPTR)
+
+
 def _warn_private_formats(a, env):
     """Without D padding the op_api checks no format: a private one reaches kernel selection, whose
     binaries are registered for FORMAT_ND only (prompt_flash_attention_def.cpp); how it treats
@@ -214,9 +223,7 @@ def _warn_private_formats(a, env):
     for name in ("query", "key", "value", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
-            env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.private_format",
-                         f"{name} has storage format {t.format.short}; the kernels are registered for ND only "
-                         "(read here as ND)")
+            INFERRED.warn(env, "private_format", f"{name} has storage format {t.format.short}")
             return
 
 
@@ -645,9 +652,7 @@ def _check_kernel_dtypes(a, env, flag_read_deq=True):
     if a.attentionOut.dtype == I8 and a.quantScale2.dtype == F16:
         _tiling("kernel.quantScale2_dtype", "quantScale2 dtype FLOAT16 has no kernel; expected FLOAT or BF16")
     if flag_read_deq and a.query.dtype == I8 and a.deqScale1.dtype != a.deqScale2.dtype:
-        env.inferred(status.ACLNN_ERR_INNER_NULLPTR, "pfa.deq_scale_mixed",
-                     f"deqScale1 is {_name(a.deqScale1)} but deqScale2 is {_name(a.deqScale2)}; the kernel picks "
-                     "each one's read mode from the other's flag, so mixed dtypes are misread on hardware")
+        INFERRED.warn(env, "deq_scale_mixed", f"deqScale1 {_name(a.deqScale1)}, deqScale2 {_name(a.deqScale2)}")
 
 
 def _check_out_shape(a, shapes):

@@ -23,11 +23,6 @@ def fail(message: str, rule: str):
     raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
 
 
-def not_implemented(what: str):
-    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{what} is not implemented in aclnn-emu",
-                  rule="not_implemented")
-
-
 def flat(op, tensor, unit=None) -> np.ndarray:
     """The tensor's storage from its first element on, optionally as `unit` elements (kernels
     that address device memory directly)."""

@@ -17,6 +17,7 @@ from ...formats import ND_LIKE, Format
 from ...kernels.kv_cache import gather
 from ...kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
 from ..generated import before_tiling
+from ..gaps import Gaps
 from ..signature import Bool, Launch, Op, OpError, String, TensorIn, TensorRef
 from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
 
@@ -35,6 +36,12 @@ OP = Op("GatherPaKvCache", "aclnn_gather_pa_kv_cache.h", [
 ND, NZ = Format.ACL_FORMAT_ND, Format.ACL_FORMAT_FRACTAL_NZ
 I32, I64 = DataType.ACL_INT32, DataType.ACL_INT64
 INDEX_PARAMS = ("blockTables", "seqLens", "seqOffsetOptional")
+
+
+INFERRED = Gaps(OP, "inferred", {
+    "nz_token_size": "Atlas A2/A3 PA_NZ rows above the 148 KiB the kernel holds per token (the doc's limit; its "
+                     "copies overrun the unified buffer)",
+}, code=status.ACL_ERROR_RT_AICORE_EXCEPTION)
 
 
 def _combo(data, index, cache_format=ND) -> dict:
@@ -147,9 +154,7 @@ def _warn_a2(a, env, nz, shapes, row_k, row_v) -> None:
     big = [f"{name} rows of {row} bytes" for name, row in (("keyRef", row_k), ("valueRef", row_v))
            if nz and row // PIECE_BYTES * PIECE_BYTES > NZ_TOKEN_BYTES]
     if big:
-        env.inferred(status.ACL_ERROR_RT_AICORE_EXCEPTION, "gather.nz_token_size",
-                     f"{' and '.join(big)} exceed the 148 KiB the Atlas A2/A3 PA_NZ kernel holds per token "
-                     "(the doc's limit); its copies overrun the unified buffer")
+        INFERRED.warn(env, "nz_token_size", " and ".join(big))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,10 +13,13 @@ from ... import status
 from ...dtypes import DataType
 from ...kernels.kv_cache import scatter_a2 as a2
 from ...kernels.kv_cache import scatter_arch35 as a95
+from ...kernels.kv_cache import scatter_blocks
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
+from ...kernels.kv_cache.scatter_rows import hif8_window_mean
 from ..generated import before_tiling
 from ..signature import IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorRef
-from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch, not_implemented
+from ..gaps import Gaps
+from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
 
 # scatterMode values with a template of their own (any other string is a plain scatter, as "None").
 SCATTER_MODES = ("None", "Rope", "Alibi", "Omni", "Nct")
@@ -56,6 +59,15 @@ COMBOS = OP.kernels({
 })
 COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
 UINT_MAX = (1 << 32) - 1
+# The A2/A3 kernel list (scatter_pa_kv_cache.cpp) has no tiling key for an INT8 key in these modes.
+NO_KERNEL = Gaps(OP, "no_kernel", {
+    "int8_key": "an INT8 key in nct, siso_nct, rope or omni mode on Atlas A2/A3 (the kernel list of "
+                "scatter_pa_kv_cache.cpp has no case for its tiling key)",
+})
+UNESTABLISHED = Gaps(OP, "unestablished", {
+    "short_rows": "Atlas A2/A3 Alibi/Rope/Omni mode with kHeadSize * sizeof(key) under 32 bytes (every copy is a "
+                  "DataCopy of 0 blocks; what a zero-length DataCopy does is not established)",
+})
 
 
 @OP.prepare
@@ -103,10 +115,9 @@ def _tiling_a2(a, env):
                 fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
         return _run_nz(a, cores)
     if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
-        not_implemented(f"an INT8 key in {mode} mode (CANN 8.5 has no kernel for its tiling key)")
-    if batches and head_k * key.np_dtype.itemsize % 32:
-        not_implemented(f"{mode} mode with kHeadSize * sizeof(key) = {head_k * key.np_dtype.itemsize} bytes "
-                         "(not a multiple of 32; the kernel's block copies truncate such rows)")
+        NO_KERNEL.refuse("int8_key", f"{mode} mode")
+    if batches and head_k * key.np_dtype.itemsize < 32:
+        UNESTABLISHED.refuse("short_rows", f"{mode}: {head_k * key.np_dtype.itemsize} bytes")
     _warn_a2(a, env, mode, head_k, head_v, nct)
     if batches:
         return _run_compress(a, mode, heads, head_k, batches, cores)
@@ -210,6 +221,12 @@ def _warn_a2(a, env, mode, head_k, head_v, nct) -> None:
     if nct is not None and a.stridesOptional is not None and len(set(a.stridesOptional[:2])) > 1:
         env.warn(f"scatterMode Nct reads value rows with strideK = {a.stridesOptional[0]}, not strideV = "
                  f"{a.stridesOptional[1]} (strideV is never used). Fix: lay out value with the key's stride")
+    row = head_k * a.key.np_dtype.itemsize
+    if mode in ("alibi", "rope", "omni") and row % 32:
+        env.warn(f"kHeadSize * sizeof(key) = {row} bytes is not a multiple of 32: the {mode} kernel's DataCopy moves "
+                 f"only the {row // 32} whole 32-byte block(s) of each token, reads the tokens of a copy "
+                 f"{row // 32 * 32} * numHead bytes apart and writes them back to back, so cache rows do not match "
+                 "key rows (the result follows the hardware). Fix: pad the head to a multiple of 32 bytes")
     if mode in ("alibi", "rope", "omni") and head_v != head_k:
         env.warn(f"the {mode} kernel reads and writes value with the key's head size {head_k}, not "
                  f"v_head_size {head_v}. Fix: pass value with v_head_size == k_head_size")
@@ -244,8 +261,12 @@ def _run_nz(a, cores):
 
 
 def _run_compress(a, mode, heads, head_size, batches, cores):
+    """Whole-block rows move as rows (scatter_a2); other rows as the kernels' block copies truncate
+    them (scatter_blocks)."""
     tasks = batches * heads
     key_unit = a.key.np_dtype
+    geo = scatter_blocks.Geometry(key_unit, head_size, heads)
+    blocks = geo.blk != geo.row
 
     def run():
         if mode != "alibi" and a.compressSeqOffsetOptional is None:
@@ -255,18 +276,23 @@ def _run_compress(a, mode, heads, head_size, batches, cores):
         wins, more = _index_values(a.compressLensOptional, tasks, int32_words=True)
         lens, last = _index_values(a.seqLensOptional, batches, int32_words=True)
         findings += more + last
-        caches = ((a.key, a.keyCacheRef, "keyCacheRef", 0), (a.value, a.valueCacheRef, "valueCacheRef", tasks))
+        caches = [(_flat(cache, key_unit), _flat(src, key_unit), name, name.replace("CacheRef", ""), first)
+                  for src, cache, name, first in ((a.key, a.keyCacheRef, "keyCacheRef", 0),
+                                                  (a.value, a.valueCacheRef, "valueCacheRef", tasks))]
         if mode == "alibi":
-            for src, cache, name, _ in caches:
-                findings += a2.scatter_alibi(_flat(cache, key_unit), _flat(src, key_unit), slots, wins, lens, heads,
-                                             head_size, cores, name, name.replace("CacheRef", ""))
+            for cache, src, name, src_name, _ in caches:
+                findings += (scatter_blocks.alibi(cache, src, geo, slots, wins, lens, cores, name, src_name) if blocks
+                             else a2.scatter_alibi(cache, src, slots, wins, lens, heads, head_size, cores, name,
+                                                   src_name))
             return findings
         offsets, more = _index_values(a.compressSeqOffsetOptional, tasks, int32_words=True)
         findings += more
         plans = a2.rope_plans(slots, wins, lens, offsets, heads)
-        for src, cache, name, first in caches:
-            findings += a2.scatter_rope(_flat(cache, key_unit), _flat(src, key_unit), plans, heads, head_size, first,
-                                        2 * tasks, cores, mode == "omni", name, name.replace("CacheRef", ""))
+        for cache, src, name, src_name, first in caches:
+            omni = mode == "omni"
+            findings += (scatter_blocks.rope(cache, src, geo, plans, first, cores, omni, name, src_name) if blocks
+                         else a2.scatter_rope(cache, src, plans, heads, head_size, first, 2 * tasks, cores, omni,
+                                              name, src_name))
         return findings
     return run
 
@@ -297,8 +323,6 @@ def _tiling_910_95(a, env):
     rope = a.compressSeqOffsetOptional is not None
     _check_compress_910_95(a, key, kc, value, vc, slot, rope)
     if rope:
-        if a.key.dtype == DataType.ACL_HIFLOAT8:
-            not_implemented("the Rope mean of HIFLOAT8 data (CAST_ROUND to hifloat8)")
         env.warn("the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
                  "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
                  "with a separate 3-D (Normal) call, or keep L - w - o <= 0")
@@ -382,6 +406,7 @@ def _run_compress_910_95(a, mode, part):
     tasks = batch * heads
     n_slots = a.keyCacheRef.storage_shape[0] * a.keyCacheRef.storage_shape[1]
     cores = part.aiv_cores
+    mean = hif8_window_mean if a.key.dtype == DataType.ACL_HIFLOAT8 else None   # uint8 storage, float maths
 
     def run():
         slots, findings = _index_values(a.slotMapping, tasks, int32_words=False)
@@ -394,7 +419,8 @@ def _run_compress_910_95(a, mode, part):
         for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
             args = (_flat(cache), _flat(src), slots, wins, lens)
             rest = ((batch, seq, heads), src.storage_shape[3], n_slots, cores, name, name.replace("CacheRef", ""))
-            findings += (a95.scatter_rope(*args, offsets, *rest) if mode == "rope" else a95.scatter_alibi(*args, *rest))
+            findings += (a95.scatter_rope(*args, offsets, *rest, mean=mean) if mode == "rope" else
+                         a95.scatter_alibi(*args, *rest))
         return findings
     return run
 

@@ -16,6 +16,7 @@ from ...kernels.sparse_attention import lightning_indexer_grad as kernel
 from ...kernels.sparse_attention.lightning_indexer_plan import batch_lengths, plan_bsnd, plan_tnd
 from ...runtime import sanitizer
 from ...runtime.errors import AclError
+from ..gaps import Gaps
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
 INNER = status.ACLNN_ERR_INNER_NULLPTR      # what the op_api returns for any l0op failure
@@ -51,6 +52,13 @@ REQUIRED = [("query", "query"), ("key", "key"), ("dy", "dy"), ("spareIndices", "
             ("weights", "weights"), ("dQuery", "dqOut"), ("dKey", "dkOut"), ("dWeights", "dweightsOut")]
 SEQ_LENGTHS = ("actucalSeqLengthsQuery", "actucalSeqLengthsKey")
 OUTPUT_OF = {"dQuery": "query", "dKey": "key", "dWeights": "weights"}
+
+
+INFERRED = Gaps(OP, "inferred", {
+    "format": "a tensor with a private format (the registered kernel takes ND only; read here as ND)",
+    "out_dtype": "a gradient whose dtype differs from its input's (the result is cast)",
+    "out_shape": "a gradient shaped unlike its input but of its size (stored in element order)",
+}, code=INNER)
 
 
 def _fail(rule: str, message: str, chips=()):
@@ -93,8 +101,7 @@ def _check_kernel(a, env) -> None:
     for p in OP.tensors:
         tensor = getattr(a, p.name)
         if tensor is not None and tensor.format not in ND_LIKE:
-            env.inferred(INNER, f"format.{p.name}", f"{p.name} has format {tensor.format.short}; the "
-                         "registered kernel takes ND only")
+            INFERRED.warn(env, "format", f"{p.name} has format {tensor.format.short}")
 
 
 def _check_tiling(a) -> tuple[int, int]:
@@ -122,14 +129,12 @@ def _check_outputs(a, env) -> None:
     for out_name, in_name in OUTPUT_OF.items():
         out, like = getattr(a, out_name), getattr(a, in_name)
         if out.dtype != like.dtype:
-            env.inferred(INNER, f"out.dtype.{out_name}", f"{out_name} dtype {out.dtype.short} differs from "
-                         f"{in_name} dtype {like.dtype.short}; the result is cast")
+            INFERRED.warn(env, "out_dtype", f"{out_name} is {out.dtype.short}, {in_name} {like.dtype.short}")
         if out.shape != like.shape:
             if out.numel != like.numel:
                 _fail(f"out.shape.{out_name}", f"{out_name} shape {list(out.shape)} cannot hold the gradient "
                                                f"of {in_name}, shape {list(like.shape)}")
-            env.inferred(INNER, f"out.shape.{out_name}", f"{out_name} shape {list(out.shape)} differs from "
-                         f"{in_name} shape {list(like.shape)}; the result is stored in element order")
+            INFERRED.warn(env, "out_shape", f"{out_name} {list(out.shape)}, {in_name} {list(like.shape)}")
 
 
 def _warn_ignored(a, env) -> None:
