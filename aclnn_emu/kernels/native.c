@@ -83,23 +83,38 @@ INLINE float round_fp16(float x) {
 
 /* Round to bf16 with ties away from zero (CAST_ROUND): adding half of the dropped bits to the
    magnitude and truncating; a carry into the exponent is the right rounding up, also to infinity.
-   NaN stays NaN. */
-INLINE float round_bf16_half_away(float x) {
-    float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
-    return x != x ? x : rounded;
+   NaN stays NaN (round_bf16_half_away_number: x is not NaN). */
+INLINE float round_bf16_half_away_number(float x) {
+    return float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
 }
 
-/* Round to fp16 with ties away from zero (CAST_ROUND): as for bf16 on the 10-bit mantissa for
-   normal results; below 2^-14 on the fixed 2^-24 grid; from 65520 on infinite. NaN stays NaN. */
-INLINE float round_fp16_half_away(float x) {
-    float a = fabsf(x);
-    float normal = float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
+INLINE float round_bf16_half_away(float x) {
+    return x != x ? x : round_bf16_half_away_number(x);
+}
+
+/* fp16's smallest normal value, 2^-14: below it the fp16 grid is the fixed 2^-24 of the subnormals. */
+#define FP16_MIN_NORMAL 6.103515625e-05f
+
+/* CAST_ROUND of a magnitude a >= 2^-14 (below 65520) to fp16: as for bf16, on the 10-bit mantissa. */
+INLINE float round_fp16_half_away_normal(float a) {
+    return float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
+}
+
+/* CAST_ROUND of a magnitude a < 2^-14 onto fp16's subnormal grid of 2^-24. */
+INLINE float round_fp16_half_away_subnormal(float a) {
     float steps = a * 16777216.0f;                   /* in units of 2^-24: exact below 2^-14 */
-    steps = steps < 2048.0f ? steps : 2048.0f;       /* (only the branch below 2^-14 uses it) */
+    steps = steps < 2048.0f ? steps : 2048.0f;       /* (bounded for the a it is not meant for) */
     float nearest = (steps + 8388608.0f) - 8388608.0f;                      /* ties to even */
     nearest += steps - nearest == 0.5f ? 1.0f : 0.0f;                       /* ties away */
-    float subnormal = nearest * 5.9604644775390625e-08f;
-    float rounded = a < 6.103515625e-05f ? subnormal : (a >= 65520.0f ? INFINITY : normal);
+    return nearest * 5.9604644775390625e-08f;
+}
+
+/* Round to fp16 with ties away from zero (CAST_ROUND): normal results on the 10-bit mantissa,
+   below 2^-14 on the fixed 2^-24 grid, from 65520 on infinite. NaN stays NaN. */
+INLINE float round_fp16_half_away(float x) {
+    float a = fabsf(x);
+    float normal = round_fp16_half_away_normal(a), subnormal = round_fp16_half_away_subnormal(a);
+    float rounded = a < FP16_MIN_NORMAL ? subnormal : (a >= 65520.0f ? INFINITY : normal);
     return x != x ? x : copysignf(rounded, x);
 }
 
@@ -178,14 +193,35 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post) {
 /* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
    returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
    never NaN; otherwise NaNs pass through. (An fp16 rounding of a value in [0, 1] needs neither
-   the sign nor the overflow step.) */
+   the sign nor the overflow step, a bf16 one no NaN check when finite.) */
 INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite) {
     float sum = 0.0f;
+    if (finite && rounding == FP16_AWAY) {
+        /* Normal fp16 results (the common case) cost two integer steps here; exponentials below
+           2^-14 stay as they are and, if the row has any, a second pass puts them on the 2^-24
+           grid (rounding them twice would not be CAST_ROUND). */
+        float low = 1.0f;
+#pragma omp simd reduction(+:sum) reduction(min:low)
+        for (int64_t j = 0; j < n; ++j) {
+            float e = exp_finite(x[j] - shift);
+            sum += e;
+            low = e < low ? e : low;
+            x[j] = e < FP16_MIN_NORMAL ? e : round_fp16_half_away_normal(e);
+        }
+        if (low < FP16_MIN_NORMAL) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j)
+                x[j] = x[j] < FP16_MIN_NORMAL ? round_fp16_half_away_subnormal(x[j]) : x[j];
+        }
+        return sum;
+    }
 #pragma omp simd reduction(+:sum)
     for (int64_t j = 0; j < n; ++j) {
         float e = finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift);
         sum += e;
-        x[j] = rounding == FP16_EVEN ? round_fp16_nonnegative(e) : round_to(e, rounding);
+        if (rounding == FP16_EVEN) x[j] = round_fp16_nonnegative(e);
+        else if (finite && rounding == BF16_AWAY) x[j] = round_bf16_half_away_number(e);
+        else x[j] = round_to(e, rounding);
     }
     return sum;
 }
