@@ -718,3 +718,22 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
     aclemu_decode_values_loops(acc, p, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift);
 }
 /* ---- end of IncreFlashAttention ---- */
+
+/* ---- Attention forwards (FlashAttentionScore, PromptFlashAttention): the online softmax's output step ----
+ *
+ * O <- O * alpha + P V per key block is two numpy passes over O (and a temporary); here one. */
+
+/* acc[i][j] <- acc[i][j] * alpha[i] + add[i][j] over [rows, cols]: a product and a sum, each rounded,
+   exactly as the two passes were. */
+INLINE void rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float *o = acc + i * cols;
+        const float *p = add + i * cols;
+        float a = alpha[i];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) o[j] = o[j] * a + p[j];
+    }
+}
+DISPATCHED(rescale_add, (float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols),
+           (acc, alpha, add, rows, cols))
+/* ---- end of the attention forwards' output step ---- */

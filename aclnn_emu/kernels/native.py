@@ -67,7 +67,7 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
         raise ValueError(f"{what} must be a{' writeable' if written else ''} C-contiguous float32 array")
     if size is not None and x.size != size:
         raise ValueError(f"{what} has {x.size} elements, expected {size}")
-    return ffi.cast("float *", x.ctypes.data)
+    return ffi.from_buffer("float[]", x)       # (x.ctypes.data would build a ctypes object per call)
 
 
 def _rows_of(x: np.ndarray) -> bool:
@@ -126,6 +126,16 @@ def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alph
     lib.aclemu_softmax_block(_floats(s, "s"), rows, cols, pre, int(fp16), post,
                              _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
                              _floats(alpha, "alpha", rows), ROUNDING[rounding])
+
+
+def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
+    """acc = acc * alpha[:, None] + add in place for [rows, cols] arrays (the online softmax's
+    O = O * exp(m_old - m_new) + P V), with numpy's two roundings in one pass."""
+    if acc.ndim != 2 or add.shape != acc.shape:
+        raise ValueError(f"rescale_add_: add has shape {add.shape}, acc {acc.shape}")
+    rows, cols = acc.shape
+    lib.aclemu_rescale_add(_floats(acc, "acc"), _floats(alpha, "alpha", rows, written=False),
+                           _floats(add, "add", written=False), rows, cols)
 
 
 def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane0: int = 0) -> None:

@@ -81,8 +81,9 @@ class _Job:
                 checkpoint()
                 if kv is None or kv[0] != (b, n // self.group):
                     kv = ((b, n // self.group), _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group]))
-                if buffers is None:
-                    buffers = [np.empty(ROW_BLOCK * KEY_BLOCK, FP32) for _ in range(2)]
+                if buffers is None:       # scores, dropout factors, one block's P V
+                    buffers = [np.empty(ROW_BLOCK * KEY_BLOCK, FP32) for _ in range(2)] + \
+                              [np.empty(ROW_BLOCK * self.v.shape[3], FP32)]
                 self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), kv[1], kv[2], buffers)
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
@@ -112,6 +113,7 @@ class _Job:
         row_sum = np.zeros(rows, FP32)
         alpha = np.empty(rows, FP32)
         acc = np.zeros((rows, v.shape[1]), FP32)
+        pv = buffers[2][:acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, keys[1])
@@ -127,8 +129,8 @@ class _Job:
                 keep = buffers[1][:size].reshape(rows, c1 - c0)
                 np.multiply(keep_bits[:, c0:c1], self.dropout.factor, out=keep, dtype=FP32)
                 native.round_product(scores, scores, keep, self.rounding)
-            acc *= alpha[:, None]
-            acc += scores @ v[c0:c1]
+            np.matmul(scores, v[c0:c1], out=pv)
+            native.rescale_add_(acc, alpha, pv)
         return row_max, row_sum, acc
 
     def _scores(self, b, n, i0, i1, c0, c1, q, k, out) -> bool:
