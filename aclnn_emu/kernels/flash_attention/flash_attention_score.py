@@ -15,6 +15,8 @@ Pse, masks and the dropout bits are the backward's own (pse.py, sparse_modes.py,
 block is larger than ROW_BLOCK x KEY_BLOCK, so memory grows linearly with S; row blocks run on
 one thread per core.
 """
+import threading
+
 import numpy as np
 
 from aclnn_emu.kernels import native
@@ -24,7 +26,7 @@ from aclnn_emu.kernels.flash_attention.dropout import dropout_for
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
-from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
+from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
 from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
@@ -68,23 +70,26 @@ class _Job:
         self.out_heads = to_bnsd(self.out, p.layout, n1)
 
     def run(self):
-        b, n1, _, s1, _ = self.shape
-        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
-        if tasks:
-            map_ordered(self._work, split(tasks, workers()))
+        b, n1, n2, s1, _ = self.shape
+        blocks = range(0, s1, ROW_BLOCK)
+        # One item per kv head (its K and V widened once); single row blocks when that leaves
+        # workers idle. Workers claim items as they go, so a core slowed by other load takes fewer.
+        items = [[(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
+                 for bi in range(b) for h in range(n2)]
+        if len(items) < 2 * workers():
+            items = [[task] for item in items for task in item]
+        if s1:
+            map_ordered(self._work, items)
         return self.softmax_max, self.softmax_sum, self.out
 
     def _work(self, tasks):
         with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
-            kv, buffers = None, None
+            b, n, _ = tasks[0]
+            k, v = _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group])
+            buffers = _buffers(self.v.shape[3])
             for b, n, i0 in tasks:
                 checkpoint()
-                if kv is None or kv[0] != (b, n // self.group):
-                    kv = ((b, n // self.group), _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group]))
-                if buffers is None:       # scores, dropout factors, one block's P V
-                    buffers = [np.empty(ROW_BLOCK * KEY_BLOCK, FP32) for _ in range(2)] + \
-                              [np.empty(ROW_BLOCK * self.v.shape[3], FP32)]
-                self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), kv[1], kv[2], buffers)
+                self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), k, v, buffers)
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
         q = _widen(self.q[b, n, i0:i1])
@@ -150,6 +155,18 @@ class _Job:
         if masked is not None:
             np.copyto(out, NEG_FLT_MAX, where=masked)
         return True
+
+
+_local = threading.local()
+
+
+def _buffers(dv: int) -> list[np.ndarray]:
+    """This thread's block buffers, made on its first call and kept (no fresh pages per call):
+    scores, dropout factors and one block's P V (for a value head dim up to dv)."""
+    sizes = (ROW_BLOCK * KEY_BLOCK,) * 2 + (ROW_BLOCK * dv,)
+    if any(len(x) < size for x, size in zip(getattr(_local, "buffers", [()] * 3), sizes)):
+        _local.buffers = [np.empty(size, FP32) for size in sizes]
+    return _local.buffers
 
 
 def _widen(x):
