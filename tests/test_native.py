@@ -355,7 +355,11 @@ def _every_loop(rng) -> list:
     native.narrow_fp16(narrowed, edges)
     rescaled = np.abs(scores) + 1
     native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
-    return outputs + [narrowed, rescaled]
+    stored = []
+    for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
+        stored.append(np.empty(scores.shape, dtype))
+        native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
+    return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
 
 
 def test_every_isa_level_gives_the_same_bits():

@@ -719,9 +719,9 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
 }
 /* ---- end of IncreFlashAttention ---- */
 
-/* ---- Attention forwards (FlashAttentionScore, PromptFlashAttention): the online softmax's output step ----
- *
- * O <- O * alpha + P V per key block is two numpy passes over O (and a temporary); here one. */
+/* ---- Attention kernels' output steps: O <- O * alpha + P V per key block of the forwards, and the
+ * final CAST_ROUND into the output's rows, each one pass instead of several numpy passes (and
+ * temporaries) ---- */
 
 /* acc[i][j] <- acc[i][j] * alpha[i] + add[i][j] over [rows, cols]: a product and a sum, each rounded,
    exactly as the two passes were. */
@@ -736,4 +736,42 @@ INLINE void rescale_add(float *acc, const float *alpha, const float *add, int64_
 }
 DISPATCHED(rescale_add, (float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols),
            (acc, alpha, add, rows, cols))
-/* ---- end of the attention forwards' output step ---- */
+
+/* to[j] <- x[j] / d (x[j] unless `divide`) narrowed by CAST_ROUND and stored as the output dtype's
+   bits: fp16 (FP16_AWAY), bf16 (BF16_AWAY; a NaN keeps a quiet bit in the upper half) or fp32
+   itself (KEEP_FP32). */
+INLINE void store_row(void *to, const float *x, float d, int divide, int64_t cols, int rounding) {
+    if (rounding == FP16_AWAY) {
+        uint16_t *h = (uint16_t *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) h[j] = fp16_bits(round_fp16_half_away(divide ? x[j] / d : x[j]));
+    } else if (rounding == BF16_AWAY) {
+        uint16_t *h = (uint16_t *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) {
+            float v = divide ? x[j] / d : x[j];
+            uint16_t upper = (uint16_t)(bits_of(round_bf16_half_away(v)) >> 16);
+            h[j] = v != v ? (uint16_t)(upper | 0x0040u) : upper;
+        }
+    } else {
+        float *f = (float *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) f[j] = divide ? x[j] / d : x[j];
+    }
+}
+
+/* Row i of dst (dst_stride elements apart) <- row i of src [rows, cols] divided by divisor[i] (or
+   not, when divisor is NULL), stored by store_row. */
+INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
+                       int64_t cols, int rounding) {
+    int64_t size = rounding == KEEP_FP32 ? 4 : 2;
+    for (int64_t i = 0; i < rows; ++i) {
+        void *to = (char *)dst + i * dst_stride * size;
+        if (divisor) store_row(to, src + i * cols, divisor[i], 1, cols, rounding);
+        else store_row(to, src + i * cols, 1.0f, 0, cols, rounding);
+    }
+}
+DISPATCHED(store_rows, (void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
+           int64_t cols, int rounding),
+           (dst, dst_stride, src, divisor, rows, cols, rounding))
+/* ---- end of the attention kernels' output steps ---- */

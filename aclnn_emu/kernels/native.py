@@ -70,7 +70,7 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
     return ffi.from_buffer("float[]", x)       # (x.ctypes.data would build a ctypes object per call)
 
 
-def _rows_of(x: np.ndarray) -> bool:
+def has_contiguous_rows(x: np.ndarray) -> bool:
     """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
     return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
             and x.strides[0] >= 0)
@@ -82,12 +82,12 @@ def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     widened here, anything else by numpy."""
     kind = _WIDENED.get(x.dtype)
     if out is None:
-        if kind is None or not _rows_of(x):
+        if kind is None or not has_contiguous_rows(x):
             return x.astype(np.float32)
         out = np.empty(x.shape, np.float32)
     elif out.dtype != np.float32 or out.shape != x.shape or not out.flags.writeable:
         raise ValueError(f"widen: out must be a writeable float32 array of shape {x.shape}")
-    if kind is None or not _rows_of(x) or not _rows_of(out):
+    if kind is None or not has_contiguous_rows(x) or not has_contiguous_rows(out):
         out[...] = x
     elif out.size:
         lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
@@ -138,6 +138,22 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
                            _floats(add, "add", written=False), rows, cols)
 
 
+def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:
+    """dst = src / divisor[:, None] (src itself when divisor is None) narrowed by ``rounding`` into
+    dst's dtype: "fp16_away" into fp16, "bf16_away" into bf16 (CAST_ROUND), None into fp32. dst
+    [rows, cols] may have any row stride; src is C-contiguous fp32 of its shape."""
+    dtype = {"fp16_away": np.float16, "bf16_away": ml_dtypes.bfloat16, None: np.float32}[rounding]
+    if dst.dtype != dtype or dst.shape != src.shape or not has_contiguous_rows(dst) or not dst.flags.writeable:
+        raise ValueError(f"store_rows: dst must be a writeable {np.dtype(dtype)} [rows, cols] of src's shape "
+                         "with contiguous rows")
+    rows, cols = src.shape
+    if dst.size:
+        lib.aclemu_store_rows(ffi.cast("void *", dst.ctypes.data), dst.strides[0] // dst.itemsize,
+                              _floats(src, "src", written=False),
+                              ffi.NULL if divisor is None else _floats(divisor, "divisor", rows, written=False),
+                              rows, cols, ROUNDING[rounding])
+
+
 def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane0: int = 0) -> None:
     """P = exp(S - m) / l in place for a [rows, cols] block, from the forward's statistics given as
     [rows, lanes] (column j reads lane (lane0 + j) % lanes)."""
@@ -180,7 +196,7 @@ def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None
     for a float32 acc [rows, cols] with contiguous rows and float32 vals [len(pos), cols]."""
     pos = np.ascontiguousarray(pos, dtype=np.int64)
     vals = np.ascontiguousarray(vals, dtype=np.float32)
-    if acc.dtype != np.float32 or not _rows_of(acc) or not acc.flags.writeable:
+    if acc.dtype != np.float32 or not has_contiguous_rows(acc) or not acc.flags.writeable:
         raise ValueError("scatter_add_rows: acc must be a writeable float32 [rows, cols] with contiguous rows")
     if pos.ndim != 1 or vals.shape != (len(pos), acc.shape[1]):
         raise ValueError(f"scatter_add_rows: vals has shape {vals.shape}, expected {(len(pos), acc.shape[1])}")

@@ -27,7 +27,7 @@ from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
-from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
+from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 ROW_BLOCK = 512     # rows are independent: larger blocks only amortise the K/V packing and the per-block steps
@@ -106,8 +106,7 @@ class _Job:
                 full = self._keys(b, n, i0, i1, q, k, v, (0, self.shape[4]), buffers)
                 for got, whole in zip((row_max, row_sum, acc), full):
                     got[unseen] = whole[unseen]
-        acc /= row_sum[:, None]
-        self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)
+        store_half_away(self.out_heads[b, n, i0:i1], acc, self.dtype, row_sum)
         self.softmax_max[b, n, i0:i1] = row_max[:, None]
         self.softmax_sum[b, n, i0:i1] = row_sum[:, None]
 
