@@ -30,7 +30,7 @@ from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
 from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-ROW_BLOCK = 512     # rows are independent: larger blocks only amortise the K/V packing and the per-block steps
+ROW_BLOCK = 512     # numerics, not only speed: a band's key range is taken per row block, and BLAS sums depend on its rows
 KEY_BLOCK = 512
 
 
