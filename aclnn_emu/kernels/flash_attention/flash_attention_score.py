@@ -72,12 +72,13 @@ class _Job:
     def run(self):
         b, n1, n2, s1, _ = self.shape
         blocks = range(0, s1, ROW_BLOCK)
-        # One item per kv head (its K and V widened once); single row blocks when that leaves
-        # workers idle. Workers claim items as they go, so a core slowed by other load takes fewer.
+        # One item per kv head (its K and V widened once), the last few (all, when heads are few)
+        # cut into single row blocks so the workers finish together. Workers claim items as they
+        # go, so a core slowed by other load takes fewer.
         items = [[(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
                  for bi in range(b) for h in range(n2)]
-        if len(items) < 2 * workers():
-            items = [[task] for item in items for task in item]
+        tail = len(items) if len(items) < 2 * workers() else workers()
+        items = items[:len(items) - tail] + [[task] for item in items[len(items) - tail:] for task in item]
         if s1:
             map_ordered(self._work, items)
         return self.softmax_max, self.softmax_sum, self.out
