@@ -195,6 +195,20 @@ def test_softmax_block_narrows_its_exponentials_by_cast_round(rounding, dtype):
     assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
 
 
+@pytest.mark.parametrize("rounding", list(native.ROUNDING))
+def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding):
+    """A row whose differences to its max stay within [-86, 0] takes the cheaper exponential (every
+    e^y a normal number); a row that also holds -inf takes the general one: same bits."""
+    rng = np.random.default_rng(13)
+    y = np.concatenate([np.float32([0, -86, np.nextafter(np.float32(-86), np.float32(0))]),
+                        -rng.random(5000).astype(np.float32) * 86,
+                        -rng.random(1000).astype(np.float32) * 1e-3])
+    fast, slow = y[None].copy(), np.concatenate([y, np.float32([-np.inf])])[None].copy()
+    native.softmax_block_(fast, *_softmax_state(1), rounding=rounding)
+    native.softmax_block_(slow, *_softmax_state(1), rounding=rounding)
+    assert _same_bits(fast[0], slow[0, :-1])
+
+
 def test_rescale_add_is_numpys_product_then_sum():
     rng = np.random.default_rng(12)
     acc = (rng.standard_normal((40, 72)) * 10.0 ** rng.integers(-30, 30, (40, 72))).astype(np.float32)
