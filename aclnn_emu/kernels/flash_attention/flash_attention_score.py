@@ -48,6 +48,7 @@ class _Job:
     def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
         p = params
         self.params, self.dtype = p, query.dtype
+        self.kv_kept = {}          # per worker thread: its last widened K and V
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
@@ -86,11 +87,19 @@ class _Job:
     def _work(self, tasks):
         with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
             b, n, _ = tasks[0]
-            k, v = _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group])
+            k, v = self._kv(b, n // self.group)
             buffers = _buffers(self.v.shape[3])
             for b, n, i0 in tasks:
                 checkpoint()
                 self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), k, v, buffers)
+
+    def _kv(self, b, h):
+        """K and V of kv head (b, h) widened, kept per worker thread for its next item of this call
+        (a worker may claim several row blocks of one head in turn)."""
+        kept = self.kv_kept.get(threading.get_ident())
+        if kept is None or kept[0] != (b, h):
+            kept = self.kv_kept[threading.get_ident()] = ((b, h), _widen(self.k[b, h]), _widen(self.v[b, h]))
+        return kept[1], kept[2]
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
         q = _widen(self.q[b, n, i0:i1])
