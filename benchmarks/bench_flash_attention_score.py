@@ -4,7 +4,8 @@
    PyTorch CPU scaled_dot_product_attention forward (fp16 inputs as given, same shape; and fp32,
    where PyTorch's CPU kernel is fastest). Goal: emulator / PyTorch <= 1.0.
 2. The achieved GFLOP/s of the forward (2 matmuls: 4*B*N*S^2*D flops) against numpy's sgemm rate
-   on a 2048^3 fp32 matmul.
+   on a 2048^3 fp32 matmul; and the time of its matmuls alone (the kernel's blocks on its workers),
+   the floor the elementwise steps add to.
 3. Peak RSS of a fresh process running the forward at S=16384, N=8, against twice the bytes of its
    inputs and outputs (goal: within 2x).
 Contenders take turns (benchmarks/interleaved.py), so the ratios compare like with like even
@@ -56,6 +57,24 @@ def torch_forward(s, dtype_name):
     return run
 
 
+def matmuls_alone(s):
+    """Only the forward's matmuls: Q Kᵀ and P V per row block and key block of the kernel, on its
+    workers, each BLAS call on one thread as there. What the elementwise steps may add on top of
+    BLAS before the forward is slower than PyTorch's."""
+    from aclnn_emu.kernels.flash_attention.flash_attention_score import KEY_BLOCK, ROW_BLOCK
+    from aclnn_emu.kernels.parallel import map_ordered
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((N, s, D), np.float32) for _ in range(3))
+
+    def head(n):
+        scores, pv = np.empty((ROW_BLOCK, KEY_BLOCK), np.float32), np.empty((ROW_BLOCK, D), np.float32)
+        for i0 in range(0, s, ROW_BLOCK):
+            for c0 in range(0, s, KEY_BLOCK):
+                np.matmul(q[n, i0:i0 + ROW_BLOCK], k[n, c0:c0 + KEY_BLOCK].T, out=scores)
+                np.matmul(scores, v[n, c0:c0 + KEY_BLOCK], out=pv)
+    return lambda: map_ordered(head, range(N))
+
+
 def sgemm():
     a = np.random.default_rng(1).standard_normal((2048, 2048), np.float32)
     return lambda: a @ a
@@ -82,7 +101,7 @@ def main():
 
     s = 2048
     flops = 4 * B * N * s * s * D
-    contenders = {"emulator": fa_call(s)[0], "sgemm": sgemm()}
+    contenders = {"emulator": fa_call(s)[0], "matmuls alone": matmuls_alone(s), "sgemm": sgemm()}
     try:
         contenders["torch fp16"] = torch_forward(s, "float16")
         contenders["torch fp32"] = torch_forward(s, "float32")
@@ -97,6 +116,9 @@ def main():
             print(f"PyTorch CPU SDPA forward ({name[6:]}): {best[name] * 1e3:.0f} ms; emulator / PyTorch: "
                   f"{fa / best[name]:.2f}  (goal <= 1.0)")
     print(f"numpy sgemm 2048^3: {rate:.1f} GFLOP/s; the forward reaches {flops / fa / 1e9 / rate:.0%} of it")
+    if "torch fp32" in best:
+        print(f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
+              f"{best['matmuls alone'] / best['torch fp32']:.2f} of PyTorch fp32")
 
     start = time.perf_counter()
     child = subprocess.run([sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True,

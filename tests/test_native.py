@@ -179,6 +179,53 @@ def test_cast_round_products_and_score_gradients_match_cast_round(rounding, dtyp
         assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
 
 
+@pytest.mark.parametrize("rounding,dtype", [("fp16_away", np.float16), ("bf16_away", BF16)])
+def test_softmax_block_narrows_its_exponentials_by_cast_round(rounding, dtype):
+    """P is exactly CAST_ROUND of the block's exponentials: rows whose values stay normal fp16s,
+    rows reaching fp16's subnormals (below 2^-14, a pass of their own for fp16) and rows with NaN
+    or infinite scores."""
+    rng = np.random.default_rng(11)
+    s = (rng.standard_normal((48, 333)) * np.float32([1.0, 4.0, 40.0])[np.arange(48) % 3, None]).astype(np.float32)
+    s[40, 5], s[41, 9], s[42, :100] = np.nan, np.inf, -np.inf
+    exact, state = s.copy(), _softmax_state(48)
+    native.softmax_block_(exact, *state, post=0.5)
+    got, state = s.copy(), _softmax_state(48)
+    native.softmax_block_(got, *state, post=0.5, rounding=rounding)
+    assert (exact[:39:3] >= 2 ** -14).all() and (exact[2:39:3] < 2 ** -14).any(axis=1).all()
+    assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
+
+
+@pytest.mark.parametrize("rounding", list(native.ROUNDING))
+def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding):
+    """A row whose differences to its max stay within [-86, 0] takes the cheaper exponential (every
+    e^y a normal number); a row that also holds -inf takes the general one: same bits."""
+    rng = np.random.default_rng(13)
+    y = np.concatenate([np.float32([0, -86, np.nextafter(np.float32(-86), np.float32(0))]),
+                        -rng.random(5000).astype(np.float32) * 86,
+                        -rng.random(1000).astype(np.float32) * 1e-3])
+    fast, slow = y[None].copy(), np.concatenate([y, np.float32([-np.inf])])[None].copy()
+    native.softmax_block_(fast, *_softmax_state(1), rounding=rounding)
+    native.softmax_block_(slow, *_softmax_state(1), rounding=rounding)
+    assert _same_bits(fast[0], slow[0, :-1])
+
+
+def test_rescale_add_is_numpys_product_then_sum():
+    rng = np.random.default_rng(12)
+    acc = (rng.standard_normal((40, 72)) * 10.0 ** rng.integers(-30, 30, (40, 72))).astype(np.float32)
+    add = (rng.standard_normal((40, 72)) * 10.0 ** rng.integers(-30, 30, (40, 72))).astype(np.float32)
+    alpha = np.float32(rng.random(40))
+    alpha[:3] = [0, np.inf, np.nan]
+    acc[5, :4], add[6, :4] = [np.nan, np.inf, -0.0, 0.0], [np.nan, -np.inf, -0.0, 0.0]
+    expected = acc.copy()
+    with np.errstate(all="ignore"):
+        expected *= alpha[:, None]
+        expected += add
+    native.rescale_add_(acc, alpha, add)
+    assert _same_bits(acc, expected)
+    with pytest.raises(ValueError, match="shape"):
+        native.rescale_add_(acc, alpha, add[:, :8])
+
+
 def test_softmax_block_rejects_what_it_cannot_write_in_place():
     row_max, row_sum, alpha = _softmax_state(4)
     with pytest.raises(ValueError):
@@ -320,7 +367,13 @@ def _every_loop(rng) -> list:
     outputs.append(acc)
     narrowed = np.empty(edges.shape, np.float16)
     native.narrow_fp16(narrowed, edges)
-    return outputs + [narrowed]
+    rescaled = np.abs(scores) + 1
+    native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
+    stored = []
+    for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
+        stored.append(np.empty(scores.shape, dtype))
+        native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
+    return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
 
 
 def test_every_isa_level_gives_the_same_bits():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
-from aclnn_emu.kernels.rounding import narrow_half_away, round_half_away_, saturate_
+from aclnn_emu.kernels.rounding import narrow_half_away, round_half_away_, saturate_, store_half_away
 
 
 def _edge_values(dtype):
@@ -67,3 +67,20 @@ def test_saturate_clamps_finite_values_to_the_largest_and_keeps_inf_and_nan(dtyp
     assert np.array_equal(np.isnan(got), np.isnan(want))
     keep = ~np.isnan(want)
     assert np.array_equal(got[keep], want[keep])
+
+
+@pytest.mark.parametrize("dtype", [FP16, BF16, np.dtype(np.float32)])
+def test_store_half_away_writes_narrow_half_aways_bits_into_strided_rows(dtype):
+    """The one-pass store (divided or not, into rows of any stride) and the fallback for a dst
+    without contiguous rows give narrow_half_away's bits, NaN payloads included."""
+    payload_nans = np.array([0x7F800001, 0xFF800001, 0x7FC00000, 0x7FA00000], np.uint32).view(np.float32)
+    x = np.concatenate([_inputs(BF16 if dtype == BF16 else FP16), payload_nans])
+    x = np.resize(x, (len(x) + 63) // 64 * 64).reshape(-1, 64)
+    divisor = np.float32(np.random.default_rng(1).random(len(x)) * 4)
+    divisor[:4] = [1, 0, np.inf, np.nan]
+    with np.errstate(all="ignore"):
+        for d in (None, divisor):
+            expected = narrow_half_away(x.copy() if d is None else x / d[:, None], dtype)
+            for dst in (np.zeros((len(x), 3, 64), dtype)[:, 1], np.zeros((64, len(x)), dtype).T):
+                store_half_away(dst, x, dtype, d)
+                assert np.array_equal(dst.view(f"u{dtype.itemsize}"), expected.view(f"u{dtype.itemsize}"))

@@ -83,23 +83,38 @@ INLINE float round_fp16(float x) {
 
 /* Round to bf16 with ties away from zero (CAST_ROUND): adding half of the dropped bits to the
    magnitude and truncating; a carry into the exponent is the right rounding up, also to infinity.
-   NaN stays NaN. */
-INLINE float round_bf16_half_away(float x) {
-    float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
-    return x != x ? x : rounded;
+   NaN stays NaN (round_bf16_half_away_number: x is not NaN). */
+INLINE float round_bf16_half_away_number(float x) {
+    return float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);
 }
 
-/* Round to fp16 with ties away from zero (CAST_ROUND): as for bf16 on the 10-bit mantissa for
-   normal results; below 2^-14 on the fixed 2^-24 grid; from 65520 on infinite. NaN stays NaN. */
-INLINE float round_fp16_half_away(float x) {
-    float a = fabsf(x);
-    float normal = float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
+INLINE float round_bf16_half_away(float x) {
+    return x != x ? x : round_bf16_half_away_number(x);
+}
+
+/* fp16's smallest normal value, 2^-14: below it the fp16 grid is the fixed 2^-24 of the subnormals. */
+#define FP16_MIN_NORMAL 6.103515625e-05f
+
+/* CAST_ROUND of a magnitude a >= 2^-14 (below 65520) to fp16: as for bf16, on the 10-bit mantissa. */
+INLINE float round_fp16_half_away_normal(float a) {
+    return float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
+}
+
+/* CAST_ROUND of a magnitude a < 2^-14 onto fp16's subnormal grid of 2^-24. */
+INLINE float round_fp16_half_away_subnormal(float a) {
     float steps = a * 16777216.0f;                   /* in units of 2^-24: exact below 2^-14 */
-    steps = steps < 2048.0f ? steps : 2048.0f;       /* (only the branch below 2^-14 uses it) */
+    steps = steps < 2048.0f ? steps : 2048.0f;       /* (bounded for the a it is not meant for) */
     float nearest = (steps + 8388608.0f) - 8388608.0f;                      /* ties to even */
     nearest += steps - nearest == 0.5f ? 1.0f : 0.0f;                       /* ties away */
-    float subnormal = nearest * 5.9604644775390625e-08f;
-    float rounded = a < 6.103515625e-05f ? subnormal : (a >= 65520.0f ? INFINITY : normal);
+    return nearest * 5.9604644775390625e-08f;
+}
+
+/* Round to fp16 with ties away from zero (CAST_ROUND): normal results on the 10-bit mantissa,
+   below 2^-14 on the fixed 2^-24 grid, from 65520 on infinite. NaN stays NaN. */
+INLINE float round_fp16_half_away(float x) {
+    float a = fabsf(x);
+    float normal = round_fp16_half_away_normal(a), subnormal = round_fp16_half_away_subnormal(a);
+    float rounded = a < FP16_MIN_NORMAL ? subnormal : (a >= 65520.0f ? INFINITY : normal);
     return x != x ? x : copysignf(rounded, x);
 }
 
@@ -115,24 +130,42 @@ INLINE float round_to(float x, int rounding) {
     }
 }
 
-/* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
-   degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
-   subnormal range come out correctly rounded, e^-inf is 0 and e^inf is inf. fmaf is exactly
-   rounded everywhere (one instruction where the CPU has FMA), so every version agrees bit for bit. */
-INLINE float exp_finite(float y) {
-    float clamped = y > -110.0f ? (y < 90.0f ? y : 90.0f) : -110.0f;    /* e^-110 rounds to 0, e^90 to inf */
-    float n = fmaf(clamped, 1.44269504088896341f, 12582912.0f) - 12582912.0f;    /* rint(y / ln2) */
-    float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, clamped));
+/* rint(y / ln2) for |y| < 2^22 (adding 1.5 * 2^23 rounds to an integer). */
+INLINE float rint_log2e(float y) { return fmaf(y, 1.44269504088896341f, 12582912.0f) - 12582912.0f; }
+
+/* e^r for r = y - n ln2 (two-part ln2, |r| <= ln2/2) by a degree-7 polynomial (coefficients of
+   Cephes' expf). */
+INLINE float exp_reduced(float y, float n) {
+    float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, y));
     float p = 1.9875691500e-4f;
     p = fmaf(p, r, 1.3981999507e-3f);
     p = fmaf(p, r, 8.3334519073e-3f);
     p = fmaf(p, r, 4.1665795894e-2f);
     p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
-    p = fmaf(p * r, r, r) + 1.0f;
+    return fmaf(p * r, r, r) + 1.0f;
+}
+
+/* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
+   degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
+   subnormal range come out correctly rounded, e^-inf is 0 and e^inf is inf. fmaf is exactly
+   rounded everywhere (one instruction where the CPU has FMA), so every version agrees bit for bit. */
+INLINE float exp_finite(float y) {
+    float clamped = y > -110.0f ? (y < 90.0f ? y : 90.0f) : -110.0f;    /* e^-110 rounds to 0, e^90 to inf */
+    float n = rint_log2e(clamped);
+    float p = exp_reduced(clamped, n);
     int32_t k = (int32_t)n;                                      /* in [-159, 130] */
     int32_t half = k >> 1;
     return p * float_of((uint32_t)(half + 127) << 23) * float_of((uint32_t)(k - half + 127) << 23);
+}
+
+/* exp_finite for y in [EXP_NORMAL_LOW, 0], where e^y is a normal number (n >= -124): nothing to
+   clamp, and 2^n is applied by adding n to the exponent of p (in [0.7, 1.5]), which is exact here
+   as the two multiplications are, so the result is the same. */
+#define EXP_NORMAL_LOW -86.0f
+INLINE float exp_normal(float y) {
+    float n = rint_log2e(y);
+    return float_of(bits_of(exp_reduced(y, n)) + ((uint32_t)(int32_t)n << 23));
 }
 
 /* exp_finite that lets NaN through. */
@@ -159,49 +192,80 @@ INLINE float fp16_value(uint16_t h) {
 }
 
 /* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
-   NaN if any value is NaN. */
-INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post) {
-    float top = -INFINITY;
+   NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. */
+INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, float *low) {
+    float top = -INFINITY, bottom = INFINITY;
     int nan = 0;
-#pragma omp simd reduction(max:top) reduction(|:nan)
+#pragma omp simd reduction(max:top) reduction(min:bottom) reduction(|:nan)
     for (int64_t j = 0; j < n; ++j) {
         float v = x[j] * pre;
         if (fp16) v = round_fp16(v);
         v *= post;
         x[j] = v;
         top = v > top ? v : top;
+        bottom = v < bottom ? v : bottom;
         nan |= v != v;
     }
+    *low = bottom;
     return nan ? NAN : top;
 }
 
 /* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
    returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
-   never NaN; otherwise NaNs pass through. (An fp16 rounding of a value in [0, 1] needs neither
-   the sign nor the overflow step.) */
-INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite) {
+   never NaN; otherwise NaNs pass through. `normal`: besides, every x - shift is at least
+   EXP_NORMAL_LOW (the exponentials are normal numbers, exp_normal). (An fp16 rounding of a value
+   in [0, 1] needs neither the sign nor the overflow step, a bf16 one no NaN check when finite.) */
+INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
     float sum = 0.0f;
+    if (finite && rounding == FP16_AWAY) {
+        /* Normal fp16 results (the common case) cost two integer steps here; exponentials below
+           2^-14 stay as they are and, if the row has any, a second pass puts them on the 2^-24
+           grid (rounding them twice would not be CAST_ROUND). */
+        float low = 1.0f;
+#pragma omp simd reduction(+:sum) reduction(min:low)
+        for (int64_t j = 0; j < n; ++j) {
+            float e = normal ? exp_normal(x[j] - shift) : exp_finite(x[j] - shift);
+            sum += e;
+            low = e < low ? e : low;
+            x[j] = e < FP16_MIN_NORMAL ? e : round_fp16_half_away_normal(e);
+        }
+        if (low < FP16_MIN_NORMAL) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j)
+                x[j] = x[j] < FP16_MIN_NORMAL ? round_fp16_half_away_subnormal(x[j]) : x[j];
+        }
+        return sum;
+    }
 #pragma omp simd reduction(+:sum)
     for (int64_t j = 0; j < n; ++j) {
-        float e = finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift);
+        float e = normal ? exp_normal(x[j] - shift) : (finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift));
         sum += e;
-        x[j] = rounding == FP16_EVEN ? round_fp16_nonnegative(e) : round_to(e, rounding);
+        if (rounding == FP16_EVEN) x[j] = round_fp16_nonnegative(e);
+        else if (finite && rounding == BF16_AWAY) x[j] = round_bf16_half_away_number(e);
+        else x[j] = round_to(e, rounding);
     }
     return sum;
 }
 
-INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite) {
+/* exp_row compiled for each case of `finite` and `normal` (normal implies finite). */
+INLINE float exp_row_cases(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
+    if (normal) return exp_row(x, n, shift, rounding, 1, 1);
+    return finite ? exp_row(x, n, shift, rounding, 1, 0) : exp_row(x, n, shift, rounding, 0, 0);
+}
+
+INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
     switch (rounding) {
-    case FP16_EVEN: return finite ? exp_row(x, n, shift, FP16_EVEN, 1) : exp_row(x, n, shift, FP16_EVEN, 0);
-    case BF16_AWAY: return finite ? exp_row(x, n, shift, BF16_AWAY, 1) : exp_row(x, n, shift, BF16_AWAY, 0);
-    case FP16_AWAY: return finite ? exp_row(x, n, shift, FP16_AWAY, 1) : exp_row(x, n, shift, FP16_AWAY, 0);
-    default: return finite ? exp_row(x, n, shift, KEEP_FP32, 1) : exp_row(x, n, shift, KEEP_FP32, 0);
+    case FP16_EVEN: return exp_row_cases(x, n, shift, FP16_EVEN, finite, normal);
+    case BF16_AWAY: return exp_row_cases(x, n, shift, BF16_AWAY, finite, normal);
+    case FP16_AWAY: return exp_row_cases(x, n, shift, FP16_AWAY, finite, normal);
+    default: return exp_row_cases(x, n, shift, KEEP_FP32, finite, normal);
     }
 }
 
 INLINE void scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
-    if (fp16) prepare_row(x, n, pre, 1, post);
-    else prepare_row(x, n, pre, 0, post);
+    float low;
+    if (fp16) prepare_row(x, n, pre, 1, post, &low);
+    else prepare_row(x, n, pre, 0, post, &low);
 }
 DISPATCHED(scale_scores, (float *x, int64_t n, float pre, int fp16, float post),
            (x, n, pre, fp16, post))
@@ -214,11 +278,14 @@ INLINE void softmax_block(float *s, int64_t rows, int64_t cols, float pre, int f
                           float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * cols;
-        float top = fp16 ? prepare_row(x, cols, pre, 1, post) : prepare_row(x, cols, pre, 0, post);
+        float low;
+        float top = fp16 ? prepare_row(x, cols, pre, 1, post, &low) : prepare_row(x, cols, pre, 0, post, &low);
         float old = row_max[i];
         float now = top != top ? top : (top > old ? top : old);
         float shift = now == -INFINITY ? 0.0f : now;
-        float sum = exp_row_rounded(x, cols, shift, rounding, isfinite(shift));
+        int finite = isfinite(shift);
+        /* x - shift rounds monotonically, so low - shift bounds every difference from below */
+        float sum = exp_row_rounded(x, cols, shift, rounding, finite, finite && low - shift >= EXP_NORMAL_LOW);
         alpha[i] = exp_any(old - shift);
         row_sum[i] = row_sum[i] * alpha[i] + sum;
         row_max[i] = now;
@@ -682,3 +749,60 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
     aclemu_decode_values_loops(acc, p, heads, groups, base, offsets, head_stride, rows, d, kind, scale, shift);
 }
 /* ---- end of IncreFlashAttention ---- */
+
+/* ---- Attention kernels' output steps: O <- O * alpha + P V per key block of the forwards, and the
+ * final CAST_ROUND into the output's rows, each one pass instead of several numpy passes (and
+ * temporaries) ---- */
+
+/* acc[i][j] <- acc[i][j] * alpha[i] + add[i][j] over [rows, cols]: a product and a sum, each rounded,
+   exactly as the two passes were. */
+INLINE void rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float *o = acc + i * cols;
+        const float *p = add + i * cols;
+        float a = alpha[i];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) o[j] = o[j] * a + p[j];
+    }
+}
+DISPATCHED(rescale_add, (float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols),
+           (acc, alpha, add, rows, cols))
+
+/* to[j] <- x[j] / d (x[j] unless `divide`) narrowed by CAST_ROUND and stored as the output dtype's
+   bits: fp16 (FP16_AWAY), bf16 (BF16_AWAY; a NaN keeps a quiet bit in the upper half) or fp32
+   itself (KEEP_FP32). */
+INLINE void store_row(void *to, const float *x, float d, int divide, int64_t cols, int rounding) {
+    if (rounding == FP16_AWAY) {
+        uint16_t *h = (uint16_t *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) h[j] = fp16_bits(round_fp16_half_away(divide ? x[j] / d : x[j]));
+    } else if (rounding == BF16_AWAY) {
+        uint16_t *h = (uint16_t *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) {
+            float v = divide ? x[j] / d : x[j];
+            uint16_t upper = (uint16_t)(bits_of(round_bf16_half_away(v)) >> 16);
+            h[j] = v != v ? (uint16_t)(upper | 0x0040u) : upper;
+        }
+    } else {
+        float *f = (float *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) f[j] = divide ? x[j] / d : x[j];
+    }
+}
+
+/* Row i of dst (dst_stride elements apart) <- row i of src [rows, cols] divided by divisor[i] (or
+   not, when divisor is NULL), stored by store_row. */
+INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
+                       int64_t cols, int rounding) {
+    int64_t size = rounding == KEEP_FP32 ? 4 : 2;
+    for (int64_t i = 0; i < rows; ++i) {
+        void *to = (char *)dst + i * dst_stride * size;
+        if (divisor) store_row(to, src + i * cols, divisor[i], 1, cols, rounding);
+        else store_row(to, src + i * cols, 1.0f, 0, cols, rounding);
+    }
+}
+DISPATCHED(store_rows, (void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
+           int64_t cols, int rounding),
+           (dst, dst_stride, src, divisor, rows, cols, rounding))
+/* ---- end of the attention kernels' output steps ---- */

@@ -67,10 +67,10 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
         raise ValueError(f"{what} must be a{' writeable' if written else ''} C-contiguous float32 array")
     if size is not None and x.size != size:
         raise ValueError(f"{what} has {x.size} elements, expected {size}")
-    return ffi.cast("float *", x.ctypes.data)
+    return ffi.from_buffer("float[]", x)       # (x.ctypes.data would build a ctypes object per call)
 
 
-def _rows_of(x: np.ndarray) -> bool:
+def has_contiguous_rows(x: np.ndarray) -> bool:
     """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
     return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
             and x.strides[0] >= 0)
@@ -82,12 +82,12 @@ def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     widened here, anything else by numpy."""
     kind = _WIDENED.get(x.dtype)
     if out is None:
-        if kind is None or not _rows_of(x):
+        if kind is None or not has_contiguous_rows(x):
             return x.astype(np.float32)
         out = np.empty(x.shape, np.float32)
     elif out.dtype != np.float32 or out.shape != x.shape or not out.flags.writeable:
         raise ValueError(f"widen: out must be a writeable float32 array of shape {x.shape}")
-    if kind is None or not _rows_of(x) or not _rows_of(out):
+    if kind is None or not has_contiguous_rows(x) or not has_contiguous_rows(out):
         out[...] = x
     elif out.size:
         lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
@@ -126,6 +126,32 @@ def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alph
     lib.aclemu_softmax_block(_floats(s, "s"), rows, cols, pre, int(fp16), post,
                              _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
                              _floats(alpha, "alpha", rows), ROUNDING[rounding])
+
+
+def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
+    """acc = acc * alpha[:, None] + add in place for [rows, cols] arrays (the online softmax's
+    O = O * exp(m_old - m_new) + P V), with numpy's two roundings in one pass."""
+    if acc.ndim != 2 or add.shape != acc.shape:
+        raise ValueError(f"rescale_add_: add has shape {add.shape}, acc {acc.shape}")
+    rows, cols = acc.shape
+    lib.aclemu_rescale_add(_floats(acc, "acc"), _floats(alpha, "alpha", rows, written=False),
+                           _floats(add, "add", written=False), rows, cols)
+
+
+def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:
+    """dst = src / divisor[:, None] (src itself when divisor is None) narrowed by ``rounding`` into
+    dst's dtype: "fp16_away" into fp16, "bf16_away" into bf16 (CAST_ROUND), None into fp32. dst
+    [rows, cols] may have any row stride; src is C-contiguous fp32 of its shape."""
+    dtype = {"fp16_away": np.float16, "bf16_away": ml_dtypes.bfloat16, None: np.float32}[rounding]
+    if dst.dtype != dtype or dst.shape != src.shape or not has_contiguous_rows(dst) or not dst.flags.writeable:
+        raise ValueError(f"store_rows: dst must be a writeable {np.dtype(dtype)} [rows, cols] of src's shape "
+                         "with contiguous rows")
+    rows, cols = src.shape
+    if dst.size:
+        lib.aclemu_store_rows(ffi.cast("void *", dst.ctypes.data), dst.strides[0] // dst.itemsize,
+                              _floats(src, "src", written=False),
+                              ffi.NULL if divisor is None else _floats(divisor, "divisor", rows, written=False),
+                              rows, cols, ROUNDING[rounding])
 
 
 def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane0: int = 0) -> None:
@@ -170,7 +196,7 @@ def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None
     for a float32 acc [rows, cols] with contiguous rows and float32 vals [len(pos), cols]."""
     pos = np.ascontiguousarray(pos, dtype=np.int64)
     vals = np.ascontiguousarray(vals, dtype=np.float32)
-    if acc.dtype != np.float32 or not _rows_of(acc) or not acc.flags.writeable:
+    if acc.dtype != np.float32 or not has_contiguous_rows(acc) or not acc.flags.writeable:
         raise ValueError("scatter_add_rows: acc must be a writeable float32 [rows, cols] with contiguous rows")
     if pos.ndim != 1 or vals.shape != (len(pos), acc.shape[1]):
         raise ValueError(f"scatter_add_rows: vals has shape {vals.shape}, expected {(len(pos), acc.shape[1])}")

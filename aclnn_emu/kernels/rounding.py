@@ -53,6 +53,19 @@ def narrow_half_away(x: np.ndarray, dtype) -> np.ndarray:
     return x
 
 
+def store_half_away(dst: np.ndarray, x: np.ndarray, dtype, divisor: np.ndarray | None = None) -> None:
+    """dst[...] = narrow_half_away(x / divisor[:, None] (or x), dtype) for a 2-D dst and a
+    C-contiguous fp32 x of its shape: one compiled pass when dst holds `dtype` in contiguous rows
+    (the division, rounding and conversion are the same either way)."""
+    dtype = np.dtype(dtype)
+    if dst.dtype == dtype and dtype in CAST_ROUND and native.has_contiguous_rows(dst) and dst.flags.writeable:
+        native.store_rows(dst, x, divisor, CAST_ROUND[dtype])
+        return
+    if divisor is not None:
+        x = x / divisor[:, None]
+    dst[...] = narrow_half_away(x, dtype)
+
+
 def round_half_even_(x: np.ndarray, dtype) -> np.ndarray:
     """Round the fp32 array ``x`` in place to the values of ``dtype`` (fp16/bf16), ties to even
     (CAST_RINT; numpy's and ml_dtypes' own narrowing)."""

@@ -14,6 +14,9 @@ int aclemu_select_isa(int level);
 void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post);
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding);
+void aclemu_rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols);
+void aclemu_store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
+                       int64_t cols, int rounding);
 void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
                           int64_t lanes, int64_t lane0);
 void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding);

@@ -15,6 +15,8 @@ Pse, masks and the dropout bits are the backward's own (pse.py, sparse_modes.py,
 block is larger than ROW_BLOCK x KEY_BLOCK, so memory grows linearly with S; row blocks run on
 one thread per core.
 """
+import threading
+
 import numpy as np
 
 from aclnn_emu.kernels import native
@@ -24,11 +26,11 @@ from aclnn_emu.kernels.flash_attention.dropout import dropout_for
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
-from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
-from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away, saturate_
+from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
+from aclnn_emu.kernels.rounding import CAST_ROUND, saturate_, store_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-ROW_BLOCK = 512     # rows are independent: larger blocks only amortise the K/V packing and the per-block steps
+ROW_BLOCK = 512     # numerics, not only speed: a band's key range is taken per row block, and BLAS sums depend on its rows
 KEY_BLOCK = 512
 
 
@@ -46,6 +48,7 @@ class _Job:
     def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
         p = params
         self.params, self.dtype = p, query.dtype
+        self.kv_kept = {}          # per worker thread: its last widened K and V
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
@@ -68,22 +71,35 @@ class _Job:
         self.out_heads = to_bnsd(self.out, p.layout, n1)
 
     def run(self):
-        b, n1, _, s1, _ = self.shape
-        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
-        if tasks:
-            map_ordered(self._work, split(tasks, workers()))
+        b, n1, n2, s1, _ = self.shape
+        blocks = range(0, s1, ROW_BLOCK)
+        # One item per kv head (its K and V widened once), the last few (all, when heads are few)
+        # cut into single row blocks so the workers finish together. Workers claim items as they
+        # go, so a core slowed by other load takes fewer.
+        items = [[(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
+                 for bi in range(b) for h in range(n2)]
+        tail = len(items) if len(items) < 2 * workers() else workers()
+        items = items[:len(items) - tail] + [[task] for item in items[len(items) - tail:] for task in item]
+        if s1:
+            map_ordered(self._work, items)
         return self.softmax_max, self.softmax_sum, self.out
 
     def _work(self, tasks):
         with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
-            kv, buffers = None, None
+            b, n, _ = tasks[0]
+            k, v = self._kv(b, n // self.group)
+            buffers = _buffers(self.v.shape[3])
             for b, n, i0 in tasks:
                 checkpoint()
-                if kv is None or kv[0] != (b, n // self.group):
-                    kv = ((b, n // self.group), _widen(self.k[b, n // self.group]), _widen(self.v[b, n // self.group]))
-                if buffers is None:
-                    buffers = [np.empty(ROW_BLOCK * KEY_BLOCK, FP32) for _ in range(2)]
-                self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), kv[1], kv[2], buffers)
+                self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), k, v, buffers)
+
+    def _kv(self, b, h):
+        """K and V of kv head (b, h) widened, kept per worker thread for its next item of this call
+        (a worker may claim several row blocks of one head in turn)."""
+        kept = self.kv_kept.get(threading.get_ident())
+        if kept is None or kept[0] != (b, h):
+            kept = self.kv_kept[threading.get_ident()] = ((b, h), _widen(self.k[b, h]), _widen(self.v[b, h]))
+        return kept[1], kept[2]
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
         q = _widen(self.q[b, n, i0:i1])
@@ -100,10 +116,12 @@ class _Job:
                 full = self._keys(b, n, i0, i1, q, k, v, (0, self.shape[4]), buffers)
                 for got, whole in zip((row_max, row_sum, acc), full):
                     got[unseen] = whole[unseen]
-        acc /= row_sum[:, None]
-        if self.params.saturate:   # the arch35 output cast (SatMode::SAT)
+        if self.params.saturate:   # the arch35 output cast (SatMode::SAT), on the divided values
+            acc /= row_sum[:, None]
             saturate_(acc, self.dtype)
-        self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)
+            store_half_away(self.out_heads[b, n, i0:i1], acc, self.dtype)
+        else:
+            store_half_away(self.out_heads[b, n, i0:i1], acc, self.dtype, row_sum)
         self.softmax_max[b, n, i0:i1] = row_max[:, None]
         self.softmax_sum[b, n, i0:i1] = row_sum[:, None]
 
@@ -114,6 +132,7 @@ class _Job:
         row_sum = np.zeros(rows, FP32)
         alpha = np.empty(rows, FP32)
         acc = np.zeros((rows, v.shape[1]), FP32)
+        pv = buffers[2][:acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, keys[1])
@@ -129,8 +148,8 @@ class _Job:
                 keep = buffers[1][:size].reshape(rows, c1 - c0)
                 np.multiply(keep_bits[:, c0:c1], self.dropout.factor, out=keep, dtype=FP32)
                 native.round_product(scores, scores, keep, self.rounding)
-            acc *= alpha[:, None]
-            acc += scores @ v[c0:c1]
+            np.matmul(scores, v[c0:c1], out=pv)
+            native.rescale_add_(acc, alpha, pv)
         return row_max, row_sum, acc
 
     def _scores(self, b, n, i0, i1, c0, c1, q, k, out) -> bool:
@@ -150,6 +169,18 @@ class _Job:
         if masked is not None:
             np.copyto(out, NEG_FLT_MAX, where=masked)
         return True
+
+
+_local = threading.local()
+
+
+def _buffers(dv: int) -> list[np.ndarray]:
+    """This thread's block buffers, made on its first call and kept (no fresh pages per call):
+    scores, dropout factors and one block's P V (for a value head dim up to dv)."""
+    sizes = (ROW_BLOCK * KEY_BLOCK,) * 2 + (ROW_BLOCK * dv,)
+    if any(len(x) < size for x, size in zip(getattr(_local, "buffers", [()] * 3), sizes)):
+        _local.buffers = [np.empty(size, FP32) for size in sizes]
+    return _local.buffers
 
 
 def _widen(x):

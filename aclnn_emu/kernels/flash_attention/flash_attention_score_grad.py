@@ -21,7 +21,7 @@ from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.flash_attention.dropout import dropout_for
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
-from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away
+from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
@@ -80,8 +80,8 @@ class _Job:
                             acc_k += part[(bi, hi)][0]
                             acc_v += part[(bi, hi)][1]
                     acc_k *= self.scale
-                    dk[bi, hi] = narrow_half_away(acc_k, self.dtype)
-                    dv[bi, hi] = narrow_half_away(acc_v, self.dtype)
+                    store_half_away(dk[bi, hi], acc_k, self.dtype)
+                    store_half_away(dv[bi, hi], acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
     def _work(self, tasks):
@@ -118,7 +118,7 @@ class _Job:
             keep = None if keep_bits is None else np.multiply(keep_bits[:, c0:c1], self.dropout.factor, dtype=FP32)
             self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), keep, buffers)
         dq_rows *= self.scale
-        to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1] = narrow_half_away(dq_rows, self.dtype)
+        store_half_away(to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1], dq_rows, self.dtype)
 
     def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers):
         i0, i1, c0, c1 = box

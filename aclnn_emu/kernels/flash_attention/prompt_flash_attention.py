@@ -249,8 +249,7 @@ class _Forward:
             if acc is None:
                 acc = pv                           # acc * alpha + pv with acc = 0
             else:
-                acc *= alpha[:, None]
-                acc += pv
+                native.rescale_add_(acc, alpha, pv)
         if acc is None:
             acc = np.zeros((rows, values.shape[1]), np.float32)
         self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
