@@ -17,8 +17,8 @@ Routing in 8.5.0-beta.1:
     `pfa.REGBASE` roundings, with pseShift and kv left padding). Replayed here by `tiling`, check by
     check in `RunBigKernelTilingWithParams`' order; a failure is GRAPH_FAILED, which the generated
     entry point returns as 561002.
-  * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the IFA arch35 antiquant kernels
-    (not emulated: 561003).
+  * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the arch35 antiquant kernel
+    (ifa_antiquant_95, which runs the dequantised key/value through `_run` here).
 The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; their code is 561002
 here (`_generated_codes`). Differences: docs/divergences/incre_flash_attention.md.
 """
@@ -333,15 +333,17 @@ class _Tiling:
         return lambda workspace: _run(self.a, v, plan)
 
 
-def _run(a, view, p):
+def _run(a, view, p, caches=None, mask=None):
     """Batch by batch through the PFA regbase kernel (pfa.REGBASE): each batch's keys are its
     tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
     blocks; the mask is read from column start on (attenmask.h adds kvLeftPaddingSize), pseShift
-    from column 0 (pse.h does not)."""
+    from column 0 (pse.h does not). ``caches`` (keys, values callables as `_caches` makes them) and
+    ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path)."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
-    keys, values = _caches(a, view, p)
+    keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
-    mask = pfa_op._mask_3d(a.attenMask.read("attenMask"), p.s1 == 1) if p.has_mask else None
+    if mask is None and p.has_mask:
+        mask = pfa_op._mask_3d(a.attenMask.read("attenMask"), p.s1 == 1)
     pse = a.pseShift.read("pseShift") if p.has_pse else None
     out_t = a.attentionOut
     out_quant = pfa_op._output_quant(a.quantScale2, a.quantOffset2, p.heads) if out_t.dtype == I8 else None

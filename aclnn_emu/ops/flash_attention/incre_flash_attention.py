@@ -8,8 +8,9 @@ attentionOut -> success; the (dtype, format) lookup over the OpDef's 22 combinat
 Atlas A2/A3 run IFATiling (incre_flash_attention_tiling.cpp, _tiling_check.cpp); its checks are
 replayed in `_Tiling` in the source's order; a query S in [2, 16] and a 5-D key take the tiling
 branches described in ifa_speculative and ifa_kv_nz. Ascend910_95 runs IFATilingV2, which hands a
-FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase); its INT8-key path is not
-emulated. Differences from the doc: docs/divergences/incre_flash_attention.md.
+FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase) and runs an INT8 key itself
+(ifa_antiquant_95; a query S above 1 there is not emulated). Differences from the doc:
+docs/divergences/incre_flash_attention.md.
 """
 from types import SimpleNamespace
 
@@ -26,7 +27,7 @@ from . import ifa_kv_nz, ifa_speculative
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
-from . import ifa_regbase
+from . import ifa_antiquant_95, ifa_regbase
 
 # The inputLayout values the tiling accepts (TND needs the MLA rope inputs V4 cannot pass).
 LAYOUTS = ("BSH", "BSND", "BNSD", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
@@ -86,7 +87,7 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
     TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
 ])
 GAPS = {
-    "soc_antiquant": "an INT8 key/value on Ascend910_95 (IFATilingV2 and the arch35 antiquant kernels)",
+    "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
     "mla_paged": "a page-attention value whose D differs from the key's (MLA) on Ascend910_95",
     "kv_nz_95": "a 5-D (NZ) page-attention key/value on Ascend910_95",
     "kv_heads_95": "a batched key whose head count or H differs from numKeyValueHeads x D on Ascend910_95",
@@ -179,7 +180,7 @@ def prepare(a, env):
     check_kernel_key(keyed, _KEYED, COMBOS)
     if ifa_regbase.on_regbase(env):
         if a.key.items[0].dtype == I8:
-            _not_implemented("soc_antiquant")
+            return Launch(WORKSPACE, ifa_antiquant_95.tiling(a, env, _not_implemented, ORIGIN_FORMATS))
         return Launch(WORKSPACE, ifa_regbase.tiling(a, env, _not_implemented))
     return Launch(WORKSPACE, _Tiling(a, env).run())
 
