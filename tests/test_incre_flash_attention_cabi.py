@@ -66,8 +66,7 @@ ON_910_95 = {
     "regbase.int8_query_s2": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: an INT8 key with a query S above 1 "
                                                         "sets isPFAFlag_ (not_implemented.soc_antiquant)"),
     "refused.mtp_int8": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: isPFAFlag_ (not_implemented.soc_antiquant)"),
-    "regbase.int8_pa_nz": (NOT_IMPLEMENTED, IFA_V2 + " CheckKvCacheValue accepts (blocks, N2, D / 16, blockSize, 16); "
-                                                     "its kernel is not emulated (not_implemented.kv_nz_95)"),
+    "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
     "regbase.int8_pa_kv_padding": (TILING, IFA_V2 + " ProcessKVPaddingSize: no left padding with page attention"),
     "regbase.int8_pa_table_batch": (TILING, IFA_V2 + " ProcessBlockTable: blockTable dim 0 = batch"),
     "ok.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
@@ -86,8 +85,7 @@ ON_910_95 = {
     "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
     "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
     "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
-    "regbase.pa_nz": (NOT_IMPLEMENTED, PFA_V2 + "CheckPACacheShape accepts the NZ cache; its arch35 kernel is not "
-                                            "emulated (not_implemented.kv_nz_95)"),
+    "regbase.pa_nz": (SUCCESS, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     "regbase.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     **{rule: (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S")
        for rule in ("regbase.mask_rows", "ok.mtp_bsh_any_mask")},

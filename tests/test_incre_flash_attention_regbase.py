@@ -240,6 +240,63 @@ def test_int8_page_attention(chip, heads_major, layout):
     precision.assert_meets(out, regbase(q, k, v, lens), "float16")
 
 
+def to_nz(cache):
+    """(blocks, N2, blockSize, D) -> the NZ cache (blocks, N2, D / 16, blockSize, 16)."""
+    blocks, n2, bs, d = cache.shape
+    return np.ascontiguousarray(cache.reshape(blocks, n2, bs, d // 16, 16).transpose(0, 1, 3, 2, 4))
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_page_attention_nz_cache(chip, dtype, layout):
+    """A 5-D cache: element (block, n, token, d) at [block, n, d // 16, token, d % 16] (CopyInL1.h)."""
+    q = values((2, 4, 64), dtype)
+    lens = (80, 13)
+    k, v = values((2, 2, 80, 64), dtype), values((2, 2, 80, 64), dtype)
+    kc, vc, table = paged_cache(k, v, 32, True, lens)
+    out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32)
+    expected = expect(q, [ifa_golden.dense_rows(kc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+                      [ifa_golden.dense_rows(vc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+                      scale=0.125, lengths=lens, small_dtype=np.dtype(dtype).name)
+    meets(out, expected, dtype)
+
+
+@ON_95
+def test_int8_page_attention_nz_cache(chip):
+    """IFATilingV2's NZ cache for int8: D0 = 16 int8 values (CheckKvCacheValue, CopyKVPaNz)."""
+    k8, v8, scale, offset, k, v = int8_case(BF16, (2, 2, 70, 32), True)
+    lens = (70, 38)
+    kc, vc, table = paged_cache(k8, v8, 32, True, lens)
+    q = values((2, 4, 32), BF16)
+    out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], kv_heads=2, actual=lens, table=table, block_size=32,
+                  antiquant=(scale, offset))
+    precision.assert_meets(out, regbase(q, k, v, lens), "bfloat16")
+
+
+@ON_95
+@pytest.mark.parametrize("heads_major", [True, False], ids=["BnNBsD", "BnBsH"])
+def test_mla_page_attention(chip, heads_major):
+    """Key D 192, value D 128 in page attention: the value cache is read with its own D."""
+    q = values((2, 4, 192), np.float16)
+    lens = (50, 17)
+    k, v = values((2, 1, 50, 192), np.float16), values((2, 1, 50, 128), np.float16)
+    kc, _, table = paged_cache(k, k, 16, heads_major, lens)
+    vc = np.zeros((kc.shape[0], 1, 16, 128), np.float16)           # the values in the same blocks
+    for b, n in enumerate(lens):
+        for c in range(-(-n // 16)):
+            rows = v[b, :, c * 16:(c + 1) * 16]
+            vc[table[b, c], :, :rows.shape[1]] = rows
+    vc = vc if heads_major else vc.reshape(-1, 16, 128)
+    out = ae.empty((2, 4, 1, 128), DataType.ACL_FLOAT16)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q[:, :, None]), TensorList([ae.to_device(kc)]),
+           TensorList([ae.to_device(vc)]), None, None, lens, None, None, None, None, None, None, None,
+           ae.to_device(table, DataType.ACL_INT32), None, 4, 192 ** -0.5, "BNSD", 1, 16, 1, out)
+    expected = pfa_golden.attention(q[:, :, None], k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, act_kv=lens,
+                                    high_precision=True)
+    precision.assert_meets(ae.numpy(out), expected, "float16")
+
+
 @ON_95
 def test_int8_mask_pse_and_left_padding(chip):
     """Mask rows at b x its last dim from the padded column on, pse from column 0, as for FLOAT16 keys."""

@@ -434,8 +434,6 @@ class _Tiling:
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
-        if self.paged and self.k0.ndim == 5:
-            self.not_implemented("kv_nz_95", f"key {list(self.k0.shape)}")
         if not self.paged and not self.listed:
             n_axis = {"BSH": 2, "BSND": 2}.get(self.layout, 1)
             found = self.k0.shape[2] if self.layout == "BSH" else self.k0.shape[n_axis]

@@ -257,10 +257,6 @@ class _Tiling:
         if table.shape[0] != self.b or table.shape[1] < most:
             _fail("regbase.pa_table_shape", f"block table shape should be [{self.b}, >={most}], now is "
                   f"{list(table.shape)} when PA enable!")
-        if rank == 5:
-            self.not_implemented("kv_nz_95", f"key {list(k)}")
-        if self.mla:
-            self.not_implemented("mla_paged", f"key {list(k)}, value {list(val)}")
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
 
     def _length(self, b: int) -> int:
@@ -401,8 +397,8 @@ def _caches(a, view, p):
         v = to_bnsd(view.value.read("value"), base, p.kv_heads)
         return (lambda b, s, n: k[b, :, s:s + n]), (lambda b, s, n: v[b, :, s:s + n])
     from .incre_flash_attention import OP, _paged
-    caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, batch=p.b,
-                                       max_blocks=p.max_blocks))
+    caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d,
+                                       batch=p.b, max_blocks=p.max_blocks))
     caches.prepare(p.lengths)
     if caches.bad_ids:
         sanitizer.report("out-of-bounds", f"{OP.phase2}: blocktable entries {caches.bad_ids[:8]} (batch, block id) "
@@ -411,7 +407,7 @@ def _caches(a, view, p):
     def gather(cache):
         def tokens(b, start, length):
             blocks = caches.table[b, :-(-(start + length) // p.block_size)]
-            rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, p.d)
+            rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, -1)
             return rows[:, start:start + length]
         return tokens
     return gather(caches.key_cache), gather(caches.value_cache)

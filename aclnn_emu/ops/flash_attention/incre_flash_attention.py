@@ -88,8 +88,6 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 ])
 GAPS = {
     "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
-    "mla_paged": "a page-attention value whose D differs from the key's (MLA) on Ascend910_95",
-    "kv_nz_95": "a 5-D (NZ) page-attention key/value on Ascend910_95",
     "kv_heads_95": "a batched key whose head count or H differs from numKeyValueHeads x D on Ascend910_95",
 }
 OP.not_implemented = tuple(GAPS.values())
@@ -671,16 +669,23 @@ def _dense(tensor_list, name, p):
 
 def _paged(a, p):
     """The caches as [blocks, N2, block_size, D] views, addressed as the kernel does: by blockSize,
-    whatever the cache's own dimension 1 says."""
+    whatever the cache's own dimension 1 says. The value's D is `p.value_d` where it differs (MLA on
+    Ascend910_95). A 5-D (NZ) cache (blocks, N2, D / D0, blockSize, D0) holds element (block, n,
+    token, d) at [block, n, d // D0, token, d % D0] (CopyInL1.h GmCopyInToL1HasRopePA, the arch35
+    antiquant CopyKVPaNz; the layout of the A2/A3 GatherPaKvCache PA_NZ): a gathered copy, not a view."""
     views = []
-    for t, name in ((a.key.items[0], "key"), (a.value.items[0], "value")):
+    for t, name, d in ((a.key.items[0], "key", p.d), (a.value.items[0], "value", getattr(p, "value_d", p.d))):
         flat = t.read(name).reshape(-1)
-        block = p.block_size * p.kv_heads * p.d
+        block = p.block_size * p.kv_heads * d
         flat = flat[:len(flat) // block * block]
         if t.ndim == 3:
-            views.append(flat.reshape(-1, p.block_size, p.kv_heads, p.d).transpose(0, 2, 1, 3))
+            views.append(flat.reshape(-1, p.block_size, p.kv_heads, d).transpose(0, 2, 1, 3))
+        elif t.ndim == 5:
+            d0 = t.shape[4]
+            nz = flat.reshape(-1, p.kv_heads, d // d0, p.block_size, d0)
+            views.append(np.ascontiguousarray(nz.transpose(0, 1, 3, 2, 4)).reshape(-1, p.kv_heads, p.block_size, d))
         else:
-            views.append(flat.reshape(-1, p.kv_heads, p.block_size, p.d))
+            views.append(flat.reshape(-1, p.kv_heads, p.block_size, d))
     table = _rows(a.blocktable, "blocktable", p.batch, p.max_blocks, fill=-1)
     return ifa.PagedKv(views[0], views[1], table, p.block_size)
 
