@@ -34,7 +34,8 @@ REGBASE_ON_A2 = {
     "mask_rows": SUCCESS,
     "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
     "int8_inner_precise_2": TILING, "int8_query_s2": SUCCESS, "int8_pa_nz": TILING, "int8_pa_kv_padding": SUCCESS,
-    "int8_pa_table_batch": SUCCESS,
+    "int8_pa_table_batch": SUCCESS, "bsh_h_remainder": TILING, "int8_kv_heads_more": SUCCESS,
+    "int8_kv_heads_fewer": NOT_IMPLEMENTED,
 }
 
 EXPECTED = {
@@ -67,6 +68,8 @@ ON_910_95 = {
                                                         "sets isPFAFlag_ (not_implemented.soc_antiquant)"),
     "refused.mtp_int8": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: isPFAFlag_ (not_implemented.soc_antiquant)"),
     "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
+    "regbase.bsh_h_remainder": (SUCCESS, PFA_V2 + "GetAndCheckShape: a BSH key's D is H / numKeyValueHeads, a "
+                                                  "remainder passes; the kernel reads it as [B, S, N2 x D]"),
     "regbase.int8_pa_kv_padding": (TILING, IFA_V2 + " ProcessKVPaddingSize: no left padding with page attention"),
     "regbase.int8_pa_table_batch": (TILING, IFA_V2 + " ProcessBlockTable: blockTable dim 0 = batch"),
     "ok.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),

@@ -298,6 +298,34 @@ def test_mla_page_attention(chip, heads_major):
 
 
 @ON_95
+def test_bsh_key_h_with_remainder_read_by_kv_heads(chip, capfd):
+    """A BSH key of H = N2 x D + 1 passes (D = H / numKeyValueHeads): the kernel reads its flat
+    elements as [B, S, N2 x D]."""
+    q = values((2, 4, 32), np.float16)
+    k, v = values((2, 16, 65), np.float16), values((2, 16, 65), np.float16)
+    out = run_ifa(q, [k], [v], layout="BSH", kv_heads=2, actual=(16, 9))
+    assert "read as [2, 16, 64]" in capfd.readouterr().err
+    view = lambda x: x.reshape(-1)[:2 * 16 * 64].reshape(2, 16, 2, 32).transpose(0, 2, 1, 3)
+    precision.assert_meets(out, regbase(q, view(k), view(v), (16, 9)), "float16")
+
+
+@ON_95
+def test_int8_key_heads_read_by_kv_heads(chip):
+    """IFATilingV2 compares D alone: a BNSD key of 3 heads with numKeyValueHeads 2 is read as
+    [B, 2, S, D] over its flat elements; 1 head would be read past its end (refused)."""
+    k8, v8, scale, offset, _, _ = int8_case(np.float16, (2, 3, 20, 32), False)
+    q = values((2, 4, 32), np.float16)
+    out = run_ifa(q, [k8], [v8], kv_heads=2, antiquant=(scale, offset))
+    view = lambda x: x.reshape(-1)[:2 * 2 * 20 * 32].reshape(2, 2, 20, 32)
+    k = arch35_dequant(view(k8), scale[0], offset[0], np.float16)
+    v = arch35_dequant(view(v8), scale[1], offset[1], np.float16)
+    precision.assert_meets(out, regbase(q, k, v, (20, 20)), "float16")
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k8[:, :1]], [v8[:, :1]], kv_heads=2, antiquant=(scale, offset))
+    assert err.value.status == 561003 and "past the key" in err.value.message
+
+
+@ON_95
 def test_int8_mask_pse_and_left_padding(chip):
     """Mask rows at b x its last dim from the padded column on, pse from column 0, as for FLOAT16 keys."""
     k8, v8, scale, offset, k, v = int8_case(np.float16, (3, 2, 30, 16), False)

@@ -282,6 +282,9 @@ int main() {
     c = Int8Paged(); c.k = c.v = {T({6, 2, 2, 32, 16}, ACL_INT8)}; REPORT("regbase.int8_pa_nz", Call(c, stream));
     c = Int8Paged(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {1}); REPORT("regbase.int8_pa_kv_padding", Call(c, stream));
     c = Int8Paged(); c.opt["blocktable"] = T({1, 6}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.int8_pa_table_batch", Call(c, stream));
+    c = Bsh(); c.k = c.v = {T({2, 16, 65})}; REPORT("regbase.bsh_h_remainder", Call(c, stream));
+    c = Int8Kv(); c.k = c.v = {T({2, 3, 16, 32}, ACL_INT8)}; REPORT("regbase.int8_kv_heads_more", Call(c, stream));
+    c = Int8Kv(); c.k = c.v = {T({2, 1, 16, 32}, ACL_INT8)}; REPORT("regbase.int8_kv_heads_fewer", Call(c, stream));
     // A 5-D key (gqaKvNZFlag_): CheckQKOutShape without page attention, then ProcessPseShift and
     // ProcessGqaKvNz (incre_flash_attention_tiling_check.cpp: CheckGqaIOTensor, CheckGqaAntiquantTensor).
     c = Ok(); c.k = c.v = {T({2, 2, 2, 16, 16})}; REPORT("tiling.kv_nz_not_paged", Call(c, stream));

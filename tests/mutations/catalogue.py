@@ -277,6 +277,11 @@ MUTATIONS = [
     Mutation("ifa95-nz-cache-read-as-nd", IFA_OP, "nz.transpose(0, 1, 3, 2, 4)", "nz.transpose(0, 1, 2, 3, 4)",
              IFA95_TESTS),
     Mutation("ifa95-mla-value-read-with-key-d", IFA_OP, 'getattr(p, "value_d", p.d)', "p.d", IFA95_TESTS),
+    Mutation("ifa95-kv-heads-never-refused", IFA95, "ends = [s if p.padding is not None else n for n in p.lengths]",
+             "ends = [0 for n in p.lengths]", IFA95_TESTS),
+    Mutation("ifa95-kv-heads-view-from-the-end", IFA95, "else (lambda x: kernel_view(x, p.kv_shape))",
+             "else (lambda x: kernel_view(x.reshape(-1)[x.size - int(np.prod(p.kv_shape)):], p.kv_shape))",
+             IFA95_TESTS),
     Mutation("pfa-pse-dropped", PFA, "            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
              "            pass\n", IFA95_TESTS),
     # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with

@@ -434,12 +434,6 @@ class _Tiling:
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
-        if not self.paged and not self.listed:
-            n_axis = {"BSH": 2, "BSND": 2}.get(self.layout, 1)
-            found = self.k0.shape[2] if self.layout == "BSH" else self.k0.shape[n_axis]
-            if found != (self.kv_heads * self.d if self.layout == "BSH" else self.kv_heads):
-                self.not_implemented("kv_heads_95", f"key {list(self.k0.shape)}, numKeyValueHeads {self.kv_heads}, "
-                                     f"D {self.d}")
         a = self.a
         s2 = self.s_max
         plan = SimpleNamespace(
@@ -448,8 +442,14 @@ class _Tiling:
             has_mask=self.has_mask, has_pse=a.pseShift is not None and a.pseShift.numel > 0,
             lengths=[self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2)
                      for b in range(self.batch)],
-            block_size=self.block_size if self.paged else 0, max_blocks=self.max_blocks if self.paged else 0)
+            block_size=self.block_size if self.paged else 0, max_blocks=self.max_blocks if self.paged else 0,
+            kv_shape=None)
         listed = not self.paged and self.listed
+        if not self.paged and not listed:
+            found = self.k0.shape[2] if self.layout in ("BSH", "BSND") else self.k0.shape[1]
+            if found != (self.kv_heads * self.d if self.layout == "BSH" else self.kv_heads):
+                # ProcessBaseTensors and CheckQKOutShape compare D alone (H / numKvHeads for BSH).
+                plan.kv_shape = ifa_regbase.kv_heads_view(self.k0, plan, self.env)
         return lambda workspace: _run(a, plan, listed)
 
 

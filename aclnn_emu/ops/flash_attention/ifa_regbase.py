@@ -312,8 +312,6 @@ class _Tiling:
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         v = self.view
-        if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
-            self.not_implemented("kv_heads_95", f"key {list(v.key.shape)}, numKeyValueHeads {self.kv_heads}, D {self.d}")
         padding = self.a.kvPaddingSize
         if padding is not None and self.paged:
             self.env.warn("kvPaddingSize with page attention: how the arch35 kernels combine them is not established "
@@ -326,6 +324,10 @@ class _Tiling:
                                has_pse=self.has_pse, lengths=[self._length(b) if self.lengths else self.s2
                                                               for b in range(self.b)],
                                block_size=getattr(self, "block_size", 0), max_blocks=getattr(self, "max_blocks", 0))
+        plan.kv_shape = None
+        if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
+            # GetAndCheckShape takes the key's D as H / numKeyValueHeads: a remainder passes.
+            plan.kv_shape = kv_heads_view(v.key, plan, self.env)
         return lambda workspace: _run(self.a, v, plan)
 
 
@@ -389,12 +391,26 @@ def _windows(a, p):
     return starts, lengths
 
 
+def kv_heads_view(key, p, env):
+    """The [B, N2, S, D] / [B, S, N2 x D] view the kernels read a batched key through when its heads
+    or H differ from numKeyValueHeads (their strides come from numKeyValueHeads and D alone), or a
+    refusal where that reaches past the key (incre_flash_attention.key_view_by_kv_heads)."""
+    from .incre_flash_attention import key_view_by_kv_heads
+    base = p.layout.split("_")[0]
+    s = key.shape[2 if base == "BNSD" else 1]
+    ends = [s if p.padding is not None else n for n in p.lengths]
+    return key_view_by_kv_heads(key, base, p.b, s, p.kv_heads, p.d, ends, env)
+
+
 def _caches(a, view, p):
     """Two callables (b, start, length) -> [N2, length, D] of the keys / values."""
     if not p.paged:
+        from .incre_flash_attention import kernel_view
         base = p.layout.split("_")[0]
-        k = to_bnsd(view.key.read("key"), base, p.kv_heads)
-        v = to_bnsd(view.value.read("value"), base, p.kv_heads)
+        shaped = (lambda x: x) if p.kv_shape is None else (lambda x: kernel_view(x, p.kv_shape))
+        layout = base if p.kv_shape is None else ("BNSD" if base == "BNSD" else "BSH")
+        k = to_bnsd(shaped(view.key.read("key")), layout, p.kv_heads)
+        v = to_bnsd(shaped(view.value.read("value")), layout, p.kv_heads)
         return (lambda b, s, n: k[b, :, s:s + n]), (lambda b, s, n: v[b, :, s:s + n])
     from .incre_flash_attention import OP, _paged
     caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d,

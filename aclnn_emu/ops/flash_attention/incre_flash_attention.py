@@ -88,7 +88,6 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
 ])
 GAPS = {
     "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
-    "kv_heads_95": "a batched key whose head count or H differs from numKeyValueHeads x D on Ascend910_95",
 }
 OP.not_implemented = tuple(GAPS.values())
 # Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
@@ -605,22 +604,35 @@ class _Tiling:
 
     def _key_by_kv_heads(self, k0, base):
         """A batched key whose heads (or H) differ from numKeyValueHeads passes the tiling (only D is
-        compared); the kernels address it as [B, N2, S, D] (BNSD) or [B, S, N2 x D] (BSH/BSND) by
-        numKeyValueHeads and key's S (incre_flash_attention_preload.h, tensorBCorePreOffset). Refused
-        where the rows they read reach past the key; otherwise that view, with a warning."""
-        s, n2, d = self.kv_lens[0], self.kv_heads, self.d
-        ends = [s if self.left_padding or self.actual is None else int(self.actual[b]) for b in range(self.batch)]
-        if base == "BNSD":
-            shape, reach = (self.batch, n2, s, d), [b * n2 * s * d + (n2 - 1) * s * d + e * d for b, e in enumerate(ends) if e]
-        else:
-            shape, reach = (self.batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
-        detail = (f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element "
-                  "offsets")
-        if max(reach, default=0) > k0.numel:
-            _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's "
-                             f"{k0.numel}")
-        self.env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
-        return shape
+        compared); the kernels address it by numKeyValueHeads and key's S (incre_flash_attention_preload.h,
+        tensorBCorePreOffset): `key_view_by_kv_heads`."""
+        ends = [self.kv_lens[0] if self.left_padding or self.actual is None else int(self.actual[b])
+                for b in range(self.batch)]
+        return key_view_by_kv_heads(k0, base, self.batch, self.kv_lens[0], self.kv_heads, self.d, ends, self.env)
+
+
+def key_view_by_kv_heads(k0, base, batch, s, n2, d, ends, env):
+    """The shape the kernels read a batched key (and value) through when its heads or H differ from
+    numKeyValueHeads: [B, N2, S, D] (BNSD) or [B, S, N2 x D] (BSH/BSND) over its flat elements, batch
+    b's rows up to ends[b]. Refused where those rows reach past the key; otherwise that view, with a
+    warning."""
+    if base == "BNSD":
+        shape, reach = (batch, n2, s, d), [b * n2 * s * d + (n2 - 1) * s * d + e * d for b, e in enumerate(ends) if e]
+    else:
+        shape, reach = (batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
+    detail = f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element offsets"
+    if max(reach, default=0) > k0.numel:
+        _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's {k0.numel}")
+    env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
+    return shape
+
+
+def kernel_view(x, shape):
+    """``x``'s flat elements as ``shape`` (the kernel's addressing); elements past ``x`` (never read:
+    `key_view_by_kv_heads` refuses such calls) are zeros."""
+    flat, size = x.reshape(-1), int(np.prod(shape))
+    flat = flat[:size] if flat.size >= size else np.concatenate([flat, np.zeros(size - flat.size, flat.dtype)])
+    return flat.reshape(shape)
 
 
 def _run(a, p):
@@ -661,10 +673,7 @@ def _dense(tensor_list, name, p):
     x = tensor_list.items[0].read(name)
     if p.kv_shape is None:
         return list(to_bnsd(x, p.base, p.kv_heads))
-    # The kernel's view by numKeyValueHeads (_Tiling._key_by_kv_heads); elements past the key are never read.
-    flat, size = x.reshape(-1), int(np.prod(p.kv_shape))
-    flat = flat[:size] if flat.size >= size else np.concatenate([flat, np.zeros(size - flat.size, flat.dtype)])
-    return list(to_bnsd(flat.reshape(p.kv_shape), "BNSD" if p.base == "BNSD" else "BSH", p.kv_heads))
+    return list(to_bnsd(kernel_view(x, p.kv_shape), "BNSD" if p.base == "BNSD" else "BSH", p.kv_heads))
 
 
 def _paged(a, p):
