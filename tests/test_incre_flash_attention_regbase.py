@@ -103,12 +103,18 @@ def test_kv_left_padding_shifts_the_mask_not_the_pse(chip):
     mask = np.random.default_rng(7).random((3, 1, 1, 30)) < 0.3
     pse = values((3, 2, 1, 30), np.float16)
     out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
-    starts = [30 - pad - n for n in actual]
-    shifted = np.zeros((3, 2, 30), np.float16)            # the golden reads pse at start + j
+    check_padded(out, q, k, v, actual, pad, mask, pse)
+
+
+def check_padded(out, q, k, v, actual, pad, mask, pse):
+    """Batches 0 and 1 against the golden with the kv left padding; batch 2 (no room) is zero."""
+    s2 = k.shape[2]
+    starts = [s2 - pad - n for n in actual]
+    shifted = np.zeros((3, pse.shape[1], s2), pse.dtype)     # the golden reads pse at start + j
     for b, s in enumerate(starts[:2]):
-        shifted[b, :, s:] = pse[b, :, 0, :30 - s]
+        shifted[b, :, s:] = pse[b, :, 0, :s2 - s]
     expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
-                      mask=mask.reshape(3, 30)[:2], pse=shifted[:2])
+                      mask=mask.reshape(3, s2)[:2], pse=shifted[:2])
     meets(out[:2], expected, np.float16)
     assert np.all(out[2] == 0)
 
@@ -335,14 +341,7 @@ def test_int8_mask_pse_and_left_padding(chip):
     pse = values((3, 2, 1, 30), np.float16)
     out = run_ifa(q, [k8], [v8], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse,
                   antiquant=(scale, offset))
-    starts = [30 - pad - n for n in actual]
-    shifted = np.zeros((3, 2, 30), np.float16)
-    for b, s in enumerate(starts[:2]):
-        shifted[b, :, s:] = pse[b, :, 0, :30 - s]
-    expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
-                      mask=mask.reshape(3, 30)[:2], pse=shifted[:2])
-    meets(out[:2], expected, np.float16)
-    assert np.all(out[2] == 0)
+    check_padded(out, q, k, v, actual, pad, mask, pse)
 
 
 @ON_95

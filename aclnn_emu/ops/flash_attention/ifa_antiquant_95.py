@@ -341,24 +341,7 @@ class _Tiling:
         a = self.a
         if a.attentionOut.dtype != I8:
             return
-        scale, offset = a.quantScale2, a.quantOffset2
-        if scale is None:
-            _fail("quant2_null", "quant_scale2_shape is nullptr in post quant scenario.")
-        if scale.numel <= 0:
-            _fail("quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
-        if offset is not None:
-            if offset.ndim != scale.ndim:
-                _fail("quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim "
-                      f"num({offset.ndim}).")
-            if offset.numel != scale.numel:
-                _fail("quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
-                      f"quant_offset2 dimension multiply result({offset.numel}).")
-        if scale.ndim == 1 and scale.numel != 1:
-            _fail("quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
-                  f"[{scale.numel}]")
-        if scale.ndim != 1 and scale.numel != self.heads * self.d:
-            _fail("quant2_per_channel", "for post quant per-channel, quant scale/offset dim multiply result only "
-                  f"support qN * vD({self.heads} * {self.d} = {self.heads * self.d}), now is ({scale.numel}).")
+        ifa_regbase.check_quant2(a.quantScale2, a.quantOffset2, self.heads, self.d, _fail)
 
     def _antiquant(self):
         """ProcessAntiQuant / CheckAntiQuantParam with antiquantMode 0 (V4 has no mode attribute)."""

@@ -80,6 +80,31 @@ def _dim(shape, i: int) -> int:
     return shape[i] if i < len(shape) else 0
 
 
+def check_quant2(scale, offset, n, d, fail):
+    """The INT8-output scales, as PromptFlashAttentionTilingV2 (CheckPostQuantParams/Shape) and
+    IFATilingV2 (ProcessQuant2/ProcessQuant2Attribute) both check them: scale given and not empty,
+    an offset of the same rank and size, rank 1 per tensor ([1]), any other rank N x D values. The
+    dtype rules (offset like scale, FLOAT32 or BF16 and BF16 only for a BF16 query) cannot fail: the
+    OpDef has no kernel for any combination they reject."""
+    if scale is None:
+        fail("quant2_null", "quant_scale2_shape is nullptr in post quant scenario.")
+    if scale.numel == 0:
+        fail("quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
+    if offset is not None:
+        if offset.ndim != scale.ndim:
+            fail("quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim "
+                 f"num({offset.ndim}).")
+        if offset.numel != scale.numel:
+            fail("quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
+                 f"quant_offset2 dimension multiply result({offset.numel}).")
+    if scale.ndim == 1 and scale.numel != 1:
+        fail("quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
+             f"[{scale.numel}]")
+    if scale.ndim != 1 and scale.numel != n * d:
+        fail("quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result only "
+             f"support qN * vD({n} * {d} = {n * d}), now is ({scale.numel}).")
+
+
 def tiling(a, env, not_implemented):
     """PromptFlashAttentionTilingV2 for a FLOAT16/BF16 key: its checks, then the phase-2 work."""
     with _generated_codes():
@@ -175,27 +200,8 @@ class _Tiling:
         if a.query.dtype == F16 and any(t is not None for t in (a.dequantScale1, a.quantScale1, a.dequantScale2)):
             _fail("regbase.quant_scales", "When input dtype is fp16 and postQuant is enable, dequantScale1, "
                   "quantScale1 and dequantScale2 should be null.")
-        scale, offset = a.quantScale2, a.quantOffset2
-        if scale is None:
-            _fail("regbase.quant2_null", "quant_scale2_shape is nullptr in post quant scenario.")
-        if scale.numel == 0:
-            _fail("regbase.quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
-        # The dtype rules (offset like scale, FLOAT32 or BF16 and BF16 only for a BF16 query) cannot
-        # fail here: the OpDef has no kernel for any combination they reject.
-        if offset is not None:
-            if offset.ndim != scale.ndim:
-                _fail("regbase.quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 "
-                      f"dim num({offset.ndim}).")
-            if offset.numel != scale.numel:
-                _fail("regbase.quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not "
-                      f"equal quant_offset2 dimension multiply result({offset.numel}).")
-        if scale.ndim == 1 and scale.numel != 1:
-            _fail("regbase.quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now "
-                  f"is [{scale.numel}]")
-        per_channel = self.n * self.value_d
-        if scale.ndim != 1 and scale.numel != per_channel:
-            _fail("regbase.quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result "
-                  f"only support qN * vD({self.n} * {self.value_d} = {per_channel}), now is ({scale.numel}).")
+        check_quant2(a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(
+            f"regbase.{rule}", message))
 
     def _actual_lengths(self):
         """CheckActSeqLen for the key/value lengths (1 value, or at least B; in [0, S2] without PA)."""
