@@ -1,10 +1,11 @@
 """aclnnIncreFlashAttentionV4 on Ascend910_95 through the Python API against the float64 goldens.
 
 There a FLOAT16/BF16 key runs PromptFlashAttentionTilingV2 and the arch35 flash-attention kernels
-(ops/flash_attention/ifa_regbase.py). References: the PromptFlashAttention golden with
-high_precision (the arch35 roundings) for dense caches, a query S above 1 and int8 outputs; the
-IncreFlashAttention golden, whose per-element floor judges cancelling sums, for page attention and
-pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
+(ops/flash_attention/ifa_regbase.py), an INT8 key IFATilingV2 and the arch35 antiquant kernel
+(ifa_antiquant_95.py), whose key/value the references dequantise in numpy's fp16/bf16 arithmetic.
+References: the PromptFlashAttention golden with high_precision (the arch35 roundings) for dense
+caches, a query S above 1 and int8 outputs; the IncreFlashAttention golden, whose per-element floor
+judges cancelling sums, for page attention and pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
 bit for bit.
 """
 import numpy as np
