@@ -11,7 +11,7 @@ import cabi
 SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 561003
 
 OK = ("BNSD", "BSND", "BSH", "BSH_NBSD", "paged_blocks_h", "paged_blocks_n_d", "paged_bsh", "tensor_list",
-      "int8_antiquant", "int8_per_tensor", "post_quant", "post_quant_per_channel", "mask_pse", "mask_covers_actual", "kv_padding",
+      "int8_antiquant", "int8_per_tensor", "int8_paged", "post_quant", "post_quant_per_channel", "mask_pse", "mask_covers_actual", "kv_padding",
       "empty_out_before_dtype", "mtp", "mtp_bsh_any_mask", "mtp_g32_s8", "kv_heads_more", "quant2_rank5")
 TILING_RULES = (
     "query_empty", "heads_zero", "kv_heads", "bsh_h", "layout", "query_heads", "query_s", "tnd_rope",
@@ -33,6 +33,9 @@ REGBASE_ON_A2 = {
     "pa_cache_bnsd": SUCCESS, "pa_table_rank": SUCCESS, "pa_nz": TILING, "pa_nz_shape": TILING, "pa_one_length": SUCCESS,
     "mask_rows": SUCCESS,
     "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
+    "int8_inner_precise_2": TILING, "int8_query_s2": SUCCESS, "int8_pa_nz": TILING, "int8_pa_kv_padding": SUCCESS,
+    "int8_pa_table_batch": SUCCESS, "bsh_h_remainder": TILING, "int8_kv_heads_more": SUCCESS,
+    "int8_kv_heads_fewer": NOT_IMPLEMENTED,
 }
 
 EXPECTED = {
@@ -51,18 +54,24 @@ IFA_V2 = "incre_flash_attention_tiling_v2.cpp"
 PFA_V2 = "prompt_flash_attention_tiling_v2.cpp PromptFlashAttentionTilingV2::"
 # Ascend910_95: (code, where the 8.5 source decides it). IFATilingV2::DoSubOpTiling sends a
 # FLOAT16/BF16 key to PromptFlashAttentionTilingV2 (through PFAConvertContext) and an INT8 key to
-# its own RunBigKernelTiling, which is not emulated.
+# its own RunBigKernelTiling.
 ON_910_95 = {
     "ok.BSH_NBSD": (TILING, PFA_V2 + "CheckIO/SetInputLayout: no *_NBSD layout"),
     "ok.tensor_list": (TILING, PFA_V2 + "CheckQueryAndKey: PFAConvertContext sets isKvContinuous = 1, so the "
                                         "first list tensor's batch is compared with the query's"),
     "ok.mask_covers_actual": (TILING, PFA_V2 + "CheckMaskShape (enableIFAMask): the mask spans S2, not the "
                                                "largest actual length"),
-    **{rule: (NOT_IMPLEMENTED, IFA_V2 + " IFATilingV2::DoSubOpTiling: INT8 key -> RunBigKernelTiling")
-       for rule in ("ok.int8_antiquant", "ok.int8_per_tensor", "tiling.antiquant.scale_null",
-                    "tiling.antiquant.rank_differ", "tiling.antiquant.per_tensor_antiquantScale",
-                    "tiling.antiquant.rank_antiquantScale", "tiling.antiquant.per_channel_antiquantScale",
-                    "tiling.antiquant.per_channel_antiquantOffset", "tiling.pa_block_align32")},
+    # An INT8 key: IFATilingV2::RunBigKernelTiling (ops/flash_attention/ifa_antiquant_95.py); the
+    # A2/A3 codes hold for ok.int8_*, tiling.antiquant.* and tiling.pa_block_align32 (CheckAntiQuantParam,
+    # CheckPABlockSize), the rules below differ.
+    "regbase.int8_query_s2": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: an INT8 key with a query S above 1 "
+                                                        "sets isPFAFlag_ (not_implemented.soc_antiquant)"),
+    "refused.mtp_int8": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: isPFAFlag_ (not_implemented.soc_antiquant)"),
+    "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
+    "regbase.bsh_h_remainder": (SUCCESS, PFA_V2 + "GetAndCheckShape: a BSH key's D is H / numKeyValueHeads, a "
+                                                  "remainder passes; the kernel reads it as [B, S, N2 x D]"),
+    "regbase.int8_pa_kv_padding": (TILING, IFA_V2 + " ProcessKVPaddingSize: no left padding with page attention"),
+    "regbase.int8_pa_table_batch": (TILING, IFA_V2 + " ProcessBlockTable: blockTable dim 0 = batch"),
     "ok.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
     "tiling.query_s": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
     "tiling.kv_nz_not_paged": (TILING, PFA_V2 + "GetAndCheckShape: a dense BNSD key has rank 4"),
@@ -79,15 +88,14 @@ ON_910_95 = {
     "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
     "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
     "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
-    "regbase.pa_nz": (NOT_IMPLEMENTED, PFA_V2 + "CheckPACacheShape accepts the NZ cache; its arch35 kernel is not "
-                                            "emulated (not_implemented.kv_nz_95)"),
+    "regbase.pa_nz": (SUCCESS, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     "regbase.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     **{rule: (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S")
        for rule in ("regbase.mask_rows", "ok.mtp_bsh_any_mask")},
     "refused.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs; the arch35 kernels split "
                                       "rows without IFATiling's SplitUnbalanced"),
     "refused.quant2_rank": (TILING, PFA_V2 + "CheckPostQuantShape: a rank > 1 scale must hold N x D values"),
-    **{f"tiling.kv_nz.{rule}": (NOT_IMPLEMENTED, IFA_V2 + " IFATilingV2::DoSubOpTiling: INT8 key -> RunBigKernelTiling")
+    **{f"tiling.kv_nz.{rule}": (TILING, IFA_V2 + " CheckKvCacheValue: D0 of an NZ cache is 16 (BLOCK_SIZE)")
        for rule in ("pse", "query_dtype", "shape", "antiquant_scale")},
     "tiling.bsh_h_zero": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: an empty key/value writes zeros before "
                                             "any shape check"),

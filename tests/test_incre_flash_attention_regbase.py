@@ -1,10 +1,11 @@
 """aclnnIncreFlashAttentionV4 on Ascend910_95 through the Python API against the float64 goldens.
 
 There a FLOAT16/BF16 key runs PromptFlashAttentionTilingV2 and the arch35 flash-attention kernels
-(ops/flash_attention/ifa_regbase.py). References: the PromptFlashAttention golden with
-high_precision (the arch35 roundings) for dense caches, a query S above 1 and int8 outputs; the
-IncreFlashAttention golden, whose per-element floor judges cancelling sums, for page attention and
-pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
+(ops/flash_attention/ifa_regbase.py), an INT8 key IFATilingV2 and the arch35 antiquant kernel
+(ifa_antiquant_95.py), whose key/value the references dequantise in numpy's fp16/bf16 arithmetic.
+References: the PromptFlashAttention golden with high_precision (the arch35 roundings) for dense
+caches, a query S above 1 and int8 outputs; the IncreFlashAttention golden, whose per-element floor
+judges cancelling sums, for page attention and pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
 bit for bit.
 """
 import numpy as np
@@ -103,12 +104,18 @@ def test_kv_left_padding_shifts_the_mask_not_the_pse(chip):
     mask = np.random.default_rng(7).random((3, 1, 1, 30)) < 0.3
     pse = values((3, 2, 1, 30), np.float16)
     out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
-    starts = [30 - pad - n for n in actual]
-    shifted = np.zeros((3, 2, 30), np.float16)            # the golden reads pse at start + j
+    check_padded(out, q, k, v, actual, pad, mask, pse)
+
+
+def check_padded(out, q, k, v, actual, pad, mask, pse):
+    """Batches 0 and 1 against the golden with the kv left padding; batch 2 (no room) is zero."""
+    s2 = k.shape[2]
+    starts = [s2 - pad - n for n in actual]
+    shifted = np.zeros((3, pse.shape[1], s2), pse.dtype)     # the golden reads pse at start + j
     for b, s in enumerate(starts[:2]):
-        shifted[b, :, s:] = pse[b, :, 0, :30 - s]
+        shifted[b, :, s:] = pse[b, :, 0, :s2 - s]
     expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
-                      mask=mask.reshape(3, 30)[:2], pse=shifted[:2])
+                      mask=mask.reshape(3, s2)[:2], pse=shifted[:2])
     meets(out[:2], expected, np.float16)
     assert np.all(out[2] == 0)
 
@@ -171,13 +178,220 @@ def test_rules_come_from_prompt_flash_attention_tiling_v2(chip):
     assert err.value.status == 561002 and "Invalid input layout:BSH_NBSD" in err.value.message
 
 
+def arch35_dequant(x8, scale, offset, dtype):
+    """The arch35 W8 dequantisation in numpy's own half arithmetic: dtype(x) (+ offset) * scale,
+    each operation rounded to dtype (vf_antiquant_w8.h)."""
+    y = x8.astype(dtype)
+    if offset is not None:
+        y = (y.astype(np.float64) + offset.astype(np.float64)).astype(dtype)
+    return (y.astype(np.float64) * scale.astype(np.float64)).astype(dtype)
+
+
+def int8_case(dtype, shape, per_channel, with_offset=True, seed=11):
+    """int8 key/value [B, N2, S, D] with antiquant parameters (per tensor [2] or per channel [2, N2, 1, D])."""
+    rng = np.random.default_rng(seed)
+    b, n2, s, d = shape
+    k8, v8 = (rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(2))
+    pshape = (2, n2, 1, d) if per_channel else (2,)
+    scale = (rng.random(pshape) * 0.02 + 0.005).astype(dtype)
+    offset = rng.integers(-3, 4, pshape).astype(dtype) if with_offset else None
+    per = (lambda x, i: x[i][None]) if per_channel else (lambda x, i: x[i])
+    k = arch35_dequant(k8, per(scale, 0), None if offset is None else per(offset, 0), dtype)
+    v = arch35_dequant(v8, per(scale, 1), None if offset is None else per(offset, 1), dtype)
+    return k8, v8, scale, offset, k, v
+
+
+def test_arch35_dequantisation_bit_for_bit():
+    """Each step rounds to the query's dtype: bit-identical to numpy's fp16/bf16 arithmetic."""
+    from aclnn_emu.kernels.flash_attention.antiquant_arch35 import dequantize
+    rng = np.random.default_rng(4)
+    x8 = rng.integers(-128, 128, (64, 128), dtype=np.int8)
+    for dtype in (np.float16, BF16):
+        scale = (rng.random(128) * 3).astype(dtype)
+        offset = (rng.standard_normal(128) * 40).astype(dtype)
+        got = dequantize(x8, scale, offset, dtype)
+        assert got.dtype == dtype
+        assert np.array_equal(got.view(np.uint16), arch35_dequant(x8, scale, offset, dtype).view(np.uint16))
+        one_step = ((x8 + offset.astype(np.float64)) * scale.astype(np.float64)).astype(dtype)
+        assert not np.array_equal(got.view(np.uint16), one_step.view(np.uint16)), "the Q_T rounding must show"
+
+
 @ON_95
-def test_int8_key_is_not_implemented(chip):
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
+@pytest.mark.parametrize("params", ["per_tensor", "per_channel", "per_channel_no_offset"])
+def test_int8_key_value(chip, dtype, layout, params):
+    """IFATilingV2 and the arch35 antiquant kernel: the key/value dequantised in the query's dtype,
+    then the arch35 flash-attention maths (pfa.REGBASE)."""
+    per_channel = params != "per_tensor"
+    k8, v8, scale, offset, k, v = int8_case(dtype, (3, 2, 60, 32), per_channel, params != "per_channel_no_offset")
+    if per_channel and layout != "BNSD":          # the [2, H] and [2, N2, D] forms of the same values
+        scale = scale.reshape(2, -1) if layout == "BSH" else scale.reshape(2, 2, 32)
+        offset = None if offset is None else offset.reshape(scale.shape)
+    q = values((3, 8, 32), dtype)
+    lengths = (60, 23, 1)
+    out = run_ifa(q, [kv_layout(k8, layout)], [kv_layout(v8, layout)], layout=layout, kv_heads=2, actual=lengths,
+                  antiquant=(scale, offset))
+    precision.assert_meets(out, regbase(q, k, v, lengths), np.dtype(dtype).name)
+
+
+@ON_95
+@pytest.mark.parametrize("heads_major,layout", [(True, "BNSD"), (False, "BSH")])
+def test_int8_page_attention(chip, heads_major, layout):
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 100, 32), True)
+    lens = (100, 41)
+    kc, vc, table = paged_cache(k8, v8, 32, heads_major, lens)
+    q = values((2, 4, 32), np.float16)
+    out = run_ifa(q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32,
+                  antiquant=(scale, offset))
+    precision.assert_meets(out, regbase(q, k, v, lens), "float16")
+
+
+def to_nz(cache):
+    """(blocks, N2, blockSize, D) -> the NZ cache (blocks, N2, D / 16, blockSize, 16)."""
+    blocks, n2, bs, d = cache.shape
+    return np.ascontiguousarray(cache.reshape(blocks, n2, bs, d // 16, 16).transpose(0, 1, 3, 2, 4))
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_page_attention_nz_cache(chip, dtype, layout):
+    """A 5-D cache: element (block, n, token, d) at [block, n, d // 16, token, d % 16] (CopyInL1.h)."""
+    q = values((2, 4, 64), dtype)
+    lens = (80, 13)
+    k, v = values((2, 2, 80, 64), dtype), values((2, 2, 80, 64), dtype)
+    kc, vc, table = paged_cache(k, v, 32, True, lens)
+    out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32)
+    expected = expect(q, [ifa_golden.dense_rows(kc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+                      [ifa_golden.dense_rows(vc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+                      scale=0.125, lengths=lens, small_dtype=np.dtype(dtype).name)
+    meets(out, expected, dtype)
+
+
+@ON_95
+def test_int8_page_attention_nz_cache(chip):
+    """IFATilingV2's NZ cache for int8: D0 = 16 int8 values (CheckKvCacheValue, CopyKVPaNz)."""
+    k8, v8, scale, offset, k, v = int8_case(BF16, (2, 2, 70, 32), True)
+    lens = (70, 38)
+    kc, vc, table = paged_cache(k8, v8, 32, True, lens)
+    q = values((2, 4, 32), BF16)
+    out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], kv_heads=2, actual=lens, table=table, block_size=32,
+                  antiquant=(scale, offset))
+    precision.assert_meets(out, regbase(q, k, v, lens), "bfloat16")
+
+
+@ON_95
+@pytest.mark.parametrize("heads_major", [True, False], ids=["BnNBsD", "BnBsH"])
+def test_mla_page_attention(chip, heads_major):
+    """Key D 192, value D 128 in page attention: the value cache is read with its own D."""
+    q = values((2, 4, 192), np.float16)
+    lens = (50, 17)
+    k, v = values((2, 1, 50, 192), np.float16), values((2, 1, 50, 128), np.float16)
+    kc, _, table = paged_cache(k, k, 16, heads_major, lens)
+    vc = np.zeros((kc.shape[0], 1, 16, 128), np.float16)           # the values in the same blocks
+    for b, n in enumerate(lens):
+        for c in range(-(-n // 16)):
+            rows = v[b, :, c * 16:(c + 1) * 16]
+            vc[table[b, c], :, :rows.shape[1]] = rows
+    vc = vc if heads_major else vc.reshape(-1, 16, 128)
+    out = ae.empty((2, 4, 1, 128), DataType.ACL_FLOAT16)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q[:, :, None]), TensorList([ae.to_device(kc)]),
+           TensorList([ae.to_device(vc)]), None, None, lens, None, None, None, None, None, None, None,
+           ae.to_device(table, DataType.ACL_INT32), None, 4, 192 ** -0.5, "BNSD", 1, 16, 1, out)
+    expected = pfa_golden.attention(q[:, :, None], k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, act_kv=lens,
+                                    high_precision=True)
+    precision.assert_meets(ae.numpy(out), expected, "float16")
+
+
+@ON_95
+def test_bsh_key_h_with_remainder_read_by_kv_heads(chip, capfd):
+    """A BSH key of H = N2 x D + 1 passes (D = H / numKeyValueHeads): the kernel reads its flat
+    elements as [B, S, N2 x D]."""
+    q = values((2, 4, 32), np.float16)
+    k, v = values((2, 16, 65), np.float16), values((2, 16, 65), np.float16)
+    out = run_ifa(q, [k], [v], layout="BSH", kv_heads=2, actual=(16, 9))
+    assert "read as [2, 16, 64]" in capfd.readouterr().err
+    view = lambda x: x.reshape(-1)[:2 * 16 * 64].reshape(2, 16, 2, 32).transpose(0, 2, 1, 3)
+    precision.assert_meets(out, regbase(q, view(k), view(v), (16, 9)), "float16")
+
+
+@ON_95
+def test_int8_key_heads_read_by_kv_heads(chip):
+    """IFATilingV2 compares D alone: a BNSD key of 3 heads with numKeyValueHeads 2 is read as
+    [B, 2, S, D] over its flat elements; 1 head would be read past its end (refused)."""
+    k8, v8, scale, offset, _, _ = int8_case(np.float16, (2, 3, 20, 32), False)
+    q = values((2, 4, 32), np.float16)
+    out = run_ifa(q, [k8], [v8], kv_heads=2, antiquant=(scale, offset))
+    view = lambda x: x.reshape(-1)[:2 * 2 * 20 * 32].reshape(2, 2, 20, 32)
+    k = arch35_dequant(view(k8), scale[0], offset[0], np.float16)
+    v = arch35_dequant(view(v8), scale[1], offset[1], np.float16)
+    precision.assert_meets(out, regbase(q, k, v, (20, 20)), "float16")
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k8[:, :1]], [v8[:, :1]], kv_heads=2, antiquant=(scale, offset))
+    assert err.value.status == 561003 and "past the key" in err.value.message
+
+
+@ON_95
+def test_int8_mask_pse_and_left_padding(chip):
+    """Mask rows at b x its last dim from the padded column on, pse from column 0, as for FLOAT16 keys."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (3, 2, 30, 16), False)
+    q = values((3, 2, 16), np.float16)
+    actual, pad = (12, 25, 27), 4
+    mask = np.random.default_rng(7).random((3, 1, 1, 30)) < 0.3
+    pse = values((3, 2, 1, 30), np.float16)
+    out = run_ifa(q, [k8], [v8], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse,
+                  antiquant=(scale, offset))
+    check_padded(out, q, k, v, actual, pad, mask, pse)
+
+
+@ON_95
+def test_int8_tensor_list(chip):
+    """One tensor per batch (the query's batch differs from the key's): each batch its own S."""
+    q = values((2, 4, 32), BF16)
+    parts = [int8_case(BF16, (1, 2, s, 32), True, seed=s) for s in (9, 21)]
+    scale, offset = parts[0][2], parts[0][3]
+    k = [arch35_dequant(p[0], scale[0][None], offset[0][None], BF16)[0] for p in parts]
+    v = [arch35_dequant(p[1], scale[1][None], offset[1][None], BF16)[0] for p in parts]
+    out = run_ifa(q, [p[0] for p in parts], [p[1] for p in parts], kv_heads=2, antiquant=(scale, offset))
+    expected = expect(q, k, v, scale=0.125, lengths=[9, 21], small_dtype="bfloat16")
+    meets(out, expected, BF16)
+
+
+@ON_95
+def test_int8_key_int8_output(chip):
+    k8, v8, scale, offset, k, v = int8_case(BF16, (2, 4, 24, 32), True)
+    q = values((2, 4, 32), BF16)
+    rng = np.random.default_rng(9)
+    q_scale = (rng.random((4, 32)) * 40 + 10).astype(np.float32)
+    q_offset = rng.integers(-5, 6, (4, 32)).astype(np.float32)
+    out = run_ifa(q, [k8], [v8], antiquant=(scale, offset), quant2=q_scale, offset2=q_offset,
+                  out_dtype=DataType.ACL_INT8)
+    expected = pfa_golden.attention(q[:, :, None], k, v, scale=0.125, pre=BIG, nxt=BIG,
+                                    quant2=q_scale.astype(np.float64), offset2=q_offset.astype(np.float64),
+                                    high_precision=True)[:, :, 0]
+    diff = np.abs(out.astype(np.int64) - expected)
+    assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
+
+
+@ON_95
+def test_int8_rules_come_from_ifa_tiling_v2(chip):
+    """IFATilingV2's own checks (561002), and the INT8 path it does not emulate (561003)."""
     q = values((2, 4, 32), np.float16)
     k8 = np.zeros((2, 2, 16, 32), np.int8)
     with pytest.raises(ae.AclnnError) as err:
-        run_ifa(q, [k8], [k8], kv_heads=2, antiquant=(np.ones(2, np.float16), None))
-    assert err.value.status == 561003 and "INT8 key/value on Ascend910_95" in err.value.message
+        run_ifa(q, [k8], [k8], kv_heads=2, antiquant=(np.ones(2, np.float16), None), inner_precise=2)
+    assert err.value.status == 561002 and "Precision mode[2] should be 0 or 1" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_ifa(q, [k8], [k8], kv_heads=2, antiquant=(np.ones((2, 4, 32), np.float16), None))
+    assert err.value.status == 561002 and "when per_channel mode" in err.value.message
+    q2 = values((2, 4, 2, 32), np.float16)
+    out = ae.empty((2, 4, 2, 32), DataType.ACL_FLOAT16)
+    with pytest.raises(ae.AclnnError) as err:
+        ae.run("IncreFlashAttentionV4", ae.to_device(q2), TensorList([ae.to_device(k8)]), TensorList([ae.to_device(k8)]),
+               None, None, None, None, None, None, None, None, ae.to_device(np.ones(2, np.float16)), None, None, None,
+               4, 0.125, "BNSD", 2, 0, 1, out)
+    assert err.value.status == 561003 and "query S above 1" in err.value.message
 
 
 @ON_95

@@ -115,6 +115,15 @@ static Case Int8Kv() {
     return c;
 }
 
+// Page attention over an int8 cache: 6 blocks of 32 tokens (blockSize a multiple of 32 for int8).
+static Case Int8Paged() {
+    Case c = Paged(true);
+    c.k = c.v = {T({6, 2, 32, 32}, ACL_INT8)};
+    c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    c.blockSize = 32;
+    return c;
+}
+
 static Case PostQuant() {
     Case c = Ok();
     c.out.dtype = ACL_INT8;
@@ -152,6 +161,7 @@ int main() {
     c = Listed(); REPORT("ok.tensor_list", Call(c, stream));
     c = Int8Kv(); REPORT("ok.int8_antiquant", Call(c, stream));
     c = Int8Kv(); c.opt["antiquantScale"] = T({2}); c.opt["antiquantOffset"] = T({2}); REPORT("ok.int8_per_tensor", Call(c, stream));
+    c = Int8Paged(); REPORT("ok.int8_paged", Call(c, stream));
     c = PostQuant(); REPORT("ok.post_quant", Call(c, stream));
     c = PostQuant(); c.opt["quantScale2"] = c.opt["quantOffset2"] = T({4, 32}, ACL_FLOAT); REPORT("ok.post_quant_per_channel", Call(c, stream));
     c = Ok(); c.opt["attenMask"] = T({2, 1, 1, 16}, ACL_BOOL); c.opt["pseShift"] = T({1, 4, 1, 16}); REPORT("ok.mask_pse", Call(c, stream));
@@ -267,6 +277,14 @@ int main() {
     c = Ok(); c.kvHeads = -1; REPORT("regbase.heads_negative", Call(c, stream));
     c = Ok(); c.opt["pseShift"] = T({2, 4, 1, 16}); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {2});
     c.hasAct = true; c.act = {15, 4}; REPORT("regbase.kv_padding_no_room", Call(c, stream));
+    c = Int8Kv(); c.innerPrecise = 2; REPORT("regbase.int8_inner_precise_2", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); REPORT("regbase.int8_query_s2", Call(c, stream));
+    c = Int8Paged(); c.k = c.v = {T({6, 2, 2, 32, 16}, ACL_INT8)}; REPORT("regbase.int8_pa_nz", Call(c, stream));
+    c = Int8Paged(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {1}); REPORT("regbase.int8_pa_kv_padding", Call(c, stream));
+    c = Int8Paged(); c.opt["blocktable"] = T({1, 6}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.int8_pa_table_batch", Call(c, stream));
+    c = Bsh(); c.k = c.v = {T({2, 16, 65})}; REPORT("regbase.bsh_h_remainder", Call(c, stream));
+    c = Int8Kv(); c.k = c.v = {T({2, 3, 16, 32}, ACL_INT8)}; REPORT("regbase.int8_kv_heads_more", Call(c, stream));
+    c = Int8Kv(); c.k = c.v = {T({2, 1, 16, 32}, ACL_INT8)}; REPORT("regbase.int8_kv_heads_fewer", Call(c, stream));
     // A 5-D key (gqaKvNZFlag_): CheckQKOutShape without page attention, then ProcessPseShift and
     // ProcessGqaKvNz (incre_flash_attention_tiling_check.cpp: CheckGqaIOTensor, CheckGqaAntiquantTensor).
     c = Ok(); c.k = c.v = {T({2, 2, 2, 16, 16})}; REPORT("tiling.kv_nz_not_paged", Call(c, stream));

@@ -17,6 +17,8 @@ FAS = K + "flash_attention/flash_attention_score.py"
 IFA = K + "flash_attention/incre_flash_attention.py"
 IFA95 = "aclnn_emu/ops/flash_attention/ifa_regbase.py"
 IFA_OP = "aclnn_emu/ops/flash_attention/incre_flash_attention.py"
+IFA95_INT8 = "aclnn_emu/ops/flash_attention/ifa_antiquant_95.py"
+AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
@@ -36,6 +38,7 @@ FAS_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_
 IFA_TESTS = ("tests/test_incre_flash_attention.py", "tests/test_incre_flash_attention_cabi.py",
              "tests/test_serving_loop.py", "tests/test_incre_flash_attention_source_paths.py")
 IFA95_TESTS = ("tests/test_incre_flash_attention_regbase.py",)
+IFA95_INT8_TESTS = IFA95_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = ("tests/test_lightning_indexer.py", "tests/test_lightning_indexer_cabi.py",
             "tests/test_sparse_attention_round_trip.py")
 SFA_TESTS = ("tests/test_sparse_flash_attention.py", "tests/test_sparse_flash_attention_cabi.py",
@@ -251,6 +254,34 @@ MUTATIONS = [
              "start = p.s2 - length - pad + 1\n", IFA95_TESTS),
     Mutation("ifa95-paged-blocks-off-by-one", IFA95, "rows[:, start:start + length]",
              "rows[:, start + 1:start + length + 1]", IFA95_TESTS),
+    # ... and an INT8 key there: IFATilingV2's checks and the arch35 dequantisation
+    Mutation("aq35-offset-sum-not-rounded", AQ35, "        round_half_even_(y, dtype)\n    y *=", "    y *=",
+             IFA95_TESTS),
+    Mutation("aq35-scale-before-offset", AQ35, "        y += np.asarray(offset, np.float32)",
+             "        y += np.asarray(offset, np.float32) * np.asarray(scale, np.float32)", IFA95_TESTS),
+    Mutation("ifa95-int8-key-takes-value-params", IFA95_INT8, "return (scale[0], offset[0]), (scale[1], offset[1])",
+             "return (scale[1], offset[1]), (scale[0], offset[0])", IFA95_TESTS),
+    Mutation("ifa95-int8-offset-dropped", IFA95_INT8, "offset = pair(a.antiquantOffset) if a.antiquantOffset is not "
+             "None else (None, None)", "offset = (None, None)", IFA95_TESTS),
+    Mutation("ifa95-int8-mask-row-stride", IFA95_INT8, '_rows(a.attenMask, "attenMask", p.b, width)',
+             '_rows(a.attenMask, "attenMask", p.b, width, stride=0)', IFA95_TESTS),
+    Mutation("ifa95-int8-inner-precise-0-3", IFA95_INT8, "if precise not in (0, 1):",
+             "if precise not in (0, 1, 2, 3):", IFA95_INT8_TESTS),
+    Mutation("ifa95-int8-per-channel-n-d-refused", IFA95_INT8, "(2, n, 1, d), (2, 1, n, d), (2, n, d), (2, n * d)}",
+             "(2, n, 1, d), (2, 1, n, d), (2, n * d)}", IFA95_TESTS),
+    Mutation("ifa95-int8-paged-padding-accepted", IFA95_INT8,
+             "            _fail(\"pa_kv_padding\"", "            return\n            _fail(\"pa_kv_padding\"",
+             IFA95_INT8_TESTS),
+    Mutation("ifa95-int8-table-batch-unchecked", IFA95_INT8, "if table.shape[0] != self.batch:",
+             "if table.shape[0] > self.batch:", IFA95_INT8_TESTS),
+    Mutation("ifa95-nz-cache-read-as-nd", IFA_OP, "nz.transpose(0, 1, 3, 2, 4)", "nz.transpose(0, 1, 2, 3, 4)",
+             IFA95_TESTS),
+    Mutation("ifa95-mla-value-read-with-key-d", IFA_OP, 'getattr(p, "value_d", p.d)', "p.d", IFA95_TESTS),
+    Mutation("ifa95-kv-heads-never-refused", IFA95, "ends = [s if p.padding is not None else n for n in p.lengths]",
+             "ends = [0 for n in p.lengths]", IFA95_TESTS),
+    Mutation("ifa95-kv-heads-view-from-the-end", IFA95, "else (lambda x: kernel_view(x, p.kv_shape))",
+             "else (lambda x: kernel_view(x.reshape(-1)[x.size - int(np.prod(p.kv_shape)):], p.kv_shape))",
+             IFA95_TESTS),
     Mutation("pfa-pse-dropped", PFA, "            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
              "            pass\n", IFA95_TESTS),
     # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with

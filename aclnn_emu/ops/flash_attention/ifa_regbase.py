@@ -17,8 +17,8 @@ Routing in 8.5.0-beta.1:
     `pfa.REGBASE` roundings, with pseShift and kv left padding). Replayed here by `tiling`, check by
     check in `RunBigKernelTilingWithParams`' order; a failure is GRAPH_FAILED, which the generated
     entry point returns as 561002.
-  * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the IFA arch35 antiquant kernels
-    (not emulated: 561003).
+  * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the arch35 antiquant kernel
+    (ifa_antiquant_95, which runs the dequantised key/value through `_run` here).
 The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; their code is 561002
 here (`_generated_codes`). Differences: docs/divergences/incre_flash_attention.md.
 """
@@ -78,6 +78,31 @@ def _i32(value: int) -> int:
 
 def _dim(shape, i: int) -> int:
     return shape[i] if i < len(shape) else 0
+
+
+def check_quant2(scale, offset, n, d, fail):
+    """The INT8-output scales, as PromptFlashAttentionTilingV2 (CheckPostQuantParams/Shape) and
+    IFATilingV2 (ProcessQuant2/ProcessQuant2Attribute) both check them: scale given and not empty,
+    an offset of the same rank and size, rank 1 per tensor ([1]), any other rank N x D values. The
+    dtype rules (offset like scale, FLOAT32 or BF16 and BF16 only for a BF16 query) cannot fail: the
+    OpDef has no kernel for any combination they reject."""
+    if scale is None:
+        fail("quant2_null", "quant_scale2_shape is nullptr in post quant scenario.")
+    if scale.numel == 0:
+        fail("quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
+    if offset is not None:
+        if offset.ndim != scale.ndim:
+            fail("quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim "
+                 f"num({offset.ndim}).")
+        if offset.numel != scale.numel:
+            fail("quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
+                 f"quant_offset2 dimension multiply result({offset.numel}).")
+    if scale.ndim == 1 and scale.numel != 1:
+        fail("quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
+             f"[{scale.numel}]")
+    if scale.ndim != 1 and scale.numel != n * d:
+        fail("quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result only "
+             f"support qN * vD({n} * {d} = {n * d}), now is ({scale.numel}).")
 
 
 def tiling(a, env, not_implemented):
@@ -175,27 +200,8 @@ class _Tiling:
         if a.query.dtype == F16 and any(t is not None for t in (a.dequantScale1, a.quantScale1, a.dequantScale2)):
             _fail("regbase.quant_scales", "When input dtype is fp16 and postQuant is enable, dequantScale1, "
                   "quantScale1 and dequantScale2 should be null.")
-        scale, offset = a.quantScale2, a.quantOffset2
-        if scale is None:
-            _fail("regbase.quant2_null", "quant_scale2_shape is nullptr in post quant scenario.")
-        if scale.numel == 0:
-            _fail("regbase.quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
-        # The dtype rules (offset like scale, FLOAT32 or BF16 and BF16 only for a BF16 query) cannot
-        # fail here: the OpDef has no kernel for any combination they reject.
-        if offset is not None:
-            if offset.ndim != scale.ndim:
-                _fail("regbase.quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 "
-                      f"dim num({offset.ndim}).")
-            if offset.numel != scale.numel:
-                _fail("regbase.quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not "
-                      f"equal quant_offset2 dimension multiply result({offset.numel}).")
-        if scale.ndim == 1 and scale.numel != 1:
-            _fail("regbase.quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now "
-                  f"is [{scale.numel}]")
-        per_channel = self.n * self.value_d
-        if scale.ndim != 1 and scale.numel != per_channel:
-            _fail("regbase.quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result "
-                  f"only support qN * vD({self.n} * {self.value_d} = {per_channel}), now is ({scale.numel}).")
+        check_quant2(a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(
+            f"regbase.{rule}", message))
 
     def _actual_lengths(self):
         """CheckActSeqLen for the key/value lengths (1 value, or at least B; in [0, S2] without PA)."""
@@ -257,10 +263,6 @@ class _Tiling:
         if table.shape[0] != self.b or table.shape[1] < most:
             _fail("regbase.pa_table_shape", f"block table shape should be [{self.b}, >={most}], now is "
                   f"{list(table.shape)} when PA enable!")
-        if rank == 5:
-            self.not_implemented("kv_nz_95", f"key {list(k)}")
-        if self.mla:
-            self.not_implemented("mla_paged", f"key {list(k)}, value {list(val)}")
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
 
     def _length(self, b: int) -> int:
@@ -316,8 +318,6 @@ class _Tiling:
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         v = self.view
-        if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
-            self.not_implemented("kv_heads_95", f"key {list(v.key.shape)}, numKeyValueHeads {self.kv_heads}, D {self.d}")
         padding = self.a.kvPaddingSize
         if padding is not None and self.paged:
             self.env.warn("kvPaddingSize with page attention: how the arch35 kernels combine them is not established "
@@ -330,18 +330,24 @@ class _Tiling:
                                has_pse=self.has_pse, lengths=[self._length(b) if self.lengths else self.s2
                                                               for b in range(self.b)],
                                block_size=getattr(self, "block_size", 0), max_blocks=getattr(self, "max_blocks", 0))
+        plan.kv_shape = None
+        if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
+            # GetAndCheckShape takes the key's D as H / numKeyValueHeads: a remainder passes.
+            plan.kv_shape = kv_heads_view(v.key, plan, self.env)
         return lambda workspace: _run(self.a, v, plan)
 
 
-def _run(a, view, p):
+def _run(a, view, p, caches=None, mask=None):
     """Batch by batch through the PFA regbase kernel (pfa.REGBASE): each batch's keys are its
     tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
     blocks; the mask is read from column start on (attenmask.h adds kvLeftPaddingSize), pseShift
-    from column 0 (pse.h does not)."""
+    from column 0 (pse.h does not). ``caches`` (keys, values callables as `_caches` makes them) and
+    ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path)."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
-    keys, values = _caches(a, view, p)
+    keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
-    mask = pfa_op._mask_3d(a.attenMask.read("attenMask"), p.s1 == 1) if p.has_mask else None
+    if mask is None and p.has_mask:
+        mask = pfa_op._mask_3d(a.attenMask.read("attenMask"), p.s1 == 1)
     pse = a.pseShift.read("pseShift") if p.has_pse else None
     out_t = a.attentionOut
     out_quant = pfa_op._output_quant(a.quantScale2, a.quantOffset2, p.heads) if out_t.dtype == I8 else None
@@ -391,16 +397,30 @@ def _windows(a, p):
     return starts, lengths
 
 
+def kv_heads_view(key, p, env):
+    """The [B, N2, S, D] / [B, S, N2 x D] view the kernels read a batched key through when its heads
+    or H differ from numKeyValueHeads (their strides come from numKeyValueHeads and D alone), or a
+    refusal where that reaches past the key (incre_flash_attention.key_view_by_kv_heads)."""
+    from .incre_flash_attention import key_view_by_kv_heads
+    base = p.layout.split("_")[0]
+    s = key.shape[2 if base == "BNSD" else 1]
+    ends = [s if p.padding is not None else n for n in p.lengths]
+    return key_view_by_kv_heads(key, base, p.b, s, p.kv_heads, p.d, ends, env)
+
+
 def _caches(a, view, p):
     """Two callables (b, start, length) -> [N2, length, D] of the keys / values."""
     if not p.paged:
+        from .incre_flash_attention import kernel_view
         base = p.layout.split("_")[0]
-        k = to_bnsd(view.key.read("key"), base, p.kv_heads)
-        v = to_bnsd(view.value.read("value"), base, p.kv_heads)
+        shaped = (lambda x: x) if p.kv_shape is None else (lambda x: kernel_view(x, p.kv_shape))
+        layout = base if p.kv_shape is None else ("BNSD" if base == "BNSD" else "BSH")
+        k = to_bnsd(shaped(view.key.read("key")), layout, p.kv_heads)
+        v = to_bnsd(shaped(view.value.read("value")), layout, p.kv_heads)
         return (lambda b, s, n: k[b, :, s:s + n]), (lambda b, s, n: v[b, :, s:s + n])
     from .incre_flash_attention import OP, _paged
-    caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, batch=p.b,
-                                       max_blocks=p.max_blocks))
+    caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d,
+                                       batch=p.b, max_blocks=p.max_blocks))
     caches.prepare(p.lengths)
     if caches.bad_ids:
         sanitizer.report("out-of-bounds", f"{OP.phase2}: blocktable entries {caches.bad_ids[:8]} (batch, block id) "
@@ -409,7 +429,7 @@ def _caches(a, view, p):
     def gather(cache):
         def tokens(b, start, length):
             blocks = caches.table[b, :-(-(start + length) // p.block_size)]
-            rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, p.d)
+            rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, -1)
             return rows[:, start:start + length]
         return tokens
     return gather(caches.key_cache), gather(caches.value_cache)

@@ -8,8 +8,9 @@ attentionOut -> success; the (dtype, format) lookup over the OpDef's 22 combinat
 Atlas A2/A3 run IFATiling (incre_flash_attention_tiling.cpp, _tiling_check.cpp); its checks are
 replayed in `_Tiling` in the source's order; a query S in [2, 16] and a 5-D key take the tiling
 branches described in ifa_speculative and ifa_kv_nz. Ascend910_95 runs IFATilingV2, which hands a
-FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase); its INT8-key path is not
-emulated. Differences from the doc: docs/divergences/incre_flash_attention.md.
+FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase) and runs an INT8 key itself
+(ifa_antiquant_95; a query S above 1 there is not emulated). Differences from the doc:
+docs/divergences/incre_flash_attention.md.
 """
 from types import SimpleNamespace
 
@@ -26,7 +27,7 @@ from . import ifa_kv_nz, ifa_speculative
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
-from . import ifa_regbase
+from . import ifa_antiquant_95, ifa_regbase
 
 # The inputLayout values the tiling accepts (TND needs the MLA rope inputs V4 cannot pass).
 LAYOUTS = ("BSH", "BSND", "BNSD", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
@@ -86,10 +87,7 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
     TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
 ])
 GAPS = {
-    "soc_antiquant": "an INT8 key/value on Ascend910_95 (IFATilingV2 and the arch35 antiquant kernels)",
-    "mla_paged": "a page-attention value whose D differs from the key's (MLA) on Ascend910_95",
-    "kv_nz_95": "a 5-D (NZ) page-attention key/value on Ascend910_95",
-    "kv_heads_95": "a batched key whose head count or H differs from numKeyValueHeads x D on Ascend910_95",
+    "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
 }
 OP.not_implemented = tuple(GAPS.values())
 # Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
@@ -179,7 +177,7 @@ def prepare(a, env):
     check_kernel_key(keyed, _KEYED, COMBOS)
     if ifa_regbase.on_regbase(env):
         if a.key.items[0].dtype == I8:
-            _not_implemented("soc_antiquant")
+            return Launch(WORKSPACE, ifa_antiquant_95.tiling(a, env, _not_implemented, ORIGIN_FORMATS))
         return Launch(WORKSPACE, ifa_regbase.tiling(a, env, _not_implemented))
     return Launch(WORKSPACE, _Tiling(a, env).run())
 
@@ -606,22 +604,35 @@ class _Tiling:
 
     def _key_by_kv_heads(self, k0, base):
         """A batched key whose heads (or H) differ from numKeyValueHeads passes the tiling (only D is
-        compared); the kernels address it as [B, N2, S, D] (BNSD) or [B, S, N2 x D] (BSH/BSND) by
-        numKeyValueHeads and key's S (incre_flash_attention_preload.h, tensorBCorePreOffset). Refused
-        where the rows they read reach past the key; otherwise that view, with a warning."""
-        s, n2, d = self.kv_lens[0], self.kv_heads, self.d
-        ends = [s if self.left_padding or self.actual is None else int(self.actual[b]) for b in range(self.batch)]
-        if base == "BNSD":
-            shape, reach = (self.batch, n2, s, d), [b * n2 * s * d + (n2 - 1) * s * d + e * d for b, e in enumerate(ends) if e]
-        else:
-            shape, reach = (self.batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
-        detail = (f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element "
-                  "offsets")
-        if max(reach, default=0) > k0.numel:
-            _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's "
-                             f"{k0.numel}")
-        self.env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
-        return shape
+        compared); the kernels address it by numKeyValueHeads and key's S (incre_flash_attention_preload.h,
+        tensorBCorePreOffset): `key_view_by_kv_heads`."""
+        ends = [self.kv_lens[0] if self.left_padding or self.actual is None else int(self.actual[b])
+                for b in range(self.batch)]
+        return key_view_by_kv_heads(k0, base, self.batch, self.kv_lens[0], self.kv_heads, self.d, ends, self.env)
+
+
+def key_view_by_kv_heads(k0, base, batch, s, n2, d, ends, env):
+    """The shape the kernels read a batched key (and value) through when its heads or H differ from
+    numKeyValueHeads: [B, N2, S, D] (BNSD) or [B, S, N2 x D] (BSH/BSND) over its flat elements, batch
+    b's rows up to ends[b]. Refused where those rows reach past the key; otherwise that view, with a
+    warning."""
+    if base == "BNSD":
+        shape, reach = (batch, n2, s, d), [b * n2 * s * d + (n2 - 1) * s * d + e * d for b, e in enumerate(ends) if e]
+    else:
+        shape, reach = (batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
+    detail = f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element offsets"
+    if max(reach, default=0) > k0.numel:
+        _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's {k0.numel}")
+    env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
+    return shape
+
+
+def kernel_view(x, shape):
+    """``x``'s flat elements as ``shape`` (the kernel's addressing); elements past ``x`` (never read:
+    `key_view_by_kv_heads` refuses such calls) are zeros."""
+    flat, size = x.reshape(-1), int(np.prod(shape))
+    flat = flat[:size] if flat.size >= size else np.concatenate([flat, np.zeros(size - flat.size, flat.dtype)])
+    return flat.reshape(shape)
 
 
 def _run(a, p):
@@ -662,24 +673,28 @@ def _dense(tensor_list, name, p):
     x = tensor_list.items[0].read(name)
     if p.kv_shape is None:
         return list(to_bnsd(x, p.base, p.kv_heads))
-    # The kernel's view by numKeyValueHeads (_Tiling._key_by_kv_heads); elements past the key are never read.
-    flat, size = x.reshape(-1), int(np.prod(p.kv_shape))
-    flat = flat[:size] if flat.size >= size else np.concatenate([flat, np.zeros(size - flat.size, flat.dtype)])
-    return list(to_bnsd(flat.reshape(p.kv_shape), "BNSD" if p.base == "BNSD" else "BSH", p.kv_heads))
+    return list(to_bnsd(kernel_view(x, p.kv_shape), "BNSD" if p.base == "BNSD" else "BSH", p.kv_heads))
 
 
 def _paged(a, p):
     """The caches as [blocks, N2, block_size, D] views, addressed as the kernel does: by blockSize,
-    whatever the cache's own dimension 1 says."""
+    whatever the cache's own dimension 1 says. The value's D is `p.value_d` where it differs (MLA on
+    Ascend910_95). A 5-D (NZ) cache (blocks, N2, D / D0, blockSize, D0) holds element (block, n,
+    token, d) at [block, n, d // D0, token, d % D0] (CopyInL1.h GmCopyInToL1HasRopePA, the arch35
+    antiquant CopyKVPaNz; the layout of the A2/A3 GatherPaKvCache PA_NZ): a gathered copy, not a view."""
     views = []
-    for t, name in ((a.key.items[0], "key"), (a.value.items[0], "value")):
+    for t, name, d in ((a.key.items[0], "key", p.d), (a.value.items[0], "value", getattr(p, "value_d", p.d))):
         flat = t.read(name).reshape(-1)
-        block = p.block_size * p.kv_heads * p.d
+        block = p.block_size * p.kv_heads * d
         flat = flat[:len(flat) // block * block]
         if t.ndim == 3:
-            views.append(flat.reshape(-1, p.block_size, p.kv_heads, p.d).transpose(0, 2, 1, 3))
+            views.append(flat.reshape(-1, p.block_size, p.kv_heads, d).transpose(0, 2, 1, 3))
+        elif t.ndim == 5:
+            d0 = t.shape[4]
+            nz = flat.reshape(-1, p.kv_heads, d // d0, p.block_size, d0)
+            views.append(np.ascontiguousarray(nz.transpose(0, 1, 3, 2, 4)).reshape(-1, p.kv_heads, p.block_size, d))
         else:
-            views.append(flat.reshape(-1, p.kv_heads, p.block_size, p.d))
+            views.append(flat.reshape(-1, p.kv_heads, p.block_size, d))
     table = _rows(a.blocktable, "blocktable", p.batch, p.max_blocks, fill=-1)
     return ifa.PagedKv(views[0], views[1], table, p.block_size)
 
