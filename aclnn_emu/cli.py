@@ -214,14 +214,12 @@ def coverage_table() -> str:
 
 def _gap_sections(ops) -> list[str]:
     """Each kind of declared rule (aclnn_emu/ops/gaps.py) under its heading: op, code when not
-    561003, rule id and what it covers. Ops that still keep plain `not_implemented` / `refused`
-    tuples are listed with them."""
+    561003, rule id and what it covers."""
     from .ops import gaps
     lines = []
     for kind, rows in gaps.declared(ops).items():
         entries = [f"- `{op.phase1}`{'' if code == gaps.FIND_KERNEL else f' ({code})'}: {text} (rule "
                    f"`{kind}.{key}`)" for op, code, key, text in rows]
-        entries += [f"- `{op.phase1}`: {text}" for op in ops for text in getattr(op, kind, ())]
         if entries:
             lines += ["", f"## {gaps.KINDS[kind]}", "", *entries]
     return lines

@@ -23,6 +23,7 @@ from ... import status
 from ...dtypes import DataType
 from ...kernels.attention.layouts import to_bnsd
 from ...kernels.flash_attention.antiquant_arch35 import dequantize
+from ..gaps import Gaps
 from ..signature import OpError
 from . import ifa_regbase
 
@@ -31,6 +32,9 @@ MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16      # incre_flash_att
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
 LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
 _PREFIX = "IncreFlashAttention tiling failed (IFATilingV2): "
+GAPS = Gaps("IncreFlashAttentionV4", "not_implemented", {
+    "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
+})
 
 
 def _fail(rule: str, message: str):
@@ -45,14 +49,14 @@ def _dim(shape, i: int) -> int:
     return shape[i] if i < len(shape) else 0
 
 
-def tiling(a, env, not_implemented, origin_formats):
+def tiling(a, env, origin_formats):
     """RunBigKernelTiling's checks for an INT8 key, then the phase-2 work."""
-    return _Tiling(a, env, not_implemented, origin_formats).run()
+    return _Tiling(a, env, origin_formats).run()
 
 
 class _Tiling:
-    def __init__(self, a, env, not_implemented, origin_formats):
-        self.a, self.env, self.not_implemented, self.origin_formats = a, env, not_implemented, origin_formats
+    def __init__(self, a, env, origin_formats):
+        self.a, self.env, self.origin_formats = a, env, origin_formats
         self.q, self.k0, self.v0 = a.query, a.key.items[0], a.value.items[0]
         self.layout = "BSH" if a.inputLayout is None else a.inputLayout
         self.batch = _dim(self.q.shape, 0)
@@ -90,7 +94,7 @@ class _Tiling:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
         self._kv_shapes()                                           # KvShapePostProcess
         if self.s_q != 1:                                           # isPFAFlag_
-            self.not_implemented("soc_antiquant", f"query S {self.s_q}")
+            GAPS.refuse("soc_antiquant", f"query S {self.s_q}")
         precise = _u32(a.innerPrecise)
         if precise not in (0, 1):
             _fail("inner_precise", f"Precision mode[{precise}] should be 0 or 1.")

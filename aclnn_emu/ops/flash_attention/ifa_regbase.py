@@ -105,15 +105,15 @@ def check_quant2(scale, offset, n, d, fail):
              f"support qN * vD({n} * {d} = {n * d}), now is ({scale.numel}).")
 
 
-def tiling(a, env, not_implemented):
+def tiling(a, env):
     """PromptFlashAttentionTilingV2 for a FLOAT16/BF16 key: its checks, then the phase-2 work."""
     with _generated_codes():
-        return _Tiling(a, env, not_implemented).run()
+        return _Tiling(a, env).run()
 
 
 class _Tiling:
-    def __init__(self, a, env, not_implemented):
-        self.a, self.env, self.not_implemented = a, env, not_implemented
+    def __init__(self, a, env):
+        self.a, self.env = a, env
         self.paged = a.blocktable is not None
         self.heads, self.kv_attr = _i32(a.numHeads), _i32(a.numKeyValueHeads)
         self.kv_heads = self.kv_attr or self.heads

@@ -24,6 +24,7 @@ from ...kernels.flash_attention import incre_flash_attention as ifa
 from ...kernels.flash_attention.pse import PseSource
 from ...runtime import sanitizer
 from . import ifa_kv_nz, ifa_speculative
+from ..gaps import Gaps
 from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
@@ -86,12 +87,8 @@ OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
     Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
     TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
 ])
-GAPS = {
-    "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
-}
-OP.not_implemented = tuple(GAPS.values())
 # Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
-REFUSED = {
+REFUSED = Gaps(OP, "refused", {
     "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
            "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
            "lengths past their ends",
@@ -99,8 +96,10 @@ REFUSED = {
                 "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
     "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
                    "tiling checks no such shape): the kernel reads N x D values, past its end",
-}
-OP.refused = tuple(REFUSED.values())
+})
+INFERRED = Gaps(OP, "inferred", {
+    "out_size": "an attentionOut smaller than B x N x D (the kernel writes B x N x D elements, past its end)",
+}, code=status.ACLNN_ERR_INNER_TILING_ERROR)
 # The same signature with the key/value lists seen as single tensors: the generated entry point
 # checks and keys each list through its tensors (NnopbaseAppendDynamicTensorsKey).
 _KEYED = Op(OP.name, OP.header, [TensorIn(p.name) if p.kind == "tensor_list" else p for p in OP.params])
@@ -146,17 +145,6 @@ def _fail(rule: str, message: str):
                   rule=f"tiling.{rule}")
 
 
-def _not_implemented(gap: str, detail: str = ""):
-    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                  f"{GAPS[gap]}{f' ({detail})' if detail else ''} is not implemented in aclnn-emu",
-                  rule=f"not_implemented.{gap}")
-
-
-def _refuse(case: str, detail: str):
-    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{REFUSED[case]} ({detail}); aclnn-emu refuses it",
-                  rule=f"refused.{case}")
-
-
 def _u32(value: int) -> int:
     """An int64 attribute read through GetAttrPointer<uint32_t> (its low 32 bits)."""
     return value & 0xFFFFFFFF
@@ -177,8 +165,8 @@ def prepare(a, env):
     check_kernel_key(keyed, _KEYED, COMBOS)
     if ifa_regbase.on_regbase(env):
         if a.key.items[0].dtype == I8:
-            return Launch(WORKSPACE, ifa_antiquant_95.tiling(a, env, _not_implemented, ORIGIN_FORMATS))
-        return Launch(WORKSPACE, ifa_regbase.tiling(a, env, _not_implemented))
+            return Launch(WORKSPACE, ifa_antiquant_95.tiling(a, env, ORIGIN_FORMATS))
+        return Launch(WORKSPACE, ifa_regbase.tiling(a, env))
     return Launch(WORKSPACE, _Tiling(a, env).run())
 
 
@@ -508,7 +496,7 @@ class _Tiling:
                   2: f"[1, {n * d}] or [{n}, {d}]", 1: f"[{n * d}]"}.get(len(shape))
         if expect is None:           # rank 5+: no message and no failure; the kernel reads N x D values
             if int(np.prod(shape)) < n * d:
-                _refuse("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
+                REFUSED.refuse("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
             return
         _fail(f"quant2.shape_{name}", f"The shape of postquant parameter{list(shape)} is not expected shape. "
               f"Expect {expect} ({name}).")
@@ -583,9 +571,7 @@ class _Tiling:
                 kv_shape = self._key_by_kv_heads(k0, base)
         out, expect = a.attentionOut, self.batch * self.heads * self.d
         if out.numel < expect:
-            self.env.inferred(status.ACLNN_ERR_INNER_TILING_ERROR, "ifa.out_size",
-                              f"attentionOut holds {out.numel} elements, the kernel writes {expect} (B x N x D); "
-                              "the hardware writes past a smaller tensor")
+            INFERRED.warn(self.env, "out_size", f"attentionOut holds {out.numel} elements, the kernel writes {expect}")
         plan = SimpleNamespace(
             base=base, heads=self.heads, kv_heads=self.kv_heads, d=self.d, kv_shape=kv_shape,
             batch=self.batch, paged=self.paged, listed=self.listed, kv_lens=self.kv_lens, actual=self.actual,
@@ -599,7 +585,7 @@ class _Tiling:
         split = ifa_speculative.bsh_split(base, self.paged, self.keys[0].ndim)
         outer = ifa_speculative.outer_loops(split, self.group, self.s_q, self.antiquant)
         if outer > 1:
-            _refuse("mtp", ifa_speculative.out_of_batch(outer, self.s_q, self.group))
+            REFUSED.refuse("mtp", ifa_speculative.out_of_batch(outer, self.s_q, self.group))
         self.env.warn(ifa_speculative.warning(self.s_q, self.batch, self.heads, self.d))
 
     def _key_by_kv_heads(self, k0, base):
@@ -622,7 +608,7 @@ def key_view_by_kv_heads(k0, base, batch, s, n2, d, ends, env):
         shape, reach = (batch, s, n2 * d), [b * s * n2 * d + e * n2 * d for b, e in enumerate(ends) if e]
     detail = f"key {list(k0.shape)} read as {list(shape)} (numKeyValueHeads {n2}, D {d}, S {s}) by element offsets"
     if max(reach, default=0) > k0.numel:
-        _refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's {k0.numel}")
+        REFUSED.refuse("kv_heads", f"{detail}: the rows read end at element {max(reach)}, past the key's {k0.numel}")
     env.warn(f"{detail}, as the NPU kernels address it; the key's own head split is not used")
     return shape
 
