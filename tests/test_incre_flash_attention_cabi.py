@@ -35,7 +35,8 @@ REGBASE_ON_A2 = {
     "heads_negative": TILING, "kv_padding_no_room": SUCCESS,
     "int8_inner_precise_2": TILING, "int8_query_s2": SUCCESS, "int8_pa_nz": TILING, "int8_pa_kv_padding": SUCCESS,
     "int8_pa_table_batch": SUCCESS, "bsh_h_remainder": TILING, "int8_kv_heads_more": SUCCESS,
-    "int8_kv_heads_fewer": NOT_IMPLEMENTED,
+    "int8_kv_heads_fewer": NOT_IMPLEMENTED, "int8_s8_merged_short": SUCCESS, "int8_s9_unmerged_fits": SUCCESS,
+    "int8_s2_inner_precise_3": TILING, "int8_s2_antiquant_1nd": SUCCESS, "int8_s2_mask": SUCCESS,
 }
 
 EXPECTED = {
@@ -64,9 +65,18 @@ ON_910_95 = {
     # An INT8 key: IFATilingV2::RunBigKernelTiling (ops/flash_attention/ifa_antiquant_95.py); the
     # A2/A3 codes hold for ok.int8_*, tiling.antiquant.* and tiling.pa_block_align32 (CheckAntiQuantParam,
     # CheckPABlockSize), the rules below differ.
-    "regbase.int8_query_s2": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: an INT8 key with a query S above 1 "
-                                                        "sets isPFAFlag_ (not_implemented.soc_antiquant)"),
-    "refused.mtp_int8": (NOT_IMPLEMENTED, IFA_V2 + " ProcessBaseTensors: isPFAFlag_ (not_implemented.soc_antiquant)"),
+    # A query S above 1 sets isPFAFlag_ (ProcessBaseTensors); ok.int8_query_s2 and int8_s9_unmerged_fits
+    # run there as on A2/A3.
+    "refused.mtp_int8": (SUCCESS, IFA_V2 + " ProcessBaseTensors: isPFAFlag_ lifts the S = 1 rule; every row "
+                                           "has all 16 keys (ComputeS2LoopInfo without an attenMask)"),
+    "regbase.int8_s8_merged_short": (NOT_IMPLEMENTED, IFA_V2 + " FixParamWithRowInvalid: S x G (CheckPFAMerge) rows "
+                                                               "over a batch of 15 keys cut the core split "
+                                                               "(unestablished.soc_antiquant_short_kv)"),
+    "regbase.int8_s2_inner_precise_3": (SUCCESS, IFA_V2 + " ProcessBaseTensors: innerPrecise 0-3 with isPFAFlag_"),
+    "regbase.int8_s2_antiquant_1nd": (TILING, IFA_V2 + " CheckKVAntiQuantPerChannel: no [2, 1, N2, D] with "
+                                                       "isPFAFlag_"),
+    "regbase.int8_s2_mask": (NOT_IMPLEMENTED, IFA_V2 + " ProcessAttenMaskSparsePFA: a mask with isPFAFlag_ "
+                                                       "(not_implemented.soc_antiquant_s1_inputs)"),
     "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
     "regbase.bsh_h_remainder": (SUCCESS, PFA_V2 + "GetAndCheckShape: a BSH key's D is H / numKeyValueHeads, a "
                                                   "remainder passes; the kernel reads it as [B, S, N2 x D]"),

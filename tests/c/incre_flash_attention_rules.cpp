@@ -279,6 +279,17 @@ int main() {
     c.hasAct = true; c.act = {15, 4}; REPORT("regbase.kv_padding_no_room", Call(c, stream));
     c = Int8Kv(); c.innerPrecise = 2; REPORT("regbase.int8_inner_precise_2", Call(c, stream));
     c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); REPORT("regbase.int8_query_s2", Call(c, stream));
+    // A query S above 1 with an INT8 key on Ascend910_95 (isPFAFlag_): every row sees all its keys
+    // unless a batch has fewer keys than the rows the core split walks (S, or S x G merged).
+    c = Int8Kv(); c.q = c.out = T({2, 4, 8, 32}); c.hasAct = true; c.act = {16, 15};
+    REPORT("regbase.int8_s8_merged_short", Call(c, stream));
+    c = Int8Kv(); c.heads = 8; c.q = c.out = T({2, 8, 9, 32}); c.hasAct = true; c.act = {16, 9};
+    REPORT("regbase.int8_s9_unmerged_fits", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.innerPrecise = 3; REPORT("regbase.int8_s2_inner_precise_3", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["antiquantScale"] = T({2, 1, 2, 32});
+    REPORT("regbase.int8_s2_antiquant_1nd", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 2, 16}, ACL_BOOL);
+    REPORT("regbase.int8_s2_mask", Call(c, stream));
     c = Int8Paged(); c.k = c.v = {T({6, 2, 2, 32, 16}, ACL_INT8)}; REPORT("regbase.int8_pa_nz", Call(c, stream));
     c = Int8Paged(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {1}); REPORT("regbase.int8_pa_kv_padding", Call(c, stream));
     c = Int8Paged(); c.opt["blocktable"] = T({1, 6}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.int8_pa_table_batch", Call(c, stream));

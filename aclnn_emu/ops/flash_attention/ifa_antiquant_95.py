@@ -6,8 +6,17 @@ whose checks `_Tiling` replays in the source's order for what V4 can pass (no qu
 lse, no pseType/antiquantMode/key-value antiquant inputs: antiquantMode 0, per tensor [2] or per
 channel). Every failure is GRAPH_FAILED, 561002 behind the generated entry point. Checks that
 cannot fail after the OpDef's kernel key (key vs value dtype, the (query, key, out) dtype triple,
-mask, pse, antiquant and quant2 dtypes) are left out. A query S above 1 sets `isPFAFlag_` (the
-PFA-style antiquant path): not emulated.
+mask, pse, antiquant and quant2 dtypes) are left out.
+
+A query S above 1 sets `isPFAFlag_` (ProcessBaseTensors): innerPrecise 0-3, the PFA antiquant
+parameter shapes, and `SetPFASparseType` picks IFA_BAND from V4's unset sparse mode and tokens (0).
+Those tokens reach the kernel only with an attenMask: without one `GetSparseParam`
+(infer_flash_attention_sparse.h) leaves each batch's tokens at MAX_PRE_NEXT_TOKENS, so
+`ComputeS2LoopInfo` walks every key block [0, actual S2) for every query block and no element is
+masked: each row sees all its batch's keys. The tiling's band only shapes the core split
+(`FlashAttentionCubeSplitBNSeq`): `FixParamWithRowInvalid` cuts a batch's rows to its key count,
+and the kernel's last s1 block of a core comes from that split, so which rows are computed when a
+batch has fewer keys than rows depends on the device's core count (unestablished here).
 
 `SetfaRunFlag` then picks the common arch35 antiquant kernel (`faRunGS_`: one query row, no alibi):
 `BaseApi::FlashAttentionScoreAntiquantKernel` (incre_flash_attention_entry_regbase.h), whose vector
@@ -32,8 +41,16 @@ MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16      # incre_flash_att
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
 LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
 _PREFIX = "IncreFlashAttention tiling failed (IFATilingV2): "
+PFA_MERGE_GS = 32                                               # pfaMergeGSLimit (tiling_v2.h)
 GAPS = Gaps("IncreFlashAttentionV4", "not_implemented", {
-    "soc_antiquant": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ path)",
+    "soc_antiquant_s1_inputs": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ "
+                               "path) with attenMask, pseShift, kvPaddingSize or [N2·D] antiquant parameters",
+})
+UNESTABLISHED = Gaps("IncreFlashAttentionV4", "unestablished", {
+    "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95 where a batch has fewer keys "
+                              "than query rows per block walk (S, or S·G when IFATilingV2 merges G and S): "
+                              "FixParamWithRowInvalid cuts the core split, so which rows the kernel computes depends "
+                              "on the device's core count",
 })
 
 
@@ -93,10 +110,11 @@ class _Tiling:
         if self.q_heads != heads:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
         self._kv_shapes()                                           # KvShapePostProcess
-        if self.s_q != 1:                                           # isPFAFlag_
-            GAPS.refuse("soc_antiquant", f"query S {self.s_q}")
+        self.pfa = self.s_q != 1                                    # isPFAFlag_
         precise = _u32(a.innerPrecise)
-        if precise not in (0, 1):
+        if self.pfa and precise not in (0, 1, 2, 3):
+            _fail("inner_precise", f"Precision mode[{precise}] should be 0 or 1 or 2 or 3.")
+        if not self.pfa and precise not in (0, 1):
             _fail("inner_precise", f"Precision mode[{precise}] should be 0 or 1.")
         if not self.paged:
             self._qk_out_shape()
@@ -315,6 +333,8 @@ class _Tiling:
         pse = self.a.pseShift
         if pse is None:
             return
+        if self.pfa:
+            GAPS.refuse("soc_antiquant_s1_inputs", f"pseShift with query S {self.s_q}")
         if pse.ndim != 4:
             _fail("pse_rank", f"The dimension of pseShift must be 4, current dimension num is {pse.ndim}.")
         b, n, s0, s1 = pse.shape
@@ -332,6 +352,8 @@ class _Tiling:
         self.has_mask = mask is not None and mask.numel != 0
         if not self.has_mask:
             return
+        if self.pfa:      # ProcessAttenMaskSparsePFA; the kernel then applies the tokens (0, 0) as a band
+            GAPS.refuse("soc_antiquant_s1_inputs", f"attenMask with query S {self.s_q}")
         if _dim(mask.shape, 0) != self.batch:
             _fail("mask_batch", f"BatchSize[{_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
                   f"[{self.batch}] of query.")
@@ -365,11 +387,16 @@ class _Tiling:
         """CheckKVAntiQuantParaShapeLegal, mode 0, not split: [2] per tensor, or per channel."""
         n, d, shape = self.kv_heads, self.d, tuple(t.shape)
         if len(shape) == 1:
-            if shape != (2,):
+            if shape == (2,):
+                return
+            if not self.pfa:
                 _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected. "
                       "Expect[2] when per-tensor mode.")
-            return
-        if shape in {(2, n, 1, d), (2, 1, n, d), (2, n, d), (2, n * d)}:
+            if shape == (n * d,):     # "PFA PerChannel可能输入shape为H"
+                GAPS.refuse("soc_antiquant_s1_inputs", f"antiquant parameters of shape [{n * d}]")
+            _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
+                  f"when per-tensor mode or expect[{n * d}] when per-channel mode.")
+        if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
             return
         if len(shape) in (2, 3, 4):
             _fail("antiquant_per_channel", f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
@@ -405,6 +432,8 @@ class _Tiling:
         if self.paged:
             _fail("pa_kv_padding", "When page attention is used, left padding is not supported!")
         self.left_padding = pad.numel != 0 and self.batch_continuous and self.actual_flag
+        if self.left_padding and self.pfa:
+            GAPS.refuse("soc_antiquant_s1_inputs", f"kvPaddingSize with query S {self.s_q}")
         if pad.numel != 0 and not self.left_padding:
             self.env.warn("kvPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
                           "and with actualSeqLengths")
@@ -424,13 +453,15 @@ class _Tiling:
         a = self.a
         s2 = self.s_max
         plan = SimpleNamespace(
-            b=self.batch, s1=1, s2=s2, d=self.d, value_d=self.d, heads=self.heads, kv_heads=self.kv_heads,
+            b=self.batch, s1=self.s_q, s2=s2, d=self.d, value_d=self.d, heads=self.heads, kv_heads=self.kv_heads,
             layout=self.layout, paged=self.paged, padding=a.kvPaddingSize if self.left_padding else None,
             has_mask=self.has_mask, has_pse=a.pseShift is not None and a.pseShift.numel > 0,
             lengths=[self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2)
                      for b in range(self.batch)],
             block_size=self.block_size if self.paged else 0, max_blocks=self.max_blocks if self.paged else 0,
             kv_shape=None)
+        if self.pfa:
+            self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed
         if not self.paged and not listed:
             found = self.k0.shape[2] if self.layout in ("BSH", "BSND") else self.k0.shape[1]
@@ -438,6 +469,18 @@ class _Tiling:
                 # ProcessBaseTensors and CheckQKOutShape compare D alone (H / numKvHeads for BSH).
                 plan.kv_shape = ifa_regbase.kv_heads_view(self.k0, plan, self.env)
         return lambda workspace: _run(a, plan, listed)
+
+    def _rows_covered(self, lengths):
+        """The core split (FlashAttentionCubeSplitBNSeq) counts min(rows, keys) rows per batch
+        (FixParamWithRowInvalid with the tokens 0); with no batch short of keys it covers every
+        s1 block the kernel walks. Rows are S·G when SetfaRunFlag merges G and S (CheckPFAMerge)."""
+        merged = (self.group * self.s_q <= PFA_MERGE_GS and not self.paged and self.layout != "BNSD_BSND"
+                  and self.a.attentionOut.dtype != I8)
+        rows = self.s_q * (self.group if merged else 1)
+        short = [b for b, n in enumerate(lengths) if n < rows]
+        if short:
+            UNESTABLISHED.refuse("soc_antiquant_short_kv", f"batch {short[0]} has {lengths[short[0]]} keys for "
+                                 f"{rows} query rows")
 
 
 def _run(a, p, listed):
