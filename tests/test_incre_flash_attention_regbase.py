@@ -394,16 +394,19 @@ def test_int8_rules_come_from_ifa_tiling_v2(chip):
     assert err.value.status == 561002 and "Precision mode[4] should be 0 or 1 or 2 or 3." in err.value.message
 
 
-def run_s1(q, k8, v8, antiquant, layout="BNSD", kv_heads=2, actual=None, mask=None, precise=1):
-    """IncreFlashAttentionV4 with a query [B, N, S, D] (BNSD) or [B, S, N x D] (BSH) of any S."""
+def run_s1(q, k8, v8, antiquant, layout="BNSD", kv_heads=2, actual=None, mask=None, precise=1, table=None,
+           block_size=0):
+    """IncreFlashAttentionV4 with a query [B, N, S, D] (BNSD) or [B, S, N x D] (BSH) of any S; a
+    [B, N2, S, D] key/value, or a paged cache with `table`."""
     heads = q.shape[1] if layout == "BNSD" else q.shape[2] // k8.shape[3]
     dev = lambda x: None if x is None else ae.to_device(x)
     out = ae.empty(q.shape, DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
-    key = k8 if layout == "BNSD" else kv_layout(k8, layout)
-    value = v8 if layout == "BNSD" else kv_layout(v8, layout)
+    key = k8 if layout == "BNSD" or table is not None else kv_layout(k8, layout)
+    value = v8 if layout == "BNSD" or table is not None else kv_layout(v8, layout)
     ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(key)]), TensorList([ae.to_device(value)]),
-           None, dev(mask), actual, None, None, None, None, None, dev(antiquant[0]), dev(antiquant[1]), None, None,
-           heads, 0.125, layout, kv_heads, 0, precise, out)
+           None, dev(mask), actual, None, None, None, None, None, dev(antiquant[0]), dev(antiquant[1]),
+           None if table is None else ae.to_device(table.astype(np.int32)), None, heads, 0.125, layout, kv_heads,
+           block_size, precise, out)
     return ae.numpy(out)
 
 
@@ -453,3 +456,14 @@ def test_mla_value_head_dim(chip):
            None, None, None, None, None, None, None, None, None, None, None, None, 4, 192 ** -0.5, "BNSD", 2, 0, 1, out)
     expected = pfa_golden.attention(q, k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, high_precision=True)
     precision.assert_meets(ae.numpy(out), expected, "float16")
+
+
+@ON_95
+def test_int8_query_s_above_one_page_attention(chip):
+    """Page attention takes no G·S merge (CheckPFAMerge): 5 rows per batch over all its keys."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 100, 32), True)
+    lens = (100, 41)
+    kc, vc, table = paged_cache(k8, v8, 32, True, lens)
+    q = values((2, 4, 5, 32), np.float16)
+    out = run_s1(q, kc, vc, (scale, offset), actual=lens, table=table, block_size=32)
+    precision.assert_meets(out, every_key(q, k, v, lens), "float16")
