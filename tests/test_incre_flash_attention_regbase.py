@@ -387,8 +387,14 @@ def test_int8_rules_come_from_ifa_tiling_v2(chip):
     assert err.value.status == 561002 and "when per_channel mode" in err.value.message
     q2 = values((2, 4, 2, 32), np.float16)
     with pytest.raises(ae.AclnnError) as err:
-        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 2, 16), np.bool_))
-    assert err.value.status == 561003 and "is not implemented" in err.value.message
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 1, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask Q_S(1) must be larger than or equal to sQ(2)" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 2, 2, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask batch(2) must be 1 or 2" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((1, 1, 2, 2, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask dim(5) must be 2 or 3 or 4!" in err.value.message
     with pytest.raises(ae.AclnnError) as err:
         run_s1(q2, k8, k8, (np.ones(2, np.float16), None), precise=4)
     assert err.value.status == 561002 and "Precision mode[4] should be 0 or 1 or 2 or 3." in err.value.message
@@ -467,3 +473,63 @@ def test_int8_query_s_above_one_page_attention(chip):
     q = values((2, 4, 5, 32), np.float16)
     out = run_s1(q, kc, vc, (scale, offset), actual=lens, table=table, block_size=32)
     precision.assert_meets(out, every_key(q, k, v, lens), "float16")
+
+
+def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None):
+    """The masked isPFAFlag_ walk as one IncreFlashAttention-golden row per query row: rows below
+    min(S1, keys), in blocks of 16 rows at off, each over the keys [off // s2_base * s2_base, off +
+    the block's rows) with its mask and pse row there; a row whose keys are all masked averages them
+    (the golden's -FLT_MAX fill) or, with row_invalid, is 0. Returns (golden, floor) as `expect`."""
+    b, n, s1, d = q.shape
+    m = mask[None] if mask.ndim == 2 else mask
+    rows, keys, vals, masks, pses, where = [], [], [], [], [], []
+    for bi in range(b):
+        count = min(s1, lengths[bi])
+        for i in range(count):
+            off = i // 16 * 16
+            j0, j1 = off // s2_base * s2_base, off + min(16, count - off)
+            rows.append(q[bi, :, i])
+            keys.append(k[bi, :, j0:j1])
+            vals.append(v[bi, :, j0:j1])
+            masks.append(m[bi if m.shape[0] > 1 else 0, i, j0:j1])
+            if pse is not None:
+                pses.append(pse[bi if pse.shape[0] > 1 else 0, :, i, j0:j1])
+            where.append((bi, i, masks[-1].all() if row_invalid else False))
+    width = max(x.shape[1] for x in keys)
+    pad = lambda x: np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, width - x.shape[-1])], constant_values=1)
+    golden, floor = expect(np.stack(rows), keys, vals, scale=0.125, lengths=[x.shape[1] for x in keys],
+                           mask=np.stack([pad(x) for x in masks]), small_dtype=np.dtype(q.dtype).name,
+                           pse=None if pse is None else np.stack([pad(x) for x in pses]))
+    out, out_floor = np.zeros(q.shape), np.zeros(q.shape)
+    for r, (bi, i, dead) in enumerate(where):
+        out[bi, :, i], out_floor[bi, :, i] = (0, 0) if dead else (golden[r], floor[r])
+    return out, out_floor
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("precise", [1, 3])
+def test_int8_query_s_above_one_with_mask(chip, dtype, precise):
+    """With an attenMask the kernel gets the tokens (0, 0): 16-row blocks over the keys up to the
+    block's last row (D 32: s2 base 1024, every block from key 0); batch 1 has 33 keys for 40
+    rows (its rows 33.. stay 0); row 5 is fully masked (an average, or 0 with innerPrecise 3)."""
+    k8, v8, scale, offset, k, v = int8_case(dtype, (2, 2, 60, 32), True)
+    q = values((2, 4, 40, 32), dtype)
+    rng = np.random.default_rng(3)
+    mask = rng.random((2, 40, 64)) < 0.3
+    mask[:, 5] = True
+    lengths = (60, 33)
+    out = run_s1(q, k8, v8, (scale, offset), actual=lengths, mask=mask, precise=precise)
+    assert np.all(out[1, :, 33:] == 0)
+    meets(out, block_walk(q, k, v, mask, lengths, 1024, precise >= 2), dtype)
+
+
+@ON_95
+def test_int8_query_s_above_one_mask_block_start(chip):
+    """D 512: s2 base 128, so the s1 blocks at 128 and 144 start their keys at 128; a 2-D
+    [S1, S2] uint8 mask is shared by the batches."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (1, 1, 160, 512), False, seed=5)
+    q = values((1, 2, 150, 512), np.float16) * np.float16(0.2)
+    mask = (np.random.default_rng(8).random((150, 160)) < 0.2).astype(np.uint8)
+    out = run_s1(q, k8, v8, (scale, offset), kv_heads=1, mask=mask, precise=0)
+    meets(out, block_walk(q, k, v, mask, (160,), 128, False), np.float16)
