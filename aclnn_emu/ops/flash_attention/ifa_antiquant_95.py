@@ -43,9 +43,10 @@ LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
 _PREFIX = "IncreFlashAttention tiling failed (IFATilingV2): "
 PFA_MERGE_GS = 32                                               # pfaMergeGSLimit (tiling_v2.h)
 S1_BASE = 16            # sOuterSize_ (SetfaRunBaseSize) when CheckPFAMerge refuses G·S merging, as with a mask
-GAPS = Gaps("IncreFlashAttentionV4", "not_implemented", {
-    "soc_antiquant_s1_inputs": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ "
-                               "path) with pseShift, kvPaddingSize or [N2·D] antiquant parameters",
+REFUSED = Gaps("IncreFlashAttentionV4", "refused", {
+    "soc_antiquant_h_params": "an INT8 key/value with a query S above 1 on Ascend910_95 with 1-D [N2·D] antiquant "
+                              "parameters: the kernel reads the value's from element N2·D on (InitQuant's "
+                              "antiValueOffsetInitPos), past the tensor's end",
 })
 UNESTABLISHED = Gaps("IncreFlashAttentionV4", "unestablished", {
     "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95, no attenMask, where a batch "
@@ -413,7 +414,7 @@ class _Tiling:
                 _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected. "
                       "Expect[2] when per-tensor mode.")
             if shape == (n * d,):     # "PFA PerChannel可能输入shape为H"
-                GAPS.refuse("soc_antiquant_s1_inputs", f"antiquant parameters of shape [{n * d}]")
+                REFUSED.refuse("soc_antiquant_h_params", f"antiquant parameters of shape [{n * d}]")
             _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
                   f"when per-tensor mode or expect[{n * d}] when per-channel mode.")
         if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
@@ -452,8 +453,6 @@ class _Tiling:
         if self.paged:
             _fail("pa_kv_padding", "When page attention is used, left padding is not supported!")
         self.left_padding = pad.numel != 0 and self.batch_continuous and self.actual_flag
-        if self.left_padding and self.pfa:
-            GAPS.refuse("soc_antiquant_s1_inputs", f"kvPaddingSize with query S {self.s_q}")
         if pad.numel != 0 and not self.left_padding:
             self.env.warn("kvPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
                           "and with actualSeqLengths")
@@ -525,7 +524,7 @@ def _run(a, p, listed, blocks=None):
         starts, lengths = ifa_regbase._windows(a, p)
         width = max([s + n for s, n in zip(starts, lengths)] + [0])
         mask = _rows(a.attenMask, "attenMask", p.b, width)[:, None]
-    ifa_regbase._run(a, view, p, caches=caches, mask=mask, blocks=blocks)
+    ifa_regbase._run(a, view, p, caches=caches, mask=mask, blocks=blocks, pse_at_start=p.s1 > 1)
 
 
 def _listed_caches(a, p):
