@@ -475,19 +475,23 @@ def test_int8_query_s_above_one_page_attention(chip):
     precision.assert_meets(out, every_key(q, k, v, lens), "float16")
 
 
-def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None):
-    """The masked isPFAFlag_ walk as one IncreFlashAttention-golden row per query row: rows below
-    min(S1, keys), in blocks of 16 rows at off, each over the keys [off // s2_base * s2_base, off +
-    the block's rows) with its mask and pse row there; a row whose keys are all masked averages them
-    (the golden's -FLT_MAX fill) or, with row_invalid, is 0. Returns (golden, floor) as `expect`."""
+def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None, starts=None):
+    """The isPFAFlag_ walk as one IncreFlashAttention-golden row per query row. With a mask: rows
+    below min(S1, keys), in blocks of 16 rows at off, each over the keys [off // s2_base * s2_base,
+    off + the block's rows) with its mask and pse row there; a row whose keys are all masked
+    averages them (the golden's -FLT_MAX fill) or, with row_invalid, is 0. Without one (mask None):
+    every row over all its batch's keys. Key j of batch b is token starts[b] + j (kv left padding),
+    for the mask and pse columns too. Returns (golden, floor) as `expect`."""
     b, n, s1, d = q.shape
-    m = mask[None] if mask.ndim == 2 else mask
+    m = np.zeros((1, s1, k.shape[2]), np.bool_) if mask is None else mask[None] if mask.ndim == 2 else mask
+    starts = [0] * b if starts is None else starts
     rows, keys, vals, masks, pses, where = [], [], [], [], [], []
     for bi in range(b):
-        count = min(s1, lengths[bi])
+        count = s1 if mask is None else min(s1, lengths[bi])
         for i in range(count):
             off = i // 16 * 16
-            j0, j1 = off // s2_base * s2_base, off + min(16, count - off)
+            j0, j1 = (0, lengths[bi]) if mask is None else (off // s2_base * s2_base, off + min(16, count - off))
+            j0, j1 = j0 + starts[bi], j1 + starts[bi]
             rows.append(q[bi, :, i])
             keys.append(k[bi, :, j0:j1])
             vals.append(v[bi, :, j0:j1])
@@ -533,3 +537,57 @@ def test_int8_query_s_above_one_mask_block_start(chip):
     mask = (np.random.default_rng(8).random((150, 160)) < 0.2).astype(np.uint8)
     out = run_s1(q, k8, v8, (scale, offset), kv_heads=1, mask=mask, precise=0)
     meets(out, block_walk(q, k, v, mask, (160,), 128, False), np.float16)
+
+
+def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, padding=None, precise=1):
+    """run_s1 (BNSD, two key/value heads) with pseShift and kvPaddingSize as well."""
+    dev = lambda x: None if x is None else ae.to_device(x)
+    out = ae.empty(q.shape, DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k8)]), TensorList([ae.to_device(v8)]),
+           dev(pse), dev(mask), actual, None, None, None, None, None, dev(antiquant[0]), dev(antiquant[1]), None,
+           dev(padding), q.shape[1], 0.125, "BNSD", k8.shape[1], 0, precise, out)
+    return ae.numpy(out)
+
+
+@ON_95
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_int8_query_s_above_one_pse(chip, masked):
+    """pseShift [1, N, >= S, >= S2] with isPFAFlag_: no G·S merge (CheckPFAMerge), added at the row's
+    own row and key; with a mask D 32 takes s2 base 512 (SetfaRunBaseSize), so the blocks of rows
+    512.. would start there (here every block starts at 0)."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 40, 32), True, seed=6)
+    q = values((2, 4, 24, 32), np.float16)
+    pse = values((1, 4, 30, 48), np.float16)
+    mask = (np.random.default_rng(2).random((2, 24, 40)) < 0.25) if masked else None
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, pse=pse, actual=(40, 31))
+    meets(out, block_walk(q, k, v, mask, (40, 31), 512, False, pse=pse), np.float16)
+
+
+@ON_95
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_int8_query_s_above_one_kv_left_padding(chip, masked):
+    """kvPaddingSize with isPFAFlag_ (CheckSupportKVLeftPadding): batch b's keys are the tokens
+    [S2 - pad - length, S2 - pad); the mask and pseShift columns start there too
+    (CalPseShiftCoreOffset adds kvLeftPaddingSize); a batch that does not fit is 0."""
+    k8, v8, scale, _, k, v = int8_case(np.float16, (3, 2, 40, 32), False, with_offset=False, seed=9)
+    q = values((3, 4, 20, 32), np.float16)
+    pse = values((3, 4, 20, 40), np.float16)
+    mask = (np.random.default_rng(4).random((3, 20, 40)) < 0.25) if masked else None
+    lengths, pad = (30, 22, 38), 5
+    out = run_s1_with(q, k8, v8, (scale, None), mask=mask, pse=pse, actual=lengths,
+                      padding=np.array([pad], np.int64))
+    starts = [40 - pad - n for n in lengths]
+    expected = block_walk(q[:2], k[:2], v[:2], None if mask is None else mask[:2], lengths[:2], 1024, False,
+                          pse=pse[:2], starts=starts[:2])
+    meets(out[:2], expected, np.float16)
+    assert np.all(out[2] == 0)
+
+
+@ON_95
+def test_int8_query_s_above_one_h_params_refused(chip):
+    """CheckKVAntiQuantParaShapeLegal admits [N2·D] with isPFAFlag_, but InitQuant reads the value's
+    parameters from element N2·D on: past the tensor (refused, 561003)."""
+    k8 = np.zeros((2, 2, 16, 32), np.int8)
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(values((2, 4, 2, 32), np.float16), k8, k8, (np.ones(64, np.float16), None))
+    assert err.value.status == 561003 and "rather than read past the input" in err.value.message
