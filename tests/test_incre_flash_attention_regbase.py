@@ -539,12 +539,16 @@ def test_int8_query_s_above_one_mask_block_start(chip):
     meets(out, block_walk(q, k, v, mask, (160,), 128, False), np.float16)
 
 
-def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, padding=None, precise=1):
-    """run_s1 (BNSD, two key/value heads) with pseShift and kvPaddingSize as well."""
+def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, padding=None, precise=1, quant2=None):
+    """run_s1 (BNSD, two key/value heads) with pseShift, kvPaddingSize and an INT8 output
+    (quant2 = (quantScale2, quantOffset2)) as well."""
     dev = lambda x: None if x is None else ae.to_device(x)
-    out = ae.empty(q.shape, DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
+    out = ae.empty(q.shape, DataType.ACL_INT8 if quant2 else
+                   DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
+    quant2 = quant2 or (None, None)
     ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k8)]), TensorList([ae.to_device(v8)]),
-           dev(pse), dev(mask), actual, None, None, None, None, None, dev(antiquant[0]), dev(antiquant[1]), None,
+           dev(pse), dev(mask), actual, None, None, None, dev(quant2[0]), dev(quant2[1]), dev(antiquant[0]),
+           dev(antiquant[1]), None,
            dev(padding), q.shape[1], 0.125, "BNSD", k8.shape[1], 0, precise, out)
     return ae.numpy(out)
 
@@ -591,3 +595,35 @@ def test_int8_query_s_above_one_h_params_refused(chip):
     with pytest.raises(ae.AclnnError) as err:
         run_s1(values((2, 4, 2, 32), np.float16), k8, k8, (np.ones(64, np.float16), None))
     assert err.value.status == 561003 and "rather than read past the input" in err.value.message
+
+
+@ON_95
+def test_int8_query_s_above_one_row_invalid_int8_output(chip):
+    """innerPrecise 3 (isRowInvalid) with an INT8 output: RowInvalid zeroes a fully masked row
+    before the post-quantisation, so it holds round(0 x scale + offset) = its offsets."""
+    k8, v8, scale, offset, k, v = int8_case(BF16, (1, 2, 24, 32), True, seed=12)
+    q = values((1, 4, 20, 32), BF16)
+    rng = np.random.default_rng(13)
+    mask = rng.random((1, 20, 24)) < 0.2
+    mask[0, [3, 17]] = True
+    q_scale = (rng.random((4, 32)) * 40 + 10).astype(np.float32)
+    q_offset = rng.integers(-5, 6, (4, 32)).astype(np.float32)
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, actual=(24,), precise=3, quant2=(q_scale, q_offset))
+    assert np.array_equal(out[0][:, [3, 17]], np.repeat(q_offset[:, None], 2, axis=1).astype(np.int8))
+    golden, _ = block_walk(q, k, v, mask, (24,), 1024, True)
+    expected = np.clip(np.rint(golden * q_scale[None, :, None] + q_offset[None, :, None]), -128, 127)
+    diff = np.abs(out.astype(np.int64) - expected)
+    assert diff.max() <= 1 and (diff == 0).mean() >= 0.98
+
+
+@ON_95
+@pytest.mark.parametrize("d, with_pse", [(32, True), (128, False)], ids=["d32_pse", "d128"])
+def test_int8_query_s_above_one_mask_s2_base_512(chip, d, with_pse):
+    """s2 base 512 (SetfaRunBaseSize: D <= 64 with pseShift, or 64 < D <= 128): the s1 block at 512
+    takes the keys [512, 520) alone."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (1, 1, 530, d), False, seed=14)
+    q = values((1, 2, 520, d), np.float16) * np.float16(0.3)
+    mask = np.random.default_rng(15).random((520, 530)) < 0.1
+    pse = values((1, 2, 520, 530), np.float16) if with_pse else None
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, pse=pse, actual=(530,))
+    meets(out, block_walk(q, k, v, mask, (530,), 512, False, pse=pse), np.float16)
