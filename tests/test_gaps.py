@@ -60,7 +60,7 @@ def test_every_raised_key_is_declared():
 def test_coverage_lists_every_declaration():
     table = cli.coverage_table()
     for kind, rows in gaps.declared(all_ops()).items():
-        assert f"## {gaps.KINDS[kind]}" in table
+        assert (f"## {gaps.KINDS[kind]}" in table) == bool(rows)       # a kind without rows has no heading
         for op, _, key, text in rows:
             assert f"`{op.phase1}`" in table and f"{text} (rule `{kind}.{key}`)" in table
 

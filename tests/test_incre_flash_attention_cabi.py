@@ -37,6 +37,8 @@ REGBASE_ON_A2 = {
     "int8_pa_table_batch": SUCCESS, "bsh_h_remainder": TILING, "int8_kv_heads_more": SUCCESS,
     "int8_kv_heads_fewer": NOT_IMPLEMENTED, "int8_s8_merged_short": SUCCESS, "int8_s9_unmerged_fits": SUCCESS,
     "int8_s2_inner_precise_3": TILING, "int8_s2_antiquant_1nd": SUCCESS, "int8_s2_mask": SUCCESS,
+    "int8_s2_mask_rows": SUCCESS, "int8_s2_mask_heads": SUCCESS, "int8_s2_pse": TILING, "int8_s2_pse_rows": SUCCESS,
+    "int8_s2_kv_padding": SUCCESS, "int8_s2_antiquant_h": TILING,
 }
 
 EXPECTED = {
@@ -75,8 +77,18 @@ ON_910_95 = {
     "regbase.int8_s2_inner_precise_3": (SUCCESS, IFA_V2 + " ProcessBaseTensors: innerPrecise 0-3 with isPFAFlag_"),
     "regbase.int8_s2_antiquant_1nd": (TILING, IFA_V2 + " CheckKVAntiQuantPerChannel: no [2, 1, N2, D] with "
                                                        "isPFAFlag_"),
-    "regbase.int8_s2_mask": (NOT_IMPLEMENTED, IFA_V2 + " ProcessAttenMaskSparsePFA: a mask with isPFAFlag_ "
-                                                       "(not_implemented.soc_antiquant_s1_inputs)"),
+    "regbase.int8_s2_mask": (SUCCESS, IFA_V2 + " ProcessAttenMaskSparsePFA: a [B, S, S2] mask with isPFAFlag_; "
+                                               "the kernel walks it with the tokens 0 (ComputeS2LoopInfo)"),
+    "regbase.int8_s2_mask_rows": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: attenMask Q_S >= the query's S"),
+    "regbase.int8_s2_mask_heads": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: a 4-D mask has one head"),
+    "regbase.int8_s2_pse": (SUCCESS, IFA_V2 + " CheckPseShiftShape: (1 or B, N, >= S, >= S2) with isPFAFlag_"),
+    "regbase.int8_s2_pse_rows": (TILING, IFA_V2 + " CheckPseShiftShape: pseShift S0 >= the query's S with "
+                                                  "isPFAFlag_"),
+    "regbase.int8_s2_kv_padding": (SUCCESS, IFA_V2 + " CheckSupportKVLeftPadding: left padding with isPFAFlag_ "
+                                                     "(InitKVLeftPaddingSize)"),
+    "regbase.int8_s2_antiquant_h": (NOT_IMPLEMENTED, IFA_V2 + " CheckKVAntiQuantParaShapeLegal admits [N2·D]; "
+                                                              "InitQuant reads the value's from element N2·D on "
+                                                              "(refused.soc_antiquant_h_params)"),
     "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
     "regbase.bsh_h_remainder": (SUCCESS, PFA_V2 + "GetAndCheckShape: a BSH key's D is H / numKeyValueHeads, a "
                                                   "remainder passes; the kernel reads it as [B, S, N2 x D]"),

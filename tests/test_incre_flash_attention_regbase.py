@@ -387,8 +387,14 @@ def test_int8_rules_come_from_ifa_tiling_v2(chip):
     assert err.value.status == 561002 and "when per_channel mode" in err.value.message
     q2 = values((2, 4, 2, 32), np.float16)
     with pytest.raises(ae.AclnnError) as err:
-        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 2, 16), np.bool_))
-    assert err.value.status == 561003 and "is not implemented" in err.value.message
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 1, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask Q_S(1) must be larger than or equal to sQ(2)" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((2, 2, 2, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask batch(2) must be 1 or 2" in err.value.message
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(q2, k8, k8, (np.ones(2, np.float16), None), mask=np.zeros((1, 1, 2, 2, 16), np.bool_))
+    assert err.value.status == 561002 and "attenMask dim(5) must be 2 or 3 or 4!" in err.value.message
     with pytest.raises(ae.AclnnError) as err:
         run_s1(q2, k8, k8, (np.ones(2, np.float16), None), precise=4)
     assert err.value.status == 561002 and "Precision mode[4] should be 0 or 1 or 2 or 3." in err.value.message
@@ -467,3 +473,157 @@ def test_int8_query_s_above_one_page_attention(chip):
     q = values((2, 4, 5, 32), np.float16)
     out = run_s1(q, kc, vc, (scale, offset), actual=lens, table=table, block_size=32)
     precision.assert_meets(out, every_key(q, k, v, lens), "float16")
+
+
+def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None, starts=None):
+    """The isPFAFlag_ walk as one IncreFlashAttention-golden row per query row. With a mask: rows
+    below min(S1, keys), in blocks of 16 rows at off, each over the keys [off // s2_base * s2_base,
+    off + the block's rows) with its mask and pse row there; a row whose keys are all masked
+    averages them (the golden's -FLT_MAX fill) or, with row_invalid, is 0. Without one (mask None):
+    every row over all its batch's keys. Key j of batch b is token starts[b] + j (kv left padding),
+    for the mask and pse columns too. Returns (golden, floor) as `expect`."""
+    b, n, s1, d = q.shape
+    m = np.zeros((1, s1, k.shape[2]), np.bool_) if mask is None else mask[None] if mask.ndim == 2 else mask
+    starts = [0] * b if starts is None else starts
+    rows, keys, vals, masks, pses, where = [], [], [], [], [], []
+    for bi in range(b):
+        count = s1 if mask is None else min(s1, lengths[bi])
+        for i in range(count):
+            off = i // 16 * 16
+            j0, j1 = (0, lengths[bi]) if mask is None else (off // s2_base * s2_base, off + min(16, count - off))
+            j0, j1 = j0 + starts[bi], j1 + starts[bi]
+            rows.append(q[bi, :, i])
+            keys.append(k[bi, :, j0:j1])
+            vals.append(v[bi, :, j0:j1])
+            masks.append(m[bi if m.shape[0] > 1 else 0, i, j0:j1])
+            if pse is not None:
+                pses.append(pse[bi if pse.shape[0] > 1 else 0, :, i, j0:j1])
+            where.append((bi, i, masks[-1].all() if row_invalid else False))
+    width = max(x.shape[1] for x in keys)
+    pad = lambda x: np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, width - x.shape[-1])], constant_values=1)
+    golden, floor = expect(np.stack(rows), keys, vals, scale=0.125, lengths=[x.shape[1] for x in keys],
+                           mask=np.stack([pad(x) for x in masks]), small_dtype=np.dtype(q.dtype).name,
+                           pse=None if pse is None else np.stack([pad(x) for x in pses]))
+    out, out_floor = np.zeros(q.shape), np.zeros(q.shape)
+    for r, (bi, i, dead) in enumerate(where):
+        out[bi, :, i], out_floor[bi, :, i] = (0, 0) if dead else (golden[r], floor[r])
+    return out, out_floor
+
+
+@ON_95
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("precise", [1, 3])
+def test_int8_query_s_above_one_with_mask(chip, dtype, precise):
+    """With an attenMask the kernel gets the tokens (0, 0): 16-row blocks over the keys up to the
+    block's last row (D 32: s2 base 1024, every block from key 0); batch 1 has 33 keys for 40
+    rows (its rows 33.. stay 0); row 5 is fully masked (an average, or 0 with innerPrecise 3)."""
+    k8, v8, scale, offset, k, v = int8_case(dtype, (2, 2, 60, 32), True)
+    q = values((2, 4, 40, 32), dtype)
+    rng = np.random.default_rng(3)
+    mask = rng.random((2, 40, 64)) < 0.3
+    mask[:, 5] = True
+    lengths = (60, 33)
+    out = run_s1(q, k8, v8, (scale, offset), actual=lengths, mask=mask, precise=precise)
+    assert np.all(out[1, :, 33:] == 0)
+    meets(out, block_walk(q, k, v, mask, lengths, 1024, precise >= 2), dtype)
+
+
+@ON_95
+def test_int8_query_s_above_one_mask_block_start(chip):
+    """D 512: s2 base 128, so the s1 blocks at 128 and 144 start their keys at 128; a 2-D
+    [S1, S2] uint8 mask is shared by the batches."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (1, 1, 160, 512), False, seed=5)
+    q = values((1, 2, 150, 512), np.float16) * np.float16(0.2)
+    mask = (np.random.default_rng(8).random((150, 160)) < 0.2).astype(np.uint8)
+    out = run_s1(q, k8, v8, (scale, offset), kv_heads=1, mask=mask, precise=0)
+    meets(out, block_walk(q, k, v, mask, (160,), 128, False), np.float16)
+
+
+def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, padding=None, precise=1, quant2=None):
+    """run_s1 (BNSD, two key/value heads) with pseShift, kvPaddingSize and an INT8 output
+    (quant2 = (quantScale2, quantOffset2)) as well."""
+    dev = lambda x: None if x is None else ae.to_device(x)
+    out = ae.empty(q.shape, DataType.ACL_INT8 if quant2 else
+                   DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
+    quant2 = quant2 or (None, None)
+    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k8)]), TensorList([ae.to_device(v8)]),
+           dev(pse), dev(mask), actual, None, None, None, dev(quant2[0]), dev(quant2[1]), dev(antiquant[0]),
+           dev(antiquant[1]), None,
+           dev(padding), q.shape[1], 0.125, "BNSD", k8.shape[1], 0, precise, out)
+    return ae.numpy(out)
+
+
+@ON_95
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_int8_query_s_above_one_pse(chip, masked):
+    """pseShift [1, N, >= S, >= S2] with isPFAFlag_: no G·S merge (CheckPFAMerge), added at the row's
+    own row and key; with a mask D 32 takes s2 base 512 (SetfaRunBaseSize), so the blocks of rows
+    512.. would start there (here every block starts at 0)."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 40, 32), True, seed=6)
+    q = values((2, 4, 24, 32), np.float16)
+    pse = values((1, 4, 30, 48), np.float16)
+    mask = (np.random.default_rng(2).random((2, 24, 40)) < 0.25) if masked else None
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, pse=pse, actual=(40, 31))
+    meets(out, block_walk(q, k, v, mask, (40, 31), 512, False, pse=pse), np.float16)
+
+
+@ON_95
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_int8_query_s_above_one_kv_left_padding(chip, masked):
+    """kvPaddingSize with isPFAFlag_ (CheckSupportKVLeftPadding): batch b's keys are the tokens
+    [S2 - pad - length, S2 - pad); the mask and pseShift columns start there too
+    (CalPseShiftCoreOffset adds kvLeftPaddingSize); a batch that does not fit is 0."""
+    k8, v8, scale, _, k, v = int8_case(np.float16, (3, 2, 40, 32), False, with_offset=False, seed=9)
+    q = values((3, 4, 20, 32), np.float16)
+    pse = values((3, 4, 20, 40), np.float16)
+    mask = (np.random.default_rng(4).random((3, 20, 40)) < 0.25) if masked else None
+    lengths, pad = (30, 22, 38), 5
+    out = run_s1_with(q, k8, v8, (scale, None), mask=mask, pse=pse, actual=lengths,
+                      padding=np.array([pad], np.int64))
+    starts = [40 - pad - n for n in lengths]
+    expected = block_walk(q[:2], k[:2], v[:2], None if mask is None else mask[:2], lengths[:2], 1024, False,
+                          pse=pse[:2], starts=starts[:2])
+    meets(out[:2], expected, np.float16)
+    assert np.all(out[2] == 0)
+
+
+@ON_95
+def test_int8_query_s_above_one_h_params_refused(chip):
+    """CheckKVAntiQuantParaShapeLegal admits [N2·D] with isPFAFlag_, but InitQuant reads the value's
+    parameters from element N2·D on: past the tensor (refused, 561003)."""
+    k8 = np.zeros((2, 2, 16, 32), np.int8)
+    with pytest.raises(ae.AclnnError) as err:
+        run_s1(values((2, 4, 2, 32), np.float16), k8, k8, (np.ones(64, np.float16), None))
+    assert err.value.status == 561003 and "rather than read past the input" in err.value.message
+
+
+@ON_95
+def test_int8_query_s_above_one_row_invalid_int8_output(chip):
+    """innerPrecise 3 (isRowInvalid) with an INT8 output: RowInvalid zeroes a fully masked row
+    before the post-quantisation, so it holds round(0 x scale + offset) = its offsets."""
+    k8, v8, scale, offset, k, v = int8_case(BF16, (1, 2, 24, 32), True, seed=12)
+    q = values((1, 4, 20, 32), BF16)
+    rng = np.random.default_rng(13)
+    mask = rng.random((1, 20, 24)) < 0.2
+    mask[0, [3, 17]] = True
+    q_scale = (rng.random((4, 32)) * 40 + 10).astype(np.float32)
+    q_offset = rng.integers(-5, 6, (4, 32)).astype(np.float32)
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, actual=(24,), precise=3, quant2=(q_scale, q_offset))
+    assert np.array_equal(out[0][:, [3, 17]], np.repeat(q_offset[:, None], 2, axis=1).astype(np.int8))
+    golden, _ = block_walk(q, k, v, mask, (24,), 1024, True)
+    expected = np.clip(np.rint(golden * q_scale[None, :, None] + q_offset[None, :, None]), -128, 127)
+    diff = np.abs(out.astype(np.int64) - expected)
+    assert diff.max() <= 1 and (diff == 0).mean() >= 0.98
+
+
+@ON_95
+@pytest.mark.parametrize("d, with_pse", [(32, True), (128, False)], ids=["d32_pse", "d128"])
+def test_int8_query_s_above_one_mask_s2_base_512(chip, d, with_pse):
+    """s2 base 512 (SetfaRunBaseSize: D <= 64 with pseShift, or 64 < D <= 128): the s1 block at 512
+    takes the keys [512, 520) alone."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (1, 1, 530, d), False, seed=14)
+    q = values((1, 2, 520, d), np.float16) * np.float16(0.3)
+    mask = np.random.default_rng(15).random((520, 530)) < 0.1
+    pse = values((1, 2, 520, 530), np.float16) if with_pse else None
+    out = run_s1_with(q, k8, v8, (scale, offset), mask=mask, pse=pse, actual=(530,))
+    meets(out, block_walk(q, k, v, mask, (530,), 512, False, pse=pse), np.float16)

@@ -290,6 +290,18 @@ int main() {
     REPORT("regbase.int8_s2_antiquant_1nd", Call(c, stream));
     c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 2, 16}, ACL_BOOL);
     REPORT("regbase.int8_s2_mask", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 1, 16}, ACL_BOOL);
+    REPORT("regbase.int8_s2_mask_rows", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["attenMask"] = T({2, 2, 2, 16}, ACL_BOOL);
+    REPORT("regbase.int8_s2_mask_heads", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["pseShift"] = T({1, 4, 2, 16});
+    REPORT("regbase.int8_s2_pse", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["pseShift"] = T({1, 4, 1, 16});
+    REPORT("regbase.int8_s2_pse_rows", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasAct = true;
+    c.act = {5, 13}; REPORT("regbase.int8_s2_kv_padding", Call(c, stream));
+    c = Int8Kv(); c.q = c.out = T({2, 4, 2, 32}); c.opt["antiquantScale"] = T({64});
+    REPORT("regbase.int8_s2_antiquant_h", Call(c, stream));
     c = Int8Paged(); c.k = c.v = {T({6, 2, 2, 32, 16}, ACL_INT8)}; REPORT("regbase.int8_pa_nz", Call(c, stream));
     c = Int8Paged(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {1}); REPORT("regbase.int8_pa_kv_padding", Call(c, stream));
     c = Int8Paged(); c.opt["blocktable"] = T({1, 6}, ACL_INT32, {0, 1, 2, 3, 4, 5}); REPORT("regbase.int8_pa_table_batch", Call(c, stream));

@@ -13,7 +13,7 @@ parameter shapes, and `SetPFASparseType` picks IFA_BAND from V4's unset sparse m
 Those tokens reach the kernel only with an attenMask: without one `GetSparseParam`
 (infer_flash_attention_sparse.h) leaves each batch's tokens at MAX_PRE_NEXT_TOKENS, so
 `ComputeS2LoopInfo` walks every key block [0, actual S2) for every query block and no element is
-masked: each row sees all its batch's keys. The tiling's band only shapes the core split
+masked: each row sees all its batch's keys. With a mask the kernel walks ifa_regbase.MaskBlocks. The tiling's band only shapes the core split
 (`FlashAttentionCubeSplitBNSeq`): `FixParamWithRowInvalid` cuts a batch's rows to its key count,
 and the kernel's last s1 block of a core comes from that split, so which rows are computed when a
 batch has fewer keys than rows depends on the device's core count (unestablished here).
@@ -42,12 +42,15 @@ MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
 LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
 _PREFIX = "IncreFlashAttention tiling failed (IFATilingV2): "
 PFA_MERGE_GS = 32                                               # pfaMergeGSLimit (tiling_v2.h)
-GAPS = Gaps("IncreFlashAttentionV4", "not_implemented", {
-    "soc_antiquant_s1_inputs": "an INT8 key/value with a query S above 1 on Ascend910_95 (IFATilingV2's isPFAFlag_ "
-                               "path) with attenMask, pseShift, kvPaddingSize or [N2·D] antiquant parameters",
+S1_BASE = 16            # sOuterSize_ (SetfaRunBaseSize) when CheckPFAMerge refuses G·S merging, as with a mask
+REFUSED = Gaps("IncreFlashAttentionV4", "refused", {
+    "soc_antiquant_h_params": "an INT8 key/value with a query S above 1 on Ascend910_95 with 1-D [N2·D] antiquant "
+                              "parameters: the kernel reads the value's from element N2·D on (InitQuant's "
+                              "antiValueOffsetInitPos), past the tensor's end",
 })
 UNESTABLISHED = Gaps("IncreFlashAttentionV4", "unestablished", {
-    "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95 where a batch has fewer keys "
+    "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95, no attenMask, where a batch "
+                              "has fewer keys "
                               "than query rows per block walk (S, or S·G when IFATilingV2 merges G and S): "
                               "FixParamWithRowInvalid cuts the core split, so which rows the kernel computes depends "
                               "on the device's core count",
@@ -333,11 +336,15 @@ class _Tiling:
         pse = self.a.pseShift
         if pse is None:
             return
-        if self.pfa:
-            GAPS.refuse("soc_antiquant_s1_inputs", f"pseShift with query S {self.s_q}")
         if pse.ndim != 4:
             _fail("pse_rank", f"The dimension of pseShift must be 4, current dimension num is {pse.ndim}.")
         b, n, s0, s1 = pse.shape
+        if self.pfa:
+            if b not in (1, self.batch) or n != self.heads or s0 < self.s_q or s1 < self.s_max:
+                # the source prints the shape's own B and N where it means the expected ones
+                _fail("pfa_pse_shape", f"pseShift shape must be (1 or {b}, {n}, >={self.s_q}, >={self.s_max}), but "
+                      f"now it is ({b}, {n}, {s0}, {s1})")
+            return
         if b not in (1, self.batch) or n != self.heads or s0 != 1:
             _fail("pse_shape", f"The shape of pseShift is ({b}, {n}, {s0}, {s1}), which does not match (B, N, 1, S) or "
                   "(1, N, 1, S).")
@@ -352,8 +359,9 @@ class _Tiling:
         self.has_mask = mask is not None and mask.numel != 0
         if not self.has_mask:
             return
-        if self.pfa:      # ProcessAttenMaskSparsePFA; the kernel then applies the tokens (0, 0) as a band
-            GAPS.refuse("soc_antiquant_s1_inputs", f"attenMask with query S {self.s_q}")
+        if self.pfa:
+            self._pfa_mask(mask)
+            return
         if _dim(mask.shape, 0) != self.batch:
             _fail("mask_batch", f"BatchSize[{_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
                   f"[{self.batch}] of query.")
@@ -361,6 +369,19 @@ class _Tiling:
         if mask.shape[-1] < need:
             _fail("mask_s", f"S Size[{mask.shape[-1]}] of attenMask must be greater than or equal to the second "
                   f"dimension of blockTable * blockSize([{need}]).")
+
+    def _pfa_mask(self, mask):
+        """ProcessAttenMaskSparsePFA with V4's unset sparse mode and tokens (0, 0): of its checks only
+        CheckMaskShapeCrossSparse can fail for a bool/int8/uint8 mask (the OpDef's only mask dtypes)."""
+        shape = mask.shape
+        if len(shape) not in (2, 3, 4):
+            _fail("pfa_mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
+        batch = 1 if len(shape) == 2 else shape[0]
+        heads = shape[1] if len(shape) == 4 else 1
+        if not (shape[-2] >= self.s_q and shape[-1] >= self.s_max and batch in (1, self.batch) and heads == 1):
+            _fail("pfa_mask_shape", f"attenMask batch({batch}) must be 1 or {self.batch}, attenMask Q_S({shape[-2]}) "
+                  f"must be larger than or equal to sQ({self.s_q}),attenMask KV_S({shape[-1]}) must be larger than or "
+                  f"equal to sK({self.s_max}), please check")
 
     def _quant2(self):
         """ProcessQuant2 / ProcessQuant2Attribute for an INT8 output."""
@@ -393,7 +414,7 @@ class _Tiling:
                 _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected. "
                       "Expect[2] when per-tensor mode.")
             if shape == (n * d,):     # "PFA PerChannel可能输入shape为H"
-                GAPS.refuse("soc_antiquant_s1_inputs", f"antiquant parameters of shape [{n * d}]")
+                REFUSED.refuse("soc_antiquant_h_params", f"antiquant parameters of shape [{n * d}]")
             _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
                   f"when per-tensor mode or expect[{n * d}] when per-channel mode.")
         if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
@@ -432,8 +453,6 @@ class _Tiling:
         if self.paged:
             _fail("pa_kv_padding", "When page attention is used, left padding is not supported!")
         self.left_padding = pad.numel != 0 and self.batch_continuous and self.actual_flag
-        if self.left_padding and self.pfa:
-            GAPS.refuse("soc_antiquant_s1_inputs", f"kvPaddingSize with query S {self.s_q}")
         if pad.numel != 0 and not self.left_padding:
             self.env.warn("kvPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
                           "and with actualSeqLengths")
@@ -460,7 +479,11 @@ class _Tiling:
                      for b in range(self.batch)],
             block_size=self.block_size if self.paged else 0, max_blocks=self.max_blocks if self.paged else 0,
             kv_shape=None)
-        if self.pfa:
+        blocks = None
+        if self.pfa and self.has_mask:
+            blocks = ifa_regbase.MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse),
+                                            bool(_u32(a.innerPrecise) >> 1 & 1))
+        elif self.pfa:
             self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed
         if not self.paged and not listed:
@@ -468,14 +491,14 @@ class _Tiling:
             if found != (self.kv_heads * self.d if self.layout == "BSH" else self.kv_heads):
                 # ProcessBaseTensors and CheckQKOutShape compare D alone (H / numKvHeads for BSH).
                 plan.kv_shape = ifa_regbase.kv_heads_view(self.k0, plan, self.env)
-        return lambda workspace: _run(a, plan, listed)
+        return lambda workspace: _run(a, plan, listed, blocks)
 
     def _rows_covered(self, lengths):
         """The core split (FlashAttentionCubeSplitBNSeq) counts min(rows, keys) rows per batch
         (FixParamWithRowInvalid with the tokens 0); with no batch short of keys it covers every
         s1 block the kernel walks. Rows are S·G when SetfaRunFlag merges G and S (CheckPFAMerge)."""
         merged = (self.group * self.s_q <= PFA_MERGE_GS and not self.paged and self.layout != "BNSD_BSND"
-                  and self.a.attentionOut.dtype != I8)
+                  and self.a.attentionOut.dtype != I8 and self.a.pseShift is None)
         rows = self.s_q * (self.group if merged else 1)
         short = [b for b, n in enumerate(lengths) if n < rows]
         if short:
@@ -483,7 +506,13 @@ class _Tiling:
                                  f"{rows} query rows")
 
 
-def _run(a, p, listed):
+def _s2_base(d: int, pse: bool) -> int:
+    """SetfaRunBaseSize's s2 base (sInnerSize_, the kernel config's S2 alignment through
+    UpdateTilingKeyConfig) without G·S merging."""
+    return (512 if pse else 1024) if d <= 64 else 512 if d <= 128 else 256 if d <= 256 else 128
+
+
+def _run(a, p, listed, blocks=None):
     from .incre_flash_attention import _rows
     view = SimpleNamespace(key=a.key.items[0], value=a.value.items[0])
     keys, values = _listed_caches(a, p) if listed else ifa_regbase._caches(a, view, p)
@@ -491,11 +520,11 @@ def _run(a, p, listed):
     key_params, value_params = _params(a, p, dtype)
     caches = (_dequantised(keys, *key_params, dtype), _dequantised(values, *value_params, dtype))
     mask = None
-    if p.has_mask:       # row b at b x its last dim (attenMaskSize_), as the A2/A3 kernels read it
+    if p.has_mask and p.s1 == 1:       # row b at b x its last dim (attenMaskSize_), as the A2/A3 kernels read it
         starts, lengths = ifa_regbase._windows(a, p)
         width = max([s + n for s, n in zip(starts, lengths)] + [0])
         mask = _rows(a.attenMask, "attenMask", p.b, width)[:, None]
-    ifa_regbase._run(a, view, p, caches=caches, mask=mask)
+    ifa_regbase._run(a, view, p, caches=caches, mask=mask, blocks=blocks, pse_at_start=p.s1 > 1)
 
 
 def _listed_caches(a, p):

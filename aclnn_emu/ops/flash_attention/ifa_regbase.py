@@ -23,6 +23,7 @@ The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; th
 here (`_generated_codes`). Differences: docs/divergences/incre_flash_attention.md.
 """
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,6 +33,7 @@ from ...dtypes import DataType
 from ...kernels.attention.layouts import to_bnsd
 from ...kernels.flash_attention import prompt_flash_attention as pfa
 from ...kernels.flash_attention.pse import PseSource
+from ...kernels.flash_attention.quant import quantize_
 from ...runtime import sanitizer
 from ..signature import OpError
 from . import pfa_regbase
@@ -337,12 +339,15 @@ class _Tiling:
         return lambda workspace: _run(self.a, v, plan)
 
 
-def _run(a, view, p, caches=None, mask=None):
+def _run(a, view, p, caches=None, mask=None, blocks=None, pse_at_start=False):
     """Batch by batch through the PFA regbase kernel (pfa.REGBASE): each batch's keys are its
     tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
     blocks; the mask is read from column start on (attenmask.h adds kvLeftPaddingSize), pseShift
     from column 0 (pse.h does not). ``caches`` (keys, values callables as `_caches` makes them) and
-    ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path)."""
+    ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path);
+    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys;
+    ``pse_at_start`` reads pseShift from column start too (CalPseShiftCoreOffset, the INT8-key path
+    with a query S above 1)."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
@@ -357,7 +362,13 @@ def _run(a, view, p, caches=None, mask=None):
         k, v = keys(b, start, length), values(b, start, length)
         batch_mask = None if mask is None else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, :,
                                                              start:start + length])
-        batch_pse = None if pse is None else PseSource(pse[b if pse.shape[0] > 1 else 0][None], 0, *pse.shape[2:])
+        batch_pse = None
+        if pse is not None:
+            rows = pse[b if pse.shape[0] > 1 else 0][None][..., start if pse_at_start else 0:]
+            batch_pse = PseSource(rows, 0, *rows.shape[2:])
+        if blocks is not None:
+            _blockwise(a, q[b:b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b:b + 1])
+            continue
         bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
         out[b:b + 1] = pfa.prompt_flash_attention(
             q[b:b + 1], k[None], v[None], scale=a.scaleValue, bands=bands, act_q=[p.s1], act_kv=[length],
@@ -371,6 +382,51 @@ def _run(a, view, p, caches=None, mask=None):
         view[:count] = flat[:count]
         flat = view
     out_t.write(flat.reshape(out_t.shape))
+
+
+@dataclass(frozen=True)
+class MaskBlocks:
+    """The arch35 kernels' walk with an attenMask and the tokens (0, 0), compress mode 0
+    (ComputeSouterParam, ComputeS2LoopInfo): rows stop at min(S1, S2) (GetSingleCoreParam), and the
+    s1 block of ``s1`` rows at ``off`` takes the keys [off // s2 * s2, off + its rows) with no
+    elementwise band, only the user's mask. ``row_invalid`` (innerPrecise 2/3, RowInvalid): a row
+    whose every key is masked (running max -FLT_MAX) is zero before any post-quantisation."""
+    s1: int
+    s2: int
+    row_invalid: bool
+
+    def keys(self, off: int, rows: int) -> tuple[int, int]:
+        return off // self.s2 * self.s2, off + rows
+
+
+def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
+    """One batch ([1, N, S1, D] query, [N2, S2, D] keys, its PseSource or None) block by block into
+    ``out`` [1, N, S1, Dv]; pseShift is read at the block's own rows and keys (ComputePseShiftOffset
+    takes the absolute s2 block)."""
+    rows_total = min(q.shape[2], k.shape[1])
+    for off in range(0, rows_total, blocks.s1):
+        rows = min(blocks.s1, rows_total - off)
+        k0, k1 = blocks.keys(off, rows)
+        block_mask = mask.values[:, off:off + rows, k0:k1]
+        o = pfa.prompt_flash_attention(
+            q[:, :, off:off + rows], k[None, :, k0:k1], v[None, :, k0:k1], scale=a.scaleValue,
+            bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)], act_q=[rows], act_kv=[k1 - k0],
+            mask=pfa.Mask(block_mask), out_quant=out_quant, precision=pfa.REGBASE, kv_block=blocks.s2,
+            pse=None if pse is None else PseSource(pse.pse[:, :, off:off + rows, k0:k1], 0, rows, k1 - k0))
+        if blocks.row_invalid:
+            dead = (block_mask != 0).all(axis=2)[0]
+            o[:, :, dead] = _zero_row(out_quant, o.shape[1], o.shape[3], o.dtype)[:, :, None]
+        out[:, :, off:off + rows] = o
+
+
+def _zero_row(out_quant, heads, width, dtype):
+    """[1, N, Dv]: what an all-zero row becomes in the output dtype (post-quantised when int8)."""
+    zero = np.zeros((heads, width), np.float32)
+    if out_quant is not None:
+        for n in range(heads):
+            quantize_(zero[n], out_quant.scale[n % out_quant.scale.shape[0]],
+                      out_quant.offset[n % out_quant.offset.shape[0]], via_fp16=True)
+    return zero.astype(dtype)[None]
 
 
 def _windows(a, p):
