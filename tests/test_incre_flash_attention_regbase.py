@@ -94,10 +94,10 @@ def test_mask_and_pse(chip, dtype):
 
 
 @ON_95
-def test_kv_left_padding_shifts_the_mask_not_the_pse(chip):
-    """InitKVLeftPaddingSize: batch b reads tokens [S - pad - len_b, S - pad); attenmask.h adds the
-    padding to the mask column, pse.h does not (pse column j for token j); a batch that does not fit
-    (S - pad - len < 0) reads no token and is zero."""
+def test_kv_left_padding_shifts_the_mask_and_the_pse(chip):
+    """InitKVLeftPaddingSize: batch b reads tokens [S - pad - len_b, S - pad); attenmask.h and
+    CalPseShiftCoreOffset add the padding to the mask and pse columns (both read at the token's own
+    column); a batch that does not fit (S - pad - len < 0) reads no token and is zero."""
     q = values((3, 2, 16), np.float16)
     k, v = values((3, 2, 30, 16), np.float16), values((3, 2, 30, 16), np.float16)
     actual, pad = (12, 25, 27), 4
@@ -111,11 +111,8 @@ def check_padded(out, q, k, v, actual, pad, mask, pse):
     """Batches 0 and 1 against the golden with the kv left padding; batch 2 (no room) is zero."""
     s2 = k.shape[2]
     starts = [s2 - pad - n for n in actual]
-    shifted = np.zeros((3, pse.shape[1], s2), pse.dtype)     # the golden reads pse at start + j
-    for b, s in enumerate(starts[:2]):
-        shifted[b, :, s:] = pse[b, :, 0, :s2 - s]
     expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
-                      mask=mask.reshape(3, s2)[:2], pse=shifted[:2])
+                      mask=mask.reshape(3, s2)[:2], pse=pse[:2, :, 0])   # the golden reads both at start + j
     meets(out[:2], expected, np.float16)
     assert np.all(out[2] == 0)
 
@@ -334,7 +331,7 @@ def test_int8_key_heads_read_by_kv_heads(chip):
 
 @ON_95
 def test_int8_mask_pse_and_left_padding(chip):
-    """Mask rows at b x its last dim from the padded column on, pse from column 0, as for FLOAT16 keys."""
+    """Mask and pse from the padded column on, as for FLOAT16 keys."""
     k8, v8, scale, offset, k, v = int8_case(np.float16, (3, 2, 30, 16), False)
     q = values((3, 2, 16), np.float16)
     actual, pad = (12, 25, 27), 4

@@ -248,10 +248,7 @@ MUTATIONS = [
     Mutation("ifa-chunk-1024", IFA, "KV_CHUNK = 2048", "KV_CHUNK = 1024", IFA_TESTS),
     # IncreFlashAttention on Ascend910_95: the PFA regbase kernel run batch by batch
     Mutation("ifa95-mask-ignores-padding", IFA95, "start:start + length])", "0:length])", IFA95_TESTS),
-    Mutation("ifa95-pse-follows-padding", IFA95, "[..., start if pse_at_start else 0:]", "[..., start:]",
-             IFA95_TESTS),
-    Mutation("ifa95-s1-pse-ignores-padding", IFA95, "[..., start if pse_at_start else 0:]", "[..., 0:]",
-             IFA95_TESTS),
+    Mutation("ifa95-pse-ignores-padding", IFA95, "[..., start:]", "[..., 0:]", IFA95_TESTS),
     # the masked walk of the arch35 kernels (MaskBlocks)
     Mutation("ifa95-mask-blocks-from-key-0", IFA95, "return off // self.s2 * self.s2, off + rows", "return 0, off + rows",
              IFA95_TESTS),

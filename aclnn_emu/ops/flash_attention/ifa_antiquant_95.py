@@ -524,7 +524,7 @@ def _run(a, p, listed, blocks=None):
         starts, lengths = ifa_regbase._windows(a, p)
         width = max([s + n for s, n in zip(starts, lengths)] + [0])
         mask = _rows(a.attenMask, "attenMask", p.b, width)[:, None]
-    ifa_regbase._run(a, view, p, caches=caches, mask=mask, blocks=blocks, pse_at_start=p.s1 > 1)
+    ifa_regbase._run(a, view, p, caches=caches, mask=mask, blocks=blocks)
 
 
 def _listed_caches(a, p):

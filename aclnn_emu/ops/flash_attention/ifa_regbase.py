@@ -339,15 +339,14 @@ class _Tiling:
         return lambda workspace: _run(self.a, v, plan)
 
 
-def _run(a, view, p, caches=None, mask=None, blocks=None, pse_at_start=False):
+def _run(a, view, p, caches=None, mask=None, blocks=None):
     """Batch by batch through the PFA regbase kernel (pfa.REGBASE): each batch's keys are its
     tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
-    blocks; the mask is read from column start on (attenmask.h adds kvLeftPaddingSize), pseShift
-    from column 0 (pse.h does not). ``caches`` (keys, values callables as `_caches` makes them) and
+    blocks; the mask and pseShift are read from column start on (attenmask.h and
+    CalPseShiftCoreOffset add kvLeftPaddingSize; pse.h's PseComputeOffset returns that offset for
+    inference). ``caches`` (keys, values callables as `_caches` makes them) and
     ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path);
-    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys;
-    ``pse_at_start`` reads pseShift from column start too (CalPseShiftCoreOffset, the INT8-key path
-    with a query S above 1)."""
+    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
@@ -364,7 +363,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None, pse_at_start=False):
                                                              start:start + length])
         batch_pse = None
         if pse is not None:
-            rows = pse[b if pse.shape[0] > 1 else 0][None][..., start if pse_at_start else 0:]
+            rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
             batch_pse = PseSource(rows, 0, *rows.shape[2:])
         if blocks is not None:
             _blockwise(a, q[b:b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b:b + 1])
