@@ -108,6 +108,16 @@ def attr_int32(value: int) -> int:
     return int(np.array(value, np.int64).astype(np.uint64).astype(np.uint32).view(np.int32))
 
 
+def attr_uint32(value: int) -> int:
+    """An int64 attribute that a tiling reads through a ``uint32_t`` pointer: its low 32 bits."""
+    return value & 0xFFFFFFFF
+
+
+def shape_dim(shape, i: int) -> int:
+    """gert::Shape::GetDim: a dimension past the rank reads as 0."""
+    return shape[i] if i < len(shape) else 0
+
+
 def framework_checks(a, op, combos, env, socs) -> bool:
     """What every generated entry point does before its tiling, for an op whose kernels are
     registered for `socs`: required nulls (161001), then False when all outputs are empty (nothing

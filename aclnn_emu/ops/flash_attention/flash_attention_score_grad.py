@@ -19,6 +19,7 @@ from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER, packed_k
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from ..gaps import Gaps
+from ..generated import attr_int32
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 
 NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
@@ -93,11 +94,6 @@ UNESTABLISHED = Gaps(OP, "unestablished", {
 
 def _names(dtypes) -> str:
     return "/".join(d.name for d in dtypes)
-
-
-def _int32(value: int) -> int:
-    """The low 32 bits as a signed int: the tiling reads int64 attributes through an int pointer."""
-    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
 def _present(tensor):
@@ -245,7 +241,7 @@ def _check_shape_attrs(a, s: _Shape, env):
                             "tiling.keep_prob")
     if keep < 1:
         _check_drop_mask(a, s, keep)
-    mode = _int32(a.sparseMode) & 0xFFFFFFFF
+    mode = attr_int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 8:
         raise _tiling_error(f"FAG sparseMode {mode} is invalid (got {a.sparseMode}); expected 0-8", "tiling.sparse_mode")
     if mode in (7, 8):
@@ -278,7 +274,7 @@ def _check_shape_attrs_arch35(a, s: _Shape, env):
                             "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass", "tiling.tnd")
     keep = float(np.float32(a.keepProb))
     _check_drop_mask_arch35(a, s, keep, env)
-    mode = _int32(a.sparseMode) & 0xFFFFFFFF
+    mode = attr_int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 6:     # CheckSparseModeValue
         raise _tiling_error(f"Not support sparse mode {mode} (got {a.sparseMode}); expected 0-6 with layout "
                             f"{s.layout}", "tiling.sparse_mode")
@@ -373,7 +369,7 @@ def _check_drop_mask_arch35(a, s, keep, env):
 
 def _check_tokens(a, s, mode):
     """CheckTokens reads preTokens/nextTokens as int32, with or without a mask."""
-    pre, nxt = _int32(a.preTokens), _int32(a.nextTokens)
+    pre, nxt = attr_int32(a.preTokens), attr_int32(a.nextTokens)
     rows, cols = (s.s2, s.s1) if mode == 0 else (s.s1, s.s2)
     if mode in (0, 4) and (-pre > rows or -nxt > cols or pre + nxt < 0):
         raise _tiling_error(f"FAG S1s2Bn2 with s1[{s.s1}] s2[{s.s2}] preToken[{pre}] nextToken[{nxt}] is not support! "

@@ -33,6 +33,7 @@ from ...dtypes import DataType
 from ...kernels.attention.layouts import to_bnsd
 from ...kernels.flash_attention.antiquant_arch35 import dequantize
 from ..gaps import Gaps
+from ..generated import attr_uint32, shape_dim
 from ..signature import OpError
 from . import ifa_regbase
 
@@ -61,14 +62,6 @@ def _fail(rule: str, message: str):
     raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX + message, rule=f"tiling.v2.{rule}")
 
 
-def _u32(value: int) -> int:
-    return value & 0xFFFFFFFF
-
-
-def _dim(shape, i: int) -> int:
-    return shape[i] if i < len(shape) else 0
-
-
 def tiling(a, env, origin_formats):
     """RunBigKernelTiling's checks for an INT8 key, then the phase-2 work."""
     return _Tiling(a, env, origin_formats).run()
@@ -79,7 +72,7 @@ class _Tiling:
         self.a, self.env, self.origin_formats = a, env, origin_formats
         self.q, self.k0, self.v0 = a.query, a.key.items[0], a.value.items[0]
         self.layout = "BSH" if a.inputLayout is None else a.inputLayout
-        self.batch = _dim(self.q.shape, 0)
+        self.batch = shape_dim(self.q.shape, 0)
         self.paged = a.blocktable is not None
 
     def run(self):
@@ -93,16 +86,16 @@ class _Tiling:
         a, q, k0 = self.a, self.q, self.k0
         if q.numel == 0:
             _fail("query_empty", "Tensor query is empty cause shapesize is 0.")
-        heads, kv = _u32(a.numHeads), _u32(a.numKeyValueHeads)
+        heads, kv = attr_uint32(a.numHeads), attr_uint32(a.numKeyValueHeads)
         if heads == 0:
             _fail("heads_zero", "NumHeads is zero.")
         kv = kv or heads
         if kv > heads or heads % kv:
             _fail("kv_heads", f"Attribute numKvHeads is invalid, numHeads:{heads}, numKvHeads:{kv}.")
         self.heads, self.kv_heads, self.group = heads, kv, heads // kv
-        self.block_size = _u32(a.blockSize)
+        self.block_size = attr_uint32(a.blockSize)
         if not self.paged:
-            self.batch_continuous = self.batch == _dim(k0.shape, 0)
+            self.batch_continuous = self.batch == shape_dim(k0.shape, 0)
         else:
             self.batch_continuous = False
             self._pa_block_size()
@@ -114,7 +107,7 @@ class _Tiling:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
         self._kv_shapes()                                           # KvShapePostProcess
         self.pfa = self.s_q != 1                                    # isPFAFlag_
-        precise = _u32(a.innerPrecise)
+        precise = attr_uint32(a.innerPrecise)
         if self.pfa and precise not in (0, 1, 2, 3):
             _fail("inner_precise", f"Precision mode[{precise}] should be 0 or 1 or 2 or 3.")
         if not self.pfa and precise not in (0, 1):
@@ -143,14 +136,14 @@ class _Tiling:
         layout, heads, kv = self.layout, self.heads, self.kv_heads
         qs, ks, vs, outs = self.q.shape, self.k0.shape, self.v0.shape, self.a.attentionOut.shape
         if layout == "BSH":
-            if _dim(qs, 2) % heads:
-                _fail("bsh_h", f"H[{_dim(qs, 2)}] should be an interger multiple of numHeads[{heads}].")
-            self.s_q, self.d, self.q_heads = _dim(qs, 1), _dim(qs, 2) // heads, heads
-            self.d_key, self.d_value, self.d_out = _dim(ks, 2) // kv, _dim(vs, 2) // kv, _dim(outs, 2) // heads
+            if shape_dim(qs, 2) % heads:
+                _fail("bsh_h", f"H[{shape_dim(qs, 2)}] should be an interger multiple of numHeads[{heads}].")
+            self.s_q, self.d, self.q_heads = shape_dim(qs, 1), shape_dim(qs, 2) // heads, heads
+            self.d_key, self.d_value, self.d_out = shape_dim(ks, 2) // kv, shape_dim(vs, 2) // kv, shape_dim(outs, 2) // heads
         elif layout in ("BSND", "BNSD", "BNSD_BSND"):
             n_axis, s_axis = (2, 1) if layout == "BSND" else (1, 2)
-            self.s_q, self.q_heads = _dim(qs, s_axis), _dim(qs, n_axis)
-            self.d, self.d_key, self.d_value, self.d_out = _dim(qs, 3), _dim(ks, 3), _dim(vs, 3), _dim(outs, 3)
+            self.s_q, self.q_heads = shape_dim(qs, s_axis), shape_dim(qs, n_axis)
+            self.d, self.d_key, self.d_value, self.d_out = shape_dim(qs, 3), shape_dim(ks, 3), shape_dim(vs, 3), shape_dim(outs, 3)
         elif layout == "TND":
             _fail("tnd_actual_q", "TND the query's actual sequence lengths should not be null!")   # CheckActualSeqLens
         else:
@@ -177,7 +170,7 @@ class _Tiling:
             if self.listed:
                 self._kv_list()
             self._key_same_but_s(i, k)
-            s = _dim(k.shape, 1 if self.layout in ("BSH", "BSND") else 2)
+            s = shape_dim(k.shape, 1 if self.layout in ("BSH", "BSND") else 2)
             lens.append(0 if k.numel == 0 else s)
         self.kv_lens, self.s_max = lens, max(lens)
 
@@ -191,12 +184,12 @@ class _Tiling:
             if k.ndim != rank or v.ndim != rank:
                 _fail("kv_list_rank", f"IFA check input param failed, the dimension of tensor in tensorList should be "
                       f"{rank}, key:{k.ndim}, value:{v.ndim}.")
-            if _dim(k.shape, 0) != 1:
+            if shape_dim(k.shape, 0) != 1:
                 _fail("kv_list_batch", "IFA check input param failed, the batch of tensor in tensorList should be 1, now "
-                      f"batch is:{_dim(k.shape, 0)}, list index:{i}.")
+                      f"batch is:{shape_dim(k.shape, 0)}, list index:{i}.")
             for t in (k, v):
-                found = {"BSH": _dim(t.shape, 2) // self.d if self.d else 0, "BSND": _dim(t.shape, 2)}.get(
-                    self.layout, _dim(t.shape, 1))
+                found = {"BSH": shape_dim(t.shape, 2) // self.d if self.d else 0, "BSND": shape_dim(t.shape, 2)}.get(
+                    self.layout, shape_dim(t.shape, 1))
                 if found != self.kv_heads:
                     _fail("kv_list_heads", f"IFA check input param failed, tensor in list numHeads[{found}] should be "
                           f"{self.kv_heads}.")
@@ -206,9 +199,9 @@ class _Tiling:
         axes = {"BSH": (0, 2), "BSND": (0, 2, 3)}.get(self.layout, (0, 1, 3))
         first = self.k_cache[0].shape
         for axis in axes:
-            if _dim(first, axis) != _dim(k.shape, axis):
+            if shape_dim(first, axis) != shape_dim(k.shape, axis):
                 _fail("kv_list_same", f"IFA check input param failed, dim {axis} in keyShape must be same, keyShape[0] "
-                      f"has {_dim(first, axis)}, keyShape[{i}] has {_dim(k.shape, axis)}.")
+                      f"has {shape_dim(first, axis)}, keyShape[{i}] has {shape_dim(k.shape, axis)}.")
 
     def _kv_cache(self):
         """CheckKvCache / CheckKvCacheValue."""
@@ -216,11 +209,11 @@ class _Tiling:
         if table.ndim != 2:
             _fail("pa_table_rank", f"When Page Attention is enabled, input blockTable dimension[{table.ndim}] should "
                   "be 2")
-        self.max_blocks = _u32(table.shape[1])
+        self.max_blocks = attr_uint32(table.shape[1])
         if self.max_blocks == 0:
             _fail("pa_table_blocks", "When Page Attention is enabled, maxBlockNumPerSeq should be larger than 0, actual "
                   f"is {self.max_blocks}.")
-        self.s_max = _u32(self.max_blocks * self.block_size)
+        self.s_max = attr_uint32(self.max_blocks * self.block_size)
         rank = len(k)
         if rank not in (3, 4, 5):
             _fail("pa_cache_rank", f"When Page Attention is enabled, kvCache dimensions[{rank}] should be 3 or 4 or 5")
@@ -323,12 +316,12 @@ class _Tiling:
                 _fail("actual_seq_negative", "ActualSeqLengthsKv must be greater than or equal to 0.")
             if not self.paged:
                 seq = self.kv_lens[0] if len(self.kv_lens) == 1 else self.kv_lens[i]
-                if _u32(act) > seq:
+                if attr_uint32(act) > seq:
                     _fail("actual_seq_range", f"ActualSeqLengthsKv[{i}]({act}) cannot be greater than seqLength({seq}) "
                           "in input key.")
             else:
                 self.need_blocks += -(-act // self.block_size)
-            self.max_actual = max(self.max_actual, _u32(act))
+            self.max_actual = max(self.max_actual, attr_uint32(act))
         self.actual = [values[0] if len(values) == 1 else values[i] for i in range(self.batch)]
 
     def _pse_shift(self):
@@ -362,8 +355,8 @@ class _Tiling:
         if self.pfa:
             self._pfa_mask(mask)
             return
-        if _dim(mask.shape, 0) != self.batch:
-            _fail("mask_batch", f"BatchSize[{_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
+        if shape_dim(mask.shape, 0) != self.batch:
+            _fail("mask_batch", f"BatchSize[{shape_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
                   f"[{self.batch}] of query.")
         need = self.s_max if self.paged else self.max_actual
         if mask.shape[-1] < need:
@@ -482,7 +475,7 @@ class _Tiling:
         blocks = None
         if self.pfa and self.has_mask:
             blocks = ifa_regbase.MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse),
-                                            bool(_u32(a.innerPrecise) >> 1 & 1))
+                                            bool(attr_uint32(a.innerPrecise) >> 1 & 1))
         elif self.pfa:
             self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed

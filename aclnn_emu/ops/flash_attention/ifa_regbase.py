@@ -35,6 +35,7 @@ from ...kernels.flash_attention import prompt_flash_attention as pfa
 from ...kernels.flash_attention.pse import PseSource
 from ...kernels.flash_attention.quant import quantize_
 from ...runtime import sanitizer
+from ..generated import attr_int32, shape_dim
 from ..signature import OpError
 from . import pfa_regbase
 from . import prompt_flash_attention as pfa_op
@@ -72,16 +73,6 @@ def _generated_codes():
         _fail(error.rule, error.message.split(": ", 1)[-1])
 
 
-def _i32(value: int) -> int:
-    """An int64 attribute read through GetAttrPointer<int32_t>."""
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >> 31 else value
-
-
-def _dim(shape, i: int) -> int:
-    return shape[i] if i < len(shape) else 0
-
-
 def check_quant2(scale, offset, n, d, fail):
     """The INT8-output scales, as PromptFlashAttentionTilingV2 (CheckPostQuantParams/Shape) and
     IFATilingV2 (ProcessQuant2/ProcessQuant2Attribute) both check them: scale given and not empty,
@@ -117,7 +108,7 @@ class _Tiling:
     def __init__(self, a, env):
         self.a, self.env = a, env
         self.paged = a.blocktable is not None
-        self.heads, self.kv_attr = _i32(a.numHeads), _i32(a.numKeyValueHeads)
+        self.heads, self.kv_attr = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
         self.kv_heads = self.kv_attr or self.heads
         self.lengths = a.actualSeqLengths if a.actualSeqLengths else None     # enableActSeqLenKV
         # The arguments as PFAConvertContext hands them on, named as the shared PFA checks read them.
@@ -166,7 +157,7 @@ class _Tiling:
         shape = self.view.value.shape
         if len(shape) == 3:
             return shape[2] // self.kv_heads if self.kv_heads > 0 else 0
-        return shape[3] if len(shape) == 4 else _dim(shape, 2) * _dim(shape, 4)
+        return shape[3] if len(shape) == 4 else shape_dim(shape, 2) * shape_dim(shape, 4)
 
     def _heads(self):
         """SetAndCheckHeadNumRatio / CheckInputDimAndHeadNum."""
@@ -228,7 +219,7 @@ class _Tiling:
         table = a.blocktable
         if table.numel == 0:
             _fail("regbase.pa_table_empty", f"blockTable each dim can't be 0, blockTable Shape {list(table.shape)}.")
-        bs = _i32(a.blockSize)
+        bs = attr_int32(a.blockSize)
         base = PA_BLOCK_IFA if self.s1 == 1 else PA_BLOCK_PFA     # enableIFA: a one-row query
         if bs % base or not base <= bs <= PA_BLOCK_MAX:
             _fail("regbase.pa_block_size", f"block size({bs}) should be a multiple of {base}, and should be in range "
@@ -238,7 +229,7 @@ class _Tiling:
         k, val = v.key.shape, v.value.shape
         rank = len(k)
         mla_dims = {3: (2,), 4: (3,), 5: (2, 4)}.get(rank, ()) if self.mla else ()   # Dv may differ
-        if any(_dim(k, i) != _dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims):
+        if any(shape_dim(k, i) != shape_dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims):
             _fail("regbase.pa_kv_shape", f"the dim num of key and value are inconsistent when PA enable. key shape "
                   f"{list(k)}, value shape {list(val)}.")
         ranks = (3, 4, 5) if v.inputLayout in ("BNSD", "BNSD_BSND") else (3, 5)

@@ -25,7 +25,7 @@ from ...kernels.flash_attention.pse import PseSource
 from ...runtime import sanitizer
 from . import ifa_kv_nz, ifa_speculative
 from ..gaps import Gaps
-from ..generated import all_outputs_empty, check_kernel_key, check_required_not_null
+from ..generated import all_outputs_empty, attr_uint32, check_kernel_key, check_required_not_null, shape_dim
 from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
                          TensorOut)
 from . import ifa_antiquant_95, ifa_regbase
@@ -42,7 +42,7 @@ def _attention_out(a):
         return None
     dtype = I8 if a.quantScale2 is not None else q.dtype
     layout = "BSH" if a.inputLayout is None else a.inputLayout
-    heads = _u32(a.numHeads)
+    heads = attr_uint32(a.numHeads)
     if not layout.endswith("_NBSD") or q.ndim < 3 or not heads or not q.numel:
         return q.shape, dtype
     b, s = q.shape[0], q.shape[2 if layout.startswith("BNSD") else 1]
@@ -145,16 +145,6 @@ def _fail(rule: str, message: str):
                   rule=f"tiling.{rule}")
 
 
-def _u32(value: int) -> int:
-    """An int64 attribute read through GetAttrPointer<uint32_t> (its low 32 bits)."""
-    return value & 0xFFFFFFFF
-
-
-def _dim(shape, i: int) -> int:
-    """gert::Shape::GetDim: a dimension past the rank reads as 0."""
-    return shape[i] if i < len(shape) else 0
-
-
 @OP.prepare
 def prepare(a, env):
     keyed = _keyed_view(a)
@@ -208,7 +198,7 @@ class _Tiling:
         self.layout = "BSH" if a.inputLayout is None else a.inputLayout
         self.q = a.query
         self.keys, self.values = a.key.items, a.value.items
-        self.batch = _dim(self.q.shape, 0)
+        self.batch = shape_dim(self.q.shape, 0)
         self.paged = a.blocktable is not None
 
     def run(self):
@@ -220,7 +210,7 @@ class _Tiling:
     def _base_inputs(self):
         a, q = self.a, self.q
         # ConvertContext: a key batch that differs from the query's means one tensor per batch.
-        self.listed = self.batch != _dim(self.keys[0].shape, 0)
+        self.listed = self.batch != shape_dim(self.keys[0].shape, 0)
         count = self.batch if self.listed else 1
         self.k_cache = [self.keys[i] if i < len(self.keys) else None for i in range(count)]
         self.v_cache = [self.values[i] if i < len(self.values) else None for i in range(count)]
@@ -235,7 +225,7 @@ class _Tiling:
     def _qkv_preprocess(self):
         a, q, k0 = self.a, self.q, self.keys[0]
         self.antiquant = q.dtype != k0.dtype and k0.dtype == I8
-        heads, kv = _u32(a.numHeads), _u32(a.numKeyValueHeads)
+        heads, kv = attr_uint32(a.numHeads), attr_uint32(a.numKeyValueHeads)
         if heads == 0:
             _fail("heads_zero", "the query's heads num is zero")
         kv = kv or heads
@@ -244,23 +234,23 @@ class _Tiling:
         self.heads, self.kv_heads, self.group = heads, kv, heads // kv
         layout, qs, k_rank = self.layout, q.shape, k0.ndim
         if layout in ("BSH", "BSH_NBSD"):
-            if _dim(qs, 2) % heads:
+            if shape_dim(qs, 2) % heads:
                 _fail("bsh_h", "H should be an interger multiple of numHeads")
-            s_q, d, q_heads = _dim(qs, 1), _dim(qs, 2) // heads, heads
-            if _u32(a.numKeyValueHeads) != 0 and k_rank == 3:
-                if _dim(k0.shape, 2) == 0:
+            s_q, d, q_heads = shape_dim(qs, 1), shape_dim(qs, 2) // heads, heads
+            if attr_uint32(a.numKeyValueHeads) != 0 and k_rank == 3:
+                if shape_dim(k0.shape, 2) == 0:
                     # D N N2 / 0: an integer division by zero in GetInOutLayout4BSH. x86 hosts die of
                     # SIGFPE; aarch64 hosts (sdiv gives 0) fail the heads check below. aclnn-emu does the latter.
                     _fail("bsh_h_zero", "the query's heads num should be equal to qOfHeadnum (the key's H is 0: "
                           "the tiling divides D x numHeads x numKeyValueHeads by it, which kills x86 hosts with "
                           "SIGFPE; aarch64 hosts read 0 heads and fail here)")
-                q_heads = d * heads * kv // _dim(k0.shape, 2)
+                q_heads = d * heads * kv // shape_dim(k0.shape, 2)
         elif layout in ("BSND", "BSND_NBSD"):
-            s_q, d, q_heads = _dim(qs, 1), _dim(qs, 3), _dim(qs, 2)
+            s_q, d, q_heads = shape_dim(qs, 1), shape_dim(qs, 3), shape_dim(qs, 2)
         elif layout in ("BNSD", "BNSD_NBSD"):
-            s_q, d, q_heads = _dim(qs, 2), _dim(qs, 3), _dim(qs, 1)
+            s_q, d, q_heads = shape_dim(qs, 2), shape_dim(qs, 3), shape_dim(qs, 1)
         elif layout in ("TND", "TND_NTD"):
-            s_q, d, q_heads = _dim(qs, 0), _dim(qs, 2), _dim(qs, 1)
+            s_q, d, q_heads = shape_dim(qs, 0), shape_dim(qs, 2), shape_dim(qs, 1)
         else:
             _fail("layout", f"Only support input_layout(BSH, BNSD, BSND, TND), actually is {layout}")
         self.s_q, self.d = s_q, d
@@ -277,19 +267,19 @@ class _Tiling:
 
     def _attrs_preprocess(self):
         a = self.a
-        self.inner_precise = _u32(a.innerPrecise)
+        self.inner_precise = attr_uint32(a.innerPrecise)
         if self.inner_precise not in (0, 1):
             _fail("inner_precise", f"precision mode[{self.inner_precise}] should be 0 or 1")
         if self.paged and a.blocktable.numel == 0:
             _fail("blocktable_empty", "check blockTable shape failed, blockTable shapeSize is zero.")
-        self.batch_continuous = not self.paged and self.batch == _dim(self.keys[0].shape, 0)
+        self.batch_continuous = not self.paged and self.batch == shape_dim(self.keys[0].shape, 0)
 
     def _kv_shapes(self):
         """KvShapePostProcess: the paged cache's sMax, or each key tensor's S."""
         a, k0 = self.a, self.keys[0]
-        self.block_size = _u32(a.blockSize)
+        self.block_size = attr_uint32(a.blockSize)
         if self.paged:
-            self.max_blocks = _dim(a.blocktable.shape, 1)
+            self.max_blocks = shape_dim(a.blocktable.shape, 1)
             self.s_max = self.max_blocks * self.block_size
             self.kv_lens = []
             if k0.ndim == 4 and self.layout not in ("BNSD", "TND", "TND_NTD", "BNSD_NBSD"):
@@ -306,7 +296,7 @@ class _Tiling:
             if self.listed:
                 self._list_entry(i, k, v)
             self._same_but_s(i, k)
-            s = _dim(k.shape, 2 if self.layout in ("BNSD", "BNSD_NBSD") else 1)
+            s = shape_dim(k.shape, 2 if self.layout in ("BNSD", "BNSD_NBSD") else 1)
             lens.append(0 if k.numel == 0 else s)
         self.kv_lens = lens
         self.s_max = max(lens)
@@ -318,12 +308,12 @@ class _Tiling:
         if rank is not None and (k.ndim != rank or v.ndim != rank):
             _fail("kv_list_rank", f"IFA check input param failed, tensor in list dim num should be {rank}, "
                   f"k: {k.ndim}, v: {v.ndim}.")
-        if _dim(k.shape, 0) != 1:
+        if shape_dim(k.shape, 0) != 1:
             _fail("kv_list_batch", "IFA check input param failed, b of tensor in tensor list should be 1, now b is: "
-                  f"{_dim(k.shape, 0)}, list index: {i}")
+                  f"{shape_dim(k.shape, 0)}, list index: {i}")
         for t in (k, v):
-            found = {"BSH": _dim(t.shape, 2) // self.d if self.d else 0, "BNSD": _dim(t.shape, 1),
-                     "BSND": _dim(t.shape, 2)}.get(layout, 0)
+            found = {"BSH": shape_dim(t.shape, 2) // self.d if self.d else 0, "BNSD": shape_dim(t.shape, 1),
+                     "BSND": shape_dim(t.shape, 2)}.get(layout, 0)
             if found != self.kv_heads:
                 _fail("kv_list_heads", f"IFA check input param failed, tensor in list head num({found}) should be "
                       f"{self.kv_heads}.")
@@ -333,9 +323,9 @@ class _Tiling:
         s_axis = {"BNSD": 2, "BSND": 1, "BSH": 1}.get(self.layout)
         first = self.k_cache[0].shape
         for idx in range(k.ndim):
-            if idx != s_axis and _dim(first, idx) != k.shape[idx]:
+            if idx != s_axis and shape_dim(first, idx) != k.shape[idx]:
                 _fail("kv_list_same", "IFA check input param failed, tensor in keyShape except S must be same, "
-                      f"index:[{idx}] is not same, k0: {_dim(first, idx)}, k: {k.shape[idx]} (list index {i})")
+                      f"index:[{idx}] is not same, k0: {shape_dim(first, idx)}, k: {k.shape[idx]} (list index {i})")
 
     def _qk_out_shape(self):
         """CheckQKOutShape (not for page attention)."""
@@ -423,10 +413,10 @@ class _Tiling:
                       f"greater than or equal to 0, but it is {act}")
             if not paged:
                 seq = self.kv_lens[0] if len(self.kv_lens) == 1 else self.kv_lens[i]
-                if _u32(act) > seq:
+                if attr_uint32(act) > seq:
                     _fail("actual_seq_range", f"the key/value's actual sequence lengths[{i}]({act}) cannot be "
                           f"greater than seq_length({seq}) in input key.")
-            self.max_actual = max(self.max_actual, _u32(act))
+            self.max_actual = max(self.max_actual, attr_uint32(act))
         self.actual = [values[0] if len(values) == 1 else values[i] for i in range(self.batch)]
 
     def _pse_shift(self):
@@ -454,8 +444,8 @@ class _Tiling:
             return
         if self.mtp:
             return
-        if _dim(mask.shape, 0) != self.batch:
-            _fail("mask_batch", f"batchSize[{_dim(mask.shape, 0)}] of atten_mask must be equal to batchSize"
+        if shape_dim(mask.shape, 0) != self.batch:
+            _fail("mask_batch", f"batchSize[{shape_dim(mask.shape, 0)}] of atten_mask must be equal to batchSize"
                   f"[{self.batch}] of query.")
         need = self.s_max if self.paged else self.max_actual
         if mask.shape[-1] < need:
@@ -566,7 +556,7 @@ class _Tiling:
         kv_shape = None
         if not self.paged and not self.listed:
             k0 = self.keys[0]
-            n_found = _dim(k0.shape, {"BNSD": 1, "BSND": 2}.get(base, 2)) // (self.d if base == "BSH" else 1)
+            n_found = shape_dim(k0.shape, {"BNSD": 1, "BSND": 2}.get(base, 2)) // (self.d if base == "BSH" else 1)
             if n_found != self.kv_heads or (base == "BSH" and k0.shape[2] != self.kv_heads * self.d):
                 kv_shape = self._key_by_kv_heads(k0, base)
         out, expect = a.attentionOut, self.batch * self.heads * self.d

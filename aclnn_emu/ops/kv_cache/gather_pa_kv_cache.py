@@ -16,7 +16,7 @@ from ...dtypes import DataType
 from ...formats import ND_LIKE, Format
 from ...kernels.kv_cache import gather
 from ...kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
-from ..generated import before_tiling
+from ..generated import before_tiling, shape_dim
 from ..gaps import Gaps
 from ..signature import Bool, Launch, Op, OpError, String, TensorIn, TensorRef
 from .common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, flat, launch
@@ -83,17 +83,16 @@ def _tiling_a2(a, env):
     nz = mode == "PA_NZ"
     kc, key, value, table = (t.storage_shape for t in (a.keyCache, a.keyRef, a.valueRef, a.blockTables))
 
-    def dim(shape, i):
-        return shape[i] if i < len(shape) else 0
-
     if nz:
-        sizes = [("blockSize", "keyCache dim 2", dim(kc, 2))]
-        tokens = [("tokenSizeK", "keyRef dim 1", dim(key, 1)), ("tokenSizeV", "valueRef dim 1", dim(value, 1))]
+        sizes = [("blockSize", "keyCache dim 2", shape_dim(kc, 2))]
+        tokens = [("tokenSizeK", "keyRef dim 1", shape_dim(key, 1)),
+                  ("tokenSizeV", "valueRef dim 1", shape_dim(value, 1))]
     else:
-        sizes = [("blockSize", "keyCache dim 1", dim(kc, 1))]
-        tokens = [("tokenSizeK", "keyRef dim 1 * dim 2", dim(key, 1) * dim(key, 2)),
-                  ("tokenSizeV", "valueRef dim 1 * dim 2", dim(value, 1) * dim(value, 2))]
-    sizes += [("numTokens", "blockTables dim 0", dim(table, 0)), ("numblkTabCol", "blockTables dim 1", dim(table, 1))]
+        sizes = [("blockSize", "keyCache dim 1", shape_dim(kc, 1))]
+        tokens = [("tokenSizeK", "keyRef dim 1 * dim 2", shape_dim(key, 1) * shape_dim(key, 2)),
+                  ("tokenSizeV", "valueRef dim 1 * dim 2", shape_dim(value, 1) * shape_dim(value, 2))]
+    sizes += [("numTokens", "blockTables dim 0", shape_dim(table, 0)),
+              ("numblkTabCol", "blockTables dim 1", shape_dim(table, 1))]
     checked = {}
     for name, source, size in sizes + tokens:
         checked[name] = gather.c_int(size, 32)          # static_cast<int32_t>
