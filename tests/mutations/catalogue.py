@@ -44,6 +44,10 @@ LI_TESTS = ("tests/test_lightning_indexer.py", "tests/test_lightning_indexer_cab
 SFA_TESTS = ("tests/test_sparse_flash_attention.py", "tests/test_sparse_flash_attention_cabi.py",
              "tests/test_sparse_attention_round_trip.py")
 
+# An output store that rounds to nearest even (numpy's narrowing) instead of CAST_ROUND.
+STORE_HALF_EVEN = ("store_half_away = lambda dst, x, dtype, divisor=None: "
+                   "dst.__setitem__(Ellipsis, x if divisor is None else x / divisor[:, None])\n")
+
 MUTATIONS = [
     # --- FlashAttentionScoreGrad ---------------------------------------------------------------
     Mutation("fag-P-half-even", FAG, "native.round_product(dropped, probs, keep, self.rounding)",
@@ -55,9 +59,8 @@ MUTATIONS = [
              FAG_TESTS),
     Mutation("fag-dS-unrounded", FAG, "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)",
              "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, None)", FAG_TESTS),
-    Mutation("fag-outputs-half-even", FAG, "from aclnn_emu.kernels.rounding import CAST_ROUND, narrow_half_away\n",
-             "from aclnn_emu.kernels.rounding import CAST_ROUND\nnarrow_half_away = lambda x, dtype: x.astype(dtype)\n",
-             FAG_TESTS),
+    Mutation("fag-outputs-half-even", FAG, "from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away\n",
+             "from aclnn_emu.kernels.rounding import CAST_ROUND\n" + STORE_HALF_EVEN, FAG_TESTS),
     Mutation("fag-one-nan-per-head-dq", FAG, "        dq_rows *= self.scale\n",
              "        dq_rows *= self.scale\n        if i0 == 0:\n            dq_rows[0, 0] = np.nan\n", FAG_TESTS),
     Mutation("fag-one-zero-per-kv-head-dk", FAG, "                    acc_k *= self.scale\n",
@@ -74,8 +77,8 @@ MUTATIONS = [
              "fill = np.zeros_like(lanes_max)", FAG_TESTS),
 
     # --- PromptFlashAttention ------------------------------------------------------------------
-    Mutation("pfa-fp16-scores-unrounded", PFA, "self.fp16_scores = q.dtype == INT8 or (q.dtype == FP16 and not high)",
-             "self.fp16_scores = q.dtype == INT8", PFA_TESTS),
+    Mutation("pfa-fp16-scores-unrounded", PFA, "self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)",
+             "self.fp16_scores = q.dtype == INT8 and not self.arch35_quant", PFA_TESTS),
     Mutation("pfa-scores-half-away", NATIVE, "        if (fp16) v = round_fp16(v);",
              "        if (fp16) v = round_fp16_half_away(v);", PFA_TESTS),
     Mutation("pfa-fp16-P-half-away", PFA, 'self.rounding = "fp16_even" if', 'self.rounding = "fp16_away" if',
@@ -93,7 +96,7 @@ MUTATIONS = [
              "            out[...] = round_half_away_(o, FP16)", PFA_TESTS),
     Mutation("pfa-int8-quantise-half-away", K + "flash_attention/quant.py", "    np.rint(x, out=x)\n",
              "    np.copysign(np.floor(np.abs(x) + 0.5), x, out=x)\n", PFA_TESTS),
-    Mutation("pfa-int8-PV-unrounded", PFA, "native.scale_(e @ values, pre=self.int8.deq2, fp16=True)",
+    Mutation("pfa-int8-PV-unrounded", PFA, "native.scale_(e @ values, pre=self.int8.deq2, fp16=not self.arch35_quant)",
              "native.scale_(e @ values, pre=self.int8.deq2, fp16=False)", PFA_TESTS),
     Mutation("pfa-deq-scale-untruncated", K + "flash_attention/quant.py", "_HIGH_19_BITS = np.uint32(0xFFFFE000)",
              "_HIGH_19_BITS = np.uint32(0xFFFFFFFF)", PFA_TESTS),
@@ -158,8 +161,8 @@ MUTATIONS = [
              "scores *= keep; scores[...] = scores.astype(self.dtype)", FAS_TESTS),
     Mutation("fas-dropped-P-unrounded", FAS, "native.round_product(scores, scores, keep, self.rounding)",
              "native.round_product(scores, scores, keep, None)", FAS_TESTS),
-    Mutation("fas-output-half-even", FAS, "self.out_heads[b, n, i0:i1] = narrow_half_away(acc, self.dtype)",
-             "self.out_heads[b, n, i0:i1] = acc", FAS_TESTS),
+    Mutation("fas-output-half-even", FAS, "from aclnn_emu.kernels.rounding import CAST_ROUND, saturate_, store_half_away\n",
+             "from aclnn_emu.kernels.rounding import CAST_ROUND, saturate_\n" + STORE_HALF_EVEN, FAS_TESTS),
     Mutation("fas-one-nan-per-head", FAS, "        acc /= row_sum[:, None]\n",
              "        acc /= row_sum[:, None]\n        if i0 == 0:\n            acc[0, 0] = np.nan\n", FAS_TESTS),
     Mutation("fas-one-zero-per-head", FAS, "        acc /= row_sum[:, None]\n",
@@ -426,11 +429,11 @@ MUTATIONS = [
              SFAG_TESTS + LIG_TESTS + ("tests/test_native.py",)),
 
     # --- shared rounding loops -----------------------------------------------------------------
-    Mutation("native-bf16-away-to-even", NATIVE, "float rounded = float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);",
-             "float rounded = float_of((bits_of(x) + 0x7FFFu + ((bits_of(x) >> 16) & 1u)) & 0xFFFF0000u);",
+    Mutation("native-bf16-away-to-even", NATIVE, "return float_of((bits_of(x) + 0x8000u) & 0xFFFF0000u);",
+             "return float_of((bits_of(x) + 0x7FFFu + ((bits_of(x) >> 16) & 1u)) & 0xFFFF0000u);",
              FAG_TESTS + PFA_TESTS + SFAG_TESTS + ROUNDING_TESTS),
-    Mutation("native-fp16-away-to-even", NATIVE, "float normal = float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);",
-             "float normal = float_of((bits_of(a) + 0xFFFu + ((bits_of(a) >> 13) & 1u)) & 0xFFFFE000u);",
+    Mutation("native-fp16-away-to-even", NATIVE, "return float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);",
+             "return float_of((bits_of(a) + 0xFFFu + ((bits_of(a) >> 13) & 1u)) & 0xFFFFE000u);",
              FAG_TESTS + SFAG_TESTS + ROUNDING_TESTS),
     Mutation("native-fp16-away-subnormal-ties-even", NATIVE,
              "    nearest += steps - nearest == 0.5f ? 1.0f : 0.0f;                       /* ties away */\n", "",
