@@ -25,8 +25,10 @@ def pytest_sessionstart(session):
         from aclnn_emu.kernels import _native
     except ImportError:
         pytest.exit("aclnn_emu.kernels._native is not built: run `pip install -e .` first", 2)
-    if pathlib.Path(_native.__file__).stat().st_mtime < (ROOT / "aclnn_emu" / "kernels" / "native.c").stat().st_mtime:
-        pytest.exit("aclnn_emu.kernels._native is older than native.c: run `pip install -e .`", 2)
+    from aclnn_emu.shim.native import SOURCES
+    newer = [source.name for source in SOURCES if pathlib.Path(_native.__file__).stat().st_mtime < source.stat().st_mtime]
+    if newer:
+        pytest.exit(f"aclnn_emu.kernels._native is older than {newer[0]}: run `pip install -e .`", 2)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The compiled loops (aclnn_emu/kernels/native.c): roundings and conversions bit-exact with real
-casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, piece
-copies byte-exact, and the AVX-512 / AVX2 / baseline builds agreeing bit for bit."""
+casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, the
+packed matmul in its documented summation order, piece copies byte-exact, and the AVX-512 / AVX2 /
+baseline builds agreeing bit for bit."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -236,6 +237,75 @@ def test_softmax_block_rejects_what_it_cannot_write_in_place():
         native.softmax_block_(np.zeros((5, 8), np.float32), row_max, row_sum, alpha)
 
 
+def test_softmax_block_and_scale_work_on_rows_with_a_gap_between_them():
+    """A score block whose rows are padded apart gives the bits of the contiguous block and leaves
+    the padding alone."""
+    rng = np.random.default_rng(8)
+    scores = (rng.standard_normal((5, 40)) * 20).astype(np.float32)
+    padded = np.full((5, 48), 7.0, np.float32)
+    padded[:, :40] = scores
+    for fp16 in (False, True):
+        dense, view = scores.copy(), padded.copy()[:, :40]
+        dense_state, view_state = _softmax_state(5), _softmax_state(5)
+        native.softmax_block_(dense, *dense_state, pre=0.5, fp16=fp16, post=0.25, rounding="fp16_even")
+        native.softmax_block_(view, *view_state, pre=0.5, fp16=fp16, post=0.25, rounding="fp16_even")
+        assert _same_bits(view, dense) and all(map(_same_bits, view_state, dense_state))
+        assert (view.base[:, 40:] == 7).all()
+        view = padded.copy()[:, :40]
+        assert _same_bits(native.scale_(view, pre=0.37, fp16=fp16, post=3.0), native.scale_(scores.copy(), 0.37, fp16, 3.0))
+        assert (view.base[:, 40:] == 7).all()
+
+
+def _halves(rng, shape) -> np.ndarray:
+    """fp32 values that are fp16 numbers: their products are exact in fp32 and in float64."""
+    return rng.standard_normal(shape).astype(np.float16).astype(np.float32)
+
+
+def _chunked_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """matmul.c's order, written out: per chunk of 32 k steps c = round32(a[k] * b[k] + c) from 0
+    (an fmaf, exact here in float64 for fp16-valued inputs), the chunks' sums added in k order."""
+    total = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k0 in range(0, a.shape[1], 32):
+        chain = np.zeros_like(total)
+        for kk in range(k0, min(k0 + 32, a.shape[1])):
+            chain = (chain.astype(np.float64) + np.outer(a[:, kk], b[kk])).astype(np.float32)
+        total = chain if k0 == 0 else total + chain
+    return total
+
+
+@pytest.mark.parametrize("m,k,n,col0,cols", [(13, 100, 70, 0, 70), (1, 192, 40, 5, 30), (7, 33, 96, 40, 50),
+                                             (12, 64, 64, 32, 32), (4, 1, 3, 0, 3)])
+def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
+    """Bits of the chunked order for any row count, column window and k; within fp32 rounding of
+    the float64 product; B packed from a transposed view is the same B."""
+    rng = np.random.default_rng(m * 1000 + k)
+    a, b = _halves(rng, (m, k)), _halves(rng, (k, n))
+    out = np.full((m, cols + 9), 5.0, np.float32)
+    native.matmul_panels(out[:, :cols], a, native.pack_panels(b), col0)
+    expected = _chunked_sum(a, b[:, col0:col0 + cols])
+    assert _same_bits(out[:, :cols], expected) and (out[:, cols:] == 5).all()
+    exact = a.astype(np.float64) @ b[:, col0:col0 + cols]
+    assert np.abs(out[:, :cols] - exact).max() <= 1e-6 * np.abs(a).max() * np.abs(b).max() * k
+    transposed = native.pack_panels(np.ascontiguousarray(b.T).T)
+    assert _same_bits(native.matmul_panels(np.empty((m, cols), np.float32), a, transposed, col0), expected)
+
+
+def test_matmul_panels_edges():
+    rng = np.random.default_rng(9)
+    panels = native.pack_panels(_halves(rng, (0, 40)))
+    assert (native.matmul_panels(np.full((3, 40), 5.0, np.float32), np.empty((3, 0), np.float32), panels) == 0).all()
+    panels = native.pack_panels(_halves(rng, (16, 40)))
+    assert panels.rows(4, 10).k == 6 and panels.n == 40
+    with pytest.raises(ValueError, match="do not fit"):
+        native.matmul_panels(np.empty((3, 10), np.float32), np.empty((3, 16), np.float32), panels, 31)
+    with pytest.raises(ValueError, match="do not fit"):
+        native.matmul_panels(np.empty((3, 10), np.float32), np.empty((3, 15), np.float32), panels)
+    with pytest.raises(ValueError, match="contiguous rows"):
+        native.matmul_panels(np.empty((10, 3), np.float32).T, np.empty((3, 16), np.float32), panels)
+    with pytest.raises(ValueError, match="float32"):
+        native.pack_panels(np.empty((4, 4)))
+
+
 def test_copy_pieces_moves_exact_bytes_in_pair_order():
     rng = np.random.default_rng(4)
     src = rng.integers(0, 256, 64 * 96, dtype=np.uint8)
@@ -369,6 +439,8 @@ def _every_loop(rng) -> list:
     native.narrow_fp16(narrowed, edges)
     rescaled = np.abs(scores) + 1
     native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
+    a, b = rng.standard_normal((13, 200)).astype(np.float32), rng.standard_normal((200, 70)).astype(np.float32)
+    outputs.append(native.matmul_panels(np.empty((13, 50), np.float32), a, native.pack_panels(b), 9))
     stored = []
     for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
         stored.append(np.empty(scores.shape, dtype))
@@ -377,8 +449,8 @@ def _every_loop(rng) -> list:
 
 
 def test_every_isa_level_gives_the_same_bits():
-    """The AVX-512, AVX2 and baseline versions (those this CPU runs) round, convert and exponentiate
-    alike; only the order of a row sum's additions follows the vector width."""
+    """The AVX-512, AVX2 and baseline versions (those this CPU runs) round, convert, exponentiate and
+    multiply matrices alike; only the order of a row sum's additions follows the vector width."""
     levels = native.ISAS[:native.ISAS.index(native.best_isa()) + 1]
     results = []
     try:

@@ -262,22 +262,25 @@ INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int
     }
 }
 
-INLINE void scale_scores(float *x, int64_t n, float pre, int fp16, float post) {
+/* Rows of `cols` scores, `ld` apart, prepared in place as in prepare_row. */
+INLINE void scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post) {
     float low;
-    if (fp16) prepare_row(x, n, pre, 1, post, &low);
-    else prepare_row(x, n, pre, 0, post, &low);
+    for (int64_t i = 0; i < rows; ++i) {
+        if (fp16) prepare_row(x + i * ld, cols, pre, 1, post, &low);
+        else prepare_row(x + i * ld, cols, pre, 0, post, &low);
+    }
 }
-DISPATCHED(scale_scores, (float *x, int64_t n, float pre, int fp16, float post),
-           (x, n, pre, fp16, post))
+DISPATCHED(scale_scores, (float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post),
+           (x, rows, cols, ld, pre, fp16, post))
 
-/* One key block of the online softmax, row by row: scores are prepared as in aclemu_scale_scores,
+/* One key block of the online softmax (rows `ld` apart), row by row: scores are prepared as in aclemu_scale_scores,
    the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
    sum l, and the block becomes P = round_to(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
    max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
-INLINE void softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+INLINE void softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {
-        float *x = s + i * cols;
+        float *x = s + i * ld;
         float low;
         float top = fp16 ? prepare_row(x, cols, pre, 1, post, &low) : prepare_row(x, cols, pre, 0, post, &low);
         float old = row_max[i];
@@ -291,9 +294,9 @@ INLINE void softmax_block(float *s, int64_t rows, int64_t cols, float pre, int f
         row_max[i] = now;
     }
 }
-DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
            float *row_max, float *row_sum, float *alpha, int rounding),
-           (s, rows, cols, pre, fp16, post, row_max, row_sum, alpha, rounding))
+           (s, rows, cols, ld, pre, fp16, post, row_max, row_sum, alpha, rounding))
 
 /* The attention backward's probabilities, P = exp(S - m) / l in place, row by row. m and l are
    the forward's softmax statistics: one per row (lanes == 1) or `lanes` per row, column j reading

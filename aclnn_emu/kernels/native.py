@@ -104,16 +104,27 @@ def narrow_fp16(dst: np.ndarray, src: np.ndarray) -> None:
                            src.size)
 
 
+def _rows(x: np.ndarray, what: str):
+    """(pointer, rows, cols, row stride) of a writeable float32 array that is C-contiguous or 2-D
+    with contiguous rows."""
+    if x.dtype != np.float32 or not x.flags.writeable or not (x.flags.c_contiguous or has_contiguous_rows(x)):
+        raise ValueError(f"{what} must be a writeable float32 array, C-contiguous or [rows, cols] with contiguous rows")
+    rows, cols = (1, x.size) if x.flags.c_contiguous and x.ndim != 2 else x.shape
+    ld = x.strides[0] // 4 if x.ndim == 2 and rows > 1 else cols
+    return ffi.cast("float *", x.ctypes.data), rows, cols, ld
+
+
 def scale_(x: np.ndarray, pre: float = 1.0, fp16: bool = False, post: float = 1.0) -> np.ndarray:
     """In place: x = fp16(x * pre) * post with ``fp16`` (round to nearest even, infinite from
-    65520 on), else x * pre * post."""
-    lib.aclemu_scale_scores(_floats(x, "x"), x.size, pre, int(fp16), post)
+    65520 on), else x * pre * post. x is C-contiguous or [rows, cols] with contiguous rows."""
+    if x.size:
+        lib.aclemu_scale_scores(*_rows(x, "x"), pre, int(fp16), post)
     return x
 
 
 def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alpha: np.ndarray, *,
                    pre: float = 1.0, fp16: bool = False, post: float = 1.0, rounding: str | None = None) -> None:
-    """One key block [rows, cols] of the online softmax, in place.
+    """One key block [rows, cols] (with contiguous rows) of the online softmax, in place.
 
     Scores are first prepared as by ``scale_``. Per row: m_new = max(row_max, block max) (NaN if
     the block holds a NaN); alpha = exp(row_max - m_new); row_sum = row_sum * alpha + sum exp(S - m_new);
@@ -122,8 +133,8 @@ def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alph
     """
     if s.ndim != 2:
         raise ValueError("the score block must be 2-D")
-    rows, cols = s.shape
-    lib.aclemu_softmax_block(_floats(s, "s"), rows, cols, pre, int(fp16), post,
+    pointer, rows, cols, ld = _rows(s, "s")
+    lib.aclemu_softmax_block(pointer, rows, cols, ld, pre, int(fp16), post,
                              _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
                              _floats(alpha, "alpha", rows), ROUNDING[rounding])
 
@@ -136,6 +147,57 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
     rows, cols = acc.shape
     lib.aclemu_rescale_add(_floats(acc, "acc"), _floats(alpha, "alpha", rows, written=False),
                            _floats(add, "add", written=False), rows, cols)
+
+
+PANEL = 32      # columns per panel of a packed right-hand operand (matmul.c)
+MATMUL_ROWS = 6   # most rows of A in one matmul.c tile (MR_MAX): its scratch holds that many rows
+
+
+class Panels:
+    """A k x n float32 matrix B packed for ``matmul_panels``: ``data[p]`` holds columns
+    [32p, 32p + 32) as k rows of 32 (zero past n). ``rows(k0, k1)`` is B[k0:k1] without copying."""
+
+    def __init__(self, data: np.ndarray, n: int):
+        self.data, self.n = data, n
+
+    @property
+    def k(self) -> int:
+        return self.data.shape[1]
+
+    def rows(self, k0: int, k1: int) -> "Panels":
+        return Panels(self.data[:, k0:k1], self.n)
+
+
+def pack_panels(b: np.ndarray) -> Panels:
+    """B = ``b`` (a float32 [k, n] view with any non-negative strides, e.g. keys.T) packed once
+    for the matmuls that read it."""
+    if b.dtype != np.float32 or b.ndim != 2 or min(b.strides) < 0 or any(x % 4 for x in b.strides):
+        raise ValueError("pack_panels: b must be a 2-D float32 array with non-negative strides")
+    k, n = b.shape
+    data = np.empty((-(-n // PANEL), k, PANEL), np.float32)
+    if data.size:
+        lib.aclemu_pack_panels(_floats(data, "panels"), ffi.cast("const float *", b.ctypes.data), k, n,
+                               b.strides[0] // 4, b.strides[1] // 4)
+    return Panels(data, n)
+
+
+def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> np.ndarray:
+    """out = a @ B[:, col0:col0 + out.shape[1]] for float32 a [m, k] and out [m, cols] with contiguous
+    rows. Each element is summed in one fixed order (chains of fused multiply-adds over 32 k steps,
+    added in k order), the same bits at every ISA level and for any m (matmul.c)."""
+    m, cols = out.shape
+    if a.dtype != np.float32 or out.dtype != np.float32 or not all(x.size == 0 or has_contiguous_rows(x) for x in (a, out)):
+        raise ValueError("matmul_panels: a and out must be float32 [rows, cols] with contiguous rows")
+    if a.shape != (m, b.k) or not 0 <= col0 <= col0 + cols <= b.n or not out.flags.writeable:
+        raise ValueError(f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit "
+                         f"B [{b.k}, {b.n}]")
+    data, scratch = b.data, np.empty(MATMUL_ROWS * b.k, np.float32)
+    if m and cols:
+        lib.aclemu_matmul_panels(ffi.cast("float *", out.ctypes.data), out.strides[0] // 4,
+                                 ffi.cast("const float *", a.ctypes.data), a.strides[0] // 4, m, b.k,
+                                 ffi.cast("const float *", data.ctypes.data), data.strides[0] // 4, col0, cols,
+                                 _floats(scratch, "scratch"))
+    return out
 
 
 def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:

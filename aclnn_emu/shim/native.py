@@ -1,4 +1,5 @@
-"""Build aclnn_emu.kernels._native, the compiled inner loops of the kernels (aclnn_emu/kernels/native.c).
+"""Build aclnn_emu.kernels._native, the compiled inner loops of the kernels (aclnn_emu/kernels/native.c,
+then matmul.c, which uses native.c's ISA dispatch).
 
 setup.py hands `ffi` to cffi's setuptools integration (`cffi_modules`), so `pip install .` and
 `pip install -e .` compile it like any other extension module.
@@ -7,12 +8,13 @@ import pathlib
 
 import cffi
 
-SOURCE = pathlib.Path(__file__).resolve().parent.parent / "kernels" / "native.c"
+KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
+SOURCES = (KERNELS / "native.c", KERNELS / "matmul.c")
 DECLARATIONS = """
 int aclemu_best_isa(void);
 int aclemu_select_isa(int level);
-void aclemu_scale_scores(float *x, int64_t n, float pre, int fp16, float post);
-void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, float pre, int fp16, float post,
+void aclemu_scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post);
+void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding);
 void aclemu_rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols);
 void aclemu_store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
@@ -36,6 +38,9 @@ void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t 
 void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift);
+void aclemu_pack_panels(float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride);
+void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
+                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
 # rounds identically; -fno-trapping-math: no FP exception is ever observed, so the compare-and-select
@@ -45,4 +50,4 @@ FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-
 
 ffi = cffi.FFI()
 ffi.cdef(DECLARATIONS)
-ffi.set_source("aclnn_emu.kernels._native", SOURCE.read_text(), extra_compile_args=FLAGS)
+ffi.set_source("aclnn_emu.kernels._native", "\n".join(path.read_text() for path in SOURCES), extra_compile_args=FLAGS)

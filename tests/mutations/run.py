@@ -9,8 +9,8 @@ is 1 if any was missed (or the unmutated copy fails its tests).
 
 How the copy's code is what runs:
 - the copy holds the built artefacts of this checkout (the toolkit under aclnn_emu/_toolkit and
-  the compiled loops aclnn_emu.kernels._native); a mutation of native.c rebuilds _native in the
-  copy with cffi (aclnn_emu/shim/native.py's `ffi`), as `pip install` would;
+  the compiled loops aclnn_emu.kernels._native); a mutation of native.c or matmul.c rebuilds
+  _native in the copy with cffi (aclnn_emu/shim/native.py's `ffi`), as `pip install` would;
 - pytest runs in the copy with PYTHONPATH=<copy>, which comes before the editable install's finder,
   so the tests import the copy's aclnn_emu;
 - compiled test programs link the copy's libascendcl.so, whose embedded interpreter puts
@@ -70,7 +70,7 @@ def environment(copy: pathlib.Path) -> dict:
 
 
 def rebuild_native(copy: pathlib.Path) -> None:
-    """Compile the copy's native.c into the copy's aclnn_emu.kernels._native."""
+    """Compile the copy's native.c and matmul.c into the copy's aclnn_emu.kernels._native."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from aclnn_emu.shim.native import ffi; "
             "ffi.compile(tmpdir=sys.argv[1])")
     result = subprocess.run([sys.executable, "-c", code, str(copy)], cwd=copy, capture_output=True, text=True)
@@ -146,7 +146,7 @@ def main(argv=None):
             copy = make_copy(files, base / m.name, reference)   # the snapshot, whatever the checkout does meanwhile
             started = time.monotonic()
             m.apply(copy)
-            if m.file.endswith("native.c"):
+            if m.file.startswith("aclnn_emu/kernels/") and m.file.endswith(".c"):
                 rebuild_native(copy)
             status, detail = run_tests(copy, m.tests)
             verdict = {"failed": "caught", "passed": "MISSED"}.get(status, status.upper())

@@ -34,8 +34,9 @@ from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
-Q_BLOCK = 1024
+Q_BLOCK = 256
 KV_BLOCK = 1024                  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
+ROW_PAD = 16                     # score rows 4 KiB apart would share L1 sets in the P V matmul
 FP16_MASK_FILL = np.float32(-65504.0)
 BF16_MASK_FILL = np.float32(-np.finfo(np.float32).max)
 ADDITIVE_MASK_SCALE = np.float32(-10000.0)
@@ -124,10 +125,11 @@ _local = threading.local()
 
 
 def _score_block(rows: int, cols: int) -> np.ndarray:
-    """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols]."""
+    """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols],
+    rows ROW_PAD floats longer than cols apart."""
     if not hasattr(_local, "scores"):
-        _local.scores = np.empty(Q_BLOCK * KV_BLOCK, np.float32)
-    return _local.scores[:rows * cols].reshape(rows, cols)
+        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + ROW_PAD), np.float32)
+    return _local.scores[:rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
 
 
 def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
@@ -216,15 +218,15 @@ class _Forward:
         if j0 >= j1:
             return                                       # no row has a key: stays 0
         kv_head = n // self.group
-        keys = native.widen(self.k[b, kv_head, j0:j1])
-        values = native.widen(self.v[b, kv_head, j0:j1])
+        keys = native.pack_panels(native.widen(self.k[b, kv_head, j0:j1]).T)
+        values = native.pack_panels(native.widen(self.v[b, kv_head, j0:j1]))
         for i0 in range(r0, r1, Q_BLOCK):
             i1 = min(i0 + Q_BLOCK, r1)
             self._query_block(b, n, i0, i1, keys, values, j0)
 
     def _query_block(self, b, n, i0, i1, keys, values, j0):
         pre, nxt = self.bands[b]
-        k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.shape[0])
+        k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.n)
         queries = native.widen(self.q[b, n, i0:i1])
         rows = i1 - i0
         running_max = np.full(rows, -np.inf, np.float32)
@@ -237,7 +239,7 @@ class _Forward:
         for start in range(k0 - k0 % block, k1, block):
             c0, c1 = max(start, k0), min(start + block, k1)
             s = _score_block(rows, c1 - c0)
-            np.matmul(queries, keys[c0 - j0:c1 - j0].T, out=s)
+            native.matmul_panels(s, queries, keys, c0 - j0)
             scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
             if self._mask_(s, b, n, i0, i1, c0, c1, scaling):
                 scaling = {}                       # the scores are already scaled
@@ -245,13 +247,13 @@ class _Forward:
             native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
             if self.p_bf16_even:
                 round_half_even_(s, BF16)
-            pv = self._pv(s, values[c0 - j0:c1 - j0])
+            pv = self._pv(s, values.rows(c0 - j0, c1 - j0))
             if acc is None:
                 acc = pv                           # acc * alpha + pv with acc = 0
             else:
                 native.rescale_add_(acc, alpha, pv)
         if acc is None:
-            acc = np.zeros((rows, values.shape[1]), np.float32)
+            acc = np.zeros((rows, values.n), np.float32)
         self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
 
     def _mask_(self, s, b, n, i0, i1, c0, c1, scaling) -> bool:
@@ -275,7 +277,7 @@ class _Forward:
             np.copyto(s, np.float32(-np.inf), where=outside)
         return True
 
-    def _pv(self, e, values):
+    def _pv(self, e, values: native.Panels):
         """One block's contribution P V, P being E already narrowed to fp16/bf16 as the hardware
         feeds it to BMM2 (int8: quantised further)."""
         if self.int8 is not None:
@@ -283,8 +285,10 @@ class _Forward:
                 quantize_(e, np.float16(self.int8.quant1), via_fp16=True)
             else:
                 quantize_(e, self.int8.quant1)
-            return native.scale_(e @ values, pre=self.int8.deq2, fp16=not self.arch35_quant)
-        return e @ values
+        pv = native.matmul_panels(np.empty((e.shape[0], values.n), np.float32), e, values)
+        if self.int8 is not None:
+            native.scale_(pv, pre=self.int8.deq2, fp16=not self.arch35_quant)
+        return pv
 
     def _finish(self, acc, row_sum, computed, out, n):
         """out = O = acc / l for rows that saw a key; rows without any key are 0."""

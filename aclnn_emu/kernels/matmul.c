@@ -1,0 +1,154 @@
+/* The attention kernels' fp32 matmuls: C = A B with B packed once into 32-column panels.
+ *
+ * Compiled after native.c (its ISA levels and dispatch). Every element of C is summed the same way
+ * at every ISA level: chains of fused multiply-adds over CHUNK k steps each, starting from 0, whose
+ * results are added in k order. The AVX-512 and AVX2 kernels differ only in how many of those sums
+ * run side by side, and the baseline runs them with fmaf. So the products are bit-identical on every
+ * machine and ISA level, which a BLAS (whose blocking and kernels follow the CPU) does not promise,
+ * and they do not depend on how many rows a call takes.
+ *
+ * B is packed once per operand (a head's keys or values) and read by every block of rows, where a
+ * BLAS call packs both operands again each time: the score and P.V blocks of attention are small
+ * enough that this packing, and zeroing C before adding to it, cost a BLAS a fifth of its time.
+ */
+
+#define PANEL 32
+
+/* out = the k x n matrix b[kk * k_stride + j * n_stride] as panels of PANEL columns: panel p holds
+   columns [32p, 32p + 32) as k rows of 32 floats, the columns past n zero. */
+INLINE void pack_panels(float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride) {
+    for (int64_t j0 = 0; j0 < n; j0 += PANEL) {
+        int64_t width = n - j0 < PANEL ? n - j0 : PANEL;
+        for (int64_t kk = 0; kk < k; ++kk, out += PANEL) {
+            const float *row = b + kk * k_stride + j0 * n_stride;
+            for (int64_t j = 0; j < width; ++j) out[j] = row[j * n_stride];
+            for (int64_t j = width; j < PANEL; ++j) out[j] = 0.0f;
+        }
+    }
+}
+DISPATCHED(pack_panels, (float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride),
+           (out, b, k, n, k_stride, n_stride))
+
+/* The k steps run in chunks of CHUNK: each chunk's chain starts from 0 and is then added to the
+   running total. One chain over all of k rounds a long dot product (k of 192 and more) worse than a
+   blocked BLAS does, enough to move fp16 outputs near a rounding midpoint past CANN's bound; chunks
+   of 32 keep the error at a BLAS's for one extra add per 32 fused multiply-adds. */
+#define CHUNK 32
+
+/* One tile: MR rows of A (lda apart) . panel into the MR x 32 block at dst, rows ld apart. */
+#define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld)
+
+#ifdef ISA_LEVELS
+#include <immintrin.h>
+#define MR_AVX512 6
+#define MR_AVX2 3
+
+/* 6 rows x 32 columns: 12 zmm accumulators for a chunk and 12 for the totals. */
+ON_AVX512 static void tile_avx512 TILE_PARAMS {
+    __m512 total[MR_AVX512][2];
+    for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+        int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;
+        __m512 acc[MR_AVX512][2];
+#pragma GCC unroll 6
+        for (int r = 0; r < MR_AVX512; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        for (int64_t kk = k0; kk < k1; ++kk) {
+            __m512 b0 = _mm512_loadu_ps(panel + kk * PANEL), b1 = _mm512_loadu_ps(panel + kk * PANEL + 16);
+#pragma GCC unroll 6
+            for (int r = 0; r < MR_AVX512; ++r) {
+                __m512 x = _mm512_set1_ps(a[r * lda + kk]);
+                acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+            }
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < MR_AVX512; ++r)
+            for (int q = 0; q < 2; ++q) total[r][q] = k0 ? _mm512_add_ps(total[r][q], acc[r][q]) : acc[r][q];
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR_AVX512; ++r)
+        for (int q = 0; q < 2; ++q) _mm512_storeu_ps(dst + r * ld + 16 * q, total[r][q]);
+}
+
+/* 3 rows x 32 columns: 12 ymm accumulators (of 16 registers); the running totals live in dst. */
+ON_AVX2 static void tile_avx2 TILE_PARAMS {
+    for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+        int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;
+        __m256 acc[MR_AVX2][4];
+#pragma GCC unroll 3
+        for (int r = 0; r < MR_AVX2; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm256_setzero_ps();
+        for (int64_t kk = k0; kk < k1; ++kk) {
+            const float *b = panel + kk * PANEL;
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+            __m256 b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+#pragma GCC unroll 3
+            for (int r = 0; r < MR_AVX2; ++r) {
+                __m256 x = _mm256_broadcast_ss(a + r * lda + kk);
+                acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+                acc[r][2] = _mm256_fmadd_ps(x, b2, acc[r][2]);
+                acc[r][3] = _mm256_fmadd_ps(x, b3, acc[r][3]);
+            }
+        }
+#pragma GCC unroll 3
+        for (int r = 0; r < MR_AVX2; ++r)
+            for (int q = 0; q < 4; ++q) {
+                float *out = dst + r * ld + 8 * q;
+                _mm256_storeu_ps(out, k0 ? _mm256_add_ps(_mm256_loadu_ps(out), acc[r][q]) : acc[r][q]);
+            }
+    }
+}
+#endif
+
+#define MR_BASELINE 2
+
+static void tile_baseline TILE_PARAMS {
+    for (int r = 0; r < MR_BASELINE; ++r)
+        for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+            int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;
+            float acc[PANEL] = {0};
+            for (int64_t kk = k0; kk < k1; ++kk)
+                for (int j = 0; j < PANEL; ++j) acc[j] = fmaf(a[r * lda + kk], panel[kk * PANEL + j], acc[j]);
+            for (int j = 0; j < PANEL; ++j) dst[r * ld + j] = k0 ? dst[r * ld + j] + acc[j] : acc[j];
+        }
+}
+
+#define MR_MAX 6
+
+/* c[i * ldc + j] = sum over kk < k of a[i * lda + kk] * B[kk][col0 + j], for i < m and j < cols,
+   where B[kk][col] = panels[(col / 32) * panel_stride + kk * 32 + col % 32]. `scratch` holds
+   MR_MAX * k floats: the last rows of A when they do not fill a tile. */
+void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
+                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch) {
+    void (*tile_fn) TILE_PARAMS = tile_baseline;
+    int mr = MR_BASELINE;
+#ifdef ISA_LEVELS
+    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, mr = MR_AVX512;
+    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, mr = MR_AVX2;
+#endif
+    if (k == 0) {                                        /* empty sums: the tiles would store nothing */
+        for (int64_t i = 0; i < m; ++i) memset(c + i * ldc, 0, (size_t)cols * sizeof(float));
+        return;
+    }
+    float tile[MR_MAX * PANEL];
+    for (int64_t i0 = 0; i0 < m; i0 += mr) {
+        int count = m - i0 < mr ? (int)(m - i0) : mr;
+        const float *rows = a + i0 * lda;
+        int64_t ld_rows = lda;
+        if (count < mr) {                                /* the last rows, and copies of the last as spares */
+            for (int r = 0; r < mr; ++r)
+                memcpy(scratch + r * k, a + (i0 + (r < count ? r : count - 1)) * lda, (size_t)k * sizeof(float));
+            rows = scratch, ld_rows = k;
+        }
+        for (int64_t p = col0 / PANEL; p * PANEL < col0 + cols; ++p) {
+            int64_t lo = col0 > p * PANEL ? col0 - p * PANEL : 0;
+            int64_t hi = col0 + cols < (p + 1) * PANEL ? col0 + cols - p * PANEL : PANEL;
+            float *out = c + i0 * ldc + p * PANEL - col0;       /* column p * 32 of row i0 */
+            if (lo == 0 && hi == PANEL && count == mr) {
+                tile_fn(rows, ld_rows, panels + p * panel_stride, k, out, ldc);
+            } else {                                             /* through the tile buffer */
+                tile_fn(rows, ld_rows, panels + p * panel_stride, k, tile, PANEL);
+                for (int r = 0; r < count; ++r) memcpy(out + r * ldc + lo, tile + r * PANEL + lo, (size_t)(hi - lo) * sizeof(float));
+            }
+        }
+    }
+}
