@@ -59,8 +59,9 @@ def torch_forward(s, dtype_name):
 
 def matmuls_alone(s):
     """Only the forward's matmuls: Q Kᵀ and P V per row block and key block of the kernel, on its
-    workers, each BLAS call on one thread as there. What the elementwise steps may add on top of
-    BLAS before the forward is slower than PyTorch's."""
+    workers, with its packed-panel kernel (K and V packed once per head, as there). What the
+    elementwise steps add on top of the matmuls."""
+    from aclnn_emu.kernels import native
     from aclnn_emu.kernels.flash_attention.flash_attention_score import KEY_BLOCK, ROW_BLOCK
     from aclnn_emu.kernels.parallel import map_ordered
     rng = np.random.default_rng(2)
@@ -68,10 +69,11 @@ def matmuls_alone(s):
 
     def head(n):
         scores, pv = np.empty((ROW_BLOCK, KEY_BLOCK), np.float32), np.empty((ROW_BLOCK, D), np.float32)
+        keys, values = native.pack_panels(k[n].T), native.pack_panels(v[n])
         for i0 in range(0, s, ROW_BLOCK):
             for c0 in range(0, s, KEY_BLOCK):
-                np.matmul(q[n, i0:i0 + ROW_BLOCK], k[n, c0:c0 + KEY_BLOCK].T, out=scores)
-                np.matmul(scores, v[n, c0:c0 + KEY_BLOCK], out=pv)
+                native.matmul_panels(scores, q[n, i0:i0 + ROW_BLOCK], keys, c0)
+                native.matmul_panels(pv, scores, values.rows(c0, c0 + KEY_BLOCK))
     return lambda: map_ordered(head, range(N))
 
 

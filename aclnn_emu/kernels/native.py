@@ -70,6 +70,11 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
     return ffi.from_buffer("float[]", x)       # (x.ctypes.data would build a ctypes object per call)
 
 
+def _address(x: np.ndarray):
+    """x's first element as a float pointer (from_buffer where it can: a tenth of ctypes' cost)."""
+    return ffi.from_buffer("float[]", x) if x.flags.c_contiguous else ffi.cast("float *", x.ctypes.data)
+
+
 def has_contiguous_rows(x: np.ndarray) -> bool:
     """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
     return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
@@ -157,15 +162,15 @@ class Panels:
     """A k x n float32 matrix B packed for ``matmul_panels``: ``data[p]`` holds columns
     [32p, 32p + 32) as k rows of 32 (zero past n). ``rows(k0, k1)`` is B[k0:k1] without copying."""
 
-    def __init__(self, data: np.ndarray, n: int):
-        self.data, self.n = data, n
-
-    @property
-    def k(self) -> int:
-        return self.data.shape[1]
+    def __init__(self, data: np.ndarray, n: int, k0: int = 0, k1: int | None = None):
+        self.data, self.n, self.k0 = data, n, k0
+        self.k = data.shape[1] - k0 if k1 is None else k1 - k0
+        self.pointer = ffi.from_buffer("float[]", data) + k0 * PANEL    # data is C-contiguous
 
     def rows(self, k0: int, k1: int) -> "Panels":
-        return Panels(self.data[:, k0:k1], self.n)
+        if not 0 <= k0 <= k1 <= self.k:
+            raise ValueError(f"rows {k0}:{k1} of a B of {self.k}")
+        return Panels(self.data, self.n, self.k0 + k0, self.k0 + k1)
 
 
 def pack_panels(b: np.ndarray) -> Panels:
@@ -191,12 +196,10 @@ def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> n
     if a.shape != (m, b.k) or not 0 <= col0 <= col0 + cols <= b.n or not out.flags.writeable:
         raise ValueError(f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit "
                          f"B [{b.k}, {b.n}]")
-    data, scratch = b.data, np.empty(MATMUL_ROWS * b.k, np.float32)
+    scratch = np.empty(MATMUL_ROWS * b.k, np.float32)
     if m and cols:
-        lib.aclemu_matmul_panels(ffi.cast("float *", out.ctypes.data), out.strides[0] // 4,
-                                 ffi.cast("const float *", a.ctypes.data), a.strides[0] // 4, m, b.k,
-                                 ffi.cast("const float *", data.ctypes.data), data.strides[0] // 4, col0, cols,
-                                 _floats(scratch, "scratch"))
+        lib.aclemu_matmul_panels(_address(out), out.strides[0] // 4, _address(a), a.strides[0] // 4, m, b.k,
+                                 b.pointer, b.data.strides[0] // 4, col0, cols, _floats(scratch, "scratch"))
     return out
 
 

@@ -30,7 +30,7 @@ from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
 from aclnn_emu.kernels.rounding import CAST_ROUND, saturate_, store_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-ROW_BLOCK = 512     # numerics, not only speed: a band's key range is taken per row block, and BLAS sums depend on its rows
+ROW_BLOCK = 512     # numerics, not only speed: a band's key range is taken per row block
 KEY_BLOCK = 512
 
 
@@ -48,7 +48,7 @@ class _Job:
     def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
         p = params
         self.params, self.dtype = p, query.dtype
-        self.kv_kept = {}          # per worker thread: its last widened K and V
+        self.kv_kept = {}          # per worker thread: its last K and V, packed for matmul_panels
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
@@ -94,11 +94,12 @@ class _Job:
                 self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), k, v, buffers)
 
     def _kv(self, b, h):
-        """K and V of kv head (b, h) widened, kept per worker thread for its next item of this call
-        (a worker may claim several row blocks of one head in turn)."""
+        """Kᵀ and V of kv head (b, h) widened and packed for matmul_panels, kept per worker thread for
+        its next item of this call (a worker may claim several row blocks of one head in turn)."""
         kept = self.kv_kept.get(threading.get_ident())
         if kept is None or kept[0] != (b, h):
-            kept = self.kv_kept[threading.get_ident()] = ((b, h), _widen(self.k[b, h]), _widen(self.v[b, h]))
+            keys, values = native.pack_panels(_widen(self.k[b, h]).T), native.pack_panels(_widen(self.v[b, h]))
+            kept = self.kv_kept[threading.get_ident()] = ((b, h), keys, values)
         return kept[1], kept[2]
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
@@ -131,7 +132,7 @@ class _Job:
         row_max = np.full(rows, -np.inf, FP32)
         row_sum = np.zeros(rows, FP32)
         alpha = np.empty(rows, FP32)
-        acc = np.zeros((rows, v.shape[1]), FP32)
+        acc = np.zeros((rows, v.n), FP32)
         pv = buffers[2][:acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
@@ -148,7 +149,7 @@ class _Job:
                 keep = buffers[1][:size].reshape(rows, c1 - c0)
                 np.multiply(keep_bits[:, c0:c1], self.dropout.factor, out=keep, dtype=FP32)
                 native.round_product(scores, scores, keep, self.rounding)
-            np.matmul(scores, v[c0:c1], out=pv)
+            native.matmul_panels(pv, scores, v.rows(c0, c1))
             native.rescale_add_(acc, alpha, pv)
         return row_max, row_sum, acc
 
@@ -156,7 +157,7 @@ class _Job:
         """The block's fp32 QKᵀ in `out`, with pse and mask; True when it is scaled too. The cube's
         QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q before it; without pse
         or mask the softmax loop scales it (the same multiply, one pass fewer)."""
-        np.matmul(q, k[c0:c1].T, out=out)
+        native.matmul_panels(out, q, k, c0)
         pse = self.pse.block(b, n, i0, i1, c0, c1)
         masked = self.plan.masked(b, n, i0, i1, c0, c1)
         if pse is None and masked is None:
