@@ -26,7 +26,8 @@ def pytest_sessionstart(session):
     except ImportError:
         pytest.exit("aclnn_emu.kernels._native is not built: run `pip install -e .` first", 2)
     from aclnn_emu.shim.native import SOURCES
-    newer = [source.name for source in SOURCES if pathlib.Path(_native.__file__).stat().st_mtime < source.stat().st_mtime]
+    built = pathlib.Path(_native.__file__).stat().st_mtime
+    newer = [source.name for source in SOURCES if built < source.stat().st_mtime]
     if newer:
         pytest.exit(f"aclnn_emu.kernels._native is older than {newer[0]}: run `pip install -e .`", 2)
 

@@ -273,10 +273,11 @@ INLINE void scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float
 DISPATCHED(scale_scores, (float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post),
            (x, rows, cols, ld, pre, fp16, post))
 
-/* One key block of the online softmax (rows `ld` apart), row by row: scores are prepared as in aclemu_scale_scores,
-   the running max m moves to max(m, block max), alpha = exp(m_old - m_new) rescales the running
-   sum l, and the block becomes P = round_to(exp(S - m_new)) with l += sum exp(S - m_new). A row whose
-   max is still -inf (no key yet) shifts by 0 so its exponentials are 0, not NaN. */
+/* One key block of the online softmax (rows `ld` apart), row by row: scores are prepared as in
+   aclemu_scale_scores, the running max m moves to max(m, block max), alpha = exp(m_old - m_new)
+   rescales the running sum l, and the block becomes P = round_to(exp(S - m_new)) with
+   l += sum exp(S - m_new). A row whose max is still -inf (no key yet) shifts by 0 so its
+   exponentials are 0, not NaN. */
 INLINE void softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding) {
     for (int64_t i = 0; i < rows; ++i) {

@@ -116,7 +116,7 @@ def _rows(x: np.ndarray, what: str):
         raise ValueError(f"{what} must be a writeable float32 array, C-contiguous or [rows, cols] with contiguous rows")
     rows, cols = (1, x.size) if x.flags.c_contiguous and x.ndim != 2 else x.shape
     ld = x.strides[0] // 4 if x.ndim == 2 and rows > 1 else cols
-    return ffi.cast("float *", x.ctypes.data), rows, cols, ld
+    return _address(x), rows, cols, ld
 
 
 def scale_(x: np.ndarray, pre: float = 1.0, fp16: bool = False, post: float = 1.0) -> np.ndarray:
@@ -181,8 +181,7 @@ def pack_panels(b: np.ndarray) -> Panels:
     k, n = b.shape
     data = np.empty((-(-n // PANEL), k, PANEL), np.float32)
     if data.size:
-        lib.aclemu_pack_panels(_floats(data, "panels"), ffi.cast("const float *", b.ctypes.data), k, n,
-                               b.strides[0] // 4, b.strides[1] // 4)
+        lib.aclemu_pack_panels(_floats(data, "panels"), _address(b), k, n, b.strides[0] // 4, b.strides[1] // 4)
     return Panels(data, n)
 
 
