@@ -196,6 +196,26 @@ def test_softmax_block_narrows_its_exponentials_by_cast_round(rounding, dtype):
     assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
 
 
+def test_bf16_ties_to_even_is_a_real_conversion():
+    """"bf16_even" (CAST_RINT) gives the bits of ml_dtypes' conversion at every bf16 midpoint, its
+    neighbours, overflow and the specials, in round_product and in the softmax's P."""
+    finite = np.arange(0x7F80, dtype=np.uint16).view(BF16).astype(np.float64)
+    mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
+    edges = np.concatenate([mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(np.inf)),
+                            np.float32([0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-45])])
+    edges = np.concatenate([edges, -edges])
+    out = np.empty_like(edges)
+    native.round_product(out, edges, None, "bf16_even")
+    assert _same_bits(out, edges.astype(BF16).astype(np.float32))
+    rng = np.random.default_rng(14)
+    s = (rng.standard_normal((24, 301)) * 6).astype(np.float32)
+    s[20, 3], s[21, :50] = np.nan, -np.inf
+    exact, got = s.copy(), s.copy()
+    native.softmax_block_(exact, *_softmax_state(24), post=0.5)
+    native.softmax_block_(got, *_softmax_state(24), post=0.5, rounding="bf16_even")
+    assert _same_bits(got, exact.astype(BF16).astype(np.float32))
+
+
 @pytest.mark.parametrize("rounding", list(native.ROUNDING))
 def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding):
     """A row whose differences to its max stay within [-86, 0] takes the cheaper exponential (every
@@ -288,6 +308,67 @@ def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
     assert np.abs(out[:, :cols] - exact).max() <= 1e-6 * np.abs(a).max() * np.abs(b).max() * k
     transposed = native.pack_panels(np.ascontiguousarray(b.T).T)
     assert _same_bits(native.matmul_panels(np.empty((m, cols), np.float32), a, transposed, col0), expected)
+
+
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
+
+
+def _attention_operands(rng, rows=101, d=72, dv=40, keys=300):
+    """q [rows, d] and the packed Kᵀ and V: row 5 of q scores exactly -FLT_MAX against every key
+    (a fully masked row, unless scaled)."""
+    q, kt, v = _halves(rng, (rows, d)), _halves(rng, (d, keys)), _halves(rng, (keys, dv))
+    q[5], q[5, 0], kt[0] = 0, NEG_FLT_MAX, 1
+    return q, native.pack_panels(kt), native.pack_panels(v)
+
+
+def _attention_steps(q, keys, values, bounds, state, acc, acc_set, zero_unseen, **scaling):
+    """aclemu_attention_blocks written out as the step-by-step calls it replaces."""
+    row_max, row_sum = state
+    alpha = np.empty_like(row_max)
+    for c0, c1 in zip(bounds[:-1], bounds[1:]):
+        s = native.matmul_panels(np.empty((len(q), c1 - c0), np.float32), q, keys, c0)
+        native.softmax_block_(s, row_max, row_sum, alpha, **scaling)
+        if zero_unseen:
+            s[row_max == NEG_FLT_MAX] = 0
+        pv = native.matmul_panels(np.empty(acc.shape, np.float32), s, values.rows(c0, c1))
+        if acc_set:
+            native.rescale_add_(acc, alpha, pv)
+        else:
+            acc[...], acc_set = pv, True
+
+
+@pytest.mark.parametrize("acc_set,zero_unseen,scaled", [(False, False, True), (True, True, False),
+                                                         (False, True, False), (True, False, False)])
+def test_attention_blocks_give_the_bits_of_the_steps_they_replace(acc_set, zero_unseen, scaled):
+    """Blocks of several widths, rows beyond one chunk (96) and one whose scores are all -FLT_MAX:
+    the same max, sum and output bits as matmul, softmax_block_, matmul and rescale_add_ in turn."""
+    rng = np.random.default_rng(16)
+    q, keys, values = _attention_operands(rng)
+    bounds = [7, 100, 164, 300]
+    scaling = dict(pre=0.5, fp16=True, post=0.125, rounding="fp16_away") if scaled else dict(rounding="bf16_away")
+    start = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32))
+    start[0][5] = NEG_FLT_MAX
+    acc = rng.standard_normal((len(q), values.n)).astype(np.float32) if acc_set else np.full((len(q), values.n), np.nan, np.float32)
+    acc[5] = 0
+    expected, state = acc.copy(), tuple(x.copy() for x in start)
+    _attention_steps(q, keys, values, bounds, state, expected, acc_set, zero_unseen, **scaling)
+    got, got_state = acc.copy(), tuple(x.copy() for x in start)
+    native.attention_blocks(q, keys, values, bounds, *got_state, got, acc_set=acc_set, zero_unseen=zero_unseen,
+                            **scaling)
+    assert _same_bits(got, expected) and all(map(_same_bits, got_state, state))
+    if not scaled:                         # the unseen row: P = 0, or 1 for every key
+        assert (got[5] == 0).all() == zero_unseen
+
+
+def test_attention_blocks_reject_what_does_not_fit():
+    q, keys, values = _attention_operands(np.random.default_rng(17))
+    state = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32))
+    acc = np.zeros((len(q), values.n), np.float32)
+    for bounds in ([0, 50, 50], [10], [0, 301], [-1, 20]):
+        with pytest.raises(ValueError, match="bounds"):
+            native.attention_blocks(q, keys, values, bounds, *state, acc, acc_set=True)
+    with pytest.raises(ValueError, match="does not fit"):
+        native.attention_blocks(q[:, :70], keys, values, [0, 10], *state, acc, acc_set=True)
 
 
 def test_matmul_panels_edges():
@@ -441,6 +522,10 @@ def _every_loop(rng) -> list:
     native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
     a, b = rng.standard_normal((13, 200)).astype(np.float32), rng.standard_normal((200, 70)).astype(np.float32)
     outputs.append(native.matmul_panels(np.empty((13, 50), np.float32), a, native.pack_panels(b), 9))
+    q, keys, values = _attention_operands(rng)
+    state, acc = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32)), np.empty((len(q), values.n), np.float32)
+    native.attention_blocks(q, keys, values, [3, 150, 300], *state, acc, acc_set=False, post=0.3, rounding="fp16_away")
+    outputs += [acc, state[0]]
     stored = []
     for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
         stored.append(np.empty(scores.shape, dtype))

@@ -92,6 +92,13 @@ INLINE float round_bf16_half_away(float x) {
     return x != x ? x : round_bf16_half_away_number(x);
 }
 
+/* Round to bf16 with ties to even (CAST_RINT, a real conversion): adding 0x7FFF plus the kept
+   lowest bit rounds up exactly past half and at half only to an even result. NaN stays NaN. */
+INLINE float round_bf16_even(float x) {
+    uint32_t b = bits_of(x);
+    return x != x ? x : float_of((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
+}
+
 /* fp16's smallest normal value, 2^-14: below it the fp16 grid is the fixed 2^-24 of the subnormals. */
 #define FP16_MIN_NORMAL 6.103515625e-05f
 
@@ -119,13 +126,14 @@ INLINE float round_fp16_half_away(float x) {
 }
 
 /* How a kernel narrows an fp32 result onto a lower precision's grid (kept in fp32). */
-enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3 };
+enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3, BF16_EVEN = 4 };
 
 INLINE float round_to(float x, int rounding) {
     switch (rounding) {
     case FP16_EVEN: return round_fp16(x);
     case BF16_AWAY: return round_bf16_half_away(x);
     case FP16_AWAY: return round_fp16_half_away(x);
+    case BF16_EVEN: return round_bf16_even(x);
     default: return x;
     }
 }
@@ -258,6 +266,7 @@ INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int
     case FP16_EVEN: return exp_row_cases(x, n, shift, FP16_EVEN, finite, normal);
     case BF16_AWAY: return exp_row_cases(x, n, shift, BF16_AWAY, finite, normal);
     case FP16_AWAY: return exp_row_cases(x, n, shift, FP16_AWAY, finite, normal);
+    case BF16_EVEN: return exp_row_cases(x, n, shift, BF16_EVEN, finite, normal);
     default: return exp_row_cases(x, n, shift, KEEP_FP32, finite, normal);
     }
 }
@@ -338,6 +347,7 @@ INLINE void round_product(float *dst, const float *a, const float *b, int64_t n,
     case FP16_EVEN: round_product_loop(dst, a, b, n, FP16_EVEN); break;
     case BF16_AWAY: round_product_loop(dst, a, b, n, BF16_AWAY); break;
     case FP16_AWAY: round_product_loop(dst, a, b, n, FP16_AWAY); break;
+    case BF16_EVEN: round_product_loop(dst, a, b, n, BF16_EVEN); break;
     default: round_product_loop(dst, a, b, n, KEEP_FP32);
     }
 }
@@ -368,6 +378,7 @@ INLINE void softmax_grad(float *grad, const float *probs, const float *keep, con
     case FP16_EVEN: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_EVEN); break;
     case BF16_AWAY: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, BF16_AWAY); break;
     case FP16_AWAY: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, FP16_AWAY); break;
+    case BF16_EVEN: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, BF16_EVEN); break;
     default: softmax_grad_loop(grad, probs, keep, dsum, rows, cols, KEEP_FP32);
     }
 }

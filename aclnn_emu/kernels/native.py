@@ -4,6 +4,8 @@ The C functions work in place on raw pointers, so every wrapper first checks wha
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
 parallel.
 """
+import threading
+
 import ml_dtypes
 import numpy as np
 
@@ -57,8 +59,8 @@ if not isinstance(lib, _NotBuilt):
     use_isa(config.current.isa)
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
-# "even" is round to nearest even (a real conversion), "away" CAST_ROUND (ties away from zero).
-ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3}
+# "even" is round to nearest even (a real conversion, CAST_RINT), "away" CAST_ROUND (ties away from zero).
+ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3, "bf16_even": 4}
 _WIDENED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
 
 
@@ -200,6 +202,39 @@ def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> n
         lib.aclemu_matmul_panels(_address(out), out.strides[0] // 4, _address(a), a.strides[0] // 4, m, b.k,
                                  b.pointer, b.data.strides[0] // 4, col0, cols, _floats(scratch, "scratch"))
     return out
+
+
+_work = threading.local()
+
+
+def attention_blocks(q: np.ndarray, keys: Panels, values: Panels, bounds: np.ndarray, row_max: np.ndarray,
+                     row_sum: np.ndarray, acc: np.ndarray, *, acc_set: bool, pre: float = 1.0, fp16: bool = False,
+                     post: float = 1.0, rounding: str | None = None, zero_unseen: bool = False) -> None:
+    """The online softmax of the query rows ``q`` [rows, d] over the key blocks
+    [bounds[i], bounds[i + 1]) of the packed Kᵀ ``keys`` [d, keys] and V ``values`` [keys, dv], as
+    per block: scores = q @ Kᵀ[:, block]; softmax_block_(scores, row_max, row_sum, alpha, pre=pre,
+    fp16=fp16, post=post, rounding=rounding); with ``zero_unseen``, scores of rows whose max is
+    still -FLT_MAX set to 0; acc = acc * alpha + scores @ V[block] (the first block's product alone
+    unless ``acc_set``). One compiled call, bit-identical to those steps (attention_blocks.c)."""
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    rows, d = q.shape
+    if q.dtype != np.float32 or not has_contiguous_rows(q) or keys.k != d or values.n != acc.shape[-1]:
+        raise ValueError(f"attention_blocks: q {q.shape} (float32, contiguous rows) does not fit Kᵀ [{keys.k}, "
+                         f"{keys.n}] and V [{values.k}, {values.n}]")
+    if bounds.ndim != 1 or len(bounds) < 2 or np.any(np.diff(bounds) <= 0) or bounds[0] < 0 \
+            or bounds[-1] > min(keys.n, values.k):
+        raise ValueError(f"attention_blocks: bounds {bounds} are not increasing key indices below "
+                         f"{min(keys.n, values.k)}")
+    size = lib.aclemu_attention_work(d, values.n, int(np.diff(bounds).max()))
+    work = getattr(_work, "buffer", None)
+    if work is None or work.size < size:
+        work = _work.buffer = np.empty(size, np.float32)
+    lib.aclemu_attention_blocks(_address(q), q.strides[0] // 4 if rows > 1 else d, rows, d,
+                                keys.pointer, keys.data.strides[0] // 4, values.pointer, values.data.strides[0] // 4,
+                                values.n, ffi.cast("const int64_t *", bounds.ctypes.data), len(bounds) - 1,
+                                pre, int(fp16), post, ROUNDING[rounding], int(zero_unseen),
+                                _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
+                                _floats(acc, "acc", rows * values.n), int(acc_set), _floats(work, "work"))
 
 
 def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:

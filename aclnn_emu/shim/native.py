@@ -1,5 +1,5 @@
 """Build aclnn_emu.kernels._native, the compiled inner loops of the kernels (aclnn_emu/kernels/native.c,
-then matmul.c, which uses native.c's ISA dispatch).
+then matmul.c, which uses native.c's ISA dispatch, and attention_blocks.c, which strings both together).
 
 setup.py hands `ffi` to cffi's setuptools integration (`cffi_modules`), so `pip install .` and
 `pip install -e .` compile it like any other extension module.
@@ -9,7 +9,7 @@ import pathlib
 import cffi
 
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
-SOURCES = (KERNELS / "native.c", KERNELS / "matmul.c")
+SOURCES = (KERNELS / "native.c", KERNELS / "matmul.c", KERNELS / "attention_blocks.c")
 DECLARATIONS = """
 int aclemu_best_isa(void);
 int aclemu_select_isa(int level);
@@ -41,6 +41,12 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
 void aclemu_pack_panels(float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride);
 void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
                           const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch);
+int64_t aclemu_attention_work(int64_t d, int64_t dv, int64_t max_cols);
+void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t d,
+                             const float *keys, int64_t key_stride, const float *values, int64_t value_stride,
+                             int64_t dv, const int64_t *bounds, int64_t blocks, float pre, int fp16, float post,
+                             int rounding, int zero_unseen, float *row_max, float *row_sum, float *acc,
+                             int acc_set, float *work);
 """
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
 # rounds identically; -fno-trapping-math: no FP exception is ever observed, so the compare-and-select

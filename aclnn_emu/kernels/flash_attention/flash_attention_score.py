@@ -135,11 +135,19 @@ class _Job:
         acc = np.zeros((rows, v.n), FP32)
         pv = buffers[2][:acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
+        plain = [keys[0]]      # bounds of the blocks since the last one with pse, mask or dropout
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, keys[1])
+            pse = self.pse.block(b, n, i0, i1, c0, c1)
+            masked = self.plan.masked(b, n, i0, i1, c0, c1)
+            if pse is None and masked is None and keep_bits is None:
+                plain.append(c1)
+                continue
+            self._plain_blocks(q, k, v, plain, row_max, row_sum, acc)
+            plain = [c1]
             size = rows * (c1 - c0)
             scores = buffers[0][:size].reshape(rows, c1 - c0)
-            scaled = self._scores(b, n, i0, i1, c0, c1, q, k, scores)
+            scaled = self._scores(q, k, c0, pse, masked, scores)
             dropped = keep_bits is not None
             native.softmax_block_(scores, row_max, row_sum, alpha, post=1 if scaled else self.scale,
                                   rounding=None if dropped else self.rounding)
@@ -151,15 +159,20 @@ class _Job:
                 native.round_product(scores, scores, keep, self.rounding)
             native.matmul_panels(pv, scores, v.rows(c0, c1))
             native.rescale_add_(acc, alpha, pv)
+        self._plain_blocks(q, k, v, plain, row_max, row_sum, acc)
         return row_max, row_sum, acc
 
-    def _scores(self, b, n, i0, i1, c0, c1, q, k, out) -> bool:
-        """The block's fp32 QKᵀ in `out`, with pse and mask; True when it is scaled too. The cube's
-        QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q before it; without pse
-        or mask the softmax loop scales it (the same multiply, one pass fewer)."""
+    def _plain_blocks(self, q, k, v, bounds, row_max, row_sum, acc):
+        """The key blocks between `bounds`, which have no pse, mask or dropout, in one native call."""
+        if len(bounds) > 1:
+            native.attention_blocks(q, k, v, bounds, row_max, row_sum, acc, acc_set=True, post=self.scale,
+                                    rounding=self.rounding, zero_unseen=self.params.invalid_line)
+
+    def _scores(self, q, k, c0, pse, masked, out) -> bool:
+        """The block's fp32 QKᵀ in `out` (keys from c0 on), with `pse` and `masked`; True when it is
+        scaled too. The cube's QKᵀ is scaled after the matmul (Muls after bmm1, s1s2_bn2gs1.h), not Q
+        before it; without pse or mask the softmax loop scales it (the same multiply, one pass fewer)."""
         native.matmul_panels(out, q, k, c0)
-        pse = self.pse.block(b, n, i0, i1, c0, c1)
-        masked = self.plan.masked(b, n, i0, i1, c0, c1)
         if pse is None and masked is None:
             return False
         if pse is not None and self.pse.added_before_scale:

@@ -31,7 +31,7 @@ from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
 from aclnn_emu.kernels.flash_attention.quant import quantize_
-from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
+from aclnn_emu.kernels.rounding import round_half_away_
 
 SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 256
@@ -189,12 +189,11 @@ class _Forward:
         high = precision.high_precision and q.dtype != INT8
         self.bf16_out_away = not precision.bf16_out_even
         self.fp16_out_away = precision.high_precision
-        self.p_bf16_even = precision.bf16_p_even and q.dtype == BF16    # narrowed after the exponentials
         self.group = q.shape[1] // k.shape[1]
         self.arch35_quant = precision.arch35_quant
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        self.rounding = "fp16_even" if q.dtype != BF16 else (None if self.p_bf16_even else "bf16_away")
+        self.rounding = "fp16_even" if q.dtype != BF16 else ("bf16_even" if precision.bf16_p_even else "bf16_away")
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
         b, n, s1, _ = q.shape
         self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
@@ -232,37 +231,49 @@ class _Forward:
         running_max = np.full(rows, -np.inf, np.float32)
         row_sum = np.zeros(rows, np.float32)
         alpha = np.empty(rows, np.float32)
-        acc = None
+        acc = np.empty((rows, values.n), np.float32)
+        acc_set = False
+        scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
+        plain = [k0 - j0]    # bounds (from key j0) of the blocks since the last masked or int8 one
         # Key blocks start at multiples of kv_block (KV_BLOCK: assumed hardware tiling): P is
         # narrowed (int8: quantised) against the running max, so the boundaries shape the result.
         block = self.kv_block
         for start in range(k0 - k0 % block, k1, block):
             c0, c1 = max(start, k0), min(start + block, k1)
+            outside = band_masked(i0, i1, c0, c1, pre, nxt)
+            touched = self.mask is not None or self.pse is not None or outside is not None
+            if not touched and self.int8 is None:
+                plain.append(c1 - j0)
+                continue
+            acc_set = self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling)
+            plain = [c1 - j0]
             s = _score_block(rows, c1 - c0)
             native.matmul_panels(s, queries, keys, c0 - j0)
-            scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
-            if self._mask_(s, b, n, i0, i1, c0, c1, scaling):
-                scaling = {}                       # the scores are already scaled
+            if touched:
+                self._mask_(s, b, n, i0, i1, c0, c1, outside, scaling)
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
-            native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **scaling)
-            if self.p_bf16_even:
-                round_half_even_(s, BF16)
+            native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **({} if touched else scaling))
             pv = self._pv(s, values.rows(c0 - j0, c1 - j0))
-            if acc is None:
-                acc = pv                           # acc * alpha + pv with acc = 0
-            else:
+            if acc_set:
                 native.rescale_add_(acc, alpha, pv)
-        if acc is None:
-            acc = np.zeros((rows, values.n), np.float32)
+            else:
+                acc[...] = pv                      # acc * alpha + pv with acc = 0
+                acc_set = True
+        if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
+            acc[...] = 0
         self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
 
-    def _mask_(self, s, b, n, i0, i1, c0, c1, scaling) -> bool:
-        """Apply pse, attenMask and the token band to the block of raw QK^T, scaling it first;
-        False (and s untouched) when none of them touches it."""
-        pre, nxt = self.bands[b]
-        outside = band_masked(i0, i1, c0, c1, pre, nxt)
-        if self.mask is None and outside is None and self.pse is None:
-            return False
+    def _plain_blocks(self, queries, keys, values, bounds, running_max, row_sum, acc, acc_set, scaling) -> bool:
+        """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
+        acc holds a sum now."""
+        if len(bounds) > 1:
+            native.attention_blocks(queries, keys, values, bounds, running_max, row_sum, acc, acc_set=acc_set,
+                                    rounding=self.rounding, **scaling)
+            return True
+        return acc_set
+
+    def _mask_(self, s, b, n, i0, i1, c0, c1, outside, scaling) -> None:
+        """Scale the block of raw QK^T, then apply pse, attenMask and the token band (`outside`)."""
         native.scale_(s, **scaling)
         if self.pse is not None:
             s += self.pse.block(b, n, i0, i1, c0, c1)
@@ -275,7 +286,6 @@ class _Forward:
                 np.copyto(s, self.mask_fill, where=block if block.dtype == np.bool_ else block != 0)
         if outside is not None:
             np.copyto(s, np.float32(-np.inf), where=outside)
-        return True
 
     def _pv(self, e, values: native.Panels):
         """One block's contribution P V, P being E already narrowed to fp16/bf16 as the hardware

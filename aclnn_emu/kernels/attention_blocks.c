@@ -1,0 +1,60 @@
+/* The forward attentions' online softmax over a run of key blocks, in one call.
+ *
+ * Compiled after native.c and matmul.c, whose steps it strings together. Per key block and row:
+ * S = Q Kᵀ (matmul_panels), scaled and turned into P with the running max and sum (softmax_block),
+ * then O = O * alpha + P V (matmul_panels, rescale_add). Driven from Python, those four calls per
+ * block cost the call overheads and, with a worker thread per core, a wait for the GIL after each;
+ * and a block of 512 x 512 scores (1 MiB) went through the caches once per step. Here the rows go
+ * through in chunks of CHUNK_ROWS, whose scores stay in L1 and L2 between the steps.
+ *
+ * Each row gets the same operations in the same order as from the step-by-step calls, and the
+ * matmul's sums do not depend on how many rows it takes, so the results are bit-identical.
+ */
+#include <float.h>
+
+#define CHUNK_ROWS 96        /* eight tiles of six rows */
+#define SCORE_ROW_PAD 16     /* score rows 4 KiB apart would share L1 sets in P V */
+
+/* Floats of `work` that aclemu_attention_blocks needs for head dims d and dv and key blocks of up
+   to max_cols keys: a chunk's scores, its P V and alphas, and the matmul's scratch rows. */
+int64_t aclemu_attention_work(int64_t d, int64_t dv, int64_t max_cols) {
+    return CHUNK_ROWS * (max_cols + SCORE_ROW_PAD + dv + 1) + MR_MAX * (d > max_cols ? d : max_cols);
+}
+
+/* For rows [0, rows) of q ([rows, d], ldq apart) and the key blocks [bounds[b], bounds[b + 1]) for
+   b < blocks (key indices into the packed Kᵀ `keys`, d x keys, and V `values`, keys x dv), in key
+   order per row:
+     S = Q Kᵀ over the block's keys, prepared and exponentiated as by aclemu_softmax_block with
+         pre, fp16, post and rounding, which also updates row_max and row_sum;
+     with zero_unseen, a row whose max is still -FLT_MAX gets P = 0 (every score so far masked);
+     acc = acc * alpha + P V ([rows, dv], contiguous), or P V for the first block if !acc_set.
+   `work` holds aclemu_attention_work(d, dv, widest block) floats. */
+void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t d,
+                             const float *keys, int64_t key_stride, const float *values, int64_t value_stride,
+                             int64_t dv, const int64_t *bounds, int64_t blocks, float pre, int fp16, float post,
+                             int rounding, int zero_unseen, float *row_max, float *row_sum, float *acc,
+                             int acc_set, float *work) {
+    int64_t widest = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+        widest = bounds[b + 1] - bounds[b] > widest ? bounds[b + 1] - bounds[b] : widest;
+    int64_t ld = widest + SCORE_ROW_PAD;
+    float *scores = work, *pv = scores + CHUNK_ROWS * ld, *alpha = pv + CHUNK_ROWS * dv;
+    float *scratch = alpha + CHUNK_ROWS;
+    for (int64_t r0 = 0; r0 < rows; r0 += CHUNK_ROWS) {
+        int64_t count = rows - r0 < CHUNK_ROWS ? rows - r0 : CHUNK_ROWS;
+        float *o = acc + r0 * dv;
+        for (int64_t b = 0; b < blocks; ++b) {
+            int64_t c0 = bounds[b], cols = bounds[b + 1] - c0;
+            aclemu_matmul_panels(scores, ld, q + r0 * ldq, ldq, count, d, keys, key_stride, c0, cols, scratch);
+            aclemu_softmax_block(scores, count, cols, ld, pre, fp16, post, row_max + r0, row_sum + r0, alpha,
+                                 rounding);
+            if (zero_unseen)
+                for (int64_t i = 0; i < count; ++i)
+                    if (row_max[r0 + i] == -FLT_MAX) memset(scores + i * ld, 0, (size_t)cols * sizeof(float));
+            int fresh = !acc_set && b == 0;
+            aclemu_matmul_panels(fresh ? o : pv, dv, scores, ld, count, cols, values + c0 * PANEL, value_stride,
+                                 0, dv, scratch);
+            if (!fresh) aclemu_rescale_add(o, alpha, pv, count, dv);
+        }
+    }
+}
