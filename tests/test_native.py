@@ -217,12 +217,15 @@ def test_bf16_ties_to_even_is_a_real_conversion():
 
 
 @pytest.mark.parametrize("rounding", list(native.ROUNDING))
-def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding):
+@pytest.mark.parametrize("low", [-86.0, -9.5])
+def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding, low):
     """A row whose differences to its max stay within [-86, 0] takes the cheaper exponential (every
-    e^y a normal number); a row that also holds -inf takes the general one: same bits."""
+    e^y a normal number), within [-9.5, 0] also the cheaper fp16 roundings (every e^y a normal
+    fp16); a row that also holds -inf takes the general one: same bits."""
     rng = np.random.default_rng(13)
-    y = np.concatenate([np.float32([0, -86, np.nextafter(np.float32(-86), np.float32(0))]),
-                        -rng.random(5000).astype(np.float32) * 86,
+    low = np.float32(low)
+    y = np.concatenate([np.float32([0, low, np.nextafter(low, np.float32(0))]),
+                        -rng.random(5000).astype(np.float32) * -low,
                         -rng.random(1000).astype(np.float32) * 1e-3])
     fast, slow = y[None].copy(), np.concatenate([y, np.float32([-np.inf])])[None].copy()
     native.softmax_block_(fast, *_softmax_state(1), rounding=rounding)

@@ -107,6 +107,13 @@ INLINE float round_fp16_half_away_normal(float a) {
     return float_of((bits_of(a) + 0x1000u) & 0xFFFFE000u);
 }
 
+/* round_fp16_nonnegative of a in [2^-14, 65504]: to nearest even on the 10-bit mantissa (adding
+   0xFFF plus the kept lowest bit). */
+INLINE float round_fp16_even_normal(float a) {
+    uint32_t b = bits_of(a);
+    return float_of((b + 0xFFFu + ((b >> 13) & 1u)) & 0xFFFFE000u);
+}
+
 /* CAST_ROUND of a magnitude a < 2^-14 onto fp16's subnormal grid of 2^-24. */
 INLINE float round_fp16_half_away_subnormal(float a) {
     float steps = a * 16777216.0f;                   /* in units of 2^-24: exact below 2^-14 */
@@ -172,9 +179,15 @@ INLINE float exp_finite(float y) {
    as the two multiplications are, so the result is the same. */
 #define EXP_NORMAL_LOW -86.0f
 INLINE float exp_normal(float y) {
-    float n = rint_log2e(y);
-    return float_of(bits_of(exp_reduced(y, n)) + ((uint32_t)(int32_t)n << 23));
+    float t = fmaf(y, 1.44269504088896341f, 12582912.0f);     /* rint_log2e before its subtraction */
+    float n = t - 12582912.0f;
+    /* t's bits are those of 1.5 * 2^23 plus n, whose lowest 9 bits are 0: shifted left by 23 they
+       leave n << 23, without a float-to-integer conversion */
+    return float_of(bits_of(exp_reduced(y, n)) + (bits_of(t) << 23));
 }
+
+/* exp_normal for y from FP16_NORMAL_EXP_LOW on: e^y >= 7.4e-5, a normal fp16 number (>= 2^-14). */
+#define FP16_NORMAL_EXP_LOW -9.5f
 
 /* exp_finite that lets NaN through. */
 INLINE float exp_any(float y) { return y != y ? y : exp_finite(y); }
@@ -221,10 +234,21 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, f
 /* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
    returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
    never NaN; otherwise NaNs pass through. `normal`: besides, every x - shift is at least
-   EXP_NORMAL_LOW (the exponentials are normal numbers, exp_normal). (An fp16 rounding of a value
-   in [0, 1] needs neither the sign nor the overflow step, a bf16 one no NaN check when finite.) */
-INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
+   EXP_NORMAL_LOW (the exponentials are normal numbers, exp_normal); `fp16_normal`: besides, every
+   x - shift is at least FP16_NORMAL_EXP_LOW, so an fp16 rounding needs no subnormal step. (An fp16
+   rounding of a value in [0, 1] needs neither the sign nor the overflow step, a bf16 one no NaN
+   check when finite.) */
+INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
     float sum = 0.0f;
+    if (fp16_normal && (rounding == FP16_AWAY || rounding == FP16_EVEN)) {
+#pragma omp simd reduction(+:sum)
+        for (int64_t j = 0; j < n; ++j) {
+            float e = exp_normal(x[j] - shift);
+            sum += e;
+            x[j] = rounding == FP16_AWAY ? round_fp16_half_away_normal(e) : round_fp16_even_normal(e);
+        }
+        return sum;
+    }
     if (finite && rounding == FP16_AWAY) {
         /* Normal fp16 results (the common case) cost two integer steps here; exponentials below
            2^-14 stay as they are and, if the row has any, a second pass puts them on the 2^-24
@@ -255,19 +279,21 @@ INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite,
     return sum;
 }
 
-/* exp_row compiled for each case of `finite` and `normal` (normal implies finite). */
-INLINE float exp_row_cases(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
-    if (normal) return exp_row(x, n, shift, rounding, 1, 1);
-    return finite ? exp_row(x, n, shift, rounding, 1, 0) : exp_row(x, n, shift, rounding, 0, 0);
+/* exp_row compiled for each case of `finite`, `normal` and `fp16_normal` (each implies the one
+   before; fp16_normal matters to the fp16 roundings only). */
+INLINE float exp_row_cases(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
+    if (fp16_normal && (rounding == FP16_AWAY || rounding == FP16_EVEN)) return exp_row(x, n, shift, rounding, 1, 1, 1);
+    if (normal) return exp_row(x, n, shift, rounding, 1, 1, 0);
+    return finite ? exp_row(x, n, shift, rounding, 1, 0, 0) : exp_row(x, n, shift, rounding, 0, 0, 0);
 }
 
-INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite, int normal) {
+INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
     switch (rounding) {
-    case FP16_EVEN: return exp_row_cases(x, n, shift, FP16_EVEN, finite, normal);
-    case BF16_AWAY: return exp_row_cases(x, n, shift, BF16_AWAY, finite, normal);
-    case FP16_AWAY: return exp_row_cases(x, n, shift, FP16_AWAY, finite, normal);
-    case BF16_EVEN: return exp_row_cases(x, n, shift, BF16_EVEN, finite, normal);
-    default: return exp_row_cases(x, n, shift, KEEP_FP32, finite, normal);
+    case FP16_EVEN: return exp_row_cases(x, n, shift, FP16_EVEN, finite, normal, fp16_normal);
+    case BF16_AWAY: return exp_row_cases(x, n, shift, BF16_AWAY, finite, normal, fp16_normal);
+    case FP16_AWAY: return exp_row_cases(x, n, shift, FP16_AWAY, finite, normal, fp16_normal);
+    case BF16_EVEN: return exp_row_cases(x, n, shift, BF16_EVEN, finite, normal, fp16_normal);
+    default: return exp_row_cases(x, n, shift, KEEP_FP32, finite, normal, fp16_normal);
     }
 }
 
@@ -298,7 +324,8 @@ INLINE void softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, floa
         float shift = now == -INFINITY ? 0.0f : now;
         int finite = isfinite(shift);
         /* x - shift rounds monotonically, so low - shift bounds every difference from below */
-        float sum = exp_row_rounded(x, cols, shift, rounding, finite, finite && low - shift >= EXP_NORMAL_LOW);
+        float sum = exp_row_rounded(x, cols, shift, rounding, finite, finite && low - shift >= EXP_NORMAL_LOW,
+                                    finite && low - shift >= FP16_NORMAL_EXP_LOW);
         alpha[i] = exp_any(old - shift);
         row_sum[i] = row_sum[i] * alpha[i] + sum;
         row_max[i] = now;

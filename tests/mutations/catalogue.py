@@ -424,6 +424,12 @@ MUTATIONS = [
              ("tests/test_native.py",)),
     Mutation("matmul-window-one-column-short", K + "matmul.c", "tile + r * PANEL + lo, (size_t)(hi - lo)",
              "tile + r * PANEL + lo, (size_t)(hi - lo - 1)", PFA_TESTS + ("tests/test_native.py",)),
+    Mutation("native-fp16-normal-exponentials-from-too-far-down", NATIVE, "#define FP16_NORMAL_EXP_LOW -9.5f",
+             "#define FP16_NORMAL_EXP_LOW -11.0f", ("tests/test_native.py",)),
+    Mutation("attention-blocks-unseen-rows-kept", K + "attention_blocks.c", "            if (zero_unseen)\n",
+             "            if (0)\n", ("tests/test_native.py",)),
+    Mutation("attention-blocks-first-block-rescaled", K + "attention_blocks.c", "int fresh = !acc_set && b == 0;",
+             "int fresh = !acc_set && b == 1;", ("tests/test_native.py",)),
     Mutation("native-scatter-add-rows-repeat-added-once", NATIVE, "        float *to = acc + pos[i] * acc_stride;\n",
              "        int seen = 0;\n        for (int64_t k = 0; k < i; ++k) seen |= pos[k] == pos[i];\n"
              "        if (seen) continue;\n        float *to = acc + pos[i] * acc_stride;\n",
