@@ -7,8 +7,8 @@ capability and threads.
 `start()` parses a benchmark's command line with `--isa`, re-runs it as asked and prints the line.
 `--isa avx2` re-runs a benchmark with every library held to AVX2, so the
 numbers of an AVX2-only machine can be reproduced on an AVX-512 one: aclnn-emu's loops
-(ACLNN_EMU_ISA), OpenBLAS's kernels (Haswell), numpy's SIMD dispatch, PyTorch's kernels and glibc's
-string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
+(ACLNN_EMU_ISA), OpenBLAS's kernels (Haswell), numpy's SIMD dispatch, PyTorch's kernels with its MKL
+and oneDNN, and glibc's string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
 choice), to measure what the loops' vectorisation is worth.
 """
 import ctypes
@@ -23,6 +23,8 @@ AS_AVX2 = {
     "OPENBLAS_CORETYPE": "Haswell",
     "NPY_DISABLE_CPU_FEATURES": _AVX512_NUMPY,
     "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",       # PyTorch's sgemm (MKL picks AVX-512 on Intel CPUs that have it)
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
     "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD",
 }
 AS_BASELINE = {"ACLNN_EMU_ISA": "baseline"}

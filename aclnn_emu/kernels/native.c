@@ -231,6 +231,52 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, f
     return nan ? NAN : top;
 }
 
+#ifdef ISA_LEVELS
+#include <immintrin.h>
+/* prepare_row's fp16 case with F16C (every AVX2 and AVX-512 CPU has it): a conversion to fp16 and
+   back is round_fp16 (to nearest even, infinite from 65520 on) in two instructions; the max and min
+   are the same values, as is the NaN (only its payload may differ). */
+ON_AVX2 static float prepare_row_f16c(float *x, int64_t n, float pre, float post, float *low) {
+    __m256 factor = _mm256_set1_ps(pre), scale = _mm256_set1_ps(post);
+    __m256 top = _mm256_set1_ps(-INFINITY), bottom = _mm256_set1_ps(INFINITY), nan = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + j), factor);
+        v = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)), scale);
+        _mm256_storeu_ps(x + j, v);
+        top = _mm256_max_ps(v, top);              /* the second operand where v is NaN */
+        bottom = _mm256_min_ps(v, bottom);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    float lanes[3][8];
+    _mm256_storeu_ps(lanes[0], top), _mm256_storeu_ps(lanes[1], bottom), _mm256_storeu_ps(lanes[2], nan);
+    float high = -INFINITY, least = INFINITY;
+    int any_nan = 0;
+    for (int l = 0; l < 8; ++l) {
+        high = lanes[0][l] > high ? lanes[0][l] : high;
+        least = lanes[1][l] < least ? lanes[1][l] : least;
+        any_nan |= lanes[2][l] != 0.0f;
+    }
+    for (; j < n; ++j) {
+        float v = round_fp16(x[j] * pre) * post;
+        x[j] = v;
+        high = v > high ? v : high;
+        least = v < least ? v : least;
+        any_nan |= v != v;
+    }
+    *low = least;
+    return any_nan ? NAN : high;
+}
+#endif
+
+/* prepare_row, with F16C for the fp16 case where the CPU runs it. */
+INLINE float prepare_scores(float *x, int64_t n, float pre, int fp16, float post, float *low) {
+#ifdef ISA_LEVELS
+    if (fp16 && isa_in_use != ISA_BASELINE) return prepare_row_f16c(x, n, pre, post, low);
+#endif
+    return fp16 ? prepare_row(x, n, pre, 1, post, low) : prepare_row(x, n, pre, 0, post, low);
+}
+
 /* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
    returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
    never NaN; otherwise NaNs pass through. `normal`: besides, every x - shift is at least
@@ -301,8 +347,7 @@ INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int
 INLINE void scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post) {
     float low;
     for (int64_t i = 0; i < rows; ++i) {
-        if (fp16) prepare_row(x + i * ld, cols, pre, 1, post, &low);
-        else prepare_row(x + i * ld, cols, pre, 0, post, &low);
+        prepare_scores(x + i * ld, cols, pre, fp16, post, &low);
     }
 }
 DISPATCHED(scale_scores, (float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post),
@@ -318,7 +363,7 @@ INLINE void softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, floa
     for (int64_t i = 0; i < rows; ++i) {
         float *x = s + i * ld;
         float low;
-        float top = fp16 ? prepare_row(x, cols, pre, 1, post, &low) : prepare_row(x, cols, pre, 0, post, &low);
+        float top = prepare_scores(x, cols, pre, fp16, post, &low);
         float old = row_max[i];
         float now = top != top ? top : (top > old ? top : old);
         float shift = now == -INFINITY ? 0.0f : now;
@@ -570,7 +615,6 @@ INLINE void decode_row(float *to, const void *base, int64_t offset, int64_t d, i
 #define DECODE_MAX_D 512
 
 #ifdef ISA_LEVELS
-#include <immintrin.h>
 /* fp16 rows with AVX2 + F16C: each key/value row is loaded and converted 8 values at a time in
    registers (vcvtph2ps is exact) and meets up to four query/output rows per pass. Products and
    sums are separate roundings, as everywhere here (no fused multiply-add). */
