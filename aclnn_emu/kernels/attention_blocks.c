@@ -12,7 +12,7 @@
  */
 #include <float.h>
 
-#define CHUNK_ROWS 96        /* eight tiles of six rows */
+#define CHUNK_ROWS 96        /* sixteen tiles of six rows */
 #define SCORE_ROW_PAD 16     /* score rows 4 KiB apart would share L1 sets in P V */
 
 /* Floats of `work` that aclemu_attention_blocks needs for head dims d and dv and key blocks of up
