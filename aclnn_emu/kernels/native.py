@@ -1,4 +1,5 @@
-"""numpy-facing entry points of the compiled loops in native.c (built by `pip install`, aclnn_emu/shim/native.py).
+"""numpy-facing entry points of the compiled loops in native.c, matmul.c and attention_blocks.c (built by
+`pip install`, aclnn_emu/shim/native.py).
 
 The C functions work in place on raw pointers, so every wrapper first checks what it hands over:
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
