@@ -80,7 +80,9 @@ MUTATIONS = [
     Mutation("pfa-fp16-scores-unrounded", PFA, "self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)",
              "self.fp16_scores = q.dtype == INT8 and not self.arch35_quant", PFA_TESTS),
     Mutation("pfa-scores-half-away", NATIVE, "        if (fp16) v = round_fp16(v);",
-             "        if (fp16) v = round_fp16_half_away(v);", PFA_TESTS),
+             "        if (fp16) v = round_fp16_half_away(v);", PFA_TESTS + ("tests/test_native.py",)),
+    Mutation("pfa-scores-f16c-truncated", NATIVE, "_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)",
+             "_mm256_cvtps_ph(v, _MM_FROUND_TO_ZERO)", PFA_TESTS),
     Mutation("pfa-fp16-P-half-away", PFA, 'self.rounding = "fp16_even" if', 'self.rounding = "fp16_away" if',
              PFA_TESTS),
     Mutation("pfa-fp16-P-unrounded", PFA, 'self.rounding = "fp16_even" if', 'self.rounding = None if', PFA_TESTS),
@@ -152,11 +154,10 @@ MUTATIONS = [
              LIG_TESTS),
 
     # --- FlashAttentionScore (forward) ---------------------------------------------------------
-    Mutation("fas-P-half-even", FAS, "                                  rounding=None if dropped else self.rounding)\n",
-             "                                  rounding=None)\n"
-             "            if not dropped:\n                scores[...] = scores.astype(self.dtype)\n",
-             FAS_TESTS),
-    Mutation("fas-P-unrounded", FAS, "rounding=None if dropped else self.rounding)", "rounding=None)", FAS_TESTS),
+    Mutation("fas-P-half-even", FAS, "p_rounding = None if keep_bits is not None else self.rounding",
+             'p_rounding = None if keep_bits is not None else (self.rounding or "").replace("away", "even") or None', FAS_TESTS),
+    Mutation("fas-P-unrounded", FAS, "p_rounding = None if keep_bits is not None else self.rounding",
+             "p_rounding = None", FAS_TESTS),
     Mutation("fas-dropped-P-half-even", FAS, "native.round_product(scores, scores, keep, self.rounding)",
              "scores *= keep; scores[...] = scores.astype(self.dtype)", FAS_TESTS),
     Mutation("fas-dropped-P-unrounded", FAS, "native.round_product(scores, scores, keep, self.rounding)",

@@ -135,6 +135,7 @@ class _Job:
         acc = np.zeros((rows, v.n), FP32)
         pv = buffers[2][:acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
+        p_rounding = None if keep_bits is not None else self.rounding      # dropout rounds P once kept
         plain = [keys[0]]      # bounds of the blocks since the last one with pse, mask or dropout
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, keys[1])
@@ -143,30 +144,29 @@ class _Job:
             if pse is None and masked is None and keep_bits is None:
                 plain.append(c1)
                 continue
-            self._plain_blocks(q, k, v, plain, row_max, row_sum, acc)
+            self._plain_blocks(q, k, v, plain, row_max, row_sum, acc, p_rounding)
             plain = [c1]
             size = rows * (c1 - c0)
             scores = buffers[0][:size].reshape(rows, c1 - c0)
             scaled = self._scores(q, k, c0, pse, masked, scores)
-            dropped = keep_bits is not None
             native.softmax_block_(scores, row_max, row_sum, alpha, post=1 if scaled else self.scale,
-                                  rounding=None if dropped else self.rounding)
+                                  rounding=p_rounding)
             if self.params.invalid_line:
                 scores[row_max == NEG_FLT_MAX] = 0
-            if dropped:
+            if keep_bits is not None:
                 keep = buffers[1][:size].reshape(rows, c1 - c0)
                 np.multiply(keep_bits[:, c0:c1], self.dropout.factor, out=keep, dtype=FP32)
                 native.round_product(scores, scores, keep, self.rounding)
             native.matmul_panels(pv, scores, v.rows(c0, c1))
             native.rescale_add_(acc, alpha, pv)
-        self._plain_blocks(q, k, v, plain, row_max, row_sum, acc)
+        self._plain_blocks(q, k, v, plain, row_max, row_sum, acc, p_rounding)
         return row_max, row_sum, acc
 
-    def _plain_blocks(self, q, k, v, bounds, row_max, row_sum, acc):
+    def _plain_blocks(self, q, k, v, bounds, row_max, row_sum, acc, p_rounding):
         """The key blocks between `bounds`, which have no pse, mask or dropout, in one native call."""
         if len(bounds) > 1:
             native.attention_blocks(q, k, v, bounds, row_max, row_sum, acc, acc_set=True, post=self.scale,
-                                    rounding=self.rounding, zero_unseen=self.params.invalid_line)
+                                    rounding=p_rounding, zero_unseen=self.params.invalid_line)
 
     def _scores(self, q, k, c0, pse, masked, out) -> bool:
         """The block's fp32 QKᵀ in `out` (keys from c0 on), with `pse` and `masked`; True when it is
