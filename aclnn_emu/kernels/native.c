@@ -248,23 +248,15 @@ ON_AVX2 static float prepare_row_f16c(float *x, int64_t n, float pre, float post
         bottom = _mm256_min_ps(v, bottom);
         nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     }
+    float high = prepare_row(x + j, n - j, pre, 1, post, low);       /* the last n % 8, then the lanes */
+    int any_nan = high != high;
     float lanes[3][8];
     _mm256_storeu_ps(lanes[0], top), _mm256_storeu_ps(lanes[1], bottom), _mm256_storeu_ps(lanes[2], nan);
-    float high = -INFINITY, least = INFINITY;
-    int any_nan = 0;
     for (int l = 0; l < 8; ++l) {
         high = lanes[0][l] > high ? lanes[0][l] : high;
-        least = lanes[1][l] < least ? lanes[1][l] : least;
+        *low = lanes[1][l] < *low ? lanes[1][l] : *low;
         any_nan |= lanes[2][l] != 0.0f;
     }
-    for (; j < n; ++j) {
-        float v = round_fp16(x[j] * pre) * post;
-        x[j] = v;
-        high = v > high ? v : high;
-        least = v < least ? v : least;
-        any_nan |= v != v;
-    }
-    *low = least;
     return any_nan ? NAN : high;
 }
 #endif
@@ -286,7 +278,7 @@ INLINE float prepare_scores(float *x, int64_t n, float pre, int fp16, float post
    check when finite.) */
 INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
     float sum = 0.0f;
-    if (fp16_normal && (rounding == FP16_AWAY || rounding == FP16_EVEN)) {
+    if (fp16_normal) {                   /* (exp_row_cases passes it for the fp16 roundings only) */
 #pragma omp simd reduction(+:sum)
         for (int64_t j = 0; j < n; ++j) {
             float e = exp_normal(x[j] - shift);
