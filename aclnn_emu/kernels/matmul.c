@@ -97,6 +97,9 @@ static void tile_baseline TILE_PARAMS {
 #define MR_MAX 6
 #define PANEL_IN_L1 128
 
+/* Floats of the scratch aclemu_matmul_panels needs for a k of k. */
+int64_t aclemu_matmul_scratch(int64_t k) { return MR_MAX * k; }
+
 /* c[i * ldc + j] = sum over kk < k of a[i * lda + kk] * B[kk][col0 + j], for i < m and j < cols,
    where B[kk][col] = panels[(col / 32) * panel_stride + kk * 32 + col % 32]. `scratch` holds
    MR_MAX * k floats: the last rows of A when they do not fill a tile. */
@@ -105,8 +108,8 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
     void (*tile_fn) TILE_PARAMS = tile_baseline;
     int mr = MR_BASELINE;
 #ifdef ISA_LEVELS
-    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, mr = MR_AVX512;
-    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, mr = MR_AVX2;
+    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, mr = MR_SIMD;
+    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, mr = MR_SIMD;
 #endif
     if (k == 0) {                                        /* empty sums: the tiles would store nothing */
         for (int64_t i = 0; i < m; ++i) memset(c + i * ldc, 0, (size_t)cols * sizeof(float));

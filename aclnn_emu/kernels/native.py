@@ -158,7 +158,6 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
 
 
 PANEL = 32      # columns per panel of a packed right-hand operand (matmul.c)
-MATMUL_ROWS = 6   # most rows of A in one matmul.c tile (MR_MAX): its scratch holds that many rows
 
 
 class Panels:
@@ -198,7 +197,7 @@ def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> n
     if a.shape != (m, b.k) or not 0 <= col0 <= col0 + cols <= b.n or not out.flags.writeable:
         raise ValueError(f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit "
                          f"B [{b.k}, {b.n}]")
-    scratch = np.empty(MATMUL_ROWS * b.k, np.float32)
+    scratch = np.empty(lib.aclemu_matmul_scratch(b.k), np.float32)
     if m and cols:
         lib.aclemu_matmul_panels(_address(out), out.strides[0] // 4, _address(a), a.strides[0] // 4, m, b.k,
                                  b.pointer, b.data.strides[0] // 4, col0, cols, _floats(scratch, "scratch"))
