@@ -218,15 +218,17 @@ def test_bf16_ties_to_even_is_a_real_conversion():
 
 @pytest.mark.parametrize("rounding", list(native.ROUNDING))
 @pytest.mark.parametrize("low", [-86.0, -9.5])
-def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding, low):
+@pytest.mark.parametrize("length", [1000, 6000])
+def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding, low, length):
     """A row whose differences to its max stay within [-86, 0] takes the cheaper exponential (every
-    e^y a normal number), within [-9.5, 0] also the cheaper fp16 roundings (every e^y a normal
-    fp16); a row that also holds -inf takes the general one: same bits."""
+    e^y a normal number; in two passes up to 1024 scores), within [-9.5, 0] also the cheaper fp16
+    roundings (every e^y a normal fp16); a row that also holds -inf takes the general one: same
+    bits."""
     rng = np.random.default_rng(13)
     low = np.float32(low)
     y = np.concatenate([np.float32([0, low, np.nextafter(low, np.float32(0))]),
-                        -rng.random(5000).astype(np.float32) * -low,
-                        -rng.random(1000).astype(np.float32) * 1e-3])
+                        -rng.random(length * 5 // 6 - 3).astype(np.float32) * -low,
+                        -rng.random(length // 6).astype(np.float32) * 1e-3])
     fast, slow = y[None].copy(), np.concatenate([y, np.float32([-np.inf])])[None].copy()
     native.softmax_block_(fast, *_softmax_state(1), rounding=rounding)
     native.softmax_block_(slow, *_softmax_state(1), rounding=rounding)
@@ -533,6 +535,8 @@ def _every_loop(rng) -> list:
     for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
         stored.append(np.empty(scores.shape, dtype))
         native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
+        stored.append(np.empty((len(edges) // 64, 64), dtype))
+        native.store_rows(stored[-1], edges[:stored[-1].size].reshape(stored[-1].shape), None, rounding)
     return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
 
 

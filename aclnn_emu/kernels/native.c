@@ -148,10 +148,11 @@ INLINE float round_to(float x, int rounding) {
 /* rint(y / ln2) for |y| < 2^22 (adding 1.5 * 2^23 rounds to an integer). */
 INLINE float rint_log2e(float y) { return fmaf(y, 1.44269504088896341f, 12582912.0f) - 12582912.0f; }
 
-/* e^r for r = y - n ln2 (two-part ln2, |r| <= ln2/2) by a degree-7 polynomial (coefficients of
-   Cephes' expf). */
-INLINE float exp_reduced(float y, float n) {
-    float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, y));
+/* r = y - n ln2 (two-part ln2, |r| <= ln2/2). */
+INLINE float exp_argument(float y, float n) { return fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, y)); }
+
+/* e^r by a degree-7 polynomial (coefficients of Cephes' expf). */
+INLINE float exp_polynomial(float r) {
     float p = 1.9875691500e-4f;
     p = fmaf(p, r, 1.3981999507e-3f);
     p = fmaf(p, r, 8.3334519073e-3f);
@@ -160,6 +161,9 @@ INLINE float exp_reduced(float y, float n) {
     p = fmaf(p, r, 5.0000001201e-1f);
     return fmaf(p * r, r, r) + 1.0f;
 }
+
+/* e^r for r = y - n ln2. */
+INLINE float exp_reduced(float y, float n) { return exp_polynomial(exp_argument(y, n)); }
 
 /* e^y for any y but NaN, within 1 ulp: y = n ln2 + r with |r| <= ln2/2 (two-part ln2), e^r by a
    degree-7 polynomial (coefficients of Cephes' expf), 2^n applied in two halves so results in the
@@ -178,12 +182,29 @@ INLINE float exp_finite(float y) {
    clamp, and 2^n is applied by adding n to the exponent of p (in [0.7, 1.5]), which is exact here
    as the two multiplications are, so the result is the same. */
 #define EXP_NORMAL_LOW -86.0f
+INLINE float exp_normal_t(float y) { return fmaf(y, 1.44269504088896341f, 12582912.0f); }   /* rint_log2e before its subtraction */
+
+/* 2^n e^r, for t = exp_normal_t(y) and r = exp_argument(y, n): t's bits are those of 1.5 * 2^23
+   plus n, whose lowest 9 bits are 0, so shifted left by 23 they leave n << 23, without a
+   float-to-integer conversion. */
+INLINE float exp_normal_join(float t, float r) { return float_of(bits_of(exp_polynomial(r)) + (bits_of(t) << 23)); }
+
 INLINE float exp_normal(float y) {
-    float t = fmaf(y, 1.44269504088896341f, 12582912.0f);     /* rint_log2e before its subtraction */
-    float n = t - 12582912.0f;
-    /* t's bits are those of 1.5 * 2^23 plus n, whose lowest 9 bits are 0: shifted left by 23 they
-       leave n << 23, without a float-to-integer conversion */
-    return float_of(bits_of(exp_reduced(y, n)) + (bits_of(t) << 23));
+    float t = exp_normal_t(y);
+    return exp_normal_join(t, exp_argument(y, t - 12582912.0f));
+}
+
+/* exp_normal in two passes over a row of n <= SPLIT_ROW: x[j] <- r, t[j] <- t of x[j] - shift,
+   for exp_normal_join. Each pass's chain of dependent steps is half as long, so twice as many
+   elements are in flight: the one-pass loop waits on its latency (AVX2: 12 % faster). */
+#define SPLIT_ROW 1024
+INLINE void exp_normal_split(float *x, float *t, int64_t n, float shift) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+        float y = x[j] - shift;
+        t[j] = exp_normal_t(y);
+        x[j] = exp_argument(y, t[j] - 12582912.0f);
+    }
 }
 
 /* exp_normal for y from FP16_NORMAL_EXP_LOW on: e^y >= 7.4e-5, a normal fp16 number (>= 2^-14). */
@@ -269,19 +290,28 @@ INLINE float prepare_scores(float *x, int64_t n, float pre, int fp16, float post
     return fp16 ? prepare_row(x, n, pre, 1, post, low) : prepare_row(x, n, pre, 0, post, low);
 }
 
+/* e^(x[j] - shift): joined from the parts exp_normal_split left in x and t (`split`), or whole. */
+INLINE float exp_at(const float *x, const float *t, int64_t j, float shift, int split, int normal, int finite) {
+    if (split) return exp_normal_join(t[j], x[j]);
+    return normal ? exp_normal(x[j] - shift) : (finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift));
+}
+
 /* x <- round_to(exp(x - shift)) over one row, where x <= shift, so the exponentials lie in [0, 1];
    returns their sum before rounding. `finite`: shift is finite and no x is NaN, so x - shift is
    never NaN; otherwise NaNs pass through. `normal`: besides, every x - shift is at least
    EXP_NORMAL_LOW (the exponentials are normal numbers, exp_normal); `fp16_normal`: besides, every
    x - shift is at least FP16_NORMAL_EXP_LOW, so an fp16 rounding needs no subnormal step. (An fp16
    rounding of a value in [0, 1] needs neither the sign nor the overflow step, a bf16 one no NaN
-   check when finite.) */
-INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
+   check when finite.) `split`: normal and n <= SPLIT_ROW, exp_normal runs in two passes. */
+INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal,
+                     int split) {
     float sum = 0.0f;
+    float t[SPLIT_ROW];
+    if (split) exp_normal_split(x, t, n, shift);
     if (fp16_normal) {                   /* (exp_row_cases passes it for the fp16 roundings only) */
 #pragma omp simd reduction(+:sum)
         for (int64_t j = 0; j < n; ++j) {
-            float e = exp_normal(x[j] - shift);
+            float e = exp_at(x, t, j, shift, split, 1, 1);
             sum += e;
             x[j] = rounding == FP16_AWAY ? round_fp16_half_away_normal(e) : round_fp16_even_normal(e);
         }
@@ -294,7 +324,7 @@ INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite,
         float low = 1.0f;
 #pragma omp simd reduction(+:sum) reduction(min:low)
         for (int64_t j = 0; j < n; ++j) {
-            float e = normal ? exp_normal(x[j] - shift) : exp_finite(x[j] - shift);
+            float e = exp_at(x, t, j, shift, split, normal, 1);
             sum += e;
             low = e < low ? e : low;
             x[j] = e < FP16_MIN_NORMAL ? e : round_fp16_half_away_normal(e);
@@ -308,7 +338,7 @@ INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite,
     }
 #pragma omp simd reduction(+:sum)
     for (int64_t j = 0; j < n; ++j) {
-        float e = normal ? exp_normal(x[j] - shift) : (finite ? exp_finite(x[j] - shift) : exp_any(x[j] - shift));
+        float e = exp_at(x, t, j, shift, split, normal, finite);
         sum += e;
         if (rounding == FP16_EVEN) x[j] = round_fp16_nonnegative(e);
         else if (finite && rounding == BF16_AWAY) x[j] = round_bf16_half_away_number(e);
@@ -318,11 +348,14 @@ INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite,
 }
 
 /* exp_row compiled for each case of `finite`, `normal` and `fp16_normal` (each implies the one
-   before; fp16_normal matters to the fp16 roundings only). */
+   before; fp16_normal matters to the fp16 roundings only), normal rows split where they fit. */
 INLINE float exp_row_cases(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
-    if (fp16_normal && (rounding == FP16_AWAY || rounding == FP16_EVEN)) return exp_row(x, n, shift, rounding, 1, 1, 1);
-    if (normal) return exp_row(x, n, shift, rounding, 1, 1, 0);
-    return finite ? exp_row(x, n, shift, rounding, 1, 0, 0) : exp_row(x, n, shift, rounding, 0, 0, 0);
+    int split = normal && n <= SPLIT_ROW;
+    if (fp16_normal && (rounding == FP16_AWAY || rounding == FP16_EVEN))
+        return split ? exp_row(x, n, shift, rounding, 1, 1, 1, 1) : exp_row(x, n, shift, rounding, 1, 1, 1, 0);
+    if (normal)
+        return split ? exp_row(x, n, shift, rounding, 1, 1, 0, 1) : exp_row(x, n, shift, rounding, 1, 1, 0, 0);
+    return finite ? exp_row(x, n, shift, rounding, 1, 0, 0, 0) : exp_row(x, n, shift, rounding, 0, 0, 0, 0);
 }
 
 INLINE float exp_row_rounded(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal) {
@@ -869,13 +902,45 @@ INLINE void store_row(void *to, const float *x, float d, int divide, int64_t col
     }
 }
 
+#ifdef ISA_LEVELS
+/* store_row's fp16 case with F16C, 8 values at a time where each is 0, at least 2^-14 in magnitude
+   or infinite: CAST_ROUND is then round_fp16_half_away_normal's integer step on the signed bits (a
+   carry past 65504 reaches 65536 or infinity), and its result, on the fp16 grid, converts exactly
+   (from 65536 on, to infinity). Eights with a NaN or an fp16 subnormal take store_row's loop. */
+ON_AVX2 static void store_row_f16c(uint16_t *h, const float *x, float d, int divide, int64_t cols) {
+    __m256 divisor = _mm256_set1_ps(d), smallest = _mm256_set1_ps(FP16_MIN_NORMAL), zero = _mm256_setzero_ps();
+    __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256i half = _mm256_set1_epi32(0x1000), kept = _mm256_set1_epi32((int)0xFFFFE000u);
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        if (divide) v = _mm256_div_ps(v, divisor);
+        __m256 a = _mm256_and_ps(v, magnitude);
+        __m256 other = _mm256_and_ps(_mm256_cmp_ps(a, smallest, _CMP_NGE_UQ), _mm256_cmp_ps(a, zero, _CMP_NEQ_UQ));
+        if (_mm256_movemask_ps(other)) {
+            store_row(h + j, x + j, d, divide, 8, FP16_AWAY);
+            continue;
+        }
+        __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_castps_si256(v), half), kept);
+        _mm_storeu_si128((__m128i *)(h + j), _mm256_cvtps_ph(_mm256_castsi256_ps(rounded), _MM_FROUND_TO_NEAREST_INT));
+    }
+    store_row(h + j, x + j, d, divide, cols - j, FP16_AWAY);
+}
+#endif
+
 /* Row i of dst (dst_stride elements apart) <- row i of src [rows, cols] divided by divisor[i] (or
-   not, when divisor is NULL), stored by store_row. */
+   not, when divisor is NULL), stored by store_row (F16C's where the CPU runs it). */
 INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
                        int64_t cols, int rounding) {
     int64_t size = rounding == KEEP_FP32 ? 4 : 2;
     for (int64_t i = 0; i < rows; ++i) {
         void *to = (char *)dst + i * dst_stride * size;
+#ifdef ISA_LEVELS
+        if (rounding == FP16_AWAY && isa_in_use != ISA_BASELINE) {
+            store_row_f16c((uint16_t *)to, src + i * cols, divisor ? divisor[i] : 1.0f, divisor != 0, cols);
+            continue;
+        }
+#endif
         if (divisor) store_row(to, src + i * cols, divisor[i], 1, cols, rounding);
         else store_row(to, src + i * cols, 1.0f, 0, cols, rounding);
     }
