@@ -299,10 +299,12 @@ def _chunked_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("m,k,n,col0,cols", [(13, 100, 70, 0, 70), (1, 192, 40, 5, 30), (7, 33, 96, 40, 50),
-                                             (12, 64, 64, 32, 32), (4, 1, 3, 0, 3)])
+                                             (12, 64, 64, 32, 32), (4, 1, 3, 0, 3), (9, 40, 64, 0, 64),
+                                             (10, 70, 50, 3, 40), (11, 32, 33, 1, 32)])
 def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
-    """Bits of the chunked order for any row count, column window and k; within fp32 rounding of
-    the float64 product; B packed from a transposed view is the same B."""
+    """Bits of the chunked order for any row count (rows past a multiple of 6 in pair tiles or one
+    padded tile), column window and k; within fp32 rounding of the float64 product; B packed from a
+    transposed view is the same B."""
     rng = np.random.default_rng(m * 1000 + k)
     a, b = _halves(rng, (m, k)), _halves(rng, (k, n))
     out = np.full((m, cols + 9), 5.0, np.float32)
@@ -526,7 +528,8 @@ def _every_loop(rng) -> list:
     rescaled = np.abs(scores) + 1
     native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
     a, b = rng.standard_normal((13, 200)).astype(np.float32), rng.standard_normal((200, 70)).astype(np.float32)
-    outputs.append(native.matmul_panels(np.empty((13, 50), np.float32), a, native.pack_panels(b), 9))
+    for rows in (13, 10, 11):       # rows past a multiple of 6: one, four (pair tiles), five (a padded tile)
+        outputs.append(native.matmul_panels(np.empty((rows, 50), np.float32), a[:rows], native.pack_panels(b), 9))
     q, keys, values = _attention_operands(rng)
     state, acc = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32)), np.empty((len(q), values.n), np.float32)
     native.attention_blocks(q, keys, values, [3, 150, 300], *state, acc, acc_set=False, post=0.3, rounding="fp16_away")

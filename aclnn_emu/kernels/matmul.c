@@ -41,44 +41,60 @@ DISPATCHED(pack_panels, (float *out, const float *b, int64_t k, int64_t n, int64
 #ifdef ISA_LEVELS
 #include <immintrin.h>
 #define MR_SIMD 6
+#define MR_PAIR 2
 
-/* A tile of 6 rows x 32 columns in passes of two vectors of V floats (AVX-512: one pass of 2 x 16,
-   AVX2: two of 2 x 8), each with 12 accumulators for a chunk and 12 running totals: in registers at
-   AVX-512; AVX2 has 16 and the compiler keeps the totals on the stack (added up in dst instead,
-   whose rows lie far apart, the P V products ran 2-4 % slower). At AVX2, 3 rows x 32 in one pass
-   needs one load of B fewer per row but runs 15 % slower. */
-#define DEFINE_TILE(name, target, vec, V, zero, load, broadcast, fmadd, add, store)                    \
+/* A tile of MR rows x 32 columns in passes of NV vectors of V floats, each with MR x NV accumulators
+   for a chunk and as many running totals. The main tiles have 6 rows x 2 vectors (AVX-512: one
+   pass of 2 x 16; AVX2: two of 2 x 8): 12 accumulators and 12 totals, in registers at AVX-512; AVX2
+   has 16 and the compiler keeps the totals on the stack (added up in dst instead, whose rows lie
+   far apart, the P V products ran 2-4 % slower). At AVX2, 3 rows x 32 in one pass needs one load of
+   B fewer per row but runs 15 % slower. The pair tiles (2 rows x 32 in one pass) take the rows left
+   over past a multiple of 6, which a main tile would take padded to 6 (2 % of the time of a block
+   of 512 rows). */
+#define TILE(name, target, MR, NV, vec, V, zero, load, broadcast, fmadd, add, store)                   \
     target static void name TILE_PARAMS {                                                             \
-        for (int h = 0; h < PANEL; h += 2 * V) {                                                      \
-            vec total[MR_SIMD][2];                                                                    \
+        for (int h = 0; h < PANEL; h += NV * V) {                                                     \
+            vec total[MR][NV];                                                                        \
             for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {                                               \
                 int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;                                         \
-                vec acc[MR_SIMD][2];                                                                  \
+                vec acc[MR][NV];                                                                      \
                 _Pragma("GCC unroll 6")                                                               \
-                for (int r = 0; r < MR_SIMD; ++r) acc[r][0] = acc[r][1] = zero();                     \
+                for (int r = 0; r < MR; ++r)                                                          \
+                    _Pragma("GCC unroll 4")                                                           \
+                    for (int q = 0; q < NV; ++q) acc[r][q] = zero();                                  \
                 for (int64_t kk = k0; kk < k1; ++kk) {                                                \
-                    vec b0 = load(panel + kk * PANEL + h), b1 = load(panel + kk * PANEL + h + V);     \
+                    vec b[NV];                                                                        \
+                    _Pragma("GCC unroll 4")                                                           \
+                    for (int q = 0; q < NV; ++q) b[q] = load(panel + kk * PANEL + h + V * q);         \
                     _Pragma("GCC unroll 6")                                                           \
-                    for (int r = 0; r < MR_SIMD; ++r) {                                               \
+                    for (int r = 0; r < MR; ++r) {                                                    \
                         vec x = broadcast(a[r * lda + kk]);                                           \
-                        acc[r][0] = fmadd(x, b0, acc[r][0]);                                          \
-                        acc[r][1] = fmadd(x, b1, acc[r][1]);                                          \
+                        _Pragma("GCC unroll 4")                                                       \
+                        for (int q = 0; q < NV; ++q) acc[r][q] = fmadd(x, b[q], acc[r][q]);           \
                     }                                                                                 \
                 }                                                                                     \
                 _Pragma("GCC unroll 6")                                                               \
-                for (int r = 0; r < MR_SIMD; ++r)                                                     \
-                    for (int q = 0; q < 2; ++q) total[r][q] = k0 ? add(total[r][q], acc[r][q]) : acc[r][q]; \
+                for (int r = 0; r < MR; ++r)                                                          \
+                    _Pragma("GCC unroll 4")                                                           \
+                    for (int q = 0; q < NV; ++q) total[r][q] = k0 ? add(total[r][q], acc[r][q]) : acc[r][q]; \
             }                                                                                         \
             _Pragma("GCC unroll 6")                                                                   \
-            for (int r = 0; r < MR_SIMD; ++r)                                                         \
-                for (int q = 0; q < 2; ++q) store(dst + r * ld + h + V * q, total[r][q]);             \
+            for (int r = 0; r < MR; ++r)                                                              \
+                _Pragma("GCC unroll 4")                                                               \
+                for (int q = 0; q < NV; ++q) store(dst + r * ld + h + V * q, total[r][q]);            \
         }                                                                                             \
     }
 
-DEFINE_TILE(tile_avx512, ON_AVX512, __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps,
-            _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps)
-DEFINE_TILE(tile_avx2, ON_AVX2, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps,
-            _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps)
+/* (a second expansion, so the operation lists below count as arguments) */
+#define DEFINE_TILE(name, target, MR, NV, ...) TILE(name, target, MR, NV, __VA_ARGS__)
+#define AVX512_OPS __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, \
+    _mm512_add_ps, _mm512_storeu_ps
+#define AVX2_OPS __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, \
+    _mm256_add_ps, _mm256_storeu_ps
+DEFINE_TILE(tile_avx512, ON_AVX512, MR_SIMD, 2, AVX512_OPS)
+DEFINE_TILE(pair_avx512, ON_AVX512, MR_PAIR, 2, AVX512_OPS)
+DEFINE_TILE(tile_avx2, ON_AVX2, MR_SIMD, 2, AVX2_OPS)
+DEFINE_TILE(pair_avx2, ON_AVX2, MR_PAIR, 4, AVX2_OPS)
 #endif
 
 #define MR_BASELINE 2
@@ -102,42 +118,53 @@ int64_t aclemu_matmul_scratch(int64_t k) { return MR_MAX * k; }
 
 /* c[i * ldc + j] = sum over kk < k of a[i * lda + kk] * B[kk][col0 + j], for i < m and j < cols,
    where B[kk][col] = panels[(col / 32) * panel_stride + kk * 32 + col % 32]. `scratch` holds
-   MR_MAX * k floats: the last rows of A when they do not fill a tile. */
+   MR_MAX * k floats: the last rows of A when they fill neither a tile nor pair tiles. */
 void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
                           const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch) {
-    void (*tile_fn) TILE_PARAMS = tile_baseline;
+    void (*tile_fn) TILE_PARAMS = tile_baseline, (*pair_fn) TILE_PARAMS = 0;
     int mr = MR_BASELINE;
 #ifdef ISA_LEVELS
-    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, mr = MR_SIMD;
-    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, mr = MR_SIMD;
+    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, pair_fn = pair_avx512, mr = MR_SIMD;
+    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, pair_fn = pair_avx2, mr = MR_SIMD;
 #endif
     if (k == 0) {                                        /* empty sums: the tiles would store nothing */
         for (int64_t i = 0; i < m; ++i) memset(c + i * ldc, 0, (size_t)cols * sizeof(float));
         return;
     }
     float tile[MR_MAX * PANEL];
-    int64_t blocks = (m + mr - 1) / mr, p0 = col0 / PANEL, panels_used = (col0 + cols + PANEL - 1) / PANEL - p0;
-    int last = (int)(m - (blocks - 1) * mr);                     /* rows in the last block */
-    if (last < mr)                                               /* those rows, then copies of the last */
+    int64_t full = m / mr, p0 = col0 / PANEL, panels_used = (col0 + cols + PANEL - 1) / PANEL - p0;
+    int rest = (int)(m - full * mr);
+    /* the rest in pair tiles where that takes fewer rows than one padded tile, else one tile of
+       the rest's rows, then copies of its last, in scratch */
+    int64_t pairs = pair_fn && rest <= mr - MR_PAIR ? (rest + MR_PAIR - 1) / MR_PAIR : 0;
+    int64_t blocks = full + (pairs ? pairs : rest > 0);
+    if (rest && !pairs)
         for (int r = 0; r < mr; ++r)
-            memcpy(scratch + r * k, a + ((blocks - 1) * mr + (r < last ? r : last - 1)) * lda, (size_t)k * sizeof(float));
+            memcpy(scratch + r * k, a + (full * mr + (r < rest ? r : rest - 1)) * lda, (size_t)k * sizeof(float));
     /* A panel of up to PANEL_IN_L1 steps (16 KiB) stays in L1 while every block of rows passes it;
        a longer one streams from L2, then each block of rows stays while the panels pass. */
     int panel_outer = k <= PANEL_IN_L1;
     for (int64_t outer = 0; outer < (panel_outer ? panels_used : blocks); ++outer)
         for (int64_t inner = 0; inner < (panel_outer ? blocks : panels_used); ++inner) {
             int64_t block = panel_outer ? inner : outer, p = p0 + (panel_outer ? outer : inner);
-            int64_t i0 = block * mr;
-            int count = block == blocks - 1 ? last : mr;
-            const float *rows = count < mr ? scratch : a + i0 * lda;
-            int64_t ld_rows = count < mr ? k : lda;
+            void (*fn) TILE_PARAMS = tile_fn;
+            int64_t i0 = block * mr, ld_rows = lda;
+            int count = mr, height = mr;                         /* rows wanted, rows the tile computes */
+            if (block >= full && pairs) {                        /* a pair tile; a single row read twice */
+                fn = pair_fn, height = MR_PAIR, i0 = full * mr + (block - full) * MR_PAIR;
+                count = m - i0 < MR_PAIR ? (int)(m - i0) : MR_PAIR;
+                ld_rows = count == MR_PAIR ? lda : 0;
+            } else if (block >= full) {
+                count = rest, ld_rows = k;
+            }
+            const float *rows = block >= full && !pairs ? scratch : a + i0 * lda;
             int64_t lo = col0 > p * PANEL ? col0 - p * PANEL : 0;
             int64_t hi = col0 + cols < (p + 1) * PANEL ? col0 + cols - p * PANEL : PANEL;
             float *out = c + i0 * ldc + p * PANEL - col0;       /* column p * 32 of row i0 */
-            if (lo == 0 && hi == PANEL && count == mr) {
-                tile_fn(rows, ld_rows, panels + p * panel_stride, k, out, ldc);
+            if (lo == 0 && hi == PANEL && count == height) {
+                fn(rows, ld_rows, panels + p * panel_stride, k, out, ldc);
             } else {                                             /* through the tile buffer */
-                tile_fn(rows, ld_rows, panels + p * panel_stride, k, tile, PANEL);
+                fn(rows, ld_rows, panels + p * panel_stride, k, tile, PANEL);
                 for (int r = 0; r < count; ++r) memcpy(out + r * ldc + lo, tile + r * PANEL + lo, (size_t)(hi - lo) * sizeof(float));
             }
         }
