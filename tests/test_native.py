@@ -315,6 +315,13 @@ def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
     assert np.abs(out[:, :cols] - exact).max() <= 1e-6 * np.abs(a).max() * np.abs(b).max() * k
     transposed = native.pack_panels(np.ascontiguousarray(b.T).T)
     assert _same_bits(native.matmul_panels(np.empty((m, cols), np.float32), a, transposed, col0), expected)
+    packed = native.pack_panels(b).data
+    for dtype in (np.float16, BF16, np.int8):         # packed straight from the narrower type
+        narrow = b.astype(dtype)
+        wide = native.pack_panels(narrow.astype(np.float32)).data
+        for view in (narrow, np.ascontiguousarray(narrow.T).T):
+            assert _same_bits(native.pack_panels(view).data, wide)
+    assert _same_bits(native.pack_panels(b.astype(np.float16)).data, packed)
 
 
 NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)
@@ -520,6 +527,7 @@ def _every_loop(rng) -> list:
         outputs.append(s)
     halves = rng.integers(0, 1 << 16, (64, 300)).astype(np.uint16)
     outputs += [native.widen(halves.view(np.float16)[:, 10:]), native.widen(halves.view(BF16)[:, 10:])]
+    outputs += [native.pack_panels(halves.view(t)[:, 10:].T).data for t in (np.float16, BF16)]
     acc = np.zeros((40, 33), np.float32)
     native.scatter_add_rows(acc, rng.integers(0, 40, 300), rng.standard_normal((300, 33)).astype(np.float32))
     outputs.append(acc)

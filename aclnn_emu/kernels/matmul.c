@@ -14,20 +14,43 @@
 
 #define PANEL 32
 
-/* out = the k x n matrix b[kk * k_stride + j * n_stride] as panels of PANEL columns: panel p holds
-   columns [32p, 32p + 32) as k rows of 32 floats, the columns past n zero. */
-INLINE void pack_panels(float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride) {
-    for (int64_t j0 = 0; j0 < n; j0 += PANEL) {
+/* Element i of b, an array of fp16 (kind 0), bf16 (kind 1) or fp32 (kind 2) values, as fp32. */
+INLINE float element(const void *b, int64_t i, int kind) {
+    if (kind == 0) return fp16_value(((const uint16_t *)b)[i]);
+    if (kind == 1) return float_of((uint32_t)((const uint16_t *)b)[i] << 16);
+    return ((const float *)b)[i];
+}
+
+/* out = the k x n matrix b[kk * k_stride + j * n_stride] (of `kind`, as in element) as panels of
+   PANEL columns: panel p holds columns [32p, 32p + 32) as k rows of 32 floats, the columns past n
+   zero. Packing fp16 or bf16 straight away spares the kernels a widened copy of every K and V. */
+INLINE void pack_kind(float *out, const void *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride, int kind) {
+    for (int64_t j0 = 0; j0 < n; j0 += PANEL, out += k * PANEL) {
         int64_t width = n - j0 < PANEL ? n - j0 : PANEL;
-        for (int64_t kk = 0; kk < k; ++kk, out += PANEL) {
-            const float *row = b + kk * k_stride + j0 * n_stride;
-            for (int64_t j = 0; j < width; ++j) out[j] = row[j * n_stride];
-            for (int64_t j = width; j < PANEL; ++j) out[j] = 0.0f;
+        if (k_stride == 1) {                  /* a transposed view (Kᵀ): read its columns in order */
+            for (int64_t j = 0; j < width; ++j) {
+                int64_t column = (j0 + j) * n_stride;
+                for (int64_t kk = 0; kk < k; ++kk) out[kk * PANEL + j] = element(b, column + kk, kind);
+            }
+            for (int64_t kk = 0; kk < k; ++kk)
+                for (int64_t j = width; j < PANEL; ++j) out[kk * PANEL + j] = 0.0f;
+            continue;
+        }
+        for (int64_t kk = 0; kk < k; ++kk) {
+            int64_t row = kk * k_stride + j0 * n_stride;
+            for (int64_t j = 0; j < width; ++j) out[kk * PANEL + j] = element(b, row + j * n_stride, kind);
+            for (int64_t j = width; j < PANEL; ++j) out[kk * PANEL + j] = 0.0f;
         }
     }
 }
-DISPATCHED(pack_panels, (float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride),
-           (out, b, k, n, k_stride, n_stride))
+
+INLINE void pack_panels(float *out, const void *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride, int kind) {
+    if (kind == 0) pack_kind(out, b, k, n, k_stride, n_stride, 0);
+    else if (kind == 1) pack_kind(out, b, k, n, k_stride, n_stride, 1);
+    else pack_kind(out, b, k, n, k_stride, n_stride, 2);
+}
+DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride, int kind),
+           (out, b, k, n, k_stride, n_stride, kind))
 
 /* The k steps run in chunks of CHUNK: each chunk's chain starts from 0 and is then added to the
    running total. One chain over all of k rounds a long dot product (k of 192 and more) worse than a

@@ -176,14 +176,18 @@ class Panels:
 
 
 def pack_panels(b: np.ndarray) -> Panels:
-    """B = ``b`` (a float32 [k, n] view with any non-negative strides, e.g. keys.T) packed once
-    for the matmuls that read it."""
-    if b.dtype != np.float32 or b.ndim != 2 or min(b.strides) < 0 or any(x % 4 for x in b.strides):
-        raise ValueError("pack_panels: b must be a 2-D float32 array with non-negative strides")
+    """B = ``b`` (a float32, fp16 or bf16 [k, n] view with any non-negative strides, e.g. keys.T;
+    or small integers, such as int8 keys) widened and packed once for the matmuls that read it."""
+    if b.dtype.kind in "iu" and b.itemsize <= 2:       # every value exact in fp32
+        b = b.astype(np.float32)
+    kind = _WIDENED.get(b.dtype, 2 if b.dtype == np.float32 else None)
+    if kind is None or b.ndim != 2 or min(b.strides) < 0 or any(x % b.itemsize for x in b.strides):
+        raise ValueError("pack_panels: b must be a 2-D float32, fp16 or bf16 array with non-negative strides")
     k, n = b.shape
     data = np.empty((-(-n // PANEL), k, PANEL), np.float32)
     if data.size:
-        lib.aclemu_pack_panels(_floats(data, "panels"), _address(b), k, n, b.strides[0] // 4, b.strides[1] // 4)
+        lib.aclemu_pack_panels(_floats(data, "panels"), ffi.cast("const void *", b.ctypes.data), k, n,
+                               b.strides[0] // b.itemsize, b.strides[1] // b.itemsize, kind)
     return Panels(data, n)
 
 

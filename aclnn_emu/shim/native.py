@@ -38,7 +38,8 @@ void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t 
 void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift);
-void aclemu_pack_panels(float *out, const float *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride);
+void aclemu_pack_panels(float *out, const void *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride,
+                        int kind);
 int64_t aclemu_matmul_scratch(int64_t k);
 void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
                           const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch);

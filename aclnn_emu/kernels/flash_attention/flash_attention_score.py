@@ -73,7 +73,7 @@ class _Job:
     def run(self):
         b, n1, n2, s1, _ = self.shape
         blocks = range(0, s1, ROW_BLOCK)
-        # One item per kv head (its K and V widened once), the last few (all, when heads are few)
+        # One item per kv head (its K and V packed once), the last few (all, when heads are few)
         # cut into single row blocks so the workers finish together. Workers claim items as they
         # go, so a core slowed by other load takes fewer.
         items = [[(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
@@ -98,7 +98,7 @@ class _Job:
         its next item of this call (a worker may claim several row blocks of one head in turn)."""
         kept = self.kv_kept.get(threading.get_ident())
         if kept is None or kept[0] != (b, h):
-            keys, values = native.pack_panels(_widen(self.k[b, h]).T), native.pack_panels(_widen(self.v[b, h]))
+            keys, values = native.pack_panels(self.k[b, h].T), native.pack_panels(self.v[b, h])
             kept = self.kv_kept[threading.get_ident()] = ((b, h), keys, values)
         return kept[1], kept[2]
 

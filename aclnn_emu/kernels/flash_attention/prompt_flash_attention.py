@@ -217,8 +217,8 @@ class _Forward:
         if j0 >= j1:
             return                                       # no row has a key: stays 0
         kv_head = n // self.group
-        keys = native.pack_panels(native.widen(self.k[b, kv_head, j0:j1]).T)
-        values = native.pack_panels(native.widen(self.v[b, kv_head, j0:j1]))
+        keys = native.pack_panels(self.k[b, kv_head, j0:j1].T)
+        values = native.pack_panels(self.v[b, kv_head, j0:j1])
         for i0 in range(r0, r1, Q_BLOCK):
             i1 = min(i0 + Q_BLOCK, r1)
             self._query_block(b, n, i0, i1, keys, values, j0)
