@@ -382,23 +382,33 @@ DISPATCHED(scale_scores, (float *x, int64_t rows, int64_t cols, int64_t ld, floa
    aclemu_scale_scores, the running max m moves to max(m, block max), alpha = exp(m_old - m_new)
    rescales the running sum l, and the block becomes P = round_to(exp(S - m_new)) with
    l += sum exp(S - m_new). A row whose max is still -inf (no key yet) shifts by 0 so its
-   exponentials are 0, not NaN. */
+   exponentials are 0, not NaN. The alphas and sums of each GROUP_ROWS rows are updated together,
+   in one vector loop instead of a scalar exponential per row. */
+#define GROUP_ROWS 64
 INLINE void softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding) {
-    for (int64_t i = 0; i < rows; ++i) {
-        float *x = s + i * ld;
-        float low;
-        float top = prepare_scores(x, cols, pre, fp16, post, &low);
-        float old = row_max[i];
-        float now = top != top ? top : (top > old ? top : old);
-        float shift = now == -INFINITY ? 0.0f : now;
-        int finite = isfinite(shift);
-        /* x - shift rounds monotonically, so low - shift bounds every difference from below */
-        float sum = exp_row_rounded(x, cols, shift, rounding, finite, finite && low - shift >= EXP_NORMAL_LOW,
-                                    finite && low - shift >= FP16_NORMAL_EXP_LOW);
-        alpha[i] = exp_any(old - shift);
-        row_sum[i] = row_sum[i] * alpha[i] + sum;
-        row_max[i] = now;
+    for (int64_t i0 = 0; i0 < rows; i0 += GROUP_ROWS) {
+        int64_t count = rows - i0 < GROUP_ROWS ? rows - i0 : GROUP_ROWS;
+        float sums[GROUP_ROWS];
+        for (int64_t i = i0; i < i0 + count; ++i) {
+            float *x = s + i * ld;
+            float low;
+            float top = prepare_scores(x, cols, pre, fp16, post, &low);
+            float old = row_max[i];
+            float now = top != top ? top : (top > old ? top : old);
+            float shift = now == -INFINITY ? 0.0f : now;
+            int finite = isfinite(shift);
+            /* x - shift rounds monotonically, so low - shift bounds every difference from below */
+            sums[i - i0] = exp_row_rounded(x, cols, shift, rounding, finite, finite && low - shift >= EXP_NORMAL_LOW,
+                                           finite && low - shift >= FP16_NORMAL_EXP_LOW);
+            alpha[i] = old - shift;
+            row_max[i] = now;
+        }
+#pragma omp simd
+        for (int64_t i = i0; i < i0 + count; ++i) {
+            alpha[i] = exp_any(alpha[i]);
+            row_sum[i] = row_sum[i] * alpha[i] + sums[i - i0];
+        }
     }
 }
 DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
