@@ -429,6 +429,8 @@ MUTATIONS = [
              "#define FP16_NORMAL_EXP_LOW -11.0f", ("tests/test_native.py",)),
     Mutation("matmul-pack-bf16-read-as-fp16", K + "matmul.c", "if (kind == 1) return float_of(", "if (kind == 9) return float_of(",
              ("tests/test_native.py",)),
+    Mutation("native-softmax-group-takes-its-first-rows-sum", NATIVE, "row_sum[i] * alpha[i] + sums[i - i0];",
+             "row_sum[i] * alpha[i] + sums[0];", ("tests/test_native.py",)),
     Mutation("matmul-pair-tiles-one-short", K + "matmul.c", "(rest + MR_PAIR - 1) / MR_PAIR", "(rest + MR_PAIR - 2) / MR_PAIR",
              ("tests/test_native.py",)),
     Mutation("matmul-pair-tile-second-row-of-the-first", K + "matmul.c", "ld_rows = count == MR_PAIR ? lda : 0;",
