@@ -33,7 +33,7 @@ def pfa_call(q, k, v):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = machine.start(parser)
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((B, N, S, D)).astype(np.float16) for _ in range(3))

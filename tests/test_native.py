@@ -55,6 +55,18 @@ def test_narrow_fp16_writes_the_bits_numpy_does():
         native.narrow_fp16(np.empty(3, np.float32), x[:3])
 
 
+def test_store_rows_to_nearest_even_writes_the_bits_numpy_does():
+    x = _fp16_edges()
+    x = x[:len(x) // 64 * 64].reshape(-1, 64)
+    divisor = np.float32(np.random.default_rng(2).random(len(x)) * 4)
+    divisor[:3] = [1, 0, np.inf]
+    for d in (None, divisor):
+        out = np.empty(x.shape, np.float16)
+        native.store_rows(out, x, d, "fp16_even")
+        with np.errstate(all="ignore"):
+            assert _same_bits(out, (x if d is None else x / d[:, None]).astype(np.float16))
+
+
 def test_widen_is_exact_for_every_fp16_and_bf16_pattern_and_any_row_stride():
     every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     for dtype in (np.float16, ml_dtypes.bfloat16):
@@ -543,11 +555,14 @@ def _every_loop(rng) -> list:
     native.attention_blocks(q, keys, values, [3, 150, 300], *state, acc, acc_set=False, post=0.3, rounding="fp16_away")
     outputs += [acc, state[0]]
     stored = []
-    for rounding, dtype in (("fp16_away", np.float16), ("bf16_away", BF16), (None, np.float32)):
+    for rounding, dtype in (("fp16_away", np.float16), ("fp16_even", np.float16), ("bf16_away", BF16),
+                            (None, np.float32)):
         stored.append(np.empty(scores.shape, dtype))
         native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
         stored.append(np.empty((len(edges) // 64, 64), dtype))
-        native.store_rows(stored[-1], edges[:stored[-1].size].reshape(stored[-1].shape), None, rounding)
+        nans = np.uint32([0x7FC00001, 0xFFFFE000, 0x7F800001, 0x7FA00000]).view(np.float32)   # payloads
+        values = np.concatenate([nans, edges[:stored[-1].size - len(nans)]]).reshape(stored[-1].shape)
+        native.store_rows(stored[-1], values, None, rounding)
     return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
 
 

@@ -889,14 +889,18 @@ INLINE void rescale_add(float *acc, const float *alpha, const float *add, int64_
 DISPATCHED(rescale_add, (float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols),
            (acc, alpha, add, rows, cols))
 
-/* to[j] <- x[j] / d (x[j] unless `divide`) narrowed by CAST_ROUND and stored as the output dtype's
-   bits: fp16 (FP16_AWAY), bf16 (BF16_AWAY; a NaN keeps a quiet bit in the upper half) or fp32
-   itself (KEEP_FP32). */
+/* to[j] <- x[j] / d (x[j] unless `divide`) narrowed and stored as the output dtype's bits: fp16 by
+   CAST_ROUND (FP16_AWAY) or to nearest even (FP16_EVEN, as narrow_fp16), bf16 by CAST_ROUND
+   (BF16_AWAY; a NaN keeps a quiet bit in the upper half) or fp32 itself (KEEP_FP32). */
 INLINE void store_row(void *to, const float *x, float d, int divide, int64_t cols, int rounding) {
     if (rounding == FP16_AWAY) {
         uint16_t *h = (uint16_t *)to;
 #pragma omp simd
         for (int64_t j = 0; j < cols; ++j) h[j] = fp16_bits(round_fp16_half_away(divide ? x[j] / d : x[j]));
+    } else if (rounding == FP16_EVEN) {
+        uint16_t *h = (uint16_t *)to;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) h[j] = fp16_bits(round_fp16(divide ? x[j] / d : x[j]));
     } else if (rounding == BF16_AWAY) {
         uint16_t *h = (uint16_t *)to;
 #pragma omp simd
@@ -913,11 +917,13 @@ INLINE void store_row(void *to, const float *x, float d, int divide, int64_t col
 }
 
 #ifdef ISA_LEVELS
-/* store_row's fp16 case with F16C, 8 values at a time where each is 0, at least 2^-14 in magnitude
-   or infinite: CAST_ROUND is then round_fp16_half_away_normal's integer step on the signed bits (a
-   carry past 65504 reaches 65536 or infinity), and its result, on the fp16 grid, converts exactly
-   (from 65536 on, to infinity). Eights with a NaN or an fp16 subnormal take store_row's loop. */
-ON_AVX2 static void store_row_f16c(uint16_t *h, const float *x, float d, int divide, int64_t cols) {
+/* store_row's fp16 cases with F16C, 8 values at a time. To nearest even, the conversion itself,
+   for eights without a NaN (whose bits store_row makes canonical). CAST_ROUND, where each value is
+   0, at least 2^-14 in magnitude or infinite: round_fp16_half_away_normal's integer step on the
+   signed bits (a carry past 65504 reaches 65536 or infinity), whose result, on the fp16 grid,
+   converts exactly (from 65536 on, to infinity); eights with a NaN or an fp16 subnormal take
+   store_row's loop. */
+ON_AVX2 static void store_row_f16c(uint16_t *h, const float *x, float d, int divide, int64_t cols, int rounding) {
     __m256 divisor = _mm256_set1_ps(d), smallest = _mm256_set1_ps(FP16_MIN_NORMAL), zero = _mm256_setzero_ps();
     __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     __m256i half = _mm256_set1_epi32(0x1000), kept = _mm256_set1_epi32((int)0xFFFFE000u);
@@ -926,15 +932,17 @@ ON_AVX2 static void store_row_f16c(uint16_t *h, const float *x, float d, int div
         __m256 v = _mm256_loadu_ps(x + j);
         if (divide) v = _mm256_div_ps(v, divisor);
         __m256 a = _mm256_and_ps(v, magnitude);
-        __m256 other = _mm256_and_ps(_mm256_cmp_ps(a, smallest, _CMP_NGE_UQ), _mm256_cmp_ps(a, zero, _CMP_NEQ_UQ));
+        __m256 other = rounding == FP16_EVEN ? _mm256_cmp_ps(v, v, _CMP_UNORD_Q)
+            : _mm256_and_ps(_mm256_cmp_ps(a, smallest, _CMP_NGE_UQ), _mm256_cmp_ps(a, zero, _CMP_NEQ_UQ));
         if (_mm256_movemask_ps(other)) {
-            store_row(h + j, x + j, d, divide, 8, FP16_AWAY);
+            store_row(h + j, x + j, d, divide, 8, rounding);
             continue;
         }
-        __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_castps_si256(v), half), kept);
-        _mm_storeu_si128((__m128i *)(h + j), _mm256_cvtps_ph(_mm256_castsi256_ps(rounded), _MM_FROUND_TO_NEAREST_INT));
+        if (rounding == FP16_AWAY)
+            v = _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(_mm256_castps_si256(v), half), kept));
+        _mm_storeu_si128((__m128i *)(h + j), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
-    store_row(h + j, x + j, d, divide, cols - j, FP16_AWAY);
+    store_row(h + j, x + j, d, divide, cols - j, rounding);
 }
 #endif
 
@@ -946,8 +954,8 @@ INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const fl
     for (int64_t i = 0; i < rows; ++i) {
         void *to = (char *)dst + i * dst_stride * size;
 #ifdef ISA_LEVELS
-        if (rounding == FP16_AWAY && isa_in_use != ISA_BASELINE) {
-            store_row_f16c((uint16_t *)to, src + i * cols, divisor ? divisor[i] : 1.0f, divisor != 0, cols);
+        if ((rounding == FP16_AWAY || rounding == FP16_EVEN) && isa_in_use != ISA_BASELINE) {
+            store_row_f16c((uint16_t *)to, src + i * cols, divisor ? divisor[i] : 1.0f, divisor != 0, cols, rounding);
             continue;
         }
 #endif

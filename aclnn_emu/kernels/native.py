@@ -243,9 +243,11 @@ def attention_blocks(q: np.ndarray, keys: Panels, values: Panels, bounds: np.nda
 
 def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:
     """dst = src / divisor[:, None] (src itself when divisor is None) narrowed by ``rounding`` into
-    dst's dtype: "fp16_away" into fp16, "bf16_away" into bf16 (CAST_ROUND), None into fp32. dst
+    dst's dtype: "fp16_away" into fp16, "bf16_away" into bf16 (CAST_ROUND), "fp16_even" into fp16
+    (to nearest even, as numpy), None into fp32. dst
     [rows, cols] may have any row stride; src is C-contiguous fp32 of its shape."""
-    dtype = {"fp16_away": np.float16, "bf16_away": ml_dtypes.bfloat16, None: np.float32}[rounding]
+    dtype = {"fp16_away": np.float16, "fp16_even": np.float16, "bf16_away": ml_dtypes.bfloat16,
+             None: np.float32}[rounding]
     if dst.dtype != dtype or dst.shape != src.shape or not has_contiguous_rows(dst) or not dst.flags.writeable:
         raise ValueError(f"store_rows: dst must be a writeable {np.dtype(dtype)} [rows, cols] of src's shape "
                          "with contiguous rows")

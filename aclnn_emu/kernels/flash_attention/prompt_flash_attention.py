@@ -302,6 +302,9 @@ class _Forward:
 
     def _finish(self, acc, row_sum, computed, out, n):
         """out = O = acc / l for rows that saw a key; rows without any key are 0."""
+        if self.out_quant is None and out.dtype == FP16 and computed.all():     # one native pass
+            native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
+            return
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant
