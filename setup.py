@@ -1,6 +1,7 @@
 """setuptools hooks: `pip install .` and `pip install -e .` build the toolkit (aclnn_emu/shim/build.py)
 into aclnn_emu/_toolkit (lib64/libascendcl.so and its aliases, include/, set_env.sh) and the kernels'
 compiled loops, aclnn_emu.kernels._native (aclnn_emu/shim/native.py)."""
+
 import os
 import sys
 import pathlib
@@ -14,6 +15,7 @@ sys.path.insert(0, str(HERE))
 
 class BuildToolkit(Command):
     """A build sub-command (PEP 660 aware: editable installs build into the source tree)."""
+
     description = "build the aclnn-emu CANN toolkit (libascendcl.so, headers, set_env.sh)"
     user_options = []
 
@@ -30,6 +32,7 @@ class BuildToolkit(Command):
 
     def run(self):
         from aclnn_emu.shim.build import build as build_toolkit
+
         build_toolkit(self._target())
 
     def get_outputs(self):
@@ -41,9 +44,13 @@ class BuildToolkit(Command):
 
     def get_source_files(self):
         from aclnn_emu.shim.build import SAMPLE_FILES, SOURCE_SAMPLES
+
         samples = [p for pattern in SAMPLE_FILES for p in SOURCE_SAMPLES.glob(pattern)]
-        return [str(p.relative_to(HERE)) for p in (HERE / "include").rglob("*.h")] + [str(p.relative_to(HERE)) for p in (HERE / "aclnn_emu" / "shim").iterdir()
-                                                  if p.suffix in (".py", ".cpp")] + [str(p.relative_to(HERE)) for p in samples]
+        return (
+            [str(p.relative_to(HERE)) for p in (HERE / "include").rglob("*.h")]
+            + [str(p.relative_to(HERE)) for p in (HERE / "aclnn_emu" / "shim").iterdir() if p.suffix in (".py", ".cpp")]
+            + [str(p.relative_to(HERE)) for p in samples]
+        )
 
 
 build.sub_commands.append(("build_toolkit", None))

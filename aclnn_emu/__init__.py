@@ -1,4 +1,5 @@
 """aclnn-emu: a host-side emulator of CANN's AscendCL runtime and aclnn operator API."""
+
 from . import ops
 from .api import empty, free, numpy, raw, run, setup, to_device
 from .device import Device, Event, Stream
@@ -9,6 +10,21 @@ from .formats import Format
 from .meta import Tensor
 from .runtime.sanitizer import reports as sanitizer_reports
 
-__all__ = ["DataType", "Device", "Event", "Format", "Stream", "Tensor", "empty", "free", "numpy", "ops", "raw", "run",
-           "setup", "sanitizer_reports", "to_device"] + _errors
+__all__ = [
+    "DataType",
+    "Device",
+    "Event",
+    "Format",
+    "Stream",
+    "Tensor",
+    "empty",
+    "free",
+    "numpy",
+    "ops",
+    "raw",
+    "run",
+    "setup",
+    "sanitizer_reports",
+    "to_device",
+] + _errors
 __version__ = "0.1.0"

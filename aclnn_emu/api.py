@@ -4,6 +4,7 @@
 `run` drives both phases, allocates the workspace, waits for the stream and raises AclnnError on any
 failure, TypeError/ValueError for an argument of the wrong Python type.
 """
+
 import numbers
 
 import numpy as np
@@ -48,7 +49,7 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
     dt = dtypes.from_numpy(array.dtype) if dtype is None else dtypes.DataType(dtype)
     if dt not in dtypes.NUMPY:
         raise ValueError(f"to_device: dtype {dt.name} has no host representation in aclnn-emu")
-    host = array.astype(dtypes.NUMPY[dt], order="C")   # keeps 0-d arrays 0-d
+    host = array.astype(dtypes.NUMPY[dt], order="C")  # keeps 0-d arrays 0-d
     tensor = empty(host.shape, dt, format, storage_shape)
     if host.nbytes:
         tensor.view("to_device")[...] = host
@@ -92,10 +93,12 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
     The arguments are the C function's, in order: aclnn_emu.Tensor or None for tensors, sequences
     for int/float/bool arrays, str or bytes for strings."""
     op = by_name(op_name)
-    stream = getattr(stream, "handle", stream)     # an aclnn_emu.Stream
+    stream = getattr(stream, "handle", stream)  # an aclnn_emu.Stream
     if stream is not None and not isinstance(stream, numbers.Integral):
-        raise TypeError(f"run({op_name!r}): stream must be an aclrtStream handle (an int, as aclnn_emu.setup() "
-                        f"returns) or None, got {type(stream).__name__}")
+        raise TypeError(
+            f"run({op_name!r}): stream must be an aclrtStream handle (an int, as aclnn_emu.setup() "
+            f"returns) or None, got {type(stream).__name__}"
+        )
     stream = setup() if stream is None else int(stream)
     code, size, executor = calls.get_workspace_size(op, args, arguments.python)
     if code:
@@ -132,8 +135,10 @@ class _Raw:
 
         def phase2(workspace, size, executor, stream):
             size = int(size) & arguments.MASK64 if isinstance(size, numbers.Integral) else size
-            return calls.run(op.name, arguments.address(workspace), size, arguments.address(executor),
-                             arguments.address(stream))
+            return calls.run(
+                op.name, arguments.address(workspace), size, arguments.address(executor), arguments.address(stream)
+            )
+
         return phase2
 
 

@@ -1,4 +1,5 @@
 """The `aclnn-emu` command: env, run, trace, samples, doctor, build."""
+
 import argparse
 import collections
 import importlib.util
@@ -38,12 +39,13 @@ def cmd_env(args) -> int:
 
 def cmd_build(args) -> int:
     from .shim.build import build
+
     print(build(toolkit.HOME))
     return 0
 
 
-SAMPLE_TIMEOUT = 600    # seconds per sample
-TAIL_LINES = 40         # lines of a sample's output that `samples -v` (and a failure) shows
+SAMPLE_TIMEOUT = 600  # seconds per sample
+TAIL_LINES = 40  # lines of a sample's output that `samples -v` (and a failure) shows
 
 
 def compile_and_run(source, argv=(), env=None, timeout=None, **streams) -> tuple[str, subprocess.CompletedProcess]:
@@ -55,8 +57,12 @@ def compile_and_run(source, argv=(), env=None, timeout=None, **streams) -> tuple
         built = toolkit.compile(source, exe)
         if built.returncode != 0:
             return "compile", built
-        return "run", process.run([str(exe), *argv], toolkit.environment(env), timeout,
-                                  **(streams or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        return "run", process.run(
+            [str(exe), *argv],
+            toolkit.environment(env),
+            timeout,
+            **(streams or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)),
+        )
 
 
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")
@@ -76,11 +82,13 @@ def run_program(program: str, argv, env=None) -> int:
     else:
         found = shutil.which(program, path=os.curdir) or shutil.which(program)
         if found is None:
-            print(f"aclnn-emu: {program}: no such executable (nor a C++ source: {', '.join(SOURCE_SUFFIXES)})",
-                  file=sys.stderr)
+            print(
+                f"aclnn-emu: {program}: no such executable (nor a C++ source: {', '.join(SOURCE_SUFFIXES)})",
+                file=sys.stderr,
+            )
             return 2
         result = process.run([os.path.abspath(found), *argv], toolkit.environment(env))
-    if process.reported(result.returncode):     # a shell would say so, and cannot here
+    if process.reported(result.returncode):  # a shell would say so, and cannot here
         print(f"aclnn-emu: {program}: {process.describe(result.returncode)}", file=sys.stderr)
     return process.exit_status(result.returncode)
 
@@ -94,15 +102,18 @@ def cmd_run(args) -> int:
 def cmd_trace(args) -> int:
     """`run` with ACLNN_EMU_TRACE set, then a summary of the trace per operator."""
     output = pathlib.Path(args.output or f"{pathlib.Path(args.program).stem}.trace.json").resolve()
-    output.unlink(missing_ok=True)     # a summary of an earlier run would be a wrong answer
+    output.unlink(missing_ok=True)  # a summary of an earlier run would be a wrong answer
     status = run_program(args.program, args.args, dict(os.environ, ACLNN_EMU_TRACE=str(output)))
     sys.stdout.flush()
     if output.exists():
         print(f"\naclnn-emu trace: {output} (open it in https://ui.perfetto.dev or chrome://tracing)")
         print(trace_summary.summary(trace_summary.load(output)))
     else:
-        print(f"\naclnn-emu trace: {args.program} left no trace (it made no call into the library, or "
-              f"was killed before writing one)", file=sys.stderr)
+        print(
+            f"\naclnn-emu trace: {args.program} left no trace (it made no call into the library, or "
+            f"was killed before writing one)",
+            file=sys.stderr,
+        )
     return status
 
 
@@ -152,15 +163,18 @@ def cmd_samples(args) -> int:
     sources = sorted(directory.glob("*.cpp"))
     if not sources:
         shipped = directory.resolve() == toolkit.SAMPLES.resolve()
-        print(f"aclnn-emu samples: no samples (*.cpp) in {directory}"
-              + ("" if shipped else f" (the toolkit's are in {toolkit.SAMPLES})"), file=sys.stderr)
+        print(
+            f"aclnn-emu samples: no samples (*.cpp) in {directory}"
+            + ("" if shipped else f" (the toolkit's are in {toolkit.SAMPLES})"),
+            file=sys.stderr,
+        )
         return 2
     envs = [sample_env(source) for source in sources]
-    socs = [config.check(env)[0].soc for env in envs]     # as the emulator reads it (canonical spelling)
+    socs = [config.check(env)[0].soc for env in envs]  # as the emulator reads it (canonical spelling)
     columns = (("sample", [s.name for s in sources]), ("soc", socs), ("time", [f"{SAMPLE_TIMEOUT:.1f}s"]))
     widths = [max(len(title), *map(len, cells)) for title, cells in columns]
 
-    def row(*cells):    # printed as each sample finishes
+    def row(*cells):  # printed as each sample finishes
         print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths + [0])), flush=True)
 
     print(f"{len(sources)} sample{'s' * (len(sources) != 1)} in {directory.resolve()}")
@@ -168,10 +182,11 @@ def cmd_samples(args) -> int:
     failed = 0
     for source, env, soc in zip(sources, envs, socs):
         start = time.perf_counter()
-        with tempfile.TemporaryFile() as log:   # unlinked from the start: never left behind
+        with tempfile.TemporaryFile() as log:  # unlinked from the start: never left behind
             try:
-                stage, result = compile_and_run(source, env=env, timeout=SAMPLE_TIMEOUT, stdout=log,
-                                                stderr=subprocess.STDOUT)
+                stage, result = compile_and_run(
+                    source, env=env, timeout=SAMPLE_TIMEOUT, stdout=log, stderr=subprocess.STDOUT
+                )
                 if stage == "compile":
                     log.write((result.stdout + result.stderr).encode())
                 ok = stage == "run" and result.returncode == 0
@@ -190,24 +205,33 @@ def coverage_table() -> str:
     """Markdown table of every exported function and whether the emulator implements it."""
     from .capi.prototypes import runtime_prototypes
     from .ops import all_ops
-    lines = ["# Coverage (generated by `aclnn-emu coverage`)", "",
-             "| function | header | emulated |", "|---|---|---|"]
+
+    lines = ["# Coverage (generated by `aclnn-emu coverage`)", "", "| function | header | emulated |", "|---|---|---|"]
     for p in runtime_prototypes():
         lines.append(f"| `{p.name}` | {p.headers} | yes |")
     for op in all_ops():
         state = "yes" if op.prepare_fn is not None else "no: returns 561003"
         for name in (op.phase1, op.phase2):
             lines.append(f"| `{name}` | aclnnop/{op.header} | {state} |")
-    lines += ["", "## Parts (`ACLNN_EMU_SOC`, aclnn_emu/platform.py)", "",
-              "| part | family | cube / vector cores | UB | HBM | L2 | values from |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Parts (`ACLNN_EMU_SOC`, aclnn_emu/platform.py)",
+        "",
+        "| part | family | cube / vector cores | UB | HBM | L2 | values from |",
+        "|---|---|---|---|---|---|---|",
+    ]
     gib, kib, mib = platform.GIB, platform.KIB, platform.MIB
     for p in platform.PARTS.values():
         hbm = f"{p.hbm_bytes // gib} GiB" if p.hbm_bytes else "not published"
         l2 = f"{p.l2_bytes // mib} MiB" if p.l2_bytes else "not published"
-        lines.append(f"| `{p.name}` | {p.family} | {p.aic_cores} / {p.aiv_cores} | {p.ub_bytes // kib} KiB | {hbm} | "
-                     f"{l2} | {p.source} |")
-    lines += ["", "Family names are aliases: " + ", ".join(f"`{f}` = `{platform.ALIASES[f]}`" for f in platform.FAMILIES)
-              + "."]
+        lines.append(
+            f"| `{p.name}` | {p.family} | {p.aic_cores} / {p.aiv_cores} | {p.ub_bytes // kib} KiB | {hbm} | "
+            f"{l2} | {p.source} |"
+        )
+    lines += [
+        "",
+        "Family names are aliases: " + ", ".join(f"`{f}` = `{platform.ALIASES[f]}`" for f in platform.FAMILIES) + ".",
+    ]
     lines += _gap_sections(all_ops())
     return "\n".join(lines) + "\n"
 
@@ -216,10 +240,13 @@ def _gap_sections(ops) -> list[str]:
     """Each kind of declared rule (aclnn_emu/ops/gaps.py) under its heading: op, code when not
     561003, rule id and what it covers."""
     from .ops import gaps
+
     lines = []
     for kind, rows in gaps.declared(ops).items():
-        entries = [f"- `{op.phase1}`{'' if code == gaps.FIND_KERNEL else f' ({code})'}: {text} (rule "
-                   f"`{kind}.{key}`)" for op, code, key, text in rows]
+        entries = [
+            f"- `{op.phase1}`{'' if code == gaps.FIND_KERNEL else f' ({code})'}: {text} (rule `{kind}.{key}`)"
+            for op, code, key, text in rows
+        ]
         if entries:
             lines += ["", f"## {gaps.KINDS[kind]}", "", *entries]
     return lines
@@ -243,17 +270,29 @@ def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
     _, bad, unknown = config.check(config.environment())
     reinstall = toolkit.reinstall_command()
-    headers = (toolkit.HOME / "include" / "acl" / "acl.h").exists()    # what `aclnn-emu build` needs
+    headers = (toolkit.HOME / "include" / "acl" / "acl.h").exists()  # what `aclnn-emu build` needs
     checks = [
-        ("settings (ACLNN_EMU_*) valid", not bad, "\n       ".join(bad + ["see `aclnn-emu --help` or README.md, "
-                                                                       "section Environment"])),
-        ("toolkit built", toolkit.LIBRARY.exists(),
-         f"{toolkit.LIBRARY} is missing: run `{'aclnn-emu build' if headers else reinstall}`"),
+        (
+            "settings (ACLNN_EMU_*) valid",
+            not bad,
+            "\n       ".join(bad + ["see `aclnn-emu --help` or README.md, section Environment"]),
+        ),
+        (
+            "toolkit built",
+            toolkit.LIBRARY.exists(),
+            f"{toolkit.LIBRARY} is missing: run `{'aclnn-emu build' if headers else reinstall}`",
+        ),
         ("headers present", headers, f"include/ is missing from the toolkit: run `{reinstall}`"),
-        ("compiled kernel loops built", importlib.util.find_spec("aclnn_emu.kernels._native") is not None,
-         f"aclnn_emu.kernels._native is missing: run `{reinstall}`"),
-        ("g++ available", subprocess.run(["sh", "-c", "command -v g++"], capture_output=True).returncode == 0,
-         "install g++ (Debian: apt-get install g++)"),
+        (
+            "compiled kernel loops built",
+            importlib.util.find_spec("aclnn_emu.kernels._native") is not None,
+            f"aclnn_emu.kernels._native is missing: run `{reinstall}`",
+        ),
+        (
+            "g++ available",
+            subprocess.run(["sh", "-c", "command -v g++"], capture_output=True).returncode == 0,
+            "install g++ (Debian: apt-get install g++)",
+        ),
     ]
     ok = all(passed for _, passed, _ in checks)
     if ok:
@@ -274,32 +313,41 @@ def cmd_doctor(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="aclnn-emu", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=f"settings (environment variables, value here, allowed values):\n"
-                                            f"{settings_table()}")
+    parser = argparse.ArgumentParser(
+        prog="aclnn-emu",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"settings (environment variables, value here, allowed values):\n{settings_table()}",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("env", help="print the exports of set_env.sh (eval \"$(aclnn-emu env)\")").set_defaults(fn=cmd_env)
+    sub.add_parser("env", help='print the exports of set_env.sh (eval "$(aclnn-emu env)")').set_defaults(fn=cmd_env)
     sub.add_parser("build", help="(re)build the toolkit in place").set_defaults(fn=cmd_build)
     run = sub.add_parser("run", help="compile a C++ file with the official flags and run it (or run an executable)")
     run.add_argument("source")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_run)
-    trace = sub.add_parser("trace", help="run as `run` does with ACLNN_EMU_TRACE set, then print a per-operator "
-                                         "summary of the trace")
+    trace = sub.add_parser(
+        "trace", help="run as `run` does with ACLNN_EMU_TRACE set, then print a per-operator summary of the trace"
+    )
     trace.add_argument("-o", "--output", help="the trace file (default: <program>.trace.json here)")
     trace.add_argument("program")
     trace.add_argument("args", nargs=argparse.REMAINDER)
     trace.set_defaults(fn=cmd_trace)
     samples = sub.add_parser("samples", help="build and run every sample, print a table of outcomes")
-    samples.add_argument("directory", nargs="?",
-                         help="default: ./samples if there is one, else the samples shipped with the toolkit")
-    samples.add_argument("-v", "--verbose", action="store_true",
-                         help=f"print the last {TAIL_LINES} lines of every sample's output (a failure's always)")
+    samples.add_argument(
+        "directory", nargs="?", help="default: ./samples if there is one, else the samples shipped with the toolkit"
+    )
+    samples.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"print the last {TAIL_LINES} lines of every sample's output (a failure's always)",
+    )
     samples.add_argument("--full", action="store_true", help="print every line of every sample's output")
     samples.set_defaults(fn=cmd_samples)
     sub.add_parser("coverage", help="print the table of emulated functions (docs/coverage.md)").set_defaults(
-        fn=cmd_coverage)
+        fn=cmd_coverage
+    )
     sub.add_parser("doctor", help="explain what is wrong with this install").set_defaults(fn=cmd_doctor)
     args = parser.parse_args(argv)
     return args.fn(args)

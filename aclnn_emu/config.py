@@ -9,6 +9,7 @@ the value and the allowed values, `problem` holds that text, the setting keeps i
 every runtime call fails until the environment is fixed (it is read again at aclInit). A variable
 that looks like a setting but is none (a typo) gets one warning line.
 """
+
 import ctypes
 import dataclasses
 import difflib
@@ -18,13 +19,13 @@ import sys
 
 from . import platform
 
-SOCS = tuple(platform.PARTS) + platform.FAMILIES     # part names, and the family names as aliases
+SOCS = tuple(platform.PARTS) + platform.FAMILIES  # part names, and the family names as aliases
 SANITIZE_MODES = ("warn", "off", "error")
 LOG_LEVELS = ("warning", "info", "debug", "error")
 ISAS = ("auto", "avx512", "avx2", "baseline")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-MAX_DEVICE_MEMORY = 16 << 40       # each device maps its arena twice into the 47-bit address space
-MAX_DEVICE_COUNT = (1 << 31) - 1   # device ids are int32_t
+MAX_DEVICE_MEMORY = 16 << 40  # each device maps its arena twice into the 47-bit address space
+MAX_DEVICE_COUNT = (1 << 31) - 1  # device ids are int32_t
 PREFIX = "ACLNN_EMU_"
 CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
 
@@ -36,6 +37,7 @@ def _choice(values):
         if text.lower() not in canonical:
             raise ValueError
         return canonical[text.lower()]
+
     return parse
 
 
@@ -43,7 +45,7 @@ _FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false":
 
 
 def _flag(text) -> bool:
-    return _FLAGS[text.lower()]    # KeyError is a ValueError's sibling: both mean "not allowed"
+    return _FLAGS[text.lower()]  # KeyError is a ValueError's sibling: both mean "not allowed"
 
 
 def _size(text) -> int:
@@ -78,39 +80,101 @@ def _trace_file(text) -> str:
 @dataclasses.dataclass(frozen=True)
 class Setting:
     variable: str
-    field: str | None      # the Config field it sets; None for one read by the C library itself
+    field: str | None  # the Config field it sets; None for one read by the C library itself
     default: str
-    allowed: str           # said in the error line and the README
-    parse: object          # text -> value; raises ValueError/KeyError for a value that is not allowed
+    allowed: str  # said in the error line and the README
+    parse: object  # text -> value; raises ValueError/KeyError for a value that is not allowed
     effect: str
 
 
 SETTINGS = (
-    Setting("ACLNN_EMU_SOC", "soc", "Ascend910B", "a part name (" + ", ".join(platform.PARTS) + ") or a family name ("
-            + ", ".join(f"{f} = {platform.ALIASES[f]}" for f in platform.FAMILIES) + "), any case", _soc,
-            "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory"),
-    Setting("ACLNN_EMU_STRICT", "strict", "0", "0/1, false/true, no/yes, off/on", _flag,
-            "rules the CANN source only suggests: off runs the call with a portability warning, "
-            "on returns the code the hardware most likely returns"),
-    Setting("ACLNN_EMU_SANITIZE", "sanitize", "warn", ", ".join(SANITIZE_MODES) + " (any case)",
-            _choice(SANITIZE_MODES), "device-memory sanitizer; error also fails the call (or stream task)"),
-    Setting("ACLNN_EMU_SYNC", "sync", "0", "0/1, false/true, no/yes, off/on", _flag,
-            "on runs stream tasks inline in the calling thread (easier debugging)"),
-    Setting("ACLNN_EMU_LOG", "log", "warning", ", ".join(LOG_LEVELS) + " (any case)", _choice(LOG_LEVELS),
-            "level of the emulator's own log on stderr"),
-    Setting("ACLNN_EMU_DEVICE_MEMORY", "device_memory", "",
-            "bytes, optionally with K, M, G or T (powers of 1024), from 1 to 16T", _size,
-            "device memory per device (default: the part's HBM); pages are committed only when touched"),
-    Setting("ACLNN_EMU_DEVICE_COUNT", "device_count", "1", f"an integer from 1 to {MAX_DEVICE_COUNT}", _count,
-            "number of devices"),
-    Setting("ACLNN_EMU_TRACE", "trace", "", "a file path in an existing directory", _trace_file,
-            "writes a Chrome trace-event file there (Perfetto, chrome://tracing): runtime calls, stream tasks, "
-            "kernels, copies, event arrows"),
-    Setting("ACLNN_EMU_ISA", "isa", "auto", ", ".join(ISAS) + " (any case)", _choice(ISAS),
-            "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
-            "has; a lower level reproduces another machine's speed, results stay bit-identical"),
-    Setting("ACLNN_EMU_PYTHONPATH", None, "", f"directories separated by '{os.pathsep}'", str,
-            "read by libascendcl.so before Python starts: directories the embedded interpreter searches first"),
+    Setting(
+        "ACLNN_EMU_SOC",
+        "soc",
+        "Ascend910B",
+        "a part name ("
+        + ", ".join(platform.PARTS)
+        + ") or a family name ("
+        + ", ".join(f"{f} = {platform.ALIASES[f]}" for f in platform.FAMILIES)
+        + "), any case",
+        _soc,
+        "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory",
+    ),
+    Setting(
+        "ACLNN_EMU_STRICT",
+        "strict",
+        "0",
+        "0/1, false/true, no/yes, off/on",
+        _flag,
+        "rules the CANN source only suggests: off runs the call with a portability warning, "
+        "on returns the code the hardware most likely returns",
+    ),
+    Setting(
+        "ACLNN_EMU_SANITIZE",
+        "sanitize",
+        "warn",
+        ", ".join(SANITIZE_MODES) + " (any case)",
+        _choice(SANITIZE_MODES),
+        "device-memory sanitizer; error also fails the call (or stream task)",
+    ),
+    Setting(
+        "ACLNN_EMU_SYNC",
+        "sync",
+        "0",
+        "0/1, false/true, no/yes, off/on",
+        _flag,
+        "on runs stream tasks inline in the calling thread (easier debugging)",
+    ),
+    Setting(
+        "ACLNN_EMU_LOG",
+        "log",
+        "warning",
+        ", ".join(LOG_LEVELS) + " (any case)",
+        _choice(LOG_LEVELS),
+        "level of the emulator's own log on stderr",
+    ),
+    Setting(
+        "ACLNN_EMU_DEVICE_MEMORY",
+        "device_memory",
+        "",
+        "bytes, optionally with K, M, G or T (powers of 1024), from 1 to 16T",
+        _size,
+        "device memory per device (default: the part's HBM); pages are committed only when touched",
+    ),
+    Setting(
+        "ACLNN_EMU_DEVICE_COUNT",
+        "device_count",
+        "1",
+        f"an integer from 1 to {MAX_DEVICE_COUNT}",
+        _count,
+        "number of devices",
+    ),
+    Setting(
+        "ACLNN_EMU_TRACE",
+        "trace",
+        "",
+        "a file path in an existing directory",
+        _trace_file,
+        "writes a Chrome trace-event file there (Perfetto, chrome://tracing): runtime calls, stream tasks, "
+        "kernels, copies, event arrows",
+    ),
+    Setting(
+        "ACLNN_EMU_ISA",
+        "isa",
+        "auto",
+        ", ".join(ISAS) + " (any case)",
+        _choice(ISAS),
+        "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
+        "has; a lower level reproduces another machine's speed, results stay bit-identical",
+    ),
+    Setting(
+        "ACLNN_EMU_PYTHONPATH",
+        None,
+        "",
+        f"directories separated by '{os.pathsep}'",
+        str,
+        "read by libascendcl.so before Python starts: directories the embedded interpreter searches first",
+    ),
 )
 BY_VARIABLE = {s.variable: s for s in SETTINGS}
 
@@ -124,7 +188,7 @@ class Config:
     log: str
     device_memory: int
     device_count: int
-    trace: str            # "" when off
+    trace: str  # "" when off
     isa: str
 
 
@@ -149,16 +213,17 @@ def check(env) -> tuple[Config, list[str], list[str]]:
     unknown = []
     for name in env:
         if name.upper().startswith(PREFIX) and name not in BY_VARIABLE:
-            close = difflib.get_close_matches(name.upper()[len(PREFIX):], [v[len(PREFIX):] for v in BY_VARIABLE], 1)
-            unknown.append(f"{name} is not a setting of aclnn-emu and is ignored; "
-                           + (f"did you mean {PREFIX}{close[0]}?" if close else f"the settings are "
-                              f"{', '.join(BY_VARIABLE)}"))
+            close = difflib.get_close_matches(name.upper()[len(PREFIX) :], [v[len(PREFIX) :] for v in BY_VARIABLE], 1)
+            unknown.append(
+                f"{name} is not a setting of aclnn-emu and is ignored; "
+                + (f"did you mean {PREFIX}{close[0]}?" if close else f"the settings are {', '.join(BY_VARIABLE)}")
+            )
     values.setdefault("device_memory", platform.part(values.get("soc", DEFAULTS["soc"])).device_memory)
     return Config(**{**DEFAULTS, **values}), errors, unknown
 
 
 current = Config(**DEFAULTS)
-problem: str | None = None    # the bad settings in one message, None when all are valid
+problem: str | None = None  # the bad settings in one message, None when all are valid
 _said: set[str] = set()
 
 

@@ -7,6 +7,7 @@
 
 Failures raise the AclnnError subclass of their status code.
 """
+
 from .errors import InvalidHandle, typed
 from .runtime import api as rt
 from .runtime import devices
@@ -14,7 +15,8 @@ from .runtime import devices
 
 class _Handle:
     """A runtime handle a `with` block (or `.close()`) destroys; one already gone is left alone."""
-    _destroy = None          # the runtime function that destroys the handle
+
+    _destroy = None  # the runtime function that destroys the handle
 
     def __init__(self, handle: int):
         self.handle = handle
@@ -36,6 +38,7 @@ class _Handle:
 class Stream(_Handle):
     """An aclrtStream: `.handle`, `.synchronize()`, `.wait(event)`; `with` destroys it (aclrtDestroyStream:
     queued work still runs)."""
+
     _destroy = staticmethod(rt.destroy_stream)
 
     def synchronize(self) -> None:
@@ -51,6 +54,7 @@ class Stream(_Handle):
 
 class Event(_Handle):
     """An aclrtEvent: `.record(stream)`, `.synchronize()`, `.done`, `.elapsed_ms(end)`; `with` destroys it."""
+
     _destroy = staticmethod(rt.destroy_event)
 
     def record(self, stream: Stream | None = None) -> "Event":

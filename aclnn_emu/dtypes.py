@@ -1,4 +1,5 @@
 """aclDataType: enum values (acl_base.h), element sizes and numpy storage dtypes."""
+
 import enum
 
 import ml_dtypes
@@ -68,8 +69,16 @@ NUMPY = {
 
 # aclDataTypeSize: bytes per element; 0 for undefined/string, sub-byte types report 1 like CANN.
 SIZE = {dt: NUMPY[dt].itemsize for dt in NUMPY}
-SIZE.update({DataType.ACL_INT4: 1, DataType.ACL_UINT1: 1, DataType.ACL_FLOAT6_E3M2: 1,
-             DataType.ACL_FLOAT6_E2M3: 1, DataType.ACL_FLOAT4_E2M1: 1, DataType.ACL_FLOAT4_E1M2: 1})
+SIZE.update(
+    {
+        DataType.ACL_INT4: 1,
+        DataType.ACL_UINT1: 1,
+        DataType.ACL_FLOAT6_E3M2: 1,
+        DataType.ACL_FLOAT6_E2M3: 1,
+        DataType.ACL_FLOAT4_E2M1: 1,
+        DataType.ACL_FLOAT4_E1M2: 1,
+    }
+)
 
 
 # numpy dtypes that stand for exactly one aclDataType (uint8 is UINT8, not HIFLOAT8; uint32 is UINT32).

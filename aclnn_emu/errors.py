@@ -5,6 +5,7 @@ The numbers live in status.py; this module only gives them class names. `AclnnEr
 makes the subclass of that code (a code without one stays a plain AclnnError), so every place that
 turns a status into an exception gets the typed one.
 """
+
 import contextlib
 
 from . import status
@@ -42,13 +43,16 @@ CLASSES = {
     status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR: ("KernelNotFound", "no kernel is registered for the call"),
     status.ACLNN_ERR_INNER_CREATE_EXECUTOR: ("CreateExecutorError", "the executor could not be created"),
     status.ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR: ("NotTransExecutor", "the executor was not handed over"),
-    status.ACLNN_ERR_INNER_NULLPTR: ("InnerNullptr", "an internal step got NULL (the op_api's catch-all for a "
-                                     "rejected call, or an executor that is not live)"),
+    status.ACLNN_ERR_INNER_NULLPTR: (
+        "InnerNullptr",
+        "an internal step got NULL (the op_api's catch-all for a rejected call, or an executor that is not live)",
+    ),
 }
 
 
 class AclnnError(Exception):
     """A non-zero status: `.status` (int), `.name` (e.g. ACLNN_ERR_PARAM_INVALID), `.message`."""
+
     _by_code: dict = {}
 
     def __new__(cls, code: int, message: str | None = None):
@@ -59,7 +63,7 @@ class AclnnError(Exception):
     def __init__(self, code: int, message: str | None = None):
         self.status = code
         self.name = status.name_of(code)
-        self.message = detail(code, message or "")       # aclGetRecentErrMsg's text without its header
+        self.message = detail(code, message or "")  # aclGetRecentErrMsg's text without its header
         super().__init__(f"{self.name} ({code}): {self.message}")
 
     def __reduce__(self):
@@ -67,8 +71,11 @@ class AclnnError(Exception):
 
 
 def _make(code: int, name: str, meaning: str) -> type:
-    cls = type(name, (AclnnError,), {"__doc__": f"{code} {status.name_of(code)}: {meaning}.",
-                                     "__module__": __name__, "code": code})
+    cls = type(
+        name,
+        (AclnnError,),
+        {"__doc__": f"{code} {status.name_of(code)}: {meaning}.", "__module__": __name__, "code": code},
+    )
     AclnnError._by_code[code] = cls
     return cls
 

@@ -1,4 +1,5 @@
 """aclFormat enum values (acl_base.h)."""
+
 import enum
 
 
@@ -30,8 +31,15 @@ class Format(enum.IntEnum):
 
 
 # Formats the generated aclnn path treats as ND (nnopbase FormatsLikeND); FRACTAL_NZ is not among them.
-ND_LIKE = frozenset({Format.ACL_FORMAT_ND, Format.ACL_FORMAT_NCHW, Format.ACL_FORMAT_NHWC,
-                     Format.ACL_FORMAT_NCL, Format.ACL_FORMAT_NCDHW})
+ND_LIKE = frozenset(
+    {
+        Format.ACL_FORMAT_ND,
+        Format.ACL_FORMAT_NCHW,
+        Format.ACL_FORMAT_NHWC,
+        Format.ACL_FORMAT_NCL,
+        Format.ACL_FORMAT_NCDHW,
+    }
+)
 
 
 def coerce(value) -> Format:

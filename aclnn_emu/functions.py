@@ -15,6 +15,7 @@ for an output or a ref tensor is updated in place), and an allocated one as nump
 in, torch when torch did, an aclnn_emu.Tensor (the caller frees it) when only device tensors did.
 A non-zero status raises the AclnnError subclass of its code (ParamInvalid, TilingError, ...).
 """
+
 import collections
 import functools
 import keyword
@@ -106,14 +107,14 @@ class Prepared:
         given, device = self._given[index], self._args[index]
         if device is None or isinstance(given, Tensor):
             return device
-        if given is not None:             # the caller's host array: updated in place when it can be
+        if given is not None:  # the caller's host array: updated in place when it can be
             array = api.numpy(device)
             try:
                 host.write_back(given, array)
                 return given
-            except (ValueError, RuntimeError):   # read-only or not resizable: a new array instead
+            except (ValueError, RuntimeError):  # read-only or not resizable: a new array instead
                 return host.from_numpy(array, host.kind(given))
-        if self._kind == DEVICE:          # allocated for a device-only call: the caller's to free
+        if self._kind == DEVICE:  # allocated for a device-only call: the caller's to free
             return device
         return host.from_numpy(api.numpy(device), self._kind)
 
@@ -193,11 +194,13 @@ def _device_tensor(op, name: str, value, temporaries: list):
     if value is None or isinstance(value, Tensor):
         return value
     if host.kind(value) is None:
-        raise TypeError(f"aclnn_emu.ops.{op.name}: argument {name} must be a numpy array, a CPU "
-                        f"torch.Tensor, an aclnn_emu.Tensor or None, got {type(value).__name__}")
+        raise TypeError(
+            f"aclnn_emu.ops.{op.name}: argument {name} must be a numpy array, a CPU "
+            f"torch.Tensor, an aclnn_emu.Tensor or None, got {type(value).__name__}"
+        )
     try:
         tensor = api.to_device(host.to_numpy(value))
-    except ValueError as exc:         # a dtype with no aclDataType, a tensor on another device
+    except ValueError as exc:  # a dtype with no aclDataType, a tensor on another device
         raise ValueError(f"aclnn_emu.ops.{op.name}: argument {name}: {exc}") from None
     temporaries.append(tensor)
     return tensor
@@ -220,13 +223,13 @@ def _allocate_outputs(op, args: list, kind: str, temporaries: list) -> None:
             continue
         if isinstance(param.like, str):
             template = args[_index(op)[param.like]]
-            if template is None:          # an optional output whose input is absent
+            if template is None:  # an optional output whose input is absent
                 continue
             shape, dtype = template.shape, template.dtype
         else:
             bound = bound or op.bind(args)
             rule = param.like(bound)
-            if rule is None:              # the rule cannot tell: left NULL, the op's checks say why
+            if rule is None:  # the rule cannot tell: left NULL, the op's checks say why
                 continue
             shape, dtype = rule
         args[i] = api.empty(shape, dtype)
@@ -261,7 +264,7 @@ def prepare(op, values, repeatable: bool = False) -> Prepared:
             _release(temporary)
         raise
     if repeatable:
-        handles.lookup(handle, Executor).repeatable = True   # aclSetAclOpExecutorRepeatable
+        handles.lookup(handle, Executor).repeatable = True  # aclSetAclOpExecutorRepeatable
     return Prepared(op, given, args, handle, size, kind, temporaries, repeatable)
 
 
@@ -290,25 +293,29 @@ def function(op):
         if default is REQUIRED and not seen_default:
             parts.append(p.name)
             continue
-        seen_default = True                 # after the first default, required ones show <required>
+        seen_default = True  # after the first default, required ones show <required>
         defaults[p.name] = default
         parts.append(f"{p.name}=_d[{p.name!r}]")
     values = f"({', '.join(names)},)"
     check = any(p.python_default is REQUIRED for p in op.params if p.name in defaults)
-    body = ("    _missing(_op, v)\n" if check else "")
-    source = (f"def {op.name}({', '.join(parts)}, *, stream=None):\n    v = {values}\n{body}"
-              f"    return _call(_op, v, stream)\n"
-              f"def prepare({', '.join(parts)}, *, repeatable=False):\n    v = {values}\n{body}"
-              f"    return _prepare(_op, v, repeatable)\n")
+    body = "    _missing(_op, v)\n" if check else ""
+    source = (
+        f"def {op.name}({', '.join(parts)}, *, stream=None):\n    v = {values}\n{body}"
+        f"    return _call(_op, v, stream)\n"
+        f"def prepare({', '.join(parts)}, *, repeatable=False):\n    v = {values}\n{body}"
+        f"    return _prepare(_op, v, repeatable)\n"
+    )
     scope = {"_d": defaults, "_op": op, "_call": call, "_prepare": prepare, "_missing": _missing}
     exec(compile(source, f"<aclnn_emu.ops.{op.name}>", "exec"), scope)
     fn, prep = scope[op.name], scope["prepare"]
     fn.__module__ = prep.__module__ = "aclnn_emu.ops"
     fn.__qualname__, prep.__qualname__ = op.name, f"{op.name}.prepare"
     fn.__doc__ = describe(op)
-    prep.__doc__ = (f"Phase 1 of aclnn_emu.ops.{op.name} ({op.phase1}): the same arguments, and "
-                    "`repeatable=True` for aclSetAclOpExecutorRepeatable. Returns an aclnn_emu.functions.Prepared: "
-                    ".workspace_size, .run(workspace=None, stream=None), .result(), .close().")
+    prep.__doc__ = (
+        f"Phase 1 of aclnn_emu.ops.{op.name} ({op.phase1}): the same arguments, and "
+        "`repeatable=True` for aclSetAclOpExecutorRepeatable. Returns an aclnn_emu.functions.Prepared: "
+        ".workspace_size, .run(workspace=None, stream=None), .result(), .close()."
+    )
     fn.prepare, fn.op = prep, op
     return fn
 
@@ -328,18 +335,29 @@ def _from_kernels(op, name: str) -> str:
             dts = sorted({d for d, _ in entries}, key=int)
             fmts = sorted({f.short for _, f in entries if f is not None}) or ["ND"]
             groups[(tuple(dts), tuple(fmts))].append(chip)
-    return "; ".join(f"dtypes {_shorts(dts)}, formats {', '.join(fmts)}"
-                     + (f" on {', '.join(chips)}" if len(groups) > 1 else "") for (dts, fmts), chips in groups.items())
+    return "; ".join(
+        f"dtypes {_shorts(dts)}, formats {', '.join(fmts)}" + (f" on {', '.join(chips)}" if len(groups) > 1 else "")
+        for (dts, fmts), chips in groups.items()
+    )
 
 
 def _param_line(op, p) -> str:
     default = p.python_default
-    need = ("optional" if p.optional else "output" if p.output else "in/out (updated in place)" if p.ref
-            else "required" if default is REQUIRED else f"default {default!r}")
+    need = (
+        "optional"
+        if p.optional
+        else "output"
+        if p.output
+        else "in/out (updated in place)"
+        if p.ref
+        else "required"
+        if default is REQUIRED
+        else f"default {default!r}"
+    )
     facts = [p.ctype, need]
     if p.output and p.like is not None:
         facts.append("allocated when left out")
-    tensors = p.kind in ("tensor", "tensor_list")      # a list's tensors share one kernel entry
+    tensors = p.kind in ("tensor", "tensor_list")  # a list's tensors share one kernel entry
     if tensors and p.dtypes:
         facts.append(f"dtypes {_shorts(p.dtypes)}, formats ND")
     elif tensors and op.combos and _from_kernels(op, p.name):
@@ -351,15 +369,19 @@ def _param_line(op, p) -> str:
 
 def describe(op) -> str:
     outputs = [op.params[i].name for i in _outputs(op)]
-    lines = [f"{op.phase1} + {op.phase2} ({op.header}), then the outputs once the stream has run them.",
-             "",
-             "Tensors: numpy arrays (ml_dtypes bf16/fp8 too), CPU torch tensors or aclnn_emu.Tensor; tensor "
-             "lists: a list or tuple of them. "
-             "`stream`: an aclnn_emu.Stream or handle (None: the default stream). "
-             f"Returns {' and '.join(outputs)}"
-             + (" as a named tuple" if len(outputs) > 1 else "")
-             + ", as numpy when numpy came in, torch when torch did. A non-zero status raises the "
-               "aclnn_emu.AclnnError subclass of its code. Two phases: .prepare(...).",
-             "", "Parameters", "----------"]
+    lines = [
+        f"{op.phase1} + {op.phase2} ({op.header}), then the outputs once the stream has run them.",
+        "",
+        "Tensors: numpy arrays (ml_dtypes bf16/fp8 too), CPU torch tensors or aclnn_emu.Tensor; tensor "
+        "lists: a list or tuple of them. "
+        "`stream`: an aclnn_emu.Stream or handle (None: the default stream). "
+        f"Returns {' and '.join(outputs)}"
+        + (" as a named tuple" if len(outputs) > 1 else "")
+        + ", as numpy when numpy came in, torch when torch did. A non-zero status raises the "
+        "aclnn_emu.AclnnError subclass of its code. Two phases: .prepare(...).",
+        "",
+        "Parameters",
+        "----------",
+    ]
     lines += [_param_line(op, p) for p in op.params]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ PyTorch is never imported here: a torch tensor can only come from a caller that 
 numpy cannot hold torch's bfloat16/float8 tensors, so those cross as raw bits and are reinterpreted
 as the ml_dtypes type of the same layout (bit-exact both ways).
 """
+
 import sys
 
 import ml_dtypes
@@ -29,9 +30,12 @@ def kind(value) -> str | None:
 
 def _bit_types(torch) -> dict:
     """torch dtypes numpy lacks -> (torch integer type of the same width, ml_dtypes type)."""
-    pairs = {"bfloat16": (torch.int16, ml_dtypes.bfloat16), "float8_e4m3fn": (torch.uint8, ml_dtypes.float8_e4m3fn),
-             "float8_e5m2": (torch.uint8, ml_dtypes.float8_e5m2),
-             "float8_e8m0fnu": (torch.uint8, ml_dtypes.float8_e8m0fnu)}
+    pairs = {
+        "bfloat16": (torch.int16, ml_dtypes.bfloat16),
+        "float8_e4m3fn": (torch.uint8, ml_dtypes.float8_e4m3fn),
+        "float8_e5m2": (torch.uint8, ml_dtypes.float8_e5m2),
+        "float8_e8m0fnu": (torch.uint8, ml_dtypes.float8_e8m0fnu),
+    }
     return {getattr(torch, name): pair for name, pair in pairs.items() if hasattr(torch, name)}
 
 
@@ -41,8 +45,10 @@ def to_numpy(value) -> np.ndarray:
         return np.ascontiguousarray(value)
     torch = _torch()
     if value.device.type != "cpu":
-        raise ValueError(f"a torch tensor on {value.device} cannot be copied to the emulated device; "
-                         "move it to the CPU first (.cpu())")
+        raise ValueError(
+            f"a torch tensor on {value.device} cannot be copied to the emulated device; "
+            "move it to the CPU first (.cpu())"
+        )
     tensor = value.detach().contiguous()
     bits = _bit_types(torch).get(tensor.dtype)
     if bits is not None:

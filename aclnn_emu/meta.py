@@ -3,6 +3,7 @@
 Each object registers an opaque handle (runtime.handles) when created and releases it when
 destroyed. Tensors describe device memory; they read and write it only when a kernel runs.
 """
+
 import math
 
 import numpy as np
@@ -41,10 +42,16 @@ def check_size(shape, storage_shape, itemsize: int) -> None:
     for name, dims in (("view shape", shape), ("storage shape", storage_shape)):
         nbytes = abs(math.prod(dims)) * itemsize
         if nbytes > limit:
-            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"{name} {list(dims)} holds {nbytes} bytes: "
-                           + ("its size overflows int64" if nbytes > INT64_MAX else
-                              f"more than the device's {limit} bytes of memory (ACLNN_EMU_DEVICE_MEMORY)"),
-                           rule="tensor.size")
+            raise AclError(
+                status.ACLNN_ERR_PARAM_INVALID,
+                f"{name} {list(dims)} holds {nbytes} bytes: "
+                + (
+                    "its size overflows int64"
+                    if nbytes > INT64_MAX
+                    else f"more than the device's {limit} bytes of memory (ACLNN_EMU_DEVICE_MEMORY)"
+                ),
+                rule="tensor.size",
+            )
 
 
 class Handled:
@@ -58,9 +65,8 @@ class Handled:
 
 
 class Tensor(Handled):
-    def __init__(self, shape, dtype, strides=None, offset=0, format=Format.ACL_FORMAT_ND,
-                 storage_shape=None, addr=0):
-        self.set(shape, dtype, strides, offset, format, storage_shape, addr)   # refuses before registering
+    def __init__(self, shape, dtype, strides=None, offset=0, format=Format.ACL_FORMAT_ND, storage_shape=None, addr=0):
+        self.set(shape, dtype, strides, offset, format, storage_shape, addr)  # refuses before registering
         super().__init__()
 
     def set(self, shape, dtype, strides, offset, format, storage_shape, addr) -> None:
@@ -101,16 +107,20 @@ class Tensor(Handled):
         return f"{self.dtype.short}{list(self.shape)}" + ("" if nd else f" {self.format.short}")
 
     def __repr__(self) -> str:
-        return (f"Tensor(shape={list(self.shape)}, dtype={self.dtype.short}, format={self.format.short}, "
-                f"strides={list(self.strides)}, offset={self.offset}, addr={self.addr:#x})")
+        return (
+            f"Tensor(shape={list(self.shape)}, dtype={self.dtype.short}, format={self.format.short}, "
+            f"strides={list(self.strides)}, offset={self.offset}, addr={self.addr:#x})"
+        )
 
     # -- device data ----------------------------------------------------------------------------
     def _memory(self, what: str):
         memory = devices.memory_of(self.addr) if self.addr else None
         if memory is None:
-            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
-                           f"{what} {self!r}: its data address is not device memory (aclrtMalloc it first)",
-                           rule="tensor.address")
+            raise AclError(
+                status.ACL_ERROR_RT_AICORE_EXCEPTION,
+                f"{what} {self!r}: its data address is not device memory (aclrtMalloc it first)",
+                rule="tensor.address",
+            )
         return memory
 
     def view(self, what: str = "tensor") -> np.ndarray:
@@ -124,8 +134,13 @@ class Tensor(Handled):
         memory = self._memory(what)
         memory.check(start, nbytes, what, owner=self.addr)
         buffer = memory.array(start, nbytes)
-        return np.ndarray(self.shape, dtype, buffer, offset=-lo * dtype.itemsize,
-                          strides=tuple(s * dtype.itemsize for s in self.strides))
+        return np.ndarray(
+            self.shape,
+            dtype,
+            buffer,
+            offset=-lo * dtype.itemsize,
+            strides=tuple(s * dtype.itemsize for s in self.strides),
+        )
 
     def storage(self, what: str = "tensor", unit=None) -> np.ndarray:
         """The flat writable memory from the view's first element to the end of its storage (as far
@@ -135,13 +150,13 @@ class Tensor(Handled):
         nbytes = max(math.prod(self.storage_shape) - self.offset, 0) * dtype.itemsize
         start = self.addr + self.offset * dtype.itemsize
         memory = self._memory(what)
-        if nbytes:   # the first element is always touched: unmapped, it faults the kernel
+        if nbytes:  # the first element is always touched: unmapped, it faults the kernel
             memory.require_mapped(start, dtype.itemsize, what, status.ACL_ERROR_RT_AICORE_EXCEPTION)
         memory.report(start, nbytes, what, owner=self.addr)
         reach = memory.mapped(start, nbytes)
         raw = memory.array(start, reach) if reach else np.empty(0, np.uint8)
         unit = dtype if unit is None else np.dtype(unit)
-        return raw[:len(raw) // unit.itemsize * unit.itemsize].view(unit)
+        return raw[: len(raw) // unit.itemsize * unit.itemsize].view(unit)
 
     def read(self, what: str = "tensor") -> np.ndarray:
         """A read-only view for kernels."""
@@ -196,5 +211,5 @@ class Executor(Handled):
     def __init__(self, op_name: str, launch):
         super().__init__()
         self.op_name = op_name
-        self.launch = launch        # reads its aclTensors' addresses when it runs, so address updates apply
+        self.launch = launch  # reads its aclTensors' addresses when it runs, so address updates apply
         self.repeatable = False

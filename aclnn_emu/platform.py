@@ -27,22 +27,23 @@ Where the HBM is unknown the device memory defaults to UNKNOWN_HBM, the emulator
 KERNEL_LIB folder ascend910/), not Atlas A2. The family names are aliases: ALIASES says which part
 each means (the part with the values the emulator used for the family before part names existed).
 """
+
 import dataclasses
 
 GIB, MIB, KIB = 1 << 30, 1 << 20, 1 << 10
-UNKNOWN_HBM = 64 * GIB     # device memory where the part's HBM is not published (emulator choice)
+UNKNOWN_HBM = 64 * GIB  # device memory where the part's HBM is not published (emulator choice)
 
 
 @dataclasses.dataclass(frozen=True)
 class Part:
-    name: str               # what aclrtGetSocName returns
-    family: str             # Short_SoC_version: selects the operators' rules and kernels
-    aic_cores: int          # cube cores (GetCoreNumAic)
-    aiv_cores: int          # vector cores (GetCoreNumAiv)
-    ub_bytes: int           # unified buffer per core
-    hbm_bytes: int | None   # memory_size; None: not published
-    l2_bytes: int | None    # l2_size; None: not published
-    source: str             # where the values are read
+    name: str  # what aclrtGetSocName returns
+    family: str  # Short_SoC_version: selects the operators' rules and kernels
+    aic_cores: int  # cube cores (GetCoreNumAic)
+    aiv_cores: int  # vector cores (GetCoreNumAiv)
+    ub_bytes: int  # unified buffer per core
+    hbm_bytes: int | None  # memory_size; None: not published
+    l2_bytes: int | None  # l2_size; None: not published
+    source: str  # where the values are read
 
     @property
     def device_memory(self) -> int:
@@ -52,8 +53,7 @@ class Part:
 
 def _ini(name, family, cores, hbm_gib, l2_mib):
     """A part whose values INI gives: `cores` cube cores with two vector cores each, 192 KiB UB."""
-    return Part(name, family, cores, 2 * cores, 192 * KIB, hbm_gib and hbm_gib * GIB, l2_mib * MIB,
-                f"INI {name}.ini")
+    return Part(name, family, cores, 2 * cores, 192 * KIB, hbm_gib and hbm_gib * GIB, l2_mib * MIB, f"INI {name}.ini")
 
 
 A2, A3, A5 = "Ascend910B", "Ascend910_93", "Ascend910_95"
@@ -72,9 +72,32 @@ _PARTS = [
     _ini("Ascend910_9382", A3, 24, 64, 192),
     _ini("Ascend910_9391", A3, 24, 64, 192),
     _ini("Ascend910_9392", A3, 24, 64, 192),
-] + [Part(f"Ascend910_{suffix}", A5, 32, 64, 256 * KIB, None, None, "KERNEL_LIB name, STUB_95 values")
-     for suffix in ("9591", "9592", "9582", "9584", "9587", "9588", "9572", "9574", "9575", "9576", "9577",
-                    "9578", "950z", "957b", "957d", "9579", "9589", "958a", "958b", "9599", "9581")]
+] + [
+    Part(f"Ascend910_{suffix}", A5, 32, 64, 256 * KIB, None, None, "KERNEL_LIB name, STUB_95 values")
+    for suffix in (
+        "9591",
+        "9592",
+        "9582",
+        "9584",
+        "9587",
+        "9588",
+        "9572",
+        "9574",
+        "9575",
+        "9576",
+        "9577",
+        "9578",
+        "950z",
+        "957b",
+        "957d",
+        "9579",
+        "9589",
+        "958a",
+        "958b",
+        "9599",
+        "9581",
+    )
+]
 PARTS = {p.name: p for p in _PARTS}
 
 ALIASES = {A2: "Ascend910B2", A3: "Ascend910_9392", A5: "Ascend910_9599"}

@@ -5,6 +5,7 @@ A command wrapped in `stoppable` turns SIGINT, SIGTERM and SIGHUP into a `Stoppe
 the command dies of that same signal, so a calling shell or CI sees what it sent (130 for Ctrl-C).
 A reader of its output that goes away (`aclnn-emu samples --full | head`) ends it as SIGPIPE would.
 """
+
 import contextlib
 import functools
 import os
@@ -13,8 +14,8 @@ import subprocess
 import sys
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-STOP_GRACE = 5      # seconds a program gets to exit after the signal we pass on, before SIGKILL
-_held = None        # a list while a program starts: a stop signal waits there until it can be passed on
+STOP_GRACE = 5  # seconds a program gets to exit after the signal we pass on, before SIGKILL
+_held = None  # a list while a program starts: a stop signal waits there until it can be passed on
 
 
 class Stopped(BaseException):
@@ -28,7 +29,7 @@ class Stopped(BaseException):
 def signal_name(signum: int) -> str:
     try:
         return signal.Signals(signum).name
-    except ValueError:      # a real-time signal has no name
+    except ValueError:  # a real-time signal has no name
         return f"signal {signum}"
 
 
@@ -55,6 +56,7 @@ def _stops_held():
         held, _held = _held, None
         if held:
             raise Stopped(held[0])
+
     try:
         yield release
     finally:
@@ -64,6 +66,7 @@ def _stops_held():
 def stoppable(command):
     """Wrap a `cmd_*(args) -> int` function as described in this module's docstring. A signal that was
     ignored when we started (nohup, a background job of a script) stays ignored."""
+
     @functools.wraps(command)
     def wrapper(args) -> int:
         previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
@@ -81,10 +84,11 @@ def stoppable(command):
                     pass
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
-            return 128 + signum     # not reached: the default action of these signals ends us
+            return 128 + signum  # not reached: the default action of these signals ends us
         finally:
             for s, action in previous.items():
                 signal.signal(s, action)
+
     return wrapper
 
 

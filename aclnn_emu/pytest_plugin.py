@@ -19,6 +19,7 @@ Settings are changed both in the running emulator and in the environment, so the
 code under test calls aclInit again. Under pytest-xdist every worker is a process of its own with
 its own emulated runtime: `pytest -n 4` needs nothing more.
 """
+
 import dataclasses
 
 import pytest
@@ -27,26 +28,34 @@ OPTION = "--aclnn-soc"
 
 
 def pytest_addoption(parser):
-    parser.addoption(OPTION, default=None, metavar="CHIPS",
-                     help="run tests using the aclnn_soc fixture on these emulated chips: 'all' (every "
-                          "family: Ascend910B, Ascend910_93, Ascend910_95) or a comma-separated list of parts "
-                          "or families")
+    parser.addoption(
+        OPTION,
+        default=None,
+        metavar="CHIPS",
+        help="run tests using the aclnn_soc fixture on these emulated chips: 'all' (every "
+        "family: Ascend910B, Ascend910_93, Ascend910_95) or a comma-separated list of parts "
+        "or families",
+    )
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "soc(*chips): run a test using the aclnn_soc fixture once per chip")
-    config.addinivalue_line("markers", "sanitizer_expected(*kinds): sanitizer reports (of these kinds) do not "
-                                       "fail a test using the aclnn fixtures")
+    config.addinivalue_line(
+        "markers",
+        "sanitizer_expected(*kinds): sanitizer reports (of these kinds) do not fail a test using the aclnn fixtures",
+    )
 
 
 def _chips(text: str) -> list:
     from aclnn_emu import config, platform
+
     names = {soc.lower(): soc for soc in config.SOCS}
     asked = platform.FAMILIES if text.strip().lower() == "all" else [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in asked if c.lower() not in names]
     if unknown:
-        raise pytest.UsageError(f"{OPTION}: unknown chip(s) {', '.join(unknown)}; allowed: all, "
-                                f"{', '.join(config.SOCS)}")
+        raise pytest.UsageError(
+            f"{OPTION}: unknown chip(s) {', '.join(unknown)}; allowed: all, {', '.join(config.SOCS)}"
+        )
     return [names[c.lower()] for c in asked]
 
 
@@ -68,6 +77,7 @@ def select(monkeypatch, **settings) -> None:
     """Change emulator settings (config.Config fields: soc, strict, sanitize, ...) for one test; soc
     takes a part or a family name."""
     from aclnn_emu import config, platform
+
     if "soc" in settings:
         settings["soc"] = platform.part(settings["soc"]).name
     variables = {"soc": "ACLNN_EMU_SOC", "strict": "ACLNN_EMU_STRICT", "sanitize": "ACLNN_EMU_SANITIZE"}
@@ -81,6 +91,7 @@ def select(monkeypatch, **settings) -> None:
 def _aclnn_sanitizer_check(request):
     """Fails the test when the sanitizer reported something during it (and its fixtures) unexpectedly."""
     from aclnn_emu.runtime import sanitizer
+
     before = len(sanitizer.reports())
     yield
     new = sanitizer.reports()[before:]
@@ -89,9 +100,12 @@ def _aclnn_sanitizer_check(request):
         new = [r for r in new if marker.args and r[0] not in marker.args]
     if new:
         lines = "\n".join(f"  {kind}: {message}" for kind, message in new)
-        pytest.fail(f"aclnn-emu sanitizer reported during the test (mark it "
-                    f"@pytest.mark.sanitizer_expected({', '.join(repr(k) for k in dict.fromkeys(k for k, _ in new))}) "
-                    f"if that is intended):\n{lines}", pytrace=False)
+        pytest.fail(
+            f"aclnn-emu sanitizer reported during the test (mark it "
+            f"@pytest.mark.sanitizer_expected({', '.join(repr(k) for k in dict.fromkeys(k for k, _ in new))}) "
+            f"if that is intended):\n{lines}",
+            pytrace=False,
+        )
 
 
 @dataclasses.dataclass
@@ -108,6 +122,7 @@ class AclDevice:
 def acl_device(_aclnn_sanitizer_check):
     """An emulated device (aclnn_emu.Device(0)) and a stream on it, torn down after the test."""
     import aclnn_emu
+
     with aclnn_emu.Device(0) as device:
         yield AclDevice(device, device.stream())
 
@@ -116,6 +131,7 @@ def acl_device(_aclnn_sanitizer_check):
 def aclnn_soc(request, monkeypatch, _aclnn_sanitizer_check):
     """The emulated chip for this test (see the module doc for how it is chosen)."""
     from aclnn_emu import config
+
     soc = getattr(request, "param", None)
     if soc is None:
         return config.current.soc

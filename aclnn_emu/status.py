@@ -3,6 +3,7 @@
 The single source of these numbers in the Python package; the C headers under include/ carry the
 same values and tests/test_headers.py checks that they agree.
 """
+
 ACL_SUCCESS = 0
 ACL_ERROR_INVALID_PARAM = 100000
 ACL_ERROR_UNINITIALIZE = 100001
@@ -39,8 +40,11 @@ ACLNN_ERR_INNER_CREATE_EXECUTOR = 561101
 ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR = 561102
 ACLNN_ERR_INNER_NULLPTR = 561103
 
-NAMES = {value: name for name, value in globals().items()
-         if name.startswith(("ACL_ERROR", "ACLNN_ERR")) and isinstance(value, int)}
+NAMES = {
+    value: name
+    for name, value in globals().items()
+    if name.startswith(("ACL_ERROR", "ACLNN_ERR")) and isinstance(value, int)
+}
 NAMES[0] = "ACL_SUCCESS"
 
 

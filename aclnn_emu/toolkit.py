@@ -1,4 +1,5 @@
 """Where the built toolkit lives, how to compile a program against it, and how to redo the install."""
+
 import importlib.metadata
 import json
 import os
@@ -22,8 +23,12 @@ LIBS = ["-lascendcl", "-lnnopbase", "-lopapi_math", "-lopapi_transformer"]
 def environment(base=None) -> dict:
     """The variables set_env.sh exports, applied to `base` (default: os.environ)."""
     env = dict(os.environ if base is None else base)
-    env.update(ASCEND_HOME_PATH=str(HOME), ASCEND_TOOLKIT_HOME=str(HOME), ASCEND_CUSTOM_PATH=str(HOME),
-               ASCEND_OPP_PATH=str(HOME / "opp"))
+    env.update(
+        ASCEND_HOME_PATH=str(HOME),
+        ASCEND_TOOLKIT_HOME=str(HOME),
+        ASCEND_CUSTOM_PATH=str(HOME),
+        ASCEND_OPP_PATH=str(HOME / "opp"),
+    )
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(HOME / "lib64"), env.get("LD_LIBRARY_PATH")]))
     return env
 
@@ -37,8 +42,19 @@ def exports() -> str:
 
 def compile_command(source, output) -> list[str]:
     inc = HOME / "include"
-    return (["g++", *CXXFLAGS, f"-I{inc}", f"-I{inc / 'aclnn'}", f"-I{inc / 'aclnnop'}", str(source),
-             "-o", str(output), f"-L{HOME / 'lib64'}", *LIBS, "-lpthread"])
+    return [
+        "g++",
+        *CXXFLAGS,
+        f"-I{inc}",
+        f"-I{inc / 'aclnn'}",
+        f"-I{inc / 'aclnnop'}",
+        str(source),
+        "-o",
+        str(output),
+        f"-L{HOME / 'lib64'}",
+        *LIBS,
+        "-lpthread",
+    ]
 
 
 def compile(source, output) -> subprocess.CompletedProcess:

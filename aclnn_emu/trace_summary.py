@@ -1,5 +1,6 @@
 """What `aclnn-emu trace` prints after the program: a per-operator summary of its trace file, like an NPU
 profiler's op summary (calls, total, mean, min, max, share of kernel time), and the copies by direction."""
+
 import dataclasses
 import json
 
@@ -57,8 +58,10 @@ def copies(events) -> list[Row]:
 
 def _table(header, rows) -> list[str]:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    return ["  ".join(str(cell).ljust(w) if i == 0 else str(cell).rjust(w) for i, (cell, w) in
-                      enumerate(zip(line, widths))) for line in (header, *rows)]
+    return [
+        "  ".join(str(cell).ljust(w) if i == 0 else str(cell).rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+        for line in (header, *rows)
+    ]
 
 
 def _count(n: int, noun: str) -> str:
@@ -70,17 +73,31 @@ def summary(events) -> str:
     kernel_us = sum(r.total_us for r in ops)
     streams = {e["tid"] for e in _slices(events) if e.get("cat") != "runtime"}
     calls = sum(1 for e in _slices(events) if e.get("cat") == "runtime")
-    lines = [f"{_count(sum(r.calls for r in ops), 'kernel')} of {_count(len(ops), 'operator')} on "
-             f"{_count(len(streams), 'stream')}, {_count(calls, 'runtime call')}"]
+    lines = [
+        f"{_count(sum(r.calls for r in ops), 'kernel')} of {_count(len(ops), 'operator')} on "
+        f"{_count(len(streams), 'stream')}, {_count(calls, 'runtime call')}"
+    ]
     if ops:
-        lines += [""] + _table(("operator", "calls", "total us", "mean us", "min us", "max us", "share"),
-                               [(r.name, r.calls, f"{r.total_us:.1f}", f"{r.total_us / r.calls:.1f}",
-                                 f"{r.min_us:.1f}", f"{r.max_us:.1f}",
-                                 f"{100 * r.total_us / kernel_us:.1f}%" if kernel_us else "-") for r in ops])
+        lines += [""] + _table(
+            ("operator", "calls", "total us", "mean us", "min us", "max us", "share"),
+            [
+                (
+                    r.name,
+                    r.calls,
+                    f"{r.total_us:.1f}",
+                    f"{r.total_us / r.calls:.1f}",
+                    f"{r.min_us:.1f}",
+                    f"{r.max_us:.1f}",
+                    f"{100 * r.total_us / kernel_us:.1f}%" if kernel_us else "-",
+                )
+                for r in ops
+            ],
+        )
         failed = sum(r.failed for r in ops)
         if failed:
             lines.append(f"({failed} of these kernels failed or were cancelled: their slices say why)")
     if moved:
-        lines += [""] + _table(("copy", "calls", "bytes", "total us"),
-                               [(r.name, r.calls, r.bytes, f"{r.total_us:.1f}") for r in moved])
+        lines += [""] + _table(
+            ("copy", "calls", "bytes", "total us"), [(r.name, r.calls, r.bytes, f"{r.total_us:.1f}") for r in moved]
+        )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ shapes of bench_flash_attention_score_grad.py and bench_prompt_flash_attention.p
 turns `--rounds` times (each keeps its best), so their difference is the C ABI's own cost, which
 should be lost in the noise. `--isa avx2` measures as an AVX2 machine would.
 """
+
 import argparse
 import pathlib
 import subprocess
@@ -58,8 +59,10 @@ def main():
                 best["C ABI", name] = min(best["C ABI", name], seconds)
             for name, call in python.items():
                 best["Python", name] = min(best["Python", name], best_seconds(call, args.repeat))
-    for name, label in (("FAG_ms", "FlashAttentionScoreGradV2 fp16 B1 N8 S2048 D128"),
-                        ("PFA_ms", f"PromptFlashAttentionV2 fp16 B{B} N{N} S{S} D{D}")):
+    for name, label in (
+        ("FAG_ms", "FlashAttentionScoreGradV2 fp16 B1 N8 S2048 D128"),
+        ("PFA_ms", f"PromptFlashAttentionV2 fp16 B{B} N{N} S{S} D{D}"),
+    ):
         cabi, py = best["C ABI", name], best["Python", name]
         print(f"{label}: C ABI {cabi * 1e3:.0f} ms, Python API {py * 1e3:.0f} ms, C ABI / Python {cabi / py:.2f}")
 

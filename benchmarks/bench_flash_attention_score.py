@@ -11,6 +11,7 @@
 Contenders take turns (benchmarks/interleaved.py), so the ratios compare like with like even
 when other load makes single runs noisy.
 """
+
 import argparse
 import json
 import subprocess
@@ -32,21 +33,40 @@ INT32_MAX = 2147483647
 def fa_call(s):
     """A callable running FA V2 through the Python API on device tensors prepared once; the input bytes."""
     import aclnn_emu as ae
+
     ae.setup()
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((B, N, s, D), np.float32).astype(np.float16) for _ in range(3))
     lanes = (B, N, s, 8)
-    args = [ae.to_device(x) for x in (q, k, v)] + [None, None, None, None, None, None, None,
-                                                   float(1 / np.sqrt(D)), 1.0, INT32_MAX, INT32_MAX, N, "BNSD", 0, 0, 1,
-                                                   ae.empty(lanes, ae.DataType.ACL_FLOAT),
-                                                   ae.empty(lanes, ae.DataType.ACL_FLOAT), None,
-                                                   ae.empty(q.shape, ae.DataType.ACL_FLOAT16)]
+    args = [ae.to_device(x) for x in (q, k, v)] + [
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        float(1 / np.sqrt(D)),
+        1.0,
+        INT32_MAX,
+        INT32_MAX,
+        N,
+        "BNSD",
+        0,
+        0,
+        1,
+        ae.empty(lanes, ae.DataType.ACL_FLOAT),
+        ae.empty(lanes, ae.DataType.ACL_FLOAT),
+        None,
+        ae.empty(q.shape, ae.DataType.ACL_FLOAT16),
+    ]
     data_bytes = 4 * q.nbytes + 2 * 4 * int(np.prod(lanes))
     return (lambda: ae.run("FlashAttentionScoreV2", *args)), data_bytes
 
 
 def torch_forward(s, dtype_name):
     import torch
+
     gen = torch.Generator().manual_seed(0)
     dtype = getattr(torch, dtype_name)
     q, k, v = (torch.randn(B, N, s, D, generator=gen).to(dtype) for _ in range(3))
@@ -54,6 +74,7 @@ def torch_forward(s, dtype_name):
     def run():
         with torch.no_grad():
             torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
     return run
 
 
@@ -64,6 +85,7 @@ def matmuls_alone(s):
     from aclnn_emu.kernels import native
     from aclnn_emu.kernels.flash_attention.flash_attention_score import KEY_BLOCK, ROW_BLOCK
     from aclnn_emu.kernels.parallel import map_ordered
+
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((N, s, D), np.float32) for _ in range(3))
 
@@ -72,8 +94,9 @@ def matmuls_alone(s):
         keys, values = native.pack_panels(k[n].T), native.pack_panels(v[n])
         for i0 in range(0, s, ROW_BLOCK):
             for c0 in range(0, s, KEY_BLOCK):
-                native.matmul_panels(scores, q[n, i0:i0 + ROW_BLOCK], keys, c0)
+                native.matmul_panels(scores, q[n, i0 : i0 + ROW_BLOCK], keys, c0)
                 native.matmul_panels(pv, scores, values.rows(c0, c0 + KEY_BLOCK))
+
     return lambda: map_ordered(head, range(N))
 
 
@@ -111,26 +134,33 @@ def main():
         pass
     best = best_times(contenders, args.repeat)
     fa = best["emulator"]
-    rate = 2 * 2048 ** 3 / best["sgemm"] / 1e9
+    rate = 2 * 2048**3 / best["sgemm"] / 1e9
     print(f"FA V2 fp16 BNSD B={B} N={N} S={s} D={D}: {fa * 1e3:.0f} ms, {flops / fa / 1e9:.1f} GFLOP/s")
     for name in ("torch fp16", "torch fp32"):
         if name in best:
-            print(f"PyTorch CPU SDPA forward ({name[6:]}): {best[name] * 1e3:.0f} ms; emulator / PyTorch: "
-                  f"{fa / best[name]:.2f}  (goal <= 1.0)")
+            print(
+                f"PyTorch CPU SDPA forward ({name[6:]}): {best[name] * 1e3:.0f} ms; emulator / PyTorch: "
+                f"{fa / best[name]:.2f}  (goal <= 1.0)"
+            )
     print(f"numpy sgemm 2048^3: {rate:.1f} GFLOP/s; the forward reaches {flops / fa / 1e9 / rate:.0%} of it")
     if "torch fp32" in best:
-        print(f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
-              f"{best['matmuls alone'] / best['torch fp32']:.2f} of PyTorch fp32")
+        print(
+            f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
+            f"{best['matmuls alone'] / best['torch fp32']:.2f} of PyTorch fp32"
+        )
 
     start = time.perf_counter()
-    child = subprocess.run([sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True,
-                           check=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True, check=True
+    )
     got = json.loads(child.stdout.strip().splitlines()[-1])
     grown = got["peak_rss"] - got["baseline"]
-    print(f"FA at S={args.memory_s} N={N}: peak RSS {got['peak_rss'] / 2 ** 30:.2f} GiB; the call adds "
-          f"{grown / 2 ** 30:.2f} GiB to the {got['baseline'] / 2 ** 30:.2f} GiB holding its inputs and outputs "
-          f"({got['data'] / 2 ** 30:.2f} GiB); peak / data = {got['peak_rss'] / got['data']:.2f} (goal <= 2, "
-          "the interpreter included)")
+    print(
+        f"FA at S={args.memory_s} N={N}: peak RSS {got['peak_rss'] / 2**30:.2f} GiB; the call adds "
+        f"{grown / 2**30:.2f} GiB to the {got['baseline'] / 2**30:.2f} GiB holding its inputs and outputs "
+        f"({got['data'] / 2**30:.2f} GiB); peak / data = {got['peak_rss'] / got['data']:.2f} (goal <= 2, "
+        "the interpreter included)"
+    )
     print(f"  memory run {time.perf_counter() - start:.0f} s")
 
 

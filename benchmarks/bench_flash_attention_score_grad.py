@@ -9,6 +9,7 @@ The three timings run in turns and each keeps its best, so the ratios compare li
 even when other load on the machine makes single runs noisy. `--isa avx2` measures as an AVX2
 machine would (benchmarks/machine.py).
 """
+
 import argparse
 import json
 import pathlib
@@ -37,30 +38,52 @@ def fag_inputs(s, seed=0):
     smax, ssum = np.empty((B, N, s, 8), np.float32), np.empty((B, N, s, 8), np.float32)
     for n in range(N):
         for i in range(0, s, 1024):
-            scores = q[0, n, i:i + 1024].astype(np.float32) @ kf[0, n].T * np.float32(scale)
+            scores = q[0, n, i : i + 1024].astype(np.float32) @ kf[0, n].T * np.float32(scale)
             row_max = scores.max(axis=1, keepdims=True)
             np.exp(scores - row_max, out=scores)
             row_sum = scores.sum(axis=1, keepdims=True)
-            out[0, n, i:i + 1024] = (scores @ vf[0, n] / row_sum).astype(np.float16)
-            smax[0, n, i:i + 1024] = row_max
-            ssum[0, n, i:i + 1024] = row_sum
+            out[0, n, i : i + 1024] = (scores @ vf[0, n] / row_sum).astype(np.float16)
+            smax[0, n, i : i + 1024] = row_max
+            ssum[0, n, i : i + 1024] = row_sum
     return q, k, v, dy, out, smax, ssum, scale
 
 
 def fag_call(s):
     """A callable running FAG V2 through the Python API on device tensors prepared once."""
     import aclnn_emu as ae
+
     ae.setup()
     q, k, v, dy, out, smax, ssum, scale = fag_inputs(s)
-    args = [ae.to_device(x) for x in (q, k, v, dy)] + [None, None, None, None] + \
-        [ae.to_device(smax), ae.to_device(ssum), None, ae.to_device(out), None, None, None,
-         float(scale), 1.0, INT32_MAX, INT32_MAX, N, "BNSD", 0, 0, 1] + \
-        [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (q, k, v)] + [None]
+    args = (
+        [ae.to_device(x) for x in (q, k, v, dy)]
+        + [None, None, None, None]
+        + [
+            ae.to_device(smax),
+            ae.to_device(ssum),
+            None,
+            ae.to_device(out),
+            None,
+            None,
+            None,
+            float(scale),
+            1.0,
+            INT32_MAX,
+            INT32_MAX,
+            N,
+            "BNSD",
+            0,
+            0,
+            1,
+        ]
+        + [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (q, k, v)]
+        + [None]
+    )
     return lambda: ae.run("FlashAttentionScoreGradV2", *args)
 
 
 def torch_backward(s):
     import torch
+
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(B, N, s, D, generator=gen, requires_grad=True) for _ in range(3))
     grad = torch.randn(B, N, s, D, generator=gen)
@@ -68,6 +91,7 @@ def torch_backward(s):
     def run():
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
         out.backward(grad)
+
     return run
 
 
@@ -102,7 +126,7 @@ def main():
     runs = {"fag": fag_call(s), "sgemm": sgemm(), **({"torch": torch_run} if torch_run else {})}
     best = best_times(runs, args.repeat)
     fag, gemm, torch_time = best["fag"], best["sgemm"], best.get("torch")
-    rate = 2 * 2048 ** 3 / gemm / 1e9
+    rate = 2 * 2048**3 / gemm / 1e9
     print(f"FAG V2 fp16 BNSD B={B} N={N} S={s} D={D}: {fag * 1e3:.0f} ms, {flops / fag / 1e9:.1f} GFLOP/s")
     if torch_time is not None:
         print(f"PyTorch CPU SDPA backward fp32, same shape: {torch_time * 1e3:.0f} ms")
@@ -110,11 +134,14 @@ def main():
     print(f"numpy sgemm 2048^3: {rate:.1f} GFLOP/s; FAG reaches {flops / fag / 1e9 / rate:.0%} of it (goal >= 70 %)")
 
     start = time.perf_counter()
-    child = subprocess.run([sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True,
-                           check=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", str(args.memory_s)], capture_output=True, text=True, check=True
+    )
     peak = json.loads(child.stdout.strip().splitlines()[-1])["peak_rss"]
-    print(f"FAG at S={args.memory_s} N={N}: peak RSS {peak / 2 ** 30:.2f} GiB (goal <= 4 GiB), "
-          f"{time.perf_counter() - start:.0f} s including the forward that makes its inputs")
+    print(
+        f"FAG at S={args.memory_s} N={N}: peak RSS {peak / 2**30:.2f} GiB (goal <= 4 GiB), "
+        f"{time.perf_counter() - start:.0f} s including the forward that makes its inputs"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ own copy bandwidth on this machine, measured in the same run. The contenders tak
 round (best round counts), so a busy machine slows them alike.
 Run: python benchmarks/bench_gather_pa_kv_cache.py
 """
+
 import pathlib
 import sys
 
@@ -19,7 +20,7 @@ from interleaved import best_times  # noqa: E402
 
 BATCH, SEQ, HEADS, HEAD, BLOCK = 16, 4096, 8, 128, 128
 BLOCKS = BATCH * SEQ // BLOCK
-LAST = 16                                   # fp16 elements per 32-byte NZ piece
+LAST = 16  # fp16 elements per 32-byte NZ piece
 ND_SHAPE, NZ_SHAPE = (BLOCKS, BLOCK, HEADS, HEAD), (BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST)
 ROUNDS = 7
 
@@ -37,8 +38,10 @@ def main():
     best = best_times(contenders, ROUNDS)
     rate = {name: moved / seconds / 1e9 for name, seconds in best.items()}
 
-    print(f"GatherPaKvCache: {BATCH} sequences x {SEQ} tokens x {HEADS} heads x {HEAD} fp16, key + value, from "
-          f"{BLOCKS} blocks of {BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds")
+    print(
+        f"GatherPaKvCache: {BATCH} sequences x {SEQ} tokens x {HEADS} heads x {HEAD} fp16, key + value, from "
+        f"{BLOCKS} blocks of {BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds"
+    )
     copy = rate["numpy copy (np.copyto)"]
     for name, gbs in rate.items():
         line = f"{name:36s} {gbs:7.1f} GB/s  {best[name] * 1e3:7.1f} ms"
@@ -59,12 +62,15 @@ def emulator_calls(caches, table) -> dict:
     nd = [ae.to_device(c) for c in caches]
     nz = [ae.Tensor(NZ_SHAPE, ae.DataType.ACL_FLOAT16, None, 0, ae.Format.ACL_FORMAT_ND, None, t.addr) for t in nd]
     tables, lens = ae.to_device(table), ae.to_device(np.full(BATCH, SEQ, np.int32))
-    outs = {"Norm": [ae.empty((BATCH * SEQ, HEADS, HEAD), ae.DataType.ACL_FLOAT16) for _ in range(2)],
-            "PA_NZ": [ae.empty((BATCH * SEQ, HEADS * HEAD), ae.DataType.ACL_FLOAT16) for _ in range(2)]}
+    outs = {
+        "Norm": [ae.empty((BATCH * SEQ, HEADS, HEAD), ae.DataType.ACL_FLOAT16) for _ in range(2)],
+        "PA_NZ": [ae.empty((BATCH * SEQ, HEADS * HEAD), ae.DataType.ACL_FLOAT16) for _ in range(2)],
+    }
 
     def call(cache, mode):
         key, value = outs[mode]
         return lambda: ae.run("GatherPaKvCache", cache[0], cache[1], tables, lens, key, value, None, mode, False)
+
     return {"aclnn-emu Norm": call(nd, "Norm"), "aclnn-emu PA_NZ": call(nz, "PA_NZ")}
 
 

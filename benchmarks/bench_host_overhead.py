@@ -1,6 +1,7 @@
 """Host overhead per call (C ABI): goals <= 20 us per runtime call, <= 100 us per operator call,
 aclInit <= 0.5 s, and >= 100 M conversions/s for the per-element helpers (plain C in the shim).
 Run: python benchmarks/bench_host_overhead.py"""
+
 import pathlib
 import sys
 
@@ -8,9 +9,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from aclnn_emu.cli import compile_and_run  # noqa: E402
 
 # name -> (goal, True if higher is better)
-GOALS = {"aclInit+aclrtSetDevice_s": (0.5, False), "aclrtMemcpy_64B_us": (20, False),
-         "aclCreateTensor+aclDestroyTensor_us": (20, False), "two_phase_op_call_us": (100, False),
-         "aclFloatToFloat16_Mps": (100, True), "aclFloat16ToFloat_Mps": (100, True), "aclDataTypeSize_Mps": (100, True)}
+GOALS = {
+    "aclInit+aclrtSetDevice_s": (0.5, False),
+    "aclrtMemcpy_64B_us": (20, False),
+    "aclCreateTensor+aclDestroyTensor_us": (20, False),
+    "two_phase_op_call_us": (100, False),
+    "aclFloatToFloat16_Mps": (100, True),
+    "aclFloat16ToFloat_Mps": (100, True),
+    "aclDataTypeSize_Mps": (100, True),
+}
 
 
 def main():

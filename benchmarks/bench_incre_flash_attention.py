@@ -9,6 +9,7 @@ Goals: <= 1.0x PyTorch's time, >= 30 % of the copy bandwidth. The contenders tak
 round (best round counts), so a busy machine slows them alike.
 Run: python benchmarks/bench_incre_flash_attention.py
 """
+
 import pathlib
 import sys
 
@@ -38,8 +39,10 @@ def main():
     contenders["aclnn-emu IncreFlashAttentionV4"] = emulator_call(query, caches, table)
     best = best_times(contenders, ROUNDS)
 
-    print(f"IncreFlashAttentionV4 decode: B {BATCH} x N {HEADS} (KV {KV_HEADS}) x D {HEAD}, {SEQ} cached tokens each, "
-          f"fp16, block size {BLOCK}; {cache_bytes / 1e9:.2f} GB of cache per call; best of {ROUNDS} interleaved rounds")
+    print(
+        f"IncreFlashAttentionV4 decode: B {BATCH} x N {HEADS} (KV {KV_HEADS}) x D {HEAD}, {SEQ} cached tokens each, "
+        f"fp16, block size {BLOCK}; {cache_bytes / 1e9:.2f} GB of cache per call; best of {ROUNDS} interleaved rounds"
+    )
     copy_rate = cache_bytes / best["numpy copy (np.copyto)"]
     torch_time = best.get("torch SDPA (gathered cache)")
     for name, seconds in best.items():
@@ -66,12 +69,17 @@ def torch_call(query, caches, table) -> dict:
         print("(PyTorch is not installed: no torch comparison)")
         return {}
     q = torch.from_numpy(query)
-    gathered = [torch.from_numpy(c)[torch.from_numpy(table.astype(np.int64))]            # [B, blocks, N2, bs, D]
-                .permute(0, 2, 1, 3, 4).reshape(BATCH, KV_HEADS, SEQ, HEAD).contiguous() for c in caches]
+    gathered = [
+        torch.from_numpy(c)[torch.from_numpy(table.astype(np.int64))]  # [B, blocks, N2, bs, D]
+        .permute(0, 2, 1, 3, 4)
+        .reshape(BATCH, KV_HEADS, SEQ, HEAD)
+        .contiguous()
+        for c in caches
+    ]
 
     def sdpa():
-        torch.nn.functional.scaled_dot_product_attention(q, gathered[0], gathered[1], scale=HEAD ** -0.5,
-                                                         enable_gqa=True)
+        torch.nn.functional.scaled_dot_product_attention(q, gathered[0], gathered[1], scale=HEAD**-0.5, enable_gqa=True)
+
     return {"torch SDPA (gathered cache)": sdpa}
 
 
@@ -82,8 +90,31 @@ def emulator_call(query, caches, table):
     blocks = ae.to_device(table)
     out = ae.empty(query.shape, ae.DataType.ACL_FLOAT16)
     lengths = (SEQ,) * BATCH
-    return lambda: ae.run("IncreFlashAttentionV4", q, keys, values, None, None, lengths, None, None, None, None,
-                          None, None, None, blocks, None, HEADS, HEAD ** -0.5, "BNSD", KV_HEADS, BLOCK, 1, out)
+    return lambda: ae.run(
+        "IncreFlashAttentionV4",
+        q,
+        keys,
+        values,
+        None,
+        None,
+        lengths,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        blocks,
+        None,
+        HEADS,
+        HEAD**-0.5,
+        "BNSD",
+        KV_HEADS,
+        BLOCK,
+        1,
+        out,
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Goals: emulator time / PyTorch time <= 1.0 (best of ROUNDS alternated calls afte
 benchmarks/interleaved.py) and the emulator's peak RSS growth during its first call within 2x the
 inputs' size. Run: python benchmarks/bench_lightning_indexer.py
 """
+
 import pathlib
 import sys
 
@@ -36,12 +37,27 @@ def emulator_step(x, rows=S1):
     """The two-phase call on device copies of the first `rows` query rows; also returns a function
     freeing them."""
     ae.setup()
-    dev = [ae.to_device(np.ascontiguousarray(x[n][:, :rows] if n != "key" else x[n]))
-           for n in ("query", "key", "weights")]
+    dev = [
+        ae.to_device(np.ascontiguousarray(x[n][:, :rows] if n != "key" else x[n])) for n in ("query", "key", "weights")
+    ]
     idx = ae.empty((B, rows, 1, TOPK), ae.DataType.ACL_INT32)
     val = ae.empty((B, rows, 1, TOPK), ae.DataType.ACL_BF16)
-    step = lambda: ae.run("LightningIndexer", *dev, None, None, None, "BSND", "BSND", TOPK, MODE,  # noqa: E731
-                          INT64_MAX, INT64_MAX, True, idx, val)
+    step = lambda: ae.run(
+        "LightningIndexer",
+        *dev,
+        None,
+        None,
+        None,
+        "BSND",
+        "BSND",
+        TOPK,
+        MODE,  # noqa: E731
+        INT64_MAX,
+        INT64_MAX,
+        True,
+        idx,
+        val,
+    )
     return step, lambda: [ae.free(t) for t in dev + [idx, val]]
 
 
@@ -49,7 +65,7 @@ def pytorch_step(torch, x):
     q = torch.from_numpy(x["query"].astype(np.float32))[0]
     k = torch.from_numpy(x["key"].astype(np.float32))[0, :, 0]
     w = torch.from_numpy(x["weights"].astype(np.float32))[0]
-    valid = S2 - S1 + torch.arange(S1)[:, None] + 1           # mode 3: bottom-right causal
+    valid = S2 - S1 + torch.arange(S1)[:, None] + 1  # mode 3: bottom-right causal
 
     def step():
         for r0 in range(0, S1, TORCH_ROWS):
@@ -57,16 +73,24 @@ def pytorch_step(torch, x):
             scores = torch.einsum("rh,rhk->rk", w[rows], torch.relu(q[rows] @ k.T))
             scores.masked_fill_(torch.arange(S2)[None, :] >= valid[rows], float("-inf"))
             torch.topk(scores, TOPK, dim=-1)
+
     return step
 
 
 def main():
     machine.start()
     import torch
+
     x = make_inputs()
-    compare(f"LightningIndexer bf16 BSND B={B} S1={S1} S2={S2} N1={N1} D={D} sparse_count={TOPK}, sparse mode "
-            f"{MODE}", sum(a.nbytes for a in x.values()), emulator_step(x), emulator_step(x, rows=8),
-            pytorch_step(torch, x), f"PyTorch CPU fp32 matmul + topk, {torch.get_num_threads()} threads", ROUNDS)
+    compare(
+        f"LightningIndexer bf16 BSND B={B} S1={S1} S2={S2} N1={N1} D={D} sparse_count={TOPK}, sparse mode {MODE}",
+        sum(a.nbytes for a in x.values()),
+        emulator_step(x),
+        emulator_step(x, rows=8),
+        pytorch_step(torch, x),
+        f"PyTorch CPU fp32 matmul + topk, {torch.get_num_threads()} threads",
+        ROUNDS,
+    )
 
 
 if __name__ == "__main__":

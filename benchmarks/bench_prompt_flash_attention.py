@@ -7,6 +7,7 @@ Each timing is the best of ``--repeat`` runs, interleaved so machine load hits a
 Goals: emulator / PyTorch <= 1.0 and emulator GFLOP/s >= 70 % of the sgemm rate (all cores).
 `--isa avx2` measures as an AVX2 machine would (benchmarks/machine.py).
 """
+
 import argparse
 import pathlib
 import sys
@@ -19,7 +20,7 @@ import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 B, N, S, D = 1, 32, 2048, 128
-FLOPS = 4 * B * N * S * S * D          # Q K^T and P V
+FLOPS = 4 * B * N * S * S * D  # Q K^T and P V
 
 
 def pfa_call(q, k, v):
@@ -27,8 +28,27 @@ def pfa_call(q, k, v):
     ae.setup()
     tensors = [ae.to_device(x) for x in (q, k, v)]
     out = ae.empty((B, N, S, D), ae.DataType.ACL_FLOAT16)
-    return lambda: ae.run("PromptFlashAttentionV2", *tensors, None, None, None, None, None, None, None, None, None,
-                          N, D ** -0.5, 2147483647, 0, "BNSD", 0, 0, out)
+    return lambda: ae.run(
+        "PromptFlashAttentionV2",
+        *tensors,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        N,
+        D**-0.5,
+        2147483647,
+        0,
+        "BNSD",
+        0,
+        0,
+        out,
+    )
 
 
 def main():
@@ -40,15 +60,16 @@ def main():
     emulator = pfa_call(q, k, v)
 
     a = rng.standard_normal((2048, 2048)).astype(np.float32)
-    sgemm = lambda: a @ a                                      # noqa: E731
+    sgemm = lambda: a @ a  # noqa: E731
     try:
         import torch
+
         tq, tk, tv = (torch.from_numpy(x.astype(np.float32)) for x in (q, k, v))
-        sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)   # noqa: E731
+        sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)  # noqa: E731
     except ImportError:
         sdpa = None
     best = best_times({"emulator": emulator, "sgemm": sgemm, **({"torch": sdpa} if sdpa else {})}, args.repeat)
-    emu, gemm_rate = best["emulator"], 2 * 2048 ** 3 / best["sgemm"] / 1e9
+    emu, gemm_rate = best["emulator"], 2 * 2048**3 / best["sgemm"] / 1e9
     emu_rate = FLOPS / emu / 1e9
     print(f"PromptFlashAttentionV2 fp16 B={B} N={N} S={S} D={D}")
     print(f"  emulator            {emu * 1e3:9.1f} ms   {emu_rate:7.1f} GFLOP/s")

@@ -6,6 +6,7 @@ does: phase 1, phase 2 on the stream, and a check of each status. ae.ops.X does 
 packages the outputs. Shown too, for information: ae.ops.X with numpy arrays (copied to device
 memory and back each call) and ae.ops.X on one scattered token.
 Run: python benchmarks/bench_python_overhead.py [calls per round]"""
+
 import pathlib
 import sys
 
@@ -55,11 +56,15 @@ def main():
     us = {name: t / (calls if name in ("raw", "ops") else calls // 10) * 1e6 for name, t in best.items()}
     ratio = us["ops"] / us["raw"]
     print(f"{'ae.raw two phases (trivial call)':45s} {us['raw']:8.2f} us")
-    print(f"{'ae.ops.ScatterPaKvCache (device tensors)':45s} {us['ops']:8.2f} us  {ratio:.2f}x raw, goal <= {GOAL}x: "
-          f"{'met' if ratio <= GOAL else 'MISSED'}")
+    print(
+        f"{'ae.ops.ScatterPaKvCache (device tensors)':45s} {us['ops']:8.2f} us  {ratio:.2f}x raw, goal <= {GOAL}x: "
+        f"{'met' if ratio <= GOAL else 'MISSED'}"
+    )
     print(f"{'ae.ops.ScatterPaKvCache (numpy in and out)':45s} {us['ops_numpy']:8.2f} us  (copies to device and back)")
-    print(f"{'ae.ops.ScatterPaKvCache (numpy, one token)':45s} {us['ops_one_token']:8.2f} us  (includes the kernel "
-          "and a stream sync)")
+    print(
+        f"{'ae.ops.ScatterPaKvCache (numpy, one token)':45s} {us['ops_one_token']:8.2f} us  (includes the kernel "
+        "and a stream sync)"
+    )
     for tensor in (d_key, d_slots, d_empty):
         ae.free(tensor)
 

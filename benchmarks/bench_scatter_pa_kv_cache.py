@@ -10,6 +10,7 @@ bandwidth on this machine: block table >= 80 % (both modes); random >= 50 % (Nor
 every pattern. The contenders take turns in every round (best round counts), so a busy machine slows
 them alike. Run: python benchmarks/bench_scatter_pa_kv_cache.py [--isa avx2]
 """
+
 import pathlib
 import sys
 
@@ -21,13 +22,17 @@ import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 TOKENS, HEADS, HEAD, BLOCKS, BLOCK = 65536, 8, 128, 4096, 128
-LAST = 16                                   # fp16 elements per 32-byte NZ piece
+LAST = 16  # fp16 elements per 32-byte NZ piece
 ND_SHAPE, NZ_SHAPE = (BLOCKS, BLOCK, HEADS, HEAD), (BLOCKS, HEADS * HEAD // LAST, BLOCK, LAST)
 ROUNDS = 7
 
 
-GOALS = {("block table", "Normal"): 0.8, ("block table", "PA_NZ"): 0.8,
-         ("random", "Normal"): 0.5, ("random", "PA_NZ"): 0.3}
+GOALS = {
+    ("block table", "Normal"): 0.8,
+    ("block table", "PA_NZ"): 0.8,
+    ("random", "Normal"): 0.5,
+    ("random", "PA_NZ"): 0.3,
+}
 
 
 def main():
@@ -35,9 +40,11 @@ def main():
     rng = np.random.default_rng(0)
     key = rng.standard_normal((TOKENS, HEADS, HEAD), np.float32).astype(np.float16)
     value = rng.standard_normal((TOKENS, HEADS, HEAD), np.float32).astype(np.float16)
-    table = rng.permutation(BLOCKS)[:TOKENS // BLOCK]
-    patterns = {"block table": (table[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1).astype(np.int32),
-                "random": rng.permutation(BLOCKS * BLOCK)[:TOKENS].astype(np.int32)}
+    table = rng.permutation(BLOCKS)[: TOKENS // BLOCK]
+    patterns = {
+        "block table": (table[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1).astype(np.int32),
+        "random": rng.permutation(BLOCKS * BLOCK)[:TOKENS].astype(np.int32),
+    }
     moved = 2 * (key.nbytes + value.nbytes)
 
     contenders = {"numpy copy (np.copyto)": numpy_copy(key, value)}
@@ -46,15 +53,19 @@ def main():
     best = best_times(contenders, ROUNDS)
     rate = {name: moved / seconds / 1e9 for name, seconds in best.items()}
 
-    print(f"ScatterPaKvCache: {TOKENS} tokens x {HEADS} heads x {HEAD} fp16, key + value, {BLOCKS} blocks of "
-          f"{BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds")
+    print(
+        f"ScatterPaKvCache: {TOKENS} tokens x {HEADS} heads x {HEAD} fp16, key + value, {BLOCKS} blocks of "
+        f"{BLOCK}; {moved / 1e9:.2f} GB moved per call; best of {ROUNDS} interleaved rounds"
+    )
     copy = rate["numpy copy (np.copyto)"]
     for name, gbs in rate.items():
         line = f"{name:40s} {gbs:7.1f} GB/s"
         if name.startswith("aclnn-emu"):
-            pattern, mode = name[len("aclnn-emu "):].rsplit(" ", 1)
+            pattern, mode = name[len("aclnn-emu ") :].rsplit(" ", 1)
             goal = GOALS[pattern, mode]
-            line += f"  {gbs / copy:4.0%} of numpy copy (goal >= {goal:.0%}: {'met' if gbs >= goal * copy else 'MISSED'})"
+            line += (
+                f"  {gbs / copy:4.0%} of numpy copy (goal >= {goal:.0%}: {'met' if gbs >= goal * copy else 'MISSED'})"
+            )
             torch_rate = rate.get(f"PyTorch {pattern} {mode}")
             if torch_rate:
                 line += f"; {gbs / torch_rate:.2f}x PyTorch (goal >= 1.0x: {'met' if gbs >= torch_rate else 'MISSED'})"
@@ -76,8 +87,22 @@ def emulator_calls(key, value, patterns) -> dict:
     nz = [ae.Tensor(NZ_SHAPE, ae.DataType.ACL_FLOAT16, None, 0, ae.Format.ACL_FORMAT_ND, None, t.addr) for t in nd]
 
     def call(caches, slots, mode):
-        return lambda: ae.run("ScatterPaKvCache", dev_key, caches[0], slots, dev_value, caches[1], None, None,
-                              None, mode, None, None, None)
+        return lambda: ae.run(
+            "ScatterPaKvCache",
+            dev_key,
+            caches[0],
+            slots,
+            dev_value,
+            caches[1],
+            None,
+            None,
+            None,
+            mode,
+            None,
+            None,
+            None,
+        )
+
     calls = {}
     for pattern, slots in patterns.items():
         dev_slots = ae.to_device(slots)
@@ -106,7 +131,9 @@ def torch_calls(key, value, patterns) -> dict:
         def nz():
             for cache, src in zip(caches, sources):
                 cache.view(NZ_SHAPE).index_put_(nz_index, src.reshape(TOKENS, -1, LAST))
+
         return normal, nz
+
     result = {}
     for pattern, slots in patterns.items():
         result[f"PyTorch {pattern} Normal"], result[f"PyTorch {pattern} PA_NZ"] = calls(slots)

@@ -5,6 +5,7 @@ after the warm-up: no leak) and that no result was lost or corrupted; exits 1 ot
 
 Run: python benchmarks/bench_soak.py [--minutes 10] [--threads 8] [--seed 1]
 """
+
 import argparse
 import pathlib
 import subprocess
@@ -21,7 +22,7 @@ from aclnn_emu import toolkit  # noqa: E402
 WARM_UP = 0.2
 FLAT_GROWTH = 0.05
 MUST_BE_ZERO = ("corrupted", "unexpected_status", "race_lost")
-GRACE_S = 300             # a run still going this long after its time is up has hung
+GRACE_S = 300  # a run still going this long after its time is up has hung
 
 
 def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int, int, int]], dict, int]:
@@ -33,8 +34,16 @@ def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int,
             sys.exit(f"compiling soak.cpp failed:\n{built.stderr}")
         ticks, totals = [], {}
         errors = open(pathlib.Path(tmp) / "stderr", "w+")
-        with errors, subprocess.Popen([str(exe), str(seconds), str(threads), str(seed)], env=toolkit.environment(),
-                                      stdout=subprocess.PIPE, stderr=errors, text=True) as process:
+        with (
+            errors,
+            subprocess.Popen(
+                [str(exe), str(seconds), str(threads), str(seed)],
+                env=toolkit.environment(),
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+            ) as process,
+        ):
             watchdog = threading.Timer(seconds + GRACE_S, process.kill)
             watchdog.start()
             for line in process.stdout:
@@ -56,8 +65,11 @@ def run(seconds: float, threads: int, seed: int) -> tuple[list[tuple[float, int,
 
 def report_minute(ticks):
     (t0, c0, _, _), (t1, c1, rss, device) = ticks[-60], ticks[-1]
-    print(f"  {t1 / 60:5.1f} min  {(c1 - c0) / (t1 - t0):9.0f} calls/s  RSS {rss / 1024:7.1f} MiB "
-          f"(device memory {device / 1024:.1f} MiB)", flush=True)
+    print(
+        f"  {t1 / 60:5.1f} min  {(c1 - c0) / (t1 - t0):9.0f} calls/s  RSS {rss / 1024:7.1f} MiB "
+        f"(device memory {device / 1024:.1f} MiB)",
+        flush=True,
+    )
 
 
 def main():
@@ -75,17 +87,27 @@ def main():
     settled = [rss for t, _, rss, _ in ticks if t >= warm]
     growth = settled[-1] - settled[0]
     flat = growth <= max(FLAT_GROWTH * settled[0], 16 * 1024)
-    print(f"calls per second        {totals['calls'] / totals['seconds']:.0f}  "
-          f"({totals['calls']:.0f} calls, {totals['iterations']:.0f} pipelines)")
-    print(f"RSS after {warm:.0f} s warm-up  {settled[0] / 1024:.1f} MiB -> {settled[-1] / 1024:.1f} MiB at the end "
-          f"(min {min(settled) / 1024:.1f}, max {max(settled) / 1024:.1f}; peak RSS {totals['peak_rss_kb'] / 1024:.1f} MiB): "
-          + ("flat" if flat else "GROWING"))
-    print(f"results                 {totals['verified']:.0f} verified byte for byte, {totals['corrupted']:.0f} "
-          f"lost or corrupted; {totals['destroyed_unsynchronised']:.0f} streams destroyed unsynchronised")
-    print(f"destroy races           {totals['race_copies']:.0f} accepted copies all landed: "
-          f"{totals['race_lost']:.0f} lost; {totals['race_refused']:.0f} refused with 107017")
-    print(f"unexpected status codes {totals['unexpected_status']:.0f}; reset {totals['reset']:.0f}, "
-          f"finalize {totals['finalize']:.0f}")
+    print(
+        f"calls per second        {totals['calls'] / totals['seconds']:.0f}  "
+        f"({totals['calls']:.0f} calls, {totals['iterations']:.0f} pipelines)"
+    )
+    print(
+        f"RSS after {warm:.0f} s warm-up  {settled[0] / 1024:.1f} MiB -> {settled[-1] / 1024:.1f} MiB at the end "
+        f"(min {min(settled) / 1024:.1f}, max {max(settled) / 1024:.1f}; peak RSS {totals['peak_rss_kb'] / 1024:.1f} MiB): "
+        + ("flat" if flat else "GROWING")
+    )
+    print(
+        f"results                 {totals['verified']:.0f} verified byte for byte, {totals['corrupted']:.0f} "
+        f"lost or corrupted; {totals['destroyed_unsynchronised']:.0f} streams destroyed unsynchronised"
+    )
+    print(
+        f"destroy races           {totals['race_copies']:.0f} accepted copies all landed: "
+        f"{totals['race_lost']:.0f} lost; {totals['race_refused']:.0f} refused with 107017"
+    )
+    print(
+        f"unexpected status codes {totals['unexpected_status']:.0f}; reset {totals['reset']:.0f}, "
+        f"finalize {totals['finalize']:.0f}"
+    )
     failed = [name for name in MUST_BE_ZERO if totals[name]] + ([] if flat else ["rss"])
     failed += [name for name in ("reset", "finalize") if totals[name]]
     if failed:

@@ -10,6 +10,7 @@ Goals: emulator time / PyTorch time <= 1.0 (best of ROUNDS alternated calls afte
 benchmarks/interleaved.py) and the emulator's peak RSS growth during its first call within 2x the
 inputs' size. Run: python benchmarks/bench_sparse_flash_attention.py
 """
+
 import pathlib
 import sys
 
@@ -31,11 +32,17 @@ INT64_MAX = (1 << 63) - 1
 def make_inputs(rows=T1):
     rng = np.random.default_rng(0)
     bf16 = lambda *shape: rng.standard_normal(shape, np.float32).astype(ml_dtypes.bfloat16)  # noqa: E731
-    x = dict(query=bf16(rows, N1, D), key=bf16(S2, 1, D), value=bf16(S2, 1, D), queryRope=bf16(rows, N1, DR),
-             keyRope=bf16(S2, 1, DR))
+    x = dict(
+        query=bf16(rows, N1, D),
+        key=bf16(S2, 1, D),
+        value=bf16(S2, 1, D),
+        queryRope=bf16(rows, N1, DR),
+        keyRope=bf16(S2, 1, DR),
+    )
     # mode 3, causal from the indices: row s1 sees keys <= s1 + S2 - T1 (always >= K of them)
-    x["sparseIndices"] = np.stack([rng.permutation(s1 + S2 - rows + 1)[:K] for s1 in range(rows)]) \
-        .astype(np.int32).reshape(rows, 1, K)
+    x["sparseIndices"] = (
+        np.stack([rng.permutation(s1 + S2 - rows + 1)[:K] for s1 in range(rows)]).astype(np.int32).reshape(rows, 1, K)
+    )
     return x
 
 
@@ -45,11 +52,30 @@ def emulator_step(x):
     rows = x["query"].shape[0]
     dev = {n: ae.to_device(a) for n, a in x.items()}
     seq = [ae.to_device(np.array([n], np.int32)) for n in (rows, S2)]
-    outs = [ae.empty((rows, N1, D), ae.DataType.ACL_BF16)] + \
-        [ae.empty((1, rows, N1), ae.DataType.ACL_FLOAT) for _ in range(2)]
-    step = lambda: ae.run("SparseFlashAttention", dev["query"], dev["key"], dev["value"],  # noqa: E731
-                          dev["sparseIndices"], None, *seq, dev["queryRope"], dev["keyRope"], SCALE, 1, "TND",
-                          "TND", 3, INT64_MAX, INT64_MAX, 2, True, *outs)
+    outs = [ae.empty((rows, N1, D), ae.DataType.ACL_BF16)] + [
+        ae.empty((1, rows, N1), ae.DataType.ACL_FLOAT) for _ in range(2)
+    ]
+    step = lambda: ae.run(
+        "SparseFlashAttention",
+        dev["query"],
+        dev["key"],
+        dev["value"],  # noqa: E731
+        dev["sparseIndices"],
+        None,
+        *seq,
+        dev["queryRope"],
+        dev["keyRope"],
+        SCALE,
+        1,
+        "TND",
+        "TND",
+        3,
+        INT64_MAX,
+        INT64_MAX,
+        2,
+        True,
+        *outs,
+    )
     return step, lambda: [ae.free(t) for t in list(dev.values()) + seq + outs]
 
 
@@ -64,16 +90,24 @@ def pytorch_step(torch, x):
             k = torch.cat([t["key"][:, 0][index[rows]], t["keyRope"][:, 0][index[rows]]], -1)
             p = torch.softmax(SCALE * q @ k.transpose(-1, -2), -1)
             p @ t["value"][:, 0][index[rows]]
+
     return step
 
 
 def main():
     machine.start()
     import torch
+
     x = make_inputs()
-    compare(f"SparseFlashAttention bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, sparse "
-            "mode 3", sum(a.nbytes for a in x.values()), emulator_step(x), emulator_step(make_inputs(rows=4)),
-            pytorch_step(torch, x), f"PyTorch CPU fp32 gather + matmul, {torch.get_num_threads()} threads", ROUNDS)
+    compare(
+        f"SparseFlashAttention bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, sparse mode 3",
+        sum(a.nbytes for a in x.values()),
+        emulator_step(x),
+        emulator_step(make_inputs(rows=4)),
+        pytorch_step(torch, x),
+        f"PyTorch CPU fp32 gather + matmul, {torch.get_num_threads()} threads",
+        ROUNDS,
+    )
 
 
 if __name__ == "__main__":

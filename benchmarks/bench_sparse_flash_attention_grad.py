@@ -11,6 +11,7 @@ the call minus VmRSS before it, the high-water mark reset through /proc/self/cle
 copies of the inputs exist before the call, the outputs are first touched by it).
 Run: python benchmarks/bench_sparse_flash_attention_grad.py
 """
+
 import pathlib
 import sys
 import time
@@ -40,11 +41,18 @@ def make_inputs(torch):
     """Random bf16 inputs; out and the softmax statistics come from the fp32 forward."""
     rng = np.random.default_rng(0)
     bf16 = lambda *shape: rng.standard_normal(shape, np.float32).astype(ml_dtypes.bfloat16)  # noqa: E731
-    x = dict(query=bf16(T1, N1, D), key=bf16(S2, 1, D), value=bf16(S2, 1, D), dOut=bf16(T1, N1, D),
-             queryRope=bf16(T1, N1, DR), keyRope=bf16(S2, 1, DR))
+    x = dict(
+        query=bf16(T1, N1, D),
+        key=bf16(S2, 1, D),
+        value=bf16(S2, 1, D),
+        dOut=bf16(T1, N1, D),
+        queryRope=bf16(T1, N1, DR),
+        keyRope=bf16(S2, 1, DR),
+    )
     # mode 3, causal from the indices: row s1 sees keys <= s1 + S2 - T1 (always >= K of them)
-    x["sparseIndices"] = np.stack([rng.permutation(s1 + S2 - T1 + 1)[:K] for s1 in range(T1)]) \
-        .astype(np.int32).reshape(T1, 1, K)
+    x["sparseIndices"] = (
+        np.stack([rng.permutation(s1 + S2 - T1 + 1)[:K] for s1 in range(T1)]).astype(np.int32).reshape(T1, 1, K)
+    )
     out = np.empty((T1, N1, D), ml_dtypes.bfloat16)
     smax, ssum = np.empty((1, T1, N1), np.float32), np.empty((1, T1, N1), np.float32)
     t = as_torch(torch, x)
@@ -53,24 +61,31 @@ def make_inputs(torch):
             s = scores(torch, t, slice(r0, r0 + TORCH_ROWS))
             m = s.amax(-1)
             e = torch.exp(s - m[..., None])
-            out[r0:r0 + TORCH_ROWS] = (e / e.sum(-1, keepdim=True) @ gather(t["value"], t, r0)) \
-                .numpy().astype(ml_dtypes.bfloat16)
-            smax[0, r0:r0 + TORCH_ROWS], ssum[0, r0:r0 + TORCH_ROWS] = m.numpy(), e.sum(-1).numpy()
-    x.update(out=out, softmaxMax=smax, softmaxSum=ssum, actualSeqLengthsQuery=np.array([T1], np.int32),
-             actualSeqLengthsKv=np.array([S2], np.int32))
+            out[r0 : r0 + TORCH_ROWS] = (
+                (e / e.sum(-1, keepdim=True) @ gather(t["value"], t, r0)).numpy().astype(ml_dtypes.bfloat16)
+            )
+            smax[0, r0 : r0 + TORCH_ROWS], ssum[0, r0 : r0 + TORCH_ROWS] = m.numpy(), e.sum(-1).numpy()
+    x.update(
+        out=out,
+        softmaxMax=smax,
+        softmaxSum=ssum,
+        actualSeqLengthsQuery=np.array([T1], np.int32),
+        actualSeqLengthsKv=np.array([S2], np.int32),
+    )
     return x
 
 
 def as_torch(torch, x):
-    t = {n: torch.from_numpy(x[n].astype(np.float32)) for n in ("query", "key", "value", "dOut", "queryRope",
-                                                                "keyRope")}
+    t = {
+        n: torch.from_numpy(x[n].astype(np.float32)) for n in ("query", "key", "value", "dOut", "queryRope", "keyRope")
+    }
     t["index"] = torch.from_numpy(x["sparseIndices"].reshape(T1, K).astype(np.int64))
     return t
 
 
 def gather(table, t, r0):
     """[rows, K, dim] selected rows of a [S2, 1, dim] tensor for query rows r0..r0+TORCH_ROWS."""
-    return table[:, 0][t["index"][r0:r0 + TORCH_ROWS]]
+    return table[:, 0][t["index"][r0 : r0 + TORCH_ROWS]]
 
 
 def scores(torch, t, rows):
@@ -88,25 +103,49 @@ def pytorch_step(torch, x):
             leaf.grad = None
         for r0 in range(0, T1, TORCH_ROWS):
             p = torch.softmax(scores(torch, t, slice(r0, r0 + TORCH_ROWS)), -1)
-            (p @ gather(t["value"], t, r0)).backward(t["dOut"][r0:r0 + TORCH_ROWS])
+            (p @ gather(t["value"], t, r0)).backward(t["dOut"][r0 : r0 + TORCH_ROWS])
+
     return step
 
 
 def emulator_step(x):
     """The two-phase call on device copies of ``x``; also returns a function freeing them."""
     ae.setup()
-    names = ("query", "key", "value", "sparseIndices", "dOut", "out", "softmaxMax", "softmaxSum",
-             "actualSeqLengthsQuery", "actualSeqLengthsKv", "queryRope", "keyRope")
+    names = (
+        "query",
+        "key",
+        "value",
+        "sparseIndices",
+        "dOut",
+        "out",
+        "softmaxMax",
+        "softmaxSum",
+        "actualSeqLengthsQuery",
+        "actualSeqLengthsKv",
+        "queryRope",
+        "keyRope",
+    )
     dev = [ae.to_device(x[n]) for n in names]
     outs = [ae.empty(x[n].shape, ae.DataType.ACL_BF16) for n in ("query", "key", "value", "queryRope", "keyRope")]
-    step = lambda: ae.run("SparseFlashAttentionGrad", *dev, SCALE, 1, "TND", 3, 2147483647,  # noqa: E731
-                          2147483647, False, *outs)
+    step = lambda: ae.run(
+        "SparseFlashAttentionGrad",
+        *dev,
+        SCALE,
+        1,
+        "TND",
+        3,
+        2147483647,  # noqa: E731
+        2147483647,
+        False,
+        *outs,
+    )
     return step, lambda: [ae.free(t) for t in dev + outs]
 
 
 def main():
     machine.start()
     import torch
+
     x = make_inputs(torch)
     input_bytes = sum(a.nbytes for a in x.values())
     emu, release = emulator_step(x)
@@ -121,16 +160,24 @@ def main():
         torch_seconds = min(torch_seconds, seconds(torch_step))
     release()
     ratio = emu_seconds / torch_seconds
-    print(f"SparseFlashAttentionGrad bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, "
-          f"sparse mode 3; inputs {input_bytes / MIB:.1f} MiB")
-    print(f"{'aclnn-emu (aclnn_emu.run, both phases)':46s} {emu_seconds:7.2f} s   first-call RSS growth "
-          f"{emu_growth / MIB:7.1f} MiB   (process peak so far, with the host copies: {emu_peak / MIB:.0f} MiB)")
-    print(f"{f'PyTorch CPU autograd fp32, {torch.get_num_threads()} threads':46s} {torch_seconds:7.2f} s   "
-          f"first-call RSS growth {torch_growth / MIB:7.1f} MiB")
+    print(
+        f"SparseFlashAttentionGrad bf16 TND T1={T1} S2={S2} N1={N1} D={D} Drope={DR} K={K} block size 1, "
+        f"sparse mode 3; inputs {input_bytes / MIB:.1f} MiB"
+    )
+    print(
+        f"{'aclnn-emu (aclnn_emu.run, both phases)':46s} {emu_seconds:7.2f} s   first-call RSS growth "
+        f"{emu_growth / MIB:7.1f} MiB   (process peak so far, with the host copies: {emu_peak / MIB:.0f} MiB)"
+    )
+    print(
+        f"{f'PyTorch CPU autograd fp32, {torch.get_num_threads()} threads':46s} {torch_seconds:7.2f} s   "
+        f"first-call RSS growth {torch_growth / MIB:7.1f} MiB"
+    )
     print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 0.5: {'met' if ratio <= 0.5 else 'MISSED'})")
-    print(f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
-          f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'}; includes first touch of the "
-          f"{sum(x[n].nbytes for n in ('query', 'key', 'value', 'queryRope', 'keyRope')) / MIB:.0f} MiB of outputs)")
+    print(
+        f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
+        f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'}; includes first touch of the "
+        f"{sum(x[n].nbytes for n in ('query', 'key', 'value', 'queryRope', 'keyRope')) / MIB:.0f} MiB of outputs)"
+    )
 
 
 if __name__ == "__main__":

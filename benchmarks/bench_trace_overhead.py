@@ -8,6 +8,7 @@ Off, each hook is one test of the flag `trace.enabled`; the last columns count t
 measurable (the tests below 1 % of the call). On, a call costs more by what recording and writing
 its events (a slice per C call and per stream task, the arrows) costs.
 Run: python benchmarks/bench_trace_overhead.py [--calls N] [--rounds R]"""
+
 import argparse
 import ctypes
 import os
@@ -23,7 +24,7 @@ from aclnn_emu import toolkit  # noqa: E402
 from aclnn_emu.runtime import trace  # noqa: E402
 
 ACL_FLOAT16, ACL_INT32, ACL_FORMAT_ND = 1, 3, 2
-GOAL_SHARE = 0.01     # the flag tests' share of a call, off
+GOAL_SHARE = 0.01  # the flag tests' share of a call, off
 
 
 def check(code, what):
@@ -62,8 +63,9 @@ class Calls:
         strides = (ctypes.c_int64 * len(shape))(*[1] * len(shape))
         for i in range(len(shape) - 2, -1, -1):
             strides[i] = strides[i + 1] * shape[i + 1]
-        return ctypes.c_void_p(self.lib.aclCreateTensor(dims, len(shape), dtype, strides, 0, ACL_FORMAT_ND, dims,
-                                                        len(shape), addr))
+        return ctypes.c_void_p(
+            self.lib.aclCreateTensor(dims, len(shape), dtype, strides, 0, ACL_FORMAT_ND, dims, len(shape), addr)
+        )
 
     def close(self):
         for p in (self.workspace, self.base):
@@ -75,14 +77,25 @@ class Calls:
 
     def two_phase(self, caches):
         size, executor = ctypes.c_uint64(), ctypes.c_void_p()
-        check(self.lib.aclnnScatterPaKvCacheGetWorkspaceSize(self.key, caches[0], self.slots, self.value, caches[1],
-                                                             *[None] * 7, ctypes.byref(size), ctypes.byref(executor)),
-              "aclnnScatterPaKvCacheGetWorkspaceSize")
+        check(
+            self.lib.aclnnScatterPaKvCacheGetWorkspaceSize(
+                self.key,
+                caches[0],
+                self.slots,
+                self.value,
+                caches[1],
+                *[None] * 7,
+                ctypes.byref(size),
+                ctypes.byref(executor),
+            ),
+            "aclnnScatterPaKvCacheGetWorkspaceSize",
+        )
         if size.value > self.workspace_size:
             check(self.lib.aclrtMalloc(ctypes.byref(self.workspace), size.value, 0), "aclrtMalloc")
             self.workspace_size = size.value
-        check(self.lib.aclnnScatterPaKvCache(self.workspace, size.value, executor, self.stream),
-              "aclnnScatterPaKvCache")
+        check(
+            self.lib.aclnnScatterPaKvCache(self.workspace, size.value, executor, self.stream), "aclnnScatterPaKvCache"
+        )
 
     def trivial_op(self):
         self.two_phase(self.empty)
@@ -94,6 +107,7 @@ class Calls:
 
 class CountingModule(types.ModuleType):
     """Put on the trace module while a call runs: counts the reads of `trace.enabled` (off)."""
+
     reads = 0
 
     @property
@@ -114,6 +128,7 @@ def flag_tests(call) -> int:
 
 def flag_test_ns() -> float:
     """The price of one `if trace.enabled:` as the hooks write it (a module attribute)."""
+
     def test(n=100_000):
         for _ in range(n):
             if trace.enabled:
@@ -122,6 +137,7 @@ def flag_test_ns() -> float:
     def loop(n=100_000):
         for _ in range(n):
             pass
+
     best = [min(timeit.repeat(f, number=1, repeat=7)) for f in (test, loop)]
     return max(0.0, best[0] - best[1]) / 1e5 * 1e9
 
@@ -132,9 +148,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     calls = Calls(ctypes.CDLL(str(toolkit.LIBRARY)))
-    contenders = {"aclrtGetDevice": calls.runtime_call,
-                  "two-phase op call, trivial path": calls.trivial_op,
-                  "two-phase op call + kernel + sync": calls.kernel_op}
+    contenders = {
+        "aclrtGetDevice": calls.runtime_call,
+        "two-phase op call, trivial path": calls.trivial_op,
+        "two-phase op call + kernel + sync": calls.kernel_op,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.json")
         best = {(name, mode): float("inf") for name in contenders for mode in ("off", "on")}
@@ -146,7 +164,7 @@ def main():
                     start = time.perf_counter()
                     for _ in range(n):
                         call()
-                    trace.checkpoint()         # writing the calls' events is part of their cost
+                    trace.checkpoint()  # writing the calls' events is part of their cost
                     elapsed = (time.perf_counter() - start) / n
                     trace.configure("")
                     if timed:
@@ -161,8 +179,10 @@ def main():
         tests = flag_tests(call)
         share = tests * price / 1e3 / off
         verdict = "met" if share <= GOAL_SHARE else "MISSED"
-        print(f"{name:36s} {off:8.2f} {on:8.2f} {on / off:6.2f}x {tests:11d} {100 * share:9.2f} %  "
-              f"goal <= {100 * GOAL_SHARE:.0f} %: {verdict}")
+        print(
+            f"{name:36s} {off:8.2f} {on:8.2f} {on / off:6.2f}x {tests:11d} {100 * share:9.2f} %  "
+            f"goal <= {100 * GOAL_SHARE:.0f} %: {verdict}"
+        )
     calls.close()
 
 

@@ -7,6 +7,7 @@ the cores from whichever contender runs next: measured, the FlashAttentionScoreV
 So every call starts after a pause of SETTLE_S, which also makes the order of the contenders
 irrelevant.
 """
+
 import time
 
 SETTLE_S = 0.25

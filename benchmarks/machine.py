@@ -11,6 +11,7 @@ numbers of an AVX2-only machine can be reproduced on an AVX-512 one: aclnn-emu's
 and oneDNN, and glibc's string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
 choice), to measure what the loops' vectorisation is worth.
 """
+
 import ctypes
 import os
 import platform
@@ -23,7 +24,7 @@ AS_AVX2 = {
     "OPENBLAS_CORETYPE": "Haswell",
     "NPY_DISABLE_CPU_FEATURES": _AVX512_NUMPY,
     "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_ENABLE_INSTRUCTIONS": "AVX2",       # PyTorch's sgemm (MKL picks AVX-512 on Intel CPUs that have it)
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # PyTorch's sgemm (MKL picks AVX-512 on Intel CPUs that have it)
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD",
 }
@@ -35,9 +36,14 @@ def start(parser=None):
     """A benchmark's arguments from `parser` (a bare one if None) plus --isa; re-runs the script as
     that machine if asked, prints the machine line, returns the arguments."""
     import argparse
+
     parser = parser or argparse.ArgumentParser()
-    parser.add_argument("--isa", choices=("auto", "avx2", "baseline"), default="auto",
-                        help="run as a machine with this instruction set (see benchmarks/machine.py)")
+    parser.add_argument(
+        "--isa",
+        choices=("auto", "avx2", "baseline"),
+        default="auto",
+        help="run as a machine with this instruction set (see benchmarks/machine.py)",
+    )
     args = parser.parse_args()
     _rerun_as(args.isa)
     print(describe(), flush=True)
@@ -65,6 +71,7 @@ def _cpu_model() -> str:
 def _openblas() -> str:
     """numpy's BLAS: name, version, the kernel it runs and its threads (OpenBLAS answers itself)."""
     import numpy as np
+
     info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     text = f"{info.get('name')} {info.get('version')}"
     path = next((line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()), None)
@@ -84,16 +91,18 @@ def _torch() -> str:
         import torch
     except ImportError:
         return "PyTorch not installed"
-    return (f"PyTorch {torch.__version__} {torch.backends.cpu.get_cpu_capability()}, "
-            f"{torch.get_num_threads()} threads")
+    return f"PyTorch {torch.__version__} {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} threads"
 
 
 def describe() -> str:
     from aclnn_emu.kernels import native
+
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     forced = f" (forced by {os.environ[_RERUN]} run)" if _RERUN in os.environ else ""
-    return (f"machine: {_cpu_model()}, {cores} cores; aclnn-emu loops {native.isa()} (CPU best "
-            f"{native.best_isa()}){forced}; BLAS {_openblas()}; {_torch()}")
+    return (
+        f"machine: {_cpu_model()}, {cores} cores; aclnn-emu loops {native.isa()} (CPU best "
+        f"{native.best_isa()}){forced}; BLAS {_openblas()}; {_torch()}"
+    )
 
 
 if __name__ == "__main__":

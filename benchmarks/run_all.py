@@ -6,6 +6,7 @@ runs for minutes by design.
   python benchmarks/run_all.py --isa avx2    as an AVX2-only machine (see machine.py)
   python benchmarks/run_all.py -k scatter    only the benchmarks whose name contains "scatter"
 """
+
 import argparse
 import pathlib
 import subprocess
@@ -29,8 +30,9 @@ def main():
         print(f"\n== {script.name}", flush=True)
         start = time.perf_counter()
         # The environment already holds the --isa choice; each script prints its own machine line.
-        result = subprocess.run([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        result = subprocess.run(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         report = [line for line in result.stdout.splitlines() if not line.startswith("machine: ")]
         print("\n".join(report))
         print(f"({time.perf_counter() - start:.0f} s)", flush=True)

@@ -1,5 +1,6 @@
 """One emulator call against its PyTorch counterpart: alternated timing, first-call peak RSS growth,
 and the two goals (time ratio <= 1.0, emulator RSS growth <= 2x the inputs), printed."""
+
 from interleaved import best_times
 from rss import first_call_growth
 
@@ -19,9 +20,13 @@ def compare(title: str, input_bytes: int, emulator, warm_up, pytorch, pytorch_la
     release()
     ratio = best["emu"] / best["torch"]
     print(f"{title}; inputs {input_bytes / MIB:.1f} MiB")
-    print(f"{'aclnn-emu (aclnn_emu.run, both phases)':46s} {best['emu']:7.2f} s   first-call RSS growth "
-          f"{emu_growth / MIB:7.1f} MiB")
+    print(
+        f"{'aclnn-emu (aclnn_emu.run, both phases)':46s} {best['emu']:7.2f} s   first-call RSS growth "
+        f"{emu_growth / MIB:7.1f} MiB"
+    )
     print(f"{pytorch_label:46s} {best['torch']:7.2f} s   first-call RSS growth {torch_growth / MIB:7.1f} MiB")
     print(f"time emulator/PyTorch = {ratio:.2f}  (goal <= 1.0: {'met' if ratio <= 1.0 else 'MISSED'})")
-    print(f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
-          f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'})")
+    print(
+        f"emulator RSS growth / inputs = {emu_growth / input_bytes:.2f}  "
+        f"(goal <= 2.0: {'met' if emu_growth <= 2 * input_bytes else 'MISSED'})"
+    )

@@ -1,4 +1,5 @@
 """Helpers for tests that go through the real C doors: compiled C++ programs and ctypes."""
+
 import atexit
 import pathlib
 import shutil

@@ -17,8 +17,11 @@ from aclnn_emu.runtime import sanitizer  # noqa: E402
 def pytest_sessionstart(session):
     if not toolkit.LIBRARY.exists():
         pytest.exit(f"{toolkit.LIBRARY} is missing: run `pip install -e .` (or `aclnn-emu build`) first", 2)
-    stale = [p for p in (ROOT / "include").rglob("*.h")
-             if (toolkit.HOME / "include" / p.relative_to(ROOT / "include")).read_bytes() != p.read_bytes()]
+    stale = [
+        p
+        for p in (ROOT / "include").rglob("*.h")
+        if (toolkit.HOME / "include" / p.relative_to(ROOT / "include")).read_bytes() != p.read_bytes()
+    ]
     if stale:
         pytest.exit(f"the toolkit's headers are older than include/ ({stale[0].name}): run `aclnn-emu build`", 2)
     try:
@@ -26,6 +29,7 @@ def pytest_sessionstart(session):
     except ImportError:
         pytest.exit("aclnn_emu.kernels._native is not built: run `pip install -e .` first", 2)
     from aclnn_emu.shim.native import SOURCES
+
     built = pathlib.Path(_native.__file__).stat().st_mtime
     newer = [source.name for source in SOURCES if built < source.stat().st_mtime]
     if newer:
@@ -56,8 +60,11 @@ def libacl():
 
 
 def pytest_addoption(parser):
-    parser.addoption("--families", default=",".join(platform.FAMILIES),
-                     help="chip families the C-ABI status suites run on (comma-separated; default: all)")
+    parser.addoption(
+        "--families",
+        default=",".join(platform.FAMILIES),
+        help="chip families the C-ABI status suites run on (comma-separated; default: all)",
+    )
 
 
 def pytest_generate_tests(metafunc):

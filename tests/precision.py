@@ -19,6 +19,7 @@ So `failure` reads it strictly:
   must pass everywhere;
 - an element outside its bound may be at most `CAP` times its allowed error out (see CAP).
 """
+
 import numpy as np
 
 RTOL = {"float16": 1e-3, "bfloat16": 4e-3, "float32": 1e-4}
@@ -63,8 +64,7 @@ def passing(actual, golden, dtype, bound: float | None = None, floor=None) -> np
     return excess(actual, golden, dtype, bound, floor) <= 1
 
 
-def failure(actual, golden, dtype, share: float = PASS_SHARE, bound: float | None = None,
-            floor=None) -> str | None:
+def failure(actual, golden, dtype, share: float = PASS_SHARE, bound: float | None = None, floor=None) -> str | None:
     """None when `actual` meets the standard against `golden` (read strictly, see the module
     docstring), else what went wrong."""
     a, g = np.asarray(actual, np.float64), np.asarray(golden, np.float64)
@@ -80,10 +80,12 @@ def failure(actual, golden, dtype, share: float = PASS_SHARE, bound: float | Non
     wrong_kind = np.isfinite(a) != np.isfinite(g)
     if wrong_kind.any():
         first = tuple(int(i) for i in np.argwhere(wrong_kind)[0])
-        return (f"{int(wrong_kind.sum())} element(s) finite on one side only; first at {first}: "
-                f"got {a[first]!r}, golden {g[first]!r}")
+        return (
+            f"{int(wrong_kind.sum())} element(s) finite on one side only; first at {first}: "
+            f"got {a[first]!r}, golden {g[first]!r}"
+        )
     if misses > allowance:
-        return (f"{misses} of {a.size} elements outside {bound or rtol(dtype)} (allowed {allowance}); {where}")
+        return f"{misses} of {a.size} elements outside {bound or rtol(dtype)} (allowed {allowance}); {where}"
     if out[worst] > CAP:
         return f"an element is more than {CAP:g} x its allowed error out; {where}"
     return None

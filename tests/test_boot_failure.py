@@ -1,6 +1,7 @@
 """A library whose emulator cannot start answers every call with an error code (never 0), says in
 two lines what is wrong and which command fixes it (once on stderr, and from aclGetRecentErrMsg),
 and keeps its pure C helpers working."""
+
 import os
 import re
 import subprocess
@@ -9,8 +10,16 @@ import sys
 import cabi
 from aclnn_emu import toolkit
 
-CODES = {"aclInit": 500000, "aclrtSetDevice": 500000, "aclCreateTensor_is_null": 1, "phase1": 561000,
-         "aclDestroyTensor": 561000, "aclFloatToFloat16": 0x3E00, "aclFloat16ToFloat_x4": 6, "aclDataTypeSize": 2}
+CODES = {
+    "aclInit": 500000,
+    "aclrtSetDevice": 500000,
+    "aclCreateTensor_is_null": 1,
+    "phase1": 561000,
+    "aclDestroyTensor": 561000,
+    "aclFloatToFloat16": 0x3E00,
+    "aclFloat16ToFloat_x4": 6,
+    "aclDataTypeSize": 2,
+}
 
 
 def run_with_package(tmp_path, files: dict) -> tuple[str, str]:
@@ -25,7 +34,7 @@ def run_with_package(tmp_path, files: dict) -> tuple[str, str]:
     assert cabi.rule_codes(result.stdout) == CODES
     messages = re.findall(r"message<<(.*?)>>", result.stdout, re.S)
     assert len(messages) == 2 and messages[0] == messages[1]
-    assert result.stderr == messages[0] + "\n"          # printed once, though every call failed
+    assert result.stderr == messages[0] + "\n"  # printed once, though every call failed
     assert len(messages[0].splitlines()) == 2 and "Traceback" not in result.stderr
     return messages[0], result.stderr
 
@@ -41,12 +50,16 @@ def test_import_error_names_the_error_and_the_reinstall_command(tmp_path):
     message, _ = run_with_package(tmp_path, {"__init__.py": "raise ImportError('simulated broken install')\n"})
     reason, fix = message.splitlines()
     python = started_python(message)
-    assert reason == (f"aclnn-emu: cannot start the emulator, so every ACL call returns an error: {python} "
-                      f"cannot import the emulator: ImportError: simulated broken install")
+    assert reason == (
+        f"aclnn-emu: cannot start the emulator, so every ACL call returns an error: {python} "
+        f"cannot import the emulator: ImportError: simulated broken install"
+    )
     # an editable install (this checkout) is reinstalled editable, with the interpreter that built it
     root = toolkit.HOME.parent.parent
-    assert fix == (f"aclnn-emu: fix: reinstall aclnn-emu and its dependencies: `cd {root} && {python} -m pip "
-                   f"install -e .` (`{os.path.dirname(python)}/aclnn-emu doctor` checks the install)")
+    assert fix == (
+        f"aclnn-emu: fix: reinstall aclnn-emu and its dependencies: `cd {root} && {python} -m pip "
+        f"install -e .` (`{os.path.dirname(python)}/aclnn-emu doctor` checks the install)"
+    )
 
 
 def test_other_start_up_errors_are_shown_as_they_are(tmp_path):
@@ -56,8 +69,14 @@ def test_other_start_up_errors_are_shown_as_they_are(tmp_path):
 
 
 def test_a_library_that_does_not_match_its_package_asks_for_a_rebuild(tmp_path):
-    message, _ = run_with_package(tmp_path, {"__init__.py": "", "capi/__init__.py": "",
-                                             "capi/bindings.py": "def attach(ffi, lib):\n    return ['aclInit']\n"})
+    message, _ = run_with_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "capi/__init__.py": "",
+            "capi/bindings.py": "def attach(ffi, lib):\n    return ['aclInit']\n",
+        },
+    )
     reason, fix = message.splitlines()
     assert "does not match the aclnn_emu package beside it (LookupError: the package has no binding for " in reason
     assert re.search(r"for \w+, \w+, \w+ and \d+ more\)$", reason)

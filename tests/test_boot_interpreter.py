@@ -2,6 +2,7 @@
 environment holds: run from `env -i` (only set_env.sh, or only LD_LIBRARY_PATH), with another
 python3 first on PATH, PYTHONHOME and PYTHONPATH pointing elsewhere. A library installed into
 another environment than the one that built it uses that environment."""
+
 import json
 import os
 import pathlib
@@ -26,8 +27,9 @@ def run_clean(exe, *args, env=None, set_env=True, timeout=60) -> subprocess.Comp
     else:
         env.setdefault("LD_LIBRARY_PATH", str(toolkit.HOME / "lib64"))
         command = [str(exe), *map(str, args)]
-    return subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *command],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *command], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def same_file(a, b) -> bool:
@@ -48,14 +50,19 @@ def hostile(tmp_path) -> dict:
     (tmp_path / "bin" / "python3").chmod(0o755)
     (tmp_path / "aclnn_emu").mkdir()
     (tmp_path / "aclnn_emu" / "__init__.py").write_text("raise ImportError('PYTHONPATH was used')\n")
-    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PYTHONHOME": str(tmp_path), "PYTHONPATH": str(tmp_path),
-            "PYTHONNOUSERSITE": "", "PYTHONSTARTUP": str(tmp_path / "missing.py")}
+    return {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "PYTHONHOME": str(tmp_path),
+        "PYTHONPATH": str(tmp_path),
+        "PYTHONNOUSERSITE": "",
+        "PYTHONSTARTUP": str(tmp_path / "missing.py"),
+    }
 
 
 @pytest.mark.parametrize("set_env", [True, False], ids=["set_env.sh", "LD_LIBRARY_PATH"])
 def test_clean_environment_uses_the_install_python(set_env, hostile):
     seen = python_seen(run_clean(cabi.build("boot_interpreter.cpp"), env=hostile, set_env=set_env))
-    assert same_file(seen["executable"], sys.executable)       # this checkout's editable install records it
+    assert same_file(seen["executable"], sys.executable)  # this checkout's editable install records it
     assert (seen["prefix"], seen["base_prefix"]) == (sys.prefix, sys.base_prefix)
     assert seen["version"] == list(sys.version_info[:2])
     assert seen["os"] == os.path.join(sysconfig.get_path("stdlib"), "os.py")
@@ -66,8 +73,9 @@ def test_clean_environment_uses_the_install_python(set_env, hostile):
 
 def test_aclnn_emu_pythonpath_comes_first_and_adds_to_the_path(tmp_path):
     extra = [tmp_path / "a", tmp_path / "b"]
-    seen = python_seen(run_clean(cabi.build("boot_interpreter.cpp"),
-                                 env={"ACLNN_EMU_PYTHONPATH": os.pathsep.join(map(str, extra))}))
+    seen = python_seen(
+        run_clean(cabi.build("boot_interpreter.cpp"), env={"ACLNN_EMU_PYTHONPATH": os.pathsep.join(map(str, extra))})
+    )
     assert seen["path"][:2] == [str(p) for p in extra]
     assert os.path.join(sysconfig.get_path("stdlib")) in seen["path"]
     assert sysconfig.get_path("purelib") in seen["path"]
@@ -94,12 +102,13 @@ def relocated(tmp_path_factory) -> pathlib.Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    shutil.copytree(toolkit.HOME.parent, site / "aclnn_emu",
-                    ignore=shutil.ignore_patterns("_toolkit", "__pycache__"))
-    (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")   # numpy, cffi, ml_dtypes
+    shutil.copytree(toolkit.HOME.parent, site / "aclnn_emu", ignore=shutil.ignore_patterns("_toolkit", "__pycache__"))
+    (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")  # numpy, cffi, ml_dtypes
     gone = root / "gone" / "bin" / "python3"
-    build = (f"import sys; sys.executable = {str(gone)!r}; from aclnn_emu.shim.build import build; "
-             f"build(__import__('pathlib').Path({str(site / 'aclnn_emu' / '_toolkit')!r}))")
+    build = (
+        f"import sys; sys.executable = {str(gone)!r}; from aclnn_emu.shim.build import build; "
+        f"build(__import__('pathlib').Path({str(site / 'aclnn_emu' / '_toolkit')!r}))"
+    )
     subprocess.run([sys.executable, "-c", build], check=True, capture_output=True, timeout=300)
     return venv
 
@@ -107,8 +116,9 @@ def relocated(tmp_path_factory) -> pathlib.Path:
 def test_a_library_installed_elsewhere_uses_that_environment(relocated):
     site = next(relocated.glob("lib/python*/site-packages"))
     lib64 = site / "aclnn_emu" / "_toolkit" / "lib64"
-    seen = python_seen(run_clean(cabi.build("boot_interpreter.cpp"), set_env=False,
-                                 env={"LD_LIBRARY_PATH": str(lib64)}))
+    seen = python_seen(
+        run_clean(cabi.build("boot_interpreter.cpp"), set_env=False, env={"LD_LIBRARY_PATH": str(lib64)})
+    )
     assert seen["executable"] == str(relocated / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")
     assert seen["prefix"] == str(relocated)
     assert seen["aclnn_emu"] == str(site / "aclnn_emu" / "__init__.py")
@@ -116,10 +126,12 @@ def test_a_library_installed_elsewhere_uses_that_environment(relocated):
 
 def test_no_python_to_run_it_is_said_in_two_lines(relocated, tmp_path):
     lib64 = next(relocated.glob("lib/python*/site-packages")) / "aclnn_emu" / "_toolkit" / "lib64"
-    moved = shutil.copytree(lib64, tmp_path / "lib64")       # neither beside a Python nor built by one alive
+    moved = shutil.copytree(lib64, tmp_path / "lib64")  # neither beside a Python nor built by one alive
     result = run_clean(cabi.build("boot_failure.cpp"), set_env=False, env={"LD_LIBRARY_PATH": str(moved)})
     assert cabi.rule_codes(result.stdout)["aclInit"] == 500000
     reason, fix = result.stderr.splitlines()
-    assert reason.endswith(f"no Python to run it: {relocated.parent / 'gone' / 'bin' / 'python3'} do not exist "
-                           f"(the library is {moved / 'libascendcl.so'})")
+    assert reason.endswith(
+        f"no Python to run it: {relocated.parent / 'gone' / 'bin' / 'python3'} do not exist "
+        f"(the library is {moved / 'libascendcl.so'})"
+    )
     assert fix.startswith("aclnn-emu: fix: reinstall aclnn-emu with the Python it should use: `python3.")

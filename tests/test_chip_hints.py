@@ -1,5 +1,6 @@
 """A call rejected on the emulated chip says on which other chip it (or the rejected value) is
 accepted, and that ACLNN_EMU_SOC selects the chip; a failure that does not depend on the chip says nothing of it."""
+
 import dataclasses
 
 import ml_dtypes
@@ -27,21 +28,34 @@ def test_the_910_95_sample_on_an_a2_or_a3_chip_names_the_chip_to_pick(soc):
         "aclnn-emu: aclnnScatterPaKvCacheGetWorkspaceSize returned 161002: key has dtype FLOAT and format ND; the "
         f"registered kernels of {soc} take dtype FLOAT16 / INT8 / BF16 with format ND, in a combination with the "
         "other required tensors; FLOAT is registered on Ascend910_95. The same call is accepted on Ascend910_95; "
-        f"ACLNN_EMU_SOC selects the emulated chip (now {part(soc).name}, an {soc})"]
+        f"ACLNN_EMU_SOC selects the emulated chip (now {part(soc).name}, an {soc})"
+    ]
 
 
-@pytest.mark.parametrize("sample, code, reason", [
-    ("aclnnLightningIndexerGrad", 561103, "LightningIndexerGrad has no kernel for Ascend910_95; it is registered "
-                                          "for Ascend910B and Ascend910_93 only"),
-    ("aclnnSparseFlashAttentionGrad", 561003, "Cannot find kernel file: SparseFlashAttentionGrad has kernels for "
-                                              "Ascend910B and Ascend910_93 only, not Ascend910_95"),
-])
+@pytest.mark.parametrize(
+    "sample, code, reason",
+    [
+        (
+            "aclnnLightningIndexerGrad",
+            561103,
+            "LightningIndexerGrad has no kernel for Ascend910_95; it is registered "
+            "for Ascend910B and Ascend910_93 only",
+        ),
+        (
+            "aclnnSparseFlashAttentionGrad",
+            561003,
+            "Cannot find kernel file: SparseFlashAttentionGrad has kernels for "
+            "Ascend910B and Ascend910_93 only, not Ascend910_95",
+        ),
+    ],
+)
 def test_a2_only_samples_on_910_95_name_the_chips_to_pick(sample, code, reason):
     result = cabi.compile_and_run(SAMPLES / f"{sample}.cpp", env={"ACLNN_EMU_SOC": "Ascend910_95"}, timeout=300)
     assert result.returncode != 0 and f"ERROR: {code}" in result.stdout
     assert _hint_lines(result.stderr) == [
         f"aclnn-emu: {sample}GetWorkspaceSize returned {code}: {reason}. The same call is accepted on Ascend910B and "
-        "Ascend910_93; ACLNN_EMU_SOC selects the emulated chip (now Ascend910_9599, an Ascend910_95)"]
+        "Ascend910_93; ACLNN_EMU_SOC selects the emulated chip (now Ascend910_9599, an Ascend910_95)"
+    ]
 
 
 @pytest.fixture
@@ -64,21 +78,25 @@ def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(aclnn_soc, c
     """A FLOAT key of the wrong rank: FLOAT exists on 910_95, whose tiling rejects the rank too."""
     code, message = _scatter(np.ones((2, 16), np.float32), np.ones((2, 16), np.float32))
     assert code == 161002
-    assert message.endswith("FLOAT is registered on Ascend910_95; ACLNN_EMU_SOC selects the emulated chip "
-                            "(now Ascend910B2, an Ascend910B)")
+    assert message.endswith(
+        "FLOAT is registered on Ascend910_95; ACLNN_EMU_SOC selects the emulated chip (now Ascend910B2, an Ascend910B)"
+    )
     assert "accepted" not in message
     detail = message.split("aclnnScatterPaKvCacheGetWorkspaceSize: ", 1)[1]
     assert _hint_lines(capfd.readouterr().err) == [
-        f"aclnn-emu: aclnnScatterPaKvCacheGetWorkspaceSize returned 161002: {detail}"]
+        f"aclnn-emu: aclnnScatterPaKvCacheGetWorkspaceSize returned 161002: {detail}"
+    ]
 
 
 @pytest.mark.soc("Ascend910_95")
 def test_a_pairing_only_a2_and_a3_register(aclnn_soc):
     code, message = _scatter(np.ones((2, 1, 16), np.float16), np.ones((2, 1, 16), ml_dtypes.bfloat16))
     assert code == 161002
-    assert "FLOAT16 / INT8" in message and "registered on" not in message    # BF16 is registered here too
-    assert message.endswith("The same call is accepted on Ascend910B and Ascend910_93; ACLNN_EMU_SOC selects the "
-                            "emulated chip (now Ascend910_9599, an Ascend910_95)")
+    assert "FLOAT16 / INT8" in message and "registered on" not in message  # BF16 is registered here too
+    assert message.endswith(
+        "The same call is accepted on Ascend910B and Ascend910_93; ACLNN_EMU_SOC selects the "
+        "emulated chip (now Ascend910_9599, an Ascend910_95)"
+    )
 
 
 @pytest.mark.soc("Ascend910B", "Ascend910_95")
@@ -99,6 +117,7 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
 def test_every_per_chip_table_names_the_emulated_chips():
     from aclnn_emu.ops.sparse_attention import lightning_indexer_grad, sparse_flash_attention_grad
     from aclnn_emu.ops.kv_cache import gather_pa_kv_cache, scatter_pa_kv_cache
+
     assert set(FAMILIES) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS)
     assert {p.family for p in PARTS.values()} == set(FAMILIES) and set(FAMILIES) < set(config.SOCS)
     for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
@@ -109,16 +128,42 @@ def test_every_per_chip_table_names_the_emulated_chips():
 def test_a_part_name_chip_names_the_family_that_accepts_the_call(part, monkeypatch, capfd):
     """FlashAttentionScoreGradV2 with dropout and no dropMask: 161001 on A2/A3 parts, run on 910_95
     (its kernel generates the keep-mask); the hint names the part in use and its family."""
-    ae.setup()        # aclInit reads the settings again: the part is set after it
+    ae.setup()  # aclInit reads the settings again: the part is set after it
     monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=part))
     x = ae.to_device(np.ones((1, 1, 16, 16), np.float16))
     stats = ae.to_device(np.ones((1, 1, 16, 8), np.float32))
     outs = [ae.empty((1, 1, 16, 16), ae.DataType.ACL_FLOAT16) for _ in range(3)]
     code = ae.raw.aclnnFlashAttentionScoreGradV2GetWorkspaceSize(
-        x, x, x, x, None, None, None, None, stats, stats, None, x, None, None, None, 0.25, 0.5, 65536, 65536, 1,
-        "BNSD", 0, 0, 1, *outs, None)[0]
-    family = part[:len("Ascend910_93")] if part.startswith("Ascend910_9") else "Ascend910B"
+        x,
+        x,
+        x,
+        x,
+        None,
+        None,
+        None,
+        None,
+        stats,
+        stats,
+        None,
+        x,
+        None,
+        None,
+        None,
+        0.25,
+        0.5,
+        65536,
+        65536,
+        1,
+        "BNSD",
+        0,
+        0,
+        1,
+        *outs,
+        None,
+    )[0]
+    family = part[: len("Ascend910_93")] if part.startswith("Ascend910_9") else "Ascend910B"
     assert code == 161001
-    assert take_recent().endswith(f"The same call is accepted on Ascend910_95; ACLNN_EMU_SOC selects the emulated "
-                                  f"chip (now {part}, an {family})")
+    assert take_recent().endswith(
+        f"The same call is accepted on Ascend910_95; ACLNN_EMU_SOC selects the emulated chip (now {part}, an {family})"
+    )
     assert len(_hint_lines(capfd.readouterr().err)) == 1

@@ -1,36 +1,123 @@
 """aclnnFlashAttentionScoreV2 through the C ABI: the status code of every validation rule (op_api
 161001/161002; infershape, kernel selection and tiling 161001 through the ViewCopy of the nullptr
 L0 result) and valid baselines that run both phases, once per chip family."""
+
 import pytest
 
 import cabi
 
 NULLPTR, INVALID = 161001, 161002
-OK = ["ok.layout.BSH", "ok.layout.SBH", "ok.layout.BSND", "ok.layout.BNSD", "ok.dtype.bf16", "ok.dtype.fp32",
-      "ok.mode0.mask_band", "ok.mode1", "ok.mode2", "ok.mode3", "ok.mode4", "ok.mode5", "ok.mode6",
-      "ok.mode_negative_is_a_full_mask", "ok.mode9_without_mask", "ok.pse1", "ok.pse0.row_broadcast",
-      "ok.pse_fp32_with_fp16_query_type2", "ok.pse3", "ok.dropout", "ok.keep_prob_without_drop_mask",
-      "ok.padding_mask_ignored", "ok.inner_precise_2", "ok.tokens_int64", "ok.empty_key", "ok.all_out_empty",
-      "ok.softmax_out_null", "out.attention_out_dtype", "tiling.drop_mask_keep_prob_1", "chip.mode7_without_mask",
-      "chip.start_idx_beyond_int32", "chip.start_idx_int32_edge", "chip.value_empty"]
+OK = [
+    "ok.layout.BSH",
+    "ok.layout.SBH",
+    "ok.layout.BSND",
+    "ok.layout.BNSD",
+    "ok.dtype.bf16",
+    "ok.dtype.fp32",
+    "ok.mode0.mask_band",
+    "ok.mode1",
+    "ok.mode2",
+    "ok.mode3",
+    "ok.mode4",
+    "ok.mode5",
+    "ok.mode6",
+    "ok.mode_negative_is_a_full_mask",
+    "ok.mode9_without_mask",
+    "ok.pse1",
+    "ok.pse0.row_broadcast",
+    "ok.pse_fp32_with_fp16_query_type2",
+    "ok.pse3",
+    "ok.dropout",
+    "ok.keep_prob_without_drop_mask",
+    "ok.padding_mask_ignored",
+    "ok.inner_precise_2",
+    "ok.tokens_int64",
+    "ok.empty_key",
+    "ok.all_out_empty",
+    "ok.softmax_out_null",
+    "out.attention_out_dtype",
+    "tiling.drop_mask_keep_prob_1",
+    "chip.mode7_without_mask",
+    "chip.start_idx_beyond_int32",
+    "chip.start_idx_int32_edge",
+    "chip.value_empty",
+]
 EXPECTED = {
     **{rule: 0 for rule in OK},
-    **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "inputLayout", "softmaxMaxOut", "softmaxSumOut",
-                                             "attentionOutOut", "workspaceSize", "executor")},
-    **{rule: INVALID for rule in ("format.query_nz", "dtype.key_mixed", "dtype.query_int8", "dtype.pse_type2_null",
-                                  "dtype.pse_type2_fp16", "dtype.pse_type1_fp32", "head_num.zero",
-                                  "shape.layout_lower_case", "shape.layout_rank", "shape.d_zero", "shape.qd_kd",
-                                  "shape.vd", "shape.d_max", "shape.kv_rank")},
-    **{rule: NULLPTR for rule in (
-        "select.atten_mask_fp16", "select.drop_mask_int8", "select.padding_mask_fp32", "tiling.bsh_batch",
-        "tiling.bnsd_d", "tiling.keep_prob_zero", "tiling.keep_prob_above_one", "tiling.pse_type_4", "tiling.tnd",
-        "tiling.h1_heads", "tiling.head_num", "tiling.gqa", "tiling.pse_null_type0", "tiling.pse_inner_rank", "tiling.pse_inner_size",
-        "tiling.pse_rank", "tiling.pse_batch", "tiling.pse_shape", "tiling.pse_alibi_short_s1", "tiling.mask_shape4",
-        "tiling.mask_shape2", "tiling.mask_rank3", "tiling.mask_compressed", "tiling.mask_compressed_prefix",
-        "tiling.drop_size", "tiling.tokens_both_negative", "tiling.tokens_no_block", "tiling.tokens_band_mode4",
-        "tiling.sparse_mode_7", "tiling.prefix_missing", "tiling.prefix_range", "tiling.prefix_mode5_mask",
-        "tiling.pse_inner_s1_s2", "tiling.pse_alibi_not_causal", "out.softmax_max_shape",
-        "out.attention_out_shape")},
+    **{
+        f"null.{name}": NULLPTR
+        for name in (
+            "query",
+            "key",
+            "value",
+            "inputLayout",
+            "softmaxMaxOut",
+            "softmaxSumOut",
+            "attentionOutOut",
+            "workspaceSize",
+            "executor",
+        )
+    },
+    **{
+        rule: INVALID
+        for rule in (
+            "format.query_nz",
+            "dtype.key_mixed",
+            "dtype.query_int8",
+            "dtype.pse_type2_null",
+            "dtype.pse_type2_fp16",
+            "dtype.pse_type1_fp32",
+            "head_num.zero",
+            "shape.layout_lower_case",
+            "shape.layout_rank",
+            "shape.d_zero",
+            "shape.qd_kd",
+            "shape.vd",
+            "shape.d_max",
+            "shape.kv_rank",
+        )
+    },
+    **{
+        rule: NULLPTR
+        for rule in (
+            "select.atten_mask_fp16",
+            "select.drop_mask_int8",
+            "select.padding_mask_fp32",
+            "tiling.bsh_batch",
+            "tiling.bnsd_d",
+            "tiling.keep_prob_zero",
+            "tiling.keep_prob_above_one",
+            "tiling.pse_type_4",
+            "tiling.tnd",
+            "tiling.h1_heads",
+            "tiling.head_num",
+            "tiling.gqa",
+            "tiling.pse_null_type0",
+            "tiling.pse_inner_rank",
+            "tiling.pse_inner_size",
+            "tiling.pse_rank",
+            "tiling.pse_batch",
+            "tiling.pse_shape",
+            "tiling.pse_alibi_short_s1",
+            "tiling.mask_shape4",
+            "tiling.mask_shape2",
+            "tiling.mask_rank3",
+            "tiling.mask_compressed",
+            "tiling.mask_compressed_prefix",
+            "tiling.drop_size",
+            "tiling.tokens_both_negative",
+            "tiling.tokens_no_block",
+            "tiling.tokens_band_mode4",
+            "tiling.sparse_mode_7",
+            "tiling.prefix_missing",
+            "tiling.prefix_range",
+            "tiling.prefix_mode5_mask",
+            "tiling.pse_inner_s1_s2",
+            "tiling.pse_alibi_not_causal",
+            "out.softmax_max_shape",
+            "out.attention_out_shape",
+        )
+    },
 }
 
 
@@ -47,7 +134,8 @@ ARCH35 = {
     # ..._basic.cpp SetPseAlibiParamsRegbase returns before any check for pseType 2/3: S1 != S2 runs
     "tiling.pse_inner_s1_s2": 0,
     # ..._regbase.cpp GetSparseInfo: "Not support sparse mode" before the no-attenMask return
-    "ok.mode9_without_mask": NULLPTR, "chip.mode7_without_mask": NULLPTR,
+    "ok.mode9_without_mask": NULLPTR,
+    "chip.mode7_without_mask": NULLPTR,
     # ..._regbase.cpp SetQKVStartIdx: kvStartIdx - qStartIdx must fit int32, with or without pse
     "chip.start_idx_beyond_int32": NULLPTR,
 }
@@ -67,7 +155,7 @@ def test_every_rule_returns_the_source_code(rules_run, family):
 def test_output_dtype_mismatch_is_an_inferred_rule():
     """attentionOut in another dtype than query fails ViewCopy on hardware (inferred): a warning by
     default, 161001 under ACLNN_EMU_STRICT=1."""
-    strict = cabi.compile_and_run("flash_attention_score_rules.cpp", "out.attention_out_dtype",
-                                  env={"ACLNN_EMU_STRICT": "1"})
+    strict = cabi.compile_and_run(
+        "flash_attention_score_rules.cpp", "out.attention_out_dtype", env={"ACLNN_EMU_STRICT": "1"}
+    )
     assert cabi.rule_codes(strict.stdout) == {"out.attention_out_dtype": NULLPTR}
-

@@ -1,5 +1,6 @@
 """aclnnFlashAttentionScoreGradV2 numerics through the Python API, against the float64 golden
 (tests/golden/flash_attention_score_grad.py) and torch.autograd, with CANN's precision standard."""
+
 import numpy as np
 import pytest
 
@@ -17,14 +18,16 @@ INT32_MAX = 2147483647
 def _inputs(rng, dtype, layout, b, n1, n2, s1, s2, d, dv=None):
     def make(n, s, width):
         return cast_round(golden.heads_back(rng.standard_normal((b, n, s, width)), layout), dtype)
+
     return make(n1, s1, d), make(n2, s2, d), make(n2, s2, dv or d), make(n1, s1, dv or d)
 
 
 class Case:
     """One backward call: random inputs, the forward's softmax buffers and output, golden grads."""
 
-    def __init__(self, dtype_name="float16", layout="BNSD", b=2, n1=2, n2=2, s1=48, s2=40, d=32, dv=None,
-                 seed=0, **attrs):
+    def __init__(
+        self, dtype_name="float16", layout="BNSD", b=2, n1=2, n2=2, s1=48, s2=40, d=32, dv=None, seed=0, **attrs
+    ):
         rng = np.random.default_rng(seed)
         self.dtype_name, self.dtype, self.layout, self.n1 = dtype_name, DTYPES[dtype_name], layout, n1
         self.q, self.k, self.v, self.dy = _inputs(rng, self.dtype, layout, b, n1, n2, s1, s2, d, dv)
@@ -37,8 +40,19 @@ class Case:
         self.smax, self.ssum = smax.astype(np.float32), ssum.astype(np.float32)
 
     def golden(self, of=golden.backward):
-        return of(self.q, self.k, self.v, self.dy, self.out, self.smax, self.ssum, head_num=self.n1,
-                  layout=self.layout, dtype_name=self.dtype_name, **self.attrs)
+        return of(
+            self.q,
+            self.k,
+            self.v,
+            self.dy,
+            self.out,
+            self.smax,
+            self.ssum,
+            head_num=self.n1,
+            layout=self.layout,
+            dtype_name=self.dtype_name,
+            **self.attrs,
+        )
 
     def floors(self):
         """Per element, the largest term of its sum (golden.largest_terms): precision's floor."""
@@ -46,19 +60,52 @@ class Case:
 
     def args(self, dq, dk, dv, dpse=None):
         a = self.attrs
-        optional = [None if a.get(name) is None else ae.to_device(a[name])
-                    for name in ("pse", "drop_mask", "atten_mask")]
-        return [ae.to_device(self.q), ae.to_device(self.k), ae.to_device(self.v), ae.to_device(self.dy),
-                optional[0], optional[1], None, optional[2], ae.to_device(self.smax), ae.to_device(self.ssum),
-                None, ae.to_device(self.out), a.get("prefix"), a.get("q_start_idx"), a.get("kv_start_idx"),
-                float(a["scale"]), float(a["keep_prob"]), a.get("pre_tokens", INT32_MAX),
-                a.get("next_tokens", INT32_MAX), self.n1, self.layout, 0, a.get("sparse_mode", 0),
-                a.get("pse_type", 1), dq, dk, dv, dpse]
+        optional = [
+            None if a.get(name) is None else ae.to_device(a[name]) for name in ("pse", "drop_mask", "atten_mask")
+        ]
+        return [
+            ae.to_device(self.q),
+            ae.to_device(self.k),
+            ae.to_device(self.v),
+            ae.to_device(self.dy),
+            optional[0],
+            optional[1],
+            None,
+            optional[2],
+            ae.to_device(self.smax),
+            ae.to_device(self.ssum),
+            None,
+            ae.to_device(self.out),
+            a.get("prefix"),
+            a.get("q_start_idx"),
+            a.get("kv_start_idx"),
+            float(a["scale"]),
+            float(a["keep_prob"]),
+            a.get("pre_tokens", INT32_MAX),
+            a.get("next_tokens", INT32_MAX),
+            self.n1,
+            self.layout,
+            0,
+            a.get("sparse_mode", 0),
+            a.get("pse_type", 1),
+            dq,
+            dk,
+            dv,
+            dpse,
+        ]
 
     def run(self):
-        outs = [ae.empty(x.shape, ae.DataType.ACL_FLOAT16 if self.dtype == FP16 else
-                         ae.DataType.ACL_BF16 if self.dtype == BF16 else ae.DataType.ACL_FLOAT)
-                for x in (self.q, self.k, self.v)]
+        outs = [
+            ae.empty(
+                x.shape,
+                ae.DataType.ACL_FLOAT16
+                if self.dtype == FP16
+                else ae.DataType.ACL_BF16
+                if self.dtype == BF16
+                else ae.DataType.ACL_FLOAT,
+            )
+            for x in (self.q, self.k, self.v)
+        ]
         ae.run("FlashAttentionScoreGradV2", *self.args(*outs))
         return [ae.numpy(t) for t in outs]
 
@@ -88,20 +135,24 @@ def test_value_head_dim_smaller_than_query():
 
 
 MASK_2048 = np.triu(np.ones((2048, 2048), np.uint8), 1)
-MASK_PREFIX = np.concatenate([MASK_2048, np.concatenate([np.zeros((1024, 1024), np.uint8),
-                                                          np.ones((1024, 1024), np.uint8)], axis=1)])
+MASK_PREFIX = np.concatenate(
+    [MASK_2048, np.concatenate([np.zeros((1024, 1024), np.uint8), np.ones((1024, 1024), np.uint8)], axis=1)]
+)
 
 
 @pytest.mark.parametrize("s1,s2", [(48, 40), (40, 72)])
-@pytest.mark.parametrize("mode,extra", [
-    (0, {"pre_tokens": 20, "next_tokens": 3}),
-    (1, {}),
-    (2, {}),
-    (3, {}),
-    (4, {"pre_tokens": 9, "next_tokens": 5}),
-    (5, {"prefix": (5, 30)}),
-    (6, {"prefix": (5, 30)}),
-])
+@pytest.mark.parametrize(
+    "mode,extra",
+    [
+        (0, {"pre_tokens": 20, "next_tokens": 3}),
+        (1, {}),
+        (2, {}),
+        (3, {}),
+        (4, {"pre_tokens": 9, "next_tokens": 5}),
+        (5, {"prefix": (5, 30)}),
+        (6, {"prefix": (5, 30)}),
+    ],
+)
 def test_sparse_modes(mode, extra, s1, s2):
     rng = np.random.default_rng(mode)
     if mode in (0, 1, 5):
@@ -114,8 +165,9 @@ def test_sparse_modes(mode, extra, s1, s2):
 def test_without_mask_the_sparse_mode_masks_nothing():
     """No attenMask: the tiling resets the tokens, so mode 3 and tokens 0/0 change nothing."""
     plain = Case("float32", "BNSD", s1=32, s2=48)
-    assert_matches(Case("float32", "BNSD", s1=32, s2=48, sparse_mode=3, pre_tokens=0, next_tokens=0),
-                   want=plain.golden())
+    assert_matches(
+        Case("float32", "BNSD", s1=32, s2=48, sparse_mode=3, pre_tokens=0, next_tokens=0), want=plain.golden()
+    )
 
 
 def test_bool_mask_and_byte_values_other_than_one_mask_too():
@@ -136,8 +188,9 @@ def test_fully_masked_rows_use_the_given_max_and_sum():
     assert_matches(case, got)
 
 
-@pytest.mark.parametrize("pse_type,shape", [(1, (2, 2, 48, 40)), (1, (2, 2, 1, 40)), (0, (1, 2, 48, 40)),
-                                            (0, (2, 2, 48, 40))])
+@pytest.mark.parametrize(
+    "pse_type,shape", [(1, (2, 2, 48, 40)), (1, (2, 2, 1, 40)), (0, (1, 2, 48, 40)), (0, (2, 2, 48, 40))]
+)
 def test_pse_tensor(pse_type, shape):
     pse = cast_round(np.random.default_rng(7).standard_normal(shape), FP16)
     assert_matches(Case("float16", "BNSD", pse=pse, pse_type=pse_type))
@@ -148,8 +201,18 @@ def test_pse_tensor(pse_type, shape):
 def test_inner_alibi_slopes(pse_type, starts):
     slopes = np.array([0.5, 0.125], np.float32)
     q_start, kv_start = starts
-    assert_matches(Case("bfloat16", "BSND", s1=40, s2=40, pse=slopes, pse_type=pse_type,
-                        q_start_idx=q_start or None, kv_start_idx=kv_start))
+    assert_matches(
+        Case(
+            "bfloat16",
+            "BSND",
+            s1=40,
+            s2=40,
+            pse=slopes,
+            pse_type=pse_type,
+            q_start_idx=q_start or None,
+            kv_start_idx=kv_start,
+        )
+    )
 
 
 def test_inner_slopes_per_batch():
@@ -161,8 +224,22 @@ def test_alibi_compressed_pse():
     s, n = 1040, 1
     rows = np.arange(s)[:, None] - np.arange(s)[None, :]
     alibi = -0.03 * np.abs(rows)[None, None, -1024:, :]
-    case = Case("float16", "BNSD", b=1, n1=n, n2=n, s1=s, s2=s, d=16, pse=cast_round(alibi, FP16),
-                pse_type=1, sparse_mode=3, atten_mask=MASK_2048, pre_tokens=s, next_tokens=0)
+    case = Case(
+        "float16",
+        "BNSD",
+        b=1,
+        n1=n,
+        n2=n,
+        s1=s,
+        s2=s,
+        d=16,
+        pse=cast_round(alibi, FP16),
+        pse_type=1,
+        sparse_mode=3,
+        atten_mask=MASK_2048,
+        pre_tokens=s,
+        next_tokens=0,
+    )
     assert_matches(case)
 
 
@@ -187,11 +264,42 @@ def test_empty_key_gives_zero_dq():
     q = np.ones((1, 2, 4, 8), np.float16)
     k = np.ones((1, 2, 0, 8), np.float16)
     smax = np.zeros((1, 2, 4, 8), np.float32)
-    dq, dk, dv = ae.to_device(np.full(q.shape, 5, np.float16)), ae.empty(k.shape, ae.DataType.ACL_FLOAT16), \
-        ae.empty(k.shape, ae.DataType.ACL_FLOAT16)
-    ae.run("FlashAttentionScoreGradV2", ae.to_device(q), ae.to_device(k), ae.to_device(k), ae.to_device(q),
-           None, None, None, None, ae.to_device(smax), ae.to_device(smax), None, ae.to_device(q), None, None, None,
-           0.5, 1.0, INT32_MAX, INT32_MAX, 2, "BNSD", 0, 0, 1, dq, dk, dv, None)
+    dq, dk, dv = (
+        ae.to_device(np.full(q.shape, 5, np.float16)),
+        ae.empty(k.shape, ae.DataType.ACL_FLOAT16),
+        ae.empty(k.shape, ae.DataType.ACL_FLOAT16),
+    )
+    ae.run(
+        "FlashAttentionScoreGradV2",
+        ae.to_device(q),
+        ae.to_device(k),
+        ae.to_device(k),
+        ae.to_device(q),
+        None,
+        None,
+        None,
+        None,
+        ae.to_device(smax),
+        ae.to_device(smax),
+        None,
+        ae.to_device(q),
+        None,
+        None,
+        None,
+        0.5,
+        1.0,
+        INT32_MAX,
+        INT32_MAX,
+        2,
+        "BNSD",
+        0,
+        0,
+        1,
+        dq,
+        dk,
+        dv,
+        None,
+    )
     assert np.array_equal(ae.numpy(dq), np.zeros(q.shape, np.float16))
 
 
@@ -213,23 +321,34 @@ def torch_floor(exact) -> float:
 SLOPES = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
 
 
-@pytest.mark.parametrize("dtype_name,layout,attrs", [
-    ("float32", "BNSD", {}),
-    ("float32", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
-    ("float32", "BSND", {"keep_prob": 0.75}),
-    ("float32", "SBH", {"pse_type": 0, "pse": np.linspace(-1, 1, 320).reshape(2, 4, 1, 40).astype(np.float32)}),
-    ("float32", "BNSD", {"pse_type": 1, "pse": np.linspace(-2, 2, 12800).reshape(2, 4, 40, 40).astype(np.float32)}),
-    ("float32", "BNSD", {"pse_type": 2, "pse": SLOPES, "q_start_idx": (2,), "kv_start_idx": (5,)}),
-    ("float32", "BSH", {"pse_type": 3, "pse": SLOPES}),
-    ("float32", "BNSD", {"sparse_mode": 0, "atten_mask": np.triu(np.ones((40, 40), np.uint8), 4),
-                         "pre_tokens": 40, "next_tokens": 3}),
-    ("float32", "BNSD", {"sparse_mode": 2, "atten_mask": MASK_2048}),
-    ("float32", "BNSD", {"sparse_mode": 4, "atten_mask": MASK_2048, "pre_tokens": 7, "next_tokens": 2}),
-    ("float32", "BNSD", {"sparse_mode": 6, "atten_mask": MASK_PREFIX, "prefix": (9, 30)}),
-    ("float16", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
-    ("float16", "BNSD", {"keep_prob": 0.75}),
-    ("bfloat16", "BSND", {}),
-])
+@pytest.mark.parametrize(
+    "dtype_name,layout,attrs",
+    [
+        ("float32", "BNSD", {}),
+        ("float32", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
+        ("float32", "BSND", {"keep_prob": 0.75}),
+        ("float32", "SBH", {"pse_type": 0, "pse": np.linspace(-1, 1, 320).reshape(2, 4, 1, 40).astype(np.float32)}),
+        ("float32", "BNSD", {"pse_type": 1, "pse": np.linspace(-2, 2, 12800).reshape(2, 4, 40, 40).astype(np.float32)}),
+        ("float32", "BNSD", {"pse_type": 2, "pse": SLOPES, "q_start_idx": (2,), "kv_start_idx": (5,)}),
+        ("float32", "BSH", {"pse_type": 3, "pse": SLOPES}),
+        (
+            "float32",
+            "BNSD",
+            {
+                "sparse_mode": 0,
+                "atten_mask": np.triu(np.ones((40, 40), np.uint8), 4),
+                "pre_tokens": 40,
+                "next_tokens": 3,
+            },
+        ),
+        ("float32", "BNSD", {"sparse_mode": 2, "atten_mask": MASK_2048}),
+        ("float32", "BNSD", {"sparse_mode": 4, "atten_mask": MASK_2048, "pre_tokens": 7, "next_tokens": 2}),
+        ("float32", "BNSD", {"sparse_mode": 6, "atten_mask": MASK_PREFIX, "prefix": (9, 30)}),
+        ("float16", "BSH", {"sparse_mode": 3, "atten_mask": MASK_2048}),
+        ("float16", "BNSD", {"keep_prob": 0.75}),
+        ("bfloat16", "BSND", {}),
+    ],
+)
 def test_against_torch_autograd(dtype_name, layout, attrs):
     """torch.autograd of a float64 forward: S = QKᵀ·scale + pse (pseType 1: (QKᵀ + pse)·scale),
     masked scores = -FLT_MAX, softmax, dropout, P·V; GQA through repeated kv heads. The pse and
@@ -237,16 +356,41 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     torch = pytest.importorskip("torch")
     case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, **attrs)
     a = case.attrs
-    q, k, v = (torch.tensor(golden.heads_first(x, layout, heads), requires_grad=True)
-               for x, heads in ((case.q, 4), (case.k, 2), (case.v, 2)))
+    q, k, v = (
+        torch.tensor(golden.heads_first(x, layout, heads), requires_grad=True)
+        for x, heads in ((case.q, 4), (case.k, 2), (case.v, 2))
+    )
     kk, vv = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
     heads = [(b, n) for b in range(2) for n in range(4)]
-    pse = torch.tensor(np.stack([golden.pse_matrix(a.get("pse"), a.get("pse_type", 1), b, n, 40, 40,
-                                                   a.get("q_start_idx"), a.get("kv_start_idx"))
-                                 * np.ones((40, 40)) for b, n in heads]).reshape(2, 4, 40, 40))
-    masked = torch.tensor(np.stack([golden.masked_set(a.get("sparse_mode", 0), a.get("atten_mask"), b, n, 40, 40,
-                                                      a.get("pre_tokens", INT32_MAX), a.get("next_tokens", INT32_MAX),
-                                                      a.get("prefix")) for b, n in heads]).reshape(2, 4, 40, 40))
+    pse = torch.tensor(
+        np.stack(
+            [
+                golden.pse_matrix(
+                    a.get("pse"), a.get("pse_type", 1), b, n, 40, 40, a.get("q_start_idx"), a.get("kv_start_idx")
+                )
+                * np.ones((40, 40))
+                for b, n in heads
+            ]
+        ).reshape(2, 4, 40, 40)
+    )
+    masked = torch.tensor(
+        np.stack(
+            [
+                golden.masked_set(
+                    a.get("sparse_mode", 0),
+                    a.get("atten_mask"),
+                    b,
+                    n,
+                    40,
+                    40,
+                    a.get("pre_tokens", INT32_MAX),
+                    a.get("next_tokens", INT32_MAX),
+                    a.get("prefix"),
+                )
+                for b, n in heads
+            ]
+        ).reshape(2, 4, 40, 40)
+    )
     qk = q @ kk.transpose(-1, -2)
     scores = (qk + pse) * a["scale"] if a.get("pse_type", 1) == 1 else qk * a["scale"] + pse
     probs = torch.softmax(scores.masked_fill(masked, -np.finfo(np.float32).max), dim=-1)
@@ -282,16 +426,38 @@ def test_the_generated_keep_mask_follows_philox_and_the_keep_rate():
     got = keep_mask(7, 0, 1, 40, 0.5)
     bytes_ = words.astype("<u4").view(np.uint8).reshape(-1)[:40]
     assert (got[0] == (bytes_ <= 127)).all()
-    assert keep_mask(7, 16, 1, 40, 0.5)[0, :24].tolist() == got[0, 16:40].tolist()   # offset counts elements / 16
+    assert keep_mask(7, 16, 1, 40, 0.5)[0, :24].tolist() == got[0, 16:40].tolist()  # offset counts elements / 16
     assert abs(keep_mask(3, 0, 64, 1000, 0.9).mean() - 230 / 256) < 0.01
 
 
 def _run_with(case, **changes):
     """case.run() with some arguments replaced (by name: inputLayout, attenMaskOptional)."""
-    names = ["query", "keyIn", "value", "dy", "pseShiftOptional", "dropMaskOptional", "paddingMaskOptional",
-             "attenMaskOptional", "softmaxMaxOptional", "softmaxSumOptional", "softmaxInOptional",
-             "attentionInOptional", "prefixOptional", "qStartIdxOptional", "kvStartIdxOptional", "scaleValue",
-             "keepProb", "preTokens", "nextTokens", "headNum", "inputLayout", "innerPrecise", "sparseMode", "pseType"]
+    names = [
+        "query",
+        "keyIn",
+        "value",
+        "dy",
+        "pseShiftOptional",
+        "dropMaskOptional",
+        "paddingMaskOptional",
+        "attenMaskOptional",
+        "softmaxMaxOptional",
+        "softmaxSumOptional",
+        "softmaxInOptional",
+        "attentionInOptional",
+        "prefixOptional",
+        "qStartIdxOptional",
+        "kvStartIdxOptional",
+        "scaleValue",
+        "keepProb",
+        "preTokens",
+        "nextTokens",
+        "headNum",
+        "inputLayout",
+        "innerPrecise",
+        "sparseMode",
+        "pseType",
+    ]
     outs = [ae.empty(x.shape, ae.DataType.ACL_FLOAT16) for x in (case.q, case.k, case.v)]
     args = case.args(*outs)
     for name, value in changes.items():
@@ -322,7 +488,10 @@ def test_arch35_reads_a_larger_mask_from_its_top_left_and_a_lower_case_layout_as
     larger[:s1, :s2] = mask
     assert_matches(case, got=_run_with(case, attenMaskOptional=ae.to_device(larger)), want=want)
     assert_matches(case, got=_run_with(case, inputLayout="bsnd"), want=want)
+
+
 # --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
+
 
 class TieCase:
     """FAG inputs where P, dS and the outputs' sums are exact in fp32 and P/dS land on midpoints.
@@ -351,7 +520,7 @@ class TieCase:
         """dq, dk, dv with P, dS and the outputs rounded in ``modes`` (ties.MODES)."""
         dt = self.dtype_name
         lanes = np.arange(self.k.shape[2]) % 8
-        p = (np.float32(1) / self.ssum[..., lanes]).astype(np.float64)          # [1, N1, S1, S2]
+        p = (np.float32(1) / self.ssum[..., lanes]).astype(np.float64)  # [1, N1, S1, S2]
         factor = self.keep * np.float64(np.float32(1) / np.float32(self.keep_prob))
         pd = ties.round_to(p * factor, dt, modes["P"])
         dp = np.einsum("bnid,bjd->bnij", self.dy, self.v[:, 0]) * factor
@@ -366,10 +535,35 @@ class TieCase:
         q, k, v, dy = (ae.to_device(x) for x in self.inputs)
         outs = [ae.empty(x.shape, dtype) for x in self.inputs[:3]]
         drop = None if self.keep_prob == 1 else ae.to_device(np.packbits(self.keep.ravel(), bitorder="little"))
-        ae.run("FlashAttentionScoreGradV2", q, k, v, dy, None, drop, None, None, ae.to_device(self.smax),
-               ae.to_device(self.ssum), None, ae.to_device(np.zeros(self.inputs[3].shape, self.inputs[3].dtype)),
-               None, None, None, self.scale, self.keep_prob, INT32_MAX, INT32_MAX, self.q.shape[1], "BNSD", 0, 0,
-               1, *outs, None)
+        ae.run(
+            "FlashAttentionScoreGradV2",
+            q,
+            k,
+            v,
+            dy,
+            None,
+            drop,
+            None,
+            None,
+            ae.to_device(self.smax),
+            ae.to_device(self.ssum),
+            None,
+            ae.to_device(np.zeros(self.inputs[3].shape, self.inputs[3].dtype)),
+            None,
+            None,
+            None,
+            self.scale,
+            self.keep_prob,
+            INT32_MAX,
+            INT32_MAX,
+            self.q.shape[1],
+            "BNSD",
+            0,
+            0,
+            1,
+            *outs,
+            None,
+        )
         return dict(zip(("dq", "dk", "dv"), (ae.numpy(t) for t in outs)))
 
 
@@ -394,14 +588,39 @@ def test_the_scale_multiplies_the_fp32_scores_not_the_query():
     s_prescaled = np.float32(np.float32(q0) * scale) * np.float32(k0)
     assert s_prescaled < s_kernel, "the inputs must tell the two orders apart"
     total = np.float32(0.9995119)
-    assert np.float32(1) / total == np.float32(1 + 2.0 ** -11)
+    assert np.float32(1) / total == np.float32(1 + 2.0**-11)
     q, k = np.zeros((1, 1, 1, 16), np.float16), np.zeros((1, 1, 1, 16), np.float16)
     q[..., 0], k[..., 0] = q0, k0
     dy = np.ones((1, 1, 1, 16), np.float16)
     smax, ssum = np.full((1, 1, 1, 8), s_kernel, np.float32), np.full((1, 1, 1, 8), total, np.float32)
     outs = [ae.empty((1, 1, 1, 16), ae.DataType.ACL_FLOAT16) for _ in range(3)]
-    ae.run("FlashAttentionScoreGradV2", ae.to_device(q), ae.to_device(k), ae.to_device(np.zeros_like(k)),
-           ae.to_device(dy), None, None, None, None, ae.to_device(smax), ae.to_device(ssum), None,
-           ae.to_device(np.zeros_like(q)), None, None, None, float(scale), 1.0, INT32_MAX, INT32_MAX, 1, "BNSD", 0,
-           0, 1, *outs, None)
-    assert np.all(ae.numpy(outs[2]) == np.float16(1 + 2.0 ** -10))
+    ae.run(
+        "FlashAttentionScoreGradV2",
+        ae.to_device(q),
+        ae.to_device(k),
+        ae.to_device(np.zeros_like(k)),
+        ae.to_device(dy),
+        None,
+        None,
+        None,
+        None,
+        ae.to_device(smax),
+        ae.to_device(ssum),
+        None,
+        ae.to_device(np.zeros_like(q)),
+        None,
+        None,
+        None,
+        float(scale),
+        1.0,
+        INT32_MAX,
+        INT32_MAX,
+        1,
+        "BNSD",
+        0,
+        0,
+        1,
+        *outs,
+        None,
+    )
+    assert np.all(ae.numpy(outs[2]) == np.float16(1 + 2.0**-10))

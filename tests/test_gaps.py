@@ -1,5 +1,6 @@
 """Every 561003 the emulator chooses, and every inferred rule, is declared once (aclnn_emu/ops/gaps.py)
 and listed by `aclnn-emu coverage`: the op modules raise them only by declared key."""
+
 import ast
 import importlib
 import pathlib
@@ -43,8 +44,12 @@ def test_every_raised_key_is_declared():
     for path, tree in _modules():
         module = importlib.import_module(_module_name(path))
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("refuse", "warn") and isinstance(node.func.value, ast.Name)):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("refuse", "warn")
+                and isinstance(node.func.value, ast.Name)
+            ):
                 continue
             declared = getattr(module, node.func.value.id, None)
             if not isinstance(declared, gaps.Gaps):
@@ -60,7 +65,7 @@ def test_every_raised_key_is_declared():
 def test_coverage_lists_every_declaration():
     table = cli.coverage_table()
     for kind, rows in gaps.declared(all_ops()).items():
-        assert (f"## {gaps.KINDS[kind]}" in table) == bool(rows)       # a kind without rows has no heading
+        assert (f"## {gaps.KINDS[kind]}" in table) == bool(rows)  # a kind without rows has no heading
         for op, _, key, text in rows:
             assert f"`{op.phase1}`" in table and f"{text} (rule `{kind}.{key}`)" in table
 

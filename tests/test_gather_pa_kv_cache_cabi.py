@@ -1,9 +1,9 @@
 """aclnnGatherPaKvCache through the C ABI: every validation rule's code on each chip (and under
 ACLNN_EMU_STRICT=1), one numerics program checked against the loop references, and the doc sample."""
+
 import pathlib
 
 import numpy as np
-import pytest
 
 import cabi
 from golden import gather_pa_kv_cache as golden
@@ -14,39 +14,90 @@ OK, NULL, INVALID, TILING, KERNEL, AICORE = 0, 161001, 161002, 561002, 561003, 5
 
 # Atlas A2/A3: Tiling4GatherPaKvCache checks the mode string and five positive sizes, nothing else.
 A2 = {
-    "ok.norm": OK, "workspace.norm": 16 * 1024 * 1024, "ok.norm_cumsum": OK, "ok.no_seq_offset": OK,
-    "ok.null_cache_mode_is_norm": OK, "ok.nchw_is_nd": OK, "ok.int8": OK, "ok.nz_nd_caches": OK,
-    "ok.nz_fractal_nz_caches": INVALID, "ok.empty_outputs_before_lookup": OK,
-    "null.keyCache": NULL, "null.valueCache": NULL, "null.blockTables": NULL, "null.seqLens": NULL,
-    "null.keyRef": NULL, "null.valueRef": NULL,
-    "dtype.float": INVALID, "dtype.hifloat8": INVALID, "dtype.key_cache_differs": INVALID,
-    "dtype.value_ref_differs": INVALID, "dtype.int64_indices": INVALID, "dtype.mixed_indices": INVALID,
-    "optional.seq_offset_int64": KERNEL, "optional.seq_offset_float": KERNEL,
-    "format.key_ref_fractal_nz": INVALID, "format.block_tables_fractal_nz": INVALID, "format.caches_differ": INVALID,
-    "tiling.cache_mode": TILING, "tiling.cache_mode_empty": TILING, "tiling.cache_mode_case": TILING,
-    "tiling.blockSize": TILING, "tiling.blockSize_nz": TILING, "tiling.numTokens": TILING,
-    "tiling.numblkTabCol": TILING, "tiling.numblkTabCol_missing": TILING, "tiling.tokenSizeK": TILING,
-    "tiling.tokenSizeK_missing": TILING, "tiling.tokenSizeV": TILING, "tiling.tokenSizeV_nz_missing": TILING,
+    "ok.norm": OK,
+    "workspace.norm": 16 * 1024 * 1024,
+    "ok.norm_cumsum": OK,
+    "ok.no_seq_offset": OK,
+    "ok.null_cache_mode_is_norm": OK,
+    "ok.nchw_is_nd": OK,
+    "ok.int8": OK,
+    "ok.nz_nd_caches": OK,
+    "ok.nz_fractal_nz_caches": INVALID,
+    "ok.empty_outputs_before_lookup": OK,
+    "null.keyCache": NULL,
+    "null.valueCache": NULL,
+    "null.blockTables": NULL,
+    "null.seqLens": NULL,
+    "null.keyRef": NULL,
+    "null.valueRef": NULL,
+    "dtype.float": INVALID,
+    "dtype.hifloat8": INVALID,
+    "dtype.key_cache_differs": INVALID,
+    "dtype.value_ref_differs": INVALID,
+    "dtype.int64_indices": INVALID,
+    "dtype.mixed_indices": INVALID,
+    "optional.seq_offset_int64": KERNEL,
+    "optional.seq_offset_float": KERNEL,
+    "format.key_ref_fractal_nz": INVALID,
+    "format.block_tables_fractal_nz": INVALID,
+    "format.caches_differ": INVALID,
+    "tiling.cache_mode": TILING,
+    "tiling.cache_mode_empty": TILING,
+    "tiling.cache_mode_case": TILING,
+    "tiling.blockSize": TILING,
+    "tiling.blockSize_nz": TILING,
+    "tiling.numTokens": TILING,
+    "tiling.numblkTabCol": TILING,
+    "tiling.numblkTabCol_missing": TILING,
+    "tiling.tokenSizeK": TILING,
+    "tiling.tokenSizeK_missing": TILING,
+    "tiling.tokenSizeV": TILING,
+    "tiling.tokenSizeV_nz_missing": TILING,
     # the 910_95 shape checks: A2/A3 runs these calls (reads outside a tensor are sanitizer reports)
-    "t95.key_cache_rank": OK, "t95.key_cache_dims": OK, "t95.key_cache_nz_dim3": INVALID,
-    "t95.key_cache_fractal_nz_in_norm": INVALID, "t95.key_cache_nd_in_pa_nz": OK, "t95.value_cache_rank": OK,
-    "t95.value_cache_nz_dim3": INVALID, "t95.value_cache_dims": OK, "t95.value_cache_nz_dims": INVALID,
-    "t95.block_tables_rank": OK, "t95.seq_lens_rank": OK, "t95.seq_lens_len": OK, "t95.seq_lens_len_cumsum": OK,
-    "t95.key_rank": OK, "t95.key_dims": OK, "t95.key_heads": OK, "t95.key_nz_hidden": INVALID,
-    "t95.value_rank": TILING, "t95.value_tokens": OK, "t95.value_dims": OK, "t95.value_nz_hidden": INVALID,
-    "t95.seq_offset_rank": OK, "t95.seq_offset_len": OK,
+    "t95.key_cache_rank": OK,
+    "t95.key_cache_dims": OK,
+    "t95.key_cache_nz_dim3": INVALID,
+    "t95.key_cache_fractal_nz_in_norm": INVALID,
+    "t95.key_cache_nd_in_pa_nz": OK,
+    "t95.value_cache_rank": OK,
+    "t95.value_cache_nz_dim3": INVALID,
+    "t95.value_cache_dims": OK,
+    "t95.value_cache_nz_dims": INVALID,
+    "t95.block_tables_rank": OK,
+    "t95.seq_lens_rank": OK,
+    "t95.seq_lens_len": OK,
+    "t95.seq_lens_len_cumsum": OK,
+    "t95.key_rank": OK,
+    "t95.key_dims": OK,
+    "t95.key_heads": OK,
+    "t95.key_nz_hidden": INVALID,
+    "t95.value_rank": TILING,
+    "t95.value_tokens": OK,
+    "t95.value_dims": OK,
+    "t95.value_nz_hidden": INVALID,
+    "t95.seq_offset_rank": OK,
+    "t95.seq_offset_len": OK,
     # Emulator's choice, not a CANN fact: a table too wide for the PA_NZ locate buffer makes the
     # kernel divide by zero (undefined on the NPU); aclnn-emu reports an AI Core exception.
-    "kernel.nz_table_width": AICORE, "inferred.nz_token_over_148k": OK,
+    "kernel.nz_table_width": AICORE,
+    "inferred.nz_token_over_148k": OK,
 }
 
 # Ascend910_95: GatherPaKvCacheTiling; 12 dtypes, INT64 indices, FRACTAL_NZ caches for PA_NZ.
 A95 = {rule: TILING if rule.startswith("t95.") else code for rule, code in A2.items()}
-A95.update({
-    "workspace.norm": 32, "ok.nz_nd_caches": TILING, "ok.nz_fractal_nz_caches": OK,
-    "dtype.float": OK, "dtype.hifloat8": OK, "dtype.int64_indices": OK, "tiling.cache_mode_empty": OK,
-    "kernel.nz_table_width": TILING, "inferred.nz_token_over_148k": TILING,
-})
+A95.update(
+    {
+        "workspace.norm": 32,
+        "ok.nz_nd_caches": TILING,
+        "ok.nz_fractal_nz_caches": OK,
+        "dtype.float": OK,
+        "dtype.hifloat8": OK,
+        "dtype.int64_indices": OK,
+        "tiling.cache_mode_empty": OK,
+        "kernel.nz_table_width": TILING,
+        "inferred.nz_token_over_148k": TILING,
+    }
+)
 EXPECTED = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": A95}
 
 
@@ -74,10 +125,24 @@ def test_numerics_through_the_c_abi(tmp_path):
     size = blocks * block * heads * head
     nd, nz = (blocks, block, heads, head), (blocks, heads * head // 16, block, 16)
     data = {seed: cabi.lcg_fp16(size if seed < 7 else rows * heads * head, seed) for seed in range(3, 11)}
-    norm = golden.a2_norm(data[3].reshape(nd), data[4].reshape(nd), table, lens, data[7].reshape(rows, heads, head),
-                          data[8].reshape(rows, heads, head), seq_offset=[0, 16, 5])
-    paged = golden.a2_nz(data[5].reshape(nz), data[6].reshape(nz), table, [0, 20, 29, 45],
-                         data[9].reshape(rows, -1), data[10].reshape(rows, -1), cumsum=True)
+    norm = golden.a2_norm(
+        data[3].reshape(nd),
+        data[4].reshape(nd),
+        table,
+        lens,
+        data[7].reshape(rows, heads, head),
+        data[8].reshape(rows, heads, head),
+        seq_offset=[0, 16, 5],
+    )
+    paged = golden.a2_nz(
+        data[5].reshape(nz),
+        data[6].reshape(nz),
+        table,
+        [0, 20, 29, 45],
+        data[9].reshape(rows, -1),
+        data[10].reshape(rows, -1),
+        cumsum=True,
+    )
     sent = [cabi.lcg_fp16(45 * heads * head, seed) for seed in (1, 2)]
     assert same_bits(got, np.concatenate([x.reshape(-1) for x in norm + paged + sent]))
     # cumulative lengths on the A2/A3 PA_NZ kernel: where batch 0 starts is read before it is copied in

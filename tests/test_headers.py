@@ -1,4 +1,5 @@
 """The headers under include/ agree with the declarations the shim is generated from."""
+
 import re
 import subprocess
 
@@ -14,35 +15,57 @@ INCLUDE = toolkit.HOME / "include"
 def compile_cpp(tmp_path, source: str) -> subprocess.CompletedProcess:
     path = tmp_path / "check.cpp"
     path.write_text(source)
-    return subprocess.run(["g++", "-std=c++11", "-Wall", "-Werror", "-fsyntax-only", f"-I{INCLUDE}",
-                           f"-I{INCLUDE / 'aclnn'}", f"-I{INCLUDE / 'aclnnop'}", str(path)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [
+            "g++",
+            "-std=c++11",
+            "-Wall",
+            "-Werror",
+            "-fsyntax-only",
+            f"-I{INCLUDE}",
+            f"-I{INCLUDE / 'aclnn'}",
+            f"-I{INCLUDE / 'aclnnop'}",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_runtime_and_meta_headers_match_the_shim_prototypes(tmp_path):
     # Redeclaring a C function with different parameter types is an error, so this compiles only
     # when every line of capi/prototypes.py is exactly what the headers declare.
     decls = "\n".join(p.line for p in runtime_prototypes())
-    result = compile_cpp(tmp_path, f'#include "acl/acl.h"\n#include "aclnn/aclnn_base.h"\n'
-                                   f'extern "C" {{\n{decls}\n}}\nint main() {{ return 0; }}\n')
+    result = compile_cpp(
+        tmp_path,
+        f'#include "acl/acl.h"\n#include "aclnn/aclnn_base.h"\n'
+        f'extern "C" {{\n{decls}\n}}\nint main() {{ return 0; }}\n',
+    )
     assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("op", all_ops(), ids=lambda op: op.name)
 def test_operator_header_matches_its_signature(tmp_path, op):
-    declared = compile_cpp(tmp_path, f'#include "aclnnop/{op.header}"\n'
-                                     f'int main() {{ auto a = &{op.phase1}; auto b = &{op.phase2}; '
-                                     f'return (a != nullptr) + (b != nullptr) - 2; }}\n')
+    declared = compile_cpp(
+        tmp_path,
+        f'#include "aclnnop/{op.header}"\n'
+        f"int main() {{ auto a = &{op.phase1}; auto b = &{op.phase2}; "
+        f"return (a != nullptr) + (b != nullptr) - 2; }}\n",
+    )
     assert declared.returncode == 0, declared.stderr
     decls = "\n".join(op.c_prototypes())
-    same = compile_cpp(tmp_path, f'#include "aclnnop/{op.header}"\nextern "C" {{\n{decls}\n}}\n'
-                                 f'int main() {{ return 0; }}\n')
+    same = compile_cpp(
+        tmp_path, f'#include "aclnnop/{op.header}"\nextern "C" {{\n{decls}\n}}\nint main() {{ return 0; }}\n'
+    )
     assert same.returncode == 0, same.stderr
 
 
 def test_status_values_agree_with_headers():
-    text = (INCLUDE / "aclnn/opdev/op_errno.h").read_text() + (INCLUDE / "acl/acl_base.h").read_text() \
+    text = (
+        (INCLUDE / "aclnn/opdev/op_errno.h").read_text()
+        + (INCLUDE / "acl/acl_base.h").read_text()
         + (INCLUDE / "acl/error_codes/rt_error_codes.h").read_text()
+    )
     declared = {m[0]: int(m[1]) for m in re.findall(r"(ACL\w+)(?: =|) (\d+)", text)}
     for name, value in vars(status).items():
         if name.startswith(("ACL_", "ACLNN_")) and isinstance(value, int):
@@ -82,5 +105,7 @@ int main() {
 
 def test_coverage_table_is_current():
     from aclnn_emu.cli import coverage_table
-    assert (toolkit.HOME.parent.parent / "docs" / "coverage.md").read_text() == coverage_table(), \
+
+    assert (toolkit.HOME.parent.parent / "docs" / "coverage.md").read_text() == coverage_table(), (
         "docs/coverage.md is stale: run `aclnn-emu coverage > docs/coverage.md`"
+    )

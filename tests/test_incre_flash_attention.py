@@ -5,6 +5,7 @@ standard (fp16 1e-3, bf16 4e-3 on >= 99.9 % of elements); int8 outputs match the
 (a rounding tie may land one step away on < 0.1 % of them). Tie cases check the kernel's output
 roundings bit for bit.
 """
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -24,7 +25,9 @@ RNG = np.random.default_rng(20251124)
 def q_layout(q, layout):
     """[B, N, D] -> the query in `layout` (S = 1)."""
     b, n, d = q.shape
-    return {"BNSD": q.reshape(b, n, 1, d), "BSND": q.reshape(b, 1, n, d), "BSH": q.reshape(b, 1, n * d)}[layout.split("_")[0]]
+    return {"BNSD": q.reshape(b, n, 1, d), "BSND": q.reshape(b, 1, n, d), "BSH": q.reshape(b, 1, n * d)}[
+        layout.split("_")[0]
+    ]
 
 
 def kv_layout(x, layout):
@@ -39,9 +42,27 @@ def dev(x, dtype=None):
     return None if x is None else ae.to_device(np.ascontiguousarray(x), dtype=dtype)
 
 
-def run_ifa(q, key_list, value_list, *, layout="BNSD", scale=0.125, kv_heads=0, actual=None, mask=None,
-            pse=None, antiquant=None, table=None, block_size=0, padding=None, quant2=None, offset2=None,
-            out_dtype=None, inner_precise=1, out_layout=None):
+def run_ifa(
+    q,
+    key_list,
+    value_list,
+    *,
+    layout="BNSD",
+    scale=0.125,
+    kv_heads=0,
+    actual=None,
+    mask=None,
+    pse=None,
+    antiquant=None,
+    table=None,
+    block_size=0,
+    padding=None,
+    quant2=None,
+    offset2=None,
+    out_dtype=None,
+    inner_precise=1,
+    out_layout=None,
+):
     """q [B, N, D]; key_list/value_list: arrays already in their layout (one per list entry)."""
     b, n, d = q.shape
     out_dtype = out_dtype or ae.dtypes.from_numpy(q.dtype)
@@ -50,10 +71,31 @@ def run_ifa(q, key_list, value_list, *, layout="BNSD", scale=0.125, kv_heads=0, 
     keys = TensorList([dev(k) for k in key_list])
     values = TensorList([dev(v) for v in value_list])
     aq_scale, aq_offset = (None, None) if antiquant is None else antiquant
-    ae.run("IncreFlashAttentionV4", dev(q_layout(q, layout)), keys, values, dev(pse), dev(mask),
-           None if actual is None else tuple(actual), None, None, None, dev(quant2), dev(offset2),
-           dev(aq_scale), dev(aq_offset), dev(table, DataType.ACL_INT32), dev(padding, DataType.ACL_INT64),
-           n, scale, layout, kv_heads, block_size, inner_precise, out)
+    ae.run(
+        "IncreFlashAttentionV4",
+        dev(q_layout(q, layout)),
+        keys,
+        values,
+        dev(pse),
+        dev(mask),
+        None if actual is None else tuple(actual),
+        None,
+        None,
+        None,
+        dev(quant2),
+        dev(offset2),
+        dev(aq_scale),
+        dev(aq_offset),
+        dev(table, DataType.ACL_INT32),
+        dev(padding, DataType.ACL_INT64),
+        n,
+        scale,
+        layout,
+        kv_heads,
+        block_size,
+        inner_precise,
+        out,
+    )
     result = ae.numpy(out)
     return result.reshape(b, n, d) if out_layout is None else result
 
@@ -80,14 +122,13 @@ def meets(actual, expected, dtype):
 def test_layouts_and_gqa(dtype, layout):
     q = values((3, 8, 64), dtype)
     k, v = values((3, 2, 77, 64), dtype), values((3, 2, 77, 64), dtype)
-    out = run_ifa(q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64 ** -0.5)
+    out = run_ifa(q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64**-0.5)
     assert out.dtype == np.dtype(dtype)
-    expected = expect(q, list(k), list(v), scale=64 ** -0.5, lengths=[77] * 3,
-                                small_dtype=np.dtype(dtype).name)
+    expected = expect(q, list(k), list(v), scale=64**-0.5, lengths=[77] * 3, small_dtype=np.dtype(dtype).name)
     meets(out, expected, dtype)
 
 
-@pytest.fixture(params=native.ISAS[:native.ISAS.index(native.best_isa()) + 1])
+@pytest.fixture(params=native.ISAS[: native.ISAS.index(native.best_isa()) + 1])
 def isa(request):
     """Each instruction-set level this CPU runs: each has its own decode paths (AVX-512, F16C, the
     generic loops)."""
@@ -97,15 +138,18 @@ def isa(request):
         native.use_isa("auto")
 
 
-@pytest.mark.parametrize("heads,d", [(6, 128), (2, 128), (6, 64), (10, 40), (6, 20), (8, 64)],
-                         ids=["g3_d128", "g1_d128", "g3_d64", "g5_d40", "g3_d20", "g4_d64"])
+@pytest.mark.parametrize(
+    "heads,d",
+    [(6, 128), (2, 128), (6, 64), (10, 40), (6, 20), (8, 64)],
+    ids=["g3_d128", "g1_d128", "g3_d64", "g5_d40", "g3_d20", "g4_d64"],
+)
 def test_group_sizes_and_head_dims(heads, d, isa):
     """Odd groups and the head dims the compiled paths specialise (64 and 128; multiples of 8) or
     leave to the generic loop, at every instruction-set level."""
     q = values((2, heads, d), np.float16)
     k, v = values((2, 2, 300, d), np.float16), values((2, 2, 300, d), np.float16)
-    out = run_ifa(q, [k], [v], kv_heads=2, scale=d ** -0.5, actual=(300, 123))
-    expected = expect(q, list(k), list(v), scale=d ** -0.5, lengths=[300, 123])
+    out = run_ifa(q, [k], [v], kv_heads=2, scale=d**-0.5, actual=(300, 123))
+    expected = expect(q, list(k), list(v), scale=d**-0.5, lengths=[300, 123])
     meets(out, expected, np.float16)
 
 
@@ -121,12 +165,11 @@ def test_actual_lengths_mask_and_pse():
     q = values((3, 4, 32), np.float16)
     k, v = values((3, 2, 40, 32), np.float16), values((3, 2, 40, 32), np.float16)
     mask = RNG.random((3, 1, 1, 48)) < 0.3
-    mask[2, 0, 0, :7] = True                        # batch 2: every token it reads is masked
+    mask[2, 0, 0, :7] = True  # batch 2: every token it reads is masked
     pse = values((1, 4, 1, 40), np.float16)
     actual = (40, 17, 7)
     out = run_ifa(q, [k], [v], kv_heads=2, actual=actual, mask=mask.astype(np.uint8), pse=pse)
-    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, mask=mask.reshape(3, 48),
-                                pse=pse[:, :, 0])
+    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, mask=mask.reshape(3, 48), pse=pse[:, :, 0])
     meets(out, expected, np.float16)
     # all-masked row: -1e12 is finite, so the row averages its values
     np.testing.assert_allclose(out[2, 0], v[2, 0, :7].astype(np.float64).mean(axis=0), rtol=2e-3, atol=2e-3)
@@ -156,7 +199,7 @@ def test_kv_left_padding():
     k, v = values((2, 2, 30, 16), np.float16), values((2, 2, 30, 16), np.float16)
     actual, pad = (12, 25), 4
     out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]))
-    starts = [30 - pad - n for n in actual]        # tokens [S - pad - len, S - pad)
+    starts = [30 - pad - n for n in actual]  # tokens [S - pad - len, S - pad)
     expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, starts=starts)
     meets(out, expected, np.float16)
     out_short = run_ifa(q, [k], [v], actual=(12, 28), padding=np.array([pad]))
@@ -181,11 +224,11 @@ def paged_cache(k, v, block_size, heads_major, lens, spare=3):
             table[bi, c] = blk
             j0, j1 = c * block_size, min(n, (c + 1) * block_size)
             for cache, src in ((kc, k), (vc, v)):
-                rows = src[bi, :, j0:j1]                  # [N2, t, D]
+                rows = src[bi, :, j0:j1]  # [N2, t, D]
                 if heads_major:
-                    cache[blk, :, :j1 - j0] = rows
+                    cache[blk, :, : j1 - j0] = rows
                 else:
-                    cache[blk, :j1 - j0] = rows.transpose(1, 0, 2).reshape(j1 - j0, -1)
+                    cache[blk, : j1 - j0] = rows.transpose(1, 0, 2).reshape(j1 - j0, -1)
     return kc, vc, table
 
 
@@ -198,9 +241,13 @@ def test_page_attention(dtype, heads_major, layout):
     kc, vc, table = paged_cache(k, v, 64, heads_major, lens)
     out = run_ifa(q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=64)
     expected = expect(
-        q, [golden.dense_rows(kc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
+        q,
+        [golden.dense_rows(kc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
         [golden.dense_rows(vc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
-        scale=0.125, lengths=lens, small_dtype=np.dtype(dtype).name)
+        scale=0.125,
+        lengths=lens,
+        small_dtype=np.dtype(dtype).name,
+    )
     meets(out, expected, dtype)
 
 
@@ -214,9 +261,14 @@ def test_page_attention_chunks_with_mask_and_pse():
     pse = values((2, 4, 1, s_max), np.float16)
     out = run_ifa(q, [kc], [vc], actual=lens, table=table, block_size=128, mask=mask, pse=pse)
     expected = expect(
-        q, [golden.dense_rows(kc, table[b], 128, n, 4, True) for b, n in enumerate(lens)],
+        q,
+        [golden.dense_rows(kc, table[b], 128, n, 4, True) for b, n in enumerate(lens)],
         [golden.dense_rows(vc, table[b], 128, n, 4, True) for b, n in enumerate(lens)],
-        scale=0.125, lengths=lens, mask=mask, pse=pse[:, :, 0])
+        scale=0.125,
+        lengths=lens,
+        mask=mask,
+        pse=pse[:, :, 0],
+    )
     meets(out, expected, np.float16)
 
 
@@ -233,8 +285,15 @@ def test_int8_antiquant(dtype, per_channel):
     s, o = scale.astype(np.float64), offset.astype(np.float64)
     if per_channel:
         s, o = s.reshape(2, 2, 32), o.reshape(2, 2, 32)
-    expected = expect(q, list(k8), list(v8), scale=0.125, lengths=[50, 50],
-                                antiquant=(s[0], o[0], s[1], o[1]), small_dtype=np.dtype(dtype).name)
+    expected = expect(
+        q,
+        list(k8),
+        list(v8),
+        scale=0.125,
+        lengths=[50, 50],
+        antiquant=(s[0], o[0], s[1], o[1]),
+        small_dtype=np.dtype(dtype).name,
+    )
     meets(out, expected, dtype)
 
 
@@ -245,13 +304,18 @@ def test_int8_antiquant_in_page_attention():
     v8 = RNG.integers(-128, 128, (2, 2, 70, 32), dtype=np.int8)
     kc, vc, table = paged_cache(k8, v8, 32, False, lens)
     scale = (RNG.random((2, 64)) * 0.02 + 0.005).astype(np.float16)
-    out = run_ifa(q, [kc], [vc], layout="BSH", kv_heads=2, actual=lens, table=table, block_size=32,
-                  antiquant=(scale, None))
+    out = run_ifa(
+        q, [kc], [vc], layout="BSH", kv_heads=2, actual=lens, table=table, block_size=32, antiquant=(scale, None)
+    )
     s = scale.astype(np.float64).reshape(2, 2, 32)
     expected = expect(
-        q, [golden.dense_rows(kc, table[b], 32, n, 2, False) for b, n in enumerate(lens)],
+        q,
+        [golden.dense_rows(kc, table[b], 32, n, 2, False) for b, n in enumerate(lens)],
         [golden.dense_rows(vc, table[b], 32, n, 2, False) for b, n in enumerate(lens)],
-        scale=0.125, lengths=lens, antiquant=(s[0], 0.0, s[1], 0.0))
+        scale=0.125,
+        lengths=lens,
+        antiquant=(s[0], 0.0, s[1], 0.0),
+    )
     meets(out, expected, np.float16)
 
 
@@ -265,8 +329,15 @@ def test_post_quant_int8_output(dtype, scale_dtype, per_channel):
     offset = RNG.integers(-5, 6, shape).astype(scale_dtype)
     out = run_ifa(q, [k], [v], quant2=scale, offset2=offset, out_dtype=DataType.ACL_INT8)
     assert out.dtype == np.int8
-    expected = golden.attention(q, list(k), list(v), scale=0.125, lengths=[24, 24], small_dtype=np.dtype(dtype).name,
-                                out_quant=(scale.astype(np.float64), offset.astype(np.float64)))
+    expected = golden.attention(
+        q,
+        list(k),
+        list(v),
+        scale=0.125,
+        lengths=[24, 24],
+        small_dtype=np.dtype(dtype).name,
+        out_quant=(scale.astype(np.float64), offset.astype(np.float64)),
+    )
     diff = np.abs(out.astype(np.int64) - expected)
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
@@ -293,14 +364,14 @@ def uniform_case(v_rows, dtype):
 
 def test_fp16_output_rounds_ties_away():
     """O = 1 + 2**-11 lies halfway between fp16 1 and 1 + 2**-10: CAST_ROUND takes 1 + 2**-10."""
-    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2 ** -10] * 16], np.float16)
+    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2**-10] * 16], np.float16)
     out = run_ifa(q, [k], [v])
-    assert np.all(out == np.float16(1.0 + 2 ** -10))
+    assert np.all(out == np.float16(1.0 + 2**-10))
 
 
 def test_bf16_output_rounds_ties_to_even():
     """O = 1 + 2**-8 lies halfway between bf16 1 and 1 + 2**-7: CAST_RINT keeps the even 1."""
-    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2 ** -7] * 16], BF16)
+    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2**-7] * 16], BF16)
     out = run_ifa(q, [k], [v])
     assert np.all(out.astype(np.float32) == 1.0)
 
@@ -329,6 +400,7 @@ def test_P_rounds_ties_away_from_zero(dtype):
 
     def golden_out(modes):
         return {"out": ties.two_key_output(e, dtype, modes["P"], out_mode)}
+
     want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
     ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")
 
@@ -336,7 +408,7 @@ def test_P_rounds_ties_away_from_zero(dtype):
 def test_post_quant_per_channel_rounds_to_fp16_first():
     """O * scale = 2.5 - 2**-10, an fp16 midpoint: CAST_ROUND to fp16 gives 2.5, then 3; without the
     fp16 step the int8 rounding would give 2."""
-    q, k, v = uniform_case([[2.5 - 2 ** -9] * 16, [2.5] * 16], np.float16)
+    q, k, v = uniform_case([[2.5 - 2**-9] * 16, [2.5] * 16], np.float16)
     out = run_ifa(q, [k], [v], quant2=np.ones((1, 16), np.float32), out_dtype=DataType.ACL_INT8)
     assert np.all(out == 3)
 
@@ -350,8 +422,9 @@ def test_kv_left_padding_with_mask_and_pse():
     pse = values((1, 2, 1, 30), np.float16)
     out = run_ifa(q, [k], [v], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse)
     starts = [30 - pad - n for n in actual]
-    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, starts=starts, mask=mask.reshape(2, 30),
-                      pse=pse[:, :, 0])
+    expected = expect(
+        q, list(k), list(v), scale=0.125, lengths=actual, starts=starts, mask=mask.reshape(2, 30), pse=pse[:, :, 0]
+    )
     meets(out, expected, np.float16)
 
 
@@ -372,5 +445,6 @@ def test_softmax_chunks_are_2048_tokens():
     def golden_out(modes):
         o = np.float32(1024 * ties.round_to(e, np.float16, modes["P"])) / np.float32(1024 * e + 1)
         return {"out": ties.round_to(o.astype(np.float64), np.float16, "away")}
+
     want = ties.assert_sensitive(golden_out, {"P": "away"}, "attentionOut")
     ties.assert_bits(out[0], np.repeat(want["out"][:, None], 16, axis=1), "attentionOut")

@@ -8,6 +8,7 @@ caches, a query S above 1 and int8 outputs; the IncreFlashAttention golden, whos
 judges cancelling sums, for page attention and pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
 bit for bit.
 """
+
 import numpy as np
 import pytest
 
@@ -33,8 +34,17 @@ def fixed_data(monkeypatch):
 def regbase(q, k, v, lengths, mask=None, scale=0.125):
     """The arch35 kernels' result [B, N, D] for q [B, N, D] and k/v [B, N2, S, D]: no token band
     (PFAConvertContext passes pre/next tokens 2147483647), mask [B, S2] or None."""
-    out = pfa_golden.attention(q[:, :, None], k, v, scale=scale, pre=BIG, nxt=BIG, act_kv=lengths,
-                               mask=None if mask is None else mask[:, None, :], high_precision=True)
+    out = pfa_golden.attention(
+        q[:, :, None],
+        k,
+        v,
+        scale=scale,
+        pre=BIG,
+        nxt=BIG,
+        act_kv=lengths,
+        mask=None if mask is None else mask[:, None, :],
+        high_precision=True,
+    )
     return out[:, :, 0]
 
 
@@ -45,9 +55,10 @@ def test_layouts_gqa_and_lengths(chip, dtype, layout):
     q = values((3, 8, 64), dtype)
     k, v = values((3, 2, 77, 64), dtype), values((3, 2, 77, 64), dtype)
     lengths = (77, 30, 5)
-    out = run_ifa(q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64 ** -0.5,
-                  actual=lengths)
-    precision.assert_meets(out, regbase(q, k, v, lengths, scale=64 ** -0.5), np.dtype(dtype).name)
+    out = run_ifa(
+        q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64**-0.5, actual=lengths
+    )
+    precision.assert_meets(out, regbase(q, k, v, lengths, scale=64**-0.5), np.dtype(dtype).name)
 
 
 @ON_95
@@ -60,9 +71,15 @@ def test_page_attention(chip, dtype, heads_major, layout):
     kc, vc, table = paged_cache(k, v, 64, heads_major, lens)
     mask = (np.random.default_rng(3).random((3, table.shape[1] * 64)) < 0.2).astype(np.int8)
     out = run_ifa(q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=64, mask=mask)
-    expected = expect(q, [ifa_golden.dense_rows(kc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
-                      [ifa_golden.dense_rows(vc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
-                      scale=0.125, lengths=lens, mask=mask, small_dtype=np.dtype(dtype).name)
+    expected = expect(
+        q,
+        [ifa_golden.dense_rows(kc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
+        [ifa_golden.dense_rows(vc, table[b], 64, n, 2, heads_major) for b, n in enumerate(lens)],
+        scale=0.125,
+        lengths=lens,
+        mask=mask,
+        small_dtype=np.dtype(dtype).name,
+    )
     meets(out, expected, dtype)
 
 
@@ -72,9 +89,31 @@ def test_query_s_above_one_runs_as_prompt_attention(chip):
     q = values((2, 4, 20, 32), np.float16)
     k, v = values((2, 2, 50, 32), np.float16), values((2, 2, 50, 32), np.float16)
     out = ae.empty((2, 4, 20, 32), DataType.ACL_FLOAT16)
-    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k)]),
-           TensorList([ae.to_device(v)]), None, None, (50, 33), None, None, None, None, None, None, None, None,
-           None, 4, 0.125, "BNSD", 2, 0, 1, out)
+    ae.run(
+        "IncreFlashAttentionV4",
+        ae.to_device(q),
+        TensorList([ae.to_device(k)]),
+        TensorList([ae.to_device(v)]),
+        None,
+        None,
+        (50, 33),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        4,
+        0.125,
+        "BNSD",
+        2,
+        0,
+        1,
+        out,
+    )
     expected = pfa_golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, act_kv=(50, 33), high_precision=True)
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
@@ -88,8 +127,16 @@ def test_mask_and_pse(chip, dtype):
     pse = values((1, 4, 1, 40), dtype)
     actual = (40, 17, 7)
     out = run_ifa(q, [k], [v], kv_heads=2, actual=actual, mask=mask.astype(np.uint8), pse=pse)
-    expected = expect(q, list(k), list(v), scale=0.125, lengths=actual, mask=mask.reshape(3, 48), pse=pse[:, :, 0],
-                      small_dtype=np.dtype(dtype).name)
+    expected = expect(
+        q,
+        list(k),
+        list(v),
+        scale=0.125,
+        lengths=actual,
+        mask=mask.reshape(3, 48),
+        pse=pse[:, :, 0],
+        small_dtype=np.dtype(dtype).name,
+    )
     meets(out, expected, dtype)
 
 
@@ -111,8 +158,16 @@ def check_padded(out, q, k, v, actual, pad, mask, pse):
     """Batches 0 and 1 against the golden with the kv left padding; batch 2 (no room) is zero."""
     s2 = k.shape[2]
     starts = [s2 - pad - n for n in actual]
-    expected = expect(q[:2], list(k[:2]), list(v[:2]), scale=0.125, lengths=actual[:2], starts=starts[:2],
-                      mask=mask.reshape(3, s2)[:2], pse=pse[:2, :, 0])   # the golden reads both at start + j
+    expected = expect(
+        q[:2],
+        list(k[:2]),
+        list(v[:2]),
+        scale=0.125,
+        lengths=actual[:2],
+        starts=starts[:2],
+        mask=mask.reshape(3, s2)[:2],
+        pse=pse[:2, :, 0],
+    )  # the golden reads both at start + j
     meets(out[:2], expected, np.float16)
     assert np.all(out[2] == 0)
 
@@ -127,8 +182,17 @@ def test_post_quant_int8_output(chip, per_channel):
     scale = (rng.random(shape) * 40 + 10).astype(np.float32)
     offset = rng.integers(-5, 6, shape).astype(np.float32)
     out = run_ifa(q, [k], [v], quant2=scale, offset2=offset, out_dtype=DataType.ACL_INT8)
-    expected = pfa_golden.attention(q[:, :, None], k, v, scale=0.125, pre=BIG, nxt=BIG, quant2=scale.astype(np.float64),
-                                    offset2=offset.astype(np.float64), high_precision=True)[:, :, 0]
+    expected = pfa_golden.attention(
+        q[:, :, None],
+        k,
+        v,
+        scale=0.125,
+        pre=BIG,
+        nxt=BIG,
+        quant2=scale.astype(np.float64),
+        offset2=offset.astype(np.float64),
+        high_precision=True,
+    )[:, :, 0]
     diff = np.abs(out.astype(np.int64) - expected)
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
@@ -146,9 +210,9 @@ def test_empty_key_gives_zeros(chip):
 def test_bf16_output_rounding_per_chip(chip):
     """O = 1 + 2**-8 lies halfway between bf16 1 and 1 + 2**-7: the arch32 kernel (A2/A3) stores it
     with CAST_RINT (1), the arch35 one with CAST_ROUND (1 + 2**-7)."""
-    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2 ** -7] * 16], BF16)
+    q, k, v = uniform_case([[1.0] * 16, [1.0 + 2**-7] * 16], BF16)
     out = run_ifa(q, [k], [v]).astype(np.float32)
-    assert np.all(out == (1.0 if chip == "Ascend910B" else 1.0 + 2 ** -7))
+    assert np.all(out == (1.0 if chip == "Ascend910B" else 1.0 + 2**-7))
 
 
 @ON_95
@@ -201,6 +265,7 @@ def int8_case(dtype, shape, per_channel, with_offset=True, seed=11):
 def test_arch35_dequantisation_bit_for_bit():
     """Each step rounds to the query's dtype: bit-identical to numpy's fp16/bf16 arithmetic."""
     from aclnn_emu.kernels.flash_attention.antiquant_arch35 import dequantize
+
     rng = np.random.default_rng(4)
     x8 = rng.integers(-128, 128, (64, 128), dtype=np.int8)
     for dtype in (np.float16, BF16):
@@ -222,13 +287,20 @@ def test_int8_key_value(chip, dtype, layout, params):
     then the arch35 flash-attention maths (pfa.REGBASE)."""
     per_channel = params != "per_tensor"
     k8, v8, scale, offset, k, v = int8_case(dtype, (3, 2, 60, 32), per_channel, params != "per_channel_no_offset")
-    if per_channel and layout != "BNSD":          # the [2, H] and [2, N2, D] forms of the same values
+    if per_channel and layout != "BNSD":  # the [2, H] and [2, N2, D] forms of the same values
         scale = scale.reshape(2, -1) if layout == "BSH" else scale.reshape(2, 2, 32)
         offset = None if offset is None else offset.reshape(scale.shape)
     q = values((3, 8, 32), dtype)
     lengths = (60, 23, 1)
-    out = run_ifa(q, [kv_layout(k8, layout)], [kv_layout(v8, layout)], layout=layout, kv_heads=2, actual=lengths,
-                  antiquant=(scale, offset))
+    out = run_ifa(
+        q,
+        [kv_layout(k8, layout)],
+        [kv_layout(v8, layout)],
+        layout=layout,
+        kv_heads=2,
+        actual=lengths,
+        antiquant=(scale, offset),
+    )
     precision.assert_meets(out, regbase(q, k, v, lengths), np.dtype(dtype).name)
 
 
@@ -239,8 +311,9 @@ def test_int8_page_attention(chip, heads_major, layout):
     lens = (100, 41)
     kc, vc, table = paged_cache(k8, v8, 32, heads_major, lens)
     q = values((2, 4, 32), np.float16)
-    out = run_ifa(q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32,
-                  antiquant=(scale, offset))
+    out = run_ifa(
+        q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32, antiquant=(scale, offset)
+    )
     precision.assert_meets(out, regbase(q, k, v, lens), "float16")
 
 
@@ -260,9 +333,14 @@ def test_page_attention_nz_cache(chip, dtype, layout):
     k, v = values((2, 2, 80, 64), dtype), values((2, 2, 80, 64), dtype)
     kc, vc, table = paged_cache(k, v, 32, True, lens)
     out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32)
-    expected = expect(q, [ifa_golden.dense_rows(kc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
-                      [ifa_golden.dense_rows(vc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
-                      scale=0.125, lengths=lens, small_dtype=np.dtype(dtype).name)
+    expected = expect(
+        q,
+        [ifa_golden.dense_rows(kc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+        [ifa_golden.dense_rows(vc, table[b], 32, n, 2, True) for b, n in enumerate(lens)],
+        scale=0.125,
+        lengths=lens,
+        small_dtype=np.dtype(dtype).name,
+    )
     meets(out, expected, dtype)
 
 
@@ -273,8 +351,9 @@ def test_int8_page_attention_nz_cache(chip):
     lens = (70, 38)
     kc, vc, table = paged_cache(k8, v8, 32, True, lens)
     q = values((2, 4, 32), BF16)
-    out = run_ifa(q, [to_nz(kc)], [to_nz(vc)], kv_heads=2, actual=lens, table=table, block_size=32,
-                  antiquant=(scale, offset))
+    out = run_ifa(
+        q, [to_nz(kc)], [to_nz(vc)], kv_heads=2, actual=lens, table=table, block_size=32, antiquant=(scale, offset)
+    )
     precision.assert_meets(out, regbase(q, k, v, lens), "bfloat16")
 
 
@@ -286,18 +365,41 @@ def test_mla_page_attention(chip, heads_major):
     lens = (50, 17)
     k, v = values((2, 1, 50, 192), np.float16), values((2, 1, 50, 128), np.float16)
     kc, _, table = paged_cache(k, k, 16, heads_major, lens)
-    vc = np.zeros((kc.shape[0], 1, 16, 128), np.float16)           # the values in the same blocks
+    vc = np.zeros((kc.shape[0], 1, 16, 128), np.float16)  # the values in the same blocks
     for b, n in enumerate(lens):
         for c in range(-(-n // 16)):
-            rows = v[b, :, c * 16:(c + 1) * 16]
-            vc[table[b, c], :, :rows.shape[1]] = rows
+            rows = v[b, :, c * 16 : (c + 1) * 16]
+            vc[table[b, c], :, : rows.shape[1]] = rows
     vc = vc if heads_major else vc.reshape(-1, 16, 128)
     out = ae.empty((2, 4, 1, 128), DataType.ACL_FLOAT16)
-    ae.run("IncreFlashAttentionV4", ae.to_device(q[:, :, None]), TensorList([ae.to_device(kc)]),
-           TensorList([ae.to_device(vc)]), None, None, lens, None, None, None, None, None, None, None,
-           ae.to_device(table, DataType.ACL_INT32), None, 4, 192 ** -0.5, "BNSD", 1, 16, 1, out)
-    expected = pfa_golden.attention(q[:, :, None], k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, act_kv=lens,
-                                    high_precision=True)
+    ae.run(
+        "IncreFlashAttentionV4",
+        ae.to_device(q[:, :, None]),
+        TensorList([ae.to_device(kc)]),
+        TensorList([ae.to_device(vc)]),
+        None,
+        None,
+        lens,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        ae.to_device(table, DataType.ACL_INT32),
+        None,
+        4,
+        192**-0.5,
+        "BNSD",
+        1,
+        16,
+        1,
+        out,
+    )
+    expected = pfa_golden.attention(
+        q[:, :, None], k, v, scale=192**-0.5, pre=BIG, nxt=BIG, act_kv=lens, high_precision=True
+    )
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 
@@ -309,7 +411,7 @@ def test_bsh_key_h_with_remainder_read_by_kv_heads(chip, capfd):
     k, v = values((2, 16, 65), np.float16), values((2, 16, 65), np.float16)
     out = run_ifa(q, [k], [v], layout="BSH", kv_heads=2, actual=(16, 9))
     assert "read as [2, 16, 64]" in capfd.readouterr().err
-    view = lambda x: x.reshape(-1)[:2 * 16 * 64].reshape(2, 16, 2, 32).transpose(0, 2, 1, 3)
+    view = lambda x: x.reshape(-1)[: 2 * 16 * 64].reshape(2, 16, 2, 32).transpose(0, 2, 1, 3)
     precision.assert_meets(out, regbase(q, view(k), view(v), (16, 9)), "float16")
 
 
@@ -320,7 +422,7 @@ def test_int8_key_heads_read_by_kv_heads(chip):
     k8, v8, scale, offset, _, _ = int8_case(np.float16, (2, 3, 20, 32), False)
     q = values((2, 4, 32), np.float16)
     out = run_ifa(q, [k8], [v8], kv_heads=2, antiquant=(scale, offset))
-    view = lambda x: x.reshape(-1)[:2 * 2 * 20 * 32].reshape(2, 2, 20, 32)
+    view = lambda x: x.reshape(-1)[: 2 * 2 * 20 * 32].reshape(2, 2, 20, 32)
     k = arch35_dequant(view(k8), scale[0], offset[0], np.float16)
     v = arch35_dequant(view(v8), scale[1], offset[1], np.float16)
     precision.assert_meets(out, regbase(q, k, v, (20, 20)), "float16")
@@ -337,8 +439,16 @@ def test_int8_mask_pse_and_left_padding(chip):
     actual, pad = (12, 25, 27), 4
     mask = np.random.default_rng(7).random((3, 1, 1, 30)) < 0.3
     pse = values((3, 2, 1, 30), np.float16)
-    out = run_ifa(q, [k8], [v8], actual=actual, padding=np.array([pad]), mask=mask.astype(np.uint8), pse=pse,
-                  antiquant=(scale, offset))
+    out = run_ifa(
+        q,
+        [k8],
+        [v8],
+        actual=actual,
+        padding=np.array([pad]),
+        mask=mask.astype(np.uint8),
+        pse=pse,
+        antiquant=(scale, offset),
+    )
     check_padded(out, q, k, v, actual, pad, mask, pse)
 
 
@@ -362,11 +472,20 @@ def test_int8_key_int8_output(chip):
     rng = np.random.default_rng(9)
     q_scale = (rng.random((4, 32)) * 40 + 10).astype(np.float32)
     q_offset = rng.integers(-5, 6, (4, 32)).astype(np.float32)
-    out = run_ifa(q, [k8], [v8], antiquant=(scale, offset), quant2=q_scale, offset2=q_offset,
-                  out_dtype=DataType.ACL_INT8)
-    expected = pfa_golden.attention(q[:, :, None], k, v, scale=0.125, pre=BIG, nxt=BIG,
-                                    quant2=q_scale.astype(np.float64), offset2=q_offset.astype(np.float64),
-                                    high_precision=True)[:, :, 0]
+    out = run_ifa(
+        q, [k8], [v8], antiquant=(scale, offset), quant2=q_scale, offset2=q_offset, out_dtype=DataType.ACL_INT8
+    )
+    expected = pfa_golden.attention(
+        q[:, :, None],
+        k,
+        v,
+        scale=0.125,
+        pre=BIG,
+        nxt=BIG,
+        quant2=q_scale.astype(np.float64),
+        offset2=q_offset.astype(np.float64),
+        high_precision=True,
+    )[:, :, 0]
     diff = np.abs(out.astype(np.int64) - expected)
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
@@ -397,8 +516,9 @@ def test_int8_rules_come_from_ifa_tiling_v2(chip):
     assert err.value.status == 561002 and "Precision mode[4] should be 0 or 1 or 2 or 3." in err.value.message
 
 
-def run_s1(q, k8, v8, antiquant, layout="BNSD", kv_heads=2, actual=None, mask=None, precise=1, table=None,
-           block_size=0):
+def run_s1(
+    q, k8, v8, antiquant, layout="BNSD", kv_heads=2, actual=None, mask=None, precise=1, table=None, block_size=0
+):
     """IncreFlashAttentionV4 with a query [B, N, S, D] (BNSD) or [B, S, N x D] (BSH) of any S; a
     [B, N2, S, D] key/value, or a paged cache with `table`."""
     heads = q.shape[1] if layout == "BNSD" else q.shape[2] // k8.shape[3]
@@ -406,10 +526,31 @@ def run_s1(q, k8, v8, antiquant, layout="BNSD", kv_heads=2, actual=None, mask=No
     out = ae.empty(q.shape, DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
     key = k8 if layout == "BNSD" or table is not None else kv_layout(k8, layout)
     value = v8 if layout == "BNSD" or table is not None else kv_layout(v8, layout)
-    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(key)]), TensorList([ae.to_device(value)]),
-           None, dev(mask), actual, None, None, None, None, None, dev(antiquant[0]), dev(antiquant[1]),
-           None if table is None else ae.to_device(table.astype(np.int32)), None, heads, 0.125, layout, kv_heads,
-           block_size, precise, out)
+    ae.run(
+        "IncreFlashAttentionV4",
+        ae.to_device(q),
+        TensorList([ae.to_device(key)]),
+        TensorList([ae.to_device(value)]),
+        None,
+        dev(mask),
+        actual,
+        None,
+        None,
+        None,
+        None,
+        None,
+        dev(antiquant[0]),
+        dev(antiquant[1]),
+        None if table is None else ae.to_device(table.astype(np.int32)),
+        None,
+        heads,
+        0.125,
+        layout,
+        kv_heads,
+        block_size,
+        precise,
+        out,
+    )
     return ae.numpy(out)
 
 
@@ -455,9 +596,32 @@ def test_mla_value_head_dim(chip):
     q = values((2, 4, 1, 192), np.float16)
     k, v = values((2, 2, 40, 192), np.float16), values((2, 2, 40, 128), np.float16)
     out = ae.empty((2, 4, 1, 128), DataType.ACL_FLOAT16)
-    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k)]), TensorList([ae.to_device(v)]),
-           None, None, None, None, None, None, None, None, None, None, None, None, 4, 192 ** -0.5, "BNSD", 2, 0, 1, out)
-    expected = pfa_golden.attention(q, k, v, scale=192 ** -0.5, pre=BIG, nxt=BIG, high_precision=True)
+    ae.run(
+        "IncreFlashAttentionV4",
+        ae.to_device(q),
+        TensorList([ae.to_device(k)]),
+        TensorList([ae.to_device(v)]),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        4,
+        192**-0.5,
+        "BNSD",
+        2,
+        0,
+        1,
+        out,
+    )
+    expected = pfa_golden.attention(q, k, v, scale=192**-0.5, pre=BIG, nxt=BIG, high_precision=True)
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 
@@ -498,9 +662,16 @@ def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None, starts=No
             where.append((bi, i, masks[-1].all() if row_invalid else False))
     width = max(x.shape[1] for x in keys)
     pad = lambda x: np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, width - x.shape[-1])], constant_values=1)
-    golden, floor = expect(np.stack(rows), keys, vals, scale=0.125, lengths=[x.shape[1] for x in keys],
-                           mask=np.stack([pad(x) for x in masks]), small_dtype=np.dtype(q.dtype).name,
-                           pse=None if pse is None else np.stack([pad(x) for x in pses]))
+    golden, floor = expect(
+        np.stack(rows),
+        keys,
+        vals,
+        scale=0.125,
+        lengths=[x.shape[1] for x in keys],
+        mask=np.stack([pad(x) for x in masks]),
+        small_dtype=np.dtype(q.dtype).name,
+        pse=None if pse is None else np.stack([pad(x) for x in pses]),
+    )
     out, out_floor = np.zeros(q.shape), np.zeros(q.shape)
     for r, (bi, i, dead) in enumerate(where):
         out[bi, :, i], out_floor[bi, :, i] = (0, 0) if dead else (golden[r], floor[r])
@@ -540,13 +711,35 @@ def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, paddi
     """run_s1 (BNSD, two key/value heads) with pseShift, kvPaddingSize and an INT8 output
     (quant2 = (quantScale2, quantOffset2)) as well."""
     dev = lambda x: None if x is None else ae.to_device(x)
-    out = ae.empty(q.shape, DataType.ACL_INT8 if quant2 else
-                   DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16)
+    out = ae.empty(
+        q.shape, DataType.ACL_INT8 if quant2 else DataType.ACL_FLOAT16 if q.dtype == np.float16 else DataType.ACL_BF16
+    )
     quant2 = quant2 or (None, None)
-    ae.run("IncreFlashAttentionV4", ae.to_device(q), TensorList([ae.to_device(k8)]), TensorList([ae.to_device(v8)]),
-           dev(pse), dev(mask), actual, None, None, None, dev(quant2[0]), dev(quant2[1]), dev(antiquant[0]),
-           dev(antiquant[1]), None,
-           dev(padding), q.shape[1], 0.125, "BNSD", k8.shape[1], 0, precise, out)
+    ae.run(
+        "IncreFlashAttentionV4",
+        ae.to_device(q),
+        TensorList([ae.to_device(k8)]),
+        TensorList([ae.to_device(v8)]),
+        dev(pse),
+        dev(mask),
+        actual,
+        None,
+        None,
+        None,
+        dev(quant2[0]),
+        dev(quant2[1]),
+        dev(antiquant[0]),
+        dev(antiquant[1]),
+        None,
+        dev(padding),
+        q.shape[1],
+        0.125,
+        "BNSD",
+        k8.shape[1],
+        0,
+        precise,
+        out,
+    )
     return ae.numpy(out)
 
 
@@ -575,11 +768,19 @@ def test_int8_query_s_above_one_kv_left_padding(chip, masked):
     pse = values((3, 4, 20, 40), np.float16)
     mask = (np.random.default_rng(4).random((3, 20, 40)) < 0.25) if masked else None
     lengths, pad = (30, 22, 38), 5
-    out = run_s1_with(q, k8, v8, (scale, None), mask=mask, pse=pse, actual=lengths,
-                      padding=np.array([pad], np.int64))
+    out = run_s1_with(q, k8, v8, (scale, None), mask=mask, pse=pse, actual=lengths, padding=np.array([pad], np.int64))
     starts = [40 - pad - n for n in lengths]
-    expected = block_walk(q[:2], k[:2], v[:2], None if mask is None else mask[:2], lengths[:2], 1024, False,
-                          pse=pse[:2], starts=starts[:2])
+    expected = block_walk(
+        q[:2],
+        k[:2],
+        v[:2],
+        None if mask is None else mask[:2],
+        lengths[:2],
+        1024,
+        False,
+        pse=pse[:2],
+        starts=starts[:2],
+    )
     meets(out[:2], expected, np.float16)
     assert np.all(out[2] == 0)
 

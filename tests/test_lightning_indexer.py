@@ -1,6 +1,7 @@
 """aclnnLightningIndexer numerics through the Python API against the float64 golden
 (tests/golden/lightning_indexer.py), with CANN's precision standard for the values and exact
 indices where the scores are exact (ties, padding), near-tie swaps explained otherwise."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -14,8 +15,9 @@ FP16 = np.dtype(np.float16)
 INT64_MAX = (1 << 63) - 1
 
 
-def run_op(query, key, weights, *, count, mode, layout="BSND", layout_key=None, seq_q=None, seq_k=None,
-           table=None, values=True):
+def run_op(
+    query, key, weights, *, count, mode, layout="BSND", layout_key=None, seq_q=None, seq_k=None, table=None, values=True
+):
     """Both phases; returns (indices [rows, count], values [rows, count] as float64 or None)."""
     tensors = [ae.to_device(a) for a in (query, key, weights)]
     optional = [None if a is None else ae.to_device(np.asarray(a, np.int32)) for a in (seq_q, seq_k, table)]
@@ -23,8 +25,20 @@ def run_op(query, key, weights, *, count, mode, layout="BSND", layout_key=None, 
     lead = query.shape[:-2]
     idx = ae.empty((*lead, 1, count), ae.dtypes.from_numpy(np.dtype(np.int32)))
     val = ae.empty((*lead, 1, count), ae.dtypes.from_numpy(query.dtype))
-    ae.run("LightningIndexer", *tensors, *optional, layout, layout_key or layout, count, mode, INT64_MAX,
-           INT64_MAX, values, idx, val)
+    ae.run(
+        "LightningIndexer",
+        *tensors,
+        *optional,
+        layout,
+        layout_key or layout,
+        count,
+        mode,
+        INT64_MAX,
+        INT64_MAX,
+        values,
+        idx,
+        val,
+    )
     got_idx = ae.numpy(idx).reshape(rows, count)
     got_val = ae.numpy(val).reshape(rows, count).astype(np.float64) if values else None
     for t in tensors + [t for t in optional if t is not None] + [idx, val]:
@@ -75,10 +89,9 @@ def test_tnd_cumulative_lengths(mode):
     weights = rng.standard_normal((sum(lens_q), 16)).astype(BF16)
     cu_q, cu_k = np.cumsum(lens_q), np.cumsum(lens_k)
     got = run_op(query, key, weights, count=32, mode=mode, layout="TND", seq_q=cu_q, seq_k=cu_k)
-    gold = reference(query, key, weights, sparse_count=32, sparse_mode=mode, layout="TND", cu_seq_q=cu_q,
-                     cu_seq_k=cu_k)
+    gold = reference(query, key, weights, sparse_count=32, sparse_mode=mode, layout="TND", cu_seq_q=cu_q, cu_seq_k=cu_k)
     batch_of = lambda r: int(np.searchsorted(cu_q, r, side="right"))  # noqa: E731
-    keys_of = lambda r: key[(0 if batch_of(r) == 0 else cu_k[batch_of(r) - 1]):cu_k[batch_of(r)], 0]  # noqa: E731
+    keys_of = lambda r: key[(0 if batch_of(r) == 0 else cu_k[batch_of(r) - 1]) : cu_k[batch_of(r)], 0]  # noqa: E731
     check(got, gold, query, key, weights, keys_of, BF16)
 
 
@@ -90,7 +103,7 @@ def test_bsnd_actual_lengths_and_padding():
     act_q, act_k = [5, 6], [40, 3]
     got = run_op(query, key, weights, count=48, mode=3, seq_q=act_q, seq_k=act_k)
     gold = reference(query, key, weights, sparse_count=48, sparse_mode=3, act_q=act_q, act_k=act_k)
-    assert (got[0][5] == -1).all() and (got[0][6:9] == -1).all()      # row past act_q; rows with no key
+    assert (got[0][5] == -1).all() and (got[0][6:9] == -1).all()  # row past act_q; rows with no key
     assert (got[0][11, :3] >= 0).all() and (got[0][11, 3:] == -1).all()
     check(got, gold, query, key, weights, lambda r: key[r // 6, :, 0], FP16)
 
@@ -102,8 +115,7 @@ def test_paged_keys():
     weights = rng.standard_normal((2, 4, 8)).astype(BF16)
     table = np.array([[5, 0, 3], [1, 2, 4]], np.int32)
     act_k = [40, 33]
-    got = run_op(query, cache, weights, count=24, mode=3, layout_key="PA_BSND", seq_k=act_k, table=table,
-                 values=False)
+    got = run_op(query, cache, weights, count=24, mode=3, layout_key="PA_BSND", seq_k=act_k, table=table, values=False)
     gold = reference(query, cache, weights, sparse_count=24, sparse_mode=3, act_k=act_k, block_table=table)
     flat = cache.reshape(-1, 128)
     pos = np.arange(48)
@@ -132,16 +144,22 @@ def test_tie_order_is_exact(s1):
     idx, val = run_op(query, key, weights, count=512, mode=0)
     g_idx, g_val = reference(query, key, weights, sparse_count=512, sparse_mode=0)
     assert (idx == g_idx).all()
-    if s1 > 4:   # the rule really differs from plain index order here
-        first_tie = [i for i in range(len(g_idx[0]) - 1) if g_val[0, i] == g_val[0, i + 1]
-                     and g_idx[0, i] // 512 != g_idx[0, i + 1] // 512]
+    if s1 > 4:  # the rule really differs from plain index order here
+        first_tie = [
+            i
+            for i in range(len(g_idx[0]) - 1)
+            if g_val[0, i] == g_val[0, i + 1] and g_idx[0, i] // 512 != g_idx[0, i + 1] // 512
+        ]
         assert first_tie and g_idx[0, first_tie[0]] > g_idx[0, first_tie[0] + 1]
 
 
-@pytest.mark.parametrize("dtype, dot, weight, expected", [
-    (BF16, 257, 2.0 ** -8, 1.0 + 2.0 ** -7),      # 1 + 2^-8: halfway between bf16 1 and 1 + 2^-7
-    (FP16, 2049, 2.0 ** -11, 1.0 + 2.0 ** -10),   # 1 + 2^-11: halfway between fp16 1 and 1 + 2^-10
-])
+@pytest.mark.parametrize(
+    "dtype, dot, weight, expected",
+    [
+        (BF16, 257, 2.0**-8, 1.0 + 2.0**-7),  # 1 + 2^-8: halfway between bf16 1 and 1 + 2^-7
+        (FP16, 2049, 2.0**-11, 1.0 + 2.0**-10),  # 1 + 2^-11: halfway between fp16 1 and 1 + 2^-10
+    ],
+)
 def test_values_round_half_away_from_zero(dtype, dot, weight, expected):
     """The kernel narrows the fp32 scores with CAST_ROUND: a halfway score rounds away from zero
     (round-half-to-even would give 1.0)."""
@@ -163,7 +181,7 @@ def _vector_unit_sum(products: np.ndarray) -> np.float32:
     Adds 0, which turns -0.0 into 0.0)."""
     slots = [np.float32(p) for p in products[:16]]
     for g0 in range(16, len(products), 16):
-        for i, p in enumerate(products[g0:g0 + 16]):
+        for i, p in enumerate(products[g0 : g0 + 16]):
             slots[i] = np.float32(p) + slots[i]
     n = len(slots)
     if n == 1:
@@ -182,6 +200,7 @@ def _vector_unit_sum(products: np.ndarray) -> np.float32:
 def test_head_sum_follows_the_vector_unit_order(heads):
     """fp32 sums of widely scaled terms depend on their order: the kernel's is reproduced bit for bit."""
     from aclnn_emu.kernels.sparse_attention.lightning_indexer import head_sum
+
     rng = np.random.default_rng(6)
     s = (rng.standard_normal((3, heads, 50)) * 10.0 ** rng.integers(-4, 6, (3, heads, 1))).astype(np.float32)
     w = rng.standard_normal((3, heads)).astype(np.float32)
@@ -190,21 +209,28 @@ def test_head_sum_follows_the_vector_unit_order(heads):
     got = head_sum(s.copy(), w)
     assert (got.view(np.uint32) == expected.view(np.uint32)).all()
     if heads == 64:
-        assert (products.sum(axis=1, dtype=np.float32) != expected).any()   # another order differs
+        assert (products.sum(axis=1, dtype=np.float32) != expected).any()  # another order differs
 
 
-@pytest.mark.parametrize("change, code, words", [
-    (dict(weights=np.zeros((1, 4, 2), np.float32)), 161002, ["weights", "FLOAT"]),
-    (dict(count=4096), 561002, ["sparse_count", "4096"]),
-    (dict(layout_key="TND"), 561002, ["layout_query", "layout_key"]),
-    (dict(key=np.zeros((1, 8, 1, 64), BF16)), 561002, ["key", "64"]),
-])
+@pytest.mark.parametrize(
+    "change, code, words",
+    [
+        (dict(weights=np.zeros((1, 4, 2), np.float32)), 161002, ["weights", "FLOAT"]),
+        (dict(count=4096), 561002, ["sparse_count", "4096"]),
+        (dict(layout_key="TND"), 561002, ["layout_query", "layout_key"]),
+        (dict(key=np.zeros((1, 8, 1, 64), BF16)), 561002, ["key", "64"]),
+    ],
+)
 def test_messages_name_the_argument(change, code, words):
-    args = dict(query=np.zeros((1, 4, 2, 128), BF16), key=np.zeros((1, 8, 1, 128), BF16),
-                weights=np.zeros((1, 4, 2), BF16), count=8, layout_key="BSND")
+    args = dict(
+        query=np.zeros((1, 4, 2, 128), BF16),
+        key=np.zeros((1, 8, 1, 128), BF16),
+        weights=np.zeros((1, 4, 2), BF16),
+        count=8,
+        layout_key="BSND",
+    )
     args.update(change)
     with pytest.raises(ae.AclnnError) as failed:
-        run_op(args["query"], args["key"], args["weights"], count=args["count"], mode=3,
-               layout_key=args["layout_key"])
+        run_op(args["query"], args["key"], args["weights"], count=args["count"], mode=3, layout_key=args["layout_key"])
     assert failed.value.status == code
     assert all(word in failed.value.message for word in words), failed.value.message

@@ -4,6 +4,7 @@ A generated entry point in CANN 8.5: nulls and dtypes are the framework's (16100
 561003), everything LIInfoParser::ParseAndCheck rejects is 561002, in its order.
 tests/c/lightning_indexer_rules.cpp prints one "<rule> <code>" per case.
 """
+
 import pytest
 
 import cabi
@@ -13,12 +14,42 @@ PROGRAM = "lightning_indexer_rules.cpp"
 NULL, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 TILING, NO_KERNEL = status.ACLNN_ERR_INNER_TILING_ERROR, status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR
 TILING_RULES = (
-    "layout_mismatch", "layout_key", "layout_query", "sparse_count_0", "sparse_count_2049", "sparse_mode_1",
-    "pre_tokens", "next_tokens", "return_values_pa", "pa_block_table_null", "pa_actual_seq_k_null",
-    "tnd_actual_seq_k_null", "tnd_actual_seq_q_null", "block_table_not_pa", "block_table_rank", "rank.key",
-    "rank.query", "rank.sparse_indices", "rank.weights", "n2", "actual_seq_q_size", "head_dim", "block_size",
-    "block_count", "tnd_batch", "tnd_t", "bsnd_batch", "bsnd_actual_seq_k", "bsnd_weights_out_batch",
-    "bsnd_actual_seq_q", "bsnd_s1", "weights_n1", "key_head_dim", "out_n2", "out_sparse_count")
+    "layout_mismatch",
+    "layout_key",
+    "layout_query",
+    "sparse_count_0",
+    "sparse_count_2049",
+    "sparse_mode_1",
+    "pre_tokens",
+    "next_tokens",
+    "return_values_pa",
+    "pa_block_table_null",
+    "pa_actual_seq_k_null",
+    "tnd_actual_seq_k_null",
+    "tnd_actual_seq_q_null",
+    "block_table_not_pa",
+    "block_table_rank",
+    "rank.key",
+    "rank.query",
+    "rank.sparse_indices",
+    "rank.weights",
+    "n2",
+    "actual_seq_q_size",
+    "head_dim",
+    "block_size",
+    "block_count",
+    "tnd_batch",
+    "tnd_t",
+    "bsnd_batch",
+    "bsnd_actual_seq_k",
+    "bsnd_weights_out_batch",
+    "bsnd_actual_seq_q",
+    "bsnd_s1",
+    "weights_n1",
+    "key_head_dim",
+    "out_n2",
+    "out_sparse_count",
+)
 
 EXPECTED = {
     **{f"null.{name}": NULL for name in ("query", "key", "weights", "sparseIndicesOut", "sparseValuesOut")},
@@ -28,7 +59,7 @@ EXPECTED = {
     "dtype.sparseIndicesOut_int64": INVALID,
     "dtype.sparseValuesOut_mixed": INVALID,
     "format.key_nz": INVALID,
-    "optional.actual_seq_int64": 0,       # inferred: a portability warning unless strict
+    "optional.actual_seq_int64": 0,  # inferred: a portability warning unless strict
     **{f"tiling.{rule}": TILING for rule in TILING_RULES},
     "tiling.layout_null_ok": 0,
     "tiling.sparse_count_low_word_ok": 0,

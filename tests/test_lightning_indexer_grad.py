@@ -1,5 +1,6 @@
 """aclnnLightningIndexerGrad numerics through the Python API, against the float64 golden and,
 where PyTorch is installed, against torch.autograd of the forward; CANN's precision standard."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -19,8 +20,7 @@ def run_op(case, layout, sparse_mode):
     before = len(sanitizer.reports())
     inputs = [ae.to_device(case[name]) for name in ("query", "key", "dy", "indices", "weights")]
     seqs = [ae.to_device(case[name]) if name in case else None for name in ("cu_seq_q", "cu_seq_k")]
-    outs = [ae.empty(case[name].shape, ae.dtypes.from_numpy(case[name].dtype))
-            for name in ("query", "key", "weights")]
+    outs = [ae.empty(case[name].shape, ae.dtypes.from_numpy(case[name].dtype)) for name in ("query", "key", "weights")]
     ae.run("LightningIndexerGrad", *inputs, *seqs, 64, layout, sparse_mode, 65536, 65536, False, *outs)
     results = [ae.numpy(t) for t in outs]
     for t in inputs + outs + [s for s in seqs if s is not None]:
@@ -29,8 +29,17 @@ def run_op(case, layout, sparse_mode):
 
 
 def golden_of(case, layout, sparse_mode):
-    return reference(case["query"], case["key"], case["dy"], case["indices"], case["weights"], layout=layout,
-                     sparse_mode=sparse_mode, cu_seq_q=case.get("cu_seq_q"), cu_seq_k=case.get("cu_seq_k"))
+    return reference(
+        case["query"],
+        case["key"],
+        case["dy"],
+        case["indices"],
+        case["weights"],
+        layout=layout,
+        sparse_mode=sparse_mode,
+        cu_seq_q=case.get("cu_seq_q"),
+        cu_seq_k=case.get("cu_seq_k"),
+    )
 
 
 def check(actual, golden, dtype):
@@ -57,8 +66,9 @@ def test_matches_golden(dtype, layout, sparse_mode):
 
 
 def test_medium_bsnd_bf16():
-    case = make_case(np.random.default_rng(3), BF16, "BSND", 3, batch=1, seq_q=96, seq_k=384, top_k=256,
-                     duplicates=False)
+    case = make_case(
+        np.random.default_rng(3), BF16, "BSND", 3, batch=1, seq_q=96, seq_k=384, top_k=256, duplicates=False
+    )
     *actual, reported = run_op(case, "BSND", 3)
     check(actual, golden_of(case, "BSND", 3), BF16)
     assert reported == []
@@ -68,8 +78,13 @@ def test_exact_all_ones_with_duplicates():
     # Reference §1.D.2: ones everywhere, every index 1, fp16, sparse mode 3, n = topK = 128 per row:
     # S = 128, dW = 128*128, dq = 128, dk[b, 1] = S1*topK*N1 and every other key row 0.
     ones = lambda *shape: np.ones(shape, FP16)
-    case = dict(query=ones(2, 3, 64, 128), key=ones(2, 200, 1, 128), dy=ones(2, 3, 128),
-                indices=np.ones((2, 3, 128), np.int32), weights=ones(2, 3, 64))
+    case = dict(
+        query=ones(2, 3, 64, 128),
+        key=ones(2, 200, 1, 128),
+        dy=ones(2, 3, 128),
+        indices=np.ones((2, 3, 128), np.int32),
+        weights=ones(2, 3, 64),
+    )
     dq, dk, dw, reported = run_op(case, "BSND", 3)
     assert np.all(dq == 128) and np.all(dw == 16384)
     assert np.all(dk[:, 1] == 3 * 128 * 64)
@@ -114,10 +129,15 @@ def test_any_nonzero_sparse_mode_is_causal():
 
 def test_non_contiguous_query_is_accepted():
     case = make_case(np.random.default_rng(2), FP16, "BSND", 3, batch=1, seq_q=4, seq_k=20, top_k=8)
-    storage = np.ascontiguousarray(case["query"].transpose(0, 1, 3, 2))      # [B, S1, D, N1]
+    storage = np.ascontiguousarray(case["query"].transpose(0, 1, 3, 2))  # [B, S1, D, N1]
     base = ae.to_device(storage)
-    query = ae.Tensor(case["query"].shape, base.dtype, strides=(4 * 128 * 64, 128 * 64, 1, 64),
-                      addr=base.addr, storage_shape=storage.shape)
+    query = ae.Tensor(
+        case["query"].shape,
+        base.dtype,
+        strides=(4 * 128 * 64, 128 * 64, 1, 64),
+        addr=base.addr,
+        storage_shape=storage.shape,
+    )
     inputs = [query] + [ae.to_device(case[n]) for n in ("key", "dy", "indices", "weights")]
     outs = [ae.empty(case[n].shape, base.dtype) for n in ("query", "key", "weights")]
     ae.run("LightningIndexerGrad", *inputs, None, None, 64, "BSND", 3, 0, 0, False, *outs)
@@ -139,8 +159,10 @@ def torch_grads(case, layout, sparse_mode):
         spans = [(q[b], k[b, :, 0], w[b], dy[b], idx[b]) for b in range(q.shape[0])]
     else:
         ends_q, ends_k = case["cu_seq_q"].tolist(), case["cu_seq_k"].tolist()
-        spans = [(q[a:e], k[c:f, 0], w[a:e], dy[a:e], idx[a:e])
-                 for a, e, c, f in zip([0] + ends_q[:-1], ends_q, [0] + ends_k[:-1], ends_k)]
+        spans = [
+            (q[a:e], k[c:f, 0], w[a:e], dy[a:e], idx[a:e])
+            for a, e, c, f in zip([0] + ends_q[:-1], ends_q, [0] + ends_k[:-1], ends_k)
+        ]
     loss = 0
     for qb, kb, wb, dyb, ib in spans:
         seq_q, seq_k = qb.shape[0], kb.shape[0]
@@ -173,7 +195,7 @@ def test_topk_beyond_the_workspace_is_reported():
 
 def test_short_dy_is_read_as_zeros_and_reported():
     case = make_case(np.random.default_rng(13), FP16, "BSND", 3, batch=1, seq_q=4, seq_k=20, top_k=8)
-    short = dict(case, dy=case["dy"][:, :3])              # the kernel reads 4 rows of 8
+    short = dict(case, dy=case["dy"][:, :3])  # the kernel reads 4 rows of 8
     *actual, reported = run_op(short, "BSND", 3)
     padded = dict(case, dy=np.concatenate([short["dy"], np.zeros_like(case["dy"][:, :1])], axis=1))
     check(actual, golden_of(padded, "BSND", 3), FP16)
@@ -189,7 +211,7 @@ def test_tnd_empty_batch_is_reported_and_computed_as_intended():
 
 def test_tnd_rows_past_the_last_offset_are_zero_and_reported():
     case = make_case(np.random.default_rng(15), BF16, "TND", 0, lengths_q=[3, 3], lengths_k=[9, 12], top_k=8)
-    case["cu_seq_q"] = np.array([3, 5], np.int32)          # token 5 belongs to no batch
+    case["cu_seq_q"] = np.array([3, 5], np.int32)  # token 5 belongs to no batch
     dq, dk, dw, reported = run_op(case, "TND", 0)
     assert not dq[5].any() and not dw[5].any()
     check((dq, dk, dw), golden_of(case, "TND", 0), BF16)
@@ -207,6 +229,7 @@ def test_key_batch_smaller_than_query_batch_is_reported():
 
 # --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
 
+
 def tie_case(dtype, seed=0, rows=4, keys=16, top_k=8, heads=64, dim=128, active=6):
     """BSND inputs (batch 1, sparse mode 0) where every fp32 sum is exact and each rounded quantity
     lands on midpoints: q and key entries in {-1, 0, 1} (first 4 dims, `active` heads per row) make
@@ -221,7 +244,7 @@ def tie_case(dtype, seed=0, rows=4, keys=16, top_k=8, heads=64, dim=128, active=
         q[0, r, rng.permutation(heads)[:active], :4] = rng.integers(-1, 2, (active, 4))
     k = np.zeros((1, keys, 1, dim))
     k[..., :4] = rng.integers(-1, 2, (1, keys, 1, 4))
-    dy = rng.integers(2 ** (p - 1), 2 ** p, (1, rows, top_k)) * 2.0 ** (1 - p) * rng.choice([-1, 1], (1, rows, top_k))
+    dy = rng.integers(2 ** (p - 1), 2**p, (1, rows, top_k)) * 2.0 ** (1 - p) * rng.choice([-1, 1], (1, rows, top_k))
     w = rng.choice([1.0, 3.0, 5.0], (1, rows, heads)) * rng.choice([0.25, 0.5, -0.25, -0.5], (1, rows, heads))
     idx = rng.integers(0, keys, (1, rows, top_k)).astype(np.int32)
     case = dict(query=q.astype(dtype), key=k.astype(dtype), dy=dy.astype(dtype), indices=idx, weights=w.astype(dtype))
@@ -229,15 +252,19 @@ def tie_case(dtype, seed=0, rows=4, keys=16, top_k=8, heads=64, dim=128, active=
     def golden(modes):
         dq, dk, dw = np.zeros(q.shape), np.zeros(k.shape), np.zeros(w.shape)
         for r in range(rows):
-            kr = k[0, idx[0, r], 0]                                          # [topK, D]
-            relu = np.maximum(q[0, r] @ kr.T, 0)                             # [H, topK]
+            kr = k[0, idx[0, r], 0]  # [topK, D]
+            relu = np.maximum(q[0, r] @ kr.T, 0)  # [H, topK]
             dw[0, r] = relu @ dy[0, r]
             y = ties.round_to(w[0, r][:, None] * dy[0, r][None, :], name, modes["Y"])
             g = np.where(relu > 0, y, 0.0)
             dq[0, r] = g @ kr
             np.add.at(dk[0, :, 0], idx[0, r], g.T @ q[0, r])
-        return dict(dq=ties.to_output(dq, name, modes["dq"]), dk=ties.to_output(dk, name, modes["dk"]),
-                    dweights=ties.to_output(dw, name, modes["dweights"]))
+        return dict(
+            dq=ties.to_output(dq, name, modes["dq"]),
+            dk=ties.to_output(dk, name, modes["dk"]),
+            dweights=ties.to_output(dw, name, modes["dweights"]),
+        )
+
     return case, golden
 
 
@@ -245,8 +272,9 @@ def tie_case(dtype, seed=0, rows=4, keys=16, top_k=8, heads=64, dim=128, active=
 def test_roundings_at_ties(dtype):
     """Y = w·dy and dq round to nearest even (fixpipe, plain casts); dweights and dk CAST_ROUND."""
     case, golden = tie_case(dtype)
-    want = ties.assert_sensitive(golden, {"Y": "even", "dq": "even", "dk": "away", "dweights": "away"}, "LIG",
-                                  finals=("dq", "dk", "dweights"))
+    want = ties.assert_sensitive(
+        golden, {"Y": "even", "dq": "even", "dk": "away", "dweights": "away"}, "LIG", finals=("dq", "dk", "dweights")
+    )
     dq, dk, dw, reported = run_op(case, "BSND", 0)
     assert reported == []
     for name, got in (("dq", dq), ("dk", dk), ("dweights", dw)):

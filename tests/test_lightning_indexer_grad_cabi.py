@@ -1,5 +1,6 @@
 """aclnnLightningIndexerGrad through the C ABI: every validation rule's status code (reference
 §1.A), the empty-query path, and numerics of a compiled program against the float64 golden."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,40 +18,69 @@ def workspace_bytes(dk_elements, cores=24):
     parts the family names mean), 16 MiB reserve, each step aligned up to 512 bytes."""
     up = lambda x: (x + 512) // 512 * 512
     size = up(16 * MIB + 4 * dk_elements)
-    for per_core in (1 * MIB, 1 * MIB, MIB // 2, 2 * MIB):   # key gather, relu in, relu grad, scatter add
+    for per_core in (1 * MIB, 1 * MIB, MIB // 2, 2 * MIB):  # key gather, relu in, relu grad, scatter add
         size = up(size + cores * per_core)
     return size + 16 * MIB
 
 
 RULES = {
-    **{f"null.{name}": NULLPTR for name in ("query", "key", "dy", "spareIndices", "weights", "dQuery", "dKey",
-                                            "dWeights")},
+    **{
+        f"null.{name}": NULLPTR
+        for name in ("query", "key", "dy", "spareIndices", "weights", "dQuery", "dKey", "dWeights")
+    },
     "null.before_empty": NULLPTR,
-    "empty.query": 0, "empty.query.workspace": 0, "empty.query.run": 0, "empty.query.sync": 0,
+    "empty.query": 0,
+    "empty.query.workspace": 0,
+    "empty.query.run": 0,
+    "empty.query.sync": 0,
     "empty.query.untouched": 1,
-    "layout.null": INNER, "layout.value": INNER, "query.rank.bsnd": INNER, "query.rank.tnd": INNER,
-    "dtype.query": INNER, "dtype.key": INNER, "dtype.dy": INNER, "dtype.weights": INNER,
-    "dtype.spareIndices": INNER, "dtype.actucalSeqLengthsQuery": INNER, "dtype.actucalSeqLengthsKey": INNER,
-    "key.rank": INNER, "tnd.actual_seq_query": INNER,
-    "tiling.n1": INNER, "tiling.d": INNER, "tiling.n2": INNER,
-    "format.query": 0, "out.dtype.dQuery": 0, "out.shape.dQuery": 0, "out.shape.dKey.numel": INNER,
-    "unchecked.sparse_mode": 0, "unchecked.dy_shape": 0,
-    **{f"{base}{step}": 0 for base in ("baseline.bsnd", "baseline.bsnd.fp16", "baseline.tnd")
-       for step in ("", ".run", ".sync")},
-    "baseline.bsnd.workspace": workspace_bytes(16 * 128), "baseline.bsnd.fp16.workspace": workspace_bytes(16 * 128),
+    "layout.null": INNER,
+    "layout.value": INNER,
+    "query.rank.bsnd": INNER,
+    "query.rank.tnd": INNER,
+    "dtype.query": INNER,
+    "dtype.key": INNER,
+    "dtype.dy": INNER,
+    "dtype.weights": INNER,
+    "dtype.spareIndices": INNER,
+    "dtype.actucalSeqLengthsQuery": INNER,
+    "dtype.actucalSeqLengthsKey": INNER,
+    "key.rank": INNER,
+    "tnd.actual_seq_query": INNER,
+    "tiling.n1": INNER,
+    "tiling.d": INNER,
+    "tiling.n2": INNER,
+    "format.query": 0,
+    "out.dtype.dQuery": 0,
+    "out.shape.dQuery": 0,
+    "out.shape.dKey.numel": INNER,
+    "unchecked.sparse_mode": 0,
+    "unchecked.dy_shape": 0,
+    **{
+        f"{base}{step}": 0
+        for base in ("baseline.bsnd", "baseline.bsnd.fp16", "baseline.tnd")
+        for step in ("", ".run", ".sync")
+    },
+    "baseline.bsnd.workspace": workspace_bytes(16 * 128),
+    "baseline.bsnd.fp16.workspace": workspace_bytes(16 * 128),
     "baseline.tnd.workspace": workspace_bytes(16 * 128),
-    "tnd.actual_seq_key": 0, "tnd.actual_seq_key.workspace": workspace_bytes(16 * 128),
+    "tnd.actual_seq_key": 0,
+    "tnd.actual_seq_key.workspace": workspace_bytes(16 * 128),
     # Emulator's choice, not a CANN fact: TND without actualSeqLengthsKey makes the NPU kernel read
     # through a null pointer (undefined); aclnn-emu fails the task with an AI Core exception.
-    "tnd.actual_seq_key.run": 0, "tnd.actual_seq_key.sync": AICORE,
+    "tnd.actual_seq_key.run": 0,
+    "tnd.actual_seq_key.sync": AICORE,
 }
-INFERRED = ("format.query", "out.dtype.dQuery", "out.shape.dQuery")     # the program's labels
+INFERRED = ("format.query", "out.dtype.dQuery", "out.shape.dQuery")  # the program's labels
 INFERRED_RULES = ("inferred.format", "inferred.out_dtype", "inferred.out_shape")  # their rule ids
 # Ascend910_95: lightning_indexer_grad_def.cpp registers ascend910b and ascend910_93 only, so every
 # call that gets past the op_api null and empty checks has no kernel (561103); a failed phase 1
 # leaves the workspace size 0 and runs nothing.
-NO_KERNEL = {rule: (code if rule.startswith(("null.", "empty.")) else 0 if rule.endswith(".workspace") else INNER)
-             for rule, code in RULES.items() if rule.startswith("empty.") or not rule.endswith((".run", ".sync"))}
+NO_KERNEL = {
+    rule: (code if rule.startswith(("null.", "empty.")) else 0 if rule.endswith(".workspace") else INNER)
+    for rule, code in RULES.items()
+    if rule.startswith("empty.") or not rule.endswith((".run", ".sync"))
+}
 BY_FAMILY = {"Ascend910B": RULES, "Ascend910_93": RULES, "Ascend910_95": NO_KERNEL}
 
 

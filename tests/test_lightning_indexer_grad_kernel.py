@@ -1,4 +1,5 @@
 """LightningIndexerGrad kernel pieces: row plans, findings, determinism, bounded memory."""
+
 import tracemalloc
 
 import ml_dtypes
@@ -14,15 +15,15 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def test_bsnd_plan_counts_causal_keys_bottom_right():
     plan = plan_bsnd(batch=2, seq_q=4, seq_k=6, top_k=4, sparse_mode=3)
-    assert plan.n.tolist() == [3, 4, 4, 4] * 2            # clamp(S2 - S1 + s1 + 1, 0, topK)
+    assert plan.n.tolist() == [3, 4, 4, 4] * 2  # clamp(S2 - S1 + s1 + 1, 0, topK)
     assert plan.kbase.tolist() == [0] * 4 + [6] * 4
     assert plan_bsnd(1, 4, 2, 8, 3).n.tolist() == [0, 0, 1, 2]
-    assert plan_bsnd(1, 3, 2, 8, 0).n.tolist() == [8, 8, 8]   # mode 0 reads every entry
+    assert plan_bsnd(1, 3, 2, 8, 0).n.tolist() == [8, 8, 8]  # mode 0 reads every entry
 
 
 def test_tnd_plan_uses_cumulative_offsets():
     plan = plan_tnd(np.array([2, 5]), np.array([4, 10]), tokens_q=6, top_k=8, sparse_mode=3)
-    assert plan.n.tolist() == [3, 4, 4, 5, 6, 0]            # token 5 lies past cu_q[-1]
+    assert plan.n.tolist() == [3, 4, 4, 5, 6, 0]  # token 5 lies past cu_q[-1]
     assert plan.kbase[:5].tolist() == [0, 0, 4, 4, 4]
     assert plan.klen[:5].tolist() == [4, 4, 6, 6, 6]
     assert plan.orphans == 1
@@ -34,14 +35,19 @@ def test_tnd_plan_uses_cumulative_offsets():
 def flat_inputs(case):
     q, k = case["query"], case["key"]
     rows = q.shape[0] * q.shape[1]
-    return (q.reshape(rows, 64, 128), k.reshape(-1, 128), case["dy"].reshape(rows, -1),
-            case["indices"].reshape(rows, -1), case["weights"].reshape(rows, 64))
+    return (
+        q.reshape(rows, 64, 128),
+        k.reshape(-1, 128),
+        case["dy"].reshape(rows, -1),
+        case["indices"].reshape(rows, -1),
+        case["weights"].reshape(rows, 64),
+    )
 
 
 def test_findings_and_skipped_entries():
     case = make_case(np.random.default_rng(1), BF16, "BSND", 0, batch=2, seq_q=3, seq_k=10, top_k=6)
-    case["indices"][1, 2, 4] = 10        # past batch 1's keys and past the key tensor
-    case["indices"][0, 0, 0] = 15        # inside the key tensor, but batch 1's: outside the row's batch
+    case["indices"][1, 2, 4] = 10  # past batch 1's keys and past the key tensor
+    case["indices"][0, 0, 0] = 15  # inside the key tensor, but batch 1's: outside the row's batch
     *grads, findings = lightning_indexer_grad(*flat_inputs(case), plan_bsnd(2, 3, 10, 6, 0))
     assert findings.bad_entries == 2 and findings.first_bad == (0, 0, 15)
     assert findings.empty_rows == 0
@@ -62,8 +68,9 @@ def test_results_do_not_depend_on_timing():
 
 def test_memory_grows_with_the_chunk_not_the_sequence():
     def peak(seq_q):
-        case = make_case(np.random.default_rng(3), BF16, "BSND", 0, batch=1, seq_q=seq_q, seq_k=512, top_k=512,
-                         duplicates=False)
+        case = make_case(
+            np.random.default_rng(3), BF16, "BSND", 0, batch=1, seq_q=seq_q, seq_k=512, top_k=512, duplicates=False
+        )
         inputs = flat_inputs(case)
         out = tuple(np.empty(a.shape, BF16) for a in (inputs[0], inputs[1], inputs[4]))
         tracemalloc.start()
@@ -74,14 +81,14 @@ def test_memory_grows_with_the_chunk_not_the_sequence():
 
     small, large = peak(16), peak(128)
     assert large < 1.3 * small, (small, large)
-    assert large < 8 * 4 * 512 * 128 * 4                     # a few [chunk, topK, D] fp32 buffers
+    assert large < 8 * 4 * 512 * 128 * 4  # a few [chunk, topK, D] fp32 buffers
 
 
 def test_overflowing_y_is_masked_not_multiplied():
     # fp16 Y = w*dy = 240000 rounds to inf; where the score is negative G must be 0, not inf*0 = NaN.
     q = np.zeros((1, 64, 128), np.float16)
     q[0, 0] = 1
-    key = np.stack([np.full(128, 0.01), np.full(128, -0.01)]).astype(np.float16)   # scores +1.28, -1.28
+    key = np.stack([np.full(128, 0.01), np.full(128, -0.01)]).astype(np.float16)  # scores +1.28, -1.28
     w = np.zeros((1, 64), np.float16)
     w[0, 0] = 60000
     dy = np.full((1, 2), 4, np.float16)

@@ -1,4 +1,5 @@
 """The meta API and the two-phase contract (reference acl-abi.md §4.6-4.7)."""
+
 import ctypes
 
 import numpy as np
@@ -11,22 +12,63 @@ from aclnn_emu.ops import calls
 from aclnn_emu.ops.signature import Launch, Op, OpError, TensorIn, TensorOut
 
 EXPECTED = {
-    "create.null_view_dims": 1, "create.null_storage_dims": 1, "create.null_data_ok": 1, "create.ok": 1,
-    "get.view_shape": 0, "get.view_shape.value": 1, "get.view_strides": 0, "get.view_strides.value": 1,
-    "get.storage_shape": 0, "get.storage_shape.value": 1, "get.offset": 0, "get.offset.value": 5,
-    "get.format": 0, "get.format.value": 29, "get.dtype": 0, "get.dtype.value": 27,
-    "get.view_shape.null_tensor": 161001, "get.offset.null_tensor": 161001, "get.format.null_tensor": 161001,
-    "get.dtype.null_tensor": 161001, "raw.get": 0, "raw.get.value": 1, "raw.set.null": 161001,
-    "raw.get.null": 161001, "init_tensor": 0, "get.dtype.after_init": 0, "get.dtype.after_init.value": 3,
-    "scalar.ok": 1, "scalar.null_value": 1, "int_array.empty_is_valid": 1, "int_array.size": 0,
-    "int_array.size.value": 3, "bool_array.size": 0, "bool_array.size.value": 2,
-    "list.size": 0, "list.size.value": 2, "list.destroy": 0, "list.member_destroyed_with_list": 161002,
-    "destroy.tensor.null": 0, "destroy.scalar.null": 0, "destroy.int_array.null": 0,
-    "destroy.float_array.null": 0, "destroy.bool_array.null": 0, "destroy.tensor_list.null": 0,
-    "destroy.scalar_list.null": 0, "destroy.tensor": 0, "destroy.tensor.twice": 161002, "destroy.scalar": 0,
-    "destroy.int_array": 0, "destroy.int_array.empty": 0, "destroy.float_array": 0, "destroy.bool_array": 0,
-    "executor.repeatable.null": 561103, "executor.destroy.null": 561103, "executor.set_input_addr.null": 561103,
-    "executor.phase2.null": 161001, "executor.phase2.garbage": 561103,
+    "create.null_view_dims": 1,
+    "create.null_storage_dims": 1,
+    "create.null_data_ok": 1,
+    "create.ok": 1,
+    "get.view_shape": 0,
+    "get.view_shape.value": 1,
+    "get.view_strides": 0,
+    "get.view_strides.value": 1,
+    "get.storage_shape": 0,
+    "get.storage_shape.value": 1,
+    "get.offset": 0,
+    "get.offset.value": 5,
+    "get.format": 0,
+    "get.format.value": 29,
+    "get.dtype": 0,
+    "get.dtype.value": 27,
+    "get.view_shape.null_tensor": 161001,
+    "get.offset.null_tensor": 161001,
+    "get.format.null_tensor": 161001,
+    "get.dtype.null_tensor": 161001,
+    "raw.get": 0,
+    "raw.get.value": 1,
+    "raw.set.null": 161001,
+    "raw.get.null": 161001,
+    "init_tensor": 0,
+    "get.dtype.after_init": 0,
+    "get.dtype.after_init.value": 3,
+    "scalar.ok": 1,
+    "scalar.null_value": 1,
+    "int_array.empty_is_valid": 1,
+    "int_array.size": 0,
+    "int_array.size.value": 3,
+    "bool_array.size": 0,
+    "bool_array.size.value": 2,
+    "list.size": 0,
+    "list.size.value": 2,
+    "list.destroy": 0,
+    "list.member_destroyed_with_list": 161002,
+    "destroy.tensor.null": 0,
+    "destroy.scalar.null": 0,
+    "destroy.int_array.null": 0,
+    "destroy.float_array.null": 0,
+    "destroy.bool_array.null": 0,
+    "destroy.tensor_list.null": 0,
+    "destroy.scalar_list.null": 0,
+    "destroy.tensor": 0,
+    "destroy.tensor.twice": 161002,
+    "destroy.scalar": 0,
+    "destroy.int_array": 0,
+    "destroy.int_array.empty": 0,
+    "destroy.float_array": 0,
+    "destroy.bool_array": 0,
+    "executor.repeatable.null": 561103,
+    "executor.destroy.null": 561103,
+    "executor.set_input_addr.null": 561103,
+    "executor.phase2.null": 161001,
+    "executor.phase2.garbage": 561103,
 }
 
 
@@ -46,10 +88,13 @@ def copy_op(workspace_size=64, fail=None):
     def prepare(a, env):
         if fail is not None:
             raise fail
+
         def run(workspace):
             assert workspace is None or workspace.size == workspace_size
             a.out.write(a.x.read() * 2)
+
         return Launch(workspace_size, run)
+
     return op
 
 
@@ -110,8 +155,12 @@ def test_updated_tensor_address_is_used_at_launch(tensors, libacl):
     own = x.addr
     op = copy_op(workspace_size=0)
     _, _, executor = phase1(op, x, out)
-    assert libacl.aclSetInputTensorAddr(ctypes.c_void_p(executor), 0, ctypes.c_void_p(x.handle),
-                                        ctypes.c_void_p(other.addr)) == 0
+    assert (
+        libacl.aclSetInputTensorAddr(
+            ctypes.c_void_p(executor), 0, ctypes.c_void_p(x.handle), ctypes.c_void_p(other.addr)
+        )
+        == 0
+    )
     assert calls.run(op.name, 0, 0, executor, stream) == 0
     ae.api.rt.synchronize_stream(stream)
     np.testing.assert_array_equal(ae.numpy(out), np.full(8, 10))
@@ -141,6 +190,7 @@ def test_kernel_exception_surfaces_at_synchronize(tensors):
     @op.prepare
     def prepare(a, env):
         return Launch(0, lambda ws: 1 / 0)
+
     _, _, executor = phase1(op, x, out)
     assert calls.run(op.name, 0, 0, executor, stream) == 0
     with pytest.raises(ae.api.AclError) as err:
@@ -153,21 +203,23 @@ def test_c_and_python_return_the_same_codes(libacl):
     args = [None] * 12
     expected = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(*args)[0]
     ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
-    got = libacl.aclnnScatterPaKvCacheGetWorkspaceSize(*([None] * 8), None, None, None, None,
-                                                       ctypes.byref(ws), ctypes.byref(ex))
+    got = libacl.aclnnScatterPaKvCacheGetWorkspaceSize(
+        *([None] * 8), None, None, None, None, ctypes.byref(ws), ctypes.byref(ex)
+    )
     assert got == expected != 0
 
 
 def test_tensor_view_past_its_allocation_is_reported(tensors):
     stream, x, out = tensors
     sanitizer_before = len(ae.sanitizer_reports())
-    wide = ae.Tensor((64,), ae.DataType.ACL_FLOAT, addr=x.addr)      # 256 bytes over a 32-byte block
+    wide = ae.Tensor((64,), ae.DataType.ACL_FLOAT, addr=x.addr)  # 256 bytes over a 32-byte block
     op = copy_op(workspace_size=0)
     wide_out = ae.empty((64,), ae.DataType.ACL_FLOAT)
     _, _, executor = phase1(op, wide, wide_out)
     assert calls.run(op.name, 0, 0, executor, stream) == 0
     ae.api.rt.synchronize_stream(stream)
     found = ae.sanitizer_reports()[sanitizer_before:]
-    assert any(kind == "out-of-bounds" and "224 bytes past the end of the 32-byte allocation" in text
-               for kind, text in found), found
+    assert any(
+        kind == "out-of-bounds" and "224 bytes past the end of the 32-byte allocation" in text for kind, text in found
+    ), found
     wide.destroy(), ae.free(wide_out)

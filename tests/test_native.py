@@ -2,6 +2,7 @@
 casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, the
 packed matmul in its documented summation order, piece copies byte-exact, and the AVX-512 / AVX2 /
 baseline builds agreeing bit for bit."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -16,16 +17,36 @@ def _fp16_edges() -> np.ndarray:
     mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
     rng = np.random.default_rng(3)
     spread = (rng.standard_normal(1 << 16) * 10.0 ** rng.integers(-9, 6, 1 << 16)).astype(np.float32)
-    specials = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, -65520, 3e38, -3e38,
-                           2 ** -25, -2 ** -25, 2 ** -26, -2 ** -26, 1.5 * 2 ** -24, 1e-45])
+    specials = np.float32(
+        [
+            0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            65504,
+            65519.996,
+            65520,
+            -65520,
+            3e38,
+            -3e38,
+            2**-25,
+            -(2**-25),
+            2**-26,
+            -(2**-26),
+            1.5 * 2**-24,
+            1e-45,
+        ]
+    )
     parts = [mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(1e9)), spread, specials]
     return np.concatenate(parts + [-x for x in parts[:3]])
 
 
 def _same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
     nan = np.isnan(expected)
-    return (np.array_equal(np.isnan(got), nan)
-            and np.array_equal(got[~nan].view(f"u{got.itemsize}"), expected[~nan].view(f"u{got.itemsize}")))
+    return np.array_equal(np.isnan(got), nan) and np.array_equal(
+        got[~nan].view(f"u{got.itemsize}"), expected[~nan].view(f"u{got.itemsize}")
+    )
 
 
 def test_fp16_rounding_matches_a_real_conversion_bit_for_bit():
@@ -57,7 +78,7 @@ def test_narrow_fp16_writes_the_bits_numpy_does():
 
 def test_store_rows_to_nearest_even_writes_the_bits_numpy_does():
     x = _fp16_edges()
-    x = x[:len(x) // 64 * 64].reshape(-1, 64)
+    x = x[: len(x) // 64 * 64].reshape(-1, 64)
     divisor = np.float32(np.random.default_rng(2).random(len(x)) * 4)
     divisor[:3] = [1, 0, np.inf]
     for d in (None, divisor):
@@ -72,13 +93,13 @@ def test_widen_is_exact_for_every_fp16_and_bf16_pattern_and_any_row_stride():
     for dtype in (np.float16, ml_dtypes.bfloat16):
         patterns = every.view(dtype).reshape(256, 256)
         assert _same_bits(native.widen(patterns), patterns.astype(np.float32))
-        window = patterns[3:200:2, 10:138]                   # rows 2 * 256 apart, contiguous inside
+        window = patterns[3:200:2, 10:138]  # rows 2 * 256 apart, contiguous inside
         assert _same_bits(native.widen(window), window.astype(np.float32))
         wide = np.full((window.shape[0], 300), np.float32(7))
-        native.widen(window, out=wide[:, 50:178])           # into rows 300 floats apart
+        native.widen(window, out=wide[:, 50:178])  # into rows 300 floats apart
         assert _same_bits(wide[:, 50:178], window.astype(np.float32))
         assert (wide[:, :50] == 7).all() and (wide[:, 178:] == 7).all()
-    odd = np.arange(24, dtype=np.int8).reshape(4, 6)[:, ::2]     # not fp16/bf16 rows: numpy's cast
+    odd = np.arange(24, dtype=np.int8).reshape(4, 6)[:, ::2]  # not fp16/bf16 rows: numpy's cast
     assert np.array_equal(native.widen(odd), odd.astype(np.float32))
 
 
@@ -88,9 +109,14 @@ def _softmax_state(rows):
 
 def test_exp_is_within_one_ulp_and_reaches_zero():
     rng = np.random.default_rng(1)
-    y = np.concatenate([-np.logspace(-8, 2.05, 100000), rng.uniform(-20, 0, 50000),
-                        [0.0, -0.0, -87.3, -87.4, -100.0, -103.9, -104.0, -110.0, -1e4, -np.inf]]).astype(np.float32)
-    s = np.concatenate([y, [0]]).astype(np.float32)[None, :]          # the row max is 0: E = exp(y)
+    y = np.concatenate(
+        [
+            -np.logspace(-8, 2.05, 100000),
+            rng.uniform(-20, 0, 50000),
+            [0.0, -0.0, -87.3, -87.4, -100.0, -103.9, -104.0, -110.0, -1e4, -np.inf],
+        ]
+    ).astype(np.float32)
+    s = np.concatenate([y, [0]]).astype(np.float32)[None, :]  # the row max is 0: E = exp(y)
     row_max, row_sum, alpha = _softmax_state(1)
     native.softmax_block_(s, row_max, row_sum, alpha)
     got, exact = s[0, :-1].astype(np.float64), np.exp(y.astype(np.float64))
@@ -98,8 +124,8 @@ def test_exp_is_within_one_ulp_and_reaches_zero():
     ulp = np.abs(got[normal] - exact[normal]) / np.spacing(exact[normal].astype(np.float32))
     assert ulp.max() <= 1.0
     tiny = np.finfo(np.float32).smallest_subnormal
-    assert np.all(np.abs(got[~normal] - exact[~normal]) <= tiny)          # subnormals: correctly rounded
-    assert got[-1] == 0 and got[-3] == 0                                     # e^-inf, e^-110
+    assert np.all(np.abs(got[~normal] - exact[~normal]) <= tiny)  # subnormals: correctly rounded
+    assert got[-1] == 0 and got[-3] == 0  # e^-inf, e^-110
     assert row_max[0] == 0 and alpha[0] == 0
 
 
@@ -127,9 +153,9 @@ def _softmax_reference(blocks, pre, fp16, post):
 def test_online_softmax_over_two_blocks_matches_float64(rounding):
     rng = np.random.default_rng(2)
     blocks = [rng.standard_normal((64, 300)).astype(np.float32) * 40 for _ in range(2)]
-    blocks[1][5] += 30                                        # a row whose max moves in the second block
-    blocks[0][7] = -np.inf                                    # a row with no key in the first block
-    blocks[0][9] = blocks[1][9] = -np.inf                     # a row with no key at all
+    blocks[1][5] += 30  # a row whose max moves in the second block
+    blocks[0][7] = -np.inf  # a row with no key in the first block
+    blocks[0][9] = blocks[1][9] = -np.inf  # a row with no key at all
     pre, post = np.float32(1.0), np.float32(0.0883883)
     expected_p, expected_max, expected_sum = _softmax_reference(blocks, pre, True, post)
     row_max, row_sum, alpha = _softmax_state(64)
@@ -141,7 +167,7 @@ def test_online_softmax_over_two_blocks_matches_float64(rounding):
         elif rounding == "bf16_away":
             expected = cast_round(expected.astype(np.float32), BF16).astype(np.float64)
         # exp within 1 ulp; a narrowed value may land on the other side of a tie (one ulp off)
-        tolerance = {None: 2 ** -23, "fp16_even": 2 ** -10, "bf16_away": 2 ** -7}[rounding]
+        tolerance = {None: 2**-23, "fp16_even": 2**-10, "bf16_away": 2**-7}[rounding]
         assert np.all(np.abs(s - expected) <= tolerance * np.maximum(expected, 1e-30) + 1e-40)
     assert np.array_equal(row_max, expected_max)
     live = np.isfinite(expected_max)
@@ -165,7 +191,7 @@ def test_backward_probabilities_read_the_right_softmax_lane(lanes, lane0):
     rng = np.random.default_rng(7)
     s = rng.standard_normal((64, 72)).astype(np.float32) * 4
     stats = rng.standard_normal((64, 8)).astype(np.float32)
-    row_max, row_sum = stats[:, :lanes], np.abs(stats[:, :lanes]) + 1      # strided views, as the kernel has
+    row_max, row_sum = stats[:, :lanes], np.abs(stats[:, :lanes]) + 1  # strided views, as the kernel has
     columns = (lane0 + np.arange(72)) % lanes
     expected = np.exp((s - row_max[:, columns]).astype(np.float64)) / row_sum[:, columns]
     native.softmax_probs_(s, row_max, row_sum, lane0=lane0)
@@ -204,17 +230,23 @@ def test_softmax_block_narrows_its_exponentials_by_cast_round(rounding, dtype):
     native.softmax_block_(exact, *state, post=0.5)
     got, state = s.copy(), _softmax_state(48)
     native.softmax_block_(got, *state, post=0.5, rounding=rounding)
-    assert (exact[:39:3] >= 2 ** -14).all() and (exact[2:39:3] < 2 ** -14).any(axis=1).all()
+    assert (exact[:39:3] >= 2**-14).all() and (exact[2:39:3] < 2**-14).any(axis=1).all()
     assert _same_bits(got, cast_round(exact, dtype).astype(np.float32))
 
 
 def test_bf16_ties_to_even_is_a_real_conversion():
-    """"bf16_even" (CAST_RINT) gives the bits of ml_dtypes' conversion at every bf16 midpoint, its
+    """ "bf16_even" (CAST_RINT) gives the bits of ml_dtypes' conversion at every bf16 midpoint, its
     neighbours, overflow and the specials, in round_product and in the softmax's P."""
     finite = np.arange(0x7F80, dtype=np.uint16).view(BF16).astype(np.float64)
     mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
-    edges = np.concatenate([mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(np.inf)),
-                            np.float32([0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-45])])
+    edges = np.concatenate(
+        [
+            mid,
+            np.nextafter(mid, np.float32(0)),
+            np.nextafter(mid, np.float32(np.inf)),
+            np.float32([0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-45]),
+        ]
+    )
     edges = np.concatenate([edges, -edges])
     out = np.empty_like(edges)
     native.round_product(out, edges, None, "bf16_even")
@@ -238,9 +270,13 @@ def test_rows_whose_exponentials_are_normal_get_the_bits_of_any_row(rounding, lo
     bits."""
     rng = np.random.default_rng(13)
     low = np.float32(low)
-    y = np.concatenate([np.float32([0, low, np.nextafter(low, np.float32(0))]),
-                        -rng.random(length * 5 // 6 - 3).astype(np.float32) * -low,
-                        -rng.random(length // 6).astype(np.float32) * 1e-3])
+    y = np.concatenate(
+        [
+            np.float32([0, low, np.nextafter(low, np.float32(0))]),
+            -rng.random(length * 5 // 6 - 3).astype(np.float32) * -low,
+            -rng.random(length // 6).astype(np.float32) * 1e-3,
+        ]
+    )
     fast, slow = y[None].copy(), np.concatenate([y, np.float32([-np.inf])])[None].copy()
     native.softmax_block_(fast, *_softmax_state(1), rounding=rounding)
     native.softmax_block_(slow, *_softmax_state(1), rounding=rounding)
@@ -267,7 +303,7 @@ def test_rescale_add_is_numpys_product_then_sum():
 def test_softmax_block_rejects_what_it_cannot_write_in_place():
     row_max, row_sum, alpha = _softmax_state(4)
     with pytest.raises(ValueError):
-        native.softmax_block_(np.zeros((4, 8)), row_max, row_sum, alpha)            # float64
+        native.softmax_block_(np.zeros((4, 8)), row_max, row_sum, alpha)  # float64
     with pytest.raises(ValueError):
         native.softmax_block_(np.zeros((8, 4), np.float32).T, row_max, row_sum, alpha)
     with pytest.raises(ValueError):
@@ -289,7 +325,9 @@ def test_softmax_block_and_scale_work_on_rows_with_a_gap_between_them():
         assert _same_bits(view, dense) and all(map(_same_bits, view_state, dense_state))
         assert (view.base[:, 40:] == 7).all()
         view = padded.copy()[:, :40]
-        assert _same_bits(native.scale_(view, pre=0.37, fp16=fp16, post=3.0), native.scale_(scores.copy(), 0.37, fp16, 3.0))
+        assert _same_bits(
+            native.scale_(view, pre=0.37, fp16=fp16, post=3.0), native.scale_(scores.copy(), 0.37, fp16, 3.0)
+        )
         assert (view.base[:, 40:] == 7).all()
 
 
@@ -310,9 +348,19 @@ def _chunked_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return total
 
 
-@pytest.mark.parametrize("m,k,n,col0,cols", [(13, 100, 70, 0, 70), (1, 192, 40, 5, 30), (7, 33, 96, 40, 50),
-                                             (12, 64, 64, 32, 32), (4, 1, 3, 0, 3), (9, 40, 64, 0, 64),
-                                             (10, 70, 50, 3, 40), (11, 32, 33, 1, 32)])
+@pytest.mark.parametrize(
+    "m,k,n,col0,cols",
+    [
+        (13, 100, 70, 0, 70),
+        (1, 192, 40, 5, 30),
+        (7, 33, 96, 40, 50),
+        (12, 64, 64, 32, 32),
+        (4, 1, 3, 0, 3),
+        (9, 40, 64, 0, 64),
+        (10, 70, 50, 3, 40),
+        (11, 32, 33, 1, 32),
+    ],
+)
 def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
     """Bits of the chunked order for any row count (rows past a multiple of 6 in pair tiles or one
     padded tile), column window and k; within fp32 rounding of the float64 product; B packed from a
@@ -321,14 +369,14 @@ def test_matmul_panels_sums_in_its_documented_order(m, k, n, col0, cols):
     a, b = _halves(rng, (m, k)), _halves(rng, (k, n))
     out = np.full((m, cols + 9), 5.0, np.float32)
     native.matmul_panels(out[:, :cols], a, native.pack_panels(b), col0)
-    expected = _chunked_sum(a, b[:, col0:col0 + cols])
+    expected = _chunked_sum(a, b[:, col0 : col0 + cols])
     assert _same_bits(out[:, :cols], expected) and (out[:, cols:] == 5).all()
-    exact = a.astype(np.float64) @ b[:, col0:col0 + cols]
+    exact = a.astype(np.float64) @ b[:, col0 : col0 + cols]
     assert np.abs(out[:, :cols] - exact).max() <= 1e-6 * np.abs(a).max() * np.abs(b).max() * k
     transposed = native.pack_panels(np.ascontiguousarray(b.T).T)
     assert _same_bits(native.matmul_panels(np.empty((m, cols), np.float32), a, transposed, col0), expected)
     packed = native.pack_panels(b).data
-    for dtype in (np.float16, BF16, np.int8):         # packed straight from the narrower type
+    for dtype in (np.float16, BF16, np.int8):  # packed straight from the narrower type
         narrow = b.astype(dtype)
         wide = native.pack_panels(narrow.astype(np.float32)).data
         for view in (narrow, np.ascontiguousarray(narrow.T).T):
@@ -363,8 +411,10 @@ def _attention_steps(q, keys, values, bounds, state, acc, acc_set, zero_unseen, 
             acc[...], acc_set = pv, True
 
 
-@pytest.mark.parametrize("acc_set,zero_unseen,scaled", [(False, False, True), (True, True, False),
-                                                         (False, True, False), (True, False, False)])
+@pytest.mark.parametrize(
+    "acc_set,zero_unseen,scaled",
+    [(False, False, True), (True, True, False), (False, True, False), (True, False, False)],
+)
 def test_attention_blocks_give_the_bits_of_the_steps_they_replace(acc_set, zero_unseen, scaled):
     """Blocks of several widths, rows beyond one chunk (96) and one whose scores are all -FLT_MAX:
     the same max, sum and output bits as matmul, softmax_block_, matmul and rescale_add_ in turn."""
@@ -374,15 +424,20 @@ def test_attention_blocks_give_the_bits_of_the_steps_they_replace(acc_set, zero_
     scaling = dict(pre=0.5, fp16=True, post=0.125, rounding="fp16_away") if scaled else dict(rounding="bf16_away")
     start = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32))
     start[0][5] = NEG_FLT_MAX
-    acc = rng.standard_normal((len(q), values.n)).astype(np.float32) if acc_set else np.full((len(q), values.n), np.nan, np.float32)
+    acc = (
+        rng.standard_normal((len(q), values.n)).astype(np.float32)
+        if acc_set
+        else np.full((len(q), values.n), np.nan, np.float32)
+    )
     acc[5] = 0
     expected, state = acc.copy(), tuple(x.copy() for x in start)
     _attention_steps(q, keys, values, bounds, state, expected, acc_set, zero_unseen, **scaling)
     got, got_state = acc.copy(), tuple(x.copy() for x in start)
-    native.attention_blocks(q, keys, values, bounds, *got_state, got, acc_set=acc_set, zero_unseen=zero_unseen,
-                            **scaling)
+    native.attention_blocks(
+        q, keys, values, bounds, *got_state, got, acc_set=acc_set, zero_unseen=zero_unseen, **scaling
+    )
     assert _same_bits(got, expected) and all(map(_same_bits, got_state, state))
-    if not scaled:                         # the unseen row: P = 0, or 1 for every key
+    if not scaled:  # the unseen row: P = 0, or 1 for every key
         assert (got[5] == 0).all() == zero_unseen
 
 
@@ -418,18 +473,20 @@ def test_copy_pieces_moves_exact_bytes_in_pair_order():
     src = rng.integers(0, 256, 64 * 96, dtype=np.uint8)
     dst = np.zeros(40 * 1024, np.uint8)
     expected = dst.copy()
-    dst_offsets = np.array([0, 5000, 300, 5000, 9000])           # 5000 twice: the later pair wins
+    dst_offsets = np.array([0, 5000, 300, 5000, 9000])  # 5000 twice: the later pair wins
     src_offsets = np.array([0, 96, 7, 4000, 2000])
     for piece_bytes in (32, 5):
         for d, s in zip(dst_offsets, src_offsets):
             for p in range(3):
-                expected[d + p * 1024:d + p * 1024 + piece_bytes] = src[s + p * 96:s + p * 96 + piece_bytes]
-        native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=3, piece_bytes=piece_bytes,
-                           dst_stride=1024, src_stride=96)
+                expected[d + p * 1024 : d + p * 1024 + piece_bytes] = src[s + p * 96 : s + p * 96 + piece_bytes]
+        native.copy_pieces(
+            dst, src, dst_offsets, src_offsets, pieces=3, piece_bytes=piece_bytes, dst_stride=1024, src_stride=96
+        )
         assert np.array_equal(dst, expected)
     with pytest.raises(ValueError):
-        native.copy_pieces(dst, src, np.array([40 * 1024 - 31]), np.array([0]), pieces=1, piece_bytes=32,
-                           dst_stride=0, src_stride=0)
+        native.copy_pieces(
+            dst, src, np.array([40 * 1024 - 31]), np.array([0]), pieces=1, piece_bytes=32, dst_stride=0, src_stride=0
+        )
 
 
 @pytest.mark.parametrize("pieces,piece_bytes,src_step", [(1, 64, 64), (1, 64, 200), (4, 32, 128), (3, 6, 40)])
@@ -446,19 +503,31 @@ def test_copy_pieces_runs_of_consecutive_destinations(pieces, piece_bytes, src_s
     expected = dst.copy()
     for d, s_ in zip(dst_offsets, src_offsets):
         for p in range(pieces):
-            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = \
-                src[s_ + p * 1000:s_ + p * 1000 + piece_bytes]
-    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
-                       dst_stride=dst_stride, src_stride=1000)
+            expected[d + p * dst_stride : d + p * dst_stride + piece_bytes] = src[
+                s_ + p * 1000 : s_ + p * 1000 + piece_bytes
+            ]
+    native.copy_pieces(
+        dst,
+        src,
+        dst_offsets,
+        src_offsets,
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=dst_stride,
+        src_stride=1000,
+    )
     assert np.array_equal(dst, expected)
 
 
-@pytest.mark.parametrize("pieces,piece_bytes,dst_step,dst_stride", [
-    (4, 32, 128, 32),     # the gather out of a PA_NZ cache: a token's pieces side by side, tokens a row apart
-    (3, 6, 40, 12),       # destinations more than a pair's span apart
-    (3, 8, 20, 8),        # less than a span apart: the pairs overlap, the later one must win
-    (3, 8, 8, 40),        # piece_bytes apart, but longer than the pieces' spacing: pairs overlap too
-])
+@pytest.mark.parametrize(
+    "pieces,piece_bytes,dst_step,dst_stride",
+    [
+        (4, 32, 128, 32),  # the gather out of a PA_NZ cache: a token's pieces side by side, tokens a row apart
+        (3, 6, 40, 12),  # destinations more than a pair's span apart
+        (3, 8, 20, 8),  # less than a span apart: the pairs overlap, the later one must win
+        (3, 8, 8, 40),  # piece_bytes apart, but longer than the pieces' spacing: pairs overlap too
+    ],
+)
 def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, dst_stride):
     """Pairs whose destinations and sources step evenly give the bytes of the pair-by-pair loop,
     however the copier groups them."""
@@ -471,9 +540,17 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     for d, s_ in zip(dst_offsets, src_offsets):
         for p in range(pieces):
             at, start = d + p * dst_stride, s_ + p * 1000
-            expected[at:at + piece_bytes] = src[start:start + piece_bytes]
-    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
-                       dst_stride=dst_stride, src_stride=1000)
+            expected[at : at + piece_bytes] = src[start : start + piece_bytes]
+    native.copy_pieces(
+        dst,
+        src,
+        dst_offsets,
+        src_offsets,
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=dst_stride,
+        src_stride=1000,
+    )
     assert np.array_equal(dst, expected)
 
 
@@ -486,24 +563,33 @@ def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
     rows = (2 << 20) // (pieces * piece_bytes)
     src = rng.integers(0, 256, rows * pieces * piece_bytes + 64, dtype=np.uint8)
     dst_stride = piece_bytes * 4
-    slots = np.concatenate([rng.permutation(rows * 3)[:rows - 40], np.arange(100, 120), [5, 5, 7] * 6 + [8, 9]])
-    dst_offsets = slots * piece_bytes + np.where(slots % 5 == 0, 8, 0)          # some not 16-byte aligned
+    slots = np.concatenate([rng.permutation(rows * 3)[: rows - 40], np.arange(100, 120), [5, 5, 7] * 6 + [8, 9]])
+    dst_offsets = slots * piece_bytes + np.where(slots % 5 == 0, 8, 0)  # some not 16-byte aligned
     src_offsets = np.arange(len(slots)) * pieces * piece_bytes + 16
     dst = np.zeros(dst_offsets.max() + (pieces - 1) * dst_stride + piece_bytes + 64, np.uint8)
     expected = dst.copy()
     for d, s_ in zip(dst_offsets, src_offsets):
         for p in range(pieces):
-            expected[d + p * dst_stride:d + p * dst_stride + piece_bytes] = \
-                src[s_ + p * piece_bytes:s_ + (p + 1) * piece_bytes]
-    native.copy_pieces(dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=piece_bytes,
-                       dst_stride=dst_stride, src_stride=piece_bytes)
+            expected[d + p * dst_stride : d + p * dst_stride + piece_bytes] = src[
+                s_ + p * piece_bytes : s_ + (p + 1) * piece_bytes
+            ]
+    native.copy_pieces(
+        dst,
+        src,
+        dst_offsets,
+        src_offsets,
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=dst_stride,
+        src_stride=piece_bytes,
+    )
     assert np.array_equal(dst, expected)
 
 
 def test_scatter_add_rows_adds_repeated_positions_in_order():
     rng = np.random.default_rng(8)
     acc = rng.standard_normal((50, 37)).astype(np.float32)
-    pos = rng.integers(0, 50, 400)                           # many positions repeat
+    pos = rng.integers(0, 50, 400)  # many positions repeat
     vals = (rng.standard_normal((400, 37)) * 10.0 ** rng.integers(-6, 6, (400, 1))).astype(np.float32)
     expected = acc.copy()
     for p, v in zip(pos, vals):
@@ -548,20 +634,27 @@ def _every_loop(rng) -> list:
     rescaled = np.abs(scores) + 1
     native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
     a, b = rng.standard_normal((13, 200)).astype(np.float32), rng.standard_normal((200, 70)).astype(np.float32)
-    for rows in (13, 10, 11):       # rows past a multiple of 6: one, four (pair tiles), five (a padded tile)
+    for rows in (13, 10, 11):  # rows past a multiple of 6: one, four (pair tiles), five (a padded tile)
         outputs.append(native.matmul_panels(np.empty((rows, 50), np.float32), a[:rows], native.pack_panels(b), 9))
     q, keys, values = _attention_operands(rng)
-    state, acc = (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32)), np.empty((len(q), values.n), np.float32)
+    state, acc = (
+        (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32)),
+        np.empty((len(q), values.n), np.float32),
+    )
     native.attention_blocks(q, keys, values, [3, 150, 300], *state, acc, acc_set=False, post=0.3, rounding="fp16_away")
     outputs += [acc, state[0]]
     stored = []
-    for rounding, dtype in (("fp16_away", np.float16), ("fp16_even", np.float16), ("bf16_away", BF16),
-                            (None, np.float32)):
+    for rounding, dtype in (
+        ("fp16_away", np.float16),
+        ("fp16_even", np.float16),
+        ("bf16_away", BF16),
+        (None, np.float32),
+    ):
         stored.append(np.empty(scores.shape, dtype))
         native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
         stored.append(np.empty((len(edges) // 64, 64), dtype))
-        nans = np.uint32([0x7FC00001, 0xFFFFE000, 0x7F800001, 0x7FA00000]).view(np.float32)   # payloads
-        values = np.concatenate([nans, edges[:stored[-1].size - len(nans)]]).reshape(stored[-1].shape)
+        nans = np.uint32([0x7FC00001, 0xFFFFE000, 0x7F800001, 0x7FA00000]).view(np.float32)  # payloads
+        values = np.concatenate([nans, edges[: stored[-1].size - len(nans)]]).reshape(stored[-1].shape)
         native.store_rows(stored[-1], values, None, rounding)
     return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
 
@@ -569,7 +662,7 @@ def _every_loop(rng) -> list:
 def test_every_isa_level_gives_the_same_bits():
     """The AVX-512, AVX2 and baseline versions (those this CPU runs) round, convert, exponentiate and
     multiply matrices alike; only the order of a row sum's additions follows the vector width."""
-    levels = native.ISAS[:native.ISAS.index(native.best_isa()) + 1]
+    levels = native.ISAS[: native.ISAS.index(native.best_isa()) + 1]
     results = []
     try:
         for level in levels:

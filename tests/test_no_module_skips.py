@@ -1,6 +1,7 @@
 """No test module may skip as a whole: a module-level importorskip or skip hides every test in
 the file (once, ~50 golden tests that need no PyTorch were skipped with it). Skips belong to the
 tests that need what is missing."""
+
 import ast
 import pathlib
 

@@ -1,5 +1,6 @@
 """The kernels' worker pool: results in order, the process's BLAS thread count left as found, and
 cancellation between items and blocks."""
+
 import threading
 
 import numpy as np
@@ -16,8 +17,8 @@ def test_kernel_work_leaves_the_blas_thread_count_as_it_found_it(monkeypatch):
     set_threads = parallel._set_local_blas_threads()
     if set_threads is None:
         pytest.skip("numpy's BLAS has no openblas_set_num_threads_local")
-    before = set_threads(3)              # a count the pool's own setting (1) cannot be mistaken for
-    monkeypatch.setattr(parallel, "_pool", None)      # fresh workers: each sets its BLAS up on start
+    before = set_threads(3)  # a count the pool's own setting (1) cannot be mistaken for
+    monkeypatch.setattr(parallel, "_pool", None)  # fresh workers: each sets its BLAS up on start
     try:
         seen = parallel.map_ordered(lambda i: float((np.ones((96, 96)) @ np.ones((96, 96)))[0, 0]), range(8))
         assert seen == [96.0] * 8
@@ -44,7 +45,7 @@ def _cancelled_at(cancel_at: int, items: int, fn):
 
 def test_a_cancelled_task_starts_no_further_item():
     started = _cancelled_at(3, 64, lambda i: None)
-    assert sorted(started) == list(range(len(started))) and len(started) < 64   # a prefix, then nothing
+    assert sorted(started) == list(range(len(started))) and len(started) < 64  # a prefix, then nothing
 
 
 def test_items_waiting_for_their_predecessors_never_wait_for_a_skipped_one():
@@ -73,4 +74,4 @@ def test_checkpoint_raises_between_blocks_of_a_cancelled_task():
     with parallel.task_scope(token), pytest.raises(parallel.Cancelled):
         parallel.map_ordered(kernel, [0])
     assert blocks == list(range(11))
-    parallel.checkpoint()     # outside the task: nothing to cancel
+    parallel.checkpoint()  # outside the task: nothing to cancel

@@ -1,5 +1,6 @@
 """PromptFlashAttention kernel pieces: fp16 rounding, deqScale decoding, the forward against torch, and
 the roundings of the other kernel families (base API, arch35) at ties."""
+
 import numpy as np
 import pytest
 
@@ -32,8 +33,15 @@ def test_forward_against_torch_sdpa():
     k = (np.round(rng.standard_normal((2, 2, 50, 32)) * 4) / 4).astype(np.float16)
     v = rng.standard_normal((2, 2, 50, 32)).astype(np.float16)
     act = [40, 40]
-    out = pfa.prompt_flash_attention(q, k, v, scale=0.125, bands=pfa.batch_bands(3, pfa.SPARSE_INT_MAX, 0, True,
-                                     act, [50, 50]), act_q=act, act_kv=[50, 50])
+    out = pfa.prompt_flash_attention(
+        q,
+        k,
+        v,
+        scale=0.125,
+        bands=pfa.batch_bands(3, pfa.SPARSE_INT_MAX, 0, True, act, [50, 50]),
+        act_q=act,
+        act_kv=[50, 50],
+    )
     tq, tk, tv = (torch.from_numpy(x.astype(np.float64)) for x in (q, k, v))
     tk, tv = tk.repeat_interleave(2, dim=1), tv.repeat_interleave(2, dim=1)
     right_down = torch.ones(40, 50, dtype=torch.bool).tril(diagonal=10)
@@ -42,7 +50,7 @@ def test_forward_against_torch_sdpa():
     # Narrowing E to fp16 before P V is the hardware's own error; hold the emulator to twice the error
     # of the float64 golden that models it (the flash-attention test criterion) plus an output ulp.
     modelled = golden.attention(q, k, v, scale=0.125, sparse_mode=3)
-    bound = 2 * np.abs(modelled - exact).max() + 2.0 ** -11 * np.abs(exact).max()
+    bound = 2 * np.abs(modelled - exact).max() + 2.0**-11 * np.abs(exact).max()
     assert np.abs(out.astype(np.float64) - exact).max() <= bound
 
 
@@ -58,8 +66,9 @@ def test_base_api_bf16_P_rounds_to_nearest_even():
     k = np.stack([np.zeros(16, BF16), key])[None, None]
     v = np.stack([np.zeros(16), np.ones(16)]).astype(BF16)[None, None]
     out = pfa.prompt_flash_attention(q[None, None], k, v, scale=1.0, precision=pfa.BASE_API, **_no_band(32, 2))
-    want = ties.assert_sensitive(lambda modes: {"out": ties.two_key_output(e, BF16, modes["P"], "even")},
-                                 {"P": "even"}, "base-API P")
+    want = ties.assert_sensitive(
+        lambda modes: {"out": ties.two_key_output(e, BF16, modes["P"], "even")}, {"P": "even"}, "base-API P"
+    )
     ties.assert_bits(out[0, 0], np.repeat(want["out"][:, None], 16, axis=1), "out")
 
 

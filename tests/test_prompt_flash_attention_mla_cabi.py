@@ -6,6 +6,7 @@ longest key run, places batch b >= 1 after those, and stops when the tiling's bl
 from the actual lengths) runs out; rows it never reaches are copied from uninitialised workspace
 (the emulator writes zeros and reports them).
 """
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from golden import prompt_flash_attention as golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(20261124)
-SENTINEL = 7.0                  # attentionOut before the call
+SENTINEL = 7.0  # attentionOut before the call
 
 
 def grid(shape, dtype):
@@ -27,8 +28,9 @@ def run_mla(tmp_path, dtype, layout, q, k, v, heads, act_q, act_kv):
     for name, x in (("q", q), ("k", k), ("v", v), ("out", np.full(q.shape, SENTINEL, dtype))):
         x.tofile(tmp_path / f"{name}.bin")
     lists = [",".join(map(str, x)) if x is not None else "-" for x in (q.shape, k.shape, act_q, act_kv)]
-    result = cabi.compile_and_run("prompt_flash_attention_mla.cpp", "fp16" if dtype == np.float16 else "bf16",
-                                  layout, tmp_path, heads, *lists)
+    result = cabi.compile_and_run(
+        "prompt_flash_attention_mla.cpp", "fp16" if dtype == np.float16 else "bf16", layout, tmp_path, heads, *lists
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return np.fromfile(tmp_path / "out.bin", dtype).reshape(q.shape), result.stderr
 
@@ -36,7 +38,7 @@ def run_mla(tmp_path, dtype, layout, q, k, v, heads, act_q, act_kv):
 def unwritten(shape, blocks):
     rows = np.ones(shape[0], bool)
     for q0, n, *_ in blocks:
-        rows[q0:q0 + n] = False
+        rows[q0 : q0 + n] = False
     return rows
 
 
@@ -47,8 +49,9 @@ def test_sh_unequal_lengths(tmp_path, dtype):
     act_q, act_kv = (20, 60, 7), (50, 9, 30)
     d, n = 288, 2
     q, k, v = grid((130, n, d), dtype), grid((90, n, d), dtype), grid((90, n, d), dtype)
-    out, stderr = run_mla(tmp_path, dtype, "SH", q.reshape(130, -1), k.reshape(90, -1), v.reshape(90, -1), n,
-                          act_q, act_kv)
+    out, stderr = run_mla(
+        tmp_path, dtype, "SH", q.reshape(130, -1), k.reshape(90, -1), v.reshape(90, -1), n, act_q, act_kv
+    )
     blocks = golden.mla_blocks(act_q, act_kv, d, sh_lengths=(act_q, act_kv))
     assert [b[:2] for b in blocks] == [(0, 32), (60, 48), (108, 12), (120, 7)]
     tokens = out.reshape(q.shape)
@@ -106,5 +109,8 @@ def test_a_later_sh_batch_without_keys_is_skipped_with_a_portability_warning(tmp
     blocks = golden.mla_blocks((8, 8), (8, 0), d, sh_lengths=((8, 8), (8, 0)))
     assert [b[:2] for b in blocks] == [(0, 8)]
     tokens = out.reshape(16, n, d)
-    precision.assert_meets(tokens, golden.mla_attention(q.reshape(16, n, d), k.reshape(8, n, d), k.reshape(8, n, d),
-                                                        blocks, scale=0.125), "float16")
+    precision.assert_meets(
+        tokens,
+        golden.mla_attention(q.reshape(16, n, d), k.reshape(8, n, d), k.reshape(8, n, d), blocks, scale=0.125),
+        "float16",
+    )

@@ -6,6 +6,7 @@ inputs are chosen so the roundings show: scores on a 1/4 grid (exact in fp32, so
 rounding cannot flip with the summation order), long rows whose P narrowing accumulates, and a
 bf16 output that lands exactly on a rounding tie.
 """
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -28,16 +29,33 @@ def randn(shape, dtype):
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def run_packed(q, k, v, layout, *, act_q=None, act_kv=None, mode=0, pre=BIG, nxt=0, mask=None, scale=0.125,
-               kv_heads=0):
+def run_packed(q, k, v, layout, *, act_q=None, act_kv=None, mode=0, pre=BIG, nxt=0, mask=None, scale=0.125, kv_heads=0):
     """q/k/v as [T, N, D]; SH passes them as [T, N*D]. Returns the output as [T, N, Dv]."""
     t, n, _ = q.shape
     dv = v.shape[2]
     as_layout = (lambda x: x.reshape(x.shape[0], -1)) if layout == "SH" else (lambda x: x)
     out = ae.empty(as_layout(np.empty((t, n, dv), np.int8)).shape, ae.dtypes.from_numpy(q.dtype))
-    ae.run("PromptFlashAttentionV2", *(ae.to_device(as_layout(x)) for x in (q, k, v)), None,
-           None if mask is None else ae.to_device(mask), act_q, act_kv, None, None, None, None, None,
-           n, scale, pre, nxt, layout, kv_heads, mode, out)
+    ae.run(
+        "PromptFlashAttentionV2",
+        *(ae.to_device(as_layout(x)) for x in (q, k, v)),
+        None,
+        None if mask is None else ae.to_device(mask),
+        act_q,
+        act_kv,
+        None,
+        None,
+        None,
+        None,
+        None,
+        n,
+        scale,
+        pre,
+        nxt,
+        layout,
+        kv_heads,
+        mode,
+        out,
+    )
     return ae.numpy(out).reshape(t, n, dv)
 
 
@@ -55,13 +73,14 @@ def compressed_mask():
 def test_tnd(mode, pre, nxt, d, dv):
     if mode == 4 and dv not in (64, 128):
         pytest.skip("band mode takes Dv 64/128 only")
-    q_len, kv_len = [37, 0, 150, 9], [40, 12, 1100, 9]    # a long batch (> one 1024-key block), an empty one
+    q_len, kv_len = [37, 0, 150, 9], [40, 12, 1100, 9]  # a long batch (> one 1024-key block), an empty one
     q = grid((sum(q_len), 2, d), BF16)
     k = grid((sum(kv_len), 2, d), BF16)
     v = randn((sum(kv_len), 2, dv), BF16)
     mask = None if mode == 0 else compressed_mask()
-    out = run_packed(q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre,
-                     nxt=nxt, mask=mask)
+    out = run_packed(
+        q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre, nxt=nxt, mask=mask
+    )
     expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt)
     assert out.dtype == BF16
     precision.assert_meets(out, expected, "bfloat16")
@@ -82,27 +101,27 @@ def tie_values(rows, heads, d):
     """V whose mean over a batch's keys lies exactly halfway between two bf16 values (1 + 2**-8),
     with Q = 0 so every key gets the same weight exactly: the output's last rounding decides."""
     v = np.ones((rows, heads, d), np.float32)
-    v[1::2] += 2.0 ** -7
+    v[1::2] += 2.0**-7
     return np.zeros((rows, heads, d), BF16), v.astype(BF16)
 
 
 def test_tnd_rounds_the_bf16_output_ties_away():
     zeros, v = tie_values(8, 2, 64)
     out = run_packed(zeros, zeros, v, "TND", act_q=(4, 8), act_kv=(4, 8))
-    assert np.all(out.astype(np.float32) == 1 + 2.0 ** -7), "CAST_ROUND: the tie goes away from zero"
-    assert np.all(out == golden.to_bf16(1 + 2.0 ** -8, "away"))
+    assert np.all(out.astype(np.float32) == 1 + 2.0**-7), "CAST_ROUND: the tie goes away from zero"
+    assert np.all(out == golden.to_bf16(1 + 2.0**-8, "away"))
 
 
 # -- SH (the A2/A3 tiling; batches packed by the query lengths) -------------------------------------
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("mode", [0, 1, 2, 3, 4])
 def test_sh(dtype, mode):
-    q_len, kv_len = [30, 70, 28], [25, 70, 11]      # key rows of batch b start where its query rows do
+    q_len, kv_len = [30, 70, 28], [25, 70, 11]  # key rows of batch b start where its query rows do
     t = sum(q_len)
-    q, k, v = grid((t, 2, 48), dtype), grid((t, 2, 48), dtype), randn((t, 2, 48), dtype)   # D 48: padded to 64
+    q, k, v = grid((t, 2, 48), dtype), grid((t, 2, 48), dtype), randn((t, 2, 48), dtype)  # D 48: padded to 64
     mask, pre, nxt = None, BIG, 0
     if mode == 0:
-        mask, pre, nxt = RNG.random((3, t, t)) < 0.2, 11, 5   # >= [S, S2] of the whole tensor
+        mask, pre, nxt = RNG.random((3, t, t)) < 0.2, 11, 5  # >= [S, S2] of the whole tensor
     elif mode == 1:
         mask = RNG.random((1, t, t)) < 0.2
     else:
@@ -112,10 +131,19 @@ def test_sh(dtype, mode):
     golden_mask = mask if mode in (0, 1) else None
     expected = np.zeros(out.shape)
     for b, (q0, aq, ak) in enumerate(zip(starts, q_len, kv_len)):
-        part = golden.packed_attention(q[q0:q0 + aq], k[q0:q0 + ak], v[q0:q0 + ak], [aq], [ak], scale=0.125,
-                                       sparse_mode=mode, pre=pre, nxt=nxt,
-                                       mask=None if golden_mask is None else golden_mask[[b % len(golden_mask)]])
-        expected[q0:q0 + aq] = part
+        part = golden.packed_attention(
+            q[q0 : q0 + aq],
+            k[q0 : q0 + ak],
+            v[q0 : q0 + ak],
+            [aq],
+            [ak],
+            scale=0.125,
+            sparse_mode=mode,
+            pre=pre,
+            nxt=nxt,
+            mask=None if golden_mask is None else golden_mask[[b % len(golden_mask)]],
+        )
+        expected[q0 : q0 + aq] = part
     precision.assert_meets(out, expected, np.dtype(dtype).name)
 
 
@@ -137,13 +165,21 @@ def test_sh_gqa():
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("mode", [20, 21, 22])
 def test_base_api(dtype, mode):
-    q_len, kv_len = [40, 0, 300, 17], [33, 8, 1200, 17]   # the key rows follow their own lengths
-    q = grid((sum(q_len) + 5, 2, 64), dtype)            # 5 trailing rows of no batch: 0
+    q_len, kv_len = [40, 0, 300, 17], [33, 8, 1200, 17]  # the key rows follow their own lengths
+    q = grid((sum(q_len) + 5, 2, 64), dtype)  # 5 trailing rows of no batch: 0
     k = grid((sum(kv_len), 2, 64), dtype)
     v = randn((sum(kv_len), 2, 64), dtype)
     out = run_packed(q, k, v, "SH", act_q=tuple(q_len), act_kv=tuple(kv_len), mode=mode, pre=-5, nxt=-5)
-    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=1,   # no mask, no band
-                                       bf16_even=True)
+    expected = golden.packed_attention(
+        q,
+        k,
+        v,
+        q_len,
+        kv_len,
+        scale=0.125,
+        sparse_mode=1,  # no mask, no band
+        bf16_even=True,
+    )
     precision.assert_meets(out, expected, np.dtype(dtype).name)
     assert np.all(out[-5:] == 0)
 
@@ -151,15 +187,35 @@ def test_base_api(dtype, mode):
 def run_layout(q, k, v, layout, heads, *, act_q=None, act_kv=None, mode=20):
     """q/k/v in the layout's own shape; the output in the layout's shape."""
     out = ae.empty(q.shape, ae.dtypes.from_numpy(q.dtype))
-    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, act_q, act_kv,
-           None, None, None, None, None, heads, 0.125, BIG, 0, layout, 0, mode, out)
+    ae.run(
+        "PromptFlashAttentionV2",
+        *(ae.to_device(x) for x in (q, k, v)),
+        None,
+        None,
+        act_q,
+        act_kv,
+        None,
+        None,
+        None,
+        None,
+        None,
+        heads,
+        0.125,
+        BIG,
+        0,
+        layout,
+        0,
+        mode,
+        out,
+    )
     return ae.numpy(out)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("layout,shape,act", [("SH", (48, 2 * 288), (16, 16, 16)),
-                                              ("BNSD", (3, 2, 20, 288), None),
-                                              ("BSND", (3, 20, 2, 320), (12,))])
+@pytest.mark.parametrize(
+    "layout,shape,act",
+    [("SH", (48, 2 * 288), (16, 16, 16)), ("BNSD", (3, 2, 20, 288), None), ("BSND", (3, 20, 2, 320), (12,))],
+)
 def test_base_api_mla(dtype, layout, shape, act):
     """D > 256: the MLA base-API kernels read every layout's memory as packed tokens [T, N, D] and,
     with equal lengths, take batch b at rows b * length (a BNSD tensor is thus read as if it were
@@ -171,8 +227,9 @@ def test_base_api_mla(dtype, layout, shape, act):
     tq, tk, tv = (x.reshape(-1, n, d) for x in (q, k, v))
     batches = len(act) if layout == "SH" else shape[0]
     length = (act or (shape[2] if layout == "BNSD" else shape[1],))[0]
-    blocks = golden.mla_blocks([length] * batches, [length] * batches, d,
-                               sh_lengths=(act, act) if layout == "SH" else None)
+    blocks = golden.mla_blocks(
+        [length] * batches, [length] * batches, d, sh_lengths=(act, act) if layout == "SH" else None
+    )
     assert {row for q0, rows, *_ in blocks for row in range(q0, q0 + rows)} == set(range(batches * length))
     expected = golden.mla_attention(tq, tk, tv, blocks, scale=0.125)
     precision.assert_meets(out.reshape(-1, n, d), expected, np.dtype(dtype).name)
@@ -182,26 +239,38 @@ def test_base_api_rounds_the_bf16_output_to_even():
     zeros, v = tie_values(8, 2, 64)
     out = run_packed(zeros, zeros, v, "SH", act_q=(4, 4), act_kv=(4, 4), mode=20)
     assert np.all(out.astype(np.float32) == 1.0), "CAST_RINT: the tie goes to the even neighbour"
-    assert np.all(out == golden.to_bf16(1 + 2.0 ** -8, "even"))
+    assert np.all(out == golden.to_bf16(1 + 2.0**-8, "even"))
 
 
 # -- Ascend910_95 (TilingV2): TND by TilingV2's rules, SH refused ---------------------------------
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-@pytest.mark.parametrize("dtype,mode,pre,nxt", [(np.float16, 0, BIG, 0), (np.float16, 3, BIG, 0),
-                                                (BF16, 4, 6, 3), (np.float16, 1, BIG, 0)])
+@pytest.mark.parametrize(
+    "dtype,mode,pre,nxt", [(np.float16, 0, BIG, 0), (np.float16, 3, BIG, 0), (BF16, 4, 6, 3), (np.float16, 1, BIG, 0)]
+)
 def test_tnd_on_ascend910_95(chip, dtype, mode, pre, nxt):
     """fp16, D 96, mode 1 and a batch with more queries than keys under mode 3: all A2-only refusals."""
     q_len, kv_len = [12, 0, 50, 30], [20, 6, 40, 9]
     q, k, v = grid((92, 2, 96), dtype), grid((75, 2, 96), dtype), randn((75, 2, 96), dtype)
     mask = {0: None, 1: RNG.random((4, 50, 40)) < 0.3}.get(mode, compressed_mask())
-    out = run_packed(q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre,
-                     nxt=nxt, mask=mask)
+    out = run_packed(
+        q, k, v, "TND", act_q=cumulative(q_len), act_kv=cumulative(kv_len), mode=mode, pre=pre, nxt=nxt, mask=mask
+    )
     expected = np.zeros(out.shape)
     q0 = k0 = 0
     for b, (aq, ak) in enumerate(zip(q_len, kv_len)):
-        expected[q0:q0 + aq] = golden.packed_attention(
-            q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak], [aq], [ak], scale=0.125, sparse_mode=mode, pre=pre, nxt=nxt,
-            mask=mask[[b]] if mode == 1 else None, high_precision=True)
+        expected[q0 : q0 + aq] = golden.packed_attention(
+            q[q0 : q0 + aq],
+            k[k0 : k0 + ak],
+            v[k0 : k0 + ak],
+            [aq],
+            [ak],
+            scale=0.125,
+            sparse_mode=mode,
+            pre=pre,
+            nxt=nxt,
+            mask=mask[[b]] if mode == 1 else None,
+            high_precision=True,
+        )
         q0, k0 = q0 + aq, k0 + ak
     precision.assert_meets(out, expected, np.dtype(dtype).name)
 
@@ -220,8 +289,29 @@ def test_one_row_query_reads_a_2d_mask_per_batch_on_ascend910_95(chip):
     q, k, v = grid((2, 2, 1, 32), np.float16), grid((2, 2, 40, 32), np.float16), randn((2, 2, 40, 32), np.float16)
     mask = RNG.random((2, 40)) < 0.5
     out = ae.empty((2, 2, 1, 32), DataType.ACL_FLOAT16)
-    ae.run("PromptFlashAttentionV2", ae.to_device(q), ae.to_device(k), ae.to_device(v), None, ae.to_device(mask),
-           None, None, None, None, None, None, None, 2, 0.125, BIG, 0, "BNSD", 0, 1, out)
+    ae.run(
+        "PromptFlashAttentionV2",
+        ae.to_device(q),
+        ae.to_device(k),
+        ae.to_device(v),
+        None,
+        ae.to_device(mask),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        2,
+        0.125,
+        BIG,
+        0,
+        "BNSD",
+        0,
+        1,
+        out,
+    )
     expected = golden.attention(q, k, v, scale=0.125, sparse_mode=1, mask=mask[:, None, :], high_precision=True)
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
@@ -234,8 +324,27 @@ def test_fp16_path_per_chip(chip):
     k = np.full((1, 1, 3, 16), 64, np.float16)
     v = randn((1, 1, 3, 16), np.float16)
     out = ae.empty((1, 1, 2, 16), DataType.ACL_FLOAT16)
-    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, None, None, None, None,
-           None, None, None, 1, 1e-4, BIG, 0, "BNSD", 0, 0, out)
+    ae.run(
+        "PromptFlashAttentionV2",
+        *(ae.to_device(x) for x in (q, k, v)),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        1,
+        1e-4,
+        BIG,
+        0,
+        "BNSD",
+        0,
+        0,
+        out,
+    )
     result = ae.numpy(out)
     if chip == "Ascend910B":
         assert np.all(np.isnan(result))
@@ -249,9 +358,30 @@ def test_fp16_output_tie_per_chip(chip):
     """Q = 0: every key weighs exactly the same; V rows 1 and 1 + 2**-10 average to a tie of fp16."""
     zeros = np.zeros((1, 1, 4, 16), np.float16)
     v = np.ones((1, 1, 4, 16), np.float32)
-    v[:, :, 1::2] += 2.0 ** -10
+    v[:, :, 1::2] += 2.0**-10
     out = ae.empty((1, 1, 4, 16), DataType.ACL_FLOAT16)
-    ae.run("PromptFlashAttentionV2", ae.to_device(zeros), ae.to_device(zeros), ae.to_device(v.astype(np.float16)),
-           None, None, None, None, None, None, None, None, None, 1, 0.125, BIG, 0, "BNSD", 0, 0, out)
-    tie_to = 1.0 if chip == "Ascend910B" else 1.0 + 2.0 ** -10   # nearest even / CAST_ROUND
+    ae.run(
+        "PromptFlashAttentionV2",
+        ae.to_device(zeros),
+        ae.to_device(zeros),
+        ae.to_device(v.astype(np.float16)),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        1,
+        0.125,
+        BIG,
+        0,
+        "BNSD",
+        0,
+        0,
+        out,
+    )
+    tie_to = 1.0 if chip == "Ascend910B" else 1.0 + 2.0**-10  # nearest even / CAST_ROUND
     assert np.all(ae.numpy(out).astype(np.float32) == tie_to)

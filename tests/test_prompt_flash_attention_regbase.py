@@ -4,6 +4,7 @@ where the A2/A3 tiling refuses them or computes them otherwise, against the floa
 Each test names the TilingV2 function that lets the call through; the C-ABI status codes of the
 same rules are in test_prompt_flash_attention_cabi.py.
 """
+
 import numpy as np
 import pytest
 
@@ -30,11 +31,13 @@ def test_one_row_query_with_a_mask_ignores_the_tokens(chip, pre, nxt):
     q, k, v = half_inputs((2, 2, 1, 32), (2, 2, 40, 32), np.float16)
     mask = RNG.random((2, 40)) < 0.3
     out = run_pfa(q, k, v, mode=0, pre=pre, nxt=nxt, mask=mask)
-    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=0, pre=BIG, nxt=BIG, mask=mask[:, None, :],
-                                high_precision=True)
+    expected = golden.attention(
+        q, k, v, scale=0.125, sparse_mode=0, pre=BIG, nxt=BIG, mask=mask[:, None, :], high_precision=True
+    )
     precision.assert_meets(out, expected, "float16")
-    causal = golden.attention(q, k, v, scale=0.125, sparse_mode=0, pre=BIG, nxt=0, mask=mask[:, None, :],
-                              high_precision=True)
+    causal = golden.attention(
+        q, k, v, scale=0.125, sparse_mode=0, pre=BIG, nxt=0, mask=mask[:, None, :], high_precision=True
+    )
     assert not np.allclose(out, causal, atol=1e-2), "the A2/A3 window (key 0 only) must not apply"
 
 
@@ -43,8 +46,9 @@ def test_bf16_query_ignores_int8_scales_with_an_int8_output(chip):
     bf16 kernel never reads them, so the bytes equal those of the call without them."""
     q, k, v = half_inputs((1, 2, 24, 32), (1, 2, 30, 32), BF16)
     scale2 = np.asarray([40.0], np.float32)
-    scales = dict(deq1=np.asarray([0.5], np.float32), quant1=np.asarray([3.0], np.float32),
-                  deq2=np.asarray([0.25], np.float32))
+    scales = dict(
+        deq1=np.asarray([0.5], np.float32), quant1=np.asarray([3.0], np.float32), deq2=np.asarray([0.25], np.float32)
+    )
     out = run_pfa(q, k, v, quant2=scale2, out_dtype=DataType.ACL_INT8, **scales)
     assert np.array_equal(out, run_pfa(q, k, v, quant2=scale2, out_dtype=DataType.ACL_INT8))
     expected = golden.attention(q, k, v, scale=0.125, quant2=40.0, high_precision=True)
@@ -68,10 +72,21 @@ def test_int8_output_band_with_a_negative_token(chip):
     without keys are 0 (needInit zero-fills the output)."""
     q, k, v = half_inputs((1, 2, 24, 32), (1, 2, 30, 32), np.float16)
     mask = np.triu(np.ones((2048, 2048), bool), 1)
-    out = run_pfa(q, k, v, mode=4, pre=-2, nxt=12, mask=mask, quant2=np.asarray([40.0], np.float32),
-                  offset2=np.asarray([2.0], np.float32), out_dtype=DataType.ACL_INT8)
-    expected = golden.attention(q, k, v, scale=0.125, sparse_mode=4, pre=-2, nxt=12, mask=None, quant2=40.0,
-                                offset2=2.0, high_precision=True)
+    out = run_pfa(
+        q,
+        k,
+        v,
+        mode=4,
+        pre=-2,
+        nxt=12,
+        mask=mask,
+        quant2=np.asarray([40.0], np.float32),
+        offset2=np.asarray([2.0], np.float32),
+        out_dtype=DataType.ACL_INT8,
+    )
+    expected = golden.attention(
+        q, k, v, scale=0.125, sparse_mode=4, pre=-2, nxt=12, mask=None, quant2=40.0, offset2=2.0, high_precision=True
+    )
     assert np.all(out[:, :, 22:] == 0), "the band (keys i + 8 .. i + 18 of 30) leaves rows 22, 23 without keys"
     assert np.all(np.abs(out.astype(np.int64) - expected) <= 1)
     assert np.mean(out != expected) <= 1e-3
@@ -90,7 +105,7 @@ def whole_uint64(scale):
     return np.asarray([scale], np.float32).view(np.uint32).astype(np.uint64) | np.uint64(1 << 46)
 
 
-DEQ1, DEQ2 = np.float32(1 / 3000.1), np.float32(1 / 900.7)      # low mantissa bits set
+DEQ1, DEQ2 = np.float32(1 / 3000.1), np.float32(1 / 900.7)  # low mantissa bits set
 
 
 def test_int8_to_fp16_keeps_the_dequant_products_in_fp32(chip):
@@ -98,9 +113,10 @@ def test_int8_to_fp16_keeps_the_dequant_products_in_fp32(chip):
     vector2 AscendDequant): deq scales read whole from their first four bytes, S = deq1 * Q8 K8^T and
     the block outputs deq2 * E8 V8 in fp32, E8 = rint(fp16(fp16(E) * fp16(quant1))); a deqScale1 of
     UINT64 with a deqScale2 of FLOAT is read alike (no flag-dependent misread)."""
-    q, k, v = int8_inputs(s1=40, s2=1100)             # two key blocks
-    out = run_pfa(q, k, v, deq1=whole_uint64(DEQ1), quant1=np.asarray([120.7], np.float32),
-                  deq2=np.asarray([DEQ2], np.float32))
+    q, k, v = int8_inputs(s1=40, s2=1100)  # two key blocks
+    out = run_pfa(
+        q, k, v, deq1=whole_uint64(DEQ1), quant1=np.asarray([120.7], np.float32), deq2=np.asarray([DEQ2], np.float32)
+    )
     expected = golden.attention(q, k, v, scale=0.125, deq1=DEQ1, quant1=120.7, deq2=DEQ2, high_precision=True)
     assert out.dtype == np.float16
     precision.assert_meets(out, expected, "float16")
@@ -113,8 +129,8 @@ def test_post_quant_rounds_through_fp16(chip):
     o * scale = 2.5 + 2**-12 (V rows all equal) half rounds to the tie 2.5, which rint takes to 2
     (A2/A3: 3)."""
     q = np.zeros((1, 1, 4, 16), np.float16)
-    v = np.full((1, 1, 8, 16), 1 + 2.0 ** -10, np.float16)
-    scale2 = np.asarray([(2.5 + 2.0 ** -12) / (1 + 2.0 ** -10)], np.float32)
+    v = np.full((1, 1, 8, 16), 1 + 2.0**-10, np.float16)
+    scale2 = np.asarray([(2.5 + 2.0**-12) / (1 + 2.0**-10)], np.float32)
     out = run_pfa(q, q[:, :, :1].repeat(8, 2), v, quant2=scale2, out_dtype=DataType.ACL_INT8)
     assert np.all(out == 2)
 
@@ -127,10 +143,28 @@ def test_tnd_with_an_int8_query(chip):
     v = RNG.integers(-128, 128, (29, 2, 32)).astype(np.int8)
     out = ae.empty((42, 2, 32), DataType.ACL_FLOAT16)
     scales = [np.asarray([x], np.float32) for x in (DEQ1, 127.0, DEQ2)]
-    ae.run("PromptFlashAttentionV2", *(ae.to_device(x) for x in (q, k, v)), None, None, (12, 42), (20, 29),
-           *(ae.to_device(x) for x in scales), None, None, 2, 0.125, BIG, 0, "TND", 0, 0, out)
-    expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, deq1=DEQ1, quant1=127.0, deq2=DEQ2,
-                                       high_precision=True)
+    ae.run(
+        "PromptFlashAttentionV2",
+        *(ae.to_device(x) for x in (q, k, v)),
+        None,
+        None,
+        (12, 42),
+        (20, 29),
+        *(ae.to_device(x) for x in scales),
+        None,
+        None,
+        2,
+        0.125,
+        BIG,
+        0,
+        "TND",
+        0,
+        0,
+        out,
+    )
+    expected = golden.packed_attention(
+        q, k, v, q_len, kv_len, scale=0.125, deq1=DEQ1, quant1=127.0, deq2=DEQ2, high_precision=True
+    )
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 

@@ -1,5 +1,6 @@
 """Python callers: `ae.run` names a wrong argument (TypeError/ValueError), `ae.raw` answers any value
 with the status code C gets for the equivalent garbage."""
+
 import ctypes
 import re
 
@@ -30,8 +31,16 @@ def scatter_args():
 def pfa_args(layout):
     q = np.random.default_rng(0).standard_normal((1, 2, 8, 16)).astype(np.float16)
     out = ae.empty((1, 2, 8, 16), ae.DataType.ACL_FLOAT16)
-    return [ae.to_device(q), ae.to_device(q), ae.to_device(q)] + [None] * 9 + [2, 0.25, 2147483647, 0, layout, 0,
-                                                                               0, out], out
+    return [ae.to_device(q), ae.to_device(q), ae.to_device(q)] + [None] * 9 + [
+        2,
+        0.25,
+        2147483647,
+        0,
+        layout,
+        0,
+        0,
+        out,
+    ], out
 
 
 def test_bytes_and_str_are_the_same_string():
@@ -43,13 +52,16 @@ def test_bytes_and_str_are_the_same_string():
     assert results[0].tobytes() == results[1].tobytes() == results[2].tobytes()
 
 
-@pytest.mark.parametrize("position, value, error, words", [
-    (0, np.zeros((2, 1, 16), np.float16), TypeError, ["argument key", "aclnn_emu.Tensor", "numpy.ndarray"]),
-    (2, [2, 0], TypeError, ["argument slotMapping", "aclnn_emu.Tensor", "got list"]),
-    (8, 3, TypeError, ["argument cacheModeOptional", "str or bytes", "got int 3"]),
-    (10, ("a", "b"), TypeError, ["argument stridesOptional", "integers", "got tuple"]),
-    (10, "12", TypeError, ["argument stridesOptional", "got str"]),
-])
+@pytest.mark.parametrize(
+    "position, value, error, words",
+    [
+        (0, np.zeros((2, 1, 16), np.float16), TypeError, ["argument key", "aclnn_emu.Tensor", "numpy.ndarray"]),
+        (2, [2, 0], TypeError, ["argument slotMapping", "aclnn_emu.Tensor", "got list"]),
+        (8, 3, TypeError, ["argument cacheModeOptional", "str or bytes", "got int 3"]),
+        (10, ("a", "b"), TypeError, ["argument stridesOptional", "integers", "got tuple"]),
+        (10, "12", TypeError, ["argument stridesOptional", "got str"]),
+    ],
+)
 def test_a_wrong_python_type_names_the_argument(scatter_args, position, value, error, words):
     args, _ = scatter_args
     args[position] = value
@@ -62,10 +74,11 @@ def test_a_wrong_python_type_names_the_argument(scatter_args, position, value, e
 
 def test_numbers_out_of_their_c_type_and_of_the_wrong_kind():
     args, _ = pfa_args("BNSD")
-    for position, value, error, words in ((12, 1 << 63, ValueError, "argument numHeads must be an integer in the "
-                                           "int64_t range"), (12, 2.0, TypeError, "argument numHeads must be an "
-                                           "integer (int64_t), got float 2.0"),
-                                          (13, "0.25", TypeError, "argument scaleValue must be a number")):
+    for position, value, error, words in (
+        (12, 1 << 63, ValueError, "argument numHeads must be an integer in the int64_t range"),
+        (12, 2.0, TypeError, "argument numHeads must be an integer (int64_t), got float 2.0"),
+        (13, "0.25", TypeError, "argument scaleValue must be a number"),
+    ):
         wrong = list(args)
         wrong[position] = value
         with pytest.raises(error, match=re.escape(words)):
@@ -83,8 +96,11 @@ def test_numpy_scalars_are_numbers():
 
 def test_a_missing_argument_is_named(scatter_args):
     args, _ = scatter_args
-    with pytest.raises(TypeError, match=r"takes 12 arguments \(key, .*offsetsOptional\), got 10: "
-                                        r"stridesOptional, offsetsOptional missing"):
+    with pytest.raises(
+        TypeError,
+        match=r"takes 12 arguments \(key, .*offsetsOptional\), got 10: "
+        r"stridesOptional, offsetsOptional missing",
+    ):
         ae.run("ScatterPaKvCache", *args[:10])
     with pytest.raises(TypeError, match="got 13"):
         ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(*args, None)
@@ -115,7 +131,7 @@ def test_raw_phase1_answers_garbage_in_every_position_with_161002(scatter_args, 
     args, _ = scatter_args
     for i, param in enumerate(by_name("ScatterPaKvCache").params):
         if param.kind == "string" and isinstance(garbage, str):
-            continue                  # a string is a valid mode name to check, not garbage
+            continue  # a string is a valid mode name to check, not garbage
         wrong = list(args)
         wrong[i] = garbage
         result = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(*wrong)
@@ -132,6 +148,7 @@ def test_raw_phase2_answers_garbage_like_c(scatter_args, garbage):
         code, size, executor = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(*args)
         assert code == 0
         return size, executor
+
     assert ae.raw.aclnnScatterPaKvCache(0, 0, garbage, stream) == status.ACLNN_ERR_INNER_NULLPTR
     assert "is not a live aclOpExecutor" in take_recent()
     size, executor = fresh()
@@ -152,8 +169,7 @@ def test_raw_and_c_agree_on_the_same_garbage(scatter_args, libacl):
     raw_tensor = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(host.ctypes.data, *args[1:])[0]
     ws, ex = ctypes.c_uint64(), ctypes.c_void_p()
     c_handles = [ctypes.c_void_p(host.ctypes.data)] + [ctypes.c_void_p(t.handle if t else None) for t in args[1:5]]
-    c_tensor = libacl.aclnnScatterPaKvCacheGetWorkspaceSize(*c_handles, *[None] * 7, ctypes.byref(ws),
-                                                            ctypes.byref(ex))
+    c_tensor = libacl.aclnnScatterPaKvCacheGetWorkspaceSize(*c_handles, *[None] * 7, ctypes.byref(ws), ctypes.byref(ex))
     assert raw_tensor == c_tensor == INVALID
     raw_executor = ae.raw.aclnnScatterPaKvCache(None, 0, host.ctypes.data, None)
     c_executor = libacl.aclnnScatterPaKvCache(None, ctypes.c_uint64(0), ctypes.c_void_p(host.ctypes.data), None)

@@ -1,6 +1,7 @@
 """aclnn_emu.ops: generated from every operator's signature, host data in and out, outputs allocated
 by each op's rule, two phases as objects, typed errors, and the same codes and bytes as the device
 tensor paths (ae.run / ae.raw) on the same inputs."""
+
 import inspect
 
 import ml_dtypes
@@ -57,8 +58,12 @@ def test_keywords_give_the_raw_c_paths_status(op):
 
 def test_a_missing_required_value_names_it():
     with pytest.raises(TypeError, match="missing required argument.*numHeads"):
-        ae.ops.PromptFlashAttentionV2(np.zeros((1, 1, 1, 16), np.float16), np.zeros((1, 1, 1, 16), np.float16),
-                                      np.zeros((1, 1, 1, 16), np.float16), inputLayout="BNSD")
+        ae.ops.PromptFlashAttentionV2(
+            np.zeros((1, 1, 1, 16), np.float16),
+            np.zeros((1, 1, 1, 16), np.float16),
+            np.zeros((1, 1, 1, 16), np.float16),
+            inputLayout="BNSD",
+        )
 
 
 def test_every_status_code_has_a_class_of_its_own():
@@ -69,7 +74,11 @@ def test_every_status_code_has_a_class_of_its_own():
         error = ae.AclnnError(code, "m")
         assert type(error) is not ae.AclnnError and error.status == code and isinstance(error, ae.AclnnError)
     assert (ae.ParamNullptr.code, ae.ParamInvalid.code, ae.TilingError.code, ae.InnerNullptr.code) == (
-        161001, 161002, 561002, 561103)
+        161001,
+        161002,
+        561002,
+        561103,
+    )
     assert type(ae.AclnnError(12345, "m")) is ae.AclnnError
 
 
@@ -92,8 +101,9 @@ def _pfa_device_path(q, k, v, heads, layout="BNSD"):
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["fp16", "bf16"])
 def test_numpy_in_numpy_out_matches_the_device_path(dtype):
     q, k, v = _pfa_inputs(dtype)
-    out = ae.ops.PromptFlashAttentionV2(query=q, key=k, value=v, numHeads=2, scaleValue=0.25, inputLayout="BNSD",
-                                        preTokens=2147483647, nextTokens=0)
+    out = ae.ops.PromptFlashAttentionV2(
+        query=q, key=k, value=v, numHeads=2, scaleValue=0.25, inputLayout="BNSD", preTokens=2147483647, nextTokens=0
+    )
     assert isinstance(out, np.ndarray) and out.dtype == np.dtype(dtype) and out.shape == q.shape
     assert out.tobytes() == _pfa_device_path(q, k, v, 2).tobytes()
 
@@ -101,11 +111,16 @@ def test_numpy_in_numpy_out_matches_the_device_path(dtype):
 def test_positional_and_keyword_calls_agree_and_a_given_output_is_filled_in_place():
     q, k, v = _pfa_inputs(np.float16)
     given = np.full(q.shape, 7, np.float16)
-    out = ae.ops.PromptFlashAttentionV2(q, k, v, None, None, None, None, None, None, None, None, None, 2, 0.25,
-                                        2147483647, 0, "BNSD", 0, 0, given)
+    out = ae.ops.PromptFlashAttentionV2(
+        q, k, v, None, None, None, None, None, None, None, None, None, 2, 0.25, 2147483647, 0, "BNSD", 0, 0, given
+    )
     assert out is given
-    assert given.tobytes() == ae.ops.PromptFlashAttentionV2(query=q, key=k, value=v, numHeads=2, scaleValue=0.25,
-                                                            inputLayout="BNSD").tobytes()
+    assert (
+        given.tobytes()
+        == ae.ops.PromptFlashAttentionV2(
+            query=q, key=k, value=v, numHeads=2, scaleValue=0.25, inputLayout="BNSD"
+        ).tobytes()
+    )
 
 
 def test_automatic_output_takes_values_head_size_in_bsh():
@@ -124,8 +139,10 @@ def test_torch_in_torch_out():
     assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and tuple(out.shape) == q.shape
     assert out.view(torch.int16).numpy().tobytes() == _pfa_device_path(q, k, v, 2).tobytes()
     given = torch.zeros(q.shape, dtype=torch.bfloat16)
-    assert ae.ops.PromptFlashAttentionV2(tq, tk, tv, numHeads=2, scaleValue=0.25, inputLayout="BNSD",
-                                         attentionOut=given) is given
+    assert (
+        ae.ops.PromptFlashAttentionV2(tq, tk, tv, numHeads=2, scaleValue=0.25, inputLayout="BNSD", attentionOut=given)
+        is given
+    )
     assert torch.equal(given, out)
 
 
@@ -145,8 +162,9 @@ def test_a_rejected_call_has_the_raw_code_and_names_the_argument():
         ae.ops.PromptFlashAttentionV2(q, k.astype(np.float32), v, numHeads=2, inputLayout="BNSD")
     tensors = [ae.to_device(x) for x in (q, k.astype(np.float32), v)]
     out = ae.empty(q.shape, ae.DataType.ACL_FLOAT16)
-    code, _, _ = ae.raw.aclnnPromptFlashAttentionV2GetWorkspaceSize(*tensors, *[None] * 9, 2, 1.0, 2147483647, 0,
-                                                                    "BNSD", 0, 0, out)
+    code, _, _ = ae.raw.aclnnPromptFlashAttentionV2GetWorkspaceSize(
+        *tensors, *[None] * 9, 2, 1.0, 2147483647, 0, "BNSD", 0, 0, out
+    )
     assert code == status.ACLNN_ERR_PARAM_INVALID and "keyDataType" in take_recent()
     for t in tensors + [out]:
         ae.free(t)
@@ -168,9 +186,20 @@ def test_flash_attention_grad_allocates_its_outputs_like_the_inputs():
     b, n, s, d = 1, 2, 32, 16
     q, k, v, dy, attn = (RNG.standard_normal((b, n, s, d)).astype(np.float16) for _ in range(5))
     softmax = np.zeros((b, n, s, 8), np.float32)
-    grads = ae.ops.FlashAttentionScoreGradV2(q, k, v, dy, softmaxMaxOptional=softmax, softmaxSumOptional=softmax + 1,
-                                             attentionInOptional=attn, scaleValue=0.25, preTokens=65536, nextTokens=65536,
-                                             headNum=n, inputLayout="BNSD")
+    grads = ae.ops.FlashAttentionScoreGradV2(
+        q,
+        k,
+        v,
+        dy,
+        softmaxMaxOptional=softmax,
+        softmaxSumOptional=softmax + 1,
+        attentionInOptional=attn,
+        scaleValue=0.25,
+        preTokens=65536,
+        nextTokens=65536,
+        headNum=n,
+        inputLayout="BNSD",
+    )
     assert grads._fields == ("dqOut", "dkOut", "dvOut", "dpseOut")
     assert [g.shape for g in grads[:3]] == [q.shape, k.shape, v.shape] and grads.dpseOut is None
     assert all(g.dtype == np.float16 for g in grads[:3])
@@ -196,8 +225,9 @@ def test_prepare_run_result_on_a_stream_and_a_repeatable_executor():
     q, k, v = _pfa_inputs(np.float16)
     expected = _pfa_device_path(q, k, v, 2)
     stream = ae.Stream(ae.setup())
-    ex = ae.ops.PromptFlashAttentionV2.prepare(q, k, v, numHeads=2, scaleValue=0.25, inputLayout="BNSD",
-                                               repeatable=True)
+    ex = ae.ops.PromptFlashAttentionV2.prepare(
+        q, k, v, numHeads=2, scaleValue=0.25, inputLayout="BNSD", repeatable=True
+    )
     handle = ex.executor
     with ex:
         assert ex.workspace_size >= 0
@@ -222,7 +252,7 @@ def test_the_workspace_can_be_the_callers():
     key = RNG.standard_normal((2, 1, 16)).astype(np.float16)
     cache = np.zeros((1, 4, 1, 16), np.float16)
     ex = ae.ops.ScatterPaKvCache.prepare(key, cache, np.array([2, 0], np.int32), key, cache.copy())
-    assert ex.workspace_size == 16 * 1024 * 1024          # ASCENDC_TOOLS_WORKSPACE on Atlas A2
+    assert ex.workspace_size == 16 * 1024 * 1024  # ASCENDC_TOOLS_WORKSPACE on Atlas A2
     workspace = ae.empty((ex.workspace_size,), ae.DataType.ACL_UINT8)
     ex.run(workspace=workspace).result()
     assert (cache[0, 2] == key[0]).all() and (cache[0, 0] == key[1]).all()
@@ -279,8 +309,10 @@ print(out.shape)
 def test_a_device_owns_what_it_started(tmp_path):
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+
+    done = subprocess.run(
+        [sys.executable, "-c", DEVICE_SCRIPT], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert done.returncode == 0 and done.stdout.strip() == "(1, 2, 16, 16)", done.stderr
 
 
@@ -289,7 +321,7 @@ def test_closing_waits_for_a_run_still_on_its_stream():
     stream = ae.Stream(ae.setup())
     before, free = len(ae.sanitizer_reports()), rt.mem_info()
     with ae.ops.PromptFlashAttentionV2.prepare(q, k, v, numHeads=8, inputLayout="BNSD", repeatable=True) as ex:
-        ex.run(stream=stream)        # left without a synchronisation: closing must wait before freeing
+        ex.run(stream=stream)  # left without a synchronisation: closing must wait before freeing
     stream.synchronize()
     assert ae.sanitizer_reports()[before:] == [] and rt.mem_info() == free
 
@@ -326,6 +358,7 @@ def _device_path(name, *args):
             made.append(outputs[-1])
             return outputs[-1]
         return value
+
     ae.run(name, *[device(a) for a in args])
     result = [ae.numpy(t) for t in outputs]
     for t in made:
@@ -341,13 +374,42 @@ def _same_bytes(got, expected):
 
 def test_flash_attention_score_round_trip():
     q, k, v = (RNG.standard_normal((1, 2, 32, 16)).astype(np.float16) for _ in range(3))
-    got = ae.ops.FlashAttentionScoreV2(q, k, v, scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536,
-                                       headNum=2, inputLayout="BNSD", innerPrecise=0, sparseMode=0)
+    got = ae.ops.FlashAttentionScoreV2(
+        q,
+        k,
+        v,
+        scaleValue=0.25,
+        keepProb=1.0,
+        preTokens=65536,
+        nextTokens=65536,
+        headNum=2,
+        inputLayout="BNSD",
+        innerPrecise=0,
+        sparseMode=0,
+    )
     assert got._fields == ("softmaxMaxOut", "softmaxSumOut", "softmaxOutOut", "attentionOutOut")
     assert got.softmaxOutOut is None
     lanes = ("out", (1, 2, 32, 8), ae.DataType.ACL_FLOAT)
-    expected = _device_path("FlashAttentionScoreV2", q, k, v, *[None] * 7, 0.25, 1.0, 65536, 65536, 2, "BNSD", 0, 0,
-                            1, lanes, lanes, None, ("out", q.shape, ae.DataType.ACL_FLOAT16))
+    expected = _device_path(
+        "FlashAttentionScoreV2",
+        q,
+        k,
+        v,
+        *[None] * 7,
+        0.25,
+        1.0,
+        65536,
+        65536,
+        2,
+        "BNSD",
+        0,
+        0,
+        1,
+        lanes,
+        lanes,
+        None,
+        ("out", q.shape, ae.DataType.ACL_FLOAT16),
+    )
     _same_bytes([got.softmaxMaxOut, got.softmaxSumOut, got.attentionOutOut], expected)
 
 
@@ -356,11 +418,27 @@ def test_incre_flash_attention_round_trip_with_a_list_of_arrays():
     k, v = (RNG.standard_normal((2, 2, 64, 16)).astype(np.float16) for _ in range(2))
     ae.setup()
     before = rt.mem_info()
-    got = ae.ops.IncreFlashAttentionV4(q, [k], (v,), actualSeqLengths=[64, 40], numHeads=4, scaleValue=0.25,
-                                       inputLayout="BNSD", numKeyValueHeads=2)
+    got = ae.ops.IncreFlashAttentionV4(
+        q, [k], (v,), actualSeqLengths=[64, 40], numHeads=4, scaleValue=0.25, inputLayout="BNSD", numKeyValueHeads=2
+    )
     assert rt.mem_info() == before
-    expected = _device_path("IncreFlashAttentionV4", q, [k], [v], None, None, [64, 40], *[None] * 9, 4, 0.25, "BNSD",
-                            2, 0, 1, ("out", q.shape, ae.DataType.ACL_FLOAT16))
+    expected = _device_path(
+        "IncreFlashAttentionV4",
+        q,
+        [k],
+        [v],
+        None,
+        None,
+        [64, 40],
+        *[None] * 9,
+        4,
+        0.25,
+        "BNSD",
+        2,
+        0,
+        1,
+        ("out", q.shape, ae.DataType.ACL_FLOAT16),
+    )
     _same_bytes([got], expected)
 
 
@@ -369,9 +447,24 @@ def test_lightning_indexer_round_trip():
     k = RNG.standard_normal((1, 16, 1, 128)).astype(np.float16)
     w = RNG.standard_normal((1, 4, 8)).astype(np.float16)
     got = ae.ops.LightningIndexer(q, k, w, sparseCount=8, sparseMode=3, returnValues=True)
-    expected = _device_path("LightningIndexer", q, k, w, None, None, None, "BSND", "BSND", 8, 3, (1 << 63) - 1,
-                            (1 << 63) - 1, True, ("out", (1, 4, 1, 8), ae.DataType.ACL_INT32),
-                            ("out", (1, 4, 1, 8), ae.DataType.ACL_FLOAT16))
+    expected = _device_path(
+        "LightningIndexer",
+        q,
+        k,
+        w,
+        None,
+        None,
+        None,
+        "BSND",
+        "BSND",
+        8,
+        3,
+        (1 << 63) - 1,
+        (1 << 63) - 1,
+        True,
+        ("out", (1, 4, 1, 8), ae.DataType.ACL_INT32),
+        ("out", (1, 4, 1, 8), ae.DataType.ACL_FLOAT16),
+    )
     _same_bytes(list(got), expected)
     assert (0 <= got.sparseIndicesOut[0, 0, 0]).all() and (got.sparseIndicesOut[0, 0, 0] < 13).all()  # causal: 13 keys
 
@@ -383,11 +476,43 @@ def test_sparse_flash_attention_round_trip():
     k_rope = RNG.standard_normal((1, 8, 1, 64)).astype(np.float16)
     indices = np.array([0, 1] * 4, np.int32).reshape(1, 4, 1, 2)
     scale = 1 / np.sqrt(576)
-    got = ae.ops.SparseFlashAttention(q, k, v, indices, queryRope=q_rope, keyRope=k_rope, scaleValue=scale,
-                                      sparseBlockSize=4, sparseMode=3, attentionMode=2, returnSoftmaxLse=True)
+    got = ae.ops.SparseFlashAttention(
+        q,
+        k,
+        v,
+        indices,
+        queryRope=q_rope,
+        keyRope=k_rope,
+        scaleValue=scale,
+        sparseBlockSize=4,
+        sparseMode=3,
+        attentionMode=2,
+        returnSoftmaxLse=True,
+    )
     lse = ("out", (1, 1, 4, 2), ae.DataType.ACL_FLOAT)
-    expected = _device_path("SparseFlashAttention", q, k, v, indices, None, None, None, q_rope, k_rope, scale, 4,
-                            "BSND", "BSND", 3, (1 << 63) - 1, (1 << 63) - 1, 2, True,
-                            ("out", q.shape, ae.DataType.ACL_FLOAT16), lse, lse)
+    expected = _device_path(
+        "SparseFlashAttention",
+        q,
+        k,
+        v,
+        indices,
+        None,
+        None,
+        None,
+        q_rope,
+        k_rope,
+        scale,
+        4,
+        "BSND",
+        "BSND",
+        3,
+        (1 << 63) - 1,
+        (1 << 63) - 1,
+        2,
+        True,
+        ("out", q.shape, ae.DataType.ACL_FLOAT16),
+        lse,
+        lse,
+    )
     _same_bytes(list(got), expected)
     assert np.isfinite(got.softmaxSumOut).all() and (got.softmaxSumOut > 0).all()

@@ -1,6 +1,7 @@
 """The README's Python section runs as written, and its pytest-plugin example passes as a test file
 of its own (also spread over two pytest-xdist workers); the plugin fails a test the sanitizer
 reported on and runs a test on every chip when asked. Each in a process of its own."""
+
 import pathlib
 import re
 import subprocess
@@ -13,7 +14,7 @@ README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 def _blocks(start: str, end: str) -> list[str]:
     text = README.read_text()
-    section = text[text.index(start):text.index(end)]
+    section = text[text.index(start) : text.index(end)]
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
@@ -42,7 +43,7 @@ def test_the_plugin_example_passes(tmp_path, options):
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout + done.stderr
 
 
-FINDINGS = '''
+FINDINGS = """
 import aclnn_emu as ae
 from aclnn_emu.runtime import api
 
@@ -58,7 +59,7 @@ def test_clean(acl_device):
 def test_chip(aclnn_soc, aclnn_strict):
     from aclnn_emu import config, platform
     assert api.soc_name() == platform.part(aclnn_soc).name and config.current.strict
-'''
+"""
 
 
 def test_an_unexpected_report_fails_and_every_chip_runs(tmp_path):

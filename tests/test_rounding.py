@@ -1,4 +1,5 @@
 """The in-place fp32-domain rounding of kernels/rounding.py is bit-exact with the plain casts."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,23 +12,35 @@ def _edge_values(dtype):
     """Exact ties, their neighbours, subnormals, overflow boundaries, zeros, infinities, NaN."""
     info = ml_dtypes.finfo(dtype)
     subnormals = np.arange(-2048, 2048, dtype=np.float32) * np.float32(info.smallest_subnormal)
-    binades = (np.float32(2.0) ** np.arange(-30, 17, dtype=np.float32)[:, None]
-               * (np.float32(1) + np.arange(0, 1, 1 / 64, dtype=np.float32))).ravel()
+    binades = (
+        np.float32(2.0) ** np.arange(-30, 17, dtype=np.float32)[:, None]
+        * (np.float32(1) + np.arange(0, 1, 1 / 64, dtype=np.float32))
+    ).ravel()
     grid = np.concatenate([subnormals, binades, -binades])
     step = np.float32(info.eps) * np.abs(grid)
-    ties = np.concatenate([grid + step / 2, grid - step / 2,
-                           np.arange(-40, 40, dtype=np.float32) * np.float32(info.smallest_subnormal) / 2])
+    ties = np.concatenate(
+        [
+            grid + step / 2,
+            grid - step / 2,
+            np.arange(-40, 40, dtype=np.float32) * np.float32(info.smallest_subnormal) / 2,
+        ]
+    )
     neighbours = np.concatenate([np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, -np.float32(np.inf))])
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, -65520,
-                         3.4e38, -3.4e38], dtype=np.float32)
+    specials = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, -65520, 3.4e38, -3.4e38], dtype=np.float32
+    )
     return np.concatenate([grid, ties, neighbours, specials]).astype(np.float32)
 
 
 def _inputs(dtype):
     rng = np.random.default_rng(0)
-    return np.concatenate([_edge_values(dtype),
-                           rng.standard_normal(50000).astype(np.float32) * np.float32(1e-3),
-                           rng.standard_normal(50000).astype(np.float32) * np.float32(3e4)])
+    return np.concatenate(
+        [
+            _edge_values(dtype),
+            rng.standard_normal(50000).astype(np.float32) * np.float32(1e-3),
+            rng.standard_normal(50000).astype(np.float32) * np.float32(3e4),
+        ]
+    )
 
 
 @pytest.mark.parametrize("dtype", [FP16, BF16])
@@ -44,7 +57,7 @@ def test_round_half_away_matches_cast_round(dtype):
 def test_narrow_half_away_gives_cast_rounds_bits(dtype):
     payload_nans = np.array([0x7F800001, 0xFF800001, 0x7FC00000], np.uint32).view(np.float32)
     x = np.concatenate([_inputs(dtype), payload_nans])
-    with np.errstate(invalid="ignore"):     # ml_dtypes warns when it narrows a NaN
+    with np.errstate(invalid="ignore"):  # ml_dtypes warns when it narrows a NaN
         expected = cast_round(x, dtype)
     got = narrow_half_away(x.copy().reshape(-1, 1), dtype).ravel()
     assert got.dtype == dtype

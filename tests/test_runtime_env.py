@@ -1,4 +1,5 @@
 """Environment variables, process lifetime and threads, through compiled C++ programs."""
+
 import pytest
 
 import cabi
@@ -53,8 +54,13 @@ def test_soc_name_is_the_part_name_and_a_family_name_means_one_part():
     names = list(PARTS) + [name.lower() for name in PARTS] + list(ALIASES)
     result = cabi.compile_and_run("runtime_env.cpp", "parts", *names, timeout=120)
     rows = [line.split() for line in result.stdout.splitlines()]
-    expected = {**{name: name for name in PARTS}, **{name.lower(): name for name in PARTS},
-                "Ascend910B": "Ascend910B2", "Ascend910_93": "Ascend910_9392", "Ascend910_95": "Ascend910_9599"}
+    expected = {
+        **{name: name for name in PARTS},
+        **{name.lower(): name for name in PARTS},
+        "Ascend910B": "Ascend910B2",
+        "Ascend910_93": "Ascend910_9392",
+        "Ascend910_95": "Ascend910_9599",
+    }
     assert rows == [[name, "0", expected[name]] for name in names]
 
 
@@ -63,15 +69,24 @@ def test_a_name_that_is_no_emulated_part_is_the_one_line_setting_error(name):
     result = cabi.compile_and_run("runtime_env.cpp", "parts", name, env={"ACLNN_EMU_SOC": name}, timeout=120)
     assert result.stdout == f"{name} 100000 (null)\n"
     lines = result.stderr.splitlines()
-    assert lines == [f"aclnn-emu: ACLNN_EMU_SOC={name!r} is not allowed: use {config.BY_VARIABLE['ACLNN_EMU_SOC'].allowed}; "
-                     f"{config.CONSEQUENCE}"]
+    assert lines == [
+        f"aclnn-emu: ACLNN_EMU_SOC={name!r} is not allowed: use {config.BY_VARIABLE['ACLNN_EMU_SOC'].allowed}; "
+        f"{config.CONSEQUENCE}"
+    ]
 
 
-@pytest.mark.parametrize("name, soc, total", [
-    ("Ascend910B4", "Ascend910B4", 32 << 30), ("Ascend910B2", "Ascend910B2", 64 << 30),
-    ("Ascend910B4-1", "Ascend910B4-1", 32 << 30), ("Ascend910_9362", "Ascend910_9362", 32 << 30),
-    ("ascend910_93", "Ascend910_9392", 64 << 30),
-    ("Ascend910B2C", "Ascend910B2C", UNKNOWN_HBM), ("Ascend910_95", "Ascend910_9599", UNKNOWN_HBM)])
+@pytest.mark.parametrize(
+    "name, soc, total",
+    [
+        ("Ascend910B4", "Ascend910B4", 32 << 30),
+        ("Ascend910B2", "Ascend910B2", 64 << 30),
+        ("Ascend910B4-1", "Ascend910B4-1", 32 << 30),
+        ("Ascend910_9362", "Ascend910_9362", 32 << 30),
+        ("ascend910_93", "Ascend910_9392", 64 << 30),
+        ("Ascend910B2C", "Ascend910B2C", UNKNOWN_HBM),
+        ("Ascend910_95", "Ascend910_9599", UNKNOWN_HBM),
+    ],
+)
 def test_get_mem_info_reports_the_parts_hbm(name, soc, total):
     """platform.py: memory_size of the part's platform config; not published for B2C and 910_95 parts."""
     result, codes = scenario("soc", ACLNN_EMU_SOC=name)
@@ -87,10 +102,23 @@ def test_device_memory_setting_overrides_the_parts_hbm():
 def test_fp16_helpers_round_and_saturate_like_cann():
     _, codes = scenario("fp16")
     assert codes == {
-        "f2h_one": 0x3C00, "f2h_tie_even": 0x3C00, "f2h_tie_up": 0x3C02, "f2h_overflow": 0x7BFF,
-        "f2h_neg_overflow": 0xFBFF, "f2h_inf": 0x7BFF, "f2h_nan": 0x7BFF, "f2h_denormal": 0x0001,
-        "h2f_inf": 65536, "h2f_neg_inf": -65536, "h2f_nan": 98304, "h2f_max": 65504, "h2f_half": 500,
-        "size_fp16": 2, "size_bf16": 2, "size_int64": 8, "size_undefined": 0,
+        "f2h_one": 0x3C00,
+        "f2h_tie_even": 0x3C00,
+        "f2h_tie_up": 0x3C02,
+        "f2h_overflow": 0x7BFF,
+        "f2h_neg_overflow": 0xFBFF,
+        "f2h_inf": 0x7BFF,
+        "f2h_nan": 0x7BFF,
+        "f2h_denormal": 0x0001,
+        "h2f_inf": 65536,
+        "h2f_neg_inf": -65536,
+        "h2f_nan": 98304,
+        "h2f_max": 65504,
+        "h2f_half": 500,
+        "size_fp16": 2,
+        "size_bf16": 2,
+        "size_int64": 8,
+        "size_undefined": 0,
     }
 
 

@@ -1,5 +1,6 @@
 """Every spec sample builds with the official recipes, runs unchanged and prints what the goldens
 predict (tests/golden/samples.py)."""
+
 import pathlib
 import subprocess
 
@@ -18,7 +19,6 @@ NAMES = sorted(p.stem for p in SAMPLES.glob("*.cpp"))
 RESULT_LINES = ("result[0] is:", "index: 0:")
 
 
-
 def bash(script, cwd):
     return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=600)
 
@@ -27,8 +27,11 @@ def bash(script, cwd):
 def cmake_build(tmp_path_factory):
     """The current recipe: source set_env.sh; cmake -DCMAKE_SKIP_RPATH=TRUE; make."""
     build = tmp_path_factory.mktemp("samples-build")
-    result = bash(f"source {toolkit.HOME}/set_env.sh && cmake {SAMPLES} -DCMAKE_CXX_COMPILER=g++ "
-                  f"-DCMAKE_SKIP_RPATH=TRUE >/dev/null && make -j2 2>&1", build)
+    result = bash(
+        f"source {toolkit.HOME}/set_env.sh && cmake {SAMPLES} -DCMAKE_CXX_COMPILER=g++ "
+        f"-DCMAKE_SKIP_RPATH=TRUE >/dev/null && make -j2 2>&1",
+        build,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return build / "bin"
 
@@ -51,14 +54,13 @@ def test_sample_runs_unchanged(cmake_build, name):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [line for line in result.stdout.splitlines() if "result[" in line or line.startswith("index: ")]
     assert lines, "no result line printed"
-    if EXPECTED[name] is None:        # what it prints is undefined (see tests/golden/samples.py)
+    if EXPECTED[name] is None:  # what it prints is undefined (see tests/golden/samples.py)
         return
     expected = EXPECTED[name]()
     assert len(lines) == len(expected)
     compared = [(i, got, want) for i, (got, want) in enumerate(zip(lines, expected)) if want is not None]
     wrong = [(i, got, want) for i, got, want in compared if got != want]
     assert len(compared) >= len(expected) // 4 and not wrong, f"{len(wrong)} lines differ, first: {wrong[:1]}"
-
 
 
 def test_older_recipe_with_custom_path_and_libopapi(tmp_path):
@@ -68,26 +70,37 @@ project(ACLNN_EXAMPLE)
 add_compile_options(-std=c++11)
 set(CMAKE_RUNTIME_OUTPUT_DIRECTORY "./bin")
 set(CMAKE_CXX_FLAGS_RELEASE "-fPIC -O2 -Wall")
-add_executable(opapi_test {SAMPLES / 'aclnnScatterPaKvCache.cpp'})
+add_executable(opapi_test {SAMPLES / "aclnnScatterPaKvCache.cpp"})
 set(ASCEND_PATH $ENV{{ASCEND_CUSTOM_PATH}})
 include_directories(${{ASCEND_PATH}}/include ${{ASCEND_PATH}}/include/aclnn)
 target_link_libraries(opapi_test PRIVATE ${{ASCEND_PATH}}/lib64/libascendcl.so ${{ASCEND_PATH}}/lib64/libnnopbase.so
                       ${{ASCEND_PATH}}/lib64/libopapi.so ${{ASCEND_PATH}}/lib64/libopapi_transformer.so)
 """)
-    result = bash(f"source {toolkit.HOME}/set_env.sh && mkdir -p build && cd build && cmake .. "
-                  f"-DCMAKE_CXX_COMPILER=g++ -DCMAKE_SKIP_RPATH=TRUE >/dev/null && make 2>&1 && ./bin/opapi_test", tmp_path)
+    result = bash(
+        f"source {toolkit.HOME}/set_env.sh && mkdir -p build && cd build && cmake .. "
+        f"-DCMAKE_CXX_COMPILER=g++ -DCMAKE_SKIP_RPATH=TRUE >/dev/null && make 2>&1 && ./bin/opapi_test",
+        tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_plain_gpp_line(tmp_path):
     home = toolkit.HOME
-    result = bash(f"g++ {SAMPLES / 'aclnnScatterPaKvCache.cpp'} -I{home}/include -I{home}/include/aclnnop "
-                  f"-L{home}/lib64 -lascendcl -lnnopbase -lopapi -o prog && "
-                  f"LD_LIBRARY_PATH={home}/lib64 ./prog", tmp_path)
+    result = bash(
+        f"g++ {SAMPLES / 'aclnnScatterPaKvCache.cpp'} -I{home}/include -I{home}/include/aclnnop "
+        f"-L{home}/lib64 -lascendcl -lnnopbase -lopapi -o prog && "
+        f"LD_LIBRARY_PATH={home}/lib64 ./prog",
+        tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_aclnn_emu_run_command():
-    result = subprocess.run(["python3", "-m", "aclnn_emu.cli", "run", str(SAMPLES / "aclnnScatterPaKvCache.cpp")],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        ["python3", "-m", "aclnn_emu.cli", "run", str(SAMPLES / "aclnnScatterPaKvCache.cpp")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,5 +1,6 @@
 """aclnnScatterPaKvCache through the Python API: every scenario per chip, bit-exact against the
 loop references, plus the warnings and sanitizer reports the issue asks for."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ from golden import scatter_pa_kv_cache as golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 A2_CHIPS = ["Ascend910B", "Ascend910_93"]
-FP8 = {np.dtype(ml_dtypes.float8_e4m3fn): DataType.ACL_FLOAT8_E4M3FN,   # dtypes.from_numpy has no fp8 entries
-       np.dtype(ml_dtypes.float8_e5m2): DataType.ACL_FLOAT8_E5M2}
+FP8 = {
+    np.dtype(ml_dtypes.float8_e4m3fn): DataType.ACL_FLOAT8_E4M3FN,  # dtypes.from_numpy has no fp8 entries
+    np.dtype(ml_dtypes.float8_e5m2): DataType.ACL_FLOAT8_E5M2,
+}
 
 
 @pytest.fixture
@@ -28,18 +31,46 @@ def dev():
         tensor = ae.to_device(array, dtype) if np.ndim(array) else ae.empty((), dtype or DataType.ACL_FLOAT16)
         made.append(tensor)
         return tensor
+
     yield make
     for tensor in made:
         ae.free(tensor)
 
 
-def scatter(dev, key, kc, slots, value, vc, cl=None, cso=None, lens=None, cache_mode=None, scatter_mode=None,
-            strides=None, offsets=None, slot_dtype=DataType.ACL_INT32):
+def scatter(
+    dev,
+    key,
+    kc,
+    slots,
+    value,
+    vc,
+    cl=None,
+    cso=None,
+    lens=None,
+    cache_mode=None,
+    scatter_mode=None,
+    strides=None,
+    offsets=None,
+    slot_dtype=DataType.ACL_INT32,
+):
     """Run the op on device copies; return the two caches."""
     index = lambda x: None if x is None else dev(np.asarray(x), slot_dtype)  # noqa: E731
     tkc, tvc = dev(kc), dev(vc)
-    ae.run("ScatterPaKvCache", dev(key), tkc, index(slots), dev(value), tvc, index(cl), index(cso), index(lens),
-           cache_mode, scatter_mode, strides, offsets)
+    ae.run(
+        "ScatterPaKvCache",
+        dev(key),
+        tkc,
+        index(slots),
+        dev(value),
+        tvc,
+        index(cl),
+        index(cso),
+        index(lens),
+        cache_mode,
+        scatter_mode,
+        strides,
+        offsets,
+    )
     return ae.numpy(tkc), ae.numpy(tvc)
 
 
@@ -68,10 +99,10 @@ def test_normal_int64_slots_are_read_as_int32_words(chip, dev, capfd):
     key, kc = golden.random_data(rng, (6, 1, 16), np.float16), np.zeros((2, 8, 1, 16), np.float16)
     slots = np.array([3, 9, 4, 12, 5, 1], np.int64)
     out_k, _ = scatter(dev, key, kc, slots, key, kc, slot_dtype=DataType.ACL_INT64)
-    words = golden.int32_words(slots, 6)                       # [3, 0, 9, 0, 4, 0]
+    words = golden.int32_words(slots, 6)  # [3, 0, 9, 0, 4, 0]
     assert golden.same_bits(out_k, golden.a2_nd(kc, key, words, 16))
     assert "reads slot_mapping as int32" in capfd.readouterr().err
-    assert kinds() == ["write-race"]                          # tokens 1, 3, 5 all hit word 0 on different cores
+    assert kinds() == ["write-race"]  # tokens 1, 3, 5 all hit word 0 on different cores
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
@@ -81,7 +112,7 @@ def test_int8_key_moves_value_in_bytes(chip, dev, capfd):
     value, vc = golden.random_data(rng, (5, 2, 32), np.float16), np.zeros((2, 4, 2, 32), np.float16)
     slots = np.array([7, 0, 3, 5, 2])
     _, out_v = scatter(dev, key, kc, slots, value, vc)
-    as_bytes = golden.a2_nd(vc.view(np.int8), value.view(np.int8), slots, 64)   # H·Dv bytes per token
+    as_bytes = golden.a2_nd(vc.view(np.int8), value.view(np.int8), slots, 64)  # H·Dv bytes per token
     assert golden.same_bits(out_v.view(np.int8), as_bytes)
     assert "moves it as INT8" in capfd.readouterr().err
 
@@ -95,10 +126,33 @@ def test_nct_reads_value_with_the_key_stride(chip, dev, capfd):
     slots = np.array([1, 6, 0, 3, 7, 2])
     tkc, tvc = dev(kc), dev(vc)
     bufs = [dev(key_buf), dev(value_buf)]
-    key, value = (ae.Tensor((tokens, heads, head), DataType.ACL_BF16, (stride, head, 1), 0,
-                            ae.Format.ACL_FORMAT_ND, (tokens * stride,), b.addr) for b in bufs)
-    ae.run("ScatterPaKvCache", key, tkc, dev(slots.astype(np.int32)), value, tvc, None, None, None,
-           "Norm", "Nct", (stride, 96), (8, 24))
+    key, value = (
+        ae.Tensor(
+            (tokens, heads, head),
+            DataType.ACL_BF16,
+            (stride, head, 1),
+            0,
+            ae.Format.ACL_FORMAT_ND,
+            (tokens * stride,),
+            b.addr,
+        )
+        for b in bufs
+    )
+    ae.run(
+        "ScatterPaKvCache",
+        key,
+        tkc,
+        dev(slots.astype(np.int32)),
+        value,
+        tvc,
+        None,
+        None,
+        None,
+        "Norm",
+        "Nct",
+        (stride, 96),
+        (8, 24),
+    )
     assert golden.same_bits(ae.numpy(tkc), golden.a2_nd(kc, key_buf, slots, 32, stride, 8))
     assert golden.same_bits(ae.numpy(tvc), golden.a2_nd(vc, value_buf, slots, 32, stride, 24))
     assert "not strideV = 96" in capfd.readouterr().err
@@ -138,7 +192,7 @@ def test_pa_nz(chip, dev, key_dtype, value_dtype, slot_dtype):
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_duplicates_and_out_of_range_slots_are_reported(chip, dev):
     key, kc = np.arange(4 * 16, dtype=np.float16).reshape(4, 1, 16), np.zeros((1, 8, 1, 16), np.float16)
-    slots = np.array([2, 2, 9, 5])              # 4 tokens on 4 cores: a race; slot 9 beyond the 8 slots
+    slots = np.array([2, 2, 9, 5])  # 4 tokens on 4 cores: a race; slot 9 beyond the 8 slots
     out_k, _ = scatter(dev, key, kc, slots, key, kc)
     assert golden.same_bits(out_k, golden.a2_nd(kc, key, slots, 16))
     assert kinds() == ["index-out-of-range", "write-race"]
@@ -158,8 +212,9 @@ def compress_case(rng, dtype):
 @pytest.mark.parametrize("mode", ["Rope", "Omni", "Alibi"])
 def test_compress_modes(chip, dev, dtype, mode):
     key, value, kc, vc, slots, wins, seq_lens, offsets, heads, head = compress_case(np.random.default_rng(7), dtype)
-    out_k, out_v = scatter(dev, key, kc, slots, value, vc, wins, None if mode == "Alibi" else offsets, seq_lens,
-                           scatter_mode=mode)
+    out_k, out_v = scatter(
+        dev, key, kc, slots, value, vc, wins, None if mode == "Alibi" else offsets, seq_lens, scatter_mode=mode
+    )
     for src, cache, out in ((key, kc, out_k), (value, vc, out_v)):
         if mode == "Alibi":
             expected = golden.a2_alibi(cache, src, slots, wins, seq_lens, heads, head)
@@ -171,11 +226,13 @@ def test_compress_modes(chip, dev, dtype, mode):
 
 @pytest.mark.parametrize("chip", ["Ascend910_93"], indirect=True)
 def test_compress_int64_index_tensors_are_read_as_int32_words(chip, dev, capfd):
-    key, value, kc, vc, slots, wins, seq_lens, offsets, heads, head = compress_case(np.random.default_rng(9),
-                                                                                     np.float16)
+    key, value, kc, vc, slots, wins, seq_lens, offsets, heads, head = compress_case(
+        np.random.default_rng(9), np.float16
+    )
     slots, wins, lens = np.array([0, 12, 3, 20]), np.array([2, 1, 0, 3]), np.array([12, 0])  # lens as int32 words
-    out_k, _ = scatter(dev, key, kc, slots, value, vc, wins, None, lens, scatter_mode="Alibi",
-                       slot_dtype=DataType.ACL_INT64)
+    out_k, _ = scatter(
+        dev, key, kc, slots, value, vc, wins, None, lens, scatter_mode="Alibi", slot_dtype=DataType.ACL_INT64
+    )
     words = [golden.int32_words(x, n) for x, n in ((slots, 4), (wins, 4), (lens, 2))]
     assert golden.same_bits(out_k, golden.a2_alibi(kc, key, *words, heads, head))
     assert "and the compress tensors as int32" in capfd.readouterr().err
@@ -194,11 +251,11 @@ def test_compress_value_uses_the_key_head_size(chip, dev, capfd):
 
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_empty_caches_succeed_without_work(chip, dev):
-    empty = np.zeros((0, 8, 1, 16), np.float32)     # FLOAT is not even registered on A2: the check comes first
+    empty = np.zeros((0, 8, 1, 16), np.float32)  # FLOAT is not even registered on A2: the check comes first
     key = np.ones((2, 1, 16), np.float32)
     code, workspace, executor = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(
-        dev(key), dev(empty), dev(np.zeros(2, np.int32)), dev(key), dev(empty), None, None, None, None, None, None,
-        None)
+        dev(key), dev(empty), dev(np.zeros(2, np.int32)), dev(key), dev(empty), None, None, None, None, None, None, None
+    )
     assert (code, workspace) == (0, 0) and executor
 
 
@@ -206,8 +263,19 @@ def test_empty_caches_succeed_without_work(chip, dev):
 def test_workspace_is_the_tools_workspace(chip, dev):
     key, kc = np.ones((2, 1, 16), np.float16), np.zeros((1, 4, 1, 16), np.float16)
     code, workspace, _ = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(
-        dev(key), dev(kc), dev(np.arange(2, dtype=np.int32)), dev(key), dev(kc), None, None, None, None, None, None,
-        None)
+        dev(key),
+        dev(kc),
+        dev(np.arange(2, dtype=np.int32)),
+        dev(key),
+        dev(kc),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     assert (code, workspace) == (0, 16 << 20)
 
 
@@ -246,12 +314,15 @@ def test_910_95_compress(chip, dev, capfd, dtype, mode):
     kc, vc = golden.random_data(rng, (6, 8, 1, head), dtype), golden.random_data(rng, (6, 8, 1, head), dtype)
     lens = np.array([6, 4])
     wins, offsets = np.array([[2, 0, 3], [1, 4, 2]]), np.array([1, 0, 2, 0, 3, 1])
-    slots = np.array([[0, 8, 16], [24, 32, 44]])          # 44 + 3 reaches beyond the 48 slots: skipped
+    slots = np.array([[0, 8, 16], [24, 32, 44]])  # 44 + 3 reaches beyond the 48 slots: skipped
     cso = offsets if mode == "rope" else None
     out_k, out_v = scatter(dev, key, kc, slots, value, vc, wins, cso, lens)
     for src, cache, out in ((key, kc, out_k), (value, vc, out_v)):
-        expected = (golden.a95_rope(cache, src, slots, wins, lens, offsets) if mode == "rope"
-                    else golden.a95_alibi(cache, src, slots, wins, lens))
+        expected = (
+            golden.a95_rope(cache, src, slots, wins, lens, offsets)
+            if mode == "rope"
+            else golden.a95_alibi(cache, src, slots, wins, lens)
+        )
         assert golden.same_bits(out, expected)
     assert ("tokens [0, L - w - o)" in capfd.readouterr().err) == (mode == "rope")
 
@@ -263,15 +334,28 @@ def test_910_95_rope_mean_of_hifloat8_rounds_half_away(chip, dev, capfd):
     batch, seq, heads, head = 2, 6, 3, 32
     finite = np.array([c for c in range(256) if c not in (0x80, 0x6F, 0xEF)], np.uint8)
     key, value = (rng.choice(finite, (batch, seq, heads, head)) for _ in range(2))
-    key[0, 1:3, 0, :4] = [[0x08, 0x08, 0x09, 0x10], [0x09, 0x0A, 0x0A, 0x10]]   # means 1.0625, 1.1875, ...: ties
+    key[0, 1:3, 0, :4] = [[0x08, 0x08, 0x09, 0x10], [0x09, 0x0A, 0x0A, 0x10]]  # means 1.0625, 1.1875, ...: ties
     kc, vc = (rng.choice(finite, (6, 8, 1, head)) for _ in range(2))
     lens, wins, offsets = np.array([6, 4]), np.array([[2, 0, 3], [1, 4, 2]]), np.array([1, 0, 2, 0, 3, 1])
     slots = np.array([[0, 8, 16], [24, 32, 40]])
     hif8 = DataType.ACL_HIFLOAT8
     index = lambda x: dev(np.asarray(x), DataType.ACL_INT32)  # noqa: E731
     tkc, tvc = dev(kc, hif8), dev(vc, hif8)
-    ae.run("ScatterPaKvCache", dev(key, hif8), tkc, index(slots), dev(value, hif8), tvc, index(wins), index(offsets),
-           index(lens), None, None, None, None)
+    ae.run(
+        "ScatterPaKvCache",
+        dev(key, hif8),
+        tkc,
+        index(slots),
+        dev(value, hif8),
+        tvc,
+        index(wins),
+        index(offsets),
+        index(lens),
+        None,
+        None,
+        None,
+        None,
+    )
     for src, cache, out in ((key, kc, ae.numpy(tkc)), (value, vc, ae.numpy(tvc))):
         expected = golden.a95_rope(cache, src, slots, wins, lens, offsets, hifloat8.cast_round_mean)
         assert golden.same_bits(out.view(np.uint8), expected)
@@ -288,13 +372,15 @@ def test_compress_mean_rounds_to_nearest_even_at_ties(chip, dev, dtype):
     rng = np.random.default_rng(11)
     heads, head, seq_lens = 2, 16, np.array([6, 7])
     digits = ties.FORMATS[np.dtype(dtype).name][0]
-    key = (rng.integers(2 ** (digits - 1), 2 ** digits, (seq_lens.sum(), heads, head)) * 2.0 ** (1 - digits))
+    key = rng.integers(2 ** (digits - 1), 2**digits, (seq_lens.sum(), heads, head)) * 2.0 ** (1 - digits)
     key = key.astype(dtype)
     kc = np.zeros((4, 8, 1, head), dtype)
     wins, offsets, slots = np.array([2, 4, 2, 4]), np.array([1, 0, 2, 3]), np.array([0, 8, 16, 24])
     out_k, _ = scatter(dev, key, kc, slots, key, kc.copy(), wins, offsets, seq_lens, scatter_mode="Rope")
     assert golden.same_bits(out_k, golden.a2_rope(kc, key, slots, wins, seq_lens, offsets, heads, head))
     starts = np.r_[0, np.cumsum(seq_lens)[:-1]]
-    means = [key[starts[i // heads] + o:starts[i // heads] + o + w, i % heads].astype(np.float64).mean(axis=0)
-             for i, (w, o) in enumerate(zip(wins, offsets))]
+    means = [
+        key[starts[i // heads] + o : starts[i // heads] + o + w, i % heads].astype(np.float64).mean(axis=0)
+        for i, (w, o) in enumerate(zip(wins, offsets))
+    ]
     assert ties.is_tie(np.concatenate(means), np.dtype(dtype).name).sum() >= 8

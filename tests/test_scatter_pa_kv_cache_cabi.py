@@ -1,5 +1,6 @@
 """aclnnScatterPaKvCache through the C ABI: every validation rule's code on each chip, one numerics
 program checked against the references, and the two spec samples."""
+
 import pathlib
 
 import numpy as np
@@ -13,48 +14,106 @@ OK, NULL, INVALID, TILING, KERNEL, AICORE = 0, 161001, 161002, 561002, 561003, 5
 
 # Codes on Atlas A2/A3 (Membase tiling, reference §3.A.1-4).
 A2 = {
-    "ok.normal": OK, "ok.normal_nchw_is_nd": OK, "ok.normal_int64_slots": OK, "ok.nz": OK, "ok.key_only": OK,
-    "ok.nct": OK, "ok.alibi": OK, "ok.rope": OK, "ok.omni": OK, "ok.alibi_4d": INVALID, "ok.rope_4d": INVALID,
-    "ok.empty_caches_before_lookup": OK, "ok.mixed_int8_key_fp16_value": OK,
-    "null.key": NULL, "null.keyCacheRef": NULL, "null.slotMapping": NULL, "null.value": NULL,
+    "ok.normal": OK,
+    "ok.normal_nchw_is_nd": OK,
+    "ok.normal_int64_slots": OK,
+    "ok.nz": OK,
+    "ok.key_only": OK,
+    "ok.nct": OK,
+    "ok.alibi": OK,
+    "ok.rope": OK,
+    "ok.omni": OK,
+    "ok.alibi_4d": INVALID,
+    "ok.rope_4d": INVALID,
+    "ok.empty_caches_before_lookup": OK,
+    "ok.mixed_int8_key_fp16_value": OK,
+    "null.key": NULL,
+    "null.keyCacheRef": NULL,
+    "null.slotMapping": NULL,
+    "null.value": NULL,
     "null.valueCacheRef": NULL,
-    "dtype.float_key": INVALID, "dtype.hifloat8": INVALID, "dtype.key_cache_differs": INVALID,
-    "dtype.value_cache_differs": INVALID, "dtype.fp16_key_int8_value": INVALID, "dtype.slot_int16": INVALID,
-    "format.key_cache_fractal_nz": INVALID, "format.key_fractal_nz": INVALID,
-    "optional.compress_lens_int64": KERNEL, "optional.seq_lens_float": KERNEL,
-    "tiling.key_rank": TILING, "tiling.key_cache_rank": TILING, "tiling.slot_rank": TILING,
-    "tiling.value_rank": TILING, "tiling.value_cache_rank": TILING, "tiling.kv_dims": TILING,
-    "tiling.cache_dims": TILING, "tiling.nz_cache_dims": TILING, "tiling.zero_tokens": TILING,
-    "tiling.zero_value_head": TILING, "tiling.cache_capacity": TILING, "tiling.nz_dim1": TILING,
-    "tiling.nz_dim3": TILING, "tiling.nz_align": TILING, "tiling.compress_rank": TILING,
-    "tiling.compress_null": TILING, "tiling.no_batches": TILING, "tiling.nct_short_strides": TILING,
+    "dtype.float_key": INVALID,
+    "dtype.hifloat8": INVALID,
+    "dtype.key_cache_differs": INVALID,
+    "dtype.value_cache_differs": INVALID,
+    "dtype.fp16_key_int8_value": INVALID,
+    "dtype.slot_int16": INVALID,
+    "format.key_cache_fractal_nz": INVALID,
+    "format.key_fractal_nz": INVALID,
+    "optional.compress_lens_int64": KERNEL,
+    "optional.seq_lens_float": KERNEL,
+    "tiling.key_rank": TILING,
+    "tiling.key_cache_rank": TILING,
+    "tiling.slot_rank": TILING,
+    "tiling.value_rank": TILING,
+    "tiling.value_cache_rank": TILING,
+    "tiling.kv_dims": TILING,
+    "tiling.cache_dims": TILING,
+    "tiling.nz_cache_dims": TILING,
+    "tiling.zero_tokens": TILING,
+    "tiling.zero_value_head": TILING,
+    "tiling.cache_capacity": TILING,
+    "tiling.nz_dim1": TILING,
+    "tiling.nz_dim3": TILING,
+    "tiling.nz_align": TILING,
+    "tiling.compress_rank": TILING,
+    "tiling.compress_null": TILING,
+    "tiling.no_batches": TILING,
+    "tiling.nct_short_strides": TILING,
     # no_kernel: the A2/A3 kernel list has no case for the tiling key. Emulator's choices, not CANN
     # facts: rows under one 32-byte block (a zero-length DataCopy) fail the kernel lookup (561003),
     # and a Rope/Omni call without compressSeqOffset, which the NPU kernel reads from
     # address 0 (undefined), is reported as an AI Core exception.
-    "no_kernel.int8_nct": KERNEL, "no_kernel.int8_rope": KERNEL,
-    "unestablished.short_rows": KERNEL, "ok.rows_of_one_and_a_half_blocks": OK, "kernel.rope_without_offsets": AICORE,
+    "no_kernel.int8_nct": KERNEL,
+    "no_kernel.int8_rope": KERNEL,
+    "unestablished.short_rows": KERNEL,
+    "ok.rows_of_one_and_a_half_blocks": OK,
+    "kernel.rope_without_offsets": AICORE,
     # FLOAT data is not registered on A2/A3: the 910_95-only cases stop at the kernel lookup
-    "tiling95.kv_rank": INVALID, "tiling95.four_d_without_seq_lens": INVALID, "tiling95.rope_cache_dim2": INVALID,
-    "tiling95.rope_offsets_len": INVALID, "tiling95.alibi_slot_dim1": INVALID, "tiling95.alibi_value_dim2": INVALID,
+    "tiling95.kv_rank": INVALID,
+    "tiling95.four_d_without_seq_lens": INVALID,
+    "tiling95.rope_cache_dim2": INVALID,
+    "tiling95.rope_offsets_len": INVALID,
+    "tiling95.alibi_slot_dim1": INVALID,
+    "tiling95.alibi_value_dim2": INVALID,
     "tiling95.slot_2d_not_fully_loaded": INVALID,
 }
 
 # Codes on 910_95 (arch35 tiling, §3.A.5): mode strings ignored, the key's rank and the optional
 # tensors choose the scenario, one dtype for all four data tensors.
 A95 = dict(A2)
-A95.update({
-    "ok.nz": TILING, "ok.key_only": TILING, "ok.alibi": TILING, "ok.rope": TILING, "ok.omni": TILING,
-    "ok.alibi_4d": OK, "ok.rope_4d": OK, "ok.mixed_int8_key_fp16_value": INVALID,
-    "dtype.float_key": OK, "dtype.hifloat8": OK,
-    "tiling.slot_rank": OK, "tiling.cache_dims": OK, "tiling.zero_tokens": OK, "tiling.zero_value_head": OK,
-    "tiling.cache_capacity": OK, "tiling.nct_short_strides": OK, "no_kernel.int8_nct": OK,
-    "no_kernel.int8_rope": TILING, "unestablished.short_rows": TILING, "ok.rows_of_one_and_a_half_blocks": TILING,
-    "kernel.rope_without_offsets": TILING,
-    "tiling95.kv_rank": TILING, "tiling95.four_d_without_seq_lens": TILING, "tiling95.rope_cache_dim2": TILING,
-    "tiling95.rope_offsets_len": TILING, "tiling95.alibi_slot_dim1": TILING, "tiling95.alibi_value_dim2": TILING,
-    "tiling95.slot_2d_not_fully_loaded": TILING,
-})
+A95.update(
+    {
+        "ok.nz": TILING,
+        "ok.key_only": TILING,
+        "ok.alibi": TILING,
+        "ok.rope": TILING,
+        "ok.omni": TILING,
+        "ok.alibi_4d": OK,
+        "ok.rope_4d": OK,
+        "ok.mixed_int8_key_fp16_value": INVALID,
+        "dtype.float_key": OK,
+        "dtype.hifloat8": OK,
+        "tiling.slot_rank": OK,
+        "tiling.cache_dims": OK,
+        "tiling.zero_tokens": OK,
+        "tiling.zero_value_head": OK,
+        "tiling.cache_capacity": OK,
+        "tiling.nct_short_strides": OK,
+        "no_kernel.int8_nct": OK,
+        "no_kernel.int8_rope": TILING,
+        "unestablished.short_rows": TILING,
+        "ok.rows_of_one_and_a_half_blocks": TILING,
+        "kernel.rope_without_offsets": TILING,
+        "tiling95.kv_rank": TILING,
+        "tiling95.four_d_without_seq_lens": TILING,
+        "tiling95.rope_cache_dim2": TILING,
+        "tiling95.rope_offsets_len": TILING,
+        "tiling95.alibi_slot_dim1": TILING,
+        "tiling95.alibi_value_dim2": TILING,
+        "tiling95.slot_2d_not_fully_loaded": TILING,
+    }
+)
 EXPECTED = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": A95}
 
 
@@ -75,12 +134,12 @@ def test_numerics_through_the_c_abi(tmp_path):
     slots = np.array([3, 0, 4])[np.arange(tokens) // block] * block + np.arange(tokens) % block
     slots[5] = -1
     reversed_slots = blocks * block - 1 - 2 * np.arange(tokens)
-    expected = [golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 3).reshape(nz_shape), key, slots),
-                golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 4).reshape(nz_shape), value, slots),
-                golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 5).reshape(nd_shape), key,
-                                   reversed_slots),
-                golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value,
-                                   reversed_slots)]
+    expected = [
+        golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 3).reshape(nz_shape), key, slots),
+        golden.a2_nz(cabi.lcg_fp16(blocks * block * heads * head, 4).reshape(nz_shape), value, slots),
+        golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 5).reshape(nd_shape), key, reversed_slots),
+        golden.vllm_normal(cabi.lcg_fp16(blocks * block * heads * head, 6).reshape(nd_shape), value, reversed_slots),
+    ]
     assert golden.same_bits(caches, np.concatenate([e.reshape(-1) for e in expected]))
 
 
@@ -89,14 +148,19 @@ def test_compress_modes_with_rows_of_one_and_a_half_blocks(tmp_path, part):
     """fp16 head rows of 48 bytes: the kernels' DataCopy moves one 32-byte block per token (rows drift
     against the cache, the rest of each row stays), and Rope's mean sums the packed blocks."""
     heads, head, tokens, shape = 2, 24, 12, (4, 8, 1, 24)
-    result = cabi.compile_and_run("scatter_pa_kv_cache_blocks.cpp", tmp_path / "caches.bin",
-                                  env={"ACLNN_EMU_SOC": part})
+    result = cabi.compile_and_run(
+        "scatter_pa_kv_cache_blocks.cpp", tmp_path / "caches.bin", env={"ACLNN_EMU_SOC": part}
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     caches = np.fromfile(tmp_path / "caches.bin", np.float16).reshape(6, *shape)
     key = cabi.lcg_fp16(tokens * heads * head, 1).reshape(tokens, heads, head)
     value = cabi.lcg_fp16(tokens * heads * head, 2).reshape(tokens, heads, head)
-    slots, wins, offsets, lens = np.array([0, 8, 16, 24]), np.array([2, 0, 3, 7]), np.array([1, 2, -1, 0]), \
-        np.array([5, 7])
+    slots, wins, offsets, lens = (
+        np.array([0, 8, 16, 24]),
+        np.array([2, 0, 3, 7]),
+        np.array([1, 2, -1, 0]),
+        np.array([5, 7]),
+    )
     seed = 3
     for index, mode in enumerate(("Alibi", "Rope", "Omni")):
         for src in (key, value):
@@ -109,8 +173,11 @@ def test_compress_modes_with_rows_of_one_and_a_half_blocks(tmp_path, part):
             got = caches[2 * index + (src is value)]
             assert golden.same_bits(got, expected), mode
             # The drift is real: the whole-row reference differs, and some bytes of written rows stay.
-            whole = (golden.a2_alibi(before, src, slots, wins, lens, heads, head) if mode == "Alibi" else
-                     golden.a2_rope(before, src, slots, wins, lens, offsets, heads, head, mode == "Omni"))
+            whole = (
+                golden.a2_alibi(before, src, slots, wins, lens, heads, head)
+                if mode == "Alibi"
+                else golden.a2_rope(before, src, slots, wins, lens, offsets, heads, head, mode == "Omni")
+            )
             assert not golden.same_bits(got, whole)
 
 

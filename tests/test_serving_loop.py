@@ -2,6 +2,7 @@
 layout: PromptFlashAttentionV2 prefill, ScatterPaKvCache, then IncreFlashAttentionV4 decode steps
 that each scatter their new token first. Every output is held against dense float64 attention over
 the full sequence so far, to CANN's fp16 standard (floors as in tests/golden/incre_flash_attention)."""
+
 import numpy as np
 import pytest
 
@@ -48,7 +49,7 @@ def test_prefill_scatter_decode(layout, tmp_path):
         q = load(tmp_path, f"q_step{step}.bin", (B, N, D))
         out = load(tmp_path, f"out_step{step}.bin", (B, N, D))
         for b, n in enumerate(LENS):
-            length = n + step + 1          # the prompt, the tokens decoded so far and this step's own
+            length = n + step + 1  # the prompt, the tokens decoded so far and this step's own
             expected, floor = dense(q[b][None], k[b, :length], v[b, :length], causal=False)
             message = precision.failure(out[b], expected[0], "float16", floor=floor[0])
             assert message is None, f"step {step} batch {b}: {message}"

@@ -1,4 +1,5 @@
 """ACLNN_EMU_* settings: one checked place, one line per bad value, documented codes, a fix at aclInit."""
+
 import re
 import subprocess
 import sys
@@ -8,9 +9,15 @@ import pytest
 import cabi
 from aclnn_emu import config, toolkit
 
-BAD = {"ACLNN_EMU_SOC": "Ascend310P", "ACLNN_EMU_SANITIZE": "loud", "ACLNN_EMU_DEVICE_MEMORY": "bogus",
-       "ACLNN_EMU_LOG": "verbose", "ACLNN_EMU_STRICT": "maybe", "ACLNN_EMU_SYNC": "2",
-       "ACLNN_EMU_DEVICE_COUNT": "0"}
+BAD = {
+    "ACLNN_EMU_SOC": "Ascend310P",
+    "ACLNN_EMU_SANITIZE": "loud",
+    "ACLNN_EMU_DEVICE_MEMORY": "bogus",
+    "ACLNN_EMU_LOG": "verbose",
+    "ACLNN_EMU_STRICT": "maybe",
+    "ACLNN_EMU_SYNC": "2",
+    "ACLNN_EMU_DEVICE_COUNT": "0",
+}
 
 
 def _one_line(stderr: str, variable: str, value: str) -> str:
@@ -27,10 +34,20 @@ def test_a_bad_value_fails_every_call_but_the_pure_helpers(variable):
     result = cabi.compile_and_run("settings.cpp", "calls", env={variable: BAD[variable]}, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert cabi.rule_codes(result.stdout) == {
-        "version": 0, "f2h_one": 0x3C00, "size_fp16": 2,
-        "init": 100000, "set_device": 100000, "device_count": 100000, "device_count_untouched": 1,
-        "malloc": 100000, "soc_name_is_null": 1, "create_tensor_is_null": 1, "destroy_tensor": 161002,
-        "phase1": 161002, "phase2": 161002, "finalize": 100000,
+        "version": 0,
+        "f2h_one": 0x3C00,
+        "size_fp16": 2,
+        "init": 100000,
+        "set_device": 100000,
+        "device_count": 100000,
+        "device_count_untouched": 1,
+        "malloc": 100000,
+        "soc_name_is_null": 1,
+        "create_tensor_is_null": 1,
+        "destroy_tensor": 161002,
+        "phase1": 161002,
+        "phase2": 161002,
+        "finalize": 100000,
     }
     line = _one_line(result.stderr, variable, BAD[variable])
     problem = line.removeprefix("aclnn-emu: ")
@@ -39,19 +56,35 @@ def test_a_bad_value_fails_every_call_but_the_pure_helpers(variable):
     assert messages["set_device"].endswith(f"ACL_ERROR_INVALID_PARAM(100000): aclrtSetDevice: {problem}")
     assert messages["create_tensor"].endswith(f"ACLNN_ERR_PARAM_INVALID(161002): aclCreateTensor: {problem}")
     assert messages["phase1"].endswith(
-        f"ACLNN_ERR_PARAM_INVALID(161002): aclnnScatterPaKvCacheGetWorkspaceSize: {problem}")
+        f"ACLNN_ERR_PARAM_INVALID(161002): aclnnScatterPaKvCacheGetWorkspaceSize: {problem}"
+    )
 
 
 def test_the_fixed_environment_works_from_aclInit_on():
     result = cabi.compile_and_run("settings.cpp", "fix", env={"ACLNN_EMU_SOC": "Ascend310P"}, timeout=120)
-    assert cabi.rule_codes(result.stdout) == {"size_fp16": 2, "before_init": 100000, "init": 0, "set_device": 0,
-                                              "malloc": 0, "free": 0, "reset": 0, "finalize": 0}
-    assert "soc Ascend910_95" in result.stdout      # the program's setenv, in its canonical spelling
+    assert cabi.rule_codes(result.stdout) == {
+        "size_fp16": 2,
+        "before_init": 100000,
+        "init": 0,
+        "set_device": 0,
+        "malloc": 0,
+        "free": 0,
+        "reset": 0,
+        "finalize": 0,
+    }
+    assert "soc Ascend910_95" in result.stdout  # the program's setenv, in its canonical spelling
     _one_line(result.stderr, "ACLNN_EMU_SOC", "Ascend310P")
 
 
-@pytest.mark.parametrize("given, shown", [("ascend910_93", "Ascend910_9392"), (" ASCEND910_95 ", "Ascend910_9599"),
-                                          ("", "Ascend910B2"), ("ascend910b4-1", "Ascend910B4-1")])
+@pytest.mark.parametrize(
+    "given, shown",
+    [
+        ("ascend910_93", "Ascend910_9392"),
+        (" ASCEND910_95 ", "Ascend910_9599"),
+        ("", "Ascend910B2"),
+        ("ascend910b4-1", "Ascend910B4-1"),
+    ],
+)
 def test_chip_names_in_any_case(given, shown):
     result = cabi.compile_and_run("runtime_env.cpp", "soc", env={"ACLNN_EMU_SOC": given}, timeout=120)
     assert result.returncode == 0 and f"soc {shown}\n" in result.stdout, result.stdout + result.stderr
@@ -63,6 +96,7 @@ def test_spellings_of_flags_sizes_and_counts():
         settings, errors, unknown = config.check(env)
         assert errors == [] and unknown == []
         return settings
+
     for text in ("1", "true", "YES", "On"):
         assert parsed(ACLNN_EMU_STRICT=text).strict and parsed(ACLNN_EMU_SYNC=text).sync
     for text in ("0", "False", "no", "OFF", " "):
@@ -70,9 +104,13 @@ def test_spellings_of_flags_sizes_and_counts():
     for text, size in (("512M", 512 << 20), ("1.5g", 3 << 29), ("2GiB", 2 << 30), ("4096", 4096), ("16T", 16 << 40)):
         assert parsed(ACLNN_EMU_DEVICE_MEMORY=text).device_memory == size
     assert parsed(ACLNN_EMU_SANITIZE="ERROR", ACLNN_EMU_LOG="Debug").sanitize == "error"
-    for variable, value in (("ACLNN_EMU_DEVICE_MEMORY", "17T"), ("ACLNN_EMU_DEVICE_MEMORY", "0"),
-                            ("ACLNN_EMU_DEVICE_MEMORY", "-1G"), ("ACLNN_EMU_DEVICE_COUNT", "1.5"),
-                            ("ACLNN_EMU_DEVICE_COUNT", "2147483648")):
+    for variable, value in (
+        ("ACLNN_EMU_DEVICE_MEMORY", "17T"),
+        ("ACLNN_EMU_DEVICE_MEMORY", "0"),
+        ("ACLNN_EMU_DEVICE_MEMORY", "-1G"),
+        ("ACLNN_EMU_DEVICE_COUNT", "1.5"),
+        ("ACLNN_EMU_DEVICE_COUNT", "2147483648"),
+    ):
         settings, errors, _ = config.check({variable: value})
         assert errors == [f"{variable}={value!r} is not allowed: use {config.BY_VARIABLE[variable].allowed}"]
         assert settings == config.Config(**config.DEFAULTS)
@@ -83,7 +121,8 @@ def test_an_unknown_setting_is_named_once_and_changes_nothing():
     assert cabi.rule_codes(result.stdout)["before_init"] == 0
     assert result.stderr.splitlines() == [
         "aclnn-emu warning: ACLNN_EMU_SANITISE is not a setting of aclnn-emu and is ignored; "
-        "did you mean ACLNN_EMU_SANITIZE?"]
+        "did you mean ACLNN_EMU_SANITIZE?"
+    ]
 
 
 CTYPES = f"""
@@ -100,8 +139,13 @@ print("fixed_set_device", lib.aclrtSetDevice(0))
 
 
 def test_through_ctypes_in_a_python_process():
-    result = subprocess.run([sys.executable, "-c", CTYPES], capture_output=True, text=True, timeout=120,
-                            env={**toolkit.environment(), "ACLNN_EMU_DEVICE_MEMORY": "lots"})
+    result = subprocess.run(
+        [sys.executable, "-c", CTYPES],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**toolkit.environment(), "ACLNN_EMU_DEVICE_MEMORY": "lots"},
+    )
     codes = cabi.rule_codes(result.stdout)
     assert codes == {"set_device": 100000, "init": 100000, "fixed_init": 0, "fixed_set_device": 0}, result.stderr
     line = _one_line(result.stderr, "ACLNN_EMU_DEVICE_MEMORY", "lots")
@@ -124,8 +168,13 @@ print("soc", ae.api.rt.soc_name())
 
 
 def test_through_the_python_api():
-    result = subprocess.run([sys.executable, "-c", PYTHON_API], capture_output=True, text=True, timeout=120,
-                            env={**toolkit.environment(), "ACLNN_EMU_SOC": "Ascend310P"})
+    result = subprocess.run(
+        [sys.executable, "-c", PYTHON_API],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**toolkit.environment(), "ACLNN_EMU_SOC": "Ascend310P"},
+    )
     assert cabi.rule_codes(result.stdout) == {"raw": 161002, "to_device": 100000}, result.stderr
     line = _one_line(result.stderr, "ACLNN_EMU_SOC", "Ascend310P")
     assert f"message {line.removeprefix('aclnn-emu: ')}\n" in result.stdout
@@ -133,8 +182,13 @@ def test_through_the_python_api():
 
 
 def _cli(*args, env):
-    return subprocess.run([sys.executable, "-m", "aclnn_emu.cli", *args], capture_output=True, text=True,
-                          timeout=300, env={**toolkit.environment(), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "aclnn_emu.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**toolkit.environment(), **env},
+    )
 
 
 def test_help_runs_and_shows_the_problem():
@@ -147,10 +201,14 @@ def test_help_runs_and_shows_the_problem():
 def test_doctor_names_the_bad_setting():
     result = _cli("doctor", env={"ACLNN_EMU_SOC": "Ascend310P", "ACLNN_EMU_SYNK": "1"})
     assert result.returncode == 1
-    assert ("[FAIL] settings (ACLNN_EMU_*) valid\n       ACLNN_EMU_SOC='Ascend310P' is not allowed: use "
-            f"{config.BY_VARIABLE['ACLNN_EMU_SOC'].allowed}\n") in result.stdout
-    assert "[warn] ACLNN_EMU_SYNK is not a setting of aclnn-emu and is ignored; did you mean ACLNN_EMU_SYNC?" \
+    assert (
+        "[FAIL] settings (ACLNN_EMU_*) valid\n       ACLNN_EMU_SOC='Ascend310P' is not allowed: use "
+        f"{config.BY_VARIABLE['ACLNN_EMU_SOC'].allowed}\n"
+    ) in result.stdout
+    assert (
+        "[warn] ACLNN_EMU_SYNK is not a setting of aclnn-emu and is ignored; did you mean ACLNN_EMU_SYNC?"
         in result.stdout
+    )
     assert re.search(r"ACLNN_EMU_SOC +Ascend310P", result.stdout)
 
 

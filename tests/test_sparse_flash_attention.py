@@ -1,5 +1,6 @@
 """aclnnSparseFlashAttention numerics through the Python API against the float64 golden
 (tests/golden/sparse_flash_attention.py), to CANN's precision standard."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -19,16 +20,34 @@ def run_op(case, *, scale, block_size, mode, layout="BSND", layout_kv=None, tabl
     """Both phases; returns (out, softmax_max [rows, G], softmax_sum [rows, G])."""
     names = ("query", "key", "value", "indices")
     tensors = [ae.to_device(case[n]) for n in names]
-    optional = [None if case.get(n) is None else ae.to_device(np.asarray(case[n], np.int32))
-                for n in ("table", "cu_seq_q", "cu_seq_kv")]
+    optional = [
+        None if case.get(n) is None else ae.to_device(np.asarray(case[n], np.int32))
+        for n in ("table", "cu_seq_q", "cu_seq_kv")
+    ]
     ropes = [ae.to_device(case[n]) for n in ("query_rope", "key_rope")]
     q = case["query"]
     out = ae.empty((*q.shape[:-1], case["value"].shape[-1]), ae.dtypes.from_numpy(q.dtype))
     rows, heads = int(np.prod(q.shape[:-2])), q.shape[-2]
     stat_shape = (q.shape[0], 1, q.shape[1], heads) if layout == "BSND" else (1, q.shape[0], heads)
     smax, ssum = (ae.empty(stat_shape, ae.dtypes.from_numpy(np.dtype(np.float32))) for _ in range(2))
-    ae.run("SparseFlashAttention", *tensors, *optional, *ropes, scale, block_size, layout, layout_kv or layout, mode,
-           INT64_MAX, INT64_MAX, 2, lse, out, smax, ssum)
+    ae.run(
+        "SparseFlashAttention",
+        *tensors,
+        *optional,
+        *ropes,
+        scale,
+        block_size,
+        layout,
+        layout_kv or layout,
+        mode,
+        INT64_MAX,
+        INT64_MAX,
+        2,
+        lse,
+        out,
+        smax,
+        ssum,
+    )
     result = (ae.numpy(out), ae.numpy(smax).reshape(rows, heads), ae.numpy(ssum).reshape(rows, heads))
     for t in tensors + ropes + [t for t in optional if t is not None] + [out, smax, ssum]:
         ae.free(t)
@@ -50,8 +69,14 @@ def make_case(rng, dtype, *, lens_q, lens_k, heads, block_size, count, layout="B
             rows.append(row)
     total_q, total_k = sum(lens_q), sum(lens_k)
     normal = lambda *shape: rng.standard_normal(shape).astype(dtype)  # noqa: E731
-    case = dict(query=normal(total_q, heads, D), query_rope=normal(total_q, heads, DR), key=normal(total_k, 1, D),
-                key_rope=normal(total_k, 1, DR), value=normal(total_k, 1, D), indices=np.stack(rows)[:, None, :])
+    case = dict(
+        query=normal(total_q, heads, D),
+        query_rope=normal(total_q, heads, DR),
+        key=normal(total_k, 1, D),
+        key_rope=normal(total_k, 1, DR),
+        value=normal(total_k, 1, D),
+        indices=np.stack(rows)[:, None, :],
+    )
     if layout == "BSND":
         b = len(lens_q)
         for name in case:
@@ -63,14 +88,23 @@ def make_case(rng, dtype, *, lens_q, lens_k, heads, block_size, count, layout="B
 
 
 def golden(case, **attrs):
-    return reference(case["query"], case["query_rope"], case["key"], case["key_rope"], case["value"],
-                     case["indices"], cu_seq_q=case.get("cu_seq_q"), cu_seq_kv=case.get("cu_seq_kv"), **attrs)
+    return reference(
+        case["query"],
+        case["query_rope"],
+        case["key"],
+        case["key_rope"],
+        case["value"],
+        case["indices"],
+        cu_seq_q=case.get("cu_seq_q"),
+        cu_seq_kv=case.get("cu_seq_kv"),
+        **attrs,
+    )
 
 
 def check(got, gold, dtype):
     out, smax, ssum = got
     g_out, g_max, g_sum = gold
-    floor = np.abs(g_out).mean()            # outputs that cancel to ~0 are judged against the typical size
+    floor = np.abs(g_out).mean()  # outputs that cancel to ~0 are judged against the typical size
     assert failure(out, g_out, dtype, floor=floor) is None, failure(out, g_out, dtype, floor=floor)
     assert failure(smax, g_max, np.float32, floor=np.abs(g_max).mean()) is None
     assert failure(ssum, g_sum, np.float32) is None
@@ -80,8 +114,9 @@ def check(got, gold, dtype):
 @pytest.mark.parametrize("mode, block_size", [(0, 1), (3, 1), (3, 16), (0, 64)])
 def test_bsnd_matches_golden(dtype, mode, block_size):
     rng = np.random.default_rng(block_size + mode)
-    case = make_case(rng, dtype, lens_q=[5, 5], lens_k=[700, 700], heads=8, block_size=block_size,
-                     count=max(4, 640 // block_size))
+    case = make_case(
+        rng, dtype, lens_q=[5, 5], lens_k=[700, 700], heads=8, block_size=block_size, count=max(4, 640 // block_size)
+    )
     attrs = dict(scale=0.04, block_size=block_size, sparse_mode=mode)
     check(run_op(case, scale=0.04, block_size=block_size, mode=mode), golden(case, **attrs), dtype)
 
@@ -141,13 +176,19 @@ def test_P_rounds_ties_away_from_zero(dtype):
     y, e = ties.exp_ties(np.random.default_rng(14), dtype, rows)
     q, key = ties.dot_terms(y, dtype, D)
     value = np.stack([np.zeros(D), np.ones(D)]).astype(dtype)
-    case = dict(query=q.reshape(1, rows, 1, D), query_rope=np.zeros((1, rows, 1, DR), dtype),
-                key=np.stack([np.zeros(D, dtype), key]).reshape(1, 2, 1, D), key_rope=np.zeros((1, 2, 1, DR), dtype),
-                value=value.reshape(1, 2, 1, D), indices=np.tile(np.int32([0, 1]), (1, rows, 1, 1)))
+    case = dict(
+        query=q.reshape(1, rows, 1, D),
+        query_rope=np.zeros((1, rows, 1, DR), dtype),
+        key=np.stack([np.zeros(D, dtype), key]).reshape(1, 2, 1, D),
+        key_rope=np.zeros((1, 2, 1, DR), dtype),
+        value=value.reshape(1, 2, 1, D),
+        indices=np.tile(np.int32([0, 1]), (1, rows, 1, 1)),
+    )
     out, _, ssum = run_op(case, scale=1.0, block_size=1, mode=0)
     out_mode = "even" if dtype == BF16 else "away"
-    want = ties.assert_sensitive(lambda modes: {"out": ties.two_key_output(e, dtype, modes["P"], out_mode)},
-                                 {"P": "away"}, "attentionOut")
+    want = ties.assert_sensitive(
+        lambda modes: {"out": ties.two_key_output(e, dtype, modes["P"], out_mode)}, {"P": "away"}, "attentionOut"
+    )
     ties.assert_bits(out.reshape(rows, D), np.repeat(want["out"][:, None], D, axis=1), "attentionOut")
     assert np.array_equal(ssum[:, 0], (1 + e).astype(np.float32))
 
@@ -159,26 +200,35 @@ def test_output_rounding_at_ties(dtype):
     magnitude."""
     rng = np.random.default_rng(15)
     v0 = ties.one_more_bit(rng, D, dtype)
-    v0 = ties.round_to(v0, dtype, "even")                      # on the grid; v1 one step further out
+    v0 = ties.round_to(v0, dtype, "even")  # on the grid; v1 one step further out
     v1 = v0 + np.sign(v0) * np.spacing(np.abs(v0).astype(dtype)).astype(np.float64)
     midpoint = (v0 + v1) / 2
-    case = dict(query=np.zeros((1, 4, 1, D), dtype), query_rope=np.zeros((1, 4, 1, DR), dtype),
-                key=np.zeros((1, 2, 1, D), dtype), key_rope=np.zeros((1, 2, 1, DR), dtype),
-                value=np.stack([v0, v1]).astype(dtype).reshape(1, 2, 1, D), indices=np.tile(np.int32([0, 1]), (1, 4, 1, 1)))
+    case = dict(
+        query=np.zeros((1, 4, 1, D), dtype),
+        query_rope=np.zeros((1, 4, 1, DR), dtype),
+        key=np.zeros((1, 2, 1, D), dtype),
+        key_rope=np.zeros((1, 2, 1, DR), dtype),
+        value=np.stack([v0, v1]).astype(dtype).reshape(1, 2, 1, D),
+        indices=np.tile(np.int32([0, 1]), (1, 4, 1, 1)),
+    )
     out, _, _ = run_op(case, scale=1.0, block_size=1, mode=0)
     mode = "even" if dtype == BF16 else "away"
     assert ties.is_tie(midpoint, dtype).any(), "the case must separate the two roundings"
     ties.assert_bits(out.reshape(4, D), np.tile(ties.round_to(midpoint, dtype, mode), (4, 1)), "attentionOut")
 
 
-@pytest.mark.parametrize("edit, code, words", [
-    (lambda c: c.update(value=c["value"].astype(FP16)), 161002, ["value", "FLOAT16"]),
-    (lambda c: c.update(query_rope=c["query_rope"][..., :32].copy()), 561002, ["rope_head_dim", "32"]),
-    (lambda c: c.update(indices=c["indices"][:, :1].copy()), 561002, ["sparse_indices", "[1, 1, 1, 4]"]),
-])
+@pytest.mark.parametrize(
+    "edit, code, words",
+    [
+        (lambda c: c.update(value=c["value"].astype(FP16)), 161002, ["value", "FLOAT16"]),
+        (lambda c: c.update(query_rope=c["query_rope"][..., :32].copy()), 561002, ["rope_head_dim", "32"]),
+        (lambda c: c.update(indices=c["indices"][:, :1].copy()), 561002, ["sparse_indices", "[1, 1, 1, 4]"]),
+    ],
+)
 def test_messages_name_the_argument(edit, code, words):
-    case = make_case(np.random.default_rng(14), BF16, lens_q=[2], lens_k=[16], heads=2, block_size=1, count=4,
-                     junk=False)
+    case = make_case(
+        np.random.default_rng(14), BF16, lens_q=[2], lens_k=[16], heads=2, block_size=1, count=4, junk=False
+    )
     edit(case)
     with pytest.raises(ae.AclnnError) as failed:
         run_op(case, scale=0.1, block_size=1, mode=3)

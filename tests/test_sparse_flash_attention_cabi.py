@@ -5,6 +5,7 @@ A generated entry point in CANN 8.5: nulls and dtypes are the framework's (16100
 The tiling accepts Ascend910B only, though the OpDef also registers Ascend910_93.
 tests/c/sparse_flash_attention_rules.cpp prints one "<rule> <code>" per case.
 """
+
 import pytest
 
 import cabi
@@ -14,24 +15,63 @@ PROGRAM = "sparse_flash_attention_rules.cpp"
 NULL, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 TILING, NO_KERNEL = status.ACLNN_ERR_INNER_TILING_ERROR, status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR
 TILING_RULES = (
-    "query_rope_null", "layout_query", "layout_kv", "layout_mismatch", "pa_key_rank", "lse_pa",
-    "tnd_actual_seq_q_null", "actual_seq_q_size", "query_rope_rank", "pa_block_table_null", "block_table_rank",
-    "block_table_dim1", "rank.query", "layout_rank.query", "rank.key", "layout_rank.key", "sparse_mode",
-    "sparse_block_size_3", "sparse_block_size_256", "pre_tokens", "next_tokens", "attention_mode_0",
-    "attention_mode", "key_rope_null", "pa_actual_seq_kv_null", "batch", "n2", "g", "head_dim", "head_dim_v",
-    "rope_dim", "block_size_align", "block_size_sparse", "shape.key", "shape.value", "shape.key_rope",
-    "shape.query_rope", "shape.sparse_indices", "shape.attention_out", "actualSeqLengthsQ_batch",
-    "tnd_actual_seq_kv_null", "actualSeqLengths_batch", "block_table_not_pa", "block_table_batch")
+    "query_rope_null",
+    "layout_query",
+    "layout_kv",
+    "layout_mismatch",
+    "pa_key_rank",
+    "lse_pa",
+    "tnd_actual_seq_q_null",
+    "actual_seq_q_size",
+    "query_rope_rank",
+    "pa_block_table_null",
+    "block_table_rank",
+    "block_table_dim1",
+    "rank.query",
+    "layout_rank.query",
+    "rank.key",
+    "layout_rank.key",
+    "sparse_mode",
+    "sparse_block_size_3",
+    "sparse_block_size_256",
+    "pre_tokens",
+    "next_tokens",
+    "attention_mode_0",
+    "attention_mode",
+    "key_rope_null",
+    "pa_actual_seq_kv_null",
+    "batch",
+    "n2",
+    "g",
+    "head_dim",
+    "head_dim_v",
+    "rope_dim",
+    "block_size_align",
+    "block_size_sparse",
+    "shape.key",
+    "shape.value",
+    "shape.key_rope",
+    "shape.query_rope",
+    "shape.sparse_indices",
+    "shape.attention_out",
+    "actualSeqLengthsQ_batch",
+    "tnd_actual_seq_kv_null",
+    "actualSeqLengths_batch",
+    "block_table_not_pa",
+    "block_table_batch",
+)
 
 EXPECTED = {
-    **{f"null.{name}": NULL for name in ("query", "key", "value", "sparseIndices", "attentionOutOut",
-                                          "softmaxMaxOut", "softmaxSumOut")},
+    **{
+        f"null.{name}": NULL
+        for name in ("query", "key", "value", "sparseIndices", "attentionOutOut", "softmaxMaxOut", "softmaxSumOut")
+    },
     "dtype.query_fp32": INVALID,
     "dtype.value_mixed": INVALID,
     "dtype.sparseIndices_int64": INVALID,
     "dtype.softmaxMaxOut_fp16": INVALID,
     "dtype.attentionOutOut_mixed": INVALID,
-    "optional.query_rope_fp16": 0,        # inferred: a portability warning unless strict
+    "optional.query_rope_fp16": 0,  # inferred: a portability warning unless strict
     "optional.actual_seq_int64": 0,
     **{f"tiling.{rule}": TILING for rule in TILING_RULES},
     "tiling.layout_null_ok": 0,

@@ -4,6 +4,7 @@ Covers bf16/fp16, BSND/TND, sparse modes 0 and 3, block sizes 1 and 16, duplicat
 padding and rope on/off; the kernel's own rules (first -1 ends a row, unselected keys get zero,
 only the diagonal block is masked) and the inputs the sanitizer reports.
 """
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -23,14 +24,37 @@ def run_op(case, attrs, **overrides):
     dev = {name: ae.to_device(array) for name, array in case.items()}
     dtype = dtypes.from_numpy(case["query"].dtype)
     outs = {key: ae.empty(case[src].shape, dtype) if src in case else None for key, src in OUT_OF.items()}
-    args = dict(scale=attrs["scale"], block_size=attrs["block_size"], layout=attrs["layout"],
-                sparse_mode=attrs["sparse_mode"], **overrides)
+    args = dict(
+        scale=attrs["scale"],
+        block_size=attrs["block_size"],
+        layout=attrs["layout"],
+        sparse_mode=attrs["sparse_mode"],
+        **overrides,
+    )
     try:
-        ae.run("SparseFlashAttentionGrad", dev["query"], dev["key"], dev["value"], dev["sparseIndices"],
-               dev["dOut"], dev["out"], dev["softmaxMax"], dev["softmaxSum"],
-               dev.get("actualSeqLengthsQuery"), dev.get("actualSeqLengthsKv"), dev.get("queryRope"),
-               dev.get("keyRope"), args["scale"], args["block_size"], args["layout"], args["sparse_mode"],
-               2147483647, 2147483647, False, *outs.values())
+        ae.run(
+            "SparseFlashAttentionGrad",
+            dev["query"],
+            dev["key"],
+            dev["value"],
+            dev["sparseIndices"],
+            dev["dOut"],
+            dev["out"],
+            dev["softmaxMax"],
+            dev["softmaxSum"],
+            dev.get("actualSeqLengthsQuery"),
+            dev.get("actualSeqLengthsKv"),
+            dev.get("queryRope"),
+            dev.get("keyRope"),
+            args["scale"],
+            args["block_size"],
+            args["layout"],
+            args["sparse_mode"],
+            2147483647,
+            2147483647,
+            False,
+            *outs.values(),
+        )
         return {key: None if t is None else ae.numpy(t) for key, t in outs.items()}
     finally:
         for t in [*dev.values(), *outs.values()]:
@@ -52,16 +76,22 @@ def clean_reports():
 
 
 VARIANTS = [  # block size, sparse mode, rope dim, duplicate indices
-    (1, 0, 0, False), (1, 3, 64, True), (16, 3, 0, True), (16, 0, 64, False)]
+    (1, 0, 0, False),
+    (1, 3, 64, True),
+    (16, 3, 0, True),
+    (16, 0, 64, False),
+]
 
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
-@pytest.mark.parametrize("bs, mode, dr, dup", VARIANTS, ids=[f"bs{v[0]}-mode{v[1]}-rope{v[2]}-dup{int(v[3])}"
-                                                              for v in VARIANTS])
+@pytest.mark.parametrize(
+    "bs, mode, dr, dup", VARIANTS, ids=[f"bs{v[0]}-mode{v[1]}-rope{v[2]}-dup{int(v[3])}" for v in VARIANTS]
+)
 def test_matches_the_hardware_maths(dtype, layout, bs, mode, dr, dup):
-    case, attrs = make(dtype, layout, block_size=bs, sparse_mode=mode, dr=dr, duplicates=dup,
-                       nsel=160 if bs == 1 else 12)
+    case, attrs = make(
+        dtype, layout, block_size=bs, sparse_mode=mode, dr=dr, duplicates=dup, nsel=160 if bs == 1 else 12
+    )
     out = run_op(case, attrs)
     assert golden.precision_failures(out, case, attrs, NAME[np.dtype(dtype)]) == []
     assert (out["dq_rope"] is not None) == (dr > 0)
@@ -72,8 +102,9 @@ def test_matches_the_hardware_maths(dtype, layout, bs, mode, dr, dup):
 def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
     """Without CAST_ROUND of P and dS before their matmuls, every output fails both checks."""
     from aclnn_emu.kernels.sparse_attention import sparse_flash_attention_grad as kernel
-    monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)   # P, outputs: numpy's cast
-    monkeypatch.setattr(kernel, "CAST_ROUND", {np.dtype(dtype): None})      # dS
+
+    monkeypatch.setattr(kernel, "round_half_away_", lambda x, dtype: x)  # P, outputs: numpy's cast
+    monkeypatch.setattr(kernel, "CAST_ROUND", {np.dtype(dtype): None})  # dS
     case, attrs = make(dtype, block_size=1, sparse_mode=3, dr=64, duplicates=True, nsel=160)
     failures = golden.precision_failures(run_op(case, attrs), case, attrs, NAME[np.dtype(dtype)])
     assert sorted(f.split(":")[0] for f in failures) == sorted(golden.OUTPUTS * 2)
@@ -82,6 +113,7 @@ def test_a_kernel_without_the_hardware_roundings_fails(monkeypatch, dtype):
 def test_long_rows_run_in_several_steps(monkeypatch):
     """Rows whose keys exceed the per-step budget are cut into column steps; dq sums the steps."""
     from aclnn_emu.kernels.sparse_attention import sparse_flash_attention_grad as kernel
+
     monkeypatch.setattr(kernel, "SLOT_BUDGET", 48)
     case, attrs = make(block_size=16, sparse_mode=3, dr=64, nsel=12)
     lengths = (case["sparseIndices"].reshape(40, -1)[:, 0] >= 0) * 12 * 16
@@ -103,7 +135,7 @@ def test_first_minus_one_ends_a_row():
     stop = np.argmax(idx == -1, axis=1)
     tail = case["sparseIndices"].copy().reshape(8, -1)
     for r, s in enumerate(stop):
-        tail[r, s + 1:s + 5] = np.arange(4) + 40      # valid ids after the first -1
+        tail[r, s + 1 : s + 5] = np.arange(4) + 40  # valid ids after the first -1
     reference = run_op(case, attrs)
     case["sparseIndices"] = tail.reshape(case["sparseIndices"].shape)
     changed = run_op(case, attrs)
@@ -117,7 +149,7 @@ def test_unselected_keys_and_empty_rows_get_zero():
     out = run_op(case, attrs)
     chosen = np.zeros(64, bool)
     for row in idx:
-        chosen[row[:np.argmax(row == -1)]] = True
+        chosen[row[: np.argmax(row == -1)]] = True
     dk, dv = out["dk"].reshape(64, -1).astype(np.float32), out["dv"].reshape(64, -1).astype(np.float32)
     assert not np.any(dk[~chosen]) and not np.any(dv[~chosen])
     assert np.all(np.any(dv[chosen] != 0, axis=1))
@@ -141,7 +173,7 @@ def test_mode_three_masks_only_the_diagonal_block(blocks, masked_keys_zero):
     is *not* masked. Of two copies of the diagonal block in one 512-key chunk only the last is."""
     case, attrs = make(q_lens=[20], kv_lens=[80], block_size=16, sparse_mode=3, nsel=2)
     idx = np.full((20, 1, 2048), -1, np.int32)
-    idx[0, 0, :len(blocks)] = blocks
+    idx[0, 0, : len(blocks)] = blocks
     case["sparseIndices"] = idx
     case["out"], case["softmaxMax"], case["softmaxSum"] = _forward(case, attrs)
     out = run_op(case, attrs)
@@ -157,15 +189,24 @@ def test_mode_three_masks_only_the_diagonal_block(blocks, masked_keys_zero):
 def _forward(case, attrs, exact=False):
     """out, softmaxMax, softmaxSum of the case's indices: as the op takes them, or in float64."""
     f64 = lambda n: None if n not in case else case[n].astype(np.float64)
-    out, smax, ssum = golden.forward(f64("query"), f64("key"), f64("value"), case["sparseIndices"],
-                                     q_rope=f64("queryRope"), k_rope=f64("keyRope"),
-                                     cu_q=case.get("actualSeqLengthsQuery"),
-                                     cu_kv=case.get("actualSeqLengthsKv"), **attrs)
+    out, smax, ssum = golden.forward(
+        f64("query"),
+        f64("key"),
+        f64("value"),
+        case["sparseIndices"],
+        q_rope=f64("queryRope"),
+        k_rope=f64("keyRope"),
+        cu_q=case.get("actualSeqLengthsQuery"),
+        cu_kv=case.get("actualSeqLengthsKv"),
+        **attrs,
+    )
     if exact:
         return out, smax, ssum
-    return (out.reshape(case["out"].shape).astype(case["out"].dtype),
-            smax.reshape(case["softmaxMax"].shape).astype(np.float32),
-            ssum.reshape(case["softmaxSum"].shape).astype(np.float32))
+    return (
+        out.reshape(case["out"].shape).astype(case["out"].dtype),
+        smax.reshape(case["softmaxMax"].shape).astype(np.float32),
+        ssum.reshape(case["softmaxSum"].shape).astype(np.float32),
+    )
 
 
 def test_tnd_offsets_are_cumulative():
@@ -195,17 +236,17 @@ def test_int64_sequence_lengths_are_read_as_int32_words(capfd):
 def test_out_of_range_index_is_reported_and_skipped():
     """Skipping the entry is the emulator's choice (the NPU reads outside the batch: undefined)."""
     case, attrs = make(q_lens=[4], kv_lens=[64], nsel=8)
-    case["sparseIndices"][0, 0, 0] = 64                  # one past the batch's keys
+    case["sparseIndices"][0, 0, 0] = 64  # one past the batch's keys
     out = run_op(case, attrs)
     assert [k for k, _ in sanitizer.reports()] == ["index-out-of-range"]
-    assert golden.precision_failures(out, case, attrs, "bf16") == []    # golden drops it too
+    assert golden.precision_failures(out, case, attrs, "bf16") == []  # golden drops it too
 
 
 def test_descending_blocks_are_reported():
     """With block size 16 the NPU kernel assumes ascending blocks ending at the tail block."""
     case, attrs = make(q_lens=[4], kv_lens=[100], block_size=16, nsel=4)
     idx = np.full((4, 1, 2048), -1, np.int32)
-    idx[:, 0, :3] = [6, 2, 0]                            # tail block 6 first, then full blocks
+    idx[:, 0, :3] = [6, 2, 0]  # tail block 6 first, then full blocks
     case["sparseIndices"] = idx
     run_op(case, attrs)
     assert [k for k, _ in sanitizer.reports()] == ["undefined-behaviour"]
@@ -223,11 +264,15 @@ def test_workspace_size_follows_the_tiling():
     and matmul buffers, fp32 dq/dk/dv."""
     from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad import Plan, workspace_size
     from aclnn_emu.platform import part
-    plan = Plan("TND", b=1, s1=1, s2=2048, t1=1, t2=2048, g=16, d=512, dv=512, dr=64, scale=0.088,
-                block_size=1, sparse_mode=0)
+
+    plan = Plan(
+        "TND", b=1, s1=1, s2=2048, t1=1, t2=2048, g=16, d=512, dv=512, dr=64, scale=0.088, block_size=1, sparse_mode=0
+    )
     gather = 512 * 576 * 2 * 3 + 512 * 512 * 2 * 2
-    assert workspace_size(plan, part("Ascend910B2")) == 32 * 2 ** 20 + gather + 2 * 65536 + 16 * 576 * 4 + 2048 * 576 * 4 \
-        + 2048 * 512 * 4
+    assert (
+        workspace_size(plan, part("Ascend910B2"))
+        == 32 * 2**20 + gather + 2 * 65536 + 16 * 576 * 4 + 2048 * 576 * 4 + 2048 * 512 * 4
+    )
 
 
 def test_torch_autograd_agrees():
@@ -236,7 +281,7 @@ def test_torch_autograd_agrees():
     torch = pytest.importorskip("torch")
     case, attrs = make(block_size=16, sparse_mode=3, dr=64, duplicates=True, nsel=12)
     grads = _torch_grads(torch, case, attrs)
-    out, smax, ssum = _forward(case, attrs, exact=True)    # unrounded statistics, as autograd has them
+    out, smax, ssum = _forward(case, attrs, exact=True)  # unrounded statistics, as autograd has them
     exact = golden.golden_of(dict(case, out=out, softmaxMax=smax, softmaxSum=ssum), attrs)
     for key, value in grads.items():
         np.testing.assert_allclose(exact[key].reshape(value.shape), value, rtol=1e-9, atol=1e-12)
@@ -252,23 +297,32 @@ def _torch_grads(torch, case, attrs):
     q, k, v, qr, kr = (t(n) for n in ("query", "key", "value", "queryRope", "keyRope"))
     qc = torch.cat([q, qr], -1).reshape(-1, q.shape[-2], q.shape[-1] + qr.shape[-1])
     kc = torch.cat([k, kr], -1).reshape(-1, k.shape[-1] + kr.shape[-1])
-    vv, dout = v.reshape(-1, v.shape[-1]), torch.tensor(case["dOut"].astype(np.float64)).reshape(qc.shape[0], -1,
-                                                                                                  v.shape[-1])
+    vv, dout = (
+        v.reshape(-1, v.shape[-1]),
+        torch.tensor(case["dOut"].astype(np.float64)).reshape(qc.shape[0], -1, v.shape[-1]),
+    )
     idx = case["sparseIndices"].reshape(qc.shape[0], -1)
     loss = 0
-    for r, s1, sq, k0, sk in golden._rows("TND", case["query"], case["actualSeqLengthsQuery"],
-                                           case["actualSeqLengthsKv"], case["key"]):
+    for r, s1, sq, k0, sk in golden._rows(
+        "TND", case["query"], case["actualSeqLengthsQuery"], case["actualSeqLengthsKv"], case["key"]
+    ):
         pos, masked = golden.selection(idx[r], s1, sq, sk, attrs["block_size"], attrs["sparse_mode"] == 3)
         if len(pos):
             s = attrs["scale"] * qc[r] @ kc[k0 + pos].T
             s = s.masked_fill(torch.tensor(masked), float("-inf"))
             loss = loss + (torch.softmax(s, -1) @ vv[k0 + pos] * dout[r]).sum()
     loss.backward()
-    return {"dq": q.grad.numpy(), "dk": k.grad.numpy(), "dv": v.grad.numpy(), "dq_rope": qr.grad.numpy(),
-            "dk_rope": kr.grad.numpy()}
+    return {
+        "dq": q.grad.numpy(),
+        "dk": k.grad.numpy(),
+        "dv": v.grad.numpy(),
+        "dq_rope": qr.grad.numpy(),
+        "dk_rope": kr.grad.numpy(),
+    }
 
 
 # --- rounding-mode ties (tests/ties.py) --------------------------------------------------------
+
 
 def tie_case(dtype, seed=0, t1=8, t2=16, g=4, d=128, top_k=2048):
     """TND inputs where P, dS and the output sums are exact in fp32 and P/dS land on midpoints:
@@ -287,11 +341,18 @@ def tie_case(dtype, seed=0, t1=8, t2=16, g=4, d=128, top_k=2048):
     np.put_along_axis(dout, rng.integers(0, 4, (t1, g, 1)), rng.choice([-1.0, 1.0], (t1, g, 1)), -1)
     idx = np.full((t1, 1, top_k), -1, np.int32)
     idx[:, 0, :6] = rng.integers(0, t2, (t1, 6))
-    case = dict(query=q.astype(dtype), key=k.astype(dtype), value=v.astype(dtype), dOut=dout.astype(dtype),
-                out=np.zeros((t1, g, d), dtype), sparseIndices=idx,
-                softmaxMax=(q[..., 0] * scale).astype(np.float32)[None],
-                softmaxSum=ties.reciprocal_ties(rng, name, (1, t1, g)),
-                actualSeqLengthsQuery=np.array([t1], np.int32), actualSeqLengthsKv=np.array([t2], np.int32))
+    case = dict(
+        query=q.astype(dtype),
+        key=k.astype(dtype),
+        value=v.astype(dtype),
+        dOut=dout.astype(dtype),
+        out=np.zeros((t1, g, d), dtype),
+        sparseIndices=idx,
+        softmaxMax=(q[..., 0] * scale).astype(np.float32)[None],
+        softmaxSum=ties.reciprocal_ties(rng, name, (1, t1, g)),
+        actualSeqLengthsQuery=np.array([t1], np.int32),
+        actualSeqLengthsKv=np.array([t2], np.int32),
+    )
     attrs = dict(scale=scale, block_size=1, layout="TND", sparse_mode=0)
 
     def golden(modes):
@@ -306,6 +367,7 @@ def tie_case(dtype, seed=0, t1=8, t2=16, g=4, d=128, top_k=2048):
             np.add.at(dk, keys, scale * ds.T @ q[r])
             np.add.at(dv, keys, p_h.T @ dout[r])
         return {n: ties.to_output(x, dt, modes["out"]) for n, x in (("dq", dq), ("dk", dk), ("dv", dv))}
+
     return case, attrs, golden
 
 

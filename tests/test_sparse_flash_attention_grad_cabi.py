@@ -4,6 +4,7 @@ The op has no hand-written op_api in CANN 8.5: nulls and dtypes are the generate
 (161001 / 161002 / 561003), everything the tiling rejects is 561002 (reference indexer-sparse
 §0.1, §2.A). tests/c/sparse_flash_attention_grad_rules.cpp prints one "<rule> <code>" per case.
 """
+
 import pytest
 
 import cabi
@@ -14,8 +15,22 @@ NULL, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
 TILING, NO_KERNEL = status.ACLNN_ERR_INNER_TILING_ERROR, status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR
 
 EXPECTED = {
-    **{f"null.{name}": NULL for name in ("query", "key", "value", "sparseIndices", "dOut", "out", "softmaxMax",
-                                          "softmaxSum", "dQueryOut", "dKeyOut", "dValueOut")},
+    **{
+        f"null.{name}": NULL
+        for name in (
+            "query",
+            "key",
+            "value",
+            "sparseIndices",
+            "dOut",
+            "out",
+            "softmaxMax",
+            "softmaxSum",
+            "dQueryOut",
+            "dKeyOut",
+            "dValueOut",
+        )
+    },
     "dtype.query_fp32": INVALID,
     "dtype.out_mixed": INVALID,
     "dtype.sparseIndices_int64": INVALID,
@@ -73,8 +88,10 @@ def _codes(program, *args, **env):
 
 # Ascend910_95: sparse_flash_attention_grad_def.cpp registers ascend910b and ascend910_93 only, so
 # after the op_api null checks and the all-outputs-empty return every call has no kernel (561003).
-UNREGISTERED = {rule: code if rule.startswith("null.") or rule in ("empty.all_outputs_ok", "phase2.executor_null")
-                else NO_KERNEL for rule, code in EXPECTED.items()}
+UNREGISTERED = {
+    rule: code if rule.startswith("null.") or rule in ("empty.all_outputs_ok", "phase2.executor_null") else NO_KERNEL
+    for rule, code in EXPECTED.items()
+}
 BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": UNREGISTERED}
 
 
@@ -82,16 +99,17 @@ def test_every_rule_returns_the_source_code(program, family):
     codes, stderr = _codes(program, ACLNN_EMU_SOC=family)
     assert codes == BY_FAMILY[family]
     registered = family != "Ascend910_95"
-    assert ("real CANN most likely returns 561003" in stderr) == registered   # the portability warnings
-    assert ("sparseBlockSize 0 is outside 1..128" in stderr) == registered    # the sanitizer's reason
+    assert ("real CANN most likely returns 561003" in stderr) == registered  # the portability warnings
+    assert ("sparseBlockSize 0 is outside 1..128" in stderr) == registered  # the sanitizer's reason
 
 
 def test_inferred_rules_fail_under_strict(program):
     codes, _ = _codes(program, ACLNN_EMU_STRICT="1")
     assert codes["optional.actual_seq_int64"] == NO_KERNEL
     assert codes["optional.query_rope_fp16"] == NO_KERNEL
-    assert {k: v for k, v in codes.items() if not k.startswith("optional.")} == \
-        {k: v for k, v in EXPECTED.items() if not k.startswith("optional.")}
+    assert {k: v for k, v in codes.items() if not k.startswith("optional.")} == {
+        k: v for k, v in EXPECTED.items() if not k.startswith("optional.")
+    }
 
 
 @pytest.mark.parametrize("soc, code", [("Ascend910B", 0), ("Ascend910_93", 0), ("Ascend910_95", NO_KERNEL)])
@@ -108,11 +126,27 @@ def test_numerics_through_the_c_abi(tmp_path):
     from aclnn_emu import dtypes
     from golden import sparse_flash_attention_grad as golden
 
-    case, attrs = golden.make_case(np.random.default_rng(7), dtype=ml_dtypes.bfloat16, layout="TND",
-                                   q_lens=[16, 24], kv_lens=[300, 260], n1=8, d=128, dr=64, block_size=16,
-                                   sparse_mode=3, nsel=12, duplicates=True)
-    outputs = {"dQueryOut": ("dq", "query"), "dKeyOut": ("dk", "key"), "dValueOut": ("dv", "value"),
-               "dQueryRopeOut": ("dq_rope", "queryRope"), "dKeyRopeOut": ("dk_rope", "keyRope")}
+    case, attrs = golden.make_case(
+        np.random.default_rng(7),
+        dtype=ml_dtypes.bfloat16,
+        layout="TND",
+        q_lens=[16, 24],
+        kv_lens=[300, 260],
+        n1=8,
+        d=128,
+        dr=64,
+        block_size=16,
+        sparse_mode=3,
+        nsel=12,
+        duplicates=True,
+    )
+    outputs = {
+        "dQueryOut": ("dq", "query"),
+        "dKeyOut": ("dk", "key"),
+        "dValueOut": ("dv", "value"),
+        "dQueryRopeOut": ("dq_rope", "queryRope"),
+        "dKeyRopeOut": ("dk_rope", "keyRope"),
+    }
     lines = []
     for name, array in [*case.items(), *((o, case[src]) for o, (_, src) in outputs.items())]:
         lines.append(f"{name} {int(dtypes.from_numpy(array.dtype))} {array.ndim} {' '.join(map(str, array.shape))}")
@@ -123,6 +157,8 @@ def test_numerics_through_the_c_abi(tmp_path):
 
     result = cabi.compile_and_run("sparse_flash_attention_grad_run.cpp", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    got = {key: np.fromfile(tmp_path / f"{name}.bin", ml_dtypes.bfloat16).reshape(case[src].shape)
-           for name, (key, src) in outputs.items()}
+    got = {
+        key: np.fromfile(tmp_path / f"{name}.bin", ml_dtypes.bfloat16).reshape(case[src].shape)
+        for name, (key, src) in outputs.items()
+    }
     assert golden.precision_failures(got, case, attrs, "bf16") == []

@@ -1,4 +1,5 @@
 """Which keys a SparseFlashAttentionGrad row uses (kernels/sparse_attention/select.py)."""
+
 import numpy as np
 
 from aclnn_emu.kernels.sparse_attention.select import select_row, selected_counts, tnd_rows
@@ -6,13 +7,22 @@ from aclnn_emu.kernels.sparse_attention.select import select_row, selected_count
 
 def select(ids, s1=0, sq=1, sk=100, kbase=0, bs=16, causal=False, num_keys=10_000):
     found = []
-    sel = select_row(np.array(ids, np.int32), s1, sq, sk, kbase, block_size=bs, causal=causal,
-                     num_keys=num_keys, report=lambda kind, message: found.append(kind))
+    sel = select_row(
+        np.array(ids, np.int32),
+        s1,
+        sq,
+        sk,
+        kbase,
+        block_size=bs,
+        causal=causal,
+        num_keys=num_keys,
+        report=lambda kind, message: found.append(kind),
+    )
     return sel, found
 
 
 def test_blocks_expand_to_positions_with_a_short_tail():
-    sel, found = select([0, 2, 6])                      # Sk = 100: block 6 holds keys 96..99
+    sel, found = select([0, 2, 6])  # Sk = 100: block 6 holds keys 96..99
     np.testing.assert_array_equal(sel.positions, np.r_[0:16, 32:48, 96:100])
     assert not sel.masked.any() and found == []
 
@@ -33,7 +43,7 @@ def test_mode_three_masks_the_last_diagonal_copy_of_each_512_key_chunk():
     entry 40 is in chunk 1 and masked too."""
     ids = [5, 5] + [0] * 38 + [5]
     sel, _ = select(ids, s1=0, sq=20, sk=100, causal=True)
-    masked_blocks = [j for j in range(len(ids)) if sel.masked[j * 16:(j + 1) * 16].any()]
+    masked_blocks = [j for j in range(len(ids)) if sel.masked[j * 16 : (j + 1) * 16].any()]
     assert masked_blocks == [1, 40]
     np.testing.assert_array_equal(np.flatnonzero(sel.masked[16:32]), np.arange(1, 16))  # keys 81..95
 
@@ -56,9 +66,9 @@ def test_keys_past_the_key_tensor_are_reported_and_dropped():
 
 
 def test_kernel_block_assumptions_are_reported():
-    assert select([0, 2, 6])[1] == []                   # ascending, ending at the tail block
-    assert select([6, 2])[1] == ["undefined-behaviour", "undefined-behaviour"]   # tail first, last block full
-    assert select([0, 2], sk=100)[1] == ["undefined-behaviour"]   # last block 2 full, kernel scatters 100 % 16
+    assert select([0, 2, 6])[1] == []  # ascending, ending at the tail block
+    assert select([6, 2])[1] == ["undefined-behaviour", "undefined-behaviour"]  # tail first, last block full
+    assert select([0, 2], sk=100)[1] == ["undefined-behaviour"]  # last block 2 full, kernel scatters 100 % 16
 
 
 def test_tnd_rows_follow_cumulative_offsets():

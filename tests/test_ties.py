@@ -1,5 +1,6 @@
 """The tie helpers (tests/ties.py) against independent roundings: numpy's casts (ties to even) and
 a bit-level CAST_ROUND."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -20,8 +21,9 @@ def away_by_bits(x32, name):
 @pytest.mark.parametrize("name", DTYPES)
 def test_round_to_matches_the_casts(name):
     rng = np.random.default_rng(0)
-    x = np.concatenate([ties.one_more_bit(rng, 4000, name, 0.25, 8),
-                        rng.standard_normal(4000).astype(np.float32).astype(np.float64)])
+    x = np.concatenate(
+        [ties.one_more_bit(rng, 4000, name, 0.25, 8), rng.standard_normal(4000).astype(np.float32).astype(np.float64)]
+    )
     even = x.astype(np.float32).astype(DTYPES[name]).astype(np.float64)
     assert np.array_equal(ties.round_to(x, name, "even"), even)
     assert np.array_equal(ties.round_to(x, name, "away"), away_by_bits(x.astype(np.float32), name))
@@ -33,7 +35,7 @@ def test_midpoints_are_ties_and_one_more_bit_gives_many(name):
     rng = np.random.default_rng(1)
     assert ties.is_tie(ties.midpoints(rng, 1000, name), name).all()
     share = ties.is_tie(ties.one_more_bit(rng, 4000, name), name).mean()
-    assert 0.2 < share < 0.3               # half are midpoints, half of those between differing modes
+    assert 0.2 < share < 0.3  # half are midpoints, half of those between differing modes
 
 
 def test_int8_rounding_saturates_and_ties():
@@ -49,5 +51,4 @@ def test_reciprocal_ties_divide_back_onto_midpoints():
 
 def test_a_case_without_ties_is_reported():
     with pytest.raises(AssertionError, match="changes no output bit"):
-        ties.assert_sensitive(lambda m: {"out": ties.round_to(np.array([1.0, 2.0]), "float16", m["x"])},
-                              {"x": "away"})
+        ties.assert_sensitive(lambda m: {"out": ties.round_to(np.array([1.0, 2.0]), "float16", m["x"])}, {"x": "away"})

@@ -4,6 +4,7 @@ every flow arrow has both ends, each inside a slice of its track) and against wh
 the file is complete however the program ends; `aclnn-emu trace` counts what was called.
 
 Every program runs in its own process with a time limit (tests/c/trace_program.cpp)."""
+
 import collections
 import json
 import os
@@ -55,8 +56,10 @@ def check_format(doc) -> list[dict]:
             else:
                 assert open_b and open_b.pop() == e["name"], f"E without its B on {track}: {e}"
         assert not open_b, f"B without E on {track}: {open_b}"
-        spans = sorted(((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), e["name"]) for e in track_events
-                        if e["ph"] == "X"), key=lambda s: (s[0], -s[1]))
+        spans = sorted(
+            ((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), e["name"]) for e in track_events if e["ph"] == "X"),
+            key=lambda s: (s[0], -s[1]),
+        )
         stack = []
         for start, end, name in spans:
             while stack and stack[-1][1] <= start:
@@ -84,12 +87,15 @@ def test_the_format_check_can_fail():
 
     def x(name, ts, dur):
         return {"name": name, "ph": "X", "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+
     check_format({"traceEvents": [ok, x("a", 0, 10), x("b", 2, 3)]})
-    bad = [[ok, x("a", 0, 10), x("b", 5, 10)],                       # overlapping slices on one track
-           [ok, {"name": "a", "ph": "X", "ts": 0, "dur": 1, "pid": 1}],   # no tid
-           [x("a", 0, 1)],                                                 # an unnamed track
-           [ok, x("a", 0, 10), {"name": "l", "cat": "l", "ph": "s", "id": 1, "ts": 1, "pid": 1, "tid": 1}],
-           [ok, {"name": "a", "ph": "B", "ts": 0, "pid": 1, "tid": 1}]]
+    bad = [
+        [ok, x("a", 0, 10), x("b", 5, 10)],  # overlapping slices on one track
+        [ok, {"name": "a", "ph": "X", "ts": 0, "dur": 1, "pid": 1}],  # no tid
+        [x("a", 0, 1)],  # an unnamed track
+        [ok, x("a", 0, 10), {"name": "l", "cat": "l", "ph": "s", "id": 1, "ts": 1, "pid": 1, "tid": 1}],
+        [ok, {"name": "a", "ph": "B", "ts": 0, "pid": 1, "tid": 1}],
+    ]
     for events in bad:
         with pytest.raises(AssertionError):
             check_format({"traceEvents": events})
@@ -98,8 +104,9 @@ def test_the_format_check_can_fail():
 # -- a traced program -----------------------------------------------------------------------------
 def traced(tmp_path, ending, attention=2, scatter=3, env=None):
     path = tmp_path / "trace.json"
-    result = cabi.compile_and_run(PROGRAM, ending, attention, scatter, timeout=TIMEOUT,
-                                  env={"ACLNN_EMU_TRACE": str(path), **(env or {})})
+    result = cabi.compile_and_run(
+        PROGRAM, ending, attention, scatter, timeout=TIMEOUT, env={"ACLNN_EMU_TRACE": str(path), **(env or {})}
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return cabi.rule_codes(result.stdout), check_format(json.loads(path.read_text()))
 
@@ -125,12 +132,15 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     assert calls[f"aclnn{SCATTER}GetWorkspaceSize"] == calls[f"aclnn{SCATTER}"] == 3
     assert calls["aclInit"] == calls["aclFinalize"] == calls["aclrtRecordEvent"] == 1
     assert {e["tid"] for e in slices(events, "runtime")} == {pid} and names[pid].startswith("host thread")
-    failed, = [e for e in slices(events, "runtime") if "returned" in e["args"]]
+    (failed,) = [e for e in slices(events, "runtime") if "returned" in e["args"]]
     assert failed["name"] == "aclrtSetDevice" and failed["args"]["returned"] == printed["bad_device"] == 107001
     assert "99" in failed["args"]["error"]
-    uploads = [e["args"]["bytes"] for e in slices(events, "runtime", "aclrtMemcpy")
-               if e["args"]["direction"] == "HOST_TO_DEVICE"]
-    assert uploads.count(printed["bytes.attention_tensor"]) == 2     # q and out of the attention
+    uploads = [
+        e["args"]["bytes"]
+        for e in slices(events, "runtime", "aclrtMemcpy")
+        if e["args"]["direction"] == "HOST_TO_DEVICE"
+    ]
+    assert uploads.count(printed["bytes.attention_tensor"]) == 2  # q and out of the attention
 
     # kernels on one track per stream, named by operator, with dtypes, shapes and workspace
     kernels = slices(events, "kernel")
@@ -138,8 +148,8 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     for e in kernels:
         by_op[e["args"]["op"]].append(e)
     assert {op: len(es) for op, es in by_op.items()} == {PFA: 2, SCATTER: 3}
-    pfa_track, = {e["tid"] for e in by_op[PFA]}
-    scatter_track, = {e["tid"] for e in by_op[SCATTER]}
+    (pfa_track,) = {e["tid"] for e in by_op[PFA]}
+    (scatter_track,) = {e["tid"] for e in by_op[SCATTER]}
     assert len({pid, pfa_track, scatter_track}) == 3
     assert names[pfa_track].startswith("stream 0") and names[scatter_track].startswith("stream 1")
     pfa = by_op[PFA][0]["args"]
@@ -152,7 +162,7 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     assert all(e["dur"] > 0 for e in kernels)
 
     # the asynchronous copy is a task of the second stream, with its bytes
-    copy, = slices(events, "copy")
+    (copy,) = slices(events, "copy")
     assert (copy["name"], copy["tid"]) == ("memcpy", scatter_track)
     assert copy["args"] == {"bytes": 4, "direction": "HOST_TO_DEVICE"}
 
@@ -163,8 +173,8 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
 
     # the event: recorded on the first stream after both attention kernels, waited for by the second
     # stream and by the host (aclrtSynchronizeEvent)
-    record, = slices(events, "event", "event record")
-    wait, = slices(events, "event", "wait event")
+    (record,) = slices(events, "event", "event record")
+    (wait,) = slices(events, "event", "wait event")
     assert record["tid"] == pfa_track and wait["tid"] == scatter_track
     assert _ns(record["ts"]) >= max(_ns(e["ts"]) + _ns(e["dur"]) for e in by_op[PFA])
     assert min(_ns(e["ts"]) for e in by_op[SCATTER]) >= _ns(wait["ts"]) + _ns(wait["dur"])
@@ -172,10 +182,11 @@ def test_the_trace_shows_calls_streams_kernels_copies_and_events(tmp_path, sync)
     for e in events:
         if e["ph"] in "sf" and e["name"] == "event":
             flows[e["id"]][e["ph"]] = e
-    assert sorted((f["s"]["tid"], f["f"]["tid"]) for f in flows.values()) == sorted([(pfa_track, scatter_track),
-                                                                                    (pfa_track, pid)])
-    host_wait, = [f["f"] for f in flows.values() if f["f"]["tid"] == pid]
-    sync_event, = slices(events, "runtime", "aclrtSynchronizeEvent")
+    assert sorted((f["s"]["tid"], f["f"]["tid"]) for f in flows.values()) == sorted(
+        [(pfa_track, scatter_track), (pfa_track, pid)]
+    )
+    (host_wait,) = [f["f"] for f in flows.values() if f["f"]["tid"] == pid]
+    (sync_event,) = slices(events, "runtime", "aclrtSynchronizeEvent")
     assert sync_event["ts"] <= host_wait["ts"] <= sync_event["ts"] + sync_event["dur"]
 
 
@@ -185,7 +196,7 @@ def test_each_host_thread_has_its_own_track(tmp_path):
     pid = events[0]["pid"]
     names = track_names(events)
     launches = collections.Counter(e["tid"] for e in slices(events, "runtime", f"aclnn{PFA}"))
-    other, = set(launches) - {pid}
+    (other,) = set(launches) - {pid}
     assert launches == {pid: 6, other: 3}
     assert names[pid] == f"host thread {pid} (main)" and names[other] == f"host thread {other}"
     tracks = collections.Counter(e["tid"] for e in slices(events, "kernel") if e["args"]["op"] == PFA)
@@ -199,7 +210,7 @@ def test_exit_without_finalize_leaves_a_complete_trace(tmp_path):
     calls = collections.Counter(e["name"] for e in slices(events, "runtime"))
     assert calls[f"aclnn{PFA}"] == 3 and calls["aclFinalize"] == 0
     assert calls[f"aclnn{SCATTER}"] == 3
-    assert len(slices(events, "kernel")) >= 5     # the queued one ran or was cancelled at exit
+    assert len(slices(events, "kernel")) >= 5  # the queued one ran or was cancelled at exit
 
 
 def test_a_forked_child_writes_its_own_file(tmp_path):
@@ -214,7 +225,7 @@ def test_a_forked_child_writes_its_own_file(tmp_path):
     assert [e["args"]["op"] for e in slices(child, "kernel")] == [PFA]
     calls = collections.Counter(e["name"] for e in slices(child, "runtime"))
     assert calls["aclInit"] == calls["aclFinalize"] == calls[f"aclnn{PFA}"] == 1
-    assert calls[f"aclnn{SCATTER}"] == 0     # nothing of the parent's
+    assert calls[f"aclnn{SCATTER}"] == 0  # nothing of the parent's
 
 
 PYTHON = """
@@ -248,8 +259,9 @@ def test_a_python_program_is_traced_too(tmp_path):
     path = tmp_path / "python.json"
     env = toolkit.environment()
     env["ACLNN_EMU_TRACE"] = str(path)
-    result = subprocess.run([sys.executable, "-c", PYTHON, "3"], env=env, capture_output=True, text=True,
-                            timeout=TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, "-c", PYTHON, "3"], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
     assert result.returncode == 0, result.stderr
     quiet, busy, busy_status = map(int, result.stdout.split())
     assert busy_status == 0
@@ -258,26 +270,29 @@ def test_a_python_program_is_traced_too(tmp_path):
     assert [(e["pid"], e["args"]["op"]) for e in slices(child, "kernel")] == [(busy, PFA)]
     events = check_format(json.loads(path.read_text()))
     assert [e["args"]["op"] for e in slices(events, "kernel")] == [PFA] * 3
-    report, = [e for e in events if e["ph"] == "i"]
+    (report,) = [e for e in events if e["ph"] == "i"]
     assert report["name"] == "sanitizer: out-of-bounds" and "memcpy source" in report["args"]["message"]
     copies = [e["args"]["bytes"] for e in events if e["ph"] == "X" and "bytes" in e.get("args", {})]
-    assert copies == []          # Python's own calls are not C ABI calls: no runtime slices
+    assert copies == []  # Python's own calls are not C ABI calls: no runtime slices
     assert not slices(events, "runtime")
 
 
 def test_a_program_may_turn_tracing_on_before_aclinit(tmp_path):
     """Settings are read again at aclInit: a setenv before it starts the trace."""
-    script = ("import os, sys, numpy as np, aclnn_emu as ae\n"
-              "os.environ['ACLNN_EMU_TRACE'] = sys.argv[1]\n"
-              "ae.setup()\n"
-              "q = ae.to_device(np.ones((1, 1, 16, 128), np.float16))\n"
-              "out = ae.empty((1, 1, 16, 128), ae.DataType.ACL_FLOAT16)\n"
-              "ae.run('PromptFlashAttentionV2', q, q, q, *[None] * 9, 1, 0.088, 2147483647, 0, 'BNSD', 0, 0, out)\n")
+    script = (
+        "import os, sys, numpy as np, aclnn_emu as ae\n"
+        "os.environ['ACLNN_EMU_TRACE'] = sys.argv[1]\n"
+        "ae.setup()\n"
+        "q = ae.to_device(np.ones((1, 1, 16, 128), np.float16))\n"
+        "out = ae.empty((1, 1, 16, 128), ae.DataType.ACL_FLOAT16)\n"
+        "ae.run('PromptFlashAttentionV2', q, q, q, *[None] * 9, 1, 0.088, 2147483647, 0, 'BNSD', 0, 0, out)\n"
+    )
     env = toolkit.environment()
     env.pop("ACLNN_EMU_TRACE", None)
     path = tmp_path / "late.json"
-    result = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
-                            timeout=TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
     assert result.returncode == 0, result.stderr
     assert [e["args"]["op"] for e in slices(check_format(json.loads(path.read_text())), "kernel")] == [PFA]
 
@@ -285,13 +300,21 @@ def test_a_program_may_turn_tracing_on_before_aclinit(tmp_path):
 def test_off_by_default_and_a_bad_value_is_refused(tmp_path):
     env = toolkit.environment()
     env.pop("ACLNN_EMU_TRACE", None)
-    result = subprocess.run([str(cabi.build(PROGRAM)), "finalize", "1", "1"], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=TIMEOUT)
+    result = subprocess.run(
+        [str(cabi.build(PROGRAM)), "finalize", "1", "1"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert result.returncode == 0 and list(tmp_path.iterdir()) == [], result.stdout + result.stderr
     _, errors, _ = config.check({"ACLNN_EMU_TRACE": str(tmp_path / "missing" / "t.json")})
-    assert errors == [f"ACLNN_EMU_TRACE={str(tmp_path / 'missing' / 't.json')!r} is not allowed: use "
-                      f"{config.BY_VARIABLE['ACLNN_EMU_TRACE'].allowed}"]
-    assert config.check({"ACLNN_EMU_TRACE": str(tmp_path)})[1]          # a directory is no file
+    assert errors == [
+        f"ACLNN_EMU_TRACE={str(tmp_path / 'missing' / 't.json')!r} is not allowed: use "
+        f"{config.BY_VARIABLE['ACLNN_EMU_TRACE'].allowed}"
+    ]
+    assert config.check({"ACLNN_EMU_TRACE": str(tmp_path)})[1]  # a directory is no file
     assert config.check({"ACLNN_EMU_TRACE": "t.json"})[0].trace == os.path.abspath("t.json")
 
 
@@ -301,7 +324,7 @@ def summary_rows(output: str) -> dict[str, list[str]]:
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("operator "))
     rows = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip():
             break
         cells = line.split()
@@ -314,11 +337,26 @@ def summary_rows(output: str) -> dict[str, list[str]]:
 def test_the_trace_command_counts_the_calls_per_operator(tmp_path, attention, scatter, given):
     program = cabi.C_DIR / PROGRAM if given == "source" else cabi.build(PROGRAM)
     output = tmp_path / "out.json"
-    result = subprocess.run([sys.executable, "-m", "aclnn_emu.cli", "trace", "-o", str(output), str(program),
-                             "finalize", str(attention), str(scatter)], capture_output=True, text=True,
-                            timeout=TIMEOUT, env=toolkit.environment())
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aclnn_emu.cli",
+            "trace",
+            "-o",
+            str(output),
+            str(program),
+            "finalize",
+            str(attention),
+            str(scatter),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=toolkit.environment(),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "finished 1" in result.stdout                 # the program's own output comes first
+    assert "finished 1" in result.stdout  # the program's own output comes first
     rows = summary_rows(result.stdout)
     assert {op: int(cells[0]) for op, cells in rows.items()} == {PFA: attention, SCATTER: scatter}
     events = check_format(json.loads(output.read_text()))
@@ -328,12 +366,26 @@ def test_the_trace_command_counts_the_calls_per_operator(tmp_path, attention, sc
         assert float(mean) == pytest.approx(sum(durations) / len(durations), abs=0.1)
         assert (float(low), float(high)) == pytest.approx((min(durations), max(durations)), abs=0.1)
     assert sum(float(cells[-1].rstrip("%")) for cells in rows.values()) == pytest.approx(100, abs=0.2)
-    assert re.search(rf"^aclrtMemcpy HOST_TO_DEVICE\s+\d+\s+\d+", result.stdout, re.M)
+    assert re.search(r"^aclrtMemcpy HOST_TO_DEVICE\s+\d+\s+\d+", result.stdout, re.M)
     assert re.search(r"^memcpy on a stream HOST_TO_DEVICE\s+1\s+4\s", result.stdout, re.M)
 
 
 def test_the_trace_command_passes_on_the_programs_exit_status(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "aclnn_emu.cli", "trace", "-o", str(tmp_path / "t.json"),
-                             str(cabi.build(PROGRAM)), "wrong", "usage"], capture_output=True, text=True,
-                            timeout=TIMEOUT, env=toolkit.environment())
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aclnn_emu.cli",
+            "trace",
+            "-o",
+            str(tmp_path / "t.json"),
+            str(cabi.build(PROGRAM)),
+            "wrong",
+            "usage",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=toolkit.environment(),
+    )
     assert result.returncode == 2 and "left no trace" in result.stderr, result.stdout + result.stderr

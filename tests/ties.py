@@ -17,6 +17,7 @@ Helpers for new operators: `round_to`, `one_more_bit` (values that are ties half
 P = exp(S - max)),
 `is_tie`, `to_output`, `assert_bits`, `assert_sensitive`.
 """
+
 import itertools
 
 import ml_dtypes
@@ -43,7 +44,7 @@ def round_to(x, dtype, mode):
         digits, emin, largest = FORMATS[name_of(dtype)]
         _, exponent = np.frexp(x)
         ulp = np.ldexp(1.0, np.maximum(exponent - 1, emin) - (digits - 1))
-    steps = np.abs(x) / ulp                              # exact: a power-of-two scaling
+    steps = np.abs(x) / ulp  # exact: a power-of-two scaling
     if mode == "away":
         whole = np.floor(steps + 0.5)
     elif mode == "even":
@@ -72,7 +73,7 @@ def one_more_bit(rng, shape, dtype, low=1, high=2):
     neighbours of differing parity), magnitudes in [low, high) for a power-of-two range, random signs."""
     digits = FORMATS[name_of(dtype)][0]
     exponent = rng.integers(int(np.log2(low)), int(np.log2(high)), shape)
-    mantissa = rng.integers(2 ** digits, 2 ** (digits + 1), shape)     # digits + 1 significant bits
+    mantissa = rng.integers(2**digits, 2 ** (digits + 1), shape)  # digits + 1 significant bits
     return np.ldexp(mantissa.astype(np.float64), exponent - digits) * rng.choice([-1.0, 1.0], shape)
 
 
@@ -81,7 +82,7 @@ def midpoints(rng, shape, dtype, low=1, high=2):
     digits = FORMATS[name_of(dtype)][0]
     exponent = rng.integers(int(np.log2(low)), int(np.log2(high)), shape)
     even = 2 * rng.integers(2 ** (digits - 2), 2 ** (digits - 1), shape)  # an even lower neighbour
-    mantissa = 2 * even + 1                                                # halfway to the next
+    mantissa = 2 * even + 1  # halfway to the next
     return np.ldexp(mantissa.astype(np.float64), exponent - digits) * rng.choice([-1.0, 1.0], shape)
 
 
@@ -92,7 +93,7 @@ def reciprocal_ties(rng, dtype, shape) -> np.ndarray:
     size = int(np.prod(shape))
     wanted = np.abs(midpoints(rng, 4 * size, dtype, 0.25, 1))
     sums = (1 / wanted).astype(np.float32)
-    sums = sums[(np.float32(1) / sums).astype(np.float64) == wanted][:size]   # the division lands back
+    sums = sums[(np.float32(1) / sums).astype(np.float64) == wanted][:size]  # the division lands back
     assert len(sums) == size, "too few reciprocals land on midpoints"
     powers = rng.choice(np.array([1, 2, 4], np.float32), shape)
     return np.where(rng.random(shape) < 0.5, sums.reshape(shape), powers)
@@ -108,8 +109,12 @@ def exp_ties(rng, dtype, count):
     y = np.concatenate([near + np.float32(s) * np.spacing(near) for s in (-1, 0, 1)])
     exact = np.exp(y.astype(np.float64))
     e = exact.astype(np.float32).astype(np.float64)
-    good = (e == np.tile(wanted, 3)) & (np.abs(exact - e) < 0.1 * np.spacing(e.astype(np.float32))) & (y < 0) \
+    good = (
+        (e == np.tile(wanted, 3))
+        & (np.abs(exact - e) < 0.1 * np.spacing(e.astype(np.float32)))
+        & (y < 0)
         & (np.exp(y) == e)
+    )
     y, keep = np.unique(y[good], return_index=True)
     assert len(y) >= count, "too few exponentials land on midpoints"
     return y[:count], e[good][keep][:count]
@@ -153,13 +158,16 @@ def assert_bits(actual, expected, what=""):
     dtype holds exactly, converted here)."""
     actual = np.asarray(actual)
     want = np.asarray(expected, np.float64).astype(actual.dtype)
-    assert np.array_equal(np.asarray(expected, np.float64), want.astype(np.float64), equal_nan=True), \
+    assert np.array_equal(np.asarray(expected, np.float64), want.astype(np.float64), equal_nan=True), (
         f"{what}: the golden is not on the {actual.dtype} grid"
+    )
     differ = bits(actual) != bits(want)
     if differ.any():
         first = tuple(int(i) for i in np.argwhere(differ)[0])
-        raise AssertionError(f"{what}: {int(differ.sum())} of {actual.size} elements differ in their bits; "
-                             f"first at {first}: got {actual[first]!r}, hardware rounding gives {want[first]!r}")
+        raise AssertionError(
+            f"{what}: {int(differ.sum())} of {actual.size} elements differ in their bits; "
+            f"first at {first}: got {actual[first]!r}, hardware rounding gives {want[first]!r}"
+        )
 
 
 def assert_sensitive(golden, modes: dict, what="", finals=()):
@@ -172,6 +180,7 @@ def assert_sensitive(golden, modes: dict, what="", finals=()):
         if (other or "even" if quantity in finals else other) == modes[quantity]:
             continue
         got = golden(dict(modes, **{quantity: other}))
-        assert any(not np.array_equal(got[k], want[k], equal_nan=True) for k in want), \
+        assert any(not np.array_equal(got[k], want[k], equal_nan=True) for k in want), (
             f"{what}: rounding {quantity} {other!r} instead of {modes[quantity]!r} changes no output bit"
+        )
     return want

@@ -7,6 +7,7 @@ While a setting is bad (config.problem) every function but the pure helpers and 
 once: ACL_ERROR_INVALID_PARAM for aclError functions, ACLNN_ERR_PARAM_INVALID for aclnnStatus ones,
 NULL for pointer-returning ones.
 """
+
 import logging
 import threading
 import traceback
@@ -22,7 +23,7 @@ from .prototypes import runtime_prototypes
 
 ffi = lib = None
 IMPLS = {}
-_messages = threading.local()     # keeps the char[] returned by aclGetRecentErrMsg alive per thread
+_messages = threading.local()  # keeps the char[] returned by aclGetRecentErrMsg alive per thread
 _soc_name = {}
 
 
@@ -30,6 +31,7 @@ def c(name):
     def register(fn):
         IMPLS[name] = fn
         return fn
+
     return register
 
 
@@ -306,8 +308,15 @@ NULLPTR = status.ACLNN_ERR_PARAM_NULLPTR
 def _(view_dims, view_num, dtype, strides, offset, fmt, storage_dims, storage_num, data):
     if (view_dims == ffi.NULL and view_num > 0) or (storage_dims == ffi.NULL and storage_num > 0):
         return ffi.NULL
-    t = meta.Tensor(ints(view_dims, view_num), dtype, ints(strides, view_num) if strides != ffi.NULL else None,
-                    offset, fmt, ints(storage_dims, storage_num), addr(data))
+    t = meta.Tensor(
+        ints(view_dims, view_num),
+        dtype,
+        ints(strides, view_num) if strides != ffi.NULL else None,
+        offset,
+        fmt,
+        ints(storage_dims, storage_num),
+        addr(data),
+    )
     return ffi.cast("aclTensor *", t.handle)
 
 
@@ -316,8 +325,15 @@ def _(tensor, view_dims, view_num, dtype, strides, offset, fmt, storage_dims, st
     t = obj(tensor, meta.Tensor, "tensor")
     if t is None:
         raise AclError(NULLPTR, "tensor must not be nullptr")
-    t.set(ints(view_dims, view_num), dtype, ints(strides, view_num) if strides != ffi.NULL else None,
-          offset, fmt, ints(storage_dims, storage_num), addr(data))
+    t.set(
+        ints(view_dims, view_num),
+        dtype,
+        ints(strides, view_num) if strides != ffi.NULL else None,
+        offset,
+        fmt,
+        ints(storage_dims, storage_num),
+        addr(data),
+    )
 
 
 @c("aclCreateScalar")
@@ -334,6 +350,7 @@ def _create_array(kind, ctype, ctor_type):
     def create(value, size):
         values = ffi.unpack(ffi.cast(ctype, value), size) if value != ffi.NULL and size else []
         return ffi.cast(ctor_type, meta.Array(kind, values).handle)
+
     return create
 
 
@@ -348,6 +365,7 @@ def _create_list(cls, ctor_type):
             return ffi.NULL
         items = [obj(value[i], cls, "list element") for i in range(size)]
         return ffi.cast(ctor_type, meta.TensorList(items).handle)
+
     return create
 
 
@@ -360,13 +378,19 @@ def _destroy(cls):
         target = obj(p, cls, cls.__name__)
         if target is not None:
             target.destroy()
+
     return destroy
 
 
-for _name, _cls in (("aclDestroyTensor", meta.Tensor), ("aclDestroyScalar", meta.Scalar),
-                    ("aclDestroyIntArray", meta.Array), ("aclDestroyFloatArray", meta.Array),
-                    ("aclDestroyBoolArray", meta.Array), ("aclDestroyTensorList", meta.TensorList),
-                    ("aclDestroyScalarList", meta.TensorList)):
+for _name, _cls in (
+    ("aclDestroyTensor", meta.Tensor),
+    ("aclDestroyScalar", meta.Scalar),
+    ("aclDestroyIntArray", meta.Array),
+    ("aclDestroyFloatArray", meta.Array),
+    ("aclDestroyBoolArray", meta.Array),
+    ("aclDestroyTensorList", meta.TensorList),
+    ("aclDestroyScalarList", meta.TensorList),
+):
     IMPLS[_name] = _destroy(_cls)
 
 
@@ -387,6 +411,7 @@ def _getter_array(attribute):
         for i, v in enumerate(items):
             out[i] = v
         values[0], count[0] = out, len(items)
+
     return get
 
 
@@ -400,6 +425,7 @@ def _getter_value(read):
         t = _tensor_arg(tensor)
         need(out, "output", NULLPTR)
         out[0] = read(t)
+
     return get
 
 
@@ -416,13 +442,17 @@ def _size_getter(cls, attribute):
             raise AclError(NULLPTR, "array must not be nullptr")
         need(size, "size", NULLPTR)
         size[0] = len(getattr(target, attribute))
+
     return get
 
 
-for _name, _cls, _attr in (("aclGetIntArraySize", meta.Array, "values"), ("aclGetFloatArraySize", meta.Array, "values"),
-                           ("aclGetBoolArraySize", meta.Array, "values"),
-                           ("aclGetTensorListSize", meta.TensorList, "items"),
-                           ("aclGetScalarListSize", meta.TensorList, "items")):
+for _name, _cls, _attr in (
+    ("aclGetIntArraySize", meta.Array, "values"),
+    ("aclGetFloatArraySize", meta.Array, "values"),
+    ("aclGetBoolArraySize", meta.Array, "values"),
+    ("aclGetTensorListSize", meta.TensorList, "items"),
+    ("aclGetScalarListSize", meta.TensorList, "items"),
+):
     IMPLS[_name] = _size_getter(_cls, _attr)
 
 
@@ -436,8 +466,9 @@ def _executor(executor):
         raise AclError(status.ACLNN_ERR_INNER_NULLPTR, "executor must not be nullptr", rule="null.executor")
     found = handles.lookup(addr(executor), meta.Executor)
     if found is None:
-        raise AclError(status.ACLNN_ERR_INNER, f"executor {addr(executor):#x} is not a live aclOpExecutor",
-                       rule="handle.executor")
+        raise AclError(
+            status.ACLNN_ERR_INNER, f"executor {addr(executor):#x} is not a live aclOpExecutor", rule="handle.executor"
+        )
     return found
 
 
@@ -464,8 +495,11 @@ def _set_dynamic_addr(executor, ir_index, relative_index, tensors, data):
     if items is None:
         raise AclError(status.ACLNN_ERR_INNER_NULLPTR, "tensors must not be nullptr", rule="null.tensors")
     if relative_index >= len(items.items):
-        raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"relativeIndex {relative_index} is out of range for a "
-                       f"list of {len(items.items)} tensors", rule="dynamic.index")
+        raise AclError(
+            status.ACLNN_ERR_PARAM_INVALID,
+            f"relativeIndex {relative_index} is out of range for a list of {len(items.items)} tensors",
+            rule="dynamic.index",
+        )
     items.items[relative_index].addr = addr(data)
 
 
@@ -502,12 +536,14 @@ def _phase1(op):
             ws_out[0] = size
             executor_out[0] = ffi.cast("void *", handle)
         return code
+
     return phase1
 
 
 def _phase2(op):
     def phase2(workspace, size, executor, stream):
         return calls.run(op.name, addr(workspace), size, addr(executor), addr(stream))
+
     return phase2
 
 
@@ -523,7 +559,7 @@ def _guard(name, fn, status_failure, settings_failure):
     gated = name not in SETTINGS_FREE
 
     def call(*args):
-        span = trace.enabled and trace.begin()     # the call as a slice of this thread's trace track
+        span = trace.enabled and trace.begin()  # the call as a slice of this thread's trace track
         try:
             if gated and config.problem is not None:
                 raise AclError(settings_failure, config.problem, rule="settings")
@@ -543,6 +579,7 @@ def _guard(name, fn, status_failure, settings_failure):
             if span:
                 trace.end(name, span)
         return ffi.NULL if returns_pointer[name] else 0
+
     return call
 
 
@@ -550,8 +587,9 @@ returns_pointer = {}
 
 
 def _log_applog(level, func, file, line, message):
-    logging.getLogger("aclnn_emu.app").log({0: 10, 1: 20, 2: 30, 3: 40}.get(level, 20), "%s:%d %s: %s",
-                                           text(file), line, text(func), text(message))
+    logging.getLogger("aclnn_emu.app").log(
+        {0: 10, 1: 20, 2: 30, 3: 40}.get(level, 20), "%s:%d %s: %s", text(file), line, text(func), text(message)
+    )
 
 
 def attach(ffi_, lib_) -> list[str]:

@@ -1,6 +1,7 @@
 """Prototypes of the runtime and meta functions libascendcl.so exports (operators come from
 aclnn_emu.ops). One declaration per line, spelled as in include/; tests/test_headers.py compiles
 the headers against these lines so the two cannot drift."""
+
 import re
 
 # ABI-identical stand-ins for the header types, for the generated C++ wrappers and cffi.
@@ -158,5 +159,9 @@ class Prototype:
 
 
 def runtime_prototypes() -> list[Prototype]:
-    return [Prototype(line, headers) for text, headers in ((RUNTIME, "acl/"), (META, "aclnn/"))
-            for line in text.splitlines() if line.strip()]
+    return [
+        Prototype(line, headers)
+        for text, headers in ((RUNTIME, "acl/"), (META, "aclnn/"))
+        for line in text.splitlines()
+        if line.strip()
+    ]

@@ -4,6 +4,7 @@ CAST_RINT is round-half-to-even (what ``ndarray.astype`` does for fp16/bf16); CA
 round-half-away-from-zero, which the attention kernels apply when they narrow P and dS to the
 input dtype before a matmul.
 """
+
 import ml_dtypes
 import numpy as np
 
@@ -43,8 +44,11 @@ def cast_round(x: np.ndarray, dtype) -> np.ndarray:
         nearest = x.astype(FP16)
         away = np.nextafter(nearest, np.copysign(np.float16(np.inf), x).astype(FP16))
         x64 = x.astype(np.float64)
-        tie = (np.abs(x64 - nearest.astype(np.float64)) == np.abs(away.astype(np.float64) - x64)) \
-            & (np.abs(away) > np.abs(nearest)) & np.isfinite(away)
+        tie = (
+            (np.abs(x64 - nearest.astype(np.float64)) == np.abs(away.astype(np.float64) - x64))
+            & (np.abs(away) > np.abs(nearest))
+            & np.isfinite(away)
+        )
     return np.where(tie, away, nearest)
 
 
@@ -64,8 +68,17 @@ def _hif8_value(code: int) -> float:
         return sign * float("inf")
     if code & 0x78 == 0:
         return sign * 2.0 ** ((code & 7) - 23) if code & 7 else 0.0
-    exp_bits = 4 if code & 0x60 == 0x60 else 3 if code & 0x60 == 0x40 else 2 if code & 0x60 == 0x20 else \
-        1 if code & 0x10 else 0
+    exp_bits = (
+        4
+        if code & 0x60 == 0x60
+        else 3
+        if code & 0x60 == 0x40
+        else 2
+        if code & 0x60 == 0x20
+        else 1
+        if code & 0x10
+        else 0
+    )
     dot_bits = 2 if code & 0x60 else 3 if code & 0x10 else 4
     man_bits = 7 - dot_bits - exp_bits
     exponent = 0
@@ -74,7 +87,7 @@ def _hif8_value(code: int) -> float:
         exponent = (1 << (exp_bits - 1)) + (field & ((1 << (exp_bits - 1)) - 1))
         exponent = -exponent if field >> (exp_bits - 1) else exponent
     mantissa = 1.0 + (code & ((1 << man_bits) - 1)) / (1 << man_bits)
-    return sign * mantissa * 2.0 ** exponent
+    return sign * mantissa * 2.0**exponent
 
 
 HIF8_VALUES = np.array([_hif8_value(c) for c in range(256)], np.float32)
@@ -99,7 +112,7 @@ def cast_round_hif8(x: np.ndarray) -> np.ndarray:
     a = np.abs(x.astype(np.float64))
     hi = np.minimum(np.searchsorted(_HIF8_GRID, a), len(_HIF8_GRID) - 1)
     lo = np.maximum(hi - 1, 0)
-    midpoint = (_HIF8_GRID[lo] + _HIF8_GRID[hi]) / 2       # exact in float64
+    midpoint = (_HIF8_GRID[lo] + _HIF8_GRID[hi]) / 2  # exact in float64
     pick = np.where((a >= midpoint) | (a == _HIF8_GRID[hi]), hi, lo)
     codes = _HIF8_CODES[pick]
     codes = np.where(a >= _HIF8_GRID[-1], HIF8_MAX, codes)

@@ -5,6 +5,7 @@ The C functions work in place on raw pointers, so every wrapper first checks wha
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
 parallel.
 """
+
 import threading
 
 import ml_dtypes
@@ -22,8 +23,10 @@ class _NotBuilt:
         self._error = error
 
     def __getattr__(self, name):
-        raise ImportError("aclnn_emu.kernels._native is not built; install the package with "
-                          f"`pip install .` (or `pip install -e .`): {self._error}")
+        raise ImportError(
+            "aclnn_emu.kernels._native is not built; install the package with "
+            f"`pip install .` (or `pip install -e .`): {self._error}"
+        )
 
 
 try:
@@ -70,7 +73,7 @@ def _floats(x: np.ndarray, what: str, size: int | None = None, written: bool = T
         raise ValueError(f"{what} must be a{' writeable' if written else ''} C-contiguous float32 array")
     if size is not None and x.size != size:
         raise ValueError(f"{what} has {x.size} elements, expected {size}")
-    return ffi.from_buffer("float[]", x)       # (x.ctypes.data would build a ctypes object per call)
+    return ffi.from_buffer("float[]", x)  # (x.ctypes.data would build a ctypes object per call)
 
 
 def _address(x: np.ndarray):
@@ -80,8 +83,7 @@ def _address(x: np.ndarray):
 
 def has_contiguous_rows(x: np.ndarray) -> bool:
     """x is 2-D with contiguous rows at a non-negative whole-element row stride."""
-    return (x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0
-            and x.strides[0] >= 0)
+    return x.ndim == 2 and x.strides[1] == x.itemsize and x.strides[0] % x.itemsize == 0 and x.strides[0] >= 0
 
 
 def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -98,8 +100,15 @@ def widen(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     if kind is None or not has_contiguous_rows(x) or not has_contiguous_rows(out):
         out[...] = x
     elif out.size:
-        lib.aclemu_widen(ffi.cast("float *", out.ctypes.data), ffi.cast("const uint16_t *", x.ctypes.data),
-                         x.shape[0], x.shape[1], x.strides[0] // x.itemsize, out.strides[0] // out.itemsize, kind)
+        lib.aclemu_widen(
+            ffi.cast("float *", out.ctypes.data),
+            ffi.cast("const uint16_t *", x.ctypes.data),
+            x.shape[0],
+            x.shape[1],
+            x.strides[0] // x.itemsize,
+            out.strides[0] // out.itemsize,
+            kind,
+        )
     return out
 
 
@@ -108,8 +117,9 @@ def narrow_fp16(dst: np.ndarray, src: np.ndarray) -> None:
     if dst.dtype != np.float16 or not dst.flags.c_contiguous or not dst.flags.writeable or dst.shape != src.shape:
         raise ValueError("narrow_fp16 needs a writeable C-contiguous fp16 dst of src's shape")
     src = np.ascontiguousarray(src, dtype=np.float32)
-    lib.aclemu_narrow_fp16(ffi.cast("uint16_t *", dst.ctypes.data), ffi.cast("const float *", src.ctypes.data),
-                           src.size)
+    lib.aclemu_narrow_fp16(
+        ffi.cast("uint16_t *", dst.ctypes.data), ffi.cast("const float *", src.ctypes.data), src.size
+    )
 
 
 def _rows(x: np.ndarray, what: str):
@@ -130,8 +140,17 @@ def scale_(x: np.ndarray, pre: float = 1.0, fp16: bool = False, post: float = 1.
     return x
 
 
-def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alpha: np.ndarray, *,
-                   pre: float = 1.0, fp16: bool = False, post: float = 1.0, rounding: str | None = None) -> None:
+def softmax_block_(
+    s: np.ndarray,
+    row_max: np.ndarray,
+    row_sum: np.ndarray,
+    alpha: np.ndarray,
+    *,
+    pre: float = 1.0,
+    fp16: bool = False,
+    post: float = 1.0,
+    rounding: str | None = None,
+) -> None:
     """One key block [rows, cols] (with contiguous rows) of the online softmax, in place.
 
     Scores are first prepared as by ``scale_``. Per row: m_new = max(row_max, block max) (NaN if
@@ -142,9 +161,19 @@ def softmax_block_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, alph
     if s.ndim != 2:
         raise ValueError("the score block must be 2-D")
     pointer, rows, cols, ld = _rows(s, "s")
-    lib.aclemu_softmax_block(pointer, rows, cols, ld, pre, int(fp16), post,
-                             _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
-                             _floats(alpha, "alpha", rows), ROUNDING[rounding])
+    lib.aclemu_softmax_block(
+        pointer,
+        rows,
+        cols,
+        ld,
+        pre,
+        int(fp16),
+        post,
+        _floats(row_max, "row_max", rows),
+        _floats(row_sum, "row_sum", rows),
+        _floats(alpha, "alpha", rows),
+        ROUNDING[rounding],
+    )
 
 
 def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
@@ -153,11 +182,16 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
     if acc.ndim != 2 or add.shape != acc.shape:
         raise ValueError(f"rescale_add_: add has shape {add.shape}, acc {acc.shape}")
     rows, cols = acc.shape
-    lib.aclemu_rescale_add(_floats(acc, "acc"), _floats(alpha, "alpha", rows, written=False),
-                           _floats(add, "add", written=False), rows, cols)
+    lib.aclemu_rescale_add(
+        _floats(acc, "acc"),
+        _floats(alpha, "alpha", rows, written=False),
+        _floats(add, "add", written=False),
+        rows,
+        cols,
+    )
 
 
-PANEL = 32      # columns per panel of a packed right-hand operand (matmul.c)
+PANEL = 32  # columns per panel of a packed right-hand operand (matmul.c)
 
 
 class Panels:
@@ -167,7 +201,7 @@ class Panels:
     def __init__(self, data: np.ndarray, n: int, k0: int = 0, k1: int | None = None):
         self.data, self.n, self.k0 = data, n, k0
         self.k = data.shape[1] - k0 if k1 is None else k1 - k0
-        self.pointer = ffi.from_buffer("float[]", data) + k0 * PANEL    # data is C-contiguous
+        self.pointer = ffi.from_buffer("float[]", data) + k0 * PANEL  # data is C-contiguous
 
     def rows(self, k0: int, k1: int) -> "Panels":
         if not 0 <= k0 <= k1 <= self.k:
@@ -178,7 +212,7 @@ class Panels:
 def pack_panels(b: np.ndarray) -> Panels:
     """B = ``b`` (a float32, fp16 or bf16 [k, n] view with any non-negative strides, e.g. keys.T;
     or small integers, such as int8 keys) widened and packed once for the matmuls that read it."""
-    if b.dtype.kind in "iu" and b.itemsize <= 2:       # every value exact in fp32
+    if b.dtype.kind in "iu" and b.itemsize <= 2:  # every value exact in fp32
         b = b.astype(np.float32)
     kind = _WIDENED.get(b.dtype, 2 if b.dtype == np.float32 else None)
     if kind is None or b.ndim != 2 or min(b.strides) < 0 or any(x % b.itemsize for x in b.strides):
@@ -186,8 +220,15 @@ def pack_panels(b: np.ndarray) -> Panels:
     k, n = b.shape
     data = np.empty((-(-n // PANEL), k, PANEL), np.float32)
     if data.size:
-        lib.aclemu_pack_panels(_floats(data, "panels"), ffi.cast("const void *", b.ctypes.data), k, n,
-                               b.strides[0] // b.itemsize, b.strides[1] // b.itemsize, kind)
+        lib.aclemu_pack_panels(
+            _floats(data, "panels"),
+            ffi.cast("const void *", b.ctypes.data),
+            k,
+            n,
+            b.strides[0] // b.itemsize,
+            b.strides[1] // b.itemsize,
+            kind,
+        )
     return Panels(data, n)
 
 
@@ -196,24 +237,53 @@ def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> n
     rows. Each element is summed in one fixed order (chains of fused multiply-adds over 32 k steps,
     added in k order), the same bits at every ISA level and for any m (matmul.c)."""
     m, cols = out.shape
-    if a.dtype != np.float32 or out.dtype != np.float32 or not all(x.size == 0 or has_contiguous_rows(x) for x in (a, out)):
+    if (
+        a.dtype != np.float32
+        or out.dtype != np.float32
+        or not all(x.size == 0 or has_contiguous_rows(x) for x in (a, out))
+    ):
         raise ValueError("matmul_panels: a and out must be float32 [rows, cols] with contiguous rows")
     if a.shape != (m, b.k) or not 0 <= col0 <= col0 + cols <= b.n or not out.flags.writeable:
-        raise ValueError(f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit "
-                         f"B [{b.k}, {b.n}]")
+        raise ValueError(
+            f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit B [{b.k}, {b.n}]"
+        )
     scratch = np.empty(lib.aclemu_matmul_scratch(b.k), np.float32)
     if m and cols:
-        lib.aclemu_matmul_panels(_address(out), out.strides[0] // 4, _address(a), a.strides[0] // 4, m, b.k,
-                                 b.pointer, b.data.strides[0] // 4, col0, cols, _floats(scratch, "scratch"))
+        lib.aclemu_matmul_panels(
+            _address(out),
+            out.strides[0] // 4,
+            _address(a),
+            a.strides[0] // 4,
+            m,
+            b.k,
+            b.pointer,
+            b.data.strides[0] // 4,
+            col0,
+            cols,
+            _floats(scratch, "scratch"),
+        )
     return out
 
 
 _work = threading.local()
 
 
-def attention_blocks(q: np.ndarray, keys: Panels, values: Panels, bounds: np.ndarray, row_max: np.ndarray,
-                     row_sum: np.ndarray, acc: np.ndarray, *, acc_set: bool, pre: float = 1.0, fp16: bool = False,
-                     post: float = 1.0, rounding: str | None = None, zero_unseen: bool = False) -> None:
+def attention_blocks(
+    q: np.ndarray,
+    keys: Panels,
+    values: Panels,
+    bounds: np.ndarray,
+    row_max: np.ndarray,
+    row_sum: np.ndarray,
+    acc: np.ndarray,
+    *,
+    acc_set: bool,
+    pre: float = 1.0,
+    fp16: bool = False,
+    post: float = 1.0,
+    rounding: str | None = None,
+    zero_unseen: bool = False,
+) -> None:
     """The online softmax of the query rows ``q`` [rows, d] over the key blocks
     [bounds[i], bounds[i + 1]) of the packed Kᵀ ``keys`` [d, keys] and V ``values`` [keys, dv], as
     per block: scores = q @ Kᵀ[:, block]; softmax_block_(scores, row_max, row_sum, alpha, pre=pre,
@@ -223,22 +293,47 @@ def attention_blocks(q: np.ndarray, keys: Panels, values: Panels, bounds: np.nda
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     rows, d = q.shape
     if q.dtype != np.float32 or not has_contiguous_rows(q) or keys.k != d or values.n != acc.shape[-1]:
-        raise ValueError(f"attention_blocks: q {q.shape} (float32, contiguous rows) does not fit Kᵀ [{keys.k}, "
-                         f"{keys.n}] and V [{values.k}, {values.n}]")
-    if bounds.ndim != 1 or len(bounds) < 2 or np.any(np.diff(bounds) <= 0) or bounds[0] < 0 \
-            or bounds[-1] > min(keys.n, values.k):
-        raise ValueError(f"attention_blocks: bounds {bounds} are not increasing key indices below "
-                         f"{min(keys.n, values.k)}")
+        raise ValueError(
+            f"attention_blocks: q {q.shape} (float32, contiguous rows) does not fit Kᵀ [{keys.k}, "
+            f"{keys.n}] and V [{values.k}, {values.n}]"
+        )
+    if (
+        bounds.ndim != 1
+        or len(bounds) < 2
+        or np.any(np.diff(bounds) <= 0)
+        or bounds[0] < 0
+        or bounds[-1] > min(keys.n, values.k)
+    ):
+        raise ValueError(
+            f"attention_blocks: bounds {bounds} are not increasing key indices below {min(keys.n, values.k)}"
+        )
     size = lib.aclemu_attention_work(d, values.n, int(np.diff(bounds).max()))
     work = getattr(_work, "buffer", None)
     if work is None or work.size < size:
         work = _work.buffer = np.empty(size, np.float32)
-    lib.aclemu_attention_blocks(_address(q), q.strides[0] // 4 if rows > 1 else d, rows, d,
-                                keys.pointer, keys.data.strides[0] // 4, values.pointer, values.data.strides[0] // 4,
-                                values.n, ffi.cast("const int64_t *", bounds.ctypes.data), len(bounds) - 1,
-                                pre, int(fp16), post, ROUNDING[rounding], int(zero_unseen),
-                                _floats(row_max, "row_max", rows), _floats(row_sum, "row_sum", rows),
-                                _floats(acc, "acc", rows * values.n), int(acc_set), _floats(work, "work"))
+    lib.aclemu_attention_blocks(
+        _address(q),
+        q.strides[0] // 4 if rows > 1 else d,
+        rows,
+        d,
+        keys.pointer,
+        keys.data.strides[0] // 4,
+        values.pointer,
+        values.data.strides[0] // 4,
+        values.n,
+        ffi.cast("const int64_t *", bounds.ctypes.data),
+        len(bounds) - 1,
+        pre,
+        int(fp16),
+        post,
+        ROUNDING[rounding],
+        int(zero_unseen),
+        _floats(row_max, "row_max", rows),
+        _floats(row_sum, "row_sum", rows),
+        _floats(acc, "acc", rows * values.n),
+        int(acc_set),
+        _floats(work, "work"),
+    )
 
 
 def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rounding: str | None) -> None:
@@ -246,17 +341,24 @@ def store_rows(dst: np.ndarray, src: np.ndarray, divisor: np.ndarray | None, rou
     dst's dtype: "fp16_away" into fp16, "bf16_away" into bf16 (CAST_ROUND), "fp16_even" into fp16
     (to nearest even, as numpy), None into fp32. dst
     [rows, cols] may have any row stride; src is C-contiguous fp32 of its shape."""
-    dtype = {"fp16_away": np.float16, "fp16_even": np.float16, "bf16_away": ml_dtypes.bfloat16,
-             None: np.float32}[rounding]
+    dtype = {"fp16_away": np.float16, "fp16_even": np.float16, "bf16_away": ml_dtypes.bfloat16, None: np.float32}[
+        rounding
+    ]
     if dst.dtype != dtype or dst.shape != src.shape or not has_contiguous_rows(dst) or not dst.flags.writeable:
-        raise ValueError(f"store_rows: dst must be a writeable {np.dtype(dtype)} [rows, cols] of src's shape "
-                         "with contiguous rows")
+        raise ValueError(
+            f"store_rows: dst must be a writeable {np.dtype(dtype)} [rows, cols] of src's shape with contiguous rows"
+        )
     rows, cols = src.shape
     if dst.size:
-        lib.aclemu_store_rows(ffi.cast("void *", dst.ctypes.data), dst.strides[0] // dst.itemsize,
-                              _floats(src, "src", written=False),
-                              ffi.NULL if divisor is None else _floats(divisor, "divisor", rows, written=False),
-                              rows, cols, ROUNDING[rounding])
+        lib.aclemu_store_rows(
+            ffi.cast("void *", dst.ctypes.data),
+            dst.strides[0] // dst.itemsize,
+            _floats(src, "src", written=False),
+            ffi.NULL if divisor is None else _floats(divisor, "divisor", rows, written=False),
+            rows,
+            cols,
+            ROUNDING[rounding],
+        )
 
 
 def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane0: int = 0) -> None:
@@ -268,8 +370,15 @@ def softmax_probs_(s: np.ndarray, row_max: np.ndarray, row_sum: np.ndarray, lane
     lanes = row_max.shape[1]
     # Named, so the contiguous copies outlive the call that reads them through raw pointers.
     row_max, row_sum = np.ascontiguousarray(row_max), np.ascontiguousarray(row_sum)
-    lib.aclemu_softmax_probs(_floats(s, "s"), rows, cols, _floats(row_max, "row_max", written=False),
-                             _floats(row_sum, "row_sum", written=False), lanes, lane0 % max(lanes, 1))
+    lib.aclemu_softmax_probs(
+        _floats(s, "s"),
+        rows,
+        cols,
+        _floats(row_max, "row_max", written=False),
+        _floats(row_sum, "row_sum", written=False),
+        lanes,
+        lane0 % max(lanes, 1),
+    )
 
 
 def round_product(dst: np.ndarray, a: np.ndarray, b: np.ndarray | None = None, rounding: str | None = None) -> None:
@@ -277,23 +386,33 @@ def round_product(dst: np.ndarray, a: np.ndarray, b: np.ndarray | None = None, r
     for x, name in ((a, "a"), (b, "b")):
         if x is not None and x.shape != dst.shape:
             raise ValueError(f"round_product: {name} has shape {x.shape}, dst {dst.shape}")
-    lib.aclemu_round_product(_floats(dst, "dst"), _floats(a, "a", written=dst is a),
-                             ffi.NULL if b is None else _floats(b, "b", written=False),
-                             dst.size, ROUNDING[rounding])
+    lib.aclemu_round_product(
+        _floats(dst, "dst"),
+        _floats(a, "a", written=dst is a),
+        ffi.NULL if b is None else _floats(b, "b", written=False),
+        dst.size,
+        ROUNDING[rounding],
+    )
 
 
-def softmax_grad_(grad: np.ndarray, probs: np.ndarray, dsum: np.ndarray, keep: np.ndarray | None = None,
-                  rounding: str | None = None) -> None:
+def softmax_grad_(
+    grad: np.ndarray, probs: np.ndarray, dsum: np.ndarray, keep: np.ndarray | None = None, rounding: str | None = None
+) -> None:
     """dS = P * (dP * keep - D) narrowed by ``rounding``, in place over grad (= dP) [rows, cols];
     D holds one value per row, keep (dropout factors) is None or of grad's shape."""
     rows, cols = grad.shape
     for x, name in ((probs, "probs"), (keep, "keep")):
         if x is not None and x.shape != grad.shape:
             raise ValueError(f"softmax_grad_: {name} has shape {x.shape}, grad {grad.shape}")
-    lib.aclemu_softmax_grad(_floats(grad, "grad"), _floats(probs, "probs", written=False),
-                            ffi.NULL if keep is None else _floats(keep, "keep", written=False),
-                            _floats(dsum, "dsum", rows, written=False),
-                            rows, cols, ROUNDING[rounding])
+    lib.aclemu_softmax_grad(
+        _floats(grad, "grad"),
+        _floats(probs, "probs", written=False),
+        ffi.NULL if keep is None else _floats(keep, "keep", written=False),
+        _floats(dsum, "dsum", rows, written=False),
+        rows,
+        cols,
+        ROUNDING[rounding],
+    )
 
 
 def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
@@ -308,13 +427,27 @@ def scatter_add_rows(acc: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None
     if len(pos) and (pos.min() < 0 or pos.max() >= acc.shape[0]):
         raise ValueError(f"scatter_add_rows: a position lies outside [0, {acc.shape[0]})")
     if len(pos):
-        lib.aclemu_scatter_add_rows(ffi.cast("float *", acc.ctypes.data), acc.strides[0] // 4,
-                                    ffi.cast("const int64_t *", pos.ctypes.data),
-                                    ffi.cast("const float *", vals.ctypes.data), len(pos), acc.shape[1])
+        lib.aclemu_scatter_add_rows(
+            ffi.cast("float *", acc.ctypes.data),
+            acc.strides[0] // 4,
+            ffi.cast("const int64_t *", pos.ctypes.data),
+            ffi.cast("const float *", vals.ctypes.data),
+            len(pos),
+            acc.shape[1],
+        )
 
 
-def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, *,
-                pieces: int, piece_bytes: int, dst_stride: int, src_stride: int) -> None:
+def copy_pieces(
+    dst: np.ndarray,
+    src: np.ndarray,
+    dst_offsets: np.ndarray,
+    src_offsets: np.ndarray,
+    *,
+    pieces: int,
+    piece_bytes: int,
+    dst_stride: int,
+    src_stride: int,
+) -> None:
     """For each pair i, in order: copy ``pieces`` pieces of ``piece_bytes`` from src's first element
     + src_offsets[i] + p * src_stride bytes to dst's first element + dst_offsets[i] + p * dst_stride.
 
@@ -331,16 +464,26 @@ def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_o
     for array, offsets, stride, name in ((dst, dst_offsets, dst_stride, "dst"), (src, src_offsets, src_stride, "src")):
         low, high = _byte_bounds(array)
         first = array.ctypes.data
-        if (stride < 0 or first + offsets.min() < low
-                or first + offsets.max() + (pieces - 1) * stride + piece_bytes > high):
+        if (
+            stride < 0
+            or first + offsets.min() < low
+            or first + offsets.max() + (pieces - 1) * stride + piece_bytes > high
+        ):
             raise ValueError(f"copy_pieces: a piece lies outside {name}")
-    lib.aclemu_copy_pieces(ffi.cast("char *", dst.ctypes.data), ffi.cast("const char *", src.ctypes.data),
-                           ffi.cast("const int64_t *", dst_offsets.ctypes.data),
-                           ffi.cast("const int64_t *", src_offsets.ctypes.data),
-                           len(dst_offsets), pieces, piece_bytes, dst_stride, src_stride)
+    lib.aclemu_copy_pieces(
+        ffi.cast("char *", dst.ctypes.data),
+        ffi.cast("const char *", src.ctypes.data),
+        ffi.cast("const int64_t *", dst_offsets.ctypes.data),
+        ffi.cast("const int64_t *", src_offsets.ctypes.data),
+        len(dst_offsets),
+        pieces,
+        piece_bytes,
+        dst_stride,
+        src_stride,
+    )
 
 
-_byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds      # numpy 2 moved it
+_byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds  # numpy 2 moved it
 
 
 # -- IncreFlashAttention (decode) ----------------------------------------------------------------
@@ -358,23 +501,35 @@ def _decode_args(q_or_p, base, offsets, head_stride, d, dequant):
     if (kind == 2) != (dequant is not None):
         raise ValueError("decode: int8 rows need (scale, shift) [heads, D], other kinds none")
     pointers = [ffi.NULL if x is None else _floats(x, "dequant", heads * d, written=False) for x in (scale, shift)]
-    return (heads, groups, ffi.cast("void *", base.ctypes.data), ffi.cast("int64_t *", offsets.ctypes.data),
-            head_stride, offsets.size, d, kind, *pointers)
+    return (
+        heads,
+        groups,
+        ffi.cast("void *", base.ctypes.data),
+        ffi.cast("int64_t *", offsets.ctypes.data),
+        head_stride,
+        offsets.size,
+        d,
+        kind,
+        *pointers,
+    )
 
 
-def decode_scores(scores: np.ndarray, q: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int,
-                  dequant=None) -> None:
+def decode_scores(
+    scores: np.ndarray, q: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int, dequant=None
+) -> None:
     """scores [heads, groups, rows] = q [heads, groups, D] . cache rows: row j of head h is the D
     values h * head_stride + offsets[j] elements after `base`'s first element (int8 rows are
     dequantised by (scale, shift) [heads, D] as (x + shift) * scale)."""
     d = q.shape[2]
     args = _decode_args(q, base, offsets, head_stride, d, dequant)
-    lib.aclemu_decode_scores(_floats(scores, "scores", q.shape[0] * q.shape[1] * offsets.size),
-                             _floats(q, "q", written=False), *args)
+    lib.aclemu_decode_scores(
+        _floats(scores, "scores", q.shape[0] * q.shape[1] * offsets.size), _floats(q, "q", written=False), *args
+    )
 
 
-def decode_values(acc: np.ndarray, p: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int,
-                  dequant=None) -> None:
+def decode_values(
+    acc: np.ndarray, p: np.ndarray, base: np.ndarray, offsets: np.ndarray, head_stride: int, dequant=None
+) -> None:
     """acc [heads, groups, D] += p [heads, groups, rows] . the cache rows (as in decode_scores)."""
     d = acc.shape[2]
     args = _decode_args(p, base, offsets, head_stride, d, dequant)

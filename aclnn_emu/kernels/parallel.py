@@ -18,6 +18,7 @@ kernels whose items are long loops over blocks call `checkpoint()` between block
 `Cancelled`. Items are handed out strictly in order, so an item that waits for its predecessors
 (SparseFlashAttentionGrad's ordered commits) never waits for one that was skipped.
 """
+
 import contextlib
 import ctypes
 import functools
@@ -51,7 +52,7 @@ class Token:
             raise Cancelled()
 
 
-_NEVER = Token()     # the token of work that is not a stream task (direct kernel calls, tests)
+_NEVER = Token()  # the token of work that is not a stream task (direct kernel calls, tests)
 
 
 def current_token() -> Token:
@@ -77,6 +78,7 @@ def task_scope(token: Token):
 def _set_local_blas_threads():
     """The loaded OpenBLAS's openblas_set_num_threads_local, or None."""
     import numpy  # noqa: F401  (numpy's BLAS must be loaded before it can be found)
+
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
@@ -107,7 +109,7 @@ class _Pool:
         ready = threading.Barrier(size + 1)
         for i in range(size):
             threading.Thread(target=self._serve, args=(ready,), name=f"aclnn-emu-kernel-{i}", daemon=True).start()
-        ready.wait()     # each has set its BLAS thread count before the caller restores the process's
+        ready.wait()  # each has set its BLAS thread count before the caller restores the process's
 
     def _serve(self, ready: threading.Barrier) -> None:
         _worker.active = True
@@ -215,7 +217,7 @@ def split(items: list, parts: int) -> list[list]:
     """`items` cut into `parts` contiguous, nearly equal slices (none empty)."""
     parts = max(1, min(parts, len(items)))
     bounds = [len(items) * w // parts for w in range(parts + 1)]
-    return [items[bounds[w]:bounds[w + 1]] for w in range(parts)]
+    return [items[bounds[w] : bounds[w + 1]] for w in range(parts)]
 
 
 def forget_after_fork() -> None:

@@ -5,6 +5,7 @@ The rounding itself is native.c's (`round_fp16_half_away`, `round_bf16_half_away
 the attention backward fuses into its P and dS passes; tests/test_rounding.py holds it bit-exact
 against `casts.cast_round`.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels import native
@@ -48,7 +49,7 @@ def narrow_half_away(x: np.ndarray, dtype) -> np.ndarray:
         return out
     if dtype == BF16:
         upper = (x.view(np.uint32) >> 16).astype(np.uint16)
-        upper[np.isnan(x)] |= 0x0040           # a NaN whose payload sits in the lower half stays NaN
+        upper[np.isnan(x)] |= 0x0040  # a NaN whose payload sits in the lower half stays NaN
         return upper.view(BF16)
     return x
 

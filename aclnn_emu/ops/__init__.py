@@ -3,14 +3,22 @@
 `aclnn_emu.ops.<Op>` (an operator's own name) is its Python function, generated on first use from
 the declaration (aclnn_emu/functions.py): every operator listed here has one.
 """
+
 import functools
 import importlib
 
-MODULES = ("flash_attention.flash_attention_score", "flash_attention.flash_attention_score_grad",
-           "flash_attention.prompt_flash_attention", "flash_attention.incre_flash_attention",
-           "sparse_attention.sparse_flash_attention_grad", "sparse_attention.lightning_indexer_grad",
-           "sparse_attention.lightning_indexer", "sparse_attention.sparse_flash_attention",
-           "kv_cache.scatter_pa_kv_cache", "kv_cache.gather_pa_kv_cache")
+MODULES = (
+    "flash_attention.flash_attention_score",
+    "flash_attention.flash_attention_score_grad",
+    "flash_attention.prompt_flash_attention",
+    "flash_attention.incre_flash_attention",
+    "sparse_attention.sparse_flash_attention_grad",
+    "sparse_attention.lightning_indexer_grad",
+    "sparse_attention.lightning_indexer",
+    "sparse_attention.sparse_flash_attention",
+    "kv_cache.scatter_pa_kv_cache",
+    "kv_cache.gather_pa_kv_cache",
+)
 
 
 @functools.cache
@@ -35,9 +43,11 @@ def by_name(name: str):
 def __getattr__(name: str):
     op = _names().get(name)
     if op is None or name != op.name:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the operators are "
-                             f"{', '.join(op.name for op in all_ops())}")
-    from .. import functions      # the layer above: imported when a function is first asked for
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}; the operators are {', '.join(op.name for op in all_ops())}"
+        )
+    from .. import functions  # the layer above: imported when a function is first asked for
+
     fn = globals()[name] = functions.function(op)
     return fn
 

@@ -9,6 +9,7 @@ of numbers, int, float, bool, str. They differ in what a value of the wrong kind
   C binding answers); a value no C type could carry is 161002.
 Either way a handle that was destroyed is the C case, a status code.
 """
+
 import numbers
 
 import numpy as np
@@ -37,7 +38,8 @@ class MisusedValue(Misuse, ValueError):
 def _show(value) -> str:
     text = repr(value)
     return f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.") + (
-        f" {text}" if len(text) <= 40 else "")
+        f" {text}" if len(text) <= 40 else ""
+    )
 
 
 class Foreign(int):
@@ -68,8 +70,11 @@ def live(addr: int, cls, what: str, code: int = INVALID):
     found = handles.lookup(addr, cls)
     if found is None:
         stale = handles.released_kind(addr)
-        sanitizer.report("invalid-handle", f"{what} {addr:#x} is "
-                         + (f"an already destroyed {stale}" if stale else f"not a live {cls.__name__}"), code=code)
+        sanitizer.report(
+            "invalid-handle",
+            f"{what} {addr:#x} is " + (f"an already destroyed {stale}" if stale else f"not a live {cls.__name__}"),
+            code=code,
+        )
         raise AclError(code, f"{what} {addr:#x} is not a live {cls.__name__}", rule=f"handle.{what}")
     return found
 
@@ -82,12 +87,17 @@ class _Wrong(Exception):
         self.expected, self.error = expected, error
 
 
-HANDLES = {"tensor": (Tensor, "an aclnn_emu.Tensor (a device tensor, e.g. from aclnn_emu.to_device)"),
-           "tensor_list": (TensorList, "an aclTensorList (aclnn_emu.meta.TensorList)"),
-           "scalar": (Scalar, "an aclScalar (aclnn_emu.meta.Scalar)")}
-BOOLS = (numbers.Integral, np.bool_)     # as C converts: any integer is true when not 0
-ELEMENTS = {"int_array": (numbers.Integral, int, "integers"), "float_array": (numbers.Real, float, "numbers"),
-            "bool_array": (BOOLS, bool, "booleans")}
+HANDLES = {
+    "tensor": (Tensor, "an aclnn_emu.Tensor (a device tensor, e.g. from aclnn_emu.to_device)"),
+    "tensor_list": (TensorList, "an aclTensorList (aclnn_emu.meta.TensorList)"),
+    "scalar": (Scalar, "an aclScalar (aclnn_emu.meta.Scalar)"),
+}
+BOOLS = (numbers.Integral, np.bool_)  # as C converts: any integer is true when not 0
+ELEMENTS = {
+    "int_array": (numbers.Integral, int, "integers"),
+    "float_array": (numbers.Real, float, "numbers"),
+    "bool_array": (BOOLS, bool, "booleans"),
+}
 
 
 def _handle(param, value, raw: bool):
@@ -96,8 +106,10 @@ def _handle(param, value, raw: bool):
         return None
     if not isinstance(value, cls):
         if host.kind(value):
-            raise _Wrong(f"{expected} or None; host arrays go through aclnn_emu.ops.<Op>(...), which copies them to "
-                         "the device, or aclnn_emu.to_device(array)")
+            raise _Wrong(
+                f"{expected} or None; host arrays go through aclnn_emu.ops.<Op>(...), which copies them to "
+                "the device, or aclnn_emu.to_device(array)"
+            )
         if not raw:
             raise _Wrong(f"{expected} or None")
         return live(address(value), cls, param.name)
@@ -141,21 +153,35 @@ def _string(param, value, raw: bool):
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray)):
-        return value.decode("utf-8", "replace")     # as the C binding reads a char *
+        return value.decode("utf-8", "replace")  # as the C binding reads a char *
     raise _Wrong("a str or bytes (or None)")
 
 
-CONVERT = {"tensor": _handle, "tensor_list": _handle, "scalar": _handle, "int_array": _array,
-           "float_array": _array, "bool_array": _array, "int64": _int64, "double": _double, "bool": _bool,
-           "string": _string}
+CONVERT = {
+    "tensor": _handle,
+    "tensor_list": _handle,
+    "scalar": _handle,
+    "int_array": _array,
+    "float_array": _array,
+    "bool_array": _array,
+    "int64": _int64,
+    "double": _double,
+    "bool": _bool,
+    "string": _string,
+}
 
 
 def _convert(op, values, raw: bool) -> list:
     if len(values) != len(op.params):
         names = ", ".join(p.name for p in op.params)
-        raise MisusedType(f"{op.phase1} takes {len(op.params)} arguments ({names}), got {len(values)}"
-                          + (f": {', '.join(p.name for p in op.params[len(values):])} missing"
-                             if len(values) < len(op.params) else ""))
+        raise MisusedType(
+            f"{op.phase1} takes {len(op.params)} arguments ({names}), got {len(values)}"
+            + (
+                f": {', '.join(p.name for p in op.params[len(values) :])} missing"
+                if len(values) < len(op.params)
+                else ""
+            )
+        )
     out = []
     for param, value in zip(op.params, values):
         try:

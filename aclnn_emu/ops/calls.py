@@ -5,6 +5,7 @@ the executor and workspace and puts the launch on the stream. Both return status
 only for `aclnn_emu.run`'s caller passing a wrong Python value (arguments.Misuse). While a setting is
 bad (config.problem) both fail with ACLNN_ERR_PARAM_INVALID.
 """
+
 import logging
 import sys
 import time
@@ -34,23 +35,31 @@ def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
         if convert is not None:
             values = convert(op, values)
         if op.prepare_fn is None:
-            raise AclError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                           f"{op.name} is not implemented in aclnn-emu", rule="not_implemented")
+            raise AclError(
+                status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+                f"{op.name} is not implemented in aclnn-emu",
+                rule="not_implemented",
+            )
         args = op.bind(values)
         launch = op.prepare_fn(args, env)
         executor = Executor(op.name, launch)
-        if trace.enabled:    # the kernel's slice in the trace describes the call
+        if trace.enabled:  # the kernel's slice in the trace describes the call
             trace.prepared(executor, op, values)
-        if log.isEnabledFor(logging.DEBUG):   # describing the arguments costs more than the checks
-            log.debug("%s(%s) -> workspace %d, executor %#x", op.phase1, _describe(op, values),
-                      launch.workspace_size, executor.handle)
+        if log.isEnabledFor(logging.DEBUG):  # describing the arguments costs more than the checks
+            log.debug(
+                "%s(%s) -> workspace %d, executor %#x",
+                op.phase1,
+                _describe(op, values),
+                launch.workspace_size,
+                executor.handle,
+            )
         return status.ACLNN_SUCCESS, int(launch.workspace_size), executor.handle
     except Misuse:
         raise
     except AclError as exc:
         hint = _elsewhere(op, args, env, exc) if env.asked_soc else ""
         record(exc.code, f"{op.phase1}: {exc.message}{hint}")
-        if hint:   # a program usually prints only the code: the chip to pick goes to stderr as well
+        if hint:  # a program usually prints only the code: the chip to pick goes to stderr as well
             print(f"aclnn-emu: {op.phase1} returned {exc.code}: {exc.message}{hint}", file=sys.stderr, flush=True)
         return exc.code, 0, 0
     except Exception as exc:  # a bug in an op module: the same code C callers get, and the traceback
@@ -63,26 +72,30 @@ def _elsewhere(op, args, env, exc) -> str:
     """For a failure that may depend on the chip: the other emulated chips that accept the whole
     call (found by running its checks on the part each family name means) or the rejected value (the rule's own `chips`), and
     the setting that selects the chip. Empty when neither applies."""
-    accepted = [family for family in platform.FAMILIES
-                if family != env.soc and args is not None and _accepts(op, args, family)]
+    accepted = [
+        family for family in platform.FAMILIES if family != env.soc and args is not None and _accepts(op, args, family)
+    ]
     if not accepted and not getattr(exc, "chips", ()):
         return ""
-    return ((f". The same call is accepted on {' and '.join(accepted)}" if accepted else "")
-            + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.part.name}, an {env.soc})")
+    return (
+        f". The same call is accepted on {' and '.join(accepted)}" if accepted else ""
+    ) + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.part.name}, an {env.soc})"
 
 
 def _accepts(op, args, soc: str) -> bool:
     try:
         op.prepare_fn(args, Env(op.name, soc, quiet=True))
         return True
-    except Exception:     # any failure on that chip, expected or not, means "not there"
+    except Exception:  # any failure on that chip, expected or not, means "not there"
         return False
 
 
 def _describe(op, values) -> str:
     """The call's arguments for the debug trace: tensors as dtype[shape], the rest as values."""
+
     def show(v):
         return f"{v.dtype.short}{list(v.shape)}" if isinstance(v, Tensor) else repr(v)
+
     return ", ".join(f"{p.name}={show(v)}" for p, v in zip(op.params, values))
 
 
@@ -92,11 +105,17 @@ def _executor(handle: int, phase2: str) -> Executor:
     executor = handles.lookup(handle, Executor)
     if executor is None:
         if handles.released_kind(handle) == "Executor":
-            sanitizer.report("executor-reuse", f"{phase2}: executor {handle:#x} was already run or destroyed; "
-                             "call the GetWorkspaceSize phase again (or aclSetAclOpExecutorRepeatable)",
-                             code=status.ACLNN_ERR_INNER_NULLPTR)
-        raise AclError(status.ACLNN_ERR_INNER_NULLPTR, f"executor {handle:#x} is not a live aclOpExecutor",
-                       rule="phase2.executor_invalid")
+            sanitizer.report(
+                "executor-reuse",
+                f"{phase2}: executor {handle:#x} was already run or destroyed; "
+                "call the GetWorkspaceSize phase again (or aclSetAclOpExecutorRepeatable)",
+                code=status.ACLNN_ERR_INNER_NULLPTR,
+            )
+        raise AclError(
+            status.ACLNN_ERR_INNER_NULLPTR,
+            f"executor {handle:#x} is not a live aclOpExecutor",
+            rule="phase2.executor_invalid",
+        )
     return executor
 
 
@@ -108,15 +127,24 @@ def run(op_name: str, workspace: int, workspace_size: int, executor_handle: int,
         _settings_ok()
         executor = _executor(executor_handle, phase2)
         required = executor.launch.workspace_size
-        if not isinstance(workspace_size, int):      # only aclnn_emu.raw can pass one
-            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"workspaceSize must be an integer, got "
-                           f"{workspace_size!r}", rule="phase2.workspace_size")
+        if not isinstance(workspace_size, int):  # only aclnn_emu.raw can pass one
+            raise AclError(
+                status.ACLNN_ERR_PARAM_INVALID,
+                f"workspaceSize must be an integer, got {workspace_size!r}",
+                rule="phase2.workspace_size",
+            )
         if workspace_size > 0 and workspace == 0:
-            raise AclError(status.ACLNN_ERR_PARAM_NULLPTR, f"workspace is nullptr but workspaceSize is {workspace_size}",
-                           rule="phase2.workspace_null")
+            raise AclError(
+                status.ACLNN_ERR_PARAM_NULLPTR,
+                f"workspace is nullptr but workspaceSize is {workspace_size}",
+                rule="phase2.workspace_null",
+            )
         if workspace_size < required:
-            raise AclError(status.ACLNN_ERR_PARAM_INVALID, f"The passed workspace size {workspace_size} does not "
-                           f"meet the minimum workspace size {required}", rule="phase2.workspace_small")
+            raise AclError(
+                status.ACLNN_ERR_PARAM_INVALID,
+                f"The passed workspace size {workspace_size} does not meet the minimum workspace size {required}",
+                rule="phase2.workspace_small",
+            )
         stream = rt.stream_of(stream_handle)
         if executor.launch.run is not None:
             stream.submit(_task(executor, workspace, required), phase2)
@@ -145,4 +173,5 @@ def _task(executor: Executor, workspace: int, size: int):
         start = time.perf_counter()
         run(view)
         log.debug("aclnn%s ran in %.3f ms", executor.op_name, (time.perf_counter() - start) * 1e3)
+
     return task

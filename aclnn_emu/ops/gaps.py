@@ -6,6 +6,7 @@ An op module (or a helper module of one op) declares each list once,
 is `<kind>.<key>`. `aclnn-emu coverage` lists every declaration under its kind's heading, so the table and the raising code cannot drift apart (tests/test_gaps.py checks that
 no op raises 561003 or an inferred rule outside a declaration).
 """
+
 from typing import NoReturn
 
 from .. import status
@@ -31,7 +32,7 @@ _SUFFIX = {
 }
 
 
-_DECLARED: dict[str, list] = {}     # op name -> its Gaps, in declaration order
+_DECLARED: dict[str, list] = {}  # op name -> its Gaps, in declaration order
 
 
 class Gaps:
@@ -51,7 +52,7 @@ class Gaps:
         return key in self.entries
 
     def rule(self, key: str) -> str:
-        self.entries[key]                        # an undeclared key fails here, loudly
+        self.entries[key]  # an undeclared key fails here, loudly
         return f"{self.kind}.{key}"
 
     def _message(self, key: str, detail: str) -> str:

@@ -5,6 +5,7 @@ get this order: required nulls -> 161001, all outputs empty -> success, kernel k
 (dtype, format) of every input and output -> 161002 (required I/O off the list) or 561003 (only
 an optional one), then the op's tiling (561002).
 """
+
 import numpy as np
 
 from .. import status
@@ -17,8 +18,7 @@ def check_required_not_null(a, op) -> None:
     for outputs in (False, True):
         for p in op.tensors:
             if p.output == outputs and not p.optional and getattr(a, p.name) is None:
-                raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{p.name} must not be nullptr",
-                              rule=f"null.{p.name}")
+                raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{p.name} must not be nullptr", rule=f"null.{p.name}")
 
 
 def all_outputs_empty(a, op) -> bool:
@@ -59,22 +59,34 @@ def check_kernel_key(a, op, combos, soc: str | None = None) -> None:
         specs = [_spec(c[name]) for c in combos if name in c]
         allowed = sorted({d for d, _ in specs}, key=int)
         formats = sorted({f for _, f in specs}, key=int)
-        chips = [] if any(_fits(t, c[name]) for c in combos if name in c) else [   # a dtype or format of its own
-            chip for chip, table in per_chip.items() if chip != soc and any(name in c and _fits(t, c[name])
-                                                                            for c in table)]
+        chips = (
+            []
+            if any(_fits(t, c[name]) for c in combos if name in c)
+            else [  # a dtype or format of its own
+                chip
+                for chip, table in per_chip.items()
+                if chip != soc and any(name in c and _fits(t, c[name]) for c in table)
+            ]
+        )
         own = t.dtype.short if t.dtype not in allowed else f"format {t.format.short}"
-        raise OpError(status.ACLNN_ERR_PARAM_INVALID,
-                      f"{name} has dtype {t.dtype.short} and format {t.format.short}; the registered kernels "
-                      f"{f'of {soc} ' if per_chip else ''}take dtype {' / '.join(d.short for d in allowed)} with "
-                      f"format {' / '.join(f.short for f in formats)}, in a combination with the other required "
-                      "tensors" + (f"; {own} is registered on {' and '.join(chips)}" if chips else ""),
-                      rule=f"dtype.{name}", chips=chips)
+        raise OpError(
+            status.ACLNN_ERR_PARAM_INVALID,
+            f"{name} has dtype {t.dtype.short} and format {t.format.short}; the registered kernels "
+            f"{f'of {soc} ' if per_chip else ''}take dtype {' / '.join(d.short for d in allowed)} with "
+            f"format {' / '.join(f.short for f in formats)}, in a combination with the other required "
+            "tensors" + (f"; {own} is registered on {' and '.join(chips)}" if chips else ""),
+            rule=f"dtype.{name}",
+            chips=chips,
+        )
     optional = [n for n in present if _optional(op, n)]
     off = [n for n in optional if not any(_fits(present[n], c[n]) for c in usable if n in c)] or optional
-    raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                  "Cannot find kernel file: no registered kernel takes optional input(s) "
-                  + ", ".join(f"{n} ({present[n].dtype.short}, {present[n].format.short})" for n in off)
-                  + " together with the required tensors", rule="kernel.optional")
+    raise OpError(
+        status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+        "Cannot find kernel file: no registered kernel takes optional input(s) "
+        + ", ".join(f"{n} ({present[n].dtype.short}, {present[n].format.short})" for n in off)
+        + " together with the required tensors",
+        rule="kernel.optional",
+    )
 
 
 def before_tiling(a, op, combos, soc: str) -> bool:
@@ -98,9 +110,12 @@ def _optional(op, name) -> bool:
 def check_soc(env, op_name: str, socs) -> None:
     """The OpDef registers kernels for `socs` only: any other chip finds no kernel (561003)."""
     if env.soc not in socs:
-        raise OpError(status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                      f"Cannot find kernel file: {op_name} has kernels for {' and '.join(socs)} only, not {env.soc}",
-                      rule="kernel.soc", chips=socs)
+        raise OpError(
+            status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+            f"Cannot find kernel file: {op_name} has kernels for {' and '.join(socs)} only, not {env.soc}",
+            rule="kernel.soc",
+            chips=socs,
+        )
 
 
 def attr_int32(value: int) -> int:

@@ -1,4 +1,5 @@
 """Output tensors a kernel fills: in place when it can, else through a host array stored afterwards."""
+
 import numpy as np
 
 from ..runtime import sanitizer
@@ -18,8 +19,11 @@ def writable(tensor, shape, dtype, op_name: str):
     if view.dtype == np.dtype(dtype) and view.flags.c_contiguous and view.size == count:
         return view.reshape(shape), None
     if view.size < count:
-        sanitizer.report("out-of-bounds-write", f"aclnn{op_name}: the kernel writes {count} elements to an output "
-                         f"of {view.size} ({list(tensor.shape)}); aclnn-emu writes what fits")
+        sanitizer.report(
+            "out-of-bounds-write",
+            f"aclnn{op_name}: the kernel writes {count} elements to an output "
+            f"of {view.size} ({list(tensor.shape)}); aclnn-emu writes what fits",
+        )
     current = tensor.read("output").reshape(-1)
     fits = min(count, current.size)
     host = np.zeros(shape, dtype)
@@ -29,4 +33,5 @@ def writable(tensor, shape, dtype, op_name: str):
         flat = tensor.read("output").reshape(-1).copy()
         flat[:fits] = host.reshape(-1)[:fits].astype(flat.dtype)
         tensor.write(flat.reshape(tensor.shape), "output")
+
     return host, finish

@@ -3,6 +3,7 @@
 The C shim's wrappers, the cffi declarations, the Python entry points and the header check are
 all generated from `Op` objects.
 """
+
 import dataclasses
 import sys
 import types
@@ -27,19 +28,19 @@ REQUIRED = type("Required", (), {"__repr__": lambda self: "<required>", "__reduc
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    kind: str             # tensor | tensor_list | int_array | float_array | bool_array | scalar | int64 | double | bool | string
-    ctype: str            # as written in the header
+    kind: str  # tensor | tensor_list | int_array | float_array | bool_array | scalar | int64 | double | bool | string
+    ctype: str  # as written in the header
     optional: bool = False
     output: bool = False
-    ref: bool = False     # an input the kernel updates in place (keyCacheRef): an output for emptiness
+    ref: bool = False  # an input the kernel updates in place (keyCacheRef): an output for emptiness
     # What help() and aclnn_emu.ops say about it (nothing here changes what the C door accepts):
-    doc: str = ""         # one line of meaning
-    dtypes: tuple = ()    # allowed DataTypes, when the op checks them itself (else its kernel table says)
-    values: tuple = ()    # allowed values of a string (layouts, modes)
-    default: object = REQUIRED   # the Python default of a value parameter (optional pointers default to None)
-    like: object = None   # an output aclnn_emu.ops allocates when left out: the name of the input whose shape
-                          # and dtype it takes, or fn(args) -> (shape, DataType) by the op's own shape rules
-                          # (None when it cannot tell)
+    doc: str = ""  # one line of meaning
+    dtypes: tuple = ()  # allowed DataTypes, when the op checks them itself (else its kernel table says)
+    values: tuple = ()  # allowed values of a string (layouts, modes)
+    default: object = REQUIRED  # the Python default of a value parameter (optional pointers default to None)
+    like: object = None  # an output aclnn_emu.ops allocates when left out: the name of the input whose shape
+    # and dtype it takes, or fn(args) -> (shape, DataType) by the op's own shape rules
+    # (None when it cannot tell)
 
     @property
     def is_tensor(self) -> bool:
@@ -108,8 +109,9 @@ def String(name, optional=False, **info):
 @dataclasses.dataclass
 class Launch:
     """What phase 1 prepares: the workspace to ask for and the work phase 2 puts on the stream."""
+
     workspace_size: int = 0
-    run: object = None    # callable(workspace: np.ndarray | None) -> None
+    run: object = None  # callable(workspace: np.ndarray | None) -> None
 
     @classmethod
     def nothing(cls) -> "Launch":
@@ -156,8 +158,10 @@ class Env:
         """A rule the reference could only infer: warn by default, fail with `code` under ACLNN_EMU_STRICT=1."""
         if self.strict:
             raise OpError(code, f"{message} (inferred rule {rule}; ACLNN_EMU_STRICT=1)", rule=rule)
-        self.warn(f"portability: {message}; real CANN most likely returns {code} here (rule {rule}; "
-                  f"ACLNN_EMU_STRICT=1 makes this an error)")
+        self.warn(
+            f"portability: {message}; real CANN most likely returns {code} here (rule {rule}; "
+            f"ACLNN_EMU_STRICT=1 makes this an error)"
+        )
 
 
 class Op:
@@ -166,7 +170,7 @@ class Op:
         self.header = header
         self.params = list(params)
         self.prepare_fn = None
-        self.combos = None       # the registered kernels' (dtype, format) combinations, if declared
+        self.combos = None  # the registered kernels' (dtype, format) combinations, if declared
 
     def kernels(self, combos):
         """Declare the OpDef's kernel combinations (a list, or a dict per chip): the kernel lookup
@@ -197,10 +201,11 @@ class Op:
     def c_prototypes(self) -> list[str]:
         """The two prototypes exactly as the header must declare them (C++ types)."""
         args = ", ".join(f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{p.name}" for p in self.params)
-        return [f"aclnnStatus {self.phase1}({args}, uint64_t *workspaceSize, aclOpExecutor **executor);",
-                f"aclnnStatus {self.phase2}(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, "
-                f"aclrtStream stream);"]
+        return [
+            f"aclnnStatus {self.phase1}({args}, uint64_t *workspaceSize, aclOpExecutor **executor);",
+            f"aclnnStatus {self.phase2}(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, "
+            f"aclrtStream stream);",
+        ]
 
     def cffi_params(self) -> list[tuple[str, str]]:
-        return [(p.cffi_type, p.name) for p in self.params] + [("uint64_t *", "workspaceSize"),
-                                                                ("void **", "executor")]
+        return [(p.cffi_type, p.name) for p in self.params] + [("uint64_t *", "workspaceSize"), ("void **", "executor")]

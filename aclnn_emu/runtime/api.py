@@ -3,6 +3,7 @@
 `aclnn_emu.capi` maps C pointers onto these functions; everything here raises AclError with the
 status code real CANN returns, in the order CANN checks (reference acl-abi.md §4).
 """
+
 import ctypes
 import os
 import threading
@@ -13,9 +14,15 @@ from .devices import Context
 from .errors import AclError, configure_logging
 from .streams import Event, Stream
 
-MEMCPY_KINDS = {0: "HOST_TO_HOST", 1: "HOST_TO_DEVICE", 2: "DEVICE_TO_HOST", 3: "DEVICE_TO_DEVICE",
-                4: "DEFAULT", 5: "HOST_TO_BUF_TO_DEVICE"}
-RUN_MODE_HOST = 1          # aclrtRunMode ACL_HOST: the program runs on the host of an NPU card
+MEMCPY_KINDS = {
+    0: "HOST_TO_HOST",
+    1: "HOST_TO_DEVICE",
+    2: "DEVICE_TO_HOST",
+    3: "DEVICE_TO_DEVICE",
+    4: "DEFAULT",
+    5: "HOST_TO_BUF_TO_DEVICE",
+}
+RUN_MODE_HOST = 1  # aclrtRunMode ACL_HOST: the program runs on the host of an NPU card
 EVENT_RECORDED_NOT_READY, EVENT_RECORDED_COMPLETE = 0, 1
 
 _state_lock = threading.Lock()
@@ -34,12 +41,15 @@ def init(config_path: str | None) -> None:
     with _state_lock:
         if _init_refs > 0:
             _init_refs += 1
-            raise AclError(status.ACL_ERROR_REPEAT_INITIALIZE,
-                           "aclInit was already called in this process; it may be called only once",
-                           rule="init.repeat")
+            raise AclError(
+                status.ACL_ERROR_REPEAT_INITIALIZE,
+                "aclInit was already called in this process; it may be called only once",
+                rule="init.repeat",
+            )
         if config_path and not os.path.isfile(config_path):
-            raise AclError(status.ACL_ERROR_INVALID_FILE, f"aclInit config file {config_path!r} does not exist",
-                           rule="init.config")
+            raise AclError(
+                status.ACL_ERROR_INVALID_FILE, f"aclInit config file {config_path!r} does not exist", rule="init.config"
+            )
         config.reload()
         if config.problem is not None:
             raise AclError(status.ACL_ERROR_INVALID_PARAM, config.problem, rule="settings")
@@ -62,12 +72,12 @@ def finalize() -> None:
         leaked = devices.shutdown()
         _init_refs, _finalized = 0, True
     failure = None
-    for alloc in leaked:   # every leak is reported, also when the sanitizer fails the call
+    for alloc in leaked:  # every leak is reported, also when the sanitizer fails the call
         try:
             sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
         except sanitizer.SanitizerError as exc:
             failure = failure or exc
-    trace.checkpoint()       # the trace file is complete up to here, whatever the program does next
+    trace.checkpoint()  # the trace file is complete up to here, whatever the program does next
     if failure is not None:
         raise failure
 
@@ -126,8 +136,7 @@ def _live(handle: int, cls, what: str):
     """The live stream/event behind a handle, or 107017 as the hardened runtime returns."""
     found = handles.lookup(handle, cls)
     if found is None:
-        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live {what}",
-                       rule=f"{what}.invalid")
+        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, f"{handle:#x} is not a live {what}", rule=f"{what}.invalid")
     return found
 
 
@@ -144,8 +153,9 @@ def destroy_stream(handle: int) -> None:
     teardown waits for them. A task failure nobody synchronised for is returned here."""
     stream = stream_of(handle)
     if stream is stream.context.default_stream:
-        raise AclError(status.ACL_ERROR_RT_INVALID_HANDLE, "the default stream cannot be destroyed",
-                       rule="stream.default")
+        raise AclError(
+            status.ACL_ERROR_RT_INVALID_HANDLE, "the default stream cannot be destroyed", rule="stream.default"
+        )
     stream.context.remove(stream)
     handles.release(stream.handle)
     stream.stop((status.ACL_ERROR_RT_INVALID_HANDLE, f"stream {handle:#x} was destroyed"), cancel=False)
@@ -196,9 +206,11 @@ def synchronize_event(event: int) -> None:
 def event_elapsed_ms(start: int, end: int) -> float:
     a, b = event_of(start), event_of(end)
     if not (a.recorded and b.recorded and a.is_complete() and b.is_complete()) or None in (a.timestamp, b.timestamp):
-        raise AclError(status.ACL_ERROR_RT_EVENT_NOT_COMPLETE,
-                       "both events must be recorded and complete before aclrtEventElapsedTime",
-                       rule="event.incomplete")
+        raise AclError(
+            status.ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+            "both events must be recorded and complete before aclrtEventElapsedTime",
+            rule="event.incomplete",
+        )
     return float((b.timestamp - a.timestamp) * 1000.0)
 
 
@@ -217,8 +229,9 @@ def malloc(size: int) -> int:
 def free(addr: int) -> None:
     memory = devices.memory_of(addr)
     if memory is None:
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtFree: {addr:#x} is not device memory",
-                       rule="free.foreign")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtFree: {addr:#x} is not device memory", rule="free.foreign"
+        )
     memory.free(addr)
 
 
@@ -233,8 +246,11 @@ def malloc_host(size: int) -> int:
 
 def free_host(addr: int) -> None:
     if _host_blocks.pop(addr, None) is None:
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtFreeHost: {addr:#x} was not returned by aclrtMallocHost",
-                       rule="free_host.unknown")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"aclrtFreeHost: {addr:#x} was not returned by aclrtMallocHost",
+            rule="free_host.unknown",
+        )
 
 
 def check_copy_args(dst: int, dest_max: int, src: int, count: int, kind: int) -> bool:
@@ -244,11 +260,17 @@ def check_copy_args(dst: int, dest_max: int, src: int, count: int, kind: int) ->
     if dst == 0 or src == 0:
         raise invalid("aclrtMemcpy dst and src must not be NULL", "memcpy.null")
     if kind not in MEMCPY_KINDS:
-        raise invalid(f"aclrtMemcpy kind {kind} is not supported; expected one of "
-                      + ", ".join(f"{k} ({v})" for k, v in MEMCPY_KINDS.items()), "memcpy.kind")
+        raise invalid(
+            f"aclrtMemcpy kind {kind} is not supported; expected one of "
+            + ", ".join(f"{k} ({v})" for k, v in MEMCPY_KINDS.items()),
+            "memcpy.kind",
+        )
     if dest_max == 0 or count > dest_max:
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
-                       f"aclrtMemcpy count {count} exceeds destMax {dest_max}", rule="memcpy.count")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"aclrtMemcpy count {count} exceeds destMax {dest_max}",
+            rule="memcpy.count",
+        )
     return dst != src
 
 
@@ -265,9 +287,12 @@ def _vet(addr: int, count: int, memory, what: str, write: bool, sanitize: bool) 
     if memory is not None:
         (memory.check if sanitize else memory.require_mapped)(addr, count, what, code=BAD_RANGE)
     elif not host_ranges.accessible(addr, count, write) or _in_an_arena(addr, count):
-        raise AclError(BAD_RANGE, f"{what}: host range [{addr:#x}, +{count}) is not mapped "
-                       f"{'writable' if write else 'readable'} host memory; nothing was touched",
-                       rule="memory.host_range")
+        raise AclError(
+            BAD_RANGE,
+            f"{what}: host range [{addr:#x}, +{count}) is not mapped "
+            f"{'writable' if write else 'readable'} host memory; nothing was touched",
+            rule="memory.host_range",
+        )
 
 
 def _in_an_arena(addr: int, count: int) -> bool:
@@ -288,9 +313,12 @@ def _copy_ends(dst: int, src: int, kind: int):
     expected = _KIND_ENDS.get(kind)
     if expected is not None and expected != on_device:
         where = lambda d: "device" if d else "host"
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
-                       f"aclrtMemcpy kind {MEMCPY_KINDS[kind]} does not match the pointers: src is "
-                       f"{where(on_device[0])} memory, dst is {where(on_device[1])} memory", rule="memcpy.direction")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"aclrtMemcpy kind {MEMCPY_KINDS[kind]} does not match the pointers: src is "
+            f"{where(on_device[0])} memory, dst is {where(on_device[1])} memory",
+            rule="memcpy.direction",
+        )
     return ends
 
 
@@ -304,8 +332,11 @@ def _copy(dst: int, src: int, count: int, ends) -> None:
     after both ranges have been vetted again (a stream task runs later than its submission)."""
     _vet_copy(dst, src, count, ends, sanitize=True)
     dst_mem, src_mem = ends
-    ctypes.memmove(dst if dst_mem is None else dst_mem.host_address(dst),
-                   src if src_mem is None else src_mem.host_address(src), count)
+    ctypes.memmove(
+        dst if dst_mem is None else dst_mem.host_address(dst),
+        src if src_mem is None else src_mem.host_address(src),
+        count,
+    )
     if trace.enabled:
         trace.copied(count, src_mem is not None, dst_mem is not None)
 
@@ -333,12 +364,16 @@ def _memset_target(addr: int, max_count: int, count: int):
     if addr == 0:
         raise invalid("aclrtMemset devPtr must not be NULL", "memset.null")
     if count > max_count:
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset count {count} exceeds maxCount {max_count}",
-                       rule="memset.count")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"aclrtMemset count {count} exceeds maxCount {max_count}",
+            rule="memset.count",
+        )
     memory = devices.memory_of(addr)
     if memory is None:
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: {addr:#x} is not device memory",
-                       rule="memset.host")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: {addr:#x} is not device memory", rule="memset.host"
+        )
     return memory
 
 

@@ -10,6 +10,7 @@ force flag): their queued tasks are dropped and the running one is cancelled. Th
 a device's primary context is waited for, as aclrtResetDevice documents; a created context's own
 default stream is torn down by force like the rest.
 """
+
 import threading
 
 from .. import config, status
@@ -21,7 +22,7 @@ from .streams import Event, Stream
 _lock = threading.RLock()
 _devices: dict[int, "Device"] = {}
 _thread = threading.local()
-_stale: list[tuple[int, int]] = []   # device address ranges of a parent process (after fork)
+_stale: list[tuple[int, int]] = []  # device address ranges of a parent process (after fork)
 
 
 class Context:
@@ -42,8 +43,11 @@ class Context:
                 (self.streams if isinstance(item, Stream) else self.events).add(item)
                 return
         handles.release(item.handle)
-        raise AclError(status.ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed or its device reset",
-                       rule="context.closed")
+        raise AclError(
+            status.ACL_ERROR_RT_CONTEXT_NULL,
+            "the current context was destroyed or its device reset",
+            rule="context.closed",
+        )
 
     def remove(self, item: Stream | Event) -> None:
         with _lock:
@@ -107,10 +111,12 @@ class Device:
 
 def check_id(device_id: int) -> None:
     if not 0 <= device_id < config.current.device_count:
-        raise AclError(status.ACL_ERROR_RT_INVALID_DEVICEID,
-                       f"device id {device_id} is invalid: {config.current.device_count} device(s) present "
-                       f"(ACLNN_EMU_DEVICE_COUNT), valid ids are 0..{config.current.device_count - 1}",
-                       rule="device.id")
+        raise AclError(
+            status.ACL_ERROR_RT_INVALID_DEVICEID,
+            f"device id {device_id} is invalid: {config.current.device_count} device(s) present "
+            f"(ACLNN_EMU_DEVICE_COUNT), valid ids are 0..{config.current.device_count - 1}",
+            rule="device.id",
+        )
 
 
 def device(device_id: int) -> Device:
@@ -152,11 +158,13 @@ def reset_device(device_id: int) -> None:
 def current_context(required: bool = True) -> Context | None:
     ctx = getattr(_thread, "context", None)
     if ctx is not None and handles.lookup(ctx.handle, Context) is None:
-        ctx = _thread.context = None    # destroyed by another call
+        ctx = _thread.context = None  # destroyed by another call
     if ctx is None and required:
-        raise AclError(status.ACL_ERROR_RT_CONTEXT_NULL,
-                       "no current context on this thread: call aclrtSetDevice or aclrtSetCurrentContext first",
-                       rule="context.none")
+        raise AclError(
+            status.ACL_ERROR_RT_CONTEXT_NULL,
+            "no current context on this thread: call aclrtSetDevice or aclrtSetCurrentContext first",
+            rule="context.none",
+        )
     return ctx
 
 
@@ -184,10 +192,12 @@ def destroy_context(ctx: Context) -> None:
 def resolve_context(handle: int) -> Context:
     ctx = handles.lookup(handle, Context)
     if ctx is None or ctx.primary:
-        raise AclError(status.ACL_ERROR_RT_CONTEXT_NULL,
-                       f"context {handle:#x} is not a context created by aclrtCreateContext"
-                       + (" (the primary context of a device cannot be destroyed)" if ctx else ""),
-                       rule="context.invalid")
+        raise AclError(
+            status.ACL_ERROR_RT_CONTEXT_NULL,
+            f"context {handle:#x} is not a context created by aclrtCreateContext"
+            + (" (the primary context of a device cannot be destroyed)" if ctx else ""),
+            rule="context.invalid",
+        )
     return ctx
 
 
@@ -197,9 +207,12 @@ def memory_of(addr: int) -> DeviceMemory | None:
         if dev.memory.contains(addr):
             return dev.memory
     if any(low <= addr < high for low, high in _stale):
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
-                       f"{addr:#x} is device memory of the parent process: a forked child has its own device "
-                       "memory (aclInit, aclrtSetDevice and aclrtMalloc again)", rule="memory.parent")
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"{addr:#x} is device memory of the parent process: a forked child has its own device "
+            "memory (aclInit, aclrtSetDevice and aclrtMalloc again)",
+            rule="memory.parent",
+        )
     return None
 
 

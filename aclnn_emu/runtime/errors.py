@@ -1,4 +1,5 @@
 """The error type every layer raises, and the per-thread store behind aclGetRecentErrMsg."""
+
 import logging
 import os
 import threading

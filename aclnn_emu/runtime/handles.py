@@ -4,13 +4,14 @@ Each handle is a distinct address inside a reserved, inaccessible range, so it i
 collides with a real host pointer, faults if a program dereferences it, and any other pointer (say
 `&stream` passed where `stream` was meant) is recognised as foreign instead of crashing us.
 """
+
 import collections
 import itertools
 import threading
 
 from .memory import _libc, _MAP_FAILED
 
-_SPAN = 1 << 40           # virtual only (PROT_NONE, nothing committed): 2**36 handles before a wrap
+_SPAN = 1 << 40  # virtual only (PROT_NONE, nothing committed): 2**36 handles before a wrap
 _STEP = 16
 # How many released handles keep their kind for diagnostics: a long-running program creates and
 # destroys handles by the million, and only recent ones are worth naming ("an already destroyed
@@ -26,7 +27,7 @@ if _base in (None, _MAP_FAILED):
 _counter = itertools.count(1)
 _lock = threading.Lock()
 _objects: dict[int, object] = {}
-_released: collections.OrderedDict[int, str] = collections.OrderedDict()   # handle -> kind, oldest first
+_released: collections.OrderedDict[int, str] = collections.OrderedDict()  # handle -> kind, oldest first
 
 
 def register(obj) -> int:

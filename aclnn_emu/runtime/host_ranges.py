@@ -8,6 +8,7 @@ does next anyway, so it is used for ranges up to POPULATE_MAX only: a larger ran
 against /proc/self/maps instead, so a wild count never populates whatever mappings happen to
 follow the buffer. Kernels without those flags check every range against /proc/self/maps.
 """
+
 import mmap
 
 import cffi
@@ -18,7 +19,7 @@ _ffi.cdef("int madvise(uintptr_t addr, size_t length, int advice);")
 _madvise = _ffi.dlopen(None).madvise
 _MADV_POPULATE_READ, _MADV_POPULATE_WRITE = 22, 23
 POPULATE_MAX = 1 << 20
-ADDRESS_END = 1 << 64      # a range ending past this wraps around the address space
+ADDRESS_END = 1 << 64  # a range ending past this wraps around the address space
 _PAGE = mmap.PAGESIZE
 
 

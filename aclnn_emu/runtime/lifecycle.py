@@ -17,6 +17,7 @@ Host-side objects (tensors, arrays, executors, aclrtMallocHost memory) are plain
 stay usable. Python's os.fork and multiprocessing run these hooks through os.register_at_fork;
 a C fork() through the pthread_atfork handlers of aclnn_emu/shim/lifecycle.cpp.
 """
+
 import atexit
 import os
 import threading
@@ -43,7 +44,7 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_child() -> None:
-    for module in (handles, sanitizer):        # their only state a thread could hold is a lock
+    for module in (handles, sanitizer):  # their only state a thread could hold is a lock
         module._lock = threading.Lock()
     parallel.forget_after_fork()
     trace.forget_after_fork()

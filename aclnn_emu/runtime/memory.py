@@ -12,6 +12,7 @@ or writes the neighbouring memory, as on an NPU, and the sanitizer reports it; a
 reaches an unmapped page (past the last allocation's page, below the arena, a fully freed page)
 is an error before anything moves, so a wild count can never sweep the whole arena.
 """
+
 import bisect
 import ctypes
 import dataclasses
@@ -27,19 +28,18 @@ from .errors import AclError
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_long]
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _MAP_FIXED, _MAP_NORESERVE = 0x10, 0x4000
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
-ALIGN = 32            # DATA_MEMORY_ALIGN_SIZE
-PADDING = 32          # DATA_MEMORY_PADDING_SIZE
-START_ALIGN = 64      # the docs promise 64-byte aligned start addresses
-PUNCH_MIN = 2 << 20   # give pages back only for frees of at least this many bytes
-MAP_PAGE = 2 << 20    # the driver's huge page: the unit in which device memory is mapped
+ALIGN = 32  # DATA_MEMORY_ALIGN_SIZE
+PADDING = 32  # DATA_MEMORY_PADDING_SIZE
+START_ALIGN = 64  # the docs promise 64-byte aligned start addresses
+PUNCH_MIN = 2 << 20  # give pages back only for frees of at least this many bytes
+MAP_PAGE = 2 << 20  # the driver's huge page: the unit in which device memory is mapped
 
 
 def padded_size(size: int) -> int:
@@ -49,9 +49,9 @@ def padded_size(size: int) -> int:
 
 @dataclasses.dataclass
 class Allocation:
-    addr: int       # device address
-    size: int       # bytes the caller asked for
-    reserved: int   # bytes taken from the arena
+    addr: int  # device address
+    size: int  # bytes the caller asked for
+    reserved: int  # bytes taken from the arena
 
 
 class DeviceMemory:
@@ -59,16 +59,16 @@ class DeviceMemory:
 
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self.size = -(-capacity // MAP_PAGE) * MAP_PAGE   # whole pages, so the last one can be mapped
+        self.size = -(-capacity // MAP_PAGE) * MAP_PAGE  # whole pages, so the last one can be mapped
         self._fd = os.memfd_create("aclnn-emu-device", os.MFD_CLOEXEC)
         os.ftruncate(self._fd, self.size)
         self.device_base = self._map(0)  # PROT_NONE
         self.host_base = self._map(mmap.PROT_READ | mmap.PROT_WRITE)
         self._lock = threading.Lock()
-        self._free = [(0, capacity)]                # sorted (offset, size) holes
-        self._live: dict[int, Allocation] = {}      # device address -> allocation
-        self._starts: list[int] = []                # sorted live addresses, for bisect
-        self._freed: dict[int, Allocation] = {}     # recently freed, for use-after-free reports
+        self._free = [(0, capacity)]  # sorted (offset, size) holes
+        self._live: dict[int, Allocation] = {}  # device address -> allocation
+        self._starts: list[int] = []  # sorted live addresses, for bisect
+        self._freed: dict[int, Allocation] = {}  # recently freed, for use-after-free reports
         self._freed_starts: list[int] = []
         self.used = 0
 
@@ -102,9 +102,12 @@ class DeviceMemory:
                     self._take(i, off, hole, start, need)
                     break
             else:
-                raise AclError(status.ACL_ERROR_RT_MEMORY_ALLOCATION,
-                               f"out of device memory: {size} bytes requested, {self.capacity - self.used} "
-                               f"of {self.capacity} free (ACLNN_EMU_DEVICE_MEMORY)", rule="malloc.oom")
+                raise AclError(
+                    status.ACL_ERROR_RT_MEMORY_ALLOCATION,
+                    f"out of device memory: {size} bytes requested, {self.capacity - self.used} "
+                    f"of {self.capacity} free (ACLNN_EMU_DEVICE_MEMORY)",
+                    rule="malloc.oom",
+                )
             addr = self.device_base + start
             alloc = Allocation(addr, size, need)
             self._live[addr] = alloc
@@ -115,13 +118,16 @@ class DeviceMemory:
 
     def _take(self, i, off, hole, start, need):
         pieces = [(off, start - off), (start + need, off + hole - start - need)]
-        self._free[i:i + 1] = [p for p in pieces if p[1] > 0]
+        self._free[i : i + 1] = [p for p in pieces if p[1] > 0]
 
     def _forget_freed(self, addr, need):
         """Drop the freed-block records a new allocation reuses (their addresses are live again)."""
-        first = max(bisect.bisect_left(self._freed_starts, addr) - 1, 0)   # one may start below addr
-        reused = [start for start in self._freed_starts[first:]
-                  if start < addr + need and start + self._freed[start].reserved > addr]
+        first = max(bisect.bisect_left(self._freed_starts, addr) - 1, 0)  # one may start below addr
+        reused = [
+            start
+            for start in self._freed_starts[first:]
+            if start < addr + need and start + self._freed[start].reserved > addr
+        ]
         for start in reused:
             del self._freed[start]
             self._freed_starts.remove(start)
@@ -139,22 +145,31 @@ class DeviceMemory:
 
     def _bad_free(self, addr: int) -> None:
         if addr in self._freed:
-            sanitizer.report("double-free", f"aclrtFree({addr:#x}): this block was already freed",
-                             code=status.ACL_ERROR_RT_PARAM_INVALID)
+            sanitizer.report(
+                "double-free",
+                f"aclrtFree({addr:#x}): this block was already freed",
+                code=status.ACL_ERROR_RT_PARAM_INVALID,
+            )
         else:
-            sanitizer.report("invalid-free", f"aclrtFree({addr:#x}): not an address returned by aclrtMalloc",
-                             code=status.ACL_ERROR_RT_PARAM_INVALID)
-        raise AclError(status.ACL_ERROR_RT_PARAM_INVALID,
-                       f"aclrtFree: {addr:#x} is not a live device allocation", rule="free.unknown")
+            sanitizer.report(
+                "invalid-free",
+                f"aclrtFree({addr:#x}): not an address returned by aclrtMalloc",
+                code=status.ACL_ERROR_RT_PARAM_INVALID,
+            )
+        raise AclError(
+            status.ACL_ERROR_RT_PARAM_INVALID,
+            f"aclrtFree: {addr:#x} is not a live device allocation",
+            rule="free.unknown",
+        )
 
     def _release(self, off: int, size: int) -> None:
         """Return a range to the free list (coalescing) and its whole pages to the kernel."""
         i = bisect.bisect_left(self._free, (off, 0))
         self._free.insert(i, (off, size))
         if i + 1 < len(self._free) and off + size == self._free[i + 1][0]:
-            self._free[i:i + 2] = [(off, size + self._free[i + 1][1])]
+            self._free[i : i + 2] = [(off, size + self._free[i + 1][1])]
         if i > 0 and self._free[i - 1][0] + self._free[i - 1][1] == off:
-            self._free[i - 1:i + 1] = [(self._free[i - 1][0], self._free[i - 1][1] + self._free[i][1])]
+            self._free[i - 1 : i + 1] = [(self._free[i - 1][0], self._free[i - 1][1] + self._free[i][1])]
         if size >= PUNCH_MIN:
             page = mmap.PAGESIZE
             lo, hi = (off + page - 1) // page * page, (off + size) // page * page
@@ -190,12 +205,12 @@ class DeviceMemory:
             i = bisect.bisect_right(self._starts, addr) - 1
             if i >= 0:
                 alloc = self._live[self._starts[i]]
-                if end <= alloc.addr + alloc.reserved:       # the usual case: inside one block
+                if end <= alloc.addr + alloc.reserved:  # the usual case: inside one block
                     return nbytes
-            reach = addr - (addr - self.device_base) % MAP_PAGE   # mapped up to here so far
+            reach = addr - (addr - self.device_base) % MAP_PAGE  # mapped up to here so far
             for j in range(max(i, 0), len(self._starts)):
                 alloc = self._live[self._starts[j]]
-                if alloc.addr >= reach + MAP_PAGE or reach >= end:   # a gap of unmapped pages, or enough
+                if alloc.addr >= reach + MAP_PAGE or reach >= end:  # a gap of unmapped pages, or enough
                     break
                 reach = max(reach, self._page_end(alloc.addr + alloc.reserved))
         return max(0, min(reach, end) - addr)
@@ -208,19 +223,29 @@ class DeviceMemory:
         reach = self.mapped(addr, nbytes)
         if reach < nbytes:
             where = "is not in" if reach == 0 else f"runs {nbytes - reach} bytes past"
-            raise AclError(code, f"{what}: [{addr:#x}, +{nbytes}) {where} mapped device memory (device memory is "
-                           f"mapped in {MAP_PAGE >> 20} MiB pages while an allocation uses them); nothing was "
-                           "touched", rule="memory.unmapped")
+            raise AclError(
+                code,
+                f"{what}: [{addr:#x}, +{nbytes}) {where} mapped device memory (device memory is "
+                f"mapped in {MAP_PAGE >> 20} MiB pages while an allocation uses them); nothing was "
+                "touched",
+                rule="memory.unmapped",
+            )
 
-    def check(self, addr: int, nbytes: int, what: str, owner: int | None = None,
-              code: int = status.ACL_ERROR_RT_AICORE_EXCEPTION) -> None:
+    def check(
+        self,
+        addr: int,
+        nbytes: int,
+        what: str,
+        owner: int | None = None,
+        code: int = status.ACL_ERROR_RT_AICORE_EXCEPTION,
+    ) -> None:
         """Vet an access before it is made: `code` if it reaches unmapped pages, else the sanitizer's report."""
         if nbytes <= 0:
             return
         with self._lock:
             alloc = self._find(self._live, self._starts, addr if owner is None else owner)
         if alloc is not None and alloc.addr <= addr and addr + nbytes <= alloc.addr + alloc.size:
-            return      # inside its own allocation: the usual case, nothing to report
+            return  # inside its own allocation: the usual case, nothing to report
         self.require_mapped(addr, nbytes, what, code)
         self.report(addr, nbytes, what, owner)
 
@@ -234,11 +259,17 @@ class DeviceMemory:
         if alloc is not None:
             before, after = alloc.addr - addr, addr + nbytes - alloc.addr - alloc.size
             if before > 0:
-                sanitizer.report("out-of-bounds", f"{what}: [{addr:#x}, +{nbytes}) starts {before} bytes before "
-                                 f"the {alloc.size}-byte allocation at {alloc.addr:#x}")
+                sanitizer.report(
+                    "out-of-bounds",
+                    f"{what}: [{addr:#x}, +{nbytes}) starts {before} bytes before "
+                    f"the {alloc.size}-byte allocation at {alloc.addr:#x}",
+                )
             if after > 0:
-                sanitizer.report("out-of-bounds", f"{what}: [{addr:#x}, +{nbytes}) ends {after} bytes past the "
-                                 f"end of the {alloc.size}-byte allocation at {alloc.addr:#x}")
+                sanitizer.report(
+                    "out-of-bounds",
+                    f"{what}: [{addr:#x}, +{nbytes}) ends {after} bytes past the "
+                    f"end of the {alloc.size}-byte allocation at {alloc.addr:#x}",
+                )
             return
         with self._lock:
             dead = self._find(self._freed, self._freed_starts, base)
@@ -251,8 +282,12 @@ class DeviceMemory:
         """True if [addr, addr+nbytes) touches either mapping of this arena (its device addresses
         or the emulator's own read-write view): never a host range a program may copy."""
         end = addr + nbytes
-        return (addr < self.device_base + self.size and self.device_base < end
-                or addr < self.host_base + self.size and self.host_base < end)
+        return (
+            addr < self.device_base + self.size
+            and self.device_base < end
+            or addr < self.host_base + self.size
+            and self.host_base < end
+        )
 
     def leaks(self) -> list[Allocation]:
         with self._lock:
@@ -266,15 +301,19 @@ class DeviceMemory:
         """A writable uint8 view of [addr, addr+nbytes) of device memory (vet it with check first;
         a range outside the arena is refused here too, so no caller can make numpy fault)."""
         if not (self.device_base <= addr and addr + nbytes <= self.device_base + self.size and nbytes >= 0):
-            raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION,
-                           f"[{addr:#x}, +{nbytes}) lies outside device memory", rule="memory.outside")
+            raise AclError(
+                status.ACL_ERROR_RT_AICORE_EXCEPTION,
+                f"[{addr:#x}, +{nbytes}) lies outside device memory",
+                rule="memory.outside",
+            )
         buf = (ctypes.c_char * nbytes).from_address(self.host_address(addr))
         return np.frombuffer(buf, dtype=np.uint8)
 
     def reset(self) -> None:
         """Forget every allocation and give all pages back (aclFinalize)."""
         with self._lock:
-            self._live.clear(); self._starts.clear(); self._freed.clear(); self._freed_starts.clear()
+            for table in (self._live, self._starts, self._freed, self._freed_starts):
+                table.clear()
             self._free = [(0, self.capacity)]
             self.used = 0
             _libc.fallocate(self._fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, self.size)

@@ -3,6 +3,7 @@
 ACLNN_EMU_SANITIZE=off ignores reports, =warn (default) prints them to stderr and keeps them for
 aclGetRecentErrMsg, =error additionally fails the call (or the stream task) that caused them.
 """
+
 import sys
 import threading
 

@@ -10,6 +10,7 @@ completes its event as aborted, so nothing waiting for it waits forever.
 Module state for process exit and fork (runtime/lifecycle.py): `_workers` holds every stream whose
 worker thread is alive, and `_gate` lets a fork happen only while no task is running on a worker.
 """
+
 import collections
 import contextlib
 import threading
@@ -21,7 +22,7 @@ from ..kernels import parallel
 from . import handles, trace
 from .errors import AclError, log
 
-EVENT_POLL_S = 0.05      # how often a task waiting for an event looks at its own cancellation
+EVENT_POLL_S = 0.05  # how often a task waiting for an event looks at its own cancellation
 
 
 class _Gate:
@@ -78,9 +79,9 @@ class _Gate:
             self._cond.notify_all()
 
 
-_lock = threading.Lock()          # guards _workers and _refusal
-_workers: set["Stream"] = set()   # streams whose worker thread is alive
-_refusal: tuple[int, str] | None = None   # once set (process exit), no stream takes tasks
+_lock = threading.Lock()  # guards _workers and _refusal
+_workers: set["Stream"] = set()  # streams whose worker thread is alive
+_refusal: tuple[int, str] | None = None  # once set (process exit), no stream takes tasks
 _gate = _Gate()
 
 
@@ -95,10 +96,10 @@ class Stream:
         self.context = context
         self.handle = handles.register(self)
         self._cond = threading.Condition()
-        self._tasks = collections.deque()    # (task, name, on_cancel)
+        self._tasks = collections.deque()  # (task, name, on_cancel)
         self._running: parallel.Token | None = None
         self._error: AclError | None = None
-        self._aborted: AclError | None = None    # sticky: the stream's work was cancelled
+        self._aborted: AclError | None = None  # sticky: the stream's work was cancelled
         self._refusal: tuple[int, str] | None = None
         self._thread = None
 
@@ -122,8 +123,7 @@ class Stream:
         with _lock:
             if _refusal is not None:
                 raise AclError(*_refusal, rule="stream.stopped")
-            self._thread = threading.Thread(target=self._work, name=f"aclnn-emu-stream-{self.handle:#x}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._work, name=f"aclnn-emu-stream-{self.handle:#x}", daemon=True)
             _workers.add(self)
         self._thread.start()
 
@@ -183,8 +183,11 @@ class Stream:
                 dropped, running = list(self._tasks), self._running
                 self._tasks.clear()
                 if (dropped or running) and self._aborted is None:
-                    self._aborted = AclError(status.ACL_ERROR_RT_STREAM_ABORT,
-                                             f"the stream's work was cancelled: {refusal[1]}", rule="stream.aborted")
+                    self._aborted = AclError(
+                        status.ACL_ERROR_RT_STREAM_ABORT,
+                        f"the stream's work was cancelled: {refusal[1]}",
+                        rule="stream.aborted",
+                    )
             self._cond.notify_all()
         for _, _, on_cancel in dropped:
             if on_cancel is not None:
@@ -243,19 +246,22 @@ class Event:
         self.flags = flags
         self.handle = handles.register(self)
         self._cond = threading.Condition()
-        self._recorded = 0        # generation of the latest record
-        self._completed = 0       # latest generation a stream has reached
-        self._cleared = 0         # records up to this generation were reset
-        self._aborted: set[int] = set()   # generations whose record was cancelled with its stream
-        self.timestamp = None     # perf_counter at completion
+        self._recorded = 0  # generation of the latest record
+        self._completed = 0  # latest generation a stream has reached
+        self._cleared = 0  # records up to this generation were reset
+        self._aborted: set[int] = set()  # generations whose record was cancelled with its stream
+        self.timestamp = None  # perf_counter at completion
 
     def record(self, stream: Stream) -> None:
         with self._cond:
             self._recorded += 1
             generation = self._recorded
         try:
-            stream.submit(lambda: self._complete(generation), "event record",
-                          on_cancel=lambda: self._complete(generation, aborted=True))
+            stream.submit(
+                lambda: self._complete(generation),
+                "event record",
+                on_cancel=lambda: self._complete(generation, aborted=True),
+            )
         except AclError:
             self._complete(generation, aborted=True)
             raise
@@ -279,6 +285,7 @@ class Event:
             with self._cond:
                 self._cleared = max(self._cleared, through)
                 self.timestamp = None
+
         stream.submit(clear, "event reset")
 
     @property
@@ -291,8 +298,11 @@ class Event:
 
     def _check(self, generation: int) -> None:
         if generation in self._aborted:
-            raise AclError(status.ACL_ERROR_RT_STREAM_ABORT, "the stream the event was recorded on was torn "
-                           "down before it reached the record", rule="event.aborted")
+            raise AclError(
+                status.ACL_ERROR_RT_STREAM_ABORT,
+                "the stream the event was recorded on was torn down before it reached the record",
+                rule="event.aborted",
+            )
 
     def wait(self) -> None:
         """Block until the latest record has completed (immediately if never recorded)."""
@@ -316,4 +326,5 @@ class Event:
                 self._check(target)
             if trace.enabled:
                 trace.event_waited(self, target)
+
         return wait

@@ -27,6 +27,7 @@ events it had kept) and goes to a file of its own, `<stem>-<child pid><suffix>` 
 (trace.json -> trace-4242.json), created at its first write: a child that makes no traced call
 leaves no file.
 """
+
 import itertools
 import json
 import os
@@ -36,25 +37,30 @@ import weakref
 
 from .. import config
 
-STREAM_TID = 1 << 22        # above every Linux thread id (PID_MAX_LIMIT): stream tracks never clash
-BATCH = 10000               # events kept in memory before a write
+STREAM_TID = 1 << 22  # above every Linux thread id (PID_MAX_LIMIT): stream tracks never clash
+BATCH = 10000  # events kept in memory before a write
 # Stream tasks by category; an aclnnXxx task is a kernel.
-CATEGORIES = {"memcpy": "copy", "memset": "copy", "event record": "event", "event reset": "event",
-              "wait event": "event"}
+CATEGORIES = {
+    "memcpy": "copy",
+    "memset": "copy",
+    "event record": "event",
+    "event reset": "event",
+    "wait event": "event",
+}
 HEADER = '{"displayTimeUnit": "ms", "otherData": %s, "traceEvents": [\n'
 TRAILER = b"\n]}\n"
-MAX_LISTED = 16             # array attributes longer than this are shortened in a kernel's args
+MAX_LISTED = 16  # array attributes longer than this are shortened in a kernel's args
 
 enabled = False
-_lock = threading.Lock()     # guards _writer and everything it holds
+_lock = threading.Lock()  # guards _writer and everything it holds
 _writer = None
-_local = threading.local()   # .open: the slices open on this thread, innermost last: [tid, args, ...]
+_local = threading.local()  # .open: the slices open on this thread, innermost last: [tid, args, ...]
 _flows = itertools.count(1)
-_kernels = weakref.WeakKeyDictionary()   # executor -> its operator's description (phase 1)
-_records = weakref.WeakKeyDictionary()   # event -> {generation: (tid, ns) of its record}
-KEPT_RECORDS = 64            # records of one event a wait may still refer to (waits target recent ones)
+_kernels = weakref.WeakKeyDictionary()  # executor -> its operator's description (phase 1)
+_records = weakref.WeakKeyDictionary()  # event -> {generation: (tid, ns) of its record}
+KEPT_RECORDS = 64  # records of one event a wait may still refer to (waits target recent ones)
 _T0 = time.perf_counter_ns()
-_pid = os.getpid()           # getpid is a system call; this one is renewed in a forked child
+_pid = os.getpid()  # getpid is a system call; this one is renewed in a forked child
 
 
 def _us(ns: int) -> float:
@@ -65,15 +71,15 @@ class _Writer:
     """One trace file: events waiting to be written, and where the written ones end."""
 
     def __init__(self, setting: str, path: str, child: bool):
-        self.setting = setting    # the ACLNN_EMU_TRACE value it came from
+        self.setting = setting  # the ACLNN_EMU_TRACE value it came from
         self.path = path
         self.child = child
         self.pending = []
-        self.named = set()        # tids whose thread_name record is in this file
-        self.streams = {}         # stream handle -> its number in this file
-        self.names = {}           # tid of a stream track -> (name, sort index)
+        self.named = set()  # tids whose thread_name record is in this file
+        self.streams = {}  # stream handle -> its number in this file
+        self.names = {}  # tid of a stream track -> (name, sort index)
         self.fd = None
-        self.end = 0              # offset of the trailer: the next events go there
+        self.end = 0  # offset of the trailer: the next events go there
         self.written = 0
 
     def add(self, event: dict) -> None:
@@ -93,7 +99,7 @@ class _Writer:
             events.insert(0, _process_name())
         elif not events:
             return
-        text = json.dumps(events, separators=(",", ":"), default=str)[1:-1]    # one call: twice as fast
+        text = json.dumps(events, separators=(",", ":"), default=str)[1:-1]  # one call: twice as fast
         data = ((",\n" if self.written and events else "") + text).encode()
         os.pwrite(self.fd, data + TRAILER, self.end)
         self.end += len(data)
@@ -112,8 +118,13 @@ def _process_name() -> dict:
         program = os.path.basename(os.readlink("/proc/self/exe"))
     except OSError:
         program = "program"
-    return {"name": "process_name", "ph": "M", "pid": _pid, "tid": 0,
-            "args": {"name": f"{program} (aclnn-emu, {config.current.soc})"}}
+    return {
+        "name": "process_name",
+        "ph": "M",
+        "pid": _pid,
+        "tid": 0,
+        "args": {"name": f"{program} (aclnn-emu, {config.current.soc})"},
+    }
 
 
 # -- turning it on and off ------------------------------------------------------------------------
@@ -191,8 +202,18 @@ def _emit(event: dict) -> None:
 
 
 def _slice(name: str, cat: str, tid: int, start: int, end: int, args: dict) -> None:
-    _emit({"name": name, "cat": cat, "ph": "X", "ts": _us(start), "dur": (end - start) / 1000.0,
-           "pid": _pid, "tid": tid, "args": args})
+    _emit(
+        {
+            "name": name,
+            "cat": cat,
+            "ph": "X",
+            "ts": _us(start),
+            "dur": (end - start) / 1000.0,
+            "pid": _pid,
+            "tid": tid,
+            "args": args,
+        }
+    )
 
 
 def _flow(name: str, source: tuple[int, int], target: tuple[int, int]) -> None:
@@ -201,7 +222,7 @@ def _flow(name: str, source: tuple[int, int], target: tuple[int, int]) -> None:
     for (tid, ns), phase in ((source, "s"), (target, "f")):
         event = {"name": name, "cat": name, "ph": phase, "id": flow, "ts": _us(ns), "pid": _pid, "tid": tid}
         if phase == "f":
-            event["bp"] = "e"     # bind to the slice that encloses it, not the next one
+            event["bp"] = "e"  # bind to the slice that encloses it, not the next one
         _emit(event)
 
 
@@ -213,8 +234,18 @@ def note(**args) -> None:
 
 
 def instant(name: str, message: str) -> None:
-    _emit({"name": name, "cat": "sanitizer", "ph": "i", "s": "t", "ts": _us(time.perf_counter_ns()),
-           "pid": _pid, "tid": _track(), "args": {"message": message}})
+    _emit(
+        {
+            "name": name,
+            "cat": "sanitizer",
+            "ph": "i",
+            "s": "t",
+            "ts": _us(time.perf_counter_ns()),
+            "pid": _pid,
+            "tid": _track(),
+            "args": {"message": message},
+        }
+    )
 
 
 # -- hooks ----------------------------------------------------------------------------------------
@@ -228,7 +259,7 @@ def begin() -> list:
 def end(name: str, frame: list) -> None:
     """The call returned: its slice, with its bytes (a copy) or its failure (see `failed`)."""
     finish = time.perf_counter_ns()
-    _open().pop()           # slices close in the order they opened: `end` runs in a finally clause
+    _open().pop()  # slices close in the order they opened: `end` runs in a finally clause
     _slice(name, "runtime", frame[0], frame[2], finish, frame[1])
 
 
@@ -247,8 +278,10 @@ def _stream_track(stream) -> int:
         if number is None:
             number = _writer.streams[stream.handle] = len(_writer.streams)
             default = " (default)" if stream is context.default_stream else ""
-            _writer.names[STREAM_TID + number] = (f"stream {number}{default}: {stream.handle:#x}, device "
-                                                 f"{context.device.id}", 1 + number)
+            _writer.names[STREAM_TID + number] = (
+                f"stream {number}{default}: {stream.handle:#x}, device {context.device.id}",
+                1 + number,
+            )
     return STREAM_TID + number
 
 
@@ -276,12 +309,13 @@ def stream_task(stream, task, name: str):
             _slice(name, cat, tid, start, end, frame[1])
             if origin is not None:
                 _flow("launch", origin, (tid, start))
+
     return traced
 
 
 def _plain(value):
     """An argument as JSON: meta objects as they describe themselves, long arrays shortened."""
-    describe = getattr(value, "describe", None)    # aclTensor, aclTensorList, aclScalar (meta.py)
+    describe = getattr(value, "describe", None)  # aclTensor, aclTensorList, aclScalar (meta.py)
     if describe is not None:
         return describe()
     if isinstance(value, (tuple, list)):
@@ -294,7 +328,7 @@ def prepared(executor, op, values) -> None:
     """Phase 1 made `executor`: keep the call's description for the kernel slice."""
     described = {"op": op.name, "inputs": {}, "outputs": {}, "attrs": {}}
     for param, value in zip(op.params, values):
-        if value is None:     # an optional argument left out
+        if value is None:  # an optional argument left out
             continue
         tensors = param.kind in ("tensor", "tensor_list")
         group = "attrs" if not tensors else "outputs" if param.output or param.ref else "inputs"

@@ -11,6 +11,7 @@ embedding init code (init_code.py) sit beside this file, so an installed package
 
 Usage: python -m aclnn_emu.shim.build [OUT_DIR]     (pip install runs this through setup.py)
 """
+
 import os
 import pathlib
 import shutil
@@ -35,22 +36,41 @@ SAMPLE_FILES = ("*.cpp", "*.soc", "CMakeLists.txt")
 MODULE = "_aclnn_emu_shim"
 LIBRARY = "libascendcl.so"
 # Library names the official recipes link; each is the same library (SONAME libascendcl.so).
-ALIASES = ("libnnopbase.so", "libopapi.so", "libopapi_math.so", "libopapi_nn.so",
-           "libopapi_transformer.so", "libacl_rt.so", "libacl_op_compiler.so")
+ALIASES = (
+    "libnnopbase.so",
+    "libopapi.so",
+    "libopapi_math.so",
+    "libopapi_nn.so",
+    "libopapi_transformer.so",
+    "libacl_rt.so",
+    "libacl_op_compiler.so",
+)
 
 
 def exports():
     """(return type, name, [(ctype, arg name)], boot failure) for every function with a Python binding."""
-    items = [(p.ret, p.name, list(zip(p.args, p.arg_names)), p.boot_failure) for p in runtime_prototypes()
-             if not p.in_c]
+    items = [
+        (p.ret, p.name, list(zip(p.args, p.arg_names)), p.boot_failure) for p in runtime_prototypes() if not p.in_c
+    ]
     for op in all_ops():
-        params = [(f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}", name)
-                  for ctype, name in op.cffi_params()]
+        params = [
+            (f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}", name)
+            for ctype, name in op.cffi_params()
+        ]
         items.append(("aclnnStatus", op.phase1, params, "561000"))
-        items.append(("aclnnStatus", op.phase2, [("void *workspace", "workspace"),
-                                                  ("uint64_t workspaceSize", "workspaceSize"),
-                                                  ("void *executor", "executor"), ("void *stream", "stream")],
-                      "561000"))
+        items.append(
+            (
+                "aclnnStatus",
+                op.phase2,
+                [
+                    ("void *workspace", "workspace"),
+                    ("uint64_t workspaceSize", "workspaceSize"),
+                    ("void *executor", "executor"),
+                    ("void *stream", "stream"),
+                ],
+                "561000",
+            )
+        )
     return items
 
 
@@ -60,8 +80,9 @@ def _python_decl(ret, name, params):
 
 def _c_string(text: str) -> str:
     """A C string literal holding `text`'s UTF-8 bytes exactly."""
-    return '"' + "".join(chr(b) if 32 <= b < 127 and chr(b) not in '"\\?' else f"\\{b:03o}"
-                         for b in text.encode()) + '"'
+    return (
+        '"' + "".join(chr(b) if 32 <= b < 127 and chr(b) not in '"\\?' else f"\\{b:03o}" for b in text.encode()) + '"'
+    )
 
 
 def recorded_facts(items) -> str:
@@ -71,29 +92,44 @@ def recorded_facts(items) -> str:
     sizes = [0] * (max(dtypes.SIZE) + 1)
     for dt, size in dtypes.SIZE.items():
         sizes[dt] = size
-    return (f"static const char aclemu_built_python[] = {_c_string(sys.executable)};\n"
-            f"static const char aclemu_bindings[] = {_c_string(' '.join(item[1] for item in items))};\n"
-            f"static const size_t aclemu_dtype_sizes[] = {{{', '.join(map(str, sizes))}}};")
+    return (
+        f"static const char aclemu_built_python[] = {_c_string(sys.executable)};\n"
+        f"static const char aclemu_bindings[] = {_c_string(' '.join(item[1] for item in items))};\n"
+        f"static const size_t aclemu_dtype_sizes[] = {{{', '.join(map(str, sizes))}}};"
+    )
 
 
 def sources():
     """(cdef, C++ source) for cffi."""
     items = exports()
-    cdef = [TYPES, "int64_t *aclemu_new_int64(size_t n);", "void aclemu_boot_report(int problem, const char *detail);",
-            "extern const char aclemu_bindings[];",
-            "#define ACLEMU_BOOT_OK ...", "#define ACLEMU_BOOT_IMPORT ...", "#define ACLEMU_BOOT_ERROR ...",
-            "#define ACLEMU_BOOT_STALE ...",
-            'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);']
+    cdef = [
+        TYPES,
+        "int64_t *aclemu_new_int64(size_t n);",
+        "void aclemu_boot_report(int problem, const char *detail);",
+        "extern const char aclemu_bindings[];",
+        "#define ACLEMU_BOOT_OK ...",
+        "#define ACLEMU_BOOT_IMPORT ...",
+        "#define ACLEMU_BOOT_ERROR ...",
+        "#define ACLEMU_BOOT_STALE ...",
+        'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);',
+    ]
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
-    src = [TYPES, recorded_facts(items), (HERE / "lifecycle.cpp").read_text(), (HERE / "boot.cpp").read_text(),
-           (HERE / "pure.cpp").read_text(),
-           "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);"]
+    src = [
+        TYPES,
+        recorded_facts(items),
+        (HERE / "lifecycle.cpp").read_text(),
+        (HERE / "boot.cpp").read_text(),
+        (HERE / "pure.cpp").read_text(),
+        "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);",
+    ]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
         args = ", ".join(n for _, n in params)
-        src.append(f'extern "C" CFFI_DLLEXPORT {ret} {name}({", ".join(c for c, _ in params)}) {{\n'
-                   f'    if (aclemu_start() != 0) {{ aclemu_boot_failed(); return ({ret}){failure}; }}\n'
-                   f'    return _py_{name}({args});\n}}')
+        src.append(
+            f'extern "C" CFFI_DLLEXPORT {ret} {name}({", ".join(c for c, _ in params)}) {{\n'
+            f"    if (aclemu_start() != 0) {{ aclemu_boot_failed(); return ({ret}){failure}; }}\n"
+            f"    return _py_{name}({args});\n}}"
+        )
     src.append((HERE / "applog.cpp").read_text())
     return "\n".join(cdef), "\n".join(src)
 
@@ -107,15 +143,20 @@ def build(out: pathlib.Path) -> pathlib.Path:
     ffi.embedding_api("")
     ffi.cdef(cdef)
     libdir = sysconfig.get_config_var("LIBDIR")
-    ffi.set_source(MODULE, source, source_extension=".cpp", libraries=["stdc++", "dl"],
-                   extra_compile_args=["-O2", "-Wno-unused-function"],
-                   extra_link_args=[f"-Wl,-rpath,{libdir}", f"-Wl,-soname,{LIBRARY}"])
+    ffi.set_source(
+        MODULE,
+        source,
+        source_extension=".cpp",
+        libraries=["stdc++", "dl"],
+        extra_compile_args=["-O2", "-Wno-unused-function"],
+        extra_link_args=[f"-Wl,-rpath,{libdir}", f"-Wl,-soname,{LIBRARY}"],
+    )
     ffi.embedding_init_code((HERE / "init_code.py").read_text())
     lib64 = out / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         built = pathlib.Path(ffi.compile(tmpdir=tmp, target="libascendcl.*", verbose=False))
-        for name in (LIBRARY,) + ALIASES:   # real copies: wheels do not keep symlinks
+        for name in (LIBRARY,) + ALIASES:  # real copies: wheels do not keep symlinks
             _replace(built, lib64 / name)
     (out / "opp").mkdir(exist_ok=True)
     include = out / "include"

@@ -4,6 +4,7 @@ directory holding the library's package on sys.path.
 
 It never raises: cffi would print its traceback, and calls whose bindings were never attached would
 return 0. It reports to boot.cpp instead, which then answers every call with an error code."""
+
 from _aclnn_emu_shim import ffi, lib
 
 

@@ -4,6 +4,7 @@ then matmul.c, which uses native.c's ISA dispatch, and attention_blocks.c, which
 setup.py hands `ffi` to cffi's setuptools integration (`cffi_modules`), so `pip install .` and
 `pip install -e .` compile it like any other extension module.
 """
+
 import pathlib
 
 import cffi

@@ -7,15 +7,43 @@ The hardware rounds P = exp(S - max) to the input dtype (CAST_ROUND) before P·V
 does too, and `floor` gives each output element the scale of its terms, Σ_j P|V| (a small-value
 region scaled to the data; tests/precision.py).
 """
+
 import numpy as np
 
-from golden.flash_attention_score_grad import (FLT_MAX, _heads, _scores, drop_factors, heads_back, masked_set,
-                                               pse_matrix, round_half_away)
+from golden.flash_attention_score_grad import (
+    FLT_MAX,
+    _heads,
+    _scores,
+    drop_factors,
+    heads_back,
+    masked_set,
+    pse_matrix,
+    round_half_away,
+)
 
 
-def forward(query, key, value, *, scale, head_num, layout, dtype_name, pse=None, pse_type=1, atten_mask=None,
-            sparse_mode=0, pre_tokens=2147483647, next_tokens=2147483647, prefix=None, drop_mask=None,
-            keep_prob=1.0, q_start_idx=None, kv_start_idx=None, invalid_line=False):
+def forward(
+    query,
+    key,
+    value,
+    *,
+    scale,
+    head_num,
+    layout,
+    dtype_name,
+    pse=None,
+    pse_type=1,
+    atten_mask=None,
+    sparse_mode=0,
+    pre_tokens=2147483647,
+    next_tokens=2147483647,
+    prefix=None,
+    drop_mask=None,
+    keep_prob=1.0,
+    q_start_idx=None,
+    kv_start_idx=None,
+    invalid_line=False,
+):
     """(attention_out in layout, softmax_max [B,N1,S1,8], softmax_sum [B,N1,S1,8], floor) in float64.
 
     Rows whose every score is masked: with `invalid_line` the output is 0 and the sum FLT_MAX,
@@ -44,5 +72,9 @@ def forward(query, key, value, *, scale, head_num, layout, dtype_name, pse=None,
             floor[bi, ni] = np.abs(p) @ np.abs(vv) / total[:, None]
             row_max[bi, ni], row_sum[bi, ni] = mx, total
     lanes = (b, n1, s1, 8)
-    return (heads_back(out, layout), np.broadcast_to(row_max[..., None], lanes),
-            np.broadcast_to(row_sum[..., None], lanes), heads_back(floor, layout))
+    return (
+        heads_back(out, layout),
+        np.broadcast_to(row_max[..., None], lanes),
+        np.broadcast_to(row_sum[..., None], lanes),
+        heads_back(floor, layout),
+    )

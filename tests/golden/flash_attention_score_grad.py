@@ -3,6 +3,7 @@
 only, no code shared with the kernel. Also a matching forward, to produce the attentionIn,
 softmaxMax and softmaxSum a backward call consumes.
 """
+
 import numpy as np
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -67,11 +68,11 @@ def pse_matrix(pse, pse_type, b, n, s1, s2, q_start, kv_start):
     j = np.arange(s2)[None, :]
     if pse_type in (2, 3):
         slope = float(np.asarray(pse)[n] if np.ndim(pse) == 1 else np.asarray(pse)[b, n])
-        shift = (kv_start[0] - q_start[0]) if q_start and kv_start else 0   # both, or neither applies
+        shift = (kv_start[0] - q_start[0]) if q_start and kv_start else 0  # both, or neither applies
         dist = np.abs(j + shift - i).astype(np.float64)
         return -slope * (np.sqrt(dist) if pse_type == 3 else dist)
     c = np.asarray(pse, np.float64)[b % np.shape(pse)[0], n]
-    if c.shape[0] == 1024 and s1 != 1024:       # alibi-compressed rows
+    if c.shape[0] == 1024 and s1 != 1024:  # alibi-compressed rows
         full = np.zeros((s1, s2))
         for row in range(s1):
             if row >= s1 - 1024:
@@ -79,7 +80,7 @@ def pse_matrix(pse, pse_type, b, n, s1, s2, q_start, kv_start):
             else:
                 m = row % 1024
                 cols = np.arange(row + 1)
-                full[row, :row + 1] = c[m, s2 - (row - cols) - (1024 - m)]
+                full[row, : row + 1] = c[m, s2 - (row - cols) - (1024 - m)]
         return full
     return np.broadcast_to(c, (s1, s2))
 
@@ -107,9 +108,26 @@ def _heads(query, key, value, layout, head_num):
     return q, k, heads_first(value, layout, k.shape[1])
 
 
-def forward(query, key, value, *, scale, head_num, layout, pse=None, pse_type=1, atten_mask=None,
-            sparse_mode=0, pre_tokens=2147483647, next_tokens=2147483647, prefix=None,
-            drop_mask=None, keep_prob=1.0, q_start_idx=None, kv_start_idx=None):
+def forward(
+    query,
+    key,
+    value,
+    *,
+    scale,
+    head_num,
+    layout,
+    pse=None,
+    pse_type=1,
+    atten_mask=None,
+    sparse_mode=0,
+    pre_tokens=2147483647,
+    next_tokens=2147483647,
+    prefix=None,
+    drop_mask=None,
+    keep_prob=1.0,
+    q_start_idx=None,
+    kv_start_idx=None,
+):
     """(attention_out in layout, softmax_max [B,N1,S1,8], softmax_sum [B,N1,S1,8]) in float64."""
     q, k, v = _heads(query, key, value, layout, head_num)
     b, n1, s1, _ = q.shape
@@ -128,13 +146,38 @@ def forward(query, key, value, *, scale, head_num, layout, pse=None, pse_type=1,
             p = e / row_sum[bi, ni][:, None]
             out[bi, ni] = (p if drop is None else p * drop[bi, ni]) @ v[bi, ni // g]
     lanes = (b, n1, s1, 8)
-    return heads_back(out, layout), np.broadcast_to(row_max[..., None], lanes), np.broadcast_to(row_sum[..., None], lanes)
+    return (
+        heads_back(out, layout),
+        np.broadcast_to(row_max[..., None], lanes),
+        np.broadcast_to(row_sum[..., None], lanes),
+    )
 
 
-def _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, head_num,
-                   layout, dtype_name, pse=None, pse_type=1, atten_mask=None, sparse_mode=0,
-                   pre_tokens=2147483647, next_tokens=2147483647, prefix=None, drop_mask=None,
-                   keep_prob=1.0, q_start_idx=None, kv_start_idx=None):
+def _head_products(
+    query,
+    key,
+    value,
+    dy,
+    attention_in,
+    softmax_max,
+    softmax_sum,
+    *,
+    scale,
+    head_num,
+    layout,
+    dtype_name,
+    pse=None,
+    pse_type=1,
+    atten_mask=None,
+    sparse_mode=0,
+    pre_tokens=2147483647,
+    next_tokens=2147483647,
+    prefix=None,
+    drop_mask=None,
+    keep_prob=1.0,
+    q_start_idx=None,
+    kv_start_idx=None,
+):
     """The float64 operands [B, N, S, D] and a generator of (b, n1, n2, Pd, dS) per query head: the
     dropped and rounded probabilities and the rounded score gradients [S1, S2] the sums consume."""
     q, k, v = _heads(query, key, value, layout, head_num)
@@ -160,14 +203,16 @@ def _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum
                 dp = (do[bi, ni] @ v[bi, kv].T) * factor
                 d_sum = (do[bi, ni] * o[bi, ni]).sum(axis=1, keepdims=True)
                 yield bi, ni, kv, pd, round_half_away(p * (dp - d_sum), dtype_name)
+
     return q, k, v, do, heads()
 
 
 def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, *, scale, layout, **spec):
     """(dq, dk, dv) in float64, in the layouts of query, key and value; ``spec``: the other
     keywords of ``_head_products``."""
-    q, k, v, do, heads = _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum,
-                                        scale=scale, layout=layout, **spec)
+    q, k, v, do, heads = _head_products(
+        query, key, value, dy, attention_in, softmax_max, softmax_sum, scale=scale, layout=layout, **spec
+    )
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros(k.shape[:3] + v.shape[3:])
     for bi, ni, kv, pd, ds in heads:
         dv[bi, kv] += pd.T @ do[bi, ni]
@@ -182,8 +227,9 @@ def largest_terms(query, key, value, dy, attention_in, softmax_max, softmax_sum,
     tests/precision.py. One ulp of a rounded P or dS that sits within fp32 error of a midpoint
     moves an element by up to 2^-10 (fp16) of such a term, so an element that cancels below its
     largest term cannot be resolved finer than that by any fp32 evaluation, the NPU's included."""
-    q, k, v, do, heads = _head_products(query, key, value, dy, attention_in, softmax_max, softmax_sum,
-                                        scale=scale, layout=layout, **spec)
+    q, k, v, do, heads = _head_products(
+        query, key, value, dy, attention_in, softmax_max, softmax_sum, scale=scale, layout=layout, **spec
+    )
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros(k.shape[:3] + v.shape[3:])
     for bi, ni, kv, pd, ds in heads:
         dq[bi, ni] = _largest_products(scale * ds, k[bi, kv])
@@ -196,5 +242,5 @@ def _largest_products(a, b, rows=64):
     """max_k |a[i, k] * b[k, j]|, in row chunks so memory stays small."""
     out = np.empty((a.shape[0], b.shape[1]))
     for r in range(0, a.shape[0], rows):
-        out[r:r + rows] = np.abs(a[r:r + rows, :, None] * b[None]).max(axis=1, initial=0)
+        out[r : r + rows] = np.abs(a[r : r + rows, :, None] * b[None]).max(axis=1, initial=0)
     return out

@@ -6,6 +6,7 @@ gather_pa_kv_cache_nd.h and _nz.h (Atlas A2/A3), arch35/gather_pa_kv_cache_nd.h 
 arrays and returns the new outputs; index tensors are plain integer sequences. Only calls whose
 reads stay inside the tensors are covered. Shares no code with aclnn_emu.
 """
+
 import numpy as np
 
 
@@ -41,7 +42,7 @@ def a2_norm(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=Non
                 n = min(bs, count - k * bs)
                 moved = n * row // 32 * 32
                 first = (start + k * bs) * row
-                dst[first:first + moved] = src[block * bs * row:block * bs * row + moved]
+                dst[first : first + moved] = src[block * bs * row : block * bs * row + moved]
         outs.append(dst.view(out.dtype).reshape(out.shape))
     return outs
 
@@ -66,7 +67,7 @@ def a2_nz(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=None,
                 block = flat_table[b * cols + t // bs + shift]
                 for c in range(row // 32):
                     at = block * bs * row + c * bs * 32 + (t % bs) * 32
-                    dst[(produced + t) * row + c * 32:(produced + t) * row + c * 32 + 32] = src[at:at + 32]
+                    dst[(produced + t) * row + c * 32 : (produced + t) * row + c * 32 + 32] = src[at : at + 32]
             produced += count
         outs.append(dst.view(out.dtype).reshape(out.shape))
     return outs
@@ -95,21 +96,21 @@ def a95(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=None, c
                 if start >= tokens_out:
                     break
                 count = min(count, tokens_out - start)
-                shift = int(seq_offset[i]) // bs if seq_offset is not None else 0   # non-negative offsets
+                shift = int(seq_offset[i]) // bs if seq_offset is not None else 0  # non-negative offsets
                 for t in range(max(count, 0)):
                     column = t // bs + shift
                     at = (start + t) * row
                     if column >= width:
-                        dst[at:at + row] = 0
+                        dst[at : at + row] = 0
                         continue
                     block = int(tables[i][column])
                     if nz:
                         for c in range(row // 32):
                             piece = block * bs * row + c * bs * 32 + (t % bs) * 32
-                            dst[at + c * 32:at + c * 32 + 32] = src[piece:piece + 32]
+                            dst[at + c * 32 : at + c * 32 + 32] = src[piece : piece + 32]
                     else:
                         slot = (block * bs + t % bs) * row
-                        dst[at:at + row] = src[slot:slot + row]
+                        dst[at : at + row] = src[slot : slot + row]
                 if not cumsum:
                     start += seq_lens[i]
         outs.append(dst.view(out.dtype).reshape(out.shape))

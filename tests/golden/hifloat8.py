@@ -1,6 +1,7 @@
 """HiFloat8 references, bit by bit: the field layout of the format paper ("Ascend HiFloat8 Format
 for Deep Learning") and CANN's Hif8ToFloatCommon, and CAST_ROUND as CANN's docs state it ("half to
 away": the first dropped mantissa bit decides; overflow saturates). Shares no code with aclnn_emu."""
+
 import numpy as np
 
 # dot field prefix -> (exponent bits, mantissa bits)
@@ -21,12 +22,12 @@ def decode(code: int) -> float:
         return 0.0 if m == 0 else sign * 2.0 ** (m - 23)
     dot = next(d for d in _DOTS if rest.startswith(d))
     exp_bits, man_bits = _DOTS[dot]
-    field, mantissa = rest[len(dot):len(dot) + exp_bits], rest[len(dot) + exp_bits:]
+    field, mantissa = rest[len(dot) : len(dot) + exp_bits], rest[len(dot) + exp_bits :]
     assert len(mantissa) == man_bits
     exponent = 0
     if exp_bits:
         exponent = int("1" + field[1:], 2) * (-1 if field[0] == "1" else 1)
-    return sign * (1 + int(mantissa, 2) / 2 ** man_bits) * 2.0 ** exponent
+    return sign * (1 + int(mantissa, 2) / 2**man_bits) * 2.0**exponent
 
 
 def reference_round(x: float) -> int:
@@ -42,13 +43,13 @@ def reference_round(x: float) -> int:
         return 0
     width = 3 if abs(e) <= 3 else 2 if abs(e) <= 7 else 1 if abs(e) <= 15 else 0
     drop = 23 - width
-    rounded = ((magnitude >> drop) + ((magnitude >> (drop - 1)) & 1)) << drop     # half away
+    rounded = ((magnitude >> drop) + ((magnitude >> (drop - 1)) & 1)) << drop  # half away
     e = (rounded >> 23) - 127
     if e > 15:
         return 0x6E | sign << 7
-    if e < -15:                                  # denormal: 2^(m - 23), m in 1..7
+    if e < -15:  # denormal: 2^(m - 23), m in 1..7
         return (max(e, -22) + 23) | sign << 7
-    if e == 15 and rounded & 0x7FFFFF:           # 1.5 x 2^15 is the Inf code: saturate
+    if e == 15 and rounded & 0x7FFFFF:  # 1.5 x 2^15 is the Inf code: saturate
         return 0x6E | sign << 7
     width = 3 if abs(e) <= 3 else 2 if abs(e) <= 7 else 1
     mantissa = (rounded >> (23 - width)) & ((1 << width) - 1)

@@ -20,6 +20,7 @@ Rules modelled:
   int8: per tensor rint(o * s + off), per channel away(fp16_away(o * s[n, d] + off[n, d])), both
   clipped to [-128, 127].
 """
+
 import numpy as np
 
 MASK_FILL = -1e12
@@ -28,7 +29,7 @@ MASK_FILL = -1e12
 def round_away(x, mantissa_bits):
     """Round float64 values to `mantissa_bits` significant bits, ties away from zero."""
     mantissa, exponent = np.frexp(np.asarray(x, np.float64))
-    scaled = mantissa * 2.0 ** mantissa_bits
+    scaled = mantissa * 2.0**mantissa_bits
     rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
     return np.ldexp(rounded, exponent - mantissa_bits)
 
@@ -37,8 +38,8 @@ def fp16_away(x):
     """Ties-away rounding onto the fp16 grid (normal range; subnormals on the 2**-24 grid)."""
     x = np.asarray(x, np.float64)
     normal = round_away(x, 11)
-    subnormal = np.sign(x) * np.floor(np.abs(x) * 2.0 ** 24 + 0.5) * 2.0 ** -24
-    return np.where(np.abs(x) < 2.0 ** -14, subnormal, normal)
+    subnormal = np.sign(x) * np.floor(np.abs(x) * 2.0**24 + 0.5) * 2.0**-24
+    return np.where(np.abs(x) < 2.0**-14, subnormal, normal)
 
 
 def bf16_away(x):
@@ -58,8 +59,22 @@ def dense_rows(cache, table, block_size, length, kv_heads, heads_major):
     return np.stack(out, axis=1) if out else np.zeros((kv_heads, 0, d))
 
 
-def attention(q, keys, values, *, scale, lengths, starts=None, mask=None, pse=None, antiquant=None,
-              small_dtype="float16", chunk=2048, out_quant=None, magnitude=None):
+def attention(
+    q,
+    keys,
+    values,
+    *,
+    scale,
+    lengths,
+    starts=None,
+    mask=None,
+    pse=None,
+    antiquant=None,
+    small_dtype="float16",
+    chunk=2048,
+    out_quant=None,
+    magnitude=None,
+):
     """Expected output [B, N, D] as float64 (int8 outputs on the int8 grid).
 
     q [B, N, D]; keys/values: per batch [N2, S_b, D] arrays (any dtype); mask [B, Sm]; pse
@@ -76,8 +91,8 @@ def attention(q, keys, values, *, scale, lengths, starts=None, mask=None, pse=No
         n_tok, s0 = lengths[b], starts[b]
         if n_tok <= 0 or s0 < 0:
             continue
-        k = np.asarray(keys[b][:, s0:s0 + n_tok], np.float64)
-        v = np.asarray(values[b][:, s0:s0 + n_tok], np.float64)
+        k = np.asarray(keys[b][:, s0 : s0 + n_tok], np.float64)
+        v = np.asarray(values[b][:, s0 : s0 + n_tok], np.float64)
         if antiquant is not None:
             ks, ko, vs, vo = (np.asarray(x, np.float64) for x in antiquant)
             k = (k + (ko[:, None, :] if ko.ndim == 2 else ko)) * (ks[:, None, :] if ks.ndim == 2 else ks)
@@ -85,18 +100,18 @@ def attention(q, keys, values, *, scale, lengths, starts=None, mask=None, pse=No
         for n in range(heads):
             x = k[n // group] @ np.asarray(q[b, n], np.float64) * scale
             if pse is not None:
-                x = x + np.asarray(pse[b if pse.shape[0] > 1 else 0, n, s0:s0 + n_tok], np.float64)
+                x = x + np.asarray(pse[b if pse.shape[0] > 1 else 0, n, s0 : s0 + n_tok], np.float64)
             if mask is not None:
-                x = np.where(np.asarray(mask[b, s0:s0 + n_tok]) != 0, MASK_FILL, x)
+                x = np.where(np.asarray(mask[b, s0 : s0 + n_tok]) != 0, MASK_FILL, x)
             m, l, acc, mag = -np.inf, 0.0, np.zeros(d), np.zeros(d)
             for c0 in range(0, n_tok, chunk):
-                xc = x[c0:c0 + chunk]
+                xc = x[c0 : c0 + chunk]
                 m_new = max(m, xc.max())
                 alpha = np.exp(m - m_new)
                 e = np.exp(xc - m_new)
                 l = l * alpha + e.sum()
-                acc = acc * alpha + narrow(e) @ v[n // group, c0:c0 + chunk]
-                mag = mag * alpha + narrow(e) @ np.abs(v[n // group, c0:c0 + chunk])
+                acc = acc * alpha + narrow(e) @ v[n // group, c0 : c0 + chunk]
+                mag = mag * alpha + narrow(e) @ np.abs(v[n // group, c0 : c0 + chunk])
                 m = m_new
             out[b, n] = acc / l
             if magnitude is not None:

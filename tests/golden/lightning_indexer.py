@@ -7,6 +7,7 @@ length, and rows with n <= 0, get only padding. The output lists the first spars
 descending score; ties go to the lower key index in batches of at most 4 query rows, and to the
 later 512-key block (then the lower index) in longer ones; padding is index -1, value -inf.
 """
+
 import numpy as np
 
 
@@ -22,8 +23,20 @@ def row_scores(q, keys, w) -> np.ndarray:
     return (np.maximum(s, 0.0) * w.astype(np.float64)[:, None]).sum(axis=0)
 
 
-def reference(query, key, weights, *, sparse_count, sparse_mode, layout="BSND", cu_seq_q=None, cu_seq_k=None,
-              act_q=None, act_k=None, block_table=None):
+def reference(
+    query,
+    key,
+    weights,
+    *,
+    sparse_count,
+    sparse_mode,
+    layout="BSND",
+    cu_seq_q=None,
+    cu_seq_k=None,
+    act_q=None,
+    act_k=None,
+    block_table=None,
+):
     """(indices int32 [rows, sparse_count], scores float64 [rows, sparse_count]) over flat query rows.
 
     BSND: query [B,S1,H,D], key [B,S2,1,D] (or with block_table: [blocks, block_size, 1, D]),
@@ -55,8 +68,8 @@ def reference(query, key, weights, *, sparse_count, sparse_mode, layout="BSND", 
             n = len_k if sparse_mode == 0 else min(max(len_k - len_q + s1 + 1, 0), len_k)
             sc = row_scores(q[start + s1], keys[:n], w[start + s1])
             chosen = order(sc, len_q <= 4)[:sparse_count]
-            indices[start + s1, :len(chosen)] = chosen
-            scores[start + s1, :len(chosen)] = sc[chosen]
+            indices[start + s1, : len(chosen)] = chosen
+            scores[start + s1, : len(chosen)] = sc[chosen]
     return indices, scores
 
 
@@ -68,4 +81,4 @@ def _batch_keys(flat_key, key, b, length, layout, block_table, cu_seq_k):
     if layout == "BSND":
         return key[b, :length, 0]
     start = 0 if b == 0 else int(cu_seq_k[b - 1])
-    return flat_key[start:start + length]
+    return flat_key[start : start + length]

@@ -6,8 +6,8 @@ in sparse mode 0, else clamp(Sk - Sq + s1 + 1, 0, topK)); Y = w*dy is rounded to
 before the ReLU mask; relu'(0) = 0; duplicates contribute once per occurrence; no scale.
 Entries outside the batch's keys are skipped (aclnn-emu's rule for what is undefined on hardware).
 """
-import numpy as np
 
+import numpy as np
 
 
 def _row_grad(q, keys, dy, w, ids, n, seq_k, dtype):
@@ -15,8 +15,8 @@ def _row_grad(q, keys, dy, w, ids, n, seq_k, dtype):
     ids = ids[:n].astype(np.int64)
     keep = (ids >= 0) & (ids < seq_k)
     ids, dy = ids[keep], dy[:n][keep].astype(np.float64)
-    k = keys[ids].astype(np.float64)                       # [m, D]
-    scores = q.astype(np.float64) @ k.T                    # [H, m]
+    k = keys[ids].astype(np.float64)  # [m, D]
+    scores = q.astype(np.float64) @ k.T  # [H, m]
     y = (w.astype(np.float64)[:, None] * dy[None, :]).astype(dtype).astype(np.float64)
     g = np.where(scores > 0, y, 0.0)
     return g @ k, np.maximum(scores, 0.0) @ dy, ids, g.T @ q.astype(np.float64)
@@ -26,8 +26,7 @@ def _usable(sparse_mode, top_k, seq_q, seq_k, s1):
     return top_k if sparse_mode == 0 else min(max(seq_k - seq_q + s1 + 1, 0), top_k)
 
 
-def reference(query, key, dy, indices, weights, *, layout="BSND", sparse_mode=3,
-              cu_seq_q=None, cu_seq_k=None):
+def reference(query, key, dy, indices, weights, *, layout="BSND", sparse_mode=3, cu_seq_q=None, cu_seq_k=None):
     """Returns dq, dk, dweights as float64 arrays shaped like query, key, weights.
 
     BSND: query [B,S1,H,D], key [B,S2,1,D], dy/indices [B,S1,topK], weights [B,S1,H].
@@ -44,8 +43,9 @@ def reference(query, key, dy, indices, weights, *, layout="BSND", sparse_mode=3,
         starts_q = np.concatenate(([0], cu_seq_q[:-1]))
         starts_k = np.concatenate(([0], cu_seq_k[:-1]))
         spans = list(zip(starts_q, cu_seq_q, starts_k, cu_seq_k))
-        batches = [(b, query[a:e], key[c:f, 0], dy[a:e], indices[a:e], weights[a:e])
-                   for b, (a, e, c, f) in enumerate(spans)]
+        batches = [
+            (b, query[a:e], key[c:f, 0], dy[a:e], indices[a:e], weights[a:e]) for b, (a, e, c, f) in enumerate(spans)
+        ]
         outs = [(dq[a:e], dk[c:f, 0], dw[a:e]) for a, e, c, f in spans]
     for (_, q, k, g, ids, w), (dq_b, dk_b, dw_b) in zip(batches, outs):
         seq_q, seq_k = q.shape[0], k.shape[0]
@@ -56,8 +56,22 @@ def reference(query, key, dy, indices, weights, *, layout="BSND", sparse_mode=3,
     return dq, dk, dw
 
 
-def make_case(rng, dtype, layout, sparse_mode, *, batch=2, seq_q=8, seq_k=48, lengths_q=None, lengths_k=None,
-              top_k=16, duplicates=True, heads=64, dim=128):
+def make_case(
+    rng,
+    dtype,
+    layout,
+    sparse_mode,
+    *,
+    batch=2,
+    seq_q=8,
+    seq_k=48,
+    lengths_q=None,
+    lengths_k=None,
+    top_k=16,
+    duplicates=True,
+    heads=64,
+    dim=128,
+):
     """Random inputs shaped like the op's, with index rows as the forward emits them: the first n
     entries are keys of the row's batch (with repeats if `duplicates`), the rest are -1.
 
@@ -73,13 +87,17 @@ def make_case(rng, dtype, layout, sparse_mode, *, batch=2, seq_q=8, seq_k=48, le
             row = np.full(top_k, -1, np.int32)
             if n and len_k:
                 picks = rng.integers(0, pool, n) if duplicates else rng.permutation(len_k)[:n]
-                row[:len(picks)] = picks
+                row[: len(picks)] = picks
             rows.append(row)
     total_q, total_k = sum(lengths_q), sum(lengths_k)
     normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
-    case = dict(query=normal(total_q, heads, dim), key=normal(total_k, 1, dim), dy=normal(total_q, top_k),
-                indices=np.stack(rows) if rows else np.zeros((0, top_k), np.int32),
-                weights=normal(total_q, heads) * np.float32(0.25))
+    case = dict(
+        query=normal(total_q, heads, dim),
+        key=normal(total_k, 1, dim),
+        dy=normal(total_q, top_k),
+        indices=np.stack(rows) if rows else np.zeros((0, top_k), np.int32),
+        weights=normal(total_q, heads) * np.float32(0.25),
+    )
     case = {name: (a if a.dtype == np.int32 else a.astype(dtype)) for name, a in case.items()}
     if layout == "BSND":
         for name in case:

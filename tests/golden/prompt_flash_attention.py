@@ -35,10 +35,13 @@ Quantisation there goes through fp16 and keeps the dequant products in fp32: int
 S = deq1 * Q8 K8^T (no fp16), E8 = rint(fp16(fp16(E) * fp16(quant1))), block contribution
 deq2 * E8 V8 (no fp16); an int8 output is rint(fp16(o * quantScale2 + quantOffset2)).
 """
+
 import numpy as np
 
 BIG = 214748647
 FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def to_fp16(x):
     with np.errstate(over="ignore"):
         return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
@@ -57,7 +60,7 @@ def to_bf16(x, ties="away"):
     if ties == "away":
         return to_bf16_away(x)
     mantissa, exponent = np.frexp(np.asarray(x, np.float64))
-    return np.ldexp(np.round(mantissa * 256.0), exponent - 8)     # np.round: half to even
+    return np.ldexp(np.round(mantissa * 256.0), exponent - 8)  # np.round: half to even
 
 
 def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
@@ -71,8 +74,8 @@ def packed_attention(q, k, v, q_lengths, kv_lengths, kv_starts=None, **kwargs):
         kv_starts = np.concatenate(([0], np.cumsum(kv_lengths)[:-1])).astype(int)
     out = np.zeros(q.shape[:2] + (v.shape[2],))
     for q0, aq, k0, ak in zip(q_starts, q_lengths, kv_starts, kv_lengths):
-        bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0:q0 + aq], k[k0:k0 + ak], v[k0:k0 + ak])]
-        out[q0:q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
+        bnsd = [x[None].transpose(0, 2, 1, 3) for x in (q[q0 : q0 + aq], k[k0 : k0 + ak], v[k0 : k0 + ak])]
+        out[q0 : q0 + aq] = attention(*bnsd, **kwargs)[0].transpose(1, 0, 2)
     return out
 
 
@@ -86,10 +89,11 @@ def mla_blocks(act_q, act_kv, d, sh_lengths=None):
     tiling counts blocks with its own lengths; the kernel starts batch 0 with the longest lengths
     but batch 0's block size, and lays each batch right after the previous one's lengths.
     """
+
     def align(x):
         return (x + 15) // 16 * 16
 
-    def block_rows(q_len, kv_len):           # GetPPmnIbd, isMLA; indices clamped at 0 as the tiling does
+    def block_rows(q_len, kv_len):  # GetPPmnIbd, isMLA; indices clamped at 0 as the tiling does
         e = align(d)
         n_ubd = min(16384 // max(e, 128) // 16 * 16, align(kv_len))
         cols = 256 if n_ubd > 256 else 16 * max(n_ubd // 16, 1)
@@ -126,13 +130,14 @@ def mla_attention(q, k, v, blocks, *, scale):
     block are 0."""
     out = np.zeros(q.shape[:2] + (v.shape[2],))
     for q0, rows, k0, keys, key_block in blocks:
-        qs, ks, vs = q[q0:q0 + rows], k[k0:k0 + keys], v[k0:k0 + keys]
+        qs, ks, vs = q[q0 : q0 + rows], k[k0 : k0 + keys], v[k0 : k0 + keys]
         if q.dtype == np.float16:
-            out[q0:q0 + rows] = mla_half_attention(qs, ks, vs, scale=scale, block=key_block)
+            out[q0 : q0 + rows] = mla_half_attention(qs, ks, vs, scale=scale, block=key_block)
         else:
             bnsd = [x[None].transpose(0, 2, 1, 3) for x in (qs, ks, vs)]
-            out[q0:q0 + rows] = attention(*bnsd, scale=scale, sparse_mode=1, bf16_even=True,
-                                          kv_block=key_block)[0].transpose(1, 0, 2)
+            out[q0 : q0 + rows] = attention(*bnsd, scale=scale, sparse_mode=1, bf16_even=True, kv_block=key_block)[
+                0
+            ].transpose(1, 0, 2)
     return out
 
 
@@ -152,10 +157,10 @@ def mla_half_attention(q, k, v, *, scale, block):
         qq, kk, vv = q[:, h].astype(np.float64), k[:, h * nkv // n].astype(np.float64), v[:, h * nkv // n]
         running = None
         for c0 in range(0, s2, block):
-            s = to_fp16(to_fp16(qq @ kk[c0:c0 + block].T) * tor)
+            s = to_fp16(to_fp16(qq @ kk[c0 : c0 + block].T) * tor)
             new = s.max(axis=1) if running is None else np.maximum(s.max(axis=1), running)
             e = np.exp(to_fp16(s - new[:, None]))
-            pv = to_fp16(e) @ vv[c0:c0 + block].astype(np.float64)
+            pv = to_fp16(e) @ vv[c0 : c0 + block].astype(np.float64)
             if running is None:
                 total, acc = e.sum(axis=1), pv
             else:
@@ -183,9 +188,27 @@ def allowed_keys(mode, pre, nxt, has_mask, aq, ak, s1, s2):
     return ok
 
 
-def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_kv=None,
-              mask=None, deq1=None, quant1=None, deq2=None, quant2=None, offset2=None,
-              kv_block=1024, high_precision=False, bf16_even=None):
+def attention(
+    q,
+    k,
+    v,
+    *,
+    scale,
+    sparse_mode=0,
+    pre=BIG,
+    nxt=0,
+    act_q=None,
+    act_kv=None,
+    mask=None,
+    deq1=None,
+    quant1=None,
+    deq2=None,
+    quant2=None,
+    offset2=None,
+    kv_block=1024,
+    high_precision=False,
+    bf16_even=None,
+):
     """Expected output [B, N, S1, Dv] as float64 (int8 outputs on the int8 grid).
 
     q/k/v [B, N(kv), S, D] in fp16, bfloat16 or int8; mask None or [Bm, S1m, S2m];
@@ -220,8 +243,16 @@ def attention(q, k, v, *, scale, sparse_mode=0, pre=BIG, nxt=0, act_q=None, act_
                     fill = -FLT_MAX if kind == "bfloat16" or high_precision else -65504.0
                     x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
-            o = _blocked_rows(x, vv, kind, p_ties, None if quant1 is None else float(quant1),
-                              None if deq2 is None else float(deq2), kv_block, high_precision)
+            o = _blocked_rows(
+                x,
+                vv,
+                kind,
+                p_ties,
+                None if quant1 is None else float(quant1),
+                None if deq2 is None else float(deq2),
+                kv_block,
+                high_precision,
+            )
             computed[bi, ni] = ok.any(axis=1)
             out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
     return _output(out, kind, quant2, offset2, computed, high_precision)
@@ -234,13 +265,13 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False):
     total = np.zeros(rows)
     acc = np.zeros((rows, vv.shape[1]))
     for c0 in range(0, x.shape[1], kv_block):
-        xb = x[:, c0:c0 + kv_block]
+        xb = x[:, c0 : c0 + kv_block]
         m_new = np.maximum(m, xb.max(axis=1))
         base = np.where(np.isinf(m_new), 0.0, m_new)
         e = np.exp(xb - base[:, None])
         alpha = np.exp(m - base)
         total = total * alpha + e.sum(axis=1)
-        vb = vv[c0:c0 + kv_block]
+        vb = vv[c0 : c0 + kv_block]
         if kind == "int8":
             if arch35:
                 e8 = np.clip(np.rint(to_fp16(to_fp16(e) * to_fp16(quant1))), -128, 127)
@@ -260,10 +291,7 @@ def _output(o, kind, quant2, offset2, computed, arch35=False):
     if quant2 is not None:
         n, dv = o.shape[1], o.shape[3]
         scale = np.broadcast_to(np.asarray(quant2, np.float64), (n, dv))[None, :, None, :]
-        offset = np.broadcast_to(np.asarray(0.0 if offset2 is None else offset2, np.float64),
-                                 (n, dv))[None, :, None, :]
+        offset = np.broadcast_to(np.asarray(0.0 if offset2 is None else offset2, np.float64), (n, dv))[None, :, None, :]
         y = o * scale + offset
         return np.where(computed[..., None], np.clip(np.rint(to_fp16(y) if arch35 else y), -128, 127), 0.0)
     return o
-
-

@@ -13,6 +13,7 @@ Two samples print nothing a golden can predict: aclnnSparseFlashAttentionGrad pa
 aclnnScatterPaKvCache_1 copies its 1-element host vectors into whole tensors (the device data is
 host heap memory past the vectors). They map to None.
 """
+
 import numpy as np
 
 from golden import flash_attention_score as fas
@@ -32,16 +33,16 @@ def device(host_type, count, value, dtype, shape):
     """(allocation bytes, tensor view) of a std::vector<host_type>(count, value) copied to the device
     and viewed as ``dtype`` of ``shape``."""
     data = np.full(count, value, host_type).tobytes()
-    return data, np.frombuffer(data, dtype)[:int(np.prod(shape))].reshape(shape)
+    return data, np.frombuffer(data, dtype)[: int(np.prod(shape))].reshape(shape)
 
 
 def printed(allocation: bytes, output: np.ndarray, host_type, count: int, fmt: str, decode=None) -> list:
     """The lines a sample prints for `count` host_type values copied from an allocation whose start
     the op overwrote with `output` (`decode` converts them as the sample does before printing);
     None for values past the allocation."""
-    data = output.tobytes() + allocation[output.nbytes:]
+    data = output.tobytes() + allocation[output.nbytes :]
     size = np.dtype(host_type).itemsize
-    inside = np.frombuffer(data[:len(data) // size * size], host_type)
+    inside = np.frombuffer(data[: len(data) // size * size], host_type)
     inside = inside if decode is None else decode(inside)
     return [fmt % (i, inside[i]) if i < len(inside) else None for i in range(count)]
 
@@ -55,11 +56,20 @@ def flash_attention_score_grad():
     shape = (256, 1, 128)
     made = {n: device(F32, 32768, 1, F16, shape) for n in ("q", "k", "v", "dy", "o")}
     smax = np.full((1, 1, 256, 8), 3.0, F32)
-    with np.errstate(over="ignore", invalid="ignore"):   # P = e^17 overflows fp16: inf, NaN, as on the NPU
-        grads = fag.backward(*(made[n][1] for n in ("q", "k", "v", "dy", "o")), smax, smax, scale=0.088388,
-                             head_num=1, layout="SBH", dtype_name="float16",
-                             atten_mask=np.zeros((256, 256), np.uint8), sparse_mode=0, pre_tokens=65536,
-                             next_tokens=65536)
+    with np.errstate(over="ignore", invalid="ignore"):  # P = e^17 overflows fp16: inf, NaN, as on the NPU
+        grads = fag.backward(
+            *(made[n][1] for n in ("q", "k", "v", "dy", "o")),
+            smax,
+            smax,
+            scale=0.088388,
+            head_num=1,
+            layout="SBH",
+            dtype_name="float16",
+            atten_mask=np.zeros((256, 256), np.uint8),
+            sparse_mode=0,
+            pre_tokens=65536,
+            next_tokens=65536,
+        )
     lines = []
     for g in grads:
         allocation, _ = device(F32, 32768, 0, F16, shape)
@@ -84,13 +94,16 @@ def lightning_indexer_grad():
     b, s1, s2, g, d = 2, 3, 2048, 64, 128
     q = device(U16, b * s1 * g * d, 1, F16, (b, s1, g, d))[1]
     k = device(U16, b * s2 * d, 1, F16, (b, s2, 1, d))[1]
-    dy = device(U16, b * s1 * g * d, 1, F16, (b * s1 * g * d,))[1][:b * s1 * d].reshape(b, s1, d)
+    dy = device(U16, b * s1 * g * d, 1, F16, (b * s1 * g * d,))[1][: b * s1 * d].reshape(b, s1, d)
     idx = np.ones((b, s1, d), np.int32)
     w = device(U16, b * s1 * g, 1, F16, (b, s1, g))[1]
     dq, dk, dw = lig.reference(q, k, dy, idx, w, layout="BSND", sparse_mode=3)
     lines = []
-    for out in (dq.astype(F16), fag.round_half_away(dk, "float16").astype(F16),
-                fag.round_half_away(dw, "float16").astype(F16)):      # dq RNE, dk and dweights CAST_ROUND
+    for out in (
+        dq.astype(F16),
+        fag.round_half_away(dk, "float16").astype(F16),
+        fag.round_half_away(dw, "float16").astype(F16),
+    ):  # dq RNE, dk and dweights CAST_ROUND
         allocation = device(U16, out.size, 1, F16, out.shape)[0]
         lines += printed(allocation, out, F32, 10, "mean result[%d] is: %f")
     return lines
@@ -102,8 +115,9 @@ def prompt_flash_attention():
     q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
     k = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
     v = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
-    expected = pfa.attention(q, k, v, scale=1 / np.sqrt(16), pre=65535, nxt=65535,
-                             mask=np.zeros((1, 1, 16), bool), act_kv=[16])
+    expected = pfa.attention(
+        q, k, v, scale=1 / np.sqrt(16), pre=65535, nxt=65535, mask=np.zeros((1, 1, 16), bool), act_kv=[16]
+    )
     allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
     return printed(allocation, expected.astype(F16), F64, 32, "result[%d] is: %f")
 
@@ -120,12 +134,23 @@ def flash_attention_score():
     first half holds the fp16 result in pairs, the rest stays 0."""
     shape = (256, 1, 128)
     q, k, v = (device(F32, 32768, 1, F16, shape)[1] for _ in range(3))
-    out, smax, ssum, _ = fas.forward(q, k, v, scale=0.088388, head_num=1, layout="SBH", dtype_name="float16",
-                                     atten_mask=np.zeros((256, 256), np.uint8), sparse_mode=0, pre_tokens=65536,
-                                     next_tokens=65536)
+    out, smax, ssum, _ = fas.forward(
+        q,
+        k,
+        v,
+        scale=0.088388,
+        head_num=1,
+        layout="SBH",
+        dtype_name="float16",
+        atten_mask=np.zeros((256, 256), np.uint8),
+        sparse_mode=0,
+        pre_tokens=65536,
+        next_tokens=65536,
+    )
     fmt = "mean result[%d] is: %f"
-    lines = printed(device(F32, 32768, 0, F16, shape)[0], fag.round_half_away(out, "float16").astype(F16), F32,
-                    32768, fmt)
+    lines = printed(
+        device(F32, 32768, 0, F16, shape)[0], fag.round_half_away(out, "float16").astype(F16), F32, 32768, fmt
+    )
     for stat in (smax, ssum):
         lines += printed(device(F32, 2048, 3.0, F32, stat.shape)[0], stat.astype(F32), F32, 2048, fmt)
     return lines
@@ -152,8 +177,9 @@ def lightning_indexer():
     indices, scores = li.reference(q, k, w, sparse_count=2048, sparse_mode=3)
     fmt = "mean result[%d] is: %"
     lines = printed(device(I32, 4096, 1, I32, (4096,))[0], indices, I32, 4096, fmt + "d")
-    return lines + printed(device(F32, 4096, 1, F16, (4096,))[0], scores.astype(F16), U16, 4096, fmt + "f",
-                           decode=acl_half)
+    return lines + printed(
+        device(F32, 4096, 1, F16, (4096,))[0], scores.astype(F16), U16, 4096, fmt + "f", decode=acl_half
+    )
 
 
 def sparse_flash_attention():

@@ -6,6 +6,7 @@ writes that would land outside the cache (the emulator's choice for what the har
 undefined). Duplicate slots: the later write wins (also the emulator's choice: on the NPU a race
 between AI cores). Shares no code with aclnn_emu.
 """
+
 import numpy as np
 
 
@@ -38,7 +39,7 @@ def _flat_row_copy(out_flat, dst_row, src_flat, src_start, length):
     dst = dst_row * length
     if dst < 0 or dst + length > len(out_flat) or src_start < 0 or src_start + length > len(src_flat):
         return
-    out_flat[dst:dst + length] = src_flat[src_start:src_start + length]
+    out_flat[dst : dst + length] = src_flat[src_start : src_start + length]
 
 
 def a2_nd(cache, src, slots, row_len, stride=None, offset=0):
@@ -87,7 +88,7 @@ def _gather(flat, rows, head_size):
     """The listed rows of head_size elements, or None if one lies outside the buffer."""
     if any(r < 0 or (r + 1) * head_size > len(flat) for r in rows):
         return None
-    return np.array([flat[r * head_size:(r + 1) * head_size] for r in rows]).reshape(len(rows), head_size)
+    return np.array([flat[r * head_size : (r + 1) * head_size] for r in rows]).reshape(len(rows), head_size)
 
 
 def fp32_mean(rows, divisor, dtype):
@@ -112,7 +113,7 @@ def a2_rope(cache, src, slots, wins, seq_lens, offsets, heads, head_size, omni=F
             o, w = length, 0
         window = _gather(flat, [(cs[b] + j) * heads + h for j in range(o, o + w)], head_size)
         if not omni and w > 0 and window is not None and 0 <= s + o < len(out) // head_size:
-            out[(s + o) * head_size:(s + o + 1) * head_size] = fp32_mean(window, w, src.dtype)
+            out[(s + o) * head_size : (s + o + 1) * head_size] = fp32_mean(window, w, src.dtype)
         for j in range(o):
             _flat_row_copy(out, s + j, flat, ((cs[b] + j) * heads + h) * head_size, head_size)
         if w > 0:
@@ -151,11 +152,27 @@ def a2_blocks_alibi(cache, src, slots, wins, seq_lens, heads, head_size):
         loads = w * head_size * size // ub + 1
         per = w // loads
         for j in range(loads):
-            _block_copy(out, flat, head_size * (heads * (cs[b] - w + per * j) + h), head_size * (slots[i] + per * j),
-                        per, heads, size, blk)
+            _block_copy(
+                out,
+                flat,
+                head_size * (heads * (cs[b] - w + per * j) + h),
+                head_size * (slots[i] + per * j),
+                per,
+                heads,
+                size,
+                blk,
+            )
         rest = w - loads * per
-        _block_copy(out, flat, head_size * (heads * (cs[b] - rest) + h), head_size * (slots[i] + per * loads), rest,
-                    heads, size, blk)
+        _block_copy(
+            out,
+            flat,
+            head_size * (heads * (cs[b] - rest) + h),
+            head_size * (slots[i] + per * loads),
+            rest,
+            heads,
+            size,
+            blk,
+        )
     return out.view(cache.dtype).reshape(cache.shape)
 
 
@@ -176,11 +193,11 @@ def _blocks_mean(flat, first_elem, w, heads, head_size, dtype):
             at = start * size + i * heads * blk
             if at + blk > len(flat):
                 return None
-            ub[half + i * blk:half + (i + 1) * blk] = flat[at:at + blk]
+            ub[half + i * blk : half + (i + 1) * blk] = flat[at : at + blk]
         start += heads * per * head_size
-        loaded = ub[half:half + HALF_FLOATS * size].view(dtype).astype(np.float32)
+        loaded = ub[half : half + HALF_FLOATS * size].view(dtype).astype(np.float32)
         for k in range(n):
-            total = (total + loaded[k * head_size:(k + 1) * head_size]).astype(np.float32)
+            total = (total + loaded[k * head_size : (k + 1) * head_size]).astype(np.float32)
     return (total / np.float32(w)).astype(dtype).view(np.uint8)[:blk]
 
 
@@ -201,16 +218,32 @@ def a2_blocks_rope(cache, src, slots, wins, seq_lens, offsets, heads, head_size,
             mean = _blocks_mean(flat, head_size * (heads * (cs[b] + o) + h), w, heads, head_size, src.dtype)
             at = (s + o) * head_size * size
             if mean is not None and 0 <= at and at + blk <= len(out):
-                out[at:at + blk] = mean
+                out[at : at + blk] = mean
         runs = [(o, cs[b], s)] + ([(length - o - w, cs[b] + o + w, s + o + (0 if omni else 1))] if w else [])
         for count, token, dst in runs:
             loads = count * head_size // per_copy
             per = per_copy // head_size if loads else 0
             for j in range(loads):
-                _block_copy(out, flat, head_size * (heads * (token + per * j) + h), head_size * (dst + per * j), per,
-                            heads, size, blk)
-            _block_copy(out, flat, head_size * (heads * (token + per * loads) + h), head_size * (dst + per * loads),
-                        count - per * loads, heads, size, blk)
+                _block_copy(
+                    out,
+                    flat,
+                    head_size * (heads * (token + per * j) + h),
+                    head_size * (dst + per * j),
+                    per,
+                    heads,
+                    size,
+                    blk,
+                )
+            _block_copy(
+                out,
+                flat,
+                head_size * (heads * (token + per * loads) + h),
+                head_size * (dst + per * loads),
+                count - per * loads,
+                heads,
+                size,
+                blk,
+            )
     return out.view(cache.dtype).reshape(cache.shape)
 
 
@@ -219,7 +252,7 @@ def a95_normal(cache, key, slots):
     fall outside the cache and are dropped here)."""
     out = cache.copy().reshape(-1)
     row_len = key[0].size
-    for t, slot in enumerate(slots.reshape(-1)[:len(key)]):
+    for t, slot in enumerate(slots.reshape(-1)[: len(key)]):
         _flat_row_copy(out, slot, key.reshape(-1), t * row_len, row_len)
     return out.reshape(cache.shape)
 
@@ -238,8 +271,9 @@ def a95_alibi(cache, key, slots, wins, seq_lens):
                 token = seq_lens[b] - wins[i] + j
                 if token < 0 or slots[i] + j >= n_slots:
                     continue
-                _flat_row_copy(out, slots[i] + j, key.reshape(-1), ((b * seq + token) * heads + h) * head_size,
-                               head_size)
+                _flat_row_copy(
+                    out, slots[i] + j, key.reshape(-1), ((b * seq + token) * heads + h) * head_size, head_size
+                )
     return out.reshape(cache.shape)
 
 
@@ -287,7 +321,7 @@ def a95_rope(cache, key, slots, wins, seq_lens, offsets, mean_fn=None):
             window = _gather(flat, [(b * seq + j) * heads + h for j in range(o, end)], head_size)
             if end > o and 0 <= s + o < n_slots and window is not None:
                 mean = mean_fn or (integer_mean if key.dtype.kind in "iu" else fp32_mean)
-                out[(s + o) * head_size:(s + o + 1) * head_size] = mean(window, end - o, key.dtype)
+                out[(s + o) * head_size : (s + o + 1) * head_size] = mean(window, end - o, key.dtype)
             for j in range(min(seq_lens[b] - w - o, seq)):
                 put(s + o + 1 + j, b, j, h)
     return out.reshape(cache.shape)

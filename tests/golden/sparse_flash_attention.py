@@ -9,6 +9,7 @@ they multiply v (the kernel's CAST_ROUND; round-to-nearest-even here, which diff
 ties); softmaxMax = max S, softmaxSum = sum exp(S - max). A row with no used key is all zero with
 max -2e38 and sum 0.
 """
+
 import numpy as np
 
 CHUNK = 512
@@ -42,8 +43,21 @@ def row(q, q_rope, keys, keys_rope, values, ids, *, scale, block_size, threshold
     return o / total[:, None], m, total
 
 
-def reference(query, query_rope, key, key_rope, value, indices, *, scale, block_size, sparse_mode,
-              layout="BSND", cu_seq_q=None, cu_seq_kv=None):
+def reference(
+    query,
+    query_rope,
+    key,
+    key_rope,
+    value,
+    indices,
+    *,
+    scale,
+    block_size,
+    sparse_mode,
+    layout="BSND",
+    cu_seq_q=None,
+    cu_seq_kv=None,
+):
     """(out, softmax_max, softmax_sum) in float64: out shaped like query with value's head dim,
     the statistics [rows, G] (BSND [B, 1, S1, G] and TND [1, T1, G] in element order)."""
     heads = query.shape[-2]
@@ -64,6 +78,16 @@ def reference(query, query_rope, key, key_rope, value, indices, *, scale, block_
         for s1 in range(len_q):
             threshold = len_k if sparse_mode == 0 else len_k - len_q + s1 + 1
             r = int(a) + s1
-            out[r], smax[r], ssum[r] = row(q[r], qr[r], k[c:f], kr[c:f], v[c:f], ids[r], scale=scale,
-                                           block_size=block_size, threshold=threshold, dtype=query.dtype)
+            out[r], smax[r], ssum[r] = row(
+                q[r],
+                qr[r],
+                k[c:f],
+                kr[c:f],
+                v[c:f],
+                ids[r],
+                scale=scale,
+                block_size=block_size,
+                threshold=threshold,
+                dtype=query.dtype,
+            )
     return out.reshape(*query.shape[:-1], v.shape[1]), smax, ssum

@@ -5,6 +5,7 @@ Plain loops over batches and query rows; shares no code with aclnn_emu. ``roundi
 zero before the matmuls that consume them); the outputs stay unrounded float64. ``rounding=None``
 is the exact gradient of the forward.
 """
+
 import math
 
 import numpy as np
@@ -52,7 +53,7 @@ def selection(ids, s1, sq, sk, bs, causal):
             break
         used.append(int(i))
     valid_end = s1 + sk - sq
-    masked_entry = {}   # chunk -> entry index of the last straddling block in it
+    masked_entry = {}  # chunk -> entry index of the last straddling block in it
     for j, i in enumerate(used):
         if causal and i * bs <= valid_end < (i + 1) * bs:
             masked_entry[j // (CHUNK_POSITIONS // bs)] = j
@@ -63,8 +64,7 @@ def selection(ids, s1, sq, sk, bs, causal):
         length = sk - i * bs if i == last_block - 1 else bs
         for o in range(length):
             positions.append(i * bs + o)
-            masked.append(masked_entry.get(j // (CHUNK_POSITIONS // bs)) == j
-                          and i * bs + o > valid_end)
+            masked.append(masked_entry.get(j // (CHUNK_POSITIONS // bs)) == j and i * bs + o > valid_end)
     return np.array(positions, dtype=np.int64), np.array(masked, dtype=bool)
 
 
@@ -76,8 +76,13 @@ def _rows(layout, q, cu_q, cu_kv, k):
 
 
 def _flat(x, lead):
-    return None if x is None else np.asarray(x, np.float64).reshape(lead, *x.shape[-2:]) \
-        if x.ndim == 4 else np.asarray(x, np.float64)
+    return (
+        None
+        if x is None
+        else np.asarray(x, np.float64).reshape(lead, *x.shape[-2:])
+        if x.ndim == 4
+        else np.asarray(x, np.float64)
+    )
 
 
 def _keys(layout, k, k_rope):
@@ -87,8 +92,9 @@ def _keys(layout, k, k_rope):
     return kk
 
 
-def forward(q, k, v, indices, *, scale, block_size, sparse_mode, layout, q_rope=None,
-            k_rope=None, cu_q=None, cu_kv=None):
+def forward(
+    q, k, v, indices, *, scale, block_size, sparse_mode, layout, q_rope=None, k_rope=None, cu_q=None, cu_kv=None
+):
     """out [like q with Dv], softmax_max and softmax_sum [T1, G] (of the scaled logits)."""
     t1 = q.shape[0] * (q.shape[1] if layout == "BSND" else 1)
     qq = _flat(q, t1)
@@ -112,8 +118,25 @@ def forward(q, k, v, indices, *, scale, block_size, sparse_mode, layout, q_rope=
     return out, smax, ssum
 
 
-def _maths(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, block_size, sparse_mode,
-           layout, q_rope=None, k_rope=None, cu_q=None, cu_kv=None):
+def _maths(
+    q,
+    k,
+    v,
+    indices,
+    dout,
+    out,
+    softmax_max,
+    softmax_sum,
+    *,
+    scale,
+    block_size,
+    sparse_mode,
+    layout,
+    q_rope=None,
+    k_rope=None,
+    cu_q=None,
+    cu_kv=None,
+):
     """The flat float64 operands qq = [q | q_rope] [T1, G, D+Dr], kk = [k | k_rope] [T2, D+Dr],
     dOut [T1, G, Dv], and per query row with selected keys (row, key rows, P, dS): the
     probabilities and score gradients [G, L] of its keys, unrounded."""
@@ -137,13 +160,15 @@ def _maths(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, bloc
             p[:, masked] = 0.0
             dl = (do[r] * o[r]).sum(axis=1)
             yield r, k0 + pos, p, p * (do[r] @ vv[k0 + pos].T - dl[:, None])
+
     return qq, kk, do, rows()
 
 
 def _outputs(dq, dk, dv, d, rope):
     """dq|dq_rope and dk|dk_rope split at the head dim d."""
-    return dict(dq=dq[..., :d], dk=dk[:, :d], dv=dv,
-                dq_rope=dq[..., d:] if rope else None, dk_rope=dk[:, d:] if rope else None)
+    return dict(
+        dq=dq[..., :d], dk=dk[:, :d], dv=dv, dq_rope=dq[..., d:] if rope else None, dk_rope=dk[:, d:] if rope else None
+    )
 
 
 def backward(q, k, v, indices, dout, out, softmax_max, softmax_sum, *, scale, rounding=None, **spec):
@@ -184,6 +209,7 @@ def _per_key(x, copy_of, keys):
 
 # --- random test cases -------------------------------------------------------------------------
 
+
 def _row_ids(rng, s1, sq, sk, bs, causal, nsel, duplicates, top_k):
     """One row of sparse indices as a forward pass could emit them, -1 padded to top_k.
 
@@ -198,17 +224,32 @@ def _row_ids(rng, s1, sq, sk, bs, causal, nsel, duplicates, top_k):
     if bs == 1:
         chosen = rng.permutation(limit)[:nsel]
     else:
-        chosen = np.r_[np.sort(rng.permutation(limit - 1)[:nsel - 1]), limit - 1]
+        chosen = np.r_[np.sort(rng.permutation(limit - 1)[: nsel - 1]), limit - 1]
     if duplicates and len(chosen) > 1:
         repeat = rng.choice(chosen[:-1], size=max(1, len(chosen) // 4))
         chosen = np.sort(np.r_[chosen, repeat]) if bs > 1 else rng.permutation(np.r_[chosen, repeat])
     chosen = chosen[:top_k]
-    ids[:len(chosen)] = chosen
+    ids[: len(chosen)] = chosen
     return ids
 
 
-def make_case(rng, *, dtype, layout, q_lens, kv_lens, n1=4, d=128, dr=0, block_size=1,
-              sparse_mode=0, nsel=24, duplicates=False, top_k=2048, scale=None):
+def make_case(
+    rng,
+    *,
+    dtype,
+    layout,
+    q_lens,
+    kv_lens,
+    n1=4,
+    d=128,
+    dr=0,
+    block_size=1,
+    sparse_mode=0,
+    nsel=24,
+    duplicates=False,
+    top_k=2048,
+    scale=None,
+):
     """Random inputs in ``dtype`` (np.float16 / ml_dtypes.bfloat16) with a consistent forward.
 
     BSND uses the first entries of q_lens/kv_lens as S1/S2 for len(q_lens) batches; TND uses
@@ -221,27 +262,43 @@ def make_case(rng, *, dtype, layout, q_lens, kv_lens, n1=4, d=128, dr=0, block_s
     lead_q = (b, q_lens[0]) if layout == "BSND" else (t1,)
     lead_k = (b, kv_lens[0]) if layout == "BSND" else (t2,)
     cast = lambda shape: rng.standard_normal(shape).astype(dtype)
-    c = dict(query=cast(lead_q + (n1, d)), key=cast(lead_k + (1, d)), value=cast(lead_k + (1, d)),
-             dOut=cast(lead_q + (n1, d)))
+    c = dict(
+        query=cast(lead_q + (n1, d)),
+        key=cast(lead_k + (1, d)),
+        value=cast(lead_k + (1, d)),
+        dOut=cast(lead_q + (n1, d)),
+    )
     if dr:
         c["queryRope"], c["keyRope"] = cast(lead_q + (n1, dr)), cast(lead_k + (1, dr))
     rows = []
     for sq, sk in zip(q_lens, kv_lens):
         for s1 in range(sq):
             count = int(rng.integers(nsel // 2, nsel + 1)) if s1 % 4 != 3 else 0
-            rows.append(_row_ids(rng, s1, sq, sk, block_size, sparse_mode == 3, count,
-                                 duplicates, top_k))
-    c["sparseIndices"] = np.stack(rows).reshape(lead_q + (1, top_k)) if rows else \
-        np.zeros(lead_q + (1, top_k), np.int32)
+            rows.append(_row_ids(rng, s1, sq, sk, block_size, sparse_mode == 3, count, duplicates, top_k))
+    c["sparseIndices"] = (
+        np.stack(rows).reshape(lead_q + (1, top_k)) if rows else np.zeros(lead_q + (1, top_k), np.int32)
+    )
     cu_q, cu_kv = np.cumsum(q_lens).astype(np.int32), np.cumsum(kv_lens).astype(np.int32)
-    attrs = dict(scale=scale if scale is not None else 1.0 / math.sqrt(d + dr),
-                 block_size=block_size, sparse_mode=sparse_mode, layout=layout)
+    attrs = dict(
+        scale=scale if scale is not None else 1.0 / math.sqrt(d + dr),
+        block_size=block_size,
+        sparse_mode=sparse_mode,
+        layout=layout,
+    )
     if layout == "TND":
         c["actualSeqLengthsQuery"], c["actualSeqLengthsKv"] = cu_q, cu_kv
     f64 = {k: np.asarray(v, np.float64) for k, v in c.items() if k != "sparseIndices"}
-    out, smax, ssum = forward(f64["query"], f64["key"], f64["value"], c["sparseIndices"],
-                              q_rope=f64.get("queryRope"), k_rope=f64.get("keyRope"),
-                              cu_q=cu_q, cu_kv=cu_kv, **attrs)
+    out, smax, ssum = forward(
+        f64["query"],
+        f64["key"],
+        f64["value"],
+        c["sparseIndices"],
+        q_rope=f64.get("queryRope"),
+        k_rope=f64.get("keyRope"),
+        cu_q=cu_q,
+        cu_kv=cu_kv,
+        **attrs,
+    )
     c["out"] = out.reshape(lead_q + (n1, d)).astype(dtype)
     stats_shape = (1, t1, n1) if layout == "TND" else (b, 1, q_lens[0], n1)
     c["softmaxMax"] = smax.reshape(stats_shape).astype(np.float32)
@@ -252,10 +309,22 @@ def make_case(rng, *, dtype, layout, q_lens, kv_lens, n1=4, d=128, dr=0, block_s
 def golden_of(case, attrs, of=backward, **options):
     """``backward`` (or ``largest_terms``) applied to a ``make_case`` case (option: rounding)."""
     f = lambda name: None if name not in case else np.asarray(case[name], np.float64)
-    return of(f("query"), f("key"), f("value"), case["sparseIndices"], f("dOut"), f("out"),
-              case["softmaxMax"], case["softmaxSum"], q_rope=f("queryRope"), k_rope=f("keyRope"),
-              cu_q=case.get("actualSeqLengthsQuery"), cu_kv=case.get("actualSeqLengthsKv"),
-              **options, **attrs)
+    return of(
+        f("query"),
+        f("key"),
+        f("value"),
+        case["sparseIndices"],
+        f("dOut"),
+        f("out"),
+        case["softmaxMax"],
+        case["softmaxSum"],
+        q_rope=f("queryRope"),
+        k_rope=f("keyRope"),
+        cu_q=case.get("actualSeqLengthsQuery"),
+        cu_kv=case.get("actualSeqLengthsKv"),
+        **options,
+        **attrs,
+    )
 
 
 DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
@@ -297,6 +366,8 @@ def precision_failures(actual, case, attrs, name):
             failures.append(f"{key}: {failure}")
         rounded = round_half_away(h, name)
         if np.abs(x - rounded).mean() > 0.05 * np.abs(rounded - e).mean():
-            failures.append(f"{key}: mean error to the rounded hardware golden "
-                            f"{np.abs(x - rounded).mean():.3g} vs exact-vs-hardware {np.abs(rounded - e).mean():.3g}")
+            failures.append(
+                f"{key}: mean error to the rounded hardware golden "
+                f"{np.abs(x - rounded).mean():.3g} vs exact-vs-hardware {np.abs(rounded - e).mean():.3g}"
+            )
     return failures

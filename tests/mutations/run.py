@@ -18,6 +18,7 @@ How the copy's code is what runs:
 Before the mutations, a probe checks both doors (pytest's import, and a compiled program's
 aclInit) load the copy's package, and the unmutated copy must pass every test the catalogue names.
 """
+
 import argparse
 import os
 import pathlib
@@ -34,20 +35,28 @@ sys.path.insert(0, str(HERE))
 
 from catalogue import MUTATIONS  # noqa: E402
 
-TIMEOUT = 900            # seconds for one mutation's tests
+TIMEOUT = 900  # seconds for one mutation's tests
 BUILT = ("aclnn_emu/_toolkit", "aclnn_emu/kernels/_native")
 PROBE_CPP = '#include "acl/acl.h"\nint main() { return aclInit(nullptr) == 0 ? 0 : 1; }\n'
-PROBE_LINE = ('\nimport os as _probe_os\nif _probe_os.environ.get("MUTATION_PROBE"):\n'
-              '    open(_probe_os.environ["MUTATION_PROBE"], "a").write(__file__ + "\\n")\n')
+PROBE_LINE = (
+    '\nimport os as _probe_os\nif _probe_os.environ.get("MUTATION_PROBE"):\n'
+    '    open(_probe_os.environ["MUTATION_PROBE"], "a").write(__file__ + "\\n")\n'
+)
 
 
 def source_files():
     """This checkout's files as git sees them (tracked and new, not ignored), plus the built ones."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split("\0")
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
     files = [f for f in listed if f and (ROOT / f).is_file()]
-    built = [str(p.relative_to(ROOT)) for prefix in BUILT
-             for p in ROOT.glob(prefix + "*") for p in ([p] if p.is_file() else p.rglob("*")) if p.is_file()]
+    built = [
+        str(p.relative_to(ROOT))
+        for prefix in BUILT
+        for p in ROOT.glob(prefix + "*")
+        for p in ([p] if p.is_file() else p.rglob("*"))
+        if p.is_file()
+    ]
     if not any("_native" in f for f in built) or not any("_toolkit" in f for f in built):
         sys.exit("build the checkout first (pip install -e .): the copies need its toolkit and _native")
     return files + built
@@ -71,8 +80,10 @@ def environment(copy: pathlib.Path) -> dict:
 
 def rebuild_native(copy: pathlib.Path) -> None:
     """Compile the copy's native.c and matmul.c into the copy's aclnn_emu.kernels._native."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from aclnn_emu.shim.native import ffi; "
-            "ffi.compile(tmpdir=sys.argv[1])")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from aclnn_emu.shim.native import ffi; "
+        "ffi.compile(tmpdir=sys.argv[1])"
+    )
     result = subprocess.run([sys.executable, "-c", code, str(copy)], cwd=copy, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"rebuilding _native failed:\n{result.stderr[-2000:]}")
@@ -81,37 +92,57 @@ def rebuild_native(copy: pathlib.Path) -> None:
 def probe(copy: pathlib.Path) -> None:
     """Both doors load the copy's package: pytest's interpreter and a compiled program's."""
     env = environment(copy)
-    code = ("import sys; from aclnn_emu import toolkit; "
-            "print(toolkit.HOME); print('\\0'.join(toolkit.compile_command(sys.argv[1], sys.argv[2])))")
+    code = (
+        "import sys; from aclnn_emu import toolkit; "
+        "print(toolkit.HOME); print('\\0'.join(toolkit.compile_command(sys.argv[1], sys.argv[2])))"
+    )
     (copy / "probe.cpp").write_text(PROBE_CPP)
-    home, command = subprocess.run([sys.executable, "-c", code, str(copy / "probe.cpp"), str(copy / "probe")],
-                                   cwd=copy, env=env, capture_output=True, text=True,
-                                   check=True).stdout.strip().split("\n")
+    home, command = (
+        subprocess.run(
+            [sys.executable, "-c", code, str(copy / "probe.cpp"), str(copy / "probe")],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .split("\n")
+    )
     subprocess.run(command.split("\0"), check=True, capture_output=True)
     init = copy / "aclnn_emu" / "__init__.py"
     original, marker = init.read_text(), copy / "probe.txt"
     init.write_text(original + PROBE_LINE)
     try:
         env["MUTATION_PROBE"] = str(marker)
-        native = subprocess.run([sys.executable, "-c", "import aclnn_emu.kernels._native as n; print(n.__file__)"],
-                                cwd=copy, env=env, capture_output=True, text=True, check=True).stdout.strip()
+        native = subprocess.run(
+            [sys.executable, "-c", "import aclnn_emu.kernels._native as n; print(n.__file__)"],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         env["LD_LIBRARY_PATH"] = str(pathlib.Path(home) / "lib64")
         ran = subprocess.run([str(copy / "probe")], cwd=copy, env=env, capture_output=True, text=True)
         loaded = marker.read_text().split() if marker.exists() else []
     finally:
         init.write_text(original)
-    inside = lambda path: pathlib.Path(path).resolve().is_relative_to(copy.resolve())    # noqa: E731
+    inside = lambda path: pathlib.Path(path).resolve().is_relative_to(copy.resolve())  # noqa: E731
     if not (inside(home) and inside(native) and len(loaded) == 2 and all(map(inside, loaded))) or ran.returncode:
-        sys.exit(f"probe: the copy is not what runs (toolkit {home}, _native {native}, packages loaded "
-                 f"{loaded}, program status {ran.returncode}: {ran.stderr[-500:]})")
+        sys.exit(
+            f"probe: the copy is not what runs (toolkit {home}, _native {native}, packages loaded "
+            f"{loaded}, program status {ran.returncode}: {ran.stderr[-500:]})"
+        )
 
 
 def run_tests(copy: pathlib.Path, tests, stop_first=True):
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rf"]
     command += ["-x"] if stop_first else []
     try:
-        result = subprocess.run(command + list(tests), cwd=copy, env=environment(copy), capture_output=True,
-                                text=True, timeout=TIMEOUT)
+        result = subprocess.run(
+            command + list(tests), cwd=copy, env=environment(copy), capture_output=True, text=True, timeout=TIMEOUT
+        )
     except subprocess.TimeoutExpired:
         return "timeout", ""
     tail = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr[-300:]
@@ -129,7 +160,7 @@ def main(argv=None):
     parser.add_argument("-k", default="", help="run only mutations whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep the copies (their paths are printed)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # so the copies are removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the copies are removed
     chosen = [m for m in MUTATIONS if args.k in m.name]
     files = source_files()
     base = pathlib.Path(tempfile.mkdtemp(prefix="aclnn-emu-mutations-"))
@@ -143,7 +174,7 @@ def main(argv=None):
         print(f"unmutated copy: {detail}", flush=True)
         rows = []
         for m in chosen:
-            copy = make_copy(files, base / m.name, reference)   # the snapshot, whatever the checkout does meanwhile
+            copy = make_copy(files, base / m.name, reference)  # the snapshot, whatever the checkout does meanwhile
             started = time.monotonic()
             m.apply(copy)
             if m.file.startswith("aclnn_emu/kernels/") and m.file.endswith(".c"):
@@ -160,7 +191,7 @@ def main(argv=None):
         else:
             shutil.rmtree(base, ignore_errors=True)
     caught = sum(r[1] == "caught" for r in rows)
-    print(f"\n| mutation | result | first failing test |\n|---|---|---|")
+    print("\n| mutation | result | first failing test |\n|---|---|---|")
     for name, verdict, _, detail in rows:
         print(f"| {name} | {verdict} | {detail if verdict == 'caught' else ''} |")
     print(f"\n{caught} of {len(rows)} mutations caught")

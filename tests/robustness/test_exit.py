@@ -1,14 +1,19 @@
 """Exiting while operators run ends the process with the program's own status: the stream workers are
 stopped (queued work dropped, running kernels cancelled at their next block) before the libraries'
 destructors run, from C (an atexit handler of the library) and from Python (atexit)."""
+
 import pytest
 
 import cabi
 from aclnn_emu import toolkit
 
 PROGRAM = "lifecycle_exit.cpp"
-CASES = {"return_while_running": 0, "exit_from_thread": 3, "return_while_other_thread_launches": 0,
-         "return_with_events_pending": 0}
+CASES = {
+    "return_while_running": 0,
+    "exit_from_thread": 3,
+    "return_while_other_thread_launches": 0,
+    "return_with_events_pending": 0,
+}
 
 
 def assert_clean(result, status):

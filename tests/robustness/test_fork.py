@@ -2,6 +2,7 @@
 streams and device pointers answer it with error codes, the parent carries on, and nothing hangs.
 Forks from C (pthread_atfork in the library), from Python (os.fork, multiprocessing), and from Python
 into C (ctypes), where the interpreter's at-fork hooks must run exactly once."""
+
 import pytest
 
 import cabi
@@ -11,13 +12,24 @@ PROGRAM = "lifecycle_fork.cpp"
 INVALID_HANDLE, CONTEXT_NULL, PARAM_INVALID = 107017, 107002, 107000
 
 CHILD_AFTER_USE = {
-    "child.sync_parent_stream": INVALID_HANDLE, "child.launch_default_stream": CONTEXT_NULL,
-    "child.memcpy_without_context": CONTEXT_NULL, "child.finalize_uninitialised": 0, "child.init": 0,
-    "child.set_device": 0, "child.memcpy_parent_pointer": PARAM_INVALID,
-    "child.memset_parent_pointer": PARAM_INVALID, "child.free_parent_pointer": PARAM_INVALID,
-    "child.launch_parent_tensors": 0, "child.sync_parent_tensors": PARAM_INVALID, "child.fresh_work": 1,
-    "child.reset": 0, "child.finalize": 0,
-    "parent.child_status": 0, "parent.sync": 0, "parent.sync_default": 0, "parent.finished": 1,
+    "child.sync_parent_stream": INVALID_HANDLE,
+    "child.launch_default_stream": CONTEXT_NULL,
+    "child.memcpy_without_context": CONTEXT_NULL,
+    "child.finalize_uninitialised": 0,
+    "child.init": 0,
+    "child.set_device": 0,
+    "child.memcpy_parent_pointer": PARAM_INVALID,
+    "child.memset_parent_pointer": PARAM_INVALID,
+    "child.free_parent_pointer": PARAM_INVALID,
+    "child.launch_parent_tensors": 0,
+    "child.sync_parent_tensors": PARAM_INVALID,
+    "child.fresh_work": 1,
+    "child.reset": 0,
+    "child.finalize": 0,
+    "parent.child_status": 0,
+    "parent.sync": 0,
+    "parent.sync_default": 0,
+    "parent.finished": 1,
 }
 
 
@@ -31,8 +43,11 @@ def test_c_child_after_the_parent_used_streams(isolated, mode):
 def test_c_fork_while_another_thread_launches_and_synchronises(isolated):
     result = isolated.c(PROGRAM, "fork_while_other_thread_works")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert cabi.rule_codes(result.stdout) == {"fork.children": 5, "fork.children_ok": 5,
-                                              "fork.parent_thread_failure": 0}, result.stderr
+    assert cabi.rule_codes(result.stdout) == {
+        "fork.children": 5,
+        "fork.children_ok": 5,
+        "fork.parent_thread_failure": 0,
+    }, result.stderr
 
 
 # A Python program that used the runtime (a stream still busy) forks; prints one line per process.
@@ -70,7 +85,9 @@ for _ in range(3):
     assert ae.raw.aclnnPromptFlashAttentionV2(0, 0, ae.raw.aclnnPromptFlashAttentionV2GetWorkspaceSize(*args)[2], stream) == 0
 """
 
-PYTHON_OS_FORK = PYTHON_PRELUDE + """
+PYTHON_OS_FORK = (
+    PYTHON_PRELUDE
+    + """
 hooks = []
 os.register_at_fork(before=lambda: hooks.append("before"), after_in_parent=lambda: hooks.append("parent"),
                     after_in_child=lambda: hooks.append("child"))
@@ -84,17 +101,22 @@ _, status = os.waitpid(pid, 0)
 rt.synchronize_stream(stream)
 print("parent", hooks, status, bool(np.isfinite(ae.numpy(busy_out).astype(np.float32)).all()))
 """
+)
 
 
 def test_python_os_fork(isolated):
     result = isolated.python(PYTHON_OS_FORK)
     assert result.returncode == 0, result.stderr
     lines = sorted(result.stdout.splitlines())
-    assert lines == [f"child ['before', 'child'] [{INVALID_HANDLE}, {PARAM_INVALID}] True",
-                     "parent ['before', 'parent'] 0 True"], result.stderr
+    assert lines == [
+        f"child ['before', 'child'] [{INVALID_HANDLE}, {PARAM_INVALID}] True",
+        "parent ['before', 'parent'] 0 True",
+    ], result.stderr
 
 
-PYTHON_MULTIPROCESSING = PYTHON_PRELUDE + """
+PYTHON_MULTIPROCESSING = (
+    PYTHON_PRELUDE
+    + """
 import multiprocessing
 
 def in_child(seed):
@@ -107,6 +129,7 @@ same = [bool(np.array_equal(r, in_child(seed))) for seed, r in enumerate(results
 rt.synchronize_stream(stream)
 print(same)
 """
+)
 
 
 def test_python_multiprocessing_with_fork(isolated):
@@ -143,6 +166,7 @@ def test_python_host_of_the_library_forks(isolated, fork):
     script = PYTHON_HOST_OF_THE_LIBRARY.format(library=str(toolkit.LIBRARY))
     result = isolated.python(script, fork)
     assert result.returncode == 0, result.stderr
-    assert sorted(result.stdout.splitlines()) == [f"child ['before', 'child'] [{INVALID_HANDLE}, 0, 0, 0, 0, 0]",
-                                                  "parent ['before', 'parent'] 0 0"], result.stderr
-
+    assert sorted(result.stdout.splitlines()) == [
+        f"child ['before', 'child'] [{INVALID_HANDLE}, 0, 0, 0, 0, 0]",
+        "parent ['before', 'parent'] 0 0",
+    ], result.stderr

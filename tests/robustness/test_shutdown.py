@@ -2,13 +2,14 @@
 exit and fork"): aclFinalize, aclrtResetDevice and aclrtDestroyContext cancel created streams and
 drain the primary context's default stream; aclrtDestroyStream drains; a submission to a destroyed
 stream is refused. Each case runs with the sanitizer warning and failing calls."""
+
 import pytest
 
 import cabi
 
 PROGRAM = "lifecycle_shutdown.cpp"
 MODES = ("warn", "error")
-QUEUED = 24            # launches each case queues on the stream that gets cancelled (kQueued)
+QUEUED = 24  # launches each case queues on the stream that gets cancelled (kQueued)
 INVALID_HANDLE, CONTEXT_NULL, STREAM_ABORT = 107017, 107002, 107023
 
 
@@ -19,33 +20,64 @@ def leaking_finalize(mode: str) -> int:
 
 EXPECTED = {
     "finalize_queued": lambda mode: {
-        "finalize": leaking_finalize(mode), "finalize.sync_destroyed_stream": INVALID_HANDLE,
-        "finalize.init_again": 0},
+        "finalize": leaking_finalize(mode),
+        "finalize.sync_destroyed_stream": INVALID_HANDLE,
+        "finalize.init_again": 0,
+    },
     "reset_queued": lambda mode: {
-        "reset": 0, "reset.sync_stream": INVALID_HANDLE, "reset.destroy_stream": INVALID_HANDLE,
-        "reset.sync_default": CONTEXT_NULL, "reset.set_again": 0, "reset.finished_default": 1,
-        "finalize": leaking_finalize(mode)},
+        "reset": 0,
+        "reset.sync_stream": INVALID_HANDLE,
+        "reset.destroy_stream": INVALID_HANDLE,
+        "reset.sync_default": CONTEXT_NULL,
+        "reset.set_again": 0,
+        "reset.finished_default": 1,
+        "finalize": leaking_finalize(mode),
+    },
     "destroy_queued": lambda mode: {
-        "destroy": 0, "destroy.finished": 1, "destroy.sync_after": INVALID_HANDLE,
-        "destroy.launch_after": INVALID_HANDLE},
+        "destroy": 0,
+        "destroy.finished": 1,
+        "destroy.sync_after": INVALID_HANDLE,
+        "destroy.launch_after": INVALID_HANDLE,
+    },
     "destroy_context_queued": lambda mode: {
-        "destroy_context": 0, "destroy_context.sync_stream": INVALID_HANDLE,
-        "destroy_context.launch_default": CONTEXT_NULL},
+        "destroy_context": 0,
+        "destroy_context.sync_stream": INVALID_HANDLE,
+        "destroy_context.launch_default": CONTEXT_NULL,
+    },
     "finalize_while_other_thread_waits": lambda mode: {
-        "finalize": leaking_finalize(mode), "other.queued": 0, "other.sync": STREAM_ABORT,
-        "other.sync_default": CONTEXT_NULL},
+        "finalize": leaking_finalize(mode),
+        "other.queued": 0,
+        "other.sync": STREAM_ABORT,
+        "other.sync_default": CONTEXT_NULL,
+    },
     "reset_while_other_thread_waits": lambda mode: {
-        "reset": 0, "other.queued": 0, "other.sync": STREAM_ABORT, "other.sync_default": CONTEXT_NULL},
+        "reset": 0,
+        "other.queued": 0,
+        "other.sync": STREAM_ABORT,
+        "other.sync_default": CONTEXT_NULL,
+    },
     "finalize_with_events_pending": lambda mode: {"finalize": leaking_finalize(mode), "event.host_wait": STREAM_ABORT},
     "reset_with_events_pending": lambda mode: {"reset": 0, "event.host_wait": STREAM_ABORT},
     "destroy_while_submitting": lambda mode: {
-        "race.rounds": 20, "race.destroyed": 20, "race.refused_with_107017": 20, "race.sync_with_107017": 20,
-        "race.launched_some": 1, "race.sync_default": 0, "race.finished": 1},
+        "race.rounds": 20,
+        "race.destroyed": 20,
+        "race.refused_with_107017": 20,
+        "race.sync_with_107017": 20,
+        "race.launched_some": 1,
+        "race.sync_default": 0,
+        "race.finished": 1,
+    },
 }
 # The call whose duration ("<rule>.ms") must be far below the queued work's: it cancels that work.
-PROMPT = {"finalize_queued": "finalize", "reset_queued": "reset", "destroy_context_queued": "destroy_context",
-          "finalize_while_other_thread_waits": "finalize", "reset_while_other_thread_waits": "reset",
-          "finalize_with_events_pending": "finalize", "reset_with_events_pending": "reset"}
+PROMPT = {
+    "finalize_queued": "finalize",
+    "reset_queued": "reset",
+    "destroy_context_queued": "destroy_context",
+    "finalize_while_other_thread_waits": "finalize",
+    "reset_while_other_thread_waits": "reset",
+    "finalize_with_events_pending": "finalize",
+    "reset_with_events_pending": "reset",
+}
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -8,6 +8,7 @@ range of rows (`segments`):
   SH   [T, N*D] at [t][n*D + d]            TND  [T, N, D]
 For the layouts with an H axis the head count is not part of the shape and must be given.
 """
+
 import numpy as np
 
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "SH", "TND")

@@ -5,6 +5,7 @@ Shared by the attention kernels. A band keeps key j for query row i when
 shift pre/next to anchor elsewhere). Rows and columns are absolute indices, so a kernel can ask for
 any block [i0, i1) x [j0, j1) without building the whole S1 x S2 matrix.
 """
+
 import numpy as np
 
 

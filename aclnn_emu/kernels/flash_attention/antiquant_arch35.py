@@ -10,6 +10,7 @@ each vector operation rounding to nearest even. An fp32 operation rounded to Q_T
 bits (fp32 carries more than twice Q_T's precision plus two bits, so the double rounding is exact).
 The cube then multiplies the Q_T result like any fp16/bf16 key/value.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels.rounding import round_half_even_

@@ -20,6 +20,7 @@ counter's words in the order (w0, w1, w2, w3), and that the predicate store puts
 bit k of the mask (LSB first, as a given dropMask is read); both depend on the intrinsics' lane
 semantics, which the source does not spell out.
 """
+
 import numpy as np
 
 ROUNDS = 7
@@ -35,9 +36,13 @@ def philox_words(counter, key: tuple[int, int], rounds: int = ROUNDS) -> np.ndar
     c0, c1, c2, c3 = (np.asarray(c, np.uint64) for c in counter)
     k0, k1 = key
     for _ in range(rounds):
-        p0, p1 = c0 * MULTIPLIERS[0], c2 * MULTIPLIERS[1]       # 32 x 32 -> 64 bits, exact in uint64
-        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & LOW,
-                          (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & LOW)
+        p0, p1 = c0 * MULTIPLIERS[0], c2 * MULTIPLIERS[1]  # 32 x 32 -> 64 bits, exact in uint64
+        c0, c1, c2, c3 = (
+            (p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0),
+            p1 & LOW,
+            (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1),
+            p0 & LOW,
+        )
         k0, k1 = (k0 + KEY_BUMPS[0]) & 0xFFFFFFFF, (k1 + KEY_BUMPS[1]) & 0xFFFFFFFF
     return np.stack([c0, c1, c2, c3], axis=-1).astype(np.uint32)
 
@@ -45,12 +50,16 @@ def philox_words(counter, key: tuple[int, int], rounds: int = ROUNDS) -> np.ndar
 def _generated(seed: int, offset: int, keep_prob: float, first_row: int, rows: int, s2: int) -> np.ndarray:
     """Kept elements (bool [rows, s2]) of rows first_row.. of the generated mask's [rows, S2] grid."""
     per_row = -(-s2 // BYTES_PER_COUNTER)
-    counters = (np.arange(first_row, first_row + rows, dtype=np.uint64)[:, None] * np.uint64(per_row)
-                + np.arange(per_row, dtype=np.uint64)[None, :]
-                + np.uint64(-(-offset // BYTES_PER_COUNTER))).reshape(-1)
+    counters = (
+        np.arange(first_row, first_row + rows, dtype=np.uint64)[:, None] * np.uint64(per_row)
+        + np.arange(per_row, dtype=np.uint64)[None, :]
+        + np.uint64(-(-offset // BYTES_PER_COUNTER))
+    ).reshape(-1)
     zero = np.zeros_like(counters)
-    words = philox_words((counters & LOW, counters >> np.uint64(32), zero, zero),
-                         (int(seed) & 0xFFFFFFFF, (int(seed) >> 32) & 0xFFFFFFFF))
+    words = philox_words(
+        (counters & LOW, counters >> np.uint64(32), zero, zero),
+        (int(seed) & 0xFFFFFFFF, (int(seed) >> 32) & 0xFFFFFFFF),
+    )
     random = words.astype("<u4").view(np.uint8).reshape(rows, per_row * BYTES_PER_COUNTER)[:, :s2]
     threshold = np.uint8(int(np.float32(keep_prob) * np.float32(255)) & 0xFF)
     return random <= threshold
@@ -76,8 +85,8 @@ class DropMask:
         """Keep bits (uint8 0/1) of rows [i0, i1) of head (b, n), all S2 columns."""
         start = ((b * self.heads + n) * self.s1 + i0) * self.s2
         count = (i1 - i0) * self.s2
-        bits = np.unpackbits(self.bytes[start >> 3:(start + count + 7) >> 3], bitorder="little")
-        return bits[start & 7:(start & 7) + count].reshape(i1 - i0, self.s2)
+        bits = np.unpackbits(self.bytes[start >> 3 : (start + count + 7) >> 3], bitorder="little")
+        return bits[start & 7 : (start & 7) + count].reshape(i1 - i0, self.s2)
 
 
 class PhiloxDropMask:

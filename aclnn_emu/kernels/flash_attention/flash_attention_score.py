@@ -15,6 +15,7 @@ Pse, masks and the dropout bits are the backward's own (pse.py, sparse_modes.py,
 block is larger than ROW_BLOCK x KEY_BLOCK, so memory grows linearly with S; row blocks run on
 one thread per core.
 """
+
 import threading
 
 import numpy as np
@@ -30,12 +31,11 @@ from aclnn_emu.kernels.parallel import checkpoint, map_ordered, workers
 from aclnn_emu.kernels.rounding import CAST_ROUND, saturate_, store_half_away
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-ROW_BLOCK = 512     # numerics, not only speed: a band's key range is taken per row block
+ROW_BLOCK = 512  # numerics, not only speed: a band's key range is taken per row block
 KEY_BLOCK = 512
 
 
-def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None,
-                          outputs=None):
+def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None, outputs=None):
     """(softmax_max, softmax_sum, attention_out): [B, N1, S1, 8] fp32 twice, and the output in the
     query's layout and dtype with the value's head dim. `outputs` may hold those three arrays (any
     strides) to write into instead of new ones."""
@@ -48,7 +48,7 @@ class _Job:
     def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
         p = params
         self.params, self.dtype = p, query.dtype
-        self.kv_kept = {}          # per worker thread: its last K and V, packed for matmul_panels
+        self.kv_kept = {}  # per worker thread: its last K and V, packed for matmul_panels
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
@@ -76,16 +76,19 @@ class _Job:
         # One item per kv head (its K and V packed once), the last few (all, when heads are few)
         # cut into single row blocks so the workers finish together. Workers claim items as they
         # go, so a core slowed by other load takes fewer.
-        items = [[(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
-                 for bi in range(b) for h in range(n2)]
+        items = [
+            [(bi, ni, i0) for ni in range(h * self.group, (h + 1) * self.group) for i0 in blocks]
+            for bi in range(b)
+            for h in range(n2)
+        ]
         tail = len(items) if len(items) < 2 * workers() else workers()
-        items = items[:len(items) - tail] + [[task] for item in items[len(items) - tail:] for task in item]
+        items = items[: len(items) - tail] + [[task] for item in items[len(items) - tail :] for task in item]
         if s1:
             map_ordered(self._work, items)
         return self.softmax_max, self.softmax_sum, self.out
 
     def _work(self, tasks):
-        with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
+        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
             b, n, _ = tasks[0]
             k, v = self._kv(b, n // self.group)
             buffers = _buffers(self.v.shape[3])
@@ -117,7 +120,7 @@ class _Job:
                 full = self._keys(b, n, i0, i1, q, k, v, (0, self.shape[4]), buffers)
                 for got, whole in zip((row_max, row_sum, acc), full):
                     got[unseen] = whole[unseen]
-        if self.params.saturate:   # the arch35 output cast (SatMode::SAT), on the divided values
+        if self.params.saturate:  # the arch35 output cast (SatMode::SAT), on the divided values
             acc /= row_sum[:, None]
             saturate_(acc, self.dtype)
             store_half_away(self.out_heads[b, n, i0:i1], acc, self.dtype)
@@ -133,10 +136,10 @@ class _Job:
         row_sum = np.zeros(rows, FP32)
         alpha = np.empty(rows, FP32)
         acc = np.zeros((rows, v.n), FP32)
-        pv = buffers[2][:acc.size].reshape(acc.shape)
+        pv = buffers[2][: acc.size].reshape(acc.shape)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
-        p_rounding = None if keep_bits is not None else self.rounding      # dropout rounds P once kept
-        plain = [keys[0]]      # bounds of the blocks since the last one with pse, mask or dropout
+        p_rounding = None if keep_bits is not None else self.rounding  # dropout rounds P once kept
+        plain = [keys[0]]  # bounds of the blocks since the last one with pse, mask or dropout
         for c0 in range(keys[0], keys[1], KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, keys[1])
             pse = self.pse.block(b, n, i0, i1, c0, c1)
@@ -149,8 +152,9 @@ class _Job:
             size = rows * (c1 - c0)
             scores = buffers[0][:size].reshape(rows, c1 - c0)
             scaled = self._scores(q, k, c0, pse, masked, scores)
-            native.softmax_block_(scores, row_max, row_sum, alpha, post=1 if scaled else self.scale,
-                                  rounding=p_rounding)
+            native.softmax_block_(
+                scores, row_max, row_sum, alpha, post=1 if scaled else self.scale, rounding=p_rounding
+            )
             if self.params.invalid_line:
                 scores[row_max == NEG_FLT_MAX] = 0
             if keep_bits is not None:
@@ -165,8 +169,19 @@ class _Job:
     def _plain_blocks(self, q, k, v, bounds, row_max, row_sum, acc, p_rounding):
         """The key blocks between `bounds`, which have no pse, mask or dropout, in one native call."""
         if len(bounds) > 1:
-            native.attention_blocks(q, k, v, bounds, row_max, row_sum, acc, acc_set=True, post=self.scale,
-                                    rounding=p_rounding, zero_unseen=self.params.invalid_line)
+            native.attention_blocks(
+                q,
+                k,
+                v,
+                bounds,
+                row_max,
+                row_sum,
+                acc,
+                acc_set=True,
+                post=self.scale,
+                rounding=p_rounding,
+                zero_unseen=self.params.invalid_line,
+            )
 
     def _scores(self, q, k, c0, pse, masked, out) -> bool:
         """The block's fp32 QKᵀ in `out` (keys from c0 on), with `pse` and `masked`; True when it is

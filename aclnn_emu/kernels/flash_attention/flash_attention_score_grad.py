@@ -13,6 +13,7 @@ Roundings are CAST_ROUND (half away from zero). dK and dV are summed over the G 
 head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x KEY_BLOCK, so memory
 grows linearly with S; heads run on one thread per core.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels import native
@@ -26,27 +27,36 @@ from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePl
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
 
 ROW_BLOCK = 256
-KEY_BLOCK = 512     # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
+KEY_BLOCK = 512  # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
 
 
-def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum,
-                               params: FaParams, pse=None, drop_mask=None, atten_mask=None):
+def flash_attention_score_grad(
+    query,
+    key,
+    value,
+    dy,
+    attention_in,
+    softmax_max,
+    softmax_sum,
+    params: FaParams,
+    pse=None,
+    drop_mask=None,
+    atten_mask=None,
+):
     """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype."""
-    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
-               pse, drop_mask, atten_mask)
+    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask)
     return job.run()
-
-
 
 
 class _Job:
     """One backward call: [B, N, S, D] views of the operands and the dq/dk/dv outputs in layout."""
 
-    def __init__(self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params,
-                 pse, drop_mask, atten_mask):
+    def __init__(
+        self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask
+    ):
         p = params
         self.params, self.dtype = p, query.dtype
-        self.rounding = CAST_ROUND[np.dtype(self.dtype)]    # P and dS: CAST_ROUND to the input dtype
+        self.rounding = CAST_ROUND[np.dtype(self.dtype)]  # P and dS: CAST_ROUND to the input dtype
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
         kv_heads = key.shape[-1] // d if p.layout in ("BSH", "SBH") else None
@@ -75,7 +85,7 @@ class _Job:
             for bi in range(b):
                 for hi in range(n2):
                     acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
-                    for part in partials:   # in thread order: the fp32 sum does not depend on timing
+                    for part in partials:  # in thread order: the fp32 sum does not depend on timing
                         if (bi, hi) in part:
                             acc_k += part[(bi, hi)][0]
                             acc_v += part[(bi, hi)][1]
@@ -86,7 +96,7 @@ class _Job:
 
     def _work(self, tasks):
         """Process row blocks; return this thread's fp32 dK/dV sums per kv head."""
-        with np.errstate(all="ignore"):   # inf/NaN propagate as on the device, without numpy warnings
+        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
             return self._work_quietly(tasks)
 
     def _work_quietly(self, tasks):
@@ -108,7 +118,7 @@ class _Job:
     def _rows(self, head, kv, acc, i0, i1, buffers):
         b, n = head.key
         lanes_max, lanes_sum = head.softmax[0][i0:i1], head.softmax[1][i0:i1]
-        fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum   # P of a masked score
+        fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum  # P of a masked score
         # Masked keys contribute nothing unless a row is fully masked (then P = 1/sum there).
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
         dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
@@ -124,7 +134,7 @@ class _Job:
         i0, i1, c0, c1 = box
         b, n = head.key
         shape = (i1 - i0, c1 - c0)
-        scores, dropped, grad = (buf[:shape[0] * shape[1]].reshape(shape) for buf in buffers)
+        scores, dropped, grad = (buf[: shape[0] * shape[1]].reshape(shape) for buf in buffers)
         self._scores(head, kv, box, scores)
         probs = self._softmax(scores, softmax, c0, c1, self.plan.masked(b, n, i0, i1, c0, c1))
         if keep is None and self.rounding is None:
@@ -154,7 +164,7 @@ class _Job:
     def _softmax(scores, softmax, c0, c1, masked):
         """P = exp(S - max) / sum in place; masked scores take the value a -FLT_MAX score gets."""
         lanes_max, lanes_sum, fill = softmax
-        native.softmax_probs_(scores, lanes_max, lanes_sum, lane0=c0)   # column j reads lane j % lanes
+        native.softmax_probs_(scores, lanes_max, lanes_sum, lane0=c0)  # column j reads lane j % lanes
         if masked is not None:
             if fill.shape[1] > 1:
                 fill = fill[:, np.arange(c0, c1) % SOFTMAX_LANES]

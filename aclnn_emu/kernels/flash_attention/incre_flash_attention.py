@@ -22,6 +22,7 @@ docs/divergences/incre_flash_attention.md). The chunks of 2048 tokens are an ass
 split of S decides where the running max moves, which shapes the rounding of P.
 A batch without tokens (length 0, or a kv padding that leaves no room) writes zeros.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ KV_CHUNK = 2048
 @dataclass(frozen=True)
 class Antiquant:
     """Per-tensor (scalars) or per-channel ([N2, D]) fp32 scale and offset of the int8 key and value."""
+
     key_scale: np.ndarray
     key_offset: np.ndarray
     value_scale: np.ndarray
@@ -47,6 +49,7 @@ class Antiquant:
 @dataclass(frozen=True)
 class OutputQuant:
     """quantScale2/quantOffset2 in fp32: [1, 1] per tensor, [N, D] per channel."""
+
     scale: np.ndarray
     offset: np.ndarray
 
@@ -91,7 +94,7 @@ class PagedKv:
         blocks = self.key_cache.shape[0]
         table = self.table.astype(np.int64)
         for b, length in enumerate(lengths):
-            used = table[b, :-(-max(int(length), 0) // self.block_size)]
+            used = table[b, : -(-max(int(length), 0) // self.block_size)]
             bad = (used < 0) | (used >= blocks)
             self.bad_ids += [(b, int(i)) for i in used[bad]]
             used[bad] = blocks
@@ -118,9 +121,19 @@ def _pair(bases, rows_of):
     return key_rows, key_rows if steps[0] == steps[1] else rows_of(values, steps[1])
 
 
-def incre_flash_attention(q, kv, *, scale: float, lengths, kv_heads: int, out_dtype,
-                          mask=None, pse=None, antiquant: Antiquant | None = None,
-                          out_quant: OutputQuant | None = None) -> np.ndarray:
+def incre_flash_attention(
+    q,
+    kv,
+    *,
+    scale: float,
+    lengths,
+    kv_heads: int,
+    out_dtype,
+    mask=None,
+    pse=None,
+    antiquant: Antiquant | None = None,
+    out_quant: OutputQuant | None = None,
+) -> np.ndarray:
     """The attention output [B, N, D] in ``out_dtype`` (int8 with ``out_quant``).
 
     q [B, N, D] fp16/bf16; ``kv`` a DenseKv or PagedKv; lengths[b] the tokens of batch b (< 0:
@@ -146,8 +159,12 @@ class _Decode:
         self.kv.prepare(self.lengths)
         # Batches, split by kv head when there are fewer batches than workers.
         parts = max(1, min(self.kv_heads, -(-parallel.workers() // b)))
-        tasks = [(bi, heads[0], heads[-1] + 1) for bi in range(b)
-                 for heads in parallel.split(list(range(self.kv_heads)), parts) if self.lengths[bi] > 0]
+        tasks = [
+            (bi, heads[0], heads[-1] + 1)
+            for bi in range(b)
+            for heads in parallel.split(list(range(self.kv_heads)), parts)
+            if self.lengths[bi] > 0
+        ]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             parallel.run_all(self._batch, tasks)
         return self.out
@@ -155,7 +172,7 @@ class _Decode:
     def _batch(self, b, h0, h1):
         heads, g, d = h1 - h0, self.group, self.q.shape[2]
         rows = heads * g
-        q = np.ascontiguousarray(self.q[b, h0 * g:h1 * g], np.float32).reshape(heads, g, d)
+        q = np.ascontiguousarray(self.q[b, h0 * g : h1 * g], np.float32).reshape(heads, g, d)
         key_base, value_base = self.kv.bases(b, h0)
         key_dequant, value_dequant = self._dequant(h0, h1)
         running_max = np.full(rows, -np.inf, np.float32)
@@ -172,9 +189,10 @@ class _Decode:
             block = s.reshape(rows, j1 - j0)
             block *= self.scale
             cols = slice(first + j0, first + j1)
-            if self.pse is not None:                   # one query row per head: rows [0, 1) of each
-                block += np.concatenate([self.pse.block(b, n, 0, 1, cols.start, cols.stop)
-                                         for n in range(h0 * g, h1 * g)])
+            if self.pse is not None:  # one query row per head: rows [0, 1) of each
+                block += np.concatenate(
+                    [self.pse.block(b, n, 0, 1, cols.start, cols.stop) for n in range(h0 * g, h1 * g)]
+                )
             if self.mask is not None:
                 np.copyto(block, MASK_FILL, where=self.mask[b, cols][None, :] != 0)
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
@@ -193,15 +211,18 @@ class _Decode:
         def per_head(x):
             x = np.asarray(x, np.float32)
             return np.ascontiguousarray(x[h0:h1]) if x.ndim == 2 else np.full((h1 - h0, d), x, np.float32)
-        return ((per_head(aq.key_scale), per_head(aq.key_offset)),
-                (per_head(aq.value_scale), per_head(aq.value_offset)))
+
+        return (
+            (per_head(aq.key_scale), per_head(aq.key_offset)),
+            (per_head(aq.value_scale), per_head(aq.value_offset)),
+        )
 
     def _store(self, o, b, n0, n1):
         out = self.out[b, n0:n1]
         quant = self.out_quant
         if quant is None:
             if out.dtype == FP16:
-                round_half_away_(o, FP16)                     # CAST_ROUND; exact in the assignment below
+                round_half_away_(o, FP16)  # CAST_ROUND; exact in the assignment below
             out[...] = o
         elif not quant.per_channel:
             out[...] = quantize_(o, quant.scale.reshape(()), quant.offset.reshape(()))

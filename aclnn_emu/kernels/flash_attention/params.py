@@ -1,8 +1,9 @@
 """The attributes a FlashAttentionScore call (forward or backward) hands its kernel."""
+
 from dataclasses import dataclass
 
 INT32_MAX = 2147483647
-SOFTMAX_LANES = 8   # softmaxMax/Sum hold 8 replicated floats per row; the backward reads lane j % 8
+SOFTMAX_LANES = 8  # softmaxMax/Sum hold 8 replicated floats per row; the backward reads lane j % 8
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ key), with gm the running max (fp16), l the row sum and O the output accumulator
 Output: fp16(O) / fp16(l), divided in half. Half operations round the exact result to nearest even.
 All query rows of a batch share its key blocks; heads and chunks of rows run on the workers.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels import native, parallel
@@ -38,11 +39,12 @@ def mla_half_attention(q, k, v, *, scale: float, block: int) -> np.ndarray:
     nkv, dv = v.shape[0], v.shape[2]
     out = np.empty((n, s1, dv), F16)
     tor = float(np.float16(np.float32(scale)))
-    step = max(1, -(-s1 // max(1, -(-2 * parallel.workers() // n))))     # enough tasks for every worker
+    step = max(1, -(-s1 // max(1, -(-2 * parallel.workers() // n))))  # enough tasks for every worker
     tasks = [(h, r0, min(r0 + step, s1)) for h in range(n) for r0 in range(0, s1, step)]
     with np.errstate(over="ignore", invalid="ignore"):
-        parallel.run_all(lambda h, r0, r1: _rows(q[h, r0:r1], k[h * nkv // n], v[h * nkv // n], tor, block,
-                                                 out[h, r0:r1]), tasks)
+        parallel.run_all(
+            lambda h, r0, r1: _rows(q[h, r0:r1], k[h * nkv // n], v[h * nkv // n], tor, block, out[h, r0:r1]), tasks
+        )
     return out
 
 
@@ -52,7 +54,7 @@ def _rows(q, k, v, tor, block, out):
     for c0 in range(0, k.shape[0], block):
         c1 = min(c0 + block, k.shape[0])
         scores = queries @ native.widen(k[c0:c1]).T
-        native.scale_(scores, fp16=True)                             # the cube's result stored as half
+        native.scale_(scores, fp16=True)  # the cube's result stored as half
         native.scale_(scores, pre=tor, fp16=True)
         block_max = scores.max(axis=1, keepdims=True)
         if c0 == 0:

@@ -21,6 +21,7 @@ The roundings above are the A2/A3 high-performance kernels'; ``Precision`` holds
 families' (the arch35 high-precision path, the base-API kernels). Packed layouts (SH, TND, the
 base-API tokens) run batch by batch on row ranges (``packed_prompt_flash_attention``).
 """
+
 import threading
 from dataclasses import dataclass
 
@@ -33,18 +34,19 @@ from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_
 
-SPARSE_INT_MAX = 214748647       # the op's "infinite" token count (not 2**31 - 1)
+SPARSE_INT_MAX = 214748647  # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 256
-KV_BLOCK = 1024                  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
-ROW_PAD = 16                     # score rows 4 KiB apart would share L1 sets in the P V matmul
+KV_BLOCK = 1024  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
+ROW_PAD = 16  # score rows 4 KiB apart would share L1 sets in the P V matmul
 FP16_MASK_FILL = np.float32(-65504.0)
 BF16_MASK_FILL = np.float32(-np.finfo(np.float32).max)
 ADDITIVE_MASK_SCALE = np.float32(-10000.0)
 INT8 = np.dtype(np.int8)
 
 
-def batch_bands(sparse_mode: int, pre_tokens: int, next_tokens: int, has_mask: bool,
-                act_q, act_kv) -> list[tuple[int, int]]:
+def batch_bands(
+    sparse_mode: int, pre_tokens: int, next_tokens: int, has_mask: bool, act_q, act_kv
+) -> list[tuple[int, int]]:
     """Per batch, the (pre, next) band in top-left coordinates that sparse_mode selects.
 
     Key j belongs to row i when -pre <= j - i <= next. Modes 3 and 4 anchor at the bottom-right
@@ -71,6 +73,7 @@ def batch_bands(sparse_mode: int, pre_tokens: int, next_tokens: int, has_mask: b
 @dataclass(frozen=True)
 class Mask:
     """attenMask as [Bm, S1m, S2m] (Bm 1 or B), read at [b?][i][j] for i < S1, j < S2."""
+
     values: np.ndarray
 
     @property
@@ -93,6 +96,7 @@ class Precision:
     half_softmax: an fp16 input runs the fp16 MLA base-API kernel's half-precision softmax
       (``pfa_mla_half``).
     """
+
     high_precision: bool = False
     bf16_p_even: bool = False
     bf16_out_even: bool = False
@@ -101,14 +105,15 @@ class Precision:
 
 
 HIGH_PERFORMANCE = Precision()
-BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)   # base_common.h OnlineSoftmaxStage1, no_mask l.869
+BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
-REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)    # vf_softmaxflashv3.h, vector2.h
+REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)
 class Int8Scales:
     """Decoded per-tensor scales of an int8 query/key/value."""
+
     deq1: np.float32
     quant1: np.float32
     deq2: np.float32
@@ -117,6 +122,7 @@ class Int8Scales:
 @dataclass(frozen=True)
 class OutputQuant:
     """quantScale2/quantOffset2 as fp32 arrays of shape [N, Dv] (per channel) or [1, 1]."""
+
     scale: np.ndarray
     offset: np.ndarray
 
@@ -129,13 +135,25 @@ def _score_block(rows: int, cols: int) -> np.ndarray:
     rows ROW_PAD floats longer than cols apart."""
     if not hasattr(_local, "scores"):
         _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + ROW_PAD), np.float32)
-    return _local.scores[:rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
+    return _local.scores[: rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
 
 
-def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask: Mask | None = None,
-                           int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                           precision: Precision = HIGH_PERFORMANCE, kv_block: int = KV_BLOCK,
-                           pse=None) -> np.ndarray:
+def prompt_flash_attention(
+    q,
+    k,
+    v,
+    *,
+    scale: float,
+    bands,
+    act_q,
+    act_kv,
+    mask: Mask | None = None,
+    int8: Int8Scales | None = None,
+    out_quant: OutputQuant | None = None,
+    precision: Precision = HIGH_PERFORMANCE,
+    kv_block: int = KV_BLOCK,
+    pse=None,
+) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
@@ -147,9 +165,21 @@ def prompt_flash_attention(q, k, v, *, scale: float, bands, act_q, act_kv, mask:
     return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse).run()
 
 
-def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_rows, mask: Mask | None = None,
-                                  int8: Int8Scales | None = None, out_quant: OutputQuant | None = None,
-                                  precision: Precision = HIGH_PERFORMANCE, kv_blocks=None) -> np.ndarray:
+def packed_prompt_flash_attention(
+    q,
+    k,
+    v,
+    *,
+    scale: float,
+    bands,
+    q_rows,
+    kv_rows,
+    mask: Mask | None = None,
+    int8: Int8Scales | None = None,
+    out_quant: OutputQuant | None = None,
+    precision: Precision = HIGH_PERFORMANCE,
+    kv_blocks=None,
+) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
@@ -159,17 +189,29 @@ def packed_prompt_flash_attention(q, k, v, *, scale: float, bands, q_rows, kv_ro
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
         kv_block = KV_BLOCK if kv_blocks is None else kv_blocks[b]
-        if precision.half_softmax and q.dtype == FP16 and aq and ak:    # no band, mask or quantisation there
-            outs[0, :, q0:q0 + aq] = mla_half_attention(q[0, :, q0:q0 + aq], k[0, :, k0:k0 + ak],
-                                                        v[0, :, k0:k0 + ak], scale=scale, block=kv_block)
+        if precision.half_softmax and q.dtype == FP16 and aq and ak:  # no band, mask or quantisation there
+            outs[0, :, q0 : q0 + aq] = mla_half_attention(
+                q[0, :, q0 : q0 + aq], k[0, :, k0 : k0 + ak], v[0, :, k0 : k0 + ak], scale=scale, block=kv_block
+            )
             continue
         batch_mask = mask
         if mask is not None and mask.values.shape[0] > 1:
-            batch_mask = Mask(mask.values[b:b + 1])
-        o = prompt_flash_attention(q[:, :, q0:q0 + aq], k[:, :, k0:k0 + ak], v[:, :, k0:k0 + ak], scale=scale,
-                                   bands=[bands[b]], act_q=[aq], act_kv=[ak], mask=batch_mask, int8=int8,
-                                   out_quant=out_quant, precision=precision, kv_block=kv_block)
-        outs[:, :, q0:q0 + aq] = o
+            batch_mask = Mask(mask.values[b : b + 1])
+        o = prompt_flash_attention(
+            q[:, :, q0 : q0 + aq],
+            k[:, :, k0 : k0 + ak],
+            v[:, :, k0 : k0 + ak],
+            scale=scale,
+            bands=[bands[b]],
+            act_q=[aq],
+            act_kv=[ak],
+            mask=batch_mask,
+            int8=int8,
+            out_quant=out_quant,
+            precision=precision,
+            kv_block=kv_block,
+        )
+        outs[:, :, q0 : q0 + aq] = o
     return outs
 
 
@@ -215,7 +257,7 @@ class _Forward:
         pre, nxt = self.bands[b]
         j0, j1 = band_key_range(r0, r1, pre, nxt, int(self.act_kv[b]))
         if j0 >= j1:
-            return                                       # no row has a key: stays 0
+            return  # no row has a key: stays 0
         kv_head = n // self.group
         keys = native.pack_panels(self.k[b, kv_head, j0:j1].T)
         values = native.pack_panels(self.v[b, kv_head, j0:j1])
@@ -234,7 +276,7 @@ class _Forward:
         acc = np.empty((rows, values.n), np.float32)
         acc_set = False
         scaling = dict(pre=self.dequant, fp16=self.fp16_scores, post=self.scale)
-        plain = [k0 - j0]    # bounds (from key j0) of the blocks since the last masked or int8 one
+        plain = [k0 - j0]  # bounds (from key j0) of the blocks since the last masked or int8 one
         # Key blocks start at multiples of kv_block (KV_BLOCK: assumed hardware tiling): P is
         # narrowed (int8: quantised) against the running max, so the boundaries shape the result.
         block = self.kv_block
@@ -252,12 +294,14 @@ class _Forward:
             if touched:
                 self._mask_(s, b, n, i0, i1, c0, c1, outside, scaling)
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
-            native.softmax_block_(s, running_max, row_sum, alpha, rounding=self.rounding, **({} if touched else scaling))
+            native.softmax_block_(
+                s, running_max, row_sum, alpha, rounding=self.rounding, **({} if touched else scaling)
+            )
             pv = self._pv(s, values.rows(c0 - j0, c1 - j0))
             if acc_set:
                 native.rescale_add_(acc, alpha, pv)
             else:
-                acc[...] = pv                      # acc * alpha + pv with acc = 0
+                acc[...] = pv  # acc * alpha + pv with acc = 0
                 acc_set = True
         if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
             acc[...] = 0
@@ -267,8 +311,18 @@ class _Forward:
         """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
         acc holds a sum now."""
         if len(bounds) > 1:
-            native.attention_blocks(queries, keys, values, bounds, running_max, row_sum, acc, acc_set=acc_set,
-                                    rounding=self.rounding, **scaling)
+            native.attention_blocks(
+                queries,
+                keys,
+                values,
+                bounds,
+                running_max,
+                row_sum,
+                acc,
+                acc_set=acc_set,
+                rounding=self.rounding,
+                **scaling,
+            )
             return True
         return acc_set
 
@@ -302,16 +356,20 @@ class _Forward:
 
     def _finish(self, acc, row_sum, computed, out, n):
         """out = O = acc / l for rows that saw a key; rows without any key are 0."""
-        if self.out_quant is None and out.dtype == FP16 and computed.all():     # one native pass
+        if self.out_quant is None and out.dtype == FP16 and computed.all():  # one native pass
             native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
             return
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if self.out_quant is not None:
             quant = self.out_quant
-            quantize_(o, quant.scale[n % quant.scale.shape[0]], quant.offset[n % quant.offset.shape[0]],
-                      via_fp16=self.arch35_quant)
+            quantize_(
+                o,
+                quant.scale[n % quant.scale.shape[0]],
+                quant.offset[n % quant.offset.shape[0]],
+                via_fp16=self.arch35_quant,
+            )
         elif out.dtype == BF16 and self.bf16_out_away:
-            round_half_away_(o, BF16)                  # else the bf16 store below rounds to nearest even
+            round_half_away_(o, BF16)  # else the bf16 store below rounds to nearest even
         elif out.dtype == FP16 and self.fp16_out_away:
             round_half_away_(o, FP16)
         o[~computed] = 0

@@ -6,6 +6,7 @@ pseType 0/1 read a tensor [B|1, N1, S1|1, S2], or the alibi-compressed [B|1, N1,
 rows are read Toeplitz-wise; pseType 2/3 generate -slope * |dist| (sqrt(|dist|) for 3) from fp32
 slopes [N1] or [B, N1], with dist = (j + kvStartIdx) - (i + qStartIdx).
 """
+
 import numpy as np
 
 ALIBI_ROWS = 1024
@@ -39,8 +40,9 @@ class PseSource:
 
     def _inner(self, b, n, i0, i1, j0, j1):
         slopes = self.pse if self.pse.ndim == 1 else self.pse[b]
-        dist = (np.arange(j0, j1, dtype=np.float32)[None, :] + np.float32(self.shift)) \
-            - np.arange(i0, i1, dtype=np.float32)[:, None]
+        dist = (np.arange(j0, j1, dtype=np.float32)[None, :] + np.float32(self.shift)) - np.arange(
+            i0, i1, dtype=np.float32
+        )[:, None]
         dist = np.abs(dist)
         if self.type == 3:
             dist = np.sqrt(dist)

@@ -10,6 +10,7 @@
   value is cast to half (CAST_RINT), then to int8 (CAST_RINT) (`vf_softmaxflashv3.h` for P,
   `common/op_kernel/arch35/vf/vf_post_quant.h` for the output); saturation is assumed as above.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP16
@@ -22,7 +23,7 @@ def deq_scale(raw: np.ndarray, truncate: bool = True) -> np.float32:
     """The effective per-tensor dequant scale held in element [0] of a UINT64/FLOAT32 tensor: its
     first four bytes as fp32, with the low 13 mantissa bits cleared when ``truncate``."""
     first = np.ascontiguousarray(raw.reshape(-1)[:1])
-    low_bits = first.view(np.uint32)[0]        # little-endian: the low word of a uint64
+    low_bits = first.view(np.uint32)[0]  # little-endian: the low word of a uint64
     return np.uint32(low_bits & _HIGH_19_BITS if truncate else low_bits).view(np.float32)
 
 

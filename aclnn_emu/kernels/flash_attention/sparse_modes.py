@@ -11,12 +11,13 @@ Masked scores are replaced by -FLT_MAX before the softmax (computed or recompute
 Modes 2, 3, 4 and 6 take a compressed template mask whose content the kernel does not index, so
 the canonical set is generated here instead of reading the user's tensor.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 
-UNBOUNDED = 1 << 62   # a token bound that never cuts a row
-NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # what a masked score becomes (0xFF7FFFFF)
+UNBOUNDED = 1 << 62  # a token bound that never cuts a row
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)  # what a masked score becomes (0xFF7FFFFF)
 
 
 class SparsePlan:
@@ -33,8 +34,13 @@ class SparsePlan:
         if not has_mask:
             return None
         shift = s2 - s1
-        return {0: (pre, next_), 2: (UNBOUNDED, 0), 3: (UNBOUNDED, shift),
-                4: (pre - shift, next_ + shift), 6: (UNBOUNDED, shift)}.get(mode)
+        return {
+            0: (pre, next_),
+            2: (UNBOUNDED, 0),
+            3: (UNBOUNDED, shift),
+            4: (pre - shift, next_ + shift),
+            6: (UNBOUNDED, shift),
+        }.get(mode)
 
     def key_range(self, b: int, i0: int, i1: int) -> tuple[int, int]:
         """Keys [j0, j1) outside of which rows [i0, i1) are masked everywhere."""

@@ -2,6 +2,7 @@
 
 A finding is (sanitizer kind, message); kernels return them and the op module reports them.
 """
+
 import numpy as np
 
 Finding = tuple[str, str]

@@ -11,6 +11,7 @@ index tensors, with its integer types and the reads it makes outside them:
 `copy` then moves one cache's tokens into one output through the shared layouts. Index tensors
 arrive flat in their dtype; caches and outputs as flat byte buffers.
 """
+
 import dataclasses
 
 import numpy as np
@@ -36,6 +37,7 @@ def _c_div(a: int, b: int) -> int:
 @dataclasses.dataclass
 class Runs:
     """One entry per block copy, in the kernel's order (see the module docstring)."""
+
     out_row: np.ndarray
     block: np.ndarray
     count: np.ndarray
@@ -66,11 +68,19 @@ class _Plan:
 
     def done(self) -> tuple[Runs, list[Finding]]:
         if self.dropped:
-            self.findings.append((OUT_OF_RANGE, f"{self.dropped} token(s) of the batches land outside the outputs' "
-                                                f"{self.limit} rows; the hardware writes them outside the tensors, "
-                                                "aclnn-emu skips them"))
-        columns = [np.concatenate(c) for c in zip(*self.parts)] if self.parts else \
-            [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
+            self.findings.append(
+                (
+                    OUT_OF_RANGE,
+                    f"{self.dropped} token(s) of the batches land outside the outputs' "
+                    f"{self.limit} rows; the hardware writes them outside the tensors, "
+                    "aclnn-emu skips them",
+                )
+            )
+        columns = (
+            [np.concatenate(c) for c in zip(*self.parts)]
+            if self.parts
+            else [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
+        )
         return Runs(*columns), self.findings
 
 
@@ -96,15 +106,21 @@ class _Gm:
         if not self.outside:
             return []
         bad = np.unique(np.concatenate(self.outside))
-        return [(OUT_OF_BOUNDS_READ, f"{self.name}: the kernel reads element(s) {listed(bad)} outside the tensor's "
-                                     f"{len(self.flat)}; aclnn-emu {use}")]
+        return [
+            (
+                OUT_OF_BOUNDS_READ,
+                f"{self.name}: the kernel reads element(s) {listed(bad)} outside the tensor's "
+                f"{len(self.flat)}; aclnn-emu {use}",
+            )
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Atlas A2 / A3
 # ---------------------------------------------------------------------------------------------
-def plan_a2_nd(seq_lens, tables, offsets, batches: int, cols: int, block_size: int, cumsum: bool,
-               limit: int) -> tuple[Runs, list[Finding]]:
+def plan_a2_nd(
+    seq_lens, tables, offsets, batches: int, cols: int, block_size: int, cumsum: bool, limit: int
+) -> tuple[Runs, list[Finding]]:
     """GatherPaKvCacheNd::Process: batch b's tokens start at output row `start` (seqLens[0] for
     cumulative lengths, else 0, then the end of the previous batch); block k of the batch is
     blockTables[b * cols + seqOffset[b] / block_size + k], read without a check against the
@@ -129,8 +145,9 @@ def plan_a2_nd(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
     return _finish(plan, lens, table, offset)
 
 
-def plan_a2_nz(seq_lens, tables, offsets, batches: int, cols: int, block_size: int, cumsum: bool,
-               limit: int) -> tuple[Runs, list[Finding]]:
+def plan_a2_nz(
+    seq_lens, tables, offsets, batches: int, cols: int, block_size: int, cumsum: bool, limit: int
+) -> tuple[Runs, list[Finding]]:
     """GatherPaKvCacheNz::Process: output rows follow each other from 0; seqLens and the block
     table are read from the kernel's unified-buffer copy (`_LocateInfo`), refilled every
     `per_chunk` batches; block k of batch b (local index l in its chunk) is the buffer's table word
@@ -138,7 +155,7 @@ def plan_a2_nz(seq_lens, tables, offsets, batches: int, cols: int, block_size: i
     ub = _LocateInfo(seq_lens, tables, batches, cols)
     offset = _Gm(offsets, "seqOffsetOptional") if offsets is not None else None
     plan = _Plan(limit)
-    start = ub.length(0) if cumsum else 0      # read before the first copy into the buffer
+    start = ub.length(0) if cumsum else 0  # read before the first copy into the buffer
     produced = 0
     for b in range(batches):
         local = b % ub.per_chunk
@@ -173,6 +190,7 @@ class _LocateInfo:
     launch never filled, or past the buffer, is undefined on the hardware: it gets the element the
     kernel means. A word holding another element (left by an earlier chunk, or the table's start
     read as a length) gives what the hardware gives: that element. All three are reported."""
+
     WORDS = 40 * 1024 // 4
     SEQ_LENS, TABLES = 1, 2
 
@@ -182,8 +200,8 @@ class _LocateInfo:
         self.per_chunk = nz_chunk(cols)
         self.table_at = -(-self.per_chunk // 8) * 8
         self.words = np.zeros(self.WORDS, np.int64)
-        self.tensor = np.zeros(self.WORDS, np.int64)       # which tensor the word came from (0: none yet)
-        self.element = np.zeros(self.WORDS, np.int64)      # and which of its elements
+        self.tensor = np.zeros(self.WORDS, np.int64)  # which tensor the word came from (0: none yet)
+        self.element = np.zeros(self.WORDS, np.int64)  # and which of its elements
         self.first = 0
         self.seen = {kind: [] for kind in ("uninitialized", "beyond", "stale", "outside")}
 
@@ -196,8 +214,8 @@ class _LocateInfo:
 
     def _copy(self, at: int, tensor: int, start: int, count: int) -> None:
         element = start + np.arange(count)
-        self.words[at:at + count], _ = _Gm(self.gm[tensor][0], "")(element)
-        self.tensor[at:at + count], self.element[at:at + count] = tensor, element
+        self.words[at : at + count], _ = _Gm(self.gm[tensor][0], "")(element)
+        self.tensor[at : at + count], self.element[at : at + count] = tensor, element
 
     def length(self, word: int) -> int:
         return int(self._read(np.array([word]), 0, self.SEQ_LENS, self.first)[0])
@@ -222,20 +240,32 @@ class _LocateInfo:
         return values
 
     TEXTS = {
-        "uninitialized": (UNINITIALIZED_READ, "reads {name} element(s) {idx} from unified-buffer words it has not "
-                                              "copied in yet (with cumulative seqLens the start of batch 0 always "
-                                              "is one); the hardware uses whatever the buffer holds, aclnn-emu the "
-                                              "element itself"),
-        "beyond": (UNINITIALIZED_READ, "reads {name} element(s) {idx} past the end of its 40 KiB locate buffer (a "
-                                       "seqOffset or block count too large for the chunk of batches); the hardware "
-                                       "reads other unified-buffer data, aclnn-emu the element itself (0 past the "
-                                       "tensor's end)"),
-        "stale": (UNINITIALIZED_READ, "reads {name} element(s) {idx} from unified-buffer words that hold other "
-                                      "data (a previous chunk's words, or the block table where a length should be: "
-                                      "the chunk's 32-byte copy stops short of them); the hardware and aclnn-emu "
-                                      "use that data"),
-        "outside": (OUT_OF_BOUNDS_READ, "uses {name} element(s) {idx}, which its 32-byte copies read from beyond the "
-                                        "end of the tensor; aclnn-emu reads them as 0"),
+        "uninitialized": (
+            UNINITIALIZED_READ,
+            "reads {name} element(s) {idx} from unified-buffer words it has not "
+            "copied in yet (with cumulative seqLens the start of batch 0 always "
+            "is one); the hardware uses whatever the buffer holds, aclnn-emu the "
+            "element itself",
+        ),
+        "beyond": (
+            UNINITIALIZED_READ,
+            "reads {name} element(s) {idx} past the end of its 40 KiB locate buffer (a "
+            "seqOffset or block count too large for the chunk of batches); the hardware "
+            "reads other unified-buffer data, aclnn-emu the element itself (0 past the "
+            "tensor's end)",
+        ),
+        "stale": (
+            UNINITIALIZED_READ,
+            "reads {name} element(s) {idx} from unified-buffer words that hold other "
+            "data (a previous chunk's words, or the block table where a length should be: "
+            "the chunk's 32-byte copy stops short of them); the hardware and aclnn-emu "
+            "use that data",
+        ),
+        "outside": (
+            OUT_OF_BOUNDS_READ,
+            "uses {name} element(s) {idx}, which its 32-byte copies read from beyond the "
+            "end of the tensor; aclnn-emu reads them as 0",
+        ),
     }
 
     def findings(self) -> list[Finding]:
@@ -251,8 +281,18 @@ class _LocateInfo:
 # ---------------------------------------------------------------------------------------------
 # Ascend 910_95 (arch35)
 # ---------------------------------------------------------------------------------------------
-def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size: int, cumsum: bool,
-                tokens_out: int, n_cores: int, nz: bool) -> tuple[Runs, list[Finding]]:
+def plan_arch35(
+    seq_lens,
+    tables,
+    offsets,
+    batches: int,
+    width: int,
+    block_size: int,
+    cumsum: bool,
+    tokens_out: int,
+    n_cores: int,
+    nz: bool,
+) -> tuple[Runs, list[Finding]]:
     """GatherPaKvCacheNd / Nz (arch35)::Process. Core c takes batches [c * per, (c + 1) * per)
     (the last core the rest) and stops at its first batch that starts at or after the output's
     `tokens_out` rows; a batch reaching past them is cut there. Block k of batch i is
@@ -268,8 +308,11 @@ def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size:
         offset = int(seq_lens[first]) if cumsum else c_int(int(seq_lens[:first].astype(np.int64).sum()), bits)
         for i in range(first, last):
             if cumsum:
-                tokens, start, end = c_int(int(seq_lens[i + 1]) - int(seq_lens[i]), bits), int(seq_lens[i]), \
-                    int(seq_lens[i + 1])
+                tokens, start, end = (
+                    c_int(int(seq_lens[i + 1]) - int(seq_lens[i]), bits),
+                    int(seq_lens[i]),
+                    int(seq_lens[i + 1]),
+                )
             else:
                 tokens, start, end = int(seq_lens[i]), offset, offset + int(seq_lens[i])
                 offset = end
@@ -296,17 +339,31 @@ def plan_arch35(seq_lens, tables, offsets, batches: int, width: int, block_size:
             plan.add(start, tokens, block_size, k, block, fill)
     runs, findings = plan.done()
     if bad:
-        findings.append((OUT_OF_RANGE, f"batches {listed(bad)} have negative lengths, for which the kernel's unsigned "
-                                       "block count wraps around (it would copy far outside the tensors); "
-                                       "aclnn-emu skips those batches"))
+        findings.append(
+            (
+                OUT_OF_RANGE,
+                f"batches {listed(bad)} have negative lengths, for which the kernel's unsigned "
+                "block count wraps around (it would copy far outside the tensors); "
+                "aclnn-emu skips those batches",
+            )
+        )
     return runs, findings
 
 
 # ---------------------------------------------------------------------------------------------
 # Moving one cache's tokens into one output
 # ---------------------------------------------------------------------------------------------
-def copy(out: np.ndarray, cache: np.ndarray, layout: Layout, runs: Runs, block_size: int, row_bytes: int,
-         out_name: str, cache_name: str, align: int | None = None) -> list[Finding]:
+def copy(
+    out: np.ndarray,
+    cache: np.ndarray,
+    layout: Layout,
+    runs: Runs,
+    block_size: int,
+    row_bytes: int,
+    out_name: str,
+    cache_name: str,
+    align: int | None = None,
+) -> list[Finding]:
     """Token t of a run goes to output row out_row + t, from cache slot block * block_size + t.
 
     `out` and `cache` are flat byte buffers. A token writes the first pieces * piece_bytes bytes
@@ -335,23 +392,38 @@ def copy(out: np.ndarray, cache: np.ndarray, layout: Layout, runs: Runs, block_s
     unread = ~fill & ~layout.inside(slots, cache.nbytes)
     if unread.any():
         blocks = np.unique(runs.block[run[unread]])
-        findings.append((OUT_OF_BOUNDS_READ, f"{cache_name}: blocks {listed(blocks)} from blockTables lie outside the "
-                                             f"cache ({int(unread.sum())} token(s)); the hardware reads outside the "
-                                             "tensor, aclnn-emu writes zeros for those tokens"))
+        findings.append(
+            (
+                OUT_OF_BOUNDS_READ,
+                f"{cache_name}: blocks {listed(blocks)} from blockTables lie outside the "
+                f"cache ({int(unread.sum())} token(s)); the hardware reads outside the "
+                "tensor, aclnn-emu writes zeros for those tokens",
+            )
+        )
         fill |= unread
     outside = (rows < 0) | (rows * row_bytes + nbytes > out.nbytes)
     if outside.any():
-        findings.append((OUT_OF_RANGE, f"{out_name}: {int(outside.sum())} token(s) land in rows "
-                                       f"{listed(rows[outside])} outside the tensor's {out.nbytes // row_bytes} rows; "
-                                       "the hardware writes outside the tensor, aclnn-emu skips them"))
+        findings.append(
+            (
+                OUT_OF_RANGE,
+                f"{out_name}: {int(outside.sum())} token(s) land in rows "
+                f"{listed(rows[outside])} outside the tensor's {out.nbytes // row_bytes} rows; "
+                "the hardware writes outside the tensor, aclnn-emu skips them",
+            )
+        )
         rows, fill, slots, nbytes = rows[~outside], fill[~outside], slots[~outside], nbytes[~outside]
     if not all_distinct(rows, out.nbytes // row_bytes + 1):
-        findings.append((WRITE_RACE, f"{out_name}: rows {listed(_repeated(rows))} are written more than once "
-                                     "(batches overlap through seqLens or seqOffset); on the hardware tasks on "
-                                     "different AI cores race there, aclnn-emu keeps the last write in the "
-                                     "kernel's order"))
+        findings.append(
+            (
+                WRITE_RACE,
+                f"{out_name}: rows {listed(_repeated(rows))} are written more than once "
+                "(batches overlap through seqLens or seqOffset); on the hardware tasks on "
+                "different AI cores race there, aclnn-emu keeps the last write in the "
+                "kernel's order",
+            )
+        )
         for i in range(len(rows)):
-            _move(out, cache, layout, rows[i:i + 1], slots[i:i + 1], fill[i:i + 1], nbytes[i:i + 1], row_bytes)
+            _move(out, cache, layout, rows[i : i + 1], slots[i : i + 1], fill[i : i + 1], nbytes[i : i + 1], row_bytes)
         return findings
     _move(out, cache, layout, rows, slots, fill, nbytes, row_bytes)
     return findings

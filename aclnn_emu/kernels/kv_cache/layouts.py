@@ -11,17 +11,18 @@ On the token side a row's pieces are contiguous. `write` moves token rows into s
 `read` slots into token rows (gather); both go through the compiled piece copier, which turns
 runs of consecutive slots into one memmove (ND) or piece-major loops (NZ).
 """
+
 import numpy as np
 
 from .. import native, parallel
 
-PIECE_BYTES = 32          # one NZ piece: the AI core's 32-byte data block
+PIECE_BYTES = 32  # one NZ piece: the AI core's 32-byte data block
 
 
 class Layout:
-    pieces: int           # pieces per token row
+    pieces: int  # pieces per token row
     piece_bytes: int
-    piece_stride: int     # bytes from one piece of a slot to its next, in the cache
+    piece_stride: int  # bytes from one piece of a slot to its next, in the cache
 
     def offsets(self, slots: np.ndarray) -> np.ndarray:
         """Byte offset of each slot's first piece (slots >= 0)."""
@@ -41,13 +42,29 @@ class Layout:
 
     def write(self, cache: np.ndarray, src: np.ndarray, slots: np.ndarray, src_offsets: np.ndarray) -> None:
         """Token rows at src_offsets (bytes into src) into the given slots (distinct, inside)."""
-        copy_pieces(cache, src, self.offsets(slots), src_offsets, pieces=self.pieces, piece_bytes=self.piece_bytes,
-                    dst_stride=self.piece_stride, src_stride=self.piece_bytes)
+        copy_pieces(
+            cache,
+            src,
+            self.offsets(slots),
+            src_offsets,
+            pieces=self.pieces,
+            piece_bytes=self.piece_bytes,
+            dst_stride=self.piece_stride,
+            src_stride=self.piece_bytes,
+        )
 
     def read(self, dst: np.ndarray, cache: np.ndarray, slots: np.ndarray, dst_offsets: np.ndarray) -> None:
         """The given slots (inside) into token rows at dst_offsets (bytes into dst, distinct rows)."""
-        copy_pieces(dst, cache, dst_offsets, self.offsets(slots), pieces=self.pieces, piece_bytes=self.piece_bytes,
-                    dst_stride=self.piece_bytes, src_stride=self.piece_stride)
+        copy_pieces(
+            dst,
+            cache,
+            dst_offsets,
+            self.offsets(slots),
+            pieces=self.pieces,
+            piece_bytes=self.piece_bytes,
+            dst_stride=self.piece_bytes,
+            src_stride=self.piece_stride,
+        )
 
 
 class NdLayout(Layout):
@@ -84,13 +101,15 @@ def slots_of_runs(blocks: np.ndarray, counts: np.ndarray, block_size: int) -> tu
     return run, np.asarray(blocks, np.int64)[run] * block_size + within
 
 
-def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray,
-                **geometry) -> None:
+def copy_pieces(dst: np.ndarray, src: np.ndarray, dst_offsets: np.ndarray, src_offsets: np.ndarray, **geometry) -> None:
     """native.copy_pieces with the pairs split across the kernel workers; no two pairs may write
     the same bytes, so the order between workers does not matter."""
     n = len(dst_offsets)
-    parts = max(1, min(parallel.workers(), n // 1024))          # small copies stay on one thread
+    parts = max(1, min(parallel.workers(), n // 1024))  # small copies stay on one thread
     bounds = [n * w // parts for w in range(parts + 1)]
-    parallel.map_ordered(lambda w: native.copy_pieces(dst, src, dst_offsets[bounds[w]:bounds[w + 1]],
-                                                       src_offsets[bounds[w]:bounds[w + 1]], **geometry),
-                         range(parts))
+    parallel.map_ordered(
+        lambda w: native.copy_pieces(
+            dst, src, dst_offsets[bounds[w] : bounds[w + 1]], src_offsets[bounds[w] : bounds[w + 1]], **geometry
+        ),
+        range(parts),
+    )

@@ -9,16 +9,34 @@ the way the kernels index global memory (reference §3.C):
 Slots, windows, lengths and offsets are passed as the kernel reads them (the op module turns INT64
 buffers into the int32 words the ND and compress kernels read).
 """
+
 import numpy as np
 
 from .findings import OUT_OF_BOUNDS_READ, Finding
 from .layouts import NzLayout
-from .scatter_rows import (Writes, balanced_cores, blocked_cores, last_writes, outside_finding, race_finding, rows_of,
-                           strided_rows)
+from .scatter_rows import (
+    Writes,
+    balanced_cores,
+    blocked_cores,
+    last_writes,
+    outside_finding,
+    race_finding,
+    rows_of,
+    strided_rows,
+)
 
 
-def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
-               src_name: str, stride: int | None = None, offset: int = 0) -> list[Finding]:
+def scatter_nd(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots: np.ndarray,
+    row_len: int,
+    n_cores: int,
+    what: str,
+    src_name: str,
+    stride: int | None = None,
+    offset: int = 0,
+) -> list[Finding]:
     """Normal / Nct / key-only: row t (H·D units) goes to cache row slot[t]; negative slots are skipped.
 
     Nct reads row t at unit offset t·stride + offset instead of t·row_len.
@@ -32,7 +50,7 @@ def scatter_nd(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: i
         rows, readable = strided_rows(src, n, row_len, stride, offset)
     token = np.arange(n, dtype=np.int64)
     if readable < n:
-        token[readable:] = -1                              # rows the kernel would read outside src
+        token[readable:] = -1  # rows the kernel would read outside src
     writes = Writes(what, rows, src_name)
     cores = balanced_cores(n, n_cores)
     live = slots >= 0
@@ -66,8 +84,18 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
     return findings
 
 
-def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, heads: int, head_size: int,
-                  n_cores: int, what: str, src_name: str) -> list[Finding]:
+def scatter_alibi(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots,
+    wins,
+    seq_lens,
+    heads: int,
+    head_size: int,
+    n_cores: int,
+    what: str,
+    src_name: str,
+) -> list[Finding]:
     """Alibi: task i = b·H + h copies the last w = wins[i] tokens of batch b, head h, to cache rows
     slot[i] .. slot[i]+w-1 (rows of head_size units; no negative-slot skip, no clamp of w)."""
     cores = balanced_cores(len(seq_lens) * heads, n_cores)
@@ -91,8 +119,11 @@ def alibi_tasks(wins, seq_lens, heads: int, findings: list, what: str):
 
 
 def bad_task(what: str, task: int, detail: str) -> Finding:
-    return (OUT_OF_BOUNDS_READ, f"{what}: task {task} has {detail}; the kernel's unsigned arithmetic then copies "
-                                "far outside the input, aclnn-emu skips this task")
+    return (
+        OUT_OF_BOUNDS_READ,
+        f"{what}: task {task} has {detail}; the kernel's unsigned arithmetic then copies "
+        "far outside the input, aclnn-emu skips this task",
+    )
 
 
 def rope_plans(slots, wins, seq_lens, offsets, heads: int) -> list[tuple]:
@@ -102,7 +133,7 @@ def rope_plans(slots, wins, seq_lens, offsets, heads: int) -> list[tuple]:
     an offset equal to L also clears the window. Rope writes the window's mean at first + o and the
     tail after it; Omni drops the window and writes the tail at first + o.
     """
-    starts = np.concatenate(([0], np.cumsum(np.asarray(seq_lens, dtype=np.int64))[:-1]))   # exclusive prefix
+    starts = np.concatenate(([0], np.cumsum(np.asarray(seq_lens, dtype=np.int64))[:-1]))  # exclusive prefix
     plans = []
     for i in range(len(seq_lens) * heads):
         b = i // heads
@@ -116,9 +147,19 @@ def rope_plans(slots, wins, seq_lens, offsets, heads: int) -> list[tuple]:
     return plans
 
 
-def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: int, head_size: int,
-                 first_task: int, n_tasks: int, n_cores: int, omni: bool, what: str,
-                 src_name: str) -> list[Finding]:
+def scatter_rope(
+    cache: np.ndarray,
+    src: np.ndarray,
+    plans: list[tuple],
+    heads: int,
+    head_size: int,
+    first_task: int,
+    n_tasks: int,
+    n_cores: int,
+    omni: bool,
+    what: str,
+    src_name: str,
+) -> list[Finding]:
     """Rope / Omni for one cache (key tasks are 0..BH-1, value tasks BH..2BH-1 on the cores).
 
     Per task (order as in the kernel): Rope's window mean at first + o (fp32 sum in token order,
@@ -131,8 +172,9 @@ def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: 
         h = i % heads
         core = cores[first_task + i]
         if o < 0 or w < 0 or tail < 0:
-            writes.findings.append(bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside "
-                                                      "its sequence"))
+            writes.findings.append(
+                bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside its sequence")
+            )
             continue
         if w and not omni:
             writes.add_mean(first + o, (batch_start + o + np.arange(w)) * heads + h, w, core)
@@ -140,5 +182,3 @@ def scatter_rope(cache: np.ndarray, src: np.ndarray, plans: list[tuple], heads: 
         gap = 0 if omni else 1
         writes.add(first + o + gap + np.arange(tail), (batch_start + o + w + np.arange(tail)) * heads + h, core)
     return writes.apply(rows_of(cache, head_size))
-
-

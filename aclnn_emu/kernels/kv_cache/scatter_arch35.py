@@ -6,6 +6,7 @@ their storage dtype. Tasks are split over the cores in `ceil(n / cores)` blocks.
 - Alibi / Rope (4-D key [B, S, H, D]): one task per (b, h); cache rows of D elements; the kernels
   skip writes to slots >= blocks·block_size themselves.
 """
+
 import numpy as np
 
 from .findings import OUT_OF_RANGE, Finding
@@ -14,15 +15,23 @@ from .scatter_rows import Writes, blocked_cores, rows_of
 INT32_LIMIT = 1 << 31
 
 
-def scatter_normal(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_len: int, n_cores: int, what: str,
-                   src_name: str, int32_offsets: bool) -> list[Finding]:
+def scatter_normal(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots: np.ndarray,
+    row_len: int,
+    n_cores: int,
+    what: str,
+    src_name: str,
+    int32_offsets: bool,
+) -> list[Finding]:
     """Normal: every slot is written, negative ones included (they fall outside the cache).
 
     `int32_offsets`: the fully-loaded kernel multiplies INT32 slots by H·D in int32, so a product
     of 2**31 or more wraps (to a negative offset) instead of reaching the slot.
     """
     n = len(slots)
-    if row_len == 0:                           # zero-sized rows: nothing moves
+    if row_len == 0:  # zero-sized rows: nothing moves
         return []
     rows = rows_of(src, row_len)[:n]
     token = np.arange(n, dtype=np.int64)
@@ -30,9 +39,14 @@ def scatter_normal(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_le
     if int32_offsets and row_len:
         wraps = slots * row_len >= INT32_LIMIT
         if wraps.any():
-            findings.append((OUT_OF_RANGE, f"{what}: slots {slots[wraps][:8].tolist()} times H*D = {row_len} "
-                                           "overflow the kernel's int32 offset arithmetic and would be written "
-                                           "before the cache; aclnn-emu skips them (use INT64 slot_mapping)"))
+            findings.append(
+                (
+                    OUT_OF_RANGE,
+                    f"{what}: slots {slots[wraps][:8].tolist()} times H*D = {row_len} "
+                    "overflow the kernel's int32 offset arithmetic and would be written "
+                    "before the cache; aclnn-emu skips them (use INT64 slot_mapping)",
+                )
+            )
             token = token[~wraps]
     writes = Writes(what, rows, src_name)
     writes.findings += findings
@@ -40,8 +54,19 @@ def scatter_normal(cache: np.ndarray, src: np.ndarray, slots: np.ndarray, row_le
     return writes.apply(rows_of(cache, row_len))
 
 
-def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, shape: tuple, head_size: int,
-                  n_slots: int, n_cores: int, what: str, src_name: str) -> list[Finding]:
+def scatter_alibi(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots,
+    wins,
+    seq_lens,
+    shape: tuple,
+    head_size: int,
+    n_slots: int,
+    n_cores: int,
+    what: str,
+    src_name: str,
+) -> list[Finding]:
     """Alibi: task (b, h) copies tokens L - w + k (k < min(w, S), skipping negative ones) to slot + k."""
     batch, seq, heads = shape
     cores = blocked_cores(batch * heads, n_cores)
@@ -57,8 +82,21 @@ def scatter_alibi(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, sha
     return writes.apply(rows_of(cache, head_size))
 
 
-def scatter_rope(cache: np.ndarray, src: np.ndarray, slots, wins, seq_lens, offsets, shape: tuple,
-                 head_size: int, n_slots: int, n_cores: int, what: str, src_name: str, mean=None) -> list[Finding]:
+def scatter_rope(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots,
+    wins,
+    seq_lens,
+    offsets,
+    shape: tuple,
+    head_size: int,
+    n_slots: int,
+    n_cores: int,
+    what: str,
+    src_name: str,
+    mean=None,
+) -> list[Finding]:
     """Rope, task (b, h) with o = offset, w = window, L = seq_len, as the arch35 kernel does it:
     1. tokens [0, min(o, S)) to slot + [0, o);
     2. the mean of tokens [o, min(o + w, S)) to slot + o (skipped when that range is empty);

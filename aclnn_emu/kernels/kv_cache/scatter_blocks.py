@@ -16,6 +16,7 @@ Rope's window mean reads the tokens the same way into a UB buffer and sums fp32 
 elements at k · kHeadSize, so it mixes the packed blocks, and the UB left from earlier loads of the
 same buffer half; then it divides by w, casts back with CAST_RINT and writes numBlocks blocks.
 """
+
 import numpy as np
 
 from ..casts import cast_rint
@@ -24,7 +25,7 @@ from .scatter_a2 import alibi_tasks, bad_task
 from .scatter_rows import balanced_cores
 
 BLOCK = 32
-MAX_UB_SIZE = 192 * 1024               # scatter_pa_kv_cache_common.h
+MAX_UB_SIZE = 192 * 1024  # scatter_pa_kv_cache_common.h
 TOTAL_BUFFER_SIZE = 180 * 1024
 BUFFER_NUM = 2
 MAX_FLOAT_NUM, PER_FLOAT_NUM = 30 * 1024, 15 * 1024
@@ -72,14 +73,19 @@ class Copies:
     def mean(self, src_row: int, w: int, dst_row: int, core: int) -> None:
         """Rope's ComputeAvg of the w tokens from head row src_row, written at cache row dst_row."""
         geo = self.geo
-        per_loop = PER_FLOAT_NUM // geo.d                  # addNumPerLoop (uint16)
+        per_loop = PER_FLOAT_NUM // geo.d  # addNumPerLoop (uint16)
         if per_loop == 0:
-            self.findings.append((DIVIDE_BY_ZERO, f"{self.what}: kHeadSize {geo.d} > {PER_FLOAT_NUM} makes the Rope "
-                                                  "kernel's tokens per load 0 and divide the window by it; aclnn-emu "
-                                                  "skips this mean"))
+            self.findings.append(
+                (
+                    DIVIDE_BY_ZERO,
+                    f"{self.what}: kHeadSize {geo.d} > {PER_FLOAT_NUM} makes the Rope "
+                    "kernel's tokens per load 0 and divide the window by it; aclnn-emu "
+                    "skips this mean",
+                )
+            )
             return
         loops, tail = divmod(w, per_loop)
-        ub = np.zeros(MAX_FLOAT_NUM * geo.unit.itemsize, np.uint8)      # tokenLocal_ after Duplicate(0)
+        ub = np.zeros(MAX_FLOAT_NUM * geo.unit.itemsize, np.uint8)  # tokenLocal_ after Duplicate(0)
         total = np.zeros(geo.d, np.float32)
         row = src_row
         for j in range(loops + (tail > 0)):
@@ -89,12 +95,12 @@ class Copies:
                 self.bad_reads.append(row)
                 return
             half = (j % BUFFER_NUM) * PER_FLOAT_NUM * geo.unit.itemsize
-            ub[half:half + n * geo.blk] = data.reshape(-1)
+            ub[half : half + n * geo.blk] = data.reshape(-1)
             row += geo.heads * per_loop
-            values = ub[half:half + PER_FLOAT_NUM * geo.unit.itemsize].view(geo.unit).astype(np.float32)
-            summed = np.vstack((total, values[:n * geo.d].reshape(n, geo.d)))
+            values = ub[half : half + PER_FLOAT_NUM * geo.unit.itemsize].view(geo.unit).astype(np.float32)
+            summed = np.vstack((total, values[: n * geo.d].reshape(n, geo.d)))
             total = np.add.accumulate(summed, axis=0, dtype=np.float32)[-1]
-        result = cast_rint(total / np.float32(w), geo.unit).view(np.uint8)[:geo.blk]
+        result = cast_rint(total / np.float32(w), geo.unit).view(np.uint8)[: geo.blk]
         self._write(dst_row * geo.row, result, core, dst_row)
 
     def _write(self, first: int, data: np.ndarray, core: int, dst_row: int) -> None:
@@ -104,31 +110,46 @@ class Copies:
             lo, hi = max(first, 0), min(end, len(self.cache))
             if lo >= hi:
                 return
-            data, first, end = data[lo - first:hi - first], lo, hi
+            data, first, end = data[lo - first : hi - first], lo, hi
         self.cache[first:end] = data
         self.spans.append((first, end, core))
 
     def finish(self) -> list[Finding]:
         findings = self.findings
         if self.bad_reads:
-            findings.append((OUT_OF_BOUNDS_READ, f"{self.src_name}: {len(self.bad_reads)} copies read outside the "
-                                                 f"tensor (first from head row {self.bad_reads[0]}); those copies are "
-                                                 "skipped"))
+            findings.append(
+                (
+                    OUT_OF_BOUNDS_READ,
+                    f"{self.src_name}: {len(self.bad_reads)} copies read outside the "
+                    f"tensor (first from head row {self.bad_reads[0]}); those copies are "
+                    "skipped",
+                )
+            )
         if self.outside:
-            findings.append((OUT_OF_RANGE, f"{self.what}: writes from rows {listed(self.outside)} reach outside the "
-                                           "cache; the hardware would write outside the tensor, aclnn-emu keeps only "
-                                           "the bytes inside it"))
+            findings.append(
+                (
+                    OUT_OF_RANGE,
+                    f"{self.what}: writes from rows {listed(self.outside)} reach outside the "
+                    "cache; the hardware would write outside the tensor, aclnn-emu keeps only "
+                    "the bytes inside it",
+                )
+            )
         rows = _crossing_rows(self.spans, self.geo.row)
         if rows:
-            findings.append((WRITE_RACE, f"{self.what}: rows {listed(rows)} are written by tasks on different AI "
-                                         "cores; the hardware result is whichever core writes last (aclnn-emu keeps "
-                                         "the last write in task order)"))
+            findings.append(
+                (
+                    WRITE_RACE,
+                    f"{self.what}: rows {listed(rows)} are written by tasks on different AI "
+                    "cores; the hardware result is whichever core writes last (aclnn-emu keeps "
+                    "the last write in task order)",
+                )
+            )
         return findings
 
 
 def _crossing_rows(spans, row_bytes: int) -> list[int]:
     """Cache rows where byte ranges written by different cores overlap."""
-    rows, reach = [], None                  # reach: (end, core) of the furthest span so far
+    rows, reach = [], None  # reach: (end, core) of the furthest span so far
     for first, end, core in sorted(spans):
         if reach is not None and first < reach[0] and core != reach[1]:
             rows.append(first // row_bytes)
@@ -157,20 +178,20 @@ def alibi(cache, src, geo: Geometry, slots, wins, seq_lens, n_cores: int, what, 
     return copies.finish()
 
 
-def rope(cache, src, geo: Geometry, plans, first_task: int, n_cores: int, omni: bool, what,
-         src_name) -> list[Finding]:
+def rope(cache, src, geo: Geometry, plans, first_task: int, n_cores: int, omni: bool, what, src_name) -> list[Finding]:
     """Per task of `plans` (rope_plans): Rope's window mean at first + o, rows [0, o) to first + [0, o),
     the tail after the window to first + o + 1 (Rope) or first + o (Omni), each run split in copies
     of copyFp16Num elements. Key tasks are 0..BH-1 and value tasks BH..2BH-1 on the cores."""
     heads = geo.heads
     cores = balanced_cores(2 * len(plans), n_cores)
-    per_copy = TOTAL_BUFFER_SIZE // geo.unit.itemsize // BUFFER_NUM        # copyFp16Num
+    per_copy = TOTAL_BUFFER_SIZE // geo.unit.itemsize // BUFFER_NUM  # copyFp16Num
     copies = Copies(cache, src, geo, what, src_name)
     for i, (slot, start, o, w, tail) in enumerate(plans):
         h, core = i % heads, int(cores[first_task + i])
         if o < 0 or w < 0 or tail < 0:
-            copies.findings.append(bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside its "
-                                                      "sequence"))
+            copies.findings.append(
+                bad_task(what, i, f"compress_seq_offset {o} and compress_lens {w} outside its sequence")
+            )
             continue
         if w and not omni:
             copies.mean((start + o) * heads + h, w, slot + o, core)

@@ -8,6 +8,7 @@ race when two cores do. Here the later write in task order always wins; the race
 or read outside its tensor are returned as findings (sanitizer kind, message) for the op module to
 report. Findings never stop the other writes.
 """
+
 import numpy as np
 
 from ..casts import cast_rint, cast_round_hif8, hif8_to_float32
@@ -31,7 +32,7 @@ def blocked_cores(n_tasks: int, n_cores: int) -> np.ndarray:
 def rows_of(flat: np.ndarray, row_len: int) -> np.ndarray:
     """The whole rows of `row_len` elements at the start of a flat buffer, as a 2-D view."""
     n = len(flat) // row_len if row_len > 0 else 0
-    return flat[:n * row_len].reshape(n, row_len)
+    return flat[: n * row_len].reshape(n, row_len)
 
 
 def strided_rows(flat: np.ndarray, n: int, row_len: int, stride: int, offset: int) -> tuple[np.ndarray, int]:
@@ -48,8 +49,9 @@ def strided_rows(flat: np.ndarray, n: int, row_len: int, stride: int, offset: in
         readable = min(n, (len(flat) - offset - row_len) // stride + 1)
     if readable == 0:
         return np.empty((0, row_len), flat.dtype), 0
-    view = np.lib.stride_tricks.as_strided(flat[offset:], shape=(readable, row_len),
-                                           strides=(stride * flat.itemsize, flat.itemsize), writeable=False)
+    view = np.lib.stride_tricks.as_strided(
+        flat[offset:], shape=(readable, row_len), strides=(stride * flat.itemsize, flat.itemsize), writeable=False
+    )
     return view, readable
 
 
@@ -99,8 +101,13 @@ class Writes:
         findings = self.findings
         if self._skipped:
             skipped = np.unique(np.concatenate(self._skipped))
-            findings.append((OUT_OF_RANGE, f"{self.what}: writes to slots {listed(skipped)} lie beyond the cache's "
-                                           f"{self.limit} slots; the kernel skips them"))
+            findings.append(
+                (
+                    OUT_OF_RANGE,
+                    f"{self.what}: writes to slots {listed(skipped)} lie beyond the cache's "
+                    f"{self.limit} slots; the kernel skips them",
+                )
+            )
         if not self._parts:
             return findings
         dst, src_id, src, core = (np.concatenate(col) if len(col) > 1 else col[0] for col in zip(*self._parts))
@@ -144,20 +151,29 @@ def last_writes(targets: np.ndarray, cores: np.ndarray, limit: int):
 
 
 def read_finding(name: str, rows: np.ndarray, limit: int) -> Finding:
-    return (OUT_OF_BOUNDS_READ, f"{name}: {len(rows)} row read(s) fall outside the tensor's {limit} rows "
-                                f"(first: row {int(rows[0])}); those writes are skipped")
+    return (
+        OUT_OF_BOUNDS_READ,
+        f"{name}: {len(rows)} row read(s) fall outside the tensor's {limit} rows "
+        f"(first: row {int(rows[0])}); those writes are skipped",
+    )
 
 
 def outside_finding(what: str, rows: np.ndarray, limit: int) -> Finding:
-    return (OUT_OF_RANGE, f"{what}: {len(rows)} write(s) target slots outside the cache's {limit} "
-                          f"(first: slot {int(rows[0])}); the hardware would write outside the tensor, "
-                          "aclnn-emu skips them")
+    return (
+        OUT_OF_RANGE,
+        f"{what}: {len(rows)} write(s) target slots outside the cache's {limit} "
+        f"(first: slot {int(rows[0])}); the hardware would write outside the tensor, "
+        "aclnn-emu skips them",
+    )
 
 
 def race_finding(what: str, rows_text: str) -> Finding:
-    return (WRITE_RACE, f"{what}: slots {rows_text} are written by tasks on different AI cores; the hardware "
-                        "result is whichever core writes last (aclnn-emu keeps the last write in task order); "
-                        "make slot_mapping unique")
+    return (
+        WRITE_RACE,
+        f"{what}: slots {rows_text} are written by tasks on different AI cores; the hardware "
+        "result is whichever core writes last (aclnn-emu keeps the last write in task order); "
+        "make slot_mapping unique",
+    )
 
 
 def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_rows: np.ndarray) -> None:

@@ -4,6 +4,7 @@ Steps are computed in parallel (numpy releases the GIL in matmul and elementwise
 dK/dV/dQ contributions go into shared fp32 sums in step order, so the result does not depend on
 thread timing (the NPU's atomic adds do; the emulator need not).
 """
+
 import threading
 
 

@@ -5,6 +5,7 @@ layouts (BSND: kbase = b*S2, TND: the cumulative offset), and in PA_BSND the row
 ``block_table[b, p // block_size] * block_size + p % block_size`` of the [blocks * block_size, D]
 cache (LightningIndexer and SparseFlashAttention address the page table the same way).
 """
+
 import dataclasses
 from typing import Optional
 
@@ -13,8 +14,8 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class KeyRows:
-    kbase: np.ndarray                      # int64 [B]: first key row of each batch (contiguous)
-    table: Optional[np.ndarray] = None     # int64 [B, blocks per batch] (paged), else None
+    kbase: np.ndarray  # int64 [B]: first key row of each batch (contiguous)
+    table: Optional[np.ndarray] = None  # int64 [B, blocks per batch] (paged), else None
     block_size: int = 0
 
     def rows(self, batch: int, positions: np.ndarray) -> np.ndarray:

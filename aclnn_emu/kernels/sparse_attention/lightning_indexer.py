@@ -23,6 +23,7 @@ range, follow the rule above).
 Work goes in steps of rows of one batch against chunks of its keys, so memory is O(rows x chunk),
 never S1 x S2; steps run on the kernel worker threads and write disjoint output rows.
 """
+
 import dataclasses
 
 import numpy as np
@@ -31,14 +32,14 @@ from aclnn_emu.kernels.casts import FP32, cast_round
 from aclnn_emu.kernels.parallel import checkpoint, map_ordered
 from aclnn_emu.kernels.sparse_attention.key_rows import KeyRows
 
-KEEP = 2048                 # entries the kernel keeps per row (BASE_TOPK)
-SORT_BLOCK = 512            # keys per vector-unit sort (s2BaseSize)
-SMALL_BATCH = 4             # batches with at most this many query rows keep ties in index order
-HEAD_SLOTS = 16             # heads summed per vector pass (groupInner)
-KEY_CHUNK = 2048            # keys per step
-ELEMENT_BUDGET = 1 << 19    # fp32 elements of one step's [rows, G, keys] score block
+KEEP = 2048  # entries the kernel keeps per row (BASE_TOPK)
+SORT_BLOCK = 512  # keys per vector-unit sort (s2BaseSize)
+SMALL_BATCH = 4  # batches with at most this many query rows keep ties in index order
+HEAD_SLOTS = 16  # heads summed per vector pass (groupInner)
+KEY_CHUNK = 2048  # keys per step
+ELEMENT_BUDGET = 1 << 19  # fp32 elements of one step's [rows, G, keys] score block
 PAD = np.uint64(np.iinfo(np.uint64).max)
-_BLOCK_BITS = 9             # log2(SORT_BLOCK)
+_BLOCK_BITS = 9  # log2(SORT_BLOCK)
 _BLOCK_LIMIT = (1 << 22) - 1
 
 
@@ -46,14 +47,16 @@ _BLOCK_LIMIT = (1 << 22) - 1
 class Rows:
     """Per query row: its batch, the number of leading key positions it may select, whether it
     is computed at all (TND rows past the last offset are not), and its batch's query length."""
-    batch: np.ndarray       # int64 [R]
-    valid: np.ndarray       # int64 [R]
-    computed: np.ndarray    # bool [R]
-    seq_q: np.ndarray       # int64 [R]
+
+    batch: np.ndarray  # int64 [R]
+    valid: np.ndarray  # int64 [R]
+    computed: np.ndarray  # bool [R]
+    seq_q: np.ndarray  # int64 [R]
 
 
-def lightning_indexer(query, key, weights, rows: Rows, keys: KeyRows, sparse_count: int,
-                      indices_out: np.ndarray, values_out=None) -> None:
+def lightning_indexer(
+    query, key, weights, rows: Rows, keys: KeyRows, sparse_count: int, indices_out: np.ndarray, values_out=None
+) -> None:
     """Fill ``indices_out`` [R, sparse_count] int32 (and ``values_out`` [R, sparse_count] in the
     query dtype, if given) for every computed row; other rows are left as they are.
 
@@ -61,8 +64,9 @@ def lightning_indexer(query, key, weights, rows: Rows, keys: KeyRows, sparse_cou
     of ``key``.
     """
     steps = _steps(rows, query.shape[1])
-    map_ordered(lambda step: _step(query, key, weights, rows, keys, sparse_count, indices_out,
-                                   values_out, *step), steps)
+    map_ordered(
+        lambda step: _step(query, key, weights, rows, keys, sparse_count, indices_out, values_out, *step), steps
+    )
 
 
 def _steps(rows: Rows, heads: int) -> list:
@@ -122,25 +126,28 @@ def head_sum(s: np.ndarray, w: np.ndarray) -> np.ndarray:
     slots = min(HEAD_SLOTS, heads)
     for g0 in range(HEAD_SLOTS, heads, HEAD_SLOTS):
         n = min(HEAD_SLOTS, heads - g0)
-        s[:, :n] += s[:, g0:g0 + n]
+        s[:, :n] += s[:, g0 : g0 + n]
     if slots == 1:
         return s[:, 0] + FP32.type(0)
     half = slots if slots <= 2 else 1 << (slots.bit_length() - 1)
     if slots > half:
-        s[:, :slots - half] += s[:, half:slots]
+        s[:, : slots - half] += s[:, half:slots]
     while half > 2:
         half //= 2
-        s[:, :half] += s[:, half:2 * half]
+        s[:, :half] += s[:, half : 2 * half]
     return s[:, 0] + s[:, 1]
 
 
 def _order_keys(score: np.ndarray, positions: np.ndarray, small: bool) -> np.ndarray:
     """uint64 keys whose ascending order is the kernel's output order: descending score, then the
     tie rule (see the module docstring)."""
-    bits = (score + FP32.type(0)).view(np.uint32)      # + 0 turns -0.0 into 0.0: they tie
+    bits = (score + FP32.type(0)).view(np.uint32)  # + 0 turns -0.0 into 0.0: they tie
     ascending = np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
-    tie = positions if small else (((_BLOCK_LIMIT - (positions >> _BLOCK_BITS)) << _BLOCK_BITS)
-                                   | (positions & (SORT_BLOCK - 1)))
+    tie = (
+        positions
+        if small
+        else (((_BLOCK_LIMIT - (positions >> _BLOCK_BITS)) << _BLOCK_BITS) | (positions & (SORT_BLOCK - 1)))
+    )
     return ((~ascending).astype(np.uint64) << np.uint64(32)) | tie.astype(np.uint64)[None, :]
 
 

@@ -22,6 +22,7 @@ Index entries the hardware would read outside the row's batch (or outside the ke
 skipped and counted in `Findings`; rows left with no usable entry come out as zeros (the hardware
 leaves them unwritten) and are counted too.
 """
+
 import dataclasses
 
 import numpy as np
@@ -30,15 +31,16 @@ from .. import native, parallel
 from ..casts import BF16, FP32, cast_rint, cast_round
 from .lightning_indexer_plan import RowPlan
 
-CHUNK_ROWS = 4                  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
-DK_COPIES_BYTES = 256 << 20     # budget for the workers' private fp32 dk accumulators
+CHUNK_ROWS = 4  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
+DK_COPIES_BYTES = 256 << 20  # budget for the workers' private fp32 dk accumulators
 
 
 @dataclasses.dataclass
 class Findings:
     """What the hardware would have got wrong or left undefined, for the sanitizer."""
+
     bad_entries: int = 0
-    first_bad: tuple | None = None        # (row, position, index value)
+    first_bad: tuple | None = None  # (row, position, index value)
     empty_rows: int = 0
     first_empty: int | None = None
 
@@ -82,28 +84,33 @@ class _Worker:
         c, heads, dim = r1 - r0, job.q.shape[1], job.q.shape[2]
         # Unusable entries gather the zero row; every index is in range, so mode="clip" lets take
         # write straight into the scratch buffer (mode="raise" would buffer the whole result).
-        keys = np.take(job.key, np.where(usable, flat, job.key_rows), axis=0, mode="clip",
-                       out=self.scratch("keys", (c, width, dim), FP32))
+        keys = np.take(
+            job.key,
+            np.where(usable, flat, job.key_rows),
+            axis=0,
+            mode="clip",
+            out=self.scratch("keys", (c, width, dim), FP32),
+        )
         dy = job.dy[r0:r1, :width].astype(FP32)
         dy[~usable] = 0
-        q = job.q[r0:r1].astype(FP32)                               # [c, H, D]
-        w = job.w[r0:r1].astype(FP32)                               # [c, H]
+        q = job.q[r0:r1].astype(FP32)  # [c, H, D]
+        w = job.w[r0:r1].astype(FP32)  # [c, H]
 
         relu = np.matmul(q, keys.transpose(0, 2, 1), out=self.scratch("relu", (c, heads, width), FP32))
         np.maximum(relu, 0, out=relu)
         job.dweights[r0:r1] = cast_round(np.matmul(relu, dy[:, :, None])[:, :, 0], job.dtype)
 
         grad = np.multiply(w[:, :, None], dy[:, None, :], out=self.scratch("grad", (c, heads, width), FP32))
-        narrow = self.scratch("narrow", grad.shape, job.dtype)     # Y: rounded to the dtype (RNE)
+        narrow = self.scratch("narrow", grad.shape, job.dtype)  # Y: rounded to the dtype (RNE)
         np.copyto(narrow, grad, casting="unsafe")
         np.copyto(grad, narrow)
-        positive = np.greater(relu, 0, out=relu)                    # 1.0 / 0.0; R is not needed any more
+        positive = np.greater(relu, 0, out=relu)  # 1.0 / 0.0; R is not needed any more
         if _products_finite(w, dy, job.dtype):
             grad *= positive
-        else:                                                       # inf * 0 would make NaN
+        else:  # inf * 0 would make NaN
             np.copyto(grad, np.float32(0), where=positive == 0)
         job.dq[r0:r1] = cast_rint(np.matmul(grad, keys), job.dtype)
-        contrib = np.matmul(grad.transpose(0, 2, 1), q, out=keys)   # [c, W, D], reuses the gather buffer
+        contrib = np.matmul(grad.transpose(0, 2, 1), q, out=keys)  # [c, W, D], reuses the gather buffer
         self._scatter_add(flat, contrib, usable)
 
     def _usable_entries(self, r0, r1, n, width) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +124,11 @@ class _Worker:
         bad = live & ~usable
         if bad.any():
             row, pos = np.argwhere(bad)[0]
-            self.findings.merge(Findings(bad_entries=int(np.count_nonzero(bad)),
-                                         first_bad=(r0 + int(row), int(pos), int(idx[row, pos]))))
+            self.findings.merge(
+                Findings(
+                    bad_entries=int(np.count_nonzero(bad)), first_bad=(r0 + int(row), int(pos), int(idx[row, pos]))
+                )
+            )
         return flat, usable
 
     def _scatter_add(self, rows: np.ndarray, values: np.ndarray, usable: np.ndarray) -> None:
@@ -143,7 +153,7 @@ def default_threads() -> int:
 @dataclasses.dataclass
 class _Job:
     q: np.ndarray
-    key: np.ndarray        # fp32 [K + 1, D]; the extra last row is zero
+    key: np.ndarray  # fp32 [K + 1, D]; the extra last row is zero
     key_rows: int
     dy: np.ndarray
     idx: np.ndarray
@@ -154,8 +164,18 @@ class _Job:
     dweights: np.ndarray
 
 
-def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, out=None,
-                           threads: int | None = None, chunk_rows: int = CHUNK_ROWS):
+def lightning_indexer_grad(
+    query,
+    key,
+    dy,
+    indices,
+    weights,
+    plan: RowPlan,
+    *,
+    out=None,
+    threads: int | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+):
     """Gradients of the lightning indexer for rows laid out flat.
 
     query [R, H, D], key [K, D] (flat key rows of all batches), dy and indices [R, topK],
@@ -165,8 +185,10 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
     """
     dtype = np.dtype(query.dtype)
     rows, key_rows = query.shape[0], key.shape[0]
-    dq, dk, dweights = (given if given is not None else np.empty(like.shape, dtype)
-                        for given, like in zip(out or (None,) * 3, (query, key, weights)))
+    dq, dk, dweights = (
+        given if given is not None else np.empty(like.shape, dtype)
+        for given, like in zip(out or (None,) * 3, (query, key, weights))
+    )
     key32 = np.zeros((key_rows + 1, key.shape[1]), FP32)
     key32[:key_rows] = key
     job = _Job(query, key32, key_rows, dy, indices, weights, plan, dtype, dq, dweights)
@@ -177,8 +199,8 @@ def lightning_indexer_grad(query, key, dy, indices, weights, plan: RowPlan, *, o
     workers = [_Worker(job) for _ in range(max(1, min(threads, len(starts))))]
 
     def work(k: int) -> None:
-        with np.errstate(over="ignore", invalid="ignore"):   # inf/NaN propagate as on the NPU
-            for r0 in starts[k::len(workers)]:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN propagate as on the NPU
+            for r0 in starts[k :: len(workers)]:
                 parallel.checkpoint()
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
 

@@ -7,6 +7,7 @@ Every query row r (a (b, s1) pair in BSND, a token t in TND) gets three numbers:
          clamp(Sk - Sq + s1 + 1, 0, topK) in every other mode (bottom-right causal, CalcRealTopk).
 The actual-sequence tensors of TND hold cumulative end offsets, not lengths.
 """
+
 import dataclasses
 
 import numpy as np
@@ -14,10 +15,10 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class RowPlan:
-    kbase: np.ndarray      # int64 [R]
-    klen: np.ndarray       # int64 [R]
-    n: np.ndarray          # int64 [R], 0 <= n <= topK
-    orphans: int = 0       # TND rows past the last cumulative query offset (no batch; n = 0)
+    kbase: np.ndarray  # int64 [R]
+    klen: np.ndarray  # int64 [R]
+    n: np.ndarray  # int64 [R], 0 <= n <= topK
+    orphans: int = 0  # TND rows past the last cumulative query offset (no batch; n = 0)
 
     @property
     def rows(self) -> int:
@@ -32,8 +33,7 @@ def usable_count(sparse_mode: int, top_k: int, seq_q, seq_k, s1) -> np.ndarray:
     return np.clip(np.asarray(seq_k, np.int64) - np.asarray(seq_q, np.int64) + s1 + 1, 0, top_k)
 
 
-def plan_bsnd(batch: int, seq_q: int, seq_k: int, top_k: int, sparse_mode: int,
-              act_q=None, act_k=None) -> RowPlan:
+def plan_bsnd(batch: int, seq_q: int, seq_k: int, top_k: int, sparse_mode: int, act_q=None, act_k=None) -> RowPlan:
     """Rows in (b, s1) order; batch b owns key rows from b*S2. Every batch has S1 query rows and
     S2 keys, unless per-batch actual lengths (not cumulative in BSND) say fewer: rows at or past
     a batch's query length then get n = 0."""

@@ -18,6 +18,7 @@ TND [N2, T1, G] with N2 = 1). A row with no used key gets out = 0, max = -2e38, 
 Steps of a few rows run on the kernel worker threads; a step gathers its rows' keys once, so
 memory is O(rows x K x D), never S1 x S2.
 """
+
 import dataclasses
 from typing import Optional
 
@@ -29,15 +30,15 @@ from aclnn_emu.kernels.rounding import round_half_away_
 from aclnn_emu.kernels.sparse_attention.key_rows import KeyRows
 from aclnn_emu.kernels.sparse_attention.select import RowSpans
 
-CHUNK = 512                  # scan positions per online-softmax step (s2BaseSize)
-SLOT_BUDGET = 4096           # gathered key rows per step
+CHUNK = 512  # scan positions per online-softmax step (s2BaseSize)
+SLOT_BUDGET = 4096  # gathered key rows per step
 SOFTMAX_MIN = FP32.type(-2e38)
 
 
 @dataclasses.dataclass
 class Outputs:
-    out: np.ndarray                       # [T1, G, Dv], query dtype
-    softmax_max: Optional[np.ndarray]     # [T1, G] fp32, or None when not returned
+    out: np.ndarray  # [T1, G, Dv], query dtype
+    softmax_max: Optional[np.ndarray]  # [T1, G] fp32, or None when not returned
     softmax_sum: Optional[np.ndarray]
 
 
@@ -57,17 +58,29 @@ class _Inputs:
     causal: bool
 
 
-def sparse_flash_attention(q, q_rope, k, k_rope, v, indices, spans: RowSpans, batch: np.ndarray,
-                           keys: KeyRows, *, scale: float, block_size: int, sparse_mode: int,
-                           outputs: Outputs) -> None:
+def sparse_flash_attention(
+    q,
+    q_rope,
+    k,
+    k_rope,
+    v,
+    indices,
+    spans: RowSpans,
+    batch: np.ndarray,
+    keys: KeyRows,
+    *,
+    scale: float,
+    block_size: int,
+    sparse_mode: int,
+    outputs: Outputs,
+) -> None:
     """Fill ``outputs`` for every row whose ``spans.valid`` is set (other rows are not touched).
 
     q [T1, G, D], q_rope [T1, G, Dr], k [T2, D], k_rope [T2, Dr], v [T2, Dv] (fp16/bf16),
     indices [T1, K] int32 block ids; spans: each row's position, query and key length;
     batch: each row's batch (for ``keys``).
     """
-    x = _Inputs(q, q_rope, k, k_rope, v, indices, spans, batch, keys, np.float32(scale), block_size,
-                sparse_mode == 3)
+    x = _Inputs(q, q_rope, k, k_rope, v, indices, spans, batch, keys, np.float32(scale), block_size, sparse_mode == 3)
     scan = _scan_lengths(x)
     map_ordered(lambda step: _step(x, scan, outputs, *step), _steps(scan, spans.valid))
 
@@ -115,8 +128,8 @@ def _step(x: _Inputs, scan, outputs: Outputs, r0: int, r1: int) -> None:
     key_rows = np.zeros((rows, width), np.int64)
     for i, r in enumerate(range(r0, r1)):
         pos, ok = _positions(x, r, int(scan[r]))
-        used[i, :len(pos)] = ok
-        key_rows[i, :len(pos)][ok] = x.keys.rows(int(x.batch[r]), pos[ok])
+        used[i, : len(pos)] = ok
+        key_rows[i, : len(pos)][ok] = x.keys.rows(int(x.batch[r]), pos[ok])
     flat = key_rows.reshape(-1)
     kc = np.empty((rows * width, d + dr), FP32)
     kc[:, :d] = x.k[flat]
@@ -124,7 +137,7 @@ def _step(x: _Inputs, scan, outputs: Outputs, r0: int, r1: int) -> None:
     qc = np.empty((rows, heads, d + dr), FP32)
     qc[..., :d] = x.q[r0:r1]
     qc[..., d:] = x.q_rope[r0:r1]
-    s = np.matmul(qc, kc.reshape(rows, width, d + dr).transpose(0, 2, 1))     # [rows, G, width]
+    s = np.matmul(qc, kc.reshape(rows, width, d + dr).transpose(0, 2, 1))  # [rows, G, width]
     s *= x.scale
     s[np.broadcast_to(~used[:, None, :], s.shape)] = -np.inf
     vals = x.v[flat].reshape(rows, width, dv)
@@ -150,7 +163,7 @@ def _online_softmax(s, v, dtype):
     l = np.zeros((rows, heads), FP32)
     with np.errstate(invalid="ignore", over="ignore"):
         for c0 in range(0, width, CHUNK):
-            sc = s[:, :, c0:c0 + CHUNK]
+            sc = s[:, :, c0 : c0 + CHUNK]
             m_new = np.maximum(m, sc.max(axis=2))
             live = np.isfinite(m_new)
             shift = np.where(live, m_new, 0)
@@ -159,6 +172,6 @@ def _online_softmax(s, v, dtype):
             l = l * factor + p.sum(axis=2, dtype=FP32)
             round_half_away_(p, dtype)
             o *= factor[..., None]
-            o += np.matmul(p, v[:, c0:c0 + CHUNK].astype(FP32))
+            o += np.matmul(p, v[:, c0 : c0 + CHUNK].astype(FP32))
             m = m_new
     return o, m, l

@@ -15,6 +15,7 @@ so memory stays bounded whatever S1, top-k and the block size are. Steps run on 
 add their dK/dV/dQ contributions to fp32 sums in step order (deterministic, where the NPU's atomic
 adds are not); a row's dq is stored once its last step is in. Keys no row selects get zero.
 """
+
 import functools
 import threading
 from dataclasses import dataclass
@@ -27,12 +28,11 @@ from aclnn_emu.kernels.casts import FP32
 from aclnn_emu.kernels.parallel import run_all
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
 from aclnn_emu.kernels.sparse_attention.commit_order import OrderedCommit
-from aclnn_emu.kernels.sparse_attention.select import (RowSpans, select_row,
-                                                                   selected_counts)
+from aclnn_emu.kernels.sparse_attention.select import RowSpans, select_row, selected_counts
 
-SLOT_BUDGET = 4096          # gathered key rows per step (its query rows together)
-ELEMENT_BUDGET = 1 << 18    # elements of one [rows, G, keys] fp32 score matrix per step
-NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)   # the kernel's mask value 0xFF7FFFFF
+SLOT_BUDGET = 4096  # gathered key rows per step (its query rows together)
+ELEMENT_BUDGET = 1 << 18  # elements of one [rows, G, keys] fp32 score matrix per step
+NEG_FLT_MAX = np.float32(-np.finfo(np.float32).max)  # the kernel's mask value 0xFF7FFFFF
 
 
 @dataclass
@@ -46,15 +46,15 @@ class Grads:
 
 @dataclass(frozen=True)
 class _Inputs:
-    q: np.ndarray          # [T1, G, D]
+    q: np.ndarray  # [T1, G, D]
     q_rope: Optional[np.ndarray]
-    k: np.ndarray          # [T2, D]
+    k: np.ndarray  # [T2, D]
     k_rope: Optional[np.ndarray]
-    v: np.ndarray          # [T2, Dv]
-    indices: np.ndarray    # [T1, K] int32
-    dout: np.ndarray       # [T1, G, Dv]
+    v: np.ndarray  # [T2, Dv]
+    indices: np.ndarray  # [T1, K] int32
+    dout: np.ndarray  # [T1, G, Dv]
     out: np.ndarray
-    smax: np.ndarray       # [T1, G] float32
+    smax: np.ndarray  # [T1, G] float32
     ssum: np.ndarray
     spans: RowSpans
     scale: np.float32
@@ -62,11 +62,25 @@ class _Inputs:
     causal: bool
 
 
-def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softmax_sum,
-                                spans: RowSpans, *, q_rope=None, k_rope=None, scale: float,
-                                block_size: int, sparse_mode: int,
-                                report: Optional[Callable[[str, str], None]] = None,
-                                outputs: Optional[Grads] = None) -> Grads:
+def sparse_flash_attention_grad(
+    q,
+    k,
+    v,
+    indices,
+    dout,
+    out,
+    softmax_max,
+    softmax_sum,
+    spans: RowSpans,
+    *,
+    q_rope=None,
+    k_rope=None,
+    scale: float,
+    block_size: int,
+    sparse_mode: int,
+    report: Optional[Callable[[str, str], None]] = None,
+    outputs: Optional[Grads] = None,
+) -> Grads:
     """Gradients of sparse attention. Shapes (N2 = 1 folded away, G = N1):
 
     q [T1, G, D], q_rope [T1, G, Dr] or None, k [T2, D], k_rope [T2, Dr] or None, v [T2, Dv],
@@ -78,8 +92,22 @@ def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softma
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     rope = q_rope is not None and k_rope is not None
-    x = _Inputs(q, q_rope if rope else None, k, k_rope if rope else None, v, indices, dout, out,
-                softmax_max, softmax_sum, spans, np.float32(scale), block_size, sparse_mode == 3)
+    x = _Inputs(
+        q,
+        q_rope if rope else None,
+        k,
+        k_rope if rope else None,
+        v,
+        indices,
+        dout,
+        out,
+        softmax_max,
+        softmax_sum,
+        spans,
+        np.float32(scale),
+        block_size,
+        sparse_mode == 3,
+    )
     grads = outputs or _allocate(x)
     report = _once_per_kind(report)
     counts = np.where(spans.valid, selected_counts(indices), 0)
@@ -87,8 +115,13 @@ def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softma
     sums = _Sums(x, grads)
     order = OrderedCommit()
     with np.errstate(all="ignore"):
-        run_all(order.run, [(i, functools.partial(_step, x, step, counts, report),
-                             functools.partial(sums.commit, step)) for i, step in enumerate(steps)])
+        run_all(
+            order.run,
+            [
+                (i, functools.partial(_step, x, step, counts, report), functools.partial(sums.commit, step))
+                for i, step in enumerate(steps)
+            ],
+        )
         _store(sums.k * x.scale, grads.dk, grads.dk_rope)
         _store(sums.v, grads.dv, None)
     return grads
@@ -97,11 +130,12 @@ def sparse_flash_attention_grad(q, k, v, indices, dout, out, softmax_max, softma
 @dataclass(frozen=True)
 class _Step:
     """Query rows [r0, r1) against columns [c0, c1) of their padded key lists."""
+
     r0: int
     r1: int
     c0: int
     c1: int
-    last: bool        # the rows' final step: their dq is complete after it
+    last: bool  # the rows' final step: their dq is complete after it
 
 
 def _plan(lengths, heads) -> list:
@@ -152,10 +186,10 @@ def _step(x: _Inputs, step: _Step, counts, report):
     with np.errstate(all="ignore"):
         r0, r1 = step.r0, step.r1
         positions, masked = _selections(x, r0, r1, counts[r0:r1], report)
-        pos = positions[:, step.c0:step.c1]
+        pos = positions[:, step.c0 : step.c1]
         if pos.shape[1] == 0:
             return None
-        mask = masked[:, None, step.c0:step.c1]
+        mask = masked[:, None, step.c0 : step.c1]
         valid = pos >= 0
         qc = _concat(x.q[r0:r1], None if x.q_rope is None else x.q_rope[r0:r1])
         dout = _concat(x.dout[r0:r1], None)
@@ -163,7 +197,7 @@ def _step(x: _Inputs, step: _Step, counts, report):
         half = x.q.dtype
         kc = _gather(x.k, x.k_rope, pos, valid)
         v = _gather(x.v, None, pos, valid)
-        p = np.matmul(qc, kc.transpose(0, 2, 1))            # S, then P in place
+        p = np.matmul(qc, kc.transpose(0, 2, 1))  # S, then P in place
         p *= x.scale
         if mask.any():
             np.copyto(p, NEG_FLT_MAX, where=mask)
@@ -171,7 +205,7 @@ def _step(x: _Inputs, step: _Step, counts, report):
         native.softmax_probs_(p.reshape(-1, keys), x.smax[r0:r1].reshape(-1, 1), x.ssum[r0:r1].reshape(-1, 1))
         if not valid.all():
             np.copyto(p, FP32.type(0), where=~valid[:, None, :])
-        ds = np.matmul(dout, v.transpose(0, 2, 1))           # dP, then dS = CAST_ROUND(P * (dP - Dl))
+        ds = np.matmul(dout, v.transpose(0, 2, 1))  # dP, then dS = CAST_ROUND(P * (dP - Dl))
         native.softmax_grad_(ds.reshape(-1, keys), p.reshape(-1, keys), d_l.reshape(-1), None, CAST_ROUND[half])
         p_h, ds_h = round_half_away_(p, half), ds
         dqc = np.matmul(ds_h, kc)
@@ -185,17 +219,29 @@ def _step(x: _Inputs, step: _Step, counts, report):
 def _selections(x: _Inputs, r0, r1, counts, report):
     """Padded [rows, L] key positions (-1 = padding) and mode-3 mask of rows [r0, r1)."""
     sp = x.spans
-    rows = [select_row(x.indices[r, :counts[r - r0]], int(sp.s1[r]), int(sp.sq[r]),
-                       int(sp.sk[r]), int(sp.kbase[r]), block_size=x.block_size,
-                       causal=x.causal, num_keys=x.k.shape[0], report=report)
-            if counts[r - r0] else None for r in range(r0, r1)]
+    rows = [
+        select_row(
+            x.indices[r, : counts[r - r0]],
+            int(sp.s1[r]),
+            int(sp.sq[r]),
+            int(sp.sk[r]),
+            int(sp.kbase[r]),
+            block_size=x.block_size,
+            causal=x.causal,
+            num_keys=x.k.shape[0],
+            report=report,
+        )
+        if counts[r - r0]
+        else None
+        for r in range(r0, r1)
+    ]
     width = max((len(s.positions) for s in rows if s is not None), default=0)
     positions = np.full((r1 - r0, width), -1, dtype=np.int64)
     masked = np.zeros((r1 - r0, width), dtype=bool)
     for i, s in enumerate(rows):
         if s is not None:
-            positions[i, :len(s.positions)] = s.positions
-            masked[i, :len(s.masked)] = s.masked
+            positions[i, : len(s.positions)] = s.positions
+            masked[i, : len(s.masked)] = s.masked
     return positions, masked
 
 
@@ -222,7 +268,7 @@ def _gather(main, rope, pos, valid):
 
 def _store(values, main, rope):
     """CAST_ROUND fp32 ``values`` [..., D (+Dr)] (overwritten) into ``main`` (and ``rope``)."""
-    round_half_away_(values, main.dtype)        # in place; the narrowing below is then exact
+    round_half_away_(values, main.dtype)  # in place; the narrowing below is then exact
     d = main.shape[-1]
     main[...] = values[..., :d]
     if rope is not None:
@@ -233,10 +279,13 @@ def _allocate(x: _Inputs) -> Grads:
     dt = x.q.dtype
     t1, g = x.q.shape[:2]
     t2 = x.k.shape[0]
-    return Grads(dq=np.empty(x.q.shape, dt), dk=np.empty(x.k.shape, dt),
-                 dv=np.empty(x.v.shape, dt),
-                 dq_rope=None if x.q_rope is None else np.empty((t1, g, x.q_rope.shape[-1]), dt),
-                 dk_rope=None if x.k_rope is None else np.empty((t2, x.k_rope.shape[-1]), dt))
+    return Grads(
+        dq=np.empty(x.q.shape, dt),
+        dk=np.empty(x.k.shape, dt),
+        dv=np.empty(x.v.shape, dt),
+        dq_rope=None if x.q_rope is None else np.empty((t1, g, x.q_rope.shape[-1]), dt),
+        dk_rope=None if x.k_rope is None else np.empty((t2, x.k_rope.shape[-1]), dt),
+    )
 
 
 def _once_per_kind(report):
@@ -252,5 +301,7 @@ def _once_per_kind(report):
             report(kind, message)
         else:
             import warnings
+
             warnings.warn(f"{kind}: {message}", RuntimeWarning, stacklevel=2)
+
     return once

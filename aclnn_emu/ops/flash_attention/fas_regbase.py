@@ -27,16 +27,19 @@ pse and attenMask shapes, sparse-mode token handling, prefix, the alibi-compress
 rule, D <= 768, the scale applied after QKᵀ, the fp32 softmax and its 8-lane buffers, CAST_ROUND of
 P) reads the same in the arch35 source and the arch32 one; see docs/divergences/flash_attention_score.md.
 """
+
 import numpy as np
 
 from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-V2_SEED_OFFSET = (0, 0)        # the seed and offset attributes aclnnFlashAttentionScoreV2 passes to L0
-MAX_SPARSE_MODE = 6            # SparseMode::PREFIX_COMPRESS
-TND_UNDEFINED = ("inputLayout TND without actual sequence lengths (V2 cannot pass them): the Ascend910_95 tiling "
-                 "(AnalyzeTndLayout) then reads the maximum of an empty length list, which is undefined; "
-                 "aclnn-emu fails it as the Atlas A2/A3 tiling does")
+V2_SEED_OFFSET = (0, 0)  # the seed and offset attributes aclnnFlashAttentionScoreV2 passes to L0
+MAX_SPARSE_MODE = 6  # SparseMode::PREFIX_COMPRESS
+TND_UNDEFINED = (
+    "inputLayout TND without actual sequence lengths (V2 cannot pass them): the Ascend910_95 tiling "
+    "(AnalyzeTndLayout) then reads the maximum of an empty length list, which is undefined; "
+    "aclnn-emu fails it as the Atlas A2/A3 tiling does"
+)
 
 
 def on_regbase(env) -> bool:
@@ -64,8 +67,10 @@ def start_indices(a):
     kv = int(a.kvStartIdxOptional[0]) if a.kvStartIdxOptional else 0
     error = None
     if not INT32_MIN <= kv - q <= INT32_MAX:
-        error = (f"kvStartIdx - qStartIdx should >= {INT32_MIN} and <= {INT32_MAX}, but qStartIdx = {q}, "
-                 f"kvStartIdx = {kv}.", "tiling.start_idx_range")
+        error = (
+            f"kvStartIdx - qStartIdx should >= {INT32_MIN} and <= {INT32_MAX}, but qStartIdx = {q}, kvStartIdx = {kv}.",
+            "tiling.start_idx_range",
+        )
     return ((q,), (kv,)), error
 
 
@@ -75,12 +80,16 @@ def dropout(drop, keep_prob, env):
     the seed and offset V2 passes, (0, 0), with a portability warning for what is inferred of it."""
     dropout_on = bool(np.float32(keep_prob) < 1)
     if drop is not None and not dropout_on:
-        return ("Dropmask parameter is invalid, please check keepProb: a dropMask needs keepProb < 1 on "
-                "Ascend910_95", "tiling.drop_keep_prob_95"), None
+        return (
+            "Dropmask parameter is invalid, please check keepProb: a dropMask needs keepProb < 1 on Ascend910_95",
+            "tiling.drop_keep_prob_95",
+        ), None
     if drop is not None or not dropout_on:
         return None, None
-    env.warn(f"portability: keepProb {keep_prob:g} with no dropMask: on Ascend910_95 the kernel generates the "
-             f"keep mask (Philox-4x32-7 of dropmask.h, seed {V2_SEED_OFFSET[0]}, offset {V2_SEED_OFFSET[1]}, as V2 "
-             f"passes them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
-             "bit for bit from the device's (its keep rate does not)")
+    env.warn(
+        f"portability: keepProb {keep_prob:g} with no dropMask: on Ascend910_95 the kernel generates the "
+        f"keep mask (Philox-4x32-7 of dropmask.h, seed {V2_SEED_OFFSET[0]}, offset {V2_SEED_OFFSET[1]}, as V2 "
+        f"passes them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
+        "bit for bit from the device's (its keep rate does not)"
+    )
     return None, V2_SEED_OFFSET

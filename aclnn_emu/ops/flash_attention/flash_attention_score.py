@@ -13,6 +13,7 @@ Validation follows the source, in its order:
 softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). Doc-vs-source differences:
 docs/divergences/flash_attention_score.md.
 """
+
 import math
 
 import numpy as np
@@ -34,16 +35,16 @@ DROP_DTYPES = (DataType.ACL_UINT8,)
 FLOAT = (DataType.ACL_FLOAT,)
 LAYOUT_RANKS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4, "TND": 3}
 HEAD_DIM_MAX = 768
-COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 7: (2048, 2048), 8: (2048, 2048),
-                   6: (3072, 2048)}
-WORKSPACE_RESERVE = 16 << 20       # WORK_SPACE_RESERVE_SIZE of the tiling
-EMPTY_WORKSPACE = 100 << 20        # the empty-input tiling reserves 100 MiB
-INVALID_LINE = 2                   # ImplMode AA_INVALID_LINE_HIGH_PRECISION (innerPrecise, read as uint8)
+COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 7: (2048, 2048), 8: (2048, 2048), 6: (3072, 2048)}
+WORKSPACE_RESERVE = 16 << 20  # WORK_SPACE_RESERVE_SIZE of the tiling
+EMPTY_WORKSPACE = 100 << 20  # the empty-input tiling reserves 100 MiB
+INVALID_LINE = 2  # ImplMode AA_INVALID_LINE_HIGH_PRECISION (innerPrecise, read as uint8)
 
 
 def _result(name):
     """An output's shape and dtype as the L0 op infers them (_results), for aclnn_emu.ops to allocate;
     where the inputs cannot be analysed, a stand-in the op's own checks reject with the reason."""
+
     def rule(a):
         q = a.query
         if None in (q, a.key, a.value):
@@ -52,60 +53,110 @@ def _result(name):
             return _results(a, _analyse_input(a))[name]
         except (OpError, IndexError, ZeroDivisionError):
             return (q.shape, q.dtype) if name == "attentionOutOut" else ((SOFTMAX_LANES,), DataType.ACL_FLOAT)
+
     return rule
 
 
-OP = Op("FlashAttentionScoreV2", "aclnn_flash_attention_score.h", [
-    TensorIn("query", dtypes=FLOATS, doc="Q, laid out as inputLayout says"),
-    TensorIn("key", dtypes=FLOATS, doc="K, same dtype as query"),
-    TensorIn("value", dtypes=FLOATS, doc="V, same dtype as query; head size at most key's"),
-    TensorIn("realShiftOptional", optional=True, dtypes=FLOATS,
-             doc="position encoding pse [B|1,N1,S1|1|1024,S2] (pseType 0/1), or FLOAT ALiBi slopes [N1] or [B,N1] "
-                 "(pseType 2/3)"),
-    TensorIn("dropMaskOptional", optional=True, dtypes=DROP_DTYPES,
-             doc="dropout keep-bits, one bit per score element, used when keepProb < 1"),
-    TensorIn("paddingMaskOptional", optional=True, doc="reserved: not read (pass None)"),
-    TensorIn("attenMaskOptional", optional=True, dtypes=MASK_DTYPES,
-             doc="attention mask, 1 = masked out ([B,N1|1,S1,S2], [1,1,S1,S2] or [S1,S2]; 2048x2048 compressed "
-                 "for sparseMode 2-4)"),
-    IntArrayIn("prefixOptional", optional=True, doc="per-batch prefix length N for sparseMode 5/6"),
-    IntArrayIn("qStartIdxOptional", optional=True, doc="first query position of the ALiBi pse (pseType 2/3)"),
-    IntArrayIn("kvStartIdxOptional", optional=True, doc="first key position of the ALiBi pse (pseType 2/3)"),
-    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-    Double("keepProb", doc="dropout keep probability in (0, 1]"),
-    Int64("preTokens", doc="sliding window: keys this many positions before a query are kept"),
-    Int64("nextTokens", doc="sliding window: keys this many positions after a query are kept"),
-    Int64("headNum", doc="number of query heads N1"),
-    String("inputLayout", values=tuple(LAYOUT_RANKS), doc="layout of query/key/value (TND needs sequence lengths "
-                                                          "V2 cannot pass: rejected)"),
-    Int64("innerPrecise", doc="precision mode: 0/1 reserved, 2 computes rows whose every score is masked as 0"),
-    Int64("sparseMode", doc="how attenMaskOptional and the token window select scores (0 defaultMask, 1 allMask, "
-                            "2-4 compressed causal/band masks, 5-6 prefix)"),
-    Int64("pseType", default=1, doc="1: S = (QKᵀ + pse)·scale (the doc's value without pse); 0: S = QKᵀ·scale "
-                                    "+ pse; 2/3: ALiBi from slopes (-slope·|dist|, 3: sqrt of it)"),
-    TensorOut("softmaxMaxOut", dtypes=FLOAT, like=_result("softmaxMaxOut"),
-              doc="per-row score maximum [B,N1,S1,8] (8 equal lanes), for the backward"),
-    TensorOut("softmaxSumOut", dtypes=FLOAT, like=_result("softmaxSumOut"),
-              doc="per-row exp sum [B,N1,S1,8] (8 equal lanes), for the backward"),
-    TensorOut("softmaxOutOut", optional=True, doc="reserved: never written (pass None)"),
-    TensorOut("attentionOutOut", dtypes=FLOATS, like=_result("attentionOutOut"),
-              doc="the attention result, query's shape with value's head size, query's dtype"),
-])
+OP = Op(
+    "FlashAttentionScoreV2",
+    "aclnn_flash_attention_score.h",
+    [
+        TensorIn("query", dtypes=FLOATS, doc="Q, laid out as inputLayout says"),
+        TensorIn("key", dtypes=FLOATS, doc="K, same dtype as query"),
+        TensorIn("value", dtypes=FLOATS, doc="V, same dtype as query; head size at most key's"),
+        TensorIn(
+            "realShiftOptional",
+            optional=True,
+            dtypes=FLOATS,
+            doc="position encoding pse [B|1,N1,S1|1|1024,S2] (pseType 0/1), or FLOAT ALiBi slopes [N1] or [B,N1] "
+            "(pseType 2/3)",
+        ),
+        TensorIn(
+            "dropMaskOptional",
+            optional=True,
+            dtypes=DROP_DTYPES,
+            doc="dropout keep-bits, one bit per score element, used when keepProb < 1",
+        ),
+        TensorIn("paddingMaskOptional", optional=True, doc="reserved: not read (pass None)"),
+        TensorIn(
+            "attenMaskOptional",
+            optional=True,
+            dtypes=MASK_DTYPES,
+            doc="attention mask, 1 = masked out ([B,N1|1,S1,S2], [1,1,S1,S2] or [S1,S2]; 2048x2048 compressed "
+            "for sparseMode 2-4)",
+        ),
+        IntArrayIn("prefixOptional", optional=True, doc="per-batch prefix length N for sparseMode 5/6"),
+        IntArrayIn("qStartIdxOptional", optional=True, doc="first query position of the ALiBi pse (pseType 2/3)"),
+        IntArrayIn("kvStartIdxOptional", optional=True, doc="first key position of the ALiBi pse (pseType 2/3)"),
+        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Double("keepProb", doc="dropout keep probability in (0, 1]"),
+        Int64("preTokens", doc="sliding window: keys this many positions before a query are kept"),
+        Int64("nextTokens", doc="sliding window: keys this many positions after a query are kept"),
+        Int64("headNum", doc="number of query heads N1"),
+        String(
+            "inputLayout",
+            values=tuple(LAYOUT_RANKS),
+            doc="layout of query/key/value (TND needs sequence lengths V2 cannot pass: rejected)",
+        ),
+        Int64("innerPrecise", doc="precision mode: 0/1 reserved, 2 computes rows whose every score is masked as 0"),
+        Int64(
+            "sparseMode",
+            doc="how attenMaskOptional and the token window select scores (0 defaultMask, 1 allMask, "
+            "2-4 compressed causal/band masks, 5-6 prefix)",
+        ),
+        Int64(
+            "pseType",
+            default=1,
+            doc="1: S = (QKᵀ + pse)·scale (the doc's value without pse); 0: S = QKᵀ·scale "
+            "+ pse; 2/3: ALiBi from slopes (-slope·|dist|, 3: sqrt of it)",
+        ),
+        TensorOut(
+            "softmaxMaxOut",
+            dtypes=FLOAT,
+            like=_result("softmaxMaxOut"),
+            doc="per-row score maximum [B,N1,S1,8] (8 equal lanes), for the backward",
+        ),
+        TensorOut(
+            "softmaxSumOut",
+            dtypes=FLOAT,
+            like=_result("softmaxSumOut"),
+            doc="per-row exp sum [B,N1,S1,8] (8 equal lanes), for the backward",
+        ),
+        TensorOut("softmaxOutOut", optional=True, doc="reserved: never written (pass None)"),
+        TensorOut(
+            "attentionOutOut",
+            dtypes=FLOATS,
+            like=_result("attentionOutOut"),
+            doc="the attention result, query's shape with value's head size, query's dtype",
+        ),
+    ],
+)
 # The host checks only the slopes' rank; the kernel reads slope b * N1 + n (or n), past the end of a
 # smaller tensor. Refused with the code an L0 failure returns (161001).
-READ_PAST = Gaps(OP, "refused", {
-    "pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]",
-}, code=NULLPTR)
-INFERRED = Gaps(OP, "inferred", {
-    "out_dtype": "an output whose dtype differs from the computed one (the result is cast; on the NPU ViewCopy "
-                 "most likely fails)",
-}, code=NULLPTR)
+READ_PAST = Gaps(
+    OP,
+    "refused",
+    {"pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]"},
+    code=NULLPTR,
+)
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {
+        "out_dtype": "an output whose dtype differs from the computed one (the result is cast; on the NPU ViewCopy "
+        "most likely fails)"
+    },
+    code=NULLPTR,
+)
 
 
 def _l0_error(message: str, rule: str):
     """An infershape / kernel-selection / tiling failure: the V2 op_api reports it as 161001."""
-    return OpError(NULLPTR, f"{message} (FlashAttentionScore L0 failed; ViewCopy of its nullptr output "
-                   "returns ACLNN_ERR_PARAM_NULLPTR)", rule=rule)
+    return OpError(
+        NULLPTR,
+        f"{message} (FlashAttentionScore L0 failed; ViewCopy of its nullptr output returns ACLNN_ERR_PARAM_NULLPTR)",
+        rule=rule,
+    )
 
 
 def _fail(problem):
@@ -125,18 +176,25 @@ class _Axes:
     def __init__(self, a, layout):
         q, k, v = a.query.shape, a.key.shape, a.value.shape
         self.layout, self.n1 = layout, a.headNum
-        if not len(q) == len(k) == len(v):   # AnalysisAxis would read dims the key or value lacks
-            raise OpError(INVALID, f"query, key and value must have the rank of inputLayout {layout}: got "
-                          f"{list(q)}, {list(k)}, {list(v)}", rule="shape.kv_rank")
+        if not len(q) == len(k) == len(v):  # AnalysisAxis would read dims the key or value lacks
+            raise OpError(
+                INVALID,
+                f"query, key and value must have the rank of inputLayout {layout}: got {list(q)}, {list(k)}, {list(v)}",
+                rule="shape.kv_rank",
+            )
         if layout in ("BSH", "SBH"):
             self.d = q[2] // a.headNum
-            if self.d == 0:   # AnalysisAxisForBsh returns with the other axes unset
-                raise OpError(INVALID, f"qD and kD should be same, but got qD=0: query H {q[2]} < headNum "
-                              f"{a.headNum}", rule="shape.d_zero")
+            if self.d == 0:  # AnalysisAxisForBsh returns with the other axes unset
+                raise OpError(
+                    INVALID,
+                    f"qD and kD should be same, but got qD=0: query H {q[2]} < headNum {a.headNum}",
+                    rule="shape.d_zero",
+                )
             self.n2 = k[2] // self.d
             if self.n2 == 0:  # CANN divides by N2 here (SIGFPE); reject as a head-dim mismatch instead
-                raise OpError(INVALID, f"qD and kD should be same, but got qD={self.d} and key H {k[2]} < qD",
-                              rule="shape.qd_kd")
+                raise OpError(
+                    INVALID, f"qD and kD should be same, but got qD={self.d} and key H {k[2]} < qD", rule="shape.qd_kd"
+                )
             self.dk, self.dv = k[2] // self.n2, v[2] // self.n2
             self.b, self.s1, self.s2 = (q[0], q[1], k[1]) if layout == "BSH" else (q[1], q[0], k[0])
         elif layout == "TND":
@@ -164,36 +222,60 @@ def _check_nulls(a):
 
 
 def _check_formats(a, regbase):
-    if regbase:   # the op_api skips CheckFormat on Ascend910_95
+    if regbase:  # the op_api skips CheckFormat on Ascend910_95
         return
-    for name in ("query", "key", "value", "softmaxMaxOut", "softmaxSumOut", "attentionOutOut",
-                 "realShiftOptional", "dropMaskOptional", "paddingMaskOptional", "attenMaskOptional"):
+    for name in (
+        "query",
+        "key",
+        "value",
+        "softmaxMaxOut",
+        "softmaxSumOut",
+        "attentionOutOut",
+        "realShiftOptional",
+        "dropMaskOptional",
+        "paddingMaskOptional",
+        "attenMaskOptional",
+    ):
         tensor = getattr(a, name)
         if tensor is not None and tensor.format == Format.ACL_FORMAT_FRACTAL_NZ:
-            raise OpError(INVALID, f"Input and output format only support [ND]: {name} is FRACTAL_NZ",
-                          rule="format.nz")
+            raise OpError(INVALID, f"Input and output format only support [ND]: {name} is FRACTAL_NZ", rule="format.nz")
 
 
 def _check_dtypes(a):
     """InputDtypeCheck with the V2 pseType."""
     q, k, v = a.query.dtype, a.key.dtype, a.value.dtype
     if not q == k == v:
-        raise OpError(INVALID, f"The data type of query[{q.name}], key[{k.name}], value[{v.name}] are not equal.",
-                      rule="dtype.qkv_equal")
+        raise OpError(
+            INVALID,
+            f"The data type of query[{q.name}], key[{k.name}], value[{v.name}] are not equal.",
+            rule="dtype.qkv_equal",
+        )
     if q not in FLOATS:
-        raise OpError(INVALID, f"The data type of query/key/value is [{q.name}], should be fp16, bf16 or fp32.",
-                      rule="dtype.qkv")
+        raise OpError(
+            INVALID, f"The data type of query/key/value is [{q.name}], should be fp16, bf16 or fp32.", rule="dtype.qkv"
+        )
     pse = a.realShiftOptional
     if a.pseType in (2, 3):
         if pse is None:
-            raise OpError(INVALID, f"When pseType is 2 or 3, realShiftOptional cannot be null (pseType {a.pseType})",
-                          rule="dtype.pse_inner_null")
+            raise OpError(
+                INVALID,
+                f"When pseType is 2 or 3, realShiftOptional cannot be null (pseType {a.pseType})",
+                rule="dtype.pse_inner_null",
+            )
         if pse.dtype != DataType.ACL_FLOAT:
-            raise OpError(INVALID, f"The data type {pse.dtype.name} of realShiftOptional is invalid in pse type 2 or "
-                          "3 mode, It must be float32", rule="dtype.pse_inner")
+            raise OpError(
+                INVALID,
+                f"The data type {pse.dtype.name} of realShiftOptional is invalid in pse type 2 or "
+                "3 mode, It must be float32",
+                rule="dtype.pse_inner",
+            )
     elif pse is not None and pse.dtype != q:
-        raise OpError(INVALID, f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type "
-                      f"{q.name} of query, key and value.", rule="dtype.pse")
+        raise OpError(
+            INVALID,
+            f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type "
+            f"{q.name} of query, key and value.",
+            rule="dtype.pse",
+        )
 
 
 def _analyse_input(a) -> _Axes:
@@ -201,8 +283,12 @@ def _analyse_input(a) -> _Axes:
         raise OpError(INVALID, f"head_num must > 0, but got {a.headNum}", rule="head_num")
     layout = a.inputLayout
     if LAYOUT_RANKS.get(layout) != a.query.ndim:
-        raise OpError(INVALID, f"not support input_layout {layout} with dim_num {a.query.ndim} (query); expected "
-                      "BSH/SBH/TND with 3 dims or BSND/BNSD with 4, upper case", rule="shape.layout")
+        raise OpError(
+            INVALID,
+            f"not support input_layout {layout} with dim_num {a.query.ndim} (query); expected "
+            "BSH/SBH/TND with 3 dims or BSND/BNSD with 4, upper case",
+            rule="shape.layout",
+        )
     return _Axes(a, layout)
 
 
@@ -210,14 +296,20 @@ def _analyse_input(a) -> _Axes:
 def _kernel_select(a):
     """The dtype combinations op_host/flash_attention_score_def.cpp registers for fp16/bf16/fp32."""
     q = a.query.dtype
-    checks = (("realShiftOptional", (q, DataType.ACL_FLOAT) if q != DataType.ACL_FLOAT else (q,)),
-              ("dropMaskOptional", DROP_DTYPES), ("paddingMaskOptional", (q,)),
-              ("attenMaskOptional", MASK_DTYPES))
+    checks = (
+        ("realShiftOptional", (q, DataType.ACL_FLOAT) if q != DataType.ACL_FLOAT else (q,)),
+        ("dropMaskOptional", DROP_DTYPES),
+        ("paddingMaskOptional", (q,)),
+        ("attenMaskOptional", MASK_DTYPES),
+    )
     for name, allowed in checks:
         tensor = getattr(a, name)
         if tensor is not None and tensor.dtype not in allowed:
-            raise _l0_error(f"{name} dtype {tensor.dtype.name} has no FlashAttentionScore kernel with query "
-                            f"{q.name}; expected {'/'.join(d.name for d in allowed)}", f"select.{name}")
+            raise _l0_error(
+                f"{name} dtype {tensor.dtype.name} has no FlashAttentionScore kernel with query "
+                f"{q.name}; expected {'/'.join(d.name for d in allowed)}",
+                f"select.{name}",
+            )
 
 
 def _check_params(a, x: _Axes):
@@ -226,8 +318,9 @@ def _check_params(a, x: _Axes):
     if x.layout in ("BSH", "SBH"):
         axis = 0 if x.layout == "BSH" else 1
         if q[axis] != k[axis]:
-            raise _l0_error(f"query or key shape is invalid: query {list(q)} and key {list(k)} differ in B",
-                            "tiling.batch")
+            raise _l0_error(
+                f"query or key shape is invalid: query {list(q)} and key {list(k)} differ in B", "tiling.batch"
+            )
         if k[2] < v[2]:
             raise _l0_error(f"key or value shape is invalid: key H {k[2]} < value H {v[2]}", "tiling.kv_h")
     elif x.layout in ("BSND", "BNSD"):
@@ -242,10 +335,15 @@ def _check_attrs_and_layout(a, x: _Axes, regbase):
         raise _l0_error(f"keepProb value must be in range of (0, 1]: got {a.keepProb}", "tiling.keep_prob")
     if a.pseType < 0 or a.pseType >= 4:
         raise _l0_error(f"pseType value is out of range: got {a.pseType}; expected 0-3", "tiling.pse_type")
-    q, k = a.query.shape, a.key.shape
+    q = a.query.shape
     if x.layout == "TND":
-        raise _l0_error(fas_regbase.TND_UNDEFINED if regbase else "inputLayout TND needs actual sequence lengths, "
-                        "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)", "tiling.tnd")
+        raise _l0_error(
+            fas_regbase.TND_UNDEFINED
+            if regbase
+            else "inputLayout TND needs actual sequence lengths, "
+            "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)",
+            "tiling.tnd",
+        )
     if x.layout in ("BSH", "SBH"):
         if q[2] % a.headNum:
             raise _l0_error(f"h1 [{q[2]}] should be a multiple of n1Size [{a.headNum}].", "tiling.h1_heads")
@@ -258,14 +356,18 @@ def _check_attrs_and_layout(a, x: _Axes, regbase):
 def _check_pse(a, x: _Axes, regbase):
     pse = _present(a.realShiftOptional)
     if pse is None:
-        if a.pseType != 1 and not regbase:   # the arch35 AnalyzePseOptionalInput has no such check
-            raise _l0_error(f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.",
-                            "tiling.pse_null")
+        if a.pseType != 1 and not regbase:  # the arch35 AnalyzePseOptionalInput has no such check
+            raise _l0_error(
+                f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
+            )
         return
     if a.pseType in (2, 3):
         if pse.ndim not in (1, 2):
-            raise _l0_error(f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
-                            f"FLOAT slopes [N1] or [B,N1]", "tiling.pse_inner_shape")
+            raise _l0_error(
+                f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
+                f"FLOAT slopes [N1] or [B,N1]",
+                "tiling.pse_inner_shape",
+            )
         if tuple(pse.shape) not in ((x.n1,), (x.b, x.n1)):
             READ_PAST.refuse("pse_inner_size", f"slopes {list(pse.shape)}, [N1] = [{x.n1}], [B,N1] = [{x.b},{x.n1}]")
         return
@@ -275,10 +377,17 @@ def _check_pse(a, x: _Axes, regbase):
     if shape[0] not in (x.b, 1):
         raise _l0_error(f"pse batchsize should be 1 or {x.b}, but got {shape[0]}", "tiling.pse_batch")
     rows = shape[2]
-    if shape[1] != x.n1 or shape[3] != x.s2 or rows not in (x.s1, 1, ALIBI_ROWS) or \
-            (rows == ALIBI_ROWS and x.s1 < ALIBI_ROWS):
-        raise _l0_error(f"get unsupported pse shape, the shape is {list(shape)}; expected [B|1,N1,S1|1,S2] or "
-                        f"[B|1,N1,1024,S2] with S1 >= 1024 (N1={x.n1}, S1={x.s1}, S2={x.s2})", "tiling.pse_shape")
+    if (
+        shape[1] != x.n1
+        or shape[3] != x.s2
+        or rows not in (x.s1, 1, ALIBI_ROWS)
+        or (rows == ALIBI_ROWS and x.s1 < ALIBI_ROWS)
+    ):
+        raise _l0_error(
+            f"get unsupported pse shape, the shape is {list(shape)}; expected [B|1,N1,S1|1,S2] or "
+            f"[B|1,N1,1024,S2] with S1 >= 1024 (N1={x.n1}, S1={x.s1}, S2={x.s2})",
+            "tiling.pse_shape",
+        )
 
 
 def _check_atten_mask(a, x: _Axes, mode):
@@ -289,20 +398,28 @@ def _check_atten_mask(a, x: _Axes, mode):
     compressed = mode in COMPRESSED_MASK
     if mask.ndim == 4:
         if shape not in ((1, 1, x.s1, x.s2), (x.b, 1, x.s1, x.s2), (x.b, x.n1, x.s1, x.s2)):
-            raise _l0_error(f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{x.b}], N=[{x.n1}], "
-                            f"Sq=[{x.s1}], Skv=[{x.s2}], supported atten_mask shape can be [B, N, Sq, Skv], "
-                            "[B, 1, Sq, Skv], [1, 1, Sq, Skv] and [Sq, Skv].", "tiling.mask_shape")
+            raise _l0_error(
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{x.b}], N=[{x.n1}], "
+                f"Sq=[{x.s1}], Skv=[{x.s2}], supported atten_mask shape can be [B, N, Sq, Skv], "
+                "[B, 1, Sq, Skv], [1, 1, Sq, Skv] and [Sq, Skv].",
+                "tiling.mask_shape",
+            )
     elif mask.ndim == 2:
         if shape != (x.s1, x.s2) and not compressed:
-            raise _l0_error(f"get unsupported atten_mask shape, the shape is {list(shape)}. Sq=[{x.s1}], "
-                            f"Skv=[{x.s2}]; expected [Sq, Skv] for sparseMode {mode}", "tiling.mask_shape")
+            raise _l0_error(
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. Sq=[{x.s1}], "
+                f"Skv=[{x.s2}]; expected [Sq, Skv] for sparseMode {mode}",
+                "tiling.mask_shape",
+            )
     else:
         raise _l0_error(f"atten mask dim should be 2 or 4, but got {mask.ndim}", "tiling.mask_rank")
     if compressed and shape[-2:] != COMPRESSED_MASK[mode]:
         rows, cols = COMPRESSED_MASK[mode]
-        raise _l0_error(f"In the {'prefix ' if mode == 6 else ''}attenmask compression, please set the "
-                        f"atten_mask_shape to [{rows},{cols}] (sparseMode {mode}, got {list(shape)})",
-                        "tiling.mask_compressed")
+        raise _l0_error(
+            f"In the {'prefix ' if mode == 6 else ''}attenmask compression, please set the "
+            f"atten_mask_shape to [{rows},{cols}] (sparseMode {mode}, got {list(shape)})",
+            "tiling.mask_compressed",
+        )
 
 
 def _check_drop_mask(a, x: _Axes, env, regbase):
@@ -319,8 +436,10 @@ def _check_drop_mask(a, x: _Axes, env, regbase):
     if drop is not None:
         need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
         if drop.numel < need:
-            raise _l0_error(f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got "
-                            f"{drop.numel}", "tiling.drop_size")
+            raise _l0_error(
+                f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
+                "tiling.drop_size",
+            )
     return generated
 
 
@@ -348,12 +467,15 @@ def _sparse_info(a, x: _Axes, mode):
             return 0, False, False
         ok, invalid = _band_check(pre, nxt, x)
         if not ok:
-            raise _l0_error(f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}], "
-                            "there is no valid data block.", "tiling.tokens")
+            raise _l0_error(
+                f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}], "
+                "there is no valid data block.",
+                "tiling.tokens",
+            )
         return 0, False, invalid
     if mode > 6:
         raise _l0_error(f"Not support sparse mode of {mode}.", "tiling.sparse_mode")
-    if mode < 0:   # no branch of the tiling takes it: the mask applies as given, like allMask
+    if mode < 0:  # no branch of the tiling takes it: the mask applies as given, like allMask
         return 1, False, False
     if mode == 2:
         return 2, True, False
@@ -363,8 +485,11 @@ def _sparse_info(a, x: _Axes, mode):
         shift = x.s1 - x.s2
         ok, invalid = _band_check(pre + shift, nxt - shift, x)
         if not ok:
-            raise _l0_error(f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}] "
-                            "(band mode, right-down anchored), there is no valid data block.", "tiling.tokens")
+            raise _l0_error(
+                f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}] "
+                "(band mode, right-down anchored), there is no valid data block.",
+                "tiling.tokens",
+            )
         return 4, False, invalid
     if mode in (5, 6):
         return mode, False, _check_prefix(a, x, mode)
@@ -401,17 +526,23 @@ def _check_pse_alibi(a, x: _Axes, causal, regbase):
         return
     if a.pseType in (2, 3):
         if x.s1 != x.s2 and not regbase:
-            raise _l0_error(f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, "
-                            f"S2={x.s2}).", "tiling.pse_inner_s")
+            raise _l0_error(
+                f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, S2={x.s2}).",
+                "tiling.pse_inner_s",
+            )
         return
     if pse.shape[2] == ALIBI_ROWS and x.s1 > ALIBI_ROWS:
         if x.s1 != x.s2:
-            raise _l0_error(f"Pse alibi only support same S1 S2 when S1 lager than 1024 (S1={x.s1}, S2={x.s2})",
-                            "tiling.pse_alibi_s")
+            raise _l0_error(
+                f"Pse alibi only support same S1 S2 when S1 lager than 1024 (S1={x.s1}, S2={x.s2})",
+                "tiling.pse_alibi_s",
+            )
         if not causal:
-            raise _l0_error("Pse alibi only support causal sparse type: an alibi-compressed pse needs attenMask "
-                            "with sparseMode 2, 3, or 0 with preTokens >= S1 and nextTokens == 0",
-                            "tiling.pse_alibi_causal")
+            raise _l0_error(
+                "Pse alibi only support causal sparse type: an alibi-compressed pse needs attenMask "
+                "with sparseMode 2, 3, or 0 with preTokens >= S1 and nextTokens == 0",
+                "tiling.pse_alibi_causal",
+            )
 
 
 def _results(a, x: _Axes) -> dict:
@@ -420,8 +551,11 @@ def _results(a, x: _Axes) -> dict:
     lanes = (x.b, x.n1, x.s1, SOFTMAX_LANES)
     out = list(a.query.shape)
     out[-1] = x.n1 * x.dv if x.layout in ("BSH", "SBH") else x.dv
-    return {"softmaxMaxOut": (lanes, DataType.ACL_FLOAT), "softmaxSumOut": (lanes, DataType.ACL_FLOAT),
-            "attentionOutOut": (tuple(out), a.query.dtype)}
+    return {
+        "softmaxMaxOut": (lanes, DataType.ACL_FLOAT),
+        "softmaxSumOut": (lanes, DataType.ACL_FLOAT),
+        "attentionOutOut": (tuple(out), a.query.dtype),
+    }
 
 
 def _check_outputs(a, x: _Axes, env):
@@ -429,8 +563,12 @@ def _check_outputs(a, x: _Axes, env):
     for name, (shape, dtype) in _results(a, x).items():
         tensor = getattr(a, name)
         if tuple(tensor.shape) != tuple(shape):
-            raise OpError(NULLPTR, f"{name} shape {list(tensor.shape)} differs from the computed {list(shape)}; "
-                          "ViewCopy of the result fails", rule=f"out.{name}_shape")
+            raise OpError(
+                NULLPTR,
+                f"{name} shape {list(tensor.shape)} differs from the computed {list(shape)}; "
+                "ViewCopy of the result fails",
+                rule=f"out.{name}_shape",
+            )
         if tensor.dtype != dtype:
             INFERRED.warn(env, "out_dtype", f"{name} is {tensor.dtype.name}, computed {dtype.name}")
 
@@ -441,29 +579,48 @@ def _zero_outputs(a):
         for out in (a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut):
             if not out.is_empty:
                 out.write(0)
+
     return run
 
 
 def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, regbase):
-    params = FaParams(scale=a.scaleValue, keep_prob=float(np.float32(a.keepProb)), head_num=a.headNum,
-                      layout=x.layout, pre_tokens=a.preTokens, next_tokens=a.nextTokens, sparse_mode=mode,
-                      pse_type=a.pseType, prefix=a.prefixOptional, q_start_idx=starts[0], kv_start_idx=starts[1],
-                      invalid_line=invalid_line, generated_dropout=generated_dropout, saturate=regbase)
+    params = FaParams(
+        scale=a.scaleValue,
+        keep_prob=float(np.float32(a.keepProb)),
+        head_num=a.headNum,
+        layout=x.layout,
+        pre_tokens=a.preTokens,
+        next_tokens=a.nextTokens,
+        sparse_mode=mode,
+        pse_type=a.pseType,
+        prefix=a.prefixOptional,
+        q_start_idx=starts[0],
+        kv_start_idx=starts[1],
+        invalid_line=invalid_line,
+        generated_dropout=generated_dropout,
+        saturate=regbase,
+    )
     pse, drop, mask = (_present(t) for t in (a.realShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
 
     results = (a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut)
-    in_place = all(t.dtype == want for t, want in zip(results, (DataType.ACL_FLOAT, DataType.ACL_FLOAT,
-                                                                a.query.dtype)))
+    in_place = all(t.dtype == want for t, want in zip(results, (DataType.ACL_FLOAT, DataType.ACL_FLOAT, a.query.dtype)))
 
     def run(workspace):
-        outputs = tuple(t.view() for t in results) if in_place else None   # else computed, then cast
+        outputs = tuple(t.view() for t in results) if in_place else None  # else computed, then cast
         computed = flash_attention_score(
-            a.query.read(), a.key.read(), a.value.read(), params, pse=None if pse is None else pse.read(),
-            drop_mask=None if drop is None else drop.read(), atten_mask=None if mask is None else mask.read(),
-            outputs=outputs)
+            a.query.read(),
+            a.key.read(),
+            a.value.read(),
+            params,
+            pse=None if pse is None else pse.read(),
+            drop_mask=None if drop is None else drop.read(),
+            atten_mask=None if mask is None else mask.read(),
+            outputs=outputs,
+        )
         if not in_place:
             for tensor, values in zip(results, computed):
                 tensor.write(values)
+
     return run
 
 

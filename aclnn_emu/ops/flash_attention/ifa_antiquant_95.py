@@ -24,6 +24,7 @@ block (flash_attention_score_antiquant_block_vec.h) dequantises each key/value b
 dtype (kernels/flash_attention/antiquant_arch35) and runs the same softmax, division and post-quant
 vector functions as the arch35 flash-attention kernels: the rest is ifa_regbase's run (pfa.REGBASE).
 """
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -38,24 +39,32 @@ from ..signature import OpError
 from . import ifa_regbase
 
 F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
-MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16      # incre_flash_attention_tiling_base.h (BLOCK_SIZE)
+MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16  # incre_flash_attention_tiling_base.h (BLOCK_SIZE)
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
 LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND")
 _PREFIX = "IncreFlashAttention tiling failed (IFATilingV2): "
-PFA_MERGE_GS = 32                                               # pfaMergeGSLimit (tiling_v2.h)
-S1_BASE = 16            # sOuterSize_ (SetfaRunBaseSize) when CheckPFAMerge refuses G·S merging, as with a mask
-REFUSED = Gaps("IncreFlashAttentionV4", "refused", {
-    "soc_antiquant_h_params": "an INT8 key/value with a query S above 1 on Ascend910_95 with 1-D [N2·D] antiquant "
-                              "parameters: the kernel reads the value's from element N2·D on (InitQuant's "
-                              "antiValueOffsetInitPos), past the tensor's end",
-})
-UNESTABLISHED = Gaps("IncreFlashAttentionV4", "unestablished", {
-    "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95, no attenMask, where a batch "
-                              "has fewer keys "
-                              "than query rows per block walk (S, or S·G when IFATilingV2 merges G and S): "
-                              "FixParamWithRowInvalid cuts the core split, so which rows the kernel computes depends "
-                              "on the device's core count",
-})
+PFA_MERGE_GS = 32  # pfaMergeGSLimit (tiling_v2.h)
+S1_BASE = 16  # sOuterSize_ (SetfaRunBaseSize) when CheckPFAMerge refuses G·S merging, as with a mask
+REFUSED = Gaps(
+    "IncreFlashAttentionV4",
+    "refused",
+    {
+        "soc_antiquant_h_params": "an INT8 key/value with a query S above 1 on Ascend910_95 with 1-D [N2·D] antiquant "
+        "parameters: the kernel reads the value's from element N2·D on (InitQuant's "
+        "antiValueOffsetInitPos), past the tensor's end"
+    },
+)
+UNESTABLISHED = Gaps(
+    "IncreFlashAttentionV4",
+    "unestablished",
+    {
+        "soc_antiquant_short_kv": "an INT8 key/value with a query S above 1 on Ascend910_95, no attenMask, where a batch "
+        "has fewer keys "
+        "than query rows per block walk (S, or S·G when IFATilingV2 merges G and S): "
+        "FixParamWithRowInvalid cuts the core split, so which rows the kernel computes depends "
+        "on the device's core count"
+    },
+)
 
 
 def _fail(rule: str, message: str):
@@ -101,12 +110,15 @@ class _Tiling:
             self._pa_block_size()
         self._layout_dims()
         if not self.paged and (self.d_key != self.d_out or self.d_value != self.d_out):
-            _fail("kv_d", f"When not in pageAttention scenario, Dim of Out[{self.d_out}] should be equal to Dim of "
-                  f"Key[{self.d_key}] and Dim of Value[{self.d_value}]")
+            _fail(
+                "kv_d",
+                f"When not in pageAttention scenario, Dim of Out[{self.d_out}] should be equal to Dim of "
+                f"Key[{self.d_key}] and Dim of Value[{self.d_value}]",
+            )
         if self.q_heads != heads:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
-        self._kv_shapes()                                           # KvShapePostProcess
-        self.pfa = self.s_q != 1                                    # isPFAFlag_
+        self._kv_shapes()  # KvShapePostProcess
+        self.pfa = self.s_q != 1  # isPFAFlag_
         precise = attr_uint32(a.innerPrecise)
         if self.pfa and precise not in (0, 1, 2, 3):
             _fail("inner_precise", f"Precision mode[{precise}] should be 0 or 1 or 2 or 3.")
@@ -122,14 +134,22 @@ class _Tiling:
         if bs == 0:
             _fail("pa_block_zero", "When page attention is enabled, input attribute blocksize can not be 0.")
         if bs >> 31:
-            _fail("pa_block_negative", f"When page attention is enabled, input attribute blocksize[{bs - (1 << 32)}] "
-                  "can not be less than 0.")
+            _fail(
+                "pa_block_negative",
+                f"When page attention is enabled, input attribute blocksize[{bs - (1 << 32)}] can not be less than 0.",
+            )
         if bs > MAX_BLOCK_SIZE:
-            _fail("pa_block_max", f"When page attention is enabled, input attribute blocksize[{bs}] can not be greater "
-                  f"than {MAX_BLOCK_SIZE}.")
+            _fail(
+                "pa_block_max",
+                f"When page attention is enabled, input attribute blocksize[{bs}] can not be greater "
+                f"than {MAX_BLOCK_SIZE}.",
+            )
         if bs % 32:
-            _fail("pa_block_align32", "When page attention is enabled, if kvCache datatype is int8/hif8/fp8_e4m3fn, "
-                  f"input attribute blocksize[{bs}] should be 32 aligned.")
+            _fail(
+                "pa_block_align32",
+                "When page attention is enabled, if kvCache datatype is int8/hif8/fp8_e4m3fn, "
+                f"input attribute blocksize[{bs}] should be 32 aligned.",
+            )
 
     def _layout_dims(self):
         """ProcessBaseTensors' layout branch: S, D of query, key, value and out, N of query."""
@@ -139,13 +159,22 @@ class _Tiling:
             if shape_dim(qs, 2) % heads:
                 _fail("bsh_h", f"H[{shape_dim(qs, 2)}] should be an interger multiple of numHeads[{heads}].")
             self.s_q, self.d, self.q_heads = shape_dim(qs, 1), shape_dim(qs, 2) // heads, heads
-            self.d_key, self.d_value, self.d_out = shape_dim(ks, 2) // kv, shape_dim(vs, 2) // kv, shape_dim(outs, 2) // heads
+            self.d_key, self.d_value, self.d_out = (
+                shape_dim(ks, 2) // kv,
+                shape_dim(vs, 2) // kv,
+                shape_dim(outs, 2) // heads,
+            )
         elif layout in ("BSND", "BNSD", "BNSD_BSND"):
             n_axis, s_axis = (2, 1) if layout == "BSND" else (1, 2)
             self.s_q, self.q_heads = shape_dim(qs, s_axis), shape_dim(qs, n_axis)
-            self.d, self.d_key, self.d_value, self.d_out = shape_dim(qs, 3), shape_dim(ks, 3), shape_dim(vs, 3), shape_dim(outs, 3)
+            self.d, self.d_key, self.d_value, self.d_out = (
+                shape_dim(qs, 3),
+                shape_dim(ks, 3),
+                shape_dim(vs, 3),
+                shape_dim(outs, 3),
+            )
         elif layout == "TND":
-            _fail("tnd_actual_q", "TND the query's actual sequence lengths should not be null!")   # CheckActualSeqLens
+            _fail("tnd_actual_q", "TND the query's actual sequence lengths should not be null!")  # CheckActualSeqLens
         else:
             _fail("layout", f"Only support inputLayout(BSH, BNSD, BSND, BNSD_BSND, TND), actually is {layout}.")
         if self.d != self.d_out:
@@ -179,20 +208,32 @@ class _Tiling:
         rank = 3 if self.layout == "BSH" else 4
         for i, (k, v) in enumerate(zip(self.k_cache, self.v_cache)):
             if k is None or v is None:
-                _fail("kv_list_short", "IFA check input param failed, key/value tensor list length should be greater "
-                      "than or equal to query batch.")
+                _fail(
+                    "kv_list_short",
+                    "IFA check input param failed, key/value tensor list length should be greater "
+                    "than or equal to query batch.",
+                )
             if k.ndim != rank or v.ndim != rank:
-                _fail("kv_list_rank", f"IFA check input param failed, the dimension of tensor in tensorList should be "
-                      f"{rank}, key:{k.ndim}, value:{v.ndim}.")
+                _fail(
+                    "kv_list_rank",
+                    f"IFA check input param failed, the dimension of tensor in tensorList should be "
+                    f"{rank}, key:{k.ndim}, value:{v.ndim}.",
+                )
             if shape_dim(k.shape, 0) != 1:
-                _fail("kv_list_batch", "IFA check input param failed, the batch of tensor in tensorList should be 1, now "
-                      f"batch is:{shape_dim(k.shape, 0)}, list index:{i}.")
+                _fail(
+                    "kv_list_batch",
+                    "IFA check input param failed, the batch of tensor in tensorList should be 1, now "
+                    f"batch is:{shape_dim(k.shape, 0)}, list index:{i}.",
+                )
             for t in (k, v):
                 found = {"BSH": shape_dim(t.shape, 2) // self.d if self.d else 0, "BSND": shape_dim(t.shape, 2)}.get(
-                    self.layout, shape_dim(t.shape, 1))
+                    self.layout, shape_dim(t.shape, 1)
+                )
                 if found != self.kv_heads:
-                    _fail("kv_list_heads", f"IFA check input param failed, tensor in list numHeads[{found}] should be "
-                          f"{self.kv_heads}.")
+                    _fail(
+                        "kv_list_heads",
+                        f"IFA check input param failed, tensor in list numHeads[{found}] should be {self.kv_heads}.",
+                    )
 
     def _key_same_but_s(self, i, k):
         """CheckKeyShapeTensor: batch, heads (H) and D as the first key tensor's."""
@@ -200,26 +241,36 @@ class _Tiling:
         first = self.k_cache[0].shape
         for axis in axes:
             if shape_dim(first, axis) != shape_dim(k.shape, axis):
-                _fail("kv_list_same", f"IFA check input param failed, dim {axis} in keyShape must be same, keyShape[0] "
-                      f"has {shape_dim(first, axis)}, keyShape[{i}] has {shape_dim(k.shape, axis)}.")
+                _fail(
+                    "kv_list_same",
+                    f"IFA check input param failed, dim {axis} in keyShape must be same, keyShape[0] "
+                    f"has {shape_dim(first, axis)}, keyShape[{i}] has {shape_dim(k.shape, axis)}.",
+                )
 
     def _kv_cache(self):
         """CheckKvCache / CheckKvCacheValue."""
         table, k, v = self.a.blocktable, self.k0.shape, self.v0.shape
         if table.ndim != 2:
-            _fail("pa_table_rank", f"When Page Attention is enabled, input blockTable dimension[{table.ndim}] should "
-                  "be 2")
+            _fail(
+                "pa_table_rank", f"When Page Attention is enabled, input blockTable dimension[{table.ndim}] should be 2"
+            )
         self.max_blocks = attr_uint32(table.shape[1])
         if self.max_blocks == 0:
-            _fail("pa_table_blocks", "When Page Attention is enabled, maxBlockNumPerSeq should be larger than 0, actual "
-                  f"is {self.max_blocks}.")
+            _fail(
+                "pa_table_blocks",
+                "When Page Attention is enabled, maxBlockNumPerSeq should be larger than 0, actual "
+                f"is {self.max_blocks}.",
+            )
         self.s_max = attr_uint32(self.max_blocks * self.block_size)
         rank = len(k)
         if rank not in (3, 4, 5):
             _fail("pa_cache_rank", f"When Page Attention is enabled, kvCache dimensions[{rank}] should be 3 or 4 or 5")
         if rank == 4 and self.layout not in ("BNSD", "BNSD_BSND", "TND"):
-            _fail("pa_bnsd_layout", "When Page Attention is enabled, and KV cache dimensions are 4-dimensional, "
-                  "inputlayout must be BNSD or BNSD_BSND or TND")
+            _fail(
+                "pa_bnsd_layout",
+                "When Page Attention is enabled, and KV cache dimensions are 4-dimensional, "
+                "inputlayout must be BNSD or BNSD_BSND or TND",
+            )
         if tuple(k) != tuple(v):
             _fail("pa_kv_same", f"Key shape{list(k)} and value shape{list(v)} should be same.")
         bs, n2, d = self.block_size, self.kv_heads, self.d
@@ -227,7 +278,9 @@ class _Tiling:
         if rank == 5 and k[1] != n2:
             _fail("pa_cache_heads", f"When Page Attention is enabled, numHeads of kvCache[{k[1]}] should be {n2}")
         if k[cache_bs] != bs:
-            _fail("pa_cache_block", f"When Page Attention is enabled, blockSize of kvCache[{k[cache_bs]}] should be {bs}")
+            _fail(
+                "pa_cache_block", f"When Page Attention is enabled, blockSize of kvCache[{k[cache_bs]}] should be {bs}"
+            )
         if rank == 3 and k[2] != n2 * d:
             _fail("pa_cache_h", f"When Page Attention is enabled, H of kvCache[{k[2]}] should be {n2 * d}")
         if rank == 4 and k[1] != n2:
@@ -238,8 +291,10 @@ class _Tiling:
             if k[4] != NZ_D0:
                 _fail("pa_nz_d0", f"When PA_NZ is enabled, the last dim (D0) of kvCache[{k[4]}] should be {NZ_D0}")
             if k[2] != d // NZ_D0:
-                _fail("pa_nz_d1", f"When Page Attention NZ is enabled, the third dim (D1) of kvCache[{k[2]}] should be "
-                      f"{d // NZ_D0}")
+                _fail(
+                    "pa_nz_d1",
+                    f"When Page Attention NZ is enabled, the third dim (D1) of kvCache[{k[2]}] should be {d // NZ_D0}",
+                )
             if k[2] * k[4] != d:
                 _fail("pa_cache_d", f"When Page Attention is enabled, headDim of kvCache[{k[2] * k[4]}] should be {d}")
         self.kv_lens = []
@@ -249,23 +304,37 @@ class _Tiling:
         q, k, out = self.q, self.k_cache[0], self.a.attentionOut
         if self.layout == "BSH":
             if q.ndim != 3 or k.ndim != 3 or out.ndim != 3:
-                _fail("bsh_dims", f"When inputLayout is BSH, the dimension should be 3, dimOfQ:{q.ndim}, dimOfK:{k.ndim}, "
-                      f"dimOfOut:{out.ndim}.")
+                _fail(
+                    "bsh_dims",
+                    f"When inputLayout is BSH, the dimension should be 3, dimOfQ:{q.ndim}, dimOfK:{k.ndim}, "
+                    f"dimOfOut:{out.ndim}.",
+                )
             if q.shape[2] // self.heads != k.shape[2] // self.kv_heads:
                 _fail("bsh_d", "When inputLayout is BSH, the 3rd dimOfQ/numHeads not equal the 3rd dimOfK/numKvHeads.")
             return
         if q.ndim != 4 or k.ndim != 4 or out.ndim != 4:
-            _fail("bnsd_dims", f"When inputLayout is BNSD/BSND, the dimension should be 4, dimOfQ:{q.ndim}, "
-                  f"dimOfK:{k.ndim}, dimOfOut:{out.ndim}.")
+            _fail(
+                "bnsd_dims",
+                f"When inputLayout is BNSD/BSND, the dimension should be 4, dimOfQ:{q.ndim}, "
+                f"dimOfK:{k.ndim}, dimOfOut:{out.ndim}.",
+            )
         if q.shape[3] != k.shape[3]:
-            _fail("bnsd_d", f"When inputLayout is BNSD/BSND, the headDims in queryShape[{q.shape[3]}] is not equal to "
-                  f"the headDims in keyShape[{k.shape[3]}].")
+            _fail(
+                "bnsd_d",
+                f"When inputLayout is BNSD/BSND, the headDims in queryShape[{q.shape[3]}] is not equal to "
+                f"the headDims in keyShape[{k.shape[3]}].",
+            )
 
     def _formats_and_limits(self):
         """CheckInputFormatAndLimits, then CheckInputAntiquantFormat."""
         a = self.a
-        for name, t in (("Query", self.q), ("Key", self.k0), ("Value", self.v0), ("AttenMask", a.attenMask),
-                        ("PseShift", a.pseShift)):
+        for name, t in (
+            ("Query", self.q),
+            ("Key", self.k0),
+            ("Value", self.v0),
+            ("AttenMask", a.attenMask),
+            ("PseShift", a.pseShift),
+        ):
             self._format(name, t)
         if self.group > MAX_GROUP:
             _fail("group", f"numHeads / numKvHeads = {self.group}, cannot be greater than 64.")
@@ -306,8 +375,11 @@ class _Tiling:
                 _fail("pa_actual_empty", "When page attention scene, size of actualSeqLengths can not be zero.")
             return
         if len(values) != 1 and len(values) < self.batch:
-            _fail("actual_seq_len", f"ActualSeqLengthsKv size[{len(values)}] should be greater than or equal to query "
-                  f"batch[{self.batch}] or equal to 1.")
+            _fail(
+                "actual_seq_len",
+                f"ActualSeqLengthsKv size[{len(values)}] should be greater than or equal to query "
+                f"batch[{self.batch}] or equal to 1.",
+            )
         loop = 1 if len(values) == 1 and len(self.kv_lens) == 1 else self.batch
         self.max_actual = 0
         for i in range(loop):
@@ -317,8 +389,10 @@ class _Tiling:
             if not self.paged:
                 seq = self.kv_lens[0] if len(self.kv_lens) == 1 else self.kv_lens[i]
                 if attr_uint32(act) > seq:
-                    _fail("actual_seq_range", f"ActualSeqLengthsKv[{i}]({act}) cannot be greater than seqLength({seq}) "
-                          "in input key.")
+                    _fail(
+                        "actual_seq_range",
+                        f"ActualSeqLengthsKv[{i}]({act}) cannot be greater than seqLength({seq}) in input key.",
+                    )
             else:
                 self.need_blocks += -(-act // self.block_size)
             self.max_actual = max(self.max_actual, attr_uint32(act))
@@ -335,16 +409,24 @@ class _Tiling:
         if self.pfa:
             if b not in (1, self.batch) or n != self.heads or s0 < self.s_q or s1 < self.s_max:
                 # the source prints the shape's own B and N where it means the expected ones
-                _fail("pfa_pse_shape", f"pseShift shape must be (1 or {b}, {n}, >={self.s_q}, >={self.s_max}), but "
-                      f"now it is ({b}, {n}, {s0}, {s1})")
+                _fail(
+                    "pfa_pse_shape",
+                    f"pseShift shape must be (1 or {b}, {n}, >={self.s_q}, >={self.s_max}), but "
+                    f"now it is ({b}, {n}, {s0}, {s1})",
+                )
             return
         if b not in (1, self.batch) or n != self.heads or s0 != 1:
-            _fail("pse_shape", f"The shape of pseShift is ({b}, {n}, {s0}, {s1}), which does not match (B, N, 1, S) or "
-                  "(1, N, 1, S).")
+            _fail(
+                "pse_shape",
+                f"The shape of pseShift is ({b}, {n}, {s0}, {s1}), which does not match (B, N, 1, S) or (1, N, 1, S).",
+            )
         if s1 < self.s_max:
-            _fail("pse_s", f"The shape of pseShift is ({b}, {n}, {s0}, {s1}), pseShiftS[{s1}] shouldn't be less than "
-                  f"sMax[{self.s_max}]. When page attention is enabled, sMax is the second dimension of blockTable * "
-                  "blockSize.")
+            _fail(
+                "pse_s",
+                f"The shape of pseShift is ({b}, {n}, {s0}, {s1}), pseShiftS[{s1}] shouldn't be less than "
+                f"sMax[{self.s_max}]. When page attention is enabled, sMax is the second dimension of blockTable * "
+                "blockSize.",
+            )
 
     def _atten_mask(self):
         """ProcessAttenMask (a one-row query)."""
@@ -356,12 +438,18 @@ class _Tiling:
             self._pfa_mask(mask)
             return
         if shape_dim(mask.shape, 0) != self.batch:
-            _fail("mask_batch", f"BatchSize[{shape_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
-                  f"[{self.batch}] of query.")
+            _fail(
+                "mask_batch",
+                f"BatchSize[{shape_dim(mask.shape, 0)}] of attenMask must be equal to batchSize"
+                f"[{self.batch}] of query.",
+            )
         need = self.s_max if self.paged else self.max_actual
         if mask.shape[-1] < need:
-            _fail("mask_s", f"S Size[{mask.shape[-1]}] of attenMask must be greater than or equal to the second "
-                  f"dimension of blockTable * blockSize([{need}]).")
+            _fail(
+                "mask_s",
+                f"S Size[{mask.shape[-1]}] of attenMask must be greater than or equal to the second "
+                f"dimension of blockTable * blockSize([{need}]).",
+            )
 
     def _pfa_mask(self, mask):
         """ProcessAttenMaskSparsePFA with V4's unset sparse mode and tokens (0, 0): of its checks only
@@ -372,9 +460,12 @@ class _Tiling:
         batch = 1 if len(shape) == 2 else shape[0]
         heads = shape[1] if len(shape) == 4 else 1
         if not (shape[-2] >= self.s_q and shape[-1] >= self.s_max and batch in (1, self.batch) and heads == 1):
-            _fail("pfa_mask_shape", f"attenMask batch({batch}) must be 1 or {self.batch}, attenMask Q_S({shape[-2]}) "
-                  f"must be larger than or equal to sQ({self.s_q}),attenMask KV_S({shape[-1]}) must be larger than or "
-                  f"equal to sK({self.s_max}), please check")
+            _fail(
+                "pfa_mask_shape",
+                f"attenMask batch({batch}) must be 1 or {self.batch}, attenMask Q_S({shape[-2]}) "
+                f"must be larger than or equal to sQ({self.s_q}),attenMask KV_S({shape[-1]}) must be larger than or "
+                f"equal to sK({self.s_max}), please check",
+            )
 
     def _quant2(self):
         """ProcessQuant2 / ProcessQuant2Attribute for an INT8 output."""
@@ -389,8 +480,11 @@ class _Tiling:
         if scale is None:
             _fail("antiquant_scale_null", "Antiquant is enabled, but the input antiquantScale is null.")
         if offset is not None and offset.ndim != scale.ndim:
-            _fail("antiquant_rank_differ", f"Antiquant is enabled, but antiquant params have different layouts[scale: "
-                  f"{scale.ndim}, offset: {offset.ndim}].")
+            _fail(
+                "antiquant_rank_differ",
+                f"Antiquant is enabled, but antiquant params have different layouts[scale: "
+                f"{scale.ndim}, offset: {offset.ndim}].",
+            )
         if offset is not None and offset.shape != scale.shape:
             _fail("antiquant_shape_differ", "antiquantScaleTensor and antiquantOffsetTensor should have the same shape")
         self._antiquant_shape(scale)
@@ -404,19 +498,30 @@ class _Tiling:
             if shape == (2,):
                 return
             if not self.pfa:
-                _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected. "
-                      "Expect[2] when per-tensor mode.")
-            if shape == (n * d,):     # "PFA PerChannel可能输入shape为H"
+                _fail(
+                    "antiquant_per_tensor",
+                    f"The shape of antiquant parameter[{shape[0]}] is not expected. Expect[2] when per-tensor mode.",
+                )
+            if shape == (n * d,):  # "PFA PerChannel可能输入shape为H"
                 REFUSED.refuse("soc_antiquant_h_params", f"antiquant parameters of shape [{n * d}]")
-            _fail("antiquant_per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
-                  f"when per-tensor mode or expect[{n * d}] when per-channel mode.")
+            _fail(
+                "antiquant_per_tensor",
+                f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
+                f"when per-tensor mode or expect[{n * d}] when per-channel mode.",
+            )
         if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
             return
         if len(shape) in (2, 3, 4):
-            _fail("antiquant_per_channel", f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
-                  f"[2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode.")
-        _fail("antiquant_rank", f"The layout[{len(shape)}] does not match the dimension of antiquant, when "
-              "per_channel mode, it should be 2, 3 or 4.")
+            _fail(
+                "antiquant_per_channel",
+                f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
+                f"[2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode.",
+            )
+        _fail(
+            "antiquant_rank",
+            f"The layout[{len(shape)}] does not match the dimension of antiquant, when "
+            "per_channel mode, it should be 2, 3 or 4.",
+        )
 
     def _block_table(self):
         """ProcessBlockTable."""
@@ -424,18 +529,30 @@ class _Tiling:
             return
         table, bs = self.a.blocktable, self.block_size
         if table.shape[0] != self.batch:
-            _fail("pa_table_batch", f"The first dimension of blockTable is {table.shape[0]}, and it should be equal "
-                  f"to batch[{self.batch}].")
+            _fail(
+                "pa_table_batch",
+                f"The first dimension of blockTable is {table.shape[0]}, and it should be equal "
+                f"to batch[{self.batch}].",
+            )
         most = -(-self.max_actual // bs)
         if table.shape[1] < most:
-            _fail("pa_table_blocks_short", f"The second dimension of blockTable is {table.shape[1]}, and it should be "
-                  f"greater than or equal to maxBlockNumPerSeq[{most}].")
+            _fail(
+                "pa_table_blocks_short",
+                f"The second dimension of blockTable is {table.shape[1]}, and it should be "
+                f"greater than or equal to maxBlockNumPerSeq[{most}].",
+            )
         if self.k0.ndim == 3 and self.kv_heads * self.d > COPY_STRIDE_LIMIT:
-            _fail("pa_nd_stride", f"When input kvcache layout is BSH, the N * D of kvcache is {self.kv_heads * self.d}, "
-                  f"exceeds the maximum limit ({COPY_STRIDE_LIMIT}) of the datacopy instruction.")
+            _fail(
+                "pa_nd_stride",
+                f"When input kvcache layout is BSH, the N * D of kvcache is {self.kv_heads * self.d}, "
+                f"exceeds the maximum limit ({COPY_STRIDE_LIMIT}) of the datacopy instruction.",
+            )
         if self.k0.shape[0] < self.need_blocks:
-            _fail("pa_blocks", f"blockNum[{self.k0.shape[0]}] cannot be less than the sum of blocks in each batch "
-                  f"calculated based on actualSeqLenKv and blockSize[{self.need_blocks}]")
+            _fail(
+                "pa_blocks",
+                f"blockNum[{self.k0.shape[0]}] cannot be less than the sum of blocks in each batch "
+                f"calculated based on actualSeqLenKv and blockSize[{self.need_blocks}]",
+            )
 
     def _kv_padding(self):
         """ProcessKVPaddingSize / CheckSupportKVLeftPadding."""
@@ -447,8 +564,10 @@ class _Tiling:
             _fail("pa_kv_padding", "When page attention is used, left padding is not supported!")
         self.left_padding = pad.numel != 0 and self.batch_continuous and self.actual_flag
         if pad.numel != 0 and not self.left_padding:
-            self.env.warn("kvPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
-                          "and with actualSeqLengths")
+            self.env.warn(
+                "kvPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
+                "and with actualSeqLengths"
+            )
 
     def _warn_ignored(self):
         """Inputs IFATilingV2 does not read with an INT8 key (ProcessQuant2Dtype is never called)."""
@@ -457,25 +576,40 @@ class _Tiling:
         if a.attentionOut.dtype != I8:
             ignored += [n for n in ("quantScale2", "quantOffset2") if getattr(a, n) is not None]
         if ignored:
-            self.env.warn(f"{', '.join(ignored)} ignored: IFATilingV2 does not read them for an INT8 key on "
-                          "Ascend910_95 (Atlas A2/A3 reject the call)")
+            self.env.warn(
+                f"{', '.join(ignored)} ignored: IFATilingV2 does not read them for an INT8 key on "
+                "Ascend910_95 (Atlas A2/A3 reject the call)"
+            )
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         a = self.a
         s2 = self.s_max
         plan = SimpleNamespace(
-            b=self.batch, s1=self.s_q, s2=s2, d=self.d, value_d=self.d, heads=self.heads, kv_heads=self.kv_heads,
-            layout=self.layout, paged=self.paged, padding=a.kvPaddingSize if self.left_padding else None,
-            has_mask=self.has_mask, has_pse=a.pseShift is not None and a.pseShift.numel > 0,
-            lengths=[self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2)
-                     for b in range(self.batch)],
-            block_size=self.block_size if self.paged else 0, max_blocks=self.max_blocks if self.paged else 0,
-            kv_shape=None)
+            b=self.batch,
+            s1=self.s_q,
+            s2=s2,
+            d=self.d,
+            value_d=self.d,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            layout=self.layout,
+            paged=self.paged,
+            padding=a.kvPaddingSize if self.left_padding else None,
+            has_mask=self.has_mask,
+            has_pse=a.pseShift is not None and a.pseShift.numel > 0,
+            lengths=[
+                self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2) for b in range(self.batch)
+            ],
+            block_size=self.block_size if self.paged else 0,
+            max_blocks=self.max_blocks if self.paged else 0,
+            kv_shape=None,
+        )
         blocks = None
         if self.pfa and self.has_mask:
-            blocks = ifa_regbase.MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse),
-                                            bool(attr_uint32(a.innerPrecise) >> 1 & 1))
+            blocks = ifa_regbase.MaskBlocks(
+                S1_BASE, _s2_base(self.d, plan.has_pse), bool(attr_uint32(a.innerPrecise) >> 1 & 1)
+            )
         elif self.pfa:
             self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed
@@ -490,13 +624,19 @@ class _Tiling:
         """The core split (FlashAttentionCubeSplitBNSeq) counts min(rows, keys) rows per batch
         (FixParamWithRowInvalid with the tokens 0); with no batch short of keys it covers every
         s1 block the kernel walks. Rows are S·G when SetfaRunFlag merges G and S (CheckPFAMerge)."""
-        merged = (self.group * self.s_q <= PFA_MERGE_GS and not self.paged and self.layout != "BNSD_BSND"
-                  and self.a.attentionOut.dtype != I8 and self.a.pseShift is None)
+        merged = (
+            self.group * self.s_q <= PFA_MERGE_GS
+            and not self.paged
+            and self.layout != "BNSD_BSND"
+            and self.a.attentionOut.dtype != I8
+            and self.a.pseShift is None
+        )
         rows = self.s_q * (self.group if merged else 1)
         short = [b for b, n in enumerate(lengths) if n < rows]
         if short:
-            UNESTABLISHED.refuse("soc_antiquant_short_kv", f"batch {short[0]} has {lengths[short[0]]} keys for "
-                                 f"{rows} query rows")
+            UNESTABLISHED.refuse(
+                "soc_antiquant_short_kv", f"batch {short[0]} has {lengths[short[0]]} keys for {rows} query rows"
+            )
 
 
 def _s2_base(d: int, pse: bool) -> int:
@@ -507,13 +647,14 @@ def _s2_base(d: int, pse: bool) -> int:
 
 def _run(a, p, listed, blocks=None):
     from .incre_flash_attention import _rows
+
     view = SimpleNamespace(key=a.key.items[0], value=a.value.items[0])
     keys, values = _listed_caches(a, p) if listed else ifa_regbase._caches(a, view, p)
     dtype = a.query.np_dtype
     key_params, value_params = _params(a, p, dtype)
     caches = (_dequantised(keys, *key_params, dtype), _dequantised(values, *value_params, dtype))
     mask = None
-    if p.has_mask and p.s1 == 1:       # row b at b x its last dim (attenMaskSize_), as the A2/A3 kernels read it
+    if p.has_mask and p.s1 == 1:  # row b at b x its last dim (attenMaskSize_), as the A2/A3 kernels read it
         starts, lengths = ifa_regbase._windows(a, p)
         width = max([s + n for s, n in zip(starts, lengths)] + [0])
         mask = _rows(a.attenMask, "attenMask", p.b, width)[:, None]
@@ -523,19 +664,21 @@ def _run(a, p, listed, blocks=None):
 def _listed_caches(a, p):
     """One tensor per batch ([1, ...] in the layout)."""
     base = p.layout.split("_")[0]
-    keys = [to_bnsd(t.read(f"key[{i}]"), base, p.kv_heads)[0] for i, t in enumerate(a.key.items[:p.b])]
-    values = [to_bnsd(t.read(f"value[{i}]"), base, p.kv_heads)[0] for i, t in enumerate(a.value.items[:p.b])]
-    return (lambda b, s, n: keys[b][:, s:s + n]), (lambda b, s, n: values[b][:, s:s + n])
+    keys = [to_bnsd(t.read(f"key[{i}]"), base, p.kv_heads)[0] for i, t in enumerate(a.key.items[: p.b])]
+    values = [to_bnsd(t.read(f"value[{i}]"), base, p.kv_heads)[0] for i, t in enumerate(a.value.items[: p.b])]
+    return (lambda b, s, n: keys[b][:, s : s + n]), (lambda b, s, n: values[b][:, s : s + n])
 
 
 def _params(a, p, dtype):
     """((scale, offset) of the key, of the value): scalars per tensor, [N2, 1, D] per channel."""
+
     def pair(t):
         v = t.read().astype(dtype)
         if v.ndim == 1:
             return v[0], v[1]
         v = v.reshape(2, p.kv_heads, 1, p.d)
         return v[0], v[1]
+
     scale = pair(a.antiquantScale)
     offset = pair(a.antiquantOffset) if a.antiquantOffset is not None else (None, None)
     return (scale[0], offset[0]), (scale[1], offset[1])

@@ -15,9 +15,10 @@ and the checks on the way are:
     and the call fails there whatever else it passes. The kernel (incre_flash_attention_preload_dd.h)
     is never reached through V4.
 """
+
 from ...dtypes import DataType
 
-NZ_BLOCK = 32                  # int8 elements of one 32-byte NZ fractal row
+NZ_BLOCK = 32  # int8 elements of one 32-byte NZ fractal row
 
 
 def pse_failure() -> tuple[str, str]:
@@ -30,17 +31,29 @@ def failure(a, antiquant: bool, d: int) -> tuple[str, str]:
     key, value = a.key.items[0], a.value.items[0]
     if not antiquant:
         return "kv_nz.antiquant", "IFA GQA with KV NZ only support antiquant!"
-    for name, dtype, want in (("query", a.query.dtype, bf16), ("key", key.dtype, i8), ("value", value.dtype, i8),
-                              ("attenOut", a.attentionOut.dtype, bf16)):
+    for name, dtype, want in (
+        ("query", a.query.dtype, bf16),
+        ("key", key.dtype, i8),
+        ("value", value.dtype, i8),
+        ("attenOut", a.attentionOut.dtype, bf16),
+    ):
         if dtype != want:
-            return (f"kv_nz.{name}_dtype", f"In IFA GQA with KV NZ antiquant, {name} type should be {want.short}, but "
-                    f"now it's {dtype.short}!")
+            return (
+                f"kv_nz.{name}_dtype",
+                f"In IFA GQA with KV NZ antiquant, {name} type should be {want.short}, but now it's {dtype.short}!",
+            )
     for label, t in (("K", key), ("V", value)):
         if 0 in t.shape:
             return "kv_nz.zero_dim", f"The shape of {label}{list(t.shape)} should not have 0 dim in GQA with KV NZ!"
     for label, t in (("K", key), ("V", value)):
         if t.shape[2] != d // NZ_BLOCK or t.shape[4] != NZ_BLOCK:
-            return ("kv_nz.shape", f"The shape of {label}{list(t.shape)} should be [{t.shape[0]}, {t.shape[1]}, "
-                    f"{d // NZ_BLOCK}, {t.shape[3]}, {NZ_BLOCK}] in GQA with KV NZ!")
-    return ("kv_nz.antiquant_scale", "In IFA GQA with KV NZ antiquant, the key/value's dequant scale desc should not "
-            "be null! (keyAntiquantScale/valueAntiquantScale are not IncreFlashAttention inputs)")
+            return (
+                "kv_nz.shape",
+                f"The shape of {label}{list(t.shape)} should be [{t.shape[0]}, {t.shape[1]}, "
+                f"{d // NZ_BLOCK}, {t.shape[3]}, {NZ_BLOCK}] in GQA with KV NZ!",
+            )
+    return (
+        "kv_nz.antiquant_scale",
+        "In IFA GQA with KV NZ antiquant, the key/value's dequant scale desc should not "
+        "be null! (keyAntiquantScale/valueAntiquantScale are not IncreFlashAttention inputs)",
+    )

@@ -22,6 +22,7 @@ Routing in 8.5.0-beta.1:
 The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; their code is 561002
 here (`_generated_codes`). Differences: docs/divergences/incre_flash_attention.md.
 """
+
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -41,12 +42,12 @@ from . import pfa_regbase
 from . import prompt_flash_attention as pfa_op
 
 F16, I8, I64 = DataType.ACL_FLOAT16, DataType.ACL_INT8, DataType.ACL_INT64
-TOKENS_MAX = 2147483647                 # PFAConvertContext tokenDefault
+TOKENS_MAX = 2147483647  # PFAConvertContext tokenDefault
 MAX_HEADS, MAX_GROUP = 256, 64
-PA_BLOCK_MAX, PA_BLOCK_PFA = 512, 128   # BLOCK_SIZE_MAX, BLOCK_SIZE_BASE
-PA_BLOCK_IFA = 32 // 2                  # ifaBlockSizeBase (32 bytes) / the fp16/bf16 element size; also the
-                                        # NZ cache's D0 (BYTE_BLOCK / the element size)
-PA_MAX_H = 65535                        # HLIMIT: a (blocks, blockSize, H) cache's H
+PA_BLOCK_MAX, PA_BLOCK_PFA = 512, 128  # BLOCK_SIZE_MAX, BLOCK_SIZE_BASE
+PA_BLOCK_IFA = 32 // 2  # ifaBlockSizeBase (32 bytes) / the fp16/bf16 element size; also the
+# NZ cache's D0 (BYTE_BLOCK / the element size)
+PA_MAX_H = 65535  # HLIMIT: a (blocks, blockSize, H) cache's H
 
 
 def on_regbase(env) -> bool:
@@ -85,17 +86,27 @@ def check_quant2(scale, offset, n, d, fail):
         fail("quant2_empty", "quant_scale2 is empty tensor in post quant scenario.")
     if offset is not None:
         if offset.ndim != scale.ndim:
-            fail("quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim "
-                 f"num({offset.ndim}).")
+            fail(
+                "quant2_offset_rank",
+                f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim num({offset.ndim}).",
+            )
         if offset.numel != scale.numel:
-            fail("quant2_offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
-                 f"quant_offset2 dimension multiply result({offset.numel}).")
+            fail(
+                "quant2_offset_size",
+                f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
+                f"quant_offset2 dimension multiply result({offset.numel}).",
+            )
     if scale.ndim == 1 and scale.numel != 1:
-        fail("quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
-             f"[{scale.numel}]")
+        fail(
+            "quant2_per_tensor",
+            f"for post quant per-tensor, quant scale/offset only support [1], now is [{scale.numel}]",
+        )
     if scale.ndim != 1 and scale.numel != n * d:
-        fail("quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result only "
-             f"support qN * vD({n} * {d} = {n * d}), now is ({scale.numel}).")
+        fail(
+            "quant2_per_channel",
+            f"for post quant per-channel, quant scale/offset dim multiply result only "
+            f"support qN * vD({n} * {d} = {n * d}), now is ({scale.numel}).",
+        )
 
 
 def tiling(a, env):
@@ -110,19 +121,29 @@ class _Tiling:
         self.paged = a.blocktable is not None
         self.heads, self.kv_attr = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
         self.kv_heads = self.kv_attr or self.heads
-        self.lengths = a.actualSeqLengths if a.actualSeqLengths else None     # enableActSeqLenKV
+        self.lengths = a.actualSeqLengths if a.actualSeqLengths else None  # enableActSeqLenKV
         # The arguments as PFAConvertContext hands them on, named as the shared PFA checks read them.
         self.view = SimpleNamespace(
-            query=a.query, key=a.key.items[0], value=a.value.items[0], attentionOut=a.attentionOut,
-            attenMask=a.attenMask, inputLayout="BSH" if a.inputLayout is None else a.inputLayout,
-            numHeads=self.heads, numKeyValueHeads=self.kv_attr, actualSeqLengths=None,
-            actualSeqLengthsKv=a.actualSeqLengths, sparseMode=0, preTokens=TOKENS_MAX, nextTokens=TOKENS_MAX)
+            query=a.query,
+            key=a.key.items[0],
+            value=a.value.items[0],
+            attentionOut=a.attentionOut,
+            attenMask=a.attenMask,
+            inputLayout="BSH" if a.inputLayout is None else a.inputLayout,
+            numHeads=self.heads,
+            numKeyValueHeads=self.kv_attr,
+            actualSeqLengths=None,
+            actualSeqLengthsKv=a.actualSeqLengths,
+            sparseMode=0,
+            preTokens=TOKENS_MAX,
+            nextTokens=TOKENS_MAX,
+        )
 
     def run(self):
         a, v = self.a, self.view
-        if a.query.is_empty:                                    # CheckTensorInvalid
+        if a.query.is_empty:  # CheckTensorInvalid
             _fail("regbase.query_empty", "Query input is empty and output is not empty!")
-        if v.key.is_empty or v.value.is_empty:                  # CheckEmptyTensor: zeros, nothing checked
+        if v.key.is_empty or v.value.is_empty:  # CheckEmptyTensor: zeros, nothing checked
             out = a.attentionOut
             return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
         self._single_attributes()
@@ -133,22 +154,22 @@ class _Tiling:
     # -- CheckSingleAttribute ------------------------------------------------------------------
     def _single_attributes(self):
         v = self.view
-        pfa_regbase.check_layout(v)                             # CheckIO
+        pfa_regbase.check_layout(v)  # CheckIO
         self.b, self.n, self.s1, self.d = pfa_regbase.shape_info(v, v.query, "query")
         self.value_d = self._pa_value_d() if self.paged else pfa_regbase.shape_info(v, v.value, "value")[3]
         self.mla = self.d == pfa_regbase.MLA_D and self.value_d == pfa_regbase.MLA_DV
         pfa_regbase.check_query_out(v, self.mla)
-        pfa_regbase.check_kv(v, self.mla, paged=self.paged)     # CheckKV
-        self._heads()                                           # CheckQueryAndKey
+        pfa_regbase.check_kv(v, self.mla, paged=self.paged)  # CheckKV
+        self._heads()  # CheckQueryAndKey
         if not self.paged:
             pfa_regbase.check_query_and_key(v)
             self.s2 = pfa_regbase.shape_info(v, v.key, "key")[2]
-        self._post_quant()                                      # CheckQuant
-        self._actual_lengths()                                  # CheckActSeqLen
+        self._post_quant()  # CheckQuant
+        self._actual_lengths()  # CheckActSeqLen
         if self.paged:
-            self._page_attention()                              # CheckPATypeAndShape
-        self._pse()                                             # CheckPseShiftTypeAndShape
-        precise = self.a.innerPrecise                           # CheckInnerPrecise (int64)
+            self._page_attention()  # CheckPATypeAndShape
+        self._pse()  # CheckPseShiftTypeAndShape
+        precise = self.a.innerPrecise  # CheckInnerPrecise (int64)
         if not 0 <= precise < 4:
             _fail("regbase.inner_precise", f"innerPrecise [{precise}] should be 0,1,2,3, please check.")
 
@@ -168,18 +189,25 @@ class _Tiling:
         found = (n_q, self.kv_heads, self.kv_heads)
         if layout in ("BNSD", "BNSD_BSND", "BSND") and not self.paged:
             if not v.query.ndim == v.key.ndim == v.value.ndim == 4:
-                _fail("regbase.heads_rank", f"input dim of q({v.query.ndim}), k({v.key.ndim}), v({v.value.ndim}) must "
-                      "be 4 for BNSD or BSND format!")
+                _fail(
+                    "regbase.heads_rank",
+                    f"input dim of q({v.query.ndim}), k({v.key.ndim}), v({v.value.ndim}) must "
+                    "be 4 for BNSD or BSND format!",
+                )
             axis = 2 if layout == "BSND" else 1
             found = tuple(t.shape[axis] for t in (v.query, v.key, v.value))
         if n_q > MAX_HEADS:
             _fail("regbase.heads_max", f"numHeads({n_q}) should not be more than 256!")
         if found[0] != n_q:
-            _fail("regbase.query_heads", f"numHeads({found[0]}) in query shape must be equal to numHeads({n_q}) in attr!")
+            _fail(
+                "regbase.query_heads", f"numHeads({found[0]}) in query shape must be equal to numHeads({n_q}) in attr!"
+            )
         for name, heads in (("key", found[1]), ("value", found[2])):
             if heads != self.kv_heads:
-                _fail(f"regbase.{name}_heads", f"numHeads({heads}) in {name} shape do not match "
-                      f"numKeyValueHeads({self.kv_heads}) in attr!")
+                _fail(
+                    f"regbase.{name}_heads",
+                    f"numHeads({heads}) in {name} shape do not match numKeyValueHeads({self.kv_heads}) in attr!",
+                )
         if n_kv and n_q % n_kv:
             _fail("regbase.heads_divisible", f"numHeads({n_q}) must be divisible by numKeyValueHeads({n_kv})!")
         if n_kv and n_q // n_kv > MAX_GROUP:
@@ -191,10 +219,14 @@ class _Tiling:
         if a.attentionOut.dtype != I8:
             return
         if a.query.dtype == F16 and any(t is not None for t in (a.dequantScale1, a.quantScale1, a.dequantScale2)):
-            _fail("regbase.quant_scales", "When input dtype is fp16 and postQuant is enable, dequantScale1, "
-                  "quantScale1 and dequantScale2 should be null.")
-        check_quant2(a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(
-            f"regbase.{rule}", message))
+            _fail(
+                "regbase.quant_scales",
+                "When input dtype is fp16 and postQuant is enable, dequantScale1, "
+                "quantScale1 and dequantScale2 should be null.",
+            )
+        check_quant2(
+            a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(f"regbase.{rule}", message)
+        )
 
     def _actual_lengths(self):
         """CheckActSeqLen for the key/value lengths (1 value, or at least B; in [0, S2] without PA)."""
@@ -202,14 +234,18 @@ class _Tiling:
         if lengths is None:
             return
         if 1 < len(lengths) < self.b:
-            _fail("regbase.actual_seq_len", f"Dim({len(lengths)}) of actSeqLen kv must equal to 1 or greater than or "
-                  f"equal to batch size({self.b})!")
+            _fail(
+                "regbase.actual_seq_len",
+                f"Dim({len(lengths)}) of actSeqLen kv must equal to 1 or greater than or "
+                f"equal to batch size({self.b})!",
+            )
         if self.paged:
             return
-        for i, value in enumerate(lengths[:self.b]):
+        for i, value in enumerate(lengths[: self.b]):
             if not 0 <= value <= self.s2:
-                _fail("regbase.actual_seq_range", f"Actual_seq_lengths_kv[{i}]({value}) must be in range[0, "
-                      f"{self.s2}]!")
+                _fail(
+                    "regbase.actual_seq_range", f"Actual_seq_lengths_kv[{i}]({value}) must be in range[0, {self.s2}]!"
+                )
 
     def _page_attention(self):
         """CheckPATypeAndShape and CheckBlockTableShape; S2 becomes maxBlockNumPerBatch * blockSize."""
@@ -220,42 +256,69 @@ class _Tiling:
         if table.numel == 0:
             _fail("regbase.pa_table_empty", f"blockTable each dim can't be 0, blockTable Shape {list(table.shape)}.")
         bs = attr_int32(a.blockSize)
-        base = PA_BLOCK_IFA if self.s1 == 1 else PA_BLOCK_PFA     # enableIFA: a one-row query
+        base = PA_BLOCK_IFA if self.s1 == 1 else PA_BLOCK_PFA  # enableIFA: a one-row query
         if bs % base or not base <= bs <= PA_BLOCK_MAX:
-            _fail("regbase.pa_block_size", f"block size({bs}) should be a multiple of {base}, and should be in range "
-                  f"of [{base}, {PA_BLOCK_MAX}] when PA enable")
-        per_batch = [int((self._length(i) + bs - 1) / bs) for i in range(self.b)]       # C division
+            _fail(
+                "regbase.pa_block_size",
+                f"block size({bs}) should be a multiple of {base}, and should be in range "
+                f"of [{base}, {PA_BLOCK_MAX}] when PA enable",
+            )
+        per_batch = [int((self._length(i) + bs - 1) / bs) for i in range(self.b)]  # C division
         valid, most = sum(per_batch), max(per_batch + [0])
         k, val = v.key.shape, v.value.shape
         rank = len(k)
-        mla_dims = {3: (2,), 4: (3,), 5: (2, 4)}.get(rank, ()) if self.mla else ()   # Dv may differ
-        if any(shape_dim(k, i) != shape_dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims):
-            _fail("regbase.pa_kv_shape", f"the dim num of key and value are inconsistent when PA enable. key shape "
-                  f"{list(k)}, value shape {list(val)}.")
+        mla_dims = {3: (2,), 4: (3,), 5: (2, 4)}.get(rank, ()) if self.mla else ()  # Dv may differ
+        if any(
+            shape_dim(k, i) != shape_dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims
+        ):
+            _fail(
+                "regbase.pa_kv_shape",
+                f"the dim num of key and value are inconsistent when PA enable. key shape "
+                f"{list(k)}, value shape {list(val)}.",
+            )
         ranks = (3, 4, 5) if v.inputLayout in ("BNSD", "BNSD_BSND") else (3, 5)
         if rank not in ranks:
-            _fail("regbase.pa_kv_rank", f"the layout of query is {v.inputLayout}, key and value rank should be "
-                  f"{' or '.join(map(str, ranks))} when PA enable, now key shape {list(k)}.")
+            _fail(
+                "regbase.pa_kv_rank",
+                f"the layout of query is {v.inputLayout}, key and value rank should be "
+                f"{' or '.join(map(str, ranks))} when PA enable, now key shape {list(k)}.",
+            )
         ratio, h = self.heads // self.kv_heads, self.n * self.d
         if rank == 3 and (k[0] < valid or k[1] != bs or k[2] * ratio != h):
-            _fail("regbase.pa_cache_bsh", f"the shape of key {list(k)} is wrong, which should be [>={valid}, {bs}, "
-                  f"{h // ratio}] when PA BnBsH enable")
+            _fail(
+                "regbase.pa_cache_bsh",
+                f"the shape of key {list(k)} is wrong, which should be [>={valid}, {bs}, "
+                f"{h // ratio}] when PA BnBsH enable",
+            )
         if rank == 3 and k[2] > PA_MAX_H:
-            _fail("regbase.pa_cache_h", f"layout of key/value is BSH, the key h({k[2]}) should not > 65535 when PA "
-                  "enable")
+            _fail(
+                "regbase.pa_cache_h", f"layout of key/value is BSH, the key h({k[2]}) should not > 65535 when PA enable"
+            )
         if rank == 4 and (k[0] < valid or k[1] * ratio != self.n or k[2] != bs or k[3] != self.d):
-            _fail("regbase.pa_cache_bnsd", f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
-                  f"{self.n // ratio}, {bs}, {self.d}] when PA BnNBsD enable!")
-        if rank == 5 and (k[0] < valid or k[1] * ratio != self.n or k[3] != bs or k[2] * k[4] != self.d
-                          or k[4] != PA_BLOCK_IFA):
-            _fail("regbase.pa_cache_nz", f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
-                  f"{self.n // ratio}, {self.d // PA_BLOCK_IFA}, {bs}, {PA_BLOCK_IFA}] when PA NZ enable!")
+            _fail(
+                "regbase.pa_cache_bnsd",
+                f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
+                f"{self.n // ratio}, {bs}, {self.d}] when PA BnNBsD enable!",
+            )
+        if rank == 5 and (
+            k[0] < valid or k[1] * ratio != self.n or k[3] != bs or k[2] * k[4] != self.d or k[4] != PA_BLOCK_IFA
+        ):
+            _fail(
+                "regbase.pa_cache_nz",
+                f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
+                f"{self.n // ratio}, {self.d // PA_BLOCK_IFA}, {bs}, {PA_BLOCK_IFA}] when PA NZ enable!",
+            )
         if table.ndim != 2:
-            _fail("regbase.pa_table_rank", f"the dim of block table must be 2 when PA enable! blockTable dims "
-                  f"[{table.ndim}], Shape {list(table.shape)}.")
+            _fail(
+                "regbase.pa_table_rank",
+                f"the dim of block table must be 2 when PA enable! blockTable dims "
+                f"[{table.ndim}], Shape {list(table.shape)}.",
+            )
         if table.shape[0] != self.b or table.shape[1] < most:
-            _fail("regbase.pa_table_shape", f"block table shape should be [{self.b}, >={most}], now is "
-                  f"{list(table.shape)} when PA enable!")
+            _fail(
+                "regbase.pa_table_shape",
+                f"block table shape should be [{self.b}, >={most}], now is {list(table.shape)} when PA enable!",
+            )
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
 
     def _length(self, b: int) -> int:
@@ -272,18 +335,21 @@ class _Tiling:
             _fail("regbase.pse_rank", f"pse shift shape must be 4 dimension, rather than {pse.ndim} dimension")
         b, n, s1, s2 = pse.shape
         if b not in (1, self.b) or n != self.n or s1 < self.s1 or s2 < self.s2:
-            _fail("regbase.pse_shape", f"pse shift shape must be [1 or {self.b}, {self.n}, >={self.s1}, >={self.s2}], "
-                  f"but now it is {list(pse.shape)}, the layout is {self.view.inputLayout}")
+            _fail(
+                "regbase.pse_shape",
+                f"pse shift shape must be [1 or {self.b}, {self.n}, >={self.s1}, >={self.s2}], "
+                f"but now it is {list(pse.shape)}, the layout is {self.view.inputLayout}",
+            )
 
     # -- CheckCrossoverAttribute -----------------------------------------------------------------
     def _crossover(self):
-        if self.paged:                                          # CheckPACrossover
-            for i, value in enumerate(self.lengths[:self.b]):
+        if self.paged:  # CheckPACrossover
+            for i, value in enumerate(self.lengths[: self.b]):
                 if value < 0:
                     _fail("regbase.pa_actual_negative", f"Actual_seq_lengths_kv[{i}]({value}) must >= 0")
         mask = self.a.attenMask
         self.has_mask = mask is not None and mask.numel != 0
-        if not self.has_mask:                                   # CheckMaskShapeCrossSparse
+        if not self.has_mask:  # CheckMaskShapeCrossSparse
             return
         if self.s1 == 1:
             pfa_regbase.check_ifa_mask(self.view, self.b, self.s2)
@@ -293,36 +359,57 @@ class _Tiling:
             _fail("regbase.mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
         batch = 1 if len(shape) == 2 else shape[0]
         if shape[-2] < self.s1 or shape[-1] < self.s2 or batch not in (1, self.b):
-            _fail("regbase.mask_shape", f"attenMask batch({batch}) must be 1 or {self.b}, attenMask Q_S({shape[-2]}) "
-                  f"must be larger than or equal to sQ({self.s1}),attenMask KV_S({shape[-1]}) must be larger than or "
-                  f"equal to sK({self.s2}), please check")
+            _fail(
+                "regbase.mask_shape",
+                f"attenMask batch({batch}) must be 1 or {self.b}, attenMask Q_S({shape[-2]}) "
+                f"must be larger than or equal to sQ({self.s1}),attenMask KV_S({shape[-1]}) must be larger than or "
+                f"equal to sK({self.s2}), please check",
+            )
 
     def _warn_ignored(self):
         """Inputs the A2/A3 tiling rejects but PromptFlashAttentionTilingV2 never reads."""
         a = self.a
         ignored = [name for name in ("antiquantScale", "antiquantOffset") if getattr(a, name) is not None]
         if a.attentionOut.dtype != I8:
-            ignored += [name for name in ("dequantScale1", "quantScale1", "dequantScale2", "quantScale2",
-                                          "quantOffset2") if getattr(a, name) is not None]
+            ignored += [
+                name
+                for name in ("dequantScale1", "quantScale1", "dequantScale2", "quantScale2", "quantOffset2")
+                if getattr(a, name) is not None
+            ]
         if ignored:
-            self.env.warn(f"{', '.join(ignored)} ignored: on Ascend910_95 a FLOAT16/BF16 key runs "
-                          "PromptFlashAttentionTilingV2, which does not read them (Atlas A2/A3 reject the call)")
+            self.env.warn(
+                f"{', '.join(ignored)} ignored: on Ascend910_95 a FLOAT16/BF16 key runs "
+                "PromptFlashAttentionTilingV2, which does not read them (Atlas A2/A3 reject the call)"
+            )
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         v = self.view
         padding = self.a.kvPaddingSize
         if padding is not None and self.paged:
-            self.env.warn("kvPaddingSize with page attention: how the arch35 kernels combine them is not established "
-                          "in the source (the dense-cache offset, infer_flash_attention_kvcache.h, does not apply to "
-                          "blocks); the padding is ignored here")
+            self.env.warn(
+                "kvPaddingSize with page attention: how the arch35 kernels combine them is not established "
+                "in the source (the dense-cache offset, infer_flash_attention_kvcache.h, does not apply to "
+                "blocks); the padding is ignored here"
+            )
             padding = None
-        plan = SimpleNamespace(b=self.b, s1=self.s1, s2=self.s2, d=self.d, value_d=self.value_d, heads=self.heads,
-                               kv_heads=self.kv_heads,
-                               layout=v.inputLayout, paged=self.paged, padding=padding, has_mask=self.has_mask,
-                               has_pse=self.has_pse, lengths=[self._length(b) if self.lengths else self.s2
-                                                              for b in range(self.b)],
-                               block_size=getattr(self, "block_size", 0), max_blocks=getattr(self, "max_blocks", 0))
+        plan = SimpleNamespace(
+            b=self.b,
+            s1=self.s1,
+            s2=self.s2,
+            d=self.d,
+            value_d=self.value_d,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            layout=v.inputLayout,
+            paged=self.paged,
+            padding=padding,
+            has_mask=self.has_mask,
+            has_pse=self.has_pse,
+            lengths=[self._length(b) if self.lengths else self.s2 for b in range(self.b)],
+            block_size=getattr(self, "block_size", 0),
+            max_blocks=getattr(self, "max_blocks", 0),
+        )
         plan.kv_shape = None
         if v.inputLayout == "BSH" and not self.paged and v.key.shape[2] != self.kv_heads * self.d:
             # GetAndCheckShape takes the key's D as H / numKeyValueHeads: a remainder passes.
@@ -350,23 +437,37 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     for b in range(p.b):
         start, length = starts[b], lengths[b]
         k, v = keys(b, start, length), values(b, start, length)
-        batch_mask = None if mask is None else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, :,
-                                                             start:start + length])
+        batch_mask = (
+            None if mask is None else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, :, start : start + length])
+        )
         batch_pse = None
         if pse is not None:
             rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
             batch_pse = PseSource(rows, 0, *rows.shape[2:])
         if blocks is not None:
-            _blockwise(a, q[b:b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b:b + 1])
+            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1])
             continue
         bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
-        out[b:b + 1] = pfa.prompt_flash_attention(
-            q[b:b + 1], k[None], v[None], scale=a.scaleValue, bands=bands, act_q=[p.s1], act_kv=[length],
-            mask=batch_mask, out_quant=out_quant, precision=pfa.REGBASE, pse=batch_pse)
+        out[b : b + 1] = pfa.prompt_flash_attention(
+            q[b : b + 1],
+            k[None],
+            v[None],
+            scale=a.scaleValue,
+            bands=bands,
+            act_q=[p.s1],
+            act_kv=[length],
+            mask=batch_mask,
+            out_quant=out_quant,
+            precision=pfa.REGBASE,
+            pse=batch_pse,
+        )
     flat = pfa_op._from_bnsd(out, p.layout).reshape(-1)
-    if flat.size != out_t.numel:          # MLA (query D 192, value D 128) with an output of the query's D
-        sanitizer.report("out-of-bounds", f"aclnnIncreFlashAttentionV4: the kernel writes {flat.size} elements (value "
-                         f"D {p.value_d}) into attentionOut {list(out_t.shape)}; the rest keeps its contents here")
+    if flat.size != out_t.numel:  # MLA (query D 192, value D 128) with an output of the query's D
+        sanitizer.report(
+            "out-of-bounds",
+            f"aclnnIncreFlashAttentionV4: the kernel writes {flat.size} elements (value "
+            f"D {p.value_d}) into attentionOut {list(out_t.shape)}; the rest keeps its contents here",
+        )
         view = np.array(out_t.read("attentionOut")).reshape(-1)
         count = min(view.size, flat.size)
         view[:count] = flat[:count]
@@ -381,6 +482,7 @@ class MaskBlocks:
     s1 block of ``s1`` rows at ``off`` takes the keys [off // s2 * s2, off + its rows) with no
     elementwise band, only the user's mask. ``row_invalid`` (innerPrecise 2/3, RowInvalid): a row
     whose every key is masked (running max -FLT_MAX) is zero before any post-quantisation."""
+
     s1: int
     s2: int
     row_invalid: bool
@@ -397,16 +499,25 @@ def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
     for off in range(0, rows_total, blocks.s1):
         rows = min(blocks.s1, rows_total - off)
         k0, k1 = blocks.keys(off, rows)
-        block_mask = mask.values[:, off:off + rows, k0:k1]
+        block_mask = mask.values[:, off : off + rows, k0:k1]
         o = pfa.prompt_flash_attention(
-            q[:, :, off:off + rows], k[None, :, k0:k1], v[None, :, k0:k1], scale=a.scaleValue,
-            bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)], act_q=[rows], act_kv=[k1 - k0],
-            mask=pfa.Mask(block_mask), out_quant=out_quant, precision=pfa.REGBASE, kv_block=blocks.s2,
-            pse=None if pse is None else PseSource(pse.pse[:, :, off:off + rows, k0:k1], 0, rows, k1 - k0))
+            q[:, :, off : off + rows],
+            k[None, :, k0:k1],
+            v[None, :, k0:k1],
+            scale=a.scaleValue,
+            bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)],
+            act_q=[rows],
+            act_kv=[k1 - k0],
+            mask=pfa.Mask(block_mask),
+            out_quant=out_quant,
+            precision=pfa.REGBASE,
+            kv_block=blocks.s2,
+            pse=None if pse is None else PseSource(pse.pse[:, :, off : off + rows, k0:k1], 0, rows, k1 - k0),
+        )
         if blocks.row_invalid:
             dead = (block_mask != 0).all(axis=2)[0]
             o[:, :, dead] = _zero_row(out_quant, o.shape[1], o.shape[3], o.dtype)[:, :, None]
-        out[:, :, off:off + rows] = o
+        out[:, :, off : off + rows] = o
 
 
 def _zero_row(out_quant, heads, width, dtype):
@@ -414,8 +525,12 @@ def _zero_row(out_quant, heads, width, dtype):
     zero = np.zeros((heads, width), np.float32)
     if out_quant is not None:
         for n in range(heads):
-            quantize_(zero[n], out_quant.scale[n % out_quant.scale.shape[0]],
-                      out_quant.offset[n % out_quant.offset.shape[0]], via_fp16=True)
+            quantize_(
+                zero[n],
+                out_quant.scale[n % out_quant.scale.shape[0]],
+                out_quant.offset[n % out_quant.offset.shape[0]],
+                via_fp16=True,
+            )
     return zero.astype(dtype)[None]
 
 
@@ -426,8 +541,10 @@ def _windows(a, p):
         return [0] * p.b, list(p.lengths)
     flat = p.padding.read("kvPaddingSize").reshape(-1)
     if flat.size == 0:
-        sanitizer.report("out-of-bounds", "aclnnIncreFlashAttentionV4: kvPaddingSize is empty; the kernel reads its "
-                         "element 0 (read as 0 here)")
+        sanitizer.report(
+            "out-of-bounds",
+            "aclnnIncreFlashAttentionV4: kvPaddingSize is empty; the kernel reads its element 0 (read as 0 here)",
+        )
     pad = int(flat[0]) if flat.size else 0
     starts, lengths = [], []
     for length in p.lengths:
@@ -435,8 +552,11 @@ def _windows(a, p):
         if start < 0:
             start, length = 0, 0
         elif start + length > p.s2:
-            sanitizer.report("out-of-bounds", f"aclnnIncreFlashAttentionV4: kvPaddingSize {pad} places the tokens "
-                             f"[{start}, {start + length}) past the key's S ({p.s2}); the part outside is not read here")
+            sanitizer.report(
+                "out-of-bounds",
+                f"aclnnIncreFlashAttentionV4: kvPaddingSize {pad} places the tokens "
+                f"[{start}, {start + length}) past the key's S ({p.s2}); the part outside is not read here",
+            )
             length = p.s2 - start
         starts.append(start)
         lengths.append(length)
@@ -448,6 +568,7 @@ def kv_heads_view(key, p, env):
     or H differ from numKeyValueHeads (their strides come from numKeyValueHeads and D alone), or a
     refusal where that reaches past the key (incre_flash_attention.key_view_by_kv_heads)."""
     from .incre_flash_attention import key_view_by_kv_heads
+
     base = p.layout.split("_")[0]
     s = key.shape[2 if base == "BNSD" else 1]
     ends = [s if p.padding is not None else n for n in p.lengths]
@@ -458,24 +579,35 @@ def _caches(a, view, p):
     """Two callables (b, start, length) -> [N2, length, D] of the keys / values."""
     if not p.paged:
         from .incre_flash_attention import kernel_view
+
         base = p.layout.split("_")[0]
         shaped = (lambda x: x) if p.kv_shape is None else (lambda x: kernel_view(x, p.kv_shape))
         layout = base if p.kv_shape is None else ("BNSD" if base == "BNSD" else "BSH")
         k = to_bnsd(shaped(view.key.read("key")), layout, p.kv_heads)
         v = to_bnsd(shaped(view.value.read("value")), layout, p.kv_heads)
-        return (lambda b, s, n: k[b, :, s:s + n]), (lambda b, s, n: v[b, :, s:s + n])
+        return (lambda b, s, n: k[b, :, s : s + n]), (lambda b, s, n: v[b, :, s : s + n])
     from .incre_flash_attention import OP, _paged
-    caches = _paged(a, SimpleNamespace(block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d,
-                                       batch=p.b, max_blocks=p.max_blocks))
+
+    caches = _paged(
+        a,
+        SimpleNamespace(
+            block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d, batch=p.b, max_blocks=p.max_blocks
+        ),
+    )
     caches.prepare(p.lengths)
     if caches.bad_ids:
-        sanitizer.report("out-of-bounds", f"{OP.phase2}: blocktable entries {caches.bad_ids[:8]} (batch, block id) "
-                         "lie outside the key/value cache; their tokens read as zeros here")
+        sanitizer.report(
+            "out-of-bounds",
+            f"{OP.phase2}: blocktable entries {caches.bad_ids[:8]} (batch, block id) "
+            "lie outside the key/value cache; their tokens read as zeros here",
+        )
 
     def gather(cache):
         def tokens(b, start, length):
-            blocks = caches.table[b, :-(-(start + length) // p.block_size)]
+            blocks = caches.table[b, : -(-(start + length) // p.block_size)]
             rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, -1)
-            return rows[:, start:start + length]
+            return rows[:, start : start + length]
+
         return tokens
+
     return gather(caches.key_cache), gather(caches.value_cache)

@@ -47,15 +47,19 @@ def bsh_split(layout_base: str, paged: bool, kv_rank: int) -> bool:
 
 def out_of_batch(outer: int, s_q: int, group: int) -> str:
     """The refusal's detail: why the kernels would read past the batch."""
-    return (f"query S {s_q} with a group of {group} makes the tiling split the query rows {outer} ways "
-            "(SplitUnbalanced); the S = 1 kernels it selects then count their batch index past B and read "
-            "key, value, actualSeqLengths and blocktable past their ends")
+    return (
+        f"query S {s_q} with a group of {group} makes the tiling split the query rows {outer} ways "
+        "(SplitUnbalanced); the S = 1 kernels it selects then count their batch index past B and read "
+        "key, value, actualSeqLengths and blocktable past their ends"
+    )
 
 
 def warning(s_q: int, batch: int, heads: int, d: int) -> str:
     rows = batch * heads
-    return (f"query S is {s_q}: the 8.5 tiling accepts S in [2, 16] (gqaMtpFlag_) but selects the S = 1 decode "
-            f"kernels, which ignore S: they decode the first {rows} rows of D={d} of the flat query as single "
-            f"tokens (row b*N+n against batch b's keys), every batch reads attenMask from its first row, and "
-            f"only the first {rows * d} elements of attentionOut are written; the rest keep their contents. "
-            "This is what the NPU computes; it is not speculative-decoding attention")
+    return (
+        f"query S is {s_q}: the 8.5 tiling accepts S in [2, 16] (gqaMtpFlag_) but selects the S = 1 decode "
+        f"kernels, which ignore S: they decode the first {rows} rows of D={d} of the flat query as single "
+        f"tokens (row b*N+n against batch b's keys), every batch reads attenMask from its first row, and "
+        f"only the first {rows * d} elements of attentionOut are written; the rest keep their contents. "
+        "This is what the NPU computes; it is not speculative-decoding attention"
+    )

@@ -12,6 +12,7 @@ FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase) and runs an
 (ifa_antiquant_95; a query S above 1 there is not emulated). Differences from the doc:
 docs/divergences/incre_flash_attention.md.
 """
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,8 +27,7 @@ from ...runtime import sanitizer
 from . import ifa_kv_nz, ifa_speculative
 from ..gaps import Gaps
 from ..generated import all_outputs_empty, attr_uint32, check_kernel_key, check_required_not_null, shape_dim
-from ..signature import (Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn,
-                         TensorOut)
+from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorListIn, TensorOut
 from . import ifa_antiquant_95, ifa_regbase
 
 # The inputLayout values the tiling accepts (TND needs the MLA rope inputs V4 cannot pass).
@@ -49,64 +49,119 @@ def _attention_out(a):
     return (heads, b, s, q.numel // (b * s * heads)), dtype
 
 
-OP = Op("IncreFlashAttentionV4", "aclnn_incre_flash_attention_v4.h", [
-    TensorIn("query", doc="Q of the decode step (S = 1), laid out as inputLayout says; S in [2, 16] runs the S = 1 "
-                          "kernels, which ignore S, as the NPU does"),
-    TensorListIn("key", doc="K: one tensor [B,...] (or one per batch), or the paged cache [blocks, blockSize, H] / "
-                            "[blocks, N2, blockSize, D] with blocktable"),
-    TensorListIn("value", doc="V, laid out like key"),
-    TensorIn("pseShift", optional=True, doc="position encoding added to the scores [B|1, N, 1, S]"),
-    TensorIn("attenMask", optional=True, doc="mask of keys to drop, nonzero = masked out [B, S] / [B, 1, S] / "
-                                             "[B, 1, 1, S]"),
-    IntArrayIn("actualSeqLengths", optional=True, doc="valid key/value length of each batch (None: key's S, or "
-                                                      "the block table's capacity)"),
-    TensorIn("dequantScale1", optional=True,
-             doc="INT8 query: dequantisation scale after Q·Kᵀ (no kernel takes an INT8 query: pass None)"),
-    TensorIn("quantScale1", optional=True,
-             doc="INT8 query: quantisation scale before P·V (no kernel takes an INT8 query: pass None)"),
-    TensorIn("dequantScale2", optional=True,
-             doc="INT8 query: dequantisation scale after P·V (no kernel takes an INT8 query: pass None)"),
-    TensorIn("quantScale2", optional=True, doc="INT8 attentionOut: quantisation scale, per tensor [1] or per "
-                                               "channel [N*D]"),
-    TensorIn("quantOffset2", optional=True, doc="INT8 attentionOut: quantisation offset, shaped like quantScale2"),
-    TensorIn("antiquantScale", optional=True, doc="INT8 key/value: dequantisation scales (keys, values), per "
-                                                  "tensor [2] or per channel [2, N2, 1, D] / [2, H] / [2, N2, D]"),
-    TensorIn("antiquantOffset", optional=True, doc="INT8 key/value: dequantisation offsets, shaped like "
-                                                   "antiquantScale"),
-    TensorIn("blocktable", optional=True, doc="page attention: cache block of each batch's i-th block "
-                                              "[B, maxBlocksPerSeq]"),
-    TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
-    Int64("numHeads", doc="number of query heads N"),
-    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-    String("inputLayout", default="BSH", values=LAYOUTS,
-           doc="layout of query/key/value (*_NBSD: attentionOut shaped [N, B, S, D], which the kernels "
-               "fill in [B, N, D] order)"),
-    Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
-    Int64("blockSize", default=0, doc="page attention: tokens per cache block (a multiple of 16, of 32 for INT8 "
-                                      "caches; at most 512)"),
-    Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
-    TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
-])
+OP = Op(
+    "IncreFlashAttentionV4",
+    "aclnn_incre_flash_attention_v4.h",
+    [
+        TensorIn(
+            "query",
+            doc="Q of the decode step (S = 1), laid out as inputLayout says; S in [2, 16] runs the S = 1 "
+            "kernels, which ignore S, as the NPU does",
+        ),
+        TensorListIn(
+            "key",
+            doc="K: one tensor [B,...] (or one per batch), or the paged cache [blocks, blockSize, H] / "
+            "[blocks, N2, blockSize, D] with blocktable",
+        ),
+        TensorListIn("value", doc="V, laid out like key"),
+        TensorIn("pseShift", optional=True, doc="position encoding added to the scores [B|1, N, 1, S]"),
+        TensorIn(
+            "attenMask",
+            optional=True,
+            doc="mask of keys to drop, nonzero = masked out [B, S] / [B, 1, S] / [B, 1, 1, S]",
+        ),
+        IntArrayIn(
+            "actualSeqLengths",
+            optional=True,
+            doc="valid key/value length of each batch (None: key's S, or the block table's capacity)",
+        ),
+        TensorIn(
+            "dequantScale1",
+            optional=True,
+            doc="INT8 query: dequantisation scale after Q·Kᵀ (no kernel takes an INT8 query: pass None)",
+        ),
+        TensorIn(
+            "quantScale1",
+            optional=True,
+            doc="INT8 query: quantisation scale before P·V (no kernel takes an INT8 query: pass None)",
+        ),
+        TensorIn(
+            "dequantScale2",
+            optional=True,
+            doc="INT8 query: dequantisation scale after P·V (no kernel takes an INT8 query: pass None)",
+        ),
+        TensorIn(
+            "quantScale2",
+            optional=True,
+            doc="INT8 attentionOut: quantisation scale, per tensor [1] or per channel [N*D]",
+        ),
+        TensorIn("quantOffset2", optional=True, doc="INT8 attentionOut: quantisation offset, shaped like quantScale2"),
+        TensorIn(
+            "antiquantScale",
+            optional=True,
+            doc="INT8 key/value: dequantisation scales (keys, values), per "
+            "tensor [2] or per channel [2, N2, 1, D] / [2, H] / [2, N2, D]",
+        ),
+        TensorIn(
+            "antiquantOffset", optional=True, doc="INT8 key/value: dequantisation offsets, shaped like antiquantScale"
+        ),
+        TensorIn(
+            "blocktable",
+            optional=True,
+            doc="page attention: cache block of each batch's i-th block [B, maxBlocksPerSeq]",
+        ),
+        TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
+        Int64("numHeads", doc="number of query heads N"),
+        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        String(
+            "inputLayout",
+            default="BSH",
+            values=LAYOUTS,
+            doc="layout of query/key/value (*_NBSD: attentionOut shaped [N, B, S, D], which the kernels "
+            "fill in [B, N, D] order)",
+        ),
+        Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
+        Int64(
+            "blockSize",
+            default=0,
+            doc="page attention: tokens per cache block (a multiple of 16, of 32 for INT8 caches; at most 512)",
+        ),
+        Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
+        TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
+    ],
+)
 # Calls the 8.5 tiling passes whose kernels would then read past an input: refused with 561003.
-REFUSED = Gaps(OP, "refused", {
-    "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
-           "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
-           "lengths past their ends",
-    "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
-                "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
-    "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
-                   "tiling checks no such shape): the kernel reads N x D values, past its end",
-})
-INFERRED = Gaps(OP, "inferred", {
-    "out_size": "an attentionOut smaller than B x N x D (the kernel writes B x N x D elements, past its end)",
-}, code=status.ACLNN_ERR_INNER_TILING_ERROR)
+REFUSED = Gaps(
+    OP,
+    "refused",
+    {
+        "mtp": "a query S in [2, 16] whose rows the tiling splits (SplitUnbalanced; about S x G above 256, 128 with "
+        "int8 key/value): the S = 1 kernels then count their batch index past B and read key, value and "
+        "lengths past their ends",
+        "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
+        "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
+        "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
+        "tiling checks no such shape): the kernel reads N x D values, past its end",
+    },
+)
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {"out_size": "an attentionOut smaller than B x N x D (the kernel writes B x N x D elements, past its end)"},
+    code=status.ACLNN_ERR_INNER_TILING_ERROR,
+)
 # The same signature with the key/value lists seen as single tensors: the generated entry point
 # checks and keys each list through its tensors (NnopbaseAppendDynamicTensorsKey).
 _KEYED = Op(OP.name, OP.header, [TensorIn(p.name) if p.kind == "tensor_list" else p for p in OP.params])
 
 F16, BF16, I8, U8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8, DataType.ACL_UINT8
-FP32, BOOL, I32, I64, U64 = DataType.ACL_FLOAT, DataType.ACL_BOOL, DataType.ACL_INT32, DataType.ACL_INT64, \
-    DataType.ACL_UINT64
+FP32, BOOL, I32, I64, U64 = (
+    DataType.ACL_FLOAT,
+    DataType.ACL_BOOL,
+    DataType.ACL_INT32,
+    DataType.ACL_INT64,
+    DataType.ACL_UINT64,
+)
 
 
 def _column(spec: str) -> list:
@@ -116,33 +171,34 @@ def _column(spec: str) -> list:
 
 # incre_flash_attention_def.cpp, the 22 combinations of ascend910b / ascend910_93 (all ND).
 _DEF = {
-    "query":            "hbhhhbhbhhhbhbhhhbbbbb",
-    "key":              "hbhiiihbhiiihbhiiiibib",
-    "value":            "hbhiiihbhiiihbhiiiibib",
-    "pseShift":         "hbhhhbhbhhhbhbhhhbbbbb",
-    "attenMask":        "BBBBBBiiiiiiuuuuuuBBBB",
-    "dequantScale1":    "UUUUUUUUUUUUUUUUUUffff",
-    "quantScale1":      "ffffffffffffffffffffff",
-    "dequantScale2":    "UUUUUUUUUUUUUUUUUUffff",
-    "quantScale2":      "ffffffffffffffffffbbff",
-    "quantOffset2":     "ffffffffffffffffffbbff",
-    "antiquantScale":   "hbhhhbhbhhhbhbhhhbbbbb",
-    "antiquantOffset":  "hbhhhbhbhhhbhbhhhbbbbb",
-    "blocktable":       "IIIIIIIIIIIIIIIIIIIIII",
-    "kvPaddingSize":    "LLLLLLLLLLLLLLLLLLLLLL",
-    "attentionOut":     "hbihibhbihibhbihibiiii",
+    "query": "hbhhhbhbhhhbhbhhhbbbbb",
+    "key": "hbhiiihbhiiihbhiiiibib",
+    "value": "hbhiiihbhiiihbhiiiibib",
+    "pseShift": "hbhhhbhbhhhbhbhhhbbbbb",
+    "attenMask": "BBBBBBiiiiiiuuuuuuBBBB",
+    "dequantScale1": "UUUUUUUUUUUUUUUUUUffff",
+    "quantScale1": "ffffffffffffffffffffff",
+    "dequantScale2": "UUUUUUUUUUUUUUUUUUffff",
+    "quantScale2": "ffffffffffffffffffbbff",
+    "quantOffset2": "ffffffffffffffffffbbff",
+    "antiquantScale": "hbhhhbhbhhhbhbhhhbbbbb",
+    "antiquantOffset": "hbhhhbhbhhhbhbhhhbbbbb",
+    "blocktable": "IIIIIIIIIIIIIIIIIIIIII",
+    "kvPaddingSize": "LLLLLLLLLLLLLLLLLLLLLL",
+    "attentionOut": "hbihibhbihibhbihibiiii",
 }
 COMBOS = OP.kernels([dict(zip(_DEF, row)) for row in zip(*(_column(spec) for spec in _DEF.values()))])
 ORIGIN_FORMATS = (Format.ACL_FORMAT_ND, Format.ACL_FORMAT_NCHW, Format.ACL_FORMAT_NHWC, Format.ACL_FORMAT_NCDHW)
-WORKSPACE = 16 * 1024 * 1024          # the AscendC system workspace (GetLibApiWorkSpaceSize)
+WORKSPACE = 16 * 1024 * 1024  # the AscendC system workspace (GetLibApiWorkSpaceSize)
 MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT = 512, 65535
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP, MAX_QS = 65536, 512, 256, 64, 16
 
 
 def _fail(rule: str, message: str):
     """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002."""
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, f"IncreFlashAttention tiling failed: {message}",
-                  rule=f"tiling.{rule}")
+    raise OpError(
+        status.ACLNN_ERR_INNER_TILING_ERROR, f"IncreFlashAttention tiling failed: {message}", rule=f"tiling.{rule}"
+    )
 
 
 @OP.prepare
@@ -179,10 +235,13 @@ def _check_lists_keyed(a):
             if t is None:
                 raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name}[{i}] must not be nullptr", rule=f"null.{name}")
             if (t.dtype, t.format) != (first.dtype, first.format):
-                raise OpError(status.ACLNN_ERR_PARAM_INVALID,
-                              f"{name}[{i}] has dtype {t.dtype.short} and format {t.format.short} but {name}[0] "
-                              f"{first.dtype.short} and {first.format.short}; the registered kernels take one dtype "
-                              "and format for the whole list", rule=f"dtype.{name}")
+                raise OpError(
+                    status.ACLNN_ERR_PARAM_INVALID,
+                    f"{name}[{i}] has dtype {t.dtype.short} and format {t.format.short} but {name}[0] "
+                    f"{first.dtype.short} and {first.format.short}; the registered kernels take one dtype "
+                    "and format for the whole list",
+                    rule=f"dtype.{name}",
+                )
 
 
 class _Tiling:
@@ -208,7 +267,7 @@ class _Tiling:
 
     # -- ProcessBaseInputs ---------------------------------------------------------------------
     def _base_inputs(self):
-        a, q = self.a, self.q
+        q = self.q
         # ConvertContext: a key batch that differs from the query's means one tensor per batch.
         self.listed = self.batch != shape_dim(self.keys[0].shape, 0)
         count = self.batch if self.listed else 1
@@ -241,9 +300,12 @@ class _Tiling:
                 if shape_dim(k0.shape, 2) == 0:
                     # D N N2 / 0: an integer division by zero in GetInOutLayout4BSH. x86 hosts die of
                     # SIGFPE; aarch64 hosts (sdiv gives 0) fail the heads check below. aclnn-emu does the latter.
-                    _fail("bsh_h_zero", "the query's heads num should be equal to qOfHeadnum (the key's H is 0: "
-                          "the tiling divides D x numHeads x numKeyValueHeads by it, which kills x86 hosts with "
-                          "SIGFPE; aarch64 hosts read 0 heads and fail here)")
+                    _fail(
+                        "bsh_h_zero",
+                        "the query's heads num should be equal to qOfHeadnum (the key's H is 0: "
+                        "the tiling divides D x numHeads x numKeyValueHeads by it, which kills x86 hosts with "
+                        "SIGFPE; aarch64 hosts read 0 heads and fail here)",
+                    )
                 q_heads = d * heads * kv // shape_dim(k0.shape, 2)
         elif layout in ("BSND", "BSND_NBSD"):
             s_q, d, q_heads = shape_dim(qs, 1), shape_dim(qs, 3), shape_dim(qs, 2)
@@ -255,13 +317,17 @@ class _Tiling:
             _fail("layout", f"Only support input_layout(BSH, BNSD, BSND, TND), actually is {layout}")
         self.s_q, self.d = s_q, d
         if heads != q_heads:
-            _fail("query_heads", f"the query's heads num should be equal to qOfHeadnum (numHeads {heads}, "
-                  f"heads of query {q_heads})")
-        self.mtp = 1 < s_q <= MAX_QS                                  # gqaMtpFlag_ (ifa_speculative)
-        self.kv_nz = k_rank == 5                                      # gqaKvNZFlag_ (ifa_kv_nz)
+            _fail(
+                "query_heads",
+                f"the query's heads num should be equal to qOfHeadnum (numHeads {heads}, heads of query {q_heads})",
+            )
+        self.mtp = 1 < s_q <= MAX_QS  # gqaMtpFlag_ (ifa_speculative)
+        self.kv_nz = k_rank == 5  # gqaKvNZFlag_ (ifa_kv_nz)
         if not self.mtp and s_q != 1:
-            _fail("query_s", f"In case where MLA is not applied, S of Query:{s_q} is invalid. It should be in "
-                  "range [1, 16]")
+            _fail(
+                "query_s",
+                f"In case where MLA is not applied, S of Query:{s_q} is invalid. It should be in range [1, 16]",
+            )
         if layout in ("TND", "TND_NTD"):
             _fail("tnd_rope", f"When D is 512, inputlayout {layout} q_rope and k_rope should not be null!")
 
@@ -283,14 +349,20 @@ class _Tiling:
             self.s_max = self.max_blocks * self.block_size
             self.kv_lens = []
             if k0.ndim == 4 and self.layout not in ("BNSD", "TND", "TND_NTD", "BNSD_NBSD"):
-                _fail("pa_bnbd_layout", "when Page Attention scene, kvcache is BNBD, query layout must be BNSD, "
-                      f"BNSD_NBSD, TND, TND_NTD or BNSD_BSND (inputLayout is {self.layout})")
+                _fail(
+                    "pa_bnbd_layout",
+                    "when Page Attention scene, kvcache is BNBD, query layout must be BNSD, "
+                    f"BNSD_NBSD, TND, TND_NTD or BNSD_BSND (inputLayout is {self.layout})",
+                )
             return
         lens = []
         for i, (k, v) in enumerate(zip(self.k_cache, self.v_cache)):
             if k is None or v is None:
-                _fail("kv_list_short", "kv tensor list length should be greater than or equal to q batch, "
-                      f"kv tensor list index[{i}] is null, q batch: {self.batch}")
+                _fail(
+                    "kv_list_short",
+                    "kv tensor list length should be greater than or equal to q batch, "
+                    f"kv tensor list index[{i}] is null, q batch: {self.batch}",
+                )
             if k.shape != v.shape:
                 _fail("kv_shape_same", f"k v shape shoud be same (key {list(k.shape)}, value {list(v.shape)})")
             if self.listed:
@@ -306,17 +378,27 @@ class _Tiling:
         layout = self.layout
         rank = {"BSH": 3, "BNSD": 4, "BSND": 4}.get(layout)
         if rank is not None and (k.ndim != rank or v.ndim != rank):
-            _fail("kv_list_rank", f"IFA check input param failed, tensor in list dim num should be {rank}, "
-                  f"k: {k.ndim}, v: {v.ndim}.")
+            _fail(
+                "kv_list_rank",
+                f"IFA check input param failed, tensor in list dim num should be {rank}, k: {k.ndim}, v: {v.ndim}.",
+            )
         if shape_dim(k.shape, 0) != 1:
-            _fail("kv_list_batch", "IFA check input param failed, b of tensor in tensor list should be 1, now b is: "
-                  f"{shape_dim(k.shape, 0)}, list index: {i}")
+            _fail(
+                "kv_list_batch",
+                "IFA check input param failed, b of tensor in tensor list should be 1, now b is: "
+                f"{shape_dim(k.shape, 0)}, list index: {i}",
+            )
         for t in (k, v):
-            found = {"BSH": shape_dim(t.shape, 2) // self.d if self.d else 0, "BNSD": shape_dim(t.shape, 1),
-                     "BSND": shape_dim(t.shape, 2)}.get(layout, 0)
+            found = {
+                "BSH": shape_dim(t.shape, 2) // self.d if self.d else 0,
+                "BNSD": shape_dim(t.shape, 1),
+                "BSND": shape_dim(t.shape, 2),
+            }.get(layout, 0)
             if found != self.kv_heads:
-                _fail("kv_list_heads", f"IFA check input param failed, tensor in list head num({found}) should be "
-                      f"{self.kv_heads}.")
+                _fail(
+                    "kv_list_heads",
+                    f"IFA check input param failed, tensor in list head num({found}) should be {self.kv_heads}.",
+                )
 
     def _same_but_s(self, i, k):
         """CheckKeyShapeTensor: every key tensor equals the first in all dimensions but S."""
@@ -324,8 +406,11 @@ class _Tiling:
         first = self.k_cache[0].shape
         for idx in range(k.ndim):
             if idx != s_axis and shape_dim(first, idx) != k.shape[idx]:
-                _fail("kv_list_same", "IFA check input param failed, tensor in keyShape except S must be same, "
-                      f"index:[{idx}] is not same, k0: {shape_dim(first, idx)}, k: {k.shape[idx]} (list index {i})")
+                _fail(
+                    "kv_list_same",
+                    "IFA check input param failed, tensor in keyShape except S must be same, "
+                    f"index:[{idx}] is not same, k0: {shape_dim(first, idx)}, k: {k.shape[idx]} (list index {i})",
+                )
 
     def _qk_out_shape(self):
         """CheckQKOutShape (not for page attention)."""
@@ -335,35 +420,56 @@ class _Tiling:
         if layout in ("BSH", "BSH_NBSD"):
             want_out = 3 if layout == "BSH" else 4
             if q.ndim != 3 or k.ndim != 3 or out.ndim != want_out:
-                _fail("bsh_dims", f"When input layout is BSH/BSH_NBSD, the dimension should be 3, the dimOfOut "
-                      f"should be {want_out}, dimOfQ: {q.ndim}, dimOfK: {k.ndim}, dimOfOut: {out.ndim}")
+                _fail(
+                    "bsh_dims",
+                    f"When input layout is BSH/BSH_NBSD, the dimension should be 3, the dimOfOut "
+                    f"should be {want_out}, dimOfQ: {q.ndim}, dimOfK: {k.ndim}, dimOfOut: {out.ndim}",
+                )
             if q.shape[2] // self.heads != k.shape[2] // self.kv_heads:
-                _fail("bsh_d", f"When input layout is BSH,the 3rd dimOfQ/numHeads({q.shape[2] // self.heads}) should "
-                      f"be equal to the 3rd dimOfK/numKvHeads({k.shape[2] // self.kv_heads})")
+                _fail(
+                    "bsh_d",
+                    f"When input layout is BSH,the 3rd dimOfQ/numHeads({q.shape[2] // self.heads}) should "
+                    f"be equal to the 3rd dimOfK/numKvHeads({k.shape[2] // self.kv_heads})",
+                )
             return
         if q.ndim != 4 or k.ndim != 4 or out.ndim != 4:
-            _fail("bnsd_dims", f"When input layout is BNSD/BSND, the dim should be 4, 4th dimOfQ: {q.ndim}, "
-                  f"4th dimOfK: {k.ndim}, fourth dimOfOut: {out.ndim}")
+            _fail(
+                "bnsd_dims",
+                f"When input layout is BNSD/BSND, the dim should be 4, 4th dimOfQ: {q.ndim}, "
+                f"4th dimOfK: {k.ndim}, fourth dimOfOut: {out.ndim}",
+            )
         if q.shape[3] != k.shape[3]:
-            _fail("bnsd_d", "When input layout is BNSD/BSND, the 4th dimOfQ not be equal the 4th dimOfK, "
-                  f"dimOfQ: {q.shape[3]}, dimOfK: {k.shape[3]}")
+            _fail(
+                "bnsd_d",
+                "When input layout is BNSD/BSND, the 4th dimOfQ not be equal the 4th dimOfK, "
+                f"dimOfQ: {q.shape[3]}, dimOfK: {k.shape[3]}",
+            )
 
     def _formats_and_limits(self):
         """CheckInputFormatAndLimits (Atlas A2/A3 branch)."""
         a = self.a
-        for name, t in (("Query", self.q), ("Key", self.keys[0]), ("Value", self.values[0]),
-                        ("atten_mask", a.attenMask), ("padding_size", a.kvPaddingSize),
-                        ("antiquantScale", a.antiquantScale), ("antiquantOffset", a.antiquantOffset)):
+        for name, t in (
+            ("Query", self.q),
+            ("Key", self.keys[0]),
+            ("Value", self.values[0]),
+            ("atten_mask", a.attenMask),
+            ("padding_size", a.kvPaddingSize),
+            ("antiquantScale", a.antiquantScale),
+            ("antiquantOffset", a.antiquantOffset),
+        ):
             if t is not None and t.format not in ORIGIN_FORMATS:
                 _fail("format", f"{name} format {t.format.short} should be ND/NCHW/NHWC/NCDHW")
         if self.group > MAX_GROUP:
-            _fail("group", f"the query's heads num divided by the key/value's heads num = {self.group}, cannot be "
-                  "greater than 64")
+            _fail(
+                "group",
+                f"the query's heads num divided by the key/value's heads num = {self.group}, cannot be greater than 64",
+            )
         if self.paged:
             kv_dtype = self.keys[0].dtype
             if kv_dtype in (F16, BF16) and self.block_size % 16:
-                _fail("pa_block_align16", f"blockSize={self.block_size}, it need align to 16 when kv dtype is "
-                      "fp16/bf16.")
+                _fail(
+                    "pa_block_align16", f"blockSize={self.block_size}, it need align to 16 when kv dtype is fp16/bf16."
+                )
             if kv_dtype == I8 and self.block_size % 32:
                 _fail("pa_block_align32", f"blockSize={self.block_size}, it need align to 32 when kv dtype is int8.")
         if self.batch > MAX_BATCH:
@@ -393,29 +499,42 @@ class _Tiling:
         self.actual = None
         if values is None:
             if paged:
-                _fail("actual_seq_null", "the key/value's actual sequence lengths is null, it must exist in "
-                      "pageAttention scene")
+                _fail(
+                    "actual_seq_null",
+                    "the key/value's actual sequence lengths is null, it must exist in pageAttention scene",
+                )
             return
         if len(values) == 0:
             if paged:
-                self.env.warn("actualSeqLengths is empty in a page attention call: every batch reads "
-                              f"maxBlockNumPerBatch * blockSize = {self.s_max} tokens through its block table")
+                self.env.warn(
+                    "actualSeqLengths is empty in a page attention call: every batch reads "
+                    f"maxBlockNumPerBatch * blockSize = {self.s_max} tokens through its block table"
+                )
             return
         if len(values) != 1 and len(values) < self.batch:
-            _fail("actual_seq_len", f"the key/value's actual sequence lengths size[{len(values)}] should be greater "
-                  f"than q batch[{self.batch}] or equal to 1.")
+            _fail(
+                "actual_seq_len",
+                f"the key/value's actual sequence lengths size[{len(values)}] should be greater "
+                f"than q batch[{self.batch}] or equal to 1.",
+            )
         loop = 1 if len(values) == 1 and len(self.k_cache) == 1 else self.batch
         self.max_actual = 0
         for i in range(loop):
             act = values[0] if len(values) == 1 else values[i]
             if act < 0:
-                _fail("actual_seq_negative", f"the value of the key/value's actual sequence lengths[{i}] must be "
-                      f"greater than or equal to 0, but it is {act}")
+                _fail(
+                    "actual_seq_negative",
+                    f"the value of the key/value's actual sequence lengths[{i}] must be "
+                    f"greater than or equal to 0, but it is {act}",
+                )
             if not paged:
                 seq = self.kv_lens[0] if len(self.kv_lens) == 1 else self.kv_lens[i]
                 if attr_uint32(act) > seq:
-                    _fail("actual_seq_range", f"the key/value's actual sequence lengths[{i}]({act}) cannot be "
-                          f"greater than seq_length({seq}) in input key.")
+                    _fail(
+                        "actual_seq_range",
+                        f"the key/value's actual sequence lengths[{i}]({act}) cannot be "
+                        f"greater than seq_length({seq}) in input key.",
+                    )
             self.max_actual = max(self.max_actual, attr_uint32(act))
         self.actual = [values[0] if len(values) == 1 else values[i] for i in range(self.batch)]
 
@@ -429,11 +548,16 @@ class _Tiling:
             _fail("pse_rank", f"The input shape of pse shift must have 4 dims, current dim num is {pse.ndim}.")
         b, n, s0, s1 = pse.shape
         if b not in (1, self.batch) or n != self.heads or s0 != 1:
-            _fail("pse_shape", f"The shape of pse shift is ({b}, {n}, {s0}, {s1}), which does not match (B, N, 1, S) "
-                  "or (1, N, 1, S).")
+            _fail(
+                "pse_shape",
+                f"The shape of pse shift is ({b}, {n}, {s0}, {s1}), which does not match (B, N, 1, S) or (1, N, 1, S).",
+            )
         if s1 < self.s_max:
-            _fail("pse_s", f"The shape of pse shift is ({b}, {n}, {s0}, {s1}), the 3rd dim S[{s1}] shouldn't be less "
-                  f"than sMax[{self.s_max}].When Page Attention is enabled, sMax is maxBlockNumPerBatch * blockSize.")
+            _fail(
+                "pse_s",
+                f"The shape of pse shift is ({b}, {n}, {s0}, {s1}), the 3rd dim S[{s1}] shouldn't be less "
+                f"than sMax[{self.s_max}].When Page Attention is enabled, sMax is maxBlockNumPerBatch * blockSize.",
+            )
 
     def _atten_mask(self):
         mask = self.a.attenMask
@@ -445,14 +569,21 @@ class _Tiling:
         if self.mtp:
             return
         if shape_dim(mask.shape, 0) != self.batch:
-            _fail("mask_batch", f"batchSize[{shape_dim(mask.shape, 0)}] of atten_mask must be equal to batchSize"
-                  f"[{self.batch}] of query.")
+            _fail(
+                "mask_batch",
+                f"batchSize[{shape_dim(mask.shape, 0)}] of atten_mask must be equal to batchSize"
+                f"[{self.batch}] of query.",
+            )
         need = self.s_max if self.paged else self.max_actual
         if mask.shape[-1] < need:
             _fail("mask_s", f"s Size[{mask.shape[-1]}] of atten_mask must be greater than or equal to sMax[{need}].")
 
     def _quant1(self):
-        for name, label in (("dequantScale1", "dqtScale1"), ("quantScale1", "qtScale1"), ("dequantScale2", "dqtScale2")):
+        for name, label in (
+            ("dequantScale1", "dqtScale1"),
+            ("quantScale1", "qtScale1"),
+            ("dequantScale2", "dqtScale2"),
+        ):
             if getattr(self.a, name) is not None:
                 _fail(f"quant1.{name}", f"when input type is not int8, {label} should be null ({name})")
 
@@ -462,15 +593,23 @@ class _Tiling:
         self.out_int8 = a.attentionOut.dtype == I8
         if not self.out_int8:
             if scale is not None:
-                _fail("quant2.scale_present", "the output's dequant scale exist, output data type should be INT8, "
-                      f"but now it's {a.attentionOut.dtype.short} (quantScale2)")
+                _fail(
+                    "quant2.scale_present",
+                    "the output's dequant scale exist, output data type should be INT8, "
+                    f"but now it's {a.attentionOut.dtype.short} (quantScale2)",
+                )
             if offset is not None:
-                _fail("quant2.offset_present", "the output's dequant offset exist, output data type should be INT8, "
-                      f"but now it's {a.attentionOut.dtype.short} (quantOffset2)")
+                _fail(
+                    "quant2.offset_present",
+                    "the output's dequant offset exist, output data type should be INT8, "
+                    f"but now it's {a.attentionOut.dtype.short} (quantOffset2)",
+                )
             return
         if scale is None:
-            _fail("quant2.scale_null", "output data type is int8, but input tensor of the output's dequant scale "
-                  "(quantScale2) is null")
+            _fail(
+                "quant2.scale_null",
+                "output data type is int8, but input tensor of the output's dequant scale (quantScale2) is null",
+            )
         if scale.numel != 1:
             self._quant2_shape(scale.shape, "quantScale2")
         if offset is not None and offset.numel != 1:
@@ -482,28 +621,39 @@ class _Tiling:
         valid = {(1, n, 1, d), (n, 1, d), (n, d), (1, 1, n, d), (1, n, d), (1, n * d), (1, 1, n * d), (n * d,)}
         if tuple(shape) in valid:
             return
-        expect = {4: f"[1, {n}, 1, {d}] or [1, 1, {n}, {d}]", 3: f"[{n}, 1, {d}], [1, {n}, {d}] or [1, 1, {n * d}]",
-                  2: f"[1, {n * d}] or [{n}, {d}]", 1: f"[{n * d}]"}.get(len(shape))
-        if expect is None:           # rank 5+: no message and no failure; the kernel reads N x D values
+        expect = {
+            4: f"[1, {n}, 1, {d}] or [1, 1, {n}, {d}]",
+            3: f"[{n}, 1, {d}], [1, {n}, {d}] or [1, 1, {n * d}]",
+            2: f"[1, {n * d}] or [{n}, {d}]",
+            1: f"[{n * d}]",
+        }.get(len(shape))
+        if expect is None:  # rank 5+: no message and no failure; the kernel reads N x D values
             if int(np.prod(shape)) < n * d:
                 REFUSED.refuse("quant2_rank", f"{name} {list(shape)} holds fewer than {n} x {d} values")
             return
-        _fail(f"quant2.shape_{name}", f"The shape of postquant parameter{list(shape)} is not expected shape. "
-              f"Expect {expect} ({name}).")
+        _fail(
+            f"quant2.shape_{name}",
+            f"The shape of postquant parameter{list(shape)} is not expected shape. Expect {expect} ({name}).",
+        )
 
     def _antiquant(self):
         a = self.a
         scale, offset = a.antiquantScale, a.antiquantOffset
         if not self.antiquant:
             if scale is not None or offset is not None:
-                _fail("antiquant.unenabled", "KV antiquant is unenabled, but antiquant antiquantScale/antiquantOffset "
-                      "exist")
+                _fail(
+                    "antiquant.unenabled",
+                    "KV antiquant is unenabled, but antiquant antiquantScale/antiquantOffset exist",
+                )
             return
         if scale is None:
             _fail("antiquant.scale_null", "KV antiquant is enabled, but the input antiquant scale is NULL")
         if offset is not None and scale.ndim != offset.ndim:
-            _fail("antiquant.rank_differ", "KV antiquant is enabled, but antiquant params have different "
-                  f"layouts[scale: {scale.ndim}, offset: {offset.ndim}].")
+            _fail(
+                "antiquant.rank_differ",
+                "KV antiquant is enabled, but antiquant params have different "
+                f"layouts[scale: {scale.ndim}, offset: {offset.ndim}].",
+            )
         self._antiquant_shape(scale, "antiquantScale")
         if offset is not None:
             self._antiquant_shape(offset, "antiquantOffset")
@@ -513,15 +663,23 @@ class _Tiling:
         n, d, shape = self.kv_heads, self.d, tuple(t.shape)
         if len(shape) == 1:
             if shape != (2,):
-                _fail(f"antiquant.per_tensor_{name}", f"The shape of antiquant parameter[{shape[0]}] is not "
-                      f"expected. Expect[2] When per_tensor mode ({name}).")
+                _fail(
+                    f"antiquant.per_tensor_{name}",
+                    f"The shape of antiquant parameter[{shape[0]}] is not "
+                    f"expected. Expect[2] When per_tensor mode ({name}).",
+                )
             return
         if len(shape) not in (2, 3, 4):
-            _fail(f"antiquant.rank_{name}", f"The layout[{len(shape)}] does not match the dim of antiquant, When "
-                  f"per_channel mode ({name}).")
+            _fail(
+                f"antiquant.rank_{name}",
+                f"The layout[{len(shape)}] does not match the dim of antiquant, When per_channel mode ({name}).",
+            )
         if shape not in {(2, n, 1, d), (2, 1, n, d), (2, n, d), (2, n * d)}:
-            _fail(f"antiquant.per_channel_{name}", f"The shape of antiquant parameter{list(shape)} is not expected. "
-                  f"Expect [2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode ({name}).")
+            _fail(
+                f"antiquant.per_channel_{name}",
+                f"The shape of antiquant parameter{list(shape)} is not expected. "
+                f"Expect [2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode ({name}).",
+            )
 
     def _block_table(self):
         if not self.paged:
@@ -530,23 +688,33 @@ class _Tiling:
         # The kernel's input layout: the cache's rank decides it, except for an NZ cache (the query's).
         bsh = self.layout.split("_")[0] in ("BSH", "BSND") if self.kv_nz else k0.ndim == 3
         if bsh and self.kv_heads * self.d > COPY_STRIDE_LIMIT:
-            _fail("pa_nd_stride", f"When input kvcache layout is BSH, the N * D of kvcache is "
-                  f"{self.kv_heads * self.d}, exceeds the maximum limit (65535) of the datacopy instruction.")
+            _fail(
+                "pa_nd_stride",
+                f"When input kvcache layout is BSH, the N * D of kvcache is "
+                f"{self.kv_heads * self.d}, exceeds the maximum limit (65535) of the datacopy instruction.",
+            )
         if bs == 0:
             _fail("pa_block_zero", "When Page Attention is enabled, input attribute blocksize can not be 0.")
         if bs > MAX_BLOCK_SIZE:
-            _fail("pa_block_max", f"When Page Attention is enabled, input attribute blocksize {bs} can not be larger "
-                  "than 512.")
+            _fail(
+                "pa_block_max",
+                f"When Page Attention is enabled, input attribute blocksize {bs} can not be larger than 512.",
+            )
         if self.max_actual > bs * self.max_blocks:
-            _fail("pa_actual_seq", f"Invalid actual seq length for PA, max actual seq length({self.max_actual}) is "
-                  f"larger than blocksize({bs}) * max block num per batch({self.max_blocks})")
+            _fail(
+                "pa_actual_seq",
+                f"Invalid actual seq length for PA, max actual seq length({self.max_actual}) is "
+                f"larger than blocksize({bs}) * max block num per batch({self.max_blocks})",
+            )
 
     def _kv_padding(self):
         pad = self.a.kvPaddingSize
-        self.left_padding = (pad is not None and pad.numel != 0 and self.batch_continuous and self.has_actual)
+        self.left_padding = pad is not None and pad.numel != 0 and self.batch_continuous and self.has_actual
         if pad is not None and pad.numel != 0 and not self.left_padding:
-            self.env.warn("kvPaddingSize is ignored: the kernel applies it only without page attention, with "
-                          "key/value batched in one tensor and with actualSeqLengths")
+            self.env.warn(
+                "kvPaddingSize is ignored: the kernel applies it only without page attention, with "
+                "key/value batched in one tensor and with actualSeqLengths"
+            )
 
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
@@ -563,10 +731,23 @@ class _Tiling:
         if out.numel < expect:
             INFERRED.warn(self.env, "out_size", f"attentionOut holds {out.numel} elements, the kernel writes {expect}")
         plan = SimpleNamespace(
-            base=base, heads=self.heads, kv_heads=self.kv_heads, d=self.d, kv_shape=kv_shape,
-            batch=self.batch, paged=self.paged, listed=self.listed, kv_lens=self.kv_lens, actual=self.actual,
-            block_size=self.block_size, max_blocks=self.max_blocks if self.paged else 0, mtp=self.mtp,
-            has_mask=self.has_mask, left_padding=self.left_padding, scale=a.scaleValue)
+            base=base,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            d=self.d,
+            kv_shape=kv_shape,
+            batch=self.batch,
+            paged=self.paged,
+            listed=self.listed,
+            kv_lens=self.kv_lens,
+            actual=self.actual,
+            block_size=self.block_size,
+            max_blocks=self.max_blocks if self.paged else 0,
+            mtp=self.mtp,
+            has_mask=self.has_mask,
+            left_padding=self.left_padding,
+            scale=a.scaleValue,
+        )
         return lambda workspace: _run(a, plan)
 
     def _speculative(self, base):
@@ -582,8 +763,10 @@ class _Tiling:
         """A batched key whose heads (or H) differ from numKeyValueHeads passes the tiling (only D is
         compared); the kernels address it by numKeyValueHeads and key's S (incre_flash_attention_preload.h,
         tensorBCorePreOffset): `key_view_by_kv_heads`."""
-        ends = [self.kv_lens[0] if self.left_padding or self.actual is None else int(self.actual[b])
-                for b in range(self.batch)]
+        ends = [
+            self.kv_lens[0] if self.left_padding or self.actual is None else int(self.actual[b])
+            for b in range(self.batch)
+        ]
         return key_view_by_kv_heads(k0, base, self.batch, self.kv_lens[0], self.kv_heads, self.d, ends, self.env)
 
 
@@ -614,7 +797,7 @@ def kernel_view(x, shape):
 def _run(a, p):
     # The kernels read query row (b, n) at (b N + n) D: [B, N, D] for S = 1 in every layout, the
     # first B N rows of the flat query for S > 1 (ifa_speculative).
-    q = a.query.read("query").reshape(-1)[:p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)
+    q = a.query.read("query").reshape(-1)[: p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)
     if p.paged:
         kv = _paged(a, p)
         lengths = [p.max_blocks * p.block_size] * p.batch if p.actual is None else list(p.actual)
@@ -634,18 +817,33 @@ def _run(a, p):
     out_quant = _out_quant(a, p)
     antiquant = _antiquant(a, p)
     out_dtype = a.attentionOut.np_dtype
-    o = ifa.incre_flash_attention(q, kv, scale=p.scale, lengths=lengths, kv_heads=p.kv_heads, out_dtype=out_dtype,
-                                  mask=mask, pse=pse, antiquant=antiquant, out_quant=out_quant)
+    o = ifa.incre_flash_attention(
+        q,
+        kv,
+        scale=p.scale,
+        lengths=lengths,
+        kv_heads=p.kv_heads,
+        out_dtype=out_dtype,
+        mask=mask,
+        pse=pse,
+        antiquant=antiquant,
+        out_quant=out_quant,
+    )
     if p.paged and kv.bad_ids:
-        sanitizer.report("out-of-bounds", f"{OP.phase2}: blocktable entries {kv.bad_ids[:8]} (batch, block id) lie "
-                         "outside the key/value cache; their tokens read as zeros here")
+        sanitizer.report(
+            "out-of-bounds",
+            f"{OP.phase2}: blocktable entries {kv.bad_ids[:8]} (batch, block id) lie "
+            "outside the key/value cache; their tokens read as zeros here",
+        )
     _write(a.attentionOut, o, p)
 
 
 def _dense(tensor_list, name, p):
     """One [N2, S, D] view per batch: the batches of the one tensor, or one tensor per batch."""
     if p.listed:
-        return [to_bnsd(t.read(f"{name}[{i}]"), p.base, p.kv_heads)[0] for i, t in enumerate(tensor_list.items[:p.batch])]
+        return [
+            to_bnsd(t.read(f"{name}[{i}]"), p.base, p.kv_heads)[0] for i, t in enumerate(tensor_list.items[: p.batch])
+        ]
     x = tensor_list.items[0].read(name)
     if p.kv_shape is None:
         return list(to_bnsd(x, p.base, p.kv_heads))
@@ -662,7 +860,7 @@ def _paged(a, p):
     for t, name, d in ((a.key.items[0], "key", p.d), (a.value.items[0], "value", getattr(p, "value_d", p.d))):
         flat = t.read(name).reshape(-1)
         block = p.block_size * p.kv_heads * d
-        flat = flat[:len(flat) // block * block]
+        flat = flat[: len(flat) // block * block]
         if t.ndim == 3:
             views.append(flat.reshape(-1, p.block_size, p.kv_heads, d).transpose(0, 2, 1, 3))
         elif t.ndim == 5:
@@ -684,8 +882,11 @@ def _rows(t, name, rows, width, fill=0, stride=None):
     index = np.arange(rows)[:, None] * last + np.arange(width)[None, :]
     inside = index < flat.size
     if not inside.all():
-        sanitizer.report("out-of-bounds", f"{OP.phase2}: {name} {list(t.shape)} is read up to element "
-                         f"{int(index.max())}, past its end; those elements read as {fill} here")
+        sanitizer.report(
+            "out-of-bounds",
+            f"{OP.phase2}: {name} {list(t.shape)} is read up to element "
+            f"{int(index.max())}, past its end; those elements read as {fill} here",
+        )
     return np.where(inside, flat[np.minimum(index, max(flat.size - 1, 0))] if flat.size else fill, fill)
 
 
@@ -695,8 +896,11 @@ def _pse(t, p, width):
         return None
     pse = t.read("pseShift")
     if pse.shape[3] < width:
-        sanitizer.report("out-of-bounds", f"{OP.phase2}: pseShift {list(t.shape)} is read up to column {width - 1}; "
-                         "the columns past its end read as 0 here")
+        sanitizer.report(
+            "out-of-bounds",
+            f"{OP.phase2}: pseShift {list(t.shape)} is read up to column {width - 1}; "
+            "the columns past its end read as 0 here",
+        )
         pse = np.concatenate([pse, np.zeros(pse.shape[:3] + (width - pse.shape[3],), pse.dtype)], axis=3)
     return PseSource(pse, 0, 1, pse.shape[3])
 
@@ -709,8 +913,12 @@ def _out_quant(a, p):
 
     def values(t):
         v = t.read().astype(np.float32).reshape(-1)
-        return v[:p.heads * p.d].reshape(p.heads, p.d) if per_channel and v.size >= p.heads * p.d else \
-            np.broadcast_to(v[:1].reshape(1, 1), (p.heads, p.d) if per_channel else (1, 1)).copy()
+        return (
+            v[: p.heads * p.d].reshape(p.heads, p.d)
+            if per_channel and v.size >= p.heads * p.d
+            else np.broadcast_to(v[:1].reshape(1, 1), (p.heads, p.d) if per_channel else (1, 1)).copy()
+        )
+
     scale = values(scale_t)
     offset = np.zeros_like(scale) if offset_t is None else values(offset_t)
     return ifa.OutputQuant(scale, offset)
@@ -723,6 +931,7 @@ def _antiquant(a, p):
     def pair(t):
         v = t.read().astype(np.float32)
         return (v[0], v[1]) if v.ndim == 1 else tuple(v.reshape(2, p.kv_heads, p.d))
+
     scale = pair(a.antiquantScale)
     offset = pair(a.antiquantOffset) if a.antiquantOffset is not None else tuple(np.zeros_like(s) for s in scale)
     return ifa.Antiquant(scale[0], offset[0], scale[1], offset[1])

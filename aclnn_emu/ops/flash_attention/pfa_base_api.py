@@ -11,6 +11,7 @@ actualSeqLengthsKv[b] key rows, each right after the previous batch's
 Binaries exist for fp16 and bf16 only (`prompt_flash_attention_arch32.h`, the BASICAPI keys).
 D != Dv or D > 256 selects the MLA base-API kernels, for any of SH/BSH/BSND/BNSD (`_mla_plan`).
 """
+
 import itertools
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from ...runtime import sanitizer
 from ..signature import OpError
 from .pfa_common import BASE_API_MAX_D, BF16, F16, I8, TILING_LAYOUTS, tiling
 
-HEAD_SIZE_LAYOUTS = ("SH", "BSH", "BSND", "BNSD", "BNSD_BSND")   # SetBaseApiTilingData reads D for these only
+HEAD_SIZE_LAYOUTS = ("SH", "BSH", "BSND", "BNSD", "BNSD_BSND")  # SetBaseApiTilingData reads D for these only
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Plan:
     count) against key rows kv_rows[i] of the tensors read as packed tokens [T, N, D] (``tokens``:
     every layout, the MLA kernels, whose softmax takes key_blocks[i] keys at a time) or in the SH
     layout; every other output row is 0."""
+
     act_q: list
     act_kv: list
     q_rows: list
@@ -46,11 +48,17 @@ def check(a, shapes, env) -> Plan:
         if t.is_empty:
             tiling("base_api.empty", f"Shape size of {what} is invalid.")
     if q.dtype == F16 and not k.dtype == v.dtype == out.dtype == F16:
-        tiling("base_api.fp16_dtypes", "the base-API path takes FLOAT16 key, value and attentionOut with a "
-               f"FLOAT16 query (attentionOut is {out.dtype.short})")
+        tiling(
+            "base_api.fp16_dtypes",
+            "the base-API path takes FLOAT16 key, value and attentionOut with a "
+            f"FLOAT16 query (attentionOut is {out.dtype.short})",
+        )
     if q.dtype == BF16 and not (k.dtype == v.dtype == BF16 and out.dtype in (F16, BF16)):
-        tiling("base_api.bf16_dtypes", "the base-API path takes BF16 key and value and a FLOAT16/BF16 "
-               f"attentionOut with a BF16 query (attentionOut is {out.dtype.short})")
+        tiling(
+            "base_api.bf16_dtypes",
+            "the base-API path takes BF16 key and value and a FLOAT16/BF16 "
+            f"attentionOut with a BF16 query (attentionOut is {out.dtype.short})",
+        )
     if any(t is not None for t in (a.attenMask, a.quantScale2, a.quantOffset2)):
         tiling("base_api.mask", "PFA SH layout do not support attenMask or antiquant")
     if a.inputLayout not in TILING_LAYOUTS:
@@ -58,7 +66,7 @@ def check(a, shapes, env) -> Plan:
     if not 2 <= q.ndim <= 4:
         tiling("base_api.query_rank", f"queryShape dim num is error, queryShape dim num = {q.ndim}")
     d, dv = 0, 0
-    if a.inputLayout in HEAD_SIZE_LAYOUTS:        # D after the op_api's padding
+    if a.inputLayout in HEAD_SIZE_LAYOUTS:  # D after the op_api's padding
         d, dv = shapes.d + shapes.pad * shapes.need_pad, shapes.dv + shapes.pad_v * shapes.need_pad
     mla = d != dv or d > BASE_API_MAX_D
     if not mla and a.inputLayout != "SH":
@@ -85,9 +93,13 @@ def _lengths(a):
         s1, s2 = (q[2], k[2]) if layout.startswith("BNSD") else (q[1], k[1])
     for given, what in ((given_q, "actualSeqLengths"), (given_kv, "actualSeqLengthsKv")):
         if 1 < len(given) < batch:
-            raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}: {what} has {len(given)} "
-                          f"elements for {batch} batches (the CANN tiling reads past the array; the emulator "
-                          "rejects it)", rule="base_api.lengths_short")
+            raise OpError(
+                status.ACLNN_ERR_INNER_NULLPTR,
+                f"sparseMode {a.sparseMode}: {what} has {len(given)} "
+                f"elements for {batch} batches (the CANN tiling reads past the array; the emulator "
+                "rejects it)",
+                rule="base_api.lengths_short",
+            )
     pick = lambda given, b, default: (given[b] if len(given) > 1 else given[0]) if given else default  # noqa: E731
     return [pick(given_q, b, s1) for b in range(batch)], [pick(given_kv, b, s2) for b in range(batch)]
 
@@ -97,10 +109,13 @@ def _mla_plan(a, shapes, act_q, act_kv, env):
     read every layout as packed tokens (strides N*D: `dataShapeType` is taken from the quantType
     field, 0 here) and compute only the query rows their block walk (``_mla_walk``) reaches."""
     if a.inputLayout == "SH" and shapes.d != shapes.dv:
-        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}, SH with D {shapes.d} and Dv "
-                      f"{shapes.dv}: infershape sizes the output like the query, but the MLA kernel writes Dv "
-                      "columns per head (the CANN source does not check this; the emulator rejects it)",
-                      rule="base_api.sh_dv")
+        raise OpError(
+            status.ACLNN_ERR_INNER_NULLPTR,
+            f"sparseMode {a.sparseMode}, SH with D {shapes.d} and Dv "
+            f"{shapes.dv}: infershape sizes the output like the query, but the MLA kernel writes Dv "
+            "columns per head (the CANN source does not check this; the emulator rejects it)",
+            rule="base_api.sh_dv",
+        )
     given = None
     if a.inputLayout == "SH":
         given = (list(a.actualSeqLengths or ()), None if a.actualSeqLengthsKv is None else list(a.actualSeqLengthsKv))
@@ -120,10 +135,13 @@ def _mla_walk(act_q, act_kv, given, d, env):
     the tiling's total runs out. A batch with a zero length is skipped. Rows it does not reach are
     not written. The vector cores take the keys one block of PP_NN columns at a time, two blocks
     at once past four (`NO_STACK_S_BLOCK_LIMIT`)."""
+
     def blocks(q_len, rows):
         return -(-q_len // rows) if q_len else 0
+
     def key_block(kv_len, cols):
         return cols * (2 if blocks(kv_len, cols) > NO_STACK_S_BLOCK_LIMIT else 1)
+
     tiling_sizes = [_block_sizes(q, kv, d) for q, kv in zip(act_q, act_kv)]
     total = sum(blocks(q, rows) for q, (rows, _) in zip(act_q, tiling_sizes))
     q_len, kv_len, (rows, cols) = max(act_q), max(act_kv), tiling_sizes[0]
@@ -139,11 +157,14 @@ def _mla_walk(act_q, act_kv, given, d, env):
             return q_rows, kv_rows, key_blocks
         start, q_tok, kv_tok = end, q_tok + q_len, kv_tok + kv_len
         if given is not None:
-            q_len, kv_len = (_element(array, batch, what) for array, what in
-                             zip(given, ("actualSeqLengths", "actualSeqLengthsKv")))
+            q_len, kv_len = (
+                _element(array, batch, what) for array, what in zip(given, ("actualSeqLengths", "actualSeqLengthsKv"))
+            )
             if q_len and not kv_len:
-                env.warn(f"portability: batch {batch} has {q_len} query rows and no key: the MLA kernel sizes its "
-                         "query blocks from PP_NN[-1] (an index before the table), taken here as at most D")
+                env.warn(
+                    f"portability: batch {batch} has {q_len} query rows and no key: the MLA kernel sizes its "
+                    "query blocks from PP_NN[-1] (an index before the table), taken here as at most D"
+                )
         rows, cols = _block_sizes(q_len, kv_len, d)
         end += blocks(q_len, rows)
 
@@ -151,14 +172,18 @@ def _mla_walk(act_q, act_kv, given, d, env):
 def _element(array, batch, what):
     """actualSeqLengths*[batch] as the kernel reads it (no broadcast of a single element)."""
     if array is None or batch >= len(array):
-        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"{what} has {0 if array is None else len(array)} elements: "
-                      f"the MLA base-API kernel reads element {batch} for SH batch {batch} (past the array on the "
-                      "NPU; the emulator rejects it)", rule="base_api.mla_lengths_read")
+        raise OpError(
+            status.ACLNN_ERR_INNER_NULLPTR,
+            f"{what} has {0 if array is None else len(array)} elements: "
+            f"the MLA base-API kernel reads element {batch} for SH batch {batch} (past the array on the "
+            "NPU; the emulator rejects it)",
+            rule="base_api.mla_lengths_read",
+        )
     return array[batch]
 
 
-PP_ROWS = tuple(range(16, 129, 16))     # PP_MM: the query block sizes
-PP_COLS = tuple(range(16, 257, 16))     # PP_NN: the key block sizes
+PP_ROWS = tuple(range(16, 129, 16))  # PP_MM: the query block sizes
+PP_COLS = tuple(range(16, 257, 16))  # PP_NN: the key block sizes
 PP_BLOCK_BUFFER = 128 * 128
 NO_STACK_S_BLOCK_LIMIT = 4
 
@@ -168,10 +193,13 @@ def _block_sizes(q_len, kv_len, d):
     `SetBaseApiSeqTilingData` (tiling). With D > 256 the key block never exceeds D, so the rows
     depend on D and the query length only (an index the tiling clamps at 0 and the kernel does not
     falls on a length of 0, which has no block)."""
+
     def align(n):
         return -(-n // 16) * 16
+
     def index(val, table):
         return len(table) - 1 if val > table[-1] else max(val // 16 - 1, 0)
+
     d_aligned = align(d)
     cols = PP_COLS[index(min(PP_BLOCK_BUFFER // max(d_aligned, 128) // 16 * 16, align(kv_len)), PP_COLS)]
     return PP_ROWS[index(min(PP_BLOCK_BUFFER // max(d_aligned, cols) // 16 * 16, align(q_len)), PP_ROWS)], cols
@@ -183,12 +211,15 @@ def report_unwritten(q_rows, total):
     does not reach carry stale workspace bytes on the NPU. The emulator writes zeros there."""
     written = np.zeros(total, bool)
     for start, count in q_rows:
-        written[start:start + count] = True
+        written[start : start + count] = True
     if not written.all():
-        sanitizer.report("uninitialized-read", f"aclnnPromptFlashAttentionV2: the MLA base-API kernel leaves "
-                         f"{int((~written).sum())} of {total} output token rows unwritten (first: row "
-                         f"{int(np.argmin(written))}); ViewCopy copies them from uninitialised workspace memory "
-                         "into attentionOut on the NPU; aclnn-emu writes zeros")
+        sanitizer.report(
+            "uninitialized-read",
+            f"aclnnPromptFlashAttentionV2: the MLA base-API kernel leaves "
+            f"{int((~written).sum())} of {total} output token rows unwritten (first: row "
+            f"{int(np.argmin(written))}); ViewCopy copies them from uninitialised workspace memory "
+            "into attentionOut on the NPU; aclnn-emu writes zeros",
+        )
 
 
 def _fitted(a, plan):
@@ -197,12 +228,18 @@ def _fitted(a, plan):
     rows_kv = a.key.numel // ((a.numKeyValueHeads or a.numHeads) * _d(a.key, a, kv=True))
     ends_q = [start + n for start, n in plan.q_rows]
     ends_kv = [start + n for start, n in plan.kv_rows]
-    if any(n < 0 for n in plan.act_q + plan.act_kv) or max(ends_q, default=0) > rows_q \
-            or max(ends_kv, default=0) > rows_kv:
-        raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"sparseMode {a.sparseMode}: actual lengths {plan.act_q} / "
-                      f"{plan.act_kv} reach past the {rows_q} query / {rows_kv} key rows (the CANN tiling does not "
-                      "check this; its kernel would read past the tensors, so the emulator rejects it)",
-                      rule="base_api.lengths_fit")
+    if (
+        any(n < 0 for n in plan.act_q + plan.act_kv)
+        or max(ends_q, default=0) > rows_q
+        or max(ends_kv, default=0) > rows_kv
+    ):
+        raise OpError(
+            status.ACLNN_ERR_INNER_NULLPTR,
+            f"sparseMode {a.sparseMode}: actual lengths {plan.act_q} / "
+            f"{plan.act_kv} reach past the {rows_q} query / {rows_kv} key rows (the CANN tiling does not "
+            "check this; its kernel would read past the tensors, so the emulator rejects it)",
+            rule="base_api.lengths_fit",
+        )
     return plan
 
 

@@ -3,6 +3,7 @@
 Failures of the op_api's own checks are 161002; a failure anywhere inside L0 (infershape, tiling,
 kernel selection) makes the L0 wrapper return nullptr, which the op_api maps to 561103.
 """
+
 from ... import status
 from ...dtypes import DataType
 from ...formats import Format
@@ -12,20 +13,20 @@ from ..signature import OpError
 F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 FP32, U8, BOOL, U64 = DataType.ACL_FLOAT, DataType.ACL_UINT8, DataType.ACL_BOOL, DataType.ACL_UINT64
 QKV_DTYPES = (F16, BF16, I8)
-QUANT_OUT_PAIRS = ((I8, F16), (F16, I8), (BF16, I8))          # (query, attentionOut) allowed to differ
+QUANT_OUT_PAIRS = ((I8, F16), (F16, I8), (BF16, I8))  # (query, attentionOut) allowed to differ
 MASK_DTYPES = (F16, I8, U8, BOOL)
 BYTE_MASKS = (BOOL, I8, U8)
 PRIVATE_FORMATS = (Format.ACL_FORMAT_NC1HWC0, Format.ACL_FORMAT_FRACTAL_NZ, Format.ACL_FORMAT_NDC1HWC0)
 TILING_LAYOUTS = ("SH", "BSH", "NSD", "BSND", "BNSD", "BNSD_BSND", "TND", "NTD_TND")
 BIG = pfa.SPARSE_INT_MAX
-NZ_N0 = 16                      # FRACTAL_NZ inner block
-COMPRESSED_MASK = 2048          # modes 2-4 take the canonical 2048 x 2048 triangle
+NZ_N0 = 16  # FRACTAL_NZ inner block
+COMPRESSED_MASK = 2048  # modes 2-4 take the canonical 2048 x 2048 triangle
 MAX_BATCH, MAX_HEADS, MAX_D, MAX_GROUP = 65536, 256, 512, 64
 MAX_SH_BATCH = 128
-BASE_API_MODES = (20, 21, 22)   # CheckBaseAPISupportScenarios: the base-API kernels, no mask
-BASE_API_MAX_D = 256            # MLA_THRESHOLD: above it (or D != Dv) the base-API path takes the MLA kernels
-MAX_VAR_LEN_BATCH = 4096        # MAX_VAR_LEN_SEQ_LEN: TND actual-length arrays
-KV_MIN_RANK = 2                 # prompt_flash_attention_tiling.cpp INPUT_QKV_SHAPE_MIN_DIMS (the A2/A3 tiling)
+BASE_API_MODES = (20, 21, 22)  # CheckBaseAPISupportScenarios: the base-API kernels, no mask
+BASE_API_MAX_D = 256  # MLA_THRESHOLD: above it (or D != Dv) the base-API path takes the MLA kernels
+MAX_VAR_LEN_BATCH = 4096  # MAX_VAR_LEN_SEQ_LEN: TND actual-length arrays
+KV_MIN_RANK = 2  # prompt_flash_attention_tiling.cpp INPUT_QKV_SHAPE_MIN_DIMS (the A2/A3 tiling)
 
 
 def invalid(rule, message):

@@ -28,21 +28,27 @@ Ascend910_95. The differences reproduced here:
 The chain itself runs in prompt_flash_attention.`_tiling_v2_checks`, with the rules both tilings
 share.
 """
+
 from ... import status
 from ..gaps import Gaps
 from .pfa_common import BF16, F16, FP32, I8, mode_tokens, require_quant_scale2, tiling
 
 LAYOUTS = ("BSH", "TND", "BSND", "BNSD", "BNSD_BSND")
 # Calls TilingV2 accepts but whose tiling key has no arch35 kernel (check_kernel_config).
-INFERRED = Gaps("PromptFlashAttentionV2", "inferred", {
-    "int8_int8_kernel": "Ascend910_95: an INT8 query with INT8 attentionOut (TilingV2 accepts it but the arch35 "
-                        "kernels have no binary for it)",
-    "int8_decode_config": "Ascend910_95: an INT8 one-row query with value D > 128 (TilingV2 picks a tile shape, "
-                          "64 x 128, no arch35 kernel config covers)",
-    "bf16_tnd_merge_config": "Ascend910_95: bf16 TND with equal batch lengths, no mask and value D in (128, 256] "
-                             "(TilingV2 merges the query heads into the rows and picks a config the arch35 bf16 "
-                             "kernels list for BSH only)",
-}, code=status.ACLNN_ERR_INNER_NULLPTR)
+INFERRED = Gaps(
+    "PromptFlashAttentionV2",
+    "inferred",
+    {
+        "int8_int8_kernel": "Ascend910_95: an INT8 query with INT8 attentionOut (TilingV2 accepts it but the arch35 "
+        "kernels have no binary for it)",
+        "int8_decode_config": "Ascend910_95: an INT8 one-row query with value D > 128 (TilingV2 picks a tile shape, "
+        "64 x 128, no arch35 kernel config covers)",
+        "bf16_tnd_merge_config": "Ascend910_95: bf16 TND with equal batch lengths, no mask and value D in (128, 256] "
+        "(TilingV2 merges the query heads into the rows and picks a config the arch35 bf16 "
+        "kernels list for BSH only)",
+    },
+    code=status.ACLNN_ERR_INNER_NULLPTR,
+)
 SPARSE_MODES = (0, 1, 2, 3, 4)
 
 
@@ -54,18 +60,22 @@ def on_regbase(env) -> bool:
 def check_layout(a):
     """TilingV2 CheckIO: the layouts it knows (its first shape check)."""
     if a.inputLayout not in LAYOUTS:
-        tiling("regbase.layout", f"Invalid input layout:{a.inputLayout}. Currently only TND/BSH/BNSD/BSND/BSND_BNSD "
-               "layout are supported.")
+        tiling(
+            "regbase.layout",
+            f"Invalid input layout:{a.inputLayout}. Currently only TND/BSH/BNSD/BSND/BSND_BNSD layout are supported.",
+        )
 
 
 def check_sparse_mode(a):
     """TilingV2 CheckSparseMode: no base-API modes."""
     if a.sparseMode not in SPARSE_MODES:
-        tiling("regbase.sparse_mode", f"sparse_mode = {a.sparseMode} is out of range. Currently only 0,1,2,3,4 "
-               "are supported.")
+        tiling(
+            "regbase.sparse_mode",
+            f"sparse_mode = {a.sparseMode} is out of range. Currently only 0,1,2,3,4 are supported.",
+        )
 
 
-MLA_D, MLA_DV = 192, 128        # MLA_QKD_SIZE / MLA_VD_SIZE: the one D != Dv TilingV2 takes
+MLA_D, MLA_DV = 192, 128  # MLA_QKD_SIZE / MLA_VD_SIZE: the one D != Dv TilingV2 takes
 MAX_BATCH, MAX_HEADS, MAX_D = 65536, 256, 512
 
 
@@ -83,17 +93,22 @@ def check_query_out(a, mla):
     """CheckQueryOutParamsConsistency: equal ranks and dims (BNSD_BSND: N and S swapped; MLA: not Dv)."""
     q, out = a.query.shape, a.attentionOut.shape
     if len(q) != len(out):
-        tiling("regbase.query_out_rank", f"tensor query shape dimNum({len(q)}) must be consistent with tensor "
-               f"output shape dimNum({len(out)})!")
+        tiling(
+            "regbase.query_out_rank",
+            f"tensor query shape dimNum({len(q)}) must be consistent with tensor output shape dimNum({len(out)})!",
+        )
     order = list(range(len(q)))
     if a.inputLayout == "BNSD_BSND":
-        order[1], order[2] = 2, 1              # query N, S against output S, N
+        order[1], order[2] = 2, 1  # query N, S against output S, N
     for i, j in enumerate(order):
         if mla and i == len(q) - 1:
             continue
         if q[i] != out[j]:
-            tiling("regbase.query_out", f"tensor query shape ({q[i]}) do not equal to tensor output shape({out[j]}) "
-                   f"in dim {i} for {a.inputLayout}.")
+            tiling(
+                "regbase.query_out",
+                f"tensor query shape ({q[i]}) do not equal to tensor output shape({out[j]}) "
+                f"in dim {i} for {a.inputLayout}.",
+            )
 
 
 def check_kv(a, mla, paged=False):
@@ -104,8 +119,10 @@ def check_kv(a, mla, paged=False):
         shape_info(a, a.value, "value")
     k, v = a.key.shape, a.value.shape
     if len(k) != len(v):
-        tiling("regbase.kv_rank_same", f"tensor key shape dimNum({len(k)}) must be consistent with tensor value shape "
-               f"dimNum({len(v)})!")
+        tiling(
+            "regbase.kv_rank_same",
+            f"tensor key shape dimNum({len(k)}) must be consistent with tensor value shape dimNum({len(v)})!",
+        )
     if not 3 <= len(k) <= 5:
         tiling("regbase.kv_rank", f"tensor key shape dimNum({len(k)}) is invalid! Only support range [3, 5].")
     for i, (dk, dv) in enumerate(zip(k, v)):
@@ -117,8 +134,10 @@ def check_query_and_key(a):
     """CheckQueryAndKey after the head rules: equal batch and D."""
     (bq, _, _, dq), (bk, _, _, dk) = shape_info(a, a.query, "query"), shape_info(a, a.key, "key")
     if bq != bk:
-        tiling("regbase.batch", f"query batch must be equal to key/value batch, query batch = {bq} , key/value batch "
-               f"= {bk}.")
+        tiling(
+            "regbase.batch",
+            f"query batch must be equal to key/value batch, query batch = {bq} , key/value batch = {bk}.",
+        )
     if dq != dk:
         tiling("regbase.d", f"query d size must be equal to key d size, query d = {dq} , key d = {dk}.")
 
@@ -128,26 +147,41 @@ def tnd_lengths(a):
     ends_q, ends_kv = a.actualSeqLengths, a.actualSeqLengthsKv
     _require_tnd_lengths(a)
     if len(ends_q) != len(ends_kv):
-        tiling("regbase.tnd_batch", "When layout is TND, the batch size of actualSequenceLengthQ and "
-               f"actualSequenceLengthKV must be equal, batch size of actualSequenceLengthQ = {len(ends_q)}, batch "
-               f"size of actualSequenceLengthKV = {len(ends_kv)}")
+        tiling(
+            "regbase.tnd_batch",
+            "When layout is TND, the batch size of actualSequenceLengthQ and "
+            f"actualSequenceLengthKV must be equal, batch size of actualSequenceLengthQ = {len(ends_q)}, batch "
+            f"size of actualSequenceLengthKV = {len(ends_kv)}",
+        )
     for i, (eq, ekv) in enumerate(zip(ends_q, ends_kv)):
         if eq < 0:
             tiling("regbase.tnd_negative", f"actualSeqLengths[{i}] = {eq}, should >= 0")
         if i and eq < ends_q[i - 1]:
-            tiling("regbase.tnd_decreasing", f"When layout is TND, actualSeqLengths must not be decreasing, but "
-                   f"actSeqLen[{i}]={eq} is smaller than actSeqLen[{i - 1}]={ends_q[i - 1]}")
+            tiling(
+                "regbase.tnd_decreasing",
+                f"When layout is TND, actualSeqLengths must not be decreasing, but "
+                f"actSeqLen[{i}]={eq} is smaller than actSeqLen[{i - 1}]={ends_q[i - 1]}",
+            )
         if ekv < 0:
             tiling("regbase.tnd_negative", f"actualSeqLengthsKv[{i}] = {ekv}, should >= 0")
         if i and ekv < ends_kv[i - 1]:
-            tiling("regbase.tnd_decreasing", f"When layout is TND, actualSeqLengthsKv must not be decreasing, but "
-                   f"actSeqLenKV[{i}]={ekv} is smaller than actSeqLenKV[{i - 1}]={ends_kv[i - 1]}")
+            tiling(
+                "regbase.tnd_decreasing",
+                f"When layout is TND, actualSeqLengthsKv must not be decreasing, but "
+                f"actSeqLenKV[{i}]={ekv} is smaller than actSeqLenKV[{i - 1}]={ends_kv[i - 1]}",
+            )
     if ends_q[-1] != a.query.shape[0]:
-        tiling("regbase.tnd_query_t", f"When layout is TND, the last element of Actual_seq_lengths({ends_q[-1]}) must "
-               f"be equal to T({a.query.shape[0]})")
+        tiling(
+            "regbase.tnd_query_t",
+            f"When layout is TND, the last element of Actual_seq_lengths({ends_q[-1]}) must "
+            f"be equal to T({a.query.shape[0]})",
+        )
     if ends_kv[-1] != a.key.shape[0]:
-        tiling("regbase.tnd_key_t", f"When layout is TND, the last element of Actual_seq_lengths_kv({ends_kv[-1]}) "
-               f"must be equal to T({a.key.shape[0]})")
+        tiling(
+            "regbase.tnd_key_t",
+            f"When layout is TND, the last element of Actual_seq_lengths_kv({ends_kv[-1]}) "
+            f"must be equal to T({a.key.shape[0]})",
+        )
     return _per_batch(ends_q), _per_batch(ends_kv)
 
 
@@ -162,8 +196,10 @@ def _require_tnd_lengths(a):
         if ends is None:
             tiling("regbase.tnd_null", f"When layout is TND, {what} can not be nullptr")
     if not a.actualSeqLengths:
-        tiling("regbase.tnd_batch_size", "batch size of query should be less than or equal to 65536 and > 0, but "
-               "batch size = 0.")
+        tiling(
+            "regbase.tnd_batch_size",
+            "batch size of query should be less than or equal to 65536 and > 0, but batch size = 0.",
+        )
 
 
 def shape_info(a, t, name):
@@ -171,8 +207,10 @@ def shape_info(a, t, name):
     layout, shape = a.inputLayout, t.shape
     want = 3 if layout in ("BSH", "TND") else 4
     if len(shape) != want:
-        tiling("regbase.rank", f"dim num of {name} should = {want} when inputLayout is {layout},but dim num is "
-               f"{len(shape)}.")
+        tiling(
+            "regbase.rank",
+            f"dim num of {name} should = {want} when inputLayout is {layout},but dim num is {len(shape)}.",
+        )
     if layout == "TND":
         _require_tnd_lengths(a)
         ends = a.actualSeqLengths if name == "query" else a.actualSeqLengthsKv
@@ -183,17 +221,21 @@ def shape_info(a, t, name):
         d = shape[2] // n if n > 0 else 0
     elif layout == "BSND":
         b, s, n, d = shape
-    else:                                        # BNSD, BNSD_BSND
+    else:  # BNSD, BNSD_BSND
         b, n, s, d = shape
     if not 0 < b <= MAX_BATCH:
-        tiling("regbase.batch_size", f"batch size of {name} should be less than or equal to {MAX_BATCH} and > 0, but "
-               f"batch size = {b}.")
+        tiling(
+            "regbase.batch_size",
+            f"batch size of {name} should be less than or equal to {MAX_BATCH} and > 0, but batch size = {b}.",
+        )
     if s <= 0:
         tiling("regbase.seq_size", f"seq size of {name} should > 0, but sequence size = {s}.")
     for value, limit, axis in ((n, MAX_HEADS, "n"), (d, MAX_D, "d")):
         if not 0 < value <= limit:
-            tiling(f"regbase.{axis}_size", f"{axis} size of {name} should be less than or equal to {limit} and > 0, "
-                   f"but {axis} = {value}.")
+            tiling(
+                f"regbase.{axis}_size",
+                f"{axis} size of {name} should be less than or equal to {limit} and > 0, but {axis} = {value}.",
+            )
     if layout == "TND" and t_rows <= 0:
         tiling("regbase.tnd_t", f"When layout is TND, t should > 0, but t = {t_rows}.")
     return b, n, s, d
@@ -207,16 +249,21 @@ def check_ifa_mask(a, batch, s2):
         tiling("mask.rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
     mask_batch, mask_s1 = (shape[0], 1) if len(shape) == 2 else (shape[0], shape[-2])
     if mask_batch != batch or mask_s1 != 1 or shape[-1] < s2:
-        tiling("regbase.ifa_mask", f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
-               f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check")
+        tiling(
+            "regbase.ifa_mask",
+            f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
+            f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check",
+        )
 
 
 def check_high_precision_mask(a):
     """CheckMaskTypeAndShape under the forced high precision: fp16 input takes bool/int8/uint8 masks."""
     mask = a.attenMask
     if mask is not None and a.query.dtype == F16 and mask.dtype == F16:
-        tiling("regbase.fp16_mask", "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input "
-               "type is fp16.")
+        tiling(
+            "regbase.fp16_mask",
+            "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input type is fp16.",
+        )
 
 
 def check_quant(a):
@@ -226,34 +273,51 @@ def check_quant(a):
     if a.attentionOut.dtype != I8:
         return
     if a.query.dtype == F16 and any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
-        tiling("regbase.fp16_int8_out", "When input dtype is fp16 and postQuant is enable, dequantScale1, quantScale1 "
-               "and dequantScale2 should be null.")
+        tiling(
+            "regbase.fp16_int8_out",
+            "When input dtype is fp16 and postQuant is enable, dequantScale1, quantScale1 "
+            "and dequantScale2 should be null.",
+        )
     require_quant_scale2(a)
     scale, offset, q = a.quantScale2, a.quantOffset2, a.query.dtype
     if offset is not None and offset.dtype != scale.dtype:
-        tiling("quant2.offset_dtype", f"post quant scale dtype({scale.dtype.short}) and offset dtype("
-               f"{offset.dtype.short}) must be consistent.")
+        tiling(
+            "quant2.offset_dtype",
+            f"post quant scale dtype({scale.dtype.short}) and offset dtype({offset.dtype.short}) must be consistent.",
+        )
     if scale.dtype not in (BF16, FP32):
         tiling("quant2.scale_dtype", f"post quant scale dtype({scale.dtype.short}) only support bf16 and fp32.")
     if q != BF16 and scale.dtype != FP32:
-        tiling("quant2.bf16_scale", f"invalid post quant scale dtype({scale.dtype.short}), when q is {q.short}, only "
-               "support float32")
+        tiling(
+            "quant2.bf16_scale",
+            f"invalid post quant scale dtype({scale.dtype.short}), when q is {q.short}, only support float32",
+        )
     if offset is not None and offset.ndim != scale.ndim:
-        tiling("regbase.quant2_offset_rank", f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim num("
-               f"{offset.ndim}).")
+        tiling(
+            "regbase.quant2_offset_rank",
+            f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim num({offset.ndim}).",
+        )
     if offset is not None and offset.numel != scale.numel:
-        tiling("quant2.offset_size", f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
-               f"quant_offset2 dimension multiply result({offset.numel}).")
+        tiling(
+            "quant2.offset_size",
+            f"quant_scale2 dimension multiply result({scale.numel}) do not equal "
+            f"quant_offset2 dimension multiply result({offset.numel}).",
+        )
     per_channel = a.numHeads * shape_info(a, a.value, "value")[3]
     if scale.ndim == 1 and scale.numel != 1:
-        tiling("regbase.quant2_per_tensor", f"for post quant per-tensor, quant scale/offset only support [1], now is "
-               f"[{scale.numel}]")
+        tiling(
+            "regbase.quant2_per_tensor",
+            f"for post quant per-tensor, quant scale/offset only support [1], now is [{scale.numel}]",
+        )
     if scale.ndim != 1 and scale.numel != per_channel:
-        tiling("regbase.quant2_per_channel", f"for post quant per-channel, quant scale/offset dim multiply result only "
-               f"support qN * vD({per_channel}), now is ({scale.numel}).")
+        tiling(
+            "regbase.quant2_per_channel",
+            f"for post quant per-channel, quant scale/offset dim multiply result only "
+            f"support qN * vD({per_channel}), now is ({scale.numel}).",
+        )
 
 
-INT_MAX = 2147483647            # SPARSE_MODE_INT_MAX of TilingV2 (the A2/A3 tiling: 214748647)
+INT_MAX = 2147483647  # SPARSE_MODE_INT_MAX of TilingV2 (the A2/A3 tiling: 214748647)
 
 
 def sparse_tokens(a, has_mask, one_row):
@@ -271,9 +335,11 @@ def kernel_window(a, env, tokens, has_mask, one_row):
     mask gets the opened window but keeps the compressed-mask mode, reading its [B, S2] mask as the
     2048 x 2048 template; that outcome is not established, so the mode's own window is used."""
     if one_row and has_mask and a.sparseMode in (2, 4):
-        env.warn(f"portability: sparseMode {a.sparseMode} with a one-row query and a mask: TilingV2 opens the token "
-                 "window (enableIFA) but keeps the compressed-mask mode; what the arch35 kernel computes is not "
-                 "established, the emulator applies the mode's window")
+        env.warn(
+            f"portability: sparseMode {a.sparseMode} with a one-row query and a mask: TilingV2 opens the token "
+            "window (enableIFA) but keeps the compressed-mask mode; what the arch35 kernel computes is not "
+            "established, the emulator applies the mode's window"
+        )
         return a.preTokens, a.nextTokens
     return tokens
 
@@ -296,7 +362,7 @@ def check_kernel_template(a, env, one_row, act_q, has_mask, mla):
         INFERRED.warn(env, "bf16_tnd_merge_config", f"value D {dv}")
 
 
-PFA_MERGE_G, PFA_MERGE_QS = 16, 4           # pfaMergeGLimit, pfaMergeQsLimit (prompt_flash_attention_tiling_v2.h)
+PFA_MERGE_G, PFA_MERGE_QS = 16, 4  # pfaMergeGLimit, pfaMergeQsLimit (prompt_flash_attention_tiling_v2.h)
 
 
 def _gqa_merge(a, act_q, has_mask, mla):
@@ -304,5 +370,12 @@ def _gqa_merge(a, act_q, has_mask, mla):
     numKeyValueHeads given) G x S1 <= 64, no mask, not BNSD_BSND, not MLA, no batch shorter than S1."""
     s1, kv_heads = max(act_q), a.numKeyValueHeads
     group = a.numHeads // (kv_heads or a.numHeads)
-    return (s1 > 1 and not has_mask and not mla and a.inputLayout != "BNSD_BSND" and group <= PFA_MERGE_G
-            and (kv_heads == 0 or group * s1 <= PFA_MERGE_G * PFA_MERGE_QS) and min(act_q) == s1)
+    return (
+        s1 > 1
+        and not has_mask
+        and not mla
+        and a.inputLayout != "BNSD_BSND"
+        and group <= PFA_MERGE_G
+        and (kv_heads == 0 or group * s1 <= PFA_MERGE_G * PFA_MERGE_QS)
+        and min(act_q) == s1
+    )

@@ -8,6 +8,7 @@ V2 forwards to the inner PFA op with pseShift forced to NULL (silently ignored) 
   after    the inferred output shape against attentionOut -> 161002.
 Differences from the doc are listed in docs/divergences/prompt_flash_attention.md.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,13 +20,33 @@ from ...kernels.flash_attention.quant import deq_scale
 from ..gaps import Gaps
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
 from . import pfa_base_api, pfa_regbase, pfa_var_len
-from .pfa_common import (BASE_API_MODES, BF16, BIG, BYTE_MASKS, COMPRESSED_MASK, F16, FP32, I8, KV_MIN_RANK,
-                         MASK_DTYPES, MAX_BATCH, MAX_D, MAX_GROUP, MAX_HEADS, MAX_SH_BATCH, NZ_N0,
-                         PRIVATE_FORMATS, QKV_DTYPES, QUANT_OUT_PAIRS, TILING_LAYOUTS, U64)
+from .pfa_common import (
+    BASE_API_MODES,
+    BF16,
+    BIG,
+    BYTE_MASKS,
+    COMPRESSED_MASK,
+    F16,
+    FP32,
+    I8,
+    KV_MIN_RANK,
+    MASK_DTYPES,
+    MAX_BATCH,
+    MAX_D,
+    MAX_GROUP,
+    MAX_HEADS,
+    MAX_SH_BATCH,
+    NZ_N0,
+    PRIVATE_FORMATS,
+    QKV_DTYPES,
+    QUANT_OUT_PAIRS,
+    TILING_LAYOUTS,
+    U64,
+)
 from .pfa_common import invalid as _invalid, mode_tokens, name as _name, require_quant_scale2, tiling as _tiling
 
-DEQ_DTYPES = (U64, FP32)                  # deqScale1/deqScale2 kernels
-QUANT2_DTYPES = (FP32, BF16)              # quantScale2/quantOffset2 with an INT8 output (help() only)
+DEQ_DTYPES = (U64, FP32)  # deqScale1/deqScale2 kernels
+QUANT2_DTYPES = (FP32, BF16)  # quantScale2/quantOffset2 with an INT8 output (help() only)
 
 
 def _attention_out(a):
@@ -35,44 +56,70 @@ def _attention_out(a):
     if None in (q, a.key, a.value):
         return None
     try:
-        shape = _expected_out_shape(a, _axes(a.inputLayout, q.shape, a.key.shape, a.value.shape, a.numHeads,
-                                             a.numKeyValueHeads))
-    except (OpError, IndexError, ZeroDivisionError):   # the op's checks will say what is wrong
+        shape = _expected_out_shape(
+            a, _axes(a.inputLayout, q.shape, a.key.shape, a.value.shape, a.numHeads, a.numKeyValueHeads)
+        )
+    except (OpError, IndexError, ZeroDivisionError):  # the op's checks will say what is wrong
         shape = q.shape
     dtype = I8 if a.quantScale2 is not None else F16 if q.dtype == I8 else q.dtype
     return shape, dtype
 
 
-OP = Op("PromptFlashAttentionV2", "aclnn_prompt_flash_attention_v2.h", [
-    TensorIn("query", dtypes=QKV_DTYPES, doc="Q, laid out as inputLayout says"),
-    TensorIn("key", dtypes=QKV_DTYPES, doc="K, same dtype as query"),
-    TensorIn("value", dtypes=QKV_DTYPES, doc="V, same dtype as query"),
-    TensorIn("pseShift", optional=True, doc="reserved by the operator: pass None"),
-    TensorIn("attenMask", optional=True, dtypes=MASK_DTYPES, doc="mask of scores to drop, 1/True = masked out "
-                                                                 "([S1,S2], [B,S1,S2] or [B,1,S1,S2]; 2048x2048 for sparseMode 2-4)"),
-    IntArrayIn("actualSeqLengths", optional=True, doc="valid query length of each batch (None: S1 of query)"),
-    IntArrayIn("actualSeqLengthsKv", optional=True, doc="valid key/value length of each batch (None: S2 of key)"),
-    TensorIn("deqScale1", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of Q·Kᵀ"),
-    TensorIn("quantScale1", optional=True, dtypes=(FP32,), doc="INT8 query: quantisation scale of P before P·V"),
-    TensorIn("deqScale2", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of P·V"),
-    TensorIn("quantScale2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation scale of the result"),
-    TensorIn("quantOffset2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation offset of the result"),
-    Int64("numHeads", doc="number of query heads N"),
-    Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-    Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
-    Int64("nextTokens", default=0, doc="sliding window: keys this many positions after a query are kept"),
-    String("inputLayout", default="BSH", values=TILING_LAYOUTS,
-           doc="layout of query/key/value (BNSD_BSND: BNSD in, BSND out)"),
-    Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
-    Int64("sparseMode", default=0, doc="how attenMask and the token window select scores (0 defaultMask, "
-                                       "1 allMask, 2 leftUpCausal, 3 rightDownCausal, 4 band)"),
-    TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"),
-])
+OP = Op(
+    "PromptFlashAttentionV2",
+    "aclnn_prompt_flash_attention_v2.h",
+    [
+        TensorIn("query", dtypes=QKV_DTYPES, doc="Q, laid out as inputLayout says"),
+        TensorIn("key", dtypes=QKV_DTYPES, doc="K, same dtype as query"),
+        TensorIn("value", dtypes=QKV_DTYPES, doc="V, same dtype as query"),
+        TensorIn("pseShift", optional=True, doc="reserved by the operator: pass None"),
+        TensorIn(
+            "attenMask",
+            optional=True,
+            dtypes=MASK_DTYPES,
+            doc="mask of scores to drop, 1/True = masked out "
+            "([S1,S2], [B,S1,S2] or [B,1,S1,S2]; 2048x2048 for sparseMode 2-4)",
+        ),
+        IntArrayIn("actualSeqLengths", optional=True, doc="valid query length of each batch (None: S1 of query)"),
+        IntArrayIn("actualSeqLengthsKv", optional=True, doc="valid key/value length of each batch (None: S2 of key)"),
+        TensorIn("deqScale1", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of Q·Kᵀ"),
+        TensorIn("quantScale1", optional=True, dtypes=(FP32,), doc="INT8 query: quantisation scale of P before P·V"),
+        TensorIn("deqScale2", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of P·V"),
+        TensorIn(
+            "quantScale2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation scale of the result"
+        ),
+        TensorIn(
+            "quantOffset2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation offset of the result"
+        ),
+        Int64("numHeads", doc="number of query heads N"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
+        Int64("nextTokens", default=0, doc="sliding window: keys this many positions after a query are kept"),
+        String(
+            "inputLayout",
+            default="BSH",
+            values=TILING_LAYOUTS,
+            doc="layout of query/key/value (BNSD_BSND: BNSD in, BSND out)",
+        ),
+        Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
+        Int64(
+            "sparseMode",
+            default=0,
+            doc="how attenMask and the token window select scores (0 defaultMask, "
+            "1 allMask, 2 leftUpCausal, 3 rightDownCausal, 4 band)",
+        ),
+        TensorOut(
+            "attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"
+        ),
+    ],
+)
+
 
 @dataclass
 class Shapes:
     """AnalysisInputShapeInfo of the op_api: axes as the layout string reads them, and D padding."""
-    layout: str       # what the op_api recognised: SH, BSH, TND, BSND, NSD, BNSD, BNSD_BSND
+
+    layout: str  # what the op_api recognised: SH, BSH, TND, BSND, NSD, BNSD, BNSD_BSND
     n2: int = 0
     s2: int = 0
     d: int = 0
@@ -104,29 +151,43 @@ def _check_not_null(a):
         if getattr(a, name) is None:
             raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
     if a.inputLayout is None:
-        raise OpError(status.ACLNN_ERR_PARAM_NULLPTR,
-                      "expected a value of type char but got null for argument inputLayout.", rule="null.inputLayout")
+        raise OpError(
+            status.ACLNN_ERR_PARAM_NULLPTR,
+            "expected a value of type char but got null for argument inputLayout.",
+            rule="null.inputLayout",
+        )
 
 
 def _check_dtypes(a):
     q, k, v, out = a.query.dtype, a.key.dtype, a.value.dtype, a.attentionOut.dtype
     if not q == k == v:
-        _invalid("dtype.qkv_same", f"The combination of [queryDataType]: {q.short}, [keyDataType]: {k.short}, "
-                 f"[valueDataType]: {v.short} is not supported by PFA; query, key and value must share one dtype.")
+        _invalid(
+            "dtype.qkv_same",
+            f"The combination of [queryDataType]: {q.short}, [keyDataType]: {k.short}, "
+            f"[valueDataType]: {v.short} is not supported by PFA; query, key and value must share one dtype.",
+        )
     if q not in QKV_DTYPES:
-        _invalid("dtype.query", f"query/value/key dataType({q.short}) is invalid, valid range is "
-                 "{FLOAT16, BF16, INT8}")
+        _invalid(
+            "dtype.query", f"query/value/key dataType({q.short}) is invalid, valid range is {{FLOAT16, BF16, INT8}}"
+        )
     if q != out and (q, out) not in QUANT_OUT_PAIRS:
-        _invalid("dtype.attentionOut", f"The combination of [queryDataType]: {q.short}, [outputDataType]: {out.short} "
-                 "is not supported by PFA; attentionOut must have the query dtype, or be FLOAT16 for INT8 "
-                 "input, or INT8 for FLOAT16/BF16 input.")
+        _invalid(
+            "dtype.attentionOut",
+            f"The combination of [queryDataType]: {q.short}, [outputDataType]: {out.short} "
+            "is not supported by PFA; attentionOut must have the query dtype, or be FLOAT16 for INT8 "
+            "input, or INT8 for FLOAT16/BF16 input.",
+        )
     mask = a.attenMask
     if mask is not None:
         if mask.dtype not in MASK_DTYPES:
-            _invalid("dtype.attenMask", f"attenMask dataType({_name(mask)}) is invalid, should be in range "
-                     "{FLOAT16, INT8, UINT8, BOOL}")
+            _invalid(
+                "dtype.attenMask",
+                f"attenMask dataType({_name(mask)}) is invalid, should be in range {{FLOAT16, INT8, UINT8, BOOL}}",
+            )
         if q == I8 and mask.dtype == F16:
-            _invalid("dtype.attenMask_int8", "When input tensor datatype is INT8, attenMaskDataType can not be FLOAT16.")
+            _invalid(
+                "dtype.attenMask_int8", "When input tensor datatype is INT8, attenMaskDataType can not be FLOAT16."
+            )
 
 
 def _analyse_shapes(a, env) -> Shapes:
@@ -136,8 +197,10 @@ def _analyse_shapes(a, env) -> Shapes:
     q, k, v = a.query.shape, a.key.shape, a.value.shape
     rank = len(q)
     if not len(q) == len(k) == len(v):
-        _invalid("shape.qkv_rank", f"the layout of q and k v must be same, but got q dim:{len(q)} "
-                 f"k dim:{len(k)} v dim:{len(v)}")
+        _invalid(
+            "shape.qkv_rank",
+            f"the layout of q and k v must be same, but got q dim:{len(q)} k dim:{len(k)} v dim:{len(v)}",
+        )
     for prefix, want in (("BNSD", 4), ("BSND", 4), ("NSD", 3), ("TND", 3), ("SH", 2)):
         if layout.startswith(prefix) and rank != want:
             _invalid("shape.layout_rank", f"layout is {prefix}, input shape dim should be {want}, but got {rank}")
@@ -152,14 +215,17 @@ def _analyse_shapes(a, env) -> Shapes:
     block = 16
     if shapes.d > shapes.dv:
         if a.attentionOut.dtype == I8:
-            _invalid("shape.d_gt_dv_int8", f"when the D of query({shapes.d}) is greater than D of value({shapes.dv}), "
-                     "the output type can't be int8.")
+            _invalid(
+                "shape.d_gt_dv_int8",
+                f"when the D of query({shapes.d}) is greater than D of value({shapes.dv}), "
+                "the output type can't be int8.",
+            )
         if shapes.layout != "TND" and shapes.d > 128:
             block = 256
     elif any_int8:
         block = 32
     if pfa_regbase.on_regbase(env):
-        return shapes              # the op_api never pads D on Ascend910_95 (so no format check either)
+        return shapes  # the op_api never pads D on Ascend910_95 (so no format check either)
     if shapes.layout != "TND" and (shapes.d % block or shapes.d > shapes.dv):
         shapes.need_pad = True
         shapes.pad = -shapes.d % block
@@ -173,8 +239,11 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
     if len(q) == 2 and layout.startswith("SH"):
         d = q[1] // heads
         if d == 0:
-            _invalid("shape.d_zero", f"Input query shape is (S[{q[0]}], H[{q[1]}]), input num_head N is {heads}, "
-                     f"corresponding headsize D = H/N = 0, is invalid.")
+            _invalid(
+                "shape.d_zero",
+                f"Input query shape is (S[{q[0]}], H[{q[1]}]), input num_head N is {heads}, "
+                f"corresponding headsize D = H/N = 0, is invalid.",
+            )
         found = Shapes("SH", k[1] // d, k[0], d, v[1] // (kv_heads or heads))
     if layout.startswith("BSH"):
         nz = len(q) == 4 and q[3] == NZ_N0
@@ -183,8 +252,11 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
         hidden_q, hidden_v = (q[1] * NZ_N0, v[1] * NZ_N0) if nz else (q[2], v[2]) if len(q) >= 3 else (0, 0)
         d = hidden_q // heads
         if d == 0:
-            _invalid("shape.d_zero", f"Input query shape is {list(q)}, input num_head N is {heads}, "
-                     "corresponding headsize D = H/N = 0, is invalid.")
+            _invalid(
+                "shape.d_zero",
+                f"Input query shape is {list(q)}, input num_head N is {heads}, "
+                "corresponding headsize D = H/N = 0, is invalid.",
+            )
         found = Shapes("BSH", k[2] // d, k[1], d, hidden_v // (kv_heads or heads))
     if len(q) == 3 and layout.startswith("TND"):
         found = Shapes("TND", k[1], 1, q[2], v[2])
@@ -195,8 +267,9 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
     if len(q) == 4 and layout.startswith("BNSD"):
         found = Shapes("BNSD_BSND" if layout[:9] == "BNSD_BSND" else "BNSD", k[1], k[2], q[3], v[3])
     if found is None:
-        _invalid("shape.layout", f"PFA inputLayout only supports BSH, BNSD, BSND, BNSD_BSND, TND, "
-                 f"current layout: {layout}")
+        _invalid(
+            "shape.layout", f"PFA inputLayout only supports BSH, BNSD, BSND, BNSD_BSND, TND, current layout: {layout}"
+        )
     return found
 
 
@@ -204,16 +277,24 @@ def _check_formats(a):
     for name in ("query", "key", "value", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
-            _invalid("format.nd", f"{name} format {t.format.short} is not supported when D is padded; "
-                     f"{name[0].upper() + name[1:]} format only support ND.")
+            _invalid(
+                "format.nd",
+                f"{name} format {t.format.short} is not supported when D is padded; "
+                f"{name[0].upper() + name[1:]} format only support ND.",
+            )
 
 
-INFERRED = Gaps(OP, "inferred", {
-    "private_format": "a private storage format without D padding (the kernels are registered for ND only; read "
-                      "here as ND)",
-    "deq_scale_mixed": "INT8 query with deqScale1 and deqScale2 of different dtypes (the kernel picks each one's "
-                       "read mode from the other's flag, so mixed dtypes are misread on hardware)",
-}, code=status.ACLNN_ERR_INNER_NULLPTR)
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {
+        "private_format": "a private storage format without D padding (the kernels are registered for ND only; read "
+        "here as ND)",
+        "deq_scale_mixed": "INT8 query with deqScale1 and deqScale2 of different dtypes (the kernel picks each one's "
+        "read mode from the other's flag, so mixed dtypes are misread on hardware)",
+    },
+    code=status.ACLNN_ERR_INNER_NULLPTR,
+)
 
 
 def _warn_private_formats(a, env):
@@ -249,28 +330,46 @@ def _tiling_checks(a, shapes, env):
     if layout == "TND" and out.dtype == I8:
         _tiling("io.tnd_int8_out", "When Layout is TND, not support attention out dataType is int8!")
     if layout in ("TND", "BSH") and not q.ndim == k.ndim == v.ndim == 3:
-        _tiling("dims.rank3", f"Layout TND/NTD_TND/BSH queryDims({q.ndim}), keydims({k.ndim}), "
-                f"valueDims({v.ndim}) must be 3!")
+        _tiling(
+            "dims.rank3",
+            f"Layout TND/NTD_TND/BSH queryDims({q.ndim}), keydims({k.ndim}), valueDims({v.ndim}) must be 3!",
+        )
     if layout in ("BSH", "BNSD", "BSND", "BNSD_BSND"):
-        dims = (_padded_d(q.shape, layout, heads, shapes), _padded_d(k.shape, layout, kv_heads, shapes),
-                _padded_d(v.shape, layout, kv_heads, shapes, value=True))
+        dims = (
+            _padded_d(q.shape, layout, heads, shapes),
+            _padded_d(k.shape, layout, kv_heads, shapes),
+            _padded_d(v.shape, layout, kv_heads, shapes, value=True),
+        )
         if len(set(dims)) != 1:
-            _tiling("d.equal", f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
-                    f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})")
+            _tiling(
+                "d.equal",
+                f"layout BSH, BSND, BNSD, BNSD_BSND, queryD keyD valueD must be equal! "
+                f"(after padding: query D {dims[0]}, key D {dims[1]}, value D {dims[2]})",
+            )
     if a.sparseMode in BASE_API_MODES:
         plan = pfa_base_api.check(a, shapes, env)
         _check_kernel_dtypes(a, env)
         full = [(BIG, BIG)] * len(plan.q_rows)
-        return _launch(a, plan.act_q, plan.act_kv, full, None, rows=(plan.q_rows, plan.kv_rows),
-                       precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API, tokens=plan.tokens,
-                       kv_blocks=plan.key_blocks)
+        return _launch(
+            a,
+            plan.act_q,
+            plan.act_kv,
+            full,
+            None,
+            rows=(plan.q_rows, plan.kv_rows),
+            precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API,
+            tokens=plan.tokens,
+            kv_blocks=plan.key_blocks,
+        )
     _check_bf16_mask_dtype(a)
     _check_int8_fp16_out(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
     if layout not in TILING_LAYOUTS:
-        _tiling("shape.layout_exact", f"inputLayout {layout!r}: when D != 512 only support layout BSH, BSND, "
-                "BNSD, BNSD_BSND, TND, NTD_TND.")
+        _tiling(
+            "shape.layout_exact",
+            f"inputLayout {layout!r}: when D != 512 only support layout BSH, BSND, BNSD, BNSD_BSND, TND, NTD_TND.",
+        )
     if layout == "NTD_TND":
         _tiling("shape.ntd_tnd", "NTD_TND layout is only supported in FIA, not in PFA.")
     if k.is_empty or v.is_empty:
@@ -282,7 +381,7 @@ def _tiling_checks(a, shapes, env):
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
     if layout == "TND":
         act_q, act_kv = pfa_var_len.check_shapes(a)
-        _check_mask_shape(a, has_mask, 0, 0, 0)       # the TND branch leaves B, S1 and S2 at 0
+        _check_mask_shape(a, has_mask, 0, 0, 0)  # the TND branch leaves B, S1 and S2 at 0
         _check_sparse(a, has_mask, 0, 0)
         pfa_var_len.check_template(a, act_q, act_kv)
         _check_kernel_dtypes(a, env)
@@ -292,7 +391,7 @@ def _tiling_checks(a, shapes, env):
     if layout == "SH":
         batch, s1, s2, act_q, act_kv = _sh_batches(a, env)
         rows = segments(act_q)
-        rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])   # keys start with the queries
+        rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])  # keys start with the queries
     else:
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
@@ -309,39 +408,39 @@ def _tiling_v2_checks(a, shapes, env):
     if q.is_empty:
         _tiling("regbase.query_empty", "Query input is empty and output is not empty!")
     if k.is_empty or v.is_empty:
-        out = a.attentionOut                     # CheckEmptyTensor: zeros, no limits and no int8 rule
+        out = a.attentionOut  # CheckEmptyTensor: zeros, no limits and no int8 rule
         return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
     mla = pfa_regbase.check_io(a)
     pfa_regbase.check_kv(a, mla)
     _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2, group_limit=not mla)
     pfa_regbase.check_query_and_key(a)
-    _check_int8_scales(a)                                           # CheckQuant
+    _check_int8_scales(a)  # CheckQuant
     _check_int8_fp16_out(a)
     pfa_regbase.check_quant(a)
     rows = None
-    if layout == "TND":                                             # CheckActSeq
+    if layout == "TND":  # CheckActSeq
         act_q, act_kv = pfa_regbase.tnd_lengths(a)
         batch, s1, s2 = len(act_q), max(act_q), max(act_kv)
         rows = (segments(act_q), segments(act_kv))
-    else:                                                           # CheckActSeqLen
+    else:  # CheckActSeqLen
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
-    one_row = s1 == 1                                               # enableIFA / enableIFAMask
-    if has_mask:                                                    # CheckMaskTypeAndShape
+    one_row = s1 == 1  # enableIFA / enableIFAMask
+    if has_mask:  # CheckMaskTypeAndShape
         pfa_regbase.check_high_precision_mask(a)
         _check_bf16_mask_dtype(a)
-    pfa_regbase.check_sparse_mode(a)                                # CheckSparseMode
+    pfa_regbase.check_sparse_mode(a)  # CheckSparseMode
     pre, nxt = pfa_regbase.sparse_tokens(a, has_mask, one_row)
     _check_band_negative(a)
     _check_token_rules(a, pre, nxt, s1, s2)
-    _check_sparse_mask(a, has_mask)                                 # CheckMaskCrossover
+    _check_sparse_mask(a, has_mask)  # CheckMaskCrossover
     if one_row and has_mask:
         pfa_regbase.check_ifa_mask(a, batch, s2)
     else:
         _check_mask_shape(a, has_mask, batch, s1, s2)
-    _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)             # CheckMultiFeatureCrossover
+    _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)  # CheckMultiFeatureCrossover
     _check_kernel_dtypes(a, env, flag_read_deq=False)
     pfa_regbase.check_kernel_template(a, env, one_row, act_q, has_mask, mla)
     window = pfa_regbase.kernel_window(a, env, (pre, nxt), has_mask, one_row)
@@ -353,15 +452,24 @@ def _tiling_v2_checks(a, shapes, env):
 def _check_bf16_mask_dtype(a):
     mask = a.attenMask
     if mask is not None and a.query.dtype == BF16 and mask.dtype not in BYTE_MASKS:
-        _tiling("mask.bf16_dtype", f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
-                "uint8 when input type is bfloat16")
+        _tiling(
+            "mask.bf16_dtype",
+            f"invalid maskType dtype[{_name(mask)}], maskType should be bool, int8 or "
+            "uint8 when input type is bfloat16",
+        )
 
 
 def _check_int8_fp16_out(a):
-    if a.query.dtype == I8 and a.attentionOut.dtype == F16 and (a.quantScale2 is not None or
-                                                                a.quantOffset2 is not None):
-        _tiling("quant.int8_fp16_out", "When query dtype is int8 and output dtype is fp16, the output's dequant "
-                "scale and the output's dequant offset should be null.")
+    if (
+        a.query.dtype == I8
+        and a.attentionOut.dtype == F16
+        and (a.quantScale2 is not None or a.quantOffset2 is not None)
+    ):
+        _tiling(
+            "quant.int8_fp16_out",
+            "When query dtype is int8 and output dtype is fp16, the output's dequant "
+            "scale and the output's dequant offset should be null.",
+        )
 
 
 def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
@@ -370,7 +478,7 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
     batch, s1, s2 = dims
     _check_mask_shape(a, has_mask, batch, s1, s2)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
-    h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))      # the (padded) query H
+    h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))  # the (padded) query H
     if a.numHeads > h:
         _tiling("heads.h", "num heads is error.")
     _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1)
@@ -378,8 +486,11 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
         _tiling("quant.sh_int8_out", "When input dtype is fp16 and output dtype is int8, SH layout is not supported.")
     if q.dtype != I8 and out.dtype == I8:
         if any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
-            _tiling("quant.fp16_int8_out", "When input dtype is fp16 and output dtype is int8, PFA inputs "
-                    "dequantScale1, quantScale1 and dequantScale2 should be null.")
+            _tiling(
+                "quant.fp16_int8_out",
+                "When input dtype is fp16 and output dtype is int8, PFA inputs "
+                "dequantScale1, quantScale1 and dequantScale2 should be null.",
+            )
     _check_post_quant(a, h)
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
@@ -397,7 +508,7 @@ def _empty_kv(a, layout):
         b, h = (1, q[1]) if len(q) == 2 else (q[0], q[2])
     elif layout == "BSND":
         b, n, d, h = q[0], q[2], q[3], None
-    else:                                         # TND
+    else:  # TND
         b, n, d, h = 1, q[1], q[2], None
     if b > MAX_BATCH:
         _tiling("empty.batch", f"batch size should <= 65536, but batch size = {b}")
@@ -418,14 +529,19 @@ def _check_int8_scales(a):
         return
     scales = (a.deqScale1, a.quantScale1, a.deqScale2)
     if any(t is None for t in scales):
-        _tiling("quant.int8_scales_null", "dequant scale or first quant scale is nullptr when input type is int8 "
-                "(deqScale1, quantScale1 and deqScale2 are required).")
+        _tiling(
+            "quant.int8_scales_null",
+            "dequant scale or first quant scale is nullptr when input type is int8 "
+            "(deqScale1, quantScale1 and deqScale2 are required).",
+        )
     if any(t.is_empty for t in scales):
-        _tiling("quant.int8_scales_empty", "dequant scale or first quant scale is empty tensor when input type is int8.")
+        _tiling(
+            "quant.int8_scales_empty", "dequant scale or first quant scale is empty tensor when input type is int8."
+        )
 
 
 N_AXIS = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "NSD": 0}
-N_AXIS_V2 = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "TND": 1}     # TilingV2 reads TND's N too
+N_AXIS_V2 = {"BNSD": 1, "BNSD_BSND": 1, "BSND": 2, "TND": 1}  # TilingV2 reads TND's N too
 
 
 def _check_heads(a, layout, kv_heads, n_axes=N_AXIS, group_limit=True):
@@ -442,8 +558,9 @@ def _check_heads(a, layout, kv_heads, n_axes=N_AXIS, group_limit=True):
         for name, shape, want in (("query", q, heads), ("key", k, kv_heads), ("value", v, kv_heads)):
             if shape[n_axis] != want:
                 attr = "numHeads" if name == "query" else "numKeyValueHeads"
-                _tiling(f"heads.{name}", f"numHeads({shape[n_axis]}) in {name} shape must match {attr}({want}) "
-                        "in attr!")
+                _tiling(
+                    f"heads.{name}", f"numHeads({shape[n_axis]}) in {name} shape must match {attr}({want}) in attr!"
+                )
     if heads % kv_heads:
         _tiling("heads.divisible", f"numHeads({heads}) must be divisible by numKeyValueHeads({kv_heads})!")
     if group_limit and heads // kv_heads > MAX_GROUP:
@@ -459,8 +576,10 @@ def _check_batch(a, layout):
     else:
         batch, batch_kv, s1, s2 = q[0], k[0], q[1], k[1]
     if batch != batch_kv:
-        _tiling("batch.equal", f"query batch must be equal to key/value batch, query batch = {batch} , "
-                f"key/value batch = {batch_kv} .")
+        _tiling(
+            "batch.equal",
+            f"query batch must be equal to key/value batch, query batch = {batch} , key/value batch = {batch_kv} .",
+        )
     if batch > MAX_BATCH:
         _tiling("batch.max", f"batch size({batch}) should not be larger than 65536!")
     return batch, s1, s2
@@ -474,13 +593,18 @@ def _sh_batches(a, env):
     s1, s2 = a.query.shape[0], a.key.shape[0]
     d, kv_heads = a.query.shape[1] // a.numHeads, a.numKeyValueHeads or a.numHeads
     if a.key.shape[1] != kv_heads * d or a.value.shape[1] % kv_heads:
-        _tiling("sh.kv_hidden", f"SH key H ({a.key.shape[1]}) must be numKeyValueHeads({kv_heads}) x D({d}) and "
-                f"value H ({a.value.shape[1]}) a multiple of numKeyValueHeads (the CANN tiling does not check "
-                "this; its kernel would misread the rows, so the emulator rejects it)")
+        _tiling(
+            "sh.kv_hidden",
+            f"SH key H ({a.key.shape[1]}) must be numKeyValueHeads({kv_heads}) x D({d}) and "
+            f"value H ({a.value.shape[1]}) a multiple of numKeyValueHeads (the CANN tiling does not check "
+            "this; its kernel would misread the rows, so the emulator rejects it)",
+        )
     batch, batch_kv = len(act_q or ()) or 1, len(act_kv or ()) or 1
     if batch != batch_kv:
-        _tiling("batch.equal", f"query batch must be equal to key/value batch, query batch = {batch} , "
-                f"key/value batch = {batch_kv} .")
+        _tiling(
+            "batch.equal",
+            f"query batch must be equal to key/value batch, query batch = {batch} , key/value batch = {batch_kv} .",
+        )
     if batch > MAX_SH_BATCH:
         _tiling("batch.sh_max", f"batch size({batch}) should not be larger than 128 when input layout is SH!")
     if s1 != s2:
@@ -492,8 +616,10 @@ def _sh_batches(a, env):
     fitted = [max(0, min(n, s2 - start)) for n, start in zip(act_kv, starts)]
     fitted_q = [max(0, n) for n in act_q]
     if fitted != act_kv or fitted_q != act_q:
-        env.warn(f"SH: actual lengths {act_q} / {act_kv} reach outside the {s1} rows (no check in the CANN "
-                 "tiling; the kernel would read neighbouring memory); clipped to the tensor")
+        env.warn(
+            f"SH: actual lengths {act_q} / {act_kv} reach outside the {s1} rows (no check in the CANN "
+            "tiling; the kernel would read neighbouring memory); clipped to the tensor"
+        )
     return batch, s1, s2, fitted_q, fitted
 
 
@@ -503,12 +629,17 @@ def _actual_lengths(values, batch, limit, what):
         return [limit] * batch
     if 1 < len(values) < batch:
         arg = "actualSeqLengths" if what == "query" else "actualSeqLengthsKv"
-        _tiling(f"actual_seq.{arg}_len", f"Dim({len(values)}) of the {what}'s actual sequence lengths "
-                f"({arg}) must equal to 1 or greater than or equal to batch size({batch})!")
+        _tiling(
+            f"actual_seq.{arg}_len",
+            f"Dim({len(values)}) of the {what}'s actual sequence lengths "
+            f"({arg}) must equal to 1 or greater than or equal to batch size({batch})!",
+        )
     for i, value in enumerate(values[:batch]):
         if not 0 <= value <= limit:
-            _tiling(f"actual_seq.{what.split('/')[0]}_range", f"The {what}'s actual sequence lengths[{i}]({value}) "
-                    f"must be in range[0, {limit}]!")
+            _tiling(
+                f"actual_seq.{what.split('/')[0]}_range",
+                f"The {what}'s actual sequence lengths[{i}]({value}) must be in range[0, {limit}]!",
+            )
     return [values[0]] * batch if len(values) == 1 else list(values[:batch])
 
 
@@ -521,13 +652,19 @@ def _check_mask_shape(a, has_mask, batch, s1, s2):
     mask_batch = 1 if len(shape) == 2 else shape[0]
     if mode in (0, 1):
         if not (shape[-2] >= s1 and shape[-1] >= s2 and mask_batch in (1, batch)):
-            _tiling("mask.shape", f"attenMask batch({mask_batch}) must be 1 or {batch}, attenMask Q_S({shape[-2]}) "
-                    f"must be larger than sQ({s1}), attenMask KV_S({shape[-1]}) must be larger than sK({s2}), "
-                    "please check")
+            _tiling(
+                "mask.shape",
+                f"attenMask batch({mask_batch}) must be 1 or {batch}, attenMask Q_S({shape[-2]}) "
+                f"must be larger than sQ({s1}), attenMask KV_S({shape[-1]}) must be larger than sK({s2}), "
+                "please check",
+            )
     elif mode in (2, 3, 4):
         if shape[-2:] != (COMPRESSED_MASK, COMPRESSED_MASK) or any(dim != 1 for dim in shape[:-2]):
-            _tiling("mask.compressed_shape", f"attenMask shape {list(shape)}: attenMask shape must be (2048, 2048) "
-                    f"or (1, 2048, 2048) or (1, 1, 2048, 2048) when sparse mode = {mode}")
+            _tiling(
+                "mask.compressed_shape",
+                f"attenMask shape {list(shape)}: attenMask shape must be (2048, 2048) "
+                f"or (1, 2048, 2048) or (1, 1, 2048, 2048) when sparse mode = {mode}",
+            )
 
 
 def _check_sparse(a, has_mask, s1, s2):
@@ -543,8 +680,11 @@ def _check_sparse(a, has_mask, s1, s2):
 
 def _check_band_negative(a):
     if a.attenMask is not None and a.sparseMode == 4 and a.preTokens < 0 and a.nextTokens < 0:
-        _tiling("sparse.band_negative", f"preTokens and nextTokens must not be negative number in band mode, "
-                f"preTokens = {a.preTokens} , nextTokens = {a.nextTokens} .")
+        _tiling(
+            "sparse.band_negative",
+            f"preTokens and nextTokens must not be negative number in band mode, "
+            f"preTokens = {a.preTokens} , nextTokens = {a.nextTokens} .",
+        )
 
 
 def _check_sparse_mask(a, has_mask):
@@ -554,25 +694,36 @@ def _check_sparse_mask(a, has_mask):
         if not has_mask:
             _tiling("sparse.mask_required", f"attenMask should not be null when sparse_mode is {mode}.")
         if mode != 1 and a.attenMask.dtype not in BYTE_MASKS:
-            _tiling("sparse.mask_dtype", f"invalid maskType dtype[{_name(a.attenMask)}], maskType should be bool, "
-                    f"int8 or uint8 when sparse mode is {mode}.")
+            _tiling(
+                "sparse.mask_dtype",
+                f"invalid maskType dtype[{_name(a.attenMask)}], maskType should be bool, "
+                f"int8 or uint8 when sparse mode is {mode}.",
+            )
 
 
 def _check_token_rules(a, pre, nxt, s1, s2):
     """The window rules on the tokens the mode keeps (``pre``, ``nxt``)."""
     mode = a.sparseMode
     if pre < 0 and nxt < 0:
-        _tiling("tokens.both_negative", f"preTokens and nextokens cannot neither be negative number, "
-                f"preTokens = {pre}, nextTokens = {nxt}.")
+        _tiling(
+            "tokens.both_negative",
+            f"preTokens and nextokens cannot neither be negative number, preTokens = {pre}, nextTokens = {nxt}.",
+        )
     if -nxt > pre:
-        _tiling("tokens.order", f"nexttoken line should be higher than pretoken line (preTokens = {pre}, "
-                f"nextTokens = {nxt}).")
+        _tiling(
+            "tokens.order",
+            f"nexttoken line should be higher than pretoken line (preTokens = {pre}, nextTokens = {nxt}).",
+        )
     if mode == 0 and nxt < 0 and -nxt >= s1:
-        _tiling("tokens.next_vs_s1", f"nextTokens absolute value should be smaller than length of q, "
-                f"nextTokens = {nxt}, length of q = {s1}.")
+        _tiling(
+            "tokens.next_vs_s1",
+            f"nextTokens absolute value should be smaller than length of q, nextTokens = {nxt}, length of q = {s1}.",
+        )
     if mode == 0 and pre < 0 and -pre >= s2:
-        _tiling("tokens.pre_vs_s2", f"preToken absolute value should be smaller than length of k and v, "
-                f"preTokens = {pre}, seqLengthKV = {s2}")
+        _tiling(
+            "tokens.pre_vs_s2",
+            f"preToken absolute value should be smaller than length of k and v, preTokens = {pre}, seqLengthKV = {s2}",
+        )
 
 
 def _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1):
@@ -580,16 +731,22 @@ def _check_batches(a, has_mask, pre, nxt, act_q, act_kv, s1):
     post-quant offset need every row computed)."""
     mode, out_int8 = a.sparseMode, a.attentionOut.dtype == I8
     if out_int8 and mode == 4 and (pre < 0 or nxt < 0):
-        _tiling("tokens.int8_band_negative", f"When output type is int8, sparse mode = 4, preTokens ({pre}) or "
-                f"nextTokens ({nxt}) cannot be negative.")
+        _tiling(
+            "tokens.int8_band_negative",
+            f"When output type is int8, sparse mode = 4, preTokens ({pre}) or nextTokens ({nxt}) cannot be negative.",
+        )
     check_offset = out_int8 and a.quantOffset2 is not None and not a.quantOffset2.is_empty
 
     def offset_rows(aq, ak):
-        (pre_b, next_b), = pfa.batch_bands(mode, pre, nxt, has_mask, [aq], [ak])
+        ((pre_b, next_b),) = pfa.batch_bands(mode, pre, nxt, has_mask, [aq], [ak])
         if check_offset and (pre_b + ak - aq < 0 or next_b < 0):
-            _tiling("quant.offset_uncomputed_rows", f"When sparse mode = {mode}, output dtype is int8, the output's "
-                    f"dequant offset is not null or empty tensor, preTokens = {a.preTokens} and nextTokens = "
-                    f"{a.nextTokens}, some rows of the matrix do not participate in the calculation.")
+            _tiling(
+                "quant.offset_uncomputed_rows",
+                f"When sparse mode = {mode}, output dtype is int8, the output's "
+                f"dequant offset is not null or empty tensor, preTokens = {a.preTokens} and nextTokens = "
+                f"{a.nextTokens}, some rows of the matrix do not participate in the calculation.",
+            )
+
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1, offset_rows)
 
 
@@ -599,19 +756,31 @@ def _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1, between=None):
     mode = a.sparseMode
     for aq, ak in zip(act_q, act_kv):
         if mode == 0 and aq != s1 and nxt < 0 and -nxt >= aq:
-            _tiling("tokens.next_vs_actual_q", f"nexttoken absolute value should be smaller than actual length of "
-                    f"q, nextTokens = {nxt}, the query's actual sequence lengths = {aq}")
+            _tiling(
+                "tokens.next_vs_actual_q",
+                f"nexttoken absolute value should be smaller than actual length of "
+                f"q, nextTokens = {nxt}, the query's actual sequence lengths = {aq}",
+            )
         if mode == 0 and pre < 0 and -pre >= ak:
-            _tiling("tokens.pre_vs_actual_kv", f"preToken absolute value should be smaller than actual length of k "
-                    f"and v, preToken = {pre}, actual length of k and v = {ak}.")
+            _tiling(
+                "tokens.pre_vs_actual_kv",
+                f"preToken absolute value should be smaller than actual length of k "
+                f"and v, preToken = {pre}, actual length of k and v = {ak}.",
+            )
         if between is not None:
             between(aq, ak)
         if mode == 4 and nxt < 0 and -nxt >= ak:
-            _tiling("tokens.band_next", f"nextTokens absolute value should be smaller than actual length of k and v "
-                    f"in band mode, nextTokens = {nxt}, actual length of k and v = {ak}")
+            _tiling(
+                "tokens.band_next",
+                f"nextTokens absolute value should be smaller than actual length of k and v "
+                f"in band mode, nextTokens = {nxt}, actual length of k and v = {ak}",
+            )
         if mode == 4 and pre < 0 and -pre >= aq:
-            _tiling("tokens.band_pre", f"preTokens absolute value should be smaller than actual length of q in band "
-                    f"mode, preTokens = {pre}, the query's actual sequence lengths = {aq}")
+            _tiling(
+                "tokens.band_pre",
+                f"preTokens absolute value should be smaller than actual length of q in band "
+                f"mode, preTokens = {pre}, the query's actual sequence lengths = {aq}",
+            )
 
 
 def _check_post_quant(a, h):
@@ -620,23 +789,37 @@ def _check_post_quant(a, h):
     require_quant_scale2(a)
     scale, offset, q = a.quantScale2, a.quantOffset2, a.query.dtype
     if scale.numel != 1 and (scale.numel // a.numHeads) % 32:
-        _tiling("quant2.per_channel_align", f"post quant per-channel do not support D({scale.numel // a.numHeads}) "
-                "non-32-byte aligned.")
+        _tiling(
+            "quant2.per_channel_align",
+            f"post quant per-channel do not support D({scale.numel // a.numHeads}) non-32-byte aligned.",
+        )
     if scale.dtype not in (BF16, FP32, F16):
         _tiling("quant2.scale_dtype", f"post quant scale dtype({_name(scale)}) only support bf16, fp16 and fp32 .")
     if offset is not None and offset.dtype != scale.dtype:
-        _tiling("quant2.offset_dtype", f"post quant scale dtype({_name(scale)}) and offset dtype({_name(offset)}) "
-                "must be consistent.")
+        _tiling(
+            "quant2.offset_dtype",
+            f"post quant scale dtype({_name(scale)}) and offset dtype({_name(offset)}) must be consistent.",
+        )
     if q != BF16 and scale.dtype == BF16:
-        _tiling("quant2.bf16_scale", f"post quant scale and offset support bf16 only if input dtype({q.short}) is bf16.")
+        _tiling(
+            "quant2.bf16_scale", f"post quant scale and offset support bf16 only if input dtype({q.short}) is bf16."
+        )
     if q != F16 and scale.dtype == F16:
-        _tiling("quant2.fp16_scale", f"post quant scale and offset support fp16 only if input dtype({q.short}) is fp16.")
+        _tiling(
+            "quant2.fp16_scale", f"post quant scale and offset support fp16 only if input dtype({q.short}) is fp16."
+        )
     if offset is not None and offset.numel != scale.numel:
-        _tiling("quant2.offset_size", f"the output's dequant scale dimension multiply result({scale.numel}) do not "
-                f"equal the output's dequant offset dimension multiply result({offset.numel}).")
+        _tiling(
+            "quant2.offset_size",
+            f"the output's dequant scale dimension multiply result({scale.numel}) do not "
+            f"equal the output's dequant offset dimension multiply result({offset.numel}).",
+        )
     if scale.numel not in (1, h):
-        _tiling("quant2.size", f"post the output's dequant scale/offset dimension multiply result only support 1 and "
-                f"H({h}), now is ({scale.numel}).")
+        _tiling(
+            "quant2.size",
+            f"post the output's dequant scale/offset dimension multiply result only support 1 and "
+            f"H({h}), now is ({scale.numel}).",
+        )
 
 
 def _check_kernel_dtypes(a, env, flag_read_deq=True):
@@ -660,13 +843,15 @@ def _check_out_shape(a, shapes):
     out = a.attentionOut
     expected = _expected_out_shape(a, shapes)
     if shapes.need_pad and shapes.layout in ("BSH", "SH", "NSD"):
-        if int(np.prod(expected)) != out.numel:       # the op_api reshapes to attentionOut's shape
-            _tiling("out.reshape", f"attentionOut shape {list(out.shape)} cannot hold the output "
-                    f"{list(expected)}")
+        if int(np.prod(expected)) != out.numel:  # the op_api reshapes to attentionOut's shape
+            _tiling("out.reshape", f"attentionOut shape {list(out.shape)} cannot hold the output {list(expected)}")
         return
     if tuple(expected) != out.shape and not (int(np.prod(expected)) == 1 == out.numel):
-        _invalid("out.shape", f"Out tensor's shape{list(out.shape)} is not equal with Expect Out tensor's "
-                 f"shape{list(expected)}, Please check the Out tensor's shape.")
+        _invalid(
+            "out.shape",
+            f"Out tensor's shape{list(out.shape)} is not equal with Expect Out tensor's "
+            f"shape{list(expected)}, Please check the Out tensor's shape.",
+        )
 
 
 def _expected_out_shape(a, shapes):
@@ -684,8 +869,18 @@ def _expected_out_shape(a, shapes):
 
 
 # -- launch ---------------------------------------------------------------------------------------
-def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFORMANCE, tokens=False,
-            ifa_mask=False, kv_blocks=None):
+def _launch(
+    a,
+    act_q,
+    act_kv,
+    bands,
+    mask_t,
+    rows=None,
+    precision=pfa.HIGH_PERFORMANCE,
+    tokens=False,
+    ifa_mask=False,
+    kv_blocks=None,
+):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
@@ -698,26 +893,30 @@ def _launch(a, act_q, act_kv, bands, mask_t, rows=None, precision=pfa.HIGH_PERFO
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
 
     def run(workspace):
-        q, k, v = (_bnsd(t.read(n), layout, h, tokens) for t, n, h in
-                   ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads)))
+        q, k, v = (
+            _bnsd(t.read(n), layout, h, tokens)
+            for t, n, h in ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads))
+        )
         mask = None if mask_t is None else pfa.Mask(_mask_3d(mask_t.read("attenMask"), ifa_mask))
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
-            whole = not precision.arch35_quant           # the arch35 kernels keep all 32 bits
-            int8 = pfa.Int8Scales(deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]),
-                                  deq_scale(deq2, truncate=whole))
+            whole = not precision.arch35_quant  # the arch35 kernels keep all 32 bits
+            int8 = pfa.Int8Scales(
+                deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
+            )
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
-        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant,
-                      precision=precision)
+        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant, precision=precision)
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
-            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks,
-                                                  **common)
+            o = pfa.packed_prompt_flash_attention(
+                q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks, **common
+            )
         if tokens:
             pfa_base_api.report_unwritten(rows[0], o.shape[2])
         out_t.write(_from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
+
     return run
 
 
@@ -754,6 +953,7 @@ def _output_quant(scale_t, offset_t, heads):
     def per_head(t):
         values = t.read().astype(np.float32).reshape(-1)
         return values.reshape(1, 1) if values.size == 1 else values.reshape(heads, -1)
+
     scale = per_head(scale_t)
     offset = np.zeros_like(scale) if offset_t is None or offset_t.is_empty else per_head(offset_t)
     return pfa.OutputQuant(scale, offset)

@@ -1,5 +1,6 @@
 """What the KV-cache op modules share: the 910_95 data types, tiling failures, the flat device
 data the kernels read, and the launch that reports the kernels' findings."""
+
 import numpy as np
 
 from ... import status
@@ -9,9 +10,20 @@ from ..signature import Launch, OpError
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_910_95,
 # GatherPaKvCache's kvDtype): key, value and both caches share one of them.
-DTYPES_910_95 = [DataType.ACL_FLOAT, DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8, DataType.ACL_UINT8,
-                 DataType.ACL_INT16, DataType.ACL_UINT16, DataType.ACL_INT32, DataType.ACL_UINT32,
-                 DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN]
+DTYPES_910_95 = [
+    DataType.ACL_FLOAT,
+    DataType.ACL_FLOAT16,
+    DataType.ACL_BF16,
+    DataType.ACL_INT8,
+    DataType.ACL_UINT8,
+    DataType.ACL_INT16,
+    DataType.ACL_UINT16,
+    DataType.ACL_INT32,
+    DataType.ACL_UINT32,
+    DataType.ACL_HIFLOAT8,
+    DataType.ACL_FLOAT8_E5M2,
+    DataType.ACL_FLOAT8_E4M3FN,
+]
 # The cache layouts both operators take (their cacheMode attribute; NULL means Norm).
 CACHE_MODES = ("Norm", "PA_NZ")
 # ASCENDC_TOOLS_WORKSPACE, which the A2/A3 tilings of both ask for.
@@ -31,7 +43,9 @@ def flat(op, tensor, unit=None) -> np.ndarray:
 
 def launch(op, workspace_size: int, run) -> Launch:
     """Phase 2 runs `run()` on the stream and reports each (kind, message) finding it returns."""
+
     def task(workspace):
         for kind, message in run():
             sanitizer.report(kind, f"{op.phase2}: {message}")
+
     return Launch(workspace_size, task)

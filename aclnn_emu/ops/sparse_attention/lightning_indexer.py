@@ -6,6 +6,7 @@ whose every failure is 561002, in the source's order. The maths is in
 kernels/sparse_attention/lightning_indexer; this module turns the tensors into rows, the
 per-row key counts (kernels/sparse_attention/lightning_indexer_plan) and the key addressing.
 """
+
 import numpy as np
 
 from ... import status
@@ -26,47 +27,79 @@ INT64_MAX = (1 << 63) - 1
 def _out(dtype_of):
     """sparseIndicesOut / sparseValuesOut by the tiling's shape rule: query's [B,S1] or [T1], then
     N2 = 1 and sparseCount (read as int32); None without a query."""
+
     def rule(a):
         q = a.query
         if q is None:
             return None
         return (*q.shape[:-2], 1, max(attr_int32(a.sparseCount), 0)), dtype_of(q)
+
     return rule
 
 
-OP = Op("LightningIndexer", "aclnn_lightning_indexer.h", [
-    TensorIn("query", doc="indexer query [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 128, N1 at most 64"),
-    TensorIn("key", doc="indexer key [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] "
-                        "(PA_BSND)"),
-    TensorIn("weights", doc="per-head weights of the index scores [B,S1,N1] or [T1,N1], query's dtype"),
-    TensorIn("actualSeqLengthsQueryOptional", optional=True,
-             doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required"),
-    TensorIn("actualSeqLengthsKeyOptional", optional=True,
-             doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND"),
-    TensorIn("blockTableOptional", optional=True, doc="PA_BSND: cache block of each batch's i-th block "
-                                                      "[B, maxBlocks]"),
-    String("layoutQueryOptional", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
-    String("layoutKeyOptional", default="BSND", values=KEY_LAYOUTS,
-           doc="layout of key (NULL: BSND); not PA_BSND: the same as the query's"),
-    Int64("sparseCount", doc="keys kept per query token, the top-k (1..2048)"),
-    Int64("sparseMode", doc="0: every key, 3: causal (rightDownCausal)"),
-    Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
-    Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
-    Bool("returnValues", default=False, doc="also write the selected keys' scores to sparseValuesOut "
-                                            "(not with PA_BSND)"),
-    TensorOut("sparseIndicesOut", like=_out(lambda q: DataType.ACL_INT32),
-              doc="the top-k key positions per query token [B,S1,1,sparseCount] or [T1,1,sparseCount] (-1: none)"),
-    TensorOut("sparseValuesOut", like=_out(lambda q: q.dtype),
-              doc="their index scores (returnValues), shaped like sparseIndicesOut, query's dtype (-inf: none)"),
-])
+OP = Op(
+    "LightningIndexer",
+    "aclnn_lightning_indexer.h",
+    [
+        TensorIn("query", doc="indexer query [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 128, N1 at most 64"),
+        TensorIn(
+            "key",
+            doc="indexer key [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] (PA_BSND)",
+        ),
+        TensorIn("weights", doc="per-head weights of the index scores [B,S1,N1] or [T1,N1], query's dtype"),
+        TensorIn(
+            "actualSeqLengthsQueryOptional",
+            optional=True,
+            doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required",
+        ),
+        TensorIn(
+            "actualSeqLengthsKeyOptional",
+            optional=True,
+            doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND",
+        ),
+        TensorIn(
+            "blockTableOptional", optional=True, doc="PA_BSND: cache block of each batch's i-th block [B, maxBlocks]"
+        ),
+        String("layoutQueryOptional", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
+        String(
+            "layoutKeyOptional",
+            default="BSND",
+            values=KEY_LAYOUTS,
+            doc="layout of key (NULL: BSND); not PA_BSND: the same as the query's",
+        ),
+        Int64("sparseCount", doc="keys kept per query token, the top-k (1..2048)"),
+        Int64("sparseMode", doc="0: every key, 3: causal (rightDownCausal)"),
+        Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
+        Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
+        Bool(
+            "returnValues",
+            default=False,
+            doc="also write the selected keys' scores to sparseValuesOut (not with PA_BSND)",
+        ),
+        TensorOut(
+            "sparseIndicesOut",
+            like=_out(lambda q: DataType.ACL_INT32),
+            doc="the top-k key positions per query token [B,S1,1,sparseCount] or [T1,1,sparseCount] (-1: none)",
+        ),
+        TensorOut(
+            "sparseValuesOut",
+            like=_out(lambda q: q.dtype),
+            doc="their index scores (returnValues), shaped like sparseIndicesOut, query's dtype (-inf: none)",
+        ),
+    ],
+)
 
-SOCS = ("Ascend910B", "Ascend910_93")     # OpDef AddConfig and the tiling's GetNpuInfo agree
+SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig and the tiling's GetNpuInfo agree
 SPARSE_LIMIT, HEAD_DIM, BLOCK_LIMIT, MAX_HEADS = 2048, 128, 1024, 64
 _FLOAT = ("query", "key", "weights", "sparseValuesOut")
 _INT = ("actualSeqLengthsQueryOptional", "actualSeqLengthsKeyOptional", "blockTableOptional", "sparseIndicesOut")
 # The OpDef pairs its DataType lists: every float tensor bf16, or every one fp16; the rest INT32.
-COMBOS = OP.kernels([dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT})
-                     for dt in (DataType.ACL_BF16, DataType.ACL_FLOAT16)])
+COMBOS = OP.kernels(
+    [
+        dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT})
+        for dt in (DataType.ACL_BF16, DataType.ACL_FLOAT16)
+    ]
+)
 
 
 def _fail(rule: str, message: str, code=status.ACLNN_ERR_INNER_TILING_ERROR):
@@ -88,9 +121,9 @@ def prepare(a, env):
 def _tiling(a) -> dict:
     """LIInfoParser::ParseAndCheck in the source's order. The dtype checks it repeats
     (GetAndCheckInOutDataType, block_table / actual_seq INT32) cannot fail after the kernel key."""
-    lq = "BSND" if a.layoutQueryOptional is None else a.layoutQueryOptional   # a null attr: OpDef default
+    lq = "BSND" if a.layoutQueryOptional is None else a.layoutQueryOptional  # a null attr: OpDef default
     lk = "BSND" if a.layoutKeyOptional is None else a.layoutKeyOptional
-    count, mode = attr_int32(a.sparseCount), attr_int32(a.sparseMode)       # read as int32
+    count, mode = attr_int32(a.sparseCount), attr_int32(a.sparseMode)  # read as int32
     if lk != "PA_BSND" and lq != lk:
         _fail("layout_mismatch", f"under non-PA conditions, layout_query ({lq}) and layout_key ({lk}) should be equal.")
     if lk not in KEY_LAYOUTS:
@@ -157,8 +190,12 @@ def _check_ranks(a, lq, lk):
     if a.blockTableOptional is not None and a.blockTableOptional.ndim != 2:
         _fail("block_table_rank", f"the dim num of block_table's shape should be 2, got {a.blockTableOptional.ndim}")
     q_rank, k_rank = (3 if lq == "TND" else 4), (3 if lk == "TND" else 4)
-    for name, tensor, rank in (("key", a.key, k_rank), ("query", a.query, q_rank),
-                               ("sparse_indices", a.sparseIndicesOut, q_rank), ("weights", a.weights, q_rank - 1)):
+    for name, tensor, rank in (
+        ("key", a.key, k_rank),
+        ("query", a.query, q_rank),
+        ("sparse_indices", a.sparseIndicesOut, q_rank),
+        ("weights", a.weights, q_rank - 1),
+    ):
         if tensor.ndim != rank:
             _fail(f"rank.{name}", f"the dim num of {name}'s shape should be {rank}, but now is {tensor.ndim}")
 
@@ -169,34 +206,60 @@ def _check_shapes(a, lq, lk, batch, n1, count):
     seq_q, seq_k, table = a.actualSeqLengthsQueryOptional, a.actualSeqLengthsKeyOptional, a.blockTableOptional
     if lq == "TND":
         if lk == "TND" and seq_k.numel != batch:
-            _fail("tnd_batch", f"TND case input actual_seq_lengths_query, actual_seq_lengths_key are {batch}, "
-                               f"{seq_k.numel} respectively, they must be same.")
+            _fail(
+                "tnd_batch",
+                f"TND case input actual_seq_lengths_query, actual_seq_lengths_key are {batch}, "
+                f"{seq_k.numel} respectively, they must be same.",
+            )
         if lk == "PA_BSND" and (seq_k.numel != batch or table.shape[0] != batch):
-            _fail("tnd_batch", f"TND case input actual_seq_lengths_query, actual_seq_lengths_key, block_table dim 0 "
-                               f"are {batch}, {seq_k.numel}, {table.shape[0]} respectively, they must be same.")
+            _fail(
+                "tnd_batch",
+                f"TND case input actual_seq_lengths_query, actual_seq_lengths_key, block_table dim 0 "
+                f"are {batch}, {seq_k.numel}, {table.shape[0]} respectively, they must be same.",
+            )
         if w.shape[0] != q.shape[0] or out.shape[0] != q.shape[0]:
-            _fail("tnd_t", f"TND case input query, weights, sparse_indices dim 0 are {q.shape[0]}, {w.shape[0]}, "
-                           f"{out.shape[0]} respectively, they must be same.")
+            _fail(
+                "tnd_t",
+                f"TND case input query, weights, sparse_indices dim 0 are {q.shape[0]}, {w.shape[0]}, "
+                f"{out.shape[0]} respectively, they must be same.",
+            )
         n_dim = 1
     else:
         if lk == "PA_BSND" and (table.shape[0] != batch or seq_k.numel != batch):
-            _fail("bsnd_batch", f"BSND case input query, actual_seq_lengths_key, block_table dim 0 are {batch}, "
-                                f"{seq_k.numel}, {table.shape[0]} respectively, they must be same.")
+            _fail(
+                "bsnd_batch",
+                f"BSND case input query, actual_seq_lengths_key, block_table dim 0 are {batch}, "
+                f"{seq_k.numel}, {table.shape[0]} respectively, they must be same.",
+            )
         if lk == "BSND" and k.shape[0] != batch:
-            _fail("bsnd_batch", f"BSND case input query, key dim 0 are {batch}, {k.shape[0]} respectively, they "
-                                "must be same.")
+            _fail(
+                "bsnd_batch",
+                f"BSND case input query, key dim 0 are {batch}, {k.shape[0]} respectively, they must be same.",
+            )
         if lk == "BSND" and seq_k is not None and seq_k.numel != batch:
-            _fail("bsnd_actual_seq_k", f"BSND case input query, actual_seq_lengths_key dim 0 are {batch}, "
-                                       f"{seq_k.numel} respectively, they must be same.")
+            _fail(
+                "bsnd_actual_seq_k",
+                f"BSND case input query, actual_seq_lengths_key dim 0 are {batch}, "
+                f"{seq_k.numel} respectively, they must be same.",
+            )
         if w.shape[0] != batch or out.shape[0] != batch:
-            _fail("bsnd_weights_out_batch", f"BSND case input query, weight, sparse_indices dim 0 are {batch}, "
-                                            f"{w.shape[0]}, {out.shape[0]} respectively, they must be same.")
+            _fail(
+                "bsnd_weights_out_batch",
+                f"BSND case input query, weight, sparse_indices dim 0 are {batch}, "
+                f"{w.shape[0]}, {out.shape[0]} respectively, they must be same.",
+            )
         if seq_q is not None and seq_q.numel != batch:
-            _fail("bsnd_actual_seq_q", f"BSND case input query, actual_seq_lengths_query dim 0 are {batch}, "
-                                       f"{seq_q.numel} respectively, they must be same")
+            _fail(
+                "bsnd_actual_seq_q",
+                f"BSND case input query, actual_seq_lengths_query dim 0 are {batch}, "
+                f"{seq_q.numel} respectively, they must be same",
+            )
         if w.shape[1] != q.shape[1] or out.shape[1] != q.shape[1]:
-            _fail("bsnd_s1", f"BSND case input query, weight, sparse_indices dim 1 are {q.shape[1]}, {w.shape[1]}, "
-                             f"{out.shape[1]}, they must be same.")
+            _fail(
+                "bsnd_s1",
+                f"BSND case input query, weight, sparse_indices dim 1 are {q.shape[1]}, {w.shape[1]}, "
+                f"{out.shape[1]}, they must be same.",
+            )
         n_dim = 2
     if w.shape[n_dim] != n1:
         _fail("weights_n1", f"input query, weight shape dim N1 must be same ({n1} vs {w.shape[n_dim]}).")
@@ -205,8 +268,11 @@ def _check_shapes(a, lq, lk, batch, n1, count):
     if out.shape[n_dim] != 1:
         _fail("out_n2", f"input query and output sparse_indices shape n2 dim must be same (1 vs {out.shape[n_dim]}).")
     if out.shape[n_dim + 1] != count:
-        _fail("out_sparse_count", f"output sparse_indices shape last dim ({out.shape[n_dim + 1]}) must be same as attr "
-                                  f"sparse_count ({count}).")
+        _fail(
+            "out_sparse_count",
+            f"output sparse_indices shape last dim ({out.shape[n_dim + 1]}) must be same as attr "
+            f"sparse_count ({count}).",
+        )
 
 
 def workspace_size(aic: int) -> int:
@@ -216,6 +282,7 @@ def workspace_size(aic: int) -> int:
 
 
 # ---- phase 2 -------------------------------------------------------------------------------------
+
 
 def _int32s(tensor, what) -> np.ndarray:
     return tensor.read(what).reshape(-1).astype(np.int64)
@@ -256,8 +323,11 @@ def _run(a, p) -> None:
     rows, keys = _rows(a, p)
     heads, dim = p["n1"], a.query.shape[-1]
     if heads > MAX_HEADS:
-        sanitizer.report("workspace-overflow", f"aclnnLightningIndexer: {heads} query heads; the CANN 8.5 kernel's "
-                         f"workspace holds {MAX_HEADS} (the doc's limit), so the NPU result is undefined")
+        sanitizer.report(
+            "workspace-overflow",
+            f"aclnnLightningIndexer: {heads} query heads; the CANN 8.5 kernel's "
+            f"workspace holds {MAX_HEADS} (the doc's limit), so the NPU result is undefined",
+        )
     total = len(rows.batch)
     query = a.query.read("query").reshape(total, heads, dim)
     key = a.key.read("key").reshape(-1, dim)
@@ -266,10 +336,14 @@ def _run(a, p) -> None:
     indices = writable(a.sparseIndicesOut, (total, p["count"]), np.int32, OP.name)
     values = writable(a.sparseValuesOut, (total, p["count"]), a.query.np_dtype, OP.name) if a.returnValues else None
     if not rows.computed.all():
-        sanitizer.report("unwritten-output", f"aclnnLightningIndexer: query rows {int(np.argmin(rows.computed))}.."
-                         f"{total - 1} lie past the last actualSeqLengthsQuery offset; the NPU leaves them unwritten")
-    kernel.lightning_indexer(query, key, weights, rows, keys, p["count"], indices[0], None if values is None
-                             else values[0])
+        sanitizer.report(
+            "unwritten-output",
+            f"aclnnLightningIndexer: query rows {int(np.argmin(rows.computed))}.."
+            f"{total - 1} lie past the last actualSeqLengthsQuery offset; the NPU leaves them unwritten",
+        )
+    kernel.lightning_indexer(
+        query, key, weights, rows, keys, p["count"], indices[0], None if values is None else values[0]
+    )
     for target in (indices, values):
         if target is not None and target[1] is not None:
             target[1]()
@@ -281,5 +355,9 @@ def _check_key_extent(rows, keys, key_rows) -> None:
         return
     ends = keys.kbase[rows.batch] + rows.valid
     if (ends[rows.computed] > key_rows).any():
-        raise OpError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnLightningIndexer: actual sequence lengths reach "
-                      f"past the {key_rows} key rows; the NPU reads out of bounds", rule="kernel.key_extent")
+        raise OpError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            "aclnnLightningIndexer: actual sequence lengths reach "
+            f"past the {key_rows} key rows; the NPU reads out of bounds",
+            rule="kernel.key_extent",
+        )

@@ -7,6 +7,7 @@ The maths is in kernels/sparse_attention/lightning_indexer_grad; this module tur
 the NPU kernel addresses (dy and sparseIndices with row stride topK = dy's last dimension, key as
 rows of D) and hands undefined hardware behaviour to the sanitizer.
 """
+
 import numpy as np
 
 from ... import status
@@ -19,46 +20,67 @@ from ...runtime.errors import AclError
 from ..gaps import Gaps
 from ..signature import Bool, Int64, Launch, Op, OpError, String, TensorIn, TensorOut
 
-INNER = status.ACLNN_ERR_INNER_NULLPTR      # what the op_api returns for any l0op failure
+INNER = status.ACLNN_ERR_INNER_NULLPTR  # what the op_api returns for any l0op failure
 HEAD_DIM, GROUP_NUM, HEAD_NUM_K = 128, 64, 1  # the only shape the tiling accepts
-MAX_TOPK = 2048                               # the per-core workspace is sized for this topK
-SOCS = ("Ascend910B", "Ascend910_93")         # OpDef AddConfig: ascend910b, ascend910_93
+MAX_TOPK = 2048  # the per-core workspace is sized for this topK
+SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig: ascend910b, ascend910_93
 FLOATS = (DataType.ACL_BF16, DataType.ACL_FLOAT16)
 LAYOUTS = ("TND", "BSND")
 INT32 = (DataType.ACL_INT32,)
 
-OP = Op("LightningIndexerGrad", "aclnn_lightning_indexer_grad.h", [
-    TensorIn("query", dtypes=FLOATS, doc="indexer query [B,S1,N,D] (BSND) or [T1,N,D] (TND); N 64, D 128"),
-    TensorIn("key", dtypes=FLOATS, doc="indexer key [B,S2,1,D] or [T2,1,D]"),
-    TensorIn("dy", dtypes=FLOATS, doc="gradient of the indexer scores of the selected keys [..., topK]"),
-    TensorIn("spareIndices", dtypes=INT32, doc="selected key positions per query token [..., 1, topK] (-1: none)"),
-    TensorIn("weights", dtypes=FLOATS, doc="per-head weights of the indexer scores [B,S1,N] or [T1,N]"),
-    TensorIn("actucalSeqLengthsQuery", optional=True, dtypes=INT32,
-             doc="TND: cumulative query lengths per batch (required there)"),
-    TensorIn("actucalSeqLengthsKey", optional=True, dtypes=INT32, doc="TND: cumulative key lengths per batch"),
-    Int64("headNum", doc="number of query heads N (64)"),
-    String("layout", values=LAYOUTS, doc="layout of query and key"),
-    Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
-    Int64("preTokens", doc="sliding window: left bound"),
-    Int64("nextTokens", doc="sliding window: right bound"),
-    Bool("determinstic", doc="ask for deterministic accumulation (the emulator always is)"),
-    TensorOut("dQuery", like="query", doc="dL/dquery, shaped and typed like query"),
-    TensorOut("dKey", like="key", doc="dL/dkey, shaped and typed like key"),
-    TensorOut("dWeights", like="weights", doc="dL/dweights, shaped and typed like weights"),
-])
+OP = Op(
+    "LightningIndexerGrad",
+    "aclnn_lightning_indexer_grad.h",
+    [
+        TensorIn("query", dtypes=FLOATS, doc="indexer query [B,S1,N,D] (BSND) or [T1,N,D] (TND); N 64, D 128"),
+        TensorIn("key", dtypes=FLOATS, doc="indexer key [B,S2,1,D] or [T2,1,D]"),
+        TensorIn("dy", dtypes=FLOATS, doc="gradient of the indexer scores of the selected keys [..., topK]"),
+        TensorIn("spareIndices", dtypes=INT32, doc="selected key positions per query token [..., 1, topK] (-1: none)"),
+        TensorIn("weights", dtypes=FLOATS, doc="per-head weights of the indexer scores [B,S1,N] or [T1,N]"),
+        TensorIn(
+            "actucalSeqLengthsQuery",
+            optional=True,
+            dtypes=INT32,
+            doc="TND: cumulative query lengths per batch (required there)",
+        ),
+        TensorIn("actucalSeqLengthsKey", optional=True, dtypes=INT32, doc="TND: cumulative key lengths per batch"),
+        Int64("headNum", doc="number of query heads N (64)"),
+        String("layout", values=LAYOUTS, doc="layout of query and key"),
+        Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
+        Int64("preTokens", doc="sliding window: left bound"),
+        Int64("nextTokens", doc="sliding window: right bound"),
+        Bool("determinstic", doc="ask for deterministic accumulation (the emulator always is)"),
+        TensorOut("dQuery", like="query", doc="dL/dquery, shaped and typed like query"),
+        TensorOut("dKey", like="key", doc="dL/dkey, shaped and typed like key"),
+        TensorOut("dWeights", like="weights", doc="dL/dweights, shaped and typed like weights"),
+    ],
+)
 
 # (C parameter, name in the source's messages), in CheckParams order: inputs, then outputs.
-REQUIRED = [("query", "query"), ("key", "key"), ("dy", "dy"), ("spareIndices", "sparseIndices"),
-            ("weights", "weights"), ("dQuery", "dqOut"), ("dKey", "dkOut"), ("dWeights", "dweightsOut")]
+REQUIRED = [
+    ("query", "query"),
+    ("key", "key"),
+    ("dy", "dy"),
+    ("spareIndices", "sparseIndices"),
+    ("weights", "weights"),
+    ("dQuery", "dqOut"),
+    ("dKey", "dkOut"),
+    ("dWeights", "dweightsOut"),
+]
 SEQ_LENGTHS = ("actucalSeqLengthsQuery", "actucalSeqLengthsKey")
 OUTPUT_OF = {"dQuery": "query", "dKey": "key", "dWeights": "weights"}
 
 
-INFERRED = Gaps(OP, "inferred", {
-    "format": "a tensor with a private format (the registered kernel takes ND only; read here as ND)",
-    "out_dtype": "a gradient whose dtype differs from its input's (the result is cast)",
-    "out_shape": "a gradient shaped unlike its input but of its size (stored in element order)",
-}, code=INNER)
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {
+        "format": "a tensor with a private format (the registered kernel takes ND only; read here as ND)",
+        "out_dtype": "a gradient whose dtype differs from its input's (the result is cast)",
+        "out_shape": "a gradient shaped unlike its input but of its size (stored in element order)",
+    },
+    code=INNER,
+)
 
 
 def _fail(rule: str, message: str, chips=()):
@@ -85,19 +107,27 @@ def _check_infershape(a) -> None:
 def _check_kernel(a, env) -> None:
     """lightning_indexer_grad_def.cpp: SoCs, paired BF16/FP16 combos, INT32 indices, ND formats."""
     if env.soc not in SOCS:
-        _fail("soc", f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for "
-                     f"{' and '.join(SOCS)} only", chips=SOCS)
+        _fail(
+            "soc",
+            f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for {' and '.join(SOCS)} only",
+            chips=SOCS,
+        )
     if a.query.dtype not in FLOATS:
         _fail("dtype.query", f"query dtype {a.query.dtype.short} is not supported; expected BF16 or FLOAT16")
     for name in ("key", "dy", "weights"):
         if getattr(a, name).dtype != a.query.dtype:
-            _fail(f"dtype.{name}", f"{name} dtype {getattr(a, name).dtype.short} must equal the query dtype "
-                                   f"{a.query.dtype.short} (the registered kernels pair them)")
+            _fail(
+                f"dtype.{name}",
+                f"{name} dtype {getattr(a, name).dtype.short} must equal the query dtype "
+                f"{a.query.dtype.short} (the registered kernels pair them)",
+            )
     for name in ("spareIndices",) + SEQ_LENGTHS:
         tensor = getattr(a, name)
         if tensor is not None and tensor.dtype not in INT32:
-            _fail(f"dtype.{name}", f"{name} dtype {tensor.dtype.short} is not supported; the registered "
-                                   "kernel takes INT32 only")
+            _fail(
+                f"dtype.{name}",
+                f"{name} dtype {tensor.dtype.short} is not supported; the registered kernel takes INT32 only",
+            )
     for p in OP.tensors:
         tensor = getattr(a, p.name)
         if tensor is not None and tensor.format not in ND_LIKE:
@@ -106,20 +136,28 @@ def _check_kernel(a, env) -> None:
 
 def _check_tiling(a) -> tuple[int, int]:
     """lightning_indexer_grad_tiling.cpp DoTiling; returns (seqlenK, topK)."""
-    key_dims = 3 if a.layout == "BSND" else 2         # tiling reads key dims 1-2 (BSND) or 0-1 (TND)
+    key_dims = 3 if a.layout == "BSND" else 2  # tiling reads key dims 1-2 (BSND) or 0-1 (TND)
     if a.key.ndim < key_dims:
-        _fail("key.rank", f"Layout {a.layout} needs key with at least {key_dims} dims, got {a.key.ndim} "
-                          "(CANN 8.5 would divide by a zero headNumK)")
+        _fail(
+            "key.rank",
+            f"Layout {a.layout} needs key with at least {key_dims} dims, got {a.key.ndim} "
+            "(CANN 8.5 would divide by a zero headNumK)",
+        )
     if a.layout == "TND" and a.actucalSeqLengthsQuery is None:
-        _fail("tnd.actual_seq_query", "Layout TND needs actualSeqLengthsQuery (CANN 8.5 reads its size "
-                                      "through a null pointer)")
+        _fail(
+            "tnd.actual_seq_query",
+            "Layout TND needs actualSeqLengthsQuery (CANN 8.5 reads its size through a null pointer)",
+        )
     head_dim, head_num_q = a.query.shape[-1], a.query.shape[-2]
     seq_k, head_num_k = a.key.shape[key_dims - 2], a.key.shape[key_dims - 1]
     group_num = head_num_q // head_num_k if head_num_k else 0
     if (head_dim, group_num, head_num_k) != (HEAD_DIM, GROUP_NUM, HEAD_NUM_K):
-        _fail("tiling.shape", f"only support headDim is {HEAD_DIM}, groupNum is {GROUP_NUM}, headNumK is "
-                              f"{HEAD_NUM_K}, but current headDim is {head_dim}, groupNum is {group_num}, "
-                              f"headNumK is {head_num_k}")
+        _fail(
+            "tiling.shape",
+            f"only support headDim is {HEAD_DIM}, groupNum is {GROUP_NUM}, headNumK is "
+            f"{HEAD_NUM_K}, but current headDim is {head_dim}, groupNum is {group_num}, "
+            f"headNumK is {head_num_k}",
+        )
     return seq_k, a.dy.shape[-1] if a.dy.ndim else 0
 
 
@@ -132,15 +170,20 @@ def _check_outputs(a, env) -> None:
             INFERRED.warn(env, "out_dtype", f"{out_name} is {out.dtype.short}, {in_name} {like.dtype.short}")
         if out.shape != like.shape:
             if out.numel != like.numel:
-                _fail(f"out.shape.{out_name}", f"{out_name} shape {list(out.shape)} cannot hold the gradient "
-                                               f"of {in_name}, shape {list(like.shape)}")
+                _fail(
+                    f"out.shape.{out_name}",
+                    f"{out_name} shape {list(out.shape)} cannot hold the gradient "
+                    f"of {in_name}, shape {list(like.shape)}",
+                )
             INFERRED.warn(env, "out_shape", f"{out_name} {list(out.shape)}, {in_name} {list(like.shape)}")
 
 
 def _warn_ignored(a, env) -> None:
     if a.sparseMode not in (0, 3):
-        env.warn(f"sparseMode {a.sparseMode} is not 0 or 3; CANN 8.5 does not check it and applies the "
-                 "causal rule of mode 3 to every non-zero value")
+        env.warn(
+            f"sparseMode {a.sparseMode} is not 0 or 3; CANN 8.5 does not check it and applies the "
+            "causal rule of mode 3 to every non-zero value"
+        )
     if a.layout == "BSND" and any(getattr(a, name) is not None for name in SEQ_LENGTHS):
         env.warn("actualSeqLengths are ignored in layout BSND")
 
@@ -151,8 +194,12 @@ def workspace_size(dk_elements: int, aic_cores: int) -> int:
     The library reserve (16 MiB) is the platform's; `aic_cores` is the part's cube-core count.
     """
     mib, aic, align = 1 << 20, aic_cores, 512
-    per_core = [HEAD_DIM * MAX_TOPK * 2 * 2, GROUP_NUM * MAX_TOPK * 4 * 2,
-                GROUP_NUM * MAX_TOPK * 2 * 2, HEAD_DIM * MAX_TOPK * 4 * 2]
+    per_core = [
+        HEAD_DIM * MAX_TOPK * 2 * 2,
+        GROUP_NUM * MAX_TOPK * 4 * 2,
+        GROUP_NUM * MAX_TOPK * 2 * 2,
+        HEAD_DIM * MAX_TOPK * 4 * 2,
+    ]
     offset = (16 * mib + dk_elements * 4 + align) // align * align
     for size in per_core:
         offset = (offset + aic * size + align) // align * align
@@ -173,11 +220,11 @@ def prepare(a, env):
         dk_elements = a.query.shape[0] * seq_k * HEAD_NUM_K * HEAD_DIM
     else:
         dk_elements = a.key.shape[0] * HEAD_NUM_K * HEAD_DIM
-    return Launch(workspace_size(dk_elements, env.part.aic_cores),
-                  lambda workspace: _run(a, seq_k, top_k, dk_elements))
+    return Launch(workspace_size(dk_elements, env.part.aic_cores), lambda workspace: _run(a, seq_k, top_k, dk_elements))
 
 
 # ---- phase 2 -------------------------------------------------------------------------------------
+
 
 def _flat(tensor, count: int, fill, what: str) -> np.ndarray:
     """The first `count` elements of a tensor in memory order, as the kernel addresses them.
@@ -187,8 +234,11 @@ def _flat(tensor, count: int, fill, what: str) -> np.ndarray:
     values = tensor.read(what).reshape(-1)
     if values.size >= count:
         return values[:count]
-    sanitizer.report("out-of-bounds-read", f"aclnnLightningIndexerGrad: the kernel reads {count} elements of "
-                     f"{what} {list(tensor.shape)}, which has {values.size}; the rest is taken as {fill}")
+    sanitizer.report(
+        "out-of-bounds-read",
+        f"aclnnLightningIndexerGrad: the kernel reads {count} elements of "
+        f"{what} {list(tensor.shape)}, which has {values.size}; the rest is taken as {fill}",
+    )
     return np.concatenate([values, np.full(count - values.size, fill, values.dtype)])
 
 
@@ -197,8 +247,11 @@ def _plan(a, seq_k: int, top_k: int):
         batch, seq_q = a.query.shape[:2]
         return plan_bsnd(batch, seq_q, seq_k, top_k, a.sparseMode)
     if a.actucalSeqLengthsKey is None:
-        raise AclError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnLightningIndexerGrad: layout TND without "
-                       "actualSeqLengthsKey; the kernel reads the key offsets through a null pointer")
+        raise AclError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            "aclnnLightningIndexerGrad: layout TND without "
+            "actualSeqLengthsKey; the kernel reads the key offsets through a null pointer",
+        )
     # The kernel reads the cumulative offsets as uint32.
     cu_q = a.actucalSeqLengthsQuery.read("actualSeqLengthsQuery").reshape(-1).view(np.uint32)
     cu_k = _flat(a.actucalSeqLengthsKey, cu_q.size, 0, "actualSeqLengthsKey").view(np.uint32)
@@ -212,8 +265,11 @@ def _check_offsets(cu_q, cu_k) -> None:
     problems = [f"actualSeqLengthsQuery gives batch {b} no tokens" for b in np.flatnonzero(batch_lengths(cu_q) <= 0)]
     problems += [f"actualSeqLengthsKey decreases at batch {b}" for b in np.flatnonzero(batch_lengths(cu_k) < 0)]
     if problems:
-        sanitizer.report("unsupported-input", f"aclnnLightningIndexerGrad: {'; '.join(problems[:4])}; the NPU "
-                         "result differs from the intended one that aclnn-emu computes")
+        sanitizer.report(
+            "unsupported-input",
+            f"aclnnLightningIndexerGrad: {'; '.join(problems[:4])}; the NPU "
+            "result differs from the intended one that aclnn-emu computes",
+        )
 
 
 def _out_view(tensor, shape, dtype):
@@ -229,14 +285,17 @@ def _run(a, seq_k: int, top_k: int, dk_elements: int) -> None:
     rows, heads, dim = int(np.prod(a.query.shape[:-2])), a.query.shape[-2], a.query.shape[-1]
     plan = _plan(a, seq_k, top_k)
     if top_k > MAX_TOPK:
-        sanitizer.report("workspace-overflow", f"aclnnLightningIndexerGrad: topK {top_k} (dy's last dimension) "
-                         f"exceeds {MAX_TOPK}; the CANN 8.5 kernel overruns its per-core workspace")
+        sanitizer.report(
+            "workspace-overflow",
+            f"aclnnLightningIndexerGrad: topK {top_k} (dy's last dimension) "
+            f"exceeds {MAX_TOPK}; the CANN 8.5 kernel overruns its per-core workspace",
+        )
     query = a.query.read("query").reshape(rows, heads, dim)
     dy = _flat(a.dy, rows * top_k, 0, "dy").reshape(rows, top_k)
     indices = _flat(a.spareIndices, rows * top_k, -1, "sparseIndices").reshape(rows, top_k)
     weights = _flat(a.weights, rows * heads, 0, "weights").reshape(rows, heads)
     key_rows = a.key.numel // dim
-    key = a.key.read("key").reshape(-1)[:key_rows * dim].reshape(key_rows, dim)
+    key = a.key.read("key").reshape(-1)[: key_rows * dim].reshape(key_rows, dim)
 
     dtype = query.dtype
     outputs = (a.dQuery, a.dKey, a.dWeights)
@@ -246,8 +305,11 @@ def _run(a, seq_k: int, top_k: int, dk_elements: int) -> None:
         if given is None:
             _store(tensor, result, numel)
     if dk_elements > a.dKey.numel:
-        sanitizer.report("out-of-bounds-write", f"aclnnLightningIndexerGrad: the kernel writes {dk_elements} "
-                         f"dk elements, but dKey {list(a.dKey.shape)} has {a.dKey.numel}")
+        sanitizer.report(
+            "out-of-bounds-write",
+            f"aclnnLightningIndexerGrad: the kernel writes {dk_elements} "
+            f"dk elements, but dKey {list(a.dKey.shape)} has {a.dKey.numel}",
+        )
     _report(results[3], plan.orphans)
 
 
@@ -262,12 +324,18 @@ def _store(tensor, values, numel=None) -> None:
 def _report(findings, orphans: int) -> None:
     if findings.bad_entries:
         row, pos, value = findings.first_bad
-        sanitizer.report("index-out-of-range", f"aclnnLightningIndexerGrad: {findings.bad_entries} sparseIndices "
-                         f"entries point outside their batch's keys (first: row {row}, position {pos}, value "
-                         f"{value}); the NPU would read key rows and atomically add dk rows out of range; they "
-                         "are skipped")
+        sanitizer.report(
+            "index-out-of-range",
+            f"aclnnLightningIndexerGrad: {findings.bad_entries} sparseIndices "
+            f"entries point outside their batch's keys (first: row {row}, position {pos}, value "
+            f"{value}); the NPU would read key rows and atomically add dk rows out of range; they "
+            "are skipped",
+        )
     if findings.empty_rows:
         extra = f" ({orphans} TND rows lie past the last query offset)" if orphans else ""
-        sanitizer.report("unwritten-output", f"aclnnLightningIndexerGrad: {findings.empty_rows} query rows have no "
-                         f"usable index (first: row {findings.first_empty}){extra}; the NPU leaves their dQuery "
-                         "and dWeights unwritten, aclnn-emu writes zeros")
+        sanitizer.report(
+            "unwritten-output",
+            f"aclnnLightningIndexerGrad: {findings.empty_rows} query rows have no "
+            f"usable index (first: row {findings.first_empty}){extra}; the NPU leaves their dQuery "
+            "and dWeights unwritten, aclnn-emu writes zeros",
+        )

@@ -6,6 +6,7 @@ and ``SFATilingCheck::Process`` in the source's order, every failure 561002. The
 Ascend910B only (GetNpuInfo), although the OpDef registers Ascend910_93 too. The maths is in
 kernels/sparse_attention/sparse_flash_attention.
 """
+
 import dataclasses
 
 import numpy as np
@@ -44,43 +45,70 @@ def _softmax_out(a):
     return (*lead, q.shape[-2] // n2), DataType.ACL_FLOAT
 
 
-OP = Op("SparseFlashAttention", "aclnn_sparse_flash_attention.h", [
-    TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 512"),
-    TensorIn("key", doc="K [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] (PA_BSND)"),
-    TensorIn("value", doc="V, shaped like key"),
-    TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,1,K] or [T1,1,K] (-1: none)"),
-    TensorIn("blockTable", optional=True, doc="PA_BSND: cache block of each batch's i-th block [B, maxBlocks]"),
-    TensorIn("actualSeqLengthsQuery", optional=True,
-             doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required"),
-    TensorIn("actualSeqLengthsKv", optional=True,
-             doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND"),
-    TensorIn("queryRope", optional=True, doc="MLA rope part of Q [..., N1, 64] (required: attentionMode 2)"),
-    TensorIn("keyRope", optional=True, doc="MLA rope part of K [..., 1, 64] (required with queryRope)"),
-    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
-    Int64("sparseBlockSize", doc="tokens per selected key block (a power of 2, 1..128)"),
-    String("layoutQuery", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
-    String("layoutKv", default="BSND", values=KV_LAYOUTS,
-           doc="layout of key/value (NULL: BSND); not PA_BSND: the same as the query's"),
-    Int64("sparseMode", doc="0: every selected key, 3: causal (rightDownCausal)"),
-    Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
-    Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
-    Int64("attentionMode", doc="2: MLA-absorb (the only mode)"),
-    Bool("returnSoftmaxLse", default=False, doc="also write softmaxMaxOut and softmaxSumOut (not with PA_BSND)"),
-    TensorOut("attentionOutOut", like=_attention_out, doc="the attention result, query's shape with value's D"),
-    TensorOut("softmaxMaxOut", like=_softmax_out,
-              doc="per-row score maximum [B,N2,S1,N1/N2] or [N2,T1,N1/N2] (returnSoftmaxLse)"),
-    TensorOut("softmaxSumOut", like=_softmax_out, doc="per-row exp sum, shaped like softmaxMaxOut (returnSoftmaxLse)"),
-])
+OP = Op(
+    "SparseFlashAttention",
+    "aclnn_sparse_flash_attention.h",
+    [
+        TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND); D 512"),
+        TensorIn("key", doc="K [B,S2,1,D] (BSND), [T2,1,D] (TND) or a paged cache [blocks, blockSize, 1, D] (PA_BSND)"),
+        TensorIn("value", doc="V, shaped like key"),
+        TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,1,K] or [T1,1,K] (-1: none)"),
+        TensorIn("blockTable", optional=True, doc="PA_BSND: cache block of each batch's i-th block [B, maxBlocks]"),
+        TensorIn(
+            "actualSeqLengthsQuery",
+            optional=True,
+            doc="valid query tokens per batch [B] (None: S1); TND: cumulative, and required",
+        ),
+        TensorIn(
+            "actualSeqLengthsKv",
+            optional=True,
+            doc="valid key tokens per batch [B] (None: S2); TND: cumulative; required for TND and PA_BSND",
+        ),
+        TensorIn("queryRope", optional=True, doc="MLA rope part of Q [..., N1, 64] (required: attentionMode 2)"),
+        TensorIn("keyRope", optional=True, doc="MLA rope part of K [..., 1, 64] (required with queryRope)"),
+        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
+        Int64("sparseBlockSize", doc="tokens per selected key block (a power of 2, 1..128)"),
+        String("layoutQuery", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
+        String(
+            "layoutKv",
+            default="BSND",
+            values=KV_LAYOUTS,
+            doc="layout of key/value (NULL: BSND); not PA_BSND: the same as the query's",
+        ),
+        Int64("sparseMode", doc="0: every selected key, 3: causal (rightDownCausal)"),
+        Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
+        Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
+        Int64("attentionMode", doc="2: MLA-absorb (the only mode)"),
+        Bool("returnSoftmaxLse", default=False, doc="also write softmaxMaxOut and softmaxSumOut (not with PA_BSND)"),
+        TensorOut("attentionOutOut", like=_attention_out, doc="the attention result, query's shape with value's D"),
+        TensorOut(
+            "softmaxMaxOut",
+            like=_softmax_out,
+            doc="per-row score maximum [B,N2,S1,N1/N2] or [N2,T1,N1/N2] (returnSoftmaxLse)",
+        ),
+        TensorOut(
+            "softmaxSumOut", like=_softmax_out, doc="per-row exp sum, shaped like softmaxMaxOut (returnSoftmaxLse)"
+        ),
+    ],
+)
 
-SOCS = ("Ascend910B", "Ascend910_93")     # OpDef AddConfig
-TILING_SOCS = ("Ascend910B",)             # SFAInfoParser::GetNpuInfo
+SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig
+TILING_SOCS = ("Ascend910B",)  # SFAInfoParser::GetNpuInfo
 HEAD_DIM, ROPE_DIM, MAX_BLOCK_SIZE = 512, 64, 1024
 RANK = {"BSND": 4, "TND": 3, "PA_BSND": 4}
 _FLOAT = ("query", "key", "value", "queryRope", "keyRope", "attentionOutOut")
 _INT = ("sparseIndices", "blockTable", "actualSeqLengthsQuery", "actualSeqLengthsKv")
-COMBOS = OP.kernels([dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT},
-                          softmaxMaxOut=DataType.ACL_FLOAT, softmaxSumOut=DataType.ACL_FLOAT)
-                     for dt in (DataType.ACL_FLOAT16, DataType.ACL_BF16)])
+COMBOS = OP.kernels(
+    [
+        dict(
+            {n: dt for n in _FLOAT},
+            **{n: DataType.ACL_INT32 for n in _INT},
+            softmaxMaxOut=DataType.ACL_FLOAT,
+            softmaxSumOut=DataType.ACL_FLOAT,
+        )
+        for dt in (DataType.ACL_FLOAT16, DataType.ACL_BF16)
+    ]
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,13 +116,13 @@ class Plan:
     lq: str
     lk: str
     b: int
-    s1: int          # BSND: query S; TND: T1
-    s2: int          # BSND: key S; TND: T2; PA: blocks per batch x block size
+    s1: int  # BSND: query S; TND: T1
+    s2: int  # BSND: key S; TND: T2; PA: blocks per batch x block size
     n1: int
     d: int
     dv: int
     dr: int
-    block: int       # PA cache block size (0 otherwise)
+    block: int  # PA cache block size (0 otherwise)
     scale: float
     sparse_block: int
     mode: int
@@ -115,8 +143,11 @@ def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
     if env.soc not in TILING_SOCS:
-        _fail("soc", f"SOC Version {env.soc} is not support (the SparseFlashAttention tiling accepts Ascend910B "
-                     "only)", chips=TILING_SOCS)
+        _fail(
+            "soc",
+            f"SOC Version {env.soc} is not support (the SparseFlashAttention tiling accepts Ascend910B only)",
+            chips=TILING_SOCS,
+        )
     p = _parse(a)
     _check(a, p)
     return Launch(workspace_size(p, env.part.aic_cores), lambda workspace: _run(a, p))
@@ -144,8 +175,10 @@ def _parse(a) -> Plan:
         if seq is None:
             _fail("tnd_actual_seq_q_null", "when layout of query is TND, actualSeqLengthsQuery must be provided.")
         if seq.numel <= 0:
-            _fail("actual_seq_q_size", f"the shape size of actualSeqLengthsQuery is {seq.numel}, it should be "
-                                       "greater than 0.")
+            _fail(
+                "actual_seq_q_size",
+                f"the shape size of actualSeqLengthsQuery is {seq.numel}, it should be greater than 0.",
+            )
         b = seq.numel
     else:
         b = _axis(q, lq, 0)
@@ -163,12 +196,27 @@ def _parse(a) -> Plan:
     else:
         s2 = _axis(k, lk, 0 if lk == "TND" else 1)
     if q.ndim != a.queryRope.ndim:
-        _fail("query_rope_rank", f"The dimensions of query and query_rope should be equal, but query has dimension "
-                                 f"{q.ndim} while query_rope has dimension {a.queryRope.ndim}.")
-    return Plan(lq, lk, b, _axis(q, lq, 0 if lq == "TND" else 1), s2, _axis(q, lq, 1 if lq == "TND" else 2),
-                _axis(q, lq, -1),
-                _axis(a.value, lk, -1), _axis(a.queryRope, lq, -1), block, float(np.float32(a.scaleValue)),
-                a.sparseBlockSize, a.sparseMode, bool(a.returnSoftmaxLse))
+        _fail(
+            "query_rope_rank",
+            f"The dimensions of query and query_rope should be equal, but query has dimension "
+            f"{q.ndim} while query_rope has dimension {a.queryRope.ndim}.",
+        )
+    return Plan(
+        lq,
+        lk,
+        b,
+        _axis(q, lq, 0 if lq == "TND" else 1),
+        s2,
+        _axis(q, lq, 1 if lq == "TND" else 2),
+        _axis(q, lq, -1),
+        _axis(a.value, lk, -1),
+        _axis(a.queryRope, lq, -1),
+        block,
+        float(np.float32(a.scaleValue)),
+        a.sparseBlockSize,
+        a.sparseMode,
+        bool(a.returnSoftmaxLse),
+    )
 
 
 def _check(a, p: Plan) -> None:
@@ -178,14 +226,17 @@ def _check(a, p: Plan) -> None:
         if tensor.ndim not in (3, 4):
             _fail(f"rank.{name}", f"{name} dimension should be 3 or 4, but got {tensor.ndim}")
         if tensor.ndim != RANK[layout]:
-            _fail(f"layout_rank.{name}", f"When layout is {layout}, {name} dimension should be {RANK[layout]}, but "
-                                         f"it's {tensor.ndim}")
+            _fail(
+                f"layout_rank.{name}",
+                f"When layout is {layout}, {name} dimension should be {RANK[layout]}, but it's {tensor.ndim}",
+            )
     if p.mode not in (0, 3):
         _fail("sparse_mode", f"sparseMode must == 0/3, but got: {p.mode}.")
     bs = p.sparse_block
     if bs <= 0 or bs > 128 or bs & (bs - 1):
-        _fail("sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: "
-                                   f"{bs}.")
+        _fail(
+            "sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: {bs}."
+        )
     if a.preTokens != INT64_MAX:
         _fail("pre_tokens", f"preTokens should be 9223372036854775807, but got: {a.preTokens}.")
     if a.nextTokens != INT64_MAX:
@@ -218,13 +269,22 @@ def _check_feature(a, p: Plan) -> None:
     ]
     if p.lk == "PA_BSND":
         checks += [
-            (0 < p.block <= MAX_BLOCK_SIZE, "block_size",
-             f"when page attention is enabled, block_size({p.block}) should be in range (0, {MAX_BLOCK_SIZE}]."),
-            (p.block % 16 == 0, "block_size_align",
-             f"when page attention is enabled, block_size({p.block}) should be 16-aligned."),
-            (p.block % p.sparse_block == 0, "block_size_sparse",
-             f"when page attention is enabled, block_size({p.block}) must be divided by sparse_block_size"
-             f"({p.sparse_block})."),
+            (
+                0 < p.block <= MAX_BLOCK_SIZE,
+                "block_size",
+                f"when page attention is enabled, block_size({p.block}) should be in range (0, {MAX_BLOCK_SIZE}].",
+            ),
+            (
+                p.block % 16 == 0,
+                "block_size_align",
+                f"when page attention is enabled, block_size({p.block}) should be 16-aligned.",
+            ),
+            (
+                p.block % p.sparse_block == 0,
+                "block_size_sparse",
+                f"when page attention is enabled, block_size({p.block}) must be divided by sparse_block_size"
+                f"({p.sparse_block}).",
+            ),
         ]
     for ok, rule, message in checks:
         if not ok:
@@ -238,8 +298,10 @@ def _compare(tensor, name, layout, **dims) -> None:
     if expected[0] == 0:
         _fail(f"shape.{name}", f"expected shape of {name} is {list(expected)}, the first dim should not be 0.")
     if tensor.shape != expected:
-        _fail(f"shape.{name}", f"{name} layout is {layout}, shape is {list(tensor.shape)}, expected shape is "
-                               f"{list(expected)}.")
+        _fail(
+            f"shape.{name}",
+            f"{name} layout is {layout}, shape is {list(tensor.shape)}, expected shape is {list(expected)}.",
+        )
 
 
 def _check_consistency(a, p: Plan) -> None:
@@ -261,8 +323,10 @@ def _check_consistency(a, p: Plan) -> None:
     _compare(a.attentionOutOut, "attention_out", p.lq, B=p.b, S=p.s1, N=p.n1, T=t1, D=p.dv)
     for tensor, name in ((a.actualSeqLengthsQuery, "actualSeqLengthsQ"), (a.actualSeqLengthsKv, "actualSeqLengths")):
         if name == "actualSeqLengths" and p.lk == "TND" and tensor is None:
-            _fail("tnd_actual_seq_kv_null", "when the layout of key and value is TND, the actualSeqLengths of key "
-                                            "and value shoule not be empty.")
+            _fail(
+                "tnd_actual_seq_kv_null",
+                "when the layout of key and value is TND, the actualSeqLengths of key and value shoule not be empty.",
+            )
         if tensor is None:
             continue
         if tensor.numel <= 0:
@@ -273,8 +337,9 @@ def _check_consistency(a, p: Plan) -> None:
     if p.lk != "PA_BSND" and table is not None:
         _fail("block_table_not_pa", f"when the layout_kv is {p.lk}, block_table should be null")
     if p.lk == "PA_BSND" and table.shape[0] != p.b:
-        _fail("block_table_batch", f"block_table's first dimension({table.shape[0]}) should be equal to batch size"
-                                   f"({p.b})")
+        _fail(
+            "block_table_batch", f"block_table's first dimension({table.shape[0]}) should be equal to batch size({p.b})"
+        )
 
 
 def workspace_size(p: Plan, cores: int) -> int:
@@ -289,6 +354,7 @@ def workspace_size(p: Plan, cores: int) -> int:
 
 
 # -- phase 2 -----------------------------------------------------------------------------------------
+
 
 def _ints(tensor, what) -> np.ndarray:
     return tensor.read(what).reshape(-1).astype(np.int64)
@@ -342,14 +408,22 @@ def _run(a, p: Plan) -> None:
     smax = writable(a.softmaxMaxOut, (rows, p.n1), np.float32, OP.name) if p.lse else (None, None)
     ssum = writable(a.softmaxSumOut, (rows, p.n1), np.float32, OP.name) if p.lse else (None, None)
     if not spans.valid.all():
-        out[0][~spans.valid] = 0      # the kernel zeroes the whole output first when a batch is short
+        out[0][~spans.valid] = 0  # the kernel zeroes the whole output first when a batch is short
     sparse_flash_attention(
-        read(a.query, (rows, p.n1, p.d), "query"), read(a.queryRope, (rows, p.n1, p.dr), "queryRope"),
-        read(a.key, (k_rows, p.d), "key"), read(a.keyRope, (k_rows, p.dr), "keyRope"),
+        read(a.query, (rows, p.n1, p.d), "query"),
+        read(a.queryRope, (rows, p.n1, p.dr), "queryRope"),
+        read(a.key, (k_rows, p.d), "key"),
+        read(a.keyRope, (k_rows, p.dr), "keyRope"),
         read(a.value, (k_rows, p.dv), "value"),
-        read(a.sparseIndices, (rows, a.sparseIndices.shape[-1]), "sparseIndices"), spans, batch, keys,
-        scale=p.scale, block_size=p.sparse_block, sparse_mode=p.mode,
-        outputs=Outputs(out[0], smax[0], ssum[0]))
+        read(a.sparseIndices, (rows, a.sparseIndices.shape[-1]), "sparseIndices"),
+        spans,
+        batch,
+        keys,
+        scale=p.scale,
+        block_size=p.sparse_block,
+        sparse_mode=p.mode,
+        outputs=Outputs(out[0], smax[0], ssum[0]),
+    )
     for _, finish in (out, smax, ssum):
         if finish is not None:
             finish()
@@ -360,5 +434,9 @@ def _check_key_extent(spans, keys, key_rows) -> None:
         return
     ends = (spans.kbase + spans.sk)[spans.valid]
     if (ends > key_rows).any() or (spans.sk < 0).any():
-        raise OpError(status.ACL_ERROR_RT_AICORE_EXCEPTION, "aclnnSparseFlashAttention: actual sequence lengths reach "
-                      f"past the {key_rows} key rows; the NPU reads out of bounds", rule="kernel.key_extent")
+        raise OpError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            "aclnnSparseFlashAttention: actual sequence lengths reach "
+            f"past the {key_rows} key rows; the NPU reads out of bounds",
+            rule="kernel.key_extent",
+        )

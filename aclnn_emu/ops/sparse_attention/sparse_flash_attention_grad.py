@@ -5,6 +5,7 @@ are the framework's (required nulls, all-outputs-empty, kernel key) followed by 
 ``GetBaseShapeInfo`` + ``DoCastTiling`` (reference indexer-sparse §0.1, §2.A). Shapes are read the
 way the tiling reads them: every "last dim" is taken at the *query's* last index.
 """
+
 import dataclasses
 
 import numpy as np
@@ -20,49 +21,76 @@ from ..signature import Bool, Double, Int64, Launch, Op, OpError, String, Tensor
 
 LAYOUTS = ("TND", "BSND")
 
-OP = Op("SparseFlashAttentionGrad", "aclnn_sparse_flash_attention_grad.h", [
-    TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND)"),
-    TensorIn("key", doc="K [B,S2,N2,D] or [T2,N2,D], N2 = 1"),
-    TensorIn("value", doc="V, shaped like key"),
-    TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,N2,K] or [T1,N2,K] (-1: none)"),
-    TensorIn("dOut", doc="gradient of the forward output, shaped like out"),
-    TensorIn("out", doc="the forward's output [B,S1,N1,D] or [T1,N1,D]"),
-    TensorIn("softmaxMax", doc="the forward's per-row score maximum [B,N2,S1,G] or [N2,T1,G]"),
-    TensorIn("softmaxSum", doc="the forward's per-row exp sum, shaped like softmaxMax"),
-    TensorIn("actualSeqLengthsQueryOptional", optional=True, doc="TND: cumulative query lengths per batch"),
-    TensorIn("actualSeqLengthskvOptional", optional=True, doc="TND: cumulative key/value lengths per batch"),
-    TensorIn("queryRopeOptional", optional=True, doc="MLA rope part of Q [..., N1, Dr]"),
-    TensorIn("keyRopeOptional", optional=True, doc="MLA rope part of K [..., N2, Dr]"),
-    Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
-    Int64("sparseBlockSize", doc="tokens per selected key block (1..128)"),
-    String("layoutOptional", optional=True, values=LAYOUTS, doc="layout of the tensors (None: BSND)"),
-    Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
-    Int64("preTokens", doc="sliding window: left bound"),
-    Int64("nextTokens", doc="sliding window: right bound"),
-    Bool("deterministic", doc="ask for deterministic accumulation (the emulator always is)"),
-    TensorOut("dQueryOut", like="query", doc="dL/dquery, shaped and typed like query"),
-    TensorOut("dKeyOut", like="key", doc="dL/dkey, shaped and typed like key"),
-    TensorOut("dValueOut", like="value", doc="dL/dvalue, shaped and typed like value"),
-    TensorOut("dQueryRopeOutOptional", optional=True, like="queryRopeOptional",
-              doc="dL/dqueryRope (when rope is on)"),
-    TensorOut("dKeyRopeOutOptional", optional=True, like="keyRopeOptional", doc="dL/dkeyRope (when rope is on)"),
-])
+OP = Op(
+    "SparseFlashAttentionGrad",
+    "aclnn_sparse_flash_attention_grad.h",
+    [
+        TensorIn("query", doc="Q [B,S1,N1,D] (BSND) or [T1,N1,D] (TND)"),
+        TensorIn("key", doc="K [B,S2,N2,D] or [T2,N2,D], N2 = 1"),
+        TensorIn("value", doc="V, shaped like key"),
+        TensorIn("sparseIndices", doc="selected key blocks per query token [B,S1,N2,K] or [T1,N2,K] (-1: none)"),
+        TensorIn("dOut", doc="gradient of the forward output, shaped like out"),
+        TensorIn("out", doc="the forward's output [B,S1,N1,D] or [T1,N1,D]"),
+        TensorIn("softmaxMax", doc="the forward's per-row score maximum [B,N2,S1,G] or [N2,T1,G]"),
+        TensorIn("softmaxSum", doc="the forward's per-row exp sum, shaped like softmaxMax"),
+        TensorIn("actualSeqLengthsQueryOptional", optional=True, doc="TND: cumulative query lengths per batch"),
+        TensorIn("actualSeqLengthskvOptional", optional=True, doc="TND: cumulative key/value lengths per batch"),
+        TensorIn("queryRopeOptional", optional=True, doc="MLA rope part of Q [..., N1, Dr]"),
+        TensorIn("keyRopeOptional", optional=True, doc="MLA rope part of K [..., N2, Dr]"),
+        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
+        Int64("sparseBlockSize", doc="tokens per selected key block (1..128)"),
+        String("layoutOptional", optional=True, values=LAYOUTS, doc="layout of the tensors (None: BSND)"),
+        Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
+        Int64("preTokens", doc="sliding window: left bound"),
+        Int64("nextTokens", doc="sliding window: right bound"),
+        Bool("deterministic", doc="ask for deterministic accumulation (the emulator always is)"),
+        TensorOut("dQueryOut", like="query", doc="dL/dquery, shaped and typed like query"),
+        TensorOut("dKeyOut", like="key", doc="dL/dkey, shaped and typed like key"),
+        TensorOut("dValueOut", like="value", doc="dL/dvalue, shaped and typed like value"),
+        TensorOut(
+            "dQueryRopeOutOptional", optional=True, like="queryRopeOptional", doc="dL/dqueryRope (when rope is on)"
+        ),
+        TensorOut("dKeyRopeOutOptional", optional=True, like="keyRopeOptional", doc="dL/dkeyRope (when rope is on)"),
+    ],
+)
 
-SOCS = ("Ascend910B", "Ascend910_93")      # the OpDef registers ascend910b and ascend910_93 only
+SOCS = ("Ascend910B", "Ascend910_93")  # the OpDef registers ascend910b and ascend910_93 only
 SELECTED_BLOCK_COUNT = 2048
 _HALF = {DataType.ACL_BF16: "bf16", DataType.ACL_FLOAT16: "fp16"}
-_FLOAT_IO = ("query", "key", "value", "dOut", "out", "queryRopeOptional", "keyRopeOptional",
-             "dQueryOut", "dKeyOut", "dValueOut", "dQueryRopeOutOptional", "dKeyRopeOutOptional")
+_FLOAT_IO = (
+    "query",
+    "key",
+    "value",
+    "dOut",
+    "out",
+    "queryRopeOptional",
+    "keyRopeOptional",
+    "dQueryOut",
+    "dKeyOut",
+    "dValueOut",
+    "dQueryRopeOutOptional",
+    "dKeyRopeOutOptional",
+)
 # The OpDef's two paired combinations: every float tensor bf16, or every one fp16.
-COMBOS = OP.kernels([dict({n: dt for n in _FLOAT_IO}, sparseIndices=DataType.ACL_INT32,
-               softmaxMax=DataType.ACL_FLOAT, softmaxSum=DataType.ACL_FLOAT,
-               actualSeqLengthsQueryOptional=DataType.ACL_INT32,
-               actualSeqLengthskvOptional=DataType.ACL_INT32) for dt in _HALF])
+COMBOS = OP.kernels(
+    [
+        dict(
+            {n: dt for n in _FLOAT_IO},
+            sparseIndices=DataType.ACL_INT32,
+            softmaxMax=DataType.ACL_FLOAT,
+            softmaxSum=DataType.ACL_FLOAT,
+            actualSeqLengthsQueryOptional=DataType.ACL_INT32,
+            actualSeqLengthskvOptional=DataType.ACL_INT32,
+        )
+        for dt in _HALF
+    ]
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """What tiling derived: the sizes the kernel reads the flat buffers with."""
+
     layout: str
     b: int
     s1: int
@@ -72,7 +100,7 @@ class Plan:
     g: int
     d: int
     dv: int
-    dr: int                  # 0 when rope is off (both rope inputs are needed to turn it on)
+    dr: int  # 0 when rope is off (both rope inputs are needed to turn it on)
     scale: float
     block_size: int
     sparse_mode: int
@@ -85,8 +113,11 @@ def _tiling_error(message, rule):
 def _last(tensor, rank, name, what):
     """dim[rank - 1] of ``tensor``: tiling indexes every tensor with the query's rank."""
     if not 0 < rank <= tensor.ndim:
-        raise _tiling_error(f"{name} has {tensor.ndim} dims but query has {rank}: the tiling reads "
-                            f"{what} from {name}'s dim {rank - 1}, which it does not have", f"rank.{name}")
+        raise _tiling_error(
+            f"{name} has {tensor.ndim} dims but query has {rank}: the tiling reads "
+            f"{what} from {name}'s dim {rank - 1}, which it does not have",
+            f"rank.{name}",
+        )
     return tensor.shape[rank - 1]
 
 
@@ -109,12 +140,16 @@ def _tiling(a, part) -> Plan:
     rank = q.ndim
     count = _last(a.sparseIndices, rank, "sparseIndices", "the selected block count")
     if count != SELECTED_BLOCK_COUNT:
-        raise _tiling_error(f"SparseFlashAttentionGrad only support selected_block_count=2048 now, but got "
-                            f"selected_block_count={count} (last dim of sparseIndices)", "selected_block_count")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad only support selected_block_count=2048 now, but got "
+            f"selected_block_count={count} (last dim of sparseIndices)",
+            "selected_block_count",
+        )
     mode = attr_int32(a.sparseMode)
     if mode not in (0, 3):
-        raise _tiling_error(f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}",
-                            "sparse_mode")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}", "sparse_mode"
+        )
     d, dk = _last(q, rank, "query", "head_dim"), _last(k, rank, "key", "head_dim")
     dv = _last(v, rank, "value", "head_dim")
     if d != dk:
@@ -123,16 +158,22 @@ def _tiling(a, part) -> Plan:
         raise _tiling_error(f"head_dim of Query[{d}] can not less than head_dim of Value[{dv}]", "head_dim_v")
     layout = "BSND" if a.layoutOptional is None else a.layoutOptional
     if layout not in LAYOUTS:
-        raise _tiling_error(f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}",
-                            "layout")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}", "layout"
+        )
     if rank != len(layout):
-        raise _tiling_error(f"SparseFlashAttentionGrad layout dims is not equal to the input's dim, now the "
-                            f"query of dim is {rank}", "layout_rank")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad layout dims is not equal to the input's dim, now the query of dim is {rank}",
+            "layout_rank",
+        )
     dr = _rope_dim(a, rank)
     if layout == "TND":
         if a.actualSeqLengthsQueryOptional is None:
-            raise _tiling_error("layout TND needs actualSeqLengthsQueryOptional (CANN 8.5's tiling dereferences "
-                                "the missing tensor and crashes the process)", "tnd_actual_seq_q_null")
+            raise _tiling_error(
+                "layout TND needs actualSeqLengthsQueryOptional (CANN 8.5's tiling dereferences "
+                "the missing tensor and crashes the process)",
+                "tnd_actual_seq_q_null",
+            )
         seq = a.actualSeqLengthsQueryOptional
         b = seq.shape[0] if seq.ndim else 1
         t1, t2, n2 = q.shape[0], k.shape[0], k.shape[1]
@@ -148,15 +189,17 @@ def _tiling(a, part) -> Plan:
         raise _tiling_error(f"g (N1 / N2) should be larger than 0, but got g={g}", "g")
     n1 = n2 * g
     if n2 != 1 or n1 > 128 or n1 & (n1 - 1):
-        raise _tiling_error(f"SparseFlashAttentionGrad only support n2=1 and n1=1/2/4/8/16/32/64/128, but got "
-                            f"n2={n2} n1={n1}", "heads")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad only support n2=1 and n1=1/2/4/8/16/32/64/128, but got n2={n2} n1={n1}", "heads"
+        )
     # CheckDtypeValid (softmax dtypes, out dtype == query dtype) cannot fail here: the kernel-key
     # lookup before tiling already admits only the registered combinations.
     if layout == "TND":
         _check_tnd_shapes(a, t1, n1, d, dv, n2, g)
     _check_cast_tiling(d + dr, dv, part.ub_bytes)
-    return Plan(layout, b, s1, s2, t1, t2, g, d, dv, dr, float(np.float32(a.scaleValue)),
-                attr_int32(a.sparseBlockSize), mode)
+    return Plan(
+        layout, b, s1, s2, t1, t2, g, d, dv, dr, float(np.float32(a.scaleValue)), attr_int32(a.sparseBlockSize), mode
+    )
 
 
 def _rope_dim(a, rank) -> int:
@@ -166,8 +209,9 @@ def _rope_dim(a, rank) -> int:
         return 0
     q_dim, k_dim = _last(qr, rank, "queryRopeOptional", "Dr"), _last(kr, rank, "keyRopeOptional", "Dr")
     if q_dim != k_dim:
-        raise _tiling_error(f"SparseFlashAttentionGrad headDim of qRope and kRope should be equal "
-                            f"({q_dim} vs {k_dim})", "rope_dim")
+        raise _tiling_error(
+            f"SparseFlashAttentionGrad headDim of qRope and kRope should be equal ({q_dim} vs {k_dim})", "rope_dim"
+        )
     return k_dim
 
 
@@ -180,19 +224,23 @@ def _check_tnd_shapes(a, t1, n1, d, dv, n2, g):
         if len(shape) != 3:
             raise _tiling_error(f"The shape of {name} is invalid, got {len(shape)} dimensions", f"tnd_{name}_rank")
         if shape != (n2, t1, g):
-            raise _tiling_error(f"The shape of {name} is invalid, got {shape}, should be {(n2, t1, g)}",
-                                f"tnd_{name}_shape")
+            raise _tiling_error(
+                f"The shape of {name} is invalid, got {shape}, should be {(n2, t1, g)}", f"tnd_{name}_shape"
+            )
     out, q, v = a.out.shape, a.query.shape, a.value.shape
     if len(out) != len(q) or len(out) != len(v):
-        raise _tiling_error(f"The dimnum of attentionIn {len(out)} should be equal to query {len(q)} and value "
-                            f"{len(v)}", "tnd_out_rank")
+        raise _tiling_error(
+            f"The dimnum of attentionIn {len(out)} should be equal to query {len(q)} and value {len(v)}", "tnd_out_rank"
+        )
     for i in range(len(q) - 1):
         if out[i] != q[i]:
-            raise _tiling_error(f"The dim {i} of attentionIn shape is invalid, got {out[i]}, should be {q[i]}",
-                                "tnd_out_shape")
+            raise _tiling_error(
+                f"The dim {i} of attentionIn shape is invalid, got {out[i]}, should be {q[i]}", "tnd_out_shape"
+            )
     if out[-1] != v[-1]:
-        raise _tiling_error(f"The head_dim of attentionIn shape is invalid, got {out[-1]}, should be {v[-1]}",
-                            "tnd_out_head_dim")
+        raise _tiling_error(
+            f"The head_dim of attentionIn shape is invalid, got {out[-1]}, should be {v[-1]}", "tnd_out_head_dim"
+        )
 
 
 def _check_cast_tiling(d_total, dv, ub_bytes):
@@ -222,15 +270,19 @@ def workspace_size(p: Plan, part) -> int:
 
 # -- phase 2 -----------------------------------------------------------------------------------------
 
+
 def _run(a, p: Plan):
     half = a.query.np_dtype
     _check_kernel_limits(p)
     if p.layout == "TND":
         if a.actualSeqLengthskvOptional is None:
-            _fail("null-pointer", "layout TND without actualSeqLengthskvOptional: the NPU kernel reads the "
-                  "kv offsets through a null address")
+            _fail(
+                "null-pointer",
+                "layout TND without actualSeqLengthskvOptional: the NPU kernel reads the "
+                "kv offsets through a null address",
+            )
         cu_q = _buffer(a.actualSeqLengthsQueryOptional, np.int32, p.b, "actualSeqLengthsQueryOptional")
-        cu_kv = _buffer(a.actualSeqLengthskvOptional, np.int32, None, "actualSeqLengthskvOptional")[:p.b]
+        cu_kv = _buffer(a.actualSeqLengthskvOptional, np.int32, None, "actualSeqLengthskvOptional")[: p.b]
         spans = tnd_rows(p.t1, cu_q, cu_kv, sanitizer.report)
     else:
         spans = bsnd_rows(p.b, p.s1, p.s2)
@@ -238,14 +290,23 @@ def _run(a, p: Plan):
     read = lambda name, shape, dtype=half: _buffer(getattr(a, name), dtype, int(np.prod(shape)), name).reshape(shape)
     grads, copy_back = _outputs(a, p, half, rope)
     sparse_flash_attention_grad(
-        read("query", (p.t1, p.g, p.d)), read("key", (p.t2, p.d)), read("value", (p.t2, p.dv)),
-        read("sparseIndices", (p.t1, SELECTED_BLOCK_COUNT), np.int32), read("dOut", (p.t1, p.g, p.dv)),
-        read("out", (p.t1, p.g, p.dv)), read("softmaxMax", (p.t1, p.g), np.float32),
-        read("softmaxSum", (p.t1, p.g), np.float32), spans,
+        read("query", (p.t1, p.g, p.d)),
+        read("key", (p.t2, p.d)),
+        read("value", (p.t2, p.dv)),
+        read("sparseIndices", (p.t1, SELECTED_BLOCK_COUNT), np.int32),
+        read("dOut", (p.t1, p.g, p.dv)),
+        read("out", (p.t1, p.g, p.dv)),
+        read("softmaxMax", (p.t1, p.g), np.float32),
+        read("softmaxSum", (p.t1, p.g), np.float32),
+        spans,
         q_rope=read("queryRopeOptional", (p.t1, p.g, p.dr)) if rope else None,
         k_rope=read("keyRopeOptional", (p.t2, p.dr)) if rope else None,
-        scale=p.scale, block_size=p.block_size, sparse_mode=p.sparse_mode, report=sanitizer.report,
-        outputs=grads)
+        scale=p.scale,
+        block_size=p.block_size,
+        sparse_mode=p.sparse_mode,
+        report=sanitizer.report,
+        outputs=grads,
+    )
     for finish in copy_back:
         finish()
 
@@ -253,13 +314,18 @@ def _run(a, p: Plan):
 def _check_kernel_limits(p: Plan):
     """What the host tiling lets through but the NPU kernel cannot do (reference §2.D.3-4)."""
     if not 1 <= p.block_size <= 128:
-        _fail("undefined-behaviour", f"sparseBlockSize {p.block_size} is outside 1..128: the NPU kernel divides "
-              "by it (0) or loops forever (> 128); the doc allows 1, 8, 16, 32, 64")
+        _fail(
+            "undefined-behaviour",
+            f"sparseBlockSize {p.block_size} is outside 1..128: the NPU kernel divides "
+            "by it (0) or loops forever (> 128); the doc allows 1, 8, 16, 32, 64",
+        )
     if p.dv != p.d or p.d % 128 or p.dr > 128 or p.g * p.dv > 128 * 512:
-        sanitizer.report("undefined-behaviour",
-                         f"head dims D={p.d}, Dv={p.dv}, Drope={p.dr}, N1={p.g}: the NPU kernel is built for "
-                         "D = Dv (a multiple of 128, at most 512 with 128 heads) and Drope <= 128 (doc: 512/64); "
-                         "the emulator computes the plain maths")
+        sanitizer.report(
+            "undefined-behaviour",
+            f"head dims D={p.d}, Dv={p.dv}, Drope={p.dr}, N1={p.g}: the NPU kernel is built for "
+            "D = Dv (a multiple of 128, at most 512 with 128 heads) and Drope <= 128 (doc: 512/64); "
+            "the emulator computes the plain maths",
+        )
 
 
 def _fail(kind, message):
@@ -273,7 +339,7 @@ def _buffer(tensor, dtype, count, name) -> np.ndarray:
     values = tensor.read(name)
     if values.dtype != np.dtype(dtype):
         values = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
-        values = values[:values.size // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize].view(dtype)
+        values = values[: values.size // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize].view(dtype)
     flat = values.reshape(-1)
     if count is not None and flat.size < count:
         _fail("out-of-bounds", f"{name} holds {flat.size} elements but the kernel reads {count}")
@@ -287,24 +353,29 @@ def _outputs(a, p: Plan, half, rope):
     def target(name, shape):
         tensor = getattr(a, name)
         if tensor is None:
-            sanitizer.report("null-pointer", f"rope is on (queryRope and keyRope given) but {name} is nullptr: "
-                             "the NPU kernel writes through a null address; the emulator skips it")
+            sanitizer.report(
+                "null-pointer",
+                f"rope is on (queryRope and keyRope given) but {name} is nullptr: "
+                "the NPU kernel writes through a null address; the emulator skips it",
+            )
             return None
         count = int(np.prod(shape))
         view = tensor.view(name)
         if view.nbytes < count * half.itemsize:
-            _fail("out-of-bounds", f"{name} holds {view.nbytes} bytes but the kernel writes "
-                  f"{count * half.itemsize}")
+            _fail("out-of-bounds", f"{name} holds {view.nbytes} bytes but the kernel writes {count * half.itemsize}")
         if view.dtype == half and view.flags.c_contiguous:
             return view.reshape(-1)[:count].reshape(shape)
         host = np.empty(shape, half)
         copy_back.append(lambda: _write_back(view, host))
         return host
 
-    grads = Grads(dq=target("dQueryOut", (p.t1, p.g, p.d)), dk=target("dKeyOut", (p.t2, p.d)),
-                  dv=target("dValueOut", (p.t2, p.dv)),
-                  dq_rope=target("dQueryRopeOutOptional", (p.t1, p.g, p.dr)) if rope else None,
-                  dk_rope=target("dKeyRopeOutOptional", (p.t2, p.dr)) if rope else None)
+    grads = Grads(
+        dq=target("dQueryOut", (p.t1, p.g, p.d)),
+        dk=target("dKeyOut", (p.t2, p.d)),
+        dv=target("dValueOut", (p.t2, p.dv)),
+        dq_rope=target("dQueryRopeOutOptional", (p.t1, p.g, p.dr)) if rope else None,
+        dk_rope=target("dKeyRopeOutOptional", (p.t2, p.dr)) if rope else None,
+    )
     return grads, copy_back
 
 
@@ -312,5 +383,5 @@ def _write_back(view, host):
     """Store ``host`` into an output the kernel cannot write in place (strided, or of another dtype:
     the NPU writes the query dtype's bytes from the start of the buffer, in logical order)."""
     flat = np.ascontiguousarray(view).reshape(-1)
-    flat.view(np.uint8)[:host.nbytes] = host.reshape(-1).view(np.uint8)
+    flat.view(np.uint8)[: host.nbytes] = host.reshape(-1).view(np.uint8)
     view[...] = flat.reshape(view.shape)
