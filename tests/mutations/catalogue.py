@@ -30,6 +30,7 @@ PFA_TESTS = (
     "tests/test_prompt_flash_attention_cabi.py",
     "tests/test_prompt_flash_attention_kernel.py",
 )
+PFA_V3_TESTS = PFA_TESTS + ("tests/test_prompt_flash_attention_v3_kernel.py",)
 SFAG_TESTS = ("tests/test_sparse_flash_attention_grad.py", "tests/test_sparse_flash_attention_grad_cabi.py")
 LIG_TESTS = (
     "tests/test_lightning_indexer_grad.py",
@@ -253,6 +254,50 @@ MUTATIONS = [
         PFA_TESTS,
     ),
     Mutation("pfa-kv-block-512", PFA, "KV_BLOCK = 1024 ", "KV_BLOCK = 512 ", PFA_TESTS),
+    Mutation(
+        "pfa-x910-high-precision-P-half-even",
+        PFA,
+        'self.rounding = "fp16_away"  #',
+        'self.rounding = "fp16_even"  #',
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-x910-high-precision-P-unrounded",
+        PFA,
+        'self.rounding = "fp16_away"  #',
+        "self.rounding = None  #",
+        PFA_V3_TESTS,
+    ),
+    Mutation("pfa-int8-pse-sum-unrounded", PFA, "                round_half_even_(s, FP16)\n", "", PFA_V3_TESTS),
+    Mutation(
+        "pfa-int8-pse-sum-half-away",
+        PFA,
+        "                round_half_even_(s, FP16)\n",
+        "                s[...] = round_half_away_(np.ascontiguousarray(s), FP16)\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation("pfa-row-invalid-off", PFA, "            o[dead] = 0\n", "", PFA_V3_TESTS),
+    Mutation(
+        "pfa-row-invalid-after-quantisation",
+        PFA,
+        "            o[dead] = 0\n",
+        "            computed = computed & ~dead\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-row-invalid-at-mask-fill",
+        PFA,
+        "BF16_MASK_FILL if precision.invalid_at_fp32_min else self.mask_fill",
+        "self.mask_fill",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-pse-before-scale",
+        PFA,
+        "        native.scale_(s, **scaling)\n        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
+        "        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n        native.scale_(s, **scaling)\n",
+        PFA_V3_TESTS,
+    ),
     Mutation(
         "pfa-one-nan-per-head",
         PFA,
