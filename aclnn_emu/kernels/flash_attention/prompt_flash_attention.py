@@ -34,6 +34,7 @@ from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
+from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
@@ -198,12 +199,14 @@ def packed_prompt_flash_attention(
     precision: Precision = HIGH_PERFORMANCE,
     kv_blocks=None,
     row_invalid: bool = False,
+    pse=None,
 ) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
     own band ``bands[b]`` anchored at the batch's own first row and key, and its own key block
-    ``kv_blocks[b]`` (default KV_BLOCK). Rows of no batch are 0.
+    ``kv_blocks[b]`` (default KV_BLOCK); ``pse`` a PseSource over [1|B, N, S1, S2] read at the
+    batch's own rows and keys. Rows of no batch are 0.
     """
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
@@ -230,6 +233,9 @@ def packed_prompt_flash_attention(
             precision=precision,
             kv_block=kv_block,
             row_invalid=row_invalid,
+            pse=None
+            if pse is None
+            else PseSource(pse.pse[b : b + 1] if pse.pse.shape[0] > 1 else pse.pse, 0, pse.s1, pse.s2),
         )
         outs[:, :, q0 : q0 + aq] = o
     return outs

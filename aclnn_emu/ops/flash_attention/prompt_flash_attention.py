@@ -1,7 +1,9 @@
-"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5).
+"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5), and the inner PFA path
+V1 and V3 share (`run_inner`).
 
 V2 forwards to the inner PFA op with pseShift forced to NULL (silently ignored) and innerPrecise = 1
-(high performance). Checks follow the source's order and codes (reference §2A):
+(high performance); V3 passes both on (their rules: pfa_precise). Checks follow the source's order
+and codes (reference §2A):
   op_api   null checks 161001; empty output -> success before any dtype check; dtype and shape
            analysis 161002; storage formats 161002 when D needs padding;
   tiling   every failure of infershape, tiling or kernel selection -> 561103;
@@ -19,7 +21,8 @@ from ...kernels.attention.layouts import segments, to_bnsd
 from ...kernels.flash_attention.quant import deq_scale
 from ..gaps import Gaps
 from ..signature import Double, Int64, IntArrayIn, Launch, Op, OpError, String, TensorIn, TensorOut
-from . import pfa_base_api, pfa_regbase, pfa_var_len
+from . import pfa_base_api, pfa_precise, pfa_regbase, pfa_var_len
+from .adapters import forwarded
 from .pfa_common import (
     BASE_API_MODES,
     BF16,
@@ -131,6 +134,12 @@ class Shapes:
 
 @OP.prepare
 def prepare(a, env):
+    return run_inner(forwarded(a, OP, pseShift=None), env)
+
+
+def run_inner(a, env):
+    """InnerPromptFlashAttentionGetWorkspaceSize and the L0 op, for the arguments an entry point
+    passes on (V2's parameters, with innerPrecise where the entry point has one)."""
     _check_not_null(a)
     if a.attentionOut.is_empty:
         return Launch.nothing()
@@ -170,6 +179,7 @@ def _check_dtypes(a):
         _invalid(
             "dtype.query", f"query/value/key dataType({q.short}) is invalid, valid range is {{FLOAT16, BF16, INT8}}"
         )
+    pfa_precise.check_pse_dtype(a)
     if q != out and (q, out) not in QUANT_OUT_PAIRS:
         _invalid(
             "dtype.attentionOut",
@@ -274,7 +284,7 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
 
 
 def _check_formats(a):
-    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+    for name in ("query", "key", "value", "pseShift", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
             _invalid(
@@ -301,7 +311,7 @@ def _warn_private_formats(a, env):
     """Without D padding the op_api checks no format: a private one reaches kernel selection, whose
     binaries are registered for FORMAT_ND only (prompt_flash_attention_def.cpp); how it treats
     the format is not established, so the call runs as ND with a portability warning."""
-    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+    for name in ("query", "key", "value", "pseShift", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
             INFERRED.warn(env, "private_format", f"{name} has storage format {t.format.short}")
@@ -361,7 +371,10 @@ def _tiling_checks(a, shapes, env):
             tokens=plan.tokens,
             kv_blocks=plan.key_blocks,
         )
+    precise = pfa_precise.check_a2(a, env)
+    pfa_precise.check_a2_mask(a, precise)  # CheckMaskType
     _check_bf16_mask_dtype(a)
+    pfa_precise.check_row_invalid_mask(a, precise)
     _check_int8_fp16_out(a)
     if q.is_empty:
         _tiling("shape.query_empty", "query is empty tensor.")
@@ -386,7 +399,7 @@ def _tiling_checks(a, shapes, env):
         pfa_var_len.check_template(a, act_q, act_kv)
         _check_kernel_dtypes(a, env)
         bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
-        return _launch(a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)))
+        return _launch(a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)), precise=precise)
     rows = None
     if layout == "SH":
         batch, s1, s2, act_q, act_kv = _sh_batches(a, env)
@@ -396,7 +409,7 @@ def _tiling_checks(a, shapes, env):
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
-    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, precise)
 
 
 def _tiling_v2_checks(a, shapes, env):
@@ -426,6 +439,8 @@ def _tiling_v2_checks(a, shapes, env):
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    pfa_precise.check_pse_shape(a, batch, a.numHeads, s1, s2, arch35=True)
+    precise = pfa_precise.check_arch35(a)  # CheckInnerPrecise
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
     one_row = s1 == 1  # enableIFA / enableIFAMask
     if has_mask:  # CheckMaskTypeAndShape
@@ -440,13 +455,14 @@ def _tiling_v2_checks(a, shapes, env):
         pfa_regbase.check_ifa_mask(a, batch, s2)
     else:
         _check_mask_shape(a, has_mask, batch, s1, s2)
+    pfa_precise.check_arch35_tnd(a)  # CheckTNDLayoutCrossover
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)  # CheckMultiFeatureCrossover
     _check_kernel_dtypes(a, env, flag_read_deq=False)
     pfa_regbase.check_kernel_template(a, env, one_row, act_q, has_mask, mla)
     window = pfa_regbase.kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.REGBASE, ifa_mask=one_row)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.REGBASE, ifa_mask=one_row, precise=precise)
 
 
 def _check_bf16_mask_dtype(a):
@@ -472,11 +488,12 @@ def _check_int8_fp16_out(a):
         )
 
 
-def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
-    """The mask, sparse, token and quant rules after the batch dims are known; then the launch."""
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, precise):
+    """The mask, pse, sparse, token and quant rules after the batch dims are known; then the launch."""
     q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
     batch, s1, s2 = dims
     _check_mask_shape(a, has_mask, batch, s1, s2)
+    pfa_precise.check_pse_shape(a, batch, heads, s1, s2)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))  # the (padded) query H
     if a.numHeads > h:
@@ -495,7 +512,7 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precise=precise)
 
 
 def _empty_kv(a, layout):
@@ -880,12 +897,14 @@ def _launch(
     tokens=False,
     ifa_mask=False,
     kv_blocks=None,
+    precise=pfa_precise.DEFAULT,
 ):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
-    packed batch."""
+    packed batch; ``precise`` what the tiling made of innerPrecise and pseShift."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
+    precision, read_pse, row_invalid = pfa_precise.kernel_inputs(a, precise, precision)
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
     scale = a.scaleValue
@@ -906,7 +925,16 @@ def _launch(
                 deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
             )
         out_quant = None if quant2 is None else _output_quant(*quant2, heads)
-        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant, precision=precision)
+        common = dict(
+            scale=scale,
+            bands=bands,
+            mask=mask,
+            int8=int8,
+            out_quant=out_quant,
+            precision=precision,
+            row_invalid=row_invalid,
+            pse=None if read_pse is None else read_pse(),
+        )
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:
