@@ -20,7 +20,6 @@ All tiling failures are 561103. The kernels then add the pse after the scale
 
 from dataclasses import dataclass
 
-from ... import status
 from ...kernels.flash_attention import prompt_flash_attention as pfa
 from ...kernels.flash_attention.pse import PseSource
 from ..gaps import Gaps
@@ -39,7 +38,6 @@ UNMODELLED = Gaps(
         "base_api_high_precision": "sparseMode 20-22, an fp16 query and innerPrecise 0 (tiling key + 2000000000 "
         "selects prompt_flash_attention_base_api_high_precision_no_mask.h, whose roundings are not modelled)",
     },
-    code=status.ACLNN_ERR_INNER_NULLPTR,
 )
 
 
@@ -103,8 +101,7 @@ def check_a2(a, env) -> Precise:
     if a.inputLayout == "TND" and pse is not None:
         tiling("pse.tnd", "When Layout is TND, not support PSE")
     if pse is not None and a.query.dtype == F16 and precise == HIGH_PERFORMANCE:
-        precise = HIGH_PRECISION
-        env.warn("when the input is fp16, the mode is forcibly switched to high-precision!")
+        precise = HIGH_PRECISION  # "the mode is forcibly switched to high-precision"
     if precise == APPROXIMATE:
         tiling("inner_precise.approximate", "not support APPROXIMATE_COMPUTATION when curShortSocName is Atlas A2")
     return Precise(high_precision=a.query.dtype == F16 and precise == HIGH_PRECISION, row_invalid=row_invalid)
