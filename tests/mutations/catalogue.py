@@ -268,7 +268,13 @@ MUTATIONS = [
         "self.rounding = None  #",
         PFA_V3_TESTS,
     ),
-    Mutation("pfa-int8-pse-sum-unrounded", PFA, "                round_half_even_(s, FP16)\n", "", PFA_V3_TESTS),
+    Mutation(
+        "pfa-int8-pse-sum-unrounded",
+        PFA,
+        "                round_half_even_(s, FP16)\n",
+        "                pass\n",
+        PFA_V3_TESTS,
+    ),
     Mutation(
         "pfa-int8-pse-sum-half-away",
         PFA,
@@ -276,7 +282,7 @@ MUTATIONS = [
         "                s[...] = round_half_away_(np.ascontiguousarray(s), FP16)\n",
         PFA_V3_TESTS,
     ),
-    Mutation("pfa-row-invalid-off", PFA, "            o[dead] = 0\n", "", PFA_V3_TESTS),
+    Mutation("pfa-row-invalid-off", PFA, "            o[dead] = 0\n", "            pass\n", PFA_V3_TESTS),
     Mutation(
         "pfa-row-invalid-after-quantisation",
         PFA,
