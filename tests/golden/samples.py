@@ -149,6 +149,18 @@ def incre_flash_attention_v1_v3():
     return printed(allocation, ifa.fp16_away(out).astype(F16), F16, 32, "index: %d: %g")
 
 
+def cann_example_prompt_flash_attention():
+    """ops-transformer's PFA example (it calls aclnnPromptFlashAttentionV3): the V3 sample's inputs,
+    and the output's allocation (32 floats) read back whole as floats, so its first half shows the
+    fp16 result in pairs (0, 1.875 -> 1.0f) and its second half the host's 1.0f values."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
+    v = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
+    out = pfa.attention(q, k, v, scale=1 / np.sqrt(2), pre=65535, nxt=65535)
+    allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
+    return printed(allocation, out.astype(F16), F32, 32, "result[%d] is: %f")
+
+
 def scatter_pa_kv_cache():
     """The sample prints its key input back (read as floats): the op must leave it alone."""
     allocation, key = device(I16, 128, 1, F16, (2, 2, 32))
@@ -243,4 +255,11 @@ EXPECTED = {
     "aclnnScatterPaKvCache_1": None,
     "aclnnSparseFlashAttention": sparse_flash_attention,
     "aclnnSparseFlashAttentionGrad": None,
+}
+
+# CANN's own examples (ops-transformer, relative to the repository root) -> what they print.
+EXAMPLES = {
+    "attention/prompt_flash_attention/examples/test_aclnn_prompt_flash_attention.cpp": (
+        cann_example_prompt_flash_attention
+    )
 }

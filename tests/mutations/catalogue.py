@@ -301,7 +301,8 @@ MUTATIONS = [
         "pfa-pse-before-scale",
         PFA,
         "        native.scale_(s, **scaling)\n        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
-        "        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n        native.scale_(s, **scaling)\n",
+        "        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n"
+        "        native.scale_(s, **scaling)\n        if self.pse is not None:\n",
         PFA_V3_TESTS,
     ),
     Mutation(
