@@ -30,7 +30,11 @@ PFA_TESTS = (
     "tests/test_prompt_flash_attention_cabi.py",
     "tests/test_prompt_flash_attention_kernel.py",
 )
-PFA_V3_TESTS = PFA_TESTS + ("tests/test_prompt_flash_attention_v3_kernel.py",)
+PFA_V3_TESTS = PFA_TESTS + (
+    "tests/test_prompt_flash_attention_v3_kernel.py",
+    "tests/test_prompt_flash_attention_v3.py",
+    "tests/test_prompt_flash_attention_v1_v3_cabi.py",
+)
 SFAG_TESTS = ("tests/test_sparse_flash_attention_grad.py", "tests/test_sparse_flash_attention_grad_cabi.py")
 LIG_TESTS = (
     "tests/test_lightning_indexer_grad.py",
