@@ -19,6 +19,7 @@ IFA = K + "flash_attention/incre_flash_attention.py"
 IFA95 = "aclnn_emu/ops/flash_attention/ifa_regbase.py"
 IFA_OP = "aclnn_emu/ops/flash_attention/incre_flash_attention.py"
 IFA95_INT8 = "aclnn_emu/ops/flash_attention/ifa_antiquant_95.py"
+PFA_PRECISE = "aclnn_emu/ops/flash_attention/pfa_precise.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
@@ -299,6 +300,27 @@ MUTATIONS = [
         PFA,
         "BF16_MASK_FILL if precision.invalid_at_fp32_min else self.mask_fill",
         "self.mask_fill",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-pse-keeps-high-performance",
+        PFA_PRECISE,
+        '        precise = HIGH_PRECISION  # "the mode',
+        '        pass  # "the mode',
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-a2-row-invalid-off",
+        PFA_PRECISE,
+        "    row_invalid = bool(precise >> 1 & 1)\n    if precise != APPROXIMATE:",
+        "    row_invalid = False\n    if precise != APPROXIMATE:",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-pse-not-read",
+        PFA_PRECISE,
+        "    if pse is None or pse.is_empty:\n        return precision, None, row_invalid",
+        "    if True:\n        return precision, None, row_invalid",
         PFA_V3_TESTS,
     ),
     Mutation(
