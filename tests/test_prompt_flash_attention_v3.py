@@ -130,3 +130,20 @@ def test_pse_shift_in_the_sh_layout(chip):
         expected[rows] = got[0].transpose(1, 0, 2)
         start += length
     precision.assert_meets(out, expected.reshape(16, n * d), "float16")
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_v1_is_v2_without_pse_and_v3_with_inner_precise_1_and_no_pse_is_v2(chip):
+    """V1 drops pseShift and fixes sparseMode 0 (aclnn_prompt_flash_attention.cpp); V2 drops pseShift
+    and fixes innerPrecise 1: bit for bit the same outputs."""
+    q, k = grid((1, 2, 16, 32), np.float16), grid((1, 2, 20, 32), np.float16)
+    v = RNG.standard_normal((1, 2, 20, 32)).astype(np.float16)
+    pse = grid((1, 2, 16, 20), np.float16, spread=2)
+    common = dict(numHeads=2, scaleValue=0.125, preTokens=65535, nextTokens=65535, inputLayout="BNSD")
+    v1 = ae.ops.PromptFlashAttention(q, k, v, pseShift=pse, **common)
+    v2 = ae.ops.PromptFlashAttentionV2(q, k, v, pseShift=pse, **common)
+    v3 = ae.ops.PromptFlashAttentionV3(q, k, v, **common)
+    v3_pse = ae.ops.PromptFlashAttentionV3(q, k, v, pseShift=pse, **common)
+    assert np.array_equal(v1.view(np.uint16), v2.view(np.uint16))
+    assert np.array_equal(v3.view(np.uint16), v2.view(np.uint16))
+    assert not np.array_equal(v3_pse, v2)
