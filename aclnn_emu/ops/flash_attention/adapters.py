@@ -35,6 +35,19 @@ def forwarded(a, base: Op, **fixed) -> types.SimpleNamespace:
     return types.SimpleNamespace(**values, **extra)
 
 
+def adapter(name: str, header: str, base: Op, run, fixed: dict, names=None, docs=None, base_like=None) -> Op:
+    """An entry point with no checks of its own: ``names`` (default: every base parameter not in
+    ``fixed``, pseShift kept when fixed, as the headers keep it) taken from ``base``; a call runs
+    ``run(base arguments, env)`` with ``fixed`` filling the rest; ``base_like`` the base's output
+    allocation rule."""
+    if names is None:
+        names = [p.name for p in base.params if p.name not in fixed or p.name == "pseShift"]
+    like = None if base_like is None else {"attentionOut": attention_out_like(base_like, base, **fixed)}
+    op = entry(name, header, base, names, docs=docs, like=like)
+    op.prepare(lambda a, env: run(forwarded(a, base, **fixed), env))
+    return op
+
+
 def attention_out_like(base_like, base: Op, **fixed):
     """An adapter's rule for its output's allocation: the base's rule on the forwarded arguments."""
 

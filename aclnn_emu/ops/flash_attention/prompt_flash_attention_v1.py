@@ -2,9 +2,8 @@
 drops pseShift (`(void) pseShift`) and passes the inner op no actualSeqLengthsKv, no quantisation
 parameters, sparseMode 0 and innerPrecise 1, so it behaves as V2 called with those."""
 
-from ..signature import Launch
 from . import prompt_flash_attention as v2
-from .adapters import attention_out_like, entry, forwarded
+from .adapters import adapter
 
 FIXED = dict(
     pseShift=None,
@@ -31,19 +30,16 @@ NAMES = (
     "numKeyValueHeads",
     "attentionOut",
 )
-OP = entry(
+OP = adapter(
     "PromptFlashAttention",
     "aclnn_prompt_flash_attention.h",
     v2.OP,
+    v2.run_inner,
+    FIXED,
     NAMES,
     docs={
         "pseShift": "ignored: the operator passes no pse on (use PromptFlashAttentionV3)",
         "attenMask": "mask of scores to drop, 1/True = masked out ([S1,S2], [B,S1,S2] or [B,1,S1,S2])",
     },
-    like={"attentionOut": attention_out_like(v2._attention_out, v2.OP, **FIXED)},
+    base_like=v2._attention_out,
 )
-
-
-@OP.prepare
-def prepare(a, env) -> Launch:
-    return v2.run_inner(forwarded(a, v2.OP, **FIXED), env)
