@@ -115,10 +115,12 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
 
 
 def test_every_per_chip_table_names_the_emulated_chips():
-    from aclnn_emu.ops.sparse_attention import lightning_indexer_grad, sparse_flash_attention_grad
-    from aclnn_emu.ops.kv_cache import gather_pa_kv_cache, scatter_pa_kv_cache
+    from aclnn_emu.ops.kv_cache.gather import checks as gather
+    from aclnn_emu.ops.kv_cache.scatter import checks as scatter
+    from aclnn_emu.ops.sparse_attention.lightning_indexer_grad import checks as lightning_indexer_grad
+    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad import checks as sparse_flash_attention_grad
 
-    assert set(FAMILIES) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS)
+    assert set(FAMILIES) == set(scatter.COMBOS) == set(gather.COMBOS)
     assert {p.family for p in PARTS.values()} == set(FAMILIES) and set(FAMILIES) < set(config.SOCS)
     for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
         assert set(only) < set(FAMILIES)

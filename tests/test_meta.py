@@ -8,8 +8,8 @@ import pytest
 import aclnn_emu as ae
 import cabi
 from aclnn_emu import status
-from aclnn_emu.ops import calls
-from aclnn_emu.ops.signature import Launch, Op, OpError, TensorIn, TensorOut
+from aclnn_emu.opdef import calls
+from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 
 EXPECTED = {
     "create.null_view_dims": 1,

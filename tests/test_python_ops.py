@@ -10,9 +10,9 @@ import pytest
 
 import aclnn_emu as ae
 from aclnn_emu import errors, status
-from aclnn_emu.ops import all_ops
+from aclnn_emu.opdef.registry import all_ops
 from aclnn_emu.meta import TensorList
-from aclnn_emu.ops.signature import REQUIRED
+from aclnn_emu.opdef.signature import REQUIRED
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime.errors import take_recent
 

@@ -6,7 +6,7 @@ import numpy as np
 from ... import status
 from ...dtypes import DataType
 from ...runtime import sanitizer
-from ..signature import Launch, OpError
+from ...opdef.signature import Launch, OpError
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_910_95,
 # GatherPaKvCache's kvDtype): key, value and both caches share one of them.
