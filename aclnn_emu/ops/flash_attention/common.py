@@ -2,6 +2,7 @@
 shapes, the Ascend910_95 (arch35) checks IncreFlashAttention runs through PFA's TilingV2, and the
 layout helpers both operators' launches use."""
 
+from aclnn_emu.opdef.failures import TilingFailure
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
@@ -66,8 +67,8 @@ def invalid(rule, message):
 
 
 def tiling(rule, message):
-    """A failure inside L0 (infershape, tiling, kernel selection): the L2 code maps it to 561103."""
-    raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"PromptFlashAttention tiling failed: {message}", rule=rule)
+    """A failure inside L0 (infershape, tiling, kernel selection); each operator maps it to its code."""
+    raise TilingFailure(rule, message)
 
 
 def dtype_name(t) -> str:

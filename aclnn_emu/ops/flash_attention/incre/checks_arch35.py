@@ -20,10 +20,10 @@ Routing in 8.5.0-beta.1:
   * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the arch35 antiquant kernel
     (ifa_antiquant_95, which runs the dequantised key/value through `_run` here).
 The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; their code is 561002
-here (`_generated_codes`). Differences: docs/divergences/incre_flash_attention.md.
+here (`mapped` in `tiling`). Differences: docs/divergences/incre_flash_attention.md.
 """
 
-from contextlib import contextmanager
+from aclnn_emu.opdef.failures import mapped
 from types import SimpleNamespace
 import numpy as np
 from aclnn_emu import status
@@ -66,18 +66,6 @@ def _fail(rule: str, message: str):
     raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX + message, rule=f"tiling.{rule}")
 
 
-@contextmanager
-def _generated_codes():
-    """The shared PFA regbase checks raise PromptFlashAttention's L2 code (561103); behind the
-    generated IFA entry point the same GRAPH_FAILED is 561002."""
-    try:
-        yield
-    except OpError as error:
-        if error.code != status.ACLNN_ERR_INNER_NULLPTR:
-            raise
-        _fail(error.rule, error.message.split(": ", 1)[-1])
-
-
 def check_quant2(scale, offset, n, d, fail):
     """The INT8-output scales, as PromptFlashAttentionTilingV2 (CheckPostQuantParams/Shape) and
     IFATilingV2 (ProcessQuant2/ProcessQuant2Attribute) both check them: scale given and not empty,
@@ -115,7 +103,8 @@ def check_quant2(scale, offset, n, d, fail):
 
 def tiling(a, env):
     """PromptFlashAttentionTilingV2 for a FLOAT16/BF16 key: its checks, then the phase-2 work."""
-    with _generated_codes():
+    # The shared PFA checks' GRAPH_FAILED is 561002 behind the generated IFA entry point.
+    with mapped(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX, "tiling."):
         return _Tiling(a, env).run()
 
 

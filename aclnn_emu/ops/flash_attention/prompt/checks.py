@@ -10,6 +10,7 @@ Differences from the doc are listed in docs/divergences/prompt_flash_attention.m
 """
 
 import numpy as np
+from aclnn_emu.opdef.failures import mapped
 from aclnn_emu import status
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.kernels.attention.layouts import segments
@@ -64,6 +65,12 @@ from .var_len import check_shapes, check_template
 
 @OP.prepare
 def prepare(a, env):
+    # Any failure inside L0 (infershape, tiling, kernel selection) is 561103 behind the L2 API.
+    with mapped(status.ACLNN_ERR_INNER_NULLPTR, "PromptFlashAttention tiling failed: "):
+        return _prepare(a, env)
+
+
+def _prepare(a, env):
     _check_not_null(a)
     if a.attentionOut.is_empty:
         return Launch.nothing()
