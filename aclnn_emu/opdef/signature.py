@@ -165,11 +165,17 @@ class Env:
 
 
 class Op:
-    def __init__(self, name: str, header: str, params: list[Param]):
+    """One entry point of a header. Several entry points of one operator (V1, V2, ...) share its
+    checks and launch: each declares `base=` the Op whose prepare it runs, after the checks of its
+    own op_api registered with `check`."""
+
+    def __init__(self, name: str, header: str, params: list[Param], base: "Op | None" = None):
         self.name = name
         self.header = header
         self.params = list(params)
-        self.prepare_fn = None
+        self.base = base
+        self.checks = []  # this entry point's own checks, run before the base's prepare
+        self._prepare = None
         self.combos = None  # the registered kernels' (dtype, format) combinations, if declared
 
     def kernels(self, combos):
@@ -180,8 +186,27 @@ class Op:
 
     def prepare(self, fn):
         """Decorator registering `fn(args, env) -> Launch`."""
-        self.prepare_fn = fn
+        self._prepare = fn
         return fn
+
+    def check(self, fn):
+        """Decorator registering `fn(args, env)`, a check of this entry point's own op_api."""
+        self.checks.append(fn)
+        return fn
+
+    @property
+    def prepare_fn(self):
+        """What phase 1 runs: this entry point's own checks, then its (or its base's) prepare."""
+        fn = self._prepare or (self.base.prepare_fn if self.base else None)
+        if fn is None or not self.checks:
+            return fn
+
+        def prepare(args, env):
+            for check in self.checks:
+                check(args, env)
+            return fn(args, env)
+
+        return prepare
 
     @property
     def phase1(self) -> str:
