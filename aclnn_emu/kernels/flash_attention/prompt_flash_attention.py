@@ -107,7 +107,7 @@ class Precision:
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
-REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
+ARCH35 = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def check_layout(a):
     """TilingV2 CheckIO: the layouts it knows (its first shape check)."""
     if a.inputLayout not in LAYOUTS:
         tiling(
-            "regbase.layout",
+            "arch35.layout",
             f"Invalid input layout:{a.inputLayout}. Currently only TND/BSH/BNSD/BSND/BSND_BNSD layout are supported.",
         )
 
@@ -124,7 +124,7 @@ def check_query_out(a, mla):
     q, out = a.query.shape, a.attentionOut.shape
     if len(q) != len(out):
         tiling(
-            "regbase.query_out_rank",
+            "arch35.query_out_rank",
             f"tensor query shape dimNum({len(q)}) must be consistent with tensor output shape dimNum({len(out)})!",
         )
     order = list(range(len(q)))
@@ -135,7 +135,7 @@ def check_query_out(a, mla):
             continue
         if q[i] != out[j]:
             tiling(
-                "regbase.query_out",
+                "arch35.query_out",
                 f"tensor query shape ({q[i]}) do not equal to tensor output shape({out[j]}) "
                 f"in dim {i} for {a.inputLayout}.",
             )
@@ -150,14 +150,14 @@ def check_kv(a, mla, paged=False):
     k, v = a.key.shape, a.value.shape
     if len(k) != len(v):
         tiling(
-            "regbase.kv_rank_same",
+            "arch35.kv_rank_same",
             f"tensor key shape dimNum({len(k)}) must be consistent with tensor value shape dimNum({len(v)})!",
         )
     if not 3 <= len(k) <= 5:
-        tiling("regbase.kv_rank", f"tensor key shape dimNum({len(k)}) is invalid! Only support range [3, 5].")
+        tiling("arch35.kv_rank", f"tensor key shape dimNum({len(k)}) is invalid! Only support range [3, 5].")
     for i, (dk, dv) in enumerate(zip(k, v)):
         if dk != dv and not (mla and i == len(k) - 1):
-            tiling("regbase.kv_shape", f"tensor key shape({dk}) do not equal to tensor value shape({dv}) in dim {i}.")
+            tiling("arch35.kv_shape", f"tensor key shape({dk}) do not equal to tensor value shape({dv}) in dim {i}.")
 
 
 def check_query_and_key(a):
@@ -165,11 +165,11 @@ def check_query_and_key(a):
     (bq, _, _, dq), (bk, _, _, dk) = shape_info(a, a.query, "query"), shape_info(a, a.key, "key")
     if bq != bk:
         tiling(
-            "regbase.batch",
+            "arch35.batch",
             f"query batch must be equal to key/value batch, query batch = {bq} , key/value batch = {bk}.",
         )
     if dq != dk:
-        tiling("regbase.d", f"query d size must be equal to key d size, query d = {dq} , key d = {dk}.")
+        tiling("arch35.d", f"query d size must be equal to key d size, query d = {dq} , key d = {dk}.")
 
 
 def per_batch(ends):
@@ -181,10 +181,10 @@ def require_tnd_lengths(a):
     array is dereferenced on hardware); the emulator answers with CheckActSeq's messages."""
     for ends, what in ((a.actualSeqLengths, "actualSequenceLengthQ"), (a.actualSeqLengthsKv, "actualSequenceLengthKV")):
         if ends is None:
-            tiling("regbase.tnd_null", f"When layout is TND, {what} can not be nullptr")
+            tiling("arch35.tnd_null", f"When layout is TND, {what} can not be nullptr")
     if not a.actualSeqLengths:
         tiling(
-            "regbase.tnd_batch_size",
+            "arch35.tnd_batch_size",
             "batch size of query should be less than or equal to 65536 and > 0, but batch size = 0.",
         )
 
@@ -195,7 +195,7 @@ def shape_info(a, t, name):
     want = 3 if layout in ("BSH", "TND") else 4
     if len(shape) != want:
         tiling(
-            "regbase.rank",
+            "arch35.rank",
             f"dim num of {name} should = {want} when inputLayout is {layout},but dim num is {len(shape)}.",
         )
     if layout == "TND":
@@ -212,19 +212,19 @@ def shape_info(a, t, name):
         b, n, s, d = shape
     if not 0 < b <= MAX_BATCH:
         tiling(
-            "regbase.batch_size",
+            "arch35.batch_size",
             f"batch size of {name} should be less than or equal to {MAX_BATCH} and > 0, but batch size = {b}.",
         )
     if s <= 0:
-        tiling("regbase.seq_size", f"seq size of {name} should > 0, but sequence size = {s}.")
+        tiling("arch35.seq_size", f"seq size of {name} should > 0, but sequence size = {s}.")
     for value, limit, axis in ((n, MAX_HEADS, "n"), (d, MAX_D, "d")):
         if not 0 < value <= limit:
             tiling(
-                f"regbase.{axis}_size",
+                f"arch35.{axis}_size",
                 f"{axis} size of {name} should be less than or equal to {limit} and > 0, but {axis} = {value}.",
             )
     if layout == "TND" and t_rows <= 0:
-        tiling("regbase.tnd_t", f"When layout is TND, t should > 0, but t = {t_rows}.")
+        tiling("arch35.tnd_t", f"When layout is TND, t should > 0, but t = {t_rows}.")
     return b, n, s, d
 
 
@@ -237,7 +237,7 @@ def check_ifa_mask(a, batch, s2):
     mask_batch, mask_s1 = (shape[0], 1) if len(shape) == 2 else (shape[0], shape[-2])
     if mask_batch != batch or mask_s1 != 1 or shape[-1] < s2:
         tiling(
-            "regbase.ifa_mask",
+            "arch35.ifa_mask",
             f"attenMask batch({mask_batch}) must be {batch}, attenMask Q_S({mask_s1}) must be "
             f"1,attenMask KV_S({shape[-1]}) must be larger than or equal to sK({s2}), please check",
         )

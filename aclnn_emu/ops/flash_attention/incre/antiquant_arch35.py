@@ -13,7 +13,7 @@ parameter shapes, and `SetPFASparseType` picks IFA_BAND from V4's unset sparse m
 Those tokens reach the kernel only with an attenMask: without one `GetSparseParam`
 (infer_flash_attention_sparse.h) leaves each batch's tokens at MAX_PRE_NEXT_TOKENS, so
 `ComputeS2LoopInfo` walks every key block [0, actual S2) for every query block and no element is
-masked: each row sees all its batch's keys. With a mask the kernel walks ifa_regbase.MaskBlocks. The tiling's band only shapes the core split
+masked: each row sees all its batch's keys. With a mask the kernel walks launch_arch35.MaskBlocks. The tiling's band only shapes the core split
 (`FlashAttentionCubeSplitBNSeq`): `FixParamWithRowInvalid` cuts a batch's rows to its key count,
 and the kernel's last s1 block of a core comes from that split, so which rows are computed when a
 batch has fewer keys than rows depends on the device's core count (unestablished here).
@@ -22,7 +22,7 @@ batch has fewer keys than rows depends on the device's core count (unestablished
 `BaseApi::FlashAttentionScoreAntiquantKernel` (incre_flash_attention_entry_regbase.h), whose vector
 block (flash_attention_score_antiquant_block_vec.h) dequantises each key/value block in the query's
 dtype (kernels/flash_attention/antiquant_arch35) and runs the same softmax, division and post-quant
-vector functions as the arch35 flash-attention kernels: the rest is ifa_regbase's run (pfa.REGBASE).
+vector functions as the arch35 flash-attention kernels: the rest is incre/checks_arch35's run (pfa.ARCH35).
 """
 
 from types import SimpleNamespace

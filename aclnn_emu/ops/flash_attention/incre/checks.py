@@ -8,8 +8,8 @@ attentionOut -> success; the (dtype, format) lookup over the OpDef's 22 combinat
 Atlas A2/A3 run IFATiling (incre_flash_attention_tiling.cpp, _tiling_check.cpp); its checks are
 replayed in `_Tiling` in the source's order; a query S in [2, 16] and a 5-D key take the tiling
 branches described in ifa_speculative and ifa_kv_nz. Ascend910_95 runs IFATilingV2, which hands a
-FLOAT16/BF16 key to the PFA regbase tiling and kernels (ifa_regbase) and runs an INT8 key itself
-(ifa_antiquant_95; a query S above 1 there is not emulated). Differences from the doc:
+FLOAT16/BF16 key to the PFA arch35 tiling and kernels (incre/checks_arch35) and runs an INT8 key itself
+(incre/antiquant_arch35; a query S above 1 there is not emulated). Differences from the doc:
 docs/divergences/incre_flash_attention.md.
 """
 

@@ -10,16 +10,16 @@ Routing in 8.5.0-beta.1:
   converts the context (no check can fail there) and `IFATilingV2::DoSubOpTiling` splits on the
   key dtype:
   * FLOAT16/BF16 key: `PFAConvertContext` hands the call to PromptFlashAttentionTilingV2
-    (`prompt_flash_attention_tiling_v2.cpp`, the PFA regbase tiling) with actualSeqLengths as the
+    (`prompt_flash_attention_tiling_v2.cpp`, the PFA arch35 tiling) with actualSeqLengths as the
     key/value lengths, no query lengths, sparseMode 0, pre/next tokens 2147483647, innerPrecise
     read as int64, the key list's first tensor as key (isKvContinuous = 1, so no tensor-list form),
-    and the arch35 flash-attention kernels compute it (the PromptFlashAttention regbase kernel,
-    `pfa.REGBASE` roundings, with pseShift and kv left padding). Replayed here by `tiling`, check by
+    and the arch35 flash-attention kernels compute it (the PromptFlashAttention arch35 kernel,
+    `pfa.ARCH35` roundings, with pseShift and kv left padding). Replayed here by `tiling`, check by
     check in `RunBigKernelTilingWithParams`' order; a failure is GRAPH_FAILED, which the generated
     entry point returns as 561002.
   * INT8 key (antiquant): IFATilingV2::RunBigKernelTiling and the arch35 antiquant kernel
-    (ifa_antiquant_95, which runs the dequantised key/value through `_run` here).
-The rule ids of the shared PFA regbase checks (pfa_regbase) keep their names; their code is 561002
+    (incre/antiquant_arch35, which runs the dequantised key/value through `_run` here).
+The rule ids of the shared PFA arch35 checks (prompt/checks_arch35) keep their names; their code is 561002
 here (`mapped` in `tiling`). Differences: docs/divergences/incre_flash_attention.md.
 """
 
@@ -135,7 +135,7 @@ class _Tiling:
     def run(self):
         a, v = self.a, self.view
         if a.query.is_empty:  # CheckTensorInvalid
-            _fail("regbase.query_empty", "Query input is empty and output is not empty!")
+            _fail("arch35.query_empty", "Query input is empty and output is not empty!")
         if v.key.is_empty or v.value.is_empty:  # CheckEmptyTensor: zeros, nothing checked
             out = a.attentionOut
             return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
@@ -164,7 +164,7 @@ class _Tiling:
         self._pse()  # CheckPseShiftTypeAndShape
         precise = self.a.innerPrecise  # CheckInnerPrecise (int64)
         if not 0 <= precise < 4:
-            _fail("regbase.inner_precise", f"innerPrecise [{precise}] should be 0,1,2,3, please check.")
+            _fail("arch35.inner_precise", f"innerPrecise [{precise}] should be 0,1,2,3, please check.")
 
     def _pa_value_d(self):
         """SetShape of a page-attention value: D of (blocks, blockSize, H) or (blocks, N, blockSize, D)."""
@@ -178,33 +178,33 @@ class _Tiling:
         v, layout = self.view, self.view.inputLayout
         n_q, n_kv = self.heads, self.kv_attr
         if n_q < 0 or n_kv < 0:
-            _fail("regbase.heads_negative", f"numHeads({n_q}) or numKeyValueHeads({n_kv}) is negative!")
+            _fail("arch35.heads_negative", f"numHeads({n_q}) or numKeyValueHeads({n_kv}) is negative!")
         found = (n_q, self.kv_heads, self.kv_heads)
         if layout in ("BNSD", "BNSD_BSND", "BSND") and not self.paged:
             if not v.query.ndim == v.key.ndim == v.value.ndim == 4:
                 _fail(
-                    "regbase.heads_rank",
+                    "arch35.heads_rank",
                     f"input dim of q({v.query.ndim}), k({v.key.ndim}), v({v.value.ndim}) must "
                     "be 4 for BNSD or BSND format!",
                 )
             axis = 2 if layout == "BSND" else 1
             found = tuple(t.shape[axis] for t in (v.query, v.key, v.value))
         if n_q > MAX_HEADS:
-            _fail("regbase.heads_max", f"numHeads({n_q}) should not be more than 256!")
+            _fail("arch35.heads_max", f"numHeads({n_q}) should not be more than 256!")
         if found[0] != n_q:
             _fail(
-                "regbase.query_heads", f"numHeads({found[0]}) in query shape must be equal to numHeads({n_q}) in attr!"
+                "arch35.query_heads", f"numHeads({found[0]}) in query shape must be equal to numHeads({n_q}) in attr!"
             )
         for name, heads in (("key", found[1]), ("value", found[2])):
             if heads != self.kv_heads:
                 _fail(
-                    f"regbase.{name}_heads",
+                    f"arch35.{name}_heads",
                     f"numHeads({heads}) in {name} shape do not match numKeyValueHeads({self.kv_heads}) in attr!",
                 )
         if n_kv and n_q % n_kv:
-            _fail("regbase.heads_divisible", f"numHeads({n_q}) must be divisible by numKeyValueHeads({n_kv})!")
+            _fail("arch35.heads_divisible", f"numHeads({n_q}) must be divisible by numKeyValueHeads({n_kv})!")
         if n_kv and n_q // n_kv > MAX_GROUP:
-            _fail("regbase.group", f"numHeads / numKeyValueHeads = {n_q // n_kv}, cannot be larger than 64.")
+            _fail("arch35.group", f"numHeads / numKeyValueHeads = {n_q // n_kv}, cannot be larger than 64.")
 
     def _post_quant(self):
         """CheckQuant for a FLOAT16/BF16 query: CheckPostQuantParams / CheckPostQuantShape."""
@@ -213,12 +213,12 @@ class _Tiling:
             return
         if a.query.dtype == F16 and any(t is not None for t in (a.dequantScale1, a.quantScale1, a.dequantScale2)):
             _fail(
-                "regbase.quant_scales",
+                "arch35.quant_scales",
                 "When input dtype is fp16 and postQuant is enable, dequantScale1, "
                 "quantScale1 and dequantScale2 should be null.",
             )
         check_quant2(
-            a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(f"regbase.{rule}", message)
+            a.quantScale2, a.quantOffset2, self.n, self.value_d, lambda rule, message: _fail(f"arch35.{rule}", message)
         )
 
     def _actual_lengths(self):
@@ -228,7 +228,7 @@ class _Tiling:
             return
         if 1 < len(lengths) < self.b:
             _fail(
-                "regbase.actual_seq_len",
+                "arch35.actual_seq_len",
                 f"Dim({len(lengths)}) of actSeqLen kv must equal to 1 or greater than or "
                 f"equal to batch size({self.b})!",
             )
@@ -236,23 +236,21 @@ class _Tiling:
             return
         for i, value in enumerate(lengths[: self.b]):
             if not 0 <= value <= self.s2:
-                _fail(
-                    "regbase.actual_seq_range", f"Actual_seq_lengths_kv[{i}]({value}) must be in range[0, {self.s2}]!"
-                )
+                _fail("arch35.actual_seq_range", f"Actual_seq_lengths_kv[{i}]({value}) must be in range[0, {self.s2}]!")
 
     def _page_attention(self):
         """CheckPATypeAndShape and CheckBlockTableShape; S2 becomes maxBlockNumPerBatch * blockSize."""
         a, v = self.a, self.view
         if self.lengths is None:
-            _fail("regbase.pa_actual_null", "actual seq length kv can't be null when blockTable is not null")
+            _fail("arch35.pa_actual_null", "actual seq length kv can't be null when blockTable is not null")
         table = a.blocktable
         if table.numel == 0:
-            _fail("regbase.pa_table_empty", f"blockTable each dim can't be 0, blockTable Shape {list(table.shape)}.")
+            _fail("arch35.pa_table_empty", f"blockTable each dim can't be 0, blockTable Shape {list(table.shape)}.")
         bs = attr_int32(a.blockSize)
         base = PA_BLOCK_IFA if self.s1 == 1 else PA_BLOCK_PFA  # enableIFA: a one-row query
         if bs % base or not base <= bs <= PA_BLOCK_MAX:
             _fail(
-                "regbase.pa_block_size",
+                "arch35.pa_block_size",
                 f"block size({bs}) should be a multiple of {base}, and should be in range "
                 f"of [{base}, {PA_BLOCK_MAX}] when PA enable",
             )
@@ -265,31 +263,31 @@ class _Tiling:
             shape_dim(k, i) != shape_dim(val, i) for i in range(rank if rank in (3, 4, 5) else 0) if i not in mla_dims
         ):
             _fail(
-                "regbase.pa_kv_shape",
+                "arch35.pa_kv_shape",
                 f"the dim num of key and value are inconsistent when PA enable. key shape "
                 f"{list(k)}, value shape {list(val)}.",
             )
         ranks = (3, 4, 5) if v.inputLayout in ("BNSD", "BNSD_BSND") else (3, 5)
         if rank not in ranks:
             _fail(
-                "regbase.pa_kv_rank",
+                "arch35.pa_kv_rank",
                 f"the layout of query is {v.inputLayout}, key and value rank should be "
                 f"{' or '.join(map(str, ranks))} when PA enable, now key shape {list(k)}.",
             )
         ratio, h = self.heads // self.kv_heads, self.n * self.d
         if rank == 3 and (k[0] < valid or k[1] != bs or k[2] * ratio != h):
             _fail(
-                "regbase.pa_cache_bsh",
+                "arch35.pa_cache_bsh",
                 f"the shape of key {list(k)} is wrong, which should be [>={valid}, {bs}, "
                 f"{h // ratio}] when PA BnBsH enable",
             )
         if rank == 3 and k[2] > PA_MAX_H:
             _fail(
-                "regbase.pa_cache_h", f"layout of key/value is BSH, the key h({k[2]}) should not > 65535 when PA enable"
+                "arch35.pa_cache_h", f"layout of key/value is BSH, the key h({k[2]}) should not > 65535 when PA enable"
             )
         if rank == 4 and (k[0] < valid or k[1] * ratio != self.n or k[2] != bs or k[3] != self.d):
             _fail(
-                "regbase.pa_cache_bnsd",
+                "arch35.pa_cache_bnsd",
                 f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
                 f"{self.n // ratio}, {bs}, {self.d}] when PA BnNBsD enable!",
             )
@@ -297,19 +295,19 @@ class _Tiling:
             k[0] < valid or k[1] * ratio != self.n or k[3] != bs or k[2] * k[4] != self.d or k[4] != PA_BLOCK_IFA
         ):
             _fail(
-                "regbase.pa_cache_nz",
+                "arch35.pa_cache_nz",
                 f"the shape of key {list(k)} is wrong, which should be [>={valid}, "
                 f"{self.n // ratio}, {self.d // PA_BLOCK_IFA}, {bs}, {PA_BLOCK_IFA}] when PA NZ enable!",
             )
         if table.ndim != 2:
             _fail(
-                "regbase.pa_table_rank",
+                "arch35.pa_table_rank",
                 f"the dim of block table must be 2 when PA enable! blockTable dims "
                 f"[{table.ndim}], Shape {list(table.shape)}.",
             )
         if table.shape[0] != self.b or table.shape[1] < most:
             _fail(
-                "regbase.pa_table_shape",
+                "arch35.pa_table_shape",
                 f"block table shape should be [{self.b}, >={most}], now is {list(table.shape)} when PA enable!",
             )
         self.block_size, self.max_blocks, self.s2 = bs, table.shape[1], most * bs
@@ -325,11 +323,11 @@ class _Tiling:
         if not self.has_pse:
             return
         if pse.ndim != 4:
-            _fail("regbase.pse_rank", f"pse shift shape must be 4 dimension, rather than {pse.ndim} dimension")
+            _fail("arch35.pse_rank", f"pse shift shape must be 4 dimension, rather than {pse.ndim} dimension")
         b, n, s1, s2 = pse.shape
         if b not in (1, self.b) or n != self.n or s1 < self.s1 or s2 < self.s2:
             _fail(
-                "regbase.pse_shape",
+                "arch35.pse_shape",
                 f"pse shift shape must be [1 or {self.b}, {self.n}, >={self.s1}, >={self.s2}], "
                 f"but now it is {list(pse.shape)}, the layout is {self.view.inputLayout}",
             )
@@ -339,7 +337,7 @@ class _Tiling:
         if self.paged:  # CheckPACrossover
             for i, value in enumerate(self.lengths[: self.b]):
                 if value < 0:
-                    _fail("regbase.pa_actual_negative", f"Actual_seq_lengths_kv[{i}]({value}) must >= 0")
+                    _fail("arch35.pa_actual_negative", f"Actual_seq_lengths_kv[{i}]({value}) must >= 0")
         mask = self.a.attenMask
         self.has_mask = mask is not None and mask.numel != 0
         if not self.has_mask:  # CheckMaskShapeCrossSparse
@@ -349,11 +347,11 @@ class _Tiling:
             return
         shape = mask.shape
         if len(shape) not in (2, 3, 4):
-            _fail("regbase.mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
+            _fail("arch35.mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
         batch = 1 if len(shape) == 2 else shape[0]
         if shape[-2] < self.s1 or shape[-1] < self.s2 or batch not in (1, self.b):
             _fail(
-                "regbase.mask_shape",
+                "arch35.mask_shape",
                 f"attenMask batch({batch}) must be 1 or {self.b}, attenMask Q_S({shape[-2]}) "
                 f"must be larger than or equal to sQ({self.s1}),attenMask KV_S({shape[-1]}) must be larger than or "
                 f"equal to sK({self.s2}), please check",

@@ -1,4 +1,4 @@
-""""""
+"""aclnnIncreFlashAttentionV4 on Ascend910_95: the arch35 launch, batch by batch through the PFA arch35 kernel."""
 
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -17,7 +17,7 @@ TOKENS_MAX = 2147483647  # PFAConvertContext tokenDefault
 
 
 def _run(a, view, p, caches=None, mask=None, blocks=None):
-    """Batch by batch through the PFA regbase kernel (pfa.REGBASE): each batch's keys are its
+    """Batch by batch through the PFA arch35 kernel (pfa.ARCH35): each batch's keys are its
     tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
     blocks; the mask and pseShift are read from column start on (attenmask.h and
     CalPseShiftCoreOffset add kvLeftPaddingSize; pse.h's PseComputeOffset returns that offset for
@@ -57,7 +57,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
             act_kv=[length],
             mask=batch_mask,
             out_quant=out_quant,
-            precision=pfa.REGBASE,
+            precision=pfa.ARCH35,
             pse=batch_pse,
         )
     flat = from_bnsd(out, p.layout).reshape(-1)
@@ -109,7 +109,7 @@ def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
             act_kv=[k1 - k0],
             mask=pfa.Mask(block_mask),
             out_quant=out_quant,
-            precision=pfa.REGBASE,
+            precision=pfa.ARCH35,
             kv_block=blocks.s2,
             pse=None if pse is None else PseSource(pse.pse[:, :, off : off + rows, k0:k1], 0, rows, k1 - k0),
         )

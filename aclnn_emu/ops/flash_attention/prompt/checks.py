@@ -301,10 +301,10 @@ def _tiling_v2_checks(a, shapes, env):
     """Ascend910_95: PromptFlashAttentionTilingV2::RunBigKernelTilingWithParams in its order
     (CheckTensorInvalid, CheckEmptyTensor, then CheckSingleAttribute: CheckIO, CheckKV,
     CheckQueryAndKey, CheckQuant, CheckActSeq(Len), CheckMaskTypeAndShape, CheckSparseMode; then
-    CheckMaskCrossover and CheckMultiFeatureCrossover); V2-only rules live in pfa_regbase."""
+    CheckMaskCrossover and CheckMultiFeatureCrossover); V2-only rules live in prompt/checks_arch35."""
     q, k, v, layout = a.query, a.key, a.value, a.inputLayout
     if q.is_empty:
-        tiling("regbase.query_empty", "Query input is empty and output is not empty!")
+        tiling("arch35.query_empty", "Query input is empty and output is not empty!")
     if k.is_empty or v.is_empty:
         out = a.attentionOut  # CheckEmptyTensor: zeros, no limits and no int8 rule
         return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
@@ -344,7 +344,7 @@ def _tiling_v2_checks(a, shapes, env):
     window = kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.REGBASE, ifa_mask=one_row)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.ARCH35, ifa_mask=one_row)
 
 
 def _check_bf16_mask_dtype(a):

@@ -4,7 +4,7 @@ The tiling registry (`common/op_host/fia_tiling_templates_registry.h` `DoTilingI
 tiling by `PlatformAscendC::GetSocVersion`, which maps both "Ascend910B" and "Ascend910_93" to
 SocVersion ASCEND910B: `prompt_flash_attention_tiling.cpp` (PromptFlashAttentionTiling, registered
 for ASCEND910B) runs on Atlas A2 and A3, `prompt_flash_attention_tiling_v2.cpp`
-(PromptFlashAttentionTilingV2, registered for ASCEND910_95; the arch35 "regbase" kernels) on
+(PromptFlashAttentionTilingV2, registered for ASCEND910_95; the arch35 "arch35" kernels) on
 Ascend910_95. The differences reproduced here:
 - op_api `AnalysisInputShapeInfo`: on ASCEND910_95 D is never padded, so the private-format check
   (`CheckTensorFormat`, 161002 on A2/A3 when D needs padding) never runs;
@@ -73,7 +73,7 @@ def check_sparse_mode(a):
     """TilingV2 CheckSparseMode: no base-API modes."""
     if a.sparseMode not in SPARSE_MODES:
         tiling(
-            "regbase.sparse_mode",
+            "arch35.sparse_mode",
             f"sparse_mode = {a.sparseMode} is out of range. Currently only 0,1,2,3,4 are supported.",
         )
 
@@ -94,37 +94,37 @@ def tnd_lengths(a):
     require_tnd_lengths(a)
     if len(ends_q) != len(ends_kv):
         tiling(
-            "regbase.tnd_batch",
+            "arch35.tnd_batch",
             "When layout is TND, the batch size of actualSequenceLengthQ and "
             f"actualSequenceLengthKV must be equal, batch size of actualSequenceLengthQ = {len(ends_q)}, batch "
             f"size of actualSequenceLengthKV = {len(ends_kv)}",
         )
     for i, (eq, ekv) in enumerate(zip(ends_q, ends_kv)):
         if eq < 0:
-            tiling("regbase.tnd_negative", f"actualSeqLengths[{i}] = {eq}, should >= 0")
+            tiling("arch35.tnd_negative", f"actualSeqLengths[{i}] = {eq}, should >= 0")
         if i and eq < ends_q[i - 1]:
             tiling(
-                "regbase.tnd_decreasing",
+                "arch35.tnd_decreasing",
                 f"When layout is TND, actualSeqLengths must not be decreasing, but "
                 f"actSeqLen[{i}]={eq} is smaller than actSeqLen[{i - 1}]={ends_q[i - 1]}",
             )
         if ekv < 0:
-            tiling("regbase.tnd_negative", f"actualSeqLengthsKv[{i}] = {ekv}, should >= 0")
+            tiling("arch35.tnd_negative", f"actualSeqLengthsKv[{i}] = {ekv}, should >= 0")
         if i and ekv < ends_kv[i - 1]:
             tiling(
-                "regbase.tnd_decreasing",
+                "arch35.tnd_decreasing",
                 f"When layout is TND, actualSeqLengthsKv must not be decreasing, but "
                 f"actSeqLenKV[{i}]={ekv} is smaller than actSeqLenKV[{i - 1}]={ends_kv[i - 1]}",
             )
     if ends_q[-1] != a.query.shape[0]:
         tiling(
-            "regbase.tnd_query_t",
+            "arch35.tnd_query_t",
             f"When layout is TND, the last element of Actual_seq_lengths({ends_q[-1]}) must "
             f"be equal to T({a.query.shape[0]})",
         )
     if ends_kv[-1] != a.key.shape[0]:
         tiling(
-            "regbase.tnd_key_t",
+            "arch35.tnd_key_t",
             f"When layout is TND, the last element of Actual_seq_lengths_kv({ends_kv[-1]}) "
             f"must be equal to T({a.key.shape[0]})",
         )
@@ -136,7 +136,7 @@ def check_high_precision_mask(a):
     mask = a.attenMask
     if mask is not None and a.query.dtype == F16 and mask.dtype == F16:
         tiling(
-            "regbase.fp16_mask",
+            "arch35.fp16_mask",
             "maskType[FLOAT16] should be bool, int8 or uint8 when innerprecise = 0 and input type is fp16.",
         )
 
@@ -149,7 +149,7 @@ def check_quant(a):
         return
     if a.query.dtype == F16 and any(t is not None for t in (a.deqScale1, a.quantScale1, a.deqScale2)):
         tiling(
-            "regbase.fp16_int8_out",
+            "arch35.fp16_int8_out",
             "When input dtype is fp16 and postQuant is enable, dequantScale1, quantScale1 "
             "and dequantScale2 should be null.",
         )
@@ -169,7 +169,7 @@ def check_quant(a):
         )
     if offset is not None and offset.ndim != scale.ndim:
         tiling(
-            "regbase.quant2_offset_rank",
+            "arch35.quant2_offset_rank",
             f"quant_scale2 dim num({scale.ndim}) do not equal quant_offset2 dim num({offset.ndim}).",
         )
     if offset is not None and offset.numel != scale.numel:
@@ -181,12 +181,12 @@ def check_quant(a):
     per_channel = a.numHeads * shape_info(a, a.value, "value")[3]
     if scale.ndim == 1 and scale.numel != 1:
         tiling(
-            "regbase.quant2_per_tensor",
+            "arch35.quant2_per_tensor",
             f"for post quant per-tensor, quant scale/offset only support [1], now is [{scale.numel}]",
         )
     if scale.ndim != 1 and scale.numel != per_channel:
         tiling(
-            "regbase.quant2_per_channel",
+            "arch35.quant2_per_channel",
             f"for post quant per-channel, quant scale/offset dim multiply result only "
             f"support qN * vD({per_channel}), now is ({scale.numel}).",
         )

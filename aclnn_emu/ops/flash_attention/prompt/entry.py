@@ -1,4 +1,5 @@
-""""""
+"""aclnnPromptFlashAttentionV2: the entry points of its header, each an Op declaration (the C signature, the
+rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
 from ..common import BF16, F16, FP32, I8, MASK_DTYPES, QKV_DTYPES, TILING_LAYOUTS, U64

@@ -1,4 +1,5 @@
-""""""
+"""aclnnPromptFlashAttentionV2: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import numpy as np
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa

@@ -1,4 +1,5 @@
-""""""
+"""aclnnPromptFlashAttentionV2: the shapes the op_api reads from its inputs, shared by the declaration (output
+allocation), the checks and the launch."""
 
 from dataclasses import dataclass
 from ..common import NZ_N0, invalid

@@ -6,7 +6,7 @@ Validation follows the source, in its order:
     CheckFaParam nulls 161001; all three outputs empty: success, nothing runs; CheckFormat
     (not on Ascend910_95) 161002; InputDtypeCheck 161002; AnalysisInput 161002.
   L0 (infershape, kernel selection, host tiling: op_host/arch32/flash_attention_score_tiling_general.cpp
-    on Atlas A2/A3, the arch35 one on Ascend910_95, whose differences live in fas_regbase.py):
+    on Atlas A2/A3, the arch35 one on Ascend910_95, whose differences live in score/checks_arch35.py):
     the V2 entry point never checks the L0 results; a failed L0 call yields nullptr outputs, and
     the ViewCopy of a nullptr into softmaxMaxOut fails, so every such failure returns 161001, as
     does a ViewCopy into an output of another shape.
@@ -70,7 +70,7 @@ def _l0_error(message: str, rule: str):
 
 
 def _fail(problem):
-    """Raise a tiling failure given as (message, rule) by fas_regbase; None passes."""
+    """Raise a tiling failure given as (message, rule) by score/checks_arch35; None passes."""
     if problem is not None:
         raise _l0_error(*problem)
 
@@ -82,8 +82,8 @@ def _check_nulls(a):
             raise OpError(NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
 
 
-def _check_formats(a, regbase):
-    if regbase:  # the op_api skips CheckFormat on Ascend910_95
+def _check_formats(a, arch35):
+    if arch35:  # the op_api skips CheckFormat on Ascend910_95
         return
     for name in (
         "query",
@@ -175,7 +175,7 @@ def _check_params(a, x: _Axes):
             raise _l0_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
 
 
-def _check_attrs_and_layout(a, x: _Axes, regbase):
+def _check_attrs_and_layout(a, x: _Axes, arch35):
     """AnalyzeAttrs and AnalyzeLayout of FlashAttentionScoreTilingBase::GetShapeAttrsInfo."""
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
@@ -186,7 +186,7 @@ def _check_attrs_and_layout(a, x: _Axes, regbase):
     if x.layout == "TND":
         raise _l0_error(
             TND_UNDEFINED
-            if regbase
+            if arch35
             else "inputLayout TND needs actual sequence lengths, "
             "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)",
             "tiling.tnd",
@@ -200,10 +200,10 @@ def _check_attrs_and_layout(a, x: _Axes, regbase):
         raise _l0_error(f"n1Size [{x.n1}] should be a multiple of n2Size [{x.n2}].", "tiling.gqa")
 
 
-def _check_pse(a, x: _Axes, regbase):
+def _check_pse(a, x: _Axes, arch35):
     pse = _present(a.realShiftOptional)
     if pse is None:
-        if a.pseType != 1 and not regbase:  # the arch35 AnalyzePseOptionalInput has no such check
+        if a.pseType != 1 and not arch35:  # the arch35 AnalyzePseOptionalInput has no such check
             raise _l0_error(
                 f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
             )
@@ -269,11 +269,11 @@ def _check_atten_mask(a, x: _Axes, mode):
         )
 
 
-def _check_drop_mask(a, x: _Axes, env, regbase):
+def _check_drop_mask(a, x: _Axes, env, arch35):
     """The dropMask checks of the tiling; returns the (seed, offset) of a kernel-generated keep mask,
     or None when the kernel reads dropMaskOptional (or applies no dropout)."""
     drop = _present(a.dropMaskOptional)
-    if regbase:
+    if arch35:
         problem, generated = dropout(drop, a.keepProb, env)
         _fail(problem)
     else:
@@ -365,14 +365,14 @@ def _check_prefix(a, x: _Axes, mode) -> bool:
     return x.s1 > x.s2 and 0 in prefix
 
 
-def _check_pse_alibi(a, x: _Axes, causal, regbase):
+def _check_pse_alibi(a, x: _Axes, causal, arch35):
     """SetPseAlibiParams of the template that runs (S2 > 1024 templates need a causal mask; the arch35
     Basic template returns before any check for pseType 2/3)."""
     pse = _present(a.realShiftOptional)
     if pse is None:
         return
     if a.pseType in (2, 3):
-        if x.s1 != x.s2 and not regbase:
+        if x.s1 != x.s2 and not arch35:
             raise _l0_error(
                 f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, S2={x.s2}).",
                 "tiling.pse_inner_s",
@@ -412,31 +412,31 @@ def prepare(a, env):
     _check_nulls(a)
     if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
         return Launch.nothing()
-    regbase = on_arch35(env)
-    _check_formats(a, regbase)
+    arch35 = on_arch35(env)
+    _check_formats(a, arch35)
     _check_dtypes(a)
     x = _analyse_input(a)
     _kernel_select(a)
     _check_params(a, x)
     # the empty-input tiling: zeros out, 100 MiB reserved
-    if empty_inputs(a) if regbase else a.query.is_empty or a.key.is_empty:
+    if empty_inputs(a) if arch35 else a.query.is_empty or a.key.is_empty:
         _check_outputs(a, x, env)
         return Launch(EMPTY_WORKSPACE, _zero_outputs(a))
-    _check_attrs_and_layout(a, x, regbase)
-    _check_pse(a, x, regbase)
+    _check_attrs_and_layout(a, x, arch35)
+    _check_pse(a, x, arch35)
     mode = a.sparseMode
     _check_atten_mask(a, x, mode)
-    generated_dropout = _check_drop_mask(a, x, env, regbase)
+    generated_dropout = _check_drop_mask(a, x, env, arch35)
     starts = (a.qStartIdxOptional, a.kvStartIdxOptional)
-    if regbase:
+    if arch35:
         _fail(sparse_mode_error(a))
     kernel_mode, causal, invalid = _sparse_info(a, x, mode)
-    if regbase:
+    if arch35:
         starts, problem = start_indices(a)
         _fail(problem)
-    _check_pse_alibi(a, x, causal, regbase)
+    _check_pse_alibi(a, x, causal, arch35)
     _check_outputs(a, x, env)
     if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
     invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
-    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, regbase))
+    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35))

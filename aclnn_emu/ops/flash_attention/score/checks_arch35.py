@@ -11,11 +11,11 @@ ascend910_95 OpDef registers for fp16/bf16/fp32 queries exactly the A2/A3 combin
 HIFLOAT8/FP8 ones are out of V2's reach: InputDtypeCheck takes fp16/bf16/fp32 only). All tiling
 failures are 161001, as on A2/A3. What differs, each with its deciding function:
 - `IsEmptyInputRegbase`: an empty value (Dv = 0) also takes the empty-input tiling (zeros out);
-- `GetSparseInfo` (regbase): sparseMode > 6 fails before the "no attenMask" early return;
+- `GetSparseInfo` (arch35): sparseMode > 6 fails before the "no attenMask" early return;
 - `AnalyzePseOptionalInput` has no "pse is nullptr but pseType is not 1" check: pseType 0 without
   pse runs; the Basic template's `SetPseAlibiParamsRegbase` returns early for pseType 2/3, so
   inner pse needs no S1 = S2;
-- `SetQKVStartIdx` (regbase) reads qStartIdx and kvStartIdx each on its own (the arch32 tiling
+- `SetQKVStartIdx` (arch35) reads qStartIdx and kvStartIdx each on its own (the arch32 tiling
   only both together) and fails when kvStartIdx - qStartIdx leaves int32;
 - `AnalyzeDropOptionalInput`: a dropMask needs keepProb < 1; without one the kernel generates the
   keep mask (`attention/common/op_kernel/arch35/dropmask.h`, kernels/flash_attention/dropout.py);
@@ -59,14 +59,14 @@ def empty_inputs(a) -> bool:
 
 
 def sparse_mode_error(a):
-    """GetSparseInfo (regbase) checks the mode first, with or without an attenMask: (message, rule) or None."""
+    """GetSparseInfo (arch35) checks the mode first, with or without an attenMask: (message, rule) or None."""
     if a.sparseMode > MAX_SPARSE_MODE:
         return f"Not support sparse mode of {a.sparseMode}.", "tiling.sparse_mode_95"
     return None
 
 
 def start_indices(a):
-    """SetQKVStartIdx (regbase): element 0 of each of qStartIdx and kvStartIdx, independently (0 when absent
+    """SetQKVStartIdx (arch35): element 0 of each of qStartIdx and kvStartIdx, independently (0 when absent
     or empty). Returns ((qStartIdx,), (kvStartIdx,)) as the kernel's pse shift reads them, and an error
     (message, rule) when their difference leaves int32 (checked with or without pse)."""
     q = int(a.qStartIdxOptional[0]) if a.qStartIdxOptional else 0

@@ -1,4 +1,5 @@
-""""""
+"""aclnnFlashAttentionScoreV2: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import numpy as np
 from aclnn_emu.dtypes import DataType
@@ -17,7 +18,7 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, regbase):
+def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35):
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -32,7 +33,7 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, regbase)
         kv_start_idx=starts[1],
         invalid_line=invalid_line,
         generated_dropout=generated_dropout,
-        saturate=regbase,
+        saturate=arch35,
     )
     pse, drop, mask = (_present(t) for t in (a.realShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
 

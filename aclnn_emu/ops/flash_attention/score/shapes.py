@@ -1,4 +1,5 @@
-""""""
+"""aclnnFlashAttentionScoreV2: the shapes the op_api reads from its inputs, shared by the declaration (output
+allocation), the checks and the launch."""
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType

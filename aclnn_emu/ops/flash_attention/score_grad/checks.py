@@ -7,7 +7,7 @@ dtype errors are therefore 161001 although the doc says 161002 (docs/divergences
 
 Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
 then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
-V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the regbase order).
+V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the arch35 order).
 """
 
 import numpy as np

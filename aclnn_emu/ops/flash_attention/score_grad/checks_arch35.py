@@ -1,4 +1,4 @@
-""""""
+"""aclnnFlashAttentionScoreGradV2 on Ascend910_95: the arch35 tiling's checks, in the source's order."""
 
 import numpy as np
 from aclnn_emu.dtypes import DataType
@@ -110,7 +110,7 @@ def _refuse_unestablished_arch35(a, keep):
 
 
 def _check_drop_mask_arch35(a, s, keep, env):
-    """ARCH35 ProcessDropoutInfo (regbase tiling): a dropMask with keepProb 1 is an error; with
+    """ARCH35 ProcessDropoutInfo (arch35 tiling): a dropMask with keepProb 1 is an error; with
     keepProb < 1 and no dropMask the kernel generates the keep-mask itself (dropMaskOuter false)."""
     drop = _present(a.dropMaskOptional)
     if drop is None:

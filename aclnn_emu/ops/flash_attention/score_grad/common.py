@@ -1,4 +1,5 @@
-""""""
+"""aclnnFlashAttentionScoreGradV2: what the op_api checks, the arch35 checks and the launch share (shape reading,
+failure shapes, constants)."""
 
 import math
 from aclnn_emu import status
@@ -38,7 +39,7 @@ UNESTABLISHED = Gaps(
         "established)",
         "grad_shape": "Ascend910_95: dy, attentionInOptional or value shaped unlike query / keyIn (no shape check in the "
         "tiling; how the kernel indexes them is not established)",
-        "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the regbase "
+        "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the arch35 "
         "CheckAttenMaskShape accepts it; how its kernel reads it is not established)",
     },
 )
@@ -196,7 +197,7 @@ def _check_pse(a, s, tokens):
 
 
 def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
-    """CheckAttenMaskShape of the template that finally runs. ARCH35 (regbase CheckAttenMaskShape):
+    """CheckAttenMaskShape of the template that finally runs. ARCH35 (arch35 CheckAttenMaskShape):
     an uncompressed mask needs only rows x columns >= S1 x S2."""
     mask = _present(a.attenMaskOptional)
     if mask is None:

@@ -1,4 +1,5 @@
-""""""
+"""aclnnFlashAttentionScoreGradV2: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import numpy as np
 from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
@@ -36,7 +37,7 @@ def _start_indices(a, env) -> dict:
     """The ALiBi start positions as the kernel's pse reads them. Atlas A2/A3: both or neither apply
     (kernels/flash_attention/pse.py). ARCH35 SetQKVStartIdx (..._regbase.cpp) reads element 0 of
     qStartIdx alone, 0 for the other, and kvStartIdx only after a qStartIdx: a lone qStartIdx applies,
-    a lone kvStartIdx does not (the forward's regbase tiling applies either alone)."""
+    a lone kvStartIdx does not (the forward's arch35 tiling applies either alone)."""
     q, kv = a.qStartIdxOptional, a.kvStartIdxOptional
     if env.soc == ARCH35 and q:
         q, kv = tuple(q[:1]), tuple(kv[:1]) if kv else (0,)

@@ -6,7 +6,7 @@ for NULL (161001), succeeds at once when both outputs are empty, looks the kerne
 differ per chip (docs/divergences/gather_pa_kv_cache.md):
 - Atlas A2/A3 (`_tiling_a2`, Tiling4GatherPaKvCache; kernels gather_pa_kv_cache_{nd,nz}.h) check
   the cache mode string and that five sizes are positive, nothing else;
-- Ascend910_95 (`_tiling_910_95`, GatherPaKvCacheTiling; arch35 kernels) checks ranks, shapes,
+- Ascend910_95 (`_tiling_arch35`, GatherPaKvCacheTiling; arch35 kernels) checks ranks, shapes,
   formats and the cache mode, and takes FRACTAL_NZ caches for PA_NZ.
 """
 
@@ -17,7 +17,7 @@ from aclnn_emu.kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
 from aclnn_emu.opdef.generated import before_tiling, shape_dim
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
-from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_910_95, TOOLS_WORKSPACE, fail, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, fail, launch
 from .checks_arch35 import WORKSPACE_ARCH35, _tiling_arch35
 from .entry import I32, I64, ND, NZ, OP
 from .launch import _NAMES, _bytes, _index
@@ -53,7 +53,7 @@ def _combo(data, index, cache_format=ND) -> dict:
 COMBOS = OP.kernels(
     {
         "Ascend910B": [_combo(d, I32) for d in (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8)],
-        "Ascend910_95": [_combo(d, i, f) for f in (ND, NZ) for i in (I32, I64) for d in DTYPES_910_95],
+        "Ascend910_95": [_combo(d, i, f) for f in (ND, NZ) for i in (I32, I64) for d in DTYPES_ARCH35],
     }
 )
 

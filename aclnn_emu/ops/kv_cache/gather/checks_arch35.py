@@ -1,4 +1,4 @@
-""""""
+"""aclnnGatherPaKvCache on Ascend910_95: the arch35 tiling's checks, in the source's order."""
 
 from aclnn_emu.formats import ND_LIKE
 from aclnn_emu.kernels.kv_cache import gather
@@ -12,7 +12,7 @@ WORKSPACE_ARCH35 = 32  # GatherPaKvCacheTiling::GetWorkspaceSize
 
 
 # ---------------------------------------------------------------------------------------------
-# Ascend 910_95: GatherPaKvCacheTiling (arch35), GetShapeAttrsInfo
+# Ascend910_95: GatherPaKvCacheTiling (arch35), GetShapeAttrsInfo
 # ---------------------------------------------------------------------------------------------
 def _shape(tensor) -> tuple:
     """EnsureNotScalar(storage shape): a 0-d tensor reads as [1]."""

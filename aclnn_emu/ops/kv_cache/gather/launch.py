@@ -1,4 +1,5 @@
-""""""
+"""aclnnGatherPaKvCache: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import numpy as np
 from aclnn_emu.ops.kv_cache.common import flat

@@ -3,13 +3,13 @@
 Reference §3: no hand-written op_api, so the generated entry point runs (§0.1) the required-null
 checks (161001), the empty-output shortcut, the kernel lookup on the OpDef dtype/format combinations
 (161002 / 561003), then the tiling (561002). The tiling and the kernels differ per chip:
-Atlas A2/A3 use the Membase tiling (`_tiling_a2`), 910_95 the arch35 one (`_tiling_910_95`).
+Atlas A2/A3 use the Membase tiling (`_tiling_a2`), arch35 the arch35 one (`_tiling_arch35`).
 """
 
 from aclnn_emu.opdef.generated import before_tiling
 from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.ops.kv_cache.common import DTYPES_910_95, TOOLS_WORKSPACE, fail, launch
+from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, fail, launch
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
 from .launch import _run_compress, _run_nd, _run_nz
@@ -35,7 +35,7 @@ def _combo(key, value, index) -> dict:
 COMBOS = OP.kernels(
     {
         "Ascend910B": [_combo(k, v, i) for i in (I32, I64) for k, v in A2_KV],
-        "Ascend910_95": [_combo(d, d, i) for i in (I32, I64) for d in DTYPES_910_95],
+        "Ascend910_95": [_combo(d, d, i) for i in (I32, I64) for d in DTYPES_ARCH35],
     }
 )
 

@@ -1,8 +1,8 @@
-""""""
+"""aclnnScatterPaKvCache on Ascend910_95: the arch35 tiling's checks, in the source's order."""
 
 import math
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels.kv_cache import scatter_arch35 as a95
+from aclnn_emu.kernels.kv_cache import scatter_arch35 as arch35
 from aclnn_emu.kernels.kv_cache.scatter_rows import hif8_window_mean
 from aclnn_emu.ops.kv_cache.common import fail
 from .entry import I32
@@ -10,7 +10,7 @@ from .launch import _dim, _flat, _index_values
 
 
 # ---------------------------------------------------------------------------------------------
-# Ascend 910_95: ScatterPaKvCacheTiling (arch35), dual input/output mode
+# Ascend910_95: ScatterPaKvCacheTiling (arch35), dual input/output mode
 # ---------------------------------------------------------------------------------------------
 def _tiling_arch35(a, env):
     key, kc, value, vc, slot = (
@@ -28,7 +28,7 @@ def _tiling_arch35(a, env):
     ]
     if ignored:
         env.warn(
-            f"{', '.join(ignored)} ignored: the 910_95 tiling never reads cacheMode, scatterMode, strides or "
+            f"{', '.join(ignored)} ignored: the arch35 tiling never reads cacheMode, scatterMode, strides or "
             "offsets; the scenario follows the key's rank and the optional tensors (caches are ND)"
         )
     # GetInputDtype / GetIndexDtype: the kernel lookup already made all four dtypes equal.
@@ -47,7 +47,7 @@ def _tiling_arch35(a, env):
     _check_compress_arch35(a, key, kc, value, vc, slot, rope)
     if rope:
         env.warn(
-            "the 910_95 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
+            "the arch35 Rope kernel copies the tail as tokens [0, L - w - o) of the sequence, not the "
             "tokens [o + w, L) after the window that the doc and the A2/A3 kernel use. Fix: write the tail "
             "with a separate 3-D (Normal) call, or keep L - w - o <= 0"
         )
@@ -141,7 +141,7 @@ def _normal_arch35(a, key, kc, value, vc, slot, part):
         slots, findings = _index_values(a.slotMapping, tokens, int32_words=False)
         for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
             row = math.prod(src.storage_shape[1:])
-            findings += a95.scatter_normal(
+            findings += arch35.scatter_normal(
                 _flat(cache), _flat(src), slots, row, cores, name, name.replace("CacheRef", ""), int32_offsets
             )
         return findings
@@ -168,9 +168,9 @@ def _run_compress_arch35(a, mode, part):
             args = (_flat(cache), _flat(src), slots, wins, lens)
             rest = ((batch, seq, heads), src.storage_shape[3], n_slots, cores, name, name.replace("CacheRef", ""))
             findings += (
-                a95.scatter_rope(*args, offsets, *rest, mean=mean)
+                arch35.scatter_rope(*args, offsets, *rest, mean=mean)
                 if mode == "rope"
-                else a95.scatter_alibi(*args, *rest)
+                else arch35.scatter_alibi(*args, *rest)
             )
         return findings
 

@@ -1,4 +1,5 @@
-""""""
+"""aclnnScatterPaKvCache: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import math
 import numpy as np

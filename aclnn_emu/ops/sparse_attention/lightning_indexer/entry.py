@@ -1,4 +1,5 @@
-""""""
+"""aclnnLightningIndexer: the entry points of its header, each an Op declaration (the C signature, the
+rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.generated import attr_int32

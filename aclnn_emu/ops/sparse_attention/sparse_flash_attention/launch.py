@@ -1,4 +1,5 @@
-""""""
+"""aclnnSparseFlashAttention: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
 
 import dataclasses
 import numpy as np

@@ -1,8 +1,8 @@
 """aclnnIncreFlashAttentionV4 on Ascend910_95 through the Python API against the float64 goldens.
 
 There a FLOAT16/BF16 key runs PromptFlashAttentionTilingV2 and the arch35 flash-attention kernels
-(ops/flash_attention/ifa_regbase.py), an INT8 key IFATilingV2 and the arch35 antiquant kernel
-(ifa_antiquant_95.py), whose key/value the references dequantise in numpy's fp16/bf16 arithmetic.
+(ops/flash_attention/incre/checks_arch35.py), an INT8 key IFATilingV2 and the arch35 antiquant kernel
+(incre/antiquant_arch35.py), whose key/value the references dequantise in numpy's fp16/bf16 arithmetic.
 References: the PromptFlashAttention golden with high_precision (the arch35 roundings) for dense
 caches, a query S above 1 and int8 outputs; the IncreFlashAttention golden, whose per-element floor
 judges cancelling sums, for page attention and pseShift (the PFA golden has no pse). Held to CANN's precision standard; the per-chip roundings
@@ -22,7 +22,7 @@ import test_incre_flash_attention
 from test_incre_flash_attention import BF16, expect, kv_layout, meets, paged_cache, run_ifa, uniform_case, values
 
 BIG = pfa_golden.BIG
-ON_95 = pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+ON_ARCH35 = pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +31,7 @@ def fixed_data(monkeypatch):
     monkeypatch.setattr(test_incre_flash_attention, "RNG", np.random.default_rng(20260311))
 
 
-def regbase(q, k, v, lengths, mask=None, scale=0.125):
+def arch35(q, k, v, lengths, mask=None, scale=0.125):
     """The arch35 kernels' result [B, N, D] for q [B, N, D] and k/v [B, N2, S, D]: no token band
     (PFAConvertContext passes pre/next tokens 2147483647), mask [B, S2] or None."""
     out = pfa_golden.attention(
@@ -48,7 +48,7 @@ def regbase(q, k, v, lengths, mask=None, scale=0.125):
     return out[:, :, 0]
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
 def test_layouts_gqa_and_lengths(chip, dtype, layout):
@@ -58,10 +58,10 @@ def test_layouts_gqa_and_lengths(chip, dtype, layout):
     out = run_ifa(
         q, [kv_layout(k, layout)], [kv_layout(v, layout)], layout=layout, kv_heads=2, scale=64**-0.5, actual=lengths
     )
-    precision.assert_meets(out, regbase(q, k, v, lengths, scale=64**-0.5), np.dtype(dtype).name)
+    precision.assert_meets(out, arch35(q, k, v, lengths, scale=64**-0.5), np.dtype(dtype).name)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("heads_major,layout", [(True, "BNSD"), (False, "BNSD"), (False, "BSH"), (False, "BSND")])
 def test_page_attention(chip, dtype, heads_major, layout):
@@ -83,7 +83,7 @@ def test_page_attention(chip, dtype, heads_major, layout):
     meets(out, expected, dtype)
 
 
-@ON_95
+@ON_ARCH35
 def test_query_s_above_one_runs_as_prompt_attention(chip):
     """No [1, 16] bound: a query S of 20 runs, every row over all keys (no causal band)."""
     q = values((2, 4, 20, 32), np.float16)
@@ -118,7 +118,7 @@ def test_query_s_above_one_runs_as_prompt_attention(chip):
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 def test_mask_and_pse(chip, dtype):
     q = values((3, 4, 32), dtype)
@@ -140,7 +140,7 @@ def test_mask_and_pse(chip, dtype):
     meets(out, expected, dtype)
 
 
-@ON_95
+@ON_ARCH35
 def test_kv_left_padding_shifts_the_mask_and_the_pse(chip):
     """InitKVLeftPaddingSize: batch b reads tokens [S - pad - len_b, S - pad); attenmask.h and
     CalPseShiftCoreOffset add the padding to the mask and pse columns (both read at the token's own
@@ -172,7 +172,7 @@ def check_padded(out, q, k, v, actual, pad, mask, pse):
     assert np.all(out[2] == 0)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 def test_post_quant_int8_output(chip, per_channel):
     q = values((2, 4, 32), BF16)
@@ -197,7 +197,7 @@ def test_post_quant_int8_output(chip, per_channel):
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
 
-@ON_95
+@ON_ARCH35
 def test_empty_key_gives_zeros(chip):
     """CheckEmptyTensor: a key or value without elements zero-fills attentionOut, nothing else checked."""
     q = values((2, 4, 32), np.float16)
@@ -215,7 +215,7 @@ def test_bf16_output_rounding_per_chip(chip):
     assert np.all(out == (1.0 if chip == "Ascend910B" else 1.0 + 2**-7))
 
 
-@ON_95
+@ON_ARCH35
 def test_ignored_inputs_warn(chip, capfd):
     """A2/A3 reject antiquant and quant parameters with a FLOAT16 key and output; TilingV2 never reads
     them: the call runs, and says so."""
@@ -226,9 +226,9 @@ def test_ignored_inputs_warn(chip, capfd):
     meets(out, expect(q, list(k), list(k), scale=0.125, lengths=[8]), np.float16)
 
 
-@ON_95
+@ON_ARCH35
 def test_rules_come_from_prompt_flash_attention_tiling_v2(chip):
-    """Same code as on A2/A3 (561002), another rule: the shared PFA regbase checks answer here."""
+    """Same code as on A2/A3 (561002), another rule: the shared PFA arch35 checks answer here."""
     q = values((2, 4, 32), np.float16)
     k = values((2, 2, 16, 32), np.float16)
     with pytest.raises(ae.AclnnError) as err:
@@ -278,13 +278,13 @@ def test_arch35_dequantisation_bit_for_bit():
         assert not np.array_equal(got.view(np.uint16), one_step.view(np.uint16)), "the Q_T rounding must show"
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
 @pytest.mark.parametrize("params", ["per_tensor", "per_channel", "per_channel_no_offset"])
 def test_int8_key_value(chip, dtype, layout, params):
     """IFATilingV2 and the arch35 antiquant kernel: the key/value dequantised in the query's dtype,
-    then the arch35 flash-attention maths (pfa.REGBASE)."""
+    then the arch35 flash-attention maths (pfa.ARCH35)."""
     per_channel = params != "per_tensor"
     k8, v8, scale, offset, k, v = int8_case(dtype, (3, 2, 60, 32), per_channel, params != "per_channel_no_offset")
     if per_channel and layout != "BNSD":  # the [2, H] and [2, N2, D] forms of the same values
@@ -301,10 +301,10 @@ def test_int8_key_value(chip, dtype, layout, params):
         actual=lengths,
         antiquant=(scale, offset),
     )
-    precision.assert_meets(out, regbase(q, k, v, lengths), np.dtype(dtype).name)
+    precision.assert_meets(out, arch35(q, k, v, lengths), np.dtype(dtype).name)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("heads_major,layout", [(True, "BNSD"), (False, "BSH")])
 def test_int8_page_attention(chip, heads_major, layout):
     k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 100, 32), True)
@@ -314,7 +314,7 @@ def test_int8_page_attention(chip, heads_major, layout):
     out = run_ifa(
         q, [kc], [vc], layout=layout, kv_heads=2, actual=lens, table=table, block_size=32, antiquant=(scale, offset)
     )
-    precision.assert_meets(out, regbase(q, k, v, lens), "float16")
+    precision.assert_meets(out, arch35(q, k, v, lens), "float16")
 
 
 def to_nz(cache):
@@ -323,7 +323,7 @@ def to_nz(cache):
     return np.ascontiguousarray(cache.reshape(blocks, n2, bs, d // 16, 16).transpose(0, 1, 3, 2, 4))
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BNSD", "BSH"])
 def test_page_attention_nz_cache(chip, dtype, layout):
@@ -344,7 +344,7 @@ def test_page_attention_nz_cache(chip, dtype, layout):
     meets(out, expected, dtype)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_page_attention_nz_cache(chip):
     """IFATilingV2's NZ cache for int8: D0 = 16 int8 values (CheckKvCacheValue, CopyKVPaNz)."""
     k8, v8, scale, offset, k, v = int8_case(BF16, (2, 2, 70, 32), True)
@@ -354,10 +354,10 @@ def test_int8_page_attention_nz_cache(chip):
     out = run_ifa(
         q, [to_nz(kc)], [to_nz(vc)], kv_heads=2, actual=lens, table=table, block_size=32, antiquant=(scale, offset)
     )
-    precision.assert_meets(out, regbase(q, k, v, lens), "bfloat16")
+    precision.assert_meets(out, arch35(q, k, v, lens), "bfloat16")
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("heads_major", [True, False], ids=["BnNBsD", "BnBsH"])
 def test_mla_page_attention(chip, heads_major):
     """Key D 192, value D 128 in page attention: the value cache is read with its own D."""
@@ -403,7 +403,7 @@ def test_mla_page_attention(chip, heads_major):
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 
-@ON_95
+@ON_ARCH35
 def test_bsh_key_h_with_remainder_read_by_kv_heads(chip, capfd):
     """A BSH key of H = N2 x D + 1 passes (D = H / numKeyValueHeads): the kernel reads its flat
     elements as [B, S, N2 x D]."""
@@ -412,10 +412,10 @@ def test_bsh_key_h_with_remainder_read_by_kv_heads(chip, capfd):
     out = run_ifa(q, [k], [v], layout="BSH", kv_heads=2, actual=(16, 9))
     assert "read as [2, 16, 64]" in capfd.readouterr().err
     view = lambda x: x.reshape(-1)[: 2 * 16 * 64].reshape(2, 16, 2, 32).transpose(0, 2, 1, 3)
-    precision.assert_meets(out, regbase(q, view(k), view(v), (16, 9)), "float16")
+    precision.assert_meets(out, arch35(q, view(k), view(v), (16, 9)), "float16")
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_key_heads_read_by_kv_heads(chip):
     """IFATilingV2 compares D alone: a BNSD key of 3 heads with numKeyValueHeads 2 is read as
     [B, 2, S, D] over its flat elements; 1 head would be read past its end (refused)."""
@@ -425,13 +425,13 @@ def test_int8_key_heads_read_by_kv_heads(chip):
     view = lambda x: x.reshape(-1)[: 2 * 2 * 20 * 32].reshape(2, 2, 20, 32)
     k = arch35_dequant(view(k8), scale[0], offset[0], np.float16)
     v = arch35_dequant(view(v8), scale[1], offset[1], np.float16)
-    precision.assert_meets(out, regbase(q, k, v, (20, 20)), "float16")
+    precision.assert_meets(out, arch35(q, k, v, (20, 20)), "float16")
     with pytest.raises(ae.AclnnError) as err:
         run_ifa(q, [k8[:, :1]], [v8[:, :1]], kv_heads=2, antiquant=(scale, offset))
     assert err.value.status == 561003 and "past the key" in err.value.message
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_mask_pse_and_left_padding(chip):
     """Mask and pse from the padded column on, as for FLOAT16 keys."""
     k8, v8, scale, offset, k, v = int8_case(np.float16, (3, 2, 30, 16), False)
@@ -452,7 +452,7 @@ def test_int8_mask_pse_and_left_padding(chip):
     check_padded(out, q, k, v, actual, pad, mask, pse)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_tensor_list(chip):
     """One tensor per batch (the query's batch differs from the key's): each batch its own S."""
     q = values((2, 4, 32), BF16)
@@ -465,7 +465,7 @@ def test_int8_tensor_list(chip):
     meets(out, expected, BF16)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_key_int8_output(chip):
     k8, v8, scale, offset, k, v = int8_case(BF16, (2, 4, 24, 32), True)
     q = values((2, 4, 32), BF16)
@@ -490,7 +490,7 @@ def test_int8_key_int8_output(chip):
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.99
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_rules_come_from_ifa_tiling_v2(chip):
     """IFATilingV2's own checks (561002), and the INT8 path it does not emulate (561003)."""
     q = values((2, 4, 32), np.float16)
@@ -560,7 +560,7 @@ def every_key(q, k, v, lengths):
     return pfa_golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, act_kv=lengths, high_precision=True)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("precise", [0, 1, 3])
 def test_int8_query_s_above_one_sees_every_key(chip, dtype, precise):
@@ -574,7 +574,7 @@ def test_int8_query_s_above_one_sees_every_key(chip, dtype, precise):
     precision.assert_meets(out, expected, np.dtype(dtype).name)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_query_s_above_one_merged_gs(chip):
     """G·S = 16 <= 32 (CheckPFAMerge): 16 rows per key/value head, each over all 16 keys; 15 keys
     leave the rows past the cut to the core split (unestablished, 561003)."""
@@ -589,7 +589,7 @@ def test_int8_query_s_above_one_merged_gs(chip):
     assert "does not establish" in err.value.message
 
 
-@ON_95
+@ON_ARCH35
 def test_mla_value_head_dim(chip):
     """Query/key D 192 with value D 128 (MLA_QKD_SIZE / MLA_VD_SIZE): TilingV2 compares every dim of
     query and output but the last, and the output has the value's D."""
@@ -625,7 +625,7 @@ def test_mla_value_head_dim(chip):
     precision.assert_meets(ae.numpy(out), expected, "float16")
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_query_s_above_one_page_attention(chip):
     """Page attention takes no G·S merge (CheckPFAMerge): 5 rows per batch over all its keys."""
     k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 100, 32), True)
@@ -678,7 +678,7 @@ def block_walk(q, k, v, mask, lengths, s2_base, row_invalid, pse=None, starts=No
     return out, out_floor
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("precise", [1, 3])
 def test_int8_query_s_above_one_with_mask(chip, dtype, precise):
@@ -696,7 +696,7 @@ def test_int8_query_s_above_one_with_mask(chip, dtype, precise):
     meets(out, block_walk(q, k, v, mask, lengths, 1024, precise >= 2), dtype)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_query_s_above_one_mask_block_start(chip):
     """D 512: s2 base 128, so the s1 blocks at 128 and 144 start their keys at 128; a 2-D
     [S1, S2] uint8 mask is shared by the batches."""
@@ -743,7 +743,7 @@ def run_s1_with(q, k8, v8, antiquant, *, mask=None, pse=None, actual=None, paddi
     return ae.numpy(out)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
 def test_int8_query_s_above_one_pse(chip, masked):
     """pseShift [1, N, >= S, >= S2] with isPFAFlag_: no G·S merge (CheckPFAMerge), added at the row's
@@ -757,7 +757,7 @@ def test_int8_query_s_above_one_pse(chip, masked):
     meets(out, block_walk(q, k, v, mask, (40, 31), 512, False, pse=pse), np.float16)
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
 def test_int8_query_s_above_one_kv_left_padding(chip, masked):
     """kvPaddingSize with isPFAFlag_ (CheckSupportKVLeftPadding): batch b's keys are the tokens
@@ -785,7 +785,7 @@ def test_int8_query_s_above_one_kv_left_padding(chip, masked):
     assert np.all(out[2] == 0)
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_query_s_above_one_h_params_refused(chip):
     """CheckKVAntiQuantParaShapeLegal admits [N2·D] with isPFAFlag_, but InitQuant reads the value's
     parameters from element N2·D on: past the tensor (refused, 561003)."""
@@ -795,7 +795,7 @@ def test_int8_query_s_above_one_h_params_refused(chip):
     assert err.value.status == 561003 and "rather than read past the input" in err.value.message
 
 
-@ON_95
+@ON_ARCH35
 def test_int8_query_s_above_one_row_invalid_int8_output(chip):
     """innerPrecise 3 (isRowInvalid) with an INT8 output: RowInvalid zeroes a fully masked row
     before the post-quantisation, so it holds round(0 x scale + offset) = its offsets."""
@@ -814,7 +814,7 @@ def test_int8_query_s_above_one_row_invalid_int8_output(chip):
     assert diff.max() <= 1 and (diff == 0).mean() >= 0.98
 
 
-@ON_95
+@ON_ARCH35
 @pytest.mark.parametrize("d, with_pse", [(32, True), (128, False)], ids=["d32_pse", "d128"])
 def test_int8_query_s_above_one_mask_s2_base_512(chip, d, with_pse):
     """s2 base 512 (SetfaRunBaseSize: D <= 64 with pseShift, or 64 < D <= 128): the s1 block at 512
