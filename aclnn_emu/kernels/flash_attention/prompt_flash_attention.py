@@ -1,7 +1,7 @@
 """PromptFlashAttention forward (aclnnPromptFlashAttentionV2): blockwise online softmax.
 
 Inputs arrive in [B, N, S, D] order in their storage dtype; the layout views, argument checks and
-the decoding of scale tensors live in ``aclnn_emu.ops.flash_attention.prompt_flash_attention``. Per (batch, query
+the decoding of scale tensors live in ``aclnn_emu.ops.flash_attention.prompt``. Per (batch, query
 head, chunk of query rows) the kernel walks key blocks of ``KV_BLOCK`` columns with an online
 softmax, so it never holds more than a ``Q_BLOCK x KV_BLOCK`` score block per thread.
 
