@@ -25,12 +25,12 @@ dtype (kernels/flash_attention/antiquant_arch35) and runs the same softmax, divi
 vector functions as the arch35 flash-attention kernels: the rest is incre/checks_arch35's run (pfa.ARCH35).
 """
 
+from aclnn_emu.opdef.failures import TilingFailure, mapped
 from types import SimpleNamespace
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
-from aclnn_emu.opdef.signature import OpError
 from .checks_arch35 import check_quant2
 from .launch_antiquant_arch35 import _run
 from .launch_arch35 import MaskBlocks, kv_heads_view
@@ -82,12 +82,13 @@ UNESTABLISHED = Gaps(
 
 
 def _fail(rule: str, message: str):
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX + message, rule=f"tiling.v2.{rule}")
+    raise TilingFailure(rule, message)  # mapped to 561002 in `tiling`
 
 
 def tiling(a, env, origin_formats):
     """RunBigKernelTiling's checks for an INT8 key, then the phase-2 work."""
-    return _Tiling(a, env, origin_formats).run()
+    with mapped(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX, "tiling.v2."):
+        return _Tiling(a, env, origin_formats).run()
 
 
 class _Tiling:

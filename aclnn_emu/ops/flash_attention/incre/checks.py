@@ -13,6 +13,7 @@ FLOAT16/BF16 key to the PFA arch35 tiling and kernels (incre/checks_arch35) and 
 docs/divergences/incre_flash_attention.md.
 """
 
+from aclnn_emu.opdef.failures import TilingFailure, mapped
 from types import SimpleNamespace
 import numpy as np
 from aclnn_emu import status
@@ -101,10 +102,8 @@ MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP, MAX_QS = 65536, 512, 256, 64, 16
 
 
 def _fail(rule: str, message: str):
-    """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002."""
-    raise OpError(
-        status.ACLNN_ERR_INNER_TILING_ERROR, f"IncreFlashAttention tiling failed: {message}", rule=f"tiling.{rule}"
-    )
+    """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002 (`prepare`)."""
+    raise TilingFailure(rule, message)
 
 
 @OP.prepare
@@ -119,7 +118,8 @@ def prepare(a, env):
         if a.key.items[0].dtype == I8:
             return Launch(WORKSPACE, antiquant_arch35.tiling(a, env, ORIGIN_FORMATS))
         return Launch(WORKSPACE, checks_arch35.tiling(a, env))
-    return Launch(WORKSPACE, _Tiling(a, env).run())
+    with mapped(status.ACLNN_ERR_INNER_TILING_ERROR, "IncreFlashAttention tiling failed: ", "tiling."):
+        return Launch(WORKSPACE, _Tiling(a, env).run())
 
 
 def _keyed_view(a):

@@ -23,13 +23,12 @@ The rule ids of the shared PFA arch35 checks (prompt/checks_arch35) keep their n
 here (`mapped` in `tiling`). Differences: docs/divergences/incre_flash_attention.md.
 """
 
-from aclnn_emu.opdef.failures import mapped
+from aclnn_emu.opdef.failures import TilingFailure, mapped
 from types import SimpleNamespace
 import numpy as np
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
-from aclnn_emu.opdef.signature import OpError
 from ..common import (
     MLA_D,
     MLA_DV,
@@ -63,7 +62,7 @@ _PREFIX = "IncreFlashAttention tiling failed (PromptFlashAttentionTilingV2): "
 
 
 def _fail(rule: str, message: str):
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, _PREFIX + message, rule=f"tiling.{rule}")
+    raise TilingFailure(rule, message)  # mapped to 561002 in `tiling`
 
 
 def check_quant2(scale, offset, n, d, fail):
