@@ -19,7 +19,7 @@ FLT_MAX = float(np.finfo(np.float32).max)
 FAMILIES = {
     "x910_high_precision": (pfa.X910_HIGH_PRECISION, dict(x910_high_precision=True)),
     "x910_high_performance": (pfa.HIGH_PERFORMANCE, dict()),
-    "arch35": (pfa.REGBASE, dict(high_precision=True)),
+    "arch35": (pfa.ARCH35, dict(high_precision=True)),
 }
 
 
@@ -213,7 +213,7 @@ def test_arch35_row_invalid_misses_int8_rows():
     mask = np.zeros((1, 16, 24), bool)
     mask[0, 2] = True
     scales = pfa.Int8Scales(np.float32(2.0**-6), np.float32(100.0), np.float32(2.0**-7))
-    run = dict(scale=0.125, int8=scales, precision=pfa.REGBASE, mask=pfa.Mask(mask), **_no_band(16, 24))
+    run = dict(scale=0.125, int8=scales, precision=pfa.ARCH35, mask=pfa.Mask(mask), **_no_band(16, 24))
     out = pfa.prompt_flash_attention(q, k, v, row_invalid=True, **run)
     assert np.array_equal(out, pfa.prompt_flash_attention(q, k, v, **run))
     assert np.abs(out[0, 0, 2].astype(np.float64)).max() > 0
