@@ -122,19 +122,20 @@ def prompt_flash_attention():
     return printed(allocation, expected.astype(F16), F64, 32, "result[%d] is: %f")
 
 
+def _pfa_from_ones(kv_len, scale):
+    """(attentionOut's allocation, the fp16 output) of the BNSD PFA samples and example: query
+    [1, 2, 1, 16], key/value [1, 2, kv_len, 16], fp16 from float 1.0s, no mask."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
+    v = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
+    out = pfa.attention(q, k, v, scale=scale, pre=65535, nxt=65535)
+    return device(F32, 32, 1, F16, (1, 2, 1, 16))[0], out.astype(F16)
+
+
 def prompt_flash_attention_v1_v3(kv_len, scale):
-    """PromptFlashAttention V1 and V3 samples: BNSD, fp16 from float 1.0s, no mask (V3 makes one and
-    passes nullptr), innerPrecise 1 for V3; printed as op::fp16_t through std::cout (%g)."""
-
-    def expected():
-        q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
-        k = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
-        v = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
-        out = pfa.attention(q, k, v, scale=scale, pre=65535, nxt=65535)
-        allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
-        return printed(allocation, out.astype(F16), F16, 32, "index: %d: %g")
-
-    return expected
+    """PromptFlashAttention V1 and V3 samples (V3 makes a mask and passes nullptr, innerPrecise 1);
+    printed as op::fp16_t through std::cout (%g)."""
+    return lambda: printed(*_pfa_from_ones(kv_len, scale), F16, 32, "index: %d: %g")
 
 
 def incre_flash_attention_v1_v3():
@@ -153,12 +154,7 @@ def cann_example_prompt_flash_attention():
     """ops-transformer's PFA example (it calls aclnnPromptFlashAttentionV3): the V3 sample's inputs,
     and the output's allocation (32 floats) read back whole as floats, so its first half shows the
     fp16 result in pairs (0, 1.875 -> 1.0f) and its second half the host's 1.0f values."""
-    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
-    k = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
-    v = device(F32, 64, 1, F16, (1, 2, 2, 16))[1]
-    out = pfa.attention(q, k, v, scale=1 / np.sqrt(2), pre=65535, nxt=65535)
-    allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
-    return printed(allocation, out.astype(F16), F32, 32, "result[%d] is: %f")
+    return printed(*_pfa_from_ones(2, 1 / np.sqrt(2)), F32, 32, "result[%d] is: %f")
 
 
 def scatter_pa_kv_cache():
