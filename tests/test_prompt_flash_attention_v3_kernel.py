@@ -217,3 +217,19 @@ def test_arch35_row_invalid_misses_int8_rows():
     out = pfa.prompt_flash_attention(q, k, v, row_invalid=True, **run)
     assert np.array_equal(out, pfa.prompt_flash_attention(q, k, v, **run))
     assert np.abs(out[0, 0, 2].astype(np.float64)).max() > 0
+
+
+def test_x910_high_precision_fp16_output_rounds_ties_away():
+    """The A2/A3 high-precision template casts its fp32 output to half with CAST_ROUND
+    (DataCopyTransposeOut). Q = 0: P = 1 on both keys, so O = (v0 + v1) / 2, a midpoint for v0 and
+    v1 one fp16 step apart; the high-performance template rounds it to nearest even."""
+    rng = np.random.default_rng(19)
+    v0 = ties.round_to(ties.one_more_bit(rng, 64, np.float16), np.float16, "even")
+    v1 = v0 + np.sign(v0) * np.spacing(np.abs(v0).astype(np.float16)).astype(np.float64)
+    midpoint = (v0 + v1) / 2
+    v = np.stack([v0, v1]).astype(np.float16)[None, None]
+    q, k = np.zeros((1, 1, 4, 64), np.float16), np.zeros((1, 1, 2, 64), np.float16)
+    assert ties.is_tie(midpoint, np.float16).any()
+    for precision_, mode in ((pfa.X910_HIGH_PRECISION, "away"), (pfa.HIGH_PERFORMANCE, "even")):
+        out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=precision_, **_no_band(4, 2))
+        ties.assert_bits(out[0, 0], np.tile(ties.round_to(midpoint, np.float16, mode), (4, 1)), f"out ({mode})")
