@@ -407,7 +407,8 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, inner_pr
     q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
     batch, s1, s2 = dims
     _check_mask_shape(a, has_mask, batch, s1, s2)
-    precise.check_pse_shape(a, batch, heads, s1, s2)
+    block = 32 // q.np_dtype.itemsize if layout == "SH" else 1  # GetBasicShape aligns SH's S to 32 bytes
+    precise.check_pse_shape(a, batch, heads, -(-s1 // block) * block, -(-s2 // block) * block)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))  # the (padded) query H
     if a.numHeads > h:
