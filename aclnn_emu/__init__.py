@@ -27,4 +27,4 @@ __all__ = [
     "sanitizer_reports",
     "to_device",
 ] + _errors
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # the release version: pyproject.toml reads it, CHANGELOG.md names it
