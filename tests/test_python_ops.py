@@ -11,7 +11,6 @@ import pytest
 import aclnn_emu as ae
 from aclnn_emu import errors, status
 from aclnn_emu.ops import all_ops
-from aclnn_emu.meta import TensorList
 from aclnn_emu.ops.signature import REQUIRED
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime.errors import take_recent
@@ -53,7 +52,7 @@ def test_keywords_give_the_raw_c_paths_status(op):
     with pytest.raises(ae.AclnnError) as raised:
         getattr(ae.ops, op.name)(**keywords)
     assert raised.value.status == raw_code
-    assert type(raised.value) is errors.AclnnError._by_code.get(raw_code, ae.AclnnError)
+    assert type(raised.value) is errors.AclnnError.by_code.get(raw_code, ae.AclnnError)
 
 
 def test_a_missing_required_value_names_it():
@@ -352,7 +351,7 @@ def _device_path(name, *args):
             made.append(ae.to_device(value))
             return made[-1]
         if isinstance(value, list) and all(isinstance(item, np.ndarray) for item in value):
-            return TensorList([device(item) for item in value])
+            return ae.tensor_list([device(item) for item in value])
         if isinstance(value, tuple) and value[:1] == ("out",):
             outputs.append(ae.empty(value[1], value[2]))
             made.append(outputs[-1])
