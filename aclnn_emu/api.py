@@ -12,6 +12,7 @@ a collection can happen anywhere, even in a thread inside the runtime's locks.
 """
 
 import collections
+import contextlib
 import gc
 import numbers
 import weakref
@@ -24,7 +25,7 @@ from .meta import Array, Scalar, Tensor, TensorList
 from .errors import AclnnError, typed
 from .ops import arguments, by_name, calls
 from .runtime import api as rt
-from .runtime import devices, handles
+from .runtime import devices, handles, trace
 from .runtime.streams import Stream
 from .runtime.errors import AclError, take_recent
 
@@ -61,8 +62,23 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
     host = array.astype(dtypes.NUMPY[dt], order="C")  # keeps 0-d arrays 0-d
     tensor = empty(host.shape, dt, format, storage_shape)
     if host.nbytes:
-        tensor.view("to_device")[...] = host
+        with _copy_traced("aclnn_emu.to_device", host.nbytes, to_device=True):
+            tensor.view("to_device")[...] = host
     return tensor
+
+
+@contextlib.contextmanager
+def _copy_traced(name: str, nbytes: int, to_device: bool):
+    """The copy as a slice of this thread's trace track, as C's aclrtMemcpy shows (when tracing)."""
+    if not trace.enabled:
+        yield
+        return
+    frame = trace.begin()
+    try:
+        yield
+        trace.copied(nbytes, not to_device, to_device)
+    finally:
+        trace.end(name, frame)
 
 
 def empty(shape, dtype, format=Format.ACL_FORMAT_ND, storage_shape=None) -> Tensor:
@@ -132,7 +148,9 @@ def collect(full: bool = False) -> None:
 def numpy(tensor: Tensor) -> np.ndarray:
     """A host copy of what the tensor describes."""
     with typed():
-        return np.array(tensor.view("numpy"))
+        view = tensor.view("numpy")
+        with _copy_traced("aclnn_emu.numpy", view.nbytes, to_device=False):
+            return np.array(view)
 
 
 def free(tensor: Tensor) -> None:
