@@ -2,9 +2,12 @@
 
 import argparse
 import collections
+import importlib.metadata
 import importlib.util
 import os
 import pathlib
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -293,12 +296,30 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def missing_dependencies() -> list[str]:
+    """The requirements of aclnn-emu (as its metadata states them) this Python cannot import."""
+    from . import DEPENDENCIES
+
+    try:
+        stated = {re.split(r"[^\w-]", r, 1)[0].replace("-", "_"): r for r in importlib.metadata.requires("aclnn-emu")}
+    except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path without its build metadata
+        stated = {}
+    return [stated.get(name, name) for name in DEPENDENCIES if importlib.util.find_spec(name) is None]
+
+
 def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
     _, bad, unknown = config.check(config.environment())
     reinstall = toolkit.reinstall_command()
     headers = (toolkit.HOME / "include" / "acl" / "acl.h").exists()  # what `aclnn-emu build` needs
+    missing = missing_dependencies()
+    install = " ".join(shlex.quote(m.split(";")[0].strip()) for m in missing)
     checks = [
+        (
+            "dependencies importable (numpy, ml_dtypes, cffi)",
+            not missing,
+            f"{sys.executable} cannot import {', '.join(missing)}: run `{sys.executable} -m pip install {install}`",
+        ),
         (
             "settings (ACLNN_EMU_*) valid",
             not bad,
