@@ -38,7 +38,7 @@ def test_the_python_section_runs(tmp_path):
 @pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["one-process", "xdist"])
 def test_the_plugin_example_passes(tmp_path, options):
     pytest.importorskip("xdist") if options else None
-    (example,) = _blocks("### Conformance tests with the pytest plugin", "## Shutdown, exit and fork")
+    (example,) = _blocks("### Conformance tests with the pytest plugin", "## How-tos from Python")
     done = _pytest(tmp_path, example, *options)
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout + done.stderr
 
