@@ -23,7 +23,8 @@ from . import dtypes, status
 from .formats import Format
 from .meta import Array, Scalar, Tensor, TensorList
 from .errors import AclnnError, typed
-from .ops import arguments, by_name, calls
+from .opdef import arguments, calls
+from .opdef.registry import by_name
 from .runtime import api as rt
 from .runtime import devices, handles, trace
 from .runtime.streams import Stream
