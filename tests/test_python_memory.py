@@ -143,7 +143,7 @@ import numpy as np, aclnn_emu as ae
 
 key = np.ones((2, 1, 32), np.float16)
 ae.ops.ScatterPaKvCache(key, np.zeros((1, 4, 1, 32), np.float16), np.array([0, 1], np.int32), key,
-                        np.zeros((1, 4, 1, 32), np.float16))    # starts the runtime before the block
+                        np.zeros((1, 4, 1, 32), np.float16), cacheModeOptional="Norm")    # starts the runtime before the block
 before = ae.empty((3,), ae.DataType.ACL_FLOAT)                  # allocated before: not the block's
 with ae.Device(0):
     kept = ae.empty((5,), ae.DataType.ACL_FLOAT)                # still referenced at the end: a leak
