@@ -227,7 +227,7 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
             f"returns) or None, got {type(stream).__name__}"
         )
     stream = setup() if stream is None else int(stream)
-    code, size, executor = calls.get_workspace_size(op, args, arguments.python)
+    code, size, executor = calls.get_workspace_size(op, args, arguments.python, raises=True)
     if code:
         raise AclnnError(code, take_recent())
     workspace = _malloc(size) if size else 0

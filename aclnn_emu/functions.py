@@ -256,7 +256,7 @@ def prepare(op, values, repeatable: bool = False) -> Prepared:
         kind = _copy_inputs(op, args, temporaries)
         args = arguments.python(op, args)
         _allocate_outputs(op, args, kind, temporaries)
-        code, size, handle = calls.get_workspace_size(op, args)
+        code, size, handle = calls.get_workspace_size(op, args, raises=True)
         if code:
             raise AclnnError(code, take_recent())
     except BaseException:
