@@ -135,15 +135,24 @@ def _own(tensor: Tensor) -> None:
 def collect(full: bool = False) -> None:
     """Free the device memory and handles of the tensors Python has collected; `full` first runs a
     garbage collection, so tensors only reference cycles hold are freed too. An allocation that is
-    no longer the tensor's (emptied by aclFinalize, freed and reused) is left alone."""
+    no longer the tensor's (emptied by aclFinalize, freed and reused, the parent's in a forked
+    child) is left alone."""
     if full and _owned:
         gc.collect()
     while _collected:
         handle, memory, allocation = _collected.popleft()
         _owned.pop(handle, None)
         handles.release(handle)
-        if allocation is not None and memory.find(allocation.addr) is allocation:
+        if allocation is not None and _arena(allocation.addr) is memory and memory.find(allocation.addr) is allocation:
             memory.free(allocation.addr)
+
+
+def _arena(addr: int):
+    """The arena that holds `addr` now (None for the parent's memory in a forked child)."""
+    try:
+        return devices.memory_of(addr)
+    except AclError:
+        return None
 
 
 def numpy(tensor: Tensor) -> np.ndarray:

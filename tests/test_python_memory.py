@@ -169,3 +169,23 @@ for kind, message in ae.sanitizer_reports():
 
 def test_a_leak_in_a_device_block_is_reported_when_the_runtime_started_before_it(tmp_path):
     assert run_script(LEAK_AFTER_AN_EARLY_CALL, tmp_path).split() == ["leak", str(5 * 4)]
+
+
+FORKED = """
+import gc, os
+import numpy as np, aclnn_emu as ae
+
+big = [ae.to_device(np.full((1 << 20,), 3, np.float32)) for _ in range(2)]  # 4 MiB: a free gives pages back
+pid = os.fork()
+if pid == 0:
+    mine = ae.to_device(np.full((1 << 20,), 5, np.float32))
+    del big                                    # the parent's tensors, collected in the child
+    gc.collect()
+    ae.empty((4,), ae.DataType.ACL_FLOAT)      # frees what was collected: never the parent's memory
+    os._exit(0 if (ae.numpy(mine) == 5).all() else 1)
+print(os.waitpid(pid, 0)[1], bool((ae.numpy(big[0]) == 3).all()))
+"""
+
+
+def test_a_forked_child_collecting_the_parents_tensors_frees_nothing_of_its_own(tmp_path):
+    assert run_script(FORKED, tmp_path).split() == ["0", "True"]
