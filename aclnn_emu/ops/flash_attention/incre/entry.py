@@ -91,8 +91,8 @@ OP = Op(
             doc="page attention: cache block of each batch's i-th block [B, maxBlocksPerSeq]",
         ),
         TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
-        Int64("numHeads", doc="number of query heads N"),
-        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Int64("numHeads", default=1, doc="number of query heads N"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
         String(
             "inputLayout",
             default="BSH",
@@ -109,6 +109,7 @@ OP = Op(
         Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
         TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
     ],
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )
 # The older entry points of the header family: each has no checks of its own and passes the generated
 # inner op V4's parameter set with the values its op_api fixes (checks.py `FIXED`).
@@ -120,16 +121,19 @@ V1 = Op(
     "aclnn_incre_flash_attention.h",
     entry_params(OP, [p.name for p in OP.params if p.name not in _QUANT + _PAGED], docs=_DROPPED_PSE),
     base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )
 V2 = Op(
     "IncreFlashAttentionV2",
     "aclnn_incre_flash_attention_v2.h",
     entry_params(OP, [p.name for p in OP.params if p.name not in _PAGED], docs=_DROPPED_PSE),
     base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )
 V3 = Op(
     "IncreFlashAttentionV3",
     "aclnn_incre_flash_attention_v3.h",
     entry_params(OP, [p.name for p in OP.params if p.name != "kvPaddingSize"]),
     base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )

@@ -54,7 +54,7 @@ OP = Op(
         TensorIn(
             "quantOffset2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation offset of the result"
         ),
-        Int64("numHeads", doc="number of query heads N"),
+        Int64("numHeads", default=1, doc="number of query heads N"),
         Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
         Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
         Int64("nextTokens", default=0, doc="sliding window: keys this many positions after a query are kept"),
@@ -75,6 +75,7 @@ OP = Op(
             "attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"
         ),
     ],
+    defaults_from="torch_npu.npu_prompt_flash_attention",
 )
 # aclnn_prompt_flash_attention.cpp: V2's path with pseShift dropped, no actualSeqLengthsKv or
 # quantisation parameters, sparseMode 0 (checks.py `v1_fixed`).
@@ -104,9 +105,12 @@ V1 = Op(
         },
     ),
     base=OP,
+    defaults_from="torch_npu.npu_prompt_flash_attention",
 )
 # aclnn_prompt_flash_attention_v3.cpp: every argument on, pseShift and innerPrecise honoured (precise.py).
 # FusedInferAttentionScore's PFA branch takes these parameters: checks.run_inner runs them.
+# torch_npu.npu_prompt_flash_attention calls V3 (op-plugin FlashAttentionKernelNpuOpApi.cpp), with
+# innerPrecise 1 (0 for its sparse modes 10-14); V1 shares its defaults.
 V3 = Op(
     "PromptFlashAttentionV3",
     "aclnn_prompt_flash_attention_v3.h",
@@ -127,4 +131,5 @@ V3 = Op(
         },
     ),
     base=OP,
+    defaults_from="torch_npu.npu_prompt_flash_attention",
 )
