@@ -28,6 +28,7 @@ typedef struct aclBoolArray aclBoolArray;
 typedef struct aclTensorList aclTensorList;
 typedef struct aclScalarList aclScalarList;
 typedef struct aclOpExecutor aclOpExecutor;
+typedef struct aclDataBuffer aclDataBuffer;
 """
 
 RUNTIME = """
@@ -74,6 +75,14 @@ const char *aclrtGetSocName();
 float aclFloat16ToFloat(aclFloat16 value);
 aclFloat16 aclFloatToFloat16(float value);
 size_t aclDataTypeSize(aclDataType dataType);
+aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
+aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
+aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size);
+void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
+size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
 """
 
 META = """
