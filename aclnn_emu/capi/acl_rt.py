@@ -6,7 +6,8 @@ codes live in the runtime."""
 import threading
 
 from ..runtime import api as rt
-from ..runtime import errors, version
+from ..runtime import device_facts as facts
+from ..runtime import devices, errors, version
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -254,3 +255,132 @@ def aclsysGetVersionNum(pkg_name, version_num):
     need(version_num, "versionNum")
     need(pkg_name, "pkgName")
     version_num[0] = version.version_number(version.version_string(text(pkg_name)))
+
+
+# -- 2D copies ------------------------------------------------------------------------------------
+@c
+def aclrtMemcpy2d(dst, dpitch, src, spitch, width, height, kind):
+    rt.memcpy_2d(addr(dst), dpitch, addr(src), spitch, width, height, kind)
+
+
+@c
+def aclrtMemcpy2dAsync(dst, dpitch, src, spitch, width, height, kind, stream):
+    rt.memcpy_2d_async(addr(dst), dpitch, addr(src), spitch, width, height, kind, addr(stream))
+
+
+# -- device facts, stream facts, settings ---------------------------------------------------------
+@c
+def aclrtGetDeviceInfo(device_id, attr, value):
+    put(value, facts.device_info(device_id, attr), "value")
+
+
+def _same_id(device_id, out):
+    put(out, facts.same_device_id(device_id), "device id")
+
+
+for _name in (
+    "aclrtGetLogicDevIdByUserDevId",
+    "aclrtGetUserDevIdByLogicDevId",
+    "aclrtGetLogicDevIdByPhyDevId",
+    "aclrtGetPhyDevIdByLogicDevId",
+):
+    bind(_name, _same_id)
+
+
+@c
+def aclrtStreamQuery(stream, state):
+    need(state, "status")
+    state[0] = facts.stream_query(addr(stream))
+
+
+@c
+def aclrtStreamGetId(stream, stream_id):
+    need(stream_id, "streamId")
+    stream_id[0] = facts.stream_id(addr(stream))
+
+
+@c
+def aclrtSetStreamFailureMode(stream, mode):
+    facts.set_failure_mode(addr(stream), mode)
+
+
+@c
+def aclrtGetStreamAvailableNum(count):
+    need(count, "streamCount")
+    count[0] = facts.streams_available()
+
+
+@c
+def aclrtDeviceGetStreamPriorityRange(least, greatest):
+    need(least, "leastPriority")
+    need(greatest, "greatestPriority")
+    least[0], greatest[0] = facts.LEAST_PRIORITY, facts.GREATEST_PRIORITY
+
+
+@c
+def aclrtSetOpWaitTimeout(timeout):
+    facts.store("op_wait_timeout", timeout)
+
+
+@c
+def aclrtSetOpExecuteTimeOut(timeout):
+    facts.store("op_execute_timeout", timeout)
+
+
+@c
+def aclrtSetDeviceSatMode(mode):
+    facts.set_sat_mode(mode)
+
+
+@c
+def aclrtGetDeviceSatMode(mode):
+    put(mode, facts.setting("sat_mode"), "mode")
+
+
+@c
+def aclrtCtxSetSysParamOpt(opt, value):
+    devices.current_context()
+    facts.set_sys_param(opt, value)
+
+
+@c
+def aclrtCtxGetSysParamOpt(opt, value):
+    devices.current_context()
+    put(value, facts.sys_param(opt), "value")
+
+
+bind("aclrtSetSysParamOpt", lambda opt, value: facts.set_sys_param(opt, value))
+
+
+@c
+def aclrtGetSysParamOpt(opt, value):
+    put(value, facts.sys_param(opt), "value")
+
+
+@c
+def aclrtCreateEventExWithFlag(event, flag):
+    need(event, "event")
+    event[0] = ptr(rt.create_event(flag))
+
+
+# -- peer access ----------------------------------------------------------------------------------
+@c
+def aclrtDeviceCanAccessPeer(can_access, device_id, peer):
+    need(can_access, "canAccessPeer")
+    can_access[0] = facts.can_access_peer(device_id, peer)
+
+
+@c
+def aclrtDeviceEnablePeerAccess(peer, flags):
+    facts.enable_peer(peer, flags)
+
+
+@c
+def aclrtDeviceDisablePeerAccess(peer):
+    facts.disable_peer(peer)
+
+
+@c
+def aclrtDevicePeerAccessStatus(device_id, peer, state):
+    need(state, "status")
+    state[0] = facts.peer_status(device_id, peer)

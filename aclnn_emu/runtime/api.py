@@ -407,3 +407,39 @@ def mem_info() -> tuple[int, int]:
 # -- small helpers of acl_base --------------------------------------------------------------------
 def soc_name() -> str:
     return config.current.soc
+
+
+# -- 2D copies (runtime src/acl/aclrt_impl/memory.cpp, CheckMemcpy2dParam) ------------------------
+MEMCPY_2D_KINDS = (1, 2, 4)  # HOST_TO_DEVICE, DEVICE_TO_HOST, DEFAULT: the only kinds 2D copies take
+
+
+def _check_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int):
+    if dst == 0 or src == 0:
+        raise invalid("aclrtMemcpy2d dst and src must not be NULL", "memcpy2d.null")
+    if height == 0 or width == 0:
+        raise invalid("aclrtMemcpy2d width and height must be positive", "memcpy2d.size")
+    if width > spitch or width > dpitch:
+        raise invalid(f"width {width} must not exceed spitch {spitch} and dpitch {dpitch}", "memcpy2d.pitch")
+    if kind not in MEMCPY_2D_KINDS:
+        raise invalid(f"aclrtMemcpy2d kind {kind} is not HOST_TO_DEVICE, DEVICE_TO_HOST or DEFAULT", "memcpy2d.kind")
+    ends = _copy_ends(dst, src, kind)
+    rows = [(dst + r * dpitch, src + r * spitch) for r in range(height)]
+    for d, s in rows:
+        _vet_copy(d, s, width, ends, sanitize=False)
+    return ends, rows
+
+
+def _copy_rows(rows, width: int, ends) -> None:
+    for d, s in rows:
+        _copy(d, s, width, ends)
+
+
+def memcpy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int) -> None:
+    ends, rows = _check_2d(dst, dpitch, src, spitch, width, height, kind)
+    devices.current_context()
+    _copy_rows(rows, width, ends)
+
+
+def memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream: int) -> None:
+    ends, rows = _check_2d(dst, dpitch, src, spitch, width, height, kind)
+    stream_of(stream).submit(lambda: _copy_rows(rows, width, ends), "memcpy2d")

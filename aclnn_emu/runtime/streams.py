@@ -13,6 +13,7 @@ worker thread is alive, and `_gate` lets a fork happen only while no task is run
 
 import collections
 import contextlib
+import itertools
 import threading
 import time
 import traceback
@@ -83,6 +84,7 @@ _lock = threading.Lock()  # guards _workers and _refusal
 _workers: set["Stream"] = set()  # streams whose worker thread is alive
 _refusal: tuple[int, str] | None = None  # once set (process exit), no stream takes tasks
 _gate = _Gate()
+_stream_ids = itertools.count(1)  # aclrtStreamGetId: the default streams and created ones alike
 
 
 class Stream:
@@ -95,6 +97,8 @@ class Stream:
     def __init__(self, context):
         self.context = context
         self.handle = handles.register(self)
+        self.id = next(_stream_ids)
+        self.failure_mode = 0  # ACL_CONTINUE_ON_FAILURE
         self._cond = threading.Condition()
         self._tasks = collections.deque()  # (task, name, on_cancel)
         self._running: parallel.Token | None = None
@@ -162,6 +166,11 @@ class Stream:
         with self._cond:
             if self._error is None:
                 self._error = exc
+
+    def busy(self) -> bool:
+        """True while a submitted task is queued or running (aclrtStreamQuery's NOT_READY)."""
+        with self._cond:
+            return bool(self._tasks) or self._running is not None
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for every submitted task; raise the first failure since the last synchronisation."""
