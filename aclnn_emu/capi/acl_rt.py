@@ -7,7 +7,7 @@ import threading
 
 from ..runtime import api as rt
 from ..runtime import device_facts as facts
-from ..runtime import devices, errors, version
+from ..runtime import devices, errors, version, vmm
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -384,3 +384,52 @@ def aclrtDeviceDisablePeerAccess(peer):
 def aclrtDevicePeerAccessStatus(device_id, peer, state):
     need(state, "status")
     state[0] = facts.peer_status(device_id, peer)
+
+
+# -- virtual memory -------------------------------------------------------------------------------
+@c
+def aclrtReserveMemAddress(vir_ptr, size, alignment, expect_ptr, flags):
+    need(vir_ptr, "virPtr")
+    vir_ptr[0] = ptr(vmm.reserve(size, alignment, addr(expect_ptr), flags))
+
+
+@c
+def aclrtReleaseMemAddress(vir_ptr):
+    need(vir_ptr, "virPtr")
+    vmm.release(addr(vir_ptr))
+
+
+@c
+def aclrtMallocPhysical(handle, size, prop, flags):
+    need(handle, "handle")
+    need(prop, "prop")
+    location = prop.location
+    handle[0] = ptr(
+        vmm.malloc_physical(size, prop.handleType, prop.allocationType, prop.memAttr, location.type, location.id, flags)
+    )
+
+
+@c
+def aclrtFreePhysical(handle):
+    need(handle, "handle")
+    vmm.free_physical(addr(handle))
+
+
+@c
+def aclrtMapMem(vir_ptr, size, offset, handle, flags):
+    need(vir_ptr, "virPtr")
+    need(handle, "handle")
+    vmm.map_memory(addr(vir_ptr), size, offset, addr(handle), flags)
+
+
+@c
+def aclrtUnmapMem(vir_ptr):
+    need(vir_ptr, "virPtr")
+    vmm.unmap_memory(addr(vir_ptr))
+
+
+@c
+def aclrtMemGetAllocationGranularity(prop, option, granularity):
+    need(prop, "prop")
+    need(granularity, "granularity")
+    granularity[0] = vmm.granularity(prop.memAttr, option)

@@ -24,6 +24,12 @@ typedef int aclrtDevAttr;
 typedef int aclrtStreamStatus;
 typedef int aclrtFloatOverflowMode;
 typedef int aclSysParamOpt;
+typedef int aclrtMemGranularityOptions;
+typedef void *aclrtDrvMemHandle;
+typedef struct aclrtMemLocation { uint32_t id; int type; } aclrtMemLocation;
+typedef struct aclrtPhysicalMemProp {
+    int handleType; int allocationType; int memAttr; aclrtMemLocation location; uint64_t reserve;
+} aclrtPhysicalMemProp;
 typedef struct aclTensor aclTensor;
 typedef struct aclScalar aclScalar;
 typedef struct aclIntArray aclIntArray;
@@ -104,6 +110,13 @@ aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int3
 aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);
 aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);
 aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status);
+aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);
+aclError aclrtReleaseMemAddress(void *virPtr);
+aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop, uint64_t flags);
+aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
+aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);
+aclError aclrtUnmapMem(void *virPtr);
+aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option, size_t *granularity);
 aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
 aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
 aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);

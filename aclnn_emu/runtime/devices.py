@@ -201,11 +201,17 @@ def resolve_context(handle: int) -> Context:
     return ctx
 
 
-def memory_of(addr: int) -> DeviceMemory | None:
-    """The arena that owns a device address, or None for host memory."""
+def memory_of(addr: int):
+    """The arena (or reserved virtual range, runtime/vmm.py) that owns a device address, or None
+    for host memory."""
     for dev in all_devices():
         if dev.memory.contains(addr):
             return dev.memory
+    from . import vmm  # vmm allocates through this module
+
+    reserved = vmm.region_of(addr)
+    if reserved is not None:
+        return reserved
     if any(low <= addr < high for low, high in _stale):
         raise AclError(
             status.ACL_ERROR_RT_PARAM_INVALID,
