@@ -7,7 +7,7 @@ import threading
 
 from ..runtime import api as rt
 from ..runtime import device_facts as facts
-from ..runtime import devices, errors, version, vmm
+from ..runtime import capture, devices, errors, version, vmm
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -433,3 +433,43 @@ def aclrtMemGetAllocationGranularity(prop, option, granularity):
     need(prop, "prop")
     need(granularity, "granularity")
     granularity[0] = vmm.granularity(prop.memAttr, option)
+
+
+# -- graph capture --------------------------------------------------------------------------------
+@c
+def aclmdlRICaptureBegin(stream, mode):
+    capture.begin(addr(stream), mode)
+
+
+@c
+def aclmdlRICaptureGetInfo(stream, state, model):
+    need(stream, "stream")
+    if state == boundary.ffi.NULL and model == boundary.ffi.NULL:
+        need(boundary.ffi.NULL, "status and modelRI")
+    found_state, found_model = capture.info(addr(stream))
+    if state != boundary.ffi.NULL:
+        state[0] = found_state
+    if model != boundary.ffi.NULL:
+        model[0] = ptr(found_model)
+
+
+@c
+def aclmdlRICaptureEnd(stream, model):
+    need(stream, "stream")
+    need(model, "modelRI")
+    model[0] = ptr(capture.end(addr(stream)))
+
+
+@c
+def aclmdlRIExecuteAsync(model, stream):
+    capture.execute_async(addr(model), addr(stream))
+
+
+@c
+def aclmdlRIExecute(model, timeout):
+    capture.execute(addr(model), timeout)
+
+
+@c
+def aclmdlRIDestroy(model):
+    capture.destroy(addr(model))

@@ -99,6 +99,7 @@ class Stream:
         self.handle = handles.register(self)
         self.id = next(_stream_ids)
         self.failure_mode = 0  # ACL_CONTINUE_ON_FAILURE
+        self.capture = None  # the capture.Model recording this stream's tasks while it captures
         self._cond = threading.Condition()
         self._tasks = collections.deque()  # (task, name, on_cancel)
         self._running: parallel.Token | None = None
@@ -115,6 +116,9 @@ class Stream:
             refusal = self._refusal or _refusal
             if refusal is not None:
                 raise AclError(*refusal, rule="stream.stopped")
+            if self.capture is not None:  # recorded, run when the model is executed
+                self.capture.record(task, name)
+                return
             if not config.current.sync:
                 if self._thread is None:
                     self._start_worker()
@@ -167,13 +171,23 @@ class Stream:
             if self._error is None:
                 self._error = exc
 
+    def refuse_while_capturing(self, what: str) -> None:
+        """Synchronising or querying a capturing stream is ACL_ERROR_RT_STREAM_CAPTURED (runtime
+        src/runtime/feature/src/api_impl/api_error.cc, StreamSynchronize and StreamQuery)."""
+        if self.capture is not None:
+            raise AclError(
+                status.ACL_ERROR_RT_STREAM_CAPTURED, f"cannot {what} a capturing stream", rule="stream.captured"
+            )
+
     def busy(self) -> bool:
         """True while a submitted task is queued or running (aclrtStreamQuery's NOT_READY)."""
+        self.refuse_while_capturing("query")
         with self._cond:
             return bool(self._tasks) or self._running is not None
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for every submitted task; raise the first failure since the last synchronisation."""
+        self.refuse_while_capturing("synchronize")
         with self._cond:
             if not self._cond.wait_for(lambda: not self._tasks and self._running is None, timeout):
                 raise AclError(status.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, f"stream did not finish within {timeout} s")
