@@ -7,7 +7,7 @@ import threading
 
 from ..runtime import api as rt
 from ..runtime import device_facts as facts
-from ..runtime import capture, devices, errors, version, vmm
+from ..runtime import callbacks, capture, devices, errors, version, vmm
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -473,3 +473,34 @@ def aclmdlRIExecute(model, timeout):
 @c
 def aclmdlRIDestroy(model):
     capture.destroy(addr(model))
+
+
+# -- host callbacks -------------------------------------------------------------------------------
+def _c_call(fn, data):
+    """A Python callable running the user's C function `fn(data)`; None for a NULL function."""
+    return None if fn == boundary.ffi.NULL else lambda: fn(data)
+
+
+@c
+def aclrtSubscribeReport(thread_id, stream):
+    callbacks.subscribe(thread_id, addr(stream))
+
+
+@c
+def aclrtLaunchCallback(fn, user_data, block_type, stream):
+    callbacks.launch(_c_call(fn, user_data), block_type, addr(stream))
+
+
+@c
+def aclrtProcessReport(timeout):
+    callbacks.process(timeout)
+
+
+@c
+def aclrtUnSubscribeReport(thread_id, stream):
+    callbacks.unsubscribe(thread_id, addr(stream))
+
+
+@c
+def aclrtLaunchHostFunc(stream, fn, args):
+    callbacks.launch_host_func(_c_call(fn, args), addr(stream))
