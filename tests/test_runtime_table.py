@@ -71,6 +71,31 @@ EXPECTED = {
     "data_buffer_update": OK,
     "data_buffer_destroy": OK,
     "data_buffer_destroy_null": INVALID_PARAM,
+    # notify.cpp = src/acl/aclrt_impl/notify.cpp: NULL handles and outputs are ACL_ERROR_INVALID_PARAM;
+    # rtsNotifyCreate refuses flags other than ACL_NOTIFY_DEFAULT/DEVICE_USE_ONLY and the runtime a dead
+    # notify (ACL_ERROR_RT_PARAM_INVALID); a wait that times out fails the stream (ACL_ERROR_RT_WAIT_TIMEOUT).
+    "notify_create_bad_flag": RT_PARAM_INVALID,
+    "notify_create_null": INVALID_PARAM,
+    "notify_create": OK,
+    "notify_get_id": OK,
+    "notify_wait": OK,
+    "notify_record": OK,
+    "notify_wait_timeout": OK,
+    "notify_wait_timeout_sync": 107019,
+    "notify_destroy": OK,
+    "notify_destroy_again": RT_PARAM_INVALID,
+    "notify_record_destroyed": RT_PARAM_INVALID,
+    "notify_destroy_null": INVALID_PARAM,
+    # memory.cpp, MemcpyBatchImpl: NULL arrays, numBatches 0, a destMaxs element below its size and a
+    # non-zero rsv byte are ACL_ERROR_INVALID_PARAM; each copy then answers as aclrtMemcpy does.
+    "batch": OK,
+    "batch_dest_max_small": INVALID_PARAM,
+    "batch_zero": INVALID_PARAM,
+    "batch_null_fail_index": INVALID_PARAM,
+    "batch_rsv": INVALID_PARAM,
+    "batch_second_bad": INVALID_PARAM,
+    "batch_async": OK,
+    "batch_async_sync": OK,
     "done": 0,
 }
 
@@ -96,6 +121,11 @@ VALUES = {
     "data_buffer_size": 64,
     "data_buffer_size_v1": 16,
     "data_buffer_addr_null": 1,
+    "notify_id_set": 1,
+    "notify_ordered": 1,  # the waiting stream's copy saw the recording stream's memset
+    "batch_bytes_exact": 1,
+    "batch_fail_index_none": 1,
+    "batch_fail_index": 1,  # the second copy (NULL source) failed
 }
 
 

@@ -7,7 +7,7 @@ import threading
 
 from ..runtime import api as rt
 from ..runtime import device_facts as facts
-from ..runtime import callbacks, capture, devices, errors, version, vmm
+from ..runtime import callbacks, capture, devices, errors, notifies, version, vmm
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -504,3 +504,63 @@ def aclrtUnSubscribeReport(thread_id, stream):
 @c
 def aclrtLaunchHostFunc(stream, fn, args):
     callbacks.launch_host_func(_c_call(fn, args), addr(stream))
+
+
+# -- notifies -------------------------------------------------------------------------------------
+@c
+def aclrtCreateNotify(notify, flag):
+    need(notify, "notify")
+    notify[0] = ptr(notifies.create(flag))
+
+
+@c
+def aclrtDestroyNotify(notify):
+    notifies.destroy(addr(notify))
+
+
+@c
+def aclrtRecordNotify(notify, stream):
+    notifies.record(addr(notify), addr(stream))
+
+
+@c
+def aclrtWaitAndResetNotify(notify, stream, timeout):
+    notifies.wait_and_reset(addr(notify), addr(stream), timeout)
+
+
+@c
+def aclrtGetNotifyId(notify, notify_id):
+    found = notifies.notify_id(addr(notify))
+    put(notify_id, found, "notifyId")
+
+
+# -- batched copies -------------------------------------------------------------------------------
+def _memcpy_batch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, stream):
+    for p, what in (
+        (dsts, "dsts"),
+        (dest_maxs, "destMaxs"),
+        (srcs, "srcs"),
+        (sizes, "sizes"),
+        (attrs, "attrs"),
+        (attr_indexes, "attrsIndexes"),
+        (fail_index, "failIndex"),
+    ):
+        need(p, what)
+    copies = [(addr(dsts[i]), dest_maxs[i], addr(srcs[i]), sizes[i]) for i in range(count)]
+    clear = all(not any(attrs[k].rsv) for k in range(attr_count))
+    try:
+        rt.memcpy_batch(copies, clear, stream)
+    except errors.AclError as exc:
+        fail_index[0] = getattr(exc, "failed_index", rt.NO_FAILURE)
+        raise
+    fail_index[0] = rt.NO_FAILURE
+
+
+@c
+def aclrtMemcpyBatch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index):
+    _memcpy_batch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, None)
+
+
+@c
+def aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, stream):
+    _memcpy_batch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, addr(stream))

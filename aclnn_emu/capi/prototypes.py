@@ -30,12 +30,14 @@ typedef void *aclmdlRI;
 typedef void (*aclrtCallback)(void *userData);
 typedef void (*aclrtHostFunc)(void *args);
 typedef int aclrtCallbackBlockType;
+typedef void *aclrtNotify;
 typedef int aclmdlRICaptureMode;
 typedef int aclmdlRICaptureStatus;
 typedef struct aclrtMemLocation { uint32_t id; int type; } aclrtMemLocation;
 typedef struct aclrtPhysicalMemProp {
     int handleType; int allocationType; int memAttr; aclrtMemLocation location; uint64_t reserve;
 } aclrtPhysicalMemProp;
+typedef struct { aclrtMemLocation dstLoc; aclrtMemLocation srcLoc; uint8_t rsv[16]; } aclrtMemcpyBatchAttr;
 typedef struct aclTensor aclTensor;
 typedef struct aclScalar aclScalar;
 typedef struct aclIntArray aclIntArray;
@@ -134,6 +136,13 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
 aclError aclrtProcessReport(int32_t timeout);
 aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag);
+aclError aclrtDestroyNotify(aclrtNotify notify);
+aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream);
+aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_t timeout);
+aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId);
+aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);
+aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex, aclrtStream stream);
 aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
 aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
 aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);

@@ -443,3 +443,28 @@ def memcpy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: 
 def memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream: int) -> None:
     ends, rows = _check_2d(dst, dpitch, src, spitch, width, height, kind)
     stream_of(stream).submit(lambda: _copy_rows(rows, width, ends), "memcpy2d")
+
+
+# -- batched copies (runtime src/acl/aclrt_impl/memory.cpp, MemcpyBatchImpl) ----------------------
+NO_FAILURE = (1 << 64) - 1  # failIndex when every copy was accepted
+
+
+def memcpy_batch(copies: list[tuple[int, int, int, int]], reserved_clear: bool, stream: int | None) -> None:
+    """(dst, destMax, src, size) copies, each as an aclrtMemcpy(Async) of kind DEFAULT; raises the
+    first failure with its index in `failed_index` (MemcpyBatchImpl: no batches, a destMax below its
+    size, a non-zero rsv byte in an attribute: ACL_ERROR_INVALID_PARAM)."""
+    if not copies:
+        raise invalid("numBatches must be greater than zero", "batch.empty")
+    if any(dest_max < size for _, dest_max, _, size in copies):
+        raise invalid("each destMaxs element must be at least its sizes element", "batch.dest_max")
+    if not reserved_clear:
+        raise invalid("the rsv field of every attribute must be zero", "batch.rsv")
+    for i, (dst, dest_max, src, size) in enumerate(copies):
+        try:
+            if stream is None:
+                memcpy(dst, dest_max, src, size, 4)
+            else:
+                memcpy_async(dst, dest_max, src, size, 4, stream)
+        except AclError as exc:
+            exc.failed_index = i
+            raise

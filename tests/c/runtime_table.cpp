@@ -1,6 +1,7 @@
 // The runtime functions serving engines and frameworks call most, beyond the core: 2D copies,
 // stream facts, device facts, peer access, versions and data buffers.
 // Prints "<rule> <code>" lines (and "<rule>_value <v>" lines for what a call wrote).
+#include <stdint.h>
 #include <string.h>
 
 #include <vector>
@@ -134,6 +135,68 @@ static void VersionsAndBuffers() {
     VALUE("data_buffer_addr_null", aclGetDataBufferAddr(nullptr) == nullptr);
 }
 
+static void Notifies(aclrtStream stream) {
+    aclrtStream waiter = nullptr;
+    aclrtCreateStream(&waiter);
+    aclrtNotify notify = nullptr;
+    REPORT("notify_create_bad_flag", aclrtCreateNotify(&notify, 7));
+    REPORT("notify_create_null", aclrtCreateNotify(nullptr, ACL_NOTIFY_DEFAULT));
+    REPORT("notify_create", aclrtCreateNotify(&notify, ACL_NOTIFY_DEFAULT));
+    uint32_t id = 99999;
+    REPORT("notify_get_id", aclrtGetNotifyId(notify, &id));
+    VALUE("notify_id_set", id != 99999);
+    // The waiter stream copies a device byte only after `stream` has set it and recorded the notify.
+    void *dev = nullptr;
+    uint8_t host = 0;
+    aclrtMalloc(&dev, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    aclrtMemset(dev, 64, 0, 64);
+    REPORT("notify_wait", aclrtWaitAndResetNotify(notify, waiter, 0));
+    aclrtMemcpyAsync(&host, 1, dev, 1, ACL_MEMCPY_DEVICE_TO_HOST, waiter);
+    aclrtMemsetAsync(dev, 64, 0x5A, 64, stream);
+    REPORT("notify_record", aclrtRecordNotify(notify, stream));
+    aclrtSynchronizeStream(waiter);
+    VALUE("notify_ordered", host == 0x5A);
+    REPORT("notify_wait_timeout", aclrtWaitAndResetNotify(notify, waiter, 1));
+    REPORT("notify_wait_timeout_sync", aclrtSynchronizeStream(waiter));
+    REPORT("notify_destroy", aclrtDestroyNotify(notify));
+    REPORT("notify_destroy_again", aclrtDestroyNotify(notify));
+    REPORT("notify_record_destroyed", aclrtRecordNotify(notify, stream));
+    REPORT("notify_destroy_null", aclrtDestroyNotify(nullptr));
+    aclrtFree(dev);
+    aclrtDestroyStream(waiter);
+}
+
+static void Batches(aclrtStream stream) {
+    std::vector<uint8_t> a(100, 1), b(50, 2), backA(100, 0), backB(50, 0);
+    void *da = nullptr, *db = nullptr;
+    aclrtMalloc(&da, 100, ACL_MEM_MALLOC_HUGE_FIRST);
+    aclrtMalloc(&db, 50, ACL_MEM_MALLOC_HUGE_FIRST);
+    void *dsts[2] = {da, db}, *srcs[2] = {a.data(), b.data()};
+    size_t maxs[2] = {100, 50}, sizes[2] = {100, 50}, attrIndex[1] = {0}, fail = 12345;
+    aclrtMemcpyBatchAttr attr = {};
+    attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_HOST;
+    REPORT("batch", aclrtMemcpyBatch(dsts, maxs, srcs, sizes, 2, &attr, attrIndex, 1, &fail));
+    aclrtMemcpy(backA.data(), 100, da, 100, ACL_MEMCPY_DEVICE_TO_HOST);
+    aclrtMemcpy(backB.data(), 50, db, 50, ACL_MEMCPY_DEVICE_TO_HOST);
+    VALUE("batch_bytes_exact", backA == a && backB == b);
+    VALUE("batch_fail_index_none", fail == SIZE_MAX);
+    size_t small[2] = {100, 10};
+    REPORT("batch_dest_max_small", aclrtMemcpyBatch(dsts, small, srcs, sizes, 2, &attr, attrIndex, 1, &fail));
+    REPORT("batch_zero", aclrtMemcpyBatch(dsts, maxs, srcs, sizes, 0, &attr, attrIndex, 1, &fail));
+    REPORT("batch_null_fail_index", aclrtMemcpyBatch(dsts, maxs, srcs, sizes, 2, &attr, attrIndex, 1, nullptr));
+    attr.rsv[3] = 1;
+    REPORT("batch_rsv", aclrtMemcpyBatch(dsts, maxs, srcs, sizes, 2, &attr, attrIndex, 1, &fail));
+    attr.rsv[3] = 0;
+    void *badSrcs[2] = {a.data(), nullptr};
+    REPORT("batch_second_bad", aclrtMemcpyBatch(dsts, maxs, badSrcs, sizes, 2, &attr, attrIndex, 1, &fail));
+    VALUE("batch_fail_index", fail);
+    REPORT("batch_async", aclrtMemcpyBatchAsync(dsts, maxs, srcs, sizes, 2, &attr, attrIndex, 1, &fail, stream));
+    REPORT("batch_async_sync", aclrtSynchronizeStream(stream));
+    aclrtFree(da);
+    aclrtFree(db);
+}
+
 int main() {
     aclrtStream stream = nullptr;
     if (SetUp(&stream) != 0) return 1;
@@ -142,6 +205,8 @@ int main() {
     Devices();
     Peers();
     VersionsAndBuffers();
+    Notifies(stream);
+    Batches(stream);
     TearDown(stream);
     printf("done 0\n");
     return 0;
