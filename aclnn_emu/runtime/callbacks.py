@@ -76,9 +76,16 @@ def launch(call, block_type: int, stream: int) -> None:
     def report():
         done = threading.Event()
         with _cond:
-            queue = _reports.get(_subscriber.get(target))
+            owner = _subscriber.get(target)
+            queue = _reports.get(owner)
             if queue is None:
                 return  # unsubscribed meanwhile: the report has nobody to run it
+            if block_type == BLOCK and owner == threading.get_ident():  # ACLNN_EMU_SYNC=1 runs tasks inline
+                raise AclError(
+                    status.ACL_ERROR_RT_THREAD_SUBSCRIBE,
+                    "a blocking callback would wait for the thread that must run it",
+                    rule="cb.self_wait",
+                )
             queue.append((call, done))
             _cond.notify_all()
         if block_type == BLOCK:  # the stream waits, and can still be torn down meanwhile
