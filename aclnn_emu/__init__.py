@@ -7,6 +7,7 @@ from .dtypes import DataType
 from .errors import *  # noqa: F401,F403  (AclnnError and its subclasses by status code)
 from .errors import __all__ as _errors
 from .formats import Format
+from .graphs import Graph, busy, capture
 from .meta import Tensor
 from .runtime.sanitizer import reports as sanitizer_reports
 
@@ -15,6 +16,9 @@ __all__ = [
     "Device",
     "Event",
     "Format",
+    "Graph",
+    "busy",
+    "capture",
     "Stream",
     "Tensor",
     "empty",
