@@ -86,3 +86,40 @@ def test_a_function_not_emulated_refuses_with_the_documented_code_and_names_itse
     assert result == (expected if declaration.returns_status else 0)
     assert f"{declaration.name} is not emulated" in message and f"({expected})" in message
     assert f"aclnn-emu: {declaration.name} is not emulated" in stderr
+
+
+def test_the_structs_the_bindings_read_have_the_headers_layout(tmp_path):
+    # The bindings read these structs through cffi stand-ins (capi/prototypes.py TYPES); a field at
+    # another offset would read garbage, so each layout is compared with the header's.
+    import cffi
+
+    from aclnn_emu.capi.prototypes import TYPES
+
+    ffi = cffi.FFI()
+    ffi.cdef(TYPES)
+    fields = {
+        "aclrtMemLocation": ("id", "type"),
+        "aclrtPhysicalMemProp": ("handleType", "allocationType", "memAttr", "location", "reserve"),
+        "aclrtMemcpyBatchAttr": ("dstLoc", "srcLoc", "rsv"),
+    }
+    lines = [
+        f'printf("{s} %zu{"".join(" %zu" for _ in f)}\\n", sizeof({s}){"".join(f", offsetof({s}, {x})" for x in f)});'
+        for s, f in fields.items()
+    ]
+    source = tmp_path / "layout.c"
+    source.write_text(
+        '#include <stdio.h>\n#include <stddef.h>\n#include "acl/acl.h"\nint main(void) {\n'
+        + "\n".join(lines)
+        + "\nreturn 0;\n}\n"
+    )
+    exe = tmp_path / "layout"
+    built = subprocess.run(
+        ["gcc", f"-I{toolkit.HOME / 'include'}", str(source), "-o", str(exe)], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
+    printed = {
+        line.split()[0]: [int(v) for v in line.split()[1:]]
+        for line in subprocess.run([str(exe)], capture_output=True, text=True).stdout.splitlines()
+    }
+    for struct, names in fields.items():
+        assert printed[struct] == [ffi.sizeof(struct)] + [ffi.offsetof(struct, n) for n in names], struct
