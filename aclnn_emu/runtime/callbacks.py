@@ -138,3 +138,11 @@ def process(timeout_ms: int) -> None:
             call()
         finally:
             done.set()
+
+
+def forget_after_fork() -> None:
+    """In a forked child: no thread of the parent exists to process reports."""
+    global _cond
+    _cond = threading.Condition()
+    _subscriber.clear()
+    _reports.clear()

@@ -139,6 +139,9 @@ def region_of(addr: int) -> Reservation | None:
     return found if found is not None and found.contains(addr) else None
 
 
+devices.region_finders.append(region_of)
+
+
 def reserve(size: int, alignment: int, expect: int, flags: int) -> int:
     """aclrtReserveMemAddressImpl: size 0 and flags other than 0/1 are the acl layer's
     ACL_ERROR_INVALID_PARAM; a non-zero alignment or an expectPtr off 1 GiB the driver's."""
@@ -272,3 +275,16 @@ def _unmap_view(view: int, size: int) -> None:
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE | _MAP_FIXED
     if _libc.mmap(view, size, 0, flags, -1, 0) in (None, _MAP_FAILED):
         raise OSError(ctypes.get_errno(), "unmapping a reserved range failed")
+
+
+def forget_after_fork() -> None:
+    """In a forked child: the reserved ranges stop sharing the parent's pages (their addresses stay
+    reserved and inaccessible, and are recognised as the parent's, as the arenas are)."""
+    global _lock
+    _lock = threading.Lock()
+    for found in _ranges.values():
+        for base in (found.start, found.view):
+            _unmap_view(base, found.size)
+        devices.forget_range(found.start, found.start + found.size)
+    _ranges.clear()
+    _starts.clear()

@@ -82,3 +82,39 @@ def test_hostile_handles_get_codes(isolated, case):
     run = isolated.c("runtime_handles.cpp", case)
     assert run.returncode == 0, run.stdout + run.stderr
     assert cabi.rule_codes(run.stdout) == {**CASES[case], "done": 0}, run.stdout
+
+
+# In a forked child, a reserved and mapped range is the parent's memory: the child's copies are
+# refused (as for the parent's aclrtMalloc memory) and the parent's bytes stay as they were.
+_FORK_SCRIPT = """
+import ctypes, os
+from aclnn_emu.runtime import api, devices, vmm
+api.init(None)
+devices.set_device(0)
+va = vmm.reserve(4 << 20, 0, 0, 0)
+handle = vmm.malloc_physical(2 << 20, 0, 0, vmm.HBM_MEM_HUGE, vmm.LOCATION_DEVICE, 0, 0)
+vmm.map_memory(va, 2 << 20, 0, handle, 0)
+source = (ctypes.c_uint8 * 64)(*([7] * 64))
+api.memcpy(va, 64, ctypes.addressof(source), 64, 1)
+pid = os.fork()
+if pid == 0:
+    from aclnn_emu.runtime.errors import AclError
+    api.init(None)
+    devices.set_device(0)
+    zeros = (ctypes.c_uint8 * 64)()
+    try:
+        api.memcpy(va, 64, ctypes.addressof(zeros), 64, 1)
+        os._exit(1)
+    except AclError as exc:
+        os._exit(0 if exc.code == 107000 else 2)
+_, code = os.waitpid(pid, 0)
+back = (ctypes.c_uint8 * 64)()
+api.memcpy(ctypes.addressof(back), 64, va, 64, 2)
+print("child", os.waitstatus_to_exitcode(code), "parent_bytes_kept", int(all(b == 7 for b in back)))
+"""
+
+
+def test_a_forked_child_cannot_write_the_parents_mapped_memory(isolated):
+    run = isolated.python(_FORK_SCRIPT)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["child", "0", "parent_bytes_kept", "1"], run.stdout + run.stderr
