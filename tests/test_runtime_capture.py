@@ -45,6 +45,8 @@ EXPECTED = {
     "replay_key_cache_same_bytes_value": 1,
     "replay_value_cache_same_bytes_value": 1,
     "replay_out_not_zero_value": 1,
+    "ordered_execute": OK,
+    "replay_in_order_value": 1,  # set, copy out, set again: the copy saw the first set
     "execute_sync_api": OK,
     "execute_bad_timeout": RT_PARAM_INVALID,  # api_error.cc ModelExecute
     "destroy": OK,

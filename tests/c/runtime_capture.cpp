@@ -132,6 +132,24 @@ int main() {
         VALUE("replay_key_cache_same_bytes", Same(direct.keyCache, captured.keyCache));
         VALUE("replay_value_cache_same_bytes", Same(direct.valueCache, captured.valueCache));
         VALUE("replay_out_not_zero", !AllZero(captured.out));
+        // Order inside a replay: set, copy out, set again; the copy must see the first value.
+        {
+            void *dev = nullptr;
+            uint8_t host[8] = {0}, last[8] = {0};
+            aclrtMalloc(&dev, 8, ACL_MEM_MALLOC_HUGE_FIRST);
+            aclmdlRI ordered = nullptr;
+            aclmdlRICaptureBegin(stream, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);
+            aclrtMemsetAsync(dev, 8, 0x11, 8, stream);
+            aclrtMemcpyAsync(host, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST, stream);
+            aclrtMemsetAsync(dev, 8, 0x22, 8, stream);
+            aclmdlRICaptureEnd(stream, &ordered);
+            REPORT("ordered_execute", aclmdlRIExecuteAsync(ordered, stream));
+            aclrtSynchronizeStream(stream);
+            aclrtMemcpy(last, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST);
+            VALUE("replay_in_order", host[0] == 0x11 && host[7] == 0x11 && last[0] == 0x22);
+            aclmdlRIDestroy(ordered);
+            aclrtFree(dev);
+        }
         REPORT("execute_sync_api", aclmdlRIExecute(model, -1));
         REPORT("execute_bad_timeout", aclmdlRIExecute(model, 0));
         REPORT("destroy", aclmdlRIDestroy(model));
