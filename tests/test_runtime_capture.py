@@ -67,7 +67,7 @@ def test_program_completes_cleanly(capture_run):
 
 
 def test_ten_replays(capture_run):
-    assert capture_run.stdout.count("execute 0\n") == 10
+    assert capture_run.stdout.splitlines().count("execute 0") == 10
 
 
 @pytest.mark.parametrize("rule", EXPECTED)
