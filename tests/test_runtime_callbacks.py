@@ -35,6 +35,9 @@ EXPECTED = {
     "unsubscribe_wrong_thread": THREAD_SUBSCRIBE,
     "unsubscribe": OK,
     "unsubscribe_again": STREAM_SUBSCRIBE,
+    "no_block_sync": OK,
+    "no_block_waiting_value": 1,  # a non-blocking callback does not hold its stream
+    "no_block_in_stream_order_value": 1,
     "host_func": OK,
     "host_func_null": RT_PARAM_INVALID,
     "host_func_ran_value": 1,

@@ -90,6 +90,28 @@ int main() {
     stop = true;
     reporter.join();
 
+    // Non-blocking callbacks queued while nobody processes reports run in their stream order when
+    // the subscribed thread finally does, all from one aclrtProcessReport.
+    g_log = Log();
+    g_log.host = &host;
+    std::atomic<bool> go{false};
+    std::thread late([&] {
+        aclrtSetCurrentContext(ctx);
+        while (!go) std::this_thread::yield();
+        while (g_log.order.size() < 4 && aclrtProcessReport(1000) == 0) {}
+    });
+    uint64_t lateTid = static_cast<uint64_t>(late.native_handle());
+    aclrtSubscribeReport(lateTid, plain);
+    for (int i = 0; i < 4; i++) aclrtLaunchCallback(Callback, &g_tags[i], ACL_CALLBACK_NO_BLOCK, plain);
+    REPORT("no_block_sync", aclrtSynchronizeStream(plain));
+    VALUE("no_block_waiting", g_log.order.size() == 0);
+    go = true;
+    late.join();
+    inOrder = g_log.order.size() == 4;
+    for (size_t i = 0; i < g_log.order.size(); i++) inOrder &= g_log.order[i] == static_cast<int>(i);
+    VALUE("no_block_in_stream_order", inOrder);
+    aclrtUnSubscribeReport(lateTid, plain);
+
     REPORT("host_func", aclrtLaunchHostFunc(plain, HostFunc, nullptr));
     REPORT("host_func_null", aclrtLaunchHostFunc(plain, nullptr, nullptr));
     aclrtSynchronizeStream(plain);

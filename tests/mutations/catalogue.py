@@ -1265,10 +1265,10 @@ MUTATIONS = [
         ("tests/test_runtime_capture.py",),
     ),
     Mutation(
-        "vmm-maps-the-wrong-pages",
-        RT + "memory.py",
-        "self._fd, addr - self.device_base)",
-        "self._fd, addr - self.device_base + MAP_PAGE)",
+        "vmm-unmap-keeps-the-mapping",
+        RT + "vmm.py",
+        "size, physical = found.maps.pop(addr)",
+        "size, physical = found.maps[addr]",
         ("tests/test_runtime_vmm.py",),
     ),
     Mutation(
