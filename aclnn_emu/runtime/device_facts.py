@@ -79,8 +79,9 @@ def set_failure_mode(stream: int, mode: int) -> None:
 
 
 def streams_available() -> int:
-    ctx = devices.current_context()
-    return MAX_STREAMS - sum(len(c.streams) for c in list(ctx.device.contexts) + [ctx])
+    device = devices.current_context().device
+    contexts = set(device.contexts) | ({device.primary} if device.primary else set())
+    return MAX_STREAMS - sum(len(c.streams) for c in contexts)
 
 
 # -- settings the runtime stores ------------------------------------------------------------------
