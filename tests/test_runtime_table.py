@@ -108,6 +108,7 @@ VALUES = {
     "priority_least": 7,
     "priority_greatest": 0,
     "streams_available_positive": 1,
+    "streams_available_counts_down": 1,  # one stream created, one fewer available
     "logic_by_user": 1,
     "sat_mode_get": 1,
     "sys_param_get": 1,

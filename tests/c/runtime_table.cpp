@@ -68,9 +68,14 @@ static void Streams(aclrtStream stream) {
     REPORT("priority_range", aclrtDeviceGetStreamPriorityRange(&least, &greatest));
     VALUE("priority_least", least);
     VALUE("priority_greatest", greatest);
-    uint32_t available = 0;
+    uint32_t available = 0, fewer = 0;
     REPORT("streams_available", aclrtGetStreamAvailableNum(&available));
     VALUE("streams_available_positive", available > 0);
+    aclrtStream extra = nullptr;
+    aclrtCreateStream(&extra);
+    aclrtGetStreamAvailableNum(&fewer);
+    VALUE("streams_available_counts_down", available - fewer);
+    aclrtDestroyStream(extra);
     REPORT("op_wait_timeout", aclrtSetOpWaitTimeout(100));
 }
 
