@@ -37,6 +37,7 @@ EXPECTED = {
     "destroy_while_capturing": MODEL_CAPTURED,
     "capture_end": OK,
     "info_model_is_end_model_value": 1,
+    "sync_after_capture": OK,
     "captured_not_run_value": 1,
     "execute_null": INVALID_PARAM,  # model_ri.cpp aclmdlRIExecuteAsyncImpl
     "execute": OK,

@@ -124,6 +124,7 @@ int main() {
         REPORT("destroy_while_capturing", aclmdlRIDestroy(seen));
         REPORT("capture_end", aclmdlRICaptureEnd(stream, &model));
         VALUE("info_model_is_end_model", seen == model);
+        REPORT("sync_after_capture", aclrtSynchronizeStream(stream));  // anything queued has run
         VALUE("captured_not_run", AllZero(captured.out));
         REPORT("execute_null", aclmdlRIExecuteAsync(nullptr, stream));
         for (int i = 0; i < 10; i++) REPORT("execute", aclmdlRIExecuteAsync(model, stream));
