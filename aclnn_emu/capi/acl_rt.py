@@ -7,7 +7,7 @@ import threading
 
 from ..runtime import api as rt
 from ..runtime import device_facts as facts
-from ..runtime import callbacks, capture, devices, errors, notifies, version, vmm
+from ..runtime import callbacks, capture, devices, errors, host_register, notifies, version, vmm
 from . import boundary
 from .boundary import addr, bind, c, need, ptr, put, text
 
@@ -564,3 +564,28 @@ def aclrtMemcpyBatch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, a
 @c
 def aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, stream):
     _memcpy_batch(dsts, dest_maxs, srcs, sizes, count, attrs, attr_indexes, attr_count, fail_index, addr(stream))
+
+
+# -- host memory registration, cache maintenance --------------------------------------------------
+@c
+def aclrtHostRegister(host, size, kind, dev_ptr):
+    need(dev_ptr, "devPtr")
+    dev_ptr[0] = ptr(host_register.register(addr(host), size, kind))
+
+
+@c
+def aclrtHostGetDevicePointer(host, dev_ptr, flag):
+    need(host, "pHost")
+    need(dev_ptr, "pDevice")
+    dev_ptr[0] = ptr(host_register.device_pointer(addr(host), flag))
+
+
+@c
+def aclrtHostUnregister(host):
+    need(host, "ptr")
+    host_register.unregister(addr(host))
+
+
+@c
+def aclrtCmoAsync(src, size, cmo_type, stream):
+    rt.cmo_async(addr(src), size, cmo_type, addr(stream))

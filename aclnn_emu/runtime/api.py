@@ -468,3 +468,24 @@ def memcpy_batch(copies: list[tuple[int, int, int, int]], reserved_clear: bool, 
         except AclError as exc:
             exc.failed_index = i
             raise
+
+
+# -- cache maintenance (runtime src/acl/aclrt_impl/memory.cpp, aclrtCmoAsyncImpl) ----------------
+CMO_TYPES = range(4)  # PREFETCH, WRITEBACK, INVALID, FLUSH
+
+
+def cmo_async(src: int, size: int, cmo_type: int, stream: int) -> None:
+    """NULL src and size 0 are ACL_ERROR_INVALID_PARAM; the runtime refuses an unknown operation and
+    a range that is not mapped device memory. A CPU has no device cache to maintain: the task is
+    queued in order and does nothing."""
+    if src == 0:
+        raise invalid("aclrtCmoAsync src must not be NULL", "cmo.null")
+    if size == 0:
+        raise invalid("aclrtCmoAsync size must be greater than zero", "cmo.size")
+    if cmo_type not in CMO_TYPES:
+        raise AclError(BAD_RANGE, f"cmoType {cmo_type} is not 0..3", rule="cmo.type")
+    memory = devices.memory_of(src)
+    if memory is None:
+        raise AclError(BAD_RANGE, f"aclrtCmoAsync: {src:#x} is not device memory", rule="cmo.host")
+    memory.require_mapped(src, size, "aclrtCmoAsync", code=BAD_RANGE)
+    stream_of(stream).submit(lambda: None, "cache maintenance")

@@ -45,10 +45,6 @@ GRANULARITY = {
 GRANULARITY_QUERY = (HBM_MEM_HUGE, HBM_MEM_NORMAL, HBM_MEM_HUGE1G)  # what aclrtMemGetAllocationGranularity takes
 LOCATION_HOST, LOCATION_DEVICE, LOCATION_UNREGISTERED, LOCATION_HOST_NUMA = 0, 1, 2, 4
 
-_lock = threading.Lock()
-_ranges: dict[int, "Reservation"] = {}  # start -> reservation
-_starts: list[int] = []
-
 
 def invalid(message: str, rule: str) -> AclError:
     return AclError(status.ACL_ERROR_INVALID_PARAM, message, rule=f"vmm.{rule}")
@@ -58,7 +54,7 @@ def refused(message: str, rule: str) -> AclError:
     return AclError(status.ACL_ERROR_RT_PARAM_INVALID, message, rule=f"vmm.{rule}")
 
 
-def _reserve_pages(size: int, at: int = 0) -> int:
+def reserve_pages(size: int, at: int = 0) -> int:
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
     addr = _libc.mmap(at or None, size, 0, flags, -1, 0)
     if addr in (None, _MAP_FAILED):
@@ -79,18 +75,47 @@ class Physical:
         self.handle = handles.register(self)
 
 
-class Reservation:
+class Region:
+    """Device addresses whose bytes live elsewhere on the host (`host_address`): the interface of
+    memory.DeviceMemory the copies and the tensors use. `mapped` says how far an access may go."""
+
+    start = size = view = 0
+
+    def mapped(self, addr: int, nbytes: int) -> int:
+        raise NotImplementedError
+
+    def contains(self, addr: int) -> bool:
+        return self.start <= addr < self.start + self.size
+
+    def require_mapped(self, addr: int, nbytes: int, what: str, code: int) -> None:
+        if self.mapped(addr, nbytes) < nbytes:
+            raise AclError(
+                code, f"{what}: [{addr:#x}, +{nbytes}) reaches addresses that are not mapped", rule="vmm.unmapped"
+            )
+
+    def check(self, addr, nbytes, what, owner=None, code=status.ACL_ERROR_RT_AICORE_EXCEPTION) -> None:
+        if nbytes > 0:
+            self.require_mapped(addr, nbytes, what, code)
+
+    def report(self, addr, nbytes, what, owner=None) -> None:
+        """A region has no allocations inside it: nothing for the sanitizer to report."""
+
+    def host_address(self, addr: int) -> int:
+        return self.view + (addr - self.start)
+
+    def array(self, addr: int, nbytes: int) -> np.ndarray:
+        self.require_mapped(addr, nbytes, "access", status.ACL_ERROR_RT_AICORE_EXCEPTION)
+        return np.frombuffer((ctypes.c_char * nbytes).from_address(self.host_address(addr)), dtype=np.uint8)
+
+
+class Reservation(Region):
     """A reserved range: the program's addresses and the emulator's view of the mapped pages."""
 
     def __init__(self, size: int, expect: int):
         self.size = size
-        self.start = _reserve_pages(size, expect)
-        self.view = _reserve_pages(size)
+        self.start = reserve_pages(size, expect)
+        self.view = reserve_pages(size)
         self.maps: dict[int, tuple[int, Physical]] = {}  # start -> (size, physical)
-
-    # The interface of memory.DeviceMemory the copies and the tensors use.
-    def contains(self, addr: int) -> bool:
-        return self.start <= addr < self.start + self.size
 
     def mapped(self, addr: int, nbytes: int) -> int:
         """Bytes of [addr, addr+nbytes) that lie in consecutive mappings, counted from addr."""
@@ -101,38 +126,29 @@ class Reservation:
                 reach = start + size
         return max(0, min(reach, addr + nbytes) - addr)
 
-    def require_mapped(self, addr: int, nbytes: int, what: str, code: int) -> None:
-        if self.mapped(addr, nbytes) < nbytes:
-            raise AclError(
-                code,
-                f"{what}: [{addr:#x}, +{nbytes}) reaches reserved addresses that are not mapped",
-                rule="vmm.unmapped",
-            )
-
-    def check(self, addr, nbytes, what, owner=None, code=status.ACL_ERROR_RT_AICORE_EXCEPTION) -> None:
-        if nbytes > 0:
-            self.require_mapped(addr, nbytes, what, code)
-
-    def report(self, addr, nbytes, what, owner=None) -> None:
-        """A mapped range has no allocations inside it: nothing for the sanitizer to report."""
-
-    def overlaps(self, addr: int, nbytes: int) -> bool:
-        end = addr + nbytes
-        return any(base < end and addr < base + self.size for base in (self.start, self.view))
-
-    def host_address(self, addr: int) -> int:
-        return self.view + (addr - self.start)
-
-    def array(self, addr: int, nbytes: int) -> np.ndarray:
-        self.require_mapped(addr, nbytes, "access", status.ACL_ERROR_RT_AICORE_EXCEPTION)
-        return np.frombuffer((ctypes.c_char * nbytes).from_address(self.host_address(addr)), dtype=np.uint8)
-
     def release(self) -> None:
         for base in (self.start, self.view):
             _libc.munmap(base, self.size)
 
 
-def region_of(addr: int) -> Reservation | None:
+_lock = threading.Lock()
+_ranges: dict[int, Region] = {}  # start -> reserved range or host registration
+_starts: list[int] = []
+
+
+def add_region(found: Region) -> None:
+    with _lock:
+        _ranges[found.start] = found
+        bisect.insort(_starts, found.start)
+
+
+def remove_region(found: Region) -> None:
+    with _lock:
+        del _ranges[found.start]
+        _starts.remove(found.start)
+
+
+def region_of(addr: int) -> Region | None:
     with _lock:
         i = bisect.bisect_right(_starts, addr) - 1
         found = _ranges[_starts[i]] if i >= 0 else None
@@ -155,15 +171,13 @@ def reserve(size: int, alignment: int, expect: int, flags: int) -> int:
         raise refused(f"expectPtr {expect:#x} is not 1 GiB aligned", "reserve.expect")
     size = -(-size // HUGE_PAGE) * HUGE_PAGE
     found = Reservation(size, expect)
-    with _lock:
-        _ranges[found.start] = found
-        bisect.insort(_starts, found.start)
+    add_region(found)
     return found.start
 
 
 def _reservation_at(addr: int, what: str) -> Reservation:
     found = region_of(addr)
-    if found is None or found.start != addr:
+    if not isinstance(found, Reservation) or found.start != addr:
         raise refused(f"{what}: {addr:#x} is not the start of a reserved range", "release.unknown")
     return found
 
@@ -174,9 +188,7 @@ def release(addr: int) -> None:
         raise refused(
             f"{len(found.maps)} mapping(s) in the range at {addr:#x} must be unmapped first", "release.mapped"
         )
-    with _lock:
-        del _ranges[addr]
-        _starts.remove(addr)
+    remove_region(found)
     found.release()
 
 
@@ -250,7 +262,7 @@ def map_memory(addr: int, size: int, offset: int, handle: int, flags: int) -> No
     if size != physical.size:
         raise refused(f"size {size} must equal the physical memory's size {physical.size}", "map.size_mismatch")
     found = region_of(addr)
-    if found is None or addr + size > found.start + found.size:
+    if not isinstance(found, Reservation) or addr + size > found.start + found.size:
         raise refused(f"[{addr:#x}, +{size}) is not inside a reserved range", "map.outside")
     if (addr - found.start) % physical.granularity:
         raise refused(f"{addr:#x} is not aligned to the granularity {physical.granularity}", "map.alignment")
@@ -263,7 +275,7 @@ def map_memory(addr: int, size: int, offset: int, handle: int, flags: int) -> No
 
 def unmap_memory(addr: int) -> None:
     found = region_of(addr)
-    if found is None or addr not in found.maps:
+    if not isinstance(found, Reservation) or addr not in found.maps:
         raise refused(f"{addr:#x} is not the start of a mapping", "unmap.unknown")
     size, physical = found.maps.pop(addr)
     _unmap_view(found.host_address(addr), size)
@@ -283,8 +295,9 @@ def forget_after_fork() -> None:
     global _lock
     _lock = threading.Lock()
     for found in _ranges.values():
-        for base in (found.start, found.view):
-            _unmap_view(base, found.size)
+        if isinstance(found, Reservation):  # a host registration's view is the program's own memory
+            for base in (found.start, found.view):
+                _unmap_view(base, found.size)
         devices.forget_range(found.start, found.start + found.size)
     _ranges.clear()
     _starts.clear()

@@ -2,6 +2,8 @@
 // writing its cache there, the bytes read back through the mapping, then unmapped and released.
 // Prints "<rule> <code>" lines and "<rule>_value <v>" lines.
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
+#include <vector>
+
 #include "common.h"
 
 #define VALUE(rule, v) printf("%s_value %lld\n", rule, static_cast<long long>(v))
@@ -100,6 +102,35 @@ int main() {
     REPORT("release_again", aclrtReleaseMemAddress(va));
     REPORT("release_null", aclrtReleaseMemAddress(nullptr));
     (void)other;
+
+    // Host memory registered for the device: copies use its device address as device memory.
+    std::vector<uint8_t> pinned(8192, 3), out(64, 0);
+    void *devView = nullptr, *inner = nullptr, *devBuf = nullptr;
+    REPORT("host_register_size_zero", aclrtHostRegister(pinned.data(), 0, ACL_HOST_REGISTER_MAPPED, &devView));
+    REPORT("host_register_null", aclrtHostRegister(nullptr, 64, ACL_HOST_REGISTER_MAPPED, &devView));
+    REPORT("host_register_bad_type",
+           aclrtHostRegister(pinned.data(), 64, static_cast<aclrtHostRegisterType>(3), &devView));
+    REPORT("host_register", aclrtHostRegister(pinned.data(), pinned.size(), ACL_HOST_REGISTER_MAPPED, &devView));
+    REPORT("host_register_twice", aclrtHostRegister(pinned.data() + 64, 64, ACL_HOST_REGISTER_MAPPED, &inner));
+    REPORT("host_device_pointer", aclrtHostGetDevicePointer(pinned.data() + 100, &inner, 0));
+    VALUE("host_device_pointer_offset", static_cast<char *>(inner) - static_cast<char *>(devView));
+    REPORT("host_device_pointer_flag", aclrtHostGetDevicePointer(pinned.data(), &inner, 1));
+    aclrtMalloc(&devBuf, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    pinned[100] = 42;
+    REPORT("copy_from_registered", aclrtMemcpy(devBuf, 64, inner, 64, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    aclrtMemcpy(out.data(), 64, devBuf, 64, ACL_MEMCPY_DEVICE_TO_HOST);
+    VALUE("registered_bytes_seen", out[0] == 42 && out[1] == 3);
+    REPORT("memset_registered", aclrtMemset(devView, 16, 9, 16));
+    VALUE("registered_bytes_written", pinned[0] == 9 && pinned[15] == 9 && pinned[16] == 3);
+    REPORT("cmo_prefetch", aclrtCmoAsync(devBuf, 64, ACL_RT_CMO_TYPE_PREFETCH, stream));
+    REPORT("cmo_null", aclrtCmoAsync(nullptr, 64, ACL_RT_CMO_TYPE_PREFETCH, stream));
+    REPORT("cmo_size_zero", aclrtCmoAsync(devBuf, 0, ACL_RT_CMO_TYPE_PREFETCH, stream));
+    REPORT("cmo_host", aclrtCmoAsync(out.data(), 64, ACL_RT_CMO_TYPE_FLUSH, stream));
+    REPORT("cmo_sync", aclrtSynchronizeStream(stream));
+    REPORT("host_unregister", aclrtHostUnregister(pinned.data()));
+    REPORT("host_unregister_again", aclrtHostUnregister(pinned.data()));
+    REPORT("copy_from_unregistered", aclrtMemcpy(devBuf, 64, inner, 64, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    aclrtFree(devBuf);
     TearDown(stream);
     printf("done 0\n");
     return 0;
