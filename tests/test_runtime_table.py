@@ -82,6 +82,8 @@ EXPECTED = {
     "notify_record": OK,
     "notify_wait_timeout": OK,
     "notify_wait_timeout_sync": 107019,
+    "stop_on_failure_sync": 107019,
+    "continue_on_failure_sync": 107019,
     "notify_destroy": OK,
     "notify_destroy_again": RT_PARAM_INVALID,
     "notify_record_destroyed": RT_PARAM_INVALID,
@@ -123,7 +125,9 @@ VALUES = {
     "data_buffer_size_v1": 16,
     "data_buffer_addr_null": 1,
     "notify_id_set": 1,
-    "notify_ordered": 1,  # the waiting stream's copy saw the recording stream's memset
+    "notify_ordered": 1,
+    "stop_on_failure_skipped": 1,  # ACL_STOP_ON_FAILURE: nothing runs after the failed wait
+    "continue_on_failure_ran": 1,  # the waiting stream's copy saw the recording stream's memset
     "batch_bytes_exact": 1,
     "batch_fail_index_none": 1,
     "batch_fail_index": 1,  # the second copy (NULL source) failed

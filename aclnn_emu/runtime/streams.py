@@ -23,7 +23,8 @@ from ..kernels import parallel
 from . import handles, trace
 from .errors import AclError, log
 
-EVENT_POLL_S = 0.05  # how often a task waiting for an event looks at its own cancellation
+EVENT_POLL_S = 0.05
+STOP_ON_FAILURE = 1  # aclrtSetStreamFailureMode's ACL_STOP_ON_FAILURE  # how often a task waiting for an event looks at its own cancellation
 
 
 class _Gate:
@@ -125,7 +126,7 @@ class Stream:
                 self._tasks.append((task, name, on_cancel))
                 self._cond.notify_all()
                 return
-        self._execute(task, name, parallel.Token())
+        self._execute(task, name, parallel.Token(), on_cancel)
 
     def _start_worker(self) -> None:
         with _lock:
@@ -143,10 +144,10 @@ class Stream:
                         self._cond.wait()
                     if not self._tasks:
                         return
-                    task, name, _ = self._tasks.popleft()
+                    task, name, on_cancel = self._tasks.popleft()
                     token = self._running = parallel.Token()
                 with _gate.running():
-                    self._execute(task, name, token)
+                    self._execute(task, name, token, on_cancel)
                 with self._cond:
                     self._running = None
                     self._cond.notify_all()
@@ -154,7 +155,13 @@ class Stream:
             with _lock:
                 _workers.discard(self)
 
-    def _execute(self, task, name: str, token: parallel.Token) -> None:
+    def _execute(self, task, name: str, token: parallel.Token, on_cancel=None) -> None:
+        if self.failure_mode == STOP_ON_FAILURE and self._error is not None:
+            # aclrtSetStreamFailureMode(ACL_STOP_ON_FAILURE): after a failure the stream runs nothing
+            # more until the failure has been reported by a synchronisation
+            if on_cancel is not None:
+                on_cancel()
+            return
         try:
             with parallel.task_scope(token):
                 task()

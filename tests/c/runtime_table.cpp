@@ -163,6 +163,21 @@ static void Notifies(aclrtStream stream) {
     VALUE("notify_ordered", host == 0x5A);
     REPORT("notify_wait_timeout", aclrtWaitAndResetNotify(notify, waiter, 1));
     REPORT("notify_wait_timeout_sync", aclrtSynchronizeStream(waiter));
+    // A failed task (the wait above timed out) stops a stream in ACL_STOP_ON_FAILURE mode: the
+    // memset queued after another failing wait does not run; in the default mode it does.
+    aclrtMemset(dev, 64, 0, 64);
+    aclrtSetStreamFailureMode(waiter, ACL_STOP_ON_FAILURE);
+    aclrtWaitAndResetNotify(notify, waiter, 1);
+    aclrtMemsetAsync(dev, 64, 0x77, 64, waiter);
+    REPORT("stop_on_failure_sync", aclrtSynchronizeStream(waiter));
+    aclrtMemcpy(&host, 1, dev, 1, ACL_MEMCPY_DEVICE_TO_HOST);
+    VALUE("stop_on_failure_skipped", host == 0);
+    aclrtSetStreamFailureMode(waiter, ACL_CONTINUE_ON_FAILURE);
+    aclrtWaitAndResetNotify(notify, waiter, 1);
+    aclrtMemsetAsync(dev, 64, 0x77, 64, waiter);
+    REPORT("continue_on_failure_sync", aclrtSynchronizeStream(waiter));
+    aclrtMemcpy(&host, 1, dev, 1, ACL_MEMCPY_DEVICE_TO_HOST);
+    VALUE("continue_on_failure_ran", host == 0x77);
     REPORT("notify_destroy", aclrtDestroyNotify(notify));
     REPORT("notify_destroy_again", aclrtDestroyNotify(notify));
     REPORT("notify_record_destroyed", aclrtRecordNotify(notify, stream));
