@@ -1292,4 +1292,11 @@ MUTATIONS = [
         "            return False",
         ("tests/test_runtime_table.py",),
     ),
+    Mutation(
+        "stop-on-failure-ignored",
+        RT + "streams.py",
+        "if self.failure_mode == STOP_ON_FAILURE and self._error is not None:",
+        "if False:",
+        ("tests/test_runtime_table.py",),
+    ),
 ]
