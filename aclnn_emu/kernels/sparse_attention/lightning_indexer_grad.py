@@ -58,7 +58,7 @@ class _Worker:
         self.job = job
         self.dk = np.zeros((job.key_rows, job.key.shape[1]), FP32)
         self.findings = Findings()
-        self.buffers = {}
+        self.buffers: dict = {}
 
     def scratch(self, name: str, shape, dtype) -> np.ndarray:
         """A contiguous array from this worker's reusable buffer `name` (grown when too small), so

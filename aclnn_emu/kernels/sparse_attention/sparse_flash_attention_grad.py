@@ -160,7 +160,7 @@ class _Sums:
     def __init__(self, x: _Inputs, grads: Grads):
         self.k = np.zeros((x.k.shape[0], x.k.shape[1] + (0 if x.k_rope is None else x.k_rope.shape[1])), FP32)
         self.v = np.zeros(x.v.shape, FP32)
-        self.dq = {}
+        self.dq: dict = {}
         self.scale, self.grads = x.scale, grads
 
     def commit(self, step: _Step, item):
