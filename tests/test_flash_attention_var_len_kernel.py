@@ -1,0 +1,218 @@
+"""The TND variable-length kernels (kernels/flash_attention/varlen.py), the learnable sink and the rope
+split against the float64 reference (tests/golden/flash_attention_var_len.py), with CANN's precision
+standard; softmaxMax/Sum in both layouts."""
+
+import numpy as np
+import pytest
+
+import precision
+from aclnn_emu.kernels.casts import BF16, FP16, cast_round
+from aclnn_emu.kernels.flash_attention.params import FaParams
+from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
+from golden import flash_attention_var_len as golden
+
+DTYPES = {"float16": FP16, "bfloat16": BF16}
+MASK_2048 = np.triu(np.ones((2048, 2048), np.uint8), 1)
+
+
+class Case:
+    """A packed batch: query lengths `lq`, key lengths `lk` (a 0 among them: an empty batch)."""
+
+    def __init__(self, dtype_name="float16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 53), n1=4, n2=2, d=32, dv=None, **kw):
+        rng = np.random.default_rng(kw.pop("seed", 0))
+        self.dtype_name, self.dtype = dtype_name, DTYPES[dtype_name]
+        self.cu_q, self.cu_kv = np.cumsum(lq), np.cumsum(lk)
+        t1, t2 = int(self.cu_q[-1]), int(self.cu_kv[-1])
+
+        def make(*shape):
+            return cast_round(rng.standard_normal(shape), self.dtype)
+
+        self.q, self.k, self.v = make(t1, n1, d), make(t2, n2, d), make(t2, n2, dv or d)
+        self.dy = make(t1, n1, dv or d)
+        dr = kw.pop("rope_dim", 0)
+        self.rope = (make(t1, n1, dr), make(t2, n2, dr)) if dr else None
+        self.sink = None if not kw.pop("sink", False) else (rng.standard_normal(n1) * 2).astype(np.float32)
+        self.layout = kw.pop("softmax_layout", "")
+        self.mask = kw.pop("atten_mask", None)
+        self.spec = dict(
+            scale=1 / np.sqrt(d + dr),
+            sparse_mode=kw.pop("sparse_mode", 0),
+            pre_tokens=kw.pop("pre_tokens", 2147483647),
+            next_tokens=kw.pop("next_tokens", 2147483647),
+            prefix=kw.pop("prefix", None),
+        )
+        assert not kw, kw
+        self.params = FaParams(
+            scale=self.spec["scale"],
+            keep_prob=1.0,
+            head_num=n1,
+            layout="TND",
+            pre_tokens=self.spec["pre_tokens"],
+            next_tokens=self.spec["next_tokens"],
+            sparse_mode=self.spec["sparse_mode"],
+            prefix=self.spec["prefix"],
+        )
+
+    def forward(self):
+        return var_len_score(
+            self.q,
+            self.k,
+            self.v,
+            self.params,
+            self.cu_q,
+            self.cu_kv,
+            atten_mask=self.mask,
+            sink=self.sink,
+            rope=self.rope,
+            softmax_layout=self.layout,
+        )
+
+    def golden_forward(self):
+        return golden.forward(
+            self.q,
+            self.k,
+            self.v,
+            self.cu_q,
+            self.cu_kv,
+            dtype_name=self.dtype_name,
+            sink=self.sink,
+            rope=self.rope,
+            atten_mask=self.mask,
+            **self.spec,
+        )
+
+    def token_major(self, stats):
+        """A [T1, N1, 8] buffer in this case's layout as [T1, N1] (lane 0), token-major."""
+        if self.layout == SAME_AS_INPUT:
+            return stats[..., 0]
+        out = np.empty(stats.shape[:2], np.float32)
+        flat, heads, start = stats.reshape(-1), stats.shape[1], 0
+        for end in self.cu_q:
+            rows = int(end) - start
+            out[start:end] = flat[start * heads * 8 : int(end) * heads * 8].reshape(heads, rows, 8)[..., 0].T
+            start = int(end)
+        return out
+
+    def backward(self, smax, ssum, out):
+        return var_len_score_grad(
+            self.q,
+            self.k,
+            self.v,
+            self.dy,
+            out,
+            smax,
+            ssum,
+            self.params,
+            self.cu_q,
+            self.cu_kv,
+            atten_mask=self.mask,
+            sink=self.sink,
+            rope=self.rope,
+            softmax_layout=self.layout,
+        )
+
+    def golden_backward(self, smax, ssum, out, floors=False):
+        return golden.backward(
+            self.q,
+            self.k,
+            self.v,
+            self.dy,
+            out,
+            self.token_major(smax),
+            self.token_major(ssum),
+            self.cu_q,
+            self.cu_kv,
+            dtype_name=self.dtype_name,
+            sink=self.sink,
+            rope=self.rope,
+            atten_mask=self.mask,
+            floors=floors,
+            **self.spec,
+        )
+
+
+def check(case, backward=True):
+    smax, ssum, out = case.forward()
+    want_out, want_max, want_sum, floor = case.golden_forward()
+    assert out.dtype == case.dtype
+    failure = precision.failure(out, want_out, case.dtype_name, floor=floor)
+    assert failure is None, f"attention_out: {failure}"
+    lanes_equal = all((x == x[..., :1]).all() for x in (smax, ssum))
+    assert lanes_equal
+    valid = want_sum > 0  # rows of batches without keys are not written
+    for name, got, want in (("max", smax, want_max), ("sum", ssum, want_sum)):
+        precision.assert_meets(case.token_major(got)[valid], want[valid], "float32", f"softmax {name}")
+    if not backward:
+        return
+    got = case.backward(smax, ssum, out)
+    want = case.golden_backward(smax, ssum, out)
+    floors = case.golden_backward(smax, ssum, out, floors=True)
+    assert set(got) == set(want)
+    for name in want:
+        dtype = "float32" if name == "dsink" else case.dtype_name
+        failure = precision.failure(got[name], want[name], dtype, floor=floors[name])
+        assert failure is None, f"{name}: {failure}"
+
+
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_packed_batches_without_mask(dtype_name):
+    check(Case(dtype_name))
+
+
+@pytest.mark.parametrize(
+    "mode, attrs",
+    [
+        (2, {}),
+        (3, {}),
+        (4, dict(pre_tokens=20, next_tokens=3)),
+        (6, dict(prefix=(2, 0, 9, 30))),
+        (7, dict(next_tokens=4)),
+        (8, dict(next_tokens=6)),
+    ],
+)
+def test_sparse_modes_per_batch(mode, attrs):
+    mask = MASK_2048 if mode != 6 else np.concatenate([MASK_2048, np.zeros((1024, 2048), np.uint8)])
+    lq, lk = ((5, 0, 37, 70), (9, 4, 37, 73)) if mode in (3, 7, 6) else ((5, 0, 37, 70), (9, 4, 37, 53))
+    check(Case("float16", lq=lq, lk=lk, sparse_mode=mode, atten_mask=mask, **attrs))
+
+
+def test_user_mask_is_read_per_batch_top_left():
+    rng = np.random.default_rng(3)
+    mask = (rng.random((70, 73)) < 0.3).astype(np.uint8)
+    mask[:, 0] = 0  # no row entirely masked
+    check(Case("bfloat16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=1, atten_mask=mask))
+
+
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_sink_joins_each_softmax_row_and_dsink(dtype_name):
+    check(Case(dtype_name, sink=True))
+
+
+def test_sink_with_a_causal_mask_and_gqa():
+    check(Case("bfloat16", n1=6, n2=2, sink=True, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
+
+
+def test_rope_split_forward_and_gradients():
+    check(Case("bfloat16", d=64, rope_dim=32, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
+
+
+def test_rope_with_sink_and_token_major_softmax():
+    check(Case("bfloat16", d=64, rope_dim=32, sink=True, softmax_layout=SAME_AS_INPUT))
+
+
+def test_softmax_layouts_hold_the_same_values_transposed():
+    default, token = Case("float16"), Case("float16", softmax_layout=SAME_AS_INPUT)
+    a, b = default.forward(), token.forward()
+    np.testing.assert_array_equal(a[2], b[2])
+    for x, y in zip(a[:2], b[:2]):
+        np.testing.assert_array_equal(default.token_major(x), token.token_major(y))
+        assert not np.array_equal(x, y)  # the buffers differ: the layout is observable
+    check(token)
+
+
+def test_a_sink_of_minus_infinity_changes_nothing():
+    case = Case("float16", sink=True)
+    case.sink[:] = -np.inf
+    plain = Case("float16")
+    for got, want in zip(case.forward(), plain.forward()):
+        np.testing.assert_array_equal(got, want)
