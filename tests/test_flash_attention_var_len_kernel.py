@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 import precision
+import ties
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
 from golden import flash_attention_var_len as golden
+from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
 
 DTYPES = {"float16": FP16, "bfloat16": BF16}
 MASK_2048 = np.triu(np.ones((2048, 2048), np.uint8), 1)
@@ -216,3 +218,89 @@ def test_a_sink_of_minus_infinity_changes_nothing():
     plain = Case("float16")
     for got, want in zip(case.forward(), plain.forward()):
         np.testing.assert_array_equal(got, want)
+
+
+def test_training_step_against_torch_autograd():
+    """A packed causal step with sink and rope: the kernels' forward and backward against
+    torch.autograd of a float64 forward written per batch (the sink a logit column with no value)."""
+    torch = pytest.importorskip("torch")
+    case = Case("bfloat16", d=64, rope_dim=32, sink=True, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73))
+    smax, ssum, out = case.forward()
+    got = case.backward(smax, ssum, out)
+    leaves = {
+        name: torch.tensor(np.asarray(x, np.float64), requires_grad=True)
+        for name, x in (("q", case.q), ("k", case.k), ("v", case.v), ("qr", case.rope[0]), ("kr", case.rope[1]))
+    }
+    leaves["sink"] = torch.tensor(case.sink.astype(np.float64), requires_grad=True)
+    g = case.q.shape[1] // case.k.shape[1]
+    outs = []
+    for (q0, q1), (k0, k1) in zip(golden.spans(case.cu_q), golden.spans(case.cu_kv)):
+        if q1 == q0:
+            continue
+        q = torch.cat([leaves["q"][q0:q1], leaves["qr"][q0:q1]], -1).transpose(0, 1)
+        k = torch.cat([leaves["k"][k0:k1], leaves["kr"][k0:k1]], -1).transpose(0, 1).repeat_interleave(g, 0)
+        v = leaves["v"][k0:k1].transpose(0, 1).repeat_interleave(g, 0)
+        s = q @ k.transpose(1, 2) * case.spec["scale"]
+        i, j = torch.arange(q1 - q0)[:, None], torch.arange(k1 - k0)[None, :]
+        s = s.masked_fill(j - i > (k1 - k0) - (q1 - q0), -torch.finfo(torch.float32).max)
+        sink = leaves["sink"][:, None, None].expand(-1, q1 - q0, 1)
+        p = torch.softmax(torch.cat([s, sink], -1), -1)[..., :-1]
+        outs.append((p @ v).transpose(0, 1))
+    (torch.cat(outs) * torch.tensor(np.asarray(case.dy, np.float64))).sum().backward()
+    names = {"dq": "q", "dk": "k", "dv": "v", "dq_rope": "qr", "dk_rope": "kr", "dsink": "sink"}
+    for name, leaf in names.items():
+        dtype = "float32" if name == "dsink" else "bfloat16"
+        want = leaves[leaf].grad.numpy()
+        failure = precision.failure(got[name], want, dtype, bound=TORCH_BOUND[dtype], floor=torch_floor(want))
+        assert failure is None, f"{name}: {failure}"
+
+
+class RopeTieCase:
+    """One query row over 8 keys whose scores are all c (q = 0; the rope halves give q_r·k_r,j = c):
+    P = 1/8 exactly, o = 0 so D = 0, and dy = (1, 2^-8) makes dP_j = a_j ± 2^-8 for bf16 a_j in
+    [1, 2): dS_j = dP_j / 8 is a bf16 tie, which the rope gradients dq_rope = Σ_j dS_j k_r,j and
+    dk_rope,j = dS_j q_r carry (their own final narrowing is dq's and dk's, tied in
+    test_flash_attention_score_grad.py)."""
+
+    def __init__(self):
+        rng = np.random.default_rng(7)
+        self.q, self.k = np.zeros((1, 1, 16), BF16), np.zeros((8, 1, 16), BF16)
+        self.v = np.zeros((8, 1, 16), BF16)
+        self.v[:, 0, 0] = 1 + rng.integers(0, 128, 8) / 128
+        self.v[:, 0, 1] = rng.choice([-1, 1], 8)
+        self.dy = np.zeros((1, 1, 16), BF16)
+        self.dy[0, 0, :2] = (1, 2.0**-8)
+        self.dp = np.asarray(self.v[:, 0, 0], np.float64) + np.asarray(self.v[:, 0, 1], np.float64) * 2.0**-8
+        self.qr = np.zeros((1, 1, 16), BF16)
+        self.qr[0, 0, :2] = (1, 1 + 2.0**-7)
+        self.kr = np.zeros((8, 1, 16), BF16)
+        self.kr[:, 0, 0] = 0.5
+        self.kr[:, 0, 2:] = rng.choice([-1, 1], (8, 14)) * 2.0 ** rng.integers(-3, 3, (8, 14))
+
+    def golden(self, modes):
+        ds = ties.round_to(self.dp / 8, "bfloat16", modes["dS"])
+        kr, qr = np.asarray(self.kr[:, 0], np.float64), np.asarray(self.qr[0, 0], np.float64)
+        return {
+            "dq_rope": ties.to_output((ds[:, None] * kr).sum(axis=0), "bfloat16", "away"),
+            "dk_rope": ties.to_output(ds[:, None] * qr[None, :], "bfloat16", "away"),
+        }
+
+    def run(self):
+        params = FaParams(scale=1.0, keep_prob=1.0, head_num=1, layout="TND")
+        c = np.float32(0.5)
+        smax = np.full((1, 1, 8), c, np.float32)
+        ssum = np.full((1, 1, 8), 8, np.float32)
+        out = np.zeros((1, 1, 16), BF16)
+        grads = var_len_score_grad(
+            self.q, self.k, self.v, self.dy, out, smax, ssum, params, [1], [8], rope=(self.qr, self.kr)
+        )
+        return {"dq_rope": grads["dq_rope"][0, 0], "dk_rope": grads["dk_rope"][:, 0]}
+
+
+def test_rope_gradients_round_half_away_at_ties():
+    """CAST_ROUND of the dS the rope gradients dq_rope and dk_rope (bf16) are made of."""
+    case = RopeTieCase()
+    want = ties.assert_sensitive(case.golden, {"dS": "away"}, "rope")
+    got = case.run()
+    for name in want:
+        ties.assert_bits(got[name], want[name], name)
