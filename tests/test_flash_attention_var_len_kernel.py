@@ -8,8 +8,11 @@ import pytest
 import precision
 import ties
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
+from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
+from golden import flash_attention_score_grad as golden_dense
 from golden import flash_attention_var_len as golden
 from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
 
@@ -304,3 +307,26 @@ def test_rope_gradients_round_half_away_at_ties():
     got = case.run()
     for name in want:
         ties.assert_bits(got[name], want[name], name)
+
+
+def test_dsink_sums_the_dropped_dp():
+    """Dense BNSD with dropout (V3's FlashAttentionScoreGrad path): each block's terms take dP after
+    the keep factors, Σ_j P_ij dP_ij keep_ij / keepProb, as the SameAB template copies dP once dropped."""
+    rng = np.random.default_rng(5)
+    b, n, s1, s2, d, keep_prob = 1, 2, 40, 48, 16, 0.75
+    q, k, v, dy = (cast_round(rng.standard_normal((b, n, s, d)), FP16) for s in (s1, s2, s2, s1))
+    sink = rng.standard_normal(n).astype(np.float32)
+    drop_mask = np.packbits(rng.random(b * n * s1 * s2) < keep_prob, bitorder="little")
+    params = FaParams(scale=0.25, keep_prob=keep_prob, head_num=n, layout="BNSD")
+    smax, ssum, out = flash_attention_score(q, k, v, params, drop_mask=drop_mask, sink=sink)
+    *_, terms = flash_attention_score_grad(q, k, v, dy, out, smax, ssum, params, drop_mask=drop_mask, sink=sink)
+    keep = golden_dense.drop_factors(drop_mask, keep_prob, b, n, s1, s2)[0]
+    q64, k64, v64, dy64 = (np.asarray(x[0], np.float64) for x in (q, k, v, dy))
+    want, floor = np.zeros(n), np.zeros(n)
+    for h in range(n):
+        mx, sm = np.asarray(smax[0, h, :, 0], np.float64), np.asarray(ssum[0, h, :, 0], np.float64)
+        p = np.exp(q64[h] @ k64[h].T * 0.25 - mx[:, None]) / sm[:, None]
+        terms64 = np.exp(float(sink[h]) - mx)[:, None] / sm[:, None] * p * (dy64[h] @ v64[h].T) * keep[h]
+        want[h], floor[h] = -terms64.sum(), np.abs(terms64).sum()
+    failure = precision.failure(sink_gradient([terms]), want, "float32", floor=floor)
+    assert failure is None, failure

@@ -23,6 +23,7 @@ AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
+VARLEN = K + "flash_attention/varlen.py"
 
 FAG_TESTS = ("tests/test_flash_attention_score_grad.py", "tests/test_flash_attention_score_grad_cabi.py")
 PFA_TESTS = (
@@ -62,6 +63,7 @@ LI_TESTS = (
     "tests/test_lightning_indexer_cabi.py",
     "tests/test_sparse_attention_round_trip.py",
 )
+VARLEN_TESTS = ("tests/test_flash_attention_var_len_kernel.py",)
 SFA_TESTS = (
     "tests/test_sparse_flash_attention.py",
     "tests/test_sparse_flash_attention_cabi.py",
@@ -1245,4 +1247,71 @@ MUTATIONS = [
         "rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & 1)) & np.uint32(0xFFFF0000)).view(np.float32)",
         LIG_TESTS + ROUNDING_TESTS,
     ),
+    # --- TND variable length, sink, rope split, softmax layouts ---------------------------------
+    Mutation(
+        "varlen-mode7-band-on-first-batch",
+        VARLEN,
+        "return valid[-1] if mode == 7 else valid[0]",
+        "return valid[0] if mode == 7 else valid[0]",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-mode8-others-right-down",
+        VARLEN,
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)",
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-mode7-others-left-up",
+        VARLEN,
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)",
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-prefix-of-batch-0", VARLEN, "(params.prefix[b],)", "(params.prefix[0],)", VARLEN_TESTS),
+    Mutation(
+        "varlen-user-mask-per-token",
+        VARLEN,
+        "return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]",
+        "return atten_mask[..., rows, keys]",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
+    Mutation(
+        "varlen-rope-gradients-swapped",
+        VARLEN,
+        'grads["dq_rope"], grads["dk_rope"] = dq[..., query.shape[-1] :], dk[..., key.shape[-1] :]',
+        'grads["dq_rope"], grads["dk_rope"] = dq[..., -1 - query.shape[-1] : -1], dk[..., key.shape[-1] :]',
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fas-sink-sum-starts-at-0",
+        FAS,
+        "np.full(rows, self.sink[n], FP32), np.ones(rows, FP32)",
+        "np.full(rows, self.sink[n], FP32), np.zeros(rows, FP32)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fas-sink-ignored-in-the-max",
+        FAS,
+        "np.full(rows, self.sink[n], FP32), np.ones(rows, FP32)",
+        "np.full(rows, -np.inf, FP32), np.zeros(rows, FP32)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-without-dropout-keep",
+        FAG,
+        "terms = grad * probs if keep is None else (grad * keep) * probs",
+        "terms = grad * probs",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-psink-from-the-wrong-head",
+        FAG,
+        "np.exp(self.sink[n] - lanes_max[:, 0])",
+        "np.exp(self.sink[0] - lanes_max[:, 0])",
+        VARLEN_TESTS,
+    ),
+    Mutation("fag-dsink-not-negated", FAG, "    return -total", "    return total", VARLEN_TESTS),
 ]

@@ -41,14 +41,15 @@ def batches(cu_q, cu_kv):
     return [(slice(int(a), int(b)), slice(int(c), int(d))) for a, b, c, d in zip(q0, cu_q, k0, cu_kv)]
 
 
-def batch_params(params: FaParams, b: int, s1: int, s2: int, band_index: int) -> FaParams:
+def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     """The dense kernels' parameters for batch b: its sparse mode as a dense one (7 and 8 become a
-    right-down band of their batch's bound, or the causal mode of the others), its prefix."""
+    right-down band of their batch's bound, or the causal mode of the others), its prefix. Mode 8's
+    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything."""
     mode, nxt, pre = params.sparse_mode, params.next_tokens, params.pre_tokens
     if mode == 7:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
     elif mode == 8:
-        mode, pre, nxt = (4, UNBOUNDED, min(nxt, s1)) if b == band_index else (2, pre, nxt)
+        mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)
     prefix = None if params.prefix is None else (params.prefix[b],)
     return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
 
@@ -99,7 +100,7 @@ def var_len_score(
     for b, ((rows, keys), (smax, ssum)) in enumerate(zip(batches(cu_q, cu_kv), views)):
         if rows.stop == rows.start or keys.stop == keys.start:  # rows without keys stay 0
             continue
-        p = batch_params(params, b, rows.stop - rows.start, keys.stop - keys.start, band)
+        p = batch_params(params, b, band)
         mask = _batch_mask(atten_mask, params, rows, keys)
         outputs = (smax, ssum, out[rows][None])
         flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, None, mask, outputs, sink)
@@ -133,7 +134,7 @@ def var_len_score_grad(
     for b, ((rows, keys), (smax, ssum)) in enumerate(zip(batches(cu_q, cu_kv), views)):
         if rows.stop == rows.start or keys.stop == keys.start:
             continue
-        p = batch_params(params, b, rows.stop - rows.start, keys.stop - keys.start, band)
+        p = batch_params(params, b, band)
         mask = _batch_mask(atten_mask, params, rows, keys)
         operands = (q[rows], k[keys], value[keys], dy[rows], attention_in[rows])
         got = flash_attention_score_grad(*(x[None] for x in operands), smax, ssum, p, None, None, mask, sink)
