@@ -181,6 +181,14 @@ def test_sparse_modes_per_batch(mode, attrs):
     check(Case("float16", lq=lq, lk=lk, sparse_mode=mode, atten_mask=mask, **attrs))
 
 
+@pytest.mark.parametrize(
+    "mode, lq, lk", [(7, (5, 0, 37, 70, 0), (9, 4, 37, 73, 6)), (8, (0, 5, 37, 40), (4, 9, 37, 53))]
+)
+def test_the_band_batch_is_chosen_by_query_lengths(mode, lq, lk):
+    """bandIndex is the last (7) or first (8) batch whose query length is not 0, whatever its keys."""
+    check(Case("float16", lq=lq, lk=lk, sparse_mode=mode, atten_mask=MASK_2048, next_tokens=5))
+
+
 def test_user_mask_is_read_per_batch_top_left():
     rng = np.random.default_rng(3)
     mask = (rng.random((70, 73)) < 0.3).astype(np.uint8)

@@ -43,9 +43,11 @@ def masked_set(mode, mask, b, band, s1, s2, pre, nxt, prefix):
 
 
 def band_of(mode, cu_q, cu_kv):
-    lengths = [(e - s) + (f - t) for (s, e), (t, f) in zip(spans(cu_q), spans(cu_kv))]
-    valid = [b for b, n in enumerate(lengths) if n] or [0]
-    return valid[-1] if mode == 7 else valid[0]
+    """bandIndex: the last (mode 7) or first (mode 8) batch with query tokens."""
+    with_queries = [b for b, (s, e) in enumerate(spans(cu_q)) if e > s]
+    if not with_queries:
+        return len(cu_q) - 1 if mode == 7 else 0
+    return with_queries[-1] if mode == 7 else with_queries[0]
 
 
 def _heads(query, key, rope):

@@ -1251,8 +1251,8 @@ MUTATIONS = [
     Mutation(
         "varlen-mode7-band-on-first-batch",
         VARLEN,
-        "return valid[-1] if mode == 7 else valid[0]",
-        "return valid[0] if mode == 7 else valid[0]",
+        "return valid[-1] if valid else len(cu_q) - 1",
+        "return valid[0] if valid else len(cu_q) - 1",
         VARLEN_TESTS,
     ),
     Mutation(

@@ -55,10 +55,12 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
 
 
 def band_index(mode: int, cu_q, cu_kv) -> int:
-    """The batch of modes 7 (the last with tokens) and 8 (the first): the tiling's bandIndex."""
-    lengths = [q.stop - q.start + k.stop - k.start for q, k in batches(cu_q, cu_kv)]
-    valid = [b for b, length in enumerate(lengths) if length] or [0]
-    return valid[-1] if mode == 7 else valid[0]
+    """The batch of modes 7 (the last with query tokens, else the last) and 8 (the first with query
+    tokens, else the first): the tiling's bandIndex (lastValidIndex / firstValidIndex)."""
+    valid = [b for b, (rows, _) in enumerate(batches(cu_q, cu_kv)) if rows.stop > rows.start]
+    if mode == 7:
+        return valid[-1] if valid else len(cu_q) - 1
+    return valid[0] if valid else 0
 
 
 def softmax_views(buffer, heads: int, cu_q, layout: str):
