@@ -39,17 +39,22 @@ class Case:
         self.sink = None if not kw.pop("sink", False) else (rng.standard_normal(n1) * 2).astype(np.float32)
         self.layout = kw.pop("softmax_layout", "")
         self.mask = kw.pop("atten_mask", None)
+        keep_prob = kw.pop("keep_prob", 1.0)
+        bits = n1 * sum(a * b for a, b in zip(lq, lk))
+        drop = None if keep_prob == 1 else np.packbits(rng.random(bits) < keep_prob, bitorder="little")
         self.spec = dict(
             scale=1 / np.sqrt(d + dr),
             sparse_mode=kw.pop("sparse_mode", 0),
             pre_tokens=kw.pop("pre_tokens", 2147483647),
             next_tokens=kw.pop("next_tokens", 2147483647),
             prefix=kw.pop("prefix", None),
+            drop_mask=drop,
+            keep_prob=keep_prob,
         )
         assert not kw, kw
         self.params = FaParams(
             scale=self.spec["scale"],
-            keep_prob=1.0,
+            keep_prob=keep_prob,
             head_num=n1,
             layout="TND",
             pre_tokens=self.spec["pre_tokens"],
@@ -67,6 +72,7 @@ class Case:
             self.cu_q,
             self.cu_kv,
             atten_mask=self.mask,
+            drop_mask=self.spec["drop_mask"],
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
@@ -111,6 +117,7 @@ class Case:
             self.cu_q,
             self.cu_kv,
             atten_mask=self.mask,
+            drop_mask=self.spec["drop_mask"],
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
@@ -194,6 +201,20 @@ def test_user_mask_is_read_per_batch_top_left():
     mask = (rng.random((70, 73)) < 0.3).astype(np.uint8)
     mask[:, 0] = 0  # no row entirely masked
     check(Case("bfloat16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=1, atten_mask=mask))
+
+
+def test_a_token_indexed_mask_is_read_at_each_batch_s_tokens():
+    """A [T1, T2] mask (attenMaskTT): batch b reads rows and columns of its own tokens."""
+    rng = np.random.default_rng(4)
+    mask = (rng.random((112, 123)) < 0.3).astype(np.uint8)
+    mask[:, [0, 9, 13, 50]] = 0  # every batch's first key stays visible
+    check(Case("float16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=0, atten_mask=mask))
+
+
+@pytest.mark.parametrize("sink", [False, True])
+def test_dropout_bits_batch_after_batch(sink):
+    """keepProb < 1: batch b's keep bits follow the N1·S1·S2 bits of the batches before it."""
+    check(Case("float16", keep_prob=0.8, sink=sink, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
 
 
 @pytest.mark.parametrize("dtype_name", DTYPES)

@@ -21,13 +21,23 @@ def spans(cu):
         start = int(end)
 
 
+def user_block(mask, rows, keys, longest):
+    """A 2-D user mask's block for a batch: [S1max, S2max] masks are read top-left, [T1, T2] ones at
+    the batch's tokens."""
+    m = np.asarray(mask)
+    if m.shape != longest:
+        return m[rows, keys]
+    return m[: rows.stop - rows.start, : keys.stop - keys.start]
+
+
 def masked_set(mode, mask, b, band, s1, s2, pre, nxt, prefix):
-    """Boolean [S1b, S2b]: masked scores of batch b (band: the batch of modes 7 and 8)."""
+    """Boolean [S1b, S2b]: masked scores of batch b (band: the batch of modes 7 and 8; mask: the
+    batch's user block for modes 0 and 1, or the compressed template)."""
     i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
     if mask is None:
         return np.zeros((s1, s2), bool)
     if mode in (0, 1):
-        user = np.asarray(mask)[:s1, :s2] != 0
+        user = np.asarray(mask) != 0
         return user | (j - i > nxt) | (i - j > pre) if mode == 0 else user
     bound = {
         2: 0,
@@ -58,19 +68,47 @@ def _heads(query, key, rope):
     return q, k
 
 
-def _problems(query, key, cu_q, cu_kv, *, scale, atten_mask, sparse_mode, pre_tokens, next_tokens, prefix, rope):
-    """Per (b, n1): (query rows, key rows, kv head, scores [S1b, S2b] with -FLT_MAX where masked)."""
+def _problems(
+    query,
+    key,
+    cu_q,
+    cu_kv,
+    *,
+    scale,
+    atten_mask,
+    sparse_mode,
+    pre_tokens,
+    next_tokens,
+    prefix,
+    rope,
+    drop_mask=None,
+    keep_prob=1.0,
+):
+    """Per (b, n1): (query rows, key rows, kv head, scores [S1b, S2b] with -FLT_MAX where masked,
+    keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn."""
     q, k = _heads(query, key, rope)
     n1, n2 = q.shape[1], k.shape[1]
     band = band_of(sparse_mode, cu_q, cu_kv)
+    longest = (max(e - s for s, e in spans(cu_q)), max(e - s for s, e in spans(cu_kv)))
+    bits = None if drop_mask is None else np.unpackbits(np.asarray(drop_mask, np.uint8), bitorder="little")
+    first = 0
     for b, ((q0, q1), (k0, k1)) in enumerate(zip(spans(cu_q), spans(cu_kv))):
-        if q1 == q0 or k1 == k0:
+        rows, keys, size = slice(q0, q1), slice(k0, k1), (q1 - q0) * (k1 - k0)
+        first += n1 * size
+        if not size:
             continue
-        masked = masked_set(sparse_mode, atten_mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
+        mask = atten_mask
+        if atten_mask is not None and sparse_mode in (0, 1):
+            mask = user_block(atten_mask, rows, keys, longest)
+        masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
         for n in range(n1):
             kv = n // (n1 // n2)
-            s = (q[q0:q1, n] @ k[k0:k1, kv].T) * scale
-            yield slice(q0, q1), slice(k0, k1), n, kv, np.where(masked, -FLT_MAX, s)
+            s = (q[rows, n] @ k[keys, kv].T) * scale
+            keep = 1.0
+            if bits is not None:
+                start = first - n1 * size + n * size
+                keep = bits[start : start + size].reshape(q1 - q0, k1 - k0) / float(np.float32(keep_prob))
+            yield rows, keys, n, kv, np.where(masked, -FLT_MAX, s), keep
 
 
 def forward(
@@ -84,13 +122,13 @@ def forward(
     out, row_max, row_sum = np.zeros((t1, n1, v.shape[-1])), np.zeros((t1, n1)), np.zeros((t1, n1))
     floor = np.zeros_like(out)
     spec = dict(atten_mask=atten_mask, sparse_mode=sparse_mode, rope=rope, **attrs)
-    for rows, keys, n, kv, s in _problems(query, key, cu_q, cu_kv, **spec):
+    for rows, keys, n, kv, s, keep in _problems(query, key, cu_q, cu_kv, **spec):
         extra = None if sink is None else np.full((s.shape[0], 1), float(sink[n]))
         full = s if extra is None else np.concatenate([s, extra], axis=1)
         m = full.max(axis=1)
         e = np.exp(full - m[:, None])
         row_max[rows, n], row_sum[rows, n] = m, e.sum(axis=1)
-        p = round_half_away(e[:, : s.shape[1]], dtype_name)
+        p = round_half_away(e[:, : s.shape[1]] * keep, dtype_name)
         out[rows, n] = p @ v[keys, kv] / row_sum[rows, n][:, None]
         floor[rows, n] = np.abs(p) @ np.abs(v[keys, kv]) / row_sum[rows, n][:, None]
     return out, row_max, row_sum, floor
@@ -121,13 +159,13 @@ def backward(
     scale = attrs["scale"]
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     dsink = np.zeros(np.shape(query)[1])
-    for rows, keys, n, kv, s in _problems(query, key, cu_q, cu_kv, rope=rope, **attrs):
+    for rows, keys, n, kv, s, keep in _problems(query, key, cu_q, cu_kv, rope=rope, **attrs):
         mx, sm = row_max[rows, n][:, None], row_sum[rows, n][:, None]
         p = np.exp(s - mx) / sm
-        dp = do[rows, n] @ v[keys, kv].T
+        dp = (do[rows, n] @ v[keys, kv].T) * keep
         d_sum = (do[rows, n] * o[rows, n]).sum(axis=1, keepdims=True)
         ds = round_half_away(p * (dp - d_sum), dtype_name)
-        pd = round_half_away(p, dtype_name)
+        pd = round_half_away(p * keep, dtype_name)
         p_sink = None if sink is None else np.exp(float(sink[n]) - mx[:, 0]) / sm[:, 0]
         if floors:
             np.maximum(dv[keys, kv], _largest_products(pd.T, do[rows, n]), out=dv[keys, kv])

@@ -1277,6 +1277,21 @@ MUTATIONS = [
         "return atten_mask[..., rows, keys]",
         VARLEN_TESTS,
     ),
+    Mutation(
+        "varlen-token-mask-read-top-left",
+        VARLEN,
+        "if atten_mask.ndim == 2 and atten_mask.shape != longest:",
+        "if False:",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-max-mask-read-at-tokens",
+        VARLEN,
+        "if atten_mask.ndim == 2 and atten_mask.shape != longest:",
+        "if atten_mask.ndim == 2:",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-drop-bits-restart-per-batch", VARLEN, "        bit += heads * s1 * s2\n", "", VARLEN_TESTS),
     Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
     Mutation(
         "varlen-rope-gradients-swapped",

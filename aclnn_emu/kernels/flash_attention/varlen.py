@@ -11,8 +11,11 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   6        j - i > S2b - S1b and j >= prefix[b]
   7        j - i > S2b - S1b + next for the last batch with tokens (bandIndex), else as 3
   8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
-  0, 1     the user's [S1max, S2max] mask, batch b reading its top-left [S1b, S2b] (attenMaskS1S2),
-           mode 0 with the per-batch pre/next band as in the dense kernel.
+  0, 1     a 2-D user mask: [S1max, S2max], batch b reading its top-left [S1b, S2b] (attenMaskS1S2),
+           or [T1, T2], batch b reading its own tokens' block (attenMaskTT); mode 0 with the per-batch
+           pre/next band as in the dense kernel.
+A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
+order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER).
 softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
 after the rows of the batches before it, what the kernels write and read); with the layout
 "same_as_input" token-major ([T1, N1, 8] as the shape says; tndSoftmaxOut / softmaxInLayout).
@@ -32,6 +35,7 @@ from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.sparse_modes import UNBOUNDED
 
 SAME_AS_INPUT = "same_as_input"  # the softmax layout that follows the TND input
+DROP_ORDER = "the bit order of a TND dropMask: batch after batch, each [N1, S1b, S2b]"
 
 
 def batches(cu_q, cu_kv):
@@ -77,11 +81,42 @@ def softmax_views(buffer, heads: int, cu_q, layout: str):
     return views
 
 
-def _batch_mask(atten_mask, params, rows, keys):
-    """The batch's mask: compressed templates are not indexed; a user mask's top-left block."""
-    if atten_mask is None or params.sparse_mode not in (0, 1):
+def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple):
+    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask gives its
+    top-left block (the tiling's first choice), a [T1, T2] one the batch's own tokens."""
+    if atten_mask is None or mode not in (0, 1):
         return atten_mask
+    if atten_mask.ndim == 2 and atten_mask.shape != longest:
+        return atten_mask[rows, keys]
     return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]
+
+
+def _longest(cu_q, cu_kv) -> tuple:
+    spans = batches(cu_q, cu_kv)
+    return max(q.stop - q.start for q, _ in spans), max(k.stop - k.start for _, k in spans)
+
+
+def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
+    """The packed keep bits [N1, S1b, S2b] of a batch whose bits start at bit `start`."""
+    if drop_mask is None:
+        return None
+    count = heads * rows * keys
+    data = np.asarray(drop_mask, np.uint8).reshape(-1)[start // 8 : -(-(start + count) // 8)]
+    bits = np.unpackbits(data, bitorder="little")[start % 8 : start % 8 + count]
+    return np.packbits(bits, bitorder="little")
+
+
+def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+    """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
+    queries and keys, in batch order; its index too, for the softmax views."""
+    band, longest, bit = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0
+    for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
+        s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+        if s1 and s2:  # rows without keys stay 0
+            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest)
+            drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
+            yield b, rows, keys, batch_params(params, b, band), mask, drop
+        bit += heads * s1 * s2
 
 
 def _joined(x, rope):
@@ -89,7 +124,18 @@ def _joined(x, rope):
 
 
 def var_len_score(
-    query, key, value, params: FaParams, cu_q, cu_kv, *, atten_mask=None, sink=None, rope=None, softmax_layout=""
+    query,
+    key,
+    value,
+    params: FaParams,
+    cu_q,
+    cu_kv,
+    *,
+    atten_mask=None,
+    drop_mask=None,
+    sink=None,
+    rope=None,
+    softmax_layout="",
 ):
     """(softmax_max, softmax_sum, attention_out) of a TND call: [T1, N1, 8] fp32 twice in
     `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None."""
@@ -97,15 +143,10 @@ def var_len_score(
     heads = query.shape[1]
     stats = [np.zeros((query.shape[0], heads, SOFTMAX_LANES), FP32) for _ in range(2)]
     out = np.zeros((query.shape[0], heads, value.shape[-1]), query.dtype)
-    band = band_index(params.sparse_mode, cu_q, cu_kv)
-    views = zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats))
-    for b, ((rows, keys), (smax, ssum)) in enumerate(zip(batches(cu_q, cu_kv), views)):
-        if rows.stop == rows.start or keys.stop == keys.start:  # rows without keys stay 0
-            continue
-        p = batch_params(params, b, band)
-        mask = _batch_mask(atten_mask, params, rows, keys)
-        outputs = (smax, ssum, out[rows][None])
-        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, None, mask, outputs, sink)
+    views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats)))
+    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+        outputs = (*views[b], out[rows][None])
+        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, drop, mask, outputs, sink)
     return stats[0], stats[1], out
 
 
@@ -122,6 +163,7 @@ def var_len_score_grad(
     cu_kv,
     *,
     atten_mask=None,
+    drop_mask=None,
     sink=None,
     rope=None,
     softmax_layout="",
@@ -130,16 +172,11 @@ def var_len_score_grad(
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
-    band = band_index(params.sparse_mode, cu_q, cu_kv)
-    views = zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum)))
+    views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
     terms = []
-    for b, ((rows, keys), (smax, ssum)) in enumerate(zip(batches(cu_q, cu_kv), views)):
-        if rows.stop == rows.start or keys.stop == keys.start:
-            continue
-        p = batch_params(params, b, band)
-        mask = _batch_mask(atten_mask, params, rows, keys)
+    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
         operands = (q[rows], k[keys], value[keys], dy[rows], attention_in[rows])
-        got = flash_attention_score_grad(*(x[None] for x in operands), smax, ssum, p, None, None, mask, sink)
+        got = flash_attention_score_grad(*(x[None] for x in operands), *views[b], p, None, drop, mask, sink)
         dq[rows], dk[keys], dv[keys] = (x[0] for x in got[:3])
         if sink is not None:
             terms.append(got[3])
