@@ -197,7 +197,7 @@ def _attention_sample(dtype, scale=0.088388, sink=None, rope=False):
     return lines
 
 
-def _gradient_sample(dtype, sink=None, rope=False):
+def _gradient_sample(dtype, sink=None, rope=False, scale=0.088388):
     """dq (dqRope), dk (dkRope), dv (dsink) as printed: the TND golden backward of one batch with the
     sample's softmaxMax = softmaxSum = 3 and attentionIn, dy from float 1.0s."""
     shape = (SEQ, 1, WIDTH)
