@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
         report(entry + ".rope.no_mask", [&](Cfg &c) { rope(c); c.hasMask = false; c.sparse = 0; });
         report(entry + ".rope.dropout", [&](Cfg &c) { rope(c); c.hasDrop = true; c.keep = 0.9; });
         report(entry + ".rope.keep_prob", [&](Cfg &c) { rope(c); c.keep = 0.9; });
-        report(entry + ".rope.padded_d", [&](Cfg &c) { rope(c); c.d = 72; });
+        report(entry + ".rope.padded_d", [&](Cfg &c) { rope(c); c.d = 100; });
     }
 
     // sink: InputDtypeCheck (161002), then the tiling (161001)
