@@ -8,6 +8,13 @@ from ..functions import function
 from ..opdef.registry import by_name
 
 FlashAttentionScoreV2 = function(by_name("FlashAttentionScoreV2"))
+FlashAttentionScore = function(by_name("FlashAttentionScore"))
+FlashAttentionScoreV3 = function(by_name("FlashAttentionScoreV3"))
+FlashAttentionVarLenScore = function(by_name("FlashAttentionVarLenScore"))
+FlashAttentionVarLenScoreV2 = function(by_name("FlashAttentionVarLenScoreV2"))
+FlashAttentionVarLenScoreV3 = function(by_name("FlashAttentionVarLenScoreV3"))
+FlashAttentionVarLenScoreV4 = function(by_name("FlashAttentionVarLenScoreV4"))
+FlashAttentionVarLenScoreV5 = function(by_name("FlashAttentionVarLenScoreV5"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
@@ -20,6 +27,13 @@ GatherPaKvCache = function(by_name("GatherPaKvCache"))
 
 __all__ = [
     "FlashAttentionScoreV2",
+    "FlashAttentionScore",
+    "FlashAttentionScoreV3",
+    "FlashAttentionVarLenScore",
+    "FlashAttentionVarLenScoreV2",
+    "FlashAttentionVarLenScoreV3",
+    "FlashAttentionVarLenScoreV4",
+    "FlashAttentionVarLenScoreV5",
     "FlashAttentionScoreGradV2",
     "PromptFlashAttentionV2",
     "IncreFlashAttentionV4",

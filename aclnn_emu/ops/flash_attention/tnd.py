@@ -1,0 +1,133 @@
+"""The packed variable-length layout (TND) of FlashAttentionScore and its backward: the per-batch
+lengths the tilings read from actualSeqQLen / actualSeqKvLen and what they check of them, shared by
+both operators (op_host/arch32/flash_attention_score_tiling_general.cpp `GetActualSeqLenData` and the
+TND branch of `GetShapeAttrsInfo`, `VarLenSparseModeProcess`; the backward's
+flash_attention_score_grad_tiling_*.cpp read them alike).
+
+Each failure is (message, rule) for the operator's one tiling failure; None passes.
+"""
+
+import math
+
+import numpy as np
+
+from aclnn_emu.dtypes import DataType
+
+# The mask shapes of the compressed modes (2048 x 2048 templates; the prefix one 3072 x 2048).
+TND_SPARSE_MODES = (0, 1, 2, 3, 4, 6, 7, 8)  # VarLenSparseModeProcess: 5 and > 8 fail
+
+
+class Batches:
+    """Per-batch query and key lengths of cumulative length lists (a non-increasing step is a batch of
+    length 0, as GetActualSeqLenData clamps it)."""
+
+    def __init__(self, cu_q, cu_kv):
+        self.cu_q, self.cu_kv = tuple(int(x) for x in cu_q), tuple(int(x) for x in cu_kv)
+        self.q = _lengths(self.cu_q)
+        self.kv = _lengths(self.cu_kv)
+        self.count = len(self.q)
+
+    @property
+    def monotone(self) -> bool:
+        """Every cumulative list starts at 0 or more and never decreases (what the kernels' offsets assume)."""
+        return all(b >= a for cu in (self.cu_q, self.cu_kv) for a, b in zip((0,) + cu, cu))
+
+    @property
+    def longest(self) -> tuple:
+        return max(self.q, default=0), max(self.kv, default=0)
+
+
+def _lengths(cu):
+    return [max(b - a, 0) if i else b for i, (a, b) in enumerate(zip((0,) + cu, cu))]
+
+
+def check_lengths(a):
+    """The TND branch of GetShapeAttrsInfo: (Batches, failure)."""
+    cu_q, cu_kv = a.actualSeqQLenOptional, a.actualSeqKvLenOptional
+    if cu_q is None or cu_kv is None:
+        return None, (
+            "actualSeqQlenTensor or actualSeqKvlenTensor is nullptr for inputLayout TND",
+            "tiling.tnd_seq_null",
+        )
+    batches = Batches(cu_q, cu_kv)
+    if len(cu_q) != len(cu_kv):
+        return None, (f"VarLen scene, q is not equal kv: {len(cu_q)} and {len(cu_kv)} lengths", "tiling.tnd_seq_sizes")
+    t1, t2 = a.query.shape[0], a.key.shape[0]
+    if t1 < sum(batches.q) or t2 < sum(batches.kv):
+        return None, (
+            f"Query T({t1}) and key T({t2}) need larger than respectively sum of seqLen({sum(batches.q)}) and "
+            f"sekvLen({sum(batches.kv)}).",
+            "tiling.tnd_seq_sum",
+        )
+    n1 = a.query.shape[1]
+    if a.headNum != n1:
+        return None, (f"head_num is [{a.headNum}], but got query dim1 [{n1}].", "tiling.head_num")
+    n2 = a.key.shape[1]
+    if n2 == 0:
+        return None, ("N2 is zero.", "tiling.tnd_n2")
+    if n1 % n2:
+        return None, (f"n1Size [{n1}] should be a multiple of n2Size [{n2}].", "tiling.gqa")
+    return batches, None
+
+
+def check_sparse(a, batches: Batches, mode: int):
+    """VarLenSparseModeProcess (only with an attenMask): the modes TND takes, and mode 6's prefix list."""
+    if mode not in TND_SPARSE_MODES and mode >= 0:
+        return f"Var len not support sparse mode {mode}.", "tiling.tnd_sparse_mode"
+    if mode != 6:
+        return None
+    prefix = a.prefixOptional
+    if prefix is None:
+        return "prefixN is null pointer while sparse mode is prefix compress", "tiling.prefix"
+    if len(prefix) != batches.count:
+        return f"prefixN size {len(prefix)} differs from the batch count {batches.count}", "tiling.prefix"
+    for b, (n, s1, s2) in enumerate(zip(prefix, batches.q, batches.kv)):
+        low = max(s2 - s1, 0)
+        if not low <= n <= s2:
+            return f"batch[{b}] prefixN={n} is invalid, should be in range of [{low}, {s2}]", "tiling.prefix"
+    return None
+
+
+def check_mask(mask, batches: Batches, compressed: tuple | None):
+    """The attenMask shapes of a TND call: the compressed template of a compressed mode, else 2-D
+    [maxSq, maxSkv] or [T1, T2]. (failure or None, whether the shape is one the emulator runs.)"""
+    shape = tuple(mask.shape)
+    if compressed is not None:
+        if shape[-2:] != compressed:
+            rows, cols = compressed
+            return (
+                f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
+                "tiling.mask_compressed",
+            ), True
+        return None, True
+    if mask.ndim == 2:
+        if shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+            return (
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{batches.longest[0]}], "
+                f"MaxSkv=[{batches.longest[1]}], when input_layout is TND, the supported atten_mask shape is "
+                "[MaxSq, MaxSkv].",
+                "tiling.mask_shape",
+            ), True
+        return None, True
+    return None, False
+
+
+def drop_mask_bytes(batches: Batches, heads: int) -> int:
+    """The dropMask bytes a TND call needs: Σ_b N1·S1b·S2b bits."""
+    return math.ceil(heads * sum(q * k for q, k in zip(batches.q, batches.kv)) / 8)
+
+
+def check_sink(sink, heads: int):
+    """The sink checks of the arch32 tiling: FLOAT, 1-D of N1 elements."""
+    if sink.dtype != DataType.ACL_FLOAT:
+        return f"invalid sink dtype[{sink.dtype.name}], only support float.", "tiling.sink_dtype"
+    if sink.ndim != 1:
+        return f"invalid sink shape {list(sink.shape)}, sink shape only support [n,].", "tiling.sink_rank"
+    if sink.numel != heads:
+        return f"Input sink shapeSize is invalid, it should be {heads}, but got {sink.numel}", "tiling.sink_size"
+    return None
+
+
+def cumulative(batches: Batches):
+    """The cumulative lengths as the kernels index the packed tokens."""
+    return np.asarray(batches.cu_q, np.int64), np.asarray(batches.cu_kv, np.int64)
