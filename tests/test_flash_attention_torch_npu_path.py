@@ -30,8 +30,8 @@ def printed():
 
 def token_major(stats, cu_q):
     """softmaxMax/Sum [T1, N1, 8] as the kernels write them by default (each batch head-major) to
-    [T1, N1] (lane 0)."""
-    flat, out, start = stats.reshape(-1), np.empty(stats.shape[:2]), 0
+    [T1, N1] (lane 0), back in float32 (%.9g of -FLT_MAX reads back a little beyond it)."""
+    flat, out, start = stats.reshape(-1), np.empty(stats.shape[:2], np.float32), 0
     for end in cu_q:
         out[start:end] = flat[start * N1 * 8 : end * N1 * 8].reshape(N1, end - start, 8)[..., 0].T
         start = end

@@ -16,6 +16,13 @@ FlashAttentionVarLenScoreV3 = function(by_name("FlashAttentionVarLenScoreV3"))
 FlashAttentionVarLenScoreV4 = function(by_name("FlashAttentionVarLenScoreV4"))
 FlashAttentionVarLenScoreV5 = function(by_name("FlashAttentionVarLenScoreV5"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
+FlashAttentionScoreGrad = function(by_name("FlashAttentionScoreGrad"))
+FlashAttentionScoreGradV3 = function(by_name("FlashAttentionScoreGradV3"))
+FlashAttentionUnpaddingScoreGrad = function(by_name("FlashAttentionUnpaddingScoreGrad"))
+FlashAttentionUnpaddingScoreGradV2 = function(by_name("FlashAttentionUnpaddingScoreGradV2"))
+FlashAttentionUnpaddingScoreGradV3 = function(by_name("FlashAttentionUnpaddingScoreGradV3"))
+FlashAttentionUnpaddingScoreGradV4 = function(by_name("FlashAttentionUnpaddingScoreGradV4"))
+FlashAttentionUnpaddingScoreGradV5 = function(by_name("FlashAttentionUnpaddingScoreGradV5"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
@@ -35,6 +42,13 @@ __all__ = [
     "FlashAttentionVarLenScoreV4",
     "FlashAttentionVarLenScoreV5",
     "FlashAttentionScoreGradV2",
+    "FlashAttentionScoreGrad",
+    "FlashAttentionScoreGradV3",
+    "FlashAttentionUnpaddingScoreGrad",
+    "FlashAttentionUnpaddingScoreGradV2",
+    "FlashAttentionUnpaddingScoreGradV3",
+    "FlashAttentionUnpaddingScoreGradV4",
+    "FlashAttentionUnpaddingScoreGradV5",
     "PromptFlashAttentionV2",
     "IncreFlashAttentionV4",
     "SparseFlashAttentionGrad",

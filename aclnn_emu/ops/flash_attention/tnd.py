@@ -41,8 +41,8 @@ def _lengths(cu):
     return [max(b - a, 0) if i else b for i, (a, b) in enumerate(zip((0,) + cu, cu))]
 
 
-def check_lengths(a):
-    """The TND branch of GetShapeAttrsInfo: (Batches, failure)."""
+def check_lengths(a, key):
+    """The TND branch of GetShapeAttrsInfo (`key`: the call's key tensor): (Batches, failure)."""
     cu_q, cu_kv = a.actualSeqQLenOptional, a.actualSeqKvLenOptional
     if cu_q is None or cu_kv is None:
         return None, (
@@ -52,7 +52,7 @@ def check_lengths(a):
     batches = Batches(cu_q, cu_kv)
     if len(cu_q) != len(cu_kv):
         return None, (f"VarLen scene, q is not equal kv: {len(cu_q)} and {len(cu_kv)} lengths", "tiling.tnd_seq_sizes")
-    t1, t2 = a.query.shape[0], a.key.shape[0]
+    t1, t2 = a.query.shape[0], key.shape[0]
     if t1 < sum(batches.q) or t2 < sum(batches.kv):
         return None, (
             f"Query T({t1}) and key T({t2}) need larger than respectively sum of seqLen({sum(batches.q)}) and "
@@ -62,7 +62,7 @@ def check_lengths(a):
     n1 = a.query.shape[1]
     if a.headNum != n1:
         return None, (f"head_num is [{a.headNum}], but got query dim1 [{n1}].", "tiling.head_num")
-    n2 = a.key.shape[1]
+    n2 = key.shape[1]
     if n2 == 0:
         return None, ("N2 is zero.", "tiling.tnd_n2")
     if n1 % n2:

@@ -595,7 +595,7 @@ def _tiling_sink(sink, x: _Axes, env, arch35):
 
 def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     """The variable-length path (VarLen V1-V5): the TND tiling's checks, then the per-batch kernels."""
-    batches, problem = tnd.check_lengths(a)
+    batches, problem = tnd.check_lengths(a, a.key)
     _fail(problem)
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
