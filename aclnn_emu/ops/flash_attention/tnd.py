@@ -117,6 +117,14 @@ def drop_mask_bytes(batches: Batches, heads: int) -> int:
     return math.ceil(heads * sum(q * k for q, k in zip(batches.q, batches.kv)) / 8)
 
 
+# Ascend910_95 registers the sink input (flash_attention_score{,_grad}_def.cpp) but no arch35 tiling or
+# kernel reads it: the call runs as without one.
+SINK_IGNORED = (
+    "sinkOptional is ignored on Ascend910_95: no arch35 tiling or kernel reads it (the result is the one without "
+    "a sink; dsinkOut is not written)"
+)
+
+
 def check_sink(sink, heads: int):
     """The sink checks of the arch32 tiling: FLOAT, 1-D of N1 elements."""
     if sink.dtype != DataType.ACL_FLOAT:

@@ -23,6 +23,7 @@ from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
 from .. import tnd
+from ..tnd import SINK_IGNORED
 from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, VAR_LENS
 from .launch import _launch, _launch_tnd, _zero_outputs
 from .shapes import INVALID, NULLPTR, _Axes, _analyse_input, _present, _results
@@ -77,12 +78,6 @@ TND_UNESTABLISHED = Gaps(
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
         "lengths to 0, the kernels index with the raw values)"
     },
-)
-SINK_ARCH35 = Gaps(
-    OP,
-    "inferred",
-    {"sink_arch35": "a sink on Ascend910_95: no arch35 tiling or kernel reads it, so the emulator ignores it"},
-    code=NULLPTR,
 )
 MISSING = object()  # a parameter the entry point does not have
 
@@ -587,7 +582,7 @@ def _tiling_sink(sink, x: _Axes, env, arch35):
     if sink is None:
         return None
     if arch35:
-        SINK_ARCH35.warn(env, "sink_arch35", f"sink {list(sink.shape)}")
+        env.warn(SINK_IGNORED)
         return None
     _fail(tnd.check_sink(sink, x.n1))
     return sink

@@ -33,6 +33,7 @@ from .common import (
     _tiling_error,
 )
 from .. import tnd
+from ..tnd import SINK_IGNORED
 from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
 from .launch import _launch, _launch_tnd, _zero_outputs
 
@@ -68,15 +69,13 @@ TND_UNESTABLISHED = Gaps(
         "lengths to 0, the kernels index with the raw values)"
     },
 )
-SINK_GAPS = Gaps(
+V4_NULLS = Gaps(
     OP,
     "inferred",
     {
-        "sink_arch35": "a sink on Ascend910_95: no arch35 tiling or kernel reads it, so the emulator ignores it and "
-        "leaves dsinkOut as it was",
         "null_outputs_v4": "aclnnFlashAttentionUnpaddingScoreGradV4 with a nullptr among its required tensors: its "
         "null check joins the conditions with || and the next line dereferences the nullptr (a crash on the device); "
-        "aclnn-emu returns ACLNN_ERR_PARAM_NULLPTR",
+        "aclnn-emu returns ACLNN_ERR_PARAM_NULLPTR"
     },
     code=NULLPTR,
 )
@@ -396,7 +395,7 @@ def _tiling_sink(a, heads: int, env):
     if sink is None:
         return None
     if env.soc == ARCH35:
-        SINK_GAPS.warn(env, "sink_arch35", f"sink {list(sink.shape)}")
+        env.warn(SINK_IGNORED)
         return None
     problem = tnd.check_sink(sink, heads)
     if problem is not None:
@@ -494,4 +493,4 @@ def _softmax_in_layout(a, env):
     names = ("query", "keyIn", "value", "dy", "attentionInOptional", "dqOut", "dkOut", "dvOut")
     missing = [name for name in names if getattr(a, name) is None]
     if missing and len(missing) < len(names):
-        SINK_GAPS.warn(env, "null_outputs_v4", ", ".join(missing))
+        V4_NULLS.warn(env, "null_outputs_v4", ", ".join(missing))
