@@ -175,7 +175,8 @@ def _attention_sample(dtype, scale=0.088388, sink=None, rope=False):
     shape = (SEQ, 1, WIDTH)
     q, k, v = (device(F32, SEQ * WIDTH, 1, dtype, shape)[1] for _ in range(3))
     halves = tuple(device(F32, SEQ * ROPE, 1, dtype, (SEQ, 1, ROPE))[1] for _ in range(2)) if rope else None
-    spec = dict(scale=scale, atten_mask=np.zeros((SEQ, SEQ), np.uint8), sparse_mode=0, pre_tokens=65536)
+    # scale_value is a float attribute of the L0 op: the double the sample passes arrives as float32
+    spec = dict(scale=float(F32(scale)), atten_mask=np.zeros((SEQ, SEQ), np.uint8), sparse_mode=0, pre_tokens=65536)
     out, row_max, row_sum, _ = fvl.forward(
         q,
         k,
