@@ -67,6 +67,15 @@ LI_TESTS = (
     "tests/test_sparse_attention_round_trip.py",
 )
 VARLEN_TESTS = ("tests/test_flash_attention_var_len_kernel.py",)
+VARLEN_OP_TESTS = (
+    "tests/test_flash_attention_var_len_cabi.py",
+    "tests/test_flash_attention_unpadding_cabi.py",
+    "tests/test_flash_attention_var_len.py",
+    "tests/test_flash_attention_torch_npu_path.py",
+)
+FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
+FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
+FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
     "tests/test_sparse_flash_attention.py",
     "tests/test_sparse_flash_attention_cabi.py",
@@ -1360,4 +1369,68 @@ MUTATIONS = [
         VARLEN_TESTS,
     ),
     Mutation("fag-dsink-not-negated", FAG, "    return -total", "    return total", VARLEN_TESTS),
+    # --- the entry points beside V2: their own op_api rules and the TND tiling ---------------------
+    Mutation(
+        "varlen-layout-checked-before-the-empty-shortcut",
+        FAS_CHECKS,
+        "    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n        return\n",
+        "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-rope-failure-as-161002",
+        FAS_CHECKS,
+        'raise OpError(\n            NULLPTR,\n            f"{problem} (isSupportMultiInput',
+        'raise OpError(\n            INVALID,\n            f"{problem} (isSupportMultiInput',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-rope-without-mask-accepted",
+        FAS_CHECKS,
+        '    if _present(a.attenMaskOptional) is None:\n        return "mask:',
+        '    if False:\n        return "mask:',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-softmax-layout-ignored",
+        "aclnn_emu/ops/flash_attention/score/launch.py",
+        "            softmax_layout=softmax_layout,\n",
+        "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-seq-sum-unchecked",
+        FA_TND,
+        "    if t1 < sum(batches.q) or t2 < sum(batches.kv):",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-nulls-before-layout",
+        FAG_CHECKS,
+        '    _fixed_attributes(a)\n    if a.inputLayout != "TND":',
+        '    _fixed_attributes(a)\n    _op_api_checks(a)\n    if a.inputLayout != "TND":',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-rope-no-mask-as-161002",
+        FAG_CHECKS,
+        'raise OpError(NULLPTR, "only support query_rope and key_rope when attentionMask is given."',
+        'raise OpError(INVALID, "only support query_rope and key_rope when attentionMask is given."',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-v4-any-softmax-layout",
+        FAG_CHECKS,
+        "    if a.softmaxInLayout not in SOFTMAX_IN_LAYOUTS:",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-not-written",
+        "aclnn_emu/ops/flash_attention/score_grad/launch.py",
+        "    if out is not None:\n        out.write(dsink)",
+        "    if False:\n        out.write(dsink)",
+        VARLEN_OP_TESTS,
+    ),
 ]
