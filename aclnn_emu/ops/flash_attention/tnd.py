@@ -2,14 +2,14 @@
 lengths the tilings read from actualSeqQLen / actualSeqKvLen and what they check of them, shared by
 both operators (op_host/arch32/flash_attention_score_tiling_general.cpp `GetActualSeqLenData` and the
 TND branch of `GetShapeAttrsInfo`, `VarLenSparseModeProcess`; the backward's
-flash_attention_score_grad_tiling_*.cpp read them alike).
+flash_attention_score_grad_tiling_*.cpp read them alike), and what the entry points beside V2 that
+lack an attribute pass in its place.
 
 Each failure is (message, rule) for the operator's one tiling failure; None passes.
 """
 
 import math
 
-import numpy as np
 
 from aclnn_emu.dtypes import DataType
 
@@ -136,6 +136,18 @@ def check_sink(sink, heads: int):
     return None
 
 
-def cumulative(batches: Batches):
-    """The cumulative lengths as the kernels index the packed tokens."""
-    return np.asarray(batches.cu_q, np.int64), np.asarray(batches.cu_kv, np.int64)
+def fixed_attributes(a):
+    """What the entry points without them pass to L0 (V1, VarLen/Unpadding V1 and V4): no start
+    indices, PSE_TYPE_V1."""
+    for name, value in (("qStartIdxOptional", None), ("kvStartIdxOptional", None), ("pseType", 1)):
+        if not hasattr(a, name):
+            setattr(a, name, value)
+
+
+def pad_extent(cu_q, cu_kv):
+    """(longest kv length, query total) as the op_api's padding rules read them (GetSumIntArrayMaxValue,
+    getSeqLenQSum), or None when the lists are missing or of different lengths."""
+    if cu_q is None or cu_kv is None or len(cu_q) != len(cu_kv) or not len(cu_q):
+        return None
+    kv_max = max([cu_kv[0]] + [b - a for a, b in zip(cu_kv, cu_kv[1:])])
+    return kv_max, next((n for n in reversed(cu_q) if n > 0), 0)

@@ -217,11 +217,10 @@ def _tnd_pads(a, x: _Axes) -> bool:
     pads = x.d % align != 0 or x.dv % align != 0 or (x.d != x.dv and x.d in (64, 80, 88))
     if not pads or x.d >= 96:
         return pads
-    cu_q, cu_kv = a.actualSeqQLenOptional, a.actualSeqKvLenOptional
-    if cu_q is None or cu_kv is None or len(cu_q) != len(cu_kv) or not len(cu_q):
+    extent = tnd.pad_extent(a.actualSeqQLenOptional, a.actualSeqKvLenOptional)
+    if extent is None:
         return True
-    kv_max = max([cu_kv[0]] + [b - a_ for a_, b in zip(cu_kv, cu_kv[1:])])
-    q_sum = next((n for n in reversed(cu_q) if n > 0), 0)
+    kv_max, q_sum = extent
     return not (kv_max and q_sum and kv_max <= 1024 and q_sum < 160 * 1024)
 
 
@@ -502,24 +501,17 @@ def _check_outputs(a, x: _Axes, env):
 
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score.cpp) -------------------------
-def _fixed_attributes(a):
-    """What the entry points without them pass to L0: no start indices, PSE_TYPE_V1."""
-    for name, value in (("qStartIdxOptional", None), ("kvStartIdxOptional", None), ("pseType", 1)):
-        if not hasattr(a, name):
-            setattr(a, name, value)
-
-
 @V1.check
 def _score_v1(a, env):
     """aclnnFlashAttentionScoreGetWorkspaceSize: V2's path with PSE_TYPE_V1 and no start indices. It also
     checks L0's outputs [0], [1] and [3] for nullptr: 161001, the code V2's ViewCopy of a nullptr returns."""
-    _fixed_attributes(a)
+    tnd.fixed_attributes(a)
 
 
 def _tnd_only(a, env):
     """aclnnFlashAttentionVarLenScore{,V2..V5}GetWorkspaceSize: CheckFaParam, the empty-output shortcut,
     then any layout but "TND" (strcmp, case-sensitive) returns ACLNN_ERR_PARAM_INVALID."""
-    _fixed_attributes(a)
+    tnd.fixed_attributes(a)
     _check_nulls(a)
     if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
         return

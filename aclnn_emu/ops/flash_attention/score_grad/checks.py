@@ -169,11 +169,10 @@ def _tnd_pads(a, s: _Shape) -> bool:
     align = 16 if s.d < 128 else 128
     if s.d % align == 0 or s.d % 8 == 0:
         return False
-    cu_q, cu_kv = a.actualSeqQLenOptional, a.actualSeqKvLenOptional
-    if cu_q is None or cu_kv is None or len(cu_q) != len(cu_kv) or not len(cu_q):
+    extent = tnd.pad_extent(a.actualSeqQLenOptional, a.actualSeqKvLenOptional)
+    if extent is None:
         return True
-    kv_max = max([cu_kv[0]] + [b - a_ for a_, b in zip(cu_kv, cu_kv[1:])])
-    q_sum = next((n for n in reversed(cu_q) if n > 0), 0)
+    kv_max, q_sum = extent
     if not kv_max or not q_sum:
         return True
     return not (kv_max <= 1024 and s.d < 96 and q_sum < 160 * 1024 and a.keepProb == 1)
@@ -456,24 +455,17 @@ def _prepare_tnd(a, s: _Shape, env):
 
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score_grad.cpp) --------------------
-def _fixed_attributes(a):
-    """What the entry points without them pass to L0: no start indices, PSE_TYPE_V1."""
-    for name, value in (("qStartIdxOptional", None), ("kvStartIdxOptional", None), ("pseType", 1)):
-        if not hasattr(a, name):
-            setattr(a, name, value)
-
-
 @V1.check
 def _score_grad_v1(a, env):
     """aclnnFlashAttentionScoreGradGetWorkspaceSize: V2's path with PSE_TYPE_V1, no start indices and the
     default softmaxInLayout ("")."""
-    _fixed_attributes(a)
+    tnd.fixed_attributes(a)
 
 
 def _tnd_only(a, env):
     """aclnnFlashAttentionUnpaddingScoreGrad{,V2..V5}GetWorkspaceSize: any layout but "TND" (strcmp) returns
     ACLNN_ERR_PARAM_INVALID before anything else, the null checks included."""
-    _fixed_attributes(a)
+    tnd.fixed_attributes(a)
     if a.inputLayout != "TND":
         raise OpError(INVALID, f"Layout {a.inputLayout} is not TND, invalid shape, please check", rule="layout.tnd")
 
