@@ -12,8 +12,6 @@ import precision
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
 from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
 
-torch = pytest.importorskip("torch")
-
 MASK = np.triu(np.ones((2048, 2048), np.uint8), 1)
 NO_WINDOW = 2147483647
 CU_Q, CU_KV = [16, 16, 53, 90], [24, 30, 67, 110]  # batch 1 has keys but no query tokens
@@ -25,6 +23,7 @@ def _make(rng, dtype, *shape):
 
 def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None):
     """float64 outputs and gradients of right-down causal attention per packed batch (torch.autograd)."""
+    torch = pytest.importorskip("torch")
     leaves = {"q": q, "k": k, "v": v, "qr": qr, "kr": kr, "sink": sink}
     leaves = {
         n: torch.tensor(np.asarray(x, np.float64), requires_grad=True) for n, x in leaves.items() if x is not None
@@ -173,6 +172,7 @@ def test_rope_sink_and_token_major_statistics_v5_pair():
 
 def test_dense_sink_pair_v3():
     """FlashAttentionScoreV3 -> FlashAttentionScoreGradV3 on BSND with a sink: out, dq/dk/dv and dsink."""
+    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     b, s, n, d = 2, 40, 2, 32
     q, k, v, dy = (_make(rng, FP16, b, s, n, d) for _ in range(4))

@@ -1408,8 +1408,8 @@ MUTATIONS = [
     Mutation(
         "unpadding-nulls-before-layout",
         FAG_CHECKS,
-        '    _fixed_attributes(a)\n    if a.inputLayout != "TND":',
-        '    _fixed_attributes(a)\n    _op_api_checks(a)\n    if a.inputLayout != "TND":',
+        '    tnd.fixed_attributes(a)\n    if a.inputLayout != "TND":',
+        '    tnd.fixed_attributes(a)\n    _op_api_checks(a)\n    if a.inputLayout != "TND":',
         VARLEN_OP_TESTS,
     ),
     Mutation(
