@@ -1,6 +1,8 @@
 """aclnnFlashAttentionScoreV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
+import dataclasses
+
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
@@ -128,13 +130,21 @@ _ADDED = [
     ),
 ]
 _BY_NAME = {p.name: p for p in OP.params + _ADDED}
-_TND = String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)")
+# What the variable-length entry points say differently of V2's parameters.
+_TND = {
+    p.name: p
+    for p in (
+        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)"),
+        dataclasses.replace(_BY_NAME["softmaxMaxOut"], doc="per-row score maximum [T1,N1,8] (8 equal lanes)"),
+        dataclasses.replace(_BY_NAME["softmaxSumOut"], doc="per-row exp sum [T1,N1,8] (8 equal lanes)"),
+    )
+}
 
 
 def _params(names: str, tnd: bool = False) -> list:
-    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: the
-    variable-length entry points' inputLayout."""
-    return [_TND if tnd and name == "inputLayout" else _BY_NAME[name] for name in names.split()]
+    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: as the
+    variable-length entry points describe them."""
+    return [_TND[name] if tnd and name in _TND else _BY_NAME[name] for name in names.split()]
 
 
 _HEAD = "query key value realShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
