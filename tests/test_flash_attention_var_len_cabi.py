@@ -68,6 +68,12 @@ def _expected():
                 f"{entry}.tiling.seq_sizes_differ": NULLPTR,
                 f"{entry}.tiling.seq_past_t1": NULLPTR,
                 f"{entry}.tiling.head_num": NULLPTR,
+                # tiling CheckPretokenAndNexttoken (VarLenSparseModeProcess): per-batch invalid rows
+                f"{entry}.tokens.mode3_s1_above_s2": NULLPTR,
+                f"{entry}.tokens.mode4_negative_pre": NULLPTR,
+                f"{entry}.tokens.mode7_positive_next": NULLPTR,
+                f"{entry}.tokens.mode8_pre_below_s2": NULLPTR,
+                f"{entry}.ok.mode8": 0,
             }
         )
     for entry in ("VarLenV3", "VarLenV5"):

@@ -1,7 +1,7 @@
 // The entry points torch_npu's fusion attention calls, forward then backward, through the C ABI:
 // 1. dense BSND fp16 (B=2, S=40, N1=4 on N2=2, D=32): aclnnFlashAttentionScore then
 //    aclnnFlashAttentionScoreGrad with the forward's softmaxMax/Sum and attentionOut;
-// 2. packed TND fp16 (cumulative query lengths 30, 50, 90; key lengths 25, 70, 100), right-down causal
+// 2. packed TND fp16 (cumulative query lengths 30, 50, 90; key lengths 35, 70, 110), right-down causal
 //    (sparseMode 3, the 2048x2048 template): aclnnFlashAttentionVarLenScore then
 //    aclnnFlashAttentionUnpaddingScoreGrad.
 // Prints every input and output as "<name> v0 v1 ..." (fp16 values widened).
@@ -103,8 +103,8 @@ int Dense(aclrtStream stream) {
 }
 
 int Packed(aclrtStream stream) {
-    const int64_t T1 = 90, T2 = 100;
-    std::vector<int64_t> cuQ = {30, 50, 90}, cuKv = {25, 70, 100};
+    const int64_t T1 = 90, T2 = 110;
+    std::vector<int64_t> cuQ = {30, 50, 90}, cuKv = {35, 70, 110};
     Step t;
     CHECK_OK(Inputs(t, {T1, N1, D}, {T2, N2, D}, "tnd_"));
     CHECK_OK(t.smax.Create({T1, N1, 8}, ACL_FLOAT));

@@ -154,6 +154,17 @@ int main(int argc, char **argv) {
         report(entry + ".tiling.seq_sizes_differ", [&](Cfg &c) { c.entry = entry; c.cuKv = {48}; });
         report(entry + ".tiling.seq_past_t1", [&](Cfg &c) { c.entry = entry; c.cuQ = {16, 41}; });
         report(entry + ".tiling.head_num", [&](Cfg &c) { c.entry = entry; c.headNum = 1; });
+        // CheckPretokenAndNexttoken: rows no key is visible to, per batch
+        report(entry + ".tokens.mode3_s1_above_s2", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 3;
+                                                                  c.cuQ = {30, 40}; });
+        report(entry + ".tokens.mode4_negative_pre", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 4;
+                                                                   c.pre = -1; c.next = 8; });
+        report(entry + ".tokens.mode7_positive_next", [&](Cfg &c) { c.entry = entry; c.hasMask = true;
+                                                                    c.sparse = 7; c.next = 1; });
+        report(entry + ".tokens.mode8_pre_below_s2", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 8;
+                                                                   c.pre = 10; c.next = 0; });
+        report(entry + ".ok.mode8", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 8; c.pre = 24;
+                                                  c.next = 0; c.run = true; });
     }
     report("VarLenV3.ok.rope", [](Cfg &c) { c.entry = "VarLenV3"; c.dt = ACL_BF16; c.hasRope = true; c.hasMask = true;
                                             c.sparse = 3; c.run = true; });

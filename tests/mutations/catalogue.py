@@ -1433,4 +1433,11 @@ MUTATIONS = [
         "    if False:\n        out.write(dsink)",
         VARLEN_OP_TESTS,
     ),
+    Mutation(
+        "tnd-mode3-invalid-rows-accepted",
+        FA_TND,
+        "        bad = [b for b, s1, s2 in pairs if s1 > s2]",
+        "        bad = []",
+        VARLEN_OP_TESTS,
+    ),
 ]

@@ -88,6 +88,54 @@ def check_sparse(a, batches: Batches, mode: int):
     return None
 
 
+def band_index(batches: Batches, mode: int) -> int:
+    """The tiling's bandIndex: the last (mode 7) or first (mode 8) batch with query tokens."""
+    valid = [b for b, n in enumerate(batches.q) if n]
+    if mode == 7:
+        return valid[-1] if valid else batches.count - 1
+    return valid[0] if valid else 0
+
+
+def check_tokens(a, batches: Batches, mode: int):
+    """CheckPretokenAndNexttoken of the forward's TND tiling (with an attenMask): the per-batch rules of
+    modes 3, 4, 7 and 8 against rows no key is visible to."""
+    pre, nxt = a.preTokens, a.nextTokens
+    pairs = [(b, s1, s2) for b, (s1, s2) in enumerate(zip(batches.q, batches.kv))]
+    if mode == 3:
+        bad = [b for b, s1, s2 in pairs if s1 > s2]
+        if bad:
+            return f"Batch[{bad[0]}] s1 is larger than s2, exist invalid row.", "tiling.tnd_tokens"
+    elif mode == 4:
+        if pre < 0:
+            return f"pre_tokens[{pre}] config error, has invalid data block.", "tiling.tnd_tokens"
+        if nxt < 0 and pre + nxt < 0:
+            return f"pre_tokens[{pre}], next_tokens[{nxt}], invalid config.", "tiling.tnd_tokens"
+        bad = [b for b, s1, s2 in pairs if s1 and s2 and s1 - nxt > s2]
+        if bad:
+            return f"Batch[{bad[0]}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
+    elif mode == 7:
+        band = band_index(batches, mode)
+        if pre < batches.kv[band] or nxt > 0:
+            return (
+                f"RightDownCausal_Band mode: pre_tokens[{pre}] is smaller than last valid s2[{batches.kv[band]}]"
+                f"or next_tokens[{nxt}] is larger than 0, wrong config.",
+                "tiling.tnd_tokens",
+            )
+        for b, s1, s2 in pairs:
+            if s1 and s2 and (s1 > s2 or (b == band and s1 - nxt > s2)):
+                return f"Batch[{b}] s1[{s1}] s2[{s2}] has an invalid row.", "tiling.tnd_tokens"
+    elif mode == 8:
+        band = band_index(batches, mode)
+        if batches.q[band] - nxt > batches.kv[band]:
+            return f"Batch[{band}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
+        if pre < batches.kv[band]:
+            return (
+                f"Band_LeftUpCausal mode: pre_tokens[{pre}] is smaller than first valid s2[{batches.kv[band]}].",
+                "tiling.tnd_tokens",
+            )
+    return None
+
+
 def check_mask(mask, batches: Batches, compressed: tuple | None):
     """The attenMask shapes of a TND call: the compressed template of a compressed mode, else 2-D
     [maxSq, maxSkv] or [T1, T2]. (failure or None, whether the shape is one the emulator runs.)"""

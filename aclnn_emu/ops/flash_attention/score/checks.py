@@ -591,6 +591,7 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
+        _fail(tnd.check_tokens(a, batches, mode))
         problem, runs = tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode))
         _fail(problem)
         if not runs:
