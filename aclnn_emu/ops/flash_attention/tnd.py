@@ -12,6 +12,7 @@ import math
 
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.varlen import band_index
 
 # The mask shapes of the compressed modes (2048 x 2048 templates; the prefix one 3072 x 2048).
 TND_SPARSE_MODES = (0, 1, 2, 3, 4, 6, 7, 8)  # VarLenSparseModeProcess: 5 and > 8 fail
@@ -88,17 +89,9 @@ def check_sparse(a, batches: Batches, mode: int):
     return None
 
 
-def band_index(batches: Batches, mode: int) -> int:
-    """The tiling's bandIndex: the last (mode 7) or first (mode 8) batch with query tokens."""
-    valid = [b for b, n in enumerate(batches.q) if n]
-    if mode == 7:
-        return valid[-1] if valid else batches.count - 1
-    return valid[0] if valid else 0
-
-
 def check_tokens(a, batches: Batches, mode: int):
     """CheckPretokenAndNexttoken of the forward's TND tiling (with an attenMask): the per-batch rules of
-    modes 3, 4, 7 and 8 against rows no key is visible to."""
+    modes 3, 4, 7 and 8 against rows no key is visible to (cumulative lengths already found monotone)."""
     pre, nxt = a.preTokens, a.nextTokens
     pairs = [(b, s1, s2) for b, (s1, s2) in enumerate(zip(batches.q, batches.kv))]
     if mode == 3:
@@ -114,7 +107,7 @@ def check_tokens(a, batches: Batches, mode: int):
         if bad:
             return f"Batch[{bad[0]}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
     elif mode == 7:
-        band = band_index(batches, mode)
+        band = band_index(mode, batches.cu_q, batches.cu_kv)
         if pre < batches.kv[band] or nxt > 0:
             return (
                 f"RightDownCausal_Band mode: pre_tokens[{pre}] is smaller than last valid s2[{batches.kv[band]}]"
@@ -125,7 +118,7 @@ def check_tokens(a, batches: Batches, mode: int):
             if s1 and s2 and (s1 > s2 or (b == band and s1 - nxt > s2)):
                 return f"Batch[{b}] s1[{s1}] s2[{s2}] has an invalid row.", "tiling.tnd_tokens"
     elif mode == 8:
-        band = band_index(batches, mode)
+        band = band_index(mode, batches.cu_q, batches.cu_kv)
         if batches.q[band] - nxt > batches.kv[band]:
             return f"Batch[{band}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
         if pre < batches.kv[band]:
