@@ -130,7 +130,7 @@ def _check_rope(a, s: _Shape):
     q_rope, k_rope = getattr(a, "queryRope", None), getattr(a, "keyInRope", None)
     if (q_rope is None) != (k_rope is None):
         raise OpError(NULLPTR, "queryRope and keyInRope must be given together", rule="rope.one_sided")
-    if q_rope is None:
+    if q_rope is None or k_rope is None:
         return
     if q_rope.shape[2] > s.d or k_rope.shape[2] > s.d:
         raise OpError(
