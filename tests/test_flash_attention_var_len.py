@@ -259,3 +259,40 @@ def test_softmax_out_layout_v4_is_the_token_major_view_of_v1():
         block = v1.softmaxMaxOut.reshape(-1)[start * 32 : end * 32].reshape(4, end - start, 8)
         np.testing.assert_array_equal(block.transpose(1, 0, 2), v4.softmaxMaxOut[start:end])
         start = end
+
+
+@pytest.mark.parametrize(
+    "what, edit",
+    [("not_implemented.tnd_pse", dict(pse=True)), ("unestablished.tnd_cumulative", dict(cu_q=[16, 10, 53, 90]))],
+)
+def test_tnd_paths_not_emulated_say_so(what, edit):
+    """A TND call the emulator does not run returns 561003 and says why (its rule is in docs/coverage.md)."""
+    rng = np.random.default_rng(6)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    pse = _make(rng, FP16, 1, 4, 37, 37) if edit.get("pse") else None
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScoreV2(
+            q,
+            k,
+            v,
+            pse,
+            None,
+            None,
+            MASK,
+            None,
+            edit.get("cu_q", CU_Q),
+            CU_KV,
+            None,
+            None,
+            0.125,
+            1.0,
+            NO_WINDOW,
+            0,
+            4,
+            "TND",
+            0,
+            3,
+            1,
+        )
+    assert error.value.status == 561003
+    assert what in str(error.value)

@@ -63,16 +63,16 @@ INFERRED = Gaps(
 
 
 TND_GAPS = Gaps(
-    OP,
+    VAR_LENS[0],  # listed under FlashAttentionVarLenScore; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND",
+        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND (VarLen V1-V5)",
         "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
         "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
     },
 )
 TND_UNESTABLISHED = Gaps(
-    OP,
+    VAR_LENS[0],
     "unestablished",
     {
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "

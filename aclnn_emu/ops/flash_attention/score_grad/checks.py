@@ -53,16 +53,16 @@ INFERRED = Gaps(
 
 
 TND_GAPS = Gaps(
-    OP,
+    UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND",
+        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND (Unpadding V1-V5)",
         "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
         "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
     },
 )
 TND_UNESTABLISHED = Gaps(
-    OP,
+    UNPADDINGS[0],
     "unestablished",
     {
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
@@ -70,7 +70,7 @@ TND_UNESTABLISHED = Gaps(
     },
 )
 V4_NULLS = Gaps(
-    OP,
+    UNPADDING_V4,
     "inferred",
     {
         "null_outputs_v4": "aclnnFlashAttentionUnpaddingScoreGradV4 with a nullptr among its required tensors: its "
