@@ -263,7 +263,11 @@ def test_softmax_out_layout_v4_is_the_token_major_view_of_v1():
 
 @pytest.mark.parametrize(
     "what, edit",
-    [("not_implemented.tnd_pse", dict(pse=True)), ("unestablished.tnd_cumulative", dict(cu_q=[16, 10, 53, 90]))],
+    [
+        ("a pse (realShiftOptional) with inputLayout TND", dict(pse=True)),
+        # lengths clamped to 16, 0, 40, 30: within T1, but the list decreases
+        ("actualSeqQLen / actualSeqKvLen that decrease", dict(cu_q=[16, 10, 50, 80])),
+    ],
 )
 def test_tnd_paths_not_emulated_say_so(what, edit):
     """A TND call the emulator does not run returns 561003 and says why (its rule is in docs/coverage.md)."""
