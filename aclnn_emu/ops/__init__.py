@@ -23,7 +23,12 @@ FlashAttentionUnpaddingScoreGradV2 = function(by_name("FlashAttentionUnpaddingSc
 FlashAttentionUnpaddingScoreGradV3 = function(by_name("FlashAttentionUnpaddingScoreGradV3"))
 FlashAttentionUnpaddingScoreGradV4 = function(by_name("FlashAttentionUnpaddingScoreGradV4"))
 FlashAttentionUnpaddingScoreGradV5 = function(by_name("FlashAttentionUnpaddingScoreGradV5"))
+PromptFlashAttention = function(by_name("PromptFlashAttention"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
+PromptFlashAttentionV3 = function(by_name("PromptFlashAttentionV3"))
+IncreFlashAttention = function(by_name("IncreFlashAttention"))
+IncreFlashAttentionV2 = function(by_name("IncreFlashAttentionV2"))
+IncreFlashAttentionV3 = function(by_name("IncreFlashAttentionV3"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
@@ -49,7 +54,12 @@ __all__ = [
     "FlashAttentionUnpaddingScoreGradV3",
     "FlashAttentionUnpaddingScoreGradV4",
     "FlashAttentionUnpaddingScoreGradV5",
+    "PromptFlashAttention",
     "PromptFlashAttentionV2",
+    "PromptFlashAttentionV3",
+    "IncreFlashAttention",
+    "IncreFlashAttentionV2",
+    "IncreFlashAttentionV3",
     "IncreFlashAttentionV4",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",
