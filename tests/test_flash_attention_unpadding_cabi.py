@@ -38,6 +38,9 @@ def _expected():
         "GradV3.sink.rank": INVALID,
         "GradV3.dsink.rank": INVALID,
         "UnpaddingV5.sink.rank": INVALID,
+        # op_api PostFlashAttentionScoreGrad: the ViewCopy of a result into an output of another shape fails
+        "UnpaddingV5.out.dsink_shape": NULLPTR,
+        "UnpaddingV5.out.dq_rope_shape": NULLPTR,
         "UnpaddingV4.ok.same_as_input": 0,
         # op_api aclnnFlashAttentionUnpaddingScoreGradV4GetWorkspaceSize: softmaxInLayout "same_as_input" or ""
         "UnpaddingV4.softmax_layout.unknown": INVALID,

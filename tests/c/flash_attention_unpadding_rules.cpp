@@ -196,6 +196,9 @@ int main(int argc, char **argv) {
         report(entry + ".rope.padded_d", [&](Cfg &c) { rope(c); c.d = 100; });
     }
     report("UnpaddingV5.sink.rank", [](Cfg &c) { c.entry = "UnpaddingV5"; c.hasSink = true; c.sink = {1, 2}; });
+    report("UnpaddingV5.out.dsink_shape", [](Cfg &c) { c.entry = "UnpaddingV5"; c.hasSink = true; c.dsink = {3}; });
+    report("UnpaddingV5.out.dq_rope_shape", [](Cfg &c) { c.entry = "UnpaddingV5"; c.dt = ACL_BF16; c.hasRope = true;
+                                                          c.hasMask = true; c.sparse = 3; c.dqRope = {40, 2, 16}; });
     TearDown(stream);
     return 0;
 }

@@ -45,7 +45,7 @@ INFERRED = Gaps(
     OP,
     "inferred",
     {
-        "out_dtype": "an output whose dtype differs from query (the result is cast; on the NPU ViewCopy most likely "
+        "out_dtype": "an output whose dtype differs from its input's (the result is cast; on the NPU ViewCopy most likely "
         "fails)"
     },
     code=NULLPTR,
@@ -81,6 +81,7 @@ V4_NULLS = Gaps(
 )
 MISSING = object()  # a parameter the entry point does not have
 SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
+OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
 TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
@@ -337,17 +338,22 @@ def _check_pad_tokens(a, s, mode):
 
 
 def _check_outputs(a, env):
-    """PostFlashAttentionScoreGrad: ViewCopy of the results into dqOut/dkOut/dvOut."""
-    for out, like in (("dqOut", "query"), ("dkOut", "keyIn"), ("dvOut", "value")):
-        got, want = getattr(a, out), getattr(a, like)
+    """PostFlashAttentionScoreGrad: ViewCopy of the results into dqOut/dkOut/dvOut (and, when both sides
+    are given, dqRopeOut/dkRopeOut and dsinkOut)."""
+    pairs = [("dqOut", "query"), ("dkOut", "keyIn"), ("dvOut", "value")]
+    pairs += [(out, like) for out, like in OPTIONAL_RESULTS if getattr(a, out, None) is not None]
+    for out, like in pairs:
+        got, want = getattr(a, out), getattr(a, like, None)
+        if want is None:
+            continue
         if got.shape != want.shape:
             raise OpError(
                 NULLPTR,
                 f"{out} shape {list(got.shape)} differs from {like} {list(want.shape)}; ViewCopy of the result fails",
                 rule=f"out.{out}_shape",
             )
-        if got.dtype != a.query.dtype:
-            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, query {a.query.dtype.name}")
+        if got.dtype != want.dtype:
+            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, {like} {want.dtype.name}")
 
 
 def _workspace(s) -> int:
