@@ -9,6 +9,10 @@ Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 
   dP  = (dY Vᵀ) * keepBit / keepProb
   dS  = P * (dP - rowsum(dY * attentionIn))     un-dropped P; dS rounded to the input dtype
   dQ  = scale * dS K          dK += dSᵀ Q  (scaled by `scale` at the end)
+With a learnable sink (fp32 [N1]; the forward's statistics include it, so P and dS need nothing
+new) each block also yields Σ_ij (dP * keep)_ij P_ij Psink_i with Psink = exp(sink - max) / sum,
+summed in fp32 in that order as the SameAB template's vector step does (`SubGrapB`,
+flash_attention_score_grad_s1s2_bn2gs1s2_sab.h); dsink[n1] is minus their total (sink_gradient).
 Roundings are CAST_ROUND (half away from zero). dK and dV are summed over the G query heads of a kv
 head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x KEY_BLOCK, so memory
 grows linearly with S; heads run on one thread per core.
@@ -42,17 +46,31 @@ def flash_attention_score_grad(
     pse=None,
     drop_mask=None,
     atten_mask=None,
+    sink=None,
 ):
-    """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype."""
-    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask)
-    return job.run()
+    """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype; with `sink`
+    (fp32 [N1]) also the sink terms, fp32 [B, N1, row blocks], for sink_gradient."""
+    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask, sink)
+    grads = job.run()
+    return grads if sink is None else (*grads, job.sink_terms)
+
+
+def sink_gradient(terms) -> np.ndarray:
+    """dsink [N1] from the sink terms of one or more calls ([B, N1, row blocks] each, in batch
+    order): per head the terms are added one by one in fp32 in (batch, row block) order, then
+    negated (the post step's -ReduceSum over the per-block workspace, ..._grad_post.h)."""
+    heads = np.concatenate([t.transpose(1, 0, 2).reshape(t.shape[1], -1) for t in terms], axis=1)
+    total = np.zeros(heads.shape[0], FP32)
+    for column in heads.T:
+        total += column
+    return -total
 
 
 class _Job:
     """One backward call: [B, N, S, D] views of the operands and the dq/dk/dv outputs in layout."""
 
     def __init__(
-        self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask
+        self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask, sink
     ):
         p = params
         self.params, self.dtype = p, query.dtype
@@ -75,6 +93,8 @@ class _Job:
         self.dq = np.empty(query.shape, self.dtype)
         self.dk = np.empty(key.shape, self.dtype)
         self.dv = np.empty(value.shape, self.dtype)
+        self.sink = None if sink is None else np.asarray(sink, FP32)
+        self.sink_terms = np.zeros((b, n1, -(-s1 // ROW_BLOCK)), FP32)  # written per row block
 
     def run(self):
         b, n1, n2, s1, s2 = self.shape
@@ -123,14 +143,18 @@ class _Job:
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
         dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
+        sink = None if self.sink is None else [np.exp(self.sink[n] - lanes_max[:, 0]) / lanes_sum[:, 0], np.float32(0)]
         for c0 in range(j0, j1, KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, j1)
             keep = None if keep_bits is None else np.multiply(keep_bits[:, c0:c1], self.dropout.factor, dtype=FP32)
-            self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), keep, buffers)
+            box = (i0, i1, c0, c1)
+            self._block(head, kv, acc, dq_rows, box, (lanes_max, lanes_sum, fill), keep, buffers, sink)
+        if sink is not None:
+            self.sink_terms[b, n, i0 // ROW_BLOCK] = sink[1]
         dq_rows *= self.scale
         store_half_away(to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1], dq_rows, self.dtype)
 
-    def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers):
+    def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers, sink):
         i0, i1, c0, c1 = box
         b, n = head.key
         shape = (i1 - i0, c1 - c0)
@@ -143,6 +167,10 @@ class _Job:
             native.round_product(dropped, probs, keep, self.rounding)
         acc[1][c0:c1] += dropped.T @ head.dy[i0:i1]
         np.matmul(head.dy[i0:i1], kv.v[c0:c1].T, out=grad)
+        if sink is not None:  # [Psink, running total]: this block's Σ (dP keep) P Psink joins the total
+            terms = grad * probs if keep is None else (grad * keep) * probs
+            terms *= sink[0][:, None]
+            sink[1] += np.sum(terms, dtype=FP32)
         native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)
         dq_rows += grad @ kv.k[c0:c1]
         acc[0][c0:c1] += grad.T @ head.q[i0:i1]
