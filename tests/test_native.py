@@ -3,12 +3,22 @@ casts, exp within 1 ulp of float64, the online-softmax step against a float64 re
 packed matmul in its documented summation order, piece copies byte-exact, and the AVX-512 / AVX2 /
 baseline builds agreeing bit for bit."""
 
+import fnmatch
+import pathlib
+import platform
+import shlex
+import subprocess
+import sysconfig
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 from aclnn_emu.kernels import native
+from aclnn_emu.shim import native as shim
 from aclnn_emu.kernels.casts import BF16, cast_round
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _fp16_edges() -> np.ndarray:
@@ -683,3 +693,35 @@ def test_a_level_the_cpu_lacks_runs_the_best_it_has(capsys):
     finally:
         native.use_isa("auto")
     assert f"ACLNN_EMU_ISA=avx512: this CPU's best level is {best}" in capsys.readouterr().err
+
+
+def _compile_alone(source, tmp_path, *flags) -> subprocess.CompletedProcess:
+    """`source` (a path relative to the project root) compiled by itself, as the build compiles it."""
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    command = [*compiler, *shim.FLAGS, "-fPIC", "-Wall", "-Wno-maybe-uninitialized", "-Werror", *flags]
+    command += ["-I", str(ROOT / shim.KERNELS), "-c", str(ROOT / source), "-o", str(tmp_path / "out.o")]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("source", shim.SOURCES, ids=lambda path: path.name)
+def test_each_c_source_compiles_on_its_own(source, tmp_path):
+    result = _compile_alone(source, tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(
+    platform.machine() != "x86_64" or "clang" in (sysconfig.get_config_var("CC") or ""), reason="GCC on x86-64"
+)
+def test_a_gcc_too_old_for_the_isa_levels_is_refused_with_the_fix(tmp_path):
+    result = _compile_alone(shim.SOURCES[0], tmp_path, "-D__GNUC__=11")
+    assert result.returncode != 0
+    assert "cannot build the AVX2 and AVX-512 loops" in result.stderr
+    assert "(version " in result.stderr and "CC=gcc-12" in result.stderr
+
+
+def test_every_source_and_header_ships_as_package_data():
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11 on)
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        patterns = tomllib.load(file)["tool"]["setuptools"]["package-data"]["aclnn_emu.kernels"]
+    for path in (*shim.SOURCES, *shim.HEADERS):
+        assert any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns), path

@@ -1,6 +1,6 @@
 /* The forward attentions' online softmax over a run of key blocks, in one call.
  *
- * Compiled after native.c and matmul.c, whose steps it strings together. Per key block and row:
+ * It strings together the steps of native.c and matmul.c. Per key block and row:
  * S = Q Kᵀ (matmul_panels), scaled and turned into P with the running max and sum (softmax_block),
  * then O = O * alpha + P V (matmul_panels, rescale_add). Driven from Python, those four calls per
  * block cost the call overheads and, with a worker thread per core, a wait for the GIL after each;
@@ -12,13 +12,14 @@
  */
 #include <float.h>
 
+#include "native.h"
+
 #define CHUNK_ROWS 96        /* sixteen tiles of six rows */
-#define SCORE_ROW_PAD 16     /* score rows 4 KiB apart would share L1 sets in P V */
 
 /* Floats of `work` that aclemu_attention_blocks needs for head dims d and dv and key blocks of up
    to max_cols keys: a chunk's scores, its P V and alphas, and the matmul's scratch rows. */
 int64_t aclemu_attention_work(int64_t d, int64_t dv, int64_t max_cols) {
-    return CHUNK_ROWS * (max_cols + SCORE_ROW_PAD + dv + 1) + MR_MAX * (d > max_cols ? d : max_cols);
+    return CHUNK_ROWS * (max_cols + ROW_PAD + dv + 1) + aclemu_matmul_scratch(d > max_cols ? d : max_cols);
 }
 
 /* For rows [0, rows) of q ([rows, d], ldq apart) and the key blocks [bounds[b], bounds[b + 1]) for
@@ -37,7 +38,7 @@ void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t 
     int64_t widest = 0;
     for (int64_t b = 0; b < blocks; ++b)
         widest = bounds[b + 1] - bounds[b] > widest ? bounds[b + 1] - bounds[b] : widest;
-    int64_t ld = widest + SCORE_ROW_PAD;
+    int64_t ld = widest + ROW_PAD;
     float *scores = work, *pv = scores + CHUNK_ROWS * ld, *alpha = pv + CHUNK_ROWS * dv;
     float *scratch = alpha + CHUNK_ROWS;
     for (int64_t r0 = 0; r0 < rows; r0 += CHUNK_ROWS) {

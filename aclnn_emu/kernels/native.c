@@ -11,21 +11,9 @@
  * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
  * conversion. Only the order of a row sum's additions follows the vector width.
  */
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
+#include "native.h"
 
-/* On x86-64 each vector loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
-   and the baseline, and a call runs the version aclemu_select_isa chose: by default the best the
-   CPU has, or a lower one on request (ACLNN_EMU_ISA), so an AVX2 machine's speed can be measured
-   on an AVX-512 one. Elsewhere there is one version, built for the compiler's target. */
-#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
-#define ISA_LEVELS 1
-#define ON_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
-#define ON_AVX2 __attribute__((target("arch=x86-64-v3")))
-#endif
-enum isa { ISA_BASELINE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
-static int isa_in_use = ISA_BASELINE;
+int aclemu_isa_in_use = ISA_BASELINE;
 
 /* The best level this CPU runs. */
 int aclemu_best_isa(void) {
@@ -40,28 +28,9 @@ int aclemu_best_isa(void) {
 /* Runs `level` from now on, or the best the CPU has if that is lower; returns the level in use. */
 int aclemu_select_isa(int level) {
     int best = aclemu_best_isa();
-    isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
-    return isa_in_use;
+    aclemu_isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
+    return aclemu_isa_in_use;
 }
-
-/* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
-#ifdef ISA_LEVELS
-#define DISPATCHED(name, params, args)                                                        \
-    ON_AVX512 static void name##_avx512 params { name args; }                                 \
-    ON_AVX2 static void name##_avx2 params { name args; }                                     \
-    static void name##_baseline params { name args; }                                         \
-    void aclemu_##name params {                                                               \
-        if (isa_in_use == ISA_AVX512) name##_avx512 args;                                     \
-        else if (isa_in_use == ISA_AVX2) name##_avx2 args;                                    \
-        else name##_baseline args;                                                            \
-    }
-#else
-#define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
-#endif
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE uint32_t bits_of(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
-INLINE float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }
 
 /* The nearest fp16 value to x, ties to even, as an fp32, for 0 <= x < 65520 (NaN stays NaN). For
    x in [2^e, 2^(e+1)) adding sigma = 1.5 * 2^(e+13) lands where the fp32 spacing is 2^(e-10), the
@@ -131,9 +100,6 @@ INLINE float round_fp16_half_away(float x) {
     float rounded = a < FP16_MIN_NORMAL ? subnormal : (a >= 65520.0f ? INFINITY : normal);
     return x != x ? x : copysignf(rounded, x);
 }
-
-/* How a kernel narrows an fp32 result onto a lower precision's grid (kept in fp32). */
-enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3, BF16_EVEN = 4 };
 
 INLINE float round_to(float x, int rounding) {
     switch (rounding) {
@@ -224,15 +190,6 @@ INLINE uint16_t fp16_bits(float x) {
     return (uint16_t)(((bits_of(x) >> 16) & 0x8000u) | h);
 }
 
-/* The fp32 value of fp16 bits h: the 15 magnitude bits moved into place read as an fp32 that is
-   2^-112 times the value (subnormals included), so one exact scaling finishes the job. */
-INLINE float fp16_value(uint16_t h) {
-    uint32_t magnitude = (uint32_t)(h & 0x7FFFu) << 13;
-    float value = float_of(magnitude) * 5.192296858534828e+33f;  /* 2^112 */
-    uint32_t special = (h & 0x7C00u) == 0x7C00u ? 0x7F800000u | magnitude : bits_of(value);
-    return float_of(((uint32_t)(h & 0x8000u) << 16) | special);
-}
-
 /* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
    NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. */
 INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, float *low) {
@@ -253,7 +210,6 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, f
 }
 
 #ifdef ISA_LEVELS
-#include <immintrin.h>
 /* prepare_row's fp16 case with F16C (every AVX2 and AVX-512 CPU has it): a conversion to fp16 and
    back is round_fp16 (to nearest even, infinite from 65520 on) in two instructions; the max and min
    are the same values, as is the NaN (only its payload may differ). */
@@ -285,7 +241,7 @@ ON_AVX2 static float prepare_row_f16c(float *x, int64_t n, float pre, float post
 /* prepare_row, with F16C for the fp16 case where the CPU runs it. */
 INLINE float prepare_scores(float *x, int64_t n, float pre, int fp16, float post, float *low) {
 #ifdef ISA_LEVELS
-    if (fp16 && isa_in_use != ISA_BASELINE) return prepare_row_f16c(x, n, pre, post, low);
+    if (fp16 && aclemu_isa_in_use != ISA_BASELINE) return prepare_row_f16c(x, n, pre, post, low);
 #endif
     return fp16 ? prepare_row(x, n, pre, 1, post, low) : prepare_row(x, n, pre, 0, post, low);
 }
@@ -808,7 +764,7 @@ void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t 
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift) {
 #ifdef ISA_LEVELS
-    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+    if (aclemu_isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
         scores_f16c(scores, q, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
@@ -858,11 +814,11 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift) {
 #ifdef ISA_LEVELS
-    if (isa_in_use == ISA_AVX512 && kind == 0 && (d == 64 || d == 128)) {
+    if (aclemu_isa_in_use == ISA_AVX512 && kind == 0 && (d == 64 || d == 128)) {
         values_avx512(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
-    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+    if (aclemu_isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
         values_f16c(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
@@ -954,7 +910,7 @@ INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const fl
     for (int64_t i = 0; i < rows; ++i) {
         void *to = (char *)dst + i * dst_stride * size;
 #ifdef ISA_LEVELS
-        if ((rounding == FP16_AWAY || rounding == FP16_EVEN) && isa_in_use != ISA_BASELINE) {
+        if ((rounding == FP16_AWAY || rounding == FP16_EVEN) && aclemu_isa_in_use != ISA_BASELINE) {
             store_row_f16c((uint16_t *)to, src + i * cols, divisor ? divisor[i] : 1.0f, divisor != 0, cols, rounding);
             continue;
         }

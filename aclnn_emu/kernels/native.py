@@ -1,5 +1,6 @@
 """numpy-facing entry points of the compiled loops in native.c, matmul.c and attention_blocks.c (built by
-`pip install`, aclnn_emu/shim/native.py).
+`pip install`, aclnn_emu/shim/native.py). The constants shared with them come from native_api.h
+through cffi.
 
 The C functions work in place on raw pointers, so every wrapper first checks what it hands over:
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
@@ -31,16 +32,28 @@ class _NotBuilt:
 
 try:
     from aclnn_emu.kernels._native import ffi, lib
-except ImportError as error:
-    ffi = lib = _NotBuilt(error)
 
-# The instruction-set levels of the loops (native.c compiles each loop once per level on x86-64).
+    lib.ROW_PAD  # (missing from an extension built from older sources: rebuild it)
+except (ImportError, AttributeError) as error:
+    ffi = lib = _NotBuilt(ImportError(str(error)))
+_BUILT = not isinstance(lib, _NotBuilt)
+
+
+def _constant(name: str):
+    """native_api.h's constant `name` (None until the extension is built, when nothing runs)."""
+    return getattr(lib, name) if _BUILT else None
+
+
+# The instruction-set levels of the loops, lowest first (native.c compiles each loop once per level
+# on x86-64), and their numbers in native_api.h.
 ISAS = ("baseline", "avx2", "avx512")
+_LEVEL = {name: _constant("ISA_" + name.upper()) for name in ISAS}
+_NAME = {level: name for name, level in _LEVEL.items()}
 
 
 def best_isa() -> str:
     """The highest level this CPU runs."""
-    return ISAS[lib.aclemu_best_isa()]
+    return _NAME[lib.aclemu_best_isa()]
 
 
 def isa() -> str:
@@ -52,19 +65,25 @@ def use_isa(name: str) -> str:
     """Run the loops at level `name` ("auto": the best the CPU has) from now on, or at the best the CPU
     has if that is lower; returns the level in use. Results are bit-identical at every level."""
     global _in_use
-    _in_use = ISAS[lib.aclemu_select_isa(len(ISAS) - 1 if name == "auto" else ISAS.index(name))]
+    _in_use = _NAME[lib.aclemu_select_isa(_LEVEL[ISAS[-1] if name == "auto" else name])]
     if name not in ("auto", _in_use):
         config.warn_once(f"ACLNN_EMU_ISA={name}: this CPU's best level is {_in_use}, which runs instead")
     return _in_use
 
 
 _in_use = "baseline"
-if not isinstance(lib, _NotBuilt):
+if _BUILT:
     use_isa(config.current.isa)
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion, CAST_RINT), "away" CAST_ROUND (ties away from zero).
-ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3, "bf16_even": 4}
+ROUNDING = {
+    None: _constant("KEEP_FP32"),
+    "fp16_even": _constant("FP16_EVEN"),
+    "bf16_away": _constant("BF16_AWAY"),
+    "fp16_away": _constant("FP16_AWAY"),
+    "bf16_even": _constant("BF16_EVEN"),
+}
 _WIDENED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
 
 
@@ -191,7 +210,8 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
     )
 
 
-PANEL = 32  # columns per panel of a packed right-hand operand (matmul.c)
+PANEL = _constant("PANEL")  # columns per panel of a packed right-hand operand (matmul.c)
+ROW_PAD = _constant("ROW_PAD")  # floats after each row of a score block (attention_blocks.c)
 
 
 class Panels:

@@ -37,7 +37,6 @@ from aclnn_emu.kernels.rounding import round_half_away_
 SPARSE_INT_MAX = 214748647  # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 256
 KV_BLOCK = 1024  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
-ROW_PAD = 16  # score rows 4 KiB apart would share L1 sets in the P V matmul
 FP16_MASK_FILL = np.float32(-65504.0)
 BF16_MASK_FILL = np.float32(-np.finfo(np.float32).max)
 ADDITIVE_MASK_SCALE = np.float32(-10000.0)
@@ -132,10 +131,11 @@ _local = threading.local()
 
 def _score_block(rows: int, cols: int) -> np.ndarray:
     """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols],
-    rows ROW_PAD floats longer than cols apart."""
+    rows native.ROW_PAD floats longer than cols apart."""
+    pad = native.ROW_PAD
     if not hasattr(_local, "scores"):
-        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + ROW_PAD), np.float32)
-    return _local.scores[: rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
+        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + pad), np.float32)
+    return _local.scores[: rows * (cols + pad)].reshape(rows, cols + pad)[:, :cols]
 
 
 def prompt_flash_attention(

@@ -1,0 +1,63 @@
+/* The header every C source of aclnn_emu.kernels._native includes: its interface (native_api.h),
+ * the ISA levels and their dispatch, and the bit-level helpers the sources share. Each source
+ * compiles on its own against it. */
+#ifndef ACLEMU_NATIVE_H
+#define ACLEMU_NATIVE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "native_api.h"
+
+/* On x86-64 each vector loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
+   and the baseline, and a call runs the version aclemu_select_isa chose: by default the best the
+   CPU has, or a lower one on request (ACLNN_EMU_ISA), so an AVX2 machine's speed can be measured
+   on an AVX-512 one. Elsewhere there is one version, built for the compiler's target. The
+   x86-64-v3/v4 targets and their CPU checks need GCC 12 or clang 12: an older compiler would
+   build the baseline alone, whose matmul runs about 60 times slower, so it is refused here. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__clang__) ? __clang_major__ < 12 : __GNUC__ < 12
+_Static_assert(0, "aclnn-emu: this C compiler (version " __VERSION__ ") cannot build the AVX2 and AVX-512 loops, "
+                  "which need GCC 12 or clang 12 or newer; install one (e.g. gcc-12) and rebuild with it "
+                  "named in CC, e.g. CC=gcc-12 pip install .");
+#endif
+#define ISA_LEVELS 1
+#define ON_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define ON_AVX2 __attribute__((target("arch=x86-64-v3")))
+#include <immintrin.h>
+#endif
+
+/* The level the loops run at (native.c sets it). */
+extern int aclemu_isa_in_use __attribute__((visibility("hidden")));
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
+#ifdef ISA_LEVELS
+#define DISPATCHED(name, params, args)                                                        \
+    ON_AVX512 static void name##_avx512 params { name args; }                                 \
+    ON_AVX2 static void name##_avx2 params { name args; }                                     \
+    static void name##_baseline params { name args; }                                         \
+    void aclemu_##name params {                                                               \
+        if (aclemu_isa_in_use == ISA_AVX512) name##_avx512 args;                              \
+        else if (aclemu_isa_in_use == ISA_AVX2) name##_avx2 args;                             \
+        else name##_baseline args;                                                            \
+    }
+#else
+#define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
+#endif
+
+INLINE uint32_t bits_of(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
+INLINE float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }
+
+/* The fp32 value of fp16 bits h: the 15 magnitude bits moved into place read as an fp32 that is
+   2^-112 times the value (subnormals included), so one exact scaling finishes the job. */
+INLINE float fp16_value(uint16_t h) {
+    uint32_t magnitude = (uint32_t)(h & 0x7FFFu) << 13;
+    float value = float_of(magnitude) * 5.192296858534828e+33f;  /* 2^112 */
+    uint32_t special = (h & 0x7C00u) == 0x7C00u ? 0x7F800000u | magnitude : bits_of(value);
+    return float_of(((uint32_t)(h & 0x8000u) << 16) | special);
+}
+
+#endif
