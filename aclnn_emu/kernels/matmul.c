@@ -132,7 +132,6 @@ static void tile_baseline TILE_PARAMS {
 }
 
 #define MR_MAX 6
-#define PANEL_IN_L1 128
 
 /* Floats of the scratch aclemu_matmul_panels needs for a k of k. */
 int64_t aclemu_matmul_scratch(int64_t k) { return MR_MAX * k; }
@@ -162,9 +161,10 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
     if (rest && !pairs)
         for (int r = 0; r < mr; ++r)
             memcpy(scratch + r * k, a + (full * mr + (r < rest ? r : rest - 1)) * lda, (size_t)k * sizeof(float));
-    /* A panel of up to PANEL_IN_L1 steps (16 KiB) stays in L1 while every block of rows passes it;
-       a longer one streams from L2, then each block of rows stays while the panels pass. */
-    int panel_outer = k <= PANEL_IN_L1;
+    /* A panel that fills at most half of L1 (128 steps, 16 KiB, of a 32 KiB L1) stays there while
+       every block of rows passes it; a longer one streams from L2, then each block of rows stays
+       while the panels pass. */
+    int panel_outer = k * PANEL * (int64_t)sizeof(float) <= aclemu_l1_bytes / 2;
     for (int64_t outer = 0; outer < (panel_outer ? panels_used : blocks); ++outer)
         for (int64_t inner = 0; inner < (panel_outer ? blocks : panels_used); ++inner) {
             int64_t block = panel_outer ? inner : outer, p = p0 + (panel_outer ? outer : inner);

@@ -9,11 +9,18 @@
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
  * is fused but the explicit fmaf calls: every version below (x86: AVX-512, AVX2, baseline) rounds,
  * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
- * conversion. Only the order of a row sum's additions follows the vector width.
+ * conversion. Sums over a row add their terms in one order at every vector width (SUM_LANES).
  */
 #include "native.h"
 
 int aclemu_isa_in_use = ISA_BASELINE;
+int64_t aclemu_l1_bytes = 32 << 10, aclemu_l2_bytes = 1 << 20;
+
+/* The cache sizes to block for from now on (kernels/native.py: the CPU's, or ACLNN_EMU_CACHE_SIZES). */
+void aclemu_set_cache_sizes(int64_t l1, int64_t l2) {
+    aclemu_l1_bytes = l1 > 4096 ? l1 : 4096;
+    aclemu_l2_bytes = l2 > 65536 ? l2 : 65536;
+}
 
 /* The best level this CPU runs. */
 int aclemu_best_isa(void) {
@@ -191,7 +198,9 @@ INLINE uint16_t fp16_bits(float x) {
 }
 
 /* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
-   NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. */
+   NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. A max and
+   min do not depend on the order the values are met in, but for the sign of a zero: a max of zero
+   is returned as +0 (adding +0), so it does not follow the vector width either. */
 INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, float *low) {
     float top = -INFINITY, bottom = INFINITY;
     int nan = 0;
@@ -206,7 +215,7 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, f
         nan |= v != v;
     }
     *low = bottom;
-    return nan ? NAN : top;
+    return nan ? NAN : top + 0.0f;
 }
 
 #ifdef ISA_LEVELS
@@ -234,7 +243,7 @@ ON_AVX2 static float prepare_row_f16c(float *x, int64_t n, float pre, float post
         *low = lanes[1][l] < *low ? lanes[1][l] : *low;
         any_nan |= lanes[2][l] != 0.0f;
     }
-    return any_nan ? NAN : high;
+    return any_nan ? NAN : high + 0.0f;
 }
 #endif
 
@@ -261,46 +270,46 @@ INLINE float exp_at(const float *x, const float *t, int64_t j, float shift, int 
    check when finite.) `split`: normal and n <= SPLIT_ROW, exp_normal runs in two passes. */
 INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal,
                      int split) {
-    float sum = 0.0f;
+    float sum[SUM_LANES] = {0};
     float t[SPLIT_ROW];
     if (split) exp_normal_split(x, t, n, shift);
     if (fp16_normal) {                   /* (exp_row_cases passes it for the fp16 roundings only) */
-#pragma omp simd reduction(+:sum)
-        for (int64_t j = 0; j < n; ++j) {
+        FOR_LANES(j, n, {
             float e = exp_at(x, t, j, shift, split, 1, 1);
-            sum += e;
+            sum[l] += e;
             x[j] = rounding == FP16_AWAY ? round_fp16_half_away_normal(e) : round_fp16_even_normal(e);
-        }
-        return sum;
+        })
+        return lanes_total(sum);
     }
     if (finite && rounding == FP16_AWAY) {
         /* Normal fp16 results (the common case) cost two integer steps here; exponentials below
            2^-14 stay as they are and, if the row has any, a second pass puts them on the 2^-24
            grid (rounding them twice would not be CAST_ROUND). */
-        float low = 1.0f;
-#pragma omp simd reduction(+:sum) reduction(min:low)
-        for (int64_t j = 0; j < n; ++j) {
+        float low[SUM_LANES];
+        for (int l = 0; l < SUM_LANES; ++l) low[l] = 1.0f;
+        FOR_LANES(j, n, {
             float e = exp_at(x, t, j, shift, split, normal, 1);
-            sum += e;
-            low = e < low ? e : low;
+            sum[l] += e;
+            low[l] = e < low[l] ? e : low[l];
             x[j] = e < FP16_MIN_NORMAL ? e : round_fp16_half_away_normal(e);
-        }
-        if (low < FP16_MIN_NORMAL) {
+        })
+        int small = 0;
+        for (int l = 0; l < SUM_LANES; ++l) small |= low[l] < FP16_MIN_NORMAL;
+        if (small) {
 #pragma omp simd
             for (int64_t j = 0; j < n; ++j)
                 x[j] = x[j] < FP16_MIN_NORMAL ? round_fp16_half_away_subnormal(x[j]) : x[j];
         }
-        return sum;
+        return lanes_total(sum);
     }
-#pragma omp simd reduction(+:sum)
-    for (int64_t j = 0; j < n; ++j) {
+    FOR_LANES(j, n, {
         float e = exp_at(x, t, j, shift, split, normal, finite);
-        sum += e;
+        sum[l] += e;
         if (rounding == FP16_EVEN) x[j] = round_fp16_nonnegative(e);
         else if (finite && rounding == BF16_AWAY) x[j] = round_bf16_half_away_number(e);
         else x[j] = round_to(e, rounding);
-    }
-    return sum;
+    })
+    return lanes_total(sum);
 }
 
 /* exp_row compiled for each case of `finite`, `normal` and `fp16_normal` (each implies the one
@@ -584,8 +593,8 @@ DISPATCHED(narrow_fp16, (uint16_t *dst, const float *src, int64_t n),
  * start h * head_stride + offsets[j] elements from `base`, each D contiguous values of kind 0 (fp16), 1
  * (bf16) or 2 (int8, dequantised as (x + offset[h][d]) * scale[h][d]). Each cache row is read once
  * and widened in registers, so the cache is never copied or widened as a whole. The generic loops,
- * the AVX2/F16C and the AVX-512 paths add the same products in different orders (the dot products
- * and the sums over rows follow each path's vector width). */
+ * the AVX2/F16C and the AVX-512 paths give the same bits: a dot product sums in SUM_LANES lanes,
+ * and a sum over rows adds row after row onto the output. */
 INLINE void decode_row(float *to, const void *base, int64_t offset, int64_t d, int kind, const float *scale,
                        const float *shift) {
     if (kind == 0) {
@@ -614,6 +623,7 @@ F16C_TARGET static inline __m256 f16c_load(const uint16_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* lanes_total of 8 lanes: halves added, then their halves, then the last two. */
 F16C_TARGET static inline float f16c_sum(__m256 v) {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -630,15 +640,16 @@ F16C_TARGET static void scores_f16c(float *scores, const float *q, int64_t heads
                 int64_t n = groups - g < 4 ? groups - g : 4;
                 const float *qs[4];
                 for (int64_t i = 0; i < 4; ++i) qs[i] = q + (h * groups + g + (i < n ? i : 0)) * d;
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                __m256 a[4][2];                 /* SUM_LANES lanes per dot product: two vectors */
+                for (int64_t i = 0; i < 4; ++i) a[i][0] = a[i][1] = _mm256_setzero_ps();
                 for (int64_t e = 0; e < d; e += 8) {
                     __m256 k = f16c_load(row + e);
-                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(qs[0] + e), k));
-                    a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(qs[1] + e), k));
-                    a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(qs[2] + e), k));
-                    a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[3] + e), k));
+                    int half = (int)(e / 8 % 2);
+                    for (int64_t i = 0; i < 4; ++i)
+                        a[i][half] = _mm256_add_ps(a[i][half], _mm256_mul_ps(_mm256_loadu_ps(qs[i] + e), k));
                 }
-                float dots[4] = {f16c_sum(a0), f16c_sum(a1), f16c_sum(a2), f16c_sum(a3)};
+                float dots[4];
+                for (int64_t i = 0; i < 4; ++i) dots[i] = f16c_sum(_mm256_add_ps(a[i][0], a[i][1]));
                 for (int64_t i = 0; i < n; ++i) scores[(h * groups + g + i) * rows + j] = dots[i];
             }
         }
@@ -656,9 +667,10 @@ F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, i
             for (int64_t e = 0; e < d; e += 16) {
                 float *out = acc + (h * groups + g) * d + e;
                 __m256 a[4][2];
-                for (int64_t i = 0; i < 4; ++i)
-                    for (int64_t c = 0; c < 2; ++c) a[i][c] = _mm256_setzero_ps();
                 int64_t width = d - e < 16 ? 1 : 2;     /* d is a multiple of 8 */
+                for (int64_t i = 0; i < 4; ++i)
+                    for (int64_t c = 0; c < 2; ++c)
+                        a[i][c] = i < n && c < width ? _mm256_loadu_ps(out + i * d + 8 * c) : _mm256_setzero_ps();
                 for (int64_t j = 0; j < rows; ++j) {
                     const uint16_t *row = base + head_stride * h + offsets[j] + e;
                     __m256 v0 = f16c_load(row), v1 = width == 2 ? f16c_load(row + 8) : _mm256_setzero_ps();
@@ -669,10 +681,7 @@ F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, i
                     }
                 }
                 for (int64_t i = 0; i < n; ++i)
-                    for (int64_t c = 0; c < width; ++c) {
-                        float *to = out + i * d + 8 * c;
-                        _mm256_storeu_ps(to, _mm256_add_ps(_mm256_loadu_ps(to), a[i][c]));
-                    }
+                    for (int64_t c = 0; c < width; ++c) _mm256_storeu_ps(out + i * d + 8 * c, a[i][c]);
             }
         }
 }
@@ -684,7 +693,10 @@ AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx5
         float *out0, float *out1, const float *w0, const float *w1, const uint16_t *base, const int64_t *offsets,
         int64_t rows, const int64_t vecs) {
     __m512 a0[8], a1[8];
-    for (int64_t c = 0; c < vecs; ++c) a0[c] = a1[c] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < vecs; ++c) {
+        a0[c] = _mm512_loadu_ps(out0 + 16 * c);
+        a1[c] = out1 ? _mm512_loadu_ps(out1 + 16 * c) : _mm512_setzero_ps();
+    }
     for (int64_t j = 0; j < rows; ++j) {
         const uint16_t *row = base + offsets[j];
         __m512 b0 = _mm512_set1_ps(w0[j]), b1 = _mm512_set1_ps(w1[j]);
@@ -695,8 +707,8 @@ AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx5
         }
     }
     for (int64_t c = 0; c < vecs; ++c) {
-        _mm512_storeu_ps(out0 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out0 + 16 * c), a0[c]));
-        if (out1) _mm512_storeu_ps(out1 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out1 + 16 * c), a1[c]));
+        _mm512_storeu_ps(out0 + 16 * c, a0[c]);
+        if (out1) _mm512_storeu_ps(out1 + 16 * c, a1[c]);
     }
 }
 
@@ -726,29 +738,18 @@ INLINE void decode_scores_loops(float *scores, const float *q, int64_t heads, in
         const float *sc = scale ? scale + h * d : 0, *sh = shift ? shift + h * d : 0;
         for (int64_t j = 0; j < rows; ++j) {
             decode_row(row, base, head_stride * h + offsets[j], d, kind, sc, sh);
-            int64_t g = 0;
-            for (; g + 4 <= groups; g += 4) {     /* four query rows per pass over the key row */
-                const float *q0 = q + (h * groups + g) * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
-                float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
-#pragma omp simd reduction(+:d0, d1, d2, d3)
-                for (int64_t e = 0; e < d; ++e) {
-                    d0 += q0[e] * row[e];
-                    d1 += q1[e] * row[e];
-                    d2 += q2[e] * row[e];
-                    d3 += q3[e] * row[e];
-                }
-                float *to = scores + (h * groups + g) * rows + j;
-                to[0] = d0;
-                to[rows] = d1;
-                to[2 * rows] = d2;
-                to[3 * rows] = d3;
-            }
-            for (; g < groups; ++g) {
-                const float *qg = q + (h * groups + g) * d;
-                float dot = 0.0f;
-#pragma omp simd reduction(+:dot)
-                for (int64_t e = 0; e < d; ++e) dot += qg[e] * row[e];
-                scores[(h * groups + g) * rows + j] = dot;
+            for (int64_t g = 0; g < groups; g += 4) {   /* up to four query rows per pass over the key row */
+                int64_t n = groups - g < 4 ? groups - g : 4;
+                const float *qs[4];
+                for (int64_t i = 0; i < 4; ++i) qs[i] = q + (h * groups + g + (i < n ? i : 0)) * d;
+                float lanes[4][SUM_LANES] = {{0}};
+                FOR_LANES(e, d, {
+                    lanes[0][l] += qs[0][e] * row[e];
+                    lanes[1][l] += qs[1][e] * row[e];
+                    lanes[2][l] += qs[2][e] * row[e];
+                    lanes[3][l] += qs[3][e] * row[e];
+                })
+                for (int64_t i = 0; i < n; ++i) scores[(h * groups + g + i) * rows + j] = lanes_total(lanes[i]);
             }
         }
     }

@@ -30,6 +30,10 @@ _Static_assert(0, "aclnn-emu: this C compiler (version " __VERSION__ ") cannot b
 
 /* The level the loops run at (native.c sets it). */
 extern int aclemu_isa_in_use __attribute__((visibility("hidden")));
+/* The per-core L1 and L2 data cache sizes in bytes the blocking is chosen by (aclemu_set_cache_sizes):
+   they decide only which data stays in cache, never the order of a sum. */
+extern int64_t aclemu_l1_bytes __attribute__((visibility("hidden")));
+extern int64_t aclemu_l2_bytes __attribute__((visibility("hidden")));
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -47,6 +51,30 @@ extern int aclemu_isa_in_use __attribute__((visibility("hidden")));
 #else
 #define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
 #endif
+
+/* Every sum over a row runs in one order at every vector width: term j goes to partial
+   lane j % 16 (in j order), and the 16 lanes are added in a fixed tree (lanes_total). An AVX-512
+   vector holds the 16 lanes, AVX2 two vectors of 8, the baseline four SSE vectors or scalars. */
+#define SUM_LANES 16
+
+/* for (j = 0; j < n; ++j) body (the arguments after n), in blocks of SUM_LANES; the body sees the
+   index j and its lane l. */
+#define FOR_LANES(j, n, ...)                                                                  \
+    for (int64_t j0_ = 0; j0_ < (n); j0_ += SUM_LANES) {                                      \
+        if ((n) - j0_ >= SUM_LANES) {                                                         \
+            _Pragma("omp simd")                                                               \
+            for (int64_t l = 0; l < SUM_LANES; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }      \
+        } else {                                                                              \
+            for (int64_t l = 0; l < (n) - j0_; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }      \
+        }                                                                                     \
+    }
+
+/* The sum of the lanes: lane l + lane l + 8, then + 4, + 2, + 1 (a vector's halves added in turn). */
+INLINE float lanes_total(float *lane) {
+    for (int w = SUM_LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+    return lane[0];
+}
 
 INLINE uint32_t bits_of(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
 INLINE float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }

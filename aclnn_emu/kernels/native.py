@@ -7,6 +7,7 @@ dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threa
 parallel.
 """
 
+import pathlib
 import threading
 
 import ml_dtypes
@@ -33,7 +34,7 @@ class _NotBuilt:
 try:
     from aclnn_emu.kernels._native import ffi, lib
 
-    lib.ROW_PAD  # (missing from an extension built from older sources: rebuild it)
+    lib.ROW_PAD, lib.aclemu_set_cache_sizes  # (missing from an extension built from older sources)
 except (ImportError, AttributeError) as error:
     ffi = lib = _NotBuilt(ImportError(str(error)))
 _BUILT = not isinstance(lib, _NotBuilt)
@@ -71,9 +72,32 @@ def use_isa(name: str) -> str:
     return _in_use
 
 
+# What the loops block for when the CPU does not say (a core of the AVX2 servers benchmarked).
+FALLBACK_CACHES = (32 << 10, 512 << 10, 16 << 20)
+
+
+def detected_cache_sizes() -> tuple[int, int, int]:
+    """The L1 and L2 data cache sizes of a core and the L3's, as Linux reports them for CPU 0."""
+    found = {}
+    for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level, kind, size = ((index / name).read_text().strip() for name in ("level", "type", "size"))
+            if kind in ("Data", "Unified"):  # sizes read "32K", "1024K", "32768K"
+                found[int(level)] = int(size.rstrip("KM")) << (20 if size.endswith("M") else 10)
+        except (OSError, ValueError):
+            continue
+    return tuple(found.get(level) or fallback for level, fallback in zip((1, 2, 3), FALLBACK_CACHES))
+
+
+def cache_sizes() -> tuple[int, int, int]:
+    """The cache sizes the loops block for: ACLNN_EMU_CACHE_SIZES, else the CPU's."""
+    return config.current.cache_sizes or detected_cache_sizes()
+
+
 _in_use = "baseline"
 if _BUILT:
     use_isa(config.current.isa)
+    lib.aclemu_set_cache_sizes(*cache_sizes()[:2])
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion, CAST_RINT), "away" CAST_ROUND (ties away from zero).

@@ -18,6 +18,7 @@ enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3, BF16
 
 int aclemu_best_isa(void);
 int aclemu_select_isa(int level);
+void aclemu_set_cache_sizes(int64_t l1, int64_t l2);
 void aclemu_scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post);
 void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
                           float *row_max, float *row_sum, float *alpha, int rounding);

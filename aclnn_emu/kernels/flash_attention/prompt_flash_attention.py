@@ -242,12 +242,13 @@ class _Forward:
 
     def run(self) -> np.ndarray:
         b, n = self.q.shape[:2]
-        # Enough tasks to keep every worker busy; long heads are split into row chunks.
+        # Enough tasks to keep every worker busy; long heads are split into row chunks of whole
+        # query blocks, so a row's blocks (and bits) do not depend on the worker count.
         splits = max(1, -(-2 * parallel.workers() // (b * n)))
         tasks = []
         for bi in range(b):
             aq = int(self.act_q[bi])
-            step = max(1, -(-aq // splits))
+            step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))
             tasks += [(bi, ni, r0, min(r0 + step, aq)) for ni in range(n) for r0 in range(0, aq, step)]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             parallel.run_all(self._rows, tasks)
