@@ -58,14 +58,25 @@ extern int64_t aclemu_l2_bytes __attribute__((visibility("hidden")));
 #define SUM_LANES 16
 
 /* for (j = 0; j < n; ++j) body (the arguments after n), in blocks of SUM_LANES; the body sees the
-   index j and its lane l. */
+   index j and its lane l. Two blocks per step, each lane's terms still in j order, so twice as
+   many independent terms are in flight (one vector of 16 would wait on each term's latency). */
 #define FOR_LANES(j, n, ...)                                                                  \
-    for (int64_t j0_ = 0; j0_ < (n); j0_ += SUM_LANES) {                                      \
-        if ((n) - j0_ >= SUM_LANES) {                                                         \
+    {                                                                                         \
+        int64_t j0_ = 0;                                                                      \
+        for (; j0_ + 2 * SUM_LANES <= (n); j0_ += 2 * SUM_LANES) {                            \
             _Pragma("omp simd")                                                               \
-            for (int64_t l = 0; l < SUM_LANES; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }      \
-        } else {                                                                              \
-            for (int64_t l = 0; l < (n) - j0_; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }      \
+            for (int64_t l = 0; l < SUM_LANES; ++l) {                                         \
+                { int64_t j = j0_ + l; __VA_ARGS__ }                                          \
+                { int64_t j = j0_ + SUM_LANES + l; __VA_ARGS__ }                              \
+            }                                                                                 \
+        }                                                                                     \
+        for (; j0_ < (n); j0_ += SUM_LANES) {                                                 \
+            if ((n) - j0_ >= SUM_LANES) {                                                     \
+                _Pragma("omp simd")                                                           \
+                for (int64_t l = 0; l < SUM_LANES; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }  \
+            } else {                                                                          \
+                for (int64_t l = 0; l < (n) - j0_; ++l) { int64_t j = j0_ + l; __VA_ARGS__ }  \
+            }                                                                                 \
         }                                                                                     \
     }
 
