@@ -191,24 +191,30 @@ def lightning_indexer_grad(
 
     # dk is summed in `partials` fp32 copies (bounded so they stay small), chunk c into copy
     # c % partials; each copy's chunks run in order on one worker, and the copies are added in
-    # order, so the worker count changes no bit.
+    # order as they finish, so the worker count changes no bit and only the copies in flight are held.
     partials = min(partials or DK_COPIES, max(1, DK_COPIES_BYTES // max(1, key32.nbytes)))
     starts = list(range(0, rows, chunk_rows))
     workers = [_Worker(job) for _ in range(max(1, min(partials, len(starts))))]
 
-    def work(k: int) -> None:
+    def compute(k: int) -> None:
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN propagate as on the NPU
             for r0 in starts[k :: len(workers)]:
                 parallel.checkpoint()
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
-        workers[k].buffers.clear()  # its scratch, while the copies still to run take theirs
+        workers[k].buffers.clear()  # its scratch, while the partials still to run take theirs
 
-    parallel.map_ordered(work, range(len(workers)))
+    def commit(k: int) -> None:
+        """Partial k added to partial 0 (in k order) and let go, so only those in flight are held."""
+        if k:
+            with np.errstate(over="ignore", invalid="ignore"):
+                workers[0].dk += workers[k].dk
+            workers[k].dk = None
 
-    total, findings = workers[0].dk, Findings()
-    for worker in workers[1:]:
-        total += worker.dk
+    order = parallel.OrderedCommit()
+    parallel.map_ordered(lambda k: order.run(k, lambda: compute(k), lambda _: commit(k)), range(len(workers)))
+
+    findings = Findings()
     for worker in workers:
         findings.merge(worker.findings)
-    dk[...] = cast_round(total, dtype)
+    dk[...] = cast_round(workers[0].dk, dtype)
     return dq, dk, dweights, findings
