@@ -34,7 +34,9 @@ from .lightning_indexer_plan import RowPlan
 
 CHUNK_ROWS = 4  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
 DK_COPIES_BYTES = 256 << 20  # budget for the private fp32 dk accumulators
-DK_COPIES = 8  # dk partial sums (numerics: a fixed number, whatever the worker count)
+# dk partial sums (numerics: a fixed number, whatever the worker count), so at most as many workers:
+# each holds a copy of dk and its scratch (2 of them keep the peak RSS growth within 2x the inputs).
+DK_COPIES = 2
 
 
 @dataclasses.dataclass
@@ -201,7 +203,7 @@ def lightning_indexer_grad(
             for r0 in starts[k :: len(workers)]:
                 parallel.checkpoint()
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
-        workers[k].buffers.clear()  # its scratch, while the partials still to run take theirs
+        workers[k].buffers.clear()  # its scratch, before the dk copies are added up
 
     def commit(k: int) -> None:
         """Partial k added to partial 0 (in k order) and let go, so only those in flight are held."""
