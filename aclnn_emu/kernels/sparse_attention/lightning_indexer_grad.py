@@ -218,5 +218,6 @@ def lightning_indexer_grad(
     findings = Findings()
     for worker in workers:
         findings.merge(worker.findings)
-    dk[...] = cast_round(workers[0].dk, dtype)
+    total = workers[0].dk
+    dk[...] = cast_round(total, dtype)
     return dq, dk, dweights, findings
