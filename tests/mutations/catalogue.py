@@ -925,20 +925,6 @@ MUTATIONS = [
         "native-scores-f16c-eight-lanes", NATIVE, "int half = (int)(e / 8 % 2);", "int half = 0;", SAME_BITS_TESTS
     ),
     Mutation(
-        "native-row-max-zero-sign-kept",
-        NATIVE,
-        "return any_nan ? NAN : high + 0.0f;",
-        "return any_nan ? NAN : high;",
-        SAME_BITS_TESTS,
-    ),
-    Mutation(
-        "native-values-f16c-sum-from-zero",
-        NATIVE,
-        "a[i][c] = i < n && c < width ? _mm256_loadu_ps(out + i * d + 8 * c) : _mm256_setzero_ps();",
-        "a[i][c] = _mm256_setzero_ps();",
-        SAME_BITS_TESTS + IFA_TESTS,
-    ),
-    Mutation(
         "pfa-row-chunks-off-the-query-blocks",
         PFA,
         "step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))",
