@@ -29,6 +29,7 @@ MAX_DEVICE_COUNT = (1 << 31) - 1  # device ids are int32_t
 MAX_THREADS = 256
 CACHE_LEVELS = ("L1", "L2", "L3")  # data caches, per core for L1 and L2
 PREFIX = "ACLNN_EMU_"
+SUGGEST_CUTOFF = 0.85  # difflib's similarity above which a misspelt choice gets a "did you mean"
 CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
 
 
@@ -106,6 +107,14 @@ class Setting:
     allowed: str  # said in the error line and the README
     parse: object  # text -> value; raises ValueError/KeyError for a value that is not allowed
     effect: str
+    choices: tuple = ()  # the names it takes, for a "did you mean" on a misspelt one
+
+    def rejected(self, text: str) -> str:
+        """The line that says `text` is not allowed, with the closest choice when one is close."""
+        canonical = {c.lower(): c for c in self.choices}
+        close = difflib.get_close_matches(text.lower(), list(canonical), 1, SUGGEST_CUTOFF)
+        hint = f" (did you mean {canonical[close[0]]}?)" if close else ""
+        return f"{self.variable}={text!r} is not allowed{hint}: use {self.allowed}"
 
 
 SETTINGS = (
@@ -113,13 +122,11 @@ SETTINGS = (
         "ACLNN_EMU_SOC",
         "soc",
         "Ascend910B",
-        "a part name ("
-        + ", ".join(platform.PARTS)
-        + ") or a family name ("
-        + ", ".join(f"{f} = {platform.ALIASES[f]}" for f in platform.FAMILIES)
-        + "), any case",
+        f"a family name ({', '.join(platform.FAMILIES)}) or one of their {len(platform.PARTS)} part names "
+        "(`aclnn-emu coverage` lists them), any case",
         _soc,
         "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory",
+        SOCS,
     ),
     Setting(
         "ACLNN_EMU_STRICT",
@@ -137,6 +144,7 @@ SETTINGS = (
         ", ".join(SANITIZE_MODES) + " (any case)",
         _choice(SANITIZE_MODES),
         "device-memory sanitizer; error also fails the call (or stream task)",
+        SANITIZE_MODES,
     ),
     Setting(
         "ACLNN_EMU_SYNC",
@@ -153,6 +161,7 @@ SETTINGS = (
         ", ".join(LOG_LEVELS) + " (any case)",
         _choice(LOG_LEVELS),
         "level of the emulator's own log on stderr",
+        LOG_LEVELS,
     ),
     Setting(
         "ACLNN_EMU_DEVICE_MEMORY",
@@ -187,6 +196,7 @@ SETTINGS = (
         _choice(ISAS),
         "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
         "has; a lower level reproduces another machine's speed, results stay bit-identical",
+        ISAS,
     ),
     Setting(
         "ACLNN_EMU_THREADS",
@@ -250,7 +260,7 @@ def check(env) -> tuple[Config, list[str], list[str]]:
         try:
             values[s.field] = s.parse(text)
         except (ValueError, KeyError):
-            errors.append(f"{s.variable}={text!r} is not allowed: use {s.allowed}")
+            errors.append(s.rejected(text))
     unknown = []
     for name in env:
         if name.upper().startswith(PREFIX) and name not in BY_VARIABLE:
