@@ -1,4 +1,4 @@
-"""Runs every operator of ae.ops on inputs with awkward row and key counts and prints, as JSON, a
+"""Runs every entry point of ae.ops on inputs with awkward row and key counts and prints, as JSON, a
 digest of each output's bytes per case. tests/test_native.py runs it once per ISA level and worker
 count (ACLNN_EMU_ISA, ACLNN_EMU_THREADS) and compares the digests.
 
@@ -52,7 +52,7 @@ def _fas(rng, dtype, sparse_mode, pre, nxt, specials=False):
     return {"FlashAttentionScoreV2": list(forward), "FlashAttentionScoreGradV2": list(grads)}
 
 
-def _pfa(rng, dtype, pre, nxt, one_head=False):
+def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2"):
     """PromptFlashAttentionV2 on two batches of grouped heads, or (`one_head`) on one long head,
     which the kernel cuts into row chunks per worker, with the band as attenMask."""
     b, n, kv_heads, s1, s2 = (1, 1, 1, 713, 659) if one_head else (2, 4, 2, 301, 359)
@@ -60,13 +60,14 @@ def _pfa(rng, dtype, pre, nxt, one_head=False):
     mask = ((offset < -pre) | (offset > nxt))[None, None] if one_head else None
     q = _normal(rng, (b, n, s1, 128), dtype)
     k, v = (_normal(rng, (b, kv_heads, s2, 128), dtype) for _ in range(2))
-    out = ae.ops.PromptFlashAttentionV2(
+    kv_lengths = {} if entry == "PromptFlashAttention" else {"actualSeqLengthsKv": [s2, 211][:b]}
+    out = getattr(ae.ops, entry)(
         q,
         k,
         v,
         attenMask=mask,
         actualSeqLengths=[s1, 157][:b],
-        actualSeqLengthsKv=[s2, 211][:b],
+        **kv_lengths,
         numHeads=n,
         scaleValue=0.09,
         preTokens=pre,
@@ -77,11 +78,11 @@ def _pfa(rng, dtype, pre, nxt, one_head=False):
     return [out]
 
 
-def _ifa(rng, d, groups):
+def _ifa(rng, d, groups, entry="IncreFlashAttentionV4"):
     kv_heads, s2 = 2, 413
     q = _normal(rng, (3, kv_heads * groups, 1, d), F16)
     k, v = (_normal(rng, (3, kv_heads, s2, d), F16) for _ in range(2))
-    out = ae.ops.IncreFlashAttentionV4(
+    out = getattr(ae.ops, entry)(
         q,
         [k],
         [v],
@@ -173,11 +174,13 @@ def _paged_caches(rng):
     key = _normal(rng, (37, heads, d), F16)
     slots = rng.permutation(blocks * block)[:37].astype(np.int32)
     caches = [np.zeros((blocks, block, heads, d), F16) for _ in range(2)]
-    scattered = ae.ops.ScatterPaKvCache(key, caches[0], slots, key, caches[1])
+    scattered = ae.ops.ScatterPaKvCache(key, caches[0], slots, key, caches[1], cacheModeOptional="Norm")
     tables = rng.permutation(blocks)[:6].reshape(2, 3).astype(np.int32)
     lens = np.array([41, 30], np.int32)
     key_out, value_out = (np.zeros((71, heads, d), F16) for _ in range(2))
-    gathered = ae.ops.GatherPaKvCache(caches[0], caches[1], tables, lens, key_out, value_out, isSeqLensCumsum=False)
+    gathered = ae.ops.GatherPaKvCache(
+        caches[0], caches[1], tables, lens, key_out, value_out, cacheMode="Norm", isSeqLensCumsum=False
+    )
     return {"ScatterPaKvCache": list(scattered), "GatherPaKvCache": list(gathered)}
 
 
@@ -196,8 +199,16 @@ def cases() -> dict:
     for dtype, pre, nxt in ((F16, 2147483647, 0), (BF16, 2147483647, 0), (F16, 123, 5)):
         results[f"PromptFlashAttentionV2 {np.dtype(dtype).name} band {pre} {nxt}"] = _pfa(rng, dtype, pre, nxt)
     results["PromptFlashAttentionV2 one head band 100 0"] = _pfa(rng, F16, 100, 0, one_head=True)
+    for entry in ("PromptFlashAttention", "PromptFlashAttentionV3"):
+        results[f"{entry} float16"] = _pfa(rng, F16, 2147483647, 0, entry=entry)
     for d, groups in ((128, 4), (64, 3), (72, 5)):
         results[f"IncreFlashAttentionV4 d {d} groups {groups}"] = _ifa(rng, d, groups)
+    for entry, d, groups in (
+        ("IncreFlashAttention", 72, 5),
+        ("IncreFlashAttentionV2", 64, 3),
+        ("IncreFlashAttentionV3", 128, 4),
+    ):
+        results[f"{entry} d {d} groups {groups}"] = _ifa(rng, d, groups, entry=entry)
     results["SparseFlashAttention"] = _sparse_flash_attention(rng)
     results["SparseFlashAttentionGrad"] = _sparse_flash_attention_grad(rng)
     results["LightningIndexer"] = _lightning_indexer(rng)
