@@ -60,6 +60,7 @@ FAS_TESTS = (
     "tests/test_flash_attention_score_cabi.py",
     "tests/test_flash_attention_train_step.py",
 )
+SAME_BITS_TESTS = ("tests/test_native.py",)
 IFA_TESTS = (
     "tests/test_incre_flash_attention.py",
     "tests/test_incre_flash_attention_cabi.py",
@@ -963,8 +964,8 @@ MUTATIONS = [
     Mutation(
         "native-decode-scores-loops-fourth-row",
         NATIVE,
-        "                to[3 * rows] = d3;",
-        "                to[3 * rows] = d2;",
+        "lanes[3][l] += qs[3][e] * row[e];",
+        "lanes[3][l] += qs[2][e] * row[e];",
         IFA_TESTS,
     ),
     Mutation(
@@ -977,8 +978,8 @@ MUTATIONS = [
     Mutation(
         "native-scores-f16c-fourth-row",
         NATIVE,
-        "a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[3] + e), k));",
-        "a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[2] + e), k));",
+        "_mm256_mul_ps(_mm256_loadu_ps(qs[i] + e), k)",
+        "_mm256_mul_ps(_mm256_loadu_ps(qs[i < 3 ? i : 2] + e), k)",
         IFA_TESTS,
     ),
     Mutation(
@@ -1008,6 +1009,17 @@ MUTATIONS = [
         "pair = g + 1 < groups;",
         "pair = g + 2 < groups;",
         IFA_TESTS,
+    ),
+    # --- one order for every reduction, at every ISA level and worker count ------------------------
+    Mutation(
+        "native-scores-f16c-eight-lanes", NATIVE, "int half = (int)(e / 8 % 2);", "int half = 0;", SAME_BITS_TESTS
+    ),
+    Mutation(
+        "pfa-row-chunks-off-the-query-blocks",
+        PFA,
+        "step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))",
+        "step = max(1, -(-aq // splits))",
+        SAME_BITS_TESTS,
     ),
     # --- LightningIndexer ----------------------------------------------------------------------
     Mutation(

@@ -18,6 +18,9 @@ head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x 
 grows linearly with S; heads run on one thread per core.
 """
 
+import functools
+import threading
+
 import numpy as np
 
 from aclnn_emu.kernels import native
@@ -28,10 +31,11 @@ from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
-from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
+from aclnn_emu.kernels.parallel import OrderedCommit, checkpoint, run_all
 
 ROW_BLOCK = 256
 KEY_BLOCK = 512  # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
+UNIT_ROWS = 512  # query rows whose dK/dV contribution is one partial sum (numerics: fixed)
 
 
 def flash_attention_score_grad(
@@ -95,45 +99,57 @@ class _Job:
         self.dv = np.empty(value.shape, self.dtype)
         self.sink = None if sink is None else np.asarray(sink, FP32)
         self.sink_terms = np.zeros((b, n1, -(-s1 // ROW_BLOCK)), FP32)  # written per row block
+        self._local = threading.local()  # per worker: the query and kv head in use, block buffers
 
     def run(self):
         b, n1, n2, s1, s2 = self.shape
-        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
-        partials = map_ordered(self._work, split(tasks, workers()))
+        # Units of UNIT_ROWS query rows of one head, each summing its dK/dV contribution from zero,
+        # added into their kv head's sums in unit order: no bit depends on the worker count or timing.
+        units = [(bi, ni, r0) for bi in range(b) for ni in range(n1) for r0 in range(0, s1, UNIT_ROWS)]
+        sums = {}
+        order = OrderedCommit()
+        run_all(
+            order.run,
+            [
+                (i, functools.partial(self._unit, *unit), functools.partial(self._commit, sums, unit))
+                for i, unit in enumerate(units)
+            ],
+        )
         dk, dv = to_bnsd(self.dk, self.params.layout, n2), to_bnsd(self.dv, self.params.layout, n2)
         with np.errstate(all="ignore"):
             for bi in range(b):
                 for hi in range(n2):
-                    acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
-                    for part in partials:  # in thread order: the fp32 sum does not depend on timing
-                        if (bi, hi) in part:
-                            acc_k += part[(bi, hi)][0]
-                            acc_v += part[(bi, hi)][1]
+                    acc_k, acc_v = sums.get((bi, hi)) or (np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32))
                     acc_k *= self.scale
                     store_half_away(dk[bi, hi], acc_k, self.dtype)
                     store_half_away(dv[bi, hi], acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
-    def _work(self, tasks):
-        """Process row blocks; return this thread's fp32 dK/dV sums per kv head."""
-        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
-            return self._work_quietly(tasks)
+    def _commit(self, sums, unit, acc):
+        key = (unit[0], unit[1] // self.group)
+        if key not in sums:
+            sums[key] = tuple(np.zeros(x.shape, FP32) for x in acc)
+        with np.errstate(all="ignore"):
+            for total, part in zip(sums[key], acc):
+                total += part
 
-    def _work_quietly(self, tasks):
-        sums, head, kv = {}, None, None
-        size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
-        buffers = [np.empty(size, FP32) for _ in range(3)]
-        for b, n, i0 in tasks:
-            checkpoint()
-            if head is None or head.key != (b, n):
-                head = _Head(self, b, n)
-            if kv is None or kv.key != (b, n // self.group):
-                kv = _KvHead(self, b, n // self.group)
-            if kv.key not in sums:
-                sums[kv.key] = (np.zeros(kv.k.shape, FP32), np.zeros(kv.v.shape, FP32))
-            acc = sums[kv.key]
-            self._rows(head, kv, acc, i0, min(i0 + ROW_BLOCK, self.shape[3]), buffers)
-        return sums
+    def _unit(self, b, n, r0):
+        """Rows [r0, r0 + UNIT_ROWS) of query head (b, n): their dQ stored, their fp32 dK/dV sums returned."""
+        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
+            local = self._local
+            if getattr(local, "head", None) is None or local.head.key != (b, n):
+                local.head = _Head(self, b, n)
+            if getattr(local, "kv", None) is None or local.kv.key != (b, n // self.group):
+                local.kv = _KvHead(self, b, n // self.group)
+            if not hasattr(local, "buffers"):
+                size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
+                local.buffers = [np.empty(size, FP32) for _ in range(3)]
+            acc = (np.zeros(local.kv.k.shape, FP32), np.zeros(local.kv.v.shape, FP32))
+            s1 = self.shape[3]
+            for i0 in range(r0, min(r0 + UNIT_ROWS, s1), ROW_BLOCK):
+                checkpoint()
+                self._rows(local.head, local.kv, acc, i0, min(i0 + ROW_BLOCK, s1), local.buffers)
+            return acc
 
     def _rows(self, head, kv, acc, i0, i1, buffers):
         b, n = head.key

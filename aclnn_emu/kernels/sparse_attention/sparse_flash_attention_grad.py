@@ -25,9 +25,8 @@ import numpy as np
 
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.parallel import run_all
+from aclnn_emu.kernels.parallel import OrderedCommit, run_all
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
-from aclnn_emu.kernels.sparse_attention.commit_order import OrderedCommit
 from aclnn_emu.kernels.sparse_attention.select import RowSpans, select_row, selected_counts
 
 SLOT_BUDGET = 4096  # gathered key rows per step (its query rows together)
