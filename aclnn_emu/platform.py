@@ -12,14 +12,14 @@ Sources, every value below is read from one of them:
 - KERNEL_LIB: `hicann/opbase` 8.5.0-beta.1 `src/nnopbase/composite_op/aclnn_engine/op_kernel_lib.cpp`
   `OpKernelLib::GetSocPath`: the part names aclrtGetSocName returns and the kernel folder of each
   (ascend910b/, ascend910_93/, ascend910_95/). It is the only 8.5 source naming the 910_95 parts.
-- STUB_95: `ops-transformer` 8.5.0-beta.1
+- STUB_ARCH35: `ops-transformer` 8.5.0-beta.1
   `attention/flash_attention_score_grad/tests/ut/op_host/arch35/test_flash_attention_score_grad_tiling.cpp`:
   the platform the arch35 tilings are tested with (aicNum 32, aivNum 64, UB_SIZE 262144).
 
 Not established, and so not inferred:
 - 8.5 publishes no platform config for any 910_95 part (KERNEL_LIB names them, nothing gives their
   values; the 9.0 configs describe "Ascend950" parts, a later release under other names). Every
-  910_95 part uses STUB_95's cores and UB, and its HBM and L2 are unknown.
+  910_95 part uses STUB_ARCH35's cores and UB, and its HBM and L2 are unknown.
 - Ascend910B2C.ini leaves memory_size empty.
 Where the HBM is unknown the device memory defaults to UNKNOWN_HBM, the emulator's own choice.
 
@@ -73,7 +73,7 @@ _PARTS = [
     _ini("Ascend910_9391", A3, 24, 64, 192),
     _ini("Ascend910_9392", A3, 24, 64, 192),
 ] + [
-    Part(f"Ascend910_{suffix}", A5, 32, 64, 256 * KIB, None, None, "KERNEL_LIB name, STUB_95 values")
+    Part(f"Ascend910_{suffix}", A5, 32, 64, 256 * KIB, None, None, "KERNEL_LIB name, STUB_ARCH35 values")
     for suffix in (
         "9591",
         "9592",
@@ -102,7 +102,7 @@ PARTS = {p.name: p for p in _PARTS}
 
 ALIASES = {A2: "Ascend910B2", A3: "Ascend910_9392", A5: "Ascend910_9599"}
 """Family name -> the part it means: B2 and 9392 have the 24/48 cores and 64 GiB the family name
-stood for; for 910_95 the choice changes only the name, as every 910_95 part has STUB_95's values."""
+stood for; for 910_95 the choice changes only the name, as every 910_95 part has STUB_ARCH35's values."""
 
 
 def part(name: str) -> Part:
