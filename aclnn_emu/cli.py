@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from . import config, platform, process, toolkit, trace_summary
+from . import config, platform, process, toolkit, trace_summary, versions
 
 PROBE = r"""
 #include "acl/acl.h"
@@ -356,6 +356,11 @@ def cmd_doctor(args) -> int:
     for line in unknown:
         print(f"[warn] {line}")
     print(f"ASCEND_HOME_PATH would be {toolkit.HOME}")
+    release = versions.RELEASES[config.check(config.environment())[0].cann_version]
+    print(
+        f"CANN version presented: {release.name} (AscendCL API {'.'.join(map(str, release.acl_api))}; "
+        f"operator rules of ops-transformer {release.ops_ref})"
+    )
     print(f"settings:\n{settings_table()}")
     return 0 if all(passed for _, passed, _ in checks) else 1
 

@@ -14,7 +14,7 @@ import traceback
 
 import numpy as np
 
-from .. import config, dtypes, meta, status
+from .. import config, dtypes, meta, status, versions
 from ..opdef import arguments, calls
 from ..opdef.registry import all_ops
 from ..runtime import api as rt
@@ -82,7 +82,8 @@ def _():
 
 @c("aclrtGetVersion")
 def _(major, minor, patch):
-    for p, v in ((major, 1), (minor, 13), (patch, 0)):
+    """The AscendCL API version of the selected CANN release (aclnn_emu/versions.py)."""
+    for p, v in zip((major, minor, patch), versions.RELEASES[config.current.cann_version].acl_api):
         need(p, "version pointer")
         p[0] = v
 

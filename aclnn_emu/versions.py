@@ -1,0 +1,138 @@
+"""The CANN releases aclnn-emu presents (ACLNN_EMU_CANN_VERSION) and the rules that differ between them.
+
+Every operator rule is read from ops-transformer 8.5.0-beta.1 unless a rule here says otherwise. A
+rule that changed in a later release is declared once in RULES: what a caller observes, and for
+each release it holds in, the source that decides it (ref, file, function). A check consults it
+with `env.version.has(name)` at the point the source has it; nothing is copied per release.
+
+Sources:
+- OPS: cannmirror/ops-transformer, tags v8.5.0-beta.1, v8.5.0, v9.0.0; 9.1.0 is the branch `9.1.0`
+  (commit 3311e26), as the repository has no v9.1.0 tag.
+- RT: hicann/runtime at the same release tags, `include/external/acl/acl_rt.h`
+  ACL_MAJOR_VERSION/ACL_MINOR_VERSION/ACL_PATCH_VERSION (what aclrtGetVersion reports).
+"""
+
+import dataclasses
+
+from . import platform, status
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    name: str  # what ACLNN_EMU_CANN_VERSION takes and the version functions report
+    ops_ref: str  # the OPS ref its rules are read from
+    acl_api: tuple[int, int, int]  # RT's ACL_MAJOR/MINOR/PATCH_VERSION
+    ascend950: bool  # the Ascend910_95 family is named Ascend950 (platform.PARTS_950), NpuArch DAV_3510
+
+    def has(self, rule: str) -> bool:
+        """Whether the behaviour RULES[rule] describes holds in this release."""
+        return self.name in RULES[rule].sources
+
+    def source(self, rule: str) -> str:
+        """Where this release's source decides RULES[rule] (ref:file function)."""
+        return f"{self.ops_ref}:{RULES[rule].sources[self.name]}"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The part names and family aliases ACLNN_EMU_SOC takes in this release."""
+        known = platform.names(self.ascend950)
+        return known if self.name == "9.1.0" else tuple(n for n in known if n not in platform.NEW_IN_9_1)
+
+
+RELEASES = {
+    r.name: r
+    for r in (
+        Release("8.5.0-beta.1", "v8.5.0-beta.1", (1, 15, 0), False),
+        Release("8.5.0", "v8.5.0", (1, 16, 0), False),
+        Release("9.0.0", "v9.0.0", (1, 17, 0), True),
+        Release("9.1.0", "9.1.0", (1, 17, 0), True),
+    )
+}
+ORDER = tuple(RELEASES)  # oldest first
+DEFAULT = "8.5.0"
+
+
+def since(name: str) -> tuple[str, ...]:
+    """`name` and every later release."""
+    return ORDER[ORDER.index(name) :]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    what: str  # the behaviour a caller observes where the rule holds
+    sources: dict  # release name -> "file function" of OPS at that release's ref, for each release it holds in
+
+
+def _at(releases, where: dict) -> dict:
+    """Each of `releases` with its source: `where` maps a release to the file and function from it on."""
+    found, current = {}, None
+    for name in ORDER:
+        current = where.get(name, current)
+        if name in releases:
+            found[name] = current
+    return found
+
+
+_PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
+
+
+def _moved(root: str, file: str, function: str) -> dict:
+    return {r: f"{root}{d}{file} {function}" for r, d in _OP_API_MOVED.items()}
+
+
+RULES = {
+    "pfa.v1_v3_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) PromptFlashAttention V1-V3 return 361001 in both phases",
+        _moved(
+            _PFA_API,
+            "aclnn_prompt_flash_attention_v2.cpp",
+            "aclnnPromptFlashAttentionV2GetWorkspaceSize, aclnnPromptFlashAttentionV2 (likewise V1, V3)",
+        ),
+    ),
+    "ifa.v1_v4_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
+        _moved(
+            _IFA_API,
+            "aclnn_incre_flash_attention_v4.cpp",
+            "aclnnIncreFlashAttentionV4GetWorkspaceSize, aclnnIncreFlashAttentionV4 (likewise V1-V3)",
+        ),
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Withdrawal:
+    """Entry points a release refuses on a chip family before reading any argument, in both phases."""
+
+    rule: str
+    entry_points: tuple[str, ...]
+    family: str
+    code: int
+    message: str  # the source's error message
+
+
+WITHDRAWALS = (
+    Withdrawal(
+        "pfa.v1_v3_withdrawn_on_ascend950",
+        ("PromptFlashAttention", "PromptFlashAttentionV2", "PromptFlashAttentionV3"),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer supported on Ascend950.",
+    ),
+    Withdrawal(
+        "ifa.v1_v4_withdrawn_on_ascend950",
+        tuple(f"IncreFlashAttention{v}" for v in ("", "V2", "V3", "V4")),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnIncreFlashAttention versions V1 to V4 are no longer supported on Ascend950.",
+    ),
+)
+
+
+def withdrawal(op_name: str, release: Release, family: str) -> Withdrawal | None:
+    """The withdrawal that refuses `op_name` in `release` on `family`, if one does."""
+    for w in WITHDRAWALS:
+        if op_name in w.entry_points and family == w.family and release.has(w.rule):
+            return w
+    return None
