@@ -82,6 +82,11 @@ def _moved(root: str, file: str, function: str) -> dict:
 
 
 RULES = {
+    "pfa.pad_of_null_quant_offset2_fails": Rule(
+        "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "
+        "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
+        {"8.5.0-beta.1": f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp PreprocessQKVInput"},
+    ),
     "pfa.v1_v3_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) PromptFlashAttention V1-V3 return 361001 in both phases",
         _moved(

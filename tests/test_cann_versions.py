@@ -1,0 +1,44 @@
+"""ACLNN_EMU_CANN_VERSION through the C ABI: what a program gets from each CANN release (aclnn_emu/versions.py)."""
+
+import pytest
+
+import cabi
+from aclnn_emu import versions
+
+A2, A3, A5 = "Ascend910B", "Ascend910_93", "Ascend910_95"
+WITHDRAWN = 361001  # ACLNN_ERR_RUNTIME_ERROR
+PFA_GONE = "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer supported on Ascend950."
+IFA_GONE = "Interface aclnnIncreFlashAttention versions V1 to V4 are no longer supported on Ascend950."
+# hicann/runtime include/external/acl/acl_rt.h ACL_MAJOR/MINOR/PATCH_VERSION at each release's tag.
+API = {"8.5.0-beta.1": "1.15.0", "8.5.0": "1.16.0", "9.0.0": "1.17.0", "9.1.0": "1.17.0"}
+
+
+def run(version, soc):
+    env = {"ACLNN_EMU_SOC": soc}
+    if version is not None:
+        env["ACLNN_EMU_CANN_VERSION"] = version
+    result = cabi.compile_and_run("cann_versions.cpp", env=env, timeout=180)
+    assert result.returncode == 0 and "sanitizer" not in result.stderr, result.stdout + result.stderr
+    messages = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.split(" ", 1)[0].endswith(".msg"))
+    return result.stdout, cabi.rule_codes(result.stdout), messages
+
+
+@pytest.mark.parametrize("version", [None, *versions.ORDER])
+@pytest.mark.parametrize("soc", [A2, A3, A5])
+def test_pfa_v2_and_ifa_v4_per_release_and_chip(version, soc):
+    """On Ascend950 (the Ascend910_95 family) 9.0.0 and 9.1.0 refuse PromptFlashAttention V1-V3 and
+    IncreFlashAttention V1-V4 in both phases before reading an argument (ops-transformer v9.0.0
+    attention/{prompt,incre}_flash_attention/op_host/op_api/aclnn_prompt_flash_attention_v2.cpp
+    aclnnPromptFlashAttentionV2GetWorkspaceSize / aclnnPromptFlashAttentionV2 and
+    aclnn_incre_flash_attention_v4.cpp aclnnIncreFlashAttentionV4GetWorkspaceSize / aclnnIncreFlashAttentionV4;
+    branch 9.1.0 the same functions under attention/*/op_api/). Every other release and chip runs them."""
+    stdout, codes, messages = run(version, soc)
+    release = version or versions.DEFAULT
+    assert f"version {API[release]}\n" in stdout
+    if soc == A5 and release.startswith("9."):
+        assert codes == {name: WITHDRAWN for name in ("pfa.phase1", "pfa.phase2", "ifa.phase1", "ifa.phase2")}
+        for phase in ("phase1", "phase2"):
+            assert messages[f"pfa.{phase}.msg"].endswith(PFA_GONE)
+            assert messages[f"ifa.{phase}.msg"].endswith(IFA_GONE)
+    else:
+        assert codes == {f"{op}.{step}": 0 for op in ("pfa", "ifa") for step in ("phase1", "phase2", "phase2.sync")}
