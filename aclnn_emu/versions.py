@@ -107,6 +107,103 @@ RULES = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Unemulated:
+    """A change a release makes that a caller can observe and aclnn-emu does not reproduce: the call
+    behaves there as in 8.5.0 (or, for an entry point, is not exported)."""
+
+    since: str  # the first release with the change (it holds in every later one)
+    what: str
+    where: str  # file (and function) of OPS at that release's ref
+
+
+_FAS, _FAG = "attention/flash_attention_score/", "attention/flash_attention_score_grad/"
+_SA = "attention/"
+UNEMULATED = (
+    Unemulated(
+        "8.5.0",
+        "FlashAttentionScoreGradV2 (A2/A3 same-AB template): the dsink workspace is added only with a sink "
+        "(aclnn-emu's workspace size is its own)",
+        f"{_FAG}op_host/arch32/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_sab.cpp",
+    ),
+    Unemulated(
+        "8.5.0",
+        "IncreFlashAttentionV4's flash-decode split stops when no core is left (where the KV splits fall; "
+        "aclnn-emu does not model the split)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
+    ),
+    *(
+        Unemulated("9.0.0", f"{name}: a 9.x entry point, not exported by aclnn-emu", header)
+        for name, header in (
+            ("aclnnFlashAttentionScoreV4", f"{_FAS}op_api/aclnn_flash_attention_score.h"),
+            ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
+            (
+                "aclnnFusedInferAttentionScoreV5",
+                f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
+            ),
+        )
+    ),
+    Unemulated(
+        "9.0.0",
+        "PromptFlashAttention: the NTD layout, the fp16 attenMask cast to uint8 on every chip, and the "
+        "tiling's rule changes (not reviewed rule by rule)",
+        f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp ContiguousInput; op_host/*tiling*",
+    ),
+    Unemulated(
+        "9.0.0",
+        "IncreFlashAttention and FlashAttentionScoreGrad: the tiling's rule changes (not reviewed rule by rule)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling*.cpp; {_FAG}op_host/*tiling*",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreV2: the pse dtype must equal attentionOut's (was query's); the q/k/v dtype range "
+        "and the format check only on A2/A3; no D padding on Ascend950",
+        f"{_FAS}op_api/aclnn_flash_attention_score.cpp InputDtypeCheck, aclnnFlashAttentionScoreV2GetWorkspaceSize",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreGradV2: GetInputShapeInfo rewritten (BSH/SBH with D 0, the qD/kD check for 3-D "
+        "query only, empty sink ignored)",
+        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp GetInputShapeInfo, InvalidTensorDimCheck",
+    ),
+    Unemulated(
+        "9.0.0",
+        "LightningIndexerGrad: ValidateParams (null inputs before outputs, query dtype fp16/bf16 and "
+        "key/dy/weights equal to it, 161002) before the empty-query return",
+        f"{_SA}lightning_indexer_grad/op_host/op_api/aclnn_lightning_indexer_grad.cpp ValidateParams",
+    ),
+    Unemulated(
+        "9.0.0",
+        "LightningIndexer and SparseFlashAttention: hand-written op_api; null optional outputs accepted "
+        "(placeholders), a null value means key (SFA), some null cases return -1 instead of 161001",
+        f"{_SA}lightning_indexer/op_host/op_api/, {_SA}sparse_flash_attention/op_host/op_api/",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 query dtype must equal attentionOut's "
+        "and q/k ranks must equal the layout's length (161002)",
+        f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisAxis, InputOutputDtypeCheck, ShapeCheck",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreGradV2: InputOutputDtypeAndShapeCheck (about ten classes of input 161001 -> 161002)",
+        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp InputOutputDtypeAndShapeCheck",
+    ),
+    Unemulated(
+        "9.1.0",
+        "ScatterPaKvCache and GatherPaKvCache: hand-written op_api checks (161001/161002, 561103 on an internal "
+        "failure) replace the generated ones",
+        f"{_SA}scatter_pa_kv_cache/op_host/op_api/aclnn_scatter_pa_kv_cache.cpp, "
+        f"{_SA}gather_pa_kv_cache/op_host/op_api/aclnn_gather_pa_kv_cache.cpp",
+    ),
+)
+
+
+def unemulated(release: "Release") -> list[Unemulated]:
+    """The changes up to `release` that aclnn-emu does not reproduce."""
+    return [u for u in UNEMULATED if release.name in since(u.since)]
+
+
+@dataclasses.dataclass(frozen=True)
 class Withdrawal:
     """Entry points a release refuses on a chip family before reading any argument, in both phases."""
 

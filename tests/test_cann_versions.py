@@ -42,3 +42,20 @@ def test_pfa_v2_and_ifa_v4_per_release_and_chip(version, soc):
             assert messages[f"ifa.{phase}.msg"].endswith(IFA_GONE)
     else:
         assert codes == {f"{op}.{step}": 0 for op in ("pfa", "ifa") for step in ("phase1", "phase2", "phase2.sync")}
+
+
+@pytest.mark.parametrize("version", versions.ORDER)
+def test_coverage_per_release(version):
+    """`aclnn-emu coverage --version V`: the release's parts, its withdrawn entry points, its rules and
+    what it changes that is not emulated (the 9.x-only entry points among them)."""
+    from aclnn_emu import cli
+
+    table = cli.coverage_table(version)
+    nine = version.startswith("9.")
+    assert ("| `Ascend950PR_9599` |" in table) == nine and ("| `Ascend910_9599` |" in table) != nine
+    assert ("| `Ascend950PR_957bx` |" in table) == (version == "9.1.0")
+    row = "| `aclnnPromptFlashAttentionV2GetWorkspaceSize` | aclnnop/aclnn_prompt_flash_attention_v2.h | yes"
+    assert (row + "; 361001 on Ascend950" in table) == nine and row in table
+    assert ("aclnnFusedInferAttentionScoreV5: a 9.x entry point, not exported" in table) == nine
+    for name, rule in versions.RULES.items():
+        assert (f"- `{name}`: {rule.what}" in table) == (version in rule.sources)
