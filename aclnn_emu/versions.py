@@ -82,6 +82,14 @@ def _moved(root: str, file: str, function: str) -> dict:
 
 
 RULES = {
+    "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
+        "FlashAttentionScoreV2 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
+        "(before: run, the ViewCopy cast inferred)",
+        {
+            "9.1.0": "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp "
+            "aclnnFlashAttentionScoreV2GetWorkspaceSize, InputOutputDtypeCheck"
+        },
+    ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
         "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "
         "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
@@ -179,8 +187,8 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.1.0",
-        "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 query dtype must equal attentionOut's "
-        "and q/k ranks must equal the layout's length (161002)",
+        "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 q/k ranks must equal the layout's "
+        "length (161002, mostly what AnalysisAxis already refuses)",
         f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisAxis, InputOutputDtypeCheck, ShapeCheck",
     ),
     Unemulated(
