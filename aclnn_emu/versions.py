@@ -81,7 +81,21 @@ def _moved(root: str, file: str, function: str) -> dict:
     return {r: f"{root}{d}{file} {function}" for r, d in _OP_API_MOVED.items()}
 
 
+def _moved_host(root: str, file: str, function: str) -> dict:
+    """An op_api that stays under op_host/ in 9.1.0."""
+    return {r: f"{root}op_host/op_api/{file} {function}" for r in _OP_API_MOVED}
+
+
 RULES = {
+    "lig.validate_params_first": Rule(
+        "LightningIndexerGrad: null inputs (161001), then a query dtype other than fp16/bf16 or a key/dy/weights "
+        "dtype other than query's (161002), before the output checks and the empty-query return",
+        _moved_host(
+            "attention/lightning_indexer_grad/",
+            "aclnn_lightning_indexer_grad.cpp",
+            "aclnnLightningIndexerGradGetWorkspaceSize, ValidateParams, CheckDataType",
+        ),
+    ),
     "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
         "FlashAttentionScoreV2 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
         "(before: run, the ViewCopy cast inferred)",
@@ -172,12 +186,6 @@ UNEMULATED = (
         "FlashAttentionScoreGradV2: GetInputShapeInfo rewritten (BSH/SBH with D 0, the qD/kD check for 3-D "
         "query only, empty sink ignored)",
         f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp GetInputShapeInfo, InvalidTensorDimCheck",
-    ),
-    Unemulated(
-        "9.0.0",
-        "LightningIndexerGrad: ValidateParams (null inputs before outputs, query dtype fp16/bf16 and "
-        "key/dy/weights equal to it, 161002) before the empty-query return",
-        f"{_SA}lightning_indexer_grad/op_host/op_api/aclnn_lightning_indexer_grad.cpp ValidateParams",
     ),
     Unemulated(
         "9.0.0",
