@@ -59,3 +59,14 @@ def test_coverage_per_release(version):
     assert ("aclnnFusedInferAttentionScoreV5: a 9.x entry point, not exported" in table) == nine
     for name, rule in versions.RULES.items():
         assert (f"- `{name}`: {rule.what}" in table) == (version in rule.sources)
+
+
+def test_the_setting_is_checked_like_every_other():
+    """aclnn_emu/config.py: one line naming the variable, the value and the allowed ones; the default stays."""
+    from aclnn_emu import config
+
+    chosen, errors, _ = config.check({"ACLNN_EMU_CANN_VERSION": "9.2"})
+    assert errors == ["ACLNN_EMU_CANN_VERSION='9.2' is not allowed: use 8.5.0-beta.1, 8.5.0, 9.0.0, 9.1.0"]
+    assert chosen.cann_version == "8.5.0" == versions.DEFAULT
+    assert config.check({"ACLNN_EMU_CANN_VERSION": " 9.1.0 "})[0].cann_version == "9.1.0"
+    assert "(did you mean 8.5.0-beta.1?)" in config.check({"ACLNN_EMU_CANN_VERSION": "8.5.0-BETA1"})[1][0]
