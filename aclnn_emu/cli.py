@@ -234,7 +234,7 @@ def cmd_samples(args) -> int:
 def coverage_table(version: str = versions.DEFAULT) -> str:
     """Markdown table of every exported function and whether the emulator implements it under the CANN
     release `version`, its parts, the rules that differ from 8.5.0-beta.1 and the changes not emulated."""
-    from .capi.prototypes import runtime_prototypes
+    from .capi.coverage import runtime_rows
     from .opdef.registry import all_ops
 
     release = versions.RELEASES[version]
@@ -245,8 +245,7 @@ def coverage_table(version: str = versions.DEFAULT) -> str:
         "| function | header | emulated |",
         "|---|---|---|",
     ]
-    for p in runtime_prototypes():
-        lines.append(f"| `{p.name}` | {p.headers} | yes |")
+    lines += runtime_rows()
     for op in all_ops():
         state = "yes" if op.prepare_fn is not None else "no: returns 561003"
         gone = versions.withdrawal(op.name, release, platform.A5)

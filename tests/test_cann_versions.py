@@ -11,6 +11,9 @@ PFA_GONE = "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer 
 IFA_GONE = "Interface aclnnIncreFlashAttention versions V1 to V4 are no longer supported on Ascend950."
 # hicann/runtime include/external/acl/acl_rt.h ACL_MAJOR/MINOR/PATCH_VERSION at each release's tag.
 API = {"8.5.0-beta.1": "1.15.0", "8.5.0": "1.16.0", "9.0.0": "1.17.0", "9.1.0": "1.17.0"}
+# hicann/runtime src/acl/aclrt_impl/acl.cpp CalculateVersionNum: major*1e7 + minor*1e5 + patch*1e3, a beta
+# less 200 plus its number.
+NUM = {"8.5.0-beta.1": 80_499_801, "8.5.0": 80_500_000, "9.0.0": 90_000_000, "9.1.0": 90_100_000}
 
 
 def run(version, soc):
@@ -34,7 +37,7 @@ def test_pfa_v2_and_ifa_v4_per_release_and_chip(version, soc):
     branch 9.1.0 the same functions under attention/*/op_api/). Every other release and chip runs them."""
     stdout, codes, messages = run(version, soc)
     release = version or versions.DEFAULT
-    assert f"version {API[release]}\n" in stdout
+    assert f"version {API[release]}\nversion_str {release}\n" in stdout and codes.pop("version_num") == NUM[release]
     if soc == A5 and release.startswith("9."):
         assert codes == {name: WITHDRAWN for name in ("pfa.phase1", "pfa.phase2", "ifa.phase1", "ifa.phase2")}
         for phase in ("phase1", "phase2"):

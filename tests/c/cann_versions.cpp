@@ -1,4 +1,4 @@
-// A user's program under each ACLNN_EMU_CANN_VERSION: the AscendCL API version, then a valid
+// A user's program under each ACLNN_EMU_CANN_VERSION: the version functions, then a valid
 // aclnnPromptFlashAttentionV2 and aclnnIncreFlashAttentionV4 call, each phase's status and message.
 // Phase 2 gets the executor phase 1 returned (nullptr when it failed), as a program that does not
 // check phase 1's status would pass it. Prints "<rule> <status>" lines and "<rule>.msg <text>".
@@ -63,6 +63,11 @@ int main() {
     int32_t major = 0, minor = 0, patch = 0;
     CHECK_OK(aclrtGetVersion(&major, &minor, &patch));
     printf("version %d.%d.%d\n", major, minor, patch);
+    char runtime[] = "runtime", text[128] = {0};
+    int32_t num = 0;
+    CHECK_OK(aclsysGetVersionStr(runtime, text));
+    CHECK_OK(aclsysGetVersionNum(runtime, &num));
+    printf("version_str %s\nversion_num %d\n", text, num);
     aclrtStream stream;
     CHECK_OK(SetUp(&stream));
     CHECK_OK(Calls(stream));  // its tensors are freed before aclFinalize checks for leaks
