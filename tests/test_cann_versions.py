@@ -73,3 +73,22 @@ def test_the_setting_is_checked_like_every_other():
     assert chosen.cann_version == "8.5.0" == versions.DEFAULT
     assert config.check({"ACLNN_EMU_CANN_VERSION": " 9.1.0 "})[0].cann_version == "9.1.0"
     assert "(did you mean 8.5.0-beta.1?)" in config.check({"ACLNN_EMU_CANN_VERSION": "8.5.0-BETA1"})[1][0]
+
+
+@pytest.mark.parametrize("withdrawal", versions.WITHDRAWALS, ids=lambda w: w.rule)
+@pytest.mark.parametrize("version", versions.ORDER)
+def test_every_withdrawn_entry_point_refuses_both_phases(monkeypatch, withdrawal, version):
+    """Each entry point WITHDRAWALS names (all of them emulated) fails on the family before its arguments
+    are read, in both phases, in the releases the rule holds in; elsewhere its own checks run."""
+    import aclnn_emu as ae
+    from aclnn_emu.opdef.registry import by_name
+    from aclnn_emu.pytest_plugin import select
+
+    select(monkeypatch, cann_version=version, soc=withdrawal.family)
+    ae.setup()
+    withdrawn = version in versions.RULES[withdrawal.rule].sources
+    for name in withdrawal.entry_points:
+        op = by_name(name)
+        code = getattr(ae.raw, op.phase1)(*[None] * len(op.params))[0]
+        assert (code == withdrawal.code) == withdrawn, (name, version, code)
+        assert (getattr(ae.raw, op.phase2)(0, 0, 0, 0) == withdrawal.code) == withdrawn, (name, version)
