@@ -47,6 +47,12 @@ def _read(package: str) -> str | None:
     return None
 
 
+def _ours(package: str) -> bool:
+    """Whether the package's version.info is the emulator's own (whose release is the selected one)."""
+    path = _info_file(package)
+    return path is not None and path.is_relative_to(toolkit.HOME.resolve())
+
+
 def version_string(package: str) -> str:
     """aclsysGetVersionStr: the Version= line of $ASCEND_HOME_PATH/share/info/<pkg>/version.info,
     retried with '-' and '_' swapped; ACL_ERROR_INVALID_FILE when absent (GetPkgVersionContent)."""
@@ -56,7 +62,7 @@ def version_string(package: str) -> str:
     for name in candidates:
         found = _read(name)
         if found is not None:
-            return cann_version() if _info_file(name).is_relative_to(toolkit.HOME.resolve()) else found
+            return cann_version() if _ours(name) else found
     raise AclError(
         status.ACL_ERROR_INVALID_FILE,
         f"no version.info for package {package!r} under $ASCEND_HOME_PATH/share/info (is ASCEND_HOME_PATH set?)",
