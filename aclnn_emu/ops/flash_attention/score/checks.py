@@ -230,6 +230,17 @@ def _sink(a):
 
 
 # -- L0: kernel selection and tiling ----------------------------------------------------------------
+def _check_query_out_dtype(a, env, arch35):
+    """From 9.1.0, InputOutputDtypeCheck on A2/A3 only (versions.RULES)."""
+    rule = "fas.query_dtype_is_out_dtype_on_a2a3"
+    if not arch35 and env.version.has(rule) and a.query.dtype != a.attentionOutOut.dtype:
+        raise OpError(
+            INVALID,
+            f"Input query tensor's dtype should be same with attentionOut tensor's dtype ({env.version.source(rule)})",
+            rule="dtype.query_out",
+        )
+
+
 def _kernel_select(a):
     """The dtype combinations op_host/flash_attention_score_def.cpp registers for fp16/bf16/fp32."""
     q = a.query.dtype
@@ -528,6 +539,7 @@ def prepare(a, env):
     arch35 = on_arch35(env)
     _check_formats(a, arch35)
     _check_dtypes(a)
+    _check_query_out_dtype(a, env, arch35)
     x = _analyse_input(a)
     _check_rope(a, x)
     sink = _sink(a)
