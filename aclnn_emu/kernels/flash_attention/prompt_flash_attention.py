@@ -95,6 +95,8 @@ class Precision:
       AscendDequant), P8 = int8(fp16(fp16(E) * fp16(quant1))), and an int8 output through fp16.
     half_softmax: an fp16 input runs the fp16 MLA base-API kernel's half-precision softmax
       (``pfa_mla_half``).
+    fp16_p_away: fp16 P rounded ties away (CAST_ROUND) instead of to nearest even.
+    mask_fill: the score a masked position takes, when the family has its own (None: by dtype).
     """
 
     high_precision: bool = False
@@ -102,12 +104,36 @@ class Precision:
     bf16_out_even: bool = False
     arch35_quant: bool = False
     half_softmax: bool = False
+    fp16_p_away: bool = False
+    mask_fill: float | None = None
 
 
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
 REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """What a caller wants of each row's softmax besides O.
+
+    sink: fp32 per query head [N]; exp(sink - m) joins the row sum l once the row's keys are done
+      (the max m does not see it).
+    lse: an fp32 [B, N, S1] array to receive log(l) + m for the rows that saw a key; the caller
+      fills it first with the value of the rows that see none.
+    masked_lse_inf: per batch, whether a row whose max stayed at the mask fill (every key masked)
+      gets lse +inf instead of log(l) + m.
+    zero_masked_rows: such rows' outputs are 0 instead of the mean of their values.
+    """
+
+    sink: np.ndarray | None = None
+    lse: np.ndarray | None = None
+    masked_lse_inf: tuple[bool, ...] = ()
+    zero_masked_rows: bool = False
+
+
+NO_STATS = RowStats()
 
 
 @dataclass(frozen=True)
@@ -131,11 +157,12 @@ _local = threading.local()
 
 
 def _score_block(rows: int, cols: int) -> np.ndarray:
-    """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols],
-    rows ROW_PAD floats longer than cols apart."""
-    if not hasattr(_local, "scores"):
-        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + ROW_PAD), np.float32)
-    return _local.scores[: rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
+    """This thread's score buffer (made on its first kernel call, not at import, and grown for a
+    key block wider than KV_BLOCK) as [rows, cols], rows ROW_PAD floats longer than cols apart."""
+    size = rows * (cols + ROW_PAD)
+    if getattr(_local, "scores", np.empty(0, np.float32)).size < size:
+        _local.scores = np.empty(max(size, Q_BLOCK * (KV_BLOCK + ROW_PAD)), np.float32)
+    return _local.scores[:size].reshape(rows, cols + ROW_PAD)[:, :cols]
 
 
 def prompt_flash_attention(
@@ -153,6 +180,7 @@ def prompt_flash_attention(
     precision: Precision = HIGH_PERFORMANCE,
     kv_block: int = KV_BLOCK,
     pse=None,
+    stats: RowStats | None = None,
 ) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
@@ -160,9 +188,10 @@ def prompt_flash_attention(
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
     the kernel family's roundings; ``kv_block`` the online softmax's key block (at most KV_BLOCK);
     ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask), which only the arch35
-    kernels take (IncreFlashAttention's pseShift on Ascend910_95).
+    kernels take (IncreFlashAttention's pseShift on Ascend910_95); ``stats`` the sink and the lse
+    output (``RowStats``).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse).run()
+    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, stats).run()
 
 
 def packed_prompt_flash_attention(
@@ -222,8 +251,11 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse=None):
+    def __init__(
+        self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse=None, stats=None
+    ):
         self.q, self.k, self.v, self.pse = q, k, v, pse
+        self.stats = NO_STATS if stats is None else stats
         self.kv_block = kv_block
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
@@ -235,8 +267,13 @@ class _Forward:
         self.arch35_quant = precision.arch35_quant
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        self.rounding = "fp16_even" if q.dtype != BF16 else ("bf16_even" if precision.bf16_p_even else "bf16_away")
+        if q.dtype == BF16:
+            self.rounding = "bf16_even" if precision.bf16_p_even else "bf16_away"
+        else:
+            self.rounding = "fp16_away" if precision.fp16_p_away else "fp16_even"
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
+        if precision.mask_fill is not None:
+            self.mask_fill = np.float32(precision.mask_fill)
         b, n, s1, _ = q.shape
         self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
 
@@ -305,7 +342,7 @@ class _Forward:
                 acc_set = True
         if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
             acc[...] = 0
-        self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
+        self._finish(acc, row_sum, running_max, self.out[b, n, i0:i1], n, b, i0)
 
     def _plain_blocks(self, queries, keys, values, bounds, running_max, row_sum, acc, acc_set, scaling) -> bool:
         """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
@@ -354,8 +391,12 @@ class _Forward:
             native.scale_(pv, pre=self.int8.deq2, fp16=not self.arch35_quant)
         return pv
 
-    def _finish(self, acc, row_sum, computed, out, n):
-        """out = O = acc / l for rows that saw a key; rows without any key are 0."""
+    def _finish(self, acc, row_sum, running_max, out, n, b, i0):
+        """out = O = acc / l for rows that saw a key (l with the sink's term); rows without any key
+        are 0; their lse when asked for (``RowStats``)."""
+        computed = ~np.isneginf(running_max)
+        if self.stats is not NO_STATS:
+            row_sum, computed = self._row_stats(row_sum, running_max, computed, n, b, i0)
         if self.out_quant is None and out.dtype == FP16 and computed.all():  # one native pass
             native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
             return
@@ -377,3 +418,18 @@ class _Forward:
             native.narrow_fp16(out, o)
         else:
             out[...] = o
+
+    def _row_stats(self, row_sum, running_max, computed, n, b, i0):
+        """The sink's term added to l, the lse written; (l, the rows whose output is computed)."""
+        stats = self.stats
+        masked = computed & (running_max == self.mask_fill)
+        if stats.sink is not None:
+            term = np.exp(np.float32(stats.sink[n]) - np.where(computed, running_max, np.float32(0)))
+            row_sum = row_sum + np.where(computed, term, np.float32(0))
+        if stats.lse is not None:
+            lse = np.log(row_sum) + running_max
+            if stats.masked_lse_inf and stats.masked_lse_inf[b]:
+                lse[masked] = np.inf
+            rows = stats.lse[b, n, i0 : i0 + len(lse)]
+            rows[computed] = lse[computed]
+        return row_sum, computed & ~masked if stats.zero_masked_rows else computed
