@@ -8,7 +8,7 @@ import pytest
 
 from aclnn_emu import toolkit
 from aclnn_emu.cli import sample_env
-from golden.samples import EXPECTED
+from golden.samples import EXPECTED, fia_example_lines
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -39,9 +39,11 @@ def cmake_build(tmp_path_factory):
 @pytest.mark.skipif(not SPEC_TOOLS.exists(), reason="the spec docs are not beside this checkout")
 def test_samples_are_byte_identical_to_the_spec(tmp_path):
     """Every sample of the first five docs is here, and every sample here (those of the extended
-    docs too) is its doc's, byte for byte."""
+    and family docs too) is its doc's, byte for byte."""
     subprocess.run(["python3", str(SPEC_TOOLS), str(tmp_path / "spec")], check=True, capture_output=True)
-    subprocess.run(["python3", str(SPEC_TOOLS), str(tmp_path / "all"), "--extended"], check=True, capture_output=True)
+    subprocess.run(
+        ["python3", str(SPEC_TOOLS), str(tmp_path / "all"), "--extended", "--family"], check=True, capture_output=True
+    )
     assert {p.stem for p in (tmp_path / "spec").glob("*.cpp")} <= set(NAMES)
     for name in NAMES:
         assert (SAMPLES / f"{name}.cpp").read_bytes() == (tmp_path / "all" / f"{name}.cpp").read_bytes(), name
@@ -104,3 +106,27 @@ def test_aclnn_emu_run_command():
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+MIRROR = pathlib.Path("/work/.mirror/cannmirror+ops-transformer/repo")
+FIA_EXAMPLE = "attention/fused_infer_attention_score/examples/test_aclnn_fused_infer_attention_score.cpp"
+
+
+@pytest.mark.skipif(not MIRROR.exists(), reason="the ops-transformer mirror is not on this machine")
+def test_cann_fused_infer_attention_score_example(tmp_path):
+    """CANN's own FusedInferAttentionScoreV4 example (ops-transformer v8.5.0-beta.1), read from the
+    mirror at test time, built with the plain g++ line and run unchanged; it prints its fp16 output
+    through a float vector (pairs of halves, then the allocation's float 1s)."""
+    source = subprocess.run(
+        ["git", "-C", str(MIRROR), "show", f"v8.5.0-beta.1:{FIA_EXAMPLE}"], capture_output=True, check=True
+    ).stdout
+    (tmp_path / "example.cpp").write_bytes(source)
+    home = toolkit.HOME
+    result = bash(
+        f"g++ -std=c++11 example.cpp -I{home}/include -I{home}/include/aclnn -I{home}/include/aclnnop "
+        f"-L{home}/lib64 -lascendcl -lnnopbase -lopapi -o prog && LD_LIBRARY_PATH={home}/lib64 ./prog",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("result[")]
+    assert lines == fia_example_lines()

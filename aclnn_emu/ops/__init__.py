@@ -11,6 +11,10 @@ FlashAttentionScoreV2 = function(by_name("FlashAttentionScoreV2"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
+FusedInferAttentionScore = function(by_name("FusedInferAttentionScore"))
+FusedInferAttentionScoreV2 = function(by_name("FusedInferAttentionScoreV2"))
+FusedInferAttentionScoreV3 = function(by_name("FusedInferAttentionScoreV3"))
+FusedInferAttentionScoreV4 = function(by_name("FusedInferAttentionScoreV4"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
 LightningIndexer = function(by_name("LightningIndexer"))
@@ -23,6 +27,10 @@ __all__ = [
     "FlashAttentionScoreGradV2",
     "PromptFlashAttentionV2",
     "IncreFlashAttentionV4",
+    "FusedInferAttentionScore",
+    "FusedInferAttentionScoreV2",
+    "FusedInferAttentionScoreV3",
+    "FusedInferAttentionScoreV4",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",
     "LightningIndexer",

@@ -1,0 +1,215 @@
+"""aclnnFusedInferAttentionScore V1-V4 through the Python API: each route's numerics against the
+float64 golden (CANN's precision standard), softmaxLse, the sink, MLA rope, paged caches in both
+layouts, and the routing per chip."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+from aclnn_emu import DataType
+from aclnn_emu.meta import TensorList
+from aclnn_emu.opdef.registry import by_name
+from golden import fused_infer_attention_score as golden
+from golden import incre_flash_attention as ifa_golden
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(20261128)
+
+
+def dev(x, dtype=None):
+    return None if x is None else ae.to_device(np.ascontiguousarray(x), dtype=dtype)
+
+
+def run_fia(version=4, *, query, key, value, out_shape, out_dtype=None, lse_shape=None, **named):
+    """Both phases of aclnnFusedInferAttentionScore{version}; ``named``: the other parameters by
+    their V2-V4 names (arrays go to the device; lists of arrays become tensor lists). Returns
+    (attentionOut, softmaxLse or None) as host arrays."""
+    op = by_name(f"FusedInferAttentionScore{'' if version == 1 else f'V{version}'}")
+    out = ae.empty(out_shape, out_dtype or ae.dtypes.from_numpy(query.dtype))
+    lse = ae.empty(lse_shape, DataType.ACL_FLOAT) if lse_shape else None
+    values = dict(
+        query=dev(query),
+        key=TensorList([dev(k) for k in key]),
+        value=TensorList([dev(v) for v in value]),
+        attentionOut=out,
+        softmaxLse=lse,
+        softmaxLseFlag=lse_shape is not None,
+    )
+    for name, x in named.items():
+        if isinstance(x, np.ndarray):
+            x = dev(x, DataType.ACL_INT32 if name == "blockTableOptional" else None)
+        values[name] = x
+    args = []
+    for p in op.params:
+        name = p.name if p.name in values else p.name + "Optional"  # V1 drops the suffix
+        args.append(values[name] if name in values else p.python_default)
+    ae.run(op.name, *args)
+    return ae.numpy(out), None if lse is None else ae.numpy(lse)
+
+
+def _meets(actual, want, dtype):
+    message = precision.failure(np.asarray(actual, np.float64), want.out, np.dtype(dtype).name, floor=want.floor)
+    assert message is None, message
+
+
+def _lse_meets(actual, want):
+    assert np.array_equal(np.isinf(actual), np.isinf(want)), "softmaxLse infinities differ"
+    finite = np.isfinite(want)
+    precision.assert_meets(actual[finite], want[finite], np.float32, "softmaxLse")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+def test_prefill_gqa_causal(dtype, layout):
+    """A2/A3 RouteToFia: D 128, GQA 8/2, sparse mode 3 (right-down causal), ragged lengths, lse."""
+    b, n, n2, s1, s2, d = 2, 8, 2, 96, 160, 128
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s2, d)).astype(dtype) for _ in range(2))
+    act_q, act_kv = [96, 70], [160, 130]
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    to["BSH"] = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+    mask = np.triu(np.ones((2048, 2048), bool), 1)
+    out, lse = run_fia(
+        query=to[layout](q),
+        key=[to[layout](k)],
+        value=[to[layout](v)],
+        out_shape=to[layout](q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=mask,
+        actualSeqLengthsOptional=tuple(act_q),
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout=layout,
+        sparseMode=3,
+    )
+    want = golden.attention(
+        q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, act_q=act_q, act_kv=act_kv, has_mask=True
+    )
+    back = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    back["BSH"] = lambda x: x.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    _meets(back[layout](out), want, dtype)
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def _paged(k, block_size, layout, rng):
+    """[B, N2, S, D] keys as a paged cache ([blocks, bs, N2*D] or [blocks, N2, bs, D]) and its table."""
+    b, n2, s, d = k.shape
+    per = -(-s // block_size)
+    ids = rng.permutation(b * per + 3)[: b * per].reshape(b, per)
+    cache = np.zeros((b * per + 3, n2, block_size, d), k.dtype)
+    padded = np.zeros((b, n2, per * block_size, d), k.dtype)
+    padded[:, :, :s] = k
+    for bi in range(b):
+        for j in range(per):
+            cache[ids[bi, j]] = padded[bi, :, j * block_size : (j + 1) * block_size]
+    if layout == "BnBsH":
+        cache = cache.transpose(0, 2, 1, 3).reshape(cache.shape[0], block_size, n2 * d)
+    return cache, ids.astype(np.int32)
+
+
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_decode_over_a_paged_cache(cache_layout):
+    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in both layouts."""
+    b, n, n2, d, bs = 3, 16, 2, 128, 128
+    act_kv = [700, 129, 1]
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n2, 700, d)).astype(np.float16) for _ in range(2))
+    rng = np.random.default_rng(5)
+    key_cache, table = _paged(k, bs, cache_layout, rng)
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(5))
+    out, lse = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        lse_shape=(b, n, 1, 1),
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        blockSize=bs,
+    )
+    want = golden.attention(q, k, v, scale=d**-0.5, kv_block=2048, act_kv=act_kv)
+    _meets(out, want, np.float16)
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def test_sink_through_v4():
+    b, n, s, d = 1, 4, 32, 64
+    q = RNG.standard_normal((b, n, s, d)).astype(BF16)
+    k, v = (RNG.standard_normal((b, 1, 90, d)).astype(BF16) for _ in range(2))
+    sink = (RNG.standard_normal(n) * 2).astype(BF16)
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(b, n, s, 1),
+        learnableSinkOptional=sink,
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    want = golden.attention(q, k, v, scale=0.125, kv_block=512, sink=sink.astype(np.float32))
+    _meets(out, want, BF16)
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def test_mla_rope_decode():
+    """MLA: D 512 + rope 64, one KV head, G 32, BSND, paged (BnBsH), bf16."""
+    b, n, d, bs, s2 = 2, 32, 512, 128, 300
+    q = RNG.standard_normal((b, n, 1, d)).astype(BF16)
+    q_rope = RNG.standard_normal((b, n, 1, 64)).astype(BF16)
+    k = RNG.standard_normal((b, 1, s2, d)).astype(BF16)
+    k_rope = RNG.standard_normal((b, 1, s2, 64)).astype(BF16)
+    key_cache, table = _paged(k, bs, "BnBsH", np.random.default_rng(3))
+    rope_cache, _ = _paged(k_rope, bs, "BnBsH", np.random.default_rng(3))
+    bsnd = lambda x: x.transpose(0, 2, 1, 3)  # noqa: E731
+    out, _ = run_fia(
+        version=3,
+        query=bsnd(q),
+        key=[key_cache],
+        value=[key_cache],
+        out_shape=(b, 1, n, d),
+        queryRopeOptional=bsnd(q_rope),
+        keyRopeOptional=rope_cache,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=(s2, 200),
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=576**-0.5,
+        inputLayout="BSND",
+        blockSize=bs,
+    )
+    want = golden.attention(q, k, k, scale=576**-0.5, kv_block=512, act_kv=[s2, 200], rope=(q_rope, k_rope))
+    _meets(bsnd(out), want, BF16)
+
+
+def test_lse_flag_false_ignores_softmax_lse():
+    """softmaxLseFlag false: the wrappers pass a [0] placeholder; a NULL softmaxLse is fine (V1)."""
+    q = RNG.standard_normal((1, 2, 1, 128)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 64, 128)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(
+        version=1, query=q, key=[k], value=[v], out_shape=q.shape, numHeads=2, scaleValue=128**-0.5, inputLayout="BNSD"
+    )
+    want = golden.attention(q, k, v, scale=128**-0.5, kv_block=8192)
+    _meets(out, want, np.float16)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+def test_decode_d16_routes(chip):
+    """D 16 is no FIA-V3 head size: A2/A3 take the IFA route (S = 1), Ascend910_95 the PFA regbase
+    route; both agree with the IFA golden."""
+    q = RNG.standard_normal((1, 2, 1, 16)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 40, 16)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=2, scaleValue=0.25, inputLayout="BNSD")
+    want = ifa_golden.attention(q[:, :, 0], [k[0]], [v[0]], scale=0.25, lengths=[40])
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16")
+    assert message is None, message
