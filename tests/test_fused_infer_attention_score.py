@@ -113,9 +113,10 @@ def _paged(k, block_size, layout, rng):
 
 @pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
 def test_decode_over_a_paged_cache(cache_layout):
-    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in both layouts."""
+    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in both layouts; a batch
+    without keys is 0 and keeps the legacy-IFA lse init -3.4e38 (InitOutputSingleCore)."""
     b, n, n2, d, bs = 3, 16, 2, 128, 128
-    act_kv = [700, 129, 1]
+    act_kv = [700, 129, 0]
     q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
     k, v = (RNG.standard_normal((b, n2, 700, d)).astype(np.float16) for _ in range(2))
     rng = np.random.default_rng(5)
@@ -135,8 +136,9 @@ def test_decode_over_a_paged_cache(cache_layout):
         inputLayout="BNSD",
         blockSize=bs,
     )
-    want = golden.attention(q, k, v, scale=d**-0.5, kv_block=2048, act_kv=act_kv)
+    want = golden.attention(q, k, v, scale=d**-0.5, kv_block=2048, act_kv=act_kv, lse_unseen=-3.4e38)
     _meets(out, want, np.float16)
+    assert (lse[2] == np.float32(-3.4e38)).all()
     _lse_meets(lse[..., 0], want.lse)
 
 

@@ -174,6 +174,9 @@ int main() {
     c = Prefill(); c.hasLse = false; REPORT("ok.lse_null_flag_false", Call(c, stream));
     if (OnA2()) {
         c = Prefill(); c.lseFlag = true; REPORT("a2.ok.lse", Call(c, stream));
+        // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
+        c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
+        REPORT("a2.ok.lse_d64", Call(c, stream));
         c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.sink", Call(c, stream));
         c = Paged(false); REPORT("a2.ok.paged_bsh_cache", Call(c, stream));
         c = Paged(true); REPORT("a2.ok.paged_bnsd_cache", Call(c, stream));

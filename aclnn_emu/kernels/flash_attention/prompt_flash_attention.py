@@ -267,10 +267,9 @@ class _Forward:
         self.arch35_quant = precision.arch35_quant
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
-        if q.dtype == BF16:
-            self.rounding = "bf16_even" if precision.bf16_p_even else "bf16_away"
-        else:
-            self.rounding = "fp16_away" if precision.fp16_p_away else "fp16_even"
+        self.rounding = "fp16_even" if q.dtype != BF16 else ("bf16_even" if precision.bf16_p_even else "bf16_away")
+        if precision.fp16_p_away and q.dtype != BF16:
+            self.rounding = "fp16_away"
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
         if precision.mask_fill is not None:
             self.mask_fill = np.float32(precision.mask_fill)
