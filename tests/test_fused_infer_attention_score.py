@@ -215,3 +215,109 @@ def test_decode_d16_routes(chip):
     want = ifa_golden.attention(q[:, :, 0], [k[0]], [v[0]], scale=0.25, lengths=[40])
     message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16")
     assert message is None, message
+
+
+def test_tnd_varlen_prefill_with_lse():
+    """TND (NTD-free) varlen prefill on the FIA-V3 route: cumulative lengths, causal (sparse 3),
+    key blocks of 512, softmaxLse [T, N, 1]."""
+    n, n2, d = 4, 2, 64
+    q_lens, kv_lens = [50, 30], [70, 30]
+    t1, t2 = sum(q_lens), sum(kv_lens)
+    q = RNG.standard_normal((t1, n, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((t2, n2, d)).astype(np.float16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(t1, n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=tuple(np.cumsum(q_lens).tolist()),
+        actualSeqLengthsKvOptional=tuple(np.cumsum(kv_lens).tolist()),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="TND",
+        sparseMode=3,
+    )
+    q0, k0 = 0, 0
+    for aq, ak in zip(q_lens, kv_lens):
+        qb = q[q0 : q0 + aq].transpose(1, 0, 2)[None]
+        kb, vb = (x[k0 : k0 + ak].transpose(1, 0, 2)[None] for x in (k, v))
+        want = golden.attention(qb, kb, vb, scale=0.125, kv_block=512, sparse_mode=3, has_mask=True)
+        _meets(out[q0 : q0 + aq].transpose(1, 0, 2)[None], want, np.float16)
+        _lse_meets(lse[q0 : q0 + aq, :, 0].T[None], want.lse)
+        q0, k0 = q0 + aq, k0 + ak
+
+
+def test_tensor_list_keys_and_bnsd_bsnd_output():
+    """One key/value tensor per batch (different S), BNSD in, BSND out (BNSD_BSND)."""
+    n, d, s1 = 2, 128, 20
+    q = RNG.standard_normal((2, n, s1, d)).astype(BF16)
+    ks = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
+    vs = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
+    out, _ = run_fia(
+        query=q,
+        key=ks,
+        value=vs,
+        out_shape=(2, s1, n, d),
+        actualSeqLengthsKvOptional=(33, 57),
+        numHeads=n,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD_BSND",
+    )
+    for b in range(2):
+        want = golden.attention(q[b : b + 1], ks[b], vs[b], scale=d**-0.5, kv_block=512)
+        _meets(out[b : b + 1].transpose(0, 2, 1, 3), want, BF16)
+
+
+def test_mla_dense_nbsd_output():
+    """MLA over dense keys (BNSD in, NBSD out: attentionOut [N, B, S, D]), two query rows."""
+    b, n, d, s2 = 1, 8, 512, 90
+    q = RNG.standard_normal((b, n, 2, d)).astype(BF16)
+    q_rope = RNG.standard_normal((b, n, 2, 64)).astype(BF16)
+    k = RNG.standard_normal((b, 1, s2, d)).astype(BF16)
+    k_rope = RNG.standard_normal((b, 1, s2, 64)).astype(BF16)
+    out, _ = run_fia(
+        version=3,
+        query=q,
+        key=[k],
+        value=[k],
+        out_shape=(n, b, 2, d),
+        queryRopeOptional=q_rope,
+        keyRopeOptional=k_rope,
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=576**-0.5,
+        inputLayout="BNSD_NBSD",
+    )
+    want = golden.attention(q, k, k, scale=576**-0.5, kv_block=512, rope=(q_rope, k_rope))
+    _meets(out.transpose(1, 0, 2, 3), want, BF16)
+
+
+def test_shared_prefix_on_the_fia_v3_route():
+    """A shared prefix (V2) in front of each batch's keys: qD 192 / vD 128 is not a legacy GQA
+    shape, so RouteToFia takes it with the prefix (CheckGqaConstrain)."""
+    n, s1, s2, p = 2, 24, 40, 16
+    q = RNG.standard_normal((2, n, s1, 192)).astype(np.float16)
+    k = RNG.standard_normal((2, n, s2, 192)).astype(np.float16)
+    v = RNG.standard_normal((2, n, s2, 128)).astype(np.float16)
+    kp = RNG.standard_normal((1, n, p, 192)).astype(np.float16)
+    vp = RNG.standard_normal((1, n, p, 128)).astype(np.float16)
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=(2, n, s1, 128),
+        keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=vp,
+        actualSharedPrefixLenOptional=(12,),
+        numHeads=n,
+        scaleValue=192**-0.5,
+        inputLayout="BNSD",
+    )
+    kk = np.concatenate([np.repeat(kp[:, :, :12], 2, axis=0), k], axis=2)
+    vv = np.concatenate([np.repeat(vp[:, :, :12], 2, axis=0), v], axis=2)
+    want = golden.attention(q, kk, vv, scale=192**-0.5, kv_block=512)
+    _meets(out, want, np.float16)
