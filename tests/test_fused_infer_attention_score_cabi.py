@@ -34,6 +34,9 @@ A2_TILING = {
     "sink_mla": "CheckFeatureMlaSink",
     "dequant_query": "CheckParaExistenceGqaNoquant",
     "group": "FiaInfoParser::GetGSize",
+    "consistency_key": "CheckKVShapeForBatchContinuous",
+    "consistency_out": "CheckAttenOut",
+    "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
 }
 

@@ -25,7 +25,7 @@ from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
 from .entry import V1, V2, V3, V4, VERSIONS, inner_args
 from .failure import tiling
-from .layouts import Axes, query_axes, split
+from .layouts import Axes, query_axes, shaped, split
 
 F16, BF16, I8, I32, FP32 = (
     DataType.ACL_FLOAT16,
@@ -56,6 +56,7 @@ FIA_V3_LAYOUTS = (
 LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQA
 GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
 GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
+UNSUPPORTED = Gaps(V4, "not_implemented", {"paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route"})
 INFERRED = Gaps(
     V4,
     "inferred",
@@ -337,6 +338,7 @@ class FiaV3:
             raise tiling("shape", f"query/value shapes do not fit inputLayout {self.layout}")
         qd, rd, vd = dims
         self._feature(axes, qd, rd, vd)
+        self._consistency(axes, qd, rd, vd)
         return launch.fia_v3(a, self.env, self, axes, qd, vd)
 
     def _parse(self):
@@ -433,3 +435,43 @@ class FiaV3:
                 raise tiling("sink_shape", f"learnableSink {list(sink.shape)} must be [{self.heads}] (numHeads)")
         if a.keySharedPrefixOptional is not None and self.paged:
             raise tiling("prefix_paged", "a shared prefix is not supported with a paged cache")
+
+    def _consistency(self, axes, qd, rd, vd):
+        """CheckMultiParaConsistency's key/value/keyRope shapes (FiaTilingShapeCompare): batch
+        continuous B, N2 and D as the query says; a tensor list batch 1 each; a paged cache
+        [blocks, blockSize, N2 * D] or [blocks, N2, blockSize, D]; then attentionOut."""
+        a = self.a
+        parts = [("key", a.key.items, qd), ("value", a.value.items, vd)]
+        if self.rope:
+            parts.append(("keyRope", [a.keyRopeOptional], rd))
+        for name, items, d in parts:
+            for t in items:
+                if not self._kv_shape_ok(t.shape, axes, d, len(a.key.items) > 1):
+                    raise tiling(f"consistency.{name}", f"{name} {list(t.shape)} does not fit {self.layout} with "
+                                 f"numKeyValueHeads {self.kv_heads} and D {d}")  # fmt: skip
+        want = shaped(axes, self.out_layout, vd)
+        if tuple(a.attentionOut.shape) != want:
+            raise tiling(
+                "consistency.attention_out", f"attentionOut {list(a.attentionOut.shape)}, expected {list(want)}"
+            )
+        if a.lse_wanted:  # CheckSoftmaxLseShape: TN1 for a TND/NTD output, else BNS11
+            packed = self.out_layout in ("TND", "NTD")
+            want = (axes.s, axes.n, 1) if packed else (axes.b, axes.n, axes.s, 1)
+            if tuple(a.softmaxLse.shape) != want:
+                raise tiling("consistency.softmax_lse", f"softmaxLse {list(a.softmaxLse.shape)}, expected {list(want)}")
+
+    def _kv_shape_ok(self, shape, axes, d, listed) -> bool:
+        n2, block = self.kv_heads, self.a.blockSize
+        if self.paged:
+            if len(shape) == 5:
+                UNSUPPORTED.refuse("paged_nz")
+            return tuple(shape[1:]) in ((block, n2 * d), (n2, block, d))
+        batch = 1 if listed else axes.b
+        base = self.base
+        if base in ("TND", "NTD"):
+            heads = shape[1] if base == "TND" else shape[0]
+            return len(shape) == 3 and heads == n2 and shape[2] == d
+        if base == "BSH":
+            return len(shape) == 3 and shape[0] == batch and shape[2] == n2 * d
+        heads_axis = 1 if base == "BNSD" else 2
+        return len(shape) == 4 and shape[0] == batch and shape[heads_axis] == n2 and shape[3] == d
