@@ -13,6 +13,7 @@ from aclnn_emu.meta import TensorList
 from aclnn_emu.opdef.registry import by_name
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
+from golden import prompt_flash_attention as pfa_golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(20261128)
@@ -321,3 +322,31 @@ def test_shared_prefix_on_the_fia_v3_route():
     vv = np.concatenate([np.repeat(vp[:, :, :12], 2, axis=0), v], axis=2)
     want = golden.attention(q, kk, vv, scale=192**-0.5, kv_block=512)
     _meets(out, want, np.float16)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
+    """Ascend910_95: TilingFusedInferAttentionScoreV2 hands a non-antiquant call to
+    PromptFlashAttentionTilingV2, so the numerics are the arch35 PFA kernels' (fp32 scores,
+    bf16 P ties to even): held against the PFA golden's high-precision rules."""
+    b, n, n2, s, d = 1, 4, 2, 80, 128
+    q = RNG.standard_normal((b, n, s, d)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s, d)).astype(dtype) for _ in range(2))
+    out, _ = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        sparseMode=3,
+    )
+    want = pfa_golden.attention(q, k, v, scale=d**-0.5, sparse_mode=3, high_precision=True)
+    # cancelling sums judged against their terms' magnitude (sum |P V| / l, the FIA golden's floor)
+    floor = golden.attention(q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True).floor
+    message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=floor)
+    assert message is None, message
