@@ -14,6 +14,7 @@ from aclnn_emu.opdef.registry import by_name
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
 from golden import prompt_flash_attention as pfa_golden
+from test_incre_flash_attention_arch35 import arch35, int8_case
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(20261128)
@@ -350,3 +351,61 @@ def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
     floor = golden.attention(q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True).floor
     message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=floor)
     assert message is None, message
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_int8_antiquant_decode_a2(dtype):
+    """An INT8 key/value with an fp16/bf16 query is no RouteToFia call (query dtype != key dtype):
+    S = 1 takes the IFA route (antiquantScale/Offset per channel [2, N2, 1, D])."""
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(dtype)
+    k8, v8 = (RNG.integers(-128, 128, (2, 2, 50, 32), dtype=np.int8) for _ in range(2))
+    scale = (RNG.random((2, 2, 1, 32)) * 0.02 + 0.005).astype(dtype)
+    offset = RNG.integers(-3, 4, (2, 2, 1, 32)).astype(dtype)
+    out, _ = run_fia(
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s, o = scale.astype(np.float64).reshape(2, 2, 32), offset.astype(np.float64).reshape(2, 2, 32)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        list(k8),
+        list(v8),
+        scale=0.125,
+        lengths=[50, 50],
+        antiquant=(s[0], o[0], s[1], o[1]),
+        small_dtype=np.dtype(dtype).name,
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, np.dtype(dtype).name, floor=magnitude)
+    assert message is None, message
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_int8_antiquant_decode_arch35(chip):
+    """Ascend910_95: query dtype != key dtype sends the call to IFATilingV2 (the arch35 antiquant
+    kernel): the key/value dequantised in the query's dtype, then the arch35 maths."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True)
+    q = RNG.standard_normal((2, 8, 1, 32)).astype(np.float16)
+    out, _ = run_fia(
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+        actualSeqLengthsKvOptional=(60, 23),
+        numHeads=8,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (60, 23)), "float16")
