@@ -1284,7 +1284,7 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation("fia-lse-without-max", PFA, "lse = np.log(row_sum) + running_max", "lse = np.log(row_sum)", FIA_TESTS),
-    Mutation("fia-masked-lse-finite", PFA, "                lse[masked] = np.inf\n", "", FIA_TESTS),
+    Mutation("fia-masked-lse-finite", PFA, "lse[masked] = np.inf", "lse[masked] = lse[masked]", FIA_TESTS),
     Mutation("fia-route-d64-to-pfa", FIA_CHECKS, "(64, 0, 64), ", "", FIA_TESTS),
     Mutation(
         "fia-legacy-lse-init",
