@@ -56,7 +56,14 @@ FIA_V3_LAYOUTS = (
 LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQA
 GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
 GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
-UNSUPPORTED = Gaps(V4, "not_implemented", {"paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route"})
+UNSUPPORTED = Gaps(
+    V4,
+    "not_implemented",
+    {
+        "paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route",
+        "padding": "queryPaddingSize/kvPaddingSize on the FIA-V3 route (query D 192, value D 128)",
+    },
+)
 INFERRED = Gaps(
     V4,
     "inferred",
@@ -339,6 +346,8 @@ class FiaV3:
         qd, rd, vd = dims
         self._feature(axes, qd, rd, vd)
         self._consistency(axes, qd, rd, vd)
+        if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
+            UNSUPPORTED.refuse("padding")
         return launch.fia_v3(a, self.env, self, axes, qd, vd)
 
     def _parse(self):
