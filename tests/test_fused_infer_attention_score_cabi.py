@@ -34,6 +34,8 @@ A2_TILING = {
     "sink_mla": "CheckFeatureMlaSink",
     "dequant_query": "CheckParaExistenceGqaNoquant",
     "group": "FiaInfoParser::GetGSize",
+    "actual_q_range": "CheckFeatureActualSeqLensQData",
+    "actual_kv_range": "CheckFeatureActualSeqLensKvData",
     "consistency_key": "CheckKVShapeForBatchContinuous",
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",

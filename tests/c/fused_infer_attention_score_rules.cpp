@@ -207,6 +207,8 @@ int main() {
         c = Mla(); c.opt["learnableSink"] = T({16}, ACL_BF16); REPORT("a2.tiling.sink_mla", Call(c, stream));
         c = Prefill(); c.opt["dequantScaleQuery"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.dequant_query", Call(c, stream));
         c = Prefill(); c.k = {T({2, 4, 80, 128})}; REPORT("a2.tiling.consistency_key", Call(c, stream));
+        c = Prefill(); c.hasActQ = true; c.actQ = {65, 64}; REPORT("a2.tiling.actual_q_range", Call(c, stream));
+        c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
         c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));
         c = Prefill(); c.lseFlag = true; c.lse = T({2, 8, 64}, ACL_FLOAT); REPORT("a2.tiling.consistency_lse", Call(c, stream));
         // Routes the emulator does not run (561003): softmaxLse on the IFA route.

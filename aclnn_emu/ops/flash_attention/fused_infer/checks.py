@@ -25,7 +25,7 @@ from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
 from .entry import V1, V2, V3, V4, VERSIONS, inner_args
 from .failure import tiling
-from .layouts import Axes, query_axes, shaped, split
+from .layouts import Axes, key_rows, query_axes, shaped, split
 
 F16, BF16, I8, I32, FP32 = (
     DataType.ACL_FLOAT16,
@@ -434,6 +434,11 @@ class FiaV3:
             raise tiling("actual_seq_required", f"layout {self.base} needs actualSeqLengths and actualSeqLengthsKv")
         if self.paged and a.actualSeqLengthsKvOptional is None:
             raise tiling("actual_seq_kv_paged", "a paged cache needs actualSeqLengthsKv")
+        legacy_ifa = self.base in ("BSH", "BSND", "BNSD") and axes.s == 1 and qd == vd and not self.rope
+        if not legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
+            self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
+        s2 = key_rows(a, self.base)
+        self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
         if a.attenMaskOptional is None and attr_int32(a.sparseMode) != 0:
             raise tiling("mask_required", f"sparseMode {a.sparseMode} needs attenMask")
         sink = a.learnableSinkOptional
@@ -444,6 +449,25 @@ class FiaV3:
                 raise tiling("sink_shape", f"learnableSink {list(sink.shape)} must be [{self.heads}] (numHeads)")
         if a.keySharedPrefixOptional is not None and self.paged:
             raise tiling("prefix_paged", "a shared prefix is not supported with a paged cache")
+
+    def _lengths(self, values, name, batch, limit, total):
+        """CheckFeatureActualSeqLensQData / KvData: a non-empty array of at most 64K entries; in
+        the packed layouts cumulative, non-negative and non-decreasing; each batch's length in
+        [0, limit]; TND's last query entry equal to T (``total``)."""
+        if values is None:
+            return
+        packed = self.base in ("TND", "NTD")
+        if not values or len(values) > 64 * 1024:
+            raise tiling(f"{name}.size", f"{name} holds {len(values)} values; 1 to 64K are allowed")
+        batch = len(values) if packed else batch
+        for i, value in enumerate(values[:batch]):
+            if packed and (value < 0 or (i and value < values[i - 1])):
+                raise tiling(f"{name}.cumulative", f"{name}[{i}] = {value}: cumulative lengths must not decrease")
+            length = value - values[i - 1] if packed and i else value
+            if not 0 <= length <= limit:
+                raise tiling(f"{name}.range", f"{name}[{i}] computed is {length}, it should be in range [0, {limit}]")
+        if packed and total is not None and self.base == "TND" and values[-1] != total:
+            raise tiling(f"{name}.total", f"T ({total}) should equal the last element of {name} ({values[-1]})")
 
     def _consistency(self, axes, qd, rd, vd):
         """CheckMultiParaConsistency's key/value/keyRope shapes (FiaTilingShapeCompare): batch

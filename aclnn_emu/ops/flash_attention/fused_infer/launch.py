@@ -12,7 +12,7 @@ from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.runtime import sanitizer
 
 from ..common import mask_3d
-from .layouts import PACKED, shaped, to_bnsd
+from .layouts import PACKED, key_rows, seq_len, shaped, to_bnsd
 
 WORKSPACE = 16 * 1024 * 1024  # the AscendC system workspace (GetLibApiWorkSpaceSize)
 INT_MAX = 2147483647
@@ -151,18 +151,10 @@ class _KeyGather:
         self.a, self.base, self.batch, self.kv_heads = a, base, batch, kv_heads
         self.qd, self.vd, self.paged = qd, vd, route.paged
         self.listed = len(a.key.items) > 1
-        k0 = a.key.items[0]
-        if self.paged:
-            self.block = a.blockSize
-            self.s2 = a.blockTableOptional.shape[1] * self.block
-        elif self.listed:
-            self.s2 = max(to_bnsd(np.empty(t.shape, np.uint8), base, kv_heads).shape[2] for t in a.key.items)
-        elif base in PACKED:
-            self.s2 = k0.shape[0] if base == "TND" else k0.shape[1]
-        else:
-            self.s2 = to_bnsd(np.empty(k0.shape, np.uint8), base, kv_heads).shape[2]
+        self.block = a.blockSize
+        self.s2 = key_rows(a, base)
         p = a.keySharedPrefixOptional
-        self.prefix_rows = 0 if p is None else to_bnsd(np.empty(p.shape, np.uint8), base, kv_heads).shape[2]
+        self.prefix_rows = 0 if p is None else seq_len(p.shape, base)
 
     def read(self, act_kv, prefix, kv_rows):
         a = self.a

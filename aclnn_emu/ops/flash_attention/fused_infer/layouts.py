@@ -48,6 +48,19 @@ def query_axes(shape, layout: str, heads: int) -> Axes:
     raise ValueError(layout)
 
 
+def seq_len(shape, layout: str) -> int:
+    """The S (T for the packed layouts) axis of a tensor of ``layout``."""
+    return shape[{"BSH": 1, "BSND": 1, "BNSD": 2, "TND": 0, "NTD": 1, "NSD": 1}[layout]]
+
+
+def key_rows(a, layout: str) -> int:
+    """S2 as the tiling reads it: a paged cache's capacity (blockTable columns x blockSize), the
+    longest tensor of a key list, or the key's S."""
+    if a.blockTableOptional is not None:
+        return a.blockTableOptional.shape[1] * a.blockSize
+    return max(seq_len(t.shape, layout) for t in a.key.items)
+
+
 def shaped(axes: Axes, layout: str, d: int) -> tuple:
     """A tensor of ``layout`` with the axes of ``axes`` and head size ``d``."""
     b, n, s = axes.b, axes.n, axes.s
