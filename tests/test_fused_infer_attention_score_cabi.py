@@ -48,6 +48,9 @@ EXPECTED = {
     # the kernel key; V1 does not re-type an INT32 key/value as INT4 (TensorPreProcess is V2-V4's)
     **{f"dtype.{name}": INVALID for name in ("query", "attentionOut", "key_int32_v1", "softmaxLse")},
     **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("sink_dtype", "block_table_dtype")},
+    # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
+    # OpDef registers; delegate.NOT_IMPLEMENTED (int4)
+    "not_implemented.int4_v2": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
 }
