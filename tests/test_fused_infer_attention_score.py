@@ -409,3 +409,18 @@ def test_int8_antiquant_decode_arch35(chip):
         inputLayout="BNSD",
     )
     precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (60, 23)), "float16")
+
+
+def test_python_face_allocates_the_outputs_and_raises_typed_errors():
+    """ae.ops.FusedInferAttentionScoreV4 with numpy in: attentionOut and (softmaxLseFlag) softmaxLse
+    allocated by their rules and returned as numpy; a tiling failure raises TilingError (561002)."""
+    q = RNG.standard_normal((1, 4, 16, 128)).astype(np.float16)
+    k = RNG.standard_normal((1, 2, 40, 128)).astype(np.float16)
+    common = dict(numHeads=4, scaleValue=128**-0.5, inputLayout="BNSD")
+    result = ae.ops.FusedInferAttentionScoreV4(q, [k], [k], numKeyValueHeads=2, softmaxLseFlag=True, **common)
+    want = golden.attention(q, k, k, scale=128**-0.5, kv_block=512)
+    _meets(result.attentionOut, want, np.float16)
+    _lse_meets(result.softmaxLse[..., 0], want.lse)
+    with pytest.raises(ae.errors.TilingError) as failure:
+        ae.ops.FusedInferAttentionScoreV4(q, [k], [k], numKeyValueHeads=3, **common)
+    assert failure.value.status == 561002
