@@ -424,3 +424,37 @@ def test_python_face_allocates_the_outputs_and_raises_typed_errors():
     with pytest.raises(ae.errors.TilingError) as failure:
         ae.ops.FusedInferAttentionScoreV4(q, [k], [k], numKeyValueHeads=3, **common)
     assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("with_offset", [True, False], ids=["offset", "no_offset"])
+def test_separate_key_value_antiquant_v2(with_offset):
+    """V2's key and value antiquant parameters, per channel (modes 0) [1, N2, 1, D] each, on the IFA
+    route: the key dequantised with the key's, the value with the value's."""
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
+    k8, v8 = (RNG.integers(-128, 128, (2, 2, 50, 32), dtype=np.int8) for _ in range(2))
+    ks, vs = ((RNG.random((1, 2, 1, 32)) * 0.02 + 0.005).astype(np.float16) for _ in range(2))
+    ko, vo = (RNG.integers(-3, 4, (1, 2, 1, 32)).astype(np.float16) for _ in range(2))
+    offsets = dict(keyAntiquantOffsetOptional=ko, valueAntiquantOffsetOptional=vo) if with_offset else {}
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        keyAntiquantScaleOptional=ks,
+        valueAntiquantScaleOptional=vs,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+        **offsets,
+    )
+    f64 = lambda x: x.astype(np.float64).reshape(2, 32)  # noqa: E731
+    zero = np.zeros((2, 32))
+    antiquant = (f64(ks), f64(ko) if with_offset else zero, f64(vs), f64(vo) if with_offset else zero)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0], list(k8), list(v8), scale=0.125, lengths=[50, 50], antiquant=antiquant, magnitude=magnitude
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message

@@ -1300,6 +1300,13 @@ MUTATIONS = [
         "pages[~bad] = cache[ids[~bad][::-1]]",
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-kv-antiquant-swapped",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        'np.concatenate([self.key_t.read(f"key {what}"), self.value_t.read(f"value {what}")])',
+        'np.concatenate([self.value_t.read(f"value {what}"), self.key_t.read(f"key {what}")])',
+        FIA_TESTS,
+    ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(
         "native-bf16-away-to-even",

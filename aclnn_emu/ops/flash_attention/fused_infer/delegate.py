@@ -9,6 +9,8 @@ cannot take are declared below.
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
 from aclnn_emu.opdef.signature import OpError
@@ -23,7 +25,9 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse on a call the A2/A3 tiling sends to the IFA or PFA kernels, or on Ascend910_95",
         "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
-        "kv_antiquant": "separate key/value antiquant parameters or modes on the IFA/PFA routes",
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
+        "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
+        "and no antiquantScale",
         "shared_prefix": "a shared prefix on the IFA/PFA routes",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
         "query_quant": "dequantScaleQuery (query quantisation)",
@@ -38,11 +42,7 @@ def _refuse_unsupported(a, prompt: bool):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
     if a.lse_wanted:
         NOT_IMPLEMENTED.refuse("lse")
-    separate = (
-        a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional,
-        a.valueAntiquantOffsetOptional,
-    )  # fmt: skip
-    if any(x is not None for x in separate) or a.keyAntiquantMode or a.valueAntiquantMode:
+    if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None:
         NOT_IMPLEMENTED.refuse("shared_prefix")
@@ -58,6 +58,40 @@ def _refuse_unsupported(a, prompt: bool):
         NOT_IMPLEMENTED.refuse("query_padding")
     if prompt and a.pseShiftOptional is not None:
         NOT_IMPLEMENTED.refuse("pse_pfa")
+
+
+def _separate_antiquant(a) -> bool:
+    separate = (
+        a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional,
+        a.valueAntiquantOffsetOptional,
+    )  # fmt: skip
+    return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
+
+
+def _per_channel_pairs(a) -> bool:
+    """Key and value scales (and offsets for both or neither) in per-channel mode without the
+    combined antiquantScale: the IFA kernels' (x + offset) * scale with the key's and the value's
+    own parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1."""
+    offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
+    scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
+    modes = a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0
+    return scales and offsets and modes and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None
+
+
+class _Rows:
+    """Key and value parameters seen as IncreFlashAttentionV4's antiquant tensor: the two joined
+    along their first axis ([1, ...] each, per channel or per tensor, gives [2, ...]); read when
+    the kernel runs."""
+
+    def __init__(self, key_t, value_t):
+        self.key_t, self.value_t = key_t, value_t
+        self.dtype, self.format = key_t.dtype, key_t.format
+        self.shape = (key_t.shape[0] + value_t.shape[0],) + tuple(key_t.shape[1:])
+        self.ndim, self.numel = len(self.shape), key_t.numel + value_t.numel
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        return np.concatenate([self.key_t.read(f"key {what}"), self.value_t.read(f"value {what}")])
 
 
 def _as_tiling_failure(op, prepare, args, env):
@@ -76,8 +110,10 @@ def _as_tiling_failure(op, prepare, args, env):
 
 
 def incre(a, env):
-    """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths)."""
+    """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
+    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
     _refuse_unsupported(a, prompt=False)
+    separate = _separate_antiquant(a)
     args = SimpleNamespace(
         query=a.query,
         key=a.key,
@@ -90,8 +126,12 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        antiquantScale=a.antiquantScaleOptional,
-        antiquantOffset=a.antiquantOffsetOptional,
+        antiquantScale=_Rows(a.keyAntiquantScaleOptional, a.valueAntiquantScaleOptional)
+        if separate
+        else a.antiquantScaleOptional,
+        antiquantOffset=_Rows(a.keyAntiquantOffsetOptional, a.valueAntiquantOffsetOptional)
+        if separate and a.keyAntiquantOffsetOptional is not None
+        else a.antiquantOffsetOptional,
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,
