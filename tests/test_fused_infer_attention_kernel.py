@@ -201,3 +201,11 @@ def test_output_rounding(dtype, mode):
         lambda modes: {"out": ties.to_output(midpoint, dtype, modes["out"])}, {"out": mode}, "FIA out", ("out",)
     )
     ties.assert_bits(out[0, 0], np.tile(want["out"], (4, 1)), "out")
+
+
+def test_unpack_int4_low_nibble_first_and_signed():
+    """Eight INT4 values per INT32 word, element 2i in the low nibble of byte i, two's complement."""
+    values = np.array([[1, -1, 7, -8, 0, 3, -5, 2]], np.int8)
+    nibbles = (values.astype(np.uint8) & 0x0F).reshape(1, 4, 2)
+    words = (nibbles[..., 0] | (nibbles[..., 1] << 4)).astype(np.uint8).view(np.int32)
+    np.testing.assert_array_equal(fia.unpack_int4(words), values)

@@ -458,3 +458,42 @@ def test_separate_key_value_antiquant_v2(with_offset):
     )
     message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
     assert message is None, message
+
+
+def test_int4_key_value_decode_v2():
+    """V2 reads an INT32 key/value list as INT4 (last dim x 8, TensorPreProcess): S = 1 with an
+    fp16 query takes the IFA route, the values dequantised per channel; a portability warning says
+    the nibble order is assumed."""
+    values4 = [RNG.integers(-8, 8, (2, 2, 50, 32)).astype(np.int8) for _ in range(2)]
+
+    def packed(x):  # element 2i in the low nibble of byte i, eight per little-endian int32
+        nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
+        return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
+
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
+    scale = (RNG.random((2, 2, 1, 32)) * 0.2 + 0.05).astype(np.float16)
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[packed(values4[0])],
+        value=[packed(values4[1])],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s = scale.astype(np.float64).reshape(2, 2, 32)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        list(values4[0]),
+        list(values4[1]),
+        scale=0.125,
+        lengths=[50, 50],
+        antiquant=(s[0], np.zeros((2, 32)), s[1], np.zeros((2, 32))),
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message

@@ -49,8 +49,8 @@ EXPECTED = {
     **{f"dtype.{name}": INVALID for name in ("query", "attentionOut", "key_int32_v1", "softmaxLse")},
     **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("sink_dtype", "block_table_dtype")},
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
-    # OpDef registers; delegate.NOT_IMPLEMENTED (int4)
-    "not_implemented.int4_v2": NOT_IMPLEMENTED,
+    # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
+    "int4_v2": SUCCESS,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
 }
@@ -62,8 +62,12 @@ ON_A2 = {
 }
 
 
+# IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
+ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED}
+
+
 def expected_on(soc: str) -> dict:
-    return EXPECTED if soc == "Ascend910_95" else {**EXPECTED, **ON_A2}
+    return {**EXPECTED, **ON_ARCH35} if soc == "Ascend910_95" else {**EXPECTED, **ON_A2}
 
 
 @pytest.fixture(scope="module", params=["Ascend910B", "Ascend910_93", "Ascend910_95"])

@@ -1307,6 +1307,13 @@ MUTATIONS = [
         'np.concatenate([self.value_t.read(f"value {what}"), self.key_t.read(f"key {what}")])',
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-int4-high-nibble-first",
+        FIA,
+        "np.stack([data & 0x0F, data >> 4]",
+        "np.stack([data >> 4, data & 0x0F]",
+        FIA_TESTS,
+    ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(
         "native-bf16-away-to-even",

@@ -120,3 +120,15 @@ def fused_infer_attention(
         stats=stats,
     )
     return out, lse_out
+
+
+INT4_PER_INT32 = 8
+
+
+def unpack_int4(words: np.ndarray) -> np.ndarray:
+    """INT32 words holding eight INT4 values each as int8 values in [-8, 7], the last axis x 8.
+    Element 2i of a byte sits in its low 4 bits (little-endian words): CANN's INT4 packing as
+    the 8.5 source leaves it (TensorPreProcess only re-types the tensor), an assumption here."""
+    data = np.ascontiguousarray(words).view(np.uint8)
+    nibbles = np.stack([data & 0x0F, data >> 4], axis=-1).reshape(*words.shape[:-1], -1).astype(np.int8)
+    return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8)

@@ -13,8 +13,11 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import OpError
 
+from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import OP as PROMPT
 from .entry import V4
@@ -32,13 +35,13 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
         "query_quant": "dequantScaleQuery (query quantisation)",
         "sink": "learnableSink on the IFA/PFA routes",
-        "int4": "an INT4 (INT32) key/value",
+        "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
         "pse_pfa": "pseShift on a call the A2/A3 tiling sends to the PFA kernels",
     },
 )
 
 
-def _refuse_unsupported(a, prompt: bool):
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
     if a.lse_wanted:
         NOT_IMPLEMENTED.refuse("lse")
@@ -52,12 +55,22 @@ def _refuse_unsupported(a, prompt: bool):
         NOT_IMPLEMENTED.refuse("query_quant")
     if a.learnableSinkOptional is not None:
         NOT_IMPLEMENTED.refuse("sink")
-    if a.int4:
+    if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
     if prompt and a.queryPaddingSizeOptional is not None:
         NOT_IMPLEMENTED.refuse("query_padding")
     if prompt and a.pseShiftOptional is not None:
         NOT_IMPLEMENTED.refuse("pse_pfa")
+
+
+INFERRED = Gaps(
+    V4,
+    "inferred",
+    {
+        "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
+        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed"
+    },
+)
 
 
 def _separate_antiquant(a) -> bool:
@@ -94,6 +107,24 @@ class _Rows:
         return np.concatenate([self.key_t.read(f"key {what}"), self.value_t.read(f"value {what}")])
 
 
+class _Int4:
+    """An INT32 key/value tensor read as INT4 (TensorPreProcess: last dimension x 8), handed to the
+    IFA route as the INT8 values the antiquant kernel dequantises."""
+
+    def __init__(self, t):
+        self.t, self.dtype, self.format = t, DataType.ACL_INT8, t.format
+        self.shape = tuple(t.shape[:-1]) + (t.shape[-1] * fia.INT4_PER_INT32,)
+        self.ndim, self.numel = len(self.shape), t.numel * fia.INT4_PER_INT32
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        return fia.unpack_int4(self.t.read(what))
+
+
+def _int4_list(lst):
+    return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
+
+
 def _as_tiling_failure(op, prepare, args, env):
     """The other operator's prepare; its refusals are FIA tiling failures (561002), the emulator's
     own gaps (declared with their code) keep it."""
@@ -112,12 +143,14 @@ def _as_tiling_failure(op, prepare, args, env):
 def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
     separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
-    _refuse_unsupported(a, prompt=False)
+    _refuse_unsupported(a, prompt=False, arch35=on_arch35(env))
     separate = _separate_antiquant(a)
+    if a.int4:
+        INFERRED.warn(env, "int4_nibbles")
     args = SimpleNamespace(
         query=a.query,
-        key=a.key,
-        value=a.value,
+        key=_int4_list(a.key) if a.int4 else a.key,
+        value=_int4_list(a.value) if a.int4 else a.value,
         pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsKvOptional,
