@@ -497,3 +497,42 @@ def test_int4_key_value_decode_v2():
     )
     message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
     assert message is None, message
+
+
+@pytest.mark.parametrize("s1", [1, 24], ids=["decode_ifa", "prefill_pfa"])
+def test_shared_prefix_on_the_ifa_and_pfa_routes(s1):
+    """A legacy GQA shape with a shared prefix is no RouteToFia call (CheckGqaFeatureSupport): S = 1
+    takes the IFA route, S > 1 the PFA route; each batch attends to the prefix's first
+    actualSharedPrefixLen rows, then to its own keys."""
+    n, n2, d, s2, p, used = 4, 2, 128, 40, 20, 13
+    q = RNG.standard_normal((2, n, s1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, n2, s2, d)).astype(np.float16) for _ in range(2))
+    kp, vp = (RNG.standard_normal((1, n2, p, d)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=vp,
+        actualSharedPrefixLenOptional=(used,),
+        actualSeqLengthsKvOptional=(40, 25),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        preTokens=2147483647,
+        nextTokens=2147483647,
+    )
+    kk, vv = (np.concatenate([np.repeat(x[:, :, :used], 2, axis=0), y], axis=2) for x, y in ((kp, k), (vp, v)))
+    lengths = [used + 40, used + 25]
+    if s1 == 1:
+        magnitude = np.zeros((2, n, d))
+        want = ifa_golden.attention(q[:, :, 0], list(kk), list(vv), scale=d**-0.5, lengths=lengths, magnitude=magnitude)
+        message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    else:
+        want = pfa_golden.attention(q, kk, vv, scale=d**-0.5, act_kv=lengths, nxt=pfa_golden.BIG)
+        floor = golden.attention(q, kk, vv, scale=d**-0.5, kv_block=1024, act_kv=lengths).floor
+        message = precision.failure(out.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message

@@ -1314,6 +1314,13 @@ MUTATIONS = [
         "np.stack([data >> 4, data & 0x0F]",
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-prefix-lengths-kept",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "tuple(int(n) + rows for n in lengths)",
+        "tuple(int(n) for n in lengths)",
+        FIA_TESTS,
+    ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(
         "native-bf16-away-to-even",

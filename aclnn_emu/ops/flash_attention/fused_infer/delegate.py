@@ -31,7 +31,8 @@ NOT_IMPLEMENTED = Gaps(
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
-        "shared_prefix": "a shared prefix on the IFA/PFA routes",
+        "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
+        "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
         "query_quant": "dequantScaleQuery (query quantisation)",
         "sink": "learnableSink on the IFA/PFA routes",
@@ -47,7 +48,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
-    if a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None:
+    if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
         NOT_IMPLEMENTED.refuse("rope")
@@ -125,6 +126,56 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
+PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}
+
+
+def _prefix_fits(a) -> bool:
+    base = (a.inputLayout or "BSH").split("_")[0]
+    both = a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None
+    return both and base in PREFIX_S_AXIS and a.blockTableOptional is None and len(a.key.items) == 1
+
+
+class _Prefixed:
+    """A batched key or value with the shared prefix's first ``rows`` rows in front of every
+    batch's own (the kernels attend to the prefix first, then to the batch's keys)."""
+
+    def __init__(self, t, prefix_t, rows, layout):
+        self.t, self.prefix_t, self.rows = t, prefix_t, rows
+        self.axis = PREFIX_S_AXIS[layout]
+        self.dtype, self.format = t.dtype, t.format
+        shape = list(t.shape)
+        shape[self.axis] += rows
+        self.shape, self.ndim = tuple(shape), len(shape)
+        self.numel = int(np.prod(shape))
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        x = self.t.read(what)
+        prefix = np.take(self.prefix_t.read(f"{what} shared prefix"), range(self.rows), axis=self.axis)
+        prefix = np.broadcast_to(prefix, (x.shape[0],) + prefix.shape[1:])
+        return np.concatenate([prefix, x], axis=self.axis)
+
+
+def _kv(a):
+    """(key tensor list, value tensor list, key lengths) as the IFA/PFA preparations take them:
+    INT4 lists unpacked, a shared prefix put in front of each batch (the lengths grow by it)."""
+    key, value, lengths = a.key, a.value, a.actualSeqLengthsKvOptional
+    if a.int4:
+        key, value = _int4_list(key), _int4_list(value)
+    if a.keySharedPrefixOptional is not None:
+        layout = (a.inputLayout or "BSH").split("_")[0]
+        axis = PREFIX_S_AXIS[layout]
+        rows = a.keySharedPrefixOptional.shape[axis]
+        if a.actualSharedPrefixLenOptional:
+            rows = int(a.actualSharedPrefixLenOptional[0])
+        key, value = (
+            SimpleNamespace(items=[_Prefixed(lst.items[0], prefix, rows, layout)])
+            for lst, prefix in ((key, a.keySharedPrefixOptional), (value, a.valueSharedPrefixOptional))
+        )
+        lengths = None if lengths is None else tuple(int(n) + rows for n in lengths)
+    return key, value, lengths
+
+
 def _as_tiling_failure(op, prepare, args, env):
     """The other operator's prepare; its refusals are FIA tiling failures (561002), the emulator's
     own gaps (declared with their code) keep it."""
@@ -147,13 +198,14 @@ def incre(a, env):
     separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
+    key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
-        key=_int4_list(a.key) if a.int4 else a.key,
-        value=_int4_list(a.value) if a.int4 else a.value,
+        key=key,
+        value=value,
         pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
-        actualSeqLengths=a.actualSeqLengthsKvOptional,
+        actualSeqLengths=kv_lengths,
         dequantScale1=a.deqScale1Optional,
         quantScale1=a.quantScale1Optional,
         dequantScale2=a.deqScale2Optional,
@@ -181,14 +233,15 @@ def incre(a, env):
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
     _refuse_unsupported(a, prompt=True)
+    key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
-        key=a.key.items[0],
-        value=a.value.items[0],
+        key=key.items[0],
+        value=value.items[0],
         pseShift=None,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
-        actualSeqLengthsKv=a.actualSeqLengthsKvOptional,
+        actualSeqLengthsKv=kv_lengths,
         deqScale1=a.deqScale1Optional,
         quantScale1=a.quantScale1Optional,
         deqScale2=a.deqScale2Optional,
