@@ -253,20 +253,14 @@ def test_tnd_varlen_prefill_with_lse():
 
 
 def test_tensor_list_keys_and_bnsd_bsnd_output():
-    """One key/value tensor per batch (different S), BNSD in, BSND out (BNSD_BSND)."""
+    """One key/value tensor per batch (different S, no actualSeqLengthsKv: each its own), BNSD in,
+    BSND out (BNSD_BSND)."""
     n, d, s1 = 2, 128, 20
     q = RNG.standard_normal((2, n, s1, d)).astype(BF16)
     ks = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
     vs = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
     out, _ = run_fia(
-        query=q,
-        key=ks,
-        value=vs,
-        out_shape=(2, s1, n, d),
-        actualSeqLengthsKvOptional=(33, 57),
-        numHeads=n,
-        scaleValue=d**-0.5,
-        inputLayout="BNSD_BSND",
+        query=q, key=ks, value=vs, out_shape=(2, s1, n, d), numHeads=n, scaleValue=d**-0.5, inputLayout="BNSD_BSND"
     )
     for b in range(2):
         want = golden.attention(q[b : b + 1], ks[b], vs[b], scale=d**-0.5, kv_block=512)

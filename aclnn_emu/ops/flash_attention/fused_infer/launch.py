@@ -47,6 +47,8 @@ def fia_v3(a, env, route, axes, qd, vd):
     keys = _KeyGather(a, route, base, batch, kv_heads, qd, vd)
     if packed:
         act_kv = [n for _, n in kv_rows]
+    elif keys.listed and a.actualSeqLengthsKvOptional is None:  # each batch's own tensor
+        act_kv = [seq_len(t.shape, base) for t in a.key.items[:batch]]
     else:
         act_kv = _lengths(a.actualSeqLengthsKvOptional, batch, keys.s2)
     prefix = 0
