@@ -182,6 +182,8 @@ int main() {
         c = Paged(true); REPORT("a2.ok.paged_bnsd_cache", Call(c, stream));
         c = Paged(true); c.lseFlag = true; REPORT("a2.ok.paged_lse", Call(c, stream));
         c = Mla(); c.version = 3; REPORT("a2.ok.mla_rope", Call(c, stream));
+        // S = 1 without rope is the "legacy IFA" shape: GetUpdateInfo sets sparse mode 0 before the checks.
+        c = Paged(true); c.sparseMode = 3; REPORT("a2.ok.legacy_ifa_sparse_ignored", Call(c, stream));
     }
     // Generated entry point: NULLs (161001), kernel key (161002 required / 561003 optional).
     c = Prefill(); c.hasQ = false; REPORT("null.query", Call(c, stream));

@@ -337,13 +337,17 @@ class FiaV3:
     def run(self):
         a = self.a
         self._parse()
-        self._single_para()
-        self._existence()
         axes = self._axes()
         dims = qkv_d(a)
         if dims is None:
             raise tiling("shape", f"query/value shapes do not fit inputLayout {self.layout}")
         qd, rd, vd = dims
+        # GetLegacyIfaFlag / GetUpdateInfo: S = 1 in BSH/BSND/BNSD without rope (qD = vD) runs as the
+        # old IFA did: sparse mode 0, tokens INT_MAX, no query lengths or padding
+        self.legacy_ifa = self.base in ("BSH", "BSND", "BNSD") and axes.s == 1 and qd == vd and not self.rope
+        self.sparse = 0 if self.legacy_ifa else attr_int32(a.sparseMode)
+        self._single_para()
+        self._existence()
         self._feature(axes, qd, rd, vd)
         self._consistency(axes, qd, rd, vd)
         if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
@@ -376,7 +380,7 @@ class FiaV3:
         for name in ("keyAntiquantMode", "valueAntiquantMode"):
             if getattr(a, name) not in range(6):
                 raise tiling(f"{name}", f"{name} {getattr(a, name)} is not in 0-5")
-        if attr_int32(a.sparseMode) not in range(5):
+        if self.sparse not in range(5):
             raise tiling("sparse_mode", f"sparseMode only supports 0/1/2/3/4, but got {a.sparseMode}")
 
     def _existence(self):
@@ -434,12 +438,11 @@ class FiaV3:
             raise tiling("actual_seq_required", f"layout {self.base} needs actualSeqLengths and actualSeqLengthsKv")
         if self.paged and a.actualSeqLengthsKvOptional is None:
             raise tiling("actual_seq_kv_paged", "a paged cache needs actualSeqLengthsKv")
-        legacy_ifa = self.base in ("BSH", "BSND", "BNSD") and axes.s == 1 and qd == vd and not self.rope
-        if not legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
+        if not self.legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
             self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
         s2 = key_rows(a, self.base)
         self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
-        if a.attenMaskOptional is None and attr_int32(a.sparseMode) != 0:
+        if a.attenMaskOptional is None and self.sparse != 0:
             raise tiling("mask_required", f"sparseMode {a.sparseMode} needs attenMask")
         sink = a.learnableSinkOptional
         if sink is not None:

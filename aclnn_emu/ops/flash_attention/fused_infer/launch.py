@@ -35,7 +35,7 @@ def _packed(values) -> list[tuple[int, int]]:
 def fia_v3(a, env, route, axes, qd, vd):
     base, out_layout, heads, kv_heads = route.base, route.out_layout, route.heads, route.kv_heads
     packed = base in PACKED
-    legacy_ifa = base in ("BSH", "BSND", "BNSD") and axes.s == 1 and qd == vd and not route.rope
+    legacy_ifa = route.legacy_ifa
     if packed:
         q_rows = _packed(a.actualSeqLengthsOptional)
         kv_rows = _packed(a.actualSeqLengthsKvOptional)
@@ -54,7 +54,7 @@ def fia_v3(a, env, route, axes, qd, vd):
     prefix = 0
     if a.keySharedPrefixOptional is not None:
         prefix = int(a.actualSharedPrefixLenOptional[0]) if a.actualSharedPrefixLenOptional else keys.prefix_rows
-    sparse = 0 if legacy_ifa else attr_int32(a.sparseMode)
+    sparse = route.sparse
     has_mask = a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
     pre, nxt = (INT_MAX, INT_MAX) if legacy_ifa else (a.preTokens, a.nextTokens)
     if sparse == 0 and not has_mask:
