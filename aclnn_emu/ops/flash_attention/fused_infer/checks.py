@@ -62,6 +62,7 @@ UNSUPPORTED = Gaps(
     {
         "paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route",
         "padding": "queryPaddingSize/kvPaddingSize on the FIA-V3 route (query D 192, value D 128)",
+        "pse": "pseShift on the FIA-V3 route (query D 192, value D 128)",
     },
 )
 INFERRED = Gaps(
@@ -352,6 +353,8 @@ class FiaV3:
         self._consistency(axes, qd, rd, vd)
         if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
             UNSUPPORTED.refuse("padding")
+        if a.pseShiftOptional is not None:
+            UNSUPPORTED.refuse("pse")
         return launch.fia_v3(a, self.env, self, axes, qd, vd)
 
     def _parse(self):
