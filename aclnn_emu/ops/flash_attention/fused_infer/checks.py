@@ -25,7 +25,8 @@ from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
 from .entry import V1, V2, V3, V4, VERSIONS, inner_args
 from .failure import tiling
-from .layouts import Axes, key_rows, query_axes, shaped, split
+from .layouts import key_rows, query_axes, shaped, split
+from .route import Route, first, qkv_d
 
 F16, BF16, I8, I32, FP32 = (
     DataType.ACL_FLOAT16,
@@ -182,41 +183,6 @@ def _tiling_a2(a, env):
     return delegate.prompt(a, env)
 
 
-def _first(lst):
-    return lst.items[0] if lst is not None and lst.items else None
-
-
-def qkv_d(a) -> tuple[int, int, int] | None:
-    """GetQkvD (tiling_v3.cpp): (query D, queryRope D, value D) from the storage shapes, or None."""
-    q, v = a.query, _first(a.value)
-    heads = attr_uint32(a.numHeads)
-    kv_heads = attr_uint32(a.numKeyValueHeads) or heads
-    layout = a.inputLayout or "BSH"
-    rope = a.queryRopeOptional
-    four = ("BNSD_BSND", "BSND_BNSD", "BNSD_NBSD", "BSND_NBSD", "BNSD", "BSND")
-    three_h = ("BSH", "BSH_NBSD", "BSH_BNSD")
-    packed = ("TND", "NTD", "TND_NTD", "NTD_TND")
-    if layout in four and q.ndim == 4:
-        qd, rd = q.shape[3], rope.shape[3] if rope is not None and rope.ndim == 4 else 0
-    elif layout in three_h and q.ndim == 3 and heads:
-        qd, rd = q.shape[2] // heads, rope.shape[2] // heads if rope is not None and rope.ndim == 3 else 0
-    elif layout in packed and q.ndim == 3:
-        qd, rd = q.shape[2], rope.shape[2] if rope is not None and rope.ndim == 3 else 0
-    else:
-        return None
-    vs = v.shape
-    if a.blockTableOptional is not None:
-        vd = {3: vs[2] // kv_heads if kv_heads else 0, 4: vs[3] if len(vs) == 4 else 0}.get(len(vs))
-        vd = vs[2] * vs[4] if len(vs) == 5 else vd
-    elif layout in four:
-        vd = vs[3] if len(vs) == 4 else None
-    elif layout in three_h:
-        vd = vs[2] // kv_heads if len(vs) == 3 and kv_heads else None
-    else:
-        vd = vs[2] if len(vs) == 3 else None
-    return None if vd is None else (qd, rd, vd)
-
-
 def _not_legacy_gqa(a) -> bool:
     layout = a.inputLayout or "BSH"
     if layout not in LEGACY_GQA:
@@ -229,7 +195,7 @@ def _not_legacy_gqa(a) -> bool:
         return True
     if layout == "TND" and vd == 192:
         return False
-    return _first(a.key).ndim not in (3, 4) or _first(a.value).ndim not in (3, 4)
+    return first(a.key).ndim not in (3, 4) or first(a.value).ndim not in (3, 4)
 
 
 def _gqa_constrain(a) -> bool:
@@ -262,7 +228,7 @@ def _spec_conditions(a) -> bool:
 
 def route_to_fia(a) -> bool:
     """RouteToFia: FLOAT16/BF16 query with the key's dtype, then the GQA/MLA constraints."""
-    q_dtype, k_dtype = a.query.dtype, _first(a.key).dtype
+    q_dtype, k_dtype = a.query.dtype, first(a.key).dtype
     if q_dtype not in (F16, BF16) or q_dtype != k_dtype:
         return False
     if a.queryRopeOptional is not None and a.keyRopeOptional is not None:
@@ -285,7 +251,7 @@ def is_using_fai(a, layout: str, exact: bool = False) -> bool:
     mha_ok = mha and a.attenMaskOptional is None and a.query.dtype == F16 and precise == 1 and not paged
     if attr_int32(a.sparseMode) not in (0, 3) or not (mha_ok or (not mha and precise == 0)):
         return False
-    k, v, qd = _first(a.key), _first(a.value), a.query.shape[2] if a.query.ndim == 3 else 0
+    k, v, qd = first(a.key), first(a.value), a.query.shape[2] if a.query.ndim == 3 else 0
     if not paged:
         return k.ndim == 3 and v.ndim == 3 and qd <= 256 and qd == k.shape[2] == v.shape[2]
     if k.ndim != 3 or not kv_heads:
@@ -310,9 +276,9 @@ def is_using_ifa(a, layout: str) -> bool:
     packed = full in ("TND", "TND_NTD")
     if not rope and ((packed and qd == 512) or (full in ifa_layouts and s == 1)):
         return True
-    if not rope and full in ifa_layouts and 1 < s <= 16 and _first(a.key).ndim == 5:
+    if not rope and full in ifa_layouts and 1 < s <= 16 and first(a.key).ndim == 5:
         return True
-    if packed and _first(a.key).dtype == I8 and a.query.dtype != I8 and a.blockTableOptional is not None:
+    if packed and first(a.key).dtype == I8 and a.query.dtype != I8 and a.blockTableOptional is not None:
         scale, offset = a.antiquantScaleOptional, a.antiquantOffsetOptional
         if qd != 512 and scale is not None and offset is not None and scale.dtype == offset.dtype == FP32:
             return True
@@ -322,31 +288,14 @@ def is_using_ifa(a, layout: str) -> bool:
 
 
 # -- the FIA-V3 route: TilingFusedInferAttentionScoreV3 ---------------------------------------------
-class FiaV3:
+class FiaV3(Route):
     """FiaInfoParser + TilingCheck::Check (single parameters, existence, features) in the source's
     order, then the kernel plan."""
-
-    def __init__(self, a, env):
-        self.a, self.env = a, env
-        self.layout = a.inputLayout or "BSH"
-        self.base, self.out_layout = split(self.layout)
-        self.heads = attr_uint32(a.numHeads)
-        self.kv_heads = attr_uint32(a.numKeyValueHeads) or self.heads
-        self.paged = a.blockTableOptional is not None
-        self.rope = a.queryRopeOptional is not None and a.keyRopeOptional is not None
 
     def run(self):
         a = self.a
         self._parse()
-        axes = self._axes()
-        dims = qkv_d(a)
-        if dims is None:
-            raise tiling("shape", f"query/value shapes do not fit inputLayout {self.layout}")
-        qd, rd, vd = dims
-        # GetLegacyIfaFlag / GetUpdateInfo: S = 1 in BSH/BSND/BNSD without rope (qD = vD) runs as the
-        # old IFA did: sparse mode 0, tokens INT_MAX, no query lengths or padding
-        self.legacy_ifa = self.base in ("BSH", "BSND", "BNSD") and axes.s == 1 and qd == vd and not self.rope
-        self.sparse = 0 if self.legacy_ifa else attr_int32(a.sparseMode)
+        axes, (qd, rd, vd) = self.shape_facts()
         self._single_para()
         self._existence()
         self._feature(axes, qd, rd, vd)
@@ -411,12 +360,6 @@ class FiaV3:
         for name in ("deqScale1Optional", "quantScale1Optional", "deqScale2Optional"):
             if getattr(a, name) is not None:
                 raise tiling(f"exists.{name}", f"{name.removesuffix('Optional')} needs an INT8 query; pass nullptr")
-
-    def _axes(self) -> Axes:
-        try:
-            return query_axes(self.a.query.shape, "NTD" if self.base == "NTD" else self.base, self.heads)
-        except (ValueError, IndexError, ZeroDivisionError):
-            raise tiling("query_rank", f"query {list(self.a.query.shape)} does not fit {self.layout}") from None
 
     def _feature(self, axes, qd, rd, vd):
         """CheckFeatureGqaNoquant / CheckFeatureMlaNoquant, in their order."""
