@@ -324,15 +324,17 @@ def test_shared_prefix_on_the_fia_v3_route():
 def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
     """Ascend910_95: TilingFusedInferAttentionScoreV2 hands a non-antiquant call to
     PromptFlashAttentionTilingV2, so the numerics are the arch35 PFA kernels' (fp32 scores,
-    bf16 P ties to even): held against the PFA golden's high-precision rules."""
+    bf16 P ties to even): held against the PFA golden's high-precision rules; softmaxLse is
+    log(sum exp) + max of the fp32 scores."""
     b, n, n2, s, d = 1, 4, 2, 80, 128
     q = RNG.standard_normal((b, n, s, d)).astype(dtype)
     k, v = (RNG.standard_normal((b, n2, s, d)).astype(dtype) for _ in range(2))
-    out, _ = run_fia(
+    out, lse = run_fia(
         query=q,
         key=[k],
         value=[v],
         out_shape=q.shape,
+        lse_shape=(b, n, s, 1),
         attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
         numHeads=n,
         numKeyValueHeads=n2,
@@ -342,9 +344,10 @@ def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
     )
     want = pfa_golden.attention(q, k, v, scale=d**-0.5, sparse_mode=3, high_precision=True)
     # cancelling sums judged against their terms' magnitude (sum |P V| / l, the FIA golden's floor)
-    floor = golden.attention(q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True).floor
-    message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=floor)
+    fia_want = golden.attention(q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True)
+    message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
     assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)  # log(sum exp) + max of the fp32 scores
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])

@@ -20,17 +20,8 @@ import cabi
 
 SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 561003
 
-OK = ("prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false")
-A2_OK = (
-    "lse",
-    "lse_d64",
-    "legacy_ifa_sparse_ignored",
-    "sink",
-    "paged_bsh_cache",
-    "paged_bnsd_cache",
-    "paged_lse",
-    "mla_rope",
-)
+OK = ("prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse")
+A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
     "inner_precise": "CheckSingleParaInnerPrecise",

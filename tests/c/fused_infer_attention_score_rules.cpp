@@ -172,8 +172,8 @@ int main() {
     c = Small(1); REPORT("ok.ifa_route", Call(c, stream));
     c = Small(16); REPORT("ok.pfa_route", Call(c, stream));
     c = Prefill(); c.hasLse = false; REPORT("ok.lse_null_flag_false", Call(c, stream));
+    c = Prefill(); c.lseFlag = true; REPORT("ok.lse", Call(c, stream));
     if (OnA2()) {
-        c = Prefill(); c.lseFlag = true; REPORT("a2.ok.lse", Call(c, stream));
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
         REPORT("a2.ok.lse_d64", Call(c, stream));

@@ -26,7 +26,8 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse on a call the A2/A3 tiling sends to the IFA or PFA kernels, or on Ascend910_95",
+        "lse": "softmaxLse on a call the A2/A3 tiling sends to the IFA or PFA kernels, or on the Ascend910_95 "
+        "antiquant route",
         "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
@@ -42,9 +43,9 @@ NOT_IMPLEMENTED = Gaps(
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False, lse_elsewhere: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
-    if a.lse_wanted:
+    if a.lse_wanted and not lse_elsewhere:
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -230,9 +231,10 @@ def incre(a, env):
     return _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
 
 
-def prompt(a, env):
-    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
-    _refuse_unsupported(a, prompt=True)
+def prompt(a, env, lse_elsewhere: bool = False):
+    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor
+    (``lse_elsewhere``: the caller writes softmaxLse itself)."""
+    _refuse_unsupported(a, prompt=True, lse_elsewhere=lse_elsewhere)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,

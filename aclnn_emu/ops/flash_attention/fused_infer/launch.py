@@ -32,7 +32,9 @@ def _packed(values) -> list[tuple[int, int]]:
     return [(e0, e1 - e0) for e0, e1 in zip([0] + ends[:-1], ends)]
 
 
-def fia_v3(a, env, route, axes, qd, vd):
+def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
+    """The FIA-V3 kernels' launch; with ``write_out`` false only softmaxLse is written (the
+    Ascend910_95 route, whose attentionOut another launch writes)."""
     base, out_layout, heads, kv_heads = route.base, route.out_layout, route.heads, route.kv_heads
     packed = base in PACKED
     legacy_ifa = route.legacy_ifa
@@ -108,7 +110,8 @@ def fia_v3(a, env, route, axes, qd, vd):
             masked_lse_inf=masked_lse_inf,
             zero_masked_rows=row_invalid and has_mask and sparse in (0, 1),
         )
-        _write_out(out_t, o, out_layout, axes, heads, vd, q_rows)
+        if write_out:
+            _write_out(out_t, o, out_layout, axes, heads, vd, q_rows)
         if a.lse_wanted:
             _write_lse(lse_t, lse, packed, axes, q_rows)
 
