@@ -533,3 +533,25 @@ def test_shared_prefix_on_the_ifa_and_pfa_routes(s1):
         floor = golden.attention(q, kk, vv, scale=d**-0.5, kv_block=1024, act_kv=lengths).floor
         message = precision.failure(out.astype(np.float64), want, "float16", floor=floor)
     assert message is None, message
+
+
+@pytest.mark.parametrize("s1", [1, 24], ids=["ifa_route", "pfa_route"])
+def test_lse_on_the_ifa_and_pfa_routes(s1):
+    """D 32 is no FIA-V3 head size: the IFA (S = 1) or PFA route writes attentionOut, a second pass
+    softmaxLse = log(sum exp) + max of the fp32 scores (a portability warning says so)."""
+    q = RNG.standard_normal((2, 4, s1, 32)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, 2, 70, 32)).astype(np.float16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(2, 4, s1, 1),
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=32**-0.5,
+        inputLayout="BNSD",
+    )
+    want = golden.attention(q, k, v, scale=32**-0.5, kv_block=8192)
+    _lse_meets(lse[..., 0], want.lse)
+    assert np.isfinite(out.astype(np.float32)).all() and np.abs(out.astype(np.float32)).max() > 0

@@ -20,7 +20,10 @@ import cabi
 
 SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 561003
 
-OK = ("prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse")
+OK = (
+    "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
+    "lse_ifa_route", "lse_pfa_route",
+)  # fmt: skip
 A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -51,15 +54,12 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
+    "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
 }
-ON_A2 = {
-    **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
-    **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # delegate.NOT_IMPLEMENTED: softmaxLse on the IFA route is not emulated
-    "a2.not_implemented.lse_ifa": NOT_IMPLEMENTED,
-}
+ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
 
 
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)

@@ -173,6 +173,11 @@ int main() {
     c = Small(16); REPORT("ok.pfa_route", Call(c, stream));
     c = Prefill(); c.hasLse = false; REPORT("ok.lse_null_flag_false", Call(c, stream));
     c = Prefill(); c.lseFlag = true; REPORT("ok.lse", Call(c, stream));
+    c = Small(1); c.lseFlag = true; REPORT("ok.lse_ifa_route", Call(c, stream));
+    c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
+    // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
+    c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    REPORT("not_implemented.lse_antiquant", Call(c, stream));
     if (OnA2()) {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
@@ -216,8 +221,6 @@ int main() {
         c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
         c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));
         c = Prefill(); c.lseFlag = true; c.lse = T({2, 8, 64}, ACL_FLOAT); REPORT("a2.tiling.consistency_lse", Call(c, stream));
-        // Routes the emulator does not run (561003): softmaxLse on the IFA route.
-        c = Small(1); c.lseFlag = true; REPORT("a2.not_implemented.lse_ifa", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -15,19 +15,20 @@ from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
-from aclnn_emu.opdef.signature import OpError
+from aclnn_emu.opdef.signature import Launch, OpError
 
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import OP as PROMPT
+from . import launch
 from .entry import V4
+from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse on a call the A2/A3 tiling sends to the IFA or PFA kernels, or on the Ascend910_95 "
-        "antiquant route",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
@@ -43,9 +44,10 @@ NOT_IMPLEMENTED = Gaps(
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False, lse_elsewhere: bool = False):
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
-    if a.lse_wanted and not lse_elsewhere:
+    key = a.key.items[0]
+    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -69,8 +71,11 @@ INFERRED = Gaps(
     V4,
     "inferred",
     {
+        "lse_pass": "softmaxLse off the FIA-V3 kernels (the A2/A3 IFA and PFA routes, Ascend910_95's PFA route) "
+        "is log(sum exp) + max of the fp32 scores from a second pass; the IFA/PFA kernels' own scores (fp16 on "
+        "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
-        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed"
+        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
     },
 )
 
@@ -228,13 +233,12 @@ def incre(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
-    return _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env))
 
 
-def prompt(a, env, lse_elsewhere: bool = False):
-    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor
-    (``lse_elsewhere``: the caller writes softmaxLse itself)."""
-    _refuse_unsupported(a, prompt=True, lse_elsewhere=lse_elsewhere)
+def prompt(a, env):
+    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
+    _refuse_unsupported(a, prompt=True)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
@@ -258,4 +262,30 @@ def prompt(a, env, lse_elsewhere: bool = False):
         sparseMode=a.sparseMode,
         attentionOut=a.attentionOut,
     )
-    return _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
+
+
+def _with_lse(a, env, out):
+    """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
+    if not a.lse_wanted:
+        return out
+    route = Route(a, env)
+    axes, (qd, _, vd) = route.shape_facts()
+    want = (axes.s, axes.n, 1) if route.base == "TND" else (axes.b, axes.n, axes.s, 1)
+    if tuple(a.softmaxLse.shape) != want:
+        raise OpError(
+            status.ACLNN_ERR_INNER_TILING_ERROR,
+            f"FusedInferAttentionScore tiling failed: softmaxLse {list(a.softmaxLse.shape)} does not match "
+            f"{list(want)}",
+            rule="tiling.softmax_lse",
+        )
+    INFERRED.warn(env, "lse_pass")
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False)
+
+    def run(workspace):
+        if out.run is not None:
+            out.run(workspace)
+        lse.run(workspace)
+
+    return Launch(out.workspace_size, run)
