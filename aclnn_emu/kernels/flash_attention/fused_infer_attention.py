@@ -103,7 +103,6 @@ def fused_infer_attention(
         sink=None if sink is None else np.asarray(sink, np.float32),
         lse=lse_out,
         masked_lse_inf=tuple(bool(x) for x in masked_lse_inf),
-        zero_masked_rows=zero_masked_rows,
     )
     out = pfa.prompt_flash_attention(
         q,
@@ -117,6 +116,7 @@ def fused_infer_attention(
         precision=FIA_V3,
         kv_block=tiling.kv_block,
         pse=pse,
+        row_invalid=zero_masked_rows,
         stats=stats,
     )
     return out, lse_out
