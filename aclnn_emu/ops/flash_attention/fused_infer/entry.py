@@ -2,7 +2,8 @@
 
 Each version's parameters are a subset of V4's, in V4's order; V1 spells them without the
 "Optional" suffix, as its header does. V1-V3 run V4's prepare (``base=V4``) after their own check,
-which gives V4's parameters the values their wrapper passes (``inner_args``).
+which gives V4's parameters the values their wrapper passes (``inner_args``). Defaults are those of
+torch_npu.npu_fused_infer_attention_score (op-plugin op_plugin_functions.yaml; inner_precise 0).
 """
 
 from types import SimpleNamespace
@@ -47,14 +48,14 @@ _SPEC = [
     (_T, "keyRopeAntiquantScaleOptional", 3, dict(doc="MLA: dequantisation scale of an INT8 keyRope")),
     (_T, "dequantScaleQueryOptional", 4, dict(doc="INT8 query: its dequantisation scale")),
     (_T, "learnableSinkOptional", 4, dict(doc="BF16 [N]: a learnt score each row's softmax sum also sees")),
-    (_I, "numHeads", 1, dict(doc="number of query heads N")),
+    (_I, "numHeads", 1, dict(default=1, doc="number of query heads N")),
     (_D, "scaleValue", 1, dict(default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)")),
     (_I, "preTokens", 1, dict(default=2147483647, doc="sliding window: keys kept before a query")),
     (_I, "nextTokens", 1, dict(default=2147483647, doc="sliding window: keys kept after a query")),
     (_S, "inputLayout", 1, dict(default="BSH", doc="layout of query/key/value, output layout after '_'")),
     (_I, "numKeyValueHeads", 1, dict(default=0, doc="number of key/value heads for GQA (0: numHeads)")),
     (_I, "sparseMode", 1, dict(default=0, doc="0 mask/band, 1 full mask, 2 left-up causal, 3 right-down, 4 band")),
-    (_I, "innerPrecise", 1, dict(default=1, doc="0/1 precision mode; 2/3 also zero rows whose keys are all masked")),
+    (_I, "innerPrecise", 1, dict(default=0, doc="0/1 precision mode; 2/3 also zero rows whose keys are all masked")),
     (_I, "blockSize", 1, dict(default=0, doc="paged cache: tokens per block")),
     (_I, "antiquantMode", 1, dict(default=0, doc="0 per channel, 1 per token")),
     (_B, "softmaxLseFlag", 1, dict(default=False, doc="write softmaxLse = log(sum exp) + max per row")),
@@ -81,7 +82,13 @@ def _declare(version: int, header: str, base: Op | None = None) -> Op:
         optional = dict(optional=True) if name.endswith("Optional") and kind in (_T, _A) else {}
         params.append(_MAKE[kind](_name(name, version), **optional, **info))
     suffix = "" if version == 1 else f"V{version}"
-    return Op(f"FusedInferAttentionScore{suffix}", header, params + _TAIL, base=base)
+    return Op(
+        f"FusedInferAttentionScore{suffix}",
+        header,
+        params + _TAIL,
+        base=base,
+        defaults_from="torch_npu.npu_fused_infer_attention_score",
+    )
 
 
 V4 = _declare(4, "aclnn_fused_infer_attention_score_v4.h")
