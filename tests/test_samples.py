@@ -9,7 +9,7 @@ import pytest
 
 from aclnn_emu import toolkit
 from aclnn_emu.cli import sample_env
-from golden.samples import EXPECTED
+from golden.samples import EXPECTED, fia_example_lines
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -109,3 +109,27 @@ def test_aclnn_emu_run_command():
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+MIRROR = pathlib.Path("/work/.mirror/cannmirror+ops-transformer/repo")
+FIA_EXAMPLE = "attention/fused_infer_attention_score/examples/test_aclnn_fused_infer_attention_score.cpp"
+
+
+@pytest.mark.skipif(not MIRROR.exists(), reason="the ops-transformer mirror is not on this machine")
+def test_cann_fused_infer_attention_score_example(tmp_path):
+    """CANN's own FusedInferAttentionScoreV4 example (ops-transformer v8.5.0-beta.1), read from the
+    mirror at test time, built with the plain g++ line and run unchanged; it prints its fp16 output
+    through a float vector (pairs of halves, then the allocation's float 1s)."""
+    source = subprocess.run(
+        ["git", "-C", str(MIRROR), "show", f"v8.5.0-beta.1:{FIA_EXAMPLE}"], capture_output=True, check=True
+    ).stdout
+    (tmp_path / "example.cpp").write_bytes(source)
+    home = toolkit.HOME
+    result = bash(
+        f"g++ -std=c++11 example.cpp -I{home}/include -I{home}/include/aclnn -I{home}/include/aclnnop "
+        f"-L{home}/lib64 -lascendcl -lnnopbase -lopapi -o prog && LD_LIBRARY_PATH={home}/lib64 ./prog",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("result[")]
+    assert lines == fia_example_lines()

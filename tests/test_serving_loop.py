@@ -1,6 +1,7 @@
 """The serving loop end to end through the C ABI (tests/c/serving_loop.cpp), once per paged-cache
-layout: PromptFlashAttentionV2 prefill, ScatterPaKvCache, then IncreFlashAttentionV4 decode steps
-that each scatter their new token first. Every output is held against dense float64 attention over
+layout and attention API: PromptFlashAttentionV2 prefill, ScatterPaKvCache, then IncreFlashAttentionV4
+decode steps that each scatter their new token first; or FusedInferAttentionScoreV4 for both
+attention steps (prefill BSND with a causal mask, decode S = 1 over the paged cache). Every output is held against dense float64 attention over
 the full sequence so far, to CANN's fp16 standard (floors as in tests/golden/incre_flash_attention)."""
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import cabi
 import precision
 
-B, N, N2, D, STEPS = 3, 4, 2, 32, 4
+B, N, N2, D, STEPS = 3, 4, 2, 64, 4
 LENS = (5, 23, 12)
 S_PROMPT, S_TOTAL = 23, 23 + STEPS
 SCALE = 1 / np.sqrt(D)
@@ -33,9 +34,10 @@ def dense(q, k, v, causal):
     return out, floor
 
 
+@pytest.mark.parametrize("api", ["pfa_ifa", "fia"])
 @pytest.mark.parametrize("layout", ["blocks_h", "blocks_n_d"])
-def test_prefill_scatter_decode(layout, tmp_path):
-    result = cabi.compile_and_run("serving_loop.cpp", layout, tmp_path)
+def test_prefill_scatter_decode(layout, api, tmp_path):
+    result = cabi.compile_and_run("serving_loop.cpp", layout, tmp_path, api)
     assert result.returncode == 0 and "done" in result.stdout, result.stdout + result.stderr
     k = load(tmp_path, "k.bin", (B, S_TOTAL, N2, D))
     v = load(tmp_path, "v.bin", (B, S_TOTAL, N2, D))

@@ -88,6 +88,31 @@ TORCH_NPU = {
         "npu_incre_flash_attention",
         dict(numHeads=1, scaleValue=1.0, inputLayout="BSH", numKeyValueHeads=0, blockSize=0, innerPrecise=1),
     ),
+    **{
+        name: (
+            "npu_fused_infer_attention_score",
+            dict(
+                numHeads=1,
+                scaleValue=1.0,
+                preTokens=INT32_MAX,
+                nextTokens=INT32_MAX,
+                inputLayout="BSH",
+                numKeyValueHeads=0,
+                sparseMode=0,
+                innerPrecise=0,
+                blockSize=0,
+                antiquantMode=0,
+                softmaxLseFlag=False,
+                **({} if name == "FusedInferAttentionScore" else dict(keyAntiquantMode=0, valueAntiquantMode=0)),
+            ),
+        )
+        for name in (
+            "FusedInferAttentionScore",
+            "FusedInferAttentionScoreV2",
+            "FusedInferAttentionScoreV3",
+            "FusedInferAttentionScoreV4",
+        )
+    },
     "ScatterPaKvCache": ("npu_scatter_pa_kv_cache", dict(cacheModeOptional="PA_NZ")),
     "GatherPaKvCache": ("npu_gather_pa_kv_cache", dict(isSeqLensCumsum=False)),
     "LightningIndexer": (

@@ -8,6 +8,7 @@ PACKAGES = (
     "flash_attention.score_grad",
     "flash_attention.prompt",
     "flash_attention.incre",
+    "flash_attention.fused_infer",
     "sparse_attention.sparse_flash_attention_grad",
     "sparse_attention.lightning_indexer_grad",
     "sparse_attention.lightning_indexer",

@@ -30,6 +30,10 @@ IncreFlashAttention = function(by_name("IncreFlashAttention"))
 IncreFlashAttentionV2 = function(by_name("IncreFlashAttentionV2"))
 IncreFlashAttentionV3 = function(by_name("IncreFlashAttentionV3"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
+FusedInferAttentionScore = function(by_name("FusedInferAttentionScore"))
+FusedInferAttentionScoreV2 = function(by_name("FusedInferAttentionScoreV2"))
+FusedInferAttentionScoreV3 = function(by_name("FusedInferAttentionScoreV3"))
+FusedInferAttentionScoreV4 = function(by_name("FusedInferAttentionScoreV4"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
 LightningIndexer = function(by_name("LightningIndexer"))
@@ -61,6 +65,10 @@ __all__ = [
     "IncreFlashAttentionV2",
     "IncreFlashAttentionV3",
     "IncreFlashAttentionV4",
+    "FusedInferAttentionScore",
+    "FusedInferAttentionScoreV2",
+    "FusedInferAttentionScoreV3",
+    "FusedInferAttentionScoreV4",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",
     "LightningIndexer",

@@ -1,6 +1,8 @@
 // An LLM serving loop through the C ABI: prefill a batch of prompts of different lengths with
 // PromptFlashAttentionV2, scatter their keys and values into a paged cache with ScatterPaKvCache,
-// then decode several steps with IncreFlashAttentionV4, scattering each new token first.
+// then decode several steps with IncreFlashAttentionV4, scattering each new token first; with
+// argv[3] "fia" both attention steps call FusedInferAttentionScoreV4 instead (on Atlas A2/A3 its
+// FIA-V3 kernels: D 64, fp16, query dtype = key dtype).
 // argv[1] is the cache layout: "blocks_h" (blocknum, blocksize, H), scattered as [T, N2, D] rows, or
 // "blocks_n_d" (blocknum, KV_N, blocksize, D), scattered as [T * N2, 1, D] rows into the cache seen
 // as [blocknum * KV_N, blocksize, 1, D]. argv[2] is a directory; the program writes the host inputs
@@ -9,32 +11,33 @@
 #include <algorithm>
 #include <string>
 
+#include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v2.h"
 #include "aclnnop/aclnn_scatter_pa_kv_cache.h"
 #include "common.h"
+#include "serving_data.h"
 
 namespace {
-const int64_t B = 3, N = 4, N2 = 2, D = 32, BLOCK = 16, STEPS = 4;
+const int64_t B = 3, N = 4, N2 = 2, D = 64, BLOCK = 16, STEPS = 4;
 const int64_t LENS[B] = {5, 23, 12};
 const int64_t S_PROMPT = 23, S_TOTAL = S_PROMPT + STEPS, MAX_BLOCKS = (S_TOTAL + BLOCK - 1) / BLOCK;
 const int64_t BLOCKS = B * MAX_BLOCKS + 1;            // one spare block nobody uses
-const double SCALE = 0.17677669529663687;             // 1 / sqrt(D)
+const double SCALE = 0.125;                            // 1 / sqrt(D)
+bool g_fia = false;                                   // attention through FusedInferAttentionScoreV4
 
-// Values in [-1, 1] as fp16 bits, from a 32-bit LCG.
-std::vector<uint16_t> Values(size_t n, uint32_t seed) {
-    std::vector<uint16_t> out(n);
-    for (auto &x : out) {
-        seed = seed * 1103515245u + 12345u;
-        x = aclFloatToFloat16(static_cast<float>(static_cast<int>((seed >> 8) % 2001) - 1000) / 1000.0f);
-    }
-    return out;
-}
-
-void Save(const std::string &dir, const std::string &name, const std::vector<uint16_t> &data) {
-    FILE *f = fopen((dir + "/" + name).c_str(), "wb");
-    fwrite(data.data(), sizeof(uint16_t), data.size(), f);
-    fclose(f);
+// FusedInferAttentionScoreV4 with the parameters a serving stack sets; no softmaxLse.
+int Fia(aclrtStream stream, aclTensor *q, aclTensorList *keys, aclTensorList *values, aclTensor *mask,
+        aclIntArray *actQ, aclIntArray *actKv, aclTensor *table, int64_t nextTokens, const char *layout,
+        int64_t blockSize, aclTensor *out) {
+    uint64_t size = 0;
+    aclOpExecutor *executor = nullptr;
+    int ret = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
+        q, keys, values, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+        table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+        nullptr, nullptr, nullptr, N, SCALE, 2147483647, nextTokens, const_cast<char *>(layout), N2, 0, 1, blockSize,
+        0, false, 0, 0, 0, out, nullptr, &size, &executor);
+    return RunPhase2(stream, ret, size, executor, aclnnFusedInferAttentionScoreV4);
 }
 
 struct Cache {
@@ -127,11 +130,18 @@ int Prefill(aclrtStream stream, const std::vector<uint16_t> &q, const std::vecto
     aclIntArray *act = aclCreateIntArray(lens.data(), B);
     uint64_t size = 0;
     aclOpExecutor *executor = nullptr;
-    ret = aclnnPromptFlashAttentionV2GetWorkspaceSize(qt.tensor, kt.tensor, vt.tensor, nullptr, mt.tensor, act, act,
-                                                      nullptr, nullptr, nullptr, nullptr, nullptr, N, SCALE,
-                                                      2147483647, 0, const_cast<char *>("BSND"), N2, 0, ot.tensor,
-                                                      &size, &executor);
-    ret = RunPhase2(stream, ret, size, executor, aclnnPromptFlashAttentionV2);
+    if (g_fia) {
+        aclTensorList *keys = ListOf(kt.addr, {B, S_PROMPT, N2, D}), *values = ListOf(vt.addr, {B, S_PROMPT, N2, D});
+        ret = Fia(stream, qt.tensor, keys, values, mt.tensor, act, act, nullptr, 0, "BSND", 0, ot.tensor);
+        aclDestroyTensorList(keys);
+        aclDestroyTensorList(values);
+    } else {
+        ret = aclnnPromptFlashAttentionV2GetWorkspaceSize(qt.tensor, kt.tensor, vt.tensor, nullptr, mt.tensor, act,
+                                                          act, nullptr, nullptr, nullptr, nullptr, nullptr, N, SCALE,
+                                                          2147483647, 0, const_cast<char *>("BSND"), N2, 0, ot.tensor,
+                                                          &size, &executor);
+        ret = RunPhase2(stream, ret, size, executor, aclnnPromptFlashAttentionV2);
+    }
     aclDestroyIntArray(act);
     return ret ? ret : ot.Read(out);
 }
@@ -142,25 +152,24 @@ int Decode(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, int
     if (ret == 0) ret = ot.Create({B, N, 1, D}, ACL_FLOAT16);
     if (ret == 0) ret = table.Create(cache.table, {B, MAX_BLOCKS}, ACL_INT32);
     if (ret != 0) return ret;
-    // The lists hold their own handles on the caches (destroying a list destroys its tensors).
     std::vector<int64_t> shape = cache.headsMajor ? std::vector<int64_t>{BLOCKS, N2, BLOCK, D}
                                                   : std::vector<int64_t>{BLOCKS, BLOCK, N2 * D};
-    std::vector<int64_t> strides = ContiguousStrides(shape);
-    aclTensor *k = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND,
-                                   shape.data(), shape.size(), cache.key.addr);
-    aclTensor *v = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND,
-                                   shape.data(), shape.size(), cache.value.addr);
-    aclTensorList *keys = aclCreateTensorList(&k, 1), *values = aclCreateTensorList(&v, 1);
+    aclTensorList *keys = ListOf(cache.key.addr, shape), *values = ListOf(cache.value.addr, shape);
     std::vector<int64_t> lens;
     for (int64_t b = 0; b < B; b++) lens.push_back(LENS[b] + step + 1);
     aclIntArray *act = aclCreateIntArray(lens.data(), B);
     uint64_t size = 0;
     aclOpExecutor *executor = nullptr;
-    ret = aclnnIncreFlashAttentionV4GetWorkspaceSize(qt.tensor, keys, values, nullptr, nullptr, act, nullptr, nullptr,
-                                                     nullptr, nullptr, nullptr, nullptr, nullptr, table.tensor, nullptr,
-                                                     N, SCALE, const_cast<char *>("BNSD"), N2, BLOCK, 1, ot.tensor,
-                                                     &size, &executor);
-    ret = RunPhase2(stream, ret, size, executor, aclnnIncreFlashAttentionV4);
+    if (g_fia) {
+        ret = Fia(stream, qt.tensor, keys, values, nullptr, nullptr, act, table.tensor, 2147483647, "BNSD", BLOCK,
+                  ot.tensor);
+    } else {
+        ret = aclnnIncreFlashAttentionV4GetWorkspaceSize(qt.tensor, keys, values, nullptr, nullptr, act, nullptr,
+                                                         nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                         table.tensor, nullptr, N, SCALE, const_cast<char *>("BNSD"),
+                                                         N2, BLOCK, 1, ot.tensor, &size, &executor);
+        ret = RunPhase2(stream, ret, size, executor, aclnnIncreFlashAttentionV4);
+    }
     aclDestroyIntArray(act);
     aclDestroyTensorList(keys);
     aclDestroyTensorList(values);
@@ -169,8 +178,9 @@ int Decode(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, int
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    if (argc != 3 && argc != 4) return 2;
     const std::string layout = argv[1], dir = argv[2];
+    g_fia = argc == 4 && std::string(argv[3]) == "fia";
     aclrtStream stream;
     CHECK_OK(SetUp(&stream));
     {

@@ -20,6 +20,7 @@ import numpy as np
 from golden import flash_attention_score as fas
 from golden import flash_attention_score_grad as fag
 from golden import flash_attention_var_len as fvl
+from golden import fused_infer_attention_score as fia
 from golden import gather_pa_kv_cache as gather
 from golden import incre_flash_attention as ifa
 from golden import lightning_indexer as li
@@ -301,6 +302,38 @@ def incre_flash_attention():
     return printed(allocation, ifa.fp16_away(out).astype(F16), F16, 32, "index: %d: %g")
 
 
+def _bnsd_decode(host_type, heads, s2, d):
+    """A sample's BNSD decode inputs: fp16 query [1, N, 1, D], key and value [1, N, S2, D] from
+    host vectors of 1s of ``host_type``."""
+    q = device(host_type, heads * d, 1, F16, (1, heads, 1, d))[1]
+    k, v = (device(host_type, heads * s2 * d, 1, F16, (1, heads, s2, d))[1] for _ in range(2))
+    return q, k, v
+
+
+def fused_infer_attention_score():
+    """V1 and V2: BNSD, N 2, S 1, D 128, S2 512, fp16 1s, no mask (the sample's mask is never
+    passed): the FIA-V3 route on Atlas A2 (RouteToFia), key block 512; O = the mean of V."""
+    q, k, v = _bnsd_decode(F16, 2, 512, 128)
+    want = fia.attention(q, k, v, scale=1 / np.sqrt(128), kv_block=512)
+    allocation = device(F16, 256, 1, F16, q.shape)[0]
+    return printed(allocation, ifa.fp16_away(want.out).astype(F16), F16, 256, "index: %d: %g")
+
+
+def _fia_ifa_route(s2, scale, host_type=F16, fmt="index: %d: %g"):
+    """V3 and V4: BNSD, N 2, S 1, D 16 from float 1s (fp16 0 and 1.875 in turn): D 16 is no FIA-V3
+    head size, so the A2 tiling takes the IFA route (IsUsingIFA, S = 1). The lines of the 32 output
+    values read back as ``host_type``."""
+    q, k, v = _bnsd_decode(F32, 2, s2, 16)
+    out = ifa.attention(q[:, :, 0], list(k), list(v), scale=scale, lengths=[s2])
+    allocation = device(F32, 32, 1, F16, q.shape)[0]
+    return printed(allocation, ifa.fp16_away(out).astype(F16), host_type, 32, fmt)
+
+
+def fia_example_lines():
+    """CANN's FIA V4 example (the V4 sample's call) reads its fp16 output back as 32 floats."""
+    return _fia_ifa_route(2, 1 / np.sqrt(2), F32, "result[%d] is: %f")
+
+
 def lightning_indexer():
     """BSND, one head, S1 = S2 = 2, causal; fp16 from float 1.0s, so the weights are 0 (row 0) and
     1.875 (row 1). Indices print as int32, scores through aclFloat16ToFloat."""
@@ -349,6 +382,10 @@ EXPECTED = {
     "aclnnFlashAttentionVarLenScoreV3": flash_attention_var_len_score_v3,
     "aclnnFlashAttentionVarLenScoreV4": lambda: _attention_sample(F16),
     "aclnnFlashAttentionVarLenScoreV5": flash_attention_var_len_score_v5,
+    "aclnnFusedInferAttentionScore": fused_infer_attention_score,
+    "aclnnFusedInferAttentionScoreV2": fused_infer_attention_score,
+    "aclnnFusedInferAttentionScoreV3": lambda: _fia_ifa_route(16, 0.25),
+    "aclnnFusedInferAttentionScoreV4": lambda: _fia_ifa_route(2, 1 / np.sqrt(2)),
     "aclnnGatherPaKvCache": gather_pa_kv_cache,
     "aclnnIncreFlashAttention": incre_flash_attention_v1_v3,
     "aclnnIncreFlashAttentionV2": incre_flash_attention_v1_v3,

@@ -67,6 +67,15 @@ IFA_TESTS = (
     "tests/test_serving_loop.py",
     "tests/test_incre_flash_attention_source_paths.py",
 )
+FIA = K + "flash_attention/fused_infer_attention.py"
+FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
+FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
+FIA_TESTS = (
+    "tests/test_fused_infer_attention_kernel.py",
+    "tests/test_fused_infer_attention_score.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+    "tests/test_fia_mla_decode_loop.py",
+)
 IFA_ARCH35_TESTS = ("tests/test_incre_flash_attention_arch35.py",)
 IFA_ARCH35_INT8_TESTS = IFA_ARCH35_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = (
@@ -1348,6 +1357,71 @@ MUTATIONS = [
         "        float *to = acc + pos[i] * acc_stride;\n",
         "        if (i && pos[i] == pos[i - 1]) continue;\n        float *to = acc + pos[i] * acc_stride;\n",
         SFAG_TESTS + LIG_TESTS + ("tests/test_native.py",),
+    ),
+    # --- FusedInferAttentionScore ---------------------------------------------------------------
+    Mutation("fia-P-fp16-even", FIA, "fp16_p_away=True", "fp16_p_away=False", FIA_TESTS),
+    Mutation("fia-bf16-output-away", FIA, "bf16_out_even=True", "bf16_out_even=False", FIA_TESTS),
+    Mutation("fia-fp16-scores", FIA, "high_precision=True", "high_precision=False", FIA_TESTS),
+    Mutation("fia-mask-fill-flt-max", FIA, "MASK_FILL = -1e12", "MASK_FILL = -3.4e38", FIA_TESTS),
+    Mutation(
+        "fia-lse-unseen-legacy-inf",
+        FIA,
+        "LSE_UNSEEN_LEGACY_IFA = np.float32(-3.4e38)",
+        "LSE_UNSEEN_LEGACY_IFA = np.float32(np.inf)",
+        FIA_TESTS,
+    ),
+    Mutation("fia-key-block-by-group", FIA, "[min(group // 5, 2)]", "[min(group // 4, 2)]", FIA_TESTS),
+    Mutation(
+        "fia-sink-ignored",
+        PFA,
+        "row_sum = row_sum + np.where(computed, term, np.float32(0))",
+        "row_sum = row_sum",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-sink-in-max",
+        PFA,
+        "np.float32(stats.sink[n]) - np.where(computed, running_max, np.float32(0))",
+        "np.float32(stats.sink[n]) - np.where(computed, np.maximum(running_max, stats.sink[n]), np.float32(0))",
+        FIA_TESTS,
+    ),
+    Mutation("fia-lse-without-max", PFA, "lse = np.log(row_sum) + running_max", "lse = np.log(row_sum)", FIA_TESTS),
+    Mutation("fia-masked-lse-finite", PFA, "lse[masked] = np.inf", "lse[masked] = lse[masked]", FIA_TESTS),
+    Mutation("fia-route-d64-to-pfa", FIA_CHECKS, "(64, 0, 64), ", "", FIA_TESTS),
+    Mutation(
+        "fia-legacy-lse-init",
+        FIA_LAUNCH,
+        "lse_unseen=fia.LSE_UNSEEN_LEGACY_IFA if legacy_ifa else fia.LSE_UNSEEN",
+        "lse_unseen=fia.LSE_UNSEEN",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-paged-block-order",
+        FIA_LAUNCH,
+        "pages[~bad] = cache[ids[~bad]]",
+        "pages[~bad] = cache[ids[~bad][::-1]]",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-kv-antiquant-swapped",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        'np.concatenate([self.key_t.read(f"key {what}"), self.value_t.read(f"value {what}")])',
+        'np.concatenate([self.value_t.read(f"value {what}"), self.key_t.read(f"key {what}")])',
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-int4-high-nibble-first",
+        FIA,
+        "np.stack([data & 0x0F, data >> 4]",
+        "np.stack([data >> 4, data & 0x0F]",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-lengths-kept",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "tuple(int(n) + rows for n in lengths)",
+        "tuple(int(n) for n in lengths)",
+        FIA_TESTS,
     ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(

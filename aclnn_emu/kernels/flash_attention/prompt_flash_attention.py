@@ -103,6 +103,7 @@ class Precision:
     invalid_at_fp32_min: the row-invalid correction compares the running max with -FLT_MAX
       (arch35 `vf_row_invalid.h`), not with the mask fill (A2/A3 `negativeScalar`, -65504 for the
       fp16 high-performance and int8 templates).
+    mask_fill: the score a masked position takes, when the family has its own (None: by dtype).
     """
 
     high_precision: bool = False
@@ -112,6 +113,7 @@ class Precision:
     half_softmax: bool = False
     fp16_p_away: bool = False
     invalid_at_fp32_min: bool = False
+    mask_fill: float | None = None
 
 
 HIGH_PERFORMANCE = Precision()
@@ -123,6 +125,26 @@ ARCH35 = Precision(
 # prompt_flash_attention_s1s2_bns1_x910(_base).h with OptimizationMode::HighPrecision: fp32 scores,
 # -FLT_MAX mask fill, P and output CAST_ROUND (an fp16 query only; tiling key + 600)
 X910_HIGH_PRECISION = Precision(high_precision=True, fp16_p_away=True)
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """What a caller wants of each row's softmax besides O.
+
+    sink: fp32 per query head [N]; exp(sink - m) joins the row sum l once the row's keys are done
+      (the max m does not see it).
+    lse: an fp32 [B, N, S1] array to receive log(l) + m for the rows that saw a key; the caller
+      fills it first with the value of the rows that see none.
+    masked_lse_inf: per batch, whether a row whose max stayed at the mask fill (every key masked)
+      gets lse +inf instead of log(l) + m.
+    """
+
+    sink: np.ndarray | None = None
+    lse: np.ndarray | None = None
+    masked_lse_inf: tuple[bool, ...] = ()
+
+
+NO_STATS = RowStats()
 
 
 @dataclass(frozen=True)
@@ -146,12 +168,12 @@ _local = threading.local()
 
 
 def _score_block(rows: int, cols: int) -> np.ndarray:
-    """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols],
-    rows native.ROW_PAD floats longer than cols apart."""
-    pad = native.ROW_PAD
-    if not hasattr(_local, "scores"):
-        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + pad), np.float32)
-    return _local.scores[: rows * (cols + pad)].reshape(rows, cols + pad)[:, :cols]
+    """This thread's score buffer (made on its first kernel call, not at import, and grown for a
+    key block wider than KV_BLOCK) as [rows, cols], rows native.ROW_PAD floats longer than cols apart."""
+    size = rows * (cols + native.ROW_PAD)
+    if getattr(_local, "scores", np.empty(0, np.float32)).size < size:
+        _local.scores = np.empty(max(size, Q_BLOCK * (KV_BLOCK + native.ROW_PAD)), np.float32)
+    return _local.scores[:size].reshape(rows, cols + native.ROW_PAD)[:, :cols]
 
 
 def prompt_flash_attention(
@@ -170,17 +192,19 @@ def prompt_flash_attention(
     kv_block: int = KV_BLOCK,
     pse=None,
     row_invalid: bool = False,
+    stats: RowStats | None = None,
 ) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
-    the kernel family's roundings; ``kv_block`` the online softmax's key block (at most KV_BLOCK);
+    the kernel family's roundings; ``kv_block`` the online softmax's key block;
     ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask; PromptFlashAttentionV3's
-    and IncreFlashAttention's pseShift); ``row_invalid`` the row-invalid correction (module doc).
+    and IncreFlashAttention's pseShift); ``row_invalid`` the row-invalid correction (module doc);
+    ``stats`` the sink and the lse output (``RowStats``).
     """
     return _Forward(
-        q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid
+        q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid, stats
     ).run()
 
 
@@ -249,9 +273,10 @@ def _out_dtype(q_dtype, out_quant):
 
 class _Forward:
     def __init__(
-        self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid
+        self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid, stats
     ):
         self.q, self.k, self.v, self.pse = q, k, v, pse
+        self.stats = NO_STATS if stats is None else stats
         self.kv_block = kv_block
         self.scale = np.float32(scale)
         self.bands, self.act_q, self.act_kv = bands, act_q, act_kv
@@ -267,6 +292,8 @@ class _Forward:
         if q.dtype == FP16 and high and precision.fp16_p_away:
             self.rounding = "fp16_away"  # CAST_ROUND of the fp32 softmax
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
+        if precision.mask_fill is not None:
+            self.mask_fill = np.float32(precision.mask_fill)
         # the running max that marks a row with every key masked, when the correction is on
         self.invalid_max = None
         if row_invalid:
@@ -341,7 +368,7 @@ class _Forward:
         if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
             acc[...] = 0
         dead = None if self.invalid_max is None else running_max == self.invalid_max
-        self._finish(acc, row_sum, ~np.isneginf(running_max), dead, self.out[b, n, i0:i1], n)
+        self._finish(acc, row_sum, running_max, dead, self.out[b, n, i0:i1], n, b, i0)
 
     def _plain_blocks(self, queries, keys, values, bounds, running_max, row_sum, acc, acc_set, scaling) -> bool:
         """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
@@ -392,9 +419,13 @@ class _Forward:
             native.scale_(pv, pre=self.int8.deq2, fp16=not self.arch35_quant)
         return pv
 
-    def _finish(self, acc, row_sum, computed, dead, out, n):
-        """out = O = acc / l for rows that saw a key; rows without any key are 0, ``dead`` rows (the
-        row-invalid correction) 0 before the output quantisation."""
+    def _finish(self, acc, row_sum, running_max, dead, out, n, b, i0):
+        """out = O = acc / l for rows that saw a key (l with the sink's term); rows without any key
+        are 0, ``dead`` rows (the row-invalid correction) 0 before the output quantisation; the lse
+        when asked for (``RowStats``)."""
+        computed = ~np.isneginf(running_max)
+        if self.stats is not NO_STATS:
+            row_sum = self._row_stats(row_sum, running_max, computed, n, b, i0)
         live = dead is None or not dead.any()
         if self.out_quant is None and out.dtype == FP16 and computed.all() and live:  # one native pass
             native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
@@ -419,3 +450,18 @@ class _Forward:
             native.narrow_fp16(out, o)
         else:
             out[...] = o
+
+    def _row_stats(self, row_sum, running_max, computed, n, b, i0):
+        """The sink's term added to l, the lse written; returns l."""
+        stats = self.stats
+        masked = computed & (running_max == self.mask_fill)
+        if stats.sink is not None:
+            term = np.exp(np.float32(stats.sink[n]) - np.where(computed, running_max, np.float32(0)))
+            row_sum = row_sum + np.where(computed, term, np.float32(0))
+        if stats.lse is not None:
+            lse = np.log(row_sum) + running_max
+            if stats.masked_lse_inf and stats.masked_lse_inf[b]:
+                lse[masked] = np.inf
+            rows = stats.lse[b, n, i0 : i0 + len(lse)]
+            rows[computed] = lse[computed]
+        return row_sum

@@ -1,0 +1,459 @@
+"""FusedInferAttentionScore's checks: the version wrappers, the generated inner entry point, and
+the A2/A3 tiling's routing with the FIA-V3 route's own checks (checks_arch35 holds Ascend910_95's).
+
+Sources (cannmirror/ops-transformer v8.5.0-beta.1, attention/fused_infer_attention_score/):
+op_host/op_api/aclnn_fused_infer_attention_score{,_v2,_v3,_v4}.cpp and _inner.cpp (the wrappers:
+softmaxLse placeholder, INT32 -> INT4 key/value in V2-V4), op_host/fused_infer_attention_score_def.cpp
+(the generated entry point's kernel key), op_host/fused_infer_attention_score_tiling.cpp
+(TilingFusedInferAttentionScore: RouteToFia, then IFA or PFA), op_host/arch32/
+fused_infer_attention_score_tiling_v3.cpp (RouteToFia, CheckGqaConstrain) and
+fused_infer_attention_score_tiling_check_*.cpp (the FIA-V3 route's TilingCheck). Every tiling
+failure of the generated entry point is 561002.
+"""
+
+from types import SimpleNamespace
+
+from aclnn_emu import status
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.formats import Format
+from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.opdef.failures import mapped
+from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key
+from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
+
+from ..common import on_arch35
+from . import checks_arch35, delegate, launch, opdef_table
+from .entry import V1, V2, V3, V4, VERSIONS, inner_args
+from .failure import tiling
+from .layouts import key_rows, query_axes, shaped, split
+from .route import Route, first, qkv_d
+
+F16, BF16, I8, I32, FP32 = (
+    DataType.ACL_FLOAT16,
+    DataType.ACL_BF16,
+    DataType.ACL_INT8,
+    DataType.ACL_INT32,
+    DataType.ACL_FLOAT,
+)
+COMBOS = {
+    "Ascend910B": opdef_table.combos(opdef_table.A2),
+    "Ascend910_93": opdef_table.combos(opdef_table.A2),
+    "Ascend910_95": opdef_table.combos(opdef_table.ARCH35),
+}
+# The inner operator's tensors with the lists seen as their first tensor, for the kernel key.
+# softmaxLse is a required output of the inner operator (the wrappers' placeholder stands in).
+_KEYED = Op(
+    V4.name,
+    V4.header,
+    [
+        TensorIn(p.name) if p.kind == "tensor_list" else TensorOut(p.name) if p.name == "softmaxLse" else p
+        for p in V4.params
+    ],
+)
+FIA_V3_LAYOUTS = (
+    "BSH", "BSND", "BNSD", "TND", "NTD", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD",
+    "TND_NTD", "NTD_TND", "BSH_BNSD", "BSND_BNSD", "BNSD_BSND",
+)  # fmt: skip
+LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQA
+GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
+GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
+UNSUPPORTED = Gaps(
+    V4,
+    "not_implemented",
+    {
+        "paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route",
+        "padding": "queryPaddingSize/kvPaddingSize on the FIA-V3 route (query D 192, value D 128)",
+        "pse": "pseShift on the FIA-V3 route (query D 192, value D 128)",
+    },
+)
+INFERRED = Gaps(
+    V4,
+    "inferred",
+    {
+        "split_fuse": "a TND call the tiling sends to the split-fuse kernels (IsUsingFAI: FAInferTiling, "
+        "flash_attention_regular.h), whose roundings are not established here: it runs with the FIA-V3 "
+        "kernels' maths"
+    },
+)
+
+
+def _wrapper(op):
+    @op.check
+    def as_v4(a, env):
+        """What the version's wrapper passes the inner operator (NULL or 0 for what it lacks)."""
+        vars(a).update(vars(inner_args(a, op)))
+        a.version = VERSIONS[op]
+
+    return as_v4
+
+
+for _op in (V1, V2, V3):
+    _wrapper(_op)
+
+
+@V4.prepare
+def prepare(a, env):
+    with mapped(status.ACLNN_ERR_INNER_TILING_ERROR, "FusedInferAttentionScore tiling failed: ", "tiling."):
+        return prepare_inner(a, env, getattr(a, "version", 4))
+
+
+def prepare_inner(a, env, version: int = 4):
+    """The wrappers' preprocessing, then aclnnInnerFusedInferAttentionScoreGetWorkspaceSize."""
+    a.lse_wanted = bool(a.softmaxLseFlag)
+    if not a.lse_wanted:  # FusedInferAttentionScoreProcessSoftmaxLse: a [0] FLOAT placeholder
+        a.softmaxLse = _PLACEHOLDER
+    a.int4 = version >= 2 and _lists_int32(a)
+    keyed = _keyed_view(a)
+    for name in ("query", "key", "value"):
+        if getattr(keyed, name) is None:
+            raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
+    for name in ("attentionOut", "softmaxLse"):
+        if getattr(a, name) is None:
+            raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
+    if a.attentionOut.is_empty and a.softmaxLse.is_empty:
+        return Launch.nothing()
+    _check_lists_keyed(a)
+    check_kernel_key(keyed, _KEYED, COMBOS, env.soc)
+    if on_arch35(env):
+        return checks_arch35.tiling(a, env)
+    return _tiling_a2(a, env)
+
+
+class _Placeholder:
+    """The wrappers' [0] FLOAT softmaxLse: in the kernel key as FLOAT ND, never written."""
+
+    dtype, format, shape, ndim, numel, is_empty = FP32, Format.ACL_FORMAT_ND, (0,), 1, 0, True
+
+
+_PLACEHOLDER = _Placeholder()
+
+
+def _lists_int32(a) -> bool:
+    """TensorPreProcess: both lists' first tensors INT32 (re-typed INT4, last dim x 8)."""
+    firsts = [t.items[0] if t is not None and t.items and t.items[0] is not None else None for t in (a.key, a.value)]
+    return all(t is not None and t.dtype == I32 for t in firsts)
+
+
+class _Retyped:
+    def __init__(self, t, dtype):
+        self.dtype, self.format, self.shape = dtype, t.format, t.shape
+
+
+def _keyed_view(a):
+    """The arguments with each list replaced by its first tensor, INT4 where the wrapper re-types it."""
+    view = SimpleNamespace(**vars(a))
+    for name in ("key", "value"):
+        items = getattr(a, name).items if getattr(a, name) is not None else []
+        first = items[0] if items and items[0] is not None else None
+        setattr(view, name, _Retyped(first, DataType.ACL_INT4) if first is not None and a.int4 else first)
+    for name in ("keySharedPrefixOptional", "valueSharedPrefixOptional"):
+        t = getattr(a, name)
+        if a.int4 and t is not None and t.dtype == I32:
+            setattr(view, name, _Retyped(t, DataType.ACL_INT4))
+    return view
+
+
+def _check_lists_keyed(a):
+    """Every tensor of a list joins the kernel key (NnopbaseAppendDynamicTensorsKey): one dtype and
+    format per list, or no combination matches (161002)."""
+    for name in ("key", "value"):
+        items = getattr(a, name).items
+        for i, t in enumerate(items):
+            if t is None:
+                raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name}[{i}] must not be nullptr", rule=f"null.{name}")
+            if (t.dtype, t.format) != (items[0].dtype, items[0].format):
+                raise OpError(
+                    status.ACLNN_ERR_PARAM_INVALID,
+                    f"{name}[{i}] is {t.dtype.short} {t.format.short} but {name}[0] {items[0].dtype.short} "
+                    f"{items[0].format.short}; the kernels take one dtype and format per list",
+                    rule=f"dtype.{name}",
+                )
+
+
+# -- A2/A3: TilingFusedInferAttentionScore ----------------------------------------------------------
+def _tiling_a2(a, env):
+    if route_to_fia(a):
+        return FiaV3(a, env).run()
+    base = split(a.inputLayout)[0]
+    if is_using_fai(a, base):
+        INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
+        return FiaV3(a, env).run()
+    if is_using_ifa(a, base):
+        return delegate.incre(a, env)
+    return delegate.prompt(a, env)
+
+
+def _not_legacy_gqa(a) -> bool:
+    layout = a.inputLayout or "BSH"
+    if layout not in LEGACY_GQA:
+        return True
+    dims = qkv_d(a)
+    if dims is None:
+        return False
+    qd, _, vd = dims
+    if qd != vd or a.queryRopeOptional is not None or a.keyRopeOptional is not None:
+        return True
+    if layout == "TND" and vd == 192:
+        return False
+    return first(a.key).ndim not in (3, 4) or first(a.value).ndim not in (3, 4)
+
+
+def _gqa_constrain(a) -> bool:
+    """CheckGqaConstrain: a non-legacy call, or a legacy one of the supported layouts, head sizes
+    and features (no pse, padding, shared prefix or output quantisation), nothing empty."""
+    if _not_legacy_gqa(a):
+        return True
+    features = (
+        a.pseShiftOptional, a.queryPaddingSizeOptional, a.kvPaddingSizeOptional, a.keySharedPrefixOptional,
+        a.valueSharedPrefixOptional, a.actualSharedPrefixLenOptional, a.quantScale2Optional, a.quantOffset2Optional,
+    )  # fmt: skip
+    empty = a.query.is_empty or a.attentionOut.is_empty
+    empty |= a.lse_wanted and a.softmaxLse.is_empty
+    empty |= any(t.is_empty for lst in (a.key, a.value) for t in lst.items)
+    return (
+        (a.inputLayout or "BSH") in GQA_LAYOUTS and qkv_d(a) in GQA_D and all(x is None for x in features) and not empty
+    )
+
+
+def _mla_constrain(a) -> bool:
+    """CheckMlaConstrain: non-legacy, or an MLA layout with D 512, rope 64, value D 512."""
+    mla_layouts = ("BSH", "BNSD", "BSND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD", "TND", "TND_NTD")
+    return _not_legacy_gqa(a) or ((a.inputLayout or "BSH") in mla_layouts and qkv_d(a) == (512, 64, 512))
+
+
+def _spec_conditions(a) -> bool:
+    """CheckSpecConditions: the TND calls the split-fuse kernels take."""
+    return is_using_fai(a, a.inputLayout or "BSH", exact=True)
+
+
+def route_to_fia(a) -> bool:
+    """RouteToFia: FLOAT16/BF16 query with the key's dtype, then the GQA/MLA constraints."""
+    q_dtype, k_dtype = a.query.dtype, first(a.key).dtype
+    if q_dtype not in (F16, BF16) or q_dtype != k_dtype:
+        return False
+    if a.queryRopeOptional is not None and a.keyRopeOptional is not None:
+        return _gqa_constrain(a) or _mla_constrain(a)
+    return not _spec_conditions(a) and _gqa_constrain(a)
+
+
+def is_using_fai(a, layout: str, exact: bool = False) -> bool:
+    """IsUsingFAI / CheckSpecConditions: TND without sink or rope, sparse 0/3, MHA fp16 without
+    mask (innerPrecise 1, not paged) or GQA with innerPrecise 0, D <= 256 equal for q/k/v (paged:
+    a 3-D cache, block size a multiple of 16 up to 512; CheckSpecConditions: exactly 128)."""
+    if (a.inputLayout or "BSH") != "TND" or a.learnableSinkOptional is not None:
+        return False
+    if a.queryRopeOptional is not None and a.keyRopeOptional is not None:
+        return False
+    heads, kv_heads = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
+    mha = kv_heads in (0, heads)
+    paged = a.blockTableOptional is not None
+    precise = attr_int32(a.innerPrecise)
+    mha_ok = mha and a.attenMaskOptional is None and a.query.dtype == F16 and precise == 1 and not paged
+    if attr_int32(a.sparseMode) not in (0, 3) or not (mha_ok or (not mha and precise == 0)):
+        return False
+    k, v, qd = first(a.key), first(a.value), a.query.shape[2] if a.query.ndim == 3 else 0
+    if not paged:
+        return k.ndim == 3 and v.ndim == 3 and qd <= 256 and qd == k.shape[2] == v.shape[2]
+    if k.ndim != 3 or not kv_heads:
+        return False
+    kd, vd, bs = k.shape[2] // kv_heads, v.shape[2] // kv_heads, k.shape[1]
+    block_ok = bs == 128 if exact else bs % 16 == 0 and bs <= 512
+    return qd <= 256 and qd == kd == vd and block_ok
+
+
+def is_using_ifa(a, layout: str) -> bool:
+    """IsUsingIFA: the decode shapes (GQA S = 1, KV-NZ MTP, ATB int8 paged TND, MLA decode/MTP,
+    sliding MLA) the IFA tiling takes."""
+    rope = a.queryRopeOptional is not None
+    ifa_layouts = ("BSH", "BNSD", "BSND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD")
+    full = a.inputLayout or "BSH"
+    dims = qkv_d(a)
+    qd = dims[0] if dims else 0
+    try:
+        s = query_axes(a.query.shape, layout, attr_uint32(a.numHeads)).s
+    except (ValueError, IndexError, ZeroDivisionError):
+        s = 0
+    packed = full in ("TND", "TND_NTD")
+    if not rope and ((packed and qd == 512) or (full in ifa_layouts and s == 1)):
+        return True
+    if not rope and full in ifa_layouts and 1 < s <= 16 and first(a.key).ndim == 5:
+        return True
+    if packed and first(a.key).dtype == I8 and a.query.dtype != I8 and a.blockTableOptional is not None:
+        scale, offset = a.antiquantScaleOptional, a.antiquantOffsetOptional
+        if qd != 512 and scale is not None and offset is not None and scale.dtype == offset.dtype == FP32:
+            return True
+    if rope and ((packed and qd == 512) or (full in ifa_layouts and (s == 1 or (1 < s <= 16 and qd == 512)))):
+        return True
+    return rope and full in ifa_layouts and qd == 512 and attr_uint32(a.sparseMode) == 4
+
+
+# -- the FIA-V3 route: TilingFusedInferAttentionScoreV3 ---------------------------------------------
+class FiaV3(Route):
+    """FiaInfoParser + TilingCheck::Check (single parameters, existence, features) in the source's
+    order, then the kernel plan."""
+
+    def run(self):
+        a = self.a
+        self._parse()
+        axes, (qd, rd, vd) = self.shape_facts()
+        self._single_para()
+        self._existence()
+        self._feature(axes, qd, rd, vd)
+        self._consistency(axes, qd, rd, vd)
+        if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
+            UNSUPPORTED.refuse("padding")
+        if a.pseShiftOptional is not None:
+            UNSUPPORTED.refuse("pse")
+        return launch.fia_v3(a, self.env, self, axes, qd, vd)
+
+    def _parse(self):
+        """FiaInfoParser::Parse's own failures (fused_infer_attention_score_tiling_info_parser.cpp):
+        the list lengths (GetKvCache), then numHeads > 0, numKeyValueHeads >= 0 and G whole
+        (GetN1Size, GetN2Size, GetGSize)."""
+        a = self.a
+        if len(a.key.items) != len(a.value.items):
+            raise tiling("list_lengths", f"key has {len(a.key.items)} tensors, value {len(a.value.items)}")
+        heads, kv_heads = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
+        if heads <= 0:
+            raise tiling("heads", f"numHeads is {heads}, it should be greater than 0")
+        if kv_heads < 0:
+            raise tiling("kv_heads", f"numKeyValueHeads is {kv_heads}, it should not be negative")
+        if heads % (kv_heads or heads):
+            raise tiling("group", f"numHeads ({heads}) should be a multiple of numKeyValueHeads ({kv_heads})")
+
+    def _single_para(self):
+        a = self.a
+        if self.layout not in FIA_V3_LAYOUTS:
+            raise tiling("layout", f"input layout {self.layout} is not one of {', '.join(FIA_V3_LAYOUTS)}")
+        if attr_int32(a.innerPrecise) not in (0, 1, 2, 3):
+            raise tiling("inner_precise", f"innerPrecise {a.innerPrecise} is not 0, 1, 2 or 3")
+        if a.antiquantMode not in (0, 1):
+            raise tiling("antiquant_mode", f"antiquantMode {a.antiquantMode} is not 0 or 1")
+        for name in ("keyAntiquantMode", "valueAntiquantMode"):
+            if getattr(a, name) not in range(6):
+                raise tiling(f"{name}", f"{name} {getattr(a, name)} is not in 0-5")
+        if self.sparse not in range(5):
+            raise tiling("sparse_mode", f"sparseMode only supports 0/1/2/3/4, but got {a.sparseMode}")
+
+    def _existence(self):
+        """CheckRopeExistence, then CheckParaExistenceGqaNoquant / MlaNoquant: no antiquant or query
+        quantisation parameter, default modes."""
+        a = self.a
+        if (a.queryRopeOptional is None) != (a.keyRopeOptional is None):
+            raise tiling("rope_pair", "queryRope and keyRope must be given together")
+        absent = {
+            "antiquantScale": a.antiquantScaleOptional,
+            "antiquantOffset": a.antiquantOffsetOptional,
+            "dequantScaleQuery": a.dequantScaleQueryOptional,
+            "keyAntiquantOffset": a.keyAntiquantOffsetOptional,
+            "keyAntiquantScale": a.keyAntiquantScaleOptional,
+            "keyRopeAntiquantScale": a.keyRopeAntiquantScaleOptional,
+            "valueAntiquantOffset": a.valueAntiquantOffsetOptional,
+            "valueAntiquantScale": a.valueAntiquantScaleOptional,
+        }
+        for name, t in absent.items():
+            if t is not None:
+                raise tiling(f"exists.{name}", f"{name} is not supported without quantisation; pass nullptr")
+        for name in ("antiquantMode", "keyAntiquantMode", "valueAntiquantMode", "queryQuantMode"):
+            if getattr(a, name) != 0:
+                raise tiling(f"default.{name}", f"{name} must be 0 without quantisation, got {getattr(a, name)}")
+        for name in ("deqScale1Optional", "quantScale1Optional", "deqScale2Optional"):
+            if getattr(a, name) is not None:
+                raise tiling(f"exists.{name}", f"{name.removesuffix('Optional')} needs an INT8 query; pass nullptr")
+
+    def _feature(self, axes, qd, rd, vd):
+        """CheckFeatureGqaNoquant / CheckFeatureMlaNoquant, in their order."""
+        a = self.a
+        if self.rope:
+            if qd != vd:
+                raise tiling("head_dim", f"rope given: query D {qd} must equal value D {vd}")
+            if qd not in (128, 512) or rd != 64:
+                raise tiling("head_dim", f"rope given: D must be 128 or 512 and rope D 64, got {qd} / {rd}")
+        elif qd == vd and qd not in (64, 128):
+            raise tiling("head_dim", f"head dim only supports 128 and 64 without rope, got {qd}")
+        elif qd != vd and (qd, vd) != (192, 128):
+            raise tiling("head_dim", f"query D {qd} / value D {vd}: only 192 / 128 when they differ")
+        if a.attentionOut.dtype == I8:
+            raise tiling("postquant", "an INT8 attentionOut (post quantisation) is not supported here")
+        block = a.blockSize
+        if block % 16 or block > 1024 or (self.paged and block == 0):
+            raise tiling("block_size", f"blockSize {block}: a multiple of 16, at most 1024, not 0 when paged")
+        if (a.query.dtype, a.attentionOut.dtype) not in ((F16, F16), (BF16, BF16)):
+            raise tiling("in_out_dtype", f"query {a.query.dtype.short} with attentionOut {a.attentionOut.dtype.short}")
+        if self.base in ("TND", "NTD") and (a.actualSeqLengthsOptional is None or a.actualSeqLengthsKvOptional is None):
+            raise tiling("actual_seq_required", f"layout {self.base} needs actualSeqLengths and actualSeqLengthsKv")
+        if self.paged and a.actualSeqLengthsKvOptional is None:
+            raise tiling("actual_seq_kv_paged", "a paged cache needs actualSeqLengthsKv")
+        if not self.legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
+            self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
+        s2 = key_rows(a, self.base)
+        self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
+        if a.attenMaskOptional is None and self.sparse != 0:
+            raise tiling("mask_required", f"sparseMode {a.sparseMode} needs attenMask")
+        sink = a.learnableSinkOptional
+        if sink is not None:
+            if self.rope and vd == 512:
+                raise tiling("sink_mla", "learnableSink is not supported with MLA (value D 512)")
+            if sink.ndim != 1 or sink.shape[0] != self.heads:
+                raise tiling("sink_shape", f"learnableSink {list(sink.shape)} must be [{self.heads}] (numHeads)")
+        if a.keySharedPrefixOptional is not None and self.paged:
+            raise tiling("prefix_paged", "a shared prefix is not supported with a paged cache")
+
+    def _lengths(self, values, name, batch, limit, total):
+        """CheckFeatureActualSeqLensQData / KvData: a non-empty array of at most 64K entries; in
+        the packed layouts cumulative, non-negative and non-decreasing; each batch's length in
+        [0, limit]; TND's last query entry equal to T (``total``)."""
+        if values is None:
+            return
+        packed = self.base in ("TND", "NTD")
+        if not values or len(values) > 64 * 1024:
+            raise tiling(f"{name}.size", f"{name} holds {len(values)} values; 1 to 64K are allowed")
+        batch = len(values) if packed else batch
+        for i, value in enumerate(values[:batch]):
+            if packed and (value < 0 or (i and value < values[i - 1])):
+                raise tiling(f"{name}.cumulative", f"{name}[{i}] = {value}: cumulative lengths must not decrease")
+            length = value - values[i - 1] if packed and i else value
+            if not 0 <= length <= limit:
+                raise tiling(f"{name}.range", f"{name}[{i}] computed is {length}, it should be in range [0, {limit}]")
+        if packed and total is not None and self.base == "TND" and values[-1] != total:
+            raise tiling(f"{name}.total", f"T ({total}) should equal the last element of {name} ({values[-1]})")
+
+    def _consistency(self, axes, qd, rd, vd):
+        """CheckMultiParaConsistency's key/value/keyRope shapes (FiaTilingShapeCompare): batch
+        continuous B, N2 and D as the query says; a tensor list batch 1 each; a paged cache
+        [blocks, blockSize, N2 * D] or [blocks, N2, blockSize, D]; then attentionOut."""
+        a = self.a
+        parts = [("key", a.key.items, qd), ("value", a.value.items, vd)]
+        if self.rope:
+            parts.append(("keyRope", [a.keyRopeOptional], rd))
+        for name, items, d in parts:
+            for t in items:
+                if not self._kv_shape_ok(t.shape, axes, d, len(a.key.items) > 1):
+                    raise tiling(f"consistency.{name}", f"{name} {list(t.shape)} does not fit {self.layout} with "
+                                 f"numKeyValueHeads {self.kv_heads} and D {d}")  # fmt: skip
+        want = shaped(axes, self.out_layout, vd)
+        if tuple(a.attentionOut.shape) != want:
+            raise tiling(
+                "consistency.attention_out", f"attentionOut {list(a.attentionOut.shape)}, expected {list(want)}"
+            )
+        if a.lse_wanted:  # CheckSoftmaxLseShape: TN1 for a TND/NTD output, else BNS11
+            packed = self.out_layout in ("TND", "NTD")
+            want = (axes.s, axes.n, 1) if packed else (axes.b, axes.n, axes.s, 1)
+            if tuple(a.softmaxLse.shape) != want:
+                raise tiling("consistency.softmax_lse", f"softmaxLse {list(a.softmaxLse.shape)}, expected {list(want)}")
+
+    def _kv_shape_ok(self, shape, axes, d, listed) -> bool:
+        n2, block = self.kv_heads, self.a.blockSize
+        if self.paged:
+            if len(shape) == 5:
+                UNSUPPORTED.refuse("paged_nz")
+            return tuple(shape[1:]) in ((block, n2 * d), (n2, block, d))
+        batch = 1 if listed else axes.b
+        base = self.base
+        if base in ("TND", "NTD"):
+            heads = shape[1] if base == "TND" else shape[0]
+            return len(shape) == 3 and heads == n2 and shape[2] == d
+        if base == "BSH":
+            return len(shape) == 3 and shape[0] == batch and shape[2] == n2 * d
+        heads_axis = 1 if base == "BNSD" else 2
+        return len(shape) == 4 and shape[0] == batch and shape[heads_axis] == n2 and shape[3] == d

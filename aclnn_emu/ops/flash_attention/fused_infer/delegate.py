@@ -1,0 +1,291 @@
+"""The routes FusedInferAttentionScore shares with IncreFlashAttention and PromptFlashAttention.
+
+A2/A3: `TilingProcess4IFA` (IFATiling::DoSubOpTiling) and `TilingProcess4PFA` (the PFA tiling);
+Ascend910_95: IFATilingV2 for an antiquant key, PromptFlashAttentionTilingV2 for the rest. The
+emulator runs those operators' prepare (their public `OP`) on the FIA call's arguments renamed to
+theirs; what they reject is a tiling failure of FIA (561002). Inputs their V4/V2 entry points
+cannot take are declared below.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from aclnn_emu import status
+from aclnn_emu.opdef.gaps import KINDS, Gaps
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
+from aclnn_emu.opdef.signature import Launch, OpError
+
+from ..common import on_arch35
+from ..incre import OP as INCRE
+from ..prompt import OP as PROMPT
+from . import launch
+from .entry import V4
+from .route import Route
+
+NOT_IMPLEMENTED = Gaps(
+    V4,
+    "not_implemented",
+    {
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
+        "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
+        "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
+        "and no antiquantScale",
+        "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
+        "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
+        "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
+        "query_quant": "dequantScaleQuery (query quantisation)",
+        "sink": "learnableSink on the IFA/PFA routes",
+        "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
+        "pse_pfa": "pseShift on a call the A2/A3 tiling sends to the PFA kernels",
+    },
+)
+
+
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
+    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
+    key = a.key.items[0]
+    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
+        NOT_IMPLEMENTED.refuse("lse")
+    if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
+        NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
+        NOT_IMPLEMENTED.refuse("shared_prefix")
+    if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
+        NOT_IMPLEMENTED.refuse("rope")
+    if a.dequantScaleQueryOptional is not None:
+        NOT_IMPLEMENTED.refuse("query_quant")
+    if a.learnableSinkOptional is not None:
+        NOT_IMPLEMENTED.refuse("sink")
+    if a.int4 and (prompt or arch35):
+        NOT_IMPLEMENTED.refuse("int4")
+    if prompt and a.queryPaddingSizeOptional is not None:
+        NOT_IMPLEMENTED.refuse("query_padding")
+    if prompt and a.pseShiftOptional is not None:
+        NOT_IMPLEMENTED.refuse("pse_pfa")
+
+
+INFERRED = Gaps(
+    V4,
+    "inferred",
+    {
+        "lse_pass": "softmaxLse off the FIA-V3 kernels (the A2/A3 IFA and PFA routes, Ascend910_95's PFA route) "
+        "is log(sum exp) + max of the fp32 scores from a second pass; the IFA/PFA kernels' own scores (fp16 on "
+        "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
+        "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
+        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+    },
+)
+
+
+def _separate_antiquant(a) -> bool:
+    separate = (
+        a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional,
+        a.valueAntiquantOffsetOptional,
+    )  # fmt: skip
+    return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
+
+
+def _per_channel_pairs(a) -> bool:
+    """Key and value scales (and offsets for both or neither) in per-channel mode without the
+    combined antiquantScale: the IFA kernels' (x + offset) * scale with the key's and the value's
+    own parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1."""
+    offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
+    scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
+    modes = a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0
+    return scales and offsets and modes and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None
+
+
+class _Rows:
+    """Key and value parameters seen as IncreFlashAttentionV4's antiquant tensor: the two joined
+    along their first axis ([1, ...] each, per channel or per tensor, gives [2, ...]); read when
+    the kernel runs."""
+
+    def __init__(self, key_t, value_t):
+        self.key_t, self.value_t = key_t, value_t
+        self.dtype, self.format = key_t.dtype, key_t.format
+        self.shape = (key_t.shape[0] + value_t.shape[0],) + tuple(key_t.shape[1:])
+        self.ndim, self.numel = len(self.shape), key_t.numel + value_t.numel
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        return np.concatenate([self.key_t.read(f"key {what}"), self.value_t.read(f"value {what}")])
+
+
+class _Int4:
+    """An INT32 key/value tensor read as INT4 (TensorPreProcess: last dimension x 8), handed to the
+    IFA route as the INT8 values the antiquant kernel dequantises."""
+
+    def __init__(self, t):
+        self.t, self.dtype, self.format = t, DataType.ACL_INT8, t.format
+        self.shape = tuple(t.shape[:-1]) + (t.shape[-1] * fia.INT4_PER_INT32,)
+        self.ndim, self.numel = len(self.shape), t.numel * fia.INT4_PER_INT32
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        return fia.unpack_int4(self.t.read(what))
+
+
+def _int4_list(lst):
+    return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
+
+
+PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}
+
+
+def _prefix_fits(a) -> bool:
+    base = (a.inputLayout or "BSH").split("_")[0]
+    both = a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None
+    return both and base in PREFIX_S_AXIS and a.blockTableOptional is None and len(a.key.items) == 1
+
+
+class _Prefixed:
+    """A batched key or value with the shared prefix's first ``rows`` rows in front of every
+    batch's own (the kernels attend to the prefix first, then to the batch's keys)."""
+
+    def __init__(self, t, prefix_t, rows, layout):
+        self.t, self.prefix_t, self.rows = t, prefix_t, rows
+        self.axis = PREFIX_S_AXIS[layout]
+        self.dtype, self.format = t.dtype, t.format
+        shape = list(t.shape)
+        shape[self.axis] += rows
+        self.shape, self.ndim = tuple(shape), len(shape)
+        self.numel = int(np.prod(shape))
+        self.is_empty = self.numel == 0
+
+    def read(self, what: str = "tensor"):
+        x = self.t.read(what)
+        prefix = np.take(self.prefix_t.read(f"{what} shared prefix"), range(self.rows), axis=self.axis)
+        prefix = np.broadcast_to(prefix, (x.shape[0],) + prefix.shape[1:])
+        return np.concatenate([prefix, x], axis=self.axis)
+
+
+def _kv(a):
+    """(key tensor list, value tensor list, key lengths) as the IFA/PFA preparations take them:
+    INT4 lists unpacked, a shared prefix put in front of each batch (the lengths grow by it)."""
+    key, value, lengths = a.key, a.value, a.actualSeqLengthsKvOptional
+    if a.int4:
+        key, value = _int4_list(key), _int4_list(value)
+    if a.keySharedPrefixOptional is not None:
+        layout = (a.inputLayout or "BSH").split("_")[0]
+        axis = PREFIX_S_AXIS[layout]
+        rows = a.keySharedPrefixOptional.shape[axis]
+        if a.actualSharedPrefixLenOptional:
+            rows = int(a.actualSharedPrefixLenOptional[0])
+        key, value = (
+            SimpleNamespace(items=[_Prefixed(lst.items[0], prefix, rows, layout)])
+            for lst, prefix in ((key, a.keySharedPrefixOptional), (value, a.valueSharedPrefixOptional))
+        )
+        lengths = None if lengths is None else tuple(int(n) + rows for n in lengths)
+    return key, value, lengths
+
+
+def _as_tiling_failure(op, prepare, args, env):
+    """The other operator's prepare; its refusals are FIA tiling failures (561002), the emulator's
+    own gaps (declared with their code) keep it."""
+    try:
+        return prepare(args, env)
+    except OpError as exc:
+        if exc.code == status.ACLNN_ERR_INNER_TILING_ERROR or exc.rule.split(".")[0] in KINDS:
+            raise
+        raise OpError(
+            status.ACLNN_ERR_INNER_TILING_ERROR,
+            f"FusedInferAttentionScore tiling failed ({op.name} route): {exc.message}",
+            rule=f"tiling.{op.name}.{exc.rule}",
+        ) from None
+
+
+def incre(a, env):
+    """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
+    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
+    _refuse_unsupported(a, prompt=False, arch35=on_arch35(env))
+    separate = _separate_antiquant(a)
+    if a.int4:
+        INFERRED.warn(env, "int4_nibbles")
+    key, value, kv_lengths = _kv(a)
+    args = SimpleNamespace(
+        query=a.query,
+        key=key,
+        value=value,
+        pseShift=a.pseShiftOptional,
+        attenMask=a.attenMaskOptional,
+        actualSeqLengths=kv_lengths,
+        dequantScale1=a.deqScale1Optional,
+        quantScale1=a.quantScale1Optional,
+        dequantScale2=a.deqScale2Optional,
+        quantScale2=a.quantScale2Optional,
+        quantOffset2=a.quantOffset2Optional,
+        antiquantScale=_Rows(a.keyAntiquantScaleOptional, a.valueAntiquantScaleOptional)
+        if separate
+        else a.antiquantScaleOptional,
+        antiquantOffset=_Rows(a.keyAntiquantOffsetOptional, a.valueAntiquantOffsetOptional)
+        if separate and a.keyAntiquantOffsetOptional is not None
+        else a.antiquantOffsetOptional,
+        blocktable=a.blockTableOptional,
+        kvPaddingSize=a.kvPaddingSizeOptional,
+        numHeads=a.numHeads,
+        scaleValue=a.scaleValue,
+        inputLayout=a.inputLayout,
+        numKeyValueHeads=a.numKeyValueHeads,
+        blockSize=a.blockSize,
+        innerPrecise=a.innerPrecise,
+        attentionOut=a.attentionOut,
+    )
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env))
+
+
+def prompt(a, env):
+    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
+    _refuse_unsupported(a, prompt=True)
+    key, value, kv_lengths = _kv(a)
+    args = SimpleNamespace(
+        query=a.query,
+        key=key.items[0],
+        value=value.items[0],
+        pseShift=None,
+        attenMask=a.attenMaskOptional,
+        actualSeqLengths=a.actualSeqLengthsOptional,
+        actualSeqLengthsKv=kv_lengths,
+        deqScale1=a.deqScale1Optional,
+        quantScale1=a.quantScale1Optional,
+        deqScale2=a.deqScale2Optional,
+        quantScale2=a.quantScale2Optional,
+        quantOffset2=a.quantOffset2Optional,
+        numHeads=a.numHeads,
+        scaleValue=a.scaleValue,
+        preTokens=a.preTokens,
+        nextTokens=a.nextTokens,
+        inputLayout=a.inputLayout,
+        numKeyValueHeads=a.numKeyValueHeads,
+        sparseMode=a.sparseMode,
+        attentionOut=a.attentionOut,
+    )
+    return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
+
+
+def _with_lse(a, env, out):
+    """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
+    if not a.lse_wanted:
+        return out
+    route = Route(a, env)
+    axes, (qd, _, vd) = route.shape_facts()
+    want = (axes.s, axes.n, 1) if route.base == "TND" else (axes.b, axes.n, axes.s, 1)
+    if tuple(a.softmaxLse.shape) != want:
+        raise OpError(
+            status.ACLNN_ERR_INNER_TILING_ERROR,
+            f"FusedInferAttentionScore tiling failed: softmaxLse {list(a.softmaxLse.shape)} does not match "
+            f"{list(want)}",
+            rule="tiling.softmax_lse",
+        )
+    INFERRED.warn(env, "lse_pass")
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False)
+
+    def run(workspace):
+        if out.run is not None:
+            out.run(workspace)
+        lse.run(workspace)
+
+    return Launch(out.workspace_size, run)

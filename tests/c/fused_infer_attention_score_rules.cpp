@@ -1,0 +1,232 @@
+// aclnnFusedInferAttentionScore V1-V4 through the C ABI: valid calls on each route, then one
+// failing call per rule. Prints "<rule> <status>"; the pytest asserts every code, per chip
+// (ACLNN_EMU_SOC). Cases of the A2/A3 FIA-V3 route ("a2." prefix) run on Atlas A2/A3 only.
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "aclnnop/aclnn_fused_infer_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "common.h"
+
+struct Spec {
+    std::vector<int64_t> shape;
+    aclDataType dtype;
+    std::vector<int64_t> values;
+};
+
+static Spec T(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16, std::vector<int64_t> values = {}) {
+    return Spec{shape, dtype, values};
+}
+
+// V4's optional tensors, in its order.
+static const char *const OPTIONAL_NAMES[] = {
+    "pseShift", "attenMask", "deqScale1", "quantScale1", "deqScale2", "quantScale2", "quantOffset2",
+    "antiquantScale", "antiquantOffset", "blockTable", "queryPaddingSize", "kvPaddingSize", "keyAntiquantScale",
+    "keyAntiquantOffset", "valueAntiquantScale", "valueAntiquantOffset", "keySharedPrefix", "valueSharedPrefix",
+    "queryRope", "keyRope", "keyRopeAntiquantScale", "dequantScaleQuery", "learnableSink"};
+static const int N_OPT = sizeof(OPTIONAL_NAMES) / sizeof(OPTIONAL_NAMES[0]);
+
+struct Case {
+    int version = 4;
+    bool hasQ = true, hasK = true, hasV = true, hasOut = true, hasLse = true, lseFlag = false;
+    Spec q = T({2, 8, 64, 128}), out = T({2, 8, 64, 128}), lse = T({2, 8, 64, 1}, ACL_FLOAT);
+    std::vector<Spec> k = {T({2, 2, 80, 128})}, v = {T({2, 2, 80, 128})};
+    std::map<std::string, Spec> opt;
+    std::vector<int64_t> actQ, actKv;
+    bool hasActQ = false, hasActKv = false;
+    int64_t heads = 8, kvHeads = 2, sparseMode = 0, innerPrecise = 1, blockSize = 0;
+    int64_t preTokens = 2147483647, nextTokens = 2147483647;
+    double scale = 0.088;
+    const char *layout = "BNSD";
+    bool run = true;
+};
+
+static int Call(const Case &c, aclrtStream stream) {
+    TensorPool pool;
+    auto make = [&](const Spec &s) { return pool(s.shape, s.dtype, s.values); };
+    auto list = [&](const std::vector<Spec> &specs) {
+        std::vector<aclTensor *> own;
+        for (const Spec &s : specs) {
+            aclTensor *t = make(s);
+            std::vector<int64_t> strides = ContiguousStrides(s.shape);
+            void *addr = nullptr;
+            aclGetRawTensorAddr(t, &addr);
+            own.push_back(aclCreateTensor(s.shape.data(), s.shape.size(), s.dtype, strides.data(), 0, ACL_FORMAT_ND,
+                                          s.shape.data(), s.shape.size(), addr));
+        }
+        return aclCreateTensorList(own.data(), own.size());
+    };
+    aclTensor *q = c.hasQ ? make(c.q) : nullptr;
+    aclTensor *out = c.hasOut ? make(c.out) : nullptr;
+    aclTensor *lse = c.hasLse ? make(c.lse) : nullptr;
+    aclTensorList *k = c.hasK ? list(c.k) : nullptr;
+    aclTensorList *v = c.hasV ? list(c.v) : nullptr;
+    aclTensor *o[N_OPT] = {};
+    for (int i = 0; i < N_OPT; i++) {
+        auto found = c.opt.find(OPTIONAL_NAMES[i]);
+        if (found != c.opt.end()) o[i] = make(found->second);
+    }
+    aclIntArray *actQ = c.hasActQ ? aclCreateIntArray(c.actQ.data(), c.actQ.size()) : nullptr;
+    aclIntArray *actKv = c.hasActKv ? aclCreateIntArray(c.actKv.data(), c.actKv.size()) : nullptr;
+    char *layout = const_cast<char *>(c.layout);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    int ret;
+    if (c.version == 1) {
+        ret = aclnnFusedInferAttentionScoreGetWorkspaceSize(
+            q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], c.heads,
+            c.scale, c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0,
+            c.lseFlag, out, lse, &ws, &ex);
+        if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScore);
+    } else if (c.version == 2) {
+        ret = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
+            q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
+            o[13], o[14], o[15], o[16], o[17], nullptr, c.heads, c.scale, c.preTokens, c.nextTokens, layout,
+            c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse, &ws, &ex);
+        if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV2);
+    } else if (c.version == 3) {
+        ret = aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
+            q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
+            o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], c.heads, c.scale, c.preTokens,
+            c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse,
+            &ws, &ex);
+        if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV3);
+    } else {
+        ret = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
+            q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
+            o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], o[21], o[22], c.heads, c.scale,
+            c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0,
+            0, 0, out, lse, &ws, &ex);
+        if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV4);
+    }
+    if (actQ) aclDestroyIntArray(actQ);
+    if (actKv) aclDestroyIntArray(actKv);
+    if (k) aclDestroyTensorList(k);
+    if (v) aclDestroyTensorList(v);
+    return ret;
+}
+
+// Prefill, BNSD, D 128, GQA 8/2: the FIA-V3 route on Atlas A2/A3.
+static Case Prefill() { return Case(); }
+
+// Decode over a paged cache: 8 blocks of 128 tokens, (blocks, blockSize, H) or (blocks, N2, blockSize, D).
+static Case Paged(bool headsMajor) {
+    Case c;
+    c.q = c.out = T({2, 8, 1, 128});
+    c.lse = T({2, 8, 1, 1}, ACL_FLOAT);
+    c.k = c.v = {headsMajor ? T({8, 2, 128, 128}) : T({8, 128, 256})};
+    c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+    c.blockSize = 128;
+    c.hasActKv = true;
+    c.actKv = {300, 90};
+    return c;
+}
+
+// MLA decode: D 512 + rope 64, one KV head, paged (blocks, blockSize, H), BSND.
+static Case Mla() {
+    Case c;
+    c.layout = "BSND";
+    c.q = c.out = T({2, 1, 16, 512}, ACL_BF16);
+    c.k = c.v = {T({4, 128, 512}, ACL_BF16)};
+    c.opt["queryRope"] = T({2, 1, 16, 64}, ACL_BF16);
+    c.opt["keyRope"] = T({4, 128, 64}, ACL_BF16);
+    c.opt["blockTable"] = T({2, 2}, ACL_INT32, {0, 1, 2, 3});
+    c.heads = 16;
+    c.kvHeads = 1;
+    c.blockSize = 128;
+    c.hasActKv = true;
+    c.actKv = {200, 60};
+    c.hasLse = false;
+    return c;
+}
+
+// D 32 is no FIA-V3 head size: S = 1 takes the IFA route, S = 16 the PFA route.
+static Case Small(int64_t s) {
+    Case c;
+    c.q = c.out = T({2, 8, s, 32});
+    c.lse = T({2, 8, s, 1}, ACL_FLOAT);
+    c.k = c.v = {T({2, 2, 80, 32})};
+    return c;
+}
+
+static bool OnA2() {
+    const char *soc = aclrtGetSocName();
+    return soc != nullptr && std::strncmp(soc, "Ascend910_95", 12) != 0;
+}
+
+int main() {
+    aclrtStream stream = nullptr;
+    if (SetUp(&stream) != 0) return 1;
+    Case c;
+    // Valid calls, every version.
+    c = Prefill(); REPORT("ok.prefill", Call(c, stream));
+    c = Prefill(); c.version = 1; REPORT("ok.v1", Call(c, stream));
+    c = Prefill(); c.version = 2; REPORT("ok.v2", Call(c, stream));
+    c = Prefill(); c.version = 3; REPORT("ok.v3", Call(c, stream));
+    c = Prefill(); c.layout = "BSH"; c.q = c.out = T({2, 64, 1024}); c.k = c.v = {T({2, 80, 256})};
+    REPORT("ok.bsh", Call(c, stream));
+    c = Prefill(); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; REPORT("ok.causal", Call(c, stream));
+    c = Small(1); REPORT("ok.ifa_route", Call(c, stream));
+    c = Small(16); REPORT("ok.pfa_route", Call(c, stream));
+    c = Prefill(); c.hasLse = false; REPORT("ok.lse_null_flag_false", Call(c, stream));
+    c = Prefill(); c.lseFlag = true; REPORT("ok.lse", Call(c, stream));
+    c = Small(1); c.lseFlag = true; REPORT("ok.lse_ifa_route", Call(c, stream));
+    c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
+    // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
+    c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    REPORT("not_implemented.lse_antiquant", Call(c, stream));
+    if (OnA2()) {
+        // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
+        c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
+        REPORT("a2.ok.lse_d64", Call(c, stream));
+        c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.sink", Call(c, stream));
+        c = Paged(false); REPORT("a2.ok.paged_bsh_cache", Call(c, stream));
+        c = Paged(true); REPORT("a2.ok.paged_bnsd_cache", Call(c, stream));
+        c = Paged(true); c.lseFlag = true; REPORT("a2.ok.paged_lse", Call(c, stream));
+        c = Mla(); c.version = 3; REPORT("a2.ok.mla_rope", Call(c, stream));
+        // S = 1 without rope is the "legacy IFA" shape: GetUpdateInfo sets sparse mode 0 before the checks.
+        c = Paged(true); c.sparseMode = 3; REPORT("a2.ok.legacy_ifa_sparse_ignored", Call(c, stream));
+    }
+    // Generated entry point: NULLs (161001), kernel key (161002 required / 561003 optional).
+    c = Prefill(); c.hasQ = false; REPORT("null.query", Call(c, stream));
+    c = Prefill(); c.hasK = false; REPORT("null.key", Call(c, stream));
+    c = Prefill(); c.hasV = false; REPORT("null.value", Call(c, stream));
+    c = Prefill(); c.hasOut = false; REPORT("null.attentionOut", Call(c, stream));
+    c = Prefill(); c.hasLse = false; c.lseFlag = true; REPORT("null.softmaxLse", Call(c, stream));
+    c = Prefill(); c.q.dtype = c.out.dtype = ACL_FLOAT; REPORT("dtype.query", Call(c, stream));
+    c = Prefill(); c.out.dtype = ACL_FLOAT; REPORT("dtype.attentionOut", Call(c, stream));
+    c = Prefill(); c.k[0].dtype = c.v[0].dtype = ACL_INT32; c.version = 1; REPORT("dtype.key_int32_v1", Call(c, stream));
+    // V2-V4 read an INT32 key/value as INT4 (last dim x 8), which the kernel key takes.
+    c = Small(1); c.k = c.v = {T({2, 2, 80, 4}, ACL_INT32)}; c.version = 2; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    REPORT("int4_v2", Call(c, stream));
+    c = Prefill(); c.lseFlag = true; c.lse.dtype = ACL_FLOAT16; REPORT("dtype.softmaxLse", Call(c, stream));
+    c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_FLOAT); REPORT("kernel.sink_dtype", Call(c, stream));
+    c = Prefill(); c.opt["blockTable"] = T({2, 4}, ACL_INT64); REPORT("kernel.block_table_dtype", Call(c, stream));
+    // The FIA-V3 route's TilingCheck (561002), Atlas A2/A3.
+    if (OnA2()) {
+        c = Prefill(); c.innerPrecise = 5; REPORT("a2.tiling.inner_precise", Call(c, stream));
+        c = Prefill(); c.sparseMode = 7; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); REPORT("a2.tiling.sparse_mode", Call(c, stream));
+        c = Prefill(); c.sparseMode = 3; REPORT("a2.tiling.mask_required", Call(c, stream));
+        c = Prefill(); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.sink_shape", Call(c, stream));
+        c = Prefill(); c.opt["queryRope"] = T({2, 8, 64, 64}); REPORT("a2.tiling.rope_pair", Call(c, stream));
+        c = Paged(true); c.hasActKv = false; REPORT("a2.tiling.paged_actual_kv", Call(c, stream));
+        c = Paged(true); c.blockSize = 120; REPORT("a2.tiling.block_size", Call(c, stream));
+        c = Mla(); c.opt["learnableSink"] = T({16}, ACL_BF16); REPORT("a2.tiling.sink_mla", Call(c, stream));
+        c = Prefill(); c.opt["dequantScaleQuery"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.dequant_query", Call(c, stream));
+        c = Prefill(); c.k = {T({2, 4, 80, 128})}; REPORT("a2.tiling.consistency_key", Call(c, stream));
+        c = Prefill(); c.hasActQ = true; c.actQ = {65, 64}; REPORT("a2.tiling.actual_q_range", Call(c, stream));
+        c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
+        c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));
+        c = Prefill(); c.lseFlag = true; c.lse = T({2, 8, 64}, ACL_FLOAT); REPORT("a2.tiling.consistency_lse", Call(c, stream));
+    }
+    // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
+    c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));
+    if (OnA2()) {
+        c = Prefill(); c.kvHeads = 3; REPORT("a2.tiling.group", Call(c, stream));
+        c = Prefill(); c.v = {T({2, 2, 80, 128}), T({2, 2, 80, 128})}; REPORT("a2.tiling.list_lengths", Call(c, stream));
+    }
+    return 0;
+}

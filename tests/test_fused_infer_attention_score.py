@@ -1,0 +1,557 @@
+"""aclnnFusedInferAttentionScore V1-V4 through the Python API: each route's numerics against the
+float64 golden (CANN's precision standard), softmaxLse, the sink, MLA rope, paged caches in both
+layouts, and the routing per chip."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+from aclnn_emu import DataType
+from aclnn_emu.meta import TensorList
+from aclnn_emu.opdef.registry import by_name
+from golden import fused_infer_attention_score as golden
+from golden import incre_flash_attention as ifa_golden
+from golden import prompt_flash_attention as pfa_golden
+from test_incre_flash_attention_arch35 import arch35, int8_case
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(20261128)
+
+
+def dev(x, dtype=None):
+    return None if x is None else ae.to_device(np.ascontiguousarray(x), dtype=dtype)
+
+
+def run_fia(version=4, *, query, key, value, out_shape, out_dtype=None, lse_shape=None, **named):
+    """Both phases of aclnnFusedInferAttentionScore{version}; ``named``: the other parameters by
+    their V2-V4 names (arrays go to the device; lists of arrays become tensor lists). Returns
+    (attentionOut, softmaxLse or None) as host arrays."""
+    op = by_name(f"FusedInferAttentionScore{'' if version == 1 else f'V{version}'}")
+    out = ae.empty(out_shape, out_dtype or ae.dtypes.from_numpy(query.dtype))
+    lse = ae.empty(lse_shape, DataType.ACL_FLOAT) if lse_shape else None
+    values = dict(
+        query=dev(query),
+        key=TensorList([dev(k) for k in key]),
+        value=TensorList([dev(v) for v in value]),
+        attentionOut=out,
+        softmaxLse=lse,
+        softmaxLseFlag=lse_shape is not None,
+    )
+    for name, x in named.items():
+        if isinstance(x, np.ndarray):
+            x = dev(x, DataType.ACL_INT32 if name == "blockTableOptional" else None)
+        values[name] = x
+    args = []
+    for p in op.params:
+        name = p.name if p.name in values else p.name + "Optional"  # V1 drops the suffix
+        args.append(values[name] if name in values else p.python_default)
+    ae.run(op.name, *args)
+    return ae.numpy(out), None if lse is None else ae.numpy(lse)
+
+
+def _meets(actual, want, dtype):
+    message = precision.failure(np.asarray(actual, np.float64), want.out, np.dtype(dtype).name, floor=want.floor)
+    assert message is None, message
+
+
+def _lse_meets(actual, want):
+    assert np.array_equal(np.isinf(actual), np.isinf(want)), "softmaxLse infinities differ"
+    finite = np.isfinite(want)
+    precision.assert_meets(actual[finite], want[finite], np.float32, "softmaxLse")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+def test_prefill_gqa_causal(dtype, layout):
+    """A2/A3 RouteToFia: D 128, GQA 8/2, sparse mode 3 (right-down causal), ragged lengths, lse."""
+    b, n, n2, s1, s2, d = 2, 8, 2, 96, 160, 128
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s2, d)).astype(dtype) for _ in range(2))
+    act_q, act_kv = [96, 70], [160, 130]
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    to["BSH"] = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+    mask = np.triu(np.ones((2048, 2048), bool), 1)
+    out, lse = run_fia(
+        query=to[layout](q),
+        key=[to[layout](k)],
+        value=[to[layout](v)],
+        out_shape=to[layout](q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=mask,
+        actualSeqLengthsOptional=tuple(act_q),
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout=layout,
+        sparseMode=3,
+    )
+    want = golden.attention(
+        q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, act_q=act_q, act_kv=act_kv, has_mask=True
+    )
+    back = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    back["BSH"] = lambda x: x.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    _meets(back[layout](out), want, dtype)
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def _paged(k, block_size, layout, rng):
+    """[B, N2, S, D] keys as a paged cache ([blocks, bs, N2*D] or [blocks, N2, bs, D]) and its table."""
+    b, n2, s, d = k.shape
+    per = -(-s // block_size)
+    ids = rng.permutation(b * per + 3)[: b * per].reshape(b, per)
+    cache = np.zeros((b * per + 3, n2, block_size, d), k.dtype)
+    padded = np.zeros((b, n2, per * block_size, d), k.dtype)
+    padded[:, :, :s] = k
+    for bi in range(b):
+        for j in range(per):
+            cache[ids[bi, j]] = padded[bi, :, j * block_size : (j + 1) * block_size]
+    if layout == "BnBsH":
+        cache = cache.transpose(0, 2, 1, 3).reshape(cache.shape[0], block_size, n2 * d)
+    return cache, ids.astype(np.int32)
+
+
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_decode_over_a_paged_cache(cache_layout):
+    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in both layouts; a batch
+    without keys is 0 and keeps the legacy-IFA lse init -3.4e38 (InitOutputSingleCore)."""
+    b, n, n2, d, bs = 3, 16, 2, 128, 128
+    act_kv = [700, 129, 0]
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n2, 700, d)).astype(np.float16) for _ in range(2))
+    rng = np.random.default_rng(5)
+    key_cache, table = _paged(k, bs, cache_layout, rng)
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(5))
+    out, lse = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        lse_shape=(b, n, 1, 1),
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        blockSize=bs,
+    )
+    want = golden.attention(q, k, v, scale=d**-0.5, kv_block=2048, act_kv=act_kv, lse_unseen=-3.4e38)
+    _meets(out, want, np.float16)
+    assert (lse[2] == np.float32(-3.4e38)).all()
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def test_sink_through_v4():
+    b, n, s, d = 1, 4, 32, 64
+    q = RNG.standard_normal((b, n, s, d)).astype(BF16)
+    k, v = (RNG.standard_normal((b, 1, 90, d)).astype(BF16) for _ in range(2))
+    sink = (RNG.standard_normal(n) * 2).astype(BF16)
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(b, n, s, 1),
+        learnableSinkOptional=sink,
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    want = golden.attention(q, k, v, scale=0.125, kv_block=512, sink=sink.astype(np.float32))
+    _meets(out, want, BF16)
+    _lse_meets(lse[..., 0], want.lse)
+
+
+def test_mla_rope_decode():
+    """MLA: D 512 + rope 64, one KV head, G 32, BSND, paged (BnBsH), bf16."""
+    b, n, d, bs, s2 = 2, 32, 512, 128, 300
+    q = RNG.standard_normal((b, n, 1, d)).astype(BF16)
+    q_rope = RNG.standard_normal((b, n, 1, 64)).astype(BF16)
+    k = RNG.standard_normal((b, 1, s2, d)).astype(BF16)
+    k_rope = RNG.standard_normal((b, 1, s2, 64)).astype(BF16)
+    key_cache, table = _paged(k, bs, "BnBsH", np.random.default_rng(3))
+    rope_cache, _ = _paged(k_rope, bs, "BnBsH", np.random.default_rng(3))
+    bsnd = lambda x: x.transpose(0, 2, 1, 3)  # noqa: E731
+    out, _ = run_fia(
+        version=3,
+        query=bsnd(q),
+        key=[key_cache],
+        value=[key_cache],
+        out_shape=(b, 1, n, d),
+        queryRopeOptional=bsnd(q_rope),
+        keyRopeOptional=rope_cache,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=(s2, 200),
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=576**-0.5,
+        inputLayout="BSND",
+        blockSize=bs,
+    )
+    want = golden.attention(q, k, k, scale=576**-0.5, kv_block=512, act_kv=[s2, 200], rope=(q_rope, k_rope))
+    _meets(bsnd(out), want, BF16)
+
+
+def test_lse_flag_false_ignores_softmax_lse():
+    """softmaxLseFlag false: the wrappers pass a [0] placeholder; a NULL softmaxLse is fine (V1)."""
+    q = RNG.standard_normal((1, 2, 1, 128)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 64, 128)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(
+        version=1, query=q, key=[k], value=[v], out_shape=q.shape, numHeads=2, scaleValue=128**-0.5, inputLayout="BNSD"
+    )
+    want = golden.attention(q, k, v, scale=128**-0.5, kv_block=8192)
+    _meets(out, want, np.float16)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+def test_decode_d16_routes(chip):
+    """D 16 is no FIA-V3 head size: A2/A3 take the IFA route (S = 1), Ascend910_95 the PFA regbase
+    route; both agree with the IFA golden."""
+    q = RNG.standard_normal((1, 2, 1, 16)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 40, 16)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=2, scaleValue=0.25, inputLayout="BNSD")
+    want = ifa_golden.attention(q[:, :, 0], [k[0]], [v[0]], scale=0.25, lengths=[40])
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16")
+    assert message is None, message
+
+
+def test_tnd_varlen_prefill_with_lse():
+    """TND (NTD-free) varlen prefill on the FIA-V3 route: cumulative lengths, causal (sparse 3),
+    key blocks of 512, softmaxLse [T, N, 1]."""
+    n, n2, d = 4, 2, 64
+    q_lens, kv_lens = [50, 30], [70, 30]
+    t1, t2 = sum(q_lens), sum(kv_lens)
+    q = RNG.standard_normal((t1, n, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((t2, n2, d)).astype(np.float16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(t1, n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=tuple(np.cumsum(q_lens).tolist()),
+        actualSeqLengthsKvOptional=tuple(np.cumsum(kv_lens).tolist()),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="TND",
+        sparseMode=3,
+    )
+    q0, k0 = 0, 0
+    for aq, ak in zip(q_lens, kv_lens):
+        qb = q[q0 : q0 + aq].transpose(1, 0, 2)[None]
+        kb, vb = (x[k0 : k0 + ak].transpose(1, 0, 2)[None] for x in (k, v))
+        want = golden.attention(qb, kb, vb, scale=0.125, kv_block=512, sparse_mode=3, has_mask=True)
+        _meets(out[q0 : q0 + aq].transpose(1, 0, 2)[None], want, np.float16)
+        _lse_meets(lse[q0 : q0 + aq, :, 0].T[None], want.lse)
+        q0, k0 = q0 + aq, k0 + ak
+
+
+def test_tensor_list_keys_and_bnsd_bsnd_output():
+    """One key/value tensor per batch (different S, no actualSeqLengthsKv: each its own), BNSD in,
+    BSND out (BNSD_BSND)."""
+    n, d, s1 = 2, 128, 20
+    q = RNG.standard_normal((2, n, s1, d)).astype(BF16)
+    ks = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
+    vs = [RNG.standard_normal((1, n, s, d)).astype(BF16) for s in (33, 57)]
+    out, _ = run_fia(
+        query=q, key=ks, value=vs, out_shape=(2, s1, n, d), numHeads=n, scaleValue=d**-0.5, inputLayout="BNSD_BSND"
+    )
+    for b in range(2):
+        want = golden.attention(q[b : b + 1], ks[b], vs[b], scale=d**-0.5, kv_block=512)
+        _meets(out[b : b + 1].transpose(0, 2, 1, 3), want, BF16)
+
+
+def test_mla_dense_nbsd_output():
+    """MLA over dense keys (BNSD in, NBSD out: attentionOut [N, B, S, D]), two query rows."""
+    b, n, d, s2 = 1, 8, 512, 90
+    q = RNG.standard_normal((b, n, 2, d)).astype(BF16)
+    q_rope = RNG.standard_normal((b, n, 2, 64)).astype(BF16)
+    k = RNG.standard_normal((b, 1, s2, d)).astype(BF16)
+    k_rope = RNG.standard_normal((b, 1, s2, 64)).astype(BF16)
+    out, _ = run_fia(
+        version=3,
+        query=q,
+        key=[k],
+        value=[k],
+        out_shape=(n, b, 2, d),
+        queryRopeOptional=q_rope,
+        keyRopeOptional=k_rope,
+        numHeads=n,
+        numKeyValueHeads=1,
+        scaleValue=576**-0.5,
+        inputLayout="BNSD_NBSD",
+    )
+    want = golden.attention(q, k, k, scale=576**-0.5, kv_block=512, rope=(q_rope, k_rope))
+    _meets(out.transpose(1, 0, 2, 3), want, BF16)
+
+
+def test_shared_prefix_on_the_fia_v3_route():
+    """A shared prefix (V2) in front of each batch's keys: qD 192 / vD 128 is not a legacy GQA
+    shape, so RouteToFia takes it with the prefix (CheckGqaConstrain)."""
+    n, s1, s2, p = 2, 24, 40, 16
+    q = RNG.standard_normal((2, n, s1, 192)).astype(np.float16)
+    k = RNG.standard_normal((2, n, s2, 192)).astype(np.float16)
+    v = RNG.standard_normal((2, n, s2, 128)).astype(np.float16)
+    kp = RNG.standard_normal((1, n, p, 192)).astype(np.float16)
+    vp = RNG.standard_normal((1, n, p, 128)).astype(np.float16)
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=(2, n, s1, 128),
+        keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=vp,
+        actualSharedPrefixLenOptional=(12,),
+        numHeads=n,
+        scaleValue=192**-0.5,
+        inputLayout="BNSD",
+    )
+    kk = np.concatenate([np.repeat(kp[:, :, :12], 2, axis=0), k], axis=2)
+    vv = np.concatenate([np.repeat(vp[:, :, :12], 2, axis=0), v], axis=2)
+    want = golden.attention(q, kk, vv, scale=192**-0.5, kv_block=512)
+    _meets(out, want, np.float16)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
+    """Ascend910_95: TilingFusedInferAttentionScoreV2 hands a non-antiquant call to
+    PromptFlashAttentionTilingV2, so the numerics are the arch35 PFA kernels' (fp32 scores,
+    bf16 P ties to even): held against the PFA golden's high-precision rules; softmaxLse is
+    log(sum exp) + max of the fp32 scores."""
+    b, n, n2, s, d = 1, 4, 2, 80, 128
+    q = RNG.standard_normal((b, n, s, d)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s, d)).astype(dtype) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(b, n, s, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        sparseMode=3,
+    )
+    want = pfa_golden.attention(q, k, v, scale=d**-0.5, sparse_mode=3, high_precision=True)
+    # cancelling sums judged against their terms' magnitude (sum |P V| / l, the FIA golden's floor)
+    fia_want = golden.attention(q, k, v, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True)
+    message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)  # log(sum exp) + max of the fp32 scores
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_int8_antiquant_decode_a2(dtype):
+    """An INT8 key/value with an fp16/bf16 query is no RouteToFia call (query dtype != key dtype):
+    S = 1 takes the IFA route (antiquantScale/Offset per channel [2, N2, 1, D])."""
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(dtype)
+    k8, v8 = (RNG.integers(-128, 128, (2, 2, 50, 32), dtype=np.int8) for _ in range(2))
+    scale = (RNG.random((2, 2, 1, 32)) * 0.02 + 0.005).astype(dtype)
+    offset = RNG.integers(-3, 4, (2, 2, 1, 32)).astype(dtype)
+    out, _ = run_fia(
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s, o = scale.astype(np.float64).reshape(2, 2, 32), offset.astype(np.float64).reshape(2, 2, 32)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        list(k8),
+        list(v8),
+        scale=0.125,
+        lengths=[50, 50],
+        antiquant=(s[0], o[0], s[1], o[1]),
+        small_dtype=np.dtype(dtype).name,
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, np.dtype(dtype).name, floor=magnitude)
+    assert message is None, message
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_int8_antiquant_decode_arch35(chip):
+    """Ascend910_95: query dtype != key dtype sends the call to IFATilingV2 (the arch35 antiquant
+    kernel): the key/value dequantised in the query's dtype, then the arch35 maths."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True)
+    q = np.random.default_rng(31).standard_normal((2, 8, 1, 32)).astype(np.float16)  # not order-dependent
+    out, _ = run_fia(
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+        actualSeqLengthsKvOptional=(60, 23),
+        numHeads=8,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (60, 23)), "float16")
+
+
+def test_python_face_allocates_the_outputs_and_raises_typed_errors():
+    """ae.ops.FusedInferAttentionScoreV4 with numpy in: attentionOut and (softmaxLseFlag) softmaxLse
+    allocated by their rules and returned as numpy; a tiling failure raises TilingError (561002)."""
+    q = RNG.standard_normal((1, 4, 16, 128)).astype(np.float16)
+    k = RNG.standard_normal((1, 2, 40, 128)).astype(np.float16)
+    common = dict(numHeads=4, scaleValue=128**-0.5, inputLayout="BNSD")
+    result = ae.ops.FusedInferAttentionScoreV4(q, [k], [k], numKeyValueHeads=2, softmaxLseFlag=True, **common)
+    want = golden.attention(q, k, k, scale=128**-0.5, kv_block=512)
+    _meets(result.attentionOut, want, np.float16)
+    _lse_meets(result.softmaxLse[..., 0], want.lse)
+    with pytest.raises(ae.errors.TilingError) as failure:
+        ae.ops.FusedInferAttentionScoreV4(q, [k], [k], numKeyValueHeads=3, **common)
+    assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("with_offset", [True, False], ids=["offset", "no_offset"])
+def test_separate_key_value_antiquant_v2(with_offset):
+    """V2's key and value antiquant parameters, per channel (modes 0) [1, N2, 1, D] each, on the IFA
+    route: the key dequantised with the key's, the value with the value's."""
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
+    k8, v8 = (RNG.integers(-128, 128, (2, 2, 50, 32), dtype=np.int8) for _ in range(2))
+    ks, vs = ((RNG.random((1, 2, 1, 32)) * 0.02 + 0.005).astype(np.float16) for _ in range(2))
+    ko, vo = (RNG.integers(-3, 4, (1, 2, 1, 32)).astype(np.float16) for _ in range(2))
+    offsets = dict(keyAntiquantOffsetOptional=ko, valueAntiquantOffsetOptional=vo) if with_offset else {}
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k8],
+        value=[v8],
+        out_shape=q.shape,
+        keyAntiquantScaleOptional=ks,
+        valueAntiquantScaleOptional=vs,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+        **offsets,
+    )
+    f64 = lambda x: x.astype(np.float64).reshape(2, 32)  # noqa: E731
+    zero = np.zeros((2, 32))
+    antiquant = (f64(ks), f64(ko) if with_offset else zero, f64(vs), f64(vo) if with_offset else zero)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0], list(k8), list(v8), scale=0.125, lengths=[50, 50], antiquant=antiquant, magnitude=magnitude
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message
+
+
+def test_int4_key_value_decode_v2():
+    """V2 reads an INT32 key/value list as INT4 (last dim x 8, TensorPreProcess): S = 1 with an
+    fp16 query takes the IFA route, the values dequantised per channel; a portability warning says
+    the nibble order is assumed."""
+    values4 = [RNG.integers(-8, 8, (2, 2, 50, 32)).astype(np.int8) for _ in range(2)]
+
+    def packed(x):  # element 2i in the low nibble of byte i, eight per little-endian int32
+        nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
+        return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
+
+    q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
+    scale = (RNG.random((2, 2, 1, 32)) * 0.2 + 0.05).astype(np.float16)
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[packed(values4[0])],
+        value=[packed(values4[1])],
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s = scale.astype(np.float64).reshape(2, 2, 32)
+    magnitude = np.zeros((2, 4, 32))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        list(values4[0]),
+        list(values4[1]),
+        scale=0.125,
+        lengths=[50, 50],
+        antiquant=(s[0], np.zeros((2, 32)), s[1], np.zeros((2, 32))),
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message
+
+
+@pytest.mark.parametrize("s1", [1, 24], ids=["decode_ifa", "prefill_pfa"])
+def test_shared_prefix_on_the_ifa_and_pfa_routes(s1):
+    """A legacy GQA shape with a shared prefix is no RouteToFia call (CheckGqaFeatureSupport): S = 1
+    takes the IFA route, S > 1 the PFA route; each batch attends to the prefix's first
+    actualSharedPrefixLen rows, then to its own keys."""
+    n, n2, d, s2, p, used = 4, 2, 128, 40, 20, 13
+    q = RNG.standard_normal((2, n, s1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, n2, s2, d)).astype(np.float16) for _ in range(2))
+    kp, vp = (RNG.standard_normal((1, n2, p, d)).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=vp,
+        actualSharedPrefixLenOptional=(used,),
+        actualSeqLengthsKvOptional=(40, 25),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="BNSD",
+        preTokens=2147483647,
+        nextTokens=2147483647,
+    )
+    kk, vv = (np.concatenate([np.repeat(x[:, :, :used], 2, axis=0), y], axis=2) for x, y in ((kp, k), (vp, v)))
+    lengths = [used + 40, used + 25]
+    if s1 == 1:
+        magnitude = np.zeros((2, n, d))
+        want = ifa_golden.attention(q[:, :, 0], list(kk), list(vv), scale=d**-0.5, lengths=lengths, magnitude=magnitude)
+        message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    else:
+        want = pfa_golden.attention(q, kk, vv, scale=d**-0.5, act_kv=lengths, nxt=pfa_golden.BIG)
+        floor = golden.attention(q, kk, vv, scale=d**-0.5, kv_block=1024, act_kv=lengths).floor
+        message = precision.failure(out.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+
+
+@pytest.mark.parametrize("s1", [1, 24], ids=["ifa_route", "pfa_route"])
+def test_lse_on_the_ifa_and_pfa_routes(s1):
+    """D 32 is no FIA-V3 head size: the IFA (S = 1) or PFA route writes attentionOut, a second pass
+    softmaxLse = log(sum exp) + max of the fp32 scores (a portability warning says so)."""
+    q = RNG.standard_normal((2, 4, s1, 32)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, 2, 70, 32)).astype(np.float16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(2, 4, s1, 1),
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=32**-0.5,
+        inputLayout="BNSD",
+    )
+    want = golden.attention(q, k, v, scale=32**-0.5, kv_block=8192)
+    _lse_meets(lse[..., 0], want.lse)
+    assert np.isfinite(out.astype(np.float32)).all() and np.abs(out.astype(np.float32)).max() > 0

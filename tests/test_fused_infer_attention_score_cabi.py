@@ -1,0 +1,88 @@
+"""aclnnFusedInferAttentionScore V1-V4 through the C ABI: every rule's status code, per chip.
+
+All four versions forward to the generated aclnnInnerFusedInferAttentionScore
+(op_host/CMakeLists.txt ACLNNTYPE aclnn_inner), so the framework codes are the generated entry
+point's: required NULLs 161001 (query, key, value, attentionOut, softmaxLse), the kernel key over
+fused_infer_attention_score_def.cpp 161002 for a required tensor / 561003 for an optional one alone,
+and every tiling failure 561002. Atlas A2/A3 run TilingFusedInferAttentionScore
+(fused_infer_attention_score_tiling.cpp): RouteToFia (arch32/fused_infer_attention_score_tiling_v3.cpp)
+sends FLOAT16/BF16 calls with D 64/128 (MLA 512 + 64) to TilingFusedInferAttentionScoreV3, whose
+FiaInfoParser::Parse (arch32/..._tiling_info_parser.cpp) and TilingCheck::Check
+(arch32/..._tiling_check_{single_para,existence,feature}.cpp) decide the "a2.tiling" codes; D 32
+goes to the IFA (S = 1) or PFA tiling. Ascend910_95 runs TilingFusedInferAttentionScoreV2
+(arch35/fused_infer_attention_score_tiling_v2.cpp), which hands every case here to
+PromptFlashAttentionTilingV2; the "a2." cases run on Atlas A2/A3 only (the program skips them
+there)."""
+
+import pytest
+
+import cabi
+
+SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 561003
+
+OK = (
+    "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
+    "lse_ifa_route", "lse_pfa_route",
+)  # fmt: skip
+A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
+# (rule, the function of the 8.5 source that fails it)
+A2_TILING = {
+    "inner_precise": "CheckSingleParaInnerPrecise",
+    "sparse_mode": "CheckSingleParaSparseMode",
+    "mask_required": "CheckFeatureMask",
+    "sink_shape": "CheckFeatureGqaNoquantSink",
+    "rope_pair": "CheckRopeExistence",
+    "paged_actual_kv": "CheckFeatureActualSeqLensExistence",
+    "block_size": "CheckFeatureNoquantBlockSize",
+    "sink_mla": "CheckFeatureMlaSink",
+    "dequant_query": "CheckParaExistenceGqaNoquant",
+    "group": "FiaInfoParser::GetGSize",
+    "actual_q_range": "CheckFeatureActualSeqLensQData",
+    "actual_kv_range": "CheckFeatureActualSeqLensKvData",
+    "consistency_key": "CheckKVShapeForBatchContinuous",
+    "consistency_out": "CheckAttenOut",
+    "consistency_lse": "CheckSoftmaxLseShape",
+    "list_lengths": "FiaInfoParser::GetKvCache",
+}
+
+EXPECTED = {
+    **{f"ok.{name}": SUCCESS for name in OK},
+    **{f"null.{name}": NULLPTR for name in ("query", "key", "value", "attentionOut", "softmaxLse")},
+    # the kernel key; V1 does not re-type an INT32 key/value as INT4 (TensorPreProcess is V2-V4's)
+    **{f"dtype.{name}": INVALID for name in ("query", "attentionOut", "key_int32_v1", "softmaxLse")},
+    **{f"kernel.{name}": NOT_IMPLEMENTED for name in ("sink_dtype", "block_table_dtype")},
+    # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
+    # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
+    "int4_v2": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
+    "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
+    # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
+    "tiling.heads_zero": TILING,
+}
+ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
+
+
+# IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
+ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED}
+
+
+def expected_on(soc: str) -> dict:
+    return {**EXPECTED, **ON_ARCH35} if soc == "Ascend910_95" else {**EXPECTED, **ON_A2}
+
+
+@pytest.fixture(scope="module", params=["Ascend910B", "Ascend910_93", "Ascend910_95"])
+def chip(request):
+    result = cabi.compile_and_run("fused_infer_attention_score_rules.cpp", env={"ACLNN_EMU_SOC": request.param})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return request.param, cabi.rule_codes(result.stdout)
+
+
+def test_every_rule_code(chip):
+    soc, codes = chip
+    wrong = {rule: (codes.get(rule), want) for rule, want in expected_on(soc).items() if codes.get(rule) != want}
+    assert not wrong, f"{soc}: (got, expected) {wrong}"
+
+
+def test_every_reported_rule_is_asserted(chip):
+    soc, codes = chip
+    assert set(codes) == set(expected_on(soc))
