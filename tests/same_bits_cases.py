@@ -129,6 +129,25 @@ def _var_len(rng):
     return results
 
 
+def _fused_infer(rng, entry, dtype, s1):
+    """FusedInferAttentionScore: grouped heads, awkward query and key counts, a causal window
+    (prefill, s1 > 1) or one token (decode), with softmaxLse."""
+    q = _normal(rng, (1, 4, s1, 128), dtype)
+    k, v = (_normal(rng, (1, 2, 301, 128), dtype) for _ in range(2))
+    out = getattr(ae.ops, entry)(
+        q,
+        [k],
+        [v],
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=128**-0.5,
+        inputLayout="BNSD",
+        softmaxLseFlag=True,
+        **(dict(nextTokens=0, sparseMode=0) if s1 > 1 else {}),
+    )
+    return list(out)
+
+
 def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2"):
     """PromptFlashAttentionV2 on two batches of grouped heads, or (`one_head`) on one long head,
     which the kernel cuts into row chunks per worker, with the band as attenMask."""
@@ -288,6 +307,13 @@ def cases() -> dict:
         ("IncreFlashAttentionV3", 128, 4),
     ):
         results[f"{entry} d {d} groups {groups}"] = _ifa(rng, d, groups, entry=entry)
+    for entry, dtype, s1 in (
+        ("FusedInferAttentionScore", F16, 77),
+        ("FusedInferAttentionScoreV2", BF16, 1),
+        ("FusedInferAttentionScoreV3", F16, 1),
+        ("FusedInferAttentionScoreV4", BF16, 203),
+    ):
+        results[f"{entry} {np.dtype(dtype).name} s1 {s1}"] = _fused_infer(rng, entry, dtype, s1)
     results["SparseFlashAttention"] = _sparse_flash_attention(rng)
     results["SparseFlashAttentionGrad"] = _sparse_flash_attention_grad(rng)
     results["LightningIndexer"] = _lightning_indexer(rng)
