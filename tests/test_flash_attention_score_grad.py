@@ -390,7 +390,9 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     (probs @ vv).backward(torch.tensor(golden.heads_first(case.dy, layout, 4)))
     want = [golden.heads_back(t.grad.numpy(), layout) for t in (q, k, v)]
     for name, got, g in zip(("dq", "dk", "dv"), case.run(), want):
-        failure = precision.failure(got, g, dtype_name, bound=precision.TORCH_BOUND[dtype_name], floor=precision.torch_floor(g))
+        failure = precision.failure(
+            got, g, dtype_name, bound=precision.TORCH_BOUND[dtype_name], floor=precision.torch_floor(g)
+        )
         assert failure is None, f"{name}: {failure}"
 
 

@@ -49,9 +49,7 @@ def _function(entry: str, args: tuple):
         converted = convert(args)
         if converted is not None:
             return other, getattr(ops, other), converted
-    raise NotImplementedError(
-        f"aclnn{entry} (what torch_npu calls here) is not emulated by this build of aclnn-emu"
-    )
+    raise NotImplementedError(f"aclnn{entry} (what torch_npu calls here) is not emulated by this build of aclnn-emu")
 
 
 def call(entry: str, *args):

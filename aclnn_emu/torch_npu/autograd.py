@@ -1,13 +1,13 @@
 """The backward formulas of op-plugin 26.1.0's derivatives.yaml, registered on the `npu` ops:
 
-    npu_fusion_attention      query, key, value, pse, sink <- npu_fusion_attention_grad(..., dy = grad of
-                              result0, softmax_max/sum/in = result1/2/3, attention_in = result0,
-                              seed/offset/numels = result4/5/6, ...)
-    npu_fusion_attention_v2   query, key, value, pse, query_rope, key_rope, sink <- npu_fusion_attention_grad_v2
-    npu_lightning_indexer     query, key, weights <- npu_lightning_indexer_grad(query, key, grad of result1,
-                              result0, weights, ...)  (result0, the indices, is not differentiable)
-    npu_sparse_flash_attention  query, key, value, query_rope, key_rope <- npu_sparse_flash_attention_grad(
-                              ..., d_out = grad of result0, out = result0, softmax_max/sum = result1/2, ...)
+npu_fusion_attention      query, key, value, pse, sink <- npu_fusion_attention_grad(..., dy = grad of
+                          result0, softmax_max/sum/in = result1/2/3, attention_in = result0,
+                          seed/offset/numels = result4/5/6, ...)
+npu_fusion_attention_v2   query, key, value, pse, query_rope, key_rope, sink <- npu_fusion_attention_grad_v2
+npu_lightning_indexer     query, key, weights <- npu_lightning_indexer_grad(query, key, grad of result1,
+                          result0, weights, ...)  (result0, the indices, is not differentiable)
+npu_sparse_flash_attention  query, key, value, query_rope, key_rope <- npu_sparse_flash_attention_grad(
+                          ..., d_out = grad of result0, out = result0, softmax_max/sum = result1/2, ...)
 """
 
 import inspect

@@ -20,7 +20,11 @@ from . import aclnn
 EPSILON = 1e-9  # get_dropout_status
 LENGTH_BIAS = 32
 VEC_BITS = 128
-PROB_DTYPES = {torch.float16: DataType.ACL_FLOAT16, torch.bfloat16: DataType.ACL_BF16, torch.float32: DataType.ACL_FLOAT}
+PROB_DTYPES = {
+    torch.float16: DataType.ACL_FLOAT16,
+    torch.bfloat16: DataType.ACL_BF16,
+    torch.float32: DataType.ACL_FLOAT,
+}
 
 
 class _Generator:

@@ -64,7 +64,9 @@ def _check_common(layout: str, keep_prob: float, sparse_mode: int, seq_lens=None
             )
     else:
         check(
-            0 <= sparse_mode <= PREFIX_COMPRESS, "The sparse_mode value must be in range of [0,6], but got ", sparse_mode
+            0 <= sparse_mode <= PREFIX_COMPRESS,
+            "The sparse_mode value must be in range of [0,6], but got ",
+            sparse_mode,
         )
     upper = layout.upper()
     check(upper in LAYOUTS, "The input_layout should be BSH/SBH/BNSD/BSND/TND(case-insensitive), but got ", layout)

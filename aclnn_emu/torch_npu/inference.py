@@ -90,12 +90,18 @@ def _b_n_s_d(query, layout: str, num_heads: int):
 
 def _t_n_d(query, layout: str):
     check(layout in ("TND", "NTD"), "It is not supported in get_query_t_n_d function, layout ", layout)
-    return (query.size(0), query.size(1), query.size(2)) if layout == "TND" else (query.size(1), query.size(0), query.size(2))
+    return (
+        (query.size(0), query.size(1), query.size(2))
+        if layout == "TND"
+        else (query.size(1), query.size(0), query.size(2))
+    )
 
 
 def _value_d(block_table, query, value, query_layout: str, kv_heads: int) -> int:
     if block_table is not None:
-        check(value.dim() in (3, 4, 5), "when Page Attention enabled, value's dim should be 3/4/5, but got ", value.dim())
+        check(
+            value.dim() in (3, 4, 5), "when Page Attention enabled, value's dim should be 3/4/5, but got ", value.dim()
+        )
         return {3: lambda: value.size(2) // kv_heads, 4: lambda: value.size(3),
                 5: lambda: value.size(2) * value.size(4)}[value.dim()]()  # fmt: skip
     check(value.dim() == query.dim(), "when Page Attention not enabled, value'dim should equal to query's dim!")

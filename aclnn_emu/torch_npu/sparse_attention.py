@@ -72,8 +72,9 @@ def npu_sparse_flash_attention(
     else:
         lse_shape = (query.size(0), key.size(2), query.size(1), query.size(2) // key.size(2))
     smax, ssum = torch.empty(lse_shape, dtype=torch.float32), torch.empty(lse_shape, dtype=torch.float32)
-    call("SparseFlashAttention", query, key, value, sparse_indices, scale_value, block_table,
-         actual_seq_lengths_query, actual_seq_lengths_kv, query_rope, key_rope, sparse_block_size, layout_query,
+    # torch_npu passes scale_value fifth; aclnn_emu's declaration of the 8.5 header has it after keyRope
+    call("SparseFlashAttention", query, key, value, sparse_indices, block_table, actual_seq_lengths_query,
+         actual_seq_lengths_kv, query_rope, key_rope, scale_value, sparse_block_size, layout_query,
          layout_kv, sparse_mode, pre_tokens, next_tokens, attention_mode, return_softmax_lse, output, smax,
          ssum)  # fmt: skip
     return output, smax, ssum

@@ -126,7 +126,9 @@ def test_the_cache_holds_exactly_the_written_rows():
     slots = torch.tensor([17, 3, 40, 41, 190], dtype=torch.int32)
     backend.write(k, v, slots)
     flat_k = backend.key_cache.view(-1, KV_HEADS, HEAD_DIM)
-    assert torch.equal(flat_k[slots.long()], k) and torch.equal(backend.value_cache.view(-1, KV_HEADS, HEAD_DIM)[slots.long()], v)
+    assert torch.equal(flat_k[slots.long()], k) and torch.equal(
+        backend.value_cache.view(-1, KV_HEADS, HEAD_DIM)[slots.long()], v
+    )
     assert int((flat_k != 0).any(dim=(1, 2)).sum()) == 5
     key, value = torch.zeros(5, KV_HEADS, HEAD_DIM).half(), torch.zeros(5, KV_HEADS, HEAD_DIM).half()
     torch_npu.npu_gather_pa_kv_cache(backend.key_cache, backend.value_cache, torch.tensor([[1, 2]], dtype=torch.int32),

@@ -28,13 +28,23 @@ def _params(v2: bool) -> list:
         Int64("seed", doc="the random seed (the Philox key)"),
         Int64("offset", doc="the random offset (the Philox counter's upper 64 bits)"),
         *(
-            [Enum("probDataType", "aclDataType", doc="the dtype the random numbers and prob are compared in: "
-                  "FLOAT16, BF16 or FLOAT")]
+            [
+                Enum(
+                    "probDataType",
+                    "aclDataType",
+                    doc="the dtype the random numbers and prob are compared in: FLOAT16, BF16 or FLOAT",
+                )
+            ]
             if v2
             else []
         ),
-        TensorOut("out", ctype="aclTensor *", dtypes=(DataType.ACL_UINT8,), like=_mask,
-                  doc="UINT8 [ceil(numel / 128) * 16]: bit i (LSB first) is 1 when element i is kept"),
+        TensorOut(
+            "out",
+            ctype="aclTensor *",
+            dtypes=(DataType.ACL_UINT8,),
+            like=_mask,
+            doc="UINT8 [ceil(numel / 128) * 16]: bit i (LSB first) is 1 when element i is kept",
+        ),
     ]
 
 
