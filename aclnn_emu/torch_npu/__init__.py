@@ -18,10 +18,7 @@ import torch
 from . import autograd  # noqa: F401  (defines the ops and their formulas)
 from .schemas import PINNED, SCHEMAS
 
-__all__ = [name for name in SCHEMAS if not name.startswith("_")] + [
-    "_npu_fused_infer_attention_score_get_max_workspace",
-    "install",
-]
+__all__ = [*SCHEMAS, "install"]
 
 
 def _op(name: str):

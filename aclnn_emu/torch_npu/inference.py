@@ -27,7 +27,7 @@ def _no_arch35(function: str) -> None:
 def _out_dtype(query, quant_scale2, rope=None):
     if quant_scale2 is not None:
         return torch.int8
-    if query.dtype == torch.int8:
+    if query.dtype in (torch.int8, torch.float8_e4m3fn):
         return rope.dtype if rope is not None else torch.float16
     return query.dtype
 
@@ -110,8 +110,11 @@ def _value_d(block_table, query, value, query_layout: str, kv_heads: int) -> int
     return value.size(3) if query_layout in ("BSND", "BNSD") else value.size(2)
 
 
-def fia_outputs(query, value, input_layout, quant_scale2, block_table, num_heads, kv_heads, lse_flag, query_rope):
-    """construct_fia_output_tensor: attention_out and softmax_lse ([B,N,S,1] / [T,N,1] float, or [0])."""
+def fia_outputs(
+    query, value, input_layout, quant_scale2, block_table, num_heads, kv_heads, lse_flag, query_rope, low=(torch.int8,)
+):
+    """construct_fia_output_tensor(_v2): attention_out and softmax_lse ([B,N,S,1] / [T,N,1] float, or [0]);
+    `low`: the query dtypes whose output is query_rope's dtype or FLOAT16."""
     check(num_heads > 0, "num_heads should be greater than 0, but the actual value is", num_heads)
     kv_heads = kv_heads or num_heads
     known = FIA_LAYOUTS.get(input_layout)
@@ -134,7 +137,11 @@ def fia_outputs(query, value, input_layout, quant_scale2, block_table, num_heads
             "BSH": (b, s, query.size(2) if num_heads * value_d == 0 or query.size(2) == 0 else num_heads * value_d),
             "BSND": (b, s, n, d_out), "BNSD": (b, n, s, d_out), "NBSD": (n, b, s, d_out), "NSD": (n, s, d_out),
         }[out_layout]  # fmt: skip
-    output = torch.empty(shape, dtype=_out_dtype(query, quant_scale2, query_rope))
+    low_query = query.dtype in low
+    dtype = (
+        torch.int8 if quant_scale2 is not None else _out_dtype(query, None, query_rope) if low_query else query.dtype
+    )
+    output = torch.empty(shape, dtype=dtype)
     if not lse_flag:
         return output, torch.empty(0, dtype=torch.float32)
     if input_layout in ("TND", "NTD", "TND_NTD", "NTD_TND"):
@@ -203,3 +210,61 @@ def npu_fused_infer_attention_score_get_max_workspace(query, key, value, **kwarg
                                   "calls aclnnFusedInferAttentionScoreV5, which aclnn-emu does not emulate")  # fmt: skip
     _, _, args = _fia_call_args(query, key, value, kwargs)
     return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
+
+
+# -- npu_fused_infer_attention_score_v2 -------------------------------------------------------------
+FIA_V2_DEFAULTS = dict(
+    query_rope=None, key_rope=None, pse_shift=None, atten_mask=None, actual_seq_qlen=None, actual_seq_kvlen=None,
+    block_table=None, dequant_scale_query=None, dequant_scale_key=None, dequant_offset_key=None,
+    dequant_scale_value=None, dequant_offset_value=None, dequant_scale_key_rope=None, quant_scale_out=None,
+    quant_offset_out=None, quant_scale_p=None, learnable_sink=None, num_query_heads=1, num_key_value_heads=0,
+    softmax_scale=1.0, pre_tokens=2147483647, next_tokens=2147483647, input_layout="BSH", sparse_mode=0,
+    block_size=0, query_quant_mode=0, key_quant_mode=0, value_quant_mode=0, inner_precise=0,
+    return_softmax_lse=False, query_dtype=None, key_dtype=None, value_dtype=None, query_rope_dtype=None,
+    key_rope_dtype=None, key_shared_prefix_dtype=None, value_shared_prefix_dtype=None,
+    dequant_scale_query_dtype=None, dequant_scale_key_dtype=None, dequant_scale_value_dtype=None,
+    dequant_scale_key_rope_dtype=None, out_dtype=None,
+)  # fmt: skip
+
+
+def _fia_v4_call_args(function: str, query, key, value, kwargs):
+    """The outputs and FusedInferAttentionScoreV4's arguments (npu_fused_infer_attention_score_v2's order:
+    the V1-only quant and antiquant tensors, padding sizes and shared prefixes NULL, antiquant_mode 0)."""
+    unknown = set(kwargs) - set(FIA_V2_DEFAULTS)
+    if unknown:
+        raise TypeError(f"{function} got unexpected keyword arguments {sorted(unknown)}")
+    k = {**FIA_V2_DEFAULTS, **kwargs}
+    reinterpreted = [name for name in FIA_V2_DEFAULTS if name.endswith("_dtype") and k[name] is not None]
+    if reinterpreted:
+        raise NotImplementedError(
+            f"torch_npu.{function} with {', '.join(reinterpreted)} (a tensor read as another dtype) is not "
+            "emulated by aclnn-emu"
+        )
+    if aclnn.soc() == aclnn.ARCH35:
+        raise NotImplementedError(f"torch_npu.{function} on Ascend910_95 calls aclnnFusedInferAttentionScoreV5, "
+                                  "which aclnn-emu does not emulate")  # fmt: skip
+    output, lse = fia_outputs(query, value, k["input_layout"], k["quant_scale_out"], k["block_table"],
+                              k["num_query_heads"], k["num_key_value_heads"], k["return_softmax_lse"], k["query_rope"],
+                              low=(torch.int8, torch.float8_e4m3fn))  # fmt: skip
+    args = (query, [key], [value], k["pse_shift"], k["atten_mask"], _optional_ints(k["actual_seq_qlen"]),
+            _optional_ints(k["actual_seq_kvlen"]), None, None, None, k["quant_scale_out"], k["quant_offset_out"],
+            None, None, k["block_table"], None, None, k["dequant_scale_key"], k["dequant_offset_key"],
+            k["dequant_scale_value"], k["dequant_offset_value"], None, None, None, k["query_rope"], k["key_rope"],
+            k["dequant_scale_key_rope"], k["dequant_scale_query"], k["learnable_sink"], k["num_query_heads"],
+            k["softmax_scale"], k["pre_tokens"], k["next_tokens"], k["input_layout"], k["num_key_value_heads"],
+            k["sparse_mode"], k["inner_precise"], k["block_size"], 0, k["return_softmax_lse"], k["key_quant_mode"],
+            k["value_quant_mode"], k["query_quant_mode"], output, lse)  # fmt: skip
+    return output, lse, args
+
+
+def npu_fused_infer_attention_score_v2(query, key, value, **kwargs):
+    output, lse, args = _fia_v4_call_args("npu_fused_infer_attention_score_v2", query, key, value, kwargs)
+    call("FusedInferAttentionScoreV4", *args)
+    return output, lse
+
+
+def npu_fused_infer_attention_score_v2_get_max_workspace(query, key, value, **kwargs):
+    """_npu_fused_infer_attention_score_v2_get_max_workspace: as the V1 helper, through V4."""
+    function = "_npu_fused_infer_attention_score_v2_get_max_workspace"
+    _, _, args = _fia_v4_call_args(function, query, key, value, kwargs)
+    return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)

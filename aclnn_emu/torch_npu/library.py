@@ -2,6 +2,8 @@
 (shapes only, for torch.compile and FakeTensor) and, where torch_npu's derivatives.yaml (26.1.0)
 gives one, its autograd formula."""
 
+import inspect
+
 import torch
 
 from . import fusion_attention as fa
@@ -28,8 +30,6 @@ def _fusion_fake(query, key, value, head_num, input_layout, *args, **kwargs):
 
 
 def _bind(fn, args, kwargs) -> dict:
-    import inspect
-
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.arguments
@@ -65,8 +65,13 @@ def _fia_fake(query, key, value, **kwargs):
                                  k["num_key_value_heads"], k["softmax_lse_flag"], k["query_rope"])  # fmt: skip
 
 
-def _fia_workspace_fake(query, key, value, **kwargs):
-    raise NotImplementedError("_npu_fused_infer_attention_score_get_max_workspace's size is data-dependent")
+def _fia_v2_fake(query, key, value, **kwargs):
+    return inference._fia_v4_call_args("npu_fused_infer_attention_score_v2", query, key, value, kwargs)[:2]
+
+
+def _workspace_fake(query, key, value, **kwargs):
+    """The workspace size is phase 1's answer: a size only the real call knows."""
+    return query.new_empty(torch.library.get_ctx().new_dynamic_size())
 
 
 def _nothing(*args, **kwargs):
@@ -112,7 +117,10 @@ _define("npu_prompt_flash_attention", inference.npu_prompt_flash_attention, _pfa
 _define("npu_incre_flash_attention", inference.npu_incre_flash_attention, _ifa_fake)
 _define("npu_fused_infer_attention_score", inference.npu_fused_infer_attention_score, _fia_fake)
 _define("_npu_fused_infer_attention_score_get_max_workspace",
-        inference.npu_fused_infer_attention_score_get_max_workspace, _fia_workspace_fake)  # fmt: skip
+        inference.npu_fused_infer_attention_score_get_max_workspace, _workspace_fake)  # fmt: skip
+_define("npu_fused_infer_attention_score_v2", inference.npu_fused_infer_attention_score_v2, _fia_v2_fake)
+_define("_npu_fused_infer_attention_score_v2_get_max_workspace",
+        inference.npu_fused_infer_attention_score_v2_get_max_workspace, _workspace_fake)  # fmt: skip
 _define("npu_scatter_pa_kv_cache", kv_cache.npu_scatter_pa_kv_cache, _nothing)
 _define("npu_gather_pa_kv_cache", kv_cache.npu_gather_pa_kv_cache, _nothing)
 _define("npu_lightning_indexer", sparse_attention.npu_lightning_indexer, _li_fake)

@@ -130,4 +130,38 @@ SCHEMAS = {
         "int? sparse_mode=3, int? pre_tokens=9223372036854775807, int? next_tokens=9223372036854775807, "
         "int? attention_mode=0) -> (Tensor, Tensor, Tensor, Tensor, Tensor)"
     ),
+    "npu_fused_infer_attention_score_v2": (
+        "npu_fused_infer_attention_score_v2(Tensor query, Tensor key, Tensor value, *, "
+        "Tensor? query_rope=None, Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, "
+        "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, "
+        "Tensor? dequant_scale_query=None, Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, "
+        "Tensor? dequant_scale_value=None, Tensor? dequant_offset_value=None, "
+        "Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, Tensor? quant_offset_out=None, "
+        "Tensor? quant_scale_p=None, Tensor? learnable_sink=None, int num_query_heads=1, "
+        "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
+        'int next_tokens=2147483647, str input_layout="BSH", int sparse_mode=0, int block_size=0, '
+        "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+        "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
+        "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+        "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+        "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+        "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> (Tensor, Tensor)"
+    ),
+    "_npu_fused_infer_attention_score_v2_get_max_workspace": (
+        "_npu_fused_infer_attention_score_v2_get_max_workspace(Tensor query, Tensor key, Tensor value, *, "
+        "Tensor? query_rope=None, Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, "
+        "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, "
+        "Tensor? dequant_scale_query=None, Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, "
+        "Tensor? dequant_scale_value=None, Tensor? dequant_offset_value=None, "
+        "Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, Tensor? quant_offset_out=None, "
+        "Tensor? quant_scale_p=None, Tensor? learnable_sink=None, int num_query_heads=1, "
+        "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
+        'int next_tokens=2147483647, str input_layout="BSH", int sparse_mode=0, int block_size=0, '
+        "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+        "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
+        "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+        "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+        "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+        "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> Tensor"
+    ),
 }
