@@ -88,33 +88,41 @@ def test_seed_and_offset_advance_like_the_npu_generator():
     assert first == (1234, 0) and second == (1234, 12)
 
 
-def test_tnd_calls_the_varlen_entry_point():
-    """TND with actual_seq_qlen/kvlen goes to FlashAttentionVarLenScore (V4 for softmax_layout TND)."""
+@pytest.mark.parametrize("keep_prob", [1.0, 0.9])
+@pytest.mark.parametrize("softmax_layout", ["", "TND"])
+def test_tnd_against_dense_per_sequence(softmax_layout, keep_prob):
+    """TND with actual_seq_qlen/kvlen goes to FlashAttentionVarLenScore (V4 for softmax_layout TND) and
+    back through UnpaddingScoreGrad (V4); the dropout bits run sequence after sequence."""
     q, k, v, dy = _inputs(4, s1=48, s2=48)
     seq = [20, 48]
     tq, tk, tv, tdy = (t.reshape(48, t.size(2), D) for t in (q, k, v, dy))
     leaves = [t.clone().requires_grad_() for t in (tq, tk, tv)]
-    if not hasattr(aclnn_emu.ops, "FlashAttentionVarLenScore"):
-        with pytest.raises(NotImplementedError, match="aclnnFlashAttentionVarLenScore"):
-            torch_npu.npu_fusion_attention(*leaves, N1, "TND", actual_seq_qlen=seq, actual_seq_kvlen=seq)
+    entry = "FlashAttentionVarLenScoreV4" if softmax_layout == "TND" else "FlashAttentionVarLenScore"
+    if not hasattr(aclnn_emu.ops, entry):
+        with pytest.raises(NotImplementedError, match=f"aclnn{entry} "):
+            torch_npu.npu_fusion_attention(*leaves, N1, "TND", actual_seq_qlen=seq, actual_seq_kvlen=seq,
+                                           softmax_layout=softmax_layout)  # fmt: skip
         return
     scale = 1 / math.sqrt(D)
-    for softmax_layout in ("", "TND"):
-        out, smax, *_, numels = torch_npu.npu_fusion_attention(
-            *leaves, N1, "TND", scale=scale, atten_mask=CAUSAL, sparse_mode=3, actual_seq_qlen=seq,
-            actual_seq_kvlen=seq, softmax_layout=softmax_layout,
-        )  # fmt: skip
-        assert numels == N1 * (20 * 20 + 28 * 28) and tuple(smax.shape) == (48, N1, 8)
-        out.backward(tdy)
-        for lo, hi in ((0, 20), (20, 48)):
-            ref_leaves = [t[lo:hi].double().unsqueeze(0).requires_grad_() for t in (tq, tk, tv)]
-            golden = reference(*ref_leaves, scale, True)[0]
-            _check(out[lo:hi], golden, f"attention_out[{lo}:{hi}]")
-            golden.backward(tdy[lo:hi].double())
-            for name, mine, theirs in zip("qkv", leaves, ref_leaves):
-                _check(mine.grad[lo:hi], theirs.grad[0], f"d{name}[{lo}:{hi}]")
-        for leaf in leaves:
-            leaf.grad = None
+    out, smax, _, _, seed, offset, numels = torch_npu.npu_fusion_attention(
+        *leaves, N1, "TND", scale=scale, keep_prob=keep_prob, atten_mask=CAUSAL, sparse_mode=3,
+        actual_seq_qlen=seq, actual_seq_kvlen=seq, softmax_layout=softmax_layout,
+    )  # fmt: skip
+    assert numels == N1 * (20 * 20 + 28 * 28) and tuple(smax.shape) == (48, N1, 8)
+    bits = None if keep_prob == 1.0 else _keep_bits(seed, offset, keep_prob, numels, (numels,))
+    out.backward(tdy)
+    first_bit, goldens = 0, []
+    for lo, hi in ((0, 20), (20, 48)):
+        n = hi - lo
+        keep = None if bits is None else bits[first_bit : first_bit + N1 * n * n].reshape(1, N1, n, n)
+        first_bit += N1 * n * n
+        ref_leaves = [t[lo:hi].double().unsqueeze(0).requires_grad_() for t in (tq, tk, tv)]
+        golden = reference(*ref_leaves, scale, True, keep, keep_prob)[0]
+        golden.backward(tdy[lo:hi].double())
+        goldens.append([golden.detach()] + [leaf.grad[0] for leaf in ref_leaves])
+    for name, mine, theirs in zip(("attention_out", "dq", "dk", "dv"), [out] + [leaf.grad for leaf in leaves],
+                                  zip(*goldens)):  # fmt: skip
+        _check(mine, torch.cat(theirs), name)
 
 
 @pytest.mark.parametrize(

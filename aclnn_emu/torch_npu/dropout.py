@@ -39,7 +39,13 @@ class _Generator:
                 self.seed, self.offset = seed, 0
             offset = self.offset
             self.offset += (increment + 3) // 4 * 4
-            return seed, offset
+            return _int64(seed), _int64(offset)
+
+
+def _int64(value: int) -> int:
+    """static_cast<int64_t> of a uint64_t."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >> 63 else value
 
 
 GENERATOR = _Generator()
