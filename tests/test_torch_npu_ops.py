@@ -57,19 +57,46 @@ def test_incre_flash_attention_against_sdpa_and_opcheck():
     torch.library.opcheck(torch.ops.npu.npu_incre_flash_attention.default, (q, k, v), kwargs)
 
 
-def test_fused_infer_attention_score_is_fia_v3():
+FIA_CASES = {
+    "npu_fused_infer_attention_score": (
+        "FusedInferAttentionScoreV3",
+        {"num_heads": N, "input_layout": "BNSD", "scale": 1 / math.sqrt(D), "softmax_lse_flag": True},
+    ),
+    "npu_fused_infer_attention_score_v2": (
+        "FusedInferAttentionScoreV4",
+        {"num_query_heads": N, "input_layout": "BNSD", "softmax_scale": 1 / math.sqrt(D), "return_softmax_lse": True},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FIA_CASES)
+def test_fused_infer_attention_score_against_sdpa_and_opcheck(name):
+    entry, kwargs = FIA_CASES[name]
     q, k, v = _bnsd(4)
-    kwargs = {"num_heads": N, "input_layout": "BNSD", "scale": 1 / math.sqrt(D), "softmax_lse_flag": True}
-    if not hasattr(aclnn_emu.ops, "FusedInferAttentionScoreV3"):
-        with pytest.raises(NotImplementedError, match="aclnnFusedInferAttentionScoreV3"):
-            torch_npu.npu_fused_infer_attention_score(q, k, v, **kwargs)
+    function, workspace = getattr(torch_npu, name), getattr(torch_npu, f"_{name}_get_max_workspace")
+    if not hasattr(aclnn_emu.ops, entry):
+        for call in (function, workspace):
+            with pytest.raises(NotImplementedError, match=f"aclnn{entry} "):
+                call(q, k, v, **kwargs)
         return
-    out, lse = torch_npu.npu_fused_infer_attention_score(q, k, v, **kwargs)
-    _check(out, _sdpa(q, k, v), "fia")
+    out, lse = function(q, k, v, **kwargs)
+    _check(out, _sdpa(q, k, v), name)
+    scores = torch.einsum("bnqd,bnkd->bnqk", q.double(), k.double()) / math.sqrt(D)
+    _check(lse[..., 0], torch.logsumexp(scores, dim=-1), f"{name} softmax_lse")
     assert tuple(lse.shape) == (B, N, S, 1) and lse.dtype == torch.float32
-    torch.library.opcheck(torch.ops.npu.npu_fused_infer_attention_score.default, (q, k, v), kwargs)
-    workspace = torch_npu._npu_fused_infer_attention_score_get_max_workspace(q, k, v, **kwargs)
-    assert workspace.dim() == 1 and workspace.dtype == q.dtype
+    torch.library.opcheck(getattr(torch.ops.npu, name).default, (q, k, v), kwargs)
+    size = workspace(q, k, v, **kwargs)
+    assert size.dim() == 1 and size.dtype == q.dtype
+    with getattr(aclnn_emu.ops, entry).prepare(*_fia_args(name, q, k, v, kwargs)) as phase1:
+        assert size.numel() == phase1.workspace_size
+
+
+def _fia_args(name, q, k, v, kwargs):
+    from aclnn_emu.torch_npu import inference
+
+    if name == "npu_fused_infer_attention_score":
+        return inference._fia_call_args(q, k, v, kwargs)[2]
+    return inference._fia_v4_call_args(name, q, k, v, kwargs)[2]
 
 
 def test_kv_cache_ops_opcheck_and_default_mode():
