@@ -137,3 +137,24 @@ def test_sparse_pair_autograd_is_the_grad_ops():
     assert torch.equal(leaves[0].grad, dq) and torch.equal(leaves[1].grad, dk + dv)
     assert torch.equal(leaves[2].grad, dq_rope) and torch.equal(leaves[3].grad, dk_rope)
     torch.library.opcheck(torch.ops.npu.npu_lightning_indexer.default, (iq, ik, iw), {"sparse_count": topk})
+
+
+def test_argument_mapping_of_pfa_and_tnd_numels(monkeypatch):
+    """What the stand-in hands the entry point, whatever this build has: PromptFlashAttentionV3 gets
+    sparse_mode 10-14 as (sparse_mode - 10, innerPrecise 0) and others with innerPrecise 1; a TND
+    fusion attention counts N * sum(Sq_i * Skv_i) scores."""
+    from aclnn_emu.torch_npu import fusion_attention, inference
+
+    calls = []
+    monkeypatch.setattr(inference, "call", lambda entry, *args: calls.append((entry, args)))
+    monkeypatch.setattr(fusion_attention, "call", lambda entry, *args: calls.append((entry, args)))
+    q, k, v = _bnsd(6)
+    for mode in (1, 12):
+        torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=N, input_layout="BNSD", sparse_mode=mode)
+    assert [(entry, args[18], args[19]) for entry, args in calls] == [
+        ("PromptFlashAttentionV3", 1, 1),
+        ("PromptFlashAttentionV3", 2, 0),
+    ]
+    t = torch.zeros(30, N, D).half()
+    numels = torch_npu.npu_fusion_attention(t, t, t, N, "TND", actual_seq_qlen=[10, 30], actual_seq_kvlen=[5, 30])[6]
+    assert numels == N * (10 * 5 + 20 * 25) and calls[-1][0] == "FlashAttentionVarLenScore"
