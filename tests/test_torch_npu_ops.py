@@ -114,29 +114,61 @@ def test_kv_cache_ops_opcheck_and_default_mode():
                            *out))  # fmt: skip
 
 
-def test_sparse_pair_autograd_is_the_grad_ops():
-    """npu_lightning_indexer feeds npu_sparse_flash_attention; backward through both equals the grad
-    ops called with derivatives.yaml's arguments."""
+def _sparse_reference(q, kv, q_rope, k_rope, indices, scale):
+    """Float64 sparse attention: each query row attends to the key rows its indices select (-1: none),
+    scores (q·k + q_rope·k_rope)·scale, values the same rows of kv (attention_mode 2 shares them)."""
+    out = torch.zeros_like(q)
+    for s in range(q.size(1)):
+        chosen = indices[0, s, 0]
+        chosen = chosen[chosen >= 0].long()
+        keys, ropes = kv[0, chosen, 0], k_rope[0, chosen, 0]
+        scores = (q[0, s] @ keys.T + q_rope[0, s] @ ropes.T) * scale
+        out[0, s] = torch.softmax(scores, dim=-1) @ keys
+    return out
+
+
+def test_sparse_pair_against_float64_and_autograd():
+    """npu_lightning_indexer's indices feed npu_sparse_flash_attention; its output and the gradients its
+    autograd formula (npu_sparse_flash_attention_grad) gives meet the bf16 standard against a float64
+    reference and torch.autograd of it; the indexer's own gradient is the grad op's."""
     g = torch.Generator().manual_seed(5)
     bf = lambda *shape, s=1.0: (torch.randn(*shape, generator=g) * s).bfloat16()  # noqa: E731
-    s1, s2, n1, d, dr, topk = 4, 96, 2, 512, 64, 2048
+    s1, s2, n1, d, dr, topk, scale = 4, 96, 2, 512, 64, 2048, 0.04
     q, q_rope, kv, k_rope = bf(1, s1, n1, d), bf(1, s1, n1, dr), bf(1, s2, 1, d), bf(1, s2, 1, dr)
     iq, ik, iw = bf(1, s1, 64, 128), bf(1, s2, 1, 128), bf(1, s1, 64, s=0.1)
-    indices, _ = torch_npu.npu_lightning_indexer(iq, ik, iw, sparse_count=topk)
+    index_leaves = [t.clone().requires_grad_() for t in (iq, ik, iw)]
+    indices, values = torch_npu.npu_lightning_indexer(*index_leaves, sparse_count=topk, return_value=True)
+    assert indices.dtype == torch.int32 and tuple(indices.shape) == (1, s1, 1, topk)
     leaves = [t.clone().requires_grad_() for t in (q, kv, q_rope, k_rope)]
     out, smax, ssum = torch_npu.npu_sparse_flash_attention(
-        leaves[0], leaves[1], leaves[1], indices, 0.04, query_rope=leaves[2], key_rope=leaves[3],
+        leaves[0], leaves[1], leaves[1], indices, scale, query_rope=leaves[2], key_rope=leaves[3],
         attention_mode=2, return_softmax_lse=True,
     )  # fmt: skip
-    assert tuple(smax.shape) == (1, 1, s1, n1)
+    assert tuple(smax.shape) == (1, 1, s1, n1) and smax.dtype == torch.float32
     d_out = bf(1, s1, n1, d)
     out.backward(d_out)
-    dq, dk, dv, dq_rope, dk_rope = torch_npu.npu_sparse_flash_attention_grad(
-        q, kv, kv, indices, d_out, out.detach(), smax, ssum, 0.04, 1, q_rope, k_rope
-    )
-    assert torch.equal(leaves[0].grad, dq) and torch.equal(leaves[1].grad, dk + dv)
-    assert torch.equal(leaves[2].grad, dq_rope) and torch.equal(leaves[3].grad, dk_rope)
+    exact = [t.double().requires_grad_() for t in (q, kv, q_rope, k_rope)]
+    golden = _sparse_reference(*exact, indices, scale)
+    golden.backward(d_out.double())
+    for name, mine, theirs in (("out", out, golden), *zip(("dq", "dkv", "dq_rope", "dk_rope"),
+                                                         (t.grad for t in leaves), (t.grad for t in exact))):  # fmt: skip
+        g64 = theirs.detach().numpy()
+        failure = precision.failure(mine.detach().double().numpy(), g64, "bfloat16",
+                                    bound=precision.TORCH_BOUND["bfloat16"], floor=precision.torch_floor(g64))  # fmt: skip
+        assert failure is None, f"{name}: {failure}"
+    dy = bf(1, s1, topk, s=0.1).reshape(values.shape)
+    values.backward(dy)
+    grads = torch_npu.npu_lightning_indexer_grad(iq, ik, dy, indices, iw)
+    for leaf, grad in zip(index_leaves, grads):
+        assert torch.equal(leaf.grad, grad)
     torch.library.opcheck(torch.ops.npu.npu_lightning_indexer.default, (iq, ik, iw), {"sparse_count": topk})
+    torch.library.opcheck(torch.ops.npu.npu_lightning_indexer_grad.default, (iq, ik, dy, indices, iw))
+    sfa_kwargs = {"query_rope": q_rope, "key_rope": k_rope, "attention_mode": 2, "return_softmax_lse": True}
+    torch.library.opcheck(torch.ops.npu.npu_sparse_flash_attention.default, (q, kv, kv, indices, scale), sfa_kwargs)
+    torch.library.opcheck(
+        torch.ops.npu.npu_sparse_flash_attention_grad.default,
+        (q, kv, kv, indices, d_out, out.detach(), smax.detach(), ssum.detach(), scale, 1, q_rope, k_rope),
+    )
 
 
 def test_argument_mapping_of_pfa_and_tnd_numels(monkeypatch):
@@ -158,3 +190,10 @@ def test_argument_mapping_of_pfa_and_tnd_numels(monkeypatch):
     t = torch.zeros(30, N, D).half()
     numels = torch_npu.npu_fusion_attention(t, t, t, N, "TND", actual_seq_qlen=[10, 30], actual_seq_kvlen=[5, 30])[6]
     assert numels == N * (10 * 5 + 20 * 25) and calls[-1][0] == "FlashAttentionVarLenScore"
+
+
+def test_a_function_without_a_formula_refuses_to_differentiate():
+    q, k, v = (t.requires_grad_() for t in _bnsd(7, s1=1, s2=16))
+    out = torch_npu.npu_incre_flash_attention(q, k, v, num_heads=N, input_layout="BNSD")
+    with pytest.raises(RuntimeError, match="the derivative for 'npu_incre_flash_attention' is not implemented"):
+        out.sum().backward()

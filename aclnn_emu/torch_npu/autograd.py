@@ -1,4 +1,4 @@
-"""The backward formulas of op-plugin 26.1.0's derivatives.yaml, registered on the `npu` ops:
+"""The Autograd kernels of the `npu` ops: the backward formulas of op-plugin 26.1.0's derivatives.yaml,
 
 npu_fusion_attention      query, key, value, pse, sink <- npu_fusion_attention_grad(..., dy = grad of
                           result0, softmax_max/sum/in = result1/2/3, attention_in = result0,
@@ -8,21 +8,25 @@ npu_lightning_indexer     query, key, weights <- npu_lightning_indexer_grad(quer
                           result0, weights, ...)  (result0, the indices, is not differentiable)
 npu_sparse_flash_attention  query, key, value, query_rope, key_rope <- npu_sparse_flash_attention_grad(
                           ..., d_out = grad of result0, out = result0, softmax_max/sum = result1/2, ...)
-"""
 
-import inspect
+and, for the other ops, what torchgen gives a function without a formula: a backward that raises
+"the derivative for '<name>' is not implemented". (The in-place cache ops have no Autograd kernel.)
+"""
 
 import torch
 
-from . import fusion_attention as fa
-from . import library  # noqa: F401  (the ops these formulas attach to)
-from . import sparse_attention as sa
+from . import library
+from .schemas import SCHEMAS
+
+IN_PLACE = ("npu_scatter_pa_kv_cache", "npu_gather_pa_kv_cache")
 
 
-def _arguments(fn, args, kwargs) -> dict:
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    return dict(bound.arguments)
+def _arguments(packet, args, kwargs) -> dict:
+    """Every argument of the op's schema by name, defaults filled in."""
+    out = {}
+    for i, arg in enumerate(packet._schema.arguments):
+        out[arg.name] = args[i] if i < len(args) else kwargs.get(arg.name, arg.default_value)
+    return out
 
 
 class _Differentiable(torch.autograd.Function):
@@ -34,8 +38,9 @@ class _Differentiable(torch.autograd.Function):
     def forward(ctx, packet, backward, arguments, names, *tensors):
         with torch._C._AutoDispatchBelowAutograd():
             result = packet(**arguments)
-        ctx.formula, ctx.arguments, ctx.result, ctx.names = backward, arguments, result, names
-        ctx.mark_non_differentiable(*[r for r in result if isinstance(r, torch.Tensor) and not r.is_floating_point()])
+        outputs = result if isinstance(result, tuple) else (result,)
+        ctx.formula, ctx.arguments, ctx.result, ctx.names = backward, arguments, outputs, names
+        ctx.mark_non_differentiable(*[r for r in outputs if isinstance(r, torch.Tensor) and not r.is_floating_point()])
         return result
 
     @staticmethod
@@ -44,16 +49,23 @@ class _Differentiable(torch.autograd.Function):
         return (None, None, None, None, *[given.get(name) for name in ctx.names])
 
 
-def _kernel(fn, packet, backward):
+def _kernel(packet, backward):
     def kernel(*args, **kwargs):
-        arguments = _arguments(fn, args, kwargs)
+        arguments = _arguments(packet, args, kwargs)
         names = [name for name, value in arguments.items() if isinstance(value, torch.Tensor)]
         return _Differentiable.apply(packet, backward, arguments, names, *[arguments[n] for n in names])
 
     return kernel
 
 
-def _grads(fn, arguments: dict, given: dict) -> dict:
+def _not_implemented(name: str):
+    def backward(ctx, *grads):
+        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+
+    return backward
+
+
+def _grads(arguments: dict, given: dict) -> dict:
     """The gradients of the inputs that were given (a formula's output for an absent input is dropped)."""
     return {name: grad for name, grad in given.items() if arguments[name] is not None}
 
@@ -71,7 +83,7 @@ def _fusion_backward(ctx, grad, *unused):
         sink=a["sink"],
     )  # fmt: skip
     given = {"query": dq, "key": dk, "value": dv, "pse": dpse, "sink": dsink}
-    return _grads(fa.npu_fusion_attention, a, given)
+    return _grads(a, given)
 
 
 def _fusion_v2_backward(ctx, grad, *unused):
@@ -89,7 +101,7 @@ def _fusion_v2_backward(ctx, grad, *unused):
     )  # fmt: skip
     given = {"query": dq, "key": dk, "value": dv, "pse": dpse, "query_rope": dq_rope, "key_rope": dk_rope,
              "sink": dsink}  # fmt: skip
-    return _grads(fa.npu_fusion_attention_v2, a, given)
+    return _grads(a, given)
 
 
 def _indexer_backward(ctx, grad_indices, grad_values):
@@ -98,7 +110,7 @@ def _indexer_backward(ctx, grad_indices, grad_values):
         a["query"], a["key"], grad_values, r[0], a["weights"], a["actual_seq_lengths_query"],
         a["actual_seq_lengths_key"], a["layout_query"], a["sparse_mode"], a["pre_tokens"], a["next_tokens"],
     )  # fmt: skip
-    return _grads(sa.npu_lightning_indexer, a, {"query": dq, "key": dk, "weights": dw})
+    return _grads(a, {"query": dq, "key": dk, "weights": dw})
 
 
 def _sparse_backward(ctx, grad, *unused):
@@ -110,13 +122,18 @@ def _sparse_backward(ctx, grad, *unused):
         a["attention_mode"],
     )  # fmt: skip
     given = {"query": dq, "key": dk, "value": dv, "query_rope": dq_rope, "key_rope": dk_rope}
-    return _grads(sa.npu_sparse_flash_attention, a, given)
+    return _grads(a, given)
 
 
-for _name, _fn, _backward in (
-    ("npu_fusion_attention", fa.npu_fusion_attention, _fusion_backward),
-    ("npu_fusion_attention_v2", fa.npu_fusion_attention_v2, _fusion_v2_backward),
-    ("npu_lightning_indexer", sa.npu_lightning_indexer, _indexer_backward),
-    ("npu_sparse_flash_attention", sa.npu_sparse_flash_attention, _sparse_backward),
-):
-    library.LIB.impl(_name, _kernel(_fn, getattr(torch.ops.npu, _name).default, _backward), "Autograd")
+FORMULAS = {
+    "npu_fusion_attention": _fusion_backward,
+    "npu_fusion_attention_v2": _fusion_v2_backward,
+    "npu_lightning_indexer": _indexer_backward,
+    "npu_sparse_flash_attention": _sparse_backward,
+}
+
+
+for _name in SCHEMAS:
+    if _name not in IN_PLACE:
+        _backward = FORMULAS.get(_name) or _not_implemented(_name)
+        library.LIB.impl(_name, _kernel(getattr(torch.ops.npu, _name).default, _backward), "Autograd")
