@@ -2,9 +2,12 @@
 
 import argparse
 import collections
+import importlib.metadata
 import importlib.util
 import os
 import pathlib
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -73,7 +76,9 @@ def run_program(program: str, argv, env=None) -> int:
     the exit status for ours (1: it did not compile, 2: no such program). The program inherits our
     stdin, stdout and stderr: its output arrives live, in the order it is written (in a terminal, a
     sanitizer report right after the step that caused it)."""
-    if pathlib.Path(program).suffix in SOURCE_SUFFIXES:
+    if pathlib.Path(program).suffix == ".py":  # with this Python, which has aclnn_emu
+        result = process.run([sys.executable, program, *argv], toolkit.environment(env))
+    elif pathlib.Path(program).suffix in SOURCE_SUFFIXES:
         stage, result = compile_and_run(program, argv, env=env, stdout=None, stderr=None)
         if stage == "compile":
             sys.stderr.write(result.stdout + result.stderr)
@@ -83,7 +88,8 @@ def run_program(program: str, argv, env=None) -> int:
         found = shutil.which(program, path=os.curdir) or shutil.which(program)
         if found is None:
             print(
-                f"aclnn-emu: {program}: no such executable (nor a C++ source: {', '.join(SOURCE_SUFFIXES)})",
+                f"aclnn-emu: {program}: no such executable (nor a C++ source: {', '.join(SOURCE_SUFFIXES)}; "
+                "nor a Python script: .py)",
                 file=sys.stderr,
             )
             return 2
@@ -98,9 +104,33 @@ def cmd_run(args) -> int:
     return run_program(args.source, args.args)
 
 
+TRACE_SUFFIX = ".json"
+
+
+def summarise_trace(path: str) -> int:
+    """`aclnn-emu trace FILE.json`: the summary of a trace written earlier."""
+    try:
+        events = trace_summary.load(path)
+    except OSError as exc:
+        print(f"aclnn-emu trace: {path}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, TypeError) as exc:  # not JSON, or JSON without traceEvents
+        print(f"aclnn-emu trace: {path} is not a trace file (ACLNN_EMU_TRACE writes them): {exc!r}", file=sys.stderr)
+        return 2
+    print(f"aclnn-emu trace: {pathlib.Path(path).resolve()}")
+    print(trace_summary.summary(events))
+    return 0
+
+
 @process.stoppable
 def cmd_trace(args) -> int:
-    """`run` with ACLNN_EMU_TRACE set, then a summary of the trace per operator."""
+    """`run` with ACLNN_EMU_TRACE set, then a summary of the trace per operator; or the summary of a
+    trace file written earlier."""
+    if pathlib.Path(args.program).suffix == TRACE_SUFFIX:
+        if args.args or args.output:
+            print("aclnn-emu trace: a trace file takes no arguments and no -o", file=sys.stderr)
+            return 2
+        return summarise_trace(args.program)
     output = pathlib.Path(args.output or f"{pathlib.Path(args.program).stem}.trace.json").resolve()
     output.unlink(missing_ok=True)  # a summary of an earlier run would be a wrong answer
     status = run_program(args.program, args.args, dict(os.environ, ACLNN_EMU_TRACE=str(output)))
@@ -266,12 +296,30 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def missing_dependencies() -> list[str]:
+    """The requirements of aclnn-emu (as its metadata states them) this Python cannot import."""
+    from . import DEPENDENCIES
+
+    try:
+        stated = {re.split(r"[^\w-]", r, 1)[0].replace("-", "_"): r for r in importlib.metadata.requires("aclnn-emu")}
+    except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path without its build metadata
+        stated = {}
+    return [stated.get(name, name) for name in DEPENDENCIES if importlib.util.find_spec(name) is None]
+
+
 def cmd_doctor(args) -> int:
     """Check each piece an install needs and say what to do about the first broken one."""
     _, bad, unknown = config.check(config.environment())
     reinstall = toolkit.reinstall_command()
     headers = (toolkit.HOME / "include" / "acl" / "acl.h").exists()  # what `aclnn-emu build` needs
+    missing = missing_dependencies()
+    install = " ".join(shlex.quote(m.split(";")[0].strip()) for m in missing)
     checks = [
+        (
+            "dependencies importable (numpy, ml_dtypes, cffi)",
+            not missing,
+            f"{sys.executable} cannot import {', '.join(missing)}: run `{sys.executable} -m pip install {install}`",
+        ),
         (
             "settings (ACLNN_EMU_*) valid",
             not bad,
@@ -322,15 +370,21 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help='print the exports of set_env.sh (eval "$(aclnn-emu env)")').set_defaults(fn=cmd_env)
     sub.add_parser("build", help="(re)build the toolkit in place").set_defaults(fn=cmd_build)
-    run = sub.add_parser("run", help="compile a C++ file with the official flags and run it (or run an executable)")
+    run = sub.add_parser(
+        "run",
+        help="compile a C++ file with the official flags and run it (or run an executable, or a Python "
+        "script with this Python)",
+    )
     run.add_argument("source")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_run)
     trace = sub.add_parser(
-        "trace", help="run as `run` does with ACLNN_EMU_TRACE set, then print a per-operator summary of the trace"
+        "trace",
+        help="run as `run` does with ACLNN_EMU_TRACE set, then print a per-operator summary of the trace; "
+        "given a trace file (.json), print its summary",
     )
     trace.add_argument("-o", "--output", help="the trace file (default: <program>.trace.json here)")
-    trace.add_argument("program")
+    trace.add_argument("program", help="a C++ source, an executable, a Python script (.py) or a trace file (.json)")
     trace.add_argument("args", nargs=argparse.REMAINDER)
     trace.set_defaults(fn=cmd_trace)
     samples = sub.add_parser("samples", help="build and run every sample, print a table of outcomes")

@@ -1,15 +1,16 @@
 """Typed errors for Python callers: one `AclnnError` subclass per status code, named by its meaning,
 so a test writes `pytest.raises(aclnn_emu.ParamInvalid)`.
 
-The numbers live in status.py; this module only gives them class names. `AclnnError(code, message)`
-makes the subclass of that code (a code without one stays a plain AclnnError), so every place that
-turns a status into an exception gets the typed one.
+The numbers live in status.py; this module only gives them class names. `AclnnError` itself (in
+runtime/errors.py, so the runtime's own AclError is one too) makes the subclass of a code:
+`AclnnError(code, message)` is a ParamInvalid for 161002 (a code without a class stays a plain
+AclnnError), so every place that turns a status into an exception gets the typed one.
 """
 
 import contextlib
 
 from . import status
-from .runtime.errors import AclError, detail
+from .runtime.errors import AclError, AclnnError
 
 # status code -> (class name, what it means). Every code of status.py has one (tests/test_python_ops.py).
 CLASSES = {
@@ -50,33 +51,13 @@ CLASSES = {
 }
 
 
-class AclnnError(Exception):
-    """A non-zero status: `.status` (int), `.name` (e.g. ACLNN_ERR_PARAM_INVALID), `.message`."""
-
-    _by_code: dict = {}
-
-    def __new__(cls, code: int, message: str | None = None):
-        if cls is AclnnError:
-            cls = AclnnError._by_code.get(code, AclnnError)
-        return super().__new__(cls, code, message)
-
-    def __init__(self, code: int, message: str | None = None):
-        self.status = code
-        self.name = status.name_of(code)
-        self.message = detail(code, message or "")  # aclGetRecentErrMsg's text without its header
-        super().__init__(f"{self.name} ({code}): {self.message}")
-
-    def __reduce__(self):
-        return AclnnError, (self.status, self.message)
-
-
 def _make(code: int, name: str, meaning: str) -> type:
     cls = type(
         name,
         (AclnnError,),
         {"__doc__": f"{code} {status.name_of(code)}: {meaning}.", "__module__": __name__, "code": code},
     )
-    AclnnError._by_code[code] = cls
+    AclnnError.by_code[code] = cls
     return cls
 
 

@@ -71,13 +71,21 @@ def finalize() -> None:
             raise AclError(status.ACL_ERROR_REPEAT_FINALIZE, "aclFinalize was already called", rule="finalize.repeat")
         leaked = devices.shutdown()
         _init_refs, _finalized = 0, True
+    try:
+        report_leaks(leaked)
+    finally:
+        trace.checkpoint()  # the trace file is complete up to here, whatever the program does next
+
+
+def report_leaks(leaked) -> None:
+    """A sanitizer report per allocation never freed; every one is reported, also when the sanitizer
+    fails the call (ACLNN_EMU_SANITIZE=error: the first failure is raised after all are reported)."""
     failure = None
-    for alloc in leaked:  # every leak is reported, also when the sanitizer fails the call
+    for alloc in leaked:
         try:
             sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
         except sanitizer.SanitizerError as exc:
             failure = failure or exc
-    trace.checkpoint()  # the trace file is complete up to here, whatever the program does next
     if failure is not None:
         raise failure
 

@@ -90,8 +90,8 @@ OP = Op(
             doc="page attention: cache block of each batch's i-th block [B, maxBlocksPerSeq]",
         ),
         TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
-        Int64("numHeads", doc="number of query heads N"),
-        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Int64("numHeads", default=1, doc="number of query heads N"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
         String(
             "inputLayout",
             default="BSH",
@@ -108,4 +108,5 @@ OP = Op(
         Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
         TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
     ],
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )

@@ -54,7 +54,7 @@ OP = Op(
         TensorIn(
             "quantOffset2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation offset of the result"
         ),
-        Int64("numHeads", doc="number of query heads N"),
+        Int64("numHeads", default=1, doc="number of query heads N"),
         Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
         Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
         Int64("nextTokens", default=0, doc="sliding window: keys this many positions after a query are kept"),
@@ -75,4 +75,5 @@ OP = Op(
             "attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"
         ),
     ],
+    defaults_from="torch_npu.npu_prompt_flash_attention",
 )
