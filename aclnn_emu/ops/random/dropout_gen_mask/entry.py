@@ -48,5 +48,7 @@ def _params(v2: bool) -> list:
     ]
 
 
-OP = Op("DropoutGenMaskV2", HEADER, _params(v2=True))
-V1 = Op("DropoutGenMask", HEADER, _params(v2=False), base=OP)
+# torch_npu calls V2 from _npu_dropout_gen_mask (and npu_fusion_attention), V1 from npu_dropout_gen_mask;
+# neither has a default for these parameters.
+OP = Op("DropoutGenMaskV2", HEADER, _params(v2=True), defaults_from="torch_npu._npu_dropout_gen_mask")
+V1 = Op("DropoutGenMask", HEADER, _params(v2=False), base=OP, defaults_from="torch_npu.npu_dropout_gen_mask")
