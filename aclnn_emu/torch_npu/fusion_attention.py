@@ -128,6 +128,22 @@ def _not_on_arch35(function: str) -> None:
         )
 
 
+def _forward_outputs(query, key, value, head_num: int, layout: str, seq_q, seq_kv):
+    """attention_score, softmax_max, softmax_sum, softmax_out (empty) as torch_npu allocates them, and
+    the score count."""
+    s = shapes(query, key, value, head_num, layout)
+    smax, ssum = softmax_stats(query, s, head_num)
+    attention, sout = torch.empty(s.out, dtype=query.dtype), torch.empty(0, dtype=query.dtype)
+    return attention, smax, ssum, sout, numels(query, key, head_num, layout, seq_q, seq_kv)
+
+
+def _forward_mask(query, keep_prob: float, dropout_mask, seed: int, offset: int, count: int):
+    """The caller's dropout_mask (seed and offset as given), or the one dropout.py makes."""
+    if dropout_mask is not None:
+        return dropout_mask, seed, offset
+    return dropout.forward_mask(query, keep_prob, seed, offset, count)
+
+
 # -- npu_fusion_attention ----------------------------------------------------------------------------
 def npu_fusion_attention(
     query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
@@ -147,15 +163,8 @@ def npu_fusion_attention(
     )
     layout = _check_common(input_layout, keep_prob, sparse_mode, (seq_q, seq_kv) if input_layout == "TND" else None)
     _not_on_arch35("npu_fusion_attention")
-    s = shapes(query, key, value, head_num, layout)
-    attention = torch.empty(s.out, dtype=query.dtype)
-    count = numels(query, key, head_num, layout, seq_q, seq_kv)
-    if dropout_mask is not None:
-        mask = dropout_mask
-    else:
-        mask, seed, offset = dropout.forward_mask(query, keep_prob, seed, offset, count)
-    smax, ssum = softmax_stats(query, s, head_num)
-    sout = torch.empty(0, dtype=query.dtype)
+    attention, smax, ssum, sout, count = _forward_outputs(query, key, value, head_num, layout, seq_q, seq_kv)
+    mask, seed, offset = _forward_mask(query, keep_prob, dropout_mask, seed, offset, count)
     prefix_ = _seq(prefix)
     common = (scale, keep_prob, pre_tockens, next_tockens, head_num, layout, inner_precise, sparse_mode)
     outs = (smax, ssum, sout, attention)
@@ -244,15 +253,8 @@ def npu_fusion_attention_v2(
     layout = _check_common(input_layout, keep_prob, sparse_mode, (seq_q, seq_kv) if input_layout == "TND" else None)
     _not_on_arch35("npu_fusion_attention_v2")
     _v2_unsupported("npu_fusion_attention_v2", query_rope, key_rope, sink)
-    s = shapes(query, key, value, head_num, layout)
-    attention = torch.empty(s.out, dtype=query.dtype)
-    count = numels(query, key, head_num, layout, seq_q, seq_kv)
-    if dropout_mask is not None:
-        mask = dropout_mask
-    else:
-        mask, seed, offset = dropout.forward_mask(query, keep_prob, seed, offset, count)
-    smax, ssum = softmax_stats(query, s, head_num)
-    sout = torch.empty(0, dtype=query.dtype)
+    attention, smax, ssum, sout, count = _forward_outputs(query, key, value, head_num, layout, seq_q, seq_kv)
+    mask, seed, offset = _forward_mask(query, keep_prob, dropout_mask, seed, offset, count)
     starts = (_seq(q_start_idx), _seq(kv_start_idx))
     common = (scale, keep_prob, pre_tokens, next_tokens, head_num, layout, inner_precise, sparse_mode, pse_type)
     ins = (query, key, value, pse, mask, padding_mask, atten_mask, _seq(prefix))

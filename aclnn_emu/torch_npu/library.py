@@ -109,21 +109,30 @@ def _sfa_grad_fake(query, key, value, sparse_indices, d_out, out, softmax_max, s
     return torch.empty_like(query), torch.empty_like(key), torch.empty_like(value), *rope
 
 
-_define("npu_fusion_attention", fa.npu_fusion_attention, _fusion_fake)
-_define("npu_fusion_attention_grad", fa.npu_fusion_attention_grad, _grad_fake)
-_define("npu_fusion_attention_v2", fa.npu_fusion_attention_v2, _fusion_fake)
-_define("npu_fusion_attention_grad_v2", fa.npu_fusion_attention_grad_v2, _grad_v2_fake)
-_define("npu_prompt_flash_attention", inference.npu_prompt_flash_attention, _pfa_fake)
-_define("npu_incre_flash_attention", inference.npu_incre_flash_attention, _ifa_fake)
-_define("npu_fused_infer_attention_score", inference.npu_fused_infer_attention_score, _fia_fake)
-_define("_npu_fused_infer_attention_score_get_max_workspace",
-        inference.npu_fused_infer_attention_score_get_max_workspace, _workspace_fake)  # fmt: skip
-_define("npu_fused_infer_attention_score_v2", inference.npu_fused_infer_attention_score_v2, _fia_v2_fake)
-_define("_npu_fused_infer_attention_score_v2_get_max_workspace",
-        inference.npu_fused_infer_attention_score_v2_get_max_workspace, _workspace_fake)  # fmt: skip
-_define("npu_scatter_pa_kv_cache", kv_cache.npu_scatter_pa_kv_cache, _nothing)
-_define("npu_gather_pa_kv_cache", kv_cache.npu_gather_pa_kv_cache, _nothing)
-_define("npu_lightning_indexer", sparse_attention.npu_lightning_indexer, _li_fake)
-_define("npu_lightning_indexer_grad", sparse_attention.npu_lightning_indexer_grad, _li_grad_fake)
-_define("npu_sparse_flash_attention", sparse_attention.npu_sparse_flash_attention, _sfa_fake)
-_define("npu_sparse_flash_attention_grad", sparse_attention.npu_sparse_flash_attention_grad, _sfa_grad_fake)
+KERNELS = {  # op -> (CPU kernel, fake)
+    "npu_fusion_attention": (fa.npu_fusion_attention, _fusion_fake),
+    "npu_fusion_attention_grad": (fa.npu_fusion_attention_grad, _grad_fake),
+    "npu_fusion_attention_v2": (fa.npu_fusion_attention_v2, _fusion_fake),
+    "npu_fusion_attention_grad_v2": (fa.npu_fusion_attention_grad_v2, _grad_v2_fake),
+    "npu_prompt_flash_attention": (inference.npu_prompt_flash_attention, _pfa_fake),
+    "npu_incre_flash_attention": (inference.npu_incre_flash_attention, _ifa_fake),
+    "npu_fused_infer_attention_score": (inference.npu_fused_infer_attention_score, _fia_fake),
+    "_npu_fused_infer_attention_score_get_max_workspace": (
+        inference.npu_fused_infer_attention_score_get_max_workspace,
+        _workspace_fake,
+    ),
+    "npu_fused_infer_attention_score_v2": (inference.npu_fused_infer_attention_score_v2, _fia_v2_fake),
+    "_npu_fused_infer_attention_score_v2_get_max_workspace": (
+        inference.npu_fused_infer_attention_score_v2_get_max_workspace,
+        _workspace_fake,
+    ),
+    "npu_scatter_pa_kv_cache": (kv_cache.npu_scatter_pa_kv_cache, _nothing),
+    "npu_gather_pa_kv_cache": (kv_cache.npu_gather_pa_kv_cache, _nothing),
+    "npu_lightning_indexer": (sparse_attention.npu_lightning_indexer, _li_fake),
+    "npu_lightning_indexer_grad": (sparse_attention.npu_lightning_indexer_grad, _li_grad_fake),
+    "npu_sparse_flash_attention": (sparse_attention.npu_sparse_flash_attention, _sfa_fake),
+    "npu_sparse_flash_attention_grad": (sparse_attention.npu_sparse_flash_attention_grad, _sfa_grad_fake),
+}
+
+for _name, (_kernel, _fake) in KERNELS.items():
+    _define(_name, _kernel, _fake)
