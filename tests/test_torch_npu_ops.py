@@ -197,3 +197,26 @@ def test_a_function_without_a_formula_refuses_to_differentiate():
     out = torch_npu.npu_incre_flash_attention(q, k, v, num_heads=N, input_layout="BNSD")
     with pytest.raises(RuntimeError, match="the derivative for 'npu_incre_flash_attention' is not implemented"):
         out.sum().backward()
+
+
+def test_the_readme_conftest_lines_install_the_stand_in():
+    """README "torch_npu code on a CPU": its conftest lines, run in a fresh interpreter, make
+    `import torch_npu` the stand-in, with torch.ops.npu behind it."""
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## torch_npu code on a CPU") :]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    check = (
+        "import torch, torch_npu\n"
+        "assert torch_npu.__name__ == 'aclnn_emu.torch_npu'\n"
+        "q = torch.randn(1, 8, 2, 16).half()\n"
+        "a = torch_npu.npu_fusion_attention(q, q, q, 2, 'BSND')[0]\n"
+        "b = torch.ops.npu.npu_fusion_attention(q, q, q, 2, 'BSND')[0]\n"
+        "assert torch.equal(a, b)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", block + check], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
