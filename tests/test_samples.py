@@ -40,10 +40,12 @@ def cmake_build(tmp_path_factory):
 @pytest.mark.skipif(not SPEC_TOOLS.exists(), reason="the spec docs are not beside this checkout")
 def test_samples_are_byte_identical_to_the_spec(tmp_path):
     """Every sample of the first five docs is here, and every sample here (those of the extended
-    docs too) is its doc's, byte for byte."""
+    and family docs too) is its doc's, byte for byte."""
     subprocess.run([sys.executable, str(SPEC_TOOLS), str(tmp_path / "spec")], check=True, capture_output=True)
     subprocess.run(
-        [sys.executable, str(SPEC_TOOLS), str(tmp_path / "all"), "--extended"], check=True, capture_output=True
+        [sys.executable, str(SPEC_TOOLS), str(tmp_path / "all"), "--extended", "--family"],
+        check=True,
+        capture_output=True,
     )
     assert {p.stem for p in (tmp_path / "spec").glob("*.cpp")} <= set(NAMES)
     for name in NAMES:

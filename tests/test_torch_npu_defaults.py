@@ -52,6 +52,38 @@ TORCH_NPU = {
             sparseMode=0,
         ),
     ),
+    # It calls aclnnPromptFlashAttentionV3 (innerPrecise 1; 0 for its sparse modes 10-14); V1 shares
+    # the defaults of the parameters it has.
+    "PromptFlashAttention": (
+        "npu_prompt_flash_attention",
+        dict(numHeads=1, scaleValue=1.0, preTokens=INT32_MAX, nextTokens=0, inputLayout="BSH", numKeyValueHeads=0),
+    ),
+    "PromptFlashAttentionV3": (
+        "npu_prompt_flash_attention",
+        dict(
+            numHeads=1,
+            scaleValue=1.0,
+            preTokens=INT32_MAX,
+            nextTokens=0,
+            inputLayout="BSH",
+            numKeyValueHeads=0,
+            sparseMode=0,
+            innerPrecise=1,
+        ),
+    ),
+    # It calls aclnnIncreFlashAttentionV4; V1-V3 share the defaults of the parameters they have.
+    "IncreFlashAttention": (
+        "npu_incre_flash_attention",
+        dict(numHeads=1, scaleValue=1.0, inputLayout="BSH", numKeyValueHeads=0),
+    ),
+    "IncreFlashAttentionV2": (
+        "npu_incre_flash_attention",
+        dict(numHeads=1, scaleValue=1.0, inputLayout="BSH", numKeyValueHeads=0),
+    ),
+    "IncreFlashAttentionV3": (
+        "npu_incre_flash_attention",
+        dict(numHeads=1, scaleValue=1.0, inputLayout="BSH", numKeyValueHeads=0, blockSize=0, innerPrecise=1),
+    ),
     "IncreFlashAttentionV4": (
         "npu_incre_flash_attention",
         dict(numHeads=1, scaleValue=1.0, inputLayout="BSH", numKeyValueHeads=0, blockSize=0, innerPrecise=1),

@@ -19,6 +19,7 @@ from aclnn_emu import status
 from aclnn_emu.kernels.attention.layouts import segments
 from aclnn_emu.runtime import sanitizer
 from aclnn_emu.opdef.gaps import Gaps
+from . import precise
 from .entry import OP
 from ..common import BASE_API_MAX_D, BF16, F16, I8, TILING_LAYOUTS, tiling
 
@@ -86,10 +87,12 @@ def check(a, shapes, env) -> Plan:
     if a.inputLayout in HEAD_SIZE_LAYOUTS:  # D after the op_api's padding
         d, dv = shapes.d + shapes.pad * shapes.need_pad, shapes.dv + shapes.pad_v * shapes.need_pad
     mla = d != dv or d > BASE_API_MAX_D
+    inner_precise = precise.check_base_api(a)  # CheckBaseApiOptionalInput
     if not mla and a.inputLayout != "SH":
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
+    precise.check_base_api_unmodelled(a, inner_precise)
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
     act_q, act_kv = _lengths(a)
