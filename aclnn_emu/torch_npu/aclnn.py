@@ -22,17 +22,9 @@ def _v1_as_v2(prefix_at: int, sparse_at: int):
     return convert
 
 
-def _pfa_v3_as_v2(args):
-    """PromptFlashAttentionV3 without pseShift and with innerPrecise 1 is V2 (which drops both)."""
-    if args[3] is not None or args[19] != 1:
-        return None
-    return (*args[:19], *args[20:])
-
-
 INTERIM = {
     "FlashAttentionScore": ("FlashAttentionScoreV2", _v1_as_v2(7, 15)),
     "FlashAttentionScoreGrad": ("FlashAttentionScoreGradV2", _v1_as_v2(12, 20)),
-    "PromptFlashAttentionV3": ("PromptFlashAttentionV2", _pfa_v3_as_v2),
 }
 
 
