@@ -32,6 +32,7 @@ try:
     from .errors import *  # noqa: F401,F403  (AclnnError and its subclasses by status code)
     from .errors import __all__ as _errors
     from .formats import Format
+    from .graphs import Graph, busy, capture
     from .meta import Array, Scalar, Tensor, TensorList
     from .runtime.sanitizer import reports as sanitizer_reports
 except ModuleNotFoundError as missing:
@@ -55,7 +56,10 @@ __all__ = [
     "Device",
     "Event",
     "Format",
+    "Graph",
     "Scalar",
+    "busy",
+    "capture",
     "Stream",
     "Tensor",
     "TensorList",

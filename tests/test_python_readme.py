@@ -29,7 +29,7 @@ def _pytest(tmp_path, source: str, *options) -> subprocess.CompletedProcess:
 
 def test_the_python_section_runs(tmp_path):
     blocks = _blocks("## Using it from Python", "### Conformance tests with the pytest plugin")
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for block in blocks:
         done = _run(["-c", block], tmp_path)
         assert done.returncode == 0, done.stderr

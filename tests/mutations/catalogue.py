@@ -10,6 +10,7 @@ testing nothing. Add the mutations of a new operator in its own section, with it
 from mutation import Mutation
 
 K = "aclnn_emu/kernels/"
+RT = "aclnn_emu/runtime/"
 FAG = K + "flash_attention/flash_attention_score_grad.py"
 PFA = K + "flash_attention/prompt_flash_attention.py"
 SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
@@ -1434,5 +1435,58 @@ MUTATIONS = [
         "        return query.size(1) * total",
         "        return total",
         TORCH_NPU_TESTS,
+    ),
+    # --- runtime ---------------------------------------------------------------------------------
+    Mutation(
+        "capture-replays-in-reverse",
+        RT + "capture.py",
+        "for task, name in list(found.tasks):",
+        "for task, name in reversed(found.tasks):",
+        ("tests/test_runtime_capture.py",),
+    ),
+    Mutation(
+        "capture-runs-instead-of-recording",
+        RT + "streams.py",
+        "            if self.capture is not None:  # recorded, run when the model is executed\n"
+        "                self.capture.record(task, name)\n"
+        "                return\n",
+        "            if self.capture is not None:  # recorded, run when the model is executed\n"
+        "                self.capture.record(task, name)\n",
+        ("tests/test_runtime_capture.py",),
+    ),
+    Mutation(
+        "vmm-unmap-keeps-the-mapping",
+        RT + "vmm.py",
+        "size, physical = found.maps.pop(addr)",
+        "size, physical = found.maps[addr]",
+        ("tests/test_runtime_vmm.py",),
+    ),
+    Mutation(
+        "callbacks-run-last-first",
+        RT + "callbacks.py",
+        "        ready = list(queue)\n",
+        "        ready = list(reversed(queue))\n",
+        ("tests/test_runtime_callbacks.py",),
+    ),
+    Mutation(
+        "memcpy2d-destination-rows-at-source-pitch",
+        RT + "api.py",
+        "rows = [(dst + r * dpitch, src + r * spitch) for r in range(height)]",
+        "rows = [(dst + r * spitch, src + r * spitch) for r in range(height)]",
+        ("tests/test_runtime_table.py",),
+    ),
+    Mutation(
+        "stream-query-never-busy",
+        RT + "streams.py",
+        "            return bool(self._tasks) or self._running is not None",
+        "            return False",
+        ("tests/test_runtime_table.py",),
+    ),
+    Mutation(
+        "stop-on-failure-ignored",
+        RT + "streams.py",
+        "if self.failure_mode == STOP_ON_FAILURE and self._error is not None:",
+        "if False:",
+        ("tests/test_runtime_table.py",),
     ),
 ]
