@@ -145,7 +145,7 @@ def test_torch_npu_checks_raise_runtime_error(kwargs, message):
 
 def test_an_aclnn_failure_is_a_runtime_error_with_its_status():
     q, k, v, _ = _inputs(6)
-    with pytest.raises(RuntimeError, match=r"call aclnnFlashAttentionScore(V2)? failed, error code is 1610"):
+    with pytest.raises(RuntimeError, match=r"call aclnnFlashAttentionScore failed, error code is 1610"):
         torch_npu.npu_fusion_attention(q, k[..., :16], v, N1, "BSND")
 
 
@@ -176,3 +176,20 @@ def test_opcheck():
                    "scale_value": 0.3}  # fmt: skip
     torch.library.opcheck(torch.ops.npu.npu_fusion_attention_grad.default, grad_args, grad_kwargs)
     torch.library.opcheck(torch.ops.npu.npu_fusion_attention_grad_v2.default, grad_args, grad_kwargs)
+
+
+def test_an_empty_prefix_array_is_no_prefix():
+    """torch_npu passes prefix as an empty aclIntArray (`value_or(at::IntArrayRef{})`), not NULL; for
+    sparse modes other than 5 and 6 the kernels read no prefix, so both give the same bits."""
+    q, k, v, _ = _inputs(10, s1=32, s2=32)
+    tq, tk, tv = (t.reshape(32, t.size(2), D) for t in (q, k, v))
+    outs = []
+    for prefix in ((), None):
+        smax, ssum = torch.empty(32, N1, 8), torch.empty(32, N1, 8)
+        out = torch.empty_like(tq)
+        aclnn_emu.ops.FlashAttentionVarLenScore(
+            tq, tk, tv, None, None, None, CAUSAL, prefix, (12, 32), (12, 32), 0.2, 1.0, 2147483647, 2147483647,
+            N1, "TND", 0, 3, smax, ssum, torch.empty(0, dtype=tq.dtype), out,
+        )  # fmt: skip
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
