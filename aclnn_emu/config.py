@@ -17,9 +17,9 @@ import os
 import re
 import sys
 
-from . import platform
+from . import platform, versions
 
-SOCS = tuple(platform.PARTS) + platform.FAMILIES  # part names, and the family names as aliases
+SOCS = tuple(dict.fromkeys(platform.names() + platform.names(ascend950=True)))  # part names and family aliases
 SANITIZE_MODES = ("warn", "off", "error")
 LOG_LEVELS = ("warning", "info", "debug", "error")
 ISAS = ("auto", "avx512", "avx2", "baseline")
@@ -62,8 +62,9 @@ def _size(text) -> int:
 
 
 def _soc(text) -> str:
-    """A part name or a family alias (any case) -> the part's name (what aclrtGetSocName returns)."""
-    return platform.part(_choice(SOCS)(text)).name
+    """A part name or a family alias (any case) -> its canonical spelling; `check` resolves it to a
+    part of the selected release (what aclrtGetSocName returns)."""
+    return _choice(SOCS)(text)
 
 
 def _count(text) -> int:
@@ -119,11 +120,22 @@ class Setting:
 
 SETTINGS = (
     Setting(
+        "ACLNN_EMU_CANN_VERSION",
+        "cann_version",
+        versions.DEFAULT,
+        ", ".join(versions.ORDER),
+        _choice(versions.ORDER),
+        "the CANN release presented: the version functions, the rules that changed between releases "
+        "(aclnn_emu/versions.py), the part names",
+        versions.ORDER,
+    ),
+    Setting(
         "ACLNN_EMU_SOC",
         "soc",
         "Ascend910B",
         f"a family name ({', '.join(platform.FAMILIES)}) or one of their {len(platform.PARTS)} part names "
-        "(`aclnn-emu coverage` lists them), any case",
+        f"(under CANN 9.x: {platform.A950} or one of its {len(platform.PARTS_950)} part names; "
+        "`aclnn-emu coverage` lists them), any case",
         _soc,
         "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory",
         SOCS,
@@ -230,6 +242,7 @@ BY_VARIABLE = {s.variable: s for s in SETTINGS}
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+    cann_version: str
     soc: str
     strict: bool
     sanitize: str
@@ -244,6 +257,7 @@ class Config:
 
 
 DEFAULTS = {s.field: s.parse(s.default) if s.default else s.default for s in SETTINGS if s.field}
+DEFAULTS["soc"] = platform.part(DEFAULTS["soc"]).name
 DEFAULTS["device_memory"] = platform.part(DEFAULTS["soc"]).device_memory
 
 
@@ -269,8 +283,22 @@ def check(env) -> tuple[Config, list[str], list[str]]:
                 f"{name} is not a setting of aclnn-emu and is ignored; "
                 + (f"did you mean {PREFIX}{close[0]}?" if close else f"the settings are {', '.join(BY_VARIABLE)}")
             )
+    release = versions.RELEASES[values.get("cann_version", DEFAULTS["cann_version"])]
+    if "soc" in values:
+        if values["soc"] in release.parts:
+            values["soc"] = platform.part(values["soc"], release.ascend950).name
+        else:
+            errors.append(not_in_release(values.pop("soc"), release.name))
     values.setdefault("device_memory", platform.part(values.get("soc", DEFAULTS["soc"])).device_memory)
     return Config(**{**DEFAULTS, **values}), errors, unknown
+
+
+def not_in_release(soc: str, release: str) -> str:
+    """The line that says a known part name is not one of the selected CANN release's."""
+    return (
+        f"ACLNN_EMU_SOC={soc!r} is not a part of CANN {release} (ACLNN_EMU_CANN_VERSION): "
+        f"use {BY_VARIABLE['ACLNN_EMU_SOC'].allowed}"
+    )
 
 
 current = Config(**DEFAULTS)

@@ -78,13 +78,19 @@ def pytest_generate_tests(metafunc):
 
 
 def select(monkeypatch, **settings) -> None:
-    """Change emulator settings (config.Config fields: soc, strict, sanitize, ...) for one test; soc
-    takes a part or a family name."""
-    from aclnn_emu import config, platform
+    """Change emulator settings (config.Config fields: soc, strict, sanitize, cann_version, ...) for one
+    test; soc takes a part or a family name (of the release selected by cann_version)."""
+    from aclnn_emu import config, platform, versions
 
+    release = versions.RELEASES[settings.get("cann_version", config.current.cann_version)]
     if "soc" in settings:
-        settings["soc"] = platform.part(settings["soc"]).name
-    variables = {"soc": "ACLNN_EMU_SOC", "strict": "ACLNN_EMU_STRICT", "sanitize": "ACLNN_EMU_SANITIZE"}
+        settings["soc"] = platform.part(settings["soc"], release.ascend950).name
+    variables = {
+        "soc": "ACLNN_EMU_SOC",
+        "strict": "ACLNN_EMU_STRICT",
+        "sanitize": "ACLNN_EMU_SANITIZE",
+        "cann_version": "ACLNN_EMU_CANN_VERSION",
+    }
     for name, value in settings.items():
         if name in variables:
             monkeypatch.setenv(variables[name], str(int(value)) if isinstance(value, bool) else str(value))

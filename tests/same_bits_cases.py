@@ -52,6 +52,83 @@ def _fas(rng, dtype, sparse_mode, pre, nxt, specials=False):
     return {"FlashAttentionScoreV2": list(forward), "FlashAttentionScoreGradV2": list(grads)}
 
 
+def _fas_entries(rng):
+    """FlashAttentionScore V1 and V3 (with a sink) and their gradients, dense BSND with grouped heads."""
+    b, n, n2, s1, s2, d = 1, 4, 2, 301, 277, 64
+    q, dy = (_normal(rng, (b, s1, n, d), F16) for _ in range(2))
+    k, v = (_normal(rng, (b, s2, n2, d), F16) for _ in range(2))
+    sink = (rng.standard_normal(n) * 2).astype(np.float32)
+    common = dict(scaleValue=0.125, preTokens=2147483647, nextTokens=0, headNum=n, inputLayout="BSND", sparseMode=0)
+    results = {}
+    for entry, grad, extra, grad_extra in (
+        ("FlashAttentionScore", "FlashAttentionScoreGrad", {}, {}),
+        ("FlashAttentionScoreV3", "FlashAttentionScoreGradV3", dict(sinkOptional=sink), dict(sinkInOptional=sink)),
+    ):
+        fwd = getattr(ae.ops, entry)(q, k, v, keepProb=1.0, innerPrecise=0, **extra, **common)
+        grads = getattr(ae.ops, grad)(
+            q,
+            k,
+            v,
+            dy,
+            softmaxMaxOptional=fwd.softmaxMaxOut,
+            softmaxSumOptional=fwd.softmaxSumOut,
+            attentionInOptional=fwd.attentionOutOut,
+            **grad_extra,
+            **common,
+        )
+        results[entry], results[grad] = list(fwd), list(grads)
+    return results
+
+
+def _var_len(rng):
+    """VarLenScore V1-V5 and UnpaddingScoreGrad V1-V5 on a packed TND batch with an empty query batch;
+    V3/V5 with the rope halves (bf16), V5 with a sink and token-major statistics."""
+    cu_q, cu_kv, n, n2 = [16, 16, 53, 131], [24, 30, 67, 173], 4, 2
+    mask = np.triu(np.ones((2048, 2048), np.uint8), 1)
+    common = dict(
+        attenMaskOptional=mask,
+        actualSeqQLenOptional=cu_q,
+        actualSeqKvLenOptional=cu_kv,
+        scaleValue=0.1,
+        keepProb=1.0,
+        preTokens=2147483647,
+        nextTokens=0,
+        headNum=n,
+        inputLayout="TND",
+        innerPrecise=0,
+        sparseMode=3,
+    )
+    results = {}
+    for version, dtype in (("", F16), ("V2", F16), ("V3", BF16), ("V4", F16), ("V5", BF16)):
+        q, dy = (_normal(rng, (cu_q[-1], n, 72), dtype) for _ in range(2))
+        k, v = (_normal(rng, (cu_kv[-1], n2, 72), dtype) for _ in range(2))
+        fwd_extra, grad_extra = {}, {}
+        if version in ("V3", "V5"):
+            qr, kr = _normal(rng, (cu_q[-1], n, 32), dtype), _normal(rng, (cu_kv[-1], n2, 32), dtype)
+            fwd_extra, grad_extra = dict(queryRope=qr, keyRope=kr), dict(queryRope=qr, keyInRope=kr)
+        if version == "V5":
+            sink = (rng.standard_normal(n) * 2).astype(np.float32)
+            fwd_extra.update(sinkOptional=sink, softmaxOutLayout="same_as_input")
+            grad_extra.update(sinkInOptional=sink, softmaxInLayout="same_as_input")
+        if version == "V4":
+            fwd_extra, grad_extra = dict(softmaxOutLayout="same_as_input"), dict(softmaxInLayout="same_as_input")
+        fwd = getattr(ae.ops, f"FlashAttentionVarLenScore{version}")(q, key=k, value=v, **fwd_extra, **common)
+        grads = getattr(ae.ops, f"FlashAttentionUnpaddingScoreGrad{version}")(
+            q,
+            keyIn=k,
+            value=v,
+            dy=dy,
+            softmaxMaxOptional=fwd.softmaxMaxOut,
+            softmaxSumOptional=fwd.softmaxSumOut,
+            attentionInOptional=fwd.attentionOutOut,
+            **grad_extra,
+            **common,
+        )
+        results[f"FlashAttentionVarLenScore{version}"] = list(fwd)
+        results[f"FlashAttentionUnpaddingScoreGrad{version}"] = list(grads)
+    return results
+
+
 def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2"):
     """PromptFlashAttentionV2 on two batches of grouped heads, or (`one_head`) on one long head,
     which the kernel cuts into row chunks per worker, with the band as attenMask."""
@@ -203,6 +280,8 @@ def cases() -> dict:
     ):
         for op, outputs in _fas(rng, dtype, mode, pre, nxt, specials).items():
             results[f"{op} {np.dtype(dtype).name} sparse {mode}{' NaN/inf' if specials else ''}"] = outputs
+    for entries in (_fas_entries(rng), _var_len(rng)):
+        results.update({f"{op} float16/bfloat16": outputs for op, outputs in entries.items()})
     for dtype, pre, nxt in ((F16, 2147483647, 0), (BF16, 2147483647, 0), (F16, 123, 5)):
         results[f"PromptFlashAttentionV2 {np.dtype(dtype).name} band {pre} {nxt}"] = _pfa(rng, dtype, pre, nxt)
     results["PromptFlashAttentionV2 one head band 100 0"] = _pfa(rng, F16, 100, 0, one_head=True)

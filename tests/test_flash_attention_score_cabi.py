@@ -152,6 +152,31 @@ def test_every_rule_returns_the_source_code(rules_run, family):
     assert cabi.rule_codes(rules_run.stdout) == BY_FAMILY[family]
 
 
+# Where another CANN release (ACLNN_EMU_CANN_VERSION; the tables above are 8.5.0's) answers differently,
+# with that release's source (aclnn_emu/versions.py declares each rule). 9.x's other FlashAttentionScoreV2
+# changes are not emulated (docs/coverage.md, `aclnn-emu coverage --version 9.1.0`).
+FAS_API = "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp"
+RELEASE_CHANGES = {
+    ("9.1.0", family): {
+        "out.attention_out_dtype": (
+            INVALID,
+            f"9.1.0:{FAS_API} aclnnFlashAttentionScoreV2GetWorkspaceSize: InputOutputDtypeCheck on DAV_2201",
+        )
+    }
+    for family in ("Ascend910B", "Ascend910_93")
+}
+
+
+@pytest.mark.parametrize("version", ["8.5.0-beta.1", "9.0.0", "9.1.0"])
+def test_every_rule_per_release(family, version):
+    result = cabi.compile_and_run(
+        "flash_attention_score_rules.cpp", env={"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    changes = {rule: code for rule, (code, _) in RELEASE_CHANGES.get((version, family), {}).items()}
+    assert cabi.rule_codes(result.stdout) == {**BY_FAMILY[family], **changes}
+
+
 def test_output_dtype_mismatch_is_an_inferred_rule():
     """attentionOut in another dtype than query fails ViewCopy on hardware (inferred): a warning by
     default, 161001 under ACLNN_EMU_STRICT=1."""

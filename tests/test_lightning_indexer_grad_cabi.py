@@ -9,7 +9,7 @@ import cabi
 from precision import assert_meets
 from golden.lightning_indexer_grad import reference
 
-NULLPTR, INNER, AICORE = 161001, 561103, 507015
+NULLPTR, INVALID, INNER, AICORE = 161001, 161002, 561103, 507015
 MIB = 1 << 20
 
 
@@ -29,6 +29,8 @@ RULES = {
         for name in ("query", "key", "dy", "spareIndices", "weights", "dQuery", "dKey", "dWeights")
     },
     "null.before_empty": NULLPTR,
+    "dtype.before_empty": 0,
+    "dtype.before_null_out": NULLPTR,
     "empty.query": 0,
     "empty.query.workspace": 0,
     "empty.query.run": 0,
@@ -77,11 +79,31 @@ INFERRED_RULES = ("inferred.format", "inferred.out_dtype", "inferred.out_shape")
 # call that gets past the op_api null and empty checks has no kernel (561103); a failed phase 1
 # leaves the workspace size 0 and runs nothing.
 NO_KERNEL = {
-    rule: (code if rule.startswith(("null.", "empty.")) else 0 if rule.endswith(".workspace") else INNER)
+    rule: (
+        code if rule.startswith(("null.", "empty.", "dtype.before_")) else 0 if rule.endswith(".workspace") else INNER
+    )
     for rule, code in RULES.items()
     if rule.startswith("empty.") or not rule.endswith((".run", ".sync"))
 }
 BY_FAMILY = {"Ascend910B": RULES, "Ascend910_93": RULES, "Ascend910_95": NO_KERNEL}
+
+
+# 9.0.0 and 9.1.0 (ACLNN_EMU_CANN_VERSION; the tables above are 8.5.0's): ValidateParams checks the inputs'
+# nulls and dtypes first (ops-transformer v9.0.0 and branch 9.1.0
+# attention/lightning_indexer_grad/op_host/op_api/aclnn_lightning_indexer_grad.cpp ValidateParams, CheckDataType).
+VALIDATED_FIRST = {
+    name: INVALID
+    for name in ("dtype.query", "dtype.key", "dtype.dy", "dtype.weights", "dtype.before_empty", "dtype.before_null_out")
+}
+
+
+@pytest.mark.parametrize("version", ["8.5.0-beta.1", "9.0.0", "9.1.0"])
+def test_every_rule_per_release(family, version):
+    env = {"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    changes = VALIDATED_FIRST if version.startswith("9.") else {}
+    assert cabi.rule_codes(result.stdout) == {**BY_FAMILY[family], **changes}
 
 
 def test_every_rule_returns_its_code(family):

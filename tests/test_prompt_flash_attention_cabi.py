@@ -62,6 +62,8 @@ EXPECTED = {
     "v2.quant2_1d_per_channel": 0,
     "v2.quant2_one_2d": 0,
     "v2.quant2_offset_rank": 0,
+    # A 3-D quantScale2, D padded 8 -> 16, no quantOffset2: accepted from 8.5.0 (per release below).
+    "v2.quant2_3d_null_offset": 0,
     # G = 128 with D 192 / Dv 128: A2/A3 keep the group limit of 64.
     "v2.mla_group": TILING,
     # A one-row query with a mask and negative tokens: A2/A3 apply the tokens.
@@ -308,6 +310,27 @@ ARCH35 = {
 }
 
 
+# Where another CANN release (ACLNN_EMU_CANN_VERSION; the tables above are 8.5.0's) answers
+# differently, per family, with that release's source (aclnn_emu/versions.py declares each rule).
+# 9.x's unreviewed PFA tiling changes are not emulated (docs/coverage.md): there the 8.5 codes stand.
+OPS_API = "attention/prompt_flash_attention/op_host/op_api/"
+RELEASE_CHANGES = {
+    ("8.5.0-beta.1", family): {
+        "v2.quant2_3d_null_offset": (
+            TILING,
+            f"v8.5.0-beta.1:{OPS_API}aclnn_prompt_flash_attention_inner.cpp PreprocessQKVInput: pads the null "
+            "quantOffset2 (8.5.0 pads it only when given)",
+        )
+    }
+    for family in ("Ascend910B", "Ascend910_93")
+}
+WITHDRAWN_ON_950 = {
+    "9.0.0": f"v9.0.0:{OPS_API}aclnn_prompt_flash_attention_v2.cpp aclnnPromptFlashAttentionV2GetWorkspaceSize",
+    "9.1.0": "9.1.0:attention/prompt_flash_attention/op_api/aclnn_prompt_flash_attention_v2.cpp "
+    "aclnnPromptFlashAttentionV2GetWorkspaceSize",
+}
+
+
 def run_rules(**env):
     result = cabi.compile_and_run("prompt_flash_attention_rules.cpp", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -344,6 +367,21 @@ def test_status_code_on_ascend910_95(codes_arch35, rule):
     assert codes_arch35.get(rule) == expected, (
         f"{rule} on Ascend910_95: got {codes_arch35.get(rule)}, expected {expected} ({source})"
     )
+
+
+@pytest.mark.parametrize("version", ["8.5.0-beta.1", "9.0.0", "9.1.0"])
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend910_93", "Ascend910_95"])
+def test_status_codes_per_release(version, soc):
+    """Every rule under another release: 8.5.0's code (tables above) unless RELEASE_CHANGES says
+    otherwise; on the Ascend910_95 family under 9.x (Ascend950) every call is 361001 (WITHDRAWN_ON_950)."""
+    codes = run_rules(ACLNN_EMU_SOC=soc, ACLNN_EMU_CANN_VERSION=version)
+    base = {r: ARCH35.get(r, (code, ""))[0] if soc == "Ascend910_95" else code for r, code in EXPECTED.items()}
+    if soc == "Ascend910_95" and version in WITHDRAWN_ON_950:
+        expected = {rule: 361001 for rule in base}  # WITHDRAWN_ON_950[version] decides it before any argument
+    else:
+        expected = {**base, **{r: code for r, (code, _) in RELEASE_CHANGES.get((version, soc), {}).items()}}
+    wrong = {r: (codes.get(r), expected[r]) for r in expected if codes.get(r) != expected[r]}
+    assert not wrong, f"{version} on {soc}: (got, expected) {wrong}"
 
 
 def test_portability_rules_on_ascend910_95():

@@ -20,7 +20,7 @@ def _scatter_case():
 def test_a_captured_operator_runs_only_when_replayed():
     with ae.Device(0) as dev, dev.stream() as s:
         key, cache, values, slots = _scatter_case()
-        step = ae.ops.ScatterPaKvCache.prepare(key, cache, slots, key, values)
+        step = ae.ops.ScatterPaKvCache.prepare(key, cache, slots, key, values, cacheModeOptional="Norm")
         with ae.capture(s) as graph:
             step.run(stream=s)
         assert graph.handle

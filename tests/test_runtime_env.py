@@ -64,12 +64,23 @@ def test_soc_name_is_the_part_name_and_a_family_name_means_one_part():
     assert rows == [[name, "0", expected[name]] for name in names]
 
 
-@pytest.mark.parametrize("name", ["Ascend910B5", "Ascend910", "Ascend910_9393", "Ascend950PR_9599", "Ascend310P3"])
+@pytest.mark.parametrize("name", ["Ascend910B5", "Ascend910", "Ascend910_9393", "Ascend310P3"])
 def test_a_name_that_is_no_emulated_part_is_the_one_line_setting_error(name):
     result = cabi.compile_and_run("runtime_env.cpp", "parts", name, env={"ACLNN_EMU_SOC": name}, timeout=120)
     assert result.stdout == f"{name} 100000 (null)\n"
     lines = result.stderr.splitlines()
     assert lines == [f"aclnn-emu: {config.BY_VARIABLE['ACLNN_EMU_SOC'].rejected(name)}; {config.CONSEQUENCE}"]
+
+
+@pytest.mark.parametrize(
+    "version, name", [("8.5.0", "Ascend950PR_9599"), ("8.5.0-beta.1", "Ascend950"), ("9.0.0", "Ascend910_9599")]
+)
+def test_a_part_of_another_cann_release_is_the_one_line_setting_error(version, name):
+    """The 910_95 family's parts are Ascend910_95xx in 8.5 and Ascend950xx_95xx in 9.x (aclnn_emu/platform.py)."""
+    env = {"ACLNN_EMU_SOC": name, "ACLNN_EMU_CANN_VERSION": version}
+    result = cabi.compile_and_run("runtime_env.cpp", "parts", name, env=env, timeout=120)
+    assert result.stdout == f"{name} 100000 (null)\n"
+    assert result.stderr.splitlines() == [f"aclnn-emu: {config.not_in_release(name, version)}; {config.CONSEQUENCE}"]
 
 
 @pytest.mark.parametrize(
@@ -82,11 +93,18 @@ def test_a_name_that_is_no_emulated_part_is_the_one_line_setting_error(name):
         ("ascend910_93", "Ascend910_9392", 64 << 30),
         ("Ascend910B2C", "Ascend910B2C", UNKNOWN_HBM),
         ("Ascend910_95", "Ascend910_9599", UNKNOWN_HBM),
+        ("9.0.0/Ascend950", "Ascend950PR_9599", 128 << 30),
+        ("9.0.0/ascend910_95", "Ascend950PR_9599", 128 << 30),
+        ("9.1.0/Ascend950DT_9573", "Ascend950DT_9573", 135291569824),
+        ("9.1.0/Ascend950PR_957bx", "Ascend950PR_957bx", 112 << 30),
     ],
 )
 def test_get_mem_info_reports_the_parts_hbm(name, soc, total):
-    """platform.py: memory_size of the part's platform config; not published for B2C and arch35 parts."""
-    result, codes = scenario("soc", ACLNN_EMU_SOC=name)
+    """platform.py: memory_size of the part's platform config (hicann/runtime v8.5.0-beta.1 for 8.5, v9.0.0
+    and v9.1.0 cann-dev/Ascend950*.ini under ACLNN_EMU_CANN_VERSION=9.x); not published for B2C and the
+    8.5 arch35 parts."""
+    version, _, name = name.rpartition("/")
+    result, codes = scenario("soc", ACLNN_EMU_SOC=name, ACLNN_EMU_CANN_VERSION=version)
     assert f"soc {soc}\n" in result.stdout
     assert codes["mem_info"] == 0 and codes["mem_total"] == total and 0 < codes["mem_free"] <= total
 

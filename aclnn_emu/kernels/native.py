@@ -86,12 +86,14 @@ def detected_cache_sizes() -> tuple[int, int, int]:
                 found[int(level)] = int(size.rstrip("KM")) << (20 if size.endswith("M") else 10)
         except (OSError, ValueError):
             continue
-    return tuple(found.get(level) or fallback for level, fallback in zip((1, 2, 3), FALLBACK_CACHES))
+    l1, l2, l3 = (found.get(level) or fallback for level, fallback in zip((1, 2, 3), FALLBACK_CACHES))
+    return l1, l2, l3
 
 
 def cache_sizes() -> tuple[int, int, int]:
     """The cache sizes the loops block for: ACLNN_EMU_CACHE_SIZES, else the CPU's."""
-    return config.current.cache_sizes or detected_cache_sizes()
+    given = config.current.cache_sizes  # three sizes when set (config checks it)
+    return (given[0], given[1], given[2]) if given else detected_cache_sizes()
 
 
 _in_use = "baseline"

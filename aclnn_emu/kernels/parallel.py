@@ -31,7 +31,7 @@ import threading
 from aclnn_emu import config
 
 _lock = threading.Lock()
-_pool = None
+_pool: "_Pool | None" = None
 _worker = threading.local()
 _blas_lock = threading.Lock()
 _blas_users = 0

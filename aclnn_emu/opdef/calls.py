@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from .. import config, platform, status
+from .. import config, platform, status, versions
 from ..meta import Executor, Tensor
 from ..runtime import api as rt
 from ..runtime import devices, handles, sanitizer, trace
@@ -25,6 +25,13 @@ def _settings_ok() -> None:
         raise AclError(status.ACLNN_ERR_PARAM_INVALID, config.problem, rule="settings")
 
 
+def _not_withdrawn(op_name: str, env: Env) -> None:
+    """An entry point the selected release withdrew on this chip fails first, in either phase."""
+    gone = versions.withdrawal(op_name, env.version, env.soc)
+    if gone is not None:
+        raise AclError(gone.code, gone.message, rule=gone.rule)
+
+
 def get_workspace_size(op, values, convert=None, raises: bool = False) -> tuple[int, int, int]:
     """Phase 1 with converted arguments (Tensor/None/tuple/int/float/bool/str), or with Python
     values and the `arguments` function that converts them. `raises`: the caller raises the failure
@@ -33,6 +40,7 @@ def get_workspace_size(op, values, convert=None, raises: bool = False) -> tuple[
     args = None
     try:
         _settings_ok()
+        _not_withdrawn(op.name, env)
         if convert is not None:
             values = convert(op, values)
         if op.prepare_fn is None:
@@ -126,6 +134,7 @@ def run(op_name: str, workspace: int, workspace_size: int, executor_handle: int,
     executor = None
     try:
         _settings_ok()
+        _not_withdrawn(op_name, Env(op_name))
         executor = _executor(executor_handle, phase2)
         required = executor.launch.workspace_size
         if not isinstance(workspace_size, int):  # only aclnn_emu.raw can pass one

@@ -25,10 +25,12 @@ def fail(rule: str, message: str, chips=()):
 
 
 @contextmanager
-def mapped(code: int, prefix: str, rule_prefix: str = ""):
+def mapped(code: int, prefix: str = "", rule_prefix: str = "", suffix: str = ""):
     """Run a tiling (a `with` block, or a decorator on the tiling function); its TilingFailure becomes
-    OpError(code, prefix + message, rule_prefix + rule)."""
+    OpError(code, prefix + message + suffix, rule_prefix + rule)."""
     try:
         yield
     except TilingFailure as failure:
-        raise OpError(code, prefix + failure.message, rule=rule_prefix + failure.rule, chips=failure.chips) from None
+        raise OpError(
+            code, prefix + failure.message + suffix, rule=rule_prefix + failure.rule, chips=failure.chips
+        ) from None

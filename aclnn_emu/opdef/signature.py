@@ -8,7 +8,7 @@ import dataclasses
 import sys
 import types
 
-from .. import config, platform
+from .. import config, platform, versions
 from ..runtime.errors import AclError, note
 
 
@@ -140,7 +140,8 @@ class Env:
 
     def __init__(self, op_name: str, soc: str | None = None, quiet: bool = False):
         self.op_name = op_name
-        self._part = platform.part(config.current.soc if soc is None else soc)
+        self.version = versions.RELEASES[config.current.cann_version]  # the rules of this CANN release
+        self._part = platform.part(config.current.soc if soc is None else soc, self.version.ascend950)
         self.strict = config.current.strict
         self.quiet = quiet
         self.asked_soc = False

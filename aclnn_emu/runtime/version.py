@@ -1,15 +1,13 @@
-"""The CANN version the emulator presents, in one place: aclrtGetVersion, aclsysGetVersionStr/Num
-and the toolkit's share/info/<package>/version.info files all derive from it."""
+"""The CANN version the emulator presents: the release ACLNN_EMU_CANN_VERSION selects (its facts are in
+aclnn_emu/versions.py). aclrtGetVersion, aclsysGetVersionStr/Num and the toolkit's
+share/info/<package>/version.info files all derive from it."""
 
 import os
 import pathlib
 
-from .. import status
+from .. import config, status, toolkit, versions
 from .errors import AclError
 
-CANN_VERSION = "8.5.0"
-# The AscendCL API version each CANN release's acl_rt.h declares (ACL_MAJOR/MINOR/PATCH_VERSION).
-_ACL_API = {"8.5.0": (1, 16, 0)}
 # The packages whose version.info the toolkit ships: the runtime and the operator package we emulate.
 PACKAGES = ("runtime", "ops-transformer")
 # aclsysGetVersionNum's weights (runtime src/acl/aclrt_impl/acl.cpp, CalculateVersionNum).
@@ -17,12 +15,19 @@ _WEIGHTS = (10_000_000, 100_000, 1_000)
 _PRERELEASE = (("alpha", 300), ("beta", 200), ("rc", 100))
 
 
+def cann_version() -> str:
+    return config.current.cann_version
+
+
 def acl_api_version() -> tuple[int, int, int]:
-    return _ACL_API[CANN_VERSION]
+    """The AscendCL API version the selected release's acl_rt.h declares."""
+    return versions.RELEASES[cann_version()].acl_api
 
 
 def version_info_text() -> str:
-    return f"Version={CANN_VERSION}\n"
+    """The toolkit's version.info (written at build time, so the default release); reading it reports
+    the release selected when read (version_string)."""
+    return f"Version={versions.DEFAULT}\n"
 
 
 def _info_file(package: str) -> pathlib.Path | None:
@@ -42,6 +47,12 @@ def _read(package: str) -> str | None:
     return None
 
 
+def _ours(package: str) -> bool:
+    """Whether the package's version.info is the emulator's own (whose release is the selected one)."""
+    path = _info_file(package)
+    return path is not None and path.is_relative_to(toolkit.HOME.resolve())
+
+
 def version_string(package: str) -> str:
     """aclsysGetVersionStr: the Version= line of $ASCEND_HOME_PATH/share/info/<pkg>/version.info,
     retried with '-' and '_' swapped; ACL_ERROR_INVALID_FILE when absent (GetPkgVersionContent)."""
@@ -51,7 +62,7 @@ def version_string(package: str) -> str:
     for name in candidates:
         found = _read(name)
         if found is not None:
-            return found
+            return cann_version() if _ours(name) else found
     raise AclError(
         status.ACL_ERROR_INVALID_FILE,
         f"no version.info for package {package!r} under $ASCEND_HOME_PATH/share/info (is ASCEND_HOME_PATH set?)",

@@ -157,6 +157,15 @@ int main(int argc, char **argv) {
         Check("null.before_empty", c);
     }
     EmptyQuery(stream);
+    {
+        Case c = WithDtype(Bsnd(), ACL_FLOAT);  // from 9.0.0 the dtypes come before the empty-query return
+        c.q = Arg({1, 0, 64, 128}, ACL_FLOAT);
+        Check("dtype.before_empty", c);
+        c = Bsnd();  // ... and before the outputs' null checks
+        c.k.dtype = ACL_FLOAT16;
+        c.dw = Arg();
+        Check("dtype.before_null_out", c);
+    }
 
     Case c = Bsnd();
     c.layout = nullptr;

@@ -201,6 +201,9 @@ int main(int argc, char **argv) {
     // CheckPostQuantShape: [1] or qN x vD elements, offset of the same rank; no 32-element D rule.
     c = Case(); c.q = c.k = c.v = T({1, 2, 16, 16}); c.out = T({1, 2, 16, 16}, ACL_INT8); c.hasQuant2 = true;
     c.quant2 = T({2, 16}, ACL_FLOAT); c.run = true; REPORT("v2.quant2_per_channel_d16", Call(c, stream));
+    // PreprocessQKVInput pads a 3-D quantScale2 with D (8 -> 16) and, before 8.5.0, a null quantOffset2 too.
+    c = Case(); c.q = c.k = c.v = c.out = T({1, 2, 16, 8}); c.hasQuant2 = true; c.quant2 = T({2, 1, 8}, ACL_FLOAT);
+    c.run = true; REPORT("v2.quant2_3d_null_offset", Call(c, stream));
     c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.quant2 = T({64}, ACL_FLOAT); REPORT("v2.quant2_1d_per_channel", Call(c, stream));
     c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = true; c.quant2 = T({1, 1}, ACL_FLOAT); REPORT("v2.quant2_one_2d", Call(c, stream));
     c = Case(); c.out.dtype = ACL_INT8; c.hasQuant2 = c.hasOffset2 = true; c.quant2 = T({2, 32}, ACL_FLOAT);

@@ -175,8 +175,21 @@ def var_len_score_grad(
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
     terms = []
     for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
-        operands = (q[rows], k[keys], value[keys], dy[rows], attention_in[rows])
-        got = flash_attention_score_grad(*(x[None] for x in operands), *views[b], p, None, drop, mask, sink)
+        smax, ssum = views[b]
+        got = flash_attention_score_grad(
+            q[None, rows],
+            k[None, keys],
+            value[None, keys],
+            dy[None, rows],
+            attention_in[None, rows],
+            smax,
+            ssum,
+            p,
+            None,
+            drop,
+            mask,
+            sink,
+        )
         dq[rows], dk[keys], dv[keys] = (x[0] for x in got[:3])
         if sink is not None:
             terms.append(got[3])

@@ -210,7 +210,7 @@ def lightning_indexer_grad(
         if k:
             with np.errstate(over="ignore", invalid="ignore"):
                 workers[0].dk += workers[k].dk
-            workers[k].dk = None
+            workers[k].dk = None  # type: ignore[assignment]  # let go once added in
 
     order = parallel.OrderedCommit()
     parallel.map_ordered(lambda k: order.run(k, lambda: compute(k), lambda _: commit(k)), range(len(workers)))

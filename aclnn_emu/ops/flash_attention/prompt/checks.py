@@ -99,6 +99,7 @@ def _prepare(a, env):
     shapes = _analyse_shapes(a, env)
     if shapes.need_pad:
         _check_formats(a)
+        _check_quant_offset2_pad(a, env)
     else:
         _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
@@ -191,6 +192,18 @@ def _analyse_shapes(a, env) -> Shapes:
         shapes.pad = -shapes.d % block
         shapes.pad_v = shapes.d + shapes.pad - shapes.dv if shapes.d > shapes.dv else shapes.pad
     return shapes
+
+
+def _check_quant_offset2_pad(a, env):
+    """PreprocessQKVInput pads a 3-/4-D quantScale2 and, before 8.5.0, the offset even when it is null."""
+    rule = "pfa.pad_of_null_quant_offset2_fails"
+    scale = a.quantScale2
+    if env.version.has(rule) and scale is not None and scale.ndim in (3, 4) and a.quantOffset2 is None:
+        raise OpError(
+            status.ACLNN_ERR_INNER_NULLPTR,
+            f"padding quantOffset2 failed: it is nullptr ({env.version.source(rule)})",
+            rule="quant2.pad_null_offset",
+        )
 
 
 def _check_formats(a):

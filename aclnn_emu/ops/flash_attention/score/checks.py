@@ -19,6 +19,7 @@ import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
+from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
@@ -82,19 +83,17 @@ TND_UNESTABLISHED = Gaps(
 MISSING = object()  # a parameter the entry point does not have
 
 
-def _l0_error(message: str, rule: str):
-    """An infershape / kernel-selection / tiling failure: the V2 op_api reports it as 161001."""
-    return OpError(
-        NULLPTR,
-        f"{message} (FlashAttentionScore L0 failed; ViewCopy of its nullptr output returns ACLNN_ERR_PARAM_NULLPTR)",
-        rule=rule,
-    )
+# An infershape / kernel-selection / tiling failure: the op_api reports it as 161001 (the L0 output is
+# nullptr). On the op's prepare and on its entry points' own checks.
+l0_failed = mapped(
+    NULLPTR, suffix=" (FlashAttentionScore L0 failed; ViewCopy of its nullptr output returns ACLNN_ERR_PARAM_NULLPTR)"
+)
 
 
 def _fail(problem):
     """Raise a tiling failure given as (message, rule) by score/checks_arch35; None passes."""
     if problem is not None:
-        raise _l0_error(*problem)
+        fail(problem[1], problem[0])
 
 
 # -- op_api ---------------------------------------------------------------------------------------
@@ -231,6 +230,17 @@ def _sink(a):
 
 
 # -- L0: kernel selection and tiling ----------------------------------------------------------------
+def _check_query_out_dtype(a, env, arch35):
+    """From 9.1.0, InputOutputDtypeCheck on A2/A3 only (versions.RULES)."""
+    rule = "fas.query_dtype_is_out_dtype_on_a2a3"
+    if not arch35 and env.version.has(rule) and a.query.dtype != a.attentionOutOut.dtype:
+        raise OpError(
+            INVALID,
+            f"Input query tensor's dtype should be same with attentionOut tensor's dtype ({env.version.source(rule)})",
+            rule="dtype.query_out",
+        )
+
+
 def _kernel_select(a):
     """The dtype combinations op_host/flash_attention_score_def.cpp registers for fp16/bf16/fp32."""
     q = a.query.dtype
@@ -243,10 +253,10 @@ def _kernel_select(a):
     for name, allowed in checks:
         tensor = getattr(a, name)
         if tensor is not None and tensor.dtype not in allowed:
-            raise _l0_error(
+            fail(
+                f"select.{name}",
                 f"{name} dtype {tensor.dtype.name} has no FlashAttentionScore kernel with query "
                 f"{q.name}; expected {'/'.join(d.name for d in allowed)}",
-                f"select.{name}",
             )
 
 
@@ -256,66 +266,62 @@ def _check_params(a, x: _Axes):
     if x.layout in ("BSH", "SBH"):
         axis = 0 if x.layout == "BSH" else 1
         if q[axis] != k[axis]:
-            raise _l0_error(
-                f"query or key shape is invalid: query {list(q)} and key {list(k)} differ in B", "tiling.batch"
-            )
+            fail("tiling.batch", f"query or key shape is invalid: query {list(q)} and key {list(k)} differ in B")
         if k[2] < v[2]:
-            raise _l0_error(f"key or value shape is invalid: key H {k[2]} < value H {v[2]}", "tiling.kv_h")
+            fail("tiling.kv_h", f"key or value shape is invalid: key H {k[2]} < value H {v[2]}")
     elif x.layout in ("BSND", "BNSD"):
         if q[0] != k[0] or q[3] != k[3]:
-            raise _l0_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
+            fail("tiling.qk_shape", f"query or key shape is invalid: query {list(q)}, key {list(k)}")
 
 
 def _check_attrs_and_layout(a, x: _Axes, arch35):
     """AnalyzeAttrs and AnalyzeLayout of FlashAttentionScoreTilingBase::GetShapeAttrsInfo."""
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
-        raise _l0_error(f"keepProb value must be in range of (0, 1]: got {a.keepProb}", "tiling.keep_prob")
+        fail("tiling.keep_prob", f"keepProb value must be in range of (0, 1]: got {a.keepProb}")
     if a.pseType < 0 or a.pseType >= 4:
-        raise _l0_error(f"pseType value is out of range: got {a.pseType}; expected 0-3", "tiling.pse_type")
+        fail("tiling.pse_type", f"pseType value is out of range: got {a.pseType}; expected 0-3")
     q = a.query.shape
     if x.layout == "TND":
         if getattr(a, "actualSeqQLenOptional", MISSING) is not MISSING:
             return  # the variable-length entry points: tnd.check_lengths
-        raise _l0_error(
+        fail(
+            "tiling.tnd",
             TND_UNDEFINED
             if arch35
             else "inputLayout TND needs actual sequence lengths, "
             "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)",
-            "tiling.tnd",
         )
     if x.layout in ("BSH", "SBH"):
         if q[2] % a.headNum:
-            raise _l0_error(f"h1 [{q[2]}] should be a multiple of n1Size [{a.headNum}].", "tiling.h1_heads")
+            fail("tiling.h1_heads", f"h1 [{q[2]}] should be a multiple of n1Size [{a.headNum}].")
     elif a.headNum != x.query_heads:
-        raise _l0_error(f"head_num is [{a.headNum}], but got query N [{x.query_heads}].", "tiling.head_num")
+        fail("tiling.head_num", f"head_num is [{a.headNum}], but got query N [{x.query_heads}].")
     if x.n1 < x.n2 or x.n1 % x.n2:
-        raise _l0_error(f"n1Size [{x.n1}] should be a multiple of n2Size [{x.n2}].", "tiling.gqa")
+        fail("tiling.gqa", f"n1Size [{x.n1}] should be a multiple of n2Size [{x.n2}].")
 
 
 def _check_pse(a, x: _Axes, arch35):
     pse = _present(a.realShiftOptional)
     if pse is None:
         if a.pseType != 1 and not arch35:  # the arch35 AnalyzePseOptionalInput has no such check
-            raise _l0_error(
-                f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
-            )
+            fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
         return
     if a.pseType in (2, 3):
         if pse.ndim not in (1, 2):
-            raise _l0_error(
+            fail(
+                "tiling.pse_inner_shape",
                 f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
                 f"FLOAT slopes [N1] or [B,N1]",
-                "tiling.pse_inner_shape",
             )
         if tuple(pse.shape) not in ((x.n1,), (x.b, x.n1)):
             READ_PAST.refuse("pse_inner_size", f"slopes {list(pse.shape)}, [N1] = [{x.n1}], [B,N1] = [{x.b},{x.n1}]")
         return
     shape = pse.shape
     if pse.ndim != 4:
-        raise _l0_error(f"pse dim should be 4, but got {pse.ndim}", "tiling.pse_rank")
+        fail("tiling.pse_rank", f"pse dim should be 4, but got {pse.ndim}")
     if shape[0] not in (x.b, 1):
-        raise _l0_error(f"pse batchsize should be 1 or {x.b}, but got {shape[0]}", "tiling.pse_batch")
+        fail("tiling.pse_batch", f"pse batchsize should be 1 or {x.b}, but got {shape[0]}")
     rows = shape[2]
     if (
         shape[1] != x.n1
@@ -323,10 +329,10 @@ def _check_pse(a, x: _Axes, arch35):
         or rows not in (x.s1, 1, ALIBI_ROWS)
         or (rows == ALIBI_ROWS and x.s1 < ALIBI_ROWS)
     ):
-        raise _l0_error(
+        fail(
+            "tiling.pse_shape",
             f"get unsupported pse shape, the shape is {list(shape)}; expected [B|1,N1,S1|1,S2] or "
             f"[B|1,N1,1024,S2] with S1 >= 1024 (N1={x.n1}, S1={x.s1}, S2={x.s2})",
-            "tiling.pse_shape",
         )
 
 
@@ -338,27 +344,27 @@ def _check_atten_mask(a, x: _Axes, mode):
     compressed = mode in COMPRESSED_MASK
     if mask.ndim == 4:
         if shape not in ((1, 1, x.s1, x.s2), (x.b, 1, x.s1, x.s2), (x.b, x.n1, x.s1, x.s2)):
-            raise _l0_error(
+            fail(
+                "tiling.mask_shape",
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{x.b}], N=[{x.n1}], "
                 f"Sq=[{x.s1}], Skv=[{x.s2}], supported atten_mask shape can be [B, N, Sq, Skv], "
                 "[B, 1, Sq, Skv], [1, 1, Sq, Skv] and [Sq, Skv].",
-                "tiling.mask_shape",
             )
     elif mask.ndim == 2:
         if shape != (x.s1, x.s2) and not compressed:
-            raise _l0_error(
+            fail(
+                "tiling.mask_shape",
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. Sq=[{x.s1}], "
                 f"Skv=[{x.s2}]; expected [Sq, Skv] for sparseMode {mode}",
-                "tiling.mask_shape",
             )
     else:
-        raise _l0_error(f"atten mask dim should be 2 or 4, but got {mask.ndim}", "tiling.mask_rank")
+        fail("tiling.mask_rank", f"atten mask dim should be 2 or 4, but got {mask.ndim}")
     if compressed and shape[-2:] != COMPRESSED_MASK[mode]:
         rows, cols = COMPRESSED_MASK[mode]
-        raise _l0_error(
+        fail(
+            "tiling.mask_compressed",
             f"In the {'prefix ' if mode == 6 else ''}attenmask compression, please set the "
             f"atten_mask_shape to [{rows},{cols}] (sparseMode {mode}, got {list(shape)})",
-            "tiling.mask_compressed",
         )
 
 
@@ -376,9 +382,9 @@ def _check_drop_mask(a, x: _Axes, env, arch35):
     if drop is not None:
         need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
         if drop.numel < need:
-            raise _l0_error(
-                f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
+            fail(
                 "tiling.drop_size",
+                f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
             )
     return generated
 
@@ -407,14 +413,14 @@ def _sparse_info(a, x: _Axes, mode):
             return 0, False, False
         ok, invalid = _band_check(pre, nxt, x)
         if not ok:
-            raise _l0_error(
+            fail(
+                "tiling.tokens",
                 f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}], "
                 "there is no valid data block.",
-                "tiling.tokens",
             )
         return 0, False, invalid
     if mode > 6:
-        raise _l0_error(f"Not support sparse mode of {mode}.", "tiling.sparse_mode")
+        fail("tiling.sparse_mode", f"Not support sparse mode of {mode}.")
     if mode < 0:  # no branch of the tiling takes it: the mask applies as given, like allMask
         return 1, False, False
     if mode == 2:
@@ -425,10 +431,10 @@ def _sparse_info(a, x: _Axes, mode):
         shift = x.s1 - x.s2
         ok, invalid = _band_check(pre + shift, nxt - shift, x)
         if not ok:
-            raise _l0_error(
+            fail(
+                "tiling.tokens",
                 f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}] "
                 "(band mode, right-down anchored), there is no valid data block.",
-                "tiling.tokens",
             )
         return 4, False, invalid
     if mode in (5, 6):
@@ -450,11 +456,11 @@ def _check_prefix(a, x: _Axes, mode) -> bool:
             reason = f"batch[{bad[0]}] prefixN={prefix[bad[0]]} is invalid, should be in range of [{low}, {x.s2}]"
     if reason is not None:
         if mode == 6:
-            raise _l0_error(reason, "tiling.prefix")
+            fail("tiling.prefix", reason)
         return False
     mask = a.attenMaskOptional
     if mode == 5 and x.b != 1 and not (mask.ndim == 4 and mask.shape[0] == x.b and mask.shape[1] in (1, x.n1)):
-        raise _l0_error("Prefix mode get invalid atten_mask shape, should be [BNSS] or [B1SS].", "tiling.prefix_mask")
+        fail("tiling.prefix_mask", "Prefix mode get invalid atten_mask shape, should be [BNSS] or [B1SS].")
     return x.s1 > x.s2 and 0 in prefix
 
 
@@ -466,22 +472,22 @@ def _check_pse_alibi(a, x: _Axes, causal, arch35):
         return
     if a.pseType in (2, 3):
         if x.s1 != x.s2 and not arch35:
-            raise _l0_error(
-                f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, S2={x.s2}).",
+            fail(
                 "tiling.pse_inner_s",
+                f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, S2={x.s2}).",
             )
         return
     if pse.shape[2] == ALIBI_ROWS and x.s1 > ALIBI_ROWS:
         if x.s1 != x.s2:
-            raise _l0_error(
-                f"Pse alibi only support same S1 S2 when S1 lager than 1024 (S1={x.s1}, S2={x.s2})",
+            fail(
                 "tiling.pse_alibi_s",
+                f"Pse alibi only support same S1 S2 when S1 lager than 1024 (S1={x.s1}, S2={x.s2})",
             )
         if not causal:
-            raise _l0_error(
+            fail(
+                "tiling.pse_alibi_causal",
                 "Pse alibi only support causal sparse type: an alibi-compressed pse needs attenMask "
                 "with sparseMode 2, 3, or 0 with preTokens >= S1 and nextTokens == 0",
-                "tiling.pse_alibi_causal",
             )
 
 
@@ -502,6 +508,7 @@ def _check_outputs(a, x: _Axes, env):
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score.cpp) -------------------------
 @V1.check
+@l0_failed
 def _score_v1(a, env):
     """aclnnFlashAttentionScoreGetWorkspaceSize: V2's path with PSE_TYPE_V1 and no start indices. It also
     checks L0's outputs [0], [1] and [3] for nullptr: 161001, the code V2's ViewCopy of a nullptr returns."""
@@ -524,6 +531,7 @@ for _entry in VAR_LENS:
 
 
 @OP.prepare
+@l0_failed
 def prepare(a, env):
     _check_nulls(a)
     if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
@@ -531,6 +539,7 @@ def prepare(a, env):
     arch35 = on_arch35(env)
     _check_formats(a, arch35)
     _check_dtypes(a)
+    _check_query_out_dtype(a, env, arch35)
     x = _analyse_input(a)
     _check_rope(a, x)
     sink = _sink(a)
@@ -606,9 +615,9 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
         env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None and drop.numel < tnd.drop_mask_bytes(batches, x.n1):
         need = tnd.drop_mask_bytes(batches, x.n1)
-        raise _l0_error(
-            f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
+        fail(
             "tiling.drop_size",
+            f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
         )
     sink = _tiling_sink(sink, x, env, arch35)
     _check_outputs(a, x, env)

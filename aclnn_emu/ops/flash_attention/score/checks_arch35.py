@@ -61,7 +61,7 @@ def empty_inputs(a) -> bool:
 def sparse_mode_error(a):
     """GetSparseInfo (arch35) checks the mode first, with or without an attenMask: (message, rule) or None."""
     if a.sparseMode > MAX_SPARSE_MODE:
-        return f"Not support sparse mode of {a.sparseMode}.", "tiling.sparse_mode_95"
+        return f"Not support sparse mode of {a.sparseMode}.", "tiling.arch35.sparse_mode"
     return None
 
 
@@ -88,7 +88,7 @@ def dropout(drop, keep_prob, env):
     if drop is not None and not dropout_on:
         return (
             "Dropmask parameter is invalid, please check keepProb: a dropMask needs keepProb < 1 on Ascend910_95",
-            "tiling.drop_keep_prob_95",
+            "tiling.arch35.drop_keep_prob",
         ), None
     if drop is not None or not dropout_on:
         return None, None

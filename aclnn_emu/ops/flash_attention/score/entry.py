@@ -5,6 +5,7 @@ import dataclasses
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
+from aclnn_emu.opdef.failures import TilingFailure
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
 from .shapes import FLOAT, LAYOUT_RANKS, _analyse_input, _results
 
@@ -28,7 +29,7 @@ def _result(name):
             return None
         try:
             return _results(a, _analyse_input(a))[name]
-        except (OpError, IndexError, ZeroDivisionError):
+        except (OpError, TilingFailure, IndexError, ZeroDivisionError):
             return (q.shape, q.dtype) if name == "attentionOutOut" else ((SOFTMAX_LANES,), DataType.ACL_FLOAT)
 
     return rule

@@ -12,6 +12,7 @@ V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follow
 
 import numpy as np
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch, OpError
@@ -30,7 +31,7 @@ from .common import (
     _check_softmax_shapes,
     _names,
     _present,
-    _tiling_error,
+    tiling_failed,
 )
 from .. import tnd
 from ..tnd import SINK_IGNORED
@@ -183,62 +184,54 @@ def _kernel_select(a, arch35: bool):
     """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers (ARCH35: QUANT8 too)."""
     dtype = a.query.dtype
     if dtype not in FLOATS + (QUANT8 if arch35 else ()):
-        raise _tiling_error(f"query dtype {dtype.name} has no FAG kernel; expected {_names(FLOATS)}", "dtype.query")
+        fail("dtype.query", f"query dtype {dtype.name} has no FAG kernel; expected {_names(FLOATS)}")
     for name in ("keyIn", "value", "dy"):
         got = getattr(a, name).dtype
         if got != dtype:
-            raise _tiling_error(
+            fail(
+                f"dtype.{name}",
                 f"{name} dtype {got.name} has no FAG kernel with query {dtype.name}; "
                 f"expected {dtype.name} (query, keyIn, value, dy share one dtype)",
-                f"dtype.{name}",
             )
     mask = _present(a.attenMaskOptional)
     if mask is not None and mask.dtype not in MASK_DTYPES:
-        raise _tiling_error(
-            f"invalid attenMask dtype {mask.dtype.name}, only support BOOL or UINT8", "dtype.atten_mask"
-        )
+        fail("dtype.atten_mask", f"invalid attenMask dtype {mask.dtype.name}, only support BOOL or UINT8")
     drop = _present(a.dropMaskOptional)
     if drop is not None and drop.dtype != DataType.ACL_UINT8:
-        raise _tiling_error(
-            f"dropMask dtype {drop.dtype.name} has no FAG kernel; only support UINT8", "dtype.drop_mask"
-        )
+        fail("dtype.drop_mask", f"dropMask dtype {drop.dtype.name} has no FAG kernel; only support UINT8")
     pse = _present(a.pseShiftOptional)
     if pse is not None and pse.dtype not in (dtype, DataType.ACL_FLOAT):
-        raise _tiling_error(
-            f"pseShift dtype {pse.dtype.name} has no FAG kernel; expected {dtype.name} or FLOAT", "dtype.pse"
-        )
+        fail("dtype.pse", f"pseShift dtype {pse.dtype.name} has no FAG kernel; expected {dtype.name} or FLOAT")
 
 
 def _check_base_input(a, s: _Shape):
     """CheckParams / CheckBaseInput of flash_attention_score_grad_tiling.cpp."""
     for name in ("softmaxMaxOptional", "softmaxSumOptional"):
         if _present(getattr(a, name)) is None:
-            raise _tiling_error(
+            fail(
+                f"tiling.{name}_null",
                 f"fail to get shape or attr from context: {name} is null; FAG needs the forward's "
                 "softmaxMax and softmaxSum ([B,N1,S1,8] FLOAT)",
-                f"tiling.{name}_null",
             )
     q, k, v = a.query.shape, a.keyIn.shape, a.value.shape
     if s.layout in ("BSH", "SBH"):
         axis = 0 if s.layout == "BSH" else 1
         if q[axis] != k[axis]:
-            raise _tiling_error(
-                f"query or key shape is invalid: query {list(q)}, key {list(k)} differ in B", "tiling.batch"
-            )
+            fail("tiling.batch", f"query or key shape is invalid: query {list(q)}, key {list(k)} differ in B")
         if q[2] % a.headNum:
-            raise _tiling_error(f"h1 [{q[2]}] should be a multiple of headNum [{a.headNum}].", "tiling.h1_heads")
+            fail("tiling.h1_heads", f"h1 [{q[2]}] should be a multiple of headNum [{a.headNum}].")
         if k[2] < v[2]:
-            raise _tiling_error(f"key H {k[2]} is smaller than value H {v[2]}", "tiling.kv_h")
+            fail("tiling.kv_h", f"key H {k[2]} is smaller than value H {v[2]}")
     elif len(s.layout) == 4:
         if q[0] != k[0] or q[3] != k[3]:
-            raise _tiling_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
+            fail("tiling.qk_shape", f"query or key shape is invalid: query {list(q)}, key {list(k)}")
         n1 = q[1] if s.layout[1] == "N" else q[2]  # the letter, not the layout's name, picks the axis
         if a.headNum != n1:
-            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{n1}].", "tiling.head_num")
+            fail("tiling.head_num", f"headNum is [{a.headNum}], but got n1 [{n1}].")
         if k[3] < v[3]:
-            raise _tiling_error(f"key D {k[3]} is smaller than value D {v[3]}", "tiling.kv_d")
+            fail("tiling.kv_d", f"key D {k[3]} is smaller than value D {v[3]}")
     else:
-        raise _tiling_error(f"invalid input_layout[{s.layout}].", "tiling.layout")
+        fail("tiling.layout", f"invalid input_layout[{s.layout}].")
 
 
 def _check_shape_attrs(a, s: _Shape, env):
@@ -246,59 +239,53 @@ def _check_shape_attrs(a, s: _Shape, env):
     if env.soc == ARCH35:
         return _check_shape_attrs_arch35(a, s, env)
     if s.layout == "TND":
-        raise _tiling_error(
+        fail(
+            "tiling.tnd",
             "actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
             "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass",
-            "tiling.tnd",
         )
     if s.layout not in ("BSH", "SBH", "BSND", "BNSD"):
-        raise _tiling_error(
-            f"no FAG tiling template accepts inputLayout {s.layout!r} (upper-case BSH/SBH/BSND/BNSD only)",
+        fail(
             "tiling.layout_case",
+            f"no FAG tiling template accepts inputLayout {s.layout!r} (upper-case BSH/SBH/BSND/BNSD only)",
         )
     smax, ssum = a.softmaxMaxOptional, a.softmaxSumOptional
     if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT:
-        raise _tiling_error(
-            f"softmaxMaxType should be DT_FLOAT and same with softmaxSumType: got {smax.dtype.name}/{ssum.dtype.name}",
+        fail(
             "tiling.softmax_dtype",
+            f"softmaxMaxType should be DT_FLOAT and same with softmaxSumType: got {smax.dtype.name}/{ssum.dtype.name}",
         )
     if a.attentionInOptional.dtype != a.query.dtype:
-        raise _tiling_error(
+        fail(
+            "tiling.attention_in_dtype",
             f"invalid attentionIn dtype {a.attentionInOptional.dtype.name}, should be same with "
             f"query's dtype {a.query.dtype.name}",
-            "tiling.attention_in_dtype",
         )
     if 0 in (s.b, s.n1, s.s1, s.d):
-        raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
+        fail("tiling.zero", f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}")
     _check_softmax_shapes(a, s)
     q, o = a.query.shape, a.attentionInOptional.shape
     if len(o) != len(q) or o[:-1] != q[:-1]:
-        raise _tiling_error(
-            f"attentionIn shape {list(o)} must match query {list(q)} except the last dim", "tiling.attention_in_shape"
-        )
+        fail("tiling.attention_in_shape", f"attentionIn shape {list(o)} must match query {list(q)} except the last dim")
     for first, second, label in (
         (a.query, a.dy, "queryShape and dyShape"),
         (a.keyIn, a.value, "keyShape and valueShape"),
     ):
         x, y = first.shape, second.shape
         if len(x) != len(y) or x[:-1] != y[:-1] or y[-1] > x[-1]:
-            raise _tiling_error(f"FAG different shape{label}: {list(x)} vs {list(y)}", "tiling.same_shape")
+            fail("tiling.same_shape", f"FAG different shape{label}: {list(x)} vs {list(y)}")
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
-        raise _tiling_error(
-            f"keepProb is illegal: got {a.keepProb} (as float32 {keep}); expected (0, 1]", "tiling.keep_prob"
-        )
+        fail("tiling.keep_prob", f"keepProb is illegal: got {a.keepProb} (as float32 {keep}); expected (0, 1]")
     if keep < 1:
         _check_drop_mask(a, s, keep)
     mode = attr_int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 8:
-        raise _tiling_error(
-            f"FAG sparseMode {mode} is invalid (got {a.sparseMode}); expected 0-8", "tiling.sparse_mode"
-        )
+        fail("tiling.sparse_mode", f"FAG sparseMode {mode} is invalid (got {a.sparseMode}); expected 0-8")
     if mode in (7, 8):
-        raise _tiling_error(f"layout {s.layout} not support sparsemode {mode} (7 and 8 need TND)", "tiling.sparse_tnd")
+        fail("tiling.sparse_tnd", f"layout {s.layout} not support sparsemode {mode} (7 and 8 need TND)")
     if a.pseType < 0 or a.pseType >= 4:
-        raise _tiling_error(f"pseType is invalid: got {a.pseType}; expected 0-3", "tiling.pse_type")
+        fail("tiling.pse_type", f"pseType is invalid: got {a.pseType}; expected 0-3")
     _check_tokens(a, s, mode)
     _check_atten_mask_info(a, s)
     if mode == 6 and _present(a.attenMaskOptional) is not None:
@@ -314,10 +301,10 @@ def _check_tokens(a, s, mode):
     pre, nxt = attr_int32(a.preTokens), attr_int32(a.nextTokens)
     rows, cols = (s.s2, s.s1) if mode == 0 else (s.s1, s.s2)
     if mode in (0, 4) and (-pre > rows or -nxt > cols or pre + nxt < 0):
-        raise _tiling_error(
+        fail(
+            "tiling.tokens",
             f"FAG S1s2Bn2 with s1[{s.s1}] s2[{s.s2}] preToken[{pre}] nextToken[{nxt}] is not support! "
             "(tokens are read as int32)",
-            "tiling.tokens",
         )
 
 
@@ -330,10 +317,10 @@ def _check_pad_tokens(a, s, mode):
         if mode == 4:
             pre, nxt = pre + s.s1 - s.s2, nxt - s.s1 + s.s2
         if -pre > s.s2 or -nxt > s.s1 or pre + nxt < 0:
-            raise _tiling_error(
+            fail(
+                "tiling.pad_tokens",
                 f"pre_token and next_token is invalid in the pad scene, got s1 {s.s1}, s2 {s.s2}, "
                 f"pre_token {pre}, next_token {nxt}",
-                "tiling.pad_tokens",
             )
 
 
@@ -362,6 +349,7 @@ def _workspace(s) -> int:
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     _op_api_checks(a)
     if a.dqOut.is_empty and a.dkOut.is_empty and a.dvOut.is_empty and (a.dpseOut is None or a.dpseOut.is_empty):
@@ -375,9 +363,7 @@ def prepare(a, env):
     s = _Shape(a, layout)
     _check_rope(a, s)
     if layout.upper() not in INFER_LAYOUTS:
-        raise _tiling_error(
-            f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}", "infershape.layout"
-        )
+        fail("infershape.layout", f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}")
     _kernel_select(a, env.soc == ARCH35)
     if layout == "TND" and getattr(a, "actualSeqQLenOptional", MISSING) is not MISSING:
         return _prepare_tnd(a, s, env)
@@ -404,14 +390,14 @@ def _tiling_sink(a, heads: int, env):
         return None
     problem = tnd.check_sink(sink, heads)
     if problem is not None:
-        raise _tiling_error(*problem)
+        fail(problem[1], problem[0])
     return sink
 
 
 def _fail(problem):
     """Raise a tiling failure given as (message, rule); None passes."""
     if problem is not None:
-        raise _tiling_error(*problem)
+        fail(problem[1], problem[0])
 
 
 def _prepare_tnd(a, s: _Shape, env):
@@ -462,6 +448,7 @@ def _prepare_tnd(a, s: _Shape, env):
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score_grad.cpp) --------------------
 @V1.check
+@tiling_failed
 def _score_grad_v1(a, env):
     """aclnnFlashAttentionScoreGradGetWorkspaceSize: V2's path with PSE_TYPE_V1, no start indices and the
     default softmaxInLayout ("")."""
@@ -481,6 +468,7 @@ for _entry in UNPADDINGS:
 
 
 @UNPADDING_V4.check
+@tiling_failed
 def _softmax_in_layout(a, env):
     """UnpaddingScoreGradV4: softmaxInLayout must be "same_as_input" or "" (161002); its null check then
     joins the conditions with ||, so one nullptr passes it and is dereferenced on the next line."""

@@ -3,6 +3,7 @@
 import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER
+from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.generated import attr_int32
 from .common import (
     INT32_MAX,
@@ -18,7 +19,6 @@ from .common import (
     _check_softmax_shapes,
     _names,
     _present,
-    _tiling_error,
 )
 from .entry import ARCH35, QUANT8
 
@@ -31,41 +31,41 @@ def _check_shape_attrs_arch35(a, s: _Shape, env):
     smax, ssum, out = a.softmaxMaxOptional, a.softmaxSumOptional, a.attentionInOptional
     outs = (DataType.ACL_FLOAT16, DataType.ACL_BF16) if a.query.dtype in QUANT8 else (a.query.dtype,)
     if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT or out.dtype not in outs:
-        raise _tiling_error(
+        fail(
+            "dtype.softmax_attention_in",
             f"softmaxMax/softmaxSum/attentionIn dtypes {smax.dtype.name}/{ssum.dtype.name}/"
             f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{_names(outs)}",
-            "dtype.softmax_attention_in",
         )
     if s.layout == "TND":
-        raise _tiling_error(
+        fail(
+            "tiling.tnd",
             "actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
             "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass",
-            "tiling.tnd",
         )
     keep = float(np.float32(a.keepProb))
     _check_drop_mask_arch35(a, s, keep, env)
     mode = attr_int32(a.sparseMode) & 0xFFFFFFFF
     if mode > 6:  # CheckSparseModeValue
-        raise _tiling_error(
-            f"Not support sparse mode {mode} (got {a.sparseMode}); expected 0-6 with layout {s.layout}",
+        fail(
             "tiling.sparse_mode",
+            f"Not support sparse mode {mode} (got {a.sparseMode}); expected 0-6 with layout {s.layout}",
         )
     _check_atten_mask_info(a, s)
     tokens = _arch35_tokens(a, s, mode)
     if a.pseType < 0 or a.pseType >= 4:
-        raise _tiling_error(f"FAG pseType {a.pseType} is invalid; expected 0-3", "tiling.pse_type")
+        fail("tiling.pse_type", f"FAG pseType {a.pseType} is invalid; expected 0-3")
     if _present(a.pseShiftOptional) is not None:
         _check_pse(a, s, tokens)
     if mode == 6:
         _check_prefix(a, s)
     _check_atten_mask_shape(a, s, mode, arch35=True)
     if 0 in (s.b, s.n1, s.s1, s.d):
-        raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
+        fail("tiling.zero", f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}")
     _check_softmax_shapes(a, s)
     if a.attentionInOptional.ndim != a.query.ndim:
-        raise _tiling_error(
-            f"The dimnum of attentionIn {a.attentionInOptional.ndim} should be equal to query {a.query.ndim}",
+        fail(
             "tiling.attention_in_rank",
+            f"The dimnum of attentionIn {a.attentionInOptional.ndim} should be equal to query {a.query.ndim}",
         )
     _refuse_unestablished_arch35(a, keep)
     return mode
@@ -82,10 +82,10 @@ def _arch35_tokens(a, s, mode):
     if mode == 1 or _present(a.attenMaskOptional) is None:
         pre, nxt = INT32_MAX, INT32_MAX
     if mode in (0, 4) and (-pre > s.s2 or -nxt > s.s1 or _wrap64(pre + nxt) < 0):
-        raise _tiling_error(
+        fail(
+            "tiling.pad_tokens",
             f"pre_token and next_token is invalid in the pad scene, got s1 {s.s1}, s2 {s.s2}, "
             f"pre_token {pre}, next_token {nxt}",
-            "tiling.pad_tokens",
         )
     return pre, nxt
 
@@ -123,9 +123,9 @@ def _check_drop_mask_arch35(a, s, keep, env):
             )
         return
     if keep >= 1:
-        raise _tiling_error(
+        fail(
+            "tiling.drop_keep_prob",
             "DropMask parameter is invalid, please check keepProb value: a dropMask is given but "
             f"keepProb is {keep:g} (the {ARCH35} tiling, ProcessDropoutInfo)",
-            "tiling.drop_keep_prob",
         )
     _check_drop_mask(a, s, keep)

@@ -4,6 +4,7 @@ failure shapes, constants)."""
 import math
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import OpError
 from .entry import OP
@@ -54,11 +55,9 @@ def _present(tensor):
     return tensor if tensor is not None and tensor.ndim > 0 else None
 
 
-def _tiling_error(message: str, rule: str):
-    """A tiling / infershape / kernel-selection failure: the L2 code reports it as 161001."""
-    return OpError(
-        NULLPTR, f"{message} (FAG tiling failed; the op_api reports it as ACLNN_ERR_PARAM_NULLPTR)", rule=rule
-    )
+# A tiling / infershape / kernel-selection failure: the op_api reports it as 161001. On the op's
+# prepare and on its entry points' own checks.
+tiling_failed = mapped(NULLPTR, suffix=" (FAG tiling failed; the op_api reports it as ACLNN_ERR_PARAM_NULLPTR)")
 
 
 class _Shape:
@@ -110,15 +109,15 @@ class _Shape:
 def _check_drop_mask(a, s, keep):
     drop = _present(a.dropMaskOptional)
     if drop is None:
-        raise _tiling_error(f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null")
+        fail("tiling.drop_null", f"FAG keepProb [{keep:f}], dropMask can not be nullptr")
     if drop.dtype != DataType.ACL_UINT8:
-        raise _tiling_error(f"dropMask dtype {drop.dtype.name}: only support uint8", "tiling.drop_dtype")
+        fail("tiling.drop_dtype", f"dropMask dtype {drop.dtype.name}: only support uint8")
     need = math.ceil(s.b * s.n1 * s.s1 * s.s2 / 8)
     if drop.numel < need:
-        raise _tiling_error(
+        fail(
+            "tiling.drop_size",
             f"FAG Input dropMask shapeSize is invalid, it should not be less than {need}: got "
             f"{drop.numel} bytes for B*N1*S1*S2 = {s.b * s.n1 * s.s1 * s.s2} bits",
-            "tiling.drop_size",
         )
 
 
@@ -127,9 +126,9 @@ def _check_softmax_shapes(a, s):
     lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
     for name, tensor in (("softmaxMax", a.softmaxMaxOptional), ("softmaxSum", a.softmaxSumOptional)):
         if list(tensor.shape) != lanes:
-            raise _tiling_error(
-                f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be (b,n1,s1,8) = {tuple(lanes)}",
+            fail(
                 f"tiling.{name}_shape",
+                f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be (b,n1,s1,8) = {tuple(lanes)}",
             )
 
 
@@ -141,23 +140,23 @@ def _check_atten_mask_info(a, s):
     if mask.ndim == 4:
         lead = tuple(mask.shape[:2])
         if lead not in ((s.b, a.headNum), (s.b, 1), (1, 1)):
-            raise _tiling_error(
+            fail(
+                "tiling.mask_lead",
                 f"not support attenMaskShape dim0: {lead[0]}, dim1: {lead[1]}; expected [B,N1,..], "
                 f"[B,1,..] or [1,1,..] with B={s.b}, N1={a.headNum}",
-                "tiling.mask_lead",
             )
     elif mask.ndim != 2:
-        raise _tiling_error(f"not support attenMaskShape dim num: {mask.ndim}; expected 2 or 4", "tiling.mask_rank")
+        fail("tiling.mask_rank", f"not support attenMaskShape dim num: {mask.ndim}; expected 2 or 4")
 
 
 def _check_prefix(a, s):
     """Mode 6 needs B prefix values (SetPrefixSparseParams); A2/A3 ask only with an attenMask."""
     prefix = a.prefixOptional
     if prefix is None or len(prefix) != s.b:
-        raise _tiling_error(
+        fail(
+            "tiling.prefix",
             "Sparse capability must be supported under prefix compress mode, pls check input params: "
             f"prefixOptional must hold B={s.b} values, got {None if prefix is None else len(prefix)}",
-            "tiling.prefix",
         )
 
 
@@ -166,33 +165,31 @@ def _check_pse(a, s, tokens):
     pse = _present(a.pseShiftOptional)
     if pse is None:
         if a.pseType != 1:
-            raise _tiling_error(
-                f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
-            )
+            fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
         return
     if a.pseType in (0, 1):
         if pse.dtype != a.query.dtype:
-            raise _tiling_error(
-                f"FAG invalid pse dtype[{pse.dtype.name}], should be same with query's dtype {a.query.dtype.name}",
+            fail(
                 "tiling.pse_dtype",
+                f"FAG invalid pse dtype[{pse.dtype.name}], should be same with query's dtype {a.query.dtype.name}",
             )
         shape = tuple(pse.shape)
         full = {(s.b, s.n1, s.s1, s.s2), (s.b, s.n1, 1, s.s2), (1, s.n1, s.s1, s.s2)}
         alibi = {(s.b, s.n1, ALIBI_ROWS, s.s2), (1, s.n1, ALIBI_ROWS, s.s2)}
         causal = s.s1 == s.s2 >= ALIBI_ROWS and tokens[0] >= s.s1 and tokens[1] == 0
         if shape not in full and not (shape in alibi and causal):
-            raise _tiling_error(
+            fail(
+                "tiling.pse_shape",
                 f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not "
                 f"casual; expected [B,N1,S1,S2], [B,N1,1,S2], [1,N1,S1,S2], or [B|1,N1,1024,S2] with "
                 "S1 == S2 >= 1024, preTokens >= S1 and nextTokens == 0",
-                "tiling.pse_shape",
             )
         return
     if pse.dtype != DataType.ACL_FLOAT or tuple(pse.shape) not in ((s.n1,), (s.b, s.n1)):
-        raise _tiling_error(
+        fail(
+            "tiling.pse_inner",
             f"pse inner mode, unsupported pse shape {list(pse.shape)} / dtype {pse.dtype.name}: pseType "
             f"{a.pseType} takes FLOAT slopes [N1] or [B,N1] = [{s.b},{s.n1}]",
-            "tiling.pse_inner",
         )
 
 
@@ -208,8 +205,8 @@ def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
         if last[0] < s.s1 or last[1] < s.s2:
             UNESTABLISHED.refuse("mask_window", f"attenMask [{last[0]},{last[1]}] against S1 x S2 = [{s.s1},{s.s2}]")
     elif last != need:
-        raise _tiling_error(
+        fail(
+            "tiling.mask_shape",
             f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
             f"dims {list(need)}",
-            "tiling.mask_shape",
         )

@@ -64,6 +64,24 @@ def _check_not_null(a) -> None:
             raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{source_name} must not be nullptr.", rule=f"null.{param}")
 
 
+def _validate_params(a, env) -> None:
+    """From 9.0.0 (versions.RULES): the inputs' null checks, then their dtypes, before anything else."""
+    for param, source_name in REQUIRED[:5]:
+        if getattr(a, param) is None:
+            raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{source_name} must not be nullptr.", rule=f"null.{param}")
+    where = env.version.source("lig.validate_params_first")
+    if a.query.dtype not in FLOATS:
+        raise OpError(
+            status.ACLNN_ERR_PARAM_INVALID,
+            f"Unsupported query datatype {a.query.dtype.short} ({where})",
+            rule="dtype.query",
+        )
+    if any(getattr(a, name).dtype != a.query.dtype for name in ("key", "dy", "weights")):
+        raise OpError(
+            status.ACLNN_ERR_PARAM_INVALID, f"Key/Dy/Weights datatype mismatch with query. ({where})", rule="dtype.key"
+        )
+
+
 def _check_infershape(a) -> None:
     """lightning_indexer_grad_infershape.cpp: layout, then the query rank it implies."""
     if a.layout is None:
@@ -180,6 +198,8 @@ def workspace_size(dk_elements: int, aic_cores: int) -> int:
 @OP.prepare
 @l0op_failed
 def prepare(a, env):
+    if env.version.has("lig.validate_params_first"):
+        _validate_params(a, env)
     _check_not_null(a)
     if a.query.is_empty:
         return Launch.nothing()

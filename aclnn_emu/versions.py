@@ -1,0 +1,256 @@
+"""The CANN releases aclnn-emu presents (ACLNN_EMU_CANN_VERSION) and the rules that differ between them.
+
+Every operator rule is read from ops-transformer 8.5.0-beta.1 unless a rule here says otherwise. A
+rule that changed in a later release is declared once in RULES: what a caller observes, and for
+each release it holds in, the source that decides it (ref, file, function). A check consults it
+with `env.version.has(name)` at the point the source has it; nothing is copied per release.
+
+Sources:
+- OPS: cannmirror/ops-transformer, tags v8.5.0-beta.1, v8.5.0, v9.0.0; 9.1.0 is the branch `9.1.0`
+  (commit 3311e26), as the repository has no v9.1.0 tag.
+- RT: hicann/runtime at the same release tags, `include/external/acl/acl_rt.h`
+  ACL_MAJOR_VERSION/ACL_MINOR_VERSION/ACL_PATCH_VERSION (what aclrtGetVersion reports).
+"""
+
+import dataclasses
+
+from . import platform, status
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    name: str  # what ACLNN_EMU_CANN_VERSION takes and the version functions report
+    ops_ref: str  # the OPS ref its rules are read from
+    acl_api: tuple[int, int, int]  # RT's ACL_MAJOR/MINOR/PATCH_VERSION
+    ascend950: bool  # the Ascend910_95 family is named Ascend950 (platform.PARTS_950), NpuArch DAV_3510
+
+    def has(self, rule: str) -> bool:
+        """Whether the behaviour RULES[rule] describes holds in this release."""
+        return self.name in RULES[rule].sources
+
+    def source(self, rule: str) -> str:
+        """Where this release's source decides RULES[rule] (ref:file function)."""
+        return f"{self.ops_ref}:{RULES[rule].sources[self.name]}"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The part names and family aliases ACLNN_EMU_SOC takes in this release."""
+        known = platform.names(self.ascend950)
+        return known if self.name == "9.1.0" else tuple(n for n in known if n not in platform.NEW_IN_9_1)
+
+
+RELEASES = {
+    r.name: r
+    for r in (
+        Release("8.5.0-beta.1", "v8.5.0-beta.1", (1, 15, 0), False),
+        Release("8.5.0", "v8.5.0", (1, 16, 0), False),
+        Release("9.0.0", "v9.0.0", (1, 17, 0), True),
+        Release("9.1.0", "9.1.0", (1, 17, 0), True),
+    )
+}
+ORDER = tuple(RELEASES)  # oldest first
+DEFAULT = "8.5.0"
+
+
+def since(name: str) -> tuple[str, ...]:
+    """`name` and every later release."""
+    return ORDER[ORDER.index(name) :]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    what: str  # the behaviour a caller observes where the rule holds
+    sources: dict  # release name -> "file function" of OPS at that release's ref, for each release it holds in
+
+
+def _at(releases, where: dict) -> dict:
+    """Each of `releases` with its source: `where` maps a release to the file and function from it on."""
+    found, current = {}, None
+    for name in ORDER:
+        current = where.get(name, current)
+        if name in releases:
+            found[name] = current
+    return found
+
+
+_PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
+
+
+def _moved(root: str, file: str, function: str) -> dict:
+    return {r: f"{root}{d}{file} {function}" for r, d in _OP_API_MOVED.items()}
+
+
+def _moved_host(root: str, file: str, function: str) -> dict:
+    """An op_api that stays under op_host/ in 9.1.0."""
+    return {r: f"{root}op_host/op_api/{file} {function}" for r in _OP_API_MOVED}
+
+
+RULES = {
+    "lig.validate_params_first": Rule(
+        "LightningIndexerGrad: null inputs (161001), then a query dtype other than fp16/bf16 or a key/dy/weights "
+        "dtype other than query's (161002), before the output checks and the empty-query return",
+        _moved_host(
+            "attention/lightning_indexer_grad/",
+            "aclnn_lightning_indexer_grad.cpp",
+            "aclnnLightningIndexerGradGetWorkspaceSize, ValidateParams, CheckDataType",
+        ),
+    ),
+    "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
+        "FlashAttentionScoreV2 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
+        "(before: run, the ViewCopy cast inferred)",
+        {
+            "9.1.0": "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp "
+            "aclnnFlashAttentionScoreV2GetWorkspaceSize, InputOutputDtypeCheck"
+        },
+    ),
+    "pfa.pad_of_null_quant_offset2_fails": Rule(
+        "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "
+        "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
+        {"8.5.0-beta.1": f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp PreprocessQKVInput"},
+    ),
+    "pfa.v1_v3_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) PromptFlashAttention V1-V3 return 361001 in both phases",
+        _moved(
+            _PFA_API,
+            "aclnn_prompt_flash_attention_v2.cpp",
+            "aclnnPromptFlashAttentionV2GetWorkspaceSize, aclnnPromptFlashAttentionV2 (likewise V1, V3)",
+        ),
+    ),
+    "ifa.v1_v4_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
+        _moved(
+            _IFA_API,
+            "aclnn_incre_flash_attention_v4.cpp",
+            "aclnnIncreFlashAttentionV4GetWorkspaceSize, aclnnIncreFlashAttentionV4 (likewise V1-V3)",
+        ),
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Unemulated:
+    """A change a release makes that a caller can observe and aclnn-emu does not reproduce: the call
+    behaves there as in 8.5.0 (or, for an entry point, is not exported)."""
+
+    since: str  # the first release with the change (it holds in every later one)
+    what: str
+    where: str  # file (and function) of OPS at that release's ref
+
+
+_FAS, _FAG = "attention/flash_attention_score/", "attention/flash_attention_score_grad/"
+_SA = "attention/"
+UNEMULATED = (
+    Unemulated(
+        "8.5.0",
+        "FlashAttentionScoreGradV2 (A2/A3 same-AB template): the dsink workspace is added only with a sink "
+        "(aclnn-emu's workspace size is its own)",
+        f"{_FAG}op_host/arch32/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_sab.cpp",
+    ),
+    Unemulated(
+        "8.5.0",
+        "IncreFlashAttentionV4's flash-decode split stops when no core is left (where the KV splits fall; "
+        "aclnn-emu does not model the split)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
+    ),
+    *(
+        Unemulated("9.0.0", f"{name}: a 9.x entry point, not exported by aclnn-emu", header)
+        for name, header in (
+            ("aclnnFlashAttentionScoreV4", f"{_FAS}op_api/aclnn_flash_attention_score.h"),
+            ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
+            (
+                "aclnnFusedInferAttentionScoreV5",
+                f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
+            ),
+        )
+    ),
+    Unemulated(
+        "9.0.0",
+        "PromptFlashAttention: the NTD layout, the fp16 attenMask cast to uint8 on every chip, and the "
+        "tiling's rule changes (not reviewed rule by rule)",
+        f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp ContiguousInput; op_host/*tiling*",
+    ),
+    Unemulated(
+        "9.0.0",
+        "IncreFlashAttention and FlashAttentionScoreGrad: the tiling's rule changes (not reviewed rule by rule)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling*.cpp; {_FAG}op_host/*tiling*",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreV2: the pse dtype must equal attentionOut's (was query's); the q/k/v dtype range "
+        "and the format check only on A2/A3; no D padding on Ascend950",
+        f"{_FAS}op_api/aclnn_flash_attention_score.cpp InputDtypeCheck, aclnnFlashAttentionScoreV2GetWorkspaceSize",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreGradV2: GetInputShapeInfo rewritten (BSH/SBH with D 0, the qD/kD check for 3-D "
+        "query only, empty sink ignored)",
+        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp GetInputShapeInfo, InvalidTensorDimCheck",
+    ),
+    Unemulated(
+        "9.0.0",
+        "LightningIndexer and SparseFlashAttention: hand-written op_api; null optional outputs accepted "
+        "(placeholders), a null value means key (SFA), some null cases return -1 instead of 161001",
+        f"{_SA}lightning_indexer/op_host/op_api/, {_SA}sparse_flash_attention/op_host/op_api/",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 q/k ranks must equal the layout's "
+        "length (161002, mostly what AnalysisAxis already refuses)",
+        f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisAxis, InputOutputDtypeCheck, ShapeCheck",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreGradV2: InputOutputDtypeAndShapeCheck (about ten classes of input 161001 -> 161002)",
+        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp InputOutputDtypeAndShapeCheck",
+    ),
+    Unemulated(
+        "9.1.0",
+        "ScatterPaKvCache and GatherPaKvCache: hand-written op_api checks (161001/161002, 561103 on an internal "
+        "failure) replace the generated ones",
+        f"{_SA}scatter_pa_kv_cache/op_host/op_api/aclnn_scatter_pa_kv_cache.cpp, "
+        f"{_SA}gather_pa_kv_cache/op_host/op_api/aclnn_gather_pa_kv_cache.cpp",
+    ),
+)
+
+
+def unemulated(release: "Release") -> list[Unemulated]:
+    """The changes up to `release` that aclnn-emu does not reproduce."""
+    return [u for u in UNEMULATED if release.name in since(u.since)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Withdrawal:
+    """Entry points a release refuses on a chip family before reading any argument, in both phases."""
+
+    rule: str
+    entry_points: tuple[str, ...]
+    family: str
+    code: int
+    message: str  # the source's error message
+
+
+WITHDRAWALS = (
+    Withdrawal(
+        "pfa.v1_v3_withdrawn_on_ascend950",
+        ("PromptFlashAttention", "PromptFlashAttentionV2", "PromptFlashAttentionV3"),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer supported on Ascend950.",
+    ),
+    Withdrawal(
+        "ifa.v1_v4_withdrawn_on_ascend950",
+        tuple(f"IncreFlashAttention{v}" for v in ("", "V2", "V3", "V4")),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnIncreFlashAttention versions V1 to V4 are no longer supported on Ascend950.",
+    ),
+)
+
+
+def withdrawal(op_name: str, release: Release, family: str) -> Withdrawal | None:
+    """The withdrawal that refuses `op_name` in `release` on `family`, if one does."""
+    for w in WITHDRAWALS:
+        if op_name in w.entry_points and family == w.family and release.has(w.rule):
+            return w
+    return None
