@@ -94,3 +94,15 @@ def failure(actual, golden, dtype, share: float = PASS_SHARE, bound: float | Non
 def assert_meets(actual, golden, dtype, what: str = "") -> None:
     message = failure(actual, golden, dtype)
     assert message is None, f"{what}: {message}"
+
+
+# Against torch.autograd of a float64 reference (no rounded intermediates): the bounds per dtype and
+# the small-value floor the attention-gradient comparisons use.
+TORCH_BOUND = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 1.6e-2}
+
+
+def torch_floor(exact) -> float:
+    """The small-value floor against torch: the tensor's mean magnitude. torch's gradients have none
+    of the rounded intermediates, so an element that cancels moves by the sum of all its terms'
+    roundings, not by one ulp of its largest term as against the hardware golden."""
+    return max(float(np.abs(exact).mean()), np.finfo(np.float64).tiny)

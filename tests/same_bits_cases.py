@@ -280,6 +280,13 @@ def _paged_caches(rng):
     return {"ScatterPaKvCache": list(scattered), "GatherPaKvCache": list(gathered)}
 
 
+def _dropout_masks() -> dict:
+    """DropoutGenMask / V2 over 1000 elements (eight 128-bit rows less 24): the mask's bytes."""
+    v1 = ae.ops.DropoutGenMask((1000,), 0.3, 5, 8, out=np.zeros(128, np.uint8))
+    v2 = ae.ops.DropoutGenMaskV2((1000,), 0.3, 5, 8, int(ae.DataType.ACL_BF16), out=np.zeros(128, np.uint8))
+    return {"DropoutGenMask": [v1], "DropoutGenMaskV2": [v2]}
+
+
 def cases() -> dict:
     """{case name: the outputs}, each case named after its operator."""
     rng = np.random.default_rng(31)
@@ -320,6 +327,7 @@ def cases() -> dict:
     results["LightningIndexerGrad"] = _lightning_indexer_grad(rng)
     for op, outputs in _paged_caches(rng).items():
         results[op] = outputs
+    results.update(_dropout_masks())
     return results
 
 

@@ -308,16 +308,6 @@ def test_empty_key_gives_zero_dq():
 # the float64 golden fed the rounded O misses fp16's 1e-3 standard against torch by the same amount,
 # fed the exact O it passes). So fp32 cases use CANN's fp32 standard, fp16/bf16 cases the standard
 # of the next coarser format (bf16: four times its own).
-TORCH_BOUND = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 1.6e-2}
-
-
-def torch_floor(exact) -> float:
-    """The small-value floor against torch: the tensor's mean magnitude. torch's gradients have none
-    of the rounded intermediates, so an element that cancels moves by the sum of all its terms'
-    roundings, not by one ulp of its largest term as against the hardware golden."""
-    return max(float(np.abs(exact).mean()), np.finfo(np.float64).tiny)
-
-
 SLOPES = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
 
 
@@ -400,7 +390,9 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     (probs @ vv).backward(torch.tensor(golden.heads_first(case.dy, layout, 4)))
     want = [golden.heads_back(t.grad.numpy(), layout) for t in (q, k, v)]
     for name, got, g in zip(("dq", "dk", "dv"), case.run(), want):
-        failure = precision.failure(got, g, dtype_name, bound=TORCH_BOUND[dtype_name], floor=torch_floor(g))
+        failure = precision.failure(
+            got, g, dtype_name, bound=precision.TORCH_BOUND[dtype_name], floor=precision.torch_floor(g)
+        )
         assert failure is None, f"{name}: {failure}"
 
 

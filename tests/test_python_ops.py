@@ -20,7 +20,7 @@ RNG = np.random.default_rng(7)
 
 def _neutral(param):
     """A value of the parameter's C type that no rule turns into anything but a null check."""
-    return {"int64": 1, "double": 1.0, "bool": False, "string": "BSND"}.get(param.kind)
+    return {"int64": 1, "enum": 1, "double": 1.0, "bool": False, "string": "BSND"}.get(param.kind)
 
 
 @pytest.mark.parametrize("op", all_ops(), ids=lambda op: op.name)
@@ -46,7 +46,7 @@ def test_every_operator_is_a_function_with_the_headers_names(op):
 def test_keywords_give_the_raw_c_paths_status(op):
     """Every tensor left out: the same status as the raw two-phase function with the same values."""
     ae.setup()
-    values = [None if p.kind not in ("int64", "double", "bool", "string") else _neutral(p) for p in op.params]
+    values = [None if p.kind not in ("int64", "enum", "double", "bool", "string") else _neutral(p) for p in op.params]
     raw_code, _, _ = getattr(ae.raw, op.phase1)(*values)
     take_recent()
     keywords = {p.name: v for p, v in zip(op.params, values)}

@@ -148,6 +148,9 @@ TORCH_NPU = {
         "npu_sparse_flash_attention_grad",
         dict(layoutOptional="BSND", sparseMode=3, preTokens=INT64_MAX, nextTokens=INT64_MAX),
     ),
+    # size, p, seed and offset are required in both (op-plugin DropoutGenMaskKernelNpuOpApi.cpp)
+    "DropoutGenMaskV2": ("_npu_dropout_gen_mask", {}),
+    "DropoutGenMask": ("npu_dropout_gen_mask", {}),
 }
 
 

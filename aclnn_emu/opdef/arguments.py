@@ -137,6 +137,14 @@ def _int64(param, value, raw: bool):
     return int(value)
 
 
+def _enum(param, value, raw: bool):
+    if not isinstance(value, numbers.Integral):
+        raise _Wrong(f"an integer ({param.ctype})")
+    if not -(1 << 31) <= value < 1 << 31:
+        raise _Wrong(f"an integer in the range of a C enum ({param.ctype})", MisusedValue)
+    return int(value)
+
+
 def _double(param, value, raw: bool):
     if not isinstance(value, numbers.Real):
         raise _Wrong("a number (double)")
@@ -165,6 +173,7 @@ CONVERT = {
     "float_array": _array,
     "bool_array": _array,
     "int64": _int64,
+    "enum": _enum,
     "double": _double,
     "bool": _bool,
     "string": _string,

@@ -15,6 +15,7 @@ PACKAGES = (
     "sparse_attention.sparse_flash_attention",
     "kv_cache.scatter",
     "kv_cache.gather",
+    "random.dropout_gen_mask",
 )
 
 

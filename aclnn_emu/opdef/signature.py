@@ -28,7 +28,7 @@ REQUIRED = type("Required", (), {"__repr__": lambda self: "<required>", "__reduc
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # tensor | tensor_list | int_array | float_array | bool_array | scalar | int64 | double | bool | string
+    kind: str  # tensor | tensor_list | int_array | float_array | bool_array | scalar | int64 | enum | double | bool | string
     ctype: str  # as written in the header
     optional: bool = False
     output: bool = False
@@ -59,7 +59,9 @@ class Param:
     @property
     def cffi_type(self) -> str:
         """The ABI-identical C type used by the generated wrappers (opaque pointers become void*)."""
-        return {"int64": "int64_t", "double": "double", "bool": "_Bool", "string": "char *"}.get(self.kind, "void *")
+        return {"int64": "int64_t", "enum": "int", "double": "double", "bool": "_Bool", "string": "char *"}.get(
+            self.kind, "void *"
+        )
 
 
 def TensorIn(name, optional=False, ctype="const aclTensor *", **info):
@@ -97,6 +99,11 @@ def ScalarIn(name, optional=False, ctype="const aclScalar *", **info):
 
 def Int64(name, **info):
     return Param(name, "int64", "int64_t", **info)
+
+
+def Enum(name, ctype, **info):
+    """A C enum passed by value (aclDataType probDataType): an int on the ABI, its header type in the prototype."""
+    return Param(name, "enum", ctype, **info)
 
 
 def Double(name, **info):

@@ -40,6 +40,8 @@ LightningIndexer = function(by_name("LightningIndexer"))
 SparseFlashAttention = function(by_name("SparseFlashAttention"))
 ScatterPaKvCache = function(by_name("ScatterPaKvCache"))
 GatherPaKvCache = function(by_name("GatherPaKvCache"))
+DropoutGenMask = function(by_name("DropoutGenMask"))
+DropoutGenMaskV2 = function(by_name("DropoutGenMaskV2"))
 
 __all__ = [
     "FlashAttentionScoreV2",
@@ -75,4 +77,6 @@ __all__ = [
     "SparseFlashAttention",
     "ScatterPaKvCache",
     "GatherPaKvCache",
+    "DropoutGenMask",
+    "DropoutGenMaskV2",
 ]

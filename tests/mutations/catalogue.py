@@ -28,6 +28,9 @@ AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
+GEN_MASK = K + "random/gen_mask.py"
+GEN_MASK_CHECKS = "aclnn_emu/ops/random/dropout_gen_mask/checks.py"
+TORCH_NPU = "aclnn_emu/torch_npu/"
 VARLEN = K + "flash_attention/varlen.py"
 
 FAG_TESTS = ("tests/test_flash_attention_score_grad.py", "tests/test_flash_attention_score_grad_cabi.py")
@@ -55,6 +58,12 @@ KV_TESTS = (
     "tests/test_gather_pa_kv_cache_cabi.py",
 )
 ROUNDING_TESTS = ("tests/test_rounding.py", "tests/test_native.py")
+GEN_MASK_TESTS = ("tests/test_dropout_gen_mask.py", "tests/test_dropout_gen_mask_cabi.py")
+TORCH_NPU_TESTS = (
+    "tests/test_torch_npu_fusion_attention.py",
+    "tests/test_torch_npu_ops.py",
+    "tests/torch_npu_ut/test_paged_attention_backend.py",
+)
 FAS_TESTS = (
     "tests/test_flash_attention_score.py",
     "tests/test_flash_attention_score_cabi.py",
@@ -1451,6 +1460,78 @@ MUTATIONS = [
         "rounded = ((bits + np.uint32(0x8000)) & np.uint32(0xFFFF0000)).view(np.float32)",
         "rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & 1)) & np.uint32(0xFFFF0000)).view(np.float32)",
         LIG_TESTS + ROUNDING_TESTS,
+    ),
+    # --- DropoutGenMask / V2 ---------------------------------------------------------------------
+    Mutation(
+        "gen-mask-msb-first",
+        GEN_MASK,
+        'np.packbits(keep, bitorder="little")',
+        'np.packbits(keep, bitorder="big")',
+        GEN_MASK_TESTS + TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "gen-mask-keep-strictly-above",
+        GEN_MASK,
+        ".astype(np.float32) >= limit",
+        ".astype(np.float32) > limit",
+        GEN_MASK_TESTS,
+    ),
+    Mutation(
+        "gen-mask-prob-not-in-its-dtype",
+        GEN_MASK,
+        "return np.float32(np.float32(prob).astype(UNIFORM_FORMATS[dtype][0]))",
+        "return np.float32(prob)",
+        GEN_MASK_TESTS,
+    ),
+    Mutation(
+        "gen-mask-offset-in-low-counter",
+        GEN_MASK,
+        "            counters & LOW,\n            counters >> np.uint64(32),",
+        "            (counters + np.uint64(offset)) & LOW,\n            counters >> np.uint64(32),",
+        GEN_MASK_TESTS,
+    ),
+    Mutation(
+        "gen-mask-v1-in-half",
+        GEN_MASK_CHECKS,
+        "    a.probDataType = DataType.ACL_FLOAT\n",
+        "    a.probDataType = DataType.ACL_FLOAT16\n",
+        GEN_MASK_TESTS,
+    ),
+    Mutation(
+        "gen-mask-prob-one-fills-ones",
+        GEN_MASK_CHECKS,
+        "        return Launch(0, fill(a.out, 0))",
+        "        return Launch(0, fill(a.out, 0xFF))",
+        GEN_MASK_TESTS,
+    ),
+    # --- the torch_npu stand-in -------------------------------------------------------------------
+    Mutation(
+        "torch-npu-prob-is-keep-prob",
+        TORCH_NPU + "dropout.py",
+        "prob = float(np.float32(1.0) - np.float32(keep_prob))",
+        "prob = float(keep_prob)",
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-offset-step-10",
+        TORCH_NPU + "dropout.py",
+        "self.offset += (increment + 3) // 4 * 4",
+        "self.offset += increment",
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-pfa-mode-10-kept",
+        TORCH_NPU + "inference.py",
+        "inner_precise, sparse_mode = 0, sparse_mode - 10",
+        "inner_precise = 0",
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-tnd-numels-without-heads",
+        TORCH_NPU + "fusion_attention.py",
+        "        return query.size(1) * total",
+        "        return total",
+        TORCH_NPU_TESTS,
     ),
     # --- TND variable length, sink, rope split, softmax layouts ---------------------------------
     Mutation(

@@ -54,7 +54,7 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
     elif mode == 8:
         mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)
-    prefix = None if params.prefix is None else (params.prefix[b],)
+    prefix = None if not params.prefix else (params.prefix[b],)  # an empty prefixN: what torch_npu passes
     return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
 
 

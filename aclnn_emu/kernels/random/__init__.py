@@ -1,0 +1,1 @@
+"""Random-number kernels: the dropout bit masks of CANN's random operators."""

@@ -1,0 +1,1 @@
+"""The random operators (ops-math `random/`): dropout_gen_mask."""
