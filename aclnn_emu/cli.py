@@ -1,4 +1,4 @@
-"""The `aclnn-emu` command: env, run, trace, samples, doctor, build."""
+"""The `aclnn-emu` command: env, run, trace, samples, coverage, doctor, build."""
 
 import argparse
 import collections
