@@ -14,6 +14,10 @@ import aclnn_emu as ae
 
 INT32_MAX, INT64_MAX = 2147483647, 9223372036854775807
 
+FUSION_ATTENTION = dict(
+    scaleValue=1.0, keepProb=1.0, preTokens=INT32_MAX, nextTokens=INT32_MAX, innerPrecise=0, sparseMode=0
+)
+
 # operator -> (torch_npu function, {aclnn parameter: torch_npu default})
 TORCH_NPU = {
     "FlashAttentionScoreV2": (
@@ -148,6 +152,30 @@ TORCH_NPU = {
         "npu_sparse_flash_attention_grad",
         dict(layoutOptional="BSND", sparseMode=3, preTokens=INT64_MAX, nextTokens=INT64_MAX),
     ),
+    # npu_fusion_attention / _grad call FlashAttentionScore(Grad) V1, V3 (with a sink), VarLenScore /
+    # UnpaddingScoreGrad (V4 with softmax_layout "TND", V5 with a sink) (FlashAttentionKernelNpuOpApi.cpp):
+    # scale=1., keep_prob=1., pre_tockens=next_tockens=2147483647, inner_precise=0, sparse_mode=0,
+    # softmax_layout="" (passed as softmaxOutLayout / softmaxInLayout).
+    **{
+        name: (function, dict(FUSION_ATTENTION, **({layout: ""} if layout else {})))
+        for function, names, layout in (
+            ("npu_fusion_attention", ("FlashAttentionScore", "FlashAttentionScoreV3"), None),
+            ("npu_fusion_attention", [f"FlashAttentionVarLenScore{v}" for v in ("", "V2", "V3")], None),
+            (
+                "npu_fusion_attention",
+                ("FlashAttentionVarLenScoreV4", "FlashAttentionVarLenScoreV5"),
+                "softmaxOutLayout",
+            ),
+            ("npu_fusion_attention_grad", ("FlashAttentionScoreGrad", "FlashAttentionScoreGradV3"), None),
+            ("npu_fusion_attention_grad", [f"FlashAttentionUnpaddingScoreGrad{v}" for v in ("", "V2", "V3")], None),
+            (
+                "npu_fusion_attention_grad",
+                ("FlashAttentionUnpaddingScoreGradV4", "FlashAttentionUnpaddingScoreGradV5"),
+                "softmaxInLayout",
+            ),
+        )
+        for name in names
+    },
     # size, p, seed and offset are required in both (op-plugin DropoutGenMaskKernelNpuOpApi.cpp)
     "DropoutGenMaskV2": ("_npu_dropout_gen_mask", {}),
     "DropoutGenMask": ("npu_dropout_gen_mask", {}),

@@ -133,6 +133,7 @@ _ADDED = [
     String(
         "softmaxOutLayout",
         values=SOFTMAX_LAYOUTS,
+        default="",
         doc='layout of softmaxMax/Sum: "same_as_input" token-major [T1,N1,8]; anything else each batch head-major',
     ),
 ]
@@ -164,33 +165,47 @@ _STARTS = "qStartIdxOptional kvStartIdxOptional"
 _OUTS = "softmaxMaxOut softmaxSumOut softmaxOutOut attentionOutOut"
 HEADER = OP.header
 
-V1 = Op("FlashAttentionScore", HEADER, _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"), base=OP)
+V1 = Op(
+    "FlashAttentionScore",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"),
+    base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
+)
 V3 = Op(
     "FlashAttentionScoreV3",
     HEADER,
     _params(f"{_HEAD} sinkOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS}"),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LEN = Op(
-    "FlashAttentionVarLenScore", HEADER, _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True), base=OP
+    "FlashAttentionVarLenScore",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True),
+    base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LEN_V2 = Op(
     "FlashAttentionVarLenScoreV2",
     HEADER,
     _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LEN_V3 = Op(
     "FlashAttentionVarLenScoreV3",
     HEADER,
     _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LEN_V4 = Op(
     "FlashAttentionVarLenScoreV4",
     HEADER,
     _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} softmaxOutLayout {_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LEN_V5 = Op(
     "FlashAttentionVarLenScoreV5",
@@ -199,5 +214,6 @@ VAR_LEN_V5 = Op(
         f"{_ROPE_HEAD} sinkOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxOutLayout {_OUTS}", True
     ),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention",
 )
 VAR_LENS = (VAR_LEN, VAR_LEN_V2, VAR_LEN_V3, VAR_LEN_V4, VAR_LEN_V5)

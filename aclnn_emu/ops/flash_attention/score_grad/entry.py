@@ -107,6 +107,7 @@ _ADDED = [
     String(
         "softmaxInLayout",
         values=("", "same_as_input"),
+        default="",
         doc='layout of softmaxMax/Sum: "same_as_input" token-major [T1,N1,8], "" each batch head-major',
     ),
     TensorOut("dqRopeOut", optional=True, like="queryRope", doc="dL/dqueryRope, shaped and typed like queryRope"),
@@ -142,36 +143,47 @@ _OUTS = "dqOut dkOut dvOut dpseOut"
 _ROPE_OUTS = "dqOut dqRopeOut dkOut dkRopeOut dvOut dpseOut"
 HEADER = OP.header
 
-V1 = Op("FlashAttentionScoreGrad", HEADER, _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"), base=OP)
+V1 = Op(
+    "FlashAttentionScoreGrad",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"),
+    base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
+)
 V3 = Op(
     "FlashAttentionScoreGradV3",
     HEADER,
     _params(f"{_HEAD} sinkInOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS} dsinkOut"),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDING = Op(
     "FlashAttentionUnpaddingScoreGrad",
     HEADER,
     _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDING_V2 = Op(
     "FlashAttentionUnpaddingScoreGradV2",
     HEADER,
     _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDING_V3 = Op(
     "FlashAttentionUnpaddingScoreGradV3",
     HEADER,
     _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_ROPE_OUTS}", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDING_V4 = Op(
     "FlashAttentionUnpaddingScoreGradV4",
     HEADER,
     _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS} softmaxInLayout", True),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDING_V5 = Op(
     "FlashAttentionUnpaddingScoreGradV5",
@@ -182,5 +194,6 @@ UNPADDING_V5 = Op(
         True,
     ),
     base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad",
 )
 UNPADDINGS = (UNPADDING, UNPADDING_V2, UNPADDING_V3, UNPADDING_V4, UNPADDING_V5)
