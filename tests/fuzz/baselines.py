@@ -1,0 +1,132 @@
+"""Valid calls the fuzzer starts from: for every exported entry point, one or more functions of the
+chip family returning the C arguments in order (see fuzz.case for T, L, Same).
+
+A new entry point joins the fuzzer here and nowhere else: add its baselines under its name
+(tests/test_fuzz.py fails while an exported entry point has none, or a baseline is refused on a
+chip it names). Keep shapes small: the fuzzer makes hundreds of thousands of calls.
+"""
+
+from .case import L, Same, T
+
+INT64_MAX = (1 << 63) - 1
+
+
+def fas(soc):
+    b, n, s, d = 1, 2, 8, 16
+    qkv = [T((b, n, s, d)) for _ in range(3)]
+    lanes = T((b, n, s, 8), "FLOAT")
+    return [*qkv, *[None] * 7, 0.25, 1.0, 65536, 65536, n, "BNSD", 0, 0, 1, lanes, T((b, n, s, 8), "FLOAT"), None,
+            T((b, n, s, d))]  # fmt: skip
+
+
+def fas_causal_bsh(soc):
+    b, n, s, d = 2, 2, 16, 16
+    mask = T((s, s), "UINT8", fill=tuple(int(j > i) for i in range(s) for j in range(s)))
+    qkv = [T((b, s, n * d), "BF16") for _ in range(3)]
+    return [*qkv, None, None, None, mask, None, None, None, 0.25, 1.0, 65536, 0, n, "BSH", 0, 0, 1,
+            T((b, n, s, 8), "FLOAT"), T((b, n, s, 8), "FLOAT"), None, T((b, s, n * d), "BF16")]  # fmt: skip
+
+
+def fag(soc):
+    b, n, s, d = 1, 2, 8, 16
+    q, k, v, dy, attn = (T((b, n, s, d)) for _ in range(5))
+    smax = T((b, n, s, 8), "FLOAT")
+    ssum = T((b, n, s, 8), "FLOAT", fill=(1.0,))
+    return [q, k, v, dy, None, None, None, None, smax, ssum, None, attn, None, None, None, 0.25, 1.0, 65536, 65536,
+            n, "BNSD", 0, 0, 1, T((b, n, s, d)), T((b, n, s, d)), T((b, n, s, d)), None]  # fmt: skip
+
+
+def pfa(soc):
+    b, n, s, d = 1, 2, 16, 16
+    qkv = [T((b, n, s, d)) for _ in range(3)]
+    return [*qkv, *[None] * 9, n, 0.25, INT64_MAX >> 32, 0, "BNSD", 0, 0, T((b, n, s, d))]
+
+
+def pfa_lengths_bsh(soc):
+    b, n, s, d = 2, 2, 16, 16
+    qkv = [T((b, s, n * d)), T((b, s, d)), T((b, s, d))]
+    return [*qkv, None, None, (16, 9), (16, 11), *[None] * 5, n, 0.25, 2147483647, 0, "BSH", 1, 0, T((b, s, n * d))]
+
+
+def ifa(soc):
+    q = T((2, 4, 1, 16))
+    k, v = (T((2, 2, 64, 16)) for _ in range(2))
+    return [q, L([k]), L([v]), None, None, (64, 40), *[None] * 9, 4, 0.25, "BNSD", 2, 0, 1, T((2, 4, 1, 16))]
+
+
+def ifa_paged(soc):
+    """Two sequences over a block table of 128-token blocks (BSH cache: blocks, block size, H)."""
+    q = T((2, 1, 64))
+    cache = [T((4, 128, 32)) for _ in range(2)]
+    table = T((2, 2), "INT32", fill=(0, 1, 2, 3))
+    return [q, L([cache[0]]), L([cache[1]]), None, None, (200, 77), *[None] * 7, table, None, 4, 0.25, "BSH", 2, 128,
+            1, T((2, 1, 64))]  # fmt: skip
+
+
+def sfag(soc):
+    b, s1, s2, n1, d, dr, topk = 1, 4, 96, 2, 512, 64, 2048
+    q, d_out, out = (T((b, s1, n1, d), "BF16") for _ in range(3))
+    kv = T((b, s2, 1, d), "BF16")
+    indices = T((b, s1, 1, topk), "INT32", fill=tuple(range(s2)) + (-1,) * (topk - s2))
+    smax = T((b, 1, s1, n1), "FLOAT", fill=(1.0,))
+    ssum = T((b, 1, s1, n1), "FLOAT", fill=(50.0,))
+    q_rope, k_rope = T((b, s1, n1, dr), "BF16"), T((b, s2, 1, dr), "BF16")
+    return [q, kv, Same(1), indices, d_out, out, smax, ssum, None, None, q_rope, k_rope, 0.04, 1, "BSND", 3,
+            INT64_MAX, INT64_MAX, False, T((b, s1, n1, d), "BF16"), T((b, s2, 1, d), "BF16"),
+            T((b, s2, 1, d), "BF16"), T((b, s1, n1, dr), "BF16"), T((b, s2, 1, dr), "BF16")]  # fmt: skip
+
+
+def lig(soc):
+    b, s1, s2, heads, dim, topk = 1, 2, 16, 64, 128, 2048
+    q, k = T((b, s1, heads, dim), "BF16"), T((b, s2, 1, dim), "BF16")
+    dy = T((b, s1, topk), "BF16")
+    indices = T((b, s1, topk), "INT32", fill=tuple(range(s2)) + (-1,) * (topk - s2))
+    w = T((b, s1, heads), "BF16")
+    return [q, k, dy, indices, w, None, None, heads, "BSND", 3, INT64_MAX, INT64_MAX, False,
+            T((b, s1, heads, dim), "BF16"), T((b, s2, 1, dim), "BF16"), T((b, s1, heads), "BF16")]  # fmt: skip
+
+
+def li(soc):
+    q, k, w = T((1, 4, 8, 128)), T((1, 16, 1, 128)), T((1, 4, 8))
+    return [q, k, w, None, None, None, "BSND", "BSND", 8, 3, INT64_MAX, INT64_MAX, True, T((1, 4, 1, 8), "INT32"),
+            T((1, 4, 1, 8))]  # fmt: skip
+
+
+def sfa(soc):
+    q, q_rope = T((1, 4, 2, 512)), T((1, 4, 2, 64))
+    k, k_rope = T((1, 8, 1, 512)), T((1, 8, 1, 64))
+    indices = T((1, 4, 1, 2), "INT32", fill=(0, 1))
+    lse = T((1, 1, 4, 2), "FLOAT")
+    return [q, k, Same(1), indices, None, None, None, q_rope, k_rope, 0.0417, 4, "BSND", "BSND", 3, INT64_MAX,
+            INT64_MAX, 2, True, T((1, 4, 2, 512)), lse, T((1, 1, 4, 2), "FLOAT")]  # fmt: skip
+
+
+def scatter(soc):
+    key = T((4, 2, 16))
+    slots = T((4,), "INT32", fill=(0, 3, 5, 6))
+    return [key, T((2, 4, 2, 16)), slots, T((4, 2, 16)), T((2, 4, 2, 16)), *[None] * 7]
+
+
+def gather(soc):
+    caches = [T((4, 16, 2, 16)) for _ in range(2)]
+    table = T((2, 2), "INT32", fill=(0, 1, 3, 2))
+    lens = T((2,), "INT32", fill=(20, 9))
+    return [*caches, table, lens, T((29, 2, 16)), T((29, 2, 16)), None, "Norm", False]
+
+
+ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
+A2_A3 = ("Ascend910B", "Ascend910_93")
+
+# entry point -> its baselines, each with the chip families it is valid on
+BASELINES = {
+    "FlashAttentionScoreV2": ((fas, ALL), (fas_causal_bsh, ALL)),
+    "FlashAttentionScoreGradV2": ((fag, ALL),),
+    "PromptFlashAttentionV2": ((pfa, ALL), (pfa_lengths_bsh, ALL)),
+    "IncreFlashAttentionV4": ((ifa, ALL), (ifa_paged, ALL)),
+    "SparseFlashAttentionGrad": ((sfag, A2_A3),),
+    "LightningIndexerGrad": ((lig, A2_A3),),
+    "LightningIndexer": ((li, A2_A3),),
+    "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
+    "ScatterPaKvCache": ((scatter, ALL),),
+    "GatherPaKvCache": ((gather, ALL),),
+}
