@@ -107,6 +107,21 @@ def scatter(soc):
     return [key, T((2, 4, 2, 16)), slots, T((4, 2, 16)), T((2, 4, 2, 16)), *[None] * 7]
 
 
+def scatter_nz(soc):
+    """PA_NZ: caches of 32-byte rows, [blocks, H / 16, block size, 16] for fp16."""
+    key = T((8, 2, 16))
+    slots = T((8,), "INT32", fill=(0, 5, 17, 18, 40, 47, -1, 33))
+    return [key, T((3, 2, 16, 16)), slots, T((8, 2, 16)), T((3, 2, 16, 16)), None, None, None, "PA_NZ", *[None] * 3]
+
+
+def li_tnd(soc):
+    """Two sequences packed along T, with cumulative query and key lengths."""
+    q, k, w = T((10, 16, 128), "BF16"), T((70, 1, 128), "BF16"), T((10, 16), "BF16")
+    cu_q, cu_k = T((2,), "INT32", fill=(3, 10)), T((2,), "INT32", fill=(40, 70))
+    return [q, k, w, cu_q, cu_k, None, "TND", "TND", 32, 3, INT64_MAX, INT64_MAX, True,
+            T((10, 1, 32), "INT32"), T((10, 1, 32), "BF16")]  # fmt: skip
+
+
 def gather(soc):
     caches = [T((4, 16, 2, 16)) for _ in range(2)]
     table = T((2, 2), "INT32", fill=(0, 1, 3, 2))
@@ -125,8 +140,8 @@ BASELINES = {
     "IncreFlashAttentionV4": ((ifa, ALL), (ifa_paged, ALL)),
     "SparseFlashAttentionGrad": ((sfag, A2_A3),),
     "LightningIndexerGrad": ((lig, A2_A3),),
-    "LightningIndexer": ((li, A2_A3),),
+    "LightningIndexer": ((li, A2_A3), (li_tnd, A2_A3)),
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
-    "ScatterPaKvCache": ((scatter, ALL),),
+    "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
 }

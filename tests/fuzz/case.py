@@ -281,7 +281,7 @@ def _phase2(op, size: int, executor: int, stream: int) -> Outcome:
         except AclError as exc:
             if UNHANDLED in exc.message:
                 return Outcome("unhandled", exc.code, exc.message)
-            return Outcome("ran-failed", exc.code)
+            return Outcome("ran-failed", exc.code, exc.message)
         return Outcome("ran")
     finally:
         if workspace:

@@ -1,0 +1,214 @@
+"""What the fuzzer found, held to the rule every call follows: phase 1 returns the source's code, or
+the call runs — correctly where the real op_api accepts it and the hardware computes it, or, where
+the hardware would read or write past a tensor (undefined behaviour), with the AI Core exception
+(507015) and a message naming the tensor. Never a hang, 561000 or an unhandled exception.
+
+Each case runs in a worker process with a timeout (tests/fuzz), so a hang fails the test instead of
+stopping the suite. Codes cite ops-transformer v8.5.0-beta.1.
+"""
+
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+from aclnn_emu import status
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.meta import Tensor
+from fuzz import baselines as base
+from fuzz import driver
+from fuzz.case import Case, T
+
+AICORE = status.ACL_ERROR_RT_AICORE_EXCEPTION
+TILING = status.ACLNN_ERR_INNER_TILING_ERROR
+PENDING = pytest.mark.xfail(strict=True, reason="the operator's launch or checks still raise; fixed in its package")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    workers = driver.Pool(seed=0, workers=1, timeout=20)
+    yield workers
+    workers.close()
+
+
+def outcome(pool, op, baseline, soc, **changes):
+    """The outcome of `baseline` on `soc` with arguments replaced (a3=... replaces argument 3)."""
+    args = getattr(base, baseline)(soc)
+    for key, value in changes.items():
+        args[int(key[1:])] = value
+    ((_, got),) = list(pool.run([("case", Case(op, soc, False, args, base=baseline))]))
+    assert not got.bad, got
+    return got
+
+
+# -- a length past what phase 1 compares ---------------------------------------------------------
+@PENDING
+@pytest.mark.parametrize("length", [(1 << 32) + 2, 1 << 62])
+@pytest.mark.parametrize("soc", base.ALL)
+def test_ifa_length_past_uint32_passes_phase_1_and_faults_the_kernel(pool, soc, length):
+    """IFATiling::ParseActualSeqLens (incre_flash_attention_tiling.cpp) compares
+    static_cast<uint32_t>(actLen) with the key's S, so 2**32+2 and 2**62 pass phase 1; the kernel
+    then reads the key past its S: the AI Core exception, naming actualSeqLengths."""
+    got = outcome(pool, "IncreFlashAttentionV4", "ifa", soc, a5=(64, length))
+    assert (got.kind, got.code) == ("ran-failed", AICORE) and "actualSeqLengths" in got.detail, got
+
+
+# -- shapes phase 1 indexes past ----------------------------------------------------------------
+@PENDING
+def test_sfa_0d_sparse_indices_is_a_shape_mismatch(pool):
+    """SFATilingCheck::CheckTopkShape -> CompareShape (sparse_flash_attention_tiling.cpp): a
+    dimension count other than the layout's fails the tiling."""
+    got = outcome(pool, "SparseFlashAttention", "sfa", "Ascend910B", a3=T((), "INT32"))
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", [*(pytest.param(s, marks=PENDING) for s in base.A2_A3), "Ascend910_95"])
+def test_ifa_negative_query_batch_is_refused_in_phase_1(pool, soc):
+    """The tiling's ConvertContext (incre_flash_attention_tiling.cpp) resizes its key list to the
+    query's batch: -1 there is no list at all, so no kernel runs."""
+    args = dict(a0=T((-1, 1, 64)), a17="BSH", a21=T((-1, 1, 64)))
+    got = outcome(pool, "IncreFlashAttentionV4", "ifa", soc, **args)
+    assert got.kind == "rejected" and got.code != status.ACLNN_ERR_INNER, got
+
+
+@PENDING
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fag_key_of_another_rank(pool, soc):
+    got = outcome(pool, "FlashAttentionScoreGradV2", "fag", soc, a1=T((1, 2, 16)))
+    assert got.kind == "rejected", got
+
+
+# -- mismatched shapes accepted by phase 1 ----------------------------------------------------------
+@pytest.mark.parametrize("soc", [*(pytest.param(s, marks=PENDING) for s in base.A2_A3), "Ascend910_95"])
+def test_pfa_value_of_another_length(pool, soc):
+    got = outcome(pool, "PromptFlashAttentionV2", "pfa", soc, a2=T((1, 2, 9, 16)))
+    assert got.kind in ("rejected", "ran"), got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fas_value_of_another_length(pool, soc):
+    got = outcome(pool, "FlashAttentionScoreV2", "fas", soc, a2=T((1, 2, 9, 16)))
+    assert got.kind in ("rejected", "ran"), got
+
+
+@PENDING
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("position, name", [(11, "attentionIn"), (3, "dy")])
+def test_fag_attention_in_or_dy_of_another_head_size(pool, soc, position, name):
+    got = outcome(pool, "FlashAttentionScoreGradV2", "fag", soc, **{f"a{position}": T((1, 2, 8, 8))})
+    assert got.kind == "rejected", got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fag_empty_attention_in(pool, soc):
+    got = outcome(pool, "FlashAttentionScoreGradV2", "fag", soc, a11=T((0,)))
+    assert got.kind == "rejected", got
+
+
+# -- negative dimensions from aclCreateTensor ---------------------------------------------------------
+NEGATIVE = [
+    ("SparseFlashAttentionGrad", "sfag", base.A2_A3, 19, T((1, -4, 2, 512), "BF16")),
+    ("LightningIndexerGrad", "lig", base.A2_A3, 13, T((1, -2, 64, 128), "BF16")),
+    ("LightningIndexer", "li", base.A2_A3, 13, T((1, -4, 1, 8), "INT32")),
+    ("SparseFlashAttention", "sfa", ("Ascend910B",), 18, T((1, -4, 2, 512))),
+    ("FlashAttentionScoreV2", "fas", base.ALL, 22, T((1, 2, -8, 16))),
+    ("FlashAttentionScoreGradV2", "fag", base.ALL, 24, T((1, 2, -8, 16))),
+    ("IncreFlashAttentionV4", "ifa", base.ALL, 21, T((2, 4, -1, 16))),
+]
+
+
+@pytest.mark.parametrize(
+    "op, baseline, soc, position, tensor",
+    [(op, b, soc, i, t) for op, b, chips, i, t in NEGATIVE for soc in chips],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_negative_dimension_is_refused_or_faults_the_kernel(pool, op, baseline, soc, position, tensor):
+    """aclCreateTensor (opbase common_types.cpp, aclTensor's constructor) checks no dimension; an
+    op whose checks let the shape through hands it to a kernel, whose addressing it corrupts."""
+    got = outcome(pool, op, baseline, soc, **{f"a{position}": tensor})
+    assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got
+    if got.kind == "ran-failed":
+        assert "negative dimension" in got.detail
+
+
+# -- views past their storage, and negative cumulative lengths --------------------------------------------
+@PENDING
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_scatter_nz_cache_past_its_storage(pool, soc):
+    got = outcome(pool, "ScatterPaKvCache", "scatter_nz", soc, a1=T((3, 2, 16, 16), offset=1536, storage=(1536,)))
+    assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got
+
+
+@PENDING
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("offset", [1, 1 << 40])
+def test_gather_seq_lens_past_their_storage(pool, soc, offset):
+    lens = T((2,), "INT32", fill=(20, 9), strides=(-1 if offset == 1 else 1,), offset=offset, storage=(2,))
+    got = outcome(pool, "GatherPaKvCache", "gather", soc, a3=lens)
+    assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got
+
+
+@PENDING
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_li_tnd_negative_cumulative_key_length(pool, soc):
+    got = outcome(pool, "LightningIndexer", "li_tnd", soc, a4=T((2,), "INT32", fill=(-40, 70)))
+    assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got
+
+
+# -- non-contiguous inputs: made contiguous by the op_api and computed -----------------------------
+RNG = np.random.default_rng(29)
+
+
+def _strided(array, how):
+    """A device view with the values of `array`: its last two axes stored transposed, or its
+    third axis stored backwards."""
+    shape = array.shape
+    if how == "transposed":
+        stored = np.ascontiguousarray(np.swapaxes(array, -1, -2))
+        s, d = shape[-2], shape[-1]
+        strides, offset = (shape[1] * s * d, s * d, 1, s), 0
+    else:
+        stored = np.ascontiguousarray(array[:, :, ::-1])
+        s, d = shape[2], shape[3]
+        strides, offset = (shape[1] * s * d, s * d, -d, 1), (s - 1) * d
+    holder = ae.to_device(stored)
+    view = Tensor(shape, holder.dtype, strides, offset, storage_shape=(stored.size,), addr=holder.addr)
+    return view, holder
+
+
+def _attention(op, q, k, v, how=None, which=()):
+    tensors, views, owned = [], [], []
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if name in which:
+            view, holder = _strided(x, how)
+            tensors.append(view)
+            views.append(view)
+            owned.append(holder)
+        else:
+            tensors.append(ae.to_device(x))
+            owned.append(tensors[-1])
+    out = ae.empty(q.shape, DataType.ACL_FLOAT16)
+    b, n, s, _ = q.shape
+    lanes = [ae.empty((b, n, s, 8), DataType.ACL_FLOAT) for _ in range(2)]
+    owned += [out, *lanes]
+    if op == "PromptFlashAttentionV2":
+        ae.run(op, *tensors, *[None] * 9, n, 0.25, 2147483647, 0, "BNSD", 0, 0, out)
+    else:
+        ae.run(op, *tensors, *[None] * 7, 0.25, 1.0, 65536, 65536, n, "BNSD", 0, 0, 1, *lanes, None, out)
+    result = ae.numpy(out)
+    for view in views:
+        view.destroy()
+    for t in owned:
+        ae.free(t)
+    return result
+
+
+@pytest.mark.parametrize("op", ["PromptFlashAttentionV2", "FlashAttentionScoreV2"])
+@pytest.mark.parametrize("how", ["transposed", "backwards"])
+@pytest.mark.parametrize("which", [("q",), ("k",), ("q", "k", "v")])
+def test_a_strided_input_gives_the_contiguous_result(aclnn_soc, op, how, which):
+    """aclnn_flash_attention_score.cpp / aclnn_prompt_flash_attention_inner.cpp pass every input
+    through l0op::Contiguous before the kernel: a strided view computes as its values do."""
+    q, k, v = (RNG.standard_normal((1, 2, 32, 16)).astype(np.float16) for _ in range(3))
+    expected = _attention(op, q, k, v)
+    got = _attention(op, q, k, v, how, which)
+    assert got.tobytes() == expected.tobytes()
