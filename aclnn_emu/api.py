@@ -13,7 +13,8 @@ from . import dtypes
 from .formats import Format
 from .meta import Tensor
 from .errors import AclnnError
-from .ops import arguments, by_name, calls
+from .opdef import arguments, calls
+from .opdef.registry import by_name
 from .runtime import api as rt
 from .runtime import devices, handles
 from .runtime.streams import Stream

@@ -1,5 +1,5 @@
 """`aclnn_emu.ops.<Op>`: one Python function per operator, generated from its declarative signature
-(ops/signature.py), so an operator registered in ops.MODULES has one without any code here.
+(opdef/signature.py), so an operator registered in opdef.registry has one without any code here.
 
     out = ae.ops.PromptFlashAttentionV2(query=q, key=k, value=v, numHeads=8, inputLayout="BNSD")
     ex = ae.ops.PromptFlashAttentionV2.prepare(q, k, v, numHeads=8, inputLayout="BNSD")   # phase 1
@@ -23,8 +23,8 @@ import keyword
 from . import api, host
 from .errors import AclnnError, typed
 from .meta import Executor, Handled, Tensor, TensorList
-from .ops import arguments, calls
-from .ops.signature import REQUIRED
+from .opdef import arguments, calls
+from .opdef.signature import REQUIRED
 from .runtime import api as rt
 from .runtime import devices, handles
 from .runtime.errors import take_recent

@@ -21,7 +21,7 @@ def _hint_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize("soc", ["Ascend910B", "Ascend910_93"])
-def test_the_910_95_sample_on_an_a2_or_a3_chip_names_the_chip_to_pick(soc):
+def test_the_arch35_sample_on_an_a2_or_a3_chip_names_the_chip_to_pick(soc):
     result = cabi.compile_and_run(SAMPLES / "aclnnScatterPaKvCache_1.cpp", env={"ACLNN_EMU_SOC": soc}, timeout=120)
     assert result.returncode != 0 and "ERROR: 161002" in result.stdout
     assert _hint_lines(result.stderr) == [
@@ -49,7 +49,7 @@ def test_the_910_95_sample_on_an_a2_or_a3_chip_names_the_chip_to_pick(soc):
         ),
     ],
 )
-def test_a2_only_samples_on_910_95_name_the_chips_to_pick(sample, code, reason):
+def test_a2_only_samples_on_arch35_name_the_chips_to_pick(sample, code, reason):
     result = cabi.compile_and_run(SAMPLES / f"{sample}.cpp", env={"ACLNN_EMU_SOC": "Ascend910_95"}, timeout=300)
     assert result.returncode != 0 and f"ERROR: {code}" in result.stdout
     assert _hint_lines(result.stderr) == [
@@ -75,7 +75,7 @@ def _scatter(key, value, cache_dtype=None):
 
 @pytest.mark.soc("Ascend910B")
 def test_a_value_registered_elsewhere_in_a_call_rejected_everywhere(aclnn_soc, capfd):
-    """A FLOAT key of the wrong rank: FLOAT exists on 910_95, whose tiling rejects the rank too."""
+    """A FLOAT key of the wrong rank: FLOAT exists on arch35, whose tiling rejects the rank too."""
     code, message = _scatter(np.ones((2, 16), np.float32), np.ones((2, 16), np.float32))
     assert code == 161002
     assert message.endswith(
@@ -115,10 +115,12 @@ def test_an_op_that_never_asks_for_the_chip_is_not_tried_elsewhere(capfd):
 
 
 def test_every_per_chip_table_names_the_emulated_chips():
-    from aclnn_emu.ops.sparse_attention import lightning_indexer_grad, sparse_flash_attention_grad
-    from aclnn_emu.ops.kv_cache import gather_pa_kv_cache, scatter_pa_kv_cache
+    from aclnn_emu.ops.kv_cache.gather import checks as gather
+    from aclnn_emu.ops.kv_cache.scatter import checks as scatter
+    from aclnn_emu.ops.sparse_attention.lightning_indexer_grad import checks as lightning_indexer_grad
+    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad import checks as sparse_flash_attention_grad
 
-    assert set(FAMILIES) == set(scatter_pa_kv_cache.COMBOS) == set(gather_pa_kv_cache.COMBOS)
+    assert set(FAMILIES) == set(scatter.COMBOS) == set(gather.COMBOS)
     assert {p.family for p in PARTS.values()} == set(FAMILIES) and set(FAMILIES) < set(config.SOCS)
     for only in (lightning_indexer_grad.SOCS, sparse_flash_attention_grad.SOCS):
         assert set(only) < set(FAMILIES)
@@ -126,7 +128,7 @@ def test_every_per_chip_table_names_the_emulated_chips():
 
 @pytest.mark.parametrize("part", ["Ascend910B4", "Ascend910_9381"])
 def test_a_part_name_chip_names_the_family_that_accepts_the_call(part, monkeypatch, capfd):
-    """FlashAttentionScoreGradV2 with dropout and no dropMask: 161001 on A2/A3 parts, run on 910_95
+    """FlashAttentionScoreGradV2 with dropout and no dropMask: 161001 on A2/A3 parts, run on arch35
     (its kernel generates the keep-mask); the hint names the part in use and its family."""
     ae.setup()  # aclInit reads the settings again: the part is set after it
     monkeypatch.setattr(config, "current", dataclasses.replace(config.current, soc=part))

@@ -409,7 +409,7 @@ def test_philox_matches_the_random123_known_answers():
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip, capfd):
+def test_arch35_generates_the_keep_mask_from_seed_and_offset(chip, capfd):
     """keepProb < 1 and no dropMask on Ascend910_95: the kernel draws its mask (seed 0, offset 0 in V2):
     element e of [B, N1, S1, S2] is kept when byte e % 16 of the 7-round Philox output for counter
     e // 16 is <= int(keepProb * 255) (S2 a multiple of 16). The same bits given as dropMask on the
@@ -438,22 +438,22 @@ def test_910_95_generates_the_keep_mask_from_seed_and_offset(chip, capfd):
         (3, 56, {"kv_start_idx": (5,)}, {"q_start_idx": (0,)}),  # kvStartIdx alone
     ],
 )
-def test_910_95_inner_pse_takes_unequal_lengths_and_either_start_index(chip, pse_type, s1, starts, reference):
+def test_arch35_inner_pse_takes_unequal_lengths_and_either_start_index(chip, pse_type, s1, starts, reference):
     """The arch35 Basic template's SetPseAlibiParamsRegbase returns before any check for pseType 2/3, so
-    S1 != S2 runs; SetQKVStartIdx (regbase) reads each start index on its own (absent = 0), and the
+    S1 != S2 runs; SetQKVStartIdx (arch35) reads each start index on its own (absent = 0), and the
     kernel's distance is j + kvStartIdx - i - qStartIdx (pse.h ComputeInnerPseOffset), in fp32."""
     case = Case("float16", "BNSD", s1=s1, s2=40, pse_type=pse_type, pse=SLOPES[:2], **starts)
     assert_matches(case, reference=reference)
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_runs_pse_type_0_without_pse_as_no_pse(chip):
+def test_arch35_runs_pse_type_0_without_pse_as_no_pse(chip):
     """The arch35 AnalyzePseOptionalInput has no "pse is nullptr but pseType is not 1" check."""
     assert_matches(Case("bfloat16", "BSH", s1=40, s2=24, pse_type=0))
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_an_empty_value_takes_the_empty_input_tiling(chip):
+def test_arch35_an_empty_value_takes_the_empty_input_tiling(chip):
     """IsEmptyInputRegbase counts value too: Dv = 0 zero-fills softmaxMax and softmaxSum."""
     q, k = np.ones((1, 2, 4, 8), np.float16), np.ones((1, 2, 6, 8), np.float16)
     v = np.ones((1, 2, 6, 0), np.float16)
@@ -489,11 +489,11 @@ def test_910_95_an_empty_value_takes_the_empty_input_tiling(chip):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95", "Ascend910B"], indirect=True)
-def test_the_910_95_output_cast_saturates_where_atlas_a2_overflows(chip):
+def test_the_arch35_output_cast_saturates_where_atlas_a2_overflows(chip):
     """The arch35 output cast is castTraitZero (vf_basic_block_utils.h: CAST_ROUND, SatMode::SAT): an
     fp16 result beyond 65504 becomes 65504 there, inf on Atlas A2 (IEEE). Uniform scores and dropout
     with keepProb 0.5 make each output 60000 x 2 x (kept keys / 16); the same keep bits on both chips
-    (generated on 910_95, given as dropMask on A2)."""
+    (generated on arch35, given as dropMask on A2)."""
     from aclnn_emu.kernels.flash_attention.dropout import keep_mask
 
     rng = np.random.default_rng(4)
@@ -584,7 +584,7 @@ def test_round_trip_matches_torch_autograd(dtype_name, layout, attrs):
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("dtype_name,layout", [("float32", "BNSD"), ("float16", "BSH"), ("bfloat16", "BSND")])
-def test_910_95_round_trip_drops_the_same_elements_both_ways(chip, dtype_name, layout):
+def test_arch35_round_trip_drops_the_same_elements_both_ways(chip, dtype_name, layout):
     """keepProb < 1 and no dropMask on Ascend910_95: the forward and FlashAttentionScoreGradV2 each
     generate the keep mask (dropmask.h, seed 0 and offset 0 from both V2 entry points), so the pair
     matches torch.autograd of one dropout with that mask."""

@@ -132,7 +132,7 @@ EXPECTED.update(
     }
 )
 # Ascend910_95: the op_api has no chip branch (aclnn_flash_attention_score_grad.cpp); the tiling
-# (flash_attention_score_grad_tiling.cpp TilingFlashAttentionGradScore) runs the arch35 regbase one.
+# (flash_attention_score_grad_tiling.cpp TilingFlashAttentionGradScore) runs the arch35 arch35 one.
 ARCH35 = {
     # ..._regbase.cpp ProcessDropoutInfo: no dropMask means dropMaskOuter = false, the kernel generates it
     "tiling.drop_null": 0,
@@ -144,7 +144,7 @@ ARCH35 = {
     # accepted by the source, but how the kernel reads a mask narrower than S2 is not established
     "chip.mask_covers_only_in_elements": 561003,
     # CheckAttentionInShape (..._common_regbase.cpp) compares only the rank; no IsSameShapeButValueDLeEqD
-    # of query/dy in the regbase tiling: accepted, the kernel's indexing is not established
+    # of query/dy in the arch35 tiling: accepted, the kernel's indexing is not established
     "tiling.attention_in_shape": 561003,
     "tiling.dy_shape": 561003,
     # ProcessOptionalInput reads keepProb with no range check: > 1 runs without dropout, <= 0 is not established

@@ -1,4 +1,4 @@
-"""Every 561003 the emulator chooses, and every inferred rule, is declared once (aclnn_emu/ops/gaps.py)
+"""Every 561003 the emulator chooses, and every inferred rule, is declared once (aclnn_emu/opdef/gaps.py)
 and listed by `aclnn-emu coverage`: the op modules raise them only by declared key."""
 
 import ast
@@ -9,8 +9,9 @@ import pytest
 
 import aclnn_emu.ops as ops_pkg
 from aclnn_emu import cli, status
-from aclnn_emu.ops import all_ops, gaps
-from aclnn_emu.ops.signature import OpError
+from aclnn_emu.opdef import gaps
+from aclnn_emu.opdef.registry import all_ops
+from aclnn_emu.opdef.signature import OpError
 
 OPS = pathlib.Path(ops_pkg.__file__).parent
 # The shared pieces that raise 561003 for the source's own reasons (kernel lookup, unknown chip,

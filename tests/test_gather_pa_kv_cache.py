@@ -12,7 +12,7 @@ import aclnn_emu as ae
 from aclnn_emu import config
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
-from aclnn_emu.ops.kv_cache.common import DTYPES_910_95
+from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35
 from aclnn_emu.runtime import sanitizer
 from golden import gather_pa_kv_cache as golden
 from golden.scatter_pa_kv_cache import random_data, same_bits
@@ -264,18 +264,18 @@ def test_a2_checks_no_ranks(chip, dev, capfd):
     assert "checks no ranks" in capfd.readouterr().err
 
 
-# -- Ascend 910_95 ---------------------------------------------------------------------------------
+# -- Ascend910_95 ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("nz", [False, True])
 @pytest.mark.parametrize("cumsum", [False, True])
 @pytest.mark.parametrize("index", [DataType.ACL_INT32, DataType.ACL_INT64])
-def test_910_95(chip, dev, nz, cumsum, index):
+def test_arch35(chip, dev, nz, cumsum, index):
     rng = np.random.default_rng(20)
     case = make_case(rng, [5, 17, 8, 1, 12], nz=nz, cumsum=cumsum, offset_blocks=[0, 2, 1, 3, 0])
     fmt = Format.ACL_FORMAT_FRACTAL_NZ if nz else Format.ACL_FORMAT_ND
     check(
         run_gather(dev, case, index=index, cache_format=fmt),
-        golden.a95(
+        golden.arch35(
             case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, nz=nz, **case.args
         ),
     )
@@ -283,8 +283,8 @@ def test_910_95(chip, dev, nz, cumsum, index):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-@pytest.mark.parametrize("dtype", DTYPES_910_95, ids=lambda d: d.name)
-def test_910_95_every_dtype(chip, dev, dtype):
+@pytest.mark.parametrize("dtype", DTYPES_ARCH35, ids=lambda d: d.name)
+def test_arch35_every_dtype(chip, dev, dtype):
     rng = np.random.default_rng(21)
     np_dtype = np.dtype(NUMPY[dtype])
     case = make_case(rng, [6, 3], np.uint8 if np_dtype.itemsize == 1 else np_dtype, nz=True, head_k=32, head_v=64)
@@ -293,25 +293,26 @@ def test_910_95_every_dtype(chip, dev, dtype):
     )
     check(
         run_gather(dev, case, dtype=dtype, cache_format=Format.ACL_FORMAT_FRACTAL_NZ),
-        golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, nz=True),
+        golden.arch35(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, nz=True),
     )
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_cuts_at_the_output_and_fills_columns_past_the_row_with_zeros(chip, dev):
+def test_arch35_cuts_at_the_output_and_fills_columns_past_the_row_with_zeros(chip, dev):
     rng = np.random.default_rng(22)
     case = make_case(rng, [9, 6, 5], width=2, offset_blocks=[1, 0, 0], extra_rows=0)
     case.key, case.value = case.key[:12], case.value[:12]  # batch 1 is cut after 3 tokens, 2 dropped
     out = run_gather(dev, case)
     check(
-        out, golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, **case.args)
+        out,
+        golden.arch35(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, **case.args),
     )
     assert not out[0][8].any()  # batch 0's column 2 of 2: zeros
     assert kinds() == []
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_cores_stop_at_their_own_first_batch_past_the_output(chip, dev):
+def test_arch35_cores_stop_at_their_own_first_batch_past_the_output(chip, dev):
     """70 batches on 64 cores: two batches a core. Batch 0 starts past the output, so its core
     skips batch 1 too; the other cores go on."""
     rng = np.random.default_rng(23)
@@ -319,7 +320,8 @@ def test_910_95_cores_stop_at_their_own_first_batch_past_the_output(chip, dev):
     case.seq_lens[0] = 500
     out = run_gather(dev, case)
     check(
-        out, golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, cumsum=True)
+        out,
+        golden.arch35(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, cumsum=True),
     )
     assert same_bits(out[0][2:4], case.key[2:4])  # batch 1's rows: untouched
     assert not same_bits(out[0][4:6], case.key[4:6])
@@ -327,12 +329,14 @@ def test_910_95_cores_stop_at_their_own_first_batch_past_the_output(chip, dev):
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("index", [DataType.ACL_INT32, DataType.ACL_INT64])
-def test_910_95_pa_nz_divides_a_negative_int32_seq_offset_as_unsigned(chip, dev, index):
+def test_arch35_pa_nz_divides_a_negative_int32_seq_offset_as_unsigned(chip, dev, index):
     rng = np.random.default_rng(24)
     case = make_case(rng, [16], nz=True, offset_blocks=[0], extra_rows=0)
     case.seq_offset = np.array([-8])  # one block back
     out = run_gather(dev, case, index=index, cache_format=Format.ACL_FORMAT_FRACTAL_NZ)
-    unshifted = golden.a95(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, nz=True)
+    unshifted = golden.arch35(
+        case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, nz=True
+    )
     assert not out[0][:8].any()  # column -1: zeros either way
     if index == DataType.ACL_INT32:  # (2^32 - 8) / 8: far past the row
         assert not out[0].any()
@@ -406,9 +410,9 @@ def test_gather_inverts_scatter_on_a2(chip, dev, nz, dtype, cumsum):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-@pytest.mark.parametrize("dtype", DTYPES_910_95, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", DTYPES_ARCH35, ids=lambda d: d.name)
 @pytest.mark.parametrize("cumsum", [False, True])
-def test_gather_inverts_scatter_on_910_95(chip, dev, dtype, cumsum):
+def test_gather_inverts_scatter_on_arch35(chip, dev, dtype, cumsum):
     rng = np.random.default_rng(31)
     sent, back = scatter_then_gather(dev, rng, NUMPY[dtype], False, [13, 1, 24, 8], cumsum, [0, 2, 1, 0], data=dtype)
     check(back, sent)
@@ -446,7 +450,7 @@ def test_overlapping_batches_are_a_race_the_last_write_wins(chip, dev):
     rng = np.random.default_rng(42)
     case = make_case(rng, [6, 1, 5], cumsum=True)
     case.seq_lens = np.array([0, 6, 3, 8])  # batch 1 runs back from row 6 to 3, batch 2 rewrites rows 3..5
-    gold = golden.a2_norm if chip == "Ascend910B" else golden.a95
+    gold = golden.a2_norm if chip == "Ascend910B" else golden.arch35
     check(
         run_gather(dev, case),
         gold(case.key_cache, case.value_cache, case.tables, case.seq_lens, case.key, case.value, cumsum=True),
@@ -480,7 +484,7 @@ def test_a_fractal_nz_cache_names_the_chip_that_registers_it(chip, dev):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_an_nd_cache_in_pa_nz_mode_is_a_tiling_error_on_910_95_but_runs_on_a2(chip, dev):
+def test_an_nd_cache_in_pa_nz_mode_is_a_tiling_error_on_arch35_but_runs_on_a2(chip, dev):
     rng = np.random.default_rng(51)
     case = make_case(rng, [3], nz=True)
     with pytest.raises(ae.AclnnError) as error:

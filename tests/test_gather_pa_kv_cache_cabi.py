@@ -53,7 +53,7 @@ A2 = {
     "tiling.tokenSizeK_missing": TILING,
     "tiling.tokenSizeV": TILING,
     "tiling.tokenSizeV_nz_missing": TILING,
-    # the 910_95 shape checks: A2/A3 runs these calls (reads outside a tensor are sanitizer reports)
+    # the arch35 shape checks: A2/A3 runs these calls (reads outside a tensor are sanitizer reports)
     "t95.key_cache_rank": OK,
     "t95.key_cache_dims": OK,
     "t95.key_cache_nz_dim3": INVALID,

@@ -7,7 +7,7 @@ import pytest
 
 from aclnn_emu import dtypes, formats, status, toolkit
 from aclnn_emu.capi.prototypes import runtime_prototypes
-from aclnn_emu.ops import all_ops
+from aclnn_emu.opdef.registry import all_ops
 
 INCLUDE = toolkit.HOME / "include"
 

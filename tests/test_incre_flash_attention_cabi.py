@@ -2,7 +2,7 @@
 
 Atlas A2 and A3 share the OpDef and IFATiling, so every code is the same on both. Ascend910_95
 shares the OpDef (the generated entry point's codes) but runs IFATilingV2, which hands a FLOAT16/BF16
-key to PromptFlashAttentionTilingV2: ON_910_95 lists every rule whose code differs there, with the
+key to PromptFlashAttentionTilingV2: ON_ARCH35 lists every rule whose code differs there, with the
 source file and function that decides it."""
 
 import pytest
@@ -102,7 +102,7 @@ TILING_RULES = (
     "kv_nz.antiquant_scale",
 )
 # Calls written for the Ascend910_95 rules, with their Atlas A2/A3 codes.
-REGBASE_ON_A2 = {
+ARCH35_ON_A2 = {
     "empty_kv": SUCCESS,
     "inner_precise_3": TILING,
     "inner_precise_4": TILING,
@@ -150,7 +150,7 @@ EXPECTED = {
     # ifa_speculative (SplitUnbalanced's split past the batch), reads past the key or quantScale2
     **{f"refused.{name}": NOT_IMPLEMENTED for name in ("mtp", "mtp_int8", "kv_heads", "quant2_rank")},
     **{f"tiling.{name}": TILING for name in TILING_RULES},
-    **{f"regbase.{name}": code for name, code in REGBASE_ON_A2.items()},
+    **{f"arch35.{name}": code for name, code in ARCH35_ON_A2.items()},
 }
 
 IFA_V2 = "incre_flash_attention_tiling_v2.cpp"
@@ -158,7 +158,7 @@ PFA_V2 = "prompt_flash_attention_tiling_v2.cpp PromptFlashAttentionTilingV2::"
 # Ascend910_95: (code, where the 8.5 source decides it). IFATilingV2::DoSubOpTiling sends a
 # FLOAT16/BF16 key to PromptFlashAttentionTilingV2 (through PFAConvertContext) and an INT8 key to
 # its own RunBigKernelTiling.
-ON_910_95 = {
+ON_ARCH35 = {
     "ok.BSH_NBSD": (TILING, PFA_V2 + "CheckIO/SetInputLayout: no *_NBSD layout"),
     "ok.tensor_list": (
         TILING,
@@ -169,7 +169,7 @@ ON_910_95 = {
         TILING,
         PFA_V2 + "CheckMaskShape (enableIFAMask): the mask spans S2, not the largest actual length",
     ),
-    # An INT8 key: IFATilingV2::RunBigKernelTiling (ops/flash_attention/ifa_antiquant_95.py); the
+    # An INT8 key: IFATilingV2::RunBigKernelTiling (ops/flash_attention/incre/antiquant_arch35.py); the
     # A2/A3 codes hold for ok.int8_*, tiling.antiquant.* and tiling.pa_block_align32 (CheckAntiQuantParam,
     # CheckPABlockSize), the rules below differ.
     # A query S above 1 sets isPFAFlag_ (ProcessBaseTensors); ok.int8_query_s2 and int8_s9_unmerged_fits
@@ -179,41 +179,41 @@ ON_910_95 = {
         IFA_V2 + " ProcessBaseTensors: isPFAFlag_ lifts the S = 1 rule; every row "
         "has all 16 keys (ComputeS2LoopInfo without an attenMask)",
     ),
-    "regbase.int8_s8_merged_short": (
+    "arch35.int8_s8_merged_short": (
         NOT_IMPLEMENTED,
         IFA_V2 + " FixParamWithRowInvalid: S x G (CheckPFAMerge) rows "
         "over a batch of 15 keys cut the core split "
         "(unestablished.soc_antiquant_short_kv)",
     ),
-    "regbase.int8_s2_inner_precise_3": (SUCCESS, IFA_V2 + " ProcessBaseTensors: innerPrecise 0-3 with isPFAFlag_"),
-    "regbase.int8_s2_antiquant_1nd": (TILING, IFA_V2 + " CheckKVAntiQuantPerChannel: no [2, 1, N2, D] with isPFAFlag_"),
-    "regbase.int8_s2_mask": (
+    "arch35.int8_s2_inner_precise_3": (SUCCESS, IFA_V2 + " ProcessBaseTensors: innerPrecise 0-3 with isPFAFlag_"),
+    "arch35.int8_s2_antiquant_1nd": (TILING, IFA_V2 + " CheckKVAntiQuantPerChannel: no [2, 1, N2, D] with isPFAFlag_"),
+    "arch35.int8_s2_mask": (
         SUCCESS,
         IFA_V2 + " ProcessAttenMaskSparsePFA: a [B, S, S2] mask with isPFAFlag_; "
         "the kernel walks it with the tokens 0 (ComputeS2LoopInfo)",
     ),
-    "regbase.int8_s2_mask_rows": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: attenMask Q_S >= the query's S"),
-    "regbase.int8_s2_mask_heads": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: a 4-D mask has one head"),
-    "regbase.int8_s2_pse": (SUCCESS, IFA_V2 + " CheckPseShiftShape: (1 or B, N, >= S, >= S2) with isPFAFlag_"),
-    "regbase.int8_s2_pse_rows": (TILING, IFA_V2 + " CheckPseShiftShape: pseShift S0 >= the query's S with isPFAFlag_"),
-    "regbase.int8_s2_kv_padding": (
+    "arch35.int8_s2_mask_rows": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: attenMask Q_S >= the query's S"),
+    "arch35.int8_s2_mask_heads": (TILING, IFA_V2 + " CheckMaskShapeCrossSparse: a 4-D mask has one head"),
+    "arch35.int8_s2_pse": (SUCCESS, IFA_V2 + " CheckPseShiftShape: (1 or B, N, >= S, >= S2) with isPFAFlag_"),
+    "arch35.int8_s2_pse_rows": (TILING, IFA_V2 + " CheckPseShiftShape: pseShift S0 >= the query's S with isPFAFlag_"),
+    "arch35.int8_s2_kv_padding": (
         SUCCESS,
         IFA_V2 + " CheckSupportKVLeftPadding: left padding with isPFAFlag_ (InitKVLeftPaddingSize)",
     ),
-    "regbase.int8_s2_antiquant_h": (
+    "arch35.int8_s2_antiquant_h": (
         NOT_IMPLEMENTED,
         IFA_V2 + " CheckKVAntiQuantParaShapeLegal admits [N2·D]; "
         "InitQuant reads the value's from element N2·D on "
         "(refused.soc_antiquant_h_params)",
     ),
-    "regbase.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
-    "regbase.bsh_h_remainder": (
+    "arch35.int8_pa_nz": (SUCCESS, IFA_V2 + " CheckKvCacheValue: (blocks, N2, D / 16, blockSize, 16)"),
+    "arch35.bsh_h_remainder": (
         SUCCESS,
         PFA_V2 + "GetAndCheckShape: a BSH key's D is H / numKeyValueHeads, a "
         "remainder passes; the kernel reads it as [B, S, N2 x D]",
     ),
-    "regbase.int8_pa_kv_padding": (TILING, IFA_V2 + " ProcessKVPaddingSize: no left padding with page attention"),
-    "regbase.int8_pa_table_batch": (TILING, IFA_V2 + " ProcessBlockTable: blockTable dim 0 = batch"),
+    "arch35.int8_pa_kv_padding": (TILING, IFA_V2 + " ProcessKVPaddingSize: no left padding with page attention"),
+    "arch35.int8_pa_table_batch": (TILING, IFA_V2 + " ProcessBlockTable: blockTable dim 0 = batch"),
     "ok.mtp": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
     "tiling.query_s": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: any query S runs (no [1, 16] rule)"),
     "tiling.kv_nz_not_paged": (TILING, PFA_V2 + "GetAndCheckShape: a dense BNSD key has rank 4"),
@@ -223,7 +223,7 @@ ON_910_95 = {
     },
     "ok.quant2_rank5": (SUCCESS, PFA_V2 + "CheckPostQuantShape: any rank > 1 holding N x D values"),
     "tiling.inner_precise": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
-    "regbase.inner_precise_3": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
+    "arch35.inner_precise_3": (SUCCESS, PFA_V2 + "CheckInnerPrecise: 0-3"),
     "tiling.format": (SUCCESS, PFA_V2 + "RunBigKernelTilingWithParams: no storage-format check"),
     **{
         f"tiling.{rule}": (SUCCESS, PFA_V2 + "CheckQuant/SetAttributeInfo: read only for an INT8 output or key")
@@ -236,15 +236,15 @@ ON_910_95 = {
             "antiquant.unenabled",
         )
     },
-    "regbase.quant2_rank1_per_channel": (TILING, PFA_V2 + "CheckPostQuantShape: a rank-1 scale is per tensor"),
-    "regbase.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
-    "regbase.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
-    "regbase.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
-    "regbase.pa_nz": (SUCCESS, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
-    "regbase.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
+    "arch35.quant2_rank1_per_channel": (TILING, PFA_V2 + "CheckPostQuantShape: a rank-1 scale is per tensor"),
+    "arch35.pa_block_multiple_128": (TILING, PFA_V2 + "CheckPATypeAndShape: blockSize % 128 for a query S > 1"),
+    "arch35.pa_cache_bnsd": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, blockSize, D)"),
+    "arch35.pa_table_rank": (TILING, PFA_V2 + "CheckBlockTableShape: a 2-D block table"),
+    "arch35.pa_nz": (SUCCESS, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
+    "arch35.pa_nz_shape": (TILING, PFA_V2 + "CheckPACacheShape: (blocks, N, D / 16, blockSize, 16)"),
     **{
         rule: (TILING, PFA_V2 + "CheckMaskShapeCrossSparse: S1 of the mask >= query S")
-        for rule in ("regbase.mask_rows", "ok.mtp_bsh_any_mask")
+        for rule in ("arch35.mask_rows", "ok.mtp_bsh_any_mask")
     },
     "refused.mtp": (
         SUCCESS,
@@ -266,11 +266,11 @@ ON_910_95 = {
 def expected_on(soc: str) -> dict:
     if soc != "Ascend910_95":
         return EXPECTED
-    return {**EXPECTED, **{rule: code for rule, (code, _) in ON_910_95.items()}}
+    return {**EXPECTED, **{rule: code for rule, (code, _) in ON_ARCH35.items()}}
 
 
-def test_910_95_table_names_known_rules():
-    assert set(ON_910_95) <= set(EXPECTED)
+def test_arch35_table_names_known_rules():
+    assert set(ON_ARCH35) <= set(EXPECTED)
 
 
 @pytest.fixture(scope="module", params=["Ascend910B", "Ascend910_93", "Ascend910_95"])

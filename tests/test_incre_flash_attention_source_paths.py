@@ -1,7 +1,7 @@
 """aclnnIncreFlashAttentionV4 on the paths the 8.5 source takes past its doc, against the float64
-golden: a query S in [2, 16] (ops/flash_attention/ifa_speculative.py), a batched key whose head
+golden: a query S in [2, 16] (ops/flash_attention/incre/speculative.py), a batched key whose head
 count differs from numKeyValueHeads, a rank-5 quantScale2, and the 5-D key's tiling failures
-(ops/flash_attention/ifa_kv_nz.py). The addressing each test applies to the golden's inputs is the
+(ops/flash_attention/incre/kv_nz.py). The addressing each test applies to the golden's inputs is the
 kernels' (incre_flash_attention_preload.h: tensorACoreOffset, tensorBCorePreOffset,
 attenMaskCoreOffset), written out here, not taken from aclnn_emu.
 """

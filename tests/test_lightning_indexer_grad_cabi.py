@@ -105,7 +105,7 @@ def test_inferred_rules_fail_under_strict():
     assert cabi.rule_codes(result.stdout) == {**RULES, **{rule: INNER for rule in INFERRED}}
 
 
-def test_no_kernel_for_910_95():
+def test_no_kernel_for_arch35():
     result = cabi.compile_and_run("lightning_indexer_grad_rules.cpp", "soc", env={"ACLNN_EMU_SOC": "Ascend910_95"})
     assert cabi.rule_codes(result.stdout) == {"soc.bsnd": INNER}
 

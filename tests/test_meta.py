@@ -8,8 +8,8 @@ import pytest
 import aclnn_emu as ae
 import cabi
 from aclnn_emu import status
-from aclnn_emu.ops import calls
-from aclnn_emu.ops.signature import Launch, Op, OpError, TensorIn, TensorOut
+from aclnn_emu.opdef import calls
+from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 
 EXPECTED = {
     "create.null_view_dims": 1,
@@ -223,3 +223,32 @@ def test_tensor_view_past_its_allocation_is_reported(tensors):
         kind == "out-of-bounds" and "224 bytes past the end of the 32-byte allocation" in text for kind, text in found
     ), found
     wide.destroy(), ae.free(wide_out)
+
+
+def test_an_entry_point_runs_its_own_checks_then_its_base_prepare():
+    """A second entry point of one operator (Op(..., base=OP)) shares OP's prepare; checks of its own
+    op_api (`@V1.check`) run first, in registration order."""
+    import types
+
+    base = Op("Shared", "aclnn_shared.h", [TensorIn("x")])
+    v1 = Op("SharedV1", "aclnn_shared.h", [TensorIn("x")], base=base)
+    seen = []
+
+    @base.prepare
+    def prepare(a, env):
+        seen.append("prepare")
+        return Launch.nothing()
+
+    assert v1.prepare_fn is prepare  # no checks of its own: the base's prepare as is
+
+    @v1.check
+    def not_null(a, env):
+        seen.append("check")
+        if a.x is None:
+            raise OpError(161001, "x is null", rule="v1.x_null")
+
+    v1.prepare_fn(types.SimpleNamespace(x=1), None)
+    assert seen == ["check", "prepare"]
+    with pytest.raises(OpError, match="x is null"):
+        v1.prepare_fn(types.SimpleNamespace(x=None), None)
+    assert seen == ["check", "prepare", "check"] and base.prepare_fn is prepare

@@ -197,7 +197,7 @@ EXPECTED = {
 # Where Ascend910_95 (TilingV2, the arch35 kernels) answers differently from Atlas A2/A3, with the
 # source file and function that decide it. Every other rule gives the A2/A3 code there too.
 TILING_V2 = "prompt_flash_attention_tiling_v2.cpp"
-REGBASE = {
+ARCH35 = {
     **{
         f"ok.{name}": (TILING, f"{TILING_V2} CheckIO/SetInputLayout: no SH or NSD layout")
         for name in ("NSD", "SH", "SH_one_batch", "SH_padded_d")
@@ -320,7 +320,7 @@ def codes():
 
 
 @pytest.fixture(scope="module")
-def codes_910_95():
+def codes_arch35():
     return run_rules(ACLNN_EMU_SOC="Ascend910_95")
 
 
@@ -339,10 +339,10 @@ def test_ascend910_93_runs_the_a2_tiling():
 
 
 @pytest.mark.parametrize("rule", sorted(EXPECTED))
-def test_status_code_on_ascend910_95(codes_910_95, rule):
-    expected, source = REGBASE.get(rule, (EXPECTED[rule], "same rule as on A2/A3"))
-    assert codes_910_95.get(rule) == expected, (
-        f"{rule} on Ascend910_95: got {codes_910_95.get(rule)}, expected {expected} ({source})"
+def test_status_code_on_ascend910_95(codes_arch35, rule):
+    expected, source = ARCH35.get(rule, (EXPECTED[rule], "same rule as on A2/A3"))
+    assert codes_arch35.get(rule) == expected, (
+        f"{rule} on Ascend910_95: got {codes_arch35.get(rule)}, expected {expected} ({source})"
     )
 
 

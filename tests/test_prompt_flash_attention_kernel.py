@@ -81,6 +81,6 @@ def test_arch35_fp16_output_rounds_ties_away():
     midpoint = (v0 + v1) / 2
     v = np.stack([v0, v1]).astype(np.float16)[None, None]
     q, k = np.zeros((1, 1, 4, 64), np.float16), np.zeros((1, 1, 2, 64), np.float16)
-    out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=pfa.REGBASE, **_no_band(4, 2))
+    out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=pfa.ARCH35, **_no_band(4, 2))
     assert ties.is_tie(midpoint, np.float16).any()
     ties.assert_bits(out[0, 0], np.tile(ties.round_to(midpoint, np.float16, "away"), (4, 1)), "out")

@@ -9,7 +9,7 @@ import pytest
 
 import aclnn_emu as ae
 from aclnn_emu import status
-from aclnn_emu.ops import by_name
+from aclnn_emu.opdef.registry import by_name
 from aclnn_emu.runtime.errors import take_recent
 
 INVALID, NULLPTR = status.ACLNN_ERR_PARAM_INVALID, status.ACLNN_ERR_PARAM_NULLPTR

@@ -88,7 +88,7 @@ def test_a_name_that_is_no_emulated_part_is_the_one_line_setting_error(name):
     ],
 )
 def test_get_mem_info_reports_the_parts_hbm(name, soc, total):
-    """platform.py: memory_size of the part's platform config; not published for B2C and 910_95 parts."""
+    """platform.py: memory_size of the part's platform config; not published for B2C and arch35 parts."""
     result, codes = scenario("soc", ACLNN_EMU_SOC=name)
     assert f"soc {soc}\n" in result.stdout
     assert codes["mem_info"] == 0 and codes["mem_total"] == total and 0 < codes["mem_free"] <= total

@@ -279,11 +279,11 @@ def test_workspace_is_the_tools_workspace(chip, dev):
     assert (code, workspace) == (0, 16 << 20)
 
 
-# -- Ascend 910_95 ---------------------------------------------------------------------------------
+# -- Ascend910_95 ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float32, np.int16, np.uint8, ml_dtypes.float8_e4m3fn])
 @pytest.mark.parametrize("slot_dtype", [DataType.ACL_INT32, DataType.ACL_INT64])
-def test_910_95_normal(chip, dev, dtype, slot_dtype):
+def test_arch35_normal(chip, dev, dtype, slot_dtype):
     rng = np.random.default_rng(9)
     key, value = golden.random_data(rng, (9, 3, 5), dtype), golden.random_data(rng, (9, 3, 4), dtype)
     kc, vc = golden.random_data(rng, (3, 4, 3, 5), dtype), golden.random_data(rng, (3, 4, 3, 4), dtype)
@@ -294,12 +294,12 @@ def test_910_95_normal(chip, dev, dtype, slot_dtype):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(chip, dev, capfd):
+def test_arch35_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(chip, dev, capfd):
     rng = np.random.default_rng(10)
     key, kc = golden.random_data(rng, (4, 2, 16), np.float16), np.zeros((2, 4, 2, 16), np.float16)
     slots = np.array([1, -1, 6, 3])
     out_k, _ = scatter(dev, key, kc, slots, key, kc, cache_mode="PA_NZ", scatter_mode="Nct", strides=(7, 7))
-    assert golden.same_bits(out_k, golden.a95_normal(kc, key, slots))
+    assert golden.same_bits(out_k, golden.arch35_normal(kc, key, slots))
     assert "ignored" in capfd.readouterr().err
     assert kinds() == ["index-out-of-range"]
 
@@ -307,7 +307,7 @@ def test_910_95_ignores_the_mode_strings_and_writes_negative_slots_out_of_range(
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.int8])
 @pytest.mark.parametrize("mode", ["rope", "alibi"])
-def test_910_95_compress(chip, dev, capfd, dtype, mode):
+def test_arch35_compress(chip, dev, capfd, dtype, mode):
     rng = np.random.default_rng(11)
     batch, seq, heads, head = 2, 6, 3, 8
     key, value = (golden.random_data(rng, (batch, seq, heads, head), dtype) for _ in range(2))
@@ -319,16 +319,16 @@ def test_910_95_compress(chip, dev, capfd, dtype, mode):
     out_k, out_v = scatter(dev, key, kc, slots, value, vc, wins, cso, lens)
     for src, cache, out in ((key, kc, out_k), (value, vc, out_v)):
         expected = (
-            golden.a95_rope(cache, src, slots, wins, lens, offsets)
+            golden.arch35_rope(cache, src, slots, wins, lens, offsets)
             if mode == "rope"
-            else golden.a95_alibi(cache, src, slots, wins, lens)
+            else golden.arch35_alibi(cache, src, slots, wins, lens)
         )
         assert golden.same_bits(out, expected)
     assert ("tokens [0, L - w - o)" in capfd.readouterr().err) == (mode == "rope")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_910_95_rope_mean_of_hifloat8_rounds_half_away(chip, dev, capfd):
+def test_arch35_rope_mean_of_hifloat8_rounds_half_away(chip, dev, capfd):
     """The arch35 Rope kernel casts the fp32 mean of HIFLOAT8 data back with CAST_ROUND."""
     rng = np.random.default_rng(13)
     batch, seq, heads, head = 2, 6, 3, 32
@@ -357,7 +357,7 @@ def test_910_95_rope_mean_of_hifloat8_rounds_half_away(chip, dev, capfd):
         None,
     )
     for src, cache, out in ((key, kc, ae.numpy(tkc)), (value, vc, ae.numpy(tvc))):
-        expected = golden.a95_rope(cache, src, slots, wins, lens, offsets, hifloat8.cast_round_mean)
+        expected = golden.arch35_rope(cache, src, slots, wins, lens, offsets, hifloat8.cast_round_mean)
         assert golden.same_bits(out.view(np.uint8), expected)
     # the tie 1.0625 (between 1.0 and 1.125) went away from zero
     assert ae.numpy(tkc).view(np.uint8)[0, 1, 0, 0] == 0x09

@@ -69,7 +69,7 @@ A2 = {
     "unestablished.short_rows": KERNEL,
     "ok.rows_of_one_and_a_half_blocks": OK,
     "kernel.rope_without_offsets": AICORE,
-    # FLOAT data is not registered on A2/A3: the 910_95-only cases stop at the kernel lookup
+    # FLOAT data is not registered on A2/A3: the arch35-only cases stop at the kernel lookup
     "tiling95.kv_rank": INVALID,
     "tiling95.four_d_without_seq_lens": INVALID,
     "tiling95.rope_cache_dim2": INVALID,
@@ -79,7 +79,7 @@ A2 = {
     "tiling95.slot_2d_not_fully_loaded": INVALID,
 }
 
-# Codes on 910_95 (arch35 tiling, §3.A.5): mode strings ignored, the key's rank and the optional
+# Codes on arch35 (arch35 tiling, §3.A.5): mode strings ignored, the key's rank and the optional
 # tensors choose the scenario, one dtype for all four data tensors.
 A95 = dict(A2)
 A95.update(
@@ -189,7 +189,7 @@ def test_a2_sample_runs_unchanged_on_the_default_chip():
     assert "write-race" in result.stderr
 
 
-def test_910_95_sample_runs_unchanged_on_910_95_and_is_rejected_on_a2():
+def test_arch35_sample_runs_unchanged_on_arch35_and_is_rejected_on_a2():
     sample = ROOT / "samples" / "aclnnScatterPaKvCache_1.cpp"
     result = cabi.compile_and_run(sample, env={"ACLNN_EMU_SOC": "Ascend910_95"})
     assert result.returncode == 0, result.stdout + result.stderr

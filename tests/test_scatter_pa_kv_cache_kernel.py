@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from aclnn_emu.kernels.kv_cache import scatter_a2 as a2
-from aclnn_emu.kernels.kv_cache import scatter_arch35 as a95
+from aclnn_emu.kernels.kv_cache import scatter_arch35 as arch35
 from aclnn_emu.kernels.kv_cache import scatter_blocks
 from aclnn_emu.kernels.kv_cache.scatter_rows import balanced_cores, blocked_cores
 from golden import scatter_pa_kv_cache as golden
@@ -283,28 +283,28 @@ def test_rope_mean_is_an_fp32_running_sum_rounded_to_even():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int8, np.uint16, np.int32, ml_dtypes.float8_e4m3fn])
-def test_910_95_normal_matches_reference(dtype):
+def test_arch35_normal_matches_reference(dtype):
     rng = np.random.default_rng(9)
     key = golden.random_data(rng, (11, 2, 7), dtype)
     cache = golden.random_data(rng, (3, 5, 2, 7), dtype)
     slots = rng.permutation(15)[:11]
     slots[4] = -3  # not skipped by this kernel: falls before the cache
     out = cache.copy()
-    findings = a95.scatter_normal(out.reshape(-1), key.reshape(-1), slots, 14, CORES, "keyCache", "key", False)
+    findings = arch35.scatter_normal(out.reshape(-1), key.reshape(-1), slots, 14, CORES, "keyCache", "key", False)
     assert kinds(findings) == ["index-out-of-range"]
-    assert golden.same_bits(out, golden.a95_normal(cache, key, slots))
+    assert golden.same_bits(out, golden.arch35_normal(cache, key, slots))
 
 
-def test_910_95_int32_slot_offsets_overflow():
+def test_arch35_int32_slot_offsets_overflow():
     key = np.ones((2, 4096), np.float16)
     cache = np.zeros((1, 1 << 20), np.float16)  # rows of 4096: slot 1 << 19 needs offset 2**31
     slots = np.array([0, 1 << 19])
-    findings = a95.scatter_normal(cache.reshape(-1), key.reshape(-1), slots, 4096, CORES, "keyCache", "key", True)
+    findings = arch35.scatter_normal(cache.reshape(-1), key.reshape(-1), slots, 4096, CORES, "keyCache", "key", True)
     assert kinds(findings) == ["index-out-of-range"] and "int32" in findings[0][1]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int16])
-def test_910_95_alibi_matches_reference(dtype):
+def test_arch35_alibi_matches_reference(dtype):
     rng = np.random.default_rng(10)
     batch, seq, heads, head_size = 2, 5, 3, 8
     key = golden.random_data(rng, (batch, seq, heads, head_size), dtype)
@@ -313,7 +313,7 @@ def test_910_95_alibi_matches_reference(dtype):
     wins = np.array([[2, 0, 5], [4, 1, 3]])  # w = 4 > L = 3: the first source token is negative, skipped
     slots = np.array([[0, 3, 6], [12, 18, 22]])  # 22 + 2 >= 24: the kernel skips that write
     out = cache.copy()
-    findings = a95.scatter_alibi(
+    findings = arch35.scatter_alibi(
         out.reshape(-1),
         key.reshape(-1),
         slots.reshape(-1),
@@ -327,13 +327,13 @@ def test_910_95_alibi_matches_reference(dtype):
         "key",
     )
     assert kinds(findings) == ["index-out-of-range"]
-    assert golden.same_bits(out, golden.a95_alibi(cache, key, slots, wins, seq_lens))
+    assert golden.same_bits(out, golden.arch35_alibi(cache, key, slots, wins, seq_lens))
 
 
 @pytest.mark.parametrize(
     "dtype", [np.float32, np.float16, BF16, np.int8, np.uint8, np.int32, np.uint32, ml_dtypes.float8_e5m2]
 )
-def test_910_95_rope_matches_reference(dtype):
+def test_arch35_rope_matches_reference(dtype):
     rng = np.random.default_rng(11)
     batch, seq, heads, head_size = 2, 6, 2, 8
     key = golden.random_data(rng, (batch, seq, heads, head_size), dtype)
@@ -343,7 +343,7 @@ def test_910_95_rope_matches_reference(dtype):
     wins = np.array([[3, 7], [1, 0]])  # o + w beyond S: the mean covers [o, S)
     slots = np.array([[0, 10], [20, 30]])
     out = cache.copy()
-    findings = a95.scatter_rope(
+    findings = arch35.scatter_rope(
         out.reshape(-1),
         key.reshape(-1),
         slots.reshape(-1),
@@ -358,4 +358,4 @@ def test_910_95_rope_matches_reference(dtype):
         "key",
     )
     assert findings == []
-    assert golden.same_bits(out, golden.a95_rope(cache, key, slots, wins, seq_lens, offsets))
+    assert golden.same_bits(out, golden.arch35_rope(cache, key, slots, wins, seq_lens, offsets))

@@ -262,7 +262,8 @@ def test_head_dims_outside_the_kernel_are_reported():
 def test_workspace_size_follows_the_tiling():
     """Sample shape (TND, T1=1, N1=16, D=512, Dr=64, T2=2048): 32 MiB reserved, one core's gather
     and matmul buffers, fp32 dq/dk/dv."""
-    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad import Plan, workspace_size
+    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad.checks import workspace_size
+    from aclnn_emu.ops.sparse_attention.sparse_flash_attention_grad.launch import Plan
     from aclnn_emu.platform import part
 
     plan = Plan(

@@ -15,7 +15,8 @@ import traceback
 import numpy as np
 
 from .. import config, dtypes, meta, status
-from ..ops import all_ops, arguments, calls
+from ..opdef import arguments, calls
+from ..opdef.registry import all_ops
 from ..runtime import api as rt
 from ..runtime import handles, trace
 from ..runtime.errors import AclError, configure_logging, log, record, take_recent

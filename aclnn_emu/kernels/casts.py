@@ -52,7 +52,7 @@ def cast_round(x: np.ndarray, dtype) -> np.ndarray:
     return np.where(tie, away, nearest)
 
 
-# HiFloat8 (Ascend 910_95; "Ascend HiFloat8 Format for Deep Learning"): a sign bit, a prefix-coded
+# HiFloat8 (Ascend910_95; "Ascend HiFloat8 Format for Deep Learning"): a sign bit, a prefix-coded
 # dot field giving the exponent width (11: 4 bits, 10: 3, 01: 2, 001: 1, 0001: 0, 0000: denormal),
 # a sign-magnitude exponent with an implied leading 1, and the rest as mantissa. The decoding
 # follows CANN's Hif8ToFloatCommon (asc-devkit impl/basic_api/kernel_type_conversion_utils.h): 0x00 is

@@ -23,7 +23,7 @@ import cffi
 
 from .. import dtypes
 from ..capi.prototypes import TYPES, runtime_prototypes
-from ..ops import all_ops
+from ..opdef.registry import all_ops
 
 HERE = pathlib.Path(__file__).resolve().parent
 PACKAGE = HERE.parent

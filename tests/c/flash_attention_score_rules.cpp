@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
                                            c.k = c.v = {2, 24, 16}; });
     report("tiling.head_num", [](Cfg &c) { c.headNum = 1; c.smax = c.ssum = {2, 1, 16, 8}; });
     report("tiling.gqa", [](Cfg &c) { c.n1 = 3; c.n2 = 2; });
-    report("tiling.pse_null_type0", [](Cfg &c) { c.pseType = 0; c.run = true; });   // runs on 910_95
+    report("tiling.pse_null_type0", [](Cfg &c) { c.pseType = 0; c.run = true; });   // runs on arch35
     report("tiling.pse_inner_rank", [](Cfg &c) { c.hasPse = true; c.pse = {1, 2, 2}; c.pseDt = ACL_FLOAT; c.pseType = 3; });
     report("tiling.pse_inner_size", [](Cfg &c) { c.s2 = 16; c.hasPse = true; c.pse = {1}; c.pseDt = ACL_FLOAT;
                                                   c.pseType = 2; });
@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
     report("tiling.mask_compressed", [](Cfg &c) { c.hasMask = true; c.mask = {16, 24}; c.sparse = 2; });
     report("tiling.mask_compressed_prefix", [](Cfg &c) { c.hasMask = true; c.mask = {2048, 2048}; c.sparse = 6;
                                                          c.hasPrefix = true; });
-    report("tiling.drop_mask_keep_prob_1", [](Cfg &c) { c.hasDrop = true; c.run = true; });   // 161001 on 910_95
+    report("tiling.drop_mask_keep_prob_1", [](Cfg &c) { c.hasDrop = true; c.run = true; });   // 161001 on arch35
     report("tiling.drop_size", [](Cfg &c) { c.hasDrop = true; c.drop = {10}; c.keep = 0.5; });
     report("tiling.tokens_both_negative", [](Cfg &c) { c.hasMask = true; c.pre = -1; c.next = -1; });
     report("tiling.tokens_no_block", [](Cfg &c) { c.hasMask = true; c.pre = -25; c.next = 30; });
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
                                                c.hasPrefix = true; c.prefix = {2, 24}; });
     report("tiling.prefix_mode5_mask", [](Cfg &c) { c.hasMask = true; c.sparse = 5; c.hasPrefix = true; });
     report("tiling.pse_inner_s1_s2", [](Cfg &c) { c.hasPse = true; c.pse = {2}; c.pseDt = ACL_FLOAT; c.pseType = 2;
-                                                  c.run = true; });   // runs on 910_95
+                                                  c.run = true; });   // runs on arch35
     report("tiling.pse_alibi_not_causal", [](Cfg &c) { c.s1 = c.s2 = 1040; c.hasPse = true; c.pse = {1, 2, 1024, 1040};
                                                        c.hasMask = true; c.mask = {2048, 2048}; c.sparse = 4;
                                                        c.pre = 5; c.next = 5; });

@@ -97,7 +97,7 @@ int main() {
     a = Norm(); a.tables = T({2, 3}, ACL_INT32, {0}, FNZ); REPORT("format.block_tables_fractal_nz", Call(a));
     a = Nz(FNZ); a.valueCache = T({4, 4, 8, 16}, ACL_FLOAT16); REPORT("format.caches_differ", Call(a));
 
-    // -- the cache mode (A2/A3: exact "Norm" or "PA_NZ"; 910_95: "" reads as Norm)
+    // -- the cache mode (A2/A3: exact "Norm" or "PA_NZ"; arch35: "" reads as Norm)
     a = Norm(); a.cacheMode = "Bogus"; REPORT("tiling.cache_mode", Call(a));
     a = Norm(); a.cacheMode = ""; REPORT("tiling.cache_mode_empty", Call(a));
     a = Norm(); a.cacheMode = "norm"; REPORT("tiling.cache_mode_case", Call(a));
@@ -113,7 +113,7 @@ int main() {
     a = Norm(); a.value = T({14, 0, 32}, ACL_FLOAT16); REPORT("tiling.tokenSizeV", Call(a));
     a = Nz(ND); a.value = T({14}, ACL_FLOAT16); REPORT("tiling.tokenSizeV_nz_missing", Call(a));
 
-    // -- the 910_95 tiling's shape checks, in its order (A2/A3 checks none of them)
+    // -- the arch35 tiling's shape checks, in its order (A2/A3 checks none of them)
     a = Norm(); a.keyCache = T({32, 2, 16}, ACL_FLOAT16); REPORT("t95.key_cache_rank", Call(a));
     a = Norm(); a.keyCache = T({0, 8, 2, 16}, ACL_FLOAT16); REPORT("t95.key_cache_dims", Call(a));
     a = Nz(FNZ); a.keyCache = T({4, 4, 8, 8}, ACL_FLOAT16, {}, FNZ); REPORT("t95.key_cache_nz_dim3", Call(a));

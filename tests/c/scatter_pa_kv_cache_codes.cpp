@@ -71,7 +71,7 @@ Args Compress(const char *mode, aclDataType kv = ACL_FLOAT16, int64_t head = 16)
     return a;
 }
 
-// 910_95 compress modes: key/value FLOAT [2, 3, 2, 8], caches [4, 4, 1, 8], slots [2, 2].
+// arch35 compress modes: key/value FLOAT [2, 3, 2, 8], caches [4, 4, 1, 8], slots [2, 2].
 Args Compress95(bool rope) {
     Args a;
     a.key = T({2, 3, 2, 8}, ACL_FLOAT);
@@ -168,7 +168,7 @@ int main() {
     REPORT("ok.rows_of_one_and_a_half_blocks", Call(Compress("Rope", ACL_FLOAT16, 24)));
     a = Compress("Rope"); a.compressSeqOffset = nullptr; REPORT("kernel.rope_without_offsets", Call(a));
 
-    // -- 910_95 arch35 tiling
+    // -- arch35 arch35 tiling
     a = Compress95(true); a.value = T({6, 2, 8}, ACL_FLOAT); REPORT("tiling95.kv_rank", Call(a));
     a = Compress95(false); a.seqLens = nullptr; REPORT("tiling95.four_d_without_seq_lens", Call(a));
     a = Compress95(true); a.keyCache = T({2, 2, 2, 8}, ACL_FLOAT); REPORT("tiling95.rope_cache_dim2", Call(a));

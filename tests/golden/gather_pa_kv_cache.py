@@ -73,7 +73,7 @@ def a2_nz(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=None,
     return outs
 
 
-def a95(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=None, cumsum=False, nz=False, cores=64):
+def arch35(key_cache, value_cache, tables, seq_lens, key, value, seq_offset=None, cumsum=False, nz=False, cores=64):
     """Ascend910_95, Norm ([blocks, bs, H, D] caches) or PA_NZ ([blocks, H·D/last, bs, last]):
     batch i writes rows from its start (seq_lens[i] cumulative, else the running sum) on;
     a core's walk over its batches stops at the first batch starting at or past the output's

@@ -1,7 +1,7 @@
 """Independent references for ScatterPaKvCache, written from the reference notes with plain loops.
 
 Reference: the CANN 8.5 source notes (`ops-indexer-sparse-attention-kvcache`) §3.C (Atlas A2/A3) and §3.D
-(910_95). Each function takes numpy arrays, returns the updated cache as a new array, and skips
+(arch35). Each function takes numpy arrays, returns the updated cache as a new array, and skips
 writes that would land outside the cache (the emulator's choice for what the hardware leaves
 undefined). Duplicate slots: the later write wins (also the emulator's choice: on the NPU a race
 between AI cores). Shares no code with aclnn_emu.
@@ -247,8 +247,8 @@ def a2_blocks_rope(cache, src, slots, wins, seq_lens, offsets, heads, head_size,
     return out.view(cache.dtype).reshape(cache.shape)
 
 
-def a95_normal(cache, key, slots):
-    """910_95 Normal (§3.D): kc_flat[slot·H·D : +H·D] = key[t]; no negative-slot skip (such writes
+def arch35_normal(cache, key, slots):
+    """arch35 Normal (§3.D): kc_flat[slot·H·D : +H·D] = key[t]; no negative-slot skip (such writes
     fall outside the cache and are dropped here)."""
     out = cache.copy().reshape(-1)
     row_len = key[0].size
@@ -257,8 +257,8 @@ def a95_normal(cache, key, slots):
     return out.reshape(cache.shape)
 
 
-def a95_alibi(cache, key, slots, wins, seq_lens):
-    """910_95 Alibi (§3.D): key [B, S, H, D]; kc[slot[b,h] + j] = key[b, L - w + j, h] for j < w,
+def arch35_alibi(cache, key, slots, wins, seq_lens):
+    """arch35 Alibi (§3.D): key [B, S, H, D]; kc[slot[b,h] + j] = key[b, L - w + j, h] for j < w,
     skipping negative source tokens and slots beyond the cache."""
     out = cache.copy().reshape(-1)
     batch, seq, heads, head_size = key.shape
@@ -278,7 +278,7 @@ def a95_alibi(cache, key, slots, wins, seq_lens):
 
 
 def integer_mean(rows, divisor, dtype):
-    """910_95 integer mean: 32-bit wrapping sum, division truncating toward zero, low bits kept."""
+    """arch35 integer mean: 32-bit wrapping sum, division truncating toward zero, low bits kept."""
     bits = 32
     signed = np.dtype(dtype).kind == "i"
     result = []
@@ -297,8 +297,8 @@ def integer_mean(rows, divisor, dtype):
     return np.array(result, dtype=dtype)
 
 
-def a95_rope(cache, key, slots, wins, seq_lens, offsets, mean_fn=None):
-    """910_95 Rope (§3.D): step 1 tokens [0, o) -> slot + j; step 2 mean of tokens [o, min(o+w, S))
+def arch35_rope(cache, key, slots, wins, seq_lens, offsets, mean_fn=None):
+    """arch35 Rope (§3.D): step 1 tokens [0, o) -> slot + j; step 2 mean of tokens [o, min(o+w, S))
     -> slot + o; step 3 tokens [0, L - w - o) (sic) -> slot + o + 1 + j; slots beyond the cache skipped.
     `mean_fn(window, divisor, dtype)` overrides the mean (HiFloat8 codes)."""
     out = cache.copy().reshape(-1)

@@ -16,9 +16,12 @@ SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
 LIG = K + "sparse_attention/lightning_indexer_grad.py"
 FAS = K + "flash_attention/flash_attention_score.py"
 IFA = K + "flash_attention/incre_flash_attention.py"
-IFA95 = "aclnn_emu/ops/flash_attention/ifa_regbase.py"
-IFA_OP = "aclnn_emu/ops/flash_attention/incre_flash_attention.py"
-IFA95_INT8 = "aclnn_emu/ops/flash_attention/ifa_antiquant_95.py"
+IFA_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/antiquant_arch35.py"
+IFA_CHECKS = "aclnn_emu/ops/flash_attention/incre/checks.py"
+IFA_LAUNCH = "aclnn_emu/ops/flash_attention/incre/launch.py"
+IFA_LAUNCH_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_antiquant_arch35.py"
+IFA_LAUNCH_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_arch35.py"
+IFA_SPECULATIVE = "aclnn_emu/ops/flash_attention/incre/speculative.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
@@ -55,8 +58,8 @@ IFA_TESTS = (
     "tests/test_serving_loop.py",
     "tests/test_incre_flash_attention_source_paths.py",
 )
-IFA95_TESTS = ("tests/test_incre_flash_attention_regbase.py",)
-IFA95_INT8_TESTS = IFA95_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
+IFA_ARCH35_TESTS = ("tests/test_incre_flash_attention_arch35.py",)
+IFA_ARCH35_INT8_TESTS = IFA_ARCH35_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = (
     "tests/test_lightning_indexer.py",
     "tests/test_lightning_indexer_cabi.py",
@@ -588,61 +591,67 @@ MUTATIONS = [
     ),
     Mutation(
         "ifa-padding-start-off-by-one",
-        IFA_OP,
+        IFA_LAUNCH,
         "start = [p.kv_lens[0] - pad - n for n in lengths]",
         "start = [p.kv_lens[0] - pad - n + 1 for n in lengths]",
         IFA_TESTS,
     ),
-    Mutation("ifa-speculative-mask-rows-per-batch", IFA_OP, "stride=0 if p.mtp else None", "stride=None", IFA_TESTS),
+    Mutation(
+        "ifa-speculative-mask-rows-per-batch", IFA_LAUNCH, "stride=0 if p.mtp else None", "stride=None", IFA_TESTS
+    ),
     Mutation(
         "ifa-speculative-query-by-layout",
-        IFA_OP,
+        IFA_LAUNCH,
         'q = a.query.read("query").reshape(-1)[: p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)',
         'q = a.query.read("query").reshape(p.batch, p.heads, -1)[..., :p.d]',
         IFA_TESTS,
     ),
     Mutation(
-        "ifa-speculative-split-rows-ignored", IFA_OP, "        if outer > 1:\n", "        if outer > 9:\n", IFA_TESTS
+        "ifa-speculative-split-rows-ignored",
+        IFA_CHECKS,
+        "        if outer > 1:\n",
+        "        if outer > 9:\n",
+        IFA_TESTS,
     ),
     Mutation(
         "ifa-speculative-int8-gmax-256",
-        "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+        IFA_SPECULATIVE,
         "G_MAX, G_MAX_INT8 = 256, 128",
         "G_MAX, G_MAX_INT8 = 256, 256",
         IFA_TESTS,
     ),
     Mutation(
         "ifa-speculative-group-split-odd",
-        "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+        IFA_SPECULATIVE,
         "split = min(split - (split & 1), group)",
         "split = min(split, group)",
         IFA_TESTS,
     ),
     Mutation(
         "ifa-speculative-split-by-query-layout",
-        "aclnn_emu/ops/flash_attention/ifa_speculative.py",
+        IFA_SPECULATIVE,
         "return kv_rank == 3 if paged else",
         "return",
         IFA_TESTS,
     ),
-    Mutation("ifa-key-heads-by-its-own-split", IFA_OP, "    if p.kv_shape is None:\n", "    if True:\n", IFA_TESTS),
+    Mutation("ifa-key-heads-by-its-own-split", IFA_LAUNCH, "    if p.kv_shape is None:\n", "    if True:\n", IFA_TESTS),
     Mutation(
         "ifa-key-heads-reach-one-row-short",
-        IFA_OP,
+        IFA_LAUNCH,
         "(n2 - 1) * s * d + e * d for b, e",
         "(n2 - 1) * s * d + (e - 1) * d for b, e",
         IFA_TESTS,
     ),
     Mutation(
         "ifa-output-head-major",
-        IFA_OP,
+        IFA_LAUNCH,
         "    flat = np.ascontiguousarray(o).reshape(-1)\n",
         "    flat = np.ascontiguousarray(o.transpose(1, 0, 2)).reshape(-1)\n",
         IFA_TESTS,
     ),
     Mutation(
         "ifa-quant2-rank5-last-values",
-        IFA_OP,
+        IFA_LAUNCH,
         "v[: p.heads * p.d].reshape(p.heads, p.d)",
         "v[-p.heads * p.d :].reshape(p.heads, p.d)",
         IFA_TESTS,
@@ -662,166 +671,188 @@ MUTATIONS = [
         IFA_TESTS,
     ),
     Mutation("ifa-chunk-1024", IFA, "KV_CHUNK = 2048", "KV_CHUNK = 1024", IFA_TESTS),
-    # IncreFlashAttention on Ascend910_95: the PFA regbase kernel run batch by batch
-    Mutation("ifa95-mask-ignores-padding", IFA95, "start : start + length])", "0:length])", IFA95_TESTS),
-    Mutation("ifa95-pse-ignores-padding", IFA95, "[..., start:]", "[..., 0:]", IFA95_TESTS),
+    # IncreFlashAttention on Ascend910_95: the PFA arch35 kernel run batch by batch
+    Mutation(
+        "ifa-arch35-mask-ignores-padding", IFA_LAUNCH_ARCH35, "start : start + length])", "0:length])", IFA_ARCH35_TESTS
+    ),
+    Mutation("ifa-arch35-pse-ignores-padding", IFA_LAUNCH_ARCH35, "[..., start:]", "[..., 0:]", IFA_ARCH35_TESTS),
     # the masked walk of the arch35 kernels (MaskBlocks)
     Mutation(
-        "ifa95-mask-blocks-from-key-0",
-        IFA95,
+        "ifa-arch35-mask-blocks-from-key-0",
+        IFA_LAUNCH_ARCH35,
         "return off // self.s2 * self.s2, off + rows",
         "return 0, off + rows",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-mask-blocks-to-block-end",
-        IFA95,
+        "ifa-arch35-mask-blocks-to-block-end",
+        IFA_LAUNCH_ARCH35,
         "return off // self.s2 * self.s2, off + rows",
         "return off // self.s2 * self.s2, off + self.s1",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-mask-rows-not-cut",
-        IFA95,
+        "ifa-arch35-mask-rows-not-cut",
+        IFA_LAUNCH_ARCH35,
         "rows_total = min(q.shape[2], k.shape[1])",
         "rows_total = q.shape[2]",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
-    Mutation("ifa95-row-invalid-ignored", IFA95, "        if blocks.row_invalid:", "        if False:", IFA95_TESTS),
     Mutation(
-        "ifa95-row-invalid-not-quantised",
-        IFA95,
+        "ifa-arch35-row-invalid-ignored",
+        IFA_LAUNCH_ARCH35,
+        "        if blocks.row_invalid:",
+        "        if False:",
+        IFA_ARCH35_TESTS,
+    ),
+    Mutation(
+        "ifa-arch35-row-invalid-not-quantised",
+        IFA_LAUNCH_ARCH35,
         "    if out_quant is not None:\n        for n in range(heads):",
         "    if False:\n        for n in range(heads):",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-padding-start-off-by-one",
-        IFA95,
+        "ifa-arch35-padding-start-off-by-one",
+        IFA_LAUNCH_ARCH35,
         "start = p.s2 - length - pad\n",
         "start = p.s2 - length - pad + 1\n",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-paged-blocks-off-by-one",
-        IFA95,
+        "ifa-arch35-paged-blocks-off-by-one",
+        IFA_LAUNCH_ARCH35,
         "rows[:, start : start + length]",
         "rows[:, start + 1 : start + length + 1]",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     # ... and an INT8 key there: IFATilingV2's checks and the arch35 dequantisation
     Mutation(
-        "aq35-offset-sum-not-rounded", AQ35, "        round_half_even_(y, dtype)\n    y *=", "    y *=", IFA95_TESTS
+        "aq35-offset-sum-not-rounded",
+        AQ35,
+        "        round_half_even_(y, dtype)\n    y *=",
+        "    y *=",
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
         "aq35-scale-before-offset",
         AQ35,
         "        y += np.asarray(offset, np.float32)",
         "        y += np.asarray(offset, np.float32) * np.asarray(scale, np.float32)",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-key-takes-value-params",
-        IFA95_INT8,
+        "ifa-arch35-int8-key-takes-value-params",
+        IFA_LAUNCH_ANTIQUANT_ARCH35,
         "return (scale[0], offset[0]), (scale[1], offset[1])",
         "return (scale[1], offset[1]), (scale[0], offset[0])",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-offset-dropped",
-        IFA95_INT8,
+        "ifa-arch35-int8-offset-dropped",
+        IFA_LAUNCH_ANTIQUANT_ARCH35,
         "offset = pair(a.antiquantOffset) if a.antiquantOffset is not None else (None, None)",
         "offset = (None, None)",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-mask-row-stride",
-        IFA95_INT8,
+        "ifa-arch35-int8-mask-row-stride",
+        IFA_LAUNCH_ANTIQUANT_ARCH35,
         '_rows(a.attenMask, "attenMask", p.b, width)',
         '_rows(a.attenMask, "attenMask", p.b, width, stride=0)',
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-inner-precise-0-3",
-        IFA95_INT8,
+        "ifa-arch35-int8-inner-precise-0-3",
+        IFA_ANTIQUANT_ARCH35,
         "if not self.pfa and precise not in (0, 1):",
         "if not self.pfa and precise not in (0, 1, 2, 3):",
-        IFA95_INT8_TESTS,
+        IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
-        "ifa95-int8-per-channel-n-d-refused",
-        IFA95_INT8,
+        "ifa-arch35-int8-per-channel-n-d-refused",
+        IFA_ANTIQUANT_ARCH35,
         "{(2, n, 1, d), (2, n, d), (2, n * d)} |",
         "{(2, n, 1, d), (2, n * d)} |",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-paged-padding-accepted",
-        IFA95_INT8,
+        "ifa-arch35-int8-paged-padding-accepted",
+        IFA_ANTIQUANT_ARCH35,
         '            _fail("pa_kv_padding"',
         '            return\n            _fail("pa_kv_padding"',
-        IFA95_INT8_TESTS,
+        IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
-        "ifa95-int8-table-batch-unchecked",
-        IFA95_INT8,
+        "ifa-arch35-int8-table-batch-unchecked",
+        IFA_ANTIQUANT_ARCH35,
         "if table.shape[0] != self.batch:",
         "if table.shape[0] > self.batch:",
-        IFA95_INT8_TESTS,
+        IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
-        "ifa95-int8-s2-base-ignores-pse",
-        IFA95_INT8,
+        "ifa-arch35-int8-s2-base-ignores-pse",
+        IFA_ANTIQUANT_ARCH35,
         "(512 if pse else 1024) if d <= 64",
         "1024 if d <= 64",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-s2-base-d128",
-        IFA95_INT8,
+        "ifa-arch35-int8-s2-base-d128",
+        IFA_ANTIQUANT_ARCH35,
         "else 512 if d <= 128 else 256",
         "else 256 if d <= 128 else 256",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-int8-pfa-mask-heads-unchecked",
-        IFA95_INT8,
+        "ifa-arch35-int8-pfa-mask-heads-unchecked",
+        IFA_ANTIQUANT_ARCH35,
         "batch in (1, self.batch) and heads == 1)",
         "batch in (1, self.batch))",
-        IFA95_INT8_TESTS,
+        IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
-        "ifa95-int8-pfa-pse-rows-unchecked",
-        IFA95_INT8,
+        "ifa-arch35-int8-pfa-pse-rows-unchecked",
+        IFA_ANTIQUANT_ARCH35,
         "n != self.heads or s0 < self.s_q or",
         "n != self.heads or",
-        IFA95_INT8_TESTS,
+        IFA_ARCH35_INT8_TESTS,
     ),
-    Mutation("ifa95-int8-mask-keeps-merge", IFA95_INT8, "if self.pfa and self.has_mask:", "if False:", IFA95_TESTS),
     Mutation(
-        "ifa95-nz-cache-read-as-nd", IFA_OP, "nz.transpose(0, 1, 3, 2, 4)", "nz.transpose(0, 1, 2, 3, 4)", IFA95_TESTS
+        "ifa-arch35-int8-mask-keeps-merge",
+        IFA_ANTIQUANT_ARCH35,
+        "if self.pfa and self.has_mask:",
+        "if False:",
+        IFA_ARCH35_TESTS,
     ),
-    Mutation("ifa95-mla-value-read-with-key-d", IFA_OP, 'getattr(p, "value_d", p.d)', "p.d", IFA95_TESTS),
     Mutation(
-        "ifa95-kv-heads-never-refused",
-        IFA95,
+        "ifa-arch35-nz-cache-read-as-nd",
+        IFA_LAUNCH,
+        "nz.transpose(0, 1, 3, 2, 4)",
+        "nz.transpose(0, 1, 2, 3, 4)",
+        IFA_ARCH35_TESTS,
+    ),
+    Mutation("ifa-arch35-mla-value-read-with-key-d", IFA_LAUNCH, 'getattr(p, "value_d", p.d)', "p.d", IFA_ARCH35_TESTS),
+    Mutation(
+        "ifa-arch35-kv-heads-never-refused",
+        IFA_LAUNCH_ARCH35,
         "ends = [s if p.padding is not None else n for n in p.lengths]",
         "ends = [0 for n in p.lengths]",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
-        "ifa95-kv-heads-view-from-the-end",
-        IFA95,
+        "ifa-arch35-kv-heads-view-from-the-end",
+        IFA_LAUNCH_ARCH35,
         "else (lambda x: kernel_view(x, p.kv_shape))",
         "else (lambda x: kernel_view(x.reshape(-1)[x.size - int(np.prod(p.kv_shape)):], p.kv_shape))",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     Mutation(
         "pfa-pse-dropped",
         PFA,
         "            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
         "            pass\n",
-        IFA95_TESTS,
+        IFA_ARCH35_TESTS,
     ),
     # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with
     # D not a multiple of 8), the AVX2/F16C path and the AVX-512 path

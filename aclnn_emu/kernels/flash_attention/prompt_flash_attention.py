@@ -1,7 +1,7 @@
 """PromptFlashAttention forward (aclnnPromptFlashAttentionV2): blockwise online softmax.
 
 Inputs arrive in [B, N, S, D] order in their storage dtype; the layout views, argument checks and
-the decoding of scale tensors live in ``aclnn_emu.ops.flash_attention.prompt_flash_attention``. Per (batch, query
+the decoding of scale tensors live in ``aclnn_emu.ops.flash_attention.prompt``. Per (batch, query
 head, chunk of query rows) the kernel walks key blocks of ``KV_BLOCK`` columns with an online
 softmax, so it never holds more than a ``Q_BLOCK x KV_BLOCK`` score block per thread.
 
@@ -107,7 +107,7 @@ class Precision:
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
-REGBASE = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
+ARCH35 = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
 
 
 @dataclass(frozen=True)

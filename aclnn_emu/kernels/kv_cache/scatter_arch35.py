@@ -1,4 +1,4 @@
-"""ScatterPaKvCache on Ascend 910_95 (CANN 8.5 arch35 kernels), bit-exact (reference §3.D).
+"""ScatterPaKvCache on Ascend910_95 (CANN 8.5 arch35 kernels), bit-exact (reference §3.D).
 
 All four data tensors share one dtype and INT64 indices are honoured. Buffers arrive flat in
 their storage dtype. Tasks are split over the cores in `ceil(n / cores)` blocks.

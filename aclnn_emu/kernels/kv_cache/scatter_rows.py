@@ -24,7 +24,7 @@ def balanced_cores(n_tasks: int, n_cores: int) -> np.ndarray:
 
 
 def blocked_cores(n_tasks: int, n_cores: int) -> np.ndarray:
-    """Core of each task under a `blockFactor = ceil(n / cores)` split (NZ and 910_95 tilings)."""
+    """Core of each task under a `blockFactor = ceil(n / cores)` split (NZ and arch35 tilings)."""
     factor = max(1, -(-n_tasks // max(1, n_cores)))
     return np.repeat(np.arange(-(-n_tasks // factor), dtype=np.int64), factor)[:n_tasks]
 
@@ -186,7 +186,7 @@ def copy_rows(dst2d: np.ndarray, dst_rows: np.ndarray, src2d: np.ndarray, src_ro
 
 
 def hif8_window_mean(window: np.ndarray, divisor: int) -> np.ndarray:
-    """The 910_95 Rope mean of HiFloat8 codes: exact fp32 values, fp32 running sum in token order,
+    """The arch35 Rope mean of HiFloat8 codes: exact fp32 values, fp32 running sum in token order,
     one fp32 division, CAST_ROUND back to HiFloat8 (the arch35 kernel's cast for hifloat8_t)."""
     total = np.add.accumulate(hif8_to_float32(window), axis=0, dtype=np.float32)[-1]
     return cast_round_hif8(total / np.float32(divisor))
@@ -196,7 +196,7 @@ def window_mean(window: np.ndarray, divisor: int) -> np.ndarray:
     """The compress-mode mean of a [tokens, head_size] window, in the storage dtype.
 
     Float types: fp32 running sum in token order, one fp32 division, CAST_RINT back (fp32 stays).
-    Integer types (910_95 only): 32-bit running sum with wrap-around, integer division truncating
+    Integer types (arch35 only): 32-bit running sum with wrap-around, integer division truncating
     toward zero, and the low bits kept when packing back.
     """
     if window.dtype.kind in "iu":

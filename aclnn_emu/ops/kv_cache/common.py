@@ -1,4 +1,4 @@
-"""What the KV-cache op modules share: the 910_95 data types, tiling failures, the flat device
+"""What the KV-cache op modules share: the arch35 data types, tiling failures, the flat device
 data the kernels read, and the launch that reports the kernels' findings."""
 
 import numpy as np
@@ -6,11 +6,11 @@ import numpy as np
 from ... import status
 from ...dtypes import DataType
 from ...runtime import sanitizer
-from ..signature import Launch, OpError
+from ...opdef.signature import Launch, OpError
 
-# The data types both operators register for ascend910_95 (ScatterPaKvCache's config_910_95,
+# The data types both operators register for ascend910_95 (ScatterPaKvCache's config_arch35,
 # GatherPaKvCache's kvDtype): key, value and both caches share one of them.
-DTYPES_910_95 = [
+DTYPES_ARCH35 = [
     DataType.ACL_FLOAT,
     DataType.ACL_FLOAT16,
     DataType.ACL_BF16,

@@ -1,0 +1,208 @@
+"""aclnnIncreFlashAttentionV4 on Ascend910_95: the arch35 launch, batch by batch through the PFA arch35 kernel."""
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+import numpy as np
+from aclnn_emu.kernels.attention.layouts import to_bnsd
+from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.flash_attention.pse import PseSource
+from aclnn_emu.kernels.flash_attention.quant import quantize_
+from aclnn_emu.runtime import sanitizer
+from ..common import from_bnsd, mask_3d, output_quant
+from .entry import I8, OP
+from .launch import _paged, kernel_view, key_view_by_kv_heads
+
+
+TOKENS_MAX = 2147483647  # PFAConvertContext tokenDefault
+
+
+def _run(a, view, p, caches=None, mask=None, blocks=None):
+    """Batch by batch through the PFA arch35 kernel (pfa.ARCH35): each batch's keys are its
+    tokens [start, start + length) of the dense tensor (start = the kv left padding) or of its
+    blocks; the mask and pseShift are read from column start on (attenmask.h and
+    CalPseShiftCoreOffset add kvLeftPaddingSize; pse.h's PseComputeOffset returns that offset for
+    inference). ``caches`` (keys, values callables as `_caches` makes them) and
+    ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path);
+    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys."""
+    q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
+    keys, values = caches or _caches(a, view, p)
+    starts, lengths = _windows(a, p)
+    if mask is None and p.has_mask:
+        mask = mask_3d(a.attenMask.read("attenMask"), p.s1 == 1)
+    pse = a.pseShift.read("pseShift") if p.has_pse else None
+    out_t = a.attentionOut
+    out_quant = output_quant(a.quantScale2, a.quantOffset2, p.heads) if out_t.dtype == I8 else None
+    out = np.zeros(q.shape[:3] + (p.value_d,), out_t.np_dtype)
+    for b in range(p.b):
+        start, length = starts[b], lengths[b]
+        k, v = keys(b, start, length), values(b, start, length)
+        batch_mask = (
+            None if mask is None else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, :, start : start + length])
+        )
+        batch_pse = None
+        if pse is not None:
+            rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
+            batch_pse = PseSource(rows, 0, *rows.shape[2:])
+        if blocks is not None:
+            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1])
+            continue
+        bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
+        out[b : b + 1] = pfa.prompt_flash_attention(
+            q[b : b + 1],
+            k[None],
+            v[None],
+            scale=a.scaleValue,
+            bands=bands,
+            act_q=[p.s1],
+            act_kv=[length],
+            mask=batch_mask,
+            out_quant=out_quant,
+            precision=pfa.ARCH35,
+            pse=batch_pse,
+        )
+    flat = from_bnsd(out, p.layout).reshape(-1)
+    if flat.size != out_t.numel:  # MLA (query D 192, value D 128) with an output of the query's D
+        sanitizer.report(
+            "out-of-bounds",
+            f"aclnnIncreFlashAttentionV4: the kernel writes {flat.size} elements (value "
+            f"D {p.value_d}) into attentionOut {list(out_t.shape)}; the rest keeps its contents here",
+        )
+        view = np.array(out_t.read("attentionOut")).reshape(-1)
+        count = min(view.size, flat.size)
+        view[:count] = flat[:count]
+        flat = view
+    out_t.write(flat.reshape(out_t.shape))
+
+
+@dataclass(frozen=True)
+class MaskBlocks:
+    """The arch35 kernels' walk with an attenMask and the tokens (0, 0), compress mode 0
+    (ComputeSouterParam, ComputeS2LoopInfo): rows stop at min(S1, S2) (GetSingleCoreParam), and the
+    s1 block of ``s1`` rows at ``off`` takes the keys [off // s2 * s2, off + its rows) with no
+    elementwise band, only the user's mask. ``row_invalid`` (innerPrecise 2/3, RowInvalid): a row
+    whose every key is masked (running max -FLT_MAX) is zero before any post-quantisation."""
+
+    s1: int
+    s2: int
+    row_invalid: bool
+
+    def keys(self, off: int, rows: int) -> tuple[int, int]:
+        return off // self.s2 * self.s2, off + rows
+
+
+def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
+    """One batch ([1, N, S1, D] query, [N2, S2, D] keys, its PseSource or None) block by block into
+    ``out`` [1, N, S1, Dv]; pseShift is read at the block's own rows and keys (ComputePseShiftOffset
+    takes the absolute s2 block)."""
+    rows_total = min(q.shape[2], k.shape[1])
+    for off in range(0, rows_total, blocks.s1):
+        rows = min(blocks.s1, rows_total - off)
+        k0, k1 = blocks.keys(off, rows)
+        block_mask = mask.values[:, off : off + rows, k0:k1]
+        o = pfa.prompt_flash_attention(
+            q[:, :, off : off + rows],
+            k[None, :, k0:k1],
+            v[None, :, k0:k1],
+            scale=a.scaleValue,
+            bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)],
+            act_q=[rows],
+            act_kv=[k1 - k0],
+            mask=pfa.Mask(block_mask),
+            out_quant=out_quant,
+            precision=pfa.ARCH35,
+            kv_block=blocks.s2,
+            pse=None if pse is None else PseSource(pse.pse[:, :, off : off + rows, k0:k1], 0, rows, k1 - k0),
+        )
+        if blocks.row_invalid:
+            dead = (block_mask != 0).all(axis=2)[0]
+            o[:, :, dead] = _zero_row(out_quant, o.shape[1], o.shape[3], o.dtype)[:, :, None]
+        out[:, :, off : off + rows] = o
+
+
+def _zero_row(out_quant, heads, width, dtype):
+    """[1, N, Dv]: what an all-zero row becomes in the output dtype (post-quantised when int8)."""
+    zero = np.zeros((heads, width), np.float32)
+    if out_quant is not None:
+        for n in range(heads):
+            quantize_(
+                zero[n],
+                out_quant.scale[n % out_quant.scale.shape[0]],
+                out_quant.offset[n % out_quant.offset.shape[0]],
+                via_fp16=True,
+            )
+    return zero.astype(dtype)[None]
+
+
+def _windows(a, p):
+    """Per batch (first token, token count); InitKVLeftPaddingSize: with kvPaddingSize the tokens
+    end `pad` before S2, and a batch that does not fit gets none."""
+    if p.padding is None:
+        return [0] * p.b, list(p.lengths)
+    flat = p.padding.read("kvPaddingSize").reshape(-1)
+    if flat.size == 0:
+        sanitizer.report(
+            "out-of-bounds",
+            "aclnnIncreFlashAttentionV4: kvPaddingSize is empty; the kernel reads its element 0 (read as 0 here)",
+        )
+    pad = int(flat[0]) if flat.size else 0
+    starts, lengths = [], []
+    for length in p.lengths:
+        start = p.s2 - length - pad
+        if start < 0:
+            start, length = 0, 0
+        elif start + length > p.s2:
+            sanitizer.report(
+                "out-of-bounds",
+                f"aclnnIncreFlashAttentionV4: kvPaddingSize {pad} places the tokens "
+                f"[{start}, {start + length}) past the key's S ({p.s2}); the part outside is not read here",
+            )
+            length = p.s2 - start
+        starts.append(start)
+        lengths.append(length)
+    return starts, lengths
+
+
+def kv_heads_view(key, p, env):
+    """The [B, N2, S, D] / [B, S, N2 x D] view the kernels read a batched key through when its heads
+    or H differ from numKeyValueHeads (their strides come from numKeyValueHeads and D alone), or a
+    refusal where that reaches past the key (incre_flash_attention.key_view_by_kv_heads)."""
+
+    base = p.layout.split("_")[0]
+    s = key.shape[2 if base == "BNSD" else 1]
+    ends = [s if p.padding is not None else n for n in p.lengths]
+    return key_view_by_kv_heads(key, base, p.b, s, p.kv_heads, p.d, ends, env)
+
+
+def _caches(a, view, p):
+    """Two callables (b, start, length) -> [N2, length, D] of the keys / values."""
+    if not p.paged:
+        base = p.layout.split("_")[0]
+        shaped = (lambda x: x) if p.kv_shape is None else (lambda x: kernel_view(x, p.kv_shape))
+        layout = base if p.kv_shape is None else ("BNSD" if base == "BNSD" else "BSH")
+        k = to_bnsd(shaped(view.key.read("key")), layout, p.kv_heads)
+        v = to_bnsd(shaped(view.value.read("value")), layout, p.kv_heads)
+        return (lambda b, s, n: k[b, :, s : s + n]), (lambda b, s, n: v[b, :, s : s + n])
+
+    caches = _paged(
+        a,
+        SimpleNamespace(
+            block_size=p.block_size, kv_heads=p.kv_heads, d=p.d, value_d=p.value_d, batch=p.b, max_blocks=p.max_blocks
+        ),
+    )
+    caches.prepare(p.lengths)
+    if caches.bad_ids:
+        sanitizer.report(
+            "out-of-bounds",
+            f"{OP.phase2}: blocktable entries {caches.bad_ids[:8]} (batch, block id) "
+            "lie outside the key/value cache; their tokens read as zeros here",
+        )
+
+    def gather(cache):
+        def tokens(b, start, length):
+            blocks = caches.table[b, : -(-(start + length) // p.block_size)]
+            rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, -1)
+            return rows[:, start : start + length]
+
+        return tokens
+
+    return gather(caches.key_cache), gather(caches.value_cache)

@@ -1,0 +1,78 @@
+"""aclnnPromptFlashAttentionV2: the entry points of its header, each an Op declaration (the C signature, the
+rules its outputs are allocated by); checks.py registers what phase 1 runs."""
+
+from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
+from ..common import BF16, F16, FP32, I8, MASK_DTYPES, QKV_DTYPES, TILING_LAYOUTS, U64
+from .shapes import _axes, _expected_out_shape
+
+
+DEQ_DTYPES = (U64, FP32)  # deqScale1/deqScale2 kernels
+
+
+QUANT2_DTYPES = (FP32, BF16)  # quantScale2/quantOffset2 with an INT8 output (help() only)
+
+
+def _attention_out(a):
+    """attentionOut by the op's own rules: query's shape with value's head size (CheckResultOutShapePfa),
+    FLOAT16 for an INT8 query, INT8 when quantScale2 is given, else query's dtype; None without q, k, v."""
+    q = a.query
+    if None in (q, a.key, a.value):
+        return None
+    try:
+        shape = _expected_out_shape(
+            a, _axes(a.inputLayout, q.shape, a.key.shape, a.value.shape, a.numHeads, a.numKeyValueHeads)
+        )
+    except (OpError, IndexError, ZeroDivisionError):  # the op's checks will say what is wrong
+        shape = q.shape
+    dtype = I8 if a.quantScale2 is not None else F16 if q.dtype == I8 else q.dtype
+    return shape, dtype
+
+
+OP = Op(
+    "PromptFlashAttentionV2",
+    "aclnn_prompt_flash_attention_v2.h",
+    [
+        TensorIn("query", dtypes=QKV_DTYPES, doc="Q, laid out as inputLayout says"),
+        TensorIn("key", dtypes=QKV_DTYPES, doc="K, same dtype as query"),
+        TensorIn("value", dtypes=QKV_DTYPES, doc="V, same dtype as query"),
+        TensorIn("pseShift", optional=True, doc="reserved by the operator: pass None"),
+        TensorIn(
+            "attenMask",
+            optional=True,
+            dtypes=MASK_DTYPES,
+            doc="mask of scores to drop, 1/True = masked out "
+            "([S1,S2], [B,S1,S2] or [B,1,S1,S2]; 2048x2048 for sparseMode 2-4)",
+        ),
+        IntArrayIn("actualSeqLengths", optional=True, doc="valid query length of each batch (None: S1 of query)"),
+        IntArrayIn("actualSeqLengthsKv", optional=True, doc="valid key/value length of each batch (None: S2 of key)"),
+        TensorIn("deqScale1", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of Q·Kᵀ"),
+        TensorIn("quantScale1", optional=True, dtypes=(FP32,), doc="INT8 query: quantisation scale of P before P·V"),
+        TensorIn("deqScale2", optional=True, dtypes=DEQ_DTYPES, doc="INT8 query: dequantisation scale of P·V"),
+        TensorIn(
+            "quantScale2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation scale of the result"
+        ),
+        TensorIn(
+            "quantOffset2", optional=True, dtypes=QUANT2_DTYPES, doc="INT8 output: quantisation offset of the result"
+        ),
+        Int64("numHeads", doc="number of query heads N"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
+        Int64("nextTokens", default=0, doc="sliding window: keys this many positions after a query are kept"),
+        String(
+            "inputLayout",
+            default="BSH",
+            values=TILING_LAYOUTS,
+            doc="layout of query/key/value (BNSD_BSND: BNSD in, BSND out)",
+        ),
+        Int64("numKeyValueHeads", default=0, doc="number of key/value heads for GQA (0: numHeads)"),
+        Int64(
+            "sparseMode",
+            default=0,
+            doc="how attenMask and the token window select scores (0 defaultMask, "
+            "1 allMask, 2 leftUpCausal, 3 rightDownCausal, 4 band)",
+        ),
+        TensorOut(
+            "attentionOut", like=_attention_out, doc="the attention result, query's shape with value's head size"
+        ),
+    ],
+)

@@ -1,0 +1,70 @@
+"""aclnnPromptFlashAttentionV2: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
+
+import numpy as np
+from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.attention.layouts import to_bnsd
+from aclnn_emu.kernels.flash_attention.quant import deq_scale
+from ..common import I8, from_bnsd, mask_3d, output_quant
+from .base_api import report_unwritten
+
+
+# -- launch ---------------------------------------------------------------------------------------
+def _launch(
+    a,
+    act_q,
+    act_kv,
+    bands,
+    mask_t,
+    rows=None,
+    precision=pfa.HIGH_PERFORMANCE,
+    tokens=False,
+    ifa_mask=False,
+    kv_blocks=None,
+):
+    """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
+    ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
+    ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
+    packed batch."""
+    q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
+    layout, heads = a.inputLayout, a.numHeads
+    kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
+    scale = a.scaleValue
+    int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
+    quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
+
+    def run(workspace):
+        q, k, v = (
+            _bnsd(t.read(n), layout, h, tokens)
+            for t, n, h in ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads))
+        )
+        mask = None if mask_t is None else pfa.Mask(mask_3d(mask_t.read("attenMask"), ifa_mask))
+        int8 = None
+        if int8_t is not None:
+            deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
+            whole = not precision.arch35_quant  # the arch35 kernels keep all 32 bits
+            int8 = pfa.Int8Scales(
+                deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
+            )
+        out_quant = None if quant2 is None else output_quant(*quant2, heads)
+        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant, precision=precision)
+        if rows is None:
+            o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
+        else:
+            o = pfa.packed_prompt_flash_attention(
+                q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks, **common
+            )
+        if tokens:
+            report_unwritten(rows[0], o.shape[2])
+        out_t.write(from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
+
+    return run
+
+
+def _bnsd(x, layout, heads, tokens=False):
+    if tokens:
+        d = x.shape[-1] // heads if layout in ("SH", "BSH") else x.shape[-1]
+        return to_bnsd(x.reshape(-1, heads, d), "TND")
+    if layout == "NSD":
+        return x[None]
+    return to_bnsd(x, "BNSD" if layout == "BNSD_BSND" else layout, heads)

@@ -1,0 +1,442 @@
+"""aclnnFlashAttentionScoreV2 (attention/flash_attention_score, CANN 8.5): the forward of
+FlashAttentionScoreGradV2.
+
+Validation follows the source, in its order:
+  op_api (op_api/aclnn_flash_attention_score.cpp, aclnnFlashAttentionScoreV2GetWorkspaceSize):
+    CheckFaParam nulls 161001; all three outputs empty: success, nothing runs; CheckFormat
+    (not on Ascend910_95) 161002; InputDtypeCheck 161002; AnalysisInput 161002.
+  L0 (infershape, kernel selection, host tiling: op_host/arch32/flash_attention_score_tiling_general.cpp
+    on Atlas A2/A3, the arch35 one on Ascend910_95, whose differences live in score/checks_arch35.py):
+    the V2 entry point never checks the L0 results; a failed L0 call yields nullptr outputs, and
+    the ViewCopy of a nullptr into softmaxMaxOut fails, so every such failure returns 161001, as
+    does a ViewCopy into an output of another shape.
+softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). Doc-vs-source differences:
+docs/divergences/flash_attention_score.md.
+"""
+
+import math
+import numpy as np
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.formats import Format
+from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
+from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.opdef.signature import Launch, OpError
+from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
+from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP
+from .launch import _launch, _zero_outputs
+from .shapes import INVALID, NULLPTR, _Axes, _analyse_input, _present, _results
+
+
+COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 7: (2048, 2048), 8: (2048, 2048), 6: (3072, 2048)}
+
+
+WORKSPACE_RESERVE = 16 << 20  # WORK_SPACE_RESERVE_SIZE of the tiling
+
+
+EMPTY_WORKSPACE = 100 << 20  # the empty-input tiling reserves 100 MiB
+
+
+INVALID_LINE = 2  # ImplMode AA_INVALID_LINE_HIGH_PRECISION (innerPrecise, read as uint8)
+
+
+# The host checks only the slopes' rank; the kernel reads slope b * N1 + n (or n), past the end of a
+# smaller tensor. Refused with the code an L0 failure returns (161001).
+READ_PAST = Gaps(
+    OP,
+    "refused",
+    {"pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]"},
+    code=NULLPTR,
+)
+
+
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {
+        "out_dtype": "an output whose dtype differs from the computed one (the result is cast; on the NPU ViewCopy "
+        "most likely fails)"
+    },
+    code=NULLPTR,
+)
+
+
+def _l0_error(message: str, rule: str):
+    """An infershape / kernel-selection / tiling failure: the V2 op_api reports it as 161001."""
+    return OpError(
+        NULLPTR,
+        f"{message} (FlashAttentionScore L0 failed; ViewCopy of its nullptr output returns ACLNN_ERR_PARAM_NULLPTR)",
+        rule=rule,
+    )
+
+
+def _fail(problem):
+    """Raise a tiling failure given as (message, rule) by score/checks_arch35; None passes."""
+    if problem is not None:
+        raise _l0_error(*problem)
+
+
+# -- op_api ---------------------------------------------------------------------------------------
+def _check_nulls(a):
+    for name in ("query", "key", "value", "inputLayout", "softmaxMaxOut", "softmaxSumOut", "attentionOutOut"):
+        if getattr(a, name) is None:
+            raise OpError(NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
+
+
+def _check_formats(a, arch35):
+    if arch35:  # the op_api skips CheckFormat on Ascend910_95
+        return
+    for name in (
+        "query",
+        "key",
+        "value",
+        "softmaxMaxOut",
+        "softmaxSumOut",
+        "attentionOutOut",
+        "realShiftOptional",
+        "dropMaskOptional",
+        "paddingMaskOptional",
+        "attenMaskOptional",
+    ):
+        tensor = getattr(a, name)
+        if tensor is not None and tensor.format == Format.ACL_FORMAT_FRACTAL_NZ:
+            raise OpError(INVALID, f"Input and output format only support [ND]: {name} is FRACTAL_NZ", rule="format.nz")
+
+
+def _check_dtypes(a):
+    """InputDtypeCheck with the V2 pseType."""
+    q, k, v = a.query.dtype, a.key.dtype, a.value.dtype
+    if not q == k == v:
+        raise OpError(
+            INVALID,
+            f"The data type of query[{q.name}], key[{k.name}], value[{v.name}] are not equal.",
+            rule="dtype.qkv_equal",
+        )
+    if q not in FLOATS:
+        raise OpError(
+            INVALID, f"The data type of query/key/value is [{q.name}], should be fp16, bf16 or fp32.", rule="dtype.qkv"
+        )
+    pse = a.realShiftOptional
+    if a.pseType in (2, 3):
+        if pse is None:
+            raise OpError(
+                INVALID,
+                f"When pseType is 2 or 3, realShiftOptional cannot be null (pseType {a.pseType})",
+                rule="dtype.pse_inner_null",
+            )
+        if pse.dtype != DataType.ACL_FLOAT:
+            raise OpError(
+                INVALID,
+                f"The data type {pse.dtype.name} of realShiftOptional is invalid in pse type 2 or "
+                "3 mode, It must be float32",
+                rule="dtype.pse_inner",
+            )
+    elif pse is not None and pse.dtype != q:
+        raise OpError(
+            INVALID,
+            f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type "
+            f"{q.name} of query, key and value.",
+            rule="dtype.pse",
+        )
+
+
+# -- L0: kernel selection and tiling ----------------------------------------------------------------
+def _kernel_select(a):
+    """The dtype combinations op_host/flash_attention_score_def.cpp registers for fp16/bf16/fp32."""
+    q = a.query.dtype
+    checks = (
+        ("realShiftOptional", (q, DataType.ACL_FLOAT) if q != DataType.ACL_FLOAT else (q,)),
+        ("dropMaskOptional", DROP_DTYPES),
+        ("paddingMaskOptional", (q,)),
+        ("attenMaskOptional", MASK_DTYPES),
+    )
+    for name, allowed in checks:
+        tensor = getattr(a, name)
+        if tensor is not None and tensor.dtype not in allowed:
+            raise _l0_error(
+                f"{name} dtype {tensor.dtype.name} has no FlashAttentionScore kernel with query "
+                f"{q.name}; expected {'/'.join(d.name for d in allowed)}",
+                f"select.{name}",
+            )
+
+
+def _check_params(a, x: _Axes):
+    """CheckParams of flash_attention_score_tiling.cpp, before the empty-input shortcut."""
+    q, k, v = a.query.shape, a.key.shape, a.value.shape
+    if x.layout in ("BSH", "SBH"):
+        axis = 0 if x.layout == "BSH" else 1
+        if q[axis] != k[axis]:
+            raise _l0_error(
+                f"query or key shape is invalid: query {list(q)} and key {list(k)} differ in B", "tiling.batch"
+            )
+        if k[2] < v[2]:
+            raise _l0_error(f"key or value shape is invalid: key H {k[2]} < value H {v[2]}", "tiling.kv_h")
+    elif x.layout in ("BSND", "BNSD"):
+        if q[0] != k[0] or q[3] != k[3]:
+            raise _l0_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
+
+
+def _check_attrs_and_layout(a, x: _Axes, arch35):
+    """AnalyzeAttrs and AnalyzeLayout of FlashAttentionScoreTilingBase::GetShapeAttrsInfo."""
+    keep = float(np.float32(a.keepProb))
+    if keep <= 0 or keep > 1:
+        raise _l0_error(f"keepProb value must be in range of (0, 1]: got {a.keepProb}", "tiling.keep_prob")
+    if a.pseType < 0 or a.pseType >= 4:
+        raise _l0_error(f"pseType value is out of range: got {a.pseType}; expected 0-3", "tiling.pse_type")
+    q = a.query.shape
+    if x.layout == "TND":
+        raise _l0_error(
+            TND_UNDEFINED
+            if arch35
+            else "inputLayout TND needs actual sequence lengths, "
+            "which aclnnFlashAttentionScoreV2 cannot pass (invalid alignedS1 0)",
+            "tiling.tnd",
+        )
+    if x.layout in ("BSH", "SBH"):
+        if q[2] % a.headNum:
+            raise _l0_error(f"h1 [{q[2]}] should be a multiple of n1Size [{a.headNum}].", "tiling.h1_heads")
+    elif a.headNum != x.query_heads:
+        raise _l0_error(f"head_num is [{a.headNum}], but got query N [{x.query_heads}].", "tiling.head_num")
+    if x.n1 < x.n2 or x.n1 % x.n2:
+        raise _l0_error(f"n1Size [{x.n1}] should be a multiple of n2Size [{x.n2}].", "tiling.gqa")
+
+
+def _check_pse(a, x: _Axes, arch35):
+    pse = _present(a.realShiftOptional)
+    if pse is None:
+        if a.pseType != 1 and not arch35:  # the arch35 AnalyzePseOptionalInput has no such check
+            raise _l0_error(
+                f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
+            )
+        return
+    if a.pseType in (2, 3):
+        if pse.ndim not in (1, 2):
+            raise _l0_error(
+                f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType {a.pseType} takes "
+                f"FLOAT slopes [N1] or [B,N1]",
+                "tiling.pse_inner_shape",
+            )
+        if tuple(pse.shape) not in ((x.n1,), (x.b, x.n1)):
+            READ_PAST.refuse("pse_inner_size", f"slopes {list(pse.shape)}, [N1] = [{x.n1}], [B,N1] = [{x.b},{x.n1}]")
+        return
+    shape = pse.shape
+    if pse.ndim != 4:
+        raise _l0_error(f"pse dim should be 4, but got {pse.ndim}", "tiling.pse_rank")
+    if shape[0] not in (x.b, 1):
+        raise _l0_error(f"pse batchsize should be 1 or {x.b}, but got {shape[0]}", "tiling.pse_batch")
+    rows = shape[2]
+    if (
+        shape[1] != x.n1
+        or shape[3] != x.s2
+        or rows not in (x.s1, 1, ALIBI_ROWS)
+        or (rows == ALIBI_ROWS and x.s1 < ALIBI_ROWS)
+    ):
+        raise _l0_error(
+            f"get unsupported pse shape, the shape is {list(shape)}; expected [B|1,N1,S1|1,S2] or "
+            f"[B|1,N1,1024,S2] with S1 >= 1024 (N1={x.n1}, S1={x.s1}, S2={x.s2})",
+            "tiling.pse_shape",
+        )
+
+
+def _check_atten_mask(a, x: _Axes, mode):
+    mask = _present(a.attenMaskOptional)
+    if mask is None:
+        return
+    shape = tuple(mask.shape)
+    compressed = mode in COMPRESSED_MASK
+    if mask.ndim == 4:
+        if shape not in ((1, 1, x.s1, x.s2), (x.b, 1, x.s1, x.s2), (x.b, x.n1, x.s1, x.s2)):
+            raise _l0_error(
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{x.b}], N=[{x.n1}], "
+                f"Sq=[{x.s1}], Skv=[{x.s2}], supported atten_mask shape can be [B, N, Sq, Skv], "
+                "[B, 1, Sq, Skv], [1, 1, Sq, Skv] and [Sq, Skv].",
+                "tiling.mask_shape",
+            )
+    elif mask.ndim == 2:
+        if shape != (x.s1, x.s2) and not compressed:
+            raise _l0_error(
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. Sq=[{x.s1}], "
+                f"Skv=[{x.s2}]; expected [Sq, Skv] for sparseMode {mode}",
+                "tiling.mask_shape",
+            )
+    else:
+        raise _l0_error(f"atten mask dim should be 2 or 4, but got {mask.ndim}", "tiling.mask_rank")
+    if compressed and shape[-2:] != COMPRESSED_MASK[mode]:
+        rows, cols = COMPRESSED_MASK[mode]
+        raise _l0_error(
+            f"In the {'prefix ' if mode == 6 else ''}attenmask compression, please set the "
+            f"atten_mask_shape to [{rows},{cols}] (sparseMode {mode}, got {list(shape)})",
+            "tiling.mask_compressed",
+        )
+
+
+def _check_drop_mask(a, x: _Axes, env, arch35):
+    """The dropMask checks of the tiling; returns the (seed, offset) of a kernel-generated keep mask,
+    or None when the kernel reads dropMaskOptional (or applies no dropout)."""
+    drop = _present(a.dropMaskOptional)
+    if arch35:
+        problem, generated = dropout(drop, a.keepProb, env)
+        _fail(problem)
+    else:
+        generated = None
+        if drop is None and np.float32(a.keepProb) < 1:
+            env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
+    if drop is not None:
+        need = math.ceil(x.b * x.n1 * x.s1 * x.s2 / 8)
+        if drop.numel < need:
+            raise _l0_error(
+                f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
+                "tiling.drop_size",
+            )
+    return generated
+
+
+def _band_check(pre, nxt, x: _Axes):
+    """SparseBandModeCheck on left-up tokens: (ok, rows may be fully masked)."""
+    invalid = pre < x.s1 - x.s2 or nxt < 0
+    if pre >= 0 and nxt >= 0:
+        return True, invalid and not (pre >= x.s1 and nxt >= x.s2)
+    if pre < 0 and nxt < 0:
+        return False, False
+    if pre < 0:
+        return nxt >= -pre and -pre < x.s2, invalid
+    return -nxt <= pre and -nxt < x.s1, invalid
+
+
+def _sparse_info(a, x: _Axes, mode):
+    """GetSparseInfo: (kernel sparse mode, causal?, invalid-line mode forced?). Runs only with a mask."""
+    if _present(a.attenMaskOptional) is None:
+        return 0, False, False
+    pre, nxt = a.preTokens, a.nextTokens
+    if mode == 0:
+        if pre >= x.s1 and nxt == 0:
+            return 0, True, False
+        if pre >= x.s1 and nxt >= x.s2:
+            return 0, False, False
+        ok, invalid = _band_check(pre, nxt, x)
+        if not ok:
+            raise _l0_error(
+                f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}], "
+                "there is no valid data block.",
+                "tiling.tokens",
+            )
+        return 0, False, invalid
+    if mode > 6:
+        raise _l0_error(f"Not support sparse mode of {mode}.", "tiling.sparse_mode")
+    if mode < 0:  # no branch of the tiling takes it: the mask applies as given, like allMask
+        return 1, False, False
+    if mode == 2:
+        return 2, True, False
+    if mode == 3:
+        return 3, x.s1 == x.s2, x.s1 > x.s2
+    if mode == 4:
+        shift = x.s1 - x.s2
+        ok, invalid = _band_check(pre + shift, nxt - shift, x)
+        if not ok:
+            raise _l0_error(
+                f"PreTokens[{pre}] and nextTokens[{nxt}] config error with S1[{x.s1}] S2[{x.s2}] "
+                "(band mode, right-down anchored), there is no valid data block.",
+                "tiling.tokens",
+            )
+        return 4, False, invalid
+    if mode in (5, 6):
+        return mode, False, _check_prefix(a, x, mode)
+    return 1, False, False
+
+
+def _check_prefix(a, x: _Axes, mode) -> bool:
+    """GetPrefixNList; True when a row may be fully masked (S1 > S2 and a prefix of 0)."""
+    prefix, low = a.prefixOptional, max(x.s2 - x.s1, 0)
+    reason = None
+    if prefix is None:
+        reason = "prefixN is null pointer while sparse mode is prefix"
+    elif len(prefix) != x.b:
+        reason = f"prefixN is invalid, it should be the same size as bSize[{x.b}], but it is {len(prefix)}"
+    else:
+        bad = [i for i, n in enumerate(prefix) if n < low or n > x.s2]
+        if bad:
+            reason = f"batch[{bad[0]}] prefixN={prefix[bad[0]]} is invalid, should be in range of [{low}, {x.s2}]"
+    if reason is not None:
+        if mode == 6:
+            raise _l0_error(reason, "tiling.prefix")
+        return False
+    mask = a.attenMaskOptional
+    if mode == 5 and x.b != 1 and not (mask.ndim == 4 and mask.shape[0] == x.b and mask.shape[1] in (1, x.n1)):
+        raise _l0_error("Prefix mode get invalid atten_mask shape, should be [BNSS] or [B1SS].", "tiling.prefix_mask")
+    return x.s1 > x.s2 and 0 in prefix
+
+
+def _check_pse_alibi(a, x: _Axes, causal, arch35):
+    """SetPseAlibiParams of the template that runs (S2 > 1024 templates need a causal mask; the arch35
+    Basic template returns before any check for pseType 2/3)."""
+    pse = _present(a.realShiftOptional)
+    if pse is None:
+        return
+    if a.pseType in (2, 3):
+        if x.s1 != x.s2 and not arch35:
+            raise _l0_error(
+                f"INNER Pse alibi is supported only when s1Size and s2Size are equal (S1={x.s1}, S2={x.s2}).",
+                "tiling.pse_inner_s",
+            )
+        return
+    if pse.shape[2] == ALIBI_ROWS and x.s1 > ALIBI_ROWS:
+        if x.s1 != x.s2:
+            raise _l0_error(
+                f"Pse alibi only support same S1 S2 when S1 lager than 1024 (S1={x.s1}, S2={x.s2})",
+                "tiling.pse_alibi_s",
+            )
+        if not causal:
+            raise _l0_error(
+                "Pse alibi only support causal sparse type: an alibi-compressed pse needs attenMask "
+                "with sparseMode 2, 3, or 0 with preTokens >= S1 and nextTokens == 0",
+                "tiling.pse_alibi_causal",
+            )
+
+
+def _check_outputs(a, x: _Axes, env):
+    """The ViewCopy of each L0 output into the user's tensor (shape must match; dtype inferred)."""
+    for name, (shape, dtype) in _results(a, x).items():
+        tensor = getattr(a, name)
+        if tuple(tensor.shape) != tuple(shape):
+            raise OpError(
+                NULLPTR,
+                f"{name} shape {list(tensor.shape)} differs from the computed {list(shape)}; "
+                "ViewCopy of the result fails",
+                rule=f"out.{name}_shape",
+            )
+        if tensor.dtype != dtype:
+            INFERRED.warn(env, "out_dtype", f"{name} is {tensor.dtype.name}, computed {dtype.name}")
+
+
+@OP.prepare
+def prepare(a, env):
+    _check_nulls(a)
+    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
+        return Launch.nothing()
+    arch35 = on_arch35(env)
+    _check_formats(a, arch35)
+    _check_dtypes(a)
+    x = _analyse_input(a)
+    _kernel_select(a)
+    _check_params(a, x)
+    # the empty-input tiling: zeros out, 100 MiB reserved
+    if empty_inputs(a) if arch35 else a.query.is_empty or a.key.is_empty:
+        _check_outputs(a, x, env)
+        return Launch(EMPTY_WORKSPACE, _zero_outputs(a))
+    _check_attrs_and_layout(a, x, arch35)
+    _check_pse(a, x, arch35)
+    mode = a.sparseMode
+    _check_atten_mask(a, x, mode)
+    generated_dropout = _check_drop_mask(a, x, env, arch35)
+    starts = (a.qStartIdxOptional, a.kvStartIdxOptional)
+    if arch35:
+        _fail(sparse_mode_error(a))
+    kernel_mode, causal, invalid = _sparse_info(a, x, mode)
+    if arch35:
+        starts, problem = start_indices(a)
+        _fail(problem)
+    _check_pse_alibi(a, x, causal, arch35)
+    _check_outputs(a, x, env)
+    if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
+        env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
+    invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
+    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35))

@@ -1,0 +1,279 @@
+"""aclnnFlashAttentionScoreGradV2 (attention/flash_attention_score_grad, CANN 8.5).
+
+Validation follows the source (reference §1A), not the doc: the op_api checks return 161001 (null)
+or 161002 (headNum, ranks, head dims); everything infershape, kernel selection and tiling reject
+surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr to ACLNN_ERR_PARAM_NULLPTR.
+dtype errors are therefore 161001 although the doc says 161002 (docs/divergences/flash_attention_score_grad.md).
+
+Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
+then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
+V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the arch35 order).
+"""
+
+import numpy as np
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.opdef.generated import attr_int32
+from aclnn_emu.opdef.signature import Launch, OpError
+from .checks_arch35 import _check_shape_attrs_arch35
+from .common import (
+    INVALID,
+    NULLPTR,
+    _Shape,
+    _check_atten_mask_info,
+    _check_atten_mask_shape,
+    _check_drop_mask,
+    _check_prefix,
+    _check_pse,
+    _check_softmax_shapes,
+    _names,
+    _present,
+    _tiling_error,
+)
+from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8
+from .launch import _launch, _zero_outputs
+
+
+SYSTEM_WORKSPACE = 16 << 20
+
+
+INFERRED = Gaps(
+    OP,
+    "inferred",
+    {
+        "out_dtype": "an output whose dtype differs from query (the result is cast; on the NPU ViewCopy most likely "
+        "fails)"
+    },
+    code=NULLPTR,
+)
+
+
+def _op_api_checks(a):
+    for name in ("query", "keyIn", "value", "dy", "attentionInOptional", "dqOut", "dkOut", "dvOut"):
+        if getattr(a, name) is None:
+            raise OpError(
+                NULLPTR,
+                f"{name} must not be nullptr (attentionInOptional is required despite its name)"
+                if name == "attentionInOptional"
+                else f"{name} must not be nullptr",
+                rule=f"null.{name}",
+            )
+
+
+def _rank_checks(a):
+    for name in ("query", "keyIn", "value", "dy", "attentionInOptional", "dqOut", "dkOut", "dvOut"):
+        tensor = getattr(a, name)
+        if tensor.ndim < 3:
+            raise OpError(
+                INVALID,
+                f"The input or output of FAG does not support tensors with dim less than 3: "
+                f"{name} has shape {list(tensor.shape)}",
+                rule="rank.min3",
+            )
+
+
+def _kernel_select(a, arch35: bool):
+    """The dtype combinations op_host/flash_attention_score_grad_def.cpp registers (ARCH35: QUANT8 too)."""
+    dtype = a.query.dtype
+    if dtype not in FLOATS + (QUANT8 if arch35 else ()):
+        raise _tiling_error(f"query dtype {dtype.name} has no FAG kernel; expected {_names(FLOATS)}", "dtype.query")
+    for name in ("keyIn", "value", "dy"):
+        got = getattr(a, name).dtype
+        if got != dtype:
+            raise _tiling_error(
+                f"{name} dtype {got.name} has no FAG kernel with query {dtype.name}; "
+                f"expected {dtype.name} (query, keyIn, value, dy share one dtype)",
+                f"dtype.{name}",
+            )
+    mask = _present(a.attenMaskOptional)
+    if mask is not None and mask.dtype not in MASK_DTYPES:
+        raise _tiling_error(
+            f"invalid attenMask dtype {mask.dtype.name}, only support BOOL or UINT8", "dtype.atten_mask"
+        )
+    drop = _present(a.dropMaskOptional)
+    if drop is not None and drop.dtype != DataType.ACL_UINT8:
+        raise _tiling_error(
+            f"dropMask dtype {drop.dtype.name} has no FAG kernel; only support UINT8", "dtype.drop_mask"
+        )
+    pse = _present(a.pseShiftOptional)
+    if pse is not None and pse.dtype not in (dtype, DataType.ACL_FLOAT):
+        raise _tiling_error(
+            f"pseShift dtype {pse.dtype.name} has no FAG kernel; expected {dtype.name} or FLOAT", "dtype.pse"
+        )
+
+
+def _check_base_input(a, s: _Shape):
+    """CheckParams / CheckBaseInput of flash_attention_score_grad_tiling.cpp."""
+    for name in ("softmaxMaxOptional", "softmaxSumOptional"):
+        if _present(getattr(a, name)) is None:
+            raise _tiling_error(
+                f"fail to get shape or attr from context: {name} is null; FAG needs the forward's "
+                "softmaxMax and softmaxSum ([B,N1,S1,8] FLOAT)",
+                f"tiling.{name}_null",
+            )
+    q, k, v = a.query.shape, a.keyIn.shape, a.value.shape
+    if s.layout in ("BSH", "SBH"):
+        axis = 0 if s.layout == "BSH" else 1
+        if q[axis] != k[axis]:
+            raise _tiling_error(
+                f"query or key shape is invalid: query {list(q)}, key {list(k)} differ in B", "tiling.batch"
+            )
+        if q[2] % a.headNum:
+            raise _tiling_error(f"h1 [{q[2]}] should be a multiple of headNum [{a.headNum}].", "tiling.h1_heads")
+        if k[2] < v[2]:
+            raise _tiling_error(f"key H {k[2]} is smaller than value H {v[2]}", "tiling.kv_h")
+    elif len(s.layout) == 4:
+        if q[0] != k[0] or q[3] != k[3]:
+            raise _tiling_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
+        n1 = q[1] if s.layout[1] == "N" else q[2]  # the letter, not the layout's name, picks the axis
+        if a.headNum != n1:
+            raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{n1}].", "tiling.head_num")
+        if k[3] < v[3]:
+            raise _tiling_error(f"key D {k[3]} is smaller than value D {v[3]}", "tiling.kv_d")
+    else:
+        raise _tiling_error(f"invalid input_layout[{s.layout}].", "tiling.layout")
+
+
+def _check_shape_attrs(a, s: _Shape, env):
+    """FlashAttentionScoreGradTilingS1s2Bn2::GetShapeAttrsInfo (runs first for every call)."""
+    if env.soc == ARCH35:
+        return _check_shape_attrs_arch35(a, s, env)
+    if s.layout == "TND":
+        raise _tiling_error(
+            "actualSeqQlenTensor or actualSeqKvlenTensor is nullptr: inputLayout TND needs "
+            "actual sequence lengths, which aclnnFlashAttentionScoreGradV2 cannot pass",
+            "tiling.tnd",
+        )
+    if s.layout not in ("BSH", "SBH", "BSND", "BNSD"):
+        raise _tiling_error(
+            f"no FAG tiling template accepts inputLayout {s.layout!r} (upper-case BSH/SBH/BSND/BNSD only)",
+            "tiling.layout_case",
+        )
+    smax, ssum = a.softmaxMaxOptional, a.softmaxSumOptional
+    if smax.dtype != DataType.ACL_FLOAT or ssum.dtype != DataType.ACL_FLOAT:
+        raise _tiling_error(
+            f"softmaxMaxType should be DT_FLOAT and same with softmaxSumType: got {smax.dtype.name}/{ssum.dtype.name}",
+            "tiling.softmax_dtype",
+        )
+    if a.attentionInOptional.dtype != a.query.dtype:
+        raise _tiling_error(
+            f"invalid attentionIn dtype {a.attentionInOptional.dtype.name}, should be same with "
+            f"query's dtype {a.query.dtype.name}",
+            "tiling.attention_in_dtype",
+        )
+    if 0 in (s.b, s.n1, s.s1, s.d):
+        raise _tiling_error(f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}", "tiling.zero")
+    _check_softmax_shapes(a, s)
+    q, o = a.query.shape, a.attentionInOptional.shape
+    if len(o) != len(q) or o[:-1] != q[:-1]:
+        raise _tiling_error(
+            f"attentionIn shape {list(o)} must match query {list(q)} except the last dim", "tiling.attention_in_shape"
+        )
+    for first, second, label in (
+        (a.query, a.dy, "queryShape and dyShape"),
+        (a.keyIn, a.value, "keyShape and valueShape"),
+    ):
+        x, y = first.shape, second.shape
+        if len(x) != len(y) or x[:-1] != y[:-1] or y[-1] > x[-1]:
+            raise _tiling_error(f"FAG different shape{label}: {list(x)} vs {list(y)}", "tiling.same_shape")
+    keep = float(np.float32(a.keepProb))
+    if keep <= 0 or keep > 1:
+        raise _tiling_error(
+            f"keepProb is illegal: got {a.keepProb} (as float32 {keep}); expected (0, 1]", "tiling.keep_prob"
+        )
+    if keep < 1:
+        _check_drop_mask(a, s, keep)
+    mode = attr_int32(a.sparseMode) & 0xFFFFFFFF
+    if mode > 8:
+        raise _tiling_error(
+            f"FAG sparseMode {mode} is invalid (got {a.sparseMode}); expected 0-8", "tiling.sparse_mode"
+        )
+    if mode in (7, 8):
+        raise _tiling_error(f"layout {s.layout} not support sparsemode {mode} (7 and 8 need TND)", "tiling.sparse_tnd")
+    if a.pseType < 0 or a.pseType >= 4:
+        raise _tiling_error(f"pseType is invalid: got {a.pseType}; expected 0-3", "tiling.pse_type")
+    _check_tokens(a, s, mode)
+    _check_atten_mask_info(a, s)
+    if mode == 6 and _present(a.attenMaskOptional) is not None:
+        _check_prefix(a, s)
+    _check_pse(a, s, (a.preTokens, a.nextTokens))
+    _check_atten_mask_shape(a, s, mode)
+    _check_pad_tokens(a, s, mode)
+    return mode
+
+
+def _check_tokens(a, s, mode):
+    """CheckTokens reads preTokens/nextTokens as int32, with or without a mask."""
+    pre, nxt = attr_int32(a.preTokens), attr_int32(a.nextTokens)
+    rows, cols = (s.s2, s.s1) if mode == 0 else (s.s1, s.s2)
+    if mode in (0, 4) and (-pre > rows or -nxt > cols or pre + nxt < 0):
+        raise _tiling_error(
+            f"FAG S1s2Bn2 with s1[{s.s1}] s2[{s.s2}] preToken[{pre}] nextToken[{nxt}] is not support! "
+            "(tokens are read as int32)",
+            "tiling.tokens",
+        )
+
+
+def _check_pad_tokens(a, s, mode):
+    """ProcessTokensInfo of the A2/A3 template that finally runs (with an attenMask)."""
+    if _present(a.attenMaskOptional) is None:
+        return
+    if mode in (0, 4):
+        pre, nxt = a.preTokens, a.nextTokens
+        if mode == 4:
+            pre, nxt = pre + s.s1 - s.s2, nxt - s.s1 + s.s2
+        if -pre > s.s2 or -nxt > s.s1 or pre + nxt < 0:
+            raise _tiling_error(
+                f"pre_token and next_token is invalid in the pad scene, got s1 {s.s1}, s2 {s.s2}, "
+                f"pre_token {pre}, next_token {nxt}",
+                "tiling.pad_tokens",
+            )
+
+
+def _check_outputs(a, env):
+    """PostFlashAttentionScoreGrad: ViewCopy of the results into dqOut/dkOut/dvOut."""
+    for out, like in (("dqOut", "query"), ("dkOut", "keyIn"), ("dvOut", "value")):
+        got, want = getattr(a, out), getattr(a, like)
+        if got.shape != want.shape:
+            raise OpError(
+                NULLPTR,
+                f"{out} shape {list(got.shape)} differs from {like} {list(want.shape)}; ViewCopy of the result fails",
+                rule=f"out.{out}_shape",
+            )
+        if got.dtype != a.query.dtype:
+            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, query {a.query.dtype.name}")
+
+
+def _workspace(s) -> int:
+    """What the hardware asks for, roughly: fp32 dq/dk/dv accumulators plus the system workspace."""
+    return SYSTEM_WORKSPACE + 4 * (s.b * s.n1 * s.s1 * s.d + s.b * s.n2 * s.s2 * (s.d + s.vd))
+
+
+@OP.prepare
+def prepare(a, env):
+    _op_api_checks(a)
+    if a.dqOut.is_empty and a.dkOut.is_empty and a.dvOut.is_empty and (a.dpseOut is None or a.dpseOut.is_empty):
+        return Launch.nothing()
+    if a.headNum <= 0:
+        raise OpError(
+            INVALID, f"Invalid HeadNum, pls check input attr: got headNum {a.headNum}; expected > 0", rule="head_num"
+        )
+    _rank_checks(a)
+    layout = a.inputLayout or ""
+    s = _Shape(a, layout)
+    if layout.upper() not in INFER_LAYOUTS:
+        raise _tiling_error(
+            f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}", "infershape.layout"
+        )
+    _kernel_select(a, env.soc == ARCH35)
+    _check_base_input(a, s)
+    if a.dqOut.is_empty or a.dkOut.is_empty or a.dvOut.is_empty:
+        _check_outputs(a, env)
+        return Launch(_workspace(s), _zero_outputs(a))
+    mode = _check_shape_attrs(a, s, env)
+    _check_outputs(a, env)
+    if a.innerPrecise not in (0, 1):
+        env.warn(f"innerPrecise {a.innerPrecise} has no effect: no FAG tiling reads it")
+    if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
+        env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
+    return Launch(_workspace(s), _launch(a, s, mode, env))

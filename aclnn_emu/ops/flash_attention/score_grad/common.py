@@ -1,0 +1,215 @@
+"""aclnnFlashAttentionScoreGradV2: what the op_api checks, the arch35 checks and the launch share (shape reading,
+failure shapes, constants)."""
+
+import math
+from aclnn_emu import status
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.opdef.signature import OpError
+from .entry import OP
+
+
+NULLPTR, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
+
+
+SOFTMAX_LANES = 8
+
+
+COMPRESSED_MASK = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048)}
+
+
+ALIBI_ROWS = 1024
+
+
+INT32_MAX = 2147483647
+
+
+V2_SEED, V2_OFFSET = 0, 0  # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
+
+
+# Calls the Ascend910_95 (ARCH35) tiling accepts whose kernel behaviour the source does not settle.
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "quant_query": "Ascend910_95: a HIFLOAT8/FLOAT8 query (registered; V2 passes no dequant scales and "
+        "ProcessQuantInfo either runs the quantised kernel without them or, for FP8, returns no defined "
+        "status)",
+        "keep_prob": "Ascend910_95: keepProb <= 0 (the tiling has no range check; the kernel's 1/keepProb is not "
+        "established)",
+        "grad_shape": "Ascend910_95: dy, attentionInOptional or value shaped unlike query / keyIn (no shape check in the "
+        "tiling; how the kernel indexes them is not established)",
+        "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the arch35 "
+        "CheckAttenMaskShape accepts it; how its kernel reads it is not established)",
+    },
+)
+
+
+def _names(dtypes) -> str:
+    return "/".join(d.name for d in dtypes)
+
+
+def _present(tensor):
+    """Scalar (0-dim) optional tensors count as absent (ContiguousTensorWithCheck)."""
+    return tensor if tensor is not None and tensor.ndim > 0 else None
+
+
+def _tiling_error(message: str, rule: str):
+    """A tiling / infershape / kernel-selection failure: the L2 code reports it as 161001."""
+    return OpError(
+        NULLPTR, f"{message} (FAG tiling failed; the op_api reports it as ACLNN_ERR_PARAM_NULLPTR)", rule=rule
+    )
+
+
+class _Shape:
+    """B, N1, N2, S1, S2, D of the call, read the way GetInputShapeInfo and the tiling read them."""
+
+    def __init__(self, a, layout):
+        q, k, v = a.query.shape, a.keyIn.shape, a.value.shape
+        self.layout = layout
+        if layout in ("BSH", "SBH"):
+            self.d = q[2] // a.headNum
+            if self.d == 0:
+                raise OpError(
+                    INVALID,
+                    f"The dimension of D is zero: query H {q[2]} // headNum {a.headNum} is 0; "
+                    "query H must be at least headNum",
+                    rule="shape.d_zero",
+                )
+            self.n1, self.n2 = a.headNum, k[2] // self.d
+            if self.n2 == 0:  # CANN divides by N2 here (SIGFPE); reject as a head-dim mismatch instead
+                raise OpError(
+                    INVALID, f"qD and kD should be same, but got qD={self.d} and key H {k[2]} < qD", rule="shape.qd_kd"
+                )
+            self.kd, self.vd = k[2] // self.n2, v[2] // self.n2
+            self.b, self.s1, self.s2 = (q[0], q[1], k[1]) if layout == "BSH" else (q[1], q[0], k[0])
+        elif layout == "TND":
+            self.d, self.n1, self.n2, self.kd, self.vd = q[2], q[1], k[1], k[2], v[2]
+        elif len(q) > 3:
+            self.d, self.kd, self.vd = q[3], k[3], v[3]
+            bnsd = layout == "BNSD"
+            self.b, self.n1, self.s1 = q[0], q[1 if bnsd else 2], q[2 if bnsd else 1]
+            self.n2, self.s2 = k[1 if bnsd else 2], k[2 if bnsd else 1]
+        else:
+            raise OpError(
+                INVALID,
+                f"The dimension of the tensor whose input is BNSD/BSND is less than 4: query has "
+                f"{len(q)} dims with inputLayout {layout!r}; expected 4 dims, or layout BSH/SBH",
+                rule="shape.rank4",
+            )
+        if self.d != self.kd:
+            raise OpError(INVALID, f"qD and kD should be same, but got qD={self.d} kD={self.kd}", rule="shape.qd_kd")
+        if self.d < self.vd:
+            raise OpError(
+                INVALID,
+                f"The headDim of value should be smaller than headDim of key: got vD={self.vd}, kD={self.kd}",
+                rule="shape.vd",
+            )
+
+
+def _check_drop_mask(a, s, keep):
+    drop = _present(a.dropMaskOptional)
+    if drop is None:
+        raise _tiling_error(f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null")
+    if drop.dtype != DataType.ACL_UINT8:
+        raise _tiling_error(f"dropMask dtype {drop.dtype.name}: only support uint8", "tiling.drop_dtype")
+    need = math.ceil(s.b * s.n1 * s.s1 * s.s2 / 8)
+    if drop.numel < need:
+        raise _tiling_error(
+            f"FAG Input dropMask shapeSize is invalid, it should not be less than {need}: got "
+            f"{drop.numel} bytes for B*N1*S1*S2 = {s.b * s.n1 * s.s1 * s.s2} bits",
+            "tiling.drop_size",
+        )
+
+
+def _check_softmax_shapes(a, s):
+    """CheckSoftmaxMaxShape / CheckSoftmaxSumShape (the same in arch32 and arch35)."""
+    lanes = [s.b, a.headNum, s.s1, SOFTMAX_LANES]
+    for name, tensor in (("softmaxMax", a.softmaxMaxOptional), ("softmaxSum", a.softmaxSumOptional)):
+        if list(tensor.shape) != lanes:
+            raise _tiling_error(
+                f"The shape of {name} is invalid, got {tuple(tensor.shape)}, should be (b,n1,s1,8) = {tuple(lanes)}",
+                f"tiling.{name}_shape",
+            )
+
+
+def _check_atten_mask_info(a, s):
+    """The attenMask's rank and leading dims (SetAttenMaskShapeType in both tilings)."""
+    mask = _present(a.attenMaskOptional)
+    if mask is None:
+        return
+    if mask.ndim == 4:
+        lead = tuple(mask.shape[:2])
+        if lead not in ((s.b, a.headNum), (s.b, 1), (1, 1)):
+            raise _tiling_error(
+                f"not support attenMaskShape dim0: {lead[0]}, dim1: {lead[1]}; expected [B,N1,..], "
+                f"[B,1,..] or [1,1,..] with B={s.b}, N1={a.headNum}",
+                "tiling.mask_lead",
+            )
+    elif mask.ndim != 2:
+        raise _tiling_error(f"not support attenMaskShape dim num: {mask.ndim}; expected 2 or 4", "tiling.mask_rank")
+
+
+def _check_prefix(a, s):
+    """Mode 6 needs B prefix values (SetPrefixSparseParams); A2/A3 ask only with an attenMask."""
+    prefix = a.prefixOptional
+    if prefix is None or len(prefix) != s.b:
+        raise _tiling_error(
+            "Sparse capability must be supported under prefix compress mode, pls check input params: "
+            f"prefixOptional must hold B={s.b} values, got {None if prefix is None else len(prefix)}",
+            "tiling.prefix",
+        )
+
+
+def _check_pse(a, s, tokens):
+    """`tokens`: (preTokens, nextTokens) as the tiling sees them when it checks the alibi pse shape."""
+    pse = _present(a.pseShiftOptional)
+    if pse is None:
+        if a.pseType != 1:
+            raise _tiling_error(
+                f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.", "tiling.pse_null"
+            )
+        return
+    if a.pseType in (0, 1):
+        if pse.dtype != a.query.dtype:
+            raise _tiling_error(
+                f"FAG invalid pse dtype[{pse.dtype.name}], should be same with query's dtype {a.query.dtype.name}",
+                "tiling.pse_dtype",
+            )
+        shape = tuple(pse.shape)
+        full = {(s.b, s.n1, s.s1, s.s2), (s.b, s.n1, 1, s.s2), (1, s.n1, s.s1, s.s2)}
+        alibi = {(s.b, s.n1, ALIBI_ROWS, s.s2), (1, s.n1, ALIBI_ROWS, s.s2)}
+        causal = s.s1 == s.s2 >= ALIBI_ROWS and tokens[0] >= s.s1 and tokens[1] == 0
+        if shape not in full and not (shape in alibi and causal):
+            raise _tiling_error(
+                f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not "
+                f"casual; expected [B,N1,S1,S2], [B,N1,1,S2], [1,N1,S1,S2], or [B|1,N1,1024,S2] with "
+                "S1 == S2 >= 1024, preTokens >= S1 and nextTokens == 0",
+                "tiling.pse_shape",
+            )
+        return
+    if pse.dtype != DataType.ACL_FLOAT or tuple(pse.shape) not in ((s.n1,), (s.b, s.n1)):
+        raise _tiling_error(
+            f"pse inner mode, unsupported pse shape {list(pse.shape)} / dtype {pse.dtype.name}: pseType "
+            f"{a.pseType} takes FLOAT slopes [N1] or [B,N1] = [{s.b},{s.n1}]",
+            "tiling.pse_inner",
+        )
+
+
+def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
+    """CheckAttenMaskShape of the template that finally runs. ARCH35 (arch35 CheckAttenMaskShape):
+    an uncompressed mask needs only rows x columns >= S1 x S2."""
+    mask = _present(a.attenMaskOptional)
+    if mask is None:
+        return
+    last = tuple(mask.shape[-2:])
+    need = COMPRESSED_MASK.get(mode, (s.s1, s.s2))
+    if arch35 and mode not in COMPRESSED_MASK and last[0] * last[1] >= s.s1 * s.s2:
+        if last[0] < s.s1 or last[1] < s.s2:
+            UNESTABLISHED.refuse("mask_window", f"attenMask [{last[0]},{last[1]}] against S1 x S2 = [{s.s1},{s.s2}]")
+    elif last != need:
+        raise _tiling_error(
+            f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
+            f"dims {list(need)}",
+            "tiling.mask_shape",
+        )

@@ -1,0 +1,88 @@
+"""aclnnFlashAttentionScoreGradV2: the launch, layouts from the device tensors to the kernel and back, and the
+workspace."""
+
+import numpy as np
+from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.params import FaParams
+from .common import COMPRESSED_MASK, V2_OFFSET, V2_SEED, _present
+from .entry import ARCH35
+
+
+def _zero_outputs(a):
+    def run(workspace):
+        for out in (a.dqOut, a.dkOut, a.dvOut, a.dpseOut):
+            if out is not None and not out.is_empty:
+                out.write(0)
+
+    return run
+
+
+def _mask_window(mask, s, mode):
+    """The mask as the kernel reads it: ARCH35 may be given a larger uncompressed mask, read from its top-left."""
+    if mode in COMPRESSED_MASK or tuple(mask.shape[-2:]) == (s.s1, s.s2):
+        return mask
+    return mask[..., : s.s1, : s.s2]
+
+
+def _kernel_layout(s, env) -> str:
+    """ARCH35 GetShapeAttrsInfo compares the layout case-sensitively and reads any other 4-letter one
+    (bsnd, bNsD, ...: the infershape passes them) as BSND, as the op_api's GetInputShapeInfo does."""
+    if env.soc == ARCH35 and len(s.layout) == 4 and s.layout != "BNSD":
+        return "BSND"
+    return s.layout
+
+
+def _start_indices(a, env) -> dict:
+    """The ALiBi start positions as the kernel's pse reads them. Atlas A2/A3: both or neither apply
+    (kernels/flash_attention/pse.py). ARCH35 SetQKVStartIdx (..._regbase.cpp) reads element 0 of
+    qStartIdx alone, 0 for the other, and kvStartIdx only after a qStartIdx: a lone qStartIdx applies,
+    a lone kvStartIdx does not (the forward's arch35 tiling applies either alone)."""
+    q, kv = a.qStartIdxOptional, a.kvStartIdxOptional
+    if env.soc == ARCH35 and q:
+        q, kv = tuple(q[:1]), tuple(kv[:1]) if kv else (0,)
+    return {"q_start_idx": q, "kv_start_idx": kv}
+
+
+def _launch(a, s, mode, env):
+    params = FaParams(
+        scale=a.scaleValue,
+        keep_prob=float(np.float32(a.keepProb)),
+        head_num=a.headNum,
+        layout=_kernel_layout(s, env),
+        pre_tokens=a.preTokens,
+        next_tokens=a.nextTokens,
+        sparse_mode=mode,
+        pse_type=a.pseType,
+        prefix=a.prefixOptional,
+        **_start_indices(a, env),
+    )
+    pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
+    generate = env.soc == ARCH35 and drop is None and params.keep_prob < 1
+
+    def run(workspace):
+        drop_mask = (
+            packed_keep_mask(V2_SEED, V2_OFFSET, s.b * s.n1 * s.s1, s.s2, params.keep_prob)
+            if generate
+            else None
+            if drop is None
+            else drop.read()
+        )
+        dq, dk, dv = flash_attention_score_grad(
+            a.query.read(),
+            a.keyIn.read(),
+            a.value.read(),
+            a.dy.read(),
+            a.attentionInOptional.read(),
+            a.softmaxMaxOptional.read(),
+            a.softmaxSumOptional.read(),
+            params,
+            pse=None if pse is None else pse.read(),
+            drop_mask=drop_mask,
+            atten_mask=None if mask is None else _mask_window(mask.read(), s, mode),
+        )
+        a.dqOut.write(dq)
+        a.dkOut.write(dk)
+        a.dvOut.write(dv)
+
+    return run

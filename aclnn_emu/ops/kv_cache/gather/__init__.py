@@ -1,0 +1,7 @@
+"""aclnnGatherPaKvCache: entry.py declares the entry points, checks.py runs the op_api and tiling checks (and
+registers the prepare), launch.py moves data to and from the kernels."""
+
+from . import checks  # noqa: F401  (registers each entry point's prepare)
+from .entry import OP
+
+OPS = (OP,)

@@ -1,0 +1,247 @@
+"""aclnnScatterPaKvCache (attention/scatter_pa_kv_cache, CANN 8.5; generated aclnn).
+
+Reference §3: no hand-written op_api, so the generated entry point runs (§0.1) the required-null
+checks (161001), the empty-output shortcut, the kernel lookup on the OpDef dtype/format combinations
+(161002 / 561003), then the tiling (561002). The tiling and the kernels differ per chip:
+Atlas A2/A3 use the Membase tiling (`_tiling_a2`), arch35 the arch35 one (`_tiling_arch35`).
+"""
+
+from aclnn_emu.opdef.generated import before_tiling
+from aclnn_emu.opdef.signature import Launch
+from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, fail, launch
+from .checks_arch35 import _tiling_arch35
+from .entry import BF16, F16, I32, I64, I8, OP
+from .launch import _run_compress, _run_nd, _run_nz
+
+
+INDEX_PARAMS = ("slotMapping", "compressLensOptional", "compressSeqOffsetOptional", "seqLensOptional")
+
+
+# scatter_pa_kv_cache_def.cpp: (key, value) pairs for ascend910b / ascend910_93, each with INT32 and INT64 indices.
+A2_KV = [(I8, I8), (I8, F16), (I8, BF16), (F16, F16), (F16, BF16), (BF16, F16), (BF16, BF16)]
+
+
+def _combo(key, value, index) -> dict:
+    return {
+        "key": key,
+        "keyCacheRef": key,
+        "value": value,
+        "valueCacheRef": value,
+        **{name: index for name in INDEX_PARAMS},
+    }
+
+
+COMBOS = OP.kernels(
+    {
+        "Ascend910B": [_combo(k, v, i) for i in (I32, I64) for k, v in A2_KV],
+        "Ascend910_95": [_combo(d, d, i) for i in (I32, I64) for d in DTYPES_ARCH35],
+    }
+)
+
+
+COMBOS["Ascend910_93"] = COMBOS["Ascend910B"]
+
+
+UINT_MAX = (1 << 32) - 1
+
+
+# The A2/A3 kernel list (scatter_pa_kv_cache.cpp) has no tiling key for an INT8 key in these modes.
+NO_KERNEL = Gaps(
+    OP,
+    "no_kernel",
+    {
+        "int8_key": "an INT8 key in nct, siso_nct, rope or omni mode on Atlas A2/A3 (the kernel list of "
+        "scatter_pa_kv_cache.cpp has no case for its tiling key)"
+    },
+)
+
+
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "short_rows": "Atlas A2/A3 Alibi/Rope/Omni mode with kHeadSize * sizeof(key) under 32 bytes (every copy is a "
+        "DataCopy of 0 blocks; what a zero-length DataCopy does is not established)"
+    },
+)
+
+
+@OP.prepare
+def prepare(a, env):
+    if not before_tiling(a, OP, COMBOS, env.soc):
+        return Launch.nothing()
+    run = _tiling_arch35(a, env) if env.soc == "Ascend910_95" else _tiling_a2(a, env)
+    # Both tilings ask for ASCENDC_TOOLS_WORKSPACE as workspace.
+    return Launch.nothing() if run is None else launch(OP, TOOLS_WORKSPACE, run)
+
+
+# ---------------------------------------------------------------------------------------------
+# Atlas A2 / A3: ScatterPaKvCacheMembaseTiling (GetShapeAttrsInfo -> DoOpTiling)
+# ---------------------------------------------------------------------------------------------
+def _template_a2(a) -> str:
+    """GetTemplateType: exact strcmp on the attributes (NULL strings take the OpDef defaults)."""
+    cache_mode = a.cacheModeOptional if a.cacheModeOptional is not None else "Norm"
+    scatter_mode = a.scatterModeOptional if a.scatterModeOptional is not None else "None"
+    if cache_mode == "PA_NZ":
+        mode = "nz"
+    else:
+        mode = {"Rope": "rope", "Alibi": "alibi", "Omni": "omni", "Nct": "nct"}.get(scatter_mode, "normal")
+    if a.valueCacheRef.ndim == 0:
+        mode = "siso_nct" if mode == "nct" else "siso"
+    return mode
+
+
+def _tiling_a2(a, env):
+    """GetShapeAttrsInfo (template, dtypes, CheckInputDimNum, CheckInputDim, Nct attributes), then DoOpTiling."""
+    mode = _template_a2(a)
+    # GetInputDtype / GetIndexDtype cannot fail here: the kernel lookup already pinned key == key
+    # cache, value == value cache, both in {FP16, BF16, INT8}, and an INT32/INT64 slot mapping.
+    _check_dim_num_a2(a, mode)
+    heads, head_k, head_v, batches = _check_dims_a2(a, mode)
+    nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
+    key, cores = a.key, env.part.aiv_cores
+    if mode == "nz":
+        for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
+            if size * tensor.np_dtype.itemsize % 32:
+                fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
+        return _run_nz(a, cores)
+    if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
+        NO_KERNEL.refuse("int8_key", f"{mode} mode")
+    if batches and head_k * key.np_dtype.itemsize < 32:
+        UNESTABLISHED.refuse("short_rows", f"{mode}: {head_k * key.np_dtype.itemsize} bytes")
+    _warn_a2(a, env, mode, head_k, head_v, nct)
+    if batches:
+        return _run_compress(a, mode, heads, head_k, batches, cores)
+    return _run_nd(a, heads * head_k, None if head_v is None else heads * head_v, nct, cores)
+
+
+def _check_dim_num_a2(a, mode: str) -> None:
+    """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
+    key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
+    if key.ndim != 3:
+        fail(f"key should be 3-D, got {list(key.shape)}", "key_rank")
+    if kc.ndim != 4:
+        fail(f"keyCacheRef should be 4-D, got {list(kc.shape)}", "key_cache_rank")
+    if a.slotMapping.ndim != 1:
+        fail(f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}", "slot_rank")
+    if not mode.startswith("siso"):
+        if value.ndim != 3:
+            fail(f"value should be 3-D, got {list(value.shape)}", "value_rank")
+        if vc.ndim != 4:
+            fail(f"valueCacheRef should be 4-D, got {list(vc.shape)}", "value_cache_rank")
+        if key.shape[:2] != value.shape[:2]:
+            fail(f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same", "kv_dims")
+        pair = (0, 2) if mode == "nz" else (0, 1)
+        if any(kc.shape[i] != vc.shape[i] for i in pair):
+            fail(
+                f"dim{pair[0]} and dim{pair[1]} of keyCacheRef {list(kc.shape)} and valueCacheRef "
+                f"{list(vc.shape)} should be the same",
+                "cache_dims",
+            )
+    if mode in ("alibi", "rope", "omni"):
+        for name in ("compressLensOptional", "seqLensOptional"):
+            tensor = getattr(a, name)
+            if tensor is None:
+                fail(
+                    f"{name} is nullptr in {mode} mode; CANN 8.5 dereferences it in the tiling (a host crash), "
+                    "aclnn-emu rejects the call",
+                    "compress_null",
+                )
+            if tensor.ndim != 1:
+                fail(f"{name} should be 1-D, got {list(tensor.shape)}", "compress_rank")
+
+
+def _check_dims_a2(a, mode: str) -> tuple:
+    """CheckInputDim: sizes as uint64 in (0, UINT_MAX], cache capacity, the NZ cache layout and, in the
+    compress modes, the batch count. Returns (heads, k_head_size, v_head_size or None, batches or 0)."""
+    key, kc = a.key, a.keyCacheRef
+    tokens, heads, head_k = key.shape
+    blocks = kc.shape[0]
+    block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
+    for name, v in (("numTokens", tokens), ("numHead", heads), ("kHeadSize", head_k), ("blockSize", block_size)):
+        if not 0 < v <= UINT_MAX:
+            fail(f"{name} is invalid: {v}", "dims_positive")
+    if blocks * block_size < tokens:
+        fail(
+            f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
+            "cache_capacity",
+        )
+    head_v = None
+    if not mode.startswith("siso"):
+        head_v = a.value.shape[2]
+        if not 0 < head_v <= UINT_MAX:
+            fail(f"vHeadSize is invalid: {head_v}", "dims_positive")
+        if mode == "nz":
+            _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
+            _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
+    batches = 0
+    if mode in ("alibi", "rope", "omni"):
+        batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
+        if not 0 < batches <= UINT_MAX:
+            fail(f"numBatchs is invalid: {batches}", "batches")
+    return heads, head_k, head_v, batches
+
+
+def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
+    last = 32 // cache.np_dtype.itemsize
+    if cache.shape[1] != token_size // last:
+        fail(
+            f"dim1 of {name} is invalid: {cache.shape[1]}, expected {token_size // last} (num_head * head_size "
+            f"/ {last})",
+            "nz_dim1",
+        )
+    if cache.shape[3] != last:
+        fail(f"dim3 of {name} is invalid: {cache.shape[3]}, expected {last} (32 bytes of {dtype.short})", "nz_dim3")
+
+
+def _nct_attrs(a) -> tuple[int, int, int]:
+    """(strideK, offsetK, offsetV) as the uint32 tiling fields; strideV is read but never used."""
+    strides = a.stridesOptional if a.stridesOptional is not None else (1, 1)
+    offsets = a.offsetsOptional if a.offsetsOptional is not None else (0, 0)
+    if len(strides) < 2 or len(offsets) < 2:
+        fail(
+            f"stridesOptional {list(strides)} and offsetsOptional {list(offsets)} need two entries each "
+            "(CANN 8.5 reads [0] and [1] unchecked)",
+            "nct_lists",
+        )
+    return strides[0] & UINT_MAX, offsets[0] & UINT_MAX, offsets[1] & UINT_MAX
+
+
+def _warn_a2(a, env, mode, head_k, head_v, nct) -> None:
+    """Where the 8.5 kernels compute something other than the doc promises (divergences file)."""
+    if a.slotMapping.dtype == I64:
+        env.warn(
+            f"slotMapping is INT64, but the CANN 8.5 Atlas A2/A3 {mode} kernel reads slot_mapping"
+            f"{' and the compress tensors' if mode in ('alibi', 'rope', 'omni') else ''} as int32, so "
+            "token t uses the t-th 32-bit word (for t >= 1 a half of an int64); the result follows the "
+            "hardware. Fix: pass INT32 index tensors (or use cacheMode PA_NZ, which honours INT64)"
+        )
+    if mode == "siso" or mode == "siso_nct":
+        return
+    if a.key.np_dtype.itemsize != a.value.np_dtype.itemsize or (
+        mode in ("rope", "omni") and a.key.dtype != a.value.dtype
+    ):
+        env.warn(
+            f"value is {a.value.dtype.short} but the {mode} kernel moves it as {a.key.dtype.short} (the key's "
+            "element type), so sizes and offsets follow the key's dtype. Fix: use one dtype for key and "
+            "value, or cacheMode PA_NZ"
+        )
+    if nct is not None and a.stridesOptional is not None and len(set(a.stridesOptional[:2])) > 1:
+        env.warn(
+            f"scatterMode Nct reads value rows with strideK = {a.stridesOptional[0]}, not strideV = "
+            f"{a.stridesOptional[1]} (strideV is never used). Fix: lay out value with the key's stride"
+        )
+    row = head_k * a.key.np_dtype.itemsize
+    if mode in ("alibi", "rope", "omni") and row % 32:
+        env.warn(
+            f"kHeadSize * sizeof(key) = {row} bytes is not a multiple of 32: the {mode} kernel's DataCopy moves "
+            f"only the {row // 32} whole 32-byte block(s) of each token, reads the tokens of a copy "
+            f"{row // 32 * 32} * numHead bytes apart and writes them back to back, so cache rows do not match "
+            "key rows (the result follows the hardware). Fix: pad the head to a multiple of 32 bytes"
+        )
+    if mode in ("alibi", "rope", "omni") and head_v != head_k:
+        env.warn(
+            f"the {mode} kernel reads and writes value with the key's head size {head_k}, not "
+            f"v_head_size {head_v}. Fix: pass value with v_head_size == k_head_size"
+        )
