@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from aclnn_emu.ops import all_ops
+from aclnn_emu.opdef.registry import all_ops
 from aclnn_emu.runtime import devices
 from fuzz import case as fcase
 from fuzz import driver, mutate

@@ -14,7 +14,7 @@ from aclnn_emu import config, dtypes, status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.meta import Tensor, TensorList, contiguous_strides, view_extent
-from aclnn_emu.ops import by_name
+from aclnn_emu.opdef.registry import by_name
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime import devices, sanitizer
 from aclnn_emu.runtime.errors import AclError, take_recent

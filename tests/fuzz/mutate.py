@@ -15,7 +15,7 @@ import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.meta import contiguous_strides
-from aclnn_emu.ops import by_name
+from aclnn_emu.opdef.registry import by_name
 
 from .baselines import ALL, BASELINES
 from .case import Case, L, Same, T
