@@ -251,7 +251,7 @@ def run(case: Case) -> Outcome:
         if code == status.ACLNN_ERR_INNER:
             outcome = Outcome("inner-error", code, message)
         elif code:
-            outcome = Outcome("rejected", code)
+            outcome = Outcome("rejected", code, message)
         else:
             outcome = _phase2(op, size, executor, stream)
         changed = made.changed()

@@ -5,6 +5,7 @@ import numpy as np
 
 from ... import status
 from ...dtypes import DataType
+from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...runtime import sanitizer
 from ...opdef.signature import Launch, OpError
 
@@ -39,6 +40,22 @@ def flat(op, tensor, unit=None) -> np.ndarray:
     """The tensor's storage from its first element on, optionally as `unit` elements (kernels
     that address device memory directly)."""
     return tensor.storage(f"{op.phase2} {tensor!r}", unit)
+
+
+def index_values(op, tensor, count=None, unit=None) -> tuple[np.ndarray, list]:
+    """The first `count` values (default: the view's element count) of an index tensor (lengths,
+    tables, slots, offsets) as the kernels read them, contiguously from its first element, optionally
+    as `unit` elements; with the findings for those past its storage, which read as 0 here."""
+    values = flat(op, tensor, unit)
+    count = tensor.numel if count is None else count
+    if len(values) >= count:
+        return values[:count], []
+    finding = (
+        OUT_OF_BOUNDS_READ,
+        f"{tensor!r}: the kernel reads {count} values but the tensor holds {len(values)}; "
+        "the missing ones read as 0 here",
+    )
+    return np.concatenate([values, np.zeros(count - len(values), values.dtype)]), [finding]
 
 
 def launch(op, workspace_size: int, run) -> Launch:

@@ -20,6 +20,8 @@ REFUSED = Gaps(
         "lengths past their ends",
         "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
         "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
+        "actual_seq_uint32": "an actualSeqLengths value of 2**32 or more (ParseActualSeqLens and the page attention "
+        "check compare its low 32 bits): the kernel reads the whole int64 length and runs past the key and value",
         "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
         "tiling checks no such shape): the kernel reads N x D values, past its end",
     },

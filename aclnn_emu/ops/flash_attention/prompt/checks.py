@@ -82,6 +82,8 @@ def _prepare(a, env):
         _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
+    if tuple(a.value.shape[:-1]) != tuple(a.key.shape[:-1]):
+        UNESTABLISHED.refuse("value_rows", f"key {list(a.key.shape)}, value {list(a.value.shape)}")
     return Launch(0, plan)
 
 
@@ -192,6 +194,17 @@ INFERRED = Gaps(
         "read mode from the other's flag, so mixed dtypes are misread on hardware)",
     },
     code=status.ACLNN_ERR_INNER_NULLPTR,
+)
+
+
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "value_rows": "a value shaped unlike the key but for its last dimension (the tiling compares their ranks and "
+        "head dims only): the kernel reads value rows by the key's batch, heads and sequence length, past a "
+        "shorter value's end or across a longer one's rows"
+    },
 )
 
 

@@ -17,6 +17,7 @@ from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import _check_shape_attrs_arch35
 from .common import (
+    refuse_grad_head_dim,
     INVALID,
     NULLPTR,
     _Shape,
@@ -276,4 +277,5 @@ def prepare(a, env):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: no FAG tiling reads it")
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
+    refuse_grad_head_dim(a, s)
     return Launch(_workspace(s), _launch(a, s, mode, env))
