@@ -16,7 +16,7 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.meta import Tensor
 from fuzz import baselines as base
 from fuzz import driver
-from fuzz.case import Case, T
+from fuzz.case import Case, Same, T
 
 AICORE = status.ACL_ERROR_RT_AICORE_EXCEPTION
 TILING = status.ACLNN_ERR_INNER_TILING_ERROR
@@ -233,3 +233,32 @@ def test_a_strided_input_gives_the_contiguous_result(aclnn_soc, op, how, which):
     expected = _attention(op, q, k, v)
     got = _attention(op, q, k, v, how, which)
     assert got.tobytes() == expected.tobytes()
+
+
+# -- found by later runs ------------------------------------------------------------------------
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("position", [1, 2])
+def test_fag_key_or_value_of_three_dims_in_bnsd(pool, soc, position):
+    """The tilings read D as GetDim(3), 0 for a 3-D key or value: a status code, never 561000."""
+    got = outcome(pool, "FlashAttentionScoreGradV2", "fag", soc, **{f"a{position}": T((1, 2, 8))})
+    assert got.kind == "rejected" and got.code != status.ACLNN_ERR_INNER, got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fas_value_of_other_heads(pool, soc):
+    got = outcome(pool, "FlashAttentionScoreV2", "fas", soc, a2=T((1, 1, 8, 16)))
+    assert (got.kind, got.code) == ("rejected", FIND_KERNEL), got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_gather_seq_lens_of_2_to_the_31_values(pool, soc):
+    """The kernels read as many lengths as blockTables has rows, not as many as seqLens describes."""
+    got = outcome(pool, "GatherPaKvCache", "gather", soc, a3=T((1 << 31,), "INT32", fill=(20, 9)))
+    assert got.kind in ("rejected", "ran"), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_lig_weights_gradient_into_a_larger_output(pool, soc):
+    """dWeights larger than the B x S1 x N the kernel writes: it keeps the rest."""
+    got = outcome(pool, "LightningIndexerGrad", "lig", soc, a4=T((1, 2, 64, 128), "BF16"), a15=Same(0))
+    assert got.kind == "ran", got

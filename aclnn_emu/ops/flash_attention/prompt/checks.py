@@ -17,6 +17,8 @@ from aclnn_emu.kernels.attention.layouts import segments
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import (
+    VALUE_ROWS,
+    refuse_value_rows,
     BASE_API_MODES,
     BF16,
     BIG,
@@ -82,8 +84,7 @@ def _prepare(a, env):
         _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
-    if tuple(a.value.shape[:-1]) != tuple(a.key.shape[:-1]):
-        UNESTABLISHED.refuse("value_rows", f"key {list(a.key.shape)}, value {list(a.value.shape)}")
+    refuse_value_rows(UNESTABLISHED, a)
     return Launch(0, plan)
 
 
@@ -197,15 +198,7 @@ INFERRED = Gaps(
 )
 
 
-UNESTABLISHED = Gaps(
-    OP,
-    "unestablished",
-    {
-        "value_rows": "a value shaped unlike the key but for its last dimension (the tiling compares their ranks and "
-        "head dims only): the kernel reads value rows by the key's batch, heads and sequence length, past a "
-        "shorter value's end or across a longer one's rows"
-    },
-)
+UNESTABLISHED = Gaps(OP, "unestablished", {"value_rows": VALUE_ROWS})
 
 
 def _warn_private_formats(a, env):

@@ -21,6 +21,7 @@ from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
+from ..common import VALUE_ROWS, refuse_value_rows
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
 from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP
 from .launch import _launch, _zero_outputs
@@ -47,6 +48,9 @@ READ_PAST = Gaps(
     {"pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]"},
     code=NULLPTR,
 )
+
+
+UNESTABLISHED = Gaps(OP, "unestablished", {"value_rows": VALUE_ROWS})
 
 
 INFERRED = Gaps(
@@ -439,4 +443,5 @@ def prepare(a, env):
     if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
     invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
+    refuse_value_rows(UNESTABLISHED, a)
     return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35))

@@ -13,7 +13,7 @@ V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follow
 import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.opdef.generated import attr_int32
+from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import _check_shape_attrs_arch35
 from .common import (
@@ -123,14 +123,15 @@ def _check_base_input(a, s: _Shape):
             raise _tiling_error(f"h1 [{q[2]}] should be a multiple of headNum [{a.headNum}].", "tiling.h1_heads")
         if k[2] < v[2]:
             raise _tiling_error(f"key H {k[2]} is smaller than value H {v[2]}", "tiling.kv_h")
-    elif len(s.layout) == 4:
-        if q[0] != k[0] or q[3] != k[3]:
+    elif len(s.layout) == 4:  # a key or value of 3 dims reads D as 0 (gert::Shape past its rank)
+        kd, vd = shape_dim(k, 3), shape_dim(v, 3)
+        if q[0] != k[0] or shape_dim(q, 3) != kd:
             raise _tiling_error(f"query or key shape is invalid: query {list(q)}, key {list(k)}", "tiling.qk_shape")
         n1 = q[1] if s.layout[1] == "N" else q[2]  # the letter, not the layout's name, picks the axis
         if a.headNum != n1:
             raise _tiling_error(f"headNum is [{a.headNum}], but got n1 [{n1}].", "tiling.head_num")
-        if k[3] < v[3]:
-            raise _tiling_error(f"key D {k[3]} is smaller than value D {v[3]}", "tiling.kv_d")
+        if kd < vd:
+            raise _tiling_error(f"key D {kd} is smaller than value D {vd}", "tiling.kv_d")
     else:
         raise _tiling_error(f"invalid input_layout[{s.layout}].", "tiling.layout")
 

@@ -17,10 +17,12 @@ def _bytes(tensor) -> np.ndarray:
     return flat(OP, tensor, np.uint8)
 
 
-def _index(a) -> tuple:
-    """seqLens, blockTables and seqOffset (or None) as the kernels read them, in their dtype."""
-    offsets = a.seqOffsetOptional
-    read = [index_values(OP, t) for t in (a.seqLens, a.blockTables, offsets) if t is not None]
+def _index(a, batches: int, cols: int, cumsum: bool) -> tuple:
+    """seqLens, blockTables and seqOffset (or None) as the kernels read them, in their dtype: as many
+    values as the tiling's batch count and table width make them read, zeros (reported) past a
+    tensor's storage."""
+    counts = ((a.seqLens, batches + cumsum), (a.blockTables, batches * cols), (a.seqOffsetOptional, batches))
+    read = [index_values(OP, t, max(n, 0)) for t, n in counts if t is not None]
     for kind, message in (finding for _, found in read for finding in found):
         sanitizer.report(kind, f"{OP.phase2}: {message}")
-    return read[0][0], read[1][0], read[2][0] if offsets is not None else None
+    return read[0][0], read[1][0], read[2][0] if a.seqOffsetOptional is not None else None
