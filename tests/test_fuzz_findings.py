@@ -262,3 +262,11 @@ def test_lig_weights_gradient_into_a_larger_output(pool, soc):
     """dWeights larger than the B x S1 x N the kernel writes: it keeps the rest."""
     got = outcome(pool, "LightningIndexerGrad", "lig", soc, a4=T((1, 2, 64, 128), "BF16"), a15=Same(0))
     assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_gather_a_block_table_of_2_to_the_31_columns(pool, soc):
+    """The kernels would read billions of table entries past its storage: refused, or the AI Core
+    exception naming blockTables, never a hang."""
+    got = outcome(pool, "GatherPaKvCache", "gather", soc, a2=T((2, (1 << 31) - 1), "INT32", fill=(0, 1, 3, 2)))
+    assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got

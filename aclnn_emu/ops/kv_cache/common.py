@@ -42,6 +42,9 @@ def flat(op, tensor, unit=None) -> np.ndarray:
     return tensor.storage(f"{op.phase2} {tensor!r}", unit)
 
 
+FAR_PAST = 1 << 20  # index values read past a tensor's storage beyond which the read faults here
+
+
 def index_values(op, tensor, count=None, unit=None) -> tuple[np.ndarray, list]:
     """The first `count` values (default: the view's element count) of an index tensor (lengths,
     tables, slots, offsets) as the kernels read them, contiguously from its first element, optionally
@@ -50,6 +53,13 @@ def index_values(op, tensor, count=None, unit=None) -> tuple[np.ndarray, list]:
     count = tensor.numel if count is None else count
     if len(values) >= count:
         return values[:count], []
+    if count - len(values) > FAR_PAST:
+        raise OpError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            f"{op.phase2}: {tensor!r}: the kernel reads {count} values from its first element, "
+            f"{count - len(values)} of them past its storage (AI Core exception on the device)",
+            rule="kernel.index_past_storage",
+        )
     finding = (
         OUT_OF_BOUNDS_READ,
         f"{tensor!r}: the kernel reads {count} values but the tensor holds {len(values)}; "
