@@ -1,10 +1,15 @@
 """The long fuzz run: python -m tests.fuzz --calls 100000 (from the repository's root); --help."""
 
 import argparse
+import signal
 import sys
 import time
 
 from .driver import fuzz
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv=None) -> int:
@@ -18,8 +23,11 @@ def main(argv=None) -> int:
     parser.add_argument("--progress", type=int, default=1000, help="print a line every N calls")
     parser.add_argument("--shrink", type=int, default=20, help="findings to shrink to a minimal reproducer")
     a = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)  # as Ctrl-C: the counts so far are printed
     print(f"seed {a.seed}, calls {a.start}..{a.start + a.calls - 1}", flush=True)
     result = fuzz(a.seed, a.calls, a.workers, a.timeout, a.seconds, a.start, a.progress, a.shrink)
+    if result.interrupted:
+        print("stopped before the last call")
     print(f"{result.calls} calls in {result.seconds:.0f} s ({result.calls / max(result.seconds, 1e-9):.0f}/s)")
     print(result.table())
     for finding in result.findings:

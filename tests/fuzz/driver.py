@@ -82,6 +82,7 @@ class Result:
     seconds: float = 0.0
     counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (op, kind) -> n
     findings: list = dataclasses.field(default_factory=list)
+    interrupted: bool = False
 
     def table(self) -> str:
         kinds = sorted({k for _, k in self.counts})
@@ -202,14 +203,21 @@ def fuzz(
     deadline = began + seconds if seconds else None
     pool = Pool(seed, workers, timeout)
     try:
-        for (_, index), outcome in pool.run((("gen", i) for i in range(start, start + calls)), deadline):
-            case = generate(seed, index)
-            result.calls += 1
-            result.counts[case.op, outcome.kind] += 1
-            if outcome.bad:
-                result.findings.append(Finding(index, case, outcome))
-            if progress and result.calls % progress == 0:
-                print(f"{result.calls} calls in {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+        try:
+            for (_, index), outcome in pool.run((("gen", i) for i in range(start, start + calls)), deadline):
+                case = generate(seed, index)
+                result.calls += 1
+                result.counts[case.op, outcome.kind] += 1
+                if outcome.bad:
+                    result.findings.append(Finding(index, case, outcome))
+                if progress and result.calls % progress == 0:
+                    print(
+                        f"{result.calls} calls in {time.monotonic() - began:.0f} s, {len(result.findings)} bad",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        except KeyboardInterrupt:  # stopped (Ctrl-C, SIGTERM): the counts so far, then the findings
+            result.interrupted = True
         for finding in result.findings[:shrink_limit]:
             base = baseline_of(seed, finding.index)
             finding.shrunk, finding.shrunk_outcome = shrink(pool, finding.case, finding.outcome, base)
