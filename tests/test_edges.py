@@ -56,10 +56,17 @@ def _ifa_group(g):
     return {0: T((2, 2 * g, 1, 16)), 15: 2 * g, 21: T((2, 2 * g, 1, 16))}
 
 
+def _sfag_heads(n):
+    edits = {i: T((1, 4, n, 512), "BF16") for i in (0, 4, 5, 19)}
+    edits |= {6: T((1, 1, 4, n), "FLOAT", fill=(1.0,)), 7: T((1, 1, 4, n), "FLOAT", fill=(50.0,))}
+    return edits | {10: T((1, 4, n, 64), "BF16"), 22: T((1, 4, n, 64), "BF16")}
+
+
 LIMITS = [
     # (entry point, baseline, chips, edits for a value, the limit, code one past, the deciding source)
     ("LightningIndexer", "li", base.A2_A3, _li_count, 2048, TILING, "lightning_indexer_tiling.cpp sparse_count"),
     ("SparseFlashAttention", "sfa", ("Ascend910B",), lambda n: {10: n}, 128, TILING, "SFA sparseBlockSize range"),
+    ("SparseFlashAttentionGrad", "sfag", base.A2_A3, _sfag_heads, 128, TILING, "SFAG tiling: N1 <= 128, N2 = 1"),
     ("IncreFlashAttentionV4", "ifa_paged", base.ALL, _ifa_block, 512, TILING, "IFA tiling: blockSize <= 512"),
     ("IncreFlashAttentionV4", "ifa", base.ALL, _ifa_group, 64, TILING, "IFA tiling: numHeads / numKvHeads <= 64"),
     (
