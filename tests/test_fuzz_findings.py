@@ -16,7 +16,7 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.meta import Tensor
 from fuzz import baselines as base
 from fuzz import driver
-from fuzz.case import Case, Same, T
+from fuzz.case import Case, L, Same, T
 
 AICORE = status.ACL_ERROR_RT_AICORE_EXCEPTION
 TILING = status.ACLNN_ERR_INNER_TILING_ERROR
@@ -270,3 +270,11 @@ def test_gather_a_block_table_of_2_to_the_31_columns(pool, soc):
     exception naming blockTables, never a hang."""
     got = outcome(pool, "GatherPaKvCache", "gather", soc, a2=T((2, (1 << 31) - 1), "INT32", fill=(0, 1, 3, 2)))
     assert got.kind == "rejected" or (got.kind, got.code) == ("ran-failed", AICORE), got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_ifa_paged_value_cache_of_another_rank_than_the_key(pool, soc):
+    """The A2/A3 tiling takes the paged layout from the key and checks no value rank: the value is
+    addressed as the key is. The arch35 tiling compares their ranks (561002)."""
+    got = outcome(pool, "IncreFlashAttentionV4", "ifa_paged", soc, a2=L([T((4, 1, 2, 128, 32))]))
+    assert got.kind == "ran" if soc != "Ascend910_95" else (got.kind, got.code) == ("rejected", TILING), got

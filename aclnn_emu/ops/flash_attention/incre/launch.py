@@ -115,14 +115,15 @@ def _paged(a, p):
     token, d) at [block, n, d // D0, token, d % D0] (CopyInL1.h GmCopyInToL1HasRopePA, the arch35
     antiquant CopyKVPaNz; the layout of the A2/A3 GatherPaKvCache PA_NZ): a gathered copy, not a view."""
     views = []
+    rank = a.key.items[0].ndim  # the tiling takes the layout from the key: the value is addressed alike
     for t, name, d in ((a.key.items[0], "key", p.d), (a.value.items[0], "value", getattr(p, "value_d", p.d))):
         flat = t.read(name).reshape(-1)
         block = p.block_size * p.kv_heads * d
         flat = flat[: len(flat) // block * block]
-        if t.ndim == 3:
+        if rank == 3:
             views.append(flat.reshape(-1, p.block_size, p.kv_heads, d).transpose(0, 2, 1, 3))
-        elif t.ndim == 5:
-            d0 = t.shape[4]
+        elif rank == 5:
+            d0 = a.key.items[0].shape[4]
             nz = flat.reshape(-1, p.kv_heads, d // d0, p.block_size, d0)
             views.append(np.ascontiguousarray(nz.transpose(0, 1, 3, 2, 4)).reshape(-1, p.kv_heads, p.block_size, d))
         else:
