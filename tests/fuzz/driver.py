@@ -18,7 +18,10 @@ import traceback
 from .case import Case, Outcome, reproducer
 from .mutate import baseline_of, generate
 
-CONTEXT = multiprocessing.get_context("spawn")  # a fresh emulator per worker, never a forked one
+CONTEXT = multiprocessing.get_context("spawn")
+# A worker's start (an interpreter, numpy, the emulator) on a machine whose cores are all busy: not
+# part of any call's time; a worker that never gets ready still ends as a hang.
+STARTUP = 300.0  # a fresh emulator per worker, never a forked one
 
 
 def _serve(connection, seed: int) -> None:
@@ -45,10 +48,12 @@ class Worker:
         self.process = CONTEXT.Process(target=_serve, args=(child, seed), daemon=True)
         self.process.start()
         child.close()
-        self.job, self.started = None, 0.0
+        self.job, self.started, self.ready = None, time.monotonic(), False
 
     def submit(self, job) -> None:
-        self.job, self.started = job, time.monotonic()
+        self.job = job
+        if self.ready:
+            self.started = time.monotonic()
         self.connection.send(job)
 
     def stop(self) -> None:
@@ -144,11 +149,11 @@ class Pool:
                     except (EOFError, OSError):  # the worker is gone: wait for its exit status
                         w.process.join(5)
                     if outcome == "ready":
-                        w.started, outcome = now, None
+                        w.started, w.ready, outcome = now, True, None
                         continue
                 if outcome is None and not w.process.is_alive():
                     outcome = Outcome("crash", 0, f"worker exited with {w.process.exitcode}")
-                elif outcome is None and now - w.started > self.timeout:
+                elif outcome is None and now - w.started > (self.timeout if w.ready else STARTUP):
                     outcome = Outcome("hang", 0, f"no answer within {self.timeout:g} s")
                 if outcome is None:
                     continue
