@@ -278,3 +278,23 @@ def test_ifa_paged_value_cache_of_another_rank_than_the_key(pool, soc):
     addressed as the key is. The arch35 tiling compares their ranks (561002)."""
     got = outcome(pool, "IncreFlashAttentionV4", "ifa_paged", soc, a2=L([T((4, 1, 2, 128, 32))]))
     assert got.kind == "ran" if soc != "Ascend910_95" else (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("lengths", [(0, 77), (200, 0)])
+def test_ifa_arch35_paged_batch_of_no_tokens(pool, lengths):
+    got = outcome(pool, "IncreFlashAttentionV4", "ifa_paged", "Ascend910_95", a5=lengths)
+    assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_pfa_bsh_query_hidden_not_a_multiple_of_the_heads(pool, soc):
+    got = outcome(pool, "PromptFlashAttentionV2", "pfa_lengths_bsh", soc, a0=T((2, 16, 33)))
+    assert (got.kind, got.code) == ("rejected", FIND_KERNEL), got
+
+
+@pytest.mark.parametrize("position", [1, 4])
+def test_scatter_a_cache_described_past_its_memory_writes_neighbours_with_a_report(pool, position):
+    """A cache of 2**31 x 16 elements over a few bytes: the kernel's writes leave the allocation and land
+    in the neighbouring memory, which the sanitizer reports (docs/divergences/memory_bounds.md)."""
+    got = outcome(pool, "ScatterPaKvCache", "scatter", "Ascend910_93", **{f"a{position}": T((2, 4, 2, 1 << 31))})
+    assert got.kind in ("reported", "ran", "rejected", "ran-failed"), got

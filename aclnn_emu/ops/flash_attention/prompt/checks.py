@@ -78,6 +78,9 @@ def _prepare(a, env):
         return Launch.nothing()
     _check_dtypes(a)
     shapes = _analyse_shapes(a, env)
+    q = a.query.shape
+    if a.inputLayout.startswith("BSH") and len(q) == 3 and a.numHeads > 0 and q[2] % a.numHeads:
+        UNESTABLISHED.refuse("query_hidden", f"query {list(q)}, numHeads {a.numHeads}")
     if shapes.need_pad:
         _check_formats(a)
     else:
@@ -198,7 +201,15 @@ INFERRED = Gaps(
 )
 
 
-UNESTABLISHED = Gaps(OP, "unestablished", {"value_rows": VALUE_ROWS})
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "value_rows": VALUE_ROWS,
+        "query_hidden": "a BSH query whose H is not a multiple of numHeads (AnalysisAxis divides it, no check "
+        "compares the rest): how the kernel strides over the remainder of each row is not established",
+    },
+)
 
 
 def _warn_private_formats(a, env):
