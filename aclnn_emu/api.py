@@ -3,20 +3,30 @@
 `raw` gives the same functions a C program calls, with the same status codes for any argument;
 `run` drives both phases, allocates the workspace, waits for the stream and raises AclnnError on any
 failure, TypeError/ValueError for an argument of the wrong Python type.
+
+A tensor made here (`to_device`, `empty`) belongs to its Python object, as a numpy array's memory
+does: when Python collects it, its device memory and handle are freed; `free` frees them at once.
+Work queued on a stream holds the tensors it uses (through its executor), so none is collected
+under it. The free itself is deferred to the next allocation, `free` or Device exit (`collect`):
+a collection can happen anywhere, even in a thread inside the runtime's locks.
 """
 
+import collections
+import contextlib
+import gc
 import numbers
+import weakref
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, status
 from .formats import Format
-from .meta import Tensor
-from .errors import AclnnError
+from .meta import Array, Scalar, Tensor, TensorList
+from .errors import AclnnError, typed
 from .opdef import arguments, calls
 from .opdef.registry import by_name
 from .runtime import api as rt
-from .runtime import devices, handles
+from .runtime import devices, handles, trace
 from .runtime.streams import Stream
 from .runtime.errors import AclError, take_recent
 
@@ -53,12 +63,28 @@ def to_device(array, dtype=None, format=Format.ACL_FORMAT_ND, storage_shape=None
     host = array.astype(dtypes.NUMPY[dt], order="C")  # keeps 0-d arrays 0-d
     tensor = empty(host.shape, dt, format, storage_shape)
     if host.nbytes:
-        tensor.view("to_device")[...] = host
+        with _copy_traced("aclnn_emu.to_device", host.nbytes, to_device=True):
+            tensor.view("to_device")[...] = host
     return tensor
 
 
+@contextlib.contextmanager
+def _copy_traced(name: str, nbytes: int, to_device: bool):
+    """The copy as a slice of this thread's trace track, as C's aclrtMemcpy shows (when tracing)."""
+    if not trace.enabled:
+        yield
+        return
+    frame = trace.begin()
+    try:
+        yield
+        trace.copied(nbytes, not to_device, to_device)
+    finally:
+        trace.end(name, frame)
+
+
 def empty(shape, dtype, format=Format.ACL_FORMAT_ND, storage_shape=None) -> Tensor:
-    """A new uninitialised device tensor (aclrtMalloc of its bytes, at least 1)."""
+    """A new uninitialised device tensor (aclrtMalloc of its bytes, at least 1), freed when Python
+    collects it (or by `free`)."""
     for name, dims in (("shape", shape), ("storage_shape", storage_shape or ())):
         bad = [d for d in dims if int(d) != d or d < 0]
         if bad:
@@ -70,22 +96,131 @@ def empty(shape, dtype, format=Format.ACL_FORMAT_ND, storage_shape=None) -> Tens
     except AclError as exc:
         raise ValueError(f"empty(): {exc.message}") from None
     try:
-        tensor.addr = rt.malloc(max(tensor.numel * dtypes.SIZE[dt], 1))
+        tensor.addr = _malloc(max(tensor.numel * dtypes.SIZE[dt], 1))
     except BaseException:
         tensor.destroy()
         raise
+    _own(tensor)
     return tensor
+
+
+def _malloc(size: int) -> int:
+    """aclrtMalloc, after freeing what Python collected; out of memory, once more after a full
+    garbage collection (tensors in reference cycles)."""
+    collect()
+    try:
+        with typed():
+            return rt.malloc(size)
+    except AclnnError as exc:
+        if exc.status != status.ACL_ERROR_RT_MEMORY_ALLOCATION or not _owned:
+            raise
+    gc.collect()
+    collect()
+    with typed():
+        return rt.malloc(size)
+
+
+_owned: dict[int, weakref.finalize] = {}  # handle -> finalizer of each live tensor this module made
+_collected = collections.deque()  # (handle, arena, allocation) of those Python has collected
+
+
+def _own(tensor: Tensor) -> None:
+    memory = devices.memory_of(tensor.addr)
+    finalizer = weakref.finalize(tensor, _collected.append, (tensor.handle, memory, memory.find(tensor.addr)))
+    finalizer.atexit = False
+    handles.weaken(tensor.handle)
+    _owned[tensor.handle] = finalizer
+
+
+def collect(full: bool = False) -> None:
+    """Free the device memory and handles of the tensors Python has collected; `full` first runs a
+    garbage collection, so tensors only reference cycles hold are freed too. An allocation that is
+    no longer the tensor's (emptied by aclFinalize, freed and reused, the parent's in a forked
+    child) is left alone."""
+    if full and _owned:
+        gc.collect()
+    while _collected:
+        handle, memory, allocation = _collected.popleft()
+        _owned.pop(handle, None)
+        handles.release(handle)
+        if allocation is not None and _arena(allocation.addr) is memory and memory.find(allocation.addr) is allocation:
+            memory.free(allocation.addr)
+
+
+def _arena(addr: int):
+    """The arena that holds `addr` now (None for the parent's memory in a forked child)."""
+    try:
+        return devices.memory_of(addr)
+    except AclError:
+        return None
 
 
 def numpy(tensor: Tensor) -> np.ndarray:
     """A host copy of what the tensor describes."""
-    return np.array(tensor.view("numpy"))
+    with typed():
+        view = tensor.view("numpy")
+        with _copy_traced("aclnn_emu.numpy", view.nbytes, to_device=False):
+            return np.array(view)
 
 
 def free(tensor: Tensor) -> None:
-    """Release a tensor made by to_device/empty: its device memory and its handle."""
-    rt.free(tensor.addr)
+    """Release a tensor's device memory and its handle now (a tensor made by to_device/empty is also
+    released when Python collects it). A second free raises RtParamInvalid (107000), as aclrtFree
+    returns, and the sanitizer reports a double free."""
+    collect()
+    finalizer = _owned.pop(tensor.handle, None)
+    if finalizer is not None:
+        finalizer.detach()
+    with typed():
+        rt.free(tensor.addr)
     tensor.destroy()
+
+
+def synchronize(stream=None) -> None:
+    """aclrtSynchronizeStream: wait for the work queued on `stream` (an aclnn_emu.Stream or handle;
+    None: the stream `setup` made, which `run` and the tensors' copies use). Raises a task's failure."""
+    handle = setup() if stream is None else int(getattr(stream, "handle", stream))
+    with typed():
+        rt.synchronize_stream(handle)
+
+
+def recent_error_message() -> str | None:
+    """aclGetRecentErrMsg: this thread's last error (or warning) message, cleared once read; None
+    when there is none. What an `aclnn_emu.raw` call that returned a status left behind."""
+    return take_recent()
+
+
+def tensor_list(tensors) -> TensorList:
+    """aclCreateTensorList of device tensors (None allowed) for `raw` and `run`. Destroying it
+    (`.destroy()`, aclDestroyTensorList) destroys its tensors' handles, not their memory."""
+    items = list(tensors)
+    bad = [type(t).__name__ for t in items if t is not None and not isinstance(t, Tensor)]
+    if bad:
+        raise TypeError(f"tensor_list(): items are aclnn_emu.Tensor or None (aclnn_emu.to_device), got {bad[0]}")
+    return TensorList(items)
+
+
+def scalar(value, dtype) -> Scalar:
+    """aclCreateScalar: `value` stored as `dtype` holds it (a float rounded to FLOAT16, say)."""
+    dt = dtypes.DataType(dtype)
+    if dt not in dtypes.NUMPY:
+        raise ValueError(f"scalar(): dtype {dt.name} has no host representation in aclnn-emu")
+    return Scalar(np.asarray(value).astype(dtypes.NUMPY[dt]).item(), dt)
+
+
+def int_array(values) -> Array:
+    """aclCreateIntArray (int64 values)."""
+    return Array("int", [int(np.int64(v)) for v in values])
+
+
+def float_array(values) -> Array:
+    """aclCreateFloatArray (values rounded to float32, as the C array holds them)."""
+    return Array("float", [float(np.float32(v)) for v in values])
+
+
+def bool_array(values) -> Array:
+    """aclCreateBoolArray."""
+    return Array("bool", [bool(v) for v in values])
 
 
 def run(op_name: str, *args, stream: int | None = None) -> None:
@@ -101,18 +236,16 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
             f"returns) or None, got {type(stream).__name__}"
         )
     stream = setup() if stream is None else int(stream)
-    code, size, executor = calls.get_workspace_size(op, args, arguments.python)
+    code, size, executor = calls.get_workspace_size(op, args, arguments.python, raises=True)
     if code:
         raise AclnnError(code, take_recent())
-    workspace = rt.malloc(size) if size else 0
+    workspace = _malloc(size) if size else 0
     try:
         code = calls.run(op.name, workspace, size, executor, stream)
         if code:
             raise AclnnError(code, take_recent())
-        try:
+        with typed():
             rt.synchronize_stream(stream)
-        except AclError as exc:
-            raise AclnnError(exc.code, exc.message) from None
     finally:
         if workspace:
             rt.free(workspace)

@@ -27,6 +27,7 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_DEVICE_MEMORY = 16 << 40  # each device maps its arena twice into the 47-bit address space
 MAX_DEVICE_COUNT = (1 << 31) - 1  # device ids are int32_t
 PREFIX = "ACLNN_EMU_"
+SUGGEST_CUTOFF = 0.85  # difflib's similarity above which a misspelt choice gets a "did you mean"
 CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
 
 
@@ -85,6 +86,14 @@ class Setting:
     allowed: str  # said in the error line and the README
     parse: object  # text -> value; raises ValueError/KeyError for a value that is not allowed
     effect: str
+    choices: tuple = ()  # the names it takes, for a "did you mean" on a misspelt one
+
+    def rejected(self, text: str) -> str:
+        """The line that says `text` is not allowed, with the closest choice when one is close."""
+        canonical = {c.lower(): c for c in self.choices}
+        close = difflib.get_close_matches(text.lower(), list(canonical), 1, SUGGEST_CUTOFF)
+        hint = f" (did you mean {canonical[close[0]]}?)" if close else ""
+        return f"{self.variable}={text!r} is not allowed{hint}: use {self.allowed}"
 
 
 SETTINGS = (
@@ -92,13 +101,11 @@ SETTINGS = (
         "ACLNN_EMU_SOC",
         "soc",
         "Ascend910B",
-        "a part name ("
-        + ", ".join(platform.PARTS)
-        + ") or a family name ("
-        + ", ".join(f"{f} = {platform.ALIASES[f]}" for f in platform.FAMILIES)
-        + "), any case",
+        f"a family name ({', '.join(platform.FAMILIES)}) or one of their {len(platform.PARTS)} part names "
+        "(`aclnn-emu coverage` lists them), any case",
         _soc,
         "the emulated part: aclrtGetSocName, its family's operator rules, its cores and memory",
+        SOCS,
     ),
     Setting(
         "ACLNN_EMU_STRICT",
@@ -116,6 +123,7 @@ SETTINGS = (
         ", ".join(SANITIZE_MODES) + " (any case)",
         _choice(SANITIZE_MODES),
         "device-memory sanitizer; error also fails the call (or stream task)",
+        SANITIZE_MODES,
     ),
     Setting(
         "ACLNN_EMU_SYNC",
@@ -132,6 +140,7 @@ SETTINGS = (
         ", ".join(LOG_LEVELS) + " (any case)",
         _choice(LOG_LEVELS),
         "level of the emulator's own log on stderr",
+        LOG_LEVELS,
     ),
     Setting(
         "ACLNN_EMU_DEVICE_MEMORY",
@@ -166,6 +175,7 @@ SETTINGS = (
         _choice(ISAS),
         "instruction set of the kernels' compiled loops (read when they load): auto is the best the CPU "
         "has; a lower level reproduces another machine's speed, results stay bit-identical",
+        ISAS,
     ),
     Setting(
         "ACLNN_EMU_PYTHONPATH",
@@ -209,7 +219,7 @@ def check(env) -> tuple[Config, list[str], list[str]]:
         try:
             values[s.field] = s.parse(text)
         except (ValueError, KeyError):
-            errors.append(f"{s.variable}={text!r} is not allowed: use {s.allowed}")
+            errors.append(s.rejected(text))
     unknown = []
     for name in env:
         if name.upper().startswith(PREFIX) and name not in BY_VARIABLE:

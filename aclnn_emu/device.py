@@ -8,6 +8,7 @@
 Failures raise the AclnnError subclass of their status code.
 """
 
+from . import api
 from .errors import InvalidHandle, typed
 from .runtime import api as rt
 from .runtime import devices
@@ -82,12 +83,20 @@ class Event(_Handle):
 class Device:
     """`with Device(0) as dev:` aclInit (unless the process already did), aclrtSetDevice; on exit the
     streams and events made through it are destroyed, aclrtResetDevice, and aclFinalize if it called
-    aclInit (live device allocations are then reported as leaks)."""
+    aclInit.
+
+    Device memory allocated in the block and still live at its end is reported as a leak (a
+    sanitizer report of kind "leak"): memory allocated through the C-equivalent API and not freed,
+    and tensors made by aclnn_emu.to_device/empty that are still referenced (those Python collected
+    are freed first, reference cycles included). aclFinalize reports them when the block called
+    aclInit, the block itself otherwise (the runtime already started, by an earlier aclnn_emu call
+    say); memory allocated before the block is not its to report."""
 
     def __init__(self, device_id: int = 0):
         self.id = device_id
         self._owns_init = False
         self._made: list = []
+        self._before: dict = {}
 
     def __enter__(self) -> "Device":
         with typed():
@@ -95,17 +104,32 @@ class Device:
                 rt.init(None)
                 self._owns_init = True
             devices.set_device(self.id)
+            self._before = {id(a): a for a in self._memory().leaks()}  # the objects, so no id is reused
         return self
+
+    def _memory(self):
+        return devices.device(self.id).memory
+
+    def _allocated_in_block(self) -> list:
+        return [a for a in self._memory().leaks() if id(a) not in self._before]
 
     def __exit__(self, *exc) -> None:
         for item in reversed(self._made):
             item.close()
         self._made.clear()
         with typed():
-            devices.reset_device(self.id)
+            devices.reset_device(self.id)  # drains the default stream: its tasks let go of their tensors
+            api.collect()
+            leaked = self._allocated_in_block()
+            if leaked:  # tensors only reference cycles hold are no leak: a full collection (slow) finds them
+                api.collect(full=True)
+                leaked = self._allocated_in_block()
+            self._before = {}
             if self._owns_init:
                 self._owns_init = False
                 rt.finalize()
+            else:
+                rt.report_leaks(leaked)
 
     def stream(self) -> Stream:
         """aclrtCreateStream on this device."""

@@ -1,15 +1,16 @@
 """Typed errors for Python callers: one `AclnnError` subclass per status code, named by its meaning,
 so a test writes `pytest.raises(aclnn_emu.ParamInvalid)`.
 
-The numbers live in status.py; this module only gives them class names. `AclnnError(code, message)`
-makes the subclass of that code (a code without one stays a plain AclnnError), so every place that
-turns a status into an exception gets the typed one.
+The numbers live in status.py; this module only gives them class names. `AclnnError` itself (in
+runtime/errors.py, so the runtime's own AclError is one too) makes the subclass of a code:
+`AclnnError(code, message)` is a ParamInvalid for 161002 (a code without a class stays a plain
+AclnnError), so every place that turns a status into an exception gets the typed one.
 """
 
 import contextlib
 
 from . import status
-from .runtime.errors import AclError, detail
+from .runtime.errors import AclError, AclnnError
 
 # status code -> (class name, what it means). Every code of status.py has one (tests/test_python_ops.py).
 CLASSES = {
@@ -20,18 +21,28 @@ CLASSES = {
     status.ACL_ERROR_REPEAT_FINALIZE: ("RepeatFinalize", "aclFinalize was called twice"),
     status.ACL_ERROR_BAD_ALLOC: ("BadAlloc", "host memory could not be allocated"),
     status.ACL_ERROR_API_NOT_SUPPORT: ("ApiNotSupported", "the API is not supported"),
+    status.ACL_ERROR_FEATURE_UNSUPPORTED: ("FeatureUnsupported", "the feature is not supported (or not emulated)"),
     status.ACL_ERROR_INTERNAL_ERROR: ("InternalError", "an internal error of the runtime"),
     status.ACL_ERROR_FAILURE: ("Failure", "a general failure"),
     status.ACL_ERROR_RT_PARAM_INVALID: ("RtParamInvalid", "a runtime argument (address, size, kind) is invalid"),
     status.ACL_ERROR_RT_INVALID_DEVICEID: ("InvalidDevice", "no such device"),
     status.ACL_ERROR_RT_CONTEXT_NULL: ("ContextNull", "no current context (aclrtSetDevice first)"),
     status.ACL_ERROR_RT_STREAM_CONTEXT: ("StreamContext", "the stream belongs to another context"),
+    status.ACL_ERROR_RT_STREAM_SUBSCRIBE: ("StreamSubscribe", "the stream's callback subscription is wrong"),
+    status.ACL_ERROR_RT_THREAD_SUBSCRIBE: ("ThreadSubscribe", "the thread's callback subscription is wrong"),
+    status.ACL_ERROR_RT_STREAM_NO_CB_REG: ("StreamNoCallback", "no thread subscribed the stream's callbacks"),
     status.ACL_ERROR_RT_INVALID_HANDLE: ("InvalidHandle", "a stream or event handle is not live"),
+    status.ACL_ERROR_RT_WAIT_TIMEOUT: ("WaitTimeout", "a wait on the stream timed out"),
     status.ACL_ERROR_RT_STREAM_ABORT: ("StreamAborted", "the stream was torn down with work in flight"),
+    status.ACL_ERROR_RT_MODEL_CAPTURED: ("ModelCaptured", "the model is still being captured"),
+    status.ACL_ERROR_RT_STREAM_CAPTURED: ("StreamCaptured", "the stream is capturing"),
+    status.ACL_ERROR_RT_STREAM_NOT_CAPTURED: ("StreamNotCaptured", "the stream is not capturing"),
+    status.ACL_ERROR_RT_FEATURE_NOT_SUPPORT: ("RtFeatureNotSupported", "the runtime does not support (or emulate) it"),
     status.ACL_ERROR_RT_MEMORY_ALLOCATION: ("DeviceOutOfMemory", "device memory is exhausted"),
     status.ACL_ERROR_RT_MEMORY_FREE: ("MemoryFree", "device memory could not be freed"),
     status.ACL_ERROR_RT_INTERNAL_ERROR: ("RtInternalError", "an internal error of the runtime"),
     status.ACL_ERROR_RT_EVENT_NOT_COMPLETE: ("EventNotComplete", "the event has not completed"),
+    status.ACL_ERROR_RT_REPORT_TIMEOUT: ("ReportTimeout", "no callback was reported in time"),
     status.ACL_ERROR_RT_AICORE_EXCEPTION: ("AicoreException", "a kernel faulted on the device"),
     status.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT: ("StreamSyncTimeout", "synchronising the stream timed out"),
     status.ACLNN_ERR_PARAM_NULLPTR: ("ParamNullptr", "a required argument is NULL"),
@@ -50,33 +61,13 @@ CLASSES = {
 }
 
 
-class AclnnError(Exception):
-    """A non-zero status: `.status` (int), `.name` (e.g. ACLNN_ERR_PARAM_INVALID), `.message`."""
-
-    _by_code: dict = {}
-
-    def __new__(cls, code: int, message: str | None = None):
-        if cls is AclnnError:
-            cls = AclnnError._by_code.get(code, AclnnError)
-        return super().__new__(cls, code, message)
-
-    def __init__(self, code: int, message: str | None = None):
-        self.status = code
-        self.name = status.name_of(code)
-        self.message = detail(code, message or "")  # aclGetRecentErrMsg's text without its header
-        super().__init__(f"{self.name} ({code}): {self.message}")
-
-    def __reduce__(self):
-        return AclnnError, (self.status, self.message)
-
-
 def _make(code: int, name: str, meaning: str) -> type:
     cls = type(
         name,
         (AclnnError,),
         {"__doc__": f"{code} {status.name_of(code)}: {meaning}.", "__module__": __name__, "code": code},
     )
-    AclnnError._by_code[code] = cls
+    AclnnError.by_code[code] = cls
     return cls
 
 

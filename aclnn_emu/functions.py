@@ -256,7 +256,7 @@ def prepare(op, values, repeatable: bool = False) -> Prepared:
         kind = _copy_inputs(op, args, temporaries)
         args = arguments.python(op, args)
         _allocate_outputs(op, args, kind, temporaries)
-        code, size, handle = calls.get_workspace_size(op, args)
+        code, size, handle = calls.get_workspace_size(op, args, raises=True)
         if code:
             raise AclnnError(code, take_recent())
     except BaseException:
@@ -344,7 +344,7 @@ def _from_kernels(op, name: str) -> str:
 def _param_line(op, p) -> str:
     default = p.python_default
     need = (
-        "optional"
+        ("optional" if default is None else f"optional, default {default!r}")
         if p.optional
         else "output"
         if p.output
@@ -379,9 +379,13 @@ def describe(op) -> str:
         + (" as a named tuple" if len(outputs) > 1 else "")
         + ", as numpy when numpy came in, torch when torch did. A non-zero status raises the "
         "aclnn_emu.AclnnError subclass of its code. Two phases: .prepare(...).",
-        "",
-        "Parameters",
-        "----------",
     ]
+    if op.defaults_from:
+        lines += [
+            "",
+            f"Defaults: {op.defaults_from}'s, so a call leaving a value out behaves as the same torch_npu "
+            "call does (torch_npu's op_plugin_functions.yaml declares them).",
+        ]
+    lines += ["", "Parameters", "----------"]
     lines += [_param_line(op, p) for p in op.params]
     return "\n".join(lines)

@@ -3,8 +3,12 @@ entry point, so any test suite in the environment has it).
 
 Fixtures:
 - `acl_device`: an `aclnn_emu.Device(0)` entered for the test, with `.stream` (an aclnn_emu.Stream);
-  afterwards its stream is destroyed, the device reset and, when it started the runtime, aclFinalize
-  reports device memory still allocated as leaks.
+  afterwards its stream is destroyed, the device reset (aclFinalize too when it started the runtime)
+  and the test's leaks reported (sanitizer kind "leak"): device memory allocated during the test
+  and still live, that is memory allocated through the C-equivalent API (aclrtMalloc, a program's
+  own) and not freed, and tensors made by aclnn_emu.to_device/empty that are still referenced
+  (kept in a global, say). A tensor the test let go is freed when Python collects it (the check
+  collects reference cycles first), so it is no leak.
 - `aclnn_soc`: the emulated chip's name, as the test asked for it (a part such as Ascend910B4 or a
   family such as Ascend910_95). `@pytest.mark.soc("Ascend910B", "Ascend910_95")` runs the test once
   per chip; `pytest --aclnn-soc=all` (every family) or a comma-separated list runs every test using

@@ -64,3 +64,11 @@ def rules(exe, *args, env=None) -> tuple[dict[str, int], str]:
     result = run(exe, *args, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return rule_codes(result.stdout), result.stderr
+
+
+def assert_rules_by_family(source, family, expected):
+    """Run a status-code program on one chip family (ACLNN_EMU_SOC) and assert it reported exactly
+    ``expected``: {rule: (code, the source file and function that decides it)}."""
+    result = compile_and_run(source, env={"ACLNN_EMU_SOC": family})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert rule_codes(result.stdout) == {rule: code for rule, (code, _) in expected.items()}

@@ -135,3 +135,30 @@ def test_no_python_to_run_it_is_said_in_two_lines(relocated, tmp_path):
         f"(the library is {moved / 'libascendcl.so'})"
     )
     assert fix.startswith("aclnn-emu: fix: reinstall aclnn-emu with the Python it should use: `python3.")
+
+
+def test_a_deleted_editable_install_is_repaired_editable_in_its_checkout(tmp_path):
+    """A checkout whose library was built by a venv since deleted: the fix is an editable install in
+    that checkout (a regular reinstall would leave the checkout's library as it is)."""
+    pytest.importorskip("setuptools", reason="cffi needs setuptools to compile on Python 3.12+")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(
+        toolkit.HOME.parent, checkout / "aclnn_emu", ignore=shutil.ignore_patterns("_toolkit", "__pycache__")
+    )
+    (checkout / "setup.py").write_text("")  # what makes a directory a checkout to the library
+    gone = tmp_path / "deleted-venv" / "bin" / "python3"
+    build = (
+        f"import sys; sys.executable = {str(gone)!r}; from aclnn_emu.shim.build import build; "
+        f"build(__import__('pathlib').Path({str(checkout / 'aclnn_emu' / '_toolkit')!r}))"
+    )
+    subprocess.run([sys.executable, "-c", build], check=True, capture_output=True, timeout=300)
+    lib64 = checkout / "aclnn_emu" / "_toolkit" / "lib64"
+    result = run_clean(cabi.build("boot_failure.cpp"), set_env=False, env={"LD_LIBRARY_PATH": str(lib64)})
+    assert cabi.rule_codes(result.stdout)["aclInit"] == 500000
+    reason, fix = result.stderr.splitlines()
+    assert reason.endswith(f"no Python to run it: {gone} do not exist (the library is {lib64 / 'libascendcl.so'})")
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert fix == (
+        f"aclnn-emu: fix: reinstall aclnn-emu with the Python it should use: `cd {checkout} && {version} -m pip "
+        "install -e .`"
+    )

@@ -169,3 +169,22 @@ def test_a_part_name_chip_names_the_family_that_accepts_the_call(part, monkeypat
         f"The same call is accepted on Ascend910_95; ACLNN_EMU_SOC selects the emulated chip (now {part}, an {family})"
     )
     assert len(_hint_lines(capfd.readouterr().err)) == 1
+
+
+@pytest.mark.soc("Ascend910B")
+def test_python_says_a_chip_dependent_refusal_once_in_the_exception(aclnn_soc, capfd):
+    """ae.ops and ae.run raise the message (stderr would repeat it); ae.raw returns a bare status, as C
+    does, so stderr says it."""
+    key, cache = np.ones((2, 1, 32), np.float32), np.zeros((1, 4, 1, 32), np.float32)
+    slots = np.array([0, 1], np.int32)
+    with pytest.raises(ae.ParamInvalid, match="The same call is accepted on Ascend910_95"):
+        ae.ops.ScatterPaKvCache(key, cache, slots, key, cache.copy(), cacheModeOptional="Norm")
+    device = [ae.to_device(x) for x in (key, cache, slots, cache)]
+    with pytest.raises(ae.ParamInvalid, match="The same call is accepted on Ascend910_95"):
+        ae.run("ScatterPaKvCache", device[0], device[1], device[2], device[0], device[3], *[None] * 7)
+    assert _hint_lines(capfd.readouterr().err) == []
+    code, _, _ = ae.raw.aclnnScatterPaKvCacheGetWorkspaceSize(
+        device[0], device[1], device[2], device[0], device[3], *[None] * 7
+    )
+    assert code == 161002 and "Ascend910_95" in ae.recent_error_message()
+    assert len(_hint_lines(capfd.readouterr().err)) == 1

@@ -61,6 +61,30 @@ def test_doctor_explains_a_broken_install(tmp_path):
     assert "500000" in result.stdout
 
 
+def test_doctor_runs_without_numpy_and_says_how_to_install_it(tmp_path):
+    """A venv with nothing but this checkout on its path: no numpy, ml_dtypes or cffi."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "checkout.pth").write_text(str(ROOT) + "\n")
+    python = str(venv / "bin" / "python")
+    result = subprocess.run(
+        [python, "-m", "aclnn_emu.cli", "doctor"], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    fail = result.stdout.split("[FAIL] dependencies importable (numpy, ml_dtypes, cffi)\n", 1)[1].splitlines()[0]
+    assert re.fullmatch(rf"\s+{re.escape(python)} cannot import numpy\S*, ml_dtypes\S*, cffi\S*: run `.*`", fail)
+    assert f"`{python} -m pip install 'numpy" in fail
+    used = subprocess.run(
+        [python, "-c", "import aclnn_emu as ae; ae.to_device"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert "ModuleNotFoundError: aclnn_emu needs numpy" in used.stderr and "aclnn-emu doctor" in used.stderr
+
+
 # --- run and samples, through the command as a user starts it ------------------------------------
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

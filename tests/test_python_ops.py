@@ -11,7 +11,6 @@ import pytest
 import aclnn_emu as ae
 from aclnn_emu import errors, status
 from aclnn_emu.opdef.registry import all_ops
-from aclnn_emu.meta import TensorList
 from aclnn_emu.opdef.signature import REQUIRED
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime.errors import take_recent
@@ -37,8 +36,10 @@ def test_every_operator_is_a_function_with_the_headers_names(op):
         assert p.ctype in line and ("optional" in line) == p.optional, line
     for p in op.params:
         default = inspect.signature(fn).parameters[p.name].default
-        if p.optional or p.output:
+        if p.output:
             assert default is None
+        elif p.optional:  # NULL, or the value the declaration gives (torch_npu's default)
+            assert default == (None if p.default is REQUIRED else p.default)
 
 
 @pytest.mark.parametrize("op", all_ops(), ids=lambda op: op.name)
@@ -53,12 +54,12 @@ def test_keywords_give_the_raw_c_paths_status(op):
     with pytest.raises(ae.AclnnError) as raised:
         getattr(ae.ops, op.name)(**keywords)
     assert raised.value.status == raw_code
-    assert type(raised.value) is errors.AclnnError._by_code.get(raw_code, ae.AclnnError)
+    assert type(raised.value) is errors.AclnnError.by_code.get(raw_code, ae.AclnnError)
 
 
 def test_a_missing_required_value_names_it():
-    with pytest.raises(TypeError, match="missing required argument.*numHeads"):
-        ae.ops.PromptFlashAttentionV2(
+    with pytest.raises(TypeError, match="missing required argument.*headNum"):
+        ae.ops.FlashAttentionScoreV2(
             np.zeros((1, 1, 1, 16), np.float16),
             np.zeros((1, 1, 1, 16), np.float16),
             np.zeros((1, 1, 1, 16), np.float16),
@@ -210,7 +211,9 @@ def test_scatter_updates_the_callers_caches_like_the_device_path():
     key = RNG.standard_normal((4, 2, 16)).astype(np.float16)
     slots = np.array([0, 3, 5, 6], np.int32)
     cache, vcache = np.zeros((2, 4, 2, 16), np.float16), np.zeros((2, 4, 2, 16), np.float16)
-    result = ae.ops.ScatterPaKvCache(key=key, keyCacheRef=cache, slotMapping=slots, value=key, valueCacheRef=vcache)
+    result = ae.ops.ScatterPaKvCache(
+        key=key, keyCacheRef=cache, slotMapping=slots, value=key, valueCacheRef=vcache, cacheModeOptional="Norm"
+    )
     assert result.keyCacheRef is cache and result.valueCacheRef is vcache
     device = [ae.to_device(x) for x in (key, np.zeros_like(cache), slots, np.zeros_like(vcache))]
     ae.run("ScatterPaKvCache", device[0], device[1], device[2], device[0], device[3], *[None] * 7)
@@ -251,7 +254,9 @@ def test_a_spent_executor_is_refused_with_the_raw_code():
 def test_the_workspace_can_be_the_callers():
     key = RNG.standard_normal((2, 1, 16)).astype(np.float16)
     cache = np.zeros((1, 4, 1, 16), np.float16)
-    ex = ae.ops.ScatterPaKvCache.prepare(key, cache, np.array([2, 0], np.int32), key, cache.copy())
+    ex = ae.ops.ScatterPaKvCache.prepare(
+        key, cache, np.array([2, 0], np.int32), key, cache.copy(), cacheModeOptional="Norm"
+    )
     assert ex.workspace_size == 16 * 1024 * 1024  # ASCENDC_TOOLS_WORKSPACE on Atlas A2
     workspace = ae.empty((ex.workspace_size,), ae.DataType.ACL_UINT8)
     ex.run(workspace=workspace).result()
@@ -271,7 +276,7 @@ def test_run_and_raw_send_host_arrays_to_ops():
 
 def test_required_marker_reads_as_required():
     assert repr(REQUIRED) == "<required>"
-    assert "numHeads=<required>" in str(inspect.signature(ae.ops.PromptFlashAttentionV2))
+    assert "headNum=<required>" in str(inspect.signature(ae.ops.FlashAttentionScoreV2))
 
 
 def test_a_host_array_without_an_acl_dtype_names_its_argument():
@@ -332,12 +337,14 @@ def test_fp8_caches_round_trip_bit_exact_as_numpy_and_torch(aclnn_soc):
     key = RNG.standard_normal((2, 1, 32)).astype(fp8)
     slots = np.array([3, 0], np.int32)
     cache = np.zeros((1, 4, 1, 32), fp8)
-    ae.ops.ScatterPaKvCache(key, cache, slots, key, np.zeros_like(cache))
+    ae.ops.ScatterPaKvCache(key, cache, slots, key, np.zeros_like(cache), cacheModeOptional="Norm")
     assert cache[0, 3].tobytes() == key[0].tobytes() and cache[0, 0].tobytes() == key[1].tobytes()
     torch = pytest.importorskip("torch")
     tkey = torch.from_numpy(key.view(np.uint8)).view(torch.float8_e4m3fn)
     tcache = torch.zeros((1, 4, 1, 32), dtype=torch.float8_e4m3fn)
-    result = ae.ops.ScatterPaKvCache(tkey, tcache, torch.from_numpy(slots), tkey, tcache.clone())
+    result = ae.ops.ScatterPaKvCache(
+        tkey, tcache, torch.from_numpy(slots), tkey, tcache.clone(), cacheModeOptional="Norm"
+    )
     assert result.keyCacheRef is tcache and tcache.view(torch.uint8).numpy().tobytes() == cache.tobytes()
 
 
@@ -352,7 +359,7 @@ def _device_path(name, *args):
             made.append(ae.to_device(value))
             return made[-1]
         if isinstance(value, list) and all(isinstance(item, np.ndarray) for item in value):
-            return TensorList([device(item) for item in value])
+            return ae.tensor_list([device(item) for item in value])
         if isinstance(value, tuple) and value[:1] == ("out",):
             outputs.append(ae.empty(value[1], value[2]))
             made.append(outputs[-1])

@@ -29,7 +29,7 @@ def _pytest(tmp_path, source: str, *options) -> subprocess.CompletedProcess:
 
 def test_the_python_section_runs(tmp_path):
     blocks = _blocks("## Using it from Python", "### Conformance tests with the pytest plugin")
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for block in blocks:
         done = _run(["-c", block], tmp_path)
         assert done.returncode == 0, done.stderr
@@ -38,7 +38,7 @@ def test_the_python_section_runs(tmp_path):
 @pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["one-process", "xdist"])
 def test_the_plugin_example_passes(tmp_path, options):
     pytest.importorskip("xdist") if options else None
-    (example,) = _blocks("### Conformance tests with the pytest plugin", "## Shutdown, exit and fork")
+    (example,) = _blocks("### Conformance tests with the pytest plugin", "## How-tos from Python")
     done = _pytest(tmp_path, example, *options)
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout + done.stderr
 
@@ -48,12 +48,21 @@ import aclnn_emu as ae
 from aclnn_emu.runtime import api
 
 
+KEPT = []
+
+
 def test_leak(acl_device):
-    ae.empty((4,), ae.DataType.ACL_FLOAT)
+    KEPT.append(ae.empty((4,), ae.DataType.ACL_FLOAT))  # still referenced when the test ends
 
 
 def test_clean(acl_device):
     ae.free(ae.empty((4,), ae.DataType.ACL_FLOAT))
+
+
+def test_let_go(acl_device):
+    t = ae.to_device([1.0, 2.0])
+    cycle = [ae.empty((4,), ae.DataType.ACL_FLOAT)]
+    cycle.append(cycle)  # collected with its tensor: neither is a leak
 
 
 def test_chip(aclnn_soc, aclnn_strict):
@@ -67,7 +76,7 @@ def test_an_unexpected_report_fails_and_every_chip_runs(tmp_path):
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "ERROR test_example.py::test_leak" in out and "sanitizer_expected('leak')" in out
-    assert "PASSED test_example.py::test_clean" in out
+    assert "PASSED test_example.py::test_clean" in out and "PASSED test_example.py::test_let_go" in out
     for soc in ("Ascend910B", "Ascend910_93", "Ascend910_95"):
         assert f"PASSED test_example.py::test_chip[{soc}]" in out
     refused = _pytest(tmp_path, FINDINGS, "--aclnn-soc=Ascend310")

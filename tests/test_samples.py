@@ -3,6 +3,7 @@ predict (tests/golden/samples.py)."""
 
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -39,9 +40,13 @@ def cmake_build(tmp_path_factory):
 @pytest.mark.skipif(not SPEC_TOOLS.exists(), reason="the spec docs are not beside this checkout")
 def test_samples_are_byte_identical_to_the_spec(tmp_path):
     """Every sample of the first five docs is here, and every sample here (those of the extended
-    docs too) is its doc's, byte for byte."""
-    subprocess.run(["python3", str(SPEC_TOOLS), str(tmp_path / "spec")], check=True, capture_output=True)
-    subprocess.run(["python3", str(SPEC_TOOLS), str(tmp_path / "all"), "--extended"], check=True, capture_output=True)
+    and family docs too) is its doc's, byte for byte."""
+    subprocess.run([sys.executable, str(SPEC_TOOLS), str(tmp_path / "spec")], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(SPEC_TOOLS), str(tmp_path / "all"), "--extended", "--family"],
+        check=True,
+        capture_output=True,
+    )
     assert {p.stem for p in (tmp_path / "spec").glob("*.cpp")} <= set(NAMES)
     for name in NAMES:
         assert (SAMPLES / f"{name}.cpp").read_bytes() == (tmp_path / "all" / f"{name}.cpp").read_bytes(), name
@@ -97,7 +102,7 @@ def test_plain_gpp_line(tmp_path):
 
 def test_aclnn_emu_run_command():
     result = subprocess.run(
-        ["python3", "-m", "aclnn_emu.cli", "run", str(SAMPLES / "aclnnScatterPaKvCache.cpp")],
+        [sys.executable, "-m", "aclnn_emu.cli", "run", str(SAMPLES / "aclnnScatterPaKvCache.cpp")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -212,6 +212,13 @@ def test_doctor_names_the_bad_setting():
     assert re.search(r"ACLNN_EMU_SOC +Ascend310P", result.stdout)
 
 
+def test_a_misspelt_soc_gets_a_short_line_with_the_closest_name():
+    result = _cli("doctor", env={"ACLNN_EMU_SOC": "Ascend910"})
+    (line,) = [line for line in result.stdout.splitlines() if "ACLNN_EMU_SOC='Ascend910'" in line]
+    assert "is not allowed (did you mean Ascend910B?): use a family name" in line and len(line) < 300
+    assert "(did you mean" not in config.BY_VARIABLE["ACLNN_EMU_SOC"].rejected("Ascend310P")  # nothing close
+
+
 def test_readme_lists_every_setting_as_config_checks_it():
     readme = (cabi.C_DIR.parent.parent / "README.md").read_text()
     section = readme.split("\n## Environment\n", 1)[1].split("\n## ", 1)[0]

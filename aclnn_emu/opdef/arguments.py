@@ -89,8 +89,8 @@ class _Wrong(Exception):
 
 HANDLES = {
     "tensor": (Tensor, "an aclnn_emu.Tensor (a device tensor, e.g. from aclnn_emu.to_device)"),
-    "tensor_list": (TensorList, "an aclTensorList (aclnn_emu.meta.TensorList)"),
-    "scalar": (Scalar, "an aclScalar (aclnn_emu.meta.Scalar)"),
+    "tensor_list": (TensorList, "an aclTensorList (aclnn_emu.tensor_list([...]))"),
+    "scalar": (Scalar, "an aclScalar (aclnn_emu.scalar(value, dtype))"),
 }
 BOOLS = (numbers.Integral, np.bool_)  # as C converts: any integer is true when not 0
 ELEMENTS = {

@@ -25,9 +25,10 @@ def _settings_ok() -> None:
         raise AclError(status.ACLNN_ERR_PARAM_INVALID, config.problem, rule="settings")
 
 
-def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
+def get_workspace_size(op, values, convert=None, raises: bool = False) -> tuple[int, int, int]:
     """Phase 1 with converted arguments (Tensor/None/tuple/int/float/bool/str), or with Python
-    values and the `arguments` function that converts them."""
+    values and the `arguments` function that converts them. `raises`: the caller raises the failure
+    with its message (aclnn_emu.ops, aclnn_emu.run), so stderr need not say it too."""
     env = Env(op.name)
     args = None
     try:
@@ -59,7 +60,7 @@ def get_workspace_size(op, values, convert=None) -> tuple[int, int, int]:
     except AclError as exc:
         hint = _elsewhere(op, args, env, exc) if env.asked_soc else ""
         record(exc.code, f"{op.phase1}: {exc.message}{hint}")
-        if hint:  # a program usually prints only the code: the chip to pick goes to stderr as well
+        if hint and not raises:  # a program usually prints only the code: the chip to pick goes to stderr too
             print(f"aclnn-emu: {op.phase1} returned {exc.code}: {exc.message}{hint}", file=sys.stderr, flush=True)
         return exc.code, 0, 0
     except Exception as exc:  # a bug in an op module: the same code C callers get, and the traceback

@@ -14,15 +14,21 @@ from .signature import OpError
 class TilingFailure(Exception):
     """A tiling check failed: `rule` names the check, `message` says what the source's log says."""
 
-    def __init__(self, rule: str, message: str):
+    def __init__(self, rule: str, message: str, chips=()):
         super().__init__(message)
-        self.rule, self.message = rule, message
+        self.rule, self.message, self.chips = rule, message, tuple(chips)
+
+
+def fail(rule: str, message: str, chips=()):
+    """Raise the tiling failure (`chips`: the other chips on which the rejected value is registered)."""
+    raise TilingFailure(rule, message, chips)
 
 
 @contextmanager
 def mapped(code: int, prefix: str, rule_prefix: str = ""):
-    """Run a tiling; its TilingFailure becomes OpError(code, prefix + message, rule_prefix + rule)."""
+    """Run a tiling (a `with` block, or a decorator on the tiling function); its TilingFailure becomes
+    OpError(code, prefix + message, rule_prefix + rule)."""
     try:
         yield
     except TilingFailure as failure:
-        raise OpError(code, prefix + failure.message, rule=rule_prefix + failure.rule) from None
+        raise OpError(code, prefix + failure.message, rule=rule_prefix + failure.rule, chips=failure.chips) from None

@@ -10,7 +10,12 @@ import numpy as np
 
 from .. import status
 from ..formats import ND_LIKE, Format
+from .failures import mapped
 from .signature import OpError
+
+# The tiling's GRAPH_FAILED, as every generated entry point returns it: a decorator on the op's
+# prepare, so its TilingFailures become 561002 in one place.
+tiling_failed = mapped(status.ACLNN_ERR_INNER_TILING_ERROR, "", "tiling.")
 
 
 def check_required_not_null(a, op) -> None:

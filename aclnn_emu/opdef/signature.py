@@ -48,7 +48,13 @@ class Param:
 
     @property
     def python_default(self):
-        return None if self.optional or self.output or self.like is not None else self.default
+        """What aclnn_emu.ops passes when the caller leaves it out: an output is allocated, an optional
+        value is NULL unless it declares a default (torch_npu's, say)."""
+        if self.output or self.like is not None:
+            return None
+        if self.optional:
+            return None if self.default is REQUIRED else self.default
+        return self.default
 
     @property
     def cffi_type(self) -> str:
@@ -169,11 +175,16 @@ class Op:
     checks and launch: each declares `base=` the Op whose prepare it runs, after the checks of its
     own op_api registered with `check`."""
 
-    def __init__(self, name: str, header: str, params: list[Param], base: "Op | None" = None):
+    def __init__(
+        self, name: str, header: str, params: list[Param], base: "Op | None" = None, defaults_from: str | None = None
+    ):
         self.name = name
         self.header = header
         self.params = list(params)
         self.base = base
+        # The torch_npu function whose Python defaults the value parameters' defaults are, when it has
+        # one for this operator (help() says so); aclnn_emu.ops then behaves as torch_npu does.
+        self.defaults_from = defaults_from
         self.checks = []  # this entry point's own checks, run before the base's prepare
         self._prepare = None
         self.combos = None  # the registered kernels' (dtype, format) combinations, if declared

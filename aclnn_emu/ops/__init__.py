@@ -9,7 +9,12 @@ from ..opdef.registry import by_name
 
 FlashAttentionScoreV2 = function(by_name("FlashAttentionScoreV2"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
+PromptFlashAttention = function(by_name("PromptFlashAttention"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
+PromptFlashAttentionV3 = function(by_name("PromptFlashAttentionV3"))
+IncreFlashAttention = function(by_name("IncreFlashAttention"))
+IncreFlashAttentionV2 = function(by_name("IncreFlashAttentionV2"))
+IncreFlashAttentionV3 = function(by_name("IncreFlashAttentionV3"))
 IncreFlashAttentionV4 = function(by_name("IncreFlashAttentionV4"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
@@ -21,7 +26,12 @@ GatherPaKvCache = function(by_name("GatherPaKvCache"))
 __all__ = [
     "FlashAttentionScoreV2",
     "FlashAttentionScoreGradV2",
+    "PromptFlashAttention",
     "PromptFlashAttentionV2",
+    "PromptFlashAttentionV3",
+    "IncreFlashAttention",
+    "IncreFlashAttentionV2",
+    "IncreFlashAttentionV3",
     "IncreFlashAttentionV4",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",

@@ -71,13 +71,21 @@ def finalize() -> None:
             raise AclError(status.ACL_ERROR_REPEAT_FINALIZE, "aclFinalize was already called", rule="finalize.repeat")
         leaked = devices.shutdown()
         _init_refs, _finalized = 0, True
+    try:
+        report_leaks(leaked)
+    finally:
+        trace.checkpoint()  # the trace file is complete up to here, whatever the program does next
+
+
+def report_leaks(leaked) -> None:
+    """A sanitizer report per allocation never freed; every one is reported, also when the sanitizer
+    fails the call (ACLNN_EMU_SANITIZE=error: the first failure is raised after all are reported)."""
     failure = None
-    for alloc in leaked:  # every leak is reported, also when the sanitizer fails the call
+    for alloc in leaked:
         try:
             sanitizer.report("leak", f"{alloc.size} bytes at {alloc.addr:#x} were never freed with aclrtFree")
         except sanitizer.SanitizerError as exc:
             failure = failure or exc
-    trace.checkpoint()  # the trace file is complete up to here, whatever the program does next
     if failure is not None:
         raise failure
 
@@ -407,3 +415,85 @@ def mem_info() -> tuple[int, int]:
 # -- small helpers of acl_base --------------------------------------------------------------------
 def soc_name() -> str:
     return config.current.soc
+
+
+# -- 2D copies (runtime src/acl/aclrt_impl/memory.cpp, CheckMemcpy2dParam) ------------------------
+MEMCPY_2D_KINDS = (1, 2, 4)  # HOST_TO_DEVICE, DEVICE_TO_HOST, DEFAULT: the only kinds 2D copies take
+
+
+def _check_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int):
+    if dst == 0 or src == 0:
+        raise invalid("aclrtMemcpy2d dst and src must not be NULL", "memcpy2d.null")
+    if height == 0 or width == 0:
+        raise invalid("aclrtMemcpy2d width and height must be positive", "memcpy2d.size")
+    if width > spitch or width > dpitch:
+        raise invalid(f"width {width} must not exceed spitch {spitch} and dpitch {dpitch}", "memcpy2d.pitch")
+    if kind not in MEMCPY_2D_KINDS:
+        raise invalid(f"aclrtMemcpy2d kind {kind} is not HOST_TO_DEVICE, DEVICE_TO_HOST or DEFAULT", "memcpy2d.kind")
+    ends = _copy_ends(dst, src, kind)
+    rows = [(dst + r * dpitch, src + r * spitch) for r in range(height)]
+    for d, s in rows:
+        _vet_copy(d, s, width, ends, sanitize=False)
+    return ends, rows
+
+
+def _copy_rows(rows, width: int, ends) -> None:
+    for d, s in rows:
+        _copy(d, s, width, ends)
+
+
+def memcpy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int) -> None:
+    ends, rows = _check_2d(dst, dpitch, src, spitch, width, height, kind)
+    devices.current_context()
+    _copy_rows(rows, width, ends)
+
+
+def memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream: int) -> None:
+    ends, rows = _check_2d(dst, dpitch, src, spitch, width, height, kind)
+    stream_of(stream).submit(lambda: _copy_rows(rows, width, ends), "memcpy2d")
+
+
+# -- batched copies (runtime src/acl/aclrt_impl/memory.cpp, MemcpyBatchImpl) ----------------------
+NO_FAILURE = (1 << 64) - 1  # failIndex when every copy was accepted
+
+
+def memcpy_batch(copies: list[tuple[int, int, int, int]], reserved_clear: bool, stream: int | None) -> None:
+    """(dst, destMax, src, size) copies, each as an aclrtMemcpy(Async) of kind DEFAULT; raises the
+    first failure with its index in `failed_index` (MemcpyBatchImpl: no batches, a destMax below its
+    size, a non-zero rsv byte in an attribute: ACL_ERROR_INVALID_PARAM)."""
+    if not copies:
+        raise invalid("numBatches must be greater than zero", "batch.empty")
+    if any(dest_max < size for _, dest_max, _, size in copies):
+        raise invalid("each destMaxs element must be at least its sizes element", "batch.dest_max")
+    if not reserved_clear:
+        raise invalid("the rsv field of every attribute must be zero", "batch.rsv")
+    for i, (dst, dest_max, src, size) in enumerate(copies):
+        try:
+            if stream is None:
+                memcpy(dst, dest_max, src, size, 4)
+            else:
+                memcpy_async(dst, dest_max, src, size, 4, stream)
+        except AclError as exc:
+            exc.failed_index = i
+            raise
+
+
+# -- cache maintenance (runtime src/acl/aclrt_impl/memory.cpp, aclrtCmoAsyncImpl) ----------------
+CMO_TYPES = range(4)  # PREFETCH, WRITEBACK, INVALID, FLUSH
+
+
+def cmo_async(src: int, size: int, cmo_type: int, stream: int) -> None:
+    """NULL src and size 0 are ACL_ERROR_INVALID_PARAM; the runtime refuses an unknown operation and
+    a range that is not mapped device memory. A CPU has no device cache to maintain: the task is
+    queued in order and does nothing."""
+    if src == 0:
+        raise invalid("aclrtCmoAsync src must not be NULL", "cmo.null")
+    if size == 0:
+        raise invalid("aclrtCmoAsync size must be greater than zero", "cmo.size")
+    if cmo_type not in CMO_TYPES:
+        raise AclError(BAD_RANGE, f"cmoType {cmo_type} is not 0..3", rule="cmo.type")
+    memory = devices.memory_of(src)
+    if memory is None:
+        raise AclError(BAD_RANGE, f"aclrtCmoAsync: {src:#x} is not device memory", rule="cmo.host")
+    memory.require_mapped(src, size, "aclrtCmoAsync", code=BAD_RANGE)
+    stream_of(stream).submit(lambda: None, "cache maintenance")

@@ -201,11 +201,25 @@ def resolve_context(handle: int) -> Context:
     return ctx
 
 
-def memory_of(addr: int) -> DeviceMemory | None:
-    """The arena that owns a device address, or None for host memory."""
+def forget_range(low: int, high: int) -> None:
+    """A range of the parent's device addresses, in a forked child (see forget_after_fork)."""
+    _stale.append((low, high))
+
+
+# Lookups of device address ranges outside the arenas (vmm.py's reserved ranges register theirs).
+region_finders: list = []
+
+
+def memory_of(addr: int):
+    """The arena (or reserved virtual range, runtime/vmm.py) that owns a device address, or None
+    for host memory."""
     for dev in all_devices():
         if dev.memory.contains(addr):
             return dev.memory
+    for find in region_finders:
+        reserved = find(addr)
+        if reserved is not None:
+            return reserved
     if any(low <= addr < high for low, high in _stale):
         raise AclError(
             status.ACL_ERROR_RT_PARAM_INVALID,

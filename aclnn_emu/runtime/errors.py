@@ -20,14 +20,42 @@ def configure_logging() -> None:
     log.setLevel(config.current.log.upper())
 
 
-class AclError(Exception):
-    """A failed call: the status code to return, a message for aclGetRecentErrMsg, a rule id."""
+class AclnnError(Exception):
+    """A non-zero status: `.status` (int), `.name` (e.g. ACLNN_ERR_PARAM_INVALID), `.message`. The one
+    base of every error with a status code (public as aclnn_emu.AclnnError); aclnn_emu.errors gives
+    each code its subclass, which `AclnnError(code, message)` then makes."""
+
+    by_code: dict = {}
+
+    def __new__(cls, code: int, message: str | None = None, *rest, **named):
+        if cls is AclnnError:
+            cls = AclnnError.by_code.get(code, AclnnError)
+        return super().__new__(cls, code, message)
+
+    def __init__(self, code: int, message: str | None = None):
+        self.status = code
+        self.name = status.name_of(code)
+        self.message = detail(code, message or "")  # aclGetRecentErrMsg's text without its header
+        super().__init__(f"{self.name} ({code}): {self.message}")
+
+    def __reduce__(self):
+        return AclnnError, (self.status, self.message)
+
+
+class AclError(AclnnError):
+    """A failed call inside the emulator: the status code to return (`.code`, also `.status`), a
+    message for aclGetRecentErrMsg, a rule id. The public API turns it into the typed subclass of its
+    code; one that escapes is still an AclnnError."""
 
     def __init__(self, code: int, message: str, rule: str | None = None):
-        super().__init__(message)
-        self.code = code
+        Exception.__init__(self, message)
+        self.code = self.status = code
+        self.name = status.name_of(code)
         self.message = message
         self.rule = rule
+
+    def __reduce__(self):
+        return AclError, (self.code, self.message, self.rule)
 
 
 _recent = threading.local()

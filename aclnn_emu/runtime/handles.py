@@ -8,6 +8,7 @@ collides with a real host pointer, faults if a program dereferences it, and any 
 import collections
 import itertools
 import threading
+import weakref
 
 from .memory import _libc, _MAP_FAILED
 
@@ -41,9 +42,28 @@ def register(obj) -> int:
         return handle
 
 
+class _Weak(weakref.ref):
+    """A handle whose object a Python program owns: it dies with the object."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, obj):
+        super().__init__(obj)
+        self.kind = type(obj).__name__
+
+
+def weaken(handle: int) -> None:
+    """Hold the object behind `handle` weakly (a tensor made by the Python API, which frees it when
+    collected): from then on the handle is live while the object is. Its owner releases it."""
+    with _lock:
+        _objects[handle] = _Weak(_objects[handle])
+
+
 def lookup(handle: int, cls):
     """The live object of type cls behind handle, or None."""
     obj = _objects.get(handle)
+    if type(obj) is _Weak:
+        obj = obj()
     return obj if isinstance(obj, cls) else None
 
 
@@ -51,7 +71,7 @@ def release(handle: int) -> None:
     with _lock:
         obj = _objects.pop(handle, None)
         if obj is not None:
-            _released[handle] = type(obj).__name__
+            _released[handle] = obj.kind if type(obj) is _Weak else type(obj).__name__
             if len(_released) > _REMEMBERED:
                 _released.popitem(last=False)
 

@@ -24,7 +24,7 @@ import threading
 
 from .. import status
 from ..kernels import parallel
-from . import api, devices, handles, sanitizer, streams, trace
+from . import api, callbacks, devices, handles, host_register, sanitizer, streams, trace, vmm
 from .errors import log
 
 # How long a fork waits for running stream tasks before it proceeds anyway.
@@ -50,6 +50,9 @@ def _after_fork_in_child() -> None:
     trace.forget_after_fork()
     streams.forget_after_fork()
     devices.forget_after_fork()
+    vmm.forget_after_fork()
+    host_register.forget_after_fork()
+    callbacks.forget_after_fork()
     api.forget_after_fork()
 
 

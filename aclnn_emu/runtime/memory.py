@@ -93,11 +93,13 @@ class DeviceMemory:
         os.close(self._fd)
 
     # -- allocation ---------------------------------------------------------------------------
-    def malloc(self, size: int) -> int:
-        need = padded_size(size)
+    def malloc(self, size: int, align: int = START_ALIGN, padded: bool = True) -> int:
+        """`align`: start alignment (physical memory for virtual mappings takes whole pages);
+        `padded`: reserve what aclrtMalloc reserves (padded_size) rather than exactly `size`."""
+        need = padded_size(size) if padded else size
         with self._lock:
             for i, (off, hole) in enumerate(self._free):
-                start = (off + START_ALIGN - 1) // START_ALIGN * START_ALIGN
+                start = (off + align - 1) // align * align
                 if start + need <= off + hole:
                     self._take(i, off, hole, start, need)
                     break
@@ -296,6 +298,13 @@ class DeviceMemory:
     # -- host access --------------------------------------------------------------------------
     def host_address(self, addr: int) -> int:
         return self.host_base + (addr - self.device_base)
+
+    def map_into(self, target: int, addr: int, nbytes: int) -> None:
+        """Map the pages of [addr, addr+nbytes) read-write at host address `target` as well (a
+        virtual mapping's view of physical memory: both views share the same pages)."""
+        prot, flags = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED
+        if _libc.mmap(target, nbytes, prot, flags, self._fd, addr - self.device_base) in (None, _MAP_FAILED):
+            raise OSError(ctypes.get_errno(), "mapping physical memory into a reserved range failed")
 
     def array(self, addr: int, nbytes: int) -> np.ndarray:
         """A writable uint8 view of [addr, addr+nbytes) of device memory (vet it with check first;

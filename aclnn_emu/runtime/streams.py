@@ -13,6 +13,7 @@ worker thread is alive, and `_gate` lets a fork happen only while no task is run
 
 import collections
 import contextlib
+import itertools
 import threading
 import time
 import traceback
@@ -22,7 +23,8 @@ from ..kernels import parallel
 from . import handles, trace
 from .errors import AclError, log
 
-EVENT_POLL_S = 0.05  # how often a task waiting for an event looks at its own cancellation
+EVENT_POLL_S = 0.05
+STOP_ON_FAILURE = 1  # aclrtSetStreamFailureMode's ACL_STOP_ON_FAILURE  # how often a task waiting for an event looks at its own cancellation
 
 
 class _Gate:
@@ -83,6 +85,7 @@ _lock = threading.Lock()  # guards _workers and _refusal
 _workers: set["Stream"] = set()  # streams whose worker thread is alive
 _refusal: tuple[int, str] | None = None  # once set (process exit), no stream takes tasks
 _gate = _Gate()
+_stream_ids = itertools.count(1)  # aclrtStreamGetId: the default streams and created ones alike
 
 
 class Stream:
@@ -95,6 +98,9 @@ class Stream:
     def __init__(self, context):
         self.context = context
         self.handle = handles.register(self)
+        self.id = next(_stream_ids)
+        self.failure_mode = 0  # ACL_CONTINUE_ON_FAILURE
+        self.capture = None  # the capture.Model recording this stream's tasks while it captures
         self._cond = threading.Condition()
         self._tasks = collections.deque()  # (task, name, on_cancel)
         self._running: parallel.Token | None = None
@@ -111,13 +117,16 @@ class Stream:
             refusal = self._refusal or _refusal
             if refusal is not None:
                 raise AclError(*refusal, rule="stream.stopped")
+            if self.capture is not None:  # recorded, run when the model is executed
+                self.capture.record(task, name)
+                return
             if not config.current.sync:
                 if self._thread is None:
                     self._start_worker()
                 self._tasks.append((task, name, on_cancel))
                 self._cond.notify_all()
                 return
-        self._execute(task, name, parallel.Token())
+        self._execute(task, name, parallel.Token(), on_cancel)
 
     def _start_worker(self) -> None:
         with _lock:
@@ -135,10 +144,10 @@ class Stream:
                         self._cond.wait()
                     if not self._tasks:
                         return
-                    task, name, _ = self._tasks.popleft()
+                    task, name, on_cancel = self._tasks.popleft()
                     token = self._running = parallel.Token()
                 with _gate.running():
-                    self._execute(task, name, token)
+                    self._execute(task, name, token, on_cancel)
                 with self._cond:
                     self._running = None
                     self._cond.notify_all()
@@ -146,7 +155,13 @@ class Stream:
             with _lock:
                 _workers.discard(self)
 
-    def _execute(self, task, name: str, token: parallel.Token) -> None:
+    def _execute(self, task, name: str, token: parallel.Token, on_cancel=None) -> None:
+        if self.failure_mode == STOP_ON_FAILURE and self._error is not None:
+            # aclrtSetStreamFailureMode(ACL_STOP_ON_FAILURE): after a failure the stream runs nothing
+            # more until the failure has been reported by a synchronisation
+            if on_cancel is not None:
+                on_cancel()
+            return
         try:
             with parallel.task_scope(token):
                 task()
@@ -163,8 +178,23 @@ class Stream:
             if self._error is None:
                 self._error = exc
 
+    def refuse_while_capturing(self, what: str) -> None:
+        """Synchronising or querying a capturing stream is ACL_ERROR_RT_STREAM_CAPTURED (runtime
+        src/runtime/feature/src/api_impl/api_error.cc, StreamSynchronize and StreamQuery)."""
+        if self.capture is not None:
+            raise AclError(
+                status.ACL_ERROR_RT_STREAM_CAPTURED, f"cannot {what} a capturing stream", rule="stream.captured"
+            )
+
+    def busy(self) -> bool:
+        """True while a submitted task is queued or running (aclrtStreamQuery's NOT_READY)."""
+        self.refuse_while_capturing("query")
+        with self._cond:
+            return bool(self._tasks) or self._running is not None
+
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for every submitted task; raise the first failure since the last synchronisation."""
+        self.refuse_while_capturing("synchronize")
         with self._cond:
             if not self._cond.wait_for(lambda: not self._tasks and self._running is None, timeout):
                 raise AclError(status.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, f"stream did not finish within {timeout} s")

@@ -61,6 +61,16 @@ static void aclemu_locate_library(void) {
                               aclemu_basename(aclemu_dirname(aclemu_library, 6)) == "lib";
 }
 
+/* The command that reinstalls the package with `python`: editable again if the library lives in a
+   checkout (an editable install, whose library only a build in the checkout repairs), else from a
+   checkout or wheel. */
+static std::string aclemu_reinstall_command(const std::string &python) {
+    bool checkout = !aclemu_in_site_packages && access((aclemu_package_root + "/setup.py").c_str(), F_OK) == 0;
+    if (!checkout) return "`" + python + " -m pip install --force-reinstall <aclnn-emu checkout or wheel>`";
+    return "`cd " + aclemu_package_root + " && " + python + " -m pip install -e .`";
+}
+static std::string aclemu_reinstall_command(void) { return aclemu_reinstall_command(aclemu_python); }
+
 /* The interpreter of the environment this library is installed in: <prefix>/bin/pythonX.Y, whose
    getpath honours the venv's pyvenv.cfg. A wheel may be installed into another environment than
    the one that built it, so the location comes first; an editable install only has the build's
@@ -71,18 +81,11 @@ static std::string aclemu_find_python(void) {
     if (access(aclemu_built_python, X_OK) == 0) return aclemu_built_python;
     aclemu_fail("no Python to run it: " + (derived.empty() ? "" : derived + " and ") + aclemu_built_python +
                 " do not exist (the library is " + aclemu_library + ")",
-                std::string("reinstall aclnn-emu with the Python it should use: `") + aclemu_version +
-                " -m pip install --force-reinstall <aclnn-emu checkout or wheel>`");
+                "reinstall aclnn-emu with the Python it should use: " + aclemu_reinstall_command(aclemu_version));
     return "";
 }
 
-/* The command that reinstalls the package into aclemu_python (editable if the library lives in a
-   source tree), and the one that checks an install. */
-static std::string aclemu_reinstall_command(void) {
-    if (aclemu_in_site_packages)
-        return "`" + aclemu_python + " -m pip install --force-reinstall <aclnn-emu checkout or wheel>`";
-    return "`cd " + aclemu_package_root + " && " + aclemu_python + " -m pip install -e .`";
-}
+/* The command that checks an install. */
 static std::string aclemu_doctor_hint(void) {
     return " (`" + aclemu_dirname(aclemu_python) + "/aclnn-emu doctor` checks the install)";
 }

@@ -22,8 +22,11 @@ import tempfile
 import cffi
 
 from .. import dtypes
-from ..capi.prototypes import TYPES, runtime_prototypes
+from ..capi.declarations import include_dir, runtime_declarations
+from ..capi.prototypes import IN_C, TYPES, runtime_prototypes
 from ..opdef.registry import all_ops
+from ..runtime import version
+from . import refusals
 
 HERE = pathlib.Path(__file__).resolve().parent
 PACKAGE = HERE.parent
@@ -74,6 +77,12 @@ def exports():
     return items
 
 
+def refused():
+    """The declared runtime functions neither bound to Python nor written in C: generated refusals."""
+    implemented = {p.name for p in runtime_prototypes()} | IN_C | {"aclAppLog"}
+    return [d for d in runtime_declarations() if d.name not in implemented]
+
+
 def _python_decl(ret, name, params):
     return f"{ret} _py_{name}({', '.join(c for c, _ in params) or 'void'})"
 
@@ -112,6 +121,7 @@ def sources():
         "#define ACLEMU_BOOT_ERROR ...",
         "#define ACLEMU_BOOT_STALE ...",
         'extern "Python" void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);',
+        'extern "Python" int _py_aclemu_refused(const char *);',
     ]
     cdef += [f'extern "Python" {_python_decl(*item[:3])};' for item in items]
     src = [
@@ -121,6 +131,11 @@ def sources():
         (HERE / "boot.cpp").read_text(),
         (HERE / "pure.cpp").read_text(),
         "static void _py_aclAppLog(int, const char *, const char *, uint32_t, const char *);",
+        "static int _py_aclemu_refused(const char *);",
+        # The refusals (refusals.py, another translation unit) come through here to reach Python.
+        'extern "C" int aclemu_refuse(const char *name) {\n'
+        "    if (aclemu_start() != 0) { aclemu_boot_failed(); return 500000; }\n"
+        "    return _py_aclemu_refused(name);\n}",
     ]
     for ret, name, params, failure in items:
         src.append(f"static {_python_decl(ret, name, params)};")
@@ -143,19 +158,24 @@ def build(out: pathlib.Path) -> pathlib.Path:
     ffi.embedding_api("")
     ffi.cdef(cdef)
     libdir = sysconfig.get_config_var("LIBDIR")
+    tmp = tempfile.TemporaryDirectory()
+    refusal_source = pathlib.Path(tmp.name) / "refusals.cpp"
+    refusal_source.write_text(refusals.source(refused()))
     ffi.set_source(
         MODULE,
         source,
         source_extension=".cpp",
+        sources=[str(refusal_source)],
+        include_dirs=[str(include_dir())],
         libraries=["stdc++", "dl"],
-        extra_compile_args=["-O2", "-Wno-unused-function"],
+        extra_compile_args=["-O2", "-Wno-unused-function", "-Wno-deprecated-declarations"],
         extra_link_args=[f"-Wl,-rpath,{libdir}", f"-Wl,-soname,{LIBRARY}"],
     )
     ffi.embedding_init_code((HERE / "init_code.py").read_text())
     lib64 = out / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        built = pathlib.Path(ffi.compile(tmpdir=tmp, target="libascendcl.*", verbose=False))
+    with tmp:
+        built = pathlib.Path(ffi.compile(tmpdir=tmp.name, target="libascendcl.*", verbose=False))
         for name in (LIBRARY,) + ALIASES:  # real copies: wheels do not keep symlinks
             _replace(built, lib64 / name)
     (out / "opp").mkdir(exist_ok=True)
@@ -167,6 +187,10 @@ def build(out: pathlib.Path) -> pathlib.Path:
     elif not include.is_dir():
         raise SystemExit(f"no headers to install: neither {SOURCE_INCLUDE} nor {include} exists")
     (out / "set_env.sh").write_text(set_env_script())
+    for package in version.PACKAGES:  # what aclsysGetVersionStr/Num read, as in a CANN install
+        info = out / "share" / "info" / package
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "version.info").write_text(version.version_info_text())
     install_samples(out / "samples")
     return out
 

@@ -129,6 +129,36 @@ def gather(soc):
     return [*caches, table, lens, T((29, 2, 16)), T((29, 2, 16)), None, "Norm", False]
 
 
+def as_entry(entry: str, source: str, args: list, **values) -> list:
+    """`args` of the entry point `source` given to another entry point of the same operator by
+    parameter name (its own parameters from `values`), for the entry points that only drop or add
+    parameters (PromptFlashAttention V1/V3 beside V2, IncreFlashAttention V1-V3 beside V4)."""
+    from aclnn_emu.opdef.registry import by_name
+
+    given = dict(zip((p.name for p in by_name(source).params), args)) | values
+    return [given[p.name] for p in by_name(entry).params]
+
+
+def pfa_v1(soc):
+    return as_entry("PromptFlashAttention", "PromptFlashAttentionV2", pfa_lengths_bsh(soc))
+
+
+def pfa_v3(soc):
+    return as_entry("PromptFlashAttentionV3", "PromptFlashAttentionV2", pfa(soc), innerPrecise=1)
+
+
+def ifa_v1(soc):
+    return as_entry("IncreFlashAttention", "IncreFlashAttentionV4", ifa(soc))
+
+
+def ifa_v2(soc):
+    return as_entry("IncreFlashAttentionV2", "IncreFlashAttentionV4", ifa(soc))
+
+
+def ifa_v3_paged(soc):
+    return as_entry("IncreFlashAttentionV3", "IncreFlashAttentionV4", ifa_paged(soc))
+
+
 ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 A2_A3 = ("Ascend910B", "Ascend910_93")
 
@@ -137,7 +167,12 @@ BASELINES = {
     "FlashAttentionScoreV2": ((fas, ALL), (fas_causal_bsh, ALL)),
     "FlashAttentionScoreGradV2": ((fag, ALL),),
     "PromptFlashAttentionV2": ((pfa, ALL), (pfa_lengths_bsh, ALL)),
+    "PromptFlashAttention": ((pfa_v1, ALL),),
+    "PromptFlashAttentionV3": ((pfa_v3, ALL),),
     "IncreFlashAttentionV4": ((ifa, ALL), (ifa_paged, ALL)),
+    "IncreFlashAttention": ((ifa_v1, ALL),),
+    "IncreFlashAttentionV2": ((ifa_v2, ALL),),
+    "IncreFlashAttentionV3": ((ifa_v3_paged, ALL),),
     "SparseFlashAttentionGrad": ((sfag, A2_A3),),
     "LightningIndexerGrad": ((lig, A2_A3),),
     "LightningIndexer": ((li, A2_A3), (li_tnd, A2_A3)),

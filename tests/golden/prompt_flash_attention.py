@@ -28,6 +28,17 @@ The base-API kernels round bf16 P and the bf16 output to nearest even (CAST_RINT
 kernels compute only the blocks of their walk (``mla_blocks``); the fp16 one keeps its softmax in
 half precision (``mla_half_attention``).
 
+PromptFlashAttentionV3 (docs aclnnPromptFlashAttentionV3.md; kernels
+`prompt_flash_attention_s1s2_bns1_x910.h` Res1VecCompute, `vf_row_invalid.h`):
+- pseShift [B|1, N, S1, S2] is added after the scale and before the mask: x = S * scale + pse; the
+  int8 template adds it in half precision, x = fp16(S * scale + pse).
+- innerPrecise 0/2 (and any fp16 call with pseShift) on A2/A3 runs the high-precision template
+  (``x910_high_precision``): fp16 scores not rounded, -FLT_MAX mask fill, P ties away, an int8
+  output quantised from fp32.
+- innerPrecise 2/3, the row-invalid correction (``invalid_max``): a row whose max over its keys
+  equals the kernel's fill value (every key of its band masked) is 0 before any output
+  quantisation.
+
 Ascend910_95 (arch35 kernels; TilingV2 forces innerPrecise to high precision, ``high_precision``):
 fp16 scores are not rounded to fp16, masked scores are -FLT_MAX for fp16 too, and P is rounded to
 nearest even for bf16 (vf_softmaxflashv3.h CAST_RINT, ``bf16_even``); outputs are CAST_ROUND.
@@ -45,6 +56,15 @@ FLT_MAX = float(np.finfo(np.float32).max)
 def to_fp16(x):
     with np.errstate(over="ignore"):
         return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
+
+
+def to_fp16_away(x):
+    """Round float64 values to fp16 (11 significant bits, subnormals on the 2**-24 grid), ties away
+    from zero; overflow to inf past 65520."""
+    x = np.asarray(x, np.float64)
+    quantum = np.ldexp(1.0, np.maximum(np.frexp(x)[1] - 11, -24))
+    rounded = np.sign(x) * np.floor(np.abs(x) / quantum + 0.5) * quantum
+    return np.where(np.abs(rounded) >= 65520.0, np.copysign(np.inf, x), rounded)
 
 
 def to_bf16_away(x):
@@ -208,11 +228,16 @@ def attention(
     kv_block=1024,
     high_precision=False,
     bf16_even=None,
+    pse=None,
+    x910_high_precision=False,
+    invalid_max=None,
 ):
     """Expected output [B, N, S1, Dv] as float64 (int8 outputs on the int8 grid).
 
     q/k/v [B, N(kv), S, D] in fp16, bfloat16 or int8; mask None or [Bm, S1m, S2m];
-    quant2/offset2 None or arrays broadcasting to [N, Dv] (index n, d).
+    quant2/offset2 None or arrays broadcasting to [N, Dv] (index n, d); pse None or [B|1, N, S1, S2];
+    x910_high_precision: the A2/A3 high-precision fp16 template; invalid_max: with the row-invalid correction,
+    the fill value that marks a row with every key masked (None: no correction).
     """
     b, n, s1, _ = q.shape
     nkv, s2, dv = k.shape[1], k.shape[2], v.shape[3]
@@ -232,17 +257,22 @@ def attention(
             s = qq @ kk.T
             if kind == "int8":
                 s = float(deq1) * s if high_precision else to_fp16(float(deq1) * s)
-            elif kind == "float16" and not high_precision:
+            elif kind == "float16" and not (high_precision or x910_high_precision):
                 s = to_fp16(s)
             x = s * scale
+            if pse is not None:
+                x = x + pse[bi if pse.shape[0] > 1 else 0, ni].astype(np.float64)
+                if kind == "int8" and not high_precision:
+                    x = to_fp16(x)
             if mask is not None:
                 m = mask[bi if mask.shape[0] > 1 else 0, :s1, :s2]
                 if m.dtype == np.float16:
                     x = x + m.astype(np.float64) * -10000.0
                 else:
-                    fill = -FLT_MAX if kind == "bfloat16" or high_precision else -65504.0
+                    fill = -FLT_MAX if kind == "bfloat16" or high_precision or x910_high_precision else -65504.0
                     x = np.where(m != 0, fill, x)
             x = np.where(ok, x, -np.inf)
+            dead = np.zeros(s1, bool) if invalid_max is None else x.max(axis=1) == invalid_max
             o = _blocked_rows(
                 x,
                 vv,
@@ -252,13 +282,14 @@ def attention(
                 None if deq2 is None else float(deq2),
                 kv_block,
                 high_precision,
+                x910_high_precision,
             )
             computed[bi, ni] = ok.any(axis=1)
-            out[bi, ni] = np.where(computed[bi, ni][:, None], o, 0.0)
+            out[bi, ni] = np.where(computed[bi, ni][:, None] & ~dead[:, None], o, 0.0)
     return _output(out, kind, quant2, offset2, computed, high_precision)
 
 
-def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False):
+def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False, fp16_p_away=False):
     """Online softmax over key blocks [c, c + kv_block) aligned at 0, narrowing E per block."""
     rows = x.shape[0]
     m = np.full(rows, -np.inf)
@@ -280,7 +311,8 @@ def _blocked_rows(x, vv, kind, p_ties, quant1, deq2, kv_block, arch35=False):
                 e8 = np.clip(np.rint(to_fp16(e) * quant1), -128, 127)
                 part = to_fp16(deq2 * (e8 @ vb))
         else:
-            part = (to_fp16(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
+            narrow = to_fp16_away if fp16_p_away else to_fp16
+            part = (narrow(e) if kind == "float16" else to_bf16(e, p_ties)) @ vb
         acc = acc * alpha[:, None] + part
         m = m_new
     with np.errstate(invalid="ignore", divide="ignore"):

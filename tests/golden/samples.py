@@ -122,6 +122,41 @@ def prompt_flash_attention():
     return printed(allocation, expected.astype(F16), F64, 32, "result[%d] is: %f")
 
 
+def _pfa_from_ones(kv_len, scale):
+    """(attentionOut's allocation, the fp16 output) of the BNSD PFA samples and example: query
+    [1, 2, 1, 16], key/value [1, 2, kv_len, 16], fp16 from float 1.0s, no mask."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
+    v = device(F32, 32 * kv_len, 1, F16, (1, 2, kv_len, 16))[1]
+    out = pfa.attention(q, k, v, scale=scale, pre=65535, nxt=65535)
+    return device(F32, 32, 1, F16, (1, 2, 1, 16))[0], out.astype(F16)
+
+
+def prompt_flash_attention_v1_v3(kv_len, scale):
+    """PromptFlashAttention V1 and V3 samples (V3 makes a mask and passes nullptr, innerPrecise 1);
+    printed as op::fp16_t through std::cout (%g)."""
+    return lambda: printed(*_pfa_from_ones(kv_len, scale), F16, 32, "index: %d: %g")
+
+
+def incre_flash_attention_v1_v3():
+    """IncreFlashAttention V1-V3 samples: BNSD decode over 16 keys, fp16 from float 1.0s, an INT8
+    mask of zeros (nothing masked); printed through std::cout (%g)."""
+    q = device(F32, 32, 1, F16, (1, 2, 1, 16))[1]
+    k = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
+    v = device(F32, 512, 1, F16, (1, 2, 16, 16))[1]
+    mask = device(I8, 16, 0, I8, (1, 16))[1]
+    out = ifa.attention(q[:, :, 0], list(k), list(v), scale=1 / np.sqrt(16), lengths=[16], mask=mask)
+    allocation = device(F32, 32, 1, F16, (1, 2, 1, 16))[0]
+    return printed(allocation, ifa.fp16_away(out).astype(F16), F16, 32, "index: %d: %g")
+
+
+def cann_example_prompt_flash_attention():
+    """ops-transformer's PFA example (it calls aclnnPromptFlashAttentionV3): the V3 sample's inputs,
+    and the output's allocation (32 floats) read back whole as floats, so its first half shows the
+    fp16 result in pairs (0, 1.875 -> 1.0f) and its second half the host's 1.0f values."""
+    return printed(*_pfa_from_ones(2, 1 / np.sqrt(2)), F32, 32, "result[%d] is: %f")
+
+
 def scatter_pa_kv_cache():
     """The sample prints its key input back (read as floats): the op must leave it alone."""
     allocation, key = device(I16, 128, 1, F16, (2, 2, 32))
@@ -203,12 +238,24 @@ EXPECTED = {
     "aclnnFlashAttentionScoreGradV2": flash_attention_score_grad,
     "aclnnFlashAttentionScoreV2": flash_attention_score,
     "aclnnGatherPaKvCache": gather_pa_kv_cache,
+    "aclnnIncreFlashAttention": incre_flash_attention_v1_v3,
+    "aclnnIncreFlashAttentionV2": incre_flash_attention_v1_v3,
+    "aclnnIncreFlashAttentionV3": incre_flash_attention_v1_v3,
     "aclnnIncreFlashAttentionV4": incre_flash_attention,
     "aclnnLightningIndexer": lightning_indexer,
     "aclnnLightningIndexerGrad": lightning_indexer_grad,
+    "aclnnPromptFlashAttention": prompt_flash_attention_v1_v3(16, 1 / np.sqrt(16)),
     "aclnnPromptFlashAttentionV2": prompt_flash_attention,
+    "aclnnPromptFlashAttentionV3": prompt_flash_attention_v1_v3(2, 1 / np.sqrt(2)),
     "aclnnScatterPaKvCache": scatter_pa_kv_cache,
     "aclnnScatterPaKvCache_1": None,
     "aclnnSparseFlashAttention": sparse_flash_attention,
     "aclnnSparseFlashAttentionGrad": None,
+}
+
+# CANN's own examples (ops-transformer, relative to the repository root) -> what they print.
+EXAMPLES = {
+    "attention/prompt_flash_attention/examples/test_aclnn_prompt_flash_attention.cpp": (
+        cann_example_prompt_flash_attention
+    )
 }

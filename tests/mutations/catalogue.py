@@ -10,6 +10,7 @@ testing nothing. Add the mutations of a new operator in its own section, with it
 from mutation import Mutation
 
 K = "aclnn_emu/kernels/"
+RT = "aclnn_emu/runtime/"
 FAG = K + "flash_attention/flash_attention_score_grad.py"
 PFA = K + "flash_attention/prompt_flash_attention.py"
 SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
@@ -22,6 +23,7 @@ IFA_LAUNCH = "aclnn_emu/ops/flash_attention/incre/launch.py"
 IFA_LAUNCH_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_antiquant_arch35.py"
 IFA_LAUNCH_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_arch35.py"
 IFA_SPECULATIVE = "aclnn_emu/ops/flash_attention/incre/speculative.py"
+PFA_PRECISE = "aclnn_emu/ops/flash_attention/prompt/precise.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
@@ -32,6 +34,11 @@ PFA_TESTS = (
     "tests/test_prompt_flash_attention.py",
     "tests/test_prompt_flash_attention_cabi.py",
     "tests/test_prompt_flash_attention_kernel.py",
+)
+PFA_V3_TESTS = PFA_TESTS + (
+    "tests/test_prompt_flash_attention_v3_kernel.py",
+    "tests/test_prompt_flash_attention_v3.py",
+    "tests/test_prompt_flash_attention_v1_v3_cabi.py",
 )
 SFAG_TESTS = ("tests/test_sparse_flash_attention_grad.py", "tests/test_sparse_flash_attention_grad_cabi.py")
 LIG_TESTS = (
@@ -257,6 +264,78 @@ MUTATIONS = [
         PFA_TESTS,
     ),
     Mutation("pfa-kv-block-512", PFA, "KV_BLOCK = 1024 ", "KV_BLOCK = 512 ", PFA_TESTS),
+    Mutation(
+        "pfa-x910-high-precision-P-half-even",
+        PFA,
+        'self.rounding = "fp16_away"  #',
+        'self.rounding = "fp16_even"  #',
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-x910-high-precision-P-unrounded",
+        PFA,
+        'self.rounding = "fp16_away"  #',
+        "self.rounding = None  #",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-int8-pse-sum-unrounded",
+        PFA,
+        "                round_half_even_(s, FP16)\n",
+        "                pass\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-int8-pse-sum-half-away",
+        PFA,
+        "                round_half_even_(s, FP16)\n",
+        "                s[...] = round_half_away_(np.ascontiguousarray(s), FP16)\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation("pfa-row-invalid-off", PFA, "            o[dead] = 0\n", "            pass\n", PFA_V3_TESTS),
+    Mutation(
+        "pfa-row-invalid-after-quantisation",
+        PFA,
+        "            o[dead] = 0\n",
+        "            computed = computed & ~dead\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-row-invalid-at-mask-fill",
+        PFA,
+        "BF16_MASK_FILL if precision.invalid_at_fp32_min else self.mask_fill",
+        "self.mask_fill",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-pse-keeps-high-performance",
+        PFA_PRECISE,
+        '        precise = HIGH_PRECISION  # "the mode',
+        '        pass  # "the mode',
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-a2-row-invalid-off",
+        PFA_PRECISE,
+        "    row_invalid = bool(precise >> 1 & 1)\n    if precise != APPROXIMATE:",
+        "    row_invalid = False\n    if precise != APPROXIMATE:",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-v3-pse-not-read",
+        PFA_PRECISE,
+        "    if pse is None or pse.is_empty:\n        return precision, None, row_invalid",
+        "    if True:\n        return precision, None, row_invalid",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-pse-before-scale",
+        PFA,
+        "        native.scale_(s, **scaling)\n        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n",
+        "        if self.pse is not None:\n            s += self.pse.block(b, n, i0, i1, c0, c1)\n"
+        "        native.scale_(s, **scaling)\n        if self.pse is not None:\n",
+        PFA_V3_TESTS,
+    ),
     Mutation(
         "pfa-one-nan-per-head",
         PFA,
@@ -1345,5 +1424,58 @@ MUTATIONS = [
         "        with self._cond:\n            target = self._recorded\n\n        def wait():",
         "        with self._cond:\n            target = 0\n\n        def wait():",
         EDGE_TESTS,
+    ),
+    # --- runtime ---------------------------------------------------------------------------------
+    Mutation(
+        "capture-replays-in-reverse",
+        RT + "capture.py",
+        "for task, name in list(found.tasks):",
+        "for task, name in reversed(found.tasks):",
+        ("tests/test_runtime_capture.py",),
+    ),
+    Mutation(
+        "capture-runs-instead-of-recording",
+        RT + "streams.py",
+        "            if self.capture is not None:  # recorded, run when the model is executed\n"
+        "                self.capture.record(task, name)\n"
+        "                return\n",
+        "            if self.capture is not None:  # recorded, run when the model is executed\n"
+        "                self.capture.record(task, name)\n",
+        ("tests/test_runtime_capture.py",),
+    ),
+    Mutation(
+        "vmm-unmap-keeps-the-mapping",
+        RT + "vmm.py",
+        "size, physical = found.maps.pop(addr)",
+        "size, physical = found.maps[addr]",
+        ("tests/test_runtime_vmm.py",),
+    ),
+    Mutation(
+        "callbacks-run-last-first",
+        RT + "callbacks.py",
+        "        ready = list(queue)\n",
+        "        ready = list(reversed(queue))\n",
+        ("tests/test_runtime_callbacks.py",),
+    ),
+    Mutation(
+        "memcpy2d-destination-rows-at-source-pitch",
+        RT + "api.py",
+        "rows = [(dst + r * dpitch, src + r * spitch) for r in range(height)]",
+        "rows = [(dst + r * spitch, src + r * spitch) for r in range(height)]",
+        ("tests/test_runtime_table.py",),
+    ),
+    Mutation(
+        "stream-query-never-busy",
+        RT + "streams.py",
+        "            return bool(self._tasks) or self._running is not None",
+        "            return False",
+        ("tests/test_runtime_table.py",),
+    ),
+    Mutation(
+        "stop-on-failure-ignored",
+        RT + "streams.py",
+        "if self.failure_mode == STOP_ON_FAILURE and self._error is not None:",
+        "if False:",
+        ("tests/test_runtime_table.py",),
     ),
 ]

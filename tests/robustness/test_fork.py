@@ -57,7 +57,6 @@ import numpy as np
 import aclnn_emu as ae
 from aclnn_emu import dtypes
 from aclnn_emu.runtime import api as rt
-from aclnn_emu.runtime.errors import AclError
 
 def attention(x):
     \"\"\"PromptFlashAttentionV2 of x [1, n, s, 128] fp16 on the emulator.\"\"\"
@@ -72,8 +71,8 @@ def code(call):
     try:
         call()
         return 0
-    except AclError as exc:
-        return exc.code
+    except ae.AclnnError as exc:
+        return exc.status
 
 x = np.random.default_rng(0).uniform(-1, 1, (1, 4, 512, 128)).astype(np.float16)
 expected = attention(x)

@@ -17,6 +17,9 @@ Maths per query row i of batch b (reference §2B):
         int8(rint(fp16(E) * quantScale1)) (int8 path)
   O   = sum_blocks P V (int8: fp16(deq2 * int32(E8 V)) per block) / l
 Rows >= actualSeqLengths[b] and rows with no key in their band are 0.
+With ``row_invalid`` (innerPrecise 2/3: the row-invalid correction) a row whose running max ends at
+the kernel's fill value, every key of its band masked, is 0 too, before any output quantisation
+(A2/A3 `AdjustSoftMaxRes` zeroes its P, arch35 `RowInvalidUpdate` its output).
 The roundings above are the A2/A3 high-performance kernels'; ``Precision`` holds the other kernel
 families' (the arch35 high-precision path, the base-API kernels). Packed layouts (SH, TND, the
 base-API tokens) run batch by batch on row ranges (``packed_prompt_flash_attention``).
@@ -31,8 +34,9 @@ from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
+from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.quant import quantize_
-from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 
 SPARSE_INT_MAX = 214748647  # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 256
@@ -95,6 +99,11 @@ class Precision:
       AscendDequant), P8 = int8(fp16(fp16(E) * fp16(quant1))), and an int8 output through fp16.
     half_softmax: an fp16 input runs the fp16 MLA base-API kernel's half-precision softmax
       (``pfa_mla_half``).
+    fp16_p_away: fp16 P rounded ties away (CAST_ROUND): the A2/A3 x910 high-precision template
+      (innerPrecise 0/2, or an fp16 pseShift) casts its fp32 softmax to half in `SoftmaxResCopyOut`.
+    invalid_at_fp32_min: the row-invalid correction compares the running max with -FLT_MAX
+      (arch35 `vf_row_invalid.h`), not with the mask fill (A2/A3 `negativeScalar`, -65504 for the
+      fp16 high-performance and int8 templates).
     """
 
     high_precision: bool = False
@@ -102,12 +111,19 @@ class Precision:
     bf16_out_even: bool = False
     arch35_quant: bool = False
     half_softmax: bool = False
+    fp16_p_away: bool = False
+    invalid_at_fp32_min: bool = False
 
 
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
-ARCH35 = Precision(high_precision=True, bf16_p_even=True, arch35_quant=True)  # vf_softmaxflashv3.h, vector2.h
+ARCH35 = Precision(
+    high_precision=True, bf16_p_even=True, arch35_quant=True, invalid_at_fp32_min=True
+)  # vf_softmaxflashv3.h, vector2.h
+# prompt_flash_attention_s1s2_bns1_x910(_base).h with OptimizationMode::HighPrecision: fp32 scores,
+# -FLT_MAX mask fill, P and output CAST_ROUND (an fp16 query only; tiling key + 600)
+X910_HIGH_PRECISION = Precision(high_precision=True, fp16_p_away=True)
 
 
 @dataclass(frozen=True)
@@ -153,16 +169,19 @@ def prompt_flash_attention(
     precision: Precision = HIGH_PERFORMANCE,
     kv_block: int = KV_BLOCK,
     pse=None,
+    row_invalid: bool = False,
 ) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
     q [B, N, S1, D], k [B, Nkv, S2, D], v [B, Nkv, S2, Dv] in fp16, bf16 or int8 (int8 needs
     ``int8``); ``bands`` from ``batch_bands``; act_q/act_kv hold B valid lengths; ``precision``
     the kernel family's roundings; ``kv_block`` the online softmax's key block (at most KV_BLOCK);
-    ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask), which only the arch35
-    kernels take (IncreFlashAttention's pseShift on Ascend910_95).
+    ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask; PromptFlashAttentionV3's
+    and IncreFlashAttention's pseShift); ``row_invalid`` the row-invalid correction (module doc).
     """
-    return _Forward(q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse).run()
+    return _Forward(
+        q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid
+    ).run()
 
 
 def packed_prompt_flash_attention(
@@ -179,12 +198,15 @@ def packed_prompt_flash_attention(
     out_quant: OutputQuant | None = None,
     precision: Precision = HIGH_PERFORMANCE,
     kv_blocks=None,
+    row_invalid: bool = False,
+    pse=None,
 ) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
     own band ``bands[b]`` anchored at the batch's own first row and key, and its own key block
-    ``kv_blocks[b]`` (default KV_BLOCK). Rows of no batch are 0.
+    ``kv_blocks[b]`` (default KV_BLOCK); ``pse`` a PseSource over [1|B, N, S1, S2] read at the
+    batch's own rows and keys. Rows of no batch are 0.
     """
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
@@ -210,6 +232,10 @@ def packed_prompt_flash_attention(
             out_quant=out_quant,
             precision=precision,
             kv_block=kv_block,
+            row_invalid=row_invalid,
+            pse=None
+            if pse is None
+            else PseSource(pse.pse[b : b + 1] if pse.pse.shape[0] > 1 else pse.pse, 0, pse.s1, pse.s2),
         )
         outs[:, :, q0 : q0 + aq] = o
     return outs
@@ -222,7 +248,9 @@ def _out_dtype(q_dtype, out_quant):
 
 
 class _Forward:
-    def __init__(self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse=None):
+    def __init__(
+        self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid
+    ):
         self.q, self.k, self.v, self.pse = q, k, v, pse
         self.kv_block = kv_block
         self.scale = np.float32(scale)
@@ -236,7 +264,13 @@ class _Forward:
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
         self.rounding = "fp16_even" if q.dtype != BF16 else ("bf16_even" if precision.bf16_p_even else "bf16_away")
+        if q.dtype == FP16 and high and precision.fp16_p_away:
+            self.rounding = "fp16_away"  # CAST_ROUND of the fp32 softmax
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
+        # the running max that marks a row with every key masked, when the correction is on
+        self.invalid_max = None
+        if row_invalid:
+            self.invalid_max = BF16_MASK_FILL if precision.invalid_at_fp32_min else self.mask_fill
         b, n, s1, _ = q.shape
         self.out = np.zeros((b, n, s1, v.shape[3]), _out_dtype(q.dtype, out_quant))
 
@@ -305,7 +339,8 @@ class _Forward:
                 acc_set = True
         if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
             acc[...] = 0
-        self._finish(acc, row_sum, ~np.isneginf(running_max), self.out[b, n, i0:i1], n)
+        dead = None if self.invalid_max is None else running_max == self.invalid_max
+        self._finish(acc, row_sum, ~np.isneginf(running_max), dead, self.out[b, n, i0:i1], n)
 
     def _plain_blocks(self, queries, keys, values, bounds, running_max, row_sum, acc, acc_set, scaling) -> bool:
         """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
@@ -331,6 +366,8 @@ class _Forward:
         native.scale_(s, **scaling)
         if self.pse is not None:
             s += self.pse.block(b, n, i0, i1, c0, c1)
+            if self.fp16_scores:  # the half-precision templates add a half pse in half (int8 on A2/A3)
+                round_half_even_(s, FP16)
         if self.mask is not None:
             values = self.mask.values
             block = values[b if values.shape[0] > 1 else 0, i0:i1, c0:c1]
@@ -354,12 +391,16 @@ class _Forward:
             native.scale_(pv, pre=self.int8.deq2, fp16=not self.arch35_quant)
         return pv
 
-    def _finish(self, acc, row_sum, computed, out, n):
-        """out = O = acc / l for rows that saw a key; rows without any key are 0."""
-        if self.out_quant is None and out.dtype == FP16 and computed.all():  # one native pass
+    def _finish(self, acc, row_sum, computed, dead, out, n):
+        """out = O = acc / l for rows that saw a key; rows without any key are 0, ``dead`` rows (the
+        row-invalid correction) 0 before the output quantisation."""
+        live = dead is None or not dead.any()
+        if self.out_quant is None and out.dtype == FP16 and computed.all() and live:  # one native pass
             native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
             return
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
+        if not live:
+            o[dead] = 0
         if self.out_quant is not None:
             quant = self.out_quant
             quantize_(

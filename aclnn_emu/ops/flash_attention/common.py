@@ -2,6 +2,8 @@
 shapes, the Ascend910_95 (arch35) checks IncreFlashAttention runs through PFA's TilingV2, and the
 layout helpers both operators' launches use."""
 
+import dataclasses
+
 from aclnn_emu.opdef.failures import TilingFailure
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
@@ -287,3 +289,17 @@ def refuse_value_rows(gaps, a) -> None:
     """Refuse (`gaps`'s "value_rows") a value whose leading dimensions differ from the key's."""
     if tuple(a.value.shape[:-1]) != tuple(a.key.shape[:-1]):
         gaps.refuse("value_rows", f"key {list(a.key.shape)}, value {list(a.value.shape)}")
+
+
+def entry_params(base, names, added=None, docs=None) -> list:
+    """An entry point's parameters as its header lists them: ``names`` taken from ``base`` (an Op) in
+    that order, ``added`` Params placed before the base parameter each names ({before: Param}),
+    ``docs`` replacing the help of some ({name: doc})."""
+    by_name = {p.name: p for p in base.params}
+    added, docs = added or {}, docs or {}
+    params = []
+    for n in names:
+        if n in added:
+            params.append(added[n])
+        params.append(dataclasses.replace(by_name[n], doc=docs[n]) if n in docs else by_name[n])
+    return params

@@ -3,11 +3,10 @@ data the kernels read, and the launch that reports the kernels' findings."""
 
 import numpy as np
 
-from ... import status
 from ...dtypes import DataType
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...runtime import sanitizer
-from ...opdef.signature import Launch, OpError
+from ...opdef.signature import Launch
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_arch35,
 # GatherPaKvCache's kvDtype): key, value and both caches share one of them.
@@ -29,11 +28,6 @@ DTYPES_ARCH35 = [
 CACHE_MODES = ("Norm", "PA_NZ")
 # ASCENDC_TOOLS_WORKSPACE, which the A2/A3 tilings of both ask for.
 TOOLS_WORKSPACE = 16 * 1024 * 1024
-
-
-def fail(message: str, rule: str):
-    """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002."""
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
 
 
 def flat(op, tensor, unit=None) -> np.ndarray:

@@ -30,7 +30,7 @@ from aclnn_emu.opdef.generated import (
 from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn
 from . import antiquant_arch35, checks_arch35
 from ..common import on_arch35
-from .entry import I8, OP
+from .entry import I8, OP, V1, V2, V3
 from .kv_nz import failure, pse_failure
 from .launch import REFUSED, _run, key_view_by_kv_heads
 from .speculative import bsh_split, out_of_batch, outer_loops, warning
@@ -113,6 +113,37 @@ MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP, MAX_QS = 65536, 512, 256, 64, 16
 def _fail(rule: str, message: str):
     """A tiling check failed: GRAPH_FAILED, which the generated entry point returns as 561002 (`prepare`)."""
     raise TilingFailure(rule, message)
+
+
+# What each older entry point passes the generated inner op in place of the parameters it lacks
+# (aclnn_incre_flash_attention.cpp, _v2.cpp, _v3.cpp; V1 and V2 drop their pseShift, `(void) pseShift`).
+_UNPAGED = dict(
+    antiquantScale=None, antiquantOffset=None, blocktable=None, kvPaddingSize=None, blockSize=0, innerPrecise=1
+)
+FIXED = {
+    V1: dict(
+        pseShift=None,
+        dequantScale1=None,
+        quantScale1=None,
+        dequantScale2=None,
+        quantScale2=None,
+        quantOffset2=None,
+        **_UNPAGED,
+    ),
+    V2: dict(pseShift=None, **_UNPAGED),
+    V3: dict(kvPaddingSize=None),
+}
+
+
+def _fix(op):
+    @op.check
+    def fixed(a, env):
+        for name, value in FIXED[op].items():
+            setattr(a, name, value)
+
+
+for _op in FIXED:
+    _fix(_op)
 
 
 @OP.prepare

@@ -4,6 +4,7 @@ rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.generated import attr_uint32
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorListIn, TensorOut
+from ..common import entry_params
 
 
 I8 = DataType.ACL_INT8
@@ -19,7 +20,7 @@ def _attention_out(a):
     q = a.query
     if q is None:
         return None
-    dtype = I8 if a.quantScale2 is not None else q.dtype
+    dtype = I8 if getattr(a, "quantScale2", None) is not None else q.dtype
     layout = "BSH" if a.inputLayout is None else a.inputLayout
     heads = attr_uint32(a.numHeads)
     if not layout.endswith("_NBSD") or q.ndim < 3 or not heads or not q.numel:
@@ -90,8 +91,8 @@ OP = Op(
             doc="page attention: cache block of each batch's i-th block [B, maxBlocksPerSeq]",
         ),
         TensorIn("kvPaddingSize", optional=True, doc="left padding of the key/value rows (kv left padding)"),
-        Int64("numHeads", doc="number of query heads N"),
-        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Int64("numHeads", default=1, doc="number of query heads N"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
         String(
             "inputLayout",
             default="BSH",
@@ -108,4 +109,31 @@ OP = Op(
         Int64("innerPrecise", default=1, doc="0 high precision, 1 high performance (the same maths here)"),
         TensorOut("attentionOut", like=_attention_out, doc="the attention result, query's shape"),
     ],
+    defaults_from="torch_npu.npu_incre_flash_attention",
+)
+# The older entry points of the header family: each has no checks of its own and passes the generated
+# inner op V4's parameter set with the values its op_api fixes (checks.py `FIXED`).
+_QUANT = ("dequantScale1", "quantScale1", "dequantScale2", "quantScale2", "quantOffset2")
+_PAGED = ("antiquantScale", "antiquantOffset", "blocktable", "kvPaddingSize", "blockSize", "innerPrecise")
+_DROPPED_PSE = {"pseShift": "ignored: the operator passes no pse on (use IncreFlashAttentionV3 or V4)"}
+V1 = Op(
+    "IncreFlashAttention",
+    "aclnn_incre_flash_attention.h",
+    entry_params(OP, [p.name for p in OP.params if p.name not in _QUANT + _PAGED], docs=_DROPPED_PSE),
+    base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
+)
+V2 = Op(
+    "IncreFlashAttentionV2",
+    "aclnn_incre_flash_attention_v2.h",
+    entry_params(OP, [p.name for p in OP.params if p.name not in _PAGED], docs=_DROPPED_PSE),
+    base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
+)
+V3 = Op(
+    "IncreFlashAttentionV3",
+    "aclnn_incre_flash_attention_v3.h",
+    entry_params(OP, [p.name for p in OP.params if p.name != "kvPaddingSize"]),
+    base=OP,
+    defaults_from="torch_npu.npu_incre_flash_attention",
 )

@@ -18,8 +18,27 @@ import numpy as np
 from aclnn_emu import status
 from aclnn_emu.kernels.attention.layouts import segments
 from aclnn_emu.runtime import sanitizer
-from aclnn_emu.opdef.signature import OpError
+from aclnn_emu.opdef.gaps import Gaps
+from . import precise
+from .entry import OP
 from ..common import BASE_API_MAX_D, BF16, F16, I8, TILING_LAYOUTS, tiling
+
+# The base-API kernels (sparse modes 10-14 and the MLA path) read past what these calls give them; the
+# 8.5 tiling does not check them, so the emulator refuses them with the code its l0op failures take.
+REFUSED = Gaps(
+    OP,
+    "refused",
+    {
+        "lengths_short": "actual-lengths arrays with more than one element but fewer than the batch, in the "
+        "base-API sparse modes (the tiling reads element b of each)",
+        "sh_dv": "SH layout with a value head size other than the query's on the MLA base-API kernel (it writes "
+        "Dv columns per head into an output sized like the query)",
+        "mla_lengths_read": "SH batches past the actual-lengths arrays on the MLA base-API kernel (it reads "
+        "element b of each)",
+        "lengths_fit": "actual lengths reaching past the query or key rows in the base-API sparse modes",
+    },
+    code=status.ACLNN_ERR_INNER_NULLPTR,
+)
 
 
 HEAD_SIZE_LAYOUTS = ("SH", "BSH", "BSND", "BNSD", "BNSD_BSND")  # SetBaseApiTilingData reads D for these only
@@ -68,10 +87,12 @@ def check(a, shapes, env) -> Plan:
     if a.inputLayout in HEAD_SIZE_LAYOUTS:  # D after the op_api's padding
         d, dv = shapes.d + shapes.pad * shapes.need_pad, shapes.dv + shapes.pad_v * shapes.need_pad
     mla = d != dv or d > BASE_API_MAX_D
+    inner_precise = precise.check_base_api(a)  # CheckBaseApiOptionalInput
     if not mla and a.inputLayout != "SH":
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
+    precise.check_base_api_unmodelled(a, inner_precise)
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
     act_q, act_kv = _lengths(a)
@@ -92,12 +113,8 @@ def _lengths(a):
         s1, s2 = (q[2], k[2]) if layout.startswith("BNSD") else (q[1], k[1])
     for given, what in ((given_q, "actualSeqLengths"), (given_kv, "actualSeqLengthsKv")):
         if 1 < len(given) < batch:
-            raise OpError(
-                status.ACLNN_ERR_INNER_NULLPTR,
-                f"sparseMode {a.sparseMode}: {what} has {len(given)} "
-                f"elements for {batch} batches (the CANN tiling reads past the array; the emulator "
-                "rejects it)",
-                rule="base_api.lengths_short",
+            REFUSED.refuse(
+                "lengths_short", f"sparseMode {a.sparseMode}: {what} has {len(given)} elements for {batch} batches"
             )
     pick = lambda given, b, default: (given[b] if len(given) > 1 else given[0]) if given else default  # noqa: E731
     return [pick(given_q, b, s1) for b in range(batch)], [pick(given_kv, b, s2) for b in range(batch)]
@@ -108,13 +125,7 @@ def _mla_plan(a, shapes, act_q, act_kv, env):
     read every layout as packed tokens (strides N*D: `dataShapeType` is taken from the quantType
     field, 0 here) and compute only the query rows their block walk (``_mla_walk``) reaches."""
     if a.inputLayout == "SH" and shapes.d != shapes.dv:
-        raise OpError(
-            status.ACLNN_ERR_INNER_NULLPTR,
-            f"sparseMode {a.sparseMode}, SH with D {shapes.d} and Dv "
-            f"{shapes.dv}: infershape sizes the output like the query, but the MLA kernel writes Dv "
-            "columns per head (the CANN source does not check this; the emulator rejects it)",
-            rule="base_api.sh_dv",
-        )
+        REFUSED.refuse("sh_dv", f"sparseMode {a.sparseMode}, SH with D {shapes.d} and Dv {shapes.dv}")
     given = None
     if a.inputLayout == "SH":
         given = (list(a.actualSeqLengths or ()), None if a.actualSeqLengthsKv is None else list(a.actualSeqLengthsKv))
@@ -171,12 +182,8 @@ def _mla_walk(act_q, act_kv, given, d, env):
 def _element(array, batch, what):
     """actualSeqLengths*[batch] as the kernel reads it (no broadcast of a single element)."""
     if array is None or batch >= len(array):
-        raise OpError(
-            status.ACLNN_ERR_INNER_NULLPTR,
-            f"{what} has {0 if array is None else len(array)} elements: "
-            f"the MLA base-API kernel reads element {batch} for SH batch {batch} (past the array on the "
-            "NPU; the emulator rejects it)",
-            rule="base_api.mla_lengths_read",
+        REFUSED.refuse(
+            "mla_lengths_read", f"{what} has {0 if array is None else len(array)} elements; SH batch {batch}"
         )
     return array[batch]
 
@@ -238,12 +245,9 @@ def _fitted(a, plan):
         or max(ends_q, default=0) > rows_q
         or max(ends_kv, default=0) > rows_kv
     ):
-        raise OpError(
-            status.ACLNN_ERR_INNER_NULLPTR,
-            f"sparseMode {a.sparseMode}: actual lengths {plan.act_q} / "
-            f"{plan.act_kv} reach past the {rows_q} query / {rows_kv} key rows (the CANN tiling does not "
-            "check this; its kernel would read past the tensors, so the emulator rejects it)",
-            rule="base_api.lengths_fit",
+        REFUSED.refuse(
+            "lengths_fit",
+            f"sparseMode {a.sparseMode}: actual lengths {plan.act_q} / {plan.act_kv}, {rows_q} query / {rows_kv} key rows",
         )
     return plan
 

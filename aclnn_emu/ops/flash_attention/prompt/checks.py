@@ -1,7 +1,9 @@
-"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5).
+"""aclnnPromptFlashAttentionV2 (attention/prompt_flash_attention, CANN 8.5), and the inner PFA path
+V1 and V3 share (`run_inner`).
 
 V2 forwards to the inner PFA op with pseShift forced to NULL (silently ignored) and innerPrecise = 1
-(high performance). Checks follow the source's order and codes (reference §2A):
+(high performance); V3 passes both on (their rules: precise.py). Checks follow the source's order
+and codes (reference §2A):
   op_api   null checks 161001; empty output -> success before any dtype check; dtype and shape
            analysis 161002; storage formats 161002 when D needs padding;
   tiling   every failure of infershape, tiling or kernel selection -> 561103;
@@ -59,7 +61,8 @@ from .checks_arch35 import (
     sparse_tokens,
     tnd_lengths,
 )
-from .entry import DEQ_DTYPES, OP
+from . import precise
+from .entry import DEQ_DTYPES, OP, V1, V3
 from .launch import _launch
 from .shapes import Shapes, _axes, _expected_out_shape
 from .var_len import check_shapes, check_template
@@ -67,9 +70,27 @@ from .var_len import check_shapes, check_template
 
 @OP.prepare
 def prepare(a, env):
+    """V2 (and V1, whose fixed values its own check sets): the inner op with no pseShift and
+    innerPrecise 1 (`(void) pseShift` in both op_api files)."""
+    a.pseShift, a.innerPrecise = None, 1
+    return run_inner(a, env)
+
+
+@V3.prepare
+def run_inner(a, env):
+    """InnerPromptFlashAttentionGetWorkspaceSize and the L0 op for the arguments an entry point passes on
+    (V3: all of them, pseShift and innerPrecise included)."""
     # Any failure inside L0 (infershape, tiling, kernel selection) is 561103 behind the L2 API.
     with mapped(status.ACLNN_ERR_INNER_NULLPTR, "PromptFlashAttention tiling failed: "):
         return _prepare(a, env)
+
+
+@V1.check
+def v1_fixed(a, env):
+    """aclnn_prompt_flash_attention.cpp: no actualSeqLengthsKv, no quantisation parameters, sparseMode 0
+    (then V2's path, which drops pseShift and fixes innerPrecise 1)."""
+    a.actualSeqLengthsKv = a.deqScale1 = a.quantScale1 = a.deqScale2 = a.quantScale2 = a.quantOffset2 = None
+    a.sparseMode = 0
 
 
 def _prepare(a, env):
@@ -116,6 +137,7 @@ def _check_dtypes(a):
         invalid(
             "dtype.query", f"query/value/key dataType({q.short}) is invalid, valid range is {{FLOAT16, BF16, INT8}}"
         )
+    precise.check_pse_dtype(a)
     if q != out and (q, out) not in QUANT_OUT_PAIRS:
         invalid(
             "dtype.attentionOut",
@@ -178,7 +200,7 @@ def _analyse_shapes(a, env) -> Shapes:
 
 
 def _check_formats(a):
-    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+    for name in ("query", "key", "value", "pseShift", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
             invalid(
@@ -216,7 +238,7 @@ def _warn_private_formats(a, env):
     """Without D padding the op_api checks no format: a private one reaches kernel selection, whose
     binaries are registered for FORMAT_ND only (prompt_flash_attention_def.cpp); how it treats
     the format is not established, so the call runs as ND with a portability warning."""
-    for name in ("query", "key", "value", "attenMask", "attentionOut"):
+    for name in ("query", "key", "value", "pseShift", "attenMask", "attentionOut"):
         t = getattr(a, name)
         if t is not None and t.format in PRIVATE_FORMATS:
             INFERRED.warn(env, "private_format", f"{name} has storage format {t.format.short}")
@@ -276,7 +298,10 @@ def _tiling_checks(a, shapes, env):
             tokens=plan.tokens,
             kv_blocks=plan.key_blocks,
         )
+    inner_precise = precise.check_a2(a, env)
+    precise.check_a2_mask(a, inner_precise)  # CheckMaskType
     _check_bf16_mask_dtype(a)
+    precise.check_row_invalid_mask(a, inner_precise)
     _check_int8_fp16_out(a)
     if q.is_empty:
         tiling("shape.query_empty", "query is empty tensor.")
@@ -301,7 +326,9 @@ def _tiling_checks(a, shapes, env):
         check_template(a, act_q, act_kv)
         _check_kernel_dtypes(a, env)
         bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
-        return _launch(a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)))
+        return _launch(
+            a, act_q, act_kv, bands, None, rows=(segments(act_q), segments(act_kv)), inner_precise=inner_precise
+        )
     rows = None
     if layout == "SH":
         batch, s1, s2, act_q, act_kv = _sh_batches(a, env)
@@ -311,7 +338,7 @@ def _tiling_checks(a, shapes, env):
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
-    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows)
+    return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, inner_precise)
 
 
 def _tiling_v2_checks(a, shapes, env):
@@ -341,6 +368,8 @@ def _tiling_v2_checks(a, shapes, env):
         batch, s1, s2 = _check_batch(a, layout)
         act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
         act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+    precise.check_pse_shape(a, batch, a.numHeads, s1, s2, arch35=True)
+    inner_precise = precise.check_arch35(a)  # CheckInnerPrecise
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
     one_row = s1 == 1  # enableIFA / enableIFAMask
     if has_mask:  # CheckMaskTypeAndShape
@@ -355,13 +384,16 @@ def _tiling_v2_checks(a, shapes, env):
         check_ifa_mask(a, batch, s2)
     else:
         _check_mask_shape(a, has_mask, batch, s1, s2)
+    precise.check_arch35_tnd(a)  # CheckTNDLayoutCrossover
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)  # CheckMultiFeatureCrossover
     _check_kernel_dtypes(a, env, flag_read_deq=False)
     check_kernel_template(a, env, one_row, act_q, has_mask, mla)
     window = kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.ARCH35, ifa_mask=one_row)
+    return _launch(
+        a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.ARCH35, ifa_mask=one_row, inner_precise=inner_precise
+    )
 
 
 def _check_bf16_mask_dtype(a):
@@ -387,11 +419,13 @@ def _check_int8_fp16_out(a):
         )
 
 
-def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
-    """The mask, sparse, token and quant rules after the batch dims are known; then the launch."""
+def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows, inner_precise):
+    """The mask, pse, sparse, token and quant rules after the batch dims are known; then the launch."""
     q, out, layout, heads = a.query, a.attentionOut, a.inputLayout, a.numHeads
     batch, s1, s2 = dims
     _check_mask_shape(a, has_mask, batch, s1, s2)
+    block = 32 // q.np_dtype.itemsize if layout == "SH" else 1  # GetBasicShape aligns SH's S to 32 bytes
+    precise.check_pse_shape(a, batch, heads, -(-s1 // block) * block, -(-s2 // block) * block)
     pre, nxt = _check_sparse(a, has_mask, s1, s2)
     h = heads * (shapes.d + (shapes.pad if shapes.need_pad else 0))  # the (padded) query H
     if a.numHeads > h:
@@ -410,7 +444,7 @@ def _common_checks(a, shapes, env, has_mask, dims, act_q, act_kv, rows):
     _check_kernel_dtypes(a, env)
     bands = pfa.batch_bands(a.sparseMode, a.preTokens, a.nextTokens, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
-    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows)
+    return _launch(a, act_q, act_kv, bands, mask_t, rows=rows, inner_precise=inner_precise)
 
 
 def _empty_kv(a, layout):

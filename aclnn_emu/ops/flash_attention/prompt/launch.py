@@ -6,6 +6,7 @@ from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.flash_attention.quant import deq_scale
 from ..common import I8, from_bnsd, mask_3d, output_quant
+from . import precise
 from .base_api import report_unwritten
 
 
@@ -21,12 +22,14 @@ def _launch(
     tokens=False,
     ifa_mask=False,
     kv_blocks=None,
+    inner_precise=precise.DEFAULT,
 ):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
-    packed batch."""
+    packed batch; ``inner_precise`` what the tiling made of innerPrecise and pseShift."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
+    precision, read_pse, row_invalid = precise.kernel_inputs(a, inner_precise, precision)
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
     scale = a.scaleValue
@@ -47,7 +50,16 @@ def _launch(
                 deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
             )
         out_quant = None if quant2 is None else output_quant(*quant2, heads)
-        common = dict(scale=scale, bands=bands, mask=mask, int8=int8, out_quant=out_quant, precision=precision)
+        common = dict(
+            scale=scale,
+            bands=bands,
+            mask=mask,
+            int8=int8,
+            out_quant=out_quant,
+            precision=precision,
+            row_invalid=row_invalid,
+            pse=None if read_pse is None else read_pse(),
+        )
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
         else:

@@ -63,19 +63,24 @@ OP = Op(
         IntArrayIn("prefixOptional", optional=True, doc="per-batch prefix length N for sparseMode 5/6"),
         IntArrayIn("qStartIdxOptional", optional=True, doc="first query position of the ALiBi pse (pseType 2/3)"),
         IntArrayIn("kvStartIdxOptional", optional=True, doc="first key position of the ALiBi pse (pseType 2/3)"),
-        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-        Double("keepProb", doc="dropout keep probability in (0, 1]"),
-        Int64("preTokens", doc="sliding window: keys this many positions before a query are kept"),
-        Int64("nextTokens", doc="sliding window: keys this many positions after a query are kept"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Double("keepProb", default=1.0, doc="dropout keep probability in (0, 1]"),
+        Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
+        Int64("nextTokens", default=2147483647, doc="sliding window: keys this many positions after a query are kept"),
         Int64("headNum", doc="number of query heads N1"),
         String(
             "inputLayout",
             values=tuple(LAYOUT_RANKS),
             doc="layout of query/key/value (TND needs sequence lengths V2 cannot pass: rejected)",
         ),
-        Int64("innerPrecise", doc="precision mode: 0/1 reserved, 2 computes rows whose every score is masked as 0"),
+        Int64(
+            "innerPrecise",
+            default=0,
+            doc="precision mode: 0/1 reserved, 2 computes rows whose every score is masked as 0",
+        ),
         Int64(
             "sparseMode",
+            default=0,
             doc="how attenMaskOptional and the token window select scores (0 defaultMask, 1 allMask, "
             "2-4 compressed causal/band masks, 5-6 prefix)",
         ),
@@ -105,4 +110,5 @@ OP = Op(
             doc="the attention result, query's shape with value's head size, query's dtype",
         ),
     ],
+    defaults_from="torch_npu.npu_fusion_attention_v2",
 )

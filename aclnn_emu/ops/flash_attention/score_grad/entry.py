@@ -61,10 +61,10 @@ OP = Op(
         IntArrayIn("prefixOptional", optional=True, doc="per-batch prefix length N for sparseMode 5/6"),
         IntArrayIn("qStartIdxOptional", optional=True, doc="first query position of the ALiBi pse (pseType 2/3)"),
         IntArrayIn("kvStartIdxOptional", optional=True, doc="first key position of the ALiBi pse (pseType 2/3)"),
-        Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
-        Double("keepProb", default=1.0, doc="dropout keep probability in (0, 1]"),  # defaults: the doc sample's
-        Int64("preTokens", doc="sliding window: keys this many positions before a query are kept"),
-        Int64("nextTokens", doc="sliding window: keys this many positions after a query are kept"),
+        Double("scaleValue", default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)"),
+        Double("keepProb", default=1.0, doc="dropout keep probability in (0, 1]"),
+        Int64("preTokens", default=2147483647, doc="sliding window: keys this many positions before a query are kept"),
+        Int64("nextTokens", default=2147483647, doc="sliding window: keys this many positions after a query are kept"),
         Int64("headNum", doc="number of query heads N1"),
         String("inputLayout", values=INFER_LAYOUTS, doc="layout of query/keyIn/value/dy"),
         Int64("innerPrecise", default=0, doc="precision mode, 0 = high precision (the only one emulated)"),
@@ -87,6 +87,7 @@ OP = Op(
             "dpseOut", optional=True, like="pseShiftOptional", doc="dL/dpseShift (when pseShiftOptional is given)"
         ),
     ],
+    defaults_from="torch_npu.npu_fusion_attention_grad_v2",
 )
 
 

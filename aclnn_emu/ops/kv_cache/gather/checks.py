@@ -14,10 +14,11 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.kv_cache import gather
 from aclnn_emu.kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
-from aclnn_emu.opdef.generated import before_tiling, shape_dim
+from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.generated import before_tiling, shape_dim, tiling_failed
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
-from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, fail, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, launch
 from .checks_arch35 import WORKSPACE_ARCH35, _tiling_arch35
 from .entry import I32, I64, ND, NZ, OP
 from .launch import _NAMES, _bytes, _index
@@ -65,6 +66,7 @@ NZ_TOKEN_BYTES = 148 * 1024  # the A2/A3 PA_NZ kernel's buffer for one token (UB
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
@@ -82,7 +84,7 @@ def _tiling_a2(a, env):
     checked: a dimension past a shape's rank reads as 0 (the unset slots of gert::Shape)."""
     mode = "Norm" if a.cacheMode is None else a.cacheMode
     if mode not in CACHE_MODES:
-        fail(f"cacheMode {mode!r} is not supported; expected 'Norm' or 'PA_NZ'", "cache_mode")
+        fail("cache_mode", f"cacheMode {mode!r} is not supported; expected 'Norm' or 'PA_NZ'")
     nz = mode == "PA_NZ"
     kc, key, value, table = (t.storage_shape for t in (a.keyCache, a.keyRef, a.valueRef, a.blockTables))
 
@@ -107,9 +109,9 @@ def _tiling_a2(a, env):
         checked[name] = gather.c_int(size, 32)  # static_cast<int32_t>
         if checked[name] <= 0:
             fail(
+                name,
                 f"{name} ({source} as int32) is invalid: {checked[name]}; it must be positive "
                 f"(keyCache {list(kc)}, blockTables {list(table)}, keyRef {list(key)}, valueRef {list(value)})",
-                name,
             )
     block_size, batches, cols = checked["blockSize"], checked["numTokens"], checked["numblkTabCol"]
     unit = a.keyCache.np_dtype.itemsize  # typeByte; the lookup made all four data dtypes one

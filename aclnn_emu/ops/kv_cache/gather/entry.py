@@ -19,8 +19,13 @@ OP = Op(
         TensorRef("valueRef", ctype="aclTensor *", doc="gathered values, written in place"),
         TensorIn("seqOffsetOptional", optional=True, doc="first cached token of each batch (None: 0)"),
         String("cacheMode", optional=True, values=CACHE_MODES, doc="cache layout (None: Norm)"),
-        Bool("isSeqLensCumsum", doc="seqLens holds cumulative lengths (batch + 1 entries) rather than lengths"),
+        Bool(
+            "isSeqLensCumsum",
+            default=False,
+            doc="seqLens holds cumulative lengths (batch + 1 entries) rather than lengths",
+        ),
     ],
+    defaults_from="torch_npu.npu_gather_pa_kv_cache",
 )
 
 

@@ -6,10 +6,11 @@ checks (161001), the empty-output shortcut, the kernel lookup on the OpDef dtype
 Atlas A2/A3 use the Membase tiling (`_tiling_a2`), arch35 the arch35 one (`_tiling_arch35`).
 """
 
-from aclnn_emu.opdef.generated import before_tiling
+from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.generated import before_tiling, tiling_failed
 from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, fail, launch
+from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, launch
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
 from .launch import _run_compress, _run_nd, _run_nz
@@ -68,6 +69,7 @@ UNESTABLISHED = Gaps(
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
@@ -104,7 +106,7 @@ def _tiling_a2(a, env):
     if mode == "nz":
         for name, size, tensor in (("kHeadSize", head_k, key), ("vHeadSize", head_v, a.value)):
             if size * tensor.np_dtype.itemsize % 32:
-                fail(f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes", "nz_align")
+                fail("nz_align", f"{name} {size} * sizeof({tensor.dtype.short}) should be aligned to 32 bytes")
         return _run_nz(a, cores)
     if key.dtype == I8 and mode in ("nct", "siso_nct", "rope", "omni"):
         NO_KERNEL.refuse("int8_key", f"{mode} mode")
@@ -120,36 +122,36 @@ def _check_dim_num_a2(a, mode: str) -> None:
     """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
     key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
     if key.ndim != 3:
-        fail(f"key should be 3-D, got {list(key.shape)}", "key_rank")
+        fail("key_rank", f"key should be 3-D, got {list(key.shape)}")
     if kc.ndim != 4:
-        fail(f"keyCacheRef should be 4-D, got {list(kc.shape)}", "key_cache_rank")
+        fail("key_cache_rank", f"keyCacheRef should be 4-D, got {list(kc.shape)}")
     if a.slotMapping.ndim != 1:
-        fail(f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}", "slot_rank")
+        fail("slot_rank", f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}")
     if not mode.startswith("siso"):
         if value.ndim != 3:
-            fail(f"value should be 3-D, got {list(value.shape)}", "value_rank")
+            fail("value_rank", f"value should be 3-D, got {list(value.shape)}")
         if vc.ndim != 4:
-            fail(f"valueCacheRef should be 4-D, got {list(vc.shape)}", "value_cache_rank")
+            fail("value_cache_rank", f"valueCacheRef should be 4-D, got {list(vc.shape)}")
         if key.shape[:2] != value.shape[:2]:
-            fail(f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same", "kv_dims")
+            fail("kv_dims", f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same")
         pair = (0, 2) if mode == "nz" else (0, 1)
         if any(kc.shape[i] != vc.shape[i] for i in pair):
             fail(
+                "cache_dims",
                 f"dim{pair[0]} and dim{pair[1]} of keyCacheRef {list(kc.shape)} and valueCacheRef "
                 f"{list(vc.shape)} should be the same",
-                "cache_dims",
             )
     if mode in ("alibi", "rope", "omni"):
         for name in ("compressLensOptional", "seqLensOptional"):
             tensor = getattr(a, name)
             if tensor is None:
                 fail(
+                    "compress_null",
                     f"{name} is nullptr in {mode} mode; CANN 8.5 dereferences it in the tiling (a host crash), "
                     "aclnn-emu rejects the call",
-                    "compress_null",
                 )
             if tensor.ndim != 1:
-                fail(f"{name} should be 1-D, got {list(tensor.shape)}", "compress_rank")
+                fail("compress_rank", f"{name} should be 1-D, got {list(tensor.shape)}")
 
 
 def _check_dims_a2(a, mode: str) -> tuple:
@@ -161,17 +163,17 @@ def _check_dims_a2(a, mode: str) -> tuple:
     block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
     for name, v in (("numTokens", tokens), ("numHead", heads), ("kHeadSize", head_k), ("blockSize", block_size)):
         if not 0 < v <= UINT_MAX:
-            fail(f"{name} is invalid: {v}", "dims_positive")
+            fail("dims_positive", f"{name} is invalid: {v}")
     if blocks * block_size < tokens:
         fail(
-            f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
             "cache_capacity",
+            f"numBlocks * blockSize ({blocks} * {block_size}) should not be smaller than numTokens ({tokens})",
         )
     head_v = None
     if not mode.startswith("siso"):
         head_v = a.value.shape[2]
         if not 0 < head_v <= UINT_MAX:
-            fail(f"vHeadSize is invalid: {head_v}", "dims_positive")
+            fail("dims_positive", f"vHeadSize is invalid: {head_v}")
         if mode == "nz":
             _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
             _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
@@ -179,7 +181,7 @@ def _check_dims_a2(a, mode: str) -> tuple:
     if mode in ("alibi", "rope", "omni"):
         batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
         if not 0 < batches <= UINT_MAX:
-            fail(f"numBatchs is invalid: {batches}", "batches")
+            fail("batches", f"numBatchs is invalid: {batches}")
     return heads, head_k, head_v, batches
 
 
@@ -187,12 +189,12 @@ def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
     last = 32 // cache.np_dtype.itemsize
     if cache.shape[1] != token_size // last:
         fail(
+            "nz_dim1",
             f"dim1 of {name} is invalid: {cache.shape[1]}, expected {token_size // last} (num_head * head_size "
             f"/ {last})",
-            "nz_dim1",
         )
     if cache.shape[3] != last:
-        fail(f"dim3 of {name} is invalid: {cache.shape[3]}, expected {last} (32 bytes of {dtype.short})", "nz_dim3")
+        fail("nz_dim3", f"dim3 of {name} is invalid: {cache.shape[3]}, expected {last} (32 bytes of {dtype.short})")
 
 
 def _nct_attrs(a) -> tuple[int, int, int]:
@@ -201,9 +203,9 @@ def _nct_attrs(a) -> tuple[int, int, int]:
     offsets = a.offsetsOptional if a.offsetsOptional is not None else (0, 0)
     if len(strides) < 2 or len(offsets) < 2:
         fail(
+            "nct_lists",
             f"stridesOptional {list(strides)} and offsetsOptional {list(offsets)} need two entries each "
             "(CANN 8.5 reads [0] and [1] unchecked)",
-            "nct_lists",
         )
     return strides[0] & UINT_MAX, offsets[0] & UINT_MAX, offsets[1] & UINT_MAX
 

@@ -4,7 +4,7 @@ import math
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.kv_cache import scatter_arch35 as arch35
 from aclnn_emu.kernels.kv_cache.scatter_rows import hif8_window_mean
-from aclnn_emu.ops.kv_cache.common import fail
+from aclnn_emu.opdef.failures import fail
 from .entry import I32
 from .launch import _dim, _flat, _index_values
 
@@ -33,15 +33,15 @@ def _tiling_arch35(a, env):
         )
     # GetInputDtype / GetIndexDtype: the kernel lookup already made all four dtypes equal.
     if len(key) != len(value):
-        fail(f"the dim num of key {list(key)} and value {list(value)} are not the same", "kv_rank")
+        fail("kv_rank", f"the dim num of key {list(key)} and value {list(value)} are not the same")
     if len(key) not in (3, 4):
-        fail(f"the dim num of key must be 3 or 4, got {len(key)}", "key_rank")
+        fail("key_rank", f"the dim num of key must be 3 or 4, got {len(key)}")
     if len(key) == 3:
         return _normal_arch35(a, key, kc, value, vc, slot, env.part)
     if a.compressLensOptional is None or a.seqLensOptional is None:
         fail(
-            "when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
             "compress_null",
+            "when the dim num of key is 4, compressLensOptional and seqLensOptional must not be nullptr",
         )
     rope = a.compressSeqOffsetOptional is not None
     _check_compress_arch35(a, key, kc, value, vc, slot, rope)
@@ -93,9 +93,9 @@ def _check_compress_arch35(a, key, kc, value, vc, slot, rope: bool) -> None:
     for ok, message in checks:
         if not ok:
             fail(
+                "compress_dims",
                 f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
                 f"slot_mapping {list(slot)}, compress_lens {list(cl)}, seq_lens {list(lens)})",
-                "compress_dims",
             )
 
 
@@ -114,9 +114,9 @@ def _normal_arch35(a, key, kc, value, vc, slot, part):
     ):
         if not ok:
             fail(
+                "normal_dims",
                 f"{message} (key {list(key)}, value {list(value)}, key_cache {list(kc)}, value_cache {list(vc)}, "
                 f"slot_mapping {list(slot)})",
-                "normal_dims",
             )
     tokens = key[0]
     if tokens == 0:
@@ -134,7 +134,7 @@ def _normal_arch35(a, key, kc, value, vc, slot, part):
     )
     fully_loaded = need <= part.ub_bytes // size
     if not fully_loaded and len(slot) != 1:
-        fail(f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}", "slot_rank")
+        fail("slot_rank", f"slot_mapping dim num must be 1 when the tokens do not fit in UB, got {list(slot)}")
     int32_offsets = fully_loaded and a.slotMapping.dtype == I32
 
     def run():

@@ -27,7 +27,13 @@ OP = Op(
             "compressSeqOffsetOptional", optional=True, doc="Rope/Omni modes: where each batch's kept tokens start"
         ),
         TensorIn("seqLensOptional", optional=True, doc="compress modes: tokens per batch"),
-        String("cacheModeOptional", optional=True, values=CACHE_MODES, doc="cache layout (None: Norm)"),
+        String(
+            "cacheModeOptional",
+            optional=True,
+            default="PA_NZ",
+            values=CACHE_MODES,
+            doc="cache layout: Norm (ND caches; None means Norm) or PA_NZ (NZ caches)",
+        ),
         String(
             "scatterModeOptional",
             optional=True,
@@ -37,6 +43,7 @@ OP = Op(
         IntArrayIn("stridesOptional", optional=True, doc="Nct mode: strides of key and value"),
         IntArrayIn("offsetsOptional", optional=True, doc="Nct mode: offsets of key and value"),
     ],
+    defaults_from="torch_npu.npu_scatter_pa_kv_cache",
 )
 
 

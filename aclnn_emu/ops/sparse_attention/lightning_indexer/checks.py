@@ -7,10 +7,11 @@ kernels/sparse_attention/lightning_indexer; this module turns the tensors into r
 per-row key counts (kernels/sparse_attention/lightning_indexer_plan) and the key addressing.
 """
 
-from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import attr_int32, framework_checks
-from aclnn_emu.opdef.signature import Launch, OpError
+from aclnn_emu.opdef.signature import Launch
 from .entry import BLOCK_LIMIT, HEAD_DIM, SPARSE_LIMIT, INT64_MAX, KEY_LAYOUTS, OP, QUERY_LAYOUTS
 from .launch import _run
 
@@ -33,15 +34,12 @@ COMBOS = OP.kernels(
 )
 
 
-def _fail(rule: str, message: str, code=status.ACLNN_ERR_INNER_TILING_ERROR):
-    raise OpError(code, message, rule=f"tiling.{rule}")
-
-
 def _dim(tensor, i) -> int:
     return tensor.shape[i] if -tensor.ndim <= i < tensor.ndim else 0
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
@@ -56,43 +54,43 @@ def _tiling(a) -> dict:
     lk = "BSND" if a.layoutKeyOptional is None else a.layoutKeyOptional
     count, mode = attr_int32(a.sparseCount), attr_int32(a.sparseMode)  # read as int32
     if lk != "PA_BSND" and lq != lk:
-        _fail("layout_mismatch", f"under non-PA conditions, layout_query ({lq}) and layout_key ({lk}) should be equal.")
+        fail("layout_mismatch", f"under non-PA conditions, layout_query ({lq}) and layout_key ({lk}) should be equal.")
     if lk not in KEY_LAYOUTS:
-        _fail("layout_key", f"input attr layout_key only supported PA_BSND, BSND or TND, got {lk}")
+        fail("layout_key", f"input attr layout_key only supported PA_BSND, BSND or TND, got {lk}")
     if lq not in QUERY_LAYOUTS:
-        _fail("layout_query", f"input attr layout_query only supported BSND or TND, got {lq}")
+        fail("layout_query", f"input attr layout_query only supported BSND or TND, got {lq}")
     if not 0 < count <= SPARSE_LIMIT:
-        _fail("sparse_count", f"input attr sparse_count must > 0 and <= 2048, got {count}")
+        fail("sparse_count", f"input attr sparse_count must > 0 and <= 2048, got {count}")
     if mode not in (0, 3):
-        _fail("sparse_mode", f"input attr sparse_mode only supported 0 or 3, got {mode}")
+        fail("sparse_mode", f"input attr sparse_mode only supported 0 or 3, got {mode}")
     if a.preTokens != INT64_MAX:
-        _fail("pre_tokens", f"input attr pre_tokens only supported INT64_MAX, got {a.preTokens}")
+        fail("pre_tokens", f"input attr pre_tokens only supported INT64_MAX, got {a.preTokens}")
     if a.nextTokens != INT64_MAX:
-        _fail("next_tokens", f"input attr nextTokens only supported INT64_MAX, got {a.nextTokens}")
+        fail("next_tokens", f"input attr nextTokens only supported INT64_MAX, got {a.nextTokens}")
     if a.returnValues and lk == "PA_BSND":
-        _fail("return_values_pa", "when return_value is true, key layout do not support PA_BSND.")
+        fail("return_values_pa", "when return_value is true, key layout do not support PA_BSND.")
     _check_optional(a, lq, lk)
     _check_ranks(a, lq, lk)
     q, k, table = a.query, a.key, a.blockTableOptional
     n1 = _dim(q, 2 if lq == "BSND" else 1)
     n2_index = 1 if lk == "TND" else 2
     if _dim(k, n2_index) != 1:
-        _fail("n2", f"key shape[{n2_index}] is numhead, only support 1 (got {_dim(k, n2_index)})")
+        fail("n2", f"key shape[{n2_index}] is numhead, only support 1 (got {_dim(k, n2_index)})")
     if lq == "TND":
         batch = a.actualSeqLengthsQueryOptional.numel
         if batch <= 0:
-            _fail("actual_seq_q_size", "input actual_seq_lengths_query's shape size is 0, it should be greater than 0.")
+            fail("actual_seq_q_size", "input actual_seq_lengths_query's shape size is 0, it should be greater than 0.")
     else:
         batch = q.shape[0]
     if q.shape[-1] != HEAD_DIM:
-        _fail("head_dim", f"input query's last dim head_dim only support 128, got {q.shape[-1]}")
+        fail("head_dim", f"input query's last dim head_dim only support 128, got {q.shape[-1]}")
     block = 0
     if lk == "PA_BSND":
         block = k.shape[1]
         if block % 16 or block == 0 or block > BLOCK_LIMIT:
-            _fail("block_size", f"input key's block_size must be a multiple of 16 and belong to (0, 1024], got {block}")
+            fail("block_size", f"input key's block_size must be a multiple of 16 and belong to (0, 1024], got {block}")
         if k.shape[0] == 0:
-            _fail("block_count", "input key's block_count cannot be 0.")
+            fail("block_count", "input key's block_count cannot be 0.")
         s2 = table.shape[1] * block
     else:
         s2 = k.shape[0] if lk == "TND" else k.shape[1]
@@ -105,21 +103,21 @@ def _check_optional(a, lq, lk):
     table, seq_k, seq_q = a.blockTableOptional, a.actualSeqLengthsKeyOptional, a.actualSeqLengthsQueryOptional
     if lk == "PA_BSND":
         if table is None:
-            _fail("pa_block_table_null", "when layout_key is PA_BSND, input block_table must not be null")
+            fail("pa_block_table_null", "when layout_key is PA_BSND, input block_table must not be null")
         if seq_k is None:
-            _fail("pa_actual_seq_k_null", "when layout_key is PA_BSND, input actual_seq_lengths_key must not be null")
+            fail("pa_actual_seq_k_null", "when layout_key is PA_BSND, input actual_seq_lengths_key must not be null")
     elif lk == "TND" and seq_k is None:
-        _fail("tnd_actual_seq_k_null", "when layout_key is TND, input actual_seq_lengths_key must not be null")
+        fail("tnd_actual_seq_k_null", "when layout_key is TND, input actual_seq_lengths_key must not be null")
     if lq == "TND" and seq_q is None:
-        _fail("tnd_actual_seq_q_null", "when layout_query is TND, input actual_seq_lengths_query must not be null")
+        fail("tnd_actual_seq_q_null", "when layout_query is TND, input actual_seq_lengths_query must not be null")
     if lk != "PA_BSND" and table is not None:
-        _fail("block_table_not_pa", "when key layout is not PA_BSND, input block_table must be null")
+        fail("block_table_not_pa", "when key layout is not PA_BSND, input block_table must be null")
 
 
 def _check_ranks(a, lq, lk):
     """CheckShapeDim."""
     if a.blockTableOptional is not None and a.blockTableOptional.ndim != 2:
-        _fail("block_table_rank", f"the dim num of block_table's shape should be 2, got {a.blockTableOptional.ndim}")
+        fail("block_table_rank", f"the dim num of block_table's shape should be 2, got {a.blockTableOptional.ndim}")
     q_rank, k_rank = (3 if lq == "TND" else 4), (3 if lk == "TND" else 4)
     for name, tensor, rank in (
         ("key", a.key, k_rank),
@@ -128,7 +126,7 @@ def _check_ranks(a, lq, lk):
         ("weights", a.weights, q_rank - 1),
     ):
         if tensor.ndim != rank:
-            _fail(f"rank.{name}", f"the dim num of {name}'s shape should be {rank}, but now is {tensor.ndim}")
+            fail(f"rank.{name}", f"the dim num of {name}'s shape should be {rank}, but now is {tensor.ndim}")
 
 
 def _check_shapes(a, lq, lk, batch, n1, count):
@@ -137,19 +135,19 @@ def _check_shapes(a, lq, lk, batch, n1, count):
     seq_q, seq_k, table = a.actualSeqLengthsQueryOptional, a.actualSeqLengthsKeyOptional, a.blockTableOptional
     if lq == "TND":
         if lk == "TND" and seq_k.numel != batch:
-            _fail(
+            fail(
                 "tnd_batch",
                 f"TND case input actual_seq_lengths_query, actual_seq_lengths_key are {batch}, "
                 f"{seq_k.numel} respectively, they must be same.",
             )
         if lk == "PA_BSND" and (seq_k.numel != batch or table.shape[0] != batch):
-            _fail(
+            fail(
                 "tnd_batch",
                 f"TND case input actual_seq_lengths_query, actual_seq_lengths_key, block_table dim 0 "
                 f"are {batch}, {seq_k.numel}, {table.shape[0]} respectively, they must be same.",
             )
         if w.shape[0] != q.shape[0] or out.shape[0] != q.shape[0]:
-            _fail(
+            fail(
                 "tnd_t",
                 f"TND case input query, weights, sparse_indices dim 0 are {q.shape[0]}, {w.shape[0]}, "
                 f"{out.shape[0]} respectively, they must be same.",
@@ -157,49 +155,49 @@ def _check_shapes(a, lq, lk, batch, n1, count):
         n_dim = 1
     else:
         if lk == "PA_BSND" and (table.shape[0] != batch or seq_k.numel != batch):
-            _fail(
+            fail(
                 "bsnd_batch",
                 f"BSND case input query, actual_seq_lengths_key, block_table dim 0 are {batch}, "
                 f"{seq_k.numel}, {table.shape[0]} respectively, they must be same.",
             )
         if lk == "BSND" and k.shape[0] != batch:
-            _fail(
+            fail(
                 "bsnd_batch",
                 f"BSND case input query, key dim 0 are {batch}, {k.shape[0]} respectively, they must be same.",
             )
         if lk == "BSND" and seq_k is not None and seq_k.numel != batch:
-            _fail(
+            fail(
                 "bsnd_actual_seq_k",
                 f"BSND case input query, actual_seq_lengths_key dim 0 are {batch}, "
                 f"{seq_k.numel} respectively, they must be same.",
             )
         if w.shape[0] != batch or out.shape[0] != batch:
-            _fail(
+            fail(
                 "bsnd_weights_out_batch",
                 f"BSND case input query, weight, sparse_indices dim 0 are {batch}, "
                 f"{w.shape[0]}, {out.shape[0]} respectively, they must be same.",
             )
         if seq_q is not None and seq_q.numel != batch:
-            _fail(
+            fail(
                 "bsnd_actual_seq_q",
                 f"BSND case input query, actual_seq_lengths_query dim 0 are {batch}, "
                 f"{seq_q.numel} respectively, they must be same",
             )
         if w.shape[1] != q.shape[1] or out.shape[1] != q.shape[1]:
-            _fail(
+            fail(
                 "bsnd_s1",
                 f"BSND case input query, weight, sparse_indices dim 1 are {q.shape[1]}, {w.shape[1]}, "
                 f"{out.shape[1]}, they must be same.",
             )
         n_dim = 2
     if w.shape[n_dim] != n1:
-        _fail("weights_n1", f"input query, weight shape dim N1 must be same ({n1} vs {w.shape[n_dim]}).")
+        fail("weights_n1", f"input query, weight shape dim N1 must be same ({n1} vs {w.shape[n_dim]}).")
     if k.shape[-1] != HEAD_DIM:
-        _fail("key_head_dim", f"input query, key shape last dim must be same ({HEAD_DIM} vs {k.shape[-1]}).")
+        fail("key_head_dim", f"input query, key shape last dim must be same ({HEAD_DIM} vs {k.shape[-1]}).")
     if out.shape[n_dim] != 1:
-        _fail("out_n2", f"input query and output sparse_indices shape n2 dim must be same (1 vs {out.shape[n_dim]}).")
+        fail("out_n2", f"input query and output sparse_indices shape n2 dim must be same (1 vs {out.shape[n_dim]}).")
     if out.shape[n_dim + 1] != count:
-        _fail(
+        fail(
             "out_sparse_count",
             f"output sparse_indices shape last dim ({out.shape[n_dim + 1]}) must be same as attr "
             f"sparse_count ({count}).",

@@ -57,8 +57,8 @@ OP = Op(
             values=KEY_LAYOUTS,
             doc="layout of key (NULL: BSND); not PA_BSND: the same as the query's",
         ),
-        Int64("sparseCount", doc="keys kept per query token, the top-k (1..2048)"),
-        Int64("sparseMode", doc="0: every key, 3: causal (rightDownCausal)"),
+        Int64("sparseCount", default=2048, doc="keys kept per query token, the top-k (1..2048)"),
+        Int64("sparseMode", default=3, doc="0: every key, 3: causal (rightDownCausal)"),
         Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
         Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
         Bool(
@@ -77,4 +77,5 @@ OP = Op(
             doc="their index scores (returnValues), shaped like sparseIndicesOut, query's dtype (-inf: none)",
         ),
     ],
+    defaults_from="torch_npu.npu_lightning_indexer",
 )

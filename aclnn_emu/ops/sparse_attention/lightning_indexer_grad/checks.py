@@ -10,6 +10,7 @@ rows of D) and hands undefined hardware behaviour to the sanitizer.
 
 from aclnn_emu import status
 from aclnn_emu.formats import ND_LIKE
+from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from .entry import FLOATS, INT32, LAYOUTS, MAX_TOPK, OP
@@ -17,6 +18,7 @@ from .launch import _run
 
 
 INNER = status.ACLNN_ERR_INNER_NULLPTR  # what the op_api returns for any l0op failure
+l0op_failed = mapped(INNER, "")  # on prepare: infershape, kernel lookup and tiling failures
 
 
 HEAD_DIM, GROUP_NUM, HEAD_NUM_K = 128, 64, 1  # the only shape the tiling accepts
@@ -56,10 +58,6 @@ INFERRED = Gaps(
 )
 
 
-def _fail(rule: str, message: str, chips=()):
-    raise OpError(INNER, message, rule=rule, chips=chips)
-
-
 def _check_not_null(a) -> None:
     for param, source_name in REQUIRED:
         if getattr(a, param) is None:
@@ -69,27 +67,27 @@ def _check_not_null(a) -> None:
 def _check_infershape(a) -> None:
     """lightning_indexer_grad_infershape.cpp: layout, then the query rank it implies."""
     if a.layout is None:
-        _fail("layout.null", "layout must not be nullptr (CANN 8.5 does not check it and reads through it)")
+        fail("layout.null", "layout must not be nullptr (CANN 8.5 does not check it and reads through it)")
     if a.layout not in LAYOUTS:
-        _fail("layout.value", f"The attr layout_query should be TND or BSND, but got {a.layout}.")
+        fail("layout.value", f"The attr layout_query should be TND or BSND, but got {a.layout}.")
     rank = 4 if a.layout == "BSND" else 3
     if a.query.ndim != rank:
-        _fail("query.rank", f"Layout {a.layout}, queryDims ({a.query.ndim}) must be {rank}!")
+        fail("query.rank", f"Layout {a.layout}, queryDims ({a.query.ndim}) must be {rank}!")
 
 
 def _check_kernel(a, env) -> None:
     """lightning_indexer_grad_def.cpp: SoCs, paired BF16/FP16 combos, INT32 indices, ND formats."""
     if env.soc not in SOCS:
-        _fail(
+        fail(
             "soc",
             f"LightningIndexerGrad has no kernel for {env.soc}; it is registered for {' and '.join(SOCS)} only",
             chips=SOCS,
         )
     if a.query.dtype not in FLOATS:
-        _fail("dtype.query", f"query dtype {a.query.dtype.short} is not supported; expected BF16 or FLOAT16")
+        fail("dtype.query", f"query dtype {a.query.dtype.short} is not supported; expected BF16 or FLOAT16")
     for name in ("key", "dy", "weights"):
         if getattr(a, name).dtype != a.query.dtype:
-            _fail(
+            fail(
                 f"dtype.{name}",
                 f"{name} dtype {getattr(a, name).dtype.short} must equal the query dtype "
                 f"{a.query.dtype.short} (the registered kernels pair them)",
@@ -97,7 +95,7 @@ def _check_kernel(a, env) -> None:
     for name in ("spareIndices",) + SEQ_LENGTHS:
         tensor = getattr(a, name)
         if tensor is not None and tensor.dtype not in INT32:
-            _fail(
+            fail(
                 f"dtype.{name}",
                 f"{name} dtype {tensor.dtype.short} is not supported; the registered kernel takes INT32 only",
             )
@@ -111,13 +109,13 @@ def _check_tiling(a) -> tuple[int, int]:
     """lightning_indexer_grad_tiling.cpp DoTiling; returns (seqlenK, topK)."""
     key_dims = 3 if a.layout == "BSND" else 2  # tiling reads key dims 1-2 (BSND) or 0-1 (TND)
     if a.key.ndim < key_dims:
-        _fail(
+        fail(
             "key.rank",
             f"Layout {a.layout} needs key with at least {key_dims} dims, got {a.key.ndim} "
             "(CANN 8.5 would divide by a zero headNumK)",
         )
     if a.layout == "TND" and a.actucalSeqLengthsQuery is None:
-        _fail(
+        fail(
             "tnd.actual_seq_query",
             "Layout TND needs actualSeqLengthsQuery (CANN 8.5 reads its size through a null pointer)",
         )
@@ -125,7 +123,7 @@ def _check_tiling(a) -> tuple[int, int]:
     seq_k, head_num_k = a.key.shape[key_dims - 2], a.key.shape[key_dims - 1]
     group_num = head_num_q // head_num_k if head_num_k else 0
     if (head_dim, group_num, head_num_k) != (HEAD_DIM, GROUP_NUM, HEAD_NUM_K):
-        _fail(
+        fail(
             "tiling.shape",
             f"only support headDim is {HEAD_DIM}, groupNum is {GROUP_NUM}, headNumK is "
             f"{HEAD_NUM_K}, but current headDim is {head_dim}, groupNum is {group_num}, "
@@ -143,7 +141,7 @@ def _check_outputs(a, env) -> None:
             INFERRED.warn(env, "out_dtype", f"{out_name} is {out.dtype.short}, {in_name} {like.dtype.short}")
         if out.shape != like.shape:
             if out.numel != like.numel:
-                _fail(
+                fail(
                     f"out.shape.{out_name}",
                     f"{out_name} shape {list(out.shape)} cannot hold the gradient "
                     f"of {in_name}, shape {list(like.shape)}",
@@ -180,6 +178,7 @@ def workspace_size(dk_elements: int, aic_cores: int) -> int:
 
 
 @OP.prepare
+@l0op_failed
 def prepare(a, env):
     _check_not_null(a)
     if a.query.is_empty:

@@ -2,6 +2,7 @@
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.meta import INT64_MAX
 from aclnn_emu.opdef.signature import Bool, Int64, Op, String, TensorIn, TensorOut
 
 
@@ -34,13 +35,14 @@ OP = Op(
         ),
         TensorIn("actucalSeqLengthsKey", optional=True, dtypes=INT32, doc="TND: cumulative key lengths per batch"),
         Int64("headNum", doc="number of query heads N (64)"),
-        String("layout", values=LAYOUTS, doc="layout of query and key"),
-        Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
-        Int64("preTokens", doc="sliding window: left bound"),
-        Int64("nextTokens", doc="sliding window: right bound"),
+        String("layout", default="BSND", values=LAYOUTS, doc="layout of query and key"),
+        Int64("sparseMode", default=3, doc="0: no mask, 3: causal (rightDownCausal)"),
+        Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound"),
+        Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound"),
         Bool("determinstic", doc="ask for deterministic accumulation (the emulator always is)"),
         TensorOut("dQuery", like="query", doc="dL/dquery, shaped and typed like query"),
         TensorOut("dKey", like="key", doc="dL/dkey, shaped and typed like key"),
         TensorOut("dWeights", like="weights", doc="dL/dweights, shaped and typed like weights"),
     ],
+    defaults_from="torch_npu.npu_lightning_indexer_grad",
 )

@@ -8,10 +8,11 @@ kernels/sparse_attention/sparse_flash_attention.
 """
 
 import numpy as np
-from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import framework_checks
-from aclnn_emu.opdef.signature import Launch, OpError
+from aclnn_emu.opdef.signature import Launch
 from .entry import INT64_MAX, KV_LAYOUTS, OP, QUERY_LAYOUTS
 from .launch import Plan, _run
 
@@ -47,21 +48,18 @@ COMBOS = OP.kernels(
 )
 
 
-def _fail(rule: str, message: str, chips=()):
-    raise OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}", chips=chips)
-
-
 def _axis(tensor, layout: str, axis: int) -> int:
     """GetAxisNum: dim `axis` when the tensor has the layout's rank, else the invalid value (0 as uint32)."""
     return tensor.shape[axis] if tensor.ndim == RANK[layout] else 0
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
     if env.soc not in TILING_SOCS:
-        _fail(
+        fail(
             "soc",
             f"SOC Version {env.soc} is not support (the SparseFlashAttention tiling accepts Ascend910B only)",
             chips=TILING_SOCS,
@@ -75,25 +73,25 @@ def _parse(a) -> Plan:
     """SFAInfoParser::Parse: existence, layouts, then the sizes in its order (B, S2, rope dim)."""
     q, k = a.query, a.key
     if a.queryRope is None:
-        _fail("query_rope_null", "Shape of queryRope is nullptr (the tiling needs queryRope)")
+        fail("query_rope_null", "Shape of queryRope is nullptr (the tiling needs queryRope)")
     lq = "BSND" if a.layoutQuery is None else a.layoutQuery
     lk = "BSND" if a.layoutKv is None else a.layoutKv
     if lq not in QUERY_LAYOUTS:
-        _fail("layout_query", f"layoutQuery is {lq}, it is unsupported.")
+        fail("layout_query", f"layoutQuery is {lq}, it is unsupported.")
     if lk not in KV_LAYOUTS:
-        _fail("layout_kv", f"layoutKV is {lk}, it is unsupported.")
+        fail("layout_kv", f"layoutKV is {lk}, it is unsupported.")
     if lk != "PA_BSND" and lq != lk:
-        _fail("layout_mismatch", "When layoutKV is not PA_BSND, layoutKV must be the same as layoutQ.")
+        fail("layout_mismatch", "When layoutKV is not PA_BSND, layoutKV must be the same as layoutQ.")
     if lk == "PA_BSND" and k.ndim != 4:
-        _fail("pa_key_rank", f"When layoutKV is PA_BSND, kvDimNum must be 4, but now is {k.ndim}.")
+        fail("pa_key_rank", f"When layoutKV is PA_BSND, kvDimNum must be 4, but now is {k.ndim}.")
     if a.returnSoftmaxLse and lk == "PA_BSND":
-        _fail("lse_pa", "when return_softmax_lse is true, key layout do not support PA_BSND.")
+        fail("lse_pa", "when return_softmax_lse is true, key layout do not support PA_BSND.")
     if lq == "TND":
         seq = a.actualSeqLengthsQuery
         if seq is None:
-            _fail("tnd_actual_seq_q_null", "when layout of query is TND, actualSeqLengthsQuery must be provided.")
+            fail("tnd_actual_seq_q_null", "when layout of query is TND, actualSeqLengthsQuery must be provided.")
         if seq.numel <= 0:
-            _fail(
+            fail(
                 "actual_seq_q_size",
                 f"the shape size of actualSeqLengthsQuery is {seq.numel}, it should be greater than 0.",
             )
@@ -104,17 +102,17 @@ def _parse(a) -> Plan:
     if lk == "PA_BSND":
         table = a.blockTable
         if table is None:
-            _fail("pa_block_table_null", "the layout_kv is PA_BSND, blockTable must be provided.")
+            fail("pa_block_table_null", "the layout_kv is PA_BSND, blockTable must be provided.")
         if table.ndim != 2:
-            _fail("block_table_rank", f"the dim num of block_table is {table.ndim}, it should be 2.")
+            fail("block_table_rank", f"the dim num of block_table is {table.ndim}, it should be 2.")
         if table.shape[1] <= 0:
-            _fail("block_table_dim1", f"block_table's second dimension({table.shape[1]}) should be greater than 0")
+            fail("block_table_dim1", f"block_table's second dimension({table.shape[1]}) should be greater than 0")
         block = k.shape[1]
         s2 = table.shape[1] * block
     else:
         s2 = _axis(k, lk, 0 if lk == "TND" else 1)
     if q.ndim != a.queryRope.ndim:
-        _fail(
+        fail(
             "query_rope_rank",
             f"The dimensions of query and query_rope should be equal, but query has dimension "
             f"{q.ndim} while query_rope has dimension {a.queryRope.ndim}.",
@@ -142,31 +140,29 @@ def _check(a, p: Plan) -> None:
     q, k = a.query, a.key
     for name, tensor, layout in (("query", q, p.lq), ("key", k, p.lk)):
         if tensor.ndim not in (3, 4):
-            _fail(f"rank.{name}", f"{name} dimension should be 3 or 4, but got {tensor.ndim}")
+            fail(f"rank.{name}", f"{name} dimension should be 3 or 4, but got {tensor.ndim}")
         if tensor.ndim != RANK[layout]:
-            _fail(
+            fail(
                 f"layout_rank.{name}",
                 f"When layout is {layout}, {name} dimension should be {RANK[layout]}, but it's {tensor.ndim}",
             )
     if p.mode not in (0, 3):
-        _fail("sparse_mode", f"sparseMode must == 0/3, but got: {p.mode}.")
+        fail("sparse_mode", f"sparseMode must == 0/3, but got: {p.mode}.")
     bs = p.sparse_block
     if bs <= 0 or bs > 128 or bs & (bs - 1):
-        _fail(
-            "sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: {bs}."
-        )
+        fail("sparse_block_size", f"sparseBlockSize should be be in range [1, 128] and be a power of 2, but got: {bs}.")
     if a.preTokens != INT64_MAX:
-        _fail("pre_tokens", f"preTokens should be 9223372036854775807, but got: {a.preTokens}.")
+        fail("pre_tokens", f"preTokens should be 9223372036854775807, but got: {a.preTokens}.")
     if a.nextTokens != INT64_MAX:
-        _fail("next_tokens", f"nextTokens should be 9223372036854775807, but got: {a.nextTokens}.")
+        fail("next_tokens", f"nextTokens should be 9223372036854775807, but got: {a.nextTokens}.")
     if a.attentionMode == 0:
-        _fail("attention_mode_0", "In MHA/GQA situation(attentionMode=0), queryRope and keyRope should be null.")
+        fail("attention_mode_0", "In MHA/GQA situation(attentionMode=0), queryRope and keyRope should be null.")
     if a.attentionMode != 2:
-        _fail("attention_mode", f"attentionMode only support 2 (got {a.attentionMode}).")
+        fail("attention_mode", f"attentionMode only support 2 (got {a.attentionMode}).")
     if a.keyRope is None:
-        _fail("key_rope_null", "KeyRope is null, but queryRope exists, they should be both null or exist.")
+        fail("key_rope_null", "KeyRope is null, but queryRope exists, they should be both null or exist.")
     if p.lk == "PA_BSND" and a.actualSeqLengthsKv is None:
-        _fail("pa_actual_seq_kv_null", "actualSeqLengths should not be null")
+        fail("pa_actual_seq_kv_null", "actualSeqLengths should not be null")
     _check_feature(a, p)
     _check_consistency(a, p)
 
@@ -206,7 +202,7 @@ def _check_feature(a, p: Plan) -> None:
         ]
     for ok, rule, message in checks:
         if not ok:
-            _fail(rule, message)
+            fail(rule, message)
 
 
 def _compare(tensor, name, layout, **dims) -> None:
@@ -214,9 +210,9 @@ def _compare(tensor, name, layout, **dims) -> None:
     order = {"BSND": "BSND", "TND": "TND", "PA_BSND": "bsND"}[layout]
     expected = tuple(dims[c] for c in order)
     if expected[0] == 0:
-        _fail(f"shape.{name}", f"expected shape of {name} is {list(expected)}, the first dim should not be 0.")
+        fail(f"shape.{name}", f"expected shape of {name} is {list(expected)}, the first dim should not be 0.")
     if tensor.shape != expected:
-        _fail(
+        fail(
             f"shape.{name}",
             f"{name} layout is {layout}, shape is {list(tensor.shape)}, expected shape is {list(expected)}.",
         )
@@ -228,7 +224,7 @@ def _check_consistency(a, p: Plan) -> None:
     if p.lk == "PA_BSND":
         blocks = a.key.shape[0]
         if blocks <= 0:
-            _fail("pa_key_blocks", f"The first dim({blocks}) of key should be greater than 0")
+            fail("pa_key_blocks", f"The first dim({blocks}) of key should be greater than 0")
         _compare(a.value, "value", "PA_BSND", b=blocks, s=p.block, N=n2, D=p.dv)
         _compare(a.keyRope, "key_rope", "PA_BSND", b=blocks, s=p.block, N=n2, D=p.dr)
     else:
@@ -242,21 +238,21 @@ def _check_consistency(a, p: Plan) -> None:
     _compare(a.attentionOutOut, "attention_out", p.lq, B=p.b, S=p.s1, N=p.n1, T=t1, D=p.dv)
     for tensor, name in ((a.actualSeqLengthsQuery, "actualSeqLengthsQ"), (a.actualSeqLengthsKv, "actualSeqLengths")):
         if name == "actualSeqLengths" and p.lk == "TND" and tensor is None:
-            _fail(
+            fail(
                 "tnd_actual_seq_kv_null",
                 "when the layout of key and value is TND, the actualSeqLengths of key and value shoule not be empty.",
             )
         if tensor is None:
             continue
         if tensor.numel <= 0:
-            _fail(f"{name}_size", f"the shape size of {name} is {tensor.numel}, it should be greater than 0.")
+            fail(f"{name}_size", f"the shape size of {name} is {tensor.numel}, it should be greater than 0.")
         if tensor.numel != p.b:
-            _fail(f"{name}_batch", f"{name} shape size is {tensor.numel}, it should be equal to batch size[{p.b}]")
+            fail(f"{name}_batch", f"{name} shape size is {tensor.numel}, it should be equal to batch size[{p.b}]")
     table = a.blockTable
     if p.lk != "PA_BSND" and table is not None:
-        _fail("block_table_not_pa", f"when the layout_kv is {p.lk}, block_table should be null")
+        fail("block_table_not_pa", f"when the layout_kv is {p.lk}, block_table should be null")
     if p.lk == "PA_BSND" and table.shape[0] != p.b:
-        _fail(
+        fail(
             "block_table_batch", f"block_table's first dimension({table.shape[0]}) should be equal to batch size({p.b})"
         )
 

@@ -53,7 +53,7 @@ OP = Op(
         TensorIn("queryRope", optional=True, doc="MLA rope part of Q [..., N1, 64] (required: attentionMode 2)"),
         TensorIn("keyRope", optional=True, doc="MLA rope part of K [..., 1, 64] (required with queryRope)"),
         Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
-        Int64("sparseBlockSize", doc="tokens per selected key block (a power of 2, 1..128)"),
+        Int64("sparseBlockSize", default=1, doc="tokens per selected key block (a power of 2, 1..128)"),
         String("layoutQuery", default="BSND", values=QUERY_LAYOUTS, doc="layout of query (NULL: BSND)"),
         String(
             "layoutKv",
@@ -61,10 +61,10 @@ OP = Op(
             values=KV_LAYOUTS,
             doc="layout of key/value (NULL: BSND); not PA_BSND: the same as the query's",
         ),
-        Int64("sparseMode", doc="0: every selected key, 3: causal (rightDownCausal)"),
+        Int64("sparseMode", default=3, doc="0: every selected key, 3: causal (rightDownCausal)"),
         Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound (only 2^63-1)"),
         Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound (only 2^63-1)"),
-        Int64("attentionMode", doc="2: MLA-absorb (the only mode)"),
+        Int64("attentionMode", default=0, doc="2: MLA-absorb (the only mode)"),
         Bool("returnSoftmaxLse", default=False, doc="also write softmaxMaxOut and softmaxSumOut (not with PA_BSND)"),
         TensorOut("attentionOutOut", like=_attention_out, doc="the attention result, query's shape with value's D"),
         TensorOut(
@@ -76,4 +76,5 @@ OP = Op(
             "softmaxSumOut", like=_softmax_out, doc="per-row exp sum, shaped like softmaxMaxOut (returnSoftmaxLse)"
         ),
     ],
+    defaults_from="torch_npu.npu_sparse_flash_attention",
 )

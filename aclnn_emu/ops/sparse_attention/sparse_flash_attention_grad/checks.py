@@ -7,10 +7,11 @@ way the tiling reads them: every "last dim" is taken at the *query's* last index
 """
 
 import numpy as np
-from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import attr_int32, framework_checks
-from aclnn_emu.opdef.signature import Launch, OpError
+from aclnn_emu.opdef.signature import Launch
 from .entry import LAYOUTS, OP
 from .launch import Plan, SELECTED_BLOCK_COUNT, _run
 
@@ -53,17 +54,13 @@ COMBOS = OP.kernels(
 )
 
 
-def _tiling_error(message, rule):
-    return OpError(status.ACLNN_ERR_INNER_TILING_ERROR, message, rule=f"tiling.{rule}")
-
-
 def _last(tensor, rank, name, what):
     """dim[rank - 1] of ``tensor``: tiling indexes every tensor with the query's rank."""
     if not 0 < rank <= tensor.ndim:
-        raise _tiling_error(
+        fail(
+            f"rank.{name}",
             f"{name} has {tensor.ndim} dims but query has {rank}: the tiling reads "
             f"{what} from {name}'s dim {rank - 1}, which it does not have",
-            f"rank.{name}",
         )
     return tensor.shape[rank - 1]
 
@@ -74,6 +71,7 @@ def _c_div(a: int, b: int) -> int:
 
 
 @OP.prepare
+@tiling_failed
 def prepare(a, env):
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
@@ -87,39 +85,35 @@ def _tiling(a, part) -> Plan:
     rank = q.ndim
     count = _last(a.sparseIndices, rank, "sparseIndices", "the selected block count")
     if count != SELECTED_BLOCK_COUNT:
-        raise _tiling_error(
+        fail(
+            "selected_block_count",
             f"SparseFlashAttentionGrad only support selected_block_count=2048 now, but got "
             f"selected_block_count={count} (last dim of sparseIndices)",
-            "selected_block_count",
         )
     mode = attr_int32(a.sparseMode)
     if mode not in (0, 3):
-        raise _tiling_error(
-            f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}", "sparse_mode"
-        )
+        fail("sparse_mode", f"SparseFlashAttentionGrad only support sparse_mode=0 or 3, now sparse_mode={mode}")
     d, dk = _last(q, rank, "query", "head_dim"), _last(k, rank, "key", "head_dim")
     dv = _last(v, rank, "value", "head_dim")
     if d != dk:
-        raise _tiling_error(f"head_dim of Query[{d}] should be equal to head_dim of Key[{dk}]", "head_dim_qk")
+        fail("head_dim_qk", f"head_dim of Query[{d}] should be equal to head_dim of Key[{dk}]")
     if d < dv:
-        raise _tiling_error(f"head_dim of Query[{d}] can not less than head_dim of Value[{dv}]", "head_dim_v")
+        fail("head_dim_v", f"head_dim of Query[{d}] can not less than head_dim of Value[{dv}]")
     layout = "BSND" if a.layoutOptional is None else a.layoutOptional
     if layout not in LAYOUTS:
-        raise _tiling_error(
-            f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}", "layout"
-        )
+        fail("layout", f"SparseFlashAttentionGrad only support TND or BSND layout, now layout is {layout}")
     if rank != len(layout):
-        raise _tiling_error(
-            f"SparseFlashAttentionGrad layout dims is not equal to the input's dim, now the query of dim is {rank}",
+        fail(
             "layout_rank",
+            f"SparseFlashAttentionGrad layout dims is not equal to the input's dim, now the query of dim is {rank}",
         )
     dr = _rope_dim(a, rank)
     if layout == "TND":
         if a.actualSeqLengthsQueryOptional is None:
-            raise _tiling_error(
+            fail(
+                "tnd_actual_seq_q_null",
                 "layout TND needs actualSeqLengthsQueryOptional (CANN 8.5's tiling dereferences "
                 "the missing tensor and crashes the process)",
-                "tnd_actual_seq_q_null",
             )
         seq = a.actualSeqLengthsQueryOptional
         b = seq.shape[0] if seq.ndim else 1
@@ -130,14 +124,14 @@ def _tiling(a, part) -> Plan:
         b, s1, s2, n2, n1 = q.shape[0], q.shape[1], k.shape[1], k.shape[2], q.shape[2]
         t1, t2 = b * s1, b * s2
     if n2 == 0:
-        raise _tiling_error("key headNum is 0", "n2_zero")
+        fail("n2_zero", "key headNum is 0")
     g = _c_div(n1, n2)
     if g <= 0:
-        raise _tiling_error(f"g (N1 / N2) should be larger than 0, but got g={g}", "g")
+        fail("g", f"g (N1 / N2) should be larger than 0, but got g={g}")
     n1 = n2 * g
     if n2 != 1 or n1 > 128 or n1 & (n1 - 1):
-        raise _tiling_error(
-            f"SparseFlashAttentionGrad only support n2=1 and n1=1/2/4/8/16/32/64/128, but got n2={n2} n1={n1}", "heads"
+        fail(
+            "heads", f"SparseFlashAttentionGrad only support n2=1 and n1=1/2/4/8/16/32/64/128, but got n2={n2} n1={n1}"
         )
     # CheckDtypeValid (softmax dtypes, out dtype == query dtype) cannot fail here: the kernel-key
     # lookup before tiling already admits only the registered combinations.
@@ -156,38 +150,30 @@ def _rope_dim(a, rank) -> int:
         return 0
     q_dim, k_dim = _last(qr, rank, "queryRopeOptional", "Dr"), _last(kr, rank, "keyRopeOptional", "Dr")
     if q_dim != k_dim:
-        raise _tiling_error(
-            f"SparseFlashAttentionGrad headDim of qRope and kRope should be equal ({q_dim} vs {k_dim})", "rope_dim"
-        )
+        fail("rope_dim", f"SparseFlashAttentionGrad headDim of qRope and kRope should be equal ({q_dim} vs {k_dim})")
     return k_dim
 
 
 def _check_tnd_shapes(a, t1, n1, d, dv, n2, g):
     """CheckTndShapeValid: no zero sizes; softmax stats [N2, T1, G]; out like query with value's D."""
     if 0 in (t1, n1, d, dv, n2):
-        raise _tiling_error(f"input shape error, got 0 in tnd({t1},{n1},{d}) or tnd({t1},{n1},{dv})", "tnd_zero")
+        fail("tnd_zero", f"input shape error, got 0 in tnd({t1},{n1},{d}) or tnd({t1},{n1},{dv})")
     for name in ("softmaxMax", "softmaxSum"):
         shape = getattr(a, name).shape
         if len(shape) != 3:
-            raise _tiling_error(f"The shape of {name} is invalid, got {len(shape)} dimensions", f"tnd_{name}_rank")
+            fail(f"tnd_{name}_rank", f"The shape of {name} is invalid, got {len(shape)} dimensions")
         if shape != (n2, t1, g):
-            raise _tiling_error(
-                f"The shape of {name} is invalid, got {shape}, should be {(n2, t1, g)}", f"tnd_{name}_shape"
-            )
+            fail(f"tnd_{name}_shape", f"The shape of {name} is invalid, got {shape}, should be {(n2, t1, g)}")
     out, q, v = a.out.shape, a.query.shape, a.value.shape
     if len(out) != len(q) or len(out) != len(v):
-        raise _tiling_error(
-            f"The dimnum of attentionIn {len(out)} should be equal to query {len(q)} and value {len(v)}", "tnd_out_rank"
+        fail(
+            "tnd_out_rank", f"The dimnum of attentionIn {len(out)} should be equal to query {len(q)} and value {len(v)}"
         )
     for i in range(len(q) - 1):
         if out[i] != q[i]:
-            raise _tiling_error(
-                f"The dim {i} of attentionIn shape is invalid, got {out[i]}, should be {q[i]}", "tnd_out_shape"
-            )
+            fail("tnd_out_shape", f"The dim {i} of attentionIn shape is invalid, got {out[i]}, should be {q[i]}")
     if out[-1] != v[-1]:
-        raise _tiling_error(
-            f"The head_dim of attentionIn shape is invalid, got {out[-1]}, should be {v[-1]}", "tnd_out_head_dim"
-        )
+        fail("tnd_out_head_dim", f"The head_dim of attentionIn shape is invalid, got {out[-1]}, should be {v[-1]}")
 
 
 def _check_cast_tiling(d_total, dv, ub_bytes):
@@ -196,9 +182,9 @@ def _check_cast_tiling(d_total, dv, ub_bytes):
     reserved = d_align // 16 * 32
     ub_base = (ub_bytes - 2 * reserved) // 10 // 256 * 256
     if d_align <= 0 or ub_base // 2 // d_align * d_total == 0:
-        raise _tiling_error(f"qPostBaseNum is 0 (head dim {d_total} does not fit the post step)", "q_post_base")
+        fail("q_post_base", f"qPostBaseNum is 0 (head dim {d_total} does not fit the post step)")
     if dv_align <= 0 or ub_base // 2 // dv_align * dv == 0:
-        raise _tiling_error(f"vPostBaseNum is 0 (value head dim {dv} does not fit the post step)", "v_post_base")
+        fail("v_post_base", f"vPostBaseNum is 0 (value head dim {dv} does not fit the post step)")
 
 
 def workspace_size(p: Plan, part) -> int:

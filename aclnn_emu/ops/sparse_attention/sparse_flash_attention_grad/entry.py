@@ -1,6 +1,7 @@
 """aclnnSparseFlashAttentionGrad: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
+from aclnn_emu.meta import INT64_MAX
 from aclnn_emu.opdef.signature import Bool, Double, Int64, Op, String, TensorIn, TensorOut
 
 
@@ -25,10 +26,12 @@ OP = Op(
         TensorIn("keyRopeOptional", optional=True, doc="MLA rope part of K [..., N2, Dr]"),
         Double("scaleValue", doc="scale of Q·Kᵀ, usually 1/sqrt(D + Dr)"),
         Int64("sparseBlockSize", doc="tokens per selected key block (1..128)"),
-        String("layoutOptional", optional=True, values=LAYOUTS, doc="layout of the tensors (None: BSND)"),
-        Int64("sparseMode", doc="0: no mask, 3: causal (rightDownCausal)"),
-        Int64("preTokens", doc="sliding window: left bound"),
-        Int64("nextTokens", doc="sliding window: right bound"),
+        String(
+            "layoutOptional", optional=True, default="BSND", values=LAYOUTS, doc="layout of the tensors (None: BSND)"
+        ),
+        Int64("sparseMode", default=3, doc="0: no mask, 3: causal (rightDownCausal)"),
+        Int64("preTokens", default=INT64_MAX, doc="sliding window: left bound"),
+        Int64("nextTokens", default=INT64_MAX, doc="sliding window: right bound"),
         Bool("deterministic", doc="ask for deterministic accumulation (the emulator always is)"),
         TensorOut("dQueryOut", like="query", doc="dL/dquery, shaped and typed like query"),
         TensorOut("dKeyOut", like="key", doc="dL/dkey, shaped and typed like key"),
@@ -38,4 +41,5 @@ OP = Op(
         ),
         TensorOut("dKeyRopeOutOptional", optional=True, like="keyRopeOptional", doc="dL/dkeyRope (when rope is on)"),
     ],
+    defaults_from="torch_npu.npu_sparse_flash_attention_grad",
 )
