@@ -6,7 +6,8 @@ import numpy as np
 from ...dtypes import DataType
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...runtime import sanitizer
-from ...opdef.signature import Launch
+from ... import status
+from ...opdef.signature import Launch, OpError
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_arch35,
 # GatherPaKvCache's kvDtype): key, value and both caches share one of them.
