@@ -26,6 +26,8 @@ ISAS = ("auto", "avx512", "avx2", "baseline")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_DEVICE_MEMORY = 16 << 40  # each device maps its arena twice into the 47-bit address space
 MAX_DEVICE_COUNT = (1 << 31) - 1  # device ids are int32_t
+MAX_THREADS = 256
+CACHE_LEVELS = ("L1", "L2", "L3")  # data caches, per core for L1 and L2
 PREFIX = "ACLNN_EMU_"
 SUGGEST_CUTOFF = 0.85  # difflib's similarity above which a misspelt choice gets a "did you mean"
 CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
@@ -68,6 +70,25 @@ def _count(text) -> int:
     if not text.isdigit() or not 1 <= int(text) <= MAX_DEVICE_COUNT:
         raise ValueError
     return int(text)
+
+
+def _threads(text) -> int:
+    """auto (0: one per core, at most 16) or a worker count."""
+    if text.lower() == "auto":
+        return 0
+    if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+        raise ValueError
+    return int(text)
+
+
+def _cache_sizes(text) -> tuple[int, ...]:
+    """auto (()) or the L1, L2 and L3 data cache sizes, comma-separated."""
+    if text.lower() == "auto":
+        return ()
+    sizes = tuple(_size(part.strip()) for part in text.split(","))
+    if len(sizes) != len(CACHE_LEVELS):
+        raise ValueError
+    return sizes
 
 
 def _trace_file(text) -> str:
@@ -178,6 +199,24 @@ SETTINGS = (
         ISAS,
     ),
     Setting(
+        "ACLNN_EMU_THREADS",
+        "threads",
+        "auto",
+        f"auto or an integer from 1 to {MAX_THREADS}",
+        _threads,
+        "worker threads of the kernels (read at their first parallel call and at aclInit): auto is one per "
+        "core, at most 16; results are bit-identical for any count",
+    ),
+    Setting(
+        "ACLNN_EMU_CACHE_SIZES",
+        "cache_sizes",
+        "auto",
+        "auto or three sizes (bytes, optionally with K, M or G) for L1,L2,L3, e.g. 32K,512K,16M",
+        _cache_sizes,
+        "data cache sizes the kernels size their blocks by: auto reads the CPU's; others model another "
+        "machine's speed, results stay bit-identical",
+    ),
+    Setting(
         "ACLNN_EMU_PYTHONPATH",
         None,
         "",
@@ -200,6 +239,8 @@ class Config:
     device_count: int
     trace: str  # "" when off
     isa: str
+    threads: int  # 0: one per core
+    cache_sizes: tuple[int, ...]  # L1, L2, L3 bytes; () reads the CPU's
 
 
 DEFAULTS = {s.field: s.parse(s.default) if s.default else s.default for s in SETTINGS if s.field}

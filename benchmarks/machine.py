@@ -9,7 +9,9 @@ capability and threads.
 numbers of an AVX2-only machine can be reproduced on an AVX-512 one: aclnn-emu's loops
 (ACLNN_EMU_ISA), OpenBLAS's kernels (Haswell), numpy's SIMD dispatch, PyTorch's kernels with its MKL
 and oneDNN, and glibc's string functions. `--isa baseline` holds only aclnn-emu's loops to x86-64 (the others keep their own
-choice), to measure what the loops' vectorisation is worth.
+choice), to measure what the loops' vectorisation is worth. `--caches L1,L2,L3` (e.g. 32K,512K,16M,
+the per-core L1 and L2 and the L3 of an AVX2 EPYC) has aclnn-emu's loops block for those cache sizes
+(ACLNN_EMU_CACHE_SIZES), to model a core with smaller caches.
 """
 
 import ctypes
@@ -44,17 +46,23 @@ def start(parser=None):
         default="auto",
         help="run as a machine with this instruction set (see benchmarks/machine.py)",
     )
+    parser.add_argument(
+        "--caches", default="", help="L1,L2,L3 sizes for aclnn-emu's blocking, e.g. 32K,512K,16M (see machine.py)"
+    )
     args = parser.parse_args()
-    _rerun_as(args.isa)
+    _rerun_as(args.isa, args.caches)
     print(describe(), flush=True)
     return args
 
 
-def _rerun_as(isa: str) -> None:
-    """Re-run this script with the environment of `isa` (once; the re-run itself carries on)."""
-    if isa == "auto" or os.environ.get(_RERUN) == isa:
+def _rerun_as(isa: str, caches: str) -> None:
+    """Re-run this script with the environment of `isa` and `caches` (once; the re-run carries on)."""
+    wanted = f"{isa} {caches}".strip()
+    if (isa == "auto" and not caches) or os.environ.get(_RERUN) == wanted:
         return
-    env = {**os.environ, **(AS_AVX2 if isa == "avx2" else AS_BASELINE), _RERUN: isa}
+    env = {**os.environ, **{"auto": {}, "avx2": AS_AVX2, "baseline": AS_BASELINE}[isa], _RERUN: wanted}
+    if caches:
+        env["ACLNN_EMU_CACHE_SIZES"] = caches
     sys.exit(subprocess.run([sys.executable] + sys.argv, env=env).returncode)
 
 
@@ -95,13 +103,15 @@ def _torch() -> str:
 
 
 def describe() -> str:
-    from aclnn_emu.kernels import native
+    from aclnn_emu.kernels import native, parallel
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     forced = f" (forced by {os.environ[_RERUN]} run)" if _RERUN in os.environ else ""
+    caches = "/".join(f"{size >> 10}K" for size in native.cache_sizes())
     return (
         f"machine: {_cpu_model()}, {cores} cores; aclnn-emu loops {native.isa()} (CPU best "
-        f"{native.best_isa()}){forced}; BLAS {_openblas()}; {_torch()}"
+        f"{native.best_isa()}){forced}, blocked for caches {caches}, {parallel.workers()} workers; "
+        f"BLAS {_openblas()}; {_torch()}"
     )
 
 

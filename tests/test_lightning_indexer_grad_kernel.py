@@ -59,10 +59,10 @@ def test_findings_and_skipped_entries():
 def test_results_do_not_depend_on_timing():
     case = make_case(np.random.default_rng(2), BF16, "BSND", 3, batch=1, seq_q=24, seq_k=40, top_k=16)
     plan = plan_bsnd(1, 24, 40, 16, 3)
-    runs = [lightning_indexer_grad(*flat_inputs(case), plan, threads=2, chunk_rows=2) for _ in range(3)]
+    runs = [lightning_indexer_grad(*flat_inputs(case), plan, partials=2, chunk_rows=2) for _ in range(3)]
     for run in runs[1:]:
         assert all(a.tobytes() == b.tobytes() for a, b in zip(run[:3], runs[0][:3]))
-    single = lightning_indexer_grad(*flat_inputs(case), plan, threads=1)
+    single = lightning_indexer_grad(*flat_inputs(case), plan, partials=1)
     assert single[0].tobytes() == runs[0][0].tobytes() and single[2].tobytes() == runs[0][2].tobytes()
 
 
@@ -74,7 +74,7 @@ def test_memory_grows_with_the_chunk_not_the_sequence():
         inputs = flat_inputs(case)
         out = tuple(np.empty(a.shape, BF16) for a in (inputs[0], inputs[1], inputs[4]))
         tracemalloc.start()
-        lightning_indexer_grad(*inputs, plan_bsnd(1, seq_q, 512, 512, 0), out=out, threads=2)
+        lightning_indexer_grad(*inputs, plan_bsnd(1, seq_q, 512, 512, 0), out=out, partials=1)
         size = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         return size

@@ -1,14 +1,29 @@
 """The compiled loops (aclnn_emu/kernels/native.c): roundings and conversions bit-exact with real
 casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, the
-packed matmul in its documented summation order, piece copies byte-exact, and the AVX-512 / AVX2 /
-baseline builds agreeing bit for bit."""
+packed matmul in its documented summation order, piece copies byte-exact, every operator giving the
+same bytes at every ISA level and worker count, and each C source compiling on its own."""
+
+import concurrent.futures
+import fnmatch
+import json
+import os
+import pathlib
+import platform
+import shlex
+import subprocess
+import sys
+import sysconfig
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from aclnn_emu.kernels import native
+from aclnn_emu.opdef import registry
+from aclnn_emu.shim import native as shim
 from aclnn_emu.kernels.casts import BF16, cast_round
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _fp16_edges() -> np.ndarray:
@@ -600,79 +615,38 @@ def test_scatter_add_rows_adds_repeated_positions_in_order():
         native.scatter_add_rows(acc, np.array([50]), vals[:1])
 
 
-def _every_loop(rng) -> list:
-    """The outputs of every vector loop of native.c on one set of inputs with NaNs, infinities,
-    fully masked rows and fp16/bf16 midpoints."""
-    scores = (rng.standard_normal((32, 1000)) * 50).astype(np.float32)
-    scores[3, :500], scores[5, 7], scores[6, :] = -np.inf, np.nan, -np.inf
-    edges = _fp16_edges()
-    outputs = [native.scale_(edges.copy(), pre=np.float32(0.37), fp16=True, post=np.float32(0.0884))]
-    for rounding in native.ROUNDING:
-        s, state = scores.copy(), _softmax_state(32)
-        native.softmax_block_(s, *state, fp16=True, post=0.0883883, rounding=rounding)
-        outputs += [s, state[0], state[2]]
-        for b in (None, edges[::-1].copy()):
-            dst = np.empty_like(edges)
-            native.round_product(dst, edges, b, rounding)
-            outputs.append(dst)
-        grad = scores.copy()
-        probs = np.abs(rng.standard_normal(scores.shape)).astype(np.float32)
-        native.softmax_grad_(grad, probs, rng.standard_normal(32).astype(np.float32), probs * 2, rounding)
-        outputs.append(grad)
-    for lanes in (1, 8):
-        s = np.minimum(scores, 0)
-        native.softmax_probs_(s, np.zeros((32, lanes), np.float32), np.full((32, lanes), 3, np.float32), lane0=5)
-        outputs.append(s)
-    halves = rng.integers(0, 1 << 16, (64, 300)).astype(np.uint16)
-    outputs += [native.widen(halves.view(np.float16)[:, 10:]), native.widen(halves.view(BF16)[:, 10:])]
-    outputs += [native.pack_panels(halves.view(t)[:, 10:].T).data for t in (np.float16, BF16)]
-    acc = np.zeros((40, 33), np.float32)
-    native.scatter_add_rows(acc, rng.integers(0, 40, 300), rng.standard_normal((300, 33)).astype(np.float32))
-    outputs.append(acc)
-    narrowed = np.empty(edges.shape, np.float16)
-    native.narrow_fp16(narrowed, edges)
-    rescaled = np.abs(scores) + 1
-    native.rescale_add_(rescaled, np.abs(scores[:, 0]), scores)
-    a, b = rng.standard_normal((13, 200)).astype(np.float32), rng.standard_normal((200, 70)).astype(np.float32)
-    for rows in (13, 10, 11):  # rows past a multiple of 6: one, four (pair tiles), five (a padded tile)
-        outputs.append(native.matmul_panels(np.empty((rows, 50), np.float32), a[:rows], native.pack_panels(b), 9))
-    q, keys, values = _attention_operands(rng)
-    state, acc = (
-        (np.full(len(q), -np.inf, np.float32), np.zeros(len(q), np.float32)),
-        np.empty((len(q), values.n), np.float32),
+WORKER_COUNTS = (1, 2, 3)
+
+
+def _operator_digests(isa: str, workers: int) -> dict:
+    """tests/same_bits_cases.py's digests, run in a process of its own with the ISA level and
+    worker count set."""
+    env = {**os.environ, "ACLNN_EMU_ISA": isa, "ACLNN_EMU_THREADS": str(workers)}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "same_bits_cases.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    native.attention_blocks(q, keys, values, [3, 150, 300], *state, acc, acc_set=False, post=0.3, rounding="fp16_away")
-    outputs += [acc, state[0]]
-    stored = []
-    for rounding, dtype in (
-        ("fp16_away", np.float16),
-        ("fp16_even", np.float16),
-        ("bf16_away", BF16),
-        (None, np.float32),
-    ):
-        stored.append(np.empty(scores.shape, dtype))
-        native.store_rows(stored[-1], scores, np.abs(scores[:, 1]), rounding)
-        stored.append(np.empty((len(edges) // 64, 64), dtype))
-        nans = np.uint32([0x7FC00001, 0xFFFFE000, 0x7F800001, 0x7FA00000]).view(np.float32)  # payloads
-        values = np.concatenate([nans, edges[: stored[-1].size - len(nans)]]).reshape(stored[-1].shape)
-        native.store_rows(stored[-1], values, None, rounding)
-    return outputs + [narrowed, rescaled] + [x.view(f"u{x.itemsize}") for x in stored]
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
-def test_every_isa_level_gives_the_same_bits():
-    """The AVX-512, AVX2 and baseline versions (those this CPU runs) round, convert, exponentiate and
-    multiply matrices alike; only the order of a row sum's additions follows the vector width."""
+def test_every_operator_gives_the_same_bytes_at_every_isa_level_and_worker_count():
+    """Every operator of ae.ops, on row and key counts that fill no vector, block or worker evenly
+    (fp16 and bf16, bands, grouped kv heads, the decode paths), gives the same bytes at every ISA
+    level this CPU runs and with 1, 2 and 3 kernel workers."""
     levels = native.ISAS[: native.ISAS.index(native.best_isa()) + 1]
-    results = []
-    try:
-        for level in levels:
-            assert native.use_isa(level) == level
-            results.append(_every_loop(np.random.default_rng(5)))
-    finally:
-        native.use_isa("auto")
-    for other in results[1:]:
-        for got, expected in zip(other, results[0]):
-            assert got.shape == expected.shape and _same_bits(got, expected)
+    configurations = [(isa, workers) for isa in levels for workers in WORKER_COUNTS]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda c: _operator_digests(*c), configurations))
+    reference = runs[0]["digests"]
+    assert {name.split()[0] for name in reference} == {op.name for op in registry.all_ops()}
+    for (isa, workers), run in zip(configurations, runs):
+        assert run["isa"] == isa and run["workers"] in (workers, 1)  # 1: BLAS cannot be held to one thread
+        differing = [name for name in reference if run["digests"][name] != reference[name]]
+        assert not differing, f"{isa} with {workers} workers: {differing}"
 
 
 @pytest.mark.skipif(native.best_isa() == native.ISAS[-1], reason="this CPU runs every level")
@@ -683,3 +657,35 @@ def test_a_level_the_cpu_lacks_runs_the_best_it_has(capsys):
     finally:
         native.use_isa("auto")
     assert f"ACLNN_EMU_ISA=avx512: this CPU's best level is {best}" in capsys.readouterr().err
+
+
+def _compile_alone(source, tmp_path, *flags) -> subprocess.CompletedProcess:
+    """`source` (a path relative to the project root) compiled by itself, as the build compiles it."""
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    command = [*compiler, *shim.FLAGS, "-fPIC", "-Wall", "-Wno-maybe-uninitialized", "-Werror", *flags]
+    command += ["-I", str(ROOT / shim.KERNELS), "-c", str(ROOT / source), "-o", str(tmp_path / "out.o")]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("source", shim.SOURCES, ids=lambda path: path.name)
+def test_each_c_source_compiles_on_its_own(source, tmp_path):
+    result = _compile_alone(source, tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(
+    platform.machine() != "x86_64" or "clang" in (sysconfig.get_config_var("CC") or ""), reason="GCC on x86-64"
+)
+def test_a_gcc_too_old_for_the_isa_levels_is_refused_with_the_fix(tmp_path):
+    result = _compile_alone(shim.SOURCES[0], tmp_path, "-D__GNUC__=11")
+    assert result.returncode != 0
+    assert "cannot build the AVX2 and AVX-512 loops" in result.stderr
+    assert "(version " in result.stderr and "CC=gcc-12" in result.stderr
+
+
+def test_every_source_and_header_ships_as_package_data():
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11 on)
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        patterns = tomllib.load(file)["tool"]["setuptools"]["package-data"]["aclnn_emu.kernels"]
+    for path in (*shim.SOURCES, *shim.HEADERS):
+        assert any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns), path

@@ -1,11 +1,14 @@
 """The kernels' worker pool: results in order, the process's BLAS thread count left as found, and
-cancellation between items and blocks."""
+cancellation between items and blocks, the worker count from ACLNN_EMU_THREADS."""
 
+import os
 import threading
+import time
 
 import numpy as np
 import pytest
 
+from aclnn_emu import config
 from aclnn_emu.kernels import parallel
 
 
@@ -75,3 +78,20 @@ def test_checkpoint_raises_between_blocks_of_a_cancelled_task():
         parallel.map_ordered(kernel, [0])
     assert blocks == list(range(11))
     parallel.checkpoint()  # outside the task: nothing to cancel
+
+
+def test_aclnn_emu_threads_sets_the_worker_count(monkeypatch):
+    if parallel._set_local_blas_threads() is None:
+        pytest.skip("numpy's BLAS has no openblas_set_num_threads_local: one worker")
+    for text, count in (("3", 3), ("1", 1), ("auto", max(1, min(os.cpu_count() or 1, 16)))):
+        monkeypatch.setattr(config, "current", config.check({"ACLNN_EMU_THREADS": text})[0])
+        assert parallel.workers() == count
+        threads = set()
+        parallel.map_ordered(lambda i: threads.add(threading.get_ident()) or time.sleep(0.01), range(12))
+        assert len(threads) <= count
+
+
+def test_a_bad_thread_count_is_refused_with_what_is_allowed():
+    for text in ("0", "-2", "many", "257"):
+        errors = config.check({"ACLNN_EMU_THREADS": text})[1]
+        assert errors == [f"ACLNN_EMU_THREADS='{text}' is not allowed: use auto or an integer from 1 to 256"]

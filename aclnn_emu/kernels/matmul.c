@@ -1,7 +1,6 @@
 /* The attention kernels' fp32 matmuls: C = A B with B packed once into 32-column panels.
  *
- * Compiled after native.c (its ISA levels and dispatch). Every element of C is summed the same way
- * at every ISA level: chains of fused multiply-adds over CHUNK k steps each, starting from 0, whose
+ * Every element of C is summed the same way at every ISA level: chains of fused multiply-adds over CHUNK k steps each, starting from 0, whose
  * results are added in k order. The AVX-512 and AVX2 kernels differ only in how many of those sums
  * run side by side, and the baseline runs them with fmaf. So the products are bit-identical on every
  * machine and ISA level, which a BLAS (whose blocking and kernels follow the CPU) does not promise,
@@ -12,7 +11,7 @@
  * enough that this packing, and zeroing C before adding to it, cost a BLAS a fifth of its time.
  */
 
-#define PANEL 32
+#include "native.h"
 
 /* Element i of b, an array of fp16 (kind 0), bf16 (kind 1) or fp32 (kind 2) values, as fp32. */
 INLINE float element(const void *b, int64_t i, int kind) {
@@ -62,7 +61,6 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
 #define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld)
 
 #ifdef ISA_LEVELS
-#include <immintrin.h>
 #define MR_SIMD 6
 #define MR_PAIR 2
 
@@ -134,7 +132,6 @@ static void tile_baseline TILE_PARAMS {
 }
 
 #define MR_MAX 6
-#define PANEL_IN_L1 128
 
 /* Floats of the scratch aclemu_matmul_panels needs for a k of k. */
 int64_t aclemu_matmul_scratch(int64_t k) { return MR_MAX * k; }
@@ -147,8 +144,8 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
     void (*tile_fn) TILE_PARAMS = tile_baseline, (*pair_fn) TILE_PARAMS = 0;
     int mr = MR_BASELINE;
 #ifdef ISA_LEVELS
-    if (isa_in_use == ISA_AVX512) tile_fn = tile_avx512, pair_fn = pair_avx512, mr = MR_SIMD;
-    else if (isa_in_use == ISA_AVX2) tile_fn = tile_avx2, pair_fn = pair_avx2, mr = MR_SIMD;
+    if (aclemu_isa_in_use == ISA_AVX512) tile_fn = tile_avx512, pair_fn = pair_avx512, mr = MR_SIMD;
+    else if (aclemu_isa_in_use == ISA_AVX2) tile_fn = tile_avx2, pair_fn = pair_avx2, mr = MR_SIMD;
 #endif
     if (k == 0) {                                        /* empty sums: the tiles would store nothing */
         for (int64_t i = 0; i < m; ++i) memset(c + i * ldc, 0, (size_t)cols * sizeof(float));
@@ -164,9 +161,10 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
     if (rest && !pairs)
         for (int r = 0; r < mr; ++r)
             memcpy(scratch + r * k, a + (full * mr + (r < rest ? r : rest - 1)) * lda, (size_t)k * sizeof(float));
-    /* A panel of up to PANEL_IN_L1 steps (16 KiB) stays in L1 while every block of rows passes it;
-       a longer one streams from L2, then each block of rows stays while the panels pass. */
-    int panel_outer = k <= PANEL_IN_L1;
+    /* A panel that fills at most half of L1 (128 steps, 16 KiB, of a 32 KiB L1) stays there while
+       every block of rows passes it; a longer one streams from L2, then each block of rows stays
+       while the panels pass. */
+    int panel_outer = k * PANEL * (int64_t)sizeof(float) <= aclemu_l1_bytes / 2;
     for (int64_t outer = 0; outer < (panel_outer ? panels_used : blocks); ++outer)
         for (int64_t inner = 0; inner < (panel_outer ? blocks : panels_used); ++inner) {
             int64_t block = panel_outer ? inner : outer, p = p0 + (panel_outer ? outer : inner);

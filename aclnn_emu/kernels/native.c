@@ -9,23 +9,18 @@
  * The arithmetic is plain IEEE single precision, built with -ffp-contract=off so no multiply-add
  * is fused but the explicit fmaf calls: every version below (x86: AVX-512, AVX2, baseline) rounds,
  * converts and exponentiates bit-identically, and the fp16 rounding is bit-exact with a real
- * conversion. Only the order of a row sum's additions follows the vector width.
+ * conversion. Sums over a row add their terms in one order at every vector width (SUM_LANES).
  */
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
+#include "native.h"
 
-/* On x86-64 each vector loop is compiled three times, for AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
-   and the baseline, and a call runs the version aclemu_select_isa chose: by default the best the
-   CPU has, or a lower one on request (ACLNN_EMU_ISA), so an AVX2 machine's speed can be measured
-   on an AVX-512 one. Elsewhere there is one version, built for the compiler's target. */
-#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 12 || defined(__clang__))
-#define ISA_LEVELS 1
-#define ON_AVX512 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
-#define ON_AVX2 __attribute__((target("arch=x86-64-v3")))
-#endif
-enum isa { ISA_BASELINE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
-static int isa_in_use = ISA_BASELINE;
+int aclemu_isa_in_use = ISA_BASELINE;
+int64_t aclemu_l1_bytes = 32 << 10, aclemu_l2_bytes = 1 << 20;
+
+/* The cache sizes to block for from now on (kernels/native.py: the CPU's, or ACLNN_EMU_CACHE_SIZES). */
+void aclemu_set_cache_sizes(int64_t l1, int64_t l2) {
+    aclemu_l1_bytes = l1 > 4096 ? l1 : 4096;
+    aclemu_l2_bytes = l2 > 65536 ? l2 : 65536;
+}
 
 /* The best level this CPU runs. */
 int aclemu_best_isa(void) {
@@ -40,28 +35,9 @@ int aclemu_best_isa(void) {
 /* Runs `level` from now on, or the best the CPU has if that is lower; returns the level in use. */
 int aclemu_select_isa(int level) {
     int best = aclemu_best_isa();
-    isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
-    return isa_in_use;
+    aclemu_isa_in_use = level < best ? (level < ISA_BASELINE ? ISA_BASELINE : level) : best;
+    return aclemu_isa_in_use;
 }
-
-/* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
-#ifdef ISA_LEVELS
-#define DISPATCHED(name, params, args)                                                        \
-    ON_AVX512 static void name##_avx512 params { name args; }                                 \
-    ON_AVX2 static void name##_avx2 params { name args; }                                     \
-    static void name##_baseline params { name args; }                                         \
-    void aclemu_##name params {                                                               \
-        if (isa_in_use == ISA_AVX512) name##_avx512 args;                                     \
-        else if (isa_in_use == ISA_AVX2) name##_avx2 args;                                    \
-        else name##_baseline args;                                                            \
-    }
-#else
-#define DISPATCHED(name, params, args) void aclemu_##name params { name args; }
-#endif
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE uint32_t bits_of(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
-INLINE float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }
 
 /* The nearest fp16 value to x, ties to even, as an fp32, for 0 <= x < 65520 (NaN stays NaN). For
    x in [2^e, 2^(e+1)) adding sigma = 1.5 * 2^(e+13) lands where the fp32 spacing is 2^(e-10), the
@@ -131,9 +107,6 @@ INLINE float round_fp16_half_away(float x) {
     float rounded = a < FP16_MIN_NORMAL ? subnormal : (a >= 65520.0f ? INFINITY : normal);
     return x != x ? x : copysignf(rounded, x);
 }
-
-/* How a kernel narrows an fp32 result onto a lower precision's grid (kept in fp32). */
-enum rounding { KEEP_FP32 = 0, FP16_EVEN = 1, BF16_AWAY = 2, FP16_AWAY = 3, BF16_EVEN = 4 };
 
 INLINE float round_to(float x, int rounding) {
     switch (rounding) {
@@ -224,17 +197,10 @@ INLINE uint16_t fp16_bits(float x) {
     return (uint16_t)(((bits_of(x) >> 16) & 0x8000u) | h);
 }
 
-/* The fp32 value of fp16 bits h: the 15 magnitude bits moved into place read as an fp32 that is
-   2^-112 times the value (subnormals included), so one exact scaling finishes the job. */
-INLINE float fp16_value(uint16_t h) {
-    uint32_t magnitude = (uint32_t)(h & 0x7FFFu) << 13;
-    float value = float_of(magnitude) * 5.192296858534828e+33f;  /* 2^112 */
-    uint32_t special = (h & 0x7C00u) == 0x7C00u ? 0x7F800000u | magnitude : bits_of(value);
-    return float_of(((uint32_t)(h & 0x8000u) << 16) | special);
-}
-
 /* x <- (round_fp16(x * pre) if fp16 else x * pre) * post over one row; returns the row's max,
-   NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. */
+   NaN if any value is NaN, and stores its min (of the values that are not NaN) in *low. A max and
+   min do not depend on the order the values are met in, but for the sign of a zero: a max of zero
+   is returned as +0 (adding +0), so it does not follow the vector width either. */
 INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, float *low) {
     float top = -INFINITY, bottom = INFINITY;
     int nan = 0;
@@ -249,11 +215,10 @@ INLINE float prepare_row(float *x, int64_t n, float pre, int fp16, float post, f
         nan |= v != v;
     }
     *low = bottom;
-    return nan ? NAN : top;
+    return nan ? NAN : top + 0.0f;
 }
 
 #ifdef ISA_LEVELS
-#include <immintrin.h>
 /* prepare_row's fp16 case with F16C (every AVX2 and AVX-512 CPU has it): a conversion to fp16 and
    back is round_fp16 (to nearest even, infinite from 65520 on) in two instructions; the max and min
    are the same values, as is the NaN (only its payload may differ). */
@@ -278,14 +243,14 @@ ON_AVX2 static float prepare_row_f16c(float *x, int64_t n, float pre, float post
         *low = lanes[1][l] < *low ? lanes[1][l] : *low;
         any_nan |= lanes[2][l] != 0.0f;
     }
-    return any_nan ? NAN : high;
+    return any_nan ? NAN : high + 0.0f;
 }
 #endif
 
 /* prepare_row, with F16C for the fp16 case where the CPU runs it. */
 INLINE float prepare_scores(float *x, int64_t n, float pre, int fp16, float post, float *low) {
 #ifdef ISA_LEVELS
-    if (fp16 && isa_in_use != ISA_BASELINE) return prepare_row_f16c(x, n, pre, post, low);
+    if (fp16 && aclemu_isa_in_use != ISA_BASELINE) return prepare_row_f16c(x, n, pre, post, low);
 #endif
     return fp16 ? prepare_row(x, n, pre, 1, post, low) : prepare_row(x, n, pre, 0, post, low);
 }
@@ -305,46 +270,46 @@ INLINE float exp_at(const float *x, const float *t, int64_t j, float shift, int 
    check when finite.) `split`: normal and n <= SPLIT_ROW, exp_normal runs in two passes. */
 INLINE float exp_row(float *x, int64_t n, float shift, int rounding, int finite, int normal, int fp16_normal,
                      int split) {
-    float sum = 0.0f;
+    float sum[SUM_LANES] = {0};
     float t[SPLIT_ROW];
     if (split) exp_normal_split(x, t, n, shift);
     if (fp16_normal) {                   /* (exp_row_cases passes it for the fp16 roundings only) */
-#pragma omp simd reduction(+:sum)
-        for (int64_t j = 0; j < n; ++j) {
+        FOR_LANES(j, n, {
             float e = exp_at(x, t, j, shift, split, 1, 1);
-            sum += e;
+            sum[l] += e;
             x[j] = rounding == FP16_AWAY ? round_fp16_half_away_normal(e) : round_fp16_even_normal(e);
-        }
-        return sum;
+        })
+        return lanes_total(sum);
     }
     if (finite && rounding == FP16_AWAY) {
         /* Normal fp16 results (the common case) cost two integer steps here; exponentials below
            2^-14 stay as they are and, if the row has any, a second pass puts them on the 2^-24
            grid (rounding them twice would not be CAST_ROUND). */
-        float low = 1.0f;
-#pragma omp simd reduction(+:sum) reduction(min:low)
-        for (int64_t j = 0; j < n; ++j) {
+        float low[SUM_LANES];
+        for (int l = 0; l < SUM_LANES; ++l) low[l] = 1.0f;
+        FOR_LANES(j, n, {
             float e = exp_at(x, t, j, shift, split, normal, 1);
-            sum += e;
-            low = e < low ? e : low;
+            sum[l] += e;
+            low[l] = e < low[l] ? e : low[l];
             x[j] = e < FP16_MIN_NORMAL ? e : round_fp16_half_away_normal(e);
-        }
-        if (low < FP16_MIN_NORMAL) {
+        })
+        int small = 0;
+        for (int l = 0; l < SUM_LANES; ++l) small |= low[l] < FP16_MIN_NORMAL;
+        if (small) {
 #pragma omp simd
             for (int64_t j = 0; j < n; ++j)
                 x[j] = x[j] < FP16_MIN_NORMAL ? round_fp16_half_away_subnormal(x[j]) : x[j];
         }
-        return sum;
+        return lanes_total(sum);
     }
-#pragma omp simd reduction(+:sum)
-    for (int64_t j = 0; j < n; ++j) {
+    FOR_LANES(j, n, {
         float e = exp_at(x, t, j, shift, split, normal, finite);
-        sum += e;
+        sum[l] += e;
         if (rounding == FP16_EVEN) x[j] = round_fp16_nonnegative(e);
         else if (finite && rounding == BF16_AWAY) x[j] = round_bf16_half_away_number(e);
         else x[j] = round_to(e, rounding);
-    }
-    return sum;
+    })
+    return lanes_total(sum);
 }
 
 /* exp_row compiled for each case of `finite`, `normal` and `fp16_normal` (each implies the one
@@ -628,8 +593,8 @@ DISPATCHED(narrow_fp16, (uint16_t *dst, const float *src, int64_t n),
  * start h * head_stride + offsets[j] elements from `base`, each D contiguous values of kind 0 (fp16), 1
  * (bf16) or 2 (int8, dequantised as (x + offset[h][d]) * scale[h][d]). Each cache row is read once
  * and widened in registers, so the cache is never copied or widened as a whole. The generic loops,
- * the AVX2/F16C and the AVX-512 paths add the same products in different orders (the dot products
- * and the sums over rows follow each path's vector width). */
+ * the AVX2/F16C and the AVX-512 paths give the same bits: a dot product sums in SUM_LANES lanes,
+ * and a sum over rows adds row after row onto the output. */
 INLINE void decode_row(float *to, const void *base, int64_t offset, int64_t d, int kind, const float *scale,
                        const float *shift) {
     if (kind == 0) {
@@ -658,6 +623,7 @@ F16C_TARGET static inline __m256 f16c_load(const uint16_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* lanes_total of 8 lanes: halves added, then their halves, then the last two. */
 F16C_TARGET static inline float f16c_sum(__m256 v) {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -674,15 +640,16 @@ F16C_TARGET static void scores_f16c(float *scores, const float *q, int64_t heads
                 int64_t n = groups - g < 4 ? groups - g : 4;
                 const float *qs[4];
                 for (int64_t i = 0; i < 4; ++i) qs[i] = q + (h * groups + g + (i < n ? i : 0)) * d;
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                __m256 a[4][2];                 /* SUM_LANES lanes per dot product: two vectors */
+                for (int64_t i = 0; i < 4; ++i) a[i][0] = a[i][1] = _mm256_setzero_ps();
                 for (int64_t e = 0; e < d; e += 8) {
                     __m256 k = f16c_load(row + e);
-                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(qs[0] + e), k));
-                    a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(qs[1] + e), k));
-                    a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(qs[2] + e), k));
-                    a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[3] + e), k));
+                    int half = (int)(e / 8 % 2);
+                    for (int64_t i = 0; i < 4; ++i)
+                        a[i][half] = _mm256_add_ps(a[i][half], _mm256_mul_ps(_mm256_loadu_ps(qs[i] + e), k));
                 }
-                float dots[4] = {f16c_sum(a0), f16c_sum(a1), f16c_sum(a2), f16c_sum(a3)};
+                float dots[4];
+                for (int64_t i = 0; i < 4; ++i) dots[i] = f16c_sum(_mm256_add_ps(a[i][0], a[i][1]));
                 for (int64_t i = 0; i < n; ++i) scores[(h * groups + g + i) * rows + j] = dots[i];
             }
         }
@@ -700,9 +667,10 @@ F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, i
             for (int64_t e = 0; e < d; e += 16) {
                 float *out = acc + (h * groups + g) * d + e;
                 __m256 a[4][2];
-                for (int64_t i = 0; i < 4; ++i)
-                    for (int64_t c = 0; c < 2; ++c) a[i][c] = _mm256_setzero_ps();
                 int64_t width = d - e < 16 ? 1 : 2;     /* d is a multiple of 8 */
+                for (int64_t i = 0; i < 4; ++i)
+                    for (int64_t c = 0; c < 2; ++c)
+                        a[i][c] = i < n && c < width ? _mm256_loadu_ps(out + i * d + 8 * c) : _mm256_setzero_ps();
                 for (int64_t j = 0; j < rows; ++j) {
                     const uint16_t *row = base + head_stride * h + offsets[j] + e;
                     __m256 v0 = f16c_load(row), v1 = width == 2 ? f16c_load(row + 8) : _mm256_setzero_ps();
@@ -713,10 +681,7 @@ F16C_TARGET static void values_f16c(float *acc, const float *p, int64_t heads, i
                     }
                 }
                 for (int64_t i = 0; i < n; ++i)
-                    for (int64_t c = 0; c < width; ++c) {
-                        float *to = out + i * d + 8 * c;
-                        _mm256_storeu_ps(to, _mm256_add_ps(_mm256_loadu_ps(to), a[i][c]));
-                    }
+                    for (int64_t c = 0; c < width; ++c) _mm256_storeu_ps(out + i * d + 8 * c, a[i][c]);
             }
         }
 }
@@ -728,7 +693,10 @@ AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx5
         float *out0, float *out1, const float *w0, const float *w1, const uint16_t *base, const int64_t *offsets,
         int64_t rows, const int64_t vecs) {
     __m512 a0[8], a1[8];
-    for (int64_t c = 0; c < vecs; ++c) a0[c] = a1[c] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < vecs; ++c) {
+        a0[c] = _mm512_loadu_ps(out0 + 16 * c);
+        a1[c] = out1 ? _mm512_loadu_ps(out1 + 16 * c) : _mm512_setzero_ps();
+    }
     for (int64_t j = 0; j < rows; ++j) {
         const uint16_t *row = base + offsets[j];
         __m512 b0 = _mm512_set1_ps(w0[j]), b1 = _mm512_set1_ps(w1[j]);
@@ -739,8 +707,8 @@ AVX512_TARGET __attribute__((always_inline)) static inline void values_pair_avx5
         }
     }
     for (int64_t c = 0; c < vecs; ++c) {
-        _mm512_storeu_ps(out0 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out0 + 16 * c), a0[c]));
-        if (out1) _mm512_storeu_ps(out1 + 16 * c, _mm512_add_ps(_mm512_loadu_ps(out1 + 16 * c), a1[c]));
+        _mm512_storeu_ps(out0 + 16 * c, a0[c]);
+        if (out1) _mm512_storeu_ps(out1 + 16 * c, a1[c]);
     }
 }
 
@@ -770,29 +738,18 @@ INLINE void decode_scores_loops(float *scores, const float *q, int64_t heads, in
         const float *sc = scale ? scale + h * d : 0, *sh = shift ? shift + h * d : 0;
         for (int64_t j = 0; j < rows; ++j) {
             decode_row(row, base, head_stride * h + offsets[j], d, kind, sc, sh);
-            int64_t g = 0;
-            for (; g + 4 <= groups; g += 4) {     /* four query rows per pass over the key row */
-                const float *q0 = q + (h * groups + g) * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
-                float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
-#pragma omp simd reduction(+:d0, d1, d2, d3)
-                for (int64_t e = 0; e < d; ++e) {
-                    d0 += q0[e] * row[e];
-                    d1 += q1[e] * row[e];
-                    d2 += q2[e] * row[e];
-                    d3 += q3[e] * row[e];
-                }
-                float *to = scores + (h * groups + g) * rows + j;
-                to[0] = d0;
-                to[rows] = d1;
-                to[2 * rows] = d2;
-                to[3 * rows] = d3;
-            }
-            for (; g < groups; ++g) {
-                const float *qg = q + (h * groups + g) * d;
-                float dot = 0.0f;
-#pragma omp simd reduction(+:dot)
-                for (int64_t e = 0; e < d; ++e) dot += qg[e] * row[e];
-                scores[(h * groups + g) * rows + j] = dot;
+            for (int64_t g = 0; g < groups; g += 4) {   /* up to four query rows per pass over the key row */
+                int64_t n = groups - g < 4 ? groups - g : 4;
+                const float *qs[4];
+                for (int64_t i = 0; i < 4; ++i) qs[i] = q + (h * groups + g + (i < n ? i : 0)) * d;
+                float lanes[4][SUM_LANES] = {{0}};
+                FOR_LANES(e, d, {
+                    lanes[0][l] += qs[0][e] * row[e];
+                    lanes[1][l] += qs[1][e] * row[e];
+                    lanes[2][l] += qs[2][e] * row[e];
+                    lanes[3][l] += qs[3][e] * row[e];
+                })
+                for (int64_t i = 0; i < n; ++i) scores[(h * groups + g + i) * rows + j] = lanes_total(lanes[i]);
             }
         }
     }
@@ -808,7 +765,7 @@ void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t 
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift) {
 #ifdef ISA_LEVELS
-    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+    if (aclemu_isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
         scores_f16c(scores, q, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
@@ -858,11 +815,11 @@ void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t gro
                           const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
                           const float *scale, const float *shift) {
 #ifdef ISA_LEVELS
-    if (isa_in_use == ISA_AVX512 && kind == 0 && (d == 64 || d == 128)) {
+    if (aclemu_isa_in_use == ISA_AVX512 && kind == 0 && (d == 64 || d == 128)) {
         values_avx512(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
-    if (isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
+    if (aclemu_isa_in_use >= ISA_AVX2 && kind == 0 && d % 8 == 0) {
         values_f16c(acc, p, heads, groups, (const uint16_t *)base, offsets, head_stride, rows, d);
         return;
     }
@@ -954,7 +911,7 @@ INLINE void store_rows(void *dst, int64_t dst_stride, const float *src, const fl
     for (int64_t i = 0; i < rows; ++i) {
         void *to = (char *)dst + i * dst_stride * size;
 #ifdef ISA_LEVELS
-        if ((rounding == FP16_AWAY || rounding == FP16_EVEN) && isa_in_use != ISA_BASELINE) {
+        if ((rounding == FP16_AWAY || rounding == FP16_EVEN) && aclemu_isa_in_use != ISA_BASELINE) {
             store_row_f16c((uint16_t *)to, src + i * cols, divisor ? divisor[i] : 1.0f, divisor != 0, cols, rounding);
             continue;
         }

@@ -1,11 +1,13 @@
 """numpy-facing entry points of the compiled loops in native.c, matmul.c and attention_blocks.c (built by
-`pip install`, aclnn_emu/shim/native.py).
+`pip install`, aclnn_emu/shim/native.py). The constants shared with them come from native_api.h
+through cffi.
 
 The C functions work in place on raw pointers, so every wrapper first checks what it hands over:
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
 parallel.
 """
 
+import pathlib
 import threading
 
 import ml_dtypes
@@ -31,16 +33,28 @@ class _NotBuilt:
 
 try:
     from aclnn_emu.kernels._native import ffi, lib
-except ImportError as error:
-    ffi = lib = _NotBuilt(error)
 
-# The instruction-set levels of the loops (native.c compiles each loop once per level on x86-64).
+    lib.ROW_PAD, lib.aclemu_set_cache_sizes  # (missing from an extension built from older sources)
+except (ImportError, AttributeError) as error:
+    ffi = lib = _NotBuilt(ImportError(str(error)))
+_BUILT = not isinstance(lib, _NotBuilt)
+
+
+def _constant(name: str):
+    """native_api.h's constant `name` (None until the extension is built, when nothing runs)."""
+    return getattr(lib, name) if _BUILT else None
+
+
+# The instruction-set levels of the loops, lowest first (native.c compiles each loop once per level
+# on x86-64), and their numbers in native_api.h.
 ISAS = ("baseline", "avx2", "avx512")
+_LEVEL = {name: _constant("ISA_" + name.upper()) for name in ISAS}
+_NAME = {level: name for name, level in _LEVEL.items()}
 
 
 def best_isa() -> str:
     """The highest level this CPU runs."""
-    return ISAS[lib.aclemu_best_isa()]
+    return _NAME[lib.aclemu_best_isa()]
 
 
 def isa() -> str:
@@ -52,19 +66,48 @@ def use_isa(name: str) -> str:
     """Run the loops at level `name` ("auto": the best the CPU has) from now on, or at the best the CPU
     has if that is lower; returns the level in use. Results are bit-identical at every level."""
     global _in_use
-    _in_use = ISAS[lib.aclemu_select_isa(len(ISAS) - 1 if name == "auto" else ISAS.index(name))]
+    _in_use = _NAME[lib.aclemu_select_isa(_LEVEL[ISAS[-1] if name == "auto" else name])]
     if name not in ("auto", _in_use):
         config.warn_once(f"ACLNN_EMU_ISA={name}: this CPU's best level is {_in_use}, which runs instead")
     return _in_use
 
 
+# What the loops block for when the CPU does not say (a core of the AVX2 servers benchmarked).
+FALLBACK_CACHES = (32 << 10, 512 << 10, 16 << 20)
+
+
+def detected_cache_sizes() -> tuple[int, int, int]:
+    """The L1 and L2 data cache sizes of a core and the L3's, as Linux reports them for CPU 0."""
+    found = {}
+    for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level, kind, size = ((index / name).read_text().strip() for name in ("level", "type", "size"))
+            if kind in ("Data", "Unified"):  # sizes read "32K", "1024K", "32768K"
+                found[int(level)] = int(size.rstrip("KM")) << (20 if size.endswith("M") else 10)
+        except (OSError, ValueError):
+            continue
+    return tuple(found.get(level) or fallback for level, fallback in zip((1, 2, 3), FALLBACK_CACHES))
+
+
+def cache_sizes() -> tuple[int, int, int]:
+    """The cache sizes the loops block for: ACLNN_EMU_CACHE_SIZES, else the CPU's."""
+    return config.current.cache_sizes or detected_cache_sizes()
+
+
 _in_use = "baseline"
-if not isinstance(lib, _NotBuilt):
+if _BUILT:
     use_isa(config.current.isa)
+    lib.aclemu_set_cache_sizes(*cache_sizes()[:2])
 
 # How results are narrowed onto a lower precision's grid (kept in fp32): None keeps fp32;
 # "even" is round to nearest even (a real conversion, CAST_RINT), "away" CAST_ROUND (ties away from zero).
-ROUNDING = {None: 0, "fp16_even": 1, "bf16_away": 2, "fp16_away": 3, "bf16_even": 4}
+ROUNDING = {
+    None: _constant("KEEP_FP32"),
+    "fp16_even": _constant("FP16_EVEN"),
+    "bf16_away": _constant("BF16_AWAY"),
+    "fp16_away": _constant("FP16_AWAY"),
+    "bf16_even": _constant("BF16_EVEN"),
+}
 _WIDENED = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
 
 
@@ -191,7 +234,8 @@ def rescale_add_(acc: np.ndarray, alpha: np.ndarray, add: np.ndarray) -> None:
     )
 
 
-PANEL = 32  # columns per panel of a packed right-hand operand (matmul.c)
+PANEL = _constant("PANEL")  # columns per panel of a packed right-hand operand (matmul.c)
+ROW_PAD = _constant("ROW_PAD")  # floats after each row of a score block (attention_blocks.c)
 
 
 class Panels:

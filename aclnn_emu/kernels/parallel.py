@@ -1,4 +1,6 @@
-"""Worker threads for the kernels: one per core, each with a single-threaded BLAS.
+"""Worker threads for the kernels: one per core (or ACLNN_EMU_THREADS), each with a single-threaded
+BLAS. Kernels split their work into pieces that do not depend on the worker count and combine
+partial results in a fixed order, so any count gives the same bits.
 
 numpy releases the GIL inside matmul and most elementwise loops, so independent pieces of work
 (heads, row chunks) run in parallel on plain threads. OpenBLAS would also fan every matmul out to
@@ -25,6 +27,8 @@ import functools
 import os
 import queue
 import threading
+
+from aclnn_emu import config
 
 _lock = threading.Lock()
 _pool = None
@@ -95,21 +99,30 @@ def _set_local_blas_threads():
 
 
 def workers() -> int:
-    """How many pieces of work run at once."""
-    return max(1, min(os.cpu_count() or 1, 16)) if _set_local_blas_threads() is not None else 1
+    """How many pieces of work run at once: ACLNN_EMU_THREADS, by default one per core (at most 16);
+    1 where BLAS cannot be held to one thread per worker."""
+    if _set_local_blas_threads() is None:
+        return 1
+    return config.current.threads or max(1, min(os.cpu_count() or 1, 16))
 
 
 class _Pool:
     """Daemon threads, each with a single-threaded BLAS, taking jobs from one queue. Idle threads
     wait outside Python code, so neither process exit nor fork finds one inside BLAS."""
 
-    def __init__(self, size: int):
-        self.size = size
+    def __init__(self):
+        self.size = 0
         self._jobs = queue.SimpleQueue()
-        ready = threading.Barrier(size + 1)
-        for i in range(size):
+
+    def grow(self, size: int) -> None:
+        """At least `size` threads (the setting may rise at aclInit)."""
+        if size <= self.size:
+            return
+        ready = threading.Barrier(size - self.size + 1)
+        for i in range(self.size, size):
             threading.Thread(target=self._serve, args=(ready,), name=f"aclnn-emu-kernel-{i}", daemon=True).start()
         ready.wait()  # each has set its BLAS thread count before the caller restores the process's
+        self.size = size
 
     def _serve(self, ready: threading.Barrier) -> None:
         _worker.active = True
@@ -174,16 +187,22 @@ def map_ordered(fn, items) -> list:
     use cannot deadlock the pool."""
     global _pool
     items = list(items)
-    if len(items) <= 1 or workers() == 1 or getattr(_worker, "active", False):
-        batch = _Batch(fn, items, current_token(), runners=1)
+    count = workers()
+    if getattr(_worker, "active", False) or (len(items) <= 1 and count > 1):
+        batch = _Batch(fn, items, current_token(), runners=1)  # (BLAS as the caller has it)
         batch.run()
         return batch.outcome()
     with _single_threaded_blas():
+        if count == 1:  # one worker: the calling thread, its BLAS on one core too
+            batch = _Batch(fn, items, current_token(), runners=1)
+            batch.run()
+            return batch.outcome()
         with _lock:
             if _pool is None:
-                _pool = _Pool(workers())
+                _pool = _Pool()
+            _pool.grow(count)
             pool = _pool
-        runners = min(pool.size, len(items))
+        runners = min(count, len(items))
         batch = _Batch(fn, items, current_token(), runners)
         for _ in range(runners):
             pool.submit(batch.run)
@@ -195,6 +214,9 @@ def _single_threaded_blas():
     """BLAS thread count 1 while the block runs, restored when the last concurrent user leaves."""
     global _blas_users, _blas_threads_before
     set_threads = _set_local_blas_threads()
+    if set_threads is None:
+        yield
+        return
     with _blas_lock:
         if _blas_users == 0:
             _blas_threads_before = set_threads(1)
@@ -211,6 +233,43 @@ def _single_threaded_blas():
 def run_all(fn, tasks) -> None:
     """Call fn(*task) for every task on the workers."""
     map_ordered(lambda task: fn(*task), tasks)
+
+
+class OrderedCommit:
+    """Lets tasks 0, 1, 2, ... run a critical section strictly in task order: workers compute
+    partial results in parallel and add them to shared fp32 sums one after another, so the sums do
+    not depend on thread timing or the worker count (the NPU's atomic adds do; the emulator need not)."""
+
+    def __init__(self):
+        self._next = 0
+        self._cond = threading.Condition()
+
+    def run(self, task: int, compute, commit):
+        """``commit(compute())``, the commits of all tasks strictly in task order.
+
+        Computations overlap freely; the turn passes on even when one fails, so no later task
+        waits forever. (map_ordered hands tasks out in order, so every earlier task is running.)
+        """
+        try:
+            item = compute()
+        except BaseException:
+            self._wait(task)
+            self._pass(task)
+            raise
+        self._wait(task)
+        try:
+            commit(item)
+        finally:
+            self._pass(task)
+
+    def _wait(self, task: int):
+        with self._cond:
+            self._cond.wait_for(lambda: self._next == task)
+
+    def _pass(self, task: int):
+        with self._cond:
+            self._next = task + 1
+            self._cond.notify_all()
 
 
 def split(items: list, parts: int) -> list[list]:

@@ -8,7 +8,21 @@ from ..functions import function
 from ..opdef.registry import by_name
 
 FlashAttentionScoreV2 = function(by_name("FlashAttentionScoreV2"))
+FlashAttentionScore = function(by_name("FlashAttentionScore"))
+FlashAttentionScoreV3 = function(by_name("FlashAttentionScoreV3"))
+FlashAttentionVarLenScore = function(by_name("FlashAttentionVarLenScore"))
+FlashAttentionVarLenScoreV2 = function(by_name("FlashAttentionVarLenScoreV2"))
+FlashAttentionVarLenScoreV3 = function(by_name("FlashAttentionVarLenScoreV3"))
+FlashAttentionVarLenScoreV4 = function(by_name("FlashAttentionVarLenScoreV4"))
+FlashAttentionVarLenScoreV5 = function(by_name("FlashAttentionVarLenScoreV5"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
+FlashAttentionScoreGrad = function(by_name("FlashAttentionScoreGrad"))
+FlashAttentionScoreGradV3 = function(by_name("FlashAttentionScoreGradV3"))
+FlashAttentionUnpaddingScoreGrad = function(by_name("FlashAttentionUnpaddingScoreGrad"))
+FlashAttentionUnpaddingScoreGradV2 = function(by_name("FlashAttentionUnpaddingScoreGradV2"))
+FlashAttentionUnpaddingScoreGradV3 = function(by_name("FlashAttentionUnpaddingScoreGradV3"))
+FlashAttentionUnpaddingScoreGradV4 = function(by_name("FlashAttentionUnpaddingScoreGradV4"))
+FlashAttentionUnpaddingScoreGradV5 = function(by_name("FlashAttentionUnpaddingScoreGradV5"))
 PromptFlashAttention = function(by_name("PromptFlashAttention"))
 PromptFlashAttentionV2 = function(by_name("PromptFlashAttentionV2"))
 PromptFlashAttentionV3 = function(by_name("PromptFlashAttentionV3"))
@@ -25,7 +39,21 @@ GatherPaKvCache = function(by_name("GatherPaKvCache"))
 
 __all__ = [
     "FlashAttentionScoreV2",
+    "FlashAttentionScore",
+    "FlashAttentionScoreV3",
+    "FlashAttentionVarLenScore",
+    "FlashAttentionVarLenScoreV2",
+    "FlashAttentionVarLenScoreV3",
+    "FlashAttentionVarLenScoreV4",
+    "FlashAttentionVarLenScoreV5",
     "FlashAttentionScoreGradV2",
+    "FlashAttentionScoreGrad",
+    "FlashAttentionScoreGradV3",
+    "FlashAttentionUnpaddingScoreGrad",
+    "FlashAttentionUnpaddingScoreGradV2",
+    "FlashAttentionUnpaddingScoreGradV3",
+    "FlashAttentionUnpaddingScoreGradV4",
+    "FlashAttentionUnpaddingScoreGradV5",
     "PromptFlashAttention",
     "PromptFlashAttentionV2",
     "PromptFlashAttentionV3",

@@ -219,7 +219,7 @@ def event_elapsed_ms(start: int, end: int) -> float:
             "both events must be recorded and complete before aclrtEventElapsedTime",
             rule="event.incomplete",
         )
-    return float((b.timestamp - a.timestamp) * 1000.0)
+    return float((b.timestamp - a.timestamp) * 1000.0)  # type: ignore[operator]  # both checked above
 
 
 def stream_wait_event(stream: int, event: int) -> None:
@@ -474,7 +474,7 @@ def memcpy_batch(copies: list[tuple[int, int, int, int]], reserved_clear: bool, 
             else:
                 memcpy_async(dst, dest_max, src, size, 4, stream)
         except AclError as exc:
-            exc.failed_index = i
+            exc.failed_index = i  # type: ignore[attr-defined]  # aclrtMemcpyBatch's failIndex
             raise
 
 

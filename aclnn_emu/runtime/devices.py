@@ -12,6 +12,7 @@ default stream is torn down by force like the rest.
 """
 
 import threading
+from typing import Literal, overload
 
 from .. import config, status
 from . import handles
@@ -40,7 +41,10 @@ class Context:
         is being torn down."""
         with _lock:
             if not self.closed:
-                (self.streams if isinstance(item, Stream) else self.events).add(item)
+                if isinstance(item, Stream):
+                    self.streams.add(item)
+                else:
+                    self.events.add(item)
                 return
         handles.release(item.handle)
         raise AclError(
@@ -68,7 +72,7 @@ class Context:
     def release_handles(self) -> None:
         """The context's own handle and those of its streams and events die."""
         with _lock:
-            items = [self, self.default_stream, *self.streams, *self.events]
+            items: list[Context | Stream | Event] = [self, self.default_stream, *self.streams, *self.events]
         for item in items:
             handles.release(item.handle)
 
@@ -155,6 +159,10 @@ def reset_device(device_id: int) -> None:
         _thread.context = None
 
 
+@overload
+def current_context(required: Literal[True] = True) -> Context: ...
+@overload
+def current_context(required: bool) -> Context | None: ...
 def current_context(required: bool = True) -> Context | None:
     ctx = getattr(_thread, "context", None)
     if ctx is not None and handles.lookup(ctx.handle, Context) is None:

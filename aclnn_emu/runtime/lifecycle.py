@@ -45,7 +45,7 @@ def _before_fork() -> None:
 
 def _after_fork_in_child() -> None:
     for module in (handles, sanitizer):  # their only state a thread could hold is a lock
-        module._lock = threading.Lock()
+        setattr(module, "_lock", threading.Lock())
     parallel.forget_after_fork()
     trace.forget_after_fork()
     streams.forget_after_fork()

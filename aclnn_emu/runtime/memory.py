@@ -316,7 +316,7 @@ class DeviceMemory:
                 rule="memory.outside",
             )
         buf = (ctypes.c_char * nbytes).from_address(self.host_address(addr))
-        return np.frombuffer(buf, dtype=np.uint8)
+        return np.frombuffer(buf, dtype=np.uint8)  # type: ignore[call-overload]  # a ctypes array is a buffer
 
     def reset(self) -> None:
         """Forget every allocation and give all pages back (aclFinalize)."""

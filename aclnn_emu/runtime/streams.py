@@ -280,7 +280,7 @@ class Event:
         self._completed = 0  # latest generation a stream has reached
         self._cleared = 0  # records up to this generation were reset
         self._aborted: set[int] = set()  # generations whose record was cancelled with its stream
-        self.timestamp = None  # perf_counter at completion
+        self.timestamp: float | None = None  # perf_counter at completion
 
     def record(self, stream: Stream) -> None:
         with self._cond:

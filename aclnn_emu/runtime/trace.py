@@ -56,8 +56,8 @@ _lock = threading.Lock()  # guards _writer and everything it holds
 _writer = None
 _local = threading.local()  # .open: the slices open on this thread, innermost last: [tid, args, ...]
 _flows = itertools.count(1)
-_kernels = weakref.WeakKeyDictionary()  # executor -> its operator's description (phase 1)
-_records = weakref.WeakKeyDictionary()  # event -> {generation: (tid, ns) of its record}
+_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> its operator's description (phase 1)
+_records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event -> {generation: (tid, ns) of its record}
 KEPT_RECORDS = 64  # records of one event a wait may still refer to (waits target recent ones)
 _T0 = time.perf_counter_ns()
 _pid = os.getpid()  # getpid is a system call; this one is renewed in a forked child
@@ -74,11 +74,11 @@ class _Writer:
         self.setting = setting  # the ACLNN_EMU_TRACE value it came from
         self.path = path
         self.child = child
-        self.pending = []
-        self.named = set()  # tids whose thread_name record is in this file
-        self.streams = {}  # stream handle -> its number in this file
-        self.names = {}  # tid of a stream track -> (name, sort index)
-        self.fd = None
+        self.pending: list[dict] = []
+        self.named: set[int] = set()  # tids whose thread_name record is in this file
+        self.streams: dict[int, int] = {}  # stream handle -> its number in this file
+        self.names: dict[int, tuple] = {}  # tid of a stream track -> (name, sort index)
+        self.fd: int | None = None
         self.end = 0  # offset of the trailer: the next events go there
         self.written = 0
 
@@ -99,6 +99,7 @@ class _Writer:
             events.insert(0, _process_name())
         elif not events:
             return
+        assert self.fd is not None
         text = json.dumps(events, separators=(",", ":"), default=str)[1:-1]  # one call: twice as fast
         data = ((",\n" if self.written and events else "") + text).encode()
         os.pwrite(self.fd, data + TRAILER, self.end)

@@ -105,7 +105,7 @@ class Region:
 
     def array(self, addr: int, nbytes: int) -> np.ndarray:
         self.require_mapped(addr, nbytes, "access", status.ACL_ERROR_RT_AICORE_EXCEPTION)
-        return np.frombuffer((ctypes.c_char * nbytes).from_address(self.host_address(addr)), dtype=np.uint8)
+        return np.frombuffer((ctypes.c_char * nbytes).from_address(self.host_address(addr)), dtype=np.uint8)  # type: ignore[call-overload]
 
 
 class Reservation(Region):

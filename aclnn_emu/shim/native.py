@@ -1,5 +1,7 @@
-"""Build aclnn_emu.kernels._native, the compiled inner loops of the kernels (aclnn_emu/kernels/native.c,
-then matmul.c, which uses native.c's ISA dispatch, and attention_blocks.c, which strings both together).
+"""Build aclnn_emu.kernels._native, the compiled inner loops of the kernels: the C sources in
+aclnn_emu/kernels (native.c, matmul.c, attention_blocks.c), each compiled on its own against
+native.h, and the interface native_api.h, which is also cffi's declarations, so every constant the
+Python side needs (lib.PANEL, lib.FP16_EVEN, ...) is read from the C.
 
 setup.py hands `ffi` to cffi's setuptools integration (`cffi_modules`), so `pip install .` and
 `pip install -e .` compile it like any other extension module.
@@ -9,48 +11,11 @@ import pathlib
 
 import cffi
 
-KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
-SOURCES = (KERNELS / "native.c", KERNELS / "matmul.c", KERNELS / "attention_blocks.c")
-DECLARATIONS = """
-int aclemu_best_isa(void);
-int aclemu_select_isa(int level);
-void aclemu_scale_scores(float *x, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post);
-void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, float pre, int fp16, float post,
-                          float *row_max, float *row_sum, float *alpha, int rounding);
-void aclemu_rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols);
-void aclemu_store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
-                       int64_t cols, int rounding);
-void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
-                          int64_t lanes, int64_t lane0);
-void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding);
-void aclemu_softmax_grad(float *grad, const float *probs, const float *keep, const float *dsum,
-                         int64_t rows, int64_t cols, int rounding);
-void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
-                        int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
-                        int64_t src_stride);
-void aclemu_widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t src_row_stride,
-                  int64_t dst_row_stride, int kind);
-void aclemu_scatter_add_rows(float *acc, int64_t acc_stride, const int64_t *pos, const float *vals, int64_t n,
-                             int64_t cols);
-void aclemu_narrow_fp16(uint16_t *dst, const float *src, int64_t n);
-void aclemu_decode_scores(float *scores, const float *q, int64_t heads, int64_t groups, const void *base,
-                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
-                          const float *scale, const float *shift);
-void aclemu_decode_values(float *acc, const float *p, int64_t heads, int64_t groups, const void *base,
-                          const int64_t *offsets, int64_t head_stride, int64_t rows, int64_t d, int kind,
-                          const float *scale, const float *shift);
-void aclemu_pack_panels(float *out, const void *b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride,
-                        int kind);
-int64_t aclemu_matmul_scratch(int64_t k);
-void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
-                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch);
-int64_t aclemu_attention_work(int64_t d, int64_t dv, int64_t max_cols);
-void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t d,
-                             const float *keys, int64_t key_stride, const float *values, int64_t value_stride,
-                             int64_t dv, const int64_t *bounds, int64_t blocks, float pre, int fp16, float post,
-                             int rounding, int zero_unseen, float *row_max, float *row_sum, float *acc,
-                             int acc_set, float *work);
-"""
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent  # setup.py's folder, where setuptools runs
+KERNELS = pathlib.Path("aclnn_emu", "kernels")  # (setuptools takes paths relative to ROOT only)
+SOURCES = tuple(KERNELS / name for name in ("native.c", "matmul.c", "attention_blocks.c"))
+HEADERS = (KERNELS / "native.h", KERNELS / "native_api.h")
+DECLARATIONS = (ROOT / HEADERS[1]).read_text()
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version
 # rounds identically; -fno-trapping-math: no FP exception is ever observed, so the compare-and-select
 # roundings vectorise without AVX-512's masks too (results unchanged); -fopenmp-simd: the `omp simd`
@@ -59,4 +24,11 @@ FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-
 
 ffi = cffi.FFI()
 ffi.cdef(DECLARATIONS)
-ffi.set_source("aclnn_emu.kernels._native", "\n".join(path.read_text() for path in SOURCES), extra_compile_args=FLAGS)
+ffi.set_source(
+    "aclnn_emu.kernels._native",
+    '#include "native.h"',
+    sources=[path.as_posix() for path in SOURCES],
+    include_dirs=[KERNELS.as_posix()],
+    depends=[path.as_posix() for path in HEADERS],
+    extra_compile_args=FLAGS,
+)

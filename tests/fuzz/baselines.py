@@ -136,7 +136,61 @@ def as_entry(entry: str, source: str, args: list, **values) -> list:
     from aclnn_emu.opdef.registry import by_name
 
     given = dict(zip((p.name for p in by_name(source).params), args)) | values
-    return [given[p.name] for p in by_name(entry).params]
+    unset = {"int64": 0, "double": 0.0, "bool": False}  # pointers: NULL
+    return [given[p.name] if p.name in given else unset.get(p.kind) for p in by_name(entry).params]
+
+
+def _named(name: str, make):
+    make.__name__ = name  # the reproducer calls baselines.<name>(soc)
+    return make
+
+
+def _fas_like(name: str, entry: str):
+    return _named(name, lambda soc: as_entry(entry, "FlashAttentionScoreV2", fas(soc)))
+
+
+def _fag_like(name: str, entry: str):
+    return _named(name, lambda soc: as_entry(entry, "FlashAttentionScoreGradV2", fag(soc)))
+
+
+def fas_tnd(soc, entry="FlashAttentionVarLenScoreV2"):
+    """Two sequences packed along T (5 and 7 query rows, 7 and 9 keys), cumulative lengths."""
+    q, k, v = T((12, 2, 16)), T((16, 2, 16)), T((16, 2, 16))
+    lanes = [T((12, 2, 8), "FLOAT") for _ in range(2)]
+    values = dict(query=q, key=k, value=v, inputLayout="TND", actualSeqQLenOptional=(5, 12),
+                  actualSeqKvLenOptional=(7, 16), softmaxMaxOut=lanes[0], softmaxSumOut=lanes[1],
+                  attentionOutOut=T((12, 2, 16)))  # fmt: skip
+    return as_entry(entry, "FlashAttentionScoreV2", fas(soc), **values)
+
+
+def fag_tnd(soc, entry="FlashAttentionUnpaddingScoreGradV2"):
+    q, k, v, dy, attn = T((12, 2, 16)), T((16, 2, 16)), T((16, 2, 16)), T((12, 2, 16)), T((12, 2, 16))
+    values = dict(query=q, keyIn=k, value=v, dy=dy, attentionInOptional=attn, inputLayout="TND",
+                  softmaxMaxOptional=T((12, 2, 8), "FLOAT"), softmaxSumOptional=T((12, 2, 8), "FLOAT", fill=(1.0,)),
+                  actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16), dqOut=T((12, 2, 16)),
+                  dkOut=T((16, 2, 16)), dvOut=T((16, 2, 16)), softmaxInLayout="")  # fmt: skip
+    return as_entry(entry, "FlashAttentionScoreGradV2", fag(soc), **values)
+
+
+def _tnd_like(name: str, make, entry: str):
+    return _named(name, lambda soc: make(soc, entry))
+
+
+fas_v1 = _fas_like("fas_v1", "FlashAttentionScore")
+fas_v3 = _fas_like("fas_v3", "FlashAttentionScoreV3")
+fag_v1 = _fag_like("fag_v1", "FlashAttentionScoreGrad")
+fag_v3 = _fag_like("fag_v3", "FlashAttentionScoreGradV3")
+FAS_VARLEN = {
+    f"FlashAttentionVarLenScore{v}": _tnd_like(f"fas_varlen{v.lower()}", fas_tnd, f"FlashAttentionVarLenScore{v}")
+    for v in ("", "V2", "V3", "V4", "V5")
+}
+FAG_UNPADDING = {
+    f"FlashAttentionUnpaddingScoreGrad{v}": _tnd_like(
+        f"fag_unpadding{v.lower()}", fag_tnd, f"FlashAttentionUnpaddingScoreGrad{v}"
+    )
+    for v in ("", "V2", "V3", "V4", "V5")
+}
+globals().update({fn.__name__: fn for fn in (*FAS_VARLEN.values(), *FAG_UNPADDING.values())})
 
 
 def pfa_v1(soc):
@@ -166,6 +220,11 @@ A2_A3 = ("Ascend910B", "Ascend910_93")
 BASELINES = {
     "FlashAttentionScoreV2": ((fas, ALL), (fas_causal_bsh, ALL)),
     "FlashAttentionScoreGradV2": ((fag, ALL),),
+    "FlashAttentionScore": ((fas_v1, ALL),),
+    "FlashAttentionScoreV3": ((fas_v3, ALL),),
+    "FlashAttentionScoreGrad": ((fag_v1, ALL),),
+    "FlashAttentionScoreGradV3": ((fag_v3, ALL),),
+    **{name: ((fn, ALL),) for name, fn in (*FAS_VARLEN.items(), *FAG_UNPADDING.items())},
     "PromptFlashAttentionV2": ((pfa, ALL), (pfa_lengths_bsh, ALL)),
     "PromptFlashAttention": ((pfa_v1, ALL),),
     "PromptFlashAttentionV3": ((pfa_v3, ALL),),

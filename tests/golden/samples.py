@@ -14,10 +14,12 @@ aclnnScatterPaKvCache_1 copies its 1-element host vectors into whole tensors (th
 host heap memory past the vectors). They map to None.
 """
 
+import ml_dtypes
 import numpy as np
 
 from golden import flash_attention_score as fas
 from golden import flash_attention_score_grad as fag
+from golden import flash_attention_var_len as fvl
 from golden import gather_pa_kv_cache as gather
 from golden import incre_flash_attention as ifa
 from golden import lightning_indexer as li
@@ -27,6 +29,7 @@ from golden import sparse_flash_attention as sfa
 from golden.half import model_half_to_float
 
 F16, F32, F64, U16, I16, I8, I32 = np.float16, np.float32, np.float64, np.uint16, np.int16, np.int8, np.int32
+BF16 = ml_dtypes.bfloat16
 
 
 def device(host_type, count, value, dtype, shape):
@@ -191,6 +194,101 @@ def flash_attention_score():
     return lines
 
 
+# The FlashAttentionScore family's other samples: one sequence of 256 tokens, one head of D = 128 (SBH
+# [256, 1, 128] or TND [256, 1, 128], the same memory), inputs from float vectors of 1.0 read as the
+# tensor's dtype, a zero 256 x 256 mask (sparseMode 0), every output's allocation read back as floats.
+SEQ, WIDTH, ROPE = 256, 128, 64
+NAMES = {np.dtype(F16): "float16", np.dtype(BF16): "bfloat16", np.dtype(F32): "float32"}
+
+
+def _narrow(x, dtype):
+    return x.astype(F32) if dtype == F32 else fag.round_half_away(x, NAMES[np.dtype(dtype)]).astype(dtype)
+
+
+def _attention_sample(dtype, scale=0.088388, sink=None, rope=False):
+    """attentionOut, softmaxMax, softmaxSum as printed: the TND golden of one batch (cu = [256])."""
+    shape = (SEQ, 1, WIDTH)
+    q, k, v = (device(F32, SEQ * WIDTH, 1, dtype, shape)[1] for _ in range(3))
+    halves = tuple(device(F32, SEQ * ROPE, 1, dtype, (SEQ, 1, ROPE))[1] for _ in range(2)) if rope else None
+    # scale_value is a float attribute of the L0 op: the double the sample passes arrives as float32
+    spec = dict(scale=float(F32(scale)), atten_mask=np.zeros((SEQ, SEQ), np.uint8), sparse_mode=0, pre_tokens=65536)
+    out, row_max, row_sum, _ = fvl.forward(
+        q,
+        k,
+        v,
+        [SEQ],
+        [SEQ],
+        dtype_name=NAMES[np.dtype(dtype)],
+        sink=sink,
+        rope=halves,
+        next_tokens=65536,
+        prefix=None,
+        **spec,
+    )
+    fmt = "mean result[%d] is: %f"
+    lines = printed(device(F32, SEQ * WIDTH, 0, dtype, shape)[0], _narrow(out, dtype), F32, SEQ * WIDTH, fmt)
+    for stat in (row_max, row_sum):
+        lanes = np.repeat(stat[..., None], 8, axis=-1).astype(F32)
+        lines += printed(device(F32, SEQ * 8, 3.0, F32, lanes.shape)[0], lanes, F32, SEQ * 8, fmt)
+    return lines
+
+
+def _gradient_sample(dtype, sink=None, rope=False, scale=0.088388):
+    """dq (dqRope), dk (dkRope), dv (dsink) as printed: the TND golden backward of one batch with the
+    sample's softmaxMax = softmaxSum = 3 and attentionIn, dy from float 1.0s."""
+    shape = (SEQ, 1, WIDTH)
+    made = {n: device(F32, SEQ * WIDTH, 1, dtype, shape)[1] for n in ("q", "k", "v", "dy", "o")}
+    halves = tuple(device(F32, SEQ * ROPE, 1, dtype, (SEQ, 1, ROPE))[1] for _ in range(2)) if rope else None
+    stats = np.full((SEQ, 1), 3.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grads = fvl.backward(
+            *(made[n] for n in ("q", "k", "v", "dy", "o")),
+            stats,
+            stats,
+            [SEQ],
+            [SEQ],
+            dtype_name=NAMES[np.dtype(dtype)],
+            sink=sink,
+            rope=halves,
+            scale=0.088388,
+            atten_mask=np.zeros((SEQ, SEQ), np.uint8),
+            sparse_mode=0,
+            pre_tokens=65536,
+            next_tokens=65536,
+            prefix=None,
+        )
+    order = ("dq", "dq_rope", "dk", "dk_rope", "dv") if rope else ("dq", "dk", "dv")
+    fmt, lines = "mean result[%d] is: %f", []
+    for name in order:
+        g = grads[name]
+        lines += printed(device(F32, g.size, 0, dtype, g.shape)[0], _narrow(g, dtype), F32, g.size, fmt)
+    if sink is not None:  # dsink sums 65536 fp32 terms and prints 13 digits: beyond fp32, not compared
+        lines.append(None)
+    return lines
+
+
+def flash_attention_score_v3():
+    """FLOAT SBH with a sink of 3 and scale 1/sqrt(128)."""
+    return _attention_sample(F32, scale=1 / np.sqrt(128), sink=np.full(1, 3.0, F32))
+
+
+def flash_attention_var_len_score_v3():
+    """BF16 with rope halves [256, 1, 64] (float 1.0s read as bf16: 0, 1, 0, 1, ...)."""
+    return _attention_sample(BF16, rope=True)
+
+
+def flash_attention_var_len_score_v5():
+    return _attention_sample(BF16, sink=np.full(1, 3.0, F32), rope=True)
+
+
+def flash_attention_score_grad_v3():
+    return _gradient_sample(F16, sink=np.zeros(1, F32))
+
+
+def flash_attention_unpadding_score_grad_v3():
+    return _gradient_sample(BF16, rope=True)
+
+
 def incre_flash_attention():
     """BNSD decode, fp16 from float 1.0s; the INT8 mask of 1s masks both keys, so every score is
     -1e12 and the softmax uniform. Printed through std::cout (%g)."""
@@ -235,8 +333,22 @@ def sparse_flash_attention():
 
 
 EXPECTED = {
+    "aclnnFlashAttentionScore": flash_attention_score,
+    "aclnnFlashAttentionScoreGrad": flash_attention_score_grad,
     "aclnnFlashAttentionScoreGradV2": flash_attention_score_grad,
+    "aclnnFlashAttentionScoreGradV3": flash_attention_score_grad_v3,
     "aclnnFlashAttentionScoreV2": flash_attention_score,
+    "aclnnFlashAttentionScoreV3": flash_attention_score_v3,
+    "aclnnFlashAttentionUnpaddingScoreGrad": lambda: _gradient_sample(F16),
+    "aclnnFlashAttentionUnpaddingScoreGradV2": lambda: _gradient_sample(F16),
+    "aclnnFlashAttentionUnpaddingScoreGradV3": flash_attention_unpadding_score_grad_v3,
+    "aclnnFlashAttentionUnpaddingScoreGradV4": lambda: _gradient_sample(F16),
+    "aclnnFlashAttentionUnpaddingScoreGradV5": lambda: _gradient_sample(F16, sink=np.zeros(1, F32)),
+    "aclnnFlashAttentionVarLenScore": lambda: _attention_sample(F16),
+    "aclnnFlashAttentionVarLenScoreV2": lambda: _attention_sample(F16),
+    "aclnnFlashAttentionVarLenScoreV3": flash_attention_var_len_score_v3,
+    "aclnnFlashAttentionVarLenScoreV4": lambda: _attention_sample(F16),
+    "aclnnFlashAttentionVarLenScoreV5": flash_attention_var_len_score_v5,
     "aclnnGatherPaKvCache": gather_pa_kv_cache,
     "aclnnIncreFlashAttention": incre_flash_attention_v1_v3,
     "aclnnIncreFlashAttentionV2": incre_flash_attention_v1_v3,

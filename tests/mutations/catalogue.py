@@ -28,6 +28,7 @@ AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
 NATIVE = K + "native.c"
+VARLEN = K + "flash_attention/varlen.py"
 
 FAG_TESTS = ("tests/test_flash_attention_score_grad.py", "tests/test_flash_attention_score_grad_cabi.py")
 PFA_TESTS = (
@@ -60,6 +61,7 @@ FAS_TESTS = (
     "tests/test_flash_attention_score_cabi.py",
     "tests/test_flash_attention_train_step.py",
 )
+SAME_BITS_TESTS = ("tests/test_native.py",)
 IFA_TESTS = (
     "tests/test_incre_flash_attention.py",
     "tests/test_incre_flash_attention_cabi.py",
@@ -73,6 +75,16 @@ LI_TESTS = (
     "tests/test_lightning_indexer_cabi.py",
     "tests/test_sparse_attention_round_trip.py",
 )
+VARLEN_TESTS = ("tests/test_flash_attention_var_len_kernel.py",)
+VARLEN_OP_TESTS = (
+    "tests/test_flash_attention_var_len_cabi.py",
+    "tests/test_flash_attention_unpadding_cabi.py",
+    "tests/test_flash_attention_var_len.py",
+    "tests/test_flash_attention_torch_npu_path.py",
+)
+FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
+FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
+FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
     "tests/test_sparse_flash_attention.py",
     "tests/test_sparse_flash_attention_cabi.py",
@@ -953,8 +965,8 @@ MUTATIONS = [
     Mutation(
         "native-decode-scores-loops-fourth-row",
         NATIVE,
-        "                to[3 * rows] = d3;",
-        "                to[3 * rows] = d2;",
+        "lanes[3][l] += qs[3][e] * row[e];",
+        "lanes[3][l] += qs[2][e] * row[e];",
         IFA_TESTS,
     ),
     Mutation(
@@ -967,8 +979,8 @@ MUTATIONS = [
     Mutation(
         "native-scores-f16c-fourth-row",
         NATIVE,
-        "a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[3] + e), k));",
-        "a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(qs[2] + e), k));",
+        "_mm256_mul_ps(_mm256_loadu_ps(qs[i] + e), k)",
+        "_mm256_mul_ps(_mm256_loadu_ps(qs[i < 3 ? i : 2] + e), k)",
         IFA_TESTS,
     ),
     Mutation(
@@ -998,6 +1010,17 @@ MUTATIONS = [
         "pair = g + 1 < groups;",
         "pair = g + 2 < groups;",
         IFA_TESTS,
+    ),
+    # --- one order for every reduction, at every ISA level and worker count ------------------------
+    Mutation(
+        "native-scores-f16c-eight-lanes", NATIVE, "int half = (int)(e / 8 % 2);", "int half = 0;", SAME_BITS_TESTS
+    ),
+    Mutation(
+        "pfa-row-chunks-off-the-query-blocks",
+        PFA,
+        "step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))",
+        "step = max(1, -(-aq // splits))",
+        SAME_BITS_TESTS,
     ),
     # --- LightningIndexer ----------------------------------------------------------------------
     Mutation(
@@ -1424,6 +1447,159 @@ MUTATIONS = [
         "        with self._cond:\n            target = self._recorded\n\n        def wait():",
         "        with self._cond:\n            target = 0\n\n        def wait():",
         EDGE_TESTS,
+    ),
+    # --- TND variable length, sink, rope split, softmax layouts ---------------------------------
+    Mutation(
+        "varlen-mode7-band-on-first-batch",
+        VARLEN,
+        "return valid[-1] if valid else len(cu_q) - 1",
+        "return valid[0] if valid else len(cu_q) - 1",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-mode8-others-right-down",
+        VARLEN,
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)",
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-mode7-others-left-up",
+        VARLEN,
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)",
+        "mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-prefix-of-batch-0", VARLEN, "(params.prefix[b],)", "(params.prefix[0],)", VARLEN_TESTS),
+    Mutation(
+        "varlen-user-mask-per-token",
+        VARLEN,
+        "return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]",
+        "return atten_mask[..., rows, keys]",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-token-mask-read-top-left",
+        VARLEN,
+        "if atten_mask.ndim == 2 and atten_mask.shape != longest:",
+        "if False:",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-max-mask-read-at-tokens",
+        VARLEN,
+        "if atten_mask.ndim == 2 and atten_mask.shape != longest:",
+        "if atten_mask.ndim == 2:",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-drop-bits-restart-per-batch", VARLEN, "        bit += heads * s1 * s2\n", "", VARLEN_TESTS),
+    Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
+    Mutation(
+        "varlen-rope-gradients-swapped",
+        VARLEN,
+        'grads["dq_rope"], grads["dk_rope"] = dq[..., query.shape[-1] :], dk[..., key.shape[-1] :]',
+        'grads["dq_rope"], grads["dk_rope"] = dq[..., -1 - query.shape[-1] : -1], dk[..., key.shape[-1] :]',
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fas-sink-sum-starts-at-0",
+        FAS,
+        "np.full(rows, self.sink[n], FP32), np.ones(rows, FP32)",
+        "np.full(rows, self.sink[n], FP32), np.zeros(rows, FP32)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fas-sink-ignored-in-the-max",
+        FAS,
+        "np.full(rows, self.sink[n], FP32), np.ones(rows, FP32)",
+        "np.full(rows, -np.inf, FP32), np.zeros(rows, FP32)",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-without-dropout-keep",
+        FAG,
+        "terms = grad * probs if keep is None else (grad * keep) * probs",
+        "terms = grad * probs",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-psink-from-the-wrong-head",
+        FAG,
+        "np.exp(self.sink[n] - lanes_max[:, 0])",
+        "np.exp(self.sink[0] - lanes_max[:, 0])",
+        VARLEN_TESTS,
+    ),
+    Mutation("fag-dsink-not-negated", FAG, "    return -total", "    return total", VARLEN_TESTS),
+    # --- the entry points beside V2: their own op_api rules and the TND tiling ---------------------
+    Mutation(
+        "varlen-layout-checked-before-the-empty-shortcut",
+        FAS_CHECKS,
+        "    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n        return\n",
+        "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-rope-failure-as-161002",
+        FAS_CHECKS,
+        'raise OpError(\n            NULLPTR,\n            f"{problem} (isSupportMultiInput',
+        'raise OpError(\n            INVALID,\n            f"{problem} (isSupportMultiInput',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-rope-without-mask-accepted",
+        FAS_CHECKS,
+        '    if _present(a.attenMaskOptional) is None:\n        return "mask:',
+        '    if False:\n        return "mask:',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-softmax-layout-ignored",
+        "aclnn_emu/ops/flash_attention/score/launch.py",
+        "            softmax_layout=softmax_layout,\n",
+        "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-seq-sum-unchecked",
+        FA_TND,
+        "    if t1 < sum(batches.q) or t2 < sum(batches.kv):",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-nulls-before-layout",
+        FAG_CHECKS,
+        '    tnd.fixed_attributes(a)\n    if a.inputLayout != "TND":',
+        '    tnd.fixed_attributes(a)\n    _op_api_checks(a)\n    if a.inputLayout != "TND":',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-rope-no-mask-as-161002",
+        FAG_CHECKS,
+        'raise OpError(NULLPTR, "only support query_rope and key_rope when attentionMask is given."',
+        'raise OpError(INVALID, "only support query_rope and key_rope when attentionMask is given."',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "unpadding-v4-any-softmax-layout",
+        FAG_CHECKS,
+        "    if a.softmaxInLayout not in SOFTMAX_IN_LAYOUTS:",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-dsink-not-written",
+        "aclnn_emu/ops/flash_attention/score_grad/launch.py",
+        "    if out is not None:\n        out.write(dsink)",
+        "    if False:\n        out.write(dsink)",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mode3-invalid-rows-accepted",
+        FA_TND,
+        "        bad = [b for b, s1, s2 in pairs if s1 > s2]",
+        "        bad = []",
+        VARLEN_OP_TESTS,
     ),
     # --- runtime ---------------------------------------------------------------------------------
     Mutation(

@@ -9,6 +9,8 @@ range of rows (`segments`):
 For the layouts with an H axis the head count is not part of the shape and must be given.
 """
 
+from typing import cast
+
 import numpy as np
 
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "SH", "TND")
@@ -20,15 +22,16 @@ def to_bnsd(x: np.ndarray, layout: str, heads: int | None = None) -> np.ndarray:
     required for BSH, SBH and SH."""
     if layout == "BNSD":
         return x
+    n = cast(int, heads)  # given for the layouts that need it (a None fails in reshape)
     if layout == "BSND":
         return x.transpose(0, 2, 1, 3)
     if layout in ("BSH", "SBH"):
         rows, cols, hidden = x.shape
-        split = x.reshape(rows, cols, heads, hidden // heads)
+        split = x.reshape(rows, cols, n, hidden // n)
         return split.transpose(0, 2, 1, 3) if layout == "BSH" else split.transpose(1, 2, 0, 3)
     if layout == "SH":
         rows, hidden = x.shape
-        return x.reshape(1, rows, heads, hidden // heads).transpose(0, 2, 1, 3)
+        return x.reshape(1, rows, n, hidden // n).transpose(0, 2, 1, 3)
     if layout == "TND":
         return x[None].transpose(0, 2, 1, 3)
     raise ValueError(f"unknown attention layout {layout!r}; expected one of {LAYOUTS}")
@@ -36,5 +39,7 @@ def to_bnsd(x: np.ndarray, layout: str, heads: int | None = None) -> np.ndarray:
 
 def segments(lengths) -> list[tuple[int, int]]:
     """(first row, row count) of each batch of a packed layout whose batches hold ``lengths`` rows."""
-    starts = np.concatenate(([0], np.cumsum(np.asarray(lengths, np.int64))[:-1])) if len(lengths) else []
+    starts: np.ndarray | list = (
+        np.concatenate(([0], np.cumsum(np.asarray(lengths, np.int64))[:-1])) if len(lengths) else []
+    )
     return [(int(s), int(n)) for s, n in zip(starts, lengths)]

@@ -11,6 +11,9 @@ the 8 lanes of [B, N1, S1, 8] the backward reads. The sum is of the un-dropped, 
 exponentials. A row whose every score is masked keeps m = -FLT_MAX: in the invalid-line mode its
 P is zeroed and l set to FLT_MAX (output 0), otherwise each of its keys gets P = 1 (the output is
 the mean of V, l the key count) — over all S2 keys, which is what the backward assumes.
+A learnable sink (fp32 [N1], V3) starts each row's running statistics at m = sink[n1], l = 1 instead
+of m = -inf, l = 0 (the kernels' Duplicate of sumUb/maxUb before the first key block, hasSink in
+op_kernel/arch32/flash_attention_score_*.h): one extra logit per row with no value row.
 Pse, masks and the dropout bits are the backward's own (pse.py, sparse_modes.py, dropout.py). No
 block is larger than ROW_BLOCK x KEY_BLOCK, so memory grows linearly with S; row blocks run on
 one thread per core.
@@ -35,18 +38,21 @@ ROW_BLOCK = 512  # numerics, not only speed: a band's key range is taken per row
 KEY_BLOCK = 512
 
 
-def flash_attention_score(query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None, outputs=None):
+def flash_attention_score(
+    query, key, value, params: FaParams, pse=None, drop_mask=None, atten_mask=None, outputs=None, sink=None
+):
     """(softmax_max, softmax_sum, attention_out): [B, N1, S1, 8] fp32 twice, and the output in the
     query's layout and dtype with the value's head dim. `outputs` may hold those three arrays (any
-    strides) to write into instead of new ones."""
-    return _Job(query, key, value, params, pse, drop_mask, atten_mask, outputs).run()
+    strides) to write into instead of new ones; `sink` is the fp32 [N1] learnable sink or None."""
+    return _Job(query, key, value, params, pse, drop_mask, atten_mask, outputs, sink).run()
 
 
 class _Job:
     """One forward call: [B, N, S, D] views of the operands and of the outputs."""
 
-    def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs):
+    def __init__(self, query, key, value, params, pse, drop_mask, atten_mask, outputs, sink):
         p = params
+        self.sink = None if sink is None else np.asarray(sink, FP32)
         self.params, self.dtype = p, query.dtype
         self.kv_kept = {}  # per worker thread: its last K and V, packed for matmul_panels
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
@@ -132,8 +138,10 @@ class _Job:
     def _keys(self, b, n, i0, i1, q, k, v, keys, buffers):
         """The online softmax of rows [i0, i1) over keys [j0, j1): (max, sum, unnormalised O)."""
         rows = i1 - i0
-        row_max = np.full(rows, -np.inf, FP32)
-        row_sum = np.zeros(rows, FP32)
+        if self.sink is None:
+            row_max, row_sum = np.full(rows, -np.inf, FP32), np.zeros(rows, FP32)
+        else:
+            row_max, row_sum = np.full(rows, self.sink[n], FP32), np.ones(rows, FP32)
         alpha = np.empty(rows, FP32)
         acc = np.zeros((rows, v.n), FP32)
         pv = buffers[2][: acc.size].reshape(acc.shape)

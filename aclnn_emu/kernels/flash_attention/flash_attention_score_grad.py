@@ -9,10 +9,17 @@ Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 
   dP  = (dY Vᵀ) * keepBit / keepProb
   dS  = P * (dP - rowsum(dY * attentionIn))     un-dropped P; dS rounded to the input dtype
   dQ  = scale * dS K          dK += dSᵀ Q  (scaled by `scale` at the end)
+With a learnable sink (fp32 [N1]; the forward's statistics include it, so P and dS need nothing
+new) each block also yields Σ_ij (dP * keep)_ij P_ij Psink_i with Psink = exp(sink - max) / sum,
+summed in fp32 in that order as the SameAB template's vector step does (`SubGrapB`,
+flash_attention_score_grad_s1s2_bn2gs1s2_sab.h); dsink[n1] is minus their total (sink_gradient).
 Roundings are CAST_ROUND (half away from zero). dK and dV are summed over the G query heads of a kv
 head in fp32 and only then scaled and cast. No block is larger than ROW_BLOCK x KEY_BLOCK, so memory
 grows linearly with S; heads run on one thread per core.
 """
+
+import functools
+import threading
 
 import numpy as np
 
@@ -24,10 +31,11 @@ from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.rounding import CAST_ROUND, store_half_away
 from aclnn_emu.kernels.flash_attention.sparse_modes import NEG_FLT_MAX, SparsePlan
-from aclnn_emu.kernels.parallel import checkpoint, map_ordered, split, workers
+from aclnn_emu.kernels.parallel import OrderedCommit, checkpoint, run_all
 
 ROW_BLOCK = 256
 KEY_BLOCK = 512  # 256 x 512 fp32 blocks stay in L2 for the elementwise passes
+UNIT_ROWS = 512  # query rows whose dK/dV contribution is one partial sum (numerics: fixed)
 
 
 def flash_attention_score_grad(
@@ -42,17 +50,31 @@ def flash_attention_score_grad(
     pse=None,
     drop_mask=None,
     atten_mask=None,
+    sink=None,
 ):
-    """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype."""
-    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask)
-    return job.run()
+    """(dq, dk, dv) in the layouts of query, key and value, with the query's dtype; with `sink`
+    (fp32 [N1]) also the sink terms, fp32 [B, N1, row blocks], for sink_gradient."""
+    job = _Job(query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask, sink)
+    grads = job.run()
+    return grads if sink is None else (*grads, job.sink_terms)
+
+
+def sink_gradient(terms) -> np.ndarray:
+    """dsink [N1] from the sink terms of one or more calls ([B, N1, row blocks] each, in batch
+    order): per head the terms are added one by one in fp32 in (batch, row block) order, then
+    negated (the post step's -ReduceSum over the per-block workspace, ..._grad_post.h)."""
+    heads = np.concatenate([t.transpose(1, 0, 2).reshape(t.shape[1], -1) for t in terms], axis=1)
+    total = np.zeros(heads.shape[0], FP32)
+    for column in heads.T:
+        total += column
+    return -total
 
 
 class _Job:
     """One backward call: [B, N, S, D] views of the operands and the dq/dk/dv outputs in layout."""
 
     def __init__(
-        self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask
+        self, query, key, value, dy, attention_in, softmax_max, softmax_sum, params, pse, drop_mask, atten_mask, sink
     ):
         p = params
         self.params, self.dtype = p, query.dtype
@@ -75,45 +97,59 @@ class _Job:
         self.dq = np.empty(query.shape, self.dtype)
         self.dk = np.empty(key.shape, self.dtype)
         self.dv = np.empty(value.shape, self.dtype)
+        self.sink = None if sink is None else np.asarray(sink, FP32)
+        self.sink_terms = np.zeros((b, n1, -(-s1 // ROW_BLOCK)), FP32)  # written per row block
+        self._local = threading.local()  # per worker: the query and kv head in use, block buffers
 
     def run(self):
         b, n1, n2, s1, s2 = self.shape
-        tasks = [(bi, ni, i0) for bi in range(b) for ni in range(n1) for i0 in range(0, s1, ROW_BLOCK)]
-        partials = map_ordered(self._work, split(tasks, workers()))
+        # Units of UNIT_ROWS query rows of one head, each summing its dK/dV contribution from zero,
+        # added into their kv head's sums in unit order: no bit depends on the worker count or timing.
+        units = [(bi, ni, r0) for bi in range(b) for ni in range(n1) for r0 in range(0, s1, UNIT_ROWS)]
+        sums = {}
+        order = OrderedCommit()
+        run_all(
+            order.run,
+            [
+                (i, functools.partial(self._unit, *unit), functools.partial(self._commit, sums, unit))
+                for i, unit in enumerate(units)
+            ],
+        )
         dk, dv = to_bnsd(self.dk, self.params.layout, n2), to_bnsd(self.dv, self.params.layout, n2)
         with np.errstate(all="ignore"):
             for bi in range(b):
                 for hi in range(n2):
-                    acc_k, acc_v = np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32)
-                    for part in partials:  # in thread order: the fp32 sum does not depend on timing
-                        if (bi, hi) in part:
-                            acc_k += part[(bi, hi)][0]
-                            acc_v += part[(bi, hi)][1]
+                    acc_k, acc_v = sums.get((bi, hi)) or (np.zeros(dk.shape[2:], FP32), np.zeros(dv.shape[2:], FP32))
                     acc_k *= self.scale
                     store_half_away(dk[bi, hi], acc_k, self.dtype)
                     store_half_away(dv[bi, hi], acc_v, self.dtype)
         return self.dq, self.dk, self.dv
 
-    def _work(self, tasks):
-        """Process row blocks; return this thread's fp32 dK/dV sums per kv head."""
-        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
-            return self._work_quietly(tasks)
+    def _commit(self, sums, unit, acc):
+        key = (unit[0], unit[1] // self.group)
+        if key not in sums:
+            sums[key] = tuple(np.zeros(x.shape, FP32) for x in acc)
+        with np.errstate(all="ignore"):
+            for total, part in zip(sums[key], acc):
+                total += part
 
-    def _work_quietly(self, tasks):
-        sums, head, kv = {}, None, None
-        size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
-        buffers = [np.empty(size, FP32) for _ in range(3)]
-        for b, n, i0 in tasks:
-            checkpoint()
-            if head is None or head.key != (b, n):
-                head = _Head(self, b, n)
-            if kv is None or kv.key != (b, n // self.group):
-                kv = _KvHead(self, b, n // self.group)
-            if kv.key not in sums:
-                sums[kv.key] = (np.zeros(kv.k.shape, FP32), np.zeros(kv.v.shape, FP32))
-            acc = sums[kv.key]
-            self._rows(head, kv, acc, i0, min(i0 + ROW_BLOCK, self.shape[3]), buffers)
-        return sums
+    def _unit(self, b, n, r0):
+        """Rows [r0, r0 + UNIT_ROWS) of query head (b, n): their dQ stored, their fp32 dK/dV sums returned."""
+        with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
+            local = self._local
+            if getattr(local, "head", None) is None or local.head.key != (b, n):
+                local.head = _Head(self, b, n)
+            if getattr(local, "kv", None) is None or local.kv.key != (b, n // self.group):
+                local.kv = _KvHead(self, b, n // self.group)
+            if not hasattr(local, "buffers"):
+                size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
+                local.buffers = [np.empty(size, FP32) for _ in range(3)]
+            acc = (np.zeros(local.kv.k.shape, FP32), np.zeros(local.kv.v.shape, FP32))
+            s1 = self.shape[3]
+            for i0 in range(r0, min(r0 + UNIT_ROWS, s1), ROW_BLOCK):
+                checkpoint()
+                self._rows(local.head, local.kv, acc, i0, min(i0 + ROW_BLOCK, s1), local.buffers)
+            return acc
 
     def _rows(self, head, kv, acc, i0, i1, buffers):
         b, n = head.key
@@ -123,14 +159,18 @@ class _Job:
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
         dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
+        sink = None if self.sink is None else [np.exp(self.sink[n] - lanes_max[:, 0]) / lanes_sum[:, 0], np.float32(0)]
         for c0 in range(j0, j1, KEY_BLOCK):
             c1 = min(c0 + KEY_BLOCK, j1)
             keep = None if keep_bits is None else np.multiply(keep_bits[:, c0:c1], self.dropout.factor, dtype=FP32)
-            self._block(head, kv, acc, dq_rows, (i0, i1, c0, c1), (lanes_max, lanes_sum, fill), keep, buffers)
+            box = (i0, i1, c0, c1)
+            self._block(head, kv, acc, dq_rows, box, (lanes_max, lanes_sum, fill), keep, buffers, sink)
+        if sink is not None:
+            self.sink_terms[b, n, i0 // ROW_BLOCK] = sink[1]
         dq_rows *= self.scale
         store_half_away(to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1], dq_rows, self.dtype)
 
-    def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers):
+    def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers, sink):
         i0, i1, c0, c1 = box
         b, n = head.key
         shape = (i1 - i0, c1 - c0)
@@ -143,6 +183,10 @@ class _Job:
             native.round_product(dropped, probs, keep, self.rounding)
         acc[1][c0:c1] += dropped.T @ head.dy[i0:i1]
         np.matmul(head.dy[i0:i1], kv.v[c0:c1].T, out=grad)
+        if sink is not None:  # [Psink, running total]: this block's Σ (dP keep) P Psink joins the total
+            terms = grad * probs if keep is None else (grad * keep) * probs
+            terms *= sink[0][:, None]
+            sink[1] += np.sum(terms, dtype=FP32)
         native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)
         dq_rows += grad @ kv.k[c0:c1]
         acc[0][c0:c1] += grad.T @ head.q[i0:i1]

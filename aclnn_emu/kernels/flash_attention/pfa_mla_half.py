@@ -17,6 +17,7 @@ import numpy as np
 from aclnn_emu.kernels import native, parallel
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+ROWS_PER_TASK = 128  # query rows of a head per task
 
 
 def _half_(x: np.ndarray) -> np.ndarray:
@@ -39,7 +40,7 @@ def mla_half_attention(q, k, v, *, scale: float, block: int) -> np.ndarray:
     nkv, dv = v.shape[0], v.shape[2]
     out = np.empty((n, s1, dv), F16)
     tor = float(np.float16(np.float32(scale)))
-    step = max(1, -(-s1 // max(1, -(-2 * parallel.workers() // n))))  # enough tasks for every worker
+    step = ROWS_PER_TASK  # (not from the worker count: BLAS's sums may follow a product's row count)
     tasks = [(h, r0, min(r0 + step, s1)) for h in range(n) for r0 in range(0, s1, step)]
     with np.errstate(over="ignore", invalid="ignore"):
         parallel.run_all(

@@ -41,7 +41,6 @@ from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
 SPARSE_INT_MAX = 214748647  # the op's "infinite" token count (not 2**31 - 1)
 Q_BLOCK = 256
 KV_BLOCK = 1024  # <= 1024 keeps the int8 E8 . V sums exact in fp32 (< 2**24)
-ROW_PAD = 16  # score rows 4 KiB apart would share L1 sets in the P V matmul
 FP16_MASK_FILL = np.float32(-65504.0)
 BF16_MASK_FILL = np.float32(-np.finfo(np.float32).max)
 ADDITIVE_MASK_SCALE = np.float32(-10000.0)
@@ -148,10 +147,11 @@ _local = threading.local()
 
 def _score_block(rows: int, cols: int) -> np.ndarray:
     """This thread's score buffer (made on its first kernel call, not at import) as [rows, cols],
-    rows ROW_PAD floats longer than cols apart."""
+    rows native.ROW_PAD floats longer than cols apart."""
+    pad = native.ROW_PAD
     if not hasattr(_local, "scores"):
-        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + ROW_PAD), np.float32)
-    return _local.scores[: rows * (cols + ROW_PAD)].reshape(rows, cols + ROW_PAD)[:, :cols]
+        _local.scores = np.empty(Q_BLOCK * (KV_BLOCK + pad), np.float32)
+    return _local.scores[: rows * (cols + pad)].reshape(rows, cols + pad)[:, :cols]
 
 
 def prompt_flash_attention(
@@ -276,12 +276,13 @@ class _Forward:
 
     def run(self) -> np.ndarray:
         b, n = self.q.shape[:2]
-        # Enough tasks to keep every worker busy; long heads are split into row chunks.
+        # Enough tasks to keep every worker busy; long heads are split into row chunks of whole
+        # query blocks, so a row's blocks (and bits) do not depend on the worker count.
         splits = max(1, -(-2 * parallel.workers() // (b * n)))
         tasks = []
         for bi in range(b):
             aq = int(self.act_q[bi])
-            step = max(1, -(-aq // splits))
+            step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))
             tasks += [(bi, ni, r0, min(r0 + step, aq)) for ni in range(n) for r0 in range(0, aq, step)]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             parallel.run_all(self._rows, tasks)

@@ -26,7 +26,9 @@ class SparsePlan:
         self.mask = atten_mask
         self.s1, self.s2 = s1, s2
         self.prefix = prefix
-        self.band = self._band(sparse_mode, atten_mask is not None, pre_tokens, next_tokens, s1, s2)
+        self.band: tuple[int, int] | None = self._band(
+            sparse_mode, atten_mask is not None, pre_tokens, next_tokens, s1, s2
+        )
 
     @staticmethod
     def _band(mode, has_mask, pre, next_, s1, s2):

@@ -49,7 +49,8 @@ class _Plan:
     larger output), so that a garbage length costs no more than the outputs hold."""
 
     def __init__(self, limit: int):
-        self.limit, self.parts, self.dropped = limit, [], 0
+        self.limit, self.dropped = limit, 0
+        self.parts: list = []
         self.findings: list[Finding] = []
 
     def blocks(self, first_row: int, tokens: int, block_size: int) -> np.ndarray:
@@ -88,7 +89,8 @@ class _Gm:
     """Element reads of an index tensor in global memory; reads outside it give 0 and are noted."""
 
     def __init__(self, flat: np.ndarray, name: str):
-        self.flat, self.name, self.outside = flat, name, []
+        self.flat, self.name = flat, name
+        self.outside: list = []
 
     def __call__(self, index):
         index = np.asarray(index, np.int64)
@@ -203,7 +205,7 @@ class _LocateInfo:
         self.tensor = np.zeros(self.WORDS, np.int64)  # which tensor the word came from (0: none yet)
         self.element = np.zeros(self.WORDS, np.int64)  # and which of its elements
         self.first = 0
-        self.seen = {kind: [] for kind in ("uninitialized", "beyond", "stale", "outside")}
+        self.seen: dict[str, list] = {kind: [] for kind in ("uninitialized", "beyond", "stale", "outside")}
 
     def load(self, first: int) -> None:
         """CopyLocateInfoIn(first)."""
@@ -372,7 +374,7 @@ def copy(
     Blocks outside the cache give zeros, rows outside the output are skipped (both reported);
     overlapping rows are written in the kernel's order and reported.
     """
-    findings = []
+    findings: list = []
     written = layout.pieces * layout.piece_bytes
     if written == 0 or row_bytes == 0:
         return findings

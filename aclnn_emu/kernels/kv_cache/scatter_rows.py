@@ -65,10 +65,10 @@ class Writes:
     def __init__(self, what: str, rows: np.ndarray, src_name: str, mean=None):
         self.what, self.rows, self.src_name = what, rows, src_name
         self.mean = mean or window_mean
-        self._parts = []
-        self._means = []
-        self._skipped = []
-        self.limit = None
+        self._parts: list = []
+        self._means: list = []
+        self._skipped: list = []
+        self.limit: int | None = None
         self.findings: list[Finding] = []
 
     def within(self, targets: np.ndarray, limit: int) -> np.ndarray:

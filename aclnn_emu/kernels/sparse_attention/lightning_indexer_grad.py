@@ -14,9 +14,10 @@ No scale is applied. Entries past n are never read, so -1 padding there is harml
 
 Rows are processed in chunks of consecutive rows: the keys of a chunk are gathered into a
 [rows, topK, D] buffer, so memory grows with the chunk, never with the sequence. Chunks are dealt
-to worker threads round-robin (numpy releases the GIL in matmul and the gathers; see
-lightning_indexer_grad_blas for BLAS's own threads); each worker scatter-adds into its own fp32
-dk, and the workers' dk are summed in a fixed order, so results do not depend on timing.
+round-robin to a fixed number of partial dk sums (numpy releases the GIL in matmul and the
+gathers, so the partials run on the worker threads); each scatter-adds into its own fp32 dk, and
+the partials are summed in a fixed order, so results depend neither on timing nor on the worker
+count.
 
 Index entries the hardware would read outside the row's batch (or outside the key tensor) are
 skipped and counted in `Findings`; rows left with no usable entry come out as zeros (the hardware
@@ -32,7 +33,10 @@ from ..casts import BF16, FP32, cast_rint, cast_round
 from .lightning_indexer_plan import RowPlan
 
 CHUNK_ROWS = 4  # query rows per work item: ~3 MiB of fp32 scratch per row at topK = 2048
-DK_COPIES_BYTES = 256 << 20  # budget for the workers' private fp32 dk accumulators
+DK_COPIES_BYTES = 256 << 20  # budget for the private fp32 dk accumulators
+# dk partial sums (numerics: a fixed number, whatever the worker count), so at most as many workers:
+# each holds a copy of dk and its scratch (2 of them keep the peak RSS growth within 2x the inputs).
+DK_COPIES = 2
 
 
 @dataclasses.dataclass
@@ -52,13 +56,13 @@ class Findings:
 
 
 class _Worker:
-    """One thread's share of the rows: private fp32 dk, private findings."""
+    """One partial's share of the rows (run on one worker at a time): private fp32 dk, private findings."""
 
     def __init__(self, job: "_Job"):
         self.job = job
         self.dk = np.zeros((job.key_rows, job.key.shape[1]), FP32)
         self.findings = Findings()
-        self.buffers = {}
+        self.buffers: dict = {}
 
     def scratch(self, name: str, shape, dtype) -> np.ndarray:
         """A contiguous array from this worker's reusable buffer `name` (grown when too small), so
@@ -144,12 +148,6 @@ def _products_finite(w: np.ndarray, dy: np.ndarray, dtype) -> bool:
     return bool(np.isfinite(wmax) and np.isfinite(dymax) and float(wmax) * float(dymax) < limit)
 
 
-def default_threads() -> int:
-    """One worker per core (at most 8) when each can have a single-threaded BLAS, else one worker
-    and BLAS's own threads."""
-    return min(parallel.workers(), 8)
-
-
 @dataclasses.dataclass
 class _Job:
     q: np.ndarray
@@ -173,7 +171,7 @@ def lightning_indexer_grad(
     plan: RowPlan,
     *,
     out=None,
-    threads: int | None = None,
+    partials: int | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ):
     """Gradients of the lightning indexer for rows laid out flat.
@@ -193,23 +191,33 @@ def lightning_indexer_grad(
     key32[:key_rows] = key
     job = _Job(query, key32, key_rows, dy, indices, weights, plan, dtype, dq, dweights)
 
-    # Each worker holds an fp32 copy of dk: bound their number so those copies stay small.
-    threads = min(threads or default_threads(), max(1, DK_COPIES_BYTES // max(1, key32.nbytes)))
+    # dk is summed in `partials` fp32 copies (bounded so they stay small), chunk c into copy
+    # c % partials; each copy's chunks run in order on one worker, and the copies are added in
+    # order as they finish, so the worker count changes no bit and only the copies in flight are held.
+    partials = min(partials or DK_COPIES, max(1, DK_COPIES_BYTES // max(1, key32.nbytes)))
     starts = list(range(0, rows, chunk_rows))
-    workers = [_Worker(job) for _ in range(max(1, min(threads, len(starts))))]
+    workers = [_Worker(job) for _ in range(max(1, min(partials, len(starts))))]
 
-    def work(k: int) -> None:
+    def compute(k: int) -> None:
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN propagate as on the NPU
             for r0 in starts[k :: len(workers)]:
                 parallel.checkpoint()
                 workers[k].run_chunk(r0, min(r0 + chunk_rows, rows))
+        workers[k].buffers.clear()  # its scratch, before the dk copies are added up
 
-    parallel.map_ordered(work, range(len(workers)))
+    def commit(k: int) -> None:
+        """Partial k added to partial 0 (in k order) and let go, so only those in flight are held."""
+        if k:
+            with np.errstate(over="ignore", invalid="ignore"):
+                workers[0].dk += workers[k].dk
+            workers[k].dk = None
 
-    total, findings = workers[0].dk, Findings()
-    for worker in workers[1:]:
-        total += worker.dk
+    order = parallel.OrderedCommit()
+    parallel.map_ordered(lambda k: order.run(k, lambda: compute(k), lambda _: commit(k)), range(len(workers)))
+
+    findings = Findings()
     for worker in workers:
         findings.merge(worker.findings)
+    total = workers[0].dk
     dk[...] = cast_round(total, dtype)
     return dq, dk, dweights, findings

@@ -149,7 +149,7 @@ def _step(x: _Inputs, scan, outputs: Outputs, r0: int, r1: int) -> None:
     m[empty], l[empty] = SOFTMAX_MIN, 0
     narrow = cast_rint if x.q.dtype == BF16 else cast_round
     outputs.out[r0:r1] = narrow(o, outputs.out.dtype)
-    if outputs.softmax_max is not None:
+    if outputs.softmax_max is not None and outputs.softmax_sum is not None:  # both or neither
         outputs.softmax_max[r0:r1] = m
         outputs.softmax_sum[r0:r1] = l
 

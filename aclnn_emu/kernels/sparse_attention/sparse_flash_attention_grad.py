@@ -25,9 +25,8 @@ import numpy as np
 
 from aclnn_emu.kernels import native
 from aclnn_emu.kernels.casts import FP32
-from aclnn_emu.kernels.parallel import run_all
+from aclnn_emu.kernels.parallel import OrderedCommit, run_all
 from aclnn_emu.kernels.rounding import CAST_ROUND, round_half_away_
-from aclnn_emu.kernels.sparse_attention.commit_order import OrderedCommit
 from aclnn_emu.kernels.sparse_attention.select import RowSpans, select_row, selected_counts
 
 SLOT_BUDGET = 4096  # gathered key rows per step (its query rows together)
@@ -160,7 +159,7 @@ class _Sums:
     def __init__(self, x: _Inputs, grads: Grads):
         self.k = np.zeros((x.k.shape[0], x.k.shape[1] + (0 if x.k_rope is None else x.k_rope.shape[1])), FP32)
         self.v = np.zeros(x.v.shape, FP32)
-        self.dq = {}
+        self.dq: dict = {}
         self.scale, self.grads = x.scale, grads
 
     def commit(self, step: _Step, item):

@@ -23,8 +23,10 @@ from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import VALUE_ROWS, refuse_value_rows
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
-from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP
-from .launch import _launch, _zero_outputs
+from .. import tnd
+from ..tnd import SINK_IGNORED
+from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, VAR_LENS
+from .launch import _launch, _launch_tnd, _zero_outputs
 from .shapes import INVALID, NULLPTR, _Axes, _analyse_input, _present, _results
 
 
@@ -64,6 +66,26 @@ INFERRED = Gaps(
 )
 
 
+TND_GAPS = Gaps(
+    VAR_LENS[0],  # listed under FlashAttentionVarLenScore; the same for V2-V5
+    "not_implemented",
+    {
+        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND (VarLen V1-V5)",
+        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
+        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+    },
+)
+TND_UNESTABLISHED = Gaps(
+    VAR_LENS[0],
+    "unestablished",
+    {
+        "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
+        "lengths to 0, the kernels index with the raw values)"
+    },
+)
+MISSING = object()  # a parameter the entry point does not have
+
+
 def _l0_error(message: str, rule: str):
     """An infershape / kernel-selection / tiling failure: the V2 op_api reports it as 161001."""
     return OpError(
@@ -100,8 +122,11 @@ def _check_formats(a, arch35):
         "dropMaskOptional",
         "paddingMaskOptional",
         "attenMaskOptional",
+        "queryRope",
+        "keyRope",
+        "sinkOptional",
     ):
-        tensor = getattr(a, name)
+        tensor = getattr(a, name, None)
         if tensor is not None and tensor.format == Format.ACL_FORMAT_FRACTAL_NZ:
             raise OpError(INVALID, f"Input and output format only support [ND]: {name} is FRACTAL_NZ", rule="format.nz")
 
@@ -134,13 +159,79 @@ def _check_dtypes(a):
                 "3 mode, It must be float32",
                 rule="dtype.pse_inner",
             )
-    elif pse is not None and pse.dtype != q:
+        return  # InputDtypeCheck returns here: the sink's dtype is not checked
+    if pse is not None and pse.dtype != q:
         raise OpError(
             INVALID,
             f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type "
             f"{q.name} of query, key and value.",
             rule="dtype.pse",
         )
+    sink = getattr(a, "sinkOptional", None)
+    if sink is not None and sink.dtype != DataType.ACL_FLOAT:
+        raise OpError(INVALID, f"The data type of sink is [{sink.dtype.name}], should be fp32.", rule="dtype.sink")
+
+
+def _check_rope(a, x: _Axes):
+    """isSupportMultiInput (VarLen V3/V5): the rope split's preconditions. The caller wraps its result in
+    CHECK_RET(..., ACLNN_ERR_PARAM_NULLPTR), so every failure is 161001."""
+    q_rope, k_rope = getattr(a, "queryRope", None), getattr(a, "keyRope", None)
+    if q_rope is None and k_rope is None:
+        return
+    problem = _rope_problem(a, x, q_rope, k_rope)
+    if problem is not None:
+        raise OpError(
+            NULLPTR,
+            f"{problem} (isSupportMultiInput; the caller returns ACLNN_ERR_PARAM_NULLPTR)",
+            rule="rope." + problem.split(":")[0],
+        )
+
+
+def _rope_problem(a, x, q_rope, k_rope):
+    if q_rope is None or k_rope is None:
+        return "one_sided: queryRope and keyRope must be given together"
+    if q_rope.ndim < 3 or k_rope.ndim < 3 or q_rope.shape[2] > x.d or k_rope.shape[2] > x.d:
+        return f"head_dim: the rope head dims must not exceed the query's {x.d}"
+    bf16 = DataType.ACL_BF16
+    if any(t.dtype != bf16 for t in (a.query, a.key, a.value, q_rope, k_rope)):
+        return "dtype: query, queryRope, key, keyRope and value must be BFloat16"
+    if a.sparseMode == 6:
+        return "prefix: queryRope and keyRope do not support sparseMode 6"
+    if _present(a.attenMaskOptional) is None:
+        return "mask: queryRope and keyRope need an attenMask"
+    if a.realShiftOptional is not None:
+        return "pse: queryRope and keyRope need pseShift to be nullptr"
+    if a.dropMaskOptional is not None:
+        return "drop_mask: queryRope and keyRope need dropMask to be nullptr"
+    if a.keepProb < 1:
+        return "keep_prob: queryRope and keyRope need keepProb = 1"
+    if x.layout != "TND":
+        return "layout: queryRope and keyRope need inputLayout TND"
+    if _tnd_pads(a, x):
+        return "padding: queryRope and keyRope need a head dim the op_api does not pad"
+    return None
+
+
+def _tnd_pads(a, x: _Axes) -> bool:
+    """AnalysisInput's needPad for TND (needTranspose, needReshape and needPadValue stay false there):
+    D or Dv off the 16 (128 from D 196 on) alignment, or an uneven D of 64 or 80 (or 88, the source's
+    HEAD_DIM_128), unless IsNeedPad drops the padding: D < 96, max kv length <= 1024 and the query
+    total < 160K."""
+    align = 16 if x.d < 196 or x.d == 448 else 128
+    pads = x.d % align != 0 or x.dv % align != 0 or (x.d != x.dv and x.d in (64, 80, 88))
+    if not pads or x.d >= 96:
+        return pads
+    extent = tnd.pad_extent(a.actualSeqQLenOptional, a.actualSeqKvLenOptional)
+    if extent is None:
+        return True
+    kv_max, q_sum = extent
+    return not (kv_max and q_sum and kv_max <= 1024 and q_sum < 160 * 1024)
+
+
+def _sink(a):
+    """The sink the L0 call gets: a [0]-shaped one is dropped by the op_api (V3, VarLen V5)."""
+    sink = getattr(a, "sinkOptional", None)
+    return None if sink is None or (sink.ndim == 1 and sink.shape[0] == 0) else sink
 
 
 # -- L0: kernel selection and tiling ----------------------------------------------------------------
@@ -188,6 +279,8 @@ def _check_attrs_and_layout(a, x: _Axes, arch35):
         raise _l0_error(f"pseType value is out of range: got {a.pseType}; expected 0-3", "tiling.pse_type")
     q = a.query.shape
     if x.layout == "TND":
+        if getattr(a, "actualSeqQLenOptional", MISSING) is not MISSING:
+            return  # the variable-length entry points: tnd.check_lengths
         raise _l0_error(
             TND_UNDEFINED
             if arch35
@@ -411,6 +504,29 @@ def _check_outputs(a, x: _Axes, env):
             INFERRED.warn(env, "out_dtype", f"{name} is {tensor.dtype.name}, computed {dtype.name}")
 
 
+# -- the other entry points' own op_api (op_api/aclnn_flash_attention_score.cpp) -------------------------
+@V1.check
+def _score_v1(a, env):
+    """aclnnFlashAttentionScoreGetWorkspaceSize: V2's path with PSE_TYPE_V1 and no start indices. It also
+    checks L0's outputs [0], [1] and [3] for nullptr: 161001, the code V2's ViewCopy of a nullptr returns."""
+    tnd.fixed_attributes(a)
+
+
+def _tnd_only(a, env):
+    """aclnnFlashAttentionVarLenScore{,V2..V5}GetWorkspaceSize: CheckFaParam, the empty-output shortcut,
+    then any layout but "TND" (strcmp, case-sensitive) returns ACLNN_ERR_PARAM_INVALID."""
+    tnd.fixed_attributes(a)
+    _check_nulls(a)
+    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
+        return
+    if a.inputLayout != "TND":
+        raise OpError(INVALID, f"Layout {a.inputLayout} is not TND, invalid shape, please check", rule="layout.tnd")
+
+
+for _entry in VAR_LENS:
+    _entry.check(_tnd_only)
+
+
 @OP.prepare
 def prepare(a, env):
     _check_nulls(a)
@@ -420,6 +536,8 @@ def prepare(a, env):
     _check_formats(a, arch35)
     _check_dtypes(a)
     x = _analyse_input(a)
+    _check_rope(a, x)
+    sink = _sink(a)
     _kernel_select(a)
     _check_params(a, x)
     # the empty-input tiling: zeros out, 100 MiB reserved
@@ -427,6 +545,8 @@ def prepare(a, env):
         _check_outputs(a, x, env)
         return Launch(EMPTY_WORKSPACE, _zero_outputs(a))
     _check_attrs_and_layout(a, x, arch35)
+    if x.layout == "TND":
+        return _prepare_tnd(a, x, env, arch35, sink)
     _check_pse(a, x, arch35)
     mode = a.sparseMode
     _check_atten_mask(a, x, mode)
@@ -439,9 +559,64 @@ def prepare(a, env):
         starts, problem = start_indices(a)
         _fail(problem)
     _check_pse_alibi(a, x, causal, arch35)
+    sink = _tiling_sink(sink, x, env, arch35)
     _check_outputs(a, x, env)
+    invalid_line = invalid or _invalid_line(a, env)
+    refuse_value_rows(UNESTABLISHED, a)
+    run = _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35, sink)
+    return Launch(WORKSPACE_RESERVE, run)
+
+
+def _invalid_line(a, env) -> bool:
+    """innerPrecise as the tiling reads it (its low byte; 2 is the invalid-line mode)."""
     if a.innerPrecise & 0xFF not in (0, 1, INVALID_LINE):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: the tiling reads its low byte and acts only on 2")
-    invalid_line = invalid or a.innerPrecise & 0xFF == INVALID_LINE
-    refuse_value_rows(UNESTABLISHED, a)
-    return Launch(WORKSPACE_RESERVE, _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35))
+    return a.innerPrecise & 0xFF == INVALID_LINE
+
+
+def _tiling_sink(sink, x: _Axes, env, arch35):
+    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it."""
+    if sink is None:
+        return None
+    if arch35:
+        env.warn(SINK_IGNORED)
+        return None
+    _fail(tnd.check_sink(sink, x.n1))
+    return sink
+
+
+def _prepare_tnd(a, x: _Axes, env, arch35, sink):
+    """The variable-length path (VarLen V1-V5): the TND tiling's checks, then the per-batch kernels."""
+    batches, problem = tnd.check_lengths(a, a.key)
+    _fail(problem)
+    if not batches.monotone:
+        TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
+    if _present(a.realShiftOptional) is not None:
+        TND_GAPS.refuse("tnd_pse")
+    mode, mask = a.sparseMode, _present(a.attenMaskOptional)
+    if mask is not None:
+        _fail(tnd.check_sparse(a, batches, mode))
+        _fail(tnd.check_tokens(a, batches, mode))
+        problem, runs = tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode))
+        _fail(problem)
+        if not runs:
+            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+    drop = _present(a.dropMaskOptional)
+    if arch35:
+        problem, generated = dropout(drop, a.keepProb, env)
+        _fail(problem)
+        if generated is not None:
+            TND_GAPS.refuse("tnd_generated_dropout")
+    elif drop is None and np.float32(a.keepProb) < 1:
+        env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
+    if drop is not None and drop.numel < tnd.drop_mask_bytes(batches, x.n1):
+        need = tnd.drop_mask_bytes(batches, x.n1)
+        raise _l0_error(
+            f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
+            "tiling.drop_size",
+        )
+    sink = _tiling_sink(sink, x, env, arch35)
+    _check_outputs(a, x, env)
+    layout = getattr(a, "softmaxOutLayout", "") or ""
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35)
+    return Launch(WORKSPACE_RESERVE, run)

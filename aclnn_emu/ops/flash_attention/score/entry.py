@@ -1,6 +1,8 @@
 """aclnnFlashAttentionScoreV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
+import dataclasses
+
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
@@ -112,3 +114,89 @@ OP = Op(
     ],
     defaults_from="torch_npu.npu_fusion_attention_v2",
 )
+
+
+BF16 = (DataType.ACL_BF16,)
+SOFTMAX_LAYOUTS = ("", "same_as_input")
+# The parameters the other entry points of the header add to V2's.
+_ADDED = [
+    TensorIn("sinkOptional", optional=True, dtypes=FLOAT, doc="learnable sink: one fp32 logit per query head [N1]"),
+    IntArrayIn(
+        "actualSeqQLenOptional",
+        optional=True,
+        doc="cumulative query lengths of the packed batches (TND), one per batch",
+    ),
+    IntArrayIn("actualSeqKvLenOptional", optional=True, doc="cumulative key/value lengths of the packed batches (TND)"),
+    TensorIn("queryRope", optional=True, dtypes=BF16, doc="the rope half of Q [T1,N1,Dr] (MLA; bf16, TND)"),
+    TensorIn("keyRope", optional=True, dtypes=BF16, doc="the rope half of K [T2,N2,Dr] (MLA; bf16, TND)"),
+    String(
+        "softmaxOutLayout",
+        values=SOFTMAX_LAYOUTS,
+        doc='layout of softmaxMax/Sum: "same_as_input" token-major [T1,N1,8]; anything else each batch head-major',
+    ),
+]
+_BY_NAME = {p.name: p for p in OP.params + _ADDED}
+# What the variable-length entry points say differently of V2's parameters.
+_TND = {
+    p.name: p
+    for p in (
+        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)"),
+        dataclasses.replace(_BY_NAME["softmaxMaxOut"], doc="per-row score maximum [T1,N1,8] (8 equal lanes)"),
+        dataclasses.replace(_BY_NAME["softmaxSumOut"], doc="per-row exp sum [T1,N1,8] (8 equal lanes)"),
+    )
+}
+
+
+def _params(names: str, tnd: bool = False) -> list:
+    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: as the
+    variable-length entry points describe them."""
+    return [_TND[name] if tnd and name in _TND else _BY_NAME[name] for name in names.split()]
+
+
+_HEAD = "query key value realShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
+_ROPE_HEAD = (
+    "query queryRope key keyRope value realShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
+)
+_ATTRS = "scaleValue keepProb preTokens nextTokens headNum inputLayout innerPrecise sparseMode"
+_SEQS = "actualSeqQLenOptional actualSeqKvLenOptional"
+_STARTS = "qStartIdxOptional kvStartIdxOptional"
+_OUTS = "softmaxMaxOut softmaxSumOut softmaxOutOut attentionOutOut"
+HEADER = OP.header
+
+V1 = Op("FlashAttentionScore", HEADER, _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"), base=OP)
+V3 = Op(
+    "FlashAttentionScoreV3",
+    HEADER,
+    _params(f"{_HEAD} sinkOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS}"),
+    base=OP,
+)
+VAR_LEN = Op(
+    "FlashAttentionVarLenScore", HEADER, _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True), base=OP
+)
+VAR_LEN_V2 = Op(
+    "FlashAttentionVarLenScoreV2",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
+    base=OP,
+)
+VAR_LEN_V3 = Op(
+    "FlashAttentionVarLenScoreV3",
+    HEADER,
+    _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
+    base=OP,
+)
+VAR_LEN_V4 = Op(
+    "FlashAttentionVarLenScoreV4",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} softmaxOutLayout {_OUTS}", True),
+    base=OP,
+)
+VAR_LEN_V5 = Op(
+    "FlashAttentionVarLenScoreV5",
+    HEADER,
+    _params(
+        f"{_ROPE_HEAD} sinkOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxOutLayout {_OUTS}", True
+    ),
+    base=OP,
+)
+VAR_LENS = (VAR_LEN, VAR_LEN_V2, VAR_LEN_V3, VAR_LEN_V4, VAR_LEN_V5)

@@ -5,6 +5,7 @@ import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
 from aclnn_emu.kernels.flash_attention.params import FaParams
+from aclnn_emu.kernels.flash_attention.varlen import var_len_score
 from .shapes import _Axes, _present
 
 
@@ -18,7 +19,7 @@ def _zero_outputs(a):
     return run
 
 
-def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35):
+def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, sink=None):
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -51,9 +52,48 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35):
             drop_mask=None if drop is None else drop.read(),
             atten_mask=None if mask is None else mask.read(),
             outputs=outputs,
+            sink=None if sink is None else sink.read(),
         )
         if not in_place:
             for tensor, values in zip(results, computed):
                 tensor.write(values)
+
+    return run
+
+
+def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
+    """The variable-length entry points: each packed batch a dense attention (kernels/flash_attention/varlen.py),
+    softmaxMax/Sum in `softmax_layout`."""
+    params = FaParams(
+        scale=a.scaleValue,
+        keep_prob=float(np.float32(a.keepProb)),
+        head_num=a.headNum,
+        layout="TND",
+        pre_tokens=a.preTokens,
+        next_tokens=a.nextTokens,
+        sparse_mode=mode,
+        prefix=a.prefixOptional,
+        invalid_line=invalid_line,
+        saturate=arch35,
+    )
+    drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
+    ropes = [getattr(a, name, None) for name in ("queryRope", "keyRope")]
+
+    def run(workspace):
+        computed = var_len_score(
+            a.query.read(),
+            a.key.read(),
+            a.value.read(),
+            params,
+            batches.cu_q,
+            batches.cu_kv,
+            atten_mask=None if mask is None else mask.read(),
+            drop_mask=None if drop is None else drop.read(),
+            sink=None if sink is None else sink.read(),
+            rope=None if None in ropes else tuple(t.read() for t in ropes),
+            softmax_layout=softmax_layout,
+        )
+        for tensor, values in zip((a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut), computed):
+            tensor.write(values)
 
     return run

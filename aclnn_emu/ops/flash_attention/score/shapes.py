@@ -83,9 +83,10 @@ def _analyse_input(a) -> _Axes:
 
 
 def _results(a, x: _Axes) -> dict:
-    """Each result's (shape, dtype) as the L0 op infers them: softmax statistics [B,N1,S1,8] FLOAT,
+    """Each result's (shape, dtype) as the L0 op infers them: softmax statistics [B,N1,S1,8] ([T1,N1,8] for
+    TND) FLOAT,
     attentionOutOut query's shape with value's head size (BSH/SBH: H = N1 x Dv) and query's dtype."""
-    lanes = (x.b, x.n1, x.s1, SOFTMAX_LANES)
+    lanes = (a.query.shape[0], x.n1, SOFTMAX_LANES) if x.layout == "TND" else (x.b, x.n1, x.s1, SOFTMAX_LANES)
     out = list(a.query.shape)
     out[-1] = x.n1 * x.dv if x.layout in ("BSH", "SBH") else x.dv
     return {

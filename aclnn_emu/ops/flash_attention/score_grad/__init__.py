@@ -2,6 +2,6 @@
 registers the prepare), launch.py moves data to and from the kernels."""
 
 from . import checks  # noqa: F401  (registers each entry point's prepare)
-from .entry import OP
+from .entry import OP, UNPADDINGS, V1, V3
 
-OPS = (OP,)
+OPS = (OP, V1, V3, *UNPADDINGS)

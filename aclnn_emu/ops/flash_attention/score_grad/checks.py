@@ -18,8 +18,10 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import _check_shape_attrs_arch35
 from .common import (
     refuse_grad_head_dim,
+    COMPRESSED_MASK,
     INVALID,
     NULLPTR,
+    SOFTMAX_LANES,
     _Shape,
     _check_atten_mask_info,
     _check_atten_mask_shape,
@@ -31,8 +33,10 @@ from .common import (
     _present,
     _tiling_error,
 )
-from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8
-from .launch import _launch, _zero_outputs
+from .. import tnd
+from ..tnd import SINK_IGNORED
+from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
+from .launch import _launch, _launch_tnd, _zero_outputs
 
 
 SYSTEM_WORKSPACE = 16 << 20
@@ -42,11 +46,44 @@ INFERRED = Gaps(
     OP,
     "inferred",
     {
-        "out_dtype": "an output whose dtype differs from query (the result is cast; on the NPU ViewCopy most likely "
+        "out_dtype": "an output whose dtype differs from its input's (the result is cast; on the NPU ViewCopy most likely "
         "fails)"
     },
     code=NULLPTR,
 )
+
+
+TND_GAPS = Gaps(
+    UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
+    "not_implemented",
+    {
+        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND (Unpadding V1-V5)",
+        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
+        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+    },
+)
+TND_UNESTABLISHED = Gaps(
+    UNPADDINGS[0],
+    "unestablished",
+    {
+        "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
+        "lengths to 0, the kernels index with the raw values)"
+    },
+)
+V4_NULLS = Gaps(
+    UNPADDING_V4,
+    "inferred",
+    {
+        "null_outputs_v4": "aclnnFlashAttentionUnpaddingScoreGradV4 with a nullptr among its required tensors: its "
+        "null check joins the conditions with || and the next line dereferences the nullptr (a crash on the device); "
+        "aclnn-emu returns ACLNN_ERR_PARAM_NULLPTR"
+    },
+    code=NULLPTR,
+)
+MISSING = object()  # a parameter the entry point does not have
+SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
+OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
+TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
 def _op_api_checks(a):
@@ -62,6 +99,15 @@ def _op_api_checks(a):
 
 
 def _rank_checks(a):
+    """InvalidTensorDimCheck: the rope tensors (when all four are given), the required ones, the sink pair."""
+    ropes = [getattr(a, name, None) for name in ("queryRope", "keyInRope", "dqRopeOut", "dkRopeOut")]
+    if None not in ropes and any(t.ndim < 3 for t in ropes):
+        raise OpError(
+            INVALID,
+            "The input or output of FAG does not support tensors with dim less than 3: "
+            f"rope shapes {[list(t.shape) for t in ropes]}",
+            rule="rank.rope",
+        )
     for name in ("query", "keyIn", "value", "dy", "attentionInOptional", "dqOut", "dkOut", "dvOut"):
         tensor = getattr(a, name)
         if tensor.ndim < 3:
@@ -71,6 +117,67 @@ def _rank_checks(a):
                 f"{name} has shape {list(tensor.shape)}",
                 rule="rank.min3",
             )
+    sink, dsink = getattr(a, "sinkInOptional", None), getattr(a, "dsinkOut", None)
+    if sink is not None and dsink is not None and (sink.ndim != 1 or dsink.ndim != 1):
+        raise OpError(
+            INVALID,
+            "Sink input and output of FAG only support tensors with dim equals to 1: got "
+            f"{list(sink.shape)} and {list(dsink.shape)}",
+            rule="rank.sink",
+        )
+
+
+def _check_rope(a, s: _Shape):
+    """isSupportMultiInput of the backward (UnpaddingScoreGrad V3/V5): its codes are returned as they are."""
+    q_rope, k_rope = getattr(a, "queryRope", None), getattr(a, "keyInRope", None)
+    if (q_rope is None) != (k_rope is None):
+        raise OpError(NULLPTR, "queryRope and keyInRope must be given together", rule="rope.one_sided")
+    if q_rope is None or k_rope is None:
+        return
+    if q_rope.shape[2] > s.d or k_rope.shape[2] > s.d:
+        raise OpError(
+            INVALID,
+            "Invalid input, do not support query_rope and key_rope when the head-dim of query_rope or key_rope is "
+            f"larger than the head-dim of query ({q_rope.shape[2]}, {k_rope.shape[2]} > {s.d})",
+            rule="rope.head_dim",
+        )
+    # a rope dtype other than BF16 is only logged (the source returns nothing there)
+    if any(t.dtype != DataType.ACL_BF16 for t in (a.query, a.keyIn, a.value)):
+        raise OpError(INVALID, "The data type of query, key, value should be BFloat16.", rule="rope.dtype")
+    if a.sparseMode == 6:
+        raise OpError(INVALID, "do not support query_rope and key_rope when sparseMode is 6.", rule="rope.prefix")
+    if _present(a.attenMaskOptional) is None:
+        raise OpError(NULLPTR, "only support query_rope and key_rope when attentionMask is given.", rule="rope.mask")
+    for name, present in (
+        ("pse", a.pseShiftOptional is not None),
+        ("drop_mask", a.dropMaskOptional is not None),
+        ("keep_prob", a.keepProb < 1),
+        ("layout", s.layout != "TND"),
+        ("padding", _tnd_pads(a, s)),
+    ):
+        if present:
+            raise OpError(INVALID, f"queryRope and keyInRope are not supported with this {name}", rule=f"rope.{name}")
+
+
+def _tnd_pads(a, s: _Shape) -> bool:
+    """GetInputShapeInfo's needPadDimD / needPadValueD for TND, with the system's deterministic option 0
+    (the default; aclnn-emu has no setter for it): D off the 16 (128 from D 128 on) alignment, unless D is
+    a multiple of 8, or the max kv length is <= 1024, D < 96, the query total < 160K and keepProb is 1;
+    D 192 with Dv 128 never pads. needPadValueD: D != Dv except 192/128."""
+    if s.d == 192 and s.vd == 128:
+        return False
+    if s.d != s.vd:
+        return True
+    align = 16 if s.d < 128 else 128
+    if s.d % align == 0 or s.d % 8 == 0:
+        return False
+    extent = tnd.pad_extent(a.actualSeqQLenOptional, a.actualSeqKvLenOptional)
+    if extent is None:
+        return True
+    kv_max, q_sum = extent
+    if not kv_max or not q_sum:
+        return True
+    return not (kv_max <= 1024 and s.d < 96 and q_sum < 160 * 1024 and a.keepProb == 1)
 
 
 def _kernel_select(a, arch35: bool):
@@ -233,17 +340,22 @@ def _check_pad_tokens(a, s, mode):
 
 
 def _check_outputs(a, env):
-    """PostFlashAttentionScoreGrad: ViewCopy of the results into dqOut/dkOut/dvOut."""
-    for out, like in (("dqOut", "query"), ("dkOut", "keyIn"), ("dvOut", "value")):
-        got, want = getattr(a, out), getattr(a, like)
+    """PostFlashAttentionScoreGrad: ViewCopy of the results into dqOut/dkOut/dvOut (and, when both sides
+    are given, dqRopeOut/dkRopeOut and dsinkOut)."""
+    pairs = [("dqOut", "query"), ("dkOut", "keyIn"), ("dvOut", "value")]
+    pairs += [(out, like) for out, like in OPTIONAL_RESULTS if getattr(a, out, None) is not None]
+    for out, like in pairs:
+        got, want = getattr(a, out), getattr(a, like, None)
+        if want is None:
+            continue
         if got.shape != want.shape:
             raise OpError(
                 NULLPTR,
                 f"{out} shape {list(got.shape)} differs from {like} {list(want.shape)}; ViewCopy of the result fails",
                 rule=f"out.{out}_shape",
             )
-        if got.dtype != a.query.dtype:
-            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, query {a.query.dtype.name}")
+        if got.dtype != want.dtype:
+            INFERRED.warn(env, "out_dtype", f"{out} is {got.dtype.name}, {like} {want.dtype.name}")
 
 
 def _workspace(s) -> int:
@@ -263,11 +375,14 @@ def prepare(a, env):
     _rank_checks(a)
     layout = a.inputLayout or ""
     s = _Shape(a, layout)
+    _check_rope(a, s)
     if layout.upper() not in INFER_LAYOUTS:
         raise _tiling_error(
             f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}", "infershape.layout"
         )
     _kernel_select(a, env.soc == ARCH35)
+    if layout == "TND" and getattr(a, "actualSeqQLenOptional", MISSING) is not MISSING:
+        return _prepare_tnd(a, s, env)
     _check_base_input(a, s)
     if a.dqOut.is_empty or a.dkOut.is_empty or a.dvOut.is_empty:
         _check_outputs(a, env)
@@ -279,4 +394,104 @@ def prepare(a, env):
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
     refuse_grad_head_dim(a, s)
-    return Launch(_workspace(s), _launch(a, s, mode, env))
+    return Launch(_workspace(s), _launch(a, s, mode, env, _tiling_sink(a, s.n1, env)))
+
+
+def _tiling_sink(a, heads: int, env):
+    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it."""
+    sink = _present(getattr(a, "sinkInOptional", None))
+    if sink is None:
+        return None
+    if env.soc == ARCH35:
+        env.warn(SINK_IGNORED)
+        return None
+    problem = tnd.check_sink(sink, heads)
+    if problem is not None:
+        raise _tiling_error(*problem)
+    return sink
+
+
+def _fail(problem):
+    """Raise a tiling failure given as (message, rule); None passes."""
+    if problem is not None:
+        raise _tiling_error(*problem)
+
+
+def _prepare_tnd(a, s: _Shape, env):
+    """The variable-length path (UnpaddingScoreGrad V1-V5): the TND tiling's checks, then the per-batch
+    kernels."""
+    batches, problem = tnd.check_lengths(a, a.keyIn)
+    _fail(problem)
+    if not batches.monotone:
+        TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
+    lanes = (a.query.shape[0], s.n1, SOFTMAX_LANES)
+    for name in ("softmaxMaxOptional", "softmaxSumOptional"):
+        stats = _present(getattr(a, name))
+        if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
+            shape = None if stats is None else list(stats.shape)
+            _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
+    if _present(a.pseShiftOptional) is not None:
+        TND_GAPS.refuse("tnd_pse")
+    mode, mask = a.sparseMode, _present(a.attenMaskOptional)
+    if mask is not None:
+        _fail(tnd.check_sparse(a, batches, mode))
+        problem, runs = tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode))
+        _fail(problem)
+        if not runs:
+            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+    keep = float(np.float32(a.keepProb))
+    if keep <= 0 or keep > 1:
+        _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
+    drop = _present(a.dropMaskOptional)
+    if keep < 1:
+        if drop is None and env.soc == ARCH35:
+            TND_GAPS.refuse("tnd_generated_dropout")
+        if drop is None:
+            _fail((f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null"))
+        need = tnd.drop_mask_bytes(batches, s.n1)
+        if drop.numel < need:
+            _fail(
+                (
+                    f"FAG Input dropMask shapeSize is invalid, it should not be less than {need}: got {drop.numel}",
+                    "tiling.drop_size",
+                )
+            )
+    sink = _tiling_sink(a, s.n1, env)
+    _check_outputs(a, env)
+    layout = getattr(a, "softmaxInLayout", "") or ""
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
+    return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
+
+
+# -- the other entry points' own op_api (op_api/aclnn_flash_attention_score_grad.cpp) --------------------
+@V1.check
+def _score_grad_v1(a, env):
+    """aclnnFlashAttentionScoreGradGetWorkspaceSize: V2's path with PSE_TYPE_V1, no start indices and the
+    default softmaxInLayout ("")."""
+    tnd.fixed_attributes(a)
+
+
+def _tnd_only(a, env):
+    """aclnnFlashAttentionUnpaddingScoreGrad{,V2..V5}GetWorkspaceSize: any layout but "TND" (strcmp) returns
+    ACLNN_ERR_PARAM_INVALID before anything else, the null checks included."""
+    tnd.fixed_attributes(a)
+    if a.inputLayout != "TND":
+        raise OpError(INVALID, f"Layout {a.inputLayout} is not TND, invalid shape, please check", rule="layout.tnd")
+
+
+for _entry in UNPADDINGS:
+    _entry.check(_tnd_only)
+
+
+@UNPADDING_V4.check
+def _softmax_in_layout(a, env):
+    """UnpaddingScoreGradV4: softmaxInLayout must be "same_as_input" or "" (161002); its null check then
+    joins the conditions with ||, so one nullptr passes it and is dereferenced on the next line."""
+    if a.softmaxInLayout not in SOFTMAX_IN_LAYOUTS:
+        raise OpError(
+            INVALID, f"softmaxInLayout {a.softmaxInLayout!r} is invalid: only {SOFTMAX_IN_LAYOUTS}", rule="softmax_in"
+        )
+    names = ("query", "keyIn", "value", "dy", "attentionInOptional", "dqOut", "dkOut", "dvOut")
+    missing = [name for name in names if getattr(a, name) is None]
+    if missing and len(missing) < len(names):
+        V4_NULLS.warn(env, "null_outputs_v4", ", ".join(missing))

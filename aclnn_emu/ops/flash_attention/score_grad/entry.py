@@ -1,6 +1,8 @@
 """aclnnFlashAttentionScoreGradV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
+import dataclasses
+
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorOut
 
@@ -92,3 +94,93 @@ OP = Op(
 
 
 ARCH35 = "Ascend910_95"  # the family whose tiling is flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
+
+
+BF16 = (DataType.ACL_BF16,)
+# The parameters the other entry points of the header add to V2's.
+_ADDED = [
+    TensorIn("sinkInOptional", optional=True, dtypes=FLOAT, doc="the forward's learnable sink [N1] (fp32)"),
+    IntArrayIn("actualSeqQLenOptional", optional=True, doc="cumulative query lengths of the packed batches (TND)"),
+    IntArrayIn("actualSeqKvLenOptional", optional=True, doc="cumulative key/value lengths of the packed batches (TND)"),
+    TensorIn("queryRope", optional=True, dtypes=BF16, doc="the rope half of Q [T1,N1,Dr] (MLA; bf16, TND)"),
+    TensorIn("keyInRope", optional=True, dtypes=BF16, doc="the rope half of K [T2,N2,Dr] (MLA; bf16, TND)"),
+    String(
+        "softmaxInLayout",
+        values=("", "same_as_input"),
+        doc='layout of softmaxMax/Sum: "same_as_input" token-major [T1,N1,8], "" each batch head-major',
+    ),
+    TensorOut("dqRopeOut", optional=True, like="queryRope", doc="dL/dqueryRope, shaped and typed like queryRope"),
+    TensorOut("dkRopeOut", optional=True, like="keyInRope", doc="dL/dkeyInRope, shaped and typed like keyInRope"),
+    TensorOut("dsinkOut", optional=True, like="sinkInOptional", doc="dL/dsink [N1] fp32"),
+]
+_BY_NAME = {p.name: p for p in OP.params + _ADDED}
+# What the variable-length entry points say differently of V2's parameters.
+_TND = {
+    p.name: p
+    for p in (
+        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)"),
+        dataclasses.replace(_BY_NAME["softmaxMaxOptional"], doc="the forward's per-row score maximum [T1,N1,8]"),
+        dataclasses.replace(_BY_NAME["softmaxSumOptional"], doc="the forward's per-row exp sum [T1,N1,8]"),
+    )
+}
+
+
+def _params(names: str, tnd: bool = False) -> list:
+    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: as the
+    variable-length entry points describe them."""
+    return [_TND[name] if tnd and name in _TND else _BY_NAME[name] for name in names.split()]
+
+
+_MASKS = "pseShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
+_SOFTMAX = "softmaxMaxOptional softmaxSumOptional softmaxInOptional attentionInOptional"
+_HEAD = f"query keyIn value dy {_MASKS} {_SOFTMAX}"
+_ROPE_HEAD = f"query queryRope keyIn keyInRope value dy {_MASKS} {_SOFTMAX}"
+_ATTRS = "scaleValue keepProb preTokens nextTokens headNum inputLayout innerPrecise sparseMode"
+_SEQS = "actualSeqQLenOptional actualSeqKvLenOptional"
+_STARTS = "qStartIdxOptional kvStartIdxOptional"
+_OUTS = "dqOut dkOut dvOut dpseOut"
+_ROPE_OUTS = "dqOut dqRopeOut dkOut dkRopeOut dvOut dpseOut"
+HEADER = OP.header
+
+V1 = Op("FlashAttentionScoreGrad", HEADER, _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"), base=OP)
+V3 = Op(
+    "FlashAttentionScoreGradV3",
+    HEADER,
+    _params(f"{_HEAD} sinkInOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS} dsinkOut"),
+    base=OP,
+)
+UNPADDING = Op(
+    "FlashAttentionUnpaddingScoreGrad",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True),
+    base=OP,
+)
+UNPADDING_V2 = Op(
+    "FlashAttentionUnpaddingScoreGradV2",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
+    base=OP,
+)
+UNPADDING_V3 = Op(
+    "FlashAttentionUnpaddingScoreGradV3",
+    HEADER,
+    _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_ROPE_OUTS}", True),
+    base=OP,
+)
+UNPADDING_V4 = Op(
+    "FlashAttentionUnpaddingScoreGradV4",
+    HEADER,
+    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS} softmaxInLayout", True),
+    base=OP,
+)
+UNPADDING_V5 = Op(
+    "FlashAttentionUnpaddingScoreGradV5",
+    HEADER,
+    _params(
+        f"{_ROPE_HEAD} sinkInOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxInLayout "
+        f"{_ROPE_OUTS} dsinkOut",
+        True,
+    ),
+    base=OP,
+)
+UNPADDINGS = (UNPADDING, UNPADDING_V2, UNPADDING_V3, UNPADDING_V4, UNPADDING_V5)

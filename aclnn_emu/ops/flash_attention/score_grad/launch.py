@@ -3,8 +3,9 @@ workspace."""
 
 import numpy as np
 from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
-from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import FaParams
+from aclnn_emu.kernels.flash_attention.varlen import var_len_score_grad
 from .common import COMPRESSED_MASK, V2_OFFSET, V2_SEED, _present
 from .entry import ARCH35
 
@@ -44,7 +45,14 @@ def _start_indices(a, env) -> dict:
     return {"q_start_idx": q, "kv_start_idx": kv}
 
 
-def _launch(a, s, mode, env):
+def _write_dsink(a, dsink):
+    """dsinkOut, when the caller passed one (a sink without it has nowhere to go)."""
+    out = getattr(a, "dsinkOut", None)
+    if out is not None:
+        out.write(dsink)
+
+
+def _launch(a, s, mode, env, sink=None):
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -68,7 +76,7 @@ def _launch(a, s, mode, env):
             if drop is None
             else drop.read()
         )
-        dq, dk, dv = flash_attention_score_grad(
+        grads = flash_attention_score_grad(
             a.query.read(),
             a.keyIn.read(),
             a.value.read(),
@@ -80,9 +88,57 @@ def _launch(a, s, mode, env):
             pse=None if pse is None else pse.read(),
             drop_mask=drop_mask,
             atten_mask=None if mask is None else _mask_window(mask.read(), s, mode),
+            sink=None if sink is None else sink.read(),
         )
-        a.dqOut.write(dq)
-        a.dkOut.write(dk)
-        a.dvOut.write(dv)
+        for out, values in zip((a.dqOut, a.dkOut, a.dvOut), grads):
+            out.write(values)
+        if sink is not None:
+            _write_dsink(a, sink_gradient([grads[3]]))
+
+    return run
+
+
+def _launch_tnd(a, batches, mode, sink, softmax_layout):
+    """The variable-length entry points: each packed batch a dense backward (kernels/flash_attention/varlen.py);
+    softmaxMax/Sum read in `softmax_layout`; the rope halves' and the sink's gradients when given."""
+    params = FaParams(
+        scale=a.scaleValue,
+        keep_prob=float(np.float32(a.keepProb)),
+        head_num=a.headNum,
+        layout="TND",
+        pre_tokens=a.preTokens,
+        next_tokens=a.nextTokens,
+        sparse_mode=mode,
+        prefix=a.prefixOptional,
+    )
+    drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
+    ropes = [getattr(a, name, None) for name in ("queryRope", "keyInRope")]
+
+    def run(workspace):
+        grads = var_len_score_grad(
+            a.query.read(),
+            a.keyIn.read(),
+            a.value.read(),
+            a.dy.read(),
+            a.attentionInOptional.read(),
+            a.softmaxMaxOptional.read(),
+            a.softmaxSumOptional.read(),
+            params,
+            batches.cu_q,
+            batches.cu_kv,
+            atten_mask=None if mask is None else mask.read(),
+            drop_mask=None if drop is None else drop.read(),
+            sink=None if sink is None else sink.read(),
+            rope=None if None in ropes else tuple(t.read() for t in ropes),
+            softmax_layout=softmax_layout,
+        )
+        for name, out in (("dq", a.dqOut), ("dk", a.dkOut), ("dv", a.dvOut)):
+            out.write(grads[name])
+        for name, param in (("dq_rope", "dqRopeOut"), ("dk_rope", "dkRopeOut")):
+            out = getattr(a, param, None)
+            if name in grads and out is not None:
+                out.write(grads[name])
+        if "dsink" in grads:
+            _write_dsink(a, grads["dsink"])
 
     return run

@@ -1,0 +1,189 @@
+"""FlashAttentionScore on packed variable-length batches (layout TND), forward and backward.
+
+query [T1, N1, D], key [T2, N2, D], value [T2, N2, Dv]; batch b holds the query tokens
+[cu_q[b-1], cu_q[b]) and the key tokens [cu_kv[b-1], cu_kv[b]) (cumulative actualSeqQLen /
+actualSeqKvLen). Each batch is one dense attention of S1b = its query length and S2b = its key
+length, run by the blockwise kernels on [1, S, N, D] views (flash_attention_var_len_score.h walks
+the same batches with per-batch lengths): the sparse modes' bands and the prefix are per batch, with
+the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
+  2        j - i > 0                      3   j - i > S2b - S1b
+  4        the right-down band of the pre/next tokens, per batch
+  6        j - i > S2b - S1b and j >= prefix[b]
+  7        j - i > S2b - S1b + next for the last batch with tokens (bandIndex), else as 3
+  8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
+  0, 1     a 2-D user mask: [S1max, S2max], batch b reading its top-left [S1b, S2b] (attenMaskS1S2),
+           or [T1, T2], batch b reading its own tokens' block (attenMaskTT); mode 0 with the per-batch
+           pre/next band as in the dense kernel.
+A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
+order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER).
+softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
+after the rows of the batches before it, what the kernels write and read); with the layout
+"same_as_input" token-major ([T1, N1, 8] as the shape says; tndSoftmaxOut / softmaxInLayout).
+The MLA rope split (queryRope [T1, N1, Dr], keyRope [T2, N2, Dr]) adds Qr Krᵀ to the scores: the
+kernels extend the contraction over D + Dr, so the halves are joined along D and the joined
+gradients split again.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+
+from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
+from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
+from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
+from aclnn_emu.kernels.flash_attention.sparse_modes import UNBOUNDED
+
+SAME_AS_INPUT = "same_as_input"  # the softmax layout that follows the TND input
+DROP_ORDER = "the bit order of a TND dropMask: batch after batch, each [N1, S1b, S2b]"
+
+
+def batches(cu_q, cu_kv):
+    """(query tokens, key tokens) slices per batch from the cumulative lengths."""
+    q0 = np.concatenate([[0], np.asarray(cu_q, np.int64)[:-1]])
+    k0 = np.concatenate([[0], np.asarray(cu_kv, np.int64)[:-1]])
+    return [(slice(int(a), int(b)), slice(int(c), int(d))) for a, b, c, d in zip(q0, cu_q, k0, cu_kv)]
+
+
+def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
+    """The dense kernels' parameters for batch b: its sparse mode as a dense one (7 and 8 become a
+    right-down band of their batch's bound, or the causal mode of the others), its prefix. Mode 8's
+    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything."""
+    mode, nxt, pre = params.sparse_mode, params.next_tokens, params.pre_tokens
+    if mode == 7:
+        mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
+    elif mode == 8:
+        mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)
+    prefix = None if params.prefix is None else (params.prefix[b],)
+    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
+
+
+def band_index(mode: int, cu_q, cu_kv) -> int:
+    """The batch of modes 7 (the last with query tokens, else the last) and 8 (the first with query
+    tokens, else the first): the tiling's bandIndex (lastValidIndex / firstValidIndex)."""
+    valid = [b for b, (rows, _) in enumerate(batches(cu_q, cu_kv)) if rows.stop > rows.start]
+    if mode == 7:
+        return valid[-1] if valid else len(cu_q) - 1
+    return valid[0] if valid else 0
+
+
+def softmax_views(buffer, heads: int, cu_q, layout: str):
+    """Per batch, a [1, N1, S1b, 8] view of a softmaxMax/Sum buffer [T1, N1, 8] in `layout`."""
+    views = []
+    flat = buffer.reshape(-1)
+    for rows, _ in batches(cu_q, cu_q):
+        if layout == SAME_AS_INPUT:
+            views.append(buffer[rows].transpose(1, 0, 2)[None])
+        else:
+            size = heads * SOFTMAX_LANES
+            block = flat[rows.start * size : rows.stop * size]
+            views.append(block.reshape(1, heads, rows.stop - rows.start, SOFTMAX_LANES))
+    return views
+
+
+def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple):
+    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask gives its
+    top-left block (the tiling's first choice), a [T1, T2] one the batch's own tokens."""
+    if atten_mask is None or mode not in (0, 1):
+        return atten_mask
+    if atten_mask.ndim == 2 and atten_mask.shape != longest:
+        return atten_mask[rows, keys]
+    return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]
+
+
+def _longest(cu_q, cu_kv) -> tuple:
+    spans = batches(cu_q, cu_kv)
+    return max(q.stop - q.start for q, _ in spans), max(k.stop - k.start for _, k in spans)
+
+
+def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
+    """The packed keep bits [N1, S1b, S2b] of a batch whose bits start at bit `start`."""
+    if drop_mask is None:
+        return None
+    count = heads * rows * keys
+    data = np.asarray(drop_mask, np.uint8).reshape(-1)[start // 8 : -(-(start + count) // 8)]
+    bits = np.unpackbits(data, bitorder="little")[start % 8 : start % 8 + count]
+    return np.packbits(bits, bitorder="little")
+
+
+def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+    """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
+    queries and keys, in batch order; its index too, for the softmax views."""
+    band, longest, bit = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0
+    for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
+        s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+        if s1 and s2:  # rows without keys stay 0
+            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest)
+            drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
+            yield b, rows, keys, batch_params(params, b, band), mask, drop
+        bit += heads * s1 * s2
+
+
+def _joined(x, rope):
+    return x if rope is None else np.concatenate([x, rope], axis=-1)
+
+
+def var_len_score(
+    query,
+    key,
+    value,
+    params: FaParams,
+    cu_q,
+    cu_kv,
+    *,
+    atten_mask=None,
+    drop_mask=None,
+    sink=None,
+    rope=None,
+    softmax_layout="",
+):
+    """(softmax_max, softmax_sum, attention_out) of a TND call: [T1, N1, 8] fp32 twice in
+    `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None."""
+    q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
+    heads = query.shape[1]
+    stats = [np.zeros((query.shape[0], heads, SOFTMAX_LANES), FP32) for _ in range(2)]
+    out = np.zeros((query.shape[0], heads, value.shape[-1]), query.dtype)
+    views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats)))
+    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+        outputs = (*views[b], out[rows][None])
+        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, drop, mask, outputs, sink)
+    return stats[0], stats[1], out
+
+
+def var_len_score_grad(
+    query,
+    key,
+    value,
+    dy,
+    attention_in,
+    softmax_max,
+    softmax_sum,
+    params: FaParams,
+    cu_q,
+    cu_kv,
+    *,
+    atten_mask=None,
+    drop_mask=None,
+    sink=None,
+    rope=None,
+    softmax_layout="",
+):
+    """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call."""
+    q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
+    heads = query.shape[1]
+    dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
+    views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
+    terms = []
+    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+        operands = (q[rows], k[keys], value[keys], dy[rows], attention_in[rows])
+        got = flash_attention_score_grad(*(x[None] for x in operands), *views[b], p, None, drop, mask, sink)
+        dq[rows], dk[keys], dv[keys] = (x[0] for x in got[:3])
+        if sink is not None:
+            terms.append(got[3])
+    grads = {"dq": dq[..., : query.shape[-1]], "dk": dk[..., : key.shape[-1]], "dv": dv}
+    if rope is not None:
+        grads["dq_rope"], grads["dk_rope"] = dq[..., query.shape[-1] :], dk[..., key.shape[-1] :]
+    if sink is not None:
+        empty = np.zeros((1, heads, 1), FP32)
+        grads["dsink"] = sink_gradient(terms or [empty])
+    return grads

@@ -1,0 +1,194 @@
+"""The packed variable-length layout (TND) of FlashAttentionScore and its backward: the per-batch
+lengths the tilings read from actualSeqQLen / actualSeqKvLen and what they check of them, shared by
+both operators (op_host/arch32/flash_attention_score_tiling_general.cpp `GetActualSeqLenData` and the
+TND branch of `GetShapeAttrsInfo`, `VarLenSparseModeProcess`; the backward's
+flash_attention_score_grad_tiling_*.cpp read them alike), and what the entry points beside V2 that
+lack an attribute pass in its place.
+
+Each failure is (message, rule) for the operator's one tiling failure; None passes.
+"""
+
+import math
+
+
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.varlen import band_index
+
+# The mask shapes of the compressed modes (2048 x 2048 templates; the prefix one 3072 x 2048).
+TND_SPARSE_MODES = (0, 1, 2, 3, 4, 6, 7, 8)  # VarLenSparseModeProcess: 5 and > 8 fail
+
+
+class Batches:
+    """Per-batch query and key lengths of cumulative length lists (a non-increasing step is a batch of
+    length 0, as GetActualSeqLenData clamps it)."""
+
+    def __init__(self, cu_q, cu_kv):
+        self.cu_q, self.cu_kv = tuple(int(x) for x in cu_q), tuple(int(x) for x in cu_kv)
+        self.q = _lengths(self.cu_q)
+        self.kv = _lengths(self.cu_kv)
+        self.count = len(self.q)
+
+    @property
+    def monotone(self) -> bool:
+        """Every cumulative list starts at 0 or more and never decreases (what the kernels' offsets assume)."""
+        return all(b >= a for cu in (self.cu_q, self.cu_kv) for a, b in zip((0,) + cu, cu))
+
+    @property
+    def longest(self) -> tuple:
+        return max(self.q, default=0), max(self.kv, default=0)
+
+
+def _lengths(cu):
+    return [max(b - a, 0) if i else b for i, (a, b) in enumerate(zip((0,) + cu, cu))]
+
+
+def check_lengths(a, key):
+    """The TND branch of GetShapeAttrsInfo (`key`: the call's key tensor): (Batches, failure)."""
+    cu_q, cu_kv = a.actualSeqQLenOptional, a.actualSeqKvLenOptional
+    if cu_q is None or cu_kv is None:
+        return None, (
+            "actualSeqQlenTensor or actualSeqKvlenTensor is nullptr for inputLayout TND",
+            "tiling.tnd_seq_null",
+        )
+    batches = Batches(cu_q, cu_kv)
+    if len(cu_q) != len(cu_kv):
+        return None, (f"VarLen scene, q is not equal kv: {len(cu_q)} and {len(cu_kv)} lengths", "tiling.tnd_seq_sizes")
+    t1, t2 = a.query.shape[0], key.shape[0]
+    if t1 < sum(batches.q) or t2 < sum(batches.kv):
+        return None, (
+            f"Query T({t1}) and key T({t2}) need larger than respectively sum of seqLen({sum(batches.q)}) and "
+            f"sekvLen({sum(batches.kv)}).",
+            "tiling.tnd_seq_sum",
+        )
+    n1 = a.query.shape[1]
+    if a.headNum != n1:
+        return None, (f"head_num is [{a.headNum}], but got query dim1 [{n1}].", "tiling.head_num")
+    n2 = key.shape[1]
+    if n2 == 0:
+        return None, ("N2 is zero.", "tiling.tnd_n2")
+    if n1 % n2:
+        return None, (f"n1Size [{n1}] should be a multiple of n2Size [{n2}].", "tiling.gqa")
+    return batches, None
+
+
+def check_sparse(a, batches: Batches, mode: int):
+    """VarLenSparseModeProcess (only with an attenMask): the modes TND takes, and mode 6's prefix list."""
+    if mode not in TND_SPARSE_MODES and mode >= 0:
+        return f"Var len not support sparse mode {mode}.", "tiling.tnd_sparse_mode"
+    if mode != 6:
+        return None
+    prefix = a.prefixOptional
+    if prefix is None:
+        return "prefixN is null pointer while sparse mode is prefix compress", "tiling.prefix"
+    if len(prefix) != batches.count:
+        return f"prefixN size {len(prefix)} differs from the batch count {batches.count}", "tiling.prefix"
+    for b, (n, s1, s2) in enumerate(zip(prefix, batches.q, batches.kv)):
+        low = max(s2 - s1, 0)
+        if not low <= n <= s2:
+            return f"batch[{b}] prefixN={n} is invalid, should be in range of [{low}, {s2}]", "tiling.prefix"
+    return None
+
+
+def check_tokens(a, batches: Batches, mode: int):
+    """CheckPretokenAndNexttoken of the forward's TND tiling (with an attenMask): the per-batch rules of
+    modes 3, 4, 7 and 8 against rows no key is visible to (cumulative lengths already found monotone)."""
+    pre, nxt = a.preTokens, a.nextTokens
+    pairs = [(b, s1, s2) for b, (s1, s2) in enumerate(zip(batches.q, batches.kv))]
+    if mode == 3:
+        bad = [b for b, s1, s2 in pairs if s1 > s2]
+        if bad:
+            return f"Batch[{bad[0]}] s1 is larger than s2, exist invalid row.", "tiling.tnd_tokens"
+    elif mode == 4:
+        if pre < 0:
+            return f"pre_tokens[{pre}] config error, has invalid data block.", "tiling.tnd_tokens"
+        if nxt < 0 and pre + nxt < 0:
+            return f"pre_tokens[{pre}], next_tokens[{nxt}], invalid config.", "tiling.tnd_tokens"
+        bad = [b for b, s1, s2 in pairs if s1 and s2 and s1 - nxt > s2]
+        if bad:
+            return f"Batch[{bad[0]}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
+    elif mode == 7:
+        band = band_index(mode, batches.cu_q, batches.cu_kv)
+        if pre < batches.kv[band] or nxt > 0:
+            return (
+                f"RightDownCausal_Band mode: pre_tokens[{pre}] is smaller than last valid s2[{batches.kv[band]}]"
+                f"or next_tokens[{nxt}] is larger than 0, wrong config.",
+                "tiling.tnd_tokens",
+            )
+        for b, s1, s2 in pairs:
+            if s1 and s2 and (s1 > s2 or (b == band and s1 - nxt > s2)):
+                return f"Batch[{b}] s1[{s1}] s2[{s2}] has an invalid row.", "tiling.tnd_tokens"
+    elif mode == 8:
+        band = band_index(mode, batches.cu_q, batches.cu_kv)
+        if batches.q[band] - nxt > batches.kv[band]:
+            return f"Batch[{band}], next_tokens[{nxt}], has invalid row.", "tiling.tnd_tokens"
+        if pre < batches.kv[band]:
+            return (
+                f"Band_LeftUpCausal mode: pre_tokens[{pre}] is smaller than first valid s2[{batches.kv[band]}].",
+                "tiling.tnd_tokens",
+            )
+    return None
+
+
+def check_mask(mask, batches: Batches, compressed: tuple | None):
+    """The attenMask shapes of a TND call: the compressed template of a compressed mode, else 2-D
+    [maxSq, maxSkv] or [T1, T2]. (failure or None, whether the shape is one the emulator runs.)"""
+    shape = tuple(mask.shape)
+    if compressed is not None:
+        if shape[-2:] != compressed:
+            rows, cols = compressed
+            return (
+                f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
+                "tiling.mask_compressed",
+            ), True
+        return None, True
+    if mask.ndim == 2:
+        if shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+            return (
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{batches.longest[0]}], "
+                f"MaxSkv=[{batches.longest[1]}], when input_layout is TND, the supported atten_mask shape is "
+                "[MaxSq, MaxSkv].",
+                "tiling.mask_shape",
+            ), True
+        return None, True
+    return None, False
+
+
+def drop_mask_bytes(batches: Batches, heads: int) -> int:
+    """The dropMask bytes a TND call needs: Σ_b N1·S1b·S2b bits."""
+    return math.ceil(heads * sum(q * k for q, k in zip(batches.q, batches.kv)) / 8)
+
+
+# Ascend910_95 registers the sink input (flash_attention_score{,_grad}_def.cpp) but no arch35 tiling or
+# kernel reads it: the call runs as without one.
+SINK_IGNORED = (
+    "sinkOptional is ignored on Ascend910_95: no arch35 tiling or kernel reads it (the result is the one without "
+    "a sink; dsinkOut is not written)"
+)
+
+
+def check_sink(sink, heads: int):
+    """The sink checks of the arch32 tiling: FLOAT, 1-D of N1 elements."""
+    if sink.dtype != DataType.ACL_FLOAT:
+        return f"invalid sink dtype[{sink.dtype.name}], only support float.", "tiling.sink_dtype"
+    if sink.ndim != 1:
+        return f"invalid sink shape {list(sink.shape)}, sink shape only support [n,].", "tiling.sink_rank"
+    if sink.numel != heads:
+        return f"Input sink shapeSize is invalid, it should be {heads}, but got {sink.numel}", "tiling.sink_size"
+    return None
+
+
+def fixed_attributes(a):
+    """What the entry points without them pass to L0 (V1, VarLen/Unpadding V1 and V4): no start
+    indices, PSE_TYPE_V1."""
+    for name, value in (("qStartIdxOptional", None), ("kvStartIdxOptional", None), ("pseType", 1)):
+        if not hasattr(a, name):
+            setattr(a, name, value)
+
+
+def pad_extent(cu_q, cu_kv):
+    """(longest kv length, query total) as the op_api's padding rules read them (GetSumIntArrayMaxValue,
+    getSeqLenQSum), or None when the lists are missing or of different lengths."""
+    if cu_q is None or cu_kv is None or len(cu_q) != len(cu_kv) or not len(cu_q):
+        return None
+    kv_max = max([cu_kv[0]] + [b - a for a, b in zip(cu_kv, cu_kv[1:])])
+    return kv_max, next((n for n in reversed(cu_q) if n > 0), 0)

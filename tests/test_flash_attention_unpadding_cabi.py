@@ -1,0 +1,92 @@
+"""The FlashAttentionScoreGrad entry points beside V2 through the C ABI (tests/c/flash_attention_unpadding_rules.cpp):
+aclnnFlashAttentionScoreGrad (V1), V3 and aclnnFlashAttentionUnpaddingScoreGrad V1-V5, every rule of their own
+op_api, once per chip family. Source: ops-transformer 8.5.0-beta.1
+attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp (op_api below) and the FAG
+tilings (every L0 failure is 161001)."""
+
+import pytest
+
+import cabi
+
+NULLPTR, INVALID = 161001, 161002
+UNPADDINGS = ("Unpadding", "UnpaddingV2", "UnpaddingV3", "UnpaddingV4", "UnpaddingV5")
+NULLS = ("query", "key", "value", "dy", "attentionIn", "dqOut", "dkOut", "dvOut", "workspaceSize", "executor")
+# op_api isSupportMultiInput of the backward returns its own codes: nullptr-type failures (one rope
+# without the other, no attenMask) are 161001, the rest 161002; InvalidTensorDimCheck (rope rank) 161002.
+ROPE = {
+    "query_rope_only": NULLPTR,
+    "rank": INVALID,
+    "wider_than_d": INVALID,
+    "fp16": INVALID,
+    "prefix_mode": INVALID,
+    "no_mask": NULLPTR,
+    "dropout": INVALID,
+    "keep_prob": INVALID,
+    "padded_d": INVALID,
+}
+
+
+def _expected():
+    codes = {
+        "Grad.ok.bsnd": 0,
+        "GradV3.ok.sink": 0,
+        # op_api aclnnFlashAttentionScoreGradGetWorkspaceSize: the null checks, then headNum <= 0
+        **{f"Grad.null.{name}": NULLPTR for name in NULLS},
+        "Grad.head_num.zero": INVALID,
+        "Grad.tiling.tnd_without_lengths": NULLPTR,
+        # op_api InvalidTensorDimCheck: sinkIn and dsinkOut must be 1-D
+        "GradV3.sink.rank": INVALID,
+        "GradV3.dsink.rank": INVALID,
+        "UnpaddingV5.sink.rank": INVALID,
+        # op_api PostFlashAttentionScoreGrad: the ViewCopy of a result into an output of another shape fails
+        "UnpaddingV5.out.dsink_shape": NULLPTR,
+        "UnpaddingV5.out.dq_rope_shape": NULLPTR,
+        "UnpaddingV4.ok.same_as_input": 0,
+        # op_api aclnnFlashAttentionUnpaddingScoreGradV4GetWorkspaceSize: softmaxInLayout "same_as_input" or ""
+        "UnpaddingV4.softmax_layout.unknown": INVALID,
+        # its null check joins the conditions with ||: one nullptr passes it (the device then dereferences
+        # it); aclnn-emu returns 161001 with a portability warning
+        "UnpaddingV4.null.all_but_dq_present": NULLPTR,
+        "UnpaddingV3.ok.rope": 0,
+        "UnpaddingV5.ok.rope_sink": 0,
+    }
+    for entry in UNPADDINGS:
+        codes.update(
+            {
+                f"{entry}.ok.tnd": 0,
+                f"{entry}.ok.causal": 0,
+                # op_api aclnnFlashAttentionUnpaddingScoreGrad*GetWorkspaceSize: strcmp(inputLayout, "TND")
+                # comes first, before the null checks
+                f"{entry}.layout.bsnd": INVALID,
+                f"{entry}.layout.null_query_bsnd": INVALID,
+                f"{entry}.null.query_tnd": NULLPTR,
+                f"{entry}.head_num.zero": INVALID,
+                f"{entry}.tiling.seq_null": NULLPTR,
+                f"{entry}.tiling.seq_sizes_differ": NULLPTR,
+            }
+        )
+    for entry in ("UnpaddingV3", "UnpaddingV5"):
+        codes.update({f"{entry}.rope.{rule}": code for rule, code in ROPE.items()})
+    return codes
+
+
+EXPECTED = _expected()
+BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": EXPECTED}
+
+
+@pytest.fixture(scope="module")
+def rules_run(family):
+    return cabi.compile_and_run("flash_attention_unpadding_rules.cpp", env={"ACLNN_EMU_SOC": family})
+
+
+def test_every_rule_returns_the_source_code(rules_run, family):
+    assert rules_run.returncode == 0, rules_run.stdout + rules_run.stderr
+    assert cabi.rule_codes(rules_run.stdout) == BY_FAMILY[family]
+
+
+def test_v4_null_check_is_an_inferred_rule():
+    """A nullptr dqOut passes V4's ||-joined null check on the device and is then dereferenced:
+    aclnn-emu warns and returns 161001 (also under ACLNN_EMU_STRICT=1)."""
+    result = cabi.compile_and_run("flash_attention_unpadding_rules.cpp", "UnpaddingV4.null.all_but_dq_present")
+    assert cabi.rule_codes(result.stdout) == {"UnpaddingV4.null.all_but_dq_present": NULLPTR}
+    assert "inferred.null_outputs_v4" in result.stderr

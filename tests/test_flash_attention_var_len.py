@@ -1,0 +1,302 @@
+"""The new FlashAttentionScore entry points through the Python API (ae.ops), forward then backward, against
+torch.autograd of a float64 attention written per batch: a packed variable-length training step
+(FlashAttentionVarLenScore -> FlashAttentionUnpaddingScoreGrad), the same with rope, sink and token-major
+softmax statistics (V5 -> V5), the dense sink pair (FlashAttentionScoreV3 -> FlashAttentionScoreGradV3),
+and the V1 entry points against V2."""
+
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+from aclnn_emu.kernels.casts import BF16, FP16, cast_round
+from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
+
+MASK = np.triu(np.ones((2048, 2048), np.uint8), 1)
+NO_WINDOW = 2147483647
+CU_Q, CU_KV = [16, 16, 53, 90], [24, 30, 67, 110]  # batch 1 has keys but no query tokens
+
+
+def _make(rng, dtype, *shape):
+    return cast_round(rng.standard_normal(shape), dtype)
+
+
+def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None):
+    """float64 outputs and gradients of right-down causal attention per packed batch (torch.autograd)."""
+    torch = pytest.importorskip("torch")
+    leaves = {"q": q, "k": k, "v": v, "qr": qr, "kr": kr, "sink": sink}
+    leaves = {
+        n: torch.tensor(np.asarray(x, np.float64), requires_grad=True) for n, x in leaves.items() if x is not None
+    }
+    group = q.shape[1] // k.shape[1]
+    outs, q0, k0 = [], 0, 0
+    for q1, k1 in zip(cu_q, cu_kv):
+        rows, keys = slice(q0, q1), slice(k0, k1)
+        q0, k0 = q1, k1
+        if q1 == rows.start:
+            continue
+        qq, kk = leaves["q"][rows], leaves["k"][keys]
+        if "qr" in leaves:
+            qq, kk = torch.cat([qq, leaves["qr"][rows]], -1), torch.cat([kk, leaves["kr"][keys]], -1)
+        kk, vv = kk.repeat_interleave(group, 1), leaves["v"][keys].repeat_interleave(group, 1)
+        s = torch.einsum("ind,jnd->nij", qq, kk) * scale
+        i, j = torch.arange(s.shape[1])[:, None], torch.arange(s.shape[2])[None, :]
+        s = s.masked_fill(j - i > s.shape[2] - s.shape[1], -np.finfo(np.float32).max)
+        if "sink" in leaves:
+            s = torch.cat([s, leaves["sink"][:, None, None].expand(-1, s.shape[1], 1)], -1)
+        p = torch.softmax(s, -1)[..., : kk.shape[0]]
+        outs.append(torch.einsum("nij,jnd->ind", p, vv))
+    out = torch.cat(outs)
+    (out * torch.tensor(np.asarray(dy, np.float64))).sum().backward()
+    return out.detach().numpy(), {n: t.grad.numpy() for n, t in leaves.items()}
+
+
+def _assert_close(name, got, want, dtype_name):
+    failure = precision.failure(got, want, dtype_name, bound=TORCH_BOUND[dtype_name], floor=torch_floor(want))
+    assert failure is None, f"{name}: {failure}"
+
+
+def test_packed_training_step_var_len_then_unpadding():
+    rng = np.random.default_rng(1)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy, scale = _make(rng, FP16, 90, 4, 32), 0.125
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScore(
+        q, k, v, None, None, None, MASK, None, CU_Q, CU_KV, scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3
+    )
+    want_out, grads = _reference(q, k, v, dy, scale, CU_Q, CU_KV)
+    rows = np.concatenate([np.arange(a, b) for a, b in zip([0] + CU_Q[:-1], CU_Q)])
+    _assert_close("attention_out", out[rows], want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGrad(
+        q,
+        k,
+        v,
+        dy,
+        None,
+        None,
+        None,
+        MASK,
+        smax,
+        ssum,
+        None,
+        out,
+        None,
+        CU_Q,
+        CU_KV,
+        scale,
+        1.0,
+        NO_WINDOW,
+        0,
+        4,
+        "TND",
+        0,
+        3,
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
+
+
+def test_rope_sink_and_token_major_statistics_v5_pair():
+    """VarLenScoreV5 -> UnpaddingScoreGradV5 with queryRope/keyRope (bf16), a sink and softmaxOutLayout /
+    softmaxInLayout "same_as_input": the rope halves' gradients and dsink against torch.autograd."""
+    rng = np.random.default_rng(2)
+    q, k, v = _make(rng, BF16, 90, 4, 64), _make(rng, BF16, 110, 2, 64), _make(rng, BF16, 110, 2, 64)
+    qr, kr = _make(rng, BF16, 90, 4, 32), _make(rng, BF16, 110, 2, 32)
+    dy, sink, scale = _make(rng, BF16, 90, 4, 64), (rng.standard_normal(4) * 2).astype(np.float32), 0.1
+    fwd = ae.ops.FlashAttentionVarLenScoreV5(
+        q,
+        qr,
+        k,
+        kr,
+        v,
+        None,
+        None,
+        None,
+        MASK,
+        sink,
+        None,
+        CU_Q,
+        CU_KV,
+        None,
+        None,
+        scale,
+        1.0,
+        NO_WINDOW,
+        0,
+        4,
+        "TND",
+        0,
+        3,
+        1,
+        "same_as_input",
+    )
+    want_out, grads = _reference(q, k, v, dy, scale, CU_Q, CU_KV, qr, kr, sink)
+    rows = np.concatenate([np.arange(a, b) for a, b in zip([0] + CU_Q[:-1], CU_Q)])
+    _assert_close("attention_out", fwd.attentionOutOut[rows], want_out, "bfloat16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV5(
+        q,
+        qr,
+        k,
+        kr,
+        v,
+        dy,
+        None,
+        None,
+        None,
+        MASK,
+        fwd.softmaxMaxOut,
+        fwd.softmaxSumOut,
+        None,
+        fwd.attentionOutOut,
+        sink,
+        None,
+        CU_Q,
+        CU_KV,
+        None,
+        None,
+        scale,
+        1.0,
+        NO_WINDOW,
+        0,
+        4,
+        "TND",
+        0,
+        3,
+        1,
+        "same_as_input",
+    )
+    pairs = (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v"), ("dqRopeOut", "qr"), ("dkRopeOut", "kr"))
+    for name, leaf in pairs:
+        _assert_close(name, getattr(got, name), grads[leaf], "bfloat16")
+    _assert_close("dsinkOut", got.dsinkOut, grads["sink"], "float32")
+
+
+def test_dense_sink_pair_v3():
+    """FlashAttentionScoreV3 -> FlashAttentionScoreGradV3 on BSND with a sink: out, dq/dk/dv and dsink."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    b, s, n, d = 2, 40, 2, 32
+    q, k, v, dy = (_make(rng, FP16, b, s, n, d) for _ in range(4))
+    sink, scale = rng.standard_normal(n).astype(np.float32), 0.2
+    fwd = ae.ops.FlashAttentionScoreV3(
+        q, k, v, None, None, None, None, sink, None, None, None, scale, 1.0, NO_WINDOW, NO_WINDOW, n, "BSND", 0, 0, 1
+    )
+    got = ae.ops.FlashAttentionScoreGradV3(
+        q,
+        k,
+        v,
+        dy,
+        None,
+        None,
+        None,
+        None,
+        fwd.softmaxMaxOut,
+        fwd.softmaxSumOut,
+        None,
+        fwd.attentionOutOut,
+        sink,
+        None,
+        None,
+        None,
+        scale,
+        1.0,
+        NO_WINDOW,
+        NO_WINDOW,
+        n,
+        "BSND",
+        0,
+        0,
+        1,
+    )
+    # the reference, unmasked, one batch at a time
+    packed = [x.reshape(b * s, n, d) for x in (q, k, v, dy)]
+    leaves = [torch.tensor(np.asarray(x, np.float64), requires_grad=True) for x in packed[:3]]
+    t_sink = torch.tensor(sink.astype(np.float64), requires_grad=True)
+    outs = []
+    for i in range(b):
+        rows = slice(i * s, (i + 1) * s)
+        sc = torch.einsum("ind,jnd->nij", leaves[0][rows], leaves[1][rows]) * scale
+        sc = torch.cat([sc, t_sink[:, None, None].expand(-1, s, 1)], -1)
+        outs.append(torch.einsum("nij,jnd->ind", torch.softmax(sc, -1)[..., :s], leaves[2][rows]))
+    out = torch.cat(outs)
+    (out * torch.tensor(np.asarray(packed[3], np.float64))).sum().backward()
+    _assert_close("attention_out", fwd.attentionOutOut.reshape(b * s, n, d), out.detach().numpy(), "float16")
+    for name, leaf in zip(("dqOut", "dkOut", "dvOut"), leaves):
+        _assert_close(name, getattr(got, name).reshape(b * s, n, d), leaf.grad.numpy(), "float16")
+    _assert_close("dsinkOut", got.dsinkOut, t_sink.grad.numpy(), "float32")
+
+
+def test_v1_entry_points_compute_what_v2_computes():
+    """FlashAttentionScore / FlashAttentionScoreGrad are V2 with pseType 1 and no start indices: same bits."""
+    rng = np.random.default_rng(4)
+    q, k, v, dy = (_make(rng, FP16, 2, 24, 2, 16) for _ in range(4))
+    args = (0.25, 1.0, NO_WINDOW, NO_WINDOW, 2, "BSND", 0, 0)
+    v1 = ae.ops.FlashAttentionScore(q, k, v, None, None, None, None, None, *args)
+    v2 = ae.ops.FlashAttentionScoreV2(q, k, v, None, None, None, None, None, None, None, *args, 1)
+    for a, b in zip(v1, v2):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+    grads = [
+        op(q, k, v, dy, None, None, None, None, v1[0], v1[1], None, v1[3], None, *extra, *args, *tail)
+        for op, extra, tail in (
+            (ae.ops.FlashAttentionScoreGrad, (), ()),
+            (ae.ops.FlashAttentionScoreGradV2, (None, None), (1,)),
+        )
+    ]
+    for a, b in zip(*grads):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+
+
+def test_softmax_out_layout_v4_is_the_token_major_view_of_v1():
+    rng = np.random.default_rng(5)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    common = (None, None, None, MASK, None, CU_Q, CU_KV, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3)
+    v1 = ae.ops.FlashAttentionVarLenScore(q, k, v, *common)
+    v4 = ae.ops.FlashAttentionVarLenScoreV4(q, k, v, *common, "same_as_input")
+    np.testing.assert_array_equal(v1.attentionOutOut, v4.attentionOutOut)
+    start = 0
+    for end in CU_Q:
+        block = v1.softmaxMaxOut.reshape(-1)[start * 32 : end * 32].reshape(4, end - start, 8)
+        np.testing.assert_array_equal(block.transpose(1, 0, 2), v4.softmaxMaxOut[start:end])
+        start = end
+
+
+@pytest.mark.parametrize(
+    "what, edit",
+    [
+        ("a pse (realShiftOptional) with inputLayout TND", dict(pse=True)),
+        # lengths clamped to 16, 0, 40, 30: within T1, but the list decreases
+        ("actualSeqQLen / actualSeqKvLen that decrease", dict(cu_q=[16, 10, 50, 80])),
+    ],
+)
+def test_tnd_paths_not_emulated_say_so(what, edit):
+    """A TND call the emulator does not run returns 561003 and says why (its rule is in docs/coverage.md)."""
+    rng = np.random.default_rng(6)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    pse = _make(rng, FP16, 1, 4, 37, 37) if edit.get("pse") else None
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScoreV2(
+            q,
+            k,
+            v,
+            pse,
+            None,
+            None,
+            MASK,
+            None,
+            edit.get("cu_q", CU_Q),
+            CU_KV,
+            None,
+            None,
+            0.125,
+            1.0,
+            NO_WINDOW,
+            0,
+            4,
+            "TND",
+            0,
+            3,
+            1,
+        )
+    assert error.value.status == 561003
+    assert what in str(error.value)
