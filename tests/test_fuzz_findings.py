@@ -298,3 +298,14 @@ def test_scatter_a_cache_described_past_its_memory_writes_neighbours_with_a_repo
     in the neighbouring memory, which the sanitizer reports (docs/divergences/memory_bounds.md)."""
     got = outcome(pool, "ScatterPaKvCache", "scatter", "Ascend910_93", **{f"a{position}": T((2, 4, 2, 1 << 31))})
     assert got.kind in ("reported", "ran", "rejected", "ran-failed"), got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("entry, baseline, position", [
+    ("FlashAttentionVarLenScoreV3", "fas_varlenv3", 9),
+    ("FlashAttentionUnpaddingScoreGradV4", "fag_unpaddingv4", 12),
+])  # fmt: skip
+def test_varlen_prefix_array_shorter_than_the_batches_outside_the_prefix_mode(pool, soc, entry, baseline, position):
+    """Only sparse mode 6 reads prefixOptional: with mode 0 a one-entry array for two batches runs."""
+    got = outcome(pool, entry, baseline, soc, **{f"a{position}": (2048,)})
+    assert got.kind == "ran", got

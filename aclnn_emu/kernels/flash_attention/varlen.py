@@ -54,7 +54,9 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
     elif mode == 8:
         mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)
-    prefix = None if params.prefix is None else (params.prefix[b],)
+    # only the prefix mode reads prefixOptional (the tiling checks its length there); other modes
+    # ignore it, however long it is
+    prefix = None if params.prefix is None or params.sparse_mode != 6 else (params.prefix[b],)
     return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
 
 
