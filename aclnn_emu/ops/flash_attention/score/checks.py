@@ -618,5 +618,6 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     sink = _tiling_sink(sink, x, env, arch35)
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
+    refuse_value_rows(UNESTABLISHED, a)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35)
     return Launch(WORKSPACE_RESERVE, run)

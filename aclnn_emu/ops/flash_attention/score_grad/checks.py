@@ -17,6 +17,7 @@ from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import _check_shape_attrs_arch35
 from .common import (
+    UNESTABLISHED,
     refuse_grad_head_dim,
     COMPRESSED_MASK,
     INVALID,
@@ -459,6 +460,9 @@ def _prepare_tnd(a, s: _Shape, env):
     sink = _tiling_sink(a, s.n1, env)
     _check_outputs(a, env)
     layout = getattr(a, "softmaxInLayout", "") or ""
+    if env.soc == ARCH35 and a.query.dtype in QUANT8:
+        UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
+    refuse_grad_head_dim(a, s)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 

@@ -40,7 +40,7 @@ UNESTABLISHED = Gaps(
         "established)",
         "grad_shape": "Ascend910_95: dy, attentionInOptional or value shaped unlike query / keyIn (no shape check in the "
         "tiling; how the kernel indexes them is not established)",
-        "grad_head_dim": "a dy or attentionInOptional whose last dimension differs from value's head dim (the "
+        "grad_head_dim": "a dy or attentionInOptional shaped unlike query but for a last dimension of value's head dim (the "
         "tilings compare it with query's only: IsSameShapeButValueDLeEqD, CheckAttentionInShape): the kernels read "
         "value's head dim per row, past the rows of a smaller one and across the rows of a larger one",
         "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the arch35 "
@@ -223,5 +223,5 @@ def refuse_grad_head_dim(a, s) -> None:
     """dy and attentionIn rows of value's head dim, as the kernels read them (UNESTABLISHED grad_head_dim)."""
     row = s.vd * s.n1 if s.layout in ("BSH", "SBH") else s.vd  # dy and attentionIn are query-shaped
     for name, tensor in (("dy", a.dy), ("attentionInOptional", a.attentionInOptional)):
-        if tensor.ndim and tensor.shape[-1] != row:
+        if tensor.ndim and (tensor.shape[-1] != row or tuple(tensor.shape[:-1]) != tuple(a.query.shape[:-1])):
             UNESTABLISHED.refuse("grad_head_dim", f"{name} {list(tensor.shape)}, value head dim {s.vd}")
