@@ -309,3 +309,16 @@ def test_varlen_prefix_array_shorter_than_the_batches_outside_the_prefix_mode(po
     """Only sparse mode 6 reads prefixOptional: with mode 0 a one-entry array for two batches runs."""
     got = outcome(pool, entry, baseline, soc, **{f"a{position}": (2048,)})
     assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_varlen_with_both_length_arrays_empty(pool, soc):
+    got = outcome(pool, "FlashAttentionVarLenScoreV5", "fas_varlenv5", soc, a11=(), a12=())
+    assert got.kind in ("rejected", "ran"), got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_unpadding_grad_value_of_other_rows(pool, soc):
+    """dvOut shaped like the value, so that the value's own rows decide: unestablished (561003)."""
+    got = outcome(pool, "FlashAttentionUnpaddingScoreGrad", "fag_unpadding", soc, a2=T((12, 2, 16)), a25=Same(23))
+    assert (got.kind, got.code) == ("rejected", FIND_KERNEL), got

@@ -95,7 +95,8 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple)
 
 def _longest(cu_q, cu_kv) -> tuple:
     spans = batches(cu_q, cu_kv)
-    return max(q.stop - q.start for q, _ in spans), max(k.stop - k.start for _, k in spans)
+    # no batches (empty length arrays): no rows, no keys, nothing computed
+    return max((q.stop - q.start for q, _ in spans), default=0), max((k.stop - k.start for _, k in spans), default=0)
 
 
 def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):

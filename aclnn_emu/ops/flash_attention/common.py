@@ -285,10 +285,12 @@ VALUE_ROWS = (
 )
 
 
-def refuse_value_rows(gaps, a) -> None:
-    """Refuse (`gaps`'s "value_rows") a value whose leading dimensions differ from the key's."""
-    if tuple(a.value.shape[:-1]) != tuple(a.key.shape[:-1]):
-        gaps.refuse("value_rows", f"key {list(a.key.shape)}, value {list(a.value.shape)}")
+def refuse_value_rows(gaps, a, key=None) -> None:
+    """Refuse (`gaps`'s "value_rows") a value whose leading dimensions differ from the key's (`key`,
+    default a.key)."""
+    key = a.key if key is None else key
+    if tuple(a.value.shape[:-1]) != tuple(key.shape[:-1]):
+        gaps.refuse("value_rows", f"key {list(key.shape)}, value {list(a.value.shape)}")
 
 
 def entry_params(base, names, added=None, docs=None) -> list:

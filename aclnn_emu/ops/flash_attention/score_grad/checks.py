@@ -35,6 +35,7 @@ from .common import (
     _tiling_error,
 )
 from .. import tnd
+from ..common import refuse_value_rows
 from ..tnd import SINK_IGNORED
 from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
 from .launch import _launch, _launch_tnd, _zero_outputs
@@ -463,6 +464,7 @@ def _prepare_tnd(a, s: _Shape, env):
     if env.soc == ARCH35 and a.query.dtype in QUANT8:
         UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     refuse_grad_head_dim(a, s)
+    refuse_value_rows(UNESTABLISHED, a, a.keyIn)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 

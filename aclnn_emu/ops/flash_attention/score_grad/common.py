@@ -7,6 +7,7 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import shape_dim
 from aclnn_emu.opdef.signature import OpError
+from ..common import VALUE_ROWS
 from .entry import OP
 
 
@@ -43,6 +44,7 @@ UNESTABLISHED = Gaps(
         "grad_head_dim": "a dy or attentionInOptional shaped unlike query but for a last dimension of value's head dim (the "
         "tilings compare it with query's only: IsSameShapeButValueDLeEqD, CheckAttentionInShape): the kernels read "
         "value's head dim per row, past the rows of a smaller one and across the rows of a larger one",
+        "value_rows": VALUE_ROWS,
         "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the arch35 "
         "CheckAttenMaskShape accepts it; how its kernel reads it is not established)",
     },
