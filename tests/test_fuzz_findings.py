@@ -322,3 +322,10 @@ def test_unpadding_grad_value_of_other_rows(pool, soc):
     """dvOut shaped like the value, so that the value's own rows decide: unestablished (561003)."""
     got = outcome(pool, "FlashAttentionUnpaddingScoreGrad", "fag_unpadding", soc, a2=T((12, 2, 16)), a25=Same(23))
     assert (got.kind, got.code) == ("rejected", FIND_KERNEL), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_ifa_paged_head_dim_of_zero(pool, soc):
+    """A BSH query of H 2 for 4 heads (D = 0) over a 0-d key cache: nothing to compute, nothing written."""
+    got = outcome(pool, "IncreFlashAttentionV3", "ifa_v3_paged", soc, a0=T((2, 2)), a1=L([T(())]))
+    assert got.kind == "ran", got

@@ -53,6 +53,8 @@ def kernel_view(x, shape):
 
 
 def _run(a, p):
+    if p.d == 0 or p.kv_heads == 0:  # a head dimension of 0 (H below numHeads): no element to compute
+        return
     # The kernels read query row (b, n) at (b N + n) D: [B, N, D] for S = 1 in every layout, the
     # first B N rows of the flat query for S > 1 (ifa_speculative).
     q = a.query.read("query").reshape(-1)[: p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)
