@@ -329,3 +329,9 @@ def test_ifa_paged_head_dim_of_zero(pool, soc):
     """A BSH query of H 2 for 4 heads (D = 0) over a 0-d key cache: nothing to compute, nothing written."""
     got = outcome(pool, "IncreFlashAttentionV3", "ifa_v3_paged", soc, a0=T((2, 2)), a1=L([T(())]))
     assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fas_bsh_key_hidden_not_a_multiple_of_d(pool, soc):
+    got = outcome(pool, "FlashAttentionScoreV2", "fas_causal_bsh", soc, a1=T((2, 16, 33), "BF16"))
+    assert got.kind == "rejected" and got.code != status.ACLNN_ERR_INNER, got

@@ -52,7 +52,15 @@ READ_PAST = Gaps(
 )
 
 
-UNESTABLISHED = Gaps(OP, "unestablished", {"value_rows": VALUE_ROWS})
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "value_rows": VALUE_ROWS,
+        "key_hidden": "a BSH/SBH key whose H is not a multiple of D (AnalysisAxis divides it, no check compares "
+        "the rest): how the kernel strides over the remainder of each row is not established",
+    },
+)
 
 
 INFERRED = Gaps(
@@ -563,6 +571,8 @@ def prepare(a, env):
     _check_outputs(a, x, env)
     invalid_line = invalid or _invalid_line(a, env)
     refuse_value_rows(UNESTABLISHED, a)
+    if x.layout in ("BSH", "SBH") and a.key.shape[2] % x.d:
+        UNESTABLISHED.refuse("key_hidden", f"key {list(a.key.shape)}, D {x.d}")
     run = _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35, sink)
     return Launch(WORKSPACE_RESERVE, run)
 
