@@ -126,6 +126,15 @@ class Tensor(Handled):
     def view(self, what: str = "tensor") -> np.ndarray:
         """A writable numpy view of the device memory this tensor describes (zero copy)."""
         dtype = self.np_dtype
+        if any(d < 0 for d in self.shape):
+            # aclCreateTensor takes any int64 dimension (nnopbase checks none) and an op that does not
+            # check the shape hands it to its kernel, whose address arithmetic it corrupts
+            raise AclError(
+                status.ACL_ERROR_RT_AICORE_EXCEPTION,
+                f"{what} {self!r}: the view shape has a negative dimension, which no check of this "
+                "operator refuses; its kernel would address memory from it",
+                rule="tensor.negative_dim",
+            )
         if self.is_empty:
             return np.empty(self.shape, dtype)
         lo, hi = view_extent(self.shape, self.strides)
@@ -159,8 +168,12 @@ class Tensor(Handled):
         return raw[: len(raw) // unit.itemsize * unit.itemsize].view(unit)
 
     def read(self, what: str = "tensor") -> np.ndarray:
-        """A read-only view for kernels."""
+        """A read-only array of the tensor's values for kernels: a view of the device memory, or a
+        C-contiguous copy of a strided view (transposed, walked backwards, broadcast), as the op_apis
+        make such inputs contiguous (l0op::Contiguous) before their kernels run."""
         array = self.view(what)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
         array.flags.writeable = False
         return array
 

@@ -64,6 +64,7 @@ TORCH_NPU_TESTS = (
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
+EDGE_TESTS = ("tests/test_edges.py",)
 FAS_TESTS = (
     "tests/test_flash_attention_score.py",
     "tests/test_flash_attention_score_cabi.py",
@@ -1532,6 +1533,75 @@ MUTATIONS = [
         "        return query.size(1) * total",
         "        return total",
         TORCH_NPU_TESTS,
+    ),
+    # --- the classes of tests/test_edges.py: a limit at itself, two faults, lengths per batch, paged
+    # edges, unregistered dtypes, C loops off the vector width, stream order ---------------------------
+    Mutation(
+        "edges-li-sparse-count-limit-exclusive",
+        "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
+        "if not 0 < count <= SPARSE_LIMIT:",
+        "if not 0 < count < SPARSE_LIMIT:",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-ifa-block-size-limit-exclusive",
+        "aclnn_emu/ops/flash_attention/incre/checks.py",
+        "        if bs > MAX_BLOCK_SIZE:",
+        "        if bs >= MAX_BLOCK_SIZE:",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-fas-null-checks-after-the-shapes",
+        "aclnn_emu/ops/flash_attention/score/checks.py",
+        "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
+        "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n"
+        "    _check_dtypes(a)\n    x = _analyse_input(a)\n",
+        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a)\n    x = _analyse_input(a)\n"
+        "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
+        "        return Launch.nothing()\n",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-fas-dtype-check-skipped",
+        "aclnn_emu/ops/flash_attention/score/checks.py",
+        "    _check_dtypes(a)\n    x = _analyse_input(a)\n",
+        "    x = _analyse_input(a)\n",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-pfa-rows-past-the-query-length-computed",
+        PFA,
+        "            aq = int(self.act_q[bi])",
+        "            aq = self.q.shape[2]",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-ifa-dense-lengths-ignored",
+        "aclnn_emu/ops/flash_attention/incre/launch.py",
+        "        lengths = list(p.kv_lens) * (p.batch if len(p.kv_lens) == 1 else 1) if p.actual is None else list(p.actual)",
+        "        lengths = list(p.kv_lens) * (p.batch if len(p.kv_lens) == 1 else 1)",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-ifa-paged-last-partial-block-unchecked",
+        IFA,
+        "            used = table[b, : -(-max(int(length), 0) // self.block_size)]",
+        "            used = table[b, : max(int(length), 0) // self.block_size]",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-f16c-store-tail-dropped",
+        NATIVE,
+        "    store_row(h + j, x + j, d, divide, cols - j, rounding);\n",
+        "",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-stream-wait-ignores-the-record",
+        "aclnn_emu/runtime/streams.py",
+        "        with self._cond:\n            target = self._recorded\n\n        def wait():",
+        "        with self._cond:\n            target = 0\n\n        def wait():",
+        EDGE_TESTS,
     ),
     # --- TND variable length, sink, rope split, softmax layouts ---------------------------------
     Mutation(

@@ -54,7 +54,9 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
     elif mode == 8:
         mode, pre = (4, UNBOUNDED) if b == band_index else (2, pre)
-    prefix = None if not params.prefix else (params.prefix[b],)  # an empty prefixN: what torch_npu passes
+    # only the prefix mode reads prefixOptional (torch_npu passes an empty one) (the tiling checks its length there); other modes
+    # ignore it, however long it is
+    prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
     return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
 
 
@@ -93,7 +95,8 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple)
 
 def _longest(cu_q, cu_kv) -> tuple:
     spans = batches(cu_q, cu_kv)
-    return max(q.stop - q.start for q, _ in spans), max(k.stop - k.start for _, k in spans)
+    # no batches (empty length arrays): no rows, no keys, nothing computed
+    return max((q.stop - q.start for q, _ in spans), default=0), max((k.stop - k.start for _, k in spans), default=0)
 
 
 def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):

@@ -275,6 +275,24 @@ def output_quant(scale_t, offset_t, heads):
     return pfa.OutputQuant(scale, offset)
 
 
+# A value whose leading dimensions differ from the key's: neither op's A2/A3 tiling compares them
+# (FAS's CheckParams and PFA's CheckShape compare ranks, batch and head dims); the kernels address
+# value rows by the key's B, N2 and S2. Each operator declares it as an unestablished gap.
+VALUE_ROWS = (
+    "a value shaped unlike the key but for its last dimension (the tiling compares their ranks, batch and head "
+    "dims only): the kernel reads value rows by the key's batch, heads and sequence length, past a shorter "
+    "value's end or across a longer one's rows"
+)
+
+
+def refuse_value_rows(gaps, a, key=None) -> None:
+    """Refuse (`gaps`'s "value_rows") a value whose leading dimensions differ from the key's (`key`,
+    default a.key)."""
+    key = a.key if key is None else key
+    if tuple(a.value.shape[:-1]) != tuple(key.shape[:-1]):
+        gaps.refuse("value_rows", f"key {list(key.shape)}, value {list(a.value.shape)}")
+
+
 def entry_params(base, names, added=None, docs=None) -> list:
     """An entry point's parameters as its header lists them: ``names`` taken from ``base`` (an Op) in
     that order, ``added`` Params placed before the base parameter each names ({before: Param}),

@@ -43,6 +43,15 @@ INFERRED = Gaps(
     code=status.ACLNN_ERR_INNER_TILING_ERROR,
 )
 
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "query_batch_negative": "a query whose batch (dimension 0) is negative and differs from the key's: the "
+        "tiling's ConvertContext resizes its key and value lists to that batch, which throws in C++ before any check"
+    },
+)
+
 
 # The same signature with the key/value lists seen as single tensors: the generated entry point
 # checks and keys each list through its tensors (NnopbaseAppendDynamicTensorsKey).
@@ -207,6 +216,8 @@ class _Tiling:
         q = self.q
         # ConvertContext: a key batch that differs from the query's means one tensor per batch.
         self.listed = self.batch != shape_dim(self.keys[0].shape, 0)
+        if self.listed and self.batch < 0:
+            UNESTABLISHED.refuse("query_batch_negative", f"query {list(q.shape)}")
         count = self.batch if self.listed else 1
         self.k_cache = [self.keys[i] if i < len(self.keys) else None for i in range(count)]
         self.v_cache = [self.values[i] if i < len(self.values) else None for i in range(count)]
@@ -656,6 +667,10 @@ class _Tiling:
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         a, base = self.a, self.layout.split("_")[0]
+        long = [(i, n) for i, n in enumerate(self.actual or ()) if n != attr_uint32(n)]
+        if long:
+            i, n = long[0]
+            REFUSED.refuse("actual_seq_uint32", f"actualSeqLengths[{i}] = {n} passes as {attr_uint32(n)}")
         if self.mtp:
             self._speculative(base)
         kv_shape = None

@@ -20,6 +20,8 @@ REFUSED = Gaps(
         "lengths past their ends",
         "kv_heads": "a batched key whose head count or H differs from numKeyValueHeads x D and that is smaller than "
         "the kernel's addressing by numKeyValueHeads: the kernel reads past the key's end",
+        "actual_seq_uint32": "an actualSeqLengths value of 2**32 or more (ParseActualSeqLens and the page attention "
+        "check compare its low 32 bits): the kernel reads the whole int64 length and runs past the key and value",
         "quant2_rank": "a per-channel quantScale2/quantOffset2 of rank 5 or more holding fewer than N x D values (the "
         "tiling checks no such shape): the kernel reads N x D values, past its end",
     },
@@ -51,6 +53,8 @@ def kernel_view(x, shape):
 
 
 def _run(a, p):
+    if p.d == 0 or p.kv_heads == 0:  # a head dimension of 0 (H below numHeads): no element to compute
+        return
     # The kernels read query row (b, n) at (b N + n) D: [B, N, D] for S = 1 in every layout, the
     # first B N rows of the flat query for S > 1 (ifa_speculative).
     q = a.query.read("query").reshape(-1)[: p.batch * p.heads * p.d].reshape(p.batch, p.heads, p.d)
@@ -113,14 +117,15 @@ def _paged(a, p):
     token, d) at [block, n, d // D0, token, d % D0] (CopyInL1.h GmCopyInToL1HasRopePA, the arch35
     antiquant CopyKVPaNz; the layout of the A2/A3 GatherPaKvCache PA_NZ): a gathered copy, not a view."""
     views = []
+    rank = a.key.items[0].ndim  # the tiling takes the layout from the key: the value is addressed alike
     for t, name, d in ((a.key.items[0], "key", p.d), (a.value.items[0], "value", getattr(p, "value_d", p.d))):
         flat = t.read(name).reshape(-1)
         block = p.block_size * p.kv_heads * d
         flat = flat[: len(flat) // block * block]
-        if t.ndim == 3:
+        if rank == 3:
             views.append(flat.reshape(-1, p.block_size, p.kv_heads, d).transpose(0, 2, 1, 3))
-        elif t.ndim == 5:
-            d0 = t.shape[4]
+        elif rank == 5:
+            d0 = a.key.items[0].shape[4]
             nz = flat.reshape(-1, p.kv_heads, d // d0, p.block_size, d0)
             views.append(np.ascontiguousarray(nz.transpose(0, 1, 3, 2, 4)).reshape(-1, p.kv_heads, p.block_size, d))
         else:

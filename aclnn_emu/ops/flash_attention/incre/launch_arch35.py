@@ -200,6 +200,8 @@ def _caches(a, view, p):
     def gather(cache):
         def tokens(b, start, length):
             blocks = caches.table[b, : -(-(start + length) // p.block_size)]
+            if not len(blocks):  # a batch of no tokens
+                return np.empty((p.kv_heads, 0, cache.shape[3]), cache.dtype)
             rows = cache[blocks].transpose(1, 0, 2, 3).reshape(p.kv_heads, len(blocks) * p.block_size, -1)
             return rows[:, start : start + length]
 

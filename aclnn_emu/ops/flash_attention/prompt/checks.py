@@ -19,6 +19,8 @@ from aclnn_emu.kernels.attention.layouts import segments
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import (
+    VALUE_ROWS,
+    refuse_value_rows,
     BASE_API_MODES,
     BF16,
     BIG,
@@ -97,6 +99,9 @@ def _prepare(a, env):
         return Launch.nothing()
     _check_dtypes(a)
     shapes = _analyse_shapes(a, env)
+    q = a.query.shape
+    if a.inputLayout.startswith("BSH") and len(q) == 3 and a.numHeads > 0 and q[2] % a.numHeads:
+        UNESTABLISHED.refuse("query_hidden", f"query {list(q)}, numHeads {a.numHeads}")
     if shapes.need_pad:
         _check_formats(a)
         _check_quant_offset2_pad(a, env)
@@ -104,6 +109,7 @@ def _prepare(a, env):
         _warn_private_formats(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
+    refuse_value_rows(UNESTABLISHED, a)
     return Launch(0, plan)
 
 
@@ -227,6 +233,17 @@ INFERRED = Gaps(
         "read mode from the other's flag, so mixed dtypes are misread on hardware)",
     },
     code=status.ACLNN_ERR_INNER_NULLPTR,
+)
+
+
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "value_rows": VALUE_ROWS,
+        "query_hidden": "a BSH query whose H is not a multiple of numHeads (AnalysisAxis divides it, no check "
+        "compares the rest): how the kernel strides over the remainder of each row is not established",
+    },
 )
 
 

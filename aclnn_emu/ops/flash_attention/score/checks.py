@@ -22,6 +22,7 @@ from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
+from ..common import VALUE_ROWS, refuse_value_rows
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
 from .. import tnd
 from ..tnd import SINK_IGNORED
@@ -49,6 +50,17 @@ READ_PAST = Gaps(
     "refused",
     {"pse_inner_size": "pseType 2/3 slopes (realShiftOptional) of rank 1 or 2 that are neither [N1] nor [B,N1]"},
     code=NULLPTR,
+)
+
+
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "value_rows": VALUE_ROWS,
+        "key_hidden": "a BSH/SBH key whose H is not a multiple of D (AnalysisAxis divides it, no check compares "
+        "the rest): how the kernel strides over the remainder of each row is not established",
+    },
 )
 
 
@@ -567,6 +579,9 @@ def prepare(a, env):
     sink = _tiling_sink(sink, x, env, arch35)
     _check_outputs(a, x, env)
     invalid_line = invalid or _invalid_line(a, env)
+    refuse_value_rows(UNESTABLISHED, a)
+    if x.layout in ("BSH", "SBH") and a.key.shape[2] % x.d:
+        UNESTABLISHED.refuse("key_hidden", f"key {list(a.key.shape)}, D {x.d}")
     run = _launch(a, x, kernel_mode, invalid_line, generated_dropout, starts, arch35, sink)
     return Launch(WORKSPACE_RESERVE, run)
 
@@ -622,5 +637,6 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     sink = _tiling_sink(sink, x, env, arch35)
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
+    refuse_value_rows(UNESTABLISHED, a)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35)
     return Launch(WORKSPACE_RESERVE, run)

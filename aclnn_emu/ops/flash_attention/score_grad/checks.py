@@ -14,10 +14,12 @@ import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.opdef.generated import attr_int32
+from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
 from .checks_arch35 import _check_shape_attrs_arch35
 from .common import (
+    UNESTABLISHED,
+    refuse_grad_head_dim,
     COMPRESSED_MASK,
     INVALID,
     NULLPTR,
@@ -34,6 +36,7 @@ from .common import (
     tiling_failed,
 )
 from .. import tnd
+from ..common import refuse_value_rows
 from ..tnd import SINK_IGNORED
 from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
 from .launch import _launch, _launch_tnd, _zero_outputs
@@ -222,14 +225,15 @@ def _check_base_input(a, s: _Shape):
             fail("tiling.h1_heads", f"h1 [{q[2]}] should be a multiple of headNum [{a.headNum}].")
         if k[2] < v[2]:
             fail("tiling.kv_h", f"key H {k[2]} is smaller than value H {v[2]}")
-    elif len(s.layout) == 4:
-        if q[0] != k[0] or q[3] != k[3]:
+    elif len(s.layout) == 4:  # a key or value of 3 dims reads D as 0 (gert::Shape past its rank)
+        kd, vd = shape_dim(k, 3), shape_dim(v, 3)
+        if q[0] != k[0] or shape_dim(q, 3) != kd:
             fail("tiling.qk_shape", f"query or key shape is invalid: query {list(q)}, key {list(k)}")
         n1 = q[1] if s.layout[1] == "N" else q[2]  # the letter, not the layout's name, picks the axis
         if a.headNum != n1:
             fail("tiling.head_num", f"headNum is [{a.headNum}], but got n1 [{n1}].")
-        if k[3] < v[3]:
-            fail("tiling.kv_d", f"key D {k[3]} is smaller than value D {v[3]}")
+        if kd < vd:
+            fail("tiling.kv_d", f"key D {kd} is smaller than value D {vd}")
     else:
         fail("tiling.layout", f"invalid input_layout[{s.layout}].")
 
@@ -377,6 +381,7 @@ def prepare(a, env):
         env.warn(f"innerPrecise {a.innerPrecise} has no effect: no FAG tiling reads it")
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
+    refuse_grad_head_dim(a, s)
     return Launch(_workspace(s), _launch(a, s, mode, env, _tiling_sink(a, s.n1, env)))
 
 
@@ -442,6 +447,10 @@ def _prepare_tnd(a, s: _Shape, env):
     sink = _tiling_sink(a, s.n1, env)
     _check_outputs(a, env)
     layout = getattr(a, "softmaxInLayout", "") or ""
+    if env.soc == ARCH35 and a.query.dtype in QUANT8:
+        UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
+    refuse_grad_head_dim(a, s)
+    refuse_value_rows(UNESTABLISHED, a, a.keyIn)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 

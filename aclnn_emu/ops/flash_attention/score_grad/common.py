@@ -6,7 +6,9 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
+from aclnn_emu.opdef.generated import shape_dim
 from aclnn_emu.opdef.signature import OpError
+from ..common import VALUE_ROWS
 from .entry import OP
 
 
@@ -40,6 +42,10 @@ UNESTABLISHED = Gaps(
         "established)",
         "grad_shape": "Ascend910_95: dy, attentionInOptional or value shaped unlike query / keyIn (no shape check in the "
         "tiling; how the kernel indexes them is not established)",
+        "grad_head_dim": "a dy or attentionInOptional shaped unlike query but for a last dimension of value's head dim (the "
+        "tilings compare it with query's only: IsSameShapeButValueDLeEqD, CheckAttentionInShape): the kernels read "
+        "value's head dim per row, past the rows of a smaller one and across the rows of a larger one",
+        "value_rows": VALUE_ROWS,
         "mask_window": "Ascend910_95: an attenMask covering S1 x S2 in elements but not in rows and columns (the arch35 "
         "CheckAttenMaskShape accepts it; how its kernel reads it is not established)",
     },
@@ -84,8 +90,8 @@ class _Shape:
             self.b, self.s1, self.s2 = (q[0], q[1], k[1]) if layout == "BSH" else (q[1], q[0], k[0])
         elif layout == "TND":
             self.d, self.n1, self.n2, self.kd, self.vd = q[2], q[1], k[1], k[2], v[2]
-        elif len(q) > 3:
-            self.d, self.kd, self.vd = q[3], k[3], v[3]
+        elif len(q) > 3:  # the key and value may have 3 dims: past their rank gert::Shape reads 0
+            self.d, self.kd, self.vd = q[3], shape_dim(k, 3), shape_dim(v, 3)
             bnsd = layout == "BNSD"
             self.b, self.n1, self.s1 = q[0], q[1 if bnsd else 2], q[2 if bnsd else 1]
             self.n2, self.s2 = k[1 if bnsd else 2], k[2 if bnsd else 1]
@@ -210,3 +216,11 @@ def _check_atten_mask_shape(a, s, mode, arch35: bool = False):
             f"atten mask shape [{last[0]},{last[1]}] is invalid: sparseMode {mode} needs the last two "
             f"dims {list(need)}",
         )
+
+
+def refuse_grad_head_dim(a, s) -> None:
+    """dy and attentionIn rows of value's head dim, as the kernels read them (UNESTABLISHED grad_head_dim)."""
+    row = s.vd * s.n1 if s.layout in ("BSH", "SBH") else s.vd  # dy and attentionIn are query-shaped
+    for name, tensor in (("dy", a.dy), ("attentionInOptional", a.attentionInOptional)):
+        if tensor.ndim and (tensor.shape[-1] != row or tuple(tensor.shape[:-1]) != tuple(a.query.shape[:-1])):
+            UNESTABLISHED.refuse("grad_head_dim", f"{name} {list(tensor.shape)}, value head dim {s.vd}")

@@ -127,7 +127,7 @@ def _tiling_a2(a, env):
                 "fits no batch in its locate buffer and divides by zero (AI Core exception on the device)",
                 rule="kernel.nz_table_width",
             )
-        lens, tables, offsets = _index(a)
+        lens, tables, offsets = _index(a, batches, cols, cumsum)
         outs = _bytes(a.keyRef), _bytes(a.valueRef)
         limit = max(len(outs[0]) // row_k, len(outs[1]) // row_v)
         planner = gather.plan_a2_nz if nz else gather.plan_a2_nd

@@ -76,7 +76,7 @@ def _tiling_arch35(a, part):
     cores = part.aiv_cores
 
     def run():
-        lens, tables, offsets = _index(a)
+        lens, tables, offsets = _index(a, batches, width, cumsum)
         runs, findings = gather.plan_arch35(
             lens, tables, offsets, batches, width, block_size, cumsum, key[0], cores, not norm
         )

@@ -6,9 +6,8 @@ import numpy as np
 from aclnn_emu import status
 from aclnn_emu.kernels.kv_cache import scatter_a2 as a2
 from aclnn_emu.kernels.kv_cache import scatter_blocks
-from aclnn_emu.kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from aclnn_emu.opdef.signature import OpError
-from aclnn_emu.ops.kv_cache.common import flat
+from aclnn_emu.ops.kv_cache.common import flat, index_values
 from .entry import OP
 
 
@@ -48,14 +47,11 @@ def _run_nz(a, cores):
 
     def run():
         slots, findings = _index_values(a.slotMapping, tokens, int32_words=False)
-        pairs = [
-            (
-                _flat(cache)[: cache.numel].reshape(cache.shape),
-                _flat(src)[: tokens * math.prod(src.shape[1:])].reshape(tokens, -1),
-                name,
-            )
-            for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef"))
-        ]
+        pairs = []
+        for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
+            rows, more = index_values(OP, src, tokens * math.prod(src.shape[1:]))
+            pairs.append((_whole(cache, name), rows.reshape(tokens, -1), name))
+            findings += more
         return findings + a2.scatter_nz(pairs, slots, cores)
 
     return run
@@ -119,20 +115,22 @@ def _flat(tensor, unit=None) -> np.ndarray:
     return flat(OP, tensor, unit)
 
 
+def _whole(cache, name: str) -> np.ndarray:
+    """A cache the NZ kernel addresses block by block from its first element: all of its view's
+    elements must lie in its storage, or the kernel writes past it."""
+    flat = _flat(cache)
+    if len(flat) < cache.numel:
+        raise OpError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            f"{name} {cache!r}: the kernel addresses {cache.numel} elements from its first one, its storage holds "
+            f"{len(flat)} from there; its writes would land past it (AI Core exception on the device)",
+            rule="kernel.cache_past_storage",
+        )
+    return flat[: cache.numel].reshape(cache.shape)
+
+
 def _index_values(tensor, count: int, int32_words: bool) -> tuple[np.ndarray, list]:
     """The first `count` index values the kernel reads: int32 words of the buffer on the A2 ND and
     compress paths, values of the tensor's own dtype otherwise. Missing ones read as 0, reported."""
-    flat = _flat(tensor, np.int32 if int32_words else None)
-    values = np.zeros(count, np.int64)
-    got = min(count, len(flat))
-    values[:got] = flat[:got]
-    findings = []
-    if got < count:
-        findings.append(
-            (
-                OUT_OF_BOUNDS_READ,
-                f"{tensor!r}: the kernel reads {count} index values but the tensor "
-                f"holds {got}; the missing ones read as 0 here",
-            )
-        )
-    return values, findings
+    values, findings = index_values(OP, tensor, count, np.int32 if int32_words else None)
+    return values.astype(np.int64), findings

@@ -79,14 +79,17 @@ def _run(a, p) -> None:
 
 
 def _check_key_extent(rows, keys, key_rows) -> None:
-    """Rows whose keys would be read past the key tensor (TND/BSND lengths larger than the shape)."""
+    """Rows whose keys would be read outside the key tensor: TND/BSND lengths larger than the shape,
+    or a negative cumulative key length, from which a batch's keys start before the key's first row."""
     if keys.table is not None or not rows.computed.any():
         return
-    ends = keys.kbase[rows.batch] + rows.valid
-    if (ends[rows.computed] > key_rows).any():
+    starts = keys.kbase[rows.batch][rows.computed]
+    ends = starts + np.maximum(rows.valid[rows.computed], 0)
+    if (ends > key_rows).any() or ((starts < 0) & (ends > starts)).any():
         raise OpError(
             status.ACL_ERROR_RT_AICORE_EXCEPTION,
             "aclnnLightningIndexer: actual sequence lengths reach "
-            f"past the {key_rows} key rows; the NPU reads out of bounds",
+            f"outside the {key_rows} key rows (rows {int(starts.min())} to {int(ends.max())}); the NPU reads out of "
+            "bounds",
             rule="kernel.key_extent",
         )

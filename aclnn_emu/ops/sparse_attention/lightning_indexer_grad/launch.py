@@ -98,11 +98,21 @@ def _run(a, seq_k: int, top_k: int, dk_elements: int) -> None:
 
 
 def _store(tensor, values, numel=None) -> None:
-    """Write a result in element order (padded with zeros to `numel`) into an output tensor."""
+    """Write a result in element order (padded with zeros to `numel`) into an output tensor, as the
+    kernel writes it from the tensor's first element: a larger tensor keeps the rest, the part past a
+    smaller one is reported and dropped."""
     flat = values.reshape(-1)
     if numel is not None and flat.size < numel:
         flat = np.concatenate([flat, np.zeros(numel - flat.size, flat.dtype)])
-    tensor.write(flat.reshape(tensor.shape), "output")
+    target = tensor.view("output")
+    if flat.size > target.size:
+        sanitizer.report(
+            "out-of-bounds-write",
+            f"aclnnLightningIndexerGrad: the kernel writes {flat.size} elements into {tensor!r}, "
+            f"which holds {target.size}; the rest are dropped here",
+        )
+    count = min(flat.size, target.size)
+    target[np.unravel_index(np.arange(count), target.shape)] = flat[:count]
 
 
 def _report(findings, orphans: int) -> None:

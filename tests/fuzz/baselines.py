@@ -1,0 +1,241 @@
+"""Valid calls the fuzzer starts from: for every exported entry point, one or more functions of the
+chip family returning the C arguments in order (see fuzz.case for T, L, Same).
+
+A new entry point joins the fuzzer here and nowhere else: add its baselines under its name
+(tests/test_fuzz.py fails while an exported entry point has none, or a baseline is refused on a
+chip it names). Keep shapes small: the fuzzer makes hundreds of thousands of calls.
+"""
+
+from .case import L, Same, T
+
+INT64_MAX = (1 << 63) - 1
+
+
+def fas(soc):
+    b, n, s, d = 1, 2, 8, 16
+    qkv = [T((b, n, s, d)) for _ in range(3)]
+    lanes = T((b, n, s, 8), "FLOAT")
+    return [*qkv, *[None] * 7, 0.25, 1.0, 65536, 65536, n, "BNSD", 0, 0, 1, lanes, T((b, n, s, 8), "FLOAT"), None,
+            T((b, n, s, d))]  # fmt: skip
+
+
+def fas_causal_bsh(soc):
+    b, n, s, d = 2, 2, 16, 16
+    mask = T((s, s), "UINT8", fill=tuple(int(j > i) for i in range(s) for j in range(s)))
+    qkv = [T((b, s, n * d), "BF16") for _ in range(3)]
+    return [*qkv, None, None, None, mask, None, None, None, 0.25, 1.0, 65536, 0, n, "BSH", 0, 0, 1,
+            T((b, n, s, 8), "FLOAT"), T((b, n, s, 8), "FLOAT"), None, T((b, s, n * d), "BF16")]  # fmt: skip
+
+
+def fag(soc):
+    b, n, s, d = 1, 2, 8, 16
+    q, k, v, dy, attn = (T((b, n, s, d)) for _ in range(5))
+    smax = T((b, n, s, 8), "FLOAT")
+    ssum = T((b, n, s, 8), "FLOAT", fill=(1.0,))
+    return [q, k, v, dy, None, None, None, None, smax, ssum, None, attn, None, None, None, 0.25, 1.0, 65536, 65536,
+            n, "BNSD", 0, 0, 1, T((b, n, s, d)), T((b, n, s, d)), T((b, n, s, d)), None]  # fmt: skip
+
+
+def pfa(soc):
+    b, n, s, d = 1, 2, 16, 16
+    qkv = [T((b, n, s, d)) for _ in range(3)]
+    return [*qkv, *[None] * 9, n, 0.25, INT64_MAX >> 32, 0, "BNSD", 0, 0, T((b, n, s, d))]
+
+
+def pfa_lengths_bsh(soc):
+    b, n, s, d = 2, 2, 16, 16
+    qkv = [T((b, s, n * d)), T((b, s, d)), T((b, s, d))]
+    return [*qkv, None, None, (16, 9), (16, 11), *[None] * 5, n, 0.25, 2147483647, 0, "BSH", 1, 0, T((b, s, n * d))]
+
+
+def ifa(soc):
+    q = T((2, 4, 1, 16))
+    k, v = (T((2, 2, 64, 16)) for _ in range(2))
+    return [q, L([k]), L([v]), None, None, (64, 40), *[None] * 9, 4, 0.25, "BNSD", 2, 0, 1, T((2, 4, 1, 16))]
+
+
+def ifa_paged(soc):
+    """Two sequences over a block table of 128-token blocks (BSH cache: blocks, block size, H)."""
+    q = T((2, 1, 64))
+    cache = [T((4, 128, 32)) for _ in range(2)]
+    table = T((2, 2), "INT32", fill=(0, 1, 2, 3))
+    return [q, L([cache[0]]), L([cache[1]]), None, None, (200, 77), *[None] * 7, table, None, 4, 0.25, "BSH", 2, 128,
+            1, T((2, 1, 64))]  # fmt: skip
+
+
+def sfag(soc):
+    b, s1, s2, n1, d, dr, topk = 1, 4, 96, 2, 512, 64, 2048
+    q, d_out, out = (T((b, s1, n1, d), "BF16") for _ in range(3))
+    kv = T((b, s2, 1, d), "BF16")
+    indices = T((b, s1, 1, topk), "INT32", fill=tuple(range(s2)) + (-1,) * (topk - s2))
+    smax = T((b, 1, s1, n1), "FLOAT", fill=(1.0,))
+    ssum = T((b, 1, s1, n1), "FLOAT", fill=(50.0,))
+    q_rope, k_rope = T((b, s1, n1, dr), "BF16"), T((b, s2, 1, dr), "BF16")
+    return [q, kv, Same(1), indices, d_out, out, smax, ssum, None, None, q_rope, k_rope, 0.04, 1, "BSND", 3,
+            INT64_MAX, INT64_MAX, False, T((b, s1, n1, d), "BF16"), T((b, s2, 1, d), "BF16"),
+            T((b, s2, 1, d), "BF16"), T((b, s1, n1, dr), "BF16"), T((b, s2, 1, dr), "BF16")]  # fmt: skip
+
+
+def lig(soc):
+    b, s1, s2, heads, dim, topk = 1, 2, 16, 64, 128, 2048
+    q, k = T((b, s1, heads, dim), "BF16"), T((b, s2, 1, dim), "BF16")
+    dy = T((b, s1, topk), "BF16")
+    indices = T((b, s1, topk), "INT32", fill=tuple(range(s2)) + (-1,) * (topk - s2))
+    w = T((b, s1, heads), "BF16")
+    return [q, k, dy, indices, w, None, None, heads, "BSND", 3, INT64_MAX, INT64_MAX, False,
+            T((b, s1, heads, dim), "BF16"), T((b, s2, 1, dim), "BF16"), T((b, s1, heads), "BF16")]  # fmt: skip
+
+
+def li(soc):
+    q, k, w = T((1, 4, 8, 128)), T((1, 16, 1, 128)), T((1, 4, 8))
+    return [q, k, w, None, None, None, "BSND", "BSND", 8, 3, INT64_MAX, INT64_MAX, True, T((1, 4, 1, 8), "INT32"),
+            T((1, 4, 1, 8))]  # fmt: skip
+
+
+def sfa(soc):
+    q, q_rope = T((1, 4, 2, 512)), T((1, 4, 2, 64))
+    k, k_rope = T((1, 8, 1, 512)), T((1, 8, 1, 64))
+    indices = T((1, 4, 1, 2), "INT32", fill=(0, 1))
+    lse = T((1, 1, 4, 2), "FLOAT")
+    return [q, k, Same(1), indices, None, None, None, q_rope, k_rope, 0.0417, 4, "BSND", "BSND", 3, INT64_MAX,
+            INT64_MAX, 2, True, T((1, 4, 2, 512)), lse, T((1, 1, 4, 2), "FLOAT")]  # fmt: skip
+
+
+def scatter(soc):
+    key = T((4, 2, 16))
+    slots = T((4,), "INT32", fill=(0, 3, 5, 6))
+    return [key, T((2, 4, 2, 16)), slots, T((4, 2, 16)), T((2, 4, 2, 16)), *[None] * 7]
+
+
+def scatter_nz(soc):
+    """PA_NZ: caches of 32-byte rows, [blocks, H / 16, block size, 16] for fp16."""
+    key = T((8, 2, 16))
+    slots = T((8,), "INT32", fill=(0, 5, 17, 18, 40, 47, -1, 33))
+    return [key, T((3, 2, 16, 16)), slots, T((8, 2, 16)), T((3, 2, 16, 16)), None, None, None, "PA_NZ", *[None] * 3]
+
+
+def li_tnd(soc):
+    """Two sequences packed along T, with cumulative query and key lengths."""
+    q, k, w = T((10, 16, 128), "BF16"), T((70, 1, 128), "BF16"), T((10, 16), "BF16")
+    cu_q, cu_k = T((2,), "INT32", fill=(3, 10)), T((2,), "INT32", fill=(40, 70))
+    return [q, k, w, cu_q, cu_k, None, "TND", "TND", 32, 3, INT64_MAX, INT64_MAX, True,
+            T((10, 1, 32), "INT32"), T((10, 1, 32), "BF16")]  # fmt: skip
+
+
+def gather(soc):
+    caches = [T((4, 16, 2, 16)) for _ in range(2)]
+    table = T((2, 2), "INT32", fill=(0, 1, 3, 2))
+    lens = T((2,), "INT32", fill=(20, 9))
+    return [*caches, table, lens, T((29, 2, 16)), T((29, 2, 16)), None, "Norm", False]
+
+
+def as_entry(entry: str, source: str, args: list, **values) -> list:
+    """`args` of the entry point `source` given to another entry point of the same operator by
+    parameter name (its own parameters from `values`), for the entry points that only drop or add
+    parameters (PromptFlashAttention V1/V3 beside V2, IncreFlashAttention V1-V3 beside V4)."""
+    from aclnn_emu.opdef.registry import by_name
+
+    given = dict(zip((p.name for p in by_name(source).params), args)) | values
+    unset = {"int64": 0, "double": 0.0, "bool": False}  # pointers: NULL
+    return [given[p.name] if p.name in given else unset.get(p.kind) for p in by_name(entry).params]
+
+
+def _named(name: str, make):
+    make.__name__ = name  # the reproducer calls baselines.<name>(soc)
+    return make
+
+
+def _fas_like(name: str, entry: str):
+    return _named(name, lambda soc: as_entry(entry, "FlashAttentionScoreV2", fas(soc)))
+
+
+def _fag_like(name: str, entry: str):
+    return _named(name, lambda soc: as_entry(entry, "FlashAttentionScoreGradV2", fag(soc)))
+
+
+def fas_tnd(soc, entry="FlashAttentionVarLenScoreV2"):
+    """Two sequences packed along T (5 and 7 query rows, 7 and 9 keys), cumulative lengths."""
+    q, k, v = T((12, 2, 16)), T((16, 2, 16)), T((16, 2, 16))
+    lanes = [T((12, 2, 8), "FLOAT") for _ in range(2)]
+    values = dict(query=q, key=k, value=v, inputLayout="TND", actualSeqQLenOptional=(5, 12),
+                  actualSeqKvLenOptional=(7, 16), softmaxMaxOut=lanes[0], softmaxSumOut=lanes[1],
+                  attentionOutOut=T((12, 2, 16)))  # fmt: skip
+    return as_entry(entry, "FlashAttentionScoreV2", fas(soc), **values)
+
+
+def fag_tnd(soc, entry="FlashAttentionUnpaddingScoreGradV2"):
+    q, k, v, dy, attn = T((12, 2, 16)), T((16, 2, 16)), T((16, 2, 16)), T((12, 2, 16)), T((12, 2, 16))
+    values = dict(query=q, keyIn=k, value=v, dy=dy, attentionInOptional=attn, inputLayout="TND",
+                  softmaxMaxOptional=T((12, 2, 8), "FLOAT"), softmaxSumOptional=T((12, 2, 8), "FLOAT", fill=(1.0,)),
+                  actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16), dqOut=T((12, 2, 16)),
+                  dkOut=T((16, 2, 16)), dvOut=T((16, 2, 16)), softmaxInLayout="")  # fmt: skip
+    return as_entry(entry, "FlashAttentionScoreGradV2", fag(soc), **values)
+
+
+def _tnd_like(name: str, make, entry: str):
+    return _named(name, lambda soc: make(soc, entry))
+
+
+fas_v1 = _fas_like("fas_v1", "FlashAttentionScore")
+fas_v3 = _fas_like("fas_v3", "FlashAttentionScoreV3")
+fag_v1 = _fag_like("fag_v1", "FlashAttentionScoreGrad")
+fag_v3 = _fag_like("fag_v3", "FlashAttentionScoreGradV3")
+FAS_VARLEN = {
+    f"FlashAttentionVarLenScore{v}": _tnd_like(f"fas_varlen{v.lower()}", fas_tnd, f"FlashAttentionVarLenScore{v}")
+    for v in ("", "V2", "V3", "V4", "V5")
+}
+FAG_UNPADDING = {
+    f"FlashAttentionUnpaddingScoreGrad{v}": _tnd_like(
+        f"fag_unpadding{v.lower()}", fag_tnd, f"FlashAttentionUnpaddingScoreGrad{v}"
+    )
+    for v in ("", "V2", "V3", "V4", "V5")
+}
+globals().update({fn.__name__: fn for fn in (*FAS_VARLEN.values(), *FAG_UNPADDING.values())})
+
+
+def pfa_v1(soc):
+    return as_entry("PromptFlashAttention", "PromptFlashAttentionV2", pfa_lengths_bsh(soc))
+
+
+def pfa_v3(soc):
+    return as_entry("PromptFlashAttentionV3", "PromptFlashAttentionV2", pfa(soc), innerPrecise=1)
+
+
+def ifa_v1(soc):
+    return as_entry("IncreFlashAttention", "IncreFlashAttentionV4", ifa(soc))
+
+
+def ifa_v2(soc):
+    return as_entry("IncreFlashAttentionV2", "IncreFlashAttentionV4", ifa(soc))
+
+
+def ifa_v3_paged(soc):
+    return as_entry("IncreFlashAttentionV3", "IncreFlashAttentionV4", ifa_paged(soc))
+
+
+ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
+A2_A3 = ("Ascend910B", "Ascend910_93")
+
+# entry point -> its baselines, each with the chip families it is valid on
+BASELINES = {
+    "FlashAttentionScoreV2": ((fas, ALL), (fas_causal_bsh, ALL)),
+    "FlashAttentionScoreGradV2": ((fag, ALL),),
+    "FlashAttentionScore": ((fas_v1, ALL),),
+    "FlashAttentionScoreV3": ((fas_v3, ALL),),
+    "FlashAttentionScoreGrad": ((fag_v1, ALL),),
+    "FlashAttentionScoreGradV3": ((fag_v3, ALL),),
+    **{name: ((fn, ALL),) for name, fn in (*FAS_VARLEN.items(), *FAG_UNPADDING.items())},
+    "PromptFlashAttentionV2": ((pfa, ALL), (pfa_lengths_bsh, ALL)),
+    "PromptFlashAttention": ((pfa_v1, ALL),),
+    "PromptFlashAttentionV3": ((pfa_v3, ALL),),
+    "IncreFlashAttentionV4": ((ifa, ALL), (ifa_paged, ALL)),
+    "IncreFlashAttention": ((ifa_v1, ALL),),
+    "IncreFlashAttentionV2": ((ifa_v2, ALL),),
+    "IncreFlashAttentionV3": ((ifa_v3_paged, ALL),),
+    "SparseFlashAttentionGrad": ((sfag, A2_A3),),
+    "LightningIndexerGrad": ((lig, A2_A3),),
+    "LightningIndexer": ((li, A2_A3), (li_tnd, A2_A3)),
+    "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
+    "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
+    "GatherPaKvCache": ((gather, ALL),),
+}
