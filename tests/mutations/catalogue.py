@@ -1555,8 +1555,8 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/score/checks.py",
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n"
-        "    _check_dtypes(a)\n    x = _analyse_input(a)\n",
-        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a)\n    x = _analyse_input(a)\n"
+        "    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a)\n",
+        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a)\n"
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n",
         EDGE_TESTS,
@@ -1564,8 +1564,8 @@ MUTATIONS = [
     Mutation(
         "edges-fas-dtype-check-skipped",
         "aclnn_emu/ops/flash_attention/score/checks.py",
-        "    _check_dtypes(a)\n    x = _analyse_input(a)\n",
-        "    x = _analyse_input(a)\n",
+        "    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n",
+        "    _check_query_out_dtype(a, env, arch35)\n",
         EDGE_TESTS,
     ),
     Mutation(
