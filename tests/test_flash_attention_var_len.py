@@ -10,7 +10,7 @@ import pytest
 import aclnn_emu as ae
 import precision
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
-from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
+from precision import TORCH_BOUND, torch_floor
 
 MASK = np.triu(np.ones((2048, 2048), np.uint8), 1)
 NO_WINDOW = 2147483647

@@ -14,7 +14,7 @@ from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
 from golden import flash_attention_score_grad as golden_dense
 from golden import flash_attention_var_len as golden
-from test_flash_attention_score_grad import TORCH_BOUND, torch_floor
+from precision import TORCH_BOUND, torch_floor
 
 DTYPES = {"float16": FP16, "bfloat16": BF16}
 MASK_2048 = np.triu(np.ones((2048, 2048), np.uint8), 1)

@@ -213,6 +213,26 @@ def ifa_v3_paged(soc):
     return as_entry("IncreFlashAttentionV3", "IncreFlashAttentionV4", ifa_paged(soc))
 
 
+def named_args(entry: str, **values) -> list:
+    """The C arguments of `entry` from the parameters named; the others NULL, 0 or false."""
+    return as_entry(entry, entry, [], **values)
+
+
+def fia(soc, entry="FusedInferAttentionScoreV4", s1=16):
+    """Prefill (or decode, s1 1) with grouped heads and softmaxLse over one dense key/value."""
+    q, out = T((1, 4, s1, 64)), T((1, 4, s1, 64))
+    k, v = T((1, 2, 40, 64)), T((1, 2, 40, 64))
+    return named_args(entry, query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125, preTokens=2147483647,
+                      nextTokens=0 if s1 > 1 else 2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((1, 4, s1, 1), "FLOAT"))  # fmt: skip
+
+
+def gen_mask(soc, entry="DropoutGenMaskV2"):
+    """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
+    return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
+                      **({"probDataType": 1} if entry == "DropoutGenMaskV2" else {}))  # fmt: skip
+
+
 ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 A2_A3 = ("Ascend910B", "Ascend910_93")
 
@@ -238,4 +258,10 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
+    "FusedInferAttentionScoreV4": ((fia, ALL),),
+    "FusedInferAttentionScore": ((_named("fia_v1", lambda soc: fia(soc, "FusedInferAttentionScore", 1)), ALL),),
+    "FusedInferAttentionScoreV2": ((_named("fia_v2", lambda soc: fia(soc, "FusedInferAttentionScoreV2")), ALL),),
+    "FusedInferAttentionScoreV3": ((_named("fia_v3", lambda soc: fia(soc, "FusedInferAttentionScoreV3", 1)), ALL),),
+    "DropoutGenMaskV2": ((gen_mask, A2_A3),),
+    "DropoutGenMask": ((_named("gen_mask_v1", lambda soc: gen_mask(soc, "DropoutGenMask")), A2_A3),),
 }
