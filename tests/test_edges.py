@@ -312,7 +312,13 @@ UNREGISTERED = ("DOUBLE", "BOOL", "COMPLEX64", "UINT64")
 
 @pytest.mark.parametrize(
     "op, baseline, soc",
-    [(op, fn.__name__, soc) for op, entries in base.BASELINES.items() for fn, chips in entries[:1] for soc in chips],
+    [
+        (op, fn.__name__, soc)
+        for op, entries in base.BASELINES.items()
+        for fn, chips in entries[:1]
+        for soc in chips
+        if not op.startswith("DropoutGenMask")  # no floating tensor: its probDataType is tested on its own
+    ],
 )
 @pytest.mark.parametrize("dtype", UNREGISTERED)
 def test_every_floating_tensor_in_an_unregistered_dtype_is_refused(op, baseline, soc, dtype):

@@ -233,6 +233,22 @@ def gen_mask(soc, entry="DropoutGenMaskV2"):
                       **({"probDataType": 1} if entry == "DropoutGenMaskV2" else {}))  # fmt: skip
 
 
+def fia_v1(soc):
+    return fia(soc, "FusedInferAttentionScore", 1)
+
+
+def fia_v2(soc):
+    return fia(soc, "FusedInferAttentionScoreV2")
+
+
+def fia_v3(soc):
+    return fia(soc, "FusedInferAttentionScoreV3", 1)
+
+
+def gen_mask_v1(soc):
+    return gen_mask(soc, "DropoutGenMask")
+
+
 ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 A2_A3 = ("Ascend910B", "Ascend910_93")
 
@@ -259,9 +275,9 @@ BASELINES = {
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
     "FusedInferAttentionScoreV4": ((fia, ALL),),
-    "FusedInferAttentionScore": ((_named("fia_v1", lambda soc: fia(soc, "FusedInferAttentionScore", 1)), ALL),),
-    "FusedInferAttentionScoreV2": ((_named("fia_v2", lambda soc: fia(soc, "FusedInferAttentionScoreV2")), ALL),),
-    "FusedInferAttentionScoreV3": ((_named("fia_v3", lambda soc: fia(soc, "FusedInferAttentionScoreV3", 1)), ALL),),
+    "FusedInferAttentionScore": ((fia_v1, ALL),),
+    "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
+    "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
-    "DropoutGenMask": ((_named("gen_mask_v1", lambda soc: gen_mask(soc, "DropoutGenMask")), A2_A3),),
+    "DropoutGenMask": ((gen_mask_v1, A2_A3),),
 }
