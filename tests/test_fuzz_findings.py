@@ -335,3 +335,27 @@ def test_ifa_paged_head_dim_of_zero(pool, soc):
 def test_fas_bsh_key_hidden_not_a_multiple_of_d(pool, soc):
     got = outcome(pool, "FlashAttentionScoreV2", "fas_causal_bsh", soc, a1=T((2, 16, 33), "BF16"))
     assert got.kind == "rejected" and got.code != status.ACLNN_ERR_INNER, got
+
+
+# -- FusedInferAttentionScore (the long run after it landed) ----------------------------------------
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_key_of_no_rank_is_a_tiling_failure(pool, soc):
+    """A 0-d key: the parser reads its S as 0 (gert::Shape past its rank) and the shape comparison of
+    CheckMultiParaConsistency fails (561002), not an internal error."""
+    got = outcome(pool, "FusedInferAttentionScoreV3", "fia_v3", soc, a1=L([T((), "FLOAT16")]))
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_value_rows_other_than_the_keys_are_a_tiling_failure(pool, soc):
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia", soc, a1=L([T((1, 2, 41, 64), "FLOAT16")]))
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+def test_fia_empty_output_on_the_ifa_route_launches_nothing(pool):
+    """An empty attentionOut: the delegated operator launches nothing, and neither does softmaxLse's pass."""
+    got = outcome(
+        pool, "FusedInferAttentionScore", "fia_v1", "Ascend910B",
+        a1=L([T((1, 4, 1, 1), "FLOAT16")]), a28=T((1, 4, 1, 0, 64), "FLOAT16"),
+    )  # fmt: skip
+    assert got.kind == "ran", got

@@ -25,7 +25,7 @@ from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
 from .entry import V1, V2, V3, V4, VERSIONS, inner_args
 from .failure import tiling
-from .layouts import key_rows, query_axes, shaped, split
+from .layouts import key_rows, query_axes, seq_len, shaped, split
 from .route import Route, first, qkv_d
 
 F16, BF16, I8, I32, FP32 = (
@@ -431,6 +431,10 @@ class FiaV3(Route):
                 if not self._kv_shape_ok(t.shape, axes, d, len(a.key.items) > 1):
                     raise tiling(f"consistency.{name}", f"{name} {list(t.shape)} does not fit {self.layout} with "
                                  f"numKeyValueHeads {self.kv_heads} and D {d}")  # fmt: skip
+        if not self.paged:  # each value holds as many key rows as its key (the shapes compared but D)
+            for k, v in zip(a.key.items, a.value.items):
+                if seq_len(k.shape, self.base) != seq_len(v.shape, self.base):
+                    raise tiling("consistency.value_rows", f"value {list(v.shape)} and key {list(k.shape)} differ in S")
         want = shaped(axes, self.out_layout, vd)
         if tuple(a.attentionOut.shape) != want:
             raise tiling(

@@ -268,7 +268,7 @@ def prompt(a, env):
 def _with_lse(a, env, out):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
     FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
-    if not a.lse_wanted:
+    if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
     axes, (qd, _, vd) = route.shape_facts()

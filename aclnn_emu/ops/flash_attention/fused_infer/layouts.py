@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.opdef.generated import attr_uint32
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 PACKED = ("TND", "NTD")
 RANK = {"BSH": 3, "BSND": 4, "BNSD": 4, "TND": 3, "NTD": 3, "NSD": 3, "SH": 2}
@@ -49,8 +49,8 @@ def query_axes(shape, layout: str, heads: int) -> Axes:
 
 
 def seq_len(shape, layout: str) -> int:
-    """The S (T for the packed layouts) axis of a tensor of ``layout``."""
-    return shape[{"BSH": 1, "BSND": 1, "BNSD": 2, "TND": 0, "NTD": 1, "NSD": 1}[layout]]
+    """The S (T for the packed layouts) axis of a tensor of ``layout`` (0 past its rank, as gert::Shape)."""
+    return shape_dim(shape, {"BSH": 1, "BSND": 1, "BNSD": 2, "TND": 0, "NTD": 1, "NSD": 1}[layout])
 
 
 def key_rows(a, layout: str) -> int:
