@@ -359,3 +359,10 @@ def test_fia_empty_output_on_the_ifa_route_launches_nothing(pool):
         a1=L([T((1, 4, 1, 1), "FLOAT16")]), a28=T((1, 4, 1, 0, 64), "FLOAT16"),
     )  # fmt: skip
     assert got.kind == "ran", got
+
+
+def test_lig_0d_weights_and_dweights_write_what_fits(pool):
+    """0-d weights and dWeights (the long run's case 78428 of seed 107): phase 1 accepts them (no check
+    in the source); the kernel's dweights land in the one element there is, the rest reported."""
+    got = outcome(pool, "LightningIndexerGrad", "lig", "Ascend910B", a4=T((), "BF16"), a15=T((), "BF16"))
+    assert got.kind in ("ran", "reported", "ran-failed"), got

@@ -105,6 +105,8 @@ def _store(tensor, values, numel=None) -> None:
     if numel is not None and flat.size < numel:
         flat = np.concatenate([flat, np.zeros(numel - flat.size, flat.dtype)])
     target = tensor.view("output")
+    if target.ndim == 0:  # a 0-d output holds one element (unravel_index needs an axis)
+        target = target.reshape(1)
     if flat.size > target.size:
         sanitizer.report(
             "out-of-bounds-write",
