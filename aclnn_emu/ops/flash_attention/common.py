@@ -9,7 +9,7 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
-from aclnn_emu.opdef.signature import OpError
+from aclnn_emu.opdef.signature import Op, OpError
 import numpy as np
 
 
@@ -293,11 +293,12 @@ def refuse_value_rows(gaps, a, key=None) -> None:
         gaps.refuse("value_rows", f"key {list(key.shape)}, value {list(a.value.shape)}")
 
 
-def entry_params(base, names, added=None, docs=None) -> list:
+def entry_params(base, names, added=None, docs=None, extra=(), replaced=None) -> list:
     """An entry point's parameters as its header lists them: ``names`` taken from ``base`` (an Op) in
     that order, ``added`` Params placed before the base parameter each names ({before: Param}),
-    ``docs`` replacing the help of some ({name: doc})."""
-    by_name = {p.name: p for p in base.params}
+    ``docs`` replacing the help of some ({name: doc}); ``names`` may also take the ``extra`` Params,
+    and the ``replaced`` ones ({name: Param}) stand in for the base's."""
+    by_name = {p.name: p for p in (*base.params, *extra)} | (replaced or {})
     added, docs = added or {}, docs or {}
     params = []
     for n in names:
@@ -305,3 +306,18 @@ def entry_params(base, names, added=None, docs=None) -> list:
             params.append(added[n])
         params.append(dataclasses.replace(by_name[n], doc=docs[n]) if n in docs else by_name[n])
     return params
+
+
+def entry_points(base, extra, defaults_from, tnd_replaced=(), tnd_docs=None):
+    """The declaration of the other entry points of ``base``'s header, which only drop, add or
+    re-describe parameters: ``declare(name, names, tnd=False)`` is the Op with the parameters named
+    (space separated) among ``base``'s and ``extra``, for the variable-length (TND) entry points with
+    ``tnd_replaced`` and ``tnd_docs`` in place; each runs ``base``'s prepare after its own checks and
+    takes the defaults of torch_npu's ``defaults_from``."""
+    tnd = dict(replaced={p.name: p for p in tnd_replaced}, docs=tnd_docs)
+
+    def declare(name: str, names: str, tnd_layout: bool = False) -> Op:
+        params = entry_params(base, names.split(), extra=extra, **(tnd if tnd_layout else {}))
+        return Op(name, base.header, params, base=base, defaults_from=defaults_from)
+
+    return declare

@@ -1,11 +1,10 @@
 """aclnnFlashAttentionScoreV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
-import dataclasses
-
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
 from aclnn_emu.opdef.failures import TilingFailure
+from aclnn_emu.ops.flash_attention.common import entry_points
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
 from .shapes import FLOAT, LAYOUT_RANKS, _analyse_input, _results
 
@@ -137,23 +136,20 @@ _ADDED = [
         doc='layout of softmaxMax/Sum: "same_as_input" token-major [T1,N1,8]; anything else each batch head-major',
     ),
 ]
-_BY_NAME = {p.name: p for p in OP.params + _ADDED}
-# What the variable-length entry points say differently of V2's parameters.
-_TND = {
-    p.name: p
-    for p in (
-        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)"),
-        dataclasses.replace(_BY_NAME["softmaxMaxOut"], doc="per-row score maximum [T1,N1,8] (8 equal lanes)"),
-        dataclasses.replace(_BY_NAME["softmaxSumOut"], doc="per-row exp sum [T1,N1,8] (8 equal lanes)"),
-    )
-}
-
-
-def _params(names: str, tnd: bool = False) -> list:
-    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: as the
-    variable-length entry points describe them."""
-    return [_TND[name] if tnd and name in _TND else _BY_NAME[name] for name in names.split()]
-
+# The header's other entry points: V2's parameters and the added ones, by name; the
+# variable-length ones take TND only and describe the softmax statistics per token.
+_declare = entry_points(
+    OP,
+    _ADDED,
+    "torch_npu.npu_fusion_attention",
+    tnd_replaced=[
+        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)")
+    ],
+    tnd_docs={
+        "softmaxMaxOut": "per-row score maximum [T1,N1,8] (8 equal lanes)",
+        "softmaxSumOut": "per-row exp sum [T1,N1,8] (8 equal lanes)",
+    },
+)
 
 _HEAD = "query key value realShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
 _ROPE_HEAD = (
@@ -163,57 +159,22 @@ _ATTRS = "scaleValue keepProb preTokens nextTokens headNum inputLayout innerPrec
 _SEQS = "actualSeqQLenOptional actualSeqKvLenOptional"
 _STARTS = "qStartIdxOptional kvStartIdxOptional"
 _OUTS = "softmaxMaxOut softmaxSumOut softmaxOutOut attentionOutOut"
-HEADER = OP.header
 
-V1 = Op(
-    "FlashAttentionScore",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
+V1 = _declare("FlashAttentionScore", f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}")
+V3 = _declare("FlashAttentionScoreV3", f"{_HEAD} sinkOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS}")
+VAR_LEN = _declare("FlashAttentionVarLenScore", f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True)
+VAR_LEN_V2 = _declare(
+    "FlashAttentionVarLenScoreV2", f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True
 )
-V3 = Op(
-    "FlashAttentionScoreV3",
-    HEADER,
-    _params(f"{_HEAD} sinkOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS}"),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
+VAR_LEN_V3 = _declare(
+    "FlashAttentionVarLenScoreV3", f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True
 )
-VAR_LEN = Op(
-    "FlashAttentionVarLenScore",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
+VAR_LEN_V4 = _declare(
+    "FlashAttentionVarLenScoreV4", f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} softmaxOutLayout {_OUTS}", True
 )
-VAR_LEN_V2 = Op(
-    "FlashAttentionVarLenScoreV2",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
-)
-VAR_LEN_V3 = Op(
-    "FlashAttentionVarLenScoreV3",
-    HEADER,
-    _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
-)
-VAR_LEN_V4 = Op(
-    "FlashAttentionVarLenScoreV4",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} softmaxOutLayout {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
-)
-VAR_LEN_V5 = Op(
+VAR_LEN_V5 = _declare(
     "FlashAttentionVarLenScoreV5",
-    HEADER,
-    _params(
-        f"{_ROPE_HEAD} sinkOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxOutLayout {_OUTS}", True
-    ),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention",
+    f"{_ROPE_HEAD} sinkOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxOutLayout {_OUTS}",
+    True,
 )
 VAR_LENS = (VAR_LEN, VAR_LEN_V2, VAR_LEN_V3, VAR_LEN_V4, VAR_LEN_V5)

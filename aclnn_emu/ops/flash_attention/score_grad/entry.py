@@ -1,9 +1,8 @@
 """aclnnFlashAttentionScoreGradV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
-import dataclasses
-
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.ops.flash_attention.common import entry_points
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorOut
 
 
@@ -114,23 +113,20 @@ _ADDED = [
     TensorOut("dkRopeOut", optional=True, like="keyInRope", doc="dL/dkeyInRope, shaped and typed like keyInRope"),
     TensorOut("dsinkOut", optional=True, like="sinkInOptional", doc="dL/dsink [N1] fp32"),
 ]
-_BY_NAME = {p.name: p for p in OP.params + _ADDED}
-# What the variable-length entry points say differently of V2's parameters.
-_TND = {
-    p.name: p
-    for p in (
-        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)"),
-        dataclasses.replace(_BY_NAME["softmaxMaxOptional"], doc="the forward's per-row score maximum [T1,N1,8]"),
-        dataclasses.replace(_BY_NAME["softmaxSumOptional"], doc="the forward's per-row exp sum [T1,N1,8]"),
-    )
-}
-
-
-def _params(names: str, tnd: bool = False) -> list:
-    """The parameters named (space separated), in that order: V2's, with the added ones; `tnd`: as the
-    variable-length entry points describe them."""
-    return [_TND[name] if tnd and name in _TND else _BY_NAME[name] for name in names.split()]
-
+# The header's other entry points: V2's parameters and the added ones, by name; the
+# variable-length ones take TND only and describe the softmax statistics per token.
+_declare = entry_points(
+    OP,
+    _ADDED,
+    "torch_npu.npu_fusion_attention_grad",
+    tnd_replaced=[
+        String("inputLayout", values=("TND",), doc="TND, the only layout accepted (any other returns 161002)")
+    ],
+    tnd_docs={
+        "softmaxMaxOptional": "the forward's per-row score maximum [T1,N1,8]",
+        "softmaxSumOptional": "the forward's per-row exp sum [T1,N1,8]",
+    },
+)
 
 _MASKS = "pseShiftOptional dropMaskOptional paddingMaskOptional attenMaskOptional"
 _SOFTMAX = "softmaxMaxOptional softmaxSumOptional softmaxInOptional attentionInOptional"
@@ -141,59 +137,27 @@ _SEQS = "actualSeqQLenOptional actualSeqKvLenOptional"
 _STARTS = "qStartIdxOptional kvStartIdxOptional"
 _OUTS = "dqOut dkOut dvOut dpseOut"
 _ROPE_OUTS = "dqOut dqRopeOut dkOut dkRopeOut dvOut dpseOut"
-HEADER = OP.header
 
-V1 = Op(
-    "FlashAttentionScoreGrad",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}"),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
+V1 = _declare("FlashAttentionScoreGrad", f"{_HEAD} prefixOptional {_ATTRS} {_OUTS}")
+V3 = _declare(
+    "FlashAttentionScoreGradV3", f"{_HEAD} sinkInOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS} dsinkOut"
 )
-V3 = Op(
-    "FlashAttentionScoreGradV3",
-    HEADER,
-    _params(f"{_HEAD} sinkInOptional prefixOptional {_STARTS} {_ATTRS} pseType {_OUTS} dsinkOut"),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
+UNPADDING = _declare("FlashAttentionUnpaddingScoreGrad", f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True)
+UNPADDING_V2 = _declare(
+    "FlashAttentionUnpaddingScoreGradV2", f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True
 )
-UNPADDING = Op(
-    "FlashAttentionUnpaddingScoreGrad",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
-)
-UNPADDING_V2 = Op(
-    "FlashAttentionUnpaddingScoreGradV2",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
-)
-UNPADDING_V3 = Op(
+UNPADDING_V3 = _declare(
     "FlashAttentionUnpaddingScoreGradV3",
-    HEADER,
-    _params(f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_ROPE_OUTS}", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
+    f"{_ROPE_HEAD} prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType {_ROPE_OUTS}",
+    True,
 )
-UNPADDING_V4 = Op(
-    "FlashAttentionUnpaddingScoreGradV4",
-    HEADER,
-    _params(f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS} softmaxInLayout", True),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
+UNPADDING_V4 = _declare(
+    "FlashAttentionUnpaddingScoreGradV4", f"{_HEAD} prefixOptional {_SEQS} {_ATTRS} {_OUTS} softmaxInLayout", True
 )
-UNPADDING_V5 = Op(
+UNPADDING_V5 = _declare(
     "FlashAttentionUnpaddingScoreGradV5",
-    HEADER,
-    _params(
-        f"{_ROPE_HEAD} sinkInOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxInLayout "
-        f"{_ROPE_OUTS} dsinkOut",
-        True,
-    ),
-    base=OP,
-    defaults_from="torch_npu.npu_fusion_attention_grad",
+    f"{_ROPE_HEAD} sinkInOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} pseType softmaxInLayout "
+    f"{_ROPE_OUTS} dsinkOut",
+    True,
 )
 UNPADDINGS = (UNPADDING, UNPADDING_V2, UNPADDING_V3, UNPADDING_V4, UNPADDING_V5)
