@@ -27,6 +27,23 @@ def _normal(rng, shape, dtype):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def _train_step(forward, backward, q, k, v, dy, common, fwd_extra=None, grad_extra=None) -> dict:
+    """{forward: its outputs, backward: the gradients it computes from the forward's statistics and output}."""
+    fwd = getattr(ae.ops, forward)(q, key=k, value=v, **(fwd_extra or {}), **common)  # by name: rope comes 2nd
+    grads = getattr(ae.ops, backward)(
+        q,
+        keyIn=k,
+        value=v,
+        dy=dy,
+        softmaxMaxOptional=fwd.softmaxMaxOut,
+        softmaxSumOptional=fwd.softmaxSumOut,
+        attentionInOptional=fwd.attentionOutOut,
+        **(grad_extra or {}),
+        **common,
+    )
+    return {forward: list(fwd), backward: list(grads)}
+
+
 def _fas(rng, dtype, sparse_mode, pre, nxt, specials=False):
     """FlashAttentionScoreV2 forward, then its gradient from the forward's outputs; with
     `specials`, a query row holds NaNs and a key an infinity."""
@@ -38,18 +55,8 @@ def _fas(rng, dtype, sparse_mode, pre, nxt, specials=False):
     common = dict(scaleValue=0.118, preTokens=pre, nextTokens=nxt, headNum=n, inputLayout="BNSD", sparseMode=0)
     if sparse_mode:
         common.update(sparseMode=sparse_mode)
-    forward = ae.ops.FlashAttentionScoreV2(q, k, v, keepProb=1.0, innerPrecise=0, **common)
-    grads = ae.ops.FlashAttentionScoreGradV2(
-        q,
-        k,
-        v,
-        dy,
-        softmaxMaxOptional=forward.softmaxMaxOut,
-        softmaxSumOptional=forward.softmaxSumOut,
-        attentionInOptional=forward.attentionOutOut,
-        **common,
-    )
-    return {"FlashAttentionScoreV2": list(forward), "FlashAttentionScoreGradV2": list(grads)}
+    fwd_extra = dict(keepProb=1.0, innerPrecise=0)
+    return _train_step("FlashAttentionScoreV2", "FlashAttentionScoreGradV2", q, k, v, dy, common, fwd_extra)
 
 
 def _fas_entries(rng):
@@ -64,19 +71,8 @@ def _fas_entries(rng):
         ("FlashAttentionScore", "FlashAttentionScoreGrad", {}, {}),
         ("FlashAttentionScoreV3", "FlashAttentionScoreGradV3", dict(sinkOptional=sink), dict(sinkInOptional=sink)),
     ):
-        fwd = getattr(ae.ops, entry)(q, k, v, keepProb=1.0, innerPrecise=0, **extra, **common)
-        grads = getattr(ae.ops, grad)(
-            q,
-            k,
-            v,
-            dy,
-            softmaxMaxOptional=fwd.softmaxMaxOut,
-            softmaxSumOptional=fwd.softmaxSumOut,
-            attentionInOptional=fwd.attentionOutOut,
-            **grad_extra,
-            **common,
-        )
-        results[entry], results[grad] = list(fwd), list(grads)
+        fwd_extra = dict(keepProb=1.0, innerPrecise=0, **extra)
+        results.update(_train_step(entry, grad, q, k, v, dy, common, fwd_extra, grad_extra))
     return results
 
 
@@ -112,20 +108,8 @@ def _var_len(rng):
             grad_extra.update(sinkInOptional=sink, softmaxInLayout="same_as_input")
         if version == "V4":
             fwd_extra, grad_extra = dict(softmaxOutLayout="same_as_input"), dict(softmaxInLayout="same_as_input")
-        fwd = getattr(ae.ops, f"FlashAttentionVarLenScore{version}")(q, key=k, value=v, **fwd_extra, **common)
-        grads = getattr(ae.ops, f"FlashAttentionUnpaddingScoreGrad{version}")(
-            q,
-            keyIn=k,
-            value=v,
-            dy=dy,
-            softmaxMaxOptional=fwd.softmaxMaxOut,
-            softmaxSumOptional=fwd.softmaxSumOut,
-            attentionInOptional=fwd.attentionOutOut,
-            **grad_extra,
-            **common,
-        )
-        results[f"FlashAttentionVarLenScore{version}"] = list(fwd)
-        results[f"FlashAttentionUnpaddingScoreGrad{version}"] = list(grads)
+        forward, backward = f"FlashAttentionVarLenScore{version}", f"FlashAttentionUnpaddingScoreGrad{version}"
+        results.update(_train_step(forward, backward, q, k, v, dy, common, fwd_extra, grad_extra))
     return results
 
 
