@@ -2,14 +2,12 @@
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.meta import INT64_MAX
 from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Bool, Int64, Op, String, TensorIn, TensorOut
 
 
 QUERY_LAYOUTS, KEY_LAYOUTS = ("BSND", "TND"), ("PA_BSND", "BSND", "TND")
-
-
-INT64_MAX = (1 << 63) - 1
 
 SPARSE_LIMIT, HEAD_DIM, BLOCK_LIMIT, MAX_HEADS = 2048, 128, 1024, 64
 

@@ -2,13 +2,11 @@
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.meta import INT64_MAX
 from aclnn_emu.opdef.signature import Bool, Double, Int64, Op, String, TensorIn, TensorOut
 
 
 QUERY_LAYOUTS, KV_LAYOUTS = ("BSND", "TND"), ("BSND", "PA_BSND", "TND")
-
-
-INT64_MAX = (1 << 63) - 1
 
 
 def _attention_out(a):
