@@ -62,6 +62,10 @@ def _sfag_heads(n):
     return edits | {10: T((1, 4, n, 64), "BF16"), 22: T((1, 4, n, 64), "BF16")}
 
 
+def _scatter_tokens(n):
+    return {0: T((n, 2, 16)), 2: T((n,), "INT32", fill=tuple(range(n))), 3: T((n, 2, 16))}
+
+
 LIMITS = [
     # (entry point, baseline, chips, edits for a value, the limit, code one past, the deciding source)
     ("LightningIndexer", "li", base.A2_A3, _li_count, 2048, TILING, "lightning_indexer_tiling.cpp sparse_count"),
@@ -96,6 +100,15 @@ LIMITS = [
         INVALID,
         "aclnn_flash_attention_score: head dim <= 768",
     ),
+    (
+        "ScatterPaKvCache",
+        "scatter",
+        base.A2_A3,
+        _scatter_tokens,
+        8,
+        TILING,
+        "scatter_pa_kv_cache_tiling.cpp CheckInputDim: numBlocks * blockSize >= numTokens",
+    ),
 ]
 
 
@@ -109,6 +122,126 @@ def test_a_limit_is_accepted_at_itself_and_refused_one_past(op, baseline, soc, e
     assert at.kind == "accepted", at
     past = call(op, baseline, soc, edits(limit + 1))
     assert (past.kind, past.code) == ("rejected", code), past
+
+
+# Limits the source does not check: the value past the limit passes phase 1 as it does on the NPU, and
+# what the hardware would do with it is reported (a sanitizer finding) or warned (a portability
+# warning, the code under ACLNN_EMU_STRICT=1), never computed silently.
+def _lig_top_k(k):
+    indices = T((1, 2, k), "INT32", fill=tuple(range(16)) + (-1,) * (k - 16))
+    return {2: T((1, 2, k), "BF16"), 3: indices}
+
+
+def _fag_head_dim(d):
+    return {0: _each(0, 1, 2, 3, 11, 24, 25, 26, make=lambda: T((1, 2, 8, d)))}
+
+
+def _run_reporting(op, baseline, soc, edits, strict=False):
+    """(outcome with phase 2, the kinds of the sanitizer's reports) of one call."""
+    args = getattr(base, baseline)(soc)
+    for position, value in edits.items():
+        value(args) if callable(value) else args.__setitem__(position, value)
+    seen = []
+    clear = sanitizer.clear
+    sanitizer.clear = lambda: (seen.extend(kind for kind, _ in sanitizer.reports()), clear())
+    try:
+        got = run(Case(op, soc, strict, args))
+    finally:
+        sanitizer.clear = clear
+    return got, seen
+
+
+UNCHECKED = [
+    # (entry point, baseline, chips, edits for a value, the limit, sanitizer kinds past it, or the
+    #  code under strict of the warning past it, the source that checks nothing)
+    (
+        "LightningIndexerGrad",
+        "lig",
+        base.A2_A3,
+        _lig_top_k,
+        2048,
+        ["workspace-overflow"],
+        "lightning_indexer_grad_tiling.cpp GetShapeAttrsInfo: topK = dy's last dim, never compared with "
+        "MAX_TOPK (the workspace is sized for 2048)",
+    ),
+    (
+        "FlashAttentionScoreGradV2",
+        "fag",
+        ("Ascend910_95",),
+        _fag_head_dim,
+        768,
+        NULLPTR,
+        "arch35 GetDTemplateType: D > 768 falls back to the 768 template; no op_api check of D",
+    ),
+    (
+        "FlashAttentionScoreGradV2",
+        "fag",
+        base.A2_A3,
+        _fag_head_dim,
+        512,
+        NULLPTR,
+        "the doc's D <= 512; neither aclnn_flash_attention_score_grad.cpp nor the arch32 tilings check it",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "op, baseline, soc, edits, limit, past",
+    [(op, b, soc, e, n, p) for op, b, chips, e, n, p, _ in UNCHECKED for soc in chips],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_limit_the_source_does_not_check_runs_past_it_reported_or_warned(op, baseline, soc, edits, limit, past):
+    at, reports = _run_reporting(op, baseline, soc, edits(limit))
+    assert (at.kind, reports) == ("ran", []), at
+    beyond, reports = _run_reporting(op, baseline, soc, edits(limit + 1))
+    assert beyond.kind == "ran", beyond
+    if isinstance(past, list):
+        assert reports == past
+    else:  # a portability warning: the call runs, and under ACLNN_EMU_STRICT=1 fails with the rule's code
+        strict, _ = _run_reporting(op, baseline, soc, edits(limit + 1), strict=True)
+        assert (strict.kind, strict.code) == ("rejected", past), strict
+        at_strict, _ = _run_reporting(op, baseline, soc, edits(limit), strict=True)
+        assert at_strict.kind == "ran", at_strict
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("key_s, length", [(2, 3), (64, 65536), (64, 1 << 31), (64, (1 << 32) + 65)])
+def test_ifa_a_length_past_the_keys_is_a_tiling_error_whatever_its_size(soc, key_s, length):
+    """IFATiling::ParseActualSeqLens (incre_flash_attention_tiling.cpp) compares
+    static_cast<uint32_t>(actLen) with the key's S: 3 over 2, 65536 and 2**31 over 64, and 2**32 + 65
+    (65 as uint32) fail the tiling, 561002; the arch35 tiling (PromptFlashAttentionTilingV2's
+    actual-length check) refuses them too. A length whose uint32 value fits passes (test_fuzz_findings)."""
+    keys = lambda a: [a[1].items.__setitem__(0, T((2, 2, key_s, 16))), a[2].items.__setitem__(0, T((2, 2, key_s, 16)))]
+    got = call("IncreFlashAttentionV4", "ifa", soc, {1: keys, 5: (length, min(key_s, 40))})
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+@pytest.mark.parametrize("mode", ["bad", "pa_nz", "norm"])
+def test_scatter_a2_a3_runs_an_unknown_cache_mode_as_norm_and_warns(soc, mode, capfd):
+    """The generated aclnnScatterPaKvCache runs no InferShape (the only place that compares cache_mode
+    with "", "Norm" and "PA_NZ"); the A2/A3 tiling's GetTemplateType (scatter_pa_kv_cache_tiling.cpp)
+    compares it with "PA_NZ" only, so any other string is the Norm template: the same bytes as Norm."""
+    norm = _run_bytes(soc, "Norm")
+    assert _run_bytes(soc, mode) == norm
+    assert "is neither 'Norm' nor 'PA_NZ'" in capfd.readouterr().err
+
+
+def _run_bytes(soc, mode):
+    from aclnn_emu import config
+    import dataclasses
+
+    saved = config.current
+    config.current = dataclasses.replace(saved, soc=soc)
+    try:
+        rng = np.random.default_rng(5)
+        key, value = (rng.standard_normal((4, 2, 16)).astype(F16) for _ in range(2))
+        caches = [np.zeros((2, 4, 2, 16), F16) for _ in range(2)]
+        slots = np.array([0, 3, 5, 6], np.int32)
+        got = ae.ops.ScatterPaKvCache(key, caches[0], slots, value, caches[1], cacheModeOptional=mode)
+        return b"".join(np.asarray(x).tobytes() for x in got)
+    finally:
+        config.current = saved
 
 
 # -- two faults, one call -------------------------------------------------------------------------------
