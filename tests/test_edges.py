@@ -1,22 +1,19 @@
 """Classes of cases a bug hides in when each is tested on one side only, for every operator they
 apply to: a limit at itself and one past; two faults in one call, where the source's check order
 decides the code; per-batch lengths in the non-TND layouts, with the rows past them checked; paged
-tables at their edges; dtype combinations no kernel registers, every tensor changed at once; the C
-loops at widths that are not a multiple of the vector, with masked rows at several positions; and
-stream order seen through what a second stream reads.
+tables at their edges; dtype combinations no kernel registers, every tensor changed at once; and
+stream order seen through what a second stream reads (the C loops' class: test_edges_loops.py).
 
 Calls are built as the fuzzer builds them (tests/fuzz: T for a tensor, the baselines for valid
 calls); codes cite ops-transformer v8.5.0-beta.1.
 """
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import aclnn_emu as ae
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels import native
 from aclnn_emu.meta import TensorList
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime import sanitizer
@@ -469,65 +466,6 @@ def test_every_floating_tensor_in_an_unregistered_dtype_is_refused(op, baseline,
 
     got = call(op, baseline, soc, {0: every})
     assert got.kind == "rejected" and got.code in (INVALID, TILING, NULLPTR, L2_TILING, 561003), got
-
-
-# -- C loops: widths off the vector, masked rows at several positions ---------------------------------
-WIDTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 65, 127, 129]
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("masked", [(), (0,), (5,), (11,), (0, 6, 11)])
-def test_online_softmax_block_at_every_width_and_masked_rows_anywhere(cols, masked):
-    rows = 12
-    s = RNG.standard_normal((rows, cols)).astype(np.float32) * 4
-    s[list(masked)] = -np.inf
-    prev_max = RNG.standard_normal(rows).astype(np.float32)
-    prev_max[list(masked)] = -np.inf
-    prev_sum = np.where(np.isinf(prev_max), 0, RNG.random(rows) + 1).astype(np.float32)
-    m, l, alpha, block = prev_max.copy(), prev_sum.copy(), np.empty(rows, np.float32), s.copy()
-    native.softmax_block_(block, m, l, alpha)
-    want_max = np.maximum(prev_max, s.max(axis=1))
-    shift = np.where(np.isinf(want_max), 0, want_max)
-    e = np.exp(s.astype(np.float64) - shift[:, None])
-    want_alpha = np.exp(prev_max.astype(np.float64) - shift)
-    np.testing.assert_array_equal(m, want_max)
-    np.testing.assert_allclose(block, e, rtol=2e-6, atol=0)
-    np.testing.assert_allclose(alpha, want_alpha, rtol=2e-6, atol=0)
-    np.testing.assert_allclose(l, prev_sum * want_alpha + e.sum(axis=1), rtol=1e-5, atol=0)
-    for r in masked:
-        assert not block[r].any() and l[r] == 0
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("rounding", [None, "fp16_even", "fp16_away", "bf16_away"])
-def test_stores_at_every_width_round_every_element(cols, rounding):
-    rows = 5
-    src = (RNG.standard_normal((rows, cols)) * 300).astype(np.float32)
-    divisor = (RNG.random(rows) + 0.5).astype(np.float32)
-    dtype = {None: np.float32, "fp16_even": np.float16, "fp16_away": np.float16, "bf16_away": ml_dtypes.bfloat16}
-    padded = np.zeros((rows, cols + 3), dtype[rounding])  # a row stride past the width: no spill into it
-    native.store_rows(padded[:, :cols], src, divisor, rounding)
-    exact = src.astype(np.float64) / divisor[:, None].astype(np.float64)
-    got = padded[:, :cols].astype(np.float64)
-    bits = {None: 23, "fp16_even": 10, "fp16_away": 10, "bf16_away": 7}[rounding]  # mantissa bits kept
-    ulp = 2.0 ** (np.floor(np.log2(np.abs(exact))) - bits)
-    # the nearest value of the grid, up to a float32 rounding of the quotient before it is narrowed
-    assert (np.abs(got - exact) <= 0.5 * ulp + np.abs(exact) * 2.0**-23).all()
-    assert not padded[:, cols:].any()
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-def test_rescale_add_and_round_product_at_every_width(cols):
-    rows = 3
-    acc, add = (RNG.standard_normal((rows, cols)).astype(np.float32) for _ in range(2))
-    alpha = RNG.random(rows).astype(np.float32)
-    got = acc.copy()
-    native.rescale_add_(got, alpha, add)
-    assert got.tobytes() == (acc * alpha[:, None] + add).tobytes()
-    a, b = (RNG.standard_normal(rows * cols).astype(np.float32) for _ in range(2))
-    dst = np.empty_like(a)
-    native.round_product(dst, a, b)
-    assert dst.tobytes() == (a * b).tobytes()
 
 
 # -- stream order through behaviour -------------------------------------------------------------------

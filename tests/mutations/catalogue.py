@@ -64,7 +64,7 @@ TORCH_NPU_TESTS = (
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
-EDGE_TESTS = ("tests/test_edges.py",)
+EDGE_TESTS = ("tests/test_edges.py", "tests/test_edges_loops.py")
 FAS_TESTS = (
     "tests/test_flash_attention_score.py",
     "tests/test_flash_attention_score_cabi.py",
@@ -1629,6 +1629,41 @@ MUTATIONS = [
         "aclnn_emu/ops/kv_cache/scatter/checks.py",
         '    if cache_mode == "PA_NZ":',
         '    if cache_mode.upper() == "PA_NZ":',
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-widen-fp16-tail-dropped",
+        NATIVE,
+        "            for (int64_t j = 0; j < cols; ++j) to[j] = fp16_value(from[j]);",
+        "            for (int64_t j = 0; j < cols - cols % 8; ++j) to[j] = fp16_value(from[j]);",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-narrow-fp16-tail-dropped",
+        NATIVE,
+        "    for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits(round_fp16(src[i]));",
+        "    for (int64_t i = 0; i < n - n % 8; ++i) dst[i] = fp16_bits(round_fp16(src[i]));",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-scatter-add-overwrites-a-repeat",
+        NATIVE,
+        "        for (int64_t j = 0; j < cols; ++j) to[j] += from[j];",
+        "        for (int64_t j = 0; j < cols; ++j) to[j] = from[j];",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-softmax-probs-lane-offset-ignored",
+        NATIVE,
+        "                int64_t lane = (lane0 + j) % lanes;",
+        "                int64_t lane = j % lanes;",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-softmax-grad-keep-after-the-subtraction",
+        NATIVE,
+        "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] * k[j] - d) * p[j], rounding);",
+        "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] - d) * k[j] * p[j], rounding);",
         EDGE_TESTS,
     ),
     Mutation(

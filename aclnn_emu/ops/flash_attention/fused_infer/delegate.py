@@ -262,7 +262,14 @@ def prompt(a, env):
         sparseMode=a.sparseMode,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
+    out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if args.key.is_empty or args.value.is_empty:
+        # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
+        # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
+        if a.lse_wanted:
+            env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
+        return out
+    return _with_lse(a, env, out)
 
 
 def _with_lse(a, env, out):
