@@ -64,7 +64,7 @@ TORCH_NPU_TESTS = (
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
-EDGE_TESTS = ("tests/test_edges.py", "tests/test_edges_loops.py")
+EDGE_TESTS = ("tests/test_edges.py", "tests/test_edges_loops.py", "tests/test_edges_batches.py")
 FAS_TESTS = (
     "tests/test_flash_attention_score.py",
     "tests/test_flash_attention_score_cabi.py",
@@ -1664,6 +1664,27 @@ MUTATIONS = [
         NATIVE,
         "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] * k[j] - d) * p[j], rounding);",
         "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] - d) * k[j] * p[j], rounding);",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-scatter-negative-slot-written",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    live = slots >= 0\n    if live.all():\n        writes.add(slots, token, cores)",
+        "    live = slots >= -1\n    if live.all():\n        writes.add(slots, token, cores)",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-sfa-positions-past-the-length-read",
+        SFA,
+        "    return pos, (pos >= 0) & (pos < limit)",
+        "    return pos, pos >= 0",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-fia-kv-lengths-ignored",
+        "aclnn_emu/ops/flash_attention/fused_infer/launch.py",
+        "    full_kv = [prefix + n for n in act_kv]",
+        "    full_kv = [prefix + keys.s2 for n in act_kv]",
         EDGE_TESTS,
     ),
     Mutation(
