@@ -106,6 +106,15 @@ LIMITS = [
         TILING,
         "scatter_pa_kv_cache_tiling.cpp CheckInputDim: numBlocks * blockSize >= numTokens",
     ),
+    (
+        "GatherPaKvCache",
+        "gather",
+        base.A2_A3,
+        lambda n: {2: T((2, n), "INT32", fill=(0, 1, 3, 2))},
+        (1 << 31) - 1,
+        TILING,
+        "gather_pa_kv_cache_tiling.cpp: numblkTabCol = static_cast<int32_t>(blockTables dim 1) > 0",
+    ),
 ]
 
 

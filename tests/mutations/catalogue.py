@@ -1688,6 +1688,13 @@ MUTATIONS = [
         EDGE_TESTS,
     ),
     Mutation(
+        "edges-gather-table-columns-not-cast-to-int32",
+        "aclnn_emu/ops/kv_cache/gather/checks.py",
+        "        checked[name] = gather.c_int(size, 32)  # static_cast<int32_t>",
+        "        checked[name] = size",
+        EDGE_TESTS,
+    ),
+    Mutation(
         "edges-stream-wait-ignores-the-record",
         "aclnn_emu/runtime/streams.py",
         "        with self._cond:\n            target = self._recorded\n\n        def wait():",
