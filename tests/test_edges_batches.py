@@ -10,6 +10,7 @@ IncreFlashAttention and LightningIndexer's dense keys (those are in test_edges.p
 Codes and behaviours cite ops-transformer v8.5.0-beta.1.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -17,7 +18,11 @@ import aclnn_emu as ae
 from aclnn_emu.runtime import sanitizer
 from edges_calls import outputs
 from fuzz import baselines as base
+from golden.lightning_indexer_grad import make_case as lig_case
+from golden.sparse_flash_attention_grad import make_case as sfag_case
 from test_lightning_indexer import run_op as li_run
+from test_lightning_indexer_grad import run_op as lig_run
+from test_sparse_flash_attention_grad import run_op as sfag_run
 from test_sparse_flash_attention import make_case as sfa_case
 from test_sparse_flash_attention import run_op as sfa_run
 
@@ -167,6 +172,47 @@ def test_unpadding_grad_keys_past_the_last_cumulative_length_are_unread(chip, en
     for name in ("dkOut", "dvOut"):
         assert clean[name][:16].tobytes() == dirty[name][:16].tobytes(), name
         assert np.isfinite(clean[name][:16].astype(np.float32)).all()
+
+
+# -- LightningIndexerGrad and SparseFlashAttentionGrad (TND) -----------------------------------------
+def _past_the_end(case, names, rows=3):
+    """`case` with `rows` NaN key rows appended past the last cumulative key length."""
+    grown = dict(case)
+    for name in names:
+        x = case[name]
+        grown[name] = np.concatenate([x, np.full((rows, *x.shape[1:]), np.nan, x.dtype)])
+    return grown
+
+
+@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+@pytest.mark.parametrize("lengths_k", [[40, 9, 30], [16, 1, 16]])
+def test_lig_tnd_keys_past_the_last_length_are_unread_and_their_dk_rows_zero(chip, lengths_k):
+    """dK is accumulated in an fp32 workspace of dkSize = T2 x N2 x D (TND, lightning_indexer_grad_tiling.cpp),
+    zeroed by the pre kernel and cast whole by the post kernel: rows no index reaches come out 0."""
+    case = lig_case(RNG, ml_dtypes.bfloat16, "TND", 3, lengths_q=[5, 1, 7], lengths_k=lengths_k, top_k=16)
+    clean = lig_run(case, "TND", 3)
+    dirty = lig_run(_past_the_end(case, ["key"]), "TND", 3)
+    t2 = sum(lengths_k)
+    assert clean[0].tobytes() == dirty[0].tobytes() and clean[2].tobytes() == dirty[2].tobytes()
+    assert clean[1].tobytes() == dirty[1][:t2].tobytes() and not dirty[1][t2:].any()
+    assert clean[3] == dirty[3] == []
+
+
+@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+@pytest.mark.parametrize("kv_lens", [[20, 33], [1, 40]])
+def test_sfag_tnd_keys_past_the_last_length_are_unread_and_their_gradients_zero(chip, kv_lens):
+    """dK and dV go through fp32 workspaces of the whole key (dkWorkspaceLen from allNumKey,
+    sparse_flash_attention_grad_tiling_bs1_basic.cpp), cast whole: rows past the last length are 0."""
+    case, attrs = sfag_case(RNG, dtype=ml_dtypes.bfloat16, layout="TND", q_lens=[3, 5], kv_lens=kv_lens, dr=64, nsel=8)
+    clean = sfag_run(case, attrs)
+    dirty = sfag_run(_past_the_end(case, ["key", "value", "keyRope"]), attrs)
+    t2 = sum(kv_lens)
+    for name, got in clean.items():
+        if got is None:
+            continue
+        grown = dirty[name]
+        assert got.tobytes() == grown[: len(got)].tobytes(), name
+        assert name.startswith("dq") or not grown[t2:].any(), name
 
 
 # -- SparseFlashAttention -------------------------------------------------------------------------------
