@@ -30,6 +30,8 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
+        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels (on Ascend910_95 "
+        "every call whose query and key share a dtype)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
@@ -61,6 +63,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
+    if prompt and a.blockTableOptional is not None:
+        NOT_IMPLEMENTED.refuse("paged_pfa")
     if prompt and a.queryPaddingSizeOptional is not None:
         NOT_IMPLEMENTED.refuse("query_padding")
     if prompt and a.pseShiftOptional is not None:
@@ -262,7 +266,14 @@ def prompt(a, env):
         sparseMode=a.sparseMode,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
+    out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if args.key.is_empty or args.value.is_empty:
+        # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
+        # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
+        if a.lse_wanted:
+            env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
+        return out
+    return _with_lse(a, env, out)
 
 
 def _with_lse(a, env, out):

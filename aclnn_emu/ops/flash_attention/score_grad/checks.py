@@ -50,7 +50,10 @@ INFERRED = Gaps(
     "inferred",
     {
         "out_dtype": "an output whose dtype differs from its input's (the result is cast; on the NPU ViewCopy most likely "
-        "fails)"
+        "fails)",
+        "head_dim": "a head dim past what the kernels are built for: 768 on Ascend910_95 (GetDTemplateType falls back to "
+        "its largest template), the documented 512 on Atlas A2/A3. No host check refuses it; the result is exact, "
+        "the NPU kernel's buffers for such rows are not established",
     },
     code=NULLPTR,
 )
@@ -382,7 +385,16 @@ def prepare(a, env):
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     return Launch(_workspace(s), _launch(a, s, mode, env, _tiling_sink(a, s.n1, env)))
+
+
+def _warn_head_dim(s, env) -> None:
+    """D past the largest kernel template (INFERRED head_dim): the op_api and tilings only compare
+    qD, kD and vD (CheckFaParam, GetInputShapeInfo), so phase 1 accepts any D."""
+    limit = 768 if env.soc == ARCH35 else 512
+    if s.d > limit:
+        INFERRED.warn(env, "head_dim", f"D {s.d} > {limit} on {env.soc}")
 
 
 def _tiling_sink(a, heads: int, env):
@@ -450,6 +462,7 @@ def _prepare_tnd(a, s: _Shape, env):
     if env.soc == ARCH35 and a.query.dtype in QUANT8:
         UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
