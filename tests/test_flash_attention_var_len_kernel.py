@@ -12,6 +12,7 @@ from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attent
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
+from aclnn_emu.kernels.flash_attention.varlen_pse import PackedPse
 from golden import flash_attention_score_grad as golden_dense
 from golden import flash_attention_var_len as golden
 from precision import TORCH_BOUND, torch_floor
@@ -39,6 +40,10 @@ class Case:
         self.sink = None if not kw.pop("sink", False) else (rng.standard_normal(n1) * 2).astype(np.float32)
         self.layout = kw.pop("softmax_layout", "")
         self.mask = kw.pop("atten_mask", None)
+        # (PackedPse, values, golden pse_terms) and the pseType
+        self.pse = kw.pop("pse", None)
+        pse_type = kw.pop("pse_type", 1)
+        starts = kw.pop("starts", (None, None))
         keep_prob = kw.pop("keep_prob", 1.0)
         bits = n1 * sum(a * b for a, b in zip(lq, lk))
         drop = None if keep_prob == 1 else np.packbits(rng.random(bits) < keep_prob, bitorder="little")
@@ -50,7 +55,10 @@ class Case:
             prefix=kw.pop("prefix", None),
             drop_mask=drop,
             keep_prob=keep_prob,
+            pse_type=pse_type,
+            pse_terms=None if self.pse is None else self.pse[2],
         )
+        self.lengths = (list(lq), list(lk))
         assert not kw, kw
         self.params = FaParams(
             scale=self.spec["scale"],
@@ -61,7 +69,15 @@ class Case:
             next_tokens=self.spec["next_tokens"],
             sparse_mode=self.spec["sparse_mode"],
             prefix=self.spec["prefix"],
+            pse_type=pse_type,
+            q_start_idx=starts[0],
+            kv_start_idx=starts[1],
         )
+
+    def batch_pse(self):
+        if self.pse is None:
+            return None
+        return list(self.pse[0].batches(self.pse[1], *self.lengths))
 
     def forward(self):
         return var_len_score(
@@ -76,6 +92,7 @@ class Case:
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
+            pse=self.batch_pse(),
         )
 
     def golden_forward(self):
@@ -121,6 +138,7 @@ class Case:
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
+            pse=self.batch_pse(),
         )
 
     def golden_backward(self, smax, ssum, out, floors=False):
@@ -285,6 +303,72 @@ def test_training_step_against_torch_autograd():
         want = leaves[leaf].grad.numpy()
         failure = precision.failure(got[name], want, dtype, bound=TORCH_BOUND[dtype], floor=torch_floor(want))
         assert failure is None, f"{name}: {failure}"
+
+
+LQ, LK = (5, 0, 37, 70), (9, 4, 37, 53)
+
+
+def _packed(form, dtype, heads=4, lq=LQ, lk=LK, seed=11):
+    rows = form == "s1s2"
+    count = heads * sum((a if rows else 1) * b for a, b in zip(lq, lk))
+    values = cast_round(np.random.default_rng(seed).standard_normal((count, 1)) * 2, dtype)
+    return PackedPse(form, heads), values, golden.packed_pse(values, heads, lq, lk, rows)
+
+
+@pytest.mark.parametrize("form", ["s1s2", "1s2"])
+@pytest.mark.parametrize("pse_type", [0, 1])
+def test_packed_pse_is_read_batch_after_batch(form, pse_type):
+    """A TND pse [N1·ΣS1b·S2b] or [N1·ΣS2b]: batch b's [N1, S1b|1, S2b] block follows the batches
+    before it; pseType 1 adds it before the scale, 0 after."""
+    check(Case("float16", pse=_packed(form, FP16), pse_type=pse_type, sparse_mode=2, atten_mask=MASK_2048))
+
+
+def test_packed_pse_with_dropout_and_sink_bf16():
+    pse = _packed("s1s2", BF16, lk=(9, 4, 37, 73))
+    check(Case("bfloat16", pse=pse, keep_prob=0.8, sink=True, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
+
+
+def _alibi(dtype, batches, heads, width, seed=12):
+    """A genuine ALiBi [P, N1, W, W] (-slope·|j - i| plus a per-head offset) and its compressed last 1024
+    rows, the form the docs ask for."""
+    rng = np.random.default_rng(seed)
+    i, j = np.arange(width)[:, None], np.arange(width)[None, :]
+    slopes = rng.random((batches, heads, 1, 1)) / 8
+    full = cast_round(-slopes * np.abs(j - i) + rng.standard_normal((batches, heads, 1, 1)), dtype)
+    compact = np.zeros((batches, heads, 1024, width), full.dtype)
+    rows = min(width, 1024)
+    compact[:, :, 1024 - rows :] = full[:, :, width - rows :]
+    return compact, full
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+@pytest.mark.parametrize("width", [40, 1100])
+def test_alibi_compressed_pse_is_toeplitz_per_batch(batches, width):
+    """[1|B, N1, 1024, maxS2]: each batch (S1b = S2b) reads the ALiBi of its own top-left block, row i
+    at row 1024 - W + i of the compressed rows (above them, along the diagonal)."""
+    lens = (width - 30, 0, width) if batches == 3 else (width - 30,)
+    compact, full = _alibi(FP16, batches, 2, width)
+    pse = (PackedPse("alibi", 2, alibi_batches=batches, alibi_width=width), compact, golden.full_pse(full))
+    check(Case("float16", lq=lens, lk=lens, n1=2, n2=1, pse=pse, sparse_mode=2, atten_mask=MASK_2048))
+
+
+@pytest.mark.parametrize("pse_type", [2, 3])
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_generated_alibi_restarts_in_each_batch(pse_type, per_batch):
+    rng = np.random.default_rng(13)
+    slopes = (rng.random((4, 4) if per_batch else 4) / 4).astype(np.float32)
+    pse = (PackedPse("slopes", 4, alibi_batches=4 if per_batch else 1), slopes, golden.slope_pse(slopes, pse_type, 3))
+    check(Case("float16", pse=pse, pse_type=pse_type, starts=((2,), (5,)), sparse_mode=2, atten_mask=MASK_2048))
+
+
+def test_generated_alibi_of_mode_8_shifts_only_the_first_batch():
+    """Sparse mode 8: the start indices shift batch 0's distances; the later batches start at 0
+    (innerAlibiFlag)."""
+    lens = (9, 12, 30)
+    slopes = (np.random.default_rng(14).random(4) / 4).astype(np.float32)
+    pse = (PackedPse("slopes", 4), slopes, golden.slope_pse(slopes, 2, 2, restart_after_first=True))
+    spec = dict(pse=pse, pse_type=2, starts=((1,), (3,)), sparse_mode=8, atten_mask=MASK_2048, next_tokens=0)
+    check(Case("float16", lq=(11, 12, 30), lk=lens, **spec))
 
 
 class RopeTieCase:

@@ -83,9 +83,12 @@ def _problems(
     rope,
     drop_mask=None,
     keep_prob=1.0,
+    pse_terms=None,
+    pse_type=1,
 ):
     """Per (b, n1): (query rows, key rows, kv head, scores [S1b, S2b] with -FLT_MAX where masked,
-    keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn."""
+    keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn;
+    `pse_terms(b, n, s1, s2)` gives the batch's position term (pseType 1 adds it before the scale)."""
     q, k = _heads(query, key, rope)
     n1, n2 = q.shape[1], k.shape[1]
     band = band_of(sparse_mode, cu_q, cu_kv)
@@ -103,12 +106,51 @@ def _problems(
         masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
         for n in range(n1):
             kv = n // (n1 // n2)
-            s = (q[rows, n] @ k[keys, kv].T) * scale
+            s = q[rows, n] @ k[keys, kv].T
+            term = 0.0 if pse_terms is None else pse_terms(b, n, q1 - q0, k1 - k0)
+            s = (s + term) * scale if pse_type == 1 else s * scale + term
             keep = 1.0
             if bits is not None:
                 start = first - n1 * size + n * size
                 keep = bits[start : start + size].reshape(q1 - q0, k1 - k0) / float(np.float32(keep_prob))
             yield rows, keys, n, kv, np.where(masked, -FLT_MAX, s), keep
+
+
+def packed_pse(pse, heads, lq, lk, rows_per_head):
+    """pse_terms of a packed pse: batch after batch, [N1, S1b, S2b] (rows_per_head) or [N1, S2b] (one
+    row shared by every query row), as the docs' TND pse is laid out."""
+    flat, starts, start = np.asarray(pse, np.float64).reshape(-1), [], 0
+    for s1, s2 in zip(lq, lk):
+        starts.append(start)
+        start += heads * (s1 if rows_per_head else 1) * s2
+
+    def terms(b, n, s1, s2):
+        rows = s1 if rows_per_head else 1
+        first = starts[b] + n * rows * s2
+        return np.broadcast_to(flat[first : first + rows * s2].reshape(rows, s2), (s1, s2))
+
+    return terms
+
+
+def full_pse(full):
+    """pse_terms of an uncompressed Toeplitz pse [P, N1, S, S] (what the compressed alibi stands for):
+    batch b reads block b % P, top-left."""
+    full = np.asarray(full, np.float64)
+    return lambda b, n, s1, s2: full[b % full.shape[0], n, :s1, :s2]
+
+
+def slope_pse(slopes, pse_type, shift, restart_after_first=False):
+    """pse_terms of generated ALiBi: -slope·|j + shift - i| (sqrt of the distance for pseType 3), the
+    distance per batch; with `restart_after_first` (sparse mode 8) batches after the first take shift 0."""
+    slopes = np.asarray(slopes, np.float64)
+
+    def terms(b, n, s1, s2):
+        i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+        dist = np.abs(j + (0 if restart_after_first and b else shift) - i).astype(np.float64)
+        slope = slopes[n] if slopes.ndim == 1 else slopes[b, n]
+        return -slope * (np.sqrt(dist) if pse_type == 3 else dist)
+
+    return terms
 
 
 def forward(

@@ -19,6 +19,8 @@ order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP
 softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
 after the rows of the batches before it, what the kernels write and read); with the layout
 "same_as_input" token-major ([T1, N1, 8] as the shape says; tndSoftmaxOut / softmaxInLayout).
+A pse is read per batch as kernels/flash_attention/varlen_pse.py lays it out; the generated ALiBi of
+sparse mode 8 drops the start indices after batch 0.
 The MLA rope split (queryRope [T1, N1, Dr], keyRope [T2, N2, Dr]) adds Qr Krᵀ to the scores: the
 kernels extend the contraction over D + Dr, so the halves are joined along D and the joined
 gradients split again.
@@ -57,7 +59,10 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     # only the prefix mode reads prefixOptional (torch_npu passes an empty one) (the tiling checks its length there); other modes
     # ignore it, however long it is
     prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
-    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
+    starts = {}
+    if params.sparse_mode == 8 and b:  # the generated ALiBi distance of mode 8 starts over after batch 0
+        starts = {"q_start_idx": None, "kv_start_idx": None}
+    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix, **starts)
 
 
 def band_index(mode: int, cu_q, cu_kv) -> int:
@@ -139,9 +144,11 @@ def var_len_score(
     sink=None,
     rope=None,
     softmax_layout="",
+    pse=None,
 ):
     """(softmax_max, softmax_sum, attention_out) of a TND call: [T1, N1, 8] fp32 twice in
-    `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None."""
+    `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None;
+    `pse` each batch's pse (varlen_pse.PackedPse.batches) or None."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     stats = [np.zeros((query.shape[0], heads, SOFTMAX_LANES), FP32) for _ in range(2)]
@@ -149,7 +156,8 @@ def var_len_score(
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats)))
     for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
         outputs = (*views[b], out[rows][None])
-        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, drop, mask, outputs, sink)
+        shift = None if pse is None else pse[b]
+        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, shift, drop, mask, outputs, sink)
     return stats[0], stats[1], out
 
 
@@ -170,8 +178,10 @@ def var_len_score_grad(
     sink=None,
     rope=None,
     softmax_layout="",
+    pse=None,
 ):
-    """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call."""
+    """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call; `pse`
+    as var_len_score's."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
@@ -188,7 +198,7 @@ def var_len_score_grad(
             smax,
             ssum,
             p,
-            None,
+            None if pse is None else pse[b],
             drop,
             mask,
             sink,

@@ -61,9 +61,9 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, 
     return run
 
 
-def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
+def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form=None):
     """The variable-length entry points: each packed batch a dense attention (kernels/flash_attention/varlen.py),
-    softmaxMax/Sum in `softmax_layout`."""
+    softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -72,11 +72,15 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
         pre_tokens=a.preTokens,
         next_tokens=a.nextTokens,
         sparse_mode=mode,
+        pse_type=a.pseType,
         prefix=a.prefixOptional,
+        q_start_idx=a.qStartIdxOptional,
+        kv_start_idx=a.kvStartIdxOptional,
         invalid_line=invalid_line,
         saturate=arch35,
     )
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
+    pse = None if pse_form is None else a.realShiftOptional
     ropes = [getattr(a, name, None) for name in ("queryRope", "keyRope")]
 
     def run(workspace):
@@ -92,6 +96,7 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
             sink=None if sink is None else sink.read(),
             rope=None if None in ropes else tuple(t.read() for t in ropes),
             softmax_layout=softmax_layout,
+            pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
         )
         for tensor, values in zip((a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut), computed):
             tensor.write(values)
