@@ -122,11 +122,7 @@ ARCH35 = {f"{entry}.sink.{rule}": 0 for entry in ("ScoreV3", "VarLenV5") for rul
 # Ascend910_95: the arch35 varlen kernels' pse reads are not modelled (561003, rule not_implemented.tnd_pse);
 # its AnalyzePseOptionalInput has no check of a pseType without a pse.
 ARCH35.update(
-    {
-        rule: 561003
-        for rule in EXPECTED
-        if (".pse." in rule or ".ok.pse" in rule) and not rule.endswith("null_type0")
-    }
+    {rule: 561003 for rule in EXPECTED if (".pse." in rule or ".ok.pse" in rule) and not rule.endswith("null_type0")}
 )
 ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("VarLenV2", "VarLenV5")})
 BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": {**EXPECTED, **ARCH35}}
