@@ -72,6 +72,15 @@ def _expected():
                 f"{entry}.pse.dtype": NULLPTR,
                 f"{entry}.pse.alibi_not_causal": NULLPTR,
                 f"{entry}.ok.pse_alibi": 0,
+                # tiling CheckAttenMaskShape: 4-D [B, N1|1, ...] or [1, 1, ...], the last two maxS1 x maxS2;
+                # B is the batch count without trailing batches whose lengths are both 0
+                f"{entry}.ok.mask_one": 0,
+                f"{entry}.ok.mask_per_batch": 0,
+                f"{entry}.ok.mask_per_head": 0,
+                f"{entry}.mask.heads": NULLPTR,
+                f"{entry}.mask.rows": NULLPTR,
+                f"{entry}.ok.mask_trailing_empty": 0,
+                f"{entry}.mask.trailing_empty_counted": NULLPTR,
             }
         )
     for entry in ("UnpaddingV2", "UnpaddingV5"):

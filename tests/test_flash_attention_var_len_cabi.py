@@ -85,6 +85,14 @@ def _expected():
                 f"{entry}.pse.alibi_unequal": NULLPTR,
                 f"{entry}.pse.alibi_not_causal": NULLPTR,
                 f"{entry}.ok.pse_alibi": 0,
+                # tiling AnalyzeOptionalInput: a 4-D mask is [1|B, 1, maxS1, maxS2] or [B, N1, maxS1, maxS2];
+                # rank 2 or 4
+                f"{entry}.ok.mask_one": 0,
+                f"{entry}.ok.mask_per_batch": 0,
+                f"{entry}.ok.mask_per_head": 0,
+                f"{entry}.mask.heads": NULLPTR,
+                f"{entry}.mask.rows": NULLPTR,
+                f"{entry}.mask.rank_3": NULLPTR,
             }
         )
     for entry in ("VarLenV2", "VarLenV5"):

@@ -229,6 +229,30 @@ def test_a_token_indexed_mask_is_read_at_each_batch_s_tokens():
     check(Case("float16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=0, atten_mask=mask))
 
 
+@pytest.mark.parametrize("heads", [1, 4])
+def test_a_4d_mask_is_read_packed_batch_after_batch(heads):
+    """[B, 1|N1, S1max, S2max] (attenMaskBS1S2 / BN2GS1S2 with TND): batch b reads [S1b, S2b] (per head)
+    packed after the batches before it, not the top-left of its own [S1max, S2max] slab."""
+    rng = np.random.default_rng(15)
+    lq, lk = (5, 0, 37, 70), (9, 4, 37, 73)
+    mask = (rng.random((4, heads, 70, 73)) < 0.3).astype(np.uint8)
+    flat = mask.reshape(-1)
+    start = 0
+    for a, b in zip(lq, lk):  # every batch's (and head's) first key stays visible
+        for _ in range(heads):
+            if a and b:
+                flat[start : start + a * b].reshape(a, b)[:, 0] = 0
+            start += a * b
+    check(Case("float16", lq=lq, lk=lk, sparse_mode=1, atten_mask=mask))
+
+
+def test_a_4d_mask_of_one_batch_and_head_is_read_top_left():
+    rng = np.random.default_rng(16)
+    mask = (rng.random((1, 1, 70, 73)) < 0.3).astype(np.uint8)
+    mask[..., 0] = 0
+    check(Case("bfloat16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=0, atten_mask=mask))
+
+
 @pytest.mark.parametrize("sink", [False, True])
 def test_dropout_bits_batch_after_batch(sink):
     """keepProb < 1: batch b's keep bits follow the N1·S1·S2 bits of the batches before it."""

@@ -184,6 +184,17 @@ int main(int argc, char **argv) {
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { equal(c); c.hasMask = true; c.sparse = 3; c.run = true; });
         report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { equal(c); });
     }
+    // 4-D attenMask with TND (AnalyzeOptionalInput): [1|B, 1, maxS1, maxS2] or [B, N1, maxS1, maxS2]
+    for (const char *e : varLens) {
+        std::string entry = e;
+        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
+        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
+        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
+        report(entry + ".mask.rank_3", [&](Cfg &c) { mask(c, {1, 24, 24}); });
+    }
     for (const char *e : {"VarLenV2", "VarLenV5"}) {
         std::string entry = e;
         auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };

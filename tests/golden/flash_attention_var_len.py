@@ -21,13 +21,21 @@ def spans(cu):
         start = int(end)
 
 
-def user_block(mask, rows, keys, longest):
-    """A 2-D user mask's block for a batch: [S1max, S2max] masks are read top-left, [T1, T2] ones at
-    the batch's tokens."""
+def user_block(mask, rows, keys, longest, pairs_before=0, head=0):
+    """A user mask's block for a batch and head: [S1max, S2max] masks (or [1, 1, S1max, S2max]) are read
+    top-left, [T1, T2] ones at the batch's tokens, [B, 1|N1, S1max, S2max] ones packed: batch b's
+    [S1b, S2b] per head after the S1·S2 elements (per head) of the batches before it."""
     m = np.asarray(mask)
+    s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+    if m.ndim == 4 and m.shape[:2] != (1, 1):
+        heads = m.shape[1]
+        first = heads * pairs_before + (head if heads > 1 else 0) * s1 * s2
+        return m.reshape(-1)[first : first + s1 * s2].reshape(s1, s2)
+    if m.ndim == 4:
+        m = m[0, 0]
     if m.shape != longest:
         return m[rows, keys]
-    return m[: rows.stop - rows.start, : keys.stop - keys.start]
+    return m[:s1, :s2]
 
 
 def masked_set(mode, mask, b, band, s1, s2, pre, nxt, prefix):
@@ -100,11 +108,12 @@ def _problems(
         first += n1 * size
         if not size:
             continue
-        mask = atten_mask
-        if atten_mask is not None and sparse_mode in (0, 1):
-            mask = user_block(atten_mask, rows, keys, longest)
-        masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
+        pairs_before = (first - n1 * size) // n1
         for n in range(n1):
+            mask = atten_mask
+            if atten_mask is not None and sparse_mode in (0, 1):
+                mask = user_block(atten_mask, rows, keys, longest, pairs_before, n)
+            masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
             kv = n // (n1 // n2)
             s = q[rows, n] @ k[keys, kv].T
             term = 0.0 if pse_terms is None else pse_terms(b, n, q1 - q0, k1 - k0)

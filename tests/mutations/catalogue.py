@@ -1661,6 +1661,16 @@ MUTATIONS = [
     Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
     Mutation("varlen-pse-slopes-of-batch-0", VARLEN_PSE, "start = n * b if", "start = 0 if", VARLEN_TESTS),
     Mutation("varlen-mode8-alibi-shift-kept", VARLEN, "if params.sparse_mode == 8 and b:", "if False:", VARLEN_TESTS),
+    Mutation(
+        "varlen-4d-mask-read-top-left",
+        VARLEN,
+        "    if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):",
+        "    if False:",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-4d-mask-heads-not-counted", VARLEN, "start = heads * pairs_before", "start = pairs_before", VARLEN_TESTS
+    ),
     Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
     Mutation(
         "varlen-rope-gradients-swapped",
@@ -1725,6 +1735,20 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/score/launch.py",
         "            softmax_layout=softmax_layout,\n",
         "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-grad-mask-counts-trailing-empty-batches",
+        FA_TND,
+        "b = grad_batch_count(batches) if grad else batches.count",
+        "b = batches.count",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mask-4d-heads-unchecked",
+        FA_TND,
+        "(b, heads, *rows))",
+        "(b, heads, *rows), (b, 3, *rows))",
         VARLEN_OP_TESTS,
     ),
     Mutation("tnd-pse-rank-1-accepted", FA_TND, "    if pse.ndim < 2:\n", "    if False:\n", VARLEN_OP_TESTS),

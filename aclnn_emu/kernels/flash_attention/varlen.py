@@ -11,9 +11,10 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   6        j - i > S2b - S1b and j >= prefix[b]
   7        j - i > S2b - S1b + next for the last batch with tokens (bandIndex), else as 3
   8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
-  0, 1     a 2-D user mask: [S1max, S2max], batch b reading its top-left [S1b, S2b] (attenMaskS1S2),
-           or [T1, T2], batch b reading its own tokens' block (attenMaskTT); mode 0 with the per-batch
-           pre/next band as in the dense kernel.
+  0, 1     a user mask: [S1max, S2max] or [1, 1, S1max, S2max], batch b reading its top-left
+           [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
+           [B, 1|N1, S1max, S2max] read packed, batch after batch (attenMaskBS1S2 / BN2GS1S2); mode 0
+           with the per-batch pre/next band as in the dense kernel.
 A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
 order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER).
 softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
@@ -88,14 +89,21 @@ def softmax_views(buffer, heads: int, cu_q, layout: str):
     return views
 
 
-def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple):
-    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask gives its
-    top-left block (the tiling's first choice), a [T1, T2] one the batch's own tokens."""
+def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple, pairs_before: int):
+    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask (or
+    [1, 1, S1max, S2max]) gives its top-left block (the tiling's first choice), a [T1, T2] one the batch's
+    own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] are read packed, [S1b, S2b] (per head)
+    after the Σ S1·S2 (times N1) elements of the batches before it (ComputeOffsetForNoCompress)."""
     if atten_mask is None or mode not in (0, 1):
         return atten_mask
+    s1, s2 = rows.stop - rows.start, keys.stop - keys.start
     if atten_mask.ndim == 2 and atten_mask.shape != longest:
         return atten_mask[rows, keys]
-    return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]
+    if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):
+        heads = atten_mask.shape[1]
+        start = heads * pairs_before
+        return atten_mask.reshape(-1)[start : start + heads * s1 * s2].reshape(1, heads, s1, s2)
+    return atten_mask[..., :s1, :s2]
 
 
 def _longest(cu_q, cu_kv) -> tuple:
@@ -121,7 +129,7 @@ def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
     for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
         s1, s2 = rows.stop - rows.start, keys.stop - keys.start
         if s1 and s2:  # rows without keys stay 0
-            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest)
+            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
             yield b, rows, keys, batch_params(params, b, band), mask, drop
         bit += heads * s1 * s2

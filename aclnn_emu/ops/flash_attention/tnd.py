@@ -132,28 +132,48 @@ def check_tokens(a, batches: Batches, mode: int):
     return None
 
 
-def check_mask(mask, batches: Batches, compressed: tuple | None):
-    """The attenMask shapes of a TND call: the compressed template of a compressed mode, else 2-D
-    [maxSq, maxSkv] or [T1, T2]. (failure or None, whether the shape is one the emulator runs.)"""
-    shape = tuple(mask.shape)
-    if compressed is not None:
-        if shape[-2:] != compressed:
-            rows, cols = compressed
+def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, grad: bool = False):
+    """The attenMask shapes of a TND call (the forward's AnalyzeOptionalInput): 4-D [1|B, 1, max S1,
+    max S2] or [B, N1, max S1, max S2], or 2-D [max S1, max S2] or [T1, T2]; a compressed mode takes any
+    2-D shape, and then needs the template's last two dimensions. With `grad` the backward's
+    CheckAttenMaskShape: its B leaves out trailing empty batches (grad_batch_count), and a compressed
+    4-D mask's last two dimensions are compared with the template only. Failure or None."""
+    shape, (s1, s2) = tuple(mask.shape), batches.longest
+    b = grad_batch_count(batches) if grad else batches.count
+    if mask.ndim == 4:
+        rows = shape[2:] if grad and compressed is not None else (s1, s2)
+        if shape not in ((1, 1, *rows), (b, 1, *rows), (b, heads, *rows)):
             return (
-                f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
-                "tiling.mask_compressed",
-            ), True
-        return None, True
-    if mask.ndim == 2:
-        if shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
-            return (
-                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{batches.longest[0]}], "
-                f"MaxSkv=[{batches.longest[1]}], when input_layout is TND, the supported atten_mask shape is "
-                "[MaxSq, MaxSkv].",
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{b}], N=[{heads}], Sq=[{s1}], "
+                f"Skv=[{s2}], supported atten_mask shape can be [B, N, Sq, Skv], [B, 1, Sq, Skv], [1, 1, Sq, Skv] "
+                "and [Sq, Skv].",
                 "tiling.mask_shape",
-            ), True
-        return None, True
-    return None, False
+            )
+    elif mask.ndim == 2:
+        if compressed is None and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+            return (
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{s1}], MaxSkv=[{s2}], when "
+                "input_layout is TND, the supported atten_mask shape is [MaxSq, MaxSkv].",
+                "tiling.mask_shape",
+            )
+    else:
+        return f"atten mask dim should be 2 or 4, but got {mask.ndim}", "tiling.mask_rank"
+    if compressed is not None and shape[-2:] != compressed:
+        rows, cols = compressed
+        return (
+            f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
+            "tiling.mask_compressed",
+        )
+    return None
+
+
+def grad_batch_count(batches: Batches) -> int:
+    """The backward tilings' B: the batches without the trailing ones whose query and key lengths are
+    both 0 (the first batch always counts)."""
+    count = batches.count
+    while count > 1 and batches.q[count - 1] <= 0 and batches.kv[count - 1] <= 0:
+        count -= 1
+    return count
 
 
 def causal_type(a, batches: Batches, mode: int, masked: bool) -> bool:
@@ -252,13 +272,13 @@ def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: in
     """ProcessPseInfo of the backward's TND tilings (arch32): (PackedPse, failure). Slopes must be
     exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·T2, the key's rows, or
     N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
-    max S1, nextTokens 0) passes."""
-    shape = tuple(pse.shape)
+    max S1, nextTokens 0) passes. B is grad_batch_count's."""
+    shape, count = tuple(pse.shape), grad_batch_count(batches)
     if a.pseType in (2, 3):
         form, problem = _inner_pse(pse, heads)
-        if problem is None and shape not in ((heads,), (batches.count, heads)):
+        if problem is None and shape not in ((heads,), (count, heads)):
             problem = (
-                f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{batches.count}, {heads}]",
+                f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
                 "tiling.pse_inner_size",
             )
         return form, problem or _inner_pse_modes(a, batches, mode, masked)
@@ -272,7 +292,7 @@ def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: in
         return None, (f"The shape of pse is not 4 dimensions, got {len(shape)}", "tiling.pse_rank")
     s1, s2 = batches.longest
     pre, nxt = _grad_tokens(a, mode, masked)
-    if s1 <= pre and nxt == 0 and shape[0] in (1, batches.count) and shape[1:] == (heads, ALIBI_ROWS, s2):
+    if s1 <= pre and nxt == 0 and shape[0] in (1, count) and shape[1:] == (heads, ALIBI_ROWS, s2):
         return PackedPse("alibi", heads, alibi_batches=shape[0], alibi_width=s2), None
     return None, (
         f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not casual",

@@ -81,7 +81,6 @@ TND_GAPS = Gaps(
     {
         "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
         "varlen kernels' pse reads are not modelled)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
         "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
     },
 )
@@ -633,10 +632,7 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
         _fail(problem)
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
-        problem, runs = tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+        _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
     drop = _present(a.dropMaskOptional)
     if arch35:
         problem, generated = dropout(drop, a.keepProb, env)

@@ -62,7 +62,6 @@ TND_GAPS = Gaps(
     {
         "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
         "varlen kernels' pse reads are not modelled)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
         "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
     },
 )
@@ -422,10 +421,7 @@ def _prepare_tnd(a, s: _Shape, env):
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        problem, runs = tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+        _fail(tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode), s.n1, grad=True))
     form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
