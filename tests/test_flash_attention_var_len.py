@@ -346,6 +346,35 @@ def test_tnd_pse_on_arch35_is_not_emulated(chip):
     assert "a pse (realShiftOptional) with inputLayout TND on Ascend910_95" in str(error.value)
 
 
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_draws_the_tnd_keep_mask_per_batch(chip, capfd):
+    """Ascend910_95, keepProb < 1 and no dropMask: VarLenScore and UnpaddingScoreGrad draw the keep mask
+    (seed 0, offset 0), batch b from element N1·Σ_{c<b} S1c·align16(S2c); the same bits given as dropMask
+    give the same results, bit for bit, with a portability warning for what is inferred."""
+    from aclnn_emu.kernels.flash_attention.dropout import keep_mask
+
+    rng = np.random.default_rng(11)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy = _make(rng, FP16, 90, 4, 32)
+    bits, start = [], 0
+    for (q0, q1), (k0, k1) in zip(zip([0] + CU_Q[:-1], CU_Q), zip([0] + CU_KV[:-1], CU_KV)):
+        bits.append(keep_mask(0, 4 * start, 4 * (q1 - q0), k1 - k0, 0.75).reshape(-1))
+        start += (q1 - q0) * -(-(k1 - k0) // 16) * 16
+    given = np.packbits(np.concatenate(bits), bitorder="little")
+    attrs = (0.125, 0.75, NO_WINDOW, 0, 4, "TND", 0, 3)
+    runs = []
+    for drop in (None, given):
+        fwd = ae.ops.FlashAttentionVarLenScore(q, k, v, None, drop, None, MASK, None, CU_Q, CU_KV, *attrs)
+        smax, ssum, _, out = fwd
+        bwd = ae.ops.FlashAttentionUnpaddingScoreGrad(
+            q, k, v, dy, None, drop, None, MASK, smax, ssum, None, out, None, CU_Q, CU_KV, *attrs
+        )
+        runs.append((out, bwd.dqOut, bwd.dkOut, bwd.dvOut))
+    for drawn, read in zip(*runs):
+        np.testing.assert_array_equal(drawn, read)
+    assert "portability: keepProb 0.75 with no dropMask" in capfd.readouterr().err
+
+
 def test_tnd_cumulative_lengths_that_decrease_are_not_emulated():
     """A TND call the emulator does not run returns 561003 and says why (its rule is in docs/coverage.md)."""
     rng = np.random.default_rng(6)

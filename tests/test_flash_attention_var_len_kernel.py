@@ -259,6 +259,33 @@ def test_dropout_bits_batch_after_batch(sink):
     check(Case("float16", keep_prob=0.8, sink=sink, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
 
 
+def test_a_generated_keep_mask_draws_each_batch_from_its_aligned_offset():
+    """Ascend910_95 draws the keep mask itself (dropmask.h): batch b's [N1·S1b, S2b] grid starts at
+    element N1·Σ_{c<b} S1c·align16(S2c) of the Philox stream. The same bits given as a dropMask give
+    the same outputs and gradients, bit for bit; the golden checks them against float64."""
+    from dataclasses import replace
+
+    from aclnn_emu.kernels.flash_attention.dropout import keep_mask
+
+    lq, lk, heads, seed, offset = (5, 0, 37, 70), (9, 4, 37, 73), 4, 3, 32
+    case = Case("float16", lq=lq, lk=lk, keep_prob=0.8, sparse_mode=3, atten_mask=MASK_2048)
+    bits, start = [], 0
+    for a, b in zip(lq, lk):
+        bits.append(keep_mask(seed, offset + heads * start, heads * a, b, 0.8).reshape(-1))
+        start += a * -(-b // 16) * 16
+    case.spec["drop_mask"] = np.packbits(np.concatenate(bits), bitorder="little")
+    generated = Case("float16", lq=lq, lk=lk, keep_prob=0.8, sparse_mode=3, atten_mask=MASK_2048)
+    generated.spec["drop_mask"] = None
+    generated.params = replace(generated.params, generated_dropout=(seed, offset))
+    given, drawn = case.forward(), generated.forward()
+    for x, y in zip(given, drawn):
+        np.testing.assert_array_equal(x, y)
+    grads, drawn_grads = case.backward(*given), generated.backward(*drawn)
+    for name in grads:
+        np.testing.assert_array_equal(grads[name], drawn_grads[name])
+    check(case)
+
+
 @pytest.mark.parametrize("dtype_name", DTYPES)
 def test_sink_joins_each_softmax_row_and_dsink(dtype_name):
     check(Case(dtype_name, sink=True))

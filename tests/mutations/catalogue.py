@@ -1671,6 +1671,13 @@ MUTATIONS = [
     Mutation(
         "varlen-4d-mask-heads-not-counted", VARLEN, "start = heads * pairs_before", "start = pairs_before", VARLEN_TESTS
     ),
+    Mutation(
+        "varlen-generated-dropout-rows-unaligned",
+        VARLEN,
+        "aligned += s1 * -(-s2 // BYTES_PER_COUNTER) * BYTES_PER_COUNTER",
+        "aligned += s1 * s2",
+        VARLEN_TESTS,
+    ),
     Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
     Mutation(
         "varlen-rope-gradients-swapped",

@@ -16,7 +16,9 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
            [B, 1|N1, S1max, S2max] read packed, batch after batch (attenMaskBS1S2 / BN2GS1S2); mode 0
            with the per-batch pre/next band as in the dense kernel.
 A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
-order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER).
+order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER). A keep mask the
+Ascend910_95 kernels generate (dropmask.h ComputeDropOffset) draws batch b from element
+N1·Σ_{c<b} S1c·align16(S2c) of the Philox stream, each batch's rows S2b rounded up to 16.
 softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
 after the rows of the batches before it, what the kernels write and read); with the layout
 "same_as_input" token-major ([T1, N1, 8] as the shape says; tndSoftmaxOut / softmaxInLayout).
@@ -32,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.flash_attention.dropout import BYTES_PER_COUNTER
 from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
@@ -125,14 +128,19 @@ def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
 def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
     """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
     queries and keys, in batch order; its index too, for the softmax views."""
-    band, longest, bit = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0
+    band, longest, bit, aligned = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0, 0
     for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
         s1, s2 = rows.stop - rows.start, keys.stop - keys.start
         if s1 and s2:  # rows without keys stay 0
             mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
-            yield b, rows, keys, batch_params(params, b, band), mask, drop
+            p = batch_params(params, b, band)
+            if p.generated_dropout is not None:
+                seed, offset = p.generated_dropout
+                p = replace(p, generated_dropout=(seed, offset + heads * aligned))
+            yield b, rows, keys, p, mask, drop
         bit += heads * s1 * s2
+        aligned += s1 * -(-s2 // BYTES_PER_COUNTER) * BYTES_PER_COUNTER
 
 
 def _joined(x, rope):

@@ -80,8 +80,7 @@ TND_GAPS = Gaps(
     "not_implemented",
     {
         "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "varlen kernels' pse reads are not modelled)"
     },
 )
 TND_READ_PAST = Gaps(
@@ -633,12 +632,10 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
-    drop = _present(a.dropMaskOptional)
+    drop, generated = _present(a.dropMaskOptional), None
     if arch35:
         problem, generated = dropout(drop, a.keepProb, env)
         _fail(problem)
-        if generated is not None:
-            TND_GAPS.refuse("tnd_generated_dropout")
     elif drop is None and np.float32(a.keepProb) < 1:
         env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None and drop.numel < tnd.drop_mask_bytes(batches, x.n1):
@@ -658,7 +655,9 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
     refuse_value_rows(UNESTABLISHED, a)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35, form)
+    run = _launch_tnd(
+        a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35, form, generated
+    )
     return Launch(WORKSPACE_RESERVE, run)
 
 

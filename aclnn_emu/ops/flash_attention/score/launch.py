@@ -61,9 +61,10 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, 
     return run
 
 
-def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form=None):
+def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form=None, generated_dropout=None):
     """The variable-length entry points: each packed batch a dense attention (kernels/flash_attention/varlen.py),
-    softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says."""
+    softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says;
+    `generated_dropout` the (seed, offset) of a keep mask the kernel draws itself."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -77,6 +78,7 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, ps
         q_start_idx=a.qStartIdxOptional,
         kv_start_idx=a.kvStartIdxOptional,
         invalid_line=invalid_line,
+        generated_dropout=generated_dropout,
         saturate=arch35,
     )
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))

@@ -16,9 +16,11 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_shape_attrs_arch35
+from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
 from .common import (
     UNESTABLISHED,
+    V2_OFFSET,
+    V2_SEED,
     refuse_grad_head_dim,
     COMPRESSED_MASK,
     INVALID,
@@ -61,8 +63,7 @@ TND_GAPS = Gaps(
     "not_implemented",
     {
         "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "varlen kernels' pse reads are not modelled)"
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -426,10 +427,11 @@ def _prepare_tnd(a, s: _Shape, env):
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
-    drop = _present(a.dropMaskOptional)
-    if keep < 1:
-        if drop is None and env.soc == ARCH35:
-            TND_GAPS.refuse("tnd_generated_dropout")
+    drop, generated = _present(a.dropMaskOptional), None
+    if keep < 1 and drop is None and env.soc == ARCH35:
+        _check_drop_mask_arch35(a, s, keep, env)  # warns: the kernel draws the keep mask itself
+        generated = (V2_SEED, V2_OFFSET)
+    elif keep < 1:
         if drop is None:
             _fail((f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null"))
         need = tnd.drop_mask_bytes(batches, s.n1)
@@ -447,7 +449,7 @@ def _prepare_tnd(a, s: _Shape, env):
         UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     refuse_grad_head_dim(a, s)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form)
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 
 

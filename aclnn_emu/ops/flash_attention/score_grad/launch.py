@@ -98,10 +98,11 @@ def _launch(a, s, mode, env, sink=None):
     return run
 
 
-def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None):
+def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None, generated_dropout=None):
     """The variable-length entry points: each packed batch a dense backward (kernels/flash_attention/varlen.py);
     softmaxMax/Sum read in `softmax_layout`; the rope halves' and the sink's gradients when given; the pse
-    read per batch as `pse_form` (varlen_pse.PackedPse) says."""
+    read per batch as `pse_form` (varlen_pse.PackedPse) says; `generated_dropout` the (seed, offset) of a
+    keep mask the kernel draws itself."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -112,6 +113,7 @@ def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None):
         sparse_mode=mode,
         pse_type=a.pseType,
         prefix=a.prefixOptional,
+        generated_dropout=generated_dropout,
         **_start_indices(a, env),
     )
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
