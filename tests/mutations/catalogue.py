@@ -1773,13 +1773,7 @@ MUTATIONS = [
         "    if False and not causal_type(",
         VARLEN_OP_TESTS,
     ),
-    Mutation(
-        "tnd-pse-inner-mode-7-accepted",
-        FA_TND,
-        '    if mode == 7:\n        return "INNER',
-        '    if False:\n        return "INNER',
-        VARLEN_OP_TESTS,
-    ),
+    Mutation("tnd-pse-inner-mode-7-accepted", FA_TND, "    if masked and mode == 7:", "    if False:", VARLEN_OP_TESTS),
     Mutation(
         "tnd-grad-pse-tokens-uncorrected",
         FA_TND,

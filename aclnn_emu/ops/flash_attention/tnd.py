@@ -201,10 +201,10 @@ def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
     """The generated ALiBi's sparse-mode rules (the VarLen SetPseAlibiParams; the backward's
     ProcessPseInfo alike): no mode 7; mode 8 needs S1 = S2 per batch, batch 0 shifted by the start
     indices."""
-    if not masked or mode not in (7, 8):
-        return None
-    if mode == 7:
+    if masked and mode == 7:
         return "INNER Pse does not support sparse mode 7.", "tiling.pse_inner_mode"
+    if not masked or mode != 8:
+        return None
     q_start, kv_start = start_values(a)
     if batches.count and batches.q[0] - batches.kv[0] + q_start - kv_start:
         return (
