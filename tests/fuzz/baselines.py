@@ -172,6 +172,18 @@ def fag_tnd(soc, entry="FlashAttentionUnpaddingScoreGradV2"):
     return as_entry(entry, "FlashAttentionScoreGradV2", fag(soc), **values)
 
 
+def fas_tnd_pse(soc):
+    """fas_tnd with a pse of one row per head and batch, [N1·ΣS2, 1] (Atlas A2/A3)."""
+    entry = "FlashAttentionVarLenScoreV2"
+    return as_entry(entry, entry, fas_tnd(soc), realShiftOptional=T((32, 1)))
+
+
+def fag_tnd_pse(soc):
+    """fag_tnd with the backward's packed pse, 1-D [N1·T2]."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    return as_entry(entry, entry, fag_tnd(soc), pseShiftOptional=T((32,)))
+
+
 def _tnd_like(name: str, make, entry: str):
     return _named(name, lambda soc: make(soc, entry))
 
@@ -281,3 +293,6 @@ BASELINES = {
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),
 }
+# the TND pse forms (Atlas A2/A3; not modelled on Ascend910_95)
+BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, A2_A3),)
+BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, A2_A3),)

@@ -32,6 +32,7 @@ GEN_MASK = K + "random/gen_mask.py"
 GEN_MASK_CHECKS = "aclnn_emu/ops/random/dropout_gen_mask/checks.py"
 TORCH_NPU = "aclnn_emu/torch_npu/"
 VARLEN = K + "flash_attention/varlen.py"
+VARLEN_PSE = K + "flash_attention/varlen_pse.py"
 
 FAG_TESTS = ("tests/test_flash_attention_score_grad.py", "tests/test_flash_attention_score_grad_cabi.py")
 PFA_TESTS = (
@@ -1746,6 +1747,35 @@ MUTATIONS = [
         VARLEN_TESTS,
     ),
     Mutation("varlen-drop-bits-restart-per-batch", VARLEN, "        bit += heads * s1 * s2\n", "", VARLEN_TESTS),
+    Mutation("varlen-pse-one-row-at-packed-offset", VARLEN_PSE, "start = n * s2s", "start = n * s1s2", VARLEN_TESTS),
+    Mutation("varlen-pse-packed-at-one-row-offset", VARLEN_PSE, "start = n * s1s2", "start = n * s2s", VARLEN_TESTS),
+    Mutation(
+        "varlen-pse-alibi-rows-off-by-one",
+        VARLEN_PSE,
+        "first = width - rows  #",
+        "first = width - rows - 1  #",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
+    Mutation("varlen-pse-slopes-of-batch-0", VARLEN_PSE, "start = n * b if", "start = 0 if", VARLEN_TESTS),
+    Mutation("varlen-mode8-alibi-shift-kept", VARLEN, "if params.sparse_mode == 8 and b:", "if False:", VARLEN_TESTS),
+    Mutation(
+        "varlen-4d-mask-read-top-left",
+        VARLEN,
+        "    if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):",
+        "    if False:",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-4d-mask-heads-not-counted", VARLEN, "start = heads * pairs_before", "start = pairs_before", VARLEN_TESTS
+    ),
+    Mutation(
+        "varlen-generated-dropout-rows-unaligned",
+        VARLEN,
+        "aligned += s1 * -(-s2 // BYTES_PER_COUNTER) * BYTES_PER_COUNTER",
+        "aligned += s1 * s2",
+        VARLEN_TESTS,
+    ),
     Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
     Mutation(
         "varlen-rope-gradients-swapped",
@@ -1810,6 +1840,43 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/score/launch.py",
         "            softmax_layout=softmax_layout,\n",
         "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-grad-mask-counts-trailing-empty-batches",
+        FA_TND,
+        "b = grad_batch_count(batches) if grad else batches.count",
+        "b = batches.count",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mask-4d-heads-unchecked",
+        FA_TND,
+        "(b, heads, *rows))",
+        "(b, heads, *rows), (b, 3, *rows))",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-pse-rank-1-accepted", FA_TND, "    if pse.ndim < 2:\n", "    if False:\n", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-pse-alibi-unequal-lengths-accepted",
+        FA_TND,
+        "    if any(q != k for q, k in zip(batches.q, batches.kv)):\n        return form, (",
+        "    if False:\n        return form, (",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-pse-alibi-any-sparse-type",
+        FA_TND,
+        "    if not causal_type(",
+        "    if False and not causal_type(",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-pse-inner-mode-7-accepted", FA_TND, "    if masked and mode == 7:", "    if False:", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-grad-pse-tokens-uncorrected",
+        FA_TND,
+        "    if mode in (2, 3):\n        return INT32_MAX, 0",
+        "    if False:\n        return INT32_MAX, 0",
         VARLEN_OP_TESTS,
     ),
     Mutation(

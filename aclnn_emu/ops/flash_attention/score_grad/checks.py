@@ -16,9 +16,11 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_shape_attrs_arch35
+from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
 from .common import (
     UNESTABLISHED,
+    V2_OFFSET,
+    V2_SEED,
     refuse_grad_head_dim,
     COMPRESSED_MASK,
     INVALID,
@@ -63,9 +65,8 @@ TND_GAPS = Gaps(
     UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND (Unpadding V1-V5)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
+        "varlen kernels' pse reads are not modelled)"
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -430,22 +431,19 @@ def _prepare_tnd(a, s: _Shape, env):
         if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
             shape = None if stats is None else list(stats.shape)
             _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
-    if _present(a.pseShiftOptional) is not None:
-        TND_GAPS.refuse("tnd_pse")
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        problem, runs = tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+        _fail(tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode), s.n1, grad=True))
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
-    drop = _present(a.dropMaskOptional)
-    if keep < 1:
-        if drop is None and env.soc == ARCH35:
-            TND_GAPS.refuse("tnd_generated_dropout")
+    drop, generated = _present(a.dropMaskOptional), None
+    if keep < 1 and drop is None and env.soc == ARCH35:
+        _check_drop_mask_arch35(a, s, keep, env)  # warns: the kernel draws the keep mask itself
+        generated = (V2_SEED, V2_OFFSET)
+    elif keep < 1:
         if drop is None:
             _fail((f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null"))
         need = tnd.drop_mask_bytes(batches, s.n1)
@@ -464,8 +462,29 @@ def _prepare_tnd(a, s: _Shape, env):
     refuse_grad_head_dim(a, s)
     _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
+
+
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
+    """ProcessPseInfo of the arch32 TND tilings (after the sparse-mode and token processing): the pse's
+    dtype, then its form (tnd.backward_pse); a pse on Ascend910_95 is not modelled."""
+    pse = _present(a.pseShiftOptional)
+    if env.soc == ARCH35:  # whose tiling has no check of a pseType without a pse
+        if pse is not None:
+            TND_GAPS.refuse("tnd_pse")
+        return None
+    if pse is None:
+        if a.pseType != 1:
+            fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
+        return None
+    want = DataType.ACL_FLOAT if a.pseType in (2, 3) else a.query.dtype
+    if pse.dtype != want:
+        fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
+    # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, a.keyIn.shape[0], mode, masked)
+    _fail(problem)
+    return form
 
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score_grad.cpp) --------------------
