@@ -87,6 +87,7 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
 )
+FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
 IFA_ARCH35_TESTS = ("tests/test_incre_flash_attention_arch35.py",)
 IFA_ARCH35_INT8_TESTS = IFA_ARCH35_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = (
@@ -1433,6 +1434,20 @@ MUTATIONS = [
         "tuple(int(n) + rows for n in lengths)",
         "tuple(int(n) for n in lengths)",
         FIA_TESTS,
+    ),
+    Mutation(
+        "fia-max-workspace-reads-lengths",
+        FIA_CHECKS,
+        "if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check",
+        "if True:",
+        FIA_MAX_WORKSPACE_TESTS,
+    ),
+    Mutation(
+        "fia-max-workspace-executor-launches",
+        FIA_CHECKS,
+        "return planned if planned.run is None else Launch(planned.workspace_size, _lengths_without_data)",
+        "return planned",
+        FIA_MAX_WORKSPACE_TESTS,
     ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(

@@ -80,8 +80,17 @@ INFERRED = Gaps(
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
+        "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
 )
+
+
+def _before_checks(a, env, prompt: bool) -> None:
+    """What both routes refuse or warn about before the other operator's checks."""
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
+    if a.max_workspace:
+        INFERRED.warn(env, "max_workspace_lengths")
 
 
 def _separate_antiquant(a) -> bool:
@@ -204,7 +213,7 @@ def _as_tiling_failure(op, prepare, args, env):
 def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
     separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
-    _refuse_unsupported(a, prompt=False, arch35=on_arch35(env))
+    _before_checks(a, env, prompt=False)
     separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
@@ -242,7 +251,7 @@ def incre(a, env):
 
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
-    _refuse_unsupported(a, prompt=True)
+    _before_checks(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
