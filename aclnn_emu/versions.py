@@ -74,6 +74,7 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_FAG_API = "attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp"
 _OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
 
 
@@ -102,6 +103,33 @@ RULES = {
         {
             "9.1.0": "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp "
             "aclnnFlashAttentionScoreV2GetWorkspaceSize, InputOutputDtypeCheck"
+        },
+    ),
+    "fag.fp32_query_with_sink_refused": Rule(
+        "FlashAttentionScoreGradV3 and FlashAttentionUnpaddingScoreGradV5: a sink with an fp32 query is 161002, "
+        "after the rank checks (beta.1 goes on to the tiling)",
+        _at(since("8.5.0"), {"8.5.0": f"{_FAG_API} FlashAttentionScoreGradV5GetWorkspace"}),
+    ),
+    "fag.quant_query_on_ascend950": Rule(
+        "FlashAttentionScoreGrad on Ascend950 (not StrideLimited): InputDtypeCheck lets an FP8/HiFloat8 query "
+        "through with any key/value/dy dtype (before: 161002 on every chip)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAG_API} InputDtypeCheck"}),
+    ),
+    "fag.tnd_lengths_in_op_api": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3 (StrideLimited): GetInputShapeInfo returns "
+        "161002 without actualSeqQLen/KvLen, with a query or key T below the sum of the lengths, or with both T "
+        "above it and a last length other than 0 (before: the tiling's 161001, or a run)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAG_API} GetInputShapeInfo, CheckDimT"}),
+    ),
+    "fag.io_dtype_shape_check": Rule(
+        "FlashAttentionScoreGrad (every entry point): InputOutputDtypeAndShapeCheck right after the headNum check "
+        "returns 161002 for q/k/v/dy dtypes, a layout other than BNSD/BSND/BSH/SBH/TND, a rank other than the "
+        "layout's, key/value or query/dy shapes differing before the last dim, unequal batches, attentionIn "
+        "unlike dy, dq/dk/dv (and rope, sink) outputs unlike their inputs in shape or dtype, a non-fp32 sink "
+        "(before: 161001 from the L0 call, or a run)",
+        {
+            "9.1.0": f"{_FAG_API} aclnnFlashAttentionScoreGradV2GetWorkspaceSize (every entry point), "
+            "InputOutputDtypeAndShapeCheck"
         },
     ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
@@ -183,8 +211,9 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "FlashAttentionScoreGradV2: GetInputShapeInfo rewritten (BSH/SBH with D 0, the qD/kD check for 3-D "
-        "query only, empty sink ignored)",
+        "FlashAttentionScoreGrad: GetInputShapeInfo rewritten (BSH/SBH with a query H below headNum reads D 0 and "
+        "goes on, the qD/kD check for 3-/4-D queries only, no D padding on Ascend950) and InvalidTensorDimCheck "
+        "ignores an empty sink",
         f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp GetInputShapeInfo, InvalidTensorDimCheck",
     ),
     Unemulated(
@@ -198,11 +227,6 @@ UNEMULATED = (
         "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 q/k ranks must equal the layout's "
         "length (161002, mostly what AnalysisAxis already refuses)",
         f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisAxis, InputOutputDtypeCheck, ShapeCheck",
-    ),
-    Unemulated(
-        "9.1.0",
-        "FlashAttentionScoreGradV2: InputOutputDtypeAndShapeCheck (about ten classes of input 161001 -> 161002)",
-        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp InputOutputDtypeAndShapeCheck",
     ),
     Unemulated(
         "9.1.0",

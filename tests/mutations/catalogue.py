@@ -102,6 +102,7 @@ VARLEN_OP_TESTS = (
 )
 FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
 FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
+FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
     "tests/test_sparse_flash_attention.py",
@@ -1740,6 +1741,62 @@ MUTATIONS = [
         FAG_CHECKS,
         "    if a.softmaxInLayout not in SOFTMAX_IN_LAYOUTS:",
         "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-input-dtype-check-skipped",
+        FAG_IO,
+        "    if not (quant and q in QUANT8) and any(dtype != q for dtype in others):",
+        "    if False:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-quant-query-on-every-chip",
+        FAG_IO,
+        "    quant = env.soc == ARCH35 and env.version.has(QUANT_QUERY)",
+        "    quant = env.version.has(QUANT_QUERY)",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-layout-case-insensitive",
+        FAG_IO,
+        "    if layout not in LAYOUTS:",
+        "    if layout.upper() not in LAYOUTS:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-without-attention-in",
+        FAG_IO,
+        '    _expect_shape(a, "attentionInOptional", dy, env)\n',
+        "",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-without-output-dtypes",
+        FAG_IO,
+        "        if getattr(a, out).dtype != getattr(a, like).dtype:",
+        "        if False:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-sink-dtype-skipped",
+        FAG_IO,
+        "    if sink is not None and any(t.dtype != DataType.ACL_FLOAT for t in sink):",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-lengths-on-every-chip",
+        FAG_IO,
+        '    if a.inputLayout != "TND" or env.soc == ARCH35 or not env.version.has(TND_LENGTHS):',
+        '    if a.inputLayout != "TND" or not env.version.has(TND_LENGTHS):',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-fp32-sink-check-in-beta",
+        FAG_CHECKS,
+        " and a.query.dtype == DataType.ACL_FLOAT and env.version.has(rule):",
+        " and a.query.dtype == DataType.ACL_FLOAT:",
         VARLEN_OP_TESTS,
     ),
     Mutation(
