@@ -39,7 +39,8 @@ from .common import (
 from .. import tnd
 from ..common import refuse_value_rows
 from ..tnd import SINK_IGNORED
-from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
+from ..common import QUANT8
+from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, UNPADDING_V4, UNPADDINGS, V1
 from .io_checks import input_dtype_check, io_dtype_and_shape_check, tnd_lengths_check
 from .launch import _launch, _launch_tnd, _zero_outputs
 

@@ -8,7 +8,8 @@ shared by every entry point of the header:
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.signature import OpError
 from .common import INVALID, _names
-from .entry import ARCH35, FLOATS, QUANT8
+from ..common import QUANT8
+from .entry import ARCH35, FLOATS
 
 QUANT_QUERY = "fag.quant_query_on_ascend950"
 TND_LENGTHS = "fag.tnd_lengths_in_op_api"
