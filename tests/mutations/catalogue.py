@@ -104,6 +104,8 @@ VARLEN_OP_TESTS = (
 )
 FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
 FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
+FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
+FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
     "tests/test_sparse_flash_attention.py",
@@ -1571,8 +1573,8 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/score/checks.py",
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n"
-        "    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a)\n",
-        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a)\n"
+        "    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n",
+        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n"
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n",
         EDGE_TESTS,
@@ -1580,7 +1582,7 @@ MUTATIONS = [
     Mutation(
         "edges-fas-dtype-check-skipped",
         "aclnn_emu/ops/flash_attention/score/checks.py",
-        "    _check_dtypes(a)\n    _check_query_out_dtype(a, env, arch35)\n",
+        "    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n",
         "    _check_query_out_dtype(a, env, arch35)\n",
         EDGE_TESTS,
     ),
@@ -1920,6 +1922,97 @@ MUTATIONS = [
         FAG_CHECKS,
         "    if a.softmaxInLayout not in SOFTMAX_IN_LAYOUTS:",
         "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fas-pse-compared-with-query-in-9x",
+        FAS_CHECKS,
+        '        if env.version.has("fas.pse_dtype_is_out_dtype")',
+        "        if False",
+        FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "fas-qkv-range-on-every-chip-in-9x",
+        FAS_CHECKS,
+        '    if q not in FLOATS and not (arch35 and env.version.has("fas.qkv_dtype_range_on_a2a3_only")):',
+        "    if q not in FLOATS:",
+        FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "fas-layout-not-upper-cased-in-9-1",
+        "aclnn_emu/ops/flash_attention/score/shapes.py",
+        '    if layout and release.has("fas.layout_upper_cased"):',
+        "    if False:",
+        FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "fas-query-out-check-in-every-entry-point",
+        FAS_CHECKS,
+        "    if env.op_name in (OP.name, V3.name) and env.version.has(rule)",
+        "    if env.version.has(rule)",
+        FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "fas-shape-check-skipped",
+        FAS_CHECKS,
+        "    if env.op_name == OP.name and env.version.has(rule) and (a.query.ndim != rank or a.key.ndim != rank):",
+        "    if False:",
+        FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "fag-input-dtype-check-skipped",
+        FAG_IO,
+        "    if not (quant and q in QUANT8) and any(dtype != q for dtype in others):",
+        "    if False:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-quant-query-on-every-chip",
+        FAG_IO,
+        "    quant = env.soc == ARCH35 and env.version.has(QUANT_QUERY)",
+        "    quant = env.version.has(QUANT_QUERY)",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-layout-case-insensitive",
+        FAG_IO,
+        "    if layout not in LAYOUTS:",
+        "    if layout.upper() not in LAYOUTS:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-without-attention-in",
+        FAG_IO,
+        '    _expect_shape(a, "attentionInOptional", dy, env)\n',
+        "",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-without-output-dtypes",
+        FAG_IO,
+        "        if getattr(a, out).dtype != getattr(a, like).dtype:",
+        "        if False:",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-io-check-sink-dtype-skipped",
+        FAG_IO,
+        "    if sink is not None and any(t.dtype != DataType.ACL_FLOAT for t in sink):",
+        "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-lengths-on-every-chip",
+        FAG_IO,
+        '    if a.inputLayout != "TND" or env.soc == ARCH35 or not env.version.has(TND_LENGTHS):',
+        '    if a.inputLayout != "TND" or not env.version.has(TND_LENGTHS):',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-fp32-sink-check-in-beta",
+        FAG_CHECKS,
+        " and a.query.dtype == DataType.ACL_FLOAT and env.version.has(rule):",
+        " and a.query.dtype == DataType.ACL_FLOAT:",
         VARLEN_OP_TESTS,
     ),
     Mutation(

@@ -1,9 +1,10 @@
 """aclnnFlashAttentionScoreGradV2 (attention/flash_attention_score_grad, CANN 8.5).
 
 Validation follows the source (reference §1A), not the doc: the op_api checks return 161001 (null)
-or 161002 (headNum, ranks, head dims); everything infershape, kernel selection and tiling reject
-surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr to ACLNN_ERR_PARAM_NULLPTR.
-dtype errors are therefore 161001 although the doc says 161002 (docs/divergences/flash_attention_score_grad.md).
+or 161002 (headNum, ranks, head dims, the q/k/v/dy dtypes of InputDtypeCheck); everything infershape,
+kernel selection and tiling reject surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr
+to ACLNN_ERR_PARAM_NULLPTR: the other dtype errors are therefore 161001 although the doc says 161002
+(docs/divergences/flash_attention_score_grad.md). Releases that differ: versions.RULES "fag.*".
 
 Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
 then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
@@ -40,7 +41,9 @@ from .common import (
 from .. import tnd
 from ..common import refuse_value_rows
 from ..tnd import SINK_IGNORED
-from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
+from ..common import QUANT8
+from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, UNPADDING_V4, UNPADDINGS, V1
+from .io_checks import input_dtype_check, io_dtype_and_shape_check, tnd_lengths_check
 from .launch import _launch, _launch_tnd, _zero_outputs
 
 
@@ -131,6 +134,18 @@ def _rank_checks(a):
             "Sink input and output of FAG only support tensors with dim equals to 1: got "
             f"{list(sink.shape)} and {list(dsink.shape)}",
             rule="rank.sink",
+        )
+
+
+def _fp32_query_with_sink(a, env):
+    """FlashAttentionScoreGradV5GetWorkspace (ScoreGradV3, UnpaddingScoreGradV5) from 8.5.0: any sink, even an
+    empty one, with an fp32 query."""
+    rule = "fag.fp32_query_with_sink_refused"
+    if getattr(a, "sinkInOptional", None) is not None and a.query.dtype == DataType.ACL_FLOAT and env.version.has(rule):
+        raise OpError(
+            INVALID,
+            f"query with sinkInOptional is not supported, got Float32 ({env.version.source(rule)})",
+            rule="sink.fp32_query",
         )
 
 
@@ -366,10 +381,14 @@ def prepare(a, env):
         raise OpError(
             INVALID, f"Invalid HeadNum, pls check input attr: got headNum {a.headNum}; expected > 0", rule="head_num"
         )
+    io_dtype_and_shape_check(a, env)
     _rank_checks(a)
+    _fp32_query_with_sink(a, env)
     layout = a.inputLayout or ""
     s = _Shape(a, layout)
+    tnd_lengths_check(a, env)
     _check_rope(a, s)
+    input_dtype_check(a, env)  # PreFlashAttentionScoreGrad, before the L0 call
     if layout.upper() not in INFER_LAYOUTS:
         fail("infershape.layout", f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}")
     _kernel_select(a, env.soc == ARCH35)
