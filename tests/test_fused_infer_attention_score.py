@@ -555,3 +555,31 @@ def test_lse_on_the_ifa_and_pfa_routes(s1):
     want = golden.attention(q, k, v, scale=32**-0.5, kv_block=8192)
     _lse_meets(lse[..., 0], want.lse)
     assert np.isfinite(out.astype(np.float32)).all() and np.abs(out.astype(np.float32)).max() > 0
+
+
+# The message of the rule that fails, in
+# fused_infer_attention_score_tiling.cpp TilingProcess4PFA's order: CheckDequantParams (antiquantMode,
+# then dequantScaleQuery with S > 16 as GetQueryS reads it, then without queryRope), ConvertAttrsPFA.
+PFA_QUERY_QUANT = {  # (query S, layout, dequantScaleQuery given, other parameters, message)
+    "antiquant_mode_first": (32, "BNSD", True, dict(antiquantMode=1), "antiquantMode 1"),
+    "s_over_16": (32, "BNSD", True, {}, "query S 32 > 16"),
+    "s_of_bsnd": (32, "BSND", True, {}, "query S 32 > 16"),
+    "no_rope": (16, "BNSD", True, {}, "needs queryRope"),
+    "query_quant_mode": (16, "BNSD", False, dict(queryQuantMode=1), "do not support query dequantisation"),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("case", PFA_QUERY_QUANT)
+def test_query_quantisation_on_the_a2_pfa_route(chip, case):
+    """D 32 with S > 1 goes to the PFA tiling, which takes no query dequantisation (561002)."""
+    s, layout, with_dequant, params, message = PFA_QUERY_QUANT[case]
+    shape = (2, 8, s, 32) if layout == "BNSD" else (2, s, 8, 32)
+    q = RNG.standard_normal(shape).astype(np.float16)
+    k = RNG.standard_normal((2, 2, 40, 32) if layout == "BNSD" else (2, 40, 2, 32)).astype(np.float16)
+    dequant = np.ones((2, 8, s), np.float32) if with_dequant else None
+    with pytest.raises(ae.errors.TilingError, match=message) as failure:
+        ae.ops.FusedInferAttentionScoreV4(
+            q, [k], [k], numHeads=8, numKeyValueHeads=2, inputLayout=layout, dequantScaleQueryOptional=dequant, **params
+        )
+    assert failure.value.status == 561002

@@ -43,6 +43,12 @@ A2_TILING = {
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
+    # fused_infer_attention_score_tiling.cpp TilingProcess4PFA, first CheckDequantParams, then
+    # ConvertAttrsPFA ("PFA not support query dequant now")
+    "pfa_dequant_query_s": "CheckDequantParams",
+    "pfa_dequant_query_rope": "CheckDequantParams",
+    "pfa_antiquant_mode": "CheckDequantParams",
+    "pfa_query_quant_mode": "ConvertAttrsPFA",
 }
 
 EXPECTED = {
@@ -58,12 +64,15 @@ EXPECTED = {
     "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
+    # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
+    # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
+    "query_quant.decode": TILING,
 }
 ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
 
 
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
-ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED}
+ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED, "query_quant.decode": NOT_IMPLEMENTED}
 
 
 def expected_on(soc: str) -> dict:

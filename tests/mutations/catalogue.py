@@ -1435,6 +1435,20 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
+        "fia-pfa-query-quant-mode-ignored",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if query_quant or a.queryQuantMode != 0:",
+        "if query_quant:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-query-s-from-axis-0",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        '**dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),',
+        "",
+        FIA_TESTS,
+    ),
+    Mutation(
         "fia-max-workspace-reads-lengths",
         FIA_CHECKS,
         "if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check",

@@ -13,6 +13,7 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
+from aclnn_emu.opdef.generated import shape_dim
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import Launch, OpError
@@ -22,6 +23,7 @@ from ..incre import OP as INCRE
 from ..prompt import OP as PROMPT
 from . import launch
 from .entry import V4
+from .failure import tiling
 from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
@@ -36,7 +38,8 @@ NOT_IMPLEMENTED = Gaps(
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
-        "query_quant": "dequantScaleQuery (query quantisation)",
+        "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
+        "full-quant kernels)",
         "sink": "learnableSink on the IFA/PFA routes",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
         "pse_pfa": "pseShift on a call the A2/A3 tiling sends to the PFA kernels",
@@ -55,7 +58,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
         NOT_IMPLEMENTED.refuse("rope")
-    if a.dequantScaleQueryOptional is not None:
+    if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
     if a.learnableSinkOptional is not None:
         NOT_IMPLEMENTED.refuse("sink")
@@ -82,8 +85,45 @@ INFERRED = Gaps(
 )
 
 
+# GetQueryS (fused_infer_attention_score_tiling.cpp): the query axis read as S; every other layout
+# (the packed ones, and BSH_BNSD / BSND_BNSD, which its lists miss) reads axis 0.
+_QUERY_S_AXIS = {
+    **dict.fromkeys(("NSD", "BSH", "BSH_NBSD", "BSND_NBSD", "BSND", "NTD_TND"), 1),
+    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),
+}
+
+
+def _pfa_query_quant(a) -> None:
+    """The first checks of TilingProcess4PFA on Atlas A2/A3 (fused_infer_attention_score_tiling.cpp):
+    CheckDequantParams (antiquantMode 0; dequantScaleQuery only with S <= 16 and a queryRope),
+    then ConvertAttrsPFA, which takes no query dequantisation at all."""
+    query_quant = a.dequantScaleQueryOptional is not None
+    s = shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+    if a.antiquantMode != 0:
+        raise tiling("pfa.antiquant_mode", f"antiquantMode {a.antiquantMode} is not supported on the PFA route")
+    if query_quant and s > 16:
+        raise tiling("pfa.dequant_query_s", f"query S {s} > 16: dequantScaleQuery is not supported")
+    if query_quant and a.queryRopeOptional is None:
+        raise tiling("pfa.dequant_query_rope", "dequantScaleQuery needs queryRope")
+    if query_quant or a.queryQuantMode != 0:
+        raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
+
+
+def _ifa_query_quant(a) -> None:
+    """IFATiling::ProcessQuant (incre_flash_attention_tiling.cpp): a query other than INT8 takes no
+    dequantScaleQuery, an INT8 one needs queryRope and keyRope (the MLA full-quant kernels). Every
+    IFA tiling failure is 561002, so checking it before IncreFlashAttentionV4's checks gives the
+    same code."""
+    if a.query.dtype != DataType.ACL_INT8 and a.dequantScaleQueryOptional is not None:
+        raise tiling("ifa.dequant_query", f"a {a.query.dtype.short} query takes no dequantScaleQuery")
+    if a.query.dtype == DataType.ACL_INT8 and (a.queryRopeOptional is None or a.keyRopeOptional is None):
+        raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
+
+
 def _before_checks(a, env, prompt: bool) -> None:
-    """What both routes refuse or warn about before the other operator's checks."""
+    """What both routes check, refuse or warn about before the other operator's checks."""
+    if not on_arch35(env):
+        (_pfa_query_quant if prompt else _ifa_query_quant)(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
