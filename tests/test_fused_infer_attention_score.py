@@ -14,6 +14,7 @@ from aclnn_emu.opdef.registry import by_name
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
 from golden import prompt_flash_attention as pfa_golden
+import test_prompt_flash_attention_v3 as pfa_v3
 from test_incre_flash_attention_arch35 import arch35, int8_case
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -583,3 +584,45 @@ def test_query_quantisation_on_the_a2_pfa_route(chip, case):
             q, [k], [k], numHeads=8, numKeyValueHeads=2, inputLayout=layout, dequantScaleQueryOptional=dequant, **params
         )
     assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_pse_shift_on_the_pfa_route(chip, dtype):
+    """D 32 is no FIA-V3 head size: S 16 goes to the PFA tiling on either chip family, which takes
+    FIA's pseShift (ConvertContextToParamsPFA; PromptFlashAttentionTilingV2), added after the scale
+    as in PromptFlashAttentionV3 (an fp16 pse forces the A2/A3 high-precision template)."""
+    b, n, s1, s2, d = 2, 4, 16, 40, 32
+    q, k = pfa_v3.grid((b, n, s1, d), dtype), pfa_v3.grid((b, n, s2, d), dtype)
+    v = RNG.standard_normal((b, n, s2, d)).astype(dtype)
+    pse = pfa_v3.grid((1, n, s1, s2), dtype, spread=2)
+    out, _ = run_fia(
+        query=q, key=[k], value=[v], out_shape=q.shape, pseShiftOptional=pse, numHeads=n, scaleValue=0.125,
+        inputLayout="BNSD", innerPrecise=1,
+    )  # fmt: skip
+    want = pfa_golden.attention(q, k, v, scale=0.125, sparse_mode=1, pse=pse, **pfa_v3.kind(chip, dtype, 1, True))
+    precision.assert_meets(out, want, np.dtype(dtype).name)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("inner_precise", [0, 1, 2, 3])
+def test_inner_precise_on_the_pfa_route(chip, inner_precise):
+    """FIA hands innerPrecise to the PFA tiling: rows 3 and 17, every key masked, are 0 with the
+    row-invalid correction (2, 3) and the average of V without it."""
+    b, n, s1, s2, d = 1, 2, 24, 48, 32
+    q, k = pfa_v3.grid((b, n, s1, d), np.float16), pfa_v3.grid((b, n, s2, d), np.float16)
+    v = RNG.standard_normal((b, n, s2, d)).astype(np.float16)
+    mask = RNG.random((s1, s2)) < 0.25
+    mask[[3, 17]] = True
+    out, _ = run_fia(
+        query=q, key=[k], value=[v], out_shape=q.shape, attenMaskOptional=mask, numHeads=n, scaleValue=0.125,
+        inputLayout="BNSD", sparseMode=1, innerPrecise=inner_precise,
+    )  # fmt: skip
+    fill = -pfa_v3.FLT_MAX if chip == "Ascend910_95" or inner_precise % 2 == 0 else -65504.0
+    corrected = bool(inner_precise & 2)
+    want = pfa_golden.attention(
+        q, k, v, scale=0.125, sparse_mode=1, mask=mask[None], invalid_max=fill if corrected else None,
+        **pfa_v3.kind(chip, np.float16, inner_precise, False),
+    )  # fmt: skip
+    precision.assert_meets(out, want, "float16")
+    assert (np.asarray(out, np.float64)[0, :, [3, 17]] == 0).all() == corrected

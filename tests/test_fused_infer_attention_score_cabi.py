@@ -22,7 +22,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route",
+    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route",
 )  # fmt: skip
 A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
 # (rule, the function of the 8.5 source that fails it)

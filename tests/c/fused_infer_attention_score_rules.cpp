@@ -170,6 +170,8 @@ int main() {
     c = Prefill(); c.lseFlag = true; REPORT("ok.lse", Call(c, stream));
     c = Small(1); c.lseFlag = true; REPORT("ok.lse_ifa_route", Call(c, stream));
     c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
+    // The PFA tiling takes FIA's pseShift [B|1, N, S1, S2] (ConvertContextToParamsPFA; arch35 PromptFlashAttentionTilingV2).
+    c = Small(16); c.opt["pseShift"] = T({1, 8, 16, 80}); REPORT("ok.pse_pfa_route", Call(c, stream));
     // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant", Call(c, stream));

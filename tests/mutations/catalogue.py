@@ -1435,6 +1435,20 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
+        "fia-pfa-route-drops-pse",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "pseShift=a.pseShiftOptional,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-route-inner-precise-1",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "sparseMode=a.sparseMode,\n        innerPrecise=a.innerPrecise,",
+        "sparseMode=a.sparseMode,\n        innerPrecise=1,",
+        FIA_TESTS,
+    ),
+    Mutation(
         "fia-pfa-query-quant-mode-ignored",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "if query_quant or a.queryQuantMode != 0:",

@@ -20,7 +20,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 
 from ..common import on_arch35
 from ..incre import OP as INCRE
-from ..prompt import OP as PROMPT
+from ..prompt import V3 as PROMPT
 from . import launch
 from .entry import V4
 from .failure import tiling
@@ -42,7 +42,6 @@ NOT_IMPLEMENTED = Gaps(
         "full-quant kernels)",
         "sink": "learnableSink on the IFA/PFA routes",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
-        "pse_pfa": "pseShift on a call the A2/A3 tiling sends to the PFA kernels",
     },
 )
 
@@ -66,8 +65,6 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("int4")
     if prompt and a.queryPaddingSizeOptional is not None:
         NOT_IMPLEMENTED.refuse("query_padding")
-    if prompt and a.pseShiftOptional is not None:
-        NOT_IMPLEMENTED.refuse("pse_pfa")
 
 
 INFERRED = Gaps(
@@ -286,14 +283,15 @@ def incre(a, env):
 
 
 def prompt(a, env):
-    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
+    """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
+    hands them to the PFA tiling) with the key/value lists' one tensor."""
     _before_checks(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
         key=key.items[0],
         value=value.items[0],
-        pseShift=None,
+        pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
         actualSeqLengthsKv=kv_lengths,
@@ -309,6 +307,7 @@ def prompt(a, env):
         inputLayout=a.inputLayout,
         numKeyValueHeads=a.numKeyValueHeads,
         sparseMode=a.sparseMode,
+        innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
     return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
