@@ -24,7 +24,10 @@ OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
     "lse_ifa_route", "lse_pfa_route", "pse_pfa_route",
 )  # fmt: skip
-A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
+A2_OK = (
+    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope",
+    "prefix_nbsd",
+)  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
     "inner_precise": "CheckSingleParaInnerPrecise",
@@ -43,6 +46,12 @@ A2_TILING = {
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
+    # fused_infer_attention_score_tiling_check_consistency.cpp CheckMultiParaConsistency
+    "mask_shape": "CheckAttentionMask",
+    "tokens_window": "CheckTokens",
+    "pse_shape": "CheckPseShiftShape",
+    "query_rope_shape": "CheckQRopeShape",
+    "prefix_batch": "CheckSystemPrefixShape",
     # fused_infer_attention_score_tiling.cpp TilingProcess4PFA, first CheckDequantParams, then
     # ConvertAttrsPFA ("PFA not support query dequant now")
     "pfa_dequant_query_s": "CheckDequantParams",

@@ -218,6 +218,19 @@ int main() {
         c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
         c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));
         c = Prefill(); c.lseFlag = true; c.lse = T({2, 8, 64}, ACL_FLOAT); REPORT("a2.tiling.consistency_lse", Call(c, stream));
+        c = Prefill(); c.opt["attenMask"] = T({2, 32, 80}, ACL_BOOL); REPORT("a2.tiling.mask_shape", Call(c, stream));
+        c = Prefill(); c.opt["attenMask"] = T({64, 80}, ACL_BOOL); c.preTokens = -10; c.nextTokens = 5;
+        REPORT("a2.tiling.tokens_window", Call(c, stream));
+        c = Prefill(); c.q = T({2, 8, 64, 192}); c.k = {T({2, 2, 80, 192})}; c.opt["pseShift"] = T({2, 8, 32, 80});
+        REPORT("a2.tiling.pse_shape", Call(c, stream));
+        c = Prefill(); c.opt["queryRope"] = T({2, 8, 32, 64}); c.opt["keyRope"] = T({2, 2, 80, 64});
+        REPORT("a2.tiling.query_rope_shape", Call(c, stream));
+        // BNSD_NBSD is no legacy GQA layout: the FIA-V3 route takes a shared prefix there.
+        c = Prefill(); c.version = 2; c.layout = "BNSD_NBSD"; c.out = T({8, 2, 64, 128});
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128});
+        REPORT("a2.ok.prefix_nbsd", Call(c, stream));
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
+        REPORT("a2.tiling.prefix_batch", Call(c, stream));
     }
     // Query dequantisation: A2/A3 IFATiling::ProcessQuant (561002); Ascend910_95 not emulated (561003).
     c = Small(1); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("query_quant.decode", Call(c, stream));

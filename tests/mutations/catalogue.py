@@ -1462,6 +1462,9 @@ MUTATIONS = [
         "",
         FIA_TESTS,
     ),
+    Mutation("fia-consistency-mask-rows", FIA_CHECKS, "ok = _covers(rows, axes.s, s2) and", "ok = True and", FIA_TESTS),
+    Mutation("fia-consistency-tokens-window", FIA_CHECKS, "if -nxt > pre:", "if False:", FIA_TESTS),
+    Mutation("fia-consistency-prefix-batch", FIA_CHECKS, "if k.shape[0] != 1:", "if False:", FIA_TESTS),
     Mutation(
         "fia-max-workspace-reads-lengths",
         FIA_CHECKS,
