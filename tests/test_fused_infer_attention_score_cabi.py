@@ -58,6 +58,8 @@ A2_TILING = {
     "pfa_dequant_query_rope": "CheckDequantParams",
     "pfa_antiquant_mode": "CheckDequantParams",
     "pfa_query_quant_mode": "ConvertAttrsPFA",
+    "pfa_padding_kv_lengths": "CheckParamsPFA",
+    "pfa_padding_shape": "CheckParamsPFA",
 }
 
 EXPECTED = {
@@ -71,6 +73,8 @@ EXPECTED = {
     "int4_v2": SUCCESS,
     # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
     "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (pfa_padding): the PFA kernels' left padding
+    "not_implemented.pfa_padding": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes

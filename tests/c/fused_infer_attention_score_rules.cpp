@@ -232,6 +232,9 @@ int main() {
         c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
         REPORT("a2.tiling.prefix_batch", Call(c, stream));
     }
+    // Left padding on the PFA route: not emulated (561003), on every chip.
+    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+    REPORT("not_implemented.pfa_padding", Call(c, stream));
     // Query dequantisation: A2/A3 IFATiling::ProcessQuant (561002); Ascend910_95 not emulated (561003).
     c = Small(1); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("query_quant.decode", Call(c, stream));
     if (OnA2()) {
@@ -242,6 +245,10 @@ int main() {
         REPORT("a2.tiling.pfa_dequant_query_rope", Call(c, stream));
         c = Small(16); c.queryQuantMode = 1; REPORT("a2.tiling.pfa_query_quant_mode", Call(c, stream));
         c = Small(16); c.antiquantMode = 1; REPORT("a2.tiling.pfa_antiquant_mode", Call(c, stream));
+        // CheckParamsPFA's left-padding rules.
+        c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
+        c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -1464,7 +1464,14 @@ MUTATIONS = [
     ),
     Mutation("fia-consistency-mask-rows", FIA_CHECKS, "ok = _covers(rows, axes.s, s2) and", "ok = True and", FIA_TESTS),
     Mutation("fia-consistency-tokens-window", FIA_CHECKS, "if -nxt > pre:", "if False:", FIA_TESTS),
-    Mutation("fia-consistency-prefix-batch", FIA_CHECKS, "if k.shape[0] != 1:", "if False:", FIA_TESTS),
+    Mutation("fia-consistency-prefix-batch", FIA_CHECKS, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_TESTS),
+    Mutation(
+        "fia-pfa-padding-lengths-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if kv_pad is not None and a.actualSeqLengthsKvOptional is None:",
+        "if False:",
+        FIA_TESTS,
+    ),
     Mutation(
         "fia-max-workspace-reads-lengths",
         FIA_CHECKS,

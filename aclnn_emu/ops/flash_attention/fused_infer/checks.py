@@ -18,7 +18,7 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
-from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key
+from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key, shape_dim
 from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
@@ -524,8 +524,9 @@ class FiaV3(Route):
             return
         if table.numel == 0:
             raise tiling("consistency.block_table_empty", "blockTable is empty")
-        if self.base == "TND" and table.shape[0] != batch:
-            raise tiling("consistency.block_table_batch", f"blockTable has {table.shape[0]} rows for batch {batch}")
+        rows = shape_dim(table.shape, 0)
+        if self.base == "TND" and rows != batch:
+            raise tiling("consistency.block_table_batch", f"blockTable has {rows} rows for batch {batch}")
 
     def _pse_shift(self, axes, s2):
         """CheckPseShift's shape, [B or 1, N, >= S1, >= S2] (not read by GetMaxWorkspaceSize); its
@@ -594,8 +595,8 @@ class FiaV3(Route):
             raise tiling(
                 "consistency.prefix_shapes", f"keySharedPrefix {list(k.shape)}, valueSharedPrefix {list(v.shape)}"
             )
-        if k.shape[0] != 1:
-            raise tiling("consistency.prefix_batch", f"keySharedPrefix batch is {k.shape[0]}, it must be 1")
+        if shape_dim(k.shape, 0) != 1:
+            raise tiling("consistency.prefix_batch", f"keySharedPrefix batch is {shape_dim(k.shape, 0)}, it must be 1")
         want = shaped(Axes(1, self.kv_heads, rows, qd), self.base, qd)
         if tuple(k.shape) != want:
             raise tiling("consistency.prefix_shape", f"keySharedPrefix {list(k.shape)}, expected {list(want)}")

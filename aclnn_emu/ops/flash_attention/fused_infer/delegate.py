@@ -31,7 +31,7 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
-        "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
+        "pfa_padding": "queryPaddingSize or kvPaddingSize (left padding) on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
@@ -63,8 +63,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
-    if prompt and a.queryPaddingSizeOptional is not None:
-        NOT_IMPLEMENTED.refuse("query_padding")
+    if prompt and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
+        NOT_IMPLEMENTED.refuse("pfa_padding")
 
 
 INFERRED = Gaps(
@@ -90,10 +90,10 @@ _QUERY_S_AXIS = {
 }
 
 
-def _pfa_query_quant(a) -> None:
+def _pfa_context(a) -> None:
     """The first checks of TilingProcess4PFA on Atlas A2/A3 (fused_infer_attention_score_tiling.cpp):
     CheckDequantParams (antiquantMode 0; dequantScaleQuery only with S <= 16 and a queryRope),
-    then ConvertAttrsPFA, which takes no query dequantisation at all."""
+    ConvertAttrsPFA, which takes no query dequantisation at all, then CheckParamsPFA."""
     query_quant = a.dequantScaleQueryOptional is not None
     s = shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
     if a.antiquantMode != 0:
@@ -104,6 +104,31 @@ def _pfa_query_quant(a) -> None:
         raise tiling("pfa.dequant_query_rope", "dequantScaleQuery needs queryRope")
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
+    _pfa_padding(a)
+
+
+def _pfa_padding(a) -> None:
+    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, not replayed): no tensor list
+    with TND; no padding with TND, a tensor list or a paged cache; each padding size a [1] tensor;
+    padding needs the matching actual lengths."""
+    q_pad, kv_pad = a.queryPaddingSizeOptional, a.kvPaddingSizeOptional
+    listed, tnd = len(a.key.items) > 1, a.inputLayout == "TND"
+    padded = q_pad is not None or kv_pad is not None
+    if listed and tnd:
+        raise tiling("pfa.tnd_list", "a key/value tensor list is not supported with TND")
+    if padded and tnd:
+        raise tiling("pfa.tnd_padding", "left padding is not supported with TND")
+    if padded and listed:
+        raise tiling("pfa.list_padding", "left padding is not supported with a key/value tensor list")
+    for name, pad in (("queryPaddingSize", q_pad), ("kvPaddingSize", kv_pad)):
+        if pad is not None and (pad.ndim != 1 or pad.numel != 1):
+            raise tiling("pfa.padding_shape", f"{name} {list(pad.shape)} must be a [1] tensor")
+    if padded and a.blockTableOptional is not None:
+        raise tiling("pfa.paged_padding", "left padding is not supported with a paged cache")
+    if q_pad is not None and a.actualSeqLengthsOptional is None:
+        raise tiling("pfa.padding_q_lengths", "queryPaddingSize needs actualSeqLengths")
+    if kv_pad is not None and a.actualSeqLengthsKvOptional is None:
+        raise tiling("pfa.padding_kv_lengths", "kvPaddingSize needs actualSeqLengthsKv")
 
 
 def _ifa_query_quant(a) -> None:
@@ -120,7 +145,7 @@ def _ifa_query_quant(a) -> None:
 def _before_checks(a, env, prompt: bool) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env):
-        (_pfa_query_quant if prompt else _ifa_query_quant)(a)
+        (_pfa_context if prompt else _ifa_query_quant)(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
