@@ -550,10 +550,10 @@ class FiaV3(Route):
         if len(shape) not in (2, 3, 4):
             raise tiling("consistency.mask_rank", f"attenMask has {len(shape)} dims; 2, 3 or 4 are supported")
         if self.sparse in (0, 1):
-            if self.a.max_workspace:
-                return
             lead, rows = shape[:-2], shape[-2:]
-            if len(shape) == 2 and axes.s == 1:
+            if self.a.max_workspace:  # GetMaxWorkspaceSize compares no shape here, the tokens still
+                ok = True
+            elif len(shape) == 2 and axes.s == 1:
                 ok = shape[0] == axes.b and shape[1] >= s2
             else:
                 ok = _covers(rows, axes.s, s2) and (not lead or (lead[0] in (1, axes.b) and lead[1:] in ((), (1,))))
