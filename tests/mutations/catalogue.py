@@ -1630,7 +1630,7 @@ MUTATIONS = [
     Mutation(
         "varlen-user-mask-per-token",
         VARLEN,
-        "return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]",
+        "return atten_mask[..., :s1, :s2]",
         "return atten_mask[..., rows, keys]",
         VARLEN_TESTS,
     ),
@@ -1758,6 +1758,29 @@ MUTATIONS = [
         "(b, heads, *rows), (b, 3, *rows))",
         VARLEN_OP_TESTS,
     ),
+    Mutation(
+        "tnd-mode0-row-without-keys-accepted",
+        FA_TND,
+        "        if q and k and k + pre < q:",
+        "        if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mode0-negative-next-accepted",
+        FA_TND,
+        '    if nxt < 0:\n        return f"nextTokens',
+        '    if False:\n        return f"nextTokens',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-mode0-band-gap-accepted", FA_TND, "    if pre < 0 and nxt < -pre:", "    if False:", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-grad-tokens-mode0-against-s1",
+        FA_TND,
+        "low_pre, low_next = (s2, s1) if mode == 0 else (s1, s2)",
+        "low_pre, low_next = (s1, s2)",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-grad-tokens-sum-may-be-0", FA_TND, "or pre + nxt <= 0:", "or pre + nxt < 0:", VARLEN_OP_TESTS),
     Mutation("tnd-pse-rank-1-accepted", FA_TND, "    if pse.ndim < 2:\n", "    if False:\n", VARLEN_OP_TESTS),
     Mutation(
         "tnd-pse-alibi-unequal-lengths-accepted",
