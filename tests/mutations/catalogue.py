@@ -339,6 +339,13 @@ MUTATIONS = [
         PFA_V3_TESTS,
     ),
     Mutation(
+        "pfa-base-api-mode-21-without-pse-runs",
+        PFA_PRECISE,
+        "        if a.sparseMode != BASE_API_NO_MASK:",
+        "        if False:",
+        ("tests/test_prompt_flash_attention_cabi.py",),
+    ),
+    Mutation(
         "pfa-v3-pse-keeps-high-performance",
         PFA_PRECISE,
         '        precise = HIGH_PRECISION  # "the mode',

@@ -3,8 +3,8 @@
 `prompt_flash_attention_tiling.cpp` `RunBigKernelTilingWithParams` sends these modes
 (`CheckBaseAPISupportScenarios`) to the base-API kernels before any other sparse, shape or
 actual-length rule, with their own checks (`CheckBaseApiRequiredInput`,
-`CheckBaseApiOptionalInput`). Those kernels take no mask (`isTriuMask` and `maskType` are never
-set, so 20, 21 and 22 compute the same thing): every query row of batch b sees every key of b.
+`CheckBaseApiOptionalInput`). Their mask is pseShift (`CheckBaseApiPse`): without one only sparseMode
+20 runs (21 and 22 fail), and every query row of batch b sees every key of b.
 Layout SH packs the batches: batch b holds actualSeqLengths[b] query rows and
 actualSeqLengthsKv[b] key rows, each right after the previous batch's
 (`prompt_flash_attention_base_api.h`: addrQ/addrK grow by the batch's lengths).
@@ -92,7 +92,7 @@ def check(a, shapes, env) -> Plan:
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
-    precise.check_base_api_unmodelled(a, inner_precise)
+    precise.check_base_api_pse(a, inner_precise, mla)
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
     act_q, act_kv = _lengths(a)
