@@ -339,6 +339,20 @@ MUTATIONS = [
         PFA_V3_TESTS,
     ),
     Mutation(
+        "pfa-base-api-fp16-high-precision-out-away",
+        PFA,
+        "BASE_API_HIGH_PRECISION = Precision(high_precision=True, bf16_p_even=True, bf16_out_even=True, fp16_out_even=True)",
+        "BASE_API_HIGH_PRECISION = Precision(high_precision=True, bf16_p_even=True, bf16_out_even=True)",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-fp16-high-precision-not-selected",
+        PFA_PRECISE,
+        "    if a.query.dtype == F16 and precise == HIGH_PRECISION:\n        return pfa.BASE_API_HIGH_PRECISION",
+        "    if False:\n        return pfa.BASE_API_HIGH_PRECISION",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
         "pfa-base-api-mode-21-without-pse-runs",
         PFA_PRECISE,
         "        if a.sparseMode != BASE_API_NO_MASK:",
