@@ -7,6 +7,7 @@ tilings (every L0 failure is 161001)."""
 import pytest
 
 import cabi
+from aclnn_emu import versions
 
 NULLPTR, INVALID = 161001, 161002
 UNPADDINGS = ("Unpadding", "UnpaddingV2", "UnpaddingV3", "UnpaddingV4", "UnpaddingV5")
@@ -38,6 +39,11 @@ def _expected():
         "GradV3.sink.rank": INVALID,
         "GradV3.dsink.rank": INVALID,
         "UnpaddingV5.sink.rank": INVALID,
+        # 8.5.0 op_api FlashAttentionScoreGradV5GetWorkspace (V3, UnpaddingV5): a sink with an fp32 query
+        "GradV3.sink.fp32_query": INVALID,
+        "UnpaddingV5.sink.fp32_query": INVALID,
+        # the arch32 tiling refuses a non-FLOAT sink; Ascend910_95's ignores the sink (tnd.SINK_IGNORED)
+        "GradV3.sink.fp16": NULLPTR,
         # op_api PostFlashAttentionScoreGrad: the ViewCopy of a result into an output of another shape fails
         "UnpaddingV5.out.dsink_shape": NULLPTR,
         "UnpaddingV5.out.dq_rope_shape": NULLPTR,
@@ -115,7 +121,38 @@ ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "Unpadd
 # the arch35 tiling checks no TND mask shape and its kernels read a 4-D one unlike the arch32 ones (not
 # modelled: 561003, rule not_implemented.tnd_mask_shape)
 ARCH35.update({rule: 561003 for rule in EXPECTED if ".mask." in rule or ".ok.mask" in rule})
-BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": {**EXPECTED, **ARCH35}}
+BY_FAMILY = {
+    "Ascend910B": EXPECTED,
+    "Ascend910_93": EXPECTED,
+    "Ascend910_95": {**EXPECTED, **ARCH35, "GradV3.sink.fp16": 0},
+}
+# Where another CANN release answers differently (the tables above are 8.5.0's; aclnn_emu/versions.py declares
+# each rule), at attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp of its ref:
+# 8.5.0-beta.1 has no fp32-query-with-sink check (FlashAttentionScoreGradV5GetWorkspace from v8.5.0 on);
+BETA_1 = {"GradV3.sink.fp32_query": 0, "UnpaddingV5.sink.fp32_query": 0}
+# 9.0.0 and 9.1.0 GetInputShapeInfo, CheckDimT, on Atlas A2/A3 only (StrideLimited): TND without lengths;
+TND_LENGTHS = {
+    "Grad.tiling.tnd_without_lengths": INVALID,
+    **{f"{entry}.tiling.seq_null": INVALID for entry in UNPADDINGS},
+}
+# 9.1.0 InputOutputDtypeAndShapeCheck, which every entry point runs after its headNum check: the sink dtype,
+# dsinkOut and dqRopeOut shaped like their inputs.
+IO_CHECK = {
+    "GradV3.sink.fp16": INVALID,
+    "UnpaddingV5.out.dsink_shape": INVALID,
+    "UnpaddingV5.out.dq_rope_shape": INVALID,
+}
+
+
+def release_expected(family: str, version: str) -> dict:
+    codes = dict(BY_FAMILY[family])
+    if version == "8.5.0-beta.1":
+        codes.update(BETA_1)
+    if version.startswith("9.") and family != "Ascend910_95":
+        codes.update(TND_LENGTHS)
+    if version == "9.1.0":
+        codes.update(IO_CHECK)
+    return codes
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +163,15 @@ def rules_run(family):
 def test_every_rule_returns_the_source_code(rules_run, family):
     assert rules_run.returncode == 0, rules_run.stdout + rules_run.stderr
     assert cabi.rule_codes(rules_run.stdout) == BY_FAMILY[family]
+
+
+@pytest.mark.parametrize("version", [v for v in versions.ORDER if v != versions.DEFAULT])
+def test_every_rule_per_release(family, version):
+    result = cabi.compile_and_run(
+        "flash_attention_unpadding_rules.cpp", env={"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == release_expected(family, version)
 
 
 def test_v4_null_check_is_an_inferred_rule():

@@ -156,6 +156,10 @@ int main(int argc, char **argv) {
     }
     report("Grad.head_num.zero", [](Cfg &c) { c.entry = "Grad"; c.layout = "BSND"; c.headNum = 0; });
     report("Grad.tiling.tnd_without_lengths", [](Cfg &c) { c.entry = "Grad"; });
+    report("GradV3.sink.fp32_query", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
+                                                  c.dt = ACL_FLOAT; });
+    report("GradV3.sink.fp16", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
+                                            c.sinkDt = ACL_FLOAT16; });
     report("GradV3.sink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
                                             c.sink = {1, 2}; });
     report("GradV3.dsink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
@@ -248,6 +252,7 @@ int main(int argc, char **argv) {
         report(entry + ".rope.keep_prob", [&](Cfg &c) { rope(c); c.keep = 0.9; });
         report(entry + ".rope.padded_d", [&](Cfg &c) { rope(c); c.d = 100; });
     }
+    report("UnpaddingV5.sink.fp32_query", [](Cfg &c) { c.entry = "UnpaddingV5"; c.hasSink = true; c.dt = ACL_FLOAT; });
     report("UnpaddingV5.sink.rank", [](Cfg &c) { c.entry = "UnpaddingV5"; c.hasSink = true; c.sink = {1, 2}; });
     report("UnpaddingV5.out.dsink_shape", [](Cfg &c) { c.entry = "UnpaddingV5"; c.hasSink = true; c.dsink = {3}; });
     report("UnpaddingV5.out.dq_rope_shape", [](Cfg &c) { c.entry = "UnpaddingV5"; c.dt = ACL_BF16; c.hasRope = true;

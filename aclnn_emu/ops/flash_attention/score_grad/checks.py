@@ -1,9 +1,10 @@
 """aclnnFlashAttentionScoreGradV2 (attention/flash_attention_score_grad, CANN 8.5).
 
 Validation follows the source (reference §1A), not the doc: the op_api checks return 161001 (null)
-or 161002 (headNum, ranks, head dims); everything infershape, kernel selection and tiling reject
-surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr to ACLNN_ERR_PARAM_NULLPTR.
-dtype errors are therefore 161001 although the doc says 161002 (docs/divergences/flash_attention_score_grad.md).
+or 161002 (headNum, ranks, head dims, the q/k/v/dy dtypes of InputDtypeCheck); everything infershape,
+kernel selection and tiling reject surfaces as 161001, because the L2 code maps the L0 wrapper's nullptr
+to ACLNN_ERR_PARAM_NULLPTR: the other dtype errors are therefore 161001 although the doc says 161002
+(docs/divergences/flash_attention_score_grad.md). Releases that differ: versions.RULES "fag.*".
 
 Ascend910_95 runs the same op_api (no chip branch in aclnn_flash_attention_score_grad.cpp) and
 then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): the differences the
@@ -40,7 +41,9 @@ from .common import (
 from .. import tnd
 from ..common import refuse_value_rows
 from ..tnd import SINK_IGNORED
-from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, QUANT8, UNPADDING_V4, UNPADDINGS, V1
+from ..common import QUANT8
+from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, UNPADDING_V4, UNPADDINGS, V1
+from .io_checks import input_dtype_check, io_dtype_and_shape_check, tnd_lengths_check
 from .launch import _launch, _launch_tnd, _zero_outputs
 
 
@@ -52,7 +55,10 @@ INFERRED = Gaps(
     "inferred",
     {
         "out_dtype": "an output whose dtype differs from its input's (the result is cast; on the NPU ViewCopy most likely "
-        "fails)"
+        "fails)",
+        "head_dim": "a head dim past what the kernels are built for: 768 on Ascend910_95 (GetDTemplateType falls back to "
+        "its largest template), the documented 512 on Atlas A2/A3. No host check refuses it; the result is exact, "
+        "the NPU kernel's buffers for such rows are not established",
     },
     code=NULLPTR,
 )
@@ -130,6 +136,18 @@ def _rank_checks(a):
             "Sink input and output of FAG only support tensors with dim equals to 1: got "
             f"{list(sink.shape)} and {list(dsink.shape)}",
             rule="rank.sink",
+        )
+
+
+def _fp32_query_with_sink(a, env):
+    """FlashAttentionScoreGradV5GetWorkspace (ScoreGradV3, UnpaddingScoreGradV5) from 8.5.0: any sink, even an
+    empty one, with an fp32 query."""
+    rule = "fag.fp32_query_with_sink_refused"
+    if getattr(a, "sinkInOptional", None) is not None and a.query.dtype == DataType.ACL_FLOAT and env.version.has(rule):
+        raise OpError(
+            INVALID,
+            f"query with sinkInOptional is not supported, got Float32 ({env.version.source(rule)})",
+            rule="sink.fp32_query",
         )
 
 
@@ -365,10 +383,14 @@ def prepare(a, env):
         raise OpError(
             INVALID, f"Invalid HeadNum, pls check input attr: got headNum {a.headNum}; expected > 0", rule="head_num"
         )
+    io_dtype_and_shape_check(a, env)
     _rank_checks(a)
+    _fp32_query_with_sink(a, env)
     layout = a.inputLayout or ""
     s = _Shape(a, layout)
+    tnd_lengths_check(a, env)
     _check_rope(a, s)
+    input_dtype_check(a, env)  # PreFlashAttentionScoreGrad, before the L0 call
     if layout.upper() not in INFER_LAYOUTS:
         fail("infershape.layout", f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}")
     _kernel_select(a, env.soc == ARCH35)
@@ -385,7 +407,16 @@ def prepare(a, env):
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     return Launch(_workspace(s), _launch(a, s, mode, env, _tiling_sink(a, s.n1, env)))
+
+
+def _warn_head_dim(s, env) -> None:
+    """D past the largest kernel template (INFERRED head_dim): the op_api and tilings only compare
+    qD, kD and vD (CheckFaParam, GetInputShapeInfo), so phase 1 accepts any D."""
+    limit = 768 if env.soc == ARCH35 else 512
+    if s.d > limit:
+        INFERRED.warn(env, "head_dim", f"D {s.d} > {limit} on {env.soc}")
 
 
 def _tiling_sink(a, heads: int, env):
@@ -453,6 +484,7 @@ def _prepare_tnd(a, s: _Shape, env):
     if env.soc == ARCH35 and a.query.dtype in QUANT8:
         UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
     run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
