@@ -213,13 +213,9 @@ int main(int argc, char **argv) {
     // 4-D attenMask with TND (CheckAttenMaskShape): B leaves out trailing empty batches
     for (const char *e : unpaddings) {
         std::string entry = e;
-        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
-        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
-        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
-        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
-        auto trailing = [&](Cfg &c, Shape shape) { mask(c, shape); c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
+        ReportTndMasks<Cfg>(entry, report);
+        auto trailing = [&](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape;
+                                                   c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
         report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
         report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
     }

@@ -199,13 +199,9 @@ int main(int argc, char **argv) {
     // 4-D attenMask with TND (AnalyzeOptionalInput): [1|B, 1, maxS1, maxS2] or [B, N1, maxS1, maxS2]
     for (const char *e : varLens) {
         std::string entry = e;
-        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
-        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
-        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
-        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
-        report(entry + ".mask.rank_3", [&](Cfg &c) { mask(c, {1, 24, 24}); });
+        ReportTndMasks<Cfg>(entry, report);
+        report(entry + ".mask.rank_3", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 1;
+                                                     c.mask = {1, 24, 24}; });
     }
     for (const char *e : {"VarLenV2", "VarLenV5"}) {
         std::string entry = e;
