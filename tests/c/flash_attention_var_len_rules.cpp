@@ -192,7 +192,8 @@ int main(int argc, char **argv) {
         report(entry + ".ok.mode0_band", [&](Cfg &c) { band(c, 8, 4); c.run = true; });
         report(entry + ".tokens.mode0_negative_next", [&](Cfg &c) { band(c, 100, -1); });
         report(entry + ".tokens.mode0_row_without_keys", [&](Cfg &c) { band(c, -1, 30); });
-        report(entry + ".tokens.mode0_band_gap", [&](Cfg &c) { band(c, -4, 2); c.cuQ = {16, 36}; c.t1 = 36; });
+        report(entry + ".tokens.mode0_band_gap", [&](Cfg &c) { band(c, -4, 2); c.cuQ = {16, 36}; c.t1 = 36;
+                                                              c.mask = {20, 24}; });
         // the arch35 GetSparseInfo checks the mode before looking for a mask
         report(entry + ".sparse.mode5_without_mask", [&](Cfg &c) { c.entry = entry; c.sparse = 5; c.run = true; });
     }
