@@ -1881,6 +1881,13 @@ MUTATIONS = [
         VARLEN_OP_TESTS,
     ),
     Mutation(
+        "tnd-grad-mask-heads-unchecked",
+        FA_TND,
+        "if shape[:2] not in ((b, heads), (b, 1), (1, 1)):",
+        "if shape[:2] not in ((b, heads), (b, 1), (1, 1), (b, 3)):",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
         "tnd-grad-mask-counts-trailing-empty-batches",
         FA_TND,
         "b = grad_batch_count(batches) if grad else batches.count",
@@ -1890,8 +1897,8 @@ MUTATIONS = [
     Mutation(
         "tnd-mask-4d-heads-unchecked",
         FA_TND,
-        "(b, heads, *rows))",
-        "(b, heads, *rows), (b, 3, *rows))",
+        "(b, heads, s1, s2)):",
+        "(b, heads, s1, s2), (b, 3, s1, s2)):",
         VARLEN_OP_TESTS,
     ),
     Mutation(

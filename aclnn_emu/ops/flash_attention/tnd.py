@@ -198,9 +198,13 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
     4-D mask's last two dimensions are compared with the template only. Failure or None."""
     shape, (s1, s2) = tuple(mask.shape), batches.longest
     b = grad_batch_count(batches) if grad else batches.count
-    if mask.ndim == 4:
-        rows = shape[2:] if grad and compressed is not None else (s1, s2)
-        if shape not in ((1, 1, *rows), (b, 1, *rows), (b, heads, *rows)):
+    if mask.ndim == 4 and grad:
+        if shape[:2] not in ((b, heads), (b, 1), (1, 1)):
+            return f"dim value error, dim0 = {shape[0]}, dim1 = {shape[1]}", "tiling.mask_shape"
+        if compressed is None and shape[2:] != (s1, s2):
+            return f"atten mask shape [{shape[2]},{shape[3]}] is invalid.", "tiling.mask_shape"
+    elif mask.ndim == 4:
+        if shape not in ((1, 1, s1, s2), (b, 1, s1, s2), (b, heads, s1, s2)):
             return (
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{b}], N=[{heads}], Sq=[{s1}], "
                 f"Skv=[{s2}], supported atten_mask shape can be [B, N, Sq, Skv], [B, 1, Sq, Skv], [1, 1, Sq, Skv] "
