@@ -58,8 +58,11 @@ A2 = {
     "v3.base_api": (0, f"{TILING_A2} CheckBaseApiOptionalInput"),
     "v3.base_api_inner_precise2": (TILING, f"{TILING_A2} CheckBaseApiOptionalInput: innerPrecise 0 or 1"),
     "v3.base_api_bf16_inner_precise2": (0, f"{TILING_A2} CheckBaseApiOptionalInput: bf16 forced to high precision"),
-    # Emulator gaps (aclnn-emu coverage, not_implemented): the source runs these on kernels not modelled.
-    "v3.base_api_high_precision": (NOT_EMULATED, "tiling key + 2000000000: base_api_high_precision_no_mask.h"),
+    "v3.base_api_high_precision": (
+        0,
+        f"{TILING_A2} TilingGetBaseApiTilingKeyAttentionAscendC: fp16, innerPrecise 0, key + 2000000000",
+    ),
+    # Emulator gap (aclnn-emu coverage, not_implemented): the source runs it on kernels not modelled.
     "v3.base_api_pse": (NOT_EMULATED, f"{TILING_A2} CheckBaseApiPse and the base-API pse kernels"),
 }
 # Ascend910_95: TilingV2 (CheckSingleAttribute, CheckCrossoverAttribute) where it answers otherwise.

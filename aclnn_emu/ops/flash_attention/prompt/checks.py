@@ -307,7 +307,7 @@ def _tiling_checks(a, shapes, env):
             full,
             None,
             rows=(plan.q_rows, plan.kv_rows),
-            precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API,
+            precision=plan.precision,
             tokens=plan.tokens,
             kv_blocks=plan.key_blocks,
         )
