@@ -290,6 +290,41 @@ def test_li_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
     assert ((got[0] >= -1) & (got[0] < 40)).all()
 
 
+@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+def test_li_paged_length_past_its_row_reads_the_next_rows_blocks(chip):
+    """The kernel reads blockTable[b * maxBlockNumPerBatch + p / blockSize] (lightning_indexer_service_cube.h)
+    for every p below the length (GetS1S2ActualSeqLen): batch 0's position 48 of a 3-block row is in
+    the first block of row 1. The same indices as the keys laid out densely in that order."""
+    query, weights = _normal(2, 4, 8, 128), _normal(2, 4, 8)
+    cache = _normal(4, 16, 1, 128)
+    table = np.array([[2, 0, 3], [1, 3, 2]], np.int32)
+    flat = cache.reshape(4, 16, 128)
+    dense = np.stack([np.concatenate([flat[i] for i in (2, 0, 3, 1)])[:52], np.concatenate(flat[[1, 3, 2, 0]])[:52]])
+    lengths = [52, 20]
+    want = li_run(query, dense[:, :, None], weights, count=24, mode=0, seq_k=lengths, values=False)
+    got = li_run(query, cache, weights, count=24, mode=0, layout_key="PA_BSND", seq_k=lengths, table=table,
+                 values=False)  # fmt: skip
+    assert got[0].tobytes() == want[0].tobytes() and (got[0][:32] >= 48).any()
+
+
+@pytest.mark.parametrize("op", ["LightningIndexer", "SparseFlashAttention"])
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_paged_length_past_the_tables_end_is_the_ai_core_exception(chip, op):
+    """The last batch's length needs table entries past the tensor: a read out of bounds on the NPU."""
+    table = np.array([[2, 0, 3], [1, 3, 2]], np.int32)
+    with pytest.raises(ae.AclnnError) as failed:
+        if op == "LightningIndexer":
+            li_run(_normal(2, 4, 8, 128), _normal(4, 16, 1, 128), _normal(2, 4, 8), count=24, mode=0,
+                   layout_key="PA_BSND", seq_k=[20, 49], table=table, values=False)  # fmt: skip
+        else:
+            case = sfa_case(RNG, F16, lens_q=[4, 4], lens_k=[48, 48], heads=2, block_size=16, count=3, junk=False)
+            paged = dict(case, table=table, cu_seq_kv=[20, 49])
+            for name in ("key", "key_rope", "value"):
+                paged[name] = case[name].reshape(6, 16, *case[name].shape[2:])[:4]
+            sfa_run(paged, scale=0.05, block_size=16, mode=0, layout_kv="PA_BSND", lse=False)
+    assert failed.value.status == 507015 and "past its 6" in failed.value.message
+
+
 # -- GatherPaKvCache and ScatterPaKvCache -------------------------------------------------------------
 @pytest.mark.parametrize("chip", base.ALL, indirect=True)
 @pytest.mark.parametrize("lens", [(20, 9), (16, 16), (1, 31), (32, 0)])
