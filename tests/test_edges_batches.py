@@ -223,6 +223,7 @@ def test_sfa_bsnd_keys_past_each_length_are_unread_even_when_indexed(chip, lens)
     the batch's length (SFA selection), so NaN there changes nothing."""
     case = sfa_case(RNG, F16, lens_q=[4, 4], lens_k=[48, 48], heads=2, block_size=1, count=48, junk=False)
     case["cu_seq_kv"] = list(lens)
+    case["indices"] = np.ascontiguousarray(case["indices"][..., ::-1])  # keys past the length scanned first
     clean = sfa_run(case, scale=0.1, block_size=1, mode=0)
     cut = dict(enumerate(lens))
     dirty = dict(case, **{n: _poisoned(case[n], cut, 1) for n in ("key", "key_rope", "value")})
