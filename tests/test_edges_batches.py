@@ -128,7 +128,7 @@ def _varlen(q, k, v, entry="FlashAttentionVarLenScoreV2"):
     t = q.shape[0]
     return outputs(
         entry, query=q, key=k, value=v, actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16),
-        scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND",
+        scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND", pseType=1,
         softmaxMaxOut=np.full((t, 2, 8), 5, np.float32), softmaxSumOut=np.full((t, 2, 8), 5, np.float32),
         attentionOutOut=np.full(q.shape, 7, F16),
     )  # fmt: skip
@@ -159,7 +159,7 @@ def test_unpadding_grad_keys_past_the_last_cumulative_length_are_unread(chip, en
         return outputs(
             entry, query=q, keyIn=k, value=v, dy=dy, attentionInOptional=fwd["attentionOutOut"],
             softmaxMaxOptional=fwd["softmaxMaxOut"], softmaxSumOptional=fwd["softmaxSumOut"], scaleValue=0.25,
-            keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND",
+            keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND", pseType=1,
             actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16), softmaxInLayout="",
             dqOut=np.full(q.shape, 7, F16), dkOut=np.full(k.shape, 7, F16), dvOut=np.full(v.shape, 7, F16),
         )  # fmt: skip
@@ -223,6 +223,7 @@ def test_sfa_bsnd_keys_past_each_length_are_unread_even_when_indexed(chip, lens)
     the batch's length (SFA selection), so NaN there changes nothing."""
     case = sfa_case(RNG, F16, lens_q=[4, 4], lens_k=[48, 48], heads=2, block_size=1, count=48, junk=False)
     case["cu_seq_kv"] = list(lens)
+    case["indices"] = np.ascontiguousarray(case["indices"][..., ::-1])  # keys past the length scanned first
     clean = sfa_run(case, scale=0.1, block_size=1, mode=0)
     cut = dict(enumerate(lens))
     dirty = dict(case, **{n: _poisoned(case[n], cut, 1) for n in ("key", "key_rope", "value")})
@@ -288,6 +289,41 @@ def test_li_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
                  table=np.array([[2, 0, bad]], np.int32), values=False)  # fmt: skip
     assert _reported_outside()
     assert ((got[0] >= -1) & (got[0] < 40)).all()
+
+
+@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+def test_li_paged_length_past_its_row_reads_the_next_rows_blocks(chip):
+    """The kernel reads blockTable[b * maxBlockNumPerBatch + p / blockSize] (lightning_indexer_service_cube.h)
+    for every p below the length (GetS1S2ActualSeqLen): batch 0's position 48 of a 3-block row is in
+    the first block of row 1. The same indices as the keys laid out densely in that order."""
+    query, weights = _normal(2, 4, 8, 128), _normal(2, 4, 8)
+    cache = _normal(4, 16, 1, 128)
+    table = np.array([[2, 0, 3], [1, 3, 2]], np.int32)
+    flat = cache.reshape(4, 16, 128)
+    dense = np.stack([np.concatenate([flat[i] for i in (2, 0, 3, 1)])[:52], np.concatenate(flat[[1, 3, 2, 0]])[:52]])
+    lengths = [52, 20]
+    want = li_run(query, dense[:, :, None], weights, count=24, mode=0, seq_k=lengths, values=False)
+    got = li_run(query, cache, weights, count=24, mode=0, layout_key="PA_BSND", seq_k=lengths, table=table,
+                 values=False)  # fmt: skip
+    assert got[0].tobytes() == want[0].tobytes() and (got[0][:32] >= 48).any()
+
+
+@pytest.mark.parametrize("op", ["LightningIndexer", "SparseFlashAttention"])
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_paged_length_past_the_tables_end_is_the_ai_core_exception(chip, op):
+    """The last batch's length needs table entries past the tensor: a read out of bounds on the NPU."""
+    table = np.array([[2, 0, 3], [1, 3, 2]], np.int32)
+    with pytest.raises(ae.AclnnError) as failed:
+        if op == "LightningIndexer":
+            li_run(_normal(2, 4, 8, 128), _normal(4, 16, 1, 128), _normal(2, 4, 8), count=24, mode=0,
+                   layout_key="PA_BSND", seq_k=[20, 49], table=table, values=False)  # fmt: skip
+        else:
+            case = sfa_case(RNG, F16, lens_q=[4, 4], lens_k=[48, 48], heads=2, block_size=16, count=3, junk=False)
+            paged = dict(case, table=table, cu_seq_kv=[20, 49])
+            for name in ("key", "key_rope", "value"):
+                paged[name] = case[name].reshape(6, 16, *case[name].shape[2:])[:4]
+            sfa_run(paged, scale=0.05, block_size=16, mode=0, layout_kv="PA_BSND", lse=False)
+    assert failed.value.status == 507015 and "past its 6" in failed.value.message
 
 
 # -- GatherPaKvCache and ScatterPaKvCache -------------------------------------------------------------

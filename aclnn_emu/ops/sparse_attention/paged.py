@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ... import status
+from ...opdef.signature import OpError
 from ...runtime import sanitizer
 
 
@@ -17,3 +19,19 @@ def block_table(tensor, blocks: int, op_name: str) -> np.ndarray:
         )
         table = np.clip(table, 0, blocks - 1)
     return table
+
+
+def check_table_extent(op_name: str, table: np.ndarray, block_size: int, batches, lengths) -> None:
+    """The kernels read blockTable[b * columns + p / blockSize] for every position p below a batch's
+    length, flat: a length past its row's blocks reads the next row's entries, and one past the last
+    row's reads outside the table (the AI Core exception of a read out of bounds)."""
+    need = -(-np.asarray(lengths, np.int64) // block_size)
+    live = need > 0
+    last = np.asarray(batches, np.int64)[live] * table.shape[1] + need[live] - 1
+    if (last >= table.size).any():
+        raise OpError(
+            status.ACL_ERROR_RT_AICORE_EXCEPTION,
+            f"aclnn{op_name}: actual sequence lengths need blockTable entries past its {table.size} "
+            f"({table.shape[1]} blocks of {block_size} per batch); the NPU reads out of bounds",
+            rule="kernel.block_table_extent",
+        )

@@ -9,7 +9,7 @@ from aclnn_emu.kernels.sparse_attention.lightning_indexer_plan import plan_bsnd,
 from aclnn_emu.runtime import sanitizer
 from aclnn_emu.opdef.outputs import writable
 from aclnn_emu.opdef.signature import OpError
-from aclnn_emu.ops.sparse_attention.paged import block_table
+from aclnn_emu.ops.sparse_attention.paged import block_table, check_table_extent
 from .entry import MAX_HEADS, OP
 
 
@@ -43,8 +43,6 @@ def _rows(a, p) -> tuple[kernel.Rows, KeyRows]:
     else:
         keys = KeyRows(kbase)
     valid = np.minimum(plan.n, plan.klen)
-    if p["lk"] == "PA_BSND":
-        valid = np.minimum(valid, p["s2"])
     return kernel.Rows(batch.astype(np.int64), valid, computed, len_q.astype(np.int64)), keys
 
 
@@ -81,7 +79,10 @@ def _run(a, p) -> None:
 def _check_key_extent(rows, keys, key_rows) -> None:
     """Rows whose keys would be read outside the key tensor: TND/BSND lengths larger than the shape,
     or a negative cumulative key length, from which a batch's keys start before the key's first row."""
-    if keys.table is not None or not rows.computed.any():
+    if not rows.computed.any():
+        return
+    if keys.table is not None:  # the kernel loops over the whole actual length (GetS1S2ActualSeqLen)
+        check_table_extent(OP.name, keys.table, keys.block_size, rows.batch[rows.computed], rows.valid[rows.computed])
         return
     starts = keys.kbase[rows.batch][rows.computed]
     ends = starts + np.maximum(rows.valid[rows.computed], 0)

@@ -9,7 +9,7 @@ from aclnn_emu.kernels.sparse_attention.select import RowSpans
 from aclnn_emu.kernels.sparse_attention.sparse_flash_attention import Outputs, sparse_flash_attention
 from aclnn_emu.opdef.outputs import writable
 from aclnn_emu.opdef.signature import OpError
-from aclnn_emu.ops.sparse_attention.paged import block_table
+from aclnn_emu.ops.sparse_attention.paged import block_table, check_table_extent
 from .entry import OP
 
 
@@ -76,7 +76,7 @@ def _key_lengths(a, p: Plan):
 def _run(a, p: Plan) -> None:
     rows = a.query.numel // (p.n1 * p.d)
     spans, batch, keys = _spans(a, p, rows)
-    _check_key_extent(spans, keys, a.key.numel // p.d)
+    _check_key_extent(spans, batch, keys, a.key.numel // p.d)
     read = lambda t, shape, what: t.read(what).reshape(shape)  # noqa: E731
     k_rows = a.key.numel // p.d
     out = writable(a.attentionOutOut, (rows, p.n1, p.dv), a.query.np_dtype, OP.name)
@@ -104,8 +104,11 @@ def _run(a, p: Plan) -> None:
             finish()
 
 
-def _check_key_extent(spans, keys, key_rows) -> None:
-    if keys.table is not None or not spans.valid.any():
+def _check_key_extent(spans, batch, keys, key_rows) -> None:
+    if not spans.valid.any():
+        return
+    if keys.table is not None:  # GetKeyGmOffset
+        check_table_extent(OP.name, keys.table, keys.block_size, batch[spans.valid], spans.sk[spans.valid])
         return
     ends = (spans.kbase + spans.sk)[spans.valid]
     if (ends > key_rows).any() or (spans.sk < 0).any():
