@@ -74,6 +74,8 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_FAG_API = "attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp"
+_FAS_API = "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp"
 _OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
 
 
@@ -145,11 +147,59 @@ RULES = {
         },
     ),
     "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
-        "FlashAttentionScoreV2 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
+        "FlashAttentionScoreV2 and V3 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
         "(before: run, the ViewCopy cast inferred)",
         {
-            "9.1.0": "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp "
-            "aclnnFlashAttentionScoreV2GetWorkspaceSize, InputOutputDtypeCheck"
+            "9.1.0": f"{_FAS_API} aclnnFlashAttentionScoreV2GetWorkspaceSize, aclnnFlashAttentionScoreV3GetWorkspaceSize, "
+            "InputOutputDtypeCheck"
+        },
+    ),
+    "fas.shape_check_on_a2a3": Rule(
+        "FlashAttentionScoreV2 on Atlas A2/A3 (DAV_2201): a query or key whose rank is not the layout's length is "
+        "161002 before AnalysisInput (the same code AnalysisAxis gives most such calls)",
+        {"9.1.0": f"{_FAS_API} aclnnFlashAttentionScoreV2GetWorkspaceSize, ShapeCheck"},
+    ),
+    "fas.layout_upper_cased": Rule(
+        "FlashAttentionScore (not the TND-only VarLen entry points): AnalysisAxis upper-cases inputLayout, so "
+        "'bsnd', 'Bsh'... run as BSND, BSH... and the L0 call gets the upper-case layout (before: 161002)",
+        {"9.1.0": f"{_FAS_API} AnalysisAxis"},
+    ),
+    "fas.pse_dtype_is_out_dtype": Rule(
+        "FlashAttentionScore (every entry point): a pseType 0/1 pse must have attentionOut's dtype, not query's "
+        "(161002 either way)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAS_API} InputDtypeCheck"}),
+    ),
+    "fas.qkv_dtype_range_on_a2a3_only": Rule(
+        "FlashAttentionScore on Ascend950: InputDtypeCheck no longer limits query/key/value to fp16/bf16/fp32 "
+        "(StrideLimited() only); an int8 query then has no kernel (161001), an FP8/HiFloat8 one reaches the quant "
+        "kernels V1-V3 give no dequant scales (not established, 561003)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAS_API} InputDtypeCheck"}),
+    ),
+    "fag.fp32_query_with_sink_refused": Rule(
+        "FlashAttentionScoreGradV3 and FlashAttentionUnpaddingScoreGradV5: a sink with an fp32 query is 161002, "
+        "after the rank checks (beta.1 goes on to the tiling)",
+        _at(since("8.5.0"), {"8.5.0": f"{_FAG_API} FlashAttentionScoreGradV5GetWorkspace"}),
+    ),
+    "fag.quant_query_on_ascend950": Rule(
+        "FlashAttentionScoreGrad on Ascend950 (not StrideLimited): InputDtypeCheck lets an FP8/HiFloat8 query "
+        "through with any key/value/dy dtype (before: 161002 on every chip)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAG_API} InputDtypeCheck"}),
+    ),
+    "fag.tnd_lengths_in_op_api": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3 (StrideLimited): GetInputShapeInfo returns "
+        "161002 without actualSeqQLen/KvLen, with a query or key T below the sum of the lengths, or with both T "
+        "above it and a last length other than 0 (before: the tiling's 161001, or a run)",
+        _at(since("9.0.0"), {"9.0.0": f"{_FAG_API} GetInputShapeInfo, CheckDimT"}),
+    ),
+    "fag.io_dtype_shape_check": Rule(
+        "FlashAttentionScoreGrad (every entry point): InputOutputDtypeAndShapeCheck right after the headNum check "
+        "returns 161002 for q/k/v/dy dtypes, a layout other than BNSD/BSND/BSH/SBH/TND, a rank other than the "
+        "layout's, key/value or query/dy shapes differing before the last dim, unequal batches, attentionIn "
+        "unlike dy, dq/dk/dv (and rope, sink) outputs unlike their inputs in shape or dtype, a non-fp32 sink "
+        "(before: 161001 from the L0 call, or a run)",
+        {
+            "9.1.0": f"{_FAG_API} aclnnFlashAttentionScoreGradV2GetWorkspaceSize (every entry point), "
+            "InputOutputDtypeAndShapeCheck"
         },
     ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
@@ -225,14 +275,15 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "FlashAttentionScoreV2: the pse dtype must equal attentionOut's (was query's); the q/k/v dtype range "
-        "and the format check only on A2/A3; no D padding on Ascend950",
-        f"{_FAS}op_api/aclnn_flash_attention_score.cpp InputDtypeCheck, aclnnFlashAttentionScoreV2GetWorkspaceSize",
+        "FlashAttentionScore: no D padding or transpose on Ascend950 (internal to the op_api: how the kernel "
+        "then reads an unaligned D is not established; aclnn-emu computes the result as 8.5 does)",
+        f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisInput, PreprocessQKV, Postprocess",
     ),
     Unemulated(
         "9.0.0",
-        "FlashAttentionScoreGradV2: GetInputShapeInfo rewritten (BSH/SBH with D 0, the qD/kD check for 3-D "
-        "query only, empty sink ignored)",
+        "FlashAttentionScoreGrad: GetInputShapeInfo rewritten (BSH/SBH with a query H below headNum reads D 0 and "
+        "goes on, the qD/kD check for 3-/4-D queries only, no D padding on Ascend950) and InvalidTensorDimCheck "
+        "ignores an empty sink",
         f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp GetInputShapeInfo, InvalidTensorDimCheck",
     ),
     Unemulated(
@@ -241,17 +292,6 @@ UNEMULATED = (
         "op_api wrappers are emulated: li.null_values_placeholder, sfa.null_softmax_placeholders)",
         f"{_SA}lightning_indexer/op_host/lightning_indexer_tiling.cpp, "
         f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp",
-    ),
-    Unemulated(
-        "9.1.0",
-        "FlashAttentionScoreV2: lower-case layouts accepted; on A2/A3 q/k ranks must equal the layout's "
-        "length (161002, mostly what AnalysisAxis already refuses)",
-        f"{_FAS}op_api/aclnn_flash_attention_score.cpp AnalysisAxis, InputOutputDtypeCheck, ShapeCheck",
-    ),
-    Unemulated(
-        "9.1.0",
-        "FlashAttentionScoreGradV2: InputOutputDtypeAndShapeCheck (about ten classes of input 161001 -> 161002)",
-        f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp InputOutputDtypeAndShapeCheck",
     ),
     Unemulated(
         "9.1.0",

@@ -24,12 +24,12 @@ MASK_PREFIX = np.concatenate(
 
 def forward(q, k, v, *, head_num, layout, inner_precise=0, **attrs):
     """Both phases of the forward; (softmax_max, softmax_sum, attention_out) as numpy."""
-    dtype = q.dtype
-    b_axis = 1 if layout == "SBH" else 0
-    s1 = q.shape[{"BSH": 1, "SBH": 0, "BSND": 1, "BNSD": 2}[layout]]
+    dtype, axes = q.dtype, layout.upper()  # 9.1.0 accepts lower-case layouts
+    b_axis = 1 if axes == "SBH" else 0
+    s1 = q.shape[{"BSH": 1, "SBH": 0, "BSND": 1, "BNSD": 2}[axes]]
     lanes = (q.shape[b_axis], head_num, s1, 8)
     out_shape = list(q.shape)
-    if layout in ("BSH", "SBH"):
+    if axes in ("BSH", "SBH"):
         out_shape[2] = head_num * (v.shape[2] * (q.shape[2] // head_num) // k.shape[2])
     else:
         out_shape[3] = v.shape[3]
@@ -653,3 +653,57 @@ def _assert_round_trip(case, bits):
             g, want, dtype_name, bound=TORCH_BOUND[dtype_name], floor=max(float(np.abs(want).mean()), 1e-300)
         )
         assert failure is None, f"{name}: {failure}"
+
+
+@pytest.mark.parametrize("version", ["8.5.0", "9.0.0", "9.1.0"])
+def test_key_rank_unlike_the_layout_per_release(monkeypatch, version):
+    """A BNSD call with a 3-D key is 161002 in every release; on Atlas A2/A3, 9.1.0's V2 refuses it in ShapeCheck
+    (aclnnFlashAttentionScoreV2GetWorkspaceSize, aclnn_flash_attention_score.cpp), before AnalysisAxis."""
+    from aclnn_emu.pytest_plugin import select
+
+    select(monkeypatch, cann_version=version, soc="Ascend910B")
+    q = np.zeros((1, 1, 4, 8), np.float16)
+    with pytest.raises(ae.AclnnError) as error:
+        forward(q, q[0], q, head_num=1, layout="BNSD", scale=1.0)
+    assert error.value.code == 161002
+    assert ("query or key Invalid layout" in str(error.value)) == (version == "9.1.0"), str(error.value)
+
+
+def test_lower_case_layout_runs_as_upper_case_in_9_1(monkeypatch):
+    """9.1.0 AnalysisAxis upper-cases inputLayout and hands the L0 call the upper-case layout: 'sbh' gives SBH's
+    bytes (before 9.1.0 it is 161002)."""
+    from aclnn_emu.pytest_plugin import select
+
+    rng = np.random.default_rng(33)
+    q, k, v = (rng.standard_normal(shape).astype(np.float16) for shape in ((6, 2, 32), (9, 2, 16), (9, 2, 16)))
+    select(monkeypatch, cann_version="9.1.0")
+    upper = forward(q, k, v, head_num=2, layout="SBH", scale=0.25)
+    lower = forward(q, k, v, head_num=2, layout="sbh", scale=0.25)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(upper, lower))
+    select(monkeypatch, cann_version="9.0.0")
+    with pytest.raises(ae.AclnnError) as error:
+        forward(q, k, v, head_num=2, layout="sbh", scale=0.25)
+    assert error.value.code == 161002
+
+
+@pytest.mark.parametrize("entry", ["FlashAttentionScore", "FlashAttentionScoreV2"])
+def test_query_out_dtype_check_of_9_1_is_v2_and_v3_only(monkeypatch, entry):
+    """9.1.0's InputOutputDtypeCheck (DAV_2201) sits in aclnnFlashAttentionScoreV2GetWorkspaceSize and V3's only:
+    V1 with an fp32 attentionOut for an fp16 query still runs (the cast inferred), V2 returns 161002."""
+    from aclnn_emu.pytest_plugin import select
+
+    select(monkeypatch, cann_version="9.1.0", soc="Ascend910B")
+    q = np.full((1, 4, 2, 16), 0.5, np.float16)
+    lanes = [ae.empty((1, 2, 4, 8), ae.DataType.ACL_FLOAT) for _ in range(2)]
+    out = ae.empty(q.shape, ae.DataType.ACL_FLOAT)
+    starts = [None, None] if entry.endswith("V2") else []
+    pse_type = [1] if entry.endswith("V2") else []
+    args = [ae.to_device(q), ae.to_device(q), ae.to_device(q), None, None, None, None, None, *starts]
+    args += [0.25, 1.0, INT32_MAX, INT32_MAX, 2, "BSND", 0, 0, *pse_type, *lanes, None, out]
+    if entry.endswith("V2"):
+        with pytest.raises(ae.AclnnError) as error:
+            ae.run(entry, *args)
+        assert error.value.code == 161002
+    else:
+        ae.run(entry, *args)
+        assert np.allclose(ae.numpy(out), 0.5)

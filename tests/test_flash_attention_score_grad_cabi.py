@@ -6,6 +6,7 @@ import pytest
 
 import cabi
 import precision
+from aclnn_emu import versions
 from golden import flash_attention_score_grad as golden
 
 NULLPTR, INVALID = 161001, 161002
@@ -34,8 +35,9 @@ OK = [
     "ok.all_out_empty",
     "out.dq_dtype",
 ]
-# Null checks are op_api (161001); headNum, ranks and head dims are op_api (161002); everything the
-# infershape, kernel selection and tiling reject comes back as 161001, dtype errors included.
+# Null checks are op_api (161001); headNum, ranks, head dims and the q/k/v/dy dtypes (InputDtypeCheck, which
+# PreFlashAttentionScoreGrad runs before the L0 call) are op_api (161002); everything the infershape, kernel
+# selection and tiling reject comes back as 161001, the other dtype errors included.
 EXPECTED = {
     **{rule: 0 for rule in OK},
     **{
@@ -58,6 +60,10 @@ EXPECTED = {
         for rule in (
             "head_num.zero",
             "rank.dy_2d",
+            "dtype.query_int8",
+            "dtype.key_mixed",
+            "chip.query_hifloat8",
+            "chip.query_fp8_e4m3",
             "shape.d_zero",
             "shape.rank4",
             "shape.rank4_lower_case_bsh",
@@ -71,8 +77,6 @@ EXPECTED = {
             "infershape.layout",
             "tiling.layout_lower_case",
             "tiling.tnd_in_v2",
-            "dtype.query_int8",
-            "dtype.key_mixed",
             "dtype.atten_mask_fp16",
             "dtype.drop_mask_int8",
             "dtype.pse_bf16",
@@ -109,6 +113,9 @@ EXPECTED = {
             "tiling.mask_shape_mode6",
             "tiling.pad_tokens_int64",
             "out.dq_shape",
+            "out.dv_shape",
+            "tiling.value_seq",
+            "tiling.key_batch",
         )
     },
 }
@@ -127,8 +134,6 @@ EXPECTED.update(
         "chip.alibi_pse_without_mask": 0,
         "chip.pse_type0_without_pse": NULLPTR,
         "chip.tokens_without_mask": NULLPTR,
-        "chip.query_hifloat8": NULLPTR,
-        "chip.query_fp8_e4m3": NULLPTR,
     }
 )
 # Ascend910_95: the op_api has no chip branch (aclnn_flash_attention_score_grad.cpp); the tiling
@@ -147,6 +152,7 @@ ARCH35 = {
     # of query/dy in the arch35 tiling: accepted, the kernel's indexing is not established
     "tiling.attention_in_shape": 561003,
     "tiling.dy_shape": 561003,
+    "tiling.value_seq": 561003,
     # ProcessOptionalInput reads keepProb with no range check: > 1 runs without dropout, <= 0 is not established
     "tiling.keep_prob_above_one": 0,
     "tiling.keep_prob_zero": 561003,
@@ -163,10 +169,6 @@ ARCH35 = {
     "chip.prefix_mode6_without_mask": NULLPTR,
     # GetShapeAttrsInfo: strcmp on the layout, any other 4-letter layout is read as BSND
     "chip.layout_lower_case_bsnd": 0,
-    # flash_attention_score_grad_def.cpp registers HIFLOAT8/FP8 for ascend910_95; ProcessQuantInfo without
-    # the dequant scales V2 cannot pass: not established
-    "chip.query_hifloat8": 561003,
-    "chip.query_fp8_e4m3": 561003,
 }
 BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": {**EXPECTED, **ARCH35}}
 
@@ -179,6 +181,57 @@ def rules_run(family):
 def test_every_rule_returns_the_source_code(rules_run, family):
     assert rules_run.returncode == 0, rules_run.stdout + rules_run.stderr
     assert cabi.rule_codes(rules_run.stdout) == BY_FAMILY[family]
+
+
+# Where another CANN release answers differently (the tables above are 8.5.0's; aclnn_emu/versions.py declares
+# each rule), with that release's source; FAG_API is attention/flash_attention_score_grad/op_api/ at each ref.
+FAG_API = "aclnn_flash_attention_score_grad.cpp"
+# 9.0.0 and 9.1.0 InputDtypeCheck: FP8/HiFloat8 queries pass where StrideLimited() is false (Ascend950); ARCH35's
+# OpDef registers them, and ProcessQuantInfo without the dequant scales V2 cannot pass is not established.
+QUANT_QUERY = {"chip.query_hifloat8": 561003, "chip.query_fp8_e4m3": 561003}
+# 9.1.0 aclnnFlashAttentionScoreGradV2GetWorkspaceSize: InputOutputDtypeAndShapeCheck after the headNum check:
+# InputOutputShapeCheck (strcmp'd layout, ranks, key/value and query/dy shapes but the last dim, batches,
+# attentionIn = dy, dq/dk/dv = q/k/v) and the output dtypes; on Ascend950 the quant queries stop at the dq dtype.
+IO_CHECK = {
+    rule: INVALID
+    for rule in (
+        "infershape.layout",
+        "tiling.layout_lower_case",
+        "chip.layout_lower_case_bsnd",
+        "tiling.bsh_batch",
+        "tiling.key_batch",
+        "tiling.value_seq",
+        "tiling.dy_shape",
+        "tiling.attention_in_shape",
+        "out.dq_shape",
+        "out.dv_shape",
+        "out.dq_dtype",
+        "chip.query_hifloat8",
+        "chip.query_fp8_e4m3",
+    )
+}
+
+
+# 9.0.0 and 9.1.0 GetInputShapeInfo on Atlas A2/A3 (StrideLimited), CheckDimT: TND without actualSeqQLen/KvLen.
+TND_LENGTHS = {"tiling.tnd_in_v2": INVALID}
+
+
+def release_expected(family: str, version: str) -> dict:
+    codes = dict(BY_FAMILY[family])
+    if version.startswith("9."):
+        codes.update(QUANT_QUERY if family == "Ascend910_95" else TND_LENGTHS)
+    if version == "9.1.0":
+        codes.update(IO_CHECK)
+    return codes
+
+
+@pytest.mark.parametrize("version", [v for v in versions.ORDER if v != versions.DEFAULT])
+def test_every_rule_per_release(family, version):
+    result = cabi.compile_and_run(
+        "flash_attention_score_grad_rules.cpp", env={"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == release_expected(family, version)
 
 
 def test_output_dtype_mismatch_is_an_inferred_rule():

@@ -69,6 +69,12 @@ FIA_CASES = {
 }
 
 
+FIA_KV_LENGTHS = {
+    "npu_fused_infer_attention_score": "actual_seq_lengths_kv",
+    "npu_fused_infer_attention_score_v2": "actual_seq_kvlen",
+}
+
+
 @pytest.mark.parametrize("name", FIA_CASES)
 def test_fused_infer_attention_score_against_sdpa_and_opcheck(name):
     entry, kwargs = FIA_CASES[name]
@@ -87,8 +93,14 @@ def test_fused_infer_attention_score_against_sdpa_and_opcheck(name):
     torch.library.opcheck(getattr(torch.ops.npu, name).default, (q, k, v), kwargs)
     size = workspace(q, k, v, **kwargs)
     assert size.dim() == 1 and size.dtype == q.dtype
-    with getattr(aclnn_emu.ops, entry).prepare(*_fia_args(name, q, k, v, kwargs)) as phase1:
+    with getattr(aclnn_emu.ops, entry).get_max_workspace_size(*_fia_args(name, q, k, v, kwargs)) as phase1:
         assert size.numel() == phase1.workspace_size
+    # aclnn<entry>GetMaxWorkspaceSize, not GetWorkspaceSize: the key lengths' values are not checked
+    # (FakeArray hands them on without data; CheckFeatureActualSeqLensKvData skips them)
+    too_long = {**kwargs, FIA_KV_LENGTHS[name]: [S + 1] * B}
+    with pytest.raises(RuntimeError, match="561002"):
+        function(q, k, v, **too_long)
+    assert workspace(q, k, v, **too_long).numel() == size.numel()
 
 
 def _fia_args(name, q, k, v, kwargs):

@@ -209,10 +209,10 @@ def npu_fused_infer_attention_score(query, key, value, **kwargs):
 
 def npu_fused_infer_attention_score_get_max_workspace(query, key, value, **kwargs):
     """_npu_fused_infer_attention_score_get_max_workspace: a tensor of `workspace size` elements of the
-    query's dtype (phase 1 with the given arguments)."""
+    query's dtype, the size from aclnnFusedInferAttentionScoreV3GetMaxWorkspaceSize."""
     _, _, args = _fia_call_args(query, key, value, kwargs)
     _no_fia_v5("_npu_fused_infer_attention_score_get_max_workspace")
-    return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
+    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
 
 
 # -- npu_fused_infer_attention_score_v2 -------------------------------------------------------------
@@ -265,7 +265,8 @@ def npu_fused_infer_attention_score_v2(query, key, value, **kwargs):
 
 
 def npu_fused_infer_attention_score_v2_get_max_workspace(query, key, value, **kwargs):
-    """_npu_fused_infer_attention_score_v2_get_max_workspace: as the V1 helper, through V4."""
+    """_npu_fused_infer_attention_score_v2_get_max_workspace: as the V1 helper, through
+    aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize."""
     function = "_npu_fused_infer_attention_score_v2_get_max_workspace"
     _, _, args = _fia_v4_call_args(function, query, key, value, kwargs)
-    return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)
+    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)

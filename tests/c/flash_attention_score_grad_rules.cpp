@@ -196,6 +196,9 @@ int main(int argc, char **argv) {
                                                    c.hasPrefix = true; });
     report("tiling.pad_tokens_int64", [](Cfg &c) { c.hasMask = true; c.pre = -(1LL << 32) + 5; c.next = 5; });
     report("out.dq_shape", [](Cfg &c) { c.dq = {2, 2, 16, 8}; });
+    report("out.dv_shape", [](Cfg &c) { c.dv = {2, 1, 24, 8}; });
+    report("tiling.value_seq", [](Cfg &c) { c.v = c.dv = {2, 1, 20, 16}; });
+    report("tiling.key_batch", [](Cfg &c) { c.k = c.v = c.dk = c.dv = {3, 1, 24, 16}; });
     report("out.dq_dtype", [](Cfg &c) { c.dqDt = ACL_FLOAT; c.run = true; });
 
     // Calls whose outcome depends on the chip family (Ascend910_95 runs the arch35 tiling)

@@ -210,6 +210,11 @@ int main(int argc, char **argv) {
     report("out.softmax_max_shape", [](Cfg &c) { c.smax = {2, 2, 16, 1}; });
     report("out.attention_out_shape", [](Cfg &c) { c.out = {2, 2, 16, 8}; });
     report("out.attention_out_dtype", [](Cfg &c) { c.outDt = ACL_FLOAT; c.run = true; });
+    // Calls whose outcome depends on the CANN release (tests/test_flash_attention_score_cabi.py RELEASE_CHANGES)
+    report("release.layout_lower_case_bsh", [](Cfg &c) { c.layout = "BSH"; c.Fill(); c.layout = "bsh"; c.run = true; });
+    report("release.pse_like_out", [](Cfg &c) { c.hasPse = true; c.pseDt = ACL_FLOAT; c.outDt = ACL_FLOAT; c.run = true; });
+    report("release.pse_like_query_not_out", [](Cfg &c) { c.hasPse = true; c.outDt = ACL_FLOAT; c.run = true; });
+    report("release.query_hifloat8", [](Cfg &c) { c.dt = ACL_HIFLOAT8; c.outDt = ACL_FLOAT16; });
     TearDown(stream);
     return 0;
 }

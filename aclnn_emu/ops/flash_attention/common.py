@@ -28,6 +28,9 @@ QUANT_OUT_PAIRS = ((I8, F16), (F16, I8), (BF16, I8))  # (query, attentionOut) al
 MASK_DTYPES = (F16, I8, U8, BOOL)
 
 
+QUANT8 = (DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)  # the arch35 OpDefs add them
+
+
 BYTE_MASKS = (BOOL, I8, U8)
 
 

@@ -22,11 +22,11 @@ from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
-from ..common import VALUE_ROWS, refuse_value_rows
+from ..common import QUANT8, VALUE_ROWS, refuse_value_rows
 from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
 from .. import tnd
 from ..tnd import SINK_IGNORED
-from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, VAR_LENS
+from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, V3, VAR_LENS
 from .launch import _launch, _launch_tnd, _zero_outputs
 from .shapes import INVALID, NULLPTR, _Axes, _analyse_input, _present, _results
 
@@ -60,6 +60,9 @@ UNESTABLISHED = Gaps(
         "value_rows": VALUE_ROWS,
         "key_hidden": "a BSH/SBH key whose H is not a multiple of D (AnalysisAxis divides it, no check compares "
         "the rest): how the kernel strides over the remainder of each row is not established",
+        "quant_query": "an FP8/HiFloat8 query on Ascend950 from CANN 9.0.0 (InputDtypeCheck lets it through there): "
+        "the ascend950 OpDef registers it, but V1-V3 pass no dequant scales, so what the quant kernel does "
+        "is not established",
     },
 )
 
@@ -79,10 +82,18 @@ TND_GAPS = Gaps(
     VAR_LENS[0],  # listed under FlashAttentionVarLenScore; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND (VarLen V1-V5)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
+        "varlen kernels' pse reads are not modelled)"
     },
+)
+TND_READ_PAST = Gaps(
+    VAR_LENS[0],
+    "refused",
+    {
+        "tnd_pse_short": "a TND pse (realShiftOptional) holding fewer elements than the kernel reads (the tiling "
+        "checks its dimension 0 and, for the alibi form, its last two only)"
+    },
+    code=NULLPTR,
 )
 TND_UNESTABLISHED = Gaps(
     VAR_LENS[0],
@@ -138,8 +149,8 @@ def _check_formats(a, arch35):
             raise OpError(INVALID, f"Input and output format only support [ND]: {name} is FRACTAL_NZ", rule="format.nz")
 
 
-def _check_dtypes(a):
-    """InputDtypeCheck with the V2 pseType."""
+def _check_dtypes(a, env, arch35):
+    """InputDtypeCheck with the V2 pseType (the release's: versions.RULES "fas.*")."""
     q, k, v = a.query.dtype, a.key.dtype, a.value.dtype
     if not q == k == v:
         raise OpError(
@@ -147,7 +158,7 @@ def _check_dtypes(a):
             f"The data type of query[{q.name}], key[{k.name}], value[{v.name}] are not equal.",
             rule="dtype.qkv_equal",
         )
-    if q not in FLOATS:
+    if q not in FLOATS and not (arch35 and env.version.has("fas.qkv_dtype_range_on_a2a3_only")):
         raise OpError(
             INVALID, f"The data type of query/key/value is [{q.name}], should be fp16, bf16 or fp32.", rule="dtype.qkv"
         )
@@ -167,11 +178,15 @@ def _check_dtypes(a):
                 rule="dtype.pse_inner",
             )
         return  # InputDtypeCheck returns here: the sink's dtype is not checked
-    if pse is not None and pse.dtype != q:
+    like, what = (
+        (a.attentionOutOut.dtype, "attentionOut")
+        if env.version.has("fas.pse_dtype_is_out_dtype")
+        else (q, "query, key and value")
+    )
+    if pse is not None and pse.dtype != like:
         raise OpError(
             INVALID,
-            f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type "
-            f"{q.name} of query, key and value.",
+            f"The data type {pse.dtype.name} of realShiftOptional is not equal to the data type {like.name} of {what}.",
             rule="dtype.pse",
         )
     sink = getattr(a, "sinkOptional", None)
@@ -243,19 +258,34 @@ def _sink(a):
 
 # -- L0: kernel selection and tiling ----------------------------------------------------------------
 def _check_query_out_dtype(a, env, arch35):
-    """From 9.1.0, InputOutputDtypeCheck on A2/A3 only (versions.RULES)."""
+    """From 9.1.0, InputOutputDtypeCheck (V2, V3) and ShapeCheck (V2) on A2/A3 only (versions.RULES)."""
+    if arch35:
+        return
     rule = "fas.query_dtype_is_out_dtype_on_a2a3"
-    if not arch35 and env.version.has(rule) and a.query.dtype != a.attentionOutOut.dtype:
+    if env.op_name in (OP.name, V3.name) and env.version.has(rule) and a.query.dtype != a.attentionOutOut.dtype:
         raise OpError(
             INVALID,
             f"Input query tensor's dtype should be same with attentionOut tensor's dtype ({env.version.source(rule)})",
             rule="dtype.query_out",
+        )
+    rule = "fas.shape_check_on_a2a3"
+    rank = len(a.inputLayout)
+    if env.op_name == OP.name and env.version.has(rule) and (a.query.ndim != rank or a.key.ndim != rank):
+        raise OpError(
+            INVALID,
+            f"FlashAttentionScore query or key Invalid layout: {a.inputLayout!r} with query {list(a.query.shape)}, "
+            f"key {list(a.key.shape)} ({env.version.source(rule)})",
+            rule="shape.layout_length",
         )
 
 
 def _kernel_select(a):
     """The dtype combinations op_host/flash_attention_score_def.cpp registers for fp16/bf16/fp32."""
     q = a.query.dtype
+    if q not in FLOATS:  # reached on Ascend950 from 9.0.0 only (versions.RULES "fas.qkv_dtype_range_on_a2a3_only")
+        if q in QUANT8:
+            UNESTABLISHED.refuse("quant_query", f"query {q.name}")
+        fail("select.query", f"query dtype {q.name} has no FlashAttentionScore kernel")
     checks = (
         ("realShiftOptional", (q, DataType.ACL_FLOAT) if q != DataType.ACL_FLOAT else (q,)),
         ("dropMaskOptional", DROP_DTYPES),
@@ -550,9 +580,9 @@ def prepare(a, env):
         return Launch.nothing()
     arch35 = on_arch35(env)
     _check_formats(a, arch35)
-    _check_dtypes(a)
+    _check_dtypes(a, env, arch35)
     _check_query_out_dtype(a, env, arch35)
-    x = _analyse_input(a)
+    x = _analyse_input(a, env.version)
     _check_rope(a, x)
     sink = _sink(a)
     _kernel_select(a)
@@ -605,27 +635,29 @@ def _tiling_sink(sink, x: _Axes, env, arch35):
 
 
 def _prepare_tnd(a, x: _Axes, env, arch35, sink):
-    """The variable-length path (VarLen V1-V5): the TND tiling's checks, then the per-batch kernels."""
+    """The variable-length path (VarLen V1-V5): the TND tiling's checks in its order (GetShapeAttrsInfo's
+    lengths, pse, attenMask, dropMask and sink, then DoOpTiling's sparse rules and SetPseAlibiParams),
+    then the per-batch kernels."""
     batches, problem = tnd.check_lengths(a, a.key)
     _fail(problem)
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
-    if _present(a.realShiftOptional) is not None:
-        TND_GAPS.refuse("tnd_pse")
+    pse = _present(a.realShiftOptional)
+    form = None
+    if pse is None and a.pseType != 1 and not arch35:
+        fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
+    if pse is not None:
+        if arch35:
+            TND_GAPS.refuse("tnd_pse")
+        form, problem = tnd.forward_pse(a, pse, batches, x.n1)
+        _fail(problem)
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
-        _fail(tnd.check_sparse(a, batches, mode))
-        _fail(tnd.check_tokens(a, batches, mode))
-        problem, runs = tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
-    drop = _present(a.dropMaskOptional)
+        _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
+    drop, generated = _present(a.dropMaskOptional), None
     if arch35:
         problem, generated = dropout(drop, a.keepProb, env)
         _fail(problem)
-        if generated is not None:
-            TND_GAPS.refuse("tnd_generated_dropout")
     elif drop is None and np.float32(a.keepProb) < 1:
         env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None and drop.numel < tnd.drop_mask_bytes(batches, x.n1):
@@ -635,8 +667,32 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
             f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
         )
     sink = _tiling_sink(sink, x, env, arch35)
+    if mask is not None:
+        _fail(tnd.check_sparse(a, batches, mode))
+        _fail(tnd.check_tokens(a, batches, mode))
+    if form is not None:
+        form, problem = tnd.forward_pse_alibi(a, pse, form, batches, mode, mask is not None)
+        _fail(problem)
+        _refuse_short_pse(pse, form, batches)
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
     refuse_value_rows(UNESTABLISHED, a)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35)
+    run = _launch_tnd(
+        a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35, form, generated
+    )
     return Launch(WORKSPACE_RESERVE, run)
+
+
+def _refuse_short_pse(pse, form, batches):
+    """Slopes other than [N1] / [B, N1] (as the dense path), or a packed pse with fewer elements than
+    the kernel reads (its tiling checks dimension 0 only)."""
+    if form.form == "slopes":
+        if tuple(pse.shape) not in ((form.heads,), (batches.count, form.heads)):
+            READ_PAST.refuse(
+                "pse_inner_size",
+                f"slopes {list(pse.shape)}, [N1] = [{form.heads}], [B,N1] = [{batches.count},{form.heads}]",
+            )
+    elif pse.numel < form.elements(batches.q, batches.kv):
+        TND_READ_PAST.refuse(
+            "tnd_pse_short", f"pse {list(pse.shape)}, the kernel reads {form.elements(batches.q, batches.kv)}"
+        )

@@ -8,7 +8,7 @@ pass), `FlashAttentionScoreTilingVarLen` (82, TND only) and `FlashAttentionScore
 everything else); all share `op_host/arch35/flash_attention_score_tiling_regbase.cpp`
 (`GetShapeAttrsInfo`, `DoOpTiling`). The op_api differs only in skipping CheckFormat there, and the
 ascend910_95 OpDef registers for fp16/bf16/fp32 queries exactly the A2/A3 combinations (its
-HIFLOAT8/FP8 ones are out of V2's reach: InputDtypeCheck takes fp16/bf16/fp32 only). All tiling
+HIFLOAT8/FP8 ones are out of V2's reach in 8.5: InputDtypeCheck takes fp16/bf16/fp32 only). All tiling
 failures are 161001, as on A2/A3. What differs, each with its deciding function:
 - `IsEmptyInputRegbase`: an empty value (Dv = 0) also takes the empty-input tiling (zeros out);
 - `GetSparseInfo` (arch35): sparseMode > 6 fails before the "no attenMask" early return;

@@ -1,6 +1,7 @@
 """aclnnFlashAttentionScoreV2: the entry points of its header, each an Op declaration (the C signature, the
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
+from aclnn_emu import config, versions
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
 from aclnn_emu.opdef.failures import TilingFailure
@@ -27,7 +28,7 @@ def _result(name):
         if None in (q, a.key, a.value):
             return None
         try:
-            return _results(a, _analyse_input(a))[name]
+            return _results(a, _analyse_input(a, versions.RELEASES[config.current.cann_version]))[name]
         except (OpError, TilingFailure, IndexError, ZeroDivisionError):
             return (q.shape, q.dtype) if name == "attentionOutOut" else ((SOFTMAX_LANES,), DataType.ACL_FLOAT)
 

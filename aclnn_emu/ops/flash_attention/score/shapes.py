@@ -68,15 +68,19 @@ class _Axes:
             raise OpError(INVALID, f"Head dim must <= 768, but got {self.d}", rule="shape.d_max")
 
 
-def _analyse_input(a) -> _Axes:
+def _analyse_input(a, release) -> _Axes:
+    """AnalysisInput of the op_api for `release` (a versions.Release)."""
     if a.headNum <= 0:
         raise OpError(INVALID, f"head_num must > 0, but got {a.headNum}", rule="head_num")
     layout = a.inputLayout
+    if layout and release.has("fas.layout_upper_cased"):
+        layout = layout.upper()
     if LAYOUT_RANKS.get(layout) != a.query.ndim:
         raise OpError(
             INVALID,
             f"not support input_layout {layout} with dim_num {a.query.ndim} (query); expected "
-            "BSH/SBH/TND with 3 dims or BSND/BNSD with 4, upper case",
+            "BSH/SBH/TND with 3 dims or BSND/BNSD with 4"
+            + ("" if release.has("fas.layout_upper_cased") else ", upper case"),
             rule="shape.layout",
         )
     return _Axes(a, layout)

@@ -20,7 +20,8 @@ from .common import (
     _names,
     _present,
 )
-from .entry import ARCH35, QUANT8
+from ..common import QUANT8
+from .entry import ARCH35
 
 
 def _check_shape_attrs_arch35(a, s: _Shape, env):

@@ -9,9 +9,6 @@ from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, Ten
 FLOATS = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_FLOAT)
 
 
-QUANT8 = (DataType.ACL_HIFLOAT8, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)  # ARCH35's OpDef adds them
-
-
 MASK_DTYPES = (DataType.ACL_BOOL, DataType.ACL_UINT8)
 
 

@@ -12,7 +12,7 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.generated import before_tiling, tiling_failed
 from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
 from . import op_api
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
@@ -229,6 +229,11 @@ def _nct_attrs(a) -> tuple[int, int, int]:
 
 def _warn_a2(a, env, mode, head_k, head_v, nct) -> None:
     """Where the 8.5 kernels compute something other than the doc promises (divergences file)."""
+    if a.cacheModeOptional not in (None, "", *CACHE_MODES):
+        env.warn(
+            f"cacheMode {a.cacheModeOptional!r} is neither 'Norm' nor 'PA_NZ'; the Atlas A2/A3 tiling "
+            "(GetTemplateType) only compares it with 'PA_NZ', so it runs as 'Norm'. Fix: pass 'Norm' or 'PA_NZ'"
+        )
     if a.slotMapping.dtype == I64:
         env.warn(
             f"slotMapping is INT64, but the CANN 8.5 Atlas A2/A3 {mode} kernel reads slot_mapping"
