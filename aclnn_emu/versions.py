@@ -119,6 +119,33 @@ RULES = {
             "aclnnGatherPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
         },
     ),
+    "li.null_values_placeholder": Rule(
+        "LightningIndexer: a null query returns -1 (ge::GRAPH_FAILED), as does a null sparseValuesOut with "
+        "returnValues; otherwise a null sparseValuesOut becomes a [0] tensor of query's dtype before the "
+        "generated checks (8.5: 161001)",
+        _moved_host(
+            "attention/lightning_indexer/",
+            "aclnn_lightning_indexer.cpp",
+            "aclnnLightningIndexerGetWorkspaceSize, TensorHolder",
+        ),
+    ),
+    "sfa.null_softmax_placeholders": Rule(
+        "SparseFlashAttention: with returnSoftmaxLse a null softmaxMaxOut or softmaxSumOut returns -1 "
+        "(ge::GRAPH_FAILED); without it both null become [0] FLOAT tensors before the generated checks "
+        "(8.5: 161001; one of them null is still 161001)",
+        _moved_host(
+            "attention/sparse_flash_attention/",
+            "aclnn_sparse_flash_attention.cpp",
+            "aclnnSparseFlashAttentionGetWorkspaceSize, TensorHolder",
+        ),
+    ),
+    "sfa.null_value_is_key": Rule(
+        "SparseFlashAttention: a null value is replaced by key (8.5 and 9.0.0: 161001)",
+        {
+            "9.1.0": "attention/sparse_flash_attention/op_host/op_api/aclnn_sparse_flash_attention.cpp "
+            "aclnnSparseFlashAttentionGetWorkspaceSize"
+        },
+    ),
     "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
         "FlashAttentionScoreV2 and V3 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
         "(before: run, the ViewCopy cast inferred)",
@@ -261,9 +288,10 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "LightningIndexer and SparseFlashAttention: hand-written op_api; null optional outputs accepted "
-        "(placeholders), a null value means key (SFA), some null cases return -1 instead of 161001",
-        f"{_SA}lightning_indexer/op_host/op_api/, {_SA}sparse_flash_attention/op_host/op_api/",
+        "LightningIndexer and SparseFlashAttention: the tilings' rule changes (not reviewed rule by rule; the "
+        "op_api wrappers are emulated: li.null_values_placeholder, sfa.null_softmax_placeholders)",
+        f"{_SA}lightning_indexer/op_host/lightning_indexer_tiling.cpp, "
+        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp",
     ),
     Unemulated(
         "9.1.0",

@@ -62,6 +62,7 @@ ROUNDING_TESTS = ("tests/test_rounding.py", "tests/test_native.py")
 GEN_MASK_TESTS = ("tests/test_dropout_gen_mask.py", "tests/test_dropout_gen_mask_cabi.py")
 TORCH_NPU_TESTS = (
     "tests/test_torch_npu_fusion_attention.py",
+    "tests/test_torch_npu_fusion_attention_paths.py",
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
@@ -1610,6 +1611,70 @@ MUTATIONS = [
         "        return query.size(1) * total",
         "        return total",
         TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-sink-not-passed-to-score-v3",
+        TORCH_NPU + "fusion_attention.py",
+        'call("FlashAttentionScoreV3", query, key, value, pse, mask, padding_mask, atten_mask, sink, prefix_,',
+        'call("FlashAttentionScoreV3", query, key, value, pse, mask, padding_mask, atten_mask, None, prefix_,',
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-v2-ropes-ignored",
+        TORCH_NPU + "fusion_attention.py",
+        "    elif query_rope is not None and key_rope is not None:  # key_rope has the sequence lengths here",
+        "    elif False:",
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-v2-sink-pse-type-1",
+        TORCH_NPU + "fusion_attention.py",
+        'call("FlashAttentionScoreV3", query, key, value, *masks, sink, prefix_, *starts, *common, *outs)',
+        'call("FlashAttentionScoreV3", query, key, value, *masks, sink, prefix_, *starts, *common[:-1], 1, *outs)',
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-pfa-fp8-query-out-fp16",
+        TORCH_NPU + "inference.py",
+        "def _out_dtype(query, quant_scale2, low=(torch.int8,), rope=None):",
+        "def _out_dtype(query, quant_scale2, low=(torch.int8, torch.float8_e4m3fn), rope=None):",
+        TORCH_NPU_TESTS,
+    ),
+    # --- CANN 9.x rules (aclnn_emu/versions.py) ----------------------------------------------------
+    Mutation(
+        "spkc-9.1-null-is-161001",
+        "aclnn_emu/ops/kv_cache/scatter/op_api.py",
+        'raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"{name} must not be nullptr"',
+        'raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr"',
+        KV_TESTS,
+    ),
+    Mutation(
+        "gpkc-9.1-empty-only-when-all",
+        "aclnn_emu/ops/kv_cache/gather/op_api.py",
+        'if any(getattr(a, name).is_empty for name in ("keyCache", "valueCache", "keyRef", "valueRef")):',
+        'if all(getattr(a, name).is_empty for name in ("keyCache", "valueCache", "keyRef", "valueRef")):',
+        KV_TESTS,
+    ),
+    Mutation(
+        "kv-9.1-l0op-keeps-tiling-code",
+        "aclnn_emu/ops/kv_cache/common.py",
+        "with mapped(status.ACLNN_ERR_INNER_NULLPTR,",
+        "with mapped(status.ACLNN_ERR_INNER_TILING_ERROR,",
+        KV_TESTS,
+    ),
+    Mutation(
+        "li-9.x-values-placeholder-without-refusal",
+        "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
+        "        if a.returnValues:\n            raise OpError(",
+        "        if False:\n            raise OpError(",
+        LI_TESTS,
+    ),
+    Mutation(
+        "sfa-9.1-null-value-kept",
+        "aclnn_emu/ops/sparse_attention/sparse_flash_attention/checks.py",
+        "        a.value = a.key",
+        "        pass",
+        SFA_TESTS,
     ),
     # --- the classes of tests/test_edges.py: a limit at itself, two faults, lengths per batch, paged
     # edges, unregistered dtypes, C loops off the vector width, stream order ---------------------------

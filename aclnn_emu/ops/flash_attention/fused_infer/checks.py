@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.formats import Format
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key, shape_dim
+from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
@@ -149,13 +149,7 @@ def prepare_inner(a, env, version: int = 4, max_workspace: bool = False):
     return _tiling_a2(a, env)
 
 
-class _Placeholder:
-    """The wrappers' [0] FLOAT softmaxLse: in the kernel key as FLOAT ND, never written."""
-
-    dtype, format, shape, ndim, numel, is_empty = FP32, Format.ACL_FORMAT_ND, (0,), 1, 0, True
-
-
-_PLACEHOLDER = _Placeholder()
+_PLACEHOLDER = Placeholder(FP32)  # the wrappers' [0] FLOAT softmaxLse
 
 
 def _lists_int32(a) -> bool:
