@@ -159,6 +159,21 @@ RULES = {
         "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
         {"8.5.0-beta.1": f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp PreprocessQKVInput"},
     ),
+    "pfa.fp16_mask_cast_to_uint8": Rule(
+        "PromptFlashAttention V1-V3: an fp16 attenMask is cast to uint8 on every chip after the op_api's dtype "
+        "checks, so the tiling and the kernel see a byte mask (a nonzero value masks the score, filled as a "
+        "bool mask is) where 8.5 adds mask * -10000",
+        _moved(_PFA_API, "aclnn_prompt_flash_attention_inner.cpp", "ContiguousInput"),
+    ),
+    "pfa.ntd_layout_in_op_api": Rule(
+        'PromptFlashAttention V1-V3: the op_api reads a 3-D layout starting with NTD and hands the L0 op "NTD", '
+        "which the Atlas A2/A3 tiling does not know (SetInputLayout): 561103 where 8.5's op_api returns 161002",
+        _moved(
+            _PFA_API,
+            "aclnn_prompt_flash_attention_inner.cpp",
+            "CheckDimsAndLayout, AnalysisAxis (then op_host/prompt_flash_attention_tiling.cpp SetInputLayout)",
+        ),
+    ),
     "pfa.v1_v3_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) PromptFlashAttention V1-V3 return 361001 in both phases",
         _moved(
@@ -216,9 +231,8 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "PromptFlashAttention: the NTD layout, the fp16 attenMask cast to uint8 on every chip, and the "
-        "tiling's rule changes (not reviewed rule by rule)",
-        f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp ContiguousInput; op_host/*tiling*",
+        "PromptFlashAttention: the tiling's rule changes (reviewed: docs/divergences/cann_versions.md)",
+        f"{_PFA_API}op_host/prompt_flash_attention_tiling*.cpp",
     ),
     Unemulated(
         "9.0.0",
