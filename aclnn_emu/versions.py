@@ -182,6 +182,14 @@ RULES = {
             "aclnnPromptFlashAttentionV2GetWorkspaceSize, aclnnPromptFlashAttentionV2 (likewise V1, V3)",
         ),
     ),
+    "ifa.tnd_rope_check_d512_only": Rule(
+        "IncreFlashAttention on Atlas A2/A3: a TND query without rope inputs fails the tiling only with D 512 "
+        "(8.5: every TND or TND_NTD one); the others reach 9.x's TND paths, not emulated (561003)",
+        {
+            r: f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp GetRopeAndGqaFlag (8.5: QKVPreProcess4TND)"
+            for r in ("9.0.0", "9.1.0")
+        },
+    ),
     "ifa.v1_v4_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
         _moved(

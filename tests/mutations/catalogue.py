@@ -1788,6 +1788,13 @@ MUTATIONS = [
         PFA_TESTS,
     ),
     Mutation(
+        "ifa-tnd-rope-check-for-every-d-in-9x",
+        "aclnn_emu/ops/flash_attention/incre/checks.py",
+        '            if self.env.version.has(TND_RULE) and not (layout == "TND" and d == 512):',
+        "            if False:",
+        ("tests/test_incre_flash_attention_cabi.py",),
+    ),
+    Mutation(
         "pfa-ntd-not-read-in-9x",
         PFA_CHECKS_FILE,
         "    ntd = env.op_name in OWN_OP_API and env.version.has(NTD_RULE)",
