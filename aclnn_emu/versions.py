@@ -239,13 +239,20 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "PromptFlashAttention: the tiling's rule changes (reviewed: docs/divergences/cann_versions.md)",
-        f"{_PFA_API}op_host/prompt_flash_attention_tiling*.cpp",
+        "FlashAttentionScoreGrad on Ascend950: the rewritten arch35 (regbase) tiling, not reviewed rule by rule "
+        "(the 8.5 arch35 rules apply)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_*regbase*.cpp",
     ),
     Unemulated(
         "9.0.0",
-        "IncreFlashAttention and FlashAttentionScoreGrad: the tiling's rule changes (not reviewed rule by rule)",
-        f"{_IFA_API}op_host/incre_flash_attention_tiling*.cpp; {_FAG}op_host/*tiling*",
+        "IncreFlashAttention on A2/A3: the flash-decode balancing (SplitBalancedFd; where the KV splits fall)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedFd, IsFdBalanceCase",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreGrad on A2/A3: the tiling refactored into op_host/arch22 (not reviewed rule by rule; "
+        "the 8.5 rules apply)",
+        f"{_FAG}op_host/arch22/*tiling*",
     ),
     Unemulated(
         "9.0.0",
