@@ -252,7 +252,8 @@ def run(op_name: str, *args, stream: int | None = None) -> None:
 
 
 class _Raw:
-    """aclnn_emu.raw.aclnnXxxGetWorkspaceSize(*args) -> (status, workspaceSize, executor);
+    """aclnn_emu.raw.aclnnXxxGetWorkspaceSize(*args) -> (status, workspaceSize, executor) (so is an
+    undeclared phase 1 such as aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize);
     aclnn_emu.raw.aclnnXxx(workspace, workspaceSize, executor, stream) -> status.
 
     Like C, these return a status for any argument value: a pointer argument may be an int address
@@ -264,8 +265,8 @@ class _Raw:
             op = by_name(name)
         except KeyError as exc:
             raise AttributeError(str(exc)) from None
-        if name == op.phase1:
-            return lambda *args: calls.get_workspace_size(op, args, arguments.raw)
+        if name == op.phase1 or name in op.undeclared_phase1:
+            return lambda *args: calls.get_workspace_size(op, args, arguments.raw, phase1=name)
 
         def phase2(workspace, size, executor, stream):
             size = int(size) & arguments.MASK64 if isinstance(size, numbers.Integral) else size

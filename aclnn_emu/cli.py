@@ -253,6 +253,8 @@ def coverage_table(version: str = versions.DEFAULT) -> str:
             state += f"; {gone.code} on {platform.A950} (rule `{gone.rule}`)"
         for name in (op.phase1, op.phase2):
             lines.append(f"| `{name}` | aclnnop/{op.header} | {state} |")
+        for name in op.undeclared_phase1:  # exported beside the header's pair, declared nowhere
+            lines.append(f"| `{name}` | none (exported beside aclnnop/{op.header}) | {state} |")
     lines += [
         "",
         "## Parts (`ACLNN_EMU_SOC`, aclnn_emu/platform.py)",

@@ -31,6 +31,10 @@ CACHE_LEVELS = ("L1", "L2", "L3")  # data caches, per core for L1 and L2
 PREFIX = "ACLNN_EMU_"
 SUGGEST_CUTOFF = 0.85  # difflib's similarity above which a misspelt choice gets a "did you mean"
 CONSEQUENCE = "calls fail until it is fixed (settings are read again at aclInit)"
+# Lines a parent `aclnn-emu` process has printed already (one per line), so that the program it
+# starts, which reads the same settings, does not print them a second time. No ACLNN_EMU_ prefix:
+# it is no setting.
+SAID_VARIABLE = "_ACLNN_EMU_SAID"
 
 
 def _choice(values):
@@ -336,8 +340,13 @@ def warn_once(text: str) -> None:
     _say(f"aclnn-emu warning: {text}")
 
 
+def said_before() -> set[str]:
+    """The lines this process printed, and those its `aclnn-emu` parent printed before starting it."""
+    return _said | set(filter(None, os.environ.get(SAID_VARIABLE, "").split("\n")))
+
+
 def _say(line: str) -> None:
-    if line not in _said:
+    if line not in said_before():
         _said.add(line)
         print(line, file=sys.stderr, flush=True)
 

@@ -247,8 +247,8 @@ def _index(op) -> dict:
     return {p.name: i for i, p in enumerate(op.params)}
 
 
-def prepare(op, values, repeatable: bool = False) -> Prepared:
-    """Phase 1 with Python values in the signature's order."""
+def prepare(op, values, repeatable: bool = False, phase1: str | None = None) -> Prepared:
+    """Phase 1 with Python values in the signature's order (`phase1`: an undeclared phase 1 of the op)."""
     _ensure_device()
     given = list(values)
     args, temporaries = list(values), []
@@ -256,7 +256,7 @@ def prepare(op, values, repeatable: bool = False) -> Prepared:
         kind = _copy_inputs(op, args, temporaries)
         args = arguments.python(op, args)
         _allocate_outputs(op, args, kind, temporaries)
-        code, size, handle = calls.get_workspace_size(op, args, raises=True)
+        code, size, handle = calls.get_workspace_size(op, args, raises=True, phase1=phase1)
         if code:
             raise AclnnError(code, take_recent())
     except BaseException:
@@ -305,6 +305,11 @@ def function(op):
         f"def prepare({', '.join(parts)}, *, repeatable=False):\n    v = {values}\n{body}"
         f"    return _prepare(_op, v, repeatable)\n"
     )
+    undeclared = {_snake(name.removeprefix(f"aclnn{op.name}")): name for name in op.undeclared_phase1}
+    for attr, name in undeclared.items():
+        source += (
+            f"def {attr}({', '.join(parts)}):\n    v = {values}\n{body}    return _prepare(_op, v, False, {name!r})\n"
+        )
     scope = {"_d": defaults, "_op": op, "_call": call, "_prepare": prepare, "_missing": _missing}
     exec(compile(source, f"<aclnn_emu.ops.{op.name}>", "exec"), scope)
     fn, prep = scope[op.name], scope["prepare"]
@@ -317,7 +322,21 @@ def function(op):
         ".workspace_size, .run(workspace=None, stream=None), .result(), .close()."
     )
     fn.prepare, fn.op = prep, op
+    for attr, name in undeclared.items():
+        extra = scope[attr]
+        extra.__module__, extra.__qualname__ = "aclnn_emu.ops", f"{op.name}.{attr}"
+        extra.__doc__ = (
+            f"{name}, which the library exports though no header declares it: the same arguments as "
+            f"aclnn_emu.ops.{op.name}, phase 1 only. Returns an aclnn_emu.functions.Prepared (.workspace_size, "
+            ".close())."
+        )
+        setattr(fn, attr, extra)
     return fn
+
+
+def _snake(name: str) -> str:
+    """GetMaxWorkspaceSize -> get_max_workspace_size."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 # -- help text -------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 import urllib.parse
 
-from . import process
+from . import config, process
 
 HOME = pathlib.Path(__file__).resolve().parent / "_toolkit"
 LIBRARY = HOME / "lib64" / "libascendcl.so"
@@ -30,6 +30,8 @@ def environment(base=None) -> dict:
         ASCEND_OPP_PATH=str(HOME / "opp"),
     )
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(HOME / "lib64"), env.get("LD_LIBRARY_PATH")]))
+    if config.said_before():
+        env[config.SAID_VARIABLE] = "\n".join(sorted(config.said_before()))
     return env
 
 

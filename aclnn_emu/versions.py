@@ -98,6 +98,27 @@ RULES = {
             "aclnnLightningIndexerGradGetWorkspaceSize, ValidateParams, CheckDataType",
         ),
     ),
+    "spkc.hand_written_op_api": Rule(
+        "ScatterPaKvCache: a hand-written op_api. Null key/keyCacheRef/slotMapping, or a valueCacheRef null with "
+        "a value given, 561103; a null value is allowed there; nothing to do when key or keyCacheRef is empty "
+        "and value is null or empty; key rank 3/4 and value rank 0/3/4, then the dtypes (per chip list, "
+        "caches equal to their inputs, key equal to value unless PA_NZ, the index tensors equal to "
+        "slotMapping's), 161002; the kernel lookup and the tiling behind it, 561103",
+        {
+            "9.1.0": "attention/scatter_pa_kv_cache/op_host/op_api/aclnn_scatter_pa_kv_cache.cpp "
+            "aclnnScatterPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
+        },
+    ),
+    "gpkc.hand_written_op_api": Rule(
+        "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "
+        "output is empty; the ranks (caches 4, blockTables 2, seqLens 1, keyRef/valueRef 2 or 3), then the "
+        "dtypes (per chip list, outputs equal to their caches, the index tensors INT32/INT64 and equal), "
+        "161002; the infershape, kernel lookup and tiling behind it, 561103",
+        {
+            "9.1.0": "attention/gather_pa_kv_cache/op_host/op_api/aclnn_gather_pa_kv_cache.cpp "
+            "aclnnGatherPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
+        },
+    ),
     "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
         "FlashAttentionScoreV2 and V3 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
         "(before: run, the ViewCopy cast inferred)",
@@ -275,10 +296,11 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.1.0",
-        "ScatterPaKvCache and GatherPaKvCache: hand-written op_api checks (161001/161002, 561103 on an internal "
-        "failure) replace the generated ones",
-        f"{_SA}scatter_pa_kv_cache/op_host/op_api/aclnn_scatter_pa_kv_cache.cpp, "
-        f"{_SA}gather_pa_kv_cache/op_host/op_api/aclnn_gather_pa_kv_cache.cpp",
+        "ScatterPaKvCache and GatherPaKvCache: the rewritten tilings, the Ascend950 kernel lists and new kernels "
+        "(non-contiguous caches, NZ on Ascend950); aclnn-emu runs the 8.5 tilings and kernels behind the 9.1.0 "
+        "op_api checks (spkc/gpkc.hand_written_op_api)",
+        f"{_SA}scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling*.cpp, scatter_pa_kv_cache_def.cpp; "
+        f"{_SA}gather_pa_kv_cache/op_host/gather_pa_kv_cache_tiling*.cpp, gather_pa_kv_cache_def.cpp",
     ),
 )
 

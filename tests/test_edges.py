@@ -1,22 +1,19 @@
 """Classes of cases a bug hides in when each is tested on one side only, for every operator they
 apply to: a limit at itself and one past; two faults in one call, where the source's check order
 decides the code; per-batch lengths in the non-TND layouts, with the rows past them checked; paged
-tables at their edges; dtype combinations no kernel registers, every tensor changed at once; the C
-loops at widths that are not a multiple of the vector, with masked rows at several positions; and
-stream order seen through what a second stream reads.
+tables at their edges; dtype combinations no kernel registers, every tensor changed at once; and
+stream order seen through what a second stream reads (the C loops' class: test_edges_loops.py).
 
 Calls are built as the fuzzer builds them (tests/fuzz: T for a tensor, the baselines for valid
 calls); codes cite ops-transformer v8.5.0-beta.1.
 """
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import aclnn_emu as ae
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels import native
 from aclnn_emu.meta import TensorList
 from aclnn_emu.runtime import api as rt
 from aclnn_emu.runtime import sanitizer
@@ -62,6 +59,10 @@ def _sfag_heads(n):
     return edits | {10: T((1, 4, n, 64), "BF16"), 22: T((1, 4, n, 64), "BF16")}
 
 
+def _scatter_tokens(n):
+    return {0: T((n, 2, 16)), 2: T((n,), "INT32", fill=tuple(range(n))), 3: T((n, 2, 16))}
+
+
 LIMITS = [
     # (entry point, baseline, chips, edits for a value, the limit, code one past, the deciding source)
     ("LightningIndexer", "li", base.A2_A3, _li_count, 2048, TILING, "lightning_indexer_tiling.cpp sparse_count"),
@@ -96,6 +97,24 @@ LIMITS = [
         INVALID,
         "aclnn_flash_attention_score: head dim <= 768",
     ),
+    (
+        "ScatterPaKvCache",
+        "scatter",
+        base.A2_A3,
+        _scatter_tokens,
+        8,
+        TILING,
+        "scatter_pa_kv_cache_tiling.cpp CheckInputDim: numBlocks * blockSize >= numTokens",
+    ),
+    (
+        "GatherPaKvCache",
+        "gather",
+        base.A2_A3,
+        lambda n: {2: T((2, n), "INT32", fill=(0, 1, 3, 2))},
+        (1 << 31) - 1,
+        TILING,
+        "gather_pa_kv_cache_tiling.cpp: numblkTabCol = static_cast<int32_t>(blockTables dim 1) > 0",
+    ),
 ]
 
 
@@ -109,6 +128,126 @@ def test_a_limit_is_accepted_at_itself_and_refused_one_past(op, baseline, soc, e
     assert at.kind == "accepted", at
     past = call(op, baseline, soc, edits(limit + 1))
     assert (past.kind, past.code) == ("rejected", code), past
+
+
+# Limits the source does not check: the value past the limit passes phase 1 as it does on the NPU, and
+# what the hardware would do with it is reported (a sanitizer finding) or warned (a portability
+# warning, the code under ACLNN_EMU_STRICT=1), never computed silently.
+def _lig_top_k(k):
+    indices = T((1, 2, k), "INT32", fill=tuple(range(16)) + (-1,) * (k - 16))
+    return {2: T((1, 2, k), "BF16"), 3: indices}
+
+
+def _fag_head_dim(d):
+    return {0: _each(0, 1, 2, 3, 11, 24, 25, 26, make=lambda: T((1, 2, 8, d)))}
+
+
+def _run_reporting(op, baseline, soc, edits, strict=False):
+    """(outcome with phase 2, the kinds of the sanitizer's reports) of one call."""
+    args = getattr(base, baseline)(soc)
+    for position, value in edits.items():
+        value(args) if callable(value) else args.__setitem__(position, value)
+    seen = []
+    clear = sanitizer.clear
+    sanitizer.clear = lambda: (seen.extend(kind for kind, _ in sanitizer.reports()), clear())
+    try:
+        got = run(Case(op, soc, strict, args))
+    finally:
+        sanitizer.clear = clear
+    return got, seen
+
+
+UNCHECKED = [
+    # (entry point, baseline, chips, edits for a value, the limit, sanitizer kinds past it, or the
+    #  code under strict of the warning past it, the source that checks nothing)
+    (
+        "LightningIndexerGrad",
+        "lig",
+        base.A2_A3,
+        _lig_top_k,
+        2048,
+        ["workspace-overflow"],
+        "lightning_indexer_grad_tiling.cpp GetShapeAttrsInfo: topK = dy's last dim, never compared with "
+        "MAX_TOPK (the workspace is sized for 2048)",
+    ),
+    (
+        "FlashAttentionScoreGradV2",
+        "fag",
+        ("Ascend910_95",),
+        _fag_head_dim,
+        768,
+        NULLPTR,
+        "arch35 GetDTemplateType: D > 768 falls back to the 768 template; no op_api check of D",
+    ),
+    (
+        "FlashAttentionScoreGradV2",
+        "fag",
+        base.A2_A3,
+        _fag_head_dim,
+        512,
+        NULLPTR,
+        "the doc's D <= 512; neither aclnn_flash_attention_score_grad.cpp nor the arch32 tilings check it",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "op, baseline, soc, edits, limit, past",
+    [(op, b, soc, e, n, p) for op, b, chips, e, n, p, _ in UNCHECKED for soc in chips],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_limit_the_source_does_not_check_runs_past_it_reported_or_warned(op, baseline, soc, edits, limit, past):
+    at, reports = _run_reporting(op, baseline, soc, edits(limit))
+    assert (at.kind, reports) == ("ran", []), at
+    beyond, reports = _run_reporting(op, baseline, soc, edits(limit + 1))
+    assert beyond.kind == "ran", beyond
+    if isinstance(past, list):
+        assert reports == past
+    else:  # a portability warning: the call runs, and under ACLNN_EMU_STRICT=1 fails with the rule's code
+        strict, _ = _run_reporting(op, baseline, soc, edits(limit + 1), strict=True)
+        assert (strict.kind, strict.code) == ("rejected", past), strict
+        at_strict, _ = _run_reporting(op, baseline, soc, edits(limit), strict=True)
+        assert at_strict.kind == "ran", at_strict
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("key_s, length", [(2, 3), (64, 65536), (64, 1 << 31), (64, (1 << 32) + 65)])
+def test_ifa_a_length_past_the_keys_is_a_tiling_error_whatever_its_size(soc, key_s, length):
+    """IFATiling::ParseActualSeqLens (incre_flash_attention_tiling.cpp) compares
+    static_cast<uint32_t>(actLen) with the key's S: 3 over 2, 65536 and 2**31 over 64, and 2**32 + 65
+    (65 as uint32) fail the tiling, 561002; the arch35 tiling (PromptFlashAttentionTilingV2's
+    actual-length check) refuses them too. A length whose uint32 value fits passes (test_fuzz_findings)."""
+    keys = lambda a: [a[1].items.__setitem__(0, T((2, 2, key_s, 16))), a[2].items.__setitem__(0, T((2, 2, key_s, 16)))]
+    got = call("IncreFlashAttentionV4", "ifa", soc, {1: keys, 5: (length, min(key_s, 40))})
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+@pytest.mark.parametrize("mode", ["bad", "pa_nz", "norm"])
+def test_scatter_a2_a3_runs_an_unknown_cache_mode_as_norm_and_warns(soc, mode, capfd):
+    """The generated aclnnScatterPaKvCache runs no InferShape (the only place that compares cache_mode
+    with "", "Norm" and "PA_NZ"); the A2/A3 tiling's GetTemplateType (scatter_pa_kv_cache_tiling.cpp)
+    compares it with "PA_NZ" only, so any other string is the Norm template: the same bytes as Norm."""
+    norm = _run_bytes(soc, "Norm")
+    assert _run_bytes(soc, mode) == norm
+    assert "is neither 'Norm' nor 'PA_NZ'" in capfd.readouterr().err
+
+
+def _run_bytes(soc, mode):
+    from aclnn_emu import config
+    import dataclasses
+
+    saved = config.current
+    config.current = dataclasses.replace(saved, soc=soc)
+    try:
+        rng = np.random.default_rng(5)
+        key, value = (rng.standard_normal((4, 2, 16)).astype(F16) for _ in range(2))
+        caches = [np.zeros((2, 4, 2, 16), F16) for _ in range(2)]
+        slots = np.array([0, 3, 5, 6], np.int32)
+        got = ae.ops.ScatterPaKvCache(key, caches[0], slots, value, caches[1], cacheModeOptional=mode)
+        return b"".join(np.asarray(x).tobytes() for x in got)
+    finally:
+        config.current = saved
 
 
 # -- two faults, one call -------------------------------------------------------------------------------
@@ -336,65 +475,6 @@ def test_every_floating_tensor_in_an_unregistered_dtype_is_refused(op, baseline,
 
     got = call(op, baseline, soc, {0: every})
     assert got.kind == "rejected" and got.code in (INVALID, TILING, NULLPTR, L2_TILING, 561003), got
-
-
-# -- C loops: widths off the vector, masked rows at several positions ---------------------------------
-WIDTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 65, 127, 129]
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("masked", [(), (0,), (5,), (11,), (0, 6, 11)])
-def test_online_softmax_block_at_every_width_and_masked_rows_anywhere(cols, masked):
-    rows = 12
-    s = RNG.standard_normal((rows, cols)).astype(np.float32) * 4
-    s[list(masked)] = -np.inf
-    prev_max = RNG.standard_normal(rows).astype(np.float32)
-    prev_max[list(masked)] = -np.inf
-    prev_sum = np.where(np.isinf(prev_max), 0, RNG.random(rows) + 1).astype(np.float32)
-    m, l, alpha, block = prev_max.copy(), prev_sum.copy(), np.empty(rows, np.float32), s.copy()
-    native.softmax_block_(block, m, l, alpha)
-    want_max = np.maximum(prev_max, s.max(axis=1))
-    shift = np.where(np.isinf(want_max), 0, want_max)
-    e = np.exp(s.astype(np.float64) - shift[:, None])
-    want_alpha = np.exp(prev_max.astype(np.float64) - shift)
-    np.testing.assert_array_equal(m, want_max)
-    np.testing.assert_allclose(block, e, rtol=2e-6, atol=0)
-    np.testing.assert_allclose(alpha, want_alpha, rtol=2e-6, atol=0)
-    np.testing.assert_allclose(l, prev_sum * want_alpha + e.sum(axis=1), rtol=1e-5, atol=0)
-    for r in masked:
-        assert not block[r].any() and l[r] == 0
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("rounding", [None, "fp16_even", "fp16_away", "bf16_away"])
-def test_stores_at_every_width_round_every_element(cols, rounding):
-    rows = 5
-    src = (RNG.standard_normal((rows, cols)) * 300).astype(np.float32)
-    divisor = (RNG.random(rows) + 0.5).astype(np.float32)
-    dtype = {None: np.float32, "fp16_even": np.float16, "fp16_away": np.float16, "bf16_away": ml_dtypes.bfloat16}
-    padded = np.zeros((rows, cols + 3), dtype[rounding])  # a row stride past the width: no spill into it
-    native.store_rows(padded[:, :cols], src, divisor, rounding)
-    exact = src.astype(np.float64) / divisor[:, None].astype(np.float64)
-    got = padded[:, :cols].astype(np.float64)
-    bits = {None: 23, "fp16_even": 10, "fp16_away": 10, "bf16_away": 7}[rounding]  # mantissa bits kept
-    ulp = 2.0 ** (np.floor(np.log2(np.abs(exact))) - bits)
-    # the nearest value of the grid, up to a float32 rounding of the quotient before it is narrowed
-    assert (np.abs(got - exact) <= 0.5 * ulp + np.abs(exact) * 2.0**-23).all()
-    assert not padded[:, cols:].any()
-
-
-@pytest.mark.parametrize("cols", WIDTHS)
-def test_rescale_add_and_round_product_at_every_width(cols):
-    rows = 3
-    acc, add = (RNG.standard_normal((rows, cols)).astype(np.float32) for _ in range(2))
-    alpha = RNG.random(rows).astype(np.float32)
-    got = acc.copy()
-    native.rescale_add_(got, alpha, add)
-    assert got.tobytes() == (acc * alpha[:, None] + add).tobytes()
-    a, b = (RNG.standard_normal(rows * cols).astype(np.float32) for _ in range(2))
-    dst = np.empty_like(a)
-    native.round_product(dst, a, b)
-    assert dst.tobytes() == (a * b).tobytes()
 
 
 # -- stream order through behaviour -------------------------------------------------------------------

@@ -21,8 +21,9 @@ def _make(rng, dtype, *shape):
     return cast_round(rng.standard_normal(shape), dtype)
 
 
-def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None):
-    """float64 outputs and gradients of right-down causal attention per packed batch (torch.autograd)."""
+def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None, pse=None, pse_type=1):
+    """float64 outputs and gradients of right-down causal attention per packed batch (torch.autograd);
+    `pse(b, s1, s2)` a batch's position term [N1, S1b, S2b], added before the scale for pseType 1."""
     torch = pytest.importorskip("torch")
     leaves = {"q": q, "k": k, "v": v, "qr": qr, "kr": kr, "sink": sink}
     leaves = {
@@ -30,7 +31,7 @@ def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None):
     }
     group = q.shape[1] // k.shape[1]
     outs, q0, k0 = [], 0, 0
-    for q1, k1 in zip(cu_q, cu_kv):
+    for b, (q1, k1) in enumerate(zip(cu_q, cu_kv)):
         rows, keys = slice(q0, q1), slice(k0, k1)
         q0, k0 = q1, k1
         if q1 == rows.start:
@@ -39,7 +40,12 @@ def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None):
         if "qr" in leaves:
             qq, kk = torch.cat([qq, leaves["qr"][rows]], -1), torch.cat([kk, leaves["kr"][keys]], -1)
         kk, vv = kk.repeat_interleave(group, 1), leaves["v"][keys].repeat_interleave(group, 1)
-        s = torch.einsum("ind,jnd->nij", qq, kk) * scale
+        s = torch.einsum("ind,jnd->nij", qq, kk)
+        if pse is None:
+            s = s * scale
+        else:
+            term = torch.tensor(pse(b, q1 - rows.start, k1 - keys.start))
+            s = (s + term) * scale if pse_type == 1 else s * scale + term
         i, j = torch.arange(s.shape[1])[:, None], torch.arange(s.shape[2])[None, :]
         s = s.masked_fill(j - i > s.shape[2] - s.shape[1], -np.finfo(np.float32).max)
         if "sink" in leaves:
@@ -261,42 +267,123 @@ def test_softmax_out_layout_v4_is_the_token_major_view_of_v1():
         start = end
 
 
-@pytest.mark.parametrize(
-    "what, edit",
-    [
-        ("a pse (realShiftOptional) with inputLayout TND", dict(pse=True)),
-        # lengths clamped to 16, 0, 40, 30: within T1, but the list decreases
-        ("actualSeqQLen / actualSeqKvLen that decrease", dict(cu_q=[16, 10, 50, 80])),
-    ],
-)
-def test_tnd_paths_not_emulated_say_so(what, edit):
+def _pse_step(forward, backward, pse, pse_type, alibi_terms, extra=()):
+    """VarLen forward then Unpadding backward, equal packed lengths with a right-down causal mask, the
+    same pse both ways, against torch.autograd."""
+    rng = np.random.default_rng(8)
+    cu = [16, 16, 53, 90]
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 90, 2, 32), _make(rng, FP16, 90, 2, 32)
+    dy, scale = _make(rng, FP16, 90, 4, 32), 0.125
+    attrs = (scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, *extra)
+    smax, ssum, _, out = forward(q, k, v, pse, None, None, MASK, None, cu, cu, *attrs)
+    want_out, grads = _reference(q, k, v, dy, scale, cu, cu, pse=alibi_terms, pse_type=pse_type)
+    rows = np.concatenate([np.arange(a, b) for a, b in zip([0] + cu[:-1], cu)])
+    _assert_close("attention_out", out[rows], want_out, "float16")
+    got = backward(q, k, v, dy, pse, None, None, MASK, smax, ssum, None, out, None, cu, cu, *attrs)
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
+
+
+def test_packed_training_step_with_a_compressed_alibi_pse():
+    """VarLenScore -> UnpaddingScoreGrad (pseType 1) with the alibi pse [B, N1, 1024, maxS2] both accept
+    (each batch reads its top-left block of the uncompressed ALiBi)."""
+    rng = np.random.default_rng(9)
+    width = 37
+    i, j = np.arange(width)[:, None], np.arange(width)[None, :]
+    full = cast_round(-rng.random((4, 4, 1, 1)) / 4 * np.abs(j - i), FP16)
+    compact = np.zeros((4, 4, 1024, width), FP16)
+    compact[:, :, 1024 - width :] = full
+    terms = lambda b, s1, s2: np.asarray(full[b, :, :s1, :s2], np.float64)  # noqa: E731
+    _pse_step(ae.ops.FlashAttentionVarLenScore, ae.ops.FlashAttentionUnpaddingScoreGrad, compact, 1, terms)
+
+
+def test_packed_training_step_with_generated_alibi_v2():
+    """VarLenScoreV2 -> UnpaddingScoreGradV2 with pseType 2 slopes [B, N1]: -slope·|j - i| per batch."""
+    slopes = (np.random.default_rng(10).random((4, 4)) / 4).astype(np.float32)
+
+    def terms(b, s1, s2):
+        i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+        return -np.asarray(slopes[b], np.float64)[:, None, None] * np.abs(j - i)
+
+    def forward(q, k, v, pse, drop, pad, mask, prefix, cu_q, cu_kv, *attrs):
+        return ae.ops.FlashAttentionVarLenScoreV2(
+            q, k, v, pse, drop, pad, mask, prefix, cu_q, cu_kv, None, None, *attrs
+        )
+
+    def backward(q, k, v, dy, pse, drop, pad, mask, smax, ssum, sin, out, prefix, cu_q, cu_kv, *attrs):
+        return ae.ops.FlashAttentionUnpaddingScoreGradV2(
+            q, k, v, dy, pse, drop, pad, mask, smax, ssum, sin, out, prefix, cu_q, cu_kv, None, None, *attrs
+        )
+
+    _pse_step(forward, backward, slopes, 2, terms, extra=(2,))
+
+
+def test_a_tnd_pse_shorter_than_the_kernel_reads_is_refused():
+    """The tiling tells a packed pse by its dimension 0 (here N1·ΣS2) only: [440, 0] holds nothing, and
+    the kernel would read past its end. Refused with 161001, naming the rule."""
+    rng = np.random.default_rng(6)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    pse = np.zeros((4 * 110, 0), FP16)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScore(
+            q, k, v, pse, None, None, MASK, None, CU_Q, CU_KV, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3
+        )
+    assert error.value.status == 161001
+    assert "holding fewer elements than the kernel reads" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_tnd_pse_on_arch35_is_not_emulated(chip):
+    """Ascend910_95: the arch35 varlen kernels' pse reads are not modelled: 561003, saying why."""
+    rng = np.random.default_rng(6)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    pse = _make(rng, FP16, 4 * 110, 1)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScore(
+            q, k, v, pse, None, None, MASK, None, CU_Q, CU_KV, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3
+        )
+    assert error.value.status == 561003
+    assert "a pse (realShiftOptional) with inputLayout TND on Ascend910_95" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_draws_the_tnd_keep_mask_per_batch(chip, capfd):
+    """Ascend910_95, keepProb < 1 and no dropMask: VarLenScore and UnpaddingScoreGrad draw the keep mask
+    (seed 0, offset 0), batch b from element N1·Σ_{c<b} S1c·align16(S2c); the same bits given as dropMask
+    give the same results, bit for bit, with a portability warning for what is inferred."""
+    from aclnn_emu.kernels.flash_attention.dropout import keep_mask
+
+    rng = np.random.default_rng(11)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy = _make(rng, FP16, 90, 4, 32)
+    bits, start = [], 0
+    for (q0, q1), (k0, k1) in zip(zip([0] + CU_Q[:-1], CU_Q), zip([0] + CU_KV[:-1], CU_KV)):
+        bits.append(keep_mask(0, 4 * start, 4 * (q1 - q0), k1 - k0, 0.75).reshape(-1))
+        start += (q1 - q0) * -(-(k1 - k0) // 16) * 16
+    given = np.packbits(np.concatenate(bits), bitorder="little")
+    attrs = (0.125, 0.75, NO_WINDOW, 0, 4, "TND", 0, 3)
+    runs = []
+    for drop in (None, given):
+        fwd = ae.ops.FlashAttentionVarLenScore(q, k, v, None, drop, None, MASK, None, CU_Q, CU_KV, *attrs)
+        smax, ssum, _, out = fwd
+        bwd = ae.ops.FlashAttentionUnpaddingScoreGrad(
+            q, k, v, dy, None, drop, None, MASK, smax, ssum, None, out, None, CU_Q, CU_KV, *attrs
+        )
+        runs.append((out, bwd.dqOut, bwd.dkOut, bwd.dvOut))
+    for drawn, read in zip(*runs):
+        np.testing.assert_array_equal(drawn, read)
+    assert "portability: keepProb 0.75 with no dropMask" in capfd.readouterr().err
+
+
+def test_tnd_cumulative_lengths_that_decrease_are_not_emulated():
     """A TND call the emulator does not run returns 561003 and says why (its rule is in docs/coverage.md)."""
     rng = np.random.default_rng(6)
     q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
-    pse = _make(rng, FP16, 1, 4, 37, 37) if edit.get("pse") else None
+    # lengths clamped to 16, 0, 40, 30: within T1, but the list decreases
+    cu_q = [16, 10, 50, 80]
     with pytest.raises(ae.AclnnError) as error:
         ae.ops.FlashAttentionVarLenScoreV2(
-            q,
-            k,
-            v,
-            pse,
-            None,
-            None,
-            MASK,
-            None,
-            edit.get("cu_q", CU_Q),
-            CU_KV,
-            None,
-            None,
-            0.125,
-            1.0,
-            NO_WINDOW,
-            0,
-            4,
-            "TND",
-            0,
-            3,
-            1,
+            q, k, v, None, None, None, MASK, None, cu_q, CU_KV, None, None, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, 1
         )
     assert error.value.status == 561003
-    assert what in str(error.value)
+    assert "actualSeqQLen / actualSeqKvLen that decrease" in str(error.value)

@@ -12,6 +12,7 @@ from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attent
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import SAME_AS_INPUT, var_len_score, var_len_score_grad
+from aclnn_emu.kernels.flash_attention.varlen_pse import PackedPse
 from golden import flash_attention_score_grad as golden_dense
 from golden import flash_attention_var_len as golden
 from precision import TORCH_BOUND, torch_floor
@@ -39,6 +40,10 @@ class Case:
         self.sink = None if not kw.pop("sink", False) else (rng.standard_normal(n1) * 2).astype(np.float32)
         self.layout = kw.pop("softmax_layout", "")
         self.mask = kw.pop("atten_mask", None)
+        # (PackedPse, values, golden pse_terms) and the pseType
+        self.pse = kw.pop("pse", None)
+        pse_type = kw.pop("pse_type", 1)
+        starts = kw.pop("starts", (None, None))
         keep_prob = kw.pop("keep_prob", 1.0)
         bits = n1 * sum(a * b for a, b in zip(lq, lk))
         drop = None if keep_prob == 1 else np.packbits(rng.random(bits) < keep_prob, bitorder="little")
@@ -50,7 +55,10 @@ class Case:
             prefix=kw.pop("prefix", None),
             drop_mask=drop,
             keep_prob=keep_prob,
+            pse_type=pse_type,
+            pse_terms=None if self.pse is None else self.pse[2],
         )
+        self.lengths = (list(lq), list(lk))
         assert not kw, kw
         self.params = FaParams(
             scale=self.spec["scale"],
@@ -61,7 +69,15 @@ class Case:
             next_tokens=self.spec["next_tokens"],
             sparse_mode=self.spec["sparse_mode"],
             prefix=self.spec["prefix"],
+            pse_type=pse_type,
+            q_start_idx=starts[0],
+            kv_start_idx=starts[1],
         )
+
+    def batch_pse(self):
+        if self.pse is None:
+            return None
+        return list(self.pse[0].batches(self.pse[1], *self.lengths))
 
     def forward(self):
         return var_len_score(
@@ -76,6 +92,7 @@ class Case:
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
+            pse=self.batch_pse(),
         )
 
     def golden_forward(self):
@@ -121,6 +138,7 @@ class Case:
             sink=self.sink,
             rope=self.rope,
             softmax_layout=self.layout,
+            pse=self.batch_pse(),
         )
 
     def golden_backward(self, smax, ssum, out, floors=False):
@@ -211,10 +229,61 @@ def test_a_token_indexed_mask_is_read_at_each_batch_s_tokens():
     check(Case("float16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=0, atten_mask=mask))
 
 
+@pytest.mark.parametrize("heads", [1, 4])
+def test_a_4d_mask_is_read_packed_batch_after_batch(heads):
+    """[B, 1|N1, S1max, S2max] (attenMaskBS1S2 / BN2GS1S2 with TND): batch b reads [S1b, S2b] (per head)
+    packed after the batches before it, not the top-left of its own [S1max, S2max] slab."""
+    rng = np.random.default_rng(15)
+    lq, lk = (5, 0, 37, 70), (9, 4, 37, 73)
+    mask = (rng.random((4, heads, 70, 73)) < 0.3).astype(np.uint8)
+    flat = mask.reshape(-1)
+    start = 0
+    for a, b in zip(lq, lk):  # every batch's (and head's) first key stays visible
+        for _ in range(heads):
+            if a and b:
+                flat[start : start + a * b].reshape(a, b)[:, 0] = 0
+            start += a * b
+    check(Case("float16", lq=lq, lk=lk, sparse_mode=1, atten_mask=mask))
+
+
+def test_a_4d_mask_of_one_batch_and_head_is_read_top_left():
+    rng = np.random.default_rng(16)
+    mask = (rng.random((1, 1, 70, 73)) < 0.3).astype(np.uint8)
+    mask[..., 0] = 0
+    check(Case("bfloat16", lq=(5, 0, 37, 70), lk=(9, 4, 37, 73), sparse_mode=0, atten_mask=mask))
+
+
 @pytest.mark.parametrize("sink", [False, True])
 def test_dropout_bits_batch_after_batch(sink):
     """keepProb < 1: batch b's keep bits follow the N1·S1·S2 bits of the batches before it."""
     check(Case("float16", keep_prob=0.8, sink=sink, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
+
+
+def test_a_generated_keep_mask_draws_each_batch_from_its_aligned_offset():
+    """Ascend910_95 draws the keep mask itself (dropmask.h): batch b's [N1·S1b, S2b] grid starts at
+    element N1·Σ_{c<b} S1c·align16(S2c) of the Philox stream. The same bits given as a dropMask give
+    the same outputs and gradients, bit for bit; the golden checks them against float64."""
+    from dataclasses import replace
+
+    from aclnn_emu.kernels.flash_attention.dropout import keep_mask
+
+    lq, lk, heads, seed, offset = (5, 0, 37, 70), (9, 4, 37, 73), 4, 3, 32
+    case = Case("float16", lq=lq, lk=lk, keep_prob=0.8, sparse_mode=3, atten_mask=MASK_2048)
+    bits, start = [], 0
+    for a, b in zip(lq, lk):
+        bits.append(keep_mask(seed, offset + heads * start, heads * a, b, 0.8).reshape(-1))
+        start += a * -(-b // 16) * 16
+    case.spec["drop_mask"] = np.packbits(np.concatenate(bits), bitorder="little")
+    generated = Case("float16", lq=lq, lk=lk, keep_prob=0.8, sparse_mode=3, atten_mask=MASK_2048)
+    generated.spec["drop_mask"] = None
+    generated.params = replace(generated.params, generated_dropout=(seed, offset))
+    given, drawn = case.forward(), generated.forward()
+    for x, y in zip(given, drawn):
+        np.testing.assert_array_equal(x, y)
+    grads, drawn_grads = case.backward(*given), generated.backward(*drawn)
+    for name in grads:
+        np.testing.assert_array_equal(grads[name], drawn_grads[name])
+    check(case)
 
 
 @pytest.mark.parametrize("dtype_name", DTYPES)
@@ -285,6 +354,72 @@ def test_training_step_against_torch_autograd():
         want = leaves[leaf].grad.numpy()
         failure = precision.failure(got[name], want, dtype, bound=TORCH_BOUND[dtype], floor=torch_floor(want))
         assert failure is None, f"{name}: {failure}"
+
+
+LQ, LK = (5, 0, 37, 70), (9, 4, 37, 53)
+
+
+def _packed(form, dtype, heads=4, lq=LQ, lk=LK, seed=11):
+    rows = form == "s1s2"
+    count = heads * sum((a if rows else 1) * b for a, b in zip(lq, lk))
+    values = cast_round(np.random.default_rng(seed).standard_normal((count, 1)) * 2, dtype)
+    return PackedPse(form, heads), values, golden.packed_pse(values, heads, lq, lk, rows)
+
+
+@pytest.mark.parametrize("form", ["s1s2", "1s2"])
+@pytest.mark.parametrize("pse_type", [0, 1])
+def test_packed_pse_is_read_batch_after_batch(form, pse_type):
+    """A TND pse [N1·ΣS1b·S2b] or [N1·ΣS2b]: batch b's [N1, S1b|1, S2b] block follows the batches
+    before it; pseType 1 adds it before the scale, 0 after."""
+    check(Case("float16", pse=_packed(form, FP16), pse_type=pse_type, sparse_mode=2, atten_mask=MASK_2048))
+
+
+def test_packed_pse_with_dropout_and_sink_bf16():
+    pse = _packed("s1s2", BF16, lk=(9, 4, 37, 73))
+    check(Case("bfloat16", pse=pse, keep_prob=0.8, sink=True, sparse_mode=3, atten_mask=MASK_2048, lk=(9, 4, 37, 73)))
+
+
+def _alibi(dtype, batches, heads, width, seed=12):
+    """A genuine ALiBi [P, N1, W, W] (-slope·|j - i| plus a per-head offset) and its compressed last 1024
+    rows, the form the docs ask for."""
+    rng = np.random.default_rng(seed)
+    i, j = np.arange(width)[:, None], np.arange(width)[None, :]
+    slopes = rng.random((batches, heads, 1, 1)) / 8
+    full = cast_round(-slopes * np.abs(j - i) + rng.standard_normal((batches, heads, 1, 1)), dtype)
+    compact = np.zeros((batches, heads, 1024, width), full.dtype)
+    rows = min(width, 1024)
+    compact[:, :, 1024 - rows :] = full[:, :, width - rows :]
+    return compact, full
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+@pytest.mark.parametrize("width", [40, 1100])
+def test_alibi_compressed_pse_is_toeplitz_per_batch(batches, width):
+    """[1|B, N1, 1024, maxS2]: each batch (S1b = S2b) reads the ALiBi of its own top-left block, row i
+    at row 1024 - W + i of the compressed rows (above them, along the diagonal)."""
+    lens = (width - 30, 0, width) if batches == 3 else (width - 30,)
+    compact, full = _alibi(FP16, batches, 2, width)
+    pse = (PackedPse("alibi", 2, alibi_batches=batches, alibi_width=width), compact, golden.full_pse(full))
+    check(Case("float16", lq=lens, lk=lens, n1=2, n2=1, pse=pse, sparse_mode=2, atten_mask=MASK_2048))
+
+
+@pytest.mark.parametrize("pse_type", [2, 3])
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_generated_alibi_restarts_in_each_batch(pse_type, per_batch):
+    rng = np.random.default_rng(13)
+    slopes = (rng.random((4, 4) if per_batch else 4) / 4).astype(np.float32)
+    pse = (PackedPse("slopes", 4, alibi_batches=4 if per_batch else 1), slopes, golden.slope_pse(slopes, pse_type, 3))
+    check(Case("float16", pse=pse, pse_type=pse_type, starts=((2,), (5,)), sparse_mode=2, atten_mask=MASK_2048))
+
+
+def test_generated_alibi_of_mode_8_shifts_only_the_first_batch():
+    """Sparse mode 8: the start indices shift batch 0's distances; the later batches start at 0
+    (innerAlibiFlag)."""
+    lens = (9, 12, 30)
+    slopes = (np.random.default_rng(14).random(4) / 4).astype(np.float32)
+    pse = (PackedPse("slopes", 4), slopes, golden.slope_pse(slopes, 2, 2, restart_after_first=True))
+    spec = dict(pse=pse, pse_type=2, starts=((1,), (3,)), sparse_mode=8, atten_mask=MASK_2048, next_tokens=0)
+    check(Case("float16", lq=(11, 12, 30), lk=lens, **spec))
 
 
 class RopeTieCase:

@@ -20,7 +20,8 @@ CI_CALLS, CI_SECONDS = 2500, 60  # the seeded cases, cut at the time budget on a
 
 
 def test_every_exported_entry_point_has_a_baseline():
-    assert sorted(BASELINES) == sorted(op.name for op in all_ops())
+    undeclared = [name for op in all_ops() for name in op.undeclared_phase1]
+    assert sorted(BASELINES) == sorted([op.name for op in all_ops()] + undeclared)
 
 
 @pytest.mark.parametrize(
@@ -30,7 +31,7 @@ def test_every_exported_entry_point_has_a_baseline():
 )
 def test_every_baseline_runs_on_its_chips(name, baseline, soc):
     outcome = fcase.run(Case(name, soc, False, baseline(soc)))
-    assert outcome.kind == "ran", outcome
+    assert outcome.kind == ("accepted" if name.startswith("aclnn") else "ran"), outcome  # phase 1 only
 
 
 def test_cases_are_the_same_for_the_same_seed_and_number():

@@ -366,3 +366,29 @@ def test_lig_0d_weights_and_dweights_write_what_fits(pool):
     in the source); the kernel's dweights land in the one element there is, the rest reported."""
     got = outcome(pool, "LightningIndexerGrad", "lig", "Ascend910B", a4=T((), "BF16"), a15=T((), "BF16"))
     assert got.kind in ("ran", "reported", "ran-failed"), got
+
+
+@pytest.mark.parametrize(
+    "chip, key",
+    [("Ascend910_95", (1, 2, 40, 0))] + [(soc, (0, 2, 40, 64)) for soc in base.ALL],
+    ids=lambda v: v if isinstance(v, str) else "x".join(map(str, v)),
+    indirect=["chip"],
+)
+def test_fia_empty_key_zeroes_the_output_and_leaves_softmax_lse(chip, key):
+    """An empty key on the PromptFlashAttention route (seed 211, case 31259: a key of D 0 on Ascend910_95).
+    The tiling's CheckEmptyTensor (prompt_flash_attention_tiling_v2.cpp; arch32 alike) comes before
+    the shape checks, so phase 1 accepts it, and its kernel (PromptFlashAttentionZeroOutPut,
+    arch32 PromptFlashAttentionEmptyTensor) zeroes attentionOut and writes no softmaxLse."""
+    from aclnn_emu.meta import TensorList
+
+    value = (0, 2, 40, 64) if key[0] == 0 else (1, 2, 40, 64)
+    out = ae.to_device(np.full((1, 4, 16, 64), 3, np.float16))
+    lse = ae.to_device(np.full((1, 4, 16, 1), 5, np.float32))
+    tensors = [ae.to_device(np.ones(s, np.float16)) for s in ((1, 4, 16, 64), key, value)]
+    args = base.named_args(
+        "FusedInferAttentionScoreV4", query=tensors[0], key=TensorList([tensors[1]]),
+        value=TensorList([tensors[2]]), numHeads=4, scaleValue=0.125, preTokens=2147483647, nextTokens=0,
+        inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out, softmaxLse=lse,
+    )  # fmt: skip
+    ae.run("FusedInferAttentionScoreV4", *args)
+    assert not ae.numpy(out).any() and (ae.numpy(lse) == 5).all()

@@ -4,6 +4,7 @@ ACLNN_EMU_STRICT=1), one numerics program checked against the loop references, a
 import pathlib
 
 import numpy as np
+import pytest
 
 import cabi
 from golden import gather_pa_kv_cache as golden
@@ -100,11 +101,78 @@ A95.update(
 )
 EXPECTED = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": A95}
 
+# The releases (ACLNN_EMU_CANN_VERSION). 8.5.0-beta.1 and 9.0.0 still generate the entry point (no
+# op_api/ under attention/gather_pa_kv_cache at tags v8.5.0-beta.1, v9.0.0): 8.5.0's codes.
+# Branch 9.1.0, attention/gather_pa_kv_cache/op_host/op_api/aclnn_gather_pa_kv_cache.cpp
+# aclnnGatherPaKvCacheGetWorkspaceSize: CheckNullptr (161001), the return when any cache or output is
+# empty, CheckShape and CheckDtypeValid (161002), then l0op::GatherPaKvCache, whose failed infershape,
+# kernel lookup or tiling is a nullptr result: 561103. Every 161002 of the generated entry point was
+# its kernel lookup, so 8.5.0's 161002, 561003 and 561002 become 561103 unless the op_api's own checks
+# decide first.
+INNER = 561103
+OP_API_9_1 = {
+    **{
+        name: OK
+        for name in (
+            "tiling.blockSize",
+            "tiling.blockSize_nz",
+            "tiling.tokenSizeK",
+            "tiling.tokenSizeV",
+            "t95.key_cache_dims",
+            "t95.key_dims",
+        )
+    },  # an empty cache or output  # fmt: skip
+    **{
+        name: INVALID
+        for name in (
+            "tiling.numblkTabCol_missing",
+            "tiling.tokenSizeV_nz_missing",
+            "t95.key_cache_rank",
+            "t95.value_cache_rank",
+            "t95.block_tables_rank",
+            "t95.seq_lens_rank",
+            "t95.key_rank",
+        )
+    },  # CheckShape's ranks  # fmt: skip
+    **{
+        name: INVALID
+        for name in (
+            "dtype.key_cache_differs",
+            "dtype.value_ref_differs",
+            "dtype.mixed_indices",
+            "optional.seq_offset_int64",
+            "optional.seq_offset_float",
+        )
+    },  # CheckDtypeValid  # fmt: skip
+}
+OFF_A2_LIST = {"dtype.hifloat8": INVALID}  # CheckDtypeValid's A2/A3 list has no HIFLOAT8 (Ascend950's has)
+
+
+def _behind_op_api(codes: dict) -> dict:
+    return {rule: INNER if code in (INVALID, KERNEL, TILING) else code for rule, code in codes.items()}
+
+
+A2_9_1 = {**_behind_op_api(A2), **OP_API_9_1, **OFF_A2_LIST}
+BY_RELEASE = {
+    "8.5.0-beta.1": EXPECTED,
+    "9.0.0": EXPECTED,
+    "9.1.0": {"Ascend910B": A2_9_1, "Ascend910_93": A2_9_1, "Ascend910_95": {**_behind_op_api(A95), **OP_API_9_1}},
+}
+
 
 def test_status_codes(family):
     result = cabi.compile_and_run("gather_pa_kv_cache_codes.cpp", env={"ACLNN_EMU_SOC": family})
     assert result.returncode == 0, result.stdout + result.stderr
     assert cabi.rule_codes(result.stdout) == EXPECTED[family]
+
+
+@pytest.mark.parametrize("version", BY_RELEASE)
+def test_status_codes_per_release(family, version):
+    """The same calls under each other release (8.5.0, the default, is test_status_codes)."""
+    env = {"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    result = cabi.compile_and_run("gather_pa_kv_cache_codes.cpp", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == BY_RELEASE[version][family]
 
 
 def test_strict_mode_returns_the_code_of_the_inferred_rule():

@@ -116,11 +116,54 @@ A95.update(
 )
 EXPECTED = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": A95}
 
+# The releases (ACLNN_EMU_CANN_VERSION). 8.5.0-beta.1 and 9.0.0 still generate the entry point (no
+# op_api/ under attention/scatter_pa_kv_cache at tags v8.5.0-beta.1, v9.0.0): their codes are 8.5.0's,
+# except that 9.x's Ascend950 part has 72 vector cores where the 8.5 part has 64, so the 2112 tokens fit.
+NINE_PART = {"tiling95.slot_2d_not_fully_loaded": OK}
+# Branch 9.1.0, attention/scatter_pa_kv_cache/op_host/op_api/aclnn_scatter_pa_kv_cache.cpp
+# aclnnScatterPaKvCacheGetWorkspaceSize: CheckNullptr (every failure ACLNN_ERR_INNER_NULLPTR; a null value
+# passes it), the empty return, CheckShape and CheckDtypeValid (161002), then l0op::ScatterPaKvCache, whose
+# failed kernel lookup or tiling is a nullptr result: 561103. The rules aclnn-emu adds (no_kernel,
+# unestablished) keep their codes; a null value reaches the launch without the REQUIRED value (561103,
+# inferred).
+INNER = 561103
+OP_API_9_1 = {
+    **{
+        name: INNER for name in ("null.key", "null.keyCacheRef", "null.slotMapping", "null.value", "null.valueCacheRef")
+    },  # fmt: skip
+    "tiling.zero_tokens": OK,  # key and value empty: the empty return
+    "tiling.value_rank": INVALID,  # CheckShape: value rank 0, 3 or 4
+    "ok.mixed_int8_key_fp16_value": INVALID,  # CheckDtypeValid: key == value unless PA_NZ
+    "optional.compress_lens_int64": INVALID,  # CheckDtypeValid: == slotMapping's dtype
+    "optional.seq_lens_float": INVALID,
+    "format.key_cache_fractal_nz": INNER,  # no format check: the kernel lookup
+    "format.key_fractal_nz": INNER,
+}
+A2_9_1 = {
+    **{rule: INNER if code == TILING else code for rule, code in A2.items()},
+    **OP_API_9_1,  # FLOAT and HIFLOAT8 are off CheckDtypeValid's A2/A3 list: ok.*_4d and tiling95.* stay 161002
+}
+A95_9_1 = {**{rule: INNER if code == TILING else code for rule, code in A95.items()}, **NINE_PART, **OP_API_9_1}
+BY_RELEASE = {
+    "8.5.0-beta.1": EXPECTED,
+    "9.0.0": {**EXPECTED, "Ascend910_95": {**A95, **NINE_PART}},
+    "9.1.0": {"Ascend910B": A2_9_1, "Ascend910_93": A2_9_1, "Ascend910_95": A95_9_1},
+}
+
 
 def test_status_codes(family):
     result = cabi.compile_and_run("scatter_pa_kv_cache_codes.cpp", env={"ACLNN_EMU_SOC": family})
     assert result.returncode == 0, result.stdout + result.stderr
     assert cabi.rule_codes(result.stdout) == EXPECTED[family]
+
+
+@pytest.mark.parametrize("version", BY_RELEASE)
+def test_status_codes_per_release(family, version):
+    """The same calls under each other release (8.5.0, the default, is test_status_codes)."""
+    env = {"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    result = cabi.compile_and_run("scatter_pa_kv_cache_codes.cpp", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cabi.rule_codes(result.stdout) == BY_RELEASE[version][family]
 
 
 def test_numerics_through_the_c_abi(tmp_path):

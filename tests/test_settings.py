@@ -212,6 +212,18 @@ def test_doctor_names_the_bad_setting():
     assert re.search(r"ACLNN_EMU_SOC +Ascend310P", result.stdout)
 
 
+def test_run_names_a_bad_setting_once_for_itself_and_its_program():
+    """`aclnn-emu run` and the program it starts read the same settings: one line, not one each."""
+    result = _cli(
+        "run", str(cabi.C_DIR / "settings.cpp"), "calls", env={"ACLNN_EMU_STRICT": "maybe", "ACLNN_EMU_SYNK": "1"}
+    )
+    assert cabi.rule_codes(result.stdout)["init"] == 100000, result.stderr
+    _one_line(result.stderr, "ACLNN_EMU_STRICT", "maybe")
+    assert [line for line in result.stderr.splitlines() if "ACLNN_EMU_SYNK" in line] == [
+        "aclnn-emu warning: ACLNN_EMU_SYNK is not a setting of aclnn-emu and is ignored; did you mean ACLNN_EMU_SYNC?"
+    ]
+
+
 def test_a_misspelt_soc_gets_a_short_line_with_the_closest_name():
     result = _cli("doctor", env={"ACLNN_EMU_SOC": "Ascend910"})
     (line,) = [line for line in result.stdout.splitlines() if "ACLNN_EMU_SOC='Ascend910'" in line]

@@ -5,60 +5,19 @@ tests/golden/dropout_gen_mask.py), plus opcheck and torch_npu's own argument che
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
 import aclnn_emu.ops
 import aclnn_emu.torch_npu as torch_npu
-from golden import dropout_gen_mask as golden_mask
-import precision
-
-B, S, N1, N2, D = 1, 64, 4, 2, 32
-CAUSAL = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)  # sparse_mode 2's compressed mask
-
-
-def _inputs(seed, dtype=torch.float16, s1=S, s2=S):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(B, s1, N1, D, generator=g).to(dtype)
-    k = torch.randn(B, s2, N2, D, generator=g).to(dtype)
-    v = torch.randn(B, s2, N2, D, generator=g).to(dtype)
-    dy = torch.randn(B, s1, N1, D, generator=g).to(dtype)
-    return q, k, v, dy
-
-
-def reference(q, k, v, scale, causal, keep=None, keep_prob=1.0):
-    """Dense float64 attention, BSND with GQA; keep: [B, N1, S1, S2] 0/1."""
-    group = q.size(2) // k.size(2)
-    k, v = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
-    scores = torch.einsum("bqnd,bknd->bnqk", q, k) * scale
-    if causal:
-        scores = scores.masked_fill(CAUSAL[: q.size(1), : k.size(1)], float("-inf"))
-    p = torch.softmax(scores, dim=-1)
-    if keep is not None:
-        p = p * keep / keep_prob
-    return torch.einsum("bnqk,bknd->bqnd", p, v)
-
-
-def _keep_bits(seed, offset, keep_prob, count, shape):
-    nbytes = (count + 127) // 128 * 16
-    raw = golden_mask.mask(seed, offset, float(np.float32(1) - np.float32(keep_prob)), "float16", nbytes)
-    bits = np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="little")[:count]
-    return torch.from_numpy(bits.astype(np.float64)).reshape(shape)
-
-
-def _check(actual, golden, what):
-    """CANN's standard against torch float64 (precision.TORCH_BOUND, the mean-magnitude floor)."""
-    g = golden.detach().numpy()
-    failure = precision.failure(actual.detach().double().numpy(), g, "float16", bound=precision.TORCH_BOUND["float16"],
-                                floor=precision.torch_floor(g))  # fmt: skip
-    assert failure is None, f"{what}: {failure}"
+from torch_npu_attention import B, CAUSAL, D, N1, S, check, inputs, keep_bits
+from torch_npu_attention import reference, tnd_reference
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["no_mask", "causal"])
 @pytest.mark.parametrize("keep_prob", [1.0, 0.9])
 def test_bsnd_forward_and_backward_against_dense(causal, keep_prob):
-    q, k, v, dy = _inputs(1 + causal)
+    q, k, v, dy = inputs(1 + causal)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     scale = 1 / math.sqrt(D)
     out, smax, ssum, sout, seed, offset, numels = torch_npu.npu_fusion_attention(
@@ -68,20 +27,20 @@ def test_bsnd_forward_and_backward_against_dense(causal, keep_prob):
     assert (tuple(smax.shape), smax.dtype, tuple(ssum.shape), tuple(sout.shape)) == (
         (B, N1, S, 8), torch.float32, (B, N1, S, 8), (0,))  # fmt: skip
     assert numels == B * N1 * S * S
-    keep = None if keep_prob == 1.0 else _keep_bits(seed, offset, keep_prob, numels, (B, N1, S, S))
+    keep = None if keep_prob == 1.0 else keep_bits(seed, offset, keep_prob, numels, (B, N1, S, S))
     if keep_prob == 1.0:
         assert (seed, offset) == (0, 0)
     ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
     golden = reference(*ref_leaves, scale, causal, keep, keep_prob)
-    _check(out, golden, "attention_out")
+    check(out, golden, "attention_out")
     out.backward(dy)
     golden.backward(dy.double())
     for name, mine, theirs in zip("qkv", leaves, ref_leaves):
-        _check(mine.grad, theirs.grad, f"d{name}")
+        check(mine.grad, theirs.grad, f"d{name}")
 
 
 def test_seed_and_offset_advance_like_the_npu_generator():
-    q, k, v, _ = _inputs(3)
+    q, k, v, _ = inputs(3)
     torch.manual_seed(1234)
     first = torch_npu.npu_fusion_attention(q, k, v, N1, "BSND", keep_prob=0.9)[4:6]
     second = torch_npu.npu_fusion_attention(q, k, v, N1, "BSND", keep_prob=0.9)[4:6]
@@ -93,7 +52,7 @@ def test_seed_and_offset_advance_like_the_npu_generator():
 def test_tnd_against_dense_per_sequence(softmax_layout, keep_prob):
     """TND with actual_seq_qlen/kvlen goes to FlashAttentionVarLenScore (V4 for softmax_layout TND) and
     back through UnpaddingScoreGrad (V4); the dropout bits run sequence after sequence."""
-    q, k, v, dy = _inputs(4, s1=48, s2=48)
+    q, k, v, dy = inputs(4, s1=48, s2=48)
     seq = [20, 48]
     tq, tk, tv, tdy = (t.reshape(48, t.size(2), D) for t in (q, k, v, dy))
     leaves = [t.clone().requires_grad_() for t in (tq, tk, tv)]
@@ -109,20 +68,14 @@ def test_tnd_against_dense_per_sequence(softmax_layout, keep_prob):
         actual_seq_qlen=seq, actual_seq_kvlen=seq, softmax_layout=softmax_layout,
     )  # fmt: skip
     assert numels == N1 * (20 * 20 + 28 * 28) and tuple(smax.shape) == (48, N1, 8)
-    bits = None if keep_prob == 1.0 else _keep_bits(seed, offset, keep_prob, numels, (numels,))
+    bits = None if keep_prob == 1.0 else keep_bits(seed, offset, keep_prob, numels, (numels,))
     out.backward(tdy)
-    first_bit, goldens = 0, []
-    for lo, hi in ((0, 20), (20, 48)):
-        n = hi - lo
-        keep = None if bits is None else bits[first_bit : first_bit + N1 * n * n].reshape(1, N1, n, n)
-        first_bit += N1 * n * n
-        ref_leaves = [t[lo:hi].double().unsqueeze(0).requires_grad_() for t in (tq, tk, tv)]
-        golden = reference(*ref_leaves, scale, True, keep, keep_prob)[0]
-        golden.backward(tdy[lo:hi].double())
-        goldens.append([golden.detach()] + [leaf.grad[0] for leaf in ref_leaves])
+    ref_leaves = [t.double().requires_grad_() for t in (tq, tk, tv)]
+    golden = tnd_reference(seq, ref_leaves, scale, True, bits, keep_prob)
+    golden.backward(tdy.double())
     for name, mine, theirs in zip(("attention_out", "dq", "dk", "dv"), [out] + [leaf.grad for leaf in leaves],
-                                  zip(*goldens)):  # fmt: skip
-        _check(mine, torch.cat(theirs), name)
+                                  [golden] + [leaf.grad for leaf in ref_leaves]):  # fmt: skip
+        check(mine, theirs, name)
 
 
 @pytest.mark.parametrize(
@@ -137,20 +90,20 @@ def test_tnd_against_dense_per_sequence(softmax_layout, keep_prob):
     ],
 )
 def test_torch_npu_checks_raise_runtime_error(kwargs, message):
-    q, k, v, _ = _inputs(5)
+    q, k, v, _ = inputs(5)
     args = {"head_num": N1, "input_layout": "BSND", **kwargs}
     with pytest.raises(RuntimeError, match=message):
         torch_npu.npu_fusion_attention(q, k, v, args.pop("head_num"), args.pop("input_layout"), **args)
 
 
 def test_an_aclnn_failure_is_a_runtime_error_with_its_status():
-    q, k, v, _ = _inputs(6)
+    q, k, v, _ = inputs(6)
     with pytest.raises(RuntimeError, match=r"call aclnnFlashAttentionScore failed, error code is 1610"):
         torch_npu.npu_fusion_attention(q, k[..., :16], v, N1, "BSND")
 
 
 def test_the_grad_function_returns_none_for_an_absent_pse():
-    q, k, v, dy = _inputs(7)
+    q, k, v, dy = inputs(7)
     out, smax, ssum, sout, seed, offset, numels = torch_npu.npu_fusion_attention(q, k, v, N1, "BSND")
     dq, dk, dv, dpse, dsink = torch_npu.npu_fusion_attention_grad(
         q, k, v, dy, N1, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, numels=numels
@@ -160,14 +113,14 @@ def test_the_grad_function_returns_none_for_an_absent_pse():
 
 
 def test_v2_matches_v1_without_its_extras():
-    q, k, v, _ = _inputs(8)
+    q, k, v, _ = inputs(8)
     one = torch_npu.npu_fusion_attention(q, k, v, N1, "BSND", scale=0.2)[0]
     two = torch_npu.npu_fusion_attention_v2(q, k, v, N1, "BSND", scale=0.2)[0]
     assert torch.equal(one, two)
 
 
 def test_opcheck():
-    q, k, v, dy = (t.requires_grad_() for t in _inputs(9, s1=16, s2=16))
+    q, k, v, dy = (t.requires_grad_() for t in inputs(9, s1=16, s2=16))
     torch.library.opcheck(torch.ops.npu.npu_fusion_attention.default, (q, k, v, N1, "BSND"), {"scale": 0.3})
     torch.library.opcheck(torch.ops.npu.npu_fusion_attention_v2.default, (q, k, v, N1, "BSND"), {"scale": 0.3})
     out, smax, ssum, *_ = torch.ops.npu.npu_fusion_attention(q, k, v, N1, "BSND", scale=0.3)
@@ -181,7 +134,7 @@ def test_opcheck():
 def test_an_empty_prefix_array_is_no_prefix():
     """torch_npu passes prefix as an empty aclIntArray (`value_or(at::IntArrayRef{})`), not NULL; for
     sparse modes other than 5 and 6 the kernels read no prefix, so both give the same bits."""
-    q, k, v, _ = _inputs(10, s1=32, s2=32)
+    q, k, v, _ = inputs(10, s1=32, s2=32)
     tq, tk, tv = (t.reshape(32, t.size(2), D) for t in (q, k, v))
     outs = []
     for prefix in ((), None):

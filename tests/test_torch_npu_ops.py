@@ -69,6 +69,12 @@ FIA_CASES = {
 }
 
 
+FIA_KV_LENGTHS = {
+    "npu_fused_infer_attention_score": "actual_seq_lengths_kv",
+    "npu_fused_infer_attention_score_v2": "actual_seq_kvlen",
+}
+
+
 @pytest.mark.parametrize("name", FIA_CASES)
 def test_fused_infer_attention_score_against_sdpa_and_opcheck(name):
     entry, kwargs = FIA_CASES[name]
@@ -87,8 +93,14 @@ def test_fused_infer_attention_score_against_sdpa_and_opcheck(name):
     torch.library.opcheck(getattr(torch.ops.npu, name).default, (q, k, v), kwargs)
     size = workspace(q, k, v, **kwargs)
     assert size.dim() == 1 and size.dtype == q.dtype
-    with getattr(aclnn_emu.ops, entry).prepare(*_fia_args(name, q, k, v, kwargs)) as phase1:
+    with getattr(aclnn_emu.ops, entry).get_max_workspace_size(*_fia_args(name, q, k, v, kwargs)) as phase1:
         assert size.numel() == phase1.workspace_size
+    # aclnn<entry>GetMaxWorkspaceSize, not GetWorkspaceSize: the key lengths' values are not checked
+    # (FakeArray hands them on without data; CheckFeatureActualSeqLensKvData skips them)
+    too_long = {**kwargs, FIA_KV_LENGTHS[name]: [S + 1] * B}
+    with pytest.raises(RuntimeError, match="561002"):
+        function(q, k, v, **too_long)
+    assert workspace(q, k, v, **too_long).numel() == size.numel()
 
 
 def _fia_args(name, q, k, v, kwargs):
@@ -220,3 +232,44 @@ def test_the_readme_conftest_lines_install_the_stand_in():
     )
     done = subprocess.run([sys.executable, "-c", block + check], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "name, dtype, quant, expected",
+    [
+        ("npu_prompt_flash_attention", torch.float8_e4m3fn, False, torch.float8_e4m3fn),
+        ("npu_prompt_flash_attention", torch.int8, False, torch.float16),
+        ("npu_incre_flash_attention", torch.float8_e4m3fn, False, torch.float8_e4m3fn),
+        ("npu_incre_flash_attention", torch.int8, True, torch.int8),
+        ("npu_fused_infer_attention_score", torch.float8_e4m3fn, False, torch.float8_e4m3fn),
+        ("npu_fused_infer_attention_score_v2", torch.float8_e4m3fn, False, torch.float16),
+    ],
+)
+def test_output_dtype_as_torch_npu_allocates_it(name, dtype, quant, expected):
+    """The output dtype each function allocates (FlashAttentionKernelNpuOpApi.cpp npu_prompt_flash_attention
+    and npu_incre_flash_attention_symint: int8 with quant_scale2, float16 for an int8 query (kChar only),
+    else the query's; FusedInferAttentionScore(V2)KernelNpuOpApi.cpp construct_fia_output_tensor(_v2): the
+    v2 one also counts Float8_e4m3fn as a low-precision query), read through the fakes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    quant_name = "quant_scale_out" if name.endswith("_v2") else "quant_scale2"
+    heads = "num_query_heads" if name.endswith("_v2") else "num_heads"
+    with FakeTensorMode():
+        q = torch.empty(B, N, 1, D, dtype=dtype)
+        kv = torch.empty(B, N, S, D, dtype=dtype)
+        kwargs = {heads: N, "input_layout": "BNSD", **({quant_name: torch.empty(1)} if quant else {})}
+        out = getattr(torch.ops.npu, name)(q, kv, kv, **kwargs)
+    assert (out[0] if isinstance(out, tuple) else out).dtype == expected
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("name", ["npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2"])
+def test_fia_builds_its_outputs_before_the_ascend950_entry_point(chip, name):
+    """construct_fia_output_tensor(_v2) runs before the Ascend950 branch picks FusedInferAttentionScoreV5:
+    its TORCH_CHECKs raise there as on A2/A3; a call that passes them needs V5, not emulated."""
+    q, k, v = _bnsd(8)
+    heads = "num_query_heads" if name.endswith("_v2") else "num_heads"
+    with pytest.raises(RuntimeError, match="num_heads should be greater than 0, but the actual value is0"):
+        getattr(torch_npu, name)(q, k, v, **{heads: 0, "input_layout": "BNSD"})
+    with pytest.raises(NotImplementedError, match="aclnnFusedInferAttentionScoreV5"):
+        getattr(torch_npu, name)(q, k, v, **{heads: N, "input_layout": "BNSD"})

@@ -77,10 +77,7 @@ def attach(ffi_, lib_) -> list[str]:
     configure_logging()
     items = [(p.name, IMPLS[p.name], p.ret, p.headers) for p in runtime_prototypes() if not p.in_c]
     for op in all_ops():
-        items += [
-            (op.phase1, operators.get_workspace_size(op), "aclnnStatus", "aclnn/"),
-            (op.phase2, operators.launch(op), "aclnnStatus", "aclnn/"),
-        ]
+        items += [(name, fn, "aclnnStatus", "aclnn/") for name, fn in operators.functions(op)]
     for name, fn, ret, headers in items:
         failure = {"aclError": status.ACL_ERROR_INTERNAL_ERROR, "aclnnStatus": status.ACLNN_ERR_INNER}.get(ret)
         settings = status.ACLNN_ERR_PARAM_INVALID if headers == "aclnn/" else status.ACL_ERROR_INVALID_PARAM

@@ -1,5 +1,6 @@
 """Bindings of the operator entry points (aclnnXxxGetWorkspaceSize and aclnnXxx), one pair per
-operator declared under aclnn_emu.ops."""
+operator declared under aclnn_emu.ops, and the undeclared phase-1 functions some of them export
+(Op.undeclared)."""
 
 from .. import status
 from ..opdef import calls
@@ -23,19 +24,27 @@ def _value(param, value):
     return value
 
 
-def get_workspace_size(op):
+def get_workspace_size(op, name: str | None = None):
+    """Phase 1 of `op` as a C function: the header's, or the undeclared one called `name`."""
+
     def phase1(*args):
         *values, ws_out, executor_out = args
         need(ws_out, "workspaceSize", status.ACLNN_ERR_PARAM_NULLPTR)
         need(executor_out, "executor", status.ACLNN_ERR_PARAM_NULLPTR)
         converted = [_value(p, v) for p, v in zip(op.params, values)]
-        code, size, handle = calls.get_workspace_size(op, converted)
+        code, size, handle = calls.get_workspace_size(op, converted, phase1=name)
         if code == status.ACLNN_SUCCESS:
             ws_out[0] = size
             executor_out[0] = boundary.ffi.cast("void *", handle)
         return code
 
     return phase1
+
+
+def functions(op) -> list[tuple[str, object]]:
+    """(C name, binding) of every function `op` exports: both phases, then its undeclared ones."""
+    pairs = [(op.phase1, get_workspace_size(op)), (op.phase2, launch(op))]
+    return pairs + [(name, get_workspace_size(op, name)) for name in op.undeclared_phase1]
 
 
 def launch(op):

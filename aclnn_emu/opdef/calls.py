@@ -32,32 +32,37 @@ def _not_withdrawn(op_name: str, env: Env) -> None:
         raise AclError(gone.code, gone.message, rule=gone.rule)
 
 
-def get_workspace_size(op, values, convert=None, raises: bool = False) -> tuple[int, int, int]:
+def get_workspace_size(
+    op, values, convert=None, raises: bool = False, phase1: str | None = None
+) -> tuple[int, int, int]:
     """Phase 1 with converted arguments (Tensor/None/tuple/int/float/bool/str), or with Python
     values and the `arguments` function that converts them. `raises`: the caller raises the failure
-    with its message (aclnn_emu.ops, aclnn_emu.run), so stderr need not say it too."""
+    with its message (aclnn_emu.ops, aclnn_emu.run), so stderr need not say it too. `phase1`: an
+    undeclared phase-1 function of the op (Op.undeclared) instead of the header's."""
     env = Env(op.name)
     args = None
+    phase1 = phase1 or op.phase1
     try:
         _settings_ok()
         _not_withdrawn(op.name, env)
         if convert is not None:
             values = convert(op, values)
-        if op.prepare_fn is None:
+        prepare = op.phase1_fn(phase1)
+        if prepare is None:
             raise AclError(
                 status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                 f"{op.name} is not implemented in aclnn-emu",
                 rule="not_implemented",
             )
         args = op.bind(values)
-        launch = op.prepare_fn(args, env)
+        launch = prepare(args, env)
         executor = Executor(op.name, launch)
         if trace.enabled:  # the kernel's slice in the trace describes the call
             trace.prepared(executor, op, values)
         if log.isEnabledFor(logging.DEBUG):  # describing the arguments costs more than the checks
             log.debug(
                 "%s(%s) -> workspace %d, executor %#x",
-                op.phase1,
+                phase1,
                 _describe(op, values),
                 launch.workspace_size,
                 executor.handle,
@@ -66,23 +71,25 @@ def get_workspace_size(op, values, convert=None, raises: bool = False) -> tuple[
     except Misuse:
         raise
     except AclError as exc:
-        hint = _elsewhere(op, args, env, exc) if env.asked_soc else ""
-        record(exc.code, f"{op.phase1}: {exc.message}{hint}")
+        hint = _elsewhere(op.phase1_fn(phase1), args, env, exc) if env.asked_soc else ""
+        record(exc.code, f"{phase1}: {exc.message}{hint}")
         if hint and not raises:  # a program usually prints only the code: the chip to pick goes to stderr too
-            print(f"aclnn-emu: {op.phase1} returned {exc.code}: {exc.message}{hint}", file=sys.stderr, flush=True)
+            print(f"aclnn-emu: {phase1} returned {exc.code}: {exc.message}{hint}", file=sys.stderr, flush=True)
         return exc.code, 0, 0
     except Exception as exc:  # a bug in an op module: the same code C callers get, and the traceback
-        log.error("%s raised:\n%s", op.phase1, traceback.format_exc())
-        record(status.ACLNN_ERR_INNER, f"{op.phase1}: internal error in aclnn-emu: {exc!r}")
+        log.error("%s raised:\n%s", phase1, traceback.format_exc())
+        record(status.ACLNN_ERR_INNER, f"{phase1}: internal error in aclnn-emu: {exc!r}")
         return status.ACLNN_ERR_INNER, 0, 0
 
 
-def _elsewhere(op, args, env, exc) -> str:
+def _elsewhere(prepare, args, env, exc) -> str:
     """For a failure that may depend on the chip: the other emulated chips that accept the whole
     call (found by running its checks on the part each family name means) or the rejected value (the rule's own `chips`), and
     the setting that selects the chip. Empty when neither applies."""
     accepted = [
-        family for family in platform.FAMILIES if family != env.soc and args is not None and _accepts(op, args, family)
+        family
+        for family in platform.FAMILIES
+        if family != env.soc and args is not None and _accepts(prepare, env.op_name, args, family)
     ]
     if not accepted and not getattr(exc, "chips", ()):
         return ""
@@ -91,9 +98,9 @@ def _elsewhere(op, args, env, exc) -> str:
     ) + f"; ACLNN_EMU_SOC selects the emulated chip (now {env.part.name}, an {env.soc})"
 
 
-def _accepts(op, args, soc: str) -> bool:
+def _accepts(prepare, op_name: str, args, soc: str) -> bool:
     try:
-        op.prepare_fn(args, Env(op.name, soc, quiet=True))
+        prepare(args, Env(op_name, soc, quiet=True))
         return True
     except Exception:  # any failure on that chip, expected or not, means "not there"
         return False

@@ -27,11 +27,12 @@ def all_ops() -> tuple:
 
 @functools.cache
 def _names() -> dict:
-    return {name: op for op in all_ops() for name in (op.name, op.phase1, op.phase2)}
+    return {name: op for op in all_ops() for name in (op.name, op.phase1, op.phase2, *op.undeclared_phase1)}
 
 
 def by_name(name: str):
-    """The Op called `name` (its own name or either phase's function name); ae.run looks it up per call."""
+    """The Op called `name` (its own name, either phase's function name or an undeclared phase 1's);
+    ae.run looks it up per call."""
     try:
         return _names()[name]
     except KeyError:

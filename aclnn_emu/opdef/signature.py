@@ -195,6 +195,9 @@ class Op:
         self.defaults_from = defaults_from
         self.checks = []  # this entry point's own checks, run before the base's prepare
         self._prepare = None
+        # Phase-1 functions CANN exports beside the header's pair though no header declares them
+        # (C name -> prepare), over the same parameters: see `undeclared`.
+        self.undeclared_phase1 = {}
         self.combos = None  # the registered kernels' (dtype, format) combinations, if declared
 
     def kernels(self, combos):
@@ -213,10 +216,27 @@ class Op:
         self.checks.append(fn)
         return fn
 
+    def undeclared(self, suffix: str):
+        """Decorator registering `fn(args, env) -> Launch` as phase 1 of aclnn<name><suffix>, a
+        function the library exports with this entry point's parameters (workspaceSize and executor
+        last) though no header declares it; it runs after this entry point's own checks."""
+
+        def register(fn):
+            self.undeclared_phase1[f"aclnn{self.name}{suffix}"] = fn
+            return fn
+
+        return register
+
+    def phase1_fn(self, phase1: str):
+        """What the phase-1 function called `phase1` (the header's or an undeclared one) runs."""
+        return self.prepare_fn if phase1 == self.phase1 else self._with_checks(self.undeclared_phase1[phase1])
+
     @property
     def prepare_fn(self):
         """What phase 1 runs: this entry point's own checks, then its (or its base's) prepare."""
-        fn = self._prepare or (self.base.prepare_fn if self.base else None)
+        return self._with_checks(self._prepare or (self.base.prepare_fn if self.base else None))
+
+    def _with_checks(self, fn):
         if fn is None or not self.checks:
             return fn
 

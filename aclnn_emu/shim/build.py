@@ -60,7 +60,8 @@ def exports():
             (f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}", name)
             for ctype, name in op.cffi_params()
         ]
-        items.append(("aclnnStatus", op.phase1, params, "561000"))
+        for phase1 in (op.phase1, *op.undeclared_phase1):
+            items.append(("aclnnStatus", phase1, params, "561000"))
         items.append(
             (
                 "aclnnStatus",

@@ -33,14 +33,15 @@ def call(entry: str, *args):
         raise RuntimeError(f"call aclnn{entry} failed, error code is {error.status}\n{error}") from None
 
 
-def workspace_size(entry: str, *args) -> int:
-    """Phase 1 only: the workspace aclnn<entry> asks for with these arguments."""
+def max_workspace_size(entry: str, *args) -> int:
+    """EXEC_GET_MAX_WORKSPACE_CMD: the workspace aclnn<entry>GetMaxWorkspaceSize returns for these
+    arguments, its executor destroyed."""
     fn = _function(entry)
     try:
-        with fn.prepare(*args) as prepared:
+        with fn.get_max_workspace_size(*args) as prepared:
             return prepared.workspace_size
     except AclnnError as error:
-        raise RuntimeError(f"call aclnn{entry}GetWorkspaceSize failed, error code is {error.status}\n{error}") from None
+        raise RuntimeError(f"call aclnn{entry} failed, error code is {error.status}\n{error}") from None
 
 
 def check(condition: bool, *message) -> None:

@@ -7,14 +7,21 @@ entry point chosen as there (A2/A3):
                            seq lens, softmax_layout TND: VarLenScoreV4 | seq lens: VarLenScore
                            else FlashAttentionScore
     npu_fusion_attention_grad   the same, with UnpaddingScoreGrad{V5,V4,} and ScoreGrad{V3,}
-    npu_fusion_attention_v2     seq lens: VarLenScoreV2 | else FlashAttentionScoreV2 (no rope, no sink)
-    npu_fusion_attention_grad_v2   seq lens: UnpaddingScoreGradV2 | else FlashAttentionScoreGradV2
+    npu_fusion_attention_v2     sink, seq lens: VarLenScoreV5 (with the ropes) | sink: ScoreV3
+                                query_rope and key_rope: VarLenScoreV3 (key_rope needs seq lens)
+                                seq lens: VarLenScoreV2 | else FlashAttentionScoreV2
+    npu_fusion_attention_grad_v2   the same, with UnpaddingScoreGrad{V5,V3,V2} and ScoreGrad{V3,V2}; both
+                                ropes without seq lens call nothing
+
+The v2 functions pass their pse_type and start indices on every path; v1 passes pse_type 1 and no
+start indices to the sink entry points.
 
 "seq lens" is torch_npu's own test: both actual_seq_qlen and actual_seq_kvlen non-empty. Ascend910_95
 goes through FlashAttentionScoreV4 / GradV4, which aclnn-emu does not emulate.
 """
 
 import dataclasses
+import warnings
 
 import torch
 
@@ -37,19 +44,26 @@ class Shapes:
 
 
 def _check_dims(**tensors) -> None:
+    """The 3-or-4-dimensions check of each given tensor, in order (an absent optional one is skipped)."""
     for name, t in tensors.items():
-        check(
-            t.dim() in (3, 4),
-            f"The shapes of the input {name} should be 3 or 4 dimensional, but got ",
-            t.dim(),
-            "-dimensional",
-        )
+        if t is not None:
+            check(
+                t.dim() in (3, 4),
+                f"The shapes of the input {name} should be 3 or 4 dimensional, but got ",
+                t.dim(),
+                "-dimensional",
+            )
 
 
-def _check_common(layout: str, keep_prob: float, sparse_mode: int, seq_lens=None) -> str:
-    """keep_prob, the layout's presence, sparse_mode per layout, the layout's name; the layout upper-cased."""
+def _check_keep_prob_and_layout(keep_prob: float, layout: str, empty: str = "input_layout is empty") -> None:
+    """keep_prob in (0, 1] and a layout given (the v2 functions word the second "The input_layout is empty")."""
     check(keep_prob > 0 and keep_prob <= 1, "The keep_prob value must be in range of (0, 1], but got ", keep_prob)
-    check(layout != "", "input_layout is empty")
+    check(layout != "", empty)
+
+
+def _check_sparse_mode(layout: str, sparse_mode: int, seq_lens=None) -> None:
+    """sparse_mode per layout as given (an upper-case "TND" only), and for the forwards (seq_lens given)
+    TND's sequence lengths."""
     if layout == "TND":
         check(
             0 <= sparse_mode < PREFIX or PREFIX < sparse_mode <= BAND_LEFT_UP_CAUSAL,
@@ -68,9 +82,20 @@ def _check_common(layout: str, keep_prob: float, sparse_mode: int, seq_lens=None
             "The sparse_mode value must be in range of [0,6], but got ",
             sparse_mode,
         )
+
+
+def _upper_layout(layout: str) -> str:
     upper = layout.upper()
     check(upper in LAYOUTS, "The input_layout should be BSH/SBH/BNSD/BSND/TND(case-insensitive), but got ", layout)
     return upper
+
+
+def _check_softmax_layout(softmax_layout: str, layout: str) -> None:
+    """The forwards' softmax_layout checks (v1 compares the layout as given, v2 the upper-cased one)."""
+    check(softmax_layout in ("TND", ""), "only supported softmax_layout=TND")
+    check(
+        not (softmax_layout == "TND" and layout != "TND"), "softmax_layout=TND only supported when input_layout_str=TND"
+    )
 
 
 def shapes(query, key, value, head_num: int, layout: str) -> Shapes:
@@ -154,21 +179,17 @@ def npu_fusion_attention(
     seq_q, seq_kv = _seq(actual_seq_qlen), _seq(actual_seq_kvlen)
     check(head_num > 0, "head_num must > 0, but got ", head_num)
     _check_dims(query=query, key=key, value=value)
-    check(keep_prob > 0 and keep_prob <= 1, "The keep_prob value must be in range of (0, 1], but got ", keep_prob)
-    check(input_layout != "", "input_layout is empty")
-    check(softmax_layout in ("TND", ""), "only supported softmax_layout=TND")
-    check(
-        not (softmax_layout == "TND" and input_layout != "TND"),
-        "softmax_layout=TND only supported when input_layout_str=TND",
-    )
-    layout = _check_common(input_layout, keep_prob, sparse_mode, (seq_q, seq_kv) if input_layout == "TND" else None)
+    _check_keep_prob_and_layout(keep_prob, input_layout)
+    _check_softmax_layout(softmax_layout, input_layout)
+    _check_sparse_mode(input_layout, sparse_mode, (seq_q, seq_kv))
+    layout = _upper_layout(input_layout)
     _not_on_arch35("npu_fusion_attention")
     attention, smax, ssum, sout, count = _forward_outputs(query, key, value, head_num, layout, seq_q, seq_kv)
     mask, seed, offset = _forward_mask(query, keep_prob, dropout_mask, seed, offset, count)
     prefix_ = _seq(prefix)
     common = (scale, keep_prob, pre_tockens, next_tockens, head_num, layout, inner_precise, sparse_mode)
     outs = (smax, ssum, sout, attention)
-    if sink is not None:
+    if sink is not None:  # pse_type 1, no rope and no start indices
         if seq_q and seq_kv:
             call("FlashAttentionVarLenScoreV5", query, None, key, None, value, pse, mask, padding_mask, atten_mask,
                  sink, prefix_, seq_q, seq_kv, (), (), *common, 1, _same_as_input(softmax_layout), *outs)  # fmt: skip
@@ -179,8 +200,7 @@ def npu_fusion_attention(
         if softmax_layout == "TND":
             call("FlashAttentionVarLenScoreV4", query, key, value, pse, mask, padding_mask, atten_mask, prefix_,
                  seq_q, seq_kv, *common, "same_as_input", *outs)  # fmt: skip
-        else:
-            check(softmax_layout == "", "The param softmax_layout is not supported")
+        else:  # softmax_layout is "" here (checked above)
             call("FlashAttentionVarLenScore", query, key, value, pse, mask, padding_mask, atten_mask, prefix_,
                  seq_q, seq_kv, *common, *outs)  # fmt: skip
     else:
@@ -202,14 +222,16 @@ def npu_fusion_attention_grad(
     softmax_layout="", sink=None,
 ):  # fmt: skip
     _check_dims(query=query, key=key, value=value, dy=dy)
-    layout = _check_common(input_layout, keep_prob, sparse_mode)
+    _check_keep_prob_and_layout(keep_prob, input_layout)
+    _check_sparse_mode(input_layout, sparse_mode)
+    layout = _upper_layout(input_layout)
     _not_on_arch35("npu_fusion_attention_grad")
     mask = dropout.backward_mask(query, keep_prob, seed, offset, numels)
     seq_q, seq_kv, prefix_ = _seq(actual_seq_qlen), _seq(actual_seq_kvlen), _seq(prefix)
     dq, dk, dv, dpse, dsink = _grad_outputs(query, key, value, pse, sink)
     ins = (pse, mask, padding_mask, atten_mask, softmax_max, softmax_sum, softmax_in, attention_in)
     common = (scale_value, keep_prob, pre_tockens, next_tockens, head_num, layout, inner_precise, sparse_mode)
-    if sink is not None:
+    if sink is not None:  # pse_type 1; the rope gradients are empty tensors
         if seq_q and seq_kv:
             call("FlashAttentionUnpaddingScoreGradV5", query, None, key, None, value, dy, *ins, sink, prefix_, seq_q,
                  seq_kv, (), (), *common, 1, _same_as_input(softmax_layout), dq, torch.empty(0, dtype=query.dtype),
@@ -231,13 +253,40 @@ def npu_fusion_attention_grad(
 
 
 # -- npu_fusion_attention_v2 -------------------------------------------------------------------------
-def _v2_unsupported(function: str, query_rope, key_rope, sink) -> None:
-    for name, value, entry in (
-        ("query_rope/key_rope", query_rope if query_rope is not None else key_rope, "VarLenScoreV3 / ScoreGradV3 rope paths"),
-        ("sink", sink, "ScoreV3 / VarLenScoreV5 from the v2 function"),
-    ):  # fmt: skip
-        if value is not None:
-            raise NotImplementedError(f"torch_npu.{function} with {name} ({entry}) is not emulated by aclnn-emu")
+MAX_SEQUENCE_LENGTH = 1000000
+V2_EMPTY_LAYOUT = "The input_layout is empty"
+
+
+def _check_v2_dims(query, query_rope, key, key_rope, seq_q, seq_kv, forward: bool, **rest) -> None:
+    """The v2 dimension checks in their order; on A2/A3 the forward takes key_rope only with sequence
+    lengths (VarLenScoreV3 is the only rope path there)."""
+    _check_dims(query=query, query_rope=query_rope, key=key, key_rope=key_rope)
+    if forward and key_rope is not None and aclnn.soc() != aclnn.ARCH35:
+        check(len(seq_q) != 0 and len(seq_kv) != 0, "the size of actual_seq_qlen and actual_seq_kvlen cannot be empty.")
+    _check_dims(**rest)
+
+
+def _check_sequence_lengths(seq_q, seq_kv) -> None:
+    """No sequence longer than 1M (torch_npu reads actual_seq_kvlen at each index of actual_seq_qlen)."""
+    for q, kv in zip(seq_q, seq_kv):
+        check(
+            q <= MAX_SEQUENCE_LENGTH and kv <= MAX_SEQUENCE_LENGTH,
+            "The sequence length should not greater than 1M, but got q",
+            q,
+            "kv",
+            kv,
+        )
+
+
+def _nothing_launched(function: str) -> None:
+    """query_rope and key_rope without sequence lengths: torch_npu's grad calls no aclnn and returns its
+    outputs unwritten."""
+    warnings.warn(
+        f"torch_npu.{function} with query_rope and key_rope but no actual_seq_qlen/kvlen calls no aclnn "
+        "function: its gradients are uninitialised memory, as on the NPU",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def npu_fusion_attention_v2(
@@ -249,20 +298,39 @@ def npu_fusion_attention_v2(
 ):  # fmt: skip
     seq_q, seq_kv = _seq(actual_seq_qlen), _seq(actual_seq_kvlen)
     check(head_num > 0, "head_num must > 0, but got ", head_num)
-    _check_dims(query=query, key=key, value=value)
-    layout = _check_common(input_layout, keep_prob, sparse_mode, (seq_q, seq_kv) if input_layout == "TND" else None)
-    _not_on_arch35("npu_fusion_attention_v2")
-    _v2_unsupported("npu_fusion_attention_v2", query_rope, key_rope, sink)
+    _check_v2_dims(query, query_rope, key, key_rope, seq_q, seq_kv, True, value=value)
+    _check_keep_prob_and_layout(keep_prob, input_layout, V2_EMPTY_LAYOUT)
+    _check_sparse_mode(input_layout, sparse_mode, (seq_q, seq_kv))
+    layout = _upper_layout(input_layout)
+    _check_softmax_layout(softmax_layout, layout)
     attention, smax, ssum, sout, count = _forward_outputs(query, key, value, head_num, layout, seq_q, seq_kv)
+    _check_sequence_lengths(seq_q, seq_kv)
+    _not_on_arch35("npu_fusion_attention_v2")
     mask, seed, offset = _forward_mask(query, keep_prob, dropout_mask, seed, offset, count)
-    starts = (_seq(q_start_idx), _seq(kv_start_idx))
+    prefix_, starts = _seq(prefix), (_seq(q_start_idx), _seq(kv_start_idx))
     common = (scale, keep_prob, pre_tokens, next_tokens, head_num, layout, inner_precise, sparse_mode, pse_type)
-    ins = (query, key, value, pse, mask, padding_mask, atten_mask, _seq(prefix))
-    if seq_q and seq_kv:
-        call("FlashAttentionVarLenScoreV2", *ins, seq_q, seq_kv, *starts, *common, smax, ssum, sout, attention)
+    masks, outs = (pse, mask, padding_mask, atten_mask), (smax, ssum, sout, attention)
+    if sink is not None:
+        if seq_q and seq_kv:
+            call("FlashAttentionVarLenScoreV5", query, query_rope, key, key_rope, value, *masks, sink, prefix_, seq_q,
+                 seq_kv, *starts, *common, _same_as_input(softmax_layout), *outs)  # fmt: skip
+        else:
+            call("FlashAttentionScoreV3", query, key, value, *masks, sink, prefix_, *starts, *common, *outs)
+    elif query_rope is not None and key_rope is not None:  # key_rope has the sequence lengths here
+        call("FlashAttentionVarLenScoreV3", query, query_rope, key, key_rope, value, *masks, prefix_, seq_q, seq_kv,
+             *starts, *common, *outs)  # fmt: skip
+    elif seq_q and seq_kv:
+        call("FlashAttentionVarLenScoreV2", query, key, value, *masks, prefix_, seq_q, seq_kv, *starts, *common, *outs)
     else:
-        call("FlashAttentionScoreV2", *ins, *starts, *common, smax, ssum, sout, attention)
+        call("FlashAttentionScoreV2", query, key, value, *masks, prefix_, *starts, *common, *outs)
     return attention, smax, ssum, sout, int(seed), int(offset), int(count)
+
+
+def grad_v2_outputs(query, key, value, pse, query_rope, key_rope, sink):
+    """dq, dk, dv, dpse ([0] without pse), dq_rope and dk_rope (None without their rope), dsink."""
+    dq, dk, dv, dpse, dsink = _grad_outputs(query, key, value, pse, sink)
+    ropes = [torch.empty_like(r) if r is not None else None for r in (query_rope, key_rope)]
+    return dq, dk, dv, dpse, *ropes, dsink
 
 
 def npu_fusion_attention_grad_v2(
@@ -273,19 +341,33 @@ def npu_fusion_attention_grad_v2(
     gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout="",
     sink=None,
 ):  # fmt: skip
-    _check_dims(query=query, key=key, value=value, dy=dy)
-    layout = _check_common(input_layout, keep_prob, sparse_mode)
-    _not_on_arch35("npu_fusion_attention_grad_v2")
-    _v2_unsupported("npu_fusion_attention_grad_v2", query_rope, key_rope, sink)
-    mask = dropout.backward_mask(query, keep_prob, seed, offset, numels)
     seq_q, seq_kv = _seq(actual_seq_qlen), _seq(actual_seq_kvlen)
-    dq, dk, dv, dpse, dsink = _grad_outputs(query, key, value, pse, sink)
+    _check_v2_dims(query, query_rope, key, key_rope, seq_q, seq_kv, False, value=value, dy=dy)
+    _check_keep_prob_and_layout(keep_prob, input_layout, V2_EMPTY_LAYOUT)
+    _check_sparse_mode(input_layout, sparse_mode)
+    layout = _upper_layout(input_layout)
+    _not_on_arch35("npu_fusion_attention_grad_v2")
+    mask = dropout.backward_mask(query, keep_prob, seed, offset, numels)
+    dq, dk, dv, dpse, dq_rope, dk_rope, dsink = grad_v2_outputs(query, key, value, pse, query_rope, key_rope, sink)
     ins = (query, key, value, dy, pse, mask, padding_mask, atten_mask, softmax_max, softmax_sum, softmax_in,
-           attention_in, _seq(prefix))  # fmt: skip
-    starts = (_seq(q_start_idx), _seq(kv_start_idx))
+           attention_in)  # fmt: skip
+    rope_ins = (query, query_rope, key, key_rope, value, *ins[3:])
+    prefix_, starts = _seq(prefix), (_seq(q_start_idx), _seq(kv_start_idx))
     common = (scale_value, keep_prob, pre_tokens, next_tokens, head_num, layout, inner_precise, sparse_mode, pse_type)
-    if seq_q and seq_kv:
-        call("FlashAttentionUnpaddingScoreGradV2", *ins, seq_q, seq_kv, *starts, *common, dq, dk, dv, dpse)
+    if sink is not None:
+        if seq_q and seq_kv:
+            call("FlashAttentionUnpaddingScoreGradV5", *rope_ins, sink, prefix_, seq_q, seq_kv, *starts, *common,
+                 _same_as_input(softmax_layout), dq, dq_rope, dk, dk_rope, dv, dpse, dsink)  # fmt: skip
+        else:
+            call("FlashAttentionScoreGradV3", *ins, sink, prefix_, *starts, *common, dq, dk, dv, dpse, dsink)
+    elif query_rope is not None and key_rope is not None:
+        if seq_q and seq_kv:
+            call("FlashAttentionUnpaddingScoreGradV3", *rope_ins, prefix_, seq_q, seq_kv, *starts, *common, dq,
+                 dq_rope, dk, dk_rope, dv, dpse)  # fmt: skip
+        else:
+            _nothing_launched("npu_fusion_attention_grad_v2")
+    elif seq_q and seq_kv:
+        call("FlashAttentionUnpaddingScoreGradV2", *ins, prefix_, seq_q, seq_kv, *starts, *common, dq, dk, dv, dpse)
     else:
-        call("FlashAttentionScoreGradV2", *ins, *starts, *common, dq, dk, dv, dpse)
-    return dq, dk, dv, (dpse if pse is not None else None), None, None, dsink
+        call("FlashAttentionScoreGradV2", *ins, prefix_, *starts, *common, dq, dk, dv, dpse)
+    return dq, dk, dv, (dpse if pse is not None else None), dq_rope, dk_rope, dsink

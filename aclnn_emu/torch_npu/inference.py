@@ -24,10 +24,12 @@ def _no_arch35(function: str) -> None:
     check(aclnn.soc() != aclnn.ARCH35, f"Interface {function} is no longer supported on Ascend950.")
 
 
-def _out_dtype(query, quant_scale2, rope=None):
+def _out_dtype(query, quant_scale2, low=(torch.int8,), rope=None):
+    """int8 with a quant_scale2; for a query dtype in `low` (PFA, IFA and FIA: int8; FIA v2 also
+    float8_e4m3fn) the rope's dtype or float16; else the query's."""
     if quant_scale2 is not None:
         return torch.int8
-    if query.dtype in (torch.int8, torch.float8_e4m3fn):
+    if query.dtype in low:
         return rope.dtype if rope is not None else torch.float16
     return query.dtype
 
@@ -137,11 +139,7 @@ def fia_outputs(
             "BSH": (b, s, query.size(2) if num_heads * value_d == 0 or query.size(2) == 0 else num_heads * value_d),
             "BSND": (b, s, n, d_out), "BNSD": (b, n, s, d_out), "NBSD": (n, b, s, d_out), "NSD": (n, s, d_out),
         }[out_layout]  # fmt: skip
-    low_query = query.dtype in low
-    dtype = (
-        torch.int8 if quant_scale2 is not None else _out_dtype(query, None, query_rope) if low_query else query.dtype
-    )
-    output = torch.empty(shape, dtype=dtype)
+    output = torch.empty(shape, dtype=_out_dtype(query, quant_scale2, low, query_rope))
     if not lse_flag:
         return output, torch.empty(0, dtype=torch.float32)
     if input_layout in ("TND", "NTD", "TND_NTD", "NTD_TND"):
@@ -193,23 +191,28 @@ def _fia_call_args(query, key, value, kwargs):
     return _fia_v3_args(query, key, value, **{**FIA_DEFAULTS, **kwargs})
 
 
-def npu_fused_infer_attention_score(query, key, value, **kwargs):
+def _no_fia_v5(function: str) -> None:
+    """On Ascend910_95 torch_npu calls FusedInferAttentionScoreV5, once the outputs are built."""
     if aclnn.soc() == aclnn.ARCH35:
-        raise NotImplementedError("torch_npu.npu_fused_infer_attention_score on Ascend910_95 calls "
-                                  "aclnnFusedInferAttentionScoreV5, which aclnn-emu does not emulate")  # fmt: skip
+        raise NotImplementedError(
+            f"torch_npu.{function} on Ascend910_95 calls aclnnFusedInferAttentionScoreV5, which aclnn-emu does "
+            "not emulate"
+        )
+
+
+def npu_fused_infer_attention_score(query, key, value, **kwargs):
     output, lse, args = _fia_call_args(query, key, value, kwargs)
+    _no_fia_v5("npu_fused_infer_attention_score")
     call("FusedInferAttentionScoreV3", *args)
     return output, lse
 
 
 def npu_fused_infer_attention_score_get_max_workspace(query, key, value, **kwargs):
     """_npu_fused_infer_attention_score_get_max_workspace: a tensor of `workspace size` elements of the
-    query's dtype (phase 1 with the given arguments)."""
-    if aclnn.soc() == aclnn.ARCH35:
-        raise NotImplementedError("torch_npu._npu_fused_infer_attention_score_get_max_workspace on Ascend910_95 "
-                                  "calls aclnnFusedInferAttentionScoreV5, which aclnn-emu does not emulate")  # fmt: skip
+    query's dtype, the size from aclnnFusedInferAttentionScoreV3GetMaxWorkspaceSize."""
     _, _, args = _fia_call_args(query, key, value, kwargs)
-    return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
+    _no_fia_v5("_npu_fused_infer_attention_score_get_max_workspace")
+    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
 
 
 # -- npu_fused_infer_attention_score_v2 -------------------------------------------------------------
@@ -234,18 +237,16 @@ def _fia_v4_call_args(function: str, query, key, value, kwargs):
     if unknown:
         raise TypeError(f"{function} got unexpected keyword arguments {sorted(unknown)}")
     k = {**FIA_V2_DEFAULTS, **kwargs}
+    output, lse = fia_outputs(query, value, k["input_layout"], k["quant_scale_out"], k["block_table"],
+                              k["num_query_heads"], k["num_key_value_heads"], k["return_softmax_lse"], k["query_rope"],
+                              low=(torch.int8, torch.float8_e4m3fn))  # fmt: skip
     reinterpreted = [name for name in FIA_V2_DEFAULTS if name.endswith("_dtype") and k[name] is not None]
     if reinterpreted:
         raise NotImplementedError(
             f"torch_npu.{function} with {', '.join(reinterpreted)} (a tensor read as another dtype) is not "
             "emulated by aclnn-emu"
         )
-    if aclnn.soc() == aclnn.ARCH35:
-        raise NotImplementedError(f"torch_npu.{function} on Ascend910_95 calls aclnnFusedInferAttentionScoreV5, "
-                                  "which aclnn-emu does not emulate")  # fmt: skip
-    output, lse = fia_outputs(query, value, k["input_layout"], k["quant_scale_out"], k["block_table"],
-                              k["num_query_heads"], k["num_key_value_heads"], k["return_softmax_lse"], k["query_rope"],
-                              low=(torch.int8, torch.float8_e4m3fn))  # fmt: skip
+    _no_fia_v5(function)
     args = (query, [key], [value], k["pse_shift"], k["atten_mask"], _optional_ints(k["actual_seq_qlen"]),
             _optional_ints(k["actual_seq_kvlen"]), None, None, None, k["quant_scale_out"], k["quant_offset_out"],
             None, None, k["block_table"], None, None, k["dequant_scale_key"], k["dequant_offset_key"],
@@ -264,7 +265,8 @@ def npu_fused_infer_attention_score_v2(query, key, value, **kwargs):
 
 
 def npu_fused_infer_attention_score_v2_get_max_workspace(query, key, value, **kwargs):
-    """_npu_fused_infer_attention_score_v2_get_max_workspace: as the V1 helper, through V4."""
+    """_npu_fused_infer_attention_score_v2_get_max_workspace: as the V1 helper, through
+    aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize."""
     function = "_npu_fused_infer_attention_score_v2_get_max_workspace"
     _, _, args = _fia_v4_call_args(function, query, key, value, kwargs)
-    return torch.empty(aclnn.workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)
+    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)

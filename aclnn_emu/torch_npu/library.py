@@ -20,13 +20,19 @@ def _define(name: str, kernel, fake) -> None:
 
 
 # -- fakes: the kernels' own output rules, without a call -------------------------------------------
-def _fusion_fake(query, key, value, head_num, input_layout, *args, **kwargs):
-    bound = _bind(fa.npu_fusion_attention, (query, key, value, head_num, input_layout, *args), kwargs)
-    s = fa.shapes(query, key, value, head_num, input_layout.upper())
-    smax, ssum = fa.softmax_stats(query, s, head_num)
-    count = fa.numels(query, key, head_num, s.layout, tuple(bound["actual_seq_qlen"] or ()),
-                      tuple(bound["actual_seq_kvlen"] or ()))  # fmt: skip
-    return (query.new_empty(s.out), smax, ssum, query.new_empty(0), int(bound["seed"]), int(bound["offset"]), count)
+def _fusion_fake(function):
+    """The fake of npu_fusion_attention or _v2: the outputs as the function allocates them."""
+
+    def fake(query, key, value, head_num, input_layout, *args, **kwargs):
+        bound = _bind(function, (query, key, value, head_num, input_layout, *args), kwargs)
+        s = fa.shapes(query, key, value, head_num, input_layout.upper())
+        smax, ssum = fa.softmax_stats(query, s, head_num)
+        count = fa.numels(query, key, head_num, s.layout, tuple(bound["actual_seq_qlen"] or ()),
+                          tuple(bound["actual_seq_kvlen"] or ()))  # fmt: skip
+        return (query.new_empty(s.out), smax, ssum, query.new_empty(0), int(bound["seed"]), int(bound["offset"]),
+                count)  # fmt: skip
+
+    return fake
 
 
 def _bind(fn, args, kwargs) -> dict:
@@ -40,9 +46,10 @@ def _grad_fake(query, key, value, dy, head_num, input_layout, *, pse=None, sink=
     return dq, dk, dv, (dpse if pse is not None else None), dsink
 
 
-def _grad_v2_fake(query, key, value, dy, head_num, input_layout, *, pse=None, sink=None, **kwargs):
-    return (*_grad_fake(query, key, value, dy, head_num, input_layout, pse=pse, sink=None)[:4], None, None,
-            fa._grad_outputs(query, key, value, pse, sink)[4])  # fmt: skip
+def _grad_v2_fake(query, key, value, dy, head_num, input_layout, *, pse=None, query_rope=None, key_rope=None,
+                  sink=None, **kwargs):  # fmt: skip
+    dq, dk, dv, dpse, dq_rope, dk_rope, dsink = fa.grad_v2_outputs(query, key, value, pse, query_rope, key_rope, sink)
+    return dq, dk, dv, (dpse if pse is not None else None), dq_rope, dk_rope, dsink
 
 
 def _pfa_fake(query, key, value, **kwargs):
@@ -110,9 +117,9 @@ def _sfa_grad_fake(query, key, value, sparse_indices, d_out, out, softmax_max, s
 
 
 KERNELS = {  # op -> (CPU kernel, fake)
-    "npu_fusion_attention": (fa.npu_fusion_attention, _fusion_fake),
+    "npu_fusion_attention": (fa.npu_fusion_attention, _fusion_fake(fa.npu_fusion_attention)),
     "npu_fusion_attention_grad": (fa.npu_fusion_attention_grad, _grad_fake),
-    "npu_fusion_attention_v2": (fa.npu_fusion_attention_v2, _fusion_fake),
+    "npu_fusion_attention_v2": (fa.npu_fusion_attention_v2, _fusion_fake(fa.npu_fusion_attention_v2)),
     "npu_fusion_attention_grad_v2": (fa.npu_fusion_attention_grad_v2, _grad_v2_fake),
     "npu_prompt_flash_attention": (inference.npu_prompt_flash_attention, _pfa_fake),
     "npu_incre_flash_attention": (inference.npu_incre_flash_attention, _ifa_fake),

@@ -140,6 +140,12 @@ inline int RunPhase2(aclrtStream stream, int status, uint64_t size, aclOpExecuto
     return ret;
 }
 
+// Whether the emulated chip is an Atlas A2/A3 part (not Ascend910_95), once aclInit has run.
+inline bool OnA2() {
+    const char *soc = aclrtGetSocName();
+    return soc != nullptr && std::strncmp(soc, "Ascend910_95", 12) != 0;
+}
+
 // aclInit + device 0 + a stream, as every sample does.
 inline int SetUp(aclrtStream *stream) {
     int ret = aclInit(nullptr);

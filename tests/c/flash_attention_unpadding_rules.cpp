@@ -18,7 +18,8 @@ struct Cfg {
     std::string layout = "TND", softmaxLayout = "";
     int64_t n1 = 2, n2 = 1, d = 64, dr = 32, t1 = 40, t2 = 48;
     std::vector<int64_t> cuQ = {16, 40}, cuKv = {24, 48};
-    Shape q, k, v, smax, mask, sink, dsink, qRope, kRope, dqRope, dkRope;
+    Shape q, k, v, smax, mask, sink, dsink, qRope, kRope, dqRope, dkRope, pse;
+    aclDataType pseDt = ACL_DT_UNDEFINED;
     bool hasMask = false, hasSink = false, hasRope = false, hasDrop = false, hasPse = false, seqs = true;
     double keep = 1.0;
     int64_t pre = INT32_MAX, next = INT32_MAX, headNum = -1, sparse = 0, pseType = 1;
@@ -40,6 +41,8 @@ struct Cfg {
         if (hasRope && dqRope.empty()) dqRope = qRope;
         if (hasRope && dkRope.empty()) dkRope = kRope;
         if (ropeDt == ACL_DT_UNDEFINED) ropeDt = dt;
+        if (pse.empty()) pse = {1, n1, 16, 24};
+        if (pseDt == ACL_DT_UNDEFINED) pseDt = pseType == 2 || pseType == 3 ? ACL_FLOAT : dt;
     }
 };
 
@@ -59,7 +62,7 @@ int Call(Cfg c, aclrtStream stream) {
     aclTensor *dy = make("dy", true, c.q, c.dt, 0.5f);
     aclTensor *qRope = make("queryRope", c.hasRope, c.qRope, c.ropeDt, 0.5f);
     aclTensor *kRope = make("keyRope", c.hasRope, c.kRope, c.ropeDt, 0.5f);
-    aclTensor *pse = make("pse", c.hasPse, {1, c.n1, 16, 24}, c.dt, 0.0f);
+    aclTensor *pse = make("pse", c.hasPse, c.pse, c.pseDt, 0.0f);
     aclTensor *drop = make("dropMask", c.hasDrop, {c.n1 * (16 * 24 + 24 * 24) / 8 + 8}, ACL_UINT8, 255.0f);
     aclTensor *mask = make("attenMask", c.hasMask, c.mask, ACL_UINT8, 0.0f);
     aclTensor *smax = make("softmaxMax", true, c.smax, ACL_FLOAT, 1.0f);
@@ -179,6 +182,41 @@ int main(int argc, char **argv) {
                                                         c.run = true; });
     report("UnpaddingV4.softmax_layout.unknown", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "NTD"; });
     report("UnpaddingV4.null.all_but_dq_present", [](Cfg &c) { c.entry = "UnpaddingV4"; c.null.insert("dqOut"); });
+    // The TND pse (ProcessPseInfo of the arch32 tilings); batches 16x24 and 24x24, N1 = 2, T2 = 48
+    for (const char *e : unpaddings) {
+        std::string entry = e;
+        auto pse = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasPse = true; c.pse = shape; };
+        report(entry + ".ok.pse_one_row", [&](Cfg &c) { pse(c, {2 * 48}); c.run = true; });
+        report(entry + ".ok.pse_packed", [&](Cfg &c) { pse(c, {2 * (16 * 24 + 24 * 24)}); c.run = true; });
+        report(entry + ".pse.length", [&](Cfg &c) { pse(c, {5}); });
+        report(entry + ".pse.rank_2", [&](Cfg &c) { pse(c, {2 * 48, 1}); });
+        report(entry + ".pse.dtype", [&](Cfg &c) { pse(c, {2 * 48}); c.pseDt = ACL_FLOAT; });
+        report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { pse(c, {1, 2, 1024, 24}); });
+        report(entry + ".ok.pse_alibi", [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.hasMask = true; c.sparse = 3;
+                                                      c.run = true; });
+    }
+    // 4-D attenMask with TND (CheckAttenMaskShape): B leaves out trailing empty batches
+    for (const char *e : unpaddings) {
+        std::string entry = e;
+        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
+        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
+        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
+        auto trailing = [&](Cfg &c, Shape shape) { mask(c, shape); c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
+        report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
+        report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
+    }
+    for (const char *e : {"UnpaddingV2", "UnpaddingV5"}) {
+        std::string entry = e;
+        auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
+        report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
+        report(entry + ".pse.slopes_size", [&](Cfg &c) { slopes(c); c.pse = {3}; });
+        report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
+                                                          c.next = 0; });
+        report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
+    }
     report("UnpaddingV3.ok.rope", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
                                                c.hasMask = true; c.sparse = 3; c.run = true; });
     report("UnpaddingV5.ok.rope_sink", [](Cfg &c) { c.entry = "UnpaddingV5"; c.dt = ACL_BF16; c.hasRope = true;

@@ -18,7 +18,8 @@ struct Cfg {
     std::string layout = "TND", softmaxLayout = "";
     int64_t n1 = 2, n2 = 1, d = 64, dr = 32, t1 = 40, t2 = 48;
     std::vector<int64_t> cuQ = {16, 40}, cuKv = {24, 48};
-    Shape q, k, v, out, smax, mask, sink, qRope, kRope;
+    Shape q, k, v, out, smax, mask, sink, qRope, kRope, pse;
+    aclDataType pseDt = ACL_DT_UNDEFINED;
     bool hasMask = false, hasSink = false, hasRope = false, hasDrop = false, hasPse = false, seqs = true;
     double keep = 1.0;
     int64_t pre = INT32_MAX, next = INT32_MAX, headNum = -1, sparse = 0, pseType = 1;
@@ -38,6 +39,8 @@ struct Cfg {
         if (hasRope && qRope.empty()) qRope = {t1, n1, dr};
         if (hasRope && kRope.empty()) kRope = {t2, n2, dr};
         if (ropeDt == ACL_DT_UNDEFINED) ropeDt = dt;
+        if (pse.empty()) pse = {1, n1, 16, 24};
+        if (pseDt == ACL_DT_UNDEFINED) pseDt = pseType == 2 || pseType == 3 ? ACL_FLOAT : dt;
     }
 };
 
@@ -56,7 +59,7 @@ int Call(Cfg c, aclrtStream stream) {
     aclTensor *v = make("value", true, c.v, c.dt, 1.0f);
     aclTensor *qRope = make("queryRope", c.hasRope, c.qRope, c.ropeDt, 0.5f);
     aclTensor *kRope = make("keyRope", c.hasRope, c.kRope, c.ropeDt, 0.5f);
-    aclTensor *pse = make("pse", c.hasPse, {1, c.n1, 16, 24}, c.dt, 0.0f);
+    aclTensor *pse = make("pse", c.hasPse, c.pse, c.pseDt, 0.0f);
     aclTensor *drop = make("dropMask", c.hasDrop, {c.n1 * (16 * 24 + 24 * 24) / 8 + 8}, ACL_UINT8, 255.0f);
     aclTensor *mask = make("attenMask", c.hasMask, c.mask, ACL_UINT8, 0.0f);
     aclTensor *sink = make("sink", c.hasSink, c.sink, c.sinkDt, 0.5f);
@@ -165,6 +168,43 @@ int main(int argc, char **argv) {
                                                                    c.pre = 10; c.next = 0; });
         report(entry + ".ok.mode8", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 8; c.pre = 24;
                                                   c.next = 0; c.run = true; });
+    }
+    // The TND pse (AnalyzeOptionalInput, then SetPseAlibiParams of FlashAttentionVarLenScoreTiling); batches
+    // 16x24 and 24x24, N1 = 2
+    for (const char *e : varLens) {
+        std::string entry = e;
+        auto pse = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasPse = true; c.pse = shape; };
+        report(entry + ".ok.pse_one_row", [&](Cfg &c) { pse(c, {2 * 48, 1}); c.run = true; });
+        report(entry + ".ok.pse_packed", [&](Cfg &c) { pse(c, {2 * (16 * 24 + 24 * 24), 1}); c.run = true; });
+        report(entry + ".pse.rank_1", [&](Cfg &c) { pse(c, {2 * 48}); });
+        report(entry + ".pse.shape", [&](Cfg &c) { pse(c, {5, 1}); });
+        report(entry + ".pse.alibi_unequal", [&](Cfg &c) { pse(c, {1, 2, 1024, 24}); c.hasMask = true;
+                                                           c.sparse = 2; });
+        auto equal = [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.cuQ = {24, 48}; c.t1 = 48; };
+        report(entry + ".ok.pse_alibi", [&](Cfg &c) { equal(c); c.hasMask = true; c.sparse = 3; c.run = true; });
+        report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { equal(c); });
+    }
+    // 4-D attenMask with TND (AnalyzeOptionalInput): [1|B, 1, maxS1, maxS2] or [B, N1, maxS1, maxS2]
+    for (const char *e : varLens) {
+        std::string entry = e;
+        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
+        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
+        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
+        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
+        report(entry + ".mask.rank_3", [&](Cfg &c) { mask(c, {1, 24, 24}); });
+    }
+    for (const char *e : {"VarLenV2", "VarLenV5"}) {
+        std::string entry = e;
+        auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
+        report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
+        report(entry + ".pse.slopes_rank", [&](Cfg &c) { slopes(c); c.pse = {1, 2, 2}; });
+        report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
+                                                          c.next = 0; });
+        report(entry + ".pse.slopes_mode8", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 8; c.pre = 24;
+                                                          c.next = 0; });
+        report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
     }
     report("VarLenV3.ok.rope", [](Cfg &c) { c.entry = "VarLenV3"; c.dt = ACL_BF16; c.hasRope = true; c.hasMask = true;
                                             c.sparse = 3; c.run = true; });

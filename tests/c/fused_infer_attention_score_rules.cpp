@@ -1,7 +1,6 @@
 // aclnnFusedInferAttentionScore V1-V4 through the C ABI: valid calls on each route, then one
 // failing call per rule. Prints "<rule> <status>"; the pytest asserts every code, per chip
 // (ACLNN_EMU_SOC). Cases of the A2/A3 FIA-V3 route ("a2." prefix) run on Atlas A2/A3 only.
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -150,11 +149,6 @@ static Case Small(int64_t s) {
     c.lse = T({2, 8, s, 1}, ACL_FLOAT);
     c.k = c.v = {T({2, 2, 80, 32})};
     return c;
-}
-
-static bool OnA2() {
-    const char *soc = aclrtGetSocName();
-    return soc != nullptr && std::strncmp(soc, "Ascend910_95", 12) != 0;
 }
 
 int main() {

@@ -172,7 +172,19 @@ def fag_tnd(soc, entry="FlashAttentionUnpaddingScoreGradV2"):
     return as_entry(entry, "FlashAttentionScoreGradV2", fag(soc), **values)
 
 
-def _tnd_like(name: str, make, entry: str):
+def fas_tnd_pse(soc):
+    """fas_tnd with a pse of one row per head and batch, [N1·ΣS2, 1] (Atlas A2/A3)."""
+    entry = "FlashAttentionVarLenScoreV2"
+    return as_entry(entry, entry, fas_tnd(soc), realShiftOptional=T((32, 1)))
+
+
+def fag_tnd_pse(soc):
+    """fag_tnd with the backward's packed pse, 1-D [N1·T2]."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    return as_entry(entry, entry, fag_tnd(soc), pseShiftOptional=T((32,)))
+
+
+def _for_entry(name: str, make, entry: str):
     return _named(name, lambda soc: make(soc, entry))
 
 
@@ -181,11 +193,11 @@ fas_v3 = _fas_like("fas_v3", "FlashAttentionScoreV3")
 fag_v1 = _fag_like("fag_v1", "FlashAttentionScoreGrad")
 fag_v3 = _fag_like("fag_v3", "FlashAttentionScoreGradV3")
 FAS_VARLEN = {
-    f"FlashAttentionVarLenScore{v}": _tnd_like(f"fas_varlen{v.lower()}", fas_tnd, f"FlashAttentionVarLenScore{v}")
+    f"FlashAttentionVarLenScore{v}": _for_entry(f"fas_varlen{v.lower()}", fas_tnd, f"FlashAttentionVarLenScore{v}")
     for v in ("", "V2", "V3", "V4", "V5")
 }
 FAG_UNPADDING = {
-    f"FlashAttentionUnpaddingScoreGrad{v}": _tnd_like(
+    f"FlashAttentionUnpaddingScoreGrad{v}": _for_entry(
         f"fag_unpadding{v.lower()}", fag_tnd, f"FlashAttentionUnpaddingScoreGrad{v}"
     )
     for v in ("", "V2", "V3", "V4", "V5")
@@ -245,6 +257,20 @@ def fia_v3(soc):
     return fia(soc, "FusedInferAttentionScoreV3", 1)
 
 
+def fia_max_workspace(soc, entry="aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize"):
+    """GetMaxWorkspaceSize of V2-V4 (exported in no header) over V4's baseline, the key lengths given."""
+    return as_entry(entry, "FusedInferAttentionScoreV4", fia(soc), actualSeqLengthsKvOptional=(40,))
+
+
+FIA_MAX_WORKSPACE = {
+    f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize": _for_entry(
+        f"fia_max_workspace_{v.lower()}", fia_max_workspace, f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize"
+    )
+    for v in ("V2", "V3", "V4")
+}
+globals().update({fn.__name__: fn for fn in FIA_MAX_WORKSPACE.values()})
+
+
 def gen_mask_v1(soc):
     return gen_mask(soc, "DropoutGenMask")
 
@@ -252,7 +278,8 @@ def gen_mask_v1(soc):
 ALL = ("Ascend910B", "Ascend910_93", "Ascend910_95")
 A2_A3 = ("Ascend910B", "Ascend910_93")
 
-# entry point -> its baselines, each with the chip families it is valid on
+# entry point (or undeclared phase 1, by its C name) -> its baselines, each with the chip families
+# it is valid on
 BASELINES = {
     "FlashAttentionScoreV2": ((fas, ALL), (fas_causal_bsh, ALL)),
     "FlashAttentionScoreGradV2": ((fag, ALL),),
@@ -278,6 +305,10 @@ BASELINES = {
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
+    **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),
 }
+# the TND pse forms (Atlas A2/A3; not modelled on Ascend910_95)
+BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, A2_A3),)
+BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, A2_A3),)

@@ -21,13 +21,21 @@ def spans(cu):
         start = int(end)
 
 
-def user_block(mask, rows, keys, longest):
-    """A 2-D user mask's block for a batch: [S1max, S2max] masks are read top-left, [T1, T2] ones at
-    the batch's tokens."""
+def user_block(mask, rows, keys, longest, pairs_before=0, head=0):
+    """A user mask's block for a batch and head: [S1max, S2max] masks (or [1, 1, S1max, S2max]) are read
+    top-left, [T1, T2] ones at the batch's tokens, [B, 1|N1, S1max, S2max] ones packed: batch b's
+    [S1b, S2b] per head after the S1·S2 elements (per head) of the batches before it."""
     m = np.asarray(mask)
+    s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+    if m.ndim == 4 and m.shape[:2] != (1, 1):
+        heads = m.shape[1]
+        first = heads * pairs_before + (head if heads > 1 else 0) * s1 * s2
+        return m.reshape(-1)[first : first + s1 * s2].reshape(s1, s2)
+    if m.ndim == 4:
+        m = m[0, 0]
     if m.shape != longest:
         return m[rows, keys]
-    return m[: rows.stop - rows.start, : keys.stop - keys.start]
+    return m[:s1, :s2]
 
 
 def masked_set(mode, mask, b, band, s1, s2, pre, nxt, prefix):
@@ -83,9 +91,12 @@ def _problems(
     rope,
     drop_mask=None,
     keep_prob=1.0,
+    pse_terms=None,
+    pse_type=1,
 ):
     """Per (b, n1): (query rows, key rows, kv head, scores [S1b, S2b] with -FLT_MAX where masked,
-    keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn."""
+    keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn;
+    `pse_terms(b, n, s1, s2)` gives the batch's position term (pseType 1 adds it before the scale)."""
     q, k = _heads(query, key, rope)
     n1, n2 = q.shape[1], k.shape[1]
     band = band_of(sparse_mode, cu_q, cu_kv)
@@ -97,18 +108,58 @@ def _problems(
         first += n1 * size
         if not size:
             continue
-        mask = atten_mask
-        if atten_mask is not None and sparse_mode in (0, 1):
-            mask = user_block(atten_mask, rows, keys, longest)
-        masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
+        pairs_before = (first - n1 * size) // n1
         for n in range(n1):
+            mask = atten_mask
+            if atten_mask is not None and sparse_mode in (0, 1):
+                mask = user_block(atten_mask, rows, keys, longest, pairs_before, n)
+            masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
             kv = n // (n1 // n2)
-            s = (q[rows, n] @ k[keys, kv].T) * scale
+            s = q[rows, n] @ k[keys, kv].T
+            term = 0.0 if pse_terms is None else pse_terms(b, n, q1 - q0, k1 - k0)
+            s = (s + term) * scale if pse_type == 1 else s * scale + term
             keep = 1.0
             if bits is not None:
                 start = first - n1 * size + n * size
                 keep = bits[start : start + size].reshape(q1 - q0, k1 - k0) / float(np.float32(keep_prob))
             yield rows, keys, n, kv, np.where(masked, -FLT_MAX, s), keep
+
+
+def packed_pse(pse, heads, lq, lk, rows_per_head):
+    """pse_terms of a packed pse: batch after batch, [N1, S1b, S2b] (rows_per_head) or [N1, S2b] (one
+    row shared by every query row), as the docs' TND pse is laid out."""
+    flat, starts, start = np.asarray(pse, np.float64).reshape(-1), [], 0
+    for s1, s2 in zip(lq, lk):
+        starts.append(start)
+        start += heads * (s1 if rows_per_head else 1) * s2
+
+    def terms(b, n, s1, s2):
+        rows = s1 if rows_per_head else 1
+        first = starts[b] + n * rows * s2
+        return np.broadcast_to(flat[first : first + rows * s2].reshape(rows, s2), (s1, s2))
+
+    return terms
+
+
+def full_pse(full):
+    """pse_terms of an uncompressed Toeplitz pse [P, N1, S, S] (what the compressed alibi stands for):
+    batch b reads block b % P, top-left."""
+    full = np.asarray(full, np.float64)
+    return lambda b, n, s1, s2: full[b % full.shape[0], n, :s1, :s2]
+
+
+def slope_pse(slopes, pse_type, shift, restart_after_first=False):
+    """pse_terms of generated ALiBi: -slope·|j + shift - i| (sqrt of the distance for pseType 3), the
+    distance per batch; with `restart_after_first` (sparse mode 8) batches after the first take shift 0."""
+    slopes = np.asarray(slopes, np.float64)
+
+    def terms(b, n, s1, s2):
+        i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+        dist = np.abs(j + (0 if restart_after_first and b else shift) - i).astype(np.float64)
+        slope = slopes[n] if slopes.ndim == 1 else slopes[b, n]
+        return -slope * (np.sqrt(dist) if pse_type == 3 else dist)
+
+    return terms
 
 
 def forward(

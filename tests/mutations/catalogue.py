@@ -32,6 +32,7 @@ GEN_MASK = K + "random/gen_mask.py"
 GEN_MASK_CHECKS = "aclnn_emu/ops/random/dropout_gen_mask/checks.py"
 TORCH_NPU = "aclnn_emu/torch_npu/"
 VARLEN = K + "flash_attention/varlen.py"
+VARLEN_PSE = K + "flash_attention/varlen_pse.py"
 
 FAG_TESTS = ("tests/test_flash_attention_score_grad.py", "tests/test_flash_attention_score_grad_cabi.py")
 PFA_TESTS = (
@@ -64,7 +65,7 @@ TORCH_NPU_TESTS = (
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
-EDGE_TESTS = ("tests/test_edges.py",)
+EDGE_TESTS = ("tests/test_edges.py", "tests/test_edges_loops.py", "tests/test_edges_batches.py")
 FAS_TESTS = (
     "tests/test_flash_attention_score.py",
     "tests/test_flash_attention_score_cabi.py",
@@ -86,6 +87,7 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
 )
+FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
 IFA_ARCH35_TESTS = ("tests/test_incre_flash_attention_arch35.py",)
 IFA_ARCH35_INT8_TESTS = IFA_ARCH35_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = (
@@ -1436,6 +1438,20 @@ MUTATIONS = [
         "tuple(int(n) for n in lengths)",
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-max-workspace-reads-lengths",
+        FIA_CHECKS,
+        "if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check",
+        "if True:",
+        FIA_MAX_WORKSPACE_TESTS,
+    ),
+    Mutation(
+        "fia-max-workspace-executor-launches",
+        FIA_CHECKS,
+        "return planned if planned.run is None else Launch(planned.workspace_size, _lengths_without_data)",
+        "return planned",
+        FIA_MAX_WORKSPACE_TESTS,
+    ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(
         "native-bf16-away-to-even",
@@ -1600,6 +1616,104 @@ MUTATIONS = [
         EDGE_TESTS,
     ),
     Mutation(
+        "edges-scatter-capacity-limit-exclusive",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        "    if blocks * block_size < tokens:",
+        "    if blocks * block_size <= tokens:",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-lig-top-k-past-the-workspace-unreported",
+        "aclnn_emu/ops/sparse_attention/lightning_indexer_grad/launch.py",
+        "    if top_k > MAX_TOPK:",
+        "    if top_k > MAX_TOPK + 1:",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-fag-head-dim-warned-at-the-limit",
+        "aclnn_emu/ops/flash_attention/score_grad/checks.py",
+        "    if s.d > limit:",
+        "    if s.d >= limit:",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-ifa-length-compared-as-int64",
+        "aclnn_emu/ops/flash_attention/incre/checks.py",
+        "                if attr_uint32(act) > seq:",
+        "                if act > seq:",
+        ("tests/test_fuzz_findings.py",),
+    ),
+    Mutation(
+        "edges-scatter-cache-mode-case-insensitive",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        '    if cache_mode == "PA_NZ":',
+        '    if cache_mode.upper() == "PA_NZ":',
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-widen-fp16-tail-dropped",
+        NATIVE,
+        "            for (int64_t j = 0; j < cols; ++j) to[j] = fp16_value(from[j]);",
+        "            for (int64_t j = 0; j < cols - cols % 8; ++j) to[j] = fp16_value(from[j]);",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-narrow-fp16-tail-dropped",
+        NATIVE,
+        "    for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits(round_fp16(src[i]));",
+        "    for (int64_t i = 0; i < n - n % 8; ++i) dst[i] = fp16_bits(round_fp16(src[i]));",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-scatter-add-overwrites-a-repeat",
+        NATIVE,
+        "        for (int64_t j = 0; j < cols; ++j) to[j] += from[j];",
+        "        for (int64_t j = 0; j < cols; ++j) to[j] = from[j];",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-softmax-probs-lane-offset-ignored",
+        NATIVE,
+        "                int64_t lane = (lane0 + j) % lanes;",
+        "                int64_t lane = j % lanes;",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-native-softmax-grad-keep-after-the-subtraction",
+        NATIVE,
+        "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] * k[j] - d) * p[j], rounding);",
+        "            for (int64_t j = 0; j < cols; ++j) g[j] = round_to((g[j] - d) * k[j] * p[j], rounding);",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-scatter-negative-slot-written",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    live = slots >= 0\n    if live.all():\n        writes.add(slots, token, cores)",
+        "    live = slots >= -1\n    if live.all():\n        writes.add(slots, token, cores)",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-sfa-positions-past-the-length-read",
+        SFA,
+        "    return pos, (pos >= 0) & (pos < limit)",
+        "    return pos, pos >= 0",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-fia-kv-lengths-ignored",
+        "aclnn_emu/ops/flash_attention/fused_infer/launch.py",
+        "    full_kv = [prefix + n for n in act_kv]",
+        "    full_kv = [prefix + keys.s2 for n in act_kv]",
+        EDGE_TESTS,
+    ),
+    Mutation(
+        "edges-gather-table-columns-not-cast-to-int32",
+        "aclnn_emu/ops/kv_cache/gather/checks.py",
+        "        checked[name] = gather.c_int(size, 32)  # static_cast<int32_t>",
+        "        checked[name] = size",
+        EDGE_TESTS,
+    ),
+    Mutation(
         "edges-stream-wait-ignores-the-record",
         "aclnn_emu/runtime/streams.py",
         "        with self._cond:\n            target = self._recorded\n\n        def wait():",
@@ -1651,6 +1765,35 @@ MUTATIONS = [
         VARLEN_TESTS,
     ),
     Mutation("varlen-drop-bits-restart-per-batch", VARLEN, "        bit += heads * s1 * s2\n", "", VARLEN_TESTS),
+    Mutation("varlen-pse-one-row-at-packed-offset", VARLEN_PSE, "start = n * s2s", "start = n * s1s2", VARLEN_TESTS),
+    Mutation("varlen-pse-packed-at-one-row-offset", VARLEN_PSE, "start = n * s1s2", "start = n * s2s", VARLEN_TESTS),
+    Mutation(
+        "varlen-pse-alibi-rows-off-by-one",
+        VARLEN_PSE,
+        "first = width - rows  #",
+        "first = width - rows - 1  #",
+        VARLEN_TESTS,
+    ),
+    Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
+    Mutation("varlen-pse-slopes-of-batch-0", VARLEN_PSE, "start = n * b if", "start = 0 if", VARLEN_TESTS),
+    Mutation("varlen-mode8-alibi-shift-kept", VARLEN, "if params.sparse_mode == 8 and b:", "if False:", VARLEN_TESTS),
+    Mutation(
+        "varlen-4d-mask-read-top-left",
+        VARLEN,
+        "    if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):",
+        "    if False:",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-4d-mask-heads-not-counted", VARLEN, "start = heads * pairs_before", "start = pairs_before", VARLEN_TESTS
+    ),
+    Mutation(
+        "varlen-generated-dropout-rows-unaligned",
+        VARLEN,
+        "aligned += s1 * -(-s2 // BYTES_PER_COUNTER) * BYTES_PER_COUNTER",
+        "aligned += s1 * s2",
+        VARLEN_TESTS,
+    ),
     Mutation("varlen-softmax-token-major-by-default", VARLEN, "if layout == SAME_AS_INPUT:", "if True:", VARLEN_TESTS),
     Mutation(
         "varlen-rope-gradients-swapped",
@@ -1715,6 +1858,43 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/score/launch.py",
         "            softmax_layout=softmax_layout,\n",
         "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-grad-mask-counts-trailing-empty-batches",
+        FA_TND,
+        "b = grad_batch_count(batches) if grad else batches.count",
+        "b = batches.count",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mask-4d-heads-unchecked",
+        FA_TND,
+        "(b, heads, *rows))",
+        "(b, heads, *rows), (b, 3, *rows))",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-pse-rank-1-accepted", FA_TND, "    if pse.ndim < 2:\n", "    if False:\n", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-pse-alibi-unequal-lengths-accepted",
+        FA_TND,
+        "    if any(q != k for q, k in zip(batches.q, batches.kv)):\n        return form, (",
+        "    if False:\n        return form, (",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-pse-alibi-any-sparse-type",
+        FA_TND,
+        "    if not causal_type(",
+        "    if False and not causal_type(",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-pse-inner-mode-7-accepted", FA_TND, "    if masked and mode == 7:", "    if False:", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-grad-pse-tokens-uncorrected",
+        FA_TND,
+        "    if mode in (2, 3):\n        return INT32_MAX, 0",
+        "    if False:\n        return INT32_MAX, 0",
         VARLEN_OP_TESTS,
     ),
     Mutation(

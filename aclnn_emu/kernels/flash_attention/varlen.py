@@ -11,14 +11,19 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   6        j - i > S2b - S1b and j >= prefix[b]
   7        j - i > S2b - S1b + next for the last batch with tokens (bandIndex), else as 3
   8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
-  0, 1     a 2-D user mask: [S1max, S2max], batch b reading its top-left [S1b, S2b] (attenMaskS1S2),
-           or [T1, T2], batch b reading its own tokens' block (attenMaskTT); mode 0 with the per-batch
-           pre/next band as in the dense kernel.
+  0, 1     a user mask: [S1max, S2max] or [1, 1, S1max, S2max], batch b reading its top-left
+           [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
+           [B, 1|N1, S1max, S2max] read packed, batch after batch (attenMaskBS1S2 / BN2GS1S2); mode 0
+           with the per-batch pre/next band as in the dense kernel.
 A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
-order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER).
+order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER). A keep mask the
+Ascend910_95 kernels generate (dropmask.h ComputeDropOffset) draws batch b from element
+N1·Σ_{c<b} S1c·align16(S2c) of the Philox stream, each batch's rows S2b rounded up to 16.
 softmaxMax/Sum are [T1, N1, 8]: by default each batch's rows are stored head-major ([N1, S1b, 8]
 after the rows of the batches before it, what the kernels write and read); with the layout
 "same_as_input" token-major ([T1, N1, 8] as the shape says; tndSoftmaxOut / softmaxInLayout).
+A pse is read per batch as kernels/flash_attention/varlen_pse.py lays it out; the generated ALiBi of
+sparse mode 8 drops the start indices after batch 0.
 The MLA rope split (queryRope [T1, N1, Dr], keyRope [T2, N2, Dr]) adds Qr Krᵀ to the scores: the
 kernels extend the contraction over D + Dr, so the halves are joined along D and the joined
 gradients split again.
@@ -29,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from aclnn_emu.kernels.casts import FP32
+from aclnn_emu.kernels.flash_attention.dropout import BYTES_PER_COUNTER
 from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES, FaParams
@@ -57,7 +63,10 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     # only the prefix mode reads prefixOptional (torch_npu passes an empty one) (the tiling checks its length there); other modes
     # ignore it, however long it is
     prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
-    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
+    starts = {}
+    if params.sparse_mode == 8 and b:  # the generated ALiBi distance of mode 8 starts over after batch 0
+        starts = {"q_start_idx": None, "kv_start_idx": None}
+    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix, **starts)
 
 
 def band_index(mode: int, cu_q, cu_kv) -> int:
@@ -83,14 +92,21 @@ def softmax_views(buffer, heads: int, cu_q, layout: str):
     return views
 
 
-def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple):
-    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask gives its
-    top-left block (the tiling's first choice), a [T1, T2] one the batch's own tokens."""
+def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple, pairs_before: int):
+    """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask (or
+    [1, 1, S1max, S2max]) gives its top-left block (the tiling's first choice), a [T1, T2] one the batch's
+    own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] are read packed, [S1b, S2b] (per head)
+    after the Σ S1·S2 (times N1) elements of the batches before it (ComputeOffsetForNoCompress)."""
     if atten_mask is None or mode not in (0, 1):
         return atten_mask
+    s1, s2 = rows.stop - rows.start, keys.stop - keys.start
     if atten_mask.ndim == 2 and atten_mask.shape != longest:
         return atten_mask[rows, keys]
-    return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]
+    if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):
+        heads = atten_mask.shape[1]
+        start = heads * pairs_before
+        return atten_mask.reshape(-1)[start : start + heads * s1 * s2].reshape(1, heads, s1, s2)
+    return atten_mask[..., :s1, :s2]
 
 
 def _longest(cu_q, cu_kv) -> tuple:
@@ -112,14 +128,19 @@ def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
 def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
     """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
     queries and keys, in batch order; its index too, for the softmax views."""
-    band, longest, bit = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0
+    band, longest, bit, aligned = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0, 0
     for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
         s1, s2 = rows.stop - rows.start, keys.stop - keys.start
         if s1 and s2:  # rows without keys stay 0
-            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest)
+            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
-            yield b, rows, keys, batch_params(params, b, band), mask, drop
+            p = batch_params(params, b, band)
+            if p.generated_dropout is not None:
+                seed, offset = p.generated_dropout
+                p = replace(p, generated_dropout=(seed, offset + heads * aligned))
+            yield b, rows, keys, p, mask, drop
         bit += heads * s1 * s2
+        aligned += s1 * -(-s2 // BYTES_PER_COUNTER) * BYTES_PER_COUNTER
 
 
 def _joined(x, rope):
@@ -139,9 +160,11 @@ def var_len_score(
     sink=None,
     rope=None,
     softmax_layout="",
+    pse=None,
 ):
     """(softmax_max, softmax_sum, attention_out) of a TND call: [T1, N1, 8] fp32 twice in
-    `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None."""
+    `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None;
+    `pse` each batch's pse (varlen_pse.PackedPse.batches) or None."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     stats = [np.zeros((query.shape[0], heads, SOFTMAX_LANES), FP32) for _ in range(2)]
@@ -149,7 +172,8 @@ def var_len_score(
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats)))
     for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
         outputs = (*views[b], out[rows][None])
-        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, None, drop, mask, outputs, sink)
+        shift = None if pse is None else pse[b]
+        flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, shift, drop, mask, outputs, sink)
     return stats[0], stats[1], out
 
 
@@ -170,8 +194,10 @@ def var_len_score_grad(
     sink=None,
     rope=None,
     softmax_layout="",
+    pse=None,
 ):
-    """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call."""
+    """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call; `pse`
+    as var_len_score's."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
@@ -188,7 +214,7 @@ def var_len_score_grad(
             smax,
             ssum,
             p,
-            None,
+            None if pse is None else pse[b],
             drop,
             mask,
             sink,

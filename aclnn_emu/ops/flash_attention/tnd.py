@@ -12,7 +12,10 @@ import math
 
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.params import INT32_MAX
+from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.kernels.flash_attention.varlen import band_index
+from aclnn_emu.kernels.flash_attention.varlen_pse import PackedPse
 
 # The mask shapes of the compressed modes (2048 x 2048 templates; the prefix one 3072 x 2048).
 TND_SPARSE_MODES = (0, 1, 2, 3, 4, 6, 7, 8)  # VarLenSparseModeProcess: 5 and > 8 fail
@@ -129,28 +132,182 @@ def check_tokens(a, batches: Batches, mode: int):
     return None
 
 
-def check_mask(mask, batches: Batches, compressed: tuple | None):
-    """The attenMask shapes of a TND call: the compressed template of a compressed mode, else 2-D
-    [maxSq, maxSkv] or [T1, T2]. (failure or None, whether the shape is one the emulator runs.)"""
-    shape = tuple(mask.shape)
-    if compressed is not None:
-        if shape[-2:] != compressed:
-            rows, cols = compressed
+def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, grad: bool = False):
+    """The attenMask shapes of a TND call (the forward's AnalyzeOptionalInput): 4-D [1|B, 1, max S1,
+    max S2] or [B, N1, max S1, max S2], or 2-D [max S1, max S2] or [T1, T2]; a compressed mode takes any
+    2-D shape, and then needs the template's last two dimensions. With `grad` the backward's
+    CheckAttenMaskShape: its B leaves out trailing empty batches (grad_batch_count), and a compressed
+    4-D mask's last two dimensions are compared with the template only. Failure or None."""
+    shape, (s1, s2) = tuple(mask.shape), batches.longest
+    b = grad_batch_count(batches) if grad else batches.count
+    if mask.ndim == 4:
+        rows = shape[2:] if grad and compressed is not None else (s1, s2)
+        if shape not in ((1, 1, *rows), (b, 1, *rows), (b, heads, *rows)):
             return (
-                f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
-                "tiling.mask_compressed",
-            ), True
-        return None, True
-    if mask.ndim == 2:
-        if shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
-            return (
-                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{batches.longest[0]}], "
-                f"MaxSkv=[{batches.longest[1]}], when input_layout is TND, the supported atten_mask shape is "
-                "[MaxSq, MaxSkv].",
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{b}], N=[{heads}], Sq=[{s1}], "
+                f"Skv=[{s2}], supported atten_mask shape can be [B, N, Sq, Skv], [B, 1, Sq, Skv], [1, 1, Sq, Skv] "
+                "and [Sq, Skv].",
                 "tiling.mask_shape",
-            ), True
-        return None, True
-    return None, False
+            )
+    elif mask.ndim == 2:
+        if compressed is None and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+            return (
+                f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{s1}], MaxSkv=[{s2}], when "
+                "input_layout is TND, the supported atten_mask shape is [MaxSq, MaxSkv].",
+                "tiling.mask_shape",
+            )
+    else:
+        return f"atten mask dim should be 2 or 4, but got {mask.ndim}", "tiling.mask_rank"
+    if compressed is not None and shape[-2:] != compressed:
+        rows, cols = compressed
+        return (
+            f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
+            "tiling.mask_compressed",
+        )
+    return None
+
+
+def grad_batch_count(batches: Batches) -> int:
+    """The backward tilings' B: the batches without the trailing ones whose query and key lengths are
+    both 0 (the first batch always counts)."""
+    count = batches.count
+    while count > 1 and batches.q[count - 1] <= 0 and batches.kv[count - 1] <= 0:
+        count -= 1
+    return count
+
+
+def causal_type(a, batches: Batches, mode: int, masked: bool) -> bool:
+    """Whether the forward's TND sparse type is CAUSAL or RIGHT_DOWN_CAUSAL (GetSparseInfo,
+    CheckPretokenAndNexttoken): modes 2 and 3, mode 0 with preTokens >= max S1 and nextTokens 0, mode 4
+    with preTokens >= max S2 and nextTokens 0; nothing without an attenMask."""
+    s1, s2 = batches.longest
+    pre, nxt = a.preTokens, a.nextTokens
+    return masked and (
+        mode in (2, 3) or (mode == 0 and pre >= s1 and nxt == 0) or (mode == 4 and pre >= s2 and nxt == 0)
+    )
+
+
+def _inner_pse(pse, heads: int):
+    """pseType 2/3 slopes, [N1] or [B, N1] (both tilings check the rank only here)."""
+    if pse.ndim not in (1, 2):
+        return None, (
+            f"pse inner mode, unsupported pse shape {list(pse.shape)}: pseType 2/3 takes FLOAT slopes [N1] or [B,N1]",
+            "tiling.pse_inner_shape",
+        )
+    return PackedPse("slopes", heads, alibi_batches=pse.shape[0] if pse.ndim == 2 else 1), None
+
+
+def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
+    """The generated ALiBi's sparse-mode rules (the VarLen SetPseAlibiParams; the backward's
+    ProcessPseInfo alike): no mode 7; mode 8 needs S1 = S2 per batch, batch 0 shifted by the start
+    indices."""
+    if masked and mode == 7:
+        return "INNER Pse does not support sparse mode 7.", "tiling.pse_inner_mode"
+    if not masked or mode != 8:
+        return None
+    q_start, kv_start = start_values(a)
+    if batches.count and batches.q[0] - batches.kv[0] + q_start - kv_start:
+        return (
+            f"INNER Pse sparse mode 8 is only supported when actualSeqLenData[0] {batches.q[0]} + qStartIdx "
+            f"{q_start} - actualSeqLenKvData[0] {batches.kv[0]} - kvStartIdx {kv_start} == 0.",
+            "tiling.pse_inner_mode",
+        )
+    for b, (s1, s2) in enumerate(zip(batches.q, batches.kv)):
+        if b and s1 != s2:
+            return (
+                f"INNER Pse sparse mode 8 is only supported when actualSeqQLen[{b}] {s1} and actualSeqKvLen[{b}] "
+                f"{s2} are equal.",
+                "tiling.pse_inner_mode",
+            )
+    return None
+
+
+def start_values(a) -> tuple:
+    """(qStartIdx, kvStartIdx) as SetQKVStartIdx stores them: both only when both are given and not
+    empty, else 0 and 0."""
+    q, kv = getattr(a, "qStartIdxOptional", None), getattr(a, "kvStartIdxOptional", None)
+    if not q or not kv:
+        return 0, 0
+    return int(q[0]), int(kv[0])
+
+
+def forward_pse(a, pse, batches: Batches, heads: int):
+    """AnalyzeOptionalInput's TND pse branch (arch32 forward): (PackedPse, failure). A packed pse is
+    told by its dimension 0 alone: N1·ΣS2b (one row per head), N1·ΣS1b·S2b, else the alibi shape
+    [1|B, N1, 1024, max S2]."""
+    if a.pseType in (2, 3):
+        return _inner_pse(pse, heads)
+    shape, dim0 = tuple(pse.shape), pse.shape[0]
+    if dim0 == sum(batches.kv) * heads:
+        return PackedPse("1s2", heads), None
+    if dim0 == sum(q * k for q, k in zip(batches.q, batches.kv)) * heads:
+        return PackedPse("s1s2", heads), None
+    if len(shape) == 4 and dim0 in (1, batches.count) and shape[1:] == (heads, ALIBI_ROWS, batches.longest[1]):
+        return PackedPse("s1s2", heads), None
+    return None, (
+        f"get unsupported pse shape {list(shape)}: with inputLayout TND dimension 0 must be N1*sum(S2) = "
+        f"{heads * sum(batches.kv)} or N1*sum(S1*S2), or the shape [1|B, N1, 1024, maxS2]",
+        "tiling.pse_shape",
+    )
+
+
+def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, masked: bool):
+    """SetPseAlibiParams of FlashAttentionVarLenScoreTiling: (the form the kernel reads, failure). A pse
+    of rank < 2 fails; one whose second-to-last dimension is 1024 is the compressed alibi, which needs
+    S1b = S2b in every batch and a causal sparse type."""
+    if form.form == "slopes":
+        return form, _inner_pse_modes(a, batches, mode, masked)
+    if pse.ndim < 2:
+        return form, (f"Invalid Pse DimNum({pse.ndim}), PseType({a.pseType}).", "tiling.pse_rank")
+    if pse.shape[-2] != ALIBI_ROWS:
+        return form, None
+    if any(q != k for q, k in zip(batches.q, batches.kv)):
+        return form, ("Pse alibi only support when actualSeqQLen and actualSeqKvLen are equal.", "tiling.pse_alibi_s")
+    if not causal_type(a, batches, mode, masked):
+        return form, ("Pse alibi only support causal sparse type.", "tiling.pse_alibi_causal")
+    return PackedPse("alibi", form.heads, alibi_batches=pse.shape[0], alibi_width=pse.shape[-1]), None
+
+
+def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool):
+    """ProcessPseInfo of the backward's TND tilings (arch32): (PackedPse, failure). Slopes must be
+    exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·T2, the key's rows, or
+    N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
+    max S1, nextTokens 0) passes. B is grad_batch_count's."""
+    shape, count = tuple(pse.shape), grad_batch_count(batches)
+    if a.pseType in (2, 3):
+        form, problem = _inner_pse(pse, heads)
+        if problem is None and shape not in ((heads,), (count, heads)):
+            problem = (
+                f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
+                "tiling.pse_inner_size",
+            )
+        return form, problem or _inner_pse_modes(a, batches, mode, masked)
+    if len(shape) == 1:
+        if shape[0] == key_tokens * heads:
+            return PackedPse("1s2", heads), None
+        if shape[0] == sum(q * k for q, k in zip(batches.q, batches.kv)) * heads:
+            return PackedPse("s1s2", heads), None
+        return None, ("pse outer mode, tnd, unsupported pse shape", "tiling.pse_shape")
+    if len(shape) != 4:
+        return None, (f"The shape of pse is not 4 dimensions, got {len(shape)}", "tiling.pse_rank")
+    s1, s2 = batches.longest
+    pre, nxt = _grad_tokens(a, mode, masked)
+    if s1 <= pre and nxt == 0 and shape[0] in (1, count) and shape[1:] == (heads, ALIBI_ROWS, s2):
+        return PackedPse("alibi", heads, alibi_batches=shape[0], alibi_width=s2), None
+    return None, (
+        f"The shape of pse{list(shape)} is invalid or tocken[{a.preTokens},{a.nextTokens}] not casual",
+        "tiling.pse_shape",
+    )
+
+
+def _grad_tokens(a, mode: int, masked: bool) -> tuple:
+    """The backward's tokens after ProcessTokensInfo: modes 2 and 3 (INT32_MAX, 0); no attenMask or mode 1
+    (INT32_MAX, INT32_MAX); the others as given (TND applies no right-down shift)."""
+    if not masked or mode == 1:
+        return INT32_MAX, INT32_MAX
+    if mode in (2, 3):
+        return INT32_MAX, 0
+    return a.preTokens, a.nextTokens
 
 
 def drop_mask_bytes(batches: Batches, heads: int) -> int:

@@ -1,5 +1,6 @@
 """What the KV-cache op modules share: the arch35 data types, tiling failures, the flat device
-data the kernels read, and the launch that reports the kernels' findings."""
+data the kernels read, the launch that reports the kernels' findings, and the pieces of the
+hand-written op_api both operators have from CANN 9.1.0."""
 
 import numpy as np
 
@@ -7,6 +8,8 @@ from ...dtypes import DataType
 from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...runtime import sanitizer
 from ... import status
+from ...opdef.failures import fail, mapped
+from ...opdef.generated import check_kernel_key
 from ...opdef.signature import Launch, OpError
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_arch35,
@@ -71,3 +74,60 @@ def launch(op, workspace_size: int, run) -> Launch:
             sanitizer.report(kind, f"{op.phase2}: {message}")
 
     return Launch(workspace_size, task)
+
+
+# -- the hand-written op_api of 9.1.0 (versions.RULES spkc/gpkc.hand_written_op_api) -------------------
+# CheckDtypeValid's lists of data types, shared by both operators' op_api.
+DTYPES_OP_API_A2 = (DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8)  # ScatterPaKvCache on A2/A3
+DTYPES_OP_API_INTEGERS = (
+    DataType.ACL_FLOAT16,
+    DataType.ACL_FLOAT,
+    DataType.ACL_BF16,
+    DataType.ACL_INT8,
+    DataType.ACL_UINT8,
+    DataType.ACL_INT16,
+    DataType.ACL_UINT16,
+    DataType.ACL_INT32,
+    DataType.ACL_UINT32,
+)  # GatherPaKvCache on A2/A3
+DTYPES_OP_API_FP8 = (
+    *DTYPES_OP_API_INTEGERS,
+    DataType.ACL_HIFLOAT8,
+    DataType.ACL_FLOAT8_E5M2,
+    DataType.ACL_FLOAT8_E4M3FN,
+)  # GatherPaKvCache on Ascend950
+DTYPES_OP_API_FP4 = (*DTYPES_OP_API_FP8, DataType.ACL_FLOAT4_E1M2, DataType.ACL_FLOAT4_E2M1)  # ScatterPaKvCache there
+INDEX_DTYPES = (DataType.ACL_INT32, DataType.ACL_INT64)
+
+
+def op_api_dtype(name: str, tensor, allowed) -> None:
+    """CheckDtypeValid's range check of one tensor (161002)."""
+    if tensor.dtype not in allowed:
+        raise OpError(
+            status.ACLNN_ERR_PARAM_INVALID,
+            f"The dtype of {name} must be within the range [{', '.join(d.short for d in allowed)}], "
+            f"but got {tensor.dtype.short}",
+            rule=f"dtype.{name}",
+        )
+
+
+def op_api_same_dtype(first: str, a, second: str, b, when: str = "") -> None:
+    """CheckDtypeValid's equality check of two tensors' data types (161002)."""
+    if a.dtype != b.dtype:
+        raise OpError(
+            status.ACLNN_ERR_PARAM_INVALID,
+            f"The data type of {first} [{a.dtype.short}] and {second} [{b.dtype.short}] must be equal{when}",
+            rule=f"dtype.{second}",
+        )
+
+
+def l0op(a, op, combos, env, tiling):
+    """The l0op behind the 9.1.0 op_api: the kernel lookup on the OpDef's combinations, then `tiling()`.
+    Either failing makes the l0op return nullptr, which the op_api's CHECK_RET turns into
+    ACLNN_ERR_INNER_NULLPTR (561103)."""
+    with mapped(status.ACLNN_ERR_INNER_NULLPTR, "l0op failed (ADD_TO_LAUNCHER_LIST_AICORE): ", "l0op."):
+        try:
+            check_kernel_key(a, op, combos, env.soc)
+        except OpError as error:
+            fail(error.rule, error.message, error.chips)
+        return tiling()

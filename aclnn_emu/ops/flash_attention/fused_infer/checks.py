@@ -20,6 +20,7 @@ from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key
 from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
+from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
@@ -92,13 +93,41 @@ for _op in (V1, V2, V3):
 
 
 @V4.prepare
-def prepare(a, env):
+def prepare(a, env, max_workspace: bool = False):
     with mapped(status.ACLNN_ERR_INNER_TILING_ERROR, "FusedInferAttentionScore tiling failed: ", "tiling."):
-        return prepare_inner(a, env, getattr(a, "version", 4))
+        return prepare_inner(a, env, getattr(a, "version", 4), max_workspace)
 
 
-def prepare_inner(a, env, version: int = 4):
-    """The wrappers' preprocessing, then aclnnInnerFusedInferAttentionScoreGetWorkspaceSize."""
+def _max_workspace(a, env):
+    """aclnnFusedInferAttentionScoreV{2,3,4}GetMaxWorkspaceSize (op_api _v2/_v3/_v4.cpp: exported, in
+    no header): the version's wrapper, then the generated entry point's Tensor twin with each
+    IntArray an INT64 tensor without data (FakeArray). With an actual length given the A2/A3 parser
+    sets isMaxWorkspace (FiaInfoParser::GetMaxWorkspaceFlag) and the FIA-V3 checks of the lengths'
+    values are skipped (CheckFeatureActualSeqLens{Q,Kv}Data read no data). The executor is for
+    aclDestroyAclOpExecutor: launched, the kernel would read lengths that have no data."""
+    given = a.actualSeqLengthsOptional is not None or a.actualSeqLengthsKvOptional is not None
+    planned = prepare(a, env, max_workspace=given)
+    return planned if planned.run is None else Launch(planned.workspace_size, _lengths_without_data)
+
+
+def _lengths_without_data(workspace):
+    raise AclError(
+        status.ACL_ERROR_RT_AICORE_EXCEPTION,
+        "the executor of aclnnFusedInferAttentionScoreV*GetMaxWorkspaceSize was launched: its actual "
+        "lengths are tensors without data (FakeArray), which the kernel would read; destroy it with "
+        "aclDestroyAclOpExecutor and launch the executor of GetWorkspaceSize instead",
+        rule="max_workspace.launched",
+    )
+
+
+for _op in (V2, V3, V4):
+    _op.undeclared("GetMaxWorkspaceSize")(_max_workspace)
+
+
+def prepare_inner(a, env, version: int = 4, max_workspace: bool = False):
+    """The wrappers' preprocessing, then aclnnInnerFusedInferAttentionScoreGetWorkspaceSize (its
+    Tensor twin with ``max_workspace``: the lengths present, their values unread)."""
+    a.max_workspace = max_workspace
     a.lse_wanted = bool(a.softmaxLseFlag)
     if not a.lse_wanted:  # FusedInferAttentionScoreProcessSoftmaxLse: a [0] FLOAT placeholder
         a.softmaxLse = _PLACEHOLDER
@@ -304,6 +333,8 @@ class FiaV3(Route):
             UNSUPPORTED.refuse("padding")
         if a.pseShiftOptional is not None:
             UNSUPPORTED.refuse("pse")
+        if a.max_workspace:  # no lengths to plan the kernel with
+            return Launch(launch.WORKSPACE, _lengths_without_data)
         return launch.fia_v3(a, self.env, self, axes, qd, vd)
 
     def _parse(self):
@@ -384,10 +415,11 @@ class FiaV3(Route):
             raise tiling("actual_seq_required", f"layout {self.base} needs actualSeqLengths and actualSeqLengthsKv")
         if self.paged and a.actualSeqLengthsKvOptional is None:
             raise tiling("actual_seq_kv_paged", "a paged cache needs actualSeqLengthsKv")
-        if not self.legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
-            self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
-        s2 = key_rows(a, self.base)
-        self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
+        if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check
+            if not self.legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
+                self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
+            s2 = key_rows(a, self.base)
+            self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
         if a.attenMaskOptional is None and self.sparse != 0:
             raise tiling("mask_required", f"sparseMode {a.sparseMode} needs attenMask")
         sink = a.learnableSinkOptional

@@ -30,6 +30,8 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
+        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels (on Ascend910_95 "
+        "every call whose query and key share a dtype)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
@@ -61,6 +63,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
+    if prompt and a.blockTableOptional is not None:
+        NOT_IMPLEMENTED.refuse("paged_pfa")
     if prompt and a.queryPaddingSizeOptional is not None:
         NOT_IMPLEMENTED.refuse("query_padding")
     if prompt and a.pseShiftOptional is not None:
@@ -76,8 +80,17 @@ INFERRED = Gaps(
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
+        "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
 )
+
+
+def _before_checks(a, env, prompt: bool) -> None:
+    """What both routes refuse or warn about before the other operator's checks."""
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
+    if a.max_workspace:
+        INFERRED.warn(env, "max_workspace_lengths")
 
 
 def _separate_antiquant(a) -> bool:
@@ -200,7 +213,7 @@ def _as_tiling_failure(op, prepare, args, env):
 def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
     separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
-    _refuse_unsupported(a, prompt=False, arch35=on_arch35(env))
+    _before_checks(a, env, prompt=False)
     separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
@@ -238,7 +251,7 @@ def incre(a, env):
 
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
-    _refuse_unsupported(a, prompt=True)
+    _before_checks(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
@@ -262,7 +275,14 @@ def prompt(a, env):
         sparseMode=a.sparseMode,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env))
+    out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if args.key.is_empty or args.value.is_empty:
+        # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
+        # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
+        if a.lse_wanted:
+            env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
+        return out
+    return _with_lse(a, env, out)
 
 
 def _with_lse(a, env, out):

@@ -82,10 +82,18 @@ TND_GAPS = Gaps(
     VAR_LENS[0],  # listed under FlashAttentionVarLenScore; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND (VarLen V1-V5)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
+        "varlen kernels' pse reads are not modelled)"
     },
+)
+TND_READ_PAST = Gaps(
+    VAR_LENS[0],
+    "refused",
+    {
+        "tnd_pse_short": "a TND pse (realShiftOptional) holding fewer elements than the kernel reads (the tiling "
+        "checks its dimension 0 and, for the alibi form, its last two only)"
+    },
+    code=NULLPTR,
 )
 TND_UNESTABLISHED = Gaps(
     VAR_LENS[0],
@@ -627,27 +635,29 @@ def _tiling_sink(sink, x: _Axes, env, arch35):
 
 
 def _prepare_tnd(a, x: _Axes, env, arch35, sink):
-    """The variable-length path (VarLen V1-V5): the TND tiling's checks, then the per-batch kernels."""
+    """The variable-length path (VarLen V1-V5): the TND tiling's checks in its order (GetShapeAttrsInfo's
+    lengths, pse, attenMask, dropMask and sink, then DoOpTiling's sparse rules and SetPseAlibiParams),
+    then the per-batch kernels."""
     batches, problem = tnd.check_lengths(a, a.key)
     _fail(problem)
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
-    if _present(a.realShiftOptional) is not None:
-        TND_GAPS.refuse("tnd_pse")
+    pse = _present(a.realShiftOptional)
+    form = None
+    if pse is None and a.pseType != 1 and not arch35:
+        fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
+    if pse is not None:
+        if arch35:
+            TND_GAPS.refuse("tnd_pse")
+        form, problem = tnd.forward_pse(a, pse, batches, x.n1)
+        _fail(problem)
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
-        _fail(tnd.check_sparse(a, batches, mode))
-        _fail(tnd.check_tokens(a, batches, mode))
-        problem, runs = tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
-    drop = _present(a.dropMaskOptional)
+        _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
+    drop, generated = _present(a.dropMaskOptional), None
     if arch35:
         problem, generated = dropout(drop, a.keepProb, env)
         _fail(problem)
-        if generated is not None:
-            TND_GAPS.refuse("tnd_generated_dropout")
     elif drop is None and np.float32(a.keepProb) < 1:
         env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")
     if drop is not None and drop.numel < tnd.drop_mask_bytes(batches, x.n1):
@@ -657,8 +667,32 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
             f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
         )
     sink = _tiling_sink(sink, x, env, arch35)
+    if mask is not None:
+        _fail(tnd.check_sparse(a, batches, mode))
+        _fail(tnd.check_tokens(a, batches, mode))
+    if form is not None:
+        form, problem = tnd.forward_pse_alibi(a, pse, form, batches, mode, mask is not None)
+        _fail(problem)
+        _refuse_short_pse(pse, form, batches)
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
     refuse_value_rows(UNESTABLISHED, a)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35)
+    run = _launch_tnd(
+        a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35, form, generated
+    )
     return Launch(WORKSPACE_RESERVE, run)
+
+
+def _refuse_short_pse(pse, form, batches):
+    """Slopes other than [N1] / [B, N1] (as the dense path), or a packed pse with fewer elements than
+    the kernel reads (its tiling checks dimension 0 only)."""
+    if form.form == "slopes":
+        if tuple(pse.shape) not in ((form.heads,), (batches.count, form.heads)):
+            READ_PAST.refuse(
+                "pse_inner_size",
+                f"slopes {list(pse.shape)}, [N1] = [{form.heads}], [B,N1] = [{batches.count},{form.heads}]",
+            )
+    elif pse.numel < form.elements(batches.q, batches.kv):
+        TND_READ_PAST.refuse(
+            "tnd_pse_short", f"pse {list(pse.shape)}, the kernel reads {form.elements(batches.q, batches.kv)}"
+        )

@@ -61,9 +61,10 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, 
     return run
 
 
-def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
+def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form=None, generated_dropout=None):
     """The variable-length entry points: each packed batch a dense attention (kernels/flash_attention/varlen.py),
-    softmaxMax/Sum in `softmax_layout`."""
+    softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says;
+    `generated_dropout` the (seed, offset) of a keep mask the kernel draws itself."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -72,11 +73,16 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
         pre_tokens=a.preTokens,
         next_tokens=a.nextTokens,
         sparse_mode=mode,
+        pse_type=a.pseType,
         prefix=a.prefixOptional,
+        q_start_idx=a.qStartIdxOptional,
+        kv_start_idx=a.kvStartIdxOptional,
         invalid_line=invalid_line,
+        generated_dropout=generated_dropout,
         saturate=arch35,
     )
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
+    pse = None if pse_form is None else a.realShiftOptional
     ropes = [getattr(a, name, None) for name in ("queryRope", "keyRope")]
 
     def run(workspace):
@@ -92,6 +98,7 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35):
             sink=None if sink is None else sink.read(),
             rope=None if None in ropes else tuple(t.read() for t in ropes),
             softmax_layout=softmax_layout,
+            pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
         )
         for tensor, values in zip((a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut), computed):
             tensor.write(values)

@@ -17,9 +17,11 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_shape_attrs_arch35
+from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
 from .common import (
     UNESTABLISHED,
+    V2_OFFSET,
+    V2_SEED,
     refuse_grad_head_dim,
     COMPRESSED_MASK,
     INVALID,
@@ -53,7 +55,10 @@ INFERRED = Gaps(
     "inferred",
     {
         "out_dtype": "an output whose dtype differs from its input's (the result is cast; on the NPU ViewCopy most likely "
-        "fails)"
+        "fails)",
+        "head_dim": "a head dim past what the kernels are built for: 768 on Ascend910_95 (GetDTemplateType falls back to "
+        "its largest template), the documented 512 on Atlas A2/A3. No host check refuses it; the result is exact, "
+        "the NPU kernel's buffers for such rows are not established",
     },
     code=NULLPTR,
 )
@@ -63,9 +68,8 @@ TND_GAPS = Gaps(
     UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND (Unpadding V1-V5)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND (the packed [B, N, Sq, Skv] forms)",
-        "tnd_generated_dropout": "keepProb < 1 without dropMask with inputLayout TND on Ascend910_95",
+        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
+        "varlen kernels' pse reads are not modelled)"
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -401,7 +405,16 @@ def prepare(a, env):
     if _present(a.pseShiftOptional) is not None and a.dpseOut is not None:
         env.warn("dpseOut is not computed by FAG (documented as unused); its contents are left as they were")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     return Launch(_workspace(s), _launch(a, s, mode, env, _tiling_sink(a, s.n1, env)))
+
+
+def _warn_head_dim(s, env) -> None:
+    """D past the largest kernel template (INFERRED head_dim): the op_api and tilings only compare
+    qD, kD and vD (CheckFaParam, GetInputShapeInfo), so phase 1 accepts any D."""
+    limit = 768 if env.soc == ARCH35 else 512
+    if s.d > limit:
+        INFERRED.warn(env, "head_dim", f"D {s.d} > {limit} on {env.soc}")
 
 
 def _tiling_sink(a, heads: int, env):
@@ -437,22 +450,19 @@ def _prepare_tnd(a, s: _Shape, env):
         if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
             shape = None if stats is None else list(stats.shape)
             _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
-    if _present(a.pseShiftOptional) is not None:
-        TND_GAPS.refuse("tnd_pse")
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        problem, runs = tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode))
-        _fail(problem)
-        if not runs:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
+        _fail(tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode), s.n1, grad=True))
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
-    drop = _present(a.dropMaskOptional)
-    if keep < 1:
-        if drop is None and env.soc == ARCH35:
-            TND_GAPS.refuse("tnd_generated_dropout")
+    drop, generated = _present(a.dropMaskOptional), None
+    if keep < 1 and drop is None and env.soc == ARCH35:
+        _check_drop_mask_arch35(a, s, keep, env)  # warns: the kernel draws the keep mask itself
+        generated = (V2_SEED, V2_OFFSET)
+    elif keep < 1:
         if drop is None:
             _fail((f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null"))
         need = tnd.drop_mask_bytes(batches, s.n1)
@@ -469,9 +479,31 @@ def _prepare_tnd(a, s: _Shape, env):
     if env.soc == ARCH35 and a.query.dtype in QUANT8:
         UNESTABLISHED.refuse("quant_query", f"query dtype {a.query.dtype.name}")
     refuse_grad_head_dim(a, s)
+    _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout)
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
+
+
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
+    """ProcessPseInfo of the arch32 TND tilings (after the sparse-mode and token processing): the pse's
+    dtype, then its form (tnd.backward_pse); a pse on Ascend910_95 is not modelled."""
+    pse = _present(a.pseShiftOptional)
+    if env.soc == ARCH35:  # whose tiling has no check of a pseType without a pse
+        if pse is not None:
+            TND_GAPS.refuse("tnd_pse")
+        return None
+    if pse is None:
+        if a.pseType != 1:
+            fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
+        return None
+    want = DataType.ACL_FLOAT if a.pseType in (2, 3) else a.query.dtype
+    if pse.dtype != want:
+        fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
+    # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, a.keyIn.shape[0], mode, masked)
+    _fail(problem)
+    return form
 
 
 # -- the other entry points' own op_api (op_api/aclnn_flash_attention_score_grad.cpp) --------------------

@@ -98,9 +98,11 @@ def _launch(a, s, mode, env, sink=None):
     return run
 
 
-def _launch_tnd(a, batches, mode, sink, softmax_layout):
+def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None, generated_dropout=None):
     """The variable-length entry points: each packed batch a dense backward (kernels/flash_attention/varlen.py);
-    softmaxMax/Sum read in `softmax_layout`; the rope halves' and the sink's gradients when given."""
+    softmaxMax/Sum read in `softmax_layout`; the rope halves' and the sink's gradients when given; the pse
+    read per batch as `pse_form` (varlen_pse.PackedPse) says; `generated_dropout` the (seed, offset) of a
+    keep mask the kernel draws itself."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -109,9 +111,13 @@ def _launch_tnd(a, batches, mode, sink, softmax_layout):
         pre_tokens=a.preTokens,
         next_tokens=a.nextTokens,
         sparse_mode=mode,
+        pse_type=a.pseType,
         prefix=a.prefixOptional,
+        generated_dropout=generated_dropout,
+        **_start_indices(a, env),
     )
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
+    pse = None if pse_form is None else a.pseShiftOptional
     ropes = [getattr(a, name, None) for name in ("queryRope", "keyInRope")]
 
     def run(workspace):
@@ -131,6 +137,7 @@ def _launch_tnd(a, batches, mode, sink, softmax_layout):
             sink=None if sink is None else sink.read(),
             rope=None if None in ropes else tuple(t.read() for t in ropes),
             softmax_layout=softmax_layout,
+            pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
         )
         for name, out in (("dq", a.dqOut), ("dk", a.dkOut), ("dv", a.dvOut)):
             out.write(grads[name])

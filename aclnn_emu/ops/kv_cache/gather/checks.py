@@ -8,6 +8,8 @@ differ per chip (docs/divergences/gather_pa_kv_cache.md):
   the cache mode string and that five sizes are positive, nothing else;
 - Ascend910_95 (`_tiling_arch35`, GatherPaKvCacheTiling; arch35 kernels) checks ranks, shapes,
   formats and the cache mode, and takes FRACTAL_NZ caches for PA_NZ.
+CANN 9.1.0 has a hand-written op_api instead (op_api.py), and its failures behind the op_api's own
+checks are 561103 (common.l0op).
 """
 
 from aclnn_emu import status
@@ -18,7 +20,8 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.generated import before_tiling, shape_dim, tiling_failed
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
-from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
+from . import op_api
 from .checks_arch35 import WORKSPACE_ARCH35, _tiling_arch35
 from .entry import I32, I64, ND, NZ, OP
 from .launch import _NAMES, _bytes, _index
@@ -66,10 +69,22 @@ NZ_TOKEN_BYTES = 148 * 1024  # the A2/A3 PA_NZ kernel's buffer for one token (UB
 
 
 @OP.prepare
-@tiling_failed
 def prepare(a, env):
+    if env.version.has("gpkc.hand_written_op_api"):
+        if not op_api.checks(a, env):
+            return Launch.nothing()
+        return l0op(a, OP, COMBOS, env, lambda: _tiling(a, env))
+    return _generated(a, env)
+
+
+@tiling_failed
+def _generated(a, env):
     if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
+    return _tiling(a, env)
+
+
+def _tiling(a, env):
     if env.soc == "Ascend910_95":
         return launch(OP, WORKSPACE_ARCH35, _tiling_arch35(a, env.part))
     return launch(OP, TOOLS_WORKSPACE, _tiling_a2(a, env))

@@ -4,13 +4,16 @@ Reference §3: no hand-written op_api, so the generated entry point runs (§0.1)
 checks (161001), the empty-output shortcut, the kernel lookup on the OpDef dtype/format combinations
 (161002 / 561003), then the tiling (561002). The tiling and the kernels differ per chip:
 Atlas A2/A3 use the Membase tiling (`_tiling_a2`), arch35 the arch35 one (`_tiling_arch35`).
+CANN 9.1.0 has a hand-written op_api instead (op_api.py), and its failures behind the op_api's own
+checks are 561103 (common.l0op).
 """
 
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.generated import before_tiling, tiling_failed
 from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.ops.kv_cache.common import DTYPES_ARCH35, TOOLS_WORKSPACE, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
+from . import op_api
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
 from .launch import _run_compress, _run_nd, _run_nz
@@ -69,10 +72,24 @@ UNESTABLISHED = Gaps(
 
 
 @OP.prepare
-@tiling_failed
 def prepare(a, env):
+    if env.version.has("spkc.hand_written_op_api"):
+        if not op_api.checks(a, env):
+            return Launch.nothing()
+        return l0op(a, OP, COMBOS, env, lambda: _tiling(a, env))
+    return _generated(a, env)
+
+
+@tiling_failed
+def _generated(a, env):
     if not before_tiling(a, OP, COMBOS, env.soc):
         return Launch.nothing()
+    return _tiling(a, env)
+
+
+def _tiling(a, env):
+    if a.value is None:  # only the 9.1.0 op_api lets it through; the OpDef's value is REQUIRED
+        fail("null_value", "value is nullptr, a required input of the kernel (inferred: the launch fails)")
     run = _tiling_arch35(a, env) if env.soc == "Ascend910_95" else _tiling_a2(a, env)
     # Both tilings ask for ASCENDC_TOOLS_WORKSPACE as workspace.
     return Launch.nothing() if run is None else launch(OP, TOOLS_WORKSPACE, run)
@@ -212,6 +229,11 @@ def _nct_attrs(a) -> tuple[int, int, int]:
 
 def _warn_a2(a, env, mode, head_k, head_v, nct) -> None:
     """Where the 8.5 kernels compute something other than the doc promises (divergences file)."""
+    if a.cacheModeOptional not in (None, "", *CACHE_MODES):
+        env.warn(
+            f"cacheMode {a.cacheModeOptional!r} is neither 'Norm' nor 'PA_NZ'; the Atlas A2/A3 tiling "
+            "(GetTemplateType) only compares it with 'PA_NZ', so it runs as 'Norm'. Fix: pass 'Norm' or 'PA_NZ'"
+        )
     if a.slotMapping.dtype == I64:
         env.warn(
             f"slotMapping is INT64, but the CANN 8.5 Atlas A2/A3 {mode} kernel reads slot_mapping"
