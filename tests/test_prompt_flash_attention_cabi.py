@@ -85,6 +85,7 @@ EXPECTED = {
             "shape.layout_rank",
             "shape.layout_empty",
             "shape.layout",
+            "release.ntd",
             "shape.d_zero",
             "shape.d_max",
             "shape.d_gt_dv_int8",
@@ -322,6 +323,21 @@ RELEASE_CHANGES = {
     }
     for family in ("Ascend910B", "Ascend910_93")
 }
+# 9.0.0 and 9.1.0 ContiguousInput casts an fp16 attenMask to uint8 after the op_api's dtype checks: the tiling's
+# mask dtype checks then see a byte mask (a bf16 query's, sparse mode 2's).
+for _version, _api in (("9.0.0", f"v9.0.0:{OPS_API}"), ("9.1.0", "9.1.0:attention/prompt_flash_attention/op_api/")):
+    for _family in ("Ascend910B", "Ascend910_93"):
+        RELEASE_CHANGES[(_version, _family)] = {
+            **{
+                rule: (0, f"{_api}aclnn_prompt_flash_attention_inner.cpp ContiguousInput: l0op::Cast to DT_UINT8")
+                for rule in ("mask.bf16_dtype", "sparse.mask_dtype")
+            },
+            "release.ntd": (
+                TILING,
+                f'{_api}aclnn_prompt_flash_attention_inner.cpp AnalysisAxis reads NTD and passes "NTD" on; '
+                "op_host/prompt_flash_attention_tiling.cpp SetInputLayout knows no NTD",
+            ),
+        }
 WITHDRAWN_ON_950 = {
     "9.0.0": f"v9.0.0:{OPS_API}aclnn_prompt_flash_attention_v2.cpp aclnnPromptFlashAttentionV2GetWorkspaceSize",
     "9.1.0": "9.1.0:attention/prompt_flash_attention/op_api/aclnn_prompt_flash_attention_v2.cpp "

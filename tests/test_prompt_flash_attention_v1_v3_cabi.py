@@ -90,6 +90,21 @@ def test_every_rule_returns_the_source_code(family):
     cabi.assert_rules_by_family("prompt_flash_attention_v1_v3_rules.cpp", family, BY_FAMILY[family])
 
 
+# 9.0.0 and 9.1.0 on Atlas A2/A3: the op_api casts an fp16 attenMask to uint8 after its dtype checks
+# (ContiguousInput), so the tiling's CheckMaskType sees a byte mask and lets these through; on the Ascend910_95
+# family (Ascend950) V1-V3 are withdrawn (361001 before any argument, aclnn_prompt_flash_attention_v3.cpp).
+MASK_CAST = {rule: 0 for rule in ("v3.fp16_mask_high_precision", "v3.fp16_mask_pse", "v3.fp16_mask_row_invalid")}
+
+
+@pytest.mark.parametrize("version", ["8.5.0-beta.1", "9.0.0", "9.1.0"])
+def test_every_rule_per_release(family, version):
+    codes = cabi.release_codes("prompt_flash_attention_v1_v3_rules.cpp", family, version)
+    expected = {rule: code for rule, (code, _) in BY_FAMILY[family].items()}
+    if version.startswith("9."):
+        expected = {rule: 361001 for rule in expected} if family == "Ascend910_95" else {**expected, **MASK_CAST}
+    assert codes == expected
+
+
 def _numerics_golden(inner_precise, arch35):
     """What the program's numerics case computes: q = k on a quarter grid, v = sin, pse on a half
     grid, row 3 fully masked and one key of row 5."""

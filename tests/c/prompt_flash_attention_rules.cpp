@@ -276,6 +276,9 @@ int main(int argc, char **argv) {
     c = Int8Case(); c.hasQuant2 = true; REPORT("quant.int8_fp16_out", Call(c, stream));
     c = Case(); c.q = T({1, 2, 0, 32}); REPORT("shape.query_empty", Call(c, stream));
     c = Case(); c.layout = "BNSDX"; REPORT("shape.layout_exact", Call(c, stream));
+    // NTD (query [N, T, D]): the 9.x op_api reads it, the A2/A3 tiling does not know it.
+    c = Tnd(); c.layout = "NTD"; c.q = c.out = T({2, 16, 64}, ACL_BF16); c.k = c.v = T({2, 20, 64}, ACL_BF16);
+    REPORT("release.ntd", Call(c, stream));
     c = Case(); c.k = c.v = T({1, 2, 0, 32}); c.q.dtype = c.k.dtype = c.v.dtype = ACL_INT8; c.out.dtype = ACL_FLOAT16;
     REPORT("empty.int8", Call(c, stream));
     c = Case(); c.k = c.v = T({1, 300, 0, 32}); c.q = c.out = T({1, 300, 16, 32}); c.heads = 300; REPORT("empty.n", Call(c, stream));

@@ -106,6 +106,7 @@ VARLEN_OP_TESTS = (
 FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
 FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
 FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
+PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
@@ -2112,6 +2113,34 @@ MUTATIONS = [
         "    if env.op_name == OP.name and env.version.has(rule) and (a.query.ndim != rank or a.key.ndim != rank):",
         "    if False:",
         FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "pfa-fp16-mask-not-cast-in-9x",
+        "aclnn_emu/ops/flash_attention/prompt/mask_cast.py",
+        "        if env.version.has(RULE):",
+        "        if False:",
+        PFA_TESTS,
+    ),
+    Mutation(
+        "ifa-tnd-rope-check-for-every-d-in-9x",
+        "aclnn_emu/ops/flash_attention/incre/checks.py",
+        '            if self.env.version.has(TND_RULE) and not (layout == "TND" and d == 512):',
+        "            if False:",
+        ("tests/test_incre_flash_attention_cabi.py",),
+    ),
+    Mutation(
+        "pfa-ntd-not-read-in-9x",
+        PFA_CHECKS_FILE,
+        "    ntd = env.op_name in OWN_OP_API and env.version.has(NTD_RULE)",
+        "    ntd = False",
+        PFA_TESTS,
+    ),
+    Mutation(
+        "pfa-fp16-mask-cast-rounds-to-nearest",
+        "aclnn_emu/ops/flash_attention/prompt/mask_cast.py",
+        "np.clip(np.nan_to_num(np.trunc(x), nan=0.0), 0, 255)",
+        "np.clip(np.nan_to_num(np.rint(x), nan=0.0), 0, 255)",
+        PFA_TESTS,
     ),
     Mutation(
         "fag-input-dtype-check-skipped",
