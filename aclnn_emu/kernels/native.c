@@ -465,8 +465,9 @@ DISPATCHED(softmax_grad, (float *grad, const float *probs, const float *keep, co
 
 /* Large copies of large pieces (a paged-cache scatter of whole token rows) write with non-temporal
    stores: a destination line is written whole, so it need not be read into the cache first, which
-   halves the memory traffic of scattered writes. Pieces below STREAM_MIN bytes leave lines part
-   written and copy normally. */
+   halves the memory traffic of scattered writes. Pieces below STREAM_MIN bytes would leave lines
+   part written and copy normally, except runs of 32-byte NZ pieces side by side, which fill whole
+   lines (copy_adjacent_pieces). */
 enum { STREAM_MIN = 256, STREAM_CALL_MIN = 1 << 20 };
 
 /* memcpy of n bytes that may use non-temporal stores (`stream`): for a 16-byte aligned dst, no
