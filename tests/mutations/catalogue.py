@@ -2157,10 +2157,10 @@ MUTATIONS = [
         FAG_TESTS,
     ),
     Mutation(
-        "fag-io-check-layout-case-insensitive",
+        "fag-io-check-batch-skipped",
         FAG_IO,
-        "    if layout not in LAYOUTS:",
-        "    if layout.upper() not in LAYOUTS:",
+        "    if axis is not None and not q[axis] == k[axis] == v[axis]:",
+        "    if False:",
         FAG_TESTS,
     ),
     Mutation(
