@@ -1114,8 +1114,8 @@ MUTATIONS = [
     Mutation(
         "li-paged-offset-off-by-one",
         K + "sparse_attention/key_rows.py",
-        "self.table[batch][block] * self.block_size + positions % self.block_size",
-        "self.table[batch][block] * self.block_size + (positions + 1) % self.block_size",
+        "return entries[flat] * self.block_size + positions % self.block_size",
+        "return entries[flat] * self.block_size + (positions + 1) % self.block_size",
         LI_TESTS,
     ),
     # --- SparseFlashAttention ------------------------------------------------------------------
@@ -1205,8 +1205,8 @@ MUTATIONS = [
     Mutation(
         "sfa-paged-offset-off-by-one",
         K + "sparse_attention/key_rows.py",
-        "self.table[batch][block] * self.block_size + positions % self.block_size",
-        "self.table[batch][block] * self.block_size + (positions + 1) % self.block_size",
+        "return entries[flat] * self.block_size + positions % self.block_size",
+        "return entries[flat] * self.block_size + (positions + 1) % self.block_size",
         SFA_TESTS,
     ),
     # --- KV cache ------------------------------------------------------------------------------
