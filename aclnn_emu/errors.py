@@ -58,6 +58,7 @@ CLASSES = {
         "InnerNullptr",
         "an internal step got NULL (the op_api's catch-all for a rejected call, or an executor that is not live)",
     ),
+    status.GRAPH_FAILED: ("GraphFailed", "a hand-written op_api returned ge::GRAPH_FAILED (-1)"),
 }
 
 

@@ -50,12 +50,16 @@ ACLNN_ERR_INNER_CREATE_EXECUTOR = 561101
 ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR = 561102
 ACLNN_ERR_INNER_NULLPTR = 561103
 
+# ge::GRAPH_FAILED (0xFFFFFFFF), which some hand-written op_apis return as their int32_t aclnnStatus.
+GRAPH_FAILED = -1
+
 NAMES = {
     value: name
     for name, value in globals().items()
     if name.startswith(("ACL_ERROR", "ACLNN_ERR")) and isinstance(value, int)
 }
 NAMES[0] = "ACL_SUCCESS"
+NAMES[GRAPH_FAILED] = "GRAPH_FAILED"
 
 
 def name_of(code: int) -> str:

@@ -119,6 +119,33 @@ RULES = {
             "aclnnGatherPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
         },
     ),
+    "li.null_values_placeholder": Rule(
+        "LightningIndexer: a null query returns -1 (ge::GRAPH_FAILED), as does a null sparseValuesOut with "
+        "returnValues; otherwise a null sparseValuesOut becomes a [0] tensor of query's dtype before the "
+        "generated checks (8.5: 161001)",
+        _moved_host(
+            "attention/lightning_indexer/",
+            "aclnn_lightning_indexer.cpp",
+            "aclnnLightningIndexerGetWorkspaceSize, TensorHolder",
+        ),
+    ),
+    "sfa.null_softmax_placeholders": Rule(
+        "SparseFlashAttention: with returnSoftmaxLse a null softmaxMaxOut or softmaxSumOut returns -1 "
+        "(ge::GRAPH_FAILED); without it both null become [0] FLOAT tensors before the generated checks "
+        "(8.5: 161001; one of them null is still 161001)",
+        _moved_host(
+            "attention/sparse_flash_attention/",
+            "aclnn_sparse_flash_attention.cpp",
+            "aclnnSparseFlashAttentionGetWorkspaceSize, TensorHolder",
+        ),
+    ),
+    "sfa.null_value_is_key": Rule(
+        "SparseFlashAttention: a null value is replaced by key (8.5 and 9.0.0: 161001)",
+        {
+            "9.1.0": "attention/sparse_flash_attention/op_host/op_api/aclnn_sparse_flash_attention.cpp "
+            "aclnnSparseFlashAttentionGetWorkspaceSize"
+        },
+    ),
     "fas.query_dtype_is_out_dtype_on_a2a3": Rule(
         "FlashAttentionScoreV2 and V3 on Atlas A2/A3 (DAV_2201): an attentionOut dtype other than query's is 161002 "
         "(before: run, the ViewCopy cast inferred)",
@@ -180,6 +207,21 @@ RULES = {
         "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
         {"8.5.0-beta.1": f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp PreprocessQKVInput"},
     ),
+    "pfa.fp16_mask_cast_to_uint8": Rule(
+        "PromptFlashAttention V1-V3: an fp16 attenMask is cast to uint8 on every chip after the op_api's dtype "
+        "checks, so the tiling and the kernel see a byte mask (a nonzero value masks the score, filled as a "
+        "bool mask is) where 8.5 adds mask * -10000",
+        _moved(_PFA_API, "aclnn_prompt_flash_attention_inner.cpp", "ContiguousInput"),
+    ),
+    "pfa.ntd_layout_in_op_api": Rule(
+        'PromptFlashAttention V1-V3: the op_api reads a 3-D layout starting with NTD and hands the L0 op "NTD", '
+        "which the Atlas A2/A3 tiling does not know (SetInputLayout): 561103 where 8.5's op_api returns 161002",
+        _moved(
+            _PFA_API,
+            "aclnn_prompt_flash_attention_inner.cpp",
+            "CheckDimsAndLayout, AnalysisAxis (then op_host/prompt_flash_attention_tiling.cpp SetInputLayout)",
+        ),
+    ),
     "pfa.v1_v3_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) PromptFlashAttention V1-V3 return 361001 in both phases",
         _moved(
@@ -187,6 +229,14 @@ RULES = {
             "aclnn_prompt_flash_attention_v2.cpp",
             "aclnnPromptFlashAttentionV2GetWorkspaceSize, aclnnPromptFlashAttentionV2 (likewise V1, V3)",
         ),
+    ),
+    "ifa.tnd_rope_check_d512_only": Rule(
+        "IncreFlashAttention on Atlas A2/A3: a TND query without rope inputs fails the tiling only with D 512 "
+        "(8.5: every TND or TND_NTD one); the others reach 9.x's TND paths, not emulated (561003)",
+        {
+            r: f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp GetRopeAndGqaFlag (8.5: QKVPreProcess4TND)"
+            for r in ("9.0.0", "9.1.0")
+        },
     ),
     "ifa.v1_v4_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
@@ -237,14 +287,20 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "PromptFlashAttention: the NTD layout, the fp16 attenMask cast to uint8 on every chip, and the "
-        "tiling's rule changes (not reviewed rule by rule)",
-        f"{_PFA_API}op_host/op_api/aclnn_prompt_flash_attention_inner.cpp ContiguousInput; op_host/*tiling*",
+        "FlashAttentionScoreGrad on Ascend950: the rewritten arch35 (regbase) tiling, not reviewed rule by rule "
+        "(the 8.5 arch35 rules apply)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_*regbase*.cpp",
     ),
     Unemulated(
         "9.0.0",
-        "IncreFlashAttention and FlashAttentionScoreGrad: the tiling's rule changes (not reviewed rule by rule)",
-        f"{_IFA_API}op_host/incre_flash_attention_tiling*.cpp; {_FAG}op_host/*tiling*",
+        "IncreFlashAttention on A2/A3: the flash-decode balancing (SplitBalancedFd; where the KV splits fall)",
+        f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedFd, IsFdBalanceCase",
+    ),
+    Unemulated(
+        "9.1.0",
+        "FlashAttentionScoreGrad on A2/A3: the tiling refactored into op_host/arch22 (not reviewed rule by rule; "
+        "the 8.5 rules apply)",
+        f"{_FAG}op_host/arch22/*tiling*",
     ),
     Unemulated(
         "9.0.0",
@@ -261,9 +317,10 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "LightningIndexer and SparseFlashAttention: hand-written op_api; null optional outputs accepted "
-        "(placeholders), a null value means key (SFA), some null cases return -1 instead of 161001",
-        f"{_SA}lightning_indexer/op_host/op_api/, {_SA}sparse_flash_attention/op_host/op_api/",
+        "LightningIndexer and SparseFlashAttention: the tilings' rule changes (not reviewed rule by rule; the "
+        "op_api wrappers are emulated: li.null_values_placeholder, sfa.null_softmax_placeholders)",
+        f"{_SA}lightning_indexer/op_host/lightning_indexer_tiling.cpp, "
+        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp",
     ),
     Unemulated(
         "9.1.0",

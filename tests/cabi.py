@@ -72,3 +72,10 @@ def assert_rules_by_family(source, family, expected):
     result = compile_and_run(source, env={"ACLNN_EMU_SOC": family})
     assert result.returncode == 0, result.stdout + result.stderr
     assert rule_codes(result.stdout) == {rule: code for rule, (code, _) in expected.items()}
+
+
+def release_codes(source, family, version) -> dict[str, int]:
+    """The codes a status-code program reports on one chip family under one CANN release."""
+    result = compile_and_run(source, env={"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return rule_codes(result.stdout)

@@ -78,6 +78,14 @@ def _expected():
                 f"{entry}.pse.dtype": NULLPTR,
                 f"{entry}.pse.alibi_not_causal": NULLPTR,
                 f"{entry}.ok.pse_alibi": 0,
+                # tiling ProcessTokensInfo (TND; arch35 CheckUnpadTokensInfo alike): -preTokens, -nextTokens
+                # within the batch's lengths and preTokens + nextTokens > 0
+                f"{entry}.ok.mode0_band": 0,
+                f"{entry}.tokens.mode0_sum_not_positive": NULLPTR,
+                f"{entry}.tokens.mode0_pre_past_s2": NULLPTR,
+                f"{entry}.ok.mode0_pre_within_s2": 0,
+                f"{entry}.tokens.mode4_next_past_s2": NULLPTR,
+                f"{entry}.tokens.mode7_sum_not_positive": NULLPTR,
                 # tiling CheckAttenMaskShape: 4-D [B, N1|1, ...] or [1, 1, ...], the last two maxS1 x maxS2;
                 # B is the batch count without trailing batches whose lengths are both 0
                 f"{entry}.ok.mask_one": 0,
@@ -110,6 +118,9 @@ EXPECTED = _expected()
 # no arch35 tiling checks a pseType without a pse.
 ARCH35 = {rule: 561003 for rule in EXPECTED if ".pse." in rule or ".ok.pse" in rule}
 ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
+# the arch35 tiling checks no TND mask shape and its kernels read a 4-D one unlike the arch32 ones (not
+# modelled: 561003, rule not_implemented.tnd_mask_shape)
+ARCH35.update({rule: 561003 for rule in EXPECTED if ".mask." in rule or ".ok.mask" in rule})
 BY_FAMILY = {
     "Ascend910B": EXPECTED,
     "Ascend910_93": EXPECTED,
@@ -156,11 +167,9 @@ def test_every_rule_returns_the_source_code(rules_run, family):
 
 @pytest.mark.parametrize("version", [v for v in versions.ORDER if v != versions.DEFAULT])
 def test_every_rule_per_release(family, version):
-    result = cabi.compile_and_run(
-        "flash_attention_unpadding_rules.cpp", env={"ACLNN_EMU_SOC": family, "ACLNN_EMU_CANN_VERSION": version}
+    assert cabi.release_codes("flash_attention_unpadding_rules.cpp", family, version) == release_expected(
+        family, version
     )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert cabi.rule_codes(result.stdout) == release_expected(family, version)
 
 
 def test_v4_null_check_is_an_inferred_rule():

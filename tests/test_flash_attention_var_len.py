@@ -318,32 +318,29 @@ def test_packed_training_step_with_generated_alibi_v2():
     _pse_step(forward, backward, slopes, 2, terms, extra=(2,))
 
 
-def test_a_tnd_pse_shorter_than_the_kernel_reads_is_refused():
-    """The tiling tells a packed pse by its dimension 0 (here N1·ΣS2) only: [440, 0] holds nothing, and
-    the kernel would read past its end. Refused with 161001, naming the rule."""
+def _refused_pse(pse, status, says):
+    """VarLenScore with `pse` on the packed batches of CU_Q / CU_KV fails with `status`, saying why."""
     rng = np.random.default_rng(6)
     q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
-    pse = np.zeros((4 * 110, 0), FP16)
     with pytest.raises(ae.AclnnError) as error:
         ae.ops.FlashAttentionVarLenScore(
             q, k, v, pse, None, None, MASK, None, CU_Q, CU_KV, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3
         )
-    assert error.value.status == 161001
-    assert "holding fewer elements than the kernel reads" in str(error.value)
+    assert error.value.status == status
+    assert says in str(error.value)
+
+
+def test_a_tnd_pse_shorter_than_the_kernel_reads_is_refused():
+    """The tiling tells a packed pse by its dimension 0 (here N1·ΣS2) only: [440, 0] holds nothing, and
+    the kernel would read past its end. Refused with 161001, naming the rule."""
+    _refused_pse(np.zeros((4 * 110, 0), FP16), 161001, "holding fewer elements than the kernel reads")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_tnd_pse_on_arch35_is_not_emulated(chip):
     """Ascend910_95: the arch35 varlen kernels' pse reads are not modelled: 561003, saying why."""
-    rng = np.random.default_rng(6)
-    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
-    pse = _make(rng, FP16, 4 * 110, 1)
-    with pytest.raises(ae.AclnnError) as error:
-        ae.ops.FlashAttentionVarLenScore(
-            q, k, v, pse, None, None, MASK, None, CU_Q, CU_KV, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3
-        )
-    assert error.value.status == 561003
-    assert "a pse (realShiftOptional) with inputLayout TND on Ascend910_95" in str(error.value)
+    pse = np.ones((4 * 110, 1), FP16)
+    _refused_pse(pse, 561003, "a pse (realShiftOptional) with inputLayout TND on Ascend910_95")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

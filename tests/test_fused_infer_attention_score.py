@@ -2,6 +2,8 @@
 float64 golden (CANN's precision standard), softmaxLse, the sink, MLA rope, paged caches in both
 layouts, and the routing per chip."""
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from aclnn_emu.opdef.registry import by_name
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
 from golden import prompt_flash_attention as pfa_golden
+import test_prompt_flash_attention_v3 as pfa_v3
 from test_incre_flash_attention_arch35 import arch35, int8_case
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -292,31 +295,30 @@ def test_mla_dense_nbsd_output():
 
 
 def test_shared_prefix_on_the_fia_v3_route():
-    """A shared prefix (V2) in front of each batch's keys: qD 192 / vD 128 is not a legacy GQA
-    shape, so RouteToFia takes it with the prefix (CheckGqaConstrain)."""
+    """A shared prefix (V2) in front of each batch's keys: BNSD_NBSD is no legacy GQA layout, so
+    RouteToFia takes it with the prefix (CheckGqaConstrain); CheckSystemPrefixShape wants the key
+    and value prefixes of one shape, so D is the same for both."""
     n, s1, s2, p = 2, 24, 40, 16
-    q = RNG.standard_normal((2, n, s1, 192)).astype(np.float16)
-    k = RNG.standard_normal((2, n, s2, 192)).astype(np.float16)
-    v = RNG.standard_normal((2, n, s2, 128)).astype(np.float16)
-    kp = RNG.standard_normal((1, n, p, 192)).astype(np.float16)
-    vp = RNG.standard_normal((1, n, p, 128)).astype(np.float16)
+    q = RNG.standard_normal((2, n, s1, 128)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, n, s2, 128)).astype(np.float16) for _ in range(2))
+    kp, vp = (RNG.standard_normal((1, n, p, 128)).astype(np.float16) for _ in range(2))
     out, _ = run_fia(
         version=2,
         query=q,
         key=[k],
         value=[v],
-        out_shape=(2, n, s1, 128),
+        out_shape=(n, 2, s1, 128),
         keySharedPrefixOptional=kp,
         valueSharedPrefixOptional=vp,
         actualSharedPrefixLenOptional=(12,),
         numHeads=n,
-        scaleValue=192**-0.5,
-        inputLayout="BNSD",
+        scaleValue=128**-0.5,
+        inputLayout="BNSD_NBSD",
     )
     kk = np.concatenate([np.repeat(kp[:, :, :12], 2, axis=0), k], axis=2)
     vv = np.concatenate([np.repeat(vp[:, :, :12], 2, axis=0), v], axis=2)
-    want = golden.attention(q, kk, vv, scale=192**-0.5, kv_block=512)
-    _meets(out, want, np.float16)
+    want = golden.attention(q, kk, vv, scale=128**-0.5, kv_block=512)
+    _meets(out.transpose(1, 0, 2, 3), want, np.float16)
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
@@ -555,3 +557,145 @@ def test_lse_on_the_ifa_and_pfa_routes(s1):
     want = golden.attention(q, k, v, scale=32**-0.5, kv_block=8192)
     _lse_meets(lse[..., 0], want.lse)
     assert np.isfinite(out.astype(np.float32)).all() and np.abs(out.astype(np.float32)).max() > 0
+
+
+# The message of the rule that fails, in
+# fused_infer_attention_score_tiling.cpp TilingProcess4PFA's order: CheckDequantParams (antiquantMode,
+# then dequantScaleQuery with S > 16 as GetQueryS reads it, then without queryRope), ConvertAttrsPFA.
+PFA_QUERY_QUANT = {  # (query S, layout, dequantScaleQuery given, other parameters, message)
+    "antiquant_mode_first": (32, "BNSD", True, dict(antiquantMode=1), "antiquantMode 1"),
+    "s_over_16": (32, "BNSD", True, {}, "query S 32 > 16"),
+    "s_of_bsnd": (32, "BSND", True, {}, "query S 32 > 16"),
+    "no_rope": (16, "BNSD", True, {}, "needs queryRope"),
+    "query_quant_mode": (16, "BNSD", False, dict(queryQuantMode=1), "do not support query dequantisation"),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("case", PFA_QUERY_QUANT)
+def test_query_quantisation_on_the_a2_pfa_route(chip, case):
+    """D 32 with S > 1 goes to the PFA tiling, which takes no query dequantisation (561002)."""
+    s, layout, with_dequant, params, message = PFA_QUERY_QUANT[case]
+    shape = (2, 8, s, 32) if layout == "BNSD" else (2, s, 8, 32)
+    q = RNG.standard_normal(shape).astype(np.float16)
+    k = RNG.standard_normal((2, 2, 40, 32) if layout == "BNSD" else (2, 40, 2, 32)).astype(np.float16)
+    dequant = np.ones((2, 8, s), np.float32) if with_dequant else None
+    with pytest.raises(ae.errors.TilingError, match=message) as failure:
+        ae.ops.FusedInferAttentionScoreV4(
+            q, [k], [k], numHeads=8, numKeyValueHeads=2, inputLayout=layout, dequantScaleQueryOptional=dequant, **params
+        )
+    assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_pse_shift_on_the_pfa_route(chip, dtype):
+    """D 32 is no FIA-V3 head size: S 16 goes to the PFA tiling on either chip family, which takes
+    FIA's pseShift (ConvertContextToParamsPFA; PromptFlashAttentionTilingV2), added after the scale
+    as in PromptFlashAttentionV3 (an fp16 pse forces the A2/A3 high-precision template)."""
+    b, n, s1, s2, d = 2, 4, 16, 40, 32
+    q, k = pfa_v3.grid((b, n, s1, d), dtype), pfa_v3.grid((b, n, s2, d), dtype)
+    v = RNG.standard_normal((b, n, s2, d)).astype(dtype)
+    pse = pfa_v3.grid((1, n, s1, s2), dtype, spread=2)
+    out, _ = run_fia(
+        query=q, key=[k], value=[v], out_shape=q.shape, pseShiftOptional=pse, numHeads=n, scaleValue=0.125,
+        inputLayout="BNSD", innerPrecise=1,
+    )  # fmt: skip
+    want = pfa_golden.attention(q, k, v, scale=0.125, sparse_mode=1, pse=pse, **pfa_v3.kind(chip, dtype, 1, True))
+    precision.assert_meets(out, want, np.dtype(dtype).name)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("inner_precise", [0, 1, 2, 3])
+def test_inner_precise_on_the_pfa_route(chip, inner_precise):
+    """FIA hands innerPrecise to the PFA tiling: rows 3 and 17, every key masked, are 0 with the
+    row-invalid correction (2, 3) and the average of V without it."""
+    b, n, s1, s2, d = 1, 2, 24, 48, 32
+    q, k = pfa_v3.grid((b, n, s1, d), np.float16), pfa_v3.grid((b, n, s2, d), np.float16)
+    v = RNG.standard_normal((b, n, s2, d)).astype(np.float16)
+    mask = RNG.random((s1, s2)) < 0.25
+    mask[[3, 17]] = True
+    out, _ = run_fia(
+        query=q, key=[k], value=[v], out_shape=q.shape, attenMaskOptional=mask, numHeads=n, scaleValue=0.125,
+        inputLayout="BNSD", sparseMode=1, innerPrecise=inner_precise,
+    )  # fmt: skip
+    fill = -pfa_v3.FLT_MAX if chip == "Ascend910_95" or inner_precise % 2 == 0 else -65504.0
+    corrected = bool(inner_precise & 2)
+    want = pfa_golden.attention(
+        q, k, v, scale=0.125, sparse_mode=1, mask=mask[None], invalid_max=fill if corrected else None,
+        **pfa_v3.kind(chip, np.float16, inner_precise, False),
+    )  # fmt: skip
+    precision.assert_meets(out, want, "float16")
+    assert (np.asarray(out, np.float64)[0, :, [3, 17]] == 0).all() == corrected
+
+
+def _fia_v3_case(qd=128, vd=128, layout="BNSD", **named):
+    """A prefill the A2/A3 tiling sends to the FIA-V3 kernels: B 2, N 8 / 2, S1 64, S2 80."""
+    q = np.zeros((2, 8, 64, qd), np.float16)
+    k, v = np.zeros((2, 2, 80, qd), np.float16), np.zeros((2, 2, 80, vd), np.float16)
+    out = (8, 2, 64, vd) if layout.endswith("NBSD") else (2, 8, 64, vd)
+    return dict(query=q, key=[k], value=[v], out_shape=out, numHeads=8, numKeyValueHeads=2, inputLayout=layout, **named)
+
+
+def _tnd_case(**named):
+    """TND with two query runs (30 and 34 rows) over 80 key rows."""
+    q, k = np.zeros((64, 8, 128), np.float16), np.zeros((80, 2, 128), np.float16)
+    return dict(query=q, key=[k], value=[k], out_shape=q.shape, numHeads=8, numKeyValueHeads=2, inputLayout="TND",
+                actualSeqLengthsOptional=(30, 64), **named)  # fmt: skip
+
+
+MASK = np.zeros((64, 80), np.bool_)
+PREFIX = np.zeros((1, 2, 16, 128), np.float16)
+# case -> (call, the message of the CheckMultiParaConsistency rule, …_tiling_check_consistency.cpp)
+FIA_V3_CONSISTENCY = {
+    "kv_lengths_size": (_tnd_case(actualSeqLengthsKvOptional=(40, 60, 80)), "actualSeqLengthsKv holds 3 values"),
+    "query_rope": (
+        _fia_v3_case(
+            queryRopeOptional=np.zeros((2, 8, 32, 64), np.float16), keyRopeOptional=np.zeros((2, 2, 80, 64), np.float16)
+        ),
+        "queryRope",
+    ),  # fmt: skip
+    "pse_shape": (_fia_v3_case(192, pseShiftOptional=np.zeros((2, 8, 32, 80), np.float16)), "does not cover"),
+    "mask_rank": (_fia_v3_case(attenMaskOptional=np.zeros((80,), np.bool_)), "attenMask has 1 dims"),
+    "mask_shape": (_fia_v3_case(attenMaskOptional=np.zeros((2, 32, 80), np.bool_)), "does not fit sparseMode 0"),
+    "mask_causal_size": (
+        _fia_v3_case(attenMaskOptional=np.zeros((1024, 1024), np.bool_), sparseMode=3),
+        "does not fit sparseMode 3",
+    ),
+    "tokens_negative": (_fia_v3_case(attenMaskOptional=MASK, preTokens=-1, nextTokens=-1), "are both negative"),
+    "tokens_window": (_fia_v3_case(attenMaskOptional=MASK, preTokens=-10, nextTokens=5), "is below preTokens"),
+    "prefix_shapes": (
+        _fia_v3_case(
+            192, keySharedPrefixOptional=np.zeros((1, 2, 16, 192), np.float16), valueSharedPrefixOptional=PREFIX
+        ),
+        "valueSharedPrefix [1, 2, 16, 128]",
+    ),  # fmt: skip
+    "prefix_batch": (
+        _fia_v3_case(
+            layout="BNSD_NBSD",
+            keySharedPrefixOptional=np.zeros((2, 2, 16, 128), np.float16),
+            valueSharedPrefixOptional=np.zeros((2, 2, 16, 128), np.float16),
+        ),
+        "batch is 2",
+    ),  # fmt: skip
+    "prefix_len_shape": (
+        _fia_v3_case(
+            layout="BNSD_NBSD",
+            keySharedPrefixOptional=PREFIX,
+            valueSharedPrefixOptional=PREFIX,
+            actualSharedPrefixLenOptional=(12, 12),
+        ),
+        "it must be [1]",
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("case", FIA_V3_CONSISTENCY)
+def test_fia_v3_consistency_rules(chip, case):
+    """FiaTilingCheck::CheckMultiParaConsistency and FiaInfoParser::GetSystemPrefix on the FIA-V3
+    route: each failure is the tiling's 561002, with the rule's message."""
+    call, message = FIA_V3_CONSISTENCY[case]
+    with pytest.raises(ae.errors.TilingError, match=re.escape(message)) as failure:
+        run_fia(version=4, **call)
+    assert failure.value.status == 561002

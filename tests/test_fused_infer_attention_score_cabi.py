@@ -22,9 +22,12 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route",
+    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route",
 )  # fmt: skip
-A2_OK = ("lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope")
+A2_OK = (
+    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope",
+    "prefix_nbsd",
+)  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
     "inner_precise": "CheckSingleParaInnerPrecise",
@@ -43,6 +46,20 @@ A2_TILING = {
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
+    # fused_infer_attention_score_tiling_check_consistency.cpp CheckMultiParaConsistency
+    "mask_shape": "CheckAttentionMask",
+    "tokens_window": "CheckTokens",
+    "pse_shape": "CheckPseShiftShape",
+    "query_rope_shape": "CheckQRopeShape",
+    "prefix_batch": "CheckSystemPrefixShape",
+    # fused_infer_attention_score_tiling.cpp TilingProcess4PFA, first CheckDequantParams, then
+    # ConvertAttrsPFA ("PFA not support query dequant now")
+    "pfa_dequant_query_s": "CheckDequantParams",
+    "pfa_dequant_query_rope": "CheckDequantParams",
+    "pfa_antiquant_mode": "CheckDequantParams",
+    "pfa_query_quant_mode": "ConvertAttrsPFA",
+    "pfa_padding_kv_lengths": "CheckParamsPFA",
+    "pfa_padding_shape": "CheckParamsPFA",
 }
 
 EXPECTED = {
@@ -56,14 +73,19 @@ EXPECTED = {
     "int4_v2": SUCCESS,
     # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
     "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (pfa_padding): the PFA kernels' left padding
+    "not_implemented.pfa_padding": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
+    # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
+    # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
+    "query_quant.decode": TILING,
 }
 ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
 
 
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
-ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED}
+ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED, "query_quant.decode": NOT_IMPLEMENTED}
 
 
 def expected_on(soc: str) -> dict:

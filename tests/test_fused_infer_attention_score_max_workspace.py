@@ -25,7 +25,9 @@ EXPECTED = {
     "tiling.heads_zero": TILING,
 }
 ON_A2 = {
-    **{f"a2.ok.{name}": SUCCESS for name in ("kv_lengths_unread", "q_lengths_unread", "paged")},
+    **{f"a2.ok.{name}": SUCCESS for name in ("kv_lengths_unread", "q_lengths_unread", "paged", "mask_shape_unread")},
+    # CheckTokens (…_tiling_check_consistency.cpp) is no data check: it runs under isMaxWorkspace
+    "a2.tiling.tokens_window": TILING,
     # the same call through GetWorkspaceSize: CheckFeatureActualSeqLensKvData reads 81 > S2 (80)
     "a2.tiling.kv_lengths_plain": TILING,
     "a2.tiling.paged_no_kv_lengths": TILING,

@@ -45,6 +45,7 @@ TILING_RULES = (
     "query_heads",
     "query_s",
     "tnd_rope",
+    "tnd_rope_d512",
     "inner_precise",
     "blocktable_empty",
     "pa_bnbd_layout",
@@ -268,14 +269,17 @@ ON_ARCH35 = {
 # 361001 before reading an argument: ops-transformer v9.0.0
 # attention/incre_flash_attention/op_host/op_api/aclnn_incre_flash_attention_v4.cpp
 # aclnnIncreFlashAttentionV4GetWorkspaceSize (branch 9.1.0: attention/incre_flash_attention/op_api/, the
-# same function). 8.5.0 changes nothing V4 reaches (its TND check needs rope, which V4 cannot pass);
-# 9.x's other IFA changes (tiling) are not emulated (docs/coverage.md), so there the 8.5 codes stand.
+# same function). 8.5.0 changes nothing V4 reaches (its TND check needs rope, which V4 cannot pass).
+# 9.x's A2/A3 tiling (incre_flash_attention_tiling.cpp GetRopeAndGqaFlag) refuses a rope-less TND query only
+# with D 512: other TND calls reach 9.x's TND paths, which aclnn-emu does not emulate (561003). 9.x's other IFA
+# tiling changes reach no V4 input (docs/divergences/cann_versions.md), so there the 8.5 codes stand.
 WITHDRAWN_ON_950 = ("9.0.0", "9.1.0")
+TND_D512_ONLY = {"tiling.tnd_rope": 561003}
 
 
 def expected_on(soc: str, version: str = "8.5.0") -> dict:
     if soc != "Ascend910_95":
-        return EXPECTED
+        return {**EXPECTED, **TND_D512_ONLY} if version in WITHDRAWN_ON_950 else EXPECTED
     if version in WITHDRAWN_ON_950:
         return dict.fromkeys(EXPECTED, 361001)
     return {**EXPECTED, **{rule: code for rule, (code, _) in ON_ARCH35.items()}}

@@ -8,7 +8,7 @@ tests/c/lightning_indexer_rules.cpp prints one "<rule> <code>" per case.
 import pytest
 
 import cabi
-from aclnn_emu import status
+from aclnn_emu import status, versions
 
 PROGRAM = "lightning_indexer_rules.cpp"
 NULL, INVALID = status.ACLNN_ERR_PARAM_NULLPTR, status.ACLNN_ERR_PARAM_INVALID
@@ -53,6 +53,7 @@ TILING_RULES = (
 
 EXPECTED = {
     **{f"null.{name}": NULL for name in ("query", "key", "weights", "sparseIndicesOut", "sparseValuesOut")},
+    "null.sparseValuesOut_returned": NULL,
     "dtype.query_fp32": INVALID,
     "dtype.weights_fp32": INVALID,
     "dtype.weights_mixed": INVALID,
@@ -67,8 +68,21 @@ EXPECTED = {
     "run.bsnd_ok": 0,
     "run.tnd_values_ok": 0,
     "run.paged_ok": 0,
+    "run.null_values": NULL,
     "phase2.workspace_small": INVALID,
     "phase2.executor_null": NULL,
+}
+
+
+# 9.0.0 and branch 9.1.0, attention/lightning_indexer/op_host/op_api/aclnn_lightning_indexer.cpp
+# aclnnLightningIndexerGetWorkspaceSize: a null query, or a null sparseValuesOut with returnValues, return
+# ge::GRAPH_FAILED (-1); any other null sparseValuesOut becomes a [0] tensor of query's dtype (TensorHolder)
+# before aclnnInnerLightningIndexerGetWorkspaceSize, the generated entry point of 8.5.
+WRAPPER = {
+    "null.query": status.GRAPH_FAILED,
+    "null.sparseValuesOut": 0,
+    "null.sparseValuesOut_returned": status.GRAPH_FAILED,
+    "run.null_values": 0,
 }
 
 
@@ -92,7 +106,15 @@ def test_inferred_rule_fails_under_strict(program):
     assert codes["optional.actual_seq_int64"] == NO_KERNEL
 
 
+@pytest.mark.parametrize("version", versions.ORDER)
 @pytest.mark.parametrize("soc, code", [("Ascend910B", 0), ("Ascend910_93", 0), ("Ascend910_95", NO_KERNEL)])
-def test_registered_chips_only(program, soc, code):
-    codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc)
+def test_registered_chips_only(program, soc, code, version):
+    """In every release (the 9.x wrapper hands the call to the generated entry point unchanged)."""
+    codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc, ACLNN_EMU_CANN_VERSION=version)
     assert codes == {"soc.bsnd": code}
+
+
+@pytest.mark.parametrize("version", versions.ORDER)
+def test_every_rule_per_release(program, version):
+    codes, _ = _codes(program, ACLNN_EMU_CANN_VERSION=version)
+    assert codes == {**EXPECTED, **(WRAPPER if version.startswith("9.") else {})}

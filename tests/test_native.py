@@ -601,6 +601,32 @@ def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
     assert np.array_equal(dst, expected)
 
 
+@pytest.mark.parametrize("base", [0, 16, 32])  # line-aligned blocks, never, and half a line off
+def test_large_copies_of_adjacent_nz_pieces_give_the_same_bytes(base):
+    """Copies of 1 MiB and more stream the whole 64-byte lines of runs of 32-byte pieces written side
+    by side (a PA_NZ block's consecutive slots): runs starting and ending mid-line, single slots
+    and repeats must give the bytes of the plain loop."""
+    rng = np.random.default_rng(10)
+    pieces, block, blocks = 8, 128, 96
+    dst_stride = block * 32
+    runs = [rng.integers(0, blocks) * block + rng.integers(0, 40) + np.arange(rng.integers(1, 88)) for _ in range(100)]
+    slots = np.concatenate([*runs, rng.integers(0, blocks * block, 300), [7, 7, 8, 7]])
+    dst_offsets = base + slots // block * pieces * dst_stride + slots % block * 32
+    src_offsets = rng.permutation(len(slots)) * pieces * 32 + 8
+    src = rng.integers(0, 256, len(slots) * pieces * 32 + 64, dtype=np.uint8)
+    whole = np.zeros(blocks * pieces * dst_stride + 128, np.uint8)
+    dst = whole[-whole.ctypes.data % 64 :][: blocks * pieces * dst_stride + 64]  # lines start at dst + base - base % 64
+    assert len(slots) * pieces * 32 >= 1 << 20
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * dst_stride : d + p * dst_stride + 32] = src[s_ + p * 32 : s_ + (p + 1) * 32]
+    native.copy_pieces(
+        dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=dst_stride, src_stride=32
+    )
+    assert np.array_equal(dst, expected)
+
+
 def test_scatter_add_rows_adds_repeated_positions_in_order():
     rng = np.random.default_rng(8)
     acc = rng.standard_normal((50, 37)).astype(np.float32)

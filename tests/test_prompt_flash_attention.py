@@ -549,3 +549,42 @@ def test_int8_output_rounds_to_nearest_even_at_ties():
         nxt=BIG,
     )
     ties.assert_bits(got, want["out"], "out")
+
+
+@pytest.mark.parametrize("version", ["8.5.0", "9.0.0", "9.1.0"])
+def test_fp16_mask_per_release(monkeypatch, version):
+    """8.5 adds an fp16 mask (x10000); 9.0.0 and 9.1.0 cast it to uint8 first (op_api ContiguousInput,
+    versions.RULES "pfa.fp16_mask_cast_to_uint8"), so it masks as a byte mask does. A fully masked row tells
+    them apart: the additive mask shifts the row by a constant (plain attention), the byte mask fills it
+    (uniform over the keys)."""
+    from aclnn_emu.pytest_plugin import select
+
+    select(monkeypatch, cann_version=version, soc="Ascend910B")
+    q, k, v = qkv((1, 2, 16, 16), (1, 2, 20, 16), np.float16)
+    mask = (RNG.random((16, 20)) < 0.5).astype(np.float16)
+    mask[:, 0] = 0
+    mask[3] = 1
+    out = run_pfa(q, k, v, mode=0, pre=BIG, nxt=BIG, mask=mask)
+    cast = version.startswith("9.")
+    expected = golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG, mask=(mask != 0 if cast else mask)[None])
+    assert_standard(out, expected, "float16")
+    uniform = v.astype(np.float64).mean(axis=2)  # [B, N, Dv]
+    assert np.allclose(out[:, :, 3], uniform, rtol=2e-3, atol=2e-3) == cast
+
+
+def test_fp16_mask_cast_of_other_values_is_inferred(monkeypatch, capfd):
+    """9.x: the Cast's handling of values other than the integers 0-255 is not in the source: aclnn-emu truncates
+    toward zero and saturates (0.75 -> 0: not masked; -3 -> 0; 300 -> 255), with a portability warning."""
+    from aclnn_emu.ops.flash_attention.prompt.mask_cast import cast_to_uint8
+    from aclnn_emu.pytest_plugin import select
+
+    values, exact = cast_to_uint8(np.array([0, 1, 255, 0.75, 1.5, -3, 300, np.inf, -np.inf, np.nan], np.float16))
+    assert values.tolist() == [0, 1, 255, 0, 1, 0, 255, 255, 0, 0] and not exact
+    assert cast_to_uint8(np.array([0, 1, 7, 255], np.float16))[1]
+    select(monkeypatch, cann_version="9.0.0", soc="Ascend910B")
+    q, k, v = qkv((1, 1, 8, 16), (1, 1, 12, 16), np.float16)
+    mask = np.zeros((8, 12), np.float16)
+    mask[2, 1:] = 0.75
+    out = run_pfa(q, k, v, mode=0, pre=BIG, nxt=BIG, mask=mask)
+    assert_standard(out, golden.attention(q, k, v, scale=0.125, pre=BIG, nxt=BIG), "float16")
+    assert "inferred.fp16_mask_cast" in capfd.readouterr().err

@@ -39,8 +39,6 @@ EXPECTED = {
             "TND_empty_kv",
             "TND_tokens_ignored",
             "sparse20",
-            "sparse21",
-            "sparse22",
             "mla_d192",
             "base_api_mla",
             "base_api_mla_bnsd",
@@ -87,6 +85,7 @@ EXPECTED = {
             "shape.layout_rank",
             "shape.layout_empty",
             "shape.layout",
+            "release.ntd",
             "shape.d_zero",
             "shape.d_max",
             "shape.d_gt_dv_int8",
@@ -158,6 +157,9 @@ EXPECTED = {
             "base_api.nsd_not_sh",
             "base_api.sh_only",
             "base_api.actual_null",
+            # CheckBaseApiPse: the base-API mask is pseShift; without one, sparseMode 21 and 22 fail
+            "base_api.sparse21_without_pse",
+            "base_api.sparse22_without_pse",
             "base_api.int8_kernel",
             "base_api.lengths_fit",
             "base_api.lengths_fit_mla",
@@ -204,10 +206,7 @@ ARCH35 = {
         f"ok.{name}": (TILING, f"{TILING_V2} CheckIO/SetInputLayout: no SH or NSD layout")
         for name in ("NSD", "SH", "SH_one_batch", "SH_padded_d")
     },
-    **{
-        f"ok.sparse{mode}": (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only, no base-API path")
-        for mode in (20, 21, 22)
-    },
+    "ok.sparse20": (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only, no base-API path"),
     **{
         name: (TILING, f"{TILING_V2} CheckSparseMode: modes 0-4 only")
         for name in (
@@ -324,6 +323,21 @@ RELEASE_CHANGES = {
     }
     for family in ("Ascend910B", "Ascend910_93")
 }
+# 9.0.0 and 9.1.0 ContiguousInput casts an fp16 attenMask to uint8 after the op_api's dtype checks: the tiling's
+# mask dtype checks then see a byte mask (a bf16 query's, sparse mode 2's).
+for _version, _api in (("9.0.0", f"v9.0.0:{OPS_API}"), ("9.1.0", "9.1.0:attention/prompt_flash_attention/op_api/")):
+    for _family in ("Ascend910B", "Ascend910_93"):
+        RELEASE_CHANGES[(_version, _family)] = {
+            **{
+                rule: (0, f"{_api}aclnn_prompt_flash_attention_inner.cpp ContiguousInput: l0op::Cast to DT_UINT8")
+                for rule in ("mask.bf16_dtype", "sparse.mask_dtype")
+            },
+            "release.ntd": (
+                TILING,
+                f'{_api}aclnn_prompt_flash_attention_inner.cpp AnalysisAxis reads NTD and passes "NTD" on; '
+                "op_host/prompt_flash_attention_tiling.cpp SetInputLayout knows no NTD",
+            ),
+        }
 WITHDRAWN_ON_950 = {
     "9.0.0": f"v9.0.0:{OPS_API}aclnn_prompt_flash_attention_v2.cpp aclnnPromptFlashAttentionV2GetWorkspaceSize",
     "9.1.0": "9.1.0:attention/prompt_flash_attention/op_api/aclnn_prompt_flash_attention_v2.cpp "

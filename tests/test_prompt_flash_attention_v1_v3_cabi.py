@@ -58,8 +58,11 @@ A2 = {
     "v3.base_api": (0, f"{TILING_A2} CheckBaseApiOptionalInput"),
     "v3.base_api_inner_precise2": (TILING, f"{TILING_A2} CheckBaseApiOptionalInput: innerPrecise 0 or 1"),
     "v3.base_api_bf16_inner_precise2": (0, f"{TILING_A2} CheckBaseApiOptionalInput: bf16 forced to high precision"),
-    # Emulator gaps (aclnn-emu coverage, not_implemented): the source runs these on kernels not modelled.
-    "v3.base_api_high_precision": (NOT_EMULATED, "tiling key + 2000000000: base_api_high_precision_no_mask.h"),
+    "v3.base_api_high_precision": (
+        0,
+        f"{TILING_A2} TilingGetBaseApiTilingKeyAttentionAscendC: fp16, innerPrecise 0, key + 2000000000",
+    ),
+    # Emulator gap (aclnn-emu coverage, not_implemented): the source runs it on kernels not modelled.
     "v3.base_api_pse": (NOT_EMULATED, f"{TILING_A2} CheckBaseApiPse and the base-API pse kernels"),
 }
 # Ascend910_95: TilingV2 (CheckSingleAttribute, CheckCrossoverAttribute) where it answers otherwise.
@@ -85,6 +88,21 @@ BY_FAMILY = {"Ascend910B": A2, "Ascend910_93": A2, "Ascend910_95": {**A2, **ARCH
 
 def test_every_rule_returns_the_source_code(family):
     cabi.assert_rules_by_family("prompt_flash_attention_v1_v3_rules.cpp", family, BY_FAMILY[family])
+
+
+# 9.0.0 and 9.1.0 on Atlas A2/A3: the op_api casts an fp16 attenMask to uint8 after its dtype checks
+# (ContiguousInput), so the tiling's CheckMaskType sees a byte mask and lets these through; on the Ascend910_95
+# family (Ascend950) V1-V3 are withdrawn (361001 before any argument, aclnn_prompt_flash_attention_v3.cpp).
+MASK_CAST = {rule: 0 for rule in ("v3.fp16_mask_high_precision", "v3.fp16_mask_pse", "v3.fp16_mask_row_invalid")}
+
+
+@pytest.mark.parametrize("version", ["8.5.0-beta.1", "9.0.0", "9.1.0"])
+def test_every_rule_per_release(family, version):
+    codes = cabi.release_codes("prompt_flash_attention_v1_v3_rules.cpp", family, version)
+    expected = {rule: code for rule, (code, _) in BY_FAMILY[family].items()}
+    if version.startswith("9."):
+        expected = {rule: 361001 for rule in expected} if family == "Ascend910_95" else {**expected, **MASK_CAST}
+    assert codes == expected
 
 
 def _numerics_golden(inner_precise, arch35):

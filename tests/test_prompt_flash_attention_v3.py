@@ -147,3 +147,34 @@ def test_v1_is_v2_without_pse_and_v3_with_inner_precise_1_and_no_pse_is_v2(chip)
     assert np.array_equal(v1.view(np.uint16), v2.view(np.uint16))
     assert np.array_equal(v3.view(np.uint16), v2.view(np.uint16))
     assert not np.array_equal(v3_pse, v2)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("d", [64, 288], ids=["base_api", "mla"])
+def test_base_api_fp16_high_precision(chip, d):
+    """sparseMode 20 with an fp16 query and innerPrecise 0 runs the base-API high-precision kernels
+    (fp32 scores; P and output nearest even): against the float64 golden, and unlike innerPrecise 1,
+    whose fp16 kernel rounds the scores to fp16."""
+    q_len, kv_len = [24, 40], [30, 50]
+    q = RNG.standard_normal((sum(q_len), 2, d)).astype(np.float16)
+    k = RNG.standard_normal((sum(kv_len), 2, d)).astype(np.float16)
+    v = (np.abs(RNG.standard_normal((sum(kv_len), 2, d))) + 0.5).astype(np.float16)  # no cancelling sums
+    layout = "SH" if d == 64 else "BSND"
+    args = (q, k, v) if layout == "SH" else (q[None, :24], k[None, :30], v[None, :30])
+    args = tuple(x.reshape(x.shape[0], -1) if layout == "SH" else x for x in args)
+    lengths = dict(actualSeqLengths=q_len, actualSeqLengthsKv=kv_len) if layout == "SH" else {}
+    outs = [
+        ae.ops.PromptFlashAttentionV3(
+            *args, numHeads=2, scaleValue=0.125, inputLayout=layout, sparseMode=20, innerPrecise=p, **lengths
+        )
+        for p in (0, 1)
+    ]
+    if layout == "SH":
+        expected = golden.packed_attention(q, k, v, q_len, kv_len, scale=0.125, sparse_mode=1, high_precision=True)
+        got = np.asarray(outs[0]).reshape(expected.shape)
+    else:
+        bnsd = [x.transpose(0, 2, 1, 3) for x in args]
+        expected = golden.attention(*bnsd, scale=0.125, sparse_mode=1, high_precision=True).transpose(0, 2, 1, 3)
+        got = outs[0]
+    precision.assert_meets(got, expected, "float16")
+    assert not np.array_equal(np.asarray(outs[0]), np.asarray(outs[1]))

@@ -66,6 +66,8 @@ EXPECTED = {
         f"null.{name}": NULL
         for name in ("query", "key", "value", "sparseIndices", "attentionOutOut", "softmaxMaxOut", "softmaxSumOut")
     },
+    "null.softmaxMaxOut_without_lse": NULL,
+    "null.softmax_both_without_lse": NULL,
     "dtype.query_fp32": INVALID,
     "dtype.value_mixed": INVALID,
     "dtype.sparseIndices_int64": INVALID,
@@ -80,8 +82,30 @@ EXPECTED = {
     "run.bsnd_ok": 0,
     "run.tnd_ok": 0,
     "run.paged_ok": 0,
+    "run.null_softmax": NULL,
+    "run.null_value": NULL,
     "phase2.workspace_small": INVALID,
     "phase2.executor_null": NULL,
+}
+
+
+# 9.0.0 and branch 9.1.0, attention/sparse_flash_attention/op_host/op_api/aclnn_sparse_flash_attention.cpp
+# aclnnSparseFlashAttentionGetWorkspaceSize: with returnSoftmaxLse a null softmaxMax or softmaxSum returns
+# ge::GRAPH_FAILED (-1); without it, both null become [0] FLOAT tensors (TensorHolder) before
+# aclnnInnerSparseFlashAttentionGetWorkspaceSize, the generated entry point of 8.5 (one null alone still
+# reaches its null check). Branch 9.1.0 adds `valueTensor = (value == nullptr) ? key : value`.
+WRAPPER = {
+    "null.softmaxMaxOut": status.GRAPH_FAILED,
+    "null.softmaxSumOut": status.GRAPH_FAILED,
+    "null.softmax_both_without_lse": 0,
+    "run.null_softmax": 0,
+}
+VALUE_IS_KEY = {"null.value": 0, "run.null_value": 0}
+BY_RELEASE = {
+    "8.5.0-beta.1": EXPECTED,
+    "8.5.0": EXPECTED,
+    "9.0.0": {**EXPECTED, **WRAPPER},
+    "9.1.0": {**EXPECTED, **WRAPPER, **VALUE_IS_KEY},
 }
 
 
@@ -106,8 +130,17 @@ def test_inferred_rules_fail_under_strict(program):
     assert codes["optional.actual_seq_int64"] == NO_KERNEL
 
 
+@pytest.mark.parametrize("version", BY_RELEASE)
+def test_every_rule_per_release(program, version):
+    codes, stderr = _codes(program, ACLNN_EMU_CANN_VERSION=version)
+    assert codes == BY_RELEASE[version]
+    assert ("destroys the [0] placeholders" in stderr) == version.startswith("9.")
+
+
+@pytest.mark.parametrize("version", BY_RELEASE)
 @pytest.mark.parametrize("soc, code", [("Ascend910B", 0), ("Ascend910_93", TILING), ("Ascend910_95", NO_KERNEL)])
-def test_chips(program, soc, code):
-    """Ascend910_93 has a registered kernel but the tiling's GetNpuInfo refuses it."""
-    codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc)
+def test_chips_per_release(program, soc, code, version):
+    """Ascend910_93 has a registered kernel but the tiling's GetNpuInfo refuses it; the 9.x wrapper hands
+    the call to the generated entry point unchanged."""
+    codes, _ = _codes(program, "soc", ACLNN_EMU_SOC=soc, ACLNN_EMU_CANN_VERSION=version)
     assert codes == {"soc.bsnd": code}

@@ -465,8 +465,9 @@ DISPATCHED(softmax_grad, (float *grad, const float *probs, const float *keep, co
 
 /* Large copies of large pieces (a paged-cache scatter of whole token rows) write with non-temporal
    stores: a destination line is written whole, so it need not be read into the cache first, which
-   halves the memory traffic of scattered writes. Pieces below STREAM_MIN bytes leave lines part
-   written and copy normally. */
+   halves the memory traffic of scattered writes. Pieces below STREAM_MIN bytes would leave lines
+   part written and copy normally, except runs of 32-byte NZ pieces side by side, which fill whole
+   lines (copy_adjacent_pieces). */
 enum { STREAM_MIN = 256, STREAM_CALL_MIN = 1 << 20 };
 
 /* memcpy of n bytes that may use non-temporal stores (`stream`): for a 16-byte aligned dst, no
@@ -492,6 +493,32 @@ static void copy_bytes(char *to, const char *from, int64_t n, int stream) {
     memmove(to, from, (size_t)n);
 }
 
+/* `count` 32-byte NZ pieces written side by side (a block's tokens of one piece, the paged-cache
+   scatter of consecutive slots), read `src_step` bytes apart: the whole 64-byte lines among them are
+   written with non-temporal stores, as copy_bytes does for whole rows; a part line at either end
+   copies normally, so no line is left part written by the streamed stores. */
+static void copy_adjacent_pieces(char *to, const char *from, int64_t count, int64_t src_step) {
+    int64_t k = 0;
+#ifdef STREAMING
+    int64_t reach = (count - 1) * src_step;
+    const char *low = from + (reach < 0 ? reach : 0), *high = from + (reach > 0 ? reach : 0) + 32;
+    if (to + count * 32 <= low || high <= to) {
+        for (; k < count && ((uintptr_t)(to + k * 32) & 63) != 0; ++k) memcpy(to + k * 32, from + k * src_step, 32);
+        for (; k + 2 <= count; k += 2) {
+            const char *a = from + k * src_step, *b = a + src_step;
+            __m128i a0 = _mm_loadu_si128((const __m128i *)a), a1 = _mm_loadu_si128((const __m128i *)(a + 16));
+            __m128i b0 = _mm_loadu_si128((const __m128i *)b), b1 = _mm_loadu_si128((const __m128i *)(b + 16));
+            __m128i *line = (__m128i *)(to + k * 32);
+            _mm_stream_si128(line, a0);
+            _mm_stream_si128(line + 1, a1);
+            _mm_stream_si128(line + 2, b0);
+            _mm_stream_si128(line + 3, b1);
+        }
+    }
+#endif
+    for (; k < count; ++k) memcpy(to + k * 32, from + k * src_step, 32);
+}
+
 /* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
    sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
    by side) or reads (the gather: a block's tokens side by side) are one contiguous stretch; a run
@@ -505,7 +532,9 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
     for (int64_t p = 0; p < pieces; ++p) {
         char *t = to + p * dst_stride;
         const char *f = from + p * src_stride;
-        if (piece_bytes == 32) {            /* NZ pieces: a fixed-size copy the compiler inlines */
+        if (piece_bytes == 32 && stream && dst_step == 32) {
+            copy_adjacent_pieces(t, f, count, src_step);
+        } else if (piece_bytes == 32) {     /* NZ pieces: a fixed-size copy the compiler inlines */
             for (int64_t k = 0; k < count; ++k) memcpy(t + k * dst_step, f + k * src_step, 32);
         } else {
             for (int64_t k = 0; k < count; ++k) copy_bytes(t + k * dst_step, f + k * src_step, piece_bytes, stream);

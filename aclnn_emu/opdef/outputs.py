@@ -2,7 +2,19 @@
 
 import numpy as np
 
+from ..formats import Format
 from ..runtime import sanitizer
+
+
+class Placeholder:
+    """The [0]-shaped ND tensor an op_api wrapper passes to its inner operator for an output the caller
+    left NULL (TensorHolder, FusedInferAttentionScoreProcessSoftmaxLse): it takes part in the kernel
+    key with its dtype and is never written."""
+
+    format, shape, ndim, numel, is_empty = Format.ACL_FORMAT_ND, (0,), 1, 0, True
+
+    def __init__(self, dtype):
+        self.dtype = dtype
 
 
 def writable(tensor, shape, dtype, op_name: str):

@@ -19,6 +19,18 @@ inline Shape LayoutShape(const std::string &layout, int64_t b, int64_t n, int64_
     return {b, n, s, d};
 }
 
+// The 4-D attenMask rules both TND programs report for `entry` (batches 16x24 and 24x24, N1 = 2, sparse
+// mode 1): the three shapes that run, a wrong head count and a wrong row count. `report(rule, edit)`.
+template <class Cfg, class Report>
+void ReportTndMasks(const std::string &entry, Report &report) {
+    auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+    report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
+    report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
+    report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
+    report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
+    report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
+}
+
 inline std::vector<uint8_t> Bytes(const Shape &shape, aclDataType dt, float value) {
     size_t count = ShapeSize(shape);
     std::vector<uint8_t> host(count * aclDataTypeSize(dt) + 1, 0);

@@ -195,16 +195,27 @@ int main(int argc, char **argv) {
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.hasMask = true; c.sparse = 3;
                                                       c.run = true; });
     }
+    // ProcessTokensInfo (TND): modes 0 and 4 per batch, 7 and 8 on the band batch; batches 16x24 and 24x24
+    for (const char *e : unpaddings) {
+        std::string entry = e;
+        auto tokens = [entry](Cfg &c, int64_t sparse, int64_t pre, int64_t next) {
+            c.entry = entry; c.hasMask = true; c.sparse = sparse; c.pre = pre; c.next = next;
+            if (sparse == 0) c.mask = {24, 24};
+        };
+        report(entry + ".ok.mode0_band", [&](Cfg &c) { tokens(c, 0, 8, 4); c.run = true; });
+        report(entry + ".tokens.mode0_sum_not_positive", [&](Cfg &c) { tokens(c, 0, -3, 3); });
+        report(entry + ".tokens.mode0_pre_past_s2", [&](Cfg &c) { tokens(c, 0, -30, 40); });
+        // -preTokens 20: past batch 0's S1 (16), within its S2 (24), which mode 0 compares it with
+        report(entry + ".ok.mode0_pre_within_s2", [&](Cfg &c) { tokens(c, 0, -20, 40); });
+        report(entry + ".tokens.mode4_next_past_s2", [&](Cfg &c) { tokens(c, 4, 40, -30); });
+        report(entry + ".tokens.mode7_sum_not_positive", [&](Cfg &c) { tokens(c, 7, 0, 0); });
+    }
     // 4-D attenMask with TND (CheckAttenMaskShape): B leaves out trailing empty batches
     for (const char *e : unpaddings) {
         std::string entry = e;
-        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
-        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
-        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
-        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
-        auto trailing = [&](Cfg &c, Shape shape) { mask(c, shape); c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
+        ReportTndMasks<Cfg>(entry, report);
+        auto trailing = [&](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape;
+                                                   c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
         report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
         report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
     }

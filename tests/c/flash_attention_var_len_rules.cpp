@@ -184,16 +184,25 @@ int main(int argc, char **argv) {
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { equal(c); c.hasMask = true; c.sparse = 3; c.run = true; });
         report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { equal(c); });
     }
+    // Mode 0 with a mask (GetSparseInfo, SparseNoMaskModeCheck); batches 16x24 and 24x24
+    for (const char *e : varLens) {
+        std::string entry = e;
+        auto band = [entry](Cfg &c, int64_t pre, int64_t next) { c.entry = entry; c.hasMask = true; c.mask = {24, 24};
+                                                                 c.pre = pre; c.next = next; };
+        report(entry + ".ok.mode0_band", [&](Cfg &c) { band(c, 8, 4); c.run = true; });
+        report(entry + ".tokens.mode0_negative_next", [&](Cfg &c) { band(c, 100, -1); });
+        report(entry + ".tokens.mode0_row_without_keys", [&](Cfg &c) { band(c, -1, 30); });
+        report(entry + ".tokens.mode0_band_gap", [&](Cfg &c) { band(c, -4, 2); c.cuQ = {16, 36}; c.t1 = 36;
+                                                              c.mask = {20, 24}; });
+        // the arch35 GetSparseInfo checks the mode before looking for a mask
+        report(entry + ".sparse.mode5_without_mask", [&](Cfg &c) { c.entry = entry; c.sparse = 5; c.run = true; });
+    }
     // 4-D attenMask with TND (AnalyzeOptionalInput): [1|B, 1, maxS1, maxS2] or [B, N1, maxS1, maxS2]
     for (const char *e : varLens) {
         std::string entry = e;
-        auto mask = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
-        report(entry + ".ok.mask_one", [&](Cfg &c) { mask(c, {1, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_batch", [&](Cfg &c) { mask(c, {2, 1, 24, 24}); c.run = true; });
-        report(entry + ".ok.mask_per_head", [&](Cfg &c) { mask(c, {2, 2, 24, 24}); c.run = true; });
-        report(entry + ".mask.heads", [&](Cfg &c) { mask(c, {2, 3, 24, 24}); });
-        report(entry + ".mask.rows", [&](Cfg &c) { mask(c, {2, 1, 16, 24}); });
-        report(entry + ".mask.rank_3", [&](Cfg &c) { mask(c, {1, 24, 24}); });
+        ReportTndMasks<Cfg>(entry, report);
+        report(entry + ".mask.rank_3", [&](Cfg &c) { c.entry = entry; c.hasMask = true; c.sparse = 1;
+                                                     c.mask = {1, 24, 24}; });
     }
     for (const char *e : {"VarLenV2", "VarLenV5"}) {
         std::string entry = e;

@@ -45,7 +45,8 @@ struct Case {
     bool paged = false, hasQ = true, hasWs = true;
     std::vector<int64_t> actQ, actKv;
     bool hasActQ = false, hasActKv = false;
-    int64_t heads = 8;
+    std::vector<int64_t> mask;  // attenMask's shape (BOOL), none when empty
+    int64_t heads = 8, preTokens = 2147483647, nextTokens = 2147483647;
     uint64_t ws = 0;
     aclOpExecutor *ex = nullptr;
 };
@@ -67,6 +68,7 @@ static int Call(Case &c, TensorPool &pool) {
     std::vector<int64_t> kvShape = c.paged ? std::vector<int64_t>{8, 2, 128, 128} : std::vector<int64_t>{2, 2, 80, 128};
     aclTensor *kv = pool(kvShape, ACL_FLOAT16);
     aclTensor *table = c.paged ? pool({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7}) : nullptr;
+    aclTensor *mask = c.mask.empty() ? nullptr : pool(c.mask, ACL_BOOL);
     aclTensorList *k = ListOf(kv, kvShape);
     aclTensorList *v = ListOf(kv, kvShape);
     aclIntArray *actQ = c.hasActQ ? aclCreateIntArray(c.actQ.data(), c.actQ.size()) : nullptr;
@@ -77,21 +79,21 @@ static int Call(Case &c, TensorPool &pool) {
     int ret;
     if (c.version == 2) {
         ret = aclnnFusedInferAttentionScoreV2GetMaxWorkspaceSize(
-            q, k, v, nullptr, nullptr, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+            q, k, v, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
             table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, c.heads, 0.088,
-            2147483647, 2147483647, layout, 2, 0, 1, block, 0, false, 0, 0, out, nullptr, ws, &c.ex);
+            c.preTokens, c.nextTokens, layout, 2, 0, 1, block, 0, false, 0, 0, out, nullptr, ws, &c.ex);
     } else if (c.version == 3) {
         ret = aclnnFusedInferAttentionScoreV3GetMaxWorkspaceSize(
-            q, k, v, nullptr, nullptr, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+            q, k, v, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
             table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, c.heads, 0.088, 2147483647, 2147483647, layout, 2, 0, 1, block, 0, false, 0, 0, out, nullptr, ws,
+            nullptr, c.heads, 0.088, c.preTokens, c.nextTokens, layout, 2, 0, 1, block, 0, false, 0, 0, out, nullptr, ws,
             &c.ex);
     } else {
         auto phase1 = c.version == 4 ? aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize
                                      : aclnnFusedInferAttentionScoreV4GetWorkspaceSize;
-        ret = phase1(q, k, v, nullptr, nullptr, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+        ret = phase1(q, k, v, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                      nullptr, table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr, nullptr, nullptr, c.heads, 0.088, 2147483647, 2147483647, layout, 2,
+                     nullptr, nullptr, nullptr, nullptr, nullptr, c.heads, 0.088, c.preTokens, c.nextTokens, layout, 2,
                      0, 1, block, 0, false, 0, 0, 0, out, nullptr, ws, &c.ex);
     }
     if (actQ) aclDestroyIntArray(actQ);
@@ -142,6 +144,10 @@ int main() {
         c.version = 0; REPORT("a2.tiling.kv_lengths_plain", Status(c));
         c = Case(); c.hasActQ = true; c.actQ = {65, 64}; REPORT("a2.ok.q_lengths_unread", Status(c));
         c = Case(); c.paged = true; c.hasActKv = true; c.actKv = {600, 90}; REPORT("a2.ok.paged", Status(c));
+        // CheckAttentionMask compares no sparse 0/1 mask shape then; CheckTokens still runs.
+        c = Case(); c.hasActKv = true; c.actKv = {80, 80}; c.mask = {2, 32, 80};
+        REPORT("a2.ok.mask_shape_unread", Status(c));
+        c.mask = {64, 80}; c.preTokens = -10; c.nextTokens = 5; REPORT("a2.tiling.tokens_window", Status(c));
         // CheckFeatureActualSeqLensExistence still wants the key lengths of a paged cache.
         c = Case(); c.paged = true; REPORT("a2.tiling.paged_no_kv_lengths", Status(c));
     }

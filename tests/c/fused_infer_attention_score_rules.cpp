@@ -36,7 +36,8 @@ struct Case {
     std::map<std::string, Spec> opt;
     std::vector<int64_t> actQ, actKv;
     bool hasActQ = false, hasActKv = false;
-    int64_t heads = 8, kvHeads = 2, sparseMode = 0, innerPrecise = 1, blockSize = 0;
+    int64_t heads = 8, kvHeads = 2, sparseMode = 0, innerPrecise = 1, blockSize = 0, antiquantMode = 0;
+    int64_t queryQuantMode = 0;  // V4 only
     int64_t preTokens = 2147483647, nextTokens = 2147483647;
     double scale = 0.088;
     const char *layout = "BNSD";
@@ -97,8 +98,8 @@ static int Call(const Case &c, aclrtStream stream) {
         ret = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], o[21], o[22], c.heads, c.scale,
-            c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0,
-            0, 0, out, lse, &ws, &ex);
+            c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, c.antiquantMode,
+            c.lseFlag, 0, 0, c.queryQuantMode, out, lse, &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV4);
     }
     if (actQ) aclDestroyIntArray(actQ);
@@ -169,6 +170,8 @@ int main() {
     c = Prefill(); c.lseFlag = true; REPORT("ok.lse", Call(c, stream));
     c = Small(1); c.lseFlag = true; REPORT("ok.lse_ifa_route", Call(c, stream));
     c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
+    // The PFA tiling takes FIA's pseShift [B|1, N, S1, S2] (ConvertContextToParamsPFA; arch35 PromptFlashAttentionTilingV2).
+    c = Small(16); c.opt["pseShift"] = T({1, 8, 16, 80}); REPORT("ok.pse_pfa_route", Call(c, stream));
     // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant", Call(c, stream));
@@ -215,6 +218,37 @@ int main() {
         c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
         c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));
         c = Prefill(); c.lseFlag = true; c.lse = T({2, 8, 64}, ACL_FLOAT); REPORT("a2.tiling.consistency_lse", Call(c, stream));
+        c = Prefill(); c.opt["attenMask"] = T({2, 32, 80}, ACL_BOOL); REPORT("a2.tiling.mask_shape", Call(c, stream));
+        c = Prefill(); c.opt["attenMask"] = T({64, 80}, ACL_BOOL); c.preTokens = -10; c.nextTokens = 5;
+        REPORT("a2.tiling.tokens_window", Call(c, stream));
+        c = Prefill(); c.q = T({2, 8, 64, 192}); c.k = {T({2, 2, 80, 192})}; c.opt["pseShift"] = T({2, 8, 32, 80});
+        REPORT("a2.tiling.pse_shape", Call(c, stream));
+        c = Prefill(); c.opt["queryRope"] = T({2, 8, 32, 64}); c.opt["keyRope"] = T({2, 2, 80, 64});
+        REPORT("a2.tiling.query_rope_shape", Call(c, stream));
+        // BNSD_NBSD is no legacy GQA layout: the FIA-V3 route takes a shared prefix there.
+        c = Prefill(); c.version = 2; c.layout = "BNSD_NBSD"; c.out = T({8, 2, 64, 128});
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128});
+        REPORT("a2.ok.prefix_nbsd", Call(c, stream));
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
+        REPORT("a2.tiling.prefix_batch", Call(c, stream));
+    }
+    // Left padding on the PFA route: not emulated (561003), on every chip.
+    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+    REPORT("not_implemented.pfa_padding", Call(c, stream));
+    // Query dequantisation: A2/A3 IFATiling::ProcessQuant (561002); Ascend910_95 not emulated (561003).
+    c = Small(1); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("query_quant.decode", Call(c, stream));
+    if (OnA2()) {
+        // TilingProcess4PFA: CheckDequantParams, then ConvertAttrsPFA.
+        c = Small(32); c.opt["dequantScaleQuery"] = T({2, 8, 32}, ACL_FLOAT);
+        REPORT("a2.tiling.pfa_dequant_query_s", Call(c, stream));
+        c = Small(16); c.opt["dequantScaleQuery"] = T({2, 8, 16}, ACL_FLOAT);
+        REPORT("a2.tiling.pfa_dequant_query_rope", Call(c, stream));
+        c = Small(16); c.queryQuantMode = 1; REPORT("a2.tiling.pfa_query_quant_mode", Call(c, stream));
+        c = Small(16); c.antiquantMode = 1; REPORT("a2.tiling.pfa_antiquant_mode", Call(c, stream));
+        // CheckParamsPFA's left-padding rules.
+        c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
+        c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

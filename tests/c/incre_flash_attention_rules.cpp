@@ -206,6 +206,7 @@ int main() {
     c = Ok(); c.heads = 8; c.kvHeads = 2; REPORT("tiling.query_heads", Call(c, stream));
     c = Ok(); c.q = c.out = T({2, 4, 17, 32}); REPORT("tiling.query_s", Call(c, stream));
     c = Ok(); c.layout = "TND"; c.q = c.out = T({1, 4, 32}); c.k = c.v = {T({16, 2, 32})}; REPORT("tiling.tnd_rope", Call(c, stream));
+    c = Ok(); c.layout = "TND"; c.q = c.out = T({1, 4, 512}); c.k = c.v = {T({16, 2, 512})}; REPORT("tiling.tnd_rope_d512", Call(c, stream));
     c = Ok(); c.innerPrecise = 2; REPORT("tiling.inner_precise", Call(c, stream));
     c = Paged(false); c.opt["blocktable"] = T({2, 0}, ACL_INT32); REPORT("tiling.blocktable_empty", Call(c, stream));
     c = Paged(true); c.layout = "BSND"; c.q = c.out = T({2, 1, 4, 32}); REPORT("tiling.pa_bnbd_layout", Call(c, stream));

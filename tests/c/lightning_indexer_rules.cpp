@@ -88,6 +88,10 @@ void Nulls() {
         specs[i]->null = true;
         REPORT(("null." + std::string(names[i])).c_str(), Phase1(c));
     }
+    Case c = Tnd();
+    c.values = true;
+    c.val.null = true;
+    REPORT("null.sparseValuesOut_returned", Phase1(c));
 }
 
 void KernelKey() {
@@ -239,6 +243,9 @@ void EmptyAndRuns(aclrtStream stream) {
     c.values = true;
     REPORT("run.tnd_values_ok", Run(c, stream));
     REPORT("run.paged_ok", Run(Paged(), stream));
+    c = Bsnd();
+    c.val.null = true;
+    REPORT("run.null_values", Run(c, stream));
 
     Tensors t;
     Case base = Bsnd();

@@ -79,7 +79,7 @@ static Case BaseApi() {
     c.hasActQ = c.hasActKv = true;
     c.actQ = {6, 10};
     c.actKv = {5, 11};
-    c.sparse = 21;
+    c.sparse = 20;
     return c;
 }
 

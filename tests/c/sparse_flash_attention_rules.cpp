@@ -97,6 +97,12 @@ void Nulls() {
         specs[i]->null = true;
         REPORT(("null." + std::string(names[i])).c_str(), Phase1(c));
     }
+    Case c = Bsnd();
+    c.lse = false;
+    c.smax.null = true;
+    REPORT("null.softmaxMaxOut_without_lse", Phase1(c));
+    c.ssum.null = true;
+    REPORT("null.softmax_both_without_lse", Phase1(c));
 }
 
 void KernelKey() {
@@ -280,6 +286,13 @@ void EmptyAndRuns(aclrtStream stream) {
     REPORT("run.bsnd_ok", Run(Bsnd(), stream));
     REPORT("run.tnd_ok", Run(Tnd(), stream));
     REPORT("run.paged_ok", Run(Paged(), stream));
+    c = Bsnd();
+    c.lse = false;
+    c.smax.null = c.ssum.null = true;
+    REPORT("run.null_softmax", Run(c, stream));
+    c = Bsnd();
+    c.v.null = true;
+    REPORT("run.null_value", Run(c, stream));
 
     Tensors t;
     Case base = Bsnd();

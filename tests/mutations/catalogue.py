@@ -62,6 +62,7 @@ ROUNDING_TESTS = ("tests/test_rounding.py", "tests/test_native.py")
 GEN_MASK_TESTS = ("tests/test_dropout_gen_mask.py", "tests/test_dropout_gen_mask_cabi.py")
 TORCH_NPU_TESTS = (
     "tests/test_torch_npu_fusion_attention.py",
+    "tests/test_torch_npu_fusion_attention_paths.py",
     "tests/test_torch_npu_ops.py",
     "tests/torch_npu_ut/test_paged_attention_backend.py",
 )
@@ -105,6 +106,7 @@ VARLEN_OP_TESTS = (
 FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
 FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
 FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
+PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
@@ -340,6 +342,27 @@ MUTATIONS = [
         "BF16_MASK_FILL if precision.invalid_at_fp32_min else self.mask_fill",
         "self.mask_fill",
         PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-fp16-high-precision-out-away",
+        PFA,
+        "BASE_API_HIGH_PRECISION = Precision(high_precision=True, bf16_p_even=True, bf16_out_even=True, fp16_out_even=True)",
+        "BASE_API_HIGH_PRECISION = Precision(high_precision=True, bf16_p_even=True, bf16_out_even=True)",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-fp16-high-precision-not-selected",
+        PFA_PRECISE,
+        "    if a.query.dtype == F16 and precise == HIGH_PRECISION:\n        return pfa.BASE_API_HIGH_PRECISION",
+        "    if False:\n        return pfa.BASE_API_HIGH_PRECISION",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-mode-21-without-pse-runs",
+        PFA_PRECISE,
+        "        if a.sparseMode != BASE_API_NO_MASK:",
+        "        if False:",
+        ("tests/test_prompt_flash_attention_cabi.py",),
     ),
     Mutation(
         "pfa-v3-pse-keeps-high-performance",
@@ -1438,6 +1461,44 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
+        "fia-pfa-route-drops-pse",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "pseShift=a.pseShiftOptional,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-route-inner-precise-1",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "sparseMode=a.sparseMode,\n        innerPrecise=a.innerPrecise,",
+        "sparseMode=a.sparseMode,\n        innerPrecise=1,",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-query-quant-mode-ignored",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if query_quant or a.queryQuantMode != 0:",
+        "if query_quant:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-query-s-from-axis-0",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        '**dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),',
+        "",
+        FIA_TESTS,
+    ),
+    Mutation("fia-consistency-mask-rows", FIA_CHECKS, "ok = _covers(rows, axes.s, s2) and", "ok = True and", FIA_TESTS),
+    Mutation("fia-consistency-tokens-window", FIA_CHECKS, "if -nxt > pre:", "if False:", FIA_TESTS),
+    Mutation("fia-consistency-prefix-batch", FIA_CHECKS, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_TESTS),
+    Mutation(
+        "fia-pfa-padding-lengths-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if kv_pad is not None and a.actualSeqLengthsKvOptional is None:",
+        "if False:",
+        FIA_TESTS,
+    ),
+    Mutation(
         "fia-max-workspace-reads-lengths",
         FIA_CHECKS,
         "if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check",
@@ -1551,6 +1612,70 @@ MUTATIONS = [
         "        return query.size(1) * total",
         "        return total",
         TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-sink-not-passed-to-score-v3",
+        TORCH_NPU + "fusion_attention.py",
+        'call("FlashAttentionScoreV3", query, key, value, pse, mask, padding_mask, atten_mask, sink, prefix_,',
+        'call("FlashAttentionScoreV3", query, key, value, pse, mask, padding_mask, atten_mask, None, prefix_,',
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-v2-ropes-ignored",
+        TORCH_NPU + "fusion_attention.py",
+        "    elif query_rope is not None and key_rope is not None:  # key_rope has the sequence lengths here",
+        "    elif False:",
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-v2-sink-pse-type-1",
+        TORCH_NPU + "fusion_attention.py",
+        'call("FlashAttentionScoreV3", query, key, value, *masks, sink, prefix_, *starts, *common, *outs)',
+        'call("FlashAttentionScoreV3", query, key, value, *masks, sink, prefix_, *starts, *common[:-1], 1, *outs)',
+        TORCH_NPU_TESTS,
+    ),
+    Mutation(
+        "torch-npu-pfa-fp8-query-out-fp16",
+        TORCH_NPU + "inference.py",
+        "def _out_dtype(query, quant_scale2, low=(torch.int8,), rope=None):",
+        "def _out_dtype(query, quant_scale2, low=(torch.int8, torch.float8_e4m3fn), rope=None):",
+        TORCH_NPU_TESTS,
+    ),
+    # --- CANN 9.x rules (aclnn_emu/versions.py) ----------------------------------------------------
+    Mutation(
+        "spkc-9.1-null-is-161001",
+        "aclnn_emu/ops/kv_cache/scatter/op_api.py",
+        'raise OpError(status.ACLNN_ERR_INNER_NULLPTR, f"{name} must not be nullptr"',
+        'raise OpError(status.ACLNN_ERR_PARAM_NULLPTR, f"{name} must not be nullptr"',
+        KV_TESTS,
+    ),
+    Mutation(
+        "gpkc-9.1-empty-only-when-all",
+        "aclnn_emu/ops/kv_cache/gather/op_api.py",
+        'if any(getattr(a, name).is_empty for name in ("keyCache", "valueCache", "keyRef", "valueRef")):',
+        'if all(getattr(a, name).is_empty for name in ("keyCache", "valueCache", "keyRef", "valueRef")):',
+        KV_TESTS,
+    ),
+    Mutation(
+        "kv-9.1-l0op-keeps-tiling-code",
+        "aclnn_emu/ops/kv_cache/common.py",
+        "with mapped(status.ACLNN_ERR_INNER_NULLPTR,",
+        "with mapped(status.ACLNN_ERR_INNER_TILING_ERROR,",
+        KV_TESTS,
+    ),
+    Mutation(
+        "li-9.x-values-placeholder-without-refusal",
+        "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
+        "        if a.returnValues:\n            raise OpError(",
+        "        if False:\n            raise OpError(",
+        LI_TESTS,
+    ),
+    Mutation(
+        "sfa-9.1-null-value-kept",
+        "aclnn_emu/ops/sparse_attention/sparse_flash_attention/checks.py",
+        "        a.value = a.key",
+        "        pass",
+        SFA_TESTS,
     ),
     # --- the classes of tests/test_edges.py: a limit at itself, two faults, lengths per batch, paged
     # edges, unregistered dtypes, C loops off the vector width, stream order ---------------------------
@@ -1745,7 +1870,7 @@ MUTATIONS = [
     Mutation(
         "varlen-user-mask-per-token",
         VARLEN,
-        "return atten_mask[..., : rows.stop - rows.start, : keys.stop - keys.start]",
+        "return atten_mask[..., :s1, :s2]",
         "return atten_mask[..., rows, keys]",
         VARLEN_TESTS,
     ),
@@ -1860,6 +1985,13 @@ MUTATIONS = [
         VARLEN_OP_TESTS,
     ),
     Mutation(
+        "tnd-grad-mask-heads-unchecked",
+        FA_TND,
+        "if shape[:2] not in ((b, heads), (b, 1), (1, 1)):",
+        "if shape[:2] not in ((b, heads), (b, 1), (1, 1), (b, 3)):",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
         "tnd-grad-mask-counts-trailing-empty-batches",
         FA_TND,
         "b = grad_batch_count(batches) if grad else batches.count",
@@ -1869,10 +2001,33 @@ MUTATIONS = [
     Mutation(
         "tnd-mask-4d-heads-unchecked",
         FA_TND,
-        "(b, heads, *rows))",
-        "(b, heads, *rows), (b, 3, *rows))",
+        "(b, heads, s1, s2)):",
+        "(b, heads, s1, s2), (b, 3, s1, s2)):",
         VARLEN_OP_TESTS,
     ),
+    Mutation(
+        "tnd-mode0-row-without-keys-accepted",
+        FA_TND,
+        "        if q and k and k + pre < q:",
+        "        if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-mode0-negative-next-accepted",
+        FA_TND,
+        '    if nxt < 0:\n        return f"nextTokens',
+        '    if False:\n        return f"nextTokens',
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-mode0-band-gap-accepted", FA_TND, "    if pre < 0 and nxt < -pre:", "    if False:", VARLEN_OP_TESTS),
+    Mutation(
+        "tnd-grad-tokens-mode0-against-s1",
+        FA_TND,
+        "low_pre, low_next = (s2, s1) if mode == 0 else (s1, s2)",
+        "low_pre, low_next = (s1, s2)",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("tnd-grad-tokens-sum-may-be-0", FA_TND, "or pre + nxt <= 0:", "or pre + nxt < 0:", VARLEN_OP_TESTS),
     Mutation("tnd-pse-rank-1-accepted", FA_TND, "    if pse.ndim < 2:\n", "    if False:\n", VARLEN_OP_TESTS),
     Mutation(
         "tnd-pse-alibi-unequal-lengths-accepted",
@@ -1958,6 +2113,34 @@ MUTATIONS = [
         "    if env.op_name == OP.name and env.version.has(rule) and (a.query.ndim != rank or a.key.ndim != rank):",
         "    if False:",
         FAS_RELEASE_TESTS,
+    ),
+    Mutation(
+        "pfa-fp16-mask-not-cast-in-9x",
+        "aclnn_emu/ops/flash_attention/prompt/mask_cast.py",
+        "        if env.version.has(RULE):",
+        "        if False:",
+        PFA_TESTS,
+    ),
+    Mutation(
+        "ifa-tnd-rope-check-for-every-d-in-9x",
+        "aclnn_emu/ops/flash_attention/incre/checks.py",
+        '            if self.env.version.has(TND_RULE) and not (layout == "TND" and d == 512):',
+        "            if False:",
+        ("tests/test_incre_flash_attention_cabi.py",),
+    ),
+    Mutation(
+        "pfa-ntd-not-read-in-9x",
+        PFA_CHECKS_FILE,
+        "    ntd = env.op_name in OWN_OP_API and env.version.has(NTD_RULE)",
+        "    ntd = False",
+        PFA_TESTS,
+    ),
+    Mutation(
+        "pfa-fp16-mask-cast-rounds-to-nearest",
+        "aclnn_emu/ops/flash_attention/prompt/mask_cast.py",
+        "np.clip(np.nan_to_num(np.trunc(x), nan=0.0), 0, 255)",
+        "np.clip(np.nan_to_num(np.rint(x), nan=0.0), 0, 255)",
+        PFA_TESTS,
     ),
     Mutation(
         "fag-input-dtype-check-skipped",

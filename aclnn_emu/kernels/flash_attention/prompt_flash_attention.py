@@ -100,6 +100,8 @@ class Precision:
       (``pfa_mla_half``).
     fp16_p_away: fp16 P rounded ties away (CAST_ROUND): the A2/A3 x910 high-precision template
       (innerPrecise 0/2, or an fp16 pseShift) casts its fp32 softmax to half in `SoftmaxResCopyOut`.
+    fp16_out_even: a high-precision fp16 output rounded to nearest even (the base-API high-precision
+      kernels' CAST_NONE) instead of ties away.
     invalid_at_fp32_min: the row-invalid correction compares the running max with -FLT_MAX
       (arch35 `vf_row_invalid.h`), not with the mask fill (A2/A3 `negativeScalar`, -65504 for the
       fp16 high-performance and int8 templates).
@@ -112,6 +114,7 @@ class Precision:
     arch35_quant: bool = False
     half_softmax: bool = False
     fp16_p_away: bool = False
+    fp16_out_even: bool = False
     invalid_at_fp32_min: bool = False
     mask_fill: float | None = None
 
@@ -119,6 +122,9 @@ class Precision:
 HIGH_PERFORMANCE = Precision()
 BASE_API = Precision(bf16_p_even=True, bf16_out_even=True)  # base_common.h OnlineSoftmaxStage1, no_mask l.869
 BASE_API_MLA = Precision(bf16_p_even=True, bf16_out_even=True, half_softmax=True)  # base_mla(_high_precision).h
+# an fp16 query with innerPrecise 0: base_api_high_precision_no_mask.h (tiling key + 2000000000) and, D > 256,
+# base_mla_high_precision.h, both with half types: fp32 scores and softmax, P and output CAST_NONE (nearest even)
+BASE_API_HIGH_PRECISION = Precision(high_precision=True, bf16_p_even=True, bf16_out_even=True, fp16_out_even=True)
 ARCH35 = Precision(
     high_precision=True, bf16_p_even=True, arch35_quant=True, invalid_at_fp32_min=True
 )  # vf_softmaxflashv3.h, vector2.h
@@ -283,7 +289,7 @@ class _Forward:
         self.mask, self.int8, self.out_quant = mask, int8, out_quant
         high = precision.high_precision and q.dtype != INT8
         self.bf16_out_away = not precision.bf16_out_even
-        self.fp16_out_away = precision.high_precision
+        self.fp16_out_away = precision.high_precision and not precision.fp16_out_even
         self.group = q.shape[1] // k.shape[1]
         self.arch35_quant = precision.arch35_quant
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)

@@ -63,10 +63,19 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     # only the prefix mode reads prefixOptional (torch_npu passes an empty one) (the tiling checks its length there); other modes
     # ignore it, however long it is
     prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
-    starts = {}
+    q_start, kv_start = params.q_start_idx, params.kv_start_idx
     if params.sparse_mode == 8 and b:  # the generated ALiBi distance of mode 8 starts over after batch 0
-        starts = {"q_start_idx": None, "kv_start_idx": None}
-    return replace(params, layout="BSND", sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, prefix=prefix, **starts)
+        q_start = kv_start = None
+    return replace(
+        params,
+        layout="BSND",
+        sparse_mode=mode,
+        pre_tokens=pre,
+        next_tokens=nxt,
+        prefix=prefix,
+        q_start_idx=q_start,
+        kv_start_idx=kv_start,
+    )
 
 
 def band_index(mode: int, cu_q, cu_kv) -> int:

@@ -50,6 +50,8 @@ class _Inputs:
     k: np.ndarray  # [T2, D]
     k_rope: Optional[np.ndarray]
     v: np.ndarray  # [T2, Dv]
+    keys: np.ndarray  # fp32 [T2, D + Dr]: k | k_rope widened once, the rows every step gathers
+    values: np.ndarray  # fp32 [T2, Dv]
     indices: np.ndarray  # [T1, K] int32
     dout: np.ndarray  # [T1, G, Dv]
     out: np.ndarray
@@ -97,6 +99,8 @@ def sparse_flash_attention_grad(
         k,
         k_rope if rope else None,
         v,
+        _concat(k, k_rope if rope else None),
+        _concat(v, None),
         indices,
         dout,
         out,
@@ -157,7 +161,7 @@ class _Sums:
     dQ|dQrope of the rows in progress (stored as soon as their last step is in)."""
 
     def __init__(self, x: _Inputs, grads: Grads):
-        self.k = np.zeros((x.k.shape[0], x.k.shape[1] + (0 if x.k_rope is None else x.k_rope.shape[1])), FP32)
+        self.k = np.zeros(x.keys.shape, FP32)
         self.v = np.zeros(x.v.shape, FP32)
         self.dq: dict = {}
         self.scale, self.grads = x.scale, grads
@@ -194,8 +198,8 @@ def _step(x: _Inputs, step: _Step, counts, report):
         dout = _concat(x.dout[r0:r1], None)
         d_l = np.einsum("rgd,rgd->rg", dout, _concat(x.out[r0:r1], None), dtype=FP32)
         half = x.q.dtype
-        kc = _gather(x.k, x.k_rope, pos, valid)
-        v = _gather(x.v, None, pos, valid)
+        kc = _gather(x.keys, pos, valid)
+        v = _gather(x.values, pos, valid)
         p = np.matmul(qc, kc.transpose(0, 2, 1))  # S, then P in place
         p *= x.scale
         if mask.any():
@@ -255,11 +259,10 @@ def _concat(main, rope):
     return out
 
 
-def _gather(main, rope, pos, valid):
-    """fp32 [rows, L, D (+Dr)] key rows at ``pos``; padding rows are zero."""
+def _gather(table, pos, valid):
+    """fp32 [rows, L, width] rows of the fp32 ``table`` at ``pos``; padding rows are zero."""
     flat = np.where(valid, pos, 0).reshape(-1)
-    out = _concat(np.take(main, flat, axis=0), None if rope is None else np.take(rope, flat, axis=0))
-    out = out.reshape(pos.shape + out.shape[-1:])
+    out = np.take(table, flat, axis=0).reshape(pos.shape + table.shape[-1:])
     if not valid.all():
         out[~valid] = 0
     return out

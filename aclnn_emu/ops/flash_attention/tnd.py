@@ -74,10 +74,19 @@ def check_lengths(a, key):
     return batches, None
 
 
-def check_sparse(a, batches: Batches, mode: int):
-    """VarLenSparseModeProcess (only with an attenMask): the modes TND takes, and mode 6's prefix list."""
+def sparse_mode_supported(mode: int):
+    """The sparse modes TND takes (VarLenSparseModeProcess; the arch35 GetSparseInfo checks it first,
+    with or without an attenMask): failure or None."""
     if mode not in TND_SPARSE_MODES and mode >= 0:
         return f"Var len not support sparse mode {mode}.", "tiling.tnd_sparse_mode"
+    return None
+
+
+def check_sparse(a, batches: Batches, mode: int):
+    """VarLenSparseModeProcess (only with an attenMask): the modes TND takes, and mode 6's prefix list."""
+    problem = sparse_mode_supported(mode)
+    if problem is not None:
+        return problem
     if mode != 6:
         return None
     prefix = a.prefixOptional
@@ -97,6 +106,8 @@ def check_tokens(a, batches: Batches, mode: int):
     modes 3, 4, 7 and 8 against rows no key is visible to (cumulative lengths already found monotone)."""
     pre, nxt = a.preTokens, a.nextTokens
     pairs = [(b, s1, s2) for b, (s1, s2) in enumerate(zip(batches.q, batches.kv))]
+    if mode == 0:
+        return _no_mask_mode_tokens(pre, nxt, batches, pairs)
     if mode == 3:
         bad = [b for b, s1, s2 in pairs if s1 > s2]
         if bad:
@@ -132,6 +143,53 @@ def check_tokens(a, batches: Batches, mode: int):
     return None
 
 
+def _no_mask_mode_tokens(pre: int, nxt: int, batches: Batches, pairs):
+    """Mode 0 with an attenMask (GetSparseInfo, SparseNoMaskModeCheck; the arch35 varlen tiling alike):
+    unless the tokens make it causal or cover everything, no negative nextTokens, no batch row without a
+    key (S2b + preTokens < S1b), and a negative preTokens needs nextTokens >= |preTokens|."""
+    s1, s2 = batches.longest
+    if pre >= s1 and (nxt == 0 or nxt >= s2):
+        return None
+    if nxt < 0:
+        return f"nextTokens[{nxt}] config error, there is no valid data block.", "tiling.tnd_tokens"
+    for b, q, k in pairs:
+        if q and k and k + pre < q:
+            return f"Batch[{b}] s1[{q}] s2[{k}] has invalid row, check pre_tokens and next_tokens.", "tiling.tnd_tokens"
+    if pre < 0 and nxt < -pre:
+        return (
+            f"preTokens[{pre}] and nextTokens[{nxt}] config error with S[{min(batches.kv, default=0)}], has invalid "
+            "data block.",
+            "tiling.tnd_tokens",
+        )
+    return None
+
+
+def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool):
+    """ProcessTokensInfo of the backward's TND tilings (arch32; the arch35 CheckUnpadTokensInfo alike,
+    over every batch), after its token correction: modes 7 and 8 check the band batch, modes 0 and 4
+    every batch (of grad_batch_count on arch32), that -preTokens and -nextTokens stay within its lengths
+    (mode 0 compares preTokens with S2b, mode 4 with S1b) and preTokens + nextTokens > 0."""
+    if mode not in (0, 4, 7, 8):
+        return None
+    pre, nxt = _grad_tokens(a, mode, masked)
+    count = batches.count if arch35 else grad_batch_count(batches)
+    if mode in (7, 8):
+        rows = [b for b in range(count) if batches.q[b]]
+        checked = [(rows[-1] if mode == 7 else rows[0]) if rows else 0]
+    else:
+        checked = range(count)
+    for b in checked:
+        s1, s2 = batches.q[b], batches.kv[b]
+        low_pre, low_next = (s2, s1) if mode == 0 else (s1, s2)
+        if -pre > low_pre or -nxt > low_next or pre + nxt <= 0:
+            return (
+                f"pre_token and next_token is invalid in the unpad scene, got b {b}, s1 {s1}, s2 {s2}, pre_token "
+                f"{pre}, next_token {nxt}, sparse_mode {mode}",
+                "tiling.tnd_tokens",
+            )
+    return None
+
+
 def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, grad: bool = False):
     """The attenMask shapes of a TND call (the forward's AnalyzeOptionalInput): 4-D [1|B, 1, max S1,
     max S2] or [B, N1, max S1, max S2], or 2-D [max S1, max S2] or [T1, T2]; a compressed mode takes any
@@ -140,9 +198,13 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
     4-D mask's last two dimensions are compared with the template only. Failure or None."""
     shape, (s1, s2) = tuple(mask.shape), batches.longest
     b = grad_batch_count(batches) if grad else batches.count
-    if mask.ndim == 4:
-        rows = shape[2:] if grad and compressed is not None else (s1, s2)
-        if shape not in ((1, 1, *rows), (b, 1, *rows), (b, heads, *rows)):
+    if mask.ndim == 4 and grad:
+        if shape[:2] not in ((b, heads), (b, 1), (1, 1)):
+            return f"dim value error, dim0 = {shape[0]}, dim1 = {shape[1]}", "tiling.mask_shape"
+        if compressed is None and shape[2:] != (s1, s2):
+            return f"atten mask shape [{shape[2]},{shape[3]}] is invalid.", "tiling.mask_shape"
+    elif mask.ndim == 4:
+        if shape not in ((1, 1, s1, s2), (b, 1, s1, s2), (b, heads, s1, s2)):
             return (
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. B=[{b}], N=[{heads}], Sq=[{s1}], "
                 f"Skv=[{s2}], supported atten_mask shape can be [B, N, Sq, Skv], [B, 1, Sq, Skv], [1, 1, Sq, Skv] "

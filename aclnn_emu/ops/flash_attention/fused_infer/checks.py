@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.formats import Format
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
-from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key
+from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key, shape_dim
+from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
@@ -26,7 +26,8 @@ from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
 from .entry import V1, V2, V3, V4, VERSIONS, inner_args
 from .failure import tiling
-from .layouts import key_rows, query_axes, seq_len, shaped, split
+from .launch import INT_MAX
+from .layouts import PACKED, Axes, key_rows, query_axes, seq_len, shaped, split
 from .route import Route, first, qkv_d
 
 F16, BF16, I8, I32, FP32 = (
@@ -148,13 +149,7 @@ def prepare_inner(a, env, version: int = 4, max_workspace: bool = False):
     return _tiling_a2(a, env)
 
 
-class _Placeholder:
-    """The wrappers' [0] FLOAT softmaxLse: in the kernel key as FLOAT ND, never written."""
-
-    dtype, format, shape, ndim, numel, is_empty = FP32, Format.ACL_FORMAT_ND, (0,), 1, 0, True
-
-
-_PLACEHOLDER = _Placeholder()
+_PLACEHOLDER = Placeholder(FP32)  # the wrappers' [0] FLOAT softmaxLse
 
 
 def _lists_int32(a) -> bool:
@@ -255,6 +250,11 @@ def _spec_conditions(a) -> bool:
     return is_using_fai(a, a.inputLayout or "BSH", exact=True)
 
 
+def _covers(rows, s1: int, s2: int) -> bool:
+    """A [.., >= S1, >= S2] tensor's last two axes."""
+    return rows[0] >= s1 and rows[1] >= s2
+
+
 def route_to_fia(a) -> bool:
     """RouteToFia: FLOAT16/BF16 query with the key's dtype, then the GQA/MLA constraints."""
     q_dtype, k_dtype = a.query.dtype, first(a.key).dtype
@@ -340,7 +340,7 @@ class FiaV3(Route):
     def _parse(self):
         """FiaInfoParser::Parse's own failures (fused_infer_attention_score_tiling_info_parser.cpp):
         the list lengths (GetKvCache), then numHeads > 0, numKeyValueHeads >= 0 and G whole
-        (GetN1Size, GetN2Size, GetGSize)."""
+        (GetN1Size, GetN2Size, GetGSize), an actualSharedPrefixLen of shape [1] (GetSystemPrefix)."""
         a = self.a
         if len(a.key.items) != len(a.value.items):
             raise tiling("list_lengths", f"key has {len(a.key.items)} tensors, value {len(a.value.items)}")
@@ -351,6 +351,12 @@ class FiaV3(Route):
             raise tiling("kv_heads", f"numKeyValueHeads is {kv_heads}, it should not be negative")
         if heads % (kv_heads or heads):
             raise tiling("group", f"numHeads ({heads}) should be a multiple of numKeyValueHeads ({kv_heads})")
+        prefix_len = a.actualSharedPrefixLenOptional
+        if a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None and prefix_len:
+            if len(prefix_len) != 1:  # GetSystemPrefix
+                raise tiling(
+                    "prefix_len_shape", f"actualSharedPrefixLen holds {len(prefix_len)} values; it must be [1]"
+                )
 
     def _single_para(self):
         a = self.a
@@ -451,10 +457,19 @@ class FiaV3(Route):
             raise tiling(f"{name}.total", f"T ({total}) should equal the last element of {name} ({values[-1]})")
 
     def _consistency(self, axes, qd, rd, vd):
-        """CheckMultiParaConsistency's key/value/keyRope shapes (FiaTilingShapeCompare): batch
+        """CheckMultiParaConsistency (…_tiling_check_consistency.cpp), in its order: the lengths'
+        sizes, blockTable, queryRope, key/value/keyRope shapes (FiaTilingShapeCompare: batch
         continuous B, N2 and D as the query says; a tensor list batch 1 each; a paged cache
-        [blocks, blockSize, N2 * D] or [blocks, N2, blockSize, D]; then attentionOut."""
+        [blocks, blockSize, N2 * D] or [blocks, N2, blockSize, D]), attentionOut, pseShift, the
+        mask and tokens, softmaxLse, the shared prefix."""
         a = self.a
+        batch = len(a.actualSeqLengthsOptional or ()) if self.base in PACKED else axes.b
+        if not a.max_workspace:  # CheckActualSeqLensQ / Kv read the lengths' data
+            self._length_sizes(batch)
+        self._block_table(batch)
+        if self.rope and tuple(a.queryRopeOptional.shape) != shaped(axes, self.base, rd):
+            raise tiling("consistency.query_rope", f"queryRope {list(a.queryRopeOptional.shape)}, expected "
+                         f"{list(shaped(axes, self.base, rd))}")  # fmt: skip
         parts = [("key", a.key.items, qd), ("value", a.value.items, vd)]
         if self.rope:
             parts.append(("keyRope", [a.keyRopeOptional], rd))
@@ -472,11 +487,113 @@ class FiaV3(Route):
             raise tiling(
                 "consistency.attention_out", f"attentionOut {list(a.attentionOut.shape)}, expected {list(want)}"
             )
+        s2 = key_rows(a, self.base)
+        self._pse_shift(axes, s2)
+        self._mask(axes, s2)
         if a.lse_wanted:  # CheckSoftmaxLseShape: TN1 for a TND/NTD output, else BNS11
             packed = self.out_layout in ("TND", "NTD")
             want = (axes.s, axes.n, 1) if packed else (axes.b, axes.n, axes.s, 1)
             if tuple(a.softmaxLse.shape) != want:
                 raise tiling("consistency.softmax_lse", f"softmaxLse {list(a.softmaxLse.shape)}, expected {list(want)}")
+        self._system_prefix(qd)
+
+    def _length_sizes(self, batch):
+        """CheckActualSeqLensQ / CheckActualSeqLensKv: TND takes B entries (or 1), the key lengths as
+        many as the query's; the other layouts at least B (or 1)."""
+        a, tnd = self.a, self.base == "TND"
+        q_lengths = None if self.legacy_ifa else a.actualSeqLengthsOptional
+        for name, values in (("actualSeqLengths", q_lengths), ("actualSeqLengthsKv", a.actualSeqLengthsKvOptional)):
+            if values is None:
+                continue
+            n = len(values)
+            if name == "actualSeqLengthsKv" and tnd and q_lengths is not None and n != len(q_lengths):
+                raise tiling(f"consistency.{name}.size", f"{name} holds {n} values, actualSeqLengths {len(q_lengths)}")
+            if n != 1 and (n != batch if tnd else n < batch):
+                raise tiling(f"consistency.{name}.size", f"{name} holds {n} values for batch size {batch}")
+
+    def _block_table(self, batch):
+        """CheckBlockTable: not empty; with a TND query one row per batch."""
+        table = self.a.blockTableOptional
+        if table is None:
+            return
+        if table.numel == 0:
+            raise tiling("consistency.block_table_empty", "blockTable is empty")
+        rows = shape_dim(table.shape, 0)
+        if self.base == "TND" and rows != batch:
+            raise tiling("consistency.block_table_batch", f"blockTable has {rows} rows for batch {batch}")
+
+    def _pse_shift(self, axes, s2):
+        """CheckPseShift's shape, [B or 1, N, >= S1, >= S2] (not read by GetMaxWorkspaceSize); its
+        dtype check cannot fail here: the kernel key binds pseShift's dtype to the query's."""
+        a, pse = self.a, self.a.pseShiftOptional
+        if pse is None or a.max_workspace:
+            return
+        shape = tuple(pse.shape)
+        if len(shape) != 4 or shape[0] not in (1, axes.b) or shape[1] != axes.n or not _covers(shape[2:], axes.s, s2):
+            raise tiling("consistency.pse_shape", f"pseShift {list(shape)} does not cover [{axes.b} or 1, {axes.n}, "
+                         f"{axes.s}, {s2}]")  # fmt: skip
+
+    def _mask(self, axes, s2):
+        """CheckMask (SetAttenMaskCompare, CheckAttentionMask, CheckTokens): sparse 0/1 take [S1, S2]
+        ([B, S2] when S1 is 1), [B or 1, S1, S2] or [B or 1, 1, S1, S2] covering the query's S1 and
+        the keys' S2; sparse 2-4 a 2048 x 2048 mask with leading 1s; then the tokens' window."""
+        mask = self.a.attenMaskOptional
+        if mask is None:
+            return
+        shape = tuple(mask.shape)
+        if len(shape) not in (2, 3, 4):
+            raise tiling("consistency.mask_rank", f"attenMask has {len(shape)} dims; 2, 3 or 4 are supported")
+        if self.sparse in (0, 1):
+            lead, rows = shape[:-2], shape[-2:]
+            if self.a.max_workspace:  # GetMaxWorkspaceSize compares no shape here, the tokens still
+                ok = True
+            elif len(shape) == 2 and axes.s == 1:
+                ok = shape[0] == axes.b and shape[1] >= s2
+            else:
+                ok = _covers(rows, axes.s, s2) and (not lead or (lead[0] in (1, axes.b) and lead[1:] in ((), (1,))))
+        else:
+            ok = shape[-2:] == (2048, 2048) and all(x == 1 for x in shape[:-2])
+        if not ok:
+            raise tiling("consistency.mask_shape", f"attenMask {list(shape)} does not fit sparseMode {self.sparse}, "
+                         f"S1 {axes.s}, S2 {s2}")  # fmt: skip
+        pre, nxt = self._tokens()
+        if pre < 0 and nxt < 0:
+            raise tiling("consistency.tokens_negative", f"preTokens ({pre}) and nextTokens ({nxt}) are both negative")
+        if -nxt > pre:
+            raise tiling("consistency.tokens_window", f"nextTokens ({nxt}) is below preTokens ({pre})")
+
+    def _tokens(self) -> tuple[int, int]:
+        """FiaInfoParser::GetPreNextToken (with a mask): INT_MAX for sparse 1, for sparse 0 with left
+        padding and for the legacy IFA shape, (INT_MAX, 0) for 2/3, both clamped to +-INT_MAX."""
+        a = self.a
+        padded = a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None
+        unbounded = self.legacy_ifa or (self.sparse == 0 and padded)
+        pre, nxt = (INT_MAX, INT_MAX) if unbounded else (a.preTokens, a.nextTokens)
+        pre, nxt = {1: (INT_MAX, INT_MAX), 2: (INT_MAX, 0), 3: (INT_MAX, 0)}.get(self.sparse, (pre, nxt))
+        return max(-INT_MAX, min(pre, INT_MAX)), max(-INT_MAX, min(nxt, INT_MAX))
+
+    def _system_prefix(self, qd):
+        """CheckSystemPrefixShape: the valid length within the prefix, both prefix tensors of one
+        shape, batch 1, N2 and D as the key's in the key's layout (CheckSystemPrefixDtype cannot fail
+        here: the kernel key binds the prefixes' dtype to the key's)."""
+        a = self.a
+        k, v = a.keySharedPrefixOptional, a.valueSharedPrefixOptional
+        if k is None or v is None:
+            return
+        rows = seq_len(k.shape, self.base)
+        if a.actualSharedPrefixLenOptional and not a.max_workspace and a.actualSharedPrefixLenOptional[0] > rows:
+            raise tiling(
+                "consistency.prefix_len", f"actualSharedPrefixLen {a.actualSharedPrefixLenOptional[0]} > {rows}"
+            )
+        if tuple(k.shape) != tuple(v.shape):
+            raise tiling(
+                "consistency.prefix_shapes", f"keySharedPrefix {list(k.shape)}, valueSharedPrefix {list(v.shape)}"
+            )
+        if shape_dim(k.shape, 0) != 1:
+            raise tiling("consistency.prefix_batch", f"keySharedPrefix batch is {shape_dim(k.shape, 0)}, it must be 1")
+        want = shaped(Axes(1, self.kv_heads, rows, qd), self.base, qd)
+        if tuple(k.shape) != want:
+            raise tiling("consistency.prefix_shape", f"keySharedPrefix {list(k.shape)}, expected {list(want)}")
 
     def _kv_shape_ok(self, shape, axes, d, listed) -> bool:
         n2, block = self.kv_heads, self.a.blockSize

@@ -13,15 +13,17 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
+from aclnn_emu.opdef.generated import shape_dim
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import Launch, OpError
 
 from ..common import on_arch35
 from ..incre import OP as INCRE
-from ..prompt import OP as PROMPT
+from ..prompt import V3 as PROMPT
 from . import launch
 from .entry import V4
+from .failure import tiling
 from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
@@ -29,19 +31,19 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
-        "query_padding": "queryPaddingSize on a call the tiling sends to the PFA kernels",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels (on Ascend910_95 "
         "every call whose query and key share a dtype)",
+        "pfa_padding": "queryPaddingSize or kvPaddingSize (left padding) on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
-        "query_quant": "dequantScaleQuery (query quantisation)",
+        "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
+        "full-quant kernels)",
         "sink": "learnableSink on the IFA/PFA routes",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
-        "pse_pfa": "pseShift on a call the A2/A3 tiling sends to the PFA kernels",
     },
 )
 
@@ -57,7 +59,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
         NOT_IMPLEMENTED.refuse("rope")
-    if a.dequantScaleQueryOptional is not None:
+    if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
     if a.learnableSinkOptional is not None:
         NOT_IMPLEMENTED.refuse("sink")
@@ -65,10 +67,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("int4")
     if prompt and a.blockTableOptional is not None:
         NOT_IMPLEMENTED.refuse("paged_pfa")
-    if prompt and a.queryPaddingSizeOptional is not None:
-        NOT_IMPLEMENTED.refuse("query_padding")
-    if prompt and a.pseShiftOptional is not None:
-        NOT_IMPLEMENTED.refuse("pse_pfa")
+    if prompt and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
+        NOT_IMPLEMENTED.refuse("pfa_padding")
 
 
 INFERRED = Gaps(
@@ -86,8 +86,70 @@ INFERRED = Gaps(
 )
 
 
+# GetQueryS (fused_infer_attention_score_tiling.cpp): the query axis read as S; every other layout
+# (the packed ones, and BSH_BNSD / BSND_BNSD, which its lists miss) reads axis 0.
+_QUERY_S_AXIS = {
+    **dict.fromkeys(("NSD", "BSH", "BSH_NBSD", "BSND_NBSD", "BSND", "NTD_TND"), 1),
+    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),
+}
+
+
+def _pfa_context(a) -> None:
+    """The first checks of TilingProcess4PFA on Atlas A2/A3 (fused_infer_attention_score_tiling.cpp):
+    CheckDequantParams (antiquantMode 0; dequantScaleQuery only with S <= 16 and a queryRope),
+    ConvertAttrsPFA, which takes no query dequantisation at all, then CheckParamsPFA."""
+    query_quant = a.dequantScaleQueryOptional is not None
+    s = shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+    if a.antiquantMode != 0:
+        raise tiling("pfa.antiquant_mode", f"antiquantMode {a.antiquantMode} is not supported on the PFA route")
+    if query_quant and s > 16:
+        raise tiling("pfa.dequant_query_s", f"query S {s} > 16: dequantScaleQuery is not supported")
+    if query_quant and a.queryRopeOptional is None:
+        raise tiling("pfa.dequant_query_rope", "dequantScaleQuery needs queryRope")
+    if query_quant or a.queryQuantMode != 0:
+        raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
+    _pfa_padding(a)
+
+
+def _pfa_padding(a) -> None:
+    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, not replayed): no tensor list
+    with TND; no padding with TND, a tensor list or a paged cache; each padding size a [1] tensor;
+    padding needs the matching actual lengths."""
+    q_pad, kv_pad = a.queryPaddingSizeOptional, a.kvPaddingSizeOptional
+    listed, tnd = len(a.key.items) > 1, a.inputLayout == "TND"
+    padded = q_pad is not None or kv_pad is not None
+    if listed and tnd:
+        raise tiling("pfa.tnd_list", "a key/value tensor list is not supported with TND")
+    if padded and tnd:
+        raise tiling("pfa.tnd_padding", "left padding is not supported with TND")
+    if padded and listed:
+        raise tiling("pfa.list_padding", "left padding is not supported with a key/value tensor list")
+    for name, pad in (("queryPaddingSize", q_pad), ("kvPaddingSize", kv_pad)):
+        if pad is not None and (pad.ndim != 1 or pad.numel != 1):
+            raise tiling("pfa.padding_shape", f"{name} {list(pad.shape)} must be a [1] tensor")
+    if padded and a.blockTableOptional is not None:
+        raise tiling("pfa.paged_padding", "left padding is not supported with a paged cache")
+    if q_pad is not None and a.actualSeqLengthsOptional is None:
+        raise tiling("pfa.padding_q_lengths", "queryPaddingSize needs actualSeqLengths")
+    if kv_pad is not None and a.actualSeqLengthsKvOptional is None:
+        raise tiling("pfa.padding_kv_lengths", "kvPaddingSize needs actualSeqLengthsKv")
+
+
+def _ifa_query_quant(a) -> None:
+    """IFATiling::ProcessQuant (incre_flash_attention_tiling.cpp): a query other than INT8 takes no
+    dequantScaleQuery, an INT8 one needs queryRope and keyRope (the MLA full-quant kernels). Every
+    IFA tiling failure is 561002, so checking it before IncreFlashAttentionV4's checks gives the
+    same code."""
+    if a.query.dtype != DataType.ACL_INT8 and a.dequantScaleQueryOptional is not None:
+        raise tiling("ifa.dequant_query", f"a {a.query.dtype.short} query takes no dequantScaleQuery")
+    if a.query.dtype == DataType.ACL_INT8 and (a.queryRopeOptional is None or a.keyRopeOptional is None):
+        raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
+
+
 def _before_checks(a, env, prompt: bool) -> None:
-    """What both routes refuse or warn about before the other operator's checks."""
+    """What both routes check, refuse or warn about before the other operator's checks."""
+    if not on_arch35(env):
+        (_pfa_context if prompt else _ifa_query_quant)(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
@@ -250,14 +312,15 @@ def incre(a, env):
 
 
 def prompt(a, env):
-    """The PFA route: PromptFlashAttentionV2's arguments with the key/value lists' one tensor."""
+    """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
+    hands them to the PFA tiling) with the key/value lists' one tensor."""
     _before_checks(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
         key=key.items[0],
         value=value.items[0],
-        pseShift=None,
+        pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
         actualSeqLengthsKv=kv_lengths,
@@ -273,6 +336,7 @@ def prompt(a, env):
         inputLayout=a.inputLayout,
         numKeyValueHeads=a.numKeyValueHeads,
         sparseMode=a.sparseMode,
+        innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)

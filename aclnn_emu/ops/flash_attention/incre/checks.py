@@ -43,6 +43,17 @@ INFERRED = Gaps(
     code=status.ACLNN_ERR_INNER_TILING_ERROR,
 )
 
+TND_RULE = "ifa.tnd_rope_check_d512_only"
+NOT_EMULATED = Gaps(
+    OP,
+    "not_implemented",
+    {
+        "tnd_without_rope": "from CANN 9.0.0, a TND (or TND_NTD) query without rope inputs other than TND with D 512 "
+        "passes the rope check and goes on to 9.x's TND tiling and kernels (KV-NZ antiquant, GQA), which aclnn-emu "
+        "does not emulate"
+    },
+)
+
 UNESTABLISHED = Gaps(
     OP,
     "unestablished",
@@ -277,6 +288,8 @@ class _Tiling:
                 f"In case where MLA is not applied, S of Query:{s_q} is invalid. It should be in range [1, 16]",
             )
         if layout in ("TND", "TND_NTD"):
+            if self.env.version.has(TND_RULE) and not (layout == "TND" and d == 512):
+                NOT_EMULATED.refuse("tnd_without_rope", f"inputLayout {layout}, D {d}")
             _fail("tnd_rope", f"When D is 512, inputlayout {layout} q_rope and k_rope should not be null!")
 
     def _attrs_preprocess(self):

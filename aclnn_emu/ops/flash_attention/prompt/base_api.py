@@ -3,8 +3,8 @@
 `prompt_flash_attention_tiling.cpp` `RunBigKernelTilingWithParams` sends these modes
 (`CheckBaseAPISupportScenarios`) to the base-API kernels before any other sparse, shape or
 actual-length rule, with their own checks (`CheckBaseApiRequiredInput`,
-`CheckBaseApiOptionalInput`). Those kernels take no mask (`isTriuMask` and `maskType` are never
-set, so 20, 21 and 22 compute the same thing): every query row of batch b sees every key of b.
+`CheckBaseApiOptionalInput`). Their mask is pseShift (`CheckBaseApiPse`): without one only sparseMode
+20 runs (21 and 22 fail), and every query row of batch b sees every key of b.
 Layout SH packs the batches: batch b holds actualSeqLengths[b] query rows and
 actualSeqLengthsKv[b] key rows, each right after the previous batch's
 (`prompt_flash_attention_base_api.h`: addrQ/addrK grow by the batch's lengths).
@@ -13,7 +13,7 @@ D != Dv or D > 256 selects the MLA base-API kernels, for any of SH/BSH/BSND/BNSD
 """
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import numpy as np
 from aclnn_emu import status
 from aclnn_emu.kernels.attention.layouts import segments
@@ -57,6 +57,7 @@ class Plan:
     kv_rows: list
     tokens: bool
     key_blocks: list | None = None
+    precision: object = None  # the kernels' roundings (prompt_flash_attention.Precision)
 
 
 def check(a, shapes, env) -> Plan:
@@ -92,13 +93,15 @@ def check(a, shapes, env) -> Plan:
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
-    precise.check_base_api_unmodelled(a, inner_precise)
+    precise.check_base_api_pse(a, mla)
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
     act_q, act_kv = _lengths(a)
     if not mla:
-        return _fitted(a, Plan(act_q, act_kv, segments(act_q), segments(act_kv), tokens=False))
-    return _fitted(a, _mla_plan(a, shapes, act_q, act_kv, env))
+        plan = Plan(act_q, act_kv, segments(act_q), segments(act_kv), tokens=False)
+    else:
+        plan = _mla_plan(a, shapes, act_q, act_kv, env)
+    return _fitted(a, replace(plan, precision=precise.base_api_precision(a, inner_precise, plan.tokens)))
 
 
 def _lengths(a):

@@ -62,10 +62,13 @@ from .checks_arch35 import (
     tnd_lengths,
 )
 from . import precise
-from .entry import DEQ_DTYPES, OP, V1, V3
+from .entry import DEQ_DTYPES, OP, OWN_OP_API, V1, V3
 from .launch import _launch
+from .mask_cast import cast_fp16_mask
 from .shapes import Shapes, _axes, _expected_out_shape
 from .var_len import check_shapes, check_template
+
+NTD_RULE = "pfa.ntd_layout_in_op_api"
 
 
 @OP.prepare
@@ -107,6 +110,7 @@ def _prepare(a, env):
         _check_quant_offset2_pad(a, env)
     else:
         _warn_private_formats(a, env)
+    cast_fp16_mask(a, env)
     plan = _tiling_checks(a, shapes, env)
     _check_out_shape(a, shapes)
     refuse_value_rows(UNESTABLISHED, a)
@@ -168,12 +172,13 @@ def _analyse_shapes(a, env) -> Shapes:
             "shape.qkv_rank",
             f"the layout of q and k v must be same, but got q dim:{len(q)} k dim:{len(k)} v dim:{len(v)}",
         )
-    for prefix, want in (("BNSD", 4), ("BSND", 4), ("NSD", 3), ("TND", 3), ("SH", 2)):
-        if layout.startswith(prefix) and rank != want:
+    ntd = env.op_name in OWN_OP_API and env.version.has(NTD_RULE)
+    for prefix, want in (("BNSD", 4), ("BSND", 4), ("NSD", 3), ("TND", 3), ("NTD", 3 if ntd else None), ("SH", 2)):
+        if want is not None and layout.startswith(prefix) and rank != want:
             invalid("shape.layout_rank", f"layout is {prefix}, input shape dim should be {want}, but got {rank}")
     if layout == "":
         invalid("shape.layout_empty", "inputLayout should not be null!")
-    shapes = _axes(layout, q, k, v, heads, kv_heads)
+    shapes = _axes(layout, q, k, v, heads, kv_heads, ntd)
     if shapes.d > MAX_D or shapes.dv > MAX_D:
         invalid("shape.d_max", f"D should <= 512, but the D of query is {shapes.d} and the D of value is {shapes.dv}.")
     if 0 in (shapes.n2, shapes.s2, shapes.d, shapes.dv):
@@ -275,6 +280,8 @@ def _tiling_checks(a, shapes, env):
         tiling("infershape.bsh_rank", f"Layout BSH, queryDims({q.ndim}) must be 3!")
     if on_arch35(env):
         return _tiling_v2_checks(a, shapes, env)
+    if shapes.layout == "NTD":  # the 9.x op_api passes it on as "NTD"; infershape takes it
+        tiling("layout.ntd", f"SetInputLayout: no A2/A3 tiling layout NTD ({env.version.source(NTD_RULE)})")
     if layout == "TND" and q.dtype == I8:
         tiling("io.tnd_int8", "When Layout is TND, not support QKV dataType is all int8!")
     if layout == "TND" and out.dtype == I8:
@@ -307,7 +314,7 @@ def _tiling_checks(a, shapes, env):
             full,
             None,
             rows=(plan.q_rows, plan.kv_rows),
-            precision=pfa.BASE_API_MLA if plan.tokens else pfa.BASE_API,
+            precision=plan.precision,
             tokens=plan.tokens,
             kv_blocks=plan.key_blocks,
         )

@@ -133,3 +133,4 @@ V3 = Op(
     base=OP,
     defaults_from="torch_npu.npu_prompt_flash_attention",
 )
+OWN_OP_API = (V1.name, OP.name, V3.name)  # the entry points whose op_api is PFA's (FIA's route has its own)

@@ -9,7 +9,7 @@ from ..common import NZ_N0, invalid
 class Shapes:
     """AnalysisInputShapeInfo of the op_api: axes as the layout string reads them, and D padding."""
 
-    layout: str  # what the op_api recognised: SH, BSH, TND, BSND, NSD, BNSD, BNSD_BSND
+    layout: str  # what the op_api recognised: SH, BSH, TND, BSND, NSD, BNSD, BNSD_BSND (9.x: NTD)
     n2: int = 0
     s2: int = 0
     d: int = 0
@@ -19,8 +19,9 @@ class Shapes:
     need_pad: bool = False
 
 
-def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
-    """AnalysisAxis: later matches override earlier ones, as in the source."""
+def _axes(layout, q, k, v, heads, kv_heads, ntd=False) -> Shapes:
+    """AnalysisAxis: later matches override earlier ones, as in the source. `ntd`: the 9.x op_api, which also
+    reads a 3-D layout starting with NTD (versions.RULES "pfa.ntd_layout_in_op_api")."""
     found = None
     if len(q) == 2 and layout.startswith("SH"):
         d = q[1] // heads
@@ -46,6 +47,8 @@ def _axes(layout, q, k, v, heads, kv_heads) -> Shapes:
         found = Shapes("BSH", k[2] // d, k[1], d, hidden_v // (kv_heads or heads))
     if len(q) == 3 and layout.startswith("TND"):
         found = Shapes("TND", k[1], 1, q[2], v[2])
+    if ntd and len(q) == 3 and layout.startswith("NTD"):
+        found = Shapes("NTD", k[0], 1, q[2], v[2])
     if len(q) == 4 and layout.startswith("BSND"):
         found = Shapes("BSND", k[2], k[1], q[3], v[3])
     if len(q) == 3 and layout.startswith("NSD"):

@@ -69,7 +69,9 @@ TND_GAPS = Gaps(
     "not_implemented",
     {
         "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)"
+        "varlen kernels' pse reads are not modelled)",
+        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 (the arch35 kernels start each batch "
+        "at its packed offset but stride its rows by the mask's last dimension; not modelled)",
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -453,7 +455,10 @@ def _prepare_tnd(a, s: _Shape, env):
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
+        if env.soc == ARCH35 and mask.ndim == 4:
+            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
         _fail(tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode), s.n1, grad=True))
+    _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35))
     form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:

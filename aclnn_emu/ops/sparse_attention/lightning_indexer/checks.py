@@ -2,16 +2,19 @@
 
 No hand-written op_api: the framework's checks (required nulls 161001, all outputs empty ->
 success, kernel key 161002/561003) run first, then the tiling ``LIInfoParser::ParseAndCheck``,
-whose every failure is 561002, in the source's order. The maths is in
+whose every failure is 561002, in the source's order. From CANN 9.0.0 a hand-written wrapper runs
+first (`_wrapper`). The maths is in
 kernels/sparse_attention/lightning_indexer; this module turns the tensors into rows, the
 per-row key counts (kernels/sparse_attention/lightning_indexer_plan) and the key addressing.
 """
 
+from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import attr_int32, framework_checks
-from aclnn_emu.opdef.signature import Launch
+from aclnn_emu.opdef.signature import Launch, OpError
 from .entry import BLOCK_LIMIT, HEAD_DIM, SPARSE_LIMIT, INT64_MAX, KEY_LAYOUTS, OP, QUERY_LAYOUTS
 from .launch import _run
 
@@ -41,10 +44,26 @@ def _dim(tensor, i) -> int:
 @OP.prepare
 @tiling_failed
 def prepare(a, env):
+    if env.version.has("li.null_values_placeholder"):
+        _wrapper(a, env)
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
     p = _tiling(a)
     return Launch(workspace_size(env.part.aic_cores), lambda workspace: _run(a, p))
+
+
+def _wrapper(a, env) -> None:
+    """From 9.0.0 (versions.RULES): the hand-written aclnnLightningIndexerGetWorkspaceSize around the
+    generated entry point (aclnnInnerLightningIndexerGetWorkspaceSize)."""
+    where = env.version.source("li.null_values_placeholder")
+    if a.query is None:
+        raise OpError(status.GRAPH_FAILED, f"Query pointer is null, cannot get data type! ({where})", rule="null.query")
+    if a.sparseValuesOut is None:
+        if a.returnValues:
+            raise OpError(
+                status.GRAPH_FAILED, f"sparseValuesOut cannot be nullptr. ({where})", rule="null.sparseValuesOut"
+            )
+        a.sparseValuesOut = Placeholder(a.query.dtype)
 
 
 def _tiling(a) -> dict:

@@ -4,15 +4,19 @@ No hand-written op_api: the framework's checks (required nulls 161001, all outpu
 success, chip and kernel key 561003/161002) run first, then the tiling: ``SFAInfoParser::Parse``
 and ``SFATilingCheck::Process`` in the source's order, every failure 561002. The tiling accepts
 Ascend910B only (GetNpuInfo), although the OpDef registers Ascend910_93 too. The maths is in
-kernels/sparse_attention/sparse_flash_attention.
+kernels/sparse_attention/sparse_flash_attention. From CANN 9.0.0 a hand-written wrapper runs first
+(`_wrapper`).
 """
 
 import numpy as np
+
+from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import framework_checks
-from aclnn_emu.opdef.signature import Launch
+from aclnn_emu.opdef.signature import Launch, OpError
 from .entry import INT64_MAX, KV_LAYOUTS, OP, QUERY_LAYOUTS
 from .launch import Plan, _run
 
@@ -56,6 +60,7 @@ def _axis(tensor, layout: str, axis: int) -> int:
 @OP.prepare
 @tiling_failed
 def prepare(a, env):
+    _wrapper(a, env)
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
     if env.soc not in TILING_SOCS:
@@ -67,6 +72,30 @@ def prepare(a, env):
     p = _parse(a)
     _check(a, p)
     return Launch(workspace_size(p, env.part.aic_cores), lambda workspace: _run(a, p))
+
+
+def _wrapper(a, env) -> None:
+    """From 9.0.0 (versions.RULES): the hand-written aclnnSparseFlashAttentionGetWorkspaceSize around the
+    generated entry point (aclnnInnerSparseFlashAttentionGetWorkspaceSize)."""
+    if env.version.has("sfa.null_value_is_key") and a.value is None:
+        a.value = a.key
+    if not env.version.has("sfa.null_softmax_placeholders"):
+        return
+    where = env.version.source("sfa.null_softmax_placeholders")
+    if a.returnSoftmaxLse:
+        if a.softmaxMaxOut is None or a.softmaxSumOut is None:
+            raise OpError(
+                status.GRAPH_FAILED,
+                f"when returnSoftmaxLse is true, softmaxMax and softmaxSum cannot be nullptr. ({where})",
+                rule="null.softmax",
+            )
+    elif a.softmaxMaxOut is None and a.softmaxSumOut is None:
+        env.warn(
+            "softmaxMaxOut and softmaxSumOut are nullptr: the CANN 9.x wrapper destroys the [0] placeholders it "
+            "makes for them before its inner call reads them (their TensorHolders end with an if block); pass "
+            f"both outputs to be safe ({where})"
+        )
+        a.softmaxMaxOut = a.softmaxSumOut = Placeholder(DataType.ACL_FLOAT)
 
 
 def _parse(a) -> Plan:
