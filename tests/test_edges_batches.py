@@ -128,7 +128,7 @@ def _varlen(q, k, v, entry="FlashAttentionVarLenScoreV2"):
     t = q.shape[0]
     return outputs(
         entry, query=q, key=k, value=v, actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16),
-        scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND",
+        scaleValue=0.25, keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND", pseType=1,
         softmaxMaxOut=np.full((t, 2, 8), 5, np.float32), softmaxSumOut=np.full((t, 2, 8), 5, np.float32),
         attentionOutOut=np.full(q.shape, 7, F16),
     )  # fmt: skip
@@ -159,7 +159,7 @@ def test_unpadding_grad_keys_past_the_last_cumulative_length_are_unread(chip, en
         return outputs(
             entry, query=q, keyIn=k, value=v, dy=dy, attentionInOptional=fwd["attentionOutOut"],
             softmaxMaxOptional=fwd["softmaxMaxOut"], softmaxSumOptional=fwd["softmaxSumOut"], scaleValue=0.25,
-            keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND",
+            keepProb=1.0, preTokens=65536, nextTokens=65536, headNum=2, inputLayout="TND", pseType=1,
             actualSeqQLenOptional=(5, 12), actualSeqKvLenOptional=(7, 16), softmaxInLayout="",
             dqOut=np.full(q.shape, 7, F16), dkOut=np.full(k.shape, 7, F16), dvOut=np.full(v.shape, 7, F16),
         )  # fmt: skip
