@@ -1,11 +1,13 @@
 """Host overhead per call (C ABI): goals <= 20 us per runtime call, <= 100 us per operator call,
 aclInit <= 0.5 s, and >= 100 M conversions/s for the per-element helpers (plain C in the shim).
-Run: python benchmarks/bench_host_overhead.py"""
+Run: python benchmarks/bench_host_overhead.py [--isa avx2]"""
 
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import machine  # noqa: E402
 from aclnn_emu.cli import compile_and_run  # noqa: E402
 
 # name -> (goal, True if higher is better)
@@ -21,6 +23,7 @@ GOALS = {
 
 
 def main():
+    machine.start()
     stage, result = compile_and_run(pathlib.Path(__file__).with_name("host_overhead.cpp"), ["3000"])
     if stage != "run" or result.returncode != 0:
         sys.exit(f"host_overhead failed ({stage}):\n{result.stdout}{result.stderr}")

@@ -5,8 +5,9 @@ bench_host_overhead.py. The raw contender does what a Python program driving the
 does: phase 1, phase 2 on the stream, and a check of each status. ae.ops.X does the same and
 packages the outputs. Shown too, for information: ae.ops.X with numpy arrays (copied to device
 memory and back each call) and ae.ops.X on one scattered token.
-Run: python benchmarks/bench_python_overhead.py [calls per round]"""
+Run: python benchmarks/bench_python_overhead.py [--calls N] [--isa avx2]"""
 
+import argparse
 import pathlib
 import sys
 
@@ -15,6 +16,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import aclnn_emu as ae  # noqa: E402
+import machine  # noqa: E402
 from interleaved import best_times  # noqa: E402
 
 GOAL = 1.5
@@ -22,7 +24,9 @@ NORM = "Norm"  # the ND caches here (the default is torch_npu's PA_NZ)
 
 
 def main():
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=500, help="calls per round")
+    calls = machine.start(parser).calls
     stream = ae.setup()
     key = np.arange(32, dtype=np.float16).reshape(2, 1, 16)
     slots = np.array([2, 0], np.int32)

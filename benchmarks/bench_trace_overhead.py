@@ -20,6 +20,7 @@ import timeit
 import types
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import machine  # noqa: E402
 from aclnn_emu import toolkit  # noqa: E402
 from aclnn_emu.runtime import trace  # noqa: E402
 
@@ -146,7 +147,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed round")
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
+    args = machine.start(parser)
     calls = Calls(ctypes.CDLL(str(toolkit.LIBRARY)))
     contenders = {
         "aclrtGetDevice": calls.runtime_call,
