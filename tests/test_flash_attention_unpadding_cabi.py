@@ -118,9 +118,19 @@ EXPECTED = _expected()
 # no arch35 tiling checks a pseType without a pse.
 ARCH35 = {rule: 561003 for rule in EXPECTED if ".pse." in rule or ".ok.pse" in rule}
 ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
-# the arch35 tiling checks no TND mask shape and its kernels read a 4-D one unlike the arch32 ones (not
-# modelled: 561003, rule not_implemented.tnd_mask_shape)
-ARCH35.update({rule: 561003 for rule in EXPECTED if ".mask." in rule or ".ok.mask" in rule})
+# A 4-D TND mask on Ascend910_95: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
+# SetAttenMaskShapeType checks dimensions 0 and 1 only, against a B that counts every batch (GetShapeAttrsInfo:
+# b = the lengths' count), so the trailing empty batch counts; its CheckAttenMaskShape skips TND. The reads of
+# a mask whose last two dimensions are not [max S1, max S2] are not modelled (561003, rule
+# not_implemented.tnd_mask_shape).
+for entry in UNPADDINGS:
+    ARCH35.update(
+        {
+            f"{entry}.mask.rows": 561003,
+            f"{entry}.ok.mask_trailing_empty": NULLPTR,
+            f"{entry}.mask.trailing_empty_counted": 0,
+        }
+    )
 BY_FAMILY = {
     "Ascend910B": EXPECTED,
     "Ascend910_93": EXPECTED,

@@ -21,9 +21,10 @@ def _make(rng, dtype, *shape):
     return cast_round(rng.standard_normal(shape), dtype)
 
 
-def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None, pse=None, pse_type=1):
+def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None, pse=None, pse_type=1, mask=None):
     """float64 outputs and gradients of right-down causal attention per packed batch (torch.autograd);
-    `pse(b, s1, s2)` a batch's position term [N1, S1b, S2b], added before the scale for pseType 1."""
+    `pse(b, s1, s2)` a batch's position term [N1, S1b, S2b], added before the scale for pseType 1;
+    `mask(b, s1, s2)` a batch's masked positions [S1b, S2b] instead of the causal ones."""
     torch = pytest.importorskip("torch")
     leaves = {"q": q, "k": k, "v": v, "qr": qr, "kr": kr, "sink": sink}
     leaves = {
@@ -47,7 +48,8 @@ def _reference(q, k, v, dy, scale, cu_q, cu_kv, qr=None, kr=None, sink=None, pse
             term = torch.tensor(pse(b, q1 - rows.start, k1 - keys.start))
             s = (s + term) * scale if pse_type == 1 else s * scale + term
         i, j = torch.arange(s.shape[1])[:, None], torch.arange(s.shape[2])[None, :]
-        s = s.masked_fill(j - i > s.shape[2] - s.shape[1], -np.finfo(np.float32).max)
+        masked = j - i > s.shape[2] - s.shape[1] if mask is None else torch.tensor(mask(b, *s.shape[1:]))
+        s = s.masked_fill(masked, -np.finfo(np.float32).max)
         if "sink" in leaves:
             s = torch.cat([s, leaves["sink"][:, None, None].expand(-1, s.shape[1], 1)], -1)
         p = torch.softmax(s, -1)[..., : kk.shape[0]]
@@ -370,6 +372,58 @@ def test_arch35_draws_the_tnd_keep_mask_per_batch(chip, capfd):
     for drawn, read in zip(*runs):
         np.testing.assert_array_equal(drawn, read)
     assert "portability: keepProb 0.75 with no dropMask" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_training_step_with_a_per_batch_4d_mask(chip):
+    """Ascend910_95, a [B, 1, maxS1, maxS2] attenMask: VarLenScore then UnpaddingScoreGrad read batch b's
+    row i from element Σ_{c<b} S1c·S2c + i·maxS2 (arch35 ComputeOffsetForNoCompress), against torch.autograd."""
+    rng = np.random.default_rng(12)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy, scale = _make(rng, FP16, 90, 4, 32), 0.125
+    lengths = [(q1 - q0, k1 - k0) for q0, q1, k0, k1 in zip([0] + CU_Q[:-1], CU_Q, [0] + CU_KV[:-1], CU_KV)]
+    width = max(s2 for _, s2 in lengths)
+    mask = (rng.random((4, 1, max(s1 for s1, _ in lengths), width)) < 0.4).astype(np.uint8)
+    flat, starts = mask.reshape(-1), np.cumsum([0] + [s1 * s2 for s1, s2 in lengths])
+    for (s1, _), start in zip(lengths, starts):
+        flat[start + width * np.arange(s1)] = 0  # every row keeps its first key
+
+    def read(b, s1, s2):
+        return np.array([flat[starts[b] + i * width : starts[b] + i * width + s2] for i in range(s1)]) != 0
+
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScore(
+        q, k, v, None, None, None, mask, None, CU_Q, CU_KV, scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 1
+    )
+    want_out, grads = _reference(q, k, v, dy, scale, CU_Q, CU_KV, mask=read)
+    rows = np.concatenate([np.arange(a, b) for a, b in zip([0] + CU_Q[:-1], CU_Q)])
+    _assert_close("attention_out", out[rows], want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGrad(
+        q,
+        k,
+        v,
+        dy,
+        None,
+        None,
+        None,
+        mask,
+        smax,
+        ssum,
+        None,
+        out,
+        None,
+        CU_Q,
+        CU_KV,
+        scale,
+        1.0,
+        NO_WINDOW,
+        0,
+        4,
+        "TND",
+        0,
+        1,
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
 
 
 def test_tnd_cumulative_lengths_that_decrease_are_not_emulated():

@@ -140,15 +140,10 @@ ARCH35.update(
     {rule: 561003 for rule in EXPECTED if (".pse." in rule or ".ok.pse" in rule) and not rule.endswith("null_type0")}
 )
 ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("VarLenV2", "VarLenV5")})
-# the arch35 varlen kernels read a 4-D TND mask unlike the arch32 ones (not modelled: 561003, rule
-# not_implemented.tnd_mask_shape); the arch35 GetSparseInfo rejects mode 5 with or without a mask
-ARCH35.update(
-    {
-        f"{entry}.{rule}": 561003
-        for entry in VAR_LENS
-        for rule in ("ok.mask_one", "ok.mask_per_batch", "ok.mask_per_head", "mask.heads", "mask.rows")
-    }
-)
+# A 4-D TND mask runs on Ascend910_95 too, with the codes above: op_host/arch35/flash_attention_score_tiling_regbase.cpp
+# Analyze4DimAttenOptionalInput accepts [1|B, 1, maxS1, maxS2] and [B, N1, maxS1, maxS2] only (161001 otherwise);
+# its kernels read it with another row stride (tests/test_flash_attention_var_len_kernel.py). The arch35
+# GetSparseInfo rejects mode 5 with or without a mask.
 ARCH35.update({f"{entry}.sparse.mode5_without_mask": NULLPTR for entry in VAR_LENS})
 BY_FAMILY = {"Ascend910B": EXPECTED, "Ascend910_93": EXPECTED, "Ascend910_95": {**EXPECTED, **ARCH35}}
 

@@ -57,6 +57,7 @@ class Case:
             keep_prob=keep_prob,
             pse_type=pse_type,
             pse_terms=None if self.pse is None else self.pse[2],
+            mask_row_stride=kw.pop("mask_row_stride", False),
         )
         self.lengths = (list(lq), list(lk))
         assert not kw, kw
@@ -93,6 +94,7 @@ class Case:
             rope=self.rope,
             softmax_layout=self.layout,
             pse=self.batch_pse(),
+            mask_row_stride=self.spec["mask_row_stride"],
         )
 
     def golden_forward(self):
@@ -139,6 +141,7 @@ class Case:
             rope=self.rope,
             softmax_layout=self.layout,
             pse=self.batch_pse(),
+            mask_row_stride=self.spec["mask_row_stride"],
         )
 
     def golden_backward(self, smax, ssum, out, floors=False):
@@ -244,6 +247,26 @@ def test_a_4d_mask_is_read_packed_batch_after_batch(heads):
                 flat[start : start + a * b].reshape(a, b)[:, 0] = 0
             start += a * b
     check(Case("float16", lq=lq, lk=lk, sparse_mode=1, atten_mask=mask))
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+def test_arch35_strides_a_4d_mask_s_rows_by_its_last_dimension(heads):
+    """Ascend910_95 (arch35 ComputeOffsetForNoCompress): batch b starts at the same packed offset, but
+    its row i is read i·S2max elements after it (attenMaskS2Size, the mask's last dimension), not i·S2b.
+    Masking one element per batch that only this stride reads shows the difference."""
+    rng = np.random.default_rng(17)
+    lq, lk = (5, 0, 37, 70), (9, 4, 37, 73)
+    mask = (rng.random((4, heads, 70, 73)) < 0.3).astype(np.uint8)
+    flat, start = mask.reshape(-1), 0
+    for a, b in zip(lq, lk):  # every batch's (and head's) first key stays visible, read with stride 73
+        for _ in range(heads):
+            for i in range(a if b else 0):
+                flat[start + i * 73] = 0
+            start += a * b
+    case = Case("float16", lq=lq, lk=lk, n1=heads, n2=1, sparse_mode=1, atten_mask=mask, mask_row_stride=True)
+    check(case)
+    packed = Case("float16", lq=lq, lk=lk, n1=heads, n2=1, sparse_mode=1, atten_mask=mask)
+    assert not np.array_equal(case.forward()[2], packed.forward()[2])
 
 
 def test_a_4d_mask_of_one_batch_and_head_is_read_top_left():

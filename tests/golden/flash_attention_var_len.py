@@ -21,16 +21,19 @@ def spans(cu):
         start = int(end)
 
 
-def user_block(mask, rows, keys, longest, pairs_before=0, head=0):
+def user_block(mask, rows, keys, longest, pairs_before=0, head=0, row_stride=False):
     """A user mask's block for a batch and head: [S1max, S2max] masks (or [1, 1, S1max, S2max]) are read
     top-left, [T1, T2] ones at the batch's tokens, [B, 1|N1, S1max, S2max] ones packed: batch b's
-    [S1b, S2b] per head after the S1·S2 elements (per head) of the batches before it."""
+    [S1b, S2b] per head after the S1·S2 elements (per head) of the batches before it, its rows S2b
+    apart, or the mask's last dimension apart with `row_stride` (the Ascend910_95 kernels)."""
     m = np.asarray(mask)
     s1, s2 = rows.stop - rows.start, keys.stop - keys.start
     if m.ndim == 4 and m.shape[:2] != (1, 1):
         heads = m.shape[1]
         first = heads * pairs_before + (head if heads > 1 else 0) * s1 * s2
-        return m.reshape(-1)[first : first + s1 * s2].reshape(s1, s2)
+        step = m.shape[-1] if row_stride else s2
+        flat = m.reshape(-1)
+        return np.array([flat[first + i * step : first + i * step + s2] for i in range(s1)]).reshape(s1, s2)
     if m.ndim == 4:
         m = m[0, 0]
     if m.shape != longest:
@@ -93,6 +96,7 @@ def _problems(
     keep_prob=1.0,
     pse_terms=None,
     pse_type=1,
+    mask_row_stride=False,
 ):
     """Per (b, n1): (query rows, key rows, kv head, scores [S1b, S2b] with -FLT_MAX where masked,
     keep factors [S1b, S2b] or 1). A dropMask holds each batch's [N1, S1b, S2b] bits in turn;
@@ -112,7 +116,7 @@ def _problems(
         for n in range(n1):
             mask = atten_mask
             if atten_mask is not None and sparse_mode in (0, 1):
-                mask = user_block(atten_mask, rows, keys, longest, pairs_before, n)
+                mask = user_block(atten_mask, rows, keys, longest, pairs_before, n, mask_row_stride)
             masked = masked_set(sparse_mode, mask, b, band, q1 - q0, k1 - k0, pre_tokens, next_tokens, prefix)
             kv = n // (n1 // n2)
             s = q[rows, n] @ k[keys, kv].T

@@ -1909,7 +1909,39 @@ MUTATIONS = [
         VARLEN_TESTS,
     ),
     Mutation(
-        "varlen-4d-mask-heads-not-counted", VARLEN, "start = heads * pairs_before", "start = pairs_before", VARLEN_TESTS
+        "varlen-4d-mask-heads-not-counted",
+        VARLEN,
+        "            heads * pairs_before\n",
+        "            pairs_before\n",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-4d-mask-rows-s2b-apart-on-arch35",
+        VARLEN,
+        "row = atten_mask.shape[-1] if strided else s2",
+        "row = s2",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-4d-mask-rows-mask-width-apart-on-a2",
+        VARLEN,
+        "row = atten_mask.shape[-1] if strided else s2",
+        "row = atten_mask.shape[-1]",
+        VARLEN_TESTS,
+    ),
+    Mutation(
+        "varlen-arch35-forward-mask-rows-s2b-apart",
+        "aclnn_emu/ops/flash_attention/score/launch.py",
+        "mask_row_stride=arch35,",
+        "mask_row_stride=False,",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-arch35-backward-mask-rows-s2b-apart",
+        "aclnn_emu/ops/flash_attention/score_grad/launch.py",
+        "mask_row_stride=env.soc == ARCH35,",
+        "mask_row_stride=False,",
+        VARLEN_OP_TESTS,
     ),
     Mutation(
         "varlen-generated-dropout-rows-unaligned",
@@ -1994,8 +2026,22 @@ MUTATIONS = [
     Mutation(
         "tnd-grad-mask-counts-trailing-empty-batches",
         FA_TND,
-        "b = grad_batch_count(batches) if grad else batches.count",
+        "b = grad_batch_count(batches) if grad and not arch35 else batches.count",
         "b = batches.count",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-grad-mask-arch35-leaves-out-trailing-empty-batches",
+        FA_TND,
+        "b = grad_batch_count(batches) if grad and not arch35 else batches.count",
+        "b = grad_batch_count(batches) if grad else batches.count",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-grad-mask-arch35-rows-checked",
+        FA_TND,
+        "if compressed is None and not arch35 and shape[2:] != (s1, s2):",
+        "if compressed is None and shape[2:] != (s1, s2):",
         VARLEN_OP_TESTS,
     ),
     Mutation(

@@ -13,8 +13,10 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
   0, 1     a user mask: [S1max, S2max] or [1, 1, S1max, S2max], batch b reading its top-left
            [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
-           [B, 1|N1, S1max, S2max] read packed, batch after batch (attenMaskBS1S2 / BN2GS1S2); mode 0
-           with the per-batch pre/next band as in the dense kernel.
+           [B, 1|N1, S1max, S2max] from the packed offset of batch b (Σ_{c<b} S1c·S2c, times N1, plus
+           h·S1b·S2b per head; attenMaskBS1S2 / BN2GS1S2), its rows S2b apart on Atlas A2/A3 and the
+           mask's last dimension apart on Ascend910_95 (`mask_row_stride`); mode 0 with the per-batch
+           pre/next band as in the dense kernel.
 A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
 order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER). A keep mask the
 Ascend910_95 kernels generate (dropmask.h ComputeDropOffset) draws batch b from element
@@ -101,11 +103,12 @@ def softmax_views(buffer, heads: int, cu_q, layout: str):
     return views
 
 
-def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple, pairs_before: int):
+def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple, pairs_before: int, strided: bool):
     """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask (or
     [1, 1, S1max, S2max]) gives its top-left block (the tiling's first choice), a [T1, T2] one the batch's
-    own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] are read packed, [S1b, S2b] (per head)
-    after the Σ S1·S2 (times N1) elements of the batches before it (ComputeOffsetForNoCompress)."""
+    own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] start after the Σ S1·S2 (times N1)
+    elements of the batches before it, each head S1b·S2b further, each row S2b further or, `strided`,
+    the mask's last dimension further (ComputeOffsetForNoCompress)."""
     if atten_mask is None or mode not in (0, 1):
         return atten_mask
     s1, s2 = rows.stop - rows.start, keys.stop - keys.start
@@ -113,8 +116,14 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple,
         return atten_mask[rows, keys]
     if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):
         heads = atten_mask.shape[1]
-        start = heads * pairs_before
-        return atten_mask.reshape(-1)[start : start + heads * s1 * s2].reshape(1, heads, s1, s2)
+        row = atten_mask.shape[-1] if strided else s2
+        index = (
+            heads * pairs_before
+            + np.arange(heads)[:, None, None] * (s1 * s2)
+            + np.arange(s1)[:, None] * row
+            + np.arange(s2)
+        )
+        return atten_mask.reshape(-1)[index][None]
     return atten_mask[..., :s1, :s2]
 
 
@@ -134,14 +143,14 @@ def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
     return np.packbits(bits, bitorder="little")
 
 
-def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided):
     """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
     queries and keys, in batch order; its index too, for the softmax views."""
     band, longest, bit, aligned = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0, 0
     for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
         s1, s2 = rows.stop - rows.start, keys.stop - keys.start
         if s1 and s2:  # rows without keys stay 0
-            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads)
+            mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads, strided)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
             p = batch_params(params, b, band)
             if p.generated_dropout is not None:
@@ -170,16 +179,20 @@ def var_len_score(
     rope=None,
     softmax_layout="",
     pse=None,
+    mask_row_stride=False,
 ):
     """(softmax_max, softmax_sum, attention_out) of a TND call: [T1, N1, 8] fp32 twice in
     `softmax_layout` and [T1, N1, Dv] in the query's dtype. `rope` is (queryRope, keyRope) or None;
-    `pse` each batch's pse (varlen_pse.PackedPse.batches) or None."""
+    `pse` each batch's pse (varlen_pse.PackedPse.batches) or None; `mask_row_stride` whether a
+    [B, 1|N1, …] mask's rows lie its last dimension apart (Ascend910_95) rather than S2b."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     stats = [np.zeros((query.shape[0], heads, SOFTMAX_LANES), FP32) for _ in range(2)]
     out = np.zeros((query.shape[0], heads, value.shape[-1]), query.dtype)
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in stats)))
-    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+    for b, rows, keys, p, mask, drop in _batch_calls(
+        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride
+    ):
         outputs = (*views[b], out[rows][None])
         shift = None if pse is None else pse[b]
         flash_attention_score(q[rows][None], k[keys][None], value[keys][None], p, shift, drop, mask, outputs, sink)
@@ -204,15 +217,18 @@ def var_len_score_grad(
     rope=None,
     softmax_layout="",
     pse=None,
+    mask_row_stride=False,
 ):
     """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call; `pse`
-    as var_len_score's."""
+    and `mask_row_stride` as var_len_score's."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
     terms = []
-    for b, rows, keys, p, mask, drop in _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask):
+    for b, rows, keys, p, mask, drop in _batch_calls(
+        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride
+    ):
         smax, ssum = views[b]
         got = flash_attention_score_grad(
             q[None, rows],

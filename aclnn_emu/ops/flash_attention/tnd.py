@@ -190,18 +190,20 @@ def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool
     return None
 
 
-def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, grad: bool = False):
+def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, grad: bool = False, arch35: bool = False):
     """The attenMask shapes of a TND call (the forward's AnalyzeOptionalInput): 4-D [1|B, 1, max S1,
     max S2] or [B, N1, max S1, max S2], or 2-D [max S1, max S2] or [T1, T2]; a compressed mode takes any
     2-D shape, and then needs the template's last two dimensions. With `grad` the backward's
     CheckAttenMaskShape: its B leaves out trailing empty batches (grad_batch_count), and a compressed
-    4-D mask's last two dimensions are compared with the template only. Failure or None."""
+    4-D mask's last two dimensions are compared with the template only; with `arch35` too the arch35
+    SetAttenMaskShapeType: B counts every batch and an uncompressed 4-D mask's last two dimensions are
+    not checked. Failure or None."""
     shape, (s1, s2) = tuple(mask.shape), batches.longest
-    b = grad_batch_count(batches) if grad else batches.count
+    b = grad_batch_count(batches) if grad and not arch35 else batches.count
     if mask.ndim == 4 and grad:
         if shape[:2] not in ((b, heads), (b, 1), (1, 1)):
             return f"dim value error, dim0 = {shape[0]}, dim1 = {shape[1]}", "tiling.mask_shape"
-        if compressed is None and shape[2:] != (s1, s2):
+        if compressed is None and not arch35 and shape[2:] != (s1, s2):
             return f"atten mask shape [{shape[2]},{shape[3]}] is invalid.", "tiling.mask_shape"
     elif mask.ndim == 4:
         if shape not in ((1, 1, s1, s2), (b, 1, s1, s2), (b, heads, s1, s2)):

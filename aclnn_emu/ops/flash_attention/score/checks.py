@@ -83,9 +83,7 @@ TND_GAPS = Gaps(
     "not_implemented",
     {
         "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 (the arch35 kernels start each batch "
-        "at its packed offset but stride its rows by the mask's last dimension; not modelled)",
+        "varlen kernels' pse reads are not modelled)"
     },
 )
 TND_READ_PAST = Gaps(
@@ -655,8 +653,6 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
         _fail(problem)
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
-        if arch35 and mask.ndim == 4:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
         _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
     drop, generated = _present(a.dropMaskOptional), None
     if arch35:

@@ -99,6 +99,7 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, ps
             rope=None if None in ropes else tuple(t.read() for t in ropes),
             softmax_layout=softmax_layout,
             pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
+            mask_row_stride=arch35,
         )
         for tensor, values in zip((a.softmaxMaxOut, a.softmaxSumOut, a.attentionOutOut), computed):
             tensor.write(values)

@@ -70,8 +70,9 @@ TND_GAPS = Gaps(
     {
         "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
         "varlen kernels' pse reads are not modelled)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 (the arch35 kernels start each batch "
-        "at its packed offset but stride its rows by the mask's last dimension; not modelled)",
+        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 whose last two dimensions are not "
+        "[max S1, max S2] (the arch35 backward tiling checks only its first two; its reads of such a mask, rows the "
+        "last dimension apart, and the all-lengths-equal path's size check are not modelled)",
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -455,9 +456,10 @@ def _prepare_tnd(a, s: _Shape, env):
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        if env.soc == ARCH35 and mask.ndim == 4:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}")
-        _fail(tnd.check_mask(mask, batches, TND_COMPRESSED.get(mode), s.n1, grad=True))
+        compressed, arch35 = TND_COMPRESSED.get(mode), env.soc == ARCH35
+        _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
+        if arch35 and mask.ndim == 4 and compressed is None and tuple(mask.shape[2:]) != batches.longest:
+            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}, max S1, S2 {list(batches.longest)}")
     _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35))
     form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))

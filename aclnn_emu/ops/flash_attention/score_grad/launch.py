@@ -138,6 +138,7 @@ def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None, gene
             rope=None if None in ropes else tuple(t.read() for t in ropes),
             softmax_layout=softmax_layout,
             pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
+            mask_row_stride=env.soc == ARCH35,
         )
         for name, out in (("dq", a.dqOut), ("dk", a.dkOut), ("dv", a.dvOut)):
             out.write(grads[name])
