@@ -103,8 +103,9 @@ ON_ARCH35 = {
     "query_quant.decode": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
-    # CheckPACacheShape accepts it
+    # CheckPACacheShape accepts it; a TND query
     "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,
+    "arch35.not_implemented.paged_pfa_tnd": NOT_IMPLEMENTED,
     **{f"arch35.tiling.{name}": TILING for name in ARCH35_TILING},
 }
 

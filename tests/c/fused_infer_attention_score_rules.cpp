@@ -266,6 +266,8 @@ int main() {
         c = Small(16); c.k = c.v = {T({8, 2, 2, 128, 16})}; c.opt["blockTable"] = T({2, 1}, ACL_INT32, {0, 1});
         c.blockSize = 128; c.hasActKv = true; c.actKv = {80, 80};
         REPORT("arch35.not_implemented.paged_pfa", Call(c, stream));
+        c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.hasActQ = true; c.actQ = {64, 128};
+        REPORT("arch35.not_implemented.paged_pfa_tnd", Call(c, stream));
         // S = 1 is the tiling's IFA mode: blockSize a multiple of 32 bytes (CheckPATypeAndShape).
         c = Paged(true); c.k = c.v = {T({16, 2, 48, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 48;
         REPORT("arch35.ok.paged_decode_block_48", Call(c, stream));

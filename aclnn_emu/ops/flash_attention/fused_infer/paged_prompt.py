@@ -18,6 +18,7 @@ from aclnn_emu.dtypes import SIZE
 
 from . import pages
 from .failure import tiling
+from .layouts import split
 from .route import Route
 
 BLOCK_SIZE_BASE, BLOCK_SIZE_MAX = 128, 512  # the PFA kernels' blocks
@@ -25,6 +26,12 @@ IFA_BLOCK_BYTES = 32  # ifaBlockSizeBase: S = 1 (the tiling's IFA mode) takes 32
 BYTE_BLOCK = 32
 H_LIMIT = 65535
 MLA_QK_D, MLA_V_D = 192, 128
+
+
+def dense_layout(a) -> bool:
+    """Whether the query's layout has a batched dense key to gather into (not TND or NTD, whose
+    batch count is the length arrays')."""
+    return split(a.inputLayout)[0] in ("BSH", "BSND", "BNSD")
 
 
 def _trunc_div(x: int, y: int) -> int:
@@ -73,7 +80,7 @@ def check(a, env) -> SimpleNamespace:
     mla = qd == MLA_QK_D and vd == MLA_V_D
     _key_value_consistent(key.shape, value.shape, mla)
     layout = route.base
-    if layout in ("BNSD", "TND") and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
+    if layout == "BNSD" and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
         raise tiling("paged.cache_rank", f"a {key.ndim}-D cache does not fit a {layout} query")
     _cache_shape(key.shape, valid, block, n, h, axes.d, ratio, a.query.dtype)
     if table.ndim != 2:
