@@ -429,6 +429,37 @@ def test_arch35_paged_decode_takes_the_pfa_kernels(chip, cache_layout):
     assert not out[2].any()
 
 
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_paged_block_outside_the_cache_is_reported(chip):
+    """A block id inside a batch's keys but outside the cache: the hardware reads whatever memory
+    lies there; here its tokens are zeros and the sanitizer names the id."""
+    b, n, d, bs = 1, 2, 64, 128
+    q = RNG.standard_normal((b, n, 4, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n, 256, d)).astype(np.float16) for _ in range(2))
+    key_cache, table = _paged(k, bs, "BnNBsD", np.random.default_rng(4))
+    value_cache, _ = _paged(v, bs, "BnNBsD", np.random.default_rng(4))
+    table[0, 1] = 99
+    out, _ = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=(256,),
+        numHeads=n,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+        blockSize=bs,
+    )
+    assert any("holds ids [99]" in message for kind, message in sanitizer.reports() if kind == "out-of-bounds")
+    k0, v0 = k.copy(), v.copy()
+    k0[:, :, bs:], v0[:, :, bs:] = 0, 0
+    want = pfa_golden.attention(q, k0, v0, scale=0.125, nxt=pfa_golden.BIG, high_precision=True)
+    floor = golden.attention(q, k0, v0, scale=0.125, kv_block=512).floor
+    message = precision.failure(out.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+
+
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 def test_int8_antiquant_decode_a2(dtype):
     """An INT8 key/value with an fp16/bf16 query is no RouteToFia call (query dtype != key dtype):
