@@ -87,7 +87,7 @@ def _pages(cache, table_row, length):
     return np.concatenate([cache[i] for i in table_row])[:length][None]
 
 
-@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+@pytest.mark.parametrize("chip", base.ALL, indirect=True)
 @pytest.mark.parametrize("length", [129, 200, 255, 256])
 def test_fia_paged_length_ending_inside_the_last_block_reads_it_up_to_the_length(chip, length):
     q = _normal(1, 1, 64)
@@ -102,7 +102,7 @@ def test_fia_paged_length_ending_inside_the_last_block_reads_it_up_to_the_length
     assert not _reports()
 
 
-@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+@pytest.mark.parametrize("chip", base.ALL, indirect=True)
 @pytest.mark.parametrize("bad", [-1, 4, 1 << 20])
 def test_fia_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
     q = _normal(1, 1, 64)
@@ -111,16 +111,6 @@ def test_fia_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
     got = _fia(q, kc, vc, None, (200,), inputLayout="BSH", blockTableOptional=table, blockSize=128)
     assert _reported_outside()
     assert np.isfinite(got["attentionOut"].astype(np.float32)).all()
-
-
-@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_fia_paged_on_arch35_is_not_emulated(chip):
-    """Ascend910_95 sends a same-dtype call to PromptFlashAttentionTilingV2 with its block table
-    (fused_infer_attention_score_tiling_v2.cpp); the emulator's PFA route has none: 561003."""
-    with pytest.raises(ae.AclnnError) as failed:
-        _fia(_normal(1, 1, 64), _normal(4, 128, 32), _normal(4, 128, 32), None, (200,), inputLayout="BSH",
-             blockTableOptional=np.array([[0, 1]], np.int32), blockSize=128)  # fmt: skip
-    assert failed.value.status == 561003 and "block table" in failed.value.message
 
 
 # -- FlashAttentionVarLenScore / FlashAttentionUnpaddingScoreGrad (TND) ---------------------------------
@@ -280,7 +270,7 @@ def test_li_paged_length_ending_inside_the_last_block_picks_the_dense_keys(chip,
     assert not _reports()
 
 
-@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)
+@pytest.mark.parametrize("chip", base.ALL, indirect=True)
 @pytest.mark.parametrize("bad", [-1, 4, 1 << 20])
 def test_li_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
     query, weights = _normal(1, 4, 8, 128), _normal(1, 4, 8)

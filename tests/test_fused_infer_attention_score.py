@@ -13,6 +13,7 @@ import precision
 from aclnn_emu import DataType
 from aclnn_emu.meta import TensorList
 from aclnn_emu.opdef.registry import by_name
+from aclnn_emu.runtime import sanitizer
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
 from golden import prompt_flash_attention as pfa_golden
@@ -350,6 +351,113 @@ def test_arch35_prefill_takes_the_pfa_regbase_kernels(chip, dtype):
     message = precision.failure(out.astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
     assert message is None, message
     _lse_meets(lse[..., 0], fia_want.lse)  # log(sum exp) + max of the fp32 scores
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout,cache_layout", [("BNSD", "BnNBsD"), ("BSH", "BnBsH"), ("BSND", "BnBsH")])
+def test_arch35_paged_prefill_takes_the_pfa_kernels(chip, dtype, layout, cache_layout):
+    """Ascend910_95: a paged prefill goes to PromptFlashAttentionTilingV2, whose kernels fill each
+    dense S2 tile from the blocks it spans (pa_copy_right_cube_in_norm.h): the PFA numerics over the
+    gathered keys, causal (sparse mode 3) with ragged key lengths, a block id past each batch's
+    keys never read."""
+    b, n, n2, s1, d, bs = 2, 4, 2, 72, 128, 128
+    act_kv = [300, 140]
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, 300, d)).astype(dtype) for _ in range(2))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(8))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(8))
+    table[1, 2] = -1  # past batch 1's 140 keys
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    to["BSH"] = lambda x: x.transpose(0, 2, 1, 3).reshape(b, s1, -1)
+    out, lse = run_fia(
+        query=to[layout](q),
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=to[layout](q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout=layout,
+        sparseMode=3,
+        blockSize=bs,
+    )
+    back = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    back["BSH"] = lambda x: x.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    kw = dict(scale=d**-0.5, sparse_mode=3, act_kv=act_kv)
+    want = pfa_golden.attention(q, k, v, high_precision=True, **kw)
+    fia_want = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
+    message = precision.failure(back[layout](out).astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)
+    assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_arch35_paged_decode_takes_the_pfa_kernels(chip, cache_layout):
+    """Ascend910_95: S = 1 over a paged cache is the tiling's IFA mode, where blockSize need only
+    be a multiple of 32 bytes (16 fp16 tokens): 48-token blocks, a batch without keys."""
+    b, n, n2, d, bs = 3, 8, 2, 64, 48
+    act_kv = [200, 49, 0]
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n2, 200, d)).astype(np.float16) for _ in range(2))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(9))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(9))
+    out, _ = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+        blockSize=bs,
+    )
+    want = arch35(q[:2, :, 0], k[:2], v[:2], act_kv[:2])
+    # cancelling sums judged against their terms' magnitude (the FIA golden's floor)
+    floor = golden.attention(q[:2], k[:2], v[:2], scale=0.125, kv_block=512, act_kv=act_kv[:2]).floor[:, :, 0]
+    message = precision.failure(out[:2, :, 0].astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+    assert not out[2].any()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_paged_block_outside_the_cache_is_reported(chip):
+    """A block id inside a batch's keys but outside the cache: the hardware reads whatever memory
+    lies there; here its tokens are zeros and the sanitizer names the id."""
+    b, n, d, bs = 1, 2, 64, 128
+    q = RNG.standard_normal((b, n, 4, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n, 256, d)).astype(np.float16) for _ in range(2))
+    key_cache, table = _paged(k, bs, "BnNBsD", np.random.default_rng(4))
+    value_cache, _ = _paged(v, bs, "BnNBsD", np.random.default_rng(4))
+    table[0, 1] = 99
+    out, _ = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=(256,),
+        numHeads=n,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+        blockSize=bs,
+    )
+    assert any("holds ids [99]" in message for kind, message in sanitizer.reports() if kind == "out-of-bounds")
+    k0, v0 = k.copy(), v.copy()
+    k0[:, :, bs:], v0[:, :, bs:] = 0, 0
+    want = pfa_golden.attention(q, k0, v0, scale=0.125, nxt=pfa_golden.BIG, high_precision=True)
+    floor = golden.attention(q, k0, v0, scale=0.125, kv_block=512).floor
+    message = precision.failure(out.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])

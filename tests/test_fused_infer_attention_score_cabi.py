@@ -22,11 +22,11 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route",
+    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
+    "paged_prefill",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse", "mla_rope",
-    "prefix_nbsd",
+    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -84,8 +84,30 @@ EXPECTED = {
 ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
 
 
+# (rule, the function of prompt_flash_attention_tiling_v2.cpp that fails it on Ascend910_95)
+ARCH35_TILING = {
+    "paged_block_size_decode": "CheckPATypeAndShape",
+    "paged_block_size": "CheckPATypeAndShape",
+    "paged_actual_kv_required": "CheckPATypeAndShape",
+    "paged_cache_shape": "CheckPACacheShape",
+    "paged_key_value": "CheckPAKeyValueShape",
+    "paged_cache_rank": "CheckPAKeyValueShape",
+    "paged_block_table_shape": "CheckBlockTableShape",
+    "paged_block_table_rank": "CheckBlockTableShape",
+    "paged_actual_kv_negative": "CheckPACrossover",
+    "paged_shared_prefix": "CheckPACrossover",
+}
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
-ON_ARCH35 = {"int4_v2": NOT_IMPLEMENTED, "query_quant.decode": NOT_IMPLEMENTED}
+ON_ARCH35 = {
+    "int4_v2": NOT_IMPLEMENTED,
+    "query_quant.decode": NOT_IMPLEMENTED,
+    "arch35.ok.paged_decode_block_48": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
+    # CheckPACacheShape accepts it; a TND query
+    "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,
+    "arch35.not_implemented.paged_pfa_tnd": NOT_IMPLEMENTED,
+    **{f"arch35.tiling.{name}": TILING for name in ARCH35_TILING},
+}
 
 
 def expected_on(soc: str) -> dict:

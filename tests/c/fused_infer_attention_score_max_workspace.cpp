@@ -47,6 +47,7 @@ struct Case {
     bool hasActQ = false, hasActKv = false;
     std::vector<int64_t> mask;  // attenMask's shape (BOOL), none when empty
     int64_t heads = 8, preTokens = 2147483647, nextTokens = 2147483647;
+    int64_t blocks = 8;  // the paged cache's
     uint64_t ws = 0;
     aclOpExecutor *ex = nullptr;
 };
@@ -65,7 +66,7 @@ static int Call(Case &c, TensorPool &pool) {
     int64_t s1 = c.paged ? 1 : 64;
     aclTensor *q = c.hasQ ? pool({2, 8, s1, 128}, ACL_FLOAT16) : nullptr;
     aclTensor *out = pool({2, 8, s1, 128}, ACL_FLOAT16);
-    std::vector<int64_t> kvShape = c.paged ? std::vector<int64_t>{8, 2, 128, 128} : std::vector<int64_t>{2, 2, 80, 128};
+    std::vector<int64_t> kvShape = c.paged ? std::vector<int64_t>{c.blocks, 2, 128, 128} : std::vector<int64_t>{2, 2, 80, 128};
     aclTensor *kv = pool(kvShape, ACL_FLOAT16);
     aclTensor *table = c.paged ? pool({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7}) : nullptr;
     aclTensor *mask = c.mask.empty() ? nullptr : pool(c.mask, ACL_BOOL);
@@ -138,6 +139,15 @@ int main() {
     c = Case(); c.hasQ = false; REPORT("null.query", Status(c));
     c = Case(); c.hasWs = false; REPORT("null.workspaceSize", Status(c));
     c = Case(); c.heads = 0; REPORT("tiling.heads_zero", Status(c));
+    if (!OnA2()) {
+        // PromptFlashAttentionTilingV2::CheckPATypeAndShape under isMaxWorkspace (a length given without
+        // data, GetMaxWorkspaceFlag): S2 is the table's capacity, CheckBlockTableShape is skipped.
+        c = Case(); c.paged = true; c.hasActKv = true; c.actKv = {300, 90}; REPORT("arch35.ok.paged", Status(c));
+        c.blocks = 2; REPORT("arch35.ok.paged_blocks_unread", Status(c));
+        c.version = 0; REPORT("arch35.tiling.paged_blocks_plain", Status(c));  // CheckPACacheShape
+        // no length at all: isMaxWorkspace is false and CheckPATypeAndShape wants the key lengths
+        c = Case(); c.paged = true; REPORT("arch35.tiling.paged_no_kv_lengths", Status(c));
+    }
     if (OnA2()) {
         // isMaxWorkspace: the lengths are there, their values unread (CheckFeatureActualSeqLens{Q,Kv}Data).
         c = Case(); c.hasActKv = true; c.actKv = {81, -1}; REPORT("a2.ok.kv_lengths_unread", Status(c));

@@ -125,6 +125,15 @@ static Case Paged(bool headsMajor) {
     return c;
 }
 
+// Prefill over a paged cache (blocks, N2, blockSize, D): batch lengths 300 and 140 in 3 + 2 blocks.
+static Case PagedPrefill() {
+    Case c = Paged(true);
+    c.q = c.out = T({2, 8, 64, 128});
+    c.lse = T({2, 8, 64, 1}, ACL_FLOAT);
+    c.actKv = {300, 140};
+    return c;
+}
+
 // MLA decode: D 512 + rope 64, one KV head, paged (blocks, blockSize, H), BSND.
 static Case Mla() {
     Case c;
@@ -180,9 +189,6 @@ int main() {
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
         REPORT("a2.ok.lse_d64", Call(c, stream));
         c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.sink", Call(c, stream));
-        c = Paged(false); REPORT("a2.ok.paged_bsh_cache", Call(c, stream));
-        c = Paged(true); REPORT("a2.ok.paged_bnsd_cache", Call(c, stream));
-        c = Paged(true); c.lseFlag = true; REPORT("a2.ok.paged_lse", Call(c, stream));
         c = Mla(); c.version = 3; REPORT("a2.ok.mla_rope", Call(c, stream));
         // S = 1 without rope is the "legacy IFA" shape: GetUpdateInfo sets sparse mode 0 before the checks.
         c = Paged(true); c.sparseMode = 3; REPORT("a2.ok.legacy_ifa_sparse_ignored", Call(c, stream));
@@ -249,6 +255,35 @@ int main() {
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
         REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
+    }
+    // A block table: the FIA-V3 route on Atlas A2/A3, PromptFlashAttentionTilingV2 on Ascend910_95.
+    c = Paged(false); REPORT("ok.paged_bsh_cache", Call(c, stream));
+    c = Paged(true); REPORT("ok.paged_bnsd_cache", Call(c, stream));
+    c = Paged(true); c.lseFlag = true; REPORT("ok.paged_lse", Call(c, stream));
+    c = PagedPrefill(); REPORT("ok.paged_prefill", Call(c, stream));
+    if (!OnA2()) {
+        // A 5-D (NZ) cache [blocks, N2, D / 16, blockSize, 16]: checked, then not emulated (561003).
+        c = Small(16); c.k = c.v = {T({8, 2, 2, 128, 16})}; c.opt["blockTable"] = T({2, 1}, ACL_INT32, {0, 1});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("arch35.not_implemented.paged_pfa", Call(c, stream));
+        c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.hasActQ = true; c.actQ = {64, 128};
+        REPORT("arch35.not_implemented.paged_pfa_tnd", Call(c, stream));
+        // S = 1 is the tiling's IFA mode: blockSize a multiple of 32 bytes (CheckPATypeAndShape).
+        c = Paged(true); c.k = c.v = {T({16, 2, 48, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 48;
+        REPORT("arch35.ok.paged_decode_block_48", Call(c, stream));
+        c = Paged(true); c.k = c.v = {T({16, 2, 40, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 40;
+        REPORT("arch35.tiling.paged_block_size_decode", Call(c, stream));
+        c = PagedPrefill(); c.k = c.v = {T({16, 2, 64, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 64;
+        REPORT("arch35.tiling.paged_block_size", Call(c, stream));
+        c = PagedPrefill(); c.hasActKv = false; REPORT("arch35.tiling.paged_actual_kv_required", Call(c, stream));
+        c = PagedPrefill(); c.k = c.v = {T({4, 2, 128, 128})}; REPORT("arch35.tiling.paged_cache_shape", Call(c, stream));
+        c = PagedPrefill(); c.v = {T({8, 2, 128, 64})}; REPORT("arch35.tiling.paged_key_value", Call(c, stream));
+        c = PagedPrefill(); c.layout = "BSH"; c.q = c.out = T({2, 64, 1024}); REPORT("arch35.tiling.paged_cache_rank", Call(c, stream));
+        c = PagedPrefill(); c.opt["blockTable"] = T({2, 2}, ACL_INT32); REPORT("arch35.tiling.paged_block_table_shape", Call(c, stream));
+        c = PagedPrefill(); c.opt["blockTable"] = T({2, 4, 1}, ACL_INT32); REPORT("arch35.tiling.paged_block_table_rank", Call(c, stream));
+        c = PagedPrefill(); c.actKv = {300, -5}; REPORT("arch35.tiling.paged_actual_kv_negative", Call(c, stream));
+        c = PagedPrefill(); c.version = 2; c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128});
+        REPORT("arch35.tiling.paged_shared_prefix", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -239,6 +239,17 @@ def fia(soc, entry="FusedInferAttentionScoreV4", s1=16):
                       softmaxLseFlag=True, attentionOut=out, softmaxLse=T((1, 4, s1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_paged(soc):
+    """Prefill over a paged cache (blocks, N2, block size, D): Ascend910_95's PFA route, the A2/A3 FIA-V3 one."""
+    q, out = T((1, 4, 16, 64)), T((1, 4, 16, 64))
+    k, v = T((4, 2, 128, 64)), T((4, 2, 128, 64))
+    table = T((1, 2), "INT32", fill=(2, 0))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsKvOptional=(200,), blockTableOptional=table, blockSize=128,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -301,7 +312,7 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
-    "FusedInferAttentionScoreV4": ((fia, ALL),),
+    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL)),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),

@@ -82,6 +82,7 @@ IFA_TESTS = (
 FIA = K + "flash_attention/fused_infer_attention.py"
 FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
+FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -1434,9 +1435,30 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-paged-block-order",
-        FIA_LAUNCH,
+        "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
         "pages[~bad] = cache[ids[~bad]]",
         "pages[~bad] = cache[ids[~bad][::-1]]",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-paged-pfa-decode-takes-prefill-block-size",
+        FIA_PAGED_PFA,
+        "ifa_mode = axes.s == 1",
+        "ifa_mode = False",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-paged-pfa-blocks-rounded-down",
+        FIA_PAGED_PFA,
+        "_trunc_div(x + block - 1, block)",
+        "_trunc_div(x, block)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-paged-pfa-keys-at-the-end",
+        FIA_PAGED_PFA,
+        "x[b, :, : r.shape[1]] = r",
+        "x[b, :, x.shape[2] - r.shape[1] :] = r",
         FIA_TESTS,
     ),
     Mutation(

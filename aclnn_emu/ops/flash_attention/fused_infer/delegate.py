@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import launch
+from . import launch, paged_prompt
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -31,8 +31,8 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
-        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels (on Ascend910_95 "
-        "every call whose query and key share a dtype)",
+        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
+        "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "pfa_padding": "queryPaddingSize or kvPaddingSize (left padding) on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
@@ -65,7 +65,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
-    if prompt and a.blockTableOptional is not None:
+    paged = prompt and a.blockTableOptional is not None
+    if paged and (not arch35 or not paged_prompt.dense_layout(a) or a.key.items[0].ndim == 5):
         NOT_IMPLEMENTED.refuse("paged_pfa")
     if prompt and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
         NOT_IMPLEMENTED.refuse("pfa_padding")
@@ -313,13 +314,22 @@ def incre(a, env):
 
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
-    hands them to the PFA tiling) with the key/value lists' one tensor."""
+    hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
+    after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
+    facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
+    key, value = key.items[0], value.items[0]
+    if facts is not None:
+        key, value = (
+            paged_prompt.dense(a, facts, key, "key", facts.qd),
+            paged_prompt.dense(a, facts, value, "value", facts.vd),
+        )
     args = SimpleNamespace(
         query=a.query,
-        key=key.items[0],
-        value=value.items[0],
+        key=key,
+        value=value,
         pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,

@@ -9,9 +9,9 @@ from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch
-from aclnn_emu.runtime import sanitizer
 
 from ..common import mask_3d
+from . import pages
 from .layouts import PACKED, key_rows, seq_len, shaped, to_bnsd
 
 WORKSPACE = 16 * 1024 * 1024  # the AscendC system workspace (GetLibApiWorkSpaceSize)
@@ -200,26 +200,9 @@ class _KeyGather:
         return [x[b] for b in range(self.batch)]
 
     def _paged(self, t, name, d, act_kv):
-        """Batch b's first act_kv[b] tokens through blockTable: [blocks, bs, Nkv*D] or
-        [blocks, Nkv, bs, D]; ids outside the cache read as zeros and are reported."""
-        flat = t.read(name)
-        if flat.ndim == 3:
-            cache = flat.reshape(flat.shape[0], flat.shape[1], self.kv_heads, d).transpose(0, 2, 1, 3)
-        else:
-            cache = flat
-        table = self.a.blockTableOptional.read("blockTable").astype(np.int64)
-        rows = []
-        for b in range(self.batch):
-            length = max(int(act_kv[b]), 0)
-            ids = table[b, : -(-length // self.block)]
-            bad = (ids < 0) | (ids >= cache.shape[0])
-            if bad.any():
-                sanitizer.report(
-                    "out-of-bounds",
-                    f"aclnnFusedInferAttentionScore: blockTable[{b}] holds ids {ids[bad][:8].tolist()} outside the "
-                    f"{name} cache of {cache.shape[0]} blocks; their tokens read as zeros here",
-                )
-            pages = np.zeros((len(ids), self.kv_heads, self.block, d), cache.dtype)
-            pages[~bad] = cache[ids[~bad]]
-            rows.append(pages.transpose(1, 0, 2, 3).reshape(self.kv_heads, -1, d)[:, :length])
-        return rows
+        """Batch b's first act_kv[b] tokens through blockTable."""
+        table = self.a.blockTableOptional.read("blockTable")
+        lengths = act_kv[: self.batch]
+        return pages.batch_rows(
+            t.read(name), table, lengths, self.kv_heads, d, self.block, f"aclnnFusedInferAttentionScore {name}"
+        )

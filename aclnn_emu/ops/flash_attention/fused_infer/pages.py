@@ -1,0 +1,29 @@
+"""A paged key/value cache read as the kernels address it: batch b's token t lies in block
+blockTable[b][t // blockSize], row t % blockSize, of a [blocks, blockSize, Nkv*D] (BnBsH) or
+[blocks, Nkv, blockSize, D] (BnNBsD) cache."""
+
+import numpy as np
+
+from aclnn_emu.runtime import sanitizer
+
+
+def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
+    """[Nkv, length, D] per batch; block ids outside the cache read as zeros and are reported."""
+    if cache.ndim == 3:
+        cache = cache.reshape(cache.shape[0], cache.shape[1], kv_heads, d).transpose(0, 2, 1, 3)
+    table = table.astype(np.int64)
+    rows = []
+    for b, length in enumerate(lengths):
+        length = max(int(length), 0)
+        ids = table[b, : -(-length // block)]
+        bad = (ids < 0) | (ids >= cache.shape[0])
+        if bad.any():
+            sanitizer.report(
+                "out-of-bounds",
+                f"{what}: blockTable[{b}] holds ids {ids[bad][:8].tolist()} outside the cache of "
+                f"{cache.shape[0]} blocks; their tokens read as zeros here",
+            )
+        pages = np.zeros((len(ids), kv_heads, block, d), cache.dtype)
+        pages[~bad] = cache[ids[~bad]]
+        rows.append(pages.transpose(1, 0, 2, 3).reshape(kv_heads, -1, d)[:, :length])
+    return rows
