@@ -327,3 +327,28 @@ def _output(o, kind, quant2, offset2, computed, arch35=False):
         y = o * scale + offset
         return np.where(computed[..., None], np.clip(np.rint(to_fp16(y) if arch35 else y), -128, 127), 0.0)
     return o
+
+
+def base_api_mask(pse, sparse_mode, heads, q_lengths, kv_lengths):
+    """The bias the base-API kernels add after the scale in sparseMode 21/22 (docs: the pseShift is
+    their mask; op_host SetBaseApiPseInfo, op_kernel base-API kernels): per batch b an [N, aq, ak]
+    view of the flat pseShift, rows maxSeqLen = max(q_lengths) apart, head n at n * headStride *
+    maxSeqLen and batch b at b * maskStride * maxSeqLen. Mode 21 reads a 4-D pse only (strides
+    N * max(kv_lengths) and maxSeqLen; a 2-D/3-D one is not read: None); mode 22 reads a 4-D pse
+    [B, N, X, Y] at strides N * X and maxSeqLen, a 3-D one at 0 and maxSeqLen, a 2-D one at 0 and 0."""
+    rows = max(q_lengths)
+    if sparse_mode == 21 and pse.ndim != 4:
+        return None
+    if pse.ndim == 4:
+        batch = pse.shape[1] * pse.shape[2] if sparse_mode == 22 else heads * max(kv_lengths)
+        head = rows
+    else:
+        batch, head = 0, rows if pse.ndim == 3 else 0
+    flat = np.ascontiguousarray(pse).reshape(-1).astype(np.float64)
+    item = flat.itemsize
+    return [
+        np.lib.stride_tricks.as_strided(
+            flat[b * batch * rows :], shape=(heads, aq, ak), strides=(head * rows * item, rows * item, item)
+        ).copy()
+        for b, (aq, ak) in enumerate(zip(q_lengths, kv_lengths))
+    ]
