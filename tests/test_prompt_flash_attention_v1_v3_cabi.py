@@ -9,7 +9,7 @@ import cabi
 import precision
 from golden import prompt_flash_attention as golden
 
-NULLPTR, INVALID, TILING, NOT_EMULATED = 161001, 161002, 561103, 561003
+NULLPTR, INVALID, TILING = 161001, 161002, 561103
 TILING_A2 = "prompt_flash_attention_tiling.cpp"
 TILING_V2 = "prompt_flash_attention_tiling_v2.cpp"
 INNER = "aclnn_prompt_flash_attention_inner.cpp"
@@ -74,6 +74,7 @@ A2 = {
             "v3.base_api_pse_alibi_4d",
             "v3.base_api_pse_alibi_compress",
             "v3.base_api_pse_mla_high_precision",
+            "v3.base_api_pse_mla_half",
         )
     },
     **{
@@ -92,10 +93,8 @@ A2 = {
     "v3.base_api_pse_alibi_2d": (TILING, f"{TILING_A2} SetBaseApiAlibiMaskInfo: a 2-D alibi mask needs maxSeqLen 256"),
     "v3.base_api_pse_alibi_compress_4d": (TILING, f"{TILING_A2} CheckBaseApiAlibiMask: a compressed alibi mask is 3-D"),
     "v3.base_api_pse_mla_alibi": (TILING, f"{TILING_A2} CheckBaseApiPse: MLA not support alibi"),
-    # Emulator gaps: the 4-D norm mask is not shape-checked and its kernels read past it (refused, 561103);
-    # the fp16 MLA half-softmax kernel with a mask is not modelled (not_implemented).
+    # Emulator gap: the 4-D norm mask is not shape-checked and its kernels would read past it (refused, 561103).
     "v3.base_api_pse_norm_4d_read_past": (TILING, "aclnn-emu refused.pse_read (prompt_flash_attention_base_api.h)"),
-    "v3.base_api_pse_mla_half": (NOT_EMULATED, "aclnn-emu not_implemented.base_api_mla_half_mask"),
 }
 # Ascend910_95: TilingV2 (CheckSingleAttribute, CheckCrossoverAttribute) where it answers otherwise.
 ARCH35 = {

@@ -255,36 +255,50 @@ def test_base_api_pse_mask_on_the_mla_kernels(chip, dtype):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
-def test_base_api_pse_mask_on_the_fp16_mla_half_kernel_is_refused(chip):
-    """The fp16 high-performance MLA kernel adds the mask in its half softmax, which is not modelled."""
-    q = k = v = grid((1, 24, 1, 288), np.float16)
-    pse = grid((1, 1, 24, 24), np.float16)
-    with pytest.raises(ae.AclnnError) as info:
-        ae.ops.PromptFlashAttentionV3(q, k, v, pseShift=pse, numHeads=1, inputLayout="BSND", sparseMode=21)
-    assert info.value.code == 561003
+def test_base_api_pse_mask_on_the_fp16_mla_half_kernel(chip):
+    """The fp16 high-performance MLA kernel adds the mask to its half scores in half
+    (`prompt_flash_attention_base_mla.h` Add<half>), inside its half-precision softmax."""
+    n, d, s = 2, 288, 40
+    q, k = (RNG.standard_normal((1, s, n, d)).astype(np.float16) for _ in range(2))
+    v = (np.abs(RNG.standard_normal((1, s, n, d))) + 0.5).astype(np.float16)  # no cancelling sums
+    pse = RNG.standard_normal((1, n, s, s)).astype(np.float16)
+    out = ae.ops.PromptFlashAttentionV3(
+        q, k, v, pseShift=pse, numHeads=n, scaleValue=0.0625, inputLayout="BSND", sparseMode=21
+    )
+    [(_, _, _, _, block)] = golden.mla_blocks([s], [s], d)
+    mask = golden.base_api_mask(pse, 21, n, [s], [s])[0]
+    expected = golden.mla_half_attention(q[0], k[0], v[0], scale=0.0625, block=block, mask=mask)
+    precision.assert_meets(out[0], expected, "float16")
+    unmasked = golden.mla_half_attention(q[0], k[0], v[0], scale=0.0625, block=block)
+    assert precision.failure(out[0], unmasked, "float16"), "the mask changed nothing measurable"
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
-@pytest.mark.parametrize("mode,shape", [(21, (1, 1, 2, 2)), (22, (1, 2, 2))], ids=["norm", "alibi"])
-def test_base_api_fp16_mask_sum_rounds_to_nearest_even(chip, mode, shape):
-    """The fp16 high-performance base-API kernel adds the half mask to its half scores in half
-    (`prompt_flash_attention_base_api.h` Add<half>). Both keys score 1; key 0 gets mask t, 1 + t a
-    midpoint of fp16; V = (1, -1): the output (1 - fp16(e1)) / (1 + e1), e1 = exp(1 - fp16(1 + t)), is 0
-    when the sum rounds down to 1 and clearly not 0 otherwise."""
+@pytest.mark.parametrize(
+    "mode,shape,d", [(21, (1, 1, 2, 2), 32), (22, (1, 2, 2), 32), (21, (1, 1, 2, 2), 288)], ids=["norm", "alibi", "mla"]
+)
+def test_base_api_fp16_mask_sum_rounds_to_nearest_even(chip, mode, shape, d):
+    """The fp16 high-performance base-API kernels add the half mask to their half scores in half
+    (`prompt_flash_attention_base_api.h`, `…_base_mla.h` Add<half>). Both keys score 1; key 0 gets
+    mask t, 1 + t a midpoint of fp16; V = (1, -1): the output (1 - fp16(e1)) / (1 + e1), e1 =
+    exp(1 - fp16(1 + t)), is 0 when the sum rounds down to 1 and clearly not 0 otherwise (the MLA
+    kernel divides fp16(O) by fp16(l) in half)."""
     ties_up = np.array([1, 3], np.float64) * 2.0**-11  # 1 + 2**-11 -> 1 (even); 1 + 3 * 2**-11 -> 1 + 2**-9
 
     def expected(modes):
         s0 = ties.round_to(1.0 + ties_up, np.float16, modes["sum"])
         e1 = np.exp(np.float32(1.0) - s0.astype(np.float32))
         p1 = ties.round_to(e1.astype(np.float64), np.float16, "even").astype(np.float32)  # P narrowed for P V
-        out = (np.float32(1) - p1) / (np.float32(1) + e1)
-        return {"out": ties.round_to(out.astype(np.float64), np.float16, "even")}
+        o, total = np.float32(1) - p1, np.float32(1) + e1
+        if d > 256:
+            o, total = (ties.round_to(x.astype(np.float64), np.float16, "even") for x in (o, total))
+        return {"out": ties.round_to((o / total).astype(np.float64), np.float16, "even")}
 
     want = ties.assert_sensitive(expected, {"sum": "even"}, "base-API fp16 mask sum")
-    q = np.zeros((2, 32), np.float16)
+    q = np.zeros((2, d), np.float16)
     q[:, 0] = 1
     k = q.copy()
-    v = np.zeros((2, 32), np.float16)
+    v = np.zeros((2, d), np.float16)
     v[0], v[1] = 1, -1
     pse = np.zeros(shape, np.float16)
     pse[..., 0] = ties_up

@@ -161,13 +161,14 @@ def mla_attention(q, k, v, blocks, *, scale):
     return out
 
 
-def mla_half_attention(q, k, v, *, scale, block):
+def mla_half_attention(q, k, v, *, scale, block, mask=None):
     """Expected output [S1, N, Dv] of the fp16 MLA base-API kernel (`prompt_flash_attention_base_mla.h`)
     for q [S1, N, D], k/v [S2, Nkv, D] fp16: its half-precision online softmax over key blocks of
     ``block`` columns. Scores fp16(QKᵀ), then fp16(S · fp16(scale)); the running max in fp16,
     fp16(S − max) and fp16(old max − new max) before the exponentials; P = fp16(E); row sum and
     output accumulator unrounded; returned as fp16(O) / fp16(l), unrounded (the kernel divides in
-    half: the standard measures that rounding).
+    half: the standard measures that rounding). ``mask`` None or [N, S1, S2]: added to the scaled
+    scores in half, fp16(S + mask) (V3's sparseMode 21 pseShift).
     """
     s1, n, _ = q.shape
     s2, nkv, dv = v.shape
@@ -178,6 +179,8 @@ def mla_half_attention(q, k, v, *, scale, block):
         running = None
         for c0 in range(0, s2, block):
             s = to_fp16(to_fp16(qq @ kk[c0 : c0 + block].T) * tor)
+            if mask is not None:
+                s = to_fp16(s + mask[h, :, c0 : c0 + block].astype(np.float64))
             new = s.max(axis=1) if running is None else np.maximum(s.max(axis=1), running)
             e = np.exp(to_fp16(s - new[:, None]))
             pv = to_fp16(e) @ vv[c0 : c0 + block].astype(np.float64)

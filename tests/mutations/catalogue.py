@@ -387,6 +387,13 @@ MUTATIONS = [
         PFA_V3_TESTS,
     ),
     Mutation(
+        "pfa-mla-half-mask-sum-unrounded",
+        K + "flash_attention/pfa_mla_half.py",
+        "            scores += mask[:, c0:c1]\n            _half_(scores)\n",
+        "            scores += mask[:, c0:c1]\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
         "pfa-base-api-mask-shape-uncompared",
         PFA_BASE_API_PSE,
         "        if i >= pse.ndim - 2 and have < need:",

@@ -105,8 +105,7 @@ def check(a, shapes, env) -> Plan:
     else:
         plan = _mla_plan(a, shapes, act_q, act_kv, env)
     plan = _fitted(a, replace(plan, precision=precise.base_api_precision(a, inner_precise, plan.tokens)))
-    half_softmax = plan.precision.half_softmax and q.dtype == F16
-    read_mask = base_api_pse.reader(pse, strides, a.numHeads, max_q, plan.q_rows, plan.kv_rows, half_softmax)
+    read_mask = base_api_pse.reader(pse, strides, a.numHeads, max_q, plan.q_rows, plan.kv_rows)
     return replace(plan, read_mask=read_mask)
 
 

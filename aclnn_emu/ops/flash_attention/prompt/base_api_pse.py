@@ -8,7 +8,7 @@ CheckBaseApiOptionalInput) checks it, then SetBaseApiPseInfo sets the kernels' m
 - the kernels read element (b, n, i, j) of the mask at b*maskStride*S + n*headStride*S + i*S + j of
   the flat pse, S being the longest query length (maxSeqLen), whatever the pse's own shape;
 - the mask is added after the scale: in fp32 by the high-precision and bf16 kernels, in half by the
-  fp16 high-performance one (the shared pse add and its rounding).
+  fp16 high-performance ones (the shared pse add and its rounding; pfa_mla_half for D > 256).
 isTriuMask is never set on this path, so the long-sequence rules do not apply, and the kernels fix
 alibiCompressOffset at 0, so a compressed alibi pse passes its own shape rule and is read as above.
 """
@@ -32,14 +32,6 @@ REFUSED = Gaps(
     "refused",
     {"pse_read": "a base-API mask read past the pseShift (the kernels read it at strides the tiling sets)"},
     code=status.ACLNN_ERR_INNER_NULLPTR,
-)
-UNMODELLED = Gaps(
-    V3,
-    "not_implemented",
-    {
-        "base_api_mla_half_mask": "a 4-D sparseMode 21 pseShift on the fp16 high-performance MLA base-API kernel "
-        "(its half-precision softmax with a mask is not modelled)"
-    },
 )
 
 
@@ -133,13 +125,11 @@ def _strides(pse, mode, heads, max_q, max_kv) -> Strides | None:
     return None
 
 
-def reader(pse, strides: Strides | None, heads: int, max_q: int, q_rows, kv_rows, half_softmax: bool):
+def reader(pse, strides: Strides | None, heads: int, max_q: int, q_rows, kv_rows):
     """A reader of the kernels' mask for each computed batch: a PseSource over [batches, N, rows, keys]
     gathered from the flat pse (None without one)."""
     if strides is None:
         return lambda: None
-    if half_softmax:
-        UNMODELLED.refuse("base_api_mla_half_mask", f"pseShift {list(pse.shape)}")
     rows = max((n for _, n in q_rows), default=0)
     keys = max((n for _, n in kv_rows), default=0)
     offsets = []
