@@ -72,7 +72,9 @@ def check_base_api(a):
 def base_api_precision(a, precise, tokens: bool):
     """The base-API kernels' roundings: an fp16 query with innerPrecise 0 runs the high-precision
     kernels (TilingGetBaseApiTilingKeyAttentionAscendC: key + 2000000000, or the MLA high-precision
-    one), the rest the high-performance fp16 / the bf16 kernels."""
+    one), the rest the high-performance fp16 / the bf16 kernels. With a pseShift the key drops its
+    + 2000000000 and fp16 innerPrecise 0 and bf16 run `PromptFlashAttentionBaseApiHighPrecisionV`
+    instead of `…HighPrecisionNoMask`, whose P and output casts are the same."""
     if a.query.dtype == F16 and precise == HIGH_PRECISION:
         return pfa.BASE_API_HIGH_PRECISION
     return pfa.BASE_API_MLA if tokens else pfa.BASE_API
