@@ -9,7 +9,7 @@ import cabi
 import precision
 from golden import prompt_flash_attention as golden
 
-NULLPTR, INVALID, TILING, NOT_EMULATED = 161001, 161002, 561103, 561003
+NULLPTR, INVALID, TILING = 161001, 161002, 561103
 TILING_A2 = "prompt_flash_attention_tiling.cpp"
 TILING_V2 = "prompt_flash_attention_tiling_v2.cpp"
 INNER = "aclnn_prompt_flash_attention_inner.cpp"
@@ -62,8 +62,39 @@ A2 = {
         0,
         f"{TILING_A2} TilingGetBaseApiTilingKeyAttentionAscendC: fp16, innerPrecise 0, key + 2000000000",
     ),
-    # Emulator gap (aclnn-emu coverage, not_implemented): the source runs it on kernels not modelled.
-    "v3.base_api_pse": (NOT_EMULATED, f"{TILING_A2} CheckBaseApiPse and the base-API pse kernels"),
+    **{
+        name: (0, f"{TILING_A2} CheckBaseApiPse / SetBaseApiPseInfo: checked, maskType left unset, not read")
+        for name in ("v3.base_api_pse", "v3.base_api_pse_norm_2d", "v3.base_api_pse_norm_3d")
+    },
+    **{
+        name: (0, f"{TILING_A2} CheckBaseApiPse / SetBaseApiPseInfo: the kernels' mask")
+        for name in (
+            "v3.base_api_pse_norm_4d",
+            "v3.base_api_pse_alibi_3d",
+            "v3.base_api_pse_alibi_4d",
+            "v3.base_api_pse_alibi_compress",
+            "v3.base_api_pse_mla_high_precision",
+            "v3.base_api_pse_mla_half",
+        )
+    },
+    **{
+        name: (TILING, f"{TILING_A2} CheckBaseApiNormMask / CheckBaseApiAlibiMask: CheckBaseApiMaskVal")
+        for name in (
+            "v3.base_api_pse_norm_short",
+            "v3.base_api_pse_norm_batch",
+            "v3.base_api_pse_alibi_heads",
+            "v3.base_api_pse_alibi_4d_batch",
+        )
+    },
+    **{
+        name: (TILING, f"{TILING_A2} CheckBaseApiMaskBasic: 2 to 4 dimensions")
+        for name in ("v3.base_api_pse_norm_rank1", "v3.base_api_pse_norm_rank5")
+    },
+    "v3.base_api_pse_alibi_2d": (TILING, f"{TILING_A2} SetBaseApiAlibiMaskInfo: a 2-D alibi mask needs maxSeqLen 256"),
+    "v3.base_api_pse_alibi_compress_4d": (TILING, f"{TILING_A2} CheckBaseApiAlibiMask: a compressed alibi mask is 3-D"),
+    "v3.base_api_pse_mla_alibi": (TILING, f"{TILING_A2} CheckBaseApiPse: MLA not support alibi"),
+    # Emulator gap: the 4-D norm mask is not shape-checked and its kernels would read past it (refused, 561103).
+    "v3.base_api_pse_norm_4d_read_past": (TILING, "aclnn-emu refused.pse_read (prompt_flash_attention_base_api.h)"),
 }
 # Ascend910_95: TilingV2 (CheckSingleAttribute, CheckCrossoverAttribute) where it answers otherwise.
 ARCH35 = {
@@ -79,7 +110,7 @@ ARCH35 = {
             "v3.base_api_inner_precise2",
             "v3.base_api_bf16_inner_precise2",
             "v3.base_api_high_precision",
-            "v3.base_api_pse",
+            *(name for name in A2 if name.startswith("v3.base_api_pse")),
         )
     },
 }

@@ -7,6 +7,7 @@ import pytest
 
 import aclnn_emu as ae
 import precision
+import ties
 from golden import prompt_flash_attention as golden
 
 BF16 = ml_dtypes.bfloat16
@@ -178,3 +179,139 @@ def test_base_api_fp16_high_precision(chip, d):
         got = outs[0]
     precision.assert_meets(got, expected, "float16")
     assert not np.array_equal(np.asarray(outs[0]), np.asarray(outs[1]))
+
+
+BASE_API_MASKS = [(21, (2, 2, 10, 11)), (22, (2, 10, 11)), (22, (2, 2, 10, 12))]
+
+
+def _base_api_call(dtype, mode, pse, inner_precise, q_len=(6, 10), kv_len=(5, 11), n=2, d=32):
+    q, k = grid((sum(q_len), n * d), dtype), grid((sum(kv_len), n * d), dtype)
+    v = RNG.standard_normal((sum(kv_len), n * d)).astype(dtype)
+    lengths = dict(actualSeqLengths=list(q_len), actualSeqLengthsKv=list(kv_len))
+    common = dict(numHeads=n, scaleValue=0.125, inputLayout="SH", innerPrecise=inner_precise, **lengths)
+    out = ae.ops.PromptFlashAttentionV3(q, k, v, pseShift=pse, sparseMode=mode, **common)
+    return (q, k, v), out, common
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("mode,shape", BASE_API_MASKS, ids=["21-4d", "22-3d", "22-4d"])
+@pytest.mark.parametrize("dtype,inner_precise", [(np.float16, 1), (np.float16, 0), (BF16, 0)])
+def test_base_api_pse_mask(chip, mode, shape, dtype, inner_precise):
+    """sparseMode 21 (a 4-D pse) and 22 on the SH base-API kernels: the pse, read at the tiling's
+    strides with rows maxSeqLen apart, is added after the scale (CheckBaseApiPse, SetBaseApiPseInfo)."""
+    pse = grid(shape, dtype, spread=2)
+    (q, k, v), out, _ = _base_api_call(dtype, mode, pse, inner_precise)
+    q_len, kv_len, n = [6, 10], [5, 11], 2
+    bias = golden.base_api_mask(pse, mode, n, q_len, kv_len)
+    high = dtype == np.float16 and inner_precise == 0
+    expected = np.zeros((16, n, 32))
+    q0 = k0 = 0
+    for b, (aq, ak) in enumerate(zip(q_len, kv_len)):
+        one = [
+            x[r : r + m].reshape(m, n, 32)[None].transpose(0, 2, 1, 3)
+            for x, r, m in ((q, q0, aq), (k, k0, ak), (v, k0, ak))
+        ]
+        got = golden.attention(*one, scale=0.125, sparse_mode=1, pse=bias[b][None], high_precision=high, bf16_even=True)
+        expected[q0 : q0 + aq] = got[0].transpose(1, 0, 2)
+        q0, k0 = q0 + aq, k0 + ak
+    precision.assert_meets(np.asarray(out).reshape(16, n, 32), expected, np.dtype(dtype).name)
+    assert precision.failure(
+        np.asarray(out).reshape(16, n, 32),
+        golden.packed_attention(
+            q.reshape(16, n, 32), k.reshape(16, n, 32), v.reshape(16, n, 32), q_len, kv_len, scale=0.125, sparse_mode=1
+        ),
+        np.dtype(dtype).name,
+    ), "the mask changed nothing measurable"
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("mode,shape", [(20, (1, 2, 16, 16)), (21, (10, 11)), (21, (2, 10, 11))])
+def test_base_api_pse_the_kernels_do_not_read(chip, mode, shape):
+    """sparseMode 20, and a 2-D/3-D pse in mode 21, leave the kernels' maskType unset
+    (SetBaseApiOtherMaskInfo sets it for a 4-D pse only): the pse passes its checks and is unused."""
+    pse = grid(shape, np.float16, spread=2)
+    (q, k, v), out, common = _base_api_call(np.float16, mode, pse, 1)
+    without = ae.ops.PromptFlashAttentionV3(q, k, v, sparseMode=20, **common)
+    assert np.array_equal(np.asarray(out).view(np.uint16), np.asarray(without).view(np.uint16))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_base_api_pse_mask_on_the_mla_kernels(chip, dtype):
+    """D > 256 runs the MLA base-API kernels: a 4-D sparseMode 21 mask in fp32 on the high-precision
+    one (fp16 innerPrecise 0, bf16); walk batch 0 takes the longest lengths."""
+    n, d, s = 1, 288, 24
+    q, k = grid((1, s, n, d), dtype), grid((1, s, n, d), dtype)
+    v = RNG.standard_normal((1, s, n, d)).astype(dtype)
+    pse = grid((1, n, s, s), dtype, spread=2)
+    out = ae.ops.PromptFlashAttentionV3(
+        q, k, v, pseShift=pse, numHeads=n, scaleValue=0.0625, inputLayout="BSND", sparseMode=21, innerPrecise=0
+    )
+    bnsd = [x.transpose(0, 2, 1, 3) for x in (q, k, v)]
+    bias = golden.base_api_mask(pse, 21, n, [s], [s])[0][None]
+    high = dtype == np.float16
+    expected = golden.attention(*bnsd, scale=0.0625, sparse_mode=1, pse=bias, high_precision=high, bf16_even=True)
+    precision.assert_meets(out, expected.transpose(0, 2, 1, 3), np.dtype(dtype).name)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_base_api_pse_mask_on_the_fp16_mla_half_kernel(chip):
+    """The fp16 high-performance MLA kernel adds the mask to its half scores in half
+    (`prompt_flash_attention_base_mla.h` Add<half>), inside its half-precision softmax."""
+    n, d, s = 2, 288, 40
+    q, k = (RNG.standard_normal((1, s, n, d)).astype(np.float16) for _ in range(2))
+    v = (np.abs(RNG.standard_normal((1, s, n, d))) + 0.5).astype(np.float16)  # no cancelling sums
+    pse = RNG.standard_normal((1, n, s, s)).astype(np.float16)
+    out = ae.ops.PromptFlashAttentionV3(
+        q, k, v, pseShift=pse, numHeads=n, scaleValue=0.0625, inputLayout="BSND", sparseMode=21
+    )
+    [(_, _, _, _, block)] = golden.mla_blocks([s], [s], d)
+    mask = golden.base_api_mask(pse, 21, n, [s], [s])[0]
+    expected = golden.mla_half_attention(q[0], k[0], v[0], scale=0.0625, block=block, mask=mask)
+    precision.assert_meets(out[0], expected, "float16")
+    unmasked = golden.mla_half_attention(q[0], k[0], v[0], scale=0.0625, block=block)
+    assert precision.failure(out[0], unmasked, "float16"), "the mask changed nothing measurable"
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize(
+    "mode,shape,d", [(21, (1, 1, 2, 2), 32), (22, (1, 2, 2), 32), (21, (1, 1, 2, 2), 288)], ids=["norm", "alibi", "mla"]
+)
+def test_base_api_fp16_mask_sum_rounds_to_nearest_even(chip, mode, shape, d):
+    """The fp16 high-performance base-API kernels add the half mask to their half scores in half
+    (`prompt_flash_attention_base_api.h`, `…_base_mla.h` Add<half>). Both keys score 1; key 0 gets
+    mask t, 1 + t a midpoint of fp16; V = (1, -1): the output (1 - fp16(e1)) / (1 + e1), e1 =
+    exp(1 - fp16(1 + t)), is 0 when the sum rounds down to 1 and clearly not 0 otherwise (the MLA
+    kernel divides fp16(O) by fp16(l) in half)."""
+    ties_up = np.array([1, 3], np.float64) * 2.0**-11  # 1 + 2**-11 -> 1 (even); 1 + 3 * 2**-11 -> 1 + 2**-9
+
+    def expected(modes):
+        s0 = ties.round_to(1.0 + ties_up, np.float16, modes["sum"])
+        e1 = np.exp(np.float32(1.0) - s0.astype(np.float32))
+        p1 = ties.round_to(e1.astype(np.float64), np.float16, "even").astype(np.float32)  # P narrowed for P V
+        o, total = np.float32(1) - p1, np.float32(1) + e1
+        if d > 256:
+            o, total = (ties.round_to(x.astype(np.float64), np.float16, "even") for x in (o, total))
+        return {"out": ties.round_to((o / total).astype(np.float64), np.float16, "even")}
+
+    want = ties.assert_sensitive(expected, {"sum": "even"}, "base-API fp16 mask sum")
+    q = np.zeros((2, d), np.float16)
+    q[:, 0] = 1
+    k = q.copy()
+    v = np.zeros((2, d), np.float16)
+    v[0], v[1] = 1, -1
+    pse = np.zeros(shape, np.float16)
+    pse[..., 0] = ties_up
+    out = ae.ops.PromptFlashAttentionV3(
+        q,
+        k,
+        v,
+        pseShift=pse,
+        actualSeqLengths=[2],
+        actualSeqLengthsKv=[2],
+        numHeads=1,
+        scaleValue=1.0,
+        inputLayout="SH",
+        sparseMode=mode,
+    )
+    ties.assert_bits(np.asarray(out)[:, 0], want["out"], "out")

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aclnnop/aclnn_prompt_flash_attention.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
@@ -169,7 +171,36 @@ static void Rules(aclrtStream stream) {
     c = BaseApi(); c.q.dtype = c.k.dtype = c.v.dtype = c.out.dtype = ACL_BF16; c.innerPrecise = 2;
     REPORT("v3.base_api_bf16_inner_precise2", CallV3(c, stream));
     c = BaseApi(); c.innerPrecise = 0; REPORT("v3.base_api_high_precision", CallV3(c, stream));
-    c = BaseApi(); c.pse = Pse({1, 2, 16, 16}); REPORT("v3.base_api_pse", CallV3(c, stream));
+    // sparseMode 20-22: the pse is the base-API kernels' mask (N 2, B 2, maxSeqLen 10, maxKvSeqLen 11).
+    const std::vector<std::pair<const char *, std::pair<int, std::vector<int64_t>>>> masks = {
+        {"v3.base_api_pse", {20, {1, 2, 16, 16}}},
+        {"v3.base_api_pse_norm_2d", {21, {10, 11}}},
+        {"v3.base_api_pse_norm_3d", {21, {2, 10, 11}}},
+        {"v3.base_api_pse_norm_4d", {21, {2, 2, 10, 11}}},
+        {"v3.base_api_pse_norm_short", {21, {10, 10}}},
+        {"v3.base_api_pse_norm_batch", {21, {3, 10, 11}}},
+        {"v3.base_api_pse_norm_rank1", {21, {11}}},
+        {"v3.base_api_pse_norm_rank5", {21, {1, 2, 2, 10, 11}}},
+        {"v3.base_api_pse_norm_4d_read_past", {21, {1, 2, 10, 11}}},
+        {"v3.base_api_pse_alibi_3d", {22, {2, 10, 11}}},
+        {"v3.base_api_pse_alibi_4d", {22, {2, 2, 10, 11}}},
+        {"v3.base_api_pse_alibi_heads", {22, {3, 10, 11}}},
+        {"v3.base_api_pse_alibi_4d_batch", {22, {1, 2, 10, 11}}},
+        {"v3.base_api_pse_alibi_2d", {22, {256, 256}}},
+        {"v3.base_api_pse_alibi_compress", {22, {2, 10, 128}}},
+        {"v3.base_api_pse_alibi_compress_4d", {22, {2, 2, 10, 128}}},
+    };
+    for (const auto &m : masks) {
+        c = BaseApi(); c.sparse = m.second.first; c.pse = Pse(m.second.second);
+        REPORT(m.first, CallV3(c, stream));
+    }
+    // D 288: the MLA base-API kernels, whose walk takes the longest lengths for batch 0 (8 + 8 rows).
+    c = BaseApi(); c.q = c.k = c.v = c.out = Spec({16, 576}, ACL_FLOAT16); c.actQ = c.actKv = {8, 8};
+    c.sparse = 22; c.pse = Pse({2, 8, 8});
+    REPORT("v3.base_api_pse_mla_alibi", CallV3(c, stream));
+    c.sparse = 21; c.pse = Pse({2, 2, 8, 8});
+    REPORT("v3.base_api_pse_mla_half", CallV3(c, stream));
+    c.innerPrecise = 0; REPORT("v3.base_api_pse_mla_high_precision", CallV3(c, stream));
 }
 
 int main(int argc, char **argv) {

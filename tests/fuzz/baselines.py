@@ -213,6 +213,16 @@ def pfa_v3(soc):
     return as_entry("PromptFlashAttentionV3", "PromptFlashAttentionV2", pfa(soc), innerPrecise=1)
 
 
+def pfa_v3_base_api_mask(soc):
+    """SH with two packed batches (6 + 10 query, 5 + 11 key rows) in sparseMode 22: the pse is the
+    base-API kernels' alibi mask [N, >= maxSeqLen, >= maxKvSeqLen]."""
+    qkv = [T((16, 64)) for _ in range(3)]
+    return named_args("PromptFlashAttentionV3", query=qkv[0], key=qkv[1], value=qkv[2], pseShift=T((2, 10, 11)),
+                      actualSeqLengths=(6, 10), actualSeqLengthsKv=(5, 11), numHeads=2, scaleValue=0.125,
+                      preTokens=2147483647, inputLayout="SH", sparseMode=22, innerPrecise=1,
+                      attentionOut=T((16, 64)))  # fmt: skip
+
+
 def ifa_v1(soc):
     return as_entry("IncreFlashAttention", "IncreFlashAttentionV4", ifa(soc))
 
@@ -301,7 +311,7 @@ BASELINES = {
     **{name: ((fn, ALL),) for name, fn in (*FAS_VARLEN.items(), *FAG_UNPADDING.items())},
     "PromptFlashAttentionV2": ((pfa, ALL), (pfa_lengths_bsh, ALL)),
     "PromptFlashAttention": ((pfa_v1, ALL),),
-    "PromptFlashAttentionV3": ((pfa_v3, ALL),),
+    "PromptFlashAttentionV3": ((pfa_v3, ALL), (pfa_v3_base_api_mask, A2_A3)),
     "IncreFlashAttentionV4": ((ifa, ALL), (ifa_paged, ALL)),
     "IncreFlashAttention": ((ifa_v1, ALL),),
     "IncreFlashAttentionV2": ((ifa_v2, ALL),),

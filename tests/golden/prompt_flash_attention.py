@@ -161,13 +161,14 @@ def mla_attention(q, k, v, blocks, *, scale):
     return out
 
 
-def mla_half_attention(q, k, v, *, scale, block):
+def mla_half_attention(q, k, v, *, scale, block, mask=None):
     """Expected output [S1, N, Dv] of the fp16 MLA base-API kernel (`prompt_flash_attention_base_mla.h`)
     for q [S1, N, D], k/v [S2, Nkv, D] fp16: its half-precision online softmax over key blocks of
     ``block`` columns. Scores fp16(QKᵀ), then fp16(S · fp16(scale)); the running max in fp16,
     fp16(S − max) and fp16(old max − new max) before the exponentials; P = fp16(E); row sum and
     output accumulator unrounded; returned as fp16(O) / fp16(l), unrounded (the kernel divides in
-    half: the standard measures that rounding).
+    half: the standard measures that rounding). ``mask`` None or [N, S1, S2]: added to the scaled
+    scores in half, fp16(S + mask) (V3's sparseMode 21 pseShift).
     """
     s1, n, _ = q.shape
     s2, nkv, dv = v.shape
@@ -178,6 +179,8 @@ def mla_half_attention(q, k, v, *, scale, block):
         running = None
         for c0 in range(0, s2, block):
             s = to_fp16(to_fp16(qq @ kk[c0 : c0 + block].T) * tor)
+            if mask is not None:
+                s = to_fp16(s + mask[h, :, c0 : c0 + block].astype(np.float64))
             new = s.max(axis=1) if running is None else np.maximum(s.max(axis=1), running)
             e = np.exp(to_fp16(s - new[:, None]))
             pv = to_fp16(e) @ vv[c0 : c0 + block].astype(np.float64)
@@ -327,3 +330,28 @@ def _output(o, kind, quant2, offset2, computed, arch35=False):
         y = o * scale + offset
         return np.where(computed[..., None], np.clip(np.rint(to_fp16(y) if arch35 else y), -128, 127), 0.0)
     return o
+
+
+def base_api_mask(pse, sparse_mode, heads, q_lengths, kv_lengths):
+    """The bias the base-API kernels add after the scale in sparseMode 21/22 (docs: the pseShift is
+    their mask; op_host SetBaseApiPseInfo, op_kernel base-API kernels): per batch b an [N, aq, ak]
+    view of the flat pseShift, rows maxSeqLen = max(q_lengths) apart, head n at n * headStride *
+    maxSeqLen and batch b at b * maskStride * maxSeqLen. Mode 21 reads a 4-D pse only (strides
+    N * max(kv_lengths) and maxSeqLen; a 2-D/3-D one is not read: None); mode 22 reads a 4-D pse
+    [B, N, X, Y] at strides N * X and maxSeqLen, a 3-D one at 0 and maxSeqLen, a 2-D one at 0 and 0."""
+    rows = max(q_lengths)
+    if sparse_mode == 21 and pse.ndim != 4:
+        return None
+    if pse.ndim == 4:
+        batch = pse.shape[1] * pse.shape[2] if sparse_mode == 22 else heads * max(kv_lengths)
+        head = rows
+    else:
+        batch, head = 0, rows if pse.ndim == 3 else 0
+    flat = np.ascontiguousarray(pse).reshape(-1).astype(np.float64)
+    item = flat.itemsize
+    return [
+        np.lib.stride_tricks.as_strided(
+            flat[b * batch * rows :], shape=(heads, aq, ak), strides=(head * rows * item, rows * item, item)
+        ).copy()
+        for b, (aq, ak) in enumerate(zip(q_lengths, kv_lengths))
+    ]

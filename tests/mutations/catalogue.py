@@ -24,6 +24,7 @@ IFA_LAUNCH_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_antiqu
 IFA_LAUNCH_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_arch35.py"
 IFA_SPECULATIVE = "aclnn_emu/ops/flash_attention/incre/speculative.py"
 PFA_PRECISE = "aclnn_emu/ops/flash_attention/prompt/precise.py"
+PFA_BASE_API_PSE = "aclnn_emu/ops/flash_attention/prompt/base_api_pse.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
 LI = K + "sparse_attention/lightning_indexer.py"
 SFA = K + "sparse_attention/sparse_flash_attention.py"
@@ -360,10 +361,45 @@ MUTATIONS = [
     ),
     Mutation(
         "pfa-base-api-mode-21-without-pse-runs",
-        PFA_PRECISE,
-        "        if a.sparseMode != BASE_API_NO_MASK:",
+        PFA_BASE_API_PSE,
+        "        if mode != NO_MASK:",
         "        if False:",
         ("tests/test_prompt_flash_attention_cabi.py",),
+    ),
+    Mutation(
+        "pfa-base-api-mask-rows-key-length-apart",
+        PFA_BASE_API_PSE,
+        "n * strides.head * max_q + i * max_q + j",
+        "n * strides.head * max_q + i * nk + j",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-2d-norm-mask-read",
+        PFA_BASE_API_PSE,
+        "    if pse.ndim == 4:  # MASK_TYPE_NORM",
+        "    if pse.ndim >= 2:  # MASK_TYPE_NORM",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-alibi-3d-no-head-stride",
+        PFA_BASE_API_PSE,
+        "        return Strides(0, max_q if pse.ndim == 3 else 0)",
+        "        return Strides(0, 0)",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-mla-half-mask-sum-unrounded",
+        K + "flash_attention/pfa_mla_half.py",
+        "            scores += mask[:, c0:c1]\n            _half_(scores)\n",
+        "            scores += mask[:, c0:c1]\n",
+        PFA_V3_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-mask-shape-uncompared",
+        PFA_BASE_API_PSE,
+        "        if i >= pse.ndim - 2 and have < need:",
+        "        if False:",
+        PFA_V3_TESTS,
     ),
     Mutation(
         "pfa-v3-pse-keeps-high-performance",

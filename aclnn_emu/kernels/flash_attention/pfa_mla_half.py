@@ -4,6 +4,7 @@ softmax runs in half precision. Per key block of ``block`` columns (aligned at t
 key), with gm the running max (fp16), l the row sum and O the output accumulator (fp32):
   S   = fp16(Q Kᵀ)                     the cube's fp32 result stored as half
   S   = fp16(S * fp16(scale))          Muls in half with the scale cast to half (`tor`)
+  S   = fp16(S + mask)                 with a mask (V3's pseShift, sparseMode 21): Add in half
   hm  = max(rowmax(S), gm)             fp16; dm = fp16(gm - hm) (first block: hm = rowmax(S))
   S   = fp16(S - hm); E = exp(fp32(S)) (fp32); P = fp16(E) (RNE)
   l   = l * exp(fp32(dm)) + rowsum(E)  fp32 (first block: rowsum(E))
@@ -34,8 +35,9 @@ def _half(x: np.ndarray) -> np.ndarray:
     return x.astype(F16).astype(F32)
 
 
-def mla_half_attention(q, k, v, *, scale: float, block: int) -> np.ndarray:
-    """q [N, S1, D], k [Nkv, S2, D], v [Nkv, S2, Dv] fp16 (S2 > 0) -> the output [N, S1, Dv] fp16."""
+def mla_half_attention(q, k, v, *, scale: float, block: int, mask=None) -> np.ndarray:
+    """q [N, S1, D], k [Nkv, S2, D], v [Nkv, S2, Dv] fp16 (S2 > 0) -> the output [N, S1, Dv] fp16;
+    ``mask`` None or the fp16 values [N, >= S1, >= S2] added to the scaled scores."""
     n, s1, _ = q.shape
     nkv, dv = v.shape[0], v.shape[2]
     out = np.empty((n, s1, dv), F16)
@@ -44,12 +46,21 @@ def mla_half_attention(q, k, v, *, scale: float, block: int) -> np.ndarray:
     tasks = [(h, r0, min(r0 + step, s1)) for h in range(n) for r0 in range(0, s1, step)]
     with np.errstate(over="ignore", invalid="ignore"):
         parallel.run_all(
-            lambda h, r0, r1: _rows(q[h, r0:r1], k[h * nkv // n], v[h * nkv // n], tor, block, out[h, r0:r1]), tasks
+            lambda h, r0, r1: _rows(
+                q[h, r0:r1],
+                k[h * nkv // n],
+                v[h * nkv // n],
+                tor,
+                block,
+                out[h, r0:r1],
+                None if mask is None else mask[h, r0:r1],
+            ),
+            tasks,
         )
     return out
 
 
-def _rows(q, k, v, tor, block, out):
+def _rows(q, k, v, tor, block, out, mask):
     """One head's query rows [S, D] against its keys, block by block; the result stored into out."""
     queries = native.widen(q)
     for c0 in range(0, k.shape[0], block):
@@ -57,6 +68,9 @@ def _rows(q, k, v, tor, block, out):
         scores = queries @ native.widen(k[c0:c1]).T
         native.scale_(scores, fp16=True)  # the cube's result stored as half
         native.scale_(scores, pre=tor, fp16=True)
+        if mask is not None:
+            scores += mask[:, c0:c1]
+            _half_(scores)
         block_max = scores.max(axis=1, keepdims=True)
         if c0 == 0:
             running = block_max

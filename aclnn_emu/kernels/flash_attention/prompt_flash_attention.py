@@ -241,9 +241,14 @@ def packed_prompt_flash_attention(
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
         kv_block = KV_BLOCK if kv_blocks is None else kv_blocks[b]
-        if precision.half_softmax and q.dtype == FP16 and aq and ak:  # no band, mask or quantisation there
+        if precision.half_softmax and q.dtype == FP16 and aq and ak:  # no band, attenMask or quantisation there
             outs[0, :, q0 : q0 + aq] = mla_half_attention(
-                q[0, :, q0 : q0 + aq], k[0, :, k0 : k0 + ak], v[0, :, k0 : k0 + ak], scale=scale, block=kv_block
+                q[0, :, q0 : q0 + aq],
+                k[0, :, k0 : k0 + ak],
+                v[0, :, k0 : k0 + ak],
+                scale=scale,
+                block=kv_block,
+                mask=None if pse is None else pse.pse[b if pse.pse.shape[0] > 1 else 0],
             )
             continue
         batch_mask = mask

@@ -3,8 +3,8 @@
 `prompt_flash_attention_tiling.cpp` `RunBigKernelTilingWithParams` sends these modes
 (`CheckBaseAPISupportScenarios`) to the base-API kernels before any other sparse, shape or
 actual-length rule, with their own checks (`CheckBaseApiRequiredInput`,
-`CheckBaseApiOptionalInput`). Their mask is pseShift (`CheckBaseApiPse`): without one only sparseMode
-20 runs (21 and 22 fail), and every query row of batch b sees every key of b.
+`CheckBaseApiOptionalInput`). Their mask is pseShift (base_api_pse): without one only sparseMode
+20 runs (21 and 22 fail); besides it every query row of batch b sees every key of b.
 Layout SH packs the batches: batch b holds actualSeqLengths[b] query rows and
 actualSeqLengthsKv[b] key rows, each right after the previous batch's
 (`prompt_flash_attention_base_api.h`: addrQ/addrK grow by the batch's lengths).
@@ -19,7 +19,7 @@ from aclnn_emu import status
 from aclnn_emu.kernels.attention.layouts import segments
 from aclnn_emu.runtime import sanitizer
 from aclnn_emu.opdef.gaps import Gaps
-from . import precise
+from . import base_api_pse, precise
 from .entry import OP
 from ..common import BASE_API_MAX_D, BF16, F16, I8, TILING_LAYOUTS, tiling
 
@@ -58,6 +58,7 @@ class Plan:
     tokens: bool
     key_blocks: list | None = None
     precision: object = None  # the kernels' roundings (prompt_flash_attention.Precision)
+    read_mask: object = None  # the reader of the pseShift mask (base_api_pse.reader)
 
 
 def check(a, shapes, env) -> Plan:
@@ -93,15 +94,19 @@ def check(a, shapes, env) -> Plan:
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
-    precise.check_base_api_pse(a, mla)
+    act_q, act_kv = _lengths(a)  # SetBaseApiTilingData, before these checks
+    max_q, max_kv = (max((n % base_api_pse.UINT32 for n in act), default=0) for act in (act_q, act_kv))
+    pse = precise.pse_of(a)
+    strides = base_api_pse.check(a, pse, mla, len(act_q), max_q, max_kv)
     if q.dtype == I8:
         tiling("base_api.int8_kernel", "no base-API kernel binary for an INT8 query")
-    act_q, act_kv = _lengths(a)
     if not mla:
         plan = Plan(act_q, act_kv, segments(act_q), segments(act_kv), tokens=False)
     else:
         plan = _mla_plan(a, shapes, act_q, act_kv, env)
-    return _fitted(a, replace(plan, precision=precise.base_api_precision(a, inner_precise, plan.tokens)))
+    plan = _fitted(a, replace(plan, precision=precise.base_api_precision(a, inner_precise, plan.tokens)))
+    read_mask = base_api_pse.reader(pse, strides, a.numHeads, max_q, plan.q_rows, plan.kv_rows)
+    return replace(plan, read_mask=read_mask)
 
 
 def _lengths(a):

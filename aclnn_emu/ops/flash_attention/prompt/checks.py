@@ -317,6 +317,7 @@ def _tiling_checks(a, shapes, env):
             precision=plan.precision,
             tokens=plan.tokens,
             kv_blocks=plan.key_blocks,
+            read_pse=plan.read_mask,
         )
     inner_precise = precise.check_a2(a, env)
     precise.check_a2_mask(a, inner_precise)  # CheckMaskType

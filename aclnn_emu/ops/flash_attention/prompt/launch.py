@@ -23,13 +23,16 @@ def _launch(
     ifa_mask=False,
     kv_blocks=None,
     inner_precise=precise.DEFAULT,
+    read_pse=None,
 ):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
-    packed batch; ``inner_precise`` what the tiling made of innerPrecise and pseShift."""
+    packed batch; ``inner_precise`` what the tiling made of innerPrecise and pseShift; ``read_pse`` a
+    reader of the pse other than the shared path's (the base-API mask)."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
-    precision, read_pse, row_invalid = precise.kernel_inputs(a, inner_precise, precision)
+    precision, shared_pse, row_invalid = precise.kernel_inputs(a, inner_precise, precision)
+    read_pse = read_pse or shared_pse
     layout, heads = a.inputLayout, a.numHeads
     kv_heads = (k_t.shape[1] if layout == "TND" else a.numKeyValueHeads) or heads
     scale = a.scaleValue

@@ -22,23 +22,11 @@ from dataclasses import dataclass
 
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.kernels.flash_attention.pse import PseSource
-from aclnn_emu.opdef.gaps import Gaps
 from ..common import BF16, BYTE_MASKS, F16, I8, dtype_name as name, invalid, tiling
-from .entry import V3
 
 PSE_DTYPE = {F16: F16, BF16: BF16, I8: F16}  # query dtype -> the pse dtype the op takes
 HIGH_PRECISION, HIGH_PERFORMANCE, APPROXIMATE = 0, 1, 4
-BASE_API_NO_MASK, BASE_API_ALIBI = 20, 22  # SPARSE_MODE_NONE, SPARSE_MODE_ALIBI of the A2/A3 tiling
 UINT64 = 1 << 64
-
-UNMODELLED = Gaps(
-    V3,
-    "not_implemented",
-    {
-        "base_api_pse": "sparseMode 20-22 with a pseShift (the base-API kernels read it as their mask, normal "
-        "or alibi: CheckBaseApiPse's shape rules and those kernels' mask paths are not modelled)"
-    },
-)
 
 
 @dataclass(frozen=True)
@@ -81,23 +69,12 @@ def check_base_api(a):
     return precise
 
 
-def check_base_api_pse(a, mla: bool):
-    """After the base-API layout and length rules: CheckBaseApiPse, which reads pseShift as the
-    base-API kernels' mask (sparseMode 21: a normal mask, 22: an alibi one): without one only mode 20
-    runs; the MLA kernels take no alibi; the pse mask itself is not modelled."""
-    if pse_of(a) is None:
-        if a.sparseMode != BASE_API_NO_MASK:
-            tiling("base_api.mask_null", "when mask is nullptr, sparseMode should be 20.")
-    else:
-        if mla and a.sparseMode >= BASE_API_ALIBI:
-            tiling("base_api.mla_mask", "MLA not support lookahead, alibi, swa mask")
-        UNMODELLED.refuse("base_api_pse")
-
-
 def base_api_precision(a, precise, tokens: bool):
     """The base-API kernels' roundings: an fp16 query with innerPrecise 0 runs the high-precision
     kernels (TilingGetBaseApiTilingKeyAttentionAscendC: key + 2000000000, or the MLA high-precision
-    one), the rest the high-performance fp16 / the bf16 kernels."""
+    one), the rest the high-performance fp16 / the bf16 kernels. With a pseShift the key drops its
+    + 2000000000 and fp16 innerPrecise 0 and bf16 run `PromptFlashAttentionBaseApiHighPrecisionV`
+    instead of `…HighPrecisionNoMask`, whose P and output casts are the same."""
     if a.query.dtype == F16 and precise == HIGH_PRECISION:
         return pfa.BASE_API_HIGH_PRECISION
     return pfa.BASE_API_MLA if tokens else pfa.BASE_API
