@@ -270,7 +270,7 @@ def test_li_paged_length_ending_inside_the_last_block_picks_the_dense_keys(chip,
     assert not _reports()
 
 
-@pytest.mark.parametrize("chip", base.ALL, indirect=True)
+@pytest.mark.parametrize("chip", base.A2_A3, indirect=True)  # LightningIndexer has no Ascend910_95 kernel
 @pytest.mark.parametrize("bad", [-1, 4, 1 << 20])
 def test_li_paged_bad_block_id_in_the_last_used_block_is_reported(chip, bad):
     query, weights = _normal(1, 4, 8, 128), _normal(1, 4, 8)
