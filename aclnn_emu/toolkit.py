@@ -30,8 +30,9 @@ def environment(base=None) -> dict:
         ASCEND_OPP_PATH=str(HOME / "opp"),
     )
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(HOME / "lib64"), env.get("LD_LIBRARY_PATH")]))
-    if config.said_before():
-        env[config.SAID_VARIABLE] = "\n".join(sorted(config.said_before()))
+    said = config.said_before()
+    if said:
+        env[config.SAID_VARIABLE] = "\n".join(sorted(said))
     return env
 
 
