@@ -74,7 +74,8 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
-_FAG_API = "attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp"
+_FAG = "attention/flash_attention_score_grad/"
+_FAG_API = f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp"
 _FAS_API = "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp"
 _OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
 
@@ -202,6 +203,14 @@ RULES = {
             "InputOutputDtypeAndShapeCheck"
         },
     ),
+    "fag.tnd_pse_row_is_kv_sum_on_a2a3": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3: a 1-D pse of one row per query head is "
+        "N1 x the sum of the key lengths long (before: N1 x the key's T2; the two differ when T2 exceeds the sum)",
+        {
+            "9.1.0": f"{_FAG}op_host/arch22/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp "
+            "ProcessPseInfo (likewise _s1s2_bn2.cpp GetPseInfo, _s1s2_bn2gs1s2_sab.cpp ProcessPseInfo)"
+        },
+    ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
         "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "
         "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
@@ -259,7 +268,7 @@ class Unemulated:
     where: str  # file (and function) of OPS at that release's ref
 
 
-_FAS, _FAG = "attention/flash_attention_score/", "attention/flash_attention_score_grad/"
+_FAS = "attention/flash_attention_score/"
 _SA = "attention/"
 UNEMULATED = (
     Unemulated(

@@ -69,10 +69,15 @@ def _expected():
                 f"{entry}.head_num.zero": INVALID,
                 f"{entry}.tiling.seq_null": NULLPTR,
                 f"{entry}.tiling.seq_sizes_differ": NULLPTR,
+                # every length 0: a run (branch 9.1.0's A2/A3 tiling takes its empty-output path,
+                # flash_attention_score_grad_tiling.cpp IsTndAllSeqLenZero)
+                f"{entry}.ok.all_lengths_zero": 0,
                 # tiling ProcessPseInfo (arch32 s1s2_bn2gs1s2 / s1s2_bn2): a 1-D pse of N1*T2 or N1*sum(S1*S2),
                 # else 4-D [1|B, N1, 1024, maxS2] with causal tokens; the pse dtype is the query's
                 f"{entry}.ok.pse_one_row": 0,
                 f"{entry}.ok.pse_packed": 0,
+                f"{entry}.ok.pse_one_row_of_key_t": 0,
+                f"{entry}.pse.one_row_of_kv_sum": NULLPTR,
                 f"{entry}.pse.length": NULLPTR,
                 f"{entry}.pse.rank_2": NULLPTR,
                 f"{entry}.pse.dtype": NULLPTR,
@@ -153,6 +158,13 @@ IO_CHECK = {
     "UnpaddingV5.out.dq_rope_shape": INVALID,
 }
 
+# 9.1.0 op_host/arch22 ProcessPseInfo (..._s1s2_bn2gs1s2.cpp, ..._sab.cpp; ..._s1s2_bn2.cpp GetPseInfo): a
+# one-row-per-head pse is N1 x the key lengths' sum long, no longer N1 x T2 (T2 56, the lengths' sum 48).
+PSE_ROW = {
+    **{f"{entry}.ok.pse_one_row_of_key_t": NULLPTR for entry in UNPADDINGS},
+    **{f"{entry}.pse.one_row_of_kv_sum": 0 for entry in UNPADDINGS},
+}
+
 
 def release_expected(family: str, version: str) -> dict:
     codes = dict(BY_FAMILY[family])
@@ -162,6 +174,8 @@ def release_expected(family: str, version: str) -> dict:
         codes.update(TND_LENGTHS)
     if version == "9.1.0":
         codes.update(IO_CHECK)
+        if family != "Ascend910_95":
+            codes.update(PSE_ROW)
     return codes
 
 

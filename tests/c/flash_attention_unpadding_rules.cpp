@@ -177,6 +177,8 @@ int main(int argc, char **argv) {
         report(entry + ".head_num.zero", [&](Cfg &c) { c.entry = entry; c.headNum = 0; });
         report(entry + ".tiling.seq_null", [&](Cfg &c) { c.entry = entry; c.seqs = false; });
         report(entry + ".tiling.seq_sizes_differ", [&](Cfg &c) { c.entry = entry; c.cuKv = {48}; });
+        report(entry + ".ok.all_lengths_zero", [&](Cfg &c) { c.entry = entry; c.cuQ = {0, 0}; c.cuKv = {0, 0};
+                                                             c.run = true; });
     }
     report("UnpaddingV4.ok.same_as_input", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "same_as_input";
                                                         c.run = true; });
@@ -194,6 +196,9 @@ int main(int argc, char **argv) {
         report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { pse(c, {1, 2, 1024, 24}); });
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.hasMask = true; c.sparse = 3;
                                                       c.run = true; });
+        // a key T (56) past the lengths' sum (48): a 1-D pse of N1 rows of T2, or of the lengths' sum
+        report(entry + ".ok.pse_one_row_of_key_t", [&](Cfg &c) { pse(c, {2 * 56}); c.t2 = 56; c.run = true; });
+        report(entry + ".pse.one_row_of_kv_sum", [&](Cfg &c) { pse(c, {2 * 48}); c.t2 = 56; c.run = true; });
     }
     // ProcessTokensInfo (TND): modes 0 and 4 per batch, 7 and 8 on the band batch; batches 16x24 and 24x24
     for (const char *e : unpaddings) {

@@ -332,10 +332,10 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
     return PackedPse("alibi", form.heads, alibi_batches=pse.shape[0], alibi_width=pse.shape[-1]), None
 
 
-def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool):
+def backward_pse(a, pse, batches: Batches, heads: int, row: int, mode: int, masked: bool):
     """ProcessPseInfo of the backward's TND tilings (arch32): (PackedPse, failure). Slopes must be
-    exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·T2, the key's rows, or
-    N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
+    exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·`row`, the key tokens a row
+    holds, or N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
     max S1, nextTokens 0) passes. B is grad_batch_count's."""
     shape, count = tuple(pse.shape), grad_batch_count(batches)
     if a.pseType in (2, 3):
@@ -347,7 +347,7 @@ def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: in
             )
         return form, problem or _inner_pse_modes(a, batches, mode, masked)
     if len(shape) == 1:
-        if shape[0] == key_tokens * heads:
+        if shape[0] == row * heads:
             return PackedPse("1s2", heads), None
         if shape[0] == sum(q * k for q, k in zip(batches.q, batches.kv)) * heads:
             return PackedPse("s1s2", heads), None

@@ -96,6 +96,7 @@ V4_NULLS = Gaps(
 MISSING = object()  # a parameter the entry point does not have
 SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
 OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
+TND_PSE_ROW = "fag.tnd_pse_row_is_kv_sum_on_a2a3"
 TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
@@ -508,7 +509,9 @@ def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
     if pse.dtype != want:
         fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
     # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, a.keyIn.shape[0], mode, masked)
+    # the length a one-row-per-head pse is told by: the key's T2, or from 9.1.0 the key lengths' sum
+    row = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, row, mode, masked)
     _fail(problem)
     return form
 
