@@ -76,6 +76,7 @@ def _at(releases, where: dict) -> dict:
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
 _FAG = "attention/flash_attention_score_grad/"
 _FAG_API = f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp"
+_FAG_ARCH35 = f"{_FAG}op_host/arch35/"
 _FAS_API = "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp"
 _OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
 
@@ -210,6 +211,44 @@ RULES = {
             "9.1.0": f"{_FAG}op_host/arch22/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp "
             "ProcessPseInfo (likewise _s1s2_bn2.cpp GetPseInfo, _s1s2_bn2gs1s2_sab.cpp ProcessPseInfo)"
         },
+    ),
+    "fag.arch35_rope_d64": Rule(
+        "FlashAttentionScoreGrad on Ascend950: a queryRope/keyRope head dim other than 64 is 161001 (8.5: "
+        "GetShapeAttrsInfo returns false, i.e. success, and skips ProcessOptionalInput; aclnn-emu runs such calls)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_eod": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950: once a cumulative length decreases, every later "
+        "one must be 0 (EOD), else 161001 (8.5: decreasing lengths are read as they are, not established)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo",
+            },
+        ),
+    ),
+    "fag.arch35_grad_shapes": Rule(
+        "FlashAttentionScoreGrad on Ascend950: dy shaped unlike attentionIn, dy unlike query or value unlike key "
+        "but for the head dim, or a value head dim unlike dy's is 161001 (before: not checked by the arch35 tiling)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo"},
+    ),
+    "fag.arch35_exact_mask": Rule(
+        "FlashAttentionScoreGrad on Ascend950, not TND: an uncompressed attenMask must be [S1, S2] unless the B or "
+        "BN template could take the call (then rows x columns >= S1 x S2 is enough); 161001 (before: rows x "
+        "columns >= S1 x S2 always)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckAttenMaskShape"},
+    ),
+    "fag.arch35_sink": Rule(
+        "FlashAttentionScoreGrad on Ascend950 reads sinkInOptional: [N1] FLOAT with a [N1] dsinkOut and an fp16/bf16 "
+        "query, else 161001; the gradients include the sink and dsinkOut is written (before: the sink was ignored)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp ProcessSinkInfo"},
     ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
         "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "

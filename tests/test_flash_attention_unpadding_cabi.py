@@ -44,6 +44,7 @@ def _expected():
         "UnpaddingV5.sink.fp32_query": INVALID,
         # the arch32 tiling refuses a non-FLOAT sink; Ascend910_95's ignores the sink (tnd.SINK_IGNORED)
         "GradV3.sink.fp16": NULLPTR,
+        "GradV3.sink.size": NULLPTR,
         # op_api PostFlashAttentionScoreGrad: the ViewCopy of a result into an output of another shape fails
         "UnpaddingV5.out.dsink_shape": NULLPTR,
         "UnpaddingV5.out.dq_rope_shape": NULLPTR,
@@ -54,6 +55,7 @@ def _expected():
         # it); aclnn-emu returns 161001 with a portability warning
         "UnpaddingV4.null.all_but_dq_present": NULLPTR,
         "UnpaddingV3.ok.rope": 0,
+        "UnpaddingV3.ok.rope_d64": 0,
         "UnpaddingV5.ok.rope_sink": 0,
     }
     for entry in UNPADDINGS:
@@ -72,6 +74,8 @@ def _expected():
                 # every length 0: a run (branch 9.1.0's A2/A3 tiling takes its empty-output path,
                 # flash_attention_score_grad_tiling.cpp IsTndAllSeqLenZero)
                 f"{entry}.ok.all_lengths_zero": 0,
+                # cumulative lengths that decrease: how the kernels read them is not established
+                f"{entry}.tiling.eod_nonzero": 561003,
                 # tiling ProcessPseInfo (arch32 s1s2_bn2gs1s2 / s1s2_bn2): a 1-D pse of N1*T2 or N1*sum(S1*S2),
                 # else 4-D [1|B, N1, 1024, maxS2] with causal tokens; the pse dtype is the query's
                 f"{entry}.ok.pse_one_row": 0,
@@ -139,7 +143,7 @@ for entry in UNPADDINGS:
 BY_FAMILY = {
     "Ascend910B": EXPECTED,
     "Ascend910_93": EXPECTED,
-    "Ascend910_95": {**EXPECTED, **ARCH35, "GradV3.sink.fp16": 0},
+    "Ascend910_95": {**EXPECTED, **ARCH35, "GradV3.sink.fp16": 0, "GradV3.sink.size": 0},
 }
 # Where another CANN release answers differently (the tables above are 8.5.0's; aclnn_emu/versions.py declares
 # each rule), at attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp of its ref:
@@ -165,17 +169,27 @@ PSE_ROW = {
     **{f"{entry}.pse.one_row_of_kv_sum": 0 for entry in UNPADDINGS},
 }
 
+# 9.0.0 and 9.1.0 on Ascend950, op_host/arch35 GetShapeAttrsInfo (..._s1s2_bn2gs1s2_regbase.cpp, then
+# ..._normal_regbase.cpp): after a cumulative length decreases the later ones must be 0 (EOD); a rope head dim
+# other than 64 is refused (8.5 returned false, i.e. success).
+ARCH35_9 = {
+    **{f"{entry}.tiling.eod_nonzero": NULLPTR for entry in UNPADDINGS},
+    "UnpaddingV3.ok.rope": NULLPTR,
+    "UnpaddingV5.ok.rope_sink": NULLPTR,
+}
+# 9.1.0 on Ascend950, ..._common_regbase.cpp ProcessSinkInfo: the sink is read, [N1] FLOAT.
+ARCH35_9_1 = {"GradV3.sink.size": NULLPTR}
+
 
 def release_expected(family: str, version: str) -> dict:
     codes = dict(BY_FAMILY[family])
     if version == "8.5.0-beta.1":
         codes.update(BETA_1)
-    if version.startswith("9.") and family != "Ascend910_95":
-        codes.update(TND_LENGTHS)
+    if version.startswith("9."):
+        codes.update(ARCH35_9 if family == "Ascend910_95" else TND_LENGTHS)
     if version == "9.1.0":
         codes.update(IO_CHECK)
-        if family != "Ascend910_95":
-            codes.update(PSE_ROW)
+        codes.update(ARCH35_9_1 if family == "Ascend910_95" else PSE_ROW)
     return codes
 
 

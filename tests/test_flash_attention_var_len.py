@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
+from aclnn_emu import pytest_plugin
 import precision
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
 from precision import TORCH_BOUND, torch_floor
@@ -231,6 +232,34 @@ def test_dense_sink_pair_v3():
     for name, leaf in zip(("dqOut", "dkOut", "dvOut"), leaves):
         _assert_close(name, getattr(got, name).reshape(b * s, n, d), leaf.grad.numpy(), "float16")
     _assert_close("dsinkOut", got.dsinkOut, t_sink.grad.numpy(), "float32")
+
+
+@pytest.mark.parametrize("version,reads_sink", [("9.0.0", False), ("9.1.0", True)])
+def test_ascend950_reads_the_sink_from_9_1_0(monkeypatch, capfd, version, reads_sink):
+    """FlashAttentionScoreGradV3 with a sink on Ascend950: 9.1.0's arch35 tiling reads it (ProcessSinkInfo), so the
+    dsinkOut is the Atlas A2 one (checked against torch.autograd above); 9.0.0's ignores it and leaves dsinkOut
+    unwritten."""
+    rng = np.random.default_rng(5)
+    b, s, n, d = 1, 24, 2, 16
+    q, k, v, dy = (_make(rng, FP16, b, s, n, d) for _ in range(4))
+    sink, scale = rng.standard_normal(n).astype(np.float32), 0.2
+    attrs = (scale, 1.0, NO_WINDOW, NO_WINDOW, n, "BSND", 0, 0, 1)
+    fwd = ae.ops.FlashAttentionScoreV3(q, k, v, None, None, None, None, sink, None, None, None, *attrs)
+    stats = (fwd.softmaxMaxOut, fwd.softmaxSumOut, None, fwd.attentionOutOut, sink, None, None, None)
+
+    def backward(soc):
+        pytest_plugin.select(monkeypatch, soc=soc, cann_version=version)
+        got = ae.ops.FlashAttentionScoreGradV3(q, k, v, dy, None, None, None, None, *stats, *attrs)
+        return {name: np.array(getattr(got, name)) for name in ("dqOut", "dkOut", "dvOut", "dsinkOut")}
+
+    a2 = backward("Ascend910B")
+    capfd.readouterr()
+    a5 = backward("Ascend910_95")
+    for name in ("dqOut", "dkOut", "dvOut"):  # the sink enters them only through softmaxMax/Sum
+        assert np.array_equal(a2[name], a5[name]), name
+    assert ("sinkOptional is ignored" in capfd.readouterr().err) != reads_sink
+    if reads_sink:
+        assert np.any(a2["dsinkOut"] != 0) and np.array_equal(a2["dsinkOut"], a5["dsinkOut"])
 
 
 def test_v1_entry_points_compute_what_v2_computes():

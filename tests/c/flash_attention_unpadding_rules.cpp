@@ -160,6 +160,8 @@ int main(int argc, char **argv) {
                                                   c.dt = ACL_FLOAT; });
     report("GradV3.sink.fp16", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
                                             c.sinkDt = ACL_FLOAT16; });
+    report("GradV3.sink.size", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true; c.sink = {3};
+                                            c.dsink = {3}; });
     report("GradV3.sink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
                                             c.sink = {1, 2}; });
     report("GradV3.dsink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
@@ -177,6 +179,8 @@ int main(int argc, char **argv) {
         report(entry + ".head_num.zero", [&](Cfg &c) { c.entry = entry; c.headNum = 0; });
         report(entry + ".tiling.seq_null", [&](Cfg &c) { c.entry = entry; c.seqs = false; });
         report(entry + ".tiling.seq_sizes_differ", [&](Cfg &c) { c.entry = entry; c.cuKv = {48}; });
+        report(entry + ".tiling.eod_nonzero", [&](Cfg &c) { c.entry = entry; c.cuQ = {16, 40, 30};
+                                                            c.cuKv = {24, 48, 40}; });
         report(entry + ".ok.all_lengths_zero", [&](Cfg &c) { c.entry = entry; c.cuQ = {0, 0}; c.cuKv = {0, 0};
                                                              c.run = true; });
     }
@@ -235,6 +239,8 @@ int main(int argc, char **argv) {
     }
     report("UnpaddingV3.ok.rope", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
                                                c.hasMask = true; c.sparse = 3; c.run = true; });
+    report("UnpaddingV3.ok.rope_d64", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
+                                                   c.dr = 64; c.hasMask = true; c.sparse = 3; c.run = true; });
     report("UnpaddingV5.ok.rope_sink", [](Cfg &c) { c.entry = "UnpaddingV5"; c.dt = ACL_BF16; c.hasRope = true;
                                                     c.hasMask = true; c.sparse = 3; c.hasSink = true;
                                                     c.softmaxLayout = "same_as_input"; c.run = true; });

@@ -17,7 +17,13 @@ from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
+from .checks_arch35 import (
+    SINK as ARCH35_SINK,
+    _check_drop_mask_arch35,
+    _check_shape_attrs_arch35,
+    check_sink_arch35,
+    check_tnd_arch35,
+)
 from .common import (
     UNESTABLISHED,
     V2_OFFSET,
@@ -422,13 +428,16 @@ def _warn_head_dim(s, env) -> None:
 
 
 def _tiling_sink(a, heads: int, env):
-    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it."""
+    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it before 9.1.0."""
     sink = _present(getattr(a, "sinkInOptional", None))
     if sink is None:
         return None
     if env.soc == ARCH35:
-        env.warn(SINK_IGNORED)
-        return None
+        if not env.version.has(ARCH35_SINK):
+            env.warn(SINK_IGNORED)
+            return None
+        check_sink_arch35(a, heads, env)
+        return sink
     problem = tnd.check_sink(sink, heads)
     if problem is not None:
         fail(problem[1], problem[0])
@@ -446,6 +455,8 @@ def _prepare_tnd(a, s: _Shape, env):
     kernels."""
     batches, problem = tnd.check_lengths(a, a.keyIn)
     _fail(problem)
+    if env.soc == ARCH35:
+        check_tnd_arch35(a, s, env)
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
     lanes = (a.query.shape[0], s.n1, SOFTMAX_LANES)
