@@ -234,6 +234,18 @@ RULES = {
             },
         ),
     ),
+    "fag.arch35_tnd_tokens_skip_empty_batches": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950, sparse modes 0 and 4: the token checks skip a "
+        "batch whose query or key length is 0 (before: such a batch failed any negative preTokens/nextTokens)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp "
+                "CheckUnpadTokensInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckUnpadTokensInfo",
+            },
+        ),
+    ),
     "fag.arch35_grad_shapes": Rule(
         "FlashAttentionScoreGrad on Ascend950: dy shaped unlike attentionIn, dy unlike query or value unlike key "
         "but for the head dim, or a value head dim unlike dy's is 161001 (before: not checked by the arch35 tiling)",

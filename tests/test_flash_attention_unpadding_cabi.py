@@ -93,6 +93,7 @@ def _expected():
                 f"{entry}.tokens.mode0_sum_not_positive": NULLPTR,
                 f"{entry}.tokens.mode0_pre_past_s2": NULLPTR,
                 f"{entry}.ok.mode0_pre_within_s2": 0,
+                f"{entry}.tokens.mode0_empty_batch": NULLPTR,
                 f"{entry}.tokens.mode4_next_past_s2": NULLPTR,
                 f"{entry}.tokens.mode7_sum_not_positive": NULLPTR,
                 # tiling CheckAttenMaskShape: 4-D [B, N1|1, ...] or [1, 1, ...], the last two maxS1 x maxS2;
@@ -171,9 +172,10 @@ PSE_ROW = {
 
 # 9.0.0 and 9.1.0 on Ascend950, op_host/arch35 GetShapeAttrsInfo (..._s1s2_bn2gs1s2_regbase.cpp, then
 # ..._normal_regbase.cpp): after a cumulative length decreases the later ones must be 0 (EOD); a rope head dim
-# other than 64 is refused (8.5 returned false, i.e. success).
+# other than 64 is refused (8.5 returned false, i.e. success); CheckUnpadTokensInfo skips an empty batch.
 ARCH35_9 = {
     **{f"{entry}.tiling.eod_nonzero": NULLPTR for entry in UNPADDINGS},
+    **{f"{entry}.tokens.mode0_empty_batch": 0 for entry in UNPADDINGS},
     "UnpaddingV3.ok.rope": NULLPTR,
     "UnpaddingV5.ok.rope_sink": NULLPTR,
 }

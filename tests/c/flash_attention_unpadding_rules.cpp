@@ -216,6 +216,8 @@ int main(int argc, char **argv) {
         report(entry + ".tokens.mode0_pre_past_s2", [&](Cfg &c) { tokens(c, 0, -30, 40); });
         // -preTokens 20: past batch 0's S1 (16), within its S2 (24), which mode 0 compares it with
         report(entry + ".ok.mode0_pre_within_s2", [&](Cfg &c) { tokens(c, 0, -20, 40); });
+        report(entry + ".tokens.mode0_empty_batch", [&](Cfg &c) { tokens(c, 0, -20, 40); c.cuQ = {16, 16, 40};
+                                                                 c.cuKv = {24, 24, 48}; c.run = true; });
         report(entry + ".tokens.mode4_next_past_s2", [&](Cfg &c) { tokens(c, 4, 40, -30); });
         report(entry + ".tokens.mode7_sum_not_positive", [&](Cfg &c) { tokens(c, 7, 0, 0); });
     }

@@ -164,11 +164,12 @@ def _no_mask_mode_tokens(pre: int, nxt: int, batches: Batches, pairs):
     return None
 
 
-def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool):
+def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool, skip_empty: bool = False):
     """ProcessTokensInfo of the backward's TND tilings (arch32; the arch35 CheckUnpadTokensInfo alike,
     over every batch), after its token correction: modes 7 and 8 check the band batch, modes 0 and 4
-    every batch (of grad_batch_count on arch32), that -preTokens and -nextTokens stay within its lengths
-    (mode 0 compares preTokens with S2b, mode 4 with S1b) and preTokens + nextTokens > 0."""
+    every batch (of grad_batch_count on arch32; with `skip_empty` not those with an S1b or S2b of 0), that
+    -preTokens and -nextTokens stay within its lengths (mode 0 compares preTokens with S2b, mode 4 with
+    S1b) and preTokens + nextTokens > 0."""
     if mode not in (0, 4, 7, 8):
         return None
     pre, nxt = _grad_tokens(a, mode, masked)
@@ -177,7 +178,7 @@ def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool
         rows = [b for b in range(count) if batches.q[b]]
         checked = [(rows[-1] if mode == 7 else rows[0]) if rows else 0]
     else:
-        checked = range(count)
+        checked = [b for b in range(count) if not skip_empty or (batches.q[b] and batches.kv[b])]
     for b in checked:
         s1, s2 = batches.q[b], batches.kv[b]
         low_pre, low_next = (s2, s1) if mode == 0 else (s1, s2)

@@ -103,6 +103,7 @@ MISSING = object()  # a parameter the entry point does not have
 SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
 OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
 TND_PSE_ROW = "fag.tnd_pse_row_is_kv_sum_on_a2a3"
+ARCH35_TOKENS = "fag.arch35_tnd_tokens_skip_empty_batches"
 TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
@@ -472,7 +473,8 @@ def _prepare_tnd(a, s: _Shape, env):
         _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
         if arch35 and mask.ndim == 4 and compressed is None and tuple(mask.shape[2:]) != batches.longest:
             TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}, max S1, S2 {list(batches.longest)}")
-    _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35))
+    skip = env.soc == ARCH35 and env.version.has(ARCH35_TOKENS)
+    _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35, skip))
     form = _tnd_pse(a, s, batches, mode, mask is not None, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
