@@ -131,6 +131,29 @@ RULES = {
             "aclnnLightningIndexerGetWorkspaceSize, TensorHolder",
         ),
     ),
+    "li.fp32_weights": Rule(
+        "LightningIndexer on Atlas A2/A3: FLOAT weights with bf16/fp16 query and key (the OpDef's third and fourth "
+        "pairs; the kernel reads them as they are, where it casts half weights to FLOAT) (8.5: no kernel, 161002)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/lightning_indexer/op_host/lightning_indexer_def.cpp, lightning_indexer_tiling.cpp "
+                "GetAndCheckInOutDataType"
+            },
+        ),
+    ),
+    "li.tiling_9": Rule(
+        "LightningIndexer: the tiling also accepts a sparseCount that is a multiple of 1024 (past 2048: not "
+        "established, 561003), checks sparseValuesOut's rank and dims like sparseIndicesOut's with returnValues, "
+        "and refuses more than 64 query heads (561002; 8.5: ran, past the kernel's workspace)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/lightning_indexer/op_host/lightning_indexer_tiling.cpp GetAndCheckAttrParaInfo, "
+                "CheckShapeDim, GetN1Size, ValidateInputShapesMatch"
+            },
+        ),
+    ),
     "sfa.null_softmax_placeholders": Rule(
         "SparseFlashAttention: with returnSoftmaxLse a null softmaxMaxOut or softmaxSumOut returns -1 "
         "(ge::GRAPH_FAILED); without it both null become [0] FLOAT tensors before the generated checks "
@@ -347,9 +370,16 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "FlashAttentionScoreGrad on Ascend950: the rewritten arch35 (regbase) tiling, not reviewed rule by rule "
-        "(the 8.5 arch35 rules apply)",
-        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_*regbase*.cpp",
+        "FlashAttentionScoreGrad TND on Ascend950: cumulative lengths that fall to 0 and stay 0 (EOD) leave the "
+        "trailing batches empty; aclnn-emu still refuses decreasing lengths as not established (561003)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreGrad on Ascend950 with an FP8/HiFloat8 query: ProcessQuantInfo and [B, N1, S1, 1] "
+        "softmax statistics (the quant path stays not established, 561003)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp ProcessQuantInfo, "
+        "CheckSoftmaxMaxShape",
     ),
     Unemulated(
         "9.0.0",
@@ -358,9 +388,9 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.1.0",
-        "FlashAttentionScoreGrad on A2/A3: the tiling refactored into op_host/arch22 (not reviewed rule by rule; "
-        "the 8.5 rules apply)",
-        f"{_FAG}op_host/arch22/*tiling*",
+        "FlashAttentionScoreGrad TND on A2/A3: with a query or key T past the lengths' sum, the NZ post step stops at "
+        "the sum, so what the rows past it hold is not established; aclnn-emu writes 0 there",
+        f"{_FAG}op_host/arch22/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp (nzPostNeedEffectiveT)",
     ),
     Unemulated(
         "9.0.0",
