@@ -164,6 +164,25 @@ RULES = {
             "aclnnSparseFlashAttentionGetWorkspaceSize, TensorHolder",
         ),
     ),
+    "sfa.tiling_9": Rule(
+        "SparseFlashAttention: with returnSoftmaxLse the tiling checks softmaxMaxOut and softmaxSumOut are [B, N2, "
+        "S1, G] (BSND) or [N2, T1, G] (TND) (561002; 8.5: any shape, written in its element order); CompareShape "
+        "no longer refuses an expected shape whose first dim is 0 (a TND key of T2 0: not established, 561003)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp CheckAttenOut, "
+                "CheckSoftmaxMaxShape, CheckSoftmaxSumShape, CompareShape"
+            },
+        ),
+    ),
+    "sfa.tiling_on_atlas_a3": Rule(
+        "SparseFlashAttention runs on Atlas A3: the tiling's GetNpuInfo accepts NpuArch DAV_2201 (Atlas A2 and A3), "
+        "where it accepted SocVersion ASCEND910B only (561002 on Ascend910_93)",
+        {
+            "9.1.0": "attention/sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp SFAInfoParser::GetNpuInfo"
+        },
+    ),
     "sfa.null_value_is_key": Rule(
         "SparseFlashAttention: a null value is replaced by key (8.5 and 9.0.0: 161001)",
         {
