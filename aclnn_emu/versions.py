@@ -426,10 +426,16 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "LightningIndexer and SparseFlashAttention: the tilings' rule changes (not reviewed rule by rule; the "
-        "op_api wrappers are emulated: li.null_values_placeholder, sfa.null_softmax_placeholders)",
-        f"{_SA}lightning_indexer/op_host/lightning_indexer_tiling.cpp, "
-        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp",
+        "LightningIndexer and SparseFlashAttention: the 9.x kernels (LightningIndexer's selection of more than 2048 "
+        "keys included); aclnn-emu runs the 8.5 kernels behind the 9.x wrappers and tiling rules",
+        f"{_SA}lightning_indexer/op_kernel, {_SA}sparse_flash_attention/op_kernel",
+    ),
+    Unemulated(
+        "9.1.0",
+        "LightningIndexer and SparseFlashAttention on Ascend950: the OpDefs register ascend950 and the tilings take "
+        "NpuArch DAV_3510 (new arch35 kernels); aclnn-emu keeps 8.5's refusal of the family (561003)",
+        f"{_SA}lightning_indexer/op_host/lightning_indexer_def.cpp, "
+        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_def.cpp",
     ),
     Unemulated(
         "9.1.0",
