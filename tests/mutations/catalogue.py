@@ -1735,13 +1735,55 @@ MUTATIONS = [
         "        pass",
         SFA_TESTS,
     ),
+    Mutation(
+        "fag-9.1-tnd-pse-row-of-key-t",
+        FAG_CHECKS,
+        "row = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]",
+        "row = a.keyIn.shape[0]",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-9.x-arch35-rope-any-d",
+        "aclnn_emu/ops/flash_attention/score_grad/checks_arch35.py",
+        "{t.shape[-1] for t in ropes} != {64}",
+        "{t.shape[-1] for t in ropes} == {0}",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-9.1-arch35-sink-still-ignored",
+        FAG_CHECKS,
+        "        if not env.version.has(ARCH35_SINK):",
+        "        if True:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-9.1-arch35-mask-always-loose",
+        "aclnn_emu/ops/flash_attention/score_grad/checks_arch35.py",
+        "loose = not env.version.has(EXACT_MASK) or _b_or_bn_template_capable(a, s)",
+        "loose = True",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "li-9.x-fp32-weights-unregistered",
+        "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
+        "combos = FP32_WEIGHTS if env.version.has(WEIGHTS) else COMBOS",
+        "combos = COMBOS",
+        LI_TESTS,
+    ),
+    Mutation(
+        "sfa-9.x-softmax-shapes-unchecked",
+        "aclnn_emu/ops/sparse_attention/sparse_flash_attention/checks.py",
+        "    if new and p.lse:",
+        "    if False:",
+        SFA_TESTS,
+    ),
     # --- the classes of tests/test_edges.py: a limit at itself, two faults, lengths per batch, paged
     # edges, unregistered dtypes, C loops off the vector width, stream order ---------------------------
     Mutation(
         "edges-li-sparse-count-limit-exclusive",
         "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
-        "if not 0 < count <= SPARSE_LIMIT:",
-        "if not 0 < count < SPARSE_LIMIT:",
+        "if not 0 < count <= SPARSE_LIMIT and",
+        "if not 0 < count < SPARSE_LIMIT and",
         EDGE_TESTS,
     ),
     Mutation(
