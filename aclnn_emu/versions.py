@@ -111,6 +111,13 @@ RULES = {
             "aclnnScatterPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
         },
     ),
+    "spkc.a2_template_modes": Rule(
+        "ScatterPaKvCache on Atlas A2/A3: a cacheMode other than Norm, '' or PA_NZ, or a Norm-mode scatterMode other "
+        "than None, '', Rope, Alibi, Omni, Nct or NHSD fails the tiling (8.5: read as Norm and as a plain scatter); "
+        "NHSD is a template of its own (not emulated, 561003); PA_NZ is never key-only, and a key-only call (a 0-D "
+        "valueCache) takes only the plain and Nct modes",
+        {"9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType"},
+    ),
     "gpkc.hand_written_op_api": Rule(
         "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "
         "output is empty; the ranks (caches 4, blockTables 2, seqLens 1, keyRef/valueRef 2 or 3), then the "

@@ -1722,6 +1722,13 @@ MUTATIONS = [
         KV_TESTS,
     ),
     Mutation(
+        "spkc-9.1-unknown-scatter-mode-is-plain",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        'if strict and scatter_mode not in (*modes, "NHSD", "", "None"):',
+        'if False and scatter_mode not in (*modes, "NHSD", "", "None"):',
+        KV_TESTS,
+    ),
+    Mutation(
         "li-9.x-values-placeholder-without-refusal",
         "aclnn_emu/ops/sparse_attention/lightning_indexer/checks.py",
         "        if a.returnValues:\n            raise OpError(",
