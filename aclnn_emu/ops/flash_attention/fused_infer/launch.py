@@ -11,7 +11,7 @@ from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch
 
 from ..common import mask_3d
-from . import pages
+from . import padding, pages
 from .layouts import PACKED, key_rows, seq_len, shaped, to_bnsd
 
 WORKSPACE = 16 * 1024 * 1024  # the AscendC system workspace (GetLibApiWorkSpaceSize)
@@ -59,7 +59,8 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
     sparse = route.sparse
     has_mask = a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
     pre, nxt = (INT_MAX, INT_MAX) if legacy_ifa else (a.preTokens, a.nextTokens)
-    if sparse == 0 and not has_mask:
+    left = padding.kernel_args(a)["left_padding"]
+    if sparse == 0 and (not has_mask or left is not None):  # with padding the attenMask alone decides
         pre, nxt = INT_MAX, INT_MAX
     pre, nxt = {1: (INT_MAX, INT_MAX), 2: (INT_MAX, 0), 3: (INT_MAX, nxt)}.get(sparse, (pre, nxt))
     full_kv = [prefix + n for n in act_kv]
@@ -92,6 +93,10 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
             values = mask_3d(mask_t.read("attenMask"), ifa=mask_t.ndim == 2 and legacy_ifa)
             mask = pfa.Mask(values)
         sink = None if sink_t is None else sink_t.read("learnableSink").astype(np.float32)
+        shift = None if left is None else left.shift(q.shape[2], k.shape[2], act_q, act_kv)
+        if shift is not None:  # no TND, rope or shared prefix with padding (the tilings' rules)
+            q, k, v = shift.query(q), shift.keys(k), shift.keys(v)
+            mask = None if mask is None else pfa.Mask(shift.scores_input(mask.values))
         rope = None if k_rope is None else fia.Rope(q_rope, k_rope)
         o, lse = fia.fused_infer_attention(
             q,
@@ -110,6 +115,8 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
             masked_lse_inf=masked_lse_inf,
             zero_masked_rows=row_invalid and has_mask and sparse in (0, 1),
         )
+        if shift is not None:
+            o, lse = shift.back(o), None if lse is None else shift.back(lse)
         if write_out:
             _write_out(out_t, o, out_layout, axes, heads, vd, q_rows)
         if a.lse_wanted:
