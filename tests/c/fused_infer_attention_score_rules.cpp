@@ -238,9 +238,28 @@ int main() {
         c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
         REPORT("a2.tiling.prefix_batch", Call(c, stream));
     }
-    // Left padding on the PFA route: not emulated (561003), on every chip.
-    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
-    REPORT("not_implemented.pfa_padding", Call(c, stream));
+    // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
+    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};
+    c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {2}); c.hasActQ = true; c.actQ = {12, 14};
+    REPORT("ok.pfa_padding", Call(c, stream));
+    // The PFA tilings refuse padding beside a shared prefix (A2/A3 RunBigKernelTilingWithParams, arch35 CheckPrefix).
+    c = Small(16); c.version = 2; c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+    c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32});
+    REPORT("tiling.pfa_prefix_padding", Call(c, stream));
+    if (!OnA2()) {
+        // fused_infer_attention_score_tiling_v2.cpp ConvertContextToParamsPFA / CheckKVPaddingCrossover,
+        // then prompt_flash_attention_tiling_v2.cpp CheckTNDLayoutCrossover.
+        c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.padding_kv_lengths", Call(c, stream));
+        c = Small(16); c.opt["queryPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.padding_q_lengths", Call(c, stream));
+        c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("arch35.tiling.padding_shape", Call(c, stream));
+        c = Small(16); c.k = c.v = {T({1, 2, 80, 32}), T({1, 2, 80, 32})}; c.opt["kvPaddingSize"] = T({1}, ACL_INT64);
+        c.hasActKv = true; c.actKv = {80, 80}; REPORT("arch35.tiling.list_padding", Call(c, stream));
+        c = PagedPrefill(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.paged_padding", Call(c, stream));
+        c = Small(16); c.layout = "TND"; c.q = c.out = T({32, 8, 32}); c.k = c.v = {T({160, 2, 32})};
+        c.hasActQ = c.hasActKv = true; c.actQ = {16, 32}; c.actKv = {80, 160}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
+        REPORT("arch35.tiling.tnd_padding", Call(c, stream));
+    }
     // Query dequantisation: A2/A3 IFATiling::ProcessQuant (561002); Ascend910_95 not emulated (561003).
     c = Small(1); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("query_quant.decode", Call(c, stream));
     if (OnA2()) {
@@ -255,6 +274,10 @@ int main() {
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
         REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
+        // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
+        c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
+        c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("a2.tiling.pfa_post_quant_padding", Call(c, stream));
     }
     // A block table: the FIA-V3 route on Atlas A2/A3, PromptFlashAttentionTilingV2 on Ascend910_95.
     c = Paged(false); REPORT("ok.paged_bsh_cache", Call(c, stream));

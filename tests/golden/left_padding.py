@@ -1,0 +1,34 @@
+"""Left padding (queryPaddingSize / kvPaddingSize) from the operator docs and the PFA kernels'
+offsets: batch b attends its act_q[b] query rows ending q_pad rows before S1 to its act_kv[b] key
+rows ending kv_pad rows before S2 (a negative size counts as 0, the first row never below 0); the
+mask and pse are read at (those query rows, those key rows); every other output row is 0.
+
+`attend(q, k, v, mask, pse)` is the unpadded reference for one batch ([1, N, rows, D] inputs,
+mask [1, rows, keys] or None, pse [1, N, rows, keys] or None); its [1, N, rows, Dv] result is
+placed at the batch's query rows.
+"""
+
+import numpy as np
+
+
+def first_row(size, length, pad):
+    return max(0, size - length - max(pad, 0))
+
+
+def attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend, mask=None, pse=None):
+    """q/k/v [B, N, S, D] as float arrays of the kernel dtype; mask [1|B, S1, S2]; pse [1|B, N, S1, S2]."""
+    b, n, s1, _ = q.shape
+    s2 = k.shape[2]
+    out = np.zeros((b, n, s1, v.shape[3]))
+    for bi in range(b):
+        aq, ak = act_q[bi], act_kv[bi]
+        i0 = first_row(s1, aq, q_pad) if q_pad is not None else 0
+        j0 = first_row(s2, ak, kv_pad) if kv_pad is not None else 0
+        rows, keys = slice(i0, i0 + aq), slice(j0, j0 + ak)
+        m = None if mask is None else mask[bi if mask.shape[0] > 1 else 0][None, rows, keys]
+        p = None if pse is None else pse[bi if pse.shape[0] > 1 else 0][None, :, rows, keys]
+        if aq and ak:
+            out[bi, :, rows] = attend(q[bi : bi + 1, :, rows], k[bi : bi + 1, :, keys], v[bi : bi + 1, :, keys], m, p)[
+                0
+            ]
+    return out

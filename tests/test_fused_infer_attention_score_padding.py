@@ -1,0 +1,119 @@
+"""FusedInferAttentionScore queryPaddingSize / kvPaddingSize on the PFA route (D 32 is no FIA-V3
+head size, S > 1): the PFA kernels read batch b's last actualSeqLengths[b] query rows before the
+query padding and its last actualSeqLengthsKv[b] keys before the key padding
+(`prompt_flash_attention_s1s2_bns1_x910_base.h` GetQueryLeftPaddingSize / GetKVLeftPaddingSize,
+arch35 `flash_attention_score_block_cube.h` CalcS1Coord / CalcS2Coord), the mask and pse at those
+rows and keys (`LoopSOuterOffsetInit`, `CalPseShiftOffset`, arch35 `attenmask.h`); the other
+output rows are 0 (needInit). With sparseMode 0 the tilings open the token window
+(SetSparseModeData): the mask alone decides. The padding moves rows and adds no rounding, so the
+kernels' roundings are those of the unpadded tests (test_prompt_flash_attention_v3)."""
+
+import numpy as np
+import pytest
+
+import precision
+from golden import fused_infer_attention_score as fia_golden
+from golden import left_padding
+from golden import prompt_flash_attention as pfa_golden
+import test_prompt_flash_attention_v3 as pfa_v3
+from test_fused_infer_attention_score import BF16, RNG, run_fia
+
+CHIPS = ["Ascend910B", "Ascend910_95"]
+SCALE = 0.125
+
+
+def _bnsd_to(x, layout):
+    return pfa_v3.to_layout(x, layout)
+
+
+def _call(q, k, v, layout, **named):
+    b, n, s1, d = q.shape
+    out, lse = run_fia(
+        query=_bnsd_to(q, layout), key=[_bnsd_to(k, layout)], value=[_bnsd_to(v, layout)],
+        out_shape=_bnsd_to(q, layout).shape, numHeads=n, numKeyValueHeads=k.shape[1], scaleValue=SCALE,
+        inputLayout=layout, **named,
+    )  # fmt: skip
+    if layout != "BNSD":
+        out = out.reshape(b, s1, n, -1).transpose(0, 2, 1, 3)
+    return out, lse
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_padded_rows_mask_and_pse(chip, dtype, layout):
+    """Both paddings, per-batch lengths, a [B, S1, S2] mask and a [1, N, S1, S2] pse: every batch
+    attends its own rows, the mask and pse are read at them, preTokens/nextTokens (which would cut
+    the window) are ignored, the rest of the output is 0."""
+    b, n, s1, s2, d = 3, 4, 24, 48, 32
+    q, k = pfa_v3.grid((b, n, s1, d), dtype), pfa_v3.grid((b, 2, s2, d), dtype)
+    v = RNG.standard_normal((b, 2, s2, d)).astype(dtype)
+    mask = RNG.random((b, s1, s2)) < 0.3
+    pse = pfa_v3.grid((1, n, s1, s2), dtype, spread=2)
+    act_q, act_kv, q_pad, kv_pad = [9, 20, 24], [30, 5, 44], 3, 2
+    out, _ = _call(
+        q, k, v, layout, attenMaskOptional=mask, pseShiftOptional=pse, actualSeqLengthsOptional=act_q,
+        actualSeqLengthsKvOptional=act_kv, queryPaddingSizeOptional=np.array([q_pad], np.int64),
+        kvPaddingSizeOptional=np.array([kv_pad], np.int64), preTokens=1, nextTokens=0, innerPrecise=1,
+    )  # fmt: skip
+    kind = pfa_v3.kind(chip, dtype, 1, True)
+
+    def attend(qq, kk, vv, m, p):
+        return pfa_golden.attention(qq, kk, vv, scale=SCALE, nxt=pfa_golden.BIG, mask=m, pse=p, **kind)
+
+    want = left_padding.attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend, mask=mask, pse=pse)
+    precision.assert_meets(out, want, np.dtype(dtype).name)
+    rows = np.zeros((b, s1), bool)
+    for bi, first in enumerate(left_padding.first_row(s1, aq, q_pad) for aq in act_q):
+        rows[bi, first : first + act_q[bi]] = True
+    by_row = np.asarray(out, np.float64).transpose(0, 2, 1, 3)  # [B, S1, N, D]
+    assert (by_row[~rows] == 0).all() and (by_row[rows] != 0).any()
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_causal_band_is_the_batch_own(chip):
+    """sparseMode 3 (the compressed 2048 x 2048 mask) anchors the band at the bottom right of each
+    batch's actual rows and keys, wherever the padding puts them; a negative padding counts as 0
+    and a query padding past the rows leaves the first row at 0."""
+    b, n, s1, s2, d = 2, 2, 16, 40, 32
+    q, k = pfa_v3.grid((b, n, s1, d), np.float16), pfa_v3.grid((b, n, s2, d), np.float16)
+    v = RNG.standard_normal((b, n, s2, d)).astype(np.float16)
+    act_q, act_kv, q_pad, kv_pad = [6, 12], [20, 33], 9, -4
+    out, _ = _call(
+        q, k, v, "BNSD", attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1), sparseMode=3,
+        actualSeqLengthsOptional=act_q, actualSeqLengthsKvOptional=act_kv,
+        queryPaddingSizeOptional=np.array([q_pad], np.int64), kvPaddingSizeOptional=np.array([kv_pad], np.int64),
+    )  # fmt: skip
+    kind = pfa_v3.kind(chip, np.float16, 1, False)
+
+    def attend(qq, kk, vv, m, p):
+        return pfa_golden.attention(qq, kk, vv, scale=SCALE, sparse_mode=3, **kind)
+
+    want = left_padding.attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend)
+    assert left_padding.first_row(s1, act_q[1], q_pad) == 0
+    precision.assert_meets(out, want, "float16")
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_padded_softmax_lse(chip):
+    """softmaxLse (the second pass) is written at the batch's padded query rows; the other rows
+    keep the value of rows without keys (+inf)."""
+    b, n, s1, s2, d = 2, 4, 16, 40, 32
+    q, k = (RNG.standard_normal(shape).astype(np.float16) for shape in ((b, n, s1, d), (b, 2, s2, d)))
+    v = RNG.standard_normal((b, 2, s2, d)).astype(np.float16)
+    act_q, act_kv, q_pad, kv_pad = [10, 7], [25, 40], 1, 0
+    _, lse = _call(
+        q, k, v, "BNSD", lse_shape=(b, n, s1, 1), actualSeqLengthsOptional=act_q, actualSeqLengthsKvOptional=act_kv,
+        queryPaddingSizeOptional=np.array([q_pad], np.int64), kvPaddingSizeOptional=np.array([kv_pad], np.int64),
+    )  # fmt: skip
+    want = np.full((b, n, s1), np.inf)
+    for bi in range(b):
+        i0, j0 = s1 - act_q[bi] - q_pad, s2 - act_kv[bi] - kv_pad
+        one = fia_golden.attention(
+            q[bi : bi + 1, :, i0 : i0 + act_q[bi]], k[bi : bi + 1, :, j0 : j0 + act_kv[bi]],
+            v[bi : bi + 1, :, j0 : j0 + act_kv[bi]], scale=SCALE, kv_block=8192,
+        )  # fmt: skip
+        want[bi, :, i0 : i0 + act_q[bi]] = one.lse[0]
+    assert np.array_equal(np.isinf(lse[..., 0]), np.isinf(want))
+    finite = np.isfinite(want)
+    precision.assert_meets(lse[..., 0][finite], want[finite], np.float32, "softmaxLse")
