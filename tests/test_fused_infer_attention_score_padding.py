@@ -11,6 +11,7 @@ kernels' roundings are those of the unpadded tests (test_prompt_flash_attention_
 import numpy as np
 import pytest
 
+import aclnn_emu as ae
 import precision
 from golden import fused_infer_attention_score as fia_golden
 from golden import left_padding
@@ -117,3 +118,33 @@ def test_padded_softmax_lse(chip):
     assert np.array_equal(np.isinf(lse[..., 0]), np.isinf(want))
     finite = np.isfinite(want)
     precision.assert_meets(lse[..., 0][finite], want[finite], np.float32, "softmaxLse")
+
+
+def _small(**named):
+    q, k = np.zeros((2, 8, 16, 32), np.float16), np.zeros((2, 2, 80, 32), np.float16)
+    return dict(query=q, key=[k], value=[k], **named)
+
+
+_K1 = np.zeros((1, 2, 80, 32), np.float16)
+# Ascend910_95 (message each rule's failure names): fused_infer_attention_score_tiling_v2.cpp
+# ConvertContextToParamsPFA, then CheckKVPaddingCrossover; every failure is 561002.
+ARCH35_RULES = {
+    "list": (dict(key=[_K1, _K1], value=[_K1, _K1]), "When tensorlist is used, left padding is not supported"),
+    "shape": (dict(kvPaddingSizeOptional=np.zeros(2, np.int64)), r"kvPaddingSize \[2\] must be a \[1\] tensor"),
+    "q_lengths": (
+        dict(queryPaddingSizeOptional=np.zeros(1, np.int64), actualSeqLengthsKvOptional=None),
+        "queryPaddingSize needs",
+    ),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("case", ARCH35_RULES)
+def test_arch35_padding_rules(chip, case):
+    named, message = ARCH35_RULES[case]
+    call = _small(kvPaddingSizeOptional=np.zeros(1, np.int64), actualSeqLengthsKvOptional=[80, 80])
+    call.update(named)
+    call = {name: x for name, x in call.items() if x is not None}
+    with pytest.raises(ae.errors.TilingError, match=message) as failure:
+        ae.ops.FusedInferAttentionScoreV4(numHeads=8, numKeyValueHeads=2, inputLayout="BNSD", **call)
+    assert failure.value.status == 561002
