@@ -26,7 +26,7 @@ OK = (
     "paged_prefill", "pfa_padding",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd",
+    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -52,6 +52,11 @@ A2_TILING = {
     "pse_shape": "CheckPseShiftShape",
     "query_rope_shape": "CheckQRopeShape",
     "prefix_batch": "CheckSystemPrefixShape",
+    # fused_infer_attention_score_tiling_check_feature.cpp CheckFeatureLeftPadding, CheckFeaturePSE
+    "padding_layout": "CheckFeatureLeftPadding",
+    "padding_query_s": "CheckFeatureLeftPadding",
+    "padding_kv_lengths": "CheckFeatureLeftPadding",
+    "pse_layout": "CheckFeaturePSE",
     # fused_infer_attention_score_tiling.cpp TilingProcess4PFA, first CheckDequantParams, then
     # ConvertAttrsPFA ("PFA not support query dequant now")
     "pfa_dequant_query_s": "CheckDequantParams",

@@ -45,7 +45,8 @@ def _call(q, k, v, layout, **named):
 def test_padded_rows_mask_and_pse(chip, dtype, layout):
     """Both paddings, per-batch lengths, a [B, S1, S2] mask and a [1, N, S1, S2] pse: every batch
     attends its own rows, the mask and pse are read at them, preTokens/nextTokens (which would cut
-    the window) are ignored, the rest of the output is 0."""
+    the window) are ignored, the rest of the output is 0; batch 2 does not fit its padding (read
+    from row 0 on A2/A3, 0 on Ascend910_95)."""
     b, n, s1, s2, d = 3, 4, 24, 48, 32
     q, k = pfa_v3.grid((b, n, s1, d), dtype), pfa_v3.grid((b, 2, s2, d), dtype)
     v = RNG.standard_normal((b, 2, s2, d)).astype(dtype)
@@ -62,10 +63,13 @@ def test_padded_rows_mask_and_pse(chip, dtype, layout):
     def attend(qq, kk, vv, m, p):
         return pfa_golden.attention(qq, kk, vv, scale=SCALE, nxt=pfa_golden.BIG, mask=m, pse=p, **kind)
 
-    want = left_padding.attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend, mask=mask, pse=pse)
+    arch35 = chip == "Ascend910_95"  # batch 2's 24 rows do not fit before 3 rows of padding: 0 there
+    want = left_padding.attention(
+        q, k, v, act_q, act_kv, q_pad, kv_pad, attend, mask=mask, pse=pse, overflow_empty=arch35
+    )
     precision.assert_meets(out, want, np.dtype(dtype).name)
     rows = np.zeros((b, s1), bool)
-    for bi, first in enumerate(left_padding.first_row(s1, aq, q_pad) for aq in act_q):
+    for bi, first in enumerate(left_padding.first_row(s1, aq, q_pad) for aq in act_q[: 2 if arch35 else 3]):
         rows[bi, first : first + act_q[bi]] = True
     by_row = np.asarray(out, np.float64).transpose(0, 2, 1, 3)  # [B, S1, N, D]
     assert (by_row[~rows] == 0).all() and (by_row[rows] != 0).any()
@@ -74,8 +78,10 @@ def test_padded_rows_mask_and_pse(chip, dtype, layout):
 @pytest.mark.parametrize("chip", CHIPS, indirect=True)
 def test_causal_band_is_the_batch_own(chip):
     """sparseMode 3 (the compressed 2048 x 2048 mask) anchors the band at the bottom right of each
-    batch's actual rows and keys, wherever the padding puts them; a negative padding counts as 0
-    and a query padding past the rows leaves the first row at 0."""
+    batch's actual rows and keys, wherever the padding puts them; a negative padding counts as 0.
+    Batch 1's 12 query rows do not fit before 9 rows of padding in S1 16: the x910 kernels read
+    rows 0-11 (GetQueryLeftPaddingSize clamps at 0), the arch35 ones take its length as 0
+    (InitQueryLeftPaddingSize)."""
     b, n, s1, s2, d = 2, 2, 16, 40, 32
     q, k = pfa_v3.grid((b, n, s1, d), np.float16), pfa_v3.grid((b, n, s2, d), np.float16)
     v = RNG.standard_normal((b, n, s2, d)).astype(np.float16)
@@ -90,9 +96,11 @@ def test_causal_band_is_the_batch_own(chip):
     def attend(qq, kk, vv, m, p):
         return pfa_golden.attention(qq, kk, vv, scale=SCALE, sparse_mode=3, **kind)
 
-    want = left_padding.attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend)
-    assert left_padding.first_row(s1, act_q[1], q_pad) == 0
+    arch35 = chip == "Ascend910_95"
+    want = left_padding.attention(q, k, v, act_q, act_kv, q_pad, kv_pad, attend, overflow_empty=arch35)
+    assert not left_padding.fits(s1, act_q[1], q_pad)
     precision.assert_meets(out, want, "float16")
+    assert (np.asarray(out[1], np.float64) == 0).all() == arch35
 
 
 @pytest.mark.parametrize("chip", CHIPS, indirect=True)
@@ -148,3 +156,46 @@ def test_arch35_padding_rules(chip, case):
     with pytest.raises(ae.errors.TilingError, match=message) as failure:
         ae.ops.FusedInferAttentionScoreV4(numHeads=8, numKeyValueHeads=2, inputLayout="BNSD", **call)
     assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_padding_and_pse_on_the_fia_v3_route(chip, dtype, layout):
+    """Query D 192 / value D 128 skips CheckGqaConstrain's legacy-layout test, so RouteToFia takes
+    padding and pseShift to the FIA-V3 kernels (fia_kernel_nonquant.h: qPaddingBeginOffset /
+    kvPaddingBeginOffset on the rows, the mask and the pse, fia_block_vec_nonquant.h adding the pse
+    cast to fp32 after the scale). Batch 2's key length and padding exceed S2: the kernel's
+    DEAL_ZERO leaves it 0; softmaxLse keeps +inf there."""
+    b, n, s1, s2 = 3, 4, 20, 72
+    q, k = pfa_v3.grid((b, n, s1, 192), dtype), pfa_v3.grid((b, 2, s2, 192), dtype)
+    v = RNG.standard_normal((b, 2, s2, 128)).astype(dtype)
+    mask = RNG.random((b, s1, s2)) < 0.2
+    pse = pfa_v3.grid((b, n, s1, s2), dtype, spread=2)
+    act_q, act_kv, q_pad, kv_pad = [11, 15, 20], [50, 66, 70], 4, 6
+    out_shape = _bnsd_to(np.zeros((b, n, s1, 128)), layout).shape
+    out, lse = run_fia(
+        query=_bnsd_to(q, layout), key=[_bnsd_to(k, layout)], value=[_bnsd_to(v, layout)], out_shape=out_shape,
+        lse_shape=(b, n, s1, 1), numHeads=n, numKeyValueHeads=2, scaleValue=SCALE, inputLayout=layout,
+        attenMaskOptional=mask, pseShiftOptional=pse, actualSeqLengthsOptional=act_q,
+        actualSeqLengthsKvOptional=act_kv, queryPaddingSizeOptional=np.array([q_pad], np.int64),
+        kvPaddingSizeOptional=np.array([kv_pad], np.int64), preTokens=0, nextTokens=0,
+    )  # fmt: skip
+    if layout != "BNSD":
+        out = out.reshape(b, s1, n, -1).transpose(0, 2, 1, 3)
+
+    def part(name, fill=0.0):
+        def attend(qq, kk, vv, m, p):
+            return getattr(fia_golden.attention(qq, kk, vv, scale=SCALE, kv_block=512, mask=m, pse=p), name)
+
+        return left_padding.attention(
+            q, k, v, act_q, act_kv, q_pad, kv_pad, attend, mask, pse, overflow_empty=True, fill=fill
+        )
+
+    message = precision.failure(np.asarray(out, np.float64), part("out"), np.dtype(dtype).name, floor=part("floor"))
+    assert message is None, message
+    assert not left_padding.fits(s2, act_kv[2], kv_pad) and (np.asarray(out[2], np.float64) == 0).all()
+    want_lse = part("lse", fill=np.inf)  # rows no batch reaches keep +inf
+    assert np.array_equal(np.isinf(lse[..., 0]), np.isinf(want_lse))
+    finite = np.isfinite(want_lse)
+    precision.assert_meets(lse[..., 0][finite], want_lse[finite], np.float32, "softmaxLse")

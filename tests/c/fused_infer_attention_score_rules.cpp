@@ -152,6 +152,21 @@ static Case Mla() {
     return c;
 }
 
+// Query D 192, value D 128 (the FIA-V3 route for every layout) with query and key left padding.
+static Case Mixed() {
+    Case c;
+    c.q = T({2, 8, 64, 192});
+    c.k = {T({2, 2, 80, 192})};
+    c.v = {T({2, 2, 80, 128})};
+    c.out = T({2, 8, 64, 128});
+    c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {3});
+    c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {5});
+    c.hasActQ = c.hasActKv = true;
+    c.actQ = {40, 61};
+    c.actKv = {70, 20};
+    return c;
+}
+
 // D 32 is no FIA-V3 head size: S = 1 takes the IFA route, S = 16 the PFA route.
 static Case Small(int64_t s) {
     Case c;
@@ -237,6 +252,14 @@ int main() {
         REPORT("a2.ok.prefix_nbsd", Call(c, stream));
         c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
         REPORT("a2.tiling.prefix_batch", Call(c, stream));
+        // Query D 192 / value D 128 reaches the FIA-V3 route with padding and pseShift.
+        c = Mixed(); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.ok.fia_v3_padding_pse", Call(c, stream));
+        c = Mixed(); c.layout = "BNSD_NBSD"; c.out = T({8, 2, 64, 128}); REPORT("a2.tiling.padding_layout", Call(c, stream));
+        c = Mixed(); c.q = T({2, 8, 1, 192}); c.out = T({2, 8, 1, 128}); c.actQ = {1, 1};
+        REPORT("a2.tiling.padding_query_s", Call(c, stream));
+        c = Mixed(); c.hasActKv = false; REPORT("a2.tiling.padding_kv_lengths", Call(c, stream));
+        c = Mixed(); c.opt.erase("queryPaddingSize"); c.opt.erase("kvPaddingSize"); c.layout = "BNSD_NBSD";
+        c.out = T({8, 2, 64, 128}); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.pse_layout", Call(c, stream));
     }
     // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
     c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};

@@ -7,9 +7,12 @@ size counts as 0; rows start at 0 when the lengths and the size exceed S): the x
 and the arch35 ones (`flash_attention_score_kernel_base.h`, `flash_attention_score_block_cube.h`)
 offset the query, key, value and output rows by these first rows, and the attenMask and pseShift
 reads by (query first row, key first row) (`LoopSOuterOffsetInit`, `CalPseShiftOffset`,
-`attenmask.h`). The output's other rows are zeroed before the kernel (needInit). Here each
-batch's rows are moved to the front, where the kernels' walk over rows [0, act) reads them, and
-the results moved back.
+`attenmask.h`). The output's other rows are zeroed before the kernel (needInit). Where a length
+and its padding exceed S, the x910 kernels read from row 0, the arch35 ones
+(`infer_flash_attention_kvcache.h` InitQueryLeftPaddingSize / InitKVLeftPaddingSize) and the
+FIA-V3 ones (`fia_kernel_nonquant.h`, DEAL_ZERO) take that side's length as 0 (``overflow_empty``).
+Here each batch's rows are moved to the front, where the kernels' walk over rows [0, act) reads
+them, and the results moved back.
 """
 
 from dataclasses import dataclass
@@ -35,10 +38,13 @@ def _roll(x, firsts, axes, sign):
 
 @dataclass(frozen=True)
 class Shift:
-    """Each batch's first query and key rows (0 where that side has no padding)."""
+    """Each batch's first query and key rows (0 where that side has no padding), and the lengths
+    the kernels run with."""
 
     q_first: list[int]
     kv_first: list[int]
+    act_q: list[int]
+    act_kv: list[int]
 
     def query(self, x):
         """[B, N, S1, D] with each batch's query rows first."""
@@ -66,11 +72,17 @@ class LeftPadding:
 
     query: object = None
     kv: object = None
+    overflow_empty: bool = False
 
     def shift(self, s1: int, s2: int, act_q, act_kv) -> Shift:
-        def firsts(t, size, lengths, name):
-            if t is None:
-                return [0] * len(lengths)
-            return first_rows(size, lengths, t.read(name).reshape(-1)[0])
+        q_first, act_q = self._side(self.query, s1, act_q, "queryPaddingSize")
+        kv_first, act_kv = self._side(self.kv, s2, act_kv, "kvPaddingSize")
+        return Shift(q_first, kv_first, act_q, act_kv)
 
-        return Shift(firsts(self.query, s1, act_q, "queryPaddingSize"), firsts(self.kv, s2, act_kv, "kvPaddingSize"))
+    def _side(self, t, size, lengths, name):
+        lengths = [int(n) for n in lengths]
+        if t is None:
+            return [0] * len(lengths), lengths
+        pad = max(int(t.read(name).reshape(-1)[0]), 0)
+        fits = [size - n - pad >= 0 or not self.overflow_empty for n in lengths]
+        return first_rows(size, lengths, pad), [n if ok else 0 for n, ok in zip(lengths, fits)]

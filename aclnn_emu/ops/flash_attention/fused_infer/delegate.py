@@ -322,7 +322,7 @@ def prompt(a, env):
         sparseMode=a.sparseMode,
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
-        **padding.kernel_args(a),
+        **padding.kernel_args(a, on_arch35(env)),
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
@@ -331,12 +331,13 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
-    return _with_lse(a, env, out)
+    return _with_lse(a, env, out, args.left_padding)
 
 
-def _with_lse(a, env, out):
+def _with_lse(a, env, out, left=None):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
-    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND);
+    ``left`` the PFA route's left padding."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -350,7 +351,7 @@ def _with_lse(a, env, out):
             rule="tiling.softmax_lse",
         )
     INFERRED.warn(env, "lse_pass")
-    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False)
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left)
 
     def run(workspace):
         if out.run is not None:

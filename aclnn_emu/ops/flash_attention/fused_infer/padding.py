@@ -73,15 +73,13 @@ def check_pfa_tiling(a, arch35: bool) -> None:
         raise tiling("arch35.tnd_padding", "When layout is TND, left padding is not supported!")
 
 
-def kernel_args(a) -> dict:
-    """What the PFA tiling hands its kernels for padding: the two sizes, and with sparseMode 0 the
-    whole window (preTokens = nextTokens = INT_MAX: the attenMask alone decides; A2/A3
-    SetSparseModeData, Ascend910_95 the same in TilingV2), which its token rules then see."""
+def kernel_args(a, arch35: bool) -> dict:
+    """What the PFA tiling hands its kernels for padding: the two sizes (a length that does not fit
+    beside its padding reads from row 0 on A2/A3, is taken as 0 on Ascend910_95), and with
+    sparseMode 0 the whole window (preTokens = nextTokens = INT_MAX: the attenMask alone decides;
+    A2/A3 SetSparseModeData, Ascend910_95 the same in TilingV2), which its token rules then see."""
     if not padded(a):
         return dict(left_padding=None, preTokens=a.preTokens, nextTokens=a.nextTokens)
     window = (INT_MAX, INT_MAX) if attr_int32(a.sparseMode) == 0 else (a.preTokens, a.nextTokens)
-    return dict(
-        left_padding=LeftPadding(a.queryPaddingSizeOptional, a.kvPaddingSizeOptional),
-        preTokens=window[0],
-        nextTokens=window[1],
-    )
+    left = LeftPadding(a.queryPaddingSizeOptional, a.kvPaddingSizeOptional, overflow_empty=arch35)
+    return dict(left_padding=left, preTokens=window[0], nextTokens=window[1])

@@ -52,6 +52,7 @@ def _launch(
         mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
         pse = None if read_pse is None else read_pse()
         shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)
+        lengths = (act_q, act_kv) if shift is None else (shift.act_q, shift.act_kv)
         if shift is not None:
             q, k, v = shift.query(q), shift.keys(k), shift.keys(v)
             mask = None if mask is None else shift.scores_input(mask)
@@ -75,7 +76,7 @@ def _launch(
             pse=pse,
         )
         if rows is None:
-            o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
+            o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], **common)
         else:
             o = pfa.packed_prompt_flash_attention(
                 q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks, **common
