@@ -67,6 +67,10 @@ A2_TILING = {
     "pfa_padding_shape": "CheckParamsPFA",
     # prompt_flash_attention_tiling.cpp
     "pfa_post_quant_padding": "CheckPostQuantParams",
+    # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
+    "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
+    "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
+    "ifa_modes_differ": "CheckKvAntiquant4SplitMode",
 }
 
 EXPECTED = {
@@ -89,7 +93,12 @@ EXPECTED = {
     # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
     "query_quant.decode": TILING,
 }
-ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
+ON_A2 = {
+    **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
+    **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # per-token key and value antiquant passes ProcessAntiQuant; delegate.NOT_IMPLEMENTED (kv_antiquant)
+    "a2.not_implemented.kv_antiquant_per_token": NOT_IMPLEMENTED,
+}
 
 
 # (rule, the function that fails it on Ascend910_95: prompt_flash_attention_tiling_v2.cpp, or

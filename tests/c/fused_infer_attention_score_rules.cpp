@@ -38,6 +38,7 @@ struct Case {
     bool hasActQ = false, hasActKv = false;
     int64_t heads = 8, kvHeads = 2, sparseMode = 0, innerPrecise = 1, blockSize = 0, antiquantMode = 0;
     int64_t queryQuantMode = 0;  // V4 only
+    int64_t keyAntiquantMode = 0, valueAntiquantMode = 0;  // V2+
     int64_t preTokens = 2147483647, nextTokens = 2147483647;
     double scale = 0.088;
     const char *layout = "BNSD";
@@ -85,13 +86,13 @@ static int Call(const Case &c, aclrtStream stream) {
         ret = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, c.heads, c.scale, c.preTokens, c.nextTokens, layout,
-            c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse, &ws, &ex);
+            c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, out, lse, &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV2);
     } else if (c.version == 3) {
         ret = aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], c.heads, c.scale, c.preTokens,
-            c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse,
+            c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, out, lse,
             &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV3);
     } else {
@@ -99,7 +100,7 @@ static int Call(const Case &c, aclrtStream stream) {
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], o[21], o[22], c.heads, c.scale,
             c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, c.antiquantMode,
-            c.lseFlag, 0, 0, c.queryQuantMode, out, lse, &ws, &ex);
+            c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, c.queryQuantMode, out, lse, &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV4);
     }
     if (actQ) aclDestroyIntArray(actQ);
@@ -297,6 +298,14 @@ int main() {
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
         REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
+        // IFATiling::ProcessAntiQuant: separate key/value antiquant parameters (V2+) on the IFA route.
+        c = Small(1); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        REPORT("a2.tiling.ifa_value_scale_missing", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}); c.valueAntiquantMode = 1;
+        REPORT("a2.tiling.ifa_value_scale_dtype", Call(c, stream));
+        c.keyAntiquantMode = 1; c.valueAntiquantMode = 0; REPORT("a2.tiling.ifa_modes_differ", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("a2.not_implemented.kv_antiquant_per_token", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

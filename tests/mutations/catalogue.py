@@ -85,6 +85,7 @@ FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
+FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
@@ -93,6 +94,10 @@ FIA_TESTS = (
     "tests/test_fia_mla_decode_loop.py",
 )
 FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
+FIA_KV_ANTIQUANT_TESTS = (
+    "tests/test_fused_infer_attention_score_kv_antiquant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -1645,6 +1650,28 @@ MUTATIONS = [
         'if self.layout not in PADDING_LAYOUTS:\n            raise tiling("pse_layout"',
         'if False:\n            raise tiling("pse_layout"',
         FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-scale-pair-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if ks is not None and vs is None:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-modes-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if k_mode != v_mode and (k_mode, v_mode) != CHANNEL_TOKEN:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation("fia-ifa-kv-mode-range", FIA_KV_ANTIQUANT, "MODES = range(6)", "MODES = range(7)", FIA_KV_ANTIQUANT_TESTS),
+    Mutation(
+        "fia-ifa-kv-value-scale-dtype",
+        FIA_KV_ANTIQUANT,
+        "!= DataType.ACL_FLOAT:",
+        "!= DataType.ACL_FLOAT16:",
+        FIA_KV_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-pfa-padding-lse-rows-kept",

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import launch, paged_prompt, padding
+from . import kv_antiquant, launch, paged_prompt, padding
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -122,8 +122,11 @@ def _ifa_query_quant(a) -> None:
 
 def _before_checks(a, env, prompt: bool) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
-    if not on_arch35(env):
-        (_pfa_context if prompt else _ifa_query_quant)(a)
+    if not on_arch35(env) and prompt:
+        _pfa_context(a)
+    elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
+        _ifa_query_quant(a)
+        kv_antiquant.check_ifa(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
