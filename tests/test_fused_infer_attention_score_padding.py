@@ -199,3 +199,23 @@ def test_padding_and_pse_on_the_fia_v3_route(chip, dtype, layout):
     assert np.array_equal(np.isinf(lse[..., 0]), np.isinf(want_lse))
     finite = np.isfinite(want_lse)
     precision.assert_meets(lse[..., 0][finite], want_lse[finite], np.float32, "softmaxLse")
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_key_padding_in_the_ifa_route_lse(chip):
+    """S = 1, D 32: the IFA route reads each batch's keys before kvPaddingSize
+    (InitKVLeftPaddingSize), and so does the second pass that writes softmaxLse; batch 1's keys
+    do not fit before the padding: no keys, its lse is the unseen value of the legacy IFA shape
+    (InitOutputSingleCore's -3.4e38, as for every row without keys there)."""
+    b, n, s2, d = 2, 4, 40, 32
+    q, k = (RNG.standard_normal(shape).astype(np.float16) for shape in ((b, n, 1, d), (b, 2, s2, d)))
+    v = RNG.standard_normal((b, 2, s2, d)).astype(np.float16)
+    act_kv, kv_pad = [25, 38], 5
+    _, lse = _call(
+        q, k, v, "BNSD", lse_shape=(b, n, 1, 1), actualSeqLengthsKvOptional=act_kv,
+        kvPaddingSizeOptional=np.array([kv_pad], np.int64),
+    )  # fmt: skip
+    j0 = s2 - act_kv[0] - kv_pad
+    one = fia_golden.attention(q[:1], k[:1, :, j0 : j0 + 25], v[:1, :, j0 : j0 + 25], scale=SCALE, kv_block=8192)
+    precision.assert_meets(lse[0, :, 0, 0], one.lse[0, :, 0], np.float32, "softmaxLse")
+    assert (lse[1] == np.float32(-3.4e38)).all()

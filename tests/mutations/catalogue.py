@@ -1674,6 +1674,13 @@ MUTATIONS = [
         FIA_KV_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-ifa-lse-key-padding-ignored",
+        FIA_PADDING,
+        "    return LeftPadding(None, kv, overflow_empty=True)",
+        "    return None",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
         "fia-pfa-padding-lse-rows-kept",
         FIA_LAUNCH,
         "o, lse = shift.back(o), None if lse is None else shift.back(lse)",

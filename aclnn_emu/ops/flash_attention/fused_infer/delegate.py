@@ -285,7 +285,7 @@ def incre(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env))
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), padding.ifa_keys(a))
 
 
 def prompt(a, env):
@@ -340,7 +340,7 @@ def prompt(a, env):
 def _with_lse(a, env, out, left=None):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
     FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND);
-    ``left`` the PFA route's left padding."""
+    ``left`` the route's left padding."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)

@@ -83,3 +83,13 @@ def kernel_args(a, arch35: bool) -> dict:
     window = (INT_MAX, INT_MAX) if attr_int32(a.sparseMode) == 0 else (a.preTokens, a.nextTokens)
     left = LeftPadding(a.queryPaddingSizeOptional, a.kvPaddingSizeOptional, overflow_empty=arch35)
     return dict(left_padding=left, preTokens=window[0], nextTokens=window[1])
+
+
+def ifa_keys(a):
+    """The key padding the IFA kernels apply (A2/A3 CheckSupportKVLeftPadding, IFATilingV2
+    ProcessKVPaddingSize): one batched key/value with actualSeqLengthsKv and no block table; a
+    batch whose keys do not fit before it has none (InitKVLeftPaddingSize)."""
+    kv = a.kvPaddingSizeOptional
+    if kv is None or a.actualSeqLengthsKvOptional is None or a.blockTableOptional is not None or len(a.key.items) > 1:
+        return None
+    return LeftPadding(None, kv, overflow_empty=True)
