@@ -295,6 +295,23 @@ RULES = {
             },
         ),
     ),
+    "fag.arch35_tnd_softmax_unchecked": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950: the tiling no longer checks softmaxMax/softmaxSum "
+        "against [T1, N1, 8] (8.5: 161001); aclnn-emu refuses other shapes as not established (561003)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckTndShapeValid",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckTndShapeValid, "
+                "CheckSoftmaxMaxSumTndShape",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_softmax_same_as_input_checked": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950 and softmaxInLayout same_as_input: softmaxMax/"
+        "softmaxSum must be [T1, N1, 8] again (161001)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckSoftmaxMaxSumTndShape"},
+    ),
     "fag.arch35_grad_shapes": Rule(
         "FlashAttentionScoreGrad on Ascend950: dy shaped unlike attentionIn, dy unlike query or value unlike key "
         "but for the head dim, or a value head dim unlike dy's is 161001 (before: not checked by the arch35 tiling)",

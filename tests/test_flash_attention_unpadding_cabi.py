@@ -49,6 +49,9 @@ def _expected():
         "UnpaddingV5.out.dsink_shape": NULLPTR,
         "UnpaddingV5.out.dq_rope_shape": NULLPTR,
         "UnpaddingV4.ok.same_as_input": 0,
+        # tiling CheckTndShapeValid (the arch32 TND tilings alike): softmaxMax/Sum [T1, N1, 8]
+        "UnpaddingV4.softmax.shape": NULLPTR,
+        "UnpaddingV4.softmax.shape_same_as_input": NULLPTR,
         # op_api aclnnFlashAttentionUnpaddingScoreGradV4GetWorkspaceSize: softmaxInLayout "same_as_input" or ""
         "UnpaddingV4.softmax_layout.unknown": INVALID,
         # its null check joins the conditions with ||: one nullptr passes it (the device then dereferences
@@ -174,13 +177,17 @@ PSE_ROW = {
 # ..._normal_regbase.cpp): after a cumulative length decreases the later ones must be 0 (EOD); a rope head dim
 # other than 64 is refused (8.5 returned false, i.e. success); CheckUnpadTokensInfo skips an empty batch.
 ARCH35_9 = {
+    # common_regbase.cpp CheckTndShapeValid no longer checks the softmax shapes: the kernels' reads are not established
+    "UnpaddingV4.softmax.shape": 561003,
+    "UnpaddingV4.softmax.shape_same_as_input": 561003,
     **{f"{entry}.tiling.eod_nonzero": NULLPTR for entry in UNPADDINGS},
     **{f"{entry}.tokens.mode0_empty_batch": 0 for entry in UNPADDINGS},
     "UnpaddingV3.ok.rope": NULLPTR,
     "UnpaddingV5.ok.rope_sink": NULLPTR,
 }
-# 9.1.0 on Ascend950, ..._common_regbase.cpp ProcessSinkInfo: the sink is read, [N1] FLOAT.
-ARCH35_9_1 = {"GradV3.sink.size": NULLPTR}
+# 9.1.0 on Ascend950, ..._common_regbase.cpp ProcessSinkInfo: the sink is read, [N1] FLOAT;
+# CheckSoftmaxMaxSumTndShape checks [T1, N1, 8] again with softmaxInLayout same_as_input.
+ARCH35_9_1 = {"GradV3.sink.size": NULLPTR, "UnpaddingV4.softmax.shape_same_as_input": NULLPTR}
 
 
 def release_expected(family: str, version: str) -> dict:

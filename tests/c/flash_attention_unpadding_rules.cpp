@@ -186,6 +186,9 @@ int main(int argc, char **argv) {
     }
     report("UnpaddingV4.ok.same_as_input", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "same_as_input";
                                                         c.run = true; });
+    report("UnpaddingV4.softmax.shape", [](Cfg &c) { c.entry = "UnpaddingV4"; c.smax = {2, 40, 8}; });
+    report("UnpaddingV4.softmax.shape_same_as_input", [](Cfg &c) { c.entry = "UnpaddingV4"; c.smax = {2, 40, 8};
+                                                                   c.softmaxLayout = "same_as_input"; });
     report("UnpaddingV4.softmax_layout.unknown", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "NTD"; });
     report("UnpaddingV4.null.all_but_dq_present", [](Cfg &c) { c.entry = "UnpaddingV4"; c.null.insert("dqOut"); });
     // The TND pse (ProcessPseInfo of the arch32 tilings); batches 16x24 and 24x24, N1 = 2, T2 = 48

@@ -1888,6 +1888,13 @@ MUTATIONS = [
         VARLEN_OP_TESTS,
     ),
     Mutation(
+        "fag-9.x-arch35-tnd-softmax-still-checked",
+        FAG_CHECKS,
+        "unchecked = env.soc == ARCH35 and env.version.has(ARCH35_SOFTMAX) and not checked",
+        "unchecked = False",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
         "fag-9.1-arch35-sink-still-ignored",
         FAG_CHECKS,
         "        if not env.version.has(ARCH35_SINK):",

@@ -86,7 +86,10 @@ TND_UNESTABLISHED = Gaps(
     "unestablished",
     {
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
-        "lengths to 0, the kernels index with the raw values)"
+        "lengths to 0, the kernels index with the raw values)",
+        "tnd_softmax_shape": "softmaxMax/softmaxSum of another shape than [T1, N1, 8] on Ascend950 under CANN 9.x, whose "
+        "arch35 tiling no longer checks it (9.1.0: unless softmaxInLayout is same_as_input): how the kernels read "
+        "them is not established",
     },
 )
 V4_NULLS = Gaps(
@@ -104,6 +107,8 @@ SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
 OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
 TND_PSE_ROW = "fag.tnd_pse_row_is_kv_sum_on_a2a3"
 ARCH35_TOKENS = "fag.arch35_tnd_tokens_skip_empty_batches"
+ARCH35_SOFTMAX = "fag.arch35_tnd_softmax_unchecked"
+ARCH35_SOFTMAX_SAME_AS_INPUT = "fag.arch35_tnd_softmax_same_as_input_checked"
 TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
@@ -461,10 +466,16 @@ def _prepare_tnd(a, s: _Shape, env):
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
     lanes = (a.query.shape[0], s.n1, SOFTMAX_LANES)
+    # 9.x on Ascend950: CheckTndShapeValid checks the shapes no longer (9.1.0: only with "same_as_input")
+    same_as_input = getattr(a, "softmaxInLayout", "") == "same_as_input"
+    checked = env.version.has(ARCH35_SOFTMAX_SAME_AS_INPUT) and same_as_input
+    unchecked = env.soc == ARCH35 and env.version.has(ARCH35_SOFTMAX) and not checked
     for name in ("softmaxMaxOptional", "softmaxSumOptional"):
         stats = _present(getattr(a, name))
+        shape = None if stats is None else list(stats.shape)
+        if stats is not None and stats.dtype == DataType.ACL_FLOAT and tuple(stats.shape) != lanes and unchecked:
+            TND_UNESTABLISHED.refuse("tnd_softmax_shape", f"{name} {shape}, [T1, N1, 8] = {list(lanes)}")
         if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
-            shape = None if stats is None else list(stats.shape)
             _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
     if mask is not None:
