@@ -286,9 +286,15 @@ def _pse_step(forward, backward, pse, pse_type, alibi_terms, extra=()):
         _assert_close(name, getattr(got, name), grads[leaf], "float16")
 
 
-def test_packed_training_step_with_a_compressed_alibi_pse():
+CHIPS = ["Ascend910B", "Ascend910_95"]
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_packed_training_step_with_a_compressed_alibi_pse(chip):
     """VarLenScore -> UnpaddingScoreGrad (pseType 1) with the alibi pse [B, N1, 1024, maxS2] both accept
-    (each batch reads its top-left block of the uncompressed ALiBi)."""
+    (each batch reads its top-left block of the uncompressed ALiBi). On Ascend910_95 the arch35 kernels
+    anchor their block reads elsewhere (pse.h PseAlibiComputeOffset, layout TND), the same values of a
+    Toeplitz pse."""
     rng = np.random.default_rng(9)
     width = 37
     i, j = np.arange(width)[:, None], np.arange(width)[None, :]
@@ -299,7 +305,8 @@ def test_packed_training_step_with_a_compressed_alibi_pse():
     _pse_step(ae.ops.FlashAttentionVarLenScore, ae.ops.FlashAttentionUnpaddingScoreGrad, compact, 1, terms)
 
 
-def test_packed_training_step_with_generated_alibi_v2():
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_packed_training_step_with_generated_alibi_v2(chip):
     """VarLenScoreV2 -> UnpaddingScoreGradV2 with pseType 2 slopes [B, N1]: -slope·|j - i| per batch."""
     slopes = (np.random.default_rng(10).random((4, 4)) / 4).astype(np.float32)
 
@@ -338,11 +345,62 @@ def test_a_tnd_pse_shorter_than_the_kernel_reads_is_refused():
     _refused_pse(np.zeros((4 * 110, 0), FP16), 161001, "holding fewer elements than the kernel reads")
 
 
+@pytest.mark.parametrize("pse_type", [0, 1])
+@pytest.mark.parametrize("packed", ["1s2", "s1s2"])
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_tnd_pse_on_arch35_is_not_emulated(chip):
-    """Ascend910_95: the arch35 varlen kernels' pse reads are not modelled: 561003, saying why."""
-    pse = np.ones((4 * 110, 1), FP16)
-    _refused_pse(pse, 561003, "a pse (realShiftOptional) with inputLayout TND on Ascend910_95")
+def test_arch35_training_step_with_a_one_dimensional_packed_pse(chip, packed, pse_type):
+    """Ascend910_95: a 1-D pse of N1·ΣS2b (one row per head and batch) or N1·ΣS1b·S2b elements passes
+    both tilings (the forward's AnalyzeTndPseOptionalInput tells it by dimension 0 and its
+    SetPseAlibiParamsRegbase has no rank check; the backward's ProcessPseInfo takes a 1-D N1·T2 or
+    N1·ΣS1b·S2b, T2 the last actualSeqKvLen, here less than the key's 110 rows), so it makes a training
+    pair the Atlas A2/A3 tilings refuse; the kernels read batch b's block after the batches before it
+    (pse.h PseComputeOffset)."""
+    rng = np.random.default_rng(12)
+    cu_q, cu_kv = [16, 16, 53, 90], [24, 30, 67, 104]
+    q_lens = np.diff([0] + cu_q)
+    kv_lens = np.diff([0] + cu_kv)
+    rows = [(1 if packed == "1s2" else s1) * s2 for s1, s2 in zip(q_lens, kv_lens)]
+    pse = cast_round(rng.standard_normal(4 * sum(rows)), FP16)
+    starts = np.cumsum([0] + [4 * r for r in rows])
+
+    def terms(b, s1, s2):
+        block = np.asarray(pse[starts[b] : starts[b + 1]], np.float64)
+        return np.broadcast_to(block.reshape(4, -1, s2), (4, s1, s2))
+
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy, scale = _make(rng, FP16, 90, 4, 32), 0.125
+    attrs = (scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, pse_type)
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, pse, None, None, MASK, None, cu_q, cu_kv, None, None, *attrs
+    )
+    want_out, grads = _reference(q, k, v, dy, scale, cu_q, cu_kv, pse=terms, pse_type=pse_type)
+    rows_with_tokens = np.concatenate([np.arange(a, b) for a, b in zip([0] + cu_q[:-1], cu_q)])
+    _assert_close("attention_out", out[rows_with_tokens], want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, pse, None, None, MASK, smax, ssum, None, out, None, cu_q, cu_kv, None, None, *attrs
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_generated_alibi_needs_equal_lengths_in_the_forward_only(chip):
+    """Ascend910_95: SetPseAlibiParamsRegbase of the arch35 VarLen tiling refuses pseType 2/3 slopes
+    unless every batch has S1b = S2b (outside sparse mode 8): 161001. The backward's ProcessPseInfo asks
+    no such thing."""
+    rng = np.random.default_rng(13)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    slopes = np.full((4,), 0.25, np.float32)
+    attrs = (0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, 2)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScoreV2(q, k, v, slopes, None, None, MASK, None, CU_Q, CU_KV, None, None, *attrs)
+    assert error.value.status == 161001
+    assert "Inner pse alibi is only support when actualSeqQLen and actualSeqKvLen are equal" in str(error.value)
+    smax = np.zeros((90, 4, 8), np.float32)
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, q, slopes, None, None, MASK, smax, smax, None, q, None, CU_Q, CU_KV, None, None, *attrs
+    )
+    assert got.dqOut.shape == q.shape
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

@@ -261,15 +261,21 @@ def _inner_pse(pse, heads: int):
     return PackedPse("slopes", heads, alibi_batches=pse.shape[0] if pse.ndim == 2 else 1), None
 
 
-def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
+def _inner_pse_modes(batches: Batches, mode: int, masked: bool, starts: tuple, equal_lengths: bool = False):
     """The generated ALiBi's sparse-mode rules (the VarLen SetPseAlibiParams; the backward's
     ProcessPseInfo alike): no mode 7; mode 8 needs S1 = S2 per batch, batch 0 shifted by the start
-    indices."""
+    indices `starts` (qStartIdx, kvStartIdx as the tiling stores them). `equal_lengths`: the arch35
+    forward asks S1b = S2b of every batch in the other modes too."""
     if masked and mode == 7:
         return "INNER Pse does not support sparse mode 7.", "tiling.pse_inner_mode"
     if not masked or mode != 8:
+        if equal_lengths and any(q != k for q, k in zip(batches.q, batches.kv)):
+            return (
+                "Inner pse alibi is only support when actualSeqQLen and actualSeqKvLen are equal.",
+                "tiling.pse_inner_mode",
+            )
         return None
-    q_start, kv_start = start_values(a)
+    q_start, kv_start = starts
     if batches.count and batches.q[0] - batches.kv[0] + q_start - kv_start:
         return (
             f"INNER Pse sparse mode 8 is only supported when actualSeqLenData[0] {batches.q[0]} + qStartIdx "
@@ -287,16 +293,26 @@ def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
 
 
 def start_values(a) -> tuple:
-    """(qStartIdx, kvStartIdx) as SetQKVStartIdx stores them: both only when both are given and not
-    empty, else 0 and 0."""
+    """(qStartIdx, kvStartIdx) as the arch32 SetQKVStartIdx stores them: both only when both are given
+    and not empty, else 0 and 0."""
     q, kv = getattr(a, "qStartIdxOptional", None), getattr(a, "kvStartIdxOptional", None)
     if not q or not kv:
         return 0, 0
     return int(q[0]), int(kv[0])
 
 
+def grad_start_values_arch35(a) -> tuple:
+    """(qStartIdx, kvStartIdx) as the arch35 backward's SetQKVStartIdx stores them: element 0 of
+    qStartIdx, then of kvStartIdx (0 when absent or empty); neither without a qStartIdx."""
+    q, kv = getattr(a, "qStartIdxOptional", None), getattr(a, "kvStartIdxOptional", None)
+    if not q:
+        return 0, 0
+    return int(q[0]), int(kv[0]) if kv else 0
+
+
 def forward_pse(a, pse, batches: Batches, heads: int):
-    """AnalyzeOptionalInput's TND pse branch (arch32 forward): (PackedPse, failure). A packed pse is
+    """AnalyzeOptionalInput's TND pse branch (the arch32 forward; the arch35 AnalyzeTndPseOptionalInput
+    alike): (PackedPse, failure). A packed pse is
     told by its dimension 0 alone: N1·ΣS2b (one row per head), N1·ΣS1b·S2b, else the alibi shape
     [1|B, N1, 1024, max S2]."""
     if a.pseType in (2, 3):
@@ -315,14 +331,18 @@ def forward_pse(a, pse, batches: Batches, heads: int):
     )
 
 
-def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, masked: bool):
+def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, masked: bool, starts=None):
     """SetPseAlibiParams of FlashAttentionVarLenScoreTiling: (the form the kernel reads, failure). A pse
     of rank < 2 fails; one whose second-to-last dimension is 1024 is the compressed alibi, which needs
-    S1b = S2b in every batch and a causal sparse type."""
+    S1b = S2b in every batch and a causal sparse type. With `starts` (the (qStartIdx, kvStartIdx) of
+    the arch35 SetQKVStartIdx) the arch35 VarLen tiling's SetPseAlibiParamsRegbase: no rank check (a
+    1-D pse's second-to-last dimension is gert's invalid value, not 1024), and slopes need S1b = S2b in
+    every batch outside mode 8."""
+    arch35 = starts is not None
     if form.form == "slopes":
-        return form, _inner_pse_modes(a, batches, mode, masked)
+        return form, _inner_pse_modes(batches, mode, masked, starts if arch35 else start_values(a), arch35)
     if pse.ndim < 2:
-        return form, (f"Invalid Pse DimNum({pse.ndim}), PseType({a.pseType}).", "tiling.pse_rank")
+        return form, None if arch35 else (f"Invalid Pse DimNum({pse.ndim}), PseType({a.pseType}).", "tiling.pse_rank")
     if pse.shape[-2] != ALIBI_ROWS:
         return form, None
     if any(q != k for q, k in zip(batches.q, batches.kv)):
@@ -332,20 +352,27 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
     return PackedPse("alibi", form.heads, alibi_batches=pse.shape[0], alibi_width=pse.shape[-1]), None
 
 
-def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool):
-    """ProcessPseInfo of the backward's TND tilings (arch32): (PackedPse, failure). Slopes must be
-    exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·T2, the key's rows, or
-    N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
-    max S1, nextTokens 0) passes. B is grad_batch_count's."""
-    shape, count = tuple(pse.shape), grad_batch_count(batches)
+def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False):
+    """ProcessPseInfo of the backward's TND tilings: (PackedPse, failure). Slopes must be exactly [N1]
+    or [B, N1]; a 1-D pse is packed, told by its length (N1·`key_tokens` or N1·ΣS1b·S2b); else only
+    the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >= max S1, nextTokens 0)
+    passes. On Atlas A2/A3 B is grad_batch_count's and `key_tokens` the key's rows (T2); with `arch35`
+    (..._regbase.cpp ProcessPseInfo) B counts every batch, `key_tokens` is the last actualSeqKvLen,
+    and the slopes' mode rules (of the sparseMode attribute, mask or not, with the arch35 start
+    indices) come before their shape."""
+    shape, count = tuple(pse.shape), batches.count if arch35 else grad_batch_count(batches)
     if a.pseType in (2, 3):
+        if arch35:
+            problem = _inner_pse_modes(batches, mode, True, grad_start_values_arch35(a))
+            if problem is not None:
+                return None, problem
         form, problem = _inner_pse(pse, heads)
         if problem is None and shape not in ((heads,), (count, heads)):
             problem = (
                 f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
                 "tiling.pse_inner_size",
             )
-        return form, problem or _inner_pse_modes(a, batches, mode, masked)
+        return form, problem or (None if arch35 else _inner_pse_modes(batches, mode, masked, start_values(a)))
     if len(shape) == 1:
         if shape[0] == key_tokens * heads:
             return PackedPse("1s2", heads), None

@@ -68,11 +68,9 @@ TND_GAPS = Gaps(
     UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)",
         "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 whose last two dimensions are not "
         "[max S1, max S2] (the arch35 backward tiling checks only its first two; its reads of such a mask, rows the "
-        "last dimension apart, and the all-lengths-equal path's size check are not modelled)",
+        "last dimension apart, and the all-lengths-equal path's size check are not modelled)"
     },
 )
 TND_UNESTABLISHED = Gaps(
@@ -493,22 +491,22 @@ def _prepare_tnd(a, s: _Shape, env):
 
 
 def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
-    """ProcessPseInfo of the arch32 TND tilings (after the sparse-mode and token processing): the pse's
-    dtype, then its form (tnd.backward_pse); a pse on Ascend910_95 is not modelled."""
-    pse = _present(a.pseShiftOptional)
-    if env.soc == ARCH35:  # whose tiling has no check of a pseType without a pse
-        if pse is not None:
-            TND_GAPS.refuse("tnd_pse")
-        return None
+    """ProcessPseInfo of the TND tilings (after the sparse-mode and token processing): the pse's dtype,
+    then its form (tnd.backward_pse). The arch35 one checks pseType first, with or without a pse, and
+    has no check of a pseType without a pse."""
+    pse, arch35 = _present(a.pseShiftOptional), env.soc == ARCH35
+    if arch35 and not 0 <= a.pseType < 4:  # compared as uint32: a negative pseType fails too
+        fail("tiling.pse_type", f"FAG pseType {a.pseType} is invalid; expected 0-3")
     if pse is None:
-        if a.pseType != 1:
+        if a.pseType != 1 and not arch35:
             fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
         return None
     want = DataType.ACL_FLOAT if a.pseType in (2, 3) else a.query.dtype
     if pse.dtype != want:
         fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
     # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, a.keyIn.shape[0], mode, masked)
+    key_tokens = (batches.cu_kv[-1] if batches.cu_kv else 0) if arch35 else a.keyIn.shape[0]
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35)
     _fail(problem)
     return form
 
