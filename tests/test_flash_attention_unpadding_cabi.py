@@ -78,6 +78,9 @@ def _expected():
                 f"{entry}.pse.dtype": NULLPTR,
                 f"{entry}.pse.alibi_not_causal": NULLPTR,
                 f"{entry}.ok.pse_alibi": 0,
+                # arch32 ProcessPseInfo: N1*T2 with T2 the key's rows (56 here, the lengths sum to 48)
+                f"{entry}.pse.one_row_of_key_rows": 0,
+                f"{entry}.pse.one_row_of_sum_s2": NULLPTR,
                 # tiling ProcessTokensInfo (TND; arch35 CheckUnpadTokensInfo alike): -preTokens, -nextTokens
                 # within the batch's lengths and preTokens + nextTokens > 0
                 f"{entry}.ok.mode0_band": 0,
@@ -104,8 +107,13 @@ def _expected():
                 # tiling ProcessPseInfo: slopes exactly [N1] or [B, N1]; no sparse mode 7; a pseType other
                 # than 1 needs a pse
                 f"{entry}.pse.slopes_size": NULLPTR,
+                # [B, N1] slopes with a trailing empty batch: the arch32 B leaves it out (161001)
+                f"{entry}.pse.slopes_trailing_empty": NULLPTR,
                 f"{entry}.pse.slopes_mode7": NULLPTR,
                 f"{entry}.pse.null_type0": NULLPTR,
+                # pseType 5 without a pse: arch32 ProcessPseInfo (a pseType other than 1 needs a pse); the
+                # arch35 ProcessPseInfo checks pseType < 4 first
+                f"{entry}.pse.type_5_without_pse": NULLPTR,
             }
         )
     for entry in ("UnpaddingV3", "UnpaddingV5"):
@@ -114,10 +122,14 @@ def _expected():
 
 
 EXPECTED = _expected()
-# Ascend910_95: the arch35 varlen kernels' pse reads are not modelled (561003, rule not_implemented.tnd_pse);
-# no arch35 tiling checks a pseType without a pse.
-ARCH35 = {rule: 561003 for rule in EXPECTED if ".pse." in rule or ".ok.pse" in rule}
-ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
+# Ascend910_95, the TND pse: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp ProcessPseInfo
+# checks pseType < 4 first, with or without a pse, and no pseType without a pse; its 1-D pse is N1*t2 with t2 the last
+# actualSeqKvLen (GetShapeAttrsInfo), not the key's rows.
+ARCH35 = {f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")}
+for entry in UNPADDINGS:
+    ARCH35.update({f"{entry}.pse.one_row_of_key_rows": NULLPTR, f"{entry}.pse.one_row_of_sum_s2": 0})
+# ... and its ProcessInnerPseInfo compares [B, N1] slopes with a B that counts every batch (GetShapeAttrsInfo)
+ARCH35.update({f"{entry}.pse.slopes_trailing_empty": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
 # A 4-D TND mask on Ascend910_95: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
 # SetAttenMaskShapeType checks dimensions 0 and 1 only, against a B that counts every batch (GetShapeAttrsInfo:
 # b = the lengths' count), so the trailing empty batch counts; its CheckAttenMaskShape skips TND. The reads of

@@ -404,6 +404,44 @@ def test_arch35_generated_alibi_needs_equal_lengths_in_the_forward_only(chip):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_generated_alibi_takes_a_lone_q_start_index(chip):
+    """Ascend910_95: the arch35 forward's SetQKVStartIdx stores qStartIdx and kvStartIdx independently,
+    so a qStartIdx without a kvStartIdx shifts the generated ALiBi as (qStartIdx, 0) does (the Atlas A2/A3
+    tiling takes both or neither). No mask: under a causal one a shift only adds a constant per row."""
+    rng = np.random.default_rng(14)
+    cu = [16, 16, 53, 90]
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 90, 2, 32), _make(rng, FP16, 90, 2, 32)
+    slopes = np.full((4,), 0.25, np.float32)
+    attrs = (0.125, 1.0, NO_WINDOW, NO_WINDOW, 4, "TND", 0, 0, 2)
+
+    def run(q_start, kv_start):
+        return ae.ops.FlashAttentionVarLenScoreV2(
+            q, k, v, slopes, None, None, None, None, cu, cu, q_start, kv_start, *attrs
+        ).attentionOutOut
+
+    lone = run((3,), None)
+    np.testing.assert_array_equal(lone, run((3,), (0,)))
+    assert not np.array_equal(lone, run(None, None))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_refuses_slopes_in_sparse_mode_7_without_a_mask(chip):
+    """Ascend910_95: the backward's ProcessInnerPseInfo tests the sparseMode attribute, with or without an
+    attenMask: pseType 2 slopes with sparseMode 7 and no mask fail (161001)."""
+    rng = np.random.default_rng(15)
+    cu = [16, 16, 53, 90]
+    q, k = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 90, 2, 32)
+    smax = np.zeros((90, 4, 8), np.float32)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionUnpaddingScoreGradV2(
+            q, k, k, q, np.full((4,), 0.25, np.float32), None, None, None, smax, smax, None, q, None, cu, cu,
+            None, None, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 7, 2,
+        )  # fmt: skip
+    assert error.value.status == 161001
+    assert "INNER Pse does not support sparse mode 7" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_arch35_draws_the_tnd_keep_mask_per_batch(chip, capfd):
     """Ascend910_95, keepProb < 1 and no dropMask: VarLenScore and UnpaddingScoreGrad draw the keep mask
     (seed 0, offset 0), batch b from element N1·Σ_{c<b} S1c·align16(S2c); the same bits given as dropMask

@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
                                                         c.run = true; });
     report("UnpaddingV4.softmax_layout.unknown", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "NTD"; });
     report("UnpaddingV4.null.all_but_dq_present", [](Cfg &c) { c.entry = "UnpaddingV4"; c.null.insert("dqOut"); });
-    // The TND pse (ProcessPseInfo of the arch32 tilings); batches 16x24 and 24x24, N1 = 2, T2 = 48
+    // The TND pse (ProcessPseInfo); batches 16x24 and 24x24, N1 = 2, T2 = 48 (56 key rows: one_row_of_*)
     for (const char *e : unpaddings) {
         std::string entry = e;
         auto pse = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasPse = true; c.pse = shape; };
@@ -194,6 +194,8 @@ int main(int argc, char **argv) {
         report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { pse(c, {1, 2, 1024, 24}); });
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.hasMask = true; c.sparse = 3;
                                                       c.run = true; });
+        report(entry + ".pse.one_row_of_key_rows", [&](Cfg &c) { pse(c, {2 * 56}); c.t2 = 56; });
+        report(entry + ".pse.one_row_of_sum_s2", [&](Cfg &c) { pse(c, {2 * 48}); c.t2 = 56; });
     }
     // ProcessTokensInfo (TND): modes 0 and 4 per batch, 7 and 8 on the band batch; batches 16x24 and 24x24
     for (const char *e : unpaddings) {
@@ -224,9 +226,12 @@ int main(int argc, char **argv) {
         auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
         report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
         report(entry + ".pse.slopes_size", [&](Cfg &c) { slopes(c); c.pse = {3}; });
+        report(entry + ".pse.slopes_trailing_empty", [&](Cfg &c) { slopes(c); c.pse = {3, 2}; c.cuQ = {16, 40, 40};
+                                                                   c.cuKv = {24, 48, 48}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });
         report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
+        report(entry + ".pse.type_5_without_pse", [&](Cfg &c) { c.entry = entry; c.pseType = 5; });
     }
     report("UnpaddingV3.ok.rope", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
                                                c.hasMask = true; c.sparse = 3; c.run = true; });
