@@ -441,6 +441,48 @@ def test_arch35_backward_refuses_slopes_in_sparse_mode_7_without_a_mask(chip):
     assert "INNER Pse does not support sparse mode 7" in str(error.value)
 
 
+def _unpadding(q, k, cu_q, cu_kv, mask=None, pse=None, sparse_mode=0, pre=NO_WINDOW, nxt=NO_WINDOW):
+    """UnpaddingScoreGradV2 of zero statistics (dy = attentionIn = query): for the checks only."""
+    smax = np.zeros((q.shape[0], q.shape[1], 8), np.float32)
+    return ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, k, q, pse, None, None, mask, smax, smax, None, q, None, cu_q, cu_kv, None, None,
+        0.125, 1.0, pre, nxt, q.shape[1], "TND", 0, sparse_mode, 1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_checks_the_sparse_mode_without_a_mask_unless_lengths_are_equal(chip):
+    """Ascend910_95: ProcessSparseModeInfo runs CheckVarLenSparseModeValue with or without a mask (sparse
+    mode 5: 161001), except when every batch has the same lengths (isAllSame): the layout becomes BSND,
+    whose CheckSparseModeValue takes modes 0-6, and with no mask the call runs."""
+    rng = np.random.default_rng(16)
+    q, k = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32)
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, CU_Q, CU_KV, sparse_mode=5)
+    assert error.value.status == 161001
+    assert "Var len not support sparse mode 5" in str(error.value)
+    same = _unpadding(q[:80], k[:80], [40, 80], [40, 80], sparse_mode=5)
+    assert same.dqOut.shape == (80, 4, 32)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_s_bsnd_path_leaves_two_cases_unmodelled(chip):
+    """Ascend910_95, every batch of the same lengths (the BSND path): sparse mode 5 with a mask, and the
+    alibi pse with S1 != S2 (the BSND kernels anchor it at S1 - 1024) return 561003, saying why."""
+    rng = np.random.default_rng(17)
+    q, k = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32)
+    mask = np.zeros((2, 1, 30, 40), np.uint8)
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, [30, 60], [40, 80], mask=mask, sparse_mode=5)
+    assert error.value.status == 561003
+    assert "sparseMode 5 with an attenMask and every batch of the same lengths" in str(error.value)
+    alibi = np.zeros((1, 4, 1024, 40), FP16)
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, [30, 60], [40, 80], mask=MASK, pse=alibi, sparse_mode=2)
+    assert error.value.status == 561003
+    assert "anchor the alibi at S1 - 1024" in str(error.value)
+
+
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 def test_arch35_draws_the_tnd_keep_mask_per_batch(chip, capfd):
     """Ascend910_95, keepProb < 1 and no dropMask: VarLenScore and UnpaddingScoreGrad draw the keep mask

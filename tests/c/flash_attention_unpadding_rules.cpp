@@ -220,6 +220,18 @@ int main(int argc, char **argv) {
                                                    c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
         report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
         report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
+        // other last dimensions, and 2-D masks of another shape; batches 16x24 and 24x24, then 24x24 twice
+        auto masked = [&](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".mask.last_dims_wider", [&](Cfg &c) { masked(c, {2, 1, 24, 30}); });
+        report(entry + ".mask.two_d_other_shape", [&](Cfg &c) { masked(c, {24, 30}); });
+        report(entry + ".mask.two_d_read_past", [&](Cfg &c) { masked(c, {20, 30}); });
+        auto same = [&](Cfg &c, Shape shape) { masked(c, shape); c.cuQ = {24, 48}; c.t1 = 48; };
+        report(entry + ".mask.all_same_last_dims_wider", [&](Cfg &c) { same(c, {2, 1, 24, 30}); });
+        // one batch: 25 x 20 holds the 23 * 20 + 24 elements read, fewer than S1 x S2
+        report(entry + ".mask.all_same_too_small", [&](Cfg &c) { masked(c, {1, 1, 25, 20}); c.cuQ = {24};
+                                                                 c.cuKv = {24}; c.t1 = 24; c.t2 = 24; });
+        report(entry + ".tokens.all_same_mode0_sum_zero", [&](Cfg &c) { same(c, {24, 24}); c.sparse = 0; c.pre = -3;
+                                                                       c.next = 3; });
     }
     for (const char *e : {"UnpaddingV2", "UnpaddingV5"}) {
         std::string entry = e;

@@ -196,8 +196,9 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
     2-D shape, and then needs the template's last two dimensions. With `grad` the backward's
     CheckAttenMaskShape: its B leaves out trailing empty batches (grad_batch_count), and a compressed
     4-D mask's last two dimensions are compared with the template only; with `arch35` too the arch35
-    SetAttenMaskShapeType: B counts every batch and an uncompressed 4-D mask's last two dimensions are
-    not checked. Failure or None."""
+    SetAttenMaskShapeType: B counts every batch and neither an uncompressed 4-D mask's last two
+    dimensions nor a 2-D mask's shape are checked (the all-lengths-equal path checks their size:
+    runs_as_bsnd). Failure or None."""
     shape, (s1, s2) = tuple(mask.shape), batches.longest
     b = grad_batch_count(batches) if grad and not arch35 else batches.count
     if mask.ndim == 4 and grad:
@@ -214,7 +215,8 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
                 "tiling.mask_shape",
             )
     elif mask.ndim == 2:
-        if compressed is None and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+        unchecked = compressed is not None or (grad and arch35)
+        if not unchecked and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
             return (
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{s1}], MaxSkv=[{s2}], when "
                 "input_layout is TND, the supported atten_mask shape is [MaxSq, MaxSkv].",
@@ -228,6 +230,23 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
             f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
             "tiling.mask_compressed",
         )
+    return None
+
+
+def runs_as_bsnd(a, batches: Batches) -> bool:
+    """The arch35 backward's isAllSame switch (ProcessSparseModeInfo): every batch of the same query and
+    key lengths as the one before it (one batch included) and sparseMode <= 6 (as uint32) run the
+    BSND path: its sparse-mode, token and mask-size checks, and kernels that read the same elements."""
+    same = all(q == batches.q[0] for q in batches.q) and all(k == batches.kv[0] for k in batches.kv)
+    return same and 0 <= a.sparseMode <= 6
+
+
+def check_grad_sparse_mode_arch35(a, as_bsnd: bool):
+    """The arch35 backward's sparse-mode value check (CheckVarLenSparseModeValue, or CheckSparseModeValue on
+    the BSND path), with or without a mask, on the mode as uint32: failure or None."""
+    mode = a.sparseMode & 0xFFFFFFFF
+    if mode > 8 or (mode == 5 and not as_bsnd):
+        return f"Var len not support sparse mode {mode}.", "tiling.tnd_sparse_mode"
     return None
 
 
@@ -352,14 +371,17 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
     return PackedPse("alibi", form.heads, alibi_batches=pse.shape[0], alibi_width=pse.shape[-1]), None
 
 
-def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False):
+def backward_pse(
+    a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False, tokens=None
+):
     """ProcessPseInfo of the backward's TND tilings: (PackedPse, failure). Slopes must be exactly [N1]
     or [B, N1]; a 1-D pse is packed, told by its length (N1·`key_tokens` or N1·ΣS1b·S2b); else only
     the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >= max S1, nextTokens 0)
     passes. On Atlas A2/A3 B is grad_batch_count's and `key_tokens` the key's rows (T2); with `arch35`
     (..._regbase.cpp ProcessPseInfo) B counts every batch, `key_tokens` is the last actualSeqKvLen,
     and the slopes' mode rules (of the sparseMode attribute, mask or not, with the arch35 start
-    indices) come before their shape."""
+    indices) come before their shape. `tokens`: the corrected (preTokens, nextTokens) of the arch35
+    BSND path (default: _grad_tokens')."""
     shape, count = tuple(pse.shape), batches.count if arch35 else grad_batch_count(batches)
     if a.pseType in (2, 3):
         if arch35:
@@ -382,7 +404,7 @@ def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: in
     if len(shape) != 4:
         return None, (f"The shape of pse is not 4 dimensions, got {len(shape)}", "tiling.pse_rank")
     s1, s2 = batches.longest
-    pre, nxt = _grad_tokens(a, mode, masked)
+    pre, nxt = tokens or _grad_tokens(a, mode, masked)
     if s1 <= pre and nxt == 0 and shape[0] in (1, count) and shape[1:] == (heads, ALIBI_ROWS, s2):
         return PackedPse("alibi", heads, alibi_batches=shape[0], alibi_width=s2), None
     return None, (

@@ -11,13 +11,16 @@ then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): t
 V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the arch35 order).
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.varlen import strided_mask_reads
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
+from .checks_arch35 import _arch35_tokens, _check_drop_mask_arch35, _check_shape_attrs_arch35
 from .common import (
     UNESTABLISHED,
     V2_OFFSET,
@@ -68,10 +71,22 @@ TND_GAPS = Gaps(
     UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 whose last two dimensions are not "
-        "[max S1, max S2] (the arch35 backward tiling checks only its first two; its reads of such a mask, rows the "
-        "last dimension apart, and the all-lengths-equal path's size check are not modelled)"
+        "tnd_all_same_prefix": "sparseMode 5 with an attenMask and every batch of the same lengths on Ascend910_95 "
+        "(Unpadding V1-V5: the arch35 backward runs them as BSND, whose prefix mode is not modelled for TND)",
+        "tnd_all_same_alibi": "the alibi pse [1|B, N1, 1024, max S2] with every batch of the same lengths S1 != S2 on "
+        "Ascend910_95 (Unpadding V1-V5: the arch35 backward runs them as BSND, whose kernels anchor the alibi at "
+        "S1 - 1024, not max S2 - 1024; not modelled)",
     },
+)
+TND_READ_PAST = Gaps(
+    UNPADDINGS[0],
+    "refused",
+    {
+        "tnd_mask_short": "an attenMask with inputLayout TND on Ascend910_95 holding fewer elements than the "
+        "kernels read (the arch35 backward tiling checks its first two dimensions only; the kernels read each "
+        "batch's rows the last dimension apart from its packed offset)"
+    },
+    code=NULLPTR,
 )
 TND_UNESTABLISHED = Gaps(
     UNPADDINGS[0],
@@ -451,15 +466,26 @@ def _prepare_tnd(a, s: _Shape, env):
         if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
             shape = None if stats is None else list(stats.shape)
             _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
-    mode, mask = a.sparseMode, _present(a.attenMaskOptional)
+    mode, mask, arch35 = a.sparseMode, _present(a.attenMaskOptional), env.soc == ARCH35
+    as_bsnd = arch35 and tnd.runs_as_bsnd(a, batches)
+    if arch35:
+        _fail(tnd.check_grad_sparse_mode_arch35(a, as_bsnd))
+        if as_bsnd and mode == 5 and mask is not None:
+            TND_GAPS.refuse("tnd_all_same_prefix", f"lengths {batches.q[0]}, {batches.kv[0]} in every batch")
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        compressed, arch35 = TND_COMPRESSED.get(mode), env.soc == ARCH35
+        compressed = TND_COMPRESSED.get(mode)
         _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
-        if arch35 and mask.ndim == 4 and compressed is None and tuple(mask.shape[2:]) != batches.longest:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}, max S1, S2 {list(batches.longest)}")
-    _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35))
-    form = _tnd_pse(a, s, batches, mode, mask is not None, env)
+        if arch35 and compressed is None:
+            _check_mask_size_arch35(mask, batches, as_bsnd)
+    tokens = None
+    if as_bsnd:  # ProcessTokensInfo of the BSND path: the pad-scene correction and check
+        tokens = _arch35_tokens(a, SimpleNamespace(s1=batches.q[0], s2=batches.kv[0]), mode & 0xFFFFFFFF)
+    else:
+        _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, arch35))
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens)
+    if as_bsnd and form is not None and form.form == "alibi" and batches.q[0] != batches.kv[0]:
+        TND_GAPS.refuse("tnd_all_same_alibi", f"S1 {batches.q[0]}, S2 {batches.kv[0]} in every batch")
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
@@ -490,7 +516,20 @@ def _prepare_tnd(a, s: _Shape, env):
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 
 
-def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
+def _check_mask_size_arch35(mask, batches, as_bsnd):
+    """An uncompressed mask on the arch35 backward: the BSND path's CheckAttenMaskShape (its last two
+    dimensions must hold S1·S2 elements); then a mask the kernels would read past the end of is refused
+    (the TND path checks no size)."""
+    rows, cols = mask.shape[-2:]
+    s1, s2 = batches.longest
+    if as_bsnd and rows * cols < s1 * s2:
+        fail("tiling.mask_shape", f"atten mask shape [{rows},{cols}] is invalid.")
+    reads = strided_mask_reads(tuple(mask.shape), batches.q, batches.kv)
+    if reads > mask.numel:
+        TND_READ_PAST.refuse("tnd_mask_short", f"attenMask {list(mask.shape)}, the kernels read {reads} elements")
+
+
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
     """ProcessPseInfo of the TND tilings (after the sparse-mode and token processing): the pse's dtype,
     then its form (tnd.backward_pse). The arch35 one checks pseType first, with or without a pse, and
     has no check of a pseType without a pse."""
@@ -506,7 +545,7 @@ def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
         fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
     # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
     key_tokens = (batches.cu_kv[-1] if batches.cu_kv else 0) if arch35 else a.keyIn.shape[0]
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35)
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens)
     _fail(problem)
     return form
 
