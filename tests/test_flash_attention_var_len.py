@@ -466,21 +466,42 @@ def test_arch35_backward_checks_the_sparse_mode_without_a_mask_unless_lengths_ar
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_arch35_backward_s_bsnd_path_leaves_two_cases_unmodelled(chip):
-    """Ascend910_95, every batch of the same lengths (the BSND path): sparse mode 5 with a mask, and the
-    alibi pse with S1 != S2 (the BSND kernels anchor it at S1 - 1024) return 561003, saying why."""
+def test_arch35_backward_s_bsnd_path_with_prefix_mode_and_a_mask_is_not_modelled(chip):
+    """Ascend910_95, every batch of the same lengths (the BSND path): sparse mode 5 with a mask returns
+    561003, saying why."""
     rng = np.random.default_rng(17)
     q, k = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32)
-    mask = np.zeros((2, 1, 30, 40), np.uint8)
     with pytest.raises(ae.AclnnError) as error:
-        _unpadding(q, k, [30, 60], [40, 80], mask=mask, sparse_mode=5)
+        _unpadding(q, k, [30, 60], [40, 80], mask=np.zeros((2, 1, 30, 40), np.uint8), sparse_mode=5)
     assert error.value.status == 561003
     assert "sparseMode 5 with an attenMask and every batch of the same lengths" in str(error.value)
-    alibi = np.zeros((1, 4, 1024, 40), FP16)
-    with pytest.raises(ae.AclnnError) as error:
-        _unpadding(q, k, [30, 60], [40, 80], mask=MASK, pse=alibi, sparse_mode=2)
-    assert error.value.status == 561003
-    assert "anchor the alibi at S1 - 1024" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_s_bsnd_path_anchors_the_alibi_at_s1(chip):
+    """Ascend910_95, batches of 30 queries and 40 keys each, left-up causal: the backward runs as BSND and
+    reads the alibi [B, N1, 1024, 40] at row 1024 - S1 + i (pse.h PseAlibiComputeOffset, non-TND branch),
+    not 1024 - maxS2 + i as TND. The forward refuses this alibi (S1 != S2), so its statistics come from
+    the same terms as a 1-D packed pse; the gradients against torch.autograd."""
+    rng = np.random.default_rng(18)
+    cu_q, cu_kv = [30, 60], [40, 80]
+    q, k, v = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32), _make(rng, FP16, 80, 2, 32)
+    dy, scale = _make(rng, FP16, 60, 4, 32), 0.125
+    alibi = cast_round(rng.standard_normal((2, 4, 1024, 40)), FP16)
+    terms = alibi[:, :, 1024 - 30 :, :]  # [B, N1, S1, S2]
+    attrs = (scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 2, 1)
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, terms.reshape(-1), None, None, MASK, None, cu_q, cu_kv, None, None, *attrs
+    )
+    causal = lambda b, s1, s2: np.arange(s2)[None, :] > np.arange(s1)[:, None]  # noqa: E731
+    pse = lambda b, s1, s2: np.asarray(terms[b], np.float64)  # noqa: E731
+    want_out, grads = _reference(q, k, v, dy, scale, cu_q, cu_kv, pse=pse, mask=causal)
+    _assert_close("attention_out", out, want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, alibi, None, None, MASK, smax, ssum, None, out, None, cu_q, cu_kv, None, None, *attrs
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

@@ -1952,8 +1952,8 @@ MUTATIONS = [
     Mutation(
         "varlen-pse-alibi-rows-off-by-one",
         VARLEN_PSE,
-        "first = width - rows  #",
-        "first = width - rows - 1  #",
+        "first = (self.alibi_anchor or width) - rows  #",
+        "first = (self.alibi_anchor or width) - rows - 1  #",
         VARLEN_TESTS,
     ),
     Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
@@ -2238,6 +2238,20 @@ MUTATIONS = [
         FAG_CHECKS,
         "    if as_bsnd and rows * cols < s1 * s2:",
         "    if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "tnd-arch35-grad-bsnd-alibi-anchored-at-max-s2",
+        FAG_CHECKS,
+        "    return replace(form, alibi_anchor=s1)",
+        "    return form",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-pse-alibi-anchor-ignored",
+        VARLEN_PSE,
+        "first = (self.alibi_anchor or width) - rows  #",
+        "first = width - rows  #",
         VARLEN_OP_TESTS,
     ),
     Mutation(

@@ -11,10 +11,12 @@ then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): t
 V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the arch35 order).
 """
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.kernels.flash_attention.varlen import strided_mask_reads
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
@@ -73,9 +75,9 @@ TND_GAPS = Gaps(
     {
         "tnd_all_same_prefix": "sparseMode 5 with an attenMask and every batch of the same lengths on Ascend910_95 "
         "(Unpadding V1-V5: the arch35 backward runs them as BSND, whose prefix mode is not modelled for TND)",
-        "tnd_all_same_alibi": "the alibi pse [1|B, N1, 1024, max S2] with every batch of the same lengths S1 != S2 on "
-        "Ascend910_95 (Unpadding V1-V5: the arch35 backward runs them as BSND, whose kernels anchor the alibi at "
-        "S1 - 1024, not max S2 - 1024; not modelled)",
+        "tnd_all_same_alibi": "the alibi pse [1|B, N1, 1024, max S2] with every batch of the same lengths, S1 > 1024, "
+        "on Ascend910_95 (Unpadding V1-V5: the arch35 backward runs them as BSND, whose kernels read the rows above "
+        "the last 1024 by another anchoring; not modelled)",
     },
 )
 TND_READ_PAST = Gaps(
@@ -484,8 +486,8 @@ def _prepare_tnd(a, s: _Shape, env):
     else:
         _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, arch35))
     form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens)
-    if as_bsnd and form is not None and form.form == "alibi" and batches.q[0] != batches.kv[0]:
-        TND_GAPS.refuse("tnd_all_same_alibi", f"S1 {batches.q[0]}, S2 {batches.kv[0]} in every batch")
+    if as_bsnd and form is not None and form.form == "alibi":
+        form = _bsnd_alibi(form, batches)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
@@ -527,6 +529,16 @@ def _check_mask_size_arch35(mask, batches, as_bsnd):
     reads = strided_mask_reads(tuple(mask.shape), batches.q, batches.kv)
     if reads > mask.numel:
         TND_READ_PAST.refuse("tnd_mask_short", f"attenMask {list(mask.shape)}, the kernels read {reads} elements")
+
+
+def _bsnd_alibi(form, batches):
+    """The alibi on the arch35 backward's BSND path: pse.h PseAlibiComputeOffset's non-TND branch reads
+    row i − (S1 − 1024), column j, of block b % P for every row when S1 <= 1024 (its other branch, for the
+    rows above when S1 > 1024, is the TND read of a Toeplitz pse when S1 = S2 and otherwise not modelled)."""
+    s1 = batches.q[0]
+    if s1 > ALIBI_ROWS and s1 != batches.kv[0]:
+        TND_GAPS.refuse("tnd_all_same_alibi", f"S1 {s1}, S2 {batches.kv[0]} in every batch")
+    return replace(form, alibi_anchor=s1)
 
 
 def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
