@@ -190,6 +190,13 @@ def fag_tnd_pse(soc):
     return as_entry(entry, entry, fag_tnd(soc), pseShiftOptional=T((32,)))
 
 
+def fag_tnd_mask_wide(soc):
+    """fag_tnd with a [B, 1, 7, 12] mask (Ascend910_95: the arch35 backward checks a 4-D mask's first two
+    dimensions only and reads its rows 12 apart)."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    return as_entry(entry, entry, fag_tnd(soc), attenMaskOptional=T((2, 1, 7, 12), "UINT8"))
+
+
 def _for_entry(name: str, make, entry: str):
     return _named(name, lambda soc: make(soc, entry))
 
@@ -338,4 +345,4 @@ BASELINES = {
 }
 # the TND pse forms
 BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
-BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL),)
+BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL), (fag_tnd_mask_wide, ("Ascend910_95",)))
