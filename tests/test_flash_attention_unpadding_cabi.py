@@ -108,6 +108,15 @@ def _expected():
                 f"{entry}.mask.rows": NULLPTR,
                 f"{entry}.ok.mask_trailing_empty": 0,
                 f"{entry}.mask.trailing_empty_counted": NULLPTR,
+                # arch32 CheckAttenMaskShape: an uncompressed 4-D mask's last two dimensions are [maxS1, maxS2];
+                # a 2-D one is [maxS1, maxS2] or [T1, T2]
+                f"{entry}.mask.last_dims_wider": NULLPTR,
+                f"{entry}.mask.two_d_other_shape": NULLPTR,
+                f"{entry}.mask.two_d_read_past": NULLPTR,
+                f"{entry}.mask.all_same_last_dims_wider": NULLPTR,
+                f"{entry}.mask.all_same_too_small": NULLPTR,
+                # arch32 ProcessTokensInfo (TND): mode 0 needs preTokens + nextTokens > 0 in every batch
+                f"{entry}.tokens.all_same_mode0_sum_zero": NULLPTR,
             }
         )
     for entry in ("UnpaddingV2", "UnpaddingV5"):
@@ -117,8 +126,13 @@ def _expected():
                 # tiling ProcessPseInfo: slopes exactly [N1] or [B, N1]; no sparse mode 7; a pseType other
                 # than 1 needs a pse
                 f"{entry}.pse.slopes_size": NULLPTR,
+                # [B, N1] slopes with a trailing empty batch: the arch32 B leaves it out (161001)
+                f"{entry}.pse.slopes_trailing_empty": NULLPTR,
                 f"{entry}.pse.slopes_mode7": NULLPTR,
                 f"{entry}.pse.null_type0": NULLPTR,
+                # pseType 5 without a pse: arch32 ProcessPseInfo (a pseType other than 1 needs a pse); the
+                # arch35 ProcessPseInfo checks pseType < 4 first
+                f"{entry}.pse.type_5_without_pse": NULLPTR,
             }
         )
     for entry in ("UnpaddingV3", "UnpaddingV5"):
@@ -127,21 +141,31 @@ def _expected():
 
 
 EXPECTED = _expected()
-# Ascend910_95: the arch35 varlen kernels' pse reads are not modelled (561003, rule not_implemented.tnd_pse);
-# no arch35 tiling checks a pseType without a pse.
-ARCH35 = {rule: 561003 for rule in EXPECTED if ".pse." in rule or ".ok.pse" in rule}
-ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
-# A 4-D TND mask on Ascend910_95: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
-# SetAttenMaskShapeType checks dimensions 0 and 1 only, against a B that counts every batch (GetShapeAttrsInfo:
-# b = the lengths' count), so the trailing empty batch counts; its CheckAttenMaskShape skips TND. The reads of
-# a mask whose last two dimensions are not [max S1, max S2] are not modelled (561003, rule
-# not_implemented.tnd_mask_shape).
+# Ascend910_95, the TND pse: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp ProcessPseInfo
+# checks pseType < 4 first, with or without a pse, and no pseType without a pse; its 1-D pse is N1*t2 with t2 the last
+# actualSeqKvLen (GetShapeAttrsInfo), not the key's rows.
+ARCH35 = {f"{entry}.pse.null_type0": 0 for entry in ("UnpaddingV2", "UnpaddingV5")}
+for entry in UNPADDINGS:
+    ARCH35.update({f"{entry}.ok.pse_one_row_of_key_t": NULLPTR, f"{entry}.pse.one_row_of_kv_sum": 0})
+# ... and its ProcessInnerPseInfo compares [B, N1] slopes with a B that counts every batch (GetShapeAttrsInfo)
+ARCH35.update({f"{entry}.pse.slopes_trailing_empty": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
+# A TND mask on Ascend910_95: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
+# SetAttenMaskShapeType checks a 4-D mask's dimensions 0 and 1 only, against a B that counts every batch
+# (GetShapeAttrsInfo: b = the lengths' count), so the trailing empty batch counts, and no 2-D shape; its
+# CheckAttenMaskShape skips TND. The kernels read batch b's rows the mask's last dimension apart (attenmask.h
+# ComputeOffsetForNoCompress): a mask they would read past the end of is refused (161001, rule
+# refused.tnd_mask_short: mask.rows, two_d_read_past). With every batch of the same lengths (isAllSame,
+# ProcessSparseModeInfo) the layout becomes BSND: CheckAttenMaskShape then needs rows x columns >= S1 x S2, and
+# ProcessTokensInfo checks the pad scene (preTokens + nextTokens >= 0).
 for entry in UNPADDINGS:
     ARCH35.update(
         {
-            f"{entry}.mask.rows": 561003,
             f"{entry}.ok.mask_trailing_empty": NULLPTR,
             f"{entry}.mask.trailing_empty_counted": 0,
+            f"{entry}.mask.last_dims_wider": 0,
+            f"{entry}.mask.two_d_other_shape": 0,
+            f"{entry}.mask.all_same_last_dims_wider": 0,
+            f"{entry}.tokens.all_same_mode0_sum_zero": 0,
         }
     )
 BY_FAMILY = {

@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
                                                                    c.softmaxLayout = "same_as_input"; });
     report("UnpaddingV4.softmax_layout.unknown", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "NTD"; });
     report("UnpaddingV4.null.all_but_dq_present", [](Cfg &c) { c.entry = "UnpaddingV4"; c.null.insert("dqOut"); });
-    // The TND pse (ProcessPseInfo of the arch32 tilings); batches 16x24 and 24x24, N1 = 2, T2 = 48
+    // The TND pse (ProcessPseInfo); batches 16x24 and 24x24, N1 = 2, T2 = 48 (56 key rows: one_row_of_*)
     for (const char *e : unpaddings) {
         std::string entry = e;
         auto pse = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasPse = true; c.pse = shape; };
@@ -232,15 +232,30 @@ int main(int argc, char **argv) {
                                                    c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
         report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
         report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
+        // other last dimensions, and 2-D masks of another shape; batches 16x24 and 24x24, then 24x24 twice
+        auto masked = [&](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".mask.last_dims_wider", [&](Cfg &c) { masked(c, {2, 1, 24, 30}); });
+        report(entry + ".mask.two_d_other_shape", [&](Cfg &c) { masked(c, {24, 30}); });
+        report(entry + ".mask.two_d_read_past", [&](Cfg &c) { masked(c, {20, 30}); });
+        auto same = [&](Cfg &c, Shape shape) { masked(c, shape); c.cuQ = {24, 48}; c.t1 = 48; };
+        report(entry + ".mask.all_same_last_dims_wider", [&](Cfg &c) { same(c, {2, 1, 24, 30}); });
+        // one batch: 25 x 20 holds the 23 * 20 + 24 elements read, fewer than S1 x S2
+        report(entry + ".mask.all_same_too_small", [&](Cfg &c) { masked(c, {1, 1, 25, 20}); c.cuQ = {24};
+                                                                 c.cuKv = {24}; c.t1 = 24; c.t2 = 24; });
+        report(entry + ".tokens.all_same_mode0_sum_zero", [&](Cfg &c) { same(c, {24, 24}); c.sparse = 0; c.pre = -3;
+                                                                       c.next = 3; });
     }
     for (const char *e : {"UnpaddingV2", "UnpaddingV5"}) {
         std::string entry = e;
         auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
         report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
         report(entry + ".pse.slopes_size", [&](Cfg &c) { slopes(c); c.pse = {3}; });
+        report(entry + ".pse.slopes_trailing_empty", [&](Cfg &c) { slopes(c); c.pse = {3, 2}; c.cuQ = {16, 40, 40};
+                                                                   c.cuKv = {24, 48, 48}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });
         report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
+        report(entry + ".pse.type_5_without_pse", [&](Cfg &c) { c.entry = entry; c.pseType = 5; });
     }
     report("UnpaddingV3.ok.rope", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
                                                c.hasMask = true; c.sparse = 3; c.run = true; });
