@@ -807,3 +807,81 @@ def test_fia_v3_consistency_rules(chip, case):
     with pytest.raises(ae.errors.TilingError, match=re.escape(message)) as failure:
         run_fia(version=4, **call)
     assert failure.value.status == 561002
+
+
+def _tnd_sink_call(sink):
+    """TND bf16 with quantScale2: off RouteToFia (CheckGqaFeatureSupport refuses quantScale2) and
+    IsUsingFAI (a sink), so A2/A3 take the PFA route; batches of 40 and 24 query/key rows."""
+    t, n, n2, d = 64, 4, 2, 128
+    q = RNG.standard_normal((t, n, d)).astype(BF16)
+    k, v = (RNG.standard_normal((t, n2, d)).astype(BF16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(t, n, 1),
+        quantScale2Optional=np.ones(1, np.float32),
+        learnableSinkOptional=sink,
+        actualSeqLengthsOptional=(40, 64),
+        actualSeqLengthsKvOptional=(40, 64),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="TND",
+    )
+    return (q, k, v), out, lse
+
+
+def test_sink_on_the_a2_pfa_tnd_route():
+    """A2/A3 PFA route, TND: the base-API var-len kernels take the sink
+    (prompt_flash_attention_s1s2_bns1_mla_baseapi.h: after the last key block the row sum gains
+    exp(sink - max), the max does not see it); softmaxLse (the second pass) includes it."""
+    sink = (RNG.standard_normal(4) * 2 + 1).astype(BF16)
+    (q, k, v), out, lse = _tnd_sink_call(sink)
+    for r0, r1 in ((0, 40), (40, 64)):
+        bnsd = [x[r0:r1].transpose(1, 0, 2)[None] for x in (q, k, v)]
+        want = golden.attention(*bnsd, scale=128**-0.5, kv_block=128, sink=sink.astype(np.float32))
+        _meets(out[r0:r1].transpose(1, 0, 2)[None], want, BF16)
+        _lse_meets(lse[r0:r1, :, 0].T[None], want.lse)
+
+
+def test_sink_on_the_a2_pfa_tnd_route_moves_the_output():
+    """The same call without the sink differs (the sink test above can fail)."""
+    _, with_sink, _ = _tnd_sink_call(np.full(4, 4, BF16))
+    _, without, _ = _tnd_sink_call(None)
+    assert np.abs(with_sink.astype(np.float32) - without.astype(np.float32)).max() > 0.1
+
+
+def _ignored_sink_case(s1, d):
+    n = 4
+    q = RNG.standard_normal((1, n, s1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 48, d)).astype(np.float16) for _ in range(2))
+    common = dict(query=q, key=[k], value=[v], out_shape=q.shape, lse_shape=(1, n, s1, 1), numHeads=n,
+                  numKeyValueHeads=2, scaleValue=0.125, inputLayout="BNSD")  # fmt: skip
+    return common, np.full(n, 5, BF16)
+
+
+@pytest.mark.parametrize(
+    "chip,s1,d,where",
+    [
+        ("Ascend910B", 1, 32, "the IFA kernels"),
+        ("Ascend910_93", 16, 32, "the PFA kernels outside TND"),
+        ("Ascend910_95", 16, 128, "Ascend910_95's kernels"),
+        ("Ascend910_95", 1, 64, "Ascend910_95's kernels"),
+    ],
+    indirect=["chip"],
+)
+def test_sink_is_ignored_where_the_kernels_do_not_take_it(chip, s1, d, where, capfd):
+    """The A2/A3 IFA kernels (fused_infer_attention_score.cpp passes them no learnableSink), the
+    A2/A3 PFA kernels outside TND (prompt_flash_attention_arch32.h hands it to the TND base-API
+    kernels only) and both Ascend910_95 families (fused_infer_attention_score_apt.cpp passes it to
+    neither; the 8.5 arch35 tilings never read it): the call succeeds, attentionOut and softmaxLse
+    are those without the sink, bit for bit, and a warning says the sink was ignored."""
+    common, sink = _ignored_sink_case(s1, d)
+    capfd.readouterr()
+    out, lse = run_fia(learnableSinkOptional=sink, **common)
+    assert f"learnableSink is ignored: {where}" in capfd.readouterr().err
+    plain, plain_lse = run_fia(**common)
+    assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
+    assert np.array_equal(lse.view(np.uint32), plain_lse.view(np.uint32))

@@ -23,10 +23,10 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
     "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
-    "paged_prefill",
+    "paged_prefill", "sink", "sink_ifa_route", "sink_pfa_route",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd",
+    "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "pfa_tnd_sink", "pfa_tnd_d192",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -58,6 +58,11 @@ A2_TILING = {
     "pfa_dequant_query_rope": "CheckDequantParams",
     "pfa_antiquant_mode": "CheckDequantParams",
     "pfa_query_quant_mode": "ConvertAttrsPFA",
+    # prompt_flash_attention_tiling.cpp CheckLearnableSinkWhenLayoutIsTND (inside
+    # CheckInputShapeWhenLayoutIsTND): sink [N], value D 64/128
+    "pfa_tnd_sink_rank": "CheckLearnableSinkWhenLayoutIsTND",
+    "pfa_tnd_sink_n": "CheckLearnableSinkWhenLayoutIsTND",
+    "pfa_tnd_sink_dv": "CheckLearnableSinkWhenLayoutIsTND",
     "pfa_padding_kv_lengths": "CheckParamsPFA",
     "pfa_padding_shape": "CheckParamsPFA",
 }

@@ -161,6 +161,21 @@ static Case Small(int64_t s) {
     return c;
 }
 
+// TND bf16, batches of 40 and 24 rows: with D 128 and quantScale2 (or D 192, MHA) off the FIA-V3 route.
+static Case PfaTnd(int64_t d) {
+    Case c;
+    c.layout = "TND";
+    c.q = c.out = T({64, 8, d}, ACL_BF16);
+    c.lse = T({64, 8, 1}, ACL_FLOAT);
+    c.k = c.v = {T({64, 2, d}, ACL_BF16)};
+    if (d == 128) c.opt["quantScale2"] = T({1}, ACL_FLOAT);
+    if (d == 192) c.k = c.v = {T({64, 8, d}, ACL_BF16)};  // value D 192 needs G = 1
+    if (d == 192) c.kvHeads = 8;
+    c.hasActQ = c.hasActKv = true;
+    c.actQ = c.actKv = {40, 64};
+    return c;
+}
+
 int main() {
     aclrtStream stream = nullptr;
     if (SetUp(&stream) != 0) return 1;
@@ -181,6 +196,11 @@ int main() {
     c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
     // The PFA tiling takes FIA's pseShift [B|1, N, S1, S2] (ConvertContextToParamsPFA; arch35 PromptFlashAttentionTilingV2).
     c = Small(16); c.opt["pseShift"] = T({1, 8, 16, 80}); REPORT("ok.pse_pfa_route", Call(c, stream));
+    // learnableSink: the FIA-V3 kernels take it (A2/A3, D 128); the A2/A3 IFA kernels, the A2/A3 PFA
+    // kernels outside TND and Ascend910_95's kernels ignore it, and the call succeeds.
+    c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink", Call(c, stream));
+    c = Small(1); c.lseFlag = true; c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink_ifa_route", Call(c, stream));
+    c = Small(16); c.lseFlag = true; c.opt["learnableSink"] = T({3}, ACL_BF16); REPORT("ok.sink_pfa_route", Call(c, stream));
     // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant", Call(c, stream));
@@ -188,7 +208,6 @@ int main() {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
         REPORT("a2.ok.lse_d64", Call(c, stream));
-        c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.sink", Call(c, stream));
         c = Mla(); c.version = 3; REPORT("a2.ok.mla_rope", Call(c, stream));
         // S = 1 without rope is the "legacy IFA" shape: GetUpdateInfo sets sparse mode 0 before the checks.
         c = Paged(true); c.sparseMode = 3; REPORT("a2.ok.legacy_ifa_sparse_ignored", Call(c, stream));
@@ -251,6 +270,13 @@ int main() {
         REPORT("a2.tiling.pfa_dequant_query_rope", Call(c, stream));
         c = Small(16); c.queryQuantMode = 1; REPORT("a2.tiling.pfa_query_quant_mode", Call(c, stream));
         c = Small(16); c.antiquantMode = 1; REPORT("a2.tiling.pfa_antiquant_mode", Call(c, stream));
+        // TND bf16 with quantScale2 is off RouteToFia and IsUsingFAI: the PFA tiling's
+        // CheckLearnableSinkWhenLayoutIsTND, then its TND base-API kernels with the sink.
+        c = PfaTnd(128); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.pfa_tnd_sink", Call(c, stream));
+        c = PfaTnd(128); c.opt["learnableSink"] = T({8, 1}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_rank", Call(c, stream));
+        c = PfaTnd(128); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_n", Call(c, stream));
+        c = PfaTnd(192); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_dv", Call(c, stream));
+        c = PfaTnd(192); REPORT("a2.ok.pfa_tnd_d192", Call(c, stream));
         // CheckParamsPFA's left-padding rules.
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

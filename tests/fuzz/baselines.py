@@ -260,6 +260,23 @@ def fia_paged(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_sink(soc):
+    """Decode with a learnable sink: the FIA-V3 kernels take it on Atlas A2/A3, Ascend910_95's ignore it."""
+    return as_entry("FusedInferAttentionScoreV4", "FusedInferAttentionScoreV4", fia(soc, s1=1),
+                    learnableSinkOptional=T((4,), "BF16"))  # fmt: skip
+
+
+def fia_sink_tnd(soc):
+    """TND bf16 with quantScale2 and a sink: the A2/A3 PFA route's TND kernels, which take the sink."""
+    q, out = T((48, 4, 64), "BF16"), T((48, 4, 64), "BF16")
+    k, v = T((48, 2, 64), "BF16"), T((48, 2, 64), "BF16")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
+                      quantScale2Optional=T((1,), "FLOAT"), learnableSinkOptional=T((4,), "BF16"),
+                      actualSeqLengthsOptional=(16, 48), actualSeqLengthsKvOptional=(16, 48), numHeads=4,
+                      scaleValue=0.125, preTokens=2147483647, nextTokens=2147483647, inputLayout="TND",
+                      numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out, softmaxLse=T((48, 4, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -322,7 +339,7 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
-    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL)),
+    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_sink, ALL), (fia_sink_tnd, A2_A3)),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),

@@ -42,7 +42,6 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
-        "sink": "learnableSink on the IFA/PFA routes",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
     },
 )
@@ -61,8 +60,6 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("rope")
     if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
-    if a.learnableSinkOptional is not None:
-        NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
     paged = prompt and a.blockTableOptional is not None
@@ -154,6 +151,23 @@ def _before_checks(a, env, prompt: bool) -> None:
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
+
+
+def _applied_sink(a, env, prompt: bool):
+    """The learnableSink the route's kernels apply, or None (a NULL or empty one: the tiling's
+    hasLearnableSink). Only the A2/A3 PFA TND kernels take it (prompt_flash_attention_arch32.h hands
+    it to the base-API var-len kernels alone); the A2/A3 IFA kernels and both Ascend910_95 kernel
+    families never receive it (fused_infer_attention_score{,_apt}.cpp), so there it is ignored."""
+    sink = a.learnableSinkOptional
+    if sink is None or sink.is_empty:
+        return None
+    if prompt and not on_arch35(env) and a.inputLayout == "TND":
+        return sink
+    where = (
+        "Ascend910_95's kernels" if on_arch35(env) else ("the PFA kernels outside TND" if prompt else "the IFA kernels")
+    )
+    env.warn(f"learnableSink is ignored: {where} do not take it (CANN 8.5), so the output is that without a sink")
+    return None
 
 
 def _separate_antiquant(a) -> bool:
@@ -280,6 +294,7 @@ def incre(a, env):
     separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
+    sink = _applied_sink(a, env, prompt=False)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
@@ -309,7 +324,7 @@ def incre(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env))
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), sink)
 
 
 def prompt(a, env):
@@ -319,6 +334,7 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True)
+    sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     key, value = key.items[0], value.items[0]
     if facts is not None:
@@ -348,6 +364,7 @@ def prompt(a, env):
         sparseMode=a.sparseMode,
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
+        learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
@@ -356,12 +373,13 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
-    return _with_lse(a, env, out)
+    return _with_lse(a, env, out, sink)
 
 
-def _with_lse(a, env, out):
+def _with_lse(a, env, out, sink):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
-    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND), with
+    the sink only where the route's kernels apply it."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -375,7 +393,7 @@ def _with_lse(a, env, out):
             rule="tiling.softmax_lse",
         )
     INFERRED.warn(env, "lse_pass")
-    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False)
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, sink=sink is not None)
 
     def run(workspace):
         if out.run is not None:

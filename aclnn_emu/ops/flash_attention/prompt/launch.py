@@ -38,6 +38,7 @@ def _launch(
     scale = a.scaleValue
     int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
+    sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
 
     def run(workspace):
         q, k, v = (
@@ -53,6 +54,7 @@ def _launch(
                 deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
             )
         out_quant = None if quant2 is None else output_quant(*quant2, heads)
+        sink = None if sink_t is None else sink_t.read("learnableSink").astype(np.float32)
         common = dict(
             scale=scale,
             bands=bands,
@@ -62,6 +64,7 @@ def _launch(
             precision=precision,
             row_invalid=row_invalid,
             pse=None if read_pse is None else read_pse(),
+            stats=None if sink is None else pfa.RowStats(sink=sink),
         )
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
