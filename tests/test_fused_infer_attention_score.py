@@ -885,3 +885,55 @@ def test_sink_is_ignored_where_the_kernels_do_not_take_it(chip, s1, d, where, ca
     plain, plain_lse = run_fia(**common)
     assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
     assert np.array_equal(lse.view(np.uint32), plain_lse.view(np.uint32))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize(
+    "layout,cache_layout", [("BNSD", None), ("BSH", None), ("BSND", None), ("BNSD", "BnNBsD"), ("BSH", "BnBsH")]
+)
+def test_arch35_rope_takes_the_pfa_rope_kernels(chip, dtype, layout, cache_layout):
+    """Ascend910_95, D 128 + rope 64 (PromptFlashAttentionTilingV2 CheckRope: PFARope): the kernels
+    take [q, qr] against [k, kr] as one head of D 192 (config DAligned192_DVAligned128), so the
+    numerics are the arch35 PFA ones over the joined heads; causal, ragged key lengths, dense or
+    paged (the keyRope cache gathered like the key's); softmaxLse includes the rope scores."""
+    b, n, n2, s1, s2, d, bs = 2, 4, 2, 40, 200, 128, 128
+    act_kv = [200, 90]
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    qr = RNG.standard_normal((b, n, s1, 64)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s2, d)).astype(dtype) for _ in range(2))
+    kr = RNG.standard_normal((b, n2, s2, 64)).astype(dtype)
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    to["BSH"] = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+    keys, paged = dict(key=[to[layout](k)], value=[to[layout](v)], keyRopeOptional=to[layout](kr)), {}
+    if cache_layout is not None:
+        caches = [_paged(x, bs, cache_layout, np.random.default_rng(5)) for x in (k, v, kr)]
+        keys = dict(key=[caches[0][0]], value=[caches[1][0]], keyRopeOptional=caches[2][0])
+        paged = dict(blockTableOptional=caches[0][1], blockSize=bs)
+    out, lse = run_fia(
+        version=3,
+        query=to[layout](q),
+        queryRopeOptional=to[layout](qr),
+        out_shape=to[layout](q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=192**-0.5,
+        inputLayout=layout,
+        sparseMode=3,
+        **keys,
+        **paged,
+    )
+    back = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    back["BSH"] = lambda x: x.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    kw = dict(scale=192**-0.5, sparse_mode=3, act_kv=act_kv)
+    joined_q, joined_k = np.concatenate([q, qr], axis=-1), np.concatenate([k, kr], axis=-1)
+    want = pfa_golden.attention(joined_q, joined_k, v, high_precision=True, **kw)
+    fia_want = golden.attention(q, k, v, kv_block=512, has_mask=True, rope=(qr, kr), **kw)
+    message = precision.failure(back[layout](out).astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)
+    without_rope = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
+    assert precision.failure(back[layout](out).astype(np.float64), without_rope.out, np.dtype(dtype).name) is not None

@@ -101,12 +101,24 @@ ARCH35_TILING = {
     "paged_block_table_rank": "CheckBlockTableShape",
     "paged_actual_kv_negative": "CheckPACrossover",
     "paged_shared_prefix": "CheckPACrossover",
+    "rope_pair": "CheckRope",
+    "rope_d": "GetAndCheckRopeShape",
+    "rope_shape": "GetAndCheckRopeShape",
+    "rope_head_d": "GetAndCheckRopeShape",
+    "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
+    "paged_key_rope_rank": "CheckBlockTableShape",
+    "paged_key_rope_cache": "CheckPACacheShape",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
     "int4_v2": NOT_IMPLEMENTED,
     "query_quant.decode": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
+    "arch35.ok.rope": SUCCESS,
+    "arch35.ok.paged_rope": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (rope): after CheckRope, D 512 (IFA MLA) and S = 1
+    "arch35.not_implemented.rope_decode": NOT_IMPLEMENTED,
+    "arch35.not_implemented.rope_mla": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
     # CheckPACacheShape accepts it; a TND query
     "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,

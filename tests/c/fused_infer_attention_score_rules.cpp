@@ -161,6 +161,15 @@ static Case Small(int64_t s) {
     return c;
 }
 
+// Prefill with MLA rope: D 128 + rope 64, BNSD (V3).
+static Case Rope() {
+    Case c;
+    c.version = 3;
+    c.opt["queryRope"] = T({2, 8, 64, 64});
+    c.opt["keyRope"] = T({2, 2, 80, 64});
+    return c;
+}
+
 // TND bf16, batches of 40 and 24 rows: with D 128 and quantScale2 (or D 192, MHA) off the FIA-V3 route.
 static Case PfaTnd(int64_t d) {
     Case c;
@@ -294,6 +303,22 @@ int main() {
         REPORT("arch35.not_implemented.paged_pfa", Call(c, stream));
         c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.hasActQ = true; c.actQ = {64, 128};
         REPORT("arch35.not_implemented.paged_pfa_tnd", Call(c, stream));
+        // queryRope/keyRope: PromptFlashAttentionTilingV2 CheckRope (D 128: PFARope, run; D 512: IFA MLA and
+        // S = 1 checked, then not emulated), the paged keyRope by CheckPACacheShape.
+        c = Rope(); REPORT("arch35.ok.rope", Call(c, stream));
+        c = Rope(); c.opt.erase("keyRope"); REPORT("arch35.tiling.rope_pair", Call(c, stream));
+        c = Rope(); c.opt["queryRope"] = T({2, 8, 64, 32}); REPORT("arch35.tiling.rope_d", Call(c, stream));
+        c = Rope(); c.opt["keyRope"] = T({2, 2, 60, 64}); REPORT("arch35.tiling.rope_shape", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})}; REPORT("arch35.tiling.rope_head_d", Call(c, stream));
+        c = Rope(); c.heads = 130; c.kvHeads = 2; c.q = c.out = T({2, 130, 64, 128}); c.lse = T({2, 130, 64, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 130, 64, 64}); REPORT("arch35.tiling.rope_group", Call(c, stream));
+        c = PagedPrefill(); c.version = 3; c.opt["queryRope"] = T({2, 8, 64, 64}); c.opt["keyRope"] = T({8, 2, 128, 64});
+        REPORT("arch35.ok.paged_rope", Call(c, stream));
+        c.opt["keyRope"] = T({8, 128, 128}); REPORT("arch35.tiling.paged_key_rope_rank", Call(c, stream));
+        c.opt["keyRope"] = T({8, 2, 128, 32}); REPORT("arch35.tiling.paged_key_rope_cache", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 1, 128}); c.lse = T({2, 8, 1, 1}, ACL_FLOAT); c.opt["queryRope"] = T({2, 8, 1, 64});
+        REPORT("arch35.not_implemented.rope_decode", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 64, 512}); c.k = c.v = {T({2, 2, 80, 512})}; REPORT("arch35.not_implemented.rope_mla", Call(c, stream));
         // S = 1 is the tiling's IFA mode: blockSize a multiple of 32 bytes (CheckPATypeAndShape).
         c = Paged(true); c.k = c.v = {T({16, 2, 48, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 48;
         REPORT("arch35.ok.paged_decode_block_48", Call(c, stream));

@@ -277,6 +277,16 @@ def fia_sink_tnd(soc):
                       numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out, softmaxLse=T((48, 4, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_rope(soc):
+    """Prefill with rope, D 128 + 64: the FIA-V3 kernels on Atlas A2/A3, PFARope on Ascend910_95."""
+    q, out = T((1, 4, 16, 128)), T((1, 4, 16, 128))
+    k, v = T((1, 2, 40, 128)), T((1, 2, 40, 128))
+    return named_args("FusedInferAttentionScoreV3", query=q, key=L([k]), value=L([v]), queryRopeOptional=T((1, 4, 16, 64)),
+                      keyRopeOptional=T((1, 2, 40, 64)), numHeads=4, scaleValue=0.072, preTokens=2147483647,
+                      nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True,
+                      attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -342,7 +352,7 @@ BASELINES = {
     "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_sink, ALL), (fia_sink_tnd, A2_A3)),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
-    "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
+    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),

@@ -84,6 +84,7 @@ FIA = K + "flash_attention/fused_infer_attention.py"
 FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
+FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -1532,6 +1533,30 @@ MUTATIONS = [
         'if False:\n        tiling("tnd.sink_dv"',
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-rope-joined-as-zeros",
+        FIA_ROPE,
+        "return np.concatenate([x, r], axis=-1)",
+        "return np.concatenate([x, 0 * r], axis=-1)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-rope-bsh-joined-after-every-head",
+        FIA_ROPE,
+        "np.concatenate([x.reshape(*lead, self.heads, -1), r.reshape(*lead, self.heads, ROPE_D)], axis=-1)",
+        "np.concatenate([x, r], axis=-1)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-rope-group-limit-lifted",
+        FIA_ROPE,
+        "heads // kv_heads > GROUP_LIMIT",
+        "heads // kv_heads > 2 * GROUP_LIMIT",
+        FIA_TESTS,
+    ),
+    Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
+    Mutation("fia-rope-decode-run", FIA_ROPE, "and rows > 1 and", "and", FIA_TESTS),
+    Mutation("fia-paged-key-rope-unchecked", FIA_PAGED_PFA, "if route.rope:", "if False:", FIA_TESTS),
     Mutation(
         "fia-kv-antiquant-swapped",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import launch, paged_prompt
+from . import launch, paged_prompt, rope_prompt
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -39,7 +39,9 @@ NOT_IMPLEMENTED = Gaps(
         "and no antiquantScale",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
+        "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
+        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1, TND or a key/value tensor list "
+        "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
@@ -47,8 +49,8 @@ NOT_IMPLEMENTED = Gaps(
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
-    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
+    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
@@ -56,7 +58,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
-    if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
+    if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
     if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
@@ -144,11 +146,11 @@ def _ifa_query_quant(a) -> None:
         raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
 
 
-def _before_checks(a, env, prompt: bool) -> None:
+def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env):
         (_pfa_context if prompt else _ifa_query_quant)(a)
-    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
 
@@ -331,19 +333,22 @@ def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
     after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True)
+    _before_checks(a, env, prompt=True, rope=rope)
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
-    key, value = key.items[0], value.items[0]
+    query, key, value = a.query, key.items[0], value.items[0]
     if facts is not None:
         key, value = (
             paged_prompt.dense(a, facts, key, "key", facts.qd),
             paged_prompt.dense(a, facts, value, "value", facts.vd),
         )
+    if rope:
+        query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
-        query=a.query,
+        query=query,
         key=key,
         value=value,
         pseShift=a.pseShiftOptional,
