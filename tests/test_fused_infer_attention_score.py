@@ -937,3 +937,35 @@ def test_arch35_rope_takes_the_pfa_rope_kernels(chip, dtype, layout, cache_layou
     _lse_meets(lse[..., 0], fia_want.lse)
     without_rope = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
     assert precision.failure(back[layout](out).astype(np.float64), without_rope.out, np.dtype(dtype).name) is not None
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("given", [False, True], ids=["own_lengths", "actual_lengths"])
+def test_key_value_list_on_the_pfa_route(chip, layout, given):
+    """A key/value tensor list on the PFA route (D 32, S 16): CheckKvPFA (A2/A3) / CheckTensorList
+    (Ascend910_95) take one [1, ...] tensor per batch; S2 is the longest, each batch's key length
+    its tensor's S unless actualSeqLengthsKv gives one (ParseActualSeqLengths)."""
+    b, n, n2, s1, d = 2, 4, 2, 16, 32
+    sizes, act_kv = (40, 70), ((31, 70) if given else (40, 70))
+    q = pfa_v3.grid((b, n, s1, d), np.float16)
+    ks = [pfa_v3.grid((1, n2, s, d), np.float16) for s in sizes]
+    vs = [RNG.standard_normal((1, n2, s, d)).astype(np.float16) for s in sizes]
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, _ = run_fia(
+        query=to(q),
+        key=[to(k) for k in ks],
+        value=[to(v) for v in vs],
+        out_shape=to(q).shape,
+        actualSeqLengthsKvOptional=act_kv if given else None,
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout=layout,
+    )
+    k, v = (np.concatenate([np.pad(x, ((0, 0), (0, 0), (0, 70 - x.shape[2]), (0, 0))) for x in xs]) for xs in (ks, vs))
+    want = pfa_golden.attention(
+        q, k, v, scale=0.125, act_kv=list(act_kv), nxt=pfa_golden.BIG, **pfa_v3.kind(chip, np.float16, 1, False)
+    )
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    precision.assert_meets(back, want, "float16")

@@ -23,7 +23,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
     "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
-    "paged_prefill", "sink", "sink_ifa_route", "sink_pfa_route",
+    "paged_prefill", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "pfa_tnd_sink", "pfa_tnd_d192",
@@ -82,11 +82,20 @@ EXPECTED = {
     "not_implemented.pfa_padding": NOT_IMPLEMENTED,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
+    # fused_infer_attention_score_tiling.cpp CheckKvPFA / GetCumulativeKeyValueSInBNSD (A2/A3),
+    # arch35/fused_infer_attention_score_tiling_v2.cpp CheckTensorList (Ascend910_95): the counts, the
+    # heads and S of the list; prompt_flash_attention_tiling{,_v2}.cpp: each key length within its tensor
+    **{f"tiling.{name}": TILING for name in ("list_count", "list_kv_heads", "list_s", "list_actual_kv")},
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
     # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
     "query_quant.decode": TILING,
 }
-ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
+ON_A2 = {
+    **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
+    **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
+    "list_batch_two": SUCCESS,
+}
 
 
 # (rule, the function of prompt_flash_attention_tiling_v2.cpp that fails it on Ascend910_95)
@@ -111,6 +120,8 @@ ARCH35_TILING = {
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
+    # CheckTensorList: every list tensor of batch 1
+    "list_batch_two": TILING,
     "int4_v2": NOT_IMPLEMENTED,
     "query_quant.decode": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,

@@ -210,6 +210,16 @@ int main() {
     c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink", Call(c, stream));
     c = Small(1); c.lseFlag = true; c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink_ifa_route", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.opt["learnableSink"] = T({3}, ACL_BF16); REPORT("ok.sink_pfa_route", Call(c, stream));
+    // A key/value tensor list on the PFA route (A2/A3 CheckKvPFA, Ascend910_95 CheckTensorList): one
+    // [1, ...] tensor per batch, each with its own S.
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.lseFlag = true; REPORT("ok.list_pfa_route", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({2, 2, 40, 32}), T({2, 2, 70, 32})}; REPORT("list_batch_two", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32}), T({1, 2, 70, 32})}; REPORT("tiling.list_count", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 4, 40, 32}), T({1, 4, 70, 32})}; REPORT("tiling.list_kv_heads", Call(c, stream));
+    c = Small(16); c.k = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.v = {T({1, 2, 40, 32}), T({1, 2, 60, 32})};
+    REPORT("tiling.list_s", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
+    REPORT("tiling.list_actual_kv", Call(c, stream));
     // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant", Call(c, stream));

@@ -287,6 +287,15 @@ def fia_rope(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_list(soc):
+    """Prefill over a key/value tensor list (one [1, N2, S, D] tensor per batch): the PFA route (D 32)."""
+    q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
+    keys, values = (L([T((1, 2, 40, 32)), T((1, 2, 70, 32))]) for _ in range(2))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=keys, value=values, numHeads=4, scaleValue=0.125,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -349,7 +358,13 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
-    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_sink, ALL), (fia_sink_tnd, A2_A3)),
+    "FusedInferAttentionScoreV4": (
+        (fia, ALL),
+        (fia_paged, ALL),
+        (fia_sink, ALL),
+        (fia_sink_tnd, A2_A3),
+        (fia_list, ALL),
+    ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),

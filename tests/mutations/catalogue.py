@@ -85,6 +85,7 @@ FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
+FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -1557,6 +1558,21 @@ MUTATIONS = [
     Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
     Mutation("fia-rope-decode-run", FIA_ROPE, "and rows > 1 and", "and", FIA_TESTS),
     Mutation("fia-paged-key-rope-unchecked", FIA_PAGED_PFA, "if route.rope:", "if False:", FIA_TESTS),
+    Mutation(
+        "fia-list-lengths-the-longest",
+        FIA_KV_LIST,
+        "else tuple(lengths)",
+        "else tuple([max(lengths)] * len(lengths))",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-list-padded-in-front",
+        FIA_KV_LIST,
+        "index[self.axis] = slice(0, x.shape[self.axis])",
+        "index[self.axis] = slice(self.rows - x.shape[self.axis], self.rows)",
+        FIA_TESTS,
+    ),
+    Mutation("fia-list-length-range-unchecked", FIA_KV_LIST, "if n < 0 or n > lengths[i]:", "if n < 0:", FIA_TESTS),
     Mutation(
         "fia-kv-antiquant-swapped",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import launch, paged_prompt, rope_prompt
+from . import kv_list, launch, paged_prompt, rope_prompt
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -112,7 +112,7 @@ def _pfa_context(a) -> None:
 
 
 def _pfa_padding(a) -> None:
-    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, not replayed): no tensor list
+    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, kv_list.py): no tensor list
     with TND; no padding with TND, a tensor list or a paged cache; each padding size a [1] tensor;
     padding needs the matching actual lengths."""
     q_pad, kv_pad = a.queryPaddingSizeOptional, a.kvPaddingSizeOptional
@@ -333,6 +333,7 @@ def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
     after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
@@ -340,6 +341,8 @@ def prompt(a, env):
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
     query, key, value = a.query, key.items[0], value.items[0]
+    if kv_s is not None:
+        key, value, kv_lengths = kv_list.stacked(a, kv_s)
     if facts is not None:
         key, value = (
             paged_prompt.dense(a, facts, key, "key", facts.qd),
