@@ -339,11 +339,16 @@ class FiaV3(Route):
 
     def _parse(self):
         """FiaInfoParser::Parse's own failures (fused_infer_attention_score_tiling_info_parser.cpp):
-        the list lengths (GetKvCache), then numHeads > 0, numKeyValueHeads >= 0 and G whole
-        (GetN1Size, GetN2Size, GetGSize), an actualSharedPrefixLen of shape [1] (GetSystemPrefix)."""
+        the list lengths (GetKvCache), a paged key of rank 3, 4 or 5 (GetKvLayout), then
+        numHeads > 0, numKeyValueHeads >= 0 and G whole (GetN1Size, GetN2Size, GetGSize), a 2-D
+        blockTable (GetS2Size: GetMaxBlockNumPerBatch), an actualSharedPrefixLen of shape [1]
+        (GetSystemPrefix)."""
         a = self.a
         if len(a.key.items) != len(a.value.items):
             raise tiling("list_lengths", f"key has {len(a.key.items)} tensors, value {len(a.value.items)}")
+        paged = self.paged and len(a.key.items) == 1  # GetKvStorageMode: a list of several is a list
+        if paged and a.key.items[0].ndim not in (3, 4, 5):
+            raise tiling("paged_key_rank", f"a paged key has {a.key.items[0].ndim} dims; 3, 4 or 5 are supported")
         heads, kv_heads = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
         if heads <= 0:
             raise tiling("heads", f"numHeads is {heads}, it should be greater than 0")
@@ -351,6 +356,8 @@ class FiaV3(Route):
             raise tiling("kv_heads", f"numKeyValueHeads is {kv_heads}, it should not be negative")
         if heads % (kv_heads or heads):
             raise tiling("group", f"numHeads ({heads}) should be a multiple of numKeyValueHeads ({kv_heads})")
+        if paged and a.blockTableOptional.ndim != 2:
+            raise tiling("block_table_rank", f"blockTable has {a.blockTableOptional.ndim} dims, it should be 2")
         prefix_len = a.actualSharedPrefixLenOptional
         if a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None and prefix_len:
             if len(prefix_len) != 1:  # GetSystemPrefix
