@@ -969,3 +969,45 @@ def test_key_value_list_on_the_pfa_route(chip, layout, given):
     )
     back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
     precision.assert_meets(back, want, "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_arch35_tnd_rope_prefill(chip, dtype):
+    """Ascend910_95, TND MLA prefill (D 128 + rope 64, value D 128, causal): PFARope over the joined
+    heads, each batch's rows against its own keys (cumulative lengths)."""
+    n, d = 4, 128
+    q_lens = [24, 40]
+    t = sum(q_lens)
+    q, k, v = (RNG.standard_normal((t, n, d)).astype(dtype) for _ in range(3))
+    qr, kr = (RNG.standard_normal((t, n, 64)).astype(dtype) for _ in range(2))
+    ends = tuple(np.cumsum(q_lens).tolist())
+    out, lse = run_fia(
+        version=3,
+        query=q,
+        key=[k],
+        value=[v],
+        queryRopeOptional=qr,
+        keyRopeOptional=kr,
+        out_shape=q.shape,
+        lse_shape=(t, n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=ends,
+        actualSeqLengthsKvOptional=ends,
+        numHeads=n,
+        scaleValue=192**-0.5,
+        inputLayout="TND",
+        sparseMode=3,
+    )
+    for r0, r1 in zip((0,) + ends[:-1], ends):
+        bnsd = lambda x: x[r0:r1].transpose(1, 0, 2)[None]  # noqa: E731
+        kw = dict(scale=192**-0.5, sparse_mode=3)
+        joined_q, joined_k = (np.concatenate([bnsd(x), bnsd(r)], axis=-1) for x, r in ((q, qr), (k, kr)))
+        want = pfa_golden.attention(joined_q, joined_k, bnsd(v), high_precision=True, **kw)
+        fia_want = golden.attention(
+            bnsd(q), bnsd(k), bnsd(v), kv_block=512, has_mask=True, rope=(bnsd(qr), bnsd(kr)), **kw
+        )
+        got = bnsd(out).astype(np.float64)
+        message = precision.failure(got, want, np.dtype(dtype).name, floor=fia_want.floor)
+        assert message is None, message
+        _lse_meets(lse[r0:r1, :, 0].T[None], fia_want.lse)

@@ -114,6 +114,7 @@ ARCH35_TILING = {
     "rope_d": "GetAndCheckRopeShape",
     "rope_shape": "GetAndCheckRopeShape",
     "rope_head_d": "GetAndCheckRopeShape",
+    "rope_tnd_t": "GetAndCheckRopeShape",
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
     "paged_key_rope_rank": "CheckBlockTableShape",
     "paged_key_rope_cache": "CheckPACacheShape",
@@ -127,9 +128,12 @@ ON_ARCH35 = {
     "arch35.ok.paged_decode_block_48": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
+    "arch35.ok.rope_tnd": SUCCESS,
+    "arch35.ok.rope_tnd_ragged": SUCCESS,
     # delegate.NOT_IMPLEMENTED (rope): after CheckRope, D 512 (IFA MLA) and S = 1
     "arch35.not_implemented.rope_decode": NOT_IMPLEMENTED,
     "arch35.not_implemented.rope_mla": NOT_IMPLEMENTED,
+    "arch35.not_implemented.rope_tnd_decode": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
     # CheckPACacheShape accepts it; a TND query
     "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,

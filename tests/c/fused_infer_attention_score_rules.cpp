@@ -329,6 +329,15 @@ int main() {
         c = Rope(); c.q = c.out = T({2, 8, 1, 128}); c.lse = T({2, 8, 1, 1}, ACL_FLOAT); c.opt["queryRope"] = T({2, 8, 1, 64});
         REPORT("arch35.not_implemented.rope_decode", Call(c, stream));
         c = Rope(); c.q = c.out = T({2, 8, 64, 512}); c.k = c.v = {T({2, 2, 80, 512})}; REPORT("arch35.not_implemented.rope_mla", Call(c, stream));
+        c = Rope(); c.layout = "TND"; c.q = c.out = T({64, 8, 128}); c.lse = T({64, 8, 1}, ACL_FLOAT); c.k = c.v = {T({64, 2, 128})};
+        c.opt["queryRope"] = T({64, 8, 64}); c.opt["keyRope"] = T({64, 2, 64});
+        c.hasActQ = c.hasActKv = true; c.actQ = c.actKv = {40, 64}; REPORT("arch35.ok.rope_tnd", Call(c, stream));
+        c.opt["keyRope"] = T({60, 2, 64}); REPORT("arch35.tiling.rope_tnd_t", Call(c, stream));
+        c.opt["keyRope"] = T({64, 2, 64}); c.q = c.out = T({2, 8, 128}); c.lse = T({2, 8, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 8, 64}); c.actQ = {1, 2}; REPORT("arch35.not_implemented.rope_tnd_decode", Call(c, stream));
+        // GetMaxSeq: the longest batch decides the IFA mode, so one row in a batch is no decode.
+        c.q = c.out = T({3, 8, 128}); c.lse = T({3, 8, 1}, ACL_FLOAT); c.opt["queryRope"] = T({3, 8, 64}); c.actQ = {1, 3};
+        REPORT("arch35.ok.rope_tnd_ragged", Call(c, stream));
         // S = 1 is the tiling's IFA mode: blockSize a multiple of 32 bytes (CheckPATypeAndShape).
         c = Paged(true); c.k = c.v = {T({16, 2, 48, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 48;
         REPORT("arch35.ok.paged_decode_block_48", Call(c, stream));

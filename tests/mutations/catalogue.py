@@ -1556,7 +1556,10 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
-    Mutation("fia-rope-decode-run", FIA_ROPE, "and rows > 1 and", "and", FIA_TESTS),
+    Mutation("fia-rope-decode-run", FIA_ROPE, "and _rows(a, layout, heads) != 1 and", "and", FIA_TESTS),
+    Mutation(
+        "fia-rope-tnd-rows-of-the-first-batch", FIA_ROPE, "return max((e - p for", "return min((e - p for", FIA_TESTS
+    ),
     Mutation("fia-paged-key-rope-unchecked", FIA_PAGED_PFA, "if route.rope:", "if False:", FIA_TESTS),
     Mutation(
         "fia-list-lengths-the-longest",

@@ -40,7 +40,7 @@ NOT_IMPLEMENTED = Gaps(
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
-        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1, TND or a key/value tensor list "
+        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",

@@ -9,8 +9,9 @@ the group limit of 64 stays (only PFA MLA and IFA MLA lift it), the tiling's IFA
 switched off, and the kernels take the query and its rope as one head of D 192 against the key and
 its rope (`UpdateTilingKeyConfig`: config DAligned192_DVAligned128, PFA MLA's), so Q·Kᵀ + Qr·Krᵀ
 is one fp32 product. The emulator hands the PFA kernels the joined [q, qr] and [k, kr].
-Not emulated (561003): a head size of 512 (IFA MLA, its own kernels and checks), S = 1 (the PFA
-mode the rope keeps there differs from the emulator's one-row path), TND, a key/value tensor list.
+Not emulated (561003): a head size of 512 (IFA MLA, its own kernels and checks), S = 1 (TND: every
+batch of one row; the PFA mode the rope keeps there differs from the emulator's one-row path), a
+key/value tensor list.
 """
 
 import numpy as np
@@ -48,8 +49,16 @@ def check(a) -> bool:
         _rope_shape(key, k_rope, layout, kv_heads, "key", "keyRope")
     if query_d == PFA_ROPE_D and kv_heads and heads % kv_heads == 0 and heads // kv_heads > GROUP_LIMIT:
         raise tiling("rope.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64.")
-    rows = 0 if layout == "TND" else query_axes(a.query.shape, layout, heads).s
-    return query_d == PFA_ROPE_D and rows > 1 and len(a.key.items) == 1
+    return query_d == PFA_ROPE_D and _rows(a, layout, heads) != 1 and len(a.key.items) == 1
+
+
+def _rows(a, layout, heads) -> int | None:
+    """The query S the tiling's IFA mode looks at: TND's longest batch (GetMaxSeq; None without
+    lengths, which the PFA checks refuse), else the query's S."""
+    if layout != "TND":
+        return query_axes(a.query.shape, layout, heads).s
+    ends = [int(x) for x in a.actualSeqLengthsOptional or ()]
+    return max((e - p for e, p in zip(ends, [0] + ends[:-1])), default=None)
 
 
 def _rope_shape(t, rope, layout, heads, name, rope_name) -> int:
@@ -78,7 +87,8 @@ def _rope_shape(t, rope, layout, heads, name, rope_name) -> int:
 
 
 def _dims(shape, layout, heads) -> tuple[int, int, int, int, int]:
-    """(B, N, S, D, T) as SetShape reads them (BSH: D = H / heads; TND: T, no B or S)."""
+    """(B, N, S, D, T) as SetShape reads them (BSH: D = H / heads; TND: B and S from the length
+    arrays, the same for a tensor and its rope, so only T, N and D are compared)."""
     if layout == "TND":
         return 0, shape[1], 0, shape[2], shape[0]
     axes = query_axes(shape, layout, heads)
