@@ -807,3 +807,207 @@ def test_fia_v3_consistency_rules(chip, case):
     with pytest.raises(ae.errors.TilingError, match=re.escape(message)) as failure:
         run_fia(version=4, **call)
     assert failure.value.status == 561002
+
+
+def _tnd_sink_call(sink):
+    """TND bf16 with quantScale2: off RouteToFia (CheckGqaFeatureSupport refuses quantScale2) and
+    IsUsingFAI (a sink), so A2/A3 take the PFA route; batches of 40 and 24 query/key rows."""
+    t, n, n2, d = 64, 4, 2, 128
+    q = RNG.standard_normal((t, n, d)).astype(BF16)
+    k, v = (RNG.standard_normal((t, n2, d)).astype(BF16) for _ in range(2))
+    out, lse = run_fia(
+        query=q,
+        key=[k],
+        value=[v],
+        out_shape=q.shape,
+        lse_shape=(t, n, 1),
+        quantScale2Optional=np.ones(1, np.float32),
+        learnableSinkOptional=sink,
+        actualSeqLengthsOptional=(40, 64),
+        actualSeqLengthsKvOptional=(40, 64),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="TND",
+    )
+    return (q, k, v), out, lse
+
+
+def test_sink_on_the_a2_pfa_tnd_route():
+    """A2/A3 PFA route, TND: the base-API var-len kernels take the sink
+    (prompt_flash_attention_s1s2_bns1_mla_baseapi.h: after the last key block the row sum gains
+    exp(sink - max), the max does not see it); softmaxLse (the second pass) includes it."""
+    sink = (RNG.standard_normal(4) * 2 + 1).astype(BF16)
+    (q, k, v), out, lse = _tnd_sink_call(sink)
+    for r0, r1 in ((0, 40), (40, 64)):
+        bnsd = [x[r0:r1].transpose(1, 0, 2)[None] for x in (q, k, v)]
+        want = golden.attention(*bnsd, scale=128**-0.5, kv_block=128, sink=sink.astype(np.float32))
+        _meets(out[r0:r1].transpose(1, 0, 2)[None], want, BF16)
+        _lse_meets(lse[r0:r1, :, 0].T[None], want.lse)
+
+
+def test_sink_on_the_a2_pfa_tnd_route_moves_the_output():
+    """The same call without the sink differs (the sink test above can fail)."""
+    _, with_sink, _ = _tnd_sink_call(np.full(4, 4, BF16))
+    _, without, _ = _tnd_sink_call(None)
+    assert np.abs(with_sink.astype(np.float32) - without.astype(np.float32)).max() > 0.1
+
+
+def _ignored_sink_case(s1, d):
+    n = 4
+    q = RNG.standard_normal((1, n, s1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((1, 2, 48, d)).astype(np.float16) for _ in range(2))
+    common = dict(query=q, key=[k], value=[v], out_shape=q.shape, lse_shape=(1, n, s1, 1), numHeads=n,
+                  numKeyValueHeads=2, scaleValue=0.125, inputLayout="BNSD")  # fmt: skip
+    return common, np.full(n, 5, BF16)
+
+
+@pytest.mark.parametrize(
+    "chip,s1,d,where",
+    [
+        ("Ascend910B", 1, 32, "the IFA kernels"),
+        ("Ascend910_93", 16, 32, "the PFA kernels outside TND"),
+        ("Ascend910_95", 16, 128, "Ascend910_95's kernels"),
+        ("Ascend910_95", 1, 64, "Ascend910_95's kernels"),
+    ],
+    indirect=["chip"],
+)
+def test_sink_is_ignored_where_the_kernels_do_not_take_it(chip, s1, d, where, capfd):
+    """The A2/A3 IFA kernels (fused_infer_attention_score.cpp passes them no learnableSink), the
+    A2/A3 PFA kernels outside TND (prompt_flash_attention_arch32.h hands it to the TND base-API
+    kernels only) and both Ascend910_95 families (fused_infer_attention_score_apt.cpp passes it to
+    neither; the 8.5 arch35 tilings never read it): the call succeeds, attentionOut and softmaxLse
+    are those without the sink, bit for bit, and a warning says the sink was ignored."""
+    common, sink = _ignored_sink_case(s1, d)
+    capfd.readouterr()
+    out, lse = run_fia(learnableSinkOptional=sink, **common)
+    assert f"learnableSink is ignored: {where}" in capfd.readouterr().err
+    plain, plain_lse = run_fia(**common)
+    assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
+    assert np.array_equal(lse.view(np.uint32), plain_lse.view(np.uint32))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize(
+    "layout,cache_layout", [("BNSD", None), ("BSH", None), ("BSND", None), ("BNSD", "BnNBsD"), ("BSH", "BnBsH")]
+)
+def test_arch35_rope_takes_the_pfa_rope_kernels(chip, dtype, layout, cache_layout):
+    """Ascend910_95, D 128 + rope 64 (PromptFlashAttentionTilingV2 CheckRope: PFARope): the kernels
+    take [q, qr] against [k, kr] as one head of D 192 (config DAligned192_DVAligned128), so the
+    numerics are the arch35 PFA ones over the joined heads; causal, ragged key lengths, dense or
+    paged (the keyRope cache gathered like the key's); softmaxLse includes the rope scores."""
+    b, n, n2, s1, s2, d, bs = 2, 4, 2, 40, 200, 128, 128
+    act_kv = [200, 90]
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    qr = RNG.standard_normal((b, n, s1, 64)).astype(dtype)
+    k, v = (RNG.standard_normal((b, n2, s2, d)).astype(dtype) for _ in range(2))
+    kr = RNG.standard_normal((b, n2, s2, 64)).astype(dtype)
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    to["BSH"] = lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+    keys, paged = dict(key=[to[layout](k)], value=[to[layout](v)], keyRopeOptional=to[layout](kr)), {}
+    if cache_layout is not None:
+        caches = [_paged(x, bs, cache_layout, np.random.default_rng(5)) for x in (k, v, kr)]
+        keys = dict(key=[caches[0][0]], value=[caches[1][0]], keyRopeOptional=caches[2][0])
+        paged = dict(blockTableOptional=caches[0][1], blockSize=bs)
+    out, lse = run_fia(
+        version=3,
+        query=to[layout](q),
+        queryRopeOptional=to[layout](qr),
+        out_shape=to[layout](q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=192**-0.5,
+        inputLayout=layout,
+        sparseMode=3,
+        **keys,
+        **paged,
+    )
+    back = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3)}
+    back["BSH"] = lambda x: x.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    kw = dict(scale=192**-0.5, sparse_mode=3, act_kv=act_kv)
+    joined_q, joined_k = np.concatenate([q, qr], axis=-1), np.concatenate([k, kr], axis=-1)
+    want = pfa_golden.attention(joined_q, joined_k, v, high_precision=True, **kw)
+    fia_want = golden.attention(q, k, v, kv_block=512, has_mask=True, rope=(qr, kr), **kw)
+    message = precision.failure(back[layout](out).astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)
+    without_rope = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
+    assert precision.failure(back[layout](out).astype(np.float64), without_rope.out, np.dtype(dtype).name) is not None
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("given", [False, True], ids=["own_lengths", "actual_lengths"])
+def test_key_value_list_on_the_pfa_route(chip, layout, given):
+    """A key/value tensor list on the PFA route (D 32, S 16): CheckKvPFA (A2/A3) / CheckTensorList
+    (Ascend910_95) take one [1, ...] tensor per batch; S2 is the longest, each batch's key length
+    its tensor's S unless actualSeqLengthsKv gives one (ParseActualSeqLengths)."""
+    b, n, n2, s1, d = 2, 4, 2, 16, 32
+    sizes, act_kv = (40, 70), ((31, 70) if given else (40, 70))
+    q = pfa_v3.grid((b, n, s1, d), np.float16)
+    ks = [pfa_v3.grid((1, n2, s, d), np.float16) for s in sizes]
+    vs = [RNG.standard_normal((1, n2, s, d)).astype(np.float16) for s in sizes]
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, _ = run_fia(
+        query=to(q),
+        key=[to(k) for k in ks],
+        value=[to(v) for v in vs],
+        out_shape=to(q).shape,
+        actualSeqLengthsKvOptional=act_kv if given else None,
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout=layout,
+    )
+    k, v = (np.concatenate([np.pad(x, ((0, 0), (0, 0), (0, 70 - x.shape[2]), (0, 0))) for x in xs]) for xs in (ks, vs))
+    want = pfa_golden.attention(
+        q, k, v, scale=0.125, act_kv=list(act_kv), nxt=pfa_golden.BIG, **pfa_v3.kind(chip, np.float16, 1, False)
+    )
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    precision.assert_meets(back, want, "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_arch35_tnd_rope_prefill(chip, dtype):
+    """Ascend910_95, TND MLA prefill (D 128 + rope 64, value D 128, causal): PFARope over the joined
+    heads, each batch's rows against its own keys (cumulative lengths)."""
+    n, d = 4, 128
+    q_lens = [24, 40]
+    t = sum(q_lens)
+    q, k, v = (RNG.standard_normal((t, n, d)).astype(dtype) for _ in range(3))
+    qr, kr = (RNG.standard_normal((t, n, 64)).astype(dtype) for _ in range(2))
+    ends = tuple(np.cumsum(q_lens).tolist())
+    out, lse = run_fia(
+        version=3,
+        query=q,
+        key=[k],
+        value=[v],
+        queryRopeOptional=qr,
+        keyRopeOptional=kr,
+        out_shape=q.shape,
+        lse_shape=(t, n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=ends,
+        actualSeqLengthsKvOptional=ends,
+        numHeads=n,
+        scaleValue=192**-0.5,
+        inputLayout="TND",
+        sparseMode=3,
+    )
+    for r0, r1 in zip((0,) + ends[:-1], ends):
+        bnsd = lambda x: x[r0:r1].transpose(1, 0, 2)[None]  # noqa: E731
+        kw = dict(scale=192**-0.5, sparse_mode=3)
+        joined_q, joined_k = (np.concatenate([bnsd(x), bnsd(r)], axis=-1) for x, r in ((q, qr), (k, kr)))
+        want = pfa_golden.attention(joined_q, joined_k, bnsd(v), high_precision=True, **kw)
+        fia_want = golden.attention(
+            bnsd(q), bnsd(k), bnsd(v), kv_block=512, has_mask=True, rope=(bnsd(qr), bnsd(kr)), **kw
+        )
+        got = bnsd(out).astype(np.float64)
+        message = precision.failure(got, want, np.dtype(dtype).name, floor=fia_want.floor)
+        assert message is None, message
+        _lse_meets(lse[r0:r1, :, 0].T[None], fia_want.lse)

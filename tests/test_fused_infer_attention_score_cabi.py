@@ -23,10 +23,11 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
     "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
-    "paged_prefill", "pfa_padding",
+    "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse",
+    "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
+    "pfa_tnd_d192",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -63,6 +64,11 @@ A2_TILING = {
     "pfa_dequant_query_rope": "CheckDequantParams",
     "pfa_antiquant_mode": "CheckDequantParams",
     "pfa_query_quant_mode": "ConvertAttrsPFA",
+    # prompt_flash_attention_tiling.cpp CheckLearnableSinkWhenLayoutIsTND (inside
+    # CheckInputShapeWhenLayoutIsTND): sink [N], value D 64/128
+    "pfa_tnd_sink_rank": "CheckLearnableSinkWhenLayoutIsTND",
+    "pfa_tnd_sink_n": "CheckLearnableSinkWhenLayoutIsTND",
+    "pfa_tnd_sink_dv": "CheckLearnableSinkWhenLayoutIsTND",
     "pfa_padding_kv_lengths": "CheckParamsPFA",
     "pfa_padding_shape": "CheckParamsPFA",
     # prompt_flash_attention_tiling.cpp
@@ -89,6 +95,10 @@ EXPECTED = {
     "tiling.pfa_prefix_padding": TILING,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
+    # fused_infer_attention_score_tiling.cpp CheckKvPFA / GetCumulativeKeyValueSInBNSD (A2/A3),
+    # arch35/fused_infer_attention_score_tiling_v2.cpp CheckTensorList (Ascend910_95): the counts, the
+    # heads and S of the list; prompt_flash_attention_tiling{,_v2}.cpp: each key length within its tensor
+    **{f"tiling.{name}": TILING for name in ("list_count", "list_kv_heads", "list_s", "list_actual_kv")},
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
     # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
     "query_quant.decode": TILING,
@@ -98,6 +108,8 @@ ON_A2 = {
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
     # per-token key and value antiquant passes ProcessAntiQuant; delegate.NOT_IMPLEMENTED (kv_antiquant)
     "a2.not_implemented.kv_antiquant_per_token": NOT_IMPLEMENTED,
+    # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
+    "list_batch_two": SUCCESS,
 }
 
 
@@ -120,12 +132,30 @@ ARCH35_TILING = {
     "paged_padding": "CheckKVPaddingCrossover",
     "list_padding": "ConvertContextToParamsPFA",
     "tnd_padding": "CheckTNDLayoutCrossover",
+    "rope_pair": "CheckRope",
+    "rope_d": "GetAndCheckRopeShape",
+    "rope_shape": "GetAndCheckRopeShape",
+    "rope_head_d": "GetAndCheckRopeShape",
+    "rope_tnd_t": "GetAndCheckRopeShape",
+    "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
+    "paged_key_rope_rank": "CheckBlockTableShape",
+    "paged_key_rope_cache": "CheckPACacheShape",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
+    # CheckTensorList: every list tensor of batch 1
+    "list_batch_two": TILING,
     "int4_v2": NOT_IMPLEMENTED,
     "query_quant.decode": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
+    "arch35.ok.rope": SUCCESS,
+    "arch35.ok.paged_rope": SUCCESS,
+    "arch35.ok.rope_tnd": SUCCESS,
+    "arch35.ok.rope_tnd_ragged": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (rope): after CheckRope, D 512 (IFA MLA) and S = 1
+    "arch35.not_implemented.rope_decode": NOT_IMPLEMENTED,
+    "arch35.not_implemented.rope_mla": NOT_IMPLEMENTED,
+    "arch35.not_implemented.rope_tnd_decode": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
     # CheckPACacheShape accepts it; a TND query
     "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,

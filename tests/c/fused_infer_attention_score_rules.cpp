@@ -177,6 +177,30 @@ static Case Small(int64_t s) {
     return c;
 }
 
+// Prefill with MLA rope: D 128 + rope 64, BNSD (V3).
+static Case Rope() {
+    Case c;
+    c.version = 3;
+    c.opt["queryRope"] = T({2, 8, 64, 64});
+    c.opt["keyRope"] = T({2, 2, 80, 64});
+    return c;
+}
+
+// TND bf16, batches of 40 and 24 rows: with D 128 and quantScale2 (or D 192, MHA) off the FIA-V3 route.
+static Case PfaTnd(int64_t d) {
+    Case c;
+    c.layout = "TND";
+    c.q = c.out = T({64, 8, d}, ACL_BF16);
+    c.lse = T({64, 8, 1}, ACL_FLOAT);
+    c.k = c.v = {T({64, 2, d}, ACL_BF16)};
+    if (d == 128) c.opt["quantScale2"] = T({1}, ACL_FLOAT);
+    if (d == 192) c.k = c.v = {T({64, 8, d}, ACL_BF16)};  // value D 192 needs G = 1
+    if (d == 192) c.kvHeads = 8;
+    c.hasActQ = c.hasActKv = true;
+    c.actQ = c.actKv = {40, 64};
+    return c;
+}
+
 int main() {
     aclrtStream stream = nullptr;
     if (SetUp(&stream) != 0) return 1;
@@ -197,6 +221,21 @@ int main() {
     c = Small(16); c.lseFlag = true; REPORT("ok.lse_pfa_route", Call(c, stream));
     // The PFA tiling takes FIA's pseShift [B|1, N, S1, S2] (ConvertContextToParamsPFA; arch35 PromptFlashAttentionTilingV2).
     c = Small(16); c.opt["pseShift"] = T({1, 8, 16, 80}); REPORT("ok.pse_pfa_route", Call(c, stream));
+    // learnableSink: the FIA-V3 kernels take it (A2/A3, D 128); the A2/A3 IFA kernels, the A2/A3 PFA
+    // kernels outside TND and Ascend910_95's kernels ignore it, and the call succeeds.
+    c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink", Call(c, stream));
+    c = Small(1); c.lseFlag = true; c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("ok.sink_ifa_route", Call(c, stream));
+    c = Small(16); c.lseFlag = true; c.opt["learnableSink"] = T({3}, ACL_BF16); REPORT("ok.sink_pfa_route", Call(c, stream));
+    // A key/value tensor list on the PFA route (A2/A3 CheckKvPFA, Ascend910_95 CheckTensorList): one
+    // [1, ...] tensor per batch, each with its own S.
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.lseFlag = true; REPORT("ok.list_pfa_route", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({2, 2, 40, 32}), T({2, 2, 70, 32})}; REPORT("list_batch_two", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32}), T({1, 2, 70, 32})}; REPORT("tiling.list_count", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 4, 40, 32}), T({1, 4, 70, 32})}; REPORT("tiling.list_kv_heads", Call(c, stream));
+    c = Small(16); c.k = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.v = {T({1, 2, 40, 32}), T({1, 2, 60, 32})};
+    REPORT("tiling.list_s", Call(c, stream));
+    c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
+    REPORT("tiling.list_actual_kv", Call(c, stream));
     // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant", Call(c, stream));
@@ -204,7 +243,6 @@ int main() {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
         REPORT("a2.ok.lse_d64", Call(c, stream));
-        c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.sink", Call(c, stream));
         c = Mla(); c.version = 3; REPORT("a2.ok.mla_rope", Call(c, stream));
         // S = 1 without rope is the "legacy IFA" shape: GetUpdateInfo sets sparse mode 0 before the checks.
         c = Paged(true); c.sparseMode = 3; REPORT("a2.ok.legacy_ifa_sparse_ignored", Call(c, stream));
@@ -294,6 +332,13 @@ int main() {
         REPORT("a2.tiling.pfa_dequant_query_rope", Call(c, stream));
         c = Small(16); c.queryQuantMode = 1; REPORT("a2.tiling.pfa_query_quant_mode", Call(c, stream));
         c = Small(16); c.antiquantMode = 1; REPORT("a2.tiling.pfa_antiquant_mode", Call(c, stream));
+        // TND bf16 with quantScale2 is off RouteToFia and IsUsingFAI: the PFA tiling's
+        // CheckLearnableSinkWhenLayoutIsTND, then its TND base-API kernels with the sink.
+        c = PfaTnd(128); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.ok.pfa_tnd_sink", Call(c, stream));
+        c = PfaTnd(128); c.opt["learnableSink"] = T({8, 1}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_rank", Call(c, stream));
+        c = PfaTnd(128); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_n", Call(c, stream));
+        c = PfaTnd(192); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_dv", Call(c, stream));
+        c = PfaTnd(192); REPORT("a2.ok.pfa_tnd_d192", Call(c, stream));
         // CheckParamsPFA's left-padding rules.
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
@@ -323,6 +368,31 @@ int main() {
         REPORT("arch35.not_implemented.paged_pfa", Call(c, stream));
         c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.hasActQ = true; c.actQ = {64, 128};
         REPORT("arch35.not_implemented.paged_pfa_tnd", Call(c, stream));
+        // queryRope/keyRope: PromptFlashAttentionTilingV2 CheckRope (D 128: PFARope, run; D 512: IFA MLA and
+        // S = 1 checked, then not emulated), the paged keyRope by CheckPACacheShape.
+        c = Rope(); REPORT("arch35.ok.rope", Call(c, stream));
+        c = Rope(); c.opt.erase("keyRope"); REPORT("arch35.tiling.rope_pair", Call(c, stream));
+        c = Rope(); c.opt["queryRope"] = T({2, 8, 64, 32}); REPORT("arch35.tiling.rope_d", Call(c, stream));
+        c = Rope(); c.opt["keyRope"] = T({2, 2, 60, 64}); REPORT("arch35.tiling.rope_shape", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})}; REPORT("arch35.tiling.rope_head_d", Call(c, stream));
+        c = Rope(); c.heads = 130; c.kvHeads = 2; c.q = c.out = T({2, 130, 64, 128}); c.lse = T({2, 130, 64, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 130, 64, 64}); REPORT("arch35.tiling.rope_group", Call(c, stream));
+        c = PagedPrefill(); c.version = 3; c.opt["queryRope"] = T({2, 8, 64, 64}); c.opt["keyRope"] = T({8, 2, 128, 64});
+        REPORT("arch35.ok.paged_rope", Call(c, stream));
+        c.opt["keyRope"] = T({8, 128, 128}); REPORT("arch35.tiling.paged_key_rope_rank", Call(c, stream));
+        c.opt["keyRope"] = T({8, 2, 128, 32}); REPORT("arch35.tiling.paged_key_rope_cache", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 1, 128}); c.lse = T({2, 8, 1, 1}, ACL_FLOAT); c.opt["queryRope"] = T({2, 8, 1, 64});
+        REPORT("arch35.not_implemented.rope_decode", Call(c, stream));
+        c = Rope(); c.q = c.out = T({2, 8, 64, 512}); c.k = c.v = {T({2, 2, 80, 512})}; REPORT("arch35.not_implemented.rope_mla", Call(c, stream));
+        c = Rope(); c.layout = "TND"; c.q = c.out = T({64, 8, 128}); c.lse = T({64, 8, 1}, ACL_FLOAT); c.k = c.v = {T({64, 2, 128})};
+        c.opt["queryRope"] = T({64, 8, 64}); c.opt["keyRope"] = T({64, 2, 64});
+        c.hasActQ = c.hasActKv = true; c.actQ = c.actKv = {40, 64}; REPORT("arch35.ok.rope_tnd", Call(c, stream));
+        c.opt["keyRope"] = T({60, 2, 64}); REPORT("arch35.tiling.rope_tnd_t", Call(c, stream));
+        c.opt["keyRope"] = T({64, 2, 64}); c.q = c.out = T({2, 8, 128}); c.lse = T({2, 8, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 8, 64}); c.actQ = {1, 2}; REPORT("arch35.not_implemented.rope_tnd_decode", Call(c, stream));
+        // GetMaxSeq: the longest batch decides the IFA mode, so one row in a batch is no decode.
+        c.q = c.out = T({3, 8, 128}); c.lse = T({3, 8, 1}, ACL_FLOAT); c.opt["queryRope"] = T({3, 8, 64}); c.actQ = {1, 3};
+        REPORT("arch35.ok.rope_tnd_ragged", Call(c, stream));
         // S = 1 is the tiling's IFA mode: blockSize a multiple of 32 bytes (CheckPATypeAndShape).
         c = Paged(true); c.k = c.v = {T({16, 2, 48, 128})}; c.opt["blockTable"] = T({2, 8}, ACL_INT32); c.blockSize = 48;
         REPORT("arch35.ok.paged_decode_block_48", Call(c, stream));

@@ -296,6 +296,42 @@ def fia_kv_antiquant(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_sink(soc):
+    """Decode with a learnable sink: the FIA-V3 kernels take it on Atlas A2/A3, Ascend910_95's ignore it."""
+    return as_entry("FusedInferAttentionScoreV4", "FusedInferAttentionScoreV4", fia(soc, s1=1),
+                    learnableSinkOptional=T((4,), "BF16"))  # fmt: skip
+
+
+def fia_sink_tnd(soc):
+    """TND bf16 with quantScale2 and a sink: the A2/A3 PFA route's TND kernels, which take the sink."""
+    q, out = T((48, 4, 64), "BF16"), T((48, 4, 64), "BF16")
+    k, v = T((48, 2, 64), "BF16"), T((48, 2, 64), "BF16")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
+                      quantScale2Optional=T((1,), "FLOAT"), learnableSinkOptional=T((4,), "BF16"),
+                      actualSeqLengthsOptional=(16, 48), actualSeqLengthsKvOptional=(16, 48), numHeads=4,
+                      scaleValue=0.125, preTokens=2147483647, nextTokens=2147483647, inputLayout="TND",
+                      numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out, softmaxLse=T((48, 4, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_rope(soc):
+    """Prefill with rope, D 128 + 64: the FIA-V3 kernels on Atlas A2/A3, PFARope on Ascend910_95."""
+    q, out = T((1, 4, 16, 128)), T((1, 4, 16, 128))
+    k, v = T((1, 2, 40, 128)), T((1, 2, 40, 128))
+    return named_args("FusedInferAttentionScoreV3", query=q, key=L([k]), value=L([v]), queryRopeOptional=T((1, 4, 16, 64)),
+                      keyRopeOptional=T((1, 2, 40, 64)), numHeads=4, scaleValue=0.072, preTokens=2147483647,
+                      nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True,
+                      attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_list(soc):
+    """Prefill over a key/value tensor list (one [1, N2, S, D] tensor per batch): the PFA route (D 32)."""
+    q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
+    keys, values = (L([T((1, 2, 40, 32)), T((1, 2, 70, 32))]) for _ in range(2))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=keys, value=values, numHeads=4, scaleValue=0.125,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -358,10 +394,17 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
-    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_padded, ALL)),
+    "FusedInferAttentionScoreV4": (
+        (fia, ALL),
+        (fia_paged, ALL),
+        (fia_padded, ALL),
+        (fia_sink, ALL),
+        (fia_sink_tnd, A2_A3),
+        (fia_list, ALL),
+    ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": ((fia_v2, ALL), (fia_kv_antiquant, A2_A3)),
-    "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
+    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),

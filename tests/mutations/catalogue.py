@@ -87,6 +87,8 @@ FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
 FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
+FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
+FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -1508,6 +1510,83 @@ MUTATIONS = [
         "x[b, :, x.shape[2] - r.shape[1] :] = r",
         FIA_TESTS,
     ),
+    Mutation(
+        "fia-pfa-tnd-sink-dropped",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "stats=None if sink is None else pfa.RowStats(sink=sink),",
+        "stats=None,",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-ignored-sink-in-the-lse",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "write_out=False, sink=sink is not None)",
+        "write_out=False, sink=True)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-sink-taken-by-every-pfa-kernel",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        'if prompt and not on_arch35(env) and a.inputLayout == "TND":',
+        "if prompt:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-tnd-sink-heads-unchecked",
+        "aclnn_emu/ops/flash_attention/prompt/var_len.py",
+        "if sink.shape[0] != n1:",
+        "if False:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-tnd-sink-value-d-unchecked",
+        "aclnn_emu/ops/flash_attention/prompt/var_len.py",
+        'if dv not in BAND_DV:\n        tiling("tnd.sink_dv"',
+        'if False:\n        tiling("tnd.sink_dv"',
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-rope-joined-as-zeros",
+        FIA_ROPE,
+        "return np.concatenate([x, r], axis=-1)",
+        "return np.concatenate([x, 0 * r], axis=-1)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-rope-bsh-joined-after-every-head",
+        FIA_ROPE,
+        "np.concatenate([x.reshape(*lead, self.heads, -1), r.reshape(*lead, self.heads, ROPE_D)], axis=-1)",
+        "np.concatenate([x, r], axis=-1)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-rope-group-limit-lifted",
+        FIA_ROPE,
+        "heads // kv_heads > GROUP_LIMIT",
+        "heads // kv_heads > 2 * GROUP_LIMIT",
+        FIA_TESTS,
+    ),
+    Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
+    Mutation("fia-rope-decode-run", FIA_ROPE, "and _rows(a, layout, heads) != 1 and", "and", FIA_TESTS),
+    Mutation(
+        "fia-rope-tnd-rows-of-the-first-batch", FIA_ROPE, "return max((e - p for", "return min((e - p for", FIA_TESTS
+    ),
+    Mutation("fia-paged-key-rope-unchecked", FIA_PAGED_PFA, "if route.rope:", "if False:", FIA_TESTS),
+    Mutation(
+        "fia-list-lengths-the-longest",
+        FIA_KV_LIST,
+        "else tuple(lengths)",
+        "else tuple([max(lengths)] * len(lengths))",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-list-padded-in-front",
+        FIA_KV_LIST,
+        "index[self.axis] = slice(0, x.shape[self.axis])",
+        "index[self.axis] = slice(self.rows - x.shape[self.axis], self.rows)",
+        FIA_TESTS,
+    ),
+    Mutation("fia-list-length-range-unchecked", FIA_KV_LIST, "if n < 0 or n > lengths[i]:", "if n < 0:", FIA_TESTS),
     Mutation(
         "fia-kv-antiquant-swapped",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",

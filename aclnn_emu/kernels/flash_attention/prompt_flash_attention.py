@@ -230,13 +230,15 @@ def packed_prompt_flash_attention(
     kv_blocks=None,
     row_invalid: bool = False,
     pse=None,
+    stats: RowStats | None = None,
 ) -> np.ndarray:
     """Attention over a packed layout (SH, TND): q [1, N, T1, D], k/v [1, Nkv, T2, D|Dv] views.
 
     Batch b is query rows ``q_rows[b] = (start, count)`` against key rows ``kv_rows[b]``, with its
     own band ``bands[b]`` anchored at the batch's own first row and key, and its own key block
     ``kv_blocks[b]`` (default KV_BLOCK); ``pse`` a PseSource over [1|B, N, S1, S2] read at the
-    batch's own rows and keys. Rows of no batch are 0.
+    batch's own rows and keys; ``stats`` the sink (an lse array is not
+    written here). Rows of no batch are 0.
     """
     outs = np.zeros(q.shape[:3] + (v.shape[3],), _out_dtype(q.dtype, out_quant))
     for b, ((q0, aq), (k0, ak)) in enumerate(zip(q_rows, kv_rows)):
@@ -268,6 +270,7 @@ def packed_prompt_flash_attention(
             precision=precision,
             kv_block=kv_block,
             row_invalid=row_invalid,
+            stats=stats,
             pse=None
             if pse is None
             else PseSource(pse.pse[b : b + 1] if pse.pse.shape[0] > 1 else pse.pse, 0, pse.s1, pse.s2),

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, launch, paged_prompt, padding
+from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -38,17 +38,18 @@ NOT_IMPLEMENTED = Gaps(
         "and no antiquantScale",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
+        "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
+        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
+        "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
-        "sink": "learnableSink on the IFA/PFA routes",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
     },
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
-    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take."""
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
+    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
@@ -56,12 +57,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
-    if a.queryRopeOptional is not None or a.keyRopeOptional is not None:
+    if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
     if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
-    if a.learnableSinkOptional is not None:
-        NOT_IMPLEMENTED.refuse("sink")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
     paged = prompt and a.blockTableOptional is not None
@@ -120,16 +119,33 @@ def _ifa_query_quant(a) -> None:
         raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
 
 
-def _before_checks(a, env, prompt: bool) -> None:
+def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
     elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
-    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
+
+
+def _applied_sink(a, env, prompt: bool):
+    """The learnableSink the route's kernels apply, or None (a NULL or empty one: the tiling's
+    hasLearnableSink). Only the A2/A3 PFA TND kernels take it (prompt_flash_attention_arch32.h hands
+    it to the base-API var-len kernels alone); the A2/A3 IFA kernels and both Ascend910_95 kernel
+    families never receive it (fused_infer_attention_score{,_apt}.cpp), so there it is ignored."""
+    sink = a.learnableSinkOptional
+    if sink is None or sink.is_empty:
+        return None
+    if prompt and not on_arch35(env) and a.inputLayout == "TND":
+        return sink
+    where = (
+        "Ascend910_95's kernels" if on_arch35(env) else ("the PFA kernels outside TND" if prompt else "the IFA kernels")
+    )
+    env.warn(f"learnableSink is ignored: {where} do not take it (CANN 8.5), so the output is that without a sink")
+    return None
 
 
 def _separate_antiquant(a) -> bool:
@@ -256,6 +272,7 @@ def incre(a, env):
     separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
+    sink = _applied_sink(a, env, prompt=False)
     key, value, kv_lengths = _kv(a)
     args = SimpleNamespace(
         query=a.query,
@@ -285,7 +302,7 @@ def incre(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), padding.ifa_keys(a))
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), sink, padding.ifa_keys(a))
 
 
 def prompt(a, env):
@@ -294,19 +311,26 @@ def prompt(a, env):
     after the tiling's page-attention checks, as the dense key and value its kernels walk."""
     if on_arch35(env):
         padding.check_arch35(a)
+    kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
+    rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True)
+    _before_checks(a, env, prompt=True, rope=rope)
     padding.check_pfa_tiling(a, on_arch35(env))
+    sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
-    key, value = key.items[0], value.items[0]
+    query, key, value = a.query, key.items[0], value.items[0]
+    if kv_s is not None:
+        key, value, kv_lengths = kv_list.stacked(a, kv_s)
     if facts is not None:
         key, value = (
             paged_prompt.dense(a, facts, key, "key", facts.qd),
             paged_prompt.dense(a, facts, value, "value", facts.vd),
         )
+    if rope:
+        query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
-        query=a.query,
+        query=query,
         key=key,
         value=value,
         pseShift=a.pseShiftOptional,
@@ -326,6 +350,7 @@ def prompt(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
         **padding.kernel_args(a, on_arch35(env)),
+        learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
@@ -334,13 +359,13 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
-    return _with_lse(a, env, out, args.left_padding)
+    return _with_lse(a, env, out, sink, args.left_padding)
 
 
-def _with_lse(a, env, out, left=None):
+def _with_lse(a, env, out, sink, left=None):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
-    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND);
-    ``left`` the route's left padding."""
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND), with
+    the sink only where the route's kernels apply it; ``left`` the route's left padding."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -354,7 +379,7 @@ def _with_lse(a, env, out, left=None):
             rule="tiling.softmax_lse",
         )
     INFERRED.warn(env, "lse_pass")
-    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left)
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left, sink=sink is not None)
 
     def run(workspace):
         if out.run is not None:

@@ -33,10 +33,10 @@ def _packed(values) -> list[tuple[int, int]]:
     return [(e0, e1 - e0) for e0, e1 in zip([0] + ends[:-1], ends)]
 
 
-def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None):
-    """The FIA-V3 kernels' launch; with ``write_out`` false only softmaxLse is written (the
-    Ascend910_95 route, whose attentionOut another launch writes); ``left`` a
-    left_padding.LeftPadding."""
+def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None, sink: bool = True):
+    """The FIA-V3 kernels' launch; with ``write_out`` false only softmaxLse is written (the IFA/PFA
+    routes, whose attentionOut another launch writes); ``left`` a left_padding.LeftPadding; ``sink``
+    false leaves learnableSink out (the routes whose kernels ignore it)."""
     base, out_layout, heads, kv_heads = route.base, route.out_layout, route.heads, route.kv_heads
     packed = base in PACKED
     legacy_ifa = route.legacy_ifa
@@ -80,7 +80,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None):
             max(act_q, default=1) if packed else axes.s, group, packed, has_mask, sparse, a.blockSize, s2
         )
     mask_t = a.attenMaskOptional if has_mask and sparse in (0, 1) else None
-    sink_t, lse_t, out_t = a.learnableSinkOptional, a.softmaxLse, a.attentionOut
+    sink_t, lse_t, out_t = a.learnableSinkOptional if sink else None, a.softmaxLse, a.attentionOut
     pse_t = None if a.pseShiftOptional is None or a.pseShiftOptional.is_empty else a.pseShiftOptional
 
     def run(workspace):

@@ -15,7 +15,7 @@ def padded(a) -> bool:
 
 
 def check_arch32(a) -> None:
-    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, not replayed): no tensor list
+    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, kv_list.py): no tensor list
     with TND; no padding with TND, a tensor list or a paged cache; each padding size a [1] tensor;
     padding needs the matching actual lengths."""
     listed, tnd = len(a.key.items) > 1, a.inputLayout == "TND"

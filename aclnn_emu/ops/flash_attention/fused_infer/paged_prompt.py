@@ -26,6 +26,7 @@ IFA_BLOCK_BYTES = 32  # ifaBlockSizeBase: S = 1 (the tiling's IFA mode) takes 32
 BYTE_BLOCK = 32
 H_LIMIT = 65535
 MLA_QK_D, MLA_V_D = 192, 128
+ROPE_D = 64  # queryRope/keyRope's head size
 
 
 def dense_layout(a) -> bool:
@@ -83,6 +84,13 @@ def check(a, env) -> SimpleNamespace:
     if layout == "BNSD" and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
         raise tiling("paged.cache_rank", f"a {key.ndim}-D cache does not fit a {layout} query")
     _cache_shape(key.shape, valid, block, n, h, axes.d, ratio, a.query.dtype)
+    if route.rope:  # PFARope (the key's CheckPACacheShape again, on keyRope with the rope's D)
+        key_rope = a.keyRopeOptional
+        if key_rope.ndim != key.ndim:
+            raise tiling(
+                "paged.key_rope_rank", f"keyRope {list(key_rope.shape)} and key {list(key.shape)} differ in rank"
+            )
+        _cache_shape(key_rope.shape, valid, block, n, n * ROPE_D, ROPE_D, ratio, a.query.dtype, "keyRope")
     if table.ndim != 2:
         raise tiling("paged.block_table_rank", f"blockTable {list(table.shape)} must be 2-D")
     if table.shape[0] != b or width < most:
@@ -104,9 +112,9 @@ def _key_value_consistent(ks, vs, mla: bool) -> None:
         raise tiling("paged.key_value", f"key {list(ks)} and value {list(vs)} differ")
 
 
-def _cache_shape(ks, valid, block, n, h, d, ratio, dtype) -> None:
-    """CheckPACacheShape on the key: [>=valid, blockSize, H/ratio], [>=valid, N/ratio, blockSize, D]
-    or NZ [>=valid, N/ratio, D/D0, blockSize, D0] with D0 32 bytes."""
+def _cache_shape(ks, valid, block, n, h, d, ratio, dtype, name="key") -> None:
+    """CheckPACacheShape on the key (or keyRope): [>=valid, blockSize, H/ratio], [>=valid, N/ratio,
+    blockSize, D] or NZ [>=valid, N/ratio, D/D0, blockSize, D0] with D0 32 bytes."""
     ok = len(ks) >= 3 and ks[0] >= valid
     if len(ks) == 3:
         ok = ok and ks[1] == block and ks[2] * ratio == h
@@ -118,7 +126,7 @@ def _cache_shape(ks, valid, block, n, h, d, ratio, dtype) -> None:
         d0 = BYTE_BLOCK // SIZE[dtype]
         ok = ok and ks[1] * ratio == n and ks[3] == block and ks[2] * ks[4] == d and ks[4] == d0
     if not ok:
-        raise tiling("paged.cache_shape", f"key cache {list(ks)} does not fit {valid} blocks of {block} tokens")
+        raise tiling("paged.cache_shape", f"{name} cache {list(ks)} does not fit {valid} blocks of {block} tokens")
 
 
 def dense(a, facts, t, name: str, d: int):

@@ -43,6 +43,7 @@ def _launch(
     int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
     padding = getattr(a, "left_padding", None) if rows is None else None
+    sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
 
     def run(workspace):
         q, k, v = (
@@ -65,6 +66,7 @@ def _launch(
                 deq_scale(deq1, truncate=whole), np.float32(quant1.reshape(-1)[0]), deq_scale(deq2, truncate=whole)
             )
         out_quant = None if quant2 is None else output_quant(*quant2, heads)
+        sink = None if sink_t is None else sink_t.read("learnableSink").astype(np.float32)
         common = dict(
             scale=scale,
             bands=bands,
@@ -74,6 +76,7 @@ def _launch(
             precision=precision,
             row_invalid=row_invalid,
             pse=pse,
+            stats=None if sink is None else pfa.RowStats(sink=sink),
         )
         if rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], **common)

@@ -76,8 +76,22 @@ def _check_shapes(a, ends_q, ends_kv):
         )
     if n1 // n2 != 1 and dv == 192:
         tiling("tnd.group_d192", f"When layout is TND, When G({n1 // n2}) not 1, valueD({dv}) should not be 192.")
+    _check_sink(getattr(a, "learnableSink", None), n1, dv)
     if a.query.dtype != BF16:
         tiling("tnd.dtype", "When layout is TND, inputDataType should be bf16")
+
+
+def _check_sink(sink, n1, dv):
+    """CheckLearnableSinkWhenLayoutIsTND: FusedInferAttentionScore's learnableSink (PromptFlashAttention
+    itself has none) is [N], and the base-API kernels that take it need value D 64 or 128."""
+    if sink is None:
+        return
+    if sink.ndim != 1:
+        tiling("tnd.sink_rank", f"learnable_sink enable, learnable_sink dim({sink.ndim}) must be 1!")
+    if sink.shape[0] != n1:
+        tiling("tnd.sink_n", f"learnable_sink enable, sinkN({sink.shape[0]}) must be same equal queryN({n1})!")
+    if dv not in BAND_DV:
+        tiling("tnd.sink_dv", "When Layout is TND, learnable_sink only support valueD equal 64/128.")
 
 
 def _lengths(ends_q, ends_kv):
