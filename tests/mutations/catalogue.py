@@ -1520,8 +1520,8 @@ MUTATIONS = [
     Mutation(
         "fia-ignored-sink-in-the-lse",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "write_out=False, sink=sink is not None)",
-        "write_out=False, sink=True)",
+        "left=left, sink=sink is not None)",
+        "left=left, sink=True)",
         FIA_TESTS,
     ),
     Mutation(
