@@ -188,6 +188,9 @@ def _out_quant(a, p):
 def _antiquant(a, p):
     if a.antiquantScale is None:
         return None
+    own = getattr(a.antiquantScale, "kernel_antiquant", None)
+    if own is not None:  # FusedInferAttentionScore's per-token key/value parameters
+        return own(p.batch, p.kv_heads, p.d)
 
     def pair(t):
         v = t.read().astype(np.float32)
