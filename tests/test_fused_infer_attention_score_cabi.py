@@ -71,6 +71,11 @@ A2_TILING = {
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
     "ifa_modes_differ": "CheckKvAntiquant4SplitMode",
+    "ifa_mode_paged": "CheckKVAntiQuantMode",
+    # ProcessAntiQuantMode -> CheckAntiQuantParam (incre_flash_attention_tiling_check.cpp) on the key's scale
+    "ifa_per_token_s": "CheckKVAntiQuantPerToken",
+    "ifa_per_channel": "CheckKVAntiQuantPerChannel",
+    "ifa_per_token_head": "CheckKVAntiQuantPerHead",
 }
 
 EXPECTED = {
@@ -96,8 +101,12 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # per-token key and value antiquant passes ProcessAntiQuant; delegate.NOT_IMPLEMENTED (kv_antiquant)
-    "a2.not_implemented.kv_antiquant_per_token": NOT_IMPLEMENTED,
+    # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1) and
+    # key per channel / value per token (modes 0, 1); per token + head (mode 3) passes the checks
+    # replayed and is delegate.NOT_IMPLEMENTED (kv_antiquant)
+    "a2.ok.kv_antiquant_per_token": SUCCESS,
+    "a2.ok.kv_antiquant_channel_token": SUCCESS,
+    "a2.not_implemented.kv_antiquant_per_head": NOT_IMPLEMENTED,
 }
 
 

@@ -20,11 +20,16 @@ CH = np.ones((1, 2, 1, 32), F16)  # per channel
 TOK = np.ones((1, 2, 80), F32)  # per token
 
 
-def _token(scale):
-    """Per-token key and value (modes 1) with ``scale`` for both."""
+def _modes(scale, mode):
+    """Key and value in ``mode`` with ``scale`` for both."""
     return dict(
-        keyAntiquantScaleOptional=scale, valueAntiquantScaleOptional=scale, keyAntiquantMode=1, valueAntiquantMode=1
-    )
+        keyAntiquantScaleOptional=scale, valueAntiquantScaleOptional=scale, keyAntiquantMode=mode,
+        valueAntiquantMode=mode,
+    )  # fmt: skip
+
+
+def _token(scale):
+    return _modes(scale, 1)
 
 
 # case -> (keyword arguments, message of the failing rule; None: passes the checks, not emulated)
@@ -73,10 +78,12 @@ CASES = {
         dict(keyAntiquantScaleOptional=TOK, valueAntiquantScaleOptional=TOK, keyAntiquantMode=4, valueAntiquantMode=4),
         "must be used in page attention scene",
     ),
-    "per_head_not_emulated": (
-        dict(keyAntiquantScaleOptional=TOK, valueAntiquantScaleOptional=TOK, keyAntiquantMode=3, valueAntiquantMode=3),
-        None,
-    ),
+    "per_token_head_shape": (_modes(TOK, 3), "dim 0 of antiquant should be 2"),
+    "per_token_head_s": (_modes(np.ones((2, 2, 79), F32), 3), "The 3rd dim of antiquant should be >= 80"),
+    "per_token_head_not_emulated": (_modes(np.ones((2, 2, 80), F32), 3), None),
+    "per_tensor_head_shape": (_modes(np.ones((1,), F16), 2), "Expect[2]"),
+    "per_tensor_head_dtype": (_modes(np.ones((2,), F32), 2), "same with input qtype"),
+    "per_tensor_head_not_emulated": (_modes(np.ones((2,), F16), 2), None),
     # CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode).
     "param_ranks": (
         dict(

@@ -14,7 +14,8 @@ CHANNEL_TOKEN = (PER_CHANNEL, PER_TOKEN)  # the one mixed pair, the tiling's PER
 CHANNEL_TOKEN_MODE = 2
 MODES = range(6)  # CheckKVAntiQuantMode: per channel, per token, per tensor+head, per token+head, their PA forms
 PAGED_PARAMS = (4, 5)  # per token (+head) with the parameters in the paged cache's blocks
-PER_HEAD = (2, 3, 5)  # CheckKVAntiQuantPerHead's shapes (not replayed)
+PER_HEAD = (2, 3, 5)
+_MAPPED = {0: PER_CHANNEL, 1: PER_TOKEN, 2: PER_CHANNEL, 3: PER_TOKEN, 4: PER_TOKEN, 5: PER_TOKEN}
 
 
 def _modes(a) -> tuple[int, int]:
@@ -93,7 +94,7 @@ def _split_modes(a, key):
             raise tiling(
                 "ifa.value_scale_dtype", "per-token mode is enabled, datatype of antiquant scale should be float32"
             )
-        _key_params(a, key, CHANNEL_TOKEN_MODE)
+        _key_params(a, key, CHANNEL_TOKEN)
         return
     rope = a.queryRopeOptional is not None and a.keyRopeOptional is not None
     if key.ndim == 5 and not rope and k_mode not in (PER_CHANNEL, PER_TOKEN):
@@ -102,15 +103,17 @@ def _split_modes(a, key):
         raise tiling("ifa.mode", f"antiquantMode value:{k_mode} is invalid, it should be 0, 1, 2, 3, 4 or 5")
     if k_mode in PAGED_PARAMS and a.blockTableOptional is None:
         raise tiling("ifa.mode_paged", f"the key/value's quant mode {k_mode} must be used in page attention scene")
-    if k_mode in PAGED_PARAMS + PER_HEAD:
-        return  # their parameter shapes (CheckKVAntiQuantPerHead, CheckKVAntiQuantParamsInPagedAttention) are not replayed
     _key_params(a, key, k_mode)
 
 
 def _key_params(a, key, mode):
-    """CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode): their
-    ranks alike, CheckKVAntiQuantParaShapeLegal for each, then the scale's dtype. A 5-D (NZ) key's
-    shapes (CheckGqaAntiQuantPerChannel) are not replayed."""
+    """CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode), with the
+    mode as CheckKVAntiQuantMode maps it (2 per channel + head, 3-5 per token, + head, + paged
+    parameters; the pair is PER_CHANNEL_TOKEN_MODE): their ranks alike, CheckKVAntiQuantParaShapeLegal
+    for each, then the scale's dtype. Not replayed: a 5-D (NZ) key's shapes
+    (CheckGqaAntiQuantPerChannel) and the paged parameters' (modes 4, 5: ProcessBlockTable's
+    CheckKVAntiQuantParamsInPagedAttention, a later step)."""
+    mapped = CHANNEL_TOKEN_MODE if mode == CHANNEL_TOKEN else _MAPPED[mode]
     scale, offset = a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional
     if offset is not None and scale.ndim != offset.ndim:
         raise tiling(
@@ -119,37 +122,64 @@ def _key_params(a, key, mode):
             f"offset: {offset.ndim}].",
         )
     base = split(a.inputLayout)[0]
-    if key.ndim == 5 or base not in ("BSH", "BSND", "BNSD"):
-        return
-    axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
-    for t in (scale, offset):
-        if t is not None:
-            _shape(tuple(t.shape), mode, axes.b, key_rows(a, base), kv_heads_of(a), axes.d)
-    if mode == PER_CHANNEL and scale.dtype != a.query.dtype:
+    if key.ndim != 5 and base in ("BSH", "BSND", "BNSD") and mode not in PAGED_PARAMS:
+        axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
+        dims = (axes.b, key_rows(a, base), kv_heads_of(a), axes.d)
+        for t in (scale, offset):
+            if t is not None:
+                _shape(tuple(t.shape), mapped, mode in PER_HEAD, *dims)
+    if mapped == PER_CHANNEL and scale.dtype != a.query.dtype:
         raise tiling("ifa.key_scale_dtype", "illegal datatype of antiquant scale, it should be same with input qtype")
-    if mode == PER_TOKEN and scale.dtype != DataType.ACL_FLOAT:
+    if mapped == PER_TOKEN and scale.dtype != DataType.ACL_FLOAT:
         raise tiling("ifa.key_scale_dtype", "per-token mode is enabled, datatype of antiquant scale should be float32")
 
 
-def _shape(shape, mode, b, s, n, d):
-    """CheckKVAntiQuantParaShapeLegal: per token [1, B, >= S] or [B, >= S] (CheckKVAntiQuantPerToken),
-    else per tensor [1] or per channel [1, N, 1, D], [1, 1, N, D], [1, N, D], [1, N * D]
+def _shape(shape, mode, per_head, b, s, n, d):
+    """CheckKVAntiQuantParaShapeLegal: per token + head [B, N, >= S], per tensor + head [N]
+    (CheckKVAntiQuantPerHead); per token [1, B, >= S] or [B, >= S] (CheckKVAntiQuantPerToken); else
+    per tensor [1] or per channel [1, N, 1, D], [1, 1, N, D], [1, N, D], [1, N * D]
     (CheckKVAntiQuantPerChannel); S is the key's (a paged cache's capacity)."""
-    if mode == PER_TOKEN:
-        if len(shape) == 3 and shape[0] != 1:
-            raise tiling("ifa.per_token_n", f"The 1st dim of antiquant should be 1 instead of the current {shape[0]}")
-        if len(shape) in (2, 3) and shape[-2] != b:
+    if per_head:
+        _per_head_shape(shape, mode, b, s, n)
+    elif mode == PER_TOKEN:
+        _per_token_shape(shape, b, s)
+    else:
+        _per_channel_shape(shape, n, d)
+
+
+def _per_head_shape(shape, mode, b, s, n):
+    if mode != PER_TOKEN:
+        if shape != (n,):
             raise tiling(
-                "ifa.per_token_b", f"The batch dim of antiquant should be {b} instead of the current {shape[-2]}"
+                "ifa.per_tensor_head", f"The shape of antiquant parameter{list(shape)} is not expected. Expect[{n}]"
             )
-        if len(shape) in (2, 3) and shape[-1] < s:
-            raise tiling(
-                "ifa.per_token_s",
-                f"The S dim of antiquant should be greater than or equal to {s} instead of the current {shape[-1]}",
-            )
-        if len(shape) not in (2, 3):
-            raise tiling("ifa.per_token_rank", "The dim of antiquant is illegal, When per_token mode.")
         return
+    if len(shape) != 3:
+        raise tiling("ifa.per_token_head_rank", f"The dim of antiquant should be 3 instead of the current {len(shape)}")
+    for axis, (got, want) in enumerate(zip(shape[:2], (b, n))):
+        if got != want:
+            raise tiling("ifa.per_token_head", f"dim {axis} of antiquant should be {want} instead of the current {got}")
+    if shape[2] < s:
+        raise tiling(
+            "ifa.per_token_head_s", f"The 3rd dim of antiquant should be >= {s} instead of the current {shape[2]}"
+        )
+
+
+def _per_token_shape(shape, b, s):
+    if len(shape) == 3 and shape[0] != 1:
+        raise tiling("ifa.per_token_n", f"The 1st dim of antiquant should be 1 instead of the current {shape[0]}")
+    if len(shape) in (2, 3) and shape[-2] != b:
+        raise tiling("ifa.per_token_b", f"The batch dim of antiquant should be {b} instead of the current {shape[-2]}")
+    if len(shape) in (2, 3) and shape[-1] < s:
+        raise tiling(
+            "ifa.per_token_s",
+            f"The S dim of antiquant should be greater than or equal to {s} instead of the current {shape[-1]}",
+        )
+    if len(shape) not in (2, 3):
+        raise tiling("ifa.per_token_rank", "The dim of antiquant is illegal, When per_token mode.")
+
+
+def _per_channel_shape(shape, n, d):
     if len(shape) == 1:
         if shape != (1,):
             raise tiling("ifa.per_tensor", f"The shape of antiquant parameter[{shape[0]}] is not expected. Expect[1]")
