@@ -98,6 +98,7 @@ FIA_KV_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant.py",
     "tests/test_fused_infer_attention_score_cabi.py",
 )
+FIA_KV_PER_TOKEN_TESTS = ("tests/test_fused_infer_attention_score_kv_per_token.py",)
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -1669,9 +1670,60 @@ MUTATIONS = [
     Mutation(
         "fia-ifa-kv-value-scale-dtype",
         FIA_KV_ANTIQUANT,
-        "!= DataType.ACL_FLOAT:",
-        "!= DataType.ACL_FLOAT16:",
+        "if a.valueAntiquantScaleOptional.dtype != DataType.ACL_FLOAT:",
+        "if a.valueAntiquantScaleOptional.dtype != DataType.ACL_FLOAT16:",
         FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-dtype",
+        FIA_KV_ANTIQUANT,
+        "if mapped == PER_TOKEN and scale.dtype != DataType.ACL_FLOAT:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-s-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if len(shape) in (2, 3) and shape[-1] < s:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-head-unchecked",
+        FIA_KV_ANTIQUANT,
+        "        _per_head_shape(shape, mode, b, s, n)",
+        "        pass",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-offset-dropped",
+        IFA,
+        "                s += q.sum(axis=2, keepdims=True) * token.key[1]",
+        "                pass",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-offset-after-scale",
+        IFA,
+        """                s += q.sum(axis=2, keepdims=True) * token.key[1]
+                s *= token.key[0]""",
+        """                s *= token.key[0]
+                s += q.sum(axis=2, keepdims=True) * token.key[1]""",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-value-scale-dropped",
+        IFA,
+        "                s *= token.value[0]",
+        "                pass",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-positions-unpadded",
+        IFA,
+        "            token = self._per_token(b, cols)",
+        "            token = self._per_token(b, slice(j0, j1))",
+        FIA_KV_PER_TOKEN_TESTS,
     ),
     Mutation(
         "fia-ifa-lse-key-padding-ignored",
