@@ -283,6 +283,24 @@ def fia_kv_antiquant(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_kv_antiquant_per_token(soc, key_mode=1):
+    """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
+    token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    key = (T((1, 2, 1, 32)), T((1, 2, 1, 32))) if key_mode == 0 else (T((1, 1, 40), "FLOAT"), T((1, 1, 40), "FLOAT"))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=key[0], keyAntiquantOffsetOptional=key[1],
+                      valueAntiquantScaleOptional=T((1, 1, 40), "FLOAT"),
+                      valueAntiquantOffsetOptional=T((1, 1, 40), "FLOAT"), keyAntiquantMode=key_mode,
+                      valueAntiquantMode=1, preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD",
+                      numKeyValueHeads=2, attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant_channel_token(soc):
+    return fia_kv_antiquant_per_token(soc, key_mode=0)
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -347,7 +365,12 @@ BASELINES = {
     "GatherPaKvCache": ((gather, ALL),),
     "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_padded, ALL)),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
-    "FusedInferAttentionScoreV2": ((fia_v2, ALL), (fia_kv_antiquant, A2_A3)),
+    "FusedInferAttentionScoreV2": (
+        (fia_v2, ALL),
+        (fia_kv_antiquant, A2_A3),
+        (fia_kv_antiquant_per_token, A2_A3),
+        (fia_kv_antiquant_channel_token, A2_A3),
+    ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
