@@ -101,12 +101,14 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1) and
-    # key per channel / value per token (modes 0, 1); per token + head (mode 3) passes the checks
-    # replayed and is delegate.NOT_IMPLEMENTED (kv_antiquant)
+    # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),
+    # per token + head (modes 3) and key per channel / value per token (modes 0, 1); that pair with a
+    # per-tensor [1] key scale (CheckKVAntiQuantParaShapeLegal then switches the kernels to per
+    # channel) is delegate.NOT_IMPLEMENTED (kv_antiquant)
     "a2.ok.kv_antiquant_per_token": SUCCESS,
+    "a2.ok.kv_antiquant_per_token_head": SUCCESS,
     "a2.ok.kv_antiquant_channel_token": SUCCESS,
-    "a2.not_implemented.kv_antiquant_per_head": NOT_IMPLEMENTED,
+    "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
 }
 
 

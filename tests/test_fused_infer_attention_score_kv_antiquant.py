@@ -6,7 +6,8 @@ ProcessAntiQuantMode (CheckAntiQuantParamKeyType / ValueType, CheckKVAntiQuantMo
 CheckAntiQuantParam on the key's parameters: incre_flash_attention_tiling_check.cpp, with
 CheckKVAntiQuantParaShapeLegal / CheckKVAntiQuantPerToken / CheckKVAntiQuantPerChannel in
 incre_flash_attention_tiling.cpp). Per-channel, per-token and key-per-channel/value-per-token calls
-that pass run; the per-head and paged-parameter modes (2-5) are not emulated (561003)."""
+that pass run, and so do the per-head modes (2, 3); the paged-parameter modes (4, 5) are not
+emulated (561003)."""
 
 import numpy as np
 import pytest
@@ -80,10 +81,8 @@ CASES = {
     ),
     "per_token_head_shape": (_modes(TOK, 3), "dim 0 of antiquant should be 2"),
     "per_token_head_s": (_modes(np.ones((2, 2, 79), F32), 3), "The 3rd dim of antiquant should be >= 80"),
-    "per_token_head_not_emulated": (_modes(np.ones((2, 2, 80), F32), 3), None),
     "per_tensor_head_shape": (_modes(np.ones((1,), F16), 2), "Expect[2]"),
     "per_tensor_head_dtype": (_modes(np.ones((2,), F32), 2), "same with input qtype"),
-    "per_tensor_head_not_emulated": (_modes(np.ones((2,), F16), 2), None),
     # CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode).
     "param_ranks": (
         dict(
@@ -137,6 +136,8 @@ RUNS = {
     "per_token": _token(TOK),
     "per_token_2d_longer": _token(np.ones((2, 96), F32)),
     "channel_token": dict(keyAntiquantScaleOptional=CH, valueAntiquantScaleOptional=TOK, valueAntiquantMode=1),
+    "per_token_head": _modes(np.ones((2, 2, 80), F32), 3),
+    "per_tensor_head": _modes(np.ones((2,), F16), 2),
 }
 
 

@@ -1,7 +1,8 @@
-"""FusedInferAttentionScoreV2+ per-token key/value antiquant on the A2/A3 IFA route (S = 1, INT8
-key/value beside an fp16/bf16 query): keyAntiquantMode = valueAntiquantMode = 1 (a FLOAT scale and
-offset per cache position, [1, B, S'] or [B, S']), and the key per channel with the value per
-token (modes 0 and 1). The arch32 kernels (incre_flash_attention_preload.h,
+"""FusedInferAttentionScoreV2+ per-token and per-head key/value antiquant on the A2/A3 IFA route
+(S = 1, INT8 key/value beside an fp16/bf16 query): keyAntiquantMode = valueAntiquantMode = 1 (a
+FLOAT scale and offset per cache position, [1, B, S'] or [B, S']), 3 (per position and KV head,
+[B, N2, S']), 2 (one scale per KV head, [N2], in the query's dtype), and the key per channel with
+the value per token (modes 0 and 1). The arch32 kernels (incre_flash_attention_preload.h,
 DealAntiqBmm1ResBaseBlockPerToken / DealAntiqBmm2ResBaseBlockPerToken) read the parameters of
 batch b at position kvPaddingBegin + j (the logical token of a paged cache); the float64 reference
 is tests/golden/incre_flash_attention.py."""
@@ -95,6 +96,48 @@ def test_key_per_channel_value_per_token():
         magnitude=magnitude,
     )  # fmt: skip
     _assert_meets(out.reshape(b, n, d), want, magnitude, dtype)
+
+
+@DTYPES
+def test_per_token_head(dtype):
+    """Modes 3: [B, N2, S'] FLOAT, each KV head its own parameters per position."""
+    b, n, n2, s, d = 2, 8, 2, 64, 32
+    q = RNG.standard_normal((b, n, 1, d)).astype(dtype)
+    k8, v8 = _int8((b, n2, s, d)), _int8((b, n2, s, d))
+    ks, vs = ((RNG.random((b, n2, 70)) * 0.02 + 0.005).astype(np.float32) for _ in range(2))
+    ko, vo = (RNG.standard_normal((b, n2, 70)).astype(np.float32) * 3 for _ in range(2))
+    out, _ = run_fia(
+        version=2, query=q, key=[k8], value=[v8], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2,
+        scaleValue=0.125, inputLayout="BNSD", actualSeqLengthsKvOptional=(64, 33), **_separate(ks, ko, vs, vo, 3, 3),
+    )  # fmt: skip
+    magnitude = np.zeros((b, n, d))
+    want = ifa_golden.attention(
+        q[:, :, 0], list(k8), list(v8), scale=0.125, lengths=[64, 33], antiquant=(ks, ko, vs, vo),
+        per_token=(True, True), small_dtype=np.dtype(dtype).name, magnitude=magnitude,
+    )  # fmt: skip
+    _assert_meets(out[:, :, 0], want, magnitude, dtype)
+
+
+@DTYPES
+def test_per_tensor_head(dtype):
+    """Modes 2: one scale and offset per KV head [N2] in the query's dtype, for all D channels of
+    that head (CopyAntiquantScale duplicates it)."""
+    b, n, n2, s, d = 2, 4, 2, 50, 32
+    q = RNG.standard_normal((b, 1, n, d)).astype(dtype)
+    k8, v8 = _int8((b, s, n2, d)), _int8((b, s, n2, d))
+    ks, vs = ((RNG.random(n2) * 0.02 + 0.005).astype(dtype) for _ in range(2))
+    ko, vo = (RNG.integers(-3, 4, n2).astype(dtype) for _ in range(2))
+    out, _ = run_fia(
+        version=2, query=q, key=[k8], value=[v8], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2,
+        scaleValue=0.125, inputLayout="BSND", **_separate(ks, ko, vs, vo, 2, 2),
+    )  # fmt: skip
+    channels = [np.repeat(x.astype(np.float64)[:, None], d, axis=1) for x in (ks, ko, vs, vo)]
+    magnitude = np.zeros((b, n, d))
+    want = ifa_golden.attention(
+        q[:, 0], list(k8.transpose(0, 2, 1, 3)), list(v8.transpose(0, 2, 1, 3)), scale=0.125, lengths=[s] * b,
+        antiquant=channels, small_dtype=np.dtype(dtype).name, magnitude=magnitude,
+    )  # fmt: skip
+    _assert_meets(out[:, 0], want, magnitude, dtype)
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
@@ -207,29 +250,55 @@ def test_P_rounds_ties_away_on_the_per_token_path(dtype):
     ties.assert_bits(out[:, 0, 0], np.repeat(want["out"][:, None], d, axis=1), "attentionOut")
 
 
+def _output_tie(dtype):
+    """(1 + half an ulp of the output dtype, what its final cast gives: fp16 CAST_ROUND 1 + ulp, bf16
+    CAST_RINT the even 1); the assertion shows the two roundings differ there."""
+    ulp = 2.0**-10 if np.dtype(dtype) == np.float16 else 2.0**-7
+    tie = 1 + ulp / 2
+    assert ties.round_to(np.float64(tie), dtype, "away") != ties.round_to(np.float64(tie), dtype, "even")
+    return np.float32(tie), 1 + ulp if np.dtype(dtype) == np.float16 else 1.0
+
+
+def _one_key(dtype, v, named):
+    """attentionOut of one query head over one key scoring 0 (P = 1): O = the dequantised value."""
+    q = np.zeros((1, 1, 1, 32), dtype)
+    k8 = np.zeros((1, 1, 1, 32), np.int8)
+    v8 = np.full((1, 1, 1, 32), v, np.int8)
+    out, _ = run_fia(
+        version=2, query=q, key=[k8], value=[v8], out_shape=q.shape, numHeads=1, scaleValue=1.0,
+        inputLayout="BNSD", **named,
+    )  # fmt: skip
+    return out[0, 0, 0]
+
+
 @pytest.mark.parametrize("carrier", ["scale", "offset"])
 @pytest.mark.parametrize(
     "dtype,modes",
-    [(np.float16, (1, 1)), (BF16, (1, 1)), (np.float16, (0, 1))],
-    ids=["fp16_token_token", "bf16_token_token", "fp16_channel_token"],
+    [(np.float16, (1, 1)), (BF16, (1, 1)), (np.float16, (0, 1)), (np.float16, (3, 3)), (BF16, (3, 3))],
+    ids=["fp16_token_token", "bf16_token_token", "fp16_channel_token", "fp16_token_head", "bf16_token_head"],
 )
 def test_output_tie_through_the_value_parameters(dtype, carrier, modes):
-    """One key, P = 1: O = (v + offset) * scale of the value's per-token parameters, set to a midpoint
-    of the output dtype (1 + half an ulp): fp16 CAST_ROUND takes 1 + ulp, bf16 CAST_RINT the even 1."""
-    ulp = 2.0**-10 if np.dtype(dtype) == np.float16 else 2.0**-7
-    tie = np.float32(1 + ulp / 2)
-    q = np.zeros((1, 1, 1, 32), dtype)
-    k8 = np.zeros((1, 1, 1, 32), np.int8)
-    v8 = np.full((1, 1, 1, 32), 1 if carrier == "scale" else 0, np.int8)
-    vs = np.full((1, 1), tie if carrier == "scale" else 1, np.float32)
-    vo = np.full((1, 1), 0 if carrier == "scale" else tie, np.float32)
-    ks, ko = (np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32))
+    """One key, P = 1: O = (v + offset) * scale of the value's per-token parameters, one of them
+    carrying a midpoint of the output dtype."""
+    tie, want = _output_tie(dtype)
+    shape = (1, 1, 1) if modes == (3, 3) else (1, 1)
+    vs = np.full(shape, tie if carrier == "scale" else 1, np.float32)
+    vo = np.full(shape, 0 if carrier == "scale" else tie, np.float32)
+    ks, ko = np.ones(shape, np.float32), np.zeros(shape, np.float32)
     if modes[0] == 0:
         ks, ko = np.ones((1, 1, 1, 32), dtype), np.zeros((1, 1, 1, 32), dtype)
-    out, _ = run_fia(
-        version=2, query=q, key=[k8], value=[v8], out_shape=q.shape, numHeads=1, scaleValue=1.0,
-        inputLayout="BNSD", **_separate(ks, ko, vs, vo, *modes),
-    )  # fmt: skip
-    want = {"away": 1 + ulp, "even": 1.0}["away" if np.dtype(dtype) == np.float16 else "even"]
-    assert ties.round_to(np.float64(tie), dtype, "away") != ties.round_to(np.float64(tie), dtype, "even")
-    ties.assert_bits(out[0, 0, 0], np.full(32, want), "attentionOut")
+    out = _one_key(dtype, 1 if carrier == "scale" else 0, _separate(ks, ko, vs, vo, *modes))
+    ties.assert_bits(out, np.full(32, want), "attentionOut")
+
+
+@DTYPES
+def test_output_tie_per_tensor_head(dtype):
+    """Modes 2 (parameters in the query's dtype, which holds no midpoint of itself): (127 + 1922) *
+    2**-11 (fp16) and (1 + 256) * 2**-8 (bf16) are the midpoints, reached in fp32."""
+    tie, want = _output_tie(dtype)
+    v, offset, scale = (127, 1922, 2.0**-11) if np.dtype(dtype) == np.float16 else (1, 256, 2.0**-8)
+    assert (v + offset) * scale == tie
+    ks, ko = np.ones(1, dtype), np.zeros(1, dtype)
+    vs, vo = np.full(1, scale, dtype), np.full(1, offset, dtype)
+    out = _one_key(dtype, v, _separate(ks, ko, vs, vo, 2, 2))
+    ties.assert_bits(out, np.full(32, want), "attentionOut")

@@ -312,11 +312,12 @@ int main() {
         c.keyAntiquantMode = c.valueAntiquantMode = 3; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
         REPORT("a2.tiling.ifa_per_token_head", Call(c, stream));
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 80}, ACL_FLOAT);
-        REPORT("a2.not_implemented.kv_antiquant_per_head", Call(c, stream));
+        REPORT("a2.ok.kv_antiquant_per_token_head", Call(c, stream));
         c.keyAntiquantMode = 0; c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
         c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
         REPORT("a2.ok.kv_antiquant_channel_token", Call(c, stream));
         c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("a2.tiling.ifa_per_channel", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({1}); REPORT("a2.not_implemented.kv_antiquant_per_tensor_key", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

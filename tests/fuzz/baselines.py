@@ -301,6 +301,19 @@ def fia_kv_antiquant_channel_token(soc):
     return fia_kv_antiquant_per_token(soc, key_mode=0)
 
 
+def fia_kv_antiquant_per_token_head(soc):
+    """Modes 3: FLOAT parameters per batch, KV head and position [B, N2, S]."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    params = [T((1, 2, 40), "FLOAT") for _ in range(4)]
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=params[0], keyAntiquantOffsetOptional=params[1],
+                      valueAntiquantScaleOptional=params[2], valueAntiquantOffsetOptional=params[3],
+                      keyAntiquantMode=3, valueAntiquantMode=3, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -370,6 +383,7 @@ BASELINES = {
         (fia_kv_antiquant, A2_A3),
         (fia_kv_antiquant_per_token, A2_A3),
         (fia_kv_antiquant_channel_token, A2_A3),
+        (fia_kv_antiquant_per_token_head, A2_A3),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

@@ -10,7 +10,8 @@ Rules modelled:
 - x = (q . k) * scale + pse[b?, n, start_b + j]; attenMask[b, start_b + j] != 0 -> x = -1e12.
 - int8 key/value: k = (k8 + offset) * scale, per tensor (scale[0] keys, scale[1] values) or per
   channel [2, N2, D]; or per token (FusedInferAttentionScore's key/valueAntiquantMode 1): one scale
-  and offset per cache position, [B, Sp], read at the batch's positions start_b + j (the MSD
+  and offset per cache position, [B, Sp] or per KV head [B, N2, Sp] (mode 3), read at the batch's
+  positions start_b + j (the MSD
   kernels apply them around the int8 products, which is the same sum in exact arithmetic).
 - Online softmax per chunk of ``chunk`` tokens (aligned at the batch's first token): E = exp(x -
   running max); l sums the un-narrowed E; E is rounded ties-away to fp16 (fp16 keys/values) or
@@ -62,10 +63,11 @@ def dense_rows(cache, table, block_size, length, kv_heads, heads_major):
 
 
 def _dequant(x, scale, offset, per_token, b, s0, n_tok):
-    """(x + offset) * scale over [N2, n_tok, D] rows: per token from [B, Sp], else per channel [N2, D]
-    or per tensor."""
-    if per_token:
-        return (x + offset[b, s0 : s0 + n_tok, None]) * scale[b, s0 : s0 + n_tok, None]
+    """(x + offset) * scale over [N2, n_tok, D] rows: per token from [B, Sp] or [B, N2, Sp], else per
+    channel [N2, D] or per tensor."""
+    if per_token:  # [B, Sp] for every head, [B, N2, Sp] per head
+        cols = (b, Ellipsis, slice(s0, s0 + n_tok), None)
+        return (x + offset[cols]) * scale[cols]
     return (x + (offset[:, None, :] if offset.ndim == 2 else offset)) * (
         scale[:, None, :] if scale.ndim == 2 else scale
     )
@@ -92,7 +94,7 @@ def attention(
 
     q [B, N, D]; keys/values: per batch [N2, S_b, D] arrays (any dtype); mask [B, Sm]; pse
     [B|1, N, Sp]; antiquant (key_scale, key_offset, value_scale, value_offset) scalars or [N2, D],
-    or [B, Sp] for the key / value side that ``per_token`` marks; out_quant (scale, offset) scalars or
+    or [B, Sp] / [B, N2, Sp] for the key / value side that ``per_token`` marks; out_quant (scale, offset) scalars or
     [N, D].
     """
     b_count, heads, d = q.shape

@@ -86,6 +86,7 @@ FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
 FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
+FIA_SPLIT_PARAMS = "aclnn_emu/ops/flash_attention/fused_infer/split_params.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
@@ -1721,8 +1722,22 @@ MUTATIONS = [
     Mutation(
         "fia-ifa-kv-per-token-positions-unpadded",
         IFA,
-        "            token = self._per_token(b, cols)",
-        "            token = self._per_token(b, slice(j0, j1))",
+        "            token = self._per_token(b, h0, h1, cols)",
+        "            token = self._per_token(b, h0, h1, slice(j0, j1))",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-head-shared",
+        IFA,
+        "heads = slice(h0, h1) if scale.shape[1] > 1 else slice(0, 1)",
+        "heads = slice(0, 1)",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-tensor-head-first-only",
+        FIA_SPLIT_PARAMS,
+        "np.broadcast_to(x, (kv_heads, d))",
+        "np.broadcast_to(x[:1], (kv_heads, d))",
         FIA_KV_PER_TOKEN_TESTS,
     ),
     Mutation(

@@ -43,7 +43,8 @@ KV_CHUNK = 2048
 @dataclass(frozen=True)
 class Antiquant:
     """Per-tensor (scalars) or per-channel ([N2, D]) fp32 scale and offset of the int8 key and value;
-    with ``key_per_token`` / ``value_per_token`` that side's are [B, S] per cache position."""
+    with ``key_per_token`` / ``value_per_token`` that side's are [B, N2 | 1, S] per cache position
+    (per KV head, or one for all heads)."""
 
     key_scale: np.ndarray
     key_offset: np.ndarray
@@ -66,7 +67,7 @@ class OutputQuant:
 
 
 class _TokenParams(NamedTuple):
-    """A chunk's per-token (scale, offset) rows of the key and of the value, None where per channel."""
+    """A chunk's per-token (scale, offset) of the key and of the value, None where per channel."""
 
     key: tuple[np.ndarray, np.ndarray] | None
     value: tuple[np.ndarray, np.ndarray] | None
@@ -201,7 +202,7 @@ class _Decode:
             s = np.empty((heads, g, j1 - j0), np.float32)
             native.decode_scores(s, q, key_base, *key_rows, key_dequant)
             cols = slice(first + j0, first + j1)
-            token = self._per_token(b, cols)
+            token = self._per_token(b, h0, h1, cols)
             if token.key is not None:
                 s += q.sum(axis=2, keepdims=True) * token.key[1]
                 s *= token.key[0]
@@ -218,7 +219,7 @@ class _Decode:
             acc *= alpha.reshape(heads, g, 1)
             if token.value is not None:
                 s *= token.value[0]
-                acc += (s @ token.value[1])[..., None]
+                acc += (s * token.value[1]).sum(axis=2, keepdims=True)
             native.decode_values(acc, s, value_base, *value_rows, value_dequant)
         o = acc / row_sum.reshape(heads, g, 1)
         self._store(o.reshape(rows, d), b, h0 * g, h1 * g)
@@ -242,14 +243,18 @@ class _Decode:
             side(aq.value_scale, aq.value_offset, aq.value_per_token),
         )
 
-    def _per_token(self, b, cols) -> "_TokenParams":
-        """The (scale, offset) fp32 of cache positions ``cols`` of batch b for each per-token side."""
+    def _per_token(self, b, h0, h1, cols) -> "_TokenParams":
+        """The (scale, offset) fp32 [heads | 1, 1, positions] of cache positions ``cols`` of batch b,
+        KV heads h0..h1, for each per-token side."""
         aq = self.antiquant
         if aq is None:
             return _TokenParams(None, None)
 
         def side(scale, offset, on):
-            return (scale[b, cols], offset[b, cols]) if on else None
+            if not on:
+                return None
+            heads = slice(h0, h1) if scale.shape[1] > 1 else slice(0, 1)
+            return scale[b, heads, None, cols], offset[b, heads, None, cols]
 
         return _TokenParams(
             side(aq.key_scale, aq.key_offset, aq.key_per_token),

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, launch, paged_prompt, padding, token_params
+from . import kv_antiquant, launch, paged_prompt, padding, split_params
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -35,10 +35,11 @@ NOT_IMPLEMENTED = Gaps(
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
-        "key and value scales (offsets for both or neither, no antiquantScale) per channel (modes 0), per token "
-        "(modes 1) or the key per channel with the value per token (modes 0 and 1); per token not with a shared "
-        "prefix or a 5-D (NZ) key, the pair not with a per-tensor [1] key scale nor with value parameters other "
-        "than [1, B, S'] / [B, S'] covering the cache (offset alike)",
+        "key and value scales (offsets for both or neither, no antiquantScale) in modes 0, 1, 2 or 3 (per "
+        "channel, per token, per tensor + head, per token + head) or the key per channel with the value per "
+        "token (modes 0 and 1): the paged-parameter modes 4 and 5, a 5-D (NZ) key, a per-token side with a "
+        "shared prefix, and the pair with a per-tensor [1] key scale or value parameters other than "
+        "[1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
@@ -146,35 +147,37 @@ def _separate_antiquant(a) -> bool:
 def _emulated_pairs(a) -> bool:
     """Key and value scales (and offsets for both or neither) without the combined antiquantScale,
     per channel (the IFA kernels' (x + offset) * scale with the key's and the value's own
-    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or with a
-    per-token side (token_params)."""
+    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or in the
+    modes split_params hands the kernel."""
     offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
     scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
     if not (scales and offsets and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None):
         return False
     if a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0:
         return True
-    return token_params.per_token(a) and _per_token_fits(a)
+    return split_params.handled(a) and _split_fits(a)
 
 
-def _per_token_fits(a) -> bool:
-    if a.keySharedPrefixOptional is not None or a.key.items[0].ndim == 5:
+def _split_fits(a) -> bool:
+    """kv_antiquant checked the key's shapes (the value's alike but in the pair); a 5-D (NZ) key's
+    are not, and a shared prefix would move the per-token positions."""
+    if a.key.items[0].ndim == 5 or (split_params.per_token(a) and a.keySharedPrefixOptional is not None):
         return False
-    if a.keyAntiquantMode == kv_antiquant.PER_TOKEN:
-        return True  # kv_antiquant checked both sides' shapes
+    if (a.keyAntiquantMode, a.valueAntiquantMode) != kv_antiquant.CHANNEL_TOKEN:
+        return True
     base = (a.inputLayout or "BSH").split("_")[0]
     batch = query_axes(a.query.shape, base, attr_uint32(a.numHeads)).b
     per_tensor_key = a.keyAntiquantScaleOptional.ndim == 1  # the tiling then runs the kernels per channel
-    return not per_tensor_key and token_params.value_rows_fit(a, batch, key_rows(a, base))
+    return not per_tensor_key and split_params.value_rows_fit(a, batch, key_rows(a, base))
 
 
 def _antiquant_args(a) -> dict:
     """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is, separate
-    per-channel parameters stacked, a per-token side through token_params."""
+    per-channel parameters stacked, the other modes through split_params."""
     if not _separate_antiquant(a):
         return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
-    if token_params.per_token(a):
-        return dict(antiquantScale=token_params.TokenParams(a), antiquantOffset=None)
+    if split_params.handled(a):
+        return dict(antiquantScale=split_params.SplitParams(a), antiquantOffset=None)
     offset = a.keyAntiquantOffsetOptional
     return dict(
         antiquantScale=_Rows(a.keyAntiquantScaleOptional, a.valueAntiquantScaleOptional),
