@@ -76,6 +76,8 @@ A2_TILING = {
     "ifa_per_token_s": "CheckKVAntiQuantPerToken",
     "ifa_per_channel": "CheckKVAntiQuantPerChannel",
     "ifa_per_token_head": "CheckKVAntiQuantPerHead",
+    # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
+    "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
 }
 
 EXPECTED = {
@@ -102,12 +104,14 @@ ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
     # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),
-    # per token + head (modes 3) and key per channel / value per token (modes 0, 1); that pair with a
+    # per token + head (modes 3), per token in the cache's blocks (modes 4) and key per channel /
+    # value per token (modes 0, 1); that pair with a
     # per-tensor [1] key scale (CheckKVAntiQuantParaShapeLegal then switches the kernels to per
     # channel) is delegate.NOT_IMPLEMENTED (kv_antiquant)
     "a2.ok.kv_antiquant_per_token": SUCCESS,
     "a2.ok.kv_antiquant_per_token_head": SUCCESS,
     "a2.ok.kv_antiquant_channel_token": SUCCESS,
+    "a2.ok.kv_antiquant_paged_params": SUCCESS,
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
 }
 

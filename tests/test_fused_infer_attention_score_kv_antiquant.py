@@ -6,8 +6,9 @@ ProcessAntiQuantMode (CheckAntiQuantParamKeyType / ValueType, CheckKVAntiQuantMo
 CheckAntiQuantParam on the key's parameters: incre_flash_attention_tiling_check.cpp, with
 CheckKVAntiQuantParaShapeLegal / CheckKVAntiQuantPerToken / CheckKVAntiQuantPerChannel in
 incre_flash_attention_tiling.cpp). Per-channel, per-token and key-per-channel/value-per-token calls
-that pass run, and so do the per-head modes (2, 3); the paged-parameter modes (4, 5) are not
-emulated (561003)."""
+that pass run, and so do modes 2, 3 and 4 (per tensor + head, per token + head, per token in the
+cache's blocks, whose shapes ProcessBlockTable checks: CheckKVAntiQuantParamsInPagedAttention);
+modes 5 are not emulated (561003)."""
 
 import numpy as np
 import pytest
@@ -19,6 +20,11 @@ Q = np.zeros((2, 8, 1, 32), F16)
 K8 = np.ones((2, 2, 80, 32), np.int8)
 CH = np.ones((1, 2, 1, 32), F16)  # per channel
 TOK = np.ones((1, 2, 80), F32)  # per token
+# a paged cache [blocks, blockSize, H] of 4 blocks of 32 tokens, 2 per batch
+PAGED = dict(
+    key=np.ones((4, 32, 64), np.int8), blockTableOptional=np.array([[0, 1], [2, 3]], np.int32), blockSize=32,
+    actualSeqLengthsKvOptional=(64, 40), inputLayout="BSH", query=np.zeros((2, 1, 256), F16),
+)  # fmt: skip
 
 
 def _modes(scale, mode):
@@ -83,6 +89,20 @@ CASES = {
     "per_token_head_s": (_modes(np.ones((2, 2, 79), F32), 3), "The 3rd dim of antiquant should be >= 80"),
     "per_tensor_head_shape": (_modes(np.ones((1,), F16), 2), "Expect[2]"),
     "per_tensor_head_dtype": (_modes(np.ones((2,), F32), 2), "same with input qtype"),
+    "paged_params_mode5_not_emulated": (dict(_modes(np.ones((4, 2, 32), F32), 5), **PAGED), None),
+    "paged_params_blocks": (
+        dict(_modes(np.ones((3, 32), F32), 4), **PAGED),
+        "Dim 0 of antiquant parameter should be 4",
+    ),
+    "paged_params_block_size": (
+        dict(_modes(np.ones((4, 16), F32), 4), **PAGED),
+        "Dim 1 of antiquant parameter should be 32",
+    ),
+    "paged_params_heads": (
+        dict(_modes(np.ones((4, 1, 32), F32), 5), **PAGED),
+        "Dim 1 of antiquant parameter should be 2",
+    ),
+    "paged_params_3d_not_emulated": (dict(_modes(np.ones((4, 32, 1), F32), 4), **PAGED), None),
     # CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode).
     "param_ranks": (
         dict(
@@ -138,6 +158,7 @@ RUNS = {
     "channel_token": dict(keyAntiquantScaleOptional=CH, valueAntiquantScaleOptional=TOK, valueAntiquantMode=1),
     "per_token_head": _modes(np.ones((2, 2, 80), F32), 3),
     "per_tensor_head": _modes(np.ones((2,), F16), 2),
+    "paged_params": dict(_modes(np.ones((4, 32), F32), 4), **PAGED),
 }
 
 
@@ -166,4 +187,4 @@ def test_separate_antiquant_runs(chip, case):
     """What passes the checks and the emulated modes cover runs (numerics:
     test_fused_infer_attention_score_kv_per_token.py)."""
     out = _call(RUNS[case]).attentionOut
-    assert out.shape == Q.shape and np.isfinite(out.astype(np.float64)).all()
+    assert out.shape == RUNS[case].get("query", Q).shape and np.isfinite(out.astype(np.float64)).all()

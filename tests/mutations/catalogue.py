@@ -1741,6 +1741,20 @@ MUTATIONS = [
         FIA_KV_PER_TOKEN_TESTS,
     ),
     Mutation(
+        "fia-ifa-kv-paged-params-blocks-reversed",
+        FIA_SPLIT_PARAMS,
+        "blocks[np.clip(table, 0, blocks.shape[0] - 1)]",
+        "blocks[np.clip(table, 0, blocks.shape[0] - 1)][:, ::-1]",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-paged-params-heads-unchecked",
+        FIA_KV_ANTIQUANT,
+        "(key.shape[0], kv_heads_of(a), a.blockSize) if mode == 5 else",
+        "",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-ifa-lse-key-padding-ignored",
         FIA_PADDING,
         "    return LeftPadding(None, kv, overflow_empty=True)",

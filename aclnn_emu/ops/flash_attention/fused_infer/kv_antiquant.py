@@ -4,7 +4,7 @@ order. Every failure is 561002; what passes and the kernels do not emulate stays
 `not_implemented.kv_antiquant` (delegate)."""
 
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.opdef.generated import attr_uint32
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 from .failure import tiling
 from .layouts import key_rows, kv_heads_of, query_axes, split
@@ -110,9 +110,9 @@ def _key_params(a, key, mode):
     """CheckAntiQuantParam on the key's scale and offset (antiquantNum_ 1 in split mode), with the
     mode as CheckKVAntiQuantMode maps it (2 per channel + head, 3-5 per token, + head, + paged
     parameters; the pair is PER_CHANNEL_TOKEN_MODE): their ranks alike, CheckKVAntiQuantParaShapeLegal
-    for each, then the scale's dtype. Not replayed: a 5-D (NZ) key's shapes
-    (CheckGqaAntiQuantPerChannel) and the paged parameters' (modes 4, 5: ProcessBlockTable's
-    CheckKVAntiQuantParamsInPagedAttention, a later step)."""
+    for each (modes 4 and 5: CheckKVAntiQuantParamsInPagedAttention, which ProcessBlockTable runs
+    a little later), then the scale's dtype. Not replayed: a 5-D (NZ) key's shapes
+    (CheckGqaAntiQuantPerChannel)."""
     mapped = CHANNEL_TOKEN_MODE if mode == CHANNEL_TOKEN else _MAPPED[mode]
     scale, offset = a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional
     if offset is not None and scale.ndim != offset.ndim:
@@ -122,7 +122,9 @@ def _key_params(a, key, mode):
             f"offset: {offset.ndim}].",
         )
     base = split(a.inputLayout)[0]
-    if key.ndim != 5 and base in ("BSH", "BSND", "BNSD") and mode not in PAGED_PARAMS:
+    if mode in PAGED_PARAMS:
+        _paged_params(a, key, mode)
+    elif key.ndim != 5 and base in ("BSH", "BSND", "BNSD"):
         axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
         dims = (axes.b, key_rows(a, base), kv_heads_of(a), axes.d)
         for t in (scale, offset):
@@ -132,6 +134,21 @@ def _key_params(a, key, mode):
         raise tiling("ifa.key_scale_dtype", "illegal datatype of antiquant scale, it should be same with input qtype")
     if mapped == PER_TOKEN and scale.dtype != DataType.ACL_FLOAT:
         raise tiling("ifa.key_scale_dtype", "per-token mode is enabled, datatype of antiquant scale should be float32")
+
+
+def _paged_params(a, key, mode):
+    """CheckKVAntiQuantParamsShapeInPagedAttention on the key's scale, then its offset: [blocks,
+    N, blockSize] per token + head (mode 5), [blocks, blockSize] per token (mode 4), blocks the
+    cache's first axis; only those axes are read (gert::Shape gives 0 past the rank)."""
+    want = (key.shape[0], kv_heads_of(a), a.blockSize) if mode == 5 else (key.shape[0], a.blockSize)
+    for t in (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional):
+        for axis, expected in enumerate(() if t is None else want):
+            if shape_dim(t.shape, axis) != expected:
+                raise tiling(
+                    "ifa.paged_params",
+                    f"Dim {axis} of antiquant parameter should be {expected} instead of the current "
+                    f"{shape_dim(t.shape, axis)}",
+                )
 
 
 def _shape(shape, mode, per_head, b, s, n, d):
