@@ -86,9 +86,12 @@ class SplitParams:
             return scale, offset
 
         key_kind, value_kind = SIDES[a.keyAntiquantMode, a.valueAntiquantMode]
+        (key_scale, key_offset), (value_scale, value_offset) = side("key", key_kind), side("value", value_kind)
         return ifa.Antiquant(
-            *side("key", key_kind),
-            *side("value", value_kind),
+            key_scale,
+            key_offset,
+            value_scale,
+            value_offset,
             key_per_token=key_kind in TOKEN_SIDES,
             value_per_token=value_kind in TOKEN_SIDES,
         )
