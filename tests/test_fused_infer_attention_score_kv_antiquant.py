@@ -6,9 +6,8 @@ ProcessAntiQuantMode (CheckAntiQuantParamKeyType / ValueType, CheckKVAntiQuantMo
 CheckAntiQuantParam on the key's parameters: incre_flash_attention_tiling_check.cpp, with
 CheckKVAntiQuantParaShapeLegal / CheckKVAntiQuantPerToken / CheckKVAntiQuantPerChannel in
 incre_flash_attention_tiling.cpp). Per-channel, per-token and key-per-channel/value-per-token calls
-that pass run, and so do modes 2, 3 and 4 (per tensor + head, per token + head, per token in the
-cache's blocks, whose shapes ProcessBlockTable checks: CheckKVAntiQuantParamsInPagedAttention);
-modes 5 are not emulated (561003)."""
+that pass run, and so do modes 2-5 (per tensor + head, per token + head, per token (+ head) in the
+cache's blocks, whose shapes ProcessBlockTable checks: CheckKVAntiQuantParamsInPagedAttention)."""
 
 import numpy as np
 import pytest
@@ -89,7 +88,6 @@ CASES = {
     "per_token_head_s": (_modes(np.ones((2, 2, 79), F32), 3), "The 3rd dim of antiquant should be >= 80"),
     "per_tensor_head_shape": (_modes(np.ones((1,), F16), 2), "Expect[2]"),
     "per_tensor_head_dtype": (_modes(np.ones((2,), F32), 2), "same with input qtype"),
-    "paged_params_mode5_not_emulated": (dict(_modes(np.ones((4, 2, 32), F32), 5), **PAGED), None),
     "paged_params_blocks": (
         dict(_modes(np.ones((3, 32), F32), 4), **PAGED),
         "Dim 0 of antiquant parameter should be 4",
@@ -159,6 +157,7 @@ RUNS = {
     "per_token_head": _modes(np.ones((2, 2, 80), F32), 3),
     "per_tensor_head": _modes(np.ones((2,), F16), 2),
     "paged_params": dict(_modes(np.ones((4, 32), F32), 4), **PAGED),
+    "paged_params_per_head": dict(_modes(np.ones((4, 2, 32), F32), 5), **PAGED),
 }
 
 

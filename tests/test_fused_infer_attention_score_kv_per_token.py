@@ -1,10 +1,10 @@
 """FusedInferAttentionScoreV2+ per-token and per-head key/value antiquant on the A2/A3 IFA route
 (S = 1, INT8 key/value beside an fp16/bf16 query): keyAntiquantMode = valueAntiquantMode = 1 (a
 FLOAT scale and offset per cache position, [1, B, S'] or [B, S']), 3 (per position and KV head,
-[B, N2, S']), 2 (one scale per KV head, [N2], in the query's dtype), 4 (per position, kept in the
-paged cache's blocks, [blocks, blockSize]), and the key per channel with the value per token
-(modes 0 and 1). The arch32 kernels (incre_flash_attention_preload.h,
-DealAntiqBmm1ResBaseBlockPerToken / DealAntiqBmm2ResBaseBlockPerToken) read the parameters of
+[B, N2, S']), 2 (one scale per KV head, [N2], in the query's dtype), 4 / 5 (per position, and
+KV head, kept in the paged cache's blocks, [blocks, (N2,) blockSize]), and the key per channel with
+the value per token (modes 0 and 1). The arch32 split kernel (incre_flash_attention_split_Bbn2s2_Us2.h,
+DealAntiqBmm1ResBaseBlockPerToken / DealAntiqBmm2ResBaseBlockPerToken) reads the parameters of
 batch b at position kvPaddingBegin + j (the logical token of a paged cache); the float64 reference
 is tests/golden/incre_flash_attention.py."""
 
@@ -142,27 +142,35 @@ def test_per_tensor_head(dtype):
 
 
 @DTYPES
-def test_per_token_in_the_cache_blocks(dtype):
-    """Modes 4: FLOAT parameters [blocks, blockSize] beside a paged cache, position j of batch b at
-    block blockTable[b, j / blockSize], slot j % blockSize (CopyAntiquantParamsPerTokenParamsPagedAttention)."""
+@pytest.mark.parametrize("mode", [4, 5], ids=["token", "token_head"])
+def test_per_token_in_the_cache_blocks(dtype, mode):
+    """Modes 4 / 5: FLOAT parameters [blocks, blockSize] / [blocks, N2, blockSize] beside a paged
+    cache, position p of batch b (and KV head n2) at block blockTable[b, p / blockSize], slot p %
+    blockSize (the split kernel's CopyAntiquantParamsParamsPagedAttentionImpl)."""
     b, n, n2, d, bs, blocks = 2, 4, 2, 32, 32, 6
     q = RNG.standard_normal((b, 1, n * d)).astype(dtype)
     kc, vc = _int8((blocks, bs, n2 * d)), _int8((blocks, bs, n2 * d))
     table = np.array([[4, 1, 0], [2, 5, 3]], np.int32)
-    ks, vs = ((RNG.random((blocks, bs)) * 0.02 + 0.005).astype(np.float32) for _ in range(2))
-    ko, vo = (RNG.standard_normal((blocks, bs)).astype(np.float32) * 3 for _ in range(2))
+    shape = (blocks, bs) if mode == 4 else (blocks, n2, bs)
+    ks, vs = ((RNG.random(shape) * 0.02 + 0.005).astype(np.float32) for _ in range(2))
+    ko, vo = (RNG.standard_normal(shape).astype(np.float32) * 3 for _ in range(2))
     lengths = (90, 37)
     out, _ = run_fia(
         version=2, query=q, key=[kc], value=[vc], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2,
         scaleValue=0.125, inputLayout="BSH", blockTableOptional=table, blockSize=bs,
-        actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, 4, 4),
+        actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, mode, mode),
     )  # fmt: skip
     rows = [[ifa_golden.dense_rows(c, table[i], bs, lengths[i], n2, False) for i in range(b)] for c in (kc, vc)]
-    by_position = [np.stack([x[table[i]].reshape(-1) for i in range(b)]) for x in (ks, ko, vs, vo)]
+
+    def by_position(x):  # [B, Sp] (mode 4) or [B, N2, Sp] (mode 5): batch b's blocks one after another
+        per_batch = [np.concatenate([x[block] for block in table[i]], axis=-1) for i in range(b)]
+        return np.stack(per_batch)
+
     magnitude = np.zeros((b, n, d))
     want = ifa_golden.attention(
-        q.reshape(b, n, d), rows[0], rows[1], scale=0.125, lengths=list(lengths), antiquant=by_position,
-        per_token=(True, True), small_dtype=np.dtype(dtype).name, magnitude=magnitude,
+        q.reshape(b, n, d), rows[0], rows[1], scale=0.125, lengths=list(lengths),
+        antiquant=[by_position(x) for x in (ks, ko, vs, vo)], per_token=(True, True),
+        small_dtype=np.dtype(dtype).name, magnitude=magnitude,
     )  # fmt: skip
     _assert_meets(out.reshape(b, n, d), want, magnitude, dtype)
 

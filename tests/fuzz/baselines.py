@@ -301,19 +301,23 @@ def fia_kv_antiquant_channel_token(soc):
     return fia_kv_antiquant_per_token(soc, key_mode=0)
 
 
-def fia_kv_antiquant_paged_params(soc):
-    """Modes 4: FLOAT per-token parameters [blocks, blockSize] beside a paged BSH cache."""
+def fia_kv_antiquant_paged_params(soc, mode=4):
+    """Modes 4 / 5: FLOAT per-token parameters [blocks, (N2,) blockSize] beside a paged BSH cache."""
     q, out = T((2, 1, 128)), T((2, 1, 128))
     cache = [T((4, 32, 64), "INT8") for _ in range(2)]
-    params = [T((4, 32), "FLOAT") for _ in range(4)]
+    params = [T((4, 32) if mode == 4 else (4, 2, 32), "FLOAT") for _ in range(4)]
     return named_args("FusedInferAttentionScoreV2", query=q, key=L([cache[0]]), value=L([cache[1]]), numHeads=4,
                       scaleValue=0.125, actualSeqLengthsKvOptional=(64, 40),
                       blockTableOptional=T((2, 2), "INT32", fill=(0, 1, 2, 3)),
                       keyAntiquantScaleOptional=params[0], keyAntiquantOffsetOptional=params[1],
                       valueAntiquantScaleOptional=params[2], valueAntiquantOffsetOptional=params[3],
-                      keyAntiquantMode=4, valueAntiquantMode=4, preTokens=2147483647, nextTokens=2147483647,
-                      inputLayout="BSH", numKeyValueHeads=2, blockSize=32, attentionOut=out,
+                      keyAntiquantMode=mode, valueAntiquantMode=mode, preTokens=2147483647,
+                      nextTokens=2147483647, inputLayout="BSH", numKeyValueHeads=2, blockSize=32, attentionOut=out,
                       softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant_paged_params_per_head(soc):
+    return fia_kv_antiquant_paged_params(soc, mode=5)
 
 
 def fia_kv_antiquant_per_token_head(soc):
@@ -400,6 +404,7 @@ BASELINES = {
         (fia_kv_antiquant_channel_token, A2_A3),
         (fia_kv_antiquant_per_token_head, A2_A3),
         (fia_kv_antiquant_paged_params, A2_A3),
+        (fia_kv_antiquant_paged_params_per_head, A2_A3),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

@@ -19,8 +19,9 @@ incre_flash_attention_preload.h):
 int8 keys/values (antiquant) are dequantised as (x + offset) * scale in fp32 before the products
 (the hardware's MSD path splits the query into int8 parts instead; see
 docs/divergences/incre_flash_attention.md). Per-token parameters (a scale and offset per cache row,
-FIA's key/valueAntiquantMode 1) enter as the MSD kernels apply them around the int8 products
-(DealAntiqBmm1ResBaseBlockPerToken / DealAntiqBmm2ResBaseBlockPerToken): S_j = (q . x_j +
+FIA's key/valueAntiquantMode 1, 3-5) enter as the MSD kernels apply them around the int8 products
+(incre_flash_attention_split_Bbn2s2_Us2.h DealAntiqBmm1ResBaseBlockPerToken /
+DealAntiqBmm2ResBaseBlockPerToken): S_j = (q . x_j +
 sum(q) * offset_j) * scale_j, and O = sum_j (P_j * scale_j) (v_j + offset_j), all fp32. The chunks of 2048 tokens are an assumption: the hardware's
 split of S decides where the running max moves, which shapes the rounding of P.
 A batch without tokens (length 0, or a kv padding that leaves no room) writes zeros.

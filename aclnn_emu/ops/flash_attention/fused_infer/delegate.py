@@ -35,12 +35,11 @@ NOT_IMPLEMENTED = Gaps(
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
-        "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-4 (per channel, per "
-        "token, per tensor + head, per token + head, per token in the cache's blocks as a 2-D [blocks, "
-        "blockSize]) or the key per channel with the value per token (modes 0 and 1): modes 5 (per token + "
-        "head in the cache's blocks), a 5-D (NZ) key, a per-token side with a shared prefix, and the pair "
-        "with a per-tensor [1] key scale or value parameters other than [1, B, S'] / [B, S'] covering the "
-        "cache (offset alike)",
+        "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
+        "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
+        "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a 5-D (NZ) key, a "
+        "per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
+        "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes (MLA decode through the IFA kernels)",
@@ -164,8 +163,9 @@ def _split_fits(a) -> bool:
     are not, and a shared prefix would move the per-token positions."""
     if a.key.items[0].ndim == 5 or (split_params.per_token(a) and a.keySharedPrefixOptional is not None):
         return False
-    if a.keyAntiquantMode == split_params.PER_TOKEN_PAGED:  # the tiling reads two axes of [blocks, blockSize]
-        return a.keyAntiquantScaleOptional.ndim == 2
+    paged_ranks = {split_params.PER_TOKEN_PAGED: 2, split_params.PER_TOKEN_HEAD_PAGED: 3}
+    if a.keyAntiquantMode in paged_ranks:  # the tiling reads those axes only
+        return a.keyAntiquantScaleOptional.ndim == paged_ranks[a.keyAntiquantMode]
     if (a.keyAntiquantMode, a.valueAntiquantMode) != kv_antiquant.CHANNEL_TOKEN:
         return True
     base = (a.inputLayout or "BSH").split("_")[0]

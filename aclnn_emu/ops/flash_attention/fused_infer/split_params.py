@@ -1,12 +1,13 @@
 """FIA's separate key/value antiquant parameters beyond per-channel pairs on the A2/A3 IFA route:
 per token (modes 1), key per channel with value per token (modes 0 and 1), per tensor + head
-(modes 2), per token + head (modes 3) and per token in the cache's blocks (modes 4), handed to
-IncreFlashAttentionV4's launch in place of its stacked antiquantScale. Where the arch32 kernels
-read them (incre_flash_attention_preload.h, incre_flash_attention_split_Bbn2s2_Us2.h alike): per
-token + head at (b * N2 + n2) * S' + position, per token at b * S' + position (S' the last axis,
-GetAntiquantSeqLength), per tensor + head at n2 (one value for the head's D channels), per token
-in blocks at blockTable[b, position / blockSize] * blockSize + position % blockSize. Modes 5 are not
-emulated: the two kernels read them differently (per token + head first in the preload kernel)."""
+(modes 2), per token + head (modes 3) and both per token in the cache's blocks (modes 4, 5), handed
+to IncreFlashAttentionV4's launch in place of its stacked antiquantScale. The per-token modes run on
+the split kernel (`incre_flash_attention_split_Bbn2s2_Us2.h`: the tiling's cube-view preload kernel
+takes per-channel paged BNSD calls only, EnableCubeViewMM), which reads them for batch b, KV head
+n2, cache position p: per token at b * S' + p, per token + head at (b * N2 + n2) * S' + p (S' the
+last axis, GetAntiquantSeqLength), in the blocks at (blockTable[b, p / blockSize] * heads + n2) *
+blockSize + p % blockSize (CopyAntiquantParamsParamsPagedAttentionImpl, heads N2 for mode 5, else
+1); per tensor + head at n2 (one value for the head's D channels, CopyAntiquantScale)."""
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from aclnn_emu.kernels.flash_attention import incre_flash_attention as ifa
 
 from .kv_antiquant import CHANNEL_TOKEN, PER_TOKEN
 
-PER_TENSOR_HEAD, PER_TOKEN_HEAD, PER_TOKEN_PAGED = 2, 3, 4
+PER_TENSOR_HEAD, PER_TOKEN_HEAD, PER_TOKEN_PAGED, PER_TOKEN_HEAD_PAGED = 2, 3, 4, 5
 # (key mode, value mode) -> (key side, value side), each "channel", "token", "tensor_head" or "token_head"
 SIDES = {
     CHANNEL_TOKEN: ("channel", "token"),
@@ -23,8 +24,10 @@ SIDES = {
     (PER_TENSOR_HEAD, PER_TENSOR_HEAD): ("tensor_head", "tensor_head"),
     (PER_TOKEN_HEAD, PER_TOKEN_HEAD): ("token_head", "token_head"),
     (PER_TOKEN_PAGED, PER_TOKEN_PAGED): ("token_paged", "token_paged"),
+    (PER_TOKEN_HEAD_PAGED, PER_TOKEN_HEAD_PAGED): ("token_head_paged", "token_head_paged"),
 }
-TOKEN_SIDES = ("token", "token_head", "token_paged")
+TOKEN_SIDES = ("token", "token_head", "token_paged", "token_head_paged")
+PAGED_SIDES = ("token_paged", "token_head_paged")
 
 
 def handled(a) -> bool:
@@ -62,7 +65,8 @@ class SplitParams:
             "token": (batch, 1, -1),
             "token_head": (batch, kv_heads, -1),
             "tensor_head": (kv_heads, 1),
-            "token_paged": (-1, a.blockSize),
+            "token_paged": (-1, 1, a.blockSize),
+            "token_head_paged": (-1, kv_heads, a.blockSize),
         }
 
         def side(name, kind):
@@ -80,7 +84,7 @@ class SplitParams:
             )
             if kind == "tensor_head":
                 scale, offset = (np.ascontiguousarray(np.broadcast_to(x, (kv_heads, d))) for x in (scale, offset))
-            if kind == "token_paged":
+            if kind in PAGED_SIDES:
                 table = a.blockTableOptional.read("blockTable").astype(np.int64)
                 scale, offset = (_by_position(x, table) for x in (scale, offset))
             return scale, offset
@@ -98,8 +102,9 @@ class SplitParams:
 
 
 def _by_position(blocks, table):
-    """[blocks, blockSize] parameters as [B, 1, positions] through the block table; an id outside
-    them reads 0 (the kernel reports the cache's own out-of-range ids)."""
+    """[blocks, heads, blockSize] parameters as [B, heads, positions] through the block table; an
+    id outside them reads 0 (the kernel reports the cache's own out-of-range ids)."""
     inside = (table >= 0) & (table < blocks.shape[0])
-    rows = np.where(inside[..., None], blocks[np.clip(table, 0, blocks.shape[0] - 1)], 0)
-    return np.ascontiguousarray(rows.reshape(table.shape[0], 1, -1), np.float32)
+    rows = np.where(inside[..., None, None], blocks[np.clip(table, 0, blocks.shape[0] - 1)], 0)
+    batch, count, heads, size = rows.shape
+    return np.ascontiguousarray(rows.transpose(0, 2, 1, 3).reshape(batch, heads, count * size), np.float32)
