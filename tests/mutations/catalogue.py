@@ -1750,7 +1750,7 @@ MUTATIONS = [
     Mutation(
         "fia-ifa-kv-paged-params-heads-unchecked",
         FIA_KV_ANTIQUANT,
-        "(key.shape[0], kv_heads_of(a), a.blockSize) if mode == 5 else",
+        "(blocks, kv_heads_of(a), a.blockSize) if mode == 5 else",
         "",
         FIA_KV_ANTIQUANT_TESTS,
     ),

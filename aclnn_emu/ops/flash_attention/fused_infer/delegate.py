@@ -37,8 +37,8 @@ NOT_IMPLEMENTED = Gaps(
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
-        "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a 5-D (NZ) key, a "
-        "per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
+        "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
+        "than BSH/BSND/BNSD or a 5-D (NZ) key outside modes 0, a per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
@@ -159,9 +159,11 @@ def _emulated_pairs(a) -> bool:
 
 
 def _split_fits(a) -> bool:
-    """kv_antiquant checked the key's shapes (the value's alike but in the pair); a 5-D (NZ) key's
-    are not, and a shared prefix would move the per-token positions."""
+    """kv_antiquant checked the key's shapes (the value's alike but in the pair) for BSH/BSND/BNSD
+    queries; a 5-D (NZ) key's it does not, and a shared prefix would move the per-token positions."""
     if a.key.items[0].ndim == 5 or (split_params.per_token(a) and a.keySharedPrefixOptional is not None):
+        return False
+    if (a.inputLayout or "BSH").split("_")[0] not in ("BSH", "BSND", "BNSD"):
         return False
     paged_ranks = {split_params.PER_TOKEN_PAGED: 2, split_params.PER_TOKEN_HEAD_PAGED: 3}
     if a.keyAntiquantMode in paged_ranks:  # the tiling reads those axes only

@@ -124,7 +124,7 @@ def _key_params(a, key, mode):
     base = split(a.inputLayout)[0]
     if mode in PAGED_PARAMS:
         _paged_params(a, key, mode)
-    elif key.ndim != 5 and base in ("BSH", "BSND", "BNSD"):
+    elif key.ndim != 5 and base in ("BSH", "BSND", "BNSD") and _query_fits(a, base):
         axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
         dims = (axes.b, key_rows(a, base), kv_heads_of(a), axes.d)
         for t in (scale, offset):
@@ -136,11 +136,18 @@ def _key_params(a, key, mode):
         raise tiling("ifa.key_scale_dtype", "per-token mode is enabled, datatype of antiquant scale should be float32")
 
 
+def _query_fits(a, base) -> bool:
+    """The query's rank is its layout's (else the IFA tiling's earlier shape checks, replayed after
+    these by IncreFlashAttentionV4's, refuse the call) and numHeads is not 0."""
+    return a.query.ndim == (3 if base == "BSH" else 4) and attr_uint32(a.numHeads) > 0
+
+
 def _paged_params(a, key, mode):
     """CheckKVAntiQuantParamsShapeInPagedAttention on the key's scale, then its offset: [blocks,
     N, blockSize] per token + head (mode 5), [blocks, blockSize] per token (mode 4), blocks the
     cache's first axis; only those axes are read (gert::Shape gives 0 past the rank)."""
-    want = (key.shape[0], kv_heads_of(a), a.blockSize) if mode == 5 else (key.shape[0], a.blockSize)
+    blocks = shape_dim(key.shape, 0)
+    want = (blocks, kv_heads_of(a), a.blockSize) if mode == 5 else (blocks, a.blockSize)
     for t in (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional):
         for axis, expected in enumerate(() if t is None else want):
             if shape_dim(t.shape, axis) != expected:

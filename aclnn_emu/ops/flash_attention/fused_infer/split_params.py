@@ -58,7 +58,8 @@ class SplitParams:
         self.dtype, self.format = a.query.dtype, Format.ACL_FORMAT_ND
         self.shape, self.ndim, self.numel, self.is_empty = (2,), 1, 2, False
 
-    def kernel_antiquant(self, batch: int, kv_heads: int, d: int) -> ifa.Antiquant:
+    def kernel_antiquant(self, batch: int, kv_heads: int, d: int, table) -> ifa.Antiquant:
+        """``table`` [B, max blocks] the block table as the launch reads it (ids past its end -1)."""
         a = self.a
         shapes = {
             "channel": (kv_heads, d),
@@ -85,8 +86,7 @@ class SplitParams:
             if kind == "tensor_head":
                 scale, offset = (np.ascontiguousarray(np.broadcast_to(x, (kv_heads, d))) for x in (scale, offset))
             if kind in PAGED_SIDES:
-                table = a.blockTableOptional.read("blockTable").astype(np.int64)
-                scale, offset = (_by_position(x, table) for x in (scale, offset))
+                scale, offset = (_by_position(x, np.asarray(table, np.int64)) for x in (scale, offset))
             return scale, offset
 
         key_kind, value_kind = SIDES[a.keyAntiquantMode, a.valueAntiquantMode]
