@@ -74,7 +74,9 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
-_FAG_API = "attention/flash_attention_score_grad/op_api/aclnn_flash_attention_score_grad.cpp"
+_FAG = "attention/flash_attention_score_grad/"
+_FAG_API = f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp"
+_FAG_ARCH35 = f"{_FAG}op_host/arch35/"
 _FAS_API = "attention/flash_attention_score/op_api/aclnn_flash_attention_score.cpp"
 _OP_API_MOVED = {"9.0.0": "op_host/op_api/", "9.1.0": "op_api/"}  # 9.1.0 moves op_api out of op_host
 
@@ -109,6 +111,13 @@ RULES = {
             "aclnnScatterPaKvCacheGetWorkspaceSize, CheckNullptr, CheckShape, CheckDtypeValid"
         },
     ),
+    "spkc.a2_template_modes": Rule(
+        "ScatterPaKvCache on Atlas A2/A3: a cacheMode other than Norm, '' or PA_NZ, or a Norm-mode scatterMode other "
+        "than None, '', Rope, Alibi, Omni, Nct or NHSD fails the tiling (8.5: read as Norm and as a plain scatter); "
+        "NHSD is a template of its own (not emulated, 561003); PA_NZ is never key-only, and a key-only call (a 0-D "
+        "valueCache) takes only the plain and Nct modes",
+        {"9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType"},
+    ),
     "gpkc.hand_written_op_api": Rule(
         "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "
         "output is empty; the ranks (caches 4, blockTables 2, seqLens 1, keyRef/valueRef 2 or 3), then the "
@@ -129,6 +138,29 @@ RULES = {
             "aclnnLightningIndexerGetWorkspaceSize, TensorHolder",
         ),
     ),
+    "li.fp32_weights": Rule(
+        "LightningIndexer on Atlas A2/A3: FLOAT weights with bf16/fp16 query and key (the OpDef's third and fourth "
+        "pairs; the kernel reads them as they are, where it casts half weights to FLOAT) (8.5: no kernel, 161002)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/lightning_indexer/op_host/lightning_indexer_def.cpp, lightning_indexer_tiling.cpp "
+                "GetAndCheckInOutDataType"
+            },
+        ),
+    ),
+    "li.tiling_9": Rule(
+        "LightningIndexer: the tiling also accepts a sparseCount that is a multiple of 1024 (past 2048: not "
+        "established, 561003), checks sparseValuesOut's rank and dims like sparseIndicesOut's with returnValues, "
+        "and refuses more than 64 query heads (561002; 8.5: ran, past the kernel's workspace)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/lightning_indexer/op_host/lightning_indexer_tiling.cpp GetAndCheckAttrParaInfo, "
+                "CheckShapeDim, GetN1Size, ValidateInputShapesMatch"
+            },
+        ),
+    ),
     "sfa.null_softmax_placeholders": Rule(
         "SparseFlashAttention: with returnSoftmaxLse a null softmaxMaxOut or softmaxSumOut returns -1 "
         "(ge::GRAPH_FAILED); without it both null become [0] FLOAT tensors before the generated checks "
@@ -138,6 +170,25 @@ RULES = {
             "aclnn_sparse_flash_attention.cpp",
             "aclnnSparseFlashAttentionGetWorkspaceSize, TensorHolder",
         ),
+    ),
+    "sfa.tiling_9": Rule(
+        "SparseFlashAttention: with returnSoftmaxLse the tiling checks softmaxMaxOut and softmaxSumOut are [B, N2, "
+        "S1, G] (BSND) or [N2, T1, G] (TND) (561002; 8.5: any shape, written in its element order); CompareShape "
+        "no longer refuses an expected shape whose first dim is 0 (a TND key of T2 0: not established, 561003)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": "attention/sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp CheckAttenOut, "
+                "CheckSoftmaxMaxShape, CheckSoftmaxSumShape, CompareShape"
+            },
+        ),
+    ),
+    "sfa.tiling_on_atlas_a3": Rule(
+        "SparseFlashAttention runs on Atlas A3: the tiling's GetNpuInfo accepts NpuArch DAV_2201 (Atlas A2 and A3), "
+        "where it accepted SocVersion ASCEND910B only (561002 on Ascend910_93)",
+        {
+            "9.1.0": "attention/sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp SFAInfoParser::GetNpuInfo"
+        },
     ),
     "sfa.null_value_is_key": Rule(
         "SparseFlashAttention: a null value is replaced by key (8.5 and 9.0.0: 161001)",
@@ -202,6 +253,81 @@ RULES = {
             "InputOutputDtypeAndShapeCheck"
         },
     ),
+    "fag.tnd_pse_row_is_kv_sum_on_a2a3": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3: a 1-D pse of one row per query head is "
+        "N1 x the sum of the key lengths long (before: N1 x the key's T2; the two differ when T2 exceeds the sum)",
+        {
+            "9.1.0": f"{_FAG}op_host/arch22/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp "
+            "ProcessPseInfo (likewise _s1s2_bn2.cpp GetPseInfo, _s1s2_bn2gs1s2_sab.cpp ProcessPseInfo)"
+        },
+    ),
+    "fag.arch35_rope_d64": Rule(
+        "FlashAttentionScoreGrad on Ascend950: a queryRope/keyRope head dim other than 64 is 161001 (8.5: "
+        "GetShapeAttrsInfo returns false, i.e. success, and skips ProcessOptionalInput; aclnn-emu runs such calls)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_eod": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950: once a cumulative length decreases, every later "
+        "one must be 0 (EOD), else 161001 (8.5: decreasing lengths are read as they are, not established)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_tokens_skip_empty_batches": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950, sparse modes 0 and 4: the token checks skip a "
+        "batch whose query or key length is 0 (before: such a batch failed any negative preTokens/nextTokens)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp "
+                "CheckUnpadTokensInfo",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckUnpadTokensInfo",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_softmax_unchecked": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950: the tiling no longer checks softmaxMax/softmaxSum "
+        "against [T1, N1, 8] (8.5: 161001); aclnn-emu refuses other shapes as not established (561003)",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckTndShapeValid",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckTndShapeValid, "
+                "CheckSoftmaxMaxSumTndShape",
+            },
+        ),
+    ),
+    "fag.arch35_tnd_softmax_same_as_input_checked": Rule(
+        "FlashAttentionScoreGrad with inputLayout TND on Ascend950 and softmaxInLayout same_as_input: softmaxMax/"
+        "softmaxSum must be [T1, N1, 8] again (161001)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckSoftmaxMaxSumTndShape"},
+    ),
+    "fag.arch35_grad_shapes": Rule(
+        "FlashAttentionScoreGrad on Ascend950: dy shaped unlike attentionIn, dy unlike query or value unlike key "
+        "but for the head dim, or a value head dim unlike dy's is 161001 (before: not checked by the arch35 tiling)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_normal_regbase.cpp GetShapeAttrsInfo"},
+    ),
+    "fag.arch35_exact_mask": Rule(
+        "FlashAttentionScoreGrad on Ascend950, not TND: an uncompressed attenMask must be [S1, S2] unless the B or "
+        "BN template could take the call (then rows x columns >= S1 x S2 is enough); 161001 (before: rows x "
+        "columns >= S1 x S2 always)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp CheckAttenMaskShape"},
+    ),
+    "fag.arch35_sink": Rule(
+        "FlashAttentionScoreGrad on Ascend950 reads sinkInOptional: [N1] FLOAT with a [N1] dsinkOut and an fp16/bf16 "
+        "query, else 161001; the gradients include the sink and dsinkOut is written (before: the sink was ignored)",
+        {"9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp ProcessSinkInfo"},
+    ),
     "pfa.pad_of_null_quant_offset2_fails": Rule(
         "PromptFlashAttention on Atlas A2/A3: a 3-/4-D quantScale2 with a null quantOffset2, where the op_api "
         "pads D, returns 561103 (8.5.0 pads the offset only when it is given, and accepts the call)",
@@ -259,7 +385,7 @@ class Unemulated:
     where: str  # file (and function) of OPS at that release's ref
 
 
-_FAS, _FAG = "attention/flash_attention_score/", "attention/flash_attention_score_grad/"
+_FAS = "attention/flash_attention_score/"
 _SA = "attention/"
 UNEMULATED = (
     Unemulated(
@@ -275,7 +401,13 @@ UNEMULATED = (
         f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
     ),
     *(
-        Unemulated("9.0.0", f"{name}: a 9.x entry point, not exported by aclnn-emu", header)
+        Unemulated(
+            "9.0.0",
+            f"{name}: a 9.x entry point, not exported by aclnn-emu (one call for what V3 and the VarLen entry points "
+            "split, plus dScaleQ/K/V, outDtype, softmaxOutLayout and a dropout seed/offset, whose 9.x tiling rules "
+            "are not reviewed)",
+            header,
+        )
         for name, header in (
             ("aclnnFlashAttentionScoreV4", f"{_FAS}op_api/aclnn_flash_attention_score.h"),
             ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
@@ -287,9 +419,16 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "FlashAttentionScoreGrad on Ascend950: the rewritten arch35 (regbase) tiling, not reviewed rule by rule "
-        "(the 8.5 arch35 rules apply)",
-        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_*regbase*.cpp",
+        "FlashAttentionScoreGrad TND on Ascend950: cumulative lengths that fall to 0 and stay 0 (EOD) leave the "
+        "trailing batches empty; aclnn-emu still refuses decreasing lengths as not established (561003)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp GetShapeAttrsInfo",
+    ),
+    Unemulated(
+        "9.0.0",
+        "FlashAttentionScoreGrad on Ascend950 with an FP8/HiFloat8 query: ProcessQuantInfo and [B, N1, S1, 1] "
+        "softmax statistics (the quant path stays not established, 561003)",
+        f"{_FAG}op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp ProcessQuantInfo, "
+        "CheckSoftmaxMaxShape",
     ),
     Unemulated(
         "9.0.0",
@@ -298,9 +437,9 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.1.0",
-        "FlashAttentionScoreGrad on A2/A3: the tiling refactored into op_host/arch22 (not reviewed rule by rule; "
-        "the 8.5 rules apply)",
-        f"{_FAG}op_host/arch22/*tiling*",
+        "FlashAttentionScoreGrad TND on A2/A3: with a query or key T past the lengths' sum, the NZ post step stops at "
+        "the sum, so what the rows past it hold is not established; aclnn-emu writes 0 there",
+        f"{_FAG}op_host/arch22/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp (nzPostNeedEffectiveT)",
     ),
     Unemulated(
         "9.0.0",
@@ -317,10 +456,16 @@ UNEMULATED = (
     ),
     Unemulated(
         "9.0.0",
-        "LightningIndexer and SparseFlashAttention: the tilings' rule changes (not reviewed rule by rule; the "
-        "op_api wrappers are emulated: li.null_values_placeholder, sfa.null_softmax_placeholders)",
-        f"{_SA}lightning_indexer/op_host/lightning_indexer_tiling.cpp, "
-        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_tiling.cpp",
+        "LightningIndexer and SparseFlashAttention: the 9.x kernels (LightningIndexer's selection of more than 2048 "
+        "keys included); aclnn-emu runs the 8.5 kernels behind the 9.x wrappers and tiling rules",
+        f"{_SA}lightning_indexer/op_kernel, {_SA}sparse_flash_attention/op_kernel",
+    ),
+    Unemulated(
+        "9.1.0",
+        "LightningIndexer and SparseFlashAttention on Ascend950: the OpDefs register ascend950 and the tilings take "
+        "NpuArch DAV_3510 (new arch35 kernels); aclnn-emu keeps 8.5's refusal of the family (561003)",
+        f"{_SA}lightning_indexer/op_host/lightning_indexer_def.cpp, "
+        f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_def.cpp",
     ),
     Unemulated(
         "9.1.0",

@@ -134,6 +134,9 @@ EXPECTED.update(
         "chip.alibi_pse_without_mask": 0,
         "chip.pse_type0_without_pse": NULLPTR,
         "chip.tokens_without_mask": NULLPTR,
+        "chip.mask_larger_fp32": NULLPTR,
+        # dy and attentionIn rows of another head dim than value's: how the kernels read them is not established
+        "chip.dy_value_head_dim": 561003,
     }
 )
 # Ascend910_95: the op_api has no chip branch (aclnn_flash_attention_score_grad.cpp); the tiling
@@ -146,6 +149,7 @@ ARCH35 = {
     "chip.drop_with_keep_prob_one": NULLPTR,
     # ..._regbase.cpp CheckAttenMaskShape: an uncompressed mask needs rows x columns >= S1 x S2 only
     "chip.mask_larger_than_s1_s2": 0,
+    "chip.mask_larger_fp32": 0,
     # accepted by the source, but how the kernel reads a mask narrower than S2 is not established
     "chip.mask_covers_only_in_elements": 561003,
     # CheckAttentionInShape (..._common_regbase.cpp) compares only the rank; no IsSameShapeButValueDLeEqD
@@ -215,6 +219,11 @@ IO_CHECK = {
 # 9.0.0 and 9.1.0 GetInputShapeInfo on Atlas A2/A3 (StrideLimited), CheckDimT: TND without actualSeqQLen/KvLen.
 TND_LENGTHS = {"tiling.tnd_in_v2": INVALID}
 
+# 9.1.0 on Ascend950, op_host/arch35: CheckAttenMaskShape (..._common_regbase.cpp) wants an attenMask of exactly
+# [S1, S2] unless the B or BN template could take the call, which an fp32 query rules out; GetShapeAttrsInfo
+# (..._normal_regbase.cpp) compares value's head dim with dy's.
+ARCH35_9_1 = {"chip.mask_larger_fp32": NULLPTR, "chip.dy_value_head_dim": NULLPTR}
+
 
 def release_expected(family: str, version: str) -> dict:
     codes = dict(BY_FAMILY[family])
@@ -222,6 +231,8 @@ def release_expected(family: str, version: str) -> dict:
         codes.update(QUANT_QUERY if family == "Ascend910_95" else TND_LENGTHS)
     if version == "9.1.0":
         codes.update(IO_CHECK)
+        if family == "Ascend910_95":
+            codes.update(ARCH35_9_1)
     return codes
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
+from aclnn_emu import pytest_plugin
 import precision
 from aclnn_emu.kernels.casts import BF16, FP16, cast_round
 from precision import TORCH_BOUND, torch_floor
@@ -233,6 +234,34 @@ def test_dense_sink_pair_v3():
     _assert_close("dsinkOut", got.dsinkOut, t_sink.grad.numpy(), "float32")
 
 
+@pytest.mark.parametrize("version,reads_sink", [("9.0.0", False), ("9.1.0", True)])
+def test_ascend950_reads_the_sink_from_9_1_0(monkeypatch, capfd, version, reads_sink):
+    """FlashAttentionScoreGradV3 with a sink on Ascend950: 9.1.0's arch35 tiling reads it (ProcessSinkInfo), so the
+    dsinkOut is the Atlas A2 one (checked against torch.autograd above); 9.0.0's ignores it and leaves dsinkOut
+    unwritten."""
+    rng = np.random.default_rng(5)
+    b, s, n, d = 1, 24, 2, 16
+    q, k, v, dy = (_make(rng, FP16, b, s, n, d) for _ in range(4))
+    sink, scale = rng.standard_normal(n).astype(np.float32), 0.2
+    attrs = (scale, 1.0, NO_WINDOW, NO_WINDOW, n, "BSND", 0, 0, 1)
+    fwd = ae.ops.FlashAttentionScoreV3(q, k, v, None, None, None, None, sink, None, None, None, *attrs)
+    stats = (fwd.softmaxMaxOut, fwd.softmaxSumOut, None, fwd.attentionOutOut, sink, None, None, None)
+
+    def backward(soc):
+        pytest_plugin.select(monkeypatch, soc=soc, cann_version=version)
+        got = ae.ops.FlashAttentionScoreGradV3(q, k, v, dy, None, None, None, None, *stats, *attrs)
+        return {name: np.array(getattr(got, name)) for name in ("dqOut", "dkOut", "dvOut", "dsinkOut")}
+
+    a2 = backward("Ascend910B")
+    capfd.readouterr()
+    a5 = backward("Ascend910_95")
+    for name in ("dqOut", "dkOut", "dvOut"):  # the sink enters them only through softmaxMax/Sum
+        assert np.array_equal(a2[name], a5[name]), name
+    assert ("sinkOptional is ignored" in capfd.readouterr().err) != reads_sink
+    if reads_sink:
+        assert np.any(a2["dsinkOut"] != 0) and np.array_equal(a2["dsinkOut"], a5["dsinkOut"])
+
+
 def test_v1_entry_points_compute_what_v2_computes():
     """FlashAttentionScore / FlashAttentionScoreGrad are V2 with pseType 1 and no start indices: same bits."""
     rng = np.random.default_rng(4)
@@ -286,9 +315,15 @@ def _pse_step(forward, backward, pse, pse_type, alibi_terms, extra=()):
         _assert_close(name, getattr(got, name), grads[leaf], "float16")
 
 
-def test_packed_training_step_with_a_compressed_alibi_pse():
+CHIPS = ["Ascend910B", "Ascend910_95"]
+
+
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_packed_training_step_with_a_compressed_alibi_pse(chip):
     """VarLenScore -> UnpaddingScoreGrad (pseType 1) with the alibi pse [B, N1, 1024, maxS2] both accept
-    (each batch reads its top-left block of the uncompressed ALiBi)."""
+    (each batch reads its top-left block of the uncompressed ALiBi). On Ascend910_95 the arch35 kernels
+    anchor their block reads elsewhere (pse.h PseAlibiComputeOffset, layout TND), the same values of a
+    Toeplitz pse."""
     rng = np.random.default_rng(9)
     width = 37
     i, j = np.arange(width)[:, None], np.arange(width)[None, :]
@@ -299,7 +334,8 @@ def test_packed_training_step_with_a_compressed_alibi_pse():
     _pse_step(ae.ops.FlashAttentionVarLenScore, ae.ops.FlashAttentionUnpaddingScoreGrad, compact, 1, terms)
 
 
-def test_packed_training_step_with_generated_alibi_v2():
+@pytest.mark.parametrize("chip", CHIPS, indirect=True)
+def test_packed_training_step_with_generated_alibi_v2(chip):
     """VarLenScoreV2 -> UnpaddingScoreGradV2 with pseType 2 slopes [B, N1]: -slope·|j - i| per batch."""
     slopes = (np.random.default_rng(10).random((4, 4)) / 4).astype(np.float32)
 
@@ -338,11 +374,163 @@ def test_a_tnd_pse_shorter_than_the_kernel_reads_is_refused():
     _refused_pse(np.zeros((4 * 110, 0), FP16), 161001, "holding fewer elements than the kernel reads")
 
 
+@pytest.mark.parametrize("pse_type", [0, 1])
+@pytest.mark.parametrize("packed", ["1s2", "s1s2"])
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_tnd_pse_on_arch35_is_not_emulated(chip):
-    """Ascend910_95: the arch35 varlen kernels' pse reads are not modelled: 561003, saying why."""
-    pse = np.ones((4 * 110, 1), FP16)
-    _refused_pse(pse, 561003, "a pse (realShiftOptional) with inputLayout TND on Ascend910_95")
+def test_arch35_training_step_with_a_one_dimensional_packed_pse(chip, packed, pse_type):
+    """Ascend910_95: a 1-D pse of N1·ΣS2b (one row per head and batch) or N1·ΣS1b·S2b elements passes
+    both tilings (the forward's AnalyzeTndPseOptionalInput tells it by dimension 0 and its
+    SetPseAlibiParamsRegbase has no rank check; the backward's ProcessPseInfo takes a 1-D N1·T2 or
+    N1·ΣS1b·S2b, T2 the last actualSeqKvLen, here less than the key's 110 rows), so it makes a training
+    pair the Atlas A2/A3 tilings refuse; the kernels read batch b's block after the batches before it
+    (pse.h PseComputeOffset)."""
+    rng = np.random.default_rng(12)
+    cu_q, cu_kv = [16, 16, 53, 90], [24, 30, 67, 104]
+    q_lens = np.diff([0] + cu_q)
+    kv_lens = np.diff([0] + cu_kv)
+    rows = [(1 if packed == "1s2" else s1) * s2 for s1, s2 in zip(q_lens, kv_lens)]
+    pse = cast_round(rng.standard_normal(4 * sum(rows)), FP16)
+    starts = np.cumsum([0] + [4 * r for r in rows])
+
+    def terms(b, s1, s2):
+        block = np.asarray(pse[starts[b] : starts[b + 1]], np.float64)
+        return np.broadcast_to(block.reshape(4, -1, s2), (4, s1, s2))
+
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    dy, scale = _make(rng, FP16, 90, 4, 32), 0.125
+    attrs = (scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, pse_type)
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, pse, None, None, MASK, None, cu_q, cu_kv, None, None, *attrs
+    )
+    want_out, grads = _reference(q, k, v, dy, scale, cu_q, cu_kv, pse=terms, pse_type=pse_type)
+    rows_with_tokens = np.concatenate([np.arange(a, b) for a, b in zip([0] + cu_q[:-1], cu_q)])
+    _assert_close("attention_out", out[rows_with_tokens], want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, pse, None, None, MASK, smax, ssum, None, out, None, cu_q, cu_kv, None, None, *attrs
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_generated_alibi_needs_equal_lengths_in_the_forward_only(chip):
+    """Ascend910_95: SetPseAlibiParamsRegbase of the arch35 VarLen tiling refuses pseType 2/3 slopes
+    unless every batch has S1b = S2b (outside sparse mode 8): 161001. The backward's ProcessPseInfo asks
+    no such thing."""
+    rng = np.random.default_rng(13)
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32), _make(rng, FP16, 110, 2, 32)
+    slopes = np.full((4,), 0.25, np.float32)
+    attrs = (0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 3, 2)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionVarLenScoreV2(q, k, v, slopes, None, None, MASK, None, CU_Q, CU_KV, None, None, *attrs)
+    assert error.value.status == 161001
+    assert "Inner pse alibi is only support when actualSeqQLen and actualSeqKvLen are equal" in str(error.value)
+    smax = np.zeros((90, 4, 8), np.float32)
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, q, slopes, None, None, MASK, smax, smax, None, q, None, CU_Q, CU_KV, None, None, *attrs
+    )
+    assert got.dqOut.shape == q.shape
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_generated_alibi_takes_a_lone_q_start_index(chip):
+    """Ascend910_95: the arch35 forward's SetQKVStartIdx stores qStartIdx and kvStartIdx independently,
+    so a qStartIdx without a kvStartIdx shifts the generated ALiBi as (qStartIdx, 0) does (the Atlas A2/A3
+    tiling takes both or neither). No mask: under a causal one a shift only adds a constant per row."""
+    rng = np.random.default_rng(14)
+    cu = [16, 16, 53, 90]
+    q, k, v = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 90, 2, 32), _make(rng, FP16, 90, 2, 32)
+    slopes = np.full((4,), 0.25, np.float32)
+    attrs = (0.125, 1.0, NO_WINDOW, NO_WINDOW, 4, "TND", 0, 0, 2)
+
+    def run(q_start, kv_start):
+        return ae.ops.FlashAttentionVarLenScoreV2(
+            q, k, v, slopes, None, None, None, None, cu, cu, q_start, kv_start, *attrs
+        ).attentionOutOut
+
+    lone = run((3,), None)
+    np.testing.assert_array_equal(lone, run((3,), (0,)))
+    assert not np.array_equal(lone, run(None, None))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_refuses_slopes_in_sparse_mode_7_without_a_mask(chip):
+    """Ascend910_95: the backward's ProcessInnerPseInfo tests the sparseMode attribute, with or without an
+    attenMask: pseType 2 slopes with sparseMode 7 and no mask fail (161001)."""
+    rng = np.random.default_rng(15)
+    cu = [16, 16, 53, 90]
+    q, k = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 90, 2, 32)
+    smax = np.zeros((90, 4, 8), np.float32)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionUnpaddingScoreGradV2(
+            q, k, k, q, np.full((4,), 0.25, np.float32), None, None, None, smax, smax, None, q, None, cu, cu,
+            None, None, 0.125, 1.0, NO_WINDOW, 0, 4, "TND", 0, 7, 2,
+        )  # fmt: skip
+    assert error.value.status == 161001
+    assert "INNER Pse does not support sparse mode 7" in str(error.value)
+
+
+def _unpadding(q, k, cu_q, cu_kv, mask=None, pse=None, sparse_mode=0, pre=NO_WINDOW, nxt=NO_WINDOW):
+    """UnpaddingScoreGradV2 of zero statistics (dy = attentionIn = query): for the checks only."""
+    smax = np.zeros((q.shape[0], q.shape[1], 8), np.float32)
+    return ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, k, q, pse, None, None, mask, smax, smax, None, q, None, cu_q, cu_kv, None, None,
+        0.125, 1.0, pre, nxt, q.shape[1], "TND", 0, sparse_mode, 1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_checks_the_sparse_mode_without_a_mask_unless_lengths_are_equal(chip):
+    """Ascend910_95: ProcessSparseModeInfo runs CheckVarLenSparseModeValue with or without a mask (sparse
+    mode 5: 161001), except when every batch has the same lengths (isAllSame): the layout becomes BSND,
+    whose CheckSparseModeValue takes modes 0-6, and with no mask the call runs."""
+    rng = np.random.default_rng(16)
+    q, k = _make(rng, FP16, 90, 4, 32), _make(rng, FP16, 110, 2, 32)
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, CU_Q, CU_KV, sparse_mode=5)
+    assert error.value.status == 161001
+    assert "Var len not support sparse mode 5" in str(error.value)
+    same = _unpadding(q[:80], k[:80], [40, 80], [40, 80], sparse_mode=5)
+    assert same.dqOut.shape == (80, 4, 32)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_s_bsnd_path_with_prefix_mode_and_a_mask_is_not_modelled(chip):
+    """Ascend910_95, every batch of the same lengths (the BSND path): sparse mode 5 with a mask returns
+    561003, saying why."""
+    rng = np.random.default_rng(17)
+    q, k = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32)
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, [30, 60], [40, 80], mask=np.zeros((2, 1, 30, 40), np.uint8), sparse_mode=5)
+    assert error.value.status == 561003
+    assert "sparseMode 5 with an attenMask and every batch of the same lengths" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_s_bsnd_path_anchors_the_alibi_at_s1(chip):
+    """Ascend910_95, batches of 30 queries and 40 keys each, left-up causal: the backward runs as BSND and
+    reads the alibi [B, N1, 1024, 40] at row 1024 - S1 + i (pse.h PseAlibiComputeOffset, non-TND branch),
+    not 1024 - maxS2 + i as TND. The forward refuses this alibi (S1 != S2), so its statistics come from
+    the same terms as a 1-D packed pse; the gradients against torch.autograd."""
+    rng = np.random.default_rng(18)
+    cu_q, cu_kv = [30, 60], [40, 80]
+    q, k, v = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32), _make(rng, FP16, 80, 2, 32)
+    dy, scale = _make(rng, FP16, 60, 4, 32), 0.125
+    alibi = cast_round(rng.standard_normal((2, 4, 1024, 40)), FP16)
+    terms = alibi[:, :, 1024 - 30 :, :]  # [B, N1, S1, S2]
+    attrs = (scale, 1.0, NO_WINDOW, 0, 4, "TND", 0, 2, 1)
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, terms.reshape(-1), None, None, MASK, None, cu_q, cu_kv, None, None, *attrs
+    )
+    causal = lambda b, s1, s2: np.arange(s2)[None, :] > np.arange(s1)[:, None]  # noqa: E731
+    pse = lambda b, s1, s2: np.asarray(terms[b], np.float64)  # noqa: E731
+    want_out, grads = _reference(q, k, v, dy, scale, cu_q, cu_kv, pse=pse, mask=causal)
+    _assert_close("attention_out", out, want_out, "float16")
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, alibi, None, None, MASK, smax, ssum, None, out, None, cu_q, cu_kv, None, None, *attrs
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

@@ -106,6 +106,7 @@ def _expected():
         codes.update(
             {
                 f"{entry}.ok.pse_slopes": 0,
+                f"{entry}.ok.pse_slopes_equal": 0,
                 # tiling AnalyzeOptionalInput: slopes of rank 1 or 2
                 f"{entry}.pse.slopes_rank": NULLPTR,
                 # tiling FlashAttentionVarLenScoreTiling::SetPseAlibiParams: no mode 7; mode 8 needs batch 0's
@@ -134,12 +135,12 @@ EXPECTED = _expected()
 # Ascend910_95: no arch35 tiling reads the sink (op_host/arch35/*: no sink input handling), so its
 # size and rank are never checked and the call runs as without one (a warning says so).
 ARCH35 = {f"{entry}.sink.{rule}": 0 for entry in ("ScoreV3", "VarLenV5") for rule in ("size", "rank")}
-# Ascend910_95: the arch35 varlen kernels' pse reads are not modelled (561003, rule not_implemented.tnd_pse);
-# its AnalyzePseOptionalInput has no check of a pseType without a pse.
-ARCH35.update(
-    {rule: 561003 for rule in EXPECTED if (".pse." in rule or ".ok.pse" in rule) and not rule.endswith("null_type0")}
-)
+# Ascend910_95, the TND pse: op_host/arch35/flash_attention_score_tiling_regbase.cpp AnalyzePseOptionalInput has no
+# check of a pseType without a pse; flash_attention_score_tiling_varlen.cpp SetPseAlibiParamsRegbase has no rank check
+# (a 1-D pse passes) and refuses slopes unless every batch has S1 = S2 outside sparse mode 8.
 ARCH35.update({f"{entry}.pse.null_type0": 0 for entry in ("VarLenV2", "VarLenV5")})
+ARCH35.update({f"{entry}.ok.pse_slopes": NULLPTR for entry in ("VarLenV2", "VarLenV5")})
+ARCH35.update({f"{entry}.pse.rank_1": 0 for entry in VAR_LENS})
 # A 4-D TND mask runs on Ascend910_95 too, with the codes above: op_host/arch35/flash_attention_score_tiling_regbase.cpp
 # Analyze4DimAttenOptionalInput accepts [1|B, 1, maxS1, maxS2] and [B, N1, maxS1, maxS2] only (161001 otherwise);
 # its kernels read it with another row stride (tests/test_flash_attention_var_len_kernel.py). The arch35

@@ -269,6 +269,35 @@ def test_arch35_strides_a_4d_mask_s_rows_by_its_last_dimension(heads):
     assert not np.array_equal(case.forward()[2], packed.forward()[2])
 
 
+def test_arch35_reads_a_token_indexed_mask_top_left():
+    """Ascend910_95: the arch35 kernels have no [T1, T2] read (the forward tiling's type 99 falls to
+    attenMaskS1S2 in ComputeOffsetForNoCompress): every batch reads the top-left [S1b, S2b], rows T2
+    apart, as for a [S1max, S2max] mask."""
+    rng = np.random.default_rng(18)
+    mask = (rng.random((112, 123)) < 0.3).astype(np.uint8)
+    mask[:, 0] = 0
+    lq, lk = (5, 0, 37, 70), (9, 4, 37, 73)
+    case = Case("float16", lq=lq, lk=lk, sparse_mode=0, atten_mask=mask, mask_row_stride=True)
+    check(case)
+    tokens = Case("float16", lq=lq, lk=lk, sparse_mode=0, atten_mask=mask)
+    assert not np.array_equal(case.forward()[2], tokens.forward()[2])
+
+
+def test_arch35_reads_a_4d_mask_of_any_last_dimensions_strided():
+    """Ascend910_95, the backward's masks: SetAttenMaskShapeType checks only dimensions 0 and 1, so a
+    [B, 1, X, Y] mask of other last dimensions runs; batch b reads from its packed offset, rows Y apart
+    (here Y = 80 > S2max and X < S1max), within the tensor."""
+    rng = np.random.default_rng(19)
+    lq, lk = (5, 0, 37, 70), (9, 4, 37, 73)
+    mask = (rng.random((4, 1, 60, 80)) < 0.3).astype(np.uint8)
+    flat, start = mask.reshape(-1), 0
+    for a, b in zip(lq, lk):
+        for i in range(a if b else 0):
+            flat[start + i * 80] = 0
+        start += a * b
+    check(Case("float16", lq=lq, lk=lk, sparse_mode=1, atten_mask=mask, mask_row_stride=True))
+
+
 def test_a_4d_mask_of_one_batch_and_head_is_read_top_left():
     rng = np.random.default_rng(16)
     mask = (rng.random((1, 1, 70, 73)) < 0.3).astype(np.uint8)

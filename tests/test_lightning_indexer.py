@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
+from aclnn_emu import pytest_plugin
 from golden.lightning_indexer import reference, row_scores
 from precision import assert_meets
 
@@ -78,6 +79,24 @@ def test_bsnd_matches_golden(dtype, mode):
     got = run_op(query, key, weights, count=64, mode=mode)
     gold = reference(query, key, weights, sparse_count=64, sparse_mode=mode)
     check(got, gold, query, key, weights, lambda r: key[r // 6, :, 0], dtype)
+
+
+def test_fp32_weights_from_9_0_0(monkeypatch):
+    """CANN 9.x pairs FLOAT weights with bf16 query/key (lightning_indexer_def.cpp): the scores use the
+    weights unrounded (the golden gets the FLOAT weights; rounded to bf16 they would miss it)."""
+    pytest_plugin.select(monkeypatch, cann_version="9.0.0")
+    rng = np.random.default_rng(6)
+    query, key, _ = random_case(rng, BF16, batch=1, s1=6, s2=300, heads=8)
+    weights = (rng.standard_normal((1, 6, 8)) * 0.1).astype(np.float32)
+    got = run_op(query, key, weights, count=32, mode=3)
+    gold = reference(query, key, weights, sparse_count=32, sparse_mode=3)
+    check(got, gold, query, key, weights, lambda r: key[0, :, 0], BF16)
+    # head 1 weighs 1 + 2^-10, which bf16 rounds to 1: key 1 then ties key 0 and loses the tie
+    query, key = np.zeros((1, 1, 2, 128), BF16), np.zeros((1, 2, 1, 128), BF16)
+    query[0, 0, 0, 0] = query[0, 0, 1, 1] = key[0, 0, 0, 0] = key[0, 1, 0, 1] = 1
+    weights = np.array([[[1, 1 + 2**-10]]], np.float32)
+    assert run_op(query, key, weights, count=1, mode=0)[0][0, 0] == 1
+    assert run_op(query, key, weights.astype(BF16), count=1, mode=0)[0][0, 0] == 0
 
 
 @pytest.mark.parametrize("mode", [0, 3])

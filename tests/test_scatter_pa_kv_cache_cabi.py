@@ -22,6 +22,10 @@ A2 = {
     "ok.nct": OK,
     "ok.alibi": OK,
     "ok.rope": OK,
+    # GetTemplateType: any other cacheMode is read as Norm, any other scatterMode as a plain scatter
+    "mode.unknown_scatter_mode": OK,
+    "mode.unknown_cache_mode": OK,
+    "mode.nhsd": OK,
     "ok.omni": OK,
     "ok.alibi_4d": INVALID,
     "ok.rope_4d": INVALID,
@@ -139,9 +143,13 @@ OP_API_9_1 = {
     "format.key_cache_fractal_nz": INNER,  # no format check: the kernel lookup
     "format.key_fractal_nz": INNER,
 }
+# Branch 9.1.0 op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType on Atlas A2/A3: other strings fail; NHSD is a
+# template aclnn-emu does not emulate (561003). (The arch35 tiling of 9.1.0 is not emulated: 8.5's ignores them.)
+MODES_9_1 = {"mode.unknown_scatter_mode": INNER, "mode.unknown_cache_mode": INNER, "mode.nhsd": KERNEL}
 A2_9_1 = {
     **{rule: INNER if code == TILING else code for rule, code in A2.items()},
     **OP_API_9_1,  # FLOAT and HIFLOAT8 are off CheckDtypeValid's A2/A3 list: ok.*_4d and tiling95.* stay 161002
+    **MODES_9_1,
 }
 A95_9_1 = {**{rule: INNER if code == TILING else code for rule, code in A95.items()}, **NINE_PART, **OP_API_9_1}
 BY_RELEASE = {

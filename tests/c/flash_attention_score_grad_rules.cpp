@@ -206,6 +206,8 @@ int main(int argc, char **argv) {
     report("chip.drop_with_keep_prob_one", [](Cfg &c) { c.hasDrop = true; c.run = true; });
     report("chip.mask_larger_than_s1_s2", [](Cfg &c) { c.hasMask = true; c.mask = {32, 32}; c.run = true; });
     report("chip.mask_covers_only_in_elements", [](Cfg &c) { c.hasMask = true; c.mask = {8, 64}; c.run = true; });
+    report("chip.mask_larger_fp32", [](Cfg &c) { c.dt = ACL_FLOAT; c.hasMask = true; c.mask = {32, 32}; c.run = true; });
+    report("chip.dy_value_head_dim", [](Cfg &c) { c.dy = c.o = {2, 2, 16, 8}; c.run = true; });
     report("chip.prefix_mode6_without_mask", [](Cfg &c) { c.sparse = 6; c.run = true; });
     report("chip.layout_lower_case_bsnd", [](Cfg &c) { c.layout = "BSND"; c.Fill(); c.layout = "bsnd"; c.run = true; });
     report("chip.alibi_pse_without_mask", [](Cfg &c) { c.s1 = c.s2 = 1040; c.hasPse = true; c.pse = {1, 2, 1024, 1040};

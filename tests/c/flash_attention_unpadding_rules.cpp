@@ -160,6 +160,8 @@ int main(int argc, char **argv) {
                                                   c.dt = ACL_FLOAT; });
     report("GradV3.sink.fp16", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
                                             c.sinkDt = ACL_FLOAT16; });
+    report("GradV3.sink.size", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true; c.sink = {3};
+                                            c.dsink = {3}; });
     report("GradV3.sink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
                                             c.sink = {1, 2}; });
     report("GradV3.dsink.rank", [](Cfg &c) { c.entry = "GradV3"; c.layout = "BSND"; c.hasSink = true;
@@ -177,12 +179,19 @@ int main(int argc, char **argv) {
         report(entry + ".head_num.zero", [&](Cfg &c) { c.entry = entry; c.headNum = 0; });
         report(entry + ".tiling.seq_null", [&](Cfg &c) { c.entry = entry; c.seqs = false; });
         report(entry + ".tiling.seq_sizes_differ", [&](Cfg &c) { c.entry = entry; c.cuKv = {48}; });
+        report(entry + ".tiling.eod_nonzero", [&](Cfg &c) { c.entry = entry; c.cuQ = {16, 40, 30};
+                                                            c.cuKv = {24, 48, 40}; });
+        report(entry + ".ok.all_lengths_zero", [&](Cfg &c) { c.entry = entry; c.cuQ = {0, 0}; c.cuKv = {0, 0};
+                                                             c.run = true; });
     }
     report("UnpaddingV4.ok.same_as_input", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "same_as_input";
                                                         c.run = true; });
+    report("UnpaddingV4.softmax.shape", [](Cfg &c) { c.entry = "UnpaddingV4"; c.smax = {2, 40, 8}; });
+    report("UnpaddingV4.softmax.shape_same_as_input", [](Cfg &c) { c.entry = "UnpaddingV4"; c.smax = {2, 40, 8};
+                                                                   c.softmaxLayout = "same_as_input"; });
     report("UnpaddingV4.softmax_layout.unknown", [](Cfg &c) { c.entry = "UnpaddingV4"; c.softmaxLayout = "NTD"; });
     report("UnpaddingV4.null.all_but_dq_present", [](Cfg &c) { c.entry = "UnpaddingV4"; c.null.insert("dqOut"); });
-    // The TND pse (ProcessPseInfo of the arch32 tilings); batches 16x24 and 24x24, N1 = 2, T2 = 48
+    // The TND pse (ProcessPseInfo); batches 16x24 and 24x24, N1 = 2, T2 = 48 (56 key rows: one_row_of_*)
     for (const char *e : unpaddings) {
         std::string entry = e;
         auto pse = [entry](Cfg &c, Shape shape) { c.entry = entry; c.hasPse = true; c.pse = shape; };
@@ -194,6 +203,9 @@ int main(int argc, char **argv) {
         report(entry + ".pse.alibi_not_causal", [&](Cfg &c) { pse(c, {1, 2, 1024, 24}); });
         report(entry + ".ok.pse_alibi", [&](Cfg &c) { pse(c, {2, 2, 1024, 24}); c.hasMask = true; c.sparse = 3;
                                                       c.run = true; });
+        // a key T (56) past the lengths' sum (48): a 1-D pse of N1 rows of T2, or of the lengths' sum
+        report(entry + ".ok.pse_one_row_of_key_t", [&](Cfg &c) { pse(c, {2 * 56}); c.t2 = 56; c.run = true; });
+        report(entry + ".pse.one_row_of_kv_sum", [&](Cfg &c) { pse(c, {2 * 48}); c.t2 = 56; c.run = true; });
     }
     // ProcessTokensInfo (TND): modes 0 and 4 per batch, 7 and 8 on the band batch; batches 16x24 and 24x24
     for (const char *e : unpaddings) {
@@ -207,6 +219,8 @@ int main(int argc, char **argv) {
         report(entry + ".tokens.mode0_pre_past_s2", [&](Cfg &c) { tokens(c, 0, -30, 40); });
         // -preTokens 20: past batch 0's S1 (16), within its S2 (24), which mode 0 compares it with
         report(entry + ".ok.mode0_pre_within_s2", [&](Cfg &c) { tokens(c, 0, -20, 40); });
+        report(entry + ".tokens.mode0_empty_batch", [&](Cfg &c) { tokens(c, 0, -20, 40); c.cuQ = {16, 16, 40};
+                                                                 c.cuKv = {24, 24, 48}; c.run = true; });
         report(entry + ".tokens.mode4_next_past_s2", [&](Cfg &c) { tokens(c, 4, 40, -30); });
         report(entry + ".tokens.mode7_sum_not_positive", [&](Cfg &c) { tokens(c, 7, 0, 0); });
     }
@@ -218,18 +232,35 @@ int main(int argc, char **argv) {
                                                    c.cuQ = {16, 40, 40}; c.cuKv = {24, 48, 48}; };
         report(entry + ".ok.mask_trailing_empty", [&](Cfg &c) { trailing(c, {2, 1, 24, 24}); c.run = true; });
         report(entry + ".mask.trailing_empty_counted", [&](Cfg &c) { trailing(c, {3, 1, 24, 24}); });
+        // other last dimensions, and 2-D masks of another shape; batches 16x24 and 24x24, then 24x24 twice
+        auto masked = [&](Cfg &c, Shape shape) { c.entry = entry; c.hasMask = true; c.sparse = 1; c.mask = shape; };
+        report(entry + ".mask.last_dims_wider", [&](Cfg &c) { masked(c, {2, 1, 24, 30}); });
+        report(entry + ".mask.two_d_other_shape", [&](Cfg &c) { masked(c, {24, 30}); });
+        report(entry + ".mask.two_d_read_past", [&](Cfg &c) { masked(c, {20, 30}); });
+        auto same = [&](Cfg &c, Shape shape) { masked(c, shape); c.cuQ = {24, 48}; c.t1 = 48; };
+        report(entry + ".mask.all_same_last_dims_wider", [&](Cfg &c) { same(c, {2, 1, 24, 30}); });
+        // one batch: 25 x 20 holds the 23 * 20 + 24 elements read, fewer than S1 x S2
+        report(entry + ".mask.all_same_too_small", [&](Cfg &c) { masked(c, {1, 1, 25, 20}); c.cuQ = {24};
+                                                                 c.cuKv = {24}; c.t1 = 24; c.t2 = 24; });
+        report(entry + ".tokens.all_same_mode0_sum_zero", [&](Cfg &c) { same(c, {24, 24}); c.sparse = 0; c.pre = -3;
+                                                                       c.next = 3; });
     }
     for (const char *e : {"UnpaddingV2", "UnpaddingV5"}) {
         std::string entry = e;
         auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
         report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
         report(entry + ".pse.slopes_size", [&](Cfg &c) { slopes(c); c.pse = {3}; });
+        report(entry + ".pse.slopes_trailing_empty", [&](Cfg &c) { slopes(c); c.pse = {3, 2}; c.cuQ = {16, 40, 40};
+                                                                   c.cuKv = {24, 48, 48}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });
         report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
+        report(entry + ".pse.type_5_without_pse", [&](Cfg &c) { c.entry = entry; c.pseType = 5; });
     }
     report("UnpaddingV3.ok.rope", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
                                                c.hasMask = true; c.sparse = 3; c.run = true; });
+    report("UnpaddingV3.ok.rope_d64", [](Cfg &c) { c.entry = "UnpaddingV3"; c.dt = ACL_BF16; c.hasRope = true;
+                                                   c.dr = 64; c.hasMask = true; c.sparse = 3; c.run = true; });
     report("UnpaddingV5.ok.rope_sink", [](Cfg &c) { c.entry = "UnpaddingV5"; c.dt = ACL_BF16; c.hasRope = true;
                                                     c.hasMask = true; c.sparse = 3; c.hasSink = true;
                                                     c.softmaxLayout = "same_as_input"; c.run = true; });

@@ -208,6 +208,7 @@ int main(int argc, char **argv) {
         std::string entry = e;
         auto slopes = [entry](Cfg &c) { c.entry = entry; c.hasPse = true; c.pseType = 2; c.pse = {2}; };
         report(entry + ".ok.pse_slopes", [&](Cfg &c) { slopes(c); c.pse = {2, 2}; c.run = true; });
+        report(entry + ".ok.pse_slopes_equal", [&](Cfg &c) { slopes(c); c.cuQ = {24, 48}; c.t1 = 48; c.run = true; });
         report(entry + ".pse.slopes_rank", [&](Cfg &c) { slopes(c); c.pse = {1, 2, 2}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });

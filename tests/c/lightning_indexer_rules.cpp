@@ -139,6 +139,26 @@ void Tiling() {
     c.count = 2049;
     REPORT("tiling.sparse_count_2049", Phase1(c));
     c = Bsnd();
+    c.count = 3072;  // a multiple of 1024
+    c.idx.shape = c.val.shape = {1, 4, 1, 3072};
+    REPORT("tiling.sparse_count_3072", Phase1(c));
+    c = Bsnd();
+    c.q.shape = {1, 4, 65, 128};
+    c.w.shape = {1, 4, 65};
+    REPORT("tiling.heads_65", Phase1(c));
+    c = Bsnd();
+    c.values = true;
+    c.val.shape = {1, 4, 8};
+    REPORT("tiling.values_rank", Phase1(c));
+    c = Bsnd();
+    c.values = true;
+    c.val.shape = {1, 4, 1, 16};
+    REPORT("tiling.values_sparse_count", Phase1(c));
+    c = Tnd();
+    c.values = true;
+    c.val.shape = {3, 1, 8};
+    REPORT("tiling.tnd_values_t", Phase1(c));
+    c = Bsnd();
     c.count = (int64_t(1) << 32) + 8;  // read through an int32 pointer: the low word, 8
     REPORT("tiling.sparse_count_low_word_ok", Phase1(c));
     c = Bsnd();
@@ -246,6 +266,10 @@ void EmptyAndRuns(aclrtStream stream) {
     c = Bsnd();
     c.val.null = true;
     REPORT("run.null_values", Run(c, stream));
+    c = Tnd();
+    c.values = true;
+    c.w.dtype = ACL_FLOAT;
+    REPORT("run.weights_fp32", Run(c, stream));
 
     Tensors t;
     Case base = Bsnd();

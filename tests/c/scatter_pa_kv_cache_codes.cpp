@@ -106,6 +106,9 @@ int main() {
     REPORT("ok.alibi", Call(Compress("Alibi")));
     REPORT("ok.rope", Call(Compress("Rope")));
     REPORT("ok.omni", Call(Compress("Omni")));
+    a = Normal(); a.scatterMode = "Foo"; REPORT("mode.unknown_scatter_mode", Call(a));
+    a = Normal(); a.cacheMode = "ND"; REPORT("mode.unknown_cache_mode", Call(a));
+    a = Normal(); a.scatterMode = "NHSD"; REPORT("mode.nhsd", Call(a));
     REPORT("ok.alibi_4d", Call(Compress95(false)));
     REPORT("ok.rope_4d", Call(Compress95(true)));
     a = Normal(ACL_FLOAT); a.keyCache = T({0, 4, 2, 16}, ACL_FLOAT); a.valueCache = T({0, 4, 2, 16}, ACL_FLOAT);

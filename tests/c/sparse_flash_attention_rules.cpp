@@ -274,8 +274,16 @@ void Tiling() {
     c.table = Spec({2, 2}, ACL_INT32, {1, 0, 0, 1});
     REPORT("tiling.block_table_batch", Phase1(c));
     c = Bsnd();
-    c.smax.shape = {3, 7};  // the tiling never looks at the softmax outputs' shapes
+    c.smax.shape = {3, 7};  // the 8.5 tiling never looks at the softmax outputs' shapes
     REPORT("tiling.softmax_shape_unchecked_ok", Phase1(c));
+    c = Tnd();
+    c.ssum.shape = {2, 2};
+    REPORT("tiling.tnd_softmax_shape", Phase1(c));
+    c = Tnd();
+    c.k = c.v = Spec({0, 1, 512});
+    c.kRope = Spec({0, 1, 64});
+    c.seqKv = Spec({2}, ACL_INT32, {0, 0});
+    REPORT("tiling.tnd_empty_key", Phase1(c));
 }
 
 void EmptyAndRuns(aclrtStream stream) {

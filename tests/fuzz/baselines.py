@@ -173,15 +173,28 @@ def fag_tnd(soc, entry="FlashAttentionUnpaddingScoreGradV2"):
 
 
 def fas_tnd_pse(soc):
-    """fas_tnd with a pse of one row per head and batch, [N1·ΣS2, 1] (Atlas A2/A3)."""
+    """fas_tnd with a pse of one row per head and batch, [N1·ΣS2, 1]."""
     entry = "FlashAttentionVarLenScoreV2"
     return as_entry(entry, entry, fas_tnd(soc), realShiftOptional=T((32, 1)))
+
+
+def fas_tnd_pse_1d(soc):
+    """fas_tnd with the same pse 1-D, [N1·ΣS2] (Ascend910_95: the arch35 VarLen tiling checks no rank)."""
+    entry = "FlashAttentionVarLenScoreV2"
+    return as_entry(entry, entry, fas_tnd(soc), realShiftOptional=T((32,)))
 
 
 def fag_tnd_pse(soc):
     """fag_tnd with the backward's packed pse, 1-D [N1·T2]."""
     entry = "FlashAttentionUnpaddingScoreGradV2"
     return as_entry(entry, entry, fag_tnd(soc), pseShiftOptional=T((32,)))
+
+
+def fag_tnd_mask_wide(soc):
+    """fag_tnd with a [B, 1, 7, 12] mask (Ascend910_95: the arch35 backward checks a 4-D mask's first two
+    dimensions only and reads its rows 12 apart)."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    return as_entry(entry, entry, fag_tnd(soc), attenMaskOptional=T((2, 1, 7, 12), "UINT8"))
 
 
 def _for_entry(name: str, make, entry: str):
@@ -411,6 +424,6 @@ BASELINES = {
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),
 }
-# the TND pse forms (Atlas A2/A3; not modelled on Ascend910_95)
-BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, A2_A3),)
-BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, A2_A3),)
+# the TND pse forms
+BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
+BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL), (fag_tnd_mask_wide, ("Ascend910_95",)))

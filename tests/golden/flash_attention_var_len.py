@@ -25,9 +25,13 @@ def user_block(mask, rows, keys, longest, pairs_before=0, head=0, row_stride=Fal
     """A user mask's block for a batch and head: [S1max, S2max] masks (or [1, 1, S1max, S2max]) are read
     top-left, [T1, T2] ones at the batch's tokens, [B, 1|N1, S1max, S2max] ones packed: batch b's
     [S1b, S2b] per head after the S1·S2 elements (per head) of the batches before it, its rows S2b
-    apart, or the mask's last dimension apart with `row_stride` (the Ascend910_95 kernels)."""
+    apart. With `row_stride` (the Ascend910_95 kernels) rows lie the mask's last dimension apart, and
+    every mask but a packed 4-D one, [T1, T2] too, is read from its first element."""
     m = np.asarray(mask)
     s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+    if row_stride and not (m.ndim == 4 and m.shape[:2] != (1, 1)):
+        flat, step = m.reshape(-1), m.shape[-1]
+        return np.array([flat[i * step : i * step + s2] for i in range(s1)]).reshape(s1, s2)
     if m.ndim == 4 and m.shape[:2] != (1, 1):
         heads = m.shape[1]
         first = heads * pairs_before + (head if heads > 1 else 0) * s1 * s2

@@ -14,8 +14,9 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   0, 1     a user mask: [S1max, S2max] or [1, 1, S1max, S2max], batch b reading its top-left
            [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
            [B, 1|N1, S1max, S2max] from the packed offset of batch b (Σ_{c<b} S1c·S2c, times N1, plus
-           h·S1b·S2b per head; attenMaskBS1S2 / BN2GS1S2), its rows S2b apart on Atlas A2/A3 and the
-           mask's last dimension apart on Ascend910_95 (`mask_row_stride`); mode 0 with the per-batch
+           h·S1b·S2b per head; attenMaskBS1S2 / BN2GS1S2), its rows S2b apart on Atlas A2/A3; on
+           Ascend910_95 (`mask_row_stride`) every row the mask's last dimension apart, and 2-D masks
+           [T1, T2] included read from element 0 (strided_mask_index); mode 0 with the per-batch
            pre/next band as in the dense kernel.
 A dropMask holds N1·S1b·S2b bits per batch, batch after batch, each batch's bits in [N1, S1b, S2b]
 order (the tiling sizes it Σ_b N1·S1b·S2b; the order within is inferred, DROP_ORDER). A keep mask the
@@ -107,24 +108,43 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple,
     """The batch's mask: compressed templates are not indexed; a [S1max, S2max] user mask (or
     [1, 1, S1max, S2max]) gives its top-left block (the tiling's first choice), a [T1, T2] one the batch's
     own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] start after the Σ S1·S2 (times N1)
-    elements of the batches before it, each head S1b·S2b further, each row S2b further or, `strided`,
-    the mask's last dimension further (ComputeOffsetForNoCompress)."""
+    elements of the batches before it, each head S1b·S2b further, each row S2b further (the Atlas A2/A3
+    kernels). `strided`: the Ascend910_95 read (strided_mask_index)."""
     if atten_mask is None or mode not in (0, 1):
         return atten_mask
     s1, s2 = rows.stop - rows.start, keys.stop - keys.start
+    if strided:
+        return atten_mask.reshape(-1)[strided_mask_index(atten_mask.shape, s1, s2, pairs_before)][None]
     if atten_mask.ndim == 2 and atten_mask.shape != longest:
         return atten_mask[rows, keys]
     if atten_mask.ndim == 4 and atten_mask.shape[:2] != (1, 1):
         heads = atten_mask.shape[1]
-        row = atten_mask.shape[-1] if strided else s2
-        index = (
-            heads * pairs_before
-            + np.arange(heads)[:, None, None] * (s1 * s2)
-            + np.arange(s1)[:, None] * row
-            + np.arange(s2)
-        )
-        return atten_mask.reshape(-1)[index][None]
+        index = heads * pairs_before + np.arange(heads)[:, None, None] * (s1 * s2) + np.arange(s1)[:, None] * s2
+        return atten_mask.reshape(-1)[index + np.arange(s2)][None]
     return atten_mask[..., :s1, :s2]
+
+
+def strided_mask_index(shape: tuple, s1: int, s2: int, pairs_before: int):
+    """Ascend910_95 (attenmask.h ComputeOffsetForNoCompress): the flat indices [heads, S1b, S2b] a batch
+    reads of a mask of `shape`, after `pairs_before` = Σ_{c<b} S1c·S2c. A 4-D [B, 1|N1, X, Y] mask
+    (attenMaskBS1S2 / BN2GS1S2) starts at that packed offset (times N1, plus h·S1b·S2b per head); any
+    other (2-D, [1, 1, X, Y]: attenMaskS1S2, and the forward's [T1, T2], whose type 99 no kernel reads)
+    at element 0; rows lie Y, the last dimension, apart."""
+    packed = len(shape) == 4 and tuple(shape[:2]) != (1, 1)
+    heads = shape[1] if packed else 1
+    first = heads * pairs_before + np.arange(heads)[:, None, None] * (s1 * s2) if packed else np.zeros((1, 1, 1), int)
+    return first + np.arange(s1)[:, None] * shape[-1] + np.arange(s2)
+
+
+def strided_mask_reads(shape: tuple, q_lens, kv_lens) -> int:
+    """How many elements of a mask of `shape` the Ascend910_95 kernels read (one past the last index
+    of a batch with tokens), for the tilings' size checks."""
+    end, pairs = 0, 0
+    for s1, s2 in zip(q_lens, kv_lens):
+        if s1 and s2:
+            end = max(end, int(strided_mask_index(shape, s1, s2, pairs).max()) + 1)
+        pairs += s1 * s2
+    return end
 
 
 def _longest(cu_q, cu_kv) -> tuple:

@@ -8,7 +8,8 @@ its offsets with the batches before b).
   "1s2"     packed [N1, S2b] per batch, one row for every query row: from element N1·Σ_{c<b} S2c
   "alibi"   [P, N1, 1024, W] (P = 1 or B, W = the longest key length): batch b reads block b % P
             Toeplitz-wise against W, row m = 1024 - W + i for query row i (rows above the stored 1024
-            read row 0 along their diagonal), column j
+            read row 0 along their diagonal), column j; against `alibi_anchor` instead of W when set
+            (the Ascend910_95 backward's BSND path, which anchors at S1: row 1024 - S1 + i)
   "slopes"  fp32 [N1] or [B, N1] (pseType 2/3): batch b's slopes; the distance starts over in each batch
 
 The alibi form is read by blocks anchored at each block's first row and column; for the compressed
@@ -28,12 +29,13 @@ FORMS = ("s1s2", "1s2", "alibi", "slopes")
 @dataclass(frozen=True)
 class PackedPse:
     """How a TND call's pse is laid out: `form` (FORMS), the query heads, and for the alibi form its
-    batch count P and row width W."""
+    batch count P, row width W and the length its last 1024 rows end at (W when 0)."""
 
     form: str
     heads: int
     alibi_batches: int = 1
     alibi_width: int = 0
+    alibi_anchor: int = 0
 
     def elements(self, q_lens, kv_lens) -> int:
         """How many elements the kernels read: the end of the last read of a batch with tokens."""
@@ -79,7 +81,7 @@ class PackedPse:
         width, rows = self.alibi_width, ALIBI_ROWS
         block = flat[(b % self.alibi_batches) * self.heads * rows * width :][: self.heads * rows * width]
         block = block.reshape(self.heads, rows, width)
-        first = width - rows  # the query row stored in row 0
+        first = (self.alibi_anchor or width) - rows  # the query row stored in row 0
         i = np.arange(s1)[:, None]
         j = np.arange(s2)[None, :]
         stored = i >= first

@@ -164,11 +164,12 @@ def _no_mask_mode_tokens(pre: int, nxt: int, batches: Batches, pairs):
     return None
 
 
-def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool):
+def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool, skip_empty: bool = False):
     """ProcessTokensInfo of the backward's TND tilings (arch32; the arch35 CheckUnpadTokensInfo alike,
     over every batch), after its token correction: modes 7 and 8 check the band batch, modes 0 and 4
-    every batch (of grad_batch_count on arch32), that -preTokens and -nextTokens stay within its lengths
-    (mode 0 compares preTokens with S2b, mode 4 with S1b) and preTokens + nextTokens > 0."""
+    every batch (of grad_batch_count on arch32; with `skip_empty` not those with an S1b or S2b of 0), that
+    -preTokens and -nextTokens stay within its lengths (mode 0 compares preTokens with S2b, mode 4 with
+    S1b) and preTokens + nextTokens > 0."""
     if mode not in (0, 4, 7, 8):
         return None
     pre, nxt = _grad_tokens(a, mode, masked)
@@ -177,7 +178,7 @@ def check_grad_tokens(a, batches: Batches, mode: int, masked: bool, arch35: bool
         rows = [b for b in range(count) if batches.q[b]]
         checked = [(rows[-1] if mode == 7 else rows[0]) if rows else 0]
     else:
-        checked = range(count)
+        checked = [b for b in range(count) if not skip_empty or (batches.q[b] and batches.kv[b])]
     for b in checked:
         s1, s2 = batches.q[b], batches.kv[b]
         low_pre, low_next = (s2, s1) if mode == 0 else (s1, s2)
@@ -196,8 +197,9 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
     2-D shape, and then needs the template's last two dimensions. With `grad` the backward's
     CheckAttenMaskShape: its B leaves out trailing empty batches (grad_batch_count), and a compressed
     4-D mask's last two dimensions are compared with the template only; with `arch35` too the arch35
-    SetAttenMaskShapeType: B counts every batch and an uncompressed 4-D mask's last two dimensions are
-    not checked. Failure or None."""
+    SetAttenMaskShapeType: B counts every batch and neither an uncompressed 4-D mask's last two
+    dimensions nor a 2-D mask's shape are checked (the all-lengths-equal path checks their size:
+    runs_as_bsnd). Failure or None."""
     shape, (s1, s2) = tuple(mask.shape), batches.longest
     b = grad_batch_count(batches) if grad and not arch35 else batches.count
     if mask.ndim == 4 and grad:
@@ -214,7 +216,8 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
                 "tiling.mask_shape",
             )
     elif mask.ndim == 2:
-        if compressed is None and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
+        unchecked = compressed is not None or (grad and arch35)
+        if not unchecked and shape not in (batches.longest, (sum(batches.q), sum(batches.kv))):
             return (
                 f"get unsupported atten_mask shape, the shape is {list(shape)}. MaxSq=[{s1}], MaxSkv=[{s2}], when "
                 "input_layout is TND, the supported atten_mask shape is [MaxSq, MaxSkv].",
@@ -228,6 +231,23 @@ def check_mask(mask, batches: Batches, compressed: tuple | None, heads: int, gra
             f"In the attenmask compression, please set the atten_mask_shape to [{rows},{cols}]",
             "tiling.mask_compressed",
         )
+    return None
+
+
+def runs_as_bsnd(a, batches: Batches) -> bool:
+    """The arch35 backward's isAllSame switch (ProcessSparseModeInfo): every batch of the same query and
+    key lengths as the one before it (one batch included) and sparseMode <= 6 (as uint32) run the
+    BSND path: its sparse-mode, token and mask-size checks, and kernels that read the same elements."""
+    same = all(q == batches.q[0] for q in batches.q) and all(k == batches.kv[0] for k in batches.kv)
+    return same and (a.sparseMode & 0xFFFFFFFF) <= 6
+
+
+def check_grad_sparse_mode_arch35(a, as_bsnd: bool):
+    """The arch35 backward's sparse-mode value check (CheckVarLenSparseModeValue, or CheckSparseModeValue on
+    the BSND path), with or without a mask, on the mode as uint32: failure or None."""
+    mode = a.sparseMode & 0xFFFFFFFF
+    if mode > 8 or (mode == 5 and not as_bsnd):
+        return f"Var len not support sparse mode {mode}.", "tiling.tnd_sparse_mode"
     return None
 
 
@@ -261,15 +281,21 @@ def _inner_pse(pse, heads: int):
     return PackedPse("slopes", heads, alibi_batches=pse.shape[0] if pse.ndim == 2 else 1), None
 
 
-def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
+def _inner_pse_modes(batches: Batches, mode: int, masked: bool, starts: tuple, equal_lengths: bool = False):
     """The generated ALiBi's sparse-mode rules (the VarLen SetPseAlibiParams; the backward's
     ProcessPseInfo alike): no mode 7; mode 8 needs S1 = S2 per batch, batch 0 shifted by the start
-    indices."""
+    indices `starts` (qStartIdx, kvStartIdx as the tiling stores them). `equal_lengths`: the arch35
+    forward asks S1b = S2b of every batch in the other modes too."""
     if masked and mode == 7:
         return "INNER Pse does not support sparse mode 7.", "tiling.pse_inner_mode"
     if not masked or mode != 8:
+        if equal_lengths and any(q != k for q, k in zip(batches.q, batches.kv)):
+            return (
+                "Inner pse alibi is only support when actualSeqQLen and actualSeqKvLen are equal.",
+                "tiling.pse_inner_mode",
+            )
         return None
-    q_start, kv_start = start_values(a)
+    q_start, kv_start = starts
     if batches.count and batches.q[0] - batches.kv[0] + q_start - kv_start:
         return (
             f"INNER Pse sparse mode 8 is only supported when actualSeqLenData[0] {batches.q[0]} + qStartIdx "
@@ -287,16 +313,26 @@ def _inner_pse_modes(a, batches: Batches, mode: int, masked: bool):
 
 
 def start_values(a) -> tuple:
-    """(qStartIdx, kvStartIdx) as SetQKVStartIdx stores them: both only when both are given and not
-    empty, else 0 and 0."""
+    """(qStartIdx, kvStartIdx) as the arch32 SetQKVStartIdx stores them: both only when both are given
+    and not empty, else 0 and 0."""
     q, kv = getattr(a, "qStartIdxOptional", None), getattr(a, "kvStartIdxOptional", None)
     if not q or not kv:
         return 0, 0
     return int(q[0]), int(kv[0])
 
 
+def grad_start_values_arch35(a) -> tuple:
+    """(qStartIdx, kvStartIdx) as the arch35 backward's SetQKVStartIdx stores them: element 0 of
+    qStartIdx, then of kvStartIdx (0 when absent or empty); neither without a qStartIdx."""
+    q, kv = getattr(a, "qStartIdxOptional", None), getattr(a, "kvStartIdxOptional", None)
+    if not q:
+        return 0, 0
+    return int(q[0]), int(kv[0]) if kv else 0
+
+
 def forward_pse(a, pse, batches: Batches, heads: int):
-    """AnalyzeOptionalInput's TND pse branch (arch32 forward): (PackedPse, failure). A packed pse is
+    """AnalyzeOptionalInput's TND pse branch (the arch32 forward; the arch35 AnalyzeTndPseOptionalInput
+    alike): (PackedPse, failure). A packed pse is
     told by its dimension 0 alone: N1·ΣS2b (one row per head), N1·ΣS1b·S2b, else the alibi shape
     [1|B, N1, 1024, max S2]."""
     if a.pseType in (2, 3):
@@ -315,14 +351,18 @@ def forward_pse(a, pse, batches: Batches, heads: int):
     )
 
 
-def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, masked: bool):
+def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, masked: bool, starts=None):
     """SetPseAlibiParams of FlashAttentionVarLenScoreTiling: (the form the kernel reads, failure). A pse
     of rank < 2 fails; one whose second-to-last dimension is 1024 is the compressed alibi, which needs
-    S1b = S2b in every batch and a causal sparse type."""
+    S1b = S2b in every batch and a causal sparse type. With `starts` (the (qStartIdx, kvStartIdx) of
+    the arch35 SetQKVStartIdx) the arch35 VarLen tiling's SetPseAlibiParamsRegbase: no rank check (a
+    1-D pse's second-to-last dimension is gert's invalid value, not 1024), and slopes need S1b = S2b in
+    every batch outside mode 8."""
+    arch35 = starts is not None
     if form.form == "slopes":
-        return form, _inner_pse_modes(a, batches, mode, masked)
+        return form, _inner_pse_modes(batches, mode, masked, starts if arch35 else start_values(a), arch35)
     if pse.ndim < 2:
-        return form, (f"Invalid Pse DimNum({pse.ndim}), PseType({a.pseType}).", "tiling.pse_rank")
+        return form, None if arch35 else (f"Invalid Pse DimNum({pse.ndim}), PseType({a.pseType}).", "tiling.pse_rank")
     if pse.shape[-2] != ALIBI_ROWS:
         return form, None
     if any(q != k for q, k in zip(batches.q, batches.kv)):
@@ -332,20 +372,31 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
     return PackedPse("alibi", form.heads, alibi_batches=pse.shape[0], alibi_width=pse.shape[-1]), None
 
 
-def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool):
-    """ProcessPseInfo of the backward's TND tilings (arch32): (PackedPse, failure). Slopes must be
-    exactly [N1] or [B, N1]; a 1-D pse is packed, told by its length (N1·T2, the key's rows, or
-    N1·ΣS1b·S2b); else only the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >=
-    max S1, nextTokens 0) passes. B is grad_batch_count's."""
-    shape, count = tuple(pse.shape), grad_batch_count(batches)
+def backward_pse(
+    a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False, tokens=None
+):
+    """ProcessPseInfo of the backward's TND tilings: (PackedPse, failure). Slopes must be exactly [N1]
+    or [B, N1]; a 1-D pse is packed, told by its length (N1·`key_tokens` or N1·ΣS1b·S2b); else only
+    the alibi shape [1|B, N1, 1024, max S2] with causal tokens (preTokens >= max S1, nextTokens 0)
+    passes. On Atlas A2/A3 B is grad_batch_count's and `key_tokens` the key's rows (T2; from 9.1.0 the
+    key lengths' sum); with `arch35`
+    (..._regbase.cpp ProcessPseInfo) B counts every batch, `key_tokens` is the last actualSeqKvLen,
+    and the slopes' mode rules (of the sparseMode attribute, mask or not, with the arch35 start
+    indices) come before their shape. `tokens`: the corrected (preTokens, nextTokens) of the arch35
+    BSND path (default: _grad_tokens')."""
+    shape, count = tuple(pse.shape), batches.count if arch35 else grad_batch_count(batches)
     if a.pseType in (2, 3):
+        if arch35:
+            problem = _inner_pse_modes(batches, mode, True, grad_start_values_arch35(a))
+            if problem is not None:
+                return None, problem
         form, problem = _inner_pse(pse, heads)
         if problem is None and shape not in ((heads,), (count, heads)):
             problem = (
                 f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
                 "tiling.pse_inner_size",
             )
-        return form, problem or _inner_pse_modes(a, batches, mode, masked)
+        return form, problem or (None if arch35 else _inner_pse_modes(batches, mode, masked, start_values(a)))
     if len(shape) == 1:
         if shape[0] == key_tokens * heads:
             return PackedPse("1s2", heads), None
@@ -355,7 +406,7 @@ def backward_pse(a, pse, batches: Batches, heads: int, key_tokens: int, mode: in
     if len(shape) != 4:
         return None, (f"The shape of pse is not 4 dimensions, got {len(shape)}", "tiling.pse_rank")
     s1, s2 = batches.longest
-    pre, nxt = _grad_tokens(a, mode, masked)
+    pre, nxt = tokens or _grad_tokens(a, mode, masked)
     if s1 <= pre and nxt == 0 and shape[0] in (1, count) and shape[1:] == (heads, ALIBI_ROWS, s2):
         return PackedPse("alibi", heads, alibi_batches=shape[0], alibi_width=s2), None
     return None, (

@@ -78,14 +78,6 @@ INFERRED = Gaps(
 )
 
 
-TND_GAPS = Gaps(
-    VAR_LENS[0],  # listed under FlashAttentionVarLenScore; the same for V2-V5
-    "not_implemented",
-    {
-        "tnd_pse": "a pse (realShiftOptional) with inputLayout TND on Ascend910_95 (VarLen V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)"
-    },
-)
 TND_READ_PAST = Gaps(
     VAR_LENS[0],
     "refused",
@@ -647,8 +639,6 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
     if pse is None and a.pseType != 1 and not arch35:
         fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
     if pse is not None:
-        if arch35:
-            TND_GAPS.refuse("tnd_pse")
         form, problem = tnd.forward_pse(a, pse, batches, x.n1)
         _fail(problem)
     mode, mask = a.sparseMode, _present(a.attenMaskOptional)
@@ -672,15 +662,29 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
         _fail(tnd.check_tokens(a, batches, mode))
     elif arch35:
         _fail(tnd.sparse_mode_supported(mode))
+    starts = (a.qStartIdxOptional, a.kvStartIdxOptional)
+    if arch35:  # DoOpTiling: SetQKVStartIdx, then SetPseAlibiParamsRegbase
+        starts, problem = start_indices(a)
+        _fail(problem)
     if form is not None:
-        form, problem = tnd.forward_pse_alibi(a, pse, form, batches, mode, mask is not None)
+        stored = (starts[0][0], starts[1][0]) if arch35 else None
+        form, problem = tnd.forward_pse_alibi(a, pse, form, batches, mode, mask is not None, stored)
         _fail(problem)
         _refuse_short_pse(pse, form, batches)
     _check_outputs(a, x, env)
     layout = getattr(a, "softmaxOutLayout", "") or ""
     refuse_value_rows(UNESTABLISHED, a)
     run = _launch_tnd(
-        a, batches, mode if mask is not None else 0, _invalid_line(a, env), sink, layout, arch35, form, generated
+        a,
+        batches,
+        mode if mask is not None else 0,
+        _invalid_line(a, env),
+        sink,
+        layout,
+        arch35,
+        form,
+        generated,
+        starts,
     )
     return Launch(WORKSPACE_RESERVE, run)
 

@@ -61,10 +61,11 @@ def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, 
     return run
 
 
-def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form=None, generated_dropout=None):
+def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, pse_form, generated_dropout, starts):
     """The variable-length entry points: each packed batch a dense attention (kernels/flash_attention/varlen.py),
     softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says;
-    `generated_dropout` the (seed, offset) of a keep mask the kernel draws itself."""
+    `generated_dropout` the (seed, offset) of a keep mask the kernel draws itself; `starts` the
+    (qStartIdx, kvStartIdx) the generated ALiBi reads."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -75,8 +76,8 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, ps
         sparse_mode=mode,
         pse_type=a.pseType,
         prefix=a.prefixOptional,
-        q_start_idx=a.qStartIdxOptional,
-        kv_start_idx=a.kvStartIdxOptional,
+        q_start_idx=starts[0],
+        kv_start_idx=starts[1],
         invalid_line=invalid_line,
         generated_dropout=generated_dropout,
         saturate=arch35,

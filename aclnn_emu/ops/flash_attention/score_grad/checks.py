@@ -11,13 +11,25 @@ then the arch35 tiling (TilingFlashAttentionGradScore picks it by SocVersion): t
 V2 interface can reach are marked ARCH35 below (_check_shape_attrs_arch35 follows the arch35 order).
 """
 
+from dataclasses import replace
+from types import SimpleNamespace
+
 import numpy as np
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
+from aclnn_emu.kernels.flash_attention.varlen import strided_mask_reads
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 from aclnn_emu.opdef.signature import Launch, OpError
-from .checks_arch35 import _check_drop_mask_arch35, _check_shape_attrs_arch35
+from .checks_arch35 import (
+    SINK as ARCH35_SINK,
+    _arch35_tokens,
+    _check_drop_mask_arch35,
+    _check_shape_attrs_arch35,
+    check_sink_arch35,
+    check_tnd_arch35,
+)
 from .common import (
     UNESTABLISHED,
     V2_OFFSET,
@@ -68,19 +80,32 @@ TND_GAPS = Gaps(
     UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
     "not_implemented",
     {
-        "tnd_pse": "a pse (pseShiftOptional) with inputLayout TND on Ascend910_95 (Unpadding V1-V5; the arch35 "
-        "varlen kernels' pse reads are not modelled)",
-        "tnd_mask_shape": "a 4-D attenMask with inputLayout TND on Ascend910_95 whose last two dimensions are not "
-        "[max S1, max S2] (the arch35 backward tiling checks only its first two; its reads of such a mask, rows the "
-        "last dimension apart, and the all-lengths-equal path's size check are not modelled)",
+        "tnd_all_same_prefix": "sparseMode 5 with an attenMask and every batch of the same lengths on Ascend910_95 "
+        "(Unpadding V1-V5: the arch35 backward runs them as BSND, whose prefix mode is not modelled for TND)",
+        "tnd_all_same_alibi": "the alibi pse [1|B, N1, 1024, max S2] with every batch of the same lengths, S1 > 1024, "
+        "on Ascend910_95 (Unpadding V1-V5: the arch35 backward runs them as BSND, whose kernels read the rows above "
+        "the last 1024 by another anchoring; not modelled)",
     },
+)
+TND_READ_PAST = Gaps(
+    UNPADDINGS[0],
+    "refused",
+    {
+        "tnd_mask_short": "an attenMask with inputLayout TND on Ascend910_95 holding fewer elements than the "
+        "kernels read (the arch35 backward tiling checks its first two dimensions only; the kernels read each "
+        "batch's rows the last dimension apart from its packed offset)"
+    },
+    code=NULLPTR,
 )
 TND_UNESTABLISHED = Gaps(
     UNPADDINGS[0],
     "unestablished",
     {
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
-        "lengths to 0, the kernels index with the raw values)"
+        "lengths to 0, the kernels index with the raw values)",
+        "tnd_softmax_shape": "softmaxMax/softmaxSum of another shape than [T1, N1, 8] on Ascend950 under CANN 9.x, whose "
+        "arch35 tiling no longer checks it (9.1.0: unless softmaxInLayout is same_as_input): how the kernels read "
+        "them is not established",
     },
 )
 V4_NULLS = Gaps(
@@ -96,6 +121,10 @@ V4_NULLS = Gaps(
 MISSING = object()  # a parameter the entry point does not have
 SOFTMAX_IN_LAYOUTS = ("same_as_input", "")
 OPTIONAL_RESULTS = (("dqRopeOut", "queryRope"), ("dkRopeOut", "keyInRope"), ("dsinkOut", "sinkInOptional"))
+TND_PSE_ROW = "fag.tnd_pse_row_is_kv_sum_on_a2a3"
+ARCH35_TOKENS = "fag.arch35_tnd_tokens_skip_empty_batches"
+ARCH35_SOFTMAX = "fag.arch35_tnd_softmax_unchecked"
+ARCH35_SOFTMAX_SAME_AS_INPUT = "fag.arch35_tnd_softmax_same_as_input_checked"
 TND_COMPRESSED = {**COMPRESSED_MASK, 7: (2048, 2048), 8: (2048, 2048)}  # the TND tiling adds modes 7 and 8
 
 
@@ -421,13 +450,16 @@ def _warn_head_dim(s, env) -> None:
 
 
 def _tiling_sink(a, heads: int, env):
-    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it."""
+    """The sink the kernel reads: checked by the arch32 tiling; on Ascend910_95 nothing reads it before 9.1.0."""
     sink = _present(getattr(a, "sinkInOptional", None))
     if sink is None:
         return None
     if env.soc == ARCH35:
-        env.warn(SINK_IGNORED)
-        return None
+        if not env.version.has(ARCH35_SINK):
+            env.warn(SINK_IGNORED)
+            return None
+        check_sink_arch35(a, heads, env)
+        return sink
     problem = tnd.check_sink(sink, heads)
     if problem is not None:
         fail(problem[1], problem[0])
@@ -445,23 +477,43 @@ def _prepare_tnd(a, s: _Shape, env):
     kernels."""
     batches, problem = tnd.check_lengths(a, a.keyIn)
     _fail(problem)
+    if env.soc == ARCH35:
+        check_tnd_arch35(a, s, env)
     if not batches.monotone:
         TND_UNESTABLISHED.refuse("tnd_cumulative", f"{list(batches.cu_q)}, {list(batches.cu_kv)}")
     lanes = (a.query.shape[0], s.n1, SOFTMAX_LANES)
+    # 9.x on Ascend950: CheckTndShapeValid checks the shapes no longer (9.1.0: only with "same_as_input")
+    same_as_input = getattr(a, "softmaxInLayout", "") == "same_as_input"
+    checked = env.version.has(ARCH35_SOFTMAX_SAME_AS_INPUT) and same_as_input
+    unchecked = env.soc == ARCH35 and env.version.has(ARCH35_SOFTMAX) and not checked
     for name in ("softmaxMaxOptional", "softmaxSumOptional"):
         stats = _present(getattr(a, name))
+        shape = None if stats is None else list(stats.shape)
+        if stats is not None and stats.dtype == DataType.ACL_FLOAT and tuple(stats.shape) != lanes and unchecked:
+            TND_UNESTABLISHED.refuse("tnd_softmax_shape", f"{name} {shape}, [T1, N1, 8] = {list(lanes)}")
         if stats is None or tuple(stats.shape) != lanes or stats.dtype != DataType.ACL_FLOAT:
-            shape = None if stats is None else list(stats.shape)
             _fail((f"{name} {shape} must be FLOAT [T1, N1, 8] = {list(lanes)}", f"tiling.{name}_tnd"))
-    mode, mask = a.sparseMode, _present(a.attenMaskOptional)
+    mode, mask, arch35 = a.sparseMode, _present(a.attenMaskOptional), env.soc == ARCH35
+    as_bsnd = arch35 and tnd.runs_as_bsnd(a, batches)
+    if arch35:
+        _fail(tnd.check_grad_sparse_mode_arch35(a, as_bsnd))
+        if as_bsnd and mode == 5 and mask is not None:
+            TND_GAPS.refuse("tnd_all_same_prefix", f"lengths {batches.q[0]}, {batches.kv[0]} in every batch")
     if mask is not None:
         _fail(tnd.check_sparse(a, batches, mode))
-        compressed, arch35 = TND_COMPRESSED.get(mode), env.soc == ARCH35
+        compressed = TND_COMPRESSED.get(mode)
         _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
-        if arch35 and mask.ndim == 4 and compressed is None and tuple(mask.shape[2:]) != batches.longest:
-            TND_GAPS.refuse("tnd_mask_shape", f"attenMask {list(mask.shape)}, max S1, S2 {list(batches.longest)}")
-    _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, env.soc == ARCH35))
-    form = _tnd_pse(a, s, batches, mode, mask is not None, env)
+        if arch35 and compressed is None:
+            _check_mask_size_arch35(mask, batches, as_bsnd)
+    tokens = None
+    if as_bsnd:  # ProcessTokensInfo of the BSND path: the pad-scene correction and check
+        tokens = _arch35_tokens(a, SimpleNamespace(s1=batches.q[0], s2=batches.kv[0]), mode & 0xFFFFFFFF)
+    else:
+        skip = arch35 and env.version.has(ARCH35_TOKENS)
+        _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, arch35, skip))
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens)
+    if as_bsnd and form is not None and form.form == "alibi":
+        form = _bsnd_alibi(form, batches)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
@@ -492,23 +544,51 @@ def _prepare_tnd(a, s: _Shape, env):
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 
 
-def _tnd_pse(a, s: _Shape, batches, mode, masked, env):
-    """ProcessPseInfo of the arch32 TND tilings (after the sparse-mode and token processing): the pse's
-    dtype, then its form (tnd.backward_pse); a pse on Ascend910_95 is not modelled."""
-    pse = _present(a.pseShiftOptional)
-    if env.soc == ARCH35:  # whose tiling has no check of a pseType without a pse
-        if pse is not None:
-            TND_GAPS.refuse("tnd_pse")
-        return None
+def _check_mask_size_arch35(mask, batches, as_bsnd):
+    """An uncompressed mask on the arch35 backward: the BSND path's CheckAttenMaskShape (its last two
+    dimensions must hold S1·S2 elements); then a mask the kernels would read past the end of is refused
+    (the TND path checks no size)."""
+    rows, cols = mask.shape[-2:]
+    s1, s2 = batches.longest
+    if as_bsnd and rows * cols < s1 * s2:
+        fail("tiling.mask_shape", f"atten mask shape [{rows},{cols}] is invalid.")
+    reads = strided_mask_reads(tuple(mask.shape), batches.q, batches.kv)
+    if reads > mask.numel:
+        TND_READ_PAST.refuse("tnd_mask_short", f"attenMask {list(mask.shape)}, the kernels read {reads} elements")
+
+
+def _bsnd_alibi(form, batches):
+    """The alibi on the arch35 backward's BSND path: pse.h PseAlibiComputeOffset's non-TND branch reads
+    row i − (S1 − 1024), column j, of block b % P for every row when S1 <= 1024 (its other branch, for the
+    rows above when S1 > 1024, is the TND read of a Toeplitz pse when S1 = S2 and otherwise not modelled)."""
+    s1 = batches.q[0]
+    if s1 > ALIBI_ROWS and s1 != batches.kv[0]:
+        TND_GAPS.refuse("tnd_all_same_alibi", f"S1 {s1}, S2 {batches.kv[0]} in every batch")
+    return replace(form, alibi_anchor=s1)
+
+
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
+    """ProcessPseInfo of the TND tilings (after the sparse-mode and token processing): the pse's dtype,
+    then its form (tnd.backward_pse). The arch35 one checks pseType first, with or without a pse, and
+    has no check of a pseType without a pse."""
+    pse, arch35 = _present(a.pseShiftOptional), env.soc == ARCH35
+    if arch35 and not 0 <= a.pseType < 4:  # compared as uint32: a negative pseType fails too
+        fail("tiling.pse_type", f"FAG pseType {a.pseType} is invalid; expected 0-3")
     if pse is None:
-        if a.pseType != 1:
+        if a.pseType != 1 and not arch35:
             fail("tiling.pse_null", f"Get PseInput is nullptr, but pseType is not default=1, now pseType={a.pseType}.")
         return None
     want = DataType.ACL_FLOAT if a.pseType in (2, 3) else a.query.dtype
     if pse.dtype != want:
         fail("tiling.pse_dtype", f"FAG invalid pse dtype[{pse.dtype.name}], should be {want.name}")
     # every form it accepts is at least as long as the kernel reads (T2 >= the sum of the key lengths)
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, a.keyIn.shape[0], mode, masked)
+    # the key tokens a one-row-per-head pse is told by: on Ascend910_95 the last actualSeqKvLen; on
+    # Atlas A2/A3 the key's T2, from 9.1.0 the key lengths' sum
+    if arch35:
+        key_tokens = batches.cu_kv[-1] if batches.cu_kv else 0
+    else:
+        key_tokens = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens)
     _fail(problem)
     return form
 

@@ -1,7 +1,7 @@
 """aclnnFlashAttentionScoreGradV2 on Ascend910_95: the arch35 tiling's checks, in the source's order."""
 
 import numpy as np
-from aclnn_emu.dtypes import DataType
+from aclnn_emu.dtypes import SIZE, DataType
 from aclnn_emu.kernels.flash_attention.dropout import INTERLEAVE_ORDER
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.generated import attr_int32
@@ -23,6 +23,12 @@ from .common import (
 from ..common import QUANT8
 from .entry import ARCH35
 
+GRAD_SHAPES = "fag.arch35_grad_shapes"
+EXACT_MASK = "fag.arch35_exact_mask"
+SINK = "fag.arch35_sink"
+ROPE_D64 = "fag.arch35_rope_d64"
+TND_EOD = "fag.arch35_tnd_eod"
+
 
 def _check_shape_attrs_arch35(a, s: _Shape, env):
     """ARCH35: ..._regbase.cpp GetShapeAttrsInfo and ProcessOptionalInput, in their order. Every
@@ -37,6 +43,8 @@ def _check_shape_attrs_arch35(a, s: _Shape, env):
             f"softmaxMax/softmaxSum/attentionIn dtypes {smax.dtype.name}/{ssum.dtype.name}/"
             f"{out.dtype.name} have no FAG kernel; expected FLOAT/FLOAT/{_names(outs)}",
         )
+    if env.version.has(GRAD_SHAPES):
+        check_grad_shapes_arch35(a, s, env)
     if s.layout == "TND":
         fail(
             "tiling.tnd",
@@ -59,7 +67,10 @@ def _check_shape_attrs_arch35(a, s: _Shape, env):
         _check_pse(a, s, tokens)
     if mode == 6:
         _check_prefix(a, s)
-    _check_atten_mask_shape(a, s, mode, arch35=True)
+    if env.version.has(SINK):
+        check_sink_arch35(a, s.n1, env)
+    loose = not env.version.has(EXACT_MASK) or _b_or_bn_template_capable(a, s)
+    _check_atten_mask_shape(a, s, mode, arch35=loose)
     if 0 in (s.b, s.n1, s.s1, s.d):
         fail("tiling.zero", f"input shape error, got 0 in bnsd: b={s.b} n1={s.n1} s1={s.s1} d={s.d}")
     _check_softmax_shapes(a, s)
@@ -130,3 +141,84 @@ def _check_drop_mask_arch35(a, s, keep, env):
             f"keepProb is {keep:g} (the {ARCH35} tiling, ProcessDropoutInfo)",
         )
     _check_drop_mask(a, s, keep)
+
+
+def check_grad_shapes_arch35(a, s: _Shape, env):
+    """GetShapeAttrsInfo from 9.1.0 (versions.RULES "fag.arch35_grad_shapes"): dy shaped like attentionIn, then per
+    layout dy's head count, dy against query and value against key before the head dim, value's D against dy's."""
+    q, k, v, dy = a.query.shape, a.keyIn.shape, a.value.shape, a.dy.shape
+    where = env.version.source(GRAD_SHAPES)
+    if dy != a.attentionInOptional.shape:
+        fail("tiling.dy_attention_in", f"The shapes of dy and attentionInOptional must be the same ({where})")
+    if s.layout in ("BSH", "SBH"):
+        lead, heads_ok, dy_d = 2, dy[2] % a.headNum == 0, dy[2] // a.headNum
+    else:  # strcmp: any other layout is read as BSND
+        n_axis = 2 if s.layout not in ("BNSD", "TND") else 1
+        lead, heads_ok, dy_d = len(q) - 1, dy[n_axis] == a.headNum, dy[-1]
+    if not heads_ok:
+        fail("tiling.dy_heads", f"dy {list(dy)} does not hold headNum {a.headNum} heads ({where})")
+    if q[:lead] != dy[:lead] or k[:lead] != v[:lead]:
+        fail("tiling.dy_value_lead", f"dy {list(dy)} / value {list(v)} unlike query / keyIn but for D ({where})")
+    if s.vd != dy_d:
+        fail("tiling.dy_value_d", f"D axis of dy ({dy_d}) must be equal to d axis of value ({s.vd}) ({where})")
+
+
+def check_sink_arch35(a, heads: int, env):
+    """ProcessSinkInfo from 9.1.0 (versions.RULES "fag.arch35_sink"): a [N1] FLOAT sink, a [N1] dsinkOut, an
+    fp16/bf16 query."""
+    sink, dsink = _present(getattr(a, "sinkInOptional", None)), getattr(a, "dsinkOut", None)
+    if sink is None:
+        return
+    where = env.version.source(SINK)
+    for name, tensor in (("sinkInOptional", sink), ("dsinkOut", dsink)):
+        if tensor is not None and tuple(tensor.shape) != (heads,):
+            fail(f"tiling.{name}_shape", f"The shape of {name} must be [{heads}], got {list(tensor.shape)} ({where})")
+    if sink.dtype != DataType.ACL_FLOAT:
+        fail("tiling.sink_dtype", f"The dtype of sinkInOptional must be FLOAT32, got {sink.dtype.name} ({where})")
+    if a.query.dtype not in (DataType.ACL_FLOAT16, DataType.ACL_BF16):
+        fail("tiling.sink_query", f"a sink needs an FLOAT16 or BFLOAT16 query, got {a.query.dtype.name} ({where})")
+
+
+def _align(value: int, to: int) -> int:
+    return -(-value // to) * to
+
+
+def _b_or_bn_template_capable(a, s: _Shape) -> bool:
+    """CheckAttenMaskShape's isBCaple / isBNCaple (9.1.0): a non-FLOAT query, D = Dv, pseType 1, and S1 x S2 small
+    enough for the B template (N1 x S1 x S2, 16-aligned, within 64 x 128, three quarters of it from S1 4 on) or for
+    the BN one (G 1, S1 rows of the 32-byte-aligned S2 within 1536 bytes, all within 128 KiB)."""
+    dtype = a.query.dtype
+    if dtype == DataType.ACL_FLOAT or s.d != s.vd or a.pseType != 1:
+        return False
+    block = 64 * 128 if s.s1 < 4 else 64 * 128 // 4 * 3
+    if s.n1 * _align(s.s1, 16) * _align(s.s2, 16) <= block:
+        return True
+    size = SIZE[dtype]
+    s2_align = _align(s.s2 * size, 32) // size
+    vec = _align(s2_align * size * (2 if dtype == DataType.ACL_BF16 else 1), 32)
+    rows = s.s1 * vec
+    return s.n1 == s.n2 and 0 < rows and vec <= 1536 and rows <= 64 * 128 * 4
+
+
+def check_tnd_arch35(a, s: _Shape, env):
+    """The TND branch of GetShapeAttrsInfo from 9.0.0: once a cumulative length decreases every later one must be 0
+    (EOD); then, from 9.1.0, the dy and value shapes; then a rope head dim of 64."""
+    cu_q, cu_kv = list(a.actualSeqQLenOptional), list(a.actualSeqKvLenOptional)  # of one length (check_lengths)
+    eod = False
+    for i in range(1, len(cu_q) if env.version.has(TND_EOD) else 0):
+        eod = eod or cu_q[i] < cu_q[i - 1] or cu_kv[i] < cu_kv[i - 1]
+        if eod and cu_q[i] and cu_kv[i]:
+            fail(
+                "tiling.tnd_eod",
+                f"In EOD mode, the last several actualSeq values must all be 0: {cu_q}, {cu_kv} "
+                f"({env.version.source(TND_EOD)})",
+            )
+    if env.version.has(GRAD_SHAPES):
+        check_grad_shapes_arch35(a, s, env)
+    ropes = [getattr(a, name, None) for name in ("queryRope", "keyInRope")]
+    if env.version.has(ROPE_D64) and None not in ropes and {t.shape[-1] for t in ropes} != {64}:
+        fail(
+            "tiling.rope_d64",
+            f"D of queryRopeOptional and keyRopeOptional must be equal to 64, got {[t.shape[-1] for t in ropes]} "
+            f"({env.version.source(ROPE_D64)})",
+        )

@@ -61,6 +61,15 @@ NO_KERNEL = Gaps(
 )
 
 
+STRICT_MODES = "spkc.a2_template_modes"
+NOT_IMPLEMENTED = Gaps(
+    OP,
+    "not_implemented",
+    {
+        "nhsd": "scatterMode NHSD on Atlas A2/A3 (branch 9.1.0's template for caches [blocks, heads, blockSize, D]; "
+        "8.5 has no such mode)"
+    },
+)
 UNESTABLISHED = Gaps(
     OP,
     "unestablished",
@@ -98,22 +107,33 @@ def _tiling(a, env):
 # ---------------------------------------------------------------------------------------------
 # Atlas A2 / A3: ScatterPaKvCacheMembaseTiling (GetShapeAttrsInfo -> DoOpTiling)
 # ---------------------------------------------------------------------------------------------
-def _template_a2(a) -> str:
-    """GetTemplateType: exact strcmp on the attributes (NULL strings take the OpDef defaults)."""
+def _template_a2(a, env) -> str:
+    """GetTemplateType: exact strcmp on the attributes (NULL strings take the OpDef defaults). Branch 9.1.0
+    (versions.RULES "spkc.a2_template_modes") refuses other strings, has an NHSD template, and makes only the
+    plain and Nct modes key-only."""
     cache_mode = a.cacheModeOptional if a.cacheModeOptional is not None else "Norm"
     scatter_mode = a.scatterModeOptional if a.scatterModeOptional is not None else "None"
+    strict = env.version.has(STRICT_MODES)
+    if strict and cache_mode not in ("", "Norm", "PA_NZ"):
+        fail("cache_mode", f"cacheMode only support None, Norm or PA_NZ, got {cache_mode!r}")
     if cache_mode == "PA_NZ":
-        mode = "nz"
-    else:
-        mode = {"Rope": "rope", "Alibi": "alibi", "Omni": "omni", "Nct": "nct"}.get(scatter_mode, "normal")
+        return "nz"
+    modes = {"Rope": "rope", "Alibi": "alibi", "Omni": "omni", "Nct": "nct"}
+    if strict and scatter_mode not in (*modes, "NHSD", "", "None"):
+        fail("scatter_mode", f"scatterMode only support None, Rope, Alibi, Omni, Nct, got {scatter_mode!r}")
+    if strict and scatter_mode == "NHSD":
+        NOT_IMPLEMENTED.refuse("nhsd")
+    mode = modes.get(scatter_mode, "normal")
     if a.valueCacheRef.ndim == 0:
+        if strict and mode not in ("normal", "nct"):
+            fail("siso_mode", f"Siso only support templateType is TEMPLATE_NORM_NCT or TEMPLATE_NORMAL, got {mode}")
         mode = "siso_nct" if mode == "nct" else "siso"
     return mode
 
 
 def _tiling_a2(a, env):
     """GetShapeAttrsInfo (template, dtypes, CheckInputDimNum, CheckInputDim, Nct attributes), then DoOpTiling."""
-    mode = _template_a2(a)
+    mode = _template_a2(a, env)
     # GetInputDtype / GetIndexDtype cannot fail here: the kernel lookup already pinned key == key
     # cache, value == value cache, both in {FP16, BF16, INT8}, and an INT32/INT64 slot mapping.
     _check_dim_num_a2(a, mode)

@@ -11,15 +11,18 @@ per-row key counts (kernels/sparse_attention/lightning_indexer_plan) and the key
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import attr_int32, framework_checks
 from aclnn_emu.opdef.signature import Launch, OpError
-from .entry import BLOCK_LIMIT, HEAD_DIM, SPARSE_LIMIT, INT64_MAX, KEY_LAYOUTS, OP, QUERY_LAYOUTS
+from .entry import BLOCK_LIMIT, HEAD_DIM, MAX_HEADS, SPARSE_LIMIT, INT64_MAX, KEY_LAYOUTS, OP, QUERY_LAYOUTS
 from .launch import _run
 
 
-SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig and the tiling's GetNpuInfo agree
+SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig and the tiling's GetNpuInfo agree (9.1.0 adds ascend950,
+# not emulated: versions.UNEMULATED)
+WEIGHTS, TILING_9 = "li.fp32_weights", "li.tiling_9"
 
 
 _FLOAT = ("query", "key", "weights", "sparseValuesOut")
@@ -28,12 +31,23 @@ _FLOAT = ("query", "key", "weights", "sparseValuesOut")
 _INT = ("actualSeqLengthsQueryOptional", "actualSeqLengthsKeyOptional", "blockTableOptional", "sparseIndicesOut")
 
 
-# The OpDef pairs its DataType lists: every float tensor bf16, or every one fp16; the rest INT32.
-COMBOS = OP.kernels(
-    [
-        dict({n: dt for n in _FLOAT}, **{n: DataType.ACL_INT32 for n in _INT})
-        for dt in (DataType.ACL_BF16, DataType.ACL_FLOAT16)
-    ]
+def _combo(dtype, weights) -> dict:
+    return dict({n: dtype for n in _FLOAT}, weights=weights, **{n: DataType.ACL_INT32 for n in _INT})
+
+
+# The OpDef pairs its DataType lists: every float tensor bf16, or every one fp16; the rest INT32. From 9.0.0
+# (versions.RULES "li.fp32_weights") two more pairs take FLOAT weights.
+_HALVES = (DataType.ACL_BF16, DataType.ACL_FLOAT16)
+COMBOS = OP.kernels([_combo(dt, dt) for dt in _HALVES])
+FP32_WEIGHTS = COMBOS + [_combo(dt, DataType.ACL_FLOAT) for dt in _HALVES]
+
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "sparse_count": "a sparseCount past 2048 (a multiple of 1024, which the tiling accepts from 9.0.0 on): the "
+        "8.5 kernel keeps 2048 entries per row, the 9.x kernels' selection of more is not reviewed"
+    },
 )
 
 
@@ -46,9 +60,12 @@ def _dim(tensor, i) -> int:
 def prepare(a, env):
     if env.version.has("li.null_values_placeholder"):
         _wrapper(a, env)
-    if not framework_checks(a, OP, COMBOS, env, SOCS):
+    combos = FP32_WEIGHTS if env.version.has(WEIGHTS) else COMBOS
+    if not framework_checks(a, OP, combos, env, SOCS):
         return Launch.nothing()
-    p = _tiling(a)
+    p = _tiling(a, env)
+    if p["count"] > SPARSE_LIMIT:
+        UNESTABLISHED.refuse("sparse_count", f"sparseCount {p['count']}")
     return Launch(workspace_size(env.part.aic_cores), lambda workspace: _run(a, p))
 
 
@@ -66,9 +83,12 @@ def _wrapper(a, env) -> None:
         a.sparseValuesOut = Placeholder(a.query.dtype)
 
 
-def _tiling(a) -> dict:
+def _tiling(a, env) -> dict:
     """LIInfoParser::ParseAndCheck in the source's order. The dtype checks it repeats
-    (GetAndCheckInOutDataType, block_table / actual_seq INT32) cannot fail after the kernel key."""
+    (GetAndCheckInOutDataType, block_table / actual_seq INT32) cannot fail after the kernel key.
+    From 9.0.0 (versions.RULES "li.tiling_9"): sparseCount may also be a multiple of 1024, sparseValuesOut's
+    shape is checked with returnValues, and N1 is at most 64."""
+    new = env.version.has(TILING_9)
     lq = "BSND" if a.layoutQueryOptional is None else a.layoutQueryOptional  # a null attr: OpDef default
     lk = "BSND" if a.layoutKeyOptional is None else a.layoutKeyOptional
     count, mode = attr_int32(a.sparseCount), attr_int32(a.sparseMode)  # read as int32
@@ -78,7 +98,7 @@ def _tiling(a) -> dict:
         fail("layout_key", f"input attr layout_key only supported PA_BSND, BSND or TND, got {lk}")
     if lq not in QUERY_LAYOUTS:
         fail("layout_query", f"input attr layout_query only supported BSND or TND, got {lq}")
-    if not 0 < count <= SPARSE_LIMIT:
+    if not 0 < count <= SPARSE_LIMIT and not (new and count % 1024 == 0):
         fail("sparse_count", f"input attr sparse_count must > 0 and <= 2048, got {count}")
     if mode not in (0, 3):
         fail("sparse_mode", f"input attr sparse_mode only supported 0 or 3, got {mode}")
@@ -89,9 +109,11 @@ def _tiling(a) -> dict:
     if a.returnValues and lk == "PA_BSND":
         fail("return_values_pa", "when return_value is true, key layout do not support PA_BSND.")
     _check_optional(a, lq, lk)
-    _check_ranks(a, lq, lk)
+    _check_ranks(a, lq, lk, new and a.returnValues)
     q, k, table = a.query, a.key, a.blockTableOptional
     n1 = _dim(q, 2 if lq == "BSND" else 1)
+    if new and n1 > MAX_HEADS:
+        fail("n1", f"N1 is {n1}, but N1 must be no greater than {MAX_HEADS}. ({env.version.source(TILING_9)})")
     n2_index = 1 if lk == "TND" else 2
     if _dim(k, n2_index) != 1:
         fail("n2", f"key shape[{n2_index}] is numhead, only support 1 (got {_dim(k, n2_index)})")
@@ -113,7 +135,7 @@ def _tiling(a) -> dict:
         s2 = table.shape[1] * block
     else:
         s2 = k.shape[0] if lk == "TND" else k.shape[1]
-    _check_shapes(a, lq, lk, batch, n1, count)
+    _check_shapes(a, lq, lk, batch, n1, count, new and a.returnValues)
     return dict(lq=lq, lk=lk, count=count, mode=mode, batch=batch, n1=n1, s2=s2, block=block)
 
 
@@ -133,8 +155,8 @@ def _check_optional(a, lq, lk):
         fail("block_table_not_pa", "when key layout is not PA_BSND, input block_table must be null")
 
 
-def _check_ranks(a, lq, lk):
-    """CheckShapeDim."""
+def _check_ranks(a, lq, lk, values: bool):
+    """CheckShapeDim; `values`: sparse_values too, after sparse_indices (9.0.0 on, with returnValues)."""
     if a.blockTableOptional is not None and a.blockTableOptional.ndim != 2:
         fail("block_table_rank", f"the dim num of block_table's shape should be 2, got {a.blockTableOptional.ndim}")
     q_rank, k_rank = (3 if lq == "TND" else 4), (3 if lk == "TND" else 4)
@@ -142,15 +164,25 @@ def _check_ranks(a, lq, lk):
         ("key", a.key, k_rank),
         ("query", a.query, q_rank),
         ("sparse_indices", a.sparseIndicesOut, q_rank),
+        *((("sparse_values", a.sparseValuesOut, q_rank),) if values else ()),
         ("weights", a.weights, q_rank - 1),
     ):
         if tensor.ndim != rank:
             fail(f"rank.{name}", f"the dim num of {name}'s shape should be {rank}, but now is {tensor.ndim}")
 
 
-def _check_shapes(a, lq, lk, batch, n1, count):
-    """ValidateInputShapesMatch."""
+def _check_shapes(a, lq, lk, batch, n1, count, values: bool):
+    """ValidateInputShapesMatch; `values`: sparse_values's dims too, each after sparse_indices's (9.0.0 on,
+    with returnValues)."""
     q, k, w, out = a.query, a.key, a.weights, a.sparseIndicesOut
+
+    def check_values(rule: str, axis: int, want: int, what: str):
+        if values and a.sparseValuesOut.shape[axis] != want:
+            fail(
+                rule,
+                f"input query and sparse_values {what} are {want}, {a.sparseValuesOut.shape[axis]}, they must be same.",
+            )
+
     seq_q, seq_k, table = a.actualSeqLengthsQueryOptional, a.actualSeqLengthsKeyOptional, a.blockTableOptional
     if lq == "TND":
         if lk == "TND" and seq_k.numel != batch:
@@ -171,6 +203,7 @@ def _check_shapes(a, lq, lk, batch, n1, count):
                 f"TND case input query, weights, sparse_indices dim 0 are {q.shape[0]}, {w.shape[0]}, "
                 f"{out.shape[0]} respectively, they must be same.",
             )
+        check_values("tnd_values_t", 0, q.shape[0], "dim 0")
         n_dim = 1
     else:
         if lk == "PA_BSND" and (table.shape[0] != batch or seq_k.numel != batch):
@@ -196,6 +229,7 @@ def _check_shapes(a, lq, lk, batch, n1, count):
                 f"BSND case input query, weight, sparse_indices dim 0 are {batch}, "
                 f"{w.shape[0]}, {out.shape[0]} respectively, they must be same.",
             )
+        check_values("bsnd_values_batch", 0, batch, "dim 0")
         if seq_q is not None and seq_q.numel != batch:
             fail(
                 "bsnd_actual_seq_q",
@@ -208,6 +242,7 @@ def _check_shapes(a, lq, lk, batch, n1, count):
                 f"BSND case input query, weight, sparse_indices dim 1 are {q.shape[1]}, {w.shape[1]}, "
                 f"{out.shape[1]}, they must be same.",
             )
+        check_values("bsnd_values_s1", 1, q.shape[1], "dim 1")
         n_dim = 2
     if w.shape[n_dim] != n1:
         fail("weights_n1", f"input query, weight shape dim N1 must be same ({n1} vs {w.shape[n_dim]}).")
@@ -215,12 +250,14 @@ def _check_shapes(a, lq, lk, batch, n1, count):
         fail("key_head_dim", f"input query, key shape last dim must be same ({HEAD_DIM} vs {k.shape[-1]}).")
     if out.shape[n_dim] != 1:
         fail("out_n2", f"input query and output sparse_indices shape n2 dim must be same (1 vs {out.shape[n_dim]}).")
+    check_values("values_n2", n_dim, 1, "n2 dim")
     if out.shape[n_dim + 1] != count:
         fail(
             "out_sparse_count",
             f"output sparse_indices shape last dim ({out.shape[n_dim + 1]}) must be same as attr "
             f"sparse_count ({count}).",
         )
+    check_values("values_sparse_count", n_dim + 1, count, "last dim (sparse_count)")
 
 
 def workspace_size(aic: int) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.failures import fail
+from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.outputs import Placeholder
 from aclnn_emu.opdef.generated import tiling_failed
 from aclnn_emu.opdef.generated import framework_checks
@@ -24,7 +25,7 @@ from .launch import Plan, _run
 SOCS = ("Ascend910B", "Ascend910_93")  # OpDef AddConfig
 
 
-TILING_SOCS = ("Ascend910B",)  # SFAInfoParser::GetNpuInfo
+TILING_SOCS = ("Ascend910B",)  # SFAInfoParser::GetNpuInfo (branch 9.1.0: NpuArch DAV_2201, Atlas A3 too)
 
 
 HEAD_DIM, ROPE_DIM, MAX_BLOCK_SIZE = 512, 64, 1024
@@ -52,6 +53,17 @@ COMBOS = OP.kernels(
 )
 
 
+TILING_9, A3_TILING = "sfa.tiling_9", "sfa.tiling_on_atlas_a3"
+UNESTABLISHED = Gaps(
+    OP,
+    "unestablished",
+    {
+        "empty_key": "a TND key, value and keyRope of T2 0, which the tiling accepts from 9.0.0 on (CompareShape no "
+        "longer refuses an expected shape whose first dim is 0): what the kernel reads then is not established"
+    },
+)
+
+
 def _axis(tensor, layout: str, axis: int) -> int:
     """GetAxisNum: dim `axis` when the tensor has the layout's rank, else the invalid value (0 as uint32)."""
     return tensor.shape[axis] if tensor.ndim == RANK[layout] else 0
@@ -63,14 +75,14 @@ def prepare(a, env):
     _wrapper(a, env)
     if not framework_checks(a, OP, COMBOS, env, SOCS):
         return Launch.nothing()
-    if env.soc not in TILING_SOCS:
+    if env.soc not in (SOCS if env.version.has(A3_TILING) else TILING_SOCS):
         fail(
             "soc",
             f"SOC Version {env.soc} is not support (the SparseFlashAttention tiling accepts Ascend910B only)",
             chips=TILING_SOCS,
         )
     p = _parse(a)
-    _check(a, p)
+    _check(a, p, env.version.has(TILING_9))
     return Launch(workspace_size(p, env.part.aic_cores), lambda workspace: _run(a, p))
 
 
@@ -164,8 +176,9 @@ def _parse(a) -> Plan:
     )
 
 
-def _check(a, p: Plan) -> None:
-    """SFATilingCheck::Process: single parameters, existence, features, then consistency."""
+def _check(a, p: Plan, new: bool) -> None:
+    """SFATilingCheck::Process: single parameters, existence, features, then consistency (`new`: 9.0.0's,
+    versions.RULES "sfa.tiling_9")."""
     q, k = a.query, a.key
     for name, tensor, layout in (("query", q, p.lq), ("key", k, p.lk)):
         if tensor.ndim not in (3, 4):
@@ -193,7 +206,7 @@ def _check(a, p: Plan) -> None:
     if p.lk == "PA_BSND" and a.actualSeqLengthsKv is None:
         fail("pa_actual_seq_kv_null", "actualSeqLengths should not be null")
     _check_feature(a, p)
-    _check_consistency(a, p)
+    _check_consistency(a, p, new)
 
 
 def _check_feature(a, p: Plan) -> None:
@@ -234,11 +247,11 @@ def _check_feature(a, p: Plan) -> None:
             fail(rule, message)
 
 
-def _compare(tensor, name, layout, **dims) -> None:
-    """CompareShape against the layout's expected shape (its first dim must not be 0)."""
-    order = {"BSND": "BSND", "TND": "TND", "PA_BSND": "bsND"}[layout]
+def _compare(tensor, name, layout, new=False, **dims) -> None:
+    """CompareShape against the layout's expected shape (before 9.0.0 its first dim must not be 0)."""
+    order = {"BSND": "BSND", "TND": "TND", "PA_BSND": "bsND", "BNSG": "BNSG", "NTG": "NTG"}[layout]
     expected = tuple(dims[c] for c in order)
-    if expected[0] == 0:
+    if expected[0] == 0 and not new:
         fail(f"shape.{name}", f"expected shape of {name} is {list(expected)}, the first dim should not be 0.")
     if tensor.shape != expected:
         fail(
@@ -247,8 +260,9 @@ def _compare(tensor, name, layout, **dims) -> None:
         )
 
 
-def _check_consistency(a, p: Plan) -> None:
-    """CheckMultiParaConsistency (the dtype equalities it checks are the kernel key's already)."""
+def _check_consistency(a, p: Plan, new: bool) -> None:
+    """CheckMultiParaConsistency (the dtype equalities it checks are the kernel key's already); from 9.0.0
+    (`new`) the softmax outputs' shapes with returnSoftmaxLse: [B, N2, S1, G] or, for TND, [N2, T1, G]."""
     n2 = 1
     if p.lk == "PA_BSND":
         blocks = a.key.shape[0]
@@ -259,12 +273,17 @@ def _check_consistency(a, p: Plan) -> None:
     else:
         t2 = a.key.shape[0] if p.lk == "TND" else 0
         for tensor, name, d in ((a.key, "key", p.d), (a.value, "value", p.dv), (a.keyRope, "key_rope", p.dr)):
-            _compare(tensor, name, p.lk, B=p.b, S=p.s2, N=n2, T=t2, D=d)
+            _compare(tensor, name, p.lk, new, B=p.b, S=p.s2, N=n2, T=t2, D=d)
+        if p.lk == "TND" and t2 == 0:
+            UNESTABLISHED.refuse("empty_key", f"key {list(a.key.shape)}")
     t1 = a.query.shape[0] if p.lq == "TND" else 0
     _compare(a.queryRope, "query_rope", p.lq, B=p.b, S=p.s1, N=p.n1, T=t1, D=p.dr)
     top_k = a.sparseIndices.shape[-1] if a.sparseIndices.shape else 0  # a 0-d tensor fails on its rank
     _compare(a.sparseIndices, "sparse_indices", p.lq, B=p.b, S=p.s1, N=n2, T=t1, D=top_k)
     _compare(a.attentionOutOut, "attention_out", p.lq, B=p.b, S=p.s1, N=p.n1, T=t1, D=p.dv)
+    if new and p.lse:
+        for tensor, name in ((a.softmaxMaxOut, "softmax_max"), (a.softmaxSumOut, "softmax_sum")):
+            _compare(tensor, name, "NTG" if p.lq == "TND" else "BNSG", new, B=p.b, N=n2, S=p.s1, T=t1, G=p.n1)
     for tensor, name in ((a.actualSeqLengthsQuery, "actualSeqLengthsQ"), (a.actualSeqLengthsKv, "actualSeqLengths")):
         if name == "actualSeqLengths" and p.lk == "TND" and tensor is None:
             fail(
