@@ -34,7 +34,8 @@ NOT_IMPLEMENTED = Gaps(
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
+        "other than per channel (modes 0), or on the A2/A3 IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
@@ -56,7 +57,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a)):
+    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
@@ -144,18 +145,18 @@ def _separate_antiquant(a) -> bool:
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
 
 
-def _emulated_pairs(a) -> bool:
+def _emulated_pairs(a, arch35: bool) -> bool:
     """Key and value scales (and offsets for both or neither) without the combined antiquantScale,
     per channel (the IFA kernels' (x + offset) * scale with the key's and the value's own
-    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or in the
-    modes split_params hands the kernel."""
+    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or, on
+    Atlas A2/A3, in the modes split_params hands the kernel."""
     offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
     scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
     if not (scales and offsets and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None):
         return False
     if a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0:
         return True
-    return split_params.handled(a) and _split_fits(a)
+    return not arch35 and split_params.handled(a) and _split_fits(a)
 
 
 def _split_fits(a) -> bool:
