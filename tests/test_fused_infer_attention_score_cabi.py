@@ -77,6 +77,13 @@ A2_TILING = {
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
     "ifa_modes_differ": "CheckKvAntiquant4SplitMode",
+    "ifa_mode_paged": "CheckKVAntiQuantMode",
+    # ProcessAntiQuantMode -> CheckAntiQuantParam (incre_flash_attention_tiling_check.cpp) on the key's scale
+    "ifa_per_token_s": "CheckKVAntiQuantPerToken",
+    "ifa_per_channel": "CheckKVAntiQuantPerChannel",
+    "ifa_per_token_head": "CheckKVAntiQuantPerHead",
+    # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
+    "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
 }
 
 EXPECTED = {
@@ -106,10 +113,18 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # per-token key and value antiquant passes ProcessAntiQuant; delegate.NOT_IMPLEMENTED (kv_antiquant)
-    "a2.not_implemented.kv_antiquant_per_token": NOT_IMPLEMENTED,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,
+    # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),
+    # per token + head (modes 3), per token in the cache's blocks (modes 4) and key per channel /
+    # value per token (modes 0, 1); that pair with a
+    # per-tensor [1] key scale (CheckKVAntiQuantParaShapeLegal then switches the kernels to per
+    # channel) is delegate.NOT_IMPLEMENTED (kv_antiquant)
+    "a2.ok.kv_antiquant_per_token": SUCCESS,
+    "a2.ok.kv_antiquant_per_token_head": SUCCESS,
+    "a2.ok.kv_antiquant_channel_token": SUCCESS,
+    "a2.ok.kv_antiquant_paged_params": SUCCESS,
+    "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
 }
 
 

@@ -350,7 +350,25 @@ int main() {
         REPORT("a2.tiling.ifa_value_scale_dtype", Call(c, stream));
         c.keyAntiquantMode = 1; c.valueAntiquantMode = 0; REPORT("a2.tiling.ifa_modes_differ", Call(c, stream));
         c.keyAntiquantMode = c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
-        REPORT("a2.not_implemented.kv_antiquant_per_token", Call(c, stream));
+        REPORT("a2.ok.kv_antiquant_per_token", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 79}, ACL_FLOAT);
+        REPORT("a2.tiling.ifa_per_token_s", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 4; REPORT("a2.tiling.ifa_mode_paged", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 3; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("a2.tiling.ifa_per_token_head", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 80}, ACL_FLOAT);
+        REPORT("a2.ok.kv_antiquant_per_token_head", Call(c, stream));
+        c.keyAntiquantMode = 0; c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("a2.ok.kv_antiquant_channel_token", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("a2.tiling.ifa_per_channel", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({1}); REPORT("a2.not_implemented.kv_antiquant_per_tensor_key", Call(c, stream));
+        // Modes 4: per-token parameters in the paged cache's blocks [blocks, blockSize].
+        c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        REPORT("a2.ok.kv_antiquant_paged_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 64}, ACL_FLOAT);
+        REPORT("a2.tiling.ifa_paged_params", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

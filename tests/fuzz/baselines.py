@@ -332,6 +332,56 @@ def fia_list(soc):
                       attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_kv_antiquant_per_token(soc, key_mode=1):
+    """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
+    token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    key = (T((1, 2, 1, 32)), T((1, 2, 1, 32))) if key_mode == 0 else (T((1, 1, 40), "FLOAT"), T((1, 1, 40), "FLOAT"))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=key[0], keyAntiquantOffsetOptional=key[1],
+                      valueAntiquantScaleOptional=T((1, 1, 40), "FLOAT"),
+                      valueAntiquantOffsetOptional=T((1, 1, 40), "FLOAT"), keyAntiquantMode=key_mode,
+                      valueAntiquantMode=1, preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD",
+                      numKeyValueHeads=2, attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant_channel_token(soc):
+    return fia_kv_antiquant_per_token(soc, key_mode=0)
+
+
+def fia_kv_antiquant_paged_params(soc, mode=4):
+    """Modes 4 / 5: FLOAT per-token parameters [blocks, (N2,) blockSize] beside a paged BSH cache."""
+    q, out = T((2, 1, 128)), T((2, 1, 128))
+    cache = [T((4, 32, 64), "INT8") for _ in range(2)]
+    params = [T((4, 32) if mode == 4 else (4, 2, 32), "FLOAT") for _ in range(4)]
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([cache[0]]), value=L([cache[1]]), numHeads=4,
+                      scaleValue=0.125, actualSeqLengthsKvOptional=(64, 40),
+                      blockTableOptional=T((2, 2), "INT32", fill=(0, 1, 2, 3)),
+                      keyAntiquantScaleOptional=params[0], keyAntiquantOffsetOptional=params[1],
+                      valueAntiquantScaleOptional=params[2], valueAntiquantOffsetOptional=params[3],
+                      keyAntiquantMode=mode, valueAntiquantMode=mode, preTokens=2147483647,
+                      nextTokens=2147483647, inputLayout="BSH", numKeyValueHeads=2, blockSize=32, attentionOut=out,
+                      softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant_paged_params_per_head(soc):
+    return fia_kv_antiquant_paged_params(soc, mode=5)
+
+
+def fia_kv_antiquant_per_token_head(soc):
+    """Modes 3: FLOAT parameters per batch, KV head and position [B, N2, S]."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    params = [T((1, 2, 40), "FLOAT") for _ in range(4)]
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=params[0], keyAntiquantOffsetOptional=params[1],
+                      valueAntiquantScaleOptional=params[2], valueAntiquantOffsetOptional=params[3],
+                      keyAntiquantMode=3, valueAntiquantMode=3, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -403,7 +453,15 @@ BASELINES = {
         (fia_list, ALL),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
-    "FusedInferAttentionScoreV2": ((fia_v2, ALL), (fia_kv_antiquant, A2_A3)),
+    "FusedInferAttentionScoreV2": (
+        (fia_v2, ALL),
+        (fia_kv_antiquant, A2_A3),
+        (fia_kv_antiquant_per_token, A2_A3),
+        (fia_kv_antiquant_channel_token, A2_A3),
+        (fia_kv_antiquant_per_token_head, A2_A3),
+        (fia_kv_antiquant_paged_params, A2_A3),
+        (fia_kv_antiquant_paged_params_per_head, A2_A3),
+    ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),

@@ -9,7 +9,10 @@ Rules modelled:
   a batch without tokens gives 0.
 - x = (q . k) * scale + pse[b?, n, start_b + j]; attenMask[b, start_b + j] != 0 -> x = -1e12.
 - int8 key/value: k = (k8 + offset) * scale, per tensor (scale[0] keys, scale[1] values) or per
-  channel [2, N2, D].
+  channel [2, N2, D]; or per token (FusedInferAttentionScore's key/valueAntiquantMode 1): one scale
+  and offset per cache position, [B, Sp] or per KV head [B, N2, Sp] (mode 3), read at the batch's
+  positions start_b + j (the MSD
+  kernels apply them around the int8 products, which is the same sum in exact arithmetic).
 - Online softmax per chunk of ``chunk`` tokens (aligned at the batch's first token): E = exp(x -
   running max); l sums the un-narrowed E; E is rounded ties-away to fp16 (fp16 keys/values) or
   bf16 before P V.
@@ -59,6 +62,17 @@ def dense_rows(cache, table, block_size, length, kv_heads, heads_major):
     return np.stack(out, axis=1) if out else np.zeros((kv_heads, 0, d))
 
 
+def _dequant(x, scale, offset, per_token, b, s0, n_tok):
+    """(x + offset) * scale over [N2, n_tok, D] rows: per token from [B, Sp] or [B, N2, Sp], else per
+    channel [N2, D] or per tensor."""
+    if per_token:  # [B, Sp] for every head, [B, N2, Sp] per head
+        cols = (b, Ellipsis, slice(s0, s0 + n_tok), None)
+        return (x + offset[cols]) * scale[cols]
+    return (x + (offset[:, None, :] if offset.ndim == 2 else offset)) * (
+        scale[:, None, :] if scale.ndim == 2 else scale
+    )
+
+
 def attention(
     q,
     keys,
@@ -74,12 +88,14 @@ def attention(
     chunk=2048,
     out_quant=None,
     magnitude=None,
+    per_token=(False, False),
 ):
     """Expected output [B, N, D] as float64 (int8 outputs on the int8 grid).
 
     q [B, N, D]; keys/values: per batch [N2, S_b, D] arrays (any dtype); mask [B, Sm]; pse
-    [B|1, N, Sp]; antiquant (key_scale, key_offset, value_scale, value_offset) scalars or [N2, D];
-    out_quant (scale, offset) scalars or [N, D].
+    [B|1, N, Sp]; antiquant (key_scale, key_offset, value_scale, value_offset) scalars or [N2, D],
+    or [B, Sp] / [B, N2, Sp] for the key / value side that ``per_token`` marks; out_quant (scale, offset) scalars or
+    [N, D].
     """
     b_count, heads, d = q.shape
     kv_heads = keys[0].shape[0]
@@ -95,8 +111,8 @@ def attention(
         v = np.asarray(values[b][:, s0 : s0 + n_tok], np.float64)
         if antiquant is not None:
             ks, ko, vs, vo = (np.asarray(x, np.float64) for x in antiquant)
-            k = (k + (ko[:, None, :] if ko.ndim == 2 else ko)) * (ks[:, None, :] if ks.ndim == 2 else ks)
-            v = (v + (vo[:, None, :] if vo.ndim == 2 else vo)) * (vs[:, None, :] if vs.ndim == 2 else vs)
+            k = _dequant(k, ks, ko, per_token[0], b, s0, n_tok)
+            v = _dequant(v, vs, vo, per_token[1], b, s0, n_tok)
         for n in range(heads):
             x = k[n // group] @ np.asarray(q[b, n], np.float64) * scale
             if pse is not None:

@@ -86,6 +86,7 @@ FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
 FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
 FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
+FIA_SPLIT_PARAMS = "aclnn_emu/ops/flash_attention/fused_infer/split_params.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
@@ -100,6 +101,7 @@ FIA_KV_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant.py",
     "tests/test_fused_infer_attention_score_cabi.py",
 )
+FIA_KV_PER_TOKEN_TESTS = ("tests/test_fused_infer_attention_score_kv_per_token.py",)
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -1748,8 +1750,87 @@ MUTATIONS = [
     Mutation(
         "fia-ifa-kv-value-scale-dtype",
         FIA_KV_ANTIQUANT,
-        "!= DataType.ACL_FLOAT:",
-        "!= DataType.ACL_FLOAT16:",
+        "if a.valueAntiquantScaleOptional.dtype != DataType.ACL_FLOAT:",
+        "if a.valueAntiquantScaleOptional.dtype != DataType.ACL_FLOAT16:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-dtype",
+        FIA_KV_ANTIQUANT,
+        "if mapped == PER_TOKEN and scale.dtype != DataType.ACL_FLOAT:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-s-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if len(shape) in (2, 3) and shape[-1] < s:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-head-unchecked",
+        FIA_KV_ANTIQUANT,
+        "        _per_head_shape(shape, mode, b, s, n)",
+        "        pass",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-offset-dropped",
+        IFA,
+        "                s += q.sum(axis=2, keepdims=True) * token.key[1]",
+        "                pass",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-key-offset-after-scale",
+        IFA,
+        """                s += q.sum(axis=2, keepdims=True) * token.key[1]
+                s *= token.key[0]""",
+        """                s *= token.key[0]
+                s += q.sum(axis=2, keepdims=True) * token.key[1]""",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-value-scale-dropped",
+        IFA,
+        "                s *= token.value[0]",
+        "                pass",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-positions-unpadded",
+        IFA,
+        "            token = self._per_token(b, h0, h1, cols)",
+        "            token = self._per_token(b, h0, h1, slice(j0, j1))",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-per-token-head-shared",
+        IFA,
+        "heads = slice(h0, h1) if scale.shape[1] > 1 else slice(0, 1)",
+        "heads = slice(0, 1)",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-tensor-head-first-only",
+        FIA_SPLIT_PARAMS,
+        "np.broadcast_to(x, (kv_heads, d))",
+        "np.broadcast_to(x[:1], (kv_heads, d))",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-paged-params-blocks-reversed",
+        FIA_SPLIT_PARAMS,
+        "blocks[np.clip(table, 0, blocks.shape[0] - 1)]",
+        "blocks[np.clip(table, 0, blocks.shape[0] - 1)][:, ::-1]",
+        FIA_KV_PER_TOKEN_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-paged-params-heads-unchecked",
+        FIA_KV_ANTIQUANT,
+        "(blocks, kv_heads_of(a), a.blockSize) if mode == 5 else",
+        "",
         FIA_KV_ANTIQUANT_TESTS,
     ),
     Mutation(

@@ -18,12 +18,17 @@ incre_flash_attention_preload.h):
             fp16(CAST_ROUND(O * scale + offset)) then CAST_ROUND to int8
 int8 keys/values (antiquant) are dequantised as (x + offset) * scale in fp32 before the products
 (the hardware's MSD path splits the query into int8 parts instead; see
-docs/divergences/incre_flash_attention.md). The chunks of 2048 tokens are an assumption: the hardware's
+docs/divergences/incre_flash_attention.md). Per-token parameters (a scale and offset per cache row,
+FIA's key/valueAntiquantMode 1, 3-5) enter as the MSD kernels apply them around the int8 products
+(incre_flash_attention_split_Bbn2s2_Us2.h DealAntiqBmm1ResBaseBlockPerToken /
+DealAntiqBmm2ResBaseBlockPerToken): S_j = (q . x_j +
+sum(q) * offset_j) * scale_j, and O = sum_j (P_j * scale_j) (v_j + offset_j), all fp32. The chunks of 2048 tokens are an assumption: the hardware's
 split of S decides where the running max moves, which shapes the rounding of P.
 A batch without tokens (length 0, or a kv padding that leaves no room) writes zeros.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,12 +43,16 @@ KV_CHUNK = 2048
 
 @dataclass(frozen=True)
 class Antiquant:
-    """Per-tensor (scalars) or per-channel ([N2, D]) fp32 scale and offset of the int8 key and value."""
+    """Per-tensor (scalars) or per-channel ([N2, D]) fp32 scale and offset of the int8 key and value;
+    with ``key_per_token`` / ``value_per_token`` that side's are [B, N2 | 1, S] per cache position
+    (per KV head, or one for all heads)."""
 
     key_scale: np.ndarray
     key_offset: np.ndarray
     value_scale: np.ndarray
     value_offset: np.ndarray
+    key_per_token: bool = False
+    value_per_token: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,13 @@ class OutputQuant:
     @property
     def per_channel(self) -> bool:
         return self.scale.size > 1
+
+
+class _TokenParams(NamedTuple):
+    """A chunk's per-token (scale, offset) of the key and of the value, None where per channel."""
+
+    key: tuple[np.ndarray, np.ndarray] | None
+    value: tuple[np.ndarray, np.ndarray] | None
 
 
 class DenseKv:
@@ -186,9 +202,13 @@ class _Decode:
             key_rows, value_rows = self.kv.rows(b, h0, j0, j1)
             s = np.empty((heads, g, j1 - j0), np.float32)
             native.decode_scores(s, q, key_base, *key_rows, key_dequant)
+            cols = slice(first + j0, first + j1)
+            token = self._per_token(b, h0, h1, cols)
+            if token.key is not None:
+                s += q.sum(axis=2, keepdims=True) * token.key[1]
+                s *= token.key[0]
             block = s.reshape(rows, j1 - j0)
             block *= self.scale
-            cols = slice(first + j0, first + j1)
             if self.pse is not None:  # one query row per head: rows [0, 1) of each
                 block += np.concatenate(
                     [self.pse.block(b, n, 0, 1, cols.start, cols.stop) for n in range(h0 * g, h1 * g)]
@@ -198,12 +218,16 @@ class _Decode:
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
             native.softmax_block_(block, running_max, row_sum, alpha, rounding=self.rounding)
             acc *= alpha.reshape(heads, g, 1)
+            if token.value is not None:
+                s *= token.value[0]
+                acc += (s * token.value[1]).sum(axis=2, keepdims=True)
             native.decode_values(acc, s, value_base, *value_rows, value_dequant)
         o = acc / row_sum.reshape(heads, g, 1)
         self._store(o.reshape(rows, d), b, h0 * g, h1 * g)
 
     def _dequant(self, h0, h1):
-        """(scale, offset) [heads, D] fp32 of the int8 keys and of the values, or None each."""
+        """(scale, offset) [heads, D] fp32 of the int8 keys and of the values, or None each; a
+        per-token side reads its raw rows (scale 1, offset 0), its parameters come in per chunk."""
         if self.antiquant is None:
             return None, None
         aq, d = self.antiquant, self.q.shape[2]
@@ -212,9 +236,30 @@ class _Decode:
             x = np.asarray(x, np.float32)
             return np.ascontiguousarray(x[h0:h1]) if x.ndim == 2 else np.full((h1 - h0, d), x, np.float32)
 
+        def side(scale, offset, per_token):
+            return (per_head(1), per_head(0)) if per_token else (per_head(scale), per_head(offset))
+
         return (
-            (per_head(aq.key_scale), per_head(aq.key_offset)),
-            (per_head(aq.value_scale), per_head(aq.value_offset)),
+            side(aq.key_scale, aq.key_offset, aq.key_per_token),
+            side(aq.value_scale, aq.value_offset, aq.value_per_token),
+        )
+
+    def _per_token(self, b, h0, h1, cols) -> "_TokenParams":
+        """The (scale, offset) fp32 [heads | 1, 1, positions] of cache positions ``cols`` of batch b,
+        KV heads h0..h1, for each per-token side."""
+        aq = self.antiquant
+        if aq is None:
+            return _TokenParams(None, None)
+
+        def side(scale, offset, on):
+            if not on:
+                return None
+            heads = slice(h0, h1) if scale.shape[1] > 1 else slice(0, 1)
+            return scale[b, heads, None, cols], offset[b, heads, None, cols]
+
+        return _TokenParams(
+            side(aq.key_scale, aq.key_offset, aq.key_per_token),
+            side(aq.value_scale, aq.value_offset, aq.value_per_token),
         )
 
     def _store(self, o, b, n0, n1):

@@ -13,7 +13,7 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
-from aclnn_emu.opdef.generated import shape_dim
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import Launch, OpError
@@ -21,9 +21,10 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt
+from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
+from .layouts import key_rows, query_axes
 from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
@@ -33,9 +34,13 @@ NOT_IMPLEMENTED = Gaps(
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
-        "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
-        "and no antiquantScale",
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
+        "other than per channel (modes 0), or on the A2/A3 IFA route other than "
+        "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
+        "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
+        "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
+        "than BSH/BSND/BNSD or a 5-D (NZ) key outside modes 0, a per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
+        "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
@@ -53,7 +58,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not _per_channel_pairs(a)):
+    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
@@ -156,14 +161,50 @@ def _separate_antiquant(a) -> bool:
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
 
 
-def _per_channel_pairs(a) -> bool:
-    """Key and value scales (and offsets for both or neither) in per-channel mode without the
-    combined antiquantScale: the IFA kernels' (x + offset) * scale with the key's and the value's
-    own parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1."""
+def _emulated_pairs(a, arch35: bool) -> bool:
+    """Key and value scales (and offsets for both or neither) without the combined antiquantScale,
+    per channel (the IFA kernels' (x + offset) * scale with the key's and the value's own
+    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or, on
+    Atlas A2/A3, in the modes split_params hands the kernel."""
     offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
     scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
-    modes = a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0
-    return scales and offsets and modes and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None
+    if not (scales and offsets and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None):
+        return False
+    if a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0:
+        return True
+    return not arch35 and split_params.handled(a) and _split_fits(a)
+
+
+def _split_fits(a) -> bool:
+    """kv_antiquant checked the key's shapes (the value's alike but in the pair) for BSH/BSND/BNSD
+    queries; a 5-D (NZ) key's it does not, and a shared prefix would move the per-token positions."""
+    if a.key.items[0].ndim == 5 or (split_params.per_token(a) and a.keySharedPrefixOptional is not None):
+        return False
+    if (a.inputLayout or "BSH").split("_")[0] not in ("BSH", "BSND", "BNSD"):
+        return False
+    paged_ranks = {split_params.PER_TOKEN_PAGED: 2, split_params.PER_TOKEN_HEAD_PAGED: 3}
+    if a.keyAntiquantMode in paged_ranks:  # the tiling reads those axes only
+        return a.keyAntiquantScaleOptional.ndim == paged_ranks[a.keyAntiquantMode]
+    if (a.keyAntiquantMode, a.valueAntiquantMode) != kv_antiquant.CHANNEL_TOKEN:
+        return True
+    base = (a.inputLayout or "BSH").split("_")[0]
+    batch = query_axes(a.query.shape, base, attr_uint32(a.numHeads)).b
+    per_tensor_key = a.keyAntiquantScaleOptional.ndim == 1  # the tiling then runs the kernels per channel
+    return not per_tensor_key and split_params.value_rows_fit(a, batch, key_rows(a, base))
+
+
+def _antiquant_args(a) -> dict:
+    """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is, separate
+    per-channel parameters stacked, the other modes through split_params."""
+    if not _separate_antiquant(a):
+        return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
+    if split_params.handled(a):
+        return dict(antiquantScale=split_params.SplitParams(a), antiquantOffset=None)
+    offset = a.keyAntiquantOffsetOptional
+    return dict(
+        antiquantScale=_Rows(a.keyAntiquantScaleOptional, a.valueAntiquantScaleOptional),
+        antiquantOffset=None if offset is None else _Rows(offset, a.valueAntiquantOffsetOptional),
+    )
 
 
 class _Rows:
@@ -269,7 +310,6 @@ def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
     separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
     _before_checks(a, env, prompt=False)
-    separate = _separate_antiquant(a)
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
     sink = _applied_sink(a, env, prompt=False)
@@ -286,12 +326,7 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        antiquantScale=_Rows(a.keyAntiquantScaleOptional, a.valueAntiquantScaleOptional)
-        if separate
-        else a.antiquantScaleOptional,
-        antiquantOffset=_Rows(a.keyAntiquantOffsetOptional, a.valueAntiquantOffsetOptional)
-        if separate and a.keyAntiquantOffsetOptional is not None
-        else a.antiquantOffsetOptional,
+        **_antiquant_args(a),
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,

@@ -18,6 +18,10 @@ F16, BF16, I8, FP32 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 # (kind, V4 name, first version, keyword arguments) in V4's order; the tail (attentionOut,
 # softmaxLse) follows the attributes in every version.
 _T, _A, _I, _D, _S, _B = "tensor", "array", "int", "double", "string", "bool"
+_KV_MODES = (
+    "{}'s antiquant mode: 0 per channel, 1 per token, 2 per tensor + head, 3 per token + head, 4 / 5 per token "
+    "(+ head) with the parameters in the paged cache's blocks; key 0 with value 1 is the one mixed pair"
+)
 _SPEC = [
     (_T, "query", 1, dict(doc="Q, laid out as inputLayout says (fp16, bf16 or int8)")),
     ("list", "key", 1, dict(doc="K: one tensor, one tensor per batch, or a paged cache with blockTable")),
@@ -59,8 +63,8 @@ _SPEC = [
     (_I, "blockSize", 1, dict(default=0, doc="paged cache: tokens per block")),
     (_I, "antiquantMode", 1, dict(default=0, doc="0 per channel, 1 per token")),
     (_B, "softmaxLseFlag", 1, dict(default=False, doc="write softmaxLse = log(sum exp) + max per row")),
-    (_I, "keyAntiquantMode", 2, dict(default=0, doc="key's antiquant mode")),
-    (_I, "valueAntiquantMode", 2, dict(default=0, doc="value's antiquant mode")),
+    (_I, "keyAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("key"))),
+    (_I, "valueAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("value"))),
     (_I, "queryQuantMode", 4, dict(default=0, doc="query quantisation mode")),
 ]
 _TAIL = [

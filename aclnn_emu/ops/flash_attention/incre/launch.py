@@ -75,7 +75,7 @@ def _run(a, p):
     mask = _rows(a.attenMask, "attenMask", p.batch, width, stride=0 if p.mtp else None) if p.has_mask else None
     pse = _pse(a.pseShift, p, width)
     out_quant = _out_quant(a, p)
-    antiquant = _antiquant(a, p)
+    antiquant = _antiquant(a, p, kv)
     out_dtype = a.attentionOut.np_dtype
     o = ifa.incre_flash_attention(
         q,
@@ -185,9 +185,12 @@ def _out_quant(a, p):
     return ifa.OutputQuant(scale, offset)
 
 
-def _antiquant(a, p):
+def _antiquant(a, p, kv):
     if a.antiquantScale is None:
         return None
+    own = getattr(a.antiquantScale, "kernel_antiquant", None)
+    if own is not None:  # FusedInferAttentionScore's separate key/value parameters, through the block table read here
+        return own(p.batch, p.kv_heads, p.d, kv.table if p.paged else None)
 
     def pair(t):
         v = t.read().astype(np.float32)
