@@ -542,11 +542,41 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
     }
 }
 
+/* Pairs with rising destinations that all start within one dst_stride (a PA_NZ block's slots in
+   slot order), piece-major: each piece's writes of the group land in one stretch of dst_stride bytes
+   (a page of the cache) instead of every pair touching `pieces` pages. */
+static void copy_group(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
+                       int64_t count, int64_t pieces, int64_t piece_bytes, int64_t dst_stride, int64_t src_stride) {
+    for (int64_t p = 0; p < pieces; ++p) {
+        char *t = dst + p * dst_stride;
+        const char *f = src + p * src_stride;
+        if (piece_bytes == 32)
+            for (int64_t k = 0; k < count; ++k) memcpy(t + dst_offset[k], f + src_offset[k], 32);
+        else
+            for (int64_t k = 0; k < count; ++k) memcpy(t + dst_offset[k], f + src_offset[k], (size_t)piece_bytes);
+    }
+}
+
+/* How many pairs from the first form a group for copy_group: destinations rising by at least
+   piece_bytes, all within dst_stride - piece_bytes of the first. Then no two of the group's pieces
+   share a byte (pieces p and q of two pairs lie at least dst_stride - that reach apart), so their
+   order does not matter. */
+static int64_t group_length(const int64_t *dst_offset, int64_t pairs, int64_t piece_bytes, int64_t dst_stride) {
+    int64_t n = 1;
+    while (n < pairs && dst_offset[n] >= dst_offset[n - 1] + piece_bytes
+           && dst_offset[n] + piece_bytes <= dst_offset[0] + dst_stride)
+        ++n;
+    return n;
+}
+
+enum { GROUP_RUN_MAX = 8 };   /* runs shorter than this inside a group are copied with the group */
+
 /* For each pair i: `pieces` pieces of `piece_bytes` from src + src_offset[i] + p * src_stride to
    dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one).
    Pairs whose offsets keep constant steps form a run copied piece-major, which changes nothing as
    long as its pairs write disjoint bytes: destinations piece_bytes apart with each pair's pieces
-   further apart than the run is long, or destinations a whole pair's span apart. */
+   further apart than the run is long, or destinations a whole pair's span apart. Short runs among
+   pairs that form a group (group_length) are copied as the group. */
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride) {
@@ -564,6 +594,15 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
         while (count < longest && i + count < pairs && dst_offset[i + count] == dst_offset[i + count - 1] + dst_step
                && src_offset[i + count] == src_offset[i + count - 1] + src_step)
             ++count;
+        if (count < GROUP_RUN_MAX && pieces > 1) {
+            int64_t group = group_length(dst_offset + i, pairs - i, piece_bytes, dst_stride);
+            if (group > count) {
+                copy_group(dst, src, dst_offset + i, src_offset + i, group, pieces, piece_bytes, dst_stride,
+                           src_stride);
+                i += group;
+                continue;
+            }
+        }
         copy_run(dst + dst_offset[i], src + src_offset[i], count, dst_step, src_step, pieces, piece_bytes, dst_stride,
                  src_stride, stream);
         i += count;
