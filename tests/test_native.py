@@ -662,6 +662,34 @@ def test_large_copies_of_adjacent_nz_pieces_give_the_same_bytes(base):
     assert np.array_equal(dst, expected)
 
 
+@pytest.mark.parametrize("pieces,base", [(64, 0), (7, 16), (8, 8)])  # even, odd; 16-byte aligned rows or not
+def test_large_copies_out_of_nz_blocks_give_the_same_bytes(pieces, base):
+    """Copies of 1 MiB and more out of PA_NZ blocks (the gather: a block's consecutive slots into
+    token rows) move two pieces at a time with streaming stores; runs starting and ending
+    mid-block, an odd piece count and rows off the 16-byte grid must give the bytes of the plain loop."""
+    rng = np.random.default_rng(12)
+    block, blocks, row = 128, 40, pieces * 32 + 48
+    piece_stride = block * 32
+    starts = rng.integers(0, 60, 50)
+    runs = [b * block + s + np.arange(rng.integers(1, block - s)) for b, s in zip(rng.permutation(blocks), starts)]
+    slots = np.concatenate(runs)
+    while len(slots) * pieces * 32 < 1 << 20:
+        slots = np.concatenate([slots, slots])
+    src = rng.integers(0, 256, blocks * pieces * piece_stride, dtype=np.uint8)
+    src_offsets = slots // block * pieces * piece_stride + slots % block * 32
+    dst_offsets = base + np.arange(len(slots)) * row
+    whole = np.zeros(len(slots) * row + 128, np.uint8)
+    dst = whole[-whole.ctypes.data % 64 :][: len(slots) * row + 64]
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * 32 : d + p * 32 + 32] = src[s_ + p * piece_stride : s_ + p * piece_stride + 32]
+    native.copy_pieces(
+        dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=32, src_stride=piece_stride
+    )
+    assert np.array_equal(dst, expected)
+
+
 def test_scatter_add_rows_adds_repeated_positions_in_order():
     rng = np.random.default_rng(8)
     acc = rng.standard_normal((50, 37)).astype(np.float32)

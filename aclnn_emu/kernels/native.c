@@ -519,6 +519,40 @@ static void copy_adjacent_pieces(char *to, const char *from, int64_t count, int6
     for (; k < count; ++k) memcpy(to + k * 32, from + k * src_step, 32);
 }
 
+/* `count` token rows out of a PA_NZ block (the gather): token k's piece p sits at
+   from + p * src_stride + k * 32 and goes to to + k * dst_step + p * 32. Two pieces at a time over
+   all the tokens: the source is read as two sequential streams, and each token's two pieces are one
+   whole 64-byte destination line, written with non-temporal stores (so it is never read first).
+   For a 16-byte aligned destination whose rows step by a multiple of 16, no overlap, and
+   `stream`; returns how many leading pieces it copied (the even part of `pieces`). */
+static int64_t copy_nz_rows(char *to, const char *from, int64_t count, int64_t dst_step, int64_t pieces,
+                            int64_t src_stride) {
+#ifdef STREAMING
+    const char *src_end = from + (pieces - 1) * src_stride + count * 32;
+    char *dst_end = to + (count - 1) * dst_step + pieces * 32;
+    if (((uintptr_t)to & 15) || dst_step % 16 || !(dst_end <= from || src_end <= to)) return 0;
+    int64_t p = 0;
+    for (; p + 2 <= pieces; p += 2) {
+        const char *a = from + p * src_stride, *b = a + src_stride;
+        for (int64_t k = 0; k < count; ++k) {
+            __m128i a0 = _mm_loadu_si128((const __m128i *)(a + 32 * k));
+            __m128i a1 = _mm_loadu_si128((const __m128i *)(a + 32 * k + 16));
+            __m128i b0 = _mm_loadu_si128((const __m128i *)(b + 32 * k));
+            __m128i b1 = _mm_loadu_si128((const __m128i *)(b + 32 * k + 16));
+            __m128i *line = (__m128i *)(to + k * dst_step + p * 32);
+            _mm_stream_si128(line, a0);
+            _mm_stream_si128(line + 1, a1);
+            _mm_stream_si128(line + 2, b0);
+            _mm_stream_si128(line + 3, b1);
+        }
+    }
+    return p;
+#else
+    (void)to, (void)from, (void)count, (void)dst_step, (void)pieces, (void)src_stride;
+    return 0;
+#endif
+}
+
 /* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
    sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
    by side) or reads (the gather: a block's tokens side by side) are one contiguous stretch; a run
@@ -529,7 +563,10 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
         copy_bytes(to, from, count * piece_bytes, stream);
         return;
     }
-    for (int64_t p = 0; p < pieces; ++p) {
+    int64_t p = 0;
+    if (piece_bytes == 32 && stream && src_step == 32 && dst_stride == 32 && dst_step >= pieces * 32)
+        p = copy_nz_rows(to, from, count, dst_step, pieces, src_stride);
+    for (; p < pieces; ++p) {
         char *t = to + p * dst_stride;
         const char *f = from + p * src_stride;
         if (piece_bytes == 32 && stream && dst_step == 32) {
