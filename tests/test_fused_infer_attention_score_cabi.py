@@ -23,10 +23,10 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
     "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
-    "paged_prefill",
+    "paged_prefill", "pfa_padding",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd",
+    "lse_d64", "legacy_ifa_sparse_ignored", "sink", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -52,6 +52,11 @@ A2_TILING = {
     "pse_shape": "CheckPseShiftShape",
     "query_rope_shape": "CheckQRopeShape",
     "prefix_batch": "CheckSystemPrefixShape",
+    # fused_infer_attention_score_tiling_check_feature.cpp CheckFeatureLeftPadding, CheckFeaturePSE
+    "padding_layout": "CheckFeatureLeftPadding",
+    "padding_query_s": "CheckFeatureLeftPadding",
+    "padding_kv_lengths": "CheckFeatureLeftPadding",
+    "pse_layout": "CheckFeaturePSE",
     # fused_infer_attention_score_tiling.cpp TilingProcess4PFA, first CheckDequantParams, then
     # ConvertAttrsPFA ("PFA not support query dequant now")
     "pfa_dequant_query_s": "CheckDequantParams",
@@ -60,6 +65,12 @@ A2_TILING = {
     "pfa_query_quant_mode": "ConvertAttrsPFA",
     "pfa_padding_kv_lengths": "CheckParamsPFA",
     "pfa_padding_shape": "CheckParamsPFA",
+    # prompt_flash_attention_tiling.cpp
+    "pfa_post_quant_padding": "CheckPostQuantParams",
+    # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
+    "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
+    "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
+    "ifa_modes_differ": "CheckKvAntiquant4SplitMode",
 }
 
 EXPECTED = {
@@ -73,18 +84,25 @@ EXPECTED = {
     "int4_v2": SUCCESS,
     # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
     "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
-    # delegate.NOT_IMPLEMENTED (pfa_padding): the PFA kernels' left padding
-    "not_implemented.pfa_padding": NOT_IMPLEMENTED,
+    # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
+    # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
+    "tiling.pfa_prefix_padding": TILING,
     # FiaInfoParser::GetN1Size (A2/A3); TilingV2 DoOpTiling "Q numhead is 0" (Ascend910_95)
     "tiling.heads_zero": TILING,
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
     # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
     "query_quant.decode": TILING,
 }
-ON_A2 = {**{f"a2.ok.{name}": SUCCESS for name in A2_OK}, **{f"a2.tiling.{name}": TILING for name in A2_TILING}}
+ON_A2 = {
+    **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
+    **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # per-token key and value antiquant passes ProcessAntiQuant; delegate.NOT_IMPLEMENTED (kv_antiquant)
+    "a2.not_implemented.kv_antiquant_per_token": NOT_IMPLEMENTED,
+}
 
 
-# (rule, the function of prompt_flash_attention_tiling_v2.cpp that fails it on Ascend910_95)
+# (rule, the function that fails it on Ascend910_95: prompt_flash_attention_tiling_v2.cpp, or
+# fused_infer_attention_score_tiling_v2.cpp for ConvertContextToParamsPFA and CheckKVPaddingCrossover)
 ARCH35_TILING = {
     "paged_block_size_decode": "CheckPATypeAndShape",
     "paged_block_size": "CheckPATypeAndShape",
@@ -96,6 +114,12 @@ ARCH35_TILING = {
     "paged_block_table_rank": "CheckBlockTableShape",
     "paged_actual_kv_negative": "CheckPACrossover",
     "paged_shared_prefix": "CheckPACrossover",
+    "padding_kv_lengths": "CheckKVPaddingCrossover",
+    "padding_q_lengths": "CheckKVPaddingCrossover",
+    "padding_shape": "CheckKVPaddingCrossover",
+    "paged_padding": "CheckKVPaddingCrossover",
+    "list_padding": "ConvertContextToParamsPFA",
+    "tnd_padding": "CheckTNDLayoutCrossover",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {

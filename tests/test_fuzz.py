@@ -39,6 +39,13 @@ def test_cases_are_the_same_for_the_same_seed_and_number():
     assert {mutate.generate(5, i).op for i in range(200)} == set(BASELINES)
 
 
+def test_generating_contents_over_an_extreme_float_fill_keeps_the_floats():
+    """Seed 213 case 48785: an integer tensor whose fill an earlier mutation made (-inf,) gets new
+    contents; generating it once raised OverflowError and stopped the long run."""
+    case = mutate.generate(213, 48785)
+    assert any(m.startswith("contents") for m in case.mutations), case.mutations
+
+
 class _Corrupting:
     """A planted bug: the first run of a stream task writes one byte past a tensor or into an input."""
 

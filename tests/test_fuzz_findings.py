@@ -392,3 +392,38 @@ def test_fia_empty_key_zeroes_the_output_and_leaves_softmax_lse(chip, key):
     )  # fmt: skip
     ae.run("FusedInferAttentionScoreV4", *args)
     assert not ae.numpy(out).any() and (ae.numpy(lse) == 5).all()
+
+
+# -- FusedInferAttentionScore's paged baseline (the long run after it joined) ------------------------
+@pytest.mark.parametrize("soc", base.A2_A3)
+@pytest.mark.parametrize("shape", [(), (2,), (1, 2, 1), (1, 4, 16, 64)])
+def test_fia_block_table_of_another_rank_is_a_tiling_failure(pool, soc, shape):
+    """FiaInfoParser::GetMaxBlockNumPerBatch (fused_infer_attention_score_tiling_info_parser.cpp):
+    a blockTable of other than 2 dims fails the parser (561002) before any check reads its columns."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged", soc, a14=T(shape, "INT32", fill=(2, 0)))
+    assert (got.kind, got.code) == ("rejected", TILING) and "blockTable has" in got.detail, got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_paged_key_of_rank_2_is_a_tiling_failure(pool, soc):
+    """FiaInfoParser::GetKvLayout: a paged key of 3, 4 or 5 dims only (561002)."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged", soc, a1=L([T((512, 64), "FLOAT16")]))
+    assert (got.kind, got.code) == ("rejected", TILING) and "paged key" in got.detail, got
+
+
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("shape", [(), (1, 2)])
+def test_fia_paged_value_of_no_head_size_is_refused(pool, soc, shape):
+    """GetPaValueD reads no D from a paged value of other than 3, 4 or 5 dims: the routing sees no GQA
+    call, and the route taken refuses it (no internal error)."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged", soc, a2=L([T(shape, "FLOAT16")]))
+    assert got.kind == "rejected" and got.code != status.ACLNN_ERR_INNER, got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_pfa_sh_value_hidden_not_a_multiple_of_the_kv_heads(pool, soc):
+    """SH, 2 heads of D 32, numKeyValueHeads 3: Dv = 64 / 3 = 21 < D, so the op_api pads D and reshapes
+    the value [16, 64] to [1, 16, 2, 21] (PreprocessQKVInput, aclnn_prompt_flash_attention_inner.cpp),
+    a reshape of another element count: an L0 failure, 561103."""
+    got = outcome(pool, "PromptFlashAttentionV3", "pfa_v3_base_api_mask", soc, a17=3)
+    assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_INNER_NULLPTR) and "reshape" in got.detail, got

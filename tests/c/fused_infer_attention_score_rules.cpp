@@ -38,6 +38,7 @@ struct Case {
     bool hasActQ = false, hasActKv = false;
     int64_t heads = 8, kvHeads = 2, sparseMode = 0, innerPrecise = 1, blockSize = 0, antiquantMode = 0;
     int64_t queryQuantMode = 0;  // V4 only
+    int64_t keyAntiquantMode = 0, valueAntiquantMode = 0;  // V2+
     int64_t preTokens = 2147483647, nextTokens = 2147483647;
     double scale = 0.088;
     const char *layout = "BNSD";
@@ -85,13 +86,13 @@ static int Call(const Case &c, aclrtStream stream) {
         ret = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, c.heads, c.scale, c.preTokens, c.nextTokens, layout,
-            c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse, &ws, &ex);
+            c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, out, lse, &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV2);
     } else if (c.version == 3) {
         ret = aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], c.heads, c.scale, c.preTokens,
-            c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, 0, 0, out, lse,
+            c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, 0, c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, out, lse,
             &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV3);
     } else {
@@ -99,7 +100,7 @@ static int Call(const Case &c, aclrtStream stream) {
             q, k, v, o[0], o[1], actQ, actKv, o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10], o[11], o[12],
             o[13], o[14], o[15], o[16], o[17], nullptr, o[18], o[19], o[20], o[21], o[22], c.heads, c.scale,
             c.preTokens, c.nextTokens, layout, c.kvHeads, c.sparseMode, c.innerPrecise, c.blockSize, c.antiquantMode,
-            c.lseFlag, 0, 0, c.queryQuantMode, out, lse, &ws, &ex);
+            c.lseFlag, c.keyAntiquantMode, c.valueAntiquantMode, c.queryQuantMode, out, lse, &ws, &ex);
         if (c.run) ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV4);
     }
     if (actQ) aclDestroyIntArray(actQ);
@@ -149,6 +150,21 @@ static Case Mla() {
     c.hasActKv = true;
     c.actKv = {200, 60};
     c.hasLse = false;
+    return c;
+}
+
+// Query D 192, value D 128 (the FIA-V3 route for every layout) with query and key left padding.
+static Case Mixed() {
+    Case c;
+    c.q = T({2, 8, 64, 192});
+    c.k = {T({2, 2, 80, 192})};
+    c.v = {T({2, 2, 80, 128})};
+    c.out = T({2, 8, 64, 128});
+    c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {3});
+    c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {5});
+    c.hasActQ = c.hasActKv = true;
+    c.actQ = {40, 61};
+    c.actKv = {70, 20};
     return c;
 }
 
@@ -237,10 +253,37 @@ int main() {
         REPORT("a2.ok.prefix_nbsd", Call(c, stream));
         c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({2, 2, 16, 128});
         REPORT("a2.tiling.prefix_batch", Call(c, stream));
+        // Query D 192 / value D 128 reaches the FIA-V3 route with padding and pseShift.
+        c = Mixed(); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.ok.fia_v3_padding_pse", Call(c, stream));
+        c = Mixed(); c.layout = "BNSD_NBSD"; c.out = T({8, 2, 64, 128}); REPORT("a2.tiling.padding_layout", Call(c, stream));
+        c = Mixed(); c.q = T({2, 8, 1, 192}); c.out = T({2, 8, 1, 128}); c.actQ = {1, 1};
+        REPORT("a2.tiling.padding_query_s", Call(c, stream));
+        c = Mixed(); c.hasActKv = false; REPORT("a2.tiling.padding_kv_lengths", Call(c, stream));
+        c = Mixed(); c.opt.erase("queryPaddingSize"); c.opt.erase("kvPaddingSize"); c.layout = "BNSD_NBSD";
+        c.out = T({8, 2, 64, 128}); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.pse_layout", Call(c, stream));
     }
-    // Left padding on the PFA route: not emulated (561003), on every chip.
-    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
-    REPORT("not_implemented.pfa_padding", Call(c, stream));
+    // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
+    c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};
+    c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {2}); c.hasActQ = true; c.actQ = {12, 14};
+    REPORT("ok.pfa_padding", Call(c, stream));
+    // The PFA tilings refuse padding beside a shared prefix (A2/A3 RunBigKernelTilingWithParams, arch35 CheckPrefix).
+    c = Small(16); c.version = 2; c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+    c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32});
+    REPORT("tiling.pfa_prefix_padding", Call(c, stream));
+    if (!OnA2()) {
+        // fused_infer_attention_score_tiling_v2.cpp ConvertContextToParamsPFA / CheckKVPaddingCrossover,
+        // then prompt_flash_attention_tiling_v2.cpp CheckTNDLayoutCrossover.
+        c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.padding_kv_lengths", Call(c, stream));
+        c = Small(16); c.opt["queryPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.padding_q_lengths", Call(c, stream));
+        c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("arch35.tiling.padding_shape", Call(c, stream));
+        c = Small(16); c.k = c.v = {T({1, 2, 80, 32}), T({1, 2, 80, 32})}; c.opt["kvPaddingSize"] = T({1}, ACL_INT64);
+        c.hasActKv = true; c.actKv = {80, 80}; REPORT("arch35.tiling.list_padding", Call(c, stream));
+        c = PagedPrefill(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("arch35.tiling.paged_padding", Call(c, stream));
+        c = Small(16); c.layout = "TND"; c.q = c.out = T({32, 8, 32}); c.k = c.v = {T({160, 2, 32})};
+        c.hasActQ = c.hasActKv = true; c.actQ = {16, 32}; c.actKv = {80, 160}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
+        REPORT("arch35.tiling.tnd_padding", Call(c, stream));
+    }
     // Query dequantisation: A2/A3 IFATiling::ProcessQuant (561002); Ascend910_95 not emulated (561003).
     c = Small(1); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("query_quant.decode", Call(c, stream));
     if (OnA2()) {
@@ -255,6 +298,18 @@ int main() {
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
         REPORT("a2.tiling.pfa_padding_shape", Call(c, stream));
+        // IFATiling::ProcessAntiQuant: separate key/value antiquant parameters (V2+) on the IFA route.
+        c = Small(1); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        REPORT("a2.tiling.ifa_value_scale_missing", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}); c.valueAntiquantMode = 1;
+        REPORT("a2.tiling.ifa_value_scale_dtype", Call(c, stream));
+        c.keyAntiquantMode = 1; c.valueAntiquantMode = 0; REPORT("a2.tiling.ifa_modes_differ", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("a2.not_implemented.kv_antiquant_per_token", Call(c, stream));
+        // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
+        c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
+        c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
+        REPORT("a2.tiling.pfa_post_quant_padding", Call(c, stream));
     }
     // A block table: the FIA-V3 route on Atlas A2/A3, PromptFlashAttentionTilingV2 on Ascend910_95.
     c = Paged(false); REPORT("ok.paged_bsh_cache", Call(c, stream));

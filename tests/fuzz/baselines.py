@@ -260,6 +260,29 @@ def fia_paged(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_padded(soc):
+    """Query and key left padding (D 32: the PFA route on every chip) with softmaxLse."""
+    q, out = T((1, 4, 16, 32)), T((1, 4, 16, 32))
+    k, v = T((1, 2, 40, 32)), T((1, 2, 40, 32))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsOptional=(12,), actualSeqLengthsKvOptional=(30,),
+                      queryPaddingSizeOptional=T((1,), "INT64", fill=(2,)),
+                      kvPaddingSizeOptional=T((1,), "INT64", fill=(3,)), preTokens=2147483647, nextTokens=0,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant(soc):
+    """Decode over an INT8 key/value with separate per-channel key and value scales (V2+): the
+    A2/A3 IFA route, whose ProcessAntiQuant checks the pair."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=T((1, 2, 1, 32)), valueAntiquantScaleOptional=T((1, 2, 1, 32)),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -322,9 +345,9 @@ BASELINES = {
     "SparseFlashAttention": ((sfa, ("Ascend910B",)),),
     "ScatterPaKvCache": ((scatter, ALL), (scatter_nz, A2_A3)),
     "GatherPaKvCache": ((gather, ALL),),
-    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL)),
+    "FusedInferAttentionScoreV4": ((fia, ALL), (fia_paged, ALL), (fia_padded, ALL)),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
-    "FusedInferAttentionScoreV2": ((fia_v2, ALL),),
+    "FusedInferAttentionScoreV2": ((fia_v2, ALL), (fia_kv_antiquant, A2_A3)),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL),),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),

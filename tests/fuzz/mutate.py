@@ -205,7 +205,8 @@ def contents(rng, op, args):
         fill = [value] * len(fill)
     else:
         fill[where] = value
-    holder[i] = dataclasses.replace(t, fill=tuple(int(v) for v in fill))
+    # an earlier `extreme` may have left floats (inf, nan) in an integer tensor's fill: keep them
+    holder[i] = dataclasses.replace(t, fill=tuple(v if isinstance(v, float) else int(v) for v in fill))
     return f"contents[{'all' if where is None else where}] -> {value}"
 
 

@@ -61,11 +61,12 @@ def attention(
     sink=None,
     masked_lse_inf=False,
     lse_unseen=np.inf,
+    pse=None,
 ):
     """``Golden`` (out, lse, floor) as float64 for q [B, N, S1, D], k [B, Nkv, S2, D],
     v [B, Nkv, S2, Dv]; mask [B|1, S1, S2] (nonzero = masked); ``has_mask`` whether a mask was
     given (a compressed mask of sparse modes 2-4 selects keys by band only; default: mask given);
-    rope = (q_rope, k_rope)."""
+    rope = (q_rope, k_rope); pse [B|1, N, >= S1, >= S2] added to the scaled scores."""
     b_size, n, s1, _ = q.shape
     nkv, s2, dv = k.shape[1], k.shape[2], v.shape[3]
     group = n // nkv
@@ -84,6 +85,8 @@ def attention(
             if rope is not None:
                 x += rope[0][b, h].astype(np.float64) @ rope[1][b, kv].astype(np.float64).T
             x = x * scale
+            if pse is not None:
+                x = x + pse[b if pse.shape[0] > 1 else 0, h, :s1, :s2].astype(np.float64)
             x[masked | ~ok] = MASK_FILL
             for i in range(act_q[b]):
                 keys = np.flatnonzero(ok[i])

@@ -84,6 +84,9 @@ FIA = K + "flash_attention/fused_infer_attention.py"
 FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
+FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
+FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
+LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -91,6 +94,14 @@ FIA_TESTS = (
     "tests/test_fia_mla_decode_loop.py",
 )
 FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
+FIA_KV_ANTIQUANT_TESTS = (
+    "tests/test_fused_infer_attention_score_kv_antiquant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
+FIA_PADDING_TESTS = (
+    "tests/test_fused_infer_attention_score_padding.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 IFA_ARCH35_TESTS = ("tests/test_incre_flash_attention_arch35.py",)
 IFA_ARCH35_INT8_TESTS = IFA_ARCH35_TESTS + ("tests/test_incre_flash_attention_cabi.py",)
 LI_TESTS = (
@@ -1551,10 +1562,130 @@ MUTATIONS = [
     Mutation("fia-consistency-prefix-batch", FIA_CHECKS, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_TESTS),
     Mutation(
         "fia-pfa-padding-lengths-unchecked",
-        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "if kv_pad is not None and a.actualSeqLengthsKvOptional is None:",
+        FIA_PADDING,
+        "if a.kvPaddingSizeOptional is not None and a.actualSeqLengthsKvOptional is None:",
         "if False:",
-        FIA_TESTS,
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-padding-list-unchecked",
+        FIA_PADDING,
+        "if padded(a) and len(a.key.items) > 1:",
+        "if False:",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-prefix-unchecked",
+        FIA_PADDING,
+        "    if a.keySharedPrefixOptional",
+        "    if False and a.keySharedPrefixOptional",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-window-kept",
+        FIA_PADDING,
+        "(INT_MAX, INT_MAX) if attr_int32(a.sparseMode) == 0 else",
+        "(a.preTokens, a.nextTokens) if attr_int32(a.sparseMode) == 0 else",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-negative-kept",
+        LEFT_PADDING,
+        "pad = max(int(padding), 0)",
+        "pad = int(padding)",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-query-rows-kept",
+        LEFT_PADDING,
+        "return _roll(x, [(s,) for s in self.q_first], (1,), -1)",
+        "return x",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-key-rows-kept",
+        LEFT_PADDING,
+        "return _roll(x, [(s,) for s in self.kv_first], (1,), -1)",
+        "return x",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-mask-rows-kept",
+        LEFT_PADDING,
+        "firsts = [(q if rows else 0, k) for",
+        "firsts = [(0, k) for",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-v3-pse-dropped",
+        FIA_LAUNCH,
+        "            pse=pse,\n        )",
+        "            pse=None,\n        )",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-v3-padding-overflow-read",
+        FIA_CHECKS,
+        "return LeftPadding(q_pad, a.kvPaddingSizeOptional, overflow_empty=True)",
+        "return LeftPadding(q_pad, a.kvPaddingSizeOptional, overflow_empty=False)",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "arch35-pfa-padding-overflow-read",
+        FIA_PADDING,
+        "overflow_empty=arch35)",
+        "overflow_empty=False)",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-v3-padding-layout-unchecked",
+        FIA_CHECKS,
+        'if self.layout not in PADDING_LAYOUTS:\n                raise tiling("padding_layout"',
+        'if False:\n                raise tiling("padding_layout"',
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-v3-pse-layout-unchecked",
+        FIA_CHECKS,
+        'if self.layout not in PADDING_LAYOUTS:\n            raise tiling("pse_layout"',
+        'if False:\n            raise tiling("pse_layout"',
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-scale-pair-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if ks is not None and vs is None:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-kv-modes-unchecked",
+        FIA_KV_ANTIQUANT,
+        "if k_mode != v_mode and (k_mode, v_mode) != CHANNEL_TOKEN:",
+        "if False:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation("fia-ifa-kv-mode-range", FIA_KV_ANTIQUANT, "MODES = range(6)", "MODES = range(7)", FIA_KV_ANTIQUANT_TESTS),
+    Mutation(
+        "fia-ifa-kv-value-scale-dtype",
+        FIA_KV_ANTIQUANT,
+        "!= DataType.ACL_FLOAT:",
+        "!= DataType.ACL_FLOAT16:",
+        FIA_KV_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-lse-key-padding-ignored",
+        FIA_PADDING,
+        "    return LeftPadding(None, kv, overflow_empty=True)",
+        "    return None",
+        FIA_PADDING_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-padding-lse-rows-kept",
+        FIA_LAUNCH,
+        "o, lse = shift.back(o), None if lse is None else shift.back(lse)",
+        "o, lse = shift.back(o), lse",
+        FIA_PADDING_TESTS,
     ),
     Mutation(
         "fia-max-workspace-reads-lengths",

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.left_padding import LeftPadding
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, check_kernel_key, shape_dim
@@ -59,13 +60,16 @@ FIA_V3_LAYOUTS = (
 LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQA
 GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
 GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
+PADDING_LAYOUTS = ("BSND", "BNSD", "BSH", "BNSD_BSND")  # CheckFeatureLeftPadding, CheckFeaturePSE
 UNSUPPORTED = Gaps(
     V4,
     "not_implemented",
     {
         "paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route",
-        "padding": "queryPaddingSize/kvPaddingSize on the FIA-V3 route (query D 192, value D 128)",
-        "pse": "pseShift on the FIA-V3 route (query D 192, value D 128)",
+        "padding": "queryPaddingSize/kvPaddingSize beside queryRope/keyRope on the FIA-V3 route (the MLA "
+        "feature checks take them; how the rope kernels offset the rope rows is not read)",
+        "pse": "pseShift beside queryRope/keyRope on the FIA-V3 route (the MLA feature checks take it; the "
+        "rope kernels' pse reads are not read)",
     },
 )
 INFERRED = Gaps(
@@ -329,21 +333,36 @@ class FiaV3(Route):
         self._existence()
         self._feature(axes, qd, rd, vd)
         self._consistency(axes, qd, rd, vd)
-        if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
+        if self.rope and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
             UNSUPPORTED.refuse("padding")
-        if a.pseShiftOptional is not None:
+        if self.rope and a.pseShiftOptional is not None:
             UNSUPPORTED.refuse("pse")
         if a.max_workspace:  # no lengths to plan the kernel with
             return Launch(launch.WORKSPACE, _lengths_without_data)
-        return launch.fia_v3(a, self.env, self, axes, qd, vd)
+        return launch.fia_v3(a, self.env, self, axes, qd, vd, left=self._left_padding())
+
+    def _left_padding(self):
+        """The sizes the FIA-V3 kernels read (fia_kernel_nonquant.h): the query's only outside the
+        legacy IFA shape (GetPaddingSizeFlag); a batch whose length and padding exceed S is 0
+        (DEAL_ZERO)."""
+        a = self.a
+        q_pad = None if self.legacy_ifa else a.queryPaddingSizeOptional
+        if q_pad is None and a.kvPaddingSizeOptional is None:
+            return None
+        return LeftPadding(q_pad, a.kvPaddingSizeOptional, overflow_empty=True)
 
     def _parse(self):
         """FiaInfoParser::Parse's own failures (fused_infer_attention_score_tiling_info_parser.cpp):
-        the list lengths (GetKvCache), then numHeads > 0, numKeyValueHeads >= 0 and G whole
-        (GetN1Size, GetN2Size, GetGSize), an actualSharedPrefixLen of shape [1] (GetSystemPrefix)."""
+        the list lengths (GetKvCache), a paged key of rank 3, 4 or 5 (GetKvLayout), then
+        numHeads > 0, numKeyValueHeads >= 0 and G whole (GetN1Size, GetN2Size, GetGSize), a 2-D
+        blockTable (GetS2Size: GetMaxBlockNumPerBatch), an actualSharedPrefixLen of shape [1]
+        (GetSystemPrefix)."""
         a = self.a
         if len(a.key.items) != len(a.value.items):
             raise tiling("list_lengths", f"key has {len(a.key.items)} tensors, value {len(a.value.items)}")
+        paged = self.paged and len(a.key.items) == 1  # GetKvStorageMode: a list of several is a list
+        if paged and a.key.items[0].ndim not in (3, 4, 5):
+            raise tiling("paged_key_rank", f"a paged key has {a.key.items[0].ndim} dims; 3, 4 or 5 are supported")
         heads, kv_heads = attr_int32(a.numHeads), attr_int32(a.numKeyValueHeads)
         if heads <= 0:
             raise tiling("heads", f"numHeads is {heads}, it should be greater than 0")
@@ -351,6 +370,8 @@ class FiaV3(Route):
             raise tiling("kv_heads", f"numKeyValueHeads is {kv_heads}, it should not be negative")
         if heads % (kv_heads or heads):
             raise tiling("group", f"numHeads ({heads}) should be a multiple of numKeyValueHeads ({kv_heads})")
+        if paged and a.blockTableOptional.ndim != 2:
+            raise tiling("block_table_rank", f"blockTable has {a.blockTableOptional.ndim} dims, it should be 2")
         prefix_len = a.actualSharedPrefixLenOptional
         if a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None and prefix_len:
             if len(prefix_len) != 1:  # GetSystemPrefix
@@ -436,6 +457,42 @@ class FiaV3(Route):
                 raise tiling("sink_shape", f"learnableSink {list(sink.shape)} must be [{self.heads}] (numHeads)")
         if a.keySharedPrefixOptional is not None and self.paged:
             raise tiling("prefix_paged", "a shared prefix is not supported with a paged cache")
+        if not self.rope:  # CheckFeatureGqaNoquant only
+            self._feature_padding(axes)
+            self._feature_pse()
+
+    def _feature_padding(self, axes):
+        """CheckFeatureLeftPadding: BSH/BSND/BNSD/BNSD_BSND, one batched key/value (no tensor list,
+        no paged cache, no shared prefix); a query padding needs S > 1 and actualSeqLengths, a key
+        padding actualSeqLengthsKv."""
+        a = self.a
+        q_pad = a.queryPaddingSizeOptional is not None and not self.legacy_ifa  # GetPaddingSizeFlag
+        kv_pad = a.kvPaddingSizeOptional is not None
+        if q_pad or kv_pad:
+            if self.layout not in PADDING_LAYOUTS:
+                raise tiling("padding_layout", f"left padding takes BSH, BSND, BNSD and BNSD_BSND, got {self.layout}")
+            if len(a.key.items) > 1:
+                raise tiling("padding_list", "left padding is not supported with a key/value tensor list")
+            if self.paged:
+                raise tiling("padding_paged", "left padding is not supported with a paged cache")
+            if a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None:
+                raise tiling("padding_prefix", "left padding is not supported with a shared prefix")
+        if q_pad and axes.s <= 1:
+            raise tiling("padding_query_s", f"queryPaddingSize needs query S > 1, got {axes.s}")
+        if q_pad and not a.actualSeqLengthsOptional:
+            raise tiling("padding_q_lengths", "queryPaddingSize needs actualSeqLengths")
+        if kv_pad and not a.actualSeqLengthsKvOptional:
+            raise tiling("padding_kv_lengths", "kvPaddingSize needs actualSeqLengthsKv")
+
+    def _feature_pse(self):
+        """CheckFeaturePSE: a non-empty pseShift takes BSH/BSND/BNSD/BNSD_BSND and no 5-D (NZ) cache."""
+        pse = self.a.pseShiftOptional
+        if pse is None or pse.is_empty:
+            return
+        if self.layout not in PADDING_LAYOUTS:
+            raise tiling("pse_layout", f"pseShift takes BSH, BSND, BNSD and BNSD_BSND, got {self.layout}")
+        if self.paged and first(self.a.key).ndim == 5:
+            raise tiling("pse_nz", "pseShift is not supported with a 5-D (NZ) paged cache")
 
     def _lengths(self, values, name, batch, limit, total):
         """CheckFeatureActualSeqLensQData / KvData: a non-empty array of at most 64K entries; in

@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import launch, paged_prompt
+from . import kv_antiquant, launch, paged_prompt, padding
 from .entry import V4
 from .failure import tiling
 from .route import Route
@@ -33,7 +33,6 @@ NOT_IMPLEMENTED = Gaps(
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
-        "pfa_padding": "queryPaddingSize or kvPaddingSize (left padding) on a call the tiling sends to the PFA kernels",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, or on the IFA route other than "
         "per-channel (keyAntiquantMode = valueAntiquantMode = 0) scales, with offsets for both or neither, "
         "and no antiquantScale",
@@ -68,8 +67,6 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False):
     paged = prompt and a.blockTableOptional is not None
     if paged and (not arch35 or not paged_prompt.dense_layout(a) or a.key.items[0].ndim == 5):
         NOT_IMPLEMENTED.refuse("paged_pfa")
-    if prompt and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
-        NOT_IMPLEMENTED.refuse("pfa_padding")
 
 
 INFERRED = Gaps(
@@ -109,31 +106,7 @@ def _pfa_context(a) -> None:
         raise tiling("pfa.dequant_query_rope", "dequantScaleQuery needs queryRope")
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
-    _pfa_padding(a)
-
-
-def _pfa_padding(a) -> None:
-    """CheckParamsPFA's list and left-padding rules (after CheckKvPFA, not replayed): no tensor list
-    with TND; no padding with TND, a tensor list or a paged cache; each padding size a [1] tensor;
-    padding needs the matching actual lengths."""
-    q_pad, kv_pad = a.queryPaddingSizeOptional, a.kvPaddingSizeOptional
-    listed, tnd = len(a.key.items) > 1, a.inputLayout == "TND"
-    padded = q_pad is not None or kv_pad is not None
-    if listed and tnd:
-        raise tiling("pfa.tnd_list", "a key/value tensor list is not supported with TND")
-    if padded and tnd:
-        raise tiling("pfa.tnd_padding", "left padding is not supported with TND")
-    if padded and listed:
-        raise tiling("pfa.list_padding", "left padding is not supported with a key/value tensor list")
-    for name, pad in (("queryPaddingSize", q_pad), ("kvPaddingSize", kv_pad)):
-        if pad is not None and (pad.ndim != 1 or pad.numel != 1):
-            raise tiling("pfa.padding_shape", f"{name} {list(pad.shape)} must be a [1] tensor")
-    if padded and a.blockTableOptional is not None:
-        raise tiling("pfa.paged_padding", "left padding is not supported with a paged cache")
-    if q_pad is not None and a.actualSeqLengthsOptional is None:
-        raise tiling("pfa.padding_q_lengths", "queryPaddingSize needs actualSeqLengths")
-    if kv_pad is not None and a.actualSeqLengthsKvOptional is None:
-        raise tiling("pfa.padding_kv_lengths", "kvPaddingSize needs actualSeqLengthsKv")
+    padding.check_arch32(a)
 
 
 def _ifa_query_quant(a) -> None:
@@ -149,8 +122,11 @@ def _ifa_query_quant(a) -> None:
 
 def _before_checks(a, env, prompt: bool) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
-    if not on_arch35(env):
-        (_pfa_context if prompt else _ifa_query_quant)(a)
+    if not on_arch35(env) and prompt:
+        _pfa_context(a)
+    elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
+        _ifa_query_quant(a)
+        kv_antiquant.check_ifa(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env))
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
@@ -309,16 +285,19 @@ def incre(a, env):
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env))
+    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), padding.ifa_keys(a))
 
 
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
     after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    if on_arch35(env):
+        padding.check_arch35(a)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True)
+    padding.check_pfa_tiling(a, on_arch35(env))
     key, value, kv_lengths = _kv(a)
     key, value = key.items[0], value.items[0]
     if facts is not None:
@@ -341,13 +320,12 @@ def prompt(a, env):
         quantOffset2=a.quantOffset2Optional,
         numHeads=a.numHeads,
         scaleValue=a.scaleValue,
-        preTokens=a.preTokens,
-        nextTokens=a.nextTokens,
         inputLayout=a.inputLayout,
         numKeyValueHeads=a.numKeyValueHeads,
         sparseMode=a.sparseMode,
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
+        **padding.kernel_args(a, on_arch35(env)),
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
@@ -356,12 +334,13 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
-    return _with_lse(a, env, out)
+    return _with_lse(a, env, out, args.left_padding)
 
 
-def _with_lse(a, env, out):
+def _with_lse(a, env, out, left=None):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
-    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND)."""
+    FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND);
+    ``left`` the route's left padding."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -375,7 +354,7 @@ def _with_lse(a, env, out):
             rule="tiling.softmax_lse",
         )
     INFERRED.warn(env, "lse_pass")
-    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False)
+    lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left)
 
     def run(workspace):
         if out.run is not None:

@@ -7,6 +7,7 @@ import numpy as np
 
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch
 
@@ -32,9 +33,10 @@ def _packed(values) -> list[tuple[int, int]]:
     return [(e0, e1 - e0) for e0, e1 in zip([0] + ends[:-1], ends)]
 
 
-def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
+def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None):
     """The FIA-V3 kernels' launch; with ``write_out`` false only softmaxLse is written (the
-    Ascend910_95 route, whose attentionOut another launch writes)."""
+    Ascend910_95 route, whose attentionOut another launch writes); ``left`` a
+    left_padding.LeftPadding."""
     base, out_layout, heads, kv_heads = route.base, route.out_layout, route.heads, route.kv_heads
     packed = base in PACKED
     legacy_ifa = route.legacy_ifa
@@ -59,7 +61,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
     sparse = route.sparse
     has_mask = a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
     pre, nxt = (INT_MAX, INT_MAX) if legacy_ifa else (a.preTokens, a.nextTokens)
-    if sparse == 0 and not has_mask:
+    if sparse == 0 and (not has_mask or left is not None):  # with padding the attenMask alone decides
         pre, nxt = INT_MAX, INT_MAX
     pre, nxt = {1: (INT_MAX, INT_MAX), 2: (INT_MAX, 0), 3: (INT_MAX, nxt)}.get(sparse, (pre, nxt))
     full_kv = [prefix + n for n in act_kv]
@@ -79,6 +81,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
         )
     mask_t = a.attenMaskOptional if has_mask and sparse in (0, 1) else None
     sink_t, lse_t, out_t = a.learnableSinkOptional, a.softmaxLse, a.attentionOut
+    pse_t = None if a.pseShiftOptional is None or a.pseShiftOptional.is_empty else a.pseShiftOptional
 
     def run(workspace):
         q = to_bnsd(a.query.read("query"), base, heads)
@@ -92,6 +95,15 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
             values = mask_3d(mask_t.read("attenMask"), ifa=mask_t.ndim == 2 and legacy_ifa)
             mask = pfa.Mask(values)
         sink = None if sink_t is None else sink_t.read("learnableSink").astype(np.float32)
+        shift = None if left is None else left.shift(q.shape[2], k.shape[2], act_q, full_kv)
+        lengths = (act_q, full_kv) if shift is None else (shift.act_q, shift.act_kv)
+        if shift is not None:  # no TND, rope or shared prefix with padding (the tilings' rules)
+            q, k, v = shift.query(q), shift.keys(k), shift.keys(v)
+            mask = None if mask is None else pfa.Mask(shift.scores_input(mask.values))
+        pse = None
+        if pse_t is not None:  # [B|1, N, S1p, S2p], added to the scaled fp32 scores before the mask
+            values = pse_t.read("pseShift")
+            pse = PseSource(values if shift is None else shift.scores_input(values), 0, *values.shape[2:])
         rope = None if k_rope is None else fia.Rope(q_rope, k_rope)
         o, lse = fia.fused_infer_attention(
             q,
@@ -99,8 +111,8 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
             v,
             scale=a.scaleValue,
             bands=bands,
-            act_q=act_q,
-            act_kv=full_kv,
+            act_q=lengths[0],
+            act_kv=lengths[1],
             tiling=tiling,
             mask=mask,
             rope=rope,
@@ -109,7 +121,10 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True):
             lse_unseen=fia.LSE_UNSEEN_LEGACY_IFA if legacy_ifa else fia.LSE_UNSEEN,
             masked_lse_inf=masked_lse_inf,
             zero_masked_rows=row_invalid and has_mask and sparse in (0, 1),
+            pse=pse,
         )
+        if shift is not None:
+            o, lse = shift.back(o), None if lse is None else shift.back(lse)
         if write_out:
             _write_out(out_t, o, out_layout, axes, heads, vd, q_rows)
         if a.lse_wanted:

@@ -93,6 +93,16 @@ def to_bnsd(x: np.ndarray, layout: str, heads: int) -> np.ndarray:
     raise ValueError(layout)
 
 
+def paged_value_d(shape, kv_heads: int) -> int | None:
+    """A paged value's head size by its rank ([blocks, blockSize, N2*D], [blocks, N2, blockSize, D],
+    NZ [blocks, N2, D1, blockSize, D0]), None for any other rank."""
+    if len(shape) == 3:
+        return shape[2] // kv_heads if kv_heads else 0
+    if len(shape) == 4:
+        return shape[3]
+    return shape[2] * shape[4] if len(shape) == 5 else None
+
+
 def _value_d(a, kv_heads: int) -> int | None:
     """The value's head size, from its first tensor and the layout (paged caches by their rank)."""
     items = a.value.items if a.value is not None else []
@@ -100,7 +110,7 @@ def _value_d(a, kv_heads: int) -> int | None:
         return None
     v = items[0].shape
     if a.blockTableOptional is not None:
-        return {3: v[-1] // max(kv_heads, 1), 4: v[-1], 5: v[2] * v[4] if len(v) == 5 else 0}.get(len(v))
+        return paged_value_d(v, kv_heads)
     base = split(a.inputLayout)[0]
     if base == "BSH":
         return v[-1] // max(kv_heads, 1) if len(v) == 3 else None

@@ -4,7 +4,7 @@ paged/rope flags, the query's axes and head sizes, and the legacy-IFA update of 
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32
 
 from .failure import tiling
-from .layouts import Axes, query_axes, split
+from .layouts import Axes, paged_value_d, query_axes, split
 
 
 def first(lst):
@@ -31,9 +31,8 @@ def qkv_d(a) -> tuple[int, int, int] | None:
     else:
         return None
     vs = v.shape
-    if a.blockTableOptional is not None:
-        vd = {3: vs[2] // kv_heads if kv_heads else 0, 4: vs[3] if len(vs) == 4 else 0}.get(len(vs))
-        vd = vs[2] * vs[4] if len(vs) == 5 else vd
+    if a.blockTableOptional is not None:  # GetPaValueD: BnBsH, BnNBsD or NZ by rank, else no D
+        vd = paged_value_d(vs, kv_heads)
     elif layout in four:
         vd = vs[3] if len(vs) == 4 else None
     elif layout in three_h:

@@ -107,6 +107,7 @@ def _prepare(a, env):
         UNESTABLISHED.refuse("query_hidden", f"query {list(q)}, numHeads {a.numHeads}")
     if shapes.need_pad:
         _check_formats(a)
+        _check_pad_reshape(a, shapes)
         _check_quant_offset2_pad(a, env)
     else:
         _warn_private_formats(a, env)
@@ -203,6 +204,30 @@ def _analyse_shapes(a, env) -> Shapes:
         shapes.pad = -shapes.d % block
         shapes.pad_v = shapes.d + shapes.pad - shapes.dv if shapes.d > shapes.dv else shapes.pad
     return shapes
+
+
+def _check_pad_reshape(a, shapes):
+    """PreprocessQKVInput: with D padding, SH/BSH query, key and value are reshaped to [B, S, N, D]
+    and NSD ones to [B, N, S, D] (SetShapeInfoForSH / ForNSD, N2 and Dv as AnalysisAxis divided
+    them). A reshape keeps the element count: a hidden size that is not a multiple of the heads
+    fails there (an L0 failure, 561103)."""
+    if shapes.layout not in ("SH", "BSH", "NSD"):
+        return
+    heads, q = a.numHeads, a.query.shape
+    batch = q[0] if shapes.layout == "BSH" else 1  # AnalysisAxis: B is 1 for SH and NSD
+    s1 = q[0] if shapes.layout == "SH" else q[1]
+    targets = (
+        ("query", a.query, batch * s1 * heads * shapes.d),
+        ("key", a.key, batch * shapes.s2 * shapes.n2 * shapes.d),
+        ("value", a.value, batch * shapes.s2 * shapes.n2 * shapes.dv),
+    )
+    for name, t, size in targets:
+        if t.numel != size:
+            tiling(
+                "op_api.pad_reshape",
+                f"D padding reshapes {name} {list(t.shape)} to {size} elements (N2 {shapes.n2}, D {shapes.d}, "
+                f"Dv {shapes.dv}); a reshape cannot change the element count",
+            )
 
 
 def _check_quant_offset2_pad(a, env):

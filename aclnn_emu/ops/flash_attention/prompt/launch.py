@@ -4,6 +4,7 @@ workspace."""
 import numpy as np
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
 from aclnn_emu.kernels.attention.layouts import to_bnsd
+from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.quant import deq_scale
 from ..common import I8, from_bnsd, mask_3d, output_quant
 from . import precise
@@ -29,7 +30,10 @@ def _launch(
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
     ``ifa_mask``: a 2-D mask is [B, S2] (one row per batch); ``kv_blocks``: the key block of each
     packed batch; ``inner_precise`` what the tiling made of innerPrecise and pseShift; ``read_pse`` a
-    reader of the pse other than the shared path's (the base-API mask)."""
+    reader of the pse other than the shared path's (the base-API mask). ``a.left_padding`` (a
+    left_padding.LeftPadding; FusedInferAttentionScore's route hands the PFA tiling its padding
+    sizes, PromptFlashAttention's own entry points have none) offsets each batch's rows; only the
+    kernels of the unpacked layouts read it (the base-API and var-len ones never do)."""
     q_t, k_t, v_t, out_t = a.query, a.key, a.value, a.attentionOut
     precision, shared_pse, row_invalid = precise.kernel_inputs(a, inner_precise, precision)
     read_pse = read_pse or shared_pse
@@ -38,13 +42,21 @@ def _launch(
     scale = a.scaleValue
     int8_t = (a.deqScale1, a.quantScale1, a.deqScale2) if q_t.dtype == I8 else None
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
+    padding = getattr(a, "left_padding", None) if rows is None else None
 
     def run(workspace):
         q, k, v = (
             _bnsd(t.read(n), layout, h, tokens)
             for t, n, h in ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads))
         )
-        mask = None if mask_t is None else pfa.Mask(mask_3d(mask_t.read("attenMask"), ifa_mask))
+        mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
+        pse = None if read_pse is None else read_pse()
+        shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)
+        lengths = (act_q, act_kv) if shift is None else (shift.act_q, shift.act_kv)
+        if shift is not None:
+            q, k, v = shift.query(q), shift.keys(k), shift.keys(v)
+            mask = None if mask is None else shift.scores_input(mask)
+            pse = None if pse is None else PseSource(shift.scores_input(pse.pse), pse.type, pse.s1, pse.s2)
         int8 = None
         if int8_t is not None:
             deq1, quant1, deq2 = (t.read(n) for t, n in zip(int8_t, ("deqScale1", "quantScale1", "deqScale2")))
@@ -56,21 +68,23 @@ def _launch(
         common = dict(
             scale=scale,
             bands=bands,
-            mask=mask,
+            mask=None if mask is None else pfa.Mask(mask),
             int8=int8,
             out_quant=out_quant,
             precision=precision,
             row_invalid=row_invalid,
-            pse=None if read_pse is None else read_pse(),
+            pse=pse,
         )
         if rows is None:
-            o = pfa.prompt_flash_attention(q, k, v, act_q=act_q, act_kv=act_kv, **common)
+            o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], **common)
         else:
             o = pfa.packed_prompt_flash_attention(
                 q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks, **common
             )
         if tokens:
             report_unwritten(rows[0], o.shape[2])
+        if shift is not None:
+            o = shift.back(o)
         out_t.write(from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
 
     return run
