@@ -1,12 +1,10 @@
 """Where the built toolkit lives, how to compile a program against it, and how to redo the install."""
 
-import importlib.metadata
 import json
 import os
 import pathlib
 import shlex
 import subprocess
-import urllib.parse
 
 from . import config, process
 
@@ -68,6 +66,10 @@ def compile(source, output) -> subprocess.CompletedProcess:
 def reinstall_command() -> str:
     """The pip command that redoes this install, toolkit and compiled kernel loops alike: from where pip
     recorded it came from (PEP 610's direct_url.json), editable again if it was editable."""
+    # Imported here: importlib.metadata costs every process that starts the emulator tens of ms.
+    import importlib.metadata
+    import urllib.parse
+
     # A checkout's own build metadata (aclnn_emu.egg-info, seen first from the checkout) has no record.
     records = (d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="aclnn-emu"))
     origin = json.loads(next(filter(None, records), "{}"))

@@ -569,6 +569,41 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     assert np.array_equal(dst, expected)
 
 
+@pytest.mark.parametrize("piece_bytes", [32, 6])
+def test_copy_pieces_groups_of_rising_destinations(piece_bytes):
+    """Rising destinations that start within one piece stride (a PA_NZ block's slots in slot order)
+    are copied piece by piece across the group; the bytes must be those of the pair-by-pair loop,
+    also where a later pair's piece lands on an earlier pair's next piece (a stride apart) or on
+    the same destination (a repeat: the later pair wins)."""
+    rng = np.random.default_rng(11)
+    pieces, stride = 6, 40 * piece_bytes
+    within = np.sort(rng.choice(39, 20, replace=False)) * piece_bytes
+    dst_offsets = np.concatenate(
+        [within, 3 * stride + within[:7], [3 * stride + within[6]], 4 * stride + within[:3], [stride + 1, stride + 2]]
+    )
+    dst_offsets = np.concatenate([dst_offsets, [stride, 2 * stride]])  # last: nothing overwrites them
+    src_offsets = rng.permutation(len(dst_offsets)) * pieces * piece_bytes
+    src = rng.integers(0, 256, len(dst_offsets) * pieces * piece_bytes, dtype=np.uint8)
+    dst = np.zeros(12 * stride, np.uint8)
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * stride : d + p * stride + piece_bytes] = src[
+                s_ + p * piece_bytes : s_ + (p + 1) * piece_bytes
+            ]
+    native.copy_pieces(
+        dst,
+        src,
+        dst_offsets,
+        src_offsets,
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=stride,
+        src_stride=piece_bytes,
+    )
+    assert np.array_equal(dst, expected)
+
+
 @pytest.mark.parametrize("pieces,piece_bytes", [(1, 2048), (2, 256), (1, 200)])
 def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
     """Copies of 1 MiB and more write pieces of 256 bytes and up with streaming stores where the
@@ -623,6 +658,34 @@ def test_large_copies_of_adjacent_nz_pieces_give_the_same_bytes(base):
             expected[d + p * dst_stride : d + p * dst_stride + 32] = src[s_ + p * 32 : s_ + (p + 1) * 32]
     native.copy_pieces(
         dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=dst_stride, src_stride=32
+    )
+    assert np.array_equal(dst, expected)
+
+
+@pytest.mark.parametrize("pieces,base", [(64, 0), (7, 16), (8, 8)])  # even, odd; 16-byte aligned rows or not
+def test_large_copies_out_of_nz_blocks_give_the_same_bytes(pieces, base):
+    """Copies of 1 MiB and more out of PA_NZ blocks (the gather: a block's consecutive slots into
+    token rows) move two pieces at a time with streaming stores; runs starting and ending
+    mid-block, an odd piece count and rows off the 16-byte grid must give the bytes of the plain loop."""
+    rng = np.random.default_rng(12)
+    block, blocks, row = 128, 40, pieces * 32 + 48
+    piece_stride = block * 32
+    starts = rng.integers(0, 60, 50)
+    runs = [b * block + s + np.arange(rng.integers(1, block - s)) for b, s in zip(rng.permutation(blocks), starts)]
+    slots = np.concatenate(runs)
+    while len(slots) * pieces * 32 < 1 << 20:
+        slots = np.concatenate([slots, slots])
+    src = rng.integers(0, 256, blocks * pieces * piece_stride, dtype=np.uint8)
+    src_offsets = slots // block * pieces * piece_stride + slots % block * 32
+    dst_offsets = base + np.arange(len(slots)) * row
+    whole = np.zeros(len(slots) * row + 128, np.uint8)
+    dst = whole[-whole.ctypes.data % 64 :][: len(slots) * row + 64]
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            expected[d + p * 32 : d + p * 32 + 32] = src[s_ + p * piece_stride : s_ + p * piece_stride + 32]
+    native.copy_pieces(
+        dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=32, src_stride=piece_stride
     )
     assert np.array_equal(dst, expected)
 

@@ -519,6 +519,40 @@ static void copy_adjacent_pieces(char *to, const char *from, int64_t count, int6
     for (; k < count; ++k) memcpy(to + k * 32, from + k * src_step, 32);
 }
 
+/* `count` token rows out of a PA_NZ block (the gather): token k's piece p sits at
+   from + p * src_stride + k * 32 and goes to to + k * dst_step + p * 32. Two pieces at a time over
+   all the tokens: the source is read as two sequential streams, and each token's two pieces are one
+   whole 64-byte destination line, written with non-temporal stores (so it is never read first).
+   For a 16-byte aligned destination whose rows step by a multiple of 16, no overlap, and
+   `stream`; returns how many leading pieces it copied (the even part of `pieces`). */
+static int64_t copy_nz_rows(char *to, const char *from, int64_t count, int64_t dst_step, int64_t pieces,
+                            int64_t src_stride) {
+#ifdef STREAMING
+    const char *src_end = from + (pieces - 1) * src_stride + count * 32;
+    char *dst_end = to + (count - 1) * dst_step + pieces * 32;
+    if (((uintptr_t)to & 15) || dst_step % 16 || !(dst_end <= from || src_end <= to)) return 0;
+    int64_t p = 0;
+    for (; p + 2 <= pieces; p += 2) {
+        const char *a = from + p * src_stride, *b = a + src_stride;
+        for (int64_t k = 0; k < count; ++k) {
+            __m128i a0 = _mm_loadu_si128((const __m128i *)(a + 32 * k));
+            __m128i a1 = _mm_loadu_si128((const __m128i *)(a + 32 * k + 16));
+            __m128i b0 = _mm_loadu_si128((const __m128i *)(b + 32 * k));
+            __m128i b1 = _mm_loadu_si128((const __m128i *)(b + 32 * k + 16));
+            __m128i *line = (__m128i *)(to + k * dst_step + p * 32);
+            _mm_stream_si128(line, a0);
+            _mm_stream_si128(line + 1, a1);
+            _mm_stream_si128(line + 2, b0);
+            _mm_stream_si128(line + 3, b1);
+        }
+    }
+    return p;
+#else
+    (void)to, (void)from, (void)count, (void)dst_step, (void)pieces, (void)src_stride;
+    return 0;
+#endif
+}
+
 /* A run of `count` pairs whose destinations step by dst_step and sources by src_step, no two pairs
    sharing a byte: piece-major, so each piece's writes (the paged-cache scatter: pairs' pieces side
    by side) or reads (the gather: a block's tokens side by side) are one contiguous stretch; a run
@@ -529,7 +563,10 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
         copy_bytes(to, from, count * piece_bytes, stream);
         return;
     }
-    for (int64_t p = 0; p < pieces; ++p) {
+    int64_t p = 0;
+    if (piece_bytes == 32 && stream && src_step == 32 && dst_stride == 32 && dst_step >= pieces * 32)
+        p = copy_nz_rows(to, from, count, dst_step, pieces, src_stride);
+    for (; p < pieces; ++p) {
         char *t = to + p * dst_stride;
         const char *f = from + p * src_stride;
         if (piece_bytes == 32 && stream && dst_step == 32) {
@@ -542,11 +579,41 @@ static void copy_run(char *to, const char *from, int64_t count, int64_t dst_step
     }
 }
 
+/* Pairs with rising destinations that all start within one dst_stride (a PA_NZ block's slots in
+   slot order), piece-major: each piece's writes of the group land in one stretch of dst_stride bytes
+   (a page of the cache) instead of every pair touching `pieces` pages. */
+static void copy_group(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
+                       int64_t count, int64_t pieces, int64_t piece_bytes, int64_t dst_stride, int64_t src_stride) {
+    for (int64_t p = 0; p < pieces; ++p) {
+        char *t = dst + p * dst_stride;
+        const char *f = src + p * src_stride;
+        if (piece_bytes == 32)
+            for (int64_t k = 0; k < count; ++k) memcpy(t + dst_offset[k], f + src_offset[k], 32);
+        else
+            for (int64_t k = 0; k < count; ++k) memcpy(t + dst_offset[k], f + src_offset[k], (size_t)piece_bytes);
+    }
+}
+
+/* How many pairs from the first form a group for copy_group: destinations rising by at least
+   piece_bytes, all within dst_stride - piece_bytes of the first. Then no two of the group's pieces
+   share a byte (pieces p and q of two pairs lie at least dst_stride - that reach apart), so their
+   order does not matter. */
+static int64_t group_length(const int64_t *dst_offset, int64_t pairs, int64_t piece_bytes, int64_t dst_stride) {
+    int64_t n = 1;
+    while (n < pairs && dst_offset[n] >= dst_offset[n - 1] + piece_bytes
+           && dst_offset[n] + piece_bytes <= dst_offset[0] + dst_stride)
+        ++n;
+    return n;
+}
+
+enum { GROUP_RUN_MAX = 8 };   /* runs shorter than this inside a group are copied with the group */
+
 /* For each pair i: `pieces` pieces of `piece_bytes` from src + src_offset[i] + p * src_stride to
    dst + dst_offset[i] + p * dst_stride, pairs in order (a later pair overwrites an earlier one).
    Pairs whose offsets keep constant steps form a run copied piece-major, which changes nothing as
    long as its pairs write disjoint bytes: destinations piece_bytes apart with each pair's pieces
-   further apart than the run is long, or destinations a whole pair's span apart. */
+   further apart than the run is long, or destinations a whole pair's span apart. Short runs among
+   pairs that form a group (group_length) are copied as the group. */
 void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, const int64_t *src_offset,
                         int64_t pairs, int64_t pieces, int64_t piece_bytes, int64_t dst_stride,
                         int64_t src_stride) {
@@ -564,6 +631,15 @@ void aclemu_copy_pieces(char *dst, const char *src, const int64_t *dst_offset, c
         while (count < longest && i + count < pairs && dst_offset[i + count] == dst_offset[i + count - 1] + dst_step
                && src_offset[i + count] == src_offset[i + count - 1] + src_step)
             ++count;
+        if (count < GROUP_RUN_MAX && pieces > 1) {
+            int64_t group = group_length(dst_offset + i, pairs - i, piece_bytes, dst_stride);
+            if (group > count) {
+                copy_group(dst, src, dst_offset + i, src_offset + i, group, pieces, piece_bytes, dst_stride,
+                           src_stride);
+                i += group;
+                continue;
+            }
+        }
         copy_run(dst + dst_offset[i], src + src_offset[i], count, dst_step, src_step, pieces, piece_bytes, dst_stride,
                  src_stride, stream);
         i += count;

@@ -9,14 +9,13 @@ against /proc/self/maps instead, so a wild count never populates whatever mappin
 follow the buffer. Kernels without those flags check every range against /proc/self/maps.
 """
 
+import ctypes
 import mmap
 
-import cffi
-
-_ffi = cffi.FFI()
+# ctypes rather than a cffi declaration, whose C parser would cost every process tens of ms at start;
 # the address as an integer: same calling convention as a pointer, and no cast per call
-_ffi.cdef("int madvise(uintptr_t addr, size_t length, int advice);")
-_madvise = _ffi.dlopen(None).madvise
+_madvise = ctypes.CDLL(None).madvise
+_madvise.argtypes, _madvise.restype = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
 _MADV_POPULATE_READ, _MADV_POPULATE_WRITE = 22, 23
 POPULATE_MAX = 1 << 20
 ADDRESS_END = 1 << 64  # a range ending past this wraps around the address space
@@ -46,8 +45,8 @@ def _in_maps(addr: int, nbytes: int, write: bool) -> bool:
 
 
 def _populate_works() -> bool:
-    probe = _ffi.new("char[]", 64)
-    return _populate(int(_ffi.cast("uintptr_t", probe)), 64, True)
+    probe = ctypes.create_string_buffer(64)
+    return _populate(ctypes.addressof(probe), 64, True)
 
 
 _SMALL_CHECK = _populate if _populate_works() else _in_maps

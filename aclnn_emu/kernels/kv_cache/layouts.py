@@ -41,11 +41,17 @@ class Layout:
         return ok
 
     def write(self, cache: np.ndarray, src: np.ndarray, slots: np.ndarray, src_offsets: np.ndarray) -> None:
-        """Token rows at src_offsets (bytes into src) into the given slots (distinct, inside)."""
+        """Token rows at src_offsets (bytes into src) into the given slots (distinct, inside). Rows cut
+        into pieces go in slot order, so the copier writes each block piece by piece (the slots
+        are distinct, so their order does not change the bytes)."""
+        offsets = self.offsets(slots)
+        if self.pieces > 1:
+            order = np.argsort(offsets, kind="stable")
+            offsets, src_offsets = offsets[order], np.asarray(src_offsets)[order]
         copy_pieces(
             cache,
             src,
-            self.offsets(slots),
+            offsets,
             src_offsets,
             pieces=self.pieces,
             piece_bytes=self.piece_bytes,
