@@ -57,6 +57,11 @@ def since(name: str) -> tuple[str, ...]:
     return ORDER[ORDER.index(name) :]
 
 
+def declares(release: "Release", first: str | None) -> bool:
+    """Whether `release`'s headers declare an entry point first declared in release `first` (None: every one)."""
+    return first is None or release.name in since(first)
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
     what: str  # the behaviour a caller observes where the rule holds
