@@ -414,7 +414,6 @@ UNEMULATED = (
             header,
         )
         for name, header in (
-            ("aclnnFlashAttentionScoreV4", f"{_FAS}op_api/aclnn_flash_attention_score.h"),
             ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
             (
                 "aclnnFusedInferAttentionScoreV5",
