@@ -10,8 +10,9 @@ Validation follows the source, in its order:
     the V2 entry point never checks the L0 results; a failed L0 call yields nullptr outputs, and
     the ViewCopy of a nullptr into softmaxMaxOut fails, so every such failure returns 161001, as
     does a ViewCopy into an output of another shape.
-softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). Doc-vs-source differences:
-docs/divergences/flash_attention_score.md.
+softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). FlashAttentionScoreV4 (CANN 9.0.0 on) runs the
+same path without CheckFormat, with its seed/offset and outDtype attributes; V4_PATHS lists what it cannot run
+(docs/divergences/cann_versions.md). Doc-vs-source differences: docs/divergences/flash_attention_score.md.
 """
 
 import math
