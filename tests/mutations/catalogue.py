@@ -1877,8 +1877,8 @@ MUTATIONS = [
     Mutation(
         "fag-9.1-tnd-pse-row-of-key-t",
         FAG_CHECKS,
-        "row = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]",
-        "row = a.keyIn.shape[0]",
+        "key_tokens = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]",
+        "key_tokens = a.keyIn.shape[0]",
         VARLEN_OP_TESTS,
     ),
     Mutation(
@@ -2381,8 +2381,8 @@ MUTATIONS = [
     Mutation(
         "tnd-arch35-grad-one-row-pse-of-key-rows",
         FAG_CHECKS,
-        "(batches.cu_kv[-1] if batches.cu_kv else 0) if arch35 else a.keyIn.shape[0]",
-        "a.keyIn.shape[0]",
+        "key_tokens = batches.cu_kv[-1] if batches.cu_kv else 0",
+        "key_tokens = a.keyIn.shape[0]",
         VARLEN_OP_TESTS,
     ),
     Mutation(
