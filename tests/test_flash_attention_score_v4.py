@@ -109,9 +109,14 @@ def test_v4_dequant_scales_are_not_emulated(release):
     assert run_v4(case, dscale=(1,), shapes=_bnsd(case))[0] == NOT_EMULATED
 
 
-def test_v4_lengths_with_a_dense_layout_are_not_emulated(release):
+def test_v4_lengths_with_a_dense_layout_are_ignored(release):
+    """Both tilings read actual_seq_qlen/kvlen in their TND layout branch only (arch32
+    flash_attention_score_tiling_general.cpp, arch35 flash_attention_score_tiling_regbase.cpp AnalyzeTndLayout)."""
     case = Case("float16", "BNSD")
-    assert run_v4(case, lengths=((48, 96), (40, 80)), shapes=_bnsd(case))[0] == NOT_EMULATED
+    code, smax, ssum, out = run_v4(case, lengths=((5, 9), (3, 4)), shapes=_bnsd(case))
+    assert code == 0
+    _, w_max, w_sum, w_out = run_v4(case, shapes=_bnsd(case))
+    assert np.array_equal(out, w_out) and np.array_equal(smax, w_max)
 
 
 def test_v4_checks_dtypes_before_the_l0_op(release):

@@ -112,8 +112,6 @@ V4_PATHS = Gaps(
         "dequant_scales": "dScaleQOptional / dScaleKOptional / dScaleVOptional (the FP8/HiFloat8 dequantisation)",
         "rope": "queryRopeOptional / keyRopeOptional, which V4 hands to the L0 op without the VarLen entry points' "
         "isSupportMultiInput checks (the tiling's rope rules for them are not reviewed)",
-        "dense_lengths": "actualSeqQLenOptional / actualSeqKvLenOptional with a layout other than TND (how the dense "
-        "templates treat them is not reviewed)",
     },
 )
 MISSING = object()  # a parameter the entry point does not have
@@ -264,15 +262,15 @@ def _tnd_pads(a, x: _Axes) -> bool:
 
 
 def _refuse_v4_paths(a):
-    """V4's inputs the emulator has no maths for (V4_PATHS), as the L0 op receives them."""
+    """V4's inputs the emulator has no maths for (V4_PATHS), as the L0 op receives them. Lengths given with a
+    layout other than TND are not refused: both tilings read them in their TND layout branch only (arch32
+    flash_attention_score_tiling_general.cpp, arch35 _regbase.cpp AnalyzeTndLayout), and the doc's sample passes
+    them with SBH."""
     scales = [t for t in "QKV" if getattr(a, f"dScale{t}Optional", None) is not None]
     if scales:
         V4_PATHS.refuse("dequant_scales", f"dScale{'/'.join(scales)} given")
     if getattr(a, "queryRopeOptional", None) is not None or getattr(a, "keyRopeOptional", None) is not None:
         V4_PATHS.refuse("rope", "queryRopeOptional or keyRopeOptional given")
-    lengths = getattr(a, "actualSeqQLenOptional", None), getattr(a, "actualSeqKvLenOptional", None)
-    if hasattr(a, "dScaleQOptional") and a.inputLayout.upper() != "TND" and lengths != (None, None):
-        V4_PATHS.refuse("dense_lengths", f"inputLayout {a.inputLayout}")
 
 
 def _sink(a):
