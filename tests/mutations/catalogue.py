@@ -1943,9 +1943,9 @@ MUTATIONS = [
         "edges-fas-null-checks-after-the-shapes",
         "aclnn_emu/ops/flash_attention/score/checks.py",
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
-        "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n"
+        "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, env, arch35)\n"
         "    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n",
-        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n"
+        "    arch35 = on_arch35(env)\n    _check_formats(a, env, arch35)\n    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n"
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n",
         EDGE_TESTS,
