@@ -248,6 +248,8 @@ def coverage_table(version: str = versions.DEFAULT) -> str:
     lines += runtime_rows()
     for op in all_ops():
         state = "yes" if op.prepare_fn is not None else "no: returns 561003"
+        if not versions.declares(release, op.since):
+            state = f"no: not in CANN {version} (from {op.since} on), returns 561003"
         gone = versions.withdrawal(op.name, release, platform.A5)
         if gone is not None:
             state += f"; {gone.code} on {platform.A950} (rule `{gone.rule}`)"

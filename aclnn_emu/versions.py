@@ -57,6 +57,11 @@ def since(name: str) -> tuple[str, ...]:
     return ORDER[ORDER.index(name) :]
 
 
+def declares(release: "Release", first: str | None) -> bool:
+    """Whether `release`'s headers declare an entry point first declared in release `first` (None: every one)."""
+    return first is None or release.name in since(first)
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
     what: str  # the behaviour a caller observes where the rule holds
@@ -409,7 +414,6 @@ UNEMULATED = (
             header,
         )
         for name, header in (
-            ("aclnnFlashAttentionScoreV4", f"{_FAS}op_api/aclnn_flash_attention_score.h"),
             ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
             (
                 "aclnnFusedInferAttentionScoreV5",

@@ -5,6 +5,7 @@ count (ACLNN_EMU_ISA, ACLNN_EMU_THREADS) and compares the digests.
     python tests/same_bits_cases.py
 """
 
+import dataclasses
 import hashlib
 import json
 import pathlib
@@ -110,7 +111,23 @@ def _var_len(rng):
             fwd_extra, grad_extra = dict(softmaxOutLayout="same_as_input"), dict(softmaxInLayout="same_as_input")
         forward, backward = f"FlashAttentionVarLenScore{version}", f"FlashAttentionUnpaddingScoreGrad{version}"
         results.update(_train_step(forward, backward, q, k, v, dy, common, fwd_extra, grad_extra))
+        if version == "V4":  # FlashAttentionScoreV4 (CANN 9.0.0 on) takes the same call
+            results["FlashAttentionScoreV4"] = _in_release("9.0.0", lambda: list(
+                ae.ops.FlashAttentionScoreV4(q, key=k, value=v, **fwd_extra, **common)
+            ))  # fmt: skip
     return results
+
+
+def _in_release(name, call):
+    """`call()` with ACLNN_EMU_CANN_VERSION's setting at `name`."""
+    from aclnn_emu import config
+
+    saved = config.current
+    config.current = dataclasses.replace(saved, cann_version=name)
+    try:
+        return call()
+    finally:
+        config.current = saved
 
 
 def _fused_infer(rng, entry, dtype, s1):

@@ -155,7 +155,9 @@ TORCH_NPU = {
     # npu_fusion_attention / _grad call FlashAttentionScore(Grad) V1, V3 (with a sink), VarLenScore /
     # UnpaddingScoreGrad (V4 with softmax_layout "TND", V5 with a sink) (FlashAttentionKernelNpuOpApi.cpp):
     # scale=1., keep_prob=1., pre_tockens=next_tockens=2147483647, inner_precise=0, sparse_mode=0,
-    # softmax_layout="" (passed as softmaxOutLayout / softmaxInLayout).
+    # softmax_layout="" (passed as softmaxOutLayout / softmaxInLayout). From op-plugin branch 26.0.0 it also calls
+    # FlashAttentionScoreV4 (the same attributes; outDtype and pseType its DEFAULT_OUT_DTYPE / DEFAULT_PSE_TYPE, seed
+    # and offset from the generator).
     **{
         name: (function, dict(FUSION_ATTENTION, **({layout: ""} if layout else {})))
         for function, names, layout in (
@@ -163,7 +165,7 @@ TORCH_NPU = {
             ("npu_fusion_attention", [f"FlashAttentionVarLenScore{v}" for v in ("", "V2", "V3")], None),
             (
                 "npu_fusion_attention",
-                ("FlashAttentionVarLenScoreV4", "FlashAttentionVarLenScoreV5"),
+                ("FlashAttentionVarLenScoreV4", "FlashAttentionVarLenScoreV5", "FlashAttentionScoreV4"),
                 "softmaxOutLayout",
             ),
             ("npu_fusion_attention_grad", ("FlashAttentionScoreGrad", "FlashAttentionScoreGradV3"), None),

@@ -32,6 +32,18 @@ def _not_withdrawn(op_name: str, env: Env) -> None:
         raise AclError(gone.code, gone.message, rule=gone.rule)
 
 
+def _declared(op, env: Env) -> None:
+    """An entry point of a later release: the library exports it in every release (one build), but the selected
+    release's headers do not declare it, so a program calling it would not link there; phase 1 refuses."""
+    if not versions.declares(env.version, op.since):
+        raise AclError(
+            status.ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+            f"aclnn{op.name} is not part of CANN {env.version.name} (its headers declare it from {op.since} on; "
+            "ACLNN_EMU_CANN_VERSION selects the release)",
+            rule="release.not_declared",
+        )
+
+
 def get_workspace_size(
     op, values, convert=None, raises: bool = False, phase1: str | None = None
 ) -> tuple[int, int, int]:
@@ -44,6 +56,7 @@ def get_workspace_size(
     phase1 = phase1 or op.phase1
     try:
         _settings_ok()
+        _declared(op, env)
         _not_withdrawn(op.name, env)
         if convert is not None:
             values = convert(op, values)

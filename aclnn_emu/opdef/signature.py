@@ -184,9 +184,18 @@ class Op:
     own op_api registered with `check`."""
 
     def __init__(
-        self, name: str, header: str, params: list[Param], base: "Op | None" = None, defaults_from: str | None = None
+        self,
+        name: str,
+        header: str,
+        params: list[Param],
+        base: "Op | None" = None,
+        defaults_from: str | None = None,
+        since: str | None = None,
     ):
         self.name = name
+        # The first CANN release whose header declares it (versions.ORDER); None: every release. The library
+        # exports it always; under an earlier release phase 1 refuses it (calls.py).
+        self.since = since
         self.header = header
         self.params = list(params)
         self.base = base

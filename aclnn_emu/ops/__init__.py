@@ -15,6 +15,7 @@ FlashAttentionVarLenScoreV2 = function(by_name("FlashAttentionVarLenScoreV2"))
 FlashAttentionVarLenScoreV3 = function(by_name("FlashAttentionVarLenScoreV3"))
 FlashAttentionVarLenScoreV4 = function(by_name("FlashAttentionVarLenScoreV4"))
 FlashAttentionVarLenScoreV5 = function(by_name("FlashAttentionVarLenScoreV5"))
+FlashAttentionScoreV4 = function(by_name("FlashAttentionScoreV4"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
 FlashAttentionScoreGrad = function(by_name("FlashAttentionScoreGrad"))
 FlashAttentionScoreGradV3 = function(by_name("FlashAttentionScoreGradV3"))
@@ -52,6 +53,7 @@ __all__ = [
     "FlashAttentionVarLenScoreV3",
     "FlashAttentionVarLenScoreV4",
     "FlashAttentionVarLenScoreV5",
+    "FlashAttentionScoreV4",
     "FlashAttentionScoreGradV2",
     "FlashAttentionScoreGrad",
     "FlashAttentionScoreGradV3",

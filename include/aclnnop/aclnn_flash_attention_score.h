@@ -298,6 +298,54 @@ ACLNN_API aclnnStatus aclnnFlashAttentionVarLenScoreV5(
     aclOpExecutor *executor,
     aclrtStream stream);
 
+/* Phase 1 of aclnnFlashAttentionScoreV4 (CANN 9.0.0 on; aclnn-emu refuses it under an 8.5 release): checks the
+   arguments and returns the workspace size and an executor. */
+ACLNN_API aclnnStatus aclnnFlashAttentionScoreV4GetWorkspaceSize(
+    const aclTensor *query,
+    const aclTensor *key,
+    const aclTensor *value,
+    const aclTensor *realShiftOptional,
+    const aclTensor *dropMaskOptional,
+    const aclTensor *paddingMaskOptional,
+    const aclTensor *attenMaskOptional,
+    const aclTensor *queryRopeOptional,
+    const aclTensor *keyRopeOptional,
+    const aclTensor *dScaleQOptional,
+    const aclTensor *dScaleKOptional,
+    const aclTensor *dScaleVOptional,
+    const aclTensor *sinkOptional,
+    const aclIntArray *prefixOptional,
+    const aclIntArray *actualSeqQLenOptional,
+    const aclIntArray *actualSeqKvLenOptional,
+    const aclIntArray *qStartIdxOptional,
+    const aclIntArray *kvStartIdxOptional,
+    double scaleValue,
+    double keepProb,
+    int64_t preTokens,
+    int64_t nextTokens,
+    int64_t headNum,
+    char *inputLayout,
+    int64_t innerPrecise,
+    int64_t sparseMode,
+    int64_t outDtype,
+    int64_t pseType,
+    char *softmaxOutLayout,
+    int64_t seed,
+    int64_t offset,
+    const aclTensor *softmaxMaxOut,
+    const aclTensor *softmaxSumOut,
+    const aclTensor *softmaxOutOut,
+    const aclTensor *attentionOutOut,
+    uint64_t *workspaceSize,
+    aclOpExecutor **executor);
+
+/* Phase 2 of aclnnFlashAttentionScoreV4: runs the executor on the stream. */
+ACLNN_API aclnnStatus aclnnFlashAttentionScoreV4(
+    void *workspace,
+    uint64_t workspaceSize,
+    aclOpExecutor *executor,
+    aclrtStream stream);
+
 #ifdef __cplusplus
 }
 #endif

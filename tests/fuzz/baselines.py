@@ -467,6 +467,19 @@ BASELINES = {
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),
 }
+
+
+def fas_v4(soc):
+    """V4 (CANN 9.0.0 on; the fuzzer runs it under the first release that has it): TND with lengths, a
+    same_as_input softmax layout, outDtype 1 and a seeded dropout."""
+    t, n, d = 16, 2, 16
+    qkv = [T((t, n, d)) for _ in range(3)]
+    lanes = [T((t, n, 8), "FLOAT") for _ in range(2)]
+    return [*qkv, *[None] * 11, (8, 16), (8, 16), None, None, 0.25, 0.5, 65536, 65536, n, "TND", 0, 0, 1, 1,
+            "same_as_input", 7, 16, *lanes, None, T((t, n, d))]  # fmt: skip
+
+
+BASELINES["FlashAttentionScoreV4"] = ((fas_v4, ALL),)
 # the TND pse forms
 BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
 BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL), (fag_tnd_mask_wide, ("Ascend910_95",)))

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 import aclnn_emu as ae
-from aclnn_emu import config, dtypes, status
+from aclnn_emu import config, dtypes, status, versions
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.meta import Executor, Tensor, TensorList, contiguous_strides, view_extent
@@ -243,8 +243,10 @@ def run(case: Case, phase2: bool = True) -> Outcome:
     "accepted" and its executor is destroyed unrun."""
     stream = ae.setup()
     saved = config.current
-    config.current = dataclasses.replace(saved, soc=case.soc, strict=case.strict)
     op = by_name(case.op)
+    # an entry point of a later release runs under the first release that has it
+    release = saved.cann_version if versions.declares(versions.RELEASES[saved.cann_version], op.since) else op.since
+    config.current = dataclasses.replace(saved, soc=case.soc, strict=case.strict, cann_version=release)
     made = _Made()
     try:
         values = _build(op, case.args, made)

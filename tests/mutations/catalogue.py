@@ -124,6 +124,7 @@ FAS_CHECKS = "aclnn_emu/ops/flash_attention/score/checks.py"
 FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
 FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
 PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
+FAS_V4_TESTS = ("tests/test_flash_attention_score_v4.py", "tests/test_flash_attention_score_v4_cabi.py")
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
@@ -2102,9 +2103,9 @@ MUTATIONS = [
         "edges-fas-null-checks-after-the-shapes",
         "aclnn_emu/ops/flash_attention/score/checks.py",
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
-        "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n"
+        "        return Launch.nothing()\n    arch35 = on_arch35(env)\n    _check_formats(a, env, arch35)\n"
         "    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n",
-        "    arch35 = on_arch35(env)\n    _check_formats(a, arch35)\n    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n"
+        "    arch35 = on_arch35(env)\n    _check_formats(a, env, arch35)\n    _check_dtypes(a, env, arch35)\n    _check_query_out_dtype(a, env, arch35)\n    x = _analyse_input(a, env.version)\n"
         "    _check_nulls(a)\n    if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:\n"
         "        return Launch.nothing()\n",
         EDGE_TESTS,
@@ -2821,5 +2822,41 @@ MUTATIONS = [
         "if self.failure_mode == STOP_ON_FAILURE and self._error is not None:",
         "if False:",
         ("tests/test_runtime_table.py",),
+    ),
+    # FlashAttentionScoreV4 (CANN 9.0.0 on)
+    Mutation(
+        "fas-v4-declared-in-every-release",
+        "aclnn_emu/versions.py",
+        "    return first is None or release.name in since(first)",
+        "    return True",
+        FAS_V4_TESTS,
+    ),
+    Mutation(
+        "fas-v4-calls-check-format",
+        FAS_CHECKS,
+        "    if arch35 or env.op_name == V4.name:  # the op_api skips CheckFormat",
+        "    if arch35:  # the op_api skips CheckFormat",
+        FAS_V4_TESTS,
+    ),
+    Mutation(
+        "fas-v4-out-dtype-range-on-every-chip",
+        FAS_CHECKS,
+        "    if arch35 and not 0 <= out_dtype < 2:",
+        "    if not 0 <= out_dtype < 2:",
+        FAS_V4_TESTS,
+    ),
+    Mutation(
+        "fas-v4-seed-ignored",
+        FAS_CHECKS,
+        '    return getattr(a, "seed", V2_SEED_OFFSET[0]), getattr(a, "offset", V2_SEED_OFFSET[1])',
+        "    return V2_SEED_OFFSET",
+        FAS_V4_TESTS,
+    ),
+    Mutation(
+        "fas-v4-dequant-scales-ignored",
+        FAS_CHECKS,
+        '        V4_PATHS.refuse("dequant_scales"',
+        '        (lambda *_: None)("dequant_scales"',
+        FAS_V4_TESTS,
     ),
 ]

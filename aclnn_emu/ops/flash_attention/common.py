@@ -313,14 +313,14 @@ def entry_params(base, names, added=None, docs=None, extra=(), replaced=None) ->
 
 def entry_points(base, extra, defaults_from, tnd_replaced=(), tnd_docs=None):
     """The declaration of the other entry points of ``base``'s header, which only drop, add or
-    re-describe parameters: ``declare(name, names, tnd=False)`` is the Op with the parameters named
+    re-describe parameters: ``declare(name, names, tnd=False, since=None)`` is the Op with the parameters named
     (space separated) among ``base``'s and ``extra``, for the variable-length (TND) entry points with
     ``tnd_replaced`` and ``tnd_docs`` in place; each runs ``base``'s prepare after its own checks and
     takes the defaults of torch_npu's ``defaults_from``."""
     tnd = dict(replaced={p.name: p for p in tnd_replaced}, docs=tnd_docs)
 
-    def declare(name: str, names: str, tnd_layout: bool = False) -> Op:
+    def declare(name: str, names: str, tnd_layout: bool = False, since: str | None = None) -> Op:
         params = entry_params(base, names.split(), extra=extra, **(tnd if tnd_layout else {}))
-        return Op(name, base.header, params, base=base, defaults_from=defaults_from)
+        return Op(name, base.header, params, base=base, defaults_from=defaults_from, since=since)
 
     return declare

@@ -10,8 +10,9 @@ Validation follows the source, in its order:
     the V2 entry point never checks the L0 results; a failed L0 call yields nullptr outputs, and
     the ViewCopy of a nullptr into softmaxMaxOut fails, so every such failure returns 161001, as
     does a ViewCopy into an output of another shape.
-softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). Doc-vs-source differences:
-docs/divergences/flash_attention_score.md.
+softmaxOutOut is never written ("l0SoftmaxOutOut not used now"). FlashAttentionScoreV4 (CANN 9.0.0 on) runs the
+same path without CheckFormat, with its seed/offset and outDtype attributes; V4_PATHS lists what it cannot run
+(docs/divergences/cann_versions.md). Doc-vs-source differences: docs/divergences/flash_attention_score.md.
 """
 
 import math
@@ -23,10 +24,18 @@ from aclnn_emu.opdef.failures import fail, mapped
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import QUANT8, VALUE_ROWS, refuse_value_rows
-from .checks_arch35 import TND_UNDEFINED, dropout, empty_inputs, on_arch35, sparse_mode_error, start_indices
+from .checks_arch35 import (
+    TND_UNDEFINED,
+    V2_SEED_OFFSET,
+    dropout,
+    empty_inputs,
+    on_arch35,
+    sparse_mode_error,
+    start_indices,
+)
 from .. import tnd
 from ..tnd import SINK_IGNORED
-from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, V3, VAR_LENS
+from .entry import DROP_DTYPES, FLOATS, MASK_DTYPES, OP, V1, V3, V4, VAR_LENS
 from .launch import _launch, _launch_tnd, _zero_outputs
 from .shapes import INVALID, NULLPTR, _Axes, _analyse_input, _present, _results
 
@@ -95,6 +104,16 @@ TND_UNESTABLISHED = Gaps(
         "lengths to 0, the kernels index with the raw values)"
     },
 )
+# FlashAttentionScoreV4's inputs whose maths the emulator does not have: the L0 op gets them as they are.
+V4_PATHS = Gaps(
+    V4,
+    "not_implemented",
+    {
+        "dequant_scales": "dScaleQOptional / dScaleKOptional / dScaleVOptional (the FP8/HiFloat8 dequantisation)",
+        "rope": "queryRopeOptional / keyRopeOptional, which V4 hands to the L0 op without the VarLen entry points' "
+        "isSupportMultiInput checks (the tiling's rope rules for them are not reviewed)",
+    },
+)
 MISSING = object()  # a parameter the entry point does not have
 
 
@@ -118,8 +137,8 @@ def _check_nulls(a):
             raise OpError(NULLPTR, f"{name} must not be nullptr", rule=f"null.{name}")
 
 
-def _check_formats(a, arch35):
-    if arch35:  # the op_api skips CheckFormat on Ascend910_95
+def _check_formats(a, env, arch35):
+    if arch35 or env.op_name == V4.name:  # the op_api skips CheckFormat on Ascend910_95; V4's never calls it
         return
     for name in (
         "query",
@@ -242,6 +261,18 @@ def _tnd_pads(a, x: _Axes) -> bool:
     return not (kv_max and q_sum and kv_max <= 1024 and q_sum < 160 * 1024)
 
 
+def _refuse_v4_paths(a):
+    """V4's inputs the emulator has no maths for (V4_PATHS), as the L0 op receives them. Lengths given with a
+    layout other than TND are not refused: both tilings read them in their TND layout branch only (arch32
+    flash_attention_score_tiling_general.cpp, arch35 _regbase.cpp AnalyzeTndLayout), and the doc's sample passes
+    them with SBH."""
+    scales = [t for t in "QKV" if getattr(a, f"dScale{t}Optional", None) is not None]
+    if scales:
+        V4_PATHS.refuse("dequant_scales", f"dScale{'/'.join(scales)} given")
+    if getattr(a, "queryRopeOptional", None) is not None or getattr(a, "keyRopeOptional", None) is not None:
+        V4_PATHS.refuse("rope", "queryRopeOptional or keyRopeOptional given")
+
+
 def _sink(a):
     """The sink the L0 call gets: a [0]-shaped one is dropped by the op_api (V3, VarLen V5)."""
     sink = getattr(a, "sinkOptional", None)
@@ -315,6 +346,9 @@ def _check_attrs_and_layout(a, x: _Axes, arch35):
         fail("tiling.keep_prob", f"keepProb value must be in range of (0, 1]: got {a.keepProb}")
     if a.pseType < 0 or a.pseType >= 4:
         fail("tiling.pse_type", f"pseType value is out of range: got {a.pseType}; expected 0-3")
+    out_dtype = getattr(a, "outDtype", 0)  # only V4 passes one; the arch32 tiling never reads it
+    if arch35 and not 0 <= out_dtype < 2:
+        fail("tiling.arch35.out_dtype", f"outDtype value is out of range: got {out_dtype}; expected 0 or 1")
     q = a.query.shape
     if x.layout == "TND":
         if getattr(a, "actualSeqQLenOptional", MISSING) is not MISSING:
@@ -407,7 +441,7 @@ def _check_drop_mask(a, x: _Axes, env, arch35):
     or None when the kernel reads dropMaskOptional (or applies no dropout)."""
     drop = _present(a.dropMaskOptional)
     if arch35:
-        problem, generated = dropout(drop, a.keepProb, env)
+        problem, generated = dropout(drop, a.keepProb, env, _seeds(a))
         _fail(problem)
     else:
         generated = None
@@ -421,6 +455,11 @@ def _check_drop_mask(a, x: _Axes, env, arch35):
                 f"Input dropMask shapeSize is invalid, it should not be less than {need}, but got {drop.numel}",
             )
     return generated
+
+
+def _seeds(a):
+    """The (seed, offset) the L0 op gets: V4's attributes, (0, 0) from V1-V3."""
+    return getattr(a, "seed", V2_SEED_OFFSET[0]), getattr(a, "offset", V2_SEED_OFFSET[1])
 
 
 def _band_check(pre, nxt, x: _Axes):
@@ -571,11 +610,12 @@ def prepare(a, env):
     if a.softmaxMaxOut.is_empty and a.softmaxSumOut.is_empty and a.attentionOutOut.is_empty:
         return Launch.nothing()
     arch35 = on_arch35(env)
-    _check_formats(a, arch35)
+    _check_formats(a, env, arch35)
     _check_dtypes(a, env, arch35)
     _check_query_out_dtype(a, env, arch35)
     x = _analyse_input(a, env.version)
     _check_rope(a, x)
+    _refuse_v4_paths(a)
     sink = _sink(a)
     _kernel_select(a)
     _check_params(a, x)
@@ -646,7 +686,7 @@ def _prepare_tnd(a, x: _Axes, env, arch35, sink):
         _fail(tnd.check_mask(mask, batches, COMPRESSED_MASK.get(mode), x.n1))
     drop, generated = _present(a.dropMaskOptional), None
     if arch35:
-        problem, generated = dropout(drop, a.keepProb, env)
+        problem, generated = dropout(drop, a.keepProb, env, _seeds(a))
         _fail(problem)
     elif drop is None and np.float32(a.keepProb) < 1:
         env.warn(f"keepProb {a.keepProb} without dropMaskOptional: the kernel applies no dropout")

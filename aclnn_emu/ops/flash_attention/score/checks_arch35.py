@@ -80,10 +80,11 @@ def start_indices(a):
     return ((q,), (kv,)), error
 
 
-def dropout(drop, keep_prob, env):
+def dropout(drop, keep_prob, env, seeds=V2_SEED_OFFSET):
     """AnalyzeDropOptionalInput: (error or None, (seed, offset) of a kernel-generated keep mask or None).
     A dropMask needs keepProb < 1; without one, keepProb < 1 makes the kernel generate the mask from
-    the seed and offset V2 passes, (0, 0), with a portability warning for what is inferred of it."""
+    the seed and offset the entry point passes (`seeds`: V1-V3 pass (0, 0), V4 the caller's), with a portability
+    warning for what is inferred of it."""
     dropout_on = bool(np.float32(keep_prob) < 1)
     if drop is not None and not dropout_on:
         return (
@@ -94,8 +95,8 @@ def dropout(drop, keep_prob, env):
         return None, None
     env.warn(
         f"portability: keepProb {keep_prob:g} with no dropMask: on Ascend910_95 the kernel generates the "
-        f"keep mask (Philox-4x32-7 of dropmask.h, seed {V2_SEED_OFFSET[0]}, offset {V2_SEED_OFFSET[1]}, as V2 "
+        f"keep mask (Philox-4x32-7 of dropmask.h, seed {seeds[0]}, offset {seeds[1]}, as the entry point "
         f"passes them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
         "bit for bit from the device's (its keep rate does not)"
     )
-    return None, V2_SEED_OFFSET
+    return None, seeds

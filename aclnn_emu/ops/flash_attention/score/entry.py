@@ -179,3 +179,33 @@ VAR_LEN_V5 = _declare(
     True,
 )
 VAR_LENS = (VAR_LEN, VAR_LEN_V2, VAR_LEN_V3, VAR_LEN_V4, VAR_LEN_V5)
+
+# FlashAttentionScoreV4 (CANN 9.0.0 on): every input of V3 and the VarLen entry points in one call, plus the FP8/
+# HiFloat8 dequant scales, the quant output dtype and the dropout seed/offset V1-V3 fix at 0.
+_V4_ADDED = [
+    TensorIn("queryRopeOptional", optional=True, doc="the rope half of Q (not emulated with V4: 561003)"),
+    TensorIn("keyRopeOptional", optional=True, doc="the rope half of K (not emulated with V4: 561003)"),
+    *(
+        TensorIn(
+            f"dScale{t}Optional",
+            optional=True,
+            doc=f"dequant scale of {t} for an FP8/HiFloat8 query (not emulated: 561003)",
+        )
+        for t in "QKV"
+    ),
+    Int64(
+        "outDtype",
+        default=0,
+        doc="attentionOut dtype of an FP8/HiFloat8 query (0 fp16, 1 bf16); other queries give their own dtype. "
+        "Ascend910_95 refuses values other than 0 and 1",
+    ),
+    Int64("seed", default=0, doc="Philox seed of the keep mask Ascend910_95 generates (keepProb < 1, no dropMask)"),
+    Int64("offset", default=0, doc="Philox offset of the keep mask Ascend910_95 generates"),
+]
+_V4_HEAD = f"{_HEAD} queryRopeOptional keyRopeOptional dScaleQOptional dScaleKOptional dScaleVOptional"
+V4 = entry_points(OP, _ADDED + _V4_ADDED, "torch_npu.npu_fusion_attention")(
+    "FlashAttentionScoreV4",
+    f"{_V4_HEAD} sinkOptional prefixOptional {_SEQS} {_STARTS} {_ATTRS} outDtype pseType softmaxOutLayout seed offset "
+    f"{_OUTS}",
+    since="9.0.0",
+)
