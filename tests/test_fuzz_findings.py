@@ -427,3 +427,44 @@ def test_pfa_sh_value_hidden_not_a_multiple_of_the_kv_heads(pool, soc):
     a reshape of another element count: an L0 failure, 561103."""
     got = outcome(pool, "PromptFlashAttentionV3", "pfa_v3_base_api_mask", soc, a17=3)
     assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_INNER_NULLPTR) and "reshape" in got.detail, got
+
+
+# -- the branches of FIA rope, key/value lists, TND masks and FAS V4 (the long run after they landed) --
+@pytest.mark.parametrize("soc", base.ALL)
+def test_fia_list_with_a_0d_tensor_is_a_tiling_failure(pool, soc):
+    """CheckKvPFA / CheckTensorList read the tensors' dimensions as gert::Shape does (0 past the rank):
+    a 0-d second tensor has batch 0, not 1 (561002)."""
+    got = outcome(
+        pool, "FusedInferAttentionScoreV4", "fia_list", soc, a1=L([T((1, 2, 40, 32), "FLOAT16"), T((), "FLOAT16")])
+    )
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize(
+    "change", [{"a1": L([T((1, 2, 40), "FLOAT16")])}, {"a31": "PA_BLK_BSND"}], ids=["key_3d", "layout"]
+)
+def test_fia_rope_of_other_ranks_or_layouts_is_a_tiling_failure(pool, change):
+    """Ascend910_95's GetAndCheckRopeShape on a key of another rank, or an input layout the PFA tiling
+    does not know: 561002, not an internal error."""
+    got = outcome(pool, "FusedInferAttentionScoreV3", "fia_rope", "Ascend910_95", **change)
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+def test_unpadding_grad_arch35_without_batches_is_no_bsnd_switch(pool):
+    """No lengths at all: the arch35 backward's all-lengths-equal switch has no batch to compare."""
+    got = outcome(pool, "FlashAttentionUnpaddingScoreGradV4", "fag_unpaddingv4", "Ascend910_95", a13=(), a14=())
+    assert got.kind in ("ran", "rejected") and got.code != status.ACLNN_ERR_INNER, got
+
+
+def test_fas_v4_negative_dropout_offset_is_read_as_uint64(pool):
+    """The offset attribute of the arch35 generated keep mask wraps as the kernel's uint64 (no crash)."""
+    got = outcome(pool, "FlashAttentionScoreV4", "fas_v4", "Ascend910_95", a30=-(1 << 63))
+    assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_pfa_base_api_sh_key_hidden_other_than_kv_heads_times_d(pool, soc):
+    """The base-API kernels step key rows by numKeyValueHeads x D: a key of H 65 for 2 heads of D 32 is
+    refused as a misread (561103, rule refused.kv_hidden)."""
+    got = outcome(pool, "PromptFlashAttentionV3", "pfa_v3_base_api_mask", soc, a1=T((16, 65), "FLOAT16"))
+    assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_INNER_NULLPTR), got

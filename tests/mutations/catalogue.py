@@ -2569,7 +2569,7 @@ MUTATIONS = [
     Mutation(
         "tnd-arch35-grad-never-bsnd",
         FA_TND,
-        "    return same and (a.sparseMode & 0xFFFFFFFF) <= 6",
+        "    return bool(batches.q) and same and (a.sparseMode & 0xFFFFFFFF) <= 6",
         "    return False",
         VARLEN_OP_TESTS,
     ),
@@ -2858,5 +2858,26 @@ MUTATIONS = [
         '        V4_PATHS.refuse("dequant_scales"',
         '        (lambda *_: None)("dequant_scales"',
         FAS_V4_TESTS,
+    ),
+    Mutation(
+        "pfa-base-api-sh-kv-hidden-unchecked",
+        "aclnn_emu/ops/flash_attention/prompt/base_api.py",
+        "        if k.shape[-1] != kv_heads * shapes.d or v.shape[-1] != kv_heads * shapes.dv:",
+        "        if False:",
+        ("tests/test_fuzz_findings.py",),
+    ),
+    Mutation(
+        "pfa-pad-reshape-unchecked",
+        "aclnn_emu/ops/flash_attention/prompt/checks.py",
+        "        _check_pad_reshape(a, shapes)\n",
+        "",
+        ("tests/test_fuzz_findings.py",),
+    ),
+    Mutation(
+        "fia-parser-block-table-rank-unchecked",
+        FIA_CHECKS,
+        "        if paged and a.blockTableOptional.ndim != 2:",
+        "        if False:",
+        ("tests/test_fuzz_findings.py",),
     ),
 ]

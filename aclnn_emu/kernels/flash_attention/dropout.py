@@ -53,7 +53,7 @@ def _generated(seed: int, offset: int, keep_prob: float, first_row: int, rows: i
     counters = (
         np.arange(first_row, first_row + rows, dtype=np.uint64)[:, None] * np.uint64(per_row)
         + np.arange(per_row, dtype=np.uint64)[None, :]
-        + np.uint64(-(-offset // BYTES_PER_COUNTER))
+        + np.uint64(-(-(offset & 0xFFFFFFFFFFFFFFFF) // BYTES_PER_COUNTER))  # the attribute read as uint64
     ).reshape(-1)
     zero = np.zeros_like(counters)
     words = philox_words(

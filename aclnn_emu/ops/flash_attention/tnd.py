@@ -239,7 +239,7 @@ def runs_as_bsnd(a, batches: Batches) -> bool:
     key lengths as the one before it (one batch included) and sparseMode <= 6 (as uint32) run the
     BSND path: its sparse-mode, token and mask-size checks, and kernels that read the same elements."""
     same = all(q == batches.q[0] for q in batches.q) and all(k == batches.kv[0] for k in batches.kv)
-    return same and (a.sparseMode & 0xFFFFFFFF) <= 6
+    return bool(batches.q) and same and (a.sparseMode & 0xFFFFFFFF) <= 6  # no batch: no lengths to compare
 
 
 def check_grad_sparse_mode_arch35(a, as_bsnd: bool):

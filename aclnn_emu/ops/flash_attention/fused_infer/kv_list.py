@@ -16,7 +16,7 @@ and value the PFA kernels walk with those lengths.
 
 import numpy as np
 
-from aclnn_emu.opdef.generated import attr_uint32
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 from .failure import tiling
 from .layouts import split
@@ -33,7 +33,9 @@ def listed(a, arch35: bool) -> bool:
     if arch35:
         return True
     layout = split(a.inputLayout)[0]
-    return layout != "NSD" and a.blockTableOptional is None and a.query.shape[0] != keys[0].shape[0]
+    return (
+        layout != "NSD" and a.blockTableOptional is None and shape_dim(a.query.shape, 0) != shape_dim(keys[0].shape, 0)
+    )
 
 
 def check(a, arch35: bool) -> list[int]:
@@ -43,19 +45,20 @@ def check(a, arch35: bool) -> list[int]:
         raise tiling("list.paged", "When tensorlist is used, page attention is not supported!")
     if arch35 and layout == "TND":
         raise tiling("list.tnd", "When tensorlist is used, layout TND is not supported!")
-    keys, values, batch = a.key.items, a.value.items, a.query.shape[0]
+    keys, values, batch = a.key.items, a.value.items, shape_dim(a.query.shape, 0)
     for what, tensors in (("Key", keys), ("Value", values)):
         for t in tensors:
-            if t.shape[0] != 1:
+            if shape_dim(t.shape, 0) != 1:
                 raise tiling(
-                    "list.batch", f"Batch value of {what}({t.shape[0]}) is NOT 1 but should be 1 under tensorlist mode!"
+                    "list.batch",
+                    f"Batch value of {what}({shape_dim(t.shape, 0)}) is NOT 1 but should be 1 under tensorlist mode!",
                 )
     if batch != len(keys) or len(keys) != len(values):
         raise tiling("list.count", f"Batch of Query({batch}), Key({len(keys)}) and Value({len(values)}) do NOT equal")
     if arch35 and batch > BATCH_LIMIT:
         raise tiling("list.batch_limit", f"Batch of Query({batch}) do NOT larger than 65535 under tensorlist mode!")
     _alike(a, layout, keys, values, arch35)
-    lengths = [t.shape[S_AXIS.get(layout, 1)] for t in keys]
+    lengths = [shape_dim(t.shape, S_AXIS.get(layout, 1)) for t in keys]
     if 0 in lengths and sum(lengths):
         raise tiling("list.empty", "Got empty tensor in key and value which is not continuous.")
     given = a.actualSeqLengthsKvOptional
@@ -75,18 +78,18 @@ def _alike(a, layout, keys, values, arch35):
     kv_heads = attr_uint32(a.numKeyValueHeads) or heads
     s_axis = S_AXIS.get(layout, 1)
     if layout == "BSH":
-        k0, v0 = keys[0].shape[2], values[0].shape[2]
+        k0, v0 = shape_dim(keys[0].shape, 2), shape_dim(values[0].shape, 2)
         mla = kv_heads and (k0 // kv_heads, v0 // kv_heads) == (MLA_QK_D, MLA_V_D)
         if arch35 and k0 != v0 and not mla:
             raise tiling(
                 "list.h", f"H of Key({k0}) and Value({v0}) is different in the first batch under tensorlist mode!"
             )
         want_v = v0 if arch35 else k0
-        if any(k.shape[2] != k0 for k in keys) or any(v.shape[2] != want_v for v in values):
+        if any(shape_dim(k.shape, 2) != k0 for k in keys) or any(shape_dim(v.shape, 2) != want_v for v in values):
             raise tiling("list.h", "H is not the same across batch and Key Value under tensorlist mode!")
     else:
         n_axis = 1 if layout == "BNSD" else 2
-        n0, k0, v0 = keys[0].shape[n_axis], keys[0].shape[3], values[0].shape[3]
+        n0, k0, v0 = shape_dim(keys[0].shape, n_axis), shape_dim(keys[0].shape, 3), shape_dim(values[0].shape, 3)
         if kv_heads != n0:
             raise tiling("list.kv_heads", f"kvN from tensorlist ({n0}) does NOT EQUAL kvN from attribute ({kv_heads})!")
         if arch35 and k0 != v0 and (k0, v0) != (MLA_QK_D, MLA_V_D):
@@ -94,13 +97,16 @@ def _alike(a, layout, keys, values, arch35):
                 "list.d", f"D of Key({k0}) and Value({v0}) is different in the first batch under tensorlist mode!"
             )
         for k, v in zip(keys, values):
-            if k.shape[n_axis] != n0 or v.shape[n_axis] != n0:
+            if shape_dim(k.shape, n_axis) != n0 or shape_dim(v.shape, n_axis) != n0:
                 raise tiling("list.n", "N is not the same across batch and Key Value under tensorlist mode!")
-            if k.shape[3] != k0 or v.shape[3] != (v0 if arch35 else k0):
+            if shape_dim(k.shape, 3) != k0 or shape_dim(v.shape, 3) != (v0 if arch35 else k0):
                 raise tiling("list.d", "D is not the same across batch and Key Value under tensorlist mode!")
     for k, v in zip(keys, values):
-        if k.shape[s_axis] != v.shape[s_axis]:
-            raise tiling("list.s", f"S from Key({k.shape[s_axis]}) and Value({v.shape[s_axis]}) does NOT equal!")
+        if shape_dim(k.shape, s_axis) != shape_dim(v.shape, s_axis):
+            raise tiling(
+                "list.s",
+                f"S from Key({shape_dim(k.shape, s_axis)}) and Value({shape_dim(v.shape, s_axis)}) does NOT equal!",
+            )
 
 
 def stacked(a, lengths):

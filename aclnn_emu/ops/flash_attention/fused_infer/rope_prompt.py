@@ -16,11 +16,11 @@ key/value tensor list.
 
 import numpy as np
 
-from aclnn_emu.opdef.generated import attr_uint32
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 from . import paged_prompt
 from .failure import tiling
-from .layouts import query_axes, split
+from .layouts import RANK, query_axes, split
 
 ROPE_D = 64
 HEAD_D = (128, 512)
@@ -89,9 +89,12 @@ def _rope_shape(t, rope, layout, heads, name, rope_name) -> int:
 def _dims(shape, layout, heads) -> tuple[int, int, int, int, int]:
     """(B, N, S, D, T) as SetShape reads them (BSH: D = H / heads; TND: B and S from the length
     arrays, the same for a tensor and its rope, so only T, N and D are compared)."""
+    dims = tuple(shape_dim(shape, i) for i in range(RANK.get(layout, len(shape))))  # gert: 0 past the rank
     if layout == "TND":
-        return 0, shape[1], 0, shape[2], shape[0]
-    axes = query_axes(shape, layout, heads)
+        return 0, dims[1], 0, dims[2], dims[0]
+    if layout not in ("BSH", "BSND", "BNSD"):
+        raise tiling("rope.layout", f"input layout {layout} is not supported with queryRope and keyRope")
+    axes = query_axes(dims, layout, heads)
     return axes.b, axes.n, axes.s, axes.d, 0
 
 

@@ -36,6 +36,8 @@ REFUSED = Gaps(
         "mla_lengths_read": "SH batches past the actual-lengths arrays on the MLA base-API kernel (it reads "
         "element b of each)",
         "lengths_fit": "actual lengths reaching past the query or key rows in the base-API sparse modes",
+        "kv_hidden": "an SH/BSH key or value whose H is not numKeyValueHeads x its head size in the base-API "
+        "sparse modes (the kernels step each row by numKeyValueHeads x D)",
     },
     code=status.ACLNN_ERR_INNER_NULLPTR,
 )
@@ -94,6 +96,10 @@ def check(a, shapes, env) -> Plan:
         tiling("base_api.sh_only", "inputLayout need to be SH")
     if not mla and (a.actualSeqLengths is None or a.actualSeqLengthsKv is None):
         tiling("base_api.actual_null", "actualSequenceLengthQ and actualSequenceLengthKV can't be null")
+    if a.inputLayout in ("SH", "BSH"):
+        kv_heads = a.numKeyValueHeads or a.numHeads
+        if k.shape[-1] != kv_heads * shapes.d or v.shape[-1] != kv_heads * shapes.dv:
+            REFUSED.refuse("kv_hidden", f"key {list(k.shape)}, value {list(v.shape)}, numKeyValueHeads {kv_heads}")
     act_q, act_kv = _lengths(a)  # SetBaseApiTilingData, before these checks
     max_q, max_kv = (max((n % base_api_pse.UINT32 for n in act), default=0) for act in (act_q, act_kv))
     pse = precise.pse_of(a)
