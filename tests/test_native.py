@@ -483,6 +483,27 @@ def test_matmul_panels_edges():
         native.pack_panels(np.empty((4, 4)))
 
 
+def _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, piece_bytes, dst_stride, src_stride):
+    """native.copy_pieces writes into `dst` the bytes of the plain pair-by-pair, piece-by-piece loop
+    (a later pair overwrites an earlier one)."""
+    expected = dst.copy()
+    for d, s_ in zip(dst_offsets, src_offsets):
+        for p in range(pieces):
+            at, start = d + p * dst_stride, s_ + p * src_stride
+            expected[at : at + piece_bytes] = src[start : start + piece_bytes]
+    native.copy_pieces(
+        dst,
+        src,
+        dst_offsets,
+        src_offsets,
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=dst_stride,
+        src_stride=src_stride,
+    )
+    assert np.array_equal(dst, expected)
+
+
 def test_copy_pieces_moves_exact_bytes_in_pair_order():
     rng = np.random.default_rng(4)
     src = rng.integers(0, 256, 64 * 96, dtype=np.uint8)
@@ -515,23 +536,7 @@ def test_copy_pieces_runs_of_consecutive_destinations(pieces, piece_bytes, src_s
     run = np.arange(40)
     dst_offsets = np.concatenate([run * piece_bytes, [7 * piece_bytes], 45 * piece_bytes + run[:5] * piece_bytes])
     src_offsets = np.concatenate([3 + run * src_step, [11], 4000 + run[:5] * src_step])
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            expected[d + p * dst_stride : d + p * dst_stride + piece_bytes] = src[
-                s_ + p * 1000 : s_ + p * 1000 + piece_bytes
-            ]
-    native.copy_pieces(
-        dst,
-        src,
-        dst_offsets,
-        src_offsets,
-        pieces=pieces,
-        piece_bytes=piece_bytes,
-        dst_stride=dst_stride,
-        src_stride=1000,
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, piece_bytes, dst_stride, 1000)
 
 
 @pytest.mark.parametrize(
@@ -551,22 +556,7 @@ def test_copy_pieces_runs_of_spaced_destinations(pieces, piece_bytes, dst_step, 
     dst = np.zeros(pieces * dst_stride + 60 * dst_step + 64, np.uint8)
     run = np.arange(30)
     dst_offsets, src_offsets = 5 + run * dst_step, 9 + run * 32
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            at, start = d + p * dst_stride, s_ + p * 1000
-            expected[at : at + piece_bytes] = src[start : start + piece_bytes]
-    native.copy_pieces(
-        dst,
-        src,
-        dst_offsets,
-        src_offsets,
-        pieces=pieces,
-        piece_bytes=piece_bytes,
-        dst_stride=dst_stride,
-        src_stride=1000,
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, piece_bytes, dst_stride, 1000)
 
 
 @pytest.mark.parametrize("piece_bytes", [32, 6])
@@ -585,23 +575,7 @@ def test_copy_pieces_groups_of_rising_destinations(piece_bytes):
     src_offsets = rng.permutation(len(dst_offsets)) * pieces * piece_bytes
     src = rng.integers(0, 256, len(dst_offsets) * pieces * piece_bytes, dtype=np.uint8)
     dst = np.zeros(12 * stride, np.uint8)
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            expected[d + p * stride : d + p * stride + piece_bytes] = src[
-                s_ + p * piece_bytes : s_ + (p + 1) * piece_bytes
-            ]
-    native.copy_pieces(
-        dst,
-        src,
-        dst_offsets,
-        src_offsets,
-        pieces=pieces,
-        piece_bytes=piece_bytes,
-        dst_stride=stride,
-        src_stride=piece_bytes,
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, piece_bytes, stride, piece_bytes)
 
 
 @pytest.mark.parametrize("pieces,piece_bytes", [(1, 2048), (2, 256), (1, 200)])
@@ -617,23 +591,7 @@ def test_large_copies_of_large_pieces_give_the_same_bytes(pieces, piece_bytes):
     dst_offsets = slots * piece_bytes + np.where(slots % 5 == 0, 8, 0)  # some not 16-byte aligned
     src_offsets = np.arange(len(slots)) * pieces * piece_bytes + 16
     dst = np.zeros(dst_offsets.max() + (pieces - 1) * dst_stride + piece_bytes + 64, np.uint8)
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            expected[d + p * dst_stride : d + p * dst_stride + piece_bytes] = src[
-                s_ + p * piece_bytes : s_ + (p + 1) * piece_bytes
-            ]
-    native.copy_pieces(
-        dst,
-        src,
-        dst_offsets,
-        src_offsets,
-        pieces=pieces,
-        piece_bytes=piece_bytes,
-        dst_stride=dst_stride,
-        src_stride=piece_bytes,
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, piece_bytes, dst_stride, piece_bytes)
 
 
 @pytest.mark.parametrize("base", [0, 16, 32])  # line-aligned blocks, never, and half a line off
@@ -652,14 +610,7 @@ def test_large_copies_of_adjacent_nz_pieces_give_the_same_bytes(base):
     whole = np.zeros(blocks * pieces * dst_stride + 128, np.uint8)
     dst = whole[-whole.ctypes.data % 64 :][: blocks * pieces * dst_stride + 64]  # lines start at dst + base - base % 64
     assert len(slots) * pieces * 32 >= 1 << 20
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            expected[d + p * dst_stride : d + p * dst_stride + 32] = src[s_ + p * 32 : s_ + (p + 1) * 32]
-    native.copy_pieces(
-        dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=dst_stride, src_stride=32
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, 32, dst_stride, 32)
 
 
 @pytest.mark.parametrize("pieces,base", [(64, 0), (7, 16), (8, 8)])  # even, odd; 16-byte aligned rows or not
@@ -680,14 +631,7 @@ def test_large_copies_out_of_nz_blocks_give_the_same_bytes(pieces, base):
     dst_offsets = base + np.arange(len(slots)) * row
     whole = np.zeros(len(slots) * row + 128, np.uint8)
     dst = whole[-whole.ctypes.data % 64 :][: len(slots) * row + 64]
-    expected = dst.copy()
-    for d, s_ in zip(dst_offsets, src_offsets):
-        for p in range(pieces):
-            expected[d + p * 32 : d + p * 32 + 32] = src[s_ + p * piece_stride : s_ + p * piece_stride + 32]
-    native.copy_pieces(
-        dst, src, dst_offsets, src_offsets, pieces=pieces, piece_bytes=32, dst_stride=32, src_stride=piece_stride
-    )
-    assert np.array_equal(dst, expected)
+    _copies_like_the_plain_loop(dst, src, dst_offsets, src_offsets, pieces, 32, 32, piece_stride)
 
 
 def test_scatter_add_rows_adds_repeated_positions_in_order():
