@@ -11,7 +11,7 @@ import torch
 import aclnn_emu.ops
 import aclnn_emu.torch_npu as torch_npu
 from torch_npu_attention import B, CAUSAL, D, N1, S, check, inputs, keep_bits
-from torch_npu_attention import reference, tnd_reference
+from torch_npu_attention import own_dropout_bits, reference, tnd_reference  # noqa: F401 (an autouse fixture)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["no_mask", "causal"])

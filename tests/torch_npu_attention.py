@@ -3,8 +3,10 @@
 offset), CANN's precision check against torch, and a recorder of the aclnn entry points called."""
 
 import math
+import zlib
 
 import numpy as np
+import pytest
 import torch
 
 import aclnn_emu.torch_npu.fusion_attention as fusion_attention
@@ -14,6 +16,18 @@ import precision
 B, S, N1, N2, D = 1, 64, 4, 2, 32
 SCALE = 1 / math.sqrt(D)
 CAUSAL = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)  # sparse_mode 2/3's compressed mask
+
+
+@pytest.fixture(autouse=True)
+def own_dropout_bits(request):
+    """Each test its own torch seed, so the stand-in generator starts it at offset 0: the dropout bits do
+    not depend on which tests ran before in the process (nor on how xdist shares tests out). The
+    gradients' share of elements outside the bound varies with the bits (0 to 5 of 4096 in dk over 40
+    seeds, allowed 4), so unseeded bits made a test pass or fail by its neighbours. (A row with one
+    visible key has a golden dq of exactly 0 that the fp16 D = rowsum(dy * out) misses by a
+    cancellation error; how many such elements a mask keeps is then fixed per test.)
+    Test modules import it to use it."""
+    torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
 
 
 def inputs(seed, dtype=torch.float16, s1=S, s2=S, d=D):
