@@ -102,7 +102,7 @@ def test_prefill_gqa_causal(dtype, layout):
 
 
 def _paged(k, block_size, layout, rng):
-    """[B, N2, S, D] keys as a paged cache ([blocks, bs, N2*D] or [blocks, N2, bs, D]) and its table."""
+    """[B, N2, S, D] keys as a paged cache ([blocks, bs, N2*D], [blocks, N2, bs, D] or NZ) and its table."""
     b, n2, s, d = k.shape
     per = -(-s // block_size)
     ids = rng.permutation(b * per + 3)[: b * per].reshape(b, per)
@@ -114,6 +114,9 @@ def _paged(k, block_size, layout, rng):
             cache[ids[bi, j]] = padded[bi, :, j * block_size : (j + 1) * block_size]
     if layout == "BnBsH":
         cache = cache.transpose(0, 2, 1, 3).reshape(cache.shape[0], block_size, n2 * d)
+    if layout == "NZ":  # [blocks, N2, D / D0, bs, D0], D0 the elements of 32 bytes
+        d0 = 32 // k.dtype.itemsize
+        cache = cache.reshape(cache.shape[0], n2, block_size, d // d0, d0).transpose(0, 1, 3, 2, 4).copy()
     return cache, ids.astype(np.int32)
 
 
@@ -395,6 +398,85 @@ def test_arch35_paged_prefill_takes_the_pfa_kernels(chip, dtype, layout, cache_l
     assert message is None, message
     _lse_meets(lse[..., 0], fia_want.lse)
     assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD", "NZ"])
+def test_arch35_tnd_paged_prefill(chip, dtype, cache_layout):
+    """Ascend910_95, prefix-cache prefill with packed batches: a TND query (cumulative lengths) over
+    a paged cache whose key lengths are each batch's own (not cumulative, and decreasing here),
+    causal (sparse mode 3: each batch's new rows against its cached prefix), softmaxLse per token."""
+    n, n2, d, bs = 4, 2, 128, 128
+    q_lens, act_kv = [40, 24], [300, 152]
+    t = sum(q_lens)
+    q = RNG.standard_normal((t, n, d)).astype(dtype)
+    k, v = (RNG.standard_normal((2, n2, 300, d)).astype(dtype) for _ in range(2))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(11))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(11))
+    table[1, 2] = -1  # past batch 1's 152 keys: never read
+    ends = tuple(np.cumsum(q_lens).tolist())
+    out, lse = run_fia(
+        query=q,
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q.shape,
+        lse_shape=(t, n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        blockTableOptional=table,
+        actualSeqLengthsOptional=ends,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout="TND",
+        sparseMode=3,
+        blockSize=bs,
+    )
+    for b, (r0, r1) in enumerate(zip((0,) + ends[:-1], ends)):
+        qb = q[r0:r1].transpose(1, 0, 2)[None]
+        kb, vb = k[b : b + 1, :, : act_kv[b]], v[b : b + 1, :, : act_kv[b]]
+        kw = dict(scale=d**-0.5, sparse_mode=3)
+        want = pfa_golden.attention(qb, kb, vb, high_precision=True, **kw)
+        fia_want = golden.attention(qb, kb, vb, kv_block=512, has_mask=True, **kw)
+        got = out[r0:r1].transpose(1, 0, 2)[None].astype(np.float64)
+        message = precision.failure(got, want, np.dtype(dtype).name, floor=fia_want.floor)
+        assert message is None, message
+        _lse_meets(lse[r0:r1, :, 0].T[None], fia_want.lse)
+    assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BSH", "BNSD"])
+def test_arch35_nz_paged_prefill(chip, layout):
+    """Ascend910_95: a 5-D (NZ) paged cache, [blocks, N2, D / 16, blockSize, 16] for fp16, which the
+    arch35 copy-in (CopyInL1.h GmCopyInToL1PA, KVLAYOUT::NZ) reads row by row into the same S2
+    tiles as an ND cache: the PFA numerics over the gathered keys."""
+    b, n, n2, s1, d, bs = 2, 4, 4, 32, 64, 128
+    act_kv = [256, 130]
+    q = RNG.standard_normal((b, n, s1, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((b, n2, 256, d)).astype(np.float16) for _ in range(2))
+    key_cache, table = _paged(k, bs, "NZ", np.random.default_rng(12))
+    value_cache, _ = _paged(v, bs, "NZ", np.random.default_rng(12))
+    to = (lambda x: x) if layout == "BNSD" else (lambda x: x.transpose(0, 2, 1, 3).reshape(b, s1, -1))
+    out, _ = run_fia(
+        query=to(q),
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=to(q).shape,
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout=layout,
+        blockSize=bs,
+    )
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    want = pfa_golden.attention(q, k, v, scale=0.125, act_kv=act_kv, high_precision=True)
+    floor = golden.attention(q, k, v, scale=0.125, kv_block=512, act_kv=act_kv).floor
+    message = precision.failure(back.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

@@ -155,6 +155,12 @@ ARCH35_TILING = {
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
     "paged_key_rope_rank": "CheckBlockTableShape",
     "paged_key_rope_cache": "CheckPACacheShape",
+    "paged_nz_d0": "CheckPACacheShape",
+    "paged_tnd_kv_negative": "CheckActSeq",
+    "paged_tnd_kv_count": "CheckActSeq",
+    "paged_tnd_block_table_shape": "CheckBlockTableShape",
+    "paged_tnd_mask_s2": "CheckMaskShapeCrossSparse",  # sK = S2, max blocks x blockSize with a block table
+    "paged_ntd": "SetInputLayout",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
@@ -171,10 +177,11 @@ ON_ARCH35 = {
     "arch35.not_implemented.rope_decode": NOT_IMPLEMENTED,
     "arch35.not_implemented.rope_mla": NOT_IMPLEMENTED,
     "arch35.not_implemented.rope_tnd_decode": NOT_IMPLEMENTED,
-    # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
-    # CheckPACacheShape accepts it; a TND query
-    "arch35.not_implemented.paged_pfa": NOT_IMPLEMENTED,
-    "arch35.not_implemented.paged_pfa_tnd": NOT_IMPLEMENTED,
+    "arch35.ok.paged_nz": SUCCESS,
+    "arch35.ok.paged_nz_lse": SUCCESS,
+    "arch35.ok.paged_tnd": SUCCESS,
+    "arch35.ok.paged_tnd_lse": SUCCESS,
+    "arch35.ok.paged_tnd_mask": SUCCESS,
     **{f"arch35.tiling.{name}": TILING for name in ARCH35_TILING},
 }
 

@@ -380,12 +380,28 @@ int main() {
     c = Paged(true); c.lseFlag = true; REPORT("ok.paged_lse", Call(c, stream));
     c = PagedPrefill(); REPORT("ok.paged_prefill", Call(c, stream));
     if (!OnA2()) {
-        // A 5-D (NZ) cache [blocks, N2, D / 16, blockSize, 16]: checked, then not emulated (561003).
+        // A 5-D (NZ) cache [blocks, N2, D / D0, blockSize, D0], D0 the elements of 32 bytes (CheckPACacheShape).
         c = Small(16); c.k = c.v = {T({8, 2, 2, 128, 16})}; c.opt["blockTable"] = T({2, 1}, ACL_INT32, {0, 1});
         c.blockSize = 128; c.hasActKv = true; c.actKv = {80, 80};
-        REPORT("arch35.not_implemented.paged_pfa", Call(c, stream));
-        c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.hasActQ = true; c.actQ = {64, 128};
-        REPORT("arch35.not_implemented.paged_pfa_tnd", Call(c, stream));
+        REPORT("arch35.ok.paged_nz", Call(c, stream));
+        c.lseFlag = true; REPORT("arch35.ok.paged_nz_lse", Call(c, stream));
+        c.lseFlag = false; c.k = c.v = {T({8, 2, 4, 128, 8})}; REPORT("arch35.tiling.paged_nz_d0", Call(c, stream));
+        // TND over a paged cache: B from actualSeqLengths, each batch's own key length (CheckActSeq lets it
+        // decrease and never compares it with a key T), S2 = max blocks x blockSize (3 x 128 here).
+        c = PagedPrefill(); c.layout = "TND"; c.q = c.out = T({128, 8, 128}); c.lse = T({128, 8, 1}, ACL_FLOAT);
+        c.hasActQ = true; c.actQ = {64, 128};
+        REPORT("arch35.ok.paged_tnd", Call(c, stream));
+        c.lseFlag = true; REPORT("arch35.ok.paged_tnd_lse", Call(c, stream));
+        c.lseFlag = false; c.actKv = {300, -5}; REPORT("arch35.tiling.paged_tnd_kv_negative", Call(c, stream));
+        c.actKv = {300}; REPORT("arch35.tiling.paged_tnd_kv_count", Call(c, stream));
+        c.actKv = {300, 140}; c.opt["blockTable"] = T({3, 4}, ACL_INT32); REPORT("arch35.tiling.paged_tnd_block_table_shape", Call(c, stream));
+        c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+        c.opt["attenMask"] = T({64, 384}, ACL_BOOL); REPORT("arch35.ok.paged_tnd_mask", Call(c, stream));
+        c.opt["attenMask"] = T({64, 300}, ACL_BOOL); REPORT("arch35.tiling.paged_tnd_mask_s2", Call(c, stream));
+        // NTD is no layout of PromptFlashAttentionTilingV2 (SetInputLayout), paged or not.
+        c = PagedPrefill(); c.layout = "NTD"; c.q = c.out = T({8, 128, 128}); c.lse = T({128, 8, 1}, ACL_FLOAT);
+        c.hasActQ = true; c.actQ = {64, 128};
+        REPORT("arch35.tiling.paged_ntd", Call(c, stream));
         // queryRope/keyRope: PromptFlashAttentionTilingV2 CheckRope (D 128: PFARope, run; D 512: IFA MLA and
         // S = 1 checked, then not emulated), the paged keyRope by CheckPACacheShape.
         c = Rope(); REPORT("arch35.ok.rope", Call(c, stream));

@@ -31,9 +31,9 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
-        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
-        "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the IFA/PFA routes, or a 5-D (NZ) paged "
+        "cache on the IFA route",
+        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
         "other than per channel (modes 0), or on the A2/A3 IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -56,7 +56,7 @@ NOT_IMPLEMENTED = Gaps(
 def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
-    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
+    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5 and not prompt):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -68,8 +68,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("query_quant")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
-    paged = prompt and a.blockTableOptional is not None
-    if paged and (not arch35 or not paged_prompt.dense_layout(a) or a.key.items[0].ndim == 5):
+    if prompt and a.blockTableOptional is not None and not arch35:
         NOT_IMPLEMENTED.refuse("paged_pfa")
 
 
@@ -348,7 +347,7 @@ def prompt(a, env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
-    paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
+    paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True, rope=rope)
     padding.check_pfa_tiling(a, on_arch35(env))
@@ -357,11 +356,14 @@ def prompt(a, env):
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
+    extra = {}
     if facts is not None:
         key, value = (
             paged_prompt.dense(a, facts, key, "key", facts.qd),
             paged_prompt.dense(a, facts, value, "value", facts.vd),
         )
+        kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
+        extra = dict(paged_s2=facts.s2)
     if rope:
         query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
@@ -386,6 +388,7 @@ def prompt(a, env):
         attentionOut=a.attentionOut,
         **padding.kernel_args(a, on_arch35(env)),
         learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
+        **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
@@ -394,6 +397,8 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
+    if facts is not None and facts.route.base == "TND":
+        a = paged_prompt.PackedLengths(a, facts)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

@@ -3,11 +3,15 @@
 CheckPAKeyValueShape and CheckPACacheShape, then CheckPACrossover), every failure 561002, and the
 cache seen as the dense key the PFA kernels walk.
 
-The arch35 kernels' paged copy-in (matmul_modules/copy_cube_in/pa_copy_cube_in/
-pa_copy_right_cube_in_norm.h, fa_pa_copy_cube_in/) fills each S2 tile of the dense walk row by row
-from as many blocks as the tile spans (blockTable[b][s2 / blockSize], row s2 % blockSize): the
-tiles, and so the rounding order, are the dense walk's over S2 = max blocks per batch x blockSize.
-So the blocks are gathered into a dense key and value per batch and the PFA kernels run on them.
+The arch35 kernels' paged copy-in (common/op_kernel/CopyInL1.h GmCopyInToL1PA, called by
+arch35/flash_attention_score_block_cube.h for BnBsH, BnNBsD and NZ caches alike) fills each S2
+tile of the dense walk row by row from as many blocks as the tile spans (blockTable[b][s2 /
+blockSize], row s2 % blockSize; an NZ block's D0 columns per row): the tiles, and so the rounding
+order, are the dense walk's over S2 = max blocks per batch x blockSize. So the blocks are gathered
+into a dense key and value per batch and the PFA kernels run on them. A TND query reads its batch
+from actualSeqLengths and, with a block table, each batch's own key length from actualSeqLengthsKv
+(not cumulative: SetShape, CheckActSeq, ParseActualSeqLengths; infer_flash_attention_kvcache.h);
+its gathered keys are packed as a dense TND key with cumulative lengths.
 """
 
 from types import SimpleNamespace
@@ -17,8 +21,9 @@ import numpy as np
 from aclnn_emu.dtypes import SIZE
 
 from . import pages
+from ..prompt.checks_arch35 import tnd_lengths
 from .failure import tiling
-from .layouts import split
+from .layouts import Axes, split
 from .route import Route
 
 BLOCK_SIZE_BASE, BLOCK_SIZE_MAX = 128, 512  # the PFA kernels' blocks
@@ -29,10 +34,26 @@ MLA_QK_D, MLA_V_D = 192, 128
 ROPE_D = 64  # queryRope/keyRope's head size
 
 
-def dense_layout(a) -> bool:
-    """Whether the query's layout has a batched dense key to gather into (not TND or NTD, whose
-    batch count is the length arrays')."""
-    return split(a.inputLayout)[0] in ("BSH", "BSND", "BNSD")
+def gathered(a) -> bool:
+    """Whether the query's layout is one the tiling takes with a block table (NTD fails its layout
+    check, SetInputLayout, before any page-attention rule)."""
+    return split(a.inputLayout)[0] in ("BSH", "BSND", "BNSD", "TND")
+
+
+def _tnd_axes(a, axes: Axes) -> Axes:
+    """SetShape and CheckActSeq for a TND query with a block table: B the query lengths' count, S
+    the longest batch (GetMaxSeq); the key lengths are each batch's own."""
+    ends = SimpleNamespace(
+        actualSeqLengths=_ints(a.actualSeqLengthsOptional),
+        actualSeqLengthsKv=_ints(a.actualSeqLengthsKvOptional),
+        query=a.query,
+    )
+    act_q, _ = tnd_lengths(ends, paged=True)
+    return Axes(len(act_q), axes.n, max(act_q), axes.d)
+
+
+def _ints(values):
+    return None if values is None else [int(x) for x in values]
 
 
 def _trunc_div(x: int, y: int) -> int:
@@ -51,6 +72,8 @@ def check(a, env) -> SimpleNamespace:
     """The page-attention checks in the tiling's order; returns the facts the gather needs."""
     route = Route(a, env)
     axes, (qd, _, vd) = route.shape_facts()
+    if route.base == "TND":
+        axes = _tnd_axes(a, axes)
     b, n, h = axes.b, axes.n, axes.n * axes.d
     key, value, table = a.key.items[0], a.value.items[0], a.blockTableOptional
     block = int(a.blockSize)
@@ -81,7 +104,7 @@ def check(a, env) -> SimpleNamespace:
     mla = qd == MLA_QK_D and vd == MLA_V_D
     _key_value_consistent(key.shape, value.shape, mla)
     layout = route.base
-    if layout == "BNSD" and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
+    if layout in ("BNSD", "TND") and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
         raise tiling("paged.cache_rank", f"a {key.ndim}-D cache does not fit a {layout} query")
     _cache_shape(key.shape, valid, block, n, h, axes.d, ratio, a.query.dtype)
     if route.rope:  # PFARope (the key's CheckPACacheShape again, on keyRope with the rope's D)
@@ -130,13 +153,34 @@ def _cache_shape(ks, valid, block, n, h, d, ratio, dtype, name="key") -> None:
 
 
 def dense(a, facts, t, name: str, d: int):
-    """The cache ``t`` as the dense key/value of the query's layout (S2 rows per batch)."""
+    """The cache ``t`` as the dense key/value of the query's layout (S2 rows per batch; TND: each
+    batch's own rows, packed)."""
     return _Dense(a, facts, t, name, d)
 
 
+def cumulative_kv(a, facts) -> tuple[int, ...] | None:
+    """actualSeqLengthsKv as the dense TND key's cumulative ends (None for the other layouts,
+    whose lengths stay as they are)."""
+    if facts.route.base != "TND":
+        return None
+    return tuple(int(x) for x in np.cumsum([0, *_lengths(a, facts.axes.b)])[1:])
+
+
+class PackedLengths:
+    """The call with a TND paged cache's key lengths as the cumulative ends the packed readers
+    (the softmaxLse pass) take; every other argument as it is."""
+
+    def __init__(self, a, facts):
+        self._a, self.actualSeqLengthsKvOptional = a, cumulative_kv(a, facts)
+
+    def __getattr__(self, name):
+        return getattr(self._a, name)
+
+
 class _Dense:
-    """A paged cache read as a dense [B, S2, Nkv*D] / [B, S2, Nkv, D] / [B, Nkv, S2, D] tensor:
-    batch b's first actualSeqLengthsKv[b] rows from its blocks, zeros after them."""
+    """A paged cache read as a dense [B, S2, Nkv*D] / [B, S2, Nkv, D] / [B, Nkv, S2, D] tensor
+    (batch b's first actualSeqLengthsKv[b] rows from its blocks, zeros after them) or, for TND,
+    [sum of the key lengths, Nkv, D]."""
 
     def __init__(self, a, facts, t, name, d):
         self.a, self.t, self.name, self.d = a, t, name, d
@@ -144,7 +188,10 @@ class _Dense:
         self.b, self.layout = facts.axes.b, facts.route.base
         self.dtype, self.format = t.dtype, t.format
         kv, s2 = self.kv_heads, self.s2
-        self.shape = {"BSH": (self.b, s2, kv * d), "BSND": (self.b, s2, kv, d)}.get(self.layout, (self.b, kv, s2, d))
+        tokens = sum(_lengths(a, self.b)) if self.layout == "TND" else 0
+        self.shape = {"BSH": (self.b, s2, kv * d), "BSND": (self.b, s2, kv, d), "TND": (tokens, kv, d)}.get(
+            self.layout, (self.b, kv, s2, d)
+        )
         self.ndim, self.numel = len(self.shape), int(np.prod(self.shape))
         self.is_empty = self.numel == 0
 
@@ -155,6 +202,8 @@ class _Dense:
         table = self.a.blockTableOptional.read("blockTable")
         where = f"aclnnFusedInferAttentionScore {self.name}"
         rows = pages.batch_rows(cache, table, lengths, self.kv_heads, self.d, self.block, where)
+        if self.layout == "TND":
+            return np.concatenate([r.transpose(1, 0, 2) for r in rows]).reshape(self.shape)
         x = np.zeros((self.b, self.kv_heads, self.s2, self.d), cache.dtype)
         for b, r in enumerate(rows):
             x[b, :, : r.shape[1]] = r

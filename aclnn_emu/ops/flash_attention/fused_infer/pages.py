@@ -1,16 +1,26 @@
 """A paged key/value cache read as the kernels address it: batch b's token t lies in block
-blockTable[b][t // blockSize], row t % blockSize, of a [blocks, blockSize, Nkv*D] (BnBsH) or
-[blocks, Nkv, blockSize, D] (BnNBsD) cache."""
+blockTable[b][t // blockSize], row t % blockSize, of a [blocks, blockSize, Nkv*D] (BnBsH),
+[blocks, Nkv, blockSize, D] (BnNBsD) or NZ [blocks, Nkv, D / D0, blockSize, D0] cache (D0 the
+elements of 32 bytes: row t's channels d0 + D0 * d1 at [block, n, d1, t % blockSize, d0])."""
 
 import numpy as np
 
 from aclnn_emu.runtime import sanitizer
 
 
+def _as_bnbsd(cache: np.ndarray, kv_heads: int, d: int) -> np.ndarray:
+    """The cache as [blocks, Nkv, blockSize, D] rows."""
+    if cache.ndim == 3:
+        return cache.reshape(cache.shape[0], cache.shape[1], kv_heads, d).transpose(0, 2, 1, 3)
+    if cache.ndim == 5:
+        blocks, n, d1, block, d0 = cache.shape
+        return cache.transpose(0, 1, 3, 2, 4).reshape(blocks, n, block, d1 * d0)
+    return cache
+
+
 def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
     """[Nkv, length, D] per batch; block ids outside the cache read as zeros and are reported."""
-    if cache.ndim == 3:
-        cache = cache.reshape(cache.shape[0], cache.shape[1], kv_heads, d).transpose(0, 2, 1, 3)
+    cache = _as_bnbsd(cache, kv_heads, d)
     table = table.astype(np.int64)
     rows = []
     for b, length in enumerate(lengths):

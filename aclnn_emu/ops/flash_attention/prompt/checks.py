@@ -409,6 +409,7 @@ def _tiling_v2_checks(a, shapes, env):
     if layout == "TND":  # CheckActSeq
         act_q, act_kv = tnd_lengths(a)
         batch, s1, s2 = len(act_q), max(act_q), max(act_kv)
+        s2 = getattr(a, "paged_s2", s2)  # FusedInferAttentionScore's paged cache: blocks x blockSize
         rows = (segments(act_q), segments(act_kv))
     else:  # CheckActSeqLen
         batch, s1, s2 = _check_batch(a, layout)

@@ -88,8 +88,10 @@ def check_io(a):
     return mla
 
 
-def tnd_lengths(a):
-    """CheckActSeq for TND: cumulative, non-decreasing, equally long, ending at T; per-batch lengths."""
+def tnd_lengths(a, paged: bool = False):
+    """CheckActSeq for TND: cumulative, non-decreasing, equally long, ending at T; per-batch lengths.
+    With a block table (``paged``) the key lengths are each batch's own: neither cumulative nor
+    compared with the key's T."""
     ends_q, ends_kv = a.actualSeqLengths, a.actualSeqLengthsKv
     require_tnd_lengths(a)
     if len(ends_q) != len(ends_kv):
@@ -110,7 +112,7 @@ def tnd_lengths(a):
             )
         if ekv < 0:
             tiling("arch35.tnd_negative", f"actualSeqLengthsKv[{i}] = {ekv}, should >= 0")
-        if i and ekv < ends_kv[i - 1]:
+        if i and ekv < ends_kv[i - 1] and not paged:
             tiling(
                 "arch35.tnd_decreasing",
                 f"When layout is TND, actualSeqLengthsKv must not be decreasing, but "
@@ -122,6 +124,8 @@ def tnd_lengths(a):
             f"When layout is TND, the last element of Actual_seq_lengths({ends_q[-1]}) must "
             f"be equal to T({a.query.shape[0]})",
         )
+    if paged:
+        return per_batch(ends_q), list(ends_kv)
     if ends_kv[-1] != a.key.shape[0]:
         tiling(
             "arch35.tnd_key_t",
