@@ -120,10 +120,12 @@ def _paged(k, block_size, layout, rng):
     return cache, ids.astype(np.int32)
 
 
-@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD", "NZ"])
 def test_decode_over_a_paged_cache(cache_layout):
-    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in both layouts; a batch
-    without keys is 0 and keeps the legacy-IFA lse init -3.4e38 (InitOutputSingleCore)."""
+    """S = 1 GQA decode (legacy IFA shape, RouteToFia) over a paged cache in the three layouts (the
+    NZ one read through its offset calculator, fia_block_cube_nonquant_gqa.h GM_KV_PA_NZ, in the ND
+    caches' key blocks); a batch without keys is 0 and keeps the legacy-IFA lse init -3.4e38
+    (InitOutputSingleCore)."""
     b, n, n2, d, bs = 3, 16, 2, 128, 128
     act_kv = [700, 129, 0]
     q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
@@ -173,15 +175,17 @@ def test_sink_through_v4():
     _lse_meets(lse[..., 0], want.lse)
 
 
-def test_mla_rope_decode():
-    """MLA: D 512 + rope 64, one KV head, G 32, BSND, paged (BnBsH), bf16."""
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "NZ"])
+def test_mla_rope_decode(cache_layout):
+    """MLA: D 512 + rope 64, one KV head, G 32, BSND, paged (BnBsH, or NZ for the cache and its
+    rope alike), bf16."""
     b, n, d, bs, s2 = 2, 32, 512, 128, 300
     q = RNG.standard_normal((b, n, 1, d)).astype(BF16)
     q_rope = RNG.standard_normal((b, n, 1, 64)).astype(BF16)
     k = RNG.standard_normal((b, 1, s2, d)).astype(BF16)
     k_rope = RNG.standard_normal((b, 1, s2, 64)).astype(BF16)
-    key_cache, table = _paged(k, bs, "BnBsH", np.random.default_rng(3))
-    rope_cache, _ = _paged(k_rope, bs, "BnBsH", np.random.default_rng(3))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(3))
+    rope_cache, _ = _paged(k_rope, bs, cache_layout, np.random.default_rng(3))
     bsnd = lambda x: x.transpose(0, 2, 1, 3)  # noqa: E731
     out, _ = run_fia(
         version=3,

@@ -26,7 +26,7 @@ OK = (
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
-    "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
+    "paged_nz", "paged_nz_lse", "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
     "pfa_tnd_d192",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
@@ -44,6 +44,8 @@ A2_TILING = {
     "actual_q_range": "CheckFeatureActualSeqLensQData",
     "actual_kv_range": "CheckFeatureActualSeqLensKvData",
     "consistency_key": "CheckKVShapeForBatchContinuous",
+    "paged_nz_shape": "CheckKVShapeForPageAttention",
+    "pse_nz": "CheckFeaturePSE",
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",

@@ -274,6 +274,12 @@ int main() {
         c = Mla(); c.opt["learnableSink"] = T({16}, ACL_BF16); REPORT("a2.tiling.sink_mla", Call(c, stream));
         c = Prefill(); c.opt["dequantScaleQuery"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.dequant_query", Call(c, stream));
         c = Prefill(); c.k = {T({2, 4, 80, 128})}; REPORT("a2.tiling.consistency_key", Call(c, stream));
+        // A 5-D (NZ) paged cache [Bn, N2, D / D0, Bs, D0], D0 = 32 bytes (fia_tiling_shape.cpp).
+        c = Paged(true); c.k = c.v = {T({8, 2, 8, 128, 16})}; REPORT("a2.ok.paged_nz", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.paged_nz_lse", Call(c, stream));
+        c.lseFlag = false; c.k = {T({8, 2, 16, 128, 8})}; REPORT("a2.tiling.paged_nz_shape", Call(c, stream));
+        c = Paged(true); c.k = c.v = {T({8, 2, 8, 128, 16})}; c.opt["pseShift"] = T({2, 8, 1, 512});
+        REPORT("a2.tiling.pse_nz", Call(c, stream));
         c = Prefill(); c.hasActQ = true; c.actQ = {65, 64}; REPORT("a2.tiling.actual_q_range", Call(c, stream));
         c = Prefill(); c.hasActKv = true; c.actKv = {-1}; REPORT("a2.tiling.actual_kv_range", Call(c, stream));
         c = Prefill(); c.out = T({2, 8, 64, 64}); REPORT("a2.tiling.consistency_out", Call(c, stream));

@@ -14,7 +14,7 @@ failure of the generated entry point is 561002.
 from types import SimpleNamespace
 
 from aclnn_emu import status
-from aclnn_emu.dtypes import DataType
+from aclnn_emu.dtypes import SIZE, DataType
 from aclnn_emu.kernels.flash_attention.left_padding import LeftPadding
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.failures import mapped
@@ -60,12 +60,12 @@ FIA_V3_LAYOUTS = (
 LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQA
 GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
 GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
+NZ_BYTES = 32  # an NZ cache's D0: the elements of 32 bytes of the key/value dtype
 PADDING_LAYOUTS = ("BSND", "BNSD", "BSH", "BNSD_BSND")  # CheckFeatureLeftPadding, CheckFeaturePSE
 UNSUPPORTED = Gaps(
     V4,
     "not_implemented",
     {
-        "paged_nz": "a 5-D (NZ) paged key/value cache on the FIA-V3 route",
         "padding": "queryPaddingSize/kvPaddingSize beside queryRope/keyRope on the FIA-V3 route (the MLA "
         "feature checks take them; how the rope kernels offset the rope rows is not read)",
         "pse": "pseShift beside queryRope/keyRope on the FIA-V3 route (the MLA feature checks take it; the "
@@ -654,10 +654,9 @@ class FiaV3(Route):
 
     def _kv_shape_ok(self, shape, axes, d, listed) -> bool:
         n2, block = self.kv_heads, self.a.blockSize
-        if self.paged:
-            if len(shape) == 5:
-                UNSUPPORTED.refuse("paged_nz")
-            return tuple(shape[1:]) in ((block, n2 * d), (n2, block, d))
+        if self.paged:  # BnBsH, BnNBsD or NZ [Bn, N2, D / D0, Bs, D0] (fia_tiling_shape.cpp GetExpectedShape)
+            d0 = NZ_BYTES // SIZE[first(self.a.key).dtype]  # blockSize % D0: CheckFeature's % 16 decides it
+            return tuple(shape[1:]) in ((block, n2 * d), (n2, block, d), (n2, d // d0, block, d0))
         batch = 1 if listed else axes.b
         base = self.base
         if base in ("TND", "NTD"):
