@@ -273,6 +273,31 @@ def fia_paged(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_paged_nz(soc):
+    """Prefill over a 5-D (NZ) paged cache [blocks, N2, D / 16, block size, 16]: Ascend910_95's PFA route, the
+    A2/A3 FIA-V3 one."""
+    q, out = T((1, 4, 16, 64)), T((1, 4, 16, 64))
+    k, v = T((4, 2, 4, 128, 16)), T((4, 2, 4, 128, 16))
+    table = T((1, 2), "INT32", fill=(3, 1))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsKvOptional=(150,), blockTableOptional=table, blockSize=128,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_paged_tnd(soc):
+    """Packed prefill (TND, two batches) over a paged cache with softmaxLse: on Ascend910_95 the key lengths are
+    each batch's own (PromptFlashAttentionTilingV2 with a block table)."""
+    q, out = T((24, 4, 64)), T((24, 4, 64))
+    k, v = T((4, 2, 128, 64)), T((4, 2, 128, 64))
+    table = T((2, 2), "INT32", fill=(2, 0, 1, 3))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsOptional=(8, 24), actualSeqLengthsKvOptional=(100, 200),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="TND", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((24, 4, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_padded(soc):
     """Query and key left padding (D 32: the PFA route on every chip) with softmaxLse."""
     q, out = T((1, 4, 16, 32)), T((1, 4, 16, 32))
@@ -447,6 +472,8 @@ BASELINES = {
     "FusedInferAttentionScoreV4": (
         (fia, ALL),
         (fia_paged, ALL),
+        (fia_paged_nz, ALL),
+        (fia_paged_tnd, ALL),
         (fia_padded, ALL),
         (fia_sink, ALL),
         (fia_sink_tnd, A2_A3),
