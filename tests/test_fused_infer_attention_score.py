@@ -450,6 +450,50 @@ def test_arch35_tnd_paged_prefill(chip, dtype, cache_layout):
     assert not sanitizer.reports()
 
 
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize(
+    "layout,cache_layout", [("BNSD", "BnNBsD"), ("BNSD", "BnBsH"), ("BSH", "BnBsH"), ("BSND", "BnBsH")]
+)
+def test_a2_paged_prefill_on_the_pfa_route(chip, dtype, layout, cache_layout):
+    """Atlas A2/A3: a paged prefill with D 32 (no FIA-V3 head size) goes to the PFA tiling, whose
+    CheckPATypeAndShape makes S2 max blocks x blockSize: the PFA kernels' numerics over the
+    gathered keys, causal (sparse mode 3), a block id past each batch's keys never read."""
+    b, n, n2, s1, d, bs = 2, 4, 2, 16, 32, 128
+    act_kv = [300, 140]
+    q = pfa_v3.grid((b, n, s1, d), dtype)
+    k = pfa_v3.grid((b, n2, 300, d), dtype)
+    v = RNG.standard_normal((b, n2, 300, d)).astype(dtype)
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(13))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(13))
+    table[1, 2] = -1  # past batch 1's 140 keys
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, lse = run_fia(
+        query=to(q),
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=to(q).shape,
+        lse_shape=(b, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout=layout,
+        sparseMode=3,
+        blockSize=bs,
+    )
+    kw = dict(scale=0.125, sparse_mode=3, act_kv=act_kv)
+    want = pfa_golden.attention(q, k, v, **kw, **pfa_v3.kind(chip, dtype, 1, False))
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    fia_want = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
+    message = precision.failure(back.astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)
+    assert not sanitizer.reports()
+
+
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("layout", ["BSH", "BNSD"])
 def test_arch35_nz_paged_prefill(chip, layout):

@@ -26,7 +26,8 @@ OK = (
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
-    "paged_nz", "paged_nz_lse", "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
+    "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length",
+    "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
     "pfa_tnd_d192",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
@@ -46,6 +47,18 @@ A2_TILING = {
     "consistency_key": "CheckKVShapeForBatchContinuous",
     "paged_nz_shape": "CheckKVShapeForPageAttention",
     "pse_nz": "CheckFeaturePSE",
+    # prompt_flash_attention_tiling.cpp (the PFA route, a block table): RunBigKernelTilingWithParams, then
+    # CheckActualSeqLength and CheckPATypeAndShape
+    "pfa_paged_shared_prefix": "RunBigKernelTilingWithParams",
+    "pfa_paged_actual_kv_required": "RunBigKernelTilingWithParams",
+    "pfa_paged_actual_kv_negative": "CheckActualSeqLength",
+    "pfa_paged_block_size": "CheckPATypeAndShape",
+    "pfa_paged_key_value_rank": "CheckPATypeAndShape",
+    "pfa_paged_cache_shape": "CheckPATypeAndShape",
+    "pfa_paged_key_value": "CheckPATypeAndShape",
+    "pfa_paged_cache_layout": "CheckPATypeAndShape",
+    "pfa_paged_block_table_shape": "CheckPATypeAndShape",
+    "pfa_paged_cache_blocks": "CheckPATypeAndShape",
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
@@ -127,6 +140,8 @@ ON_A2 = {
     "a2.ok.kv_antiquant_channel_token": SUCCESS,
     "a2.ok.kv_antiquant_paged_params": SUCCESS,
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (paged_pfa): TND takes CheckPAWhenBaseApi and the base-API kernels
+    "a2.not_implemented.pfa_paged_tnd": NOT_IMPLEMENTED,
 }
 
 

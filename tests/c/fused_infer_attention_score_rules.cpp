@@ -177,6 +177,17 @@ static Case Small(int64_t s) {
     return c;
 }
 
+// A paged prefill with D 32 (the PFA route on Atlas A2/A3): [blocks, N2, blockSize, D], lengths 300 and 140.
+static Case PagedSmall() {
+    Case c = Small(16);
+    c.k = c.v = {T({8, 2, 128, 32})};
+    c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+    c.blockSize = 128;
+    c.hasActKv = true;
+    c.actKv = {300, 140};
+    return c;
+}
+
 // Prefill with MLA rope: D 128 + rope 64, BNSD (V3).
 static Case Rope() {
     Case c;
@@ -274,6 +285,26 @@ int main() {
         c = Mla(); c.opt["learnableSink"] = T({16}, ACL_BF16); REPORT("a2.tiling.sink_mla", Call(c, stream));
         c = Prefill(); c.opt["dequantScaleQuery"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.dequant_query", Call(c, stream));
         c = Prefill(); c.k = {T({2, 4, 80, 128})}; REPORT("a2.tiling.consistency_key", Call(c, stream));
+        // A block table on the PFA route (D 32): prompt_flash_attention_tiling.cpp's page-attention rules.
+        c = PagedSmall(); REPORT("a2.ok.pfa_paged", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.pfa_paged_lse", Call(c, stream));
+        c = PagedSmall(); c.k = c.v = {T({8, 128, 64})}; REPORT("a2.ok.pfa_paged_bnbsh", Call(c, stream));
+        c.layout = "BSH"; c.q = c.out = T({2, 16, 256}); REPORT("a2.ok.pfa_paged_bsh", Call(c, stream));
+        c = PagedSmall(); c.layout = "BSH"; c.q = c.out = T({2, 16, 256}); REPORT("a2.tiling.pfa_paged_cache_layout", Call(c, stream));
+        c = PagedSmall(); c.hasActKv = false; REPORT("a2.tiling.pfa_paged_actual_kv_required", Call(c, stream));
+        c = PagedSmall(); c.actKv = {300, -5}; REPORT("a2.tiling.pfa_paged_actual_kv_negative", Call(c, stream));
+        c = PagedSmall(); c.actKv = {300}; c.opt["blockTable"] = T({2, 3}, ACL_INT32, {0, 1, 2, 3, 4, 5});
+        REPORT("a2.ok.pfa_paged_one_length", Call(c, stream));
+        c = PagedSmall(); c.k = c.v = {T({16, 2, 64, 32})}; c.blockSize = 64; REPORT("a2.tiling.pfa_paged_block_size", Call(c, stream));
+        c = PagedSmall(); c.v = {T({8, 128, 64})}; REPORT("a2.tiling.pfa_paged_key_value_rank", Call(c, stream));
+        c = PagedSmall(); c.k = c.v = {T({8, 4, 128, 32})}; REPORT("a2.tiling.pfa_paged_cache_shape", Call(c, stream));
+        c = PagedSmall(); c.v = {T({9, 2, 128, 32})}; REPORT("a2.tiling.pfa_paged_key_value", Call(c, stream));
+        c = PagedSmall(); c.opt["blockTable"] = T({2, 2}, ACL_INT32); REPORT("a2.tiling.pfa_paged_block_table_shape", Call(c, stream));
+        c = PagedSmall(); c.k = c.v = {T({4, 2, 128, 32})}; REPORT("a2.tiling.pfa_paged_cache_blocks", Call(c, stream));
+        c = PagedSmall(); c.version = 2; c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32});
+        REPORT("a2.tiling.pfa_paged_shared_prefix", Call(c, stream));
+        c = PagedSmall(); c.layout = "TND"; c.q = c.out = T({32, 8, 32}); c.lse = T({32, 8, 1}, ACL_FLOAT);
+        c.hasActQ = true; c.actQ = {16, 32}; REPORT("a2.not_implemented.pfa_paged_tnd", Call(c, stream));
         // A 5-D (NZ) paged cache [Bn, N2, D / D0, Bs, D0], D0 = 32 bytes (fia_tiling_shape.cpp).
         c = Paged(true); c.k = c.v = {T({8, 2, 8, 128, 16})}; REPORT("a2.ok.paged_nz", Call(c, stream));
         c.lseFlag = true; REPORT("a2.ok.paged_nz_lse", Call(c, stream));

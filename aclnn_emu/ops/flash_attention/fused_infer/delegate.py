@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
+from . import kv_antiquant, kv_list, launch, padding, paged_prompt, paged_prompt_arch32, rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -33,7 +33,9 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the IFA/PFA routes, or a 5-D (NZ) paged "
         "cache on the IFA route",
-        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3",
+        "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
+        "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
+        "FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
         "other than per channel (modes 0), or on the A2/A3 IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -56,11 +58,15 @@ NOT_IMPLEMENTED = Gaps(
 def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
+    paged_a2 = prompt and a.blockTableOptional is not None and not arch35
+    gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5 and not prompt):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
-    if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
+    prefixes = (a.keySharedPrefixOptional, a.valueSharedPrefixOptional)
+    both = gathered_a2 and None not in prefixes  # the A2/A3 PFA tiling's page-attention rules refuse it (561002)
+    if any(x is not None for x in prefixes) and not _prefix_fits(a) and not both:
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
@@ -68,7 +74,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("query_quant")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
-    if prompt and a.blockTableOptional is not None and not arch35:
+    if paged_a2 and not gathered_a2:
         NOT_IMPLEMENTED.refuse("paged_pfa")
 
 
@@ -350,6 +356,8 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True, rope=rope)
+    if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
+        facts = paged_prompt_arch32.check(a, env)
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)

@@ -62,6 +62,11 @@ def _trunc_div(x: int, y: int) -> int:
     return q if (x >= 0) == (y > 0) else -q
 
 
+def blocks_of(length: int, block: int) -> int:
+    """The blocks a batch of ``length`` keys fills, as the tilings count them (C division)."""
+    return _trunc_div(length + block - 1, block)
+
+
 def _lengths(a, b: int) -> list[int]:
     """actualSeqLengthsKv as CheckBlockTableShape reads it: one value for every batch, else the first B."""
     values = [int(x) for x in a.actualSeqLengthsKvOptional]
@@ -97,7 +102,7 @@ def check(a, env) -> SimpleNamespace:
     if a.max_workspace:  # no lengths' data: S2 is the table's capacity
         return SimpleNamespace(route=route, axes=axes, qd=qd, vd=vd, block=block, s2=width * block)
     # CheckBlockTableShape
-    per = [_trunc_div(x + block - 1, block) for x in _lengths(a, b)]
+    per = [blocks_of(x, block) for x in _lengths(a, b)]
     valid, most = sum(per), max([0, *per])
     heads, kv_heads = route.heads, route.kv_heads
     ratio = heads // kv_heads if kv_heads and heads % kv_heads == 0 else 0  # SetAndCheckHeadNumRatio fails first
