@@ -26,7 +26,7 @@ OK = (
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
-    "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length",
+    "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length", "pfa_paged_mask",
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
     "pfa_tnd_d192",
 )  # fmt: skip
@@ -59,6 +59,7 @@ A2_TILING = {
     "pfa_paged_cache_layout": "CheckPATypeAndShape",
     "pfa_paged_block_table_shape": "CheckPATypeAndShape",
     "pfa_paged_cache_blocks": "CheckPATypeAndShape",
+    "pfa_paged_mask_s2": "CheckAttenMaskShape",  # sK = tmpS2, max blocks x blockSize with a block table
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",

@@ -291,6 +291,9 @@ int main() {
         c = PagedSmall(); c.k = c.v = {T({8, 128, 64})}; REPORT("a2.ok.pfa_paged_bnbsh", Call(c, stream));
         c.layout = "BSH"; c.q = c.out = T({2, 16, 256}); REPORT("a2.ok.pfa_paged_bsh", Call(c, stream));
         c = PagedSmall(); c.layout = "BSH"; c.q = c.out = T({2, 16, 256}); REPORT("a2.tiling.pfa_paged_cache_layout", Call(c, stream));
+        // S2 = max blocks x blockSize (3 x 128), not the table's 4 columns, for CheckAttenMaskShape.
+        c = PagedSmall(); c.opt["attenMask"] = T({16, 384}, ACL_BOOL); REPORT("a2.ok.pfa_paged_mask", Call(c, stream));
+        c.opt["attenMask"] = T({16, 300}, ACL_BOOL); REPORT("a2.tiling.pfa_paged_mask_s2", Call(c, stream));
         c = PagedSmall(); c.hasActKv = false; REPORT("a2.tiling.pfa_paged_actual_kv_required", Call(c, stream));
         c = PagedSmall(); c.actKv = {300, -5}; REPORT("a2.tiling.pfa_paged_actual_kv_negative", Call(c, stream));
         c = PagedSmall(); c.actKv = {300}; c.opt["blockTable"] = T({2, 3}, ACL_INT32, {0, 1, 2, 3, 4, 5});

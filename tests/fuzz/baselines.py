@@ -298,6 +298,17 @@ def fia_paged_tnd(soc):
                       softmaxLse=T((24, 4, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_paged_pfa(soc):
+    """Prefill with D 32 over a paged cache: the PFA tiling's page-attention rules on Atlas A2/A3."""
+    q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
+    k, v = T((6, 2, 128, 32)), T((6, 2, 128, 32))
+    table = T((2, 3), "INT32", fill=(5, 0, 3, 1, 2, 4))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsKvOptional=(300, 140), blockTableOptional=table, blockSize=128,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_padded(soc):
     """Query and key left padding (D 32: the PFA route on every chip) with softmaxLse."""
     q, out = T((1, 4, 16, 32)), T((1, 4, 16, 32))
@@ -474,6 +485,7 @@ BASELINES = {
         (fia_paged, ALL),
         (fia_paged_nz, ALL),
         (fia_paged_tnd, ALL),
+        (fia_paged_pfa, A2_A3),
         (fia_padded, ALL),
         (fia_sink, ALL),
         (fia_sink_tnd, A2_A3),
