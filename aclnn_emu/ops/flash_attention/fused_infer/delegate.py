@@ -31,7 +31,8 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value or a 5-D (NZ) paged cache on the IFA/PFA routes",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a query "
+        "S other than 1 or a layout other than BSH/BSND/BNSD, or with a 5-D (NZ) paged cache on either route",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
@@ -56,7 +57,7 @@ NOT_IMPLEMENTED = Gaps(
 def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
-    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
+    if a.lse_wanted and (key.ndim == 5 or (_antiquant_kv(a) and (prompt or not _decode_shape(a)))):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -122,6 +123,20 @@ def _ifa_query_quant(a) -> None:
         raise tiling("ifa.dequant_query", f"a {a.query.dtype.short} query takes no dequantScaleQuery")
     if a.query.dtype == DataType.ACL_INT8 and (a.queryRopeOptional is None or a.keyRopeOptional is None):
         raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
+
+
+def _antiquant_kv(a) -> bool:
+    """An INT8/INT4 key/value beside a float query: the antiquant kernels, which write softmaxLse
+    themselves (the IFA route)."""
+    return a.query.dtype != a.key.items[0].dtype or a.int4
+
+
+def _decode_shape(a) -> bool:
+    """Query S 1 in BSH/BSND/BNSD: the rows the IFA kernels' softmaxLse is established for ([B, N, 1, 1])."""
+    base = (a.inputLayout or "BSH").split("_")[0]
+    if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
+        return False
+    return a.query.shape[PREFIX_S_AXIS[base]] == 1
 
 
 def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
@@ -241,7 +256,7 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
-PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}
+PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
 
 
 def _prefix_fits(a) -> bool:
@@ -336,8 +351,10 @@ def incre(a, env):
         blockSize=a.blockSize,
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
+        softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), sink, padding.ifa_keys(a))
+    out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
 
 
 def prompt(a, env):
@@ -397,10 +414,11 @@ def prompt(a, env):
     return _with_lse(a, env, out, sink, args.left_padding)
 
 
-def _with_lse(a, env, out, sink, left=None):
+def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
     FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND), with
-    the sink only where the route's kernels apply it; ``left`` the route's left padding."""
+    the sink only where the route's kernels apply it; ``left`` the route's left padding. Without
+    ``second_pass`` the launch writes softmaxLse itself (the IFA antiquant kernels)."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -413,6 +431,8 @@ def _with_lse(a, env, out, sink, left=None):
             f"{list(want)}",
             rule="tiling.softmax_lse",
         )
+    if not second_pass:
+        return out
     INFERRED.warn(env, "lse_pass")
     lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left, sink=sink is not None)
 
