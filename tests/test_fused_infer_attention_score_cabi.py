@@ -22,7 +22,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
+    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
@@ -95,8 +95,10 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
-    "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 (S = 1:
+    # incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut on A2/A3, the arch35 antiquant
+    # kernel's vec1_processor.h SoftmaxLseCopyOut write it)
+    "not_implemented.lse_antiquant_prefill": NOT_IMPLEMENTED,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,

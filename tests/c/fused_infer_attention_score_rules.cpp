@@ -236,9 +236,12 @@ int main() {
     REPORT("tiling.list_s", Call(c, stream));
     c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
     REPORT("tiling.list_actual_kv", Call(c, stream));
-    // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
+    // softmaxLse beside an INT8 key/value (antiquant): the IFA antiquant kernels write it for S = 1;
+    // S > 1 (the A2/A3 PFA route, the arch35 antiquant kernel's PFA mode) is not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
-    REPORT("not_implemented.lse_antiquant", Call(c, stream));
+    REPORT("ok.lse_antiquant_decode", Call(c, stream));
+    c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    REPORT("not_implemented.lse_antiquant_prefill", Call(c, stream));
     if (OnA2()) {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
