@@ -96,6 +96,10 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
 )
+FIA_LSE_ANTIQUANT_TESTS = (
+    "tests/test_fused_infer_attention_score_lse_antiquant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
 FIA_KV_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant.py",
@@ -1603,6 +1607,34 @@ MUTATIONS = [
         "np.stack([data & 0x0F, data >> 4]",
         "np.stack([data >> 4, data & 0x0F]",
         FIA_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-without-the-max",
+        IFA,
+        "= np.log(row_sum) + running_max",
+        "= np.log(row_sum)",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-no-tokens-zero",
+        IFA,
+        "LSE_NO_TOKENS = np.float32(-3.4e38)",
+        "LSE_NO_TOKENS = np.float32(0)",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-arch35-masked-rows-finite",
+        IFA_LAUNCH_ARCH35,
+        "pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(True,))",
+        "pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(False,))",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-second-pass",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "second_pass=args.softmaxLse is None)",
+        "second_pass=True)",
+        FIA_LSE_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-prefix-lengths-kept",
