@@ -82,6 +82,8 @@ A2_TILING = {
     "ifa_per_token_s": "CheckKVAntiQuantPerToken",
     "ifa_per_channel": "CheckKVAntiQuantPerChannel",
     "ifa_per_token_head": "CheckKVAntiQuantPerHead",
+    # ProcessGqaKvNz -> CheckGqaAttribute -> CheckDefaultMisc("IFA GQA with KV NZ"): no softmaxLse
+    "ifa_kv_nz_lse": "CheckDefaultMisc",
     # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
     "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
 }

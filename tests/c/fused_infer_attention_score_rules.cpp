@@ -243,6 +243,13 @@ int main() {
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("not_implemented.lse_antiquant_prefill", Call(c, stream));
     if (OnA2()) {
+        // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
+        c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2, 2, 1, 32}); c.opt["blockTable"] = T({2, 2}, ACL_INT32);
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {200, 100};
+        REPORT("a2.tiling.ifa_kv_nz_lse", Call(c, stream));
+    }
+    if (OnA2()) {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
         REPORT("a2.ok.lse_d64", Call(c, stream));

@@ -1637,6 +1637,13 @@ MUTATIONS = [
         FIA_LSE_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-kv-nz-lse-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:",
+        "if False:",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-prefix-lengths-kept",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "tuple(int(n) + rows for n in lengths)",

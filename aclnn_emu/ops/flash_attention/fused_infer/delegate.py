@@ -32,7 +32,8 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a query "
-        "S other than 1 or a layout other than BSH/BSND/BNSD, or with a 5-D (NZ) paged cache on either route",
+        "S other than 1 or a layout other than BSH/BSND/BNSD, or with a 5-D (NZ) paged cache on the PFA route or on "
+        "Ascend910_95 (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
@@ -139,13 +140,23 @@ def _decode_shape(a) -> bool:
     return a.query.shape[PREFIX_S_AXIS[base]] == 1
 
 
+def _ifa_kv_nz_lse(a) -> None:
+    """A 5-D key without rope is the IFA tiling's GQA KV-NZ case (GetRopeAndGqaFlag), whose
+    ProcessGqaKvNz ends with CheckDefaultMisc("IFA GQA with KV NZ"): softmaxLse is refused there.
+    Its other checks fail with the same code (561002), so with softmaxLse every such call fails."""
+    rope = a.queryRopeOptional is not None and a.keyRopeOptional is not None  # ropeFlag_
+    if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:
+        raise tiling("ifa.kv_nz_lse", "SoftmaxLse output is not supported in IFA GQA with KV NZ.")
+
+
 def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
-    elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
+    elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
+        _ifa_kv_nz_lse(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
