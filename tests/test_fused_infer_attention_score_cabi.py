@@ -97,10 +97,12 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 (S = 1:
-    # incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut on A2/A3, the arch35 antiquant
-    # kernel's vec1_processor.h SoftmaxLseCopyOut write it)
-    "not_implemented.lse_antiquant_prefill": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
+    # PFA route, or with a mask on Ascend910_95 (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h
+    # SoftmaxLseCopyOut on A2/A3; any S on Ascend910_95: flash_attention_score_antiquant_block_vec.h
+    # SoftmaxLseCopyOut)
+    "lse_antiquant_prefill": NOT_IMPLEMENTED,
+    "not_implemented.lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -166,6 +168,7 @@ ON_ARCH35 = {
     "list_batch_two": TILING,
     "int4_v2": NOT_IMPLEMENTED,
     "query_quant.decode": NOT_IMPLEMENTED,
+    "lse_antiquant_prefill": SUCCESS,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,

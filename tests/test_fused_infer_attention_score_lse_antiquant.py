@@ -1,15 +1,17 @@
 """FusedInferAttentionScore's softmaxLse beside an INT8/INT4 key/value (antiquant) on the IFA route.
 
-The antiquant kernels write it themselves, [B, N, 1, 1] fp32:
+The antiquant kernels write it themselves, [B, N, S, 1] fp32:
 - Atlas A2/A3 (incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut, the flash-decode
   combine): log(l) + m of the scaled fp32 scores; the per-channel MSD kernels leave the key
   offset's row constant out of the scores and add it back (ComputeLogSumExpAndCopyToGm), so the lse
   is that of the dequantised scores; a masked key scores -1e12 (a fully masked row gives
   log(l) - 1e12); a batch without tokens -3.4e38 (InitAllZeroOutput).
-- Ascend910_95 (incre_flash_attention_antiquant_Bbn2s2_Us2_regbase.h with vec1_processor.h
-  SoftmaxLseCopyOut, vf_flash_decode.h ComputeLogSumExp_VF): log(l) + m of the scores of the key
-  dequantised in the query's dtype; +inf (3e99) for a row whose max stayed at the fill (every key
-  masked) and for a batch without tokens (InitAllZeroOutput's FLOAT_MAX, incre_flash_attention_pub.h).
+- Ascend910_95 (IFATilingV2's kernel for every S, BaseApi::FlashAttentionScoreAntiquantKernel:
+  flash_attention_score_antiquant_block_vec.h SoftmaxLseCopyOut, vf_flashupdate_new.h
+  ComputeLseOutputVF): log(l) + m of the scores of the key dequantised in the query's dtype; +inf
+  (3e99) for a row whose max stayed at -FLT_MAX (every key masked) and for a batch without keys
+  (InitLseOutputSingleCore: such a batch sets needInit); rows at (b N + n) S + s
+  (infer_flash_attention_kvcache.h: CheckPFAMerge merges no G and S rows with softmaxLse).
 The references are float64 (golden.incre_flash_attention for A2/A3, golden.fused_infer_attention_score
 over the arch35 dequantised key)."""
 
@@ -189,10 +191,61 @@ def test_per_channel_decode_arch35(chip, dtype):
     _lse_meets(lse[..., 0], want)
 
 
-@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_95"], indirect=True)
-def test_prefill_stays_refused(chip):
-    """Query S > 1 with an INT8 key: the A2/A3 PFA route, Ascend910_95's IFATilingV2 PFA mode, whose
-    lse rows are not established here: not_implemented.lse (561003)."""
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND"])
+def test_prefill_arch35(chip, layout):
+    """Query S 8 with an INT8 key, no attenMask: IFATilingV2's antiquant kernel, every row over all
+    its batch's keys (G x S 32 rows would be merged, but not with softmaxLse: CheckPFAMerge, so 12
+    keys cover the rows)."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True)
+    q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
+    to_layout = (lambda x: x) if layout == "BNSD" else (lambda x: x.transpose(0, 2, 1, 3))
+    _, lse = run_fia(
+        query=to_layout(q),
+        key=[to_layout(k8)],
+        value=[to_layout(v8)],
+        out_shape=to_layout(q).shape,
+        lse_shape=(2, 4, 8, 1),
+        antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+        actualSeqLengthsKvOptional=(60, 12),
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.125,
+        inputLayout=layout,
+    )
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=(60, 12)).lse
+    _lse_meets(lse[..., 0], want)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_prefill_with_mask_stays_refused_arch35(chip):
+    """With an attenMask and S > 1 the rows' keys follow FIA's tokens and sparse mode, which the
+    emulated walk does not take: not_implemented.lse (561003)."""
+    k8, v8, scale, offset = _int8()
+    q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            query=q,
+            key=[k8],
+            value=[v8],
+            out_shape=q.shape,
+            lse_shape=(2, 4, 8, 1),
+            attenMaskOptional=np.zeros((2, 8, 50), bool),
+            antiquantScaleOptional=scale,
+            antiquantOffsetOptional=offset,
+            numHeads=4,
+            numKeyValueHeads=2,
+            scaleValue=0.125,
+            inputLayout="BNSD",
+        )
+    assert failure.value.status == NOT_IMPLEMENTED
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+def test_prefill_stays_refused_a2(chip):
+    """Query S > 1 with an INT8 key on Atlas A2/A3 takes the PFA route, whose antiquant kernels'
+    lse is not read here: not_implemented.lse (561003)."""
     k8, v8, scale, offset = _int8()
     q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
     with pytest.raises(ae.errors.AclnnError) as failure:

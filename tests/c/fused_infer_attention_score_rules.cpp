@@ -236,12 +236,14 @@ int main() {
     REPORT("tiling.list_s", Call(c, stream));
     c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
     REPORT("tiling.list_actual_kv", Call(c, stream));
-    // softmaxLse beside an INT8 key/value (antiquant): the IFA antiquant kernels write it for S = 1;
-    // S > 1 (the A2/A3 PFA route, the arch35 antiquant kernel's PFA mode) is not emulated (561003)
+    // softmaxLse beside an INT8 key/value (antiquant): the antiquant kernels write it for S = 1 and,
+    // on Ascend910_95, S > 1 without a mask; the A2/A3 PFA route (S > 1) and an arch35 S > 1 call with
+    // a mask (FIA's tokens reach IFATilingV2) are not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("ok.lse_antiquant_decode", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
-    REPORT("not_implemented.lse_antiquant_prefill", Call(c, stream));
+    REPORT("lse_antiquant_prefill", Call(c, stream));
+    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};

@@ -1637,6 +1637,13 @@ MUTATIONS = [
         FIA_LSE_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-antiquant-lse-arch35-rows-merged",
+        IFA_ANTIQUANT_ARCH35,
+        '            and getattr(self.a, "softmaxLse", None) is None',
+        "",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-kv-nz-lse-unchecked",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:",

@@ -31,8 +31,8 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a query "
-        "S other than 1 or a layout other than BSH/BSND/BNSD, or with a 5-D (NZ) paged cache on the PFA route or on "
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
+        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a 5-D (NZ) paged cache on the PFA route or on "
         "Ascend910_95 (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
@@ -58,7 +58,7 @@ NOT_IMPLEMENTED = Gaps(
 def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
     key = a.key.items[0]
-    if a.lse_wanted and (key.ndim == 5 or (_antiquant_kv(a) and (prompt or not _decode_shape(a)))):
+    if a.lse_wanted and (key.ndim == 5 or (_antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35)))):
         NOT_IMPLEMENTED.refuse("lse")
     if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -132,12 +132,19 @@ def _antiquant_kv(a) -> bool:
     return a.query.dtype != a.key.items[0].dtype or a.int4
 
 
-def _decode_shape(a) -> bool:
-    """Query S 1 in BSH/BSND/BNSD: the rows the IFA kernels' softmaxLse is established for ([B, N, 1, 1])."""
+def _lse_rows_known(a, arch35: bool) -> bool:
+    """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
+    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
+    without an attenMask (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s). With a mask the rows'
+    keys follow FIA's preTokens/nextTokens and sparseMode (SetPFASparseType), which the
+    IncreFlashAttentionV4 walk the emulator runs does not take."""
     base = (a.inputLayout or "BSH").split("_")[0]
     if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
         return False
-    return a.query.shape[PREFIX_S_AXIS[base]] == 1
+    if a.query.shape[PREFIX_S_AXIS[base]] == 1:
+        return True
+    return arch35 and (a.attenMaskOptional is None or a.attenMaskOptional.is_empty)
 
 
 def _ifa_kv_nz_lse(a) -> None:

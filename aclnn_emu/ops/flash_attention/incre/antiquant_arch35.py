@@ -643,6 +643,7 @@ class _Tiling:
             and self.layout != "BNSD_BSND"
             and self.a.attentionOut.dtype != I8
             and self.a.pseShift is None
+            and getattr(self.a, "softmaxLse", None) is None  # FusedInferAttentionScore's softmaxLseFlag
         )
         rows = self.s_q * (self.group if merged else 1)
         short = [b for b, n in enumerate(lengths) if n < rows]

@@ -24,9 +24,10 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     inference). ``caches`` (keys, values callables as `_caches` makes them) and
     ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path);
     ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys.
-    FusedInferAttentionScore's softmaxLse (the antiquant kernel's SoftmaxLseCopyOut,
-    ComputeLogSumExp_VF): log(l) + m per row, +inf where the max stayed at the fill (every key
-    masked) and for rows the kernel does not reach (InitLseOutputSingleCore, 3e99)."""
+    FusedInferAttentionScore's softmaxLse (flash_attention_score_antiquant_block_vec.h
+    SoftmaxLseCopyOut, vf_flashupdate_new.h ComputeLseOutputVF): log(l) + m per row, +inf (3e99)
+    where the max stayed at -FLT_MAX (every key masked) and for rows the kernel does not reach
+    (InitLseOutputSingleCore; a batch without keys sets needInit)."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
