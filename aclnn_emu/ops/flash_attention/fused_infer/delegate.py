@@ -21,7 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
+from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -36,8 +36,10 @@ NOT_IMPLEMENTED = Gaps(
         "Ascend910_95 (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
-        "other than per channel (modes 0), or on the A2/A3 IFA route other than "
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
+        "after IFATilingV2's split-mode checks, modes other than per channel (0), per token (1), per token + head "
+        "(3) and the key per channel with the value per token (0 and 1), a 5-D (NZ) key, a per-token side beside "
+        "a shared prefix, and modes without key/value scales; or on the A2/A3 IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
@@ -60,7 +62,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     key = a.key.items[0]
     if a.lse_wanted and (key.ndim == 5 or (_antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35)))):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
+    if _separate_antiquant(a) and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
@@ -194,18 +196,26 @@ def _separate_antiquant(a) -> bool:
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
 
 
-def _emulated_pairs(a, arch35: bool) -> bool:
-    """Key and value scales (and offsets for both or neither) without the combined antiquantScale,
-    per channel (the IFA kernels' (x + offset) * scale with the key's and the value's own
-    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or, on
-    Atlas A2/A3, in the modes split_params hands the kernel."""
+def _separate_tensors(a) -> bool:
+    """Ascend910_95: separate parameters go to IFATilingV2's split-mode rules (kv_antiquant_arch35),
+    which refuse after their checks what the emulator does not run; modes without them are the
+    combined antiquantScale's per-token modes, not emulated."""
+    separate = (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional)
+    return any(x is not None for x in separate) or a.valueAntiquantOffsetOptional is not None
+
+
+def _emulated_pairs(a) -> bool:
+    """Atlas A2/A3: key and value scales (and offsets for both or neither) without the combined
+    antiquantScale, per channel (the IFA kernels' (x + offset) * scale with the key's and the value's
+    own parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or in
+    the modes split_params hands the kernel."""
     offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
     scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
     if not (scales and offsets and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None):
         return False
     if a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0:
         return True
-    return not arch35 and split_params.handled(a) and _split_fits(a)
+    return split_params.handled(a) and _split_fits(a)
 
 
 def _split_fits(a) -> bool:
@@ -226,11 +236,15 @@ def _split_fits(a) -> bool:
     return not per_tensor_key and split_params.value_rows_fit(a, batch, key_rows(a, base))
 
 
-def _antiquant_args(a) -> dict:
-    """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is, separate
-    per-channel parameters stacked, the other modes through split_params."""
+def _antiquant_args(a, arch35: bool) -> dict:
+    """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is; separate
+    parameters on Ascend910_95 through kv_antiquant_arch35, on Atlas A2/A3 per channel stacked, the
+    other modes through split_params."""
     if not _separate_antiquant(a):
         return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
+    if arch35:
+        split = kv_antiquant_arch35.Split(a, lambda: NOT_IMPLEMENTED.refuse("kv_antiquant"))
+        return dict(antiquantScale=split, antiquantOffset=None)
     if split_params.handled(a):
         return dict(antiquantScale=split_params.SplitParams(a), antiquantOffset=None)
     offset = a.keyAntiquantOffsetOptional
@@ -359,7 +373,7 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        **_antiquant_args(a),
+        **_antiquant_args(a, on_arch35(env)),
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,

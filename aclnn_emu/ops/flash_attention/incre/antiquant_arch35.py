@@ -490,8 +490,13 @@ class _Tiling:
         check_quant2(a.quantScale2, a.quantOffset2, self.heads, self.d, _fail)
 
     def _antiquant(self):
-        """ProcessAntiQuant / CheckAntiQuantParam with antiquantMode 0 (V4 has no mode attribute)."""
+        """ProcessAntiQuant / CheckAntiQuantParam with antiquantMode 0 (V4 has no mode attribute);
+        FusedInferAttentionScore's separate key/value parameters run their own split-mode rules here."""
         scale, offset = self.a.antiquantScale, self.a.antiquantOffset
+        split = getattr(scale, "split_check", None)
+        if split is not None:  # fused_infer/kv_antiquant_arch35.Split
+            split(self.batch, self.kv_heads, self.d, self.s_max, self.pfa, self.paged)
+            return
         if scale is None:
             _fail("antiquant_scale_null", "Antiquant is enabled, but the input antiquantScale is null.")
         if offset is not None and offset.ndim != scale.ndim:
@@ -599,6 +604,9 @@ class _Tiling:
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         a = self.a
+        done = getattr(a.antiquantScale, "split_done", None)
+        if done is not None:  # fused_infer/kv_antiquant_arch35.Split: its gaps, after every check
+            done()
         s2 = self.s_max
         plan = SimpleNamespace(
             b=self.batch,
