@@ -161,6 +161,15 @@ ARCH35_TILING = {
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
     "paged_key_rope_rank": "CheckBlockTableShape",
     "paged_key_rope_cache": "CheckPACacheShape",
+    # incre_flash_attention_tiling_v2.cpp IFATilingV2::ProcessAntiQuant (split mode): the pairs,
+    # KeyAndValueAntiQuantParamConsistencyCheck, equal modes, then CheckAntiQuantParam ->
+    # CheckKVAntiQuantParaShapeLegal (per token, CheckKVAntiQuantPerChannel, the page-attention modes)
+    "split_value_scale_missing": "ProcessAntiQuant",
+    "split_scale_shapes": "KeyAndValueAntiQuantParamConsistencyCheck",
+    "split_modes_differ": "ProcessAntiQuant",
+    "split_per_token_s": "CheckKVAntiQuantParaShapeLegal",
+    "split_per_channel": "CheckKVAntiQuantPerChannel",
+    "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
@@ -170,6 +179,10 @@ ON_ARCH35 = {
     "query_quant.decode": NOT_IMPLEMENTED,
     "lse_antiquant_prefill": SUCCESS,
     "arch35.ok.paged_decode_block_48": SUCCESS,
+    # separate key/value antiquant per token, per token + head and key per channel / value per token
+    # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED
+    **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
+    "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,

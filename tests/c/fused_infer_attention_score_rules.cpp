@@ -439,6 +439,26 @@ int main() {
         c = PagedPrefill(); c.actKv = {300, -5}; REPORT("arch35.tiling.paged_actual_kv_negative", Call(c, stream));
         c = PagedPrefill(); c.version = 2; c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128});
         REPORT("arch35.tiling.paged_shared_prefix", Call(c, stream));
+        // IFATilingV2::ProcessAntiQuant in split mode: separate key/value antiquant parameters (V2+).
+        c = Small(1); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        REPORT("arch35.tiling.split_value_scale_missing", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 2, 32}); REPORT("arch35.tiling.split_scale_shapes", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_per_token", Call(c, stream));
+        c.valueAntiquantMode = 3; REPORT("arch35.tiling.split_modes_differ", Call(c, stream));
+        c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 79}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_per_token_s", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 3; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 80}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_per_token_head", Call(c, stream));
+        c.keyAntiquantMode = 0; c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT); REPORT("arch35.ok.kv_antiquant_channel_token", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("arch35.tiling.split_per_channel", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 4; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_pa_unpaged", Call(c, stream));
+        // Modes 4 in a paged cache: checked, then not emulated (561003).
+        c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -287,7 +287,7 @@ def fia_padded(soc):
 
 def fia_kv_antiquant(soc):
     """Decode over an INT8 key/value with separate per-channel key and value scales (V2+): the
-    A2/A3 IFA route, whose ProcessAntiQuant checks the pair."""
+    A2/A3 IFA route, whose ProcessAntiQuant checks the pair (Ascend910_95: IFATilingV2's split mode)."""
     q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
     k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
     return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
@@ -395,7 +395,8 @@ def fia_antiquant_lse(soc):
 
 
 def fia_kv_antiquant_per_token_lse(soc):
-    """The per-token decode with softmaxLse (A2/A3: the offsets enter the scores)."""
+    """The per-token decode with softmaxLse (A2/A3: the offsets enter the scores; Ascend910_95: the
+    lse of the dequantised key)."""
     return as_entry("FusedInferAttentionScoreV2", "FusedInferAttentionScoreV2", fia_kv_antiquant_per_token(soc),
                     softmaxLseFlag=True)  # fmt: skip
 
@@ -474,13 +475,13 @@ BASELINES = {
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
-        (fia_kv_antiquant, A2_A3),
-        (fia_kv_antiquant_per_token, A2_A3),
-        (fia_kv_antiquant_channel_token, A2_A3),
-        (fia_kv_antiquant_per_token_head, A2_A3),
+        (fia_kv_antiquant, ALL),
+        (fia_kv_antiquant_per_token, ALL),
+        (fia_kv_antiquant_channel_token, ALL),
+        (fia_kv_antiquant_per_token_head, ALL),
         (fia_kv_antiquant_paged_params, A2_A3),
         (fia_kv_antiquant_paged_params_per_head, A2_A3),
-        (fia_kv_antiquant_per_token_lse, A2_A3),
+        (fia_kv_antiquant_per_token_lse, ALL),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

@@ -96,6 +96,11 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
 )
+FIA_KV_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
+FIA_KV_ANTIQUANT_ARCH35_TESTS = (
+    "tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_LSE_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_lse_antiquant.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -1642,6 +1647,42 @@ MUTATIONS = [
         '            and getattr(self.a, "softmaxLse", None) is None',
         "",
         FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-token-params-away",
+        AQ35,
+        "    y = np.array(x, np.float32)\n    round_half_even_(y, dtype)",
+        "    y = np.array(x, np.float32)\n    from aclnn_emu.kernels.rounding import round_half_away_\n\n"
+        "    round_half_away_(y, dtype)",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-token-head-rows-by-their-own-s",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "        width = seq_size\n",
+        "        width = scale_t.shape[-1]\n",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-split-modes-unchecked",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "if modes[0] != modes[1] and not pair:",
+        "if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-split-per-token-s-unchecked",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "if shape[:-1] != lead or shape[-1] < s:",
+        "if shape[:-1] != lead:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-run",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "        if self.unsupported:\n",
+        "        if False:\n",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
     ),
     Mutation(
         "fia-kv-nz-lse-unchecked",
