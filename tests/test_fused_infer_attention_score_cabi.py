@@ -22,7 +22,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
+    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "int4_d64", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
@@ -171,11 +171,11 @@ ARCH35_TILING = {
     "split_per_channel": "CheckKVAntiQuantPerChannel",
     "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
 }
-# IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
     "list_batch_two": TILING,
-    "int4_v2": NOT_IMPLEMENTED,
+    # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
+    "int4_v2": TILING,
     "query_quant.decode": NOT_IMPLEMENTED,
     "lse_antiquant_prefill": SUCCESS,
     "arch35.ok.paged_decode_block_48": SUCCESS,

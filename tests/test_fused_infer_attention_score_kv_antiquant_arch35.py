@@ -239,3 +239,56 @@ def test_split_checks(chip, case):
     else:
         assert failure.value.status == 561002, failure.value
         assert message in str(failure.value)
+
+
+def _packed(x):
+    """INT4 values as INT32 words: element 2i in the low nibble of byte i, eight per little-endian word."""
+    nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
+    return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
+
+
+@ON_ARCH35
+@DTYPES
+@pytest.mark.parametrize("split", [False, True], ids=["antiquant_scale", "per_token"])
+def test_int4(chip, dtype, split):
+    """An INT32 key/value list read as INT4 (V2+ TensorPreProcess) on IFATilingV2's route: the same
+    dequantisation as INT8 (vf_antiquant_w4.h: the INT4 value exact in the query dtype, + offset,
+    * scale), with antiquantScale/Offset [2, N2, 1, D] or separate per-token parameters; softmaxLse too."""
+    b, n, n2, s, d = 2, 4, 2, 50, 64
+    q = RNG.standard_normal((b, n, 1, d)).astype(dtype)
+    k4, v4 = (RNG.integers(-8, 8, (b, n2, s, d)).astype(np.int8) for _ in range(2))
+    if split:
+        (ks, ko), (vs, vo) = _tokens((b, s)), _tokens((b, s))
+        named = _separate(ks, ko, vs, vo, 1, 1)
+        k = arch35_dequant(k4, _rows(ks[:, None], dtype), _rows(ko[:, None], dtype), dtype)
+        v = arch35_dequant(v4, _rows(vs[:, None], dtype), _rows(vo[:, None], dtype), dtype)
+    else:
+        scale = (RNG.random((2, n2, 1, d)) * 0.2 + 0.05).astype(dtype)
+        offset = RNG.integers(-2, 3, (2, n2, 1, d)).astype(dtype)
+        named = dict(antiquantScaleOptional=scale, antiquantOffsetOptional=offset)
+        k, v = (arch35_dequant(x, scale[i][None], offset[i][None], dtype) for i, x in enumerate((k4, v4)))
+    out, lse = _run(q, _packed(k4), _packed(v4), named)
+    precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (s, s)), np.dtype(dtype).name)
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024).lse
+    precision.assert_meets(lse[..., 0], want, "float32", "softmaxLse")
+
+
+@ON_ARCH35
+@pytest.mark.parametrize(
+    "case,message", [("d32", "headDims must be a multiple of 64"), ("block_32", "should be 64 aligned")]
+)
+def test_int4_rules(chip, case, message):
+    """IFATilingV2's INT4 rules: CheckPABlockSize (a multiple of 64), ProcessBaseTensors (D a multiple
+    of 64); 561002."""
+    d = 32 if case == "d32" else 64
+    q = np.zeros((2, 4, 1, d), np.float16)
+    named = dict(antiquantScaleOptional=np.ones((2, 2, 1, d), np.float16))
+    key = np.zeros((2, 2, 64, d // 8), np.int32)
+    if case == "block_32":
+        key = np.zeros((4, 2, 32, d // 8), np.int32)
+        named.update(blockTableOptional=np.array([[0, 1], [2, 3]], np.int32), blockSize=32,
+                     actualSeqLengthsKvOptional=(64, 40))  # fmt: skip
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(version=2, query=q, key=[key], value=[key], out_shape=q.shape, numHeads=4, numKeyValueHeads=2,
+                inputLayout="BNSD", **named)  # fmt: skip
+    assert failure.value.status == 561002 and message in str(failure.value), str(failure.value)

@@ -271,6 +271,9 @@ int main() {
     // V2-V4 read an INT32 key/value as INT4 (last dim x 8), which the kernel key takes.
     c = Small(1); c.k = c.v = {T({2, 2, 80, 4}, ACL_INT32)}; c.version = 2; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("int4_v2", Call(c, stream));
+    // D 64: IFATilingV2's INT4 rule (headDims a multiple of 64) passes on Ascend910_95 too.
+    c = Small(1); c.q = c.out = T({2, 8, 1, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
+    c.opt["antiquantScale"] = T({2, 2, 1, 64}); REPORT("ok.int4_d64", Call(c, stream));
     c = Prefill(); c.lseFlag = true; c.lse.dtype = ACL_FLOAT16; REPORT("dtype.softmaxLse", Call(c, stream));
     c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_FLOAT); REPORT("kernel.sink_dtype", Call(c, stream));
     c = Prefill(); c.opt["blockTable"] = T({2, 4}, ACL_INT64); REPORT("kernel.block_table_dtype", Call(c, stream));

@@ -401,6 +401,16 @@ def fia_kv_antiquant_per_token_lse(soc):
                     softmaxLseFlag=True)  # fmt: skip
 
 
+def fia_int4(soc):
+    """Decode over an INT32 key/value list read as INT4 (V2+), D 64: the A2/A3 IFA route and IFATilingV2."""
+    q, out = T((1, 4, 1, 64)), T((1, 4, 1, 64))
+    k, v = T((1, 2, 40, 8), "INT32"), T((1, 2, 40, 8), "INT32")
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 64)), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -482,6 +492,7 @@ BASELINES = {
         (fia_kv_antiquant_paged_params, A2_A3),
         (fia_kv_antiquant_paged_params_per_head, A2_A3),
         (fia_kv_antiquant_per_token_lse, ALL),
+        (fia_int4, ALL),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

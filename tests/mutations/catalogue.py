@@ -1685,6 +1685,20 @@ MUTATIONS = [
         FIA_KV_ANTIQUANT_ARCH35_TESTS,
     ),
     Mutation(
+        "fia-arch35-int4-d-unchecked",
+        IFA_ANTIQUANT_ARCH35,
+        "if self.int4 and self.d % INT4_D_BLOCK:",
+        "if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-int4-block-size-32",
+        IFA_ANTIQUANT_ARCH35,
+        "if self.int4 and bs % 64:",
+        "if self.int4 and bs % 32:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
         "fia-kv-nz-lse-unchecked",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:",

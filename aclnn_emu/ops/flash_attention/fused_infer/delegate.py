@@ -52,7 +52,7 @@ NOT_IMPLEMENTED = Gaps(
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
-        "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
+        "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
     },
 )
 
@@ -70,7 +70,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("rope")
     if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
-    if a.int4 and (prompt or arch35):
+    if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
     paged = prompt and a.blockTableOptional is not None
     if paged and (not arch35 or not paged_prompt.dense_layout(a) or a.key.items[0].ndim == 5):
@@ -85,7 +85,8 @@ INFERRED = Gaps(
         "is log(sum exp) + max of the fp32 scores from a second pass; the IFA/PFA kernels' own scores (fp16 on "
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
-        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "source only re-types the tensor); on Atlas A2/A3 the IFA tiling's INT4 rules (D a multiple of 64) are not "
+        "replayed (Ascend910_95's IFATilingV2 ones are)",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -272,7 +273,10 @@ class _Rows:
 
 class _Int4:
     """An INT32 key/value tensor read as INT4 (TensorPreProcess: last dimension x 8), handed to the
-    IFA route as the INT8 values the antiquant kernel dequantises."""
+    IFA route as the INT8 values the antiquant kernel dequantises; ``int4`` tells the Ascend910_95
+    tiling replay (incre/antiquant_arch35) to apply its INT4 rules."""
+
+    int4 = True
 
     def __init__(self, t):
         self.t, self.dtype, self.format = t, DataType.ACL_INT8, t.format

@@ -40,6 +40,7 @@ F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 
 
 MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16  # incre_flash_attention_tiling_base.h (BLOCK_SIZE)
+INT4_D_BLOCK = 64  # KVINT4_BYTE_BLOCK
 
 
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
@@ -98,6 +99,7 @@ class _Tiling:
         self.layout = "BSH" if a.inputLayout is None else a.inputLayout
         self.batch = shape_dim(self.q.shape, 0)
         self.paged = a.blocktable is not None
+        self.int4 = getattr(self.k0, "int4", False)  # FusedInferAttentionScore's INT32 list read as INT4
 
     def run(self):
         self._base_tensors()
@@ -130,6 +132,12 @@ class _Tiling:
                 f"When not in pageAttention scenario, Dim of Out[{self.d_out}] should be equal to Dim of "
                 f"Key[{self.d_key}] and Dim of Value[{self.d_value}]",
             )
+        if self.int4 and self.d % INT4_D_BLOCK:
+            _fail(
+                "int4_d",
+                f"When the KV_dtype is int4(int32)/fp4_e1m2/fp4_e2m1, headDims must be a multiple of {INT4_D_BLOCK}, "
+                f"current dim of D is {self.d}.",
+            )
         if self.q_heads != heads:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
         self._kv_shapes()  # KvShapePostProcess
@@ -144,7 +152,7 @@ class _Tiling:
         self._formats_and_limits()
 
     def _pa_block_size(self):
-        """CheckPABlockSize for an INT8 cache."""
+        """CheckPABlockSize for an INT8 (or INT4) cache."""
         bs = self.block_size
         if bs == 0:
             _fail("pa_block_zero", "When page attention is enabled, input attribute blocksize can not be 0.")
@@ -159,7 +167,13 @@ class _Tiling:
                 f"When page attention is enabled, input attribute blocksize[{bs}] can not be greater "
                 f"than {MAX_BLOCK_SIZE}.",
             )
-        if bs % 32:
+        if self.int4 and bs % 64:
+            _fail(
+                "pa_block_align64",
+                "When page attention is enabled, if kvCache datatype is int4(int32)/fp4_e1m2/fp4_e2m1, "
+                f"input attribute blocksize[{bs}] should be 64 aligned.",
+            )
+        if not self.int4 and bs % 32:
             _fail(
                 "pa_block_align32",
                 "When page attention is enabled, if kvCache datatype is int8/hif8/fp8_e4m3fn, "
