@@ -23,7 +23,7 @@ import aclnn_emu as ae
 import precision
 import ties
 from golden import fused_infer_attention_score as golden
-from test_fused_infer_attention_score import run_fia
+from test_fused_infer_attention_score import pack_int4, run_fia
 from test_fused_infer_attention_score_kv_per_token import _separate
 from test_incre_flash_attention_arch35 import arch35, arch35_dequant
 
@@ -241,12 +241,6 @@ def test_split_checks(chip, case):
         assert message in str(failure.value)
 
 
-def _packed(x):
-    """INT4 values as INT32 words: element 2i in the low nibble of byte i, eight per little-endian word."""
-    nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
-    return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
-
-
 @ON_ARCH35
 @DTYPES
 @pytest.mark.parametrize("split", [False, True], ids=["antiquant_scale", "per_token"])
@@ -267,7 +261,7 @@ def test_int4(chip, dtype, split):
         offset = RNG.integers(-2, 3, (2, n2, 1, d)).astype(dtype)
         named = dict(antiquantScaleOptional=scale, antiquantOffsetOptional=offset)
         k, v = (arch35_dequant(x, scale[i][None], offset[i][None], dtype) for i, x in enumerate((k4, v4)))
-    out, lse = _run(q, _packed(k4), _packed(v4), named)
+    out, lse = _run(q, pack_int4(k4), pack_int4(v4), named)
     precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (s, s)), np.dtype(dtype).name)
     want = golden.attention(q, k, v, scale=0.125, kv_block=1024).lse
     precision.assert_meets(lse[..., 0], want, "float32", "softmaxLse")

@@ -21,7 +21,7 @@ import pytest
 import aclnn_emu as ae
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
-from test_fused_infer_attention_score import BF16, _lse_meets, run_fia
+from test_fused_infer_attention_score import BF16, _lse_meets, pack_int4, run_fia
 from test_incre_flash_attention_arch35 import int8_case
 
 RNG = np.random.default_rng(20261128)
@@ -41,6 +41,16 @@ def _a2_lse(q, keys, values, lengths, antiquant, **kw):
     return want
 
 
+def _fia(q, k, v, lse_shape, version=4, **named):
+    """(attentionOut, softmaxLse) of one FIA call: N from softmaxLse, two KV heads, scaleValue 0.125, BNSD
+    unless ``named`` says otherwise."""
+    named.setdefault("inputLayout", "BNSD")
+    return run_fia(
+        version, query=q, key=[k], value=[v], out_shape=q.shape, lse_shape=lse_shape, numHeads=lse_shape[1],
+        numKeyValueHeads=2, scaleValue=0.125, **named,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BNSD", "BSH"])
@@ -50,18 +60,14 @@ def test_per_channel_decode_a2(chip, dtype, layout):
     q = RNG.standard_normal((3, 4, 1, 32)).astype(dtype)
     to_layout = (lambda x: x) if layout == "BNSD" else (lambda x: x.transpose(0, 2, 1, 3).reshape(x.shape[0], -1, 64))
     q_in = q if layout == "BNSD" else q.reshape(3, 1, 128)
-    out, lse = run_fia(
-        query=q_in,
-        key=[to_layout(k8)],
-        value=[to_layout(v8)],
-        out_shape=q_in.shape,
-        lse_shape=(3, 4, 1, 1),
+    out, lse = _fia(
+        q_in,
+        to_layout(k8),
+        to_layout(v8),
+        (3, 4, 1, 1),
         antiquantScaleOptional=scale,
         antiquantOffsetOptional=offset,
         actualSeqLengthsKvOptional=(50, 17, 0),
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
         inputLayout=layout,
     )
     s, o = scale.astype(np.float64).reshape(2, 2, 32), offset.astype(np.float64).reshape(2, 2, 32)
@@ -78,19 +84,8 @@ def test_masked_row_a2(chip):
     mask = np.zeros((2, 50), bool)
     mask[0] = True
     mask[1, ::3] = True
-    _, lse = run_fia(
-        query=q,
-        key=[k8],
-        value=[v8],
-        out_shape=q.shape,
-        lse_shape=(2, 4, 1, 1),
-        attenMaskOptional=mask,
-        antiquantScaleOptional=scale,
-        antiquantOffsetOptional=offset,
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
-        inputLayout="BNSD",
+    _, lse = _fia(
+        q, k8, v8, (2, 4, 1, 1), attenMaskOptional=mask, antiquantScaleOptional=scale, antiquantOffsetOptional=offset
     )
     s, o = scale.astype(np.float64).reshape(2, 2, 32), offset.astype(np.float64).reshape(2, 2, 32)
     want = _a2_lse(q[:, :, 0], list(k8), list(v8), [50, 50], (s[0], o[0], s[1], o[1]), mask=mask)
@@ -106,23 +101,18 @@ def test_per_token_v2_a2(chip):
     q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
     ks, vs = ((RNG.random((1, 2, 50)) * 0.02 + 0.005).astype(np.float32) for _ in range(2))
     ko, vo = (RNG.integers(-3, 4, (1, 2, 50)).astype(np.float32) for _ in range(2))
-    _, lse = run_fia(
+    _, lse = _fia(
+        q,
+        k8,
+        v8,
+        (2, 4, 1, 1),
         version=2,
-        query=q,
-        key=[k8],
-        value=[v8],
-        out_shape=q.shape,
-        lse_shape=(2, 4, 1, 1),
         keyAntiquantScaleOptional=ks,
         valueAntiquantScaleOptional=vs,
         keyAntiquantOffsetOptional=ko,
         valueAntiquantOffsetOptional=vo,
         keyAntiquantMode=1,
         valueAntiquantMode=1,
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
-        inputLayout="BNSD",
     )
     params = tuple(x[0].astype(np.float64) for x in (ks, ko, vs, vo))
     want = _a2_lse(q[:, :, 0], list(k8), list(v8), [50, 50], params, per_token=(True, True))
@@ -133,25 +123,10 @@ def test_per_token_v2_a2(chip):
 def test_int4_v2_a2(chip):
     """An INT32 key/value list read as INT4 (TensorPreProcess) on the IFA route."""
     values4 = [RNG.integers(-8, 8, (2, 2, 50, 32)).astype(np.int8) for _ in range(2)]
-
-    def packed(x):  # element 2i in the low nibble of byte i, eight per little-endian int32
-        nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
-        return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
-
     q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
     scale = (RNG.random((2, 2, 1, 32)) * 0.2 + 0.05).astype(np.float16)
-    _, lse = run_fia(
-        version=2,
-        query=q,
-        key=[packed(values4[0])],
-        value=[packed(values4[1])],
-        out_shape=q.shape,
-        lse_shape=(2, 4, 1, 1),
-        antiquantScaleOptional=scale,
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
-        inputLayout="BNSD",
+    _, lse = _fia(
+        q, pack_int4(values4[0]), pack_int4(values4[1]), (2, 4, 1, 1), version=2, antiquantScaleOptional=scale
     )
     s, zero = scale.astype(np.float64).reshape(2, 2, 32), np.zeros((2, 32))
     want = _a2_lse(q[:, :, 0], list(values4[0]), list(values4[1]), [50, 50], (s[0], zero, s[1], zero))
@@ -169,20 +144,15 @@ def test_per_channel_decode_arch35(chip, dtype):
     mask[0, 40:] = True
     mask[1] = True
     lengths = (60, 23, 0)
-    out, lse = run_fia(
-        query=q,
-        key=[k8],
-        value=[v8],
-        out_shape=q.shape,
-        lse_shape=(3, 8, 1, 1),
+    out, lse = _fia(
+        q,
+        k8,
+        v8,
+        (3, 8, 1, 1),
         attenMaskOptional=mask,
         antiquantScaleOptional=scale,
         antiquantOffsetOptional=offset,
         actualSeqLengthsKvOptional=lengths,
-        numHeads=8,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
-        inputLayout="BNSD",
     )
     want = golden.attention(
         q, k, v, scale=0.125, kv_block=1024, act_kv=lengths, mask=mask[:, None], masked_lse_inf=True
@@ -200,18 +170,14 @@ def test_prefill_arch35(chip, layout):
     k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True)
     q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
     to_layout = (lambda x: x) if layout == "BNSD" else (lambda x: x.transpose(0, 2, 1, 3))
-    _, lse = run_fia(
-        query=to_layout(q),
-        key=[to_layout(k8)],
-        value=[to_layout(v8)],
-        out_shape=to_layout(q).shape,
-        lse_shape=(2, 4, 8, 1),
+    _, lse = _fia(
+        to_layout(q),
+        to_layout(k8),
+        to_layout(v8),
+        (2, 4, 8, 1),
         antiquantScaleOptional=scale,
         antiquantOffsetOptional=offset,
         actualSeqLengthsKvOptional=(60, 12),
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
         inputLayout=layout,
     )
     want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=(60, 12)).lse
@@ -225,19 +191,14 @@ def test_prefill_with_mask_stays_refused_arch35(chip):
     k8, v8, scale, offset = _int8()
     q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
     with pytest.raises(ae.errors.AclnnError) as failure:
-        run_fia(
-            query=q,
-            key=[k8],
-            value=[v8],
-            out_shape=q.shape,
-            lse_shape=(2, 4, 8, 1),
+        _fia(
+            q,
+            k8,
+            v8,
+            (2, 4, 8, 1),
             attenMaskOptional=np.zeros((2, 8, 50), bool),
             antiquantScaleOptional=scale,
             antiquantOffsetOptional=offset,
-            numHeads=4,
-            numKeyValueHeads=2,
-            scaleValue=0.125,
-            inputLayout="BNSD",
         )
     assert failure.value.status == NOT_IMPLEMENTED
 
@@ -249,18 +210,6 @@ def test_prefill_stays_refused_a2(chip):
     k8, v8, scale, offset = _int8()
     q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
     with pytest.raises(ae.errors.AclnnError) as failure:
-        run_fia(
-            query=q,
-            key=[k8],
-            value=[v8],
-            out_shape=q.shape,
-            lse_shape=(2, 4, 8, 1),
-            antiquantScaleOptional=scale,
-            antiquantOffsetOptional=offset,
-            numHeads=4,
-            numKeyValueHeads=2,
-            scaleValue=0.125,
-            inputLayout="BNSD",
-        )
+        _fia(q, k8, v8, (2, 4, 8, 1), antiquantScaleOptional=scale, antiquantOffsetOptional=offset)
     assert failure.value.status == NOT_IMPLEMENTED
     assert "softmaxLse" in str(failure.value)

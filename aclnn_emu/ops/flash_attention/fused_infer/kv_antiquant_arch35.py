@@ -27,6 +27,8 @@ from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention.antiquant_arch35 import token_params
 from aclnn_emu.opdef.failures import fail
 
+from ..incre.antiquant_arch35 import check_per_channel
+
 PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD, PER_TOKEN_PA, PER_TOKEN_HEAD_PA, PER_TOKEN_GROUP = range(7)
 CHANNEL_TOKEN = (PER_CHANNEL, PER_TOKEN)
 EMULATED = {(m, m) for m in (PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD)} | {CHANNEL_TOKEN}
@@ -199,26 +201,8 @@ def _per_channel(f, shape):
             f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[1] when per-tensor mode or "
             f"expect[{n * d}] when per-channel mode.",
         )
-    if len(shape) == 1:
-        return
-    valid = {(1, n, 1, d), (1, n, d), (1, n * d)}
-    valid |= {(n, 1, d), (n, d)} if f.pfa else {(1, 1, n, d)}
-    if shape in valid:
-        return
-    if len(shape) in (2, 3, 4):
-        fail(
-            "antiquant_per_channel",
-            f"The shape of antiquant parameter{list(shape)} is not expected. Expect [1, {n}, 1, {d}] or "
-            f"[1, {n}, {d}] or [1, {n * d}] when per_channel mode.",
-        )
-    fail(
-        "antiquant_per_channel_rank",
-        f"The layout[{len(shape)}] does not match the dimension of antiquant when per_channel mode, it should be "
-        "1, 2, 3 or 4."
-        if f.pfa
-        else f"The layout[{len(shape)}] does not match the dimension of antiquant, when "
-        "per_channel mode, it should be 2, 3 or 4.",
-    )
+    if len(shape) > 1:
+        check_per_channel(shape, 1, n, d, f.pfa, split=True)
 
 
 def _per_head(f, shape):

@@ -543,19 +543,7 @@ class _Tiling:
                 f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
                 f"when per-tensor mode or expect[{n * d}] when per-channel mode.",
             )
-        if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
-            return
-        if len(shape) in (2, 3, 4):
-            _fail(
-                "antiquant_per_channel",
-                f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
-                f"[2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode.",
-            )
-        _fail(
-            "antiquant_rank",
-            f"The layout[{len(shape)}] does not match the dimension of antiquant, when "
-            "per_channel mode, it should be 2, 3 or 4.",
-        )
+        check_per_channel(shape, 2, n, d, self.pfa, split=False)
 
     def _block_table(self):
         """ProcessBlockTable."""
@@ -679,3 +667,29 @@ def _s2_base(d: int, pse: bool) -> int:
     """SetfaRunBaseSize's s2 base (sInnerSize_, the kernel config's S2 alignment through
     UpdateTilingKeyConfig) without G·S merging."""
     return (512 if pse else 1024) if d <= 64 else 512 if d <= 128 else 256 if d <= 256 else 128
+
+
+def check_per_channel(shape, num: int, n: int, d: int, pfa: bool, split: bool) -> None:
+    """CheckKVAntiQuantPerChannel (parameters of rank 2 or more; ``num`` antiquantNum_, 2 for the
+    combined antiquantScale, 1 for separate key/value ones): [num, N, 1, D], [num, N, D], [num, H],
+    and [num, 1, N, D] outside the PFA mode (query S > 1); separate parameters in the PFA mode
+    (``split``) also [N, 1, D], [N, D] and not [1, 1, N, D]."""
+    valid = {(num, n, 1, d), (num, n, d), (num, n * d)}
+    if split and pfa:
+        valid |= {(n, 1, d), (n, d)}
+    elif not pfa:
+        valid.add((num, 1, n, d))
+    if shape in valid:
+        return
+    if len(shape) in (2, 3, 4):
+        _fail(
+            "antiquant_per_channel",
+            f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
+            f"[{num}, {n}, 1, {d}] or [{num}, {n}, {d}] or [{num}, {n * d}] when per_channel mode.",
+        )
+    ranks = "1, 2, 3 or 4" if split and pfa else "2, 3 or 4"
+    _fail(
+        "antiquant_rank",
+        f"The layout[{len(shape)}] does not match the dimension of antiquant, when per_channel mode, it should "
+        f"be {ranks}.",
+    )
