@@ -37,9 +37,9 @@ NOT_IMPLEMENTED = Gaps(
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3, "
         "or on Ascend910_95 with a query layout other than BSH/BSND/BNSD (TND, NTD) or a 5-D (NZ) cache",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, modes other than per channel (0), per token (1), per token + head "
-        "(3) and the key per channel with the value per token (0 and 1), a 5-D (NZ) key, a per-token side beside "
-        "a shared prefix, and modes without key/value scales; or on the A2/A3 IFA route other than "
+        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5), a 5-D (NZ) key "
+        "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
+        "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
