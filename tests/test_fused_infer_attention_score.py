@@ -55,6 +55,13 @@ def run_fia(version=4, *, query, key, value, out_shape, out_dtype=None, lse_shap
     return ae.numpy(out), None if lse is None else ae.numpy(lse)
 
 
+def pack_int4(x):
+    """INT4 values [-8, 7] as INT32 words: element 2i in the low nibble of byte i, eight per
+    little-endian word (the order the emulator assumes, inferred.int4_nibbles)."""
+    nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
+    return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
+
+
 def _meets(actual, want, dtype):
     message = precision.failure(np.asarray(actual, np.float64), want.out, np.dtype(dtype).name, floor=want.floor)
     assert message is None, message
@@ -702,11 +709,7 @@ def test_int4_key_value_decode_v2():
     fp16 query takes the IFA route, the values dequantised per channel; a portability warning says
     the nibble order is assumed."""
     values4 = [RNG.integers(-8, 8, (2, 2, 50, 32)).astype(np.int8) for _ in range(2)]
-
-    def packed(x):  # element 2i in the low nibble of byte i, eight per little-endian int32
-        nib = (x.astype(np.uint8) & 0x0F).reshape(*x.shape[:-1], -1, 2)
-        return (nib[..., 0] | (nib[..., 1] << 4)).astype(np.uint8).view(np.int32)
-
+    packed = pack_int4
     q = RNG.standard_normal((2, 4, 1, 32)).astype(np.float16)
     scale = (RNG.random((2, 2, 1, 32)) * 0.2 + 0.05).astype(np.float16)
     out, _ = run_fia(

@@ -22,7 +22,7 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
+    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "int4_d64", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
     "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
 )  # fmt: skip
 A2_OK = (
@@ -98,6 +98,8 @@ A2_TILING = {
     "ifa_per_token_s": "CheckKVAntiQuantPerToken",
     "ifa_per_channel": "CheckKVAntiQuantPerChannel",
     "ifa_per_token_head": "CheckKVAntiQuantPerHead",
+    # ProcessGqaKvNz -> CheckGqaAttribute -> CheckDefaultMisc("IFA GQA with KV NZ"): no softmaxLse
+    "ifa_kv_nz_lse": "CheckDefaultMisc",
     # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
     "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
 }
@@ -111,8 +113,12 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value
-    "not_implemented.lse_antiquant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
+    # PFA route, or with a mask on Ascend910_95 (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h
+    # SoftmaxLseCopyOut on A2/A3; any S on Ascend910_95: flash_attention_score_antiquant_block_vec.h
+    # SoftmaxLseCopyOut)
+    "lse_antiquant_prefill": NOT_IMPLEMENTED,
+    "not_implemented.lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -179,14 +185,28 @@ ARCH35_TILING = {
     "paged_tnd_block_table_shape": "CheckBlockTableShape",
     "paged_tnd_mask_s2": "CheckMaskShapeCrossSparse",  # sK = S2, max blocks x blockSize with a block table
     "paged_ntd": "SetInputLayout",
+    # incre_flash_attention_tiling_v2.cpp IFATilingV2::ProcessAntiQuant (split mode): the pairs,
+    # KeyAndValueAntiQuantParamConsistencyCheck, equal modes, then CheckAntiQuantParam ->
+    # CheckKVAntiQuantParaShapeLegal (per token, CheckKVAntiQuantPerChannel, the page-attention modes)
+    "split_value_scale_missing": "ProcessAntiQuant",
+    "split_scale_shapes": "KeyAndValueAntiQuantParamConsistencyCheck",
+    "split_modes_differ": "ProcessAntiQuant",
+    "split_per_token_s": "CheckKVAntiQuantParaShapeLegal",
+    "split_per_channel": "CheckKVAntiQuantPerChannel",
+    "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
 }
-# IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
     "list_batch_two": TILING,
-    "int4_v2": NOT_IMPLEMENTED,
+    # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
+    "int4_v2": TILING,
     "query_quant.decode": NOT_IMPLEMENTED,
+    "lse_antiquant_prefill": SUCCESS,
     "arch35.ok.paged_decode_block_48": SUCCESS,
+    # separate key/value antiquant per token, per token + head and key per channel / value per token
+    # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED
+    **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
+    "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,

@@ -247,9 +247,21 @@ int main() {
     REPORT("tiling.list_s", Call(c, stream));
     c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
     REPORT("tiling.list_actual_kv", Call(c, stream));
-    // softmaxLse beside an INT8 key/value (antiquant) is not emulated (561003)
+    // softmaxLse beside an INT8 key/value (antiquant): the antiquant kernels write it for S = 1 and,
+    // on Ascend910_95, S > 1 without a mask; the A2/A3 PFA route (S > 1) and an arch35 S > 1 call with
+    // a mask (FIA's tokens reach IFATilingV2) are not emulated (561003)
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
-    REPORT("not_implemented.lse_antiquant", Call(c, stream));
+    REPORT("ok.lse_antiquant_decode", Call(c, stream));
+    c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    REPORT("lse_antiquant_prefill", Call(c, stream));
+    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    if (OnA2()) {
+        // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
+        c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2, 2, 1, 32}); c.opt["blockTable"] = T({2, 2}, ACL_INT32);
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {200, 100};
+        REPORT("a2.tiling.ifa_kv_nz_lse", Call(c, stream));
+    }
     if (OnA2()) {
         // D 64 is a FIA-V3 head size too (CheckGqaDSupport): softmaxLse works there
         c = Prefill(); c.lseFlag = true; c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})};
@@ -270,6 +282,9 @@ int main() {
     // V2-V4 read an INT32 key/value as INT4 (last dim x 8), which the kernel key takes.
     c = Small(1); c.k = c.v = {T({2, 2, 80, 4}, ACL_INT32)}; c.version = 2; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("int4_v2", Call(c, stream));
+    // D 64: IFATilingV2's INT4 rule (headDims a multiple of 64) passes on Ascend910_95 too.
+    c = Small(1); c.q = c.out = T({2, 8, 1, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
+    c.opt["antiquantScale"] = T({2, 2, 1, 64}); REPORT("ok.int4_d64", Call(c, stream));
     c = Prefill(); c.lseFlag = true; c.lse.dtype = ACL_FLOAT16; REPORT("dtype.softmaxLse", Call(c, stream));
     c = Prefill(); c.opt["learnableSink"] = T({8}, ACL_FLOAT); REPORT("kernel.sink_dtype", Call(c, stream));
     c = Prefill(); c.opt["blockTable"] = T({2, 4}, ACL_INT64); REPORT("kernel.block_table_dtype", Call(c, stream));
@@ -483,6 +498,26 @@ int main() {
         c = PagedPrefill(); c.actKv = {300, -5}; REPORT("arch35.tiling.paged_actual_kv_negative", Call(c, stream));
         c = PagedPrefill(); c.version = 2; c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128});
         REPORT("arch35.tiling.paged_shared_prefix", Call(c, stream));
+        // IFATilingV2::ProcessAntiQuant in split mode: separate key/value antiquant parameters (V2+).
+        c = Small(1); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        REPORT("arch35.tiling.split_value_scale_missing", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 2, 32}); REPORT("arch35.tiling.split_scale_shapes", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_per_token", Call(c, stream));
+        c.valueAntiquantMode = 3; REPORT("arch35.tiling.split_modes_differ", Call(c, stream));
+        c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 79}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_per_token_s", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 3; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 80}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_per_token_head", Call(c, stream));
+        c.keyAntiquantMode = 0; c.valueAntiquantMode = 1; c.opt["keyAntiquantScale"] = T({1, 2, 1, 32});
+        c.opt["valueAntiquantScale"] = T({1, 2, 80}, ACL_FLOAT); REPORT("arch35.ok.kv_antiquant_channel_token", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("arch35.tiling.split_per_channel", Call(c, stream));
+        c.keyAntiquantMode = c.valueAntiquantMode = 4; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_pa_unpaged", Call(c, stream));
+        // Modes 4 in a paged cache: checked, then not emulated (561003).
+        c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -323,7 +323,7 @@ def fia_padded(soc):
 
 def fia_kv_antiquant(soc):
     """Decode over an INT8 key/value with separate per-channel key and value scales (V2+): the
-    A2/A3 IFA route, whose ProcessAntiQuant checks the pair."""
+    A2/A3 IFA route, whose ProcessAntiQuant checks the pair (Ascend910_95: IFATilingV2's split mode)."""
     q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
     k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
     return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
@@ -418,6 +418,35 @@ def fia_kv_antiquant_per_token_head(soc):
                       softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_antiquant_lse(soc):
+    """Decode over an INT8 key/value (per-channel antiquantScale/Offset [2, N2, 1, D]) with softmaxLse,
+    which the IFA antiquant kernels write (A2/A3 and Ascend910_95)."""
+    q, out = T((2, 4, 1, 32)), T((2, 4, 1, 32))
+    k, v = T((2, 2, 40, 32), "INT8"), T((2, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 32)), antiquantOffsetOptional=T((2, 2, 1, 32)),
+                      actualSeqLengthsKvOptional=(40, 0), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_kv_antiquant_per_token_lse(soc):
+    """The per-token decode with softmaxLse (A2/A3: the offsets enter the scores; Ascend910_95: the
+    lse of the dequantised key)."""
+    return as_entry("FusedInferAttentionScoreV2", "FusedInferAttentionScoreV2", fia_kv_antiquant_per_token(soc),
+                    softmaxLseFlag=True)  # fmt: skip
+
+
+def fia_int4(soc):
+    """Decode over an INT32 key/value list read as INT4 (V2+), D 64: the A2/A3 IFA route and IFATilingV2."""
+    q, out = T((1, 4, 1, 64)), T((1, 4, 1, 64))
+    k, v = T((1, 2, 40, 8), "INT32"), T((1, 2, 40, 8), "INT32")
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 64)), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -490,16 +519,19 @@ BASELINES = {
         (fia_sink, ALL),
         (fia_sink_tnd, A2_A3),
         (fia_list, ALL),
+        (fia_antiquant_lse, ALL),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
-        (fia_kv_antiquant, A2_A3),
-        (fia_kv_antiquant_per_token, A2_A3),
-        (fia_kv_antiquant_channel_token, A2_A3),
-        (fia_kv_antiquant_per_token_head, A2_A3),
+        (fia_kv_antiquant, ALL),
+        (fia_kv_antiquant_per_token, ALL),
+        (fia_kv_antiquant_channel_token, ALL),
+        (fia_kv_antiquant_per_token_head, ALL),
         (fia_kv_antiquant_paged_params, A2_A3),
         (fia_kv_antiquant_paged_params_per_head, A2_A3),
+        (fia_kv_antiquant_per_token_lse, ALL),
+        (fia_int4, ALL),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

@@ -89,13 +89,14 @@ def attention(
     out_quant=None,
     magnitude=None,
     per_token=(False, False),
+    lse=None,
 ):
     """Expected output [B, N, D] as float64 (int8 outputs on the int8 grid).
 
     q [B, N, D]; keys/values: per batch [N2, S_b, D] arrays (any dtype); mask [B, Sm]; pse
     [B|1, N, Sp]; antiquant (key_scale, key_offset, value_scale, value_offset) scalars or [N2, D],
     or [B, Sp] / [B, N2, Sp] for the key / value side that ``per_token`` marks; out_quant (scale, offset) scalars or
-    [N, D].
+    [N, D]; ``lse`` a [B, N] array that receives log(l) + m of each batch with tokens.
     """
     b_count, heads, d = q.shape
     kv_heads = keys[0].shape[0]
@@ -130,6 +131,8 @@ def attention(
                 mag = mag * alpha + narrow(e) @ np.abs(v[n // group, c0 : c0 + chunk])
                 m = m_new
             out[b, n] = acc / l
+            if lse is not None:
+                lse[b, n] = np.log(l) + m
             if magnitude is not None:
                 magnitude[b, n] = mag / l
     if out_quant is None:

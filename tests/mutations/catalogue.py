@@ -96,6 +96,15 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
 )
+FIA_KV_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
+FIA_KV_ANTIQUANT_ARCH35_TESTS = (
+    "tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
+FIA_LSE_ANTIQUANT_TESTS = (
+    "tests/test_fused_infer_attention_score_lse_antiquant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
 FIA_KV_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant.py",
@@ -1662,6 +1671,98 @@ MUTATIONS = [
         "np.stack([data & 0x0F, data >> 4]",
         "np.stack([data >> 4, data & 0x0F]",
         FIA_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-without-the-max",
+        IFA,
+        "= np.log(row_sum) + running_max",
+        "= np.log(row_sum)",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-no-tokens-zero",
+        IFA,
+        "LSE_NO_TOKENS = np.float32(-3.4e38)",
+        "LSE_NO_TOKENS = np.float32(0)",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-arch35-masked-rows-finite",
+        IFA_LAUNCH_ARCH35,
+        "pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(True,))",
+        "pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(False,))",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-second-pass",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "second_pass=args.softmaxLse is None)",
+        "second_pass=True)",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-antiquant-lse-arch35-rows-merged",
+        IFA_ANTIQUANT_ARCH35,
+        '            and getattr(self.a, "softmaxLse", None) is None',
+        "",
+        FIA_LSE_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-token-params-away",
+        AQ35,
+        "    y = np.array(x, np.float32)\n    round_half_even_(y, dtype)",
+        "    y = np.array(x, np.float32)\n    from aclnn_emu.kernels.rounding import round_half_away_\n\n"
+        "    round_half_away_(y, dtype)",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-token-head-rows-by-their-own-s",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "        width = seq_size\n",
+        "        width = scale_t.shape[-1]\n",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-split-modes-unchecked",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "if modes[0] != modes[1] and not pair:",
+        "if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-split-per-token-s-unchecked",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "if shape[:-1] != lead or shape[-1] < s:",
+        "if shape[:-1] != lead:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-run",
+        FIA_KV_ANTIQUANT_ARCH35,
+        "        if self.unsupported:\n",
+        "        if False:\n",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-int4-d-unchecked",
+        IFA_ANTIQUANT_ARCH35,
+        "if self.int4 and self.d % INT4_D_BLOCK:",
+        "if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-int4-block-size-32",
+        IFA_ANTIQUANT_ARCH35,
+        "if self.int4 and bs % 64:",
+        "if self.int4 and bs % 32:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-kv-nz-lse-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:",
+        "if False:",
+        FIA_LSE_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-prefix-lengths-kept",

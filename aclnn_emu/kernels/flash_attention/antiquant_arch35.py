@@ -9,6 +9,8 @@ mode) computes, in the query's dtype Q_T (fp16 or bf16):
 each vector operation rounding to nearest even. An fp32 operation rounded to Q_T gives the same
 bits (fp32 carries more than twice Q_T's precision plus two bits, so the double rounding is exact).
 The cube then multiplies the Q_T result like any fp16/bf16 key/value.
+Per token (AntiquantVFImplW8PerTokenD64/128/256/512) each row's FLOAT scale and offset are first
+cast to Q_T (castTrait0: CAST_RINT, nearest even), then the same two steps run (`token_params`).
 """
 
 import numpy as np
@@ -24,5 +26,12 @@ def dequantize(x: np.ndarray, scale: np.ndarray, offset: np.ndarray | None, dtyp
         y += np.asarray(offset, np.float32)
         round_half_even_(y, dtype)
     y *= np.asarray(scale, np.float32)
+    round_half_even_(y, dtype)
+    return y.astype(dtype)
+
+
+def token_params(x: np.ndarray, dtype) -> np.ndarray:
+    """FLOAT per-token scales or offsets as the kernels use them: cast to ``dtype`` to nearest even."""
+    y = np.array(x, np.float32)
     round_half_even_(y, dtype)
     return y.astype(dtype)

@@ -25,6 +25,11 @@ DealAntiqBmm2ResBaseBlockPerToken): S_j = (q . x_j +
 sum(q) * offset_j) * scale_j, and O = sum_j (P_j * scale_j) (v_j + offset_j), all fp32. The chunks of 2048 tokens are an assumption: the hardware's
 split of S decides where the running max moves, which shapes the rounding of P.
 A batch without tokens (length 0, or a kv padding that leaves no room) writes zeros.
+softmaxLse (FusedInferAttentionScore's IFA route, SoftmaxLseCopyOut / the flash-decode combine):
+log(l) + m of the fp32 row, with m the running max of the scaled scores; a fully masked row gives
+log(l) - 1e12. The per-channel MSD kernels leave the key offset's constant q . (scale x offset) out
+of the scores and add it back to the lse (ComputeLogSumExpAndCopyToGm): the same value as the
+dequantised scores' lse here.
 """
 
 from dataclasses import dataclass
@@ -38,6 +43,7 @@ from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_
 
 MASK_FILL = np.float32(-1e12)
+LSE_NO_TOKENS = np.float32(-3.4e38)  # the lse of a batch without tokens (InitAllZeroOutput)
 KV_CHUNK = 2048
 
 
@@ -149,19 +155,21 @@ def incre_flash_attention(
     pse=None,
     antiquant: Antiquant | None = None,
     out_quant: OutputQuant | None = None,
+    lse: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The attention output [B, N, D] in ``out_dtype`` (int8 with ``out_quant``).
+    """The attention output [B, N, D] in ``out_dtype`` (int8 with ``out_quant``); ``lse`` an fp32
+    [B, N] array that receives log(l) + m of each batch with tokens (the caller fills the others).
 
     q [B, N, D] fp16/bf16; ``kv`` a DenseKv or PagedKv; lengths[b] the tokens of batch b (< 0:
     none); mask [B, Sm] (nonzero masks) and pse (a pse.PseSource of pseType 0 over [B|1, N, 1, Sp])
     read from column kv.start[b] on.
     """
-    return _Decode(q, kv, scale, lengths, kv_heads, out_dtype, mask, pse, antiquant, out_quant).run()
+    return _Decode(q, kv, scale, lengths, kv_heads, out_dtype, mask, pse, antiquant, out_quant, lse).run()
 
 
 class _Decode:
-    def __init__(self, q, kv, scale, lengths, kv_heads, out_dtype, mask, pse, antiquant, out_quant):
-        self.q, self.kv, self.lengths = q, kv, lengths
+    def __init__(self, q, kv, scale, lengths, kv_heads, out_dtype, mask, pse, antiquant, out_quant, lse):
+        self.q, self.kv, self.lengths, self.lse = q, kv, lengths, lse
         self.scale = np.float32(scale)
         self.kv_heads = kv_heads
         self.group = q.shape[1] // kv_heads
@@ -223,6 +231,8 @@ class _Decode:
                 acc += (s * token.value[1]).sum(axis=2, keepdims=True)
             native.decode_values(acc, s, value_base, *value_rows, value_dequant)
         o = acc / row_sum.reshape(heads, g, 1)
+        if self.lse is not None:
+            self.lse[b, h0 * g : h1 * g] = np.log(row_sum) + running_max
         self._store(o.reshape(rows, d), b, h0 * g, h1 * g)
 
     def _dequant(self, h0, h1):

@@ -21,7 +21,8 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_list, launch, padding, paged_prompt, paged_prompt_arch32, rope_prompt, split_params
+from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
+from . import rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -31,13 +32,16 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the IFA/PFA routes, or a 5-D (NZ) paged "
-        "cache on the IFA route",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
+        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a "
+        "5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route, on Ascend910_95's IFA route "
-        "other than per channel (modes 0), or on the A2/A3 IFA route other than "
+        "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
+        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5), a 5-D (NZ) key "
+        "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
+        "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
@@ -50,7 +54,7 @@ NOT_IMPLEMENTED = Gaps(
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
-        "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
+        "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
     },
 )
 
@@ -60,9 +64,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
-    if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5 and not prompt):
+    nz_ifa = key.ndim == 5 and not prompt
+    if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
+    if _separate_antiquant(a) and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefixes = (a.keySharedPrefixOptional, a.valueSharedPrefixOptional)
     both = gathered_a2 and None not in prefixes  # the A2/A3 PFA tiling's page-attention rules refuse it (561002)
@@ -72,7 +77,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("rope")
     if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
         NOT_IMPLEMENTED.refuse("query_quant")
-    if a.int4 and (prompt or arch35):
+    if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
     if paged_a2 and not gathered_a2:
         NOT_IMPLEMENTED.refuse("paged_pfa")
@@ -86,7 +91,8 @@ INFERRED = Gaps(
         "is log(sum exp) + max of the fp32 scores from a second pass; the IFA/PFA kernels' own scores (fp16 on "
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
-        "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "source only re-types the tensor); on Atlas A2/A3 the IFA tiling's INT4 rules (D a multiple of 64) are not "
+        "replayed (Ascend910_95's IFATilingV2 ones are)",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -129,13 +135,44 @@ def _ifa_query_quant(a) -> None:
         raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
 
 
+def _antiquant_kv(a) -> bool:
+    """An INT8/INT4 key/value beside a float query: the antiquant kernels, which write softmaxLse
+    themselves (the IFA route)."""
+    return a.query.dtype != a.key.items[0].dtype or a.int4
+
+
+def _lse_rows_known(a, arch35: bool) -> bool:
+    """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
+    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
+    without an attenMask (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s). With a mask the rows'
+    keys follow FIA's preTokens/nextTokens and sparseMode (SetPFASparseType), which the
+    IncreFlashAttentionV4 walk the emulator runs does not take."""
+    base = (a.inputLayout or "BSH").split("_")[0]
+    if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
+        return False
+    if a.query.shape[PREFIX_S_AXIS[base]] == 1:
+        return True
+    return arch35 and (a.attenMaskOptional is None or a.attenMaskOptional.is_empty)
+
+
+def _ifa_kv_nz_lse(a) -> None:
+    """A 5-D key without rope is the IFA tiling's GQA KV-NZ case (GetRopeAndGqaFlag), whose
+    ProcessGqaKvNz ends with CheckDefaultMisc("IFA GQA with KV NZ"): softmaxLse is refused there.
+    Its other checks fail with the same code (561002), so with softmaxLse every such call fails."""
+    rope = a.queryRopeOptional is not None and a.keyRopeOptional is not None  # ropeFlag_
+    if a.lse_wanted and a.key.items[0].ndim == 5 and not rope:
+        raise tiling("ifa.kv_nz_lse", "SoftmaxLse output is not supported in IFA GQA with KV NZ.")
+
+
 def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
-    elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
+    elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
+        _ifa_kv_nz_lse(a)
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
@@ -166,18 +203,26 @@ def _separate_antiquant(a) -> bool:
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
 
 
-def _emulated_pairs(a, arch35: bool) -> bool:
-    """Key and value scales (and offsets for both or neither) without the combined antiquantScale,
-    per channel (the IFA kernels' (x + offset) * scale with the key's and the value's own
-    parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or, on
-    Atlas A2/A3, in the modes split_params hands the kernel."""
+def _separate_tensors(a) -> bool:
+    """Ascend910_95: separate parameters go to IFATilingV2's split-mode rules (kv_antiquant_arch35),
+    which refuse after their checks what the emulator does not run; modes without them are the
+    combined antiquantScale's per-token modes, not emulated."""
+    separate = (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional)
+    return any(x is not None for x in separate) or a.valueAntiquantOffsetOptional is not None
+
+
+def _emulated_pairs(a) -> bool:
+    """Atlas A2/A3: key and value scales (and offsets for both or neither) without the combined
+    antiquantScale, per channel (the IFA kernels' (x + offset) * scale with the key's and the value's
+    own parameters, which IncreFlashAttentionV4's antiquantScale holds as its rows 0 and 1) or in
+    the modes split_params hands the kernel."""
     offsets = (a.keyAntiquantOffsetOptional is None) == (a.valueAntiquantOffsetOptional is None)
     scales = a.keyAntiquantScaleOptional is not None and a.valueAntiquantScaleOptional is not None
     if not (scales and offsets and a.antiquantScaleOptional is None and a.antiquantOffsetOptional is None):
         return False
     if a.keyAntiquantMode == 0 and a.valueAntiquantMode == 0:
         return True
-    return not arch35 and split_params.handled(a) and _split_fits(a)
+    return split_params.handled(a) and _split_fits(a)
 
 
 def _split_fits(a) -> bool:
@@ -198,11 +243,15 @@ def _split_fits(a) -> bool:
     return not per_tensor_key and split_params.value_rows_fit(a, batch, key_rows(a, base))
 
 
-def _antiquant_args(a) -> dict:
-    """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is, separate
-    per-channel parameters stacked, the other modes through split_params."""
+def _antiquant_args(a, arch35: bool) -> dict:
+    """IncreFlashAttentionV4's antiquantScale/Offset for FIA's: the combined pair as it is; separate
+    parameters on Ascend910_95 through kv_antiquant_arch35, on Atlas A2/A3 per channel stacked, the
+    other modes through split_params."""
     if not _separate_antiquant(a):
         return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
+    if arch35:
+        split = kv_antiquant_arch35.Split(a, lambda: NOT_IMPLEMENTED.refuse("kv_antiquant"))
+        return dict(antiquantScale=split, antiquantOffset=None)
     if split_params.handled(a):
         return dict(antiquantScale=split_params.SplitParams(a), antiquantOffset=None)
     offset = a.keyAntiquantOffsetOptional
@@ -230,7 +279,10 @@ class _Rows:
 
 class _Int4:
     """An INT32 key/value tensor read as INT4 (TensorPreProcess: last dimension x 8), handed to the
-    IFA route as the INT8 values the antiquant kernel dequantises."""
+    IFA route as the INT8 values the antiquant kernel dequantises; ``int4`` tells the Ascend910_95
+    tiling replay (incre/antiquant_arch35) to apply its INT4 rules."""
+
+    int4 = True
 
     def __init__(self, t):
         self.t, self.dtype, self.format = t, DataType.ACL_INT8, t.format
@@ -246,7 +298,7 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
-PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}
+PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
 
 
 def _prefix_fits(a) -> bool:
@@ -331,7 +383,7 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        **_antiquant_args(a),
+        **_antiquant_args(a, on_arch35(env)),
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,
@@ -341,8 +393,10 @@ def incre(a, env):
         blockSize=a.blockSize,
         innerPrecise=a.innerPrecise,
         attentionOut=a.attentionOut,
+        softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
-    return _with_lse(a, env, _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env), sink, padding.ifa_keys(a))
+    out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
 
 
 def prompt(a, env):
@@ -410,10 +464,11 @@ def prompt(a, env):
     return _with_lse(a, env, out, sink, args.left_padding)
 
 
-def _with_lse(a, env, out, sink, left=None):
+def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):
     """The other operator's launch, then (softmaxLseFlag) softmaxLse from a second pass of the
     FIA-V3 maths over the same call, after its shape check ([B, N, S, 1]; [T, N, 1] for TND), with
-    the sink only where the route's kernels apply it; ``left`` the route's left padding."""
+    the sink only where the route's kernels apply it; ``left`` the route's left padding. Without
+    ``second_pass`` the launch writes softmaxLse itself (the IFA antiquant kernels)."""
     if not a.lse_wanted or out.run is None:  # nothing launched (an empty output): no kernel writes it
         return out
     route = Route(a, env)
@@ -426,6 +481,8 @@ def _with_lse(a, env, out, sink, left=None):
             f"{list(want)}",
             rule="tiling.softmax_lse",
         )
+    if not second_pass:
+        return out
     INFERRED.warn(env, "lse_pass")
     lse = launch.fia_v3(a, env, route, axes, qd, vd, write_out=False, left=left, sink=sink is not None)
 

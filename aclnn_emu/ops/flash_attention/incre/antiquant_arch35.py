@@ -40,6 +40,7 @@ F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 
 
 MAX_BLOCK_SIZE, COPY_STRIDE_LIMIT, NZ_D0 = 512, 65535, 16  # incre_flash_attention_tiling_base.h (BLOCK_SIZE)
+INT4_D_BLOCK = 64  # KVINT4_BYTE_BLOCK
 
 
 MAX_BATCH, MAX_D, MAX_KV_HEADS, MAX_GROUP = 65536, 512, 256, 64
@@ -98,6 +99,7 @@ class _Tiling:
         self.layout = "BSH" if a.inputLayout is None else a.inputLayout
         self.batch = shape_dim(self.q.shape, 0)
         self.paged = a.blocktable is not None
+        self.int4 = getattr(self.k0, "int4", False)  # FusedInferAttentionScore's INT32 list read as INT4
 
     def run(self):
         self._base_tensors()
@@ -130,6 +132,12 @@ class _Tiling:
                 f"When not in pageAttention scenario, Dim of Out[{self.d_out}] should be equal to Dim of "
                 f"Key[{self.d_key}] and Dim of Value[{self.d_value}]",
             )
+        if self.int4 and self.d % INT4_D_BLOCK:
+            _fail(
+                "int4_d",
+                f"When the KV_dtype is int4(int32)/fp4_e1m2/fp4_e2m1, headDims must be a multiple of {INT4_D_BLOCK}, "
+                f"current dim of D is {self.d}.",
+            )
         if self.q_heads != heads:
             _fail("query_heads", f"N of query[{self.q_heads}] should be equal to numHeads[{heads}]")
         self._kv_shapes()  # KvShapePostProcess
@@ -144,7 +152,7 @@ class _Tiling:
         self._formats_and_limits()
 
     def _pa_block_size(self):
-        """CheckPABlockSize for an INT8 cache."""
+        """CheckPABlockSize for an INT8 (or INT4) cache."""
         bs = self.block_size
         if bs == 0:
             _fail("pa_block_zero", "When page attention is enabled, input attribute blocksize can not be 0.")
@@ -159,7 +167,13 @@ class _Tiling:
                 f"When page attention is enabled, input attribute blocksize[{bs}] can not be greater "
                 f"than {MAX_BLOCK_SIZE}.",
             )
-        if bs % 32:
+        if self.int4 and bs % 64:
+            _fail(
+                "pa_block_align64",
+                "When page attention is enabled, if kvCache datatype is int4(int32)/fp4_e1m2/fp4_e2m1, "
+                f"input attribute blocksize[{bs}] should be 64 aligned.",
+            )
+        if not self.int4 and bs % 32:
             _fail(
                 "pa_block_align32",
                 "When page attention is enabled, if kvCache datatype is int8/hif8/fp8_e4m3fn, "
@@ -490,8 +504,13 @@ class _Tiling:
         check_quant2(a.quantScale2, a.quantOffset2, self.heads, self.d, _fail)
 
     def _antiquant(self):
-        """ProcessAntiQuant / CheckAntiQuantParam with antiquantMode 0 (V4 has no mode attribute)."""
+        """ProcessAntiQuant / CheckAntiQuantParam with antiquantMode 0 (V4 has no mode attribute);
+        FusedInferAttentionScore's separate key/value parameters run their own split-mode rules here."""
         scale, offset = self.a.antiquantScale, self.a.antiquantOffset
+        split = getattr(scale, "split_check", None)
+        if split is not None:  # fused_infer/kv_antiquant_arch35.Split
+            split(self.batch, self.kv_heads, self.d, self.s_max, self.pfa, self.paged)
+            return
         if scale is None:
             _fail("antiquant_scale_null", "Antiquant is enabled, but the input antiquantScale is null.")
         if offset is not None and offset.ndim != scale.ndim:
@@ -524,19 +543,7 @@ class _Tiling:
                 f"The shape of antiquant parameter[{shape[0]}] is not expected.Expect[2] "
                 f"when per-tensor mode or expect[{n * d}] when per-channel mode.",
             )
-        if shape in ({(2, n, 1, d), (2, n, d), (2, n * d)} | (set() if self.pfa else {(2, 1, n, d)})):
-            return
-        if len(shape) in (2, 3, 4):
-            _fail(
-                "antiquant_per_channel",
-                f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
-                f"[2, {n}, 1, {d}] or [2, {n}, {d}] or [2, {n * d}] when per_channel mode.",
-            )
-        _fail(
-            "antiquant_rank",
-            f"The layout[{len(shape)}] does not match the dimension of antiquant, when "
-            "per_channel mode, it should be 2, 3 or 4.",
-        )
+        check_per_channel(shape, 2, n, d, self.pfa, split=False)
 
     def _block_table(self):
         """ProcessBlockTable."""
@@ -599,6 +606,9 @@ class _Tiling:
     # -- the kernel ----------------------------------------------------------------------------
     def _launch(self):
         a = self.a
+        done = getattr(a.antiquantScale, "split_done", None)
+        if done is not None:  # fused_infer/kv_antiquant_arch35.Split: its gaps, after every check
+            done()
         s2 = self.s_max
         plan = SimpleNamespace(
             b=self.batch,
@@ -643,6 +653,7 @@ class _Tiling:
             and self.layout != "BNSD_BSND"
             and self.a.attentionOut.dtype != I8
             and self.a.pseShift is None
+            and getattr(self.a, "softmaxLse", None) is None  # FusedInferAttentionScore's softmaxLseFlag
         )
         rows = self.s_q * (self.group if merged else 1)
         short = [b for b, n in enumerate(lengths) if n < rows]
@@ -656,3 +667,29 @@ def _s2_base(d: int, pse: bool) -> int:
     """SetfaRunBaseSize's s2 base (sInnerSize_, the kernel config's S2 alignment through
     UpdateTilingKeyConfig) without G·S merging."""
     return (512 if pse else 1024) if d <= 64 else 512 if d <= 128 else 256 if d <= 256 else 128
+
+
+def check_per_channel(shape, num: int, n: int, d: int, pfa: bool, split: bool) -> None:
+    """CheckKVAntiQuantPerChannel (parameters of rank 2 or more; ``num`` antiquantNum_, 2 for the
+    combined antiquantScale, 1 for separate key/value ones): [num, N, 1, D], [num, N, D], [num, H],
+    and [num, 1, N, D] outside the PFA mode (query S > 1); separate parameters in the PFA mode
+    (``split``) also [N, 1, D], [N, D] and not [1, 1, N, D]."""
+    valid = {(num, n, 1, d), (num, n, d), (num, n * d)}
+    if split and pfa:
+        valid |= {(n, 1, d), (n, d)}
+    elif not pfa:
+        valid.add((num, 1, n, d))
+    if shape in valid:
+        return
+    if len(shape) in (2, 3, 4):
+        _fail(
+            "antiquant_per_channel",
+            f"The shape of antiquant parameter{list(shape)} is not expected. Expect "
+            f"[{num}, {n}, 1, {d}] or [{num}, {n}, {d}] or [{num}, {n * d}] when per_channel mode.",
+        )
+    ranks = "1, 2, 3 or 4" if split and pfa else "2, 3 or 4"
+    _fail(
+        "antiquant_rank",
+        f"The layout[{len(shape)}] does not match the dimension of antiquant, when per_channel mode, it should "
+        f"be {ranks}.",
+    )

@@ -77,6 +77,8 @@ def _run(a, p):
     out_quant = _out_quant(a, p)
     antiquant = _antiquant(a, p, kv)
     out_dtype = a.attentionOut.np_dtype
+    lse_t = getattr(a, "softmaxLse", None)  # FusedInferAttentionScore's output; IncreFlashAttentionV4 has none
+    lse = None if lse_t is None else np.full((p.batch, p.heads), ifa.LSE_NO_TOKENS, np.float32)
     o = ifa.incre_flash_attention(
         q,
         kv,
@@ -88,6 +90,7 @@ def _run(a, p):
         pse=pse,
         antiquant=antiquant,
         out_quant=out_quant,
+        lse=lse,
     )
     if p.paged and kv.bad_ids:
         sanitizer.report(
@@ -96,6 +99,8 @@ def _run(a, p):
             "outside the key/value cache; their tokens read as zeros here",
         )
     _write(a.attentionOut, o, p)
+    if lse_t is not None:  # [B, N, 1, 1]: row (b, n) at b N + n
+        lse_t.write(lse.reshape(lse_t.shape))
 
 
 def _dense(tensor_list, name, p):

@@ -15,7 +15,7 @@ def _run(a, p, listed, blocks=None):
     keys, values = _listed_caches(a, p) if listed else _caches(a, view, p)
     dtype = a.query.np_dtype
     key_params, value_params = _params(a, p, dtype)
-    caches = (_dequantised(keys, *key_params, dtype), _dequantised(values, *value_params, dtype))
+    caches = (_dequantised(keys, key_params, dtype), _dequantised(values, value_params, dtype))
     mask = None
     if p.has_mask and p.s1 == 1:  # row b at b x its last dim (attenMaskSize_), as the A2/A3 kernels read it
         starts, lengths = _windows(a, p)
@@ -33,7 +33,12 @@ def _listed_caches(a, p):
 
 
 def _params(a, p, dtype):
-    """((scale, offset) of the key, of the value): scalars per tensor, [N2, 1, D] per channel."""
+    """The key's and the value's parameters, each a function (b, first position, count) -> (scale,
+    offset): scalars per tensor, [N2, 1, D] per channel; FusedInferAttentionScore's separate
+    parameters by their modes (fused_infer/kv_antiquant_arch35)."""
+    sides = getattr(a.antiquantScale, "split_sides", None)
+    if sides is not None:
+        return sides(p.b, p.kv_heads, p.d, p.s2, dtype)
 
     def pair(t):
         v = t.read().astype(dtype)
@@ -44,8 +49,8 @@ def _params(a, p, dtype):
 
     scale = pair(a.antiquantScale)
     offset = pair(a.antiquantOffset) if a.antiquantOffset is not None else (None, None)
-    return (scale[0], offset[0]), (scale[1], offset[1])
+    return tuple((lambda b, first, count, i=i: (scale[i], offset[i])) for i in range(2))
 
 
-def _dequantised(tokens, scale, offset, dtype):
-    return lambda b, start, length: dequantize(np.asarray(tokens(b, start, length)), scale, offset, dtype)
+def _dequantised(tokens, params, dtype):
+    return lambda b, start, length: dequantize(np.asarray(tokens(b, start, length)), *params(b, start, length), dtype)

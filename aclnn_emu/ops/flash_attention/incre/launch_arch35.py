@@ -1,6 +1,6 @@
 """aclnnIncreFlashAttentionV4 on Ascend910_95: the arch35 launch, batch by batch through the PFA arch35 kernel."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 import numpy as np
 from aclnn_emu.kernels.attention.layouts import to_bnsd
@@ -23,7 +23,11 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     CalPseShiftCoreOffset add kvLeftPaddingSize; pse.h's PseComputeOffset returns that offset for
     inference). ``caches`` (keys, values callables as `_caches` makes them) and
     ``mask`` ([B, 1, S2m]) replace the ones read from the arguments (the INT8-key path);
-    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys."""
+    ``blocks`` (`MaskBlocks`) computes the batch s1 block by s1 block over each block's own keys.
+    FusedInferAttentionScore's softmaxLse (flash_attention_score_antiquant_block_vec.h
+    SoftmaxLseCopyOut, vf_flashupdate_new.h ComputeLseOutputVF): log(l) + m per row, +inf (3e99)
+    where the max stayed at -FLT_MAX (every key masked) and for rows the kernel does not reach
+    (InitLseOutputSingleCore; a batch without keys sets needInit)."""
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
@@ -33,7 +37,10 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     out_t = a.attentionOut
     out_quant = output_quant(a.quantScale2, a.quantOffset2, p.heads) if out_t.dtype == I8 else None
     out = np.zeros(q.shape[:3] + (p.value_d,), out_t.np_dtype)
+    lse_t = getattr(a, "softmaxLse", None)  # FusedInferAttentionScore's output; IncreFlashAttentionV4 has none
+    lse = None if lse_t is None else np.full(q.shape[:3], np.inf, np.float32)
     for b in range(p.b):
+        stats = None if lse is None else pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(True,))
         start, length = starts[b], lengths[b]
         k, v = keys(b, start, length), values(b, start, length)
         batch_mask = (
@@ -44,7 +51,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
             rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
             batch_pse = PseSource(rows, 0, *rows.shape[2:])
         if blocks is not None:
-            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1])
+            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
             continue
         bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
         out[b : b + 1] = pfa.prompt_flash_attention(
@@ -59,7 +66,10 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
             out_quant=out_quant,
             precision=pfa.ARCH35,
             pse=batch_pse,
+            stats=stats,
         )
+    if lse_t is not None:
+        lse_t.write(lse.reshape(lse_t.shape))
     flat = from_bnsd(out, p.layout).reshape(-1)
     if flat.size != out_t.numel:  # MLA (query D 192, value D 128) with an output of the query's D
         sanitizer.report(
@@ -90,9 +100,9 @@ class MaskBlocks:
         return off // self.s2 * self.s2, off + rows
 
 
-def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
+def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out, stats=None):
     """One batch ([1, N, S1, D] query, [N2, S2, D] keys, its PseSource or None) block by block into
-    ``out`` [1, N, S1, Dv]; pseShift is read at the block's own rows and keys (ComputePseShiftOffset
+    ``out`` [1, N, S1, Dv] (and ``stats``' lse [1, N, S1]); pseShift is read at the block's own rows and keys (ComputePseShiftOffset
     takes the absolute s2 block)."""
     rows_total = min(q.shape[2], k.shape[1])
     for off in range(0, rows_total, blocks.s1):
@@ -112,6 +122,7 @@ def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out):
             precision=pfa.ARCH35,
             kv_block=blocks.s2,
             pse=None if pse is None else PseSource(pse.pse[:, :, off : off + rows, k0:k1], 0, rows, k1 - k0),
+            stats=None if stats is None else replace(stats, lse=stats.lse[:, :, off : off + rows]),
         )
         if blocks.row_invalid:
             dead = (block_mask != 0).all(axis=2)[0]
