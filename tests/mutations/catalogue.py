@@ -943,8 +943,8 @@ MUTATIONS = [
     Mutation(
         "ifa-arch35-int8-key-takes-value-params",
         IFA_LAUNCH_ANTIQUANT_ARCH35,
-        "return (scale[0], offset[0]), (scale[1], offset[1])",
-        "return (scale[1], offset[1]), (scale[0], offset[0])",
+        "(scale[i], offset[i])) for i in range(2))",
+        "(scale[1 - i], offset[1 - i])) for i in range(2))",
         IFA_ARCH35_TESTS,
     ),
     Mutation(
@@ -971,8 +971,8 @@ MUTATIONS = [
     Mutation(
         "ifa-arch35-int8-per-channel-n-d-refused",
         IFA_ANTIQUANT_ARCH35,
-        "{(2, n, 1, d), (2, n, d), (2, n * d)} |",
-        "{(2, n, 1, d), (2, n * d)} |",
+        "valid = {(num, n, 1, d), (num, n, d), (num, n * d)}",
+        "valid = {(num, n, 1, d), (num, n * d)}",
         IFA_ARCH35_TESTS,
     ),
     Mutation(
