@@ -21,6 +21,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
+from ..prompt.checks_arch35 import IFA_MLA
 from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
@@ -43,9 +44,8 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
-        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
-        "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
+        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
+        "of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
@@ -82,6 +82,9 @@ INFERRED = Gaps(
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "ifa_mla_split": "IFA MLA (D 512 + rope 64) on Ascend910_95 walks each row's keys in one pass of the "
+        "kernel config's 128-key blocks; where PromptFlashAttentionTilingV2 splits S2 across cores (IsFlashDecode, "
+        "SplitBNS: by the part's AI-core count) the order its partial results combine in is not established",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -347,10 +350,12 @@ def prompt(a, env):
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
-    rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
+    rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope)
+    _before_checks(a, env, prompt=True, rope=rope is not None)
+    if rope == IFA_MLA:
+        INFERRED.warn(env, "ifa_mla_split")
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
@@ -362,8 +367,6 @@ def prompt(a, env):
             paged_prompt.dense(a, facts, key, "key", facts.qd),
             paged_prompt.dense(a, facts, value, "value", facts.vd),
         )
-    if rope:
-        query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
         query=query,
         key=key,
@@ -386,6 +389,8 @@ def prompt(a, env):
         attentionOut=a.attentionOut,
         **padding.kernel_args(a, on_arch35(env)),
         learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
+        rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
+        rope=None if rope is None else rope_prompt.tensors(a, facts),
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if args.key.is_empty or args.value.is_empty:
