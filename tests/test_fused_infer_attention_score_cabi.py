@@ -180,6 +180,7 @@ ON_ARCH35 = {
     "arch35.ok.rope_tnd_decode": SUCCESS,
     "arch35.ok.mla": SUCCESS,
     "arch35.ok.mla_causal": SUCCESS,
+    "arch35.ok.mla_128_heads": SUCCESS,  # SetAndCheckHeadNumRatio: no group limit with IFA MLA
     "arch35.ok.paged_mla_block_16": SUCCESS,
     # delegate.NOT_IMPLEMENTED (paged_pfa): a 5-D (NZ) cache, after prompt_flash_attention_tiling_v2.cpp
     # CheckPACacheShape accepts it; a TND query

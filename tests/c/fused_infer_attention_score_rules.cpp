@@ -436,6 +436,8 @@ int main() {
         c = MlaDecode(); REPORT("arch35.ok.mla", Call(c, stream));
         c = MlaDecode(4); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; REPORT("arch35.ok.mla_causal", Call(c, stream));
         c = MlaDecode(17); REPORT("arch35.tiling.rope_mla_s_17", Call(c, stream));
+        c = MlaDecode(); c.heads = 128; c.q = c.out = T({2, 128, 1, 512}); c.lse = T({2, 128, 1, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 128, 1, 64}); REPORT("arch35.ok.mla_128_heads", Call(c, stream));
         c = MlaDecode(); c.heads = 16; c.q = c.out = T({2, 16, 1, 512}); c.lse = T({2, 16, 1, 1}, ACL_FLOAT);
         c.opt["queryRope"] = T({2, 16, 1, 64}); REPORT("arch35.tiling.rope_mla_heads", Call(c, stream));
         c = MlaDecode(); c.kvHeads = 0; REPORT("arch35.tiling.rope_mla_kv_heads", Call(c, stream));
