@@ -233,9 +233,22 @@ def test_ifa_mla_output_rounds_ties_away(chip, dtype):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_ifa_mla_warns_of_the_unestablished_split(chip, capfd):
-    """The tiling may split S2 across cores (IsFlashDecode, by the part's core count): a warning."""
-    data, _ = _tie_case(np.float16)
-    capfd.readouterr()
-    _run_tie(*data)
-    assert "inferred.ifa_mla_split" in capfd.readouterr().err
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+def test_ifa_mla_walks_keys_in_blocks_of_128(chip, dtype):
+    """The config's S2 base of 128: key 0 scores 0 in the first block, key 128 scores t_h in the
+    second (keys 1-127 score -100: P 0), V = (1, 0, ...). Per 128-key block P_0 = 1 is rescaled by
+    the fp32 exp(-t_h); one longer block would narrow exp(-t_h) to the input dtype as P_0."""
+    n, keys = 32, 129
+    t = 1 + np.arange(n) / 16
+    q, qr = np.zeros((1, n, 1, D), dtype), np.zeros((1, n, 1, ROPE), dtype)
+    qr[0, :, 0, 0], qr[0, :, 0, 1] = t, 1
+    k, v = np.zeros((1, 1, keys, D), dtype), np.zeros((1, 1, keys, D), dtype)
+    kr = np.zeros((1, 1, keys, ROPE), dtype)
+    kr[0, 0, 1:128, 1], kr[0, 0, 128, 0], v[0, 0, 0] = -100, 1, 1
+    out = _run_tie(q, qr, k, kr, v)
+    want, longer = (
+        ties.round_to(golden.attention(q, qr, k, kr, v, scale=1.0, kv_block=block)[0, :, 0], dtype, "away")
+        for block in (golden.IFA_MLA_KV_BLOCK, 1024)
+    )
+    assert not np.array_equal(want, longer), "the case does not tell the block sizes apart"
+    ties.assert_bits(out, want, "out")

@@ -1571,6 +1571,13 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
+    Mutation(
+        "fia-ifa-mla-one-long-key-block",
+        "aclnn_emu/ops/flash_attention/prompt/checks_arch35.py",
+        "IFA_MLA_KV_BLOCK = 128",
+        "IFA_MLA_KV_BLOCK = 1024",
+        FIA_TESTS,
+    ),
     Mutation("fia-ifa-mla-heads-unchecked", FIA_ROPE, "if heads not in IFA_MLA_HEADS:", "if False:", FIA_TESTS),
     Mutation("fia-ifa-mla-mask-unchecked", FIA_ROPE, "    if not allowed:", "    if False:", FIA_TESTS),
     Mutation(

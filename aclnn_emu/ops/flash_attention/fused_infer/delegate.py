@@ -21,7 +21,6 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from ..prompt.checks_arch35 import IFA_MLA
 from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
 from .entry import V4
 from .failure import tiling
@@ -82,9 +81,6 @@ INFERRED = Gaps(
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
-        "ifa_mla_split": "IFA MLA (D 512 + rope 64) on Ascend910_95 walks each row's keys in one pass of the "
-        "kernel config's 128-key blocks; where PromptFlashAttentionTilingV2 splits S2 across cores (IsFlashDecode, "
-        "SplitBNS: by the part's AI-core count) the order its partial results combine in is not established",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -354,8 +350,6 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True, rope=rope is not None)
-    if rope == IFA_MLA:
-        INFERRED.warn(env, "ifa_mla_split")
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
