@@ -81,6 +81,10 @@ INFERRED = Gaps(
         "the A2/A3 PFA route) and their value for rows without keys or with every key masked are not established",
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); the IFA tiling's INT4 rules (D a multiple of 64) are not replayed",
+        "ifa_mla_bnsd_mask": "IFA MLA (D 512 + rope 64) on Ascend910_95 with a BNSD query, S > 1 and sparse mode 3: "
+        "the kernel reads the compressed mask for the merged G x S rows without the per-row offset of the other "
+        "layouts (attenmask.h, nextTokensOfMlaPerBatch); which key each query row sees there is not established, "
+        "the emulator applies each query row's causal window as for BSH/BSND",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -350,6 +354,8 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
     _before_checks(a, env, prompt=True, rope=rope is not None)
+    if rope_prompt.bnsd_causal_mla(a, rope):
+        INFERRED.warn(env, "ifa_mla_bnsd_mask")
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)

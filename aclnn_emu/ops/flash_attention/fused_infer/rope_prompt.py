@@ -98,6 +98,17 @@ def _check_ifa_mla(a, layout, heads) -> None:
         )  # fmt: skip
 
 
+def bnsd_causal_mla(a, mode) -> bool:
+    """IFA MLA over a BNSD query of more than one row under sparse mode 3 (its mask reading differs)."""
+    layout, heads = split(a.inputLayout)[0], attr_uint32(a.numHeads)
+    return (
+        mode == IFA_MLA
+        and layout == "BNSD"
+        and attr_int32(a.sparseMode) == SPARSE_RIGHT_DOWN
+        and _rows(a, layout, heads) != 1
+    )
+
+
 def _rows(a, layout, heads) -> int | None:
     """The query S the tiling's IFA mode looks at: TND's longest batch (GetMaxSeq; None without
     lengths, which the PFA checks refuse), else the query's S."""
