@@ -1565,9 +1565,9 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-rope-group-limit-lifted",
-        FIA_ROPE,
-        "heads // kv_heads > GROUP_LIMIT",
-        "heads // kv_heads > 2 * GROUP_LIMIT",
+        "aclnn_emu/ops/flash_attention/prompt/checks.py",
+        "group_limit = not mla and rope != IFA_MLA",
+        "group_limit = not mla and rope is None",
         FIA_TESTS,
     ),
     Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),

@@ -7,9 +7,10 @@ CheckKV) wants both rope tensors or neither, then `GetAndCheckRopeShape` on the 
 a block table) the key: the layout's rank, a head size of 128 or 512, a rope D of 64, and the
 batch, heads, rows and tokens of the tensor it belongs to. It then switches the tiling's IFA mode
 (S = 1: enableIFA, enableIFAMask) and the GQA merge off for every rope call, so a one-row query is
-an ordinary PFA row there. A head size of 128 turns PFARope on: the group limit of 64 stays, and the
-kernels take the query and its rope as one head of D 192 against the key and its rope
-(`UpdateTilingKeyConfig`: config DAligned192_DVAligned128). 512 turns IFA MLA on: `CheckIFAMLA`
+an ordinary PFA row there. A head size of 128 turns PFARope on: the group limit of 64 stays
+(SetAndCheckHeadNumRatio, in the PromptFlashAttentionV3 checks), and the kernels take the query
+and its rope as one head of D 192 against the key and its rope (`UpdateTilingKeyConfig`: config
+DAligned192_DVAligned128). 512 turns IFA MLA on: `CheckIFAMLA`
 (after CheckQueryAndKey: S in [1, 16], N in {32, 64, 128}, numKeyValueHeads exactly 1), no
 actualSeqLengths outside TND (`CheckActSeqLen`), a block size of 32-byte multiples (the IFA rule of
 `CheckPATypeAndShape`), and `CheckMaskCrossIFAMLA` (S = 1: sparse 0 without a mask; S > 1: that or
@@ -29,7 +30,6 @@ from .layouts import RANK, query_axes, split
 ROPE_D = 64
 HEAD_D = (128, 512)
 PFA_ROPE_D = 128  # enablePFARope; 512 is IFA MLA
-GROUP_LIMIT = 64
 RANK3 = ("BSH", "TND")
 
 
@@ -52,8 +52,6 @@ def check(a) -> str | None:
     key = a.key.items[0]
     if a.blockTableOptional is None:
         _rope_shape(key, k_rope, layout, kv_heads, "key", "keyRope")
-    if query_d == PFA_ROPE_D and kv_heads and heads % kv_heads == 0 and heads // kv_heads > GROUP_LIMIT:
-        raise tiling("rope.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64.")
     mode = PFA_ROPE if query_d == PFA_ROPE_D else IFA_MLA
     if mode == IFA_MLA:
         _check_ifa_mla(a, layout, heads)
