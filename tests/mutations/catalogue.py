@@ -1496,8 +1496,8 @@ MUTATIONS = [
     Mutation(
         "fia-paged-pfa-decode-takes-prefill-block-size",
         FIA_PAGED_PFA,
-        "ifa_mode = axes.s == 1",
-        "ifa_mode = False",
+        "ifa_mode = (axes.s == 1 and not route.rope) or",
+        "ifa_mode = False or",
         FIA_TESTS,
     ),
     Mutation(
