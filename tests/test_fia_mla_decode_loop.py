@@ -1,16 +1,17 @@
 """An MLA decode loop end to end through the C ABI (tests/c/fia_mla_decode_loop.cpp): latent keys and
 rope parts scattered into two paged caches with ScatterPaKvCache, then FusedInferAttentionScoreV3
-decode steps with queryRope/keyRope (the A2/A3 FIA-V3 MLA kernels), each step held against dense
+decode steps with queryRope/keyRope (the A2/A3 FIA-V3 MLA kernels, Ascend910_95's IFA MLA), each step held against dense
 float64 attention over the sequence so far (scores q·cᵀ + q_rope·k_ropeᵀ, values the latents) to
 CANN's bf16 standard, floors as in tests/golden/incre_flash_attention."""
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import cabi
 import precision
 
-B, N, D, DR, STEPS = 2, 16, 512, 64, 3
+B, N, D, DR, STEPS = 2, 32, 512, 64, 3
 LENS = (37, 12)
 S_TOTAL = 37 + STEPS
 SCALE = 1 / np.sqrt(D + DR)
@@ -20,8 +21,9 @@ def load(directory, name, shape):
     return np.fromfile(directory / name, ml_dtypes.bfloat16).reshape(shape).astype(np.float64)
 
 
-def test_mla_decode_steps(tmp_path):
-    result = cabi.compile_and_run("fia_mla_decode_loop.cpp", tmp_path)
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend910_95"])
+def test_mla_decode_steps(tmp_path, soc):
+    result = cabi.compile_and_run("fia_mla_decode_loop.cpp", tmp_path, env={"ACLNN_EMU_SOC": soc})
     assert result.returncode == 0 and "done" in result.stdout, result.stdout + result.stderr
     latent = load(tmp_path, "latent.bin", (B, S_TOTAL, D))
     rope = load(tmp_path, "rope.bin", (B, S_TOTAL, DR))

@@ -22,8 +22,9 @@ SUCCESS, NULLPTR, INVALID, TILING, NOT_IMPLEMENTED = 0, 161001, 161002, 561002, 
 
 OK = (
     "prefill", "v1", "v2", "v3", "bsh", "causal", "ifa_route", "pfa_route", "lse_null_flag_false", "lse",
-    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "int4_d64", "pse_pfa_route", "paged_bsh_cache", "paged_bnsd_cache", "paged_lse",
-    "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route", "list_pfa_route",
+    "lse_ifa_route", "lse_pfa_route", "lse_antiquant_decode", "int4_d64", "pse_pfa_route", "paged_bsh_cache",
+    "paged_bnsd_cache", "paged_lse", "paged_prefill", "pfa_padding", "sink", "sink_ifa_route", "sink_pfa_route",
+    "list_pfa_route", "mla_decode", "mla_paged",
 )  # fmt: skip
 A2_OK = (
     "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length", "pfa_paged_mask",
@@ -177,6 +178,14 @@ ARCH35_TILING = {
     "rope_head_d": "GetAndCheckRopeShape",
     "rope_tnd_t": "GetAndCheckRopeShape",
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
+    "rope_mla_s": "CheckIFAMLA",
+    "rope_mla_s_17": "CheckIFAMLA",
+    "rope_mla_heads": "CheckIFAMLA",
+    "rope_mla_kv_heads": "CheckInputDimAndHeadNum",  # BNSD: the default 0 reads as N, the key has 1 head
+    "rope_mla_actual_q": "CheckActSeqLen",
+    "rope_mla_mask_decode": "CheckMaskCrossIFAMLA",
+    "rope_mla_mask": "CheckMaskCrossIFAMLA",
+    "paged_mla_block_size": "CheckPATypeAndShape",
     "paged_key_rope_rank": "CheckBlockTableShape",
     "paged_key_rope_cache": "CheckPACacheShape",
     "paged_nz_d0": "CheckPACacheShape",
@@ -211,15 +220,17 @@ ON_ARCH35 = {
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,
     "arch35.ok.rope_tnd_ragged": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (rope): after CheckRope, D 512 (IFA MLA) and S = 1
-    "arch35.not_implemented.rope_decode": NOT_IMPLEMENTED,
-    "arch35.not_implemented.rope_mla": NOT_IMPLEMENTED,
-    "arch35.not_implemented.rope_tnd_decode": NOT_IMPLEMENTED,
     "arch35.ok.paged_nz": SUCCESS,
     "arch35.ok.paged_nz_lse": SUCCESS,
     "arch35.ok.paged_tnd": SUCCESS,
     "arch35.ok.paged_tnd_lse": SUCCESS,
     "arch35.ok.paged_tnd_mask": SUCCESS,
+    "arch35.ok.rope_decode": SUCCESS,
+    "arch35.ok.rope_tnd_decode": SUCCESS,
+    "arch35.ok.mla": SUCCESS,
+    "arch35.ok.mla_causal": SUCCESS,
+    "arch35.ok.mla_128_heads": SUCCESS,  # SetAndCheckHeadNumRatio: no group limit with IFA MLA
+    "arch35.ok.paged_mla_block_16": SUCCESS,
     **{f"arch35.tiling.{name}": TILING for name in ARCH35_TILING},
 }
 

@@ -1,7 +1,7 @@
 // An MLA decode loop through the C ABI: the latent keys (D 512, which serve as the values too) and
 // their rope parts (D 64) of a batch of prompts go into two paged caches with ScatterPaKvCache (key
 // and value of one call), then each step scatters its new token and calls
-// FusedInferAttentionScoreV3 with queryRope/keyRope over the caches (BSND, one KV head, 16 query
+// FusedInferAttentionScoreV3 with queryRope/keyRope over the caches (BSND, one KV head, 32 query
 // heads, blockTable). argv[1] is a directory: the program writes the host inputs and every output
 // there (bf16 bits, raw); tests/test_fia_mla_decode_loop.py checks each step against dense attention.
 #include <string>
@@ -12,7 +12,7 @@
 #include "serving_data.h"
 
 namespace {
-const int64_t B = 2, N = 16, D = 512, DR = 64, BLOCK = 16, STEPS = 3;
+const int64_t B = 2, N = 32, D = 512, DR = 64, BLOCK = 16, STEPS = 3;
 const int64_t LENS[B] = {37, 12};
 const int64_t S_TOTAL = 37 + STEPS, MAX_BLOCKS = (S_TOTAL + BLOCK - 1) / BLOCK, BLOCKS = B * MAX_BLOCKS + 1;
 const double SCALE = 0.041666666666666664;  // 1 / sqrt(D + DR)

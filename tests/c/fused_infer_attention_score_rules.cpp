@@ -197,6 +197,32 @@ static Case Rope() {
     return c;
 }
 
+// MLA decode (D 512 + rope 64, 32 query heads, one KV head): IFA MLA on Ascend910_95, FIA-V3 MLA on Atlas A2/A3.
+static Case MlaDecode(int64_t s1 = 1) {
+    Case c;
+    c.version = 3;
+    c.heads = 32;
+    c.kvHeads = 1;
+    c.q = c.out = T({2, 32, s1, 512});
+    c.lse = T({2, 32, s1, 1}, ACL_FLOAT);
+    c.k = c.v = {T({2, 1, 80, 512})};
+    c.opt["queryRope"] = T({2, 32, s1, 64});
+    c.opt["keyRope"] = T({2, 1, 80, 64});
+    return c;
+}
+
+// The same over a paged cache [blocks, blockSize, H] of 16-token blocks (80 keys: 5 per batch).
+static Case PagedMlaDecode() {
+    Case c = MlaDecode();
+    c.k = c.v = {T({10, 16, 512})};
+    c.opt["keyRope"] = T({10, 16, 64});
+    c.opt["blockTable"] = T({2, 5}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    c.blockSize = 16;
+    c.hasActKv = true;
+    c.actKv = {80, 80};
+    return c;
+}
+
 // TND bf16, batches of 40 and 24 rows: with D 128 and quantScale2 (or D 192, MHA) off the FIA-V3 route.
 static Case PfaTnd(int64_t d) {
     Case c;
@@ -429,6 +455,9 @@ int main() {
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
         REPORT("a2.tiling.pfa_post_quant_padding", Call(c, stream));
     }
+    // MLA decode runs on every chip (A2/A3: the FIA-V3 MLA kernels; Ascend910_95: IFA MLA).
+    c = MlaDecode(); REPORT("ok.mla_decode", Call(c, stream));
+    c = PagedMlaDecode(); REPORT("ok.mla_paged", Call(c, stream));
     // A block table: the FIA-V3 route on Atlas A2/A3, PromptFlashAttentionTilingV2 on Ascend910_95.
     c = Paged(false); REPORT("ok.paged_bsh_cache", Call(c, stream));
     c = Paged(true); REPORT("ok.paged_bnsd_cache", Call(c, stream));
@@ -470,15 +499,31 @@ int main() {
         REPORT("arch35.ok.paged_rope", Call(c, stream));
         c.opt["keyRope"] = T({8, 128, 128}); REPORT("arch35.tiling.paged_key_rope_rank", Call(c, stream));
         c.opt["keyRope"] = T({8, 2, 128, 32}); REPORT("arch35.tiling.paged_key_rope_cache", Call(c, stream));
+        // S = 1 with a rope: CheckRope switches the tiling's IFA mode off (a PFARope row).
         c = Rope(); c.q = c.out = T({2, 8, 1, 128}); c.lse = T({2, 8, 1, 1}, ACL_FLOAT); c.opt["queryRope"] = T({2, 8, 1, 64});
-        REPORT("arch35.not_implemented.rope_decode", Call(c, stream));
-        c = Rope(); c.q = c.out = T({2, 8, 64, 512}); c.k = c.v = {T({2, 2, 80, 512})}; REPORT("arch35.not_implemented.rope_mla", Call(c, stream));
+        REPORT("arch35.ok.rope_decode", Call(c, stream));
+        // IFA MLA (head size 512): CheckIFAMLA, CheckActSeqLen, CheckMaskCrossIFAMLA, the IFA block-size rule.
+        c = Rope(); c.q = c.out = T({2, 8, 64, 512}); c.k = c.v = {T({2, 2, 80, 512})}; REPORT("arch35.tiling.rope_mla_s", Call(c, stream));
+        c = MlaDecode(); REPORT("arch35.ok.mla", Call(c, stream));
+        c = MlaDecode(4); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; REPORT("arch35.ok.mla_causal", Call(c, stream));
+        c = MlaDecode(17); REPORT("arch35.tiling.rope_mla_s_17", Call(c, stream));
+        c = MlaDecode(); c.heads = 128; c.q = c.out = T({2, 128, 1, 512}); c.lse = T({2, 128, 1, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 128, 1, 64}); REPORT("arch35.ok.mla_128_heads", Call(c, stream));
+        c = MlaDecode(); c.heads = 16; c.q = c.out = T({2, 16, 1, 512}); c.lse = T({2, 16, 1, 1}, ACL_FLOAT);
+        c.opt["queryRope"] = T({2, 16, 1, 64}); REPORT("arch35.tiling.rope_mla_heads", Call(c, stream));
+        c = MlaDecode(); c.kvHeads = 0; REPORT("arch35.tiling.rope_mla_kv_heads", Call(c, stream));
+        c = MlaDecode(); c.hasActQ = true; c.actQ = {1, 1}; REPORT("arch35.tiling.rope_mla_actual_q", Call(c, stream));
+        c = MlaDecode(); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; REPORT("arch35.tiling.rope_mla_mask_decode", Call(c, stream));
+        c = MlaDecode(4); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 2; REPORT("arch35.tiling.rope_mla_mask", Call(c, stream));
+        c = PagedMlaDecode(); REPORT("arch35.ok.paged_mla_block_16", Call(c, stream));
+        c = PagedMlaDecode(); c.k = c.v = {T({10, 24, 512})}; c.opt["keyRope"] = T({10, 24, 64}); c.blockSize = 24;
+        REPORT("arch35.tiling.paged_mla_block_size", Call(c, stream));
         c = Rope(); c.layout = "TND"; c.q = c.out = T({64, 8, 128}); c.lse = T({64, 8, 1}, ACL_FLOAT); c.k = c.v = {T({64, 2, 128})};
         c.opt["queryRope"] = T({64, 8, 64}); c.opt["keyRope"] = T({64, 2, 64});
         c.hasActQ = c.hasActKv = true; c.actQ = c.actKv = {40, 64}; REPORT("arch35.ok.rope_tnd", Call(c, stream));
         c.opt["keyRope"] = T({60, 2, 64}); REPORT("arch35.tiling.rope_tnd_t", Call(c, stream));
         c.opt["keyRope"] = T({64, 2, 64}); c.q = c.out = T({2, 8, 128}); c.lse = T({2, 8, 1}, ACL_FLOAT);
-        c.opt["queryRope"] = T({2, 8, 64}); c.actQ = {1, 2}; REPORT("arch35.not_implemented.rope_tnd_decode", Call(c, stream));
+        c.opt["queryRope"] = T({2, 8, 64}); c.actQ = {1, 2}; REPORT("arch35.ok.rope_tnd_decode", Call(c, stream));
         // GetMaxSeq: the longest batch decides the IFA mode, so one row in a batch is no decode.
         c.q = c.out = T({3, 8, 128}); c.lse = T({3, 8, 1}, ACL_FLOAT); c.opt["queryRope"] = T({3, 8, 64}); c.actQ = {1, 3};
         REPORT("arch35.ok.rope_tnd_ragged", Call(c, stream));

@@ -359,6 +359,19 @@ def fia_rope(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_mla(soc):
+    """MLA decode, D 512 + rope 64, 32 query heads on one KV head, over a paged cache of 16-token blocks:
+    the FIA-V3 MLA kernels on Atlas A2/A3, IFA MLA on Ascend910_95."""
+    q, out = T((2, 1, 32 * 512)), T((2, 1, 32 * 512))
+    k, v, k_rope = T((6, 16, 512)), T((6, 16, 512)), T((6, 16, 64))
+    table = T((2, 3), "INT32", fill=(0, 1, 2, 3, 4, 5))
+    return named_args("FusedInferAttentionScoreV3", query=q, key=L([k]), value=L([v]), queryRopeOptional=T((2, 1, 32 * 64)),
+                      keyRopeOptional=k_rope, blockTableOptional=table, actualSeqLengthsKvOptional=(40, 33),
+                      numHeads=32, scaleValue=0.0417, preTokens=2147483647, nextTokens=2147483647, inputLayout="BSH",
+                      numKeyValueHeads=1, blockSize=16, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_list(soc):
     """Prefill over a key/value tensor list (one [1, N2, S, D] tensor per batch): the PFA route (D 32)."""
     q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
@@ -533,7 +546,7 @@ BASELINES = {
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),
     ),
-    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL)),
+    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL), (fia_mla, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),

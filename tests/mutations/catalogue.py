@@ -95,6 +95,7 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_score.py",
     "tests/test_fused_infer_attention_score_cabi.py",
     "tests/test_fia_mla_decode_loop.py",
+    "tests/test_fused_infer_attention_mla_arch35.py",
 )
 FIA_KV_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
 FIA_KV_ANTIQUANT_ARCH35_TESTS = (
@@ -1504,8 +1505,8 @@ MUTATIONS = [
     Mutation(
         "fia-paged-pfa-decode-takes-prefill-block-size",
         FIA_PAGED_PFA,
-        "ifa_mode = axes.s == 1",
-        "ifa_mode = False",
+        "ifa_mode = (axes.s == 1 and not route.rope) or",
+        "ifa_mode = False or",
         FIA_TESTS,
     ),
     Mutation(
@@ -1618,27 +1619,45 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-rope-joined-as-zeros",
-        FIA_ROPE,
-        "return np.concatenate([x, r], axis=-1)",
-        "return np.concatenate([x, 0 * r], axis=-1)",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "np.concatenate([k, k_rope], axis=-1)",
+        "np.concatenate([k, 0 * k_rope], axis=-1)",
         FIA_TESTS,
     ),
     Mutation(
-        "fia-rope-bsh-joined-after-every-head",
-        FIA_ROPE,
-        "np.concatenate([x.reshape(*lead, self.heads, -1), r.reshape(*lead, self.heads, ROPE_D)], axis=-1)",
-        "np.concatenate([x, r], axis=-1)",
+        "fia-rope-read-as-one-head",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "zip(rope_t, ROPE_NAMES, (heads, kv_heads))",
+        "zip(rope_t, ROPE_NAMES, (1, 1))",
         FIA_TESTS,
     ),
     Mutation(
         "fia-rope-group-limit-lifted",
-        FIA_ROPE,
-        "heads // kv_heads > GROUP_LIMIT",
-        "heads // kv_heads > 2 * GROUP_LIMIT",
+        "aclnn_emu/ops/flash_attention/prompt/checks.py",
+        "group_limit = not mla and rope != IFA_MLA",
+        "group_limit = not mla and rope is None",
         FIA_TESTS,
     ),
     Mutation("fia-rope-d-unchecked", FIA_ROPE, "if rd != ROPE_D:", "if False:", FIA_TESTS),
-    Mutation("fia-rope-decode-run", FIA_ROPE, "and _rows(a, layout, heads) != 1 and", "and", FIA_TESTS),
+    Mutation(
+        "fia-ifa-mla-one-long-key-block",
+        "aclnn_emu/ops/flash_attention/prompt/checks_arch35.py",
+        "IFA_MLA_KV_BLOCK = 128",
+        "IFA_MLA_KV_BLOCK = 1024",
+        FIA_TESTS,
+    ),
+    Mutation("fia-ifa-mla-heads-unchecked", FIA_ROPE, "if heads not in IFA_MLA_HEADS:", "if False:", FIA_TESTS),
+    Mutation("fia-ifa-mla-mask-unchecked", FIA_ROPE, "    if not allowed:", "    if False:", FIA_TESTS),
+    Mutation(
+        "fia-ifa-mla-group-limit-kept",
+        "aclnn_emu/ops/flash_attention/prompt/checks.py",
+        "group_limit = not mla and rope != IFA_MLA",
+        "group_limit = not mla",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-ifa-mla-pfa-block-size-rule", FIA_PAGED_PFA, "or (route.rope and qd == IFA_MLA_D)", "or False", FIA_TESTS
+    ),
     Mutation(
         "fia-rope-tnd-rows-of-the-first-batch", FIA_ROPE, "return max((e - p for", "return min((e - p for", FIA_TESTS
     ),

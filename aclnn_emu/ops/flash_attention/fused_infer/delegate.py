@@ -49,9 +49,8 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
-        "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
-        "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
+        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
+        "of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
         "full-quant kernels)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
@@ -93,6 +92,10 @@ INFERRED = Gaps(
         "int4_nibbles": "an INT4 (INT32) key/value read with element 2i in the low 4 bits of byte i (the 8.5 "
         "source only re-types the tensor); on Atlas A2/A3 the IFA tiling's INT4 rules (D a multiple of 64) are not "
         "replayed (Ascend910_95's IFATilingV2 ones are)",
+        "ifa_mla_bnsd_mask": "IFA MLA (D 512 + rope 64) on Ascend910_95 with a BNSD query, S > 1 and sparse mode 3: "
+        "the kernel reads the compressed mask for the merged G x S rows without the per-row offset of the other "
+        "layouts (attenmask.h, nextTokensOfMlaPerBatch); which key each query row sees there is not established, "
+        "the emulator applies each query row's causal window as for BSH/BSND",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
     },
@@ -406,12 +409,14 @@ def prompt(a, env):
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
-    rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
+    rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope)
+    _before_checks(a, env, prompt=True, rope=rope is not None)
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
+    if rope_prompt.bnsd_causal_mla(a, rope):
+        INFERRED.warn(env, "ifa_mla_bnsd_mask")
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
@@ -426,8 +431,6 @@ def prompt(a, env):
         )
         kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
         extra = dict(paged_s2=facts.s2)
-    if rope:
-        query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
         query=query,
         key=key,
@@ -450,6 +453,8 @@ def prompt(a, env):
         attentionOut=a.attentionOut,
         **padding.kernel_args(a, on_arch35(env)),
         learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
+        rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
+        rope=None if rope is None else rope_prompt.tensors(a, facts),
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)

@@ -32,6 +32,7 @@ BYTE_BLOCK = 32
 H_LIMIT = 65535
 MLA_QK_D, MLA_V_D = 192, 128
 ROPE_D = 64  # queryRope/keyRope's head size
+IFA_MLA_D = 512  # a query head size that, with a rope, is IFA MLA
 
 
 def gathered(a) -> bool:
@@ -94,7 +95,8 @@ def check(a, env) -> SimpleNamespace:
     if table.numel == 0:
         raise tiling("paged.block_table_empty", f"blockTable {list(table.shape)} has a dimension 0")
     # blockTable INT32: the kernel key already refuses any other dtype (561003)
-    ifa_mode = axes.s == 1
+    # the IFA rule for enableIFA (S = 1, which CheckRope switches off) and for IFA MLA (D 512 + rope)
+    ifa_mode = (axes.s == 1 and not route.rope) or (route.rope and qd == IFA_MLA_D)
     base = IFA_BLOCK_BYTES // SIZE[a.query.dtype] if ifa_mode else BLOCK_SIZE_BASE
     if block % base or block < base or block > BLOCK_SIZE_MAX:
         raise tiling("paged.block_size", f"blockSize {block} is not a multiple of {base} in [{base}, {BLOCK_SIZE_MAX}]")
@@ -112,7 +114,7 @@ def check(a, env) -> SimpleNamespace:
     if layout in ("BNSD", "TND") and key.ndim not in (3, 4, 5) or layout in ("BSH", "BSND") and key.ndim not in (3, 5):
         raise tiling("paged.cache_rank", f"a {key.ndim}-D cache does not fit a {layout} query")
     _cache_shape(key.shape, valid, block, n, h, axes.d, ratio, a.query.dtype)
-    if route.rope:  # PFARope (the key's CheckPACacheShape again, on keyRope with the rope's D)
+    if route.rope:  # PFARope or IFA MLA (the key's CheckPACacheShape again, on keyRope with the rope's D)
         key_rope = a.keyRopeOptional
         if key_rope.ndim != key.ndim:
             raise tiling(

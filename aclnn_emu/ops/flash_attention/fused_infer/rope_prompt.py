@@ -1,23 +1,28 @@
 """queryRope/keyRope on Ascend910_95's PFA route (PromptFlashAttentionTilingV2, every same-dtype
-call there): CheckRope's checks, every failure 561002, and the rope joined to its head.
+call there): CheckRope's checks and the IFA MLA rules, every failure 561002, and the rope tensors
+the kernels join to their heads.
 
 op_host/prompt_flash_attention_tiling_v2.cpp `CheckRope` (in CheckSingleAttribute, after CheckIO and
 CheckKV) wants both rope tensors or neither, then `GetAndCheckRopeShape` on the query and (without
 a block table) the key: the layout's rank, a head size of 128 or 512, a rope D of 64, and the
-batch, heads, rows and tokens of the tensor it belongs to. A head size of 128 turns PFARope on:
-the group limit of 64 stays (only PFA MLA and IFA MLA lift it), the tiling's IFA mode (S = 1) is
-switched off, and the kernels take the query and its rope as one head of D 192 against the key and
-its rope (`UpdateTilingKeyConfig`: config DAligned192_DVAligned128, PFA MLA's), so Q·Kᵀ + Qr·Krᵀ
-is one fp32 product. The emulator hands the PFA kernels the joined [q, qr] and [k, kr].
-Not emulated (561003): a head size of 512 (IFA MLA, its own kernels and checks), S = 1 (TND: every
-batch of one row; the PFA mode the rope keeps there differs from the emulator's one-row path), a
-key/value tensor list.
+batch, heads, rows and tokens of the tensor it belongs to. It then switches the tiling's IFA mode
+(S = 1: enableIFA, enableIFAMask) and the GQA merge off for every rope call, so a one-row query is
+an ordinary PFA row there. A head size of 128 turns PFARope on: the group limit of 64 stays
+(SetAndCheckHeadNumRatio, in the PromptFlashAttentionV3 checks), and the kernels take the query
+and its rope as one head of D 192 against the key and its rope (`UpdateTilingKeyConfig`: config
+DAligned192_DVAligned128). 512 turns IFA MLA on: `CheckIFAMLA`
+(after CheckQueryAndKey: S in [1, 16], N in {32, 64, 128}, numKeyValueHeads exactly 1), no
+actualSeqLengths outside TND (`CheckActSeqLen`), a block size of 32-byte multiples (the IFA rule of
+`CheckPATypeAndShape`), and `CheckMaskCrossIFAMLA` (S = 1: sparse 0 without a mask; S > 1: that or
+sparse 3 with one); its kernel (`flash_attention_kvsame_bn2gs1s2.h`, config
+S1Aligned64_S2Aligned128_DAligned576_DVAligned512) multiplies [q, qr] by [k, kr] in one product of
+K = 576. Either way Q·Kᵀ + Qr·Krᵀ is one fp32 product: the emulator hands the PFA kernels the rope
+tensors, which they append to each head's D. Not emulated (561003): a key/value tensor list.
 """
 
-import numpy as np
+from aclnn_emu.opdef.generated import attr_int32, attr_uint32, shape_dim
 
-from aclnn_emu.opdef.generated import attr_uint32, shape_dim
-
+from ..prompt.checks_arch35 import IFA_MLA, PFA_ROPE
 from . import paged_prompt
 from .failure import tiling
 from .layouts import RANK, query_axes, split
@@ -25,7 +30,6 @@ from .layouts import RANK, query_axes, split
 ROPE_D = 64
 HEAD_D = (128, 512)
 PFA_ROPE_D = 128  # enablePFARope; 512 is IFA MLA
-GROUP_LIMIT = 64
 RANK3 = ("BSH", "TND")
 
 
@@ -33,8 +37,9 @@ def present(a) -> bool:
     return a.queryRopeOptional is not None or a.keyRopeOptional is not None
 
 
-def check(a) -> bool:
-    """CheckRope; whether the emulator runs the call (PFARope with S > 1 and one key tensor)."""
+def check(a) -> str | None:
+    """CheckRope, then the IFA MLA rules; the kernel mode the emulator runs ("pfa_rope" or
+    "ifa_mla"), None for a call it does not (a key/value tensor list)."""
     q_rope, k_rope = a.queryRopeOptional, a.keyRopeOptional
     if q_rope is None:
         raise tiling("rope.query_null", "queryRope is null, but keyRope is not null, they should be consistent.")
@@ -47,9 +52,59 @@ def check(a) -> bool:
     key = a.key.items[0]
     if a.blockTableOptional is None:
         _rope_shape(key, k_rope, layout, kv_heads, "key", "keyRope")
-    if query_d == PFA_ROPE_D and kv_heads and heads % kv_heads == 0 and heads // kv_heads > GROUP_LIMIT:
-        raise tiling("rope.group", f"numHeads / numKeyValueHeads = {heads // kv_heads}, cannot be larger than 64.")
-    return query_d == PFA_ROPE_D and _rows(a, layout, heads) != 1 and len(a.key.items) == 1
+    mode = PFA_ROPE if query_d == PFA_ROPE_D else IFA_MLA
+    if mode == IFA_MLA:
+        _check_ifa_mla(a, layout, heads)
+    return mode if len(a.key.items) == 1 else None
+
+
+IFA_MLA_S = 16  # CheckIFAMLA: query S in [1, 16]
+IFA_MLA_HEADS = (32, 64, 128)
+SPARSE_NONE, SPARSE_RIGHT_DOWN = 0, 3
+
+
+def _check_ifa_mla(a, layout, heads) -> None:
+    """CheckIFAMLA (the attribute numKeyValueHeads, so its default 0 fails too), CheckActSeqLen's
+    MLA rule, CheckMaskCrossIFAMLA (on the query's own S)."""
+    s = _rows(a, layout, heads)
+    if s is not None and not 1 <= s <= IFA_MLA_S:
+        raise tiling(
+            "rope.mla_s", f"input query's sequence length is {s}, it should be in range of [1, 16] when enable ifa mla"
+        )
+    if heads not in IFA_MLA_HEADS:
+        raise tiling(
+            "rope.mla_heads", f"input query's heads num is {heads}, it should be in range of {{32, 64, 128}} when "
+            "enable ifa mla",
+        )  # fmt: skip
+    if attr_uint32(a.numKeyValueHeads) != 1:
+        raise tiling(
+            "rope.mla_kv_heads",
+            f"input key/value's heads num is {attr_uint32(a.numKeyValueHeads)}, it should be 1 when enable ifa mla",
+        )
+    if a.actualSeqLengthsOptional is not None and layout != "TND":
+        raise tiling(
+            "rope.mla_actual_q",
+            f"The layout is {layout}, Actual_seq_lengths cannot be configured in MLA and non-TND scenarios",
+        )
+    mask = a.attenMaskOptional is not None and a.attenMaskOptional.numel > 0
+    sparse = attr_int32(a.sparseMode)
+    allowed = (sparse == SPARSE_NONE and not mask) or (s != 1 and sparse == SPARSE_RIGHT_DOWN and mask)
+    if not allowed:
+        raise tiling(
+            "rope.mla_mask", f"sparse mode {sparse} {'with' if mask else 'without'} a mask is not supported with ifa "
+            "mla (S = 1: sparse 0 without mask; S > 1: that or sparse 3 with a mask)",
+        )  # fmt: skip
+
+
+def bnsd_causal_mla(a, mode) -> bool:
+    """IFA MLA over a BNSD query of more than one row under sparse mode 3 (its mask reading differs)."""
+    layout, heads = split(a.inputLayout)[0], attr_uint32(a.numHeads)
+    return (
+        mode == IFA_MLA
+        and layout == "BNSD"
+        and attr_int32(a.sparseMode) == SPARSE_RIGHT_DOWN
+        and _rows(a, layout, heads) != 1
+    )
 
 
 def _rows(a, layout, heads) -> int | None:
@@ -98,33 +153,10 @@ def _dims(shape, layout, heads) -> tuple[int, int, int, int, int]:
     return axes.b, axes.n, axes.s, axes.d, 0
 
 
-def joined(a, facts, key):
-    """(query, key) the PFA kernels take: each with its rope appended; a paged keyRope gathered
-    like the key (``facts`` from paged_prompt.check, None without a block table)."""
-    layout, heads = a.inputLayout, attr_uint32(a.numHeads)
+def tensors(a, facts):
+    """(queryRope, keyRope) as the PFA kernels take them: a paged keyRope gathered like the key
+    (``facts`` from paged_prompt.check, None without a block table)."""
     key_rope = a.keyRopeOptional
     if facts is not None:
         key_rope = paged_prompt.dense(a, facts, key_rope, "keyRope", ROPE_D)
-    kv_heads = attr_uint32(a.numKeyValueHeads) or heads
-    return _Joined(a.query, a.queryRopeOptional, layout, heads), _Joined(key, key_rope, layout, kv_heads)
-
-
-class _Joined:
-    """A query or key with its rope appended to each head's D (the one D-192 head the PFARope
-    kernels multiply); read when the kernel runs."""
-
-    def __init__(self, t, rope, layout: str, heads: int):
-        self.t, self.rope, self.heads, self.bsh = t, rope, heads, split(layout)[0] == "BSH"
-        self.dtype, self.format = t.dtype, t.format
-        extra = heads * ROPE_D if self.bsh else ROPE_D
-        self.shape = tuple(t.shape[:-1]) + (t.shape[-1] + extra,)
-        self.ndim, self.numel = len(self.shape), int(np.prod(self.shape))
-        self.is_empty = self.numel == 0
-
-    def read(self, what: str = "tensor"):
-        x, r = self.t.read(what), self.rope.read(f"{what} rope")
-        if not self.bsh:
-            return np.concatenate([x, r], axis=-1)
-        lead = x.shape[:-1]
-        joined = np.concatenate([x.reshape(*lead, self.heads, -1), r.reshape(*lead, self.heads, ROPE_D)], axis=-1)
-        return joined.reshape(self.shape)
+    return a.queryRopeOptional, key_rope

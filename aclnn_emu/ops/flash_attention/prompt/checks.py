@@ -52,6 +52,8 @@ from ..common import (
 )
 from .base_api import check
 from .checks_arch35 import (
+    IFA_MLA,
+    IFA_MLA_KV_BLOCK,
     check_high_precision_mask,
     check_io,
     check_kernel_template,
@@ -398,9 +400,11 @@ def _tiling_v2_checks(a, shapes, env):
     if k.is_empty or v.is_empty:
         out = a.attentionOut  # CheckEmptyTensor: zeros, no limits and no int8 rule
         return lambda workspace: out.write(np.zeros(out.shape, out.np_dtype))
+    rope = getattr(a, "rope_mode", None)  # FusedInferAttentionScore's queryRope/keyRope (CheckRope)
     mla = check_io(a)
     check_kv(a, mla)
-    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2, group_limit=not mla)
+    group_limit = not mla and rope != IFA_MLA
+    _check_heads(a, layout, a.numKeyValueHeads or a.numHeads, N_AXIS_V2, group_limit=group_limit)
     check_query_and_key(a)
     _check_int8_scales(a)  # CheckQuant
     _check_int8_fp16_out(a)
@@ -418,7 +422,7 @@ def _tiling_v2_checks(a, shapes, env):
     precise.check_pse_shape(a, batch, a.numHeads, s1, s2, arch35=True)
     inner_precise = precise.check_arch35(a)  # CheckInnerPrecise
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
-    one_row = s1 == 1  # enableIFA / enableIFAMask
+    one_row = s1 == 1 and rope is None  # enableIFA / enableIFAMask, which CheckRope switches off
     if has_mask:  # CheckMaskTypeAndShape
         check_high_precision_mask(a)
         _check_bf16_mask_dtype(a)
@@ -434,13 +438,15 @@ def _tiling_v2_checks(a, shapes, env):
     precise.check_arch35_tnd(a)  # CheckTNDLayoutCrossover
     _check_batch_tokens(a, pre, nxt, act_q, act_kv, s1)  # CheckMultiFeatureCrossover
     _check_kernel_dtypes(a, env, flag_read_deq=False)
-    check_kernel_template(a, env, one_row, act_q, has_mask, mla)
+    check_kernel_template(a, env, one_row, act_q, has_mask, mla or rope is not None)
     window = kernel_window(a, env, (pre, nxt), has_mask, one_row)
     bands = pfa.batch_bands(a.sparseMode, *window, has_mask, act_q, act_kv)
     mask_t = a.attenMask if has_mask and a.sparseMode in (0, 1) else None
+    kv_block = IFA_MLA_KV_BLOCK if rope == IFA_MLA else pfa.KV_BLOCK
     return _launch(
-        a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.ARCH35, ifa_mask=one_row, inner_precise=inner_precise
-    )
+        a, act_q, act_kv, bands, mask_t, rows=rows, precision=pfa.ARCH35, ifa_mask=one_row,
+        inner_precise=inner_precise, kv_block=kv_block,
+    )  # fmt: skip
 
 
 def _check_bf16_mask_dtype(a):

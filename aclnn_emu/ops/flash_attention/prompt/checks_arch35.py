@@ -68,6 +68,11 @@ INFERRED = Gaps(
 
 SPARSE_MODES = (0, 1, 2, 3, 4)
 
+# FusedInferAttentionScore's rope modes (TilingV2 CheckRope: enablePFARope, enableIFAMLA). The IFA
+# MLA kernel's config S1Aligned64_S2Aligned128_DAligned576_DVAligned512 walks keys in blocks of 128.
+PFA_ROPE, IFA_MLA = "pfa_rope", "ifa_mla"
+IFA_MLA_KV_BLOCK = 128
+
 
 def check_sparse_mode(a):
     """TilingV2 CheckSparseMode: no base-API modes."""

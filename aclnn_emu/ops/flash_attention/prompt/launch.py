@@ -25,6 +25,7 @@ def _launch(
     kv_blocks=None,
     inner_precise=precise.DEFAULT,
     read_pse=None,
+    kv_block=pfa.KV_BLOCK,
 ):
     """The kernel call; ``rows`` = (query, key) row segments of the batches of a packed layout;
     ``tokens``: every tensor's memory is read (and the output written) as packed [T, N, D] tokens;
@@ -44,12 +45,18 @@ def _launch(
     quant2 = (a.quantScale2, a.quantOffset2) if out_t.dtype == I8 else None
     padding = getattr(a, "left_padding", None) if rows is None else None
     sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
+    rope_t = getattr(a, "rope", None)  # FusedInferAttentionScore's (queryRope, keyRope) on Ascend910_95
 
     def run(workspace):
         q, k, v = (
             _bnsd(t.read(n), layout, h, tokens)
             for t, n, h in ((q_t, "query", heads), (k_t, "key", kv_heads), (v_t, "value", kv_heads))
         )
+        if rope_t is not None:  # one product over each head's D and its rope's (CheckRope's kernels)
+            q_rope, k_rope = (
+                _bnsd(t.read(n), layout, h, tokens) for t, n, h in zip(rope_t, ROPE_NAMES, (heads, kv_heads))
+            )
+            q, k = np.concatenate([q, q_rope], axis=-1), np.concatenate([k, k_rope], axis=-1)
         mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
         pse = None if read_pse is None else read_pse()
         shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)
@@ -79,11 +86,10 @@ def _launch(
             stats=None if sink is None else pfa.RowStats(sink=sink),
         )
         if rows is None:
-            o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], **common)
+            o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], kv_block=kv_block, **common)
         else:
-            o = pfa.packed_prompt_flash_attention(
-                q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=kv_blocks, **common
-            )
+            blocks = kv_blocks or [kv_block] * len(rows[0])
+            o = pfa.packed_prompt_flash_attention(q, k, v, q_rows=rows[0], kv_rows=rows[1], kv_blocks=blocks, **common)
         if tokens:
             report_unwritten(rows[0], o.shape[2])
         if shift is not None:
@@ -91,6 +97,9 @@ def _launch(
         out_t.write(from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
 
     return run
+
+
+ROPE_NAMES = ("queryRope", "keyRope")
 
 
 def _bnsd(x, layout, heads, tokens=False):
