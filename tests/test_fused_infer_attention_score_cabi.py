@@ -155,13 +155,39 @@ ARCH35_TILING = {
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
     "paged_key_rope_rank": "CheckBlockTableShape",
     "paged_key_rope_cache": "CheckPACacheShape",
+    # an 8-bit float query outside per block: SetAttributeInfo makes it per tensor, which takes INT8 only
+    "per_tensor_fp8": "CheckPerTensorQuantParams",
+    # per-block full quant (SetAttributeInfo: FP8 E4M3 / HiFloat8 with the three quant modes 7)
+    "per_block_scale_missing": "CheckPerblockQuantParams",  # reads the shapes before its nullptr check
+    "per_block_scale_dtype": "CheckPerblockQuantParams",
+    "per_block_tnd": "CheckPerblockQuantParams",
+    "per_block_head_size": "CheckPerblockQuantParams",
+    "per_block_scale_rank": "CheckPerblockQuantParams",
+    "per_block_query_scale_shape": "CheckPerblockQuantParams",
+    "per_block_key_scale_shape": "CheckPerblockQuantParams",
+    "per_block_actual_seq": "CheckPerblockCrossover",
+    "per_block_inner_precise": "CheckPerblockCrossover",
+    "per_block_lse": "CheckPerblockCrossover",
+    "per_block_mask": "CheckPerblockCrossover",
+    "per_block_pse": "CheckPerblockCrossover",
 }
 # IFATilingV2's INT4 path is not emulated (delegate.NOT_IMPLEMENTED int4)
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
     "list_batch_two": TILING,
     "int4_v2": NOT_IMPLEMENTED,
-    "query_quant.decode": NOT_IMPLEMENTED,
+    # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
+    # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
+    # (prompt_flash_attention_entry_regbase.h): ignored, with a warning
+    "query_quant.decode": SUCCESS,
+    # per-block full quant runs (FP8 E4M3 and HiFloat8, BNSD and BSH); the OpDef pairs an 8-bit float
+    # query with FLOAT16/BF16 outputs only (the kernel key, 161002)
+    "arch35.ok.per_block": SUCCESS,
+    "arch35.ok.per_block_hif8": SUCCESS,
+    "arch35.ok.per_block_bsh": SUCCESS,
+    "arch35.dtype.per_block_out": INVALID,
+    # delegate.NOT_IMPLEMENTED (query_quant): the MLA full-quant kernels (FP8 E4M3 with queryRope/keyRope)
+    "arch35.not_implemented.mla_full_quant": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,

@@ -22,6 +22,7 @@ from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_list, launch, padding, paged_prompt, rope_prompt, split_params
+from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -46,26 +47,28 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope on the IFA/PFA routes other than Ascend910_95's PFA route with a query head "
         "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
-        "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
-        "full-quant kernels)",
+        "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
+        "keyRope on the PFA route) and dequantScaleQuery on its IFA route (an antiquant key)",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
     },
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
-    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False, per_block: bool = False):
+    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs;
+    ``per_block``: the key/value scales are the per-block full-quant ones)."""
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not _emulated_pairs(a, arch35)):
+    mla_full_quant = prompt and query_quant.mla_full_quant(a)
+    if arch35 and (mla_full_quant or (not prompt and a.dequantScaleQueryOptional is not None)):
+        NOT_IMPLEMENTED.refuse("query_quant")  # A2/A3: the tiling's own rules (_pfa_context, _ifa_query_quant)
+    if _separate_antiquant(a) and not per_block and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
-        NOT_IMPLEMENTED.refuse("query_quant")
     if a.int4 and (prompt or arch35):
         NOT_IMPLEMENTED.refuse("int4")
     paged = prompt and a.blockTableOptional is not None
@@ -124,14 +127,21 @@ def _ifa_query_quant(a) -> None:
         raise tiling("ifa.int8_query_rope", "an INT8 query needs queryRope and keyRope")
 
 
-def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
+def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
     elif not on_arch35(env):  # ProcessQuant, then ProcessAntiQuant
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
-    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
+    elif prompt and query_quant.per_tensor_8bit_float(a):
+        query_quant.refuse_per_tensor(a)
+    elif prompt and a.dequantScaleQueryOptional is not None and a.query.dtype not in query_quant.FP8:
+        env.warn(
+            f"dequantScaleQuery is ignored: a {a.query.dtype.short} query is not quantised per block, and "
+            "Ascend910_95's kernels for it do not read dequantScaleQuery (CANN 8.5)"
+        )
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope, per_block=per_block)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
 
@@ -343,14 +353,17 @@ def incre(a, env):
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
-    after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    after the tiling's page-attention checks, as the dense key and value its kernels walk. Ascend910_95's
+    per-block full quant runs PromptFlashAttentionV3's checks on the call seen in its output dtype,
+    then its own rules and kernels (query_quant_arch35)."""
+    per_block = on_arch35(env) and query_quant.per_block(a)
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     rope = on_arch35(env) and rope_prompt.present(a) and rope_prompt.check(a)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.dense_layout(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope)
+    _before_checks(a, env, prompt=True, rope=rope or per_block, per_block=per_block)
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
     key, value, kv_lengths = _kv(a)
@@ -362,7 +375,9 @@ def prompt(a, env):
             paged_prompt.dense(a, facts, key, "key", facts.qd),
             paged_prompt.dense(a, facts, value, "value", facts.vd),
         )
-    if rope:
+    if per_block:  # the shared checks on shapes alone
+        query, key, value = (query_quant.Retyped(t, a.attentionOut.dtype) for t in (query, key, value))
+    elif rope:
         query, key = rope_prompt.joined(a, facts, key)
     args = SimpleNamespace(
         query=query,
@@ -394,6 +409,10 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
+    if per_block:
+        query_quant.check_params(a, listed=kv_s is not None)
+        query_quant.check_crossover(a)
+        return out if out.run is None else query_quant.launch(a, out.workspace_size)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 
