@@ -184,3 +184,26 @@ def test_cast_rint_e4m3_ties_and_saturation():
     assert not np.array_equal(got, ties.round_to(mid, "float8_e4m3fn", "away"))
     edge = cast_rint_e4m3(np.array([500.0, -1e30, np.nan], np.float32)).astype(np.float64)
     assert edge[0] == 448 and edge[1] == -448 and np.isnan(edge[2])
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("route", ["pfa", "ifa"])
+def test_dequant_scale_query_ignored_off_the_quant_kernels(chip, route, capfd):
+    """Of Ascend910_95's kernels only the per-block and MLA full-quant ones read dequantScaleQuery:
+    an fp16 query (the PFA kernels) or an fp16 query over an INT8 key (IFATilingV2, which never reads
+    it, and its antiquant kernels) gives the output of the same call without it, bit for bit."""
+    n, n2, s1, s2, d = 4, 2, 1 if route == "ifa" else 32, 64, 64
+    q = RNG.standard_normal((1, n, s1, d)).astype(np.float16)
+    if route == "ifa":
+        k, v = (RNG.integers(-128, 128, (1, n2, s2, d), dtype=np.int8) for _ in range(2))
+        named = dict(antiquantScaleOptional=np.full((2,), 0.01, np.float16))
+    else:
+        k, v = (RNG.standard_normal((1, n2, s2, d)).astype(np.float16) for _ in range(2))
+        named = {}
+    call = dict(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2, scaleValue=0.125)
+    call.update(inputLayout="BNSD", **named)
+    plain, _ = run_fia(**call)
+    capfd.readouterr()
+    scaled, _ = run_fia(**call, dequantScaleQueryOptional=np.full((1, n, 1, 1), 4.0, np.float32), queryQuantMode=3)
+    assert "dequantScaleQuery is ignored" in capfd.readouterr().err
+    assert np.array_equal(plain.view(np.uint16), scaled.view(np.uint16))

@@ -48,7 +48,7 @@ NOT_IMPLEMENTED = Gaps(
         "size of 128 and S > 1 (PFARope): MLA 512 + 64 (IFA MLA), a rope with S = 1 or a key/value tensor list "
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
-        "keyRope on the PFA route) and dequantScaleQuery on its IFA route (an antiquant key)",
+        "keyRope)",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
     },
 )
@@ -60,9 +60,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     key = a.key.items[0]
     if a.lse_wanted and (a.query.dtype != key.dtype or a.int4 or key.ndim == 5):
         NOT_IMPLEMENTED.refuse("lse")
-    mla_full_quant = prompt and query_quant.mla_full_quant(a)
-    if arch35 and (mla_full_quant or (not prompt and a.dequantScaleQueryOptional is not None)):
-        NOT_IMPLEMENTED.refuse("query_quant")  # A2/A3: the tiling's own rules (_pfa_context, _ifa_query_quant)
+    if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
+        NOT_IMPLEMENTED.refuse("query_quant")
     if _separate_antiquant(a) and not per_block and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
@@ -136,10 +135,11 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
         kv_antiquant.check_ifa(a)
     elif prompt and query_quant.per_tensor_8bit_float(a):
         query_quant.refuse_per_tensor(a)
-    elif prompt and a.dequantScaleQueryOptional is not None and a.query.dtype not in query_quant.FP8:
+    scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))
+    if on_arch35(env) and a.dequantScaleQueryOptional is not None and not scaled:
         env.warn(
-            f"dequantScaleQuery is ignored: a {a.query.dtype.short} query is not quantised per block, and "
-            "Ascend910_95's kernels for it do not read dequantScaleQuery (CANN 8.5)"
+            "dequantScaleQuery is ignored: of Ascend910_95's kernels only the per-block (an FP8 E4M3 / HiFloat8 "
+            "query with the three quant modes 7) and the MLA full-quant ones read it (CANN 8.5)"
         )
     _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope, per_block=per_block)
     if a.max_workspace:

@@ -125,8 +125,9 @@ def check_params(a, listed: bool) -> None:
 def check_crossover(a) -> None:
     """CheckPerblockCrossover, in its order."""
     refused = (
-        ("actual_seq", bool(a.actualSeqLengthsOptional), "ActSeqLen is not supported"),
-        ("actual_seq_kv", bool(a.actualSeqLengthsKvOptional), "ActSeqLenKV is not supported"),
+        # GetMaxWorkspaceSize: lengths without data leave enableActSeqLen(KV) false
+        ("actual_seq", bool(a.actualSeqLengthsOptional) and not a.max_workspace, "ActSeqLen is not supported"),
+        ("actual_seq_kv", bool(a.actualSeqLengthsKvOptional) and not a.max_workspace, "ActSeqLenKV is not supported"),
         ("inner_precise", a.innerPrecise in (2, 3), f"innerPrecise must be 0 or 1, now is {a.innerPrecise}"),
         ("lse", a.lse_wanted, "LSE is not supported"),
         (
