@@ -158,6 +158,8 @@ ARCH35_TILING = {
     # an 8-bit float query outside per block: SetAttributeInfo makes it per tensor, which takes INT8 only
     "per_tensor_fp8": "CheckPerTensorQuantParams",
     # per-block full quant (SetAttributeInfo: FP8 E4M3 / HiFloat8 with the three quant modes 7)
+    "per_block_paged": "CheckPerblockQuantParams",
+    "per_block_tensor_list": "CheckPerblockQuantParams",
     "per_block_scale_missing": "CheckPerblockQuantParams",  # reads the shapes before its nullptr check
     "per_block_scale_dtype": "CheckPerblockQuantParams",
     "per_block_tnd": "CheckPerblockQuantParams",

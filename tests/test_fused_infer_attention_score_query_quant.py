@@ -187,20 +187,27 @@ def test_cast_rint_e4m3_ties_and_saturation():
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-@pytest.mark.parametrize("route", ["pfa", "ifa"])
+@pytest.mark.parametrize("route", ["pfa", "ifa", "int8"])
 def test_dequant_scale_query_ignored_off_the_quant_kernels(chip, route, capfd):
     """Of Ascend910_95's kernels only the per-block and MLA full-quant ones read dequantScaleQuery:
-    an fp16 query (the PFA kernels) or an fp16 query over an INT8 key (IFATilingV2, which never reads
-    it, and its antiquant kernels) gives the output of the same call without it, bit for bit."""
+    an fp16 query (the PFA kernels), an fp16 query over an INT8 key (IFATilingV2, which never reads
+    it, and its antiquant kernels) or an INT8 query (per tensor: deqScale1, quantScale1, deqScale2;
+    INVOKE_PFA_INT8_OP_IMPL_V2) gives the output of the same call without it, bit for bit."""
     n, n2, s1, s2, d = 4, 2, 1 if route == "ifa" else 32, 64, 64
     q = RNG.standard_normal((1, n, s1, d)).astype(np.float16)
     if route == "ifa":
         k, v = (RNG.integers(-128, 128, (1, n2, s2, d), dtype=np.int8) for _ in range(2))
         named = dict(antiquantScaleOptional=np.full((2,), 0.01, np.float16))
+    elif route == "int8":
+        q = RNG.integers(-100, 100, q.shape, dtype=np.int8)
+        k, v = (RNG.integers(-100, 100, (1, n2, s2, d), dtype=np.int8) for _ in range(2))
+        scales = (("deqScale1Optional", 1e-3), ("quantScale1Optional", 100.0), ("deqScale2Optional", 1e-4))
+        named = {name: np.full((1,), x, np.float32) for name, x in scales}
     else:
         k, v = (RNG.standard_normal((1, n2, s2, d)).astype(np.float16) for _ in range(2))
         named = {}
-    call = dict(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2, scaleValue=0.125)
+    call = dict(query=q, key=[k], value=[v], out_shape=q.shape, out_dtype=DataType.ACL_FLOAT16, numHeads=n)
+    call.update(numKeyValueHeads=n2, scaleValue=0.125)
     call.update(inputLayout="BNSD", **named)
     plain, _ = run_fia(**call)
     capfd.readouterr()

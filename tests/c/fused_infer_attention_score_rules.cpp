@@ -449,6 +449,10 @@ int main() {
         c.k = c.v = {T({2, 80, 256}, ACL_FLOAT8_E4M3FN)}; REPORT("arch35.ok.per_block_bsh", Call(c, stream));
         c = PerBlock(); c.queryQuantMode = 0; REPORT("arch35.tiling.per_tensor_fp8", Call(c, stream));
         c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_FLOAT8_E4M3FN); REPORT("arch35.dtype.per_block_out", Call(c, stream));
+        c = PerBlock(); c.k = c.v = {T({4, 2, 128, 128}, ACL_FLOAT8_E4M3FN)}; c.opt["blockTable"] = T({2, 2}, ACL_INT32, {0, 1, 2, 3});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {200, 100}; REPORT("arch35.tiling.per_block_paged", Call(c, stream));
+        c = PerBlock(); c.k = c.v = {T({1, 2, 80, 128}, ACL_FLOAT8_E4M3FN), T({1, 2, 60, 128}, ACL_FLOAT8_E4M3FN)};
+        REPORT("arch35.tiling.per_block_tensor_list", Call(c, stream));
         c = PerBlock(); c.opt.erase("valueAntiquantScale"); REPORT("arch35.tiling.per_block_scale_missing", Call(c, stream));
         c = PerBlock(); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 1, 1});
         REPORT("arch35.tiling.per_block_scale_dtype", Call(c, stream));

@@ -1933,6 +1933,13 @@ MUTATIONS = [
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
+        "fia-dequant-scale-query-ignored-silently",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "    scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))",
+        "    scaled = True",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
         "fia-per-tensor-fp8-accepted",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "        query_quant.refuse_per_tensor(a)",
