@@ -85,13 +85,13 @@ def _call(to, q, k, v, dq, dk, dv, out_dtype, n, n2, scale, layout, named):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-@pytest.mark.parametrize("fmt", ["e4m3", "hif8"])
 @pytest.mark.parametrize("out_dtype", [np.float16, BF16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("fmt,layout", [("e4m3", "BNSD"), ("e4m3", "BSND"), ("e4m3", "BSH"), ("hif8", "BNSD")])
 def test_per_block_meets_the_standard(chip, fmt, out_dtype, layout):
     """GQA 4/2, S1 = 200 (two query scale blocks, the second partial), S2 = 600 (three key blocks:
     the first value scale applied at the second block, a partial last block); scales differ per
-    block so a scale read from the wrong block fails."""
+    block so a scale read from the wrong block fails. (HiFloat8 in one layout: its golden rounds
+    element by element.)"""
     b, n, n2, s1, s2, d = 2, 4, 2, 200, 600, 64
     rng = np.random.default_rng(20261129)
     q, qf = _quantised(rng.standard_normal((b, n, s1, d)) * 2, fmt)
