@@ -190,6 +190,9 @@ ON_ARCH35 = {
     "arch35.dtype.per_block_out": INVALID,
     # delegate.NOT_IMPLEMENTED (query_quant): the MLA full-quant kernels (FP8 E4M3 with queryRope/keyRope)
     "arch35.not_implemented.mla_full_quant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (per_block_prefix): prompt_flash_attention_tiling_v2.cpp GetEnableDN
+    # leaves the DN kernels with a shared prefix
+    "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,

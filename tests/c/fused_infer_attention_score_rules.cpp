@@ -470,6 +470,10 @@ int main() {
         c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_BF16); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3;
         REPORT("arch35.tiling.per_block_mask", Call(c, stream));
         c = PerBlock(); c.opt["pseShift"] = T({2, 8, 64, 80}); REPORT("arch35.tiling.per_block_pse", Call(c, stream));
+        // a shared prefix: GetEnableDN picks the ND kernels, not emulated
+        c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_BF16);
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128}, ACL_FLOAT8_E4M3FN);
+        REPORT("arch35.not_implemented.per_block_prefix", Call(c, stream));
         // FP8 E4M3 query, key and value with queryRope and keyRope: the MLA full-quant kernels, not emulated.
         c = PerBlock(); c.queryQuantMode = 3; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.out = T({2, 8, 64, 128}, ACL_BF16);
         c.opt["queryRope"] = T({2, 8, 64, 64}, ACL_BF16); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_BF16);

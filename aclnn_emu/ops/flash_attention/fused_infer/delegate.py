@@ -49,6 +49,8 @@ NOT_IMPLEMENTED = Gaps(
         "there, and every rope call of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
         "keyRope)",
+        "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
+        "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route or on Ascend910_95",
     },
 )
@@ -64,7 +66,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("query_quant")
     if _separate_antiquant(a) and not per_block and (prompt or not _emulated_pairs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
-    if (a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None) and not _prefix_fits(a):
+    prefix = a.keySharedPrefixOptional is not None or a.valueSharedPrefixOptional is not None
+    if prefix and per_block:
+        NOT_IMPLEMENTED.refuse("per_block_prefix")
+    if prefix and not _prefix_fits(a):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
