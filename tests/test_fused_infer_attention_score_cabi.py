@@ -203,14 +203,45 @@ ARCH35_TILING = {
     "split_per_token_s": "CheckKVAntiQuantParaShapeLegal",
     "split_per_channel": "CheckKVAntiQuantPerChannel",
     "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
+    # an 8-bit float query outside per block: SetAttributeInfo makes it per tensor, which takes INT8 only
+    "per_tensor_fp8": "CheckPerTensorQuantParams",
+    # per-block full quant (SetAttributeInfo: FP8 E4M3 / HiFloat8 with the three quant modes 7)
+    "per_block_paged": "CheckPerblockQuantParams",
+    "per_block_tensor_list": "CheckPerblockQuantParams",
+    "per_block_scale_missing": "CheckPerblockQuantParams",  # reads the shapes before its nullptr check
+    "per_block_scale_dtype": "CheckPerblockQuantParams",
+    "per_block_tnd": "CheckPerblockQuantParams",
+    "per_block_head_size": "CheckPerblockQuantParams",
+    "per_block_scale_rank": "CheckPerblockQuantParams",
+    "per_block_query_scale_shape": "CheckPerblockQuantParams",
+    "per_block_key_scale_shape": "CheckPerblockQuantParams",
+    "per_block_actual_seq": "CheckPerblockCrossover",
+    "per_block_inner_precise": "CheckPerblockCrossover",
+    "per_block_lse": "CheckPerblockCrossover",
+    "per_block_mask": "CheckPerblockCrossover",
+    "per_block_pse": "CheckPerblockCrossover",
 }
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
     "list_batch_two": TILING,
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
-    "query_quant.decode": NOT_IMPLEMENTED,
     "lse_antiquant_prefill": SUCCESS,
+    # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
+    # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
+    # (prompt_flash_attention_entry_regbase.h): ignored, with a warning
+    "query_quant.decode": SUCCESS,
+    # per-block full quant runs (FP8 E4M3 and HiFloat8, BNSD and BSH); the OpDef pairs an 8-bit float
+    # query with FLOAT16/BF16 outputs only (the kernel key, 161002)
+    "arch35.ok.per_block": SUCCESS,
+    "arch35.ok.per_block_hif8": SUCCESS,
+    "arch35.ok.per_block_bsh": SUCCESS,
+    "arch35.dtype.per_block_out": INVALID,
+    # delegate.NOT_IMPLEMENTED (query_quant): the MLA full-quant kernels (FP8 E4M3 with queryRope/keyRope)
+    "arch35.not_implemented.mla_full_quant": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (per_block_prefix): prompt_flash_attention_tiling_v2.cpp GetEnableDN
+    # leaves the DN kernels with a shared prefix
+    "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     # separate key/value antiquant per token, per token + head and key per channel / value per token
     # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED

@@ -1,4 +1,5 @@
-"""Rounding-mode tie tests: inputs whose rounded intermediates land exactly on fp16/bf16 midpoints.
+"""Rounding-mode tie tests: inputs whose rounded intermediates land exactly on fp16/bf16 (or FP8
+E4M3) midpoints.
 
 A kernel's numerical tests cannot tell round-half-away from round-half-even: random data hits an
 exact midpoint almost never, and when it does the difference is one ulp of one intermediate. So
@@ -23,7 +24,11 @@ import itertools
 import ml_dtypes
 import numpy as np
 
-FORMATS = {"float16": (11, -14, 65504.0), "bfloat16": (8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max))}
+FORMATS = {
+    "float16": (11, -14, 65504.0),
+    "bfloat16": (8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
+    "float8_e4m3fn": (4, -6, 448.0),
+}
 MODES = ("away", "even", None)
 
 

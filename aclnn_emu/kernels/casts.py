@@ -119,3 +119,15 @@ def cast_round_hif8(x: np.ndarray) -> np.ndarray:
     codes = np.where(np.isinf(x), HIF8_INF, codes)
     codes = np.where((codes != 0) & np.signbit(x), codes | 0x80, codes)
     return np.where(np.isnan(x), HIF8_NAN, codes).astype(np.uint8)
+
+
+E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+E4M3_MAX = np.float32(448.0)
+
+
+def cast_rint_e4m3(x: np.ndarray) -> np.ndarray:
+    """fp32 -> FLOAT8_E4M3FN with CAST_RINT under SatMode::SAT: the nearest value, ties to even,
+    finite values past ±448 saturating to ±448 (ml_dtypes' own conversion makes them NaN); NaN
+    stays NaN."""
+    x = np.asarray(x, np.float32)
+    return np.clip(x, -E4M3_MAX, E4M3_MAX).astype(E4M3)

@@ -43,6 +43,7 @@ aclnnStatus aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize(
 struct Case {
     int version = 4;  // 0: V4's GetWorkspaceSize, for comparison
     bool paged = false, hasQ = true, hasWs = true;
+    bool perBlock = false;  // FP8 E4M3 query, key and value with per-block scales (the quant modes 7)
     std::vector<int64_t> actQ, actKv;
     bool hasActQ = false, hasActKv = false;
     std::vector<int64_t> mask;  // attenMask's shape (BOOL), none when empty
@@ -53,25 +54,29 @@ struct Case {
 };
 
 // A one-tensor list over a pool tensor's memory (the list owns its own aclTensor, as it destroys it).
-static aclTensorList *ListOf(aclTensor *t, const std::vector<int64_t> &shape) {
+static aclTensorList *ListOf(aclTensor *t, const std::vector<int64_t> &shape, aclDataType dtype) {
     void *addr = nullptr;
     aclGetRawTensorAddr(t, &addr);
     std::vector<int64_t> strides = ContiguousStrides(shape);
-    aclTensor *own = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0, ACL_FORMAT_ND,
+    aclTensor *own = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND,
                                      shape.data(), shape.size(), addr);
     return aclCreateTensorList(&own, 1);
 }
 
 static int Call(Case &c, TensorPool &pool) {
     int64_t s1 = c.paged ? 1 : 64;
-    aclTensor *q = c.hasQ ? pool({2, 8, s1, 128}, ACL_FLOAT16) : nullptr;
+    aclDataType dtype = c.perBlock ? ACL_FLOAT8_E4M3FN : ACL_FLOAT16;
+    aclTensor *q = c.hasQ ? pool({2, 8, s1, 128}, dtype) : nullptr;
     aclTensor *out = pool({2, 8, s1, 128}, ACL_FLOAT16);
     std::vector<int64_t> kvShape = c.paged ? std::vector<int64_t>{c.blocks, 2, 128, 128} : std::vector<int64_t>{2, 2, 80, 128};
-    aclTensor *kv = pool(kvShape, ACL_FLOAT16);
+    aclTensor *kv = pool(kvShape, dtype);
+    aclTensor *qScale = c.perBlock ? pool({2, 8, 1, 1}, ACL_FLOAT) : nullptr;
+    aclTensor *kvScale = c.perBlock ? pool({2, 2, 1, 1}, ACL_FLOAT) : nullptr;
+    int64_t mode = c.perBlock ? 7 : 0;
     aclTensor *table = c.paged ? pool({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7}) : nullptr;
     aclTensor *mask = c.mask.empty() ? nullptr : pool(c.mask, ACL_BOOL);
-    aclTensorList *k = ListOf(kv, kvShape);
-    aclTensorList *v = ListOf(kv, kvShape);
+    aclTensorList *k = ListOf(kv, kvShape, dtype);
+    aclTensorList *v = ListOf(kv, kvShape, dtype);
     aclIntArray *actQ = c.hasActQ ? aclCreateIntArray(c.actQ.data(), c.actQ.size()) : nullptr;
     aclIntArray *actKv = c.hasActKv ? aclCreateIntArray(c.actKv.data(), c.actKv.size()) : nullptr;
     char layout[] = "BNSD";
@@ -93,9 +98,9 @@ static int Call(Case &c, TensorPool &pool) {
         auto phase1 = c.version == 4 ? aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize
                                      : aclnnFusedInferAttentionScoreV4GetWorkspaceSize;
         ret = phase1(q, k, v, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr, nullptr, nullptr, c.heads, 0.088, c.preTokens, c.nextTokens, layout, 2,
-                     0, 1, block, 0, false, 0, 0, 0, out, nullptr, ws, &c.ex);
+                     nullptr, table, nullptr, nullptr, kvScale, nullptr, kvScale, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, nullptr, nullptr, qScale, nullptr, c.heads, 0.088, c.preTokens, c.nextTokens, layout, 2,
+                     0, 1, block, 0, false, mode, mode, mode, out, nullptr, ws, &c.ex);
     }
     if (actQ) aclDestroyIntArray(actQ);
     if (actKv) aclDestroyIntArray(actKv);
@@ -147,6 +152,9 @@ int main() {
         c.version = 0; REPORT("arch35.tiling.paged_blocks_plain", Status(c));  // CheckPACacheShape
         // no length at all: isMaxWorkspace is false and CheckPATypeAndShape wants the key lengths
         c = Case(); c.paged = true; REPORT("arch35.tiling.paged_no_kv_lengths", Status(c));
+        // per-block full quant: CheckPerblockCrossover refuses actual lengths only when they hold data
+        c = Case(); c.perBlock = true; c.hasActKv = true; c.actKv = {80, 80}; REPORT("arch35.ok.per_block_lengths", Status(c));
+        c.version = 0; REPORT("arch35.tiling.per_block_lengths_plain", Status(c));
     }
     if (OnA2()) {
         // isMaxWorkspace: the lengths are there, their values unread (CheckFeatureActualSeqLens{Q,Kv}Data).

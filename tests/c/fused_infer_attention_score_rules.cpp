@@ -238,6 +238,18 @@ static Case PfaTnd(int64_t d) {
     return c;
 }
 
+// Per-block full quant (Ascend910_95): 8-bit float query, key and value, the three modes 7, FLOAT scales
+// [B, N, ceil(S1 / 128), 1] and [B, N2, ceil(S2 / 256), 1].
+static Case PerBlock(aclDataType dtype = ACL_FLOAT8_E4M3FN) {
+    Case c;
+    c.q = T({2, 8, 64, 128}, dtype);
+    c.k = c.v = {T({2, 2, 80, 128}, dtype)};
+    c.opt["dequantScaleQuery"] = T({2, 8, 1, 1}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 1, 1}, ACL_FLOAT);
+    c.queryQuantMode = c.keyAntiquantMode = c.valueAntiquantMode = 7;
+    return c;
+}
+
 int main() {
     aclrtStream stream = nullptr;
     if (SetUp(&stream) != 0) return 1;
@@ -563,6 +575,45 @@ int main() {
         c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
         REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
+    }
+    if (!OnA2()) {
+        // Per-block full quant: PromptFlashAttentionTilingV2 SetAttributeInfo, CheckPerblockQuantParams,
+        // CheckPerblockCrossover; an 8-bit float query outside per block is per tensor, INT8 only.
+        c = PerBlock(); REPORT("arch35.ok.per_block", Call(c, stream));
+        c = PerBlock(ACL_HIFLOAT8); c.out = T({2, 8, 64, 128}, ACL_BF16); REPORT("arch35.ok.per_block_hif8", Call(c, stream));
+        c = PerBlock(); c.layout = "BSH"; c.q = T({2, 64, 1024}, ACL_FLOAT8_E4M3FN); c.out = T({2, 64, 1024});
+        c.k = c.v = {T({2, 80, 256}, ACL_FLOAT8_E4M3FN)}; REPORT("arch35.ok.per_block_bsh", Call(c, stream));
+        c = PerBlock(); c.queryQuantMode = 0; REPORT("arch35.tiling.per_tensor_fp8", Call(c, stream));
+        c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_FLOAT8_E4M3FN); REPORT("arch35.dtype.per_block_out", Call(c, stream));
+        c = PerBlock(); c.k = c.v = {T({4, 2, 128, 128}, ACL_FLOAT8_E4M3FN)}; c.opt["blockTable"] = T({2, 2}, ACL_INT32, {0, 1, 2, 3});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {200, 100}; REPORT("arch35.tiling.per_block_paged", Call(c, stream));
+        c = PerBlock(); c.k = c.v = {T({1, 2, 80, 128}, ACL_FLOAT8_E4M3FN), T({1, 2, 60, 128}, ACL_FLOAT8_E4M3FN)};
+        REPORT("arch35.tiling.per_block_tensor_list", Call(c, stream));
+        c = PerBlock(); c.opt.erase("valueAntiquantScale"); REPORT("arch35.tiling.per_block_scale_missing", Call(c, stream));
+        c = PerBlock(); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 2, 1, 1});
+        REPORT("arch35.tiling.per_block_scale_dtype", Call(c, stream));
+        c = PerBlock(); c.layout = "TND"; c.q = T({64, 8, 128}, ACL_FLOAT8_E4M3FN); c.out = T({64, 8, 128});
+        c.k = c.v = {T({64, 2, 128}, ACL_FLOAT8_E4M3FN)}; c.hasActQ = c.hasActKv = true; c.actQ = c.actKv = {40, 64};
+        REPORT("arch35.tiling.per_block_tnd", Call(c, stream));
+        c = PerBlock(); c.q = T({2, 8, 64, 256}, ACL_FLOAT8_E4M3FN); c.out = T({2, 8, 64, 256});
+        c.k = c.v = {T({2, 2, 80, 256}, ACL_FLOAT8_E4M3FN)}; REPORT("arch35.tiling.per_block_head_size", Call(c, stream));
+        c = PerBlock(); c.opt["dequantScaleQuery"] = T({2, 8, 1}, ACL_FLOAT); REPORT("arch35.tiling.per_block_scale_rank", Call(c, stream));
+        c = PerBlock(); c.opt["dequantScaleQuery"] = T({2, 8, 2, 1}, ACL_FLOAT); REPORT("arch35.tiling.per_block_query_scale_shape", Call(c, stream));
+        c = PerBlock(); c.opt["keyAntiquantScale"] = T({2, 8, 1, 1}, ACL_FLOAT); REPORT("arch35.tiling.per_block_key_scale_shape", Call(c, stream));
+        c = PerBlock(); c.hasActQ = true; c.actQ = {64, 64}; REPORT("arch35.tiling.per_block_actual_seq", Call(c, stream));
+        c = PerBlock(); c.innerPrecise = 2; REPORT("arch35.tiling.per_block_inner_precise", Call(c, stream));
+        c = PerBlock(); c.lseFlag = true; REPORT("arch35.tiling.per_block_lse", Call(c, stream));
+        c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_BF16); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3;
+        REPORT("arch35.tiling.per_block_mask", Call(c, stream));
+        c = PerBlock(); c.opt["pseShift"] = T({2, 8, 64, 80}); REPORT("arch35.tiling.per_block_pse", Call(c, stream));
+        // a shared prefix: GetEnableDN picks the ND kernels, not emulated
+        c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_BF16);
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128}, ACL_FLOAT8_E4M3FN);
+        REPORT("arch35.not_implemented.per_block_prefix", Call(c, stream));
+        // FP8 E4M3 query, key and value with queryRope and keyRope: the MLA full-quant kernels, not emulated.
+        c = PerBlock(); c.queryQuantMode = 3; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.out = T({2, 8, 64, 128}, ACL_BF16);
+        c.opt["queryRope"] = T({2, 8, 64, 64}, ACL_BF16); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_BF16);
+        REPORT("arch35.not_implemented.mla_full_quant", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

@@ -460,6 +460,23 @@ def fia_int4(soc):
                       softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_per_block(soc, dtype="FLOAT8_E4M3FN"):
+    """Ascend910_95's per-block full quant: an 8-bit float query, key and value with FLOAT scales per
+    128 query rows and per 256 keys (the three quant modes 7)."""
+    q, out = T((1, 4, 16, 64), dtype), T((1, 4, 16, 64))
+    k, v = T((1, 2, 40, 64), dtype), T((1, 2, 40, 64), dtype)
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      dequantScaleQueryOptional=T((1, 4, 1, 1), "FLOAT"),
+                      keyAntiquantScaleOptional=T((1, 2, 1, 1), "FLOAT"),
+                      valueAntiquantScaleOptional=T((1, 2, 1, 1), "FLOAT"), queryQuantMode=7, keyAntiquantMode=7,
+                      valueAntiquantMode=7, preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD",
+                      numKeyValueHeads=2, attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_per_block_hif8(soc):
+    return fia_per_block(soc, "HIFLOAT8")
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -533,6 +550,8 @@ BASELINES = {
         (fia_sink_tnd, A2_A3),
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
+        (fia_per_block, ("Ascend910_95",)),
+        (fia_per_block_hif8, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV2": (

@@ -90,6 +90,12 @@ FIA_SPLIT_PARAMS = "aclnn_emu/ops/flash_attention/fused_infer/split_params.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
+FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
+FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
+FIA_QUERY_QUANT_TESTS = (
+    "tests/test_fused_infer_attention_score_query_quant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -2040,6 +2046,84 @@ MUTATIONS = [
         "return planned if planned.run is None else Launch(planned.workspace_size, _lengths_without_data)",
         "return planned",
         FIA_MAX_WORKSPACE_TESTS,
+    ),
+    # per-block full quant on Ascend910_95 (query_quant_arch35, kernels/flash_attention/perblock_quant.py)
+    Mutation(
+        "fia-per-block-p-e4m3-away",
+        FIA_PER_BLOCK,
+        "    return cast_rint_e4m3(e).astype(np.float32)",
+        "    return cast_rint_e4m3(np.nextafter(e, np.float32(np.inf))).astype(np.float32)",  # ties up
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-p-hif8-even",
+        FIA_PER_BLOCK,
+        "    return hif8_to_float32(cast_round_hif8(e))",
+        "    return cast_rint_e4m3(e).astype(np.float32)",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-p-unnarrowed",
+        FIA_PER_BLOCK,
+        "pv = native.matmul_panels(np.empty((s1, dv_size), np.float32), narrow_p(e), values.rows(c0, c1))",
+        "pv = native.matmul_panels(np.empty((s1, dv_size), np.float32), e, values.rows(c0, c1))",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-first-value-scale-dropped",
+        FIA_PER_BLOCK,
+        "                if c == 1:\n                    acc = acc * dv[bi, ki, 0]\n",
+        "",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-key-scale-block-128",
+        FIA_PER_BLOCK,
+        "KV_BLOCK = 256  # FP8_QUANT_KV_BLOCK_SIZE",
+        "KV_BLOCK = 128  # FP8_QUANT_KV_BLOCK_SIZE",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-query-scale-per-head-only",
+        FIA_PER_BLOCK,
+        "row_dq = np.repeat(dq[bi, ni], Q_SCALE_ROWS)[:s1]",
+        "row_dq = np.repeat(dq[bi, ni, :1], s1)",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-output-even",
+        FIA_QUERY_QUANT,
+        "        round_half_away_(o, out_dtype)\n",
+        "",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-query-scale-shape-unchecked",
+        FIA_QUERY_QUANT,
+        "        if tuple(t.shape) != want:",
+        "        if name != 'dequantScaleQuery' and tuple(t.shape) != want:",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-block-crossover-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "        query_quant.check_crossover(a)\n",
+        "",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-dequant-scale-query-ignored-silently",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "    scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))",
+        "    scaled = True",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-per-tensor-fp8-accepted",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "        query_quant.refuse_per_tensor(a)",
+        "        pass",
+        FIA_QUERY_QUANT_TESTS,
     ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(

@@ -23,6 +23,7 @@ from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
 from . import rope_prompt, split_params
+from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
@@ -51,31 +52,38 @@ NOT_IMPLEMENTED = Gaps(
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
         "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
         "of the Atlas A2/A3 IFA/PFA routes",
-        "query_quant": "dequantScaleQuery (query quantisation) on Ascend910_95 (the PromptFlashAttentionTilingV2 "
-        "full-quant kernels)",
+        "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
+        "keyRope)",
+        "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
+        "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
     },
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False):
-    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs)."""
+def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False, per_block: bool = False):
+    """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs;
+    ``per_block``: the key/value scales are the per-block full-quant ones)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
     nz_ifa = key.ndim == 5 and not prompt
     if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
         NOT_IMPLEMENTED.refuse("lse")
-    if _separate_antiquant(a) and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
+    if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
+        NOT_IMPLEMENTED.refuse("query_quant")
+    separate = _separate_antiquant(a) and not per_block
+    if separate and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefixes = (a.keySharedPrefixOptional, a.valueSharedPrefixOptional)
+    prefix = any(x is not None for x in prefixes)
+    if prefix and per_block:
+        NOT_IMPLEMENTED.refuse("per_block_prefix")
     both = gathered_a2 and None not in prefixes  # the A2/A3 PFA tiling's page-attention rules refuse it (561002)
-    if any(x is not None for x in prefixes) and not _prefix_fits(a) and not both:
+    if prefix and not _prefix_fits(a) and not both:
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if a.dequantScaleQueryOptional is not None and arch35:  # A2/A3: the tiling's own rules below
-        NOT_IMPLEMENTED.refuse("query_quant")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
     if paged_a2 and not gathered_a2:
@@ -168,7 +176,7 @@ def _ifa_kv_nz_lse(a) -> None:
         raise tiling("ifa.kv_nz_lse", "SoftmaxLse output is not supported in IFA GQA with KV NZ.")
 
 
-def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
+def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
@@ -176,7 +184,15 @@ def _before_checks(a, env, prompt: bool, rope: bool = False) -> None:
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
         _ifa_kv_nz_lse(a)
-    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope)
+    elif prompt and query_quant.per_tensor_8bit_float(a):
+        query_quant.refuse_per_tensor(a)
+    scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))
+    if on_arch35(env) and a.dequantScaleQueryOptional is not None and not scaled:
+        env.warn(
+            "dequantScaleQuery is ignored: of Ascend910_95's kernels only the per-block (an FP8 E4M3 / HiFloat8 "
+            "query with the three quant modes 7) and the MLA full-quant ones read it (CANN 8.5)"
+        )
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope, per_block=per_block)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
 
@@ -405,14 +421,17 @@ def incre(a, env):
 def prompt(a, env):
     """The PFA route: PromptFlashAttentionV3's arguments (pseShift and innerPrecise as FIA's context
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
-    after the tiling's page-attention checks, as the dense key and value its kernels walk."""
+    after the tiling's page-attention checks, as the dense key and value its kernels walk. Ascend910_95's
+    per-block full quant runs PromptFlashAttentionV3's checks on the call seen in its output dtype,
+    then its own rules and kernels (query_quant_arch35)."""
+    per_block = on_arch35(env) and query_quant.per_block(a)
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope is not None)
+    _before_checks(a, env, prompt=True, rope=rope is not None or per_block, per_block=per_block)
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):
@@ -431,6 +450,8 @@ def prompt(a, env):
         )
         kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
         extra = dict(paged_s2=facts.s2)
+    if per_block:  # the shared checks on shapes alone
+        query, key, value = (query_quant.Retyped(t, a.attentionOut.dtype) for t in (query, key, value))
     args = SimpleNamespace(
         query=query,
         key=key,
@@ -464,6 +485,10 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
+    if per_block:
+        query_quant.check_params(a, listed=kv_s is not None)
+        query_quant.check_crossover(a)
+        return out if out.run is None else query_quant.launch(a, out.workspace_size)
     if facts is not None and facts.route.base == "TND":
         a = paged_prompt.PackedLengths(a, facts)
     return _with_lse(a, env, out, sink, args.left_padding)

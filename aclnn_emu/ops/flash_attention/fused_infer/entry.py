@@ -20,7 +20,8 @@ F16, BF16, I8, FP32 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 _T, _A, _I, _D, _S, _B = "tensor", "array", "int", "double", "string", "bool"
 _KV_MODES = (
     "{}'s antiquant mode: 0 per channel, 1 per token, 2 per tensor + head, 3 per token + head, 4 / 5 per token "
-    "(+ head) with the parameters in the paged cache's blocks; key 0 with value 1 is the one mixed pair"
+    "(+ head) with the parameters in the paged cache's blocks; key 0 with value 1 is the one mixed pair; 7 per "
+    "block of 256 keys (Ascend910_95, an FP8/HiFloat8 key)"
 )
 _SPEC = [
     (_T, "query", 1, dict(doc="Q, laid out as inputLayout says (fp16, bf16 or int8)")),
@@ -50,7 +51,12 @@ _SPEC = [
     (_T, "queryRopeOptional", 3, dict(doc="MLA: the query's rope part (D 64)")),
     (_T, "keyRopeOptional", 3, dict(doc="MLA: the key's rope part (D 64), laid out like key")),
     (_T, "keyRopeAntiquantScaleOptional", 3, dict(doc="MLA: dequantisation scale of an INT8 keyRope")),
-    (_T, "dequantScaleQueryOptional", 4, dict(doc="INT8 query: its dequantisation scale")),
+    (
+        _T,
+        "dequantScaleQueryOptional",
+        4,
+        dict(doc="query's dequantisation scale: INT8 MLA (A2/A3), FP8/HiFloat8 [B, N, ceil(S1/128), 1] (Ascend910_95)"),
+    ),
     (_T, "learnableSinkOptional", 4, dict(doc="BF16 [N]: a learnt score each row's softmax sum also sees")),
     (_I, "numHeads", 1, dict(default=1, doc="number of query heads N")),
     (_D, "scaleValue", 1, dict(default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)")),
@@ -65,7 +71,7 @@ _SPEC = [
     (_B, "softmaxLseFlag", 1, dict(default=False, doc="write softmaxLse = log(sum exp) + max per row")),
     (_I, "keyAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("key"))),
     (_I, "valueAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("value"))),
-    (_I, "queryQuantMode", 4, dict(default=0, doc="query quantisation mode")),
+    (_I, "queryQuantMode", 4, dict(default=0, doc="query quantisation mode: 3 per token + head, 7 per block")),
 ]
 _TAIL = [
     TensorOut("attentionOut", like=attention_out_rule, doc="the attention result, in the output layout"),
