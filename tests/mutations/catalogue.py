@@ -948,6 +948,13 @@ MUTATIONS = [
         IFA_ARCH35_TESTS,
     ),
     Mutation(
+        "fia-arch35-antiquant-mask-run",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a):",
+        "if False:",
+        ("tests/test_fused_infer_attention_score_lse_antiquant.py",),
+    ),
+    Mutation(
         "ifa-arch35-int8-key-takes-value-params",
         IFA_LAUNCH_ANTIQUANT_ARCH35,
         "(scale[i], offset[i])) for i in range(2))",

@@ -57,6 +57,9 @@ NOT_IMPLEMENTED = Gaps(
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
+        "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
+        "(IFATilingV2 hands FIA's sparseMode, preTokens and nextTokens to its antiquant kernels, whose rows' "
+        "key windows the IncreFlashAttentionV4 walk the emulator runs does not take)",
     },
 )
 
@@ -84,6 +87,8 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
+    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a):
+        NOT_IMPLEMENTED.refuse("antiquant_mask")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
     if paged_a2 and not gathered_a2:
@@ -152,6 +157,18 @@ def _antiquant_kv(a) -> bool:
     return a.query.dtype != a.key.items[0].dtype or a.int4
 
 
+def _masked(a) -> bool:
+    return a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
+
+
+def _one_query_row(a) -> bool:
+    """A BSH/BSND/BNSD query of S 1 (other layouts: not known to be)."""
+    base = (a.inputLayout or "BSH").split("_")[0]
+    if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
+        return False
+    return a.query.shape[PREFIX_S_AXIS[base]] == 1
+
+
 def _lse_rows_known(a, arch35: bool) -> bool:
     """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
     order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
@@ -162,9 +179,7 @@ def _lse_rows_known(a, arch35: bool) -> bool:
     base = (a.inputLayout or "BSH").split("_")[0]
     if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
         return False
-    if a.query.shape[PREFIX_S_AXIS[base]] == 1:
-        return True
-    return arch35 and (a.attenMaskOptional is None or a.attenMaskOptional.is_empty)
+    return _one_query_row(a) or arch35 and not _masked(a)
 
 
 def _ifa_kv_nz_lse(a) -> None:
