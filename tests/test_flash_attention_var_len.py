@@ -626,3 +626,54 @@ def test_tnd_cumulative_lengths_that_decrease_are_not_emulated():
         )
     assert error.value.status == 561003
     assert "actualSeqQLen / actualSeqKvLen that decrease" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "lengths, starts, masked, forward_restarts, backward_restarts",
+    [
+        # S1s2Bn2gs1s2: the backward kernel's innerAlibiFlag tests the sparseMode attribute (the tiling's
+        # set_sparseMode), the forward's its sparse type, which is mode 8 only with a mask
+        (((11, 12, 30), (9, 12, 30)), (1, 3), False, False, True),
+        # SameAb (>= 1024 tokens per batch on average): its backward kernel keeps the start indices
+        (((1024, 1024), (1026, 1024)), (3, 1), True, True, False),
+    ],
+    ids=["no_mask", "same_ab"],
+)
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_a2a3_backward_restarts_mode_8_slopes_as_its_kernel_does(
+    chip, lengths, starts, masked, forward_restarts, backward_restarts
+):
+    """Atlas A2/A3, sparseMode 8 with pseType 2 slopes and start indices: whether the generated
+    ALiBi drops the start indices after batch 0 is each kernel's own choice (op_kernel/arch32
+    flash_attention_score_grad_s1s2_bn2gs1s2.h innerAlibiFlag: the attribute; flash_attention_score_s1s2_bn2gs1.h:
+    the sparse type; ..._grad_s1s2_bn2gs1s2_sab.h: never), so forward and backward may disagree."""
+    from golden import flash_attention_var_len as golden
+
+    rng = np.random.default_rng(31)
+    cu_q, cu_kv = (np.cumsum(x).tolist() for x in lengths)
+    heads, d = (4, 32) if not masked else (1, 16)
+    q, k, v, dy = (_make(rng, FP16, t, heads, d) for t in (cu_q[-1], cu_kv[-1], cu_kv[-1], cu_q[-1]))
+    slopes = (rng.random(heads) / 4).astype(np.float32)
+    mask = MASK if masked else None
+    scale, shift, starts = 1 / np.sqrt(d), starts[1] - starts[0], ((starts[0],), (starts[1],))
+    fwd = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, slopes, None, None, mask, None, cu_q, cu_kv, *starts, scale, 1.0, NO_WINDOW, 0, heads, "TND", 0, 8, 2
+    )
+    grads = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, slopes, None, None, mask, fwd.softmaxMaxOut, fwd.softmaxSumOut, None, fwd.attentionOutOut, None,
+        cu_q, cu_kv, *starts, scale, 1.0, NO_WINDOW, 0, heads, "TND", 0, 8, 2,
+    )  # fmt: skip
+    spec = dict(scale=scale, atten_mask=mask, sparse_mode=8 if masked else 0, pre_tokens=NO_WINDOW, next_tokens=0)
+    spec.update(prefix=None, pse_type=2)
+    terms = {flag: golden.slope_pse(slopes, 2, shift, restart_after_first=flag) for flag in (False, True)}
+    _, row_max, row_sum, _ = golden.forward(
+        q, k, v, cu_q, cu_kv, dtype_name="float16", pse_terms=terms[forward_restarts], **spec
+    )
+    args = (q, k, v, dy, fwd.attentionOutOut, row_max, row_sum, cu_q, cu_kv)
+    spec.update(dtype_name="float16", pse_terms=terms[backward_restarts])
+    want, floors = golden.backward(*args, **spec), golden.backward(*args, floors=True, **spec)
+    for name, got in (("dq", grads.dqOut), ("dk", grads.dkOut), ("dv", grads.dvOut)):
+        failure = precision.failure(got, want[name], "float16", floor=floors[name])
+        assert failure is None, f"{name}: {failure}"
+    other = golden.backward(*args, **{**spec, "pse_terms": terms[not backward_restarts]})
+    assert precision.failure(grads.dqOut, other["dq"], "float16", floor=floors["dq"]) is not None

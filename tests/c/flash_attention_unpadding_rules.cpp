@@ -254,6 +254,11 @@ int main(int argc, char **argv) {
                                                                    c.cuKv = {24, 48, 48}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });
+        report(entry + ".pse.slopes_mode7_no_mask", [&](Cfg &c) { slopes(c); c.sparse = 7; c.pre = 24; c.next = 0; });
+        report(entry + ".pse.slopes_mode8_no_mask", [&](Cfg &c) { slopes(c); c.sparse = 8; c.pre = 24; c.next = 0; });
+        report(entry + ".ok.pse_slopes_mode7_same_ab", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7;
+                                                                     c.pre = 1024; c.next = 0; c.t1 = c.t2 = 1024;
+                                                                     c.cuQ = {1024}; c.cuKv = {1024}; });
         report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
         report(entry + ".pse.type_5_without_pse", [&](Cfg &c) { c.entry = entry; c.pseType = 5; });
     }

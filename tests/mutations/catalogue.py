@@ -2306,7 +2306,25 @@ MUTATIONS = [
     ),
     Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
     Mutation("varlen-pse-slopes-of-batch-0", VARLEN_PSE, "start = n * b if", "start = 0 if", VARLEN_TESTS),
-    Mutation("varlen-mode8-alibi-shift-kept", VARLEN, "if params.sparse_mode == 8 and b:", "if False:", VARLEN_TESTS),
+    Mutation("varlen-mode8-alibi-shift-kept", VARLEN, "if restart_alibi and b:", "if False:", VARLEN_TESTS),
+    Mutation(
+        "fag-tnd-mode8-slopes-restart-only-with-mask",
+        FAG_CHECKS,
+        "(mask is not None or not arch35)",
+        "(mask is not None)",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-same-ab-kernel-restarts", FAG_CHECKS, "mode == 8 and not same_ab and", "mode == 8 and", VARLEN_OP_TESTS
+    ),
+    Mutation(
+        "fag-tnd-slopes-modes-only-with-mask",
+        FA_TND,
+        "_inner_pse_modes(batches, mode, True, start_values(a))",
+        "_inner_pse_modes(batches, mode, masked, start_values(a))",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation("fag-tnd-same-ab-mean-exclusive", FA_TND, ">= SAB_MEAN_LENGTH", "> SAB_MEAN_LENGTH", VARLEN_OP_TESTS),
     Mutation(
         "varlen-4d-mask-read-top-left",
         VARLEN,

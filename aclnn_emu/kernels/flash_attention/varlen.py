@@ -54,10 +54,12 @@ def batches(cu_q, cu_kv):
     return [(slice(int(a), int(b)), slice(int(c), int(d))) for a, b, c, d in zip(q0, cu_q, k0, cu_kv)]
 
 
-def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
+def batch_params(params: FaParams, b: int, band_index: int, restart_alibi: bool | None = None) -> FaParams:
     """The dense kernels' parameters for batch b: its sparse mode as a dense one (7 and 8 become a
     right-down band of their batch's bound, or the causal mode of the others), its prefix. Mode 8's
-    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything."""
+    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything.
+    `restart_alibi`: whether the generated ALiBi drops the start indices after batch 0 (innerAlibiFlag;
+    by default where the sparse mode is 8)."""
     mode, nxt, pre = params.sparse_mode, params.next_tokens, params.pre_tokens
     if mode == 7:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
@@ -67,7 +69,9 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     # ignore it, however long it is
     prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
     q_start, kv_start = params.q_start_idx, params.kv_start_idx
-    if params.sparse_mode == 8 and b:  # the generated ALiBi distance of mode 8 starts over after batch 0
+    if restart_alibi is None:
+        restart_alibi = params.sparse_mode == 8
+    if restart_alibi and b:  # the generated ALiBi distance starts over after batch 0
         q_start = kv_start = None
     return replace(
         params,
@@ -163,7 +167,7 @@ def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
     return np.packbits(bits, bitorder="little")
 
 
-def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided):
+def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided, restart_alibi=None):
     """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
     queries and keys, in batch order; its index too, for the softmax views."""
     band, longest, bit, aligned = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0, 0
@@ -172,7 +176,7 @@ def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided):
         if s1 and s2:  # rows without keys stay 0
             mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads, strided)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
-            p = batch_params(params, b, band)
+            p = batch_params(params, b, band, restart_alibi)
             if p.generated_dropout is not None:
                 seed, offset = p.generated_dropout
                 p = replace(p, generated_dropout=(seed, offset + heads * aligned))
@@ -238,16 +242,18 @@ def var_len_score_grad(
     softmax_layout="",
     pse=None,
     mask_row_stride=False,
+    restart_alibi=None,
 ):
     """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call; `pse`
-    and `mask_row_stride` as var_len_score's."""
+    and `mask_row_stride` as var_len_score's; `restart_alibi` as batch_params' (the backward kernels
+    decide it by their own sparse mode, which on Atlas A2/A3 is the attribute, mask or not)."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
     terms = []
     for b, rows, keys, p, mask, drop in _batch_calls(
-        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride
+        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride, restart_alibi
     ):
         smax, ssum = views[b]
         got = flash_attention_score_grad(

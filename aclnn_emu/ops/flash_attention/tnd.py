@@ -260,6 +260,28 @@ def grad_batch_count(batches: Batches) -> int:
     return count
 
 
+SAB_MEAN_LENGTH = 1024  # SAB_TND_SIZE
+
+
+def grad_runs_same_ab(a, batches: Batches) -> bool:
+    """Whether the Atlas A2/A3 backward of a TND call with a pse runs the SameAb template
+    (arch32 ..._s1s2_bn2gs1s2_sab.cpp IsCapable, priority 15500, tried before S1s2Bn2gs1s2 at 16000): a 1-D
+    sink, or a non-FLOAT query whose cumulative lengths, at the last batch whose cumulative query length
+    is not 0, average at least 1024 query and key tokens per batch up to it (isTndSABHit, integer
+    division). Its pse processing has no sparse-mode rules and its kernel keeps the start indices in
+    every batch. (The deterministic option, the template's other test, is not emulated: 0.)"""
+    sink = getattr(a, "sinkInOptional", None)
+    if sink is not None and len(sink.shape) == 1:
+        return True
+    if a.query.dtype == DataType.ACL_FLOAT:
+        return False
+    last = next((i for i in range(len(batches.cu_q) - 1, -1, -1) if batches.cu_q[i] != 0), None)
+    if last is None:
+        return False
+    count = last + 1
+    return min(batches.cu_q[last], batches.cu_kv[last]) // count >= SAB_MEAN_LENGTH
+
+
 def causal_type(a, batches: Batches, mode: int, masked: bool) -> bool:
     """Whether the forward's TND sparse type is CAUSAL or RIGHT_DOWN_CAUSAL (GetSparseInfo,
     CheckPretokenAndNexttoken): modes 2 and 3, mode 0 with preTokens >= max S1 and nextTokens 0, mode 4
@@ -373,7 +395,16 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
 
 
 def backward_pse(
-    a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False, tokens=None
+    a,
+    pse,
+    batches: Batches,
+    heads: int,
+    key_tokens: int,
+    mode: int,
+    masked: bool,
+    arch35=False,
+    tokens=None,
+    same_ab=False,
 ):
     """ProcessPseInfo of the backward's TND tilings: (PackedPse, failure). Slopes must be exactly [N1]
     or [B, N1]; a 1-D pse is packed, told by its length (N1·`key_tokens` or N1·ΣS1b·S2b); else only
@@ -382,8 +413,10 @@ def backward_pse(
     key lengths' sum); with `arch35`
     (..._regbase.cpp ProcessPseInfo) B counts every batch, `key_tokens` is the last actualSeqKvLen,
     and the slopes' mode rules (of the sparseMode attribute, mask or not, with the arch35 start
-    indices) come before their shape. `tokens`: the corrected (preTokens, nextTokens) of the arch35
-    BSND path (default: _grad_tokens')."""
+    indices) come before their shape. The Atlas A2/A3 S1s2Bn2gs1s2 template applies them after the
+    shape, to the sparseMode attribute too, mask or not; its SameAb template (`same_ab`,
+    grad_runs_same_ab) not at all. `tokens`: the corrected (preTokens, nextTokens) of the arch35 BSND
+    path (default: _grad_tokens')."""
     shape, count = tuple(pse.shape), batches.count if arch35 else grad_batch_count(batches)
     if a.pseType in (2, 3):
         if arch35:
@@ -396,7 +429,9 @@ def backward_pse(
                 f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
                 "tiling.pse_inner_size",
             )
-        return form, problem or (None if arch35 else _inner_pse_modes(batches, mode, masked, start_values(a)))
+        if problem is not None or arch35 or same_ab:
+            return form, problem
+        return form, _inner_pse_modes(batches, mode, True, start_values(a))
     if len(shape) == 1:
         if shape[0] == key_tokens * heads:
             return PackedPse("1s2", heads), None

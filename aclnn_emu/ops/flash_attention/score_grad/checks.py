@@ -511,7 +511,8 @@ def _prepare_tnd(a, s: _Shape, env):
     else:
         skip = arch35 and env.version.has(ARCH35_TOKENS)
         _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, arch35, skip))
-    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens)
+    same_ab = not arch35 and tnd.grad_runs_same_ab(a, batches)
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens, same_ab)
     if as_bsnd and form is not None and form.form == "alibi":
         form = _bsnd_alibi(form, batches)
     keep = float(np.float32(a.keepProb))
@@ -540,7 +541,10 @@ def _prepare_tnd(a, s: _Shape, env):
     refuse_grad_head_dim(a, s)
     _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
+    # the generated ALiBi restarts after batch 0 where the kernel sees sparse mode 8: on Ascend910_95 its
+    # sparse type (a mask), in the A2/A3 S1s2Bn2gs1s2 kernel the attribute; never in the SameAb kernel
+    restart = mode == 8 and not same_ab and (mask is not None or not arch35)
+    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated, restart)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 
 
@@ -567,10 +571,10 @@ def _bsnd_alibi(form, batches):
     return replace(form, alibi_anchor=s1)
 
 
-def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None, same_ab=False):
     """ProcessPseInfo of the TND tilings (after the sparse-mode and token processing): the pse's dtype,
-    then its form (tnd.backward_pse). The arch35 one checks pseType first, with or without a pse, and
-    has no check of a pseType without a pse."""
+    then its form (tnd.backward_pse; `same_ab`: the A2/A3 SameAb template's). The arch35 one checks
+    pseType first, with or without a pse, and has no check of a pseType without a pse."""
     pse, arch35 = _present(a.pseShiftOptional), env.soc == ARCH35
     if arch35 and not 0 <= a.pseType < 4:  # compared as uint32: a negative pseType fails too
         fail("tiling.pse_type", f"FAG pseType {a.pseType} is invalid; expected 0-3")
@@ -588,7 +592,7 @@ def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
         key_tokens = batches.cu_kv[-1] if batches.cu_kv else 0
     else:
         key_tokens = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens)
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens, same_ab)
     _fail(problem)
     return form
 
