@@ -2300,8 +2300,8 @@ MUTATIONS = [
     Mutation(
         "varlen-pse-alibi-rows-off-by-one",
         VARLEN_PSE,
-        "first = (self.alibi_anchor or width) - rows  #",
-        "first = (self.alibi_anchor or width) - rows - 1  #",
+        "first = width - rows  #",
+        "first = width - rows - 1  #",
         VARLEN_TESTS,
     ),
     Mutation("varlen-pse-alibi-block-0-only", VARLEN_PSE, "(b % self.alibi_batches)", "0", VARLEN_TESTS),
@@ -2325,6 +2325,51 @@ MUTATIONS = [
         VARLEN_OP_TESTS,
     ),
     Mutation("fag-tnd-same-ab-mean-exclusive", FA_TND, ">= SAB_MEAN_LENGTH", "> SAB_MEAN_LENGTH", VARLEN_OP_TESTS),
+    Mutation(
+        "varlen-prefix5-blocks-not-skipped",
+        VARLEN,
+        "if prefix_rows and mask is not None and params.sparse_mode == 5:",
+        "if False:",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-prefix5-skips-by-element",
+        VARLEN,
+        "(np.arange(s2) // block_cols * block_cols)[None, :]",
+        "np.arange(s2)[None, :]",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-prefix5-bn2s2-reads-prefix",
+        FAG_CHECKS,
+        "    if not tnd.grad_kernel_is_tnd_arch35(a, batches):\n        prefix = a.prefixOptional",
+        "    if True:\n        prefix = a.prefixOptional",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-pse-alibi-bsnd-block-ignored",
+        VARLEN_PSE,
+        "stored = i - i % self.alibi_block >= threshold",
+        "stored = i >= threshold",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "varlen-pse-alibi-bsnd-upper-column-off",
+        VARLEN_PSE,
+        "j + width - rows * (i // rows + 1)",
+        "j + width - rows * (i // rows)",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-all-same-alibi-always-bsnd",
+        FAG_CHECKS,
+        "    if tnd.grad_kernel_is_tnd_arch35(a, batches):\n        return form\n",
+        "",
+        VARLEN_OP_TESTS,
+    ),
+    Mutation(
+        "fag-tnd-all-same-bn2s2-needs-gqa", FA_TND, "narrow = n1 == n2 and", "narrow = n1 != n2 and", VARLEN_OP_TESTS
+    ),
     Mutation(
         "varlen-4d-mask-read-top-left",
         VARLEN,
@@ -2609,15 +2654,15 @@ MUTATIONS = [
     Mutation(
         "tnd-arch35-grad-bsnd-alibi-anchored-at-max-s2",
         FAG_CHECKS,
-        "    return replace(form, alibi_anchor=s1)",
-        "    return form",
+        "form = replace(form, alibi_anchor=batches.q[0], alibi_block=_kernel_rows(a))",
+        "form = replace(form, alibi_block=_kernel_rows(a))",
         VARLEN_OP_TESTS,
     ),
     Mutation(
         "varlen-pse-alibi-anchor-ignored",
         VARLEN_PSE,
-        "first = (self.alibi_anchor or width) - rows  #",
-        "first = width - rows  #",
+        "        if self.alibi_anchor:\n",
+        "        if False:\n",
         VARLEN_OP_TESTS,
     ),
     Mutation(

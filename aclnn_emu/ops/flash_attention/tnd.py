@@ -10,6 +10,7 @@ Each failure is (message, rule) for the operator's one tiling failure; None pass
 
 import math
 
+import numpy as np
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import INT32_MAX
@@ -240,6 +241,34 @@ def runs_as_bsnd(a, batches: Batches) -> bool:
     BSND path: its sparse-mode, token and mask-size checks, and kernels that read the same elements."""
     same = all(q == batches.q[0] for q in batches.q) and all(k == batches.kv[0] for k in batches.kv)
     return bool(batches.q) and same and (a.sparseMode & 0xFFFFFFFF) <= 6  # no batch: no lengths to compare
+
+
+BN2_MAX_S, BN2_MULTIBLK_SEQ, BN2_MULTIBLK_BN, BN2_MAX_D = 128, 640, 256, 512
+WIDE_TYPES = (DataType.ACL_FLOAT, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)
+
+
+def grad_kernel_is_tnd_arch35(a, batches: Batches) -> bool:
+    """Whether the arch35 backward's kernels of a call on its BSND path (runs_as_bsnd) run with layout TND
+    after all: SetSplitAxis (DoOpTiling, after the checks) gives back layout TND with the BN2S2 split to
+    a call that takes neither the BN2 split (both lengths <= 128) nor its multi-block form (B·N1 >= 256,
+    a length above 128, both <= 640, not the prefix modes), when N1 = N2, D <= 512, the query is not
+    FLOAT (or FP8) and there is no rope; both BN2 forms need the value's D equal to D and, with keepProb
+    < 1, key lengths that are multiples of 8 (dropoutIsDivisibleBy8)."""
+    s1, s2 = batches.longest
+    n1, n2, d = a.query.shape[1], a.keyIn.shape[1], a.query.shape[2]
+    rope = getattr(a, "queryRope", None) is not None
+    narrow = n1 == n2 and d <= BN2_MAX_D and a.query.dtype not in WIDE_TYPES and not rope
+    bn2_shape = narrow and d == a.value.shape[2]
+    whole_bytes = float(np.float32(a.keepProb)) >= 1 or s2 % 8 == 0
+    bn2 = bn2_shape and s1 <= BN2_MAX_S and s2 <= BN2_MAX_S
+    multi_block = (
+        bn2_shape
+        and batches.count * n1 >= BN2_MULTIBLK_BN
+        and (a.sparseMode & 0xFFFFFFFF) not in (5, 6)
+        and max(s1, s2) > BN2_MAX_S
+        and max(s1, s2) <= BN2_MULTIBLK_SEQ
+    )
+    return narrow and not ((bn2 or multi_block) and whole_bytes)
 
 
 def check_grad_sparse_mode_arch35(a, as_bsnd: bool):
