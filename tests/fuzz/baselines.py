@@ -199,6 +199,15 @@ def fag_tnd_slopes_mode8(soc):
     return as_entry(entry, entry, fag_tnd(soc), **values)
 
 
+def fag_tnd_prefix5(soc):
+    """fag_tnd with batches of equal lengths (6 and 8), sparseMode 5, a [B, 1, 6, 8] mask and a prefix
+    (Ascend910_95: the backward runs them as BSND, whose kernels skip blocks by prefixN)."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    values = dict(actualSeqQLenOptional=(6, 12), actualSeqKvLenOptional=(8, 16), sparseMode=5,
+                  attenMaskOptional=T((2, 1, 6, 8), "UINT8"), prefixOptional=(4, 8))  # fmt: skip
+    return as_entry(entry, entry, fag_tnd(soc), **values)
+
+
 def fag_tnd_mask_wide(soc):
     """fag_tnd with a [B, 1, 7, 12] mask (Ascend910_95: the arch35 backward checks a 4-D mask's first two
     dimensions only and reads its rows 12 apart)."""
@@ -495,4 +504,5 @@ BASELINES["FlashAttentionUnpaddingScoreGradV2"] += (
     (fag_tnd_pse, ALL),
     (fag_tnd_slopes_mode8, ALL),
     (fag_tnd_mask_wide, ("Ascend910_95",)),
+    (fag_tnd_prefix5, ("Ascend910_95",)),
 )
