@@ -117,6 +117,9 @@ def _expected():
                 f"{entry}.mask.all_same_too_small": NULLPTR,
                 # arch32 ProcessTokensInfo (TND): mode 0 needs preTokens + nextTokens > 0 in every batch
                 f"{entry}.tokens.all_same_mode0_sum_zero": NULLPTR,
+                # arch32 VarLenSparseModeProcess (TND, with a mask): no mode 5
+                f"{entry}.mask.all_same_prefix5_no_prefix": NULLPTR,
+                f"{entry}.ok.all_same_prefix5": NULLPTR,
             }
         )
     for entry in ("UnpaddingV2", "UnpaddingV5"):
@@ -178,6 +181,10 @@ for entry in UNPADDINGS:
             f"{entry}.mask.two_d_other_shape": 0,
             f"{entry}.mask.all_same_last_dims_wider": 0,
             f"{entry}.tokens.all_same_mode0_sum_zero": 0,
+            # ..._regbase.cpp SetPrefixSparseParams only warns about a missing prefix, but the BSND kernels'
+            # CheckIsValidBlock (op_kernel/arch35/flash_attention_score_grad_kernel_base.h) reads prefixN[b]
+            # (refused.tnd_prefix_short)
+            f"{entry}.ok.all_same_prefix5": 0,
         }
     )
 BY_FAMILY = {
