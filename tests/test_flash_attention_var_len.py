@@ -800,3 +800,23 @@ def test_arch35_bsnd_backward_refuses_an_alibi_read_before_its_start(chip):
         )  # fmt: skip
     assert error.value.status == 161001
     assert "before the tensor's first element" in str(error.value)
+
+
+@pytest.mark.parametrize("version, code", [("8.5.0", 0), ("9.0.0", 161001)])
+def test_arch35_bn2s2_split_with_dropout_and_d_256_per_release(monkeypatch, version, code):
+    """Ascend950 (9.x) / Ascend910_95, batches of the same lengths, N1 = N2, D 256 and keepProb 0.9, sparse mode
+    5 with a mask and no prefix: 8.5's SetSplitAxis takes the BN2S2 split (layout TND, no prefixN read: the
+    call runs); from 9.0.0 BN2S2 needs keepProb 1 or D <= 128 (versions fag.arch35_bn2s2_needs_d128_with_dropout),
+    so the BSND kernels read prefixN[b] of a missing prefix (refused.tnd_prefix_short)."""
+    pytest_plugin.select(monkeypatch, soc="Ascend910_95", cann_version=version)
+    rng = np.random.default_rng(46)
+    q, k = _make(rng, FP16, 400, 2, 256), _make(rng, FP16, 400, 2, 256)
+    smax = np.zeros((400, 2, 8), np.float32)
+    mask = np.zeros((2, 1, 200, 200), np.uint8)
+    call = (q, k, k, q, None, None, None, mask, smax, smax, None, q, None, [200, 400], [200, 400], None, None)
+    try:
+        ae.ops.FlashAttentionUnpaddingScoreGradV2.prepare(*call, 0.25, 0.9, NO_WINDOW, NO_WINDOW, 2, "TND", 0, 5, 1)
+        status = 0
+    except ae.AclnnError as error:
+        status = error.status
+    assert status == code

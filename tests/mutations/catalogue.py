@@ -2342,7 +2342,7 @@ MUTATIONS = [
     Mutation(
         "fag-tnd-prefix5-bn2s2-reads-prefix",
         FAG_CHECKS,
-        "    if not tnd.grad_kernel_is_tnd_arch35(a, batches):\n        prefix = a.prefixOptional",
+        "    if not tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):\n        prefix = a.prefixOptional",
         "    if True:\n        prefix = a.prefixOptional",
         VARLEN_OP_TESTS,
     ),
@@ -2363,7 +2363,7 @@ MUTATIONS = [
     Mutation(
         "fag-tnd-all-same-alibi-always-bsnd",
         FAG_CHECKS,
-        "    if tnd.grad_kernel_is_tnd_arch35(a, batches):\n        return form\n",
+        "    if tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):\n        return form\n",
         "",
         VARLEN_OP_TESTS,
     ),

@@ -247,13 +247,17 @@ BN2_MAX_S, BN2_MULTIBLK_SEQ, BN2_MULTIBLK_BN, BN2_MAX_D = 128, 640, 256, 512
 WIDE_TYPES = (DataType.ACL_FLOAT, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)
 
 
-def grad_kernel_is_tnd_arch35(a, batches: Batches) -> bool:
+BN2S2_DROPOUT_D = "fag.arch35_bn2s2_needs_d128_with_dropout"
+
+
+def grad_kernel_is_tnd_arch35(a, batches: Batches, version) -> bool:
     """Whether the arch35 backward's kernels of a call on its BSND path (runs_as_bsnd) run with layout TND
     after all: SetSplitAxis (DoOpTiling, after the checks) gives back layout TND with the BN2S2 split to
     a call that takes neither the BN2 split (both lengths <= 128) nor its multi-block form (B·N1 >= 256,
     a length above 128, both <= 640, not the prefix modes), when N1 = N2, D <= 512, the query is not
     FLOAT (or FP8) and there is no rope; both BN2 forms need the value's D equal to D and, with keepProb
-    < 1, key lengths that are multiples of 8 (dropoutIsDivisibleBy8)."""
+    < 1, key lengths that are multiples of 8 (dropoutIsDivisibleBy8). From 9.0.0 (`version`,
+    BN2S2_DROPOUT_D) BN2S2 also needs keepProb 1 or D <= 128."""
     s1, s2 = batches.longest
     n1, n2, d = a.query.shape[1], a.keyIn.shape[1], a.query.shape[2]
     rope = getattr(a, "queryRope", None) is not None
@@ -268,7 +272,8 @@ def grad_kernel_is_tnd_arch35(a, batches: Batches) -> bool:
         and max(s1, s2) > BN2_MAX_S
         and max(s1, s2) <= BN2_MULTIBLK_SEQ
     )
-    return narrow and not ((bn2 or multi_block) and whole_bytes)
+    dropout_d = float(np.float32(a.keepProb)) >= 1 or d <= 128 or not version.has(BN2S2_DROPOUT_D)
+    return narrow and dropout_d and not ((bn2 or multi_block) and whole_bytes)
 
 
 def check_grad_sparse_mode_arch35(a, as_bsnd: bool):

@@ -511,7 +511,7 @@ def _prepare_tnd(a, s: _Shape, env):
     same_ab = not arch35 and tnd.grad_runs_same_ab(a, batches)
     form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens, same_ab)
     if as_bsnd and form is not None and form.form == "alibi":
-        form = _bsnd_alibi(a, form, batches)
+        form = _bsnd_alibi(a, form, batches, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
@@ -541,7 +541,7 @@ def _prepare_tnd(a, s: _Shape, env):
     # the generated ALiBi restarts after batch 0 where the kernel sees sparse mode 8: on Ascend910_95 its
     # sparse type (a mask), in the A2/A3 S1s2Bn2gs1s2 kernel the attribute; never in the SameAb kernel
     restart = mode == 8 and not same_ab and (mask is not None or not arch35)
-    prefix_rows = _prefix_blocks(a, batches) if as_bsnd and mode == 5 and mask is not None else 0
+    prefix_rows = _prefix_blocks(a, batches, env) if as_bsnd and mode == 5 and mask is not None else 0
     masked_mode = mode if mask is not None else 0
     run = _launch_tnd(a, batches, masked_mode, sink, layout, env, form, generated, restart, prefix_rows)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
@@ -566,7 +566,7 @@ def _kernel_rows(a) -> int:
     return 64 if a.query.dtype == DataType.ACL_FLOAT and a.query.shape[2] > 256 else 128
 
 
-def _prefix_blocks(a, batches) -> int:
+def _prefix_blocks(a, batches, env) -> int:
     """Sparse mode 5 on the arch35 backward's BSND path (its compress mode stays 0: the mask is read as
     mode 1's): with a BSND kernel layout the kernels skip blocks by prefixN (CheckIsValidBlock), so the
     row block they do it by (varlen.prefix_skipped), after refusing a prefix they would read past; with
@@ -574,7 +574,7 @@ def _prefix_blocks(a, batches) -> int:
     when it skips none. 0: no blocks skipped."""
     rows, cols = _kernel_rows(a), 128
     s1, s2 = batches.q[0], batches.kv[0]
-    if not tnd.grad_kernel_is_tnd_arch35(a, batches):
+    if not tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):
         prefix = a.prefixOptional
         if prefix is None or len(prefix) < batches.count:
             got = "none" if prefix is None else f"{len(prefix)} values"
@@ -590,13 +590,13 @@ def _prefix_blocks(a, batches) -> int:
     return 0
 
 
-def _bsnd_alibi(a, form, batches):
+def _bsnd_alibi(a, form, batches, env):
     """The alibi on the arch35 backward's BSND path: the kernels read it as TND when SetSplitAxis gives
     the layout back (tnd.grad_kernel_is_tnd_arch35), else by pse.h PseAlibiComputeOffset's non-TND
     branch, anchored at S1 per row block of CUBE_BASEM rows (the s1 template: 64 for a FLOAT query with D
     > 256, else 128; GetS1S2TemplateType). Rows above the last 1024 then read before their row's start
     when W < 1024: before the tensor's first element is refused."""
-    if tnd.grad_kernel_is_tnd_arch35(a, batches):
+    if tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):
         return form
     form = replace(form, alibi_anchor=batches.q[0], alibi_block=_kernel_rows(a))
     first = int(form.bsnd_offsets(batches.q[0], batches.kv[0]).min(initial=0))
