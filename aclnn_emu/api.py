@@ -100,7 +100,8 @@ def empty(shape, dtype, format=Format.ACL_FORMAT_ND, storage_shape=None) -> Tens
     except BaseException:
         tensor.destroy()
         raise
-    _own(tensor)
+    memory = devices.memory_of(tensor.addr)
+    _own(tensor, memory, memory.find(tensor.addr))
     return tensor
 
 
@@ -124,12 +125,13 @@ _owned: dict[int, weakref.finalize] = {}  # handle -> finalizer of each live ten
 _collected = collections.deque()  # (handle, arena, allocation) of those Python has collected
 
 
-def _own(tensor: Tensor) -> None:
-    memory = devices.memory_of(tensor.addr)
-    finalizer = weakref.finalize(tensor, _collected.append, (tensor.handle, memory, memory.find(tensor.addr)))
+def _own(obj: Tensor | TensorList, memory=None, allocation=None) -> None:
+    """Hold obj's handle weakly; when Python collects obj, the next `collect` releases the handle
+    (and frees `allocation` of `memory`, a tensor's device memory)."""
+    finalizer = weakref.finalize(obj, _collected.append, (obj.handle, memory, allocation))
     finalizer.atexit = False
-    handles.weaken(tensor.handle)
-    _owned[tensor.handle] = finalizer
+    handles.weaken(obj.handle)
+    _owned[obj.handle] = finalizer
 
 
 def collect(full: bool = False) -> None:
@@ -192,12 +194,15 @@ def recent_error_message() -> str | None:
 
 def tensor_list(tensors) -> TensorList:
     """aclCreateTensorList of device tensors (None allowed) for `raw` and `run`. Destroying it
-    (`.destroy()`, aclDestroyTensorList) destroys its tensors' handles, not their memory."""
+    (`.destroy()`, aclDestroyTensorList) destroys its tensors' handles, not their memory; a list
+    Python collects releases its own handle, so its tensors' memory goes with theirs."""
     items = list(tensors)
     bad = [type(t).__name__ for t in items if t is not None and not isinstance(t, Tensor)]
     if bad:
         raise TypeError(f"tensor_list(): items are aclnn_emu.Tensor or None (aclnn_emu.to_device), got {bad[0]}")
-    return TensorList(items)
+    tensors = TensorList(items)
+    _own(tensors)
+    return tensors
 
 
 def scalar(value, dtype) -> Scalar:

@@ -38,7 +38,9 @@ for i in range(100):                         # tensors held only by reference cy
     t = ae.empty((4 << 20,), ae.DataType.ACL_FLOAT)
     cycle = [t]
     cycle.append(cycle)
-del t, cycle
+for i in range(100):                         # tensors a dropped tensor list holds
+    lists = ae.tensor_list([ae.empty((4 << 20,), ae.DataType.ACL_FLOAT)])
+del t, cycle, lists
 try:
     kept = [ae.empty((4 << 20,), ae.DataType.ACL_FLOAT) for _ in range(100)]
 except ae.DeviceOutOfMemory as error:        # 100 x 16 MiB held: the device is full, and says so

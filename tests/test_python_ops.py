@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import aclnn_emu as ae
-from aclnn_emu import errors, status
+from aclnn_emu import api, errors, status
 from aclnn_emu.opdef.registry import all_ops
 from aclnn_emu.opdef.signature import REQUIRED
 from aclnn_emu.runtime import api as rt
@@ -171,10 +171,17 @@ def test_a_rejected_call_has_the_raw_code_and_names_the_argument():
         ae.free(t)
 
 
+def settled_memory() -> tuple[int, int]:
+    """rt.mem_info() once the tensors Python already dropped (an earlier test's too) are freed: the
+    Python API frees them at its next allocation, which would otherwise land inside a measurement."""
+    api.collect(full=True)
+    return rt.mem_info()
+
+
 def test_host_copies_are_freed():
     q, k, v = _pfa_inputs(np.float16)
     ae.setup()
-    before = rt.mem_info()
+    before = settled_memory()
     for _ in range(3):
         ae.ops.PromptFlashAttentionV2(q, k, v, numHeads=2, inputLayout="BNSD")
     with pytest.raises(ae.ParamInvalid):
@@ -324,7 +331,7 @@ def test_a_device_owns_what_it_started(tmp_path):
 def test_closing_waits_for_a_run_still_on_its_stream():
     q, k, v = _pfa_inputs(np.float16, (1, 8, 512, 64))
     stream = ae.Stream(ae.setup())
-    before, free = len(ae.sanitizer_reports()), rt.mem_info()
+    before, free = len(ae.sanitizer_reports()), settled_memory()
     with ae.ops.PromptFlashAttentionV2.prepare(q, k, v, numHeads=8, inputLayout="BNSD", repeatable=True) as ex:
         ex.run(stream=stream)  # left without a synchronisation: closing must wait before freeing
     stream.synchronize()
@@ -424,7 +431,7 @@ def test_incre_flash_attention_round_trip_with_a_list_of_arrays():
     q = RNG.standard_normal((2, 4, 1, 16)).astype(np.float16)
     k, v = (RNG.standard_normal((2, 2, 64, 16)).astype(np.float16) for _ in range(2))
     ae.setup()
-    before = rt.mem_info()
+    before = settled_memory()
     got = ae.ops.IncreFlashAttentionV4(
         q, [k], (v,), actualSeqLengths=[64, 40], numHeads=4, scaleValue=0.25, inputLayout="BNSD", numKeyValueHeads=2
     )
