@@ -300,6 +300,18 @@ RULES = {
             },
         ),
     ),
+    "fag.arch35_bn2s2_needs_d128_with_dropout": Rule(
+        "FlashAttentionScoreGrad on Ascend950, every TND batch of the same lengths: SetSplitAxis gives the layout "
+        "TND back (the BN2S2 split) only when keepProb is 1 or D <= 128 (8.5: any D <= 512), so with dropout and "
+        "D > 128 the kernels keep the BSND layout",
+        _at(
+            since("9.0.0"),
+            {
+                "9.0.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp SetSplitAxis",
+                "9.1.0": f"{_FAG_ARCH35}flash_attention_score_grad_tiling_common_regbase.cpp SetSplitAxis",
+            },
+        ),
+    ),
     "fag.arch35_tnd_softmax_unchecked": Rule(
         "FlashAttentionScoreGrad with inputLayout TND on Ascend950: the tiling no longer checks softmaxMax/softmaxSum "
         "against [T1, N1, 8] (8.5: 161001); aclnn-emu refuses other shapes as not established (561003)",

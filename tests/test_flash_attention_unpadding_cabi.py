@@ -117,6 +117,9 @@ def _expected():
                 f"{entry}.mask.all_same_too_small": NULLPTR,
                 # arch32 ProcessTokensInfo (TND): mode 0 needs preTokens + nextTokens > 0 in every batch
                 f"{entry}.tokens.all_same_mode0_sum_zero": NULLPTR,
+                # arch32 VarLenSparseModeProcess (TND, with a mask): no mode 5
+                f"{entry}.mask.all_same_prefix5_no_prefix": NULLPTR,
+                f"{entry}.ok.all_same_prefix5": NULLPTR,
             }
         )
     for entry in ("UnpaddingV2", "UnpaddingV5"):
@@ -129,6 +132,16 @@ def _expected():
                 # [B, N1] slopes with a trailing empty batch: the arch32 B leaves it out (161001)
                 f"{entry}.pse.slopes_trailing_empty": NULLPTR,
                 f"{entry}.pse.slopes_mode7": NULLPTR,
+                # op_host/arch32/flash_attention_score_grad_tiling_s1s2_bn2gs1s2.cpp ProcessPseInfo tests the
+                # sparseMode attribute (ProcessSparseModeInfo reads it before looking at the mask), so without
+                # an attenMask too: no mode 7; mode 8 needs S1 - S2 + qStartIdx - kvStartIdx = 0 in batch 0
+                # (16 - 24 here) (Ascend910_95: ..._regbase.cpp ProcessInnerPseInfo alike)
+                f"{entry}.pse.slopes_mode7_no_mask": NULLPTR,
+                f"{entry}.pse.slopes_mode8_no_mask": NULLPTR,
+                # ..._s1s2_bn2gs1s2_sab.cpp: the SameAb template (priority 15500, before S1s2Bn2gs1s2's 16000)
+                # takes a non-FLOAT TND call averaging >= 1024 tokens per batch (IsCapable, isTndSABHit in
+                # ..._tiling_common.cpp), and its ProcessPseInfo has no sparse-mode rules (arch35: 161001)
+                f"{entry}.ok.pse_slopes_mode7_same_ab": 0,
                 f"{entry}.pse.null_type0": NULLPTR,
                 # pseType 5 without a pse: arch32 ProcessPseInfo (a pseType other than 1 needs a pse); the
                 # arch35 ProcessPseInfo checks pseType < 4 first
@@ -149,6 +162,8 @@ for entry in UNPADDINGS:
     ARCH35.update({f"{entry}.ok.pse_one_row_of_key_t": NULLPTR, f"{entry}.pse.one_row_of_kv_sum": 0})
 # ... and its ProcessInnerPseInfo compares [B, N1] slopes with a B that counts every batch (GetShapeAttrsInfo)
 ARCH35.update({f"{entry}.pse.slopes_trailing_empty": 0 for entry in ("UnpaddingV2", "UnpaddingV5")})
+# ... before the shape, on the sparseMode attribute, with no SameAb template: mode 7 fails
+ARCH35.update({f"{entry}.ok.pse_slopes_mode7_same_ab": NULLPTR for entry in ("UnpaddingV2", "UnpaddingV5")})
 # A TND mask on Ascend910_95: op_host/arch35/flash_attention_score_grad_tiling_s1s2_bn2gs1s2_regbase.cpp
 # SetAttenMaskShapeType checks a 4-D mask's dimensions 0 and 1 only, against a B that counts every batch
 # (GetShapeAttrsInfo: b = the lengths' count), so the trailing empty batch counts, and no 2-D shape; its
@@ -166,6 +181,10 @@ for entry in UNPADDINGS:
             f"{entry}.mask.two_d_other_shape": 0,
             f"{entry}.mask.all_same_last_dims_wider": 0,
             f"{entry}.tokens.all_same_mode0_sum_zero": 0,
+            # ..._regbase.cpp SetPrefixSparseParams only warns about a missing prefix, but the BSND kernels'
+            # CheckIsValidBlock (op_kernel/arch35/flash_attention_score_grad_kernel_base.h) reads prefixN[b]
+            # (refused.tnd_prefix_short)
+            f"{entry}.ok.all_same_prefix5": 0,
         }
     )
 BY_FAMILY = {

@@ -495,15 +495,70 @@ def test_arch35_backward_checks_the_sparse_mode_without_a_mask_unless_lengths_ar
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_arch35_backward_s_bsnd_path_with_prefix_mode_and_a_mask_is_not_modelled(chip):
-    """Ascend910_95, every batch of the same lengths (the BSND path): sparse mode 5 with a mask returns
-    561003, saying why."""
+def test_arch35_bsnd_backward_in_prefix_mode_skips_blocks_by_prefix_n(chip):
+    """Ascend910_95, two batches of 200 queries and 200 keys, N1 4 over N2 2 (the BN2GS1S2 kernels, layout
+    BSND), sparse mode 5 with a [B, 1, 200, 200] mask: the mask is read as mode 1's, and CheckIsValidBlock
+    skips each 128 x 128 block starting at a column >= min(max(S2 - S1 + its rows' end, prefixN[b]), S2):
+    with prefix (40, 150), batch 0's rows 0-127 lose keys 128-199 whatever the mask says. The forward
+    (VarLen has no mode 5) ran with mode 1 and the same mask; the gradients against float64 (golden)."""
+    from golden import flash_attention_var_len as golden
+
+    rng = np.random.default_rng(44)
+    cu, heads, scale = [200, 400], (4, 2), 0.25
+    q, k, v, dy = (_make(rng, FP16, 400, n, 16) for n in (4, 2, 2, 4))
+    mask = (rng.random((2, 1, 200, 200)) < 0.2).astype(np.uint8)
+    mask[..., :8] = 0  # every row keeps keys
+    fwd = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, None, None, None, mask, None, cu, cu, None, None, scale, 1.0, NO_WINDOW, NO_WINDOW, 4, "TND", 0, 1, 1
+    )
+    grads = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, None, None, None, mask, fwd.softmaxMaxOut, fwd.softmaxSumOut, None, fwd.attentionOutOut,
+        [40, 150], cu, cu, None, None, scale, 1.0, NO_WINDOW, NO_WINDOW, heads[0], "TND", 0, 5, 1,
+    )  # fmt: skip
+    skipped = np.zeros_like(mask)
+    skipped[0, 0, :128, 128:] = 1
+    spec = dict(scale=scale, sparse_mode=1, pre_tokens=NO_WINDOW, next_tokens=NO_WINDOW, prefix=None)
+    spec.update(mask_row_stride=True)
+    _, row_max, row_sum, _ = golden.forward(q, k, v, cu, cu, dtype_name="float16", atten_mask=mask, **spec)
+    args = (q, k, v, dy, fwd.attentionOutOut, row_max, row_sum, cu, cu)
+    spec.update(dtype_name="float16", atten_mask=mask | skipped)
+    want, floors = golden.backward(*args, **spec), golden.backward(*args, floors=True, **spec)
+    for name, got in (("dq", grads.dqOut), ("dk", grads.dkOut), ("dv", grads.dvOut)):
+        failure = precision.failure(got, want[name], "float16", floor=floors[name])
+        assert failure is None, f"{name}: {failure}"
+    unskipped = golden.backward(*args, **{**spec, "atten_mask": mask})
+    assert precision.failure(grads.dkOut, unskipped["dk"], "float16", floor=floors["dk"]) is not None
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_in_prefix_mode_on_the_bn2s2_split_is_mode_1(chip):
+    """Ascend910_95, batches of the same lengths, N1 = N2 and S 200 (SetSplitAxis: layout TND, BN2S2): sparse
+    mode 5 with a mask reads it as mode 1 does and reads no prefixN (IsValid skips by the tokens, none
+    here), so its gradients are mode 1's bit for bit; a band that leaves blocks out is not established
+    (561003)."""
+    rng = np.random.default_rng(45)
+    q, k = _make(rng, FP16, 400, 2, 16), _make(rng, FP16, 400, 2, 16)
+    mask = (rng.random((2, 1, 200, 200)) < 0.2).astype(np.uint8)
+    five = _unpadding(q, k, [200, 400], [200, 400], mask=mask, sparse_mode=5)
+    one = _unpadding(q, k, [200, 400], [200, 400], mask=mask, sparse_mode=1)
+    for name in ("dqOut", "dkOut", "dvOut"):
+        np.testing.assert_array_equal(getattr(five, name), getattr(one, name))
+    with pytest.raises(ae.AclnnError) as error:
+        _unpadding(q, k, [200, 400], [200, 400], mask=mask, sparse_mode=5, pre=300, nxt=0)
+    assert error.value.status == 561003
+    assert "the pre/next tokens leave blocks out" in str(error.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_bsnd_backward_in_prefix_mode_refuses_a_missing_prefix(chip):
+    """Ascend910_95, the BSND kernels (N1 4 over N2 2), sparse mode 5 with a mask and no prefix: the tiling
+    only warns (SetPrefixSparseParams), the kernels read prefixN[b] (161001, refused.tnd_prefix_short)."""
     rng = np.random.default_rng(17)
     q, k = _make(rng, FP16, 60, 4, 32), _make(rng, FP16, 80, 2, 32)
     with pytest.raises(ae.AclnnError) as error:
         _unpadding(q, k, [30, 60], [40, 80], mask=np.zeros((2, 1, 30, 40), np.uint8), sparse_mode=5)
-    assert error.value.status == 561003
-    assert "sparseMode 5 with an attenMask and every batch of the same lengths" in str(error.value)
+    assert error.value.status == 161001
+    assert "without a prefix of one value per batch" in str(error.value)
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
@@ -626,3 +681,142 @@ def test_tnd_cumulative_lengths_that_decrease_are_not_emulated():
         )
     assert error.value.status == 561003
     assert "actualSeqQLen / actualSeqKvLen that decrease" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "lengths, starts, masked, forward_restarts, backward_restarts",
+    [
+        # S1s2Bn2gs1s2: the backward kernel's innerAlibiFlag tests the sparseMode attribute (the tiling's
+        # set_sparseMode), the forward's its sparse type, which is mode 8 only with a mask
+        (((11, 12, 30), (9, 12, 30)), (1, 3), False, False, True),
+        # SameAb (>= 1024 tokens per batch on average): its backward kernel keeps the start indices
+        (((1024, 1024), (1026, 1024)), (3, 1), True, True, False),
+    ],
+    ids=["no_mask", "same_ab"],
+)
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_a2a3_backward_restarts_mode_8_slopes_as_its_kernel_does(
+    chip, lengths, starts, masked, forward_restarts, backward_restarts
+):
+    """Atlas A2/A3, sparseMode 8 with pseType 2 slopes and start indices: whether the generated
+    ALiBi drops the start indices after batch 0 is each kernel's own choice (op_kernel/arch32
+    flash_attention_score_grad_s1s2_bn2gs1s2.h innerAlibiFlag: the attribute; flash_attention_score_s1s2_bn2gs1.h:
+    the sparse type; ..._grad_s1s2_bn2gs1s2_sab.h: never), so forward and backward may disagree."""
+    from golden import flash_attention_var_len as golden
+
+    rng = np.random.default_rng(31)
+    cu_q, cu_kv = (np.cumsum(x).tolist() for x in lengths)
+    heads, d = (4, 32) if not masked else (1, 16)
+    q, k, v, dy = (_make(rng, FP16, t, heads, d) for t in (cu_q[-1], cu_kv[-1], cu_kv[-1], cu_q[-1]))
+    slopes = (rng.random(heads) / 4).astype(np.float32)
+    mask = MASK if masked else None
+    scale, shift, starts = 1 / np.sqrt(d), starts[1] - starts[0], ((starts[0],), (starts[1],))
+    fwd = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, slopes, None, None, mask, None, cu_q, cu_kv, *starts, scale, 1.0, NO_WINDOW, 0, heads, "TND", 0, 8, 2
+    )
+    grads = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, slopes, None, None, mask, fwd.softmaxMaxOut, fwd.softmaxSumOut, None, fwd.attentionOutOut, None,
+        cu_q, cu_kv, *starts, scale, 1.0, NO_WINDOW, 0, heads, "TND", 0, 8, 2,
+    )  # fmt: skip
+    spec = dict(scale=scale, atten_mask=mask, sparse_mode=8 if masked else 0, pre_tokens=NO_WINDOW, next_tokens=0)
+    spec.update(prefix=None, pse_type=2)
+    terms = {flag: golden.slope_pse(slopes, 2, shift, restart_after_first=flag) for flag in (False, True)}
+    _, row_max, row_sum, _ = golden.forward(
+        q, k, v, cu_q, cu_kv, dtype_name="float16", pse_terms=terms[forward_restarts], **spec
+    )
+    args = (q, k, v, dy, fwd.attentionOutOut, row_max, row_sum, cu_q, cu_kv)
+    spec.update(dtype_name="float16", pse_terms=terms[backward_restarts])
+    want, floors = golden.backward(*args, **spec), golden.backward(*args, floors=True, **spec)
+    for name, got in (("dq", grads.dqOut), ("dk", grads.dkOut), ("dv", grads.dvOut)):
+        failure = precision.failure(got, want[name], "float16", floor=floors[name])
+        assert failure is None, f"{name}: {failure}"
+    other = golden.backward(*args, **{**spec, "pse_terms": terms[not backward_restarts]})
+    assert precision.failure(grads.dqOut, other["dq"], "float16", floor=floors["dq"]) is not None
+
+
+def _arch35_alibi_step(rng, heads, lengths, alibi, terms):
+    """VarLenScore with the terms a 1-D packed pse (the forward refuses the alibi when S1 != S2), then
+    UnpaddingScoreGrad with `alibi`, left-up causal, against torch.autograd with `terms` [B, N1, S1, S2]."""
+    (s1, s2), (n1, n2) = lengths, heads
+    q, k, v, dy = (_make(rng, FP16, t, n, 16) for t, n in ((s1, n1), (s2, n2), (s2, n2), (s1, n1)))
+    attrs = (0.25, 1.0, NO_WINDOW, 0, n1, "TND", 0, 2, 1)
+    packed = cast_round(terms, FP16).reshape(-1)
+    smax, ssum, _, out = ae.ops.FlashAttentionVarLenScoreV2(
+        q, k, v, packed, None, None, MASK, None, [s1], [s2], None, None, *attrs
+    )
+    causal = lambda b, a, c: np.arange(c)[None, :] > np.arange(a)[:, None]  # noqa: E731
+    pse = lambda b, a, c: np.asarray(terms[b], np.float64)  # noqa: E731
+    _, grads = _reference(q, k, v, dy, 0.25, [s1], [s2], pse=pse, mask=causal)
+    got = ae.ops.FlashAttentionUnpaddingScoreGradV2(
+        q, k, v, dy, alibi, None, None, MASK, smax, ssum, None, out, None, [s1], [s2], None, None, *attrs
+    )
+    for name, leaf in (("dqOut", "q"), ("dkOut", "k"), ("dvOut", "v")):
+        _assert_close(name, getattr(got, name), grads[leaf], "float16")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_bsnd_backward_reads_alibi_rows_above_the_last_1024_per_row_block(chip):
+    """Ascend910_95, one batch of 1100 queries and 1050 keys, N1 4 over N2 2 (the BN2GS1S2 kernels, layout
+    BSND), an arbitrary alibi [1, 4, 1024, 1050]: pse.h PseAlibiComputeOffset anchors each 128-row block
+    at row0 - 76 when row0 >= 76, else at (row0 % 1024, W - row0 + col0 - 1024 + row0 % 1024), so rows
+    0-127 (76-127 included) read the other anchoring; the gradients against torch.autograd of those reads
+    (golden.alibi_bsnd_reads)."""
+    from golden import flash_attention_var_len as golden
+
+    rng = np.random.default_rng(41)
+    alibi = cast_round(rng.standard_normal((1, 4, 1024, 1050)), FP16)
+    terms = golden.alibi_bsnd_reads(alibi, 1100, 1050)
+    assert not np.array_equal(terms[0, :, 76:128], np.asarray(alibi[0, :, :52, :], np.float64))
+    _arch35_alibi_step(rng, (4, 2), (1100, 1050), alibi, terms)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_backward_on_the_bn2s2_split_reads_the_alibi_as_tnd(chip):
+    """Ascend910_95, one batch of 200 queries and 240 keys, N1 = N2: the backward's tiling runs it as BSND
+    but SetSplitAxis gives the layout TND back with the BN2S2 split, so the kernels read the alibi
+    [1, 2, 1024, 240] as TND, row 1024 - 240 + i (not 1024 - S1 + i): a Toeplitz ALiBi gives -slope·|j - i|."""
+    rng = np.random.default_rng(42)
+    i, j = np.arange(240)[:, None], np.arange(240)[None, :]
+    slopes = np.array([0.25, 0.0625])[:, None, None]
+    ori = cast_round(-slopes * np.abs(j - i), FP16)
+    alibi = np.zeros((1, 2, 1024, 240), FP16)
+    alibi[0, :, 1024 - 240 :] = ori
+    terms = np.asarray(ori, np.float64)[None, :, :200, :]
+    _arch35_alibi_step(rng, (2, 2), (200, 240), alibi, terms)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_arch35_bsnd_backward_refuses_an_alibi_read_before_its_start(chip):
+    """Ascend910_95, S1 1100 > 1024 with W = 1000 < 1024 on the BSND kernels: row 0 reads W - 1024
+    elements before the first head's block, before the tensor (refused.tnd_alibi_before_start)."""
+    rng = np.random.default_rng(43)
+    q, k = _make(rng, FP16, 1100, 4, 16), _make(rng, FP16, 1000, 2, 16)
+    alibi = np.zeros((1, 4, 1024, 1000), FP16)
+    smax = np.zeros((1100, 4, 8), np.float32)
+    with pytest.raises(ae.AclnnError) as error:
+        ae.ops.FlashAttentionUnpaddingScoreGradV2(
+            q, k, k, q, alibi, None, None, MASK, smax, smax, None, q, None, [1100], [1000], None, None,
+            0.25, 1.0, NO_WINDOW, 0, 4, "TND", 0, 2, 1,
+        )  # fmt: skip
+    assert error.value.status == 161001
+    assert "before the tensor's first element" in str(error.value)
+
+
+@pytest.mark.parametrize("version, code", [("8.5.0", 0), ("9.0.0", 161001)])
+def test_arch35_bn2s2_split_with_dropout_and_d_256_per_release(monkeypatch, version, code):
+    """Ascend950 (9.x) / Ascend910_95, batches of the same lengths, N1 = N2, D 256 and keepProb 0.9, sparse mode
+    5 with a mask and no prefix: 8.5's SetSplitAxis takes the BN2S2 split (layout TND, no prefixN read: the
+    call runs); from 9.0.0 BN2S2 needs keepProb 1 or D <= 128 (versions fag.arch35_bn2s2_needs_d128_with_dropout),
+    so the BSND kernels read prefixN[b] of a missing prefix (refused.tnd_prefix_short)."""
+    pytest_plugin.select(monkeypatch, soc="Ascend910_95", cann_version=version)
+    rng = np.random.default_rng(46)
+    q, k = _make(rng, FP16, 400, 2, 256), _make(rng, FP16, 400, 2, 256)
+    smax = np.zeros((400, 2, 8), np.float32)
+    mask = np.zeros((2, 1, 200, 200), np.uint8)
+    call = (q, k, k, q, None, None, None, mask, smax, smax, None, q, None, [200, 400], [200, 400], None, None)
+    try:
+        ae.ops.FlashAttentionUnpaddingScoreGradV2.prepare(*call, 0.25, 0.9, NO_WINDOW, NO_WINDOW, 2, "TND", 0, 5, 1)
+        status = 0
+    except ae.AclnnError as error:
+        status = error.status
+    assert status == code

@@ -17,7 +17,7 @@ struct Cfg {
     aclDataType dt = ACL_FLOAT16, ropeDt = ACL_DT_UNDEFINED, sinkDt = ACL_FLOAT;
     std::string layout = "TND", softmaxLayout = "";
     int64_t n1 = 2, n2 = 1, d = 64, dr = 32, t1 = 40, t2 = 48;
-    std::vector<int64_t> cuQ = {16, 40}, cuKv = {24, 48};
+    std::vector<int64_t> cuQ = {16, 40}, cuKv = {24, 48}, prefix;
     Shape q, k, v, smax, mask, sink, dsink, qRope, kRope, dqRope, dkRope, pse;
     aclDataType pseDt = ACL_DT_UNDEFINED;
     bool hasMask = false, hasSink = false, hasRope = false, hasDrop = false, hasPse = false, seqs = true;
@@ -77,6 +77,7 @@ int Call(Cfg c, aclrtStream stream) {
     aclTensor *dsink = make("dsinkOut", c.hasSink, c.dsink, ACL_FLOAT, 0.0f);
     aclIntArray *seqQ = c.seqs ? aclCreateIntArray(c.cuQ.data(), c.cuQ.size()) : nullptr;
     aclIntArray *seqKv = c.seqs ? aclCreateIntArray(c.cuKv.data(), c.cuKv.size()) : nullptr;
+    aclIntArray *prefix = c.prefix.empty() ? nullptr : aclCreateIntArray(c.prefix.data(), c.prefix.size());
     std::vector<int64_t> zero = {0};
     aclIntArray *qStart = aclCreateIntArray(zero.data(), 1), *kvStart = aclCreateIntArray(zero.data(), 1);
     std::string layout = c.layout, softmaxLayout = c.softmaxLayout;
@@ -100,34 +101,34 @@ int Call(Cfg c, aclrtStream stream) {
         phase2 = aclnnFlashAttentionScoreGradV3;
     } else if (e == "Unpadding") {
         ret = aclnnFlashAttentionUnpaddingScoreGradGetWorkspaceSize(
-            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, nullptr, seqQ, seqKv, 0.25, c.keep,
+            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, prefix, seqQ, seqKv, 0.25, c.keep,
             c.pre, c.next, c.headNum, lay, 0, c.sparse, dq, dk, dv, nullptr, ws, ex);
         phase2 = aclnnFlashAttentionUnpaddingScoreGrad;
     } else if (e == "UnpaddingV2") {
         ret = aclnnFlashAttentionUnpaddingScoreGradV2GetWorkspaceSize(
-            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, nullptr, seqQ, seqKv, qStart, kvStart,
+            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, prefix, seqQ, seqKv, qStart, kvStart,
             0.25, c.keep, c.pre, c.next, c.headNum, lay, 0, c.sparse, c.pseType, dq, dk, dv, nullptr, ws, ex);
         phase2 = aclnnFlashAttentionUnpaddingScoreGradV2;
     } else if (e == "UnpaddingV3") {
         ret = aclnnFlashAttentionUnpaddingScoreGradV3GetWorkspaceSize(
-            q, qRope, k, kRope, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, nullptr, seqQ, seqKv,
+            q, qRope, k, kRope, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, prefix, seqQ, seqKv,
             qStart, kvStart, 0.25, c.keep, c.pre, c.next, c.headNum, lay, 0, c.sparse, c.pseType, dq, dqRope, dk,
             dkRope, dv, nullptr, ws, ex);
         phase2 = aclnnFlashAttentionUnpaddingScoreGradV3;
     } else if (e == "UnpaddingV4") {
         ret = aclnnFlashAttentionUnpaddingScoreGradV4GetWorkspaceSize(
-            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, nullptr, seqQ, seqKv, 0.25, c.keep,
+            q, k, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, prefix, seqQ, seqKv, 0.25, c.keep,
             c.pre, c.next, c.headNum, lay, 0, c.sparse, dq, dk, dv, nullptr, &softmaxLayout[0], ws, ex);
         phase2 = aclnnFlashAttentionUnpaddingScoreGradV4;
     } else if (e == "UnpaddingV5") {
         ret = aclnnFlashAttentionUnpaddingScoreGradV5GetWorkspaceSize(
-            q, qRope, k, kRope, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, sink, nullptr, seqQ,
+            q, qRope, k, kRope, v, dy, pse, drop, nullptr, mask, smax, ssum, nullptr, attnIn, sink, prefix, seqQ,
             seqKv, qStart, kvStart, 0.25, c.keep, c.pre, c.next, c.headNum, lay, 0, c.sparse, c.pseType,
             &softmaxLayout[0], dq, dqRope, dk, dkRope, dv, nullptr, dsink, ws, ex);
         phase2 = aclnnFlashAttentionUnpaddingScoreGradV5;
     }
     if (c.run) ret = RunPhase2(stream, ret, size, executor, phase2);
-    for (aclIntArray *a : {seqQ, seqKv, qStart, kvStart}) {
+    for (aclIntArray *a : {seqQ, seqKv, qStart, kvStart, prefix}) {
         if (a) aclDestroyIntArray(a);
     }
     return ret;
@@ -244,6 +245,10 @@ int main(int argc, char **argv) {
                                                                  c.cuKv = {24}; c.t1 = 24; c.t2 = 24; });
         report(entry + ".tokens.all_same_mode0_sum_zero", [&](Cfg &c) { same(c, {24, 24}); c.sparse = 0; c.pre = -3;
                                                                        c.next = 3; });
+        // sparse mode 5 on the BSND path (N1 2 over N2 1: layout BSND), whose kernels read prefixN[b]
+        report(entry + ".mask.all_same_prefix5_no_prefix", [&](Cfg &c) { same(c, {2, 1, 24, 24}); c.sparse = 5; });
+        report(entry + ".ok.all_same_prefix5", [&](Cfg &c) { same(c, {2, 1, 24, 24}); c.sparse = 5;
+                                                             c.prefix = {8, 8}; c.run = true; });
     }
     for (const char *e : {"UnpaddingV2", "UnpaddingV5"}) {
         std::string entry = e;
@@ -254,6 +259,11 @@ int main(int argc, char **argv) {
                                                                    c.cuKv = {24, 48, 48}; });
         report(entry + ".pse.slopes_mode7", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7; c.pre = 24;
                                                           c.next = 0; });
+        report(entry + ".pse.slopes_mode7_no_mask", [&](Cfg &c) { slopes(c); c.sparse = 7; c.pre = 24; c.next = 0; });
+        report(entry + ".pse.slopes_mode8_no_mask", [&](Cfg &c) { slopes(c); c.sparse = 8; c.pre = 24; c.next = 0; });
+        report(entry + ".ok.pse_slopes_mode7_same_ab", [&](Cfg &c) { slopes(c); c.hasMask = true; c.sparse = 7;
+                                                                     c.pre = 1024; c.next = 0; c.t1 = c.t2 = 1024;
+                                                                     c.cuQ = {1024}; c.cuKv = {1024}; });
         report(entry + ".pse.null_type0", [&](Cfg &c) { c.entry = entry; c.pseType = 0; });
         report(entry + ".pse.type_5_without_pse", [&](Cfg &c) { c.entry = entry; c.pseType = 5; });
     }

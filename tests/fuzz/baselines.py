@@ -190,6 +190,24 @@ def fag_tnd_pse(soc):
     return as_entry(entry, entry, fag_tnd(soc), pseShiftOptional=T((32,)))
 
 
+def fag_tnd_slopes_mode8(soc):
+    """fag_tnd with pseType 2 slopes [N1], sparseMode 8 and no mask, equal lengths (the slopes' mode rules
+    test the sparseMode attribute; the Atlas A2/A3 kernel restarts the distances after batch 0)."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    values = dict(pseShiftOptional=T((2,), "FLOAT"), pseType=2, sparseMode=8, nextTokens=0,
+                  actualSeqKvLenOptional=(5, 12))  # fmt: skip
+    return as_entry(entry, entry, fag_tnd(soc), **values)
+
+
+def fag_tnd_prefix5(soc):
+    """fag_tnd with batches of equal lengths (6 and 8), sparseMode 5, a [B, 1, 6, 8] mask and a prefix
+    (Ascend910_95: the backward runs them as BSND, whose kernels skip blocks by prefixN)."""
+    entry = "FlashAttentionUnpaddingScoreGradV2"
+    values = dict(actualSeqQLenOptional=(6, 12), actualSeqKvLenOptional=(8, 16), sparseMode=5,
+                  attenMaskOptional=T((2, 1, 6, 8), "UINT8"), prefixOptional=(4, 8))  # fmt: skip
+    return as_entry(entry, entry, fag_tnd(soc), **values)
+
+
 def fag_tnd_mask_wide(soc):
     """fag_tnd with a [B, 1, 7, 12] mask (Ascend910_95: the arch35 backward checks a 4-D mask's first two
     dimensions only and reads its rows 12 apart)."""
@@ -585,4 +603,9 @@ def fas_v4(soc):
 BASELINES["FlashAttentionScoreV4"] = ((fas_v4, ALL),)
 # the TND pse forms
 BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
-BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL), (fag_tnd_mask_wide, ("Ascend910_95",)))
+BASELINES["FlashAttentionUnpaddingScoreGradV2"] += (
+    (fag_tnd_pse, ALL),
+    (fag_tnd_slopes_mode8, ALL),
+    (fag_tnd_mask_wide, ("Ascend910_95",)),
+    (fag_tnd_prefix5, ("Ascend910_95",)),
+)

@@ -245,3 +245,30 @@ def backward(
     if sink is not None:
         grads["dsink"] = dsink
     return grads
+
+
+def alibi_bsnd_reads(pse, s1, s2, block=128):
+    """[P, N1, S1, S2] float64: what the Ascend910_95 backward's kernels with a BSND layout read of an alibi
+    pse [P, N1, 1024, W] for S1 query and S2 key rows (pse.h PseAlibiComputeOffset, non-TND branch): per
+    block of `block` rows from row0 and 128 columns from col0, the anchor (m, k) = (row0 - (S1 - 1024),
+    col0) when row0 >= S1 - 1024, else (row0 % 1024, W - (row0 - col0) - (1024 - row0 % 1024)); then the
+    block's rows W apart, flat from that anchor (a negative column reads the rows before)."""
+    pse = np.asarray(pse, np.float64)
+    p, heads, rows, width = pse.shape
+    flat = pse.reshape(-1)
+    out = np.zeros((p, heads, s1, s2))
+    threshold = s1 - rows
+    for b in range(p):
+        for n in range(heads):
+            start = (b * heads + n) * rows * width
+            for row0 in range(0, s1, block):
+                for col0 in range(0, s2, 128):
+                    if row0 >= threshold:
+                        m, k = row0 - threshold, col0
+                    else:
+                        m = row0 % rows
+                        k = width - (row0 - col0) - (rows - m)
+                    r = np.arange(min(block, s1 - row0))[:, None]
+                    c = np.arange(min(128, s2 - col0))[None, :]
+                    out[b, n, row0 : row0 + r.size, col0 : col0 + c.size] = flat[start + (m + r) * width + k + c]
+    return out

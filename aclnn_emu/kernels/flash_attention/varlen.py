@@ -11,8 +11,9 @@ the batch's S1b and S2b (ComputeAttenMaskOffset, layout TND):
   6        j - i > S2b - S1b and j >= prefix[b]
   7        j - i > S2b - S1b + next for the last batch with tokens (bandIndex), else as 3
   8        j - i > S2b - max(S1b - next, 0) for the first batch with tokens, else as 2
-  0, 1     a user mask: [S1max, S2max] or [1, 1, S1max, S2max], batch b reading its top-left
-           [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
+  0, 1, 5  a user mask (5 only on the Ascend910_95 backward of batches of the same lengths, with the
+           blocks its BSND kernels skip by prefixN masked too: prefix_skipped): [S1max, S2max] or
+           [1, 1, S1max, S2max], batch b reading its top-left [S1b, S2b] (attenMaskS1S2); [T1, T2], batch b reading its own tokens' block (attenMaskTT);
            [B, 1|N1, S1max, S2max] from the packed offset of batch b (Σ_{c<b} S1c·S2c, times N1, plus
            h·S1b·S2b per head; attenMaskBS1S2 / BN2GS1S2), its rows S2b apart on Atlas A2/A3; on
            Ascend910_95 (`mask_row_stride`) every row the mask's last dimension apart, and 2-D masks
@@ -54,10 +55,12 @@ def batches(cu_q, cu_kv):
     return [(slice(int(a), int(b)), slice(int(c), int(d))) for a, b, c, d in zip(q0, cu_q, k0, cu_kv)]
 
 
-def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
+def batch_params(params: FaParams, b: int, band_index: int, restart_alibi: bool | None = None) -> FaParams:
     """The dense kernels' parameters for batch b: its sparse mode as a dense one (7 and 8 become a
     right-down band of their batch's bound, or the causal mode of the others), its prefix. Mode 8's
-    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything."""
+    bound S2b - max(S1b - next, 0) is mode 4's next + S2b - S1b wherever it masks anything.
+    `restart_alibi`: whether the generated ALiBi drops the start indices after batch 0 (innerAlibiFlag;
+    by default where the sparse mode is 8)."""
     mode, nxt, pre = params.sparse_mode, params.next_tokens, params.pre_tokens
     if mode == 7:
         mode, pre = (4, UNBOUNDED) if b == band_index else (3, pre)
@@ -67,7 +70,9 @@ def batch_params(params: FaParams, b: int, band_index: int) -> FaParams:
     # ignore it, however long it is
     prefix = None if not params.prefix or params.sparse_mode != 6 else (params.prefix[b],)
     q_start, kv_start = params.q_start_idx, params.kv_start_idx
-    if params.sparse_mode == 8 and b:  # the generated ALiBi distance of mode 8 starts over after batch 0
+    if restart_alibi is None:
+        restart_alibi = params.sparse_mode == 8
+    if restart_alibi and b:  # the generated ALiBi distance starts over after batch 0
         q_start = kv_start = None
     return replace(
         params,
@@ -110,7 +115,7 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple,
     own tokens; [B, 1, S1max, S2max] and [B, N1, S1max, S2max] start after the Σ S1·S2 (times N1)
     elements of the batches before it, each head S1b·S2b further, each row S2b further (the Atlas A2/A3
     kernels). `strided`: the Ascend910_95 read (strided_mask_index)."""
-    if atten_mask is None or mode not in (0, 1):
+    if atten_mask is None or mode not in (0, 1, 5):
         return atten_mask
     s1, s2 = rows.stop - rows.start, keys.stop - keys.start
     if strided:
@@ -122,6 +127,16 @@ def _batch_mask(atten_mask, mode: int, rows: slice, keys: slice, longest: tuple,
         index = heads * pairs_before + np.arange(heads)[:, None, None] * (s1 * s2) + np.arange(s1)[:, None] * s2
         return atten_mask.reshape(-1)[index + np.arange(s2)][None]
     return atten_mask[..., :s1, :s2]
+
+
+def prefix_skipped(s1: int, s2: int, prefix: int, block_rows: int, block_cols: int = 128):
+    """Sparse mode 5 on the Ascend910_95 backward's BSND kernels (every batch of the same lengths): True in
+    the [S1, S2] blocks of `block_rows` x `block_cols` they skip (CheckIsValidBlock: a block starting at
+    column j0 runs when j0 < min(max(S2 - S1 + the end of its rows, prefixN[b]), S2)); skipping a block
+    leaves its scores out of every gradient, as masking them does."""
+    rows_end = (np.arange(s1) // block_rows + 1) * block_rows
+    end = np.minimum(np.maximum(s2 - s1 + rows_end, prefix), s2)
+    return (np.arange(s2) // block_cols * block_cols)[None, :] >= end[:, None]
 
 
 def strided_mask_index(shape: tuple, s1: int, s2: int, pairs_before: int):
@@ -163,16 +178,19 @@ def _batch_drop_mask(drop_mask, heads: int, start: int, rows: int, keys: int):
     return np.packbits(bits, bitorder="little")
 
 
-def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided):
+def _batch_calls(params, cu_q, cu_kv, heads, atten_mask, drop_mask, strided, restart_alibi=None, prefix_rows=0):
     """(query rows, key rows, batch parameters, mask, packed keep bits) of each batch with both
-    queries and keys, in batch order; its index too, for the softmax views."""
+    queries and keys, in batch order; its index too, for the softmax views. `prefix_rows`: the row
+    block of the BSND kernels that skip blocks by prefixN in sparse mode 5 (prefix_skipped), or 0."""
     band, longest, bit, aligned = band_index(params.sparse_mode, cu_q, cu_kv), _longest(cu_q, cu_kv), 0, 0
     for b, (rows, keys) in enumerate(batches(cu_q, cu_kv)):
         s1, s2 = rows.stop - rows.start, keys.stop - keys.start
         if s1 and s2:  # rows without keys stay 0
             mask = _batch_mask(atten_mask, params.sparse_mode, rows, keys, longest, bit // heads, strided)
+            if prefix_rows and mask is not None and params.sparse_mode == 5:
+                mask = (mask != 0) | prefix_skipped(s1, s2, params.prefix[b], prefix_rows)
             drop = _batch_drop_mask(drop_mask, heads, bit, s1, s2)
-            p = batch_params(params, b, band)
+            p = batch_params(params, b, band, restart_alibi)
             if p.generated_dropout is not None:
                 seed, offset = p.generated_dropout
                 p = replace(p, generated_dropout=(seed, offset + heads * aligned))
@@ -238,16 +256,20 @@ def var_len_score_grad(
     softmax_layout="",
     pse=None,
     mask_row_stride=False,
+    restart_alibi=None,
+    prefix_rows=0,
 ):
     """{"dq", "dk", "dv"} (+ "dq_rope", "dk_rope" with rope, "dsink" with a sink) of a TND call; `pse`
-    and `mask_row_stride` as var_len_score's."""
+    and `mask_row_stride` as var_len_score's; `restart_alibi` as batch_params' (the backward kernels
+    decide it by their own sparse mode, which on Atlas A2/A3 is the attribute, mask or not); `prefix_rows`
+    as _batch_calls'."""
     q, k = _joined(query, None if rope is None else rope[0]), _joined(key, None if rope is None else rope[1])
     heads = query.shape[1]
     dq, dk, dv = np.zeros(q.shape, q.dtype), np.zeros(k.shape, q.dtype), np.zeros(value.shape, q.dtype)
     views = list(zip(*(softmax_views(x, heads, cu_q, softmax_layout) for x in (softmax_max, softmax_sum))))
     terms = []
     for b, rows, keys, p, mask, drop in _batch_calls(
-        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride
+        params, cu_q, cu_kv, heads, atten_mask, drop_mask, mask_row_stride, restart_alibi, prefix_rows
     ):
         smax, ssum = views[b]
         got = flash_attention_score_grad(

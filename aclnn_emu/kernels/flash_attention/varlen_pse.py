@@ -8,8 +8,11 @@ its offsets with the batches before b).
   "1s2"     packed [N1, S2b] per batch, one row for every query row: from element N1·Σ_{c<b} S2c
   "alibi"   [P, N1, 1024, W] (P = 1 or B, W = the longest key length): batch b reads block b % P
             Toeplitz-wise against W, row m = 1024 - W + i for query row i (rows above the stored 1024
-            read row 0 along their diagonal), column j; against `alibi_anchor` instead of W when set
-            (the Ascend910_95 backward's BSND path, which anchors at S1: row 1024 - S1 + i)
+            read row 0 along their diagonal), column j; with `alibi_anchor` = S1 as the Ascend910_95
+            backward's kernels read it with a BSND layout (PseAlibiComputeOffset's non-TND branch, per
+            row block of `alibi_block` rows starting at row0): row 1024 - S1 + i, column j, where row0 >=
+            S1 - 1024; above, row i % 1024 and column j + W - 1024·(i // 1024 + 1), i.e. the flat element
+            that many columns from the start of that row (the block's rows lie W apart from its anchor)
   "slopes"  fp32 [N1] or [B, N1] (pseType 2/3): batch b's slopes; the distance starts over in each batch
 
 The alibi form is read by blocks anchored at each block's first row and column; for the compressed
@@ -29,13 +32,26 @@ FORMS = ("s1s2", "1s2", "alibi", "slopes")
 @dataclass(frozen=True)
 class PackedPse:
     """How a TND call's pse is laid out: `form` (FORMS), the query heads, and for the alibi form its
-    batch count P, row width W and the length its last 1024 rows end at (W when 0)."""
+    batch count P, row width W, and for a BSND read the query length S1 it is anchored at and the
+    kernels' row block (0: the TND read)."""
 
     form: str
     heads: int
     alibi_batches: int = 1
     alibi_width: int = 0
     alibi_anchor: int = 0
+    alibi_block: int = 0
+
+    def bsnd_offsets(self, s1: int, s2: int):
+        """The BSND read's [S1, S2] flat offsets from the start of a head's [1024, W] block (above the
+        diagonal, which the causal modes mask and the kernels do not add, 0)."""
+        width, rows = self.alibi_width, ALIBI_ROWS
+        i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+        threshold = self.alibi_anchor - rows
+        stored = i - i % self.alibi_block >= threshold
+        row = np.where(stored, i - threshold, i % rows)
+        column = np.where(stored, j, j + width - rows * (i // rows + 1))
+        return np.where(j <= i, row * width + column, 0)
 
     def elements(self, q_lens, kv_lens) -> int:
         """How many elements the kernels read: the end of the last read of a batch with tokens."""
@@ -79,9 +95,13 @@ class PackedPse:
 
     def _alibi(self, flat, b, s1, s2):
         width, rows = self.alibi_width, ALIBI_ROWS
-        block = flat[(b % self.alibi_batches) * self.heads * rows * width :][: self.heads * rows * width]
-        block = block.reshape(self.heads, rows, width)
-        first = (self.alibi_anchor or width) - rows  # the query row stored in row 0
+        start = (b % self.alibi_batches) * self.heads * rows * width
+        if self.alibi_anchor:
+            heads = start + np.arange(self.heads)[:, None, None] * (rows * width)
+            values = flat[heads + self.bsnd_offsets(s1, s2)]
+            return np.where(np.arange(s2)[None, :] <= np.arange(s1)[:, None], values, values.dtype.type(0))[None]
+        block = flat[start:][: self.heads * rows * width].reshape(self.heads, rows, width)
+        first = width - rows  # the query row stored in row 0
         i = np.arange(s1)[:, None]
         j = np.arange(s2)[None, :]
         stored = i >= first

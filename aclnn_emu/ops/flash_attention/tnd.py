@@ -10,6 +10,7 @@ Each failure is (message, rule) for the operator's one tiling failure; None pass
 
 import math
 
+import numpy as np
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import INT32_MAX
@@ -242,6 +243,39 @@ def runs_as_bsnd(a, batches: Batches) -> bool:
     return bool(batches.q) and same and (a.sparseMode & 0xFFFFFFFF) <= 6  # no batch: no lengths to compare
 
 
+BN2_MAX_S, BN2_MULTIBLK_SEQ, BN2_MULTIBLK_BN, BN2_MAX_D = 128, 640, 256, 512
+WIDE_TYPES = (DataType.ACL_FLOAT, DataType.ACL_FLOAT8_E5M2, DataType.ACL_FLOAT8_E4M3FN)
+
+
+BN2S2_DROPOUT_D = "fag.arch35_bn2s2_needs_d128_with_dropout"
+
+
+def grad_kernel_is_tnd_arch35(a, batches: Batches, version) -> bool:
+    """Whether the arch35 backward's kernels of a call on its BSND path (runs_as_bsnd) run with layout TND
+    after all: SetSplitAxis (DoOpTiling, after the checks) gives back layout TND with the BN2S2 split to
+    a call that takes neither the BN2 split (both lengths <= 128) nor its multi-block form (B·N1 >= 256,
+    a length above 128, both <= 640, not the prefix modes), when N1 = N2, D <= 512, the query is not
+    FLOAT (or FP8) and there is no rope; both BN2 forms need the value's D equal to D and, with keepProb
+    < 1, key lengths that are multiples of 8 (dropoutIsDivisibleBy8). From 9.0.0 (`version`,
+    BN2S2_DROPOUT_D) BN2S2 also needs keepProb 1 or D <= 128."""
+    s1, s2 = batches.longest
+    n1, n2, d = a.query.shape[1], a.keyIn.shape[1], a.query.shape[2]
+    rope = getattr(a, "queryRope", None) is not None
+    narrow = n1 == n2 and d <= BN2_MAX_D and a.query.dtype not in WIDE_TYPES and not rope
+    bn2_shape = narrow and d == a.value.shape[2]
+    whole_bytes = float(np.float32(a.keepProb)) >= 1 or s2 % 8 == 0
+    bn2 = bn2_shape and s1 <= BN2_MAX_S and s2 <= BN2_MAX_S
+    multi_block = (
+        bn2_shape
+        and batches.count * n1 >= BN2_MULTIBLK_BN
+        and (a.sparseMode & 0xFFFFFFFF) not in (5, 6)
+        and max(s1, s2) > BN2_MAX_S
+        and max(s1, s2) <= BN2_MULTIBLK_SEQ
+    )
+    dropout_d = float(np.float32(a.keepProb)) >= 1 or d <= 128 or not version.has(BN2S2_DROPOUT_D)
+    return narrow and dropout_d and not ((bn2 or multi_block) and whole_bytes)
+
+
 def check_grad_sparse_mode_arch35(a, as_bsnd: bool):
     """The arch35 backward's sparse-mode value check (CheckVarLenSparseModeValue, or CheckSparseModeValue on
     the BSND path), with or without a mask, on the mode as uint32: failure or None."""
@@ -258,6 +292,28 @@ def grad_batch_count(batches: Batches) -> int:
     while count > 1 and batches.q[count - 1] <= 0 and batches.kv[count - 1] <= 0:
         count -= 1
     return count
+
+
+SAB_MEAN_LENGTH = 1024  # SAB_TND_SIZE
+
+
+def grad_runs_same_ab(a, batches: Batches) -> bool:
+    """Whether the Atlas A2/A3 backward of a TND call with a pse runs the SameAb template
+    (arch32 ..._s1s2_bn2gs1s2_sab.cpp IsCapable, priority 15500, tried before S1s2Bn2gs1s2 at 16000): a 1-D
+    sink, or a non-FLOAT query whose cumulative lengths, at the last batch whose cumulative query length
+    is not 0, average at least 1024 query and key tokens per batch up to it (isTndSABHit, integer
+    division). Its pse processing has no sparse-mode rules and its kernel keeps the start indices in
+    every batch. (The deterministic option, the template's other test, is not emulated: 0.)"""
+    sink = getattr(a, "sinkInOptional", None)
+    if sink is not None and len(sink.shape) == 1:
+        return True
+    if a.query.dtype == DataType.ACL_FLOAT:
+        return False
+    last = next((i for i in range(len(batches.cu_q) - 1, -1, -1) if batches.cu_q[i] != 0), None)
+    if last is None:
+        return False
+    count = last + 1
+    return min(batches.cu_q[last], batches.cu_kv[last]) // count >= SAB_MEAN_LENGTH
 
 
 def causal_type(a, batches: Batches, mode: int, masked: bool) -> bool:
@@ -373,7 +429,16 @@ def forward_pse_alibi(a, pse, form: PackedPse, batches: Batches, mode: int, mask
 
 
 def backward_pse(
-    a, pse, batches: Batches, heads: int, key_tokens: int, mode: int, masked: bool, arch35=False, tokens=None
+    a,
+    pse,
+    batches: Batches,
+    heads: int,
+    key_tokens: int,
+    mode: int,
+    masked: bool,
+    arch35=False,
+    tokens=None,
+    same_ab=False,
 ):
     """ProcessPseInfo of the backward's TND tilings: (PackedPse, failure). Slopes must be exactly [N1]
     or [B, N1]; a 1-D pse is packed, told by its length (N1·`key_tokens` or N1·ΣS1b·S2b); else only
@@ -382,8 +447,10 @@ def backward_pse(
     key lengths' sum); with `arch35`
     (..._regbase.cpp ProcessPseInfo) B counts every batch, `key_tokens` is the last actualSeqKvLen,
     and the slopes' mode rules (of the sparseMode attribute, mask or not, with the arch35 start
-    indices) come before their shape. `tokens`: the corrected (preTokens, nextTokens) of the arch35
-    BSND path (default: _grad_tokens')."""
+    indices) come before their shape. The Atlas A2/A3 S1s2Bn2gs1s2 template applies them after the
+    shape, to the sparseMode attribute too, mask or not; its SameAb template (`same_ab`,
+    grad_runs_same_ab) not at all. `tokens`: the corrected (preTokens, nextTokens) of the arch35 BSND
+    path (default: _grad_tokens')."""
     shape, count = tuple(pse.shape), batches.count if arch35 else grad_batch_count(batches)
     if a.pseType in (2, 3):
         if arch35:
@@ -396,7 +463,9 @@ def backward_pse(
                 f"FAG invalid pse shape {list(shape)}, should be [N1] = [{heads}] or [B, N1] = [{count}, {heads}]",
                 "tiling.pse_inner_size",
             )
-        return form, problem or (None if arch35 else _inner_pse_modes(batches, mode, masked, start_values(a)))
+        if problem is not None or arch35 or same_ab:
+            return form, problem
+        return form, _inner_pse_modes(batches, mode, True, start_values(a))
     if len(shape) == 1:
         if shape[0] == key_tokens * heads:
             return PackedPse("1s2", heads), None

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import numpy as np
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels.flash_attention.pse import ALIBI_ROWS
 from aclnn_emu.kernels.flash_attention.varlen import strided_mask_reads
 from aclnn_emu.opdef.failures import fail
 from aclnn_emu.opdef.gaps import Gaps
@@ -76,24 +75,20 @@ INFERRED = Gaps(
 )
 
 
-TND_GAPS = Gaps(
-    UNPADDINGS[0],  # listed under FlashAttentionUnpaddingScoreGrad; the same for V2-V5
-    "not_implemented",
-    {
-        "tnd_all_same_prefix": "sparseMode 5 with an attenMask and every batch of the same lengths on Ascend910_95 "
-        "(Unpadding V1-V5: the arch35 backward runs them as BSND, whose prefix mode is not modelled for TND)",
-        "tnd_all_same_alibi": "the alibi pse [1|B, N1, 1024, max S2] with every batch of the same lengths, S1 > 1024, "
-        "on Ascend910_95 (Unpadding V1-V5: the arch35 backward runs them as BSND, whose kernels read the rows above "
-        "the last 1024 by another anchoring; not modelled)",
-    },
-)
 TND_READ_PAST = Gaps(
     UNPADDINGS[0],
     "refused",
     {
         "tnd_mask_short": "an attenMask with inputLayout TND on Ascend910_95 holding fewer elements than the "
         "kernels read (the arch35 backward tiling checks its first two dimensions only; the kernels read each "
-        "batch's rows the last dimension apart from its packed offset)"
+        "batch's rows the last dimension apart from its packed offset)",
+        "tnd_prefix_short": "sparseMode 5 with an attenMask and every batch of the same lengths on Ascend910_95, "
+        "when the backward's kernels run with a BSND layout, without a prefix of one value per batch (its tiling "
+        "only warns; CheckIsValidBlock reads prefixN[b] of every batch)",
+        "tnd_alibi_before_start": "the alibi pse [1|B, N1, 1024, W] with W < 1024 and every batch of the same "
+        "lengths S1 > 1024 on Ascend910_95, when the backward's kernels run with a BSND layout: the rows above "
+        "the last 1024 read W - 1024 elements before their row, before the tensor's first element for the "
+        "first head",
     },
     code=NULLPTR,
 )
@@ -103,6 +98,10 @@ TND_UNESTABLISHED = Gaps(
     {
         "tnd_cumulative": "actualSeqQLen / actualSeqKvLen that decrease or start below 0 (the tiling clamps the "
         "lengths to 0, the kernels index with the raw values)",
+        "tnd_prefix_token_blocks": "sparseMode 5 with an attenMask and every batch of the same lengths on "
+        "Ascend910_95 when the backward's kernels run with layout TND (the BN2S2 split) and the pre/next tokens "
+        "leave blocks out (IsValid): which of them a core still computes depends on the blocks it was given "
+        "(curS2InvalidTotalNum)",
         "tnd_softmax_shape": "softmaxMax/softmaxSum of another shape than [T1, N1, 8] on Ascend950 under CANN 9.x, whose "
         "arch35 tiling no longer checks it (9.1.0: unless softmaxInLayout is same_as_input): how the kernels read "
         "them is not established",
@@ -497,9 +496,7 @@ def _prepare_tnd(a, s: _Shape, env):
     as_bsnd = arch35 and tnd.runs_as_bsnd(a, batches)
     if arch35:
         _fail(tnd.check_grad_sparse_mode_arch35(a, as_bsnd))
-        if as_bsnd and mode == 5 and mask is not None:
-            TND_GAPS.refuse("tnd_all_same_prefix", f"lengths {batches.q[0]}, {batches.kv[0]} in every batch")
-    if mask is not None:
+    if mask is not None and not (as_bsnd and mode == 5):  # the BSND path's CheckSparseModeValue took mode 5
         _fail(tnd.check_sparse(a, batches, mode))
         compressed = TND_COMPRESSED.get(mode)
         _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
@@ -511,9 +508,10 @@ def _prepare_tnd(a, s: _Shape, env):
     else:
         skip = arch35 and env.version.has(ARCH35_TOKENS)
         _fail(tnd.check_grad_tokens(a, batches, mode, mask is not None, arch35, skip))
-    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens)
+    same_ab = not arch35 and tnd.grad_runs_same_ab(a, batches)
+    form = _tnd_pse(a, s, batches, mode, mask is not None, env, tokens, same_ab)
     if as_bsnd and form is not None and form.form == "alibi":
-        form = _bsnd_alibi(form, batches)
+        form = _bsnd_alibi(a, form, batches, env)
     keep = float(np.float32(a.keepProb))
     if keep <= 0 or keep > 1:
         _fail((f"keepProb is illegal: got {a.keepProb}; expected (0, 1]", "tiling.keep_prob"))
@@ -540,7 +538,12 @@ def _prepare_tnd(a, s: _Shape, env):
     refuse_grad_head_dim(a, s)
     _warn_head_dim(s, env)
     refuse_value_rows(UNESTABLISHED, a, a.keyIn)
-    run = _launch_tnd(a, batches, mode if mask is not None else 0, sink, layout, env, form, generated)
+    # the generated ALiBi restarts after batch 0 where the kernel sees sparse mode 8: on Ascend910_95 its
+    # sparse type (a mask), in the A2/A3 S1s2Bn2gs1s2 kernel the attribute; never in the SameAb kernel
+    restart = mode == 8 and not same_ab and (mask is not None or not arch35)
+    prefix_rows = _prefix_blocks(a, batches, env) if as_bsnd and mode == 5 and mask is not None else 0
+    masked_mode = mode if mask is not None else 0
+    run = _launch_tnd(a, batches, masked_mode, sink, layout, env, form, generated, restart, prefix_rows)
     return Launch(SYSTEM_WORKSPACE + 4 * (a.query.numel + a.keyIn.numel + a.value.numel), run)
 
 
@@ -557,20 +560,55 @@ def _check_mask_size_arch35(mask, batches, as_bsnd):
         TND_READ_PAST.refuse("tnd_mask_short", f"attenMask {list(mask.shape)}, the kernels read {reads} elements")
 
 
-def _bsnd_alibi(form, batches):
-    """The alibi on the arch35 backward's BSND path: pse.h PseAlibiComputeOffset's non-TND branch reads
-    row i − (S1 − 1024), column j, of block b % P for every row when S1 <= 1024 (its other branch, for the
-    rows above when S1 > 1024, is the TND read of a Toeplitz pse when S1 = S2 and otherwise not modelled)."""
-    s1 = batches.q[0]
-    if s1 > ALIBI_ROWS and s1 != batches.kv[0]:
-        TND_GAPS.refuse("tnd_all_same_alibi", f"S1 {s1}, S2 {batches.kv[0]} in every batch")
-    return replace(form, alibi_anchor=s1)
+def _kernel_rows(a) -> int:
+    """The arch35 backward kernels' row block CUBE_BASEM (the s1 template, GetS1S2TemplateType): 64 for a
+    FLOAT query with D > 256, else 128."""
+    return 64 if a.query.dtype == DataType.ACL_FLOAT and a.query.shape[2] > 256 else 128
 
 
-def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
+def _prefix_blocks(a, batches, env) -> int:
+    """Sparse mode 5 on the arch35 backward's BSND path (its compress mode stays 0: the mask is read as
+    mode 1's): with a BSND kernel layout the kernels skip blocks by prefixN (CheckIsValidBlock), so the
+    row block they do it by (varlen.prefix_skipped), after refusing a prefix they would read past; with
+    layout TND (grad_kernel_is_tnd_arch35) IsValid skips blocks by the pre/next tokens instead, run only
+    when it skips none. 0: no blocks skipped."""
+    rows, cols = _kernel_rows(a), 128
+    s1, s2 = batches.q[0], batches.kv[0]
+    if not tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):
+        prefix = a.prefixOptional
+        if prefix is None or len(prefix) < batches.count:
+            got = "none" if prefix is None else f"{len(prefix)} values"
+            TND_READ_PAST.refuse("tnd_prefix_short", f"prefix {got}, {batches.count} batches")
+        return rows
+    for start in range(0, s1, rows):  # IsValid of the TND kernel: the token band per block, 64-aligned
+        left = max(start - a.preTokens, 0) // 64 * 64
+        right = min(-(-(min(start + rows, s1) + a.nextTokens) // 64) * 64, s2)
+        if any(not (j0 < right and min(j0 + cols, s2) > left) for j0 in range(0, s2, cols)):
+            TND_UNESTABLISHED.refuse(
+                "tnd_prefix_token_blocks", f"preTokens {a.preTokens}, nextTokens {a.nextTokens}, rows {start}+"
+            )
+    return 0
+
+
+def _bsnd_alibi(a, form, batches, env):
+    """The alibi on the arch35 backward's BSND path: the kernels read it as TND when SetSplitAxis gives
+    the layout back (tnd.grad_kernel_is_tnd_arch35), else by pse.h PseAlibiComputeOffset's non-TND
+    branch, anchored at S1 per row block of CUBE_BASEM rows (the s1 template: 64 for a FLOAT query with D
+    > 256, else 128; GetS1S2TemplateType). Rows above the last 1024 then read before their row's start
+    when W < 1024: before the tensor's first element is refused."""
+    if tnd.grad_kernel_is_tnd_arch35(a, batches, env.version):
+        return form
+    form = replace(form, alibi_anchor=batches.q[0], alibi_block=_kernel_rows(a))
+    first = int(form.bsnd_offsets(batches.q[0], batches.kv[0]).min(initial=0))
+    if first < 0:
+        TND_READ_PAST.refuse("tnd_alibi_before_start", f"S1 {batches.q[0]}, W {form.alibi_width}: offset {first}")
+    return form
+
+
+def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None, same_ab=False):
     """ProcessPseInfo of the TND tilings (after the sparse-mode and token processing): the pse's dtype,
-    then its form (tnd.backward_pse). The arch35 one checks pseType first, with or without a pse, and
-    has no check of a pseType without a pse."""
+    then its form (tnd.backward_pse; `same_ab`: the A2/A3 SameAb template's). The arch35 one checks
+    pseType first, with or without a pse, and has no check of a pseType without a pse."""
     pse, arch35 = _present(a.pseShiftOptional), env.soc == ARCH35
     if arch35 and not 0 <= a.pseType < 4:  # compared as uint32: a negative pseType fails too
         fail("tiling.pse_type", f"FAG pseType {a.pseType} is invalid; expected 0-3")
@@ -588,7 +626,7 @@ def _tnd_pse(a, s: _Shape, batches, mode, masked, env, tokens=None):
         key_tokens = batches.cu_kv[-1] if batches.cu_kv else 0
     else:
         key_tokens = sum(batches.kv) if env.version.has(TND_PSE_ROW) else a.keyIn.shape[0]
-    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens)
+    form, problem = tnd.backward_pse(a, pse, batches, s.n1, key_tokens, mode, masked, arch35, tokens, same_ab)
     _fail(problem)
     return form
 

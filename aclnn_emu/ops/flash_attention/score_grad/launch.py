@@ -98,11 +98,23 @@ def _launch(a, s, mode, env, sink=None):
     return run
 
 
-def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None, generated_dropout=None):
+def _launch_tnd(
+    a,
+    batches,
+    mode,
+    sink,
+    softmax_layout,
+    env,
+    pse_form=None,
+    generated_dropout=None,
+    restart_alibi=False,
+    prefix_rows=0,
+):
     """The variable-length entry points: each packed batch a dense backward (kernels/flash_attention/varlen.py);
     softmaxMax/Sum read in `softmax_layout`; the rope halves' and the sink's gradients when given; the pse
     read per batch as `pse_form` (varlen_pse.PackedPse) says; `generated_dropout` the (seed, offset) of a
-    keep mask the kernel draws itself."""
+    keep mask the kernel draws itself; `restart_alibi` whether the generated ALiBi drops the start indices
+    after batch 0; `prefix_rows` the row block of kernels that skip blocks by prefixN in sparse mode 5."""
     params = FaParams(
         scale=a.scaleValue,
         keep_prob=float(np.float32(a.keepProb)),
@@ -139,6 +151,8 @@ def _launch_tnd(a, batches, mode, sink, softmax_layout, env, pse_form=None, gene
             softmax_layout=softmax_layout,
             pse=None if pse is None else list(pse_form.batches(pse.read(), batches.q, batches.kv)),
             mask_row_stride=env.soc == ARCH35,
+            restart_alibi=restart_alibi,
+            prefix_rows=prefix_rows,
         )
         for name, out in (("dq", a.dqOut), ("dk", a.dkOut), ("dv", a.dvOut)):
             out.write(grads[name])
