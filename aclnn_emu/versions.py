@@ -258,6 +258,24 @@ RULES = {
             "InputOutputDtypeAndShapeCheck"
         },
     ),
+    "fag.v4_output_shapes": Rule(
+        "FlashAttentionScoreGradV4: right after the headNum check, dqOut/dkOut/dvOut/dqRopeOut/dkRopeOut/dsinkOut, each "
+        "given with its input, shaped unlike query/keyIn/value/queryRopeOptional/keyRopeOptional/sinkInOptional is "
+        "161002 (9.0.0: the ViewCopy of the result, 161001)",
+        {
+            "9.1.0": f"{_FAG_API} aclnnFlashAttentionScoreGradV4GetWorkspaceSize "
+            "(OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE_FAGV4)"
+        },
+    ),
+    "fag.v4_sink_and_softmax_layout": Rule(
+        "FlashAttentionScoreGradV4: after GetInputShapeInfo, a sink needs a dsinkOut (161001), FLOAT sink and dsinkOut "
+        "and fp16/bf16 query/keyIn/value/dy/attentionIn/dq/dk/dv (and ropes) (161002); softmaxInLayout must be '' or, "
+        "with TND, same_as_input (161002); the L0 op gets the sink and softmaxInLayout (9.0.0: no sink, '')",
+        {
+            "9.1.0": f"{_FAG_API} FlashAttentionScoreGradV4GetWorkspace, CheckSinkOptionalInput "
+            "(9.0.0: the L0 call passes dsink = nullptr and defaultSoftmaxInLayout)"
+        },
+    ),
     "fag.tnd_pse_row_is_kv_sum_on_a2a3": Rule(
         "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3: a 1-D pse of one row per query head is "
         "N1 x the sum of the key lengths long (before: N1 x the key's T2; the two differ when T2 exceeds the sum)",
@@ -405,21 +423,11 @@ UNEMULATED = (
         "aclnn-emu does not model the split)",
         f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
     ),
-    *(
-        Unemulated(
-            "9.0.0",
-            f"{name}: a 9.x entry point, not exported by aclnn-emu (one call for what V3 and the VarLen entry points "
-            "split, plus dScaleQ/K/V, outDtype, softmaxOutLayout and a dropout seed/offset, whose 9.x tiling rules "
-            "are not reviewed)",
-            header,
-        )
-        for name, header in (
-            ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
-            (
-                "aclnnFusedInferAttentionScoreV5",
-                f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
-            ),
-        )
+    Unemulated(
+        "9.0.0",
+        "aclnnFusedInferAttentionScoreV5: a 9.x entry point, not exported by aclnn-emu (its op_api routing is not "
+        "reviewed rule by rule)",
+        f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
     ),
     Unemulated(
         "9.0.0",

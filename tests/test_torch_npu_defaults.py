@@ -44,6 +44,23 @@ TORCH_NPU = {
             pseType=1,
         ),
     ),
+    # From op-plugin branch 26.0.0 npu_fusion_attention_grad_v2 calls FlashAttentionScoreGradV4 for non-FP8 queries
+    # (FlashAttentionV2KernelNpuOpApi.cpp): seed=0, offset=0, softmax_layout="" besides V2's attributes.
+    "FlashAttentionScoreGradV4": (
+        "npu_fusion_attention_grad_v2",
+        dict(
+            scaleValue=1.0,
+            keepProb=1.0,
+            preTokens=INT32_MAX,
+            nextTokens=INT32_MAX,
+            innerPrecise=0,
+            sparseMode=0,
+            pseType=1,
+            softmaxInLayout="",
+            seed=0,
+            offset=0,
+        ),
+    ),
     "PromptFlashAttentionV2": (
         "npu_prompt_flash_attention",
         dict(

@@ -19,6 +19,7 @@ FlashAttentionScoreV4 = function(by_name("FlashAttentionScoreV4"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
 FlashAttentionScoreGrad = function(by_name("FlashAttentionScoreGrad"))
 FlashAttentionScoreGradV3 = function(by_name("FlashAttentionScoreGradV3"))
+FlashAttentionScoreGradV4 = function(by_name("FlashAttentionScoreGradV4"))
 FlashAttentionUnpaddingScoreGrad = function(by_name("FlashAttentionUnpaddingScoreGrad"))
 FlashAttentionUnpaddingScoreGradV2 = function(by_name("FlashAttentionUnpaddingScoreGradV2"))
 FlashAttentionUnpaddingScoreGradV3 = function(by_name("FlashAttentionUnpaddingScoreGradV3"))
@@ -57,6 +58,7 @@ __all__ = [
     "FlashAttentionScoreGradV2",
     "FlashAttentionScoreGrad",
     "FlashAttentionScoreGradV3",
+    "FlashAttentionScoreGradV4",
     "FlashAttentionUnpaddingScoreGrad",
     "FlashAttentionUnpaddingScoreGradV2",
     "FlashAttentionUnpaddingScoreGradV3",
