@@ -23,6 +23,8 @@ COMMON = {
     "dropout.seed_offset": NULLPTR,
     **{f"null.{name}": NULLPTR for name in NULLS},
     "head_num.zero": INVALID,
+    # no InputOutputDtypeAndShapeCheck in V4 (9.1.0 runs it in the other entry points): the ViewCopy casts
+    "dtype.dq_unlike_query": 0,
     # InputDtypeCheck, before the dequant scales reach the L0 op
     "dtype.key_mixed": INVALID,
     "dtype.key_mixed_before_dscale": INVALID,

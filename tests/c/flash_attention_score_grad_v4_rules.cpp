@@ -12,7 +12,7 @@
 namespace {
 
 struct Cfg {
-    aclDataType dt = ACL_FLOAT16, kDt = ACL_FLOAT16;
+    aclDataType dt = ACL_FLOAT16, kDt = ACL_FLOAT16, dqDt = ACL_DT_UNDEFINED;
     std::string layout = "BNSD", softmaxLayout = "";
     int64_t b = 2, n1 = 2, n2 = 1, s1 = 16, s2 = 24, d = 16;
     Shape dq, smax;  // derived unless a case sets them
@@ -49,7 +49,7 @@ int Call(Cfg c, aclrtStream stream) {
     aclTensor *qRope = make("queryRope", c.rope, Shape{q[0], q[1], 64}, ACL_BF16, 0.5f);
     aclTensor *kRope = make("keyRope", c.rope, Shape{k[0], k[1], 64}, ACL_BF16, 0.5f);
     aclTensor *scaleQ = make("dScaleQ", c.dScale, Shape{1}, ACL_FLOAT, 1.0f);
-    aclTensor *dq = make("dqOut", true, c.dq, c.dt, 0.0f);
+    aclTensor *dq = make("dqOut", true, c.dq, c.dqDt == ACL_DT_UNDEFINED ? c.dt : c.dqDt, 0.0f);
     aclTensor *dk = make("dkOut", true, k, c.kDt, 0.0f);
     aclTensor *dv = make("dvOut", true, k, c.kDt, 0.0f);
     aclTensor *dsink = make("dsinkOut", c.dsink, Shape{c.n1}, ACL_FLOAT, 0.0f);
@@ -101,6 +101,7 @@ int main(int argc, char **argv) {
     }
     report("head_num.zero", [](Cfg &c) { c.headNum = 0; });
     report("shape.dq_unlike_query", [](Cfg &c) { c.dq = {2, 2, 16, 8}; });
+    report("dtype.dq_unlike_query", [](Cfg &c) { c.dqDt = ACL_FLOAT; c.run = true; });
     report("dtype.key_mixed", [](Cfg &c) { c.kDt = ACL_BF16; });
     report("dtype.key_mixed_before_dscale", [](Cfg &c) { c.kDt = ACL_BF16; c.dScale = true; });
     report("sink.with_dsink", [](Cfg &c) { c.sink = c.dsink = true; c.run = true; });

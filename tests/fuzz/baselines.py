@@ -480,6 +480,20 @@ def fas_v4(soc):
 
 
 BASELINES["FlashAttentionScoreV4"] = ((fas_v4, ALL),)
+
+
+def fag_v4(soc):
+    """FlashAttentionScoreGradV4 (CANN 9.0.0 on; run under the first release that has it): fag's dense call."""
+    return as_entry("FlashAttentionScoreGradV4", "FlashAttentionScoreGradV2", fag(soc), softmaxInLayout="")
+
+
+def fag_v4_tnd(soc):
+    """fag_tnd through V4, with a seed and offset."""
+    entry = "FlashAttentionScoreGradV4"
+    return as_entry(entry, "FlashAttentionUnpaddingScoreGradV2", fag_tnd(soc), softmaxInLayout="", seed=7, offset=16)
+
+
+BASELINES["FlashAttentionScoreGradV4"] = ((fag_v4, ALL), (fag_v4_tnd, ALL))
 # the TND pse forms
 BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
 BASELINES["FlashAttentionUnpaddingScoreGradV2"] += ((fag_tnd_pse, ALL), (fag_tnd_mask_wide, ("Ascend910_95",)))

@@ -125,6 +125,8 @@ FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
 FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
 PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
 FAS_V4_TESTS = ("tests/test_flash_attention_score_v4.py", "tests/test_flash_attention_score_v4_cabi.py")
+FAG_V4 = "aclnn_emu/ops/flash_attention/score_grad/v4.py"
+FAG_V4_TESTS = ("tests/test_flash_attention_score_grad_v4.py", "tests/test_flash_attention_score_grad_v4_cabi.py")
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
@@ -2879,5 +2881,62 @@ MUTATIONS = [
         "        if paged and a.blockTableOptional.ndim != 2:",
         "        if False:",
         ("tests/test_fuzz_findings.py",),
+    ),
+    # FlashAttentionScoreGradV4 (CANN 9.0.0 on)
+    Mutation(
+        "fag-v4-no-output-shape-check",
+        FAG_V4,
+        "    if not env.version.has(OUTPUT_SHAPES):\n        return",
+        "    if True:\n        return",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-runs-the-io-check",
+        FAG_CHECKS,
+        "    else:\n        io_dtype_and_shape_check(a, env)",
+        "    if True:\n        io_dtype_and_shape_check(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-fp32-query-with-sink-refused",
+        FAG_CHECKS,
+        "    if not v4:\n        _fp32_query_with_sink(a, env)",
+        "    if True:\n        _fp32_query_with_sink(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-sink-passed-under-9-0-0",
+        FAG_V4,
+        "    if not env.version.has(SINK_AND_LAYOUT):\n        _as_9_0(a, env)",
+        "    if False:\n        _as_9_0(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-softmax-in-layout-unchecked",
+        FAG_V4,
+        "    if softmax is not None and softmax not in",
+        "    if False and softmax not in",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-head-major-statistics-run",
+        FAG_V4,
+        '    PATHS.refuse("head_major_softmax"',
+        '    (lambda *_: None)("head_major_softmax"',
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-seed-ignored",
+        "aclnn_emu/ops/flash_attention/score_grad/common.py",
+        '    return getattr(a, "seed", V2_SEED), getattr(a, "offset", V2_OFFSET)',
+        "    return V2_SEED, V2_OFFSET",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-dequant-scales-ignored",
+        FAG_V4,
+        '        PATHS.refuse("dequant_scales"',
+        '        (lambda *_: None)("dequant_scales"',
+        FAG_V4_TESTS,
     ),
 ]
