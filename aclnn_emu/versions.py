@@ -79,6 +79,7 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_FIA_API = "attention/fused_infer_attention_score/"
 _FAG = "attention/flash_attention_score_grad/"
 _FAG_API = f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp"
 _FAG_ARCH35 = f"{_FAG}op_host/arch35/"
@@ -387,6 +388,16 @@ RULES = {
             for r in ("9.0.0", "9.1.0")
         },
     ),
+    "fia.v1_v4_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) FusedInferAttentionScore V1-V4 return 361001 in both phases (GetMaxWorkspaceSize "
+        "of V2-V4 too); V5 is the entry point there",
+        _moved(
+            _FIA_API,
+            "aclnn_fused_infer_attention_score_v4.cpp",
+            "aclnnFusedInferAttentionScoreV4GetWorkspaceSize, aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize, "
+            "aclnnFusedInferAttentionScoreV4 (likewise V1-V3)",
+        ),
+    ),
     "ifa.v1_v4_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
         _moved(
@@ -424,10 +435,11 @@ UNEMULATED = (
         f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
     ),
     Unemulated(
-        "9.0.0",
-        "aclnnFusedInferAttentionScoreV5: a 9.x entry point, not exported by aclnn-emu (its op_api routing is not "
-        "reviewed rule by rule)",
-        f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
+        "9.1.0",
+        "FusedInferAttentionScoreV5: CheckTensorContiguous refuses a non-contiguous key/value (first tensor), keyRope "
+        "or key/value antiquant scale with 561002 when the opbase lacks NnopbaseSupportTensorV2 (a weak symbol); "
+        "aclnn-emu presents an opbase that has it, so such calls run as with V4",
+        f"{_FIA_API}op_api/aclnn_fused_infer_attention_score_v5.cpp CheckTensorContiguous",
     ),
     Unemulated(
         "9.0.0",
@@ -513,6 +525,13 @@ WITHDRAWALS = (
         platform.A5,
         status.ACLNN_ERR_RUNTIME_ERROR,
         "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer supported on Ascend950.",
+    ),
+    Withdrawal(
+        "fia.v1_v4_withdrawn_on_ascend950",
+        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnFusedInferAttentionScore versions V1 to V4 are no longer supported on Ascend950.",
     ),
     Withdrawal(
         "ifa.v1_v4_withdrawn_on_ascend950",

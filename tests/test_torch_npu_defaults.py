@@ -132,6 +132,7 @@ TORCH_NPU = {
             "FusedInferAttentionScoreV2",
             "FusedInferAttentionScoreV3",
             "FusedInferAttentionScoreV4",
+            "FusedInferAttentionScoreV5",  # on Ascend950, from op-plugin branch 26.0.0 (pseType 0, no start indices)
         )
     },
     "ScatterPaKvCache": ("npu_scatter_pa_kv_cache", dict(cacheModeOptional="PA_NZ")),

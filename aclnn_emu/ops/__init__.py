@@ -36,6 +36,7 @@ FusedInferAttentionScore = function(by_name("FusedInferAttentionScore"))
 FusedInferAttentionScoreV2 = function(by_name("FusedInferAttentionScoreV2"))
 FusedInferAttentionScoreV3 = function(by_name("FusedInferAttentionScoreV3"))
 FusedInferAttentionScoreV4 = function(by_name("FusedInferAttentionScoreV4"))
+FusedInferAttentionScoreV5 = function(by_name("FusedInferAttentionScoreV5"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
 LightningIndexer = function(by_name("LightningIndexer"))
@@ -75,6 +76,7 @@ __all__ = [
     "FusedInferAttentionScoreV2",
     "FusedInferAttentionScoreV3",
     "FusedInferAttentionScoreV4",
+    "FusedInferAttentionScoreV5",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",
     "LightningIndexer",

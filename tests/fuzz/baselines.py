@@ -401,7 +401,7 @@ def fia_v3(soc):
 
 
 def fia_max_workspace(soc, entry="aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize"):
-    """GetMaxWorkspaceSize of V2-V4 (exported in no header) over V4's baseline, the key lengths given."""
+    """GetMaxWorkspaceSize of V2-V5 (exported in no header) over V4's baseline, the key lengths given."""
     return as_entry(entry, "FusedInferAttentionScoreV4", fia(soc), actualSeqLengthsKvOptional=(40,))
 
 
@@ -409,9 +409,18 @@ FIA_MAX_WORKSPACE = {
     f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize": _for_entry(
         f"fia_max_workspace_{v.lower()}", fia_max_workspace, f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize"
     )
-    for v in ("V2", "V3", "V4")
+    for v in ("V2", "V3", "V4", "V5")
 }
 globals().update({fn.__name__: fn for fn in FIA_MAX_WORKSPACE.values()})
+
+
+def fia_v5(soc):
+    """V4's baseline through V5 (CANN 9.0.0 on; run under the first release that has it), pseType 0."""
+    return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc))
+
+
+def fia_v5_sink(soc):
+    return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia_sink(soc))
 
 
 def gen_mask_v1(soc):
@@ -453,6 +462,7 @@ BASELINES = {
         (fia_list, ALL),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
+    "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
         (fia_kv_antiquant, A2_A3),

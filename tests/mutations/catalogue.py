@@ -126,6 +126,7 @@ FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
 PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
 FAS_V4_TESTS = ("tests/test_flash_attention_score_v4.py", "tests/test_flash_attention_score_v4_cabi.py")
 FAG_V4 = "aclnn_emu/ops/flash_attention/score_grad/v4.py"
+FIA_V5_TESTS = ("tests/test_fused_infer_attention_score_v5.py", "tests/test_fused_infer_attention_score_v5_cabi.py")
 FAG_V4_TESTS = ("tests/test_flash_attention_score_grad_v4.py", "tests/test_flash_attention_score_grad_v4_cabi.py")
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
@@ -2938,5 +2939,27 @@ MUTATIONS = [
         '        PATHS.refuse("dequant_scales"',
         '        (lambda *_: None)("dequant_scales"',
         FAG_V4_TESTS,
+    ),
+    # FusedInferAttentionScoreV5 (CANN 9.0.0 on) and V1-V4 withdrawn on Ascend950
+    Mutation(
+        "fia-v5-pse-type-passed",
+        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
+        "    if a.pseType != 0:",
+        "    if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-start-indices-passed",
+        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
+        "    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:",
+        "    if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v1-v4-kept-on-ascend950",
+        "aclnn_emu/versions.py",
+        '        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),',
+        "        (),",
+        FIA_V5_TESTS,
     ),
 ]
