@@ -120,9 +120,12 @@ RULES = {
     "spkc.a2_template_modes": Rule(
         "ScatterPaKvCache on Atlas A2/A3: a cacheMode other than Norm, '' or PA_NZ, or a Norm-mode scatterMode other "
         "than None, '', Rope, Alibi, Omni, Nct or NHSD fails the tiling (8.5: read as Norm and as a plain scatter); "
-        "NHSD is a template of its own (not emulated, 561003); PA_NZ is never key-only, and a key-only call (a 0-D "
-        "valueCache) takes only the plain and Nct modes",
-        {"9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType"},
+        "NHSD is a template of its own (caches [blocks, heads, blockSize, D]; FP16/BF16 only, no negative-slot skip); "
+        "PA_NZ is never key-only, and a key-only call (a 0-D valueCache) takes only the plain and Nct modes",
+        {
+            "9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType, "
+            "CheckInputDimNumNHSD, CheckInputShapeNHSD, DoNHSDOpTiling; op_kernel/scatter_pa_kv_cache_nhsd.h"
+        },
     ),
     "gpkc.hand_written_op_api": Rule(
         "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "

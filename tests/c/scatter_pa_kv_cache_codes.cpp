@@ -109,6 +109,9 @@ int main() {
     a = Normal(); a.scatterMode = "Foo"; REPORT("mode.unknown_scatter_mode", Call(a));
     a = Normal(); a.cacheMode = "ND"; REPORT("mode.unknown_cache_mode", Call(a));
     a = Normal(); a.scatterMode = "NHSD"; REPORT("mode.nhsd", Call(a));
+    // NHSD caches [blocks, heads, blockSize, D] (branch 9.1.0's template on Atlas A2/A3)
+    a = Normal(); a.scatterMode = "NHSD"; a.keyCache = T({2, 2, 4, 16}, ACL_FLOAT16);
+    a.valueCache = T({2, 2, 4, 16}, ACL_FLOAT16); REPORT("mode.nhsd_caches", Call(a));
     REPORT("ok.alibi_4d", Call(Compress95(false)));
     REPORT("ok.rope_4d", Call(Compress95(true)));
     a = Normal(ACL_FLOAT); a.keyCache = T({0, 4, 2, 16}, ACL_FLOAT); a.valueCache = T({0, 4, 2, 16}, ACL_FLOAT);

@@ -2962,4 +2962,26 @@ MUTATIONS = [
         "        (),",
         FIA_V5_TESTS,
     ),
+    # ScatterPaKvCache's NHSD mode (branch 9.1.0)
+    Mutation(
+        "spkc-nhsd-skips-negative-slots",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    quotient = np.where(slots < 0, -(-slots // block_size), slots // block_size)",
+        "    quotient = slots // block_size",
+        ("tests/test_scatter_pa_kv_cache_nhsd.py",),
+    ),
+    Mutation(
+        "spkc-nhsd-head-stride",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    target = (base[:, None] + np.arange(heads, dtype=np.int64) * block_size).reshape(-1)",
+        "    target = (base[:, None] * heads + np.arange(heads, dtype=np.int64)).reshape(-1)",
+        ("tests/test_scatter_pa_kv_cache_nhsd.py",),
+    ),
+    Mutation(
+        "spkc-nhsd-not-a-template",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        '        modes["NHSD"] = "nhsd"',
+        "        pass",
+        ("tests/test_scatter_pa_kv_cache_nhsd.py", "tests/test_scatter_pa_kv_cache_cabi.py"),
+    ),
 ]

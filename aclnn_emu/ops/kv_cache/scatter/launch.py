@@ -57,6 +57,19 @@ def _run_nz(a, cores):
     return run
 
 
+def _run_nhsd(a, heads, head_k, head_v, block_size, cores):
+    def run():
+        slots, findings = _index_values(a.slotMapping, a.key.shape[0], int32_words=False)
+        for src, cache, head_size, name in (
+            (a.key, a.keyCacheRef, head_k, "keyCacheRef"),
+            (a.value, a.valueCacheRef, head_v, "valueCacheRef"),
+        ):
+            findings += a2.scatter_nhsd(_flat(cache), _flat(src), slots, heads, head_size, block_size, cores, name)
+        return findings
+
+    return run
+
+
 def _run_compress(a, mode, heads, head_size, batches, cores):
     """Whole-block rows move as rows (scatter_a2); other rows as the kernels' block copies truncate
     them (scatter_blocks)."""
