@@ -490,7 +490,10 @@ UNEMULATED = (
     Unemulated(
         "9.1.0",
         "LightningIndexer and SparseFlashAttention on Ascend950: the OpDefs register ascend950 and the tilings take "
-        "NpuArch DAV_3510 (new arch35 kernels); aclnn-emu keeps 8.5's refusal of the family (561003)",
+        "NpuArch DAV_3510 (LightningIndexer: N1 of 8/16/24/32/64, weights of query's dtype, B/S1/S2 or T above 0; "
+        "SparseFlashAttention: sparseBlockSize 1) with new arch35 kernels (LightningIndexer's fused multiply-add of "
+        "the relu'd scores over heads and its vector top-k are not reviewed); aclnn-emu keeps 8.5's refusal of the "
+        "family (561003)",
         f"{_SA}lightning_indexer/op_host/lightning_indexer_def.cpp, "
         f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_def.cpp",
     ),
