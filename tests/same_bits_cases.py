@@ -328,6 +328,9 @@ def cases() -> dict:
         ("FusedInferAttentionScoreV4", BF16, 203),
     ):
         results[f"{entry} {np.dtype(dtype).name} s1 {s1}"] = _fused_infer(rng, entry, dtype, s1)
+    # FusedInferAttentionScoreV5 (CANN 9.0.0 on): V4's inner call
+    entry = "FusedInferAttentionScoreV5"
+    results[f"{entry} float16 s1 45"] = _in_release("9.0.0", lambda: _fused_infer(rng, entry, F16, 45))
     results["SparseFlashAttention"] = _sparse_flash_attention(rng)
     results["SparseFlashAttentionGrad"] = _sparse_flash_attention_grad(rng)
     results["LightningIndexer"] = _lightning_indexer(rng)
