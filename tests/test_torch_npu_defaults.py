@@ -44,23 +44,6 @@ TORCH_NPU = {
             pseType=1,
         ),
     ),
-    # From op-plugin branch 26.0.0 npu_fusion_attention_grad_v2 calls FlashAttentionScoreGradV4 for non-FP8 queries
-    # (FlashAttentionV2KernelNpuOpApi.cpp): seed=0, offset=0, softmax_layout="" besides V2's attributes.
-    "FlashAttentionScoreGradV4": (
-        "npu_fusion_attention_grad_v2",
-        dict(
-            scaleValue=1.0,
-            keepProb=1.0,
-            preTokens=INT32_MAX,
-            nextTokens=INT32_MAX,
-            innerPrecise=0,
-            sparseMode=0,
-            pseType=1,
-            softmaxInLayout="",
-            seed=0,
-            offset=0,
-        ),
-    ),
     "PromptFlashAttentionV2": (
         "npu_prompt_flash_attention",
         dict(
@@ -200,6 +183,12 @@ TORCH_NPU = {
     "DropoutGenMaskV2": ("_npu_dropout_gen_mask", {}),
     "DropoutGenMask": ("npu_dropout_gen_mask", {}),
 }
+# From op-plugin branch 26.0.0 npu_fusion_attention_grad_v2 calls FlashAttentionScoreGradV4 for non-FP8 queries
+# (FlashAttentionV2KernelNpuOpApi.cpp): V2's defaults, and softmax_layout="", seed=0, offset=0.
+TORCH_NPU["FlashAttentionScoreGradV4"] = (
+    "npu_fusion_attention_grad_v2",
+    dict(TORCH_NPU["FlashAttentionScoreGradV2"][1], softmaxInLayout="", seed=0, offset=0),
+)
 
 
 def test_every_exported_operator_has_its_torch_npu_function():

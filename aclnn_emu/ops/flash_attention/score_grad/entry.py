@@ -2,7 +2,7 @@
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.ops.flash_attention.common import entry_params, entry_points
+from aclnn_emu.ops.flash_attention.common import entry_params, entry_points, v4_inputs
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorOut
 
 
@@ -162,16 +162,7 @@ UNPADDINGS = (UNPADDING, UNPADDING_V2, UNPADDING_V3, UNPADDING_V4, UNPADDING_V5)
 # FlashAttentionScoreGradV4 (CANN 9.0.0 on): V3's and the Unpadding entry points' inputs in one call, plus the
 # FP8/HiFloat8 dequant scales, the quant output dtype and the dropout seed/offset the others fix at 0.
 _V4_ADDED = [
-    TensorIn("queryRopeOptional", optional=True, doc="the rope half of Q (not emulated with V4: 561003)"),
-    TensorIn("keyRopeOptional", optional=True, doc="the rope half of K (not emulated with V4: 561003)"),
-    *(
-        TensorIn(
-            f"dScale{t}Optional",
-            optional=True,
-            doc=f"dequant scale of {t} for an FP8/HiFloat8 query (not emulated: 561003)",
-        )
-        for t in ("Q", "K", "V", "Dy", "O")
-    ),
+    *v4_inputs(("Q", "K", "V", "Dy", "O")),
     Int64("seed", default=0, doc="Philox seed of the keep mask Ascend950 generates (keepProb < 1, no dropMask)"),
     Int64("offset", default=0, doc="Philox offset of the keep mask Ascend950 generates"),
     Int64(
