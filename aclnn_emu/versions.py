@@ -127,6 +127,15 @@ RULES = {
             "CheckInputDimNumNHSD, CheckInputShapeNHSD, DoNHSDOpTiling; op_kernel/scatter_pa_kv_cache_nhsd.h"
         },
     ),
+    "spkc.a2_nz_5d_caches": Rule(
+        "ScatterPaKvCache on Atlas A2/A3 with cacheMode PA_NZ: the caches may also be 5-D [blocks, heads, D / last, "
+        "blockSize, last] (the same bytes as the 4-D [blocks, heads x D / last, blockSize, last]; 8.5: 4-D only, "
+        "the tiling's 561002), and a blockSize above 65535 fails the tiling",
+        {
+            "9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp CheckInputDimNumNz, "
+            "CheckInputShapeNz"
+        },
+    ),
     "gpkc.hand_written_op_api": Rule(
         "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "
         "output is empty; the ranks (caches 4, blockTables 2, seqLens 1, keyRef/valueRef 2 or 3), then the "

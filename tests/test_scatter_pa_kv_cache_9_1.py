@@ -1,7 +1,7 @@
-"""ScatterPaKvCache's NHSD scatter mode on Atlas A2/A3 (ops-transformer branch 9.1.0
-attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType, CheckInputDimNumNHSD,
-CheckInputShapeNHSD, DoNHSDOpTiling; op_kernel/scatter_pa_kv_cache_nhsd.h): exact bytes against the loop reference,
-the tiling's refusals (561103 behind the 9.1.0 op_api), absent before 9.1.0."""
+"""ScatterPaKvCache's Atlas A2/A3 tiling of ops-transformer branch 9.1.0 (attention/scatter_pa_kv_cache/op_host/
+scatter_pa_kv_cache_tiling.cpp): the NHSD scatter mode (GetTemplateType, CheckInputDimNumNHSD, CheckInputShapeNHSD,
+DoNHSDOpTiling; op_kernel/scatter_pa_kv_cache_nhsd.h) and 5-D PA_NZ caches (CheckInputDimNumNz, CheckInputShapeNz):
+exact bytes against the loop references, the tiling's refusals (561103 behind the 9.1.0 op_api), 8.5's behaviour."""
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from test_scatter_pa_kv_cache import BF16, kinds, scatter
 dev = base.dev  # the fixture
 
 A2_CHIPS = ["Ascend910B", "Ascend910_93"]
-INVALID, L0_FAILED, NO_KERNEL = 161002, 561103, 561003
+INVALID, TILING, L0_FAILED, NO_KERNEL = 161002, 561002, 561103, 561003
 
 
 @pytest.fixture
@@ -90,3 +90,44 @@ def test_nhsd_is_an_ordinary_scatter_before_9_1_0(chip, dev):
     key, value = key[:4], value[:4]
     out_k, _ = scatter(dev, key, kc, slots, value, vc, scatter_mode="NHSD")
     assert golden.same_bits(out_k, golden.vllm_normal(kc, key, slots))
+
+
+@pytest.mark.parametrize("chip", A2_CHIPS, indirect=True)
+@pytest.mark.parametrize("slot_dtype", [ae.DataType.ACL_INT32, ae.DataType.ACL_INT64])
+def test_pa_nz_5d_caches_take_the_4d_bytes(chip, release, dev, slot_dtype):
+    """CheckInputDimNumNz / CheckInputShapeNz: a PA_NZ cache may be 5-D [blocks, heads, D / last, blockSize, last],
+    which holds the bytes of the 4-D [blocks, heads x D / last, blockSize, last] in the same order."""
+    rng = np.random.default_rng(9)
+    tokens, heads, head, blocks, block = 20, 2, 32, 3, 16
+    key, value = (golden.random_data(rng, (tokens, heads, head), np.float16) for _ in range(2))
+    kc, vc = (golden.random_data(rng, (blocks, heads * head // 16, block, 16), np.float16) for _ in range(2))
+    slots = rng.permutation(blocks * block)[:tokens]
+    slots[3] = -1
+    five = (blocks, heads, head // 16, block, 16)
+    out_k, out_v = scatter(dev, key, kc.reshape(five), slots, value, vc.reshape(five), cache_mode="PA_NZ",
+                           slot_dtype=slot_dtype)  # fmt: skip
+    assert out_k.shape == five
+    assert golden.same_bits(out_k.reshape(kc.shape), golden.a2_nz(kc, key, slots))
+    assert golden.same_bits(out_v.reshape(vc.shape), golden.a2_nz(vc, value, slots))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("version,code", [("8.5.0", TILING), ("9.1.0", L0_FAILED)])
+def test_pa_nz_5d_cache_shapes(chip, dev, monkeypatch, version, code):
+    """8.5: a 5-D cache is refused (CheckInputDimNum, 561002); 9.1.0 checks dim 2 against D / last (561103)."""
+    select(monkeypatch, cann_version=version, soc=chip)
+    key = np.zeros((4, 2, 32), np.float16)
+    cache = np.zeros((2, 2, 1, 16, 16), np.float16)  # D / last is 2
+    with pytest.raises(ae.AclnnError) as info:
+        scatter(dev, key, cache, np.arange(4), key, cache, cache_mode="PA_NZ")
+    assert info.value.code == code
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_pa_nz_block_size_is_bounded_by_uint16(chip, release, dev):
+    """CheckInputShapeNz: blockSize > UINT16_MAX fails the tiling (8.5 bounds it by UINT_MAX only)."""
+    key = np.zeros((1, 1, 16), np.float16)
+    cache = np.zeros((1, 1, 65536, 16), np.float16)
+    with pytest.raises(ae.AclnnError) as info:
+        scatter(dev, key, cache, np.arange(1), key, cache, cache_mode="PA_NZ")
+    assert info.value.code == L0_FAILED

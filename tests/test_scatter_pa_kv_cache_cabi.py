@@ -18,6 +18,7 @@ A2 = {
     "ok.normal_nchw_is_nd": OK,
     "ok.normal_int64_slots": OK,
     "ok.nz": OK,
+    "ok.nz_5d": TILING,  # CheckInputDimNum: 4-D caches only (9.1.0: 5-D NZ ones too, below)
     "ok.key_only": OK,
     "ok.nct": OK,
     "ok.alibi": OK,
@@ -150,8 +151,9 @@ OP_API_9_1 = {
 }
 # Branch 9.1.0 op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType on Atlas A2/A3: other strings fail; NHSD is a
 # template of its own (CheckInputShapeNHSD: Normal()'s caches [2, 4, 2, 16] hold 4 heads where key has 2; the NHSD
-# ones run). (The arch35 tiling of 9.1.0 is not emulated: 8.5's ignores the strings.)
-MODES_9_1 = {"mode.unknown_scatter_mode": INNER, "mode.unknown_cache_mode": INNER, "mode.nhsd": INNER}
+# ones run); CheckInputDimNumNz / CheckInputShapeNz take 5-D NZ caches. (The arch35 tiling of 9.1.0 is not emulated:
+# 8.5's ignores the strings.)
+MODES_9_1 = {"mode.unknown_scatter_mode": INNER, "mode.unknown_cache_mode": INNER, "mode.nhsd": INNER, "ok.nz_5d": OK}
 A2_9_1 = {
     **{rule: INNER if code == TILING else code for rule, code in A2.items()},
     **OP_API_9_1,  # FLOAT and HIFLOAT8 are off CheckDtypeValid's A2/A3 list: ok.*_4d and tiling95.* stay 161002

@@ -62,6 +62,8 @@ NO_KERNEL = Gaps(
 
 
 STRICT_MODES = "spkc.a2_template_modes"
+NZ_5D = "spkc.a2_nz_5d_caches"
+NZ_CACHE_RANKS = (4, 5)
 UNESTABLISHED = Gaps(
     OP,
     "unestablished",
@@ -132,8 +134,8 @@ def _tiling_a2(a, env):
     # cache, value == value cache, both in {FP16, BF16, INT8}, and an INT32/INT64 slot mapping.
     if mode == "nhsd":
         return _tiling_nhsd(a, env)
-    _check_dim_num_a2(a, mode)
-    heads, head_k, head_v, batches = _check_dims_a2(a, mode)
+    _check_dim_num_a2(a, env, mode)
+    heads, head_k, head_v, batches = _check_dims_a2(a, env, mode)
     nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
     key, cores = a.key, env.part.aiv_cores
     if mode == "nz":
@@ -193,23 +195,24 @@ def _tiling_nhsd(a, env):
     return _run_nhsd(a, heads, head_k, head_v, block_size, env.part.aiv_cores)
 
 
-def _check_dim_num_a2(a, mode: str) -> None:
+def _check_dim_num_a2(a, env, mode: str) -> None:
     """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
     key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
+    ranks = NZ_CACHE_RANKS if mode == "nz" and env.version.has(NZ_5D) else (4,)
     if key.ndim != 3:
         fail("key_rank", f"key should be 3-D, got {list(key.shape)}")
-    if kc.ndim != 4:
-        fail("key_cache_rank", f"keyCacheRef should be 4-D, got {list(kc.shape)}")
+    if kc.ndim not in ranks:
+        fail("key_cache_rank", f"keyCacheRef should be {' or '.join(map(str, ranks))}-D, got {list(kc.shape)}")
     if a.slotMapping.ndim != 1:
         fail("slot_rank", f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}")
     if not mode.startswith("siso"):
         if value.ndim != 3:
             fail("value_rank", f"value should be 3-D, got {list(value.shape)}")
-        if vc.ndim != 4:
-            fail("value_cache_rank", f"valueCacheRef should be 4-D, got {list(vc.shape)}")
+        if vc.ndim not in ranks:
+            fail("value_cache_rank", f"valueCacheRef should be {' or '.join(map(str, ranks))}-D, got {list(vc.shape)}")
         if key.shape[:2] != value.shape[:2]:
             fail("kv_dims", f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same")
-        pair = (0, 2) if mode == "nz" else (0, 1)
+        pair = (0, -2) if mode == "nz" else (0, 1)  # the NZ block size is the second-to-last dim (4-D or 5-D)
         if any(kc.shape[i] != vc.shape[i] for i in pair):
             fail(
                 "cache_dims",
@@ -229,16 +232,18 @@ def _check_dim_num_a2(a, mode: str) -> None:
                 fail("compress_rank", f"{name} should be 1-D, got {list(tensor.shape)}")
 
 
-def _check_dims_a2(a, mode: str) -> tuple:
+def _check_dims_a2(a, env, mode: str) -> tuple:
     """CheckInputDim: sizes as uint64 in (0, UINT_MAX], cache capacity, the NZ cache layout and, in the
     compress modes, the batch count. Returns (heads, k_head_size, v_head_size or None, batches or 0)."""
     key, kc = a.key, a.keyCacheRef
     tokens, heads, head_k = key.shape
     blocks = kc.shape[0]
-    block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
+    block_size = kc.shape[-2] if mode == "nz" else kc.shape[1]
     for name, v in (("numTokens", tokens), ("numHead", heads), ("kHeadSize", head_k), ("blockSize", block_size)):
         if not 0 < v <= UINT_MAX:
             fail("dims_positive", f"{name} is invalid: {v}")
+    if mode == "nz" and env.version.has(NZ_5D) and block_size > 65535:
+        fail("nz_block_size", f"blockSize should less than UINT16_MAX, got {block_size}")
     if blocks * block_size < tokens:
         fail(
             "cache_capacity",
@@ -250,8 +255,8 @@ def _check_dims_a2(a, mode: str) -> tuple:
         if not 0 < head_v <= UINT_MAX:
             fail("dims_positive", f"vHeadSize is invalid: {head_v}")
         if mode == "nz":
-            _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
-            _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
+            _check_nz_cache(kc, heads, head_k, key.dtype, "keyCacheRef")
+            _check_nz_cache(a.valueCacheRef, heads, head_v, a.value.dtype, "valueCacheRef")
     batches = 0
     if mode in ("alibi", "rope", "omni"):
         batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
@@ -260,8 +265,21 @@ def _check_dims_a2(a, mode: str) -> tuple:
     return heads, head_k, head_v, batches
 
 
-def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
+def _check_nz_cache(cache, heads: int, head_size: int, dtype, name: str) -> None:
+    """A 4-D NZ cache [blocks, heads x D / last, blockSize, last], or (9.1.0, NZ_5D) a 5-D one [blocks, heads,
+    D / last, blockSize, last], which holds the same bytes in the same order."""
     last = 32 // cache.np_dtype.itemsize
+    if cache.ndim == 5:
+        for dim, want, what in ((1, heads, "num_head"), (2, head_size // last, f"head_size / {last}")):
+            if cache.shape[dim] != want:
+                fail(f"nz_dim{dim}", f"dim{dim} of {name} is invalid: {cache.shape[dim]}, expected {want} ({what})")
+        if cache.shape[4] != last:
+            fail(
+                "nz_dim3",
+                f"last dim of {name} is invalid: {cache.shape[4]}, expected {last} (32 bytes of {dtype.short})",
+            )
+        return
+    token_size = heads * head_size
     if cache.shape[1] != token_size // last:
         fail(
             "nz_dim1",
