@@ -79,6 +79,7 @@ def _at(releases, where: dict) -> dict:
 
 
 _PFA_API, _IFA_API = "attention/prompt_flash_attention/", "attention/incre_flash_attention/"
+_FIA_API = "attention/fused_infer_attention_score/"
 _FAG = "attention/flash_attention_score_grad/"
 _FAG_API = f"{_FAG}op_api/aclnn_flash_attention_score_grad.cpp"
 _FAG_ARCH35 = f"{_FAG}op_host/arch35/"
@@ -119,9 +120,21 @@ RULES = {
     "spkc.a2_template_modes": Rule(
         "ScatterPaKvCache on Atlas A2/A3: a cacheMode other than Norm, '' or PA_NZ, or a Norm-mode scatterMode other "
         "than None, '', Rope, Alibi, Omni, Nct or NHSD fails the tiling (8.5: read as Norm and as a plain scatter); "
-        "NHSD is a template of its own (not emulated, 561003); PA_NZ is never key-only, and a key-only call (a 0-D "
-        "valueCache) takes only the plain and Nct modes",
-        {"9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType"},
+        "NHSD is a template of its own (caches [blocks, heads, blockSize, D]; FP16/BF16 only, no negative-slot skip); "
+        "PA_NZ is never key-only, and a key-only call (a 0-D valueCache) takes only the plain and Nct modes",
+        {
+            "9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType, "
+            "CheckInputDimNumNHSD, CheckInputShapeNHSD, DoNHSDOpTiling; op_kernel/scatter_pa_kv_cache_nhsd.h"
+        },
+    ),
+    "spkc.a2_nz_5d_caches": Rule(
+        "ScatterPaKvCache on Atlas A2/A3 with cacheMode PA_NZ: the caches may also be 5-D [blocks, heads, D / last, "
+        "blockSize, last] (the same bytes as the 4-D [blocks, heads x D / last, blockSize, last]; 8.5: 4-D only, "
+        "the tiling's 561002), and a blockSize above 65535 fails the tiling",
+        {
+            "9.1.0": "attention/scatter_pa_kv_cache/op_host/scatter_pa_kv_cache_tiling.cpp CheckInputDimNumNz, "
+            "CheckInputShapeNz"
+        },
     ),
     "gpkc.hand_written_op_api": Rule(
         "GatherPaKvCache: a hand-written op_api. Null required tensors 161001; nothing to do when any cache or "
@@ -258,6 +271,24 @@ RULES = {
             "InputOutputDtypeAndShapeCheck"
         },
     ),
+    "fag.v4_output_shapes": Rule(
+        "FlashAttentionScoreGradV4: right after the headNum check, dqOut/dkOut/dvOut/dqRopeOut/dkRopeOut/dsinkOut, each "
+        "given with its input, shaped unlike query/keyIn/value/queryRopeOptional/keyRopeOptional/sinkInOptional is "
+        "161002 (9.0.0: the ViewCopy of the result, 161001)",
+        {
+            "9.1.0": f"{_FAG_API} aclnnFlashAttentionScoreGradV4GetWorkspaceSize "
+            "(OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE_FAGV4)"
+        },
+    ),
+    "fag.v4_sink_and_softmax_layout": Rule(
+        "FlashAttentionScoreGradV4: after GetInputShapeInfo, a sink needs a dsinkOut (161001), FLOAT sink and dsinkOut "
+        "and fp16/bf16 query/keyIn/value/dy/attentionIn/dq/dk/dv (and ropes) (161002); softmaxInLayout must be '' or, "
+        "with TND, same_as_input (161002); the L0 op gets the sink and softmaxInLayout (9.0.0: no sink, '')",
+        {
+            "9.1.0": f"{_FAG_API} FlashAttentionScoreGradV4GetWorkspace, CheckSinkOptionalInput "
+            "(9.0.0: the L0 call passes dsink = nullptr and defaultSoftmaxInLayout)"
+        },
+    ),
     "fag.tnd_pse_row_is_kv_sum_on_a2a3": Rule(
         "FlashAttentionScoreGrad with inputLayout TND on Atlas A2/A3: a 1-D pse of one row per query head is "
         "N1 x the sum of the key lengths long (before: N1 x the key's T2; the two differ when T2 exceeds the sum)",
@@ -381,6 +412,16 @@ RULES = {
             for r in ("9.0.0", "9.1.0")
         },
     ),
+    "fia.v1_v4_withdrawn_on_ascend950": Rule(
+        "on Ascend950 (DAV_3510) FusedInferAttentionScore V1-V4 return 361001 in both phases (GetMaxWorkspaceSize "
+        "of V2-V4 too); V5 is the entry point there",
+        _moved(
+            _FIA_API,
+            "aclnn_fused_infer_attention_score_v4.cpp",
+            "aclnnFusedInferAttentionScoreV4GetWorkspaceSize, aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize, "
+            "aclnnFusedInferAttentionScoreV4 (likewise V1-V3)",
+        ),
+    ),
     "ifa.v1_v4_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
         _moved(
@@ -417,21 +458,12 @@ UNEMULATED = (
         "aclnn-emu does not model the split)",
         f"{_IFA_API}op_host/incre_flash_attention_tiling.cpp SplitBalancedForEachHead",
     ),
-    *(
-        Unemulated(
-            "9.0.0",
-            f"{name}: a 9.x entry point, not exported by aclnn-emu (one call for what V3 and the VarLen entry points "
-            "split, plus dScaleQ/K/V, outDtype, softmaxOutLayout and a dropout seed/offset, whose 9.x tiling rules "
-            "are not reviewed)",
-            header,
-        )
-        for name, header in (
-            ("aclnnFlashAttentionScoreGradV4", f"{_FAG}op_api/aclnn_flash_attention_score_grad.h"),
-            (
-                "aclnnFusedInferAttentionScoreV5",
-                f"{_SA}fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v5.h",
-            ),
-        )
+    Unemulated(
+        "9.1.0",
+        "FusedInferAttentionScoreV5: CheckTensorContiguous refuses a non-contiguous key/value (first tensor), keyRope "
+        "or key/value antiquant scale with 561002 when the opbase lacks NnopbaseSupportTensorV2 (a weak symbol); "
+        "aclnn-emu presents an opbase that has it, so such calls run as with V4",
+        f"{_FIA_API}op_api/aclnn_fused_infer_attention_score_v5.cpp CheckTensorContiguous",
     ),
     Unemulated(
         "9.0.0",
@@ -479,7 +511,10 @@ UNEMULATED = (
     Unemulated(
         "9.1.0",
         "LightningIndexer and SparseFlashAttention on Ascend950: the OpDefs register ascend950 and the tilings take "
-        "NpuArch DAV_3510 (new arch35 kernels); aclnn-emu keeps 8.5's refusal of the family (561003)",
+        "NpuArch DAV_3510 (LightningIndexer: N1 of 8/16/24/32/64, weights of query's dtype, B/S1/S2 or T above 0; "
+        "SparseFlashAttention: sparseBlockSize 1) with new arch35 kernels (LightningIndexer's fused multiply-add of "
+        "the relu'd scores over heads and its vector top-k are not reviewed); aclnn-emu keeps 8.5's refusal of the "
+        "family (561003)",
         f"{_SA}lightning_indexer/op_host/lightning_indexer_def.cpp, "
         f"{_SA}sparse_flash_attention/op_host/sparse_flash_attention_def.cpp",
     ),
@@ -517,6 +552,13 @@ WITHDRAWALS = (
         platform.A5,
         status.ACLNN_ERR_RUNTIME_ERROR,
         "Interface aclnnPromptFlashAttention versions V1 to V3 are no longer supported on Ascend950.",
+    ),
+    Withdrawal(
+        "fia.v1_v4_withdrawn_on_ascend950",
+        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),
+        platform.A5,
+        status.ACLNN_ERR_RUNTIME_ERROR,
+        "Interface aclnnFusedInferAttentionScore versions V1 to V4 are no longer supported on Ascend950.",
     ),
     Withdrawal(
         "ifa.v1_v4_withdrawn_on_ascend950",

@@ -61,7 +61,8 @@ def _fas(rng, dtype, sparse_mode, pre, nxt, specials=False):
 
 
 def _fas_entries(rng):
-    """FlashAttentionScore V1 and V3 (with a sink) and their gradients, dense BSND with grouped heads."""
+    """FlashAttentionScore V1 and V3 (with a sink) and their gradients, dense BSND with grouped heads; the V3 step's
+    gradient through FlashAttentionScoreGradV4 too."""
     b, n, n2, s1, s2, d = 1, 4, 2, 301, 277, 64
     q, dy = (_normal(rng, (b, s1, n, d), F16) for _ in range(2))
     k, v = (_normal(rng, (b, s2, n2, d), F16) for _ in range(2))
@@ -74,6 +75,11 @@ def _fas_entries(rng):
     ):
         fwd_extra = dict(keepProb=1.0, innerPrecise=0, **extra)
         results.update(_train_step(entry, grad, q, k, v, dy, common, fwd_extra, grad_extra))
+    smax, ssum, _, out = results["FlashAttentionScoreV3"]
+    stats = dict(softmaxMaxOptional=smax, softmaxSumOptional=ssum, attentionInOptional=out)
+    results["FlashAttentionScoreGradV4"] = _in_release("9.1.0", lambda: list(  # CANN 9.1.0 passes V4 the sink
+        ae.ops.FlashAttentionScoreGradV4(q, keyIn=k, value=v, dy=dy, sinkInOptional=sink, **stats, **common)
+    ))  # fmt: skip
     return results
 
 
@@ -322,6 +328,9 @@ def cases() -> dict:
         ("FusedInferAttentionScoreV4", BF16, 203),
     ):
         results[f"{entry} {np.dtype(dtype).name} s1 {s1}"] = _fused_infer(rng, entry, dtype, s1)
+    # FusedInferAttentionScoreV5 (CANN 9.0.0 on): V4's inner call
+    entry = "FusedInferAttentionScoreV5"
+    results[f"{entry} float16 s1 45"] = _in_release("9.0.0", lambda: _fused_infer(rng, entry, F16, 45))
     results["SparseFlashAttention"] = _sparse_flash_attention(rng)
     results["SparseFlashAttentionGrad"] = _sparse_flash_attention_grad(rng)
     results["LightningIndexer"] = _lightning_indexer(rng)

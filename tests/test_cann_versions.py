@@ -59,7 +59,10 @@ def test_coverage_per_release(version):
     assert ("| `Ascend950PR_957bx` |" in table) == (version == "9.1.0")
     row = "| `aclnnPromptFlashAttentionV2GetWorkspaceSize` | aclnnop/aclnn_prompt_flash_attention_v2.h | yes"
     assert (row + "; 361001 on Ascend950" in table) == nine and row in table
-    assert ("aclnnFusedInferAttentionScoreV5: a 9.x entry point, not exported" in table) == nine
+    fia = "| `aclnnFusedInferAttentionScoreV4GetWorkspaceSize` | aclnnop/aclnn_fused_infer_attention_score_v4.h | yes"
+    assert (fia + "; 361001 on Ascend950" in table) == nine and fia in table
+    v5 = "| `aclnnFusedInferAttentionScoreV5GetWorkspaceSize` | aclnnop/aclnn_fused_infer_attention_score_v5.h | "
+    assert (v5 + "yes |" in table) == nine and (v5 + f"no: not in CANN {version} (from 9.0.0 on)" in table) != nine
     for name, rule in versions.RULES.items():
         assert (f"- `{name}`: {rule.what}" in table) == (version in rule.sources)
 

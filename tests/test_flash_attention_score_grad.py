@@ -343,9 +343,16 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
     """torch.autograd of a float64 forward: S = QKᵀ·scale + pse (pseType 1: (QKᵀ + pse)·scale),
     masked scores = -FLT_MAX, softmax, dropout, P·V; GQA through repeated kv heads. The pse and
     masked sets of each head come from the golden's helpers (the parts under test are the gradients)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     case = Case(dtype_name, layout, n1=4, n2=2, s1=40, s2=40, **attrs)
-    a = case.attrs
+    assert_matches_torch(case, case.run())
+
+
+def assert_matches_torch(case, got):
+    """`got` (dq, dk, dv) against torch.autograd on `case`, a case of B 2, N1 4, N2 2, S1 = S2 = 40."""
+    import torch
+
+    dtype_name, layout, a = case.dtype_name, case.layout, case.attrs
     q, k, v = (
         torch.tensor(golden.heads_first(x, layout, heads), requires_grad=True)
         for x, heads in ((case.q, 4), (case.k, 2), (case.v, 2))
@@ -389,9 +396,9 @@ def test_against_torch_autograd(dtype_name, layout, attrs):
         probs = probs * torch.tensor(bits / float(np.float32(a["keep_prob"])))
     (probs @ vv).backward(torch.tensor(golden.heads_first(case.dy, layout, 4)))
     want = [golden.heads_back(t.grad.numpy(), layout) for t in (q, k, v)]
-    for name, got, g in zip(("dq", "dk", "dv"), case.run(), want):
+    for name, result, g in zip(("dq", "dk", "dv"), got, want):
         failure = precision.failure(
-            got, g, dtype_name, bound=precision.TORCH_BOUND[dtype_name], floor=precision.torch_floor(g)
+            result, g, dtype_name, bound=precision.TORCH_BOUND[dtype_name], floor=precision.torch_floor(g)
         )
         assert failure is None, f"{name}: {failure}"
 

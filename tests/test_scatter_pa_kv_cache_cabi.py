@@ -18,6 +18,7 @@ A2 = {
     "ok.normal_nchw_is_nd": OK,
     "ok.normal_int64_slots": OK,
     "ok.nz": OK,
+    "ok.nz_5d": TILING,  # CheckInputDimNum: 4-D caches only (9.1.0: 5-D NZ ones too, below)
     "ok.key_only": OK,
     "ok.nct": OK,
     "ok.alibi": OK,
@@ -26,6 +27,8 @@ A2 = {
     "mode.unknown_scatter_mode": OK,
     "mode.unknown_cache_mode": OK,
     "mode.nhsd": OK,
+    # NHSD-shaped caches [blocks, heads, blockSize, D] that also fit the plain scatter's [blocks, blockSize, heads, D]
+    "mode.nhsd_caches": OK,
     "ok.omni": OK,
     "ok.alibi_4d": INVALID,
     "ok.rope_4d": INVALID,
@@ -88,6 +91,9 @@ A2 = {
 A95 = dict(A2)
 A95.update(
     {
+        # the arch35 tiling ignores scatterMode: a plain scatter, whose caches [blocks, blockSize, heads, D] hold
+        # 4 heads where key has 2
+        "mode.nhsd_caches": TILING,
         "ok.nz": TILING,
         "ok.key_only": TILING,
         "ok.alibi": TILING,
@@ -144,8 +150,10 @@ OP_API_9_1 = {
     "format.key_fractal_nz": INNER,
 }
 # Branch 9.1.0 op_host/scatter_pa_kv_cache_tiling.cpp GetTemplateType on Atlas A2/A3: other strings fail; NHSD is a
-# template aclnn-emu does not emulate (561003). (The arch35 tiling of 9.1.0 is not emulated: 8.5's ignores them.)
-MODES_9_1 = {"mode.unknown_scatter_mode": INNER, "mode.unknown_cache_mode": INNER, "mode.nhsd": KERNEL}
+# template of its own (CheckInputShapeNHSD: Normal()'s caches [2, 4, 2, 16] hold 4 heads where key has 2; the NHSD
+# ones run); CheckInputDimNumNz / CheckInputShapeNz take 5-D NZ caches. (The arch35 tiling of 9.1.0 is not emulated:
+# 8.5's ignores the strings.)
+MODES_9_1 = {"mode.unknown_scatter_mode": INNER, "mode.unknown_cache_mode": INNER, "mode.nhsd": INNER, "ok.nz_5d": OK}
 A2_9_1 = {
     **{rule: INNER if code == TILING else code for rule, code in A2.items()},
     **OP_API_9_1,  # FLOAT and HIFLOAT8 are off CheckDtypeValid's A2/A3 list: ok.*_4d and tiling95.* stay 161002

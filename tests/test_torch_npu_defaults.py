@@ -115,6 +115,7 @@ TORCH_NPU = {
             "FusedInferAttentionScoreV2",
             "FusedInferAttentionScoreV3",
             "FusedInferAttentionScoreV4",
+            "FusedInferAttentionScoreV5",  # on Ascend950, from op-plugin branch 26.0.0 (pseType 0, no start indices)
         )
     },
     "ScatterPaKvCache": ("npu_scatter_pa_kv_cache", dict(cacheModeOptional="PA_NZ")),
@@ -182,6 +183,12 @@ TORCH_NPU = {
     "DropoutGenMaskV2": ("_npu_dropout_gen_mask", {}),
     "DropoutGenMask": ("npu_dropout_gen_mask", {}),
 }
+# From op-plugin branch 26.0.0 npu_fusion_attention_grad_v2 calls FlashAttentionScoreGradV4 for non-FP8 queries
+# (FlashAttentionV2KernelNpuOpApi.cpp): V2's defaults, and softmax_layout="", seed=0, offset=0.
+TORCH_NPU["FlashAttentionScoreGradV4"] = (
+    "npu_fusion_attention_grad_v2",
+    dict(TORCH_NPU["FlashAttentionScoreGradV2"][1], softmaxInLayout="", seed=0, offset=0),
+)
 
 
 def test_every_exported_operator_has_its_torch_npu_function():

@@ -4,12 +4,14 @@ PromptFlashAttention sparse_mode 10-14 mapping, autograd wired to the grad ops, 
 import math
 
 import ml_dtypes  # noqa: F401  (bf16 tensors through numpy)
+import numpy as np
 import pytest
 import torch
 
 import aclnn_emu.ops
 import aclnn_emu.torch_npu as torch_npu
 import precision
+from aclnn_emu.pytest_plugin import select
 
 B, N, S, D = 2, 4, 48, 64
 INT64_MAX = (1 << 63) - 1
@@ -264,12 +266,17 @@ def test_output_dtype_as_torch_npu_allocates_it(name, dtype, quant, expected):
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("name", ["npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2"])
-def test_fia_builds_its_outputs_before_the_ascend950_entry_point(chip, name):
+def test_fia_builds_its_outputs_before_the_ascend950_entry_point(chip, name, monkeypatch):
     """construct_fia_output_tensor(_v2) runs before the Ascend950 branch picks FusedInferAttentionScoreV5:
-    its TORCH_CHECKs raise there as on A2/A3; a call that passes them needs V5, not emulated."""
+    its TORCH_CHECKs raise there as on A2/A3; a call that passes them reaches V5, which CANN 8.5 lacks
+    (561003) and CANN 9.x runs as V4 ran on the chip under 8.5."""
     q, k, v = _bnsd(8)
     heads = "num_query_heads" if name.endswith("_v2") else "num_heads"
     with pytest.raises(RuntimeError, match="num_heads should be greater than 0, but the actual value is0"):
         getattr(torch_npu, name)(q, k, v, **{heads: 0, "input_layout": "BNSD"})
-    with pytest.raises(NotImplementedError, match="aclnnFusedInferAttentionScoreV5"):
+    with pytest.raises(RuntimeError, match="aclnnFusedInferAttentionScoreV5 failed, error code is 561003"):
         getattr(torch_npu, name)(q, k, v, **{heads: N, "input_layout": "BNSD"})
+    want = aclnn_emu.ops.FusedInferAttentionScoreV4(q.numpy(), [k.numpy()], [v.numpy()], numHeads=N, inputLayout="BNSD")
+    select(monkeypatch, cann_version="9.1.0", soc=chip)
+    out = getattr(torch_npu, name)(q, k, v, **{heads: N, "input_layout": "BNSD"})[0]
+    np.testing.assert_array_equal(out.numpy(), want.attentionOut)

@@ -19,6 +19,7 @@ FlashAttentionScoreV4 = function(by_name("FlashAttentionScoreV4"))
 FlashAttentionScoreGradV2 = function(by_name("FlashAttentionScoreGradV2"))
 FlashAttentionScoreGrad = function(by_name("FlashAttentionScoreGrad"))
 FlashAttentionScoreGradV3 = function(by_name("FlashAttentionScoreGradV3"))
+FlashAttentionScoreGradV4 = function(by_name("FlashAttentionScoreGradV4"))
 FlashAttentionUnpaddingScoreGrad = function(by_name("FlashAttentionUnpaddingScoreGrad"))
 FlashAttentionUnpaddingScoreGradV2 = function(by_name("FlashAttentionUnpaddingScoreGradV2"))
 FlashAttentionUnpaddingScoreGradV3 = function(by_name("FlashAttentionUnpaddingScoreGradV3"))
@@ -35,6 +36,7 @@ FusedInferAttentionScore = function(by_name("FusedInferAttentionScore"))
 FusedInferAttentionScoreV2 = function(by_name("FusedInferAttentionScoreV2"))
 FusedInferAttentionScoreV3 = function(by_name("FusedInferAttentionScoreV3"))
 FusedInferAttentionScoreV4 = function(by_name("FusedInferAttentionScoreV4"))
+FusedInferAttentionScoreV5 = function(by_name("FusedInferAttentionScoreV5"))
 SparseFlashAttentionGrad = function(by_name("SparseFlashAttentionGrad"))
 LightningIndexerGrad = function(by_name("LightningIndexerGrad"))
 LightningIndexer = function(by_name("LightningIndexer"))
@@ -57,6 +59,7 @@ __all__ = [
     "FlashAttentionScoreGradV2",
     "FlashAttentionScoreGrad",
     "FlashAttentionScoreGradV3",
+    "FlashAttentionScoreGradV4",
     "FlashAttentionUnpaddingScoreGrad",
     "FlashAttentionUnpaddingScoreGradV2",
     "FlashAttentionUnpaddingScoreGradV3",
@@ -73,6 +76,7 @@ __all__ = [
     "FusedInferAttentionScoreV2",
     "FusedInferAttentionScoreV3",
     "FusedInferAttentionScoreV4",
+    "FusedInferAttentionScoreV5",
     "SparseFlashAttentionGrad",
     "LightningIndexerGrad",
     "LightningIndexer",

@@ -2,10 +2,13 @@
 _get_max_workspace helper as op-plugin 26.1.0 writes them (FlashAttentionKernelNpuOpApi.cpp,
 FusedInferAttentionScoreKernelNpuOpApi.cpp): outputs allocated as there, then PromptFlashAttentionV3
 (sparse_mode 10-14 become innerPrecise 0 with sparse_mode - 10, else innerPrecise 1),
-IncreFlashAttentionV4 (key and value as one-tensor lists) and FusedInferAttentionScoreV3 (A2/A3).
+IncreFlashAttentionV4 (key and value as one-tensor lists) and FusedInferAttentionScoreV3 (A2/A3; V5 on
+Ascend910_95, which CANN 9.x names Ascend950).
 """
 
 import torch
+
+from aclnn_emu.opdef.registry import by_name
 
 from . import aclnn
 from .aclnn import call, check
@@ -191,28 +194,30 @@ def _fia_call_args(query, key, value, kwargs):
     return _fia_v3_args(query, key, value, **{**FIA_DEFAULTS, **kwargs})
 
 
-def _no_fia_v5(function: str) -> None:
-    """On Ascend910_95 torch_npu calls FusedInferAttentionScoreV5, once the outputs are built."""
-    if aclnn.soc() == aclnn.ARCH35:
-        raise NotImplementedError(
-            f"torch_npu.{function} on Ascend910_95 calls aclnnFusedInferAttentionScoreV5, which aclnn-emu does "
-            "not emulate"
-        )
+def _fia_entry(entry: str, args) -> tuple[str, list]:
+    """The entry point torch_npu calls and its arguments: on Ascend910_95 (Ascend950) FusedInferAttentionScoreV5,
+    once the outputs are built, with `entry`'s arguments by name and NULL, NULL and 0 for what V5 adds (op-plugin
+    26.0.0 FusedInferAttentionScore*KernelNpuOpApi.cpp; CANN 9.x withdraws V1-V4 there, and CANN 8.5 has no V5)."""
+    if aclnn.soc() != aclnn.ARCH35:
+        return entry, list(args)
+    given = dict(zip((p.name for p in by_name(entry).params), args))
+    v5 = "FusedInferAttentionScoreV5"
+    return v5, [given.get(p.name, 0 if p.kind == "int64" else None) for p in by_name(v5).params]
 
 
 def npu_fused_infer_attention_score(query, key, value, **kwargs):
     output, lse, args = _fia_call_args(query, key, value, kwargs)
-    _no_fia_v5("npu_fused_infer_attention_score")
-    call("FusedInferAttentionScoreV3", *args)
+    entry, args = _fia_entry("FusedInferAttentionScoreV3", args)
+    call(entry, *args)
     return output, lse
 
 
 def npu_fused_infer_attention_score_get_max_workspace(query, key, value, **kwargs):
     """_npu_fused_infer_attention_score_get_max_workspace: a tensor of `workspace size` elements of the
-    query's dtype, the size from aclnnFusedInferAttentionScoreV3GetMaxWorkspaceSize."""
+    query's dtype, the size from aclnnFusedInferAttentionScoreV3GetMaxWorkspaceSize (V5 on Ascend910_95)."""
     _, _, args = _fia_call_args(query, key, value, kwargs)
-    _no_fia_v5("_npu_fused_infer_attention_score_get_max_workspace")
-    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV3", *args), dtype=query.dtype)
+    entry, args = _fia_entry("FusedInferAttentionScoreV3", args)
+    return torch.empty(aclnn.max_workspace_size(entry, *args), dtype=query.dtype)
 
 
 # -- npu_fused_infer_attention_score_v2 -------------------------------------------------------------
@@ -246,7 +251,6 @@ def _fia_v4_call_args(function: str, query, key, value, kwargs):
             f"torch_npu.{function} with {', '.join(reinterpreted)} (a tensor read as another dtype) is not "
             "emulated by aclnn-emu"
         )
-    _no_fia_v5(function)
     args = (query, [key], [value], k["pse_shift"], k["atten_mask"], _optional_ints(k["actual_seq_qlen"]),
             _optional_ints(k["actual_seq_kvlen"]), None, None, None, k["quant_scale_out"], k["quant_offset_out"],
             None, None, k["block_table"], None, None, k["dequant_scale_key"], k["dequant_offset_key"],
@@ -260,7 +264,8 @@ def _fia_v4_call_args(function: str, query, key, value, kwargs):
 
 def npu_fused_infer_attention_score_v2(query, key, value, **kwargs):
     output, lse, args = _fia_v4_call_args("npu_fused_infer_attention_score_v2", query, key, value, kwargs)
-    call("FusedInferAttentionScoreV4", *args)
+    entry, args = _fia_entry("FusedInferAttentionScoreV4", args)
+    call(entry, *args)
     return output, lse
 
 
@@ -269,4 +274,5 @@ def npu_fused_infer_attention_score_v2_get_max_workspace(query, key, value, **kw
     aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize."""
     function = "_npu_fused_infer_attention_score_v2_get_max_workspace"
     _, _, args = _fia_v4_call_args(function, query, key, value, kwargs)
-    return torch.empty(aclnn.max_workspace_size("FusedInferAttentionScoreV4", *args), dtype=query.dtype)
+    entry, args = _fia_entry("FusedInferAttentionScoreV4", args)
+    return torch.empty(aclnn.max_workspace_size(entry, *args), dtype=query.dtype)

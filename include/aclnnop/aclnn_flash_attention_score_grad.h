@@ -344,6 +344,64 @@ ACLNN_API aclnnStatus aclnnFlashAttentionUnpaddingScoreGradV5(
     aclOpExecutor *executor,
     aclrtStream stream);
 
+/* Phase 1 of aclnnFlashAttentionScoreGradV4 (CANN 9.0.0 on; aclnn-emu refuses it under an 8.5 release): checks the
+   arguments and returns the workspace size and an executor. */
+ACLNN_API aclnnStatus aclnnFlashAttentionScoreGradV4GetWorkspaceSize(
+    const aclTensor *query,
+    const aclTensor *keyIn,
+    const aclTensor *value,
+    const aclTensor *dy,
+    const aclTensor *pseShiftOptional,
+    const aclTensor *dropMaskOptional,
+    const aclTensor *paddingMaskOptional,
+    const aclTensor *attenMaskOptional,
+    const aclTensor *softmaxMaxOptional,
+    const aclTensor *softmaxSumOptional,
+    const aclTensor *softmaxInOptional,
+    const aclTensor *attentionInOptional,
+    const aclTensor *sinkInOptional,
+    const aclTensor *queryRopeOptional,
+    const aclTensor *keyRopeOptional,
+    const aclTensor *dScaleQOptional,
+    const aclTensor *dScaleKOptional,
+    const aclTensor *dScaleVOptional,
+    const aclTensor *dScaleDyOptional,
+    const aclTensor *dScaleOOptional,
+    const aclIntArray *prefixOptional,
+    const aclIntArray *actualSeqQLenOptional,
+    const aclIntArray *actualSeqKvLenOptional,
+    const aclIntArray *qStartIdxOptional,
+    const aclIntArray *kvStartIdxOptional,
+    double scaleValue,
+    double keepProb,
+    int64_t preTokens,
+    int64_t nextTokens,
+    int64_t headNum,
+    char *inputLayout,
+    char *softmaxInLayout,
+    int64_t innerPrecise,
+    int64_t sparseMode,
+    int64_t pseType,
+    int64_t seed,
+    int64_t offset,
+    int64_t outDtype,
+    const aclTensor *dqOut,
+    const aclTensor *dkOut,
+    const aclTensor *dvOut,
+    const aclTensor *dqRopeOut,
+    const aclTensor *dkRopeOut,
+    const aclTensor *dpseOut,
+    const aclTensor *dsinkOut,
+    uint64_t *workspaceSize,
+    aclOpExecutor **executor);
+
+/* Phase 2 of aclnnFlashAttentionScoreGradV4: runs the executor on the stream. */
+ACLNN_API aclnnStatus aclnnFlashAttentionScoreGradV4(
+    void *workspace,
+    uint64_t workspaceSize,
+    aclOpExecutor *executor,
+    aclrtStream stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,6 +99,9 @@ int main() {
     REPORT("ok.normal_nchw_is_nd", Call(a));
     REPORT("ok.normal_int64_slots", Call(Normal(ACL_FLOAT16, ACL_INT64)));
     REPORT("ok.nz", Call(Nz()));
+    // 5-D NZ caches [blocks, heads, D / last, blockSize, last] (branch 9.1.0 on Atlas A2/A3)
+    a = Nz(); a.keyCache = T({2, 2, 2, 16, 16}, ACL_FLOAT16); a.valueCache = T({2, 2, 2, 16, 16}, ACL_FLOAT16);
+    REPORT("ok.nz_5d", Call(a));
     a = Normal(); a.value = T({}, ACL_FLOAT16); a.valueCache = T({}, ACL_FLOAT16);
     REPORT("ok.key_only", Call(a));
     a = Normal(); a.scatterMode = "Nct"; a.strides = strides; a.offsets = offsets;
@@ -109,6 +112,9 @@ int main() {
     a = Normal(); a.scatterMode = "Foo"; REPORT("mode.unknown_scatter_mode", Call(a));
     a = Normal(); a.cacheMode = "ND"; REPORT("mode.unknown_cache_mode", Call(a));
     a = Normal(); a.scatterMode = "NHSD"; REPORT("mode.nhsd", Call(a));
+    // NHSD caches [blocks, heads, blockSize, D] (branch 9.1.0's template on Atlas A2/A3)
+    a = Normal(); a.scatterMode = "NHSD"; a.keyCache = T({2, 2, 4, 16}, ACL_FLOAT16);
+    a.valueCache = T({2, 2, 4, 16}, ACL_FLOAT16); REPORT("mode.nhsd_caches", Call(a));
     REPORT("ok.alibi_4d", Call(Compress95(false)));
     REPORT("ok.rope_4d", Call(Compress95(true)));
     a = Normal(ACL_FLOAT); a.keyCache = T({0, 4, 2, 16}, ACL_FLOAT); a.valueCache = T({0, 4, 2, 16}, ACL_FLOAT);

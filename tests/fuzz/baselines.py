@@ -514,7 +514,7 @@ def fia_v3(soc):
 
 
 def fia_max_workspace(soc, entry="aclnnFusedInferAttentionScoreV4GetMaxWorkspaceSize"):
-    """GetMaxWorkspaceSize of V2-V4 (exported in no header) over V4's baseline, the key lengths given."""
+    """GetMaxWorkspaceSize of V2-V5 (exported in no header) over V4's baseline, the key lengths given."""
     return as_entry(entry, "FusedInferAttentionScoreV4", fia(soc), actualSeqLengthsKvOptional=(40,))
 
 
@@ -522,9 +522,18 @@ FIA_MAX_WORKSPACE = {
     f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize": _for_entry(
         f"fia_max_workspace_{v.lower()}", fia_max_workspace, f"aclnnFusedInferAttentionScore{v}GetMaxWorkspaceSize"
     )
-    for v in ("V2", "V3", "V4")
+    for v in ("V2", "V3", "V4", "V5")
 }
 globals().update({fn.__name__: fn for fn in FIA_MAX_WORKSPACE.values()})
+
+
+def fia_v5(soc):
+    """V4's baseline through V5 (CANN 9.0.0 on; run under the first release that has it), pseType 0."""
+    return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc))
+
+
+def fia_v5_sink(soc):
+    return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia_sink(soc))
 
 
 def gen_mask_v1(soc):
@@ -572,6 +581,7 @@ BASELINES = {
         (fia_per_block_hif8, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
+    "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
         (fia_kv_antiquant, ALL),
@@ -601,6 +611,20 @@ def fas_v4(soc):
 
 
 BASELINES["FlashAttentionScoreV4"] = ((fas_v4, ALL),)
+
+
+def fag_v4(soc):
+    """FlashAttentionScoreGradV4 (CANN 9.0.0 on; run under the first release that has it): fag's dense call."""
+    return as_entry("FlashAttentionScoreGradV4", "FlashAttentionScoreGradV2", fag(soc), softmaxInLayout="")
+
+
+def fag_v4_tnd(soc):
+    """fag_tnd through V4, with a seed and offset."""
+    entry = "FlashAttentionScoreGradV4"
+    return as_entry(entry, "FlashAttentionUnpaddingScoreGradV2", fag_tnd(soc), softmaxInLayout="", seed=7, offset=16)
+
+
+BASELINES["FlashAttentionScoreGradV4"] = ((fag_v4, ALL), (fag_v4_tnd, ALL))
 # the TND pse forms
 BASELINES["FlashAttentionVarLenScoreV2"] += ((fas_tnd_pse, ALL), (fas_tnd_pse_1d, ("Ascend910_95",)))
 BASELINES["FlashAttentionUnpaddingScoreGradV2"] += (

@@ -331,3 +331,20 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Bit-exact equality (NaN payloads and signed zeros included)."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     return a.shape == b.shape and a.dtype == b.dtype and a.view(np.uint8).tobytes() == b.view(np.uint8).tobytes()
+
+
+def nhsd(cache, src, slots):
+    """Branch 9.1.0's NHSD scatter, one token and head at a time: cache [blocks, heads, block_size, D] viewed flat in
+    rows of D; head h of token t goes to row (slot / block_size)·heads·block_size + h·block_size + slot % block_size,
+    with C's truncating division and remainder. Rows outside the cache are left alone."""
+    out = cache.copy()
+    blocks, heads, block_size, d = cache.shape
+    rows = out.reshape(-1, d)
+    for t, slot in enumerate(int(s) for s in slots):
+        block = abs(slot) // block_size * (1 if slot >= 0 else -1)
+        offset = slot - block * block_size
+        for h in range(heads):
+            row = block * heads * block_size + h * block_size + offset
+            if 0 <= row < len(rows):
+                rows[row] = src[t, h]
+    return out

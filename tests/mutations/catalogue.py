@@ -141,6 +141,9 @@ FAG_CHECKS = "aclnn_emu/ops/flash_attention/score_grad/checks.py"
 FAG_IO = "aclnn_emu/ops/flash_attention/score_grad/io_checks.py"
 PFA_CHECKS_FILE = "aclnn_emu/ops/flash_attention/prompt/checks.py"
 FAS_V4_TESTS = ("tests/test_flash_attention_score_v4.py", "tests/test_flash_attention_score_v4_cabi.py")
+FAG_V4 = "aclnn_emu/ops/flash_attention/score_grad/v4.py"
+FIA_V5_TESTS = ("tests/test_fused_infer_attention_score_v5.py", "tests/test_fused_infer_attention_score_v5_cabi.py")
+FAG_V4_TESTS = ("tests/test_flash_attention_score_grad_v4.py", "tests/test_flash_attention_score_grad_v4_cabi.py")
 FAS_RELEASE_TESTS = ("tests/test_flash_attention_score.py", "tests/test_flash_attention_score_cabi.py")
 FA_TND = "aclnn_emu/ops/flash_attention/tnd.py"
 SFA_TESTS = (
@@ -3212,5 +3215,120 @@ MUTATIONS = [
         "        if paged and a.blockTableOptional.ndim != 2:",
         "        if False:",
         ("tests/test_fuzz_findings.py",),
+    ),
+    # FlashAttentionScoreGradV4 (CANN 9.0.0 on)
+    Mutation(
+        "fag-v4-no-output-shape-check",
+        FAG_V4,
+        "    if not env.version.has(OUTPUT_SHAPES):\n        return",
+        "    if True:\n        return",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-runs-the-io-check",
+        FAG_CHECKS,
+        "    else:\n        io_dtype_and_shape_check(a, env)",
+        "    if True:\n        io_dtype_and_shape_check(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-fp32-query-with-sink-refused",
+        FAG_CHECKS,
+        "    if not v4:\n        _fp32_query_with_sink(a, env)",
+        "    if True:\n        _fp32_query_with_sink(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-sink-passed-under-9-0-0",
+        FAG_V4,
+        "    if not env.version.has(SINK_AND_LAYOUT):\n        _as_9_0(a, env)",
+        "    if False:\n        _as_9_0(a, env)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-softmax-in-layout-unchecked",
+        FAG_V4,
+        "    if softmax is not None and softmax not in",
+        "    if False and softmax not in",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-head-major-statistics-run",
+        FAG_V4,
+        '    PATHS.refuse("head_major_softmax"',
+        '    (lambda *_: None)("head_major_softmax"',
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-seed-ignored",
+        "aclnn_emu/ops/flash_attention/score_grad/common.py",
+        '    return getattr(a, "seed", V2_SEED), getattr(a, "offset", V2_OFFSET)',
+        "    return V2_SEED, V2_OFFSET",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-v4-dequant-scales-ignored",
+        FAG_V4,
+        '        PATHS.refuse("dequant_scales"',
+        '        (lambda *_: None)("dequant_scales"',
+        FAG_V4_TESTS,
+    ),
+    # FusedInferAttentionScoreV5 (CANN 9.0.0 on) and V1-V4 withdrawn on Ascend950
+    Mutation(
+        "fia-v5-pse-type-passed",
+        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
+        "    if a.pseType != 0:",
+        "    if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-start-indices-passed",
+        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
+        "    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:",
+        "    if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v1-v4-kept-on-ascend950",
+        "aclnn_emu/versions.py",
+        '        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),',
+        "        (),",
+        FIA_V5_TESTS,
+    ),
+    # ScatterPaKvCache's NHSD mode (branch 9.1.0)
+    Mutation(
+        "spkc-nhsd-skips-negative-slots",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    quotient = np.where(slots < 0, -(-slots // block_size), slots // block_size)",
+        "    quotient = slots // block_size",
+        ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    Mutation(
+        "spkc-nhsd-head-stride",
+        "aclnn_emu/kernels/kv_cache/scatter_a2.py",
+        "    target = (base[:, None] + np.arange(heads, dtype=np.int64) * block_size).reshape(-1)",
+        "    target = (base[:, None] * heads + np.arange(heads, dtype=np.int64)).reshape(-1)",
+        ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    Mutation(
+        "spkc-nhsd-not-a-template",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        '        modes["NHSD"] = "nhsd"',
+        "        pass",
+        ("tests/test_scatter_pa_kv_cache_9_1.py", "tests/test_scatter_pa_kv_cache_cabi.py"),
+    ),
+    Mutation(
+        "spkc-nz-5d-refused",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        "NZ_CACHE_RANKS = (4, 5)",
+        "NZ_CACHE_RANKS = (4,)",
+        ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    Mutation(
+        "spkc-nz-block-size-unbounded",
+        "aclnn_emu/ops/kv_cache/scatter/checks.py",
+        '    if mode == "nz" and env.version.has(NZ_5D) and block_size > 65535:',
+        "    if False:",
+        ("tests/test_scatter_pa_kv_cache_9_1.py",),
     ),
 ]

@@ -18,6 +18,7 @@ from .scatter_rows import (
     Writes,
     balanced_cores,
     blocked_cores,
+    copy_rows,
     last_writes,
     outside_finding,
     race_finding,
@@ -81,6 +82,40 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
         token, target = token[last], target[last]
     for cache, src2d, _ in pairs:
         NzLayout(block_size, cache.shape[1]).write(cache, src2d, target, token * src2d.strides[0])
+    return findings
+
+
+def scatter_nhsd(
+    cache: np.ndarray,
+    src: np.ndarray,
+    slots: np.ndarray,
+    heads: int,
+    head_size: int,
+    block_size: int,
+    n_cores: int,
+    what: str,
+) -> list[Finding]:
+    """NHSD (branch 9.1.0): caches [blocks, heads, block_size, head_size]; head h of token t goes to row
+    (slot // block_size)·heads·block_size + h·block_size + slot % block_size of head_size units, with C's division
+    (toward zero), so a negative slot lands before its block: no slot is skipped. Rows outside the cache are
+    reported and skipped; tokens are split over the cores in blocks (DoNHSDOpTiling)."""
+    n = len(slots)
+    quotient = np.where(slots < 0, -(-slots // block_size), slots // block_size)
+    base = quotient * heads * block_size + (slots - quotient * block_size)
+    target = (base[:, None] + np.arange(heads, dtype=np.int64) * block_size).reshape(-1)
+    token_rows = np.arange(n * heads, dtype=np.int64)
+    cores = np.repeat(blocked_cores(n, n_cores), heads)
+    rows = rows_of(cache, head_size)
+    limit = len(rows)
+    outside = (target < 0) | (target >= limit)
+    findings = [outside_finding(what, np.repeat(slots, heads)[outside], limit)] if outside.any() else []
+    target, token_rows, cores = target[~outside], token_rows[~outside], cores[~outside]
+    last, race = last_writes(target, cores, limit)
+    if race is not None:
+        findings.append(race_finding(what, race))
+    if last is not None:
+        target, token_rows = target[last], token_rows[last]
+    copy_rows(rows, target, rows_of(src, head_size), token_rows)
     return findings
 
 

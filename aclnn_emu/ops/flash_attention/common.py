@@ -9,7 +9,7 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
-from aclnn_emu.opdef.signature import Op, OpError
+from aclnn_emu.opdef.signature import Op, OpError, TensorIn
 import numpy as np
 
 
@@ -324,3 +324,20 @@ def entry_points(base, extra, defaults_from, tnd_replaced=(), tnd_docs=None):
         return Op(name, base.header, params, base=base, defaults_from=defaults_from, since=since)
 
     return declare
+
+
+def v4_inputs(scales) -> list:
+    """The inputs FlashAttentionScore(Grad)V4 (CANN 9.0.0 on) add that aclnn-emu refuses (561003): the rope halves,
+    which V4 hands to the L0 op without isSupportMultiInput, and the FP8/HiFloat8 dequant scales named by `scales`."""
+    return [
+        TensorIn("queryRopeOptional", optional=True, doc="the rope half of Q (not emulated with V4: 561003)"),
+        TensorIn("keyRopeOptional", optional=True, doc="the rope half of K (not emulated with V4: 561003)"),
+        *(
+            TensorIn(
+                f"dScale{t}Optional",
+                optional=True,
+                doc=f"dequant scale of {t} for an FP8/HiFloat8 query (not emulated: 561003)",
+            )
+            for t in scales
+        ),
+    ]

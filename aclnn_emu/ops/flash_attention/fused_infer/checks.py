@@ -25,7 +25,7 @@ from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
 from . import checks_arch35, delegate, launch, opdef_table
-from .entry import V1, V2, V3, V4, VERSIONS, inner_args
+from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
 from .layouts import PACKED, Axes, key_rows, query_axes, seq_len, shaped, split
@@ -93,8 +93,27 @@ def _wrapper(op):
     return as_v4
 
 
-for _op in (V1, V2, V3):
+for _op in (V1, V2, V3, V5):
     _wrapper(_op)
+
+# What V5 hands the inner operator beyond V4's NULL, NULL and 0: the 9.x tilings read them (arch35
+# FusedInferAttentionScoreTilingV2; 9.1.0's FiaInfoParser and PSEChecker), which are not reviewed.
+V5_PATHS = Gaps(
+    V5,
+    "not_implemented",
+    {
+        "start_indices": "qStartIdxOptional / kvStartIdxOptional (refused before the inner operator's checks)",
+        "pse_type": "a pseType other than 0 (refused before the inner operator's checks)",
+    },
+)
+
+
+@V5.check
+def _v5_inputs(a, env):
+    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:
+        V5_PATHS.refuse("start_indices", "qStartIdxOptional or kvStartIdxOptional given")
+    if a.pseType != 0:
+        V5_PATHS.refuse("pse_type", f"pseType {a.pseType}")
 
 
 @V4.prepare
@@ -125,7 +144,7 @@ def _lengths_without_data(workspace):
     )
 
 
-for _op in (V2, V3, V4):
+for _op in (V2, V3, V4, V5):
     _op.undeclared("GetMaxWorkspaceSize")(_max_workspace)
 
 

@@ -1,8 +1,8 @@
-"""aclnnFusedInferAttentionScore V1-V4: four declarations over one inner operator.
+"""aclnnFusedInferAttentionScore V1-V5: five declarations over one inner operator.
 
-Each version's parameters are a subset of V4's, in V4's order; V1 spells them without the
-"Optional" suffix, as its header does. V1-V3 run V4's prepare (``base=V4``) after their own check,
-which gives V4's parameters the values their wrapper passes (``inner_args``). Defaults are those of
+V1-V3's parameters are a subset of V4's, in V4's order; V5 (CANN 9.0.0 on) adds three that V4 passes as NULL,
+NULL and 0. V1 spells them without the "Optional" suffix, as its header does. V1-V3 and V5 run V4's prepare
+(``base=V4``) after their own check, which gives the inner operator the values their wrapper passes (``inner_args``). Defaults are those of
 torch_npu.npu_fused_infer_attention_score (op-plugin op_plugin_functions.yaml; inner_precise 0).
 """
 
@@ -58,6 +58,8 @@ _SPEC = [
         dict(doc="query's dequantisation scale: INT8 MLA (A2/A3), FP8/HiFloat8 [B, N, ceil(S1/128), 1] (Ascend910_95)"),
     ),
     (_T, "learnableSinkOptional", 4, dict(doc="BF16 [N]: a learnt score each row's softmax sum also sees")),
+    (_A, "qStartIdxOptional", 5, dict(doc="first query position of an inner pse (not emulated: 561003)")),
+    (_A, "kvStartIdxOptional", 5, dict(doc="first key position of an inner pse (not emulated: 561003)")),
     (_I, "numHeads", 1, dict(default=1, doc="number of query heads N")),
     (_D, "scaleValue", 1, dict(default=1.0, doc="scale of Q·Kᵀ, usually 1/sqrt(D)")),
     (_I, "preTokens", 1, dict(default=2147483647, doc="sliding window: keys kept before a query")),
@@ -72,6 +74,7 @@ _SPEC = [
     (_I, "keyAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("key"))),
     (_I, "valueAntiquantMode", 2, dict(default=0, doc=_KV_MODES.format("value"))),
     (_I, "queryQuantMode", 4, dict(default=0, doc="query quantisation mode: 3 per token + head, 7 per block")),
+    (_I, "pseType", 5, dict(default=0, doc="how the pse enters the scores; 0, what V1-V4 pass (others: 561003)")),
 ]
 _TAIL = [
     TensorOut("attentionOut", like=attention_out_rule, doc="the attention result, in the output layout"),
@@ -84,7 +87,7 @@ def _name(v4_name: str, version: int) -> str:
     return v4_name.removesuffix("Optional") if version == 1 else v4_name
 
 
-def _declare(version: int, header: str, base: Op | None = None) -> Op:
+def _declare(version: int, header: str, base: Op | None = None, first_release: str | None = None) -> Op:
     params = []
     for kind, name, since, info in _SPEC:
         if since > version:
@@ -98,6 +101,7 @@ def _declare(version: int, header: str, base: Op | None = None) -> Op:
         params + _TAIL,
         base=base,
         defaults_from="torch_npu.npu_fused_infer_attention_score",
+        since=first_release,
     )
 
 
@@ -105,7 +109,9 @@ V4 = _declare(4, "aclnn_fused_infer_attention_score_v4.h")
 V1 = _declare(1, "aclnn_fused_infer_attention_score.h", V4)
 V2 = _declare(2, "aclnn_fused_infer_attention_score_v2.h", V4)
 V3 = _declare(3, "aclnn_fused_infer_attention_score_v3.h", V4)
-VERSIONS = {V1: 1, V2: 2, V3: 3, V4: 4}
+# CANN 9.0.0 on: V4's parameters plus the start indices and pseType V4 passes as NULL, NULL and 0.
+V5 = _declare(5, "aclnn_fused_infer_attention_score_v5.h", V4, first_release="9.0.0")
+VERSIONS = {V1: 1, V2: 2, V3: 3, V4: 4, V5: 5}
 
 
 def inner_args(a, op) -> SimpleNamespace:

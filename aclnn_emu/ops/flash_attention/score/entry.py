@@ -5,7 +5,7 @@ from aclnn_emu import config, versions
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.params import SOFTMAX_LANES
 from aclnn_emu.opdef.failures import TilingFailure
-from aclnn_emu.ops.flash_attention.common import entry_points
+from aclnn_emu.ops.flash_attention.common import entry_points, v4_inputs
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, OpError, String, TensorIn, TensorOut
 from .shapes import FLOAT, LAYOUT_RANKS, _analyse_input, _results
 
@@ -183,16 +183,7 @@ VAR_LENS = (VAR_LEN, VAR_LEN_V2, VAR_LEN_V3, VAR_LEN_V4, VAR_LEN_V5)
 # FlashAttentionScoreV4 (CANN 9.0.0 on): every input of V3 and the VarLen entry points in one call, plus the FP8/
 # HiFloat8 dequant scales, the quant output dtype and the dropout seed/offset V1-V3 fix at 0.
 _V4_ADDED = [
-    TensorIn("queryRopeOptional", optional=True, doc="the rope half of Q (not emulated with V4: 561003)"),
-    TensorIn("keyRopeOptional", optional=True, doc="the rope half of K (not emulated with V4: 561003)"),
-    *(
-        TensorIn(
-            f"dScale{t}Optional",
-            optional=True,
-            doc=f"dequant scale of {t} for an FP8/HiFloat8 query (not emulated: 561003)",
-        )
-        for t in "QKV"
-    ),
+    *v4_inputs("QKV"),
     Int64(
         "outDtype",
         default=0,

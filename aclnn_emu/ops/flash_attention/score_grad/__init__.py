@@ -2,6 +2,6 @@
 registers the prepare), launch.py moves data to and from the kernels."""
 
 from . import checks  # noqa: F401  (registers each entry point's prepare)
-from .entry import OP, UNPADDINGS, V1, V3
+from .entry import OP, UNPADDINGS, V1, V3, V4
 
-OPS = (OP, V1, V3, *UNPADDINGS)
+OPS = (OP, V1, V3, *UNPADDINGS, V4)

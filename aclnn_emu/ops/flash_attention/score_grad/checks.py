@@ -31,9 +31,8 @@ from .checks_arch35 import (
 )
 from .common import (
     UNESTABLISHED,
-    V2_OFFSET,
-    V2_SEED,
     refuse_grad_head_dim,
+    seeds,
     COMPRESSED_MASK,
     INVALID,
     NULLPTR,
@@ -56,6 +55,8 @@ from ..common import QUANT8
 from .entry import ARCH35, FLOATS, INFER_LAYOUTS, MASK_DTYPES, OP, UNPADDING_V4, UNPADDINGS, V1
 from .io_checks import input_dtype_check, io_dtype_and_shape_check, tnd_lengths_check
 from .launch import _launch, _launch_tnd, _zero_outputs
+from . import v4 as v4_checks
+from .v4 import is_v4
 
 
 SYSTEM_WORKSPACE = 16 << 20
@@ -412,14 +413,23 @@ def prepare(a, env):
         raise OpError(
             INVALID, f"Invalid HeadNum, pls check input attr: got headNum {a.headNum}; expected > 0", rule="head_num"
         )
-    io_dtype_and_shape_check(a, env)
+    v4 = is_v4(env)
+    if v4:
+        v4_checks.check_output_shapes(a, env)
+    else:
+        io_dtype_and_shape_check(a, env)
     _rank_checks(a)
-    _fp32_query_with_sink(a, env)
+    if not v4:
+        _fp32_query_with_sink(a, env)
     layout = a.inputLayout or ""
     s = _Shape(a, layout)
     tnd_lengths_check(a, env)
+    if v4:
+        v4_checks.check_sink_and_layout(a, env)
     _check_rope(a, s)
     input_dtype_check(a, env)  # PreFlashAttentionScoreGrad, before the L0 call
+    if v4:
+        v4_checks.to_l0(a, env, s)
     if layout.upper() not in INFER_LAYOUTS:
         fail("infershape.layout", f"The inputLayout should be BSH/SBH/BSND/BNSD/TND(case-insensitive), got {layout!r}")
     _kernel_select(a, env.soc == ARCH35)
@@ -518,7 +528,7 @@ def _prepare_tnd(a, s: _Shape, env):
     drop, generated = _present(a.dropMaskOptional), None
     if keep < 1 and drop is None and env.soc == ARCH35:
         _check_drop_mask_arch35(a, s, keep, env)  # warns: the kernel draws the keep mask itself
-        generated = (V2_SEED, V2_OFFSET)
+        generated = seeds(a)
     elif keep < 1:
         if drop is None:
             _fail((f"FAG keepProb [{keep:f}], dropMask can not be nullptr", "tiling.drop_null"))

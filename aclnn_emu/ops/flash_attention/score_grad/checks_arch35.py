@@ -8,8 +8,6 @@ from aclnn_emu.opdef.generated import attr_int32
 from .common import (
     INT32_MAX,
     UNESTABLISHED,
-    V2_OFFSET,
-    V2_SEED,
     _Shape,
     _check_atten_mask_info,
     _check_atten_mask_shape,
@@ -19,6 +17,7 @@ from .common import (
     _check_softmax_shapes,
     _names,
     _present,
+    seeds,
 )
 from ..common import QUANT8
 from .entry import ARCH35
@@ -127,9 +126,10 @@ def _check_drop_mask_arch35(a, s, keep, env):
     drop = _present(a.dropMaskOptional)
     if drop is None:
         if keep < 1:
+            seed, offset = seeds(a)
             env.warn(
                 f"portability: keepProb {keep:g} with no dropMask: on {ARCH35} the kernel generates the keep-mask "
-                f"(Philox-4x32-7 of dropmask.h, seed {V2_SEED}, offset {V2_OFFSET}, as the V2 interface passes "
+                f"(Philox-4x32-7 of dropmask.h, seed {seed}, offset {offset}, as the entry point passes "
                 f"them); the emulator follows dropmask.h but infers {INTERLEAVE_ORDER}, so the mask may differ "
                 "bit for bit from the device's (its keep rate does not)"
             )

@@ -30,6 +30,11 @@ INT32_MAX = 2147483647
 V2_SEED, V2_OFFSET = 0, 0  # what aclnnFlashAttentionScoreGradV2 passes to l0op::FlashAttentionScoreGrad
 
 
+def seeds(a) -> tuple[int, int]:
+    """The (seed, offset) the L0 op gets: V4's attributes, (0, 0) from the other entry points."""
+    return getattr(a, "seed", V2_SEED), getattr(a, "offset", V2_OFFSET)
+
+
 # Calls the Ascend910_95 (ARCH35) tiling accepts whose kernel behaviour the source does not settle.
 UNESTABLISHED = Gaps(
     OP,

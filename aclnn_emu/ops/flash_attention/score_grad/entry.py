@@ -2,7 +2,7 @@
 rules its outputs are allocated by); checks.py registers what phase 1 runs."""
 
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.ops.flash_attention.common import entry_points
+from aclnn_emu.ops.flash_attention.common import entry_params, entry_points, v4_inputs
 from aclnn_emu.opdef.signature import Double, Int64, IntArrayIn, Op, String, TensorIn, TensorOut
 
 
@@ -158,3 +158,36 @@ UNPADDING_V5 = _declare(
     True,
 )
 UNPADDINGS = (UNPADDING, UNPADDING_V2, UNPADDING_V3, UNPADDING_V4, UNPADDING_V5)
+
+# FlashAttentionScoreGradV4 (CANN 9.0.0 on): V3's and the Unpadding entry points' inputs in one call, plus the
+# FP8/HiFloat8 dequant scales, the quant output dtype and the dropout seed/offset the others fix at 0.
+_V4_ADDED = [
+    *v4_inputs(("Q", "K", "V", "Dy", "O")),
+    Int64("seed", default=0, doc="Philox seed of the keep mask Ascend950 generates (keepProb < 1, no dropMask)"),
+    Int64("offset", default=0, doc="Philox offset of the keep mask Ascend950 generates"),
+    Int64(
+        "outDtype",
+        default=0,
+        doc="dq/dk/dv dtype of an FP8/HiFloat8 query (0 fp16, 1 bf16); other queries give their own dtypes",
+    ),
+]
+_V4_REPLACED = {
+    "dqRopeOut": TensorOut("dqRopeOut", optional=True, like="queryRopeOptional", doc="dL/dqueryRopeOptional"),
+    "dkRopeOut": TensorOut("dkRopeOut", optional=True, like="keyRopeOptional", doc="dL/dkeyRopeOptional"),
+}
+V4 = Op(
+    "FlashAttentionScoreGradV4",
+    OP.header,
+    entry_params(
+        OP,
+        f"{_HEAD} sinkInOptional queryRopeOptional keyRopeOptional dScaleQOptional dScaleKOptional dScaleVOptional "
+        f"dScaleDyOptional dScaleOOptional prefixOptional {_SEQS} {_STARTS} scaleValue keepProb preTokens nextTokens "
+        "headNum inputLayout softmaxInLayout innerPrecise sparseMode pseType seed offset outDtype dqOut dkOut dvOut "
+        "dqRopeOut dkRopeOut dpseOut dsinkOut".split(),
+        extra=_ADDED + _V4_ADDED,
+        replaced=_V4_REPLACED,
+    ),
+    base=OP,
+    defaults_from="torch_npu.npu_fusion_attention_grad_v2",
+    since="9.0.0",
+)

@@ -6,7 +6,7 @@ from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
 from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.kernels.flash_attention.varlen import var_len_score_grad
-from .common import COMPRESSED_MASK, V2_OFFSET, V2_SEED, _present
+from .common import COMPRESSED_MASK, _present, seeds
 from .entry import ARCH35
 
 
@@ -70,7 +70,7 @@ def _launch(a, s, mode, env, sink=None):
 
     def run(workspace):
         drop_mask = (
-            packed_keep_mask(V2_SEED, V2_OFFSET, s.b * s.n1 * s.s1, s.s2, params.keep_prob)
+            packed_keep_mask(*seeds(a), s.b * s.n1 * s.s1, s.s2, params.keep_prob)
             if generate
             else None
             if drop is None

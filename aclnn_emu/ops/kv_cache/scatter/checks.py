@@ -16,7 +16,7 @@ from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORK
 from . import op_api
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
-from .launch import _run_compress, _run_nd, _run_nz
+from .launch import _run_compress, _run_nd, _run_nhsd, _run_nz
 
 
 INDEX_PARAMS = ("slotMapping", "compressLensOptional", "compressSeqOffsetOptional", "seqLensOptional")
@@ -55,27 +55,23 @@ NO_KERNEL = Gaps(
     OP,
     "no_kernel",
     {
-        "int8_key": "an INT8 key in nct, siso_nct, rope or omni mode on Atlas A2/A3 (the kernel list of "
-        "scatter_pa_kv_cache.cpp has no case for its tiling key)"
+        "int8_key": "an INT8 key in nct, siso_nct, rope, omni or (branch 9.1.0) NHSD mode on Atlas A2/A3 (the kernel "
+        "list of scatter_pa_kv_cache.cpp has no case for its tiling key)"
     },
 )
 
 
 STRICT_MODES = "spkc.a2_template_modes"
-NOT_IMPLEMENTED = Gaps(
-    OP,
-    "not_implemented",
-    {
-        "nhsd": "scatterMode NHSD on Atlas A2/A3 (branch 9.1.0's template for caches [blocks, heads, blockSize, D]; "
-        "8.5 has no such mode)"
-    },
-)
+NZ_5D = "spkc.a2_nz_5d_caches"
+NZ_CACHE_RANKS = (4, 5)
 UNESTABLISHED = Gaps(
     OP,
     "unestablished",
     {
         "short_rows": "Atlas A2/A3 Alibi/Rope/Omni mode with kHeadSize * sizeof(key) under 32 bytes (every copy is a "
-        "DataCopy of 0 blocks; what a zero-length DataCopy does is not established)"
+        "DataCopy of 0 blocks; what a zero-length DataCopy does is not established)",
+        "nhsd_rank": "scatterMode NHSD on Atlas A2/A3 with a key or value of another rank than 3 (the 9.1.0 op_api "
+        "allows 4-D ones, CheckInputDimNumNHSD checks neither, and CheckInputShapeNHSD reads their first three dims)",
     },
 )
 
@@ -122,7 +118,7 @@ def _template_a2(a, env) -> str:
     if strict and scatter_mode not in (*modes, "NHSD", "", "None"):
         fail("scatter_mode", f"scatterMode only support None, Rope, Alibi, Omni, Nct, got {scatter_mode!r}")
     if strict and scatter_mode == "NHSD":
-        NOT_IMPLEMENTED.refuse("nhsd")
+        modes["NHSD"] = "nhsd"
     mode = modes.get(scatter_mode, "normal")
     if a.valueCacheRef.ndim == 0:
         if strict and mode not in ("normal", "nct"):
@@ -136,8 +132,10 @@ def _tiling_a2(a, env):
     mode = _template_a2(a, env)
     # GetInputDtype / GetIndexDtype cannot fail here: the kernel lookup already pinned key == key
     # cache, value == value cache, both in {FP16, BF16, INT8}, and an INT32/INT64 slot mapping.
-    _check_dim_num_a2(a, mode)
-    heads, head_k, head_v, batches = _check_dims_a2(a, mode)
+    if mode == "nhsd":
+        return _tiling_nhsd(a, env)
+    _check_dim_num_a2(a, env, mode)
+    heads, head_k, head_v, batches = _check_dims_a2(a, env, mode)
     nct = _nct_attrs(a) if mode in ("nct", "siso_nct") else None
     key, cores = a.key, env.part.aiv_cores
     if mode == "nz":
@@ -155,23 +153,66 @@ def _tiling_a2(a, env):
     return _run_nd(a, heads * head_k, None if head_v is None else heads * head_v, nct, cores)
 
 
-def _check_dim_num_a2(a, mode: str) -> None:
+def _tiling_nhsd(a, env):
+    """Branch 9.1.0's NHSD template: CheckInputDimNumNHSD, CheckInputShapeNHSD and DoNHSDOpTiling, in their order
+    (GetInputDtypeKv's key == value dtype rule never fails: the op_api's CheckDtypeValid refused such calls); the
+    kernel is built for FP16/BF16 keys only."""
+    key, value, kc, vc = a.key, a.value, a.keyCacheRef, a.valueCacheRef
+    if a.slotMapping.ndim != 1:
+        fail("slot_rank", f"slot_mapping should be 1 dim, got {list(a.slotMapping.shape)}")
+    if kc.ndim != 4:
+        fail("key_cache_rank", f"key_cache should be 4 dim, got {list(kc.shape)}")
+    if vc.shape[2:3] != kc.shape[2:3]:
+        fail("nhsd.cache_dim2", f"dim2 of keyCache {list(kc.shape)} should be same as ValueCache {list(vc.shape)}")
+    if key.ndim != 3 or value.ndim != 3:
+        UNESTABLISHED.refuse("nhsd_rank", f"key {list(key.shape)}, value {list(value.shape)}")
+    tokens, heads, head_k = key.shape
+    head_v, blocks, block_size = value.shape[2], kc.shape[0], kc.shape[2]
+    unit_k, unit_v = key.np_dtype.itemsize, value.np_dtype.itemsize
+    checks = (
+        (head_k * unit_k % 32 or head_v * unit_v % 32, "align", "kHeadSize and vHeadSize should be align to 32"),
+        (heads != kc.shape[1], "heads", "dim1 of keyCache should be same as numHead"),
+        (heads > 4095, "heads_max", "num head must less than or equal 4095"),
+        (blocks * block_size < tokens, "capacity", "numBlocks * blockSize should larger than numTokens"),
+        (vc.shape[2] != block_size, "cache_dim2", "dim2 of keyCache should be same as ValueCache"),
+        (vc.shape[1] != kc.shape[1], "cache_dim1", "dim1 of keyCache should be same as ValueCache"),
+        (value.shape[0] != tokens, "kv_dim0", "dim0 of key should be same as Value"),
+        (value.shape[1] != heads, "kv_dim1", "dim1 of key should be same as Value"),
+        (kc.shape[3] != head_k, "key_cache_dim3", "dim3 of keyCache should be same as kHeadSize"),
+        (vc.ndim < 4 or vc.shape[3] != head_v, "value_cache_dim3", "dim3 of ValueCache should be same as vHeadSize"),
+        (vc.shape[0] != blocks, "cache_dim0", "dim0 of keyCache should be same as ValueCache"),
+        ((heads * head_k + heads * head_v) * unit_k > env.part.ub_bytes - 1024, "ub", "one token key size plus one "
+         "token value must less than the unified buffer"),
+        (block_size * max(head_k, head_v) > UINT_MAX, "uint32", "blockSize * kHeadSize (vHeadSize) must less than "
+         "UINT32_MAX"),
+    )  # fmt: skip
+    for failed, rule, message in checks:
+        if failed:
+            fail(f"nhsd.{rule}", f"{message} (key {list(key.shape)}, value {list(value.shape)}, keyCache "
+                 f"{list(kc.shape)}, valueCache {list(vc.shape)})")  # fmt: skip
+    if key.dtype == I8:
+        NO_KERNEL.refuse("int8_key", "NHSD mode")
+    return _run_nhsd(a, heads, head_k, head_v, block_size, env.part.aiv_cores)
+
+
+def _check_dim_num_a2(a, env, mode: str) -> None:
     """CheckInputDimNum: ranks, and the dims key/value and the two caches must share."""
     key, kc, value, vc = a.key, a.keyCacheRef, a.value, a.valueCacheRef
+    ranks = NZ_CACHE_RANKS if mode == "nz" and env.version.has(NZ_5D) else (4,)
     if key.ndim != 3:
         fail("key_rank", f"key should be 3-D, got {list(key.shape)}")
-    if kc.ndim != 4:
-        fail("key_cache_rank", f"keyCacheRef should be 4-D, got {list(kc.shape)}")
+    if kc.ndim not in ranks:
+        fail("key_cache_rank", f"keyCacheRef should be {' or '.join(map(str, ranks))}-D, got {list(kc.shape)}")
     if a.slotMapping.ndim != 1:
         fail("slot_rank", f"slotMapping should be 1-D, got {list(a.slotMapping.shape)}")
     if not mode.startswith("siso"):
         if value.ndim != 3:
             fail("value_rank", f"value should be 3-D, got {list(value.shape)}")
-        if vc.ndim != 4:
-            fail("value_cache_rank", f"valueCacheRef should be 4-D, got {list(vc.shape)}")
+        if vc.ndim not in ranks:
+            fail("value_cache_rank", f"valueCacheRef should be {' or '.join(map(str, ranks))}-D, got {list(vc.shape)}")
         if key.shape[:2] != value.shape[:2]:
             fail("kv_dims", f"dim0 and dim1 of key {list(key.shape)} and value {list(value.shape)} should be the same")
-        pair = (0, 2) if mode == "nz" else (0, 1)
+        pair = (0, -2) if mode == "nz" else (0, 1)  # the NZ block size is the second-to-last dim (4-D or 5-D)
         if any(kc.shape[i] != vc.shape[i] for i in pair):
             fail(
                 "cache_dims",
@@ -191,16 +232,18 @@ def _check_dim_num_a2(a, mode: str) -> None:
                 fail("compress_rank", f"{name} should be 1-D, got {list(tensor.shape)}")
 
 
-def _check_dims_a2(a, mode: str) -> tuple:
+def _check_dims_a2(a, env, mode: str) -> tuple:
     """CheckInputDim: sizes as uint64 in (0, UINT_MAX], cache capacity, the NZ cache layout and, in the
     compress modes, the batch count. Returns (heads, k_head_size, v_head_size or None, batches or 0)."""
     key, kc = a.key, a.keyCacheRef
     tokens, heads, head_k = key.shape
     blocks = kc.shape[0]
-    block_size = kc.shape[2] if mode == "nz" else kc.shape[1]
+    block_size = kc.shape[-2] if mode == "nz" else kc.shape[1]
     for name, v in (("numTokens", tokens), ("numHead", heads), ("kHeadSize", head_k), ("blockSize", block_size)):
         if not 0 < v <= UINT_MAX:
             fail("dims_positive", f"{name} is invalid: {v}")
+    if mode == "nz" and env.version.has(NZ_5D) and block_size > 65535:
+        fail("nz_block_size", f"blockSize should less than UINT16_MAX, got {block_size}")
     if blocks * block_size < tokens:
         fail(
             "cache_capacity",
@@ -212,8 +255,8 @@ def _check_dims_a2(a, mode: str) -> tuple:
         if not 0 < head_v <= UINT_MAX:
             fail("dims_positive", f"vHeadSize is invalid: {head_v}")
         if mode == "nz":
-            _check_nz_cache(kc, heads * head_k, key.dtype, "keyCacheRef")
-            _check_nz_cache(a.valueCacheRef, heads * head_v, a.value.dtype, "valueCacheRef")
+            _check_nz_cache(kc, heads, head_k, key.dtype, "keyCacheRef")
+            _check_nz_cache(a.valueCacheRef, heads, head_v, a.value.dtype, "valueCacheRef")
     batches = 0
     if mode in ("alibi", "rope", "omni"):
         batches = a.seqLensOptional.storage_shape[0] if a.seqLensOptional.storage_shape else 0
@@ -222,8 +265,21 @@ def _check_dims_a2(a, mode: str) -> tuple:
     return heads, head_k, head_v, batches
 
 
-def _check_nz_cache(cache, token_size: int, dtype, name: str) -> None:
+def _check_nz_cache(cache, heads: int, head_size: int, dtype, name: str) -> None:
+    """A 4-D NZ cache [blocks, heads x D / last, blockSize, last], or (9.1.0, NZ_5D) a 5-D one [blocks, heads,
+    D / last, blockSize, last], which holds the same bytes in the same order."""
     last = 32 // cache.np_dtype.itemsize
+    if cache.ndim == 5:
+        for dim, want, what in ((1, heads, "num_head"), (2, head_size // last, f"head_size / {last}")):
+            if cache.shape[dim] != want:
+                fail(f"nz_dim{dim}", f"dim{dim} of {name} is invalid: {cache.shape[dim]}, expected {want} ({what})")
+        if cache.shape[4] != last:
+            fail(
+                "nz_dim3",
+                f"last dim of {name} is invalid: {cache.shape[4]}, expected {last} (32 bytes of {dtype.short})",
+            )
+        return
+    token_size = heads * head_size
     if cache.shape[1] != token_size // last:
         fail(
             "nz_dim1",

@@ -50,9 +50,23 @@ def _run_nz(a, cores):
         pairs = []
         for src, cache, name in ((a.key, a.keyCacheRef, "keyCacheRef"), (a.value, a.valueCacheRef, "valueCacheRef")):
             rows, more = index_values(OP, src, tokens * math.prod(src.shape[1:]))
-            pairs.append((_whole(cache, name), rows.reshape(tokens, -1), name))
+            whole = _whole(cache, name)  # a 5-D cache [blocks, heads, D/last, bs, last] as the 4-D one it equals
+            pairs.append((whole.reshape(cache.shape[0], -1, *cache.shape[-2:]), rows.reshape(tokens, -1), name))
             findings += more
         return findings + a2.scatter_nz(pairs, slots, cores)
+
+    return run
+
+
+def _run_nhsd(a, heads, head_k, head_v, block_size, cores):
+    def run():
+        slots, findings = _index_values(a.slotMapping, a.key.shape[0], int32_words=False)
+        for src, cache, head_size, name in (
+            (a.key, a.keyCacheRef, head_k, "keyCacheRef"),
+            (a.value, a.valueCacheRef, head_v, "valueCacheRef"),
+        ):
+            findings += a2.scatter_nhsd(_flat(cache), _flat(src), slots, heads, head_size, block_size, cores, name)
+        return findings
 
     return run
 
