@@ -468,3 +468,27 @@ def test_pfa_base_api_sh_key_hidden_other_than_kv_heads_times_d(pool, soc):
     refused as a misread (561103, rule refused.kv_hidden)."""
     got = outcome(pool, "PromptFlashAttentionV3", "pfa_v3_base_api_mask", soc, a1=T((16, 65), "FLOAT16"))
     assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_INNER_NULLPTR), got
+
+
+def test_unpadding_grad_arch35_prefix_mode_mask_too_small(pool):
+    """Sparse mode 5 on the arch35 backward's BSND path reads the mask as mode 1's: its last two
+    dimensions must hold S1·S2 elements (CheckAttenMaskShape), a [2, 1, 8] mask fails (161001)."""
+    got = outcome(
+        pool, "FlashAttentionUnpaddingScoreGradV2", "fag_tnd_prefix5", "Ascend910_95", a7=T((2, 1, 8), "UINT8")
+    )
+    assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_PARAM_NULLPTR), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_int4_0d_key_keeps_its_shape(pool, soc):
+    """TensorPreProcess multiplies the last dimension of a rank >= 1 INT32 key by 8; a 0-d one keeps its
+    shape and fails the tiling's shape rules (561002), not an internal error."""
+    got = outcome(pool, "FusedInferAttentionScoreV2", "fia_int4", soc, a1=L([T((), "INT32")]))
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+def test_fia_paged_pfa_kv_heads_above_heads(pool):
+    """The A2/A3 PFA tiling sets headNumRatio only for numHeads divisible by numKeyValueHeads, before
+    CheckPATypeAndShape divides by it: 561002, not an internal error."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa", "Ascend910B", a34=127)
+    assert (got.kind, got.code) == ("rejected", TILING), got

@@ -9,6 +9,7 @@ cannot take are declared below.
 
 from types import SimpleNamespace
 
+import math
 import numpy as np
 
 from aclnn_emu import status
@@ -320,8 +321,9 @@ class _Int4:
 
     def __init__(self, t):
         self.t, self.dtype, self.format = t, DataType.ACL_INT8, t.format
-        self.shape = tuple(t.shape[:-1]) + (t.shape[-1] * fia.INT4_PER_INT32,)
-        self.ndim, self.numel = len(self.shape), t.numel * fia.INT4_PER_INT32
+        shape = tuple(t.shape)  # a 0-d tensor keeps its shape (TensorPreProcess: viewShapeDim >= 1)
+        self.shape = shape[:-1] + (shape[-1] * fia.INT4_PER_INT32,) if shape else shape
+        self.ndim, self.numel = len(self.shape), math.prod(self.shape)
         self.is_empty = self.numel == 0
 
     def read(self, what: str = "tensor"):

@@ -62,6 +62,10 @@ def check(a, env) -> SimpleNamespace:
         raise tiling("pfa_paged.key_value", f"key {list(ks)} and value {list(vs)} differ")
     per = [paged_prompt.blocks_of(x, block) for x in ([values[0]] * b if len(values) == 1 else values[:b])]
     valid, most = sum(per), max([0, *per])
+    if route.kv_heads <= 0 or route.heads % route.kv_heads:  # the tiling sets headNumRatio only after this
+        raise tiling(
+            "pfa_paged.head_ratio", f"numHeads({route.heads}) must be divisible by numKeyValueHeads({route.kv_heads})!"
+        )
     ratio = route.heads // route.kv_heads
     if len(ks) == 3 and (ks[1] != block or ks[2] * ratio != h):
         raise tiling("pfa_paged.cache_shape", f"key {list(ks)} should be [>={valid}, {block}, {h // ratio}]")

@@ -512,6 +512,8 @@ def _prepare_tnd(a, s: _Shape, env):
         _fail(tnd.check_mask(mask, batches, compressed, s.n1, grad=True, arch35=arch35))
         if arch35 and compressed is None:
             _check_mask_size_arch35(mask, batches, as_bsnd)
+    elif mask is not None:  # mode 5 on the BSND path: the mask read as mode 1's, uncompressed
+        _check_mask_size_arch35(mask, batches, as_bsnd)
     tokens = None
     if as_bsnd:  # ProcessTokensInfo of the BSND path: the pad-scene correction and check
         tokens = _arch35_tokens(a, SimpleNamespace(s1=batches.q[0], s2=batches.kv[0]), mode & 0xFFFFFFFF)
