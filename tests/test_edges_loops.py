@@ -224,6 +224,39 @@ def test_matmul_panels_at_every_width(k, n, dtype):
     assert (out.base[:, n:] == 7).all()
 
 
+@pytest.mark.parametrize("m", [1, 5, 6, 7, 13, 47, 48, 49, 100])
+@pytest.mark.parametrize("k, col0, cols", [(1, 0, 9), (33, 0, 64), (64, 5, 40)])
+def test_matmul_panels_reads_a_transposed_a_as_its_row_major_copy(m, k, col0, cols):
+    """A transposed view of A (the backward's Pᵀ, dSᵀ), with rows past whole tiles and strip groups
+    and a power-of-two row stride: the bits of the same product from a row-major copy."""
+    stored = RNG.standard_normal((k, 128)).astype(np.float32)
+    a = stored[:, :m].T  # [m, k], contiguous columns 128 floats apart
+    panels = native.pack_panels(RNG.standard_normal((k, 80)).astype(np.float32))
+    got, want = _padded(m, cols), _padded(m, cols)
+    native.matmul_panels(got, a, panels, col0)
+    native.matmul_panels(want, np.ascontiguousarray(a), panels, col0)
+    assert got.tobytes() == want.tobytes() and (got.base[:, cols:] == 7).all()
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("m, k, col0, cols", [(7, 33, 5, 40), (13, 64, 0, 64), (3, 0, 0, 9)])
+def test_matmul_panels_accumulate_adds_the_whole_product(transposed, m, k, col0, cols):
+    """out += a @ B: the product's bits added to out's in one fp32 addition, the pad left alone."""
+    a = (
+        RNG.standard_normal((k, m)).astype(np.float32).T
+        if transposed
+        else RNG.standard_normal((m, k)).astype(np.float32)
+    )
+    panels = native.pack_panels(RNG.standard_normal((k, 80)).astype(np.float32))
+    start = RNG.standard_normal((m, cols)).astype(np.float32)
+    start[0, 0] = -0.0  # -0 + a product of +0 is +0
+    got = _padded(m, cols)
+    got[...] = start
+    native.matmul_panels(got, a, panels, col0, accumulate=True)
+    want = start + native.matmul_panels(np.empty((m, cols), np.float32), a, panels, col0)
+    assert got.tobytes() == want.tobytes() and (got.base[:, cols:] == 7).all()
+
+
 @pytest.mark.parametrize("keys", [1, 9, 17, 33, 65, 129])
 @pytest.mark.parametrize("d, dv", [(7, 9), (16, 16), (33, 17)])
 @pytest.mark.parametrize("unseen", [(), (0,), (4,), (0, 3, 6)])

@@ -51,7 +51,7 @@ void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t 
         float *o = acc + r0 * dv;
         for (int64_t b = 0; b < blocks; ++b) {
             int64_t c0 = bounds[b], cols = bounds[b + 1] - c0;
-            aclemu_matmul_panels(scores, ld, q + r0 * ldq, ldq, count, d, keys, key_stride, c0, cols, scratch);
+            aclemu_matmul_panels(scores, ld, q + r0 * ldq, ldq, count, d, keys, key_stride, c0, cols, scratch, 0);
             aclemu_softmax_block(scores, count, cols, ld, pre, fp16, post, row_max + r0, row_sum + r0, alpha,
                                  rounding);
             if (zero_unseen)
@@ -59,7 +59,7 @@ void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t 
                     if (row_max[r0 + i] == -FLT_MAX) memset(scores + i * ld, 0, (size_t)cols * sizeof(float));
             int fresh = !acc_set && b == 0;
             aclemu_matmul_panels(fresh ? o : pv, dv, scores, ld, count, cols, values + c0 * PANEL, value_stride,
-                                 0, dv, scratch);
+                                 0, dv, scratch, 0);
             if (!fresh) aclemu_rescale_add(o, alpha, pv, count, dv);
         }
     }

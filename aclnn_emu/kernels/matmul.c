@@ -57,8 +57,13 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
    of 32 keep the error at a BLAS's for one extra add per 32 fused multiply-adds. */
 #define CHUNK 32
 
-/* One tile: MR rows of A (lda apart) . panel into the MR x 32 block at dst, rows ld apart. */
+/* One tile: MR rows of A . panel into the MR x 32 block at dst, rows ld apart. A's element (r, kk)
+   is a[r * lda + kk] (ROW_MAJOR), or a[kk * STRIP + r] (STRIP_MAJOR: a transposed A's strip of
+   rows, aclemu_matmul_panels_t; lda unused). */
 #define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld)
+#define STRIP 8
+#define ROW_MAJOR(r, kk) ((r) * lda + (kk))
+#define STRIP_MAJOR(r, kk) ((kk) * STRIP + (r))
 
 #ifdef ISA_LEVELS
 #define MR_SIMD 6
@@ -72,7 +77,7 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
    B fewer per row but runs 15 % slower. The pair tiles (2 rows x 32 in one pass) take the rows left
    over past a multiple of 6, which a main tile would take padded to 6 (2 % of the time of a block
    of 512 rows). */
-#define TILE(name, target, MR, NV, vec, V, zero, load, broadcast, fmadd, add, store)                   \
+#define TILE(name, target, AT, MR, NV, vec, V, zero, load, broadcast, fmadd, add, store)                   \
     target static void name TILE_PARAMS {                                                             \
         for (int h = 0; h < PANEL; h += NV * V) {                                                     \
             vec total[MR][NV];                                                                        \
@@ -89,7 +94,7 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
                     for (int q = 0; q < NV; ++q) b[q] = load(panel + kk * PANEL + h + V * q);         \
                     _Pragma("GCC unroll 6")                                                           \
                     for (int r = 0; r < MR; ++r) {                                                    \
-                        vec x = broadcast(a[r * lda + kk]);                                           \
+                        vec x = broadcast(a[AT(r, kk)]);                                              \
                         _Pragma("GCC unroll 4")                                                       \
                         for (int q = 0; q < NV; ++q) acc[r][q] = fmadd(x, b[q], acc[r][q]);           \
                     }                                                                                 \
@@ -107,50 +112,103 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
     }
 
 /* (a second expansion, so the operation lists below count as arguments) */
-#define DEFINE_TILE(name, target, MR, NV, ...) TILE(name, target, MR, NV, __VA_ARGS__)
+#define DEFINE_TILE(name, target, AT, MR, NV, ...) TILE(name, target, AT, MR, NV, __VA_ARGS__)
 #define AVX512_OPS __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, \
     _mm512_add_ps, _mm512_storeu_ps
 #define AVX2_OPS __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, \
     _mm256_add_ps, _mm256_storeu_ps
-DEFINE_TILE(tile_avx512, ON_AVX512, MR_SIMD, 2, AVX512_OPS)
-DEFINE_TILE(pair_avx512, ON_AVX512, MR_PAIR, 2, AVX512_OPS)
-DEFINE_TILE(tile_avx2, ON_AVX2, MR_SIMD, 2, AVX2_OPS)
-DEFINE_TILE(pair_avx2, ON_AVX2, MR_PAIR, 4, AVX2_OPS)
+DEFINE_TILE(tile_avx512, ON_AVX512, ROW_MAJOR, MR_SIMD, 2, AVX512_OPS)
+DEFINE_TILE(pair_avx512, ON_AVX512, ROW_MAJOR, MR_PAIR, 2, AVX512_OPS)
+DEFINE_TILE(tile_avx2, ON_AVX2, ROW_MAJOR, MR_SIMD, 2, AVX2_OPS)
+DEFINE_TILE(pair_avx2, ON_AVX2, ROW_MAJOR, MR_PAIR, 4, AVX2_OPS)
+DEFINE_TILE(strip_avx512, ON_AVX512, STRIP_MAJOR, MR_SIMD, 2, AVX512_OPS)
+DEFINE_TILE(strip_avx2, ON_AVX2, STRIP_MAJOR, MR_SIMD, 2, AVX2_OPS)
 #endif
 
 #define MR_BASELINE 2
 
-static void tile_baseline TILE_PARAMS {
-    for (int r = 0; r < MR_BASELINE; ++r)
-        for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
-            int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;
-            float acc[PANEL] = {0};
-            for (int64_t kk = k0; kk < k1; ++kk)
-                for (int j = 0; j < PANEL; ++j) acc[j] = fmaf(a[r * lda + kk], panel[kk * PANEL + j], acc[j]);
-            for (int j = 0; j < PANEL; ++j) dst[r * ld + j] = k0 ? dst[r * ld + j] + acc[j] : acc[j];
-        }
-}
+#define BASELINE_TILE(name, AT)                                                                       \
+    static void name TILE_PARAMS {                                                                    \
+        for (int r = 0; r < MR_BASELINE; ++r)                                                         \
+            for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {                                               \
+                int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;                                         \
+                float acc[PANEL] = {0};                                                               \
+                for (int64_t kk = k0; kk < k1; ++kk)                                                  \
+                    for (int j = 0; j < PANEL; ++j) acc[j] = fmaf(a[AT(r, kk)], panel[kk * PANEL + j], acc[j]); \
+                for (int j = 0; j < PANEL; ++j) dst[r * ld + j] = k0 ? dst[r * ld + j] + acc[j] : acc[j]; \
+            }                                                                                         \
+    }
+BASELINE_TILE(tile_baseline, ROW_MAJOR)
+BASELINE_TILE(strip_baseline, STRIP_MAJOR)
 
 #define MR_MAX 6
 
-/* Floats of the scratch aclemu_matmul_panels needs for a k of k. */
-int64_t aclemu_matmul_scratch(int64_t k) { return MR_MAX * k; }
+/* Floats of the scratch aclemu_matmul_panels and aclemu_matmul_panels_t need for a k of k: one
+   tile's rows of A, or a transposed A's strips (STRIP_TILES, below). */
+int64_t aclemu_matmul_scratch(int64_t k) { return 8 * STRIP * k; }
+
+typedef void (*tile_kernel) TILE_PARAMS;
+
+/* The tiles at the ISA level in use and their rows: 6 (baseline: 2); the pair tiles (none at the
+   baseline) and the strip tiles of a transposed A. */
+static int tiles(tile_kernel *tile, tile_kernel *pair, tile_kernel *strip) {
+    *tile = tile_baseline, *pair = 0, *strip = strip_baseline;
+#ifdef ISA_LEVELS
+    if (aclemu_isa_in_use == ISA_AVX512) {
+        *tile = tile_avx512, *pair = pair_avx512, *strip = strip_avx512;
+        return MR_SIMD;
+    }
+    if (aclemu_isa_in_use == ISA_AVX2) {
+        *tile = tile_avx2, *pair = pair_avx2, *strip = strip_avx2;
+        return MR_SIMD;
+    }
+#endif
+    return MR_BASELINE;
+}
+
+/* What every tile of one product shares: C, the window of its columns, B's panels, k, and
+   whether the product is added to C (as a whole: C + sum) or stored. */
+struct grid {
+    float *c;
+    int64_t ldc, k, panel_stride, col0, cols;
+    const float *panels;
+    int accumulate;
+};
+
+/* The tile of C's rows from i0 (`count` of the `height` that `fn` computes from A's `rows`, read
+   with lda as fn reads them) and panel p, clipped to the column window. */
+INLINE void tile_at(const struct grid *g, tile_kernel fn, const float *rows, int64_t lda, int64_t i0, int count,
+                    int height, int64_t p, float *tile) {
+    int64_t lo = g->col0 > p * PANEL ? g->col0 - p * PANEL : 0;
+    int64_t hi = g->col0 + g->cols < (p + 1) * PANEL ? g->col0 + g->cols - p * PANEL : PANEL;
+    float *out = g->c + i0 * g->ldc + p * PANEL - g->col0;       /* column p * 32 of row i0 */
+    if (lo == 0 && hi == PANEL && count == height && !g->accumulate) {
+        fn(rows, lda, g->panels + p * g->panel_stride, g->k, out, g->ldc);
+    } else {                                                     /* through the tile buffer */
+        fn(rows, lda, g->panels + p * g->panel_stride, g->k, tile, PANEL);
+        for (int r = 0; r < count; ++r)
+            if (g->accumulate)
+                for (int64_t j = lo; j < hi; ++j) out[r * g->ldc + j] += tile[r * PANEL + j];
+            else
+                memcpy(out + r * g->ldc + lo, tile + r * PANEL + lo, (size_t)(hi - lo) * sizeof(float));
+    }
+}
 
 /* c[i * ldc + j] = sum over kk < k of a[i * lda + kk] * B[kk][col0 + j], for i < m and j < cols,
-   where B[kk][col] = panels[(col / 32) * panel_stride + kk * 32 + col % 32]. `scratch` holds
-   MR_MAX * k floats: the last rows of A when they fill neither a tile nor pair tiles. */
+   where B[kk][col] = panels[(col / 32) * panel_stride + kk * 32 + col % 32]; with `accumulate`,
+   c[i * ldc + j] plus that sum. `scratch` holds aclemu_matmul_scratch(k) floats: the last rows of A
+   when they fill neither a tile nor pair tiles. */
 void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
-                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch) {
-    void (*tile_fn) TILE_PARAMS = tile_baseline, (*pair_fn) TILE_PARAMS = 0;
-    int mr = MR_BASELINE;
-#ifdef ISA_LEVELS
-    if (aclemu_isa_in_use == ISA_AVX512) tile_fn = tile_avx512, pair_fn = pair_avx512, mr = MR_SIMD;
-    else if (aclemu_isa_in_use == ISA_AVX2) tile_fn = tile_avx2, pair_fn = pair_avx2, mr = MR_SIMD;
-#endif
+                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch,
+                          int accumulate) {
+    tile_kernel tile_fn, pair_fn, strip_fn;
+    int mr = tiles(&tile_fn, &pair_fn, &strip_fn);
     if (k == 0) {                                        /* empty sums: the tiles would store nothing */
-        for (int64_t i = 0; i < m; ++i) memset(c + i * ldc, 0, (size_t)cols * sizeof(float));
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + 0.0f : 0.0f;
         return;
     }
+    struct grid g = {c, ldc, k, panel_stride, col0, cols, panels, accumulate};
     float tile[MR_MAX * PANEL];
     int64_t full = m / mr, p0 = col0 / PANEL, panels_used = (col0 + cols + PANEL - 1) / PANEL - p0;
     int rest = (int)(m - full * mr);
@@ -168,25 +226,52 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
     for (int64_t outer = 0; outer < (panel_outer ? panels_used : blocks); ++outer)
         for (int64_t inner = 0; inner < (panel_outer ? blocks : panels_used); ++inner) {
             int64_t block = panel_outer ? inner : outer, p = p0 + (panel_outer ? outer : inner);
-            void (*fn) TILE_PARAMS = tile_fn;
-            int64_t i0 = block * mr, ld_rows = lda;
-            int count = mr, height = mr;                         /* rows wanted, rows the tile computes */
-            if (block >= full && pairs) {                        /* a pair tile; a single row read twice */
-                fn = pair_fn, height = MR_PAIR, i0 = full * mr + (block - full) * MR_PAIR;
-                count = m - i0 < MR_PAIR ? (int)(m - i0) : MR_PAIR;
-                ld_rows = count == MR_PAIR ? lda : 0;
-            } else if (block >= full) {
-                count = rest, ld_rows = k;
-            }
-            const float *rows = block >= full && !pairs ? scratch : a + i0 * lda;
-            int64_t lo = col0 > p * PANEL ? col0 - p * PANEL : 0;
-            int64_t hi = col0 + cols < (p + 1) * PANEL ? col0 + cols - p * PANEL : PANEL;
-            float *out = c + i0 * ldc + p * PANEL - col0;       /* column p * 32 of row i0 */
-            if (lo == 0 && hi == PANEL && count == height) {
-                fn(rows, ld_rows, panels + p * panel_stride, k, out, ldc);
-            } else {                                             /* through the tile buffer */
-                fn(rows, ld_rows, panels + p * panel_stride, k, tile, PANEL);
-                for (int r = 0; r < count; ++r) memcpy(out + r * ldc + lo, tile + r * PANEL + lo, (size_t)(hi - lo) * sizeof(float));
+            if (block < full) {
+                tile_at(&g, tile_fn, a + block * mr * lda, lda, block * mr, mr, mr, p, tile);
+            } else if (pairs) {                                  /* a pair tile; a single row read twice */
+                int64_t i0 = full * mr + (block - full) * MR_PAIR;
+                int count = m - i0 < MR_PAIR ? (int)(m - i0) : MR_PAIR;
+                tile_at(&g, pair_fn, a + i0 * lda, count == MR_PAIR ? lda : 0, i0, count, MR_PAIR, p, tile);
+            } else {
+                tile_at(&g, tile_fn, scratch, k, full * mr, rest, mr, p, tile);
             }
         }
+}
+
+/* aclemu_matmul_panels for A(i, kk) = a[kk * lda + i], a transposed view (the backward's Pᵀ and
+   dSᵀ). The rows of STRIP_TILES tiles at a time are first copied into strips in scratch, STRIP
+   floats per k step and tile, which the tile then reads in order while the panels pass. Read in
+   place, a tile would take one cache line per k step, lda apart, on every pass; for a power-of-two
+   lda those lines share a few L1 sets and come from L2 each time. The copy reads each line once.
+   Rows past m are copies of the last row. The same sums in the same order, so the same bits as
+   for a row-major copy of A. */
+#define STRIP_TILES 8
+void aclemu_matmul_panels_t(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
+                            const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch,
+                            int accumulate) {
+    tile_kernel tile_fn, pair_fn, strip_fn;
+    int mr = tiles(&tile_fn, &pair_fn, &strip_fn);
+    if (k == 0) {
+        aclemu_matmul_panels(c, ldc, a, lda, m, k, panels, panel_stride, col0, cols, scratch, accumulate);
+        return;
+    }
+    struct grid g = {c, ldc, k, panel_stride, col0, cols, panels, accumulate};
+    float tile[MR_MAX * PANEL];
+    int64_t p0 = col0 / PANEL, p1 = (col0 + cols + PANEL - 1) / PANEL;
+    for (int64_t g0 = 0; g0 < m; g0 += STRIP_TILES * mr) {
+        int64_t strips = (m - g0 + mr - 1) / mr < STRIP_TILES ? (m - g0 + mr - 1) / mr : STRIP_TILES;
+        for (int64_t kk = 0; kk < k; ++kk)
+            for (int64_t t = 0; t < strips; ++t) {
+                float *strip = scratch + (t * k + kk) * STRIP;
+                const float *row = a + kk * lda;
+                int64_t i0 = g0 + t * mr;
+                if (i0 + STRIP <= m) memcpy(strip, row + i0, STRIP * sizeof(float));
+                else for (int r = 0; r < mr; ++r) strip[r] = row[i0 + r < m ? i0 + r : m - 1];
+            }
+        for (int64_t t = 0; t < strips; ++t) {
+            int64_t i0 = g0 + t * mr;
+            int count = m - i0 < mr ? (int)(m - i0) : mr;
+            for (int64_t p = p0; p < p1; ++p) tile_at(&g, strip_fn, scratch + t * k * STRIP, 0, i0, count, mr, p, tile);
+        }
+    }
 }

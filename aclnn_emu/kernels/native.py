@@ -278,28 +278,34 @@ def pack_panels(b: np.ndarray) -> Panels:
     return Panels(data, n)
 
 
-def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> np.ndarray:
-    """out = a @ B[:, col0:col0 + out.shape[1]] for float32 a [m, k] and out [m, cols] with contiguous
-    rows. Each element is summed in one fixed order (chains of fused multiply-adds over 32 k steps,
-    added in k order), the same bits at every ISA level and for any m (matmul.c)."""
+def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0, accumulate: bool = False) -> np.ndarray:
+    """out = a @ B[:, col0:col0 + out.shape[1]], or with ``accumulate`` out += that product (the
+    product's sum added as a whole, as numpy's ``out += a @ B``), for float32 a [m, k] with contiguous
+    rows or columns (a transposed view, such as x.T, is read in place) and out [m, cols] with
+    contiguous rows. Each element is summed in one fixed order (chains of fused multiply-adds over 32
+    k steps, added in k order), the same bits at every ISA level, for any m and either layout of a
+    (matmul.c)."""
     m, cols = out.shape
+    transposed = a.size > 0 and not has_contiguous_rows(a) and has_contiguous_rows(a.T)
     if (
         a.dtype != np.float32
         or out.dtype != np.float32
-        or not all(x.size == 0 or has_contiguous_rows(x) for x in (a, out))
+        or not (out.size == 0 or has_contiguous_rows(out))
+        or not (a.size == 0 or transposed or has_contiguous_rows(a))
     ):
-        raise ValueError("matmul_panels: a and out must be float32 [rows, cols] with contiguous rows")
+        raise ValueError("matmul_panels: a and out must be float32 [rows, cols] with contiguous rows (a: or columns)")
     if a.shape != (m, b.k) or not 0 <= col0 <= col0 + cols <= b.n or not out.flags.writeable:
         raise ValueError(
             f"matmul_panels: a {a.shape} and out {out.shape} (from column {col0}) do not fit B [{b.k}, {b.n}]"
         )
     scratch = np.empty(lib.aclemu_matmul_scratch(b.k), np.float32)
     if m and cols:
-        lib.aclemu_matmul_panels(
+        lda = (a.strides[1] if transposed else a.strides[0]) // 4
+        (lib.aclemu_matmul_panels_t if transposed else lib.aclemu_matmul_panels)(
             _address(out),
             out.strides[0] // 4,
-            _address(a),
-            a.strides[0] // 4,
+            ffi.cast("float *", a.ctypes.data) if transposed else _address(a),
+            lda,
             m,
             b.k,
             b.pointer,
@@ -307,6 +313,7 @@ def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0) -> n
             col0,
             cols,
             _floats(scratch, "scratch"),
+            int(accumulate),
         )
     return out
 

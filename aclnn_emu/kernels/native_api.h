@@ -48,7 +48,11 @@ void aclemu_pack_panels(float *out, const void *b, int64_t k, int64_t n, int64_t
                         int kind);
 int64_t aclemu_matmul_scratch(int64_t k);
 void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
-                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch);
+                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch,
+                          int accumulate);
+void aclemu_matmul_panels_t(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
+                            const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch,
+                            int accumulate);
 int64_t aclemu_attention_work(int64_t d, int64_t dv, int64_t max_cols);
 void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t d,
                              const float *keys, int64_t key_stride, const float *values, int64_t value_stride,

@@ -1406,9 +1406,23 @@ MUTATIONS = [
     Mutation(
         "matmul-pair-tile-second-row-of-the-first",
         K + "matmul.c",
-        "ld_rows = count == MR_PAIR ? lda : 0;",
-        "ld_rows = 0;",
+        "a + i0 * lda, count == MR_PAIR ? lda : 0,",
+        "a + i0 * lda, 0,",
         ("tests/test_native.py",),
+    ),
+    Mutation(
+        "matmul-transposed-strip-one-row-off",
+        K + "matmul.c",
+        "memcpy(strip, row + i0, STRIP",
+        "memcpy(strip, row + i0 + 1, STRIP",
+        ("tests/test_edges_loops.py",),
+    ),
+    Mutation(
+        "matmul-accumulate-stores-the-product",
+        K + "matmul.c",
+        "out[r * g->ldc + j] += tile[",
+        "out[r * g->ldc + j] = tile[",
+        ("tests/test_edges_loops.py",),
     ),
     Mutation(
         "native-split-exp-reduced-without-low-ln2",

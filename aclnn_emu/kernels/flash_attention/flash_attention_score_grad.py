@@ -9,6 +9,9 @@ Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 
   dP  = (dY Vᵀ) * keepBit / keepProb
   dS  = P * (dP - rowsum(dY * attentionIn))     un-dropped P; dS rounded to the input dtype
   dQ  = scale * dS K          dK += dSᵀ Q  (scaled by `scale` at the end)
+Every matmul runs on matmul.c's packed panels (native.matmul_panels), each sum in its one fixed order,
+so the gradients have the same bits on every machine, ISA level and worker count; each block's product
+is added to its running sum as a whole, as a cube result is.
 With a learnable sink (fp32 [N1]; the forward's statistics include it, so P and dS need nothing
 new) each block also yields Σ_ij (dP * keep)_ij P_ij Psink_i with Psink = exp(sink - max) / sum,
 summed in fp32 in that order as the SameAB template's vector step does (`SubGrapB`,
@@ -144,7 +147,7 @@ class _Job:
             if not hasattr(local, "buffers"):
                 size = ROW_BLOCK * min(KEY_BLOCK, max(self.shape[4], 1))
                 local.buffers = [np.empty(size, FP32) for _ in range(3)]
-            acc = (np.zeros(local.kv.k.shape, FP32), np.zeros(local.kv.v.shape, FP32))
+            acc = (np.zeros((local.kv.k.k, local.kv.k.n), FP32), np.zeros((local.kv.vt.n, local.kv.vt.k), FP32))
             s1 = self.shape[3]
             for i0 in range(r0, min(r0 + UNIT_ROWS, s1), ROW_BLOCK):
                 checkpoint()
@@ -157,7 +160,7 @@ class _Job:
         fill = np.exp(NEG_FLT_MAX - lanes_max) / lanes_sum  # P of a masked score
         # Masked keys contribute nothing unless a row is fully masked (then P = 1/sum there).
         j0, j1 = (0, self.shape[4]) if fill.any() else self.plan.key_range(b, i0, i1)
-        dq_rows = np.zeros((i1 - i0, head.q.shape[1]), FP32)
+        dq_rows = np.zeros((i1 - i0, kv.k.n), FP32)
         keep_bits = None if self.dropout is None else self.dropout.rows(b, n, i0, i1)
         sink = None if self.sink is None else [np.exp(self.sink[n] - lanes_max[:, 0]) / lanes_sum[:, 0], np.float32(0)]
         for c0 in range(j0, j1, KEY_BLOCK):
@@ -181,15 +184,15 @@ class _Job:
             dropped = probs
         else:
             native.round_product(dropped, probs, keep, self.rounding)
-        acc[1][c0:c1] += dropped.T @ head.dy[i0:i1]
-        np.matmul(head.dy[i0:i1], kv.v[c0:c1].T, out=grad)
+        native.matmul_panels(acc[1][c0:c1], dropped.T, head.dy_panels.rows(i0, i1), accumulate=True)
+        native.matmul_panels(grad, head.dy[i0:i1], kv.vt, c0)
         if sink is not None:  # [Psink, running total]: this block's Σ (dP keep) P Psink joins the total
             terms = grad * probs if keep is None else (grad * keep) * probs
             terms *= sink[0][:, None]
             sink[1] += np.sum(terms, dtype=FP32)
         native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)
-        dq_rows += grad @ kv.k[c0:c1]
-        acc[0][c0:c1] += grad.T @ head.q[i0:i1]
+        native.matmul_panels(dq_rows, grad, kv.k.rows(c0, c1), accumulate=True)
+        native.matmul_panels(acc[0][c0:c1], grad.T, head.q_panels.rows(i0, i1), accumulate=True)
 
     def _scores(self, head, kv, box, out):
         """S = fp32 Q Kᵀ, then the scale: the kernels multiply the matmul's fp32 result (a Muls after
@@ -197,7 +200,7 @@ class _Job:
         an inner-type pse is added or after a pseType 1 one."""
         i0, i1, c0, c1 = box
         pse = self.pse.block(*head.key, i0, i1, c0, c1)
-        np.matmul(head.q[i0:i1], kv.k[c0:c1].T, out=out)
+        native.matmul_panels(out, head.q[i0:i1], kv.kt, c0)
         if self.pse.added_before_scale:
             out += pse
         out *= self.scale
@@ -217,12 +220,14 @@ class _Job:
 
 
 class _Head:
-    """fp32 copies of one query head's rows, its softmax buffers and rowsum(dY * attentionIn)."""
+    """fp32 copies of one query head's rows (and Q and dY packed as right-hand operands), its softmax
+    buffers and rowsum(dY * attentionIn)."""
 
     def __init__(self, job, b, n):
         self.key = (b, n)
         self.q = native.widen(job.q[b, n])
         self.dy = native.widen(job.dy[b, n])
+        self.q_panels, self.dy_panels = native.pack_panels(self.q), native.pack_panels(self.dy)
         self.dsum = np.einsum("ij,ij->i", self.dy, native.widen(job.o[b, n]))
         lanes = (np.asarray(job.softmax_max[b, n], FP32), np.asarray(job.softmax_sum[b, n], FP32))
         replicated = all((x == x[:, :1]).all() for x in lanes)
@@ -230,7 +235,9 @@ class _Head:
 
 
 class _KvHead:
+    """One kv head packed as the right-hand operands: Kᵀ (for S), K (for dQ) and Vᵀ (for dP)."""
+
     def __init__(self, job, b, n2):
         self.key = (b, n2)
-        self.k = native.widen(job.k[b, n2])
-        self.v = native.widen(job.v[b, n2])
+        k, v = job.k[b, n2], job.v[b, n2]
+        self.kt, self.k, self.vt = native.pack_panels(k.T), native.pack_panels(k), native.pack_panels(v.T)
