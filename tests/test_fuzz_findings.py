@@ -470,12 +470,11 @@ def test_pfa_base_api_sh_key_hidden_other_than_kv_heads_times_d(pool, soc):
     assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_INNER_NULLPTR), got
 
 
-def test_unpadding_grad_arch35_prefix_mode_mask_too_small(pool):
-    """Sparse mode 5 on the arch35 backward's BSND path reads the mask as mode 1's: its last two
-    dimensions must hold S1·S2 elements (CheckAttenMaskShape), a [2, 1, 8] mask fails (161001)."""
-    got = outcome(
-        pool, "FlashAttentionUnpaddingScoreGradV2", "fag_tnd_prefix5", "Ascend910_95", a7=T((2, 1, 8), "UINT8")
-    )
+@pytest.mark.parametrize("shape", [(2, 1, 8), (2, -2, 6, 8)], ids=["3d", "negative_heads"])
+def test_unpadding_grad_arch35_prefix_mode_mask_shape(pool, shape):
+    """Sparse mode 5 on the arch35 backward's BSND path reads the mask as mode 1's: CheckAttenMaskShape
+    takes a 2-D or 4-D [1|B, 1|N1, ...] mask whose last two dimensions hold S1·S2 elements (161001)."""
+    got = outcome(pool, "FlashAttentionUnpaddingScoreGradV2", "fag_tnd_prefix5", "Ascend910_95", a7=T(shape, "UINT8"))
     assert (got.kind, got.code) == ("rejected", status.ACLNN_ERR_PARAM_NULLPTR), got
 
 

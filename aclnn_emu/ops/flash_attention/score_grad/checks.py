@@ -513,6 +513,7 @@ def _prepare_tnd(a, s: _Shape, env):
         if arch35 and compressed is None:
             _check_mask_size_arch35(mask, batches, as_bsnd)
     elif mask is not None:  # mode 5 on the BSND path: the mask read as mode 1's, uncompressed
+        _fail(tnd.check_mask(mask, batches, None, s.n1, grad=True, arch35=arch35))
         _check_mask_size_arch35(mask, batches, as_bsnd)
     tokens = None
     if as_bsnd:  # ProcessTokensInfo of the BSND path: the pad-scene correction and check
