@@ -162,12 +162,17 @@ def _masked(a) -> bool:
     return a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
 
 
-def _one_query_row(a) -> bool:
-    """A BSH/BSND/BNSD query of S 1 (other layouts: not known to be)."""
+def _dense_query_s(a) -> int | None:
+    """S of a BSH/BSND/BNSD query of its layout's rank; None for other layouts."""
     base = (a.inputLayout or "BSH").split("_")[0]
     if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
-        return False
-    return a.query.shape[PREFIX_S_AXIS[base]] == 1
+        return None
+    return a.query.shape[PREFIX_S_AXIS[base]]
+
+
+def _one_query_row(a) -> bool:
+    """A BSH/BSND/BNSD query of S 1 (other layouts: not known to be)."""
+    return _dense_query_s(a) == 1
 
 
 def _lse_rows_known(a, arch35: bool) -> bool:
@@ -177,10 +182,8 @@ def _lse_rows_known(a, arch35: bool) -> bool:
     infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s). With a mask the rows'
     keys follow FIA's preTokens/nextTokens and sparseMode (SetPFASparseType), which the
     IncreFlashAttentionV4 walk the emulator runs does not take."""
-    base = (a.inputLayout or "BSH").split("_")[0]
-    if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
-        return False
-    return _one_query_row(a) or arch35 and not _masked(a)
+    s = _dense_query_s(a)
+    return s is not None and (s == 1 or arch35 and not _masked(a))
 
 
 def _ifa_kv_nz_lse(a) -> None:
