@@ -12,6 +12,7 @@ from mutation import Mutation
 K = "aclnn_emu/kernels/"
 RT = "aclnn_emu/runtime/"
 FAG = K + "flash_attention/flash_attention_score_grad.py"
+FAG_BLOCKS = K + "attention_grad_blocks.c"
 PFA = K + "flash_attention/prompt_flash_attention.py"
 SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
 LIG = K + "sparse_attention/lightning_indexer_grad.py"
@@ -162,31 +163,59 @@ MUTATIONS = [
     # --- FlashAttentionScoreGrad ---------------------------------------------------------------
     Mutation(
         "fag-P-half-even",
-        FAG,
-        "native.round_product(dropped, probs, keep, self.rounding)",
-        "dropped[...] = (probs if keep is None else probs * keep).astype(self.dtype)",
+        FAG_BLOCKS,
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);",
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-P-unrounded",
-        FAG,
-        "native.round_product(dropped, probs, keep, self.rounding)",
-        "native.round_product(dropped, probs, keep, None)",
+        FAG_BLOCKS,
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);",
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, KEEP_FP32);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-half-even",
-        FAG,
-        "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)",
-        "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, None); grad[...] = grad.astype(self.dtype)",
+        FAG_BLOCKS,
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);",
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-unrounded",
+        FAG_BLOCKS,
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);",
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, KEEP_FP32);",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-masked-scores-unfilled",
+        FAG_BLOCKS,
+        "                    if (m[j]) x[j] = f[(lane0 + j) % lanes];\n",
+        "                    if (0) x[j] = f[(lane0 + j) % lanes];\n",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-block-lanes-from-zero",
+        FAG_BLOCKS,
+        "int64_t lane0 = c0 % lanes;",
+        "int64_t lane0 = 0;",
+        FAG_TESTS + ("tests/test_native.py",),
+    ),
+    Mutation(
+        "fag-sink-steps-P-unrounded",
+        FAG,
+        "native.round_product(dropped, probs, keep, self.rounding)",
+        "native.round_product(dropped, probs, keep, None)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-sink-steps-dS-unrounded",
         FAG,
         "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)",
         "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, None)",
-        FAG_TESTS,
+        FAG_V4_TESTS,
     ),
     Mutation(
         "fag-outputs-half-even",
