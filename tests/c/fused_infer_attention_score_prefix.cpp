@@ -38,16 +38,9 @@ static int Call(const Case &c, aclrtStream stream) {
         return found == c.opt.end() ? nullptr : make(found->second);
     };
     auto list = [&](const std::vector<Spec> &specs) {
-        std::vector<aclTensor *> own;
-        for (const Spec &s : specs) {
-            aclTensor *t = make(s);
-            std::vector<int64_t> strides = ContiguousStrides(s.shape);
-            void *addr = nullptr;
-            aclGetRawTensorAddr(t, &addr);
-            own.push_back(aclCreateTensor(s.shape.data(), s.shape.size(), s.dtype, strides.data(), 0, ACL_FORMAT_ND,
-                                          s.shape.data(), s.shape.size(), addr));
-        }
-        return aclCreateTensorList(own.data(), own.size());
+        std::vector<std::pair<std::vector<int64_t>, aclDataType>> shapes;
+        for (const Spec &s : specs) shapes.emplace_back(s.shape, s.dtype);
+        return pool.List(shapes);
     };
     auto ints = [](const std::vector<int64_t> &v) {
         return v.empty() ? nullptr : aclCreateIntArray(v.data(), v.size());
