@@ -30,14 +30,16 @@ def _bsh(x):
 def test_prefix_in_front_of_each_list_tensor_on_the_a2_ifa_route(chip, dtype, layout, lengths):
     """IFATiling::ProcessSharedPrefix takes a tensor list (no rule refuses it); the split kernel
     (incre_flash_attention_split_Bbn2s2_Us2.h) attends every batch's query to the prefix's first
-    actualSharedPrefixLen rows and then to its own tensor's keys."""
+    actualSharedPrefixLen rows and then to its own tensor's keys; softmaxLse (the second pass,
+    inferred.lse_pass) covers both."""
     n, n2, d, p, used = 4, 2, 32, 20, 13
     q = RNG.standard_normal((2, n, 1, d)).astype(dtype)
     keys, values = ([RNG.standard_normal((1, n2, s, d)).astype(dtype) for s in (40, 70)] for _ in range(2))
     kp, vp = (RNG.standard_normal((1, n2, p, d)).astype(dtype) for _ in range(2))
     put = _bsh if layout == "BSH" else (lambda x: x)
-    out, _ = run_fia(
+    out, lse = run_fia(
         version=2,
+        lse_shape=(2, n, 1, 1),
         query=put(q),
         key=[put(k) for k in keys],
         value=[put(v) for v in values],
@@ -54,11 +56,12 @@ def test_prefix_in_front_of_each_list_tensor_on_the_a2_ifa_route(chip, dtype, la
     own = lengths or (40, 70)
     kk = golden.prefixed(kp, [k[0] for k in keys], used)
     vv = golden.prefixed(vp, [v[0] for v in values], used)
-    magnitude = np.zeros((2, n, d))
+    magnitude, want_lse = np.zeros((2, n, d)), np.zeros((2, n))
     want = ifa_golden.attention(
-        q[:, :, 0], kk, vv, scale=d**-0.5, lengths=[used + x for x in own], magnitude=magnitude,
+        q[:, :, 0], kk, vv, scale=d**-0.5, lengths=[used + x for x in own], magnitude=magnitude, lse=want_lse,
         small_dtype="float16" if dtype == np.float16 else "bfloat16",
     )  # fmt: skip
+    precision.assert_meets(lse[:, :, 0, 0], want_lse, np.float32, "softmaxLse")
     got = out.reshape(2, n, d) if layout == "BSH" else out[:, :, 0]
     message = precision.failure(got.astype(np.float64), want, "float16" if dtype == np.float16 else "bfloat16",
                                 floor=magnitude)  # fmt: skip
