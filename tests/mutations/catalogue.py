@@ -1635,9 +1635,19 @@ MUTATIONS = [
         "fia-prefix-pair-unchecked", FIA_SHARED_PREFIX, 'raise tiling("prefix.both", message)', "pass", FIA_PREFIX_TESTS
     ),  # fmt: skip
     Mutation(
-        "fia-prefix-negative-length", FIA_SHARED_PREFIX, "if value < 0 and signed:", "if False:", FIA_PREFIX_TESTS
+        "fia-prefix-negative-length",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) > s:",
+        FIA_PREFIX_TESTS,
     ),
-    Mutation("fia-prefix-length-unsigned-kept", FIA_SHARED_PREFIX, "value % UINT32 > s", "value > s", FIA_PREFIX_TESTS),
+    Mutation(
+        "fia-prefix-length-past-s",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) < 0:",
+        FIA_PREFIX_TESTS,
+    ),
     Mutation(
         "fia-prefix-ifa-heads-unchecked", FIA_SHARED_PREFIX, "    if wrong:\n", "    if False:\n", FIA_PREFIX_TESTS
     ),  # fmt: skip

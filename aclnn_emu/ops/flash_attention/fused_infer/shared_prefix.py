@@ -11,8 +11,9 @@ Each tiling's rules, every failure 561002:
   tensor, and join the two by their softmax sums.
 - Atlas A2/A3 PFA (prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams): both tensors, no
   tensor list (kv_list), no page attention, no left padding (padding.py), query and key not both
-  INT8, the prefixes of the key's rank, no empty axis, alike; later the length ([1], as uint32 at
-  most the prefix's S), batch 1, H or N and D as the key's.
+  INT8, the prefixes of the key's rank, no empty axis, alike; later the length ([1], at most the
+  prefix's S: the tiling reads it as uint32, so a negative one fails and one of 2^32 or more would
+  wrap, which is not replayed), batch 1, H or N and D as the key's.
 - Ascend910_95 PFA (prompt_flash_attention_tiling_v2.cpp): both tensors (DoOpTiling), then
   CheckPrefix: no TND, no tensor list (kv_list), no rope, no PFA MLA (192/128), no left padding
   (padding.py), not both INT8, batch 1 (GetAndCheckPrefixShape, which reads N, D and H off the key
@@ -31,7 +32,6 @@ from .layouts import seq_len, split
 from .route import qkv_d
 
 S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
-UINT32 = 1 << 32
 
 
 def present(a) -> bool:
@@ -69,19 +69,15 @@ def _both(a, message: str) -> None:
         raise tiling("prefix.both", message)
 
 
-def _length(a, s: int, signed: bool) -> None:
-    """A given actualSharedPrefixLen: one value (an aclIntArray is 1-D) within [0, s]; ``signed``
-    False reads it as uint32 (a negative one is then past s)."""
+def _length(a, s: int) -> None:
+    """A given actualSharedPrefixLen: one value (an aclIntArray is 1-D) within [0, s]."""
     lengths = a.actualSharedPrefixLenOptional
     if not lengths or a.max_workspace:
         return
     if len(lengths) != 1:
         raise tiling("prefix.length_count", f"actualSharedPrefixLen holds {len(lengths)} values, it must hold 1")
-    value = int(lengths[0])
-    if value < 0 and signed:
-        raise tiling("prefix.length_range", f"actualSharedPrefixLen {value} must be in [0, {s}]")
-    if value % UINT32 > s:
-        raise tiling("prefix.length_range", f"actualSharedPrefixLen {value} must be in [0, {s}]")
+    if not 0 <= int(lengths[0]) <= s:
+        raise tiling("prefix.length_range", f"actualSharedPrefixLen {int(lengths[0])} must be in [0, {s}]")
 
 
 def _kv_like(a) -> None:
@@ -135,7 +131,7 @@ def check_ifa_arch32(a) -> None:
         wrong = dim(1) != n or dim(3) != d
     if wrong:
         raise tiling("prefix.heads", f"keySharedPrefix {list(k.shape)}: H, N or D is not the key's ({h}, {n}, {d})")
-    _length(a, 0 if k.numel == 0 else dim(1 if base in ("BSH", "BSND") else 2), signed=True)
+    _length(a, 0 if k.numel == 0 else dim(1 if base in ("BSH", "BSND") else 2))
 
 
 def check_pfa_arch32(a) -> None:
@@ -149,7 +145,7 @@ def check_pfa_arch32(a) -> None:
     _both_int8(a)
     _kv_like(a)
     k = a.keySharedPrefixOptional
-    _length(a, shape_dim(k.shape, S_AXIS.get(split(a.inputLayout)[0], 1)), signed=False)
+    _length(a, shape_dim(k.shape, S_AXIS.get(split(a.inputLayout)[0], 1)))
     _batch_one(k)
     h, n, d = _key_h_n_d(a)
     base = split(a.inputLayout)[0]
@@ -178,7 +174,7 @@ def check_pfa_arch35(a, rope: bool) -> None:
     k = a.keySharedPrefixOptional
     _batch_one(k)
     _kv_like(a)
-    _length(a, shape_dim(k.shape, S_AXIS.get(split(a.inputLayout)[0], 1)), signed=True)
+    _length(a, shape_dim(k.shape, S_AXIS.get(split(a.inputLayout)[0], 1)))
 
 
 def heads_unread(a) -> bool:
