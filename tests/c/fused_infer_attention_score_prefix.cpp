@@ -127,7 +127,7 @@ int main() {
     c = Int8(Dense()); c.hasKeyPrefix = false; REPORT("int8.value_only", Call(c, stream));
     if (!OnA2()) {
         c = Dense(); c.q = T({16, 4, 32}); c.k = c.v = {T({40, 2, 32})}; c.layout = "TND";
-        c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.actQ = {8, 16}; c.actKv = {20, 40};
+        c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.prefixLen = {}; c.actQ = {8, 16}; c.actKv = {20, 40};
         REPORT("arch35.tnd", Call(c, stream));
     }
     TearDown(stream);
