@@ -9,7 +9,7 @@ import pytest
 import precision
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
-from test_fused_infer_attention_score import run_fia
+from test_fused_infer_attention_score import pack_int4, run_fia
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(20261129)
@@ -101,3 +101,46 @@ def test_arch35_ifa_route_ignores_the_prefix(chip, per_token, capfd):
     plain, _ = run_fia(version=2, **common)
     assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
     assert np.abs(plain.astype(np.float32)).max() > 0
+
+
+@A2_A3
+@pytest.mark.parametrize("listed", [False, True], ids=["batched", "list"])
+def test_int4_prefix_on_the_a2_ifa_route(chip, listed):
+    """V2 re-types an INT32 prefix pair as INT4 (PrefixTensorPreProcess) as it does the key/value
+    lists (TensorPreProcess); the IFA antiquant kernels dequantise the prefix's rows per channel as
+    the cache's, in front of each batch's keys."""
+    n2, d, used = 2, 32, 11
+    cache4, prefix4 = ([RNG.integers(-8, 8, shape).astype(np.int8) for _ in range(2)]
+                       for shape in ((2, n2, 50, d), (1, n2, 16, d)))  # fmt: skip
+    q = RNG.standard_normal((2, 4, 1, d)).astype(np.float16)
+    scale = (RNG.random((2, n2, 1, d)) * 0.2 + 0.05).astype(np.float16)
+    split = (lambda x: [x[b : b + 1] for b in range(2)]) if listed else (lambda x: [x])
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=split(pack_int4(cache4[0])),
+        value=split(pack_int4(cache4[1])),
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        keySharedPrefixOptional=pack_int4(prefix4[0]),
+        valueSharedPrefixOptional=pack_int4(prefix4[1]),
+        actualSharedPrefixLenOptional=(used,),
+        actualSeqLengthsKvOptional=(50, 23),
+        numHeads=4,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s = scale.astype(np.float64).reshape(2, n2, d)
+    magnitude = np.zeros((2, 4, d))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        golden.prefixed(prefix4[0], list(cache4[0]), used),
+        golden.prefixed(prefix4[1], list(cache4[1]), used),
+        scale=0.125,
+        lengths=[used + 50, used + 23],
+        antiquant=(s[0], np.zeros((n2, d)), s[1], np.zeros((n2, d))),
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message

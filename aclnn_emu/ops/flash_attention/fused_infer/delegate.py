@@ -376,14 +376,16 @@ def _kv(a, prefixed: bool = True):
     INT4 lists unpacked; with ``prefixed`` a shared prefix put in front of each batch's keys, of a
     batched key or of each tensor of a list (the lengths grow by it)."""
     key, value, lengths = a.key, a.value, a.actualSeqLengthsKvOptional
-    if a.int4:
+    prefixes = a.keySharedPrefixOptional, a.valueSharedPrefixOptional
+    if a.int4:  # PrefixTensorPreProcess re-types an INT32 prefix pair as TensorPreProcess the lists
         key, value = _int4_list(key), _int4_list(value)
+        prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)
     if prefixed and shared_prefix.present(a):
         layout = (a.inputLayout or "BSH").split("_")[0]
         rows = shared_prefix.rows(a)
         key, value = (
             SimpleNamespace(items=[_Prefixed(t, prefix, rows, layout) for t in lst.items])
-            for lst, prefix in ((key, a.keySharedPrefixOptional), (value, a.valueSharedPrefixOptional))
+            for lst, prefix in zip((key, value), prefixes)
         )
         lengths = None if lengths is None else tuple(int(n) + rows for n in lengths)
     return key, value, lengths
