@@ -1611,6 +1611,13 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),
     Mutation(
+        "fia-prefix-int4-unpacked-kept",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)",
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
         "fia-prefix-applied-on-arch35-ifa",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "_kv(a, prefixed=not on_arch35(env))",
