@@ -105,6 +105,11 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_mla_arch35.py",
 )
 FIA_KV_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
+FIA_SHARED_PREFIX = "aclnn_emu/ops/flash_attention/fused_infer/shared_prefix.py"
+FIA_PREFIX_TESTS = (
+    "tests/test_fused_infer_attention_score_prefix.py",
+    "tests/test_fused_infer_attention_score_prefix_cabi.py",
+)
 FIA_KV_ANTIQUANT_ARCH35_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -1628,12 +1633,84 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
-        "fia-a2-paged-pfa-prefix-not-implemented",
+        "fia-prefix-list-tail-without-prefix",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "and not _prefix_fits(a) and not both:",
-        "and not _prefix_fits(a):",
-        FIA_TESTS,
+        "[_Prefixed(t, prefix, rows, layout) for t in lst.items]",
+        "[_Prefixed(t, prefix, rows, layout) for t in lst.items[:1]] + lst.items[1:]",
+        FIA_PREFIX_TESTS,
     ),
+    Mutation(
+        "fia-prefix-int4-unpacked-kept",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)",
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-applied-on-arch35-ifa",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "_kv(a, prefixed=not on_arch35(env))",
+        "_kv(a)",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-ifa-paged-unchecked",
+        FIA_SHARED_PREFIX,
+        'raise tiling("prefix.paged", "shared prefix with page attention is not supported")',
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-pfa-paged-unchecked",
+        FIA_SHARED_PREFIX,
+        'raise tiling("prefix.paged", "when system prefix is used, page attention is not supported!")',
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-pair-unchecked", FIA_SHARED_PREFIX, 'raise tiling("prefix.both", message)', "pass", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-negative-length",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) > s:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-length-past-s",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) < 0:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-ifa-heads-unchecked", FIA_SHARED_PREFIX, "    if wrong:\n", "    if False:\n", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-batch-unchecked", FIA_SHARED_PREFIX, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-empty-allowed",
+        FIA_SHARED_PREFIX,
+        "if 0 in tuple(k.shape) or 0 in tuple(v.shape):",
+        "if False:",
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-tnd-arch35-unchecked",
+        FIA_SHARED_PREFIX,
+        '== "TND":\n        raise',
+        '== "":\n        raise',
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-arch35-heads-emulated",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "and not (arch35 and shared_prefix.heads_unread(a))",
+        "",
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
     Mutation(
         "fia-paged-pfa-keys-at-the-end",
         FIA_PAGED_PFA,
