@@ -103,6 +103,33 @@ A2_TILING = {
     "ifa_kv_nz_lse": "CheckDefaultMisc",
     # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
     "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
+    # fused_infer_attention_score_tiling_check_existence.cpp CheckParaExistenceMlaNoquant: every rope pair
+    # (ROPE_SPLIT, FiaInfoParser::GetRopeMode) takes no pse, padding, shared prefix or quantScale2
+    **dict.fromkeys(
+        (
+            "rope_pse",
+            "rope_query_padding",
+            "rope_kv_padding",
+            "mla_pse",
+            "mla_kv_padding",
+            "rope_quant_scale2",
+            "rope_prefix",
+        ),
+        "CheckParaExistenceMlaNoquant",
+    ),  # fmt: skip
+    # rope calls RouteToFia leaves (an INT8 cache beside a BF16 query, an INT8 query):
+    # fused_infer_attention_score_tiling.cpp CheckInputLayout (IsMla, CheckInputLayoutMla), then
+    # incre_flash_attention_tiling{,_check}.cpp: ProcessPageAttentionFlag, ProcessQuant /
+    # CheckQkvQuantParams4FullQuant, ProcessKVPaddingSize -> CheckSupportKVLeftPadding, ProcessMlaRope
+    "rope_antiquant": "CheckMlaMisc",  # "antiquant is not supported in MLA."
+    "rope_mla_layout": "CheckInputLayoutMla",
+    "rope_mla_pair": "IsMla",
+    "rope_mla_tnd_unpaged": "CheckInputLayoutMla",
+    "rope_paged_bnbd_layout": "ProcessPageAttentionFlag",
+    "rope_mla_kv_padding": "CheckSupportKVLeftPadding",
+    "rope_full_quant_bnbd": "ProcessPageAttentionFlag",
+    "rope_full_quant_bnsd": "ProcessQuant",
+    "rope_full_quant_mode": "CheckQkvQuantParams4FullQuant",
 }
 
 EXPECTED = {
@@ -150,6 +177,9 @@ ON_A2 = {
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): TND takes CheckPAWhenBaseApi and the base-API kernels
     "a2.not_implemented.pfa_paged_tnd": NOT_IMPLEMENTED,
+    # delegate.NOT_IMPLEMENTED (rope): a rope on the PFA route (IsUsingIFA: S 32 > 16), the IFA tiling's
+    # ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
+    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa", "atb", "full_quant")},
 }
 
 

@@ -153,6 +153,26 @@ static Case Mla() {
     return c;
 }
 
+// The same with an INT8 cache beside the BF16 query (antiquant): RouteToFia leaves it, IsUsingIFA takes it.
+static Case MlaAntiquant() {
+    Case c = Mla();
+    c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
+    c.opt["keyRope"] = T({4, 128, 64}, ACL_INT8);  // the OpDef pairs the key rope's dtype with the key's
+    c.opt["antiquantScale"] = T({2, 512}, ACL_BF16);
+    return c;
+}
+
+// MLA full quant: INT8 query, key and value, BF16 ropes and output, FLOAT dequant scales, queryQuantMode 3.
+static Case MlaFullQuant() {
+    Case c = Mla();
+    c.q = T({2, 1, 16, 512}, ACL_INT8);
+    c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
+    c.opt["dequantScaleQuery"] = T({2, 1, 16}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+    c.queryQuantMode = 3;
+    return c;
+}
+
 // Query D 192, value D 128 (the FIA-V3 route for every layout) with query and key left padding.
 static Case Mixed() {
     Case c;
@@ -392,6 +412,42 @@ int main() {
         c = Mixed(); c.hasActKv = false; REPORT("a2.tiling.padding_kv_lengths", Call(c, stream));
         c = Mixed(); c.opt.erase("queryPaddingSize"); c.opt.erase("kvPaddingSize"); c.layout = "BNSD_NBSD";
         c.out = T({8, 2, 64, 128}); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.pse_layout", Call(c, stream));
+        // A rope pair of the query's head size is ROPE_SPLIT for D 128 as for 512: CheckParaExistenceMlaNoquant
+        // refuses padding, pseShift, a shared prefix and output quantisation beside it.
+        c = Rope(); c.version = 4; c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.rope_pse", Call(c, stream));
+        c = Rope(); c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActQ = true; c.actQ = {40, 61};
+        REPORT("a2.tiling.rope_query_padding", Call(c, stream));
+        c = Rope(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {5}); c.hasActKv = true; c.actKv = {70, 20};
+        REPORT("a2.tiling.rope_kv_padding", Call(c, stream));
+        c = Mla(); c.opt["pseShift"] = T({1, 16, 1, 256}, ACL_BF16); REPORT("a2.tiling.mla_pse", Call(c, stream));
+        c = Mla(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.mla_kv_padding", Call(c, stream));
+        c = Rope(); c.opt["quantScale2"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.rope_quant_scale2", Call(c, stream));
+        c = Rope(); c.version = 2; c.opt.erase("queryRope"); c.opt.erase("keyRope");
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128}); c.version = 3;
+        c.opt["queryRope"] = T({2, 8, 64, 64}); c.opt["keyRope"] = T({2, 2, 80, 64}); REPORT("a2.tiling.rope_prefix", Call(c, stream));
+        // Rope calls off the FIA-V3 route: CheckInputLayout's MLA rules, then the IFA tiling's.
+        c = MlaAntiquant(); REPORT("a2.tiling.rope_antiquant", Call(c, stream));
+        c = MlaAntiquant(); c.layout = "BNSD_BSND"; c.q = T({2, 16, 1, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 16, 1, 64}, ACL_BF16);
+        REPORT("a2.tiling.rope_mla_layout", Call(c, stream));
+        c = MlaAntiquant(); c.opt.erase("keyRope"); REPORT("a2.tiling.rope_mla_pair", Call(c, stream));
+        c = MlaAntiquant(); c.layout = "TND"; c.q = c.out = T({2, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 16, 64}, ACL_BF16);
+        c.k = c.v = {T({2, 1, 512}, ACL_INT8)}; c.opt["keyRope"] = T({2, 1, 64}, ACL_INT8); c.opt.erase("blockTable");
+        c.hasActQ = true; c.actQ = {1, 2}; c.actKv = {1, 2}; REPORT("a2.tiling.rope_mla_tnd_unpaged", Call(c, stream));
+        c = MlaAntiquant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_INT8);
+        REPORT("a2.tiling.rope_paged_bnbd_layout", Call(c, stream));
+        c = MlaAntiquant(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
+        // S 32: the PFA route, not emulated with a rope; innerPrecise 2 with query lengths: the IFA tiling's ATB path.
+        c = MlaAntiquant(); c.q = c.out = T({2, 32, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 32, 16, 64}, ACL_BF16);
+        REPORT("a2.not_implemented.rope_pfa", Call(c, stream));
+        c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
+        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
+        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
+        REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
+        REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
+        c = MlaFullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);
+        c.opt["queryRope"] = T({2, 16, 1, 64}, ACL_BF16); REPORT("a2.tiling.rope_full_quant_bnsd", Call(c, stream));
+        c = MlaFullQuant(); c.queryQuantMode = 0; REPORT("a2.tiling.rope_full_quant_mode", Call(c, stream));
     }
     // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
     c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};

@@ -23,7 +23,7 @@ from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
-from . import rope_prompt, split_params
+from . import rope_arch32, rope_prompt, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
@@ -51,8 +51,10 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
-        "of the Atlas A2/A3 IFA/PFA routes",
+        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route; on the Atlas A2/A3 "
+        "IFA route after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside a float query) the "
+        "MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, paged INT8 key, "
+        "actualSeqLengths), and every rope call of the A2/A3 PFA route after CheckInputLayout's MLA rules",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
         "keyRope)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
@@ -197,11 +199,15 @@ def _ifa_kv_nz_lse(a) -> None:
 
 def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
+    if not on_arch35(env) and rope_prompt.present(a):  # CheckInputLayout, before either route
+        rope_arch32.check_layout(a)
     if not on_arch35(env) and prompt:
         _pfa_context(a)
     elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
+        if rope_prompt.present(a) and not rope_arch32.atb(a):  # ropeFlag_: the MLA rules
+            rope_arch32.check_ifa(a)
         _ifa_kv_nz_lse(a)
     elif prompt and query_quant.per_tensor_8bit_float(a):
         query_quant.refuse_per_tensor(a)
