@@ -435,7 +435,6 @@ int main() {
         c.hasActQ = true; c.actQ = {1, 2}; c.actKv = {1, 2}; REPORT("a2.tiling.rope_mla_tnd_unpaged", Call(c, stream));
         c = MlaAntiquant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_INT8);
         REPORT("a2.tiling.rope_paged_bnbd_layout", Call(c, stream));
-        c = MlaAntiquant(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
         // S 32: the PFA route, not emulated with a rope; innerPrecise 2 with query lengths: the IFA tiling's ATB path.
         c = MlaAntiquant(); c.q = c.out = T({2, 32, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 32, 16, 64}, ACL_BF16);
         REPORT("a2.not_implemented.rope_pfa", Call(c, stream));
@@ -443,6 +442,7 @@ int main() {
         // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
         c = MlaFullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
         REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
         c = MlaFullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
         REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
         c = MlaFullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);
