@@ -51,10 +51,11 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route; on the Atlas A2/A3 "
-        "IFA route after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside a float query) the "
-        "MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, paged INT8 key, "
-        "actualSeqLengths), and every rope call of the A2/A3 PFA route after CheckInputLayout's MLA rules",
+        "rope": "queryRope/keyRope on Ascend910_95 with a key/value tensor list (PFA route) or an INT8/INT4 key "
+        "(IFATilingV2); on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
+        "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
+        "a paged INT8 key, actualSeqLengths), and every rope call of the A2/A3 PFA route (after CheckInputLayout's "
+        "MLA rules)",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
         "keyRope)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
