@@ -177,9 +177,12 @@ ON_A2 = {
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): TND takes CheckPAWhenBaseApi and the base-API kernels
     "a2.not_implemented.pfa_paged_tnd": NOT_IMPLEMENTED,
-    # delegate.NOT_IMPLEMENTED (rope): a rope on the PFA route (IsUsingIFA: S 32 > 16), the IFA tiling's
-    # ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
-    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa", "atb", "full_quant")},
+    # prompt_flash_attention_arch32.h hands a rope to the base-API kernels alone: the x910 kernels of an
+    # INT8 query (S 32 > 16: the PFA route) run without it (rope_arch32.ignored_on_pfa, with a warning)
+    "a2.ok.rope_pfa_ignored": SUCCESS,
+    # delegate.NOT_IMPLEMENTED (rope): TND on the PFA route (the base-API var-len kernels read the rope), the
+    # IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
+    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa_tnd", "atb", "full_quant")},
 }
 
 

@@ -435,9 +435,16 @@ int main() {
         c.hasActQ = true; c.actQ = {1, 2}; c.actKv = {1, 2}; REPORT("a2.tiling.rope_mla_tnd_unpaged", Call(c, stream));
         c = MlaAntiquant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_INT8);
         REPORT("a2.tiling.rope_paged_bnbd_layout", Call(c, stream));
-        // S 32: the PFA route, not emulated with a rope; innerPrecise 2 with query lengths: the IFA tiling's ATB path.
-        c = MlaAntiquant(); c.q = c.out = T({2, 32, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 32, 16, 64}, ACL_BF16);
-        REPORT("a2.not_implemented.rope_pfa", Call(c, stream));
+        // An INT8 query of S 32 takes the PFA route, whose x910 kernels read no rope: it runs without; TND there
+        // takes the base-API kernels, which read it (not emulated). innerPrecise 2 with query lengths: the IFA
+        // tiling's ATB path.
+        c = Prefill(); c.q = T({2, 8, 32, 64}, ACL_INT8); c.out = T({2, 8, 32, 64}); c.k = c.v = {T({2, 2, 80, 64}, ACL_INT8)};
+        c.opt["queryRope"] = T({2, 8, 32, 64}, ACL_INT8); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8); c.version = 3;
+        c.opt["deqScale1"] = c.opt["quantScale1"] = c.opt["deqScale2"] = T({1}, ACL_FLOAT);
+        REPORT("a2.ok.rope_pfa_ignored", Call(c, stream));
+        c.layout = "TND"; c.q = T({64, 8, 64}, ACL_INT8); c.out = T({64, 8, 64}); c.k = c.v = {T({160, 2, 64}, ACL_INT8)};
+        c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
+        c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
         c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
         // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
         c = MlaFullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);

@@ -1719,6 +1719,13 @@ MUTATIONS = [
         FIA_CABI_TESTS,
     ),
     Mutation(
+        "fia-a2-pfa-rope-read",
+        FIA_ROPE_ARCH32,
+        'return base not in ("TND", "NTD") and',
+        "return False and",
+        FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score_rope_arch32.py",),
+    ),
+    Mutation(
         "fia-rope-split-pse-accepted", FIA_CHECKS, '"quantOffset2", "pseShift",', '"quantOffset2",', FIA_CABI_TESTS
     ),
     Mutation(

@@ -54,8 +54,8 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope on Ascend910_95 with a key/value tensor list (PFA route) or an INT8/INT4 key "
         "(IFATilingV2); on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
-        "a paged INT8 key, actualSeqLengths), and every rope call of the A2/A3 PFA route (after CheckInputLayout's "
-        "MLA rules)",
+        "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
+        "mode 20-22 (the base-API kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
         "keyRope)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
@@ -458,7 +458,14 @@ def prompt(a, env):
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope is not None or per_block, per_block=per_block)
+    ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
+    _before_checks(a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block)
+    if ignored:
+        env.warn(
+            "queryRope/keyRope are ignored: the Atlas A2/A3 PFA kernels this call takes read no rope (CANN 8.5), "
+            "so the output is that without them"
+        )
+        a = rope_arch32.without_rope(a)
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):

@@ -14,6 +14,8 @@ tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, q
 reads no rope, and the MLA full-quant kernels (INT8 query, key and value) take one.
 """
 
+from types import SimpleNamespace
+
 from aclnn_emu.dtypes import SIZE, DataType
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, shape_dim
 
@@ -46,6 +48,23 @@ def check_layout(a) -> None:
         )  # fmt: skip
     if layout == "TND" and shape_dim(a.query.shape, 2) == MLA_D and a.blockTableOptional is None:
         raise tiling("rope.tnd_paged", f"Layout is {layout}, MLA enabled, PA must be enabled when query's D is 512.")
+
+
+BASE_API_SPARSE = (20, 21, 22)  # CheckBaseAPISupportScenarios: the base-API kernels, which read a rope
+
+
+def ignored_on_pfa(a) -> bool:
+    """A rope the A2/A3 PFA route never reads: its tiling checks one only for TND-like layouts
+    (CheckInputShapeWhenLayoutIsTND), and prompt_flash_attention_arch32.h hands queryRope/keyRope to
+    the base-API kernels alone (UnpackInit: the TND var-len and sparse 20-22 ones), never to the
+    PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) that take the rest."""
+    base = split(a.inputLayout)[0]
+    return base not in ("TND", "NTD") and attr_int32(a.sparseMode) not in BASE_API_SPARSE
+
+
+def without_rope(a):
+    """The call as the PFA kernels see it when they read no rope."""
+    return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
 
 
 def atb(a) -> bool:
