@@ -211,6 +211,9 @@ ARCH35_TILING = {
     "rope_head_d": "GetAndCheckRopeShape",
     "rope_tnd_t": "GetAndCheckRopeShape",
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
+    # arch35/fused_infer_attention_score_tiling_v2.cpp CheckTensorList with a keyRope
+    "rope_list_batch": "CheckTensorList",
+    "rope_list_s": "CheckTensorList",
     "rope_mla_s": "CheckIFAMLA",
     "rope_mla_s_17": "CheckIFAMLA",
     "rope_mla_heads": "CheckIFAMLA",
@@ -281,6 +284,7 @@ ON_ARCH35 = {
     **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
     "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
     "arch35.ok.rope": SUCCESS,
+    "arch35.ok.rope_list": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,
     "arch35.ok.rope_tnd_ragged": SUCCESS,

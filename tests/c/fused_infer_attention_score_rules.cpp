@@ -567,6 +567,11 @@ int main() {
         c = Rope(); c.opt.erase("keyRope"); REPORT("arch35.tiling.rope_pair", Call(c, stream));
         c = Rope(); c.opt["queryRope"] = T({2, 8, 64, 32}); REPORT("arch35.tiling.rope_d", Call(c, stream));
         c = Rope(); c.opt["keyRope"] = T({2, 2, 60, 64}); REPORT("arch35.tiling.rope_shape", Call(c, stream));
+        // A key/value list beside a rope (CheckTensorList): one keyRope of the list's batches, each key of its S.
+        c = Rope(); c.k = c.v = {T({1, 2, 80, 128}), T({1, 2, 80, 128})}; REPORT("arch35.ok.rope_list", Call(c, stream));
+        c.opt["keyRope"] = T({3, 2, 80, 64}); REPORT("arch35.tiling.rope_list_batch", Call(c, stream));
+        c.opt["keyRope"] = T({2, 2, 80, 64}); c.k = c.v = {T({1, 2, 80, 128}), T({1, 2, 70, 128})};
+        REPORT("arch35.tiling.rope_list_s", Call(c, stream));
         c = Rope(); c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})}; REPORT("arch35.tiling.rope_head_d", Call(c, stream));
         c = Rope(); c.heads = 130; c.kvHeads = 2; c.q = c.out = T({2, 130, 64, 128}); c.lse = T({2, 130, 64, 1}, ACL_FLOAT);
         c.opt["queryRope"] = T({2, 130, 64, 64}); REPORT("arch35.tiling.rope_group", Call(c, stream));

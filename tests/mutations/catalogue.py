@@ -1719,6 +1719,20 @@ MUTATIONS = [
         FIA_CABI_TESTS,
     ),
     Mutation(
+        "fia-list-rope-rows-unchecked",
+        FIA_KV_LIST,
+        "        if shape_dim(k.shape, s_axis) != rows:",
+        "        if False:",
+        FIA_CABI_TESTS,
+    ),
+    Mutation(
+        "fia-list-rope-batch-compared",
+        FIA_ROPE,
+        'if mine != theirs and (batch or what != "batch size"):',
+        "if mine != theirs:",
+        FIA_TESTS,
+    ),
+    Mutation(
         "fia-a2-pfa-rope-read",
         FIA_ROPE_ARCH32,
         'return base not in ("TND", "NTD") and',

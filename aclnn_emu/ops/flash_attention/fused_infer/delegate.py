@@ -51,8 +51,7 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on Ascend910_95 with a key/value tensor list (PFA route) or an INT8/INT4 key "
-        "(IFATilingV2); on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
+        "rope": "queryRope/keyRope on Ascend910_95 with an INT8/INT4 key (IFATilingV2); on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
         "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
         "mode 20-22 (the base-API kernels, which read it)",
