@@ -180,6 +180,8 @@ ON_A2 = {
     # prompt_flash_attention_arch32.h hands a rope to the base-API kernels alone: the x910 kernels of an
     # INT8 query (S 32 > 16: the PFA route) run without it (rope_arch32.ignored_on_pfa, with a warning)
     "a2.ok.rope_pfa_ignored": SUCCESS,
+    # incre_flash_attention_tiling_check.cpp CheckMlaAttrs: the IFA tiling's MLA takes one KV head
+    "rope_antiquant_decode": TILING,
     # delegate.NOT_IMPLEMENTED (rope): TND on the PFA route (the base-API var-len kernels read the rope), the
     # IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
     **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa_tnd", "atb", "full_quant")},
@@ -285,6 +287,9 @@ ON_ARCH35 = {
     "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.rope_list": SUCCESS,
+    # arch35/fused_infer_attention_score_tiling_v2.cpp: ConvertContextToParamsIFA hands IFATilingV2 no
+    # rope and UpdateTilingKeyHasRope sets hasRope 0: the antiquant kernel runs without it
+    "rope_antiquant_decode": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,
     "arch35.ok.rope_tnd_ragged": SUCCESS,

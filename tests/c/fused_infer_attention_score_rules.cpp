@@ -313,6 +313,11 @@ int main() {
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("lse_antiquant_prefill", Call(c, stream));
     c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    // A rope beside an INT8 key/value: Ascend910_95's IFATilingV2 reads none (the call runs without it);
+    // the A2/A3 IFA tiling takes it as MLA, whose rules refuse this call.
+    c = Small(1); c.version = 3; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    c.opt["queryRope"] = T({2, 8, 1, 64}); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8);
+    REPORT("rope_antiquant_decode", Call(c, stream));
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};

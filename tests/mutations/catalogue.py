@@ -1733,6 +1733,13 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
+        "fia-arch35-ifa-rope-read",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "ignored = on_arch35(env) and rope_prompt.present(a)",
+        "ignored = False",
+        FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score.py",),
+    ),
+    Mutation(
         "fia-a2-pfa-rope-read",
         FIA_ROPE_ARCH32,
         'return base not in ("TND", "NTD") and',

@@ -51,7 +51,7 @@ NOT_IMPLEMENTED = Gaps(
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
         "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
         "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
-        "rope": "queryRope/keyRope on Ascend910_95 with an INT8/INT4 key (IFATilingV2); on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
+        "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
         "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
         "mode 20-22 (the base-API kernels, which read it)",
@@ -408,10 +408,21 @@ def _as_tiling_failure(op, prepare, args, env):
         ) from None
 
 
+def _without_rope(a, env, kernels: str):
+    """The call as kernels that read no queryRope/keyRope see it, with a warning."""
+    env.warn(f"queryRope/keyRope are ignored: {kernels} read no rope (CANN 8.5), so the output is that without them")
+    return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
+
+
 def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
-    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
-    _before_checks(a, env, prompt=False)
+    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset).
+    Ascend910_95's IFATilingV2 reads no rope (ConvertContextToParamsIFA leaves it out, hasRope is 0),
+    so its antiquant kernel runs without one."""
+    ignored = on_arch35(env) and rope_prompt.present(a)
+    _before_checks(a, env, prompt=False, rope=ignored)
+    if ignored:
+        a = _without_rope(a, env, "Ascend910_95's antiquant kernels (IFATilingV2)")
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
     sink = _applied_sink(a, env, prompt=False)
@@ -460,11 +471,7 @@ def prompt(a, env):
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
     _before_checks(a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block)
     if ignored:
-        env.warn(
-            "queryRope/keyRope are ignored: the Atlas A2/A3 PFA kernels this call takes read no rope (CANN 8.5), "
-            "so the output is that without them"
-        )
-        a = rope_arch32.without_rope(a)
+        a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):

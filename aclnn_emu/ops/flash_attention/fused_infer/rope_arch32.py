@@ -14,8 +14,6 @@ tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, q
 reads no rope, and the MLA full-quant kernels (INT8 query, key and value) take one.
 """
 
-from types import SimpleNamespace
-
 from aclnn_emu.dtypes import SIZE, DataType
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, shape_dim
 
@@ -60,11 +58,6 @@ def ignored_on_pfa(a) -> bool:
     PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) that take the rest."""
     base = split(a.inputLayout)[0]
     return base not in ("TND", "NTD") and attr_int32(a.sparseMode) not in BASE_API_SPARSE
-
-
-def without_rope(a):
-    """The call as the PFA kernels see it when they read no rope."""
-    return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
 
 
 def atb(a) -> bool:
