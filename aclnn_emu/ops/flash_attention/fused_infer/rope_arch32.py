@@ -176,6 +176,7 @@ def _query_rope(a, f) -> None:
             "ifa.mla_query_rope_rank", f"queryRope({q_rope.ndim}) and query({q.ndim}) dimensions must be the same."
         )
     r, s = tuple(q_rope.shape), tuple(q.shape)
+    axes: tuple[int, ...]
     if f.q_layout == "TND":
         axes = (0, 1)
     elif f.q_layout == "BNSD":
@@ -223,6 +224,8 @@ def _key_rope(a, f) -> None:
             "ifa.mla_key_rope_blocks", f"KeyRope {list(r)} and Key {list(k)} must have the same blocks and rank"
         )
     bs, n2 = f.block_size, f.kv_heads
+    want_k: tuple[int, ...]
+    want_r: tuple[int, ...]
     if f.kv_layout == "BSH":
         want_k, want_r = (bs, n2 * f.head_d), (bs, n2 * f.rope_d)
     elif f.kv_layout == "BNSD":
