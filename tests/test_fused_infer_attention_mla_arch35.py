@@ -83,6 +83,36 @@ def test_ifa_mla_dense(chip, dtype, layout, s1, capfd):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+@pytest.mark.parametrize("d", [D, 128], ids=["ifa_mla", "pfa_rope"])
+def test_rope_over_a_key_value_list(chip, layout, d):
+    """A key/value tensor list beside a rope: CheckTensorList wants one keyRope of the list's batches and
+    every key tensor of its S, so the list is the dense cache cut per batch; the kernels read each
+    batch's tensor and the keyRope at that batch (flash_attention_score_block_cube.h,
+    flash_attention_kvsame_bn2gs1s2.h GetKeyRopeOffset). The output is the dense call's, bit for bit,
+    and meets the reference."""
+    b, n, s1, s2 = 2, 32, 2, 96
+    act_kv = [96, 41]
+    data = _data(b, n, s1, s2, np.float16, d)
+    q, qr, k, kr, v = data
+    kv_heads = 1
+    if d == 128:  # PFARope keeps the group limit of 64
+        n = 4
+        q, qr = q[:, :n], qr[:, :n]
+        data = (q, qr, k, kr, v)
+    named = dict(
+        version=3, query=TO[layout](q), queryRopeOptional=TO[layout](qr), keyRopeOptional=TO[layout](kr),
+        out_shape=TO[layout](q).shape, actualSeqLengthsKvOptional=tuple(act_kv), numHeads=n,
+        numKeyValueHeads=kv_heads, scaleValue=(d + ROPE) ** -0.5, inputLayout=layout,
+    )  # fmt: skip
+    listed, _ = run_fia(key=[TO[layout](k[i : i + 1]) for i in range(b)],
+                        value=[TO[layout](v[i : i + 1]) for i in range(b)], **named)  # fmt: skip
+    dense, _ = run_fia(key=[TO[layout](k)], value=[TO[layout](v)], **named)
+    assert np.array_equal(listed.view(np.uint16), dense.view(np.uint16))
+    _check(_back(listed, layout, n), None, data, np.float16, scale=(d + ROPE) ** -0.5, act_kv=act_kv)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("layout,cache_layout", [("BNSD", "BnNBsD"), ("BSH", "BnBsH"), ("BSND", "BnBsH")])
 @pytest.mark.parametrize("s1", [1, 2])

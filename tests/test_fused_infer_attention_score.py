@@ -634,25 +634,27 @@ def test_int8_antiquant_decode_a2(dtype):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
-def test_int8_antiquant_decode_arch35(chip):
+@pytest.mark.parametrize("rope", [False, True], ids=["", "rope_ignored"])
+def test_int8_antiquant_decode_arch35(chip, rope, capfd):
     """Ascend910_95: query dtype != key dtype sends the call to IFATilingV2 (the arch35 antiquant
-    kernel): the key/value dequantised in the query's dtype, then the arch35 maths."""
+    kernel): the key/value dequantised in the query's dtype, then the arch35 maths. IFATilingV2 reads
+    no rope (fused_infer_attention_score_tiling_v2.cpp ConvertContextToParamsIFA leaves it out,
+    UpdateTilingKeyHasRope sets hasRope 0): with queryRope/keyRope the output is the same, bit for bit."""
     k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True)
     q = np.random.default_rng(31).standard_normal((2, 8, 1, 32)).astype(np.float16)  # not order-dependent
-    out, _ = run_fia(
-        query=q,
-        key=[k8],
-        value=[v8],
-        out_shape=q.shape,
-        antiquantScaleOptional=scale,
-        antiquantOffsetOptional=offset,
-        actualSeqLengthsKvOptional=(60, 23),
-        numHeads=8,
-        numKeyValueHeads=2,
-        scaleValue=0.125,
-        inputLayout="BNSD",
-    )
+    call = dict(
+        query=q, key=[k8], value=[v8], out_shape=q.shape, antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset, actualSeqLengthsKvOptional=(60, 23), numHeads=8, numKeyValueHeads=2,
+        scaleValue=0.125, inputLayout="BNSD",
+    )  # fmt: skip
+    out, _ = run_fia(**call)
     precision.assert_meets(out[:, :, 0], arch35(q[:, :, 0], k, v, (60, 23)), "float16")
+    if rope:
+        ropes = dict(queryRopeOptional=RNG.standard_normal((2, 8, 1, 64)).astype(np.float16),
+                     keyRopeOptional=RNG.integers(-128, 128, (2, 2, 60, 64), dtype=np.int8))  # fmt: skip
+        with_rope, _ = run_fia(3, **call, **ropes)
+        assert "queryRope/keyRope are ignored" in capfd.readouterr().err
+        assert np.array_equal(with_rope.view(np.uint16), out.view(np.uint16))
 
 
 def test_python_face_allocates_the_outputs_and_raises_typed_errors():

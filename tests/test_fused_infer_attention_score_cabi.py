@@ -103,6 +103,33 @@ A2_TILING = {
     "ifa_kv_nz_lse": "CheckDefaultMisc",
     # ProcessBlockTable -> CheckKVAntiQuantParamsInPagedAttention (modes 4, 5)
     "ifa_paged_params": "CheckKVAntiQuantParamsShapeInPagedAttention",
+    # fused_infer_attention_score_tiling_check_existence.cpp CheckParaExistenceMlaNoquant: every rope pair
+    # (ROPE_SPLIT, FiaInfoParser::GetRopeMode) takes no pse, padding, shared prefix or quantScale2
+    **dict.fromkeys(
+        (
+            "rope_pse",
+            "rope_query_padding",
+            "rope_kv_padding",
+            "mla_pse",
+            "mla_kv_padding",
+            "rope_quant_scale2",
+            "rope_prefix",
+        ),
+        "CheckParaExistenceMlaNoquant",
+    ),  # fmt: skip
+    # rope calls RouteToFia leaves (an INT8 cache beside a BF16 query, an INT8 query):
+    # fused_infer_attention_score_tiling.cpp CheckInputLayout (IsMla, CheckInputLayoutMla), then
+    # incre_flash_attention_tiling{,_check}.cpp: ProcessPageAttentionFlag, ProcessQuant /
+    # CheckQkvQuantParams4FullQuant, ProcessKVPaddingSize -> CheckSupportKVLeftPadding, ProcessMlaRope
+    "rope_antiquant": "CheckMlaMisc",  # "antiquant is not supported in MLA."
+    "rope_mla_layout": "CheckInputLayoutMla",
+    "rope_mla_pair": "IsMla",
+    "rope_mla_tnd_unpaged": "CheckInputLayoutMla",
+    "rope_paged_bnbd_layout": "ProcessPageAttentionFlag",
+    "rope_mla_kv_padding": "CheckSupportKVLeftPadding",
+    "rope_full_quant_bnbd": "ProcessPageAttentionFlag",
+    "rope_full_quant_bnsd": "ProcessQuant",
+    "rope_full_quant_mode": "CheckQkvQuantParams4FullQuant",
 }
 
 EXPECTED = {
@@ -150,6 +177,14 @@ ON_A2 = {
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
     # delegate.NOT_IMPLEMENTED (paged_pfa): TND takes CheckPAWhenBaseApi and the base-API kernels
     "a2.not_implemented.pfa_paged_tnd": NOT_IMPLEMENTED,
+    # prompt_flash_attention_arch32.h hands a rope to the base-API kernels alone: the x910 kernels of an
+    # INT8 query (S 32 > 16: the PFA route) run without it (rope_arch32.ignored_on_pfa, with a warning)
+    "a2.ok.rope_pfa_ignored": SUCCESS,
+    # incre_flash_attention_tiling_check.cpp CheckMlaAttrs: the IFA tiling's MLA takes one KV head
+    "rope_antiquant_decode": TILING,
+    # delegate.NOT_IMPLEMENTED (rope): TND on the PFA route (the base-API var-len kernels read the rope), the
+    # IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
+    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa_tnd", "atb", "full_quant")},
 }
 
 
@@ -178,6 +213,9 @@ ARCH35_TILING = {
     "rope_head_d": "GetAndCheckRopeShape",
     "rope_tnd_t": "GetAndCheckRopeShape",
     "rope_group": "SetAndCheckHeadNumRatio",  # the group limit PFARope keeps (PFA/IFA MLA lift it)
+    # arch35/fused_infer_attention_score_tiling_v2.cpp CheckTensorList with a keyRope
+    "rope_list_batch": "CheckTensorList",
+    "rope_list_s": "CheckTensorList",
     "rope_mla_s": "CheckIFAMLA",
     "rope_mla_s_17": "CheckIFAMLA",
     "rope_mla_heads": "CheckIFAMLA",
@@ -248,6 +286,10 @@ ON_ARCH35 = {
     **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
     "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
     "arch35.ok.rope": SUCCESS,
+    "arch35.ok.rope_list": SUCCESS,
+    # arch35/fused_infer_attention_score_tiling_v2.cpp: ConvertContextToParamsIFA hands IFATilingV2 no
+    # rope and UpdateTilingKeyHasRope sets hasRope 0: the antiquant kernel runs without it
+    "rope_antiquant_decode": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,
     "arch35.ok.rope_tnd_ragged": SUCCESS,

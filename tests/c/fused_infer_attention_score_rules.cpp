@@ -146,6 +146,26 @@ static Case Mla() {
     return c;
 }
 
+// The same with an INT8 cache beside the BF16 query (antiquant): RouteToFia leaves it, IsUsingIFA takes it.
+static Case MlaAntiquant() {
+    Case c = Mla();
+    c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
+    c.opt["keyRope"] = T({4, 128, 64}, ACL_INT8);  // the OpDef pairs the key rope's dtype with the key's
+    c.opt["antiquantScale"] = T({2, 512}, ACL_BF16);
+    return c;
+}
+
+// MLA full quant: INT8 query, key and value, BF16 ropes and output, FLOAT dequant scales, queryQuantMode 3.
+static Case MlaFullQuant() {
+    Case c = Mla();
+    c.q = T({2, 1, 16, 512}, ACL_INT8);
+    c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
+    c.opt["dequantScaleQuery"] = T({2, 1, 16}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+    c.queryQuantMode = 3;
+    return c;
+}
+
 // Query D 192, value D 128 (the FIA-V3 route for every layout) with query and key left padding.
 static Case Mixed() {
     Case c;
@@ -286,6 +306,11 @@ int main() {
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("lse_antiquant_prefill", Call(c, stream));
     c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    // A rope beside an INT8 key/value: Ascend910_95's IFATilingV2 reads none (the call runs without it);
+    // the A2/A3 IFA tiling takes it as MLA, whose rules refuse this call.
+    c = Small(1); c.version = 3; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+    c.opt["queryRope"] = T({2, 8, 1, 64}); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8);
+    REPORT("rope_antiquant_decode", Call(c, stream));
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};
@@ -385,6 +410,49 @@ int main() {
         c = Mixed(); c.hasActKv = false; REPORT("a2.tiling.padding_kv_lengths", Call(c, stream));
         c = Mixed(); c.opt.erase("queryPaddingSize"); c.opt.erase("kvPaddingSize"); c.layout = "BNSD_NBSD";
         c.out = T({8, 2, 64, 128}); c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.pse_layout", Call(c, stream));
+        // A rope pair of the query's head size is ROPE_SPLIT for D 128 as for 512: CheckParaExistenceMlaNoquant
+        // refuses padding, pseShift, a shared prefix and output quantisation beside it.
+        c = Rope(); c.version = 4; c.opt["pseShift"] = T({1, 8, 64, 80}); REPORT("a2.tiling.rope_pse", Call(c, stream));
+        c = Rope(); c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActQ = true; c.actQ = {40, 61};
+        REPORT("a2.tiling.rope_query_padding", Call(c, stream));
+        c = Rope(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {5}); c.hasActKv = true; c.actKv = {70, 20};
+        REPORT("a2.tiling.rope_kv_padding", Call(c, stream));
+        c = Mla(); c.opt["pseShift"] = T({1, 16, 1, 256}, ACL_BF16); REPORT("a2.tiling.mla_pse", Call(c, stream));
+        c = Mla(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.mla_kv_padding", Call(c, stream));
+        c = Rope(); c.opt["quantScale2"] = T({1}, ACL_FLOAT); REPORT("a2.tiling.rope_quant_scale2", Call(c, stream));
+        c = Rope(); c.version = 2; c.opt.erase("queryRope"); c.opt.erase("keyRope");
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128}); c.version = 3;
+        c.opt["queryRope"] = T({2, 8, 64, 64}); c.opt["keyRope"] = T({2, 2, 80, 64}); REPORT("a2.tiling.rope_prefix", Call(c, stream));
+        // Rope calls off the FIA-V3 route: CheckInputLayout's MLA rules, then the IFA tiling's.
+        c = MlaAntiquant(); REPORT("a2.tiling.rope_antiquant", Call(c, stream));
+        c = MlaAntiquant(); c.layout = "BNSD_BSND"; c.q = T({2, 16, 1, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 16, 1, 64}, ACL_BF16);
+        REPORT("a2.tiling.rope_mla_layout", Call(c, stream));
+        c = MlaAntiquant(); c.opt.erase("keyRope"); REPORT("a2.tiling.rope_mla_pair", Call(c, stream));
+        c = MlaAntiquant(); c.layout = "TND"; c.q = c.out = T({2, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 16, 64}, ACL_BF16);
+        c.k = c.v = {T({2, 1, 512}, ACL_INT8)}; c.opt["keyRope"] = T({2, 1, 64}, ACL_INT8); c.opt.erase("blockTable");
+        c.hasActQ = true; c.actQ = {1, 2}; c.actKv = {1, 2}; REPORT("a2.tiling.rope_mla_tnd_unpaged", Call(c, stream));
+        c = MlaAntiquant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_INT8);
+        REPORT("a2.tiling.rope_paged_bnbd_layout", Call(c, stream));
+        // An INT8 query of S 32 takes the PFA route, whose x910 kernels read no rope: it runs without; TND there
+        // takes the base-API kernels, which read it (not emulated). innerPrecise 2 with query lengths: the IFA
+        // tiling's ATB path.
+        c = Prefill(); c.q = T({2, 8, 32, 64}, ACL_INT8); c.out = T({2, 8, 32, 64}); c.k = c.v = {T({2, 2, 80, 64}, ACL_INT8)};
+        c.opt["queryRope"] = T({2, 8, 32, 64}, ACL_INT8); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8); c.version = 3;
+        c.opt["deqScale1"] = c.opt["quantScale1"] = c.opt["deqScale2"] = T({1}, ACL_FLOAT);
+        REPORT("a2.ok.rope_pfa_ignored", Call(c, stream));
+        c.layout = "TND"; c.q = T({64, 8, 64}, ACL_INT8); c.out = T({64, 8, 64}); c.k = c.v = {T({160, 2, 64}, ACL_INT8)};
+        c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
+        c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
+        c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
+        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
+        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
+        REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
+        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
+        REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
+        c = MlaFullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);
+        c.opt["queryRope"] = T({2, 16, 1, 64}, ACL_BF16); REPORT("a2.tiling.rope_full_quant_bnsd", Call(c, stream));
+        c = MlaFullQuant(); c.queryQuantMode = 0; REPORT("a2.tiling.rope_full_quant_mode", Call(c, stream));
     }
     // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
     c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};
@@ -497,6 +565,11 @@ int main() {
         c = Rope(); c.opt.erase("keyRope"); REPORT("arch35.tiling.rope_pair", Call(c, stream));
         c = Rope(); c.opt["queryRope"] = T({2, 8, 64, 32}); REPORT("arch35.tiling.rope_d", Call(c, stream));
         c = Rope(); c.opt["keyRope"] = T({2, 2, 60, 64}); REPORT("arch35.tiling.rope_shape", Call(c, stream));
+        // A key/value list beside a rope (CheckTensorList): one keyRope of the list's batches, each key of its S.
+        c = Rope(); c.k = c.v = {T({1, 2, 80, 128}), T({1, 2, 80, 128})}; REPORT("arch35.ok.rope_list", Call(c, stream));
+        c.opt["keyRope"] = T({3, 2, 80, 64}); REPORT("arch35.tiling.rope_list_batch", Call(c, stream));
+        c.opt["keyRope"] = T({2, 2, 80, 64}); c.k = c.v = {T({1, 2, 80, 128}), T({1, 2, 70, 128})};
+        REPORT("arch35.tiling.rope_list_s", Call(c, stream));
         c = Rope(); c.q = c.out = T({2, 8, 64, 64}); c.k = c.v = {T({2, 2, 80, 64})}; REPORT("arch35.tiling.rope_head_d", Call(c, stream));
         c = Rope(); c.heads = 130; c.kvHeads = 2; c.q = c.out = T({2, 130, 64, 128}); c.lse = T({2, 130, 64, 1}, ACL_FLOAT);
         c.opt["queryRope"] = T({2, 130, 64, 64}); REPORT("arch35.tiling.rope_group", Call(c, stream));

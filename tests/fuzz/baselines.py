@@ -390,6 +390,20 @@ def fia_mla(soc):
                       softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_rope_pfa(soc):
+    """An INT8 query with INT8 ropes and S 32: off RouteToFia and IsUsingIFA, the A2/A3 PFA route, whose
+    x910 kernels read no rope (CheckInputLayout's MLA rules first)."""
+    q, out = T((1, 4, 32, 64), "INT8"), T((1, 4, 32, 64))
+    k, v = T((1, 2, 40, 64), "INT8"), T((1, 2, 40, 64), "INT8")
+    scale = T((1,), "FLOAT", fill=(0.01,))
+    return named_args("FusedInferAttentionScoreV3", query=q, key=L([k]), value=L([v]),
+                      queryRopeOptional=T((1, 4, 32, 64), "INT8"), keyRopeOptional=T((1, 2, 40, 64), "INT8"),
+                      deqScale1Optional=scale, quantScale1Optional=T((1,), "FLOAT", fill=(100.0,)),
+                      deqScale2Optional=scale, numHeads=4, scaleValue=0.125, preTokens=2147483647,
+                      nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 32, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_list(soc):
     """Prefill over a key/value tensor list (one [1, N2, S, D] tensor per batch): the PFA route (D 32)."""
     q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
@@ -621,7 +635,7 @@ BASELINES = {
         (fia_prefix_antiquant, ALL),
         (fia_prefix_per_token, ("Ascend910_95",)),
     ),
-    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL), (fia_mla, ALL)),
+    "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL), (fia_mla, ALL), (fia_rope_pfa, A2_A3)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},
     "DropoutGenMaskV2": ((gen_mask, A2_A3),),
     "DropoutGenMask": ((gen_mask_v1, A2_A3),),

@@ -91,6 +91,8 @@ FIA_SPLIT_PARAMS = "aclnn_emu/ops/flash_attention/fused_infer/split_params.py"
 LEFT_PADDING = K + "flash_attention/left_padding.py"
 FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
+FIA_ROPE_ARCH32 = "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py"
+FIA_CABI_TESTS = ("tests/test_fused_infer_attention_score_cabi.py",)
 FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
 FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
 FIA_QUERY_QUANT_TESTS = (
@@ -1798,6 +1800,61 @@ MUTATIONS = [
         "fia-rope-tnd-rows-of-the-first-batch", FIA_ROPE, "return max((e - p for", "return min((e - p for", FIA_TESTS
     ),
     Mutation("fia-paged-key-rope-unchecked", FIA_PAGED_PFA, "if route.rope:", "if False:", FIA_TESTS),
+    # rope calls off the A2/A3 FIA-V3 route (CheckInputLayoutMla, the IFA tiling's MLA rules) and the
+    # ROPE_SPLIT existence rules of the FIA-V3 route
+    Mutation("fia-a2-rope-antiquant-accepted", FIA_ROPE_ARCH32, "    if f.antiquant:", "    if False:", FIA_CABI_TESTS),
+    Mutation(
+        "fia-a2-rope-mla-layouts-unchecked",
+        FIA_ROPE_ARCH32,
+        "if layout not in MLA_LAYOUTS:",
+        "if False:",
+        FIA_CABI_TESTS,
+    ),
+    Mutation(
+        "fia-a2-rope-full-quant-bnsd",
+        FIA_ROPE_ARCH32,
+        'if f.q_layout == "BNSD":\n        raise tiling("ifa.quant_bnsd"',
+        'if False:\n        raise tiling("ifa.quant_bnsd"',
+        FIA_CABI_TESTS,
+    ),
+    Mutation(
+        "fia-a2-rope-kv-padding-accepted",
+        FIA_ROPE_ARCH32,
+        "and a.kvPaddingSizeOptional.numel:",
+        "and False:",
+        FIA_CABI_TESTS,
+    ),
+    Mutation(
+        "fia-list-rope-rows-unchecked",
+        FIA_KV_LIST,
+        "        if shape_dim(k.shape, s_axis) != rows:",
+        "        if False:",
+        FIA_CABI_TESTS,
+    ),
+    Mutation(
+        "fia-list-rope-batch-compared",
+        FIA_ROPE,
+        'if mine != theirs and (batch or what != "batch size"):',
+        "if mine != theirs:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-ifa-rope-read",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "ignored = on_arch35(env) and rope_prompt.present(a)",
+        "ignored = False",
+        FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score.py",),
+    ),
+    Mutation(
+        "fia-a2-pfa-rope-read",
+        FIA_ROPE_ARCH32,
+        'return base not in ("TND", "NTD") and',
+        "return False and",
+        FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score_rope_arch32.py",),
+    ),
+    Mutation(
+        "fia-rope-split-pse-accepted", FIA_CHECKS, '"quantOffset2", "pseShift",', '"quantOffset2",', FIA_CABI_TESTS
+    ),
     Mutation(
         "fia-list-lengths-the-longest",
         FIA_KV_LIST,

@@ -61,17 +61,11 @@ LEGACY_GQA = ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "NSD")  # isNotLegacyGQ
 GQA_LAYOUTS = ("BNSD_BSND", "BSND_BNSD", "BNSD", "BSND", "BSH_BNSD", "BSH", "TND", "NTD", "NTD_TND")
 GQA_D = ((128, 0, 128), (64, 0, 64), (128, 64, 128), (192, 0, 128))  # CheckGqaDSupport (qD, ropeD, vD)
 NZ_BYTES = 32  # an NZ cache's D0: the elements of 32 bytes of the key/value dtype
+ROPE_SPLIT_ABSENT = (
+    "quantScale2", "quantOffset2", "pseShift", "queryPaddingSize", "kvPaddingSize", "keySharedPrefix",
+    "valueSharedPrefix",
+)  # fmt: skip
 PADDING_LAYOUTS = ("BSND", "BNSD", "BSH", "BNSD_BSND")  # CheckFeatureLeftPadding, CheckFeaturePSE
-UNSUPPORTED = Gaps(
-    V4,
-    "not_implemented",
-    {
-        "padding": "queryPaddingSize/kvPaddingSize beside queryRope/keyRope on the FIA-V3 route (the MLA "
-        "feature checks take them; how the rope kernels offset the rope rows is not read)",
-        "pse": "pseShift beside queryRope/keyRope on the FIA-V3 route (the MLA feature checks take it; the "
-        "rope kernels' pse reads are not read)",
-    },
-)
 INFERRED = Gaps(
     V4,
     "inferred",
@@ -352,10 +346,6 @@ class FiaV3(Route):
         self._existence()
         self._feature(axes, qd, rd, vd)
         self._consistency(axes, qd, rd, vd)
-        if self.rope and (a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None):
-            UNSUPPORTED.refuse("padding")
-        if self.rope and a.pseShiftOptional is not None:
-            UNSUPPORTED.refuse("pse")
         if a.max_workspace:  # no lengths to plan the kernel with
             return Launch(launch.WORKSPACE, _lengths_without_data)
         return launch.fia_v3(a, self.env, self, axes, qd, vd, left=self._left_padding())
@@ -437,6 +427,20 @@ class FiaV3(Route):
         for name in ("deqScale1Optional", "quantScale1Optional", "deqScale2Optional"):
             if getattr(a, name) is not None:
                 raise tiling(f"exists.{name}", f"{name.removesuffix('Optional')} needs an INT8 query; pass nullptr")
+        if self.rope:
+            self._rope_split_absent()
+
+    def _rope_split_absent(self):
+        """CheckParaExistenceMlaNoquant's further rules: every rope pair of the query's head size is
+        ROPE_SPLIT (FiaInfoParser::GetRopeMode), D 128 as well as 512, and takes no output
+        quantisation, pseShift, left padding or shared prefix (the feature checks after it never
+        see them)."""
+        a = self.a
+        for name in ROPE_SPLIT_ABSENT:
+            if getattr(a, name + "Optional") is not None:
+                raise tiling(f"exists.rope.{name}", f"{name} should be null with queryRope and keyRope")
+        if a.actualSharedPrefixLenOptional:
+            raise tiling("exists.rope.actualSharedPrefixLen", "actualSharedPrefixLen should be null with a rope")
 
     def _feature(self, axes, qd, rd, vd):
         """CheckFeatureGqaNoquant / CheckFeatureMlaNoquant, in their order."""

@@ -23,7 +23,7 @@ from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
-from . import rope_prompt, shared_prefix, split_params
+from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
@@ -53,8 +53,10 @@ NOT_IMPLEMENTED = Gaps(
         "PFA routes (the tilings' prefix rules and the kernels' prefix walk there not read), and on Ascend910_95's "
         "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
         "so the tiling passes it; what the kernels then read is not established)",
-        "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
-        "of the Atlas A2/A3 IFA/PFA routes",
+        "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
+        "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
+        "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
+        "mode 20-22 (the base-API kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
         "keyRope)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
@@ -197,12 +199,16 @@ def _ifa_kv_nz_lse(a) -> None:
 
 def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
+    if not on_arch35(env) and rope_prompt.present(a):  # CheckInputLayout, before either route
+        rope_arch32.check_layout(a)
     if not on_arch35(env) and prompt:
         _pfa_context(a)
         shared_prefix.check_pfa_arch32(a)
     elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz, ProcessSharedPrefix
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
+        if rope_prompt.present(a) and not rope_arch32.atb(a):  # ropeFlag_: the MLA rules
+            rope_arch32.check_ifa(a)
         _ifa_kv_nz_lse(a)
         shared_prefix.check_ifa_arch32(a)
     elif prompt:
@@ -406,10 +412,21 @@ def _as_tiling_failure(op, prepare, args, env):
         ) from None
 
 
+def _without_rope(a, env, kernels: str):
+    """The call as kernels that read no queryRope/keyRope see it, with a warning."""
+    env.warn(f"queryRope/keyRope are ignored: {kernels} read no rope (CANN 8.5), so the output is that without them")
+    return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
+
+
 def incre(a, env):
     """The IFA route: IncreFlashAttentionV4's arguments (actualSeqLengths are the key lengths;
-    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset)."""
-    _before_checks(a, env, prompt=False)
+    separate per-channel key/value antiquant parameters as its stacked antiquantScale/Offset).
+    Ascend910_95's IFATilingV2 reads no rope (ConvertContextToParamsIFA leaves it out, hasRope is 0),
+    so its antiquant kernel runs without one."""
+    ignored = on_arch35(env) and rope_prompt.present(a)
+    _before_checks(a, env, prompt=False, rope=ignored)
+    if ignored:
+        a = _without_rope(a, env, "Ascend910_95's antiquant kernels (IFATilingV2)")
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
     sink = _applied_sink(a, env, prompt=False)
@@ -455,7 +472,10 @@ def prompt(a, env):
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
-    _before_checks(a, env, prompt=True, rope=rope is not None or per_block, per_block=per_block)
+    ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
+    _before_checks(a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block)
+    if ignored:
+        a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):

@@ -107,6 +107,27 @@ def _alike(a, layout, keys, values, arch35):
                 "list.s",
                 f"S from Key({shape_dim(k.shape, s_axis)}) and Value({shape_dim(v.shape, s_axis)}) does NOT equal!",
             )
+    if arch35 and a.keyRopeOptional is not None:
+        _rope_rows(a.keyRopeOptional, keys, s_axis)
+
+
+def _rope_rows(key_rope, keys, s_axis):
+    """Ascend910_95 CheckTensorList with a keyRope: one batched tensor of as many batches as the
+    list, every key tensor of its S. The list is then a dense cache cut per batch, and the kernels
+    read the rope at each batch's own rows (flash_attention_score_block_cube.h: keyRope's offset
+    takes the batch, the key's the batch's tensor)."""
+    if shape_dim(key_rope.shape, 0) != len(keys):
+        raise tiling(
+            "list.rope_batch", f"Batch of Key({len(keys)}) do NOT equal to Batch of KeyRope"
+            f"({shape_dim(key_rope.shape, 0)}) under tensorlist mode!",
+        )  # fmt: skip
+    rows = shape_dim(key_rope.shape, s_axis)
+    for k in keys:
+        if shape_dim(k.shape, s_axis) != rows:
+            raise tiling(
+                "list.rope_s", f"S for Key({shape_dim(k.shape, s_axis)}) and keyRope({rows}) does NOT equal but "
+                "they should!",
+            )  # fmt: skip
 
 
 def stacked(a, lengths):

@@ -17,7 +17,8 @@ actualSeqLengths outside TND (`CheckActSeqLen`), a block size of 32-byte multipl
 sparse 3 with one); its kernel (`flash_attention_kvsame_bn2gs1s2.h`, config
 S1Aligned64_S2Aligned128_DAligned576_DVAligned512) multiplies [q, qr] by [k, kr] in one product of
 K = 576. Either way Q·Kᵀ + Qr·Krᵀ is one fp32 product: the emulator hands the PFA kernels the rope
-tensors, which they append to each head's D. Not emulated (561003): a key/value tensor list.
+tensors, which they append to each head's D. With a key/value tensor list GetAndCheckRopeShape
+compares no batch for the key (kv_list checks the keyRope's batch and rows).
 """
 
 from aclnn_emu.opdef.generated import attr_int32, attr_uint32, shape_dim
@@ -37,9 +38,9 @@ def present(a) -> bool:
     return a.queryRopeOptional is not None or a.keyRopeOptional is not None
 
 
-def check(a) -> str | None:
+def check(a) -> str:
     """CheckRope, then the IFA MLA rules; the kernel mode the emulator runs ("pfa_rope" or
-    "ifa_mla"), None for a call it does not (a key/value tensor list)."""
+    "ifa_mla")."""
     q_rope, k_rope = a.queryRopeOptional, a.keyRopeOptional
     if q_rope is None:
         raise tiling("rope.query_null", "queryRope is null, but keyRope is not null, they should be consistent.")
@@ -50,12 +51,12 @@ def check(a) -> str | None:
     kv_heads = attr_uint32(a.numKeyValueHeads) or heads
     query_d = _rope_shape(a.query, q_rope, layout, heads, "query", "queryRope")
     key = a.key.items[0]
-    if a.blockTableOptional is None:
-        _rope_shape(key, k_rope, layout, kv_heads, "key", "keyRope")
+    if a.blockTableOptional is None:  # a key/value list: its tensors' batch is 1, so none is compared
+        _rope_shape(key, k_rope, layout, kv_heads, "key", "keyRope", batch=len(a.key.items) == 1)
     mode = PFA_ROPE if query_d == PFA_ROPE_D else IFA_MLA
     if mode == IFA_MLA:
         _check_ifa_mla(a, layout, heads)
-    return mode if len(a.key.items) == 1 else None
+    return mode
 
 
 IFA_MLA_S = 16  # CheckIFAMLA: query S in [1, 16]
@@ -116,8 +117,8 @@ def _rows(a, layout, heads) -> int | None:
     return max((e - p for e, p in zip(ends, [0] + ends[:-1])), default=None)
 
 
-def _rope_shape(t, rope, layout, heads, name, rope_name) -> int:
-    """GetAndCheckRopeShape; returns the head size of ``t``."""
+def _rope_shape(t, rope, layout, heads, name, rope_name, batch: bool = True) -> int:
+    """GetAndCheckRopeShape (the batch only with ``batch``); returns the head size of ``t``."""
     rank = 3 if layout in RANK3 else 4
     if rope.ndim != rank:
         raise tiling(
@@ -134,7 +135,7 @@ def _rope_shape(t, rope, layout, heads, name, rope_name) -> int:
             "rope.d", f"When queryRope and keyRope is not null, d size of {rope_name} must be 64, but d = {rd}."
         )
     for what, mine, theirs in (("batch size", rb, b), ("head number", rn, n), ("seq length", rs, s), ("t", rt, tokens)):
-        if mine != theirs:
+        if mine != theirs and (batch or what != "batch size"):
             raise tiling(
                 "rope.shape", f"{what} of {rope_name} should be equal to {name} {what}, but {mine} != {theirs}."
             )
