@@ -446,9 +446,9 @@ def attention_grad_block(
     for x, name in ((row_sum, "row_sum"), (fill, "fill")):
         if x.shape != (rows, lanes):
             raise ValueError(f"attention_grad_block: {name} has shape {x.shape}, row_max {row_max.shape}")
-    for x, name in ((pse, "pse"), (masked, "masked"), (keep, "keep")):
-        if x is not None and x.shape != (rows, cols):
-            raise ValueError(f"attention_grad_block: {name} has shape {x.shape}, expected {(rows, cols)}")
+    for extra, name in ((pse, "pse"), (masked, "masked"), (keep, "keep")):
+        if extra is not None and extra.shape != (rows, cols):
+            raise ValueError(f"attention_grad_block: {name} has shape {extra.shape}, expected {(rows, cols)}")
     pse = None if pse is None else np.ascontiguousarray(pse, dtype=np.float32)
     masked = None if masked is None else np.ascontiguousarray(masked, dtype=np.bool_)
     size = lib.aclemu_attention_grad_work(rows, cols, d, dv)
