@@ -879,10 +879,11 @@ def _fia_v3_case(qd=128, vd=128, layout="BNSD", **named):
 
 
 def _tnd_case(**named):
-    """TND with two query runs (30 and 34 rows) over 80 key rows."""
+    """TND with two query runs (30 and 34 rows) over 80 key rows; innerPrecise 2 keeps the GQA call
+    off the split-fuse route (CheckSpecConditions / IsUsingFAI want innerPrecise 0)."""
     q, k = np.zeros((64, 8, 128), np.float16), np.zeros((80, 2, 128), np.float16)
     return dict(query=q, key=[k], value=[k], out_shape=q.shape, numHeads=8, numKeyValueHeads=2, inputLayout="TND",
-                actualSeqLengthsOptional=(30, 64), **named)  # fmt: skip
+                actualSeqLengthsOptional=(30, 64), innerPrecise=2, **named)  # fmt: skip
 
 
 MASK = np.zeros((64, 80), np.bool_)

@@ -24,7 +24,7 @@ from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
-from . import checks_arch35, delegate, launch, opdef_table
+from . import checks_arch35, delegate, launch, opdef_table, split_fuse
 from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
@@ -224,7 +224,7 @@ def _tiling_a2(a, env):
     base = split(a.inputLayout)[0]
     if is_using_fai(a, base):
         INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
-        return FiaV3(a, env).run()
+        return split_fuse.run(a, env)
     if is_using_ifa(a, base):
         return delegate.incre(a, env)
     return delegate.prompt(a, env)
