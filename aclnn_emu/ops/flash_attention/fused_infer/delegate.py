@@ -508,8 +508,6 @@ def prompt(a, env):
         query_quant.check_params(a, listed=kv_s is not None)
         query_quant.check_crossover(a)
         return out if out.run is None else query_quant.launch(a, out.workspace_size)
-    if facts is not None and facts.route.base == "TND":
-        a = paged_prompt.PackedLengths(a, paged_prompt.cumulative_kv(a, facts))
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

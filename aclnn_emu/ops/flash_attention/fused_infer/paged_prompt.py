@@ -173,17 +173,6 @@ def cumulative_kv(a, facts) -> tuple[int, ...] | None:
     return tuple(int(x) for x in np.cumsum([0, *_lengths(a, facts.axes.b)])[1:])
 
 
-class PackedLengths:
-    """The call with a TND paged cache's key lengths as the cumulative ``ends`` the packed readers
-    (the FIA-V3 maths) take; every other argument as it is."""
-
-    def __init__(self, a, ends):
-        self._a, self.actualSeqLengthsKvOptional = a, ends
-
-    def __getattr__(self, name):
-        return getattr(self._a, name)
-
-
 class _Dense:
     """A paged cache read as a dense [B, S2, Nkv*D] / [B, S2, Nkv, D] / [B, Nkv, S2, D] / NSD
     [Nkv, S2, D] tensor (batch b's first actualSeqLengthsKv[b] rows from its blocks, zeros after

@@ -22,7 +22,6 @@ from aclnn_emu.opdef.generated import attr_int32, shape_dim
 
 from . import launch
 from .failure import tiling
-from .paged_prompt import PackedLengths
 from .route import Route, first
 
 HEAD_SIZE_MAX = 256
@@ -54,8 +53,7 @@ def run(a, env):
             "split_fuse.lengths",
             f"actualSeqLengths {ends_q} / actualSeqLengthsKv {ends_kv} address rows outside the query or key",
         )
-    # the launch reads B cumulative key ends (each batch's own lengths summed with a cache)
-    return launch.fia_v3(PackedLengths(a, tuple(int(x) for x in np.cumsum(kv))), env, route, axes, qd, vd)
+    return launch.fia_v3(a, env, route, axes, qd, vd)
 
 
 def _ints(values):
