@@ -501,8 +501,9 @@ def test_a2_paged_prefill_on_the_pfa_route(chip, dtype, layout, cache_layout):
     assert not sanitizer.reports()
 
 
-def _packed_prefill(q, key, value, q_lens, act_kv, heads, kv_heads, **named):
-    """A TND prefill (cumulative query ends, causal) over ``key`` / ``value`` with key lengths ``act_kv``."""
+def _packed_prefill(q, key, value, q_lens, act_kv, heads, kv_heads, sparse_mode=3, **named):
+    """A TND prefill (cumulative query ends, a 2048 x 2048 causal mask) over ``key`` / ``value`` with
+    key lengths ``act_kv``."""
     t, d = q.shape[0], q.shape[2]
     return run_fia(
         query=q,
@@ -517,7 +518,7 @@ def _packed_prefill(q, key, value, q_lens, act_kv, heads, kv_heads, **named):
         numKeyValueHeads=kv_heads,
         scaleValue=d**-0.5,
         inputLayout="TND",
-        sparseMode=3,
+        sparseMode=sparse_mode,
         **named,
     )
 
@@ -572,6 +573,27 @@ def test_a2_tnd_paged_cumulative_key_lengths_differ(chip):
     own, _ = _packed_prefill(q, caches[0][0], caches[1][0], q_lens, act_kv, n, n, **paged)
     summed, _ = _packed_prefill(q, caches[0][0], caches[1][0], q_lens, [150, 302], n, n, **paged)
     assert not np.array_equal(own[40:], summed[40:])
+
+
+PAGED_TND_RULES = {  # prompt_flash_attention_tiling.cpp CheckPASparseMode (before the TND template's own rules)
+    "sparse_mode": (dict(sparse_mode=1), "When Layout is TND/NTD_TND and PA enabled, sparseMode only support 0"),
+    "mask": (
+        dict(sparse_mode=0),
+        "When Layout is TND/NTD_TND and PA enabled, sparseMode = 0, not support attentionMask",
+    ),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("case", PAGED_TND_RULES)
+def test_a2_tnd_paged_sparse_rules(chip, case):
+    """The A2/A3 PFA tiling's page-attention sparse rules for a TND query, with their messages (561002)."""
+    named, message = PAGED_TND_RULES[case]
+    q = np.zeros((64, 4, 192), BF16)
+    cache, table = _paged(np.zeros((2, 4, 300, 192), BF16), 128, "BnNBsD", np.random.default_rng(1))
+    with pytest.raises(ae.errors.TilingError, match=re.escape(message)) as failure:
+        _packed_prefill(q, cache, cache, [40, 24], [300, 152], 4, 4, blockTableOptional=table, blockSize=128, **named)
+    assert failure.value.status == 561002
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
