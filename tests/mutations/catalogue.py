@@ -1651,7 +1651,7 @@ MUTATIONS = [
     Mutation(
         "fia-a2-paged-pfa-cache-blocks-unchecked",
         "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt_arch32.py",
-        "if ks[0] < valid:",
+        "if blocks < valid:",
         "if False:",
         FIA_TESTS,
     ),
