@@ -1,6 +1,7 @@
 """The compiled loops (aclnn_emu/kernels/native.c): roundings and conversions bit-exact with real
 casts, exp within 1 ulp of float64, the online-softmax step against a float64 reference, the
-packed matmul in its documented summation order, piece copies byte-exact, every operator giving the
+packed matmul in its documented summation order, the attention block calls with the bits of the
+steps they replace, piece copies byte-exact, every operator giving the
 same bytes at every ISA level and worker count, and each C source compiling on its own."""
 
 import concurrent.futures
@@ -465,6 +466,91 @@ def test_attention_blocks_reject_what_does_not_fit():
             native.attention_blocks(q, keys, values, bounds, *state, acc, acc_set=True)
     with pytest.raises(ValueError, match="does not fit"):
         native.attention_blocks(q[:, :70], keys, values, [0, 10], *state, acc, acc_set=True)
+
+
+def _attention_grad_steps(q, dy, panels, c0, c1, softmax, dsum, scale, grads, pse, pse_first, masked, keep, rounding):
+    """aclemu_attention_grad_block written out as the step-by-step calls it replaces."""
+    kt, k, vt, q_rows, dy_rows = panels
+    dq, acc_k, acc_v = grads
+    row_max, row_sum, fill = softmax
+    s = native.matmul_panels(np.empty((len(q), c1 - c0), np.float32), q, kt, c0)
+    if pse is not None and pse_first:
+        s += pse
+    s *= np.float32(scale)
+    if pse is not None and not pse_first:
+        s += pse
+    native.softmax_probs_(s, row_max, row_sum, lane0=c0)
+    lanes = (c0 + np.arange(c1 - c0)) % row_max.shape[1]
+    np.copyto(s, fill[:, lanes], where=masked if masked is not None else False)
+    dropped = np.empty_like(s)
+    native.round_product(dropped, s, keep, rounding)
+    native.matmul_panels(acc_v[c0:c1], dropped.T, dy_rows, accumulate=True)
+    grad = native.matmul_panels(np.empty_like(s), dy, vt, c0)
+    native.softmax_grad_(grad, s, dsum, keep, rounding)
+    native.matmul_panels(dq, grad, k.rows(c0, c1), accumulate=True)
+    native.matmul_panels(acc_k[c0:c1], grad.T, q_rows, accumulate=True)
+
+
+@pytest.mark.parametrize(
+    "lanes,pse_first,extras,rounding",
+    [
+        (1, None, False, "fp16_away"),
+        (8, True, True, "bf16_away"),
+        (1, False, True, None),
+        (8, None, False, "fp16_even"),
+    ],
+)
+def test_attention_grad_block_gives_the_bits_of_the_steps_it_replaces(lanes, pse_first, extras, rounding):
+    """Rows over several chunks (L2 set small), a key block that starts mid-panel and mid-lane, head
+    dims of no whole panel; with or without pse (either order), mask and dropout factors: dq, dK and
+    dV with the bits of the matmul, softmax and rounding calls in turn."""
+    rng = np.random.default_rng(31)
+    rows, keys, d, dv, c0, c1 = 77, 300, 72, 40, 37, 290
+    q, dy = _halves(rng, (rows, d)), _halves(rng, (rows, dv))
+    k, v = _halves(rng, (keys, d)), _halves(rng, (keys, dv))
+    panels = (native.pack_panels(k.T), native.pack_panels(k), native.pack_panels(v.T))
+    panels += (native.pack_panels(q), native.pack_panels(dy))
+    softmax = (
+        rng.standard_normal((rows, lanes)).astype(np.float32) + 2,
+        rng.random((rows, lanes)).astype(np.float32) * 40 + 1,
+        rng.random((rows, lanes)).astype(np.float32),
+    )
+    dsum = rng.standard_normal(rows).astype(np.float32)
+    shape = (rows, c1 - c0)
+    pse = None if pse_first is None else rng.standard_normal(shape).astype(np.float32)
+    masked = rng.random(shape) < 0.3 if extras else None
+    keep = np.where(rng.random(shape) < 0.8, np.float32(1.25), np.float32(0)) if extras else None
+    grads = (
+        rng.standard_normal((rows, d)).astype(np.float32),
+        rng.standard_normal((keys, d)).astype(np.float32),
+        rng.standard_normal((keys, dv)).astype(np.float32),
+    )
+    expected, got = (tuple(x.copy() for x in grads) for _ in range(2))
+    _attention_grad_steps(q, dy, panels, c0, c1, softmax, dsum, 0.125, expected, pse, pse_first, masked, keep, rounding)
+    native.lib.aclemu_set_cache_sizes(32 << 10, 64 << 10)  # chunks of 6 rows
+    try:
+        native.attention_grad_block(
+            q, dy, panels, c0, c1, softmax, dsum, 0.125, got,
+            pse=pse, pse_first=bool(pse_first), masked=masked, keep=keep, rounding=rounding,
+        )  # fmt: skip
+    finally:
+        native.lib.aclemu_set_cache_sizes(*native.cache_sizes()[:2])
+    assert all(map(_same_bits, got, expected))
+
+
+def test_attention_grad_block_rejects_what_does_not_fit():
+    rng = np.random.default_rng(32)
+    q, dy, k = _halves(rng, (10, 32)), _halves(rng, (10, 32)), _halves(rng, (50, 32))
+    panels = (native.pack_panels(k.T), native.pack_panels(k), native.pack_panels(k.T))
+    panels += (native.pack_panels(q), native.pack_panels(dy))
+    softmax = (np.zeros((10, 1), np.float32),) * 3
+    grads = (np.zeros((10, 32), np.float32), np.zeros((50, 32), np.float32), np.zeros((50, 32), np.float32))
+    with pytest.raises(ValueError, match="do not fit"):
+        native.attention_grad_block(q, dy, panels, 40, 60, softmax, np.zeros(10, np.float32), 1.0, grads)
+    with pytest.raises(ValueError, match="masked has shape"):
+        native.attention_grad_block(
+            q, dy, panels, 0, 20, softmax, np.zeros(10, np.float32), 1.0, grads, masked=np.zeros((10, 21), bool)
+        )
 
 
 def test_matmul_panels_edges():

@@ -260,8 +260,8 @@ void aclemu_matmul_panels_t(float *c, int64_t ldc, const float *a, int64_t lda, 
     int64_t p0 = col0 / PANEL, p1 = (col0 + cols + PANEL - 1) / PANEL;
     for (int64_t g0 = 0; g0 < m; g0 += STRIP_TILES * mr) {
         int64_t strips = (m - g0 + mr - 1) / mr < STRIP_TILES ? (m - g0 + mr - 1) / mr : STRIP_TILES;
-        for (int64_t kk = 0; kk < k; ++kk)
-            for (int64_t t = 0; t < strips; ++t) {
+        for (int64_t t = 0; t < strips; ++t)
+            for (int64_t kk = 0; kk < k; ++kk) {
                 float *strip = scratch + (t * k + kk) * STRIP;
                 const float *row = a + kk * lda;
                 int64_t i0 = g0 + t * mr;

@@ -380,6 +380,22 @@ DISPATCHED(softmax_block, (float *s, int64_t rows, int64_t cols, int64_t ld, flo
            float *row_max, float *row_sum, float *alpha, int rounding),
            (s, rows, cols, ld, pre, fp16, post, row_max, row_sum, alpha, rounding))
 
+/* The attention backward's scores after the matmul, in place: (x + pse) * scale with pse_first
+   (pseType 1), else x * scale + pse; x * scale without pse (NULL). Each step rounded, as numpy's. */
+INLINE void bias_scale(float *x, const float *pse, int64_t n, float scale, int pse_first) {
+    if (!pse) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) x[j] = x[j] * scale;
+    } else if (pse_first) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) x[j] = (x[j] + pse[j]) * scale;
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) x[j] = x[j] * scale + pse[j];
+    }
+}
+DISPATCHED(bias_scale, (float *x, const float *pse, int64_t n, float scale, int pse_first), (x, pse, n, scale, pse_first))
+
 /* The attention backward's probabilities, P = exp(S - m) / l in place, row by row. m and l are
    the forward's softmax statistics: one per row (lanes == 1) or `lanes` per row, column j reading
    lane (lane0 + j) % lanes. */

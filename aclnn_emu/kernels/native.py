@@ -1,6 +1,6 @@
-"""numpy-facing entry points of the compiled loops in native.c, matmul.c and attention_blocks.c (built by
-`pip install`, aclnn_emu/shim/native.py). The constants shared with them come from native_api.h
-through cffi.
+"""numpy-facing entry points of the compiled loops in native.c, matmul.c, attention_blocks.c and
+attention_grad_blocks.c (built by `pip install`, aclnn_emu/shim/native.py). The constants shared
+with them come from native_api.h through cffi.
 
 The C functions work in place on raw pointers, so every wrapper first checks what it hands over:
 dtype, C-contiguity and sizes. The calls release the GIL, so kernel worker threads run them in
@@ -401,6 +401,85 @@ def attention_blocks(
         _floats(row_sum, "row_sum", rows),
         _floats(acc, "acc", rows * values.n),
         int(acc_set),
+        _floats(work, "work"),
+    )
+
+
+def attention_grad_block(
+    q: np.ndarray,
+    dy: np.ndarray,
+    panels: tuple[Panels, Panels, Panels, Panels, Panels],
+    c0: int,
+    c1: int,
+    softmax: tuple[np.ndarray, np.ndarray, np.ndarray],
+    dsum: np.ndarray,
+    scale: float,
+    grads: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
+    pse: np.ndarray | None = None,
+    pse_first: bool = False,
+    masked: np.ndarray | None = None,
+    keep: np.ndarray | None = None,
+    rounding: str | None = None,
+) -> None:
+    """One block of the attention backward, query rows ``q`` [rows, d] and ``dy`` [rows, dv] against
+    keys [c0, c1), in one compiled call (attention_grad_blocks.c). ``panels`` are the packed Kᵀ
+    [d, keys], K [keys, d], Vᵀ [dv, keys] and the block's rows of Q [rows, d] and dY [rows, dv];
+    ``softmax`` holds row_max, row_sum and the masked scores' fill, each [rows, lanes] (column j
+    reads lane j % lanes); ``grads`` are dq [rows, d] and the running dK [keys, d] and dV [keys, dv].
+    As the steps: S = q @ Kᵀ[:, c0:c1] then (S + pse) * scale (``pse_first``) or S * scale + pse;
+    P = softmax_probs_; P[masked] = fill; Pd = round_product(P, keep); dV[c0:c1] += Pdᵀ @ dY;
+    dS = softmax_grad_(dy @ Vᵀ[:, c0:c1], P, dsum, keep); dq += dS @ K[c0:c1]; dK[c0:c1] += dSᵀ @ Q."""
+    kt, k, vt, q_rows, dy_rows = panels
+    (rows, d), dv, cols = q.shape, dy.shape[1], c1 - c0
+    dq, acc_k, acc_v = grads
+    fits = (
+        kt.k == d and k.n == d and vt.k == dv and q_rows.k == rows and q_rows.n == d
+        and dy_rows.k == rows and dy_rows.n == dv and dy.shape[0] == rows
+        and 0 <= c0 < c1 <= min(kt.n, k.k, vt.n)
+        and dq.shape == (rows, d) and acc_k.shape == (k.k, d) and acc_v.shape == (vt.n, dv)
+    )  # fmt: skip
+    if not fits:
+        raise ValueError(f"attention_grad_block: q {q.shape}, dy {dy.shape} and keys {c0}:{c1} do not fit the operands")
+    row_max, row_sum, fill = (np.ascontiguousarray(x, dtype=np.float32) for x in softmax)
+    lanes = row_max.shape[1]
+    for x, name in ((row_sum, "row_sum"), (fill, "fill")):
+        if x.shape != (rows, lanes):
+            raise ValueError(f"attention_grad_block: {name} has shape {x.shape}, row_max {row_max.shape}")
+    for x, name in ((pse, "pse"), (masked, "masked"), (keep, "keep")):
+        if x is not None and x.shape != (rows, cols):
+            raise ValueError(f"attention_grad_block: {name} has shape {x.shape}, expected {(rows, cols)}")
+    pse = None if pse is None else np.ascontiguousarray(pse, dtype=np.float32)
+    masked = None if masked is None else np.ascontiguousarray(masked, dtype=np.bool_)
+    size = lib.aclemu_attention_grad_work(rows, cols, d, dv)
+    work = getattr(_work, "grad_buffer", None)
+    if work is None or work.size < size:
+        work = _work.grad_buffer = np.empty(size, np.float32)
+    strides = np.array([p.data.strides[0] // 4 for p in panels], np.int64)
+    lib.aclemu_attention_grad_block(
+        _floats(q, "q", rows * d, written=False),
+        _floats(dy, "dy", rows * dv, written=False),
+        rows,
+        d,
+        dv,
+        *(p.pointer for p in panels),
+        ffi.cast("const int64_t *", strides.ctypes.data),
+        c0,
+        cols,
+        _floats(row_max, "row_max", written=False),
+        _floats(row_sum, "row_sum", written=False),
+        lanes,
+        _floats(dsum, "dsum", rows, written=False),
+        scale,
+        ffi.NULL if pse is None else _floats(pse, "pse", written=False),
+        int(pse_first),
+        ffi.NULL if masked is None else ffi.cast("const uint8_t *", masked.ctypes.data),
+        _floats(fill, "fill", written=False),
+        ffi.NULL if keep is None else _floats(keep, "keep", rows * cols, written=False),
+        ROUNDING[rounding],
+        _floats(dq, "dq"),
+        _floats(acc_k, "acc_k"),
+        _floats(acc_v, "acc_v"),
         _floats(work, "work"),
     )
 

@@ -25,6 +25,7 @@ void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, floa
 void aclemu_rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols);
 void aclemu_store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
                        int64_t cols, int rounding);
+void aclemu_bias_scale(float *x, const float *pse, int64_t n, float scale, int pse_first);
 void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
                           int64_t lanes, int64_t lane0);
 void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding);
@@ -59,3 +60,11 @@ void aclemu_attention_blocks(const float *q, int64_t ldq, int64_t rows, int64_t 
                              int64_t dv, const int64_t *bounds, int64_t blocks, float pre, int fp16, float post,
                              int rounding, int zero_unseen, float *row_max, float *row_sum, float *acc,
                              int acc_set, float *work);
+int64_t aclemu_attention_grad_work(int64_t rows, int64_t cols, int64_t d, int64_t dv);
+void aclemu_attention_grad_block(const float *q, const float *dy, int64_t rows, int64_t d, int64_t dv,
+                                 const float *kt, const float *k, const float *vt, const float *q_rows,
+                                 const float *dy_rows, const int64_t *panel_stride, int64_t c0, int64_t cols,
+                                 const float *row_max, const float *row_sum, int64_t lanes, const float *dsum,
+                                 float scale, const float *pse, int pse_first, const uint8_t *masked,
+                                 const float *fill, const float *keep, int rounding, float *dq, float *acc_k,
+                                 float *acc_v, float *work);

@@ -1,5 +1,5 @@
 """Build aclnn_emu.kernels._native, the compiled inner loops of the kernels: the C sources in
-aclnn_emu/kernels (native.c, matmul.c, attention_blocks.c), each compiled on its own against
+aclnn_emu/kernels (native.c, matmul.c, attention_blocks.c, attention_grad_blocks.c), each compiled on its own against
 native.h, and the interface native_api.h, which is also cffi's declarations, so every constant the
 Python side needs (lib.PANEL, lib.FP16_EVEN, ...) is read from the C.
 
@@ -13,7 +13,7 @@ import cffi
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent  # setup.py's folder, where setuptools runs
 KERNELS = pathlib.Path("aclnn_emu", "kernels")  # (setuptools takes paths relative to ROOT only)
-SOURCES = tuple(KERNELS / name for name in ("native.c", "matmul.c", "attention_blocks.c"))
+SOURCES = tuple(KERNELS / name for name in ("native.c", "matmul.c", "attention_blocks.c", "attention_grad_blocks.c"))
 HEADERS = (KERNELS / "native.h", KERNELS / "native_api.h")
 DECLARATIONS = (ROOT / HEADERS[1]).read_text()
 # -ffp-contract=off: no multiply-adds fused beyond the explicit fmaf calls, so every ISA version

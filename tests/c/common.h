@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -119,6 +120,21 @@ public:
         }
         if (ret != 0) printf("FAILED to create a tensor: %d\n", ret);
         return t.tensor;
+    }
+
+    // A tensor list over new tensors of the pool, one per (shape, dtype): the list owns descriptors of
+    // their memory (aclDestroyTensorList frees those), the pool keeps the memory.
+    aclTensorList *List(const std::vector<std::pair<std::vector<int64_t>, aclDataType>> &specs) {
+        std::vector<aclTensor *> own;
+        for (const auto &spec : specs) {
+            const std::vector<int64_t> &shape = spec.first;
+            void *addr = nullptr;
+            aclGetRawTensorAddr((*this)(shape, spec.second), &addr);
+            std::vector<int64_t> strides = ContiguousStrides(shape);
+            own.push_back(aclCreateTensor(shape.data(), shape.size(), spec.second, strides.data(), 0, ACL_FORMAT_ND,
+                                          shape.data(), shape.size(), addr));
+        }
+        return aclCreateTensorList(own.data(), own.size());
     }
 
     void Clear() { tensors_.clear(); }

@@ -49,16 +49,9 @@ static int Call(const Case &c, aclrtStream stream) {
     TensorPool pool;
     auto make = [&](const Spec &s) { return pool(s.shape, s.dtype, s.values); };
     auto list = [&](const std::vector<Spec> &specs) {
-        std::vector<aclTensor *> own;
-        for (const Spec &s : specs) {
-            aclTensor *t = make(s);
-            std::vector<int64_t> strides = ContiguousStrides(s.shape);
-            void *addr = nullptr;
-            aclGetRawTensorAddr(t, &addr);
-            own.push_back(aclCreateTensor(s.shape.data(), s.shape.size(), s.dtype, strides.data(), 0, ACL_FORMAT_ND,
-                                          s.shape.data(), s.shape.size(), addr));
-        }
-        return aclCreateTensorList(own.data(), own.size());
+        std::vector<std::pair<std::vector<int64_t>, aclDataType>> shapes;
+        for (const Spec &s : specs) shapes.emplace_back(s.shape, s.dtype);
+        return pool.List(shapes);
     };
     aclTensor *q = c.hasQ ? make(c.q) : nullptr;
     aclTensor *out = c.hasOut ? make(c.out) : nullptr;

@@ -436,6 +436,31 @@ def fia_list(soc):
                       attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_prefix_list(soc):
+    """Decode over a key/value tensor list with a shared prefix (V2+), D 32: the A2/A3 IFA route puts
+    the prefix's first 12 rows in front of each batch's tensor."""
+    q, out = T((2, 4, 1, 32)), T((2, 4, 1, 32))
+    keys, values = (L([T((1, 2, 40, 32)), T((1, 2, 70, 32))]) for _ in range(2))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=keys, value=values, numHeads=4, scaleValue=0.125,
+                      keySharedPrefixOptional=T((1, 2, 16, 32)), valueSharedPrefixOptional=T((1, 2, 16, 32)),
+                      actualSharedPrefixLenOptional=(12,), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_prefix_antiquant(soc, per_token=False):
+    """The INT8 decode (per channel, or per token on Ascend910_95) with an INT8 shared prefix: the
+    A2/A3 IFA route attends to it first, Ascend910_95's IFA kernels never receive it."""
+    base = fia_kv_antiquant_per_token(soc) if per_token else fia_kv_antiquant(soc)
+    return as_entry("FusedInferAttentionScoreV2", "FusedInferAttentionScoreV2", base,
+                    keySharedPrefixOptional=T((1, 2, 16, 32), "INT8"),
+                    valueSharedPrefixOptional=T((1, 2, 16, 32), "INT8"))  # fmt: skip
+
+
+def fia_prefix_per_token(soc):
+    return fia_prefix_antiquant(soc, per_token=True)
+
+
 def fia_kv_antiquant_per_token(soc, key_mode=1):
     """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
     token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
@@ -632,6 +657,9 @@ BASELINES = {
         (fia_kv_antiquant_paged_params_per_head, A2_A3),
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),
+        (fia_prefix_list, A2_A3),
+        (fia_prefix_antiquant, ALL),
+        (fia_prefix_per_token, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL), (fia_mla, ALL)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

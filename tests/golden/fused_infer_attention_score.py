@@ -117,3 +117,9 @@ def _row(x, vv, j0, j1, kv_block, dtype, sink):
     if sink is not None:
         l_sum += np.exp(sink - m)
     return acc, size, l_sum, m
+
+
+def prefixed(prefix, batches, rows):
+    """Each batch's keys (or values) [N2, S_b, D] behind the shared prefix's first ``rows`` rows
+    (prefix [1, N2, Sp, D]): every batch attends to the prefix first, then to its own."""
+    return [np.concatenate([prefix[0, :, :rows], x], axis=1) for x in batches]

@@ -12,6 +12,7 @@ from mutation import Mutation
 K = "aclnn_emu/kernels/"
 RT = "aclnn_emu/runtime/"
 FAG = K + "flash_attention/flash_attention_score_grad.py"
+FAG_BLOCKS = K + "attention_grad_blocks.c"
 PFA = K + "flash_attention/prompt_flash_attention.py"
 SFAG = K + "sparse_attention/sparse_flash_attention_grad.py"
 LIG = K + "sparse_attention/lightning_indexer_grad.py"
@@ -105,6 +106,11 @@ FIA_TESTS = (
     "tests/test_fused_infer_attention_mla_arch35.py",
 )
 FIA_KV_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
+FIA_SHARED_PREFIX = "aclnn_emu/ops/flash_attention/fused_infer/shared_prefix.py"
+FIA_PREFIX_TESTS = (
+    "tests/test_fused_infer_attention_score_prefix.py",
+    "tests/test_fused_infer_attention_score_prefix_cabi.py",
+)
 FIA_KV_ANTIQUANT_ARCH35_TESTS = (
     "tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -163,31 +169,59 @@ MUTATIONS = [
     # --- FlashAttentionScoreGrad ---------------------------------------------------------------
     Mutation(
         "fag-P-half-even",
-        FAG,
-        "native.round_product(dropped, probs, keep, self.rounding)",
-        "dropped[...] = (probs if keep is None else probs * keep).astype(self.dtype)",
+        FAG_BLOCKS,
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);",
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-P-unrounded",
-        FAG,
-        "native.round_product(dropped, probs, keep, self.rounding)",
-        "native.round_product(dropped, probs, keep, None)",
+        FAG_BLOCKS,
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);",
+        "aclemu_round_product(dropped + row * ld, x, kept, cols, KEEP_FP32);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-half-even",
-        FAG,
-        "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)",
-        "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, None); grad[...] = grad.astype(self.dtype)",
+        FAG_BLOCKS,
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);",
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-unrounded",
+        FAG_BLOCKS,
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);",
+        "aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, KEEP_FP32);",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-masked-scores-unfilled",
+        FAG_BLOCKS,
+        "                    if (m[j]) x[j] = f[(lane0 + j) % lanes];\n",
+        "                    if (0) x[j] = f[(lane0 + j) % lanes];\n",
+        FAG_TESTS,
+    ),
+    Mutation(
+        "fag-block-lanes-from-zero",
+        FAG_BLOCKS,
+        "int64_t lane0 = c0 % lanes;",
+        "int64_t lane0 = 0;",
+        FAG_TESTS + ("tests/test_native.py",),
+    ),
+    Mutation(
+        "fag-sink-steps-P-unrounded",
+        FAG,
+        "native.round_product(dropped, probs, keep, self.rounding)",
+        "native.round_product(dropped, probs, keep, None)",
+        FAG_V4_TESTS,
+    ),
+    Mutation(
+        "fag-sink-steps-dS-unrounded",
         FAG,
         "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, self.rounding)",
         "native.softmax_grad_(grad, probs, head.dsum[i0:i1], keep, None)",
-        FAG_TESTS,
+        FAG_V4_TESTS,
     ),
     Mutation(
         "fag-outputs-half-even",
@@ -1656,12 +1690,84 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
-        "fia-a2-paged-pfa-prefix-not-implemented",
+        "fia-prefix-list-tail-without-prefix",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "and not _prefix_fits(a) and not both:",
-        "and not _prefix_fits(a):",
-        FIA_TESTS,
+        "[_Prefixed(t, prefix, rows, layout) for t in lst.items]",
+        "[_Prefixed(t, prefix, rows, layout) for t in lst.items[:1]] + lst.items[1:]",
+        FIA_PREFIX_TESTS,
     ),
+    Mutation(
+        "fia-prefix-int4-unpacked-kept",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)",
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-applied-on-arch35-ifa",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "_kv(a, prefixed=not on_arch35(env))",
+        "_kv(a)",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-ifa-paged-unchecked",
+        FIA_SHARED_PREFIX,
+        'raise tiling("prefix.paged", "shared prefix with page attention is not supported")',
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-pfa-paged-unchecked",
+        FIA_SHARED_PREFIX,
+        'raise tiling("prefix.paged", "when system prefix is used, page attention is not supported!")',
+        "pass",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-pair-unchecked", FIA_SHARED_PREFIX, 'raise tiling("prefix.both", message)', "pass", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-negative-length",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) > s:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-length-past-s",
+        FIA_SHARED_PREFIX,
+        "if not 0 <= int(lengths[0]) <= s:",
+        "if int(lengths[0]) < 0:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-ifa-heads-unchecked", FIA_SHARED_PREFIX, "    if wrong:\n", "    if False:\n", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-batch-unchecked", FIA_SHARED_PREFIX, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_PREFIX_TESTS
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-empty-allowed",
+        FIA_SHARED_PREFIX,
+        "if 0 in tuple(k.shape) or 0 in tuple(v.shape):",
+        "if False:",
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-tnd-arch35-unchecked",
+        FIA_SHARED_PREFIX,
+        '== "TND":\n        raise',
+        '== "":\n        raise',
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
+    Mutation(
+        "fia-prefix-arch35-heads-emulated",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "and not (arch35 and shared_prefix.heads_unread(a))",
+        "",
+        FIA_PREFIX_TESTS,
+    ),  # fmt: skip
     Mutation(
         "fia-paged-pfa-keys-at-the-end",
         FIA_PAGED_PFA,

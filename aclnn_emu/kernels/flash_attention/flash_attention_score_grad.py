@@ -9,9 +9,10 @@ Per head (b, n1) and per block of query rows i and keys j, with kv head n2 = n1 
   dP  = (dY Vᵀ) * keepBit / keepProb
   dS  = P * (dP - rowsum(dY * attentionIn))     un-dropped P; dS rounded to the input dtype
   dQ  = scale * dS K          dK += dSᵀ Q  (scaled by `scale` at the end)
-Every matmul runs on matmul.c's packed panels (native.matmul_panels), each sum in its one fixed order,
-so the gradients have the same bits on every machine, ISA level and worker count; each block's product
-is added to its running sum as a whole, as a cube result is.
+Every matmul runs on matmul.c's packed panels, each sum in its one fixed order, so the gradients have
+the same bits on every machine, ISA level and worker count; each block's product is added to its
+running sum as a whole, as a cube result is. A block is one compiled call (native.attention_grad_block);
+with a sink, whose terms need the block's P and dP, the same steps run one by one.
 With a learnable sink (fp32 [N1]; the forward's statistics include it, so P and dS need nothing
 new) each block also yields Σ_ij (dP * keep)_ij P_ij Psink_i with Psink = exp(sink - max) / sum,
 summed in fp32 in that order as the SameAB template's vector step does (`SubGrapB`,
@@ -174,6 +175,30 @@ class _Job:
         store_half_away(to_bnsd(self.dq, self.params.layout, self.shape[1])[b, n, i0:i1], dq_rows, self.dtype)
 
     def _block(self, head, kv, acc, dq_rows, box, softmax, keep, buffers, sink):
+        if sink is not None:
+            self._block_steps(head, kv, acc, dq_rows, box, softmax, keep, buffers, sink)
+            return
+        i0, i1, c0, c1 = box
+        b, n = head.key
+        native.attention_grad_block(
+            head.q[i0:i1],
+            head.dy[i0:i1],
+            (kv.kt, kv.k, kv.vt, head.q_panels.rows(i0, i1), head.dy_panels.rows(i0, i1)),
+            c0,
+            c1,
+            softmax,
+            head.dsum[i0:i1],
+            self.scale,
+            (dq_rows, *acc),
+            pse=self.pse.block(b, n, i0, i1, c0, c1),
+            pse_first=self.pse.added_before_scale,
+            masked=self.plan.masked(b, n, i0, i1, c0, c1),
+            keep=keep,
+            rounding=self.rounding,
+        )
+
+    def _block_steps(self, head, kv, acc, dq_rows, box, softmax, keep, buffers, sink):
+        """_block step by step, for a learnable sink, whose terms need P and dP of the block."""
         i0, i1, c0, c1 = box
         b, n = head.key
         shape = (i1 - i0, c1 - c0)
@@ -231,7 +256,7 @@ class _Head:
         self.dsum = np.einsum("ij,ij->i", self.dy, native.widen(job.o[b, n]))
         lanes = (np.asarray(job.softmax_max[b, n], FP32), np.asarray(job.softmax_sum[b, n], FP32))
         replicated = all((x == x[:, :1]).all() for x in lanes)
-        self.softmax = tuple(x[:, :1] for x in lanes) if replicated else lanes
+        self.softmax = tuple(np.ascontiguousarray(x[:, :1]) for x in lanes) if replicated else lanes
 
 
 class _KvHead:

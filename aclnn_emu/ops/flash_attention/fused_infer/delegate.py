@@ -23,7 +23,7 @@ from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
-from . import rope_prompt, split_params
+from . import rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
@@ -40,16 +40,18 @@ NOT_IMPLEMENTED = Gaps(
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5), a 5-D (NZ) key "
-        "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
+        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5) and a 5-D (NZ) "
+        "key, and there modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
         "than BSH/BSND/BNSD or a 5-D (NZ) key outside modes 0, a per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
-        "shared_prefix": "a shared prefix on the IFA/PFA routes other than both prefix tensors in front of one "
-        "batched BSH/BSND/BNSD key and value (no tensor list, no paged cache)",
+        "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA and "
+        "PFA routes (the tilings' prefix rules and the kernels' prefix walk there not read), and on Ascend910_95's "
+        "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
+        "so the tiling passes it; what the kernels then read is not established)",
         "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
         "of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
@@ -78,12 +80,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     separate = _separate_antiquant(a) and not per_block
     if separate and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
-    prefixes = (a.keySharedPrefixOptional, a.valueSharedPrefixOptional)
-    prefix = any(x is not None for x in prefixes)
+    prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
         NOT_IMPLEMENTED.refuse("per_block_prefix")
-    both = gathered_a2 and None not in prefixes  # the A2/A3 PFA tiling's page-attention rules refuse it (561002)
-    if prefix and not _prefix_fits(a) and not both:
+    if prefix and not _prefix_fits(a, arch35):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
@@ -164,9 +164,9 @@ def _masked(a) -> bool:
 def _dense_query_s(a) -> int | None:
     """S of a BSH/BSND/BNSD query of its layout's rank; None for other layouts."""
     base = (a.inputLayout or "BSH").split("_")[0]
-    if base not in PREFIX_S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
+    if base not in shared_prefix.S_AXIS or a.query.ndim != (3 if base == "BSH" else 4):
         return None
-    return a.query.shape[PREFIX_S_AXIS[base]]
+    return a.query.shape[shared_prefix.S_AXIS[base]]
 
 
 def _one_query_row(a) -> bool:
@@ -198,12 +198,18 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and prompt:
         _pfa_context(a)
-    elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz
+        shared_prefix.check_pfa_arch32(a)
+    elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz, ProcessSharedPrefix
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
         _ifa_kv_nz_lse(a)
-    elif prompt and query_quant.per_tensor_8bit_float(a):
-        query_quant.refuse_per_tensor(a)
+        shared_prefix.check_ifa_arch32(a)
+    elif prompt:
+        if query_quant.per_tensor_8bit_float(a):
+            query_quant.refuse_per_tensor(a)
+        shared_prefix.check_pfa_arch35(a, rope_prompt.present(a))
+    elif shared_prefix.present(a):
+        shared_prefix.ignored(env)
     scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))
     if on_arch35(env) and a.dequantScaleQueryOptional is not None and not scaled:
         env.warn(
@@ -336,13 +342,11 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
-PREFIX_S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
-
-
-def _prefix_fits(a) -> bool:
+def _prefix_fits(a, arch35: bool) -> bool:
+    """After the tilings' prefix rules (shared_prefix): a BSH/BSND/BNSD query, and on Ascend910_95
+    the prefix's heads the key's."""
     base = (a.inputLayout or "BSH").split("_")[0]
-    both = a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None
-    return both and base in PREFIX_S_AXIS and a.blockTableOptional is None and len(a.key.items) == 1
+    return base in shared_prefix.S_AXIS and not (arch35 and shared_prefix.heads_unread(a))
 
 
 class _Prefixed:
@@ -351,7 +355,7 @@ class _Prefixed:
 
     def __init__(self, t, prefix_t, rows, layout):
         self.t, self.prefix_t, self.rows = t, prefix_t, rows
-        self.axis = PREFIX_S_AXIS[layout]
+        self.axis = shared_prefix.S_AXIS[layout]
         self.dtype, self.format = t.dtype, t.format
         shape = list(t.shape)
         shape[self.axis] += rows
@@ -366,21 +370,21 @@ class _Prefixed:
         return np.concatenate([prefix, x], axis=self.axis)
 
 
-def _kv(a):
+def _kv(a, prefixed: bool = True):
     """(key tensor list, value tensor list, key lengths) as the IFA/PFA preparations take them:
-    INT4 lists unpacked, a shared prefix put in front of each batch (the lengths grow by it)."""
+    INT4 lists unpacked; with ``prefixed`` a shared prefix put in front of each batch's keys, of a
+    batched key or of each tensor of a list (the lengths grow by it)."""
     key, value, lengths = a.key, a.value, a.actualSeqLengthsKvOptional
-    if a.int4:
+    prefixes = a.keySharedPrefixOptional, a.valueSharedPrefixOptional
+    if a.int4:  # PrefixTensorPreProcess re-types an INT32 prefix pair as TensorPreProcess the lists
         key, value = _int4_list(key), _int4_list(value)
-    if a.keySharedPrefixOptional is not None:
+        prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)
+    if prefixed and shared_prefix.present(a):
         layout = (a.inputLayout or "BSH").split("_")[0]
-        axis = PREFIX_S_AXIS[layout]
-        rows = a.keySharedPrefixOptional.shape[axis]
-        if a.actualSharedPrefixLenOptional:
-            rows = int(a.actualSharedPrefixLenOptional[0])
+        rows = shared_prefix.rows(a)
         key, value = (
-            SimpleNamespace(items=[_Prefixed(lst.items[0], prefix, rows, layout)])
-            for lst, prefix in ((key, a.keySharedPrefixOptional), (value, a.valueSharedPrefixOptional))
+            SimpleNamespace(items=[_Prefixed(t, prefix, rows, layout) for t in lst.items])
+            for lst, prefix in zip((key, value), prefixes)
         )
         lengths = None if lengths is None else tuple(int(n) + rows for n in lengths)
     return key, value, lengths
@@ -408,7 +412,7 @@ def incre(a, env):
     if a.int4:
         INFERRED.warn(env, "int4_nibbles")
     sink = _applied_sink(a, env, prompt=False)
-    key, value, kv_lengths = _kv(a)
+    key, value, kv_lengths = _kv(a, prefixed=not on_arch35(env))
     args = SimpleNamespace(
         query=a.query,
         key=key,

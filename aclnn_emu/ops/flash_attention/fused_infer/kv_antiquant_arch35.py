@@ -75,9 +75,8 @@ class Split:
         _param(facts, modes[0], ks, ko)
         if pair:
             _param(facts, modes[1], vs, vo)
-        per_token = PER_TOKEN in modes or PER_TOKEN_HEAD in modes  # a prefix would move their positions
-        prefixed = per_token and a.keySharedPrefixOptional is not None
-        self.unsupported = modes not in EMULATED or a.key.items[0].ndim == 5 or prefixed
+        # a shared prefix never reaches these kernels (shared_prefix.ignored): the per-token positions stay
+        self.unsupported = modes not in EMULATED or a.key.items[0].ndim == 5
 
     def split_done(self) -> None:
         """The tiling's checks all passed: refuse what the emulator does not run."""

@@ -12,7 +12,7 @@ from aclnn_emu.opdef.generated import attr_int32
 from aclnn_emu.opdef.signature import Launch
 
 from ..common import mask_3d
-from . import pages
+from . import pages, shared_prefix
 from .layouts import PACKED, key_rows, seq_len, shaped, to_bnsd
 
 WORKSPACE = 16 * 1024 * 1024  # the AscendC system workspace (GetLibApiWorkSpaceSize)
@@ -57,9 +57,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None, sink:
         act_kv = [seq_len(t.shape, base) for t in a.key.items[:batch]]
     else:
         act_kv = _lengths(a.actualSeqLengthsKvOptional, batch, keys.s2)
-    prefix = 0
-    if a.keySharedPrefixOptional is not None:
-        prefix = int(a.actualSharedPrefixLenOptional[0]) if a.actualSharedPrefixLenOptional else keys.prefix_rows
+    prefix = shared_prefix.rows(a) if a.keySharedPrefixOptional is not None else 0
     sparse = route.sparse
     has_mask = a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
     pre, nxt = (INT_MAX, INT_MAX) if legacy_ifa else (a.preTokens, a.nextTokens)
@@ -175,8 +173,6 @@ class _KeyGather:
         self.listed = len(a.key.items) > 1
         self.block = a.blockSize
         self.s2 = key_rows(a, base)
-        p = a.keySharedPrefixOptional
-        self.prefix_rows = 0 if p is None else seq_len(p.shape, base)
 
     def read(self, act_kv, prefix, kv_rows):
         a = self.a

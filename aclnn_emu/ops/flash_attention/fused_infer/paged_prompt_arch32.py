@@ -1,7 +1,8 @@
 """A block table on the Atlas A2/A3 PFA route (the calls RouteToFia, IsUsingFAI and IsUsingIFA leave
 to the PFA tiling): the page-attention rules of op_host/prompt_flash_attention_tiling.cpp, every
-failure 561002, in its order: the query not INT8 and no tensor list (RunBigKernelTilingWithParams),
-no shared prefix, actualSeqLengthsKv given; then for BSH/BSND/BNSD/NSD queries its count and signs
+failure 561002, in its order: the query not INT8 and no tensor list (RunBigKernelTilingWithParams;
+its shared-prefix rules, no page attention among them, are shared_prefix's, checked before),
+actualSeqLengthsKv given; then for BSH/BSND/BNSD/NSD queries its count and signs
 (CheckActualSeqLength, which with a block table no longer compares the lengths with the key's S) and
 CheckPATypeAndShape; for TND queries the TND length rules with each batch's own key length
 (CheckActSeqWhenLayoutIsTND, GetActualSeqLenData), CheckPASparseMode and CheckPAWhenBaseApi.
@@ -42,8 +43,6 @@ def check(a, env) -> SimpleNamespace:
         raise tiling("pfa_paged.int8_query", "Query DataType can't be INT8 when PA enable")
     if len(a.key.items) > 1:
         raise tiling("pfa_paged.tensor_list", "not support tensorlist when blockTable is not null")
-    if a.keySharedPrefixOptional is not None and a.valueSharedPrefixOptional is not None:
-        raise tiling("pfa_paged.shared_prefix", "when system prefix is used, page attention is not supported!")
     lengths = a.actualSeqLengthsKvOptional
     if not lengths:
         raise tiling("pfa_paged.actual_kv_required", "actual seq length kv can't be null when blockTable is not null")

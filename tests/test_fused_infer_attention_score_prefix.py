@@ -1,0 +1,146 @@
+"""FusedInferAttentionScore's shared prefix (V2-V4) beyond one batched key on the IFA/PFA routes:
+in front of each tensor of a key/value list on the A2/A3 IFA route, ignored by Ascend910_95's IFA
+(antiquant) kernels, against the float64 golden (CANN's precision standard)."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import precision
+from golden import fused_infer_attention_score as golden
+from golden import incre_flash_attention as ifa_golden
+from test_fused_infer_attention_score import pack_int4, run_fia
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(20261129)
+A2_A3 = pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+ON_ARCH35 = pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+
+
+def _bsh(x):
+    """[B, N, S, D] as [B, S, N * D]."""
+    b, n, s, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, s, n * d)
+
+
+@A2_A3
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+@pytest.mark.parametrize("lengths", [(33, 70), None], ids=["actual_kv", "whole_tensors"])
+def test_prefix_in_front_of_each_list_tensor_on_the_a2_ifa_route(chip, dtype, layout, lengths):
+    """IFATiling::ProcessSharedPrefix takes a tensor list (no rule refuses it); the split kernel
+    (incre_flash_attention_split_Bbn2s2_Us2.h) attends every batch's query to the prefix's first
+    actualSharedPrefixLen rows and then to its own tensor's keys; softmaxLse (the second pass,
+    inferred.lse_pass) covers both."""
+    n, n2, d, p, used = 4, 2, 32, 20, 13
+    q = RNG.standard_normal((2, n, 1, d)).astype(dtype)
+    keys, values = ([RNG.standard_normal((1, n2, s, d)).astype(dtype) for s in (40, 70)] for _ in range(2))
+    kp, vp = (RNG.standard_normal((1, n2, p, d)).astype(dtype) for _ in range(2))
+    put = _bsh if layout == "BSH" else (lambda x: x)
+    out, lse = run_fia(
+        version=2,
+        lse_shape=(2, n, 1, 1),
+        query=put(q),
+        key=[put(k) for k in keys],
+        value=[put(v) for v in values],
+        out_shape=put(q).shape,
+        keySharedPrefixOptional=put(kp),
+        valueSharedPrefixOptional=put(vp),
+        actualSharedPrefixLenOptional=(used,),
+        actualSeqLengthsKvOptional=lengths,
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=d**-0.5,
+        inputLayout=layout,
+    )
+    own = lengths or (40, 70)
+    kk = golden.prefixed(kp, [k[0] for k in keys], used)
+    vv = golden.prefixed(vp, [v[0] for v in values], used)
+    magnitude, want_lse = np.zeros((2, n, d)), np.zeros((2, n))
+    want = ifa_golden.attention(
+        q[:, :, 0], kk, vv, scale=d**-0.5, lengths=[used + x for x in own], magnitude=magnitude, lse=want_lse,
+        small_dtype="float16" if dtype == np.float16 else "bfloat16",
+    )  # fmt: skip
+    precision.assert_meets(lse[:, :, 0, 0], want_lse, np.float32, "softmaxLse")
+    got = out.reshape(2, n, d) if layout == "BSH" else out[:, :, 0]
+    message = precision.failure(got.astype(np.float64), want, "float16" if dtype == np.float16 else "bfloat16",
+                                floor=magnitude)  # fmt: skip
+    assert message is None, message
+
+
+def _int8_decode(per_token: bool):
+    """An INT8 decode on Ascend910_95's IFA route: per-channel antiquantScale, or per-token key and value
+    parameters (separate, modes 1)."""
+    n, n2, d, s = 4, 2, 64, 48
+    q = RNG.standard_normal((2, n, 1, d)).astype(np.float16)
+    k, v = (RNG.integers(-100, 100, (2, n2, s, d)).astype(np.int8) for _ in range(2))
+    common = dict(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=n, numKeyValueHeads=n2, scaleValue=0.125,
+                  inputLayout="BNSD", actualSeqLengthsKvOptional=(48, 30))  # fmt: skip
+    if per_token:
+        scales = [RNG.uniform(0.005, 0.02, (1, 2, s)).astype(np.float32) for _ in range(2)]
+        common.update(keyAntiquantScaleOptional=scales[0], valueAntiquantScaleOptional=scales[1], keyAntiquantMode=1,
+                      valueAntiquantMode=1)  # fmt: skip
+    else:
+        common.update(antiquantScaleOptional=RNG.uniform(0.005, 0.02, (2, n2, 1, d)).astype(np.float16))
+    prefix = [RNG.integers(-100, 100, (1, n2, 16, d)).astype(np.int8) for _ in range(2)]
+    return common, prefix
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("per_token", [False, True], ids=["per_channel", "per_token"])
+def test_arch35_ifa_route_ignores_the_prefix(chip, per_token, capfd):
+    """ConvertContextToParamsIFA (arch35/fused_infer_attention_score_tiling_v2.cpp) hands IFATilingV2
+    no prefix and UpdateTilingKeyEnableKVPrefix sets enableKVPrefix false, so the antiquant kernels
+    (flash_attention_score_antiquant_kernel.h) never read it: the output is that of the call without
+    it, bit for bit (per-token parameters included: their positions stay the cache's), with a warning."""
+    common, (kp, vp) = _int8_decode(per_token)
+    capfd.readouterr()
+    out, _ = run_fia(version=2, keySharedPrefixOptional=kp, valueSharedPrefixOptional=vp,
+                     actualSharedPrefixLenOptional=(9,), **common)  # fmt: skip
+    assert "the shared prefix is ignored" in capfd.readouterr().err
+    plain, _ = run_fia(version=2, **common)
+    assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
+    assert np.abs(plain.astype(np.float32)).max() > 0
+
+
+@A2_A3
+@pytest.mark.parametrize("listed", [False, True], ids=["batched", "list"])
+def test_int4_prefix_on_the_a2_ifa_route(chip, listed):
+    """V2 re-types an INT32 prefix pair as INT4 (PrefixTensorPreProcess) as it does the key/value
+    lists (TensorPreProcess); the IFA antiquant kernels dequantise the prefix's rows per channel as
+    the cache's, in front of each batch's keys."""
+    n2, d, used = 2, 32, 11
+    cache4, prefix4 = ([RNG.integers(-8, 8, shape).astype(np.int8) for _ in range(2)]
+                       for shape in ((2, n2, 50, d), (1, n2, 16, d)))  # fmt: skip
+    q = RNG.standard_normal((2, 4, 1, d)).astype(np.float16)
+    scale = (RNG.random((2, n2, 1, d)) * 0.2 + 0.05).astype(np.float16)
+    split = (lambda x: [x[b : b + 1] for b in range(2)]) if listed else (lambda x: [x])
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=split(pack_int4(cache4[0])),
+        value=split(pack_int4(cache4[1])),
+        out_shape=q.shape,
+        antiquantScaleOptional=scale,
+        keySharedPrefixOptional=pack_int4(prefix4[0]),
+        valueSharedPrefixOptional=pack_int4(prefix4[1]),
+        actualSharedPrefixLenOptional=(used,),
+        actualSeqLengthsKvOptional=(50, 23),
+        numHeads=4,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="BNSD",
+    )
+    s = scale.astype(np.float64).reshape(2, n2, d)
+    magnitude = np.zeros((2, 4, d))
+    want = ifa_golden.attention(
+        q[:, :, 0],
+        golden.prefixed(prefix4[0], list(cache4[0]), used),
+        golden.prefixed(prefix4[1], list(cache4[1]), used),
+        scale=0.125,
+        lengths=[used + 50, used + 23],
+        antiquant=(s[0], np.zeros((n2, d)), s[1], np.zeros((n2, d))),
+        magnitude=magnitude,
+    )
+    message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
+    assert message is None, message

@@ -1,0 +1,73 @@
+"""aclnnFusedInferAttentionScoreV2's shared prefix through the C ABI (tests/c/
+fused_infer_attention_score_prefix.cpp): every case's status code, per chip.
+
+D 32 is no FIA-V3 head size, so on Atlas A2/A3 a query S of 1 takes the IFA tiling
+(incre_flash_attention_tiling.cpp ProcessOptionalTensors: ProcessSharedPrefix with
+SharedPrefixCheckBasic and SharedPrefixCheckShapes, then ProcessSharedPrefixLen) and S 16 the PFA
+tiling (prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams: the prefix pair, tensor
+list, page attention, left padding, ranks and shapes, then actualSharedPrefixLen, batch 1, N and D).
+Ascend910_95's TilingFusedInferAttentionScoreV2 sends both FLOAT16 calls to
+PromptFlashAttentionTilingV2 (DoOpTiling: the prefix pair; CheckPrefix: TND, tensor list, left
+padding, GetAndCheckPrefixShape, CheckKeyValuePrefixConsistency, CheckActSharedPrefix; a tensor list
+fails CheckPrefix, a block table CheckPACrossover) and INT8 ones to IFATilingV2, which
+ConvertContextToParamsIFA hands no prefix: those run without it. Every tiling failure is 561002.
+"""
+
+import pytest
+
+import cabi
+
+SUCCESS, TILING, NOT_IMPLEMENTED = 0, 561002, 561003
+
+RULES = ("paged", "key_only", "value_only", "length_range", "length_negative", "length_count", "batch_two", "heads",
+         "empty", "rank", "shapes", "kv_padding")  # fmt: skip
+COMMON = {
+    "ok.dense_decode": SUCCESS,
+    "ok.dense_prefill": SUCCESS,
+    **{f"{rule}_{at}": TILING for rule in RULES for at in ("decode", "prefill")},
+    "list_prefill": TILING,  # RunBigKernelTilingWithParams (A2/A3), CheckPrefix (Ascend910_95)
+    "int8.dense": SUCCESS,
+    "int8.list": SUCCESS,
+}
+ON_A2 = {
+    # IFATiling::ProcessSharedPrefix takes a tensor list; the split kernel attends each batch to the prefix first
+    "list_decode": SUCCESS,
+    # SharedPrefixCheckShapes reads S of an empty prefix as 0 (sMaxPrefix_), which nothing refuses
+    "empty_decode": SUCCESS,
+    # SharedPrefixCheckBasic: no page attention; a missing prefix tensor
+    "int8.paged": TILING,
+    "int8.value_only": TILING,
+}
+ON_ARCH35 = {
+    "list_decode": TILING,  # CheckPrefix: no tensor list
+    # GetAndCheckPrefixShape reads N and D off the key: the tiling passes the prefix, its kernels' reads
+    # are not established (delegate.NOT_IMPLEMENTED shared_prefix)
+    "heads_decode": NOT_IMPLEMENTED,
+    "heads_prefill": NOT_IMPLEMENTED,
+    # ConvertContextToParamsIFA passes IFATilingV2 no prefix: no rule sees it
+    "int8.paged": SUCCESS,
+    "int8.value_only": SUCCESS,
+    "arch35.tnd": TILING,  # CheckPrefix: "when TND is used, system prefix is not supported!"
+}
+
+
+def expected_on(soc: str) -> dict:
+    return {**COMMON, **(ON_ARCH35 if soc == "Ascend910_95" else ON_A2)}
+
+
+@pytest.fixture(scope="module", params=["Ascend910B", "Ascend910_93", "Ascend910_95"])
+def chip(request):
+    result = cabi.compile_and_run("fused_infer_attention_score_prefix.cpp", env={"ACLNN_EMU_SOC": request.param})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return request.param, cabi.rule_codes(result.stdout)
+
+
+def test_every_case_code(chip):
+    soc, codes = chip
+    wrong = {case: (codes.get(case), want) for case, want in expected_on(soc).items() if codes.get(case) != want}
+    assert not wrong, f"{soc}: (got, expected) {wrong}"
+
+
+def test_every_reported_case_is_asserted(chip):
+    soc, codes = chip
+    assert set(codes) == set(expected_on(soc))
