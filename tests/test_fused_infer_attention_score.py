@@ -501,6 +501,177 @@ def test_a2_paged_prefill_on_the_pfa_route(chip, dtype, layout, cache_layout):
     assert not sanitizer.reports()
 
 
+def _packed_prefill(q, key, value, q_lens, act_kv, heads, kv_heads, sparse_mode=3, **named):
+    """A TND prefill (cumulative query ends, a 2048 x 2048 causal mask) over ``key`` / ``value`` with
+    key lengths ``act_kv``."""
+    t, d = q.shape[0], q.shape[2]
+    return run_fia(
+        query=q,
+        key=[key],
+        value=[value],
+        out_shape=q.shape,
+        lse_shape=(t, heads, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=tuple(np.cumsum(q_lens).tolist()),
+        actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=heads,
+        numKeyValueHeads=kv_heads,
+        scaleValue=d**-0.5,
+        inputLayout="TND",
+        sparseMode=sparse_mode,
+        **named,
+    )
+
+
+def _check_packed(q, k, v, q_lens, act_kv, out, lse, dtype):
+    """Each batch's rows against the float64 golden of its own keys (sparse mode 3), softmaxLse too."""
+    d = q.shape[2]
+    ends = np.cumsum([0, *q_lens])
+    for b, (r0, r1) in enumerate(zip(ends[:-1], ends[1:])):
+        qb = q[r0:r1].transpose(1, 0, 2)[None]
+        kb, vb = k[b : b + 1, :, : act_kv[b]], v[b : b + 1, :, : act_kv[b]]
+        want = golden.attention(qb, kb, vb, scale=d**-0.5, kv_block=512, sparse_mode=3, has_mask=True)
+        _meets(out[r0:r1].transpose(1, 0, 2)[None], want, dtype)
+        _lse_meets(lse[r0:r1, :, 0].T[None], want.lse)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_a2_tnd_paged_prefill_on_the_pfa_route(chip, cache_layout):
+    """Atlas A2/A3, prefix-cache prefill with packed batches off the FIA-V3 kernels (bf16 D 192, MHA:
+    no CheckGqaDSupport pair): the PFA tiling's TND page-attention rules and the base-API var-len
+    kernels, which fill each key tile of the dense walk from its blocks
+    (pfa_service_matmul_kv_nd.h CopyKToL1ForPA). Key lengths are each batch's own (decreasing here),
+    a block id past batch 1's keys is never read; the output is the dense packed call's, byte for byte."""
+    n, d, bs = 4, 192, 128
+    q_lens, act_kv = [40, 24], [300, 152]
+    q = RNG.standard_normal((sum(q_lens), n, d)).astype(BF16)
+    k, v = (RNG.standard_normal((2, n, 300, d)).astype(BF16) for _ in range(2))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(17))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(17))
+    table[1, 2] = -1  # past batch 1's 152 keys
+    paged = dict(blockTableOptional=table, blockSize=bs)
+    out, lse = _packed_prefill(q, key_cache, value_cache, q_lens, act_kv, n, n, **paged)
+    _check_packed(q, k, v, q_lens, act_kv, out, lse, BF16)
+    assert not sanitizer.reports()
+    dense_k, dense_v = (np.concatenate([x[b, :, :m].transpose(1, 0, 2) for b, m in enumerate(act_kv)]) for x in (k, v))
+    ends_kv = np.cumsum(act_kv).tolist()
+    dense_out, _ = _packed_prefill(q, dense_k, dense_v, q_lens, ends_kv, n, n)
+    assert np.array_equal(out.view(np.uint16), dense_out.view(np.uint16))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_a2_tnd_paged_cumulative_key_lengths_differ(chip):
+    """The same call with cumulative key ends (as a dense TND key takes them) reads other keys: the
+    per-batch reading above can fail."""
+    n, d, bs = 4, 192, 128
+    q_lens, act_kv = [40, 24], [150, 152]
+    q = RNG.standard_normal((sum(q_lens), n, d)).astype(BF16)
+    k, v = (RNG.standard_normal((2, n, 302, d)).astype(BF16) for _ in range(2))
+    caches = [_paged(x, bs, "BnNBsD", np.random.default_rng(2)) for x in (k, v)]
+    paged = dict(blockTableOptional=caches[0][1], blockSize=bs)
+    own, _ = _packed_prefill(q, caches[0][0], caches[1][0], q_lens, act_kv, n, n, **paged)
+    summed, _ = _packed_prefill(q, caches[0][0], caches[1][0], q_lens, [150, 302], n, n, **paged)
+    assert not np.array_equal(own[40:], summed[40:])
+
+
+PAGED_TND_RULES = {  # prompt_flash_attention_tiling.cpp CheckPASparseMode (before the TND template's own rules)
+    "sparse_mode": (dict(sparse_mode=1), "When Layout is TND/NTD_TND and PA enabled, sparseMode only support 0"),
+    "mask": (
+        dict(sparse_mode=0),
+        "When Layout is TND/NTD_TND and PA enabled, sparseMode = 0, not support attentionMask",
+    ),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+@pytest.mark.parametrize("case", PAGED_TND_RULES)
+def test_a2_tnd_paged_sparse_rules(chip, case):
+    """The A2/A3 PFA tiling's page-attention sparse rules for a TND query, with their messages (561002)."""
+    named, message = PAGED_TND_RULES[case]
+    q = np.zeros((64, 4, 192), BF16)
+    cache, table = _paged(np.zeros((2, 4, 300, 192), BF16), 128, "BnNBsD", np.random.default_rng(1))
+    with pytest.raises(ae.errors.TilingError, match=re.escape(message)) as failure:
+        _packed_prefill(q, cache, cache, [40, 24], [300, 152], 4, 4, blockTableOptional=table, blockSize=128, **named)
+    assert failure.value.status == 561002
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_a2_nsd_paged_prefill_on_the_pfa_route(chip, dtype, cache_layout):
+    """Atlas A2/A3: an NSD query (one batch, no FIA-V3 layout) over a paged cache: the PFA tiling's
+    CheckPATypeAndShape (3- or 4-D cache), the PFA kernels over the gathered keys, causal."""
+    n, n2, s1, d, bs, s2 = 4, 2, 16, 32, 128, 300
+    q = pfa_v3.grid((1, n, s1, d), dtype)
+    k = pfa_v3.grid((1, n2, s2, d), dtype)
+    v = RNG.standard_normal((1, n2, s2, d)).astype(dtype)
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(19))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(19))
+    out, lse = run_fia(
+        query=q[0],
+        key=[key_cache],
+        value=[value_cache],
+        out_shape=q[0].shape,
+        lse_shape=(1, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        blockTableOptional=table,
+        actualSeqLengthsKvOptional=(s2,),
+        numHeads=n,
+        numKeyValueHeads=n2,
+        scaleValue=0.125,
+        inputLayout="NSD",
+        sparseMode=3,
+        blockSize=bs,
+    )
+    kw = dict(scale=0.125, sparse_mode=3)
+    want = pfa_golden.attention(q, k, v, **kw, **pfa_v3.kind(chip, dtype, 1, False))
+    fia_want = golden.attention(q, k, v, kv_block=512, has_mask=True, **kw)
+    message = precision.failure(out[None].astype(np.float64), want, np.dtype(dtype).name, floor=fia_want.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], fia_want.lse)
+    assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,bs", [(256, 128), (96, 16), (128, 128)])
+def test_split_fuse_paged_prefill(chip, dtype, d, bs):
+    """Atlas A2/A3 split-fuse route (IsUsingFAI: TND GQA, innerPrecise 0, a [blocks, blockSize, H]
+    cache, blockSize a multiple of 16): head sizes up to 256, the key lengths each batch's own
+    (flash_attention_regular.h PAGED_CACHE_FLAG), causal; the FIA-V3 maths (inferred.split_fuse)."""
+    n, n2 = 4, 2
+    q_lens, act_kv = [40, 24], [300, 152]
+    q = RNG.standard_normal((sum(q_lens), n, d)).astype(dtype)
+    k, v = (RNG.standard_normal((2, n2, 300, d)).astype(dtype) for _ in range(2))
+    key_cache, table = _paged(k, bs, "BnBsH", np.random.default_rng(23))
+    value_cache, _ = _paged(v, bs, "BnBsH", np.random.default_rng(23))
+    paged = dict(blockTableOptional=table, blockSize=bs, innerPrecise=0)
+    out, lse = _packed_prefill(q, key_cache, value_cache, q_lens, act_kv, n, n2, **paged)
+    _check_packed(q, k, v, q_lens, act_kv, out, lse, dtype)
+    assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_fia_v3_tnd_paged_prefill(chip, dtype, cache_layout):
+    """Atlas A2/A3 FIA-V3 route (TND D 128 GQA, blockSize 64: not CheckSpecConditions' 128): with a
+    block table the parser's key layout is the cache's, so the key lengths are each batch's own
+    (CheckFeatureActualSeqLensKvData without the cumulative rule; the kernels' GetKvActSeqMode is
+    BY_BATCH), decreasing here."""
+    n, n2, d, bs = 4, 2, 128, 64
+    q_lens, act_kv = [40, 24], [300, 152]
+    q = RNG.standard_normal((sum(q_lens), n, d)).astype(dtype)
+    k, v = (RNG.standard_normal((2, n2, 300, d)).astype(dtype) for _ in range(2))
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(29))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(29))
+    paged = dict(blockTableOptional=table, blockSize=bs, innerPrecise=0)
+    out, lse = _packed_prefill(q, key_cache, value_cache, q_lens, act_kv, n, n2, **paged)
+    _check_packed(q, k, v, q_lens, act_kv, out, lse, dtype)
+    assert not sanitizer.reports()
+
+
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("layout", ["BSH", "BNSD"])
 def test_arch35_nz_paged_prefill(chip, layout):
@@ -881,10 +1052,11 @@ def _fia_v3_case(qd=128, vd=128, layout="BNSD", **named):
 
 
 def _tnd_case(**named):
-    """TND with two query runs (30 and 34 rows) over 80 key rows."""
+    """TND with two query runs (30 and 34 rows) over 80 key rows; innerPrecise 2 keeps the GQA call
+    off the split-fuse route (CheckSpecConditions / IsUsingFAI want innerPrecise 0)."""
     q, k = np.zeros((64, 8, 128), np.float16), np.zeros((80, 2, 128), np.float16)
     return dict(query=q, key=[k], value=[k], out_shape=q.shape, numHeads=8, numKeyValueHeads=2, inputLayout="TND",
-                actualSeqLengthsOptional=(30, 64), **named)  # fmt: skip
+                actualSeqLengthsOptional=(30, 64), innerPrecise=2, **named)  # fmt: skip
 
 
 MASK = np.zeros((64, 80), np.bool_)

@@ -29,7 +29,8 @@ OK = (
 A2_OK = (
     "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length", "pfa_paged_mask",
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
-    "pfa_tnd_d192",
+    "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
+    "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -61,6 +62,26 @@ A2_TILING = {
     "pfa_paged_block_table_shape": "CheckPATypeAndShape",
     "pfa_paged_cache_blocks": "CheckPATypeAndShape",
     "pfa_paged_mask_s2": "CheckAttenMaskShape",  # sK = tmpS2, max blocks x blockSize with a block table
+    "pfa_paged_nsd_block_table_shape": "CheckPATypeAndShape",
+    # a TND query with a block table: CheckInputShapeWhenLayoutIsTND and CheckActSeqWhenLayoutIsTND
+    # (key lengths each batch's own), then CheckPASparseMode and CheckPAWhenBaseApi
+    # (checkPABlockSizeAndBlockTable, culActSeqLenParamsWhenPA, CheckPAKeyValueParams)
+    "pfa_paged_tnd_d32": "CheckInputShapeWhenLayoutIsTND",
+    "pfa_paged_tnd_kv_count": "CheckActSeqWhenLayoutIsTND",
+    "pfa_paged_tnd_kv_negative": "CheckActSeqWhenLayoutIsTND",
+    "pfa_paged_tnd_sparse_mode": "CheckPASparseMode",
+    "pfa_paged_tnd_mask": "CheckPASparseMode",
+    "pfa_paged_tnd_block_size": "checkPABlockSizeAndBlockTable",
+    "pfa_paged_tnd_cache_block": "culActSeqLenParamsWhenPA",
+    "pfa_paged_tnd_no_blocks": "CheckPAWhenBaseApi",
+    "pfa_paged_tnd_cache_shape": "checkPAKeyValueDimsWhenBNBD",
+    "pfa_paged_tnd_block_table_shape": "CheckPAWhenBaseApi",
+    "pfa_paged_tnd_cache_blocks": "CheckPAWhenBaseApi",
+    # fused_infer_attention_score_tiling.cpp TilingProcess4SplitFuse -> CheckFAIAvailability
+    "fai_lse_shape": "CheckFAILseOutput",
+    "fai_block_size": "CheckFAISinglePara",
+    "fai_mask_shape": "CheckFAIMaskShape",
+    "fai_mask_mode": "CheckFAIMask",
     "consistency_out": "CheckAttenOut",
     "consistency_lse": "CheckSoftmaxLseShape",
     "list_lengths": "FiaInfoParser::GetKvCache",
@@ -175,8 +196,6 @@ ON_A2 = {
     "a2.ok.kv_antiquant_channel_token": SUCCESS,
     "a2.ok.kv_antiquant_paged_params": SUCCESS,
     "a2.not_implemented.kv_antiquant_per_tensor_key": NOT_IMPLEMENTED,
-    # delegate.NOT_IMPLEMENTED (paged_pfa): TND takes CheckPAWhenBaseApi and the base-API kernels
-    "a2.not_implemented.pfa_paged_tnd": NOT_IMPLEMENTED,
     # prompt_flash_attention_arch32.h hands a rope to the base-API kernels alone: the x910 kernels of an
     # INT8 query (S 32 > 16: the PFA route) run without it (rope_arch32.ignored_on_pfa, with a warning)
     "a2.ok.rope_pfa_ignored": SUCCESS,

@@ -201,6 +201,36 @@ static Case PagedSmall() {
     return c;
 }
 
+// PfaTnd(192) over a paged cache [blocks, N2, blockSize, D]: key lengths 300 and 140 in 3 + 2 blocks.
+static Case PagedTnd();
+
+// An NSD query (no batch) over a paged cache [blocks, N2, blockSize, D] of 300 keys in 3 blocks.
+static Case PagedNsd() {
+    Case c = PagedSmall();
+    c.layout = "NSD";
+    c.q = c.out = T({8, 16, 32});
+    c.lse = T({1, 8, 16, 1}, ACL_FLOAT);
+    c.opt["blockTable"] = T({1, 4}, ACL_INT32, {0, 1, 2, 3});
+    c.actKv = {300};
+    return c;
+}
+
+// The split-fuse route: TND fp16, GQA 8/2, innerPrecise 0, D 256, a paged cache [blocks, 128, N2 * D].
+static Case FaiPaged() {
+    Case c;
+    c.layout = "TND";
+    c.innerPrecise = 0;
+    c.q = c.out = T({64, 8, 256});
+    c.lse = T({64, 8, 1}, ACL_FLOAT);
+    c.k = c.v = {T({8, 128, 512})};
+    c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+    c.blockSize = 128;
+    c.hasActQ = c.hasActKv = true;
+    c.actQ = {40, 64};
+    c.actKv = {300, 140};
+    return c;
+}
+
 // Prefill with MLA rope: D 128 + rope 64, BNSD (V3).
 static Case Rope() {
     Case c;
@@ -248,6 +278,15 @@ static Case PfaTnd(int64_t d) {
     if (d == 192) c.kvHeads = 8;
     c.hasActQ = c.hasActKv = true;
     c.actQ = c.actKv = {40, 64};
+    return c;
+}
+
+static Case PagedTnd() {
+    Case c = PfaTnd(192);
+    c.k = c.v = {T({8, 8, 128, 192}, ACL_BF16)};
+    c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+    c.blockSize = 128;
+    c.actKv = {300, 140};
     return c;
 }
 
@@ -378,7 +417,7 @@ int main() {
         c = PagedSmall(); c.version = 2; c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32});
         REPORT("a2.tiling.pfa_paged_shared_prefix", Call(c, stream));
         c = PagedSmall(); c.layout = "TND"; c.q = c.out = T({32, 8, 32}); c.lse = T({32, 8, 1}, ACL_FLOAT);
-        c.hasActQ = true; c.actQ = {16, 32}; REPORT("a2.not_implemented.pfa_paged_tnd", Call(c, stream));
+        c.hasActQ = true; c.actQ = {16, 32}; REPORT("a2.tiling.pfa_paged_tnd_d32", Call(c, stream));
         // A 5-D (NZ) paged cache [Bn, N2, D / D0, Bs, D0], D0 = 32 bytes (fia_tiling_shape.cpp).
         c = Paged(true); c.k = c.v = {T({8, 2, 8, 128, 16})}; REPORT("a2.ok.paged_nz", Call(c, stream));
         c.lseFlag = true; REPORT("a2.ok.paged_nz_lse", Call(c, stream));
@@ -493,6 +532,34 @@ int main() {
         c = PfaTnd(128); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_n", Call(c, stream));
         c = PfaTnd(192); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_dv", Call(c, stream));
         c = PfaTnd(192); REPORT("a2.ok.pfa_tnd_d192", Call(c, stream));
+        // TND over a paged cache on the PFA route (D 192, MHA): CheckPASparseMode, CheckPAWhenBaseApi.
+        c = PagedTnd(); REPORT("a2.ok.pfa_paged_tnd", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.pfa_paged_tnd_lse", Call(c, stream));
+        c = PagedTnd(); c.k = c.v = {T({8, 128, 1536}, ACL_BF16)}; REPORT("a2.ok.pfa_paged_tnd_bnbsh", Call(c, stream));
+        c = PagedTnd(); c.sparseMode = 1; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL);
+        REPORT("a2.tiling.pfa_paged_tnd_sparse_mode", Call(c, stream));
+        c = PagedTnd(); c.opt["attenMask"] = T({64, 384}, ACL_BOOL); REPORT("a2.tiling.pfa_paged_tnd_mask", Call(c, stream));
+        c = PagedTnd(); c.actKv = {300}; REPORT("a2.tiling.pfa_paged_tnd_kv_count", Call(c, stream));
+        c = PagedTnd(); c.actKv = {300, -1}; REPORT("a2.tiling.pfa_paged_tnd_kv_negative", Call(c, stream));
+        c = PagedTnd(); c.blockSize = 64; REPORT("a2.tiling.pfa_paged_tnd_block_size", Call(c, stream));
+        c = PagedTnd(); c.k = c.v = {T({8, 8, 64, 192}, ACL_BF16)}; REPORT("a2.tiling.pfa_paged_tnd_cache_block", Call(c, stream));
+        c = PagedTnd(); c.actKv = {0, 0}; REPORT("a2.tiling.pfa_paged_tnd_no_blocks", Call(c, stream));
+        c = PagedTnd(); c.k = c.v = {T({8, 4, 128, 192}, ACL_BF16)}; REPORT("a2.tiling.pfa_paged_tnd_cache_shape", Call(c, stream));
+        c = PagedTnd(); c.opt["blockTable"] = T({2, 2}, ACL_INT32); REPORT("a2.tiling.pfa_paged_tnd_block_table_shape", Call(c, stream));
+        c = PagedTnd(); c.k = c.v = {T({4, 8, 128, 192}, ACL_BF16)}; REPORT("a2.tiling.pfa_paged_tnd_cache_blocks", Call(c, stream));
+        // NSD (no batch) over a paged cache: CheckPATypeAndShape takes a 3- or 4-D cache.
+        c = PagedNsd(); REPORT("a2.ok.pfa_paged_nsd", Call(c, stream));
+        c.k = c.v = {T({8, 128, 64})}; REPORT("a2.ok.pfa_paged_nsd_bnbsh", Call(c, stream));
+        c = PagedNsd(); c.opt["blockTable"] = T({1, 2}, ACL_INT32); REPORT("a2.tiling.pfa_paged_nsd_block_table_shape", Call(c, stream));
+        // The split-fuse route over a paged cache (TND fp16, GQA, innerPrecise 0, [blocks, blockSize, H]):
+        // D 256 and key lengths each batch's own; CheckFAIAvailability's rules.
+        c = FaiPaged(); REPORT("a2.ok.fai_paged_d256", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.fai_paged_lse", Call(c, stream));
+        c.lse = T({64, 8}, ACL_FLOAT); REPORT("a2.tiling.fai_lse_shape", Call(c, stream));
+        c = FaiPaged(); c.blockSize = 64; REPORT("a2.tiling.fai_block_size", Call(c, stream));
+        c = FaiPaged(); c.sparseMode = 3; c.opt["attenMask"] = T({1024, 1024}, ACL_BOOL); REPORT("a2.tiling.fai_mask_shape", Call(c, stream));
+        c = FaiPaged(); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); REPORT("a2.tiling.fai_mask_mode", Call(c, stream));
+        c = FaiPaged(); c.sparseMode = 3; c.opt["attenMask"] = T({1, 2048, 2048}, ACL_BOOL); REPORT("a2.ok.fai_paged_causal", Call(c, stream));
         // CheckParamsPFA's left-padding rules.
         c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.pfa_padding_kv_lengths", Call(c, stream));
         c = Small(16); c.opt["kvPaddingSize"] = T({2}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

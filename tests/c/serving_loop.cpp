@@ -2,7 +2,9 @@
 // PromptFlashAttentionV2, scatter their keys and values into a paged cache with ScatterPaKvCache,
 // then decode several steps with IncreFlashAttentionV4, scattering each new token first; with
 // argv[3] "fia" both attention steps call FusedInferAttentionScoreV4 instead (on Atlas A2/A3 its
-// FIA-V3 kernels: D 64, fp16, query dtype = key dtype).
+// FIA-V3 kernels: D 64, fp16, query dtype = key dtype), and on Atlas A2/A3 a last prefix-cache
+// prefill follows: a chunk of new tokens per batch, scattered, then attended by a packed TND query
+// (causal, sparse mode 3) over the paged cache, whose key lengths are each batch's own.
 // argv[1] is the cache layout: "blocks_h" (blocknum, blocksize, H), scattered as [T, N2, D] rows, or
 // "blocks_n_d" (blocknum, KV_N, blocksize, D), scattered as [T * N2, 1, D] rows into the cache seen
 // as [blocknum * KV_N, blocksize, 1, D]. argv[2] is a directory; the program writes the host inputs
@@ -21,7 +23,8 @@
 namespace {
 const int64_t B = 3, N = 4, N2 = 2, D = 64, BLOCK = 16, STEPS = 4;
 const int64_t LENS[B] = {5, 23, 12};
-const int64_t S_PROMPT = 23, S_TOTAL = S_PROMPT + STEPS, MAX_BLOCKS = (S_TOTAL + BLOCK - 1) / BLOCK;
+const int64_t CHUNK[B] = {3, 6, 2}, S_CHUNK = 6, T_CHUNK = 11;  // the chunked prefill's new tokens per batch
+const int64_t S_PROMPT = 23, S_TOTAL = S_PROMPT + STEPS + S_CHUNK, MAX_BLOCKS = (S_TOTAL + BLOCK - 1) / BLOCK;
 const int64_t BLOCKS = B * MAX_BLOCKS + 1;            // one spare block nobody uses
 const double SCALE = 0.125;                            // 1 / sqrt(D)
 bool g_fia = false;                                   // attention through FusedInferAttentionScoreV4
@@ -29,13 +32,13 @@ bool g_fia = false;                                   // attention through Fused
 // FusedInferAttentionScoreV4 with the parameters a serving stack sets; no softmaxLse.
 int Fia(aclrtStream stream, aclTensor *q, aclTensorList *keys, aclTensorList *values, aclTensor *mask,
         aclIntArray *actQ, aclIntArray *actKv, aclTensor *table, int64_t nextTokens, const char *layout,
-        int64_t blockSize, aclTensor *out) {
+        int64_t blockSize, aclTensor *out, int64_t sparseMode = 0) {
     uint64_t size = 0;
     aclOpExecutor *executor = nullptr;
     int ret = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
         q, keys, values, nullptr, mask, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
         table, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-        nullptr, nullptr, nullptr, N, SCALE, 2147483647, nextTokens, const_cast<char *>(layout), N2, 0, 1, blockSize,
+        nullptr, nullptr, nullptr, N, SCALE, 2147483647, nextTokens, const_cast<char *>(layout), N2, sparseMode, 1, blockSize,
         0, false, 0, 0, 0, out, nullptr, &size, &executor);
     return RunPhase2(stream, ret, size, executor, aclnnFusedInferAttentionScoreV4);
 }
@@ -175,6 +178,35 @@ int Decode(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, int
     aclDestroyTensorList(values);
     return ret ? ret : ot.Read(out);
 }
+
+// The chunked prefill: TND query [T_CHUNK, N, D] (batch b's CHUNK[b] rows after those of the batches
+// before it), key lengths LENS[b] + STEPS + CHUNK[b] per batch, the 2048 x 2048 causal mask.
+int ChunkPrefill(aclrtStream stream, Cache &cache, const std::vector<uint16_t> &q, std::vector<uint16_t> &out) {
+    DeviceTensor qt, ot, table, mt;
+    std::vector<uint8_t> mask(2048 * 2048);
+    for (int64_t i = 0; i < 2048; i++)
+        for (int64_t j = 0; j < 2048; j++) mask[i * 2048 + j] = j > i;
+    int ret = qt.Create(q, {T_CHUNK, N, D}, ACL_FLOAT16);
+    if (ret == 0) ret = ot.Create({T_CHUNK, N, D}, ACL_FLOAT16);
+    if (ret == 0) ret = table.Create(cache.table, {B, MAX_BLOCKS}, ACL_INT32);
+    if (ret == 0) ret = mt.Create(mask, {2048, 2048}, ACL_BOOL);
+    if (ret != 0) return ret;
+    std::vector<int64_t> shape = cache.headsMajor ? std::vector<int64_t>{BLOCKS, N2, BLOCK, D}
+                                                  : std::vector<int64_t>{BLOCKS, BLOCK, N2 * D};
+    aclTensorList *keys = ListOf(cache.key.addr, shape), *values = ListOf(cache.value.addr, shape);
+    std::vector<int64_t> ends, lens;
+    for (int64_t b = 0, end = 0; b < B; b++) {
+        ends.push_back(end += CHUNK[b]);
+        lens.push_back(LENS[b] + STEPS + CHUNK[b]);
+    }
+    aclIntArray *actQ = aclCreateIntArray(ends.data(), B), *actKv = aclCreateIntArray(lens.data(), B);
+    ret = Fia(stream, qt.tensor, keys, values, mt.tensor, actQ, actKv, table.tensor, 0, "TND", BLOCK, ot.tensor, 3);
+    aclDestroyIntArray(actQ);
+    aclDestroyIntArray(actKv);
+    aclDestroyTensorList(keys);
+    aclDestroyTensorList(values);
+    return ret ? ret : ot.Read(out);
+}
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -183,6 +215,7 @@ int main(int argc, char **argv) {
     g_fia = argc == 4 && std::string(argv[3]) == "fia";
     aclrtStream stream;
     CHECK_OK(SetUp(&stream));
+    printf("soc %s\n", aclrtGetSocName());
     {
         // The whole sequence's keys and values [B, S_TOTAL, N2, D]; prompts use the first LENS[b].
         std::vector<uint16_t> k = Values(B * S_TOTAL * N2 * D, 1), v = Values(B * S_TOTAL * N2 * D, 2);
@@ -225,6 +258,26 @@ int main(int argc, char **argv) {
             Save(dir, "q_step" + std::to_string(step) + ".bin", q);
             CHECK_OK(Decode(stream, cache, q, step, out));
             Save(dir, "out_step" + std::to_string(step) + ".bin", out);
+        }
+        if (g_fia && OnA2()) {  // Ascend910_95's PFA tiling wants blocks of 128 to 512 tokens for S > 1
+            kRows.clear();
+            vRows.clear();
+            tokens.clear();
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t i = 0; i < CHUNK[b]; i++) {
+                    tokens.push_back({b, LENS[b] + STEPS + i});
+                    for (int64_t n = 0; n < N2; n++)
+                        for (int64_t d = 0; d < D; d++) {
+                            kRows.push_back(At(k, S_TOTAL, N2, b, LENS[b] + STEPS + i, n, d));
+                            vRows.push_back(At(v, S_TOTAL, N2, b, LENS[b] + STEPS + i, n, d));
+                        }
+                }
+            CHECK_OK(cache.Scatter(stream, kRows, vRows, tokens));
+            std::vector<uint16_t> q = Values(T_CHUNK * N * D, 200);
+            Save(dir, "q_chunk.bin", q);
+            CHECK_OK(ChunkPrefill(stream, cache, q, out));
+            Save(dir, "out_chunk.bin", out);
+            printf("chunk\n");
         }
     }
     TearDown(stream);

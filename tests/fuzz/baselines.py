@@ -327,6 +327,43 @@ def fia_paged_pfa(soc):
                       softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_paged_pfa_tnd(soc):
+    """Packed prefill (TND bf16, D 192, MHA) over a paged cache with softmaxLse: the A2/A3 PFA tiling's TND
+    page-attention rules (CheckPASparseMode, CheckPAWhenBaseApi), key lengths each batch's own."""
+    q, out = T((24, 2, 192), "BF16"), T((24, 2, 192), "BF16")
+    k, v = T((4, 2, 128, 192), "BF16"), T((4, 2, 128, 192), "BF16")
+    table = T((2, 2), "INT32", fill=(2, 0, 1, 3))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=2, scaleValue=0.125,
+                      actualSeqLengthsOptional=(8, 24), actualSeqLengthsKvOptional=(200, 100),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="TND", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((24, 2, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_paged_nsd(soc):
+    """An NSD query (one batch, D 32) over a paged cache: the A2/A3 PFA tiling's CheckPATypeAndShape."""
+    q, out = T((4, 16, 32)), T((4, 16, 32))
+    k, v = T((3, 2, 128, 32)), T((3, 2, 128, 32))
+    table = T((1, 3), "INT32", fill=(2, 0, 1))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsKvOptional=(300,), blockTableOptional=table, blockSize=128,
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="NSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((1, 4, 16, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_split_fuse_paged(soc):
+    """Packed prefill (TND fp16, D 96, GQA, innerPrecise 0) over a [blocks, 16, H] cache: the A2/A3 split-fuse
+    route (IsUsingFAI) and its CheckFAIAvailability rules."""
+    q, out = T((24, 4, 96)), T((24, 4, 96))
+    k, v = T((8, 16, 192)), T((8, 16, 192))
+    table = T((2, 4), "INT32", fill=(7, 0, 5, 1, 2, 6, 3, 4))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      actualSeqLengthsOptional=(8, 24), actualSeqLengthsKvOptional=(60, 40),
+                      blockTableOptional=table, blockSize=16, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="TND", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((24, 4, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_padded(soc):
     """Query and key left padding (D 32: the PFA route on every chip) with softmaxLse."""
     q, out = T((1, 4, 16, 32)), T((1, 4, 16, 32))
@@ -611,6 +648,9 @@ BASELINES = {
         (fia_paged_nz, ALL),
         (fia_paged_tnd, ALL),
         (fia_paged_pfa, A2_A3),
+        (fia_paged_pfa_tnd, A2_A3),
+        (fia_paged_nsd, A2_A3),
+        (fia_split_fuse_paged, A2_A3),
         (fia_padded, ALL),
         (fia_sink, ALL),
         (fia_sink_tnd, A2_A3),

@@ -85,6 +85,7 @@ FIA = K + "flash_attention/fused_infer_attention.py"
 FIA_CHECKS = "aclnn_emu/ops/flash_attention/fused_infer/checks.py"
 FIA_LAUNCH = "aclnn_emu/ops/flash_attention/fused_infer/launch.py"
 FIA_PAGED_PFA = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt.py"
+FIA_PAGED_PFA_A2 = "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt_arch32.py"
 FIA_PADDING = "aclnn_emu/ops/flash_attention/fused_infer/padding.py"
 FIA_KV_ANTIQUANT = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant.py"
 FIA_SPLIT_PARAMS = "aclnn_emu/ops/flash_attention/fused_infer/split_params.py"
@@ -1614,10 +1615,66 @@ MUTATIONS = [
         FIA_TESTS,
     ),
     Mutation(
-        "fia-paged-pfa-tnd-lse-lengths-cumulative",
-        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "        a = paged_prompt.PackedLengths(a, facts)",
-        "        pass",
+        "fia-paged-tnd-key-lengths-cumulative",
+        FIA_LAUNCH,
+        "        if not route.paged:  # a paged cache's key lengths",
+        "        if True:  # a paged cache's key lengths",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-v3-paged-tnd-key-lengths-checked-cumulative",
+        FIA_CHECKS,
+        "kv_packed = self.base in PACKED and not self.paged",
+        "kv_packed = self.base in PACKED",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-a2-paged-pfa-tnd-not-gathered",
+        FIA_PAGED_PFA_A2,
+        'GATHERED = (*RANKS, "TND")',
+        "GATHERED = tuple(RANKS)",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-a2-paged-pfa-tnd-sparse-mode-unchecked",
+        FIA_PAGED_PFA_A2,
+        "    if mode not in PA_SPARSE_MODES:",
+        "    if False:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-a2-paged-pfa-nsd-bnbsd-cache-refused",
+        FIA_PAGED_PFA_A2,
+        '"NSD": (3, 4),',
+        '"NSD": (3,),',
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-paged-pfa-nsd-read-as-bsnd",
+        FIA_PAGED_PFA,
+        'if self.layout in ("BNSD", "NSD"):',
+        'if self.layout == "BNSD":',
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-split-fuse-takes-the-fia-v3-checks",
+        FIA_CHECKS,
+        "        return split_fuse.run(a, env)",
+        "        return FiaV3(a, env).run()",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-split-fuse-block-size-attribute-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/split_fuse.py",
+        "        if block != shape_dim(k.shape, 1):",
+        "        if False:",
+        FIA_TESTS,
+    ),
+    Mutation(
+        "fia-split-fuse-mask-shape-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/split_fuse.py",
+        "    if tuple(last) != (MASK_SIZE, MASK_SIZE) or any(x != 1 for x in lead):",
+        "    if False:",
         FIA_TESTS,
     ),
     Mutation(
@@ -1630,7 +1687,7 @@ MUTATIONS = [
     Mutation(
         "fia-a2-paged-pfa-cache-blocks-unchecked",
         "aclnn_emu/ops/flash_attention/fused_infer/paged_prompt_arch32.py",
-        "if ks[0] < valid:",
+        "if blocks < valid:",
         "if False:",
         FIA_TESTS,
     ),

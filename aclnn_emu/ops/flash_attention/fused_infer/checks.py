@@ -24,7 +24,7 @@ from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
-from . import checks_arch35, delegate, launch, opdef_table
+from . import checks_arch35, delegate, launch, opdef_table, split_fuse
 from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
@@ -218,7 +218,7 @@ def _tiling_a2(a, env):
     base = split(a.inputLayout)[0]
     if is_using_fai(a, base):
         INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
-        return FiaV3(a, env).run()
+        return split_fuse.run(a, env)
     if is_using_ifa(a, base):
         return delegate.incre(a, env)
     return delegate.prompt(a, env)
@@ -467,9 +467,15 @@ class FiaV3(Route):
             raise tiling("actual_seq_kv_paged", "a paged cache needs actualSeqLengthsKv")
         if not a.max_workspace:  # GetMaxWorkspaceSize's lengths have no values to check
             if not self.legacy_ifa:  # GetUpdateInfo drops the query lengths of the legacy IFA shape
-                self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s)
+                packed = self.base in PACKED
+                self._lengths(a.actualSeqLengthsOptional, "actualSeqLengths", axes.b, axes.s, axes.s, packed)
             s2 = key_rows(a, self.base)
-            self._lengths(a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", axes.b, s2, None if self.paged else s2)
+            # a paged cache's lengths are each batch's own (the parser's kvLayout is the cache's)
+            kv_packed = self.base in PACKED and not self.paged
+            batch = len(a.actualSeqLengthsOptional or ()) if self.base in PACKED else axes.b  # bSize_
+            self._lengths(
+                a.actualSeqLengthsKvOptional, "actualSeqLengthsKv", batch, s2, None if self.paged else s2, kv_packed
+            )
         if a.attenMaskOptional is None and self.sparse != 0:
             raise tiling("mask_required", f"sparseMode {a.sparseMode} needs attenMask")
         sink = a.learnableSinkOptional
@@ -517,13 +523,12 @@ class FiaV3(Route):
         if self.paged and first(self.a.key).ndim == 5:
             raise tiling("pse_nz", "pseShift is not supported with a 5-D (NZ) paged cache")
 
-    def _lengths(self, values, name, batch, limit, total):
+    def _lengths(self, values, name, batch, limit, total, packed):
         """CheckFeatureActualSeqLensQData / KvData: a non-empty array of at most 64K entries; in
-        the packed layouts cumulative, non-negative and non-decreasing; each batch's length in
-        [0, limit]; TND's last query entry equal to T (``total``)."""
+        the packed layouts (``packed``) cumulative, non-negative and non-decreasing; each batch's
+        length in [0, limit]; TND's last query entry equal to T (``total``)."""
         if values is None:
             return
-        packed = self.base in ("TND", "NTD")
         if not values or len(values) > 64 * 1024:
             raise tiling(f"{name}.size", f"{name} holds {len(values)} values; 1 to 64K are allowed")
         batch = len(values) if packed else batch

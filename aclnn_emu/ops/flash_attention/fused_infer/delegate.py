@@ -38,8 +38,7 @@ NOT_IMPLEMENTED = Gaps(
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a "
         "5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
-        "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
-        "FLOAT16/BF16 query (antiquant)",
+        "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5) and a 5-D (NZ) "
         "key, and there modes without key/value scales; or on the A2/A3 "
@@ -533,8 +532,6 @@ def prompt(a, env):
         query_quant.check_params(a, listed=kv_s is not None)
         query_quant.check_crossover(a)
         return out if out.run is None else query_quant.launch(a, out.workspace_size)
-    if facts is not None and facts.route.base == "TND":
-        a = paged_prompt.PackedLengths(a, facts)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

@@ -40,16 +40,18 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None, sink:
     base, out_layout, heads, kv_heads = route.base, route.out_layout, route.heads, route.kv_heads
     packed = base in PACKED
     legacy_ifa = route.legacy_ifa
+    kv_rows = None
     if packed:
         q_rows = _packed(a.actualSeqLengthsOptional)
-        kv_rows = _packed(a.actualSeqLengthsKvOptional)
         batch = len(q_rows)
         act_q = [n for _, n in q_rows]
+        if not route.paged:  # a paged cache's key lengths are each batch's own (GetKvActSeqMode: BY_BATCH)
+            kv_rows = _packed(a.actualSeqLengthsKvOptional)[:batch]
     else:
         batch, q_rows = axes.b, None
         act_q = [axes.s] * batch if legacy_ifa else _lengths(a.actualSeqLengthsOptional, batch, axes.s)
     keys = _KeyGather(a, route, base, batch, kv_heads, qd, vd)
-    if packed:
+    if kv_rows is not None:
         act_kv = [n for _, n in kv_rows]
     elif keys.listed and a.actualSeqLengthsKvOptional is None:  # each batch's own tensor
         act_kv = [seq_len(t.shape, base) for t in a.key.items[:batch]]
@@ -87,7 +89,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None, sink:
         q_rope = None if q_rope is None else to_bnsd(q_rope.read("queryRope"), base, heads)
         if packed:
             q, q_rope = (None if x is None else _rows_of(x, q_rows) for x in (q, q_rope))
-        k, v, k_rope = keys.read(act_kv, prefix, kv_rows if packed else None)
+        k, v, k_rope = keys.read(act_kv, prefix, kv_rows)
         mask = None
         if mask_t is not None:
             values = mask_3d(mask_t.read("attenMask"), ifa=mask_t.ndim == 2 and legacy_ifa)

@@ -173,21 +173,10 @@ def cumulative_kv(a, facts) -> tuple[int, ...] | None:
     return tuple(int(x) for x in np.cumsum([0, *_lengths(a, facts.axes.b)])[1:])
 
 
-class PackedLengths:
-    """The call with a TND paged cache's key lengths as the cumulative ends the packed readers
-    (the softmaxLse pass) take; every other argument as it is."""
-
-    def __init__(self, a, facts):
-        self._a, self.actualSeqLengthsKvOptional = a, cumulative_kv(a, facts)
-
-    def __getattr__(self, name):
-        return getattr(self._a, name)
-
-
 class _Dense:
-    """A paged cache read as a dense [B, S2, Nkv*D] / [B, S2, Nkv, D] / [B, Nkv, S2, D] tensor
-    (batch b's first actualSeqLengthsKv[b] rows from its blocks, zeros after them) or, for TND,
-    [sum of the key lengths, Nkv, D]."""
+    """A paged cache read as a dense [B, S2, Nkv*D] / [B, S2, Nkv, D] / [B, Nkv, S2, D] / NSD
+    [Nkv, S2, D] tensor (batch b's first actualSeqLengthsKv[b] rows from its blocks, zeros after
+    them) or, for TND, [sum of the key lengths, Nkv, D]."""
 
     def __init__(self, a, facts, t, name, d):
         self.a, self.t, self.name, self.d = a, t, name, d
@@ -196,9 +185,12 @@ class _Dense:
         self.dtype, self.format = t.dtype, t.format
         kv, s2 = self.kv_heads, self.s2
         tokens = sum(_lengths(a, self.b)) if self.layout == "TND" else 0
-        self.shape = {"BSH": (self.b, s2, kv * d), "BSND": (self.b, s2, kv, d), "TND": (tokens, kv, d)}.get(
-            self.layout, (self.b, kv, s2, d)
-        )
+        self.shape = {
+            "BSH": (self.b, s2, kv * d),
+            "BSND": (self.b, s2, kv, d),
+            "TND": (tokens, kv, d),
+            "NSD": (kv, s2, d),  # one batch
+        }.get(self.layout, (self.b, kv, s2, d))
         self.ndim, self.numel = len(self.shape), int(np.prod(self.shape))
         self.is_empty = self.numel == 0
 
@@ -214,4 +206,6 @@ class _Dense:
         x = np.zeros((self.b, self.kv_heads, self.s2, self.d), cache.dtype)
         for b, r in enumerate(rows):
             x[b, :, : r.shape[1]] = r
-        return x if self.layout == "BNSD" else x.transpose(0, 2, 1, 3).reshape(self.shape)
+        if self.layout in ("BNSD", "NSD"):
+            return x.reshape(self.shape)
+        return x.transpose(0, 2, 1, 3).reshape(self.shape)

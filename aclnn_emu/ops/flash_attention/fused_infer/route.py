@@ -1,7 +1,7 @@
 """What every route reads off a call before its own checks: the layout parts, head counts, the
 paged/rope flags, the query's axes and head sizes, and the legacy-IFA update of the A2/A3 parser."""
 
-from aclnn_emu.opdef.generated import attr_int32, attr_uint32
+from aclnn_emu.opdef.generated import attr_int32, attr_uint32, shape_dim
 
 from .failure import tiling
 from .layouts import Axes, paged_value_d, query_axes, split
@@ -42,6 +42,14 @@ def qkv_d(a) -> tuple[int, int, int] | None:
     return None if vd is None else (qd, rd, vd)
 
 
+def nsd_d(a, kv_heads: int) -> tuple[int, int, int] | None:
+    """An NSD query's (D, 0, value D), which GetQkvD does not read (its calls always leave RouteToFia
+    for the PFA tiling): the value [N2, S, D], or a paged one by its rank."""
+    v = first(a.value)
+    vd = paged_value_d(v.shape, kv_heads) if a.blockTableOptional is not None else shape_dim(v.shape, 2)
+    return None if vd is None or a.query.ndim != 3 else (a.query.shape[2], 0, vd)
+
+
 class Route:
     def __init__(self, a, env):
         self.a, self.env = a, env
@@ -61,7 +69,7 @@ class Route:
             axes = query_axes(a.query.shape, "NTD" if self.base == "NTD" else self.base, self.heads)
         except (ValueError, IndexError, ZeroDivisionError):
             raise tiling("query_rank", f"query {list(a.query.shape)} does not fit {self.layout}") from None
-        dims = qkv_d(a)
+        dims = nsd_d(a, self.kv_heads) if self.base == "NSD" else qkv_d(a)
         if dims is None:
             raise tiling("shape", f"query/value shapes do not fit inputLayout {self.layout}")
         qd, _, vd = dims

@@ -36,14 +36,26 @@ def check_shapes(a):
     return _lengths(ends_q, ends_kv)
 
 
-def _check_shapes(a, ends_q, ends_kv):
-    """CheckInputShapeWhenLayoutIsTND."""
+def paged_lengths(ends_q, ends_kv):
+    """The length rules of CheckInputShapeWhenLayoutIsTND and CheckActSeqWhenLayoutIsTND with a
+    block table (enablePA): the key lengths are each batch's own, so only their signs are checked;
+    returns the per-batch (query, key) lengths."""
+    _require(ends_q, ends_kv)
+    return _lengths(ends_q, ends_kv, paged=True)
+
+
+def _require(ends_q, ends_kv):
     for ends, what in ((ends_q, "actualSequenceLengthQ"), (ends_kv, "actualSequenceLengthKV")):
         if ends is None:
             tiling("tnd.actual_null", f"When layout is TND, {what} is required, but now is nullptr!")
     for ends, what in ((ends_q, "actualSequenceLengthQ"), (ends_kv, "actualSequenceLengthKV")):
         if not ends:
             tiling("tnd.actual_empty", f"When layout is TND, {what} is required, but the number of element in it is 0!")
+
+
+def _check_shapes(a, ends_q, ends_kv):
+    """CheckInputShapeWhenLayoutIsTND."""
+    _require(ends_q, ends_kv)
     (t1, n1, d), (t2, n2, dk), (tv, nv, dv) = a.query.shape, a.key.shape, a.value.shape
     if t1 != ends_q[-1]:
         tiling(
@@ -94,8 +106,9 @@ def _check_sink(sink, n1, dv):
         tiling("tnd.sink_dv", "When Layout is TND, learnable_sink only support valueD equal 64/128.")
 
 
-def _lengths(ends_q, ends_kv):
-    """CheckActSeqWhenLayoutIsTND, then the per-batch lengths (differences of the end offsets)."""
+def _lengths(ends_q, ends_kv, paged: bool = False):
+    """CheckActSeqWhenLayoutIsTND, then the per-batch lengths (differences of the end offsets; with
+    ``paged`` the key lengths as given, GetActualSeqLenData)."""
     if len(ends_q) != len(ends_kv):
         tiling(
             "tnd.actual_len_equal",
@@ -108,7 +121,7 @@ def _lengths(ends_q, ends_kv):
                 "tnd.actual_negative",
                 f"When layout is TND, actualSequenceLengthQ[{i}]={eq} and actualSequenceLengthKV[{i}]={ekv} must >= 0",
             )
-    for what, ends in (("query", ends_q), ("key/value", ends_kv)):
+    for what, ends in (("query", ends_q), ("key/value", ends_kv))[: 1 if paged else 2]:
         for i in range(1, len(ends)):
             if ends[i] < ends[i - 1]:
                 tiling(
@@ -118,7 +131,7 @@ def _lengths(ends_q, ends_kv):
                     f"actSeqLen[{i - 1}]={ends[i - 1]}",
                 )
     diffs = [[e - p for e, p in zip(ends, [0] + list(ends[:-1]))] for ends in (ends_q, ends_kv)]
-    return diffs[0], diffs[1]
+    return diffs[0], list(ends_kv) if paged else diffs[1]
 
 
 def check_template(a, act_q, act_kv):
