@@ -1642,13 +1642,7 @@ MUTATIONS = [
         "    if False:",
         FIA_TESTS,
     ),
-    Mutation(
-        "fia-a2-paged-pfa-nsd-bnbsd-cache-refused",
-        FIA_PAGED_PFA_A2,
-        '"NSD": (3, 4),',
-        '"NSD": (3,),',
-        FIA_TESTS,
-    ),
+    Mutation("fia-a2-paged-pfa-nsd-bnbsd-cache-refused", FIA_PAGED_PFA_A2, '"NSD": (3, 4),', '"NSD": (3,),', FIA_TESTS),
     Mutation(
         "fia-paged-pfa-nsd-read-as-bsnd",
         FIA_PAGED_PFA,
