@@ -1,0 +1,60 @@
+"""Ascend910_95's MLA full-quant attention (PromptFlashAttentionTilingV2 `enableIFAMLAFullQuant`: FP8
+E4M3 query, key and value with BF16 queryRope and keyRope, query D 512), the base-API
+`FlashAttentionScoreKernelInferMlaFullquant` (`common/op_kernel/arch35`), on the key walk of
+perblock_quant.
+
+Per (batch b, query head n, the one KV head), query row i (the kernel merges the G heads' rows; the
+maths are per row), keys in the config's blocks of 128 (S2Aligned128) from key 0:
+  raw = Q Kᵀ + Qr Krᵀ: the FP8 product and the BF16 rope product accumulate in one fp32 L0C
+        (IterateBmm1MLAFullQuant), so the rope part meets the dequant scales too
+  x   = fp32(raw * fp32(fp32(dq[b, i, n] * scaleValue) * dk))    (ProcessVec1*: per token and head)
+        keys outside row i's band take -FLT_MAX (the mask fill), so E = 0 there
+  m, E, l as the per-block kernels; P = FP8 E4M3 ties to even (CAST_RINT, saturated) of
+  fp32(E * 448), divided from block 1 by pScale = fp32(exp(block max - m) + floatEps)
+  acc as the per-block kernels with one value scale dv, each block's P V times pScale first;
+  out = fp32(acc / l) * fp32(1 / 448)                              (FlashUpdateLastNew, LastDivNew)
+The caller casts ``out`` to BF16 ties away (Bmm2DataCopyOut CAST_ROUND).
+"""
+
+import numpy as np
+
+from aclnn_emu.kernels import native, parallel
+from aclnn_emu.kernels.attention.masks import band_masked
+from aclnn_emu.kernels.flash_attention.perblock_quant import Walk, narrow_p_e4m3, walk_keys
+from aclnn_emu.kernels.flash_attention.prompt_flash_attention import BF16_MASK_FILL
+
+KV_BLOCK = 128  # S2Aligned128
+
+
+def mla_full_quant_attention(q, k, v, dq, dk, dv, *, scale: float, bands, act_q, act_kv) -> np.ndarray:
+    """q [B, N, S1, D + 64] and k [B, 1, S2, D + 64]: the 8-bit values and the rope joined, float32;
+    v [B, 1, S2, Dv] float32; dq [B, N, S1] float32; dk, dv float32 scalars; ``bands`` (pre, next) per
+    batch (prompt_flash_attention.batch_bands); rows past act_q[b] and keys past act_kv[b] are not
+    walked. Returns the fp32 output [B, N, S1, Dv] before its cast (rows without keys 0)."""
+    b, n, s1, _ = q.shape
+    out = np.zeros((b, n, s1, v.shape[3]), np.float32)
+    dk32, dv32, scale32 = np.float32(dk), np.float32(dv), np.float32(scale)
+
+    def head(task):
+        with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
+            _head(*task)
+
+    def _head(bi, ni):
+        rows, s2 = int(act_q[bi]), int(act_kv[bi])
+        pre, nxt = bands[bi]
+        row_scale = ((dq[bi, ni, :rows] * scale32) * dk32)[:, None]
+
+        def scores(raw, c0, c1):
+            x = raw * row_scale
+            outside = band_masked(0, rows, c0, c1, pre, nxt)
+            if outside is not None:
+                np.copyto(x, BF16_MASK_FILL, where=outside)
+            return x, x.max(axis=1, keepdims=True)
+
+        walk = Walk(KV_BLOCK, scores, narrow_p_e4m3, lambda c: dv32, rescaled_p=True)
+        keys, values = native.pack_panels(k[bi, 0, :s2].T), native.pack_panels(v[bi, 0, :s2])
+        out[bi, ni, :rows] = walk_keys(np.ascontiguousarray(q[bi, ni, :rows]), keys, values, s2, walk)
+
+    tasks = [(bi, ni) for bi in range(b) for ni in range(n) if act_q[bi] and act_kv[bi]]
+    parallel.map_ordered(head, tasks)
+    return out
