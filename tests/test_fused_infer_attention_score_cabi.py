@@ -253,12 +253,12 @@ ON_ARCH35 = {
     "arch35.ok.per_block_hif8": SUCCESS,
     "arch35.ok.per_block_bsh": SUCCESS,
     "arch35.dtype.per_block_out": INVALID,
-    # MLA full quant (FP8 E4M3 with queryRope/keyRope) runs for D 512: BNSD, causal, BSH, paged, and with
+    # MLA full quant (FP8 E4M3 with queryRope/keyRope) runs for D 512: BNSD, causal, BSH, TND, paged, and with
     # one of the two scale-shape halves failing (prompt_flash_attention_tiling_v2.cpp CheckMLAFullQuant
     # fails only when both do)
     **{
         f"arch35.ok.mla_full_quant{name}": SUCCESS
-        for name in ("", "_causal", "_bsh", "_paged", "_query_scale_4d", "_key_scale_2")
+        for name in ("", "_causal", "_bsh", "_tnd", "_paged", "_query_scale_4d", "_key_scale_2")
     },
     # the OpDef (kernel key): BF16 ropes with a BF16 output only, FLOAT scales only; so CheckMLAFullQuant's
     # scale dtype rule cannot fail and its output rule only beside FLOAT16 ropes

@@ -120,6 +120,36 @@ def test_paged_meets_the_standard(chip, layout, cache_layout, s1):
     _meets(out, want)
 
 
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_tnd_meets_the_standard(chip):
+    """TND (dequantScaleQuery [T, N]): batches of 1 and 3 query rows, causal, against their own keys
+    (130 and 260: each batch's key blocks start at its own first key)."""
+    n, q_lens, kv_lens = 32, [1, 3], [130, 260]
+    rng = np.random.default_rng(13)
+    tq, tk = sum(q_lens), sum(kv_lens)
+    (q, qr, _, _, _), _ = _data(rng, 1, n, tq, 1)
+    (_, _, k, kr, v), _ = _data(rng, 1, 1, 1, tk)
+    dq = rng.uniform(0.2, 0.6, (1, n, tq)).astype(np.float32)
+    packed = [x[0].transpose(1, 0, 2) for x in (q, qr, k, kr, v)]  # [T, N, D]
+    out, _ = run_fia(
+        query=packed[0], key=[packed[2]], value=[packed[4]], queryRopeOptional=packed[1], keyRopeOptional=packed[3],
+        out_shape=packed[0].shape, out_dtype=DataType.ACL_BF16, dequantScaleQueryOptional=dq[0].T.copy(),
+        keyAntiquantScaleOptional=np.array([0.3], np.float32), valueAntiquantScaleOptional=np.array([0.02], np.float32),
+        queryQuantMode=3, numHeads=n, numKeyValueHeads=1, scaleValue=576**-0.5, inputLayout="TND",
+        attenMaskOptional=CAUSAL, sparseMode=3, actualSeqLengthsOptional=tuple(np.cumsum(q_lens).tolist()),
+        actualSeqLengthsKvOptional=tuple(np.cumsum(kv_lens).tolist()),
+    )  # fmt: skip
+    qs, ks = np.cumsum([0, *q_lens]), np.cumsum([0, *kv_lens])
+    for bi in range(len(q_lens)):
+        rows, keys = slice(qs[bi], qs[bi + 1]), slice(ks[bi], ks[bi + 1])
+        want = golden.attention(
+            *(x.astype(np.float64)[:, :, rows] for x in (q, qr)),
+            *(x.astype(np.float64)[:, :, keys] for x in (k, kr, v)),
+            dq[:, :, rows], 0.3, 0.02, scale=576**-0.5, causal=True,
+        )  # fmt: skip
+        _meets(out[rows].transpose(1, 0, 2)[None], want)
+
+
 def _p_midpoints():
     """(y, e): float32 y < 0 whose float32 exponential e (numpy's, the emulator's) makes fp32(e * 448)
     an FP8 E4M3 midpoint in [32, 448): the scores a few ulps around log(midpoint / 448) are searched."""

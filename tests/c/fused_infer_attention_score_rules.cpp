@@ -635,6 +635,11 @@ int main() {
         c.k = c.v = {T({2, 80, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["queryRope"] = T({2, 1, 32 * 64}, ACL_BF16);
         c.opt["keyRope"] = T({2, 80, 64}, ACL_BF16); c.opt["dequantScaleQuery"] = T({2, 1, 32}, ACL_FLOAT);
         REPORT("arch35.ok.mla_full_quant_bsh", Call(c, stream));
+        c = MlaFullQuant(); c.layout = "TND"; c.q = T({4, 32, 512}, ACL_FLOAT8_E4M3FN); c.out = T({4, 32, 512}, ACL_BF16);
+        c.k = c.v = {T({160, 1, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["queryRope"] = T({4, 32, 64}, ACL_BF16);
+        c.opt["keyRope"] = T({160, 1, 64}, ACL_BF16); c.opt["dequantScaleQuery"] = T({4, 32}, ACL_FLOAT);
+        c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; c.hasActQ = c.hasActKv = true;
+        c.actQ = {1, 4}; c.actKv = {60, 160}; REPORT("arch35.ok.mla_full_quant_tnd", Call(c, stream));
         // a paged cache of 32-token blocks (the IFA rule: 32 bytes of FP8)
         c = MlaFullQuant(); c.k = c.v = {T({5, 32, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["keyRope"] = T({5, 32, 64}, ACL_BF16);
         c.opt["blockTable"] = T({2, 3}, ACL_INT32, {0, 1, 2, 3, 4, 0}); c.blockSize = 32; c.hasActKv = true; c.actKv = {80, 50};

@@ -26,35 +26,43 @@ from aclnn_emu.kernels.flash_attention.prompt_flash_attention import BF16_MASK_F
 KV_BLOCK = 128  # S2Aligned128
 
 
-def mla_full_quant_attention(q, k, v, dq, dk, dv, *, scale: float, bands, act_q, act_kv) -> np.ndarray:
+def mla_full_quant_attention(q, k, v, dq, dk, dv, *, scale: float, bands, act_q, act_kv, rows=None) -> np.ndarray:
     """q [B, N, S1, D + 64] and k [B, 1, S2, D + 64]: the 8-bit values and the rope joined, float32;
     v [B, 1, S2, Dv] float32; dq [B, N, S1] float32; dk, dv float32 scalars; ``bands`` (pre, next) per
     batch (prompt_flash_attention.batch_bands); rows past act_q[b] and keys past act_kv[b] are not
-    walked. Returns the fp32 output [B, N, S1, Dv] before its cast (rows without keys 0)."""
-    b, n, s1, _ = q.shape
+    walked. ``rows``: a packed layout's (query, key) (first row, count) per batch over B = 1, each
+    batch's band anchored at its own first row and key. Returns the fp32 output [B, N, S1, Dv]
+    before its cast (rows without keys 0)."""
+    b, n, s1 = q.shape[:3]
     out = np.zeros((b, n, s1, v.shape[3]), np.float32)
     dk32, dv32, scale32 = np.float32(dk), np.float32(dv), np.float32(scale)
+    if rows is None:  # (tensor batch, first query row, rows, first key, keys) per batch
+        spans = [(bi, 0, int(act_q[bi]), 0, int(act_kv[bi])) for bi in range(b)]
+    else:
+        spans = [(0, q0, aq, k0, ak) for (q0, aq), (k0, ak) in zip(*rows)]
 
     def head(task):
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
             _head(*task)
 
-    def _head(bi, ni):
-        rows, s2 = int(act_q[bi]), int(act_kv[bi])
-        pre, nxt = bands[bi]
-        row_scale = ((dq[bi, ni, :rows] * scale32) * dk32)[:, None]
+    def _head(span, ni):
+        bi, q0, count, k0, s2 = spans[span]
+        pre, nxt = bands[span]
+        row_scale = ((dq[bi, ni, q0 : q0 + count] * scale32) * dk32)[:, None]
 
         def scores(raw, c0, c1):
             x = raw * row_scale
-            outside = band_masked(0, rows, c0, c1, pre, nxt)
+            outside = band_masked(0, count, c0, c1, pre, nxt)
             if outside is not None:
                 np.copyto(x, BF16_MASK_FILL, where=outside)
             return x, x.max(axis=1, keepdims=True)
 
         walk = Walk(KV_BLOCK, scores, narrow_p_e4m3, lambda c: dv32, rescaled_p=True)
-        keys, values = native.pack_panels(k[bi, 0, :s2].T), native.pack_panels(v[bi, 0, :s2])
-        out[bi, ni, :rows] = walk_keys(np.ascontiguousarray(q[bi, ni, :rows]), keys, values, s2, walk)
+        keys = native.pack_panels(k[bi, 0, k0 : k0 + s2].T)
+        values = native.pack_panels(v[bi, 0, k0 : k0 + s2])
+        queries = np.ascontiguousarray(q[bi, ni, q0 : q0 + count])
+        out[bi, ni, q0 : q0 + count] = walk_keys(queries, keys, values, s2, walk)
 
-    tasks = [(bi, ni) for bi in range(b) for ni in range(n) if act_q[bi] and act_kv[bi]]
+    tasks = [(span, ni) for span, (_, _, count, _, s2) in enumerate(spans) for ni in range(n) if count and s2]
     parallel.map_ordered(head, tasks)
     return out

@@ -15,7 +15,7 @@ value scales [1]. The kernel then reads dequantScaleQuery in the query's row ord
 the key and value scales whatever their shapes (flash_attention_score_block_vec_base.h ProcessVec1,
 ProcessVec2OnUb); a tensor too small for that is a read past its end, refused (561003).
 
-The emulator runs the kernels for a head size of 512 (IFA MLA) over a dense or paged BSH/BSND/BNSD
+The emulator runs the kernels for a head size of 512 (IFA MLA) over a dense or paged BSH/BSND/BNSD/TND
 cache: the other operators' checks see the call in its BF16 output type, the kernel reads the
 8-bit values (kernels/flash_attention/mla_full_quant.py).
 """
@@ -34,11 +34,11 @@ from .layouts import split
 
 PER_TOKEN_HEAD, PER_TENSOR = 3, 0  # AntiquantTypeEnum::PER_TOKEN_HEAD, PER_CHANNEL (the tiling's "Per-Tensor")
 E4M3 = DataType.ACL_FLOAT8_E4M3FN
-LAYOUTS = ("BSH", "BSND", "BNSD")  # the layouts it runs (TND is not emulated)
+LAYOUTS = ("BSH", "BSND", "BNSD", "TND")  # the layouts it runs
 
 
 def runs(a, rope_mode) -> bool:
-    """Whether the emulator runs this MLA full-quant call: IFA MLA (D 512) over a BSH/BSND/BNSD
+    """Whether the emulator runs this MLA full-quant call: IFA MLA (D 512) over a BSH/BSND/BNSD/TND
     query, without softmaxLse."""
     return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS and not a.lse_wanted
 
@@ -119,11 +119,11 @@ class Kernel:
         self.a = a
         self.layout = split(a.inputLayout or "BSH")[0]
 
-    def attention(self, q, k, v, *, scale, bands, act_q, act_kv) -> np.ndarray:
-        """The BF16 output [B, N, S1, Dv]."""
+    def attention(self, q, k, v, *, scale, bands, act_q, act_kv, rows=None) -> np.ndarray:
+        """The BF16 output [B, N, S1, Dv] (TND: B = 1 with the batches' ``rows``)."""
         b, n, s1 = q.shape[:3]
         flat = self.a.dequantScaleQueryOptional.read("dequantScaleQuery").reshape(-1)
-        if self.layout == "BNSD":  # the scales in the query's row order
+        if self.layout == "BNSD":  # the scales in the query's row order (TND: [T, N], B = 1)
             dq = flat[: b * n * s1].reshape(b, n, s1)
         else:
             dq = flat[: b * s1 * n].reshape(b, s1, n).transpose(0, 2, 1)
@@ -131,7 +131,7 @@ class Kernel:
             t.read(name).reshape(-1)[0] for t, name in zip(_kv(self.a), ("keyAntiquantScale", "valueAntiquantScale"))
         )
         o = mla_full_quant_attention(
-            q, k, v, dq.astype(np.float32), dk, dv, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv
+            q, k, v, dq.astype(np.float32), dk, dv, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv, rows=rows
         )
         round_half_away_(o, BF16)
         return o.astype(BF16)

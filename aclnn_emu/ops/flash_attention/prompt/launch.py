@@ -89,7 +89,7 @@ def _launch(
             stats=None if sink is None else pfa.RowStats(sink=sink),
         )
         if full_quant is not None:
-            o = full_quant.attention(q, k, v, scale=scale, bands=bands, act_q=lengths[0], act_kv=lengths[1])
+            o = full_quant.attention(q, k, v, scale=scale, bands=bands, act_q=lengths[0], act_kv=lengths[1], rows=rows)
         elif rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], kv_block=kv_block, **common)
         else:
