@@ -12,7 +12,7 @@ import precision
 import ties
 from aclnn_emu import DataType
 from golden import mla_full_quant as golden
-from test_fused_infer_attention_score import _paged, run_fia
+from test_fused_infer_attention_score import _lse_meets, _paged, run_fia
 
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -148,6 +148,33 @@ def test_tnd_meets_the_standard(chip):
             dq[:, :, rows], 0.3, 0.02, scale=576**-0.5, causal=True,
         )  # fmt: skip
         _meets(out[rows].transpose(1, 0, 2)[None], want)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+def test_softmax_lse(chip, layout):
+    """softmaxLse = log(l) + m of the kernel's own scaled scores, where IFA MLA's offsets put it: in
+    [B, N, S, 1] order for BNSD and BSH (whose row stride of S reorders the merged rows), in the merged
+    rows' (s, n) order for BSND (S 3, causal)."""
+    b, n, s1, s2 = 2, 32, 3, 200
+    act_kv = [200, 90]
+    rng = np.random.default_rng(17)
+    dev, (qf, qrf, kf, krf, _) = _data(rng, b, n, s1, s2)
+    q, qr, k, kr, v = dev
+    dq = rng.uniform(0.2, 0.6, (b, n, s1)).astype(np.float32)
+    to = TO[layout]
+    _, lse = run_fia(
+        query=to(q), key=[to(k)], value=[to(v)], queryRopeOptional=to(qr), keyRopeOptional=to(kr),
+        out_shape=to(q).shape, out_dtype=DataType.ACL_BF16, lse_shape=(b, n, s1, 1),
+        dequantScaleQueryOptional=np.ascontiguousarray(SCALE_TO[layout](dq)),
+        keyAntiquantScaleOptional=np.array([0.3], np.float32), valueAntiquantScaleOptional=np.array([0.02], np.float32),
+        queryQuantMode=3, numHeads=n, numKeyValueHeads=1, scaleValue=576**-0.5, inputLayout=layout,
+        attenMaskOptional=CAUSAL, sparseMode=3, actualSeqLengthsKvOptional=tuple(act_kv),
+    )  # fmt: skip
+    want = golden.lse(qf, qrf, kf, krf, dq, 0.3, scale=576**-0.5, act_kv=act_kv, causal=True)
+    if layout == "BSND":
+        want = want.transpose(0, 2, 1).reshape(b, n, s1)
+    _lse_meets(lse[..., 0], want)
 
 
 def _p_midpoints():

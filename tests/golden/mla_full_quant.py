@@ -12,7 +12,8 @@ Independent of aclnn_emu.kernels. Rules modelled, per (batch, query head n, the 
   pScale = exp(block max - m) + 2^-52; O = sum over blocks of dv * pScale * (P V), rescaled by
   exp(m_old - m_new); out = O / l / 448, unrounded.
 - `floor`: per element the same sums over |P V|, the scale below which a cancelling sum is judged
-  absolutely (as in golden.fused_infer_attention_score).
+  absolutely (as in golden.fused_infer_attention_score);
+- softmaxLse: log(sum over the seen keys of exp(x)) per row (`lse`).
 """
 
 import numpy as np
@@ -25,11 +26,27 @@ KV_BLOCK, P_MAX, EPS = 128, 448.0, 2.220446049250313e-16
 def attention(q, q_rope, k, k_rope, v, dq, dk, dv, *, scale, act_kv=None, causal=False) -> Golden:
     """q [B, N, S1, 512], q_rope [B, N, S1, 64], k [B, 1, S2, 512], k_rope [B, 1, S2, 64],
     v [B, 1, S2, 512] as float64 values; dq [B, N, S1]; dk, dv scalars; ``act_kv`` the keys per batch."""
-    b_size, n, s1 = q.shape[:3]
-    s2, d_v = k.shape[2], v.shape[3]
-    act_kv = [s2] * b_size if act_kv is None else act_kv
-    out = np.zeros((b_size, n, s1, d_v))
+    d_v = v.shape[3]
+    out = np.zeros(q.shape[:3] + (d_v,))
     floor = np.zeros_like(out)
+    for b, h, x in _scores(q, q_rope, k, k_rope, dq, dk, scale, act_kv, causal):
+        out[b, h], floor[b, h] = _walk(x, v[b, 0, : x.shape[1]] * dv)
+    return Golden(out, floor)
+
+
+def lse(q, q_rope, k, k_rope, dq, dk, *, scale, act_kv=None, causal=False) -> np.ndarray:
+    """softmaxLse [B, N, S1] (arguments as ``attention``)."""
+    out = np.zeros(q.shape[:3])
+    for b, h, x in _scores(q, q_rope, k, k_rope, dq, dk, scale, act_kv, causal):
+        m = x.max(axis=1, keepdims=True)
+        out[b, h] = np.log(np.exp(x - m).sum(axis=1)) + m[:, 0]
+    return out
+
+
+def _scores(q, q_rope, k, k_rope, dq, dk, scale, act_kv, causal):
+    """(batch, head, x [S1, act_kv]) with -inf at the keys a row does not see."""
+    b_size, n, s1 = q.shape[:3]
+    act_kv = [k.shape[2]] * b_size if act_kv is None else act_kv
     for b in range(b_size):
         ak = act_kv[b]
         keys = np.concatenate([k[b, 0, :ak], k_rope[b, 0, :ak]], axis=-1)
@@ -38,9 +55,7 @@ def attention(q, q_rope, k, k_rope, v, dq, dk, dv, *, scale, act_kv=None, causal
             seen = np.arange(ak)[None, :] - np.arange(s1)[:, None] <= ak - s1
         for h in range(n):
             raw = np.concatenate([q[b, h], q_rope[b, h]], axis=-1) @ keys.T
-            x = np.where(seen, raw * (dq[b, h] * scale * dk)[:, None], -np.inf)
-            out[b, h], floor[b, h] = _walk(x, v[b, 0, :ak] * dv)
-    return Golden(out, floor)
+            yield b, h, np.where(seen, raw * (dq[b, h] * scale * dk)[:, None], -np.inf)
 
 
 def _walk(x, vv):

@@ -2170,8 +2170,8 @@ MUTATIONS = [
     Mutation(
         "fia-mla-fq-output-not-divided-by-448",
         FIA_PER_BLOCK,
-        "    return out * P_MAX_REC if walk.rescaled_p else out",
-        "    return out",
+        "    return (out * P_MAX_REC if walk.rescaled_p else out), running_max, row_sum",
+        "    return out, running_max, row_sum",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
@@ -2193,6 +2193,13 @@ MUTATIONS = [
         FIA_MLA_FULL_QUANT,
         "dq = flat[: b * s1 * n].reshape(b, s1, n).transpose(0, 2, 1)",
         "dq = flat[: b * s1 * n].reshape(b, n, s1)",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-lse-bsnd-in-logical-order",
+        FIA_MLA_FULL_QUANT,
+        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif',
+        "        if",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(

@@ -26,13 +26,16 @@ from aclnn_emu.kernels.flash_attention.prompt_flash_attention import BF16_MASK_F
 KV_BLOCK = 128  # S2Aligned128
 
 
-def mla_full_quant_attention(q, k, v, dq, dk, dv, *, scale: float, bands, act_q, act_kv, rows=None) -> np.ndarray:
+def mla_full_quant_attention(
+    q, k, v, dq, dk, dv, *, scale: float, bands, act_q, act_kv, rows=None, lse=None
+) -> np.ndarray:
     """q [B, N, S1, D + 64] and k [B, 1, S2, D + 64]: the 8-bit values and the rope joined, float32;
     v [B, 1, S2, Dv] float32; dq [B, N, S1] float32; dk, dv float32 scalars; ``bands`` (pre, next) per
     batch (prompt_flash_attention.batch_bands); rows past act_q[b] and keys past act_kv[b] are not
     walked. ``rows``: a packed layout's (query, key) (first row, count) per batch over B = 1, each
-    batch's band anchored at its own first row and key. Returns the fp32 output [B, N, S1, Dv]
-    before its cast (rows without keys 0)."""
+    batch's band anchored at its own first row and key. ``lse``: an fp32 [B, N, S1] array to receive
+    log(l) + m of each walked row, +inf where m stayed -FLT_MAX (ComputeLseOutputVF). Returns the
+    fp32 output [B, N, S1, Dv] before its cast (rows without keys 0)."""
     b, n, s1 = q.shape[:3]
     out = np.zeros((b, n, s1, v.shape[3]), np.float32)
     dk32, dv32, scale32 = np.float32(dk), np.float32(dv), np.float32(scale)
@@ -61,7 +64,11 @@ def mla_full_quant_attention(q, k, v, dq, dk, dv, *, scale: float, bands, act_q,
         keys = native.pack_panels(k[bi, 0, k0 : k0 + s2].T)
         values = native.pack_panels(v[bi, 0, k0 : k0 + s2])
         queries = np.ascontiguousarray(q[bi, ni, q0 : q0 + count])
-        out[bi, ni, q0 : q0 + count] = walk_keys(queries, keys, values, s2, walk)
+        out[bi, ni, q0 : q0 + count], running_max, row_sum = walk_keys(queries, keys, values, s2, walk)
+        if lse is not None:
+            lse[bi, ni, q0 : q0 + count] = np.where(
+                running_max == BF16_MASK_FILL, np.float32(np.inf), np.log(row_sum) + running_max
+            )[:, 0]
 
     tasks = [(span, ni) for span, (_, _, count, _, s2) in enumerate(spans) for ni in range(n) if count and s2]
     parallel.map_ordered(head, tasks)

@@ -55,13 +55,14 @@ class Walk:
     rescaled_p: bool = False
 
 
-def walk_keys(queries, keys, values, s2: int, walk: Walk) -> np.ndarray:
+def walk_keys(queries, keys, values, s2: int, walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The online softmax over keys [0, s2) of one (batch, head): ``queries`` [rows, D] float32,
     ``keys``/``values`` native panels. With ``rescaled_p`` (vf_basic_block_*_update.h
     USE_MLA_FULLQUANT_V1_P, vf_flashupdate_new.h): P = E * 448 in block 0, after it
     fp32(E * 448) / pScale with pScale = fp32(exp(block max - m) + floatEps), so P's largest value is
     448 in every block; the block's P V is multiplied by pScale before its value scale, and the output by
-    fp32(1 / 448). Returns the fp32 rows [rows, Dv] before the output cast."""
+    fp32(1 / 448). Returns the fp32 rows [rows, Dv] before the output cast, and each row's running max
+    m and sum l [rows, 1] (s2 > 0)."""
     rows = queries.shape[0]
     running_max = row_sum = acc = None
     for c, c0 in enumerate(range(0, s2, walk.block)):
@@ -91,12 +92,10 @@ def walk_keys(queries, keys, values, s2: int, walk: Walk) -> np.ndarray:
                 acc = acc * walk.dv(0)
             acc = acc + pv * walk.dv(c)
         running_max = new_max
-    if acc is None:
-        return np.zeros((rows, values.n), np.float32)
     if s2 <= walk.block:
         acc = acc * walk.dv(0)
     out = acc / row_sum
-    return out * P_MAX_REC if walk.rescaled_p else out
+    return (out * P_MAX_REC if walk.rescaled_p else out), running_max, row_sum
 
 
 def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarray:
@@ -125,7 +124,7 @@ def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarra
 
         walk = Walk(KV_BLOCK, scores, narrow_p, lambda c: dv[bi, ki, c])
         keys, values = native.pack_panels(k[bi, ki].T), native.pack_panels(v[bi, ki])
-        out[bi, ni] = walk_keys(np.ascontiguousarray(q[bi, ni]), keys, values, s2, walk)
+        out[bi, ni] = walk_keys(np.ascontiguousarray(q[bi, ni]), keys, values, s2, walk)[0]
 
     parallel.map_ordered(head, [(bi, ni) for bi in range(b) for ni in range(n)])
     return out

@@ -39,8 +39,8 @@ LAYOUTS = ("BSH", "BSND", "BNSD", "TND")  # the layouts it runs
 
 def runs(a, rope_mode) -> bool:
     """Whether the emulator runs this MLA full-quant call: IFA MLA (D 512) over a BSH/BSND/BNSD/TND
-    query, without softmaxLse."""
-    return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS and not a.lse_wanted
+    query."""
+    return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS
 
 
 def check(a) -> None:
@@ -120,7 +120,8 @@ class Kernel:
         self.layout = split(a.inputLayout or "BSH")[0]
 
     def attention(self, q, k, v, *, scale, bands, act_q, act_kv, rows=None) -> np.ndarray:
-        """The BF16 output [B, N, S1, Dv] (TND: B = 1 with the batches' ``rows``)."""
+        """The BF16 output [B, N, S1, Dv] (TND: B = 1 with the batches' ``rows``); softmaxLse written
+        when asked for."""
         b, n, s1 = q.shape[:3]
         flat = self.a.dequantScaleQueryOptional.read("dequantScaleQuery").reshape(-1)
         if self.layout == "BNSD":  # the scales in the query's row order (TND: [T, N], B = 1)
@@ -130,8 +131,25 @@ class Kernel:
         dk, dv = (
             t.read(name).reshape(-1)[0] for t, name in zip(_kv(self.a), ("keyAntiquantScale", "valueAntiquantScale"))
         )
+        lse = np.full((b, n, s1), np.inf, np.float32) if self.a.lse_wanted else None  # rows without keys: +inf
         o = mla_full_quant_attention(
-            q, k, v, dq.astype(np.float32), dk, dv, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv, rows=rows
-        )
+            q, k, v, dq.astype(np.float32), dk, dv, scale=scale, bands=bands, act_q=act_q, act_kv=act_kv, rows=rows,
+            lse=lse,
+        )  # fmt: skip
+        if lse is not None:
+            self._write_lse(lse)
         round_half_away_(o, BF16)
         return o.astype(BF16)
+
+    def _write_lse(self, lse) -> None:
+        """softmaxLse where the kernel puts each row (infer_flash_attention_kvcache.h, IFA MLA's
+        softmaxLseOffset; SoftmaxLseCopyOut): the merged rows in the query's memory order from the
+        batch's start (BNSD: (n, s); TND: (t, n)), but BSH, whose offset (nsOffset % G) · S1 + s and
+        row stride S1 put row (s, n) at (n, s). So a BSND query with S > 1 finds its values in
+        (s, n) order in the [B, N, S, 1] tensor."""
+        if self.layout == "BSND":
+            lse = lse.transpose(0, 2, 1)
+        elif self.layout == "TND":
+            lse = lse[0].T
+        lse_t = self.a.softmaxLse
+        lse_t.write(np.ascontiguousarray(lse).reshape(lse_t.shape))
