@@ -2177,8 +2177,8 @@ MUTATIONS = [
     Mutation(
         "fia-mla-fq-key-scale-ignored",
         K + "flash_attention/mla_full_quant.py",
-        "row_scale = ((dq[bi, ni, q0 : q0 + count] * scale32) * dk32)[:, None]",
-        "row_scale = (dq[bi, ni, q0 : q0 + count] * scale32)[:, None]",
+        "row_scale = ((dq[bi, h0:h1, q0 : q0 + count] * scale32) * dk32).reshape(-1, 1)",
+        "row_scale = (dq[bi, h0:h1, q0 : q0 + count] * scale32).reshape(-1, 1)",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(

@@ -3,8 +3,8 @@ E4M3 query, key and value with BF16 queryRope and keyRope, query D 512), the bas
 `FlashAttentionScoreKernelInferMlaFullquant` (`common/op_kernel/arch35`), on the key walk of
 perblock_quant.
 
-Per (batch b, query head n, the one KV head), query row i (the kernel merges the G heads' rows; the
-maths are per row), keys in the config's blocks of 128 (S2Aligned128) from key 0:
+Per (batch b, query head n, the one KV head), query row i (the kernel merges the G heads' rows, as
+the emulator stacks them; the maths are per row), keys in the config's blocks of 128 (S2Aligned128) from key 0:
   raw = Q Kᵀ + Qr Krᵀ: the FP8 product and the BF16 rope product accumulate in one fp32 L0C
         (IterateBmm1MLAFullQuant), so the rope part meets the dequant scales too
   x   = fp32(raw * fp32(fp32(dq[b, i, n] * scaleValue) * dk))    (ProcessVec1*: per token and head)
@@ -46,30 +46,35 @@ def mla_full_quant_attention(
 
     def head(task):
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
-            _head(*task)
+            _heads(*task)
 
-    def _head(span, ni):
+    def _heads(span, h0, h1):
+        """Heads [h0, h1) of a batch as one stack of rows (h, i), as the kernel merges them: the KV
+        head packed once; each row's maths its own."""
         bi, q0, count, k0, s2 = spans[span]
         pre, nxt = bands[span]
-        row_scale = ((dq[bi, ni, q0 : q0 + count] * scale32) * dk32)[:, None]
+        heads = h1 - h0
+        row_scale = ((dq[bi, h0:h1, q0 : q0 + count] * scale32) * dk32).reshape(-1, 1)
 
         def scores(raw, c0, c1):
             x = raw * row_scale
             outside = band_masked(0, count, c0, c1, pre, nxt)
             if outside is not None:
-                np.copyto(x, BF16_MASK_FILL, where=outside)
+                np.copyto(x, BF16_MASK_FILL, where=np.tile(outside, (heads, 1)))
             return x, x.max(axis=1, keepdims=True)
 
         walk = Walk(KV_BLOCK, scores, narrow_p_e4m3, lambda c: dv32, rescaled_p=True)
         keys = native.pack_panels(k[bi, 0, k0 : k0 + s2].T)
         values = native.pack_panels(v[bi, 0, k0 : k0 + s2])
-        queries = np.ascontiguousarray(q[bi, ni, q0 : q0 + count])
-        out[bi, ni, q0 : q0 + count], running_max, row_sum = walk_keys(queries, keys, values, s2, walk)
+        queries = np.ascontiguousarray(q[bi, h0:h1, q0 : q0 + count].reshape(heads * count, -1))
+        o, running_max, row_sum = walk_keys(queries, keys, values, s2, walk)
+        out[bi, h0:h1, q0 : q0 + count] = o.reshape(heads, count, -1)
         if lse is not None:
-            lse[bi, ni, q0 : q0 + count] = np.where(
+            lse[bi, h0:h1, q0 : q0 + count] = np.where(
                 running_max == BF16_MASK_FILL, np.float32(np.inf), np.log(row_sum) + running_max
-            )[:, 0]
+            ).reshape(heads, count)
 
-    tasks = [(span, ni) for span, (_, _, count, _, s2) in enumerate(spans) for ni in range(n) if count and s2]
-    parallel.map_ordered(head, tasks)
+    live = [span for span, (_, _, count, _, s2) in enumerate(spans) if count and s2]
+    chunk = -(-n // max(1, -(-2 * parallel.workers() // max(1, len(live)))))  # enough tasks for every worker
+    parallel.map_ordered(head, [(span, h0, min(h0 + chunk, n)) for span in live for h0 in range(0, n, chunk)])
     return out
