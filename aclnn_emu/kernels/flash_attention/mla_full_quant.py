@@ -64,8 +64,7 @@ def mla_full_quant_attention(
             return x, x.max(axis=1, keepdims=True)
 
         walk = Walk(KV_BLOCK, scores, narrow_p_e4m3, lambda c: dv32, rescaled_p=True)
-        keys = native.pack_panels(k[bi, 0, k0 : k0 + s2].T)
-        values = native.pack_panels(v[bi, 0, k0 : k0 + s2])
+        keys, values = kept.get(span, k[bi, 0, k0 : k0 + s2], v[bi, 0, k0 : k0 + s2])
         queries = np.ascontiguousarray(q[bi, h0:h1, q0 : q0 + count].reshape(heads * count, -1))
         o, running_max, row_sum = walk_keys(queries, keys, values, s2, walk)
         out[bi, h0:h1, q0 : q0 + count] = o.reshape(heads, count, -1)
@@ -74,6 +73,7 @@ def mla_full_quant_attention(
                 running_max == BF16_MASK_FILL, np.float32(np.inf), np.log(row_sum) + running_max
             ).reshape(heads, count)
 
+    kept = native.KeptPanels()
     live = [span for span, (_, _, count, _, s2) in enumerate(spans) if count and s2]
     chunk = -(-n // max(1, -(-2 * parallel.workers() // max(1, len(live)))))  # enough tasks for every worker
     parallel.map_ordered(head, [(span, h0, min(h0 + chunk, n)) for span in live for h0 in range(0, n, chunk)])

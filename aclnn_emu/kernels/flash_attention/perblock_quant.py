@@ -108,6 +108,7 @@ def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarra
     if s1 == 0 or s2 == 0:
         return out
     group = n // n2
+    kept = native.KeptPanels()
 
     def head(task):
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
@@ -123,7 +124,7 @@ def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarra
             return raw * d_scale, raw.max(axis=1, keepdims=True) * d_scale
 
         walk = Walk(KV_BLOCK, scores, narrow_p, lambda c: dv[bi, ki, c])
-        keys, values = native.pack_panels(k[bi, ki].T), native.pack_panels(v[bi, ki])
+        keys, values = kept.get((bi, ki), k[bi, ki], v[bi, ki])
         out[bi, ni] = walk_keys(np.ascontiguousarray(q[bi, ni]), keys, values, s2, walk)[0]
 
     parallel.map_ordered(head, [(bi, ni) for bi in range(b) for ni in range(n)])
