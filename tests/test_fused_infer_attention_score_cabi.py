@@ -263,9 +263,9 @@ ON_ARCH35 = {
     # the OpDef (kernel key): BF16 ropes with a BF16 output only, FLOAT scales only; so CheckMLAFullQuant's
     # scale dtype rule cannot fail and its output rule only beside FLOAT16 ropes
     **{f"arch35.kernel.mla_fq_{name}": NOT_IMPLEMENTED for name in ("out_dtype", "scale_dtype")},
-    # delegate.NOT_IMPLEMENTED (query_quant), after CheckMLAFullQuant: D 128 (PFARope) and a
+    # delegate.NOT_IMPLEMENTED (query_quant), after CheckMLAFullQuant: D 128 (PFARope), pseShift, and a
     # dequantScaleQuery the kernel (flash_attention_score_block_vec_base.h ProcessVec1) would read past
-    **{f"arch35.not_implemented.mla_full_quant_{name}": NOT_IMPLEMENTED for name in ("pfa_rope", "short_scale")},
+    **{f"arch35.not_implemented.mla_full_quant_{name}": NOT_IMPLEMENTED for name in ("pfa_rope", "short_scale", "pse")},
     # delegate.NOT_IMPLEMENTED (per_block_prefix): prompt_flash_attention_tiling_v2.cpp GetEnableDN
     # leaves the DN kernels with a shared prefix
     "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,

@@ -664,13 +664,14 @@ int main() {
         c = MlaFullQuant(); c.opt["deqScale1"] = T({1}, ACL_FLOAT); REPORT("arch35.tiling.mla_fq_int8_scales", Call(c, stream));
         c = MlaFullQuant(); c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 1, 16, 512}, ACL_FLOAT8_E4M3FN);
         REPORT("arch35.tiling.mla_fq_prefix", Call(c, stream));
-        // checked, then not emulated (561003): D 128 (PFARope), a dequantScaleQuery the kernel reads past
+        // checked, then not emulated (561003): D 128 (PFARope), a dequantScaleQuery the kernel reads past, pseShift
         c = PerBlock(); c.queryQuantMode = 3; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.out = T({2, 8, 64, 128}, ACL_BF16);
         c.opt["queryRope"] = T({2, 8, 64, 64}, ACL_BF16); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_BF16);
         c.opt["dequantScaleQuery"] = T({2, 8, 64}, ACL_FLOAT); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
         REPORT("arch35.not_implemented.mla_full_quant_pfa_rope", Call(c, stream));
         c = MlaFullQuant(); c.lseFlag = true; c.lse = T({2, 32, 1, 1}, ACL_FLOAT); REPORT("arch35.ok.mla_full_quant_lse", Call(c, stream));
         c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT); REPORT("arch35.not_implemented.mla_full_quant_short_scale", Call(c, stream));
+        c = MlaFullQuant(); c.opt["pseShift"] = T({2, 32, 1, 80}); REPORT("arch35.not_implemented.mla_full_quant_pse", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

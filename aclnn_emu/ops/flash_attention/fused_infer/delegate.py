@@ -55,8 +55,8 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope with a key/value tensor list on Ascend910_95's PFA route, and every rope call "
         "of the Atlas A2/A3 IFA/PFA routes",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
-        "after CheckMLAFullQuant with a head size of 128 (PFARope), or scales too small for the kernel's reads "
-        "(dequantScaleQuery under B x S x N elements, an empty key or value scale)",
+        "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
+        "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",

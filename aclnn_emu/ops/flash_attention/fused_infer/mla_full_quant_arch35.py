@@ -39,8 +39,10 @@ LAYOUTS = ("BSH", "BSND", "BNSD", "TND")  # the layouts it runs
 
 def runs(a, rope_mode) -> bool:
     """Whether the emulator runs this MLA full-quant call: IFA MLA (D 512) over a BSH/BSND/BNSD/TND
-    query."""
-    return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS
+    query without pseShift or left padding (how its vector code meets those is not read)."""
+    extras = (a.pseShiftOptional, a.queryPaddingSizeOptional, a.kvPaddingSizeOptional)
+    plain = all(t is None or t.is_empty for t in extras)
+    return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS and plain
 
 
 def check(a) -> None:
