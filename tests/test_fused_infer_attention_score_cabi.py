@@ -277,6 +277,22 @@ ARCH35_TILING = {
     "per_block_lse": "CheckPerblockCrossover",
     "per_block_mask": "CheckPerblockCrossover",
     "per_block_pse": "CheckPerblockCrossover",
+    # MLA full quant (SetAttributeInfo: FP8 E4M3 query, key and value with queryRope and keyRope)
+    **{
+        f"mla_fq_{name}": "CheckMLAFullQuant"
+        for name in (
+            "out_dtype",
+            "rope_dtype",
+            "query_mode",
+            "kv_mode",
+            "query_scale_null",
+            "kv_scale_null",
+            "scale_shape",
+            "offset",
+            "int8_scales",
+            "prefix",
+        )
+    },
 }
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
@@ -294,8 +310,19 @@ ON_ARCH35 = {
     "arch35.ok.per_block_hif8": SUCCESS,
     "arch35.ok.per_block_bsh": SUCCESS,
     "arch35.dtype.per_block_out": INVALID,
-    # delegate.NOT_IMPLEMENTED (query_quant): the MLA full-quant kernels (FP8 E4M3 with queryRope/keyRope)
-    "arch35.not_implemented.mla_full_quant": NOT_IMPLEMENTED,
+    # MLA full quant (FP8 E4M3 with queryRope/keyRope) runs for D 512: BNSD, causal, BSH, TND, paged, and with
+    # one of the two scale-shape halves failing (prompt_flash_attention_tiling_v2.cpp CheckMLAFullQuant
+    # fails only when both do)
+    **{
+        f"arch35.ok.mla_full_quant{name}": SUCCESS
+        for name in ("", "_causal", "_bsh", "_tnd", "_paged", "_lse", "_query_scale_4d", "_key_scale_2")
+    },
+    # the OpDef (kernel key): BF16 ropes with a BF16 output only, FLOAT scales only; so CheckMLAFullQuant's
+    # scale dtype rule cannot fail and its output rule only beside FLOAT16 ropes
+    **{f"arch35.kernel.mla_fq_{name}": NOT_IMPLEMENTED for name in ("out_dtype", "scale_dtype")},
+    # delegate.NOT_IMPLEMENTED (query_quant), after CheckMLAFullQuant: D 128 (PFARope), pseShift, and a
+    # dequantScaleQuery the kernel (flash_attention_score_block_vec_base.h ProcessVec1) would read past
+    **{f"arch35.not_implemented.mla_full_quant_{name}": NOT_IMPLEMENTED for name in ("pfa_rope", "short_scale", "pse")},
     # delegate.NOT_IMPLEMENTED (per_block_prefix): prompt_flash_attention_tiling_v2.cpp GetEnableDN
     # leaves the DN kernels with a shared prefix
     "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,

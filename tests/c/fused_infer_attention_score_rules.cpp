@@ -290,6 +290,22 @@ static Case PagedTnd() {
     return c;
 }
 
+// MLA full quant (Ascend910_95): FP8 E4M3 query, key and value with BF16 ropes and output, queryQuantMode 3,
+// key/value modes 0, FLOAT scales [B, N, S] (BNSD) and [1].
+static Case MlaFullQuant(int64_t s1 = 1) {
+    Case c = MlaDecode(s1);
+    c.version = 4;
+    c.q = T({2, 32, s1, 512}, ACL_FLOAT8_E4M3FN);
+    c.out = T({2, 32, s1, 512}, ACL_BF16);
+    c.k = c.v = {T({2, 1, 80, 512}, ACL_FLOAT8_E4M3FN)};
+    c.opt["queryRope"] = T({2, 32, s1, 64}, ACL_BF16);
+    c.opt["keyRope"] = T({2, 1, 80, 64}, ACL_BF16);
+    c.opt["dequantScaleQuery"] = T({2, 32, s1}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
+    c.queryQuantMode = 3;
+    return c;
+}
+
 // Per-block full quant (Ascend910_95): 8-bit float query, key and value, the three modes 7, FLOAT scales
 // [B, N, ceil(S1 / 128), 1] and [B, N2, ceil(S2 / 256), 1].
 static Case PerBlock(aclDataType dtype = ACL_FLOAT8_E4M3FN) {
@@ -743,10 +759,52 @@ int main() {
         c = PerBlock(); c.out = T({2, 8, 64, 128}, ACL_BF16);
         c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 128}, ACL_FLOAT8_E4M3FN);
         REPORT("arch35.not_implemented.per_block_prefix", Call(c, stream));
-        // FP8 E4M3 query, key and value with queryRope and keyRope: the MLA full-quant kernels, not emulated.
+        // FP8 E4M3 query, key and value with queryRope and keyRope: MLA full quant, CheckMLAFullQuant after the
+        // rope rules; its kernels run for D 512 (IFA MLA) over BSH/BSND/BNSD, dense or paged.
+        c = MlaFullQuant(); REPORT("arch35.ok.mla_full_quant", Call(c, stream));
+        c = MlaFullQuant(4); c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3;
+        REPORT("arch35.ok.mla_full_quant_causal", Call(c, stream));
+        c = MlaFullQuant(); c.layout = "BSH"; c.q = T({2, 1, 32 * 512}, ACL_FLOAT8_E4M3FN); c.out = T({2, 1, 32 * 512}, ACL_BF16);
+        c.k = c.v = {T({2, 80, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["queryRope"] = T({2, 1, 32 * 64}, ACL_BF16);
+        c.opt["keyRope"] = T({2, 80, 64}, ACL_BF16); c.opt["dequantScaleQuery"] = T({2, 1, 32}, ACL_FLOAT);
+        REPORT("arch35.ok.mla_full_quant_bsh", Call(c, stream));
+        c = MlaFullQuant(); c.layout = "TND"; c.q = T({4, 32, 512}, ACL_FLOAT8_E4M3FN); c.out = T({4, 32, 512}, ACL_BF16);
+        c.k = c.v = {T({160, 1, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["queryRope"] = T({4, 32, 64}, ACL_BF16);
+        c.opt["keyRope"] = T({160, 1, 64}, ACL_BF16); c.opt["dequantScaleQuery"] = T({4, 32}, ACL_FLOAT);
+        c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.sparseMode = 3; c.hasActQ = c.hasActKv = true;
+        c.actQ = {1, 4}; c.actKv = {60, 160}; REPORT("arch35.ok.mla_full_quant_tnd", Call(c, stream));
+        // a paged cache of 32-token blocks (the IFA rule: 32 bytes of FP8)
+        c = MlaFullQuant(); c.k = c.v = {T({5, 32, 512}, ACL_FLOAT8_E4M3FN)}; c.opt["keyRope"] = T({5, 32, 64}, ACL_BF16);
+        c.opt["blockTable"] = T({2, 3}, ACL_INT32, {0, 1, 2, 3, 4, 0}); c.blockSize = 32; c.hasActKv = true; c.actKv = {80, 50};
+        REPORT("arch35.ok.mla_full_quant_paged", Call(c, stream));
+        // the OpDef pairs BF16 ropes with a BF16 output only, and FLOAT scales alone (the kernel key, 561003)
+        c = MlaFullQuant(); c.out = T({2, 32, 1, 512}); REPORT("arch35.kernel.mla_fq_out_dtype", Call(c, stream));
+        c = MlaFullQuant(); c.opt["valueAntiquantScale"] = T({1}, ACL_BF16); REPORT("arch35.kernel.mla_fq_scale_dtype", Call(c, stream));
+        c = MlaFullQuant(); c.out = T({2, 32, 1, 512}); c.opt["queryRope"] = T({2, 32, 1, 64}); c.opt["keyRope"] = T({2, 1, 80, 64});
+        REPORT("arch35.tiling.mla_fq_out_dtype", Call(c, stream));
+        c = MlaFullQuant(); c.opt["keyRope"] = T({2, 1, 80, 64}); c.opt["queryRope"] = T({2, 32, 1, 64});
+        REPORT("arch35.tiling.mla_fq_rope_dtype", Call(c, stream));
+        c = MlaFullQuant(); c.queryQuantMode = 7; REPORT("arch35.tiling.mla_fq_query_mode", Call(c, stream));
+        c = MlaFullQuant(); c.valueAntiquantMode = 1; REPORT("arch35.tiling.mla_fq_kv_mode", Call(c, stream));
+        c = MlaFullQuant(); c.opt.erase("dequantScaleQuery"); REPORT("arch35.tiling.mla_fq_query_scale_null", Call(c, stream));
+        c = MlaFullQuant(); c.opt.erase("keyAntiquantScale"); REPORT("arch35.tiling.mla_fq_kv_scale_null", Call(c, stream));
+        // the shape rule fails only when both halves do (!CheckQScaleShape4MLAFullQuant && !CheckKVScaleShape4MLAFullQuant)
+        c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 32, 1, 1}, ACL_FLOAT); c.opt["keyAntiquantScale"] = T({2}, ACL_FLOAT);
+        REPORT("arch35.tiling.mla_fq_scale_shape", Call(c, stream));
+        c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 32, 1, 1}, ACL_FLOAT); REPORT("arch35.ok.mla_full_quant_query_scale_4d", Call(c, stream));
+        c = MlaFullQuant(); c.opt["keyAntiquantScale"] = T({2}, ACL_FLOAT); REPORT("arch35.ok.mla_full_quant_key_scale_2", Call(c, stream));
+        c = MlaFullQuant(); c.opt["keyAntiquantOffset"] = T({1}, ACL_FLOAT); REPORT("arch35.tiling.mla_fq_offset", Call(c, stream));
+        c = MlaFullQuant(); c.opt["deqScale1"] = T({1}, ACL_FLOAT); REPORT("arch35.tiling.mla_fq_int8_scales", Call(c, stream));
+        c = MlaFullQuant(); c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 1, 16, 512}, ACL_FLOAT8_E4M3FN);
+        REPORT("arch35.tiling.mla_fq_prefix", Call(c, stream));
+        // checked, then not emulated (561003): D 128 (PFARope), a dequantScaleQuery the kernel reads past, pseShift
         c = PerBlock(); c.queryQuantMode = 3; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.out = T({2, 8, 64, 128}, ACL_BF16);
         c.opt["queryRope"] = T({2, 8, 64, 64}, ACL_BF16); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_BF16);
-        REPORT("arch35.not_implemented.mla_full_quant", Call(c, stream));
+        c.opt["dequantScaleQuery"] = T({2, 8, 64}, ACL_FLOAT); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
+        REPORT("arch35.not_implemented.mla_full_quant_pfa_rope", Call(c, stream));
+        c = MlaFullQuant(); c.lseFlag = true; c.lse = T({2, 32, 1, 1}, ACL_FLOAT); REPORT("arch35.ok.mla_full_quant_lse", Call(c, stream));
+        c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT); REPORT("arch35.not_implemented.mla_full_quant_short_scale", Call(c, stream));
+        c = MlaFullQuant(); c.opt["pseShift"] = T({2, 32, 1, 80}); REPORT("arch35.not_implemented.mla_full_quant_pse", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

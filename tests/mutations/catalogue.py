@@ -98,8 +98,10 @@ FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
 FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
 FIA_QUERY_QUANT_TESTS = (
     "tests/test_fused_infer_attention_score_query_quant.py",
+    "tests/test_fused_infer_attention_score_mla_full_quant.py",
     "tests/test_fused_infer_attention_score_cabi.py",
 )
+FIA_MLA_FULL_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/mla_full_quant_arch35.py"
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -2303,14 +2305,14 @@ MUTATIONS = [
     Mutation(
         "fia-per-block-p-unnarrowed",
         FIA_PER_BLOCK,
-        "pv = native.matmul_panels(np.empty((s1, dv_size), np.float32), narrow_p(e), values.rows(c0, c1))",
-        "pv = native.matmul_panels(np.empty((s1, dv_size), np.float32), e, values.rows(c0, c1))",
+        "pv = native.matmul_panels(np.empty((rows, values.n), np.float32), walk.narrow_p(p), values.rows(c0, c1))",
+        "pv = native.matmul_panels(np.empty((rows, values.n), np.float32), p, values.rows(c0, c1))",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
         "fia-per-block-first-value-scale-dropped",
         FIA_PER_BLOCK,
-        "                if c == 1:\n                    acc = acc * dv[bi, ki, 0]\n",
+        "            if c == 1:\n                acc = acc * walk.dv(0)\n",
         "",
         FIA_QUERY_QUANT_TESTS,
     ),
@@ -2361,6 +2363,74 @@ MUTATIONS = [
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "        query_quant.refuse_per_tensor(a)",
         "        pass",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    # MLA full quant on Ascend910_95 (mla_full_quant_arch35, kernels/flash_attention/mla_full_quant.py
+    # on perblock_quant's walk)
+    Mutation(
+        "fia-mla-fq-p-not-rescaled-per-block",
+        FIA_PER_BLOCK,
+        "                p = p / p_scale\n",
+        "",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-block-output-not-rescaled",
+        FIA_PER_BLOCK,
+        "                pv = pv * p_scale\n",
+        "                pass\n",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-output-not-divided-by-448",
+        FIA_PER_BLOCK,
+        "    return (out * P_MAX_REC if walk.rescaled_p else out), running_max, row_sum",
+        "    return out, running_max, row_sum",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-key-scale-ignored",
+        K + "flash_attention/mla_full_quant.py",
+        "row_scale = ((dq[bi, h0:h1, q0 : q0 + count] * scale32) * dk32).reshape(-1, 1)",
+        "row_scale = (dq[bi, h0:h1, q0 : q0 + count] * scale32).reshape(-1, 1)",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-causal-band-ignored",
+        K + "flash_attention/mla_full_quant.py",
+        "            if outside is not None:",
+        "            if False:",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-query-scales-bnsd-order-everywhere",
+        FIA_MLA_FULL_QUANT,
+        "dq = flat[: b * s1 * n].reshape(b, s1, n).transpose(0, 2, 1)",
+        "dq = flat[: b * s1 * n].reshape(b, n, s1)",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-lse-bsnd-in-logical-order",
+        FIA_MLA_FULL_QUANT,
+        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif',
+        "        if",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-output-even", FIA_MLA_FULL_QUANT, "        round_half_away_(o, BF16)\n", "", FIA_QUERY_QUANT_TESTS
+    ),
+    Mutation(
+        "fia-mla-fq-scale-shape-rule-either",
+        FIA_MLA_FULL_QUANT,
+        "if not _query_scale_fits(a) and not _kv_scales_fit(dk, dv):",
+        "if not _query_scale_fits(a) or not _kv_scales_fit(dk, dv):",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-query-mode-unchecked",
+        FIA_MLA_FULL_QUANT,
+        "    if a.queryQuantMode != PER_TOKEN_HEAD:",
+        "    if False:",
         FIA_QUERY_QUANT_TESTS,
     ),
     # --- shared rounding loops -----------------------------------------------------------------

@@ -23,6 +23,7 @@ from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
 from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
+from . import mla_full_quant_arch35 as mla_full_quant
 from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
@@ -56,8 +57,9 @@ NOT_IMPLEMENTED = Gaps(
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
         "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
         "mode 20-22 (the base-API kernels, which read it)",
-        "query_quant": "Ascend910_95's MLA full-quant kernels (FP8 E4M3 query, key and value with queryRope and "
-        "keyRope)",
+        "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
+        "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
+        "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
@@ -68,18 +70,21 @@ NOT_IMPLEMENTED = Gaps(
 )
 
 
-def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = False, per_block: bool = False):
+def _refuse_unsupported(
+    a, prompt: bool, arch35: bool = False, rope: bool = False, per_block: bool = False, full_quant: bool = False
+):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs;
-    ``per_block``: the key/value scales are the per-block full-quant ones)."""
+    ``per_block``: the key/value scales are the per-block full-quant ones; ``full_quant``: the MLA
+    full-quant kernels run)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
     nz_ifa = key.ndim == 5 and not prompt
     if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
         NOT_IMPLEMENTED.refuse("lse")
-    if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
+    if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
-    separate = _separate_antiquant(a) and not per_block
+    separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
@@ -196,7 +201,7 @@ def _ifa_kv_nz_lse(a) -> None:
         raise tiling("ifa.kv_nz_lse", "SoftmaxLse output is not supported in IFA GQA with KV NZ.")
 
 
-def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False) -> None:
+def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = False, full_quant: bool = False) -> None:
     """What both routes check, refuse or warn about before the other operator's checks."""
     if not on_arch35(env) and rope_prompt.present(a):  # CheckInputLayout, before either route
         rope_arch32.check_layout(a)
@@ -222,7 +227,7 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
             "dequantScaleQuery is ignored: of Ascend910_95's kernels only the per-block (an FP8 E4M3 / HiFloat8 "
             "query with the three quant modes 7) and the MLA full-quant ones read it (CANN 8.5)"
         )
-    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope, per_block=per_block)
+    _refuse_unsupported(a, prompt=prompt, arch35=on_arch35(env), rope=rope, per_block=per_block, full_quant=full_quant)
     if a.max_workspace:
         INFERRED.warn(env, "max_workspace_lengths")
 
@@ -463,16 +468,24 @@ def prompt(a, env):
     hands them to the PFA tiling) with the key/value lists' one tensor; a paged cache (Ascend910_95)
     after the tiling's page-attention checks, as the dense key and value its kernels walk. Ascend910_95's
     per-block full quant runs PromptFlashAttentionV3's checks on the call seen in its output dtype,
-    then its own rules and kernels (query_quant_arch35)."""
+    then its own rules and kernels (query_quant_arch35); its MLA full quant checks CheckMLAFullQuant
+    after the rope rules, then PromptFlashAttentionV3's checks alike, and the PFA launch runs its
+    kernels (mla_full_quant_arch35)."""
     per_block = on_arch35(env) and query_quant.per_block(a)
+    mla_quant = on_arch35(env) and query_quant.mla_full_quant(a)
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
+    if mla_quant:
+        mla_full_quant.check(a)
+    full_quant = mla_quant and mla_full_quant.runs(a, rope)
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
-    _before_checks(a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block)
+    _before_checks(
+        a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block, full_quant=full_quant
+    )
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
@@ -493,8 +506,9 @@ def prompt(a, env):
         )
         kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
         extra = dict(paged_s2=facts.s2)
-    if per_block:  # the shared checks on shapes alone
-        query, key, value = (query_quant.Retyped(t, a.attentionOut.dtype) for t in (query, key, value))
+    if per_block or full_quant:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
+        view = query_quant.Widened if full_quant else query_quant.Retyped
+        query, key, value = (view(t, a.attentionOut.dtype) for t in (query, key, value))
     args = SimpleNamespace(
         query=query,
         key=key,
@@ -519,6 +533,7 @@ def prompt(a, env):
         learnableSink=sink,  # FIA's own input: CheckLearnableSinkWhenLayoutIsTND and the TND kernels
         rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
         rope=None if rope is None else rope_prompt.tensors(a, facts),
+        full_quant=mla_full_quant.Kernel(a) if full_quant else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
@@ -528,10 +543,14 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
+    if full_quant:
+        mla_full_quant.check_reads(a, Route(a, env).shape_facts()[0], lambda: NOT_IMPLEMENTED.refuse("query_quant"))
     if per_block:
         query_quant.check_params(a, listed=kv_s is not None)
         query_quant.check_crossover(a)
         return out if out.run is None else query_quant.launch(a, out.workspace_size)
+    if full_quant:  # its kernels write softmaxLse themselves
+        return _with_lse(a, env, out, sink, second_pass=False)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

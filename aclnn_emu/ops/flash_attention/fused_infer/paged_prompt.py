@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from aclnn_emu.dtypes import SIZE
+from aclnn_emu.dtypes import SIZE, DataType
 
 from . import pages
+from . import query_quant_arch35 as query_quant
 from ..prompt.checks_arch35 import tnd_lengths
 from .failure import tiling
 from .layouts import Axes, split
@@ -120,7 +121,8 @@ def check(a, env) -> SimpleNamespace:
             raise tiling(
                 "paged.key_rope_rank", f"keyRope {list(key_rope.shape)} and key {list(key.shape)} differ in rank"
             )
-        _cache_shape(key_rope.shape, valid, block, n, n * ROPE_D, ROPE_D, ratio, a.query.dtype, "keyRope")
+        rope_dtype = DataType.ACL_BF16 if query_quant.mla_full_quant(a) else a.query.dtype  # MLA full quant: BF16
+        _cache_shape(key_rope.shape, valid, block, n, n * ROPE_D, ROPE_D, ratio, rope_dtype, "keyRope")
     if table.ndim != 2:
         raise tiling("paged.block_table_rank", f"blockTable {list(table.shape)} must be 2-D")
     if table.shape[0] != b or width < most:

@@ -74,6 +74,14 @@ class Retyped:
         raise AssertionError("a retyped tensor is for the checks only")
 
 
+class Widened(Retyped):
+    """An 8-bit float tensor seen with another dtype by the checks, read as its fp32 values by a
+    kernel that takes them so (MLA full quant, through the PFA launch)."""
+
+    def read(self, what: str = "tensor"):
+        return _values(self.t, what)
+
+
 def _axes(t, base, heads):
     return query_axes(t.shape, base, heads)
 

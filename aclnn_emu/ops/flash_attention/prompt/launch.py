@@ -46,6 +46,7 @@ def _launch(
     padding = getattr(a, "left_padding", None) if rows is None else None
     sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
     rope_t = getattr(a, "rope", None)  # FusedInferAttentionScore's (queryRope, keyRope) on Ascend910_95
+    full_quant = getattr(a, "full_quant", None)  # its MLA full-quant kernels: q, k, v read as fp32 values
 
     def run(workspace):
         q, k, v = (
@@ -56,6 +57,8 @@ def _launch(
             q_rope, k_rope = (
                 _bnsd(t.read(n), layout, h, tokens) for t, n, h in zip(rope_t, ROPE_NAMES, (heads, kv_heads))
             )
+            if full_quant is not None:  # BF16 ropes beside the 8-bit values' fp32, both exact
+                q_rope, k_rope = q_rope.astype(np.float32), k_rope.astype(np.float32)
             q, k = np.concatenate([q, q_rope], axis=-1), np.concatenate([k, k_rope], axis=-1)
         mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
         pse = None if read_pse is None else read_pse()
@@ -85,7 +88,9 @@ def _launch(
             pse=pse,
             stats=None if sink is None else pfa.RowStats(sink=sink),
         )
-        if rows is None:
+        if full_quant is not None:
+            o = full_quant.attention(q, k, v, scale=scale, bands=bands, act_q=lengths[0], act_kv=lengths[1], rows=rows)
+        elif rows is None:
             o = pfa.prompt_flash_attention(q, k, v, act_q=lengths[0], act_kv=lengths[1], kv_block=kv_block, **common)
         else:
             blocks = kv_blocks or [kv_block] * len(rows[0])
