@@ -92,6 +92,7 @@ def walk_keys(queries, keys, values, s2: int, walk: Walk) -> tuple[np.ndarray, n
                 acc = acc * walk.dv(0)
             acc = acc + pv * walk.dv(c)
         running_max = new_max
+    assert acc is not None and running_max is not None and row_sum is not None  # s2 > 0: one block at least
     if s2 <= walk.block:
         acc = acc * walk.dv(0)
     out = acc / row_sum
