@@ -155,8 +155,8 @@ static Case MlaAntiquant() {
     return c;
 }
 
-// MLA full quant: INT8 query, key and value, BF16 ropes and output, FLOAT dequant scales, queryQuantMode 3.
-static Case MlaFullQuant() {
+// A2/A3 MLA full quant: INT8 query, key and value, BF16 ropes and output, FLOAT dequant scales, queryQuantMode 3.
+static Case MlaInt8FullQuant() {
     Case c = Mla();
     c.q = T({2, 1, 16, 512}, ACL_INT8);
     c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
@@ -500,14 +500,14 @@ int main() {
         c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
         c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
         // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
-        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
+        c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
         REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
-        c = MlaFullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
+        c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
         REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
-        c = MlaFullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);
+        c = MlaInt8FullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);
         c.opt["queryRope"] = T({2, 16, 1, 64}, ACL_BF16); REPORT("a2.tiling.rope_full_quant_bnsd", Call(c, stream));
-        c = MlaFullQuant(); c.queryQuantMode = 0; REPORT("a2.tiling.rope_full_quant_mode", Call(c, stream));
+        c = MlaInt8FullQuant(); c.queryQuantMode = 0; REPORT("a2.tiling.rope_full_quant_mode", Call(c, stream));
     }
     // Left padding on the PFA route (A2/A3 CheckParamsPFA, arch35 CheckKVPaddingCrossover pass it).
     c = Small(16); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {70, 40};
