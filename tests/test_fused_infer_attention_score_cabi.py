@@ -115,11 +115,10 @@ EXPECTED = {
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
     # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
-    # PFA route, or with a mask on Ascend910_95 (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h
-    # SoftmaxLseCopyOut on A2/A3; any S on Ascend910_95: flash_attention_score_antiquant_block_vec.h
-    # SoftmaxLseCopyOut)
+    # PFA route (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut on A2/A3; any S on
+    # Ascend910_95, mask or not: flash_attention_score_antiquant_block_vec.h SoftmaxLseCopyOut)
     "lse_antiquant_prefill": NOT_IMPLEMENTED,
-    "not_implemented.lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
+    "lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -220,6 +219,13 @@ ARCH35_TILING = {
     "per_block_lse": "CheckPerblockCrossover",
     "per_block_mask": "CheckPerblockCrossover",
     "per_block_pse": "CheckPerblockCrossover",
+    # incre_flash_attention_tiling_v2.cpp IFATilingV2::ProcessAttenMaskSparsePFA (an INT8 key, query S > 1):
+    # CheckSparseMode (after SetSparseModeData), then CheckMaskCrossover
+    "antiquant_mask_template": "CheckMaskShapeCrossSparse",
+    "antiquant_sparse_mode": "CheckSparseMode",
+    "antiquant_mask_required": "CheckMaskCrossover",
+    "antiquant_band_negative": "CheckSparseMode",
+    "antiquant_next_vs_s1": "CheckSparseMode",
 }
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
@@ -227,6 +233,11 @@ ON_ARCH35 = {
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
     "lse_antiquant_prefill": SUCCESS,
+    "lse_antiquant_prefill_mask": SUCCESS,
+    # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks); with the
+    # query's actualSeqLengths delegate.NOT_IMPLEMENTED (antiquant_mask)
+    "arch35.ok.antiquant_mask_causal": SUCCESS,
+    "arch35.not_implemented.antiquant_mask_lengths": NOT_IMPLEMENTED,
     # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
     # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
     # (prompt_flash_attention_entry_regbase.h): ignored, with a warning

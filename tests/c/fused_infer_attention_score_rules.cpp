@@ -292,7 +292,21 @@ int main() {
     REPORT("ok.lse_antiquant_decode", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("lse_antiquant_prefill", Call(c, stream));
-    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("lse_antiquant_prefill_mask", Call(c, stream));
+    if (!OnA2()) {
+        // Speculative decode over an INT8 cache: IFATilingV2 ProcessAttenMaskSparsePFA with FIA's sparse mode and tokens.
+        c = Small(4); c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+        c.sparseMode = 3; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); REPORT("arch35.ok.antiquant_mask_causal", Call(c, stream));
+        c.opt["attenMask"] = T({2, 4, 80}, ACL_BOOL); REPORT("arch35.tiling.antiquant_mask_template", Call(c, stream));
+        c.sparseMode = 5; REPORT("arch35.tiling.antiquant_sparse_mode", Call(c, stream));
+        c.sparseMode = 2; c.opt.erase("attenMask"); REPORT("arch35.tiling.antiquant_mask_required", Call(c, stream));
+        c.sparseMode = 4; c.preTokens = c.nextTokens = -1; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL);
+        REPORT("arch35.tiling.antiquant_band_negative", Call(c, stream));
+        c.sparseMode = 0; c.preTokens = 3; c.nextTokens = -4; c.opt["attenMask"] = T({2, 4, 80}, ACL_BOOL);
+        REPORT("arch35.tiling.antiquant_next_vs_s1", Call(c, stream));
+        c.preTokens = c.nextTokens = 2147483647; c.hasActQ = true; c.actQ = {4, 3};
+        REPORT("arch35.not_implemented.antiquant_mask_lengths", Call(c, stream));
+    }
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};

@@ -461,6 +461,18 @@ def fia_antiquant_lse(soc):
                       softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_antiquant_mask(soc):
+    """Speculative decode over an INT8 key/value: 4 draft tokens under an attenMask [B, S, S2], with
+    softmaxLse (Ascend910_95: IFATilingV2's sparse rules and the antiquant kernels' row windows)."""
+    q, out = T((2, 4, 4, 32)), T((2, 4, 4, 32))
+    k, v = T((2, 2, 40, 32), "INT8"), T((2, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      attenMaskOptional=T((2, 4, 40), "BOOL"), antiquantScaleOptional=T((2, 2, 1, 32)),
+                      antiquantOffsetOptional=T((2, 2, 1, 32)), actualSeqLengthsKvOptional=(40, 23),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 4, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token_lse(soc):
     """The per-token decode with softmaxLse (A2/A3: the offsets enter the scores; Ascend910_95: the
     lse of the dequantised key)."""
@@ -577,6 +589,7 @@ BASELINES = {
         (fia_sink_tnd, A2_A3),
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
+        (fia_antiquant_mask, ("Ascend910_95",)),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
     ),

@@ -35,8 +35,8 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a "
-        "5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
+        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and the query's "
+        "actualSeqLengths or queryPaddingSize), or with a 5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
@@ -59,8 +59,8 @@ NOT_IMPLEMENTED = Gaps(
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
-        "(IFATilingV2 hands FIA's sparseMode, preTokens and nextTokens to its antiquant kernels, whose rows' "
-        "key windows the IncreFlashAttentionV4 walk the emulator runs does not take)",
+        "with a query layout other than BSH/BSND/BNSD, the query's actualSeqLengths or queryPaddingSize "
+        "(IFATilingV2 bounds each batch's rows and key windows by them, which the route does not hand on)",
     },
 )
 
@@ -88,7 +88,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a):
+    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a) and not _windowed(a):
         NOT_IMPLEMENTED.refuse("antiquant_mask")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
@@ -175,15 +175,21 @@ def _one_query_row(a) -> bool:
     return _dense_query_s(a) == 1
 
 
+def _windowed(a) -> bool:
+    """A BSH/BSND/BNSD query of S > 1 without query lengths or padding: each batch's rows and key
+    windows follow FIA's sparseMode and tokens alone (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
+    lengths, padding = a.actualSeqLengthsOptional, a.queryPaddingSizeOptional
+    return _dense_query_s(a) is not None and not lengths and (padding is None or padding.is_empty)
+
+
 def _lse_rows_known(a, arch35: bool) -> bool:
     """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
     order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
-    without an attenMask (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
-    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s). With a mask the rows'
-    keys follow FIA's preTokens/nextTokens and sparseMode (SetPFASparseType), which the
-    IncreFlashAttentionV4 walk the emulator runs does not take."""
+    (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s), with an attenMask where the
+    rows' windows are emulated (`_windowed`)."""
     s = _dense_query_s(a)
-    return s is not None and (s == 1 or arch35 and not _masked(a))
+    return s is not None and (s == 1 or arch35 and (not _masked(a) or _windowed(a)))
 
 
 def _ifa_kv_nz_lse(a) -> None:
@@ -416,6 +422,7 @@ def incre(a, env):
         value=value,
         pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
+        **_sparse_args(a, on_arch35(env)),
         actualSeqLengths=kv_lengths,
         dequantScale1=a.deqScale1Optional,
         quantScale1=a.quantScale1Optional,
@@ -436,6 +443,17 @@ def incre(a, env):
     )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
+
+
+def _sparse_args(a, arch35: bool) -> dict:
+    """What ConvertContextToParamsIFA hands IFATilingV2 beyond IncreFlashAttentionV4's inputs: the
+    sparse mode (read through a uint32 pointer) and tokens, and whether GetMaxWorkspaceSize asks."""
+    if not arch35:
+        return {}
+    return dict(
+        sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
+        max_workspace=a.max_workspace,
+    )  # fmt: skip
 
 
 def prompt(a, env):

@@ -31,6 +31,7 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+from . import sparse_arch35
 from .checks_arch35 import check_quant2
 from .launch_antiquant_arch35 import _run
 from .launch_arch35 import MaskBlocks, kv_heads_view
@@ -458,13 +459,18 @@ class _Tiling:
             )
 
     def _atten_mask(self):
-        """ProcessAttenMask (a one-row query)."""
+        """ProcessAttenMask (a one-row query), ProcessAttenMaskSparsePFA (isPFAFlag_, mask or not)."""
         mask = self.a.attenMask
         self.has_mask = mask is not None and mask.numel != 0
-        if not self.has_mask:
-            return
+        self.window = sparse_arch35.Window()
         if self.pfa:
-            self._pfa_mask(mask)
+            facts = SimpleNamespace(
+                batch=self.batch, s_q=self.s_q, s_max=self.s_max, has_mask=self.has_mask,
+                out_int8=self.a.attentionOut.dtype == I8, max_workspace=getattr(self.a, "max_workspace", False),
+            )  # fmt: skip
+            self.window = sparse_arch35.check(self.a, _fail, facts)
+            return
+        if not self.has_mask:
             return
         if shape_dim(mask.shape, 0) != self.batch:
             _fail(
@@ -478,22 +484,6 @@ class _Tiling:
                 "mask_s",
                 f"S Size[{mask.shape[-1]}] of attenMask must be greater than or equal to the second "
                 f"dimension of blockTable * blockSize([{need}]).",
-            )
-
-    def _pfa_mask(self, mask):
-        """ProcessAttenMaskSparsePFA with V4's unset sparse mode and tokens (0, 0): of its checks only
-        CheckMaskShapeCrossSparse can fail for a bool/int8/uint8 mask (the OpDef's only mask dtypes)."""
-        shape = mask.shape
-        if len(shape) not in (2, 3, 4):
-            _fail("pfa_mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
-        batch = 1 if len(shape) == 2 else shape[0]
-        heads = shape[1] if len(shape) == 4 else 1
-        if not (shape[-2] >= self.s_q and shape[-1] >= self.s_max and batch in (1, self.batch) and heads == 1):
-            _fail(
-                "pfa_mask_shape",
-                f"attenMask batch({batch}) must be 1 or {self.batch}, attenMask Q_S({shape[-2]}) "
-                f"must be larger than or equal to sQ({self.s_q}),attenMask KV_S({shape[-1]}) must be larger than or "
-                f"equal to sK({self.s_max}), please check",
             )
 
     def _quant2(self):
@@ -632,7 +622,8 @@ class _Tiling:
         )
         blocks = None
         if self.pfa and self.has_mask:
-            blocks = MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse), bool(attr_uint32(a.innerPrecise) >> 1 & 1))
+            row_invalid = bool(attr_uint32(a.innerPrecise) >> 1 & 1)
+            blocks = MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse), row_invalid, self.window)
         elif self.pfa:
             self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed
