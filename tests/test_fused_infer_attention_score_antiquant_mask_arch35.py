@@ -23,7 +23,8 @@ import pytest
 import precision
 from golden import fused_infer_attention_score as golden
 from test_fused_infer_attention_score import BF16, _lse_meets, run_fia
-from test_incre_flash_attention_arch35 import int8_case
+from test_incre_flash_attention import paged_cache
+from test_incre_flash_attention_arch35 import int8_case, to_nz
 
 ARCH35 = pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 RNG = np.random.default_rng(20261129)
@@ -165,3 +166,26 @@ def test_negative_next_tokens_skip_rows(chip):
     out, lse = _run(q, k8, v8, scale, offset, sparseMode=0, preTokens=10, nextTokens=-2, attenMaskOptional=mask)
     assert (out[:, :, :2] == 0).all() and np.isposinf(lse[:, :, :2]).all()
     _meets(out, lse, _block_reference(q, k, v, mask, 10, -2), np.float16)
+
+
+@ARCH35
+@pytest.mark.parametrize("s", [1, 3])
+def test_paged_nz_cache_lse(chip, s):
+    """softmaxLse over an INT8 5-D (NZ) paged cache [blocks, N2, D / 16, blockSize, 16]: the NZ layout
+    is a copy flag of the antiquant kernel (paLayoutType, CopyKVPaNz), whose SoftmaxLseCopyOut writes
+    the lse as for ND; with S 3 under sparse mode 3 (the 2048 x 2048 mask)."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 70, 32), per_channel=True, seed=15)
+    lengths = (70, 38)
+    kc, vc, table = paged_cache(k8, v8, 32, True, lengths)
+    q = RNG.standard_normal((2, 4, s, 32)).astype(np.float16)
+    masked = dict(sparseMode=3, attenMaskOptional=TEMPLATE) if s > 1 else {}
+    out, lse = run_fia(
+        query=q, key=[to_nz(kc)], value=[to_nz(vc)], out_shape=q.shape, lse_shape=(2, 4, s, 1), numHeads=4,
+        numKeyValueHeads=2, scaleValue=0.125, inputLayout="BNSD", antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset, blockTableOptional=table, blockSize=32, actualSeqLengthsKvOptional=lengths,
+        **masked,
+    )  # fmt: skip
+    want = golden.attention(
+        q, k, v, scale=0.125, kv_block=KV_BLOCK, sparse_mode=3 if s > 1 else 0, act_kv=lengths, has_mask=s > 1
+    )
+    _meets(out, lse[..., 0], want, np.float16)

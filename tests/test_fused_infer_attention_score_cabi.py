@@ -238,6 +238,9 @@ ON_ARCH35 = {
     # query's actualSeqLengths delegate.NOT_IMPLEMENTED (antiquant_mask)
     "arch35.ok.antiquant_mask_causal": SUCCESS,
     "arch35.not_implemented.antiquant_mask_lengths": NOT_IMPLEMENTED,
+    # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
+    # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
+    "arch35.ok.antiquant_paged_nz_lse": SUCCESS,
     # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
     # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
     # (prompt_flash_attention_entry_regbase.h): ignored, with a warning

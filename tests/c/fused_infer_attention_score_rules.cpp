@@ -306,6 +306,9 @@ int main() {
         REPORT("arch35.tiling.antiquant_next_vs_s1", Call(c, stream));
         c.preTokens = c.nextTokens = 2147483647; c.hasActQ = true; c.actQ = {4, 3};
         REPORT("arch35.not_implemented.antiquant_mask_lengths", Call(c, stream));
+        // An INT8 5-D (NZ) paged cache [Bn, N2, D / 16, Bs, 16]: the antiquant kernel writes softmaxLse as for ND.
+        c = Paged(true); c.lseFlag = true; c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2, 2, 1, 128}); REPORT("arch35.ok.antiquant_paged_nz_lse", Call(c, stream));
     }
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)

@@ -473,6 +473,19 @@ def fia_antiquant_mask(soc):
                       softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 4, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_antiquant_paged_nz_lse(soc):
+    """Decode over an INT8 5-D (NZ) paged cache with softmaxLse: Ascend910_95's antiquant kernel writes it
+    as for ND (the A2/A3 IFA tiling refuses softmaxLse with an NZ cache)."""
+    q, out = T((1, 4, 1, 64)), T((1, 4, 1, 64))
+    k, v = T((4, 2, 4, 128, 16), "INT8"), T((4, 2, 4, 128, 16), "INT8")
+    table = T((1, 2), "INT32", fill=(3, 1))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 64)), actualSeqLengthsKvOptional=(150,),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token_lse(soc):
     """The per-token decode with softmaxLse (A2/A3: the offsets enter the scores; Ascend910_95: the
     lse of the dequantised key)."""
@@ -590,6 +603,7 @@ BASELINES = {
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
         (fia_antiquant_mask, ("Ascend910_95",)),
+        (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
     ),

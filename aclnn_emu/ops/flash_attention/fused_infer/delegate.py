@@ -34,9 +34,9 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and the query's "
-        "actualSeqLengths or queryPaddingSize), or with a 5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a "
+        "query layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and the "
+        "query's actualSeqLengths or queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
@@ -71,8 +71,9 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
-    nz_ifa = key.ndim == 5 and not prompt
-    if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
+    # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
+    # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
+    if a.lse_wanted and _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
