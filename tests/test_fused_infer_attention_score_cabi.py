@@ -261,6 +261,8 @@ ON_ARCH35 = {
     # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED
     **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
     "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
+    # ... per token over a 5-D (NZ) paged cache runs (LoadAntiquantParamsPerToken, AntiquantVFImplW8PerTokenNz)
+    "arch35.ok.kv_antiquant_paged_nz": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.paged_rope": SUCCESS,
     "arch35.ok.rope_tnd": SUCCESS,

@@ -25,7 +25,8 @@ import ties
 from golden import fused_infer_attention_score as golden
 from test_fused_infer_attention_score import pack_int4, run_fia
 from test_fused_infer_attention_score_kv_per_token import _separate
-from test_incre_flash_attention_arch35 import arch35, arch35_dequant
+from test_incre_flash_attention import paged_cache
+from test_incre_flash_attention_arch35 import arch35, arch35_dequant, to_nz
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(20261130)
@@ -286,3 +287,31 @@ def test_int4_rules(chip, case, message):
         run_fia(version=2, query=q, key=[key], value=[key], out_shape=q.shape, numHeads=4, numKeyValueHeads=2,
                 inputLayout="BNSD", **named)  # fmt: skip
     assert failure.value.status == 561002 and message in str(failure.value), str(failure.value)
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("mode", [1, 3], ids=["per_token", "per_token_head"])
+def test_paged_nz_cache(chip, mode):
+    """Modes 1 ([B, sMax]) and 3 ([B, N2, sMax]) over an INT8 5-D (NZ) paged cache [blocks, N2, D / 16,
+    blockSize, 16]: LoadAntiquantParamsPerToken casts the parameters to the query dtype in place
+    (castTraitFp32, nearest even) and AntiquantVFImplW8PerTokenNz applies row p's to row p, as for ND;
+    the rows are the batch's positions, whatever block holds them."""
+    b, n, n2, d, bs = 2, 4, 2, 32, 32
+    lengths = (70, 38)
+    k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    s_max = table.shape[1] * bs
+    lead = (b,) if mode == 1 else (b, n2)
+    (ks, ko), (vs, vo) = _tokens(lead + (s_max,)), _tokens(lead + (s_max,))
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    out, lse = run_fia(
+        version=2, query=q, key=[to_nz(kc)], value=[to_nz(vc)], out_shape=q.shape, lse_shape=(b, n, 1, 1), numHeads=n,
+        numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", blockTableOptional=table, blockSize=bs,
+        actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, mode, mode),
+    )  # fmt: skip
+    rows = (lambda x: x[:, None, :70]) if mode == 1 else (lambda x: x[:, :, :70])
+    k = arch35_dequant(k8, _rows(rows(ks), np.float16), _rows(rows(ko), np.float16), np.float16)
+    v = arch35_dequant(v8, _rows(rows(vs), np.float16), _rows(rows(vo), np.float16), np.float16)
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
+    precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
+    precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")

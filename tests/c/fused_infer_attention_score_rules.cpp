@@ -592,6 +592,10 @@ int main() {
         c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
         REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
+        // Per token over a 5-D (NZ) paged cache: the NZ layout only changes the cache's copy.
+        c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 1;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 512}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_paged_nz", Call(c, stream));
     }
     if (!OnA2()) {
         // Per-block full quant: PromptFlashAttentionTilingV2 SetAttributeInfo, CheckPerblockQuantParams,

@@ -413,6 +413,19 @@ def fia_kv_antiquant_per_token(soc, key_mode=1):
                       numKeyValueHeads=2, attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_kv_antiquant_paged_nz(soc):
+    """Per-token key and value parameters [B, sMax] over an INT8 5-D (NZ) paged cache (Ascend910_95)."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((4, 2, 2, 128, 16), "INT8"), T((4, 2, 2, 128, 16), "INT8")
+    table = T((1, 2), "INT32", fill=(3, 1))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=T((1, 256), "FLOAT"), valueAntiquantScaleOptional=T((1, 256), "FLOAT"),
+                      keyAntiquantMode=1, valueAntiquantMode=1, actualSeqLengthsKvOptional=(150,),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_channel_token(soc):
     return fia_kv_antiquant_per_token(soc, key_mode=0)
 
@@ -616,6 +629,7 @@ BASELINES = {
         (fia_kv_antiquant_channel_token, ALL),
         (fia_kv_antiquant_per_token_head, ALL),
         (fia_kv_antiquant_paged_params, A2_A3),
+        (fia_kv_antiquant_paged_nz, ("Ascend910_95",)),
         (fia_kv_antiquant_paged_params_per_head, A2_A3),
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),

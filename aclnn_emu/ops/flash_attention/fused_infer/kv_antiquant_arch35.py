@@ -17,7 +17,10 @@ reads, for batch b, KV head n2 and cache position p (kv left padding included): 
 channel n2 * D + d (per tensor element 0, per tensor + head element n2: CopyAntiqParam); per token the row b * S' + p (S' the parameters' last axis, antiquantParaSeqSize_);
 per token + head (b * N2 + n2) * sMax + p (taskParam.seqSize is the kernel's s2Size, sMax: not S').
 Per-token FLOAT parameters are cast to the query dtype before the dequantisation
-(kernels/flash_attention/antiquant_arch35.token_params).
+(kernels/flash_attention/antiquant_arch35.token_params). A 5-D (NZ) paged cache changes none of
+this: LoadAntiquantParamsPerToken casts the rows' parameters to the query dtype in place (castTraitFp32,
+nearest even) and AntiquantVFImplW8PerTokenNz / AntiquantVFImplW8Nz add and multiply row by row and
+channel by channel in the query dtype as the ND functions do; only the copy of the cache differs.
 """
 
 import numpy as np
@@ -77,7 +80,7 @@ class Split:
             _param(facts, modes[1], vs, vo)
         per_token = PER_TOKEN in modes or PER_TOKEN_HEAD in modes  # a prefix would move their positions
         prefixed = per_token and a.keySharedPrefixOptional is not None
-        self.unsupported = modes not in EMULATED or a.key.items[0].ndim == 5 or prefixed
+        self.unsupported = modes not in EMULATED or prefixed
 
     def split_done(self) -> None:
         """The tiling's checks all passed: refuse what the emulator does not run."""
