@@ -202,6 +202,7 @@ ARCH35_TILING = {
     "split_per_token_s": "CheckKVAntiQuantParaShapeLegal",
     "split_per_channel": "CheckKVAntiQuantPerChannel",
     "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
+    "split_paged_params": "CheckKVAntiQuantShapePA",  # at the end of ProcessBlockTable
     # an 8-bit float query outside per block: SetAttributeInfo makes it per tensor, which takes INT8 only
     "per_tensor_fp8": "CheckPerTensorQuantParams",
     # per-block full quant (SetAttributeInfo: FP8 E4M3 / HiFloat8 with the three quant modes 7)
@@ -258,9 +259,11 @@ ON_ARCH35 = {
     "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     # separate key/value antiquant per token, per token + head and key per channel / value per token
-    # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED
-    **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
-    "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
+    # (fused_infer/kv_antiquant_arch35), and beside the paged cache's blocks (modes 4)
+    **{
+        f"arch35.ok.kv_antiquant_{name}": SUCCESS
+        for name in ("per_token", "per_token_head", "channel_token", "paged_params")
+    },
     # ... per token over a 5-D (NZ) paged cache runs (LoadAntiquantParamsPerToken, AntiquantVFImplW8PerTokenNz)
     "arch35.ok.kv_antiquant_paged_nz": SUCCESS,
     "arch35.ok.rope": SUCCESS,

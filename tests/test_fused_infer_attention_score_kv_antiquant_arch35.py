@@ -221,7 +221,8 @@ CASES = {
     "per_channel_dtype": (dict(_separate(CH.astype(F32), None, CH.astype(F32), None, 0, 0)), "same with input qtype"),
     "per_tensor_head_shape": (dict(_separate(np.ones((3,), np.float16), None, np.ones((3,), np.float16), None, 2, 2)), "Expect[2] When per_tensor_head"),
     "pa_mode_unpaged": (dict(_separate(np.ones((4, 32), F32), None, np.ones((4, 32), F32), None, 4, 4)), "must to enble page attention"),
-    "paged_params_not_emulated": (dict(_separate(np.ones((4, 128), F32), None, np.ones((4, 128), F32), None, 4, 4), **PAGED), None),
+    "pa_shape": (dict(_separate(np.ones((4, 64), F32), None, np.ones((4, 64), F32), None, 4, 4), **PAGED), "dimension 1 of antiquant parameter should be 128"),
+    "pa_head_shape": (dict(_separate(np.ones((4, 3, 128), F32), None, np.ones((4, 3, 128), F32), None, 5, 5), **PAGED), "dimension 1 of antiquant parameter should be 2"),
 }  # fmt: skip
 
 
@@ -315,3 +316,59 @@ def test_paged_nz_cache(chip, mode):
     want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
     precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
     precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("mode", [4, 5], ids=["per_token", "per_token_head"])
+@pytest.mark.parametrize("nz", [False, True], ids=["ND", "NZ"])
+def test_parameters_in_the_cache_blocks(chip, mode, nz):
+    """Modes 4 ([blocks, blockSize]) and 5 ([blocks, N2, blockSize]) FLOAT parameters beside the cache's
+    blocks: CopyAntiquantParamsPageAttention reads position p of batch b at block table[b, p // blockSize],
+    offset p % blockSize (KV head n2's row of that block per head); then as per token. The blocks are
+    shuffled, and a spare block holds parameters no position reads."""
+    b, n, n2, d, bs = 2, 4, 2, 32, 32
+    lengths = (70, 38)
+    k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    blocks = kc.shape[0]
+    shape = (blocks, bs) if mode == 4 else (blocks, n2, bs)
+    (ks, ko), (vs, vo) = _tokens(shape), _tokens(shape)
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    cache = to_nz if nz else (lambda x: x)
+    out, lse = run_fia(
+        version=2, query=q, key=[cache(kc)], value=[cache(vc)], out_shape=q.shape, lse_shape=(b, n, 1, 1),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", blockTableOptional=table,
+        blockSize=bs, actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, mode, mode),
+    )  # fmt: skip
+
+    def per_position(x):
+        """[B, N2 | 1, 70] from the blocks the table names."""
+        rows = np.zeros((b, n2 if mode == 5 else 1, 70), F32)
+        for bi in range(b):
+            for p in range(70):
+                block = table[bi, p // bs]
+                if block >= 0:
+                    rows[bi, :, p] = x[block, p % bs] if mode == 4 else x[block, :, p % bs]
+        return _rows(rows, np.float16)
+
+    k = arch35_dequant(k8, per_position(ks), per_position(ko), np.float16)
+    v = arch35_dequant(v8, per_position(vs), per_position(vo), np.float16)
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
+    precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
+    precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")
+
+
+@ON_ARCH35
+def test_per_token_beside_a_shared_prefix_stays_refused(chip):
+    """A shared prefix moves the per-token parameters' positions (the kernel's prefix loop), which is
+    not emulated: after IFATilingV2's checks, not_implemented.kv_antiquant (561003)."""
+    q = np.zeros((2, 4, 1, 32), np.float16)
+    k8 = np.ones((2, 2, 40, 32), np.int8)
+    prefix = np.ones((1, 2, 8, 32), np.int8)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            version=2, query=q, key=[k8], value=[k8], out_shape=q.shape, numHeads=4, numKeyValueHeads=2,
+            inputLayout="BNSD", keySharedPrefixOptional=prefix, valueSharedPrefixOptional=prefix,
+            **_separate(*_tokens((2, 48)), *_tokens((2, 48)), 1, 1),
+        )  # fmt: skip
+    assert failure.value.status == 561003 and "separate key/value antiquant" in str(failure.value)

@@ -588,10 +588,13 @@ int main() {
         c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("arch35.tiling.split_per_channel", Call(c, stream));
         c.keyAntiquantMode = c.valueAntiquantMode = 4; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
         REPORT("arch35.tiling.split_pa_unpaged", Call(c, stream));
-        // Modes 4 in a paged cache: checked, then not emulated (561003).
+        // Modes 4 in a paged cache: the parameters beside the cache's blocks [blocks, blockSize].
         c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
-        REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
+        REPORT("arch35.ok.kv_antiquant_paged_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 64}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_paged_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
         // Per token over a 5-D (NZ) paged cache: the NZ layout only changes the cache's copy.
         c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 1;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 512}, ACL_FLOAT);

@@ -24,6 +24,7 @@ IFA_LAUNCH_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_antiqu
 IFA_LAUNCH_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_arch35.py"
 IFA_SPECULATIVE = "aclnn_emu/ops/flash_attention/incre/speculative.py"
 IFA_SPARSE_ARCH35 = "aclnn_emu/ops/flash_attention/incre/sparse_arch35.py"
+FIA_KV_AQ35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
 PFA_PRECISE = "aclnn_emu/ops/flash_attention/prompt/precise.py"
 PFA_BASE_API_PSE = "aclnn_emu/ops/flash_attention/prompt/base_api_pse.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
@@ -955,6 +956,28 @@ MUTATIONS = [
         "        y += np.asarray(offset, np.float32) * np.asarray(scale, np.float32)",
         IFA_ARCH35_TESTS,
     ),
+    # FIA's modes 4/5 on Ascend910_95: parameters beside the cache's blocks (fused_infer/kv_antiquant_arch35)
+    Mutation(
+        "fia-arch35-paged-params-without-table",
+        FIA_KV_AQ35,
+        "ids = table[b, pos // block_size].astype(np.int64)",
+        "ids = pos // block_size",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-heads-outer",
+        FIA_KV_AQ35,
+        "flat = (ids[None, :] * heads + np.arange(heads)[:, None]) * block_size + pos % block_size",
+        "flat = np.arange(heads)[:, None] * table.size * block_size + ids[None, :] * block_size + pos % block_size",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-shape-unchecked",
+        FIA_KV_AQ35,
+        "            if got != expected:",
+        "            if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
     # FIA's sparse mode and tokens on the arch35 antiquant walk (incre/sparse_arch35, MaskBlocks)
     Mutation(
         "fia-arch35-antiquant-user-mask-as-band",
@@ -1827,7 +1850,7 @@ MUTATIONS = [
         FIA_KV_ANTIQUANT_ARCH35_TESTS,
     ),
     Mutation(
-        "fia-arch35-paged-params-run",
+        "fia-arch35-prefixed-per-token-run",
         FIA_KV_ANTIQUANT_ARCH35,
         "        if self.unsupported:\n",
         "        if False:\n",

@@ -41,8 +41,8 @@ NOT_IMPLEMENTED = Gaps(
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5) "
-        "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
+        "after IFATilingV2's split-mode checks, a per-token side beside a shared prefix, and there modes without "
+        "key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "

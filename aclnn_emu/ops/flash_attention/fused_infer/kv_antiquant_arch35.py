@@ -34,7 +34,7 @@ from ..incre.antiquant_arch35 import check_per_channel
 
 PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD, PER_TOKEN_PA, PER_TOKEN_HEAD_PA, PER_TOKEN_GROUP = range(7)
 CHANNEL_TOKEN = (PER_CHANNEL, PER_TOKEN)
-EMULATED = {(m, m) for m in (PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD)} | {CHANNEL_TOKEN}
+EMULATED = {(m, m) for m in range(PER_TOKEN_GROUP)} | {CHANNEL_TOKEN}
 _FLOAT_MODES = (PER_TOKEN, PER_TOKEN_HEAD, PER_TOKEN_PA, PER_TOKEN_HEAD_PA)
 
 
@@ -82,6 +82,20 @@ class Split:
         prefixed = per_token and a.keySharedPrefixOptional is not None
         self.unsupported = modes not in EMULATED or prefixed
 
+    def split_paged(self, total_blocks: int, block_size: int, kv_heads: int) -> None:
+        """CheckKVAntiQuantShapePA at the end of ProcessBlockTable (modes 4, 5: the key's scale only):
+        [blocks, blockSize] per token, [blocks, N2, blockSize] per token + head."""
+        mode, scale = self.a.keyAntiquantMode, self.a.keyAntiquantScaleOptional
+        if mode not in (PER_TOKEN_PA, PER_TOKEN_HEAD_PA):
+            return
+        want = (total_blocks, kv_heads, block_size) if mode == PER_TOKEN_HEAD_PA else (total_blocks, block_size)
+        for axis, (got, expected) in enumerate(zip(scale.shape, want)):
+            if got != expected:
+                fail(
+                    "antiquant_pa_shape",
+                    f"The dimension {axis} of antiquant parameter should be {expected} instead of the current {got}.",
+                )
+
     def split_done(self) -> None:
         """The tiling's checks all passed: refuse what the emulator does not run."""
         if self.unsupported:
@@ -91,9 +105,11 @@ class Split:
         """((scale, offset) of the key, of the value), each a function (b, first position, count) ->
         arrays in ``dtype`` broadcasting against that batch's [N2, count, D] rows (offset None: none)."""
         a = self.a
+        table = a.blockTableOptional
+        pages = None if table is None else (np.asarray(table.read("blockTable")), a.blockSize)
         return tuple(
             _side(mode, getattr(a, f"{name}AntiquantScaleOptional"), getattr(a, f"{name}AntiquantOffsetOptional"),
-                  name, batch, kv_heads, d, seq_size, dtype)
+                  name, batch, kv_heads, d, seq_size, dtype, pages)
             for name, mode in (("key", a.keyAntiquantMode), ("value", a.valueAntiquantMode))
         )  # fmt: skip
 
@@ -244,13 +260,17 @@ def _per_head(f, shape):
         )
 
 
-def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype):
-    """One side's (scale, offset) function as the kernel addresses its parameters."""
+def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype, pages):
+    """One side's (scale, offset) function as the kernel addresses its parameters; ``pages`` the
+    (block table, block size) of a paged cache."""
 
     def values(t, what):
         return None if t is None else np.asarray(t.read(f"{name}{what}")).reshape(-1)
 
     scale, offset = values(scale_t, "AntiquantScale"), values(offset_t, "AntiquantOffset")
+    if mode in (PER_TOKEN_PA, PER_TOKEN_HEAD_PA):
+        heads = kv_heads if mode == PER_TOKEN_HEAD_PA else 1
+        return _paged_rows(*(None if x is None else token_params(x, dtype) for x in (scale, offset)), heads, *pages)
     if mode in (PER_CHANNEL, PER_TENSOR_HEAD):
         shape = (1, 1, 1) if scale.size == 1 else (kv_heads, 1, d if mode == PER_CHANNEL else 1)
         scale, offset = (None if x is None else x.astype(dtype).reshape(shape) for x in (scale, offset))
@@ -269,3 +289,22 @@ def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype):
         return scale[cut], None if offset is None else offset[cut]
 
     return rows
+
+
+def _paged_rows(scale, offset, heads, table, block_size):
+    """Modes 4/5 (CopyAntiquantParamsPageAttention): position p of batch b at element
+    (table[b, p // blockSize] · heads + n2) · blockSize + p % blockSize of the flat parameters ([blocks,
+    blockSize] or [blocks, N2, blockSize]); a position outside them reads 0 here."""
+
+    def rows(b, first, count):
+        pos = np.arange(first, first + count)
+        ids = table[b, pos // block_size].astype(np.int64)
+        flat = (ids[None, :] * heads + np.arange(heads)[:, None]) * block_size + pos % block_size
+        return tuple(None if x is None else _gather(x, flat)[..., None] for x in (scale, offset))
+
+    return rows
+
+
+def _gather(x, flat):
+    inside = (flat >= 0) & (flat < x.size)
+    return np.where(inside, x[np.where(inside, flat, 0)], np.zeros((), x.dtype))

@@ -565,6 +565,9 @@ class _Tiling:
                 f"blockNum[{self.k0.shape[0]}] cannot be less than the sum of blocks in each batch "
                 f"calculated based on actualSeqLenKv and blockSize[{self.need_blocks}]",
             )
+        paged_params = getattr(self.a.antiquantScale, "split_paged", None)
+        if paged_params is not None:  # fused_infer/kv_antiquant_arch35.Split: modes 4/5
+            paged_params(self.k0.shape[0], bs, self.kv_heads)
 
     def _kv_padding(self):
         """ProcessKVPaddingSize / CheckSupportKVLeftPadding."""
