@@ -156,6 +156,20 @@ def pfa_arch35(q, k, v):
     return pfa_golden.attention(q, k, v, scale=0.125, pre=pfa_golden.BIG, nxt=pfa_golden.BIG, high_precision=True)
 
 
+def _assert_dequantised_ties(rows, x, offset, scale, dtype):
+    """rows [B, D] hold, bit for bit, dtype(dtype(x) + dtype(offset)) * dtype(scale) with every step to
+    nearest even, and the ties make each step's mode matter."""
+
+    def golden(modes):
+        s = ties.round_to(scale, dtype, modes["cast"])
+        o = ties.round_to(offset, dtype, modes["cast"])
+        y = ties.round_to(x + o, dtype, modes["add"])
+        return {"out": ties.round_to(y * s, dtype, modes["mul"])}
+
+    want = ties.assert_sensitive(golden, {"cast": "even", "add": "even", "mul": "even"}, "dequantised value")
+    ties.assert_bits(rows, np.repeat(want["out"][:, None], rows.shape[1], axis=1), "attentionOut")
+
+
 @ON_ARCH35
 @DTYPES
 def test_dequantisation_ties(chip, dtype):
@@ -179,14 +193,7 @@ def test_dequantisation_ties(chip, dtype):
         inputLayout="BNSD", **named,
     )  # fmt: skip
 
-    def golden(modes):
-        s = ties.round_to(scale, dtype, modes["cast"])
-        o = ties.round_to(offset, dtype, modes["cast"])
-        y = ties.round_to(x + o, dtype, modes["add"])
-        return {"out": ties.round_to(y * s, dtype, modes["mul"])}
-
-    want = ties.assert_sensitive(golden, {"cast": "even", "add": "even", "mul": "even"}, "dequantised value")
-    ties.assert_bits(out[:, 0, 0], np.repeat(want["out"][:, None], d, axis=1), "attentionOut")
+    _assert_dequantised_ties(out[:, 0, 0], x, offset, scale, dtype)
 
 
 # case -> (keyword arguments, message of the failing rule; None: passes the checks, not emulated)
@@ -372,3 +379,35 @@ def test_per_token_beside_a_shared_prefix_stays_refused(chip):
             **_separate(*_tokens((2, 48)), *_tokens((2, 48)), 1, 1),
         )  # fmt: skip
     assert failure.value.status == 561003 and "separate key/value antiquant" in str(failure.value)
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("nz", [False, True], ids=["ND", "NZ"])
+def test_paged_parameter_ties(chip, nz):
+    """Modes 4 beside a paged cache (ND or NZ): the same three ties as test_dequantisation_ties in
+    fp16 (the FLOAT scale's cast, x + offset, x * scale), each batch's one key in a block the table
+    sends in reverse order, its parameters at that block's row 0 (CopyAntiquantParamsPageAttention;
+    the NZ cast castTraitFp32 rounds to nearest even too)."""
+    ulp = 2.0**-10
+    x = np.array([3, 127, 3], np.int8)
+    offset = np.array([0, 1922, 0], np.float64)
+    scale = np.array([1 + ulp / 2, 3 * 2.0**-11, 1 + 3 * ulp], np.float64)
+    b, d, bs = 3, 32, 32
+    q = np.zeros((b, 1, 1, d), np.float16)
+    cache = np.zeros((b, 1, bs, d), np.int8)
+    key = cache.copy()
+    table = np.array([[2], [1], [0]], np.int32)
+    for bi in range(b):
+        cache[table[bi, 0], 0, 0] = x[bi]
+    params = {name: np.zeros((b, bs), F32) for name in ("ks", "ko", "vs", "vo")}
+    for bi in range(b):
+        row = table[bi, 0]
+        params["ks"][row, 0], params["vs"][row, 0], params["vo"][row, 0] = 1, scale[bi], offset[bi]
+    layout = to_nz if nz else (lambda c: c)
+    out, _ = run_fia(
+        version=2, query=q, key=[layout(key)], value=[layout(cache)], out_shape=q.shape, numHeads=1,
+        scaleValue=1.0, inputLayout="BNSD", blockTableOptional=table, blockSize=bs,
+        actualSeqLengthsKvOptional=(1, 1, 1), **_separate(params["ks"], params["ko"], params["vs"], params["vo"], 4, 4),
+    )  # fmt: skip
+
+    _assert_dequantised_ties(out[:, 0, 0], x, offset, scale, np.float16)
