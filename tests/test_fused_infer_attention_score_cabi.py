@@ -227,6 +227,7 @@ ARCH35_TILING = {
     "antiquant_mask_required": "CheckMaskCrossover",
     "antiquant_band_negative": "CheckSparseMode",
     "antiquant_next_vs_s1": "CheckSparseMode",
+    "antiquant_actual_q_range": "ProcessActualSeqLen",  # ActualSeqLengthsQ[i] in [0, S]
 }
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
@@ -235,10 +236,11 @@ ON_ARCH35 = {
     "int4_v2": TILING,
     "lse_antiquant_prefill": SUCCESS,
     "lse_antiquant_prefill_mask": SUCCESS,
-    # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks); with the
-    # query's actualSeqLengths delegate.NOT_IMPLEMENTED (antiquant_mask)
+    # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks), with the
+    # query's lengths too; with queryPaddingSize delegate.NOT_IMPLEMENTED (antiquant_mask)
     "arch35.ok.antiquant_mask_causal": SUCCESS,
-    "arch35.not_implemented.antiquant_mask_lengths": NOT_IMPLEMENTED,
+    "arch35.ok.antiquant_mask_lengths": SUCCESS,
+    "arch35.not_implemented.antiquant_mask_padding": NOT_IMPLEMENTED,
     # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
     # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
     "arch35.ok.antiquant_paged_nz_lse": SUCCESS,

@@ -1008,6 +1008,13 @@ MUTATIONS = [
         FIA_ANTIQUANT_MASK_TESTS,
     ),
     Mutation(
+        "fia-arch35-antiquant-query-lengths-ignored",
+        IFA_ANTIQUANT_ARCH35,
+        "        if self.pfa:\n            self.act_q = [",
+        "        if False:\n            self.act_q = [",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
         "fia-arch35-antiquant-sparse-ignored",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
         "        **_sparse_args(a, on_arch35(env)),\n",

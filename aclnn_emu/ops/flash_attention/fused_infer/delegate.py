@@ -35,8 +35,8 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a "
-        "query layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and the "
-        "query's actualSeqLengths or queryPaddingSize)",
+        "query layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
+        "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
@@ -59,8 +59,8 @@ NOT_IMPLEMENTED = Gaps(
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
-        "with a query layout other than BSH/BSND/BNSD, the query's actualSeqLengths or queryPaddingSize "
-        "(IFATilingV2 bounds each batch's rows and key windows by them, which the route does not hand on)",
+        "with a query layout other than BSH/BSND/BNSD or queryPaddingSize (IFATilingV2 bounds each batch's rows "
+        "and key windows by them, which the route does not hand on)",
     },
 )
 
@@ -177,10 +177,10 @@ def _one_query_row(a) -> bool:
 
 
 def _windowed(a) -> bool:
-    """A BSH/BSND/BNSD query of S > 1 without query lengths or padding: each batch's rows and key
-    windows follow FIA's sparseMode and tokens alone (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
-    lengths, padding = a.actualSeqLengthsOptional, a.queryPaddingSizeOptional
-    return _dense_query_s(a) is not None and not lengths and (padding is None or padding.is_empty)
+    """A BSH/BSND/BNSD query of S > 1 without query padding: each batch's rows and key windows follow
+    FIA's sparseMode, tokens and query lengths (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
+    padding = a.queryPaddingSizeOptional
+    return _dense_query_s(a) is not None and (padding is None or padding.is_empty)
 
 
 def _lse_rows_known(a, arch35: bool) -> bool:
@@ -448,12 +448,13 @@ def incre(a, env):
 
 def _sparse_args(a, arch35: bool) -> dict:
     """What ConvertContextToParamsIFA hands IFATilingV2 beyond IncreFlashAttentionV4's inputs: the
-    sparse mode (read through a uint32 pointer) and tokens, and whether GetMaxWorkspaceSize asks."""
+    sparse mode (read through a uint32 pointer), the tokens and the query's lengths (without data in
+    GetMaxWorkspaceSize), and whether GetMaxWorkspaceSize asks."""
     if not arch35:
         return {}
     return dict(
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
-        max_workspace=a.max_workspace,
+        actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
     )  # fmt: skip
 
 

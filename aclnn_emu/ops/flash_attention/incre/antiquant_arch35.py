@@ -392,7 +392,9 @@ class _Tiling:
         self._kv_padding()
 
     def _actual_seq_len(self):
-        """ProcessActualSeqLen (V4 passes no query lengths)."""
+        """ProcessActualSeqLen: the query's lengths (FusedInferAttentionScore's; V4 passes none), then
+        the key's."""
+        self._query_lengths()
         values = self.a.actualSeqLengths
         self.actual_flag = values is not None
         self.max_actual, self.need_blocks, self.actual = self.s_max, 0, None
@@ -427,6 +429,26 @@ class _Tiling:
                 self.need_blocks += -(-act // self.block_size)
             self.max_actual = max(self.max_actual, attr_uint32(act))
         self.actual = [values[0] if len(values) == 1 else values[i] for i in range(self.batch)]
+
+    def _query_lengths(self):
+        """Outside TND (whose lengths the IFA route does not take): at most B values or one, each in
+        [0, S]. Only the query-S > 1 kernels read them (ProcessOptionalTensors drops them for S 1):
+        batch b computes its first act_q[b] rows, the rest stay 0 (needInit)."""
+        values = getattr(self.a, "actualSeqLengthsQ", None)
+        self.act_q = [self.s_q] * self.batch
+        if not values:  # actualSeqLenQFlag_: a tensor with data
+            return
+        if len(values) != 1 and len(values) < self.batch:
+            _fail(
+                "actual_q_size",
+                f"ActualSeqLengths size[{len(values)}] of query should be greater than or equal to query "
+                f"batch[{self.batch}] or equal to 1.",
+            )
+        for i, value in enumerate(values[: self.batch]):
+            if not 0 <= value <= self.s_q:
+                _fail("actual_q_range", f"ActualSeqLengthsQ[{i}]({value}) must be in range[0, {self.s_q}]!")
+        if self.pfa:
+            self.act_q = [int(values[0] if len(values) == 1 else values[b]) for b in range(self.batch)]
 
     def _pse_shift(self):
         """ProcessPseShift / CheckPseShiftShape (pseType 0, a one-row query)."""
@@ -615,6 +637,7 @@ class _Tiling:
             paged=self.paged,
             padding=a.kvPaddingSize if self.left_padding else None,
             has_mask=self.has_mask,
+            act_q=self.act_q,
             has_pse=a.pseShift is not None and a.pseShift.numel > 0,
             lengths=[
                 self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2) for b in range(self.batch)

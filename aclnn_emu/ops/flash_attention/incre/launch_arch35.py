@@ -51,17 +51,18 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
         if pse is not None:
             rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
             batch_pse = PseSource(rows, 0, *rows.shape[2:])
+        rows = p.act_q[b]  # the query's actual length (FusedInferAttentionScore); later rows stay 0
         if blocks is not None:
-            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
+            _blockwise(a, q[b : b + 1, :, :rows], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
             continue
-        bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
+        bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [rows], [length])
         out[b : b + 1] = pfa.prompt_flash_attention(
             q[b : b + 1],
             k[None],
             v[None],
             scale=a.scaleValue,
             bands=bands,
-            act_q=[p.s1],
+            act_q=[rows],
             act_kv=[length],
             mask=batch_mask,
             out_quant=out_quant,
