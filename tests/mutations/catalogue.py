@@ -1093,9 +1093,9 @@ MUTATIONS = [
     ),
     Mutation(
         "ifa-arch35-int8-pfa-mask-heads-unchecked",
-        IFA_ANTIQUANT_ARCH35,
-        "batch in (1, self.batch) and heads == 1)",
-        "batch in (1, self.batch))",
+        IFA_SPARSE_ARCH35,
+        "batch in (1, facts.batch) and heads == 1)",
+        "batch in (1, facts.batch))",
         IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
