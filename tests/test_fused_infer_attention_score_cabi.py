@@ -163,11 +163,10 @@ EXPECTED = {
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
     # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
-    # PFA route, or with a mask on Ascend910_95 (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h
-    # SoftmaxLseCopyOut on A2/A3; any S on Ascend910_95: flash_attention_score_antiquant_block_vec.h
-    # SoftmaxLseCopyOut)
+    # PFA route (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut on A2/A3; any S on
+    # Ascend910_95, mask or not: flash_attention_score_antiquant_block_vec.h SoftmaxLseCopyOut)
     "lse_antiquant_prefill": NOT_IMPLEMENTED,
-    "not_implemented.lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
+    "lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -260,6 +259,7 @@ ARCH35_TILING = {
     "split_per_token_s": "CheckKVAntiQuantParaShapeLegal",
     "split_per_channel": "CheckKVAntiQuantPerChannel",
     "split_pa_unpaged": "CheckKVAntiQuantParaShapeLegal",
+    "split_paged_params": "CheckKVAntiQuantShapePA",  # at the end of ProcessBlockTable
     # an 8-bit float query outside per block: SetAttributeInfo makes it per tensor, which takes INT8 only
     "per_tensor_fp8": "CheckPerTensorQuantParams",
     # per-block full quant (SetAttributeInfo: FP8 E4M3 / HiFloat8 with the three quant modes 7)
@@ -293,6 +293,14 @@ ARCH35_TILING = {
             "prefix",
         )
     },
+    # incre_flash_attention_tiling_v2.cpp IFATilingV2::ProcessAttenMaskSparsePFA (an INT8 key, query S > 1):
+    # CheckSparseMode (after SetSparseModeData), then CheckMaskCrossover
+    "antiquant_mask_template": "CheckMaskShapeCrossSparse",
+    "antiquant_sparse_mode": "CheckSparseMode",
+    "antiquant_mask_required": "CheckMaskCrossover",
+    "antiquant_band_negative": "CheckSparseMode",
+    "antiquant_next_vs_s1": "CheckSparseMode",
+    "antiquant_actual_q_range": "ProcessActualSeqLen",  # ActualSeqLengthsQ[i] in [0, S]
 }
 ON_ARCH35 = {
     # CheckTensorList: every list tensor of batch 1
@@ -300,6 +308,15 @@ ON_ARCH35 = {
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
     "lse_antiquant_prefill": SUCCESS,
+    "lse_antiquant_prefill_mask": SUCCESS,
+    # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks), with the
+    # query's lengths too; with queryPaddingSize delegate.NOT_IMPLEMENTED (antiquant_mask)
+    "arch35.ok.antiquant_mask_causal": SUCCESS,
+    "arch35.ok.antiquant_mask_lengths": SUCCESS,
+    "arch35.not_implemented.antiquant_mask_padding": NOT_IMPLEMENTED,
+    # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
+    # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
+    "arch35.ok.antiquant_paged_nz_lse": SUCCESS,
     # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
     # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
     # (prompt_flash_attention_entry_regbase.h): ignored, with a warning
@@ -328,9 +345,13 @@ ON_ARCH35 = {
     "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,
     "arch35.ok.paged_decode_block_48": SUCCESS,
     # separate key/value antiquant per token, per token + head and key per channel / value per token
-    # (fused_infer/kv_antiquant_arch35); in the paged cache's blocks (modes 4) delegate.NOT_IMPLEMENTED
-    **{f"arch35.ok.kv_antiquant_{name}": SUCCESS for name in ("per_token", "per_token_head", "channel_token")},
-    "arch35.not_implemented.kv_antiquant_paged_params": NOT_IMPLEMENTED,
+    # (fused_infer/kv_antiquant_arch35), and beside the paged cache's blocks (modes 4)
+    **{
+        f"arch35.ok.kv_antiquant_{name}": SUCCESS
+        for name in ("per_token", "per_token_head", "channel_token", "paged_params")
+    },
+    # ... per token over a 5-D (NZ) paged cache runs (LoadAntiquantParamsPerToken, AntiquantVFImplW8PerTokenNz)
+    "arch35.ok.kv_antiquant_paged_nz": SUCCESS,
     "arch35.ok.rope": SUCCESS,
     "arch35.ok.rope_list": SUCCESS,
     # arch35/fused_infer_attention_score_tiling_v2.cpp: ConvertContextToParamsIFA hands IFATilingV2 no

@@ -191,14 +191,9 @@ def test_separate_antiquant_runs(chip, case):
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("case", RUNS)
-def test_ascend910_95_runs_all_but_paged_parameters(chip, case):
-    """Ascend910_95 sends these calls to IFATilingV2 (arch35), whose split-mode rules they pass
-    (test_fused_infer_attention_score_kv_antiquant_arch35.py); the parameters in the cache's blocks
-    (modes 4, 5) the emulator does not run: delegate.NOT_IMPLEMENTED (kv_antiquant), 561003."""
-    if not case.startswith("paged"):
-        out = _call(RUNS[case]).attentionOut
-        assert np.isfinite(out.astype(np.float64)).all()
-        return
-    with pytest.raises(ae.errors.AclnnError) as failure:
-        _call(RUNS[case])
-    assert failure.value.status == 561003 and "separate key/value antiquant" in str(failure.value)
+def test_ascend910_95_runs_them_all(chip, case):
+    """Ascend910_95 sends these calls to IFATilingV2 (arch35), whose split-mode rules they pass and whose
+    kernel runs them, the parameters in the cache's blocks (modes 4, 5) included (numerics:
+    test_fused_infer_attention_score_kv_antiquant_arch35.py)."""
+    out = _call(RUNS[case]).attentionOut
+    assert np.isfinite(out.astype(np.float64)).all()

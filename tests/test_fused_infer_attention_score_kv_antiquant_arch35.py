@@ -25,7 +25,8 @@ import ties
 from golden import fused_infer_attention_score as golden
 from test_fused_infer_attention_score import pack_int4, run_fia
 from test_fused_infer_attention_score_kv_per_token import _separate
-from test_incre_flash_attention_arch35 import arch35, arch35_dequant
+from test_incre_flash_attention import paged_cache
+from test_incre_flash_attention_arch35 import arch35, arch35_dequant, to_nz
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(20261130)
@@ -155,6 +156,20 @@ def pfa_arch35(q, k, v):
     return pfa_golden.attention(q, k, v, scale=0.125, pre=pfa_golden.BIG, nxt=pfa_golden.BIG, high_precision=True)
 
 
+def _assert_dequantised_ties(rows, x, offset, scale, dtype):
+    """rows [B, D] hold, bit for bit, dtype(dtype(x) + dtype(offset)) * dtype(scale) with every step to
+    nearest even, and the ties make each step's mode matter."""
+
+    def golden(modes):
+        s = ties.round_to(scale, dtype, modes["cast"])
+        o = ties.round_to(offset, dtype, modes["cast"])
+        y = ties.round_to(x + o, dtype, modes["add"])
+        return {"out": ties.round_to(y * s, dtype, modes["mul"])}
+
+    want = ties.assert_sensitive(golden, {"cast": "even", "add": "even", "mul": "even"}, "dequantised value")
+    ties.assert_bits(rows, np.repeat(want["out"][:, None], rows.shape[1], axis=1), "attentionOut")
+
+
 @ON_ARCH35
 @DTYPES
 def test_dequantisation_ties(chip, dtype):
@@ -178,14 +193,7 @@ def test_dequantisation_ties(chip, dtype):
         inputLayout="BNSD", **named,
     )  # fmt: skip
 
-    def golden(modes):
-        s = ties.round_to(scale, dtype, modes["cast"])
-        o = ties.round_to(offset, dtype, modes["cast"])
-        y = ties.round_to(x + o, dtype, modes["add"])
-        return {"out": ties.round_to(y * s, dtype, modes["mul"])}
-
-    want = ties.assert_sensitive(golden, {"cast": "even", "add": "even", "mul": "even"}, "dequantised value")
-    ties.assert_bits(out[:, 0, 0], np.repeat(want["out"][:, None], d, axis=1), "attentionOut")
+    _assert_dequantised_ties(out[:, 0, 0], x, offset, scale, dtype)
 
 
 # case -> (keyword arguments, message of the failing rule; None: passes the checks, not emulated)
@@ -220,7 +228,8 @@ CASES = {
     "per_channel_dtype": (dict(_separate(CH.astype(F32), None, CH.astype(F32), None, 0, 0)), "same with input qtype"),
     "per_tensor_head_shape": (dict(_separate(np.ones((3,), np.float16), None, np.ones((3,), np.float16), None, 2, 2)), "Expect[2] When per_tensor_head"),
     "pa_mode_unpaged": (dict(_separate(np.ones((4, 32), F32), None, np.ones((4, 32), F32), None, 4, 4)), "must to enble page attention"),
-    "paged_params_not_emulated": (dict(_separate(np.ones((4, 128), F32), None, np.ones((4, 128), F32), None, 4, 4), **PAGED), None),
+    "pa_shape": (dict(_separate(np.ones((4, 64), F32), None, np.ones((4, 64), F32), None, 4, 4), **PAGED), "dimension 1 of antiquant parameter should be 128"),
+    "pa_head_shape": (dict(_separate(np.ones((4, 3, 128), F32), None, np.ones((4, 3, 128), F32), None, 5, 5), **PAGED), "dimension 1 of antiquant parameter should be 2"),
 }  # fmt: skip
 
 
@@ -286,3 +295,103 @@ def test_int4_rules(chip, case, message):
         run_fia(version=2, query=q, key=[key], value=[key], out_shape=q.shape, numHeads=4, numKeyValueHeads=2,
                 inputLayout="BNSD", **named)  # fmt: skip
     assert failure.value.status == 561002 and message in str(failure.value), str(failure.value)
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("mode", [1, 3], ids=["per_token", "per_token_head"])
+def test_paged_nz_cache(chip, mode):
+    """Modes 1 ([B, sMax]) and 3 ([B, N2, sMax]) over an INT8 5-D (NZ) paged cache [blocks, N2, D / 16,
+    blockSize, 16]: LoadAntiquantParamsPerToken casts the parameters to the query dtype in place
+    (castTraitFp32, nearest even) and AntiquantVFImplW8PerTokenNz applies row p's to row p, as for ND;
+    the rows are the batch's positions, whatever block holds them."""
+    b, n, n2, d, bs = 2, 4, 2, 32, 32
+    lengths = (70, 38)
+    k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    s_max = table.shape[1] * bs
+    lead = (b,) if mode == 1 else (b, n2)
+    (ks, ko), (vs, vo) = _tokens(lead + (s_max,)), _tokens(lead + (s_max,))
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    out, lse = run_fia(
+        version=2, query=q, key=[to_nz(kc)], value=[to_nz(vc)], out_shape=q.shape, lse_shape=(b, n, 1, 1), numHeads=n,
+        numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", blockTableOptional=table, blockSize=bs,
+        actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, mode, mode),
+    )  # fmt: skip
+    rows = (lambda x: x[:, None, :70]) if mode == 1 else (lambda x: x[:, :, :70])
+    k = arch35_dequant(k8, _rows(rows(ks), np.float16), _rows(rows(ko), np.float16), np.float16)
+    v = arch35_dequant(v8, _rows(rows(vs), np.float16), _rows(rows(vo), np.float16), np.float16)
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
+    precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
+    precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("mode", [4, 5], ids=["per_token", "per_token_head"])
+@pytest.mark.parametrize("nz", [False, True], ids=["ND", "NZ"])
+def test_parameters_in_the_cache_blocks(chip, mode, nz):
+    """Modes 4 ([blocks, blockSize]) and 5 ([blocks, N2, blockSize]) FLOAT parameters beside the cache's
+    blocks: CopyAntiquantParamsPageAttention reads position p of batch b at block table[b, p // blockSize],
+    offset p % blockSize (KV head n2's row of that block per head); then as per token. The blocks are
+    shuffled, and a spare block holds parameters no position reads."""
+    b, n, n2, d, bs = 2, 4, 2, 32, 32
+    lengths = (70, 38)
+    k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    blocks = kc.shape[0]
+    shape = (blocks, bs) if mode == 4 else (blocks, n2, bs)
+    (ks, ko), (vs, vo) = _tokens(shape), _tokens(shape)
+    q = RNG.standard_normal((b, n, 1, d)).astype(np.float16)
+    cache = to_nz if nz else (lambda x: x)
+    out, lse = run_fia(
+        version=2, query=q, key=[cache(kc)], value=[cache(vc)], out_shape=q.shape, lse_shape=(b, n, 1, 1),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", blockTableOptional=table,
+        blockSize=bs, actualSeqLengthsKvOptional=lengths, **_separate(ks, ko, vs, vo, mode, mode),
+    )  # fmt: skip
+
+    def per_position(x):
+        """[B, N2 | 1, 70] from the blocks the table names."""
+        rows = np.zeros((b, n2 if mode == 5 else 1, 70), F32)
+        for bi in range(b):
+            for p in range(70):
+                block = table[bi, p // bs]
+                if block >= 0:
+                    rows[bi, :, p] = x[block, p % bs] if mode == 4 else x[block, :, p % bs]
+        return _rows(rows, np.float16)
+
+    k = arch35_dequant(k8, per_position(ks), per_position(ko), np.float16)
+    v = arch35_dequant(v8, per_position(vs), per_position(vo), np.float16)
+    want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
+    precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
+    precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("nz", [False, True], ids=["ND", "NZ"])
+def test_paged_parameter_ties(chip, nz):
+    """Modes 4 beside a paged cache (ND or NZ): the same three ties as test_dequantisation_ties in
+    fp16 (the FLOAT scale's cast, x + offset, x * scale), each batch's one key in a block the table
+    sends in reverse order, its parameters at that block's row 0 (CopyAntiquantParamsPageAttention;
+    the NZ cast castTraitFp32 rounds to nearest even too)."""
+    ulp = 2.0**-10
+    x = np.array([3, 127, 3], np.int8)
+    offset = np.array([0, 1922, 0], np.float64)
+    scale = np.array([1 + ulp / 2, 3 * 2.0**-11, 1 + 3 * ulp], np.float64)
+    b, d, bs = 3, 32, 32
+    q = np.zeros((b, 1, 1, d), np.float16)
+    cache = np.zeros((b, 1, bs, d), np.int8)
+    key = cache.copy()
+    table = np.array([[2], [1], [0]], np.int32)
+    for bi in range(b):
+        cache[table[bi, 0], 0, 0] = x[bi]
+    params = {name: np.zeros((b, bs), F32) for name in ("ks", "ko", "vs", "vo")}
+    for bi in range(b):
+        row = table[bi, 0]
+        params["ks"][row, 0], params["vs"][row, 0], params["vo"][row, 0] = 1, scale[bi], offset[bi]
+    layout = to_nz if nz else (lambda c: c)
+    out, _ = run_fia(
+        version=2, query=q, key=[layout(key)], value=[layout(cache)], out_shape=q.shape, numHeads=1,
+        scaleValue=1.0, inputLayout="BNSD", blockTableOptional=table, blockSize=bs,
+        actualSeqLengthsKvOptional=(1, 1, 1), **_separate(params["ks"], params["ko"], params["vs"], params["vo"], 4, 4),
+    )  # fmt: skip
+
+    _assert_dequantised_ties(out[:, 0, 0], x, offset, scale, np.float16)

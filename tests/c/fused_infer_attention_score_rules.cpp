@@ -360,12 +360,32 @@ int main() {
     REPORT("ok.lse_antiquant_decode", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("lse_antiquant_prefill", Call(c, stream));
-    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("lse_antiquant_prefill_mask", Call(c, stream));
     // A rope beside an INT8 key/value: Ascend910_95's IFATilingV2 reads none (the call runs without it);
     // the A2/A3 IFA tiling takes it as MLA, whose rules refuse this call.
     c = Small(1); c.version = 3; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     c.opt["queryRope"] = T({2, 8, 1, 64}); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8);
     REPORT("rope_antiquant_decode", Call(c, stream));
+    if (!OnA2()) {
+        // Speculative decode over an INT8 cache: IFATilingV2 ProcessAttenMaskSparsePFA with FIA's sparse mode and tokens.
+        c = Small(4); c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+        c.sparseMode = 3; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); REPORT("arch35.ok.antiquant_mask_causal", Call(c, stream));
+        c.opt["attenMask"] = T({2, 4, 80}, ACL_BOOL); REPORT("arch35.tiling.antiquant_mask_template", Call(c, stream));
+        c.sparseMode = 5; REPORT("arch35.tiling.antiquant_sparse_mode", Call(c, stream));
+        c.sparseMode = 2; c.opt.erase("attenMask"); REPORT("arch35.tiling.antiquant_mask_required", Call(c, stream));
+        c.sparseMode = 4; c.preTokens = c.nextTokens = -1; c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL);
+        REPORT("arch35.tiling.antiquant_band_negative", Call(c, stream));
+        c.sparseMode = 0; c.preTokens = 3; c.nextTokens = -4; c.opt["attenMask"] = T({2, 4, 80}, ACL_BOOL);
+        REPORT("arch35.tiling.antiquant_next_vs_s1", Call(c, stream));
+        c.preTokens = c.nextTokens = 2147483647; c.hasActQ = true; c.actQ = {4, 3};
+        REPORT("arch35.ok.antiquant_mask_lengths", Call(c, stream));
+        c.actQ = {5, 3}; REPORT("arch35.tiling.antiquant_actual_q_range", Call(c, stream));
+        c.actQ = {4, 3}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
+        REPORT("arch35.not_implemented.antiquant_mask_padding", Call(c, stream));
+        // An INT8 5-D (NZ) paged cache [Bn, N2, D / 16, Bs, 16]: the antiquant kernel writes softmaxLse as for ND.
+        c = Paged(true); c.lseFlag = true; c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2, 2, 1, 128}); REPORT("arch35.ok.antiquant_paged_nz_lse", Call(c, stream));
+    }
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};
@@ -720,10 +740,17 @@ int main() {
         c.opt["keyAntiquantScale"] = T({1, 2, 1, 16}); REPORT("arch35.tiling.split_per_channel", Call(c, stream));
         c.keyAntiquantMode = c.valueAntiquantMode = 4; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
         REPORT("arch35.tiling.split_pa_unpaged", Call(c, stream));
-        // Modes 4 in a paged cache: checked, then not emulated (561003).
+        // Modes 4 in a paged cache: the parameters beside the cache's blocks [blocks, blockSize].
         c = Paged(true); c.version = 2; c.k = c.v = {T({8, 2, 128, 128}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 4;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
-        REPORT("arch35.not_implemented.kv_antiquant_paged_params", Call(c, stream));
+        REPORT("arch35.ok.kv_antiquant_paged_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 64}, ACL_FLOAT);
+        REPORT("arch35.tiling.split_paged_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 128}, ACL_FLOAT);
+        // Per token over a 5-D (NZ) paged cache: the NZ layout only changes the cache's copy.
+        c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)}; c.keyAntiquantMode = c.valueAntiquantMode = 1;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 512}, ACL_FLOAT);
+        REPORT("arch35.ok.kv_antiquant_paged_nz", Call(c, stream));
     }
     if (!OnA2()) {
         // Per-block full quant: PromptFlashAttentionTilingV2 SetAttributeInfo, CheckPerblockQuantParams,

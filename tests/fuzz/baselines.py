@@ -489,6 +489,19 @@ def fia_kv_antiquant_per_token(soc, key_mode=1):
                       numKeyValueHeads=2, attentionOut=out, softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_kv_antiquant_paged_nz(soc):
+    """Per-token key and value parameters [B, sMax] over an INT8 5-D (NZ) paged cache (Ascend910_95)."""
+    q, out = T((1, 4, 1, 32)), T((1, 4, 1, 32))
+    k, v = T((4, 2, 2, 128, 16), "INT8"), T((4, 2, 2, 128, 16), "INT8")
+    table = T((1, 2), "INT32", fill=(3, 1))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=T((1, 256), "FLOAT"), valueAntiquantScaleOptional=T((1, 256), "FLOAT"),
+                      keyAntiquantMode=1, valueAntiquantMode=1, actualSeqLengthsKvOptional=(150,),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_channel_token(soc):
     return fia_kv_antiquant_per_token(soc, key_mode=0)
 
@@ -535,6 +548,31 @@ def fia_antiquant_lse(soc):
                       actualSeqLengthsKvOptional=(40, 0), preTokens=2147483647, nextTokens=2147483647,
                       inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
                       softmaxLse=T((2, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_antiquant_mask(soc):
+    """Speculative decode over an INT8 key/value: 4 draft tokens under an attenMask [B, S, S2], with
+    softmaxLse (Ascend910_95: IFATilingV2's sparse rules and the antiquant kernels' row windows)."""
+    q, out = T((2, 4, 4, 32)), T((2, 4, 4, 32))
+    k, v = T((2, 2, 40, 32), "INT8"), T((2, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      attenMaskOptional=T((2, 4, 40), "BOOL"), antiquantScaleOptional=T((2, 2, 1, 32)),
+                      antiquantOffsetOptional=T((2, 2, 1, 32)), actualSeqLengthsKvOptional=(40, 23),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 4, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_antiquant_paged_nz_lse(soc):
+    """Decode over an INT8 5-D (NZ) paged cache with softmaxLse: Ascend910_95's antiquant kernel writes it
+    as for ND (the A2/A3 IFA tiling refuses softmaxLse with an NZ cache)."""
+    q, out = T((1, 4, 1, 64)), T((1, 4, 1, 64))
+    k, v = T((4, 2, 4, 128, 16), "INT8"), T((4, 2, 4, 128, 16), "INT8")
+    table = T((1, 2), "INT32", fill=(3, 1))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 64)), actualSeqLengthsKvOptional=(150,),
+                      blockTableOptional=table, blockSize=128, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
+                      softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
 def fia_kv_antiquant_per_token_lse(soc):
@@ -672,6 +710,8 @@ BASELINES = {
         (fia_sink_tnd, A2_A3),
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
+        (fia_antiquant_mask, ("Ascend910_95",)),
+        (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
@@ -684,8 +724,9 @@ BASELINES = {
         (fia_kv_antiquant_per_token, ALL),
         (fia_kv_antiquant_channel_token, ALL),
         (fia_kv_antiquant_per_token_head, ALL),
-        (fia_kv_antiquant_paged_params, A2_A3),
-        (fia_kv_antiquant_paged_params_per_head, A2_A3),
+        (fia_kv_antiquant_paged_params, ALL),
+        (fia_kv_antiquant_paged_nz, ("Ascend910_95",)),
+        (fia_kv_antiquant_paged_params_per_head, ALL),
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),
         (fia_prefix_list, A2_A3),

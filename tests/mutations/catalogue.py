@@ -24,6 +24,8 @@ IFA_LAUNCH = "aclnn_emu/ops/flash_attention/incre/launch.py"
 IFA_LAUNCH_ANTIQUANT_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_antiquant_arch35.py"
 IFA_LAUNCH_ARCH35 = "aclnn_emu/ops/flash_attention/incre/launch_arch35.py"
 IFA_SPECULATIVE = "aclnn_emu/ops/flash_attention/incre/speculative.py"
+IFA_SPARSE_ARCH35 = "aclnn_emu/ops/flash_attention/incre/sparse_arch35.py"
+FIA_KV_AQ35 = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_arch35.py"
 PFA_PRECISE = "aclnn_emu/ops/flash_attention/prompt/precise.py"
 PFA_BASE_API_PSE = "aclnn_emu/ops/flash_attention/prompt/base_api_pse.py"
 AQ35 = K + "flash_attention/antiquant_arch35.py"
@@ -121,6 +123,10 @@ FIA_KV_ANTIQUANT_ARCH35_TESTS = (
 )
 FIA_LSE_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_lse_antiquant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
+FIA_ANTIQUANT_MASK_TESTS = (
+    "tests/test_fused_infer_attention_score_antiquant_mask_arch35.py",
     "tests/test_fused_infer_attention_score_cabi.py",
 )
 FIA_MAX_WORKSPACE_TESTS = ("tests/test_fused_infer_attention_score_max_workspace.py",)
@@ -928,22 +934,22 @@ MUTATIONS = [
     Mutation(
         "ifa-arch35-mask-blocks-from-key-0",
         IFA_LAUNCH_ARCH35,
-        "return off // self.s2 * self.s2, off + rows",
-        "return 0, off + rows",
+        "start = first // self.s2 * self.s2",
+        "start = 0",
         IFA_ARCH35_TESTS,
     ),
     Mutation(
         "ifa-arch35-mask-blocks-to-block-end",
         IFA_LAUNCH_ARCH35,
-        "return off // self.s2 * self.s2, off + rows",
-        "return off // self.s2 * self.s2, off + self.s1",
+        "end = min(max(off + rows + nxt, 0), act_s2)",
+        "end = min(max(off + self.s1 + nxt, 0), act_s2)",
         IFA_ARCH35_TESTS,
     ),
     Mutation(
         "ifa-arch35-mask-rows-not-cut",
         IFA_LAUNCH_ARCH35,
-        "rows_total = min(q.shape[2], k.shape[1])",
-        "rows_total = q.shape[2]",
+        "return range(max(-nxt, 0), min(act_s1, act_s2 + pre))",
+        "return range(max(-nxt, 0), act_s1)",
         IFA_ARCH35_TESTS,
     ),
     Mutation(
@@ -989,12 +995,77 @@ MUTATIONS = [
         "        y += np.asarray(offset, np.float32) * np.asarray(scale, np.float32)",
         IFA_ARCH35_TESTS,
     ),
+    # FIA's modes 4/5 on Ascend910_95: parameters beside the cache's blocks (fused_infer/kv_antiquant_arch35)
     Mutation(
-        "fia-arch35-antiquant-mask-run",
+        "fia-arch35-paged-params-without-table",
+        FIA_KV_AQ35,
+        "ids = table[b, pos // block_size].astype(np.int64)",
+        "ids = pos // block_size",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-heads-outer",
+        FIA_KV_AQ35,
+        "flat = (ids[None, :] * heads + np.arange(heads)[:, None]) * block_size + pos % block_size",
+        "flat = np.arange(heads)[:, None] * table.size * block_size + ids[None, :] * block_size + pos % block_size",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-paged-params-shape-unchecked",
+        FIA_KV_AQ35,
+        "            if got != expected:",
+        "            if False:",
+        FIA_KV_ANTIQUANT_ARCH35_TESTS,
+    ),
+    # FIA's sparse mode and tokens on the arch35 antiquant walk (incre/sparse_arch35, MaskBlocks)
+    Mutation(
+        "fia-arch35-antiquant-user-mask-as-band",
+        IFA_LAUNCH_ARCH35,
+        "if self.window.compress == NO_COMPRESS:\n            return None",
+        "if False:\n            return None",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-right-down-from-top",
+        IFA_SPARSE_ARCH35,
+        "return INT_MAX, act_s2 - act_s1",
+        "return INT_MAX, 0",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-band-not-anchored",
+        IFA_SPARSE_ARCH35,
+        "return self.pre - act_s2 + act_s1, self.nxt + act_s2 - act_s1",
+        "return self.pre, self.nxt",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-negative-next-rows",
+        IFA_LAUNCH_ARCH35,
+        "return range(max(-nxt, 0), min(act_s1, act_s2 + pre))",
+        "return range(0, min(act_s1, act_s2 + pre))",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-query-lengths-ignored",
+        IFA_ANTIQUANT_ARCH35,
+        "        if self.pfa:\n            self.act_q = [",
+        "        if False:\n            self.act_q = [",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-sparse-ignored",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a):",
-        "if False:",
-        ("tests/test_fused_infer_attention_score_lse_antiquant.py",),
+        "        **_sparse_args(a, on_arch35(env)),\n",
+        "",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-mask-template-unchecked",
+        IFA_SPARSE_ARCH35,
+        "    elif (batch, heads, shape[-2], shape[-1]) != (1, 1, MASK_TEMPLATE, MASK_TEMPLATE):",
+        "    elif False:",
+        FIA_ANTIQUANT_MASK_TESTS,
     ),
     Mutation(
         "ifa-arch35-int8-key-takes-value-params",
@@ -1061,9 +1132,9 @@ MUTATIONS = [
     ),
     Mutation(
         "ifa-arch35-int8-pfa-mask-heads-unchecked",
-        IFA_ANTIQUANT_ARCH35,
-        "batch in (1, self.batch) and heads == 1)",
-        "batch in (1, self.batch))",
+        IFA_SPARSE_ARCH35,
+        "batch in (1, facts.batch) and heads == 1)",
+        "batch in (1, facts.batch))",
         IFA_ARCH35_INT8_TESTS,
     ),
     Mutation(
@@ -2002,7 +2073,7 @@ MUTATIONS = [
         FIA_KV_ANTIQUANT_ARCH35_TESTS,
     ),
     Mutation(
-        "fia-arch35-paged-params-run",
+        "fia-arch35-prefixed-per-token-run",
         FIA_KV_ANTIQUANT_ARCH35,
         "        if self.unsupported:\n",
         "        if False:\n",

@@ -35,14 +35,13 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a "
-        "5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a "
+        "query layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
+        "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5) and a 5-D (NZ) "
-        "key, and there modes without key/value scales; or on the A2/A3 "
+        "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
@@ -64,8 +63,8 @@ NOT_IMPLEMENTED = Gaps(
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
-        "(IFATilingV2 hands FIA's sparseMode, preTokens and nextTokens to its antiquant kernels, whose rows' "
-        "key windows the IncreFlashAttentionV4 walk the emulator runs does not take)",
+        "with a query layout other than BSH/BSND/BNSD or queryPaddingSize (IFATilingV2 bounds each batch's rows "
+        "and key windows by them, which the route does not hand on)",
     },
 )
 
@@ -79,8 +78,9 @@ def _refuse_unsupported(
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
-    nz_ifa = key.ndim == 5 and not prompt
-    if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
+    # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
+    # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
+    if a.lse_wanted and _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
@@ -94,7 +94,7 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a):
+    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a) and not _windowed(a):
         NOT_IMPLEMENTED.refuse("antiquant_mask")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
@@ -181,15 +181,21 @@ def _one_query_row(a) -> bool:
     return _dense_query_s(a) == 1
 
 
+def _windowed(a) -> bool:
+    """A BSH/BSND/BNSD query of S > 1 without query padding: each batch's rows and key windows follow
+    FIA's sparseMode, tokens and query lengths (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
+    padding = a.queryPaddingSizeOptional
+    return _dense_query_s(a) is not None and (padding is None or padding.is_empty)
+
+
 def _lse_rows_known(a, arch35: bool) -> bool:
     """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
     order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
-    without an attenMask (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
-    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s). With a mask the rows'
-    keys follow FIA's preTokens/nextTokens and sparseMode (SetPFASparseType), which the
-    IncreFlashAttentionV4 walk the emulator runs does not take."""
+    (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s), with an attenMask where the
+    rows' windows are emulated (`_windowed`)."""
     s = _dense_query_s(a)
-    return s is not None and (s == 1 or arch35 and not _masked(a))
+    return s is not None and (s == 1 or arch35 and (not _masked(a) or _windowed(a)))
 
 
 def _ifa_kv_nz_lse(a) -> None:
@@ -441,6 +447,7 @@ def incre(a, env):
         value=value,
         pseShift=a.pseShiftOptional,
         attenMask=a.attenMaskOptional,
+        **_sparse_args(a, on_arch35(env)),
         actualSeqLengths=kv_lengths,
         dequantScale1=a.deqScale1Optional,
         quantScale1=a.quantScale1Optional,
@@ -461,6 +468,18 @@ def incre(a, env):
     )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
+
+
+def _sparse_args(a, arch35: bool) -> dict:
+    """What ConvertContextToParamsIFA hands IFATilingV2 beyond IncreFlashAttentionV4's inputs: the
+    sparse mode (read through a uint32 pointer), the tokens and the query's lengths (without data in
+    GetMaxWorkspaceSize), and whether GetMaxWorkspaceSize asks."""
+    if not arch35:
+        return {}
+    return dict(
+        sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
+        actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
+    )  # fmt: skip
 
 
 def prompt(a, env):

@@ -17,7 +17,10 @@ reads, for batch b, KV head n2 and cache position p (kv left padding included): 
 channel n2 * D + d (per tensor element 0, per tensor + head element n2: CopyAntiqParam); per token the row b * S' + p (S' the parameters' last axis, antiquantParaSeqSize_);
 per token + head (b * N2 + n2) * sMax + p (taskParam.seqSize is the kernel's s2Size, sMax: not S').
 Per-token FLOAT parameters are cast to the query dtype before the dequantisation
-(kernels/flash_attention/antiquant_arch35.token_params).
+(kernels/flash_attention/antiquant_arch35.token_params). A 5-D (NZ) paged cache changes none of
+this: LoadAntiquantParamsPerToken casts the rows' parameters to the query dtype in place (castTraitFp32,
+nearest even) and AntiquantVFImplW8PerTokenNz / AntiquantVFImplW8Nz add and multiply row by row and
+channel by channel in the query dtype as the ND functions do; only the copy of the cache differs.
 """
 
 import numpy as np
@@ -31,7 +34,7 @@ from ..incre.antiquant_arch35 import check_per_channel
 
 PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD, PER_TOKEN_PA, PER_TOKEN_HEAD_PA, PER_TOKEN_GROUP = range(7)
 CHANNEL_TOKEN = (PER_CHANNEL, PER_TOKEN)
-EMULATED = {(m, m) for m in (PER_CHANNEL, PER_TOKEN, PER_TENSOR_HEAD, PER_TOKEN_HEAD)} | {CHANNEL_TOKEN}
+EMULATED = {(m, m) for m in range(PER_TOKEN_GROUP)} | {CHANNEL_TOKEN}
 _FLOAT_MODES = (PER_TOKEN, PER_TOKEN_HEAD, PER_TOKEN_PA, PER_TOKEN_HEAD_PA)
 
 
@@ -76,7 +79,21 @@ class Split:
         if pair:
             _param(facts, modes[1], vs, vo)
         # a shared prefix never reaches these kernels (shared_prefix.ignored): the per-token positions stay
-        self.unsupported = modes not in EMULATED or a.key.items[0].ndim == 5
+        self.unsupported = modes not in EMULATED
+
+    def split_paged(self, total_blocks: int, block_size: int, kv_heads: int) -> None:
+        """CheckKVAntiQuantShapePA at the end of ProcessBlockTable (modes 4, 5: the key's scale only):
+        [blocks, blockSize] per token, [blocks, N2, blockSize] per token + head."""
+        mode, scale = self.a.keyAntiquantMode, self.a.keyAntiquantScaleOptional
+        if mode not in (PER_TOKEN_PA, PER_TOKEN_HEAD_PA):
+            return
+        want = (total_blocks, kv_heads, block_size) if mode == PER_TOKEN_HEAD_PA else (total_blocks, block_size)
+        for axis, (got, expected) in enumerate(zip(scale.shape, want)):
+            if got != expected:
+                fail(
+                    "antiquant_pa_shape",
+                    f"The dimension {axis} of antiquant parameter should be {expected} instead of the current {got}.",
+                )
 
     def split_done(self) -> None:
         """The tiling's checks all passed: refuse what the emulator does not run."""
@@ -87,9 +104,11 @@ class Split:
         """((scale, offset) of the key, of the value), each a function (b, first position, count) ->
         arrays in ``dtype`` broadcasting against that batch's [N2, count, D] rows (offset None: none)."""
         a = self.a
+        table = a.blockTableOptional
+        pages = None if table is None else (np.asarray(table.read("blockTable")), a.blockSize)
         return tuple(
             _side(mode, getattr(a, f"{name}AntiquantScaleOptional"), getattr(a, f"{name}AntiquantOffsetOptional"),
-                  name, batch, kv_heads, d, seq_size, dtype)
+                  name, batch, kv_heads, d, seq_size, dtype, pages)
             for name, mode in (("key", a.keyAntiquantMode), ("value", a.valueAntiquantMode))
         )  # fmt: skip
 
@@ -240,13 +259,17 @@ def _per_head(f, shape):
         )
 
 
-def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype):
-    """One side's (scale, offset) function as the kernel addresses its parameters."""
+def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype, pages):
+    """One side's (scale, offset) function as the kernel addresses its parameters; ``pages`` the
+    (block table, block size) of a paged cache."""
 
     def values(t, what):
         return None if t is None else np.asarray(t.read(f"{name}{what}")).reshape(-1)
 
     scale, offset = values(scale_t, "AntiquantScale"), values(offset_t, "AntiquantOffset")
+    if mode in (PER_TOKEN_PA, PER_TOKEN_HEAD_PA):
+        heads = kv_heads if mode == PER_TOKEN_HEAD_PA else 1
+        return _paged_rows(*(None if x is None else token_params(x, dtype) for x in (scale, offset)), heads, *pages)
     if mode in (PER_CHANNEL, PER_TENSOR_HEAD):
         shape = (1, 1, 1) if scale.size == 1 else (kv_heads, 1, d if mode == PER_CHANNEL else 1)
         scale, offset = (None if x is None else x.astype(dtype).reshape(shape) for x in (scale, offset))
@@ -265,3 +288,22 @@ def _side(mode, scale_t, offset_t, name, batch, kv_heads, d, seq_size, dtype):
         return scale[cut], None if offset is None else offset[cut]
 
     return rows
+
+
+def _paged_rows(scale, offset, heads, table, block_size):
+    """Modes 4/5 (CopyAntiquantParamsPageAttention): position p of batch b at element
+    (table[b, p // blockSize] · heads + n2) · blockSize + p % blockSize of the flat parameters ([blocks,
+    blockSize] or [blocks, N2, blockSize]); a position outside them reads 0 here."""
+
+    def rows(b, first, count):
+        pos = np.arange(first, first + count)
+        ids = table[b, pos // block_size].astype(np.int64)
+        flat = (ids[None, :] * heads + np.arange(heads)[:, None]) * block_size + pos % block_size
+        return tuple(None if x is None else _gather(x, flat)[..., None] for x in (scale, offset))
+
+    return rows
+
+
+def _gather(x, flat):
+    inside = (flat >= 0) & (flat < x.size)
+    return np.where(inside, x[np.where(inside, flat, 0)], np.zeros((), x.dtype))

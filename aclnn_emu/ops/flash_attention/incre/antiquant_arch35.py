@@ -31,6 +31,7 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+from . import sparse_arch35
 from .checks_arch35 import check_quant2
 from .launch_antiquant_arch35 import _run
 from .launch_arch35 import MaskBlocks, kv_heads_view
@@ -391,7 +392,9 @@ class _Tiling:
         self._kv_padding()
 
     def _actual_seq_len(self):
-        """ProcessActualSeqLen (V4 passes no query lengths)."""
+        """ProcessActualSeqLen: the query's lengths (FusedInferAttentionScore's; V4 passes none), then
+        the key's."""
+        self._query_lengths()
         values = self.a.actualSeqLengths
         self.actual_flag = values is not None
         self.max_actual, self.need_blocks, self.actual = self.s_max, 0, None
@@ -427,6 +430,26 @@ class _Tiling:
             self.max_actual = max(self.max_actual, attr_uint32(act))
         self.actual = [values[0] if len(values) == 1 else values[i] for i in range(self.batch)]
 
+    def _query_lengths(self):
+        """Outside TND (whose lengths the IFA route does not take): at most B values or one, each in
+        [0, S]. Only the query-S > 1 kernels read them (ProcessOptionalTensors drops them for S 1):
+        batch b computes its first act_q[b] rows, the rest stay 0 (needInit)."""
+        values = getattr(self.a, "actualSeqLengthsQ", None)
+        self.act_q = [self.s_q] * self.batch
+        if not values:  # actualSeqLenQFlag_: a tensor with data
+            return
+        if len(values) != 1 and len(values) < self.batch:
+            _fail(
+                "actual_q_size",
+                f"ActualSeqLengths size[{len(values)}] of query should be greater than or equal to query "
+                f"batch[{self.batch}] or equal to 1.",
+            )
+        for i, value in enumerate(values[: self.batch]):
+            if not 0 <= value <= self.s_q:
+                _fail("actual_q_range", f"ActualSeqLengthsQ[{i}]({value}) must be in range[0, {self.s_q}]!")
+        if self.pfa:
+            self.act_q = [int(values[0] if len(values) == 1 else values[b]) for b in range(self.batch)]
+
     def _pse_shift(self):
         """ProcessPseShift / CheckPseShiftShape (pseType 0, a one-row query)."""
         pse = self.a.pseShift
@@ -458,13 +481,18 @@ class _Tiling:
             )
 
     def _atten_mask(self):
-        """ProcessAttenMask (a one-row query)."""
+        """ProcessAttenMask (a one-row query), ProcessAttenMaskSparsePFA (isPFAFlag_, mask or not)."""
         mask = self.a.attenMask
         self.has_mask = mask is not None and mask.numel != 0
-        if not self.has_mask:
-            return
+        self.window = sparse_arch35.Window()
         if self.pfa:
-            self._pfa_mask(mask)
+            facts = SimpleNamespace(
+                batch=self.batch, s_q=self.s_q, s_max=self.s_max, has_mask=self.has_mask,
+                out_int8=self.a.attentionOut.dtype == I8, max_workspace=getattr(self.a, "max_workspace", False),
+            )  # fmt: skip
+            self.window = sparse_arch35.check(self.a, _fail, facts)
+            return
+        if not self.has_mask:
             return
         if shape_dim(mask.shape, 0) != self.batch:
             _fail(
@@ -478,22 +506,6 @@ class _Tiling:
                 "mask_s",
                 f"S Size[{mask.shape[-1]}] of attenMask must be greater than or equal to the second "
                 f"dimension of blockTable * blockSize([{need}]).",
-            )
-
-    def _pfa_mask(self, mask):
-        """ProcessAttenMaskSparsePFA with V4's unset sparse mode and tokens (0, 0): of its checks only
-        CheckMaskShapeCrossSparse can fail for a bool/int8/uint8 mask (the OpDef's only mask dtypes)."""
-        shape = mask.shape
-        if len(shape) not in (2, 3, 4):
-            _fail("pfa_mask_rank", f"attenMask dim({len(shape)}) must be 2 or 3 or 4!")
-        batch = 1 if len(shape) == 2 else shape[0]
-        heads = shape[1] if len(shape) == 4 else 1
-        if not (shape[-2] >= self.s_q and shape[-1] >= self.s_max and batch in (1, self.batch) and heads == 1):
-            _fail(
-                "pfa_mask_shape",
-                f"attenMask batch({batch}) must be 1 or {self.batch}, attenMask Q_S({shape[-2]}) "
-                f"must be larger than or equal to sQ({self.s_q}),attenMask KV_S({shape[-1]}) must be larger than or "
-                f"equal to sK({self.s_max}), please check",
             )
 
     def _quant2(self):
@@ -575,6 +587,9 @@ class _Tiling:
                 f"blockNum[{self.k0.shape[0]}] cannot be less than the sum of blocks in each batch "
                 f"calculated based on actualSeqLenKv and blockSize[{self.need_blocks}]",
             )
+        paged_params = getattr(self.a.antiquantScale, "split_paged", None)
+        if paged_params is not None:  # fused_infer/kv_antiquant_arch35.Split: modes 4/5
+            paged_params(self.k0.shape[0], bs, self.kv_heads)
 
     def _kv_padding(self):
         """ProcessKVPaddingSize / CheckSupportKVLeftPadding."""
@@ -622,6 +637,7 @@ class _Tiling:
             paged=self.paged,
             padding=a.kvPaddingSize if self.left_padding else None,
             has_mask=self.has_mask,
+            act_q=self.act_q,
             has_pse=a.pseShift is not None and a.pseShift.numel > 0,
             lengths=[
                 self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2) for b in range(self.batch)
@@ -632,7 +648,8 @@ class _Tiling:
         )
         blocks = None
         if self.pfa and self.has_mask:
-            blocks = MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse), bool(attr_uint32(a.innerPrecise) >> 1 & 1))
+            row_invalid = bool(attr_uint32(a.innerPrecise) >> 1 & 1)
+            blocks = MaskBlocks(S1_BASE, _s2_base(self.d, plan.has_pse), row_invalid, self.window)
         elif self.pfa:
             self._rows_covered(plan.lengths)
         listed = not self.paged and self.listed

@@ -10,6 +10,7 @@ from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.runtime import sanitizer
 from ..common import from_bnsd, mask_3d, output_quant
 from .entry import I8, OP
+from .sparse_arch35 import NO_COMPRESS, Window
 from .launch import _paged, kernel_view, key_view_by_kv_heads
 
 
@@ -50,17 +51,18 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
         if pse is not None:
             rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
             batch_pse = PseSource(rows, 0, *rows.shape[2:])
+        rows = p.act_q[b]  # the query's actual length (FusedInferAttentionScore); later rows stay 0
         if blocks is not None:
-            _blockwise(a, q[b : b + 1], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
+            _blockwise(a, q[b : b + 1, :, :rows], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
             continue
-        bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [p.s1], [length])
+        bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [rows], [length])
         out[b : b + 1] = pfa.prompt_flash_attention(
             q[b : b + 1],
             k[None],
             v[None],
             scale=a.scaleValue,
             bands=bands,
-            act_q=[p.s1],
+            act_q=[rows],
             act_kv=[length],
             mask=batch_mask,
             out_quant=out_quant,
@@ -86,29 +88,54 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
 
 @dataclass(frozen=True)
 class MaskBlocks:
-    """The arch35 kernels' walk with an attenMask and the tokens (0, 0), compress mode 0
-    (ComputeSouterParam, ComputeS2LoopInfo): rows stop at min(S1, S2) (GetSingleCoreParam), and the
-    s1 block of ``s1`` rows at ``off`` takes the keys [off // s2 * s2, off + its rows) with no
-    elementwise band, only the user's mask. ``row_invalid`` (innerPrecise 2/3, RowInvalid): a row
-    whose every key is masked (running max -FLT_MAX) is zero before any post-quantisation."""
+    """The arch35 kernels' walk with an attenMask (GetSingleCoreParam, ComputeSouterParam,
+    ComputeS2LoopInfo) under the tiling's sparse ``window`` (incre/sparse_arch35): a batch's rows
+    run from max(-next, 0) to min(S1, S2 + pre) in blocks of ``s1``; the block at ``off`` takes the
+    keys [max(off - pre, 0) // s2 * s2, min(off + its rows + next, S2)), or none when that range is
+    empty. Within it the uncompressed modes (0, 1) mask by the user's mask alone, the compressed
+    ones by their band. IncreFlashAttentionV4's window is mode 0 with the tokens (0, 0).
+    ``row_invalid`` (innerPrecise 2/3, RowInvalid): a row whose every key is masked (running max
+    -FLT_MAX) is zero before any post-quantisation."""
 
     s1: int
     s2: int
     row_invalid: bool
+    window: Window = Window()
 
-    def keys(self, off: int, rows: int) -> tuple[int, int]:
-        return off // self.s2 * self.s2, off + rows
+    def rows(self, act_s1: int, act_s2: int) -> range:
+        pre, nxt = self.window.batch(act_s1, act_s2)
+        return range(max(-nxt, 0), min(act_s1, act_s2 + pre))
+
+    def keys(self, off: int, rows: int, act_s1: int, act_s2: int) -> tuple[int, int] | None:
+        pre, nxt = self.window.batch(act_s1, act_s2)
+        first = min(max(off - pre, 0), act_s2)
+        end = min(max(off + rows + nxt, 0), act_s2)
+        start = first // self.s2 * self.s2
+        return (start, end) if end > start else None
+
+    def outside(self, off: int, rows: int, k0: int, k1: int, act_s1: int, act_s2: int) -> np.ndarray | None:
+        """[rows, k1 - k0] True where a compressed mode's band masks the key; None uncompressed."""
+        if self.window.compress == NO_COMPRESS:
+            return None
+        pre, nxt = self.window.batch(act_s1, act_s2)
+        step = np.arange(k0, k1)[None, :] - np.arange(off, off + rows)[:, None]
+        return (step > nxt) | (-step > pre)
 
 
 def _blockwise(a, q, k, v, mask, pse, out_quant, blocks, out, stats=None):
     """One batch ([1, N, S1, D] query, [N2, S2, D] keys, its PseSource or None) block by block into
-    ``out`` [1, N, S1, Dv] (and ``stats``' lse [1, N, S1]); pseShift is read at the block's own rows and keys (ComputePseShiftOffset
-    takes the absolute s2 block)."""
-    rows_total = min(q.shape[2], k.shape[1])
-    for off in range(0, rows_total, blocks.s1):
-        rows = min(blocks.s1, rows_total - off)
-        k0, k1 = blocks.keys(off, rows)
-        block_mask = mask.values[:, off : off + rows, k0:k1]
+    ``out`` [1, N, S1, Dv] (and ``stats``' lse [1, N, S1]); pseShift is read at the block's own rows and keys
+    (ComputePseShiftOffset takes the absolute s2 block). Rows no block reaches keep zeros (and +inf)."""
+    act_s1, act_s2 = q.shape[2], k.shape[1]
+    walked = blocks.rows(act_s1, act_s2)
+    for off in range(walked.start, walked.stop, blocks.s1):
+        rows = min(blocks.s1, walked.stop - off)
+        span = blocks.keys(off, rows, act_s1, act_s2)
+        if span is None:
+            continue
+        k0, k1 = span
+        band = blocks.outside(off, rows, k0, k1, act_s1, act_s2)
+        block_mask = mask.values[:, off : off + rows, k0:k1] if band is None else band[None]
         o = pfa.prompt_flash_attention(
             q[:, :, off : off + rows],
             k[None, :, k0:k1],
