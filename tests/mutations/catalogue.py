@@ -2073,13 +2073,6 @@ MUTATIONS = [
         FIA_KV_ANTIQUANT_ARCH35_TESTS,
     ),
     Mutation(
-        "fia-arch35-prefixed-per-token-run",
-        FIA_KV_ANTIQUANT_ARCH35,
-        "        if self.unsupported:\n",
-        "        if False:\n",
-        FIA_KV_ANTIQUANT_ARCH35_TESTS,
-    ),
-    Mutation(
         "fia-arch35-int4-d-unchecked",
         IFA_ANTIQUANT_ARCH35,
         "if self.int4 and self.d % INT4_D_BLOCK:",
