@@ -22,13 +22,22 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
+from . import (
+    kv_antiquant,
+    kv_antiquant_arch35,
+    kv_antiquant_pfa,
+    kv_list,
+    launch,
+    padding,
+    paged_prompt,
+    paged_prompt_arch32,
+)
 from . import rope_prompt, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
 from .layouts import key_rows, query_axes
-from .route import Route
+from .route import Route, qkv_d
 
 NOT_IMPLEMENTED = Gaps(
     V4,
@@ -40,7 +49,10 @@ NOT_IMPLEMENTED = Gaps(
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with a TND or NSD query (the base-API page-attention checks and kernels) or an INT8 key beside a "
         "FLOAT16/BF16 query (antiquant)",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
+        "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
+        "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
+        "beside an fp16 or BF16 query), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
+        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5), a 5-D (NZ) key "
         "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
@@ -77,7 +89,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not per_block
-    if separate and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
+    pfa_msd = kv_antiquant_pfa.msd(a) and kv_antiquant_pfa.query_s(a) <= kv_antiquant_pfa.MSD_MAX_S
+    if separate and (prompt and (arch35 or pfa_msd) or not prompt and not _ifa_separate_runs(a, arch35)):
+        NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefixes = (a.keySharedPrefixOptional, a.valueSharedPrefixOptional)
     prefix = any(x is not None for x in prefixes)
@@ -139,6 +154,10 @@ def _pfa_context(a) -> None:
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
     padding.check_arch32(a)
+    dims = qkv_d(a)  # the FIA tiling read them before routing (GetQueryD)
+    if dims is not None:
+        kv_antiquant_pfa.check_d(a, dims[0])
+    kv_antiquant_pfa.check_io(a)  # RunBigKernelTilingWithParams: CheckIOType
 
 
 def _ifa_query_quant(a) -> None:
@@ -239,6 +258,10 @@ def _separate_antiquant(a) -> bool:
         a.valueAntiquantOffsetOptional,
     )  # fmt: skip
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
+
+
+def _ifa_separate_runs(a, arch35: bool) -> bool:
+    return _separate_tensors(a) if arch35 else _emulated_pairs(a)
 
 
 def _separate_tensors(a) -> bool:
@@ -462,6 +485,8 @@ def prompt(a, env):
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
+    if not on_arch35(env) and kv_antiquant_pfa.applies(a):
+        key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
     extra = {}
     if facts is not None:
         key, value = (
@@ -499,6 +524,8 @@ def prompt(a, env):
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if not on_arch35(env):
+        kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.

@@ -1,0 +1,218 @@
+"""FusedInferAttentionScore with an INT8 key/value beside an fp16 query and query S > 1 on Atlas
+A2/A3: no FIA-V3 route (RouteToFia wants the query's dtype), no IFA one (S > 1, no NZ key, not
+TND), so TilingProcess4PFA hands it to the PFA tiling, whose CheckIOType turns on its KV antiquant
+(op_host/prompt_flash_attention_tiling.cpp). Its kernels (prompt_flash_attention_s1s2_bns1_x910.h
+Bmm1Antiquant / Bmm2Antiquant) dequantise the tiles to fp16 with AscendAntiQuant,
+fp16(fp16(x + offset) * scale), then run as for an fp16 key/value: the float64 reference is
+tests/golden/prompt_flash_attention.py (`antiquant_kv`, then `attention`)."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import aclnn_emu as ae
+import precision
+import ties
+from aclnn_emu.runtime import sanitizer
+from golden import fused_infer_attention_score as golden
+from golden import prompt_flash_attention as pfa_golden
+from test_fused_infer_attention_score import run_fia
+import test_prompt_flash_attention_v3 as pfa_v3
+
+F16 = np.float16
+BF16 = ml_dtypes.bfloat16
+RNG = np.random.default_rng(20261130)
+A2_CHIPS = pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+PARAM_SHAPES = {"BNSD": lambda n2, d: (2, n2, 1, d), "BSND": lambda n2, d: (2, n2, d), "BSH": lambda n2, d: (2, n2 * d)}
+
+
+def _int8(shape):
+    return RNG.integers(-128, 128, shape, dtype=np.int8)
+
+
+def _params(layout, n2, d, per_channel, with_offset):
+    """(scale, offset or None) as FIA takes them, and their [2, N2, 1, D] float64 views."""
+    shape = PARAM_SHAPES[layout](n2, d) if per_channel else (2,)
+    scale = (RNG.random(shape) * 0.02 + 0.005).astype(F16)
+    offset = (RNG.standard_normal(shape) * 4).astype(F16) if with_offset else None
+
+    def view(x):
+        x = np.asarray(x, np.float64)
+        return x.reshape(2, n2, 1, d) if per_channel else np.broadcast_to(x.reshape(2, 1, 1, 1), (2, n2, 1, d))
+
+    return scale, offset, view(scale), None if offset is None else view(offset)
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
+@pytest.mark.parametrize("with_offset", [True, False], ids=["offset", "no_offset"])
+@pytest.mark.parametrize("inner_precise", [0, 1])
+def test_int8_kv_beside_fp16_query_runs_the_pfa_antiquant_kernels(
+    chip, layout, per_channel, with_offset, inner_precise
+):
+    """GQA (8 heads on 2), S1 40 > 16 with causal sparse mode 3 and batch 1 shorter: the key and
+    the value dequantised with their own rows of the combined parameters."""
+    b, n, n2, s1, s2, d = 2, 8, 2, 40, 96, 64
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    scale, offset, sv, ov = _params(layout, n2, d, per_channel, with_offset)
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    named = dict(antiquantScaleOptional=scale)
+    if offset is not None:
+        named["antiquantOffsetOptional"] = offset
+    act_kv = [96, 70]
+    out, _ = run_fia(
+        query=to(q), key=[to(k8)], value=[to(v8)], out_shape=to(q).shape,
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1), actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=d**-0.5, inputLayout=layout, sparseMode=3,
+        innerPrecise=inner_precise, **named,
+    )  # fmt: skip
+    k = pfa_golden.antiquant_kv(k8, sv[0], None if ov is None else ov[0])
+    v = pfa_golden.antiquant_kv(v8, sv[1], None if ov is None else ov[1])
+    want = pfa_golden.attention(
+        q, k, v, scale=d**-0.5, sparse_mode=3, act_kv=act_kv, **pfa_v3.kind(chip, F16, inner_precise, False)
+    )
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    # sum |P V| / l per element: the scale below which a cancelling output is judged absolutely
+    floor = golden.attention(q, k, v, kv_block=512, has_mask=True, scale=d**-0.5, sparse_mode=3, act_kv=act_kv).floor
+    message = precision.failure(back.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+    assert not sanitizer.reports()
+
+
+def _one_key_output(x8, scale, offset, modes):
+    """With one key every query row's output is the value row: P = fp16(exp(0)) = 1, l = 1."""
+    y = ties.round_to(x8.astype(np.float64) + offset, F16, modes["add"])
+    return {"attentionOut": ties.round_to(y * scale, F16, modes["mul"])}
+
+
+@A2_CHIPS
+def test_value_dequant_rounds_each_step_to_nearest_even(chip):
+    """Ties of both steps of the value's dequantisation: x in [64, 128) (fp16 ulp 1/16) plus an
+    offset on the 1/32 grid, then times a per-channel scale of two significant bits."""
+    b, n, s1, d = 1, 2, 4, 64
+    x8 = RNG.integers(64, 128, (b, n, 1, d), dtype=np.int8)
+    offset = (RNG.integers(0, 16, (1, n, 1, d)) / 32).astype(F16)
+    scale = RNG.choice([0.75, 1.5, -1.25, 0.625], (1, n, 1, d)).astype(F16)
+    params = dict(
+        antiquantScaleOptional=np.concatenate([np.ones_like(scale), scale]),
+        antiquantOffsetOptional=np.concatenate([np.zeros_like(offset), offset]),
+    )
+    out, _ = run_fia(
+        query=np.zeros((b, n, s1, d), F16), key=[np.zeros_like(x8)], value=[x8], out_shape=(b, n, s1, d),
+        numHeads=n, numKeyValueHeads=n, inputLayout="BNSD", **params,
+    )  # fmt: skip
+    golden = lambda modes: _one_key_output(x8, scale.astype(np.float64), offset.astype(np.float64), modes)  # noqa: E731
+    want = ties.assert_sensitive(golden, {"add": "even", "mul": "even"}, "value dequant", finals=("mul",))
+    ties.assert_bits(out, np.broadcast_to(want["attentionOut"], out.shape), "attentionOut")
+
+
+def _call(**named):
+    """A BNSD call of S 20 (INT8 key/value, D 64, per-tensor parameters unless replaced)."""
+    call = dict(
+        query=np.zeros((1, 4, 20, 64), F16), key=[np.ones((1, 2, 32, 64), np.int8)],
+        value=[np.ones((1, 2, 32, 64), np.int8)], numHeads=4, numKeyValueHeads=2, inputLayout="BNSD",
+        antiquantScaleOptional=np.ones(2, F16),
+    )  # fmt: skip
+    call.update(named)
+    call = {k: v for k, v in call.items() if v is not None}
+    return ae.ops.FusedInferAttentionScoreV4(**call)
+
+
+ONES = np.ones((1, 2, 1, 64), F16)
+# case -> (keyword arguments, status, message)
+RULES = {
+    # TilingProcess4PFA
+    "d_align_int8": (
+        dict(
+            query=np.zeros((1, 4, 20, 48), F16),
+            key=[np.ones((1, 2, 32, 48), np.int8)],
+            value=[np.ones((1, 2, 32, 48), np.int8)],
+        ),
+        561002,
+        "32 elements aligned",
+    ),  # fmt: skip
+    # CheckIOType
+    "bf16_without_kv_scales": (
+        dict(query=np.zeros((1, 4, 20, 64), BF16), antiquantScaleOptional=np.ones(2, BF16)),
+        561002,
+        "should not be null, when data type of query is bf16",
+    ),  # fmt: skip
+    # CheckAntiquantParamsShape
+    "scale_null": (dict(antiquantScaleOptional=None), 561002, "antiquant scale is nullptr"),
+    "per_tensor_scale": (dict(antiquantScaleOptional=np.ones(3, F16)), 561002, "should be 2 under Per-Tensor"),
+    "per_tensor_offset": (
+        dict(antiquantOffsetOptional=np.zeros(1, F16)),
+        561002,
+        "offset dim[0] = 1, but it should be 2",
+    ),
+    "channel_rank": (dict(antiquantScaleOptional=np.ones((2, 2, 64), F16)), 561002, "should be 4 if layout is BNSD"),
+    "channel_shape": (dict(antiquantScaleOptional=np.ones((2, 4, 1, 64), F16)), 561002, "dim [2, 4, 1, 64] is wrong"),
+    "offset_shape": (
+        dict(antiquantScaleOptional=np.ones((2, 2, 1, 64), F16), antiquantOffsetOptional=np.ones((2, 2, 2, 64), F16)),
+        561002,
+        "offset dim [2, 2, 2, 64] is wrong",
+    ),  # fmt: skip
+    # separate key/value scales with S <= 16: the MSD kernels
+    "msd": (
+        dict(query=np.zeros((1, 4, 8, 64), F16), keyAntiquantScaleOptional=ONES, valueAntiquantScaleOptional=ONES),
+        561003,
+        "separate key/value antiquant",
+    ),
+    # FLOAT parameters, which the kernels read as fp16
+    "float_params": (dict(antiquantScaleOptional=np.ones(2, np.float32)), 561003, "separate key/value antiquant"),
+    # enableMsd with S > 16 (after InferTilingMod): a BF16 query beside an INT8 key, or key/value
+    # scales beside an fp16 key (D 32: no FIA-V3 head size, so not RouteToFia's)
+    "msd_s_bf16": (
+        dict(
+            query=np.zeros((1, 4, 20, 64), BF16),
+            antiquantScaleOptional=None,
+            keyAntiquantScaleOptional=ONES.astype(BF16),
+            valueAntiquantScaleOptional=ONES.astype(BF16),
+        ),
+        561002,
+        "S of query(20) is larger than 16",
+    ),  # fmt: skip
+    "msd_s_fp16_key": (
+        dict(
+            query=np.zeros((1, 4, 20, 32), F16),
+            key=[np.ones((1, 2, 32, 32), F16)],
+            value=[np.ones((1, 2, 32, 32), F16)],
+            antiquantScaleOptional=None,
+            keyAntiquantScaleOptional=ONES[..., :32],
+            valueAntiquantScaleOptional=ONES[..., :32],
+        ),
+        561002,
+        "S of query(20) is larger than 16",
+    ),  # fmt: skip
+    # with an fp16 query and S > 16 the combined parameters serve beside separate ones
+    "separate_over_16_wants_combined": (
+        dict(antiquantScaleOptional=None, keyAntiquantScaleOptional=ONES, valueAntiquantScaleOptional=ONES),
+        561002,
+        "antiquant scale is nullptr",
+    ),
+}
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("case", RULES)
+def test_rules(chip, case):
+    named, code, message = RULES[case]
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        _call(**named)
+    assert failure.value.status == code and message in str(failure.value), str(failure.value)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_separate_scales_over_16_rows_run_on_the_combined_ones(chip):
+    """RunBigKernelTilingWithParams drops the MSD flag for an fp16 query, an INT8 key and S > 16:
+    the kernels dequantise with antiquantScale; the separate scales are not read."""
+    plain = _call(antiquantScaleOptional=np.full(2, 0.5, F16)).attentionOut
+    both = _call(
+        antiquantScaleOptional=np.full(2, 0.5, F16),
+        keyAntiquantScaleOptional=ONES * 3,
+        valueAntiquantScaleOptional=ONES * 3,
+    ).attentionOut
+    np.testing.assert_array_equal(plain, both)
+    assert np.all(plain.astype(np.float64) == 0.5)  # the value ones times 0.5
