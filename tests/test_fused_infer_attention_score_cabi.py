@@ -29,7 +29,7 @@ OK = (
 A2_OK = (
     "paged_nz", "paged_nz_lse", "pfa_paged", "pfa_paged_lse", "pfa_paged_bnbsh", "pfa_paged_bsh", "pfa_paged_one_length", "pfa_paged_mask",
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
-    "pfa_tnd_d192",
+    "pfa_tnd_d192", "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -90,6 +90,15 @@ A2_TILING = {
     "pfa_padding_shape": "CheckParamsPFA",
     # prompt_flash_attention_tiling.cpp
     "pfa_post_quant_padding": "CheckPostQuantParams",
+    # the PFA route's KV antiquant (fused_infer/kv_antiquant_pfa): TilingProcess4PFA's head-size rule,
+    # then in prompt_flash_attention_tiling.cpp CheckIOType, CheckAntiquantParamsShape /
+    # CheckPerchannelAntiquantParamsShape, and RunBigKernelTilingWithParams's MSD query-S limit
+    "pfa_d_align_int8": "TilingProcess4PFA",
+    "pfa_bf16_kv_scales": "CheckIOType",
+    "pfa_per_tensor_scale": "CheckAntiquantParamsShape",
+    "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
+    "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
+    "pfa_msd_s": "RunBigKernelTilingWithParams",
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -136,6 +145,9 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
+    # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
+    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,
     # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),

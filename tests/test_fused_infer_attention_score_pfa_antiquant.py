@@ -216,3 +216,65 @@ def test_separate_scales_over_16_rows_run_on_the_combined_ones(chip):
     ).attentionOut
     np.testing.assert_array_equal(plain, both)
     assert np.all(plain.astype(np.float64) == 0.5)  # the value ones times 0.5
+
+
+def _key_tie_case(rows: int):
+    """Per-channel key parameters and two INT8 keys such that row r, whose query is 1 on channels
+    (2r, 2r + 1), scores both keys alike before rounding: rows < rows / 2 put a tie of x + offset on
+    channel 2r (offset on the 1/32 grid, x + offset in [64, 128), ulp 1/16; channel 2r + 1 takes the
+    negated offset, exactly), the others a tie of x * 65/64 (x = 2 mod 4 in [64, 128); offset 0)."""
+    d = 2 * rows
+    scale, offset = np.ones(d), np.zeros(d)
+    k0, k1 = np.zeros(d, np.int8), np.zeros(d, np.int8)
+    for r in range(rows):
+        i, j = 2 * r, 2 * r + 1
+        while True:
+            if r < rows // 2:
+                x0i, x0j, x1i = RNG.integers(64, 126), RNG.integers(-60, 1), RNG.integers(30, 61)
+                offset[i] = RNG.integers(0, 32) * 2 / 32 + 1 / 32
+                offset[j] = -offset[i]
+                scale[i] = scale[j] = 1 + 2**-10  # so that rounding x + offset or not shows after the product
+            else:
+                x0i, x0j, x1i = 4 * RNG.integers(16, 32) + 2, 2 * RNG.integers(-31, 1), 2 * RNG.integers(0, 32)
+                scale[i] = scale[j] = 65 / 64
+            x1j = x0i + x0j - x1i
+            if abs(x1j) <= 60:
+                break
+        k0[i], k0[j], k1[i], k1[j] = x0i, x0j, x1i, x1j
+    return scale, offset, k0, k1
+
+
+@A2_CHIPS
+def test_key_dequant_rounds_each_step_to_nearest_even(chip):
+    """Both steps of the key's dequantisation decide which key a row sees: with scaleValue 2^20 a
+    score lower by an fp16 step (>= 2^-15 here) leaves its key's P at fp16(exp(<= -32)) = 0, so each
+    row's output is 1 (key 0, value 1), 0 (key 1, value 0) or 0.5 (equal scores), exactly (the
+    default high-precision template keeps the fp32 scores)."""
+    rows = 32
+    d = 2 * rows
+    scale, offset, k0, k1 = _key_tie_case(rows)
+    q = np.zeros((1, 1, rows, d), F16)
+    q[0, 0, np.arange(rows), 2 * np.arange(rows)] = q[0, 0, np.arange(rows), 2 * np.arange(rows) + 1] = 1
+    key = np.stack([k0, k1]).reshape(1, 1, 2, d)
+    value = np.zeros((1, 1, 2, d), np.int8)
+    value[0, 0, 0] = 1
+    params = dict(
+        antiquantScaleOptional=np.stack([scale, np.ones(d)]).astype(F16).reshape(2, 1, 1, d),
+        antiquantOffsetOptional=np.stack([offset, np.zeros(d)]).astype(F16).reshape(2, 1, 1, d),
+    )
+    out, _ = run_fia(
+        query=q, key=[key], value=[value], out_shape=q.shape, numHeads=1, scaleValue=2.0**20, inputLayout="BNSD",
+        **params,
+    )  # fmt: skip
+
+    def golden_out(modes):
+        def dequant(x):
+            y = ties.round_to(x.astype(np.float64) + offset, F16, modes["key add"])
+            return ties.round_to(y * scale, F16, modes["key mul"])
+
+        s0, s1 = (dequant(k).reshape(rows, 2).sum(axis=1) for k in (k0, k1))
+        o = np.where(s0 > s1, 1.0, np.where(s0 < s1, 0.0, 0.5))
+        return {"attentionOut": np.broadcast_to(o[:, None], (rows, d))}
+
+    want = ties.assert_sensitive(golden_out, {"key add": "even", "key mul": "even"}, "key dequant")
+    ties.assert_bits(out[0, 0], want["attentionOut"], "attentionOut")
