@@ -399,6 +399,17 @@ def fia_list(soc):
                       attentionOut=out, softmaxLse=T((2, 4, 16, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_pfa_kv_antiquant(soc):
+    """Prefill (S 20, D 32) over an INT8 key/value with per-channel antiquantScale/Offset: the PFA
+    tiling's KV antiquant on Atlas A2/A3 (Ascend910_95: IFATilingV2)."""
+    q, out = T((1, 4, 20, 32)), T((1, 4, 20, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 32)), antiquantOffsetOptional=T((2, 2, 1, 32)),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token(soc, key_mode=1):
     """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
     token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
@@ -577,6 +588,7 @@ BASELINES = {
         (fia_sink_tnd, A2_A3),
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
+        (fia_pfa_kv_antiquant, ALL),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
     ),

@@ -14,7 +14,7 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
-from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+from aclnn_emu.opdef.generated import attr_uint32
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import Launch, OpError
@@ -36,7 +36,7 @@ from . import rope_prompt, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes
+from .layouts import key_rows, query_axes, query_s
 from .route import Route, qkv_d
 
 NOT_IMPLEMENTED = Gaps(
@@ -89,7 +89,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not per_block
-    pfa_msd = kv_antiquant_pfa.msd(a) and kv_antiquant_pfa.query_s(a) <= kv_antiquant_pfa.MSD_MAX_S
+    pfa_msd = kv_antiquant_pfa.msd(a) and query_s(a) <= kv_antiquant_pfa.MSD_MAX_S
     if separate and (prompt and (arch35 or pfa_msd) or not prompt and not _ifa_separate_runs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
@@ -131,20 +131,12 @@ INFERRED = Gaps(
 )
 
 
-# GetQueryS (fused_infer_attention_score_tiling.cpp): the query axis read as S; every other layout
-# (the packed ones, and BSH_BNSD / BSND_BNSD, which its lists miss) reads axis 0.
-_QUERY_S_AXIS = {
-    **dict.fromkeys(("NSD", "BSH", "BSH_NBSD", "BSND_NBSD", "BSND", "NTD_TND"), 1),
-    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),
-}
-
-
 def _pfa_context(a) -> None:
     """The first checks of TilingProcess4PFA on Atlas A2/A3 (fused_infer_attention_score_tiling.cpp):
     CheckDequantParams (antiquantMode 0; dequantScaleQuery only with S <= 16 and a queryRope),
     ConvertAttrsPFA, which takes no query dequantisation at all, then CheckParamsPFA."""
     query_quant = a.dequantScaleQueryOptional is not None
-    s = shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+    s = query_s(a)
     if a.antiquantMode != 0:
         raise tiling("pfa.antiquant_mode", f"antiquantMode {a.antiquantMode} is not supported on the PFA route")
     if query_quant and s > 16:

@@ -29,7 +29,7 @@ from aclnn_emu.kernels.flash_attention.antiquant_arch35 import dequantize
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 from .failure import tiling
-from .layouts import query_axes, split
+from .layouts import query_axes, query_s, split
 
 MSD_MAX_S = 16  # CVDIFF_SMALL_QS_THRESHOLDS: the largest query S of the MSD kernels
 D_ALIGN_INT8 = 32
@@ -47,11 +47,6 @@ def applies(a) -> bool:
 def _layout(a) -> str:
     layout = a.inputLayout or "BSH"
     return _TILING_LAYOUT.get(layout, layout)
-
-
-def query_s(a) -> int:
-    base = split(a.inputLayout or "BSH")[0]
-    return query_axes(a.query.shape, base, attr_uint32(a.numHeads)).s
 
 
 def float_params(a) -> bool:
@@ -109,8 +104,8 @@ def check_after_shapes(a, key_empty: bool) -> None:
         raise tiling("pfa.empty_int8", "when input or output is empty tensor, input datatype should not be int8.")
     if kv_antiquant(a):
         _check_params(a)
-    s = query_s(a)
-    if msd(a) and s > MSD_MAX_S:
+    if msd(a) and query_s(a) > MSD_MAX_S:
+        s = query_s(a)
         raise tiling("pfa.msd_s", f"S of query({s}) is larger than 16, when the key/value's dequant scale is enabled.")
 
 
