@@ -1,7 +1,9 @@
 import ctypes
 import sys
 import pathlib
+import zlib
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -34,6 +36,16 @@ def pytest_sessionstart(session):
     newer = [source.name for source in SOURCES if built < source.stat().st_mtime]
     if newer:
         pytest.exit(f"aclnn_emu.kernels._native is older than {newer[0]}: run `pip install -e .`", 2)
+
+
+@pytest.fixture(autouse=True)
+def own_module_rng(request):
+    """A test module's generator ``RNG`` restarted for each test from the test's id: its data then
+    does not depend on which of the module's tests ran before it in the process (nor on how xdist
+    shares tests out), so a test that passes passes every time."""
+    module = request.module
+    if isinstance(getattr(module, "RNG", None), np.random.Generator):
+        module.RNG = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 @pytest.fixture(scope="session")

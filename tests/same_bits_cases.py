@@ -155,10 +155,11 @@ def _fused_infer(rng, entry, dtype, s1):
     return list(out)
 
 
-def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2"):
-    """PromptFlashAttentionV2 on two batches of grouped heads, or (`one_head`) on one long head,
-    which the kernel cuts into row chunks per worker, with the band as attenMask."""
-    b, n, kv_heads, s1, s2 = (1, 1, 1, 713, 659) if one_head else (2, 4, 2, 301, 359)
+def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2", shape=(2, 4, 2, 301, 359)):
+    """PromptFlashAttentionV2 on two batches of grouped heads [B, N, N2, S1, S2] (a short query's
+    heads run stacked, as many as the worker count allows), or (`one_head`) on one long head, which
+    the kernel cuts into row chunks per worker, with the band as attenMask."""
+    b, n, kv_heads, s1, s2 = (1, 1, 1, 713, 659) if one_head else shape
     offset = np.arange(s2)[None, :] - np.arange(s1)[:, None]
     mask = ((offset < -pre) | (offset > nxt))[None, None] if one_head else None
     q = _normal(rng, (b, n, s1, 128), dtype)
@@ -169,7 +170,7 @@ def _pfa(rng, dtype, pre, nxt, one_head=False, entry="PromptFlashAttentionV2"):
         k,
         v,
         attenMask=mask,
-        actualSeqLengths=[s1, 157][:b],
+        actualSeqLengths=[s1, min(s1, 157)][:b],
         **kv_lengths,
         numHeads=n,
         scaleValue=0.09,
@@ -311,6 +312,9 @@ def cases() -> dict:
     for dtype, pre, nxt in ((F16, 2147483647, 0), (BF16, 2147483647, 0), (F16, 123, 5)):
         results[f"PromptFlashAttentionV2 {np.dtype(dtype).name} band {pre} {nxt}"] = _pfa(rng, dtype, pre, nxt)
     results["PromptFlashAttentionV2 one head band 100 0"] = _pfa(rng, F16, 100, 0, one_head=True)
+    results["PromptFlashAttentionV2 short query, 8 heads per kv head"] = _pfa(
+        rng, F16, 65536, 65536, shape=(2, 16, 2, 3, 1100)
+    )
     for entry in ("PromptFlashAttention", "PromptFlashAttentionV3"):
         results[f"{entry} float16"] = _pfa(rng, F16, 2147483647, 0, entry=entry)
     for d, groups in ((128, 4), (64, 3), (72, 5)):

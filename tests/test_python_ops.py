@@ -328,6 +328,19 @@ def test_a_device_owns_what_it_started(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "(1, 2, 16, 16)", done.stderr
 
 
+def test_a_finished_run_holds_none_of_its_tensors():
+    """Once a run has been synchronised, the stream keeps nothing of it: tensors Python drops are
+    freed without waiting for the stream's next task."""
+    q, k, v = _pfa_inputs(np.float16)
+    ae.setup()
+    free = settled_memory()
+    tensors = [ae.to_device(x) for x in (q, k, v)]
+    out = ae.empty(q.shape, ae.DataType(tensors[0].dtype))
+    ae.run("PromptFlashAttentionV2", *tensors, *[None] * 9, 2, 0.25, 2147483647, 0, "BNSD", 0, 0, out)
+    del tensors, out  # not freed by hand: Python's collection frees them
+    assert settled_memory() == free
+
+
 def test_closing_waits_for_a_run_still_on_its_stream():
     q, k, v = _pfa_inputs(np.float16, (1, 8, 512, 64))
     stream = ae.Stream(ae.setup())

@@ -278,6 +278,22 @@ def pack_panels(b: np.ndarray) -> Panels:
     return Panels(data, n)
 
 
+class KeptPanels:
+    """Kᵀ and V of one KV head packed for the matmuls, kept per worker thread for its next task:
+    tasks are handed out in order, so the query heads of a KV group (and the row blocks of a head)
+    that reach one worker in turn pack their keys once, not once per head."""
+
+    def __init__(self):
+        self._kept: dict[int, tuple] = {}
+
+    def get(self, key, k: np.ndarray, v: np.ndarray) -> tuple[Panels, Panels]:
+        """The panels of Kᵀ = ``k``.T and V = ``v`` ([keys, d] and [keys, dv]), which ``key`` names."""
+        kept = self._kept.get(threading.get_ident())
+        if kept is None or kept[0] != key:
+            kept = self._kept[threading.get_ident()] = (key, pack_panels(k.T), pack_panels(v))
+        return kept[1], kept[2]
+
+
 def matmul_panels(out: np.ndarray, a: np.ndarray, b: Panels, col0: int = 0, accumulate: bool = False) -> np.ndarray:
     """out = a @ B[:, col0:col0 + out.shape[1]], or with ``accumulate`` out += that product (the
     product's sum added as a whole, as numpy's ``out += a @ B``), for float32 a [m, k] with contiguous

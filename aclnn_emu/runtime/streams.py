@@ -148,6 +148,9 @@ class Stream:
                     token = self._running = parallel.Token()
                 with _gate.running():
                     self._execute(task, name, token, on_cancel)
+                # the task's closure holds its launch's tensors: drop it before a synchronisation returns,
+                # not when the next task comes, so tensors Python dropped meanwhile can be freed
+                task = on_cancel = None
                 with self._cond:
                     self._running = None
                     self._cond.notify_all()

@@ -54,7 +54,7 @@ class _Job:
         p = params
         self.sink = None if sink is None else np.asarray(sink, FP32)
         self.params, self.dtype = p, query.dtype
-        self.kv_kept = {}  # per worker thread: its last K and V, packed for matmul_panels
+        self.kv_kept = native.KeptPanels()
         self.rounding = CAST_ROUND[np.dtype(self.dtype)]
         self.q = to_bnsd(query, p.layout, p.head_num)
         b, n1, s1, d = self.q.shape
@@ -96,20 +96,12 @@ class _Job:
     def _work(self, tasks):
         with np.errstate(all="ignore"):  # inf/NaN propagate as on the device, without numpy warnings
             b, n, _ = tasks[0]
-            k, v = self._kv(b, n // self.group)
+            h = n // self.group
+            k, v = self.kv_kept.get((b, h), self.k[b, h], self.v[b, h])
             buffers = _buffers(self.v.shape[3])
             for b, n, i0 in tasks:
                 checkpoint()
                 self._rows(b, n, i0, min(i0 + ROW_BLOCK, self.shape[3]), k, v, buffers)
-
-    def _kv(self, b, h):
-        """Kᵀ and V of kv head (b, h) widened and packed for matmul_panels, kept per worker thread for
-        its next item of this call (a worker may claim several row blocks of one head in turn)."""
-        kept = self.kv_kept.get(threading.get_ident())
-        if kept is None or kept[0] != (b, h):
-            keys, values = native.pack_panels(self.k[b, h].T), native.pack_panels(self.v[b, h])
-            kept = self.kv_kept[threading.get_ident()] = ((b, h), keys, values)
-        return kept[1], kept[2]
 
     def _rows(self, b, n, i0, i1, k, v, buffers):
         q = _widen(self.q[b, n, i0:i1])

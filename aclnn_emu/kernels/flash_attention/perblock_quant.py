@@ -46,6 +46,7 @@ def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarra
     if s1 == 0 or s2 == 0:
         return out
     group = n // n2
+    kept = native.KeptPanels()
 
     def head(task):
         with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
@@ -53,8 +54,7 @@ def perblock_attention(q, k, v, dq, dk, dv, scale: float, narrow_p) -> np.ndarra
 
     def _head(bi, ni):
         ki = ni // group
-        keys = native.pack_panels(k[bi, ki].T)
-        values = native.pack_panels(v[bi, ki])
+        keys, values = kept.get((bi, ki), k[bi, ki], v[bi, ki])
         queries = np.ascontiguousarray(q[bi, ni])
         row_dq = np.repeat(dq[bi, ni], Q_SCALE_ROWS)[:s1]
         scale32 = np.float32(scale)

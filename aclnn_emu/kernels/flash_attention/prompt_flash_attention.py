@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.kernels import native, parallel
-from aclnn_emu.kernels.attention.masks import band_key_range, band_masked
+from aclnn_emu.kernels.attention.masks import band_holds, band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
 from aclnn_emu.kernels.flash_attention.pse import PseSource
@@ -299,6 +299,7 @@ class _Forward:
         self.bf16_out_away = not precision.bf16_out_even
         self.fp16_out_away = precision.high_precision and not precision.fp16_out_even
         self.group = q.shape[1] // k.shape[1]
+        self.kv_kept = native.KeptPanels()
         self.arch35_quant = precision.arch35_quant
         self.fp16_scores = (q.dtype == INT8 and not self.arch35_quant) or (q.dtype == FP16 and not high)
         self.dequant = np.float32(1) if int8 is None else int8.deq1
@@ -324,28 +325,46 @@ class _Forward:
         for bi in range(b):
             aq = int(self.act_q[bi])
             step = Q_BLOCK * max(1, -(-aq // (splits * Q_BLOCK)))
-            tasks += [(bi, ni, r0, min(r0 + step, aq)) for ni in range(n) for r0 in range(0, aq, step)]
+            width = self._stacked_heads(bi, aq)
+            heads = [
+                range(h, min(h + width, h - h % self.group + self.group))
+                for h in range(n)
+                if h % self.group % width == 0
+            ]
+            tasks += [(bi, hs, r0, min(r0 + step, aq)) for hs in heads for r0 in range(0, aq, step)]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             parallel.run_all(self._rows, tasks)
         return self.out
 
-    def _rows(self, b, n, r0, r1):
+    def _stacked_heads(self, b, aq) -> int:
+        """How many query heads of a KV group run as one stack of rows: several when no block of
+        the batch is masked (as in decode), so a short query reads its group's keys once, not once
+        per head; each row's bits are the same in any stack (attention_blocks works row by row)."""
+        pre, nxt = self.bands[b]
+        plain = self.mask is None and self.pse is None and self.int8 is None
+        if self.group == 1 or not plain or not band_holds(0, aq, 0, int(self.act_kv[b]), pre, nxt):
+            return 1
+        heads = self.q.shape[0] * self.q.shape[1]
+        return max(1, min(self.group, Q_BLOCK // max(aq, 1), heads // (2 * parallel.workers())))
+
+    def _rows(self, b, heads, r0, r1):
         pre, nxt = self.bands[b]
         j0, j1 = band_key_range(r0, r1, pre, nxt, int(self.act_kv[b]))
         if j0 >= j1:
             return  # no row has a key: stays 0
-        kv_head = n // self.group
-        keys = native.pack_panels(self.k[b, kv_head, j0:j1].T)
-        values = native.pack_panels(self.v[b, kv_head, j0:j1])
+        kv_head = heads[0] // self.group
+        keys, values = self.kv_kept.get((b, kv_head, j0, j1), self.k[b, kv_head, j0:j1], self.v[b, kv_head, j0:j1])
         for i0 in range(r0, r1, Q_BLOCK):
             i1 = min(i0 + Q_BLOCK, r1)
-            self._query_block(b, n, i0, i1, keys, values, j0)
+            self._query_block(b, heads, i0, i1, keys, values, j0)
 
-    def _query_block(self, b, n, i0, i1, keys, values, j0):
+    def _query_block(self, b, heads, i0, i1, keys, values, j0):
+        """Rows [i0, i1) of the query heads ``heads``, stacked (only unmasked calls stack several)."""
         pre, nxt = self.bands[b]
+        n = heads[0]
         k0, k1 = band_key_range(i0, i1, pre, nxt, j0 + keys.n)
-        queries = native.widen(self.q[b, n, i0:i1])
-        rows = i1 - i0
+        queries = native.widen(self.q[b, heads.start : heads.stop, i0:i1].reshape(-1, self.q.shape[3]))
+        rows = len(heads) * (i1 - i0)
         running_max = np.full(rows, -np.inf, np.float32)
         row_sum = np.zeros(rows, np.float32)
         alpha = np.empty(rows, np.float32)
@@ -382,7 +401,18 @@ class _Forward:
         if not self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling):
             acc[...] = 0
         dead = None if self.invalid_max is None else running_max == self.invalid_max
-        self._finish(acc, row_sum, running_max, dead, self.out[b, n, i0:i1], n, b, i0)
+        for h, n in enumerate(heads):
+            at = slice(h * (i1 - i0), (h + 1) * (i1 - i0))
+            self._finish(
+                acc[at],
+                row_sum[at],
+                running_max[at],
+                None if dead is None else dead[at],
+                self.out[b, n, i0:i1],
+                n,
+                b,
+                i0,
+            )
 
     def _plain_blocks(self, queries, keys, values, bounds, running_max, row_sum, acc, acc_set, scaling) -> bool:
         """The key blocks between `bounds` (no mask, band, pse or int8) in one native call; whether
