@@ -123,12 +123,11 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
-    # PFA route, or with a mask on Ascend910_95 (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h
-    # SoftmaxLseCopyOut on A2/A3; any S on Ascend910_95: flash_attention_score_antiquant_block_vec.h
-    # SoftmaxLseCopyOut)
-    "lse_antiquant_prefill": NOT_IMPLEMENTED,
-    "not_implemented.lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
+    # softmaxLse beside an INT8 key/value with query S > 1: the A2/A3 PFA route (its KV antiquant,
+    # prompt_flash_attention_tiling.cpp CheckIOType; softmaxLse from the second pass) with or without a
+    # mask; Ascend910_95's IFA route without one (flash_attention_score_antiquant_block_vec.h
+    # SoftmaxLseCopyOut), with one delegate.NOT_IMPLEMENTED (lse)
+    "lse_antiquant_prefill": SUCCESS,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -148,6 +147,7 @@ ON_A2 = {
     # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
     # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
     **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
+    "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,
     # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),
@@ -238,7 +238,7 @@ ON_ARCH35 = {
     "list_batch_two": TILING,
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
-    "lse_antiquant_prefill": SUCCESS,
+    "lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
     # TilingFusedInferAttentionScoreV2 sends a query of the key's dtype to PromptFlashAttentionTilingV2,
     # whose SetAttributeInfo quantises no FLOAT16 query; its kernels are never handed dequantScaleQuery
     # (prompt_flash_attention_entry_regbase.h): ignored, with a warning

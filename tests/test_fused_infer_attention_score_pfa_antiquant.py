@@ -16,7 +16,7 @@ import ties
 from aclnn_emu.runtime import sanitizer
 from golden import fused_infer_attention_score as golden
 from golden import prompt_flash_attention as pfa_golden
-from test_fused_infer_attention_score import run_fia
+from test_fused_infer_attention_score import _lse_meets, run_fia
 import test_prompt_flash_attention_v3 as pfa_v3
 
 F16 = np.float16
@@ -79,6 +79,29 @@ def test_int8_kv_beside_fp16_query_runs_the_pfa_antiquant_kernels(
     message = precision.failure(back.astype(np.float64), want, "float16", floor=floor)
     assert message is None, message
     assert not sanitizer.reports()
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_softmax_lse_beside_an_int8_key_value(chip, layout):
+    """softmaxLse on this route comes, as beside an fp16 key/value, from a second pass of the FIA-V3
+    maths (inferred.lse_pass), here over the dequantised key and value: log(sum exp) + max of the
+    fp32 scores per row, [B, N, S1, 1]."""
+    b, n, n2, s1, s2, d = 2, 4, 2, 24, 64, 32
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    scale, offset, sv, ov = _params(layout, n2, d, True, True)
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    act_kv = [64, 41]
+    out, lse = run_fia(
+        query=to(q), key=[to(k8)], value=[to(v8)], out_shape=to(q).shape, lse_shape=(b, n, s1, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1), actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout=layout, sparseMode=3,
+        antiquantScaleOptional=scale, antiquantOffsetOptional=offset,
+    )  # fmt: skip
+    k, v = pfa_golden.antiquant_kv(k8, sv[0], ov[0]), pfa_golden.antiquant_kv(v8, sv[1], ov[1])
+    want = golden.attention(q, k, v, kv_block=512, has_mask=True, scale=0.125, sparse_mode=3, act_kv=act_kv)
+    _lse_meets(lse[..., 0], want.lse)
 
 
 def _one_key_output(x8, scale, offset, modes):
@@ -160,6 +183,18 @@ RULES = {
         561003,
         "separate key/value antiquant",
     ),
+    # softmaxLse beside the MSD kernels
+    "msd_lse": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+            softmaxLseFlag=True,
+            softmaxLse=np.zeros((1, 4, 8, 1), np.float32),
+        ),
+        561003,
+        "softmaxLse with an INT8/INT4",
+    ),  # fmt: skip
     # FLOAT parameters, which the kernels read as fp16
     "float_params": (dict(antiquantScaleOptional=np.ones(2, np.float32)), 561003, "separate key/value antiquant"),
     # enableMsd with S > 16 (after InferTilingMod): a BF16 query beside an INT8 key, or key/value

@@ -292,7 +292,7 @@ int main() {
     REPORT("ok.lse_antiquant_decode", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("lse_antiquant_prefill", Call(c, stream));
-    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("not_implemented.lse_antiquant_prefill_mask", Call(c, stream));
+    c.opt["attenMask"] = T({2, 16, 80}, ACL_BOOL); REPORT("lse_antiquant_prefill_mask", Call(c, stream));
     if (OnA2()) {
         // A 5-D (NZ) key: the IFA tiling's GQA KV-NZ checks refuse softmaxLse (CheckDefaultMisc)
         c = Small(1); c.lseFlag = true; c.k = c.v = {T({4, 2, 1, 128, 32}, ACL_INT8)};

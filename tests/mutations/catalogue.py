@@ -3372,6 +3372,13 @@ MUTATIONS = [
         FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-pfa-kv-lse-raw-int8",
+        FIA_DELEGATE,
+        "        a = kv_antiquant_pfa.DequantisedCall(a)",
+        "        pass",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
     Mutation(

@@ -43,7 +43,8 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, on the IFA route with a query "
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
+        "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), on the IFA route with a query "
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask), or with a "
         "5-D (NZ) paged cache on Ascend910_95's IFA route (the A2/A3 IFA tiling refuses it: 561002)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
@@ -84,7 +85,10 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
     nz_ifa = key.ndim == 5 and not prompt
-    if a.lse_wanted and (nz_ifa or _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35))):
+    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
+    if a.lse_wanted and (
+        nz_ifa or _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35))
+    ):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
@@ -530,6 +534,8 @@ def prompt(a, env):
         return out if out.run is None else query_quant.launch(a, out.workspace_size)
     if facts is not None and facts.route.base == "TND":
         a = paged_prompt.PackedLengths(a, facts)
+    if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
+        a = kv_antiquant_pfa.DequantisedCall(a)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

@@ -22,6 +22,8 @@ flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The
 (separate key/value parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from aclnn_emu.dtypes import DataType
@@ -182,3 +184,18 @@ class Dequantised:
         scale = self._param(scale_t, "scale", per_channel)
         offset = self._param(offset_t, "offset", per_channel)
         return dequantize(self.t.read(what), scale, offset, np.float16)
+
+
+class DequantisedCall:
+    """The call with its INT8 key/value lists read as the kernels dequantise them, for the
+    softmaxLse pass; every other argument as it is."""
+
+    def __init__(self, a):
+        self._a = a
+        self.key, self.value = (
+            SimpleNamespace(items=[Dequantised(a, t, row) for t in lst.items])
+            for row, lst in ((0, a.key), (1, a.value))
+        )
+
+    def __getattr__(self, name):
+        return getattr(self._a, name)
