@@ -1846,7 +1846,7 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-query-s-from-axis-0",
-        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "aclnn_emu/ops/flash_attention/fused_infer/layouts.py",
         '**dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),',
         "",
         FIA_TESTS,
