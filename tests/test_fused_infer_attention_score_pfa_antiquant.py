@@ -177,12 +177,57 @@ RULES = {
         561002,
         "offset dim [2, 2, 2, 64] is wrong",
     ),  # fmt: skip
-    # separate key/value scales with S <= 16: the MSD kernels
+    # separate key/value scales with S <= 16 past the MSD kernels' first rules
     "msd": (
         dict(query=np.zeros((1, 4, 8, 64), F16), keyAntiquantScaleOptional=ONES, valueAntiquantScaleOptional=ONES),
         561003,
         "separate key/value antiquant",
     ),
+    # the MSD kernels' first rules, after the tiling's split (RunBigKernelTilingWithParams)
+    "msd_modes": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+            keyAntiquantMode=1,
+            valueAntiquantMode=0,
+        ),
+        561002,
+        "quant mode only support per-token and per-channel",
+    ),  # fmt: skip
+    "msd_padding": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+            kvPaddingSizeOptional=np.zeros(1, np.int64),
+            actualSeqLengthsKvOptional=(32,),
+        ),
+        561002,
+        "LeftPadding is not supported when the key/value's dequant scale",
+    ),  # fmt: skip
+    "msd_kv_int8": (
+        dict(
+            query=np.zeros((1, 4, 8, 32), F16),
+            key=[np.ones((1, 2, 32, 32), F16)],
+            value=[np.ones((1, 2, 32, 32), F16)],
+            antiquantScaleOptional=None,
+            keyAntiquantScaleOptional=ONES[..., :32],
+            valueAntiquantScaleOptional=ONES[..., :32],
+        ),
+        561002,
+        "datatype of value(FLOAT16) is not bf16",
+    ),  # fmt: skip
+    "msd_offsets": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+            keyAntiquantOffsetOptional=ONES,
+        ),
+        561002,
+        "the key's dequant offset is not null",
+    ),  # fmt: skip
     # softmaxLse beside the MSD kernels
     "msd_lse": (
         dict(

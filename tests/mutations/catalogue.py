@@ -3379,6 +3379,13 @@ MUTATIONS = [
         FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-pfa-kv-msd-padding-unchecked",
+        FIA_KV_ANTIQUANT_PFA,
+        "    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:",
+        "    if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
     Mutation(

@@ -52,7 +52,8 @@ NOT_IMPLEMENTED = Gaps(
         "FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
-        "beside an fp16 or BF16 query), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
+        "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
+        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
         "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, the parameters in the cache's blocks (modes 4, 5), a 5-D (NZ) key "
         "and a per-token side beside a shared prefix, and there modes without key/value scales; or on the A2/A3 "
@@ -93,8 +94,7 @@ def _refuse_unsupported(a, prompt: bool, arch35: bool = False, rope: bool = Fals
     if arch35 and prompt and query_quant.mla_full_quant(a):  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not per_block
-    pfa_msd = kv_antiquant_pfa.msd(a) and query_s(a) <= kv_antiquant_pfa.MSD_MAX_S
-    if separate and (prompt and (arch35 or pfa_msd) or not prompt and not _ifa_separate_runs(a, arch35)):
+    if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -522,6 +522,9 @@ def prompt(a, env):
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if not on_arch35(env):
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
+        if kv_antiquant_pfa.msd(a):  # S <= 16 here
+            kv_antiquant_pfa.check_msd(a, kv_s is not None)
+            NOT_IMPLEMENTED.refuse("kv_antiquant")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
