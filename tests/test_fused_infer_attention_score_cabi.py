@@ -99,6 +99,7 @@ A2_TILING = {
     "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
     "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
     "pfa_msd_s": "RunBigKernelTilingWithParams",
+    "pfa_msd_modes": "RunBigKernelTilingWithParams",  # the MSD kernels' rules after the split
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",

@@ -478,6 +478,7 @@ int main() {
         c.opt.erase("antiquantScale"); c.version = 2; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}, ACL_BF16);
         REPORT("a2.tiling.pfa_msd_s", Call(c, stream));
         c.q = c.out = T({2, 8, 8, 32}, ACL_BF16); REPORT("a2.not_implemented.pfa_msd", Call(c, stream));
+        c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};
