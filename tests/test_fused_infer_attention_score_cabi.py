@@ -31,6 +31,7 @@ A2_OK = (
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
+    "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -111,6 +112,16 @@ A2_TILING = {
     "pfa_padding_shape": "CheckParamsPFA",
     # prompt_flash_attention_tiling.cpp
     "pfa_post_quant_padding": "CheckPostQuantParams",
+    # the PFA route's KV antiquant (fused_infer/kv_antiquant_pfa): TilingProcess4PFA's head-size rule,
+    # then in prompt_flash_attention_tiling.cpp CheckIOType, CheckAntiquantParamsShape /
+    # CheckPerchannelAntiquantParamsShape, and RunBigKernelTilingWithParams's MSD query-S limit
+    "pfa_d_align_int8": "TilingProcess4PFA",
+    "pfa_bf16_kv_scales": "CheckIOType",
+    "pfa_per_tensor_scale": "CheckAntiquantParamsShape",
+    "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
+    "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
+    "pfa_msd_s": "RunBigKernelTilingWithParams",
+    "pfa_msd_modes": "RunBigKernelTilingWithParams",  # the MSD kernels' rules after the split
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -162,11 +173,11 @@ EXPECTED = {
     # aclnn_fused_infer_attention_score_inner.cpp TensorPreProcess re-types it INT4, which the
     # OpDef registers; the A2/A3 IFA route runs it (Ascend910_95: ON_ARCH35)
     "int4_v2": SUCCESS,
-    # delegate.NOT_IMPLEMENTED (lse): softmaxLse beside an antiquant key/value with query S > 1 on the A2/A3
-    # PFA route (S = 1: incre_flash_attention_split_Bbn2s2_Us2.h SoftmaxLseCopyOut on A2/A3; any S on
-    # Ascend910_95, mask or not: flash_attention_score_antiquant_block_vec.h SoftmaxLseCopyOut)
-    "lse_antiquant_prefill": NOT_IMPLEMENTED,
-    "lse_antiquant_prefill_mask": NOT_IMPLEMENTED,
+    # softmaxLse beside an INT8 key/value with query S > 1: the A2/A3 PFA route (its KV antiquant,
+    # prompt_flash_attention_tiling.cpp CheckIOType; softmaxLse from the second pass) with or without a
+    # mask; Ascend910_95's IFA route, mask or not (flash_attention_score_antiquant_block_vec.h SoftmaxLseCopyOut)
+    "lse_antiquant_prefill": SUCCESS,
+    "lse_antiquant_prefill_mask": SUCCESS,
     # left padding beside a shared prefix: prompt_flash_attention_tiling.cpp RunBigKernelTilingWithParams
     # (A2/A3), prompt_flash_attention_tiling_v2.cpp CheckPrefix (Ascend910_95)
     "tiling.pfa_prefix_padding": TILING,
@@ -183,6 +194,10 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
+    # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
+    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
+    "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,
     # separate key/value antiquant that passes IFATiling::ProcessAntiQuant runs per token (modes 1),
@@ -307,8 +322,6 @@ ON_ARCH35 = {
     "list_batch_two": TILING,
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
-    "lse_antiquant_prefill": SUCCESS,
-    "lse_antiquant_prefill_mask": SUCCESS,
     # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks), with the
     # query's lengths too; with queryPaddingSize delegate.NOT_IMPLEMENTED (antiquant_mask)
     "arch35.ok.antiquant_mask_causal": SUCCESS,

@@ -202,15 +202,3 @@ def test_prefill_with_mask_and_query_padding_stays_refused_arch35(chip, lse):
         )  # fmt: skip
     assert failure.value.status == NOT_IMPLEMENTED
     assert ("softmaxLse" if lse else "attenMask beside an INT8/INT4") in str(failure.value)
-
-
-@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
-def test_prefill_stays_refused_a2(chip):
-    """Query S > 1 with an INT8 key on Atlas A2/A3 takes the PFA route, whose antiquant kernels'
-    lse is not read here: not_implemented.lse (561003)."""
-    k8, v8, scale, offset = _int8()
-    q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
-    with pytest.raises(ae.errors.AclnnError) as failure:
-        _fia(q, k8, v8, (2, 4, 8, 1), antiquantScaleOptional=scale, antiquantOffsetOptional=offset)
-    assert failure.value.status == NOT_IMPLEMENTED
-    assert "softmaxLse" in str(failure.value)

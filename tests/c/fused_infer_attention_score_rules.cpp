@@ -353,9 +353,8 @@ int main() {
     REPORT("tiling.list_s", Call(c, stream));
     c = Small(16); c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})}; c.hasActKv = true; c.actKv = {50, 70};
     REPORT("tiling.list_actual_kv", Call(c, stream));
-    // softmaxLse beside an INT8 key/value (antiquant): the antiquant kernels write it for S = 1 and,
-    // on Ascend910_95, S > 1 without a mask; the A2/A3 PFA route (S > 1) and an arch35 S > 1 call with
-    // a mask (FIA's tokens reach IFATilingV2) are not emulated (561003)
+    // softmaxLse beside an INT8 key/value (antiquant): the antiquant kernels write it (S = 1, and any S on
+    // Ascend910_95, mask or not); on the A2/A3 PFA route (S > 1) it comes from a second pass
     c = Small(1); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
     REPORT("ok.lse_antiquant_decode", Call(c, stream));
     c = Small(16); c.lseFlag = true; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
@@ -626,6 +625,23 @@ int main() {
         REPORT("a2.ok.kv_antiquant_paged_params", Call(c, stream));
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({8, 64}, ACL_FLOAT);
         REPORT("a2.tiling.ifa_paged_params", Call(c, stream));
+        // The PFA tiling's KV antiquant: an INT8 key/value beside an FP16 query, S 20 (D 32: no FIA-V3 head size).
+        c = Small(20); c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2});
+        REPORT("a2.ok.pfa_kv_antiquant", Call(c, stream));
+        c.opt["antiquantScale"] = c.opt["antiquantOffset"] = T({2, 2, 1, 32});
+        REPORT("a2.ok.pfa_kv_antiquant_per_channel", Call(c, stream));
+        c.opt.erase("antiquantOffset"); c.opt["antiquantScale"] = T({3}); REPORT("a2.tiling.pfa_per_tensor_scale", Call(c, stream));
+        c.opt["antiquantScale"] = T({2, 2, 32}); REPORT("a2.tiling.pfa_scale_rank", Call(c, stream));
+        c.opt.erase("antiquantScale"); REPORT("a2.tiling.pfa_scale_null", Call(c, stream));
+        c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.not_implemented.pfa_float_params", Call(c, stream));
+        c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
+        c = Small(20); c.q.dtype = c.out.dtype = ACL_BF16; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)};
+        c.opt["antiquantScale"] = T({2}, ACL_BF16); REPORT("a2.tiling.pfa_bf16_kv_scales", Call(c, stream));
+        c.opt.erase("antiquantScale"); c.version = 2; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}, ACL_BF16);
+        REPORT("a2.tiling.pfa_msd_s", Call(c, stream));
+        c.q = c.out = T({2, 8, 8, 32}, ACL_BF16); REPORT("a2.not_implemented.pfa_msd", Call(c, stream));
+        c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

@@ -475,6 +475,17 @@ def fia_prefix_per_token(soc):
     return fia_prefix_antiquant(soc, per_token=True)
 
 
+def fia_pfa_kv_antiquant(soc):
+    """Prefill (S 20, D 32) over an INT8 key/value with per-channel antiquantScale/Offset: the PFA
+    tiling's KV antiquant on Atlas A2/A3 (Ascend910_95: IFATilingV2)."""
+    q, out = T((1, 4, 20, 32)), T((1, 4, 20, 32))
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2, 2, 1, 32)), antiquantOffsetOptional=T((2, 2, 1, 32)),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token(soc, key_mode=1):
     """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
     token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
@@ -712,6 +723,7 @@ BASELINES = {
         (fia_antiquant_lse, ALL),
         (fia_antiquant_mask, ("Ascend910_95",)),
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
+        (fia_pfa_kv_antiquant, ALL),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),

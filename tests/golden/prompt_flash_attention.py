@@ -58,6 +58,16 @@ def to_fp16(x):
         return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
 
 
+def antiquant_kv(x8, scale, offset=None):
+    """An INT8 key/value as the A2/A3 PFA antiquant step leaves it in fp16 (AscendAntiQuant<int8,
+    half>): fp16(fp16(x + offset) * scale), each step to nearest even; ``scale``/``offset`` float64
+    values broadcasting against ``x8``."""
+    y = np.asarray(x8, np.float64)
+    if offset is not None:
+        y = to_fp16(y + offset)
+    return to_fp16(y * scale).astype(np.float16)
+
+
 def to_fp16_away(x):
     """Round float64 values to fp16 (11 significant bits, subnormals on the 2**-24 grid), ties away
     from zero; overflow to inf past 65520."""

@@ -135,6 +135,9 @@ FIA_KV_ANTIQUANT_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
 )
 FIA_KV_PER_TOKEN_TESTS = ("tests/test_fused_infer_attention_score_kv_per_token.py",)
+FIA_KV_ANTIQUANT_PFA = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_pfa.py"
+FIA_DELEGATE = "aclnn_emu/ops/flash_attention/fused_infer/delegate.py"
+FIA_PFA_ANTIQUANT_TESTS = ("tests/test_fused_infer_attention_score_pfa_antiquant.py",)
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -2123,7 +2126,7 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-query-s-from-axis-0",
-        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "aclnn_emu/ops/flash_attention/fused_infer/layouts.py",
         '**dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),',
         "",
         FIA_TESTS,
@@ -3664,6 +3667,74 @@ MUTATIONS = [
         "    quotient = np.where(slots < 0, -(-slots // block_size), slots // block_size)",
         "    quotient = slots // block_size",
         ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    # FusedInferAttentionScore: an INT8 key/value beside an fp16 query on the A2/A3 PFA route
+    Mutation(
+        "fia-pfa-kv-add-unrounded",
+        AQ35,
+        "        round_half_even_(y, dtype)\n    y *=",
+        "    y *=",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-mul-away",
+        AQ35,
+        "    y *= np.asarray(scale, np.float32)\n    round_half_even_(y, dtype)",
+        "    y *= np.asarray(scale, np.float32)\n    from aclnn_emu.kernels.rounding import round_half_away_\n\n"
+        "    round_half_away_(y, dtype)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-value-reads-key-row",
+        FIA_DELEGATE,
+        "kv_antiquant_pfa.Dequantised(a, value, 1)",
+        "kv_antiquant_pfa.Dequantised(a, value, 0)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-channel-heads-swapped",
+        FIA_KV_ANTIQUANT_PFA,
+        "row = x.reshape(2, -1)[self.row]",
+        "row = x.reshape(2, -1)[self.row].reshape(-1, _channel_shape(self.a)[-1])[::-1].reshape(-1)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-params-unchecked",
+        FIA_KV_ANTIQUANT_PFA,
+        "    if kv_antiquant(a):\n        _check_params(a)",
+        "    if False:\n        _check_params(a)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-bf16-without-scales",
+        FIA_KV_ANTIQUANT_PFA,
+        "if a.query.dtype == DataType.ACL_BF16 and not _has_kv_scales(a):",
+        "if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-msd-kept-over-16",
+        FIA_KV_ANTIQUANT_PFA,
+        "    return not (combined and query_s(a) > MSD_MAX_S)",
+        "    return True",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-lse-raw-int8",
+        FIA_DELEGATE,
+        "        a = kv_antiquant_pfa.DequantisedCall(a)",
+        "        pass",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-msd-padding-unchecked",
+        FIA_KV_ANTIQUANT_PFA,
+        "    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:",
+        "    if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
     Mutation(
         "spkc-nhsd-head-stride",

@@ -14,7 +14,7 @@ import numpy as np
 
 from aclnn_emu import status
 from aclnn_emu.opdef.gaps import KINDS, Gaps
-from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+from aclnn_emu.opdef.generated import attr_uint32
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.opdef.signature import Launch, OpError
@@ -22,25 +22,39 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
-from . import kv_antiquant, kv_antiquant_arch35, kv_list, launch, padding, paged_prompt, paged_prompt_arch32
+from . import (
+    kv_antiquant,
+    kv_antiquant_arch35,
+    kv_antiquant_pfa,
+    kv_list,
+    launch,
+    padding,
+    paged_prompt,
+    paged_prompt_arch32,
+)
 from . import mla_full_quant_arch35 as mla_full_quant
 from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes
-from .route import Route
+from .layouts import key_rows, query_axes, query_s
+from .route import Route, qkv_d
 
 NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route, or on the IFA route with a "
-        "query layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
+        "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
+        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
-        "kv_antiquant": "separate key/value antiquant parameters on the PFA route; on Ascend910_95's IFA route, "
+        "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
+        "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
+        "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
+        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
+        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -80,12 +94,15 @@ def _refuse_unsupported(
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
-    if a.lse_wanted and _antiquant_kv(a) and (prompt or not _lse_rows_known(a, arch35)):
+    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
+    if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
-    if separate and (prompt or not (_separate_tensors(a) if arch35 else _emulated_pairs(a))):
+    if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
+        NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
@@ -122,20 +139,12 @@ INFERRED = Gaps(
 )
 
 
-# GetQueryS (fused_infer_attention_score_tiling.cpp): the query axis read as S; every other layout
-# (the packed ones, and BSH_BNSD / BSND_BNSD, which its lists miss) reads axis 0.
-_QUERY_S_AXIS = {
-    **dict.fromkeys(("NSD", "BSH", "BSH_NBSD", "BSND_NBSD", "BSND", "NTD_TND"), 1),
-    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),
-}
-
-
 def _pfa_context(a) -> None:
     """The first checks of TilingProcess4PFA on Atlas A2/A3 (fused_infer_attention_score_tiling.cpp):
     CheckDequantParams (antiquantMode 0; dequantScaleQuery only with S <= 16 and a queryRope),
     ConvertAttrsPFA, which takes no query dequantisation at all, then CheckParamsPFA."""
     query_quant = a.dequantScaleQueryOptional is not None
-    s = shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+    s = query_s(a)
     if a.antiquantMode != 0:
         raise tiling("pfa.antiquant_mode", f"antiquantMode {a.antiquantMode} is not supported on the PFA route")
     if query_quant and s > 16:
@@ -145,6 +154,10 @@ def _pfa_context(a) -> None:
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
     padding.check_arch32(a)
+    dims = qkv_d(a)  # the FIA tiling read them before routing (GetQueryD)
+    if dims is not None:
+        kv_antiquant_pfa.check_d(a, dims[0])
+    kv_antiquant_pfa.check_io(a)  # RunBigKernelTilingWithParams: CheckIOType
 
 
 def _ifa_query_quant(a) -> None:
@@ -261,6 +274,10 @@ def _separate_antiquant(a) -> bool:
         a.valueAntiquantOffsetOptional,
     )  # fmt: skip
     return any(x is not None for x in separate) or bool(a.keyAntiquantMode or a.valueAntiquantMode)
+
+
+def _ifa_separate_runs(a, arch35: bool) -> bool:
+    return _separate_tensors(a) if arch35 else _emulated_pairs(a)
 
 
 def _separate_tensors(a) -> bool:
@@ -517,6 +534,8 @@ def prompt(a, env):
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
+    if not on_arch35(env) and kv_antiquant_pfa.applies(a):
+        key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
     extra = {}
     if facts is not None:
         key, value = (
@@ -556,6 +575,11 @@ def prompt(a, env):
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if not on_arch35(env):
+        kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
+        if kv_antiquant_pfa.msd(a):  # S <= 16 here
+            kv_antiquant_pfa.check_msd(a, kv_s is not None)
+            NOT_IMPLEMENTED.refuse("kv_antiquant")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
@@ -570,6 +594,8 @@ def prompt(a, env):
         return out if out.run is None else query_quant.launch(a, out.workspace_size)
     if full_quant:  # its kernels write softmaxLse themselves
         return _with_lse(a, env, out, sink, second_pass=False)
+    if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
+        a = kv_antiquant_pfa.DequantisedCall(a)
     return _with_lse(a, env, out, sink, args.left_padding)
 
 

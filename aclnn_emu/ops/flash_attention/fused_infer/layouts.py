@@ -48,6 +48,19 @@ def query_axes(shape, layout: str, heads: int) -> Axes:
     raise ValueError(layout)
 
 
+# GetQueryS (fused_infer_attention_score_tiling.cpp): the query axis read as S; every other layout
+# (the packed ones, and BSH_BNSD / BSND_BNSD, which its lists miss) reads axis 0.
+_QUERY_S_AXIS = {
+    **dict.fromkeys(("NSD", "BSH", "BSH_NBSD", "BSND_NBSD", "BSND", "NTD_TND"), 1),
+    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD"), 2),
+}
+
+
+def query_s(a) -> int:
+    """The query's S as the A2/A3 FIA tiling reads it (GetQueryS): 0 past the query's rank."""
+    return shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+
+
 def seq_len(shape, layout: str) -> int:
     """The S (T for the packed layouts) axis of a tensor of ``layout`` (0 past its rank, as gert::Shape)."""
     return shape_dim(shape, {"BSH": 1, "BSND": 1, "BNSD": 2, "TND": 0, "NTD": 1, "NSD": 1}[layout])

@@ -1,0 +1,236 @@
+"""An INT8 key/value beside a FLOAT16/BF16 query on the Atlas A2/A3 PFA route (query S > 1 with no
+FIA-V3 head size): the PFA tiling's KV antiquant (op_host/prompt_flash_attention_tiling.cpp).
+
+Its rules, every failure 561002, in the source's order:
+- TilingProcess4PFA (fused_infer_attention_score_tiling.cpp): D a multiple of 32 when the query,
+  the key or the output is INT8;
+- RunBigKernelTilingWithParams, CheckIOType: no TND query beside an INT8 key; enableKvAntiquant for
+  an fp16 query, enableMsd when keyAntiquantScale or valueAntiquantScale is given, a BF16 query
+  without them refused;
+- later in RunBigKernelTilingWithParams: with enableKvAntiquant, CheckAntiquantParamsShape on the
+  combined antiquantScale/Offset (per tensor [2], per channel [2, N2, 1, D] BNSD/NSD, [2, N2, D]
+  BSND, [2, H2] BSH/SH), an empty key/value refused beside an INT8 one (the empty-tensor path);
+  with an fp16 query, an INT8 key and S > 16 the MSD flag is dropped again (the combined
+  parameters then serve, the separate ones unread); enableMsd with S > 16 refused (InferTilingMod
+  follows).
+
+The kernels (prompt_flash_attention_s1s2_bns1_x910.h Bmm1Antiquant / Bmm2Antiquant) dequantise
+each key/value tile into a workspace in the query dtype with AscendAntiQuant<int8, half>:
+(x + offset) * scale, both steps vector operations rounding to nearest even (antiquant_arch35's
+`dequantize`), key parameters at row 0 and value ones at row 1 ([2] per tensor; per channel the
+flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The MSD kernels
+(separate key/value parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.antiquant_arch35 import dequantize
+from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+
+from .failure import tiling
+from .layouts import query_axes, query_s, split
+
+MSD_MAX_S = 16  # CVDIFF_SMALL_QS_THRESHOLDS: the largest query S of the MSD kernels
+D_ALIGN_INT8 = 32
+# the per-channel parameters' shape per tiling layout (SetInputLayout: BNSD_BSND reads as BNSD)
+_CHANNEL_RANK = {"BNSD": 4, "NSD": 4, "BSND": 3, "BSH": 2, "SH": 2}
+_TILING_LAYOUT = {"BNSD_BSND": "BNSD"}
+
+
+def applies(a) -> bool:
+    """An INT8 key beside a float query (an INT32-packed INT4 one is `not_implemented.int4`)."""
+    float_query = a.query.dtype in (DataType.ACL_FLOAT16, DataType.ACL_BF16)
+    return float_query and a.key.items[0].dtype == DataType.ACL_INT8 and not a.int4
+
+
+def _layout(a) -> str:
+    layout = a.inputLayout or "BSH"
+    return _TILING_LAYOUT.get(layout, layout)
+
+
+def float_params(a) -> bool:
+    """FLOAT combined parameters, which the kernel key registers and the kernels read as fp16
+    elements of the same memory (InitKvAntiquant's `(__gm__ T*)`): not emulated."""
+    params = (a.antiquantScaleOptional, a.antiquantOffsetOptional)
+    return any(t is not None and t.dtype == DataType.ACL_FLOAT for t in params)
+
+
+def _has_kv_scales(a) -> bool:
+    """hasKeyAntiquantScale || hasValueAntiquantScale (ConvertContextToParamsPFA)."""
+    return a.keyAntiquantScaleOptional is not None or a.valueAntiquantScaleOptional is not None
+
+
+def msd(a) -> bool:
+    """enableMsd as RunBigKernelTilingWithParams leaves it: key/value scales, unless an fp16 query
+    beside an INT8 key with S > 16 takes the combined parameters' kernels instead."""
+    if not _has_kv_scales(a):
+        return False
+    combined = a.query.dtype == DataType.ACL_FLOAT16 and a.key.items[0].dtype == DataType.ACL_INT8
+    return not (combined and query_s(a) > MSD_MAX_S)
+
+
+def kv_antiquant(a) -> bool:
+    """enableKvAntiquant as RunBigKernelTilingWithParams leaves it."""
+    return applies(a) and a.query.dtype == DataType.ACL_FLOAT16 and not msd(a)
+
+
+def check_d(a, qd: int) -> None:
+    """TilingProcess4PFA's head-size rule beside INT8 (after the softmaxLse shape checks)."""
+    int8 = DataType.ACL_INT8 in (a.query.dtype, a.key.items[0].dtype, a.attentionOut.dtype)
+    if int8 and qd % D_ALIGN_INT8:
+        raise tiling("pfa.d_align_int8", "D should be 32 elements aligned when int8 is involved!!")
+
+
+def check_io(a) -> None:
+    """CheckIOType's KV antiquant rules."""
+    if not applies(a):
+        return
+    if (a.inputLayout or "BSH") == "TND" and a.value.items[0].dtype == DataType.ACL_INT8:
+        raise tiling("pfa.tnd_kv_antiquant", "When Layout is TND, not support KV Antiquant!")
+    if a.query.dtype == DataType.ACL_BF16 and not _has_kv_scales(a):
+        raise tiling(
+            "pfa.bf16_kv_scales",
+            "The key's dequant scale and the value's dequant scale should not be null, when data type of query is "
+            "bf16 and data type of key/value is int8",
+        )
+
+
+def check_after_shapes(a, key_empty: bool) -> None:
+    """The rules the tiling reaches after the shape checks PromptFlashAttentionV3 replays: the
+    empty-tensor path's INT8 rule, CheckAntiquantParamsShape, then MSD's S limit."""
+    int8 = DataType.ACL_INT8 in (a.query.dtype, a.key.items[0].dtype, a.value.items[0].dtype)
+    if key_empty and int8:
+        raise tiling("pfa.empty_int8", "when input or output is empty tensor, input datatype should not be int8.")
+    if kv_antiquant(a):
+        _check_params(a)
+    if msd(a) and query_s(a) > MSD_MAX_S:
+        s = query_s(a)
+        raise tiling("pfa.msd_s", f"S of query({s}) is larger than 16, when the key/value's dequant scale is enabled.")
+
+
+def check_msd(a, listed: bool) -> None:
+    """The MSD kernels' first rules (RunBigKernelTilingWithParams, after the tiling's split): key and
+    value modes alike, 0 or 1; no tensor list, no left padding; an INT8 key and value; a BF16, INT8
+    or (fp16 query) any output; both scales given, the offsets for both or neither. Its per-mode
+    shape rules follow, which the emulator does not replay."""
+    k_mode, v_mode = a.keyAntiquantMode, a.valueAntiquantMode
+    if k_mode != v_mode or k_mode not in (0, 1):
+        raise tiling(
+            "pfa.msd_modes",
+            f"the key's quant mode({k_mode}) or the value's quant mode({v_mode}) is not correct, the key/value's "
+            "quant mode only support per-token and per-channel when the key/value's dequant scale is enabled",
+        )
+    if listed:
+        raise tiling("pfa.msd_tensor_list", "tensorlist is not supported when the key/value's dequant scale is enabled")
+    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
+        raise tiling("pfa.msd_padding", "LeftPadding is not supported when the key/value's dequant scale is enabled")
+    key, value = a.key.items[0].dtype, a.value.items[0].dtype
+    if key != value:
+        raise tiling("pfa.msd_kv_dtypes", f"DataType of key({key.short}) not equal datatype of value({value.short})")
+    if key != DataType.ACL_INT8:
+        raise tiling("pfa.msd_kv_int8", f"DataType of key({key.short}) or datatype of value({value.short}) is not bf16")
+    out = a.attentionOut.dtype
+    if out not in (DataType.ACL_BF16, DataType.ACL_INT8) and a.query.dtype != DataType.ACL_FLOAT16:
+        raise tiling("pfa.msd_out", f"DataType of output({out.short}) is not bf16 or int8 or fp16")
+    if a.keyAntiquantScaleOptional is None or a.valueAntiquantScaleOptional is None:
+        raise tiling(
+            "pfa.msd_scales", "Shape of the key's dequant scale or the shape of the value's dequant scale is null"
+        )
+    if (a.keyAntiquantOffsetOptional is None) != (a.valueAntiquantOffsetOptional is None):
+        side = "null, when shape of the value's dequant offset is not null"
+        if a.keyAntiquantOffsetOptional is not None:
+            side = "not null, when shape of the value's dequant offset is null"
+        raise tiling("pfa.msd_offsets", f"Shape of the key's dequant offset is {side}")
+
+
+def _check_params(a) -> None:
+    """CheckAntiquantParamsShape without a block table: [2] per tensor (an offset's first axis
+    alike), else CheckPerchannelAntiquantParamsShape with the first axis 2."""
+    scale, offset = a.antiquantScaleOptional, a.antiquantOffsetOptional
+    if scale is not None and scale.ndim == 1:
+        if scale.shape[0] != 2:
+            raise tiling(
+                "pfa.per_tensor_scale",
+                f"antiquant scale dim[0] = {scale.shape[0]}, but it should be 2 under Per-Tensor mode!",
+            )
+        if offset is not None and shape_dim(offset.shape, 0) != 2:
+            raise tiling(
+                "pfa.per_tensor_offset",
+                f"antiquant offset dim[0] = {shape_dim(offset.shape, 0)}, but it should be 2 under Per-Tensor mode!",
+            )
+        return
+    if scale is None:
+        raise tiling("pfa.scale_null", "antiquant scale is nullptr")
+    want = _channel_shape(a)
+    if want is None:
+        return
+    rank, names = len(want), {4: "BNSD or NSD", 3: "BSND", 2: "BSH or SH"}[len(want)]
+    for what, t in (("scale", scale), ("offset", offset)):
+        if t is None:
+            continue
+        if t.ndim != rank:
+            raise tiling(
+                f"pfa.{what}_rank", f"antiquant {what} dim num[{t.ndim}] should be {rank} if layout is {names}!"
+            )
+        if tuple(t.shape) != want:
+            raise tiling(f"pfa.{what}_shape", f"antiquant {what} dim {list(t.shape)} is wrong!")
+
+
+def _channel_shape(a) -> tuple[int, ...] | None:
+    """[2, N2, 1, D] / [2, N2, D] / [2, H2] of the tiling layout (N2 = N / G, D the query's)."""
+    base = split(a.inputLayout or "BSH")[0]
+    axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
+    kv_heads = attr_uint32(a.numKeyValueHeads) or attr_uint32(a.numHeads)
+    rank = _CHANNEL_RANK.get(_layout(a))
+    if rank is None:
+        return None
+    return {4: (2, kv_heads, 1, axes.d), 3: (2, kv_heads, axes.d), 2: (2, kv_heads * axes.d)}[rank]
+
+
+class Dequantised:
+    """An INT8 key (``row`` 0) or value (row 1) seen as the query-dtype tensor the kernels' antiquant
+    step writes to their workspace; read when the kernel runs."""
+
+    def __init__(self, a, t, row: int):
+        self.t, self.row, self.a = t, row, a
+        self.dtype, self.format = a.query.dtype, t.format
+        self.shape, self.ndim, self.numel, self.is_empty = t.shape, t.ndim, t.numel, t.is_empty
+
+    def _param(self, t, what: str, per_channel: bool):
+        if t is None:
+            return None
+        x = np.asarray(t.read(f"antiquant {what}"), np.float16)
+        if not per_channel:
+            return x.reshape(-1)[self.row]
+        row = x.reshape(2, -1)[self.row]  # the flat N2 x D row the kernel indexes by KV head
+        layout = _layout(self.a)
+        if layout in ("BNSD", "NSD"):
+            return row.reshape(-1, 1, _channel_shape(self.a)[-1])
+        if layout == "BSND":
+            return row.reshape(-1, _channel_shape(self.a)[-1])
+        return row
+
+    def read(self, what: str = "tensor"):
+        scale_t, offset_t = self.a.antiquantScaleOptional, self.a.antiquantOffsetOptional
+        per_channel = scale_t.ndim != 1
+        scale = self._param(scale_t, "scale", per_channel)
+        offset = self._param(offset_t, "offset", per_channel)
+        return dequantize(self.t.read(what), scale, offset, np.float16)
+
+
+class DequantisedCall:
+    """The call with its INT8 key/value lists read as the kernels dequantise them, for the
+    softmaxLse pass; every other argument as it is."""
+
+    def __init__(self, a):
+        self._a = a
+        self.key, self.value = (
+            SimpleNamespace(items=[Dequantised(a, t, row) for t in lst.items])
+            for row, lst in ((0, a.key), (1, a.value))
+        )
+
+    def __getattr__(self, name):
+        return getattr(self._a, name)
