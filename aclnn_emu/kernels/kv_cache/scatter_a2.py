@@ -80,6 +80,8 @@ def scatter_nz(pairs: list[tuple[np.ndarray, np.ndarray, str]], slots: np.ndarra
             findings.append(race_finding(what, race))
     if last is not None:
         token, target = token[last], target[last]
+    order = np.argsort(target)  # the slot order both writes copy in, sorted once (distinct slots)
+    token, target = token[order], target[order]
     for cache, src2d, _ in pairs:
         NzLayout(block_size, cache.shape[1]).write(cache, src2d, target, token * src2d.strides[0])
     return findings
