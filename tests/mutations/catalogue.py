@@ -1654,6 +1654,20 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),
     Mutation(
+        "fia-prefix-routes-legacy-gqa-to-fia-v3",
+        FIA_CHECKS,
+        "a.kvPaddingSizeOptional, a.keySharedPrefixOptional,\n        a.valueSharedPrefixOptional, a.actualSharedPrefixLenOptional, ",
+        "a.kvPaddingSizeOptional,\n        ",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-passed-to-split-fuse",
+        FIA_CHECKS,
+        "return FiaV3(_without_prefix(a, env), env).run()",
+        "return FiaV3(a, env).run()",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
         "fia-prefix-ifa-paged-unchecked",
         FIA_SHARED_PREFIX,
         'raise tiling("prefix.paged", "shared prefix with page attention is not supported")',

@@ -11,6 +11,7 @@ fused_infer_attention_score_tiling_check_*.cpp (the FIA-V3 route's TilingCheck).
 failure of the generated entry point is 561002.
 """
 
+import copy
 from types import SimpleNamespace
 
 from aclnn_emu import status
@@ -24,7 +25,7 @@ from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
-from . import checks_arch35, delegate, launch, opdef_table
+from . import checks_arch35, delegate, launch, opdef_table, shared_prefix
 from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
@@ -224,10 +225,24 @@ def _tiling_a2(a, env):
     base = split(a.inputLayout)[0]
     if is_using_fai(a, base):
         INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
-        return FiaV3(a, env).run()
+        return FiaV3(_without_prefix(a, env), env).run()
     if is_using_ifa(a, base):
         return delegate.incre(a, env)
     return delegate.prompt(a, env)
+
+
+def _without_prefix(a, env):
+    """The split-fuse route never reads a shared prefix: CheckFAIAvailability checks none of its
+    inputs and FAInferContext (ConvertContextToParamsFAI) has no field for it, so the call runs as
+    one without the prefix (a copy: the caller's arguments stay as given)."""
+    names = ("keySharedPrefixOptional", "valueSharedPrefixOptional", "actualSharedPrefixLenOptional")
+    if all(getattr(a, name) is None for name in names):
+        return a
+    shared_prefix.ignored(env, "the split-fuse kernels (IsUsingFAI) never receive it")
+    view = copy.copy(a)
+    for name in names:
+        setattr(view, name, None)
+    return view
 
 
 def _not_legacy_gqa(a) -> bool:
