@@ -49,6 +49,9 @@ ON_A2 = {
     # CheckFAIAvailability checks no prefix input and ConvertContextToParamsFAI hands FAInferTiling none:
     # an unfit prefix (batch 2, two lengths) or a paged cache beside it fails nothing
     **{name: SUCCESS for name in SPLIT_FUSE},
+    # IsUsingFAI reads no key dtype; CheckFAIQKV (fused_infer_attention_score_tiling.cpp) then refuses
+    # an INT8 key beside a FLOAT16 query
+    "a2.tnd.split_fuse_int8_key": TILING,
 }
 ON_ARCH35 = {
     **{f"list_{at}": TILING for at in DECODE},  # CheckPrefix: no tensor list

@@ -2,7 +2,8 @@
 // actualSharedPrefixLen) on the IFA (query S 1) and PFA routes through the C ABI, D 32 (no FIA-V3
 // head size): dense, tensor-list and paged keys, one rule per case; then TND D 128 calls of the A2/A3
 // split-fuse route ("tnd." cases). Prints "<case> <status>"; the
-// pytest asserts every code, per chip (ACLNN_EMU_SOC). "arch35." cases run on Ascend910_95 only.
+// pytest asserts every code, per chip (ACLNN_EMU_SOC). "arch35." cases run on Ascend910_95 only, "a2."
+// ones on Atlas A2/A3 only.
 #include <map>
 #include <string>
 
@@ -151,6 +152,12 @@ int main() {
     c.keyPrefix = c.valuePrefix = T({1, 2, 16, 128}); REPORT("tnd.split_fuse_gqa", Call(c, stream));
     c.k = c.v = {T({8, 128, 256})}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
     c.blockSize = 128; REPORT("tnd.split_fuse_gqa_paged", Call(c, stream));
+    if (OnA2()) {
+        // IsUsingFAI reads no key dtype: an INT8 key/value (and prefix) beside the FLOAT16 query takes the
+        // split-fuse route, whose CheckFAIQKV wants one dtype.
+        c = SplitFuse(); c.k = c.v = {T({16, 4, 128}, ACL_INT8)}; c.keyPrefix = c.valuePrefix = T({1, 4, 16, 128}, ACL_INT8);
+        REPORT("a2.tnd.split_fuse_int8_key", Call(c, stream));
+    }
     if (!OnA2()) {
         c = Dense(); c.q = T({16, 4, 32}); c.k = c.v = {T({40, 2, 32})}; c.layout = "TND";
         c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.prefixLen = {}; c.actQ = {8, 16}; c.actKv = {20, 40};

@@ -1668,6 +1668,13 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),
     Mutation(
+        "fia-split-fuse-key-dtype-unchecked",
+        FIA_CHECKS,
+        "    if q != k or q != v:\n",
+        "    if False:\n",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
         "fia-prefix-ifa-paged-unchecked",
         FIA_SHARED_PREFIX,
         'raise tiling("prefix.paged", "shared prefix with page attention is not supported")',

@@ -224,11 +224,27 @@ def _tiling_a2(a, env):
         return FiaV3(a, env).run()
     base = split(a.inputLayout)[0]
     if is_using_fai(a, base):
+        _split_fuse_qkv(a)
         INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
         return FiaV3(_without_prefix(a, env), env).run()
     if is_using_ifa(a, base):
         return delegate.incre(a, env)
     return delegate.prompt(a, env)
+
+
+def _split_fuse_qkv(a) -> None:
+    """CheckFAIQKV (fused_infer_attention_score_tiling.cpp), the first rules of CheckFAIAvailability:
+    query, key and value of one dtype, FLOAT16 or BF16 (IsUsingFAI reads no key dtype, so an INT8 or
+    INT4 key beside a FLOAT16 query reaches them), and no key/value list of more than one tensor."""
+    q, k, v = a.query.dtype, first(a.key).dtype, first(a.value).dtype
+    if q != k or q != v:
+        raise tiling(
+            "split_fuse.dtype", f"Input dtype of Q, K, and V must be consistent ({q.short}, {k.short}, {v.short})"
+        )
+    if q not in (F16, BF16):
+        raise tiling("split_fuse.dtype", f"Input dtype of Q, K, and V must be FP16 or BF16, not {q.short}")
+    if len(a.key.items) > 1 or len(a.value.items) > 1:
+        raise tiling("split_fuse.list", "Split fuse scenario does not support a key/value tensor list")
 
 
 def _without_prefix(a, env):
