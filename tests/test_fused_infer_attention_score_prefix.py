@@ -144,3 +144,35 @@ def test_int4_prefix_on_the_a2_ifa_route(chip, listed):
     )
     message = precision.failure(out[:, :, 0].astype(np.float64), want, "float16", floor=magnitude)
     assert message is None, message
+
+
+def _split_fuse_call(kv_heads: int, precise: int) -> dict:
+    """A TND fp16 call, D 128, that IsUsingFAI takes (fused_infer_attention_score_tiling.cpp): MHA with
+    innerPrecise 1 and no mask, or GQA with innerPrecise 0; batches of 40 and 24 rows."""
+    n, d = 4, 128
+    q = RNG.standard_normal((64, n, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((64, kv_heads, d)).astype(np.float16) for _ in range(2))
+    return dict(query=q, key=[k], value=[v], out_shape=q.shape, numHeads=n, numKeyValueHeads=kv_heads,
+                innerPrecise=precise, scaleValue=d**-0.5, inputLayout="TND", actualSeqLengthsOptional=(40, 64),
+                actualSeqLengthsKvOptional=(40, 64))  # fmt: skip
+
+
+@A2_A3
+@pytest.mark.parametrize("kv_heads, precise", [(4, 1), (2, 0)], ids=["mha", "gqa"])
+@pytest.mark.parametrize("fits", [True, False], ids=["prefix_fits", "prefix_unfit"])
+def test_split_fuse_route_ignores_the_prefix(chip, kv_heads, precise, fits, capfd):
+    """CheckSpecConditions keeps these calls off RouteToFia whatever the prefix; IsUsingFAI takes them,
+    CheckFAIAvailability reads no prefix input and FAInferContext (ConvertContextToParamsFAI) has no
+    field for one: the output is that of the call without it, bit for bit, with a warning. An unfit
+    prefix (batch 2, two lengths) fails nothing, where the FIA-V3 route's GetSystemPrefix and
+    CheckSystemPrefixShape would refuse it."""
+    common = _split_fuse_call(kv_heads, precise)
+    batch, lengths = (1, (9,)) if fits else (2, (9, 9))
+    kp, vp = (RNG.standard_normal((batch, kv_heads, 16, 128)).astype(np.float16) for _ in range(2))
+    capfd.readouterr()
+    out, _ = run_fia(version=2, keySharedPrefixOptional=kp, valueSharedPrefixOptional=vp,
+                     actualSharedPrefixLenOptional=lengths, **common)  # fmt: skip
+    assert "the shared prefix is ignored" in capfd.readouterr().err
+    plain, _ = run_fia(version=2, **common)
+    assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
+    assert np.abs(plain.astype(np.float32)).max() > 0

@@ -11,6 +11,11 @@ PromptFlashAttentionTilingV2 (DoOpTiling: the prefix pair; CheckPrefix: TND, ten
 padding, GetAndCheckPrefixShape, CheckKeyValuePrefixConsistency, CheckActSharedPrefix; a tensor list
 fails CheckPrefix, a block table CheckPACrossover) and INT8 ones to IFATilingV2, which
 ConvertContextToParamsIFA hands no prefix: those run without it. Every tiling failure is 561002.
+
+The "tnd." cases are TND FLOAT16 calls with D 128 that Atlas A2/A3's CheckSpecConditions
+(arch32/fused_infer_attention_score_tiling_v3.cpp) keeps off RouteToFia whatever the prefix, and
+IsUsingFAI (fused_infer_attention_score_tiling.cpp) sends to the split-fuse tiling: MHA with
+innerPrecise 1, GQA with innerPrecise 0, dense or over a 3-D paged cache of blockSize 128.
 """
 
 import pytest
@@ -21,33 +26,43 @@ SUCCESS, TILING, NOT_IMPLEMENTED = 0, 561002, 561003
 
 RULES = ("paged", "key_only", "value_only", "length_range", "length_negative", "length_count", "batch_two", "heads",
          "empty", "rank", "shapes", "kv_padding")  # fmt: skip
+# query S 1 and 16, D 32 and 128 (a FIA-V3 head size: CheckGqaFeatureSupport keeps a prefix off RouteToFia,
+# so the same IFA and PFA tilings decide)
+DECODE, PREFILL = ("decode", "decode_d128"), ("prefill", "prefill_d128")
+AT = DECODE + PREFILL
+SPLIT_FUSE = ("tnd.split_fuse_mha", "tnd.split_fuse_prefix_unfit", "tnd.split_fuse_gqa", "tnd.split_fuse_gqa_paged")
 COMMON = {
-    "ok.dense_decode": SUCCESS,
-    "ok.dense_prefill": SUCCESS,
-    **{f"{rule}_{at}": TILING for rule in RULES for at in ("decode", "prefill")},
-    "list_prefill": TILING,  # RunBigKernelTilingWithParams (A2/A3), CheckPrefix (Ascend910_95)
+    **{f"ok.dense_{at}": SUCCESS for at in AT},
+    **{f"{rule}_{at}": TILING for rule in RULES for at in AT},
+    **{f"list_{at}": TILING for at in PREFILL},  # RunBigKernelTilingWithParams (A2/A3), CheckPrefix (Ascend910_95)
     "int8.dense": SUCCESS,
     "int8.list": SUCCESS,
 }
 ON_A2 = {
     # IFATiling::ProcessSharedPrefix takes a tensor list; the split kernel attends each batch to the prefix first
-    "list_decode": SUCCESS,
+    **{f"list_{at}": SUCCESS for at in DECODE},
     # SharedPrefixCheckShapes reads S of an empty prefix as 0 (sMaxPrefix_), which nothing refuses
-    "empty_decode": SUCCESS,
+    **{f"empty_{at}": SUCCESS for at in DECODE},
     # SharedPrefixCheckBasic: no page attention; a missing prefix tensor
     "int8.paged": TILING,
     "int8.value_only": TILING,
+    # CheckFAIAvailability checks no prefix input and ConvertContextToParamsFAI hands FAInferTiling none:
+    # an unfit prefix (batch 2, two lengths) or a paged cache beside it fails nothing
+    **{name: SUCCESS for name in SPLIT_FUSE},
+    # IsUsingFAI reads no key dtype; CheckFAIQKV (fused_infer_attention_score_tiling.cpp) then refuses
+    # an INT8 key beside a FLOAT16 query
+    "a2.tnd.split_fuse_int8_key": TILING,
 }
 ON_ARCH35 = {
-    "list_decode": TILING,  # CheckPrefix: no tensor list
+    **{f"list_{at}": TILING for at in DECODE},  # CheckPrefix: no tensor list
     # GetAndCheckPrefixShape reads N and D off the key: the tiling passes the prefix, its kernels' reads
     # are not established (delegate.NOT_IMPLEMENTED shared_prefix)
-    "heads_decode": NOT_IMPLEMENTED,
-    "heads_prefill": NOT_IMPLEMENTED,
+    **{f"heads_{at}": NOT_IMPLEMENTED for at in AT},
     # ConvertContextToParamsIFA passes IFATilingV2 no prefix: no rule sees it
     "int8.paged": SUCCESS,
     "int8.value_only": SUCCESS,
     "arch35.tnd": TILING,  # CheckPrefix: "when TND is used, system prefix is not supported!"
+    **{name: TILING for name in SPLIT_FUSE},  # the same CheckPrefix rule (a block table: CheckPACrossover too)
 }
 
 

@@ -1,7 +1,9 @@
 // aclnnFusedInferAttentionScoreV2's shared prefix (keySharedPrefix, valueSharedPrefix,
 // actualSharedPrefixLen) on the IFA (query S 1) and PFA routes through the C ABI, D 32 (no FIA-V3
-// head size): dense, tensor-list and paged keys, one rule per case. Prints "<case> <status>"; the
-// pytest asserts every code, per chip (ACLNN_EMU_SOC). "arch35." cases run on Ascend910_95 only.
+// head size): dense, tensor-list and paged keys, one rule per case; then TND D 128 calls of the A2/A3
+// split-fuse route ("tnd." cases). Prints "<case> <status>"; the
+// pytest asserts every code, per chip (ACLNN_EMU_SOC). "arch35." cases run on Ascend910_95 only, "a2."
+// ones on Atlas A2/A3 only.
 #include <map>
 #include <string>
 
@@ -26,7 +28,7 @@ struct Case {
     std::vector<int64_t> prefixLen = {12};  // empty: NULL
     std::map<std::string, Spec> opt;  // antiquantScale, blockTable, kvPaddingSize
     std::vector<int64_t> actQ, actKv;  // empty: NULL
-    int64_t blockSize = 0;
+    int64_t blockSize = 0, kvHeads = 2, innerPrecise = 1;
     const char *layout = "BNSD";
 };
 
@@ -56,8 +58,8 @@ static int Call(const Case &c, aclrtStream stream) {
     int ret = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
         q, k, v, nullptr, nullptr, actQ, actKv, nullptr, nullptr, nullptr, nullptr, nullptr,
         optional("antiquantScale"), nullptr, optional("blockTable"), nullptr, optional("kvPaddingSize"), nullptr,
-        nullptr, nullptr, nullptr, kp, vp, prefixLen, 4, 0.176, 2147483647, 2147483647, const_cast<char *>(c.layout), 2,
-        0, 1, c.blockSize, 0, false, 0, 0, out, lse, &ws, &ex);
+        nullptr, nullptr, nullptr, kp, vp, prefixLen, 4, 0.176, 2147483647, 2147483647, const_cast<char *>(c.layout),
+        c.kvHeads, 0, c.innerPrecise, c.blockSize, 0, false, 0, 0, out, lse, &ws, &ex);
     ret = RunPhase2(stream, ret, ws, ex, aclnnFusedInferAttentionScoreV2);
     for (aclIntArray *a : {actQ, actKv, prefixLen})
         if (a) aclDestroyIntArray(a);
@@ -67,23 +69,26 @@ static int Call(const Case &c, aclrtStream stream) {
 }
 
 // Decode (S 1: the IFA route on Atlas A2/A3, the PFA route on Ascend910_95), or prefill (S 16: PFA).
-static Case Dense(int64_t s = 1) {
+// D 128 is a FIA-V3 head size, which the prefix keeps off RouteToFia (CheckGqaFeatureSupport).
+static Case Dense(int64_t s = 1, int64_t d = 32) {
     Case c;
-    c.q = T({2, 4, s, 32});
+    c.q = T({2, 4, s, d});
+    c.k = c.v = {T({2, 2, 40, d})};
+    c.keyPrefix = c.valuePrefix = T({1, 2, 16, d});
     return c;
 }
 
 // One [1, N2, S_b, D] tensor per batch.
-static Case Listed(int64_t s = 1) {
-    Case c = Dense(s);
-    c.k = c.v = {T({1, 2, 40, 32}), T({1, 2, 70, 32})};
+static Case Listed(int64_t s = 1, int64_t d = 32) {
+    Case c = Dense(s, d);
+    c.k = c.v = {T({1, 2, 40, d}), T({1, 2, 70, d})};
     return c;
 }
 
 // A paged cache (blocks, N2, blockSize, D) of 8 blocks of 128.
-static Case Paged(int64_t s = 1) {
-    Case c = Dense(s);
-    c.k = c.v = {T({8, 2, 128, 32})};
+static Case Paged(int64_t s = 1, int64_t d = 32) {
+    Case c = Dense(s, d);
+    c.k = c.v = {T({8, 2, 128, d})};
     c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
     c.blockSize = 128;
     c.actKv = {300, 90};
@@ -99,32 +104,60 @@ static Case Int8(Case c) {
     return c;
 }
 
+// TND FLOAT16, D 128, batches of 8 and 16 rows: MHA with innerPrecise 1 and no mask, which Atlas A2/A3's
+// CheckSpecConditions keeps off RouteToFia and IsUsingFAI sends to the split-fuse tiling.
+static Case SplitFuse() {
+    Case c;
+    c.layout = "TND";
+    c.q = T({16, 4, 128});
+    c.k = c.v = {T({16, 4, 128})};
+    c.kvHeads = 4;
+    c.keyPrefix = c.valuePrefix = T({1, 4, 16, 128});
+    c.actQ = c.actKv = {8, 16};
+    return c;
+}
+
 int main() {
     aclrtStream stream;
     CHECK_OK(SetUp(&stream));
     Case c;
+    for (int64_t d : {32, 128})
     for (int64_t s : {1, 16}) {
-        std::string at = s == 1 ? "_decode" : "_prefill";
+        std::string at = std::string(s == 1 ? "_decode" : "_prefill") + (d == 128 ? "_d128" : "");
         auto report = [&](const std::string &name, const Case &x) { REPORT((name + at).c_str(), Call(x, stream)); };
-        report("ok.dense", Dense(s));
-        report("list", Listed(s));
-        report("paged", Paged(s));
-        c = Dense(s); c.hasValuePrefix = false; report("key_only", c);
-        c = Dense(s); c.hasKeyPrefix = false; report("value_only", c);
-        c = Dense(s); c.prefixLen = {17}; report("length_range", c);
-        c = Dense(s); c.prefixLen = {-1}; report("length_negative", c);
-        c = Dense(s); c.prefixLen = {12, 12}; report("length_count", c);
-        c = Dense(s); c.keyPrefix = c.valuePrefix = T({2, 2, 16, 32}); report("batch_two", c);
-        c = Dense(s); c.keyPrefix = c.valuePrefix = T({1, 1, 16, 32}); report("heads", c);
-        c = Dense(s); c.keyPrefix = c.valuePrefix = T({1, 2, 0, 32}); c.prefixLen = {}; report("empty", c);
-        c = Dense(s); c.keyPrefix = c.valuePrefix = T({1, 16, 64}); report("rank", c);
-        c = Dense(s); c.valuePrefix = T({1, 2, 12, 32}); report("shapes", c);
-        c = Dense(s); c.actKv = {40, 30}; c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {0}); report("kv_padding", c);
+        report("ok.dense", Dense(s, d));
+        report("list", Listed(s, d));
+        report("paged", Paged(s, d));
+        c = Dense(s, d); c.hasValuePrefix = false; report("key_only", c);
+        c = Dense(s, d); c.hasKeyPrefix = false; report("value_only", c);
+        c = Dense(s, d); c.prefixLen = {17}; report("length_range", c);
+        c = Dense(s, d); c.prefixLen = {-1}; report("length_negative", c);
+        c = Dense(s, d); c.prefixLen = {12, 12}; report("length_count", c);
+        c = Dense(s, d); c.keyPrefix = c.valuePrefix = T({2, 2, 16, d}); report("batch_two", c);
+        c = Dense(s, d); c.keyPrefix = c.valuePrefix = T({1, 1, 16, d}); report("heads", c);
+        c = Dense(s, d); c.keyPrefix = c.valuePrefix = T({1, 2, 0, d}); c.prefixLen = {}; report("empty", c);
+        c = Dense(s, d); c.keyPrefix = c.valuePrefix = T({1, 16, 2 * d}); report("rank", c);
+        c = Dense(s, d); c.valuePrefix = T({1, 2, 12, d}); report("shapes", c);
+        c = Dense(s, d); c.actKv = {40, 30}; c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {0}); report("kv_padding", c);
     }
     REPORT("int8.dense", Call(Int8(Dense()), stream));
     REPORT("int8.list", Call(Int8(Listed()), stream));
     REPORT("int8.paged", Call(Int8(Paged()), stream));
     c = Int8(Dense()); c.hasKeyPrefix = false; REPORT("int8.value_only", Call(c, stream));
+    // A TND prefix on the split-fuse route: its shape, its length count and a paged cache beside it.
+    REPORT("tnd.split_fuse_mha", Call(SplitFuse(), stream));
+    c = SplitFuse(); c.keyPrefix = c.valuePrefix = T({2, 4, 16, 128}); c.prefixLen = {12, 12};
+    REPORT("tnd.split_fuse_prefix_unfit", Call(c, stream));
+    c = SplitFuse(); c.k = c.v = {T({16, 2, 128})}; c.kvHeads = 2; c.innerPrecise = 0;
+    c.keyPrefix = c.valuePrefix = T({1, 2, 16, 128}); REPORT("tnd.split_fuse_gqa", Call(c, stream));
+    c.k = c.v = {T({8, 128, 256})}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+    c.blockSize = 128; REPORT("tnd.split_fuse_gqa_paged", Call(c, stream));
+    if (OnA2()) {
+        // IsUsingFAI reads no key dtype: an INT8 key/value (and prefix) beside the FLOAT16 query takes the
+        // split-fuse route, whose CheckFAIQKV wants one dtype.
+        c = SplitFuse(); c.k = c.v = {T({16, 4, 128}, ACL_INT8)}; c.keyPrefix = c.valuePrefix = T({1, 4, 16, 128}, ACL_INT8);
+        REPORT("a2.tnd.split_fuse_int8_key", Call(c, stream));
+    }
     if (!OnA2()) {
         c = Dense(); c.q = T({16, 4, 32}); c.k = c.v = {T({40, 2, 32})}; c.layout = "TND";
         c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.prefixLen = {}; c.actQ = {8, 16}; c.actKv = {20, 40};

@@ -1783,6 +1783,27 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),
     Mutation(
+        "fia-prefix-routes-legacy-gqa-to-fia-v3",
+        FIA_CHECKS,
+        "a.kvPaddingSizeOptional, a.keySharedPrefixOptional,\n        a.valueSharedPrefixOptional, a.actualSharedPrefixLenOptional, ",
+        "a.kvPaddingSizeOptional,\n        ",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-passed-to-split-fuse",
+        "aclnn_emu/ops/flash_attention/fused_infer/split_fuse.py",
+        "    a = _without_prefix(a, env)\n",
+        "",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-split-fuse-key-dtype-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/split_fuse.py",
+        "    if len(dtypes) != 1:\n",
+        "    if False:\n",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
         "fia-prefix-ifa-paged-unchecked",
         FIA_SHARED_PREFIX,
         'raise tiling("prefix.paged", "shared prefix with page attention is not supported")',

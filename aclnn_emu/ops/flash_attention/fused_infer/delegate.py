@@ -239,7 +239,7 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
             query_quant.refuse_per_tensor(a)
         shared_prefix.check_pfa_arch35(a, rope_prompt.present(a))
     elif shared_prefix.present(a):
-        shared_prefix.ignored(env)
+        shared_prefix.ignored(env, "on Ascend910_95 the IFA (antiquant) kernels never receive it")
     scaled = prompt and (query_quant.per_block(a) or query_quant.mla_full_quant(a))
     if on_arch35(env) and a.dequantScaleQueryOptional is not None and not scaled:
         env.warn(

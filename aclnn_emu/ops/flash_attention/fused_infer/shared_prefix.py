@@ -45,11 +45,8 @@ def rows(a) -> int:
     return seq_len(a.keySharedPrefixOptional.shape, split(a.inputLayout)[0])
 
 
-def ignored(env) -> None:
-    env.warn(
-        "the shared prefix is ignored: on Ascend910_95 the IFA (antiquant) kernels never receive it "
-        "(CANN 8.5), so the output is that without a prefix"
-    )
+def ignored(env, why: str) -> None:
+    env.warn(f"the shared prefix is ignored: {why} (CANN 8.5), so the output is that without a prefix")
 
 
 def _key_h_n_d(a) -> tuple[int, int, int]:

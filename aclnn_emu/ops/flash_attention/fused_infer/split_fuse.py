@@ -15,12 +15,14 @@ tensors there.
 The kernels' roundings are not established here: the call runs with the FIA-V3 kernels' maths
 (inferred.split_fuse)."""
 
+import copy
+
 import numpy as np
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.generated import attr_int32, shape_dim
 
-from . import launch
+from . import launch, shared_prefix
 from .failure import tiling
 from .route import Route, first
 
@@ -31,6 +33,7 @@ MASK_SIZE = 2048  # the compressed causal mask of sparse mode 3
 
 def run(a, env):
     """The split-fuse checks, then the launch (FIA-V3 maths over each batch's rows)."""
+    a = _without_prefix(a, env)
     route = Route(a, env)
     axes, (qd, _, vd) = route.shape_facts()
     _check_out(a, axes, vd)
@@ -69,6 +72,20 @@ def _check_out(a, axes, vd) -> None:
             f"Except outputLayout is TND and Out shape size{list(want)} does NOT match Attention Out shape "
             f"size{list(a.attentionOut.shape)}!",
         )
+
+
+def _without_prefix(a, env):
+    """The split-fuse route never reads a shared prefix: CheckFAIAvailability checks none of its
+    inputs and FAInferContext (ConvertContextToParamsFAI) has no field for it, so the call runs as
+    one without the prefix (a copy: the caller's arguments stay as given)."""
+    names = ("keySharedPrefixOptional", "valueSharedPrefixOptional", "actualSharedPrefixLenOptional")
+    if all(getattr(a, name) is None for name in names):
+        return a
+    shared_prefix.ignored(env, "the split-fuse kernels (IsUsingFAI) never receive it")
+    view = copy.copy(a)
+    for name in names:
+        setattr(view, name, None)
+    return view
 
 
 def _check_qkv(a) -> None:
