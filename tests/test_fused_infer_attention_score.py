@@ -1278,6 +1278,40 @@ def test_key_value_list_on_the_pfa_route(chip, layout, given):
     precision.assert_meets(back, want, "float16")
 
 
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93", "Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("which", ["key", "value"])
+def test_key_value_list_tensor_of_more_dimensions(chip, layout, which):
+    """CheckKvPFA's GetCumulativeKeyValueSIn{BSH,BNSD,BSND} (A2/A3) and CheckTensorList (Ascend910_95)
+    compare the dimensions the layout names, never the rank, and no other check reads a later list
+    tensor: a second tensor with a trailing axis of 2 runs, the kernels walking its data address as
+    the layout's shape with its own S (the first half of its memory)."""
+    b, n, n2, s1, d = 2, 4, 2, 16, 32
+    sizes = (40, 70)
+    q = pfa_v3.grid((b, n, s1, d), np.float16)
+    ks = [pfa_v3.grid((1, n2, s, d), np.float16) for s in sizes]
+    vs = [RNG.standard_normal((1, n2, s, d)).astype(np.float16) for s in sizes]
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    wide = np.stack([to((ks if which == "key" else vs)[1])] * 2, axis=-1)
+    wide[..., 1] = -wide[..., ::-1, 0]  # on the key grid too: its scores stay exact in float16
+    listed = {"key": [to(k) for k in ks], "value": [to(v) for v in vs]}
+    listed[which][1] = wide
+    out, _ = run_fia(
+        query=to(q), out_shape=to(q).shape, numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout=layout,
+        **listed,
+    )  # fmt: skip
+    walked = wide.reshape(-1)[: n2 * sizes[1] * d].reshape(to(vs[1]).shape)
+    assert not np.array_equal(walked, wide[..., 0])
+    bnsd = walked if layout == "BNSD" else walked.reshape(1, sizes[1], n2, d).transpose(0, 2, 1, 3)
+    (ks if which == "key" else vs)[1] = bnsd
+    k, v = (np.concatenate([np.pad(x, ((0, 0), (0, 0), (0, 70 - x.shape[2]), (0, 0))) for x in xs]) for xs in (ks, vs))
+    want = pfa_golden.attention(
+        q, k, v, scale=0.125, act_kv=list(sizes), nxt=pfa_golden.BIG, **pfa_v3.kind(chip, np.float16, 1, False)
+    )
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    precision.assert_meets(back, want, "float16")
+
+
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
 def test_arch35_tnd_rope_prefill(chip, dtype):

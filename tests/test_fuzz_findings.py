@@ -440,6 +440,18 @@ def test_fia_list_with_a_0d_tensor_is_a_tiling_failure(pool, soc):
     assert (got.kind, got.code) == ("rejected", TILING), got
 
 
+@pytest.mark.parametrize("soc", base.ALL)
+@pytest.mark.parametrize("position", ["a1", "a2"], ids=["key", "value"])
+def test_fia_list_tensor_of_five_dims_runs(pool, soc, position):
+    """CheckTensorList (arch35/fused_infer_attention_score_tiling_v2.cpp) and CheckKvPFA's
+    GetCumulativeKeyValueSInBNSD (fused_infer_attention_score_tiling.cpp) compare batch, N, S and D
+    of each list tensor, never its rank: a 5-D second tensor passes, and the kernels walk its data
+    address as [1, N, S, D] (test_key_value_list_tensor_of_more_dimensions checks the numbers)."""
+    change = {position: L([T((1, 2, 40, 32), "FLOAT16"), T((1, 2, 70, 32, 2), "FLOAT16")])}
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_list", soc, **change)
+    assert (got.kind, got.code) == ("ran", 0), got
+
+
 @pytest.mark.parametrize(
     "change", [{"a1": L([T((1, 2, 40), "FLOAT16")])}, {"a31": "PA_BLK_BSND"}], ids=["key_3d", "layout"]
 )

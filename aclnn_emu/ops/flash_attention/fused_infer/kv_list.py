@@ -24,6 +24,7 @@ from .layouts import split
 BATCH_LIMIT = 65535  # Ascend910_95's BLIMIT
 MLA_QK_D, MLA_V_D = 192, 128
 S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}
+RANK = {"BSH": 3, "BSND": 4, "BNSD": 4}
 
 
 def listed(a, arch35: bool) -> bool:
@@ -133,22 +134,26 @@ def _rope_rows(key_rope, keys, s_axis):
 def stacked(a, lengths):
     """(key, value, key lengths) as the PFA preparation takes them: the lists stacked along the
     batch, zero-padded to the longest S; the lengths actualSeqLengthsKv's or each tensor's S."""
-    axis = S_AXIS.get(split(a.inputLayout)[0], 1)
+    layout = split(a.inputLayout)[0]
+    axis, rank = S_AXIS.get(layout, 1), RANK.get(layout)
     given = a.actualSeqLengthsKvOptional
     kv_lengths = tuple(int(x) for x in given) if given is not None else tuple(lengths)
-    key, value = (_Stacked(lst.items, axis, max(lengths)) for lst in (a.key, a.value))
+    key, value = (_Stacked(lst.items, axis, max(lengths), rank) for lst in (a.key, a.value))
     return key, value, kv_lengths
 
 
 class _Stacked:
     """[1, ...] tensors as one batched tensor, each zero-padded to ``rows`` along ``axis``; read
-    when the kernel runs."""
+    when the kernel runs. The tilings compare only the dimensions the layout names (batch, S, N, D
+    or H), never the rank: the kernels take each tensor's data address and walk it as the layout's
+    [1, N, S, D] (or [1, S, H]) with that tensor's S, so a tensor of more dimensions is read as the
+    first elements of its memory in that shape."""
 
-    def __init__(self, items, axis, rows):
+    def __init__(self, items, axis, rows, rank=None):
         self.items, self.axis, self.rows = items, axis, rows
         first = items[0]
         self.dtype, self.format = first.dtype, first.format
-        shape = [len(items), *first.shape[1:]]
+        shape = [len(items), *first.shape[1:rank]]
         shape[axis] = rows
         self.shape, self.ndim = tuple(shape), len(shape)
         self.numel = int(np.prod(shape))
@@ -157,9 +162,18 @@ class _Stacked:
     def read(self, what: str = "tensor"):
         out = None
         for b, t in enumerate(self.items):
-            x = t.read(f"{what}[{b}]")
+            x = self._walked(t, f"{what}[{b}]")
             out = np.zeros(self.shape, x.dtype) if out is None else out
             index = [b] + [slice(None)] * (self.ndim - 1)
             index[self.axis] = slice(0, x.shape[self.axis])
             out[tuple(index)] = x[0]
         return out
+
+    def _walked(self, t, what):
+        """The tensor as the kernel walks it: its own shape when of the layout's rank, else the first
+        elements of its memory in the layout's shape with its own S."""
+        if len(t.shape) == self.ndim:
+            return t.read(what)
+        want = (1, *(shape_dim(t.shape, i) for i in range(1, self.ndim)))
+        flat = t.storage(what)[: int(np.prod(want))]
+        return np.pad(flat, (0, int(np.prod(want)) - flat.size)).reshape(want)
