@@ -1281,11 +1281,12 @@ def test_key_value_list_on_the_pfa_route(chip, layout, given):
 @pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93", "Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
 @pytest.mark.parametrize("which", ["key", "value"])
-def test_key_value_list_tensor_of_more_dimensions(chip, layout, which):
+def test_key_value_list_tensor_of_more_dimensions(chip, layout, which, capfd):
     """CheckKvPFA's GetCumulativeKeyValueSIn{BSH,BNSD,BSND} (A2/A3) and CheckTensorList (Ascend910_95)
     compare the dimensions the layout names, never the rank, and no other check reads a later list
     tensor: a second tensor with a trailing axis of 2 runs, the kernels walking its data address as
-    the layout's shape with its own S (the first half of its memory)."""
+    the layout's shape with its own S (the first half of its memory). A 5-D key's shape overruns
+    the kernels' four-element shape array: a portability warning (inferred.list_key_rank)."""
     b, n, n2, s1, d = 2, 4, 2, 16, 32
     sizes = (40, 70)
     q = pfa_v3.grid((b, n, s1, d), np.float16)
@@ -1310,6 +1311,7 @@ def test_key_value_list_tensor_of_more_dimensions(chip, layout, which):
     )
     back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
     precision.assert_meets(back, want, "float16")
+    assert ("inferred.list_key_rank" in capfd.readouterr().err) == (which == "key" and wide.ndim > 4)
 
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)

@@ -446,7 +446,8 @@ def test_fia_list_tensor_of_five_dims_runs(pool, soc, position):
     """CheckTensorList (arch35/fused_infer_attention_score_tiling_v2.cpp) and CheckKvPFA's
     GetCumulativeKeyValueSInBNSD (fused_infer_attention_score_tiling.cpp) compare batch, N, S and D
     of each list tensor, never its rank: a 5-D second tensor passes, and the kernels walk its data
-    address as [1, N, S, D] (test_key_value_list_tensor_of_more_dimensions checks the numbers)."""
+    address as [1, N, S, D] (test_key_value_list_tensor_of_more_dimensions checks the numbers). A 5-D
+    key overruns the kernels' four-element shape array (a portability warning, checked there)."""
     change = {position: L([T((1, 2, 40, 32), "FLOAT16"), T((1, 2, 70, 32, 2), "FLOAT16")])}
     got = outcome(pool, "FusedInferAttentionScoreV4", "fia_list", soc, **change)
     assert (got.kind, got.code) == ("ran", 0), got

@@ -135,6 +135,11 @@ INFERRED = Gaps(
         "the emulator applies each query row's causal window as for BSH/BSND",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
+        "list_key_rank": "a key tensor list holding a tensor of more than four dimensions on the PFA route: to "
+        "read its S the kernels copy its shape into a four-element stack array (dimInfo: kernel_common.h "
+        "SeqLenFromTensorList, prompt_flash_attention_s1s2_bns1_x910.h, flash_attention_score_block_vec_infer.h "
+        "GetActualSeqLenKV), past its end; what that overwrites is not established, the emulator runs as if "
+        "the array held the shape",
     },
 )
 
@@ -512,6 +517,8 @@ def prompt(a, env):
     if on_arch35(env):
         padding.check_arch35(a)
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
+    if kv_s is not None and kv_list.overruns_shape_array(a):
+        INFERRED.warn(env, "list_key_rank")
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     if mla_quant:
         mla_full_quant.check(a)

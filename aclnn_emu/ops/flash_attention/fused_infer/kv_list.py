@@ -73,6 +73,11 @@ def check(a, arch35: bool) -> list[int]:
     return lengths
 
 
+def overruns_shape_array(a) -> bool:
+    """Whether a key tensor has more dimensions than the four the kernels' shape array holds."""
+    return any(len(t.shape) > 4 for t in a.key.items)
+
+
 def _alike(a, layout, keys, values, arch35):
     """The per-layout rules: heads, H or D alike across the tensors, each key's S its value's."""
     heads = attr_uint32(a.numHeads)
