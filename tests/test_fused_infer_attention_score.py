@@ -536,12 +536,12 @@ def _check_packed(q, k, v, q_lens, act_kv, out, lse, dtype):
 
 
 @pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
-@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD", "NZ"])
 def test_a2_tnd_paged_prefill_on_the_pfa_route(chip, cache_layout):
     """Atlas A2/A3, prefix-cache prefill with packed batches off the FIA-V3 kernels (bf16 D 192, MHA:
     no CheckGqaDSupport pair): the PFA tiling's TND page-attention rules and the base-API var-len
     kernels, which fill each key tile of the dense walk from its blocks
-    (pfa_service_matmul_kv_nd.h CopyKToL1ForPA). Key lengths are each batch's own (decreasing here),
+    (pfa_service_matmul_kv_nd.h CopyKToL1ForPA, an NZ cache through its PA_NZ copy). Key lengths are each batch's own (decreasing here),
     a block id past batch 1's keys is never read; the output is the dense packed call's, byte for byte."""
     n, d, bs = 4, 192, 128
     q_lens, act_kv = [40, 24], [300, 152]
@@ -649,6 +649,32 @@ def test_split_fuse_paged_prefill(chip, dtype, d, bs):
     paged = dict(blockTableOptional=table, blockSize=bs, innerPrecise=0)
     out, lse = _packed_prefill(q, key_cache, value_cache, q_lens, act_kv, n, n2, **paged)
     _check_packed(q, k, v, q_lens, act_kv, out, lse, dtype)
+    assert not sanitizer.reports()
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+def test_split_fuse_block_table_of_rank_3_steps_by_its_dimension_1(chip):
+    """The split-fuse route takes blockTable's dimension 1 as the blocks per batch whatever its rank
+    (fused_infer_attention_score_tiling.cpp ConvertContextToParamsFAI, no rank check), and the kernels
+    step the flat table by it (flash_attention_regular.h blockBOffset): a [2, 1, 38] table gives batch
+    b the blocks flat[b : b + its count], overlapping rows; each batch meets the golden of those keys."""
+    n, n2, d, bs = 4, 2, 96, 16
+    q_lens, act_kv = [40, 24], [300, 152]
+    q = RNG.standard_normal((sum(q_lens), n, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, n2, 300, d)).astype(np.float16) for _ in range(2))
+    caches = [_paged(x, bs, "BnBsH", np.random.default_rng(31)) for x in (k, v)]
+    flat = caches[0][1].reshape(-1)
+    table = flat.reshape(2, 1, -1)
+    paged = dict(blockTableOptional=table, blockSize=bs, innerPrecise=0)
+    out, lse = _packed_prefill(q, caches[0][0], caches[1][0], q_lens, act_kv, n, n2, **paged)
+
+    def read(cache):  # each batch's keys as the kernels gather them, [2, N2, 304, D]
+        blocks = cache.reshape(cache.shape[0], bs, n2, d).transpose(0, 2, 1, 3)
+        per = -(-max(act_kv) // bs)
+        rows = [blocks[flat[b : b + per]].transpose(1, 0, 2, 3).reshape(n2, per * bs, d) for b in range(2)]
+        return np.stack(rows)
+
+    _check_packed(q, read(caches[0][0]), read(caches[1][0]), q_lens, act_kv, out, lse, np.float16)
     assert not sanitizer.reports()
 
 

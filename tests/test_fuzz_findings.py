@@ -504,3 +504,40 @@ def test_fia_paged_pfa_kv_heads_above_heads(pool):
     CheckPATypeAndShape divides by it: 561002, not an internal error."""
     got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa", "Ascend910B", a34=127)
     assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_split_fuse_block_table_of_rank_3_runs(pool, soc):
+    """The split-fuse route (IsUsingFAI) checks no blockTable rank: ConvertContextToParamsFAI
+    (fused_infer_attention_score_tiling.cpp) takes its dimension 1 as the blocks per batch and the
+    kernels step the flat table by it, so a [2, 1, 4] table runs (batch b reads entries b, b + 1, ...)."""
+    table = T((2, 1, 4), "INT32", fill=(7, 0, 5, 1, 2, 6, 3, 4))
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_split_fuse_paged", soc, a14=table)
+    assert (got.kind, got.code) == ("ran", 0), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_split_fuse_block_table_of_rank_1_is_refused(pool, soc):
+    """ConvertContextToParamsFAI reads dimension 1 of a 1-D table, which it lacks: refused (561002,
+    rule split_fuse.block_table_rank)."""
+    table = T((8,), "INT32", fill=(7, 0, 5, 1, 2, 6, 3, 4))
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_split_fuse_paged", soc, a14=table)
+    assert (got.kind, got.code) == ("rejected", TILING) and "dimension 1" in got.detail, got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_paged_pfa_tnd_nz_key_with_a_4d_value(pool, soc):
+    """A TND value of D 192 leaves RouteToFia (isNotLegacyGQA) before any key rank is read; the PFA
+    tiling (prompt_flash_attention_tiling.cpp) takes a 5-D key as NZ (processPageAttentionInputFlag,
+    CheckPAWhenBaseApi: blockSize its dimension 3), then CheckPAKeyValueParams fails the key and value
+    of different ranks (561002)."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa_tnd", soc, a1=L([T((4, 2, 2, 128, 192), "BF16")]))
+    assert (got.kind, got.code) == ("rejected", TILING) and "differ in rank" in got.detail, got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_paged_pfa_tnd_key_of_rank_6(pool, soc):
+    """processPageAttentionInputFlag: with a TND query only a 3-, 4- or 5-D key (561002)."""
+    key = L([T((4, 2, 2, 1, 128, 192), "BF16")])
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa_tnd", soc, a1=key)
+    assert (got.kind, got.code) == ("rejected", TILING) and "keyDimNum(6)" in got.detail, got

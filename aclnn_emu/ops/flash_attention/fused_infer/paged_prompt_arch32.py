@@ -1,5 +1,7 @@
 """A block table on the Atlas A2/A3 PFA route (the calls RouteToFia, IsUsingFAI and IsUsingIFA leave
-to the PFA tiling): the page-attention rules of op_host/prompt_flash_attention_tiling.cpp, every
+to the PFA tiling): for a TND query first the key cache's rank, 3, 4 or 5 (processPageAttentionInputFlag,
+at the head of RunBigKernelTilingWithParams: RouteToFia sends a TND value of D 192 here whatever
+the key's rank); then the page-attention rules of op_host/prompt_flash_attention_tiling.cpp, every
 failure 561002, in its order: the query not INT8 and no tensor list (RunBigKernelTilingWithParams;
 its shared-prefix rules, no page attention among them, are shared_prefix's, checked before),
 actualSeqLengthsKv given; then for BSH/BSND/BNSD/NSD queries its count and signs
@@ -31,6 +33,8 @@ H_LIMIT = 65535
 RANKS = {"BNSD": (3, 4), "BNSD_BSND": (3, 4), "NSD": (3, 4), "BSH": (3,), "BSND": (3,)}  # cache ranks per query layout
 GATHERED = (*RANKS, "TND")  # every legacy layout: the others leave RouteToFia for the FIA-V3 kernels
 PA_SPARSE_MODES = (0, 3, 4)  # CheckPASparseMode
+TND_CACHE_BLOCK_DIM = {3: 1, 4: 2, 5: 3}  # the blockSize dimension of a BBH / BNBD / NZ cache
+NZ_D0 = 16  # checkPAKeyValueDimsWhenNZ's lastDim: 32 / (sizeof(int64_t) / sizeof(ge::DataType)), any dtype
 
 
 def check(a, env) -> SimpleNamespace:
@@ -39,6 +43,12 @@ def check(a, env) -> SimpleNamespace:
     axes, (qd, _, vd) = route.shape_facts()
     table = a.blockTableOptional
     block = int(a.blockSize)
+    rank = a.key.items[0].ndim
+    if route.base == "TND" and rank not in TND_CACHE_BLOCK_DIM:
+        raise tiling(
+            "pfa_paged.tnd_cache_rank",
+            f"keyDimNum({rank}) invalid, When layout is TND and PA enable, only support keyDimNum in [3, 4, 5].",
+        )
     if a.query.dtype == DataType.ACL_INT8:
         raise tiling("pfa_paged.int8_query", "Query DataType can't be INT8 when PA enable")
     if len(a.key.items) > 1:
@@ -106,7 +116,7 @@ def _base_api(a, route, axes, qd, vd) -> SimpleNamespace:
         raise tiling("pfa_paged.block_table_rank", "the dim of block table must be 2 when PA enable")
     key, value = a.key.items[0], a.value.items[0]
     ks, vs = tuple(key.shape), tuple(value.shape)
-    cache_block = {3: ks[1], 4: ks[2]}[len(ks)]  # BBH / BNBD (RouteToFia takes every other rank)
+    cache_block = ks[TND_CACHE_BLOCK_DIM[len(ks)]]
     per = [paged_prompt.blocks_of(x, block) for x in act_kv]
     valid, most = sum(per), max([0, *per])
     if cache_block == 0 or max(act_kv) > most * cache_block:  # culActSeqLenParamsWhenPA
@@ -120,9 +130,12 @@ def _base_api(a, route, axes, qd, vd) -> SimpleNamespace:
     # value's last dimension is not compared)
     if len(ks) != len(vs):
         raise tiling("pfa_paged.key_value_rank", f"key {list(ks)} and value {list(vs)} differ in rank")
-    if ks[:2] != vs[:2] or len(ks) == 4 and ks[2] != vs[2]:
+    if ks[:2] != vs[:2] or len(ks) == 4 and ks[2] != vs[2] or len(ks) == 5 and ks[3:] != vs[3:]:
         raise tiling("pfa_paged.key_value", "the dim of key and value are inconsistent when PA enable")
-    _cache_dims(ks, valid, block, axes.n, axes.n * qd, _head_ratio(route))
+    if len(ks) == 5:
+        _nz_cache_dims(ks, valid, block, axes.n, qd, _head_ratio(route))
+    else:
+        _cache_dims(ks, valid, block, axes.n, axes.n * qd, _head_ratio(route))
     _table_and_blocks(table, b, most, ks[0], valid)
     return SimpleNamespace(route=route, axes=axes, qd=qd, vd=vd, block=block, s2=most * cache_block)
 
@@ -152,6 +165,17 @@ def _cache_dims(ks, valid: int, block: int, n: int, h: int, ratio: int) -> None:
         raise tiling("pfa_paged.cache_h", f"the cache's H {ks[2]} is above {H_LIMIT}")
     if len(ks) == 4 and (ks[1] * ratio != n or ks[2] != block or ks[3] != h // n):
         raise tiling("pfa_paged.cache_shape", f"key {list(ks)} should be [>={valid}, {n // ratio}, {block}, {h // n}]")
+
+
+def _nz_cache_dims(ks, valid: int, block: int, n: int, d: int, ratio: int) -> None:
+    """checkPAKeyValueDimsWhenNZ: the key cache [>= valid, N / ratio, D / 16, blockSize, 16]."""
+    if ks[4] == 0:
+        raise tiling("pfa_paged.nz_d0", "the fifth dim of key can not be 0")
+    if ks[1] * ratio != n or ks[3] != block or ks[2] * NZ_D0 != d:
+        raise tiling(
+            "pfa_paged.cache_shape",
+            f"key {list(ks)} should be [>={valid}, {n // ratio}, {d // NZ_D0}, {block}, {NZ_D0}]",
+        )
 
 
 def _table_and_blocks(table, b: int, most: int, blocks: int, valid: int) -> None:

@@ -19,20 +19,33 @@ def _as_bnbsd(cache: np.ndarray, kv_heads: int, d: int) -> np.ndarray:
 
 
 def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
-    """[Nkv, length, D] per batch; block ids outside the cache read as zeros and are reported."""
+    """[Nkv, length, D] per batch; block ids outside the cache, or entries past the table, read as
+    zeros and are reported. The kernels address blockTable as flat int32 storage whose rows are its
+    dimension 1 long (maxNumBlocksPerBatch), whatever its rank: table[b] of a 2-D table as wide as
+    the lengths need."""
     cache = _as_bnbsd(cache, kv_heads, d)
-    table = table.astype(np.int64)
+    flat = table.reshape(-1).astype(np.int64)
+    stride = table.shape[1]
     rows = []
     for b, length in enumerate(lengths):
         length = max(int(length), 0)
-        ids = table[b, : -(-length // block)]
-        bad = (ids < 0) | (ids >= cache.shape[0])
-        if bad.any():
+        count, start = -(-length // block), b * stride
+        read = flat[start : start + count]
+        if len(read) < count:
             sanitizer.report(
                 "out-of-bounds",
-                f"{what}: blockTable[{b}] holds ids {ids[bad][:8].tolist()} outside the cache of "
+                f"{what}: batch {b} reads blockTable entries {start}..{start + count - 1} past its "
+                f"{flat.size}; their tokens read as zeros here",
+            )
+        outside = (read < 0) | (read >= cache.shape[0])
+        if outside.any():
+            sanitizer.report(
+                "out-of-bounds",
+                f"{what}: blockTable[{b}] holds ids {read[outside][:8].tolist()} outside the cache of "
                 f"{cache.shape[0]} blocks; their tokens read as zeros here",
             )
+        ids = np.concatenate([read, np.full(count - len(read), -1, np.int64)])
+        bad = (ids < 0) | (ids >= cache.shape[0])
         pages = np.zeros((len(ids), kv_heads, block, d), cache.dtype)
         pages[~bad] = cache[ids[~bad]]
         rows.append(pages.transpose(1, 0, 2, 3).reshape(kv_heads, -1, d)[:, :length])

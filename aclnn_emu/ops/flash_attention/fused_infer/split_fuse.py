@@ -13,7 +13,12 @@ query or key the emulator refuses (561002, rule split_fuse.lengths): the hardwar
 tensors there.
 
 The kernels' roundings are not established here: the call runs with the FIA-V3 kernels' maths
-(inferred.split_fuse)."""
+(inferred.split_fuse).
+
+ConvertContextToParamsFAI takes blockTable's dimension 1 as the blocks per batch whatever its rank
+(no check refuses a table of other than 2 dims on this route), and the kernels step the flat table
+by it (pages.batch_rows). A table of fewer than 2 dims has no dimension 1: the emulator refuses it
+(561002, rule split_fuse.block_table_rank)."""
 
 import copy
 
@@ -41,6 +46,8 @@ def run(a, env):
     _check_mask(a)
     _check_single_para(a, route, qd)
     _check_lse(a, axes)
+    if route.paged and a.blockTableOptional.ndim < 2:
+        raise tiling("split_fuse.block_table_rank", "the split-fuse tiling reads blockTable's dimension 1")
     ends_q = _ints(a.actualSeqLengthsOptional)
     ends_kv = _ints(a.actualSeqLengthsKvOptional)
     if ends_q is None or ends_kv is None or not ends_q or len(ends_kv) < len(ends_q):
