@@ -541,3 +541,31 @@ def test_fia_paged_pfa_tnd_key_of_rank_6(pool, soc):
     key = L([T((4, 2, 2, 1, 128, 192), "BF16")])
     got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa_tnd", soc, a1=key)
     assert (got.kind, got.code) == ("rejected", TILING) and "keyDimNum(6)" in got.detail, got
+
+
+# -- seed 219, after FIA's split-fuse, paged TND and prefix paths joined --------------------------------
+@pytest.mark.parametrize("soc", base.A2_A3)
+@pytest.mark.parametrize("value", [(2, 4), (8, 192), ()], ids=["2x4", "8x192", "0d"])
+def test_fia_split_fuse_value_of_another_rank(pool, soc, value):
+    """IsUsingFAI reads the value's dimension 2 through GetDim, 0 past its rank
+    (fused_infer_attention_score_tiling.cpp): the call is no split-fuse one and the route it then
+    takes fails the value's shape (561002), where the emulator indexed past the shape."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_split_fuse_paged", soc, a2=L([T(value, "FLOAT16")]))
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+@pytest.mark.parametrize("heads", [0, 2**32, 2**62])
+def test_fia_paged_pfa_tnd_num_heads_read_as_zero(pool, soc, heads):
+    """numHeads read as int32 is 0 here: CheckPAKeyValueParams's [blocks, N / G, blockSize, D] then
+    fits no 4-D key (561002), where the emulator divided by it."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_paged_pfa_tnd", soc, a29=heads)
+    assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_prefix_beside_a_0d_value(pool, soc):
+    """A 0-d value beside a shared prefix on the A2/A3 IFA route: the prefix is put in front of no
+    tensor without an S axis, and the IFA tiling's key/value shape check fails it (561002)."""
+    got = outcome(pool, "FusedInferAttentionScoreV2", "fia_prefix_antiquant", soc, a2=L([T((), "INT8")]))
+    assert (got.kind, got.code) == ("rejected", TILING) and "k v shape" in got.detail, got

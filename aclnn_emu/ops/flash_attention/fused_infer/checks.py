@@ -302,7 +302,7 @@ def is_using_fai(a, layout: str, exact: bool = False) -> bool:
         return k.ndim == 3 and v.ndim == 3 and qd <= 256 and qd == k.shape[2] == v.shape[2]
     if k.ndim != 3 or not kv_heads:
         return False
-    kd, vd, bs = k.shape[2] // kv_heads, v.shape[2] // kv_heads, k.shape[1]
+    kd, vd, bs = k.shape[2] // kv_heads, shape_dim(v.shape, 2) // kv_heads, k.shape[1]
     block_ok = bs == 128 if exact else bs % 16 == 0 and bs <= 512
     return qd <= 256 and qd == kd == vd and block_ok
 

@@ -421,8 +421,9 @@ def _kv(a, prefixed: bool = True):
     if prefixed and shared_prefix.present(a):
         layout = (a.inputLayout or "BSH").split("_")[0]
         rows = shared_prefix.rows(a)
+        axis = shared_prefix.S_AXIS[layout]  # a tensor without that axis is left to the shape checks
         key, value = (
-            SimpleNamespace(items=[_Prefixed(t, prefix, rows, layout) for t in lst.items])
+            SimpleNamespace(items=[_Prefixed(t, prefix, rows, layout) if t.ndim > axis else t for t in lst.items])
             for lst, prefix in zip((key, value), prefixes)
         )
         lengths = None if lengths is None else tuple(int(n) + rows for n in lengths)

@@ -163,8 +163,9 @@ def _cache_dims(ks, valid: int, block: int, n: int, h: int, ratio: int) -> None:
         raise tiling("pfa_paged.cache_shape", f"key {list(ks)} should be [>={valid}, {block}, {h // ratio}]")
     if len(ks) == 3 and ks[2] > H_LIMIT:
         raise tiling("pfa_paged.cache_h", f"the cache's H {ks[2]} is above {H_LIMIT}")
-    if len(ks) == 4 and (ks[1] * ratio != n or ks[2] != block or ks[3] != h // n):
-        raise tiling("pfa_paged.cache_shape", f"key {list(ks)} should be [>={valid}, {n // ratio}, {block}, {h // n}]")
+    d, heads = (h // n, n // ratio) if n and ratio else (0, 0)  # numHeads 0 (read as int32): no D fits
+    if len(ks) == 4 and (ks[1] * ratio != n or ks[2] != block or ks[3] != d):
+        raise tiling("pfa_paged.cache_shape", f"key {list(ks)} should be [>={valid}, {heads}, {block}, {d}]")
 
 
 def _nz_cache_dims(ks, valid: int, block: int, n: int, d: int, ratio: int) -> None:
