@@ -1764,8 +1764,8 @@ MUTATIONS = [
     Mutation(
         "fia-prefix-list-tail-without-prefix",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "[_Prefixed(t, prefix, rows, layout) for t in lst.items]",
-        "[_Prefixed(t, prefix, rows, layout) for t in lst.items[:1]] + lst.items[1:]",
+        "if t.ndim > axis else t for t in lst.items]",
+        "if t.ndim > axis else t for t in lst.items[:1]] + lst.items[1:]",
         FIA_PREFIX_TESTS,
     ),
     Mutation(
