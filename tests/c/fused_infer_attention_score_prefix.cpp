@@ -9,16 +9,7 @@
 
 #include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "common.h"
-
-struct Spec {
-    std::vector<int64_t> shape;
-    aclDataType dtype;
-    std::vector<int64_t> values;
-};
-
-static Spec T(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16, std::vector<int64_t> values = {}) {
-    return Spec{shape, dtype, values};
-}
+#include "fia_spec.h"
 
 struct Case {
     Spec q = T({2, 4, 1, 32});

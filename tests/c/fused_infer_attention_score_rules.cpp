@@ -9,16 +9,7 @@
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
 #include "common.h"
-
-struct Spec {
-    std::vector<int64_t> shape;
-    aclDataType dtype;
-    std::vector<int64_t> values;
-};
-
-static Spec T(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16, std::vector<int64_t> values = {}) {
-    return Spec{shape, dtype, values};
-}
+#include "fia_spec.h"
 
 // V4's optional tensors, in its order.
 static const char *const OPTIONAL_NAMES[] = {
