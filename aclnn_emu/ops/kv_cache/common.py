@@ -9,7 +9,7 @@ from ...kernels.kv_cache.findings import OUT_OF_BOUNDS_READ
 from ...runtime import sanitizer
 from ... import status
 from ...opdef.failures import fail, mapped
-from ...opdef.generated import check_kernel_key
+from ...opdef.generated import before_tiling, check_kernel_key, tiling_failed
 from ...opdef.signature import Launch, OpError
 
 # The data types both operators register for ascend910_95 (ScatterPaKvCache's config_arch35,
@@ -131,3 +131,21 @@ def l0op(a, op, combos, env, tiling):
         except OpError as error:
             fail(error.rule, error.message, error.chips)
         return tiling()
+
+
+def prepare_by_release(a, env, op, combos, hand_written, op_api_checks, tiling):
+    """Where a release has a hand-written op_api (the `hand_written` flag: CANN 9.1.0) its checks
+    run first and the tiling runs behind the l0op; otherwise the generated entry point's checks run
+    (before_tiling) and a tiling failure is 561002."""
+    if env.version.has(hand_written):
+        if not op_api_checks(a, env):
+            return Launch.nothing()
+        return l0op(a, op, combos, env, lambda: tiling(a, env))
+    return _generated(a, op, combos, env, tiling)
+
+
+@tiling_failed
+def _generated(a, op, combos, env, tiling):
+    if not before_tiling(a, op, combos, env.soc):
+        return Launch.nothing()
+    return tiling(a, env)

@@ -17,10 +17,10 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.kv_cache import gather
 from aclnn_emu.kernels.kv_cache.layouts import PIECE_BYTES, NdLayout, NzLayout
 from aclnn_emu.opdef.failures import fail
-from aclnn_emu.opdef.generated import before_tiling, shape_dim, tiling_failed
+from aclnn_emu.opdef.generated import shape_dim
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.opdef.signature import Launch, OpError
-from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
+from aclnn_emu.opdef.signature import OpError
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, launch, prepare_by_release
 from . import op_api
 from .checks_arch35 import WORKSPACE_ARCH35, _tiling_arch35
 from .entry import I32, I64, ND, NZ, OP
@@ -70,18 +70,7 @@ NZ_TOKEN_BYTES = 148 * 1024  # the A2/A3 PA_NZ kernel's buffer for one token (UB
 
 @OP.prepare
 def prepare(a, env):
-    if env.version.has("gpkc.hand_written_op_api"):
-        if not op_api.checks(a, env):
-            return Launch.nothing()
-        return l0op(a, OP, COMBOS, env, lambda: _tiling(a, env))
-    return _generated(a, env)
-
-
-@tiling_failed
-def _generated(a, env):
-    if not before_tiling(a, OP, COMBOS, env.soc):
-        return Launch.nothing()
-    return _tiling(a, env)
+    return prepare_by_release(a, env, OP, COMBOS, "gpkc.hand_written_op_api", op_api.checks, _tiling)
 
 
 def _tiling(a, env):

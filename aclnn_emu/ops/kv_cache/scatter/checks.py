@@ -9,10 +9,9 @@ checks are 561103 (common.l0op).
 """
 
 from aclnn_emu.opdef.failures import fail
-from aclnn_emu.opdef.generated import before_tiling, tiling_failed
 from aclnn_emu.opdef.signature import Launch
 from aclnn_emu.opdef.gaps import Gaps
-from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, l0op, launch
+from aclnn_emu.ops.kv_cache.common import CACHE_MODES, DTYPES_ARCH35, TOOLS_WORKSPACE, launch, prepare_by_release
 from . import op_api
 from .checks_arch35 import _tiling_arch35
 from .entry import BF16, F16, I32, I64, I8, OP
@@ -78,18 +77,7 @@ UNESTABLISHED = Gaps(
 
 @OP.prepare
 def prepare(a, env):
-    if env.version.has("spkc.hand_written_op_api"):
-        if not op_api.checks(a, env):
-            return Launch.nothing()
-        return l0op(a, OP, COMBOS, env, lambda: _tiling(a, env))
-    return _generated(a, env)
-
-
-@tiling_failed
-def _generated(a, env):
-    if not before_tiling(a, OP, COMBOS, env.soc):
-        return Launch.nothing()
-    return _tiling(a, env)
+    return prepare_by_release(a, env, OP, COMBOS, "spkc.hand_written_op_api", op_api.checks, _tiling)
 
 
 def _tiling(a, env):
