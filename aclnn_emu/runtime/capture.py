@@ -82,15 +82,7 @@ def info(stream: int) -> tuple[int, int]:
 def model_of(handle: int) -> Model:
     if handle == 0:
         raise AclError(status.ACL_ERROR_INVALID_PARAM, "modelRI must not be NULL", rule="model.null")
-    found = handles.lookup(handle, Model)
-    if found is None:
-        stale = handles.released_kind(handle) == "Model"
-        raise AclError(
-            status.ACL_ERROR_RT_PARAM_INVALID,
-            f"{handle:#x} is {'an already destroyed' if stale else 'not a live'} aclmdlRI",
-            rule="model.invalid",
-        )
-    return found
+    return handles.live(handle, Model, "aclmdlRI", status.ACL_ERROR_RT_PARAM_INVALID, "model.invalid")
 
 
 def execute_async(model: int, stream: int) -> None:

@@ -5,7 +5,6 @@ a stale or foreign handle is undefined behaviour there and gets the same answers
 
 from .. import status
 from . import handles
-from .errors import AclError
 
 
 class DataBuffer:
@@ -19,15 +18,7 @@ def create(data: int, size: int) -> int:
 
 
 def _live(handle: int) -> DataBuffer:
-    found = handles.lookup(handle, DataBuffer)
-    if found is None:
-        stale = handles.released_kind(handle) == "DataBuffer"
-        raise AclError(
-            status.ACL_ERROR_INVALID_PARAM,
-            f"{handle:#x} is {'an already destroyed' if stale else 'not a live'} aclDataBuffer",
-            rule="data_buffer.invalid",
-        )
-    return found
+    return handles.live(handle, DataBuffer, "aclDataBuffer", status.ACL_ERROR_INVALID_PARAM, "data_buffer.invalid")
 
 
 def destroy(handle: int) -> None:

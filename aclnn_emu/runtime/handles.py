@@ -10,6 +10,7 @@ import itertools
 import threading
 import weakref
 
+from .errors import AclError
 from .memory import _libc, _MAP_FAILED
 
 _SPAN = 1 << 40  # virtual only (PROT_NONE, nothing committed): 2**36 handles before a wrap
@@ -65,6 +66,16 @@ def lookup(handle: int, cls):
     if type(obj) is _Weak:
         obj = obj()
     return obj if isinstance(obj, cls) else None
+
+
+def live(handle: int, cls, what: str, code: int, rule: str, gone: str = "an already destroyed"):
+    """The live object of type cls behind handle; otherwise an AclError naming a stale handle of that
+    type as `gone` (the C APIs give one code for stale and foreign handles)."""
+    found = lookup(handle, cls)
+    if found is None:
+        stale = released_kind(handle) == cls.__name__
+        raise AclError(code, f"{handle:#x} is {gone if stale else 'not a live'} {what}", rule=rule)
+    return found
 
 
 def release(handle: int) -> None:

@@ -60,15 +60,7 @@ def create(flag: int) -> int:
 def notify_of(handle: int) -> Notify:
     if handle == 0:
         raise AclError(status.ACL_ERROR_INVALID_PARAM, "notify must not be NULL", rule="notify.null")
-    found = handles.lookup(handle, Notify)
-    if found is None:
-        stale = handles.released_kind(handle) == "Notify"
-        raise AclError(
-            status.ACL_ERROR_RT_PARAM_INVALID,
-            f"{handle:#x} is {'an already destroyed' if stale else 'not a live'} aclrtNotify",
-            rule="notify.invalid",
-        )
-    return found
+    return handles.live(handle, Notify, "aclrtNotify", status.ACL_ERROR_RT_PARAM_INVALID, "notify.invalid")
 
 
 def destroy(handle: int) -> None:

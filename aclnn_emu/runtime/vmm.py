@@ -232,13 +232,8 @@ def malloc_physical(
 
 
 def physical_of(handle: int) -> Physical:
-    found = handles.lookup(handle, Physical)
-    if found is None:
-        stale = handles.released_kind(handle) == "Physical"
-        raise refused(
-            f"{handle:#x} is {'an already freed' if stale else 'not a live'} physical memory handle", "physical.handle"
-        )
-    return found
+    code = status.ACL_ERROR_RT_PARAM_INVALID
+    return handles.live(handle, Physical, "physical memory handle", code, "vmm.physical.handle", "an already freed")
 
 
 def free_physical(handle: int) -> None:
