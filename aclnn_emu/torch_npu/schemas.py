@@ -1,8 +1,28 @@
 """The schemas of the emulated torch_npu functions, as op-plugin branch 26.1.0 publishes them
 (`op_plugin/config/op_plugin_functions.yaml`; Ascend Extension for PyTorch 26.1.0, torch_npu for
-torch 2.7.1-2.10; the 26.0.0 branch has the same schemas). One string per function, unchanged."""
+torch 2.7.1-2.10; the 26.0.0 branch has the same schemas). One string per function, unchanged; the two
+npu_fused_infer_attention_score_v2 functions are built from their shared parameter list."""
 
 PINNED = "op-plugin 26.1.0"
+
+_FIA_V2_PARAMETERS = (
+    "Tensor query, Tensor key, Tensor value, *, Tensor? query_rope=None, Tensor? key_rope=None, "
+    "Tensor? pse_shift=None, Tensor? atten_mask=None, SymInt[]? actual_seq_qlen=None, "
+    "SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, Tensor? dequant_scale_query=None, "
+    "Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, "
+    "Tensor? dequant_scale_value=None, Tensor? dequant_offset_value=None, "
+    "Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, "
+    "Tensor? quant_offset_out=None, Tensor? quant_scale_p=None, Tensor? learnable_sink=None, "
+    "int num_query_heads=1, int num_key_value_heads=0, float softmax_scale=1.0, "
+    'int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout="BSH", '
+    "int sparse_mode=0, int block_size=0, int query_quant_mode=0, int key_quant_mode=0, "
+    "int value_quant_mode=0, int inner_precise=0, bool return_softmax_lse=False, "
+    "int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, int? query_rope_dtype=None, "
+    "int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+    "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+    "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+    "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None"
+)
 
 SCHEMAS = {
     "npu_fusion_attention": (
@@ -131,37 +151,9 @@ SCHEMAS = {
         "int? attention_mode=0) -> (Tensor, Tensor, Tensor, Tensor, Tensor)"
     ),
     "npu_fused_infer_attention_score_v2": (
-        "npu_fused_infer_attention_score_v2(Tensor query, Tensor key, Tensor value, *, "
-        "Tensor? query_rope=None, Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, "
-        "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, "
-        "Tensor? dequant_scale_query=None, Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, "
-        "Tensor? dequant_scale_value=None, Tensor? dequant_offset_value=None, "
-        "Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, Tensor? quant_offset_out=None, "
-        "Tensor? quant_scale_p=None, Tensor? learnable_sink=None, int num_query_heads=1, "
-        "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
-        'int next_tokens=2147483647, str input_layout="BSH", int sparse_mode=0, int block_size=0, '
-        "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
-        "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
-        "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
-        "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
-        "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
-        "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> (Tensor, Tensor)"
+        f"npu_fused_infer_attention_score_v2({_FIA_V2_PARAMETERS}) -> (Tensor, Tensor)"
     ),
     "_npu_fused_infer_attention_score_v2_get_max_workspace": (
-        "_npu_fused_infer_attention_score_v2_get_max_workspace(Tensor query, Tensor key, Tensor value, *, "
-        "Tensor? query_rope=None, Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, "
-        "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, "
-        "Tensor? dequant_scale_query=None, Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, "
-        "Tensor? dequant_scale_value=None, Tensor? dequant_offset_value=None, "
-        "Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, Tensor? quant_offset_out=None, "
-        "Tensor? quant_scale_p=None, Tensor? learnable_sink=None, int num_query_heads=1, "
-        "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
-        'int next_tokens=2147483647, str input_layout="BSH", int sparse_mode=0, int block_size=0, '
-        "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
-        "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
-        "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
-        "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
-        "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
-        "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> Tensor"
+        f"_npu_fused_infer_attention_score_v2_get_max_workspace({_FIA_V2_PARAMETERS}) -> Tensor"
     ),
 }
