@@ -186,14 +186,16 @@ def _to(layout: str):
 
 
 @ON_ARCH35
-@pytest.mark.parametrize("layout, prefix_shape", [("BNSD", (1, 4, 16, 32)), ("BNSD", (1, 1, 40, 64)),
-                                                  ("BSND", (1, 16, 1, 64)), ("BSH", (1, 12, 96))])  # fmt: skip
-def test_arch35_prefix_of_other_heads_read_at_the_key_strides(chip, layout, prefix_shape):
+@pytest.mark.parametrize("layout, prefix_shape", [("BNSD", (1, 4, 256, 32)), ("BNSD", (1, 1, 256, 64)),
+                                                  ("BSND", (1, 256, 1, 64)), ("BSH", (1, 300, 96))])  # fmt: skip
+def test_arch35_prefix_of_other_heads_read_at_the_key_strides(chip, layout, prefix_shape, capfd):
     """GetAndCheckPrefixShape (prompt_flash_attention_tiling_v2.cpp) reads N, D and H off the key, so a
     prefix of other heads passes the tiling; the kernels (flash_attention_score_block_cube.h: the
     prefix's offset calculator Init(1, n2Size, kvPrefixSize, dSize)) read its memory at the key's
-    strides with its own S: rows [0, actualSharedPrefixLen) of each key head, in front of every batch."""
-    n, n2, d, used = 4, 2, 32, 12
+    strides with its own S: rows [0, actualSharedPrefixLen) of each key head, in front of every batch.
+    A length of 256 fills whole key blocks whatever the tiling's sInner, so no walk warning; [1, 1, 256,
+    64] holds exactly the rows read."""
+    n, n2, d, used = 4, 2, 32, 256
     q = RNG.standard_normal((2, n, 16, d)).astype(np.float16)
     k, v = (RNG.standard_normal((2, n2, 40, d)).astype(np.float16) for _ in range(2))
     kp, vp = (RNG.standard_normal(prefix_shape).astype(np.float16) for _ in range(2))
@@ -209,6 +211,7 @@ def test_arch35_prefix_of_other_heads_read_at_the_key_strides(chip, layout, pref
     assert not np.isnan(kk).any()
     want = pfa_golden.attention(q, kk, vv, scale=d**-0.5, nxt=pfa_golden.BIG)
     floor = golden.attention(q, kk, vv, scale=d**-0.5, kv_block=1024).floor
+    assert "prefix_walk" not in capfd.readouterr().err
     got = out if layout == "BNSD" else out.reshape(2, 16, n, d).transpose(0, 2, 1, 3)
     message = precision.failure(got.astype(np.float64), want, "float16", floor=floor)
     assert message is None, message
@@ -263,3 +266,20 @@ def test_a2_pfa_empty_key_zeroes_the_output_beside_a_prefix(chip, layout):
         inputLayout=layout,
     )
     assert np.array_equal(out, np.zeros_like(out))
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("length, warned", [((12,), True), ((256,), False), (None, True)], ids=["12", "256", "all_16"])
+def test_arch35_prefix_length_off_the_key_blocks_warns(chip, length, warned, capfd):
+    """ComputeS2LoopInfo / ComputeBmm1Tail (infer_flash_attention_kvcache.h, flash_attention_score_kernel_base.h)
+    walk the prefix and the batch's keys in sInner blocks counted over the length plus the keys, the first
+    ceil(length / sInner) from the prefix: a length off those blocks is not what the emulator runs, so it
+    warns (inferred.prefix_walk); a [1, 2, 16, 32] prefix without a length is 16 rows long."""
+    q = RNG.standard_normal((2, 4, 16, 32)).astype(np.float16)
+    k = RNG.standard_normal((2, 2, 40, 32)).astype(np.float16)
+    kp = RNG.standard_normal((1, 2, 16 if length != (256,) else 256, 32)).astype(np.float16)
+    capfd.readouterr()
+    run_fia(version=2, query=q, key=[k], value=[k], out_shape=q.shape, keySharedPrefixOptional=kp,
+            valueSharedPrefixOptional=kp, actualSharedPrefixLenOptional=length, numHeads=4, numKeyValueHeads=2,
+            scaleValue=0.17, inputLayout="BNSD")  # fmt: skip
+    assert ("inferred.prefix_walk" in capfd.readouterr().err) == warned

@@ -1867,6 +1867,13 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),
     Mutation(
+        "fia-prefix-walk-unwarned",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:",
+        "if False:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
         "fia-prefix-a2-pfa-empty-path-skipped",
         FIA_SHARED_PREFIX,
         "    if pfa_arch32_empty(a):  # the empty-tensor path returns before the rest\n",

@@ -131,6 +131,12 @@ INFERRED = Gaps(
         "the kernel reads the compressed mask for the merged G x S rows without the per-row offset of the other "
         "layouts (attenmask.h, nextTokensOfMlaPerBatch); which key each query row sees there is not established, "
         "the emulator applies each query row's causal window as for BSH/BSND",
+        "prefix_walk": "a shared prefix on Ascend910_95's PFA route whose length (actualSharedPrefixLen, else its S) "
+        "is not a multiple of 256: the kernels walk the prefix and the batch's keys in key blocks of the tiling's "
+        "sInner (64, 128 or 256, which the emulator does not model), and as read (ComputeS2LoopInfo, "
+        "ComputeBmm1Tail) a length not a multiple of it makes the last prefix block read prefix rows past that "
+        "length, up to it plus the batch's keys, and drops the key's last blocks; the emulator attends to the "
+        "prefix's first rows of that length, then to the batch's keys",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
         "list_key_rank": "a key tensor list holding a tensor of more than four dimensions on the PFA route: to "
@@ -586,6 +592,8 @@ def prompt(a, env):
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if on_arch35(env):
         shared_prefix.check_arch35_reads(a)
+        if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:
+            INFERRED.warn(env, "prefix_walk", f"length {shared_prefix.rows(a)}")
     else:
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here

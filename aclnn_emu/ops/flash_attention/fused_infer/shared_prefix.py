@@ -45,6 +45,9 @@ from .layouts import seq_len, split
 from .route import qkv_d
 
 S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
+# Ascend910_95's PFA kernels walk prefix and keys in blocks of the tiling's sInner (64, 128 or 256 keys): a
+# prefix length that is a multiple of each leaves the key's blocks whole (delegate INFERRED prefix_walk)
+ARCH35_WHOLE_BLOCKS = 256
 
 REFUSED = Gaps(
     V4,
