@@ -2,6 +2,7 @@
 in front of each tensor of a key/value list on the A2/A3 IFA route, ignored by Ascend910_95's IFA
 (antiquant) kernels, against the float64 golden (CANN's precision standard)."""
 
+import aclnn_emu as ae
 import ml_dtypes
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import precision
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
+from golden import prompt_flash_attention as pfa_golden
 from test_fused_infer_attention_score import pack_int4, run_fia
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -176,3 +178,108 @@ def test_split_fuse_route_ignores_the_prefix(chip, kv_heads, precise, fits, capf
     plain, _ = run_fia(version=2, **common)
     assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
     assert np.abs(plain.astype(np.float32)).max() > 0
+
+
+def _to(layout: str):
+    """[B, N, S, D] in ``layout``."""
+    return {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(0, 2, 1, 3), "BSH": _bsh}[layout]
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("layout, prefix_shape", [("BNSD", (1, 4, 256, 32)), ("BNSD", (1, 1, 256, 64)),
+                                                  ("BSND", (1, 256, 1, 64)), ("BSH", (1, 300, 96))])  # fmt: skip
+def test_arch35_prefix_of_other_heads_read_at_the_key_strides(chip, layout, prefix_shape, capfd):
+    """GetAndCheckPrefixShape (prompt_flash_attention_tiling_v2.cpp) reads N, D and H off the key, so a
+    prefix of other heads passes the tiling; the kernels (flash_attention_score_block_cube.h: the
+    prefix's offset calculator Init(1, n2Size, kvPrefixSize, dSize)) read its memory at the key's
+    strides with its own S: rows [0, actualSharedPrefixLen) of each key head, in front of every batch.
+    A length of 256 fills whole key blocks whatever the tiling's sInner, so no walk warning; [1, 1, 256,
+    64] holds exactly the rows read."""
+    n, n2, d, used = 4, 2, 32, 256
+    q = RNG.standard_normal((2, n, 16, d)).astype(np.float16)
+    k, v = (RNG.standard_normal((2, n2, 40, d)).astype(np.float16) for _ in range(2))
+    kp, vp = (RNG.standard_normal(prefix_shape).astype(np.float16) for _ in range(2))
+    out, _ = run_fia(
+        version=2, query=_to(layout)(q), key=[_to(layout)(k)], value=[_to(layout)(v)], out_shape=_to(layout)(q).shape,
+        keySharedPrefixOptional=kp, valueSharedPrefixOptional=vp, actualSharedPrefixLenOptional=(used,),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=d**-0.5, inputLayout=layout,
+    )  # fmt: skip
+    kk, vv = (
+        np.concatenate([np.repeat(golden.key_strided_prefix(p, layout, n2, d)[:, :, :used], 2, axis=0), x], axis=2)
+        for p, x in ((kp, k), (vp, v))
+    )
+    assert not np.isnan(kk).any()
+    want = pfa_golden.attention(q, kk, vv, scale=d**-0.5, nxt=pfa_golden.BIG)
+    floor = golden.attention(q, kk, vv, scale=d**-0.5, kv_block=1024).floor
+    assert "prefix_walk" not in capfd.readouterr().err
+    got = out if layout == "BNSD" else out.reshape(2, 16, n, d).transpose(0, 2, 1, 3)
+    message = precision.failure(got.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+
+
+@ON_ARCH35
+def test_arch35_prefix_too_short_for_the_key_strides_is_refused(chip):
+    """[1, 1, 28, 32] read at the key's strides (2 heads, its own S 28, all 28 rows): the second head's rows
+    run from element 28 x 32 to twice that, past its end; the emulator refuses (561003) rather than read it."""
+    q = RNG.standard_normal((2, 4, 16, 32)).astype(np.float16)
+    k = RNG.standard_normal((2, 2, 40, 32)).astype(np.float16)
+    kp = RNG.standard_normal((1, 1, 28, 32)).astype(np.float16)
+    with pytest.raises(ae.AclnnError, match="rather than read past") as err:
+        run_fia(
+            version=2,
+            query=q,
+            key=[k],
+            value=[k],
+            out_shape=q.shape,
+            keySharedPrefixOptional=kp,
+            valueSharedPrefixOptional=kp,
+            numHeads=4,
+            numKeyValueHeads=2,
+            scaleValue=0.17,
+            inputLayout="BNSD",
+        )
+    assert err.value.code == 561003
+
+
+@A2_A3
+@pytest.mark.parametrize("layout", ["BNSD", "NSD"])
+def test_a2_pfa_empty_key_zeroes_the_output_beside_a_prefix(chip, layout):
+    """The A2/A3 PFA tiling (RunBigKernelTilingWithParams) takes an empty key through its empty-tensor
+    path after the prefix pair's rules and before it reads the prefix's length, batch and heads: the
+    kernel zeroes attentionOut and reads no prefix (an NSD query's prefix batch, read as 0, fails nothing)."""
+    q = RNG.standard_normal((2, 4, 16, 32)).astype(np.float16)
+    k = np.zeros((2, 2, 0, 32), np.float16)
+    kp = RNG.standard_normal((1, 2, 16, 32)).astype(np.float16)
+    if layout == "NSD":
+        q, k, kp = q[0], k[0], kp[0]
+    out, _ = run_fia(
+        version=2,
+        query=q,
+        key=[k],
+        value=[k],
+        out_shape=q.shape,
+        keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=kp,
+        numHeads=4,
+        numKeyValueHeads=2,
+        scaleValue=0.17,
+        inputLayout=layout,
+    )
+    assert np.array_equal(out, np.zeros_like(out))
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("length, warned", [((12,), True), ((256,), False), (None, True)], ids=["12", "256", "all_16"])
+def test_arch35_prefix_length_off_the_key_blocks_warns(chip, length, warned, capfd):
+    """ComputeS2LoopInfo / ComputeBmm1Tail (infer_flash_attention_kvcache.h, flash_attention_score_kernel_base.h)
+    walk the prefix and the batch's keys in sInner blocks counted over the length plus the keys, the first
+    ceil(length / sInner) from the prefix: a length off those blocks is not what the emulator runs, so it
+    warns (inferred.prefix_walk); a [1, 2, 16, 32] prefix without a length is 16 rows long."""
+    q = RNG.standard_normal((2, 4, 16, 32)).astype(np.float16)
+    k = RNG.standard_normal((2, 2, 40, 32)).astype(np.float16)
+    kp = RNG.standard_normal((1, 2, 16 if length != (256,) else 256, 32)).astype(np.float16)
+    capfd.readouterr()
+    run_fia(version=2, query=q, key=[k], value=[k], out_shape=q.shape, keySharedPrefixOptional=kp,
+            valueSharedPrefixOptional=kp, actualSharedPrefixLenOptional=length, numHeads=4, numKeyValueHeads=2,
+            scaleValue=0.17, inputLayout="BNSD")  # fmt: skip
+    assert ("inferred.prefix_walk" in capfd.readouterr().err) == warned

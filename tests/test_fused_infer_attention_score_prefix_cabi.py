@@ -52,12 +52,25 @@ ON_A2 = {
     # IsUsingFAI reads no key dtype; CheckFAIQKV (fused_infer_attention_score_tiling.cpp) then refuses
     # an INT8 key beside a FLOAT16 query
     "a2.tnd.split_fuse_int8_key": TILING,
+    # RunBigKernelTilingWithParams reads no prefix batch (and, TND-like, no S) for TND and NSD queries: a length
+    # above that S fails its range, then "prefix batch num(0) only support 1!"
+    **{
+        f"a2.{case}": TILING
+        for case in ("tnd_pfa", "tnd_pfa_length", "tnd_pfa_length_zero", "nsd_pfa", "nsd_pfa_length")
+    },  # fmt: skip
+    # SharedPrefixCheckShapes compares a TND prefix as BNSD: its dimension 3 reads 0, never the query's D
+    # (ProcessMlaRope, earlier in ProcessOptionalTensors, refuses a TND D 512 query without rope too)
+    "a2.tnd_ifa": TILING,
+    "a2.tnd_ifa_heads": TILING,
 }
 ON_ARCH35 = {
     **{f"list_{at}": TILING for at in DECODE},  # CheckPrefix: no tensor list
-    # GetAndCheckPrefixShape reads N and D off the key: the tiling passes the prefix, its kernels' reads
-    # are not established (delegate.NOT_IMPLEMENTED shared_prefix)
+    # GetAndCheckPrefixShape reads N and D off the key: the tiling passes the prefix and the kernels
+    # (flash_attention_score_block_cube.h) read it at the key's strides, here past its end (shared_prefix
+    # REFUSED prefix_heads); a prefix holding the rows read runs
     **{f"heads_{at}": NOT_IMPLEMENTED for at in AT},
+    "arch35.heads_short": NOT_IMPLEMENTED,
+    "arch35.heads_fit": SUCCESS,
     # ConvertContextToParamsIFA passes IFATilingV2 no prefix: no rule sees it
     "int8.paged": SUCCESS,
     "int8.value_only": SUCCESS,

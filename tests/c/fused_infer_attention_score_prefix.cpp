@@ -149,7 +149,27 @@ int main() {
         c = SplitFuse(); c.k = c.v = {T({16, 4, 128}, ACL_INT8)}; c.keyPrefix = c.valuePrefix = T({1, 4, 16, 128}, ACL_INT8);
         REPORT("a2.tnd.split_fuse_int8_key", Call(c, stream));
     }
+    if (OnA2()) {
+        // Layouts whose prefix the A2/A3 tilings read no batch of. TND GQA with innerPrecise 1 (no split-fuse) and
+        // NSD take the PFA tiling; TND D 512 the IFA one.
+        c = Dense(); c.q = T({16, 4, 32}); c.k = c.v = {T({40, 2, 32})}; c.layout = "TND";
+        c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.prefixLen = {}; c.actQ = {8, 16}; c.actKv = {20, 40};
+        REPORT("a2.tnd_pfa", Call(c, stream));
+        c.prefixLen = {1}; REPORT("a2.tnd_pfa_length", Call(c, stream));
+        c.prefixLen = {0}; REPORT("a2.tnd_pfa_length_zero", Call(c, stream));
+        c = Dense(); c.q = T({4, 16, 32}); c.k = c.v = {T({2, 40, 32})}; c.layout = "NSD";
+        c.keyPrefix = c.valuePrefix = T({1, 16, 32}); REPORT("a2.nsd_pfa", Call(c, stream));
+        c.prefixLen = {17}; REPORT("a2.nsd_pfa_length", Call(c, stream));
+        c = Dense(); c.q = T({2, 4, 512}); c.k = c.v = {T({80, 2, 512})}; c.layout = "TND";
+        c.keyPrefix = c.valuePrefix = T({1, 2, 512}); c.prefixLen = {}; c.actQ = {1, 2}; c.actKv = {40, 80};
+        REPORT("a2.tnd_ifa", Call(c, stream));
+        c.keyPrefix = c.valuePrefix = T({1, 4, 512}); REPORT("a2.tnd_ifa_heads", Call(c, stream));
+    }
     if (!OnA2()) {
+        // A prefix of other heads read at the key's strides: [1, 4, 16, 32] holds the rows of both key heads
+        // ((2 - 1) x 16 + 12 rows of 32), [1, 1, 16, 32] (the "heads" cases) not.
+        c = Dense(16); c.keyPrefix = c.valuePrefix = T({1, 4, 16, 32}); REPORT("arch35.heads_fit", Call(c, stream));
+        c.prefixLen = {}; c.keyPrefix = c.valuePrefix = T({1, 1, 28, 32}); REPORT("arch35.heads_short", Call(c, stream));
         c = Dense(); c.q = T({16, 4, 32}); c.k = c.v = {T({40, 2, 32})}; c.layout = "TND";
         c.keyPrefix = c.valuePrefix = T({1, 2, 32}); c.prefixLen = {}; c.actQ = {8, 16}; c.actKv = {20, 40};
         REPORT("arch35.tnd", Call(c, stream));

@@ -475,6 +475,28 @@ def fia_prefix_per_token(soc):
     return fia_prefix_antiquant(soc, per_token=True)
 
 
+def fia_prefix_heads(soc):
+    """Prefill (S 16, D 32) beside a prefix of 4 heads where the key has 2: Ascend910_95's PFA kernels
+    read it at the key's strides."""
+    q, out = T((2, 4, 16, 32)), T((2, 4, 16, 32))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([T((2, 2, 40, 32))]), value=L([T((2, 2, 40, 32))]),
+                      numHeads=4, scaleValue=0.125, keySharedPrefixOptional=T((1, 4, 16, 32)),
+                      valueSharedPrefixOptional=T((1, 4, 16, 32)), actualSharedPrefixLenOptional=(12,),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out, softmaxLse=T((1,), "FLOAT"))  # fmt: skip
+
+
+def fia_prefix_nsd_empty(soc):
+    """An NSD prefill over an empty key beside a prefix: the A2/A3 PFA tiling's empty-tensor path, before
+    the prefix's batch (which it reads as 0 for NSD) fails."""
+    q, out = T((4, 16, 32)), T((4, 16, 32))
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([T((2, 0, 32))]), value=L([T((2, 0, 32))]),
+                      numHeads=4, scaleValue=0.125, keySharedPrefixOptional=T((1, 16, 32)),
+                      valueSharedPrefixOptional=T((1, 16, 32)), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="NSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1,), "FLOAT"))  # fmt: skip
+
+
 def fia_pfa_kv_antiquant(soc):
     """Prefill (S 20, D 32) over an INT8 key/value with per-channel antiquantScale/Offset: the PFA
     tiling's KV antiquant on Atlas A2/A3 (Ascend910_95: IFATilingV2)."""
@@ -744,6 +766,8 @@ BASELINES = {
         (fia_prefix_list, A2_A3),
         (fia_prefix_antiquant, ALL),
         (fia_prefix_per_token, ("Ascend910_95",)),
+        (fia_prefix_heads, ("Ascend910_95",)),
+        (fia_prefix_nsd_empty, A2_A3),
     ),
     "FusedInferAttentionScoreV3": ((fia_v3, ALL), (fia_rope, ALL), (fia_mla, ALL), (fia_rope_pfa, A2_A3)),
     **{entry: ((fn, ALL),) for entry, fn in FIA_MAX_WORKSPACE.items()},

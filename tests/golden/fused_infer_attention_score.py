@@ -123,3 +123,15 @@ def prefixed(prefix, batches, rows):
     """Each batch's keys (or values) [N2, S_b, D] behind the shared prefix's first ``rows`` rows
     (prefix [1, N2, Sp, D]): every batch attends to the prefix first, then to its own."""
     return [np.concatenate([prefix[0, :, :rows], x], axis=1) for x in batches]
+
+
+def key_strided_prefix(prefix, layout: str, n2: int, d: int):
+    """A shared prefix as Ascend910_95's PFA kernels address it whatever its own heads: its memory
+    in order as [1, Sp, N2, D] (BSH/BSND) or [1, N2, Sp, D] (BNSD), Sp its own S axis (1, or 2 for
+    BNSD), returned as [1, N2, Sp, D]. Elements past its end read as NaN (no call may use them)."""
+    sp = prefix.shape[2 if layout == "BNSD" else 1]
+    flat = prefix.astype(np.float64).reshape(-1)
+    flat = np.concatenate([flat, np.full(max(0, n2 * sp * d - flat.size), np.nan)])[: n2 * sp * d]
+    if layout == "BNSD":
+        return flat.reshape(1, n2, sp, d)
+    return flat.reshape(1, sp, n2, d).transpose(0, 2, 1, 3)

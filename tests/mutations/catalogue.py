@@ -1837,9 +1837,7 @@ MUTATIONS = [
     Mutation(
         "fia-prefix-ifa-heads-unchecked", FIA_SHARED_PREFIX, "    if wrong:\n", "    if False:\n", FIA_PREFIX_TESTS
     ),  # fmt: skip
-    Mutation(
-        "fia-prefix-batch-unchecked", FIA_SHARED_PREFIX, "if shape_dim(k.shape, 0) != 1:", "if False:", FIA_PREFIX_TESTS
-    ),  # fmt: skip
+    Mutation("fia-prefix-batch-unchecked", FIA_SHARED_PREFIX, "if batch != 1:", "if False:", FIA_PREFIX_TESTS),
     Mutation(
         "fia-prefix-empty-allowed",
         FIA_SHARED_PREFIX,
@@ -1855,12 +1853,40 @@ MUTATIONS = [
         FIA_PREFIX_TESTS,
     ),  # fmt: skip
     Mutation(
-        "fia-prefix-arch35-heads-emulated",
+        "fia-prefix-arch35-read-unstrided",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "and not (arch35 and shared_prefix.heads_unread(a))",
-        "",
+        "if arch35 and shared_prefix.arch35_strided(a):",
+        "if False:",
         FIA_PREFIX_TESTS,
-    ),  # fmt: skip
+    ),
+    Mutation(
+        "fia-prefix-arch35-overread-unchecked",
+        FIA_SHARED_PREFIX,
+        "if present(a) and arch35_last_read(a) > a.keySharedPrefixOptional.numel:",
+        "if False:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-walk-unwarned",
+        "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
+        "if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:",
+        "if False:",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-a2-pfa-empty-path-skipped",
+        FIA_SHARED_PREFIX,
+        "    if pfa_arch32_empty(a):  # the empty-tensor path returns before the rest\n",
+        "    if False:\n",
+        FIA_PREFIX_TESTS,
+    ),
+    Mutation(
+        "fia-prefix-ifa-tnd-d-off-dimension-3",
+        FIA_SHARED_PREFIX,
+        'shape_dim(q, 2 if base == "TND" else 3)',
+        "shape_dim(q, 3)",
+        FIA_PREFIX_TESTS,
+    ),
     Mutation(
         "fia-paged-pfa-keys-at-the-end",
         FIA_PAGED_PFA,

@@ -62,10 +62,8 @@ NOT_IMPLEMENTED = Gaps(
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
         "than BSH/BSND/BNSD or a 5-D (NZ) key outside modes 0, a per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
-        "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA and "
-        "PFA routes (the tilings' prefix rules and the kernels' prefix walk there not read), and on Ascend910_95's "
-        "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
-        "so the tiling passes it; what the kernels then read is not established)",
+        "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA "
+        "route that passes the IFA tiling's prefix rules (a TND query of D 0)",
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
         "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
@@ -107,7 +105,7 @@ def _refuse_unsupported(
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
         NOT_IMPLEMENTED.refuse("per_block_prefix")
-    if prefix and not _prefix_fits(a, arch35):
+    if prefix and not _prefix_fits(a, prompt, arch35):
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
@@ -133,6 +131,12 @@ INFERRED = Gaps(
         "the kernel reads the compressed mask for the merged G x S rows without the per-row offset of the other "
         "layouts (attenmask.h, nextTokensOfMlaPerBatch); which key each query row sees there is not established, "
         "the emulator applies each query row's causal window as for BSH/BSND",
+        "prefix_walk": "a shared prefix on Ascend910_95's PFA route whose length (actualSharedPrefixLen, else its S) "
+        "is not a multiple of 256: the kernels walk the prefix and the batch's keys in key blocks of the tiling's "
+        "sInner (64, 128 or 256, which the emulator does not model), and as read (ComputeS2LoopInfo, "
+        "ComputeBmm1Tail) a length not a multiple of it makes the last prefix block read prefix rows past that "
+        "length, up to it plus the batch's keys, and drops the key's last blocks; the emulator attends to the "
+        "prefix's first rows of that length, then to the batch's keys",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
         "list_key_rank": "a key tensor list holding a tensor of more than four dimensions on the PFA route: to "
@@ -381,11 +385,11 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
-def _prefix_fits(a, arch35: bool) -> bool:
-    """After the tilings' prefix rules (shared_prefix): a BSH/BSND/BNSD query, and on Ascend910_95
-    the prefix's heads the key's."""
+def _prefix_fits(a, prompt: bool, arch35: bool) -> bool:
+    """After the tilings' prefix rules (shared_prefix), which refuse every other A2/A3 layout but
+    through the A2/A3 PFA tiling's empty-tensor path (no prefix read): a BSH/BSND/BNSD query."""
     base = (a.inputLayout or "BSH").split("_")[0]
-    return base in shared_prefix.S_AXIS and not (arch35 and shared_prefix.heads_unread(a))
+    return base in shared_prefix.S_AXIS or prompt and not arch35 and shared_prefix.pfa_arch32_empty(a)
 
 
 class _Prefixed:
@@ -409,18 +413,21 @@ class _Prefixed:
         return np.concatenate([prefix, x], axis=self.axis)
 
 
-def _kv(a, prefixed: bool = True):
+def _kv(a, prefixed: bool = True, arch35: bool = False):
     """(key tensor list, value tensor list, key lengths) as the IFA/PFA preparations take them:
     INT4 lists unpacked; with ``prefixed`` a shared prefix put in front of each batch's keys, of a
-    batched key or of each tensor of a list (the lengths grow by it)."""
+    batched key or of each tensor of a list (the lengths grow by it), on Ascend910_95 as its
+    kernels address it (shared_prefix.KeyStrided)."""
     key, value, lengths = a.key, a.value, a.actualSeqLengthsKvOptional
-    prefixes = a.keySharedPrefixOptional, a.valueSharedPrefixOptional
+    prefixes: tuple = a.keySharedPrefixOptional, a.valueSharedPrefixOptional
     if a.int4:  # PrefixTensorPreProcess re-types an INT32 prefix pair as TensorPreProcess the lists
         key, value = _int4_list(key), _int4_list(value)
         prefixes = tuple(_Int4(t) if t is not None and t.dtype == DataType.ACL_INT32 else t for t in prefixes)
     if prefixed and shared_prefix.present(a):
         layout = (a.inputLayout or "BSH").split("_")[0]
         rows = shared_prefix.rows(a)
+        if arch35 and shared_prefix.arch35_strided(a):
+            prefixes = tuple(shared_prefix.KeyStrided(a, t) for t in prefixes)
         axis = shared_prefix.S_AXIS[layout]  # a tensor without that axis is left to the shape checks
         key, value = (
             SimpleNamespace(items=[_Prefixed(t, prefix, rows, layout) if t.ndim > axis else t for t in lst.items])
@@ -538,7 +545,7 @@ def prompt(a, env):
         INFERRED.warn(env, "ifa_mla_bnsd_mask")
     padding.check_pfa_tiling(a, on_arch35(env))
     sink = _applied_sink(a, env, prompt=True)
-    key, value, kv_lengths = _kv(a)
+    key, value, kv_lengths = _kv(a, on_arch35(env) or not shared_prefix.pfa_arch32_empty(a), on_arch35(env))
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
@@ -583,7 +590,11 @@ def prompt(a, env):
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
-    if not on_arch35(env):
+    if on_arch35(env):
+        shared_prefix.check_arch35_reads(a)
+        if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:
+            INFERRED.warn(env, "prefix_walk", f"length {shared_prefix.rows(a)}")
+    else:
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
             kv_antiquant_pfa.check_msd(a, kv_s is not None)
