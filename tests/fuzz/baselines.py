@@ -636,6 +636,21 @@ def fia_mla_full_quant(soc):
                       softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_mla_full_quant_kv_padding(soc):
+    """MLA full quant over a dense BNSD cache with kvPaddingSize (each batch's keys end 3 rows before S2),
+    causal with two query rows: the key-row offsets of the full-quant kernel."""
+    q, out = T((2, 32, 2, 512), "FLOAT8_E4M3FN"), T((2, 32, 2, 512), "BF16")
+    k, v, k_rope = T((2, 1, 80, 512), "FLOAT8_E4M3FN"), T((2, 1, 80, 512), "FLOAT8_E4M3FN"), T((2, 1, 80, 64), "BF16")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
+                      queryRopeOptional=T((2, 32, 2, 64), "BF16"), keyRopeOptional=k_rope,
+                      attenMaskOptional=T((2048, 2048), "BOOL"), actualSeqLengthsKvOptional=(70, 33),
+                      kvPaddingSizeOptional=T((1,), "INT64", fill=(3,)),
+                      dequantScaleQueryOptional=T((2, 32, 2), "FLOAT"), keyAntiquantScaleOptional=T((1,), "FLOAT"),
+                      valueAntiquantScaleOptional=T((1,), "FLOAT"), queryQuantMode=3, numHeads=32, scaleValue=0.0417,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BNSD", numKeyValueHeads=1, sparseMode=3,
+                      attentionOut=out, softmaxLseFlag=True, softmaxLse=T((2, 32, 2, 1), "FLOAT"))  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -727,6 +742,7 @@ BASELINES = {
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
+        (fia_mla_full_quant_kv_padding, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),

@@ -2127,7 +2127,7 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-route-drops-pse",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "pseShift=a.pseShiftOptional,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=pse,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
         "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
         FIA_TESTS,
     ),
@@ -2498,10 +2498,31 @@ MUTATIONS = [
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
-        "fia-mla-fq-lse-bsnd-in-logical-order",
+        "fia-mla-fq-lse-bsnd-in-merged-order",
         FIA_MLA_FULL_QUANT,
-        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif',
-        "        if",
+        '        if self.layout == "TND":',
+        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif self.layout == "TND":',
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-pse-runs-without-kernel",
+        FIA_MLA_FULL_QUANT,
+        "    if _present(a.pseShiftOptional):",
+        "    if False:",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-short-query-scale-read",
+        FIA_MLA_FULL_QUANT,
+        "    if a.dequantScaleQueryOptional.numel < rows or",
+        "    if False and",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-kv-padding-ignored",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "        shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)",
+        "        shift = None",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
