@@ -323,10 +323,10 @@ ON_ARCH35 = {
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
     # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks), with the
-    # query's lengths too; with queryPaddingSize delegate.NOT_IMPLEMENTED (antiquant_mask)
+    # query's lengths and queryPaddingSize too (incre_flash_attention_tiling_v2.cpp CheckSupportQLeftPadding)
     "arch35.ok.antiquant_mask_causal": SUCCESS,
     "arch35.ok.antiquant_mask_lengths": SUCCESS,
-    "arch35.not_implemented.antiquant_mask_padding": NOT_IMPLEMENTED,
+    "arch35.ok.antiquant_mask_padding": SUCCESS,
     # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
     # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
     "arch35.ok.antiquant_paged_nz_lse": SUCCESS,

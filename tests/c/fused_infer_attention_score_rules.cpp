@@ -371,7 +371,7 @@ int main() {
         REPORT("arch35.ok.antiquant_mask_lengths", Call(c, stream));
         c.actQ = {5, 3}; REPORT("arch35.tiling.antiquant_actual_q_range", Call(c, stream));
         c.actQ = {4, 3}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
-        REPORT("arch35.not_implemented.antiquant_mask_padding", Call(c, stream));
+        REPORT("arch35.ok.antiquant_mask_padding", Call(c, stream));
         // An INT8 5-D (NZ) paged cache [Bn, N2, D / 16, Bs, 16]: the antiquant kernel writes softmaxLse as for ND.
         c = Paged(true); c.lseFlag = true; c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2, 2, 1, 128}); REPORT("arch35.ok.antiquant_paged_nz_lse", Call(c, stream));

@@ -573,6 +573,14 @@ def fia_antiquant_mask(soc):
                       softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 4, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_antiquant_mask_padding(soc):
+    """The speculative decode above with the query's lengths and queryPaddingSize (Ascend910_95: each
+    batch's draft rows end a row before S1)."""
+    entry = "FusedInferAttentionScoreV4"
+    return as_entry(entry, entry, fia_antiquant_mask(soc), actualSeqLengthsOptional=(3, 2),
+                    queryPaddingSizeOptional=T((1,), "INT64", fill=(1,)))  # fmt: skip
+
+
 def fia_antiquant_paged_nz_lse(soc):
     """Decode over an INT8 5-D (NZ) paged cache with softmaxLse: Ascend910_95's antiquant kernel writes it
     as for ND (the A2/A3 IFA tiling refuses softmaxLse with an NZ cache)."""
@@ -737,6 +745,7 @@ BASELINES = {
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
         (fia_antiquant_mask, ("Ascend910_95",)),
+        (fia_antiquant_mask_padding, ("Ascend910_95",)),
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_pfa_kv_antiquant, ALL),
         (fia_per_block, ("Ascend910_95",)),

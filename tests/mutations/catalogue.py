@@ -932,7 +932,13 @@ MUTATIONS = [
     Mutation(
         "ifa-arch35-mask-ignores-padding", IFA_LAUNCH_ARCH35, "start : start + length])", "0:length])", IFA_ARCH35_TESTS
     ),
-    Mutation("ifa-arch35-pse-ignores-padding", IFA_LAUNCH_ARCH35, "[..., start:]", "[..., 0:]", IFA_ARCH35_TESTS),
+    Mutation(
+        "ifa-arch35-pse-ignores-padding",
+        IFA_LAUNCH_ARCH35,
+        "if pse.shape[2] > 1 else 0 :, start:]",
+        "if pse.shape[2] > 1 else 0 :, 0:]",
+        IFA_ARCH35_TESTS,
+    ),
     # the masked walk of the arch35 kernels (MaskBlocks)
     Mutation(
         "ifa-arch35-mask-blocks-from-key-0",
@@ -1047,6 +1053,20 @@ MUTATIONS = [
         IFA_LAUNCH_ARCH35,
         "return range(max(-nxt, 0), min(act_s1, act_s2 + pre))",
         "return range(0, min(act_s1, act_s2 + pre))",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-query-padding-ignored",
+        IFA_ANTIQUANT_ARCH35,
+        "            self.q_padding = pad\n",
+        "            self.q_padding = None\n",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-padded-mask-rows-from-0",
+        IFA_LAUNCH_ARCH35,
+        "None, first:, start : start + length]",
+        "None, :, start : start + length]",
         FIA_ANTIQUANT_MASK_TESTS,
     ),
     Mutation(

@@ -46,8 +46,7 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
         "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
-        "queryPaddingSize)",
+        "layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S other than 1",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
@@ -74,8 +73,8 @@ NOT_IMPLEMENTED = Gaps(
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
-        "with a query layout other than BSH/BSND/BNSD or queryPaddingSize (IFATilingV2 bounds each batch's rows "
-        "and key windows by them, which the route does not hand on)",
+        "with a query layout other than BSH/BSND/BNSD (IFATilingV2 bounds each TND batch's rows and key windows "
+        "by its lengths, which the route does not hand on)",
     },
 )
 
@@ -106,7 +105,7 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a) and not _windowed(a):
+    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and _dense_query_s(a) is None:
         NOT_IMPLEMENTED.refuse("antiquant_mask")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
@@ -189,26 +188,14 @@ def _dense_query_s(a) -> int | None:
     return a.query.shape[shared_prefix.S_AXIS[base]]
 
 
-def _one_query_row(a) -> bool:
-    """A BSH/BSND/BNSD query of S 1 (other layouts: not known to be)."""
-    return _dense_query_s(a) == 1
-
-
-def _windowed(a) -> bool:
-    """A BSH/BSND/BNSD query of S > 1 without query padding: each batch's rows and key windows follow
-    FIA's sparseMode, tokens and query lengths (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
-    padding = a.queryPaddingSizeOptional
-    return _dense_query_s(a) is not None and (padding is None or padding.is_empty)
-
-
 def _lse_rows_known(a, arch35: bool) -> bool:
     """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
-    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
+    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 any S
     (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
-    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s), with an attenMask where the
-    rows' windows are emulated (`_windowed`)."""
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s, s counting the
+    queryPaddingSize rows before the batch's own)."""
     s = _dense_query_s(a)
-    return s is not None and (s == 1 or arch35 and (not _masked(a) or _windowed(a)))
+    return s is not None and (s == 1 or arch35)
 
 
 def _ifa_kv_nz_lse(a) -> None:
@@ -490,13 +477,14 @@ def incre(a, env):
 
 def _sparse_args(a, arch35: bool) -> dict:
     """What ConvertContextToParamsIFA hands IFATilingV2 beyond IncreFlashAttentionV4's inputs: the
-    sparse mode (read through a uint32 pointer), the tokens and the query's lengths (without data in
-    GetMaxWorkspaceSize), and whether GetMaxWorkspaceSize asks."""
+    sparse mode (read through a uint32 pointer), the tokens, the query's lengths (without data in
+    GetMaxWorkspaceSize) and queryPaddingSize, and whether GetMaxWorkspaceSize asks."""
     if not arch35:
         return {}
     return dict(
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
         actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
+        queryPaddingSize=a.queryPaddingSizeOptional,
     )  # fmt: skip
 
 
