@@ -607,12 +607,12 @@ class _Tiling:
             _fail("pa_q_padding", "When page attention is used, left padding is not supported!")
         if pad.numel == 0:
             return
-        if self.batch_continuous and self.act_q_flag:
+        if self.batch_continuous and self.act_q_flag and self.layout != "TND":
             self.q_padding = pad
         else:
             self.env.warn(
-                "queryPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor "
-                "and with the query's actualSeqLengths"
+                "queryPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor, "
+                "with the query's actualSeqLengths and outside TND"
             )
 
     def _kv_padding(self):
