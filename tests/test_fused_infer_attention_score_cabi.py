@@ -188,7 +188,7 @@ EXPECTED = {
     # heads and S of the list; prompt_flash_attention_tiling{,_v2}.cpp: each key length within its tensor
     **{f"tiling.{name}": TILING for name in ("list_count", "list_kv_heads", "list_s", "list_actual_kv")},
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
-    # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
+    # no dequantScaleQuery (Ascend910_95: ignored with a warning, ON_ARCH35)
     "query_quant.decode": TILING,
 }
 ON_A2 = {
