@@ -317,3 +317,21 @@ def test_pse_has_no_kernel_and_short_scales_are_refused(chip):
     assert pse.status == 561003 and "no kernel" in str(pse) and "pseShift" in str(pse)
     short = _refusal(dev, dq[:, : n // 2].copy())
     assert short.status == 561003 and "rather than read past" in str(short)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_pfa_rope_has_no_kernel(chip):
+    """A head size of 128 passes CheckRope (PFARope) and CheckMLAFullQuant, but its tiling key's config
+    (UpdateTilingKeyConfig: D 128 + rope) is not the one FIA's kernel list builds the full-quant
+    kernel for (D 576 / Dv 512): no_kernel, 561003."""
+    q, k = np.zeros((2, 8, 64, 128), E4M3), np.zeros((2, 2, 80, 128), E4M3)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            query=q, key=[k], value=[k], out_shape=q.shape, out_dtype=DataType.ACL_BF16,
+            queryRopeOptional=np.zeros((2, 8, 64, ROPE), BF16), keyRopeOptional=np.zeros((2, 2, 80, ROPE), BF16),
+            dequantScaleQueryOptional=np.ones((2, 8, 64), np.float32),
+            keyAntiquantScaleOptional=np.ones(1, np.float32), valueAntiquantScaleOptional=np.ones(1, np.float32),
+            queryQuantMode=3, numHeads=8, numKeyValueHeads=2, scaleValue=0.1, inputLayout="BNSD",
+        )  # fmt: skip
+    assert failure.value.status == 561003 and "no kernel" in str(failure.value)
+    assert "DAligned576_DVAligned512" in str(failure.value)
