@@ -55,7 +55,8 @@ def _check(out, lse, data, dtype, **kw):
 def test_ifa_mla_dense(chip, dtype, layout, s1, capfd):
     """IFA MLA (N 32, one KV head) over a dense cache, ragged key lengths; S = 1 without a mask,
     S = 4 (multi-token prediction) causal: sparse 3 with the compressed mask (BNSD: with a warning,
-    its mask reading is not established)."""
+    its mask reading is not established). softmaxLse in [B, N, S] order in every layout: BSND runs as
+    BSH (UpdateTilingKeyLayoutType), whose offset puts the merged (s, n) rows at (n, s)."""
     b, n, s2 = 2, 32, 300
     act_kv = [300, 77]
     data = _data(b, n, s1, s2, dtype)

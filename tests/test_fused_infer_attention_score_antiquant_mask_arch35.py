@@ -20,6 +20,8 @@ tests already tie."""
 import numpy as np
 import pytest
 
+import aclnn_emu as ae
+
 import precision
 from golden import fused_infer_attention_score as golden
 from test_fused_infer_attention_score import BF16, _lse_meets, run_fia
@@ -224,3 +226,69 @@ def test_query_lengths_without_mask(chip):
     want = golden.attention(q, k, v, scale=0.125, kv_block=KV_BLOCK, act_q=act_q)
     assert (out[0, :, 3:] == 0).all()
     _meets(out, lse, want, np.float16)
+
+
+def _moved(x, firsts, sign):
+    """[B, N, S, ...] with batch b's rows rolled by sign * firsts[b] (the padded rows to the front: -1)."""
+    return np.stack([np.roll(x[i], sign * f, axis=1) for i, f in enumerate(firsts)])
+
+
+@ARCH35
+@pytest.mark.parametrize(
+    "layout, mode, pad",
+    [("BNSD", 3, 1), ("BSH", 3, 1), ("BNSD", 0, 3), ("BSND", None, 2)],
+    ids=["causal", "causal_bsh", "mask", "no_mask"],
+)
+def test_speculative_decode_query_padding(chip, layout, mode, pad):
+    """queryPaddingSize beside the query's lengths (IFATilingV2 CheckSupportQLeftPadding): batch b's
+    rows are the act_q[b] rows ending ``pad`` rows before S1 (InitQueryLeftPaddingSize; none when they
+    do not fit), read, masked and written there: sparse mode 3's band in the batch's own rows and
+    keys, mode 0's mask at the padded rows (ComputeOffsetForNoCompress adds queryLeftPaddingSize);
+    softmaxLse at the same rows (its offset adds it too), the other rows 0 and +inf. Golden over the
+    rows moved to the front, moved back; the unpadded call's rows fail."""
+    k8, v8, scale, offset, k, v = int8_case(np.float16, (2, 2, 60, 32), per_channel=True, seed=21)
+    s1, lengths, act_q = 6, (60, 41), (4, 2)
+    q = RNG.standard_normal((2, 4, s1, 32)).astype(np.float16)
+    fits = [s1 - n - pad >= 0 for n in act_q]
+    firsts = [s1 - n - pad if ok else 0 for n, ok in zip(act_q, fits)]
+    rows = [n if ok else 0 for n, ok in zip(act_q, fits)]
+    masking = dict(sparseMode=3, attenMaskOptional=TEMPLATE) if mode == 3 else {}
+    mask = None
+    if mode == 0:
+        mask = RNG.random((2, s1, 60)) < 0.3
+        mask[:, :, 0] = False  # every row keeps a key
+        masking = dict(sparseMode=0, attenMaskOptional=mask)
+    out, lse = _run(
+        q, k8, v8, scale, offset, layout, lengths, actualSeqLengthsOptional=act_q,
+        queryPaddingSizeOptional=np.array([pad], np.int64), **masking,
+    )  # fmt: skip
+    moved_mask = None if mask is None else _moved(mask[:, None], firsts, -1)[:, 0]
+    want = golden.attention(
+        _moved(q, firsts, -1), k, v, scale=0.125, kv_block=KV_BLOCK, sparse_mode=mode or 0, act_q=rows,
+        act_kv=lengths, mask=moved_mask, has_mask=mode is not None, masked_lse_inf=True,
+    )  # fmt: skip
+    want.out[:], want.floor[:], want.lse[:] = (_moved(x, firsts, 1) for x in (want.out, want.floor, want.lse))
+    if not fits[0]:
+        assert (out[0] == 0).all() and np.isposinf(lse[0]).all()
+    _meets(out, lse, want, np.float16)
+    unpadded = golden.attention(
+        q, k, v, scale=0.125, kv_block=KV_BLOCK, sparse_mode=mode or 0, act_q=act_q, act_kv=lengths, mask=mask,
+        has_mask=mode is not None, masked_lse_inf=True,
+    )  # fmt: skip
+    assert precision.failure(out.astype(np.float64), unpadded.out, "float16", floor=unpadded.floor) is not None
+
+
+@ARCH35
+def test_query_padding_with_a_paged_cache_fails(chip):
+    """ProcessQPaddingSize: queryPaddingSize beside page attention (query S > 1) is a tiling failure."""
+    k8, v8, scale, offset, _, _ = int8_case(np.float16, (2, 2, 64, 32), per_channel=True, seed=23)
+    kc, vc, table = paged_cache(k8, v8, 32, True, (64, 40))
+    q = RNG.standard_normal((2, 4, 3, 32)).astype(np.float16)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            query=q, key=[kc], value=[vc], out_shape=q.shape, numHeads=4, numKeyValueHeads=2, scaleValue=0.125,
+            inputLayout="BNSD", antiquantScaleOptional=scale, antiquantOffsetOptional=offset, blockTableOptional=table,
+            blockSize=32, actualSeqLengthsKvOptional=(64, 40), actualSeqLengthsOptional=(3, 3),
+            queryPaddingSizeOptional=np.array([0], np.int64),
+        )  # fmt: skip
+    assert failure.value.status == 561002 and "left padding is not supported" in str(failure.value)

@@ -188,7 +188,7 @@ EXPECTED = {
     # heads and S of the list; prompt_flash_attention_tiling{,_v2}.cpp: each key length within its tensor
     **{f"tiling.{name}": TILING for name in ("list_count", "list_kv_heads", "list_s", "list_actual_kv")},
     # A2/A3 IFA route: incre_flash_attention_tiling.cpp IFATiling::ProcessQuant, an FP16 query takes
-    # no dequantScaleQuery (Ascend910_95: delegate.NOT_IMPLEMENTED query_quant)
+    # no dequantScaleQuery (Ascend910_95: ignored with a warning, ON_ARCH35)
     "query_quant.decode": TILING,
 }
 ON_A2 = {
@@ -323,10 +323,10 @@ ON_ARCH35 = {
     # incre_flash_attention_tiling_v2.cpp ProcessBaseTensors: an INT4 key/value needs D a multiple of 64 (D 32 here)
     "int4_v2": TILING,
     # an attenMask beside an INT8 key with query S > 1 (incre/sparse_arch35, launch_arch35.MaskBlocks), with the
-    # query's lengths too; with queryPaddingSize delegate.NOT_IMPLEMENTED (antiquant_mask)
+    # query's lengths and queryPaddingSize too (incre_flash_attention_tiling_v2.cpp CheckSupportQLeftPadding)
     "arch35.ok.antiquant_mask_causal": SUCCESS,
     "arch35.ok.antiquant_mask_lengths": SUCCESS,
-    "arch35.not_implemented.antiquant_mask_padding": NOT_IMPLEMENTED,
+    "arch35.ok.antiquant_mask_padding": SUCCESS,
     # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
     # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
     "arch35.ok.antiquant_paged_nz_lse": SUCCESS,
@@ -350,9 +350,18 @@ ON_ARCH35 = {
     # the OpDef (kernel key): BF16 ropes with a BF16 output only, FLOAT scales only; so CheckMLAFullQuant's
     # scale dtype rule cannot fail and its output rule only beside FLOAT16 ropes
     **{f"arch35.kernel.mla_fq_{name}": NOT_IMPLEMENTED for name in ("out_dtype", "scale_dtype")},
-    # delegate.NOT_IMPLEMENTED (query_quant), after CheckMLAFullQuant: D 128 (PFARope), pseShift, and a
-    # dequantScaleQuery the kernel (flash_attention_score_block_vec_base.h ProcessVec1) would read past
-    **{f"arch35.not_implemented.mla_full_quant_{name}": NOT_IMPLEMENTED for name in ("pfa_rope", "short_scale", "pse")},
+    # after CheckMLAFullQuant and the other checks: D 128 (PFARope) and pseShift build tiling keys
+    # (prompt_flash_attention_tiling_v2.cpp UpdateTilingKeyConfig, UpdateTilingKeyPseMode) that
+    # fused_infer_attention_score_template_tiling_key.h lists no kernel for (mla_full_quant_arch35.NO_KERNEL)
+    **{f"arch35.no_kernel.mla_full_quant_{name}": NOT_IMPLEMENTED for name in ("pfa_rope", "pse")},
+    # a dequantScaleQuery the kernel (flash_attention_score_block_vec_base.h ProcessVec1) would read past
+    # (mla_full_quant_arch35.REFUSED)
+    "arch35.refused.mla_full_quant_short_scale": NOT_IMPLEMENTED,
+    # queryPaddingSize needs actualSeqLengths (fused_infer_attention_score_tiling_v2.cpp
+    # CheckKVPaddingCrossover), which IFA MLA refuses outside TND (prompt_flash_attention_tiling_v2.cpp
+    # CheckActSeqLen); kvPaddingSize offsets the key rows (infer_flash_attention_kvcache.h ComputeParamBatch)
+    "arch35.tiling.mla_full_quant_query_padding": TILING,
+    "arch35.ok.mla_full_quant_kv_padding": SUCCESS,
     # delegate.NOT_IMPLEMENTED (per_block_prefix): prompt_flash_attention_tiling_v2.cpp GetEnableDN
     # leaves the DN kernels with a shared prefix
     "arch35.not_implemented.per_block_prefix": NOT_IMPLEMENTED,

@@ -186,19 +186,19 @@ def test_prefill_arch35(chip, layout):
 
 @pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
 @pytest.mark.parametrize("lse", [True, False], ids=["lse", "no_lse"])
-def test_prefill_with_mask_and_query_padding_stays_refused_arch35(chip, lse):
-    """With an attenMask, S > 1 and queryPaddingSize, IFATilingV2 moves each batch's rows and key
-    windows by the padding, which the route does not hand on: not_implemented.lse with softmaxLse,
-    not_implemented.antiquant_mask without (561003). Without it the call runs
-    (test_fused_infer_attention_score_antiquant_mask_arch35)."""
-    k8, v8, scale, offset = _int8()
-    q = RNG.standard_normal((2, 4, 8, 32)).astype(np.float16)
+def test_tnd_prefill_with_mask_stays_refused_arch35(chip, lse):
+    """With an attenMask and a TND query, IFATilingV2 bounds each batch's rows and key windows by the
+    packed lengths, which the route does not hand on: not_implemented.lse with softmaxLse,
+    not_implemented.antiquant_mask without (561003). A BSH/BSND/BNSD query runs, with queryPaddingSize
+    too (test_fused_infer_attention_score_antiquant_mask_arch35)."""
+    k8 = RNG.integers(-128, 128, (50, 2, 32), dtype=np.int8)
+    q = RNG.standard_normal((8, 4, 32)).astype(np.float16)
+    scale = np.full((2, 2, 1, 32), 0.01, np.float16)
     with pytest.raises(ae.errors.AclnnError) as failure:
         run_fia(
-            query=q, key=[k8], value=[v8], out_shape=q.shape, lse_shape=(2, 4, 8, 1) if lse else None, numHeads=4,
-            numKeyValueHeads=2, scaleValue=0.125, inputLayout="BNSD", attenMaskOptional=np.zeros((2, 8, 50), bool),
-            antiquantScaleOptional=scale, antiquantOffsetOptional=offset, actualSeqLengthsOptional=(8, 5),
-            actualSeqLengthsKvOptional=(50, 50), queryPaddingSizeOptional=np.array([1], np.int64),
+            query=q, key=[k8], value=[k8], out_shape=q.shape, lse_shape=(8, 4, 1) if lse else None, numHeads=4,
+            numKeyValueHeads=2, scaleValue=0.125, inputLayout="TND", attenMaskOptional=np.zeros((2, 8, 50), bool),
+            antiquantScaleOptional=scale, actualSeqLengthsOptional=(5, 8), actualSeqLengthsKvOptional=(20, 50),
         )  # fmt: skip
     assert failure.value.status == NOT_IMPLEMENTED
     assert ("softmaxLse" if lse else "attenMask beside an INT8/INT4") in str(failure.value)

@@ -10,6 +10,7 @@ import pytest
 
 import precision
 import ties
+import aclnn_emu as ae
 from aclnn_emu import DataType
 from golden import mla_full_quant as golden
 from test_fused_infer_attention_score import _lse_meets, _paged, run_fia
@@ -154,8 +155,8 @@ def test_tnd_meets_the_standard(chip):
 @pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
 def test_softmax_lse(chip, layout):
     """softmaxLse = log(l) + m of the kernel's own scaled scores, where IFA MLA's offsets put it: in
-    [B, N, S, 1] order for BNSD and BSH (whose row stride of S reorders the merged rows), in the merged
-    rows' (s, n) order for BSND (S 3, causal)."""
+    [B, N, S, 1] order for BNSD, and for BSH and BSND (which runs as BSH: InOutLayoutType_BSH_BSH),
+    whose row stride of S reorders the merged (s, n) rows (S 3, causal)."""
     b, n, s1, s2 = 2, 32, 3, 200
     act_kv = [200, 90]
     rng = np.random.default_rng(17)
@@ -172,9 +173,8 @@ def test_softmax_lse(chip, layout):
         attenMaskOptional=CAUSAL, sparseMode=3, actualSeqLengthsKvOptional=tuple(act_kv),
     )  # fmt: skip
     want = golden.lse(qf, qrf, kf, krf, dq, 0.3, scale=576**-0.5, act_kv=act_kv, causal=True)
-    if layout == "BSND":
-        want = want.transpose(0, 2, 1).reshape(b, n, s1)
     _lse_meets(lse[..., 0], want)
+    assert not np.allclose(lse[..., 0], want.transpose(0, 2, 1).reshape(b, n, s1))  # the (s, n) order differs
 
 
 def _p_midpoints():
@@ -273,3 +273,65 @@ def test_scales_read_whatever_their_shapes(chip):
     )
     assert np.array_equal(ties.bits(plain), ties.bits(four_d))
     assert np.array_equal(ties.bits(plain), ties.bits(two))
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+@pytest.mark.parametrize("layout", ["BNSD", "BSH"])
+def test_kv_padding_meets_the_standard(chip, layout):
+    """kvPaddingSize: each batch's keys are the actualSeqLengthsKv rows ending that many rows before
+    S2 (infer_flash_attention_kvcache.h InitKVLeftPaddingSize, the key, value and keyRope offsets);
+    the query rows stay (queryPaddingSize cannot reach IFA MLA, whose actualSeqLengths rule refuses
+    the lengths it needs). Golden over the batch's own rows; the rows from key 0 fail."""
+    b, n, s1, s2, pad = 2, 32, 1, 300, 7
+    act_kv = [200, 141]
+    rng = np.random.default_rng(23)
+    dev, (qf, qrf, kf, krf, vf) = _data(rng, b, n, s1, s2)
+    dq = rng.uniform(0.2, 0.6, (b, n, s1)).astype(np.float32)
+    out = _run(
+        dev, dq, 0.3, 0.02, layout=layout, n=n, scale=576**-0.5, actualSeqLengthsKvOptional=tuple(act_kv),
+        kvPaddingSizeOptional=np.array([pad], np.int64),
+    )  # fmt: skip
+    firsts = [s2 - ak - pad for ak in act_kv]
+    moved = [np.stack([np.roll(x[i], -f, axis=1) for i, f in enumerate(firsts)]) for x in (kf, krf, vf)]
+    want = golden.attention(qf, qrf, *moved[:2], moved[2], dq, 0.3, 0.02, scale=576**-0.5, act_kv=act_kv)
+    _meets(out, want)
+    unpadded = golden.attention(qf, qrf, kf, krf, vf, dq, 0.3, 0.02, scale=576**-0.5, act_kv=act_kv)
+    assert precision.failure(out.astype(np.float64), unpadded.out, "bfloat16", floor=unpadded.floor) is not None
+
+
+def _refusal(dev, dq, **named):
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        _run(dev, dq, 0.3, 0.02, layout="BNSD", n=dev[0].shape[1], scale=0.05, **named)
+    return failure.value
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_pse_has_no_kernel_and_short_scales_are_refused(chip):
+    """After the checks: a pseShift (FLOAT16, the dtype the kernel key pairs with an FP8 query) names a
+    tiling key FIA's kernel list lacks (PSE_MODE_PSE_NONE_TYPE only), no_kernel; a dequantScaleQuery
+    of fewer than B x N x S elements would be read past its end, refused. Both 561003."""
+    b, n, s1, s2 = 2, 32, 1, 150
+    dev, _ = _data(np.random.default_rng(3), b, n, s1, s2)
+    dq = np.full((b, n, s1), 0.3, np.float32)
+    pse = _refusal(dev, dq, pseShiftOptional=np.zeros((b, n, s1, s2), np.float16))
+    assert pse.status == 561003 and "no kernel" in str(pse) and "pseShift" in str(pse)
+    short = _refusal(dev, dq[:, : n // 2].copy())
+    assert short.status == 561003 and "rather than read past" in str(short)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910_95"], indirect=True)
+def test_pfa_rope_has_no_kernel(chip):
+    """A head size of 128 passes CheckRope (PFARope) and CheckMLAFullQuant, but its tiling key's config
+    (UpdateTilingKeyConfig: D 128 + rope) is not the one FIA's kernel list builds the full-quant
+    kernel for (D 576 / Dv 512): no_kernel, 561003."""
+    q, k = np.zeros((2, 8, 64, 128), E4M3), np.zeros((2, 2, 80, 128), E4M3)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            query=q, key=[k], value=[k], out_shape=q.shape, out_dtype=DataType.ACL_BF16,
+            queryRopeOptional=np.zeros((2, 8, 64, ROPE), BF16), keyRopeOptional=np.zeros((2, 2, 80, ROPE), BF16),
+            dequantScaleQueryOptional=np.ones((2, 8, 64), np.float32),
+            keyAntiquantScaleOptional=np.ones(1, np.float32), valueAntiquantScaleOptional=np.ones(1, np.float32),
+            queryQuantMode=3, numHeads=8, numKeyValueHeads=2, scaleValue=0.1, inputLayout="BNSD",
+        )  # fmt: skip
+    assert failure.value.status == 561003 and "no kernel" in str(failure.value)
+    assert "DAligned576_DVAligned512" in str(failure.value)

@@ -371,7 +371,7 @@ int main() {
         REPORT("arch35.ok.antiquant_mask_lengths", Call(c, stream));
         c.actQ = {5, 3}; REPORT("arch35.tiling.antiquant_actual_q_range", Call(c, stream));
         c.actQ = {4, 3}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
-        REPORT("arch35.not_implemented.antiquant_mask_padding", Call(c, stream));
+        REPORT("arch35.ok.antiquant_mask_padding", Call(c, stream));
         // An INT8 5-D (NZ) paged cache [Bn, N2, D / 16, Bs, 16]: the antiquant kernel writes softmaxLse as for ND.
         c = Paged(true); c.lseFlag = true; c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2, 2, 1, 128}); REPORT("arch35.ok.antiquant_paged_nz_lse", Call(c, stream));
@@ -831,14 +831,20 @@ int main() {
         c = MlaFullQuant(); c.opt["deqScale1"] = T({1}, ACL_FLOAT); REPORT("arch35.tiling.mla_fq_int8_scales", Call(c, stream));
         c = MlaFullQuant(); c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 1, 16, 512}, ACL_FLOAT8_E4M3FN);
         REPORT("arch35.tiling.mla_fq_prefix", Call(c, stream));
-        // checked, then not emulated (561003): D 128 (PFARope), a dequantScaleQuery the kernel reads past, pseShift
+        // checked, then no kernel (561003): D 128 (PFARope) and pseShift name tiling keys FIA's kernel list lacks
         c = PerBlock(); c.queryQuantMode = 3; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.out = T({2, 8, 64, 128}, ACL_BF16);
         c.opt["queryRope"] = T({2, 8, 64, 64}, ACL_BF16); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_BF16);
         c.opt["dequantScaleQuery"] = T({2, 8, 64}, ACL_FLOAT); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
-        REPORT("arch35.not_implemented.mla_full_quant_pfa_rope", Call(c, stream));
+        REPORT("arch35.no_kernel.mla_full_quant_pfa_rope", Call(c, stream));
         c = MlaFullQuant(); c.lseFlag = true; c.lse = T({2, 32, 1, 1}, ACL_FLOAT); REPORT("arch35.ok.mla_full_quant_lse", Call(c, stream));
-        c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT); REPORT("arch35.not_implemented.mla_full_quant_short_scale", Call(c, stream));
-        c = MlaFullQuant(); c.opt["pseShift"] = T({2, 32, 1, 80}); REPORT("arch35.not_implemented.mla_full_quant_pse", Call(c, stream));
+        c = MlaFullQuant(); c.opt["pseShift"] = T({2, 32, 1, 80}); REPORT("arch35.no_kernel.mla_full_quant_pse", Call(c, stream));
+        // a dequantScaleQuery the kernel reads past (561003, refused)
+        c = MlaFullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT); REPORT("arch35.refused.mla_full_quant_short_scale", Call(c, stream));
+        // left padding: the query's needs actualSeqLengths, which IFA MLA refuses outside TND; the key's runs
+        c = MlaFullQuant(); c.opt["queryPaddingSize"] = T({1}, ACL_INT64, {0}); c.hasActQ = true; c.actQ = {1, 1};
+        REPORT("arch35.tiling.mla_full_quant_query_padding", Call(c, stream));
+        c = MlaFullQuant(); c.opt["kvPaddingSize"] = T({1}, ACL_INT64, {3}); c.hasActKv = true; c.actKv = {60, 77};
+        REPORT("arch35.ok.mla_full_quant_kv_padding", Call(c, stream));
     }
     // FiaInfoParser on Atlas A2/A3, TilingV2 on Ascend910_95 (561002).
     c = Prefill(); c.heads = 0; REPORT("tiling.heads_zero", Call(c, stream));

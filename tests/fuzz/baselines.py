@@ -595,6 +595,14 @@ def fia_antiquant_mask(soc):
                       softmaxLseFlag=True, attentionOut=out, softmaxLse=T((2, 4, 4, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_antiquant_mask_padding(soc):
+    """The speculative decode above with the query's lengths and queryPaddingSize (Ascend910_95: each
+    batch's draft rows end a row before S1)."""
+    entry = "FusedInferAttentionScoreV4"
+    return as_entry(entry, entry, fia_antiquant_mask(soc), actualSeqLengthsOptional=(3, 2),
+                    queryPaddingSizeOptional=T((1,), "INT64", fill=(1,)))  # fmt: skip
+
+
 def fia_antiquant_paged_nz_lse(soc):
     """Decode over an INT8 5-D (NZ) paged cache with softmaxLse: Ascend910_95's antiquant kernel writes it
     as for ND (the A2/A3 IFA tiling refuses softmaxLse with an NZ cache)."""
@@ -656,6 +664,21 @@ def fia_mla_full_quant(soc):
                       queryQuantMode=3, numHeads=32, scaleValue=0.0417, preTokens=2147483647, nextTokens=2147483647,
                       inputLayout="BSH", numKeyValueHeads=1, blockSize=32, attentionOut=out,
                       softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_mla_full_quant_kv_padding(soc):
+    """MLA full quant over a dense BNSD cache with kvPaddingSize (each batch's keys end 3 rows before S2),
+    causal with two query rows: the key-row offsets of the full-quant kernel."""
+    q, out = T((2, 32, 2, 512), "FLOAT8_E4M3FN"), T((2, 32, 2, 512), "BF16")
+    k, v, k_rope = T((2, 1, 80, 512), "FLOAT8_E4M3FN"), T((2, 1, 80, 512), "FLOAT8_E4M3FN"), T((2, 1, 80, 64), "BF16")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
+                      queryRopeOptional=T((2, 32, 2, 64), "BF16"), keyRopeOptional=k_rope,
+                      attenMaskOptional=T((2048, 2048), "BOOL"), actualSeqLengthsKvOptional=(70, 33),
+                      kvPaddingSizeOptional=T((1,), "INT64", fill=(3,)),
+                      dequantScaleQueryOptional=T((2, 32, 2), "FLOAT"), keyAntiquantScaleOptional=T((1,), "FLOAT"),
+                      valueAntiquantScaleOptional=T((1,), "FLOAT"), queryQuantMode=3, numHeads=32, scaleValue=0.0417,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BNSD", numKeyValueHeads=1, sparseMode=3,
+                      attentionOut=out, softmaxLseFlag=True, softmaxLse=T((2, 32, 2, 1), "FLOAT"))  # fmt: skip
 
 
 def gen_mask(soc, entry="DropoutGenMaskV2"):
@@ -744,11 +767,13 @@ BASELINES = {
         (fia_list, ALL),
         (fia_antiquant_lse, ALL),
         (fia_antiquant_mask, ("Ascend910_95",)),
+        (fia_antiquant_mask_padding, ("Ascend910_95",)),
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_pfa_kv_antiquant, ALL),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
+        (fia_mla_full_quant_kv_padding, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),

@@ -932,7 +932,13 @@ MUTATIONS = [
     Mutation(
         "ifa-arch35-mask-ignores-padding", IFA_LAUNCH_ARCH35, "start : start + length])", "0:length])", IFA_ARCH35_TESTS
     ),
-    Mutation("ifa-arch35-pse-ignores-padding", IFA_LAUNCH_ARCH35, "[..., start:]", "[..., 0:]", IFA_ARCH35_TESTS),
+    Mutation(
+        "ifa-arch35-pse-ignores-padding",
+        IFA_LAUNCH_ARCH35,
+        "if pse.shape[2] > 1 else 0 :, start:]",
+        "if pse.shape[2] > 1 else 0 :, 0:]",
+        IFA_ARCH35_TESTS,
+    ),
     # the masked walk of the arch35 kernels (MaskBlocks)
     Mutation(
         "ifa-arch35-mask-blocks-from-key-0",
@@ -1047,6 +1053,20 @@ MUTATIONS = [
         IFA_LAUNCH_ARCH35,
         "return range(max(-nxt, 0), min(act_s1, act_s2 + pre))",
         "return range(0, min(act_s1, act_s2 + pre))",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-query-padding-ignored",
+        IFA_ANTIQUANT_ARCH35,
+        "            self.q_padding = pad\n",
+        "            self.q_padding = None\n",
+        FIA_ANTIQUANT_MASK_TESTS,
+    ),
+    Mutation(
+        "fia-arch35-antiquant-padded-mask-rows-from-0",
+        IFA_LAUNCH_ARCH35,
+        "None, first:, start : start + length]",
+        "None, :, start : start + length]",
         FIA_ANTIQUANT_MASK_TESTS,
     ),
     Mutation(
@@ -2153,7 +2173,7 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-route-drops-pse",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "pseShift=a.pseShiftOptional,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=pse,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
         "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
         FIA_TESTS,
     ),
@@ -2524,10 +2544,31 @@ MUTATIONS = [
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(
-        "fia-mla-fq-lse-bsnd-in-logical-order",
+        "fia-mla-fq-lse-bsnd-in-merged-order",
         FIA_MLA_FULL_QUANT,
-        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif',
-        "        if",
+        '        if self.layout == "TND":',
+        '        if self.layout == "BSND":\n            lse = lse.transpose(0, 2, 1)\n        elif self.layout == "TND":',
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-pse-runs-without-kernel",
+        FIA_MLA_FULL_QUANT,
+        "    if _present(a.pseShiftOptional):",
+        "    if False:",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-short-query-scale-read",
+        FIA_MLA_FULL_QUANT,
+        "    if a.dequantScaleQueryOptional.numel < rows or",
+        "    if False and",
+        FIA_QUERY_QUANT_TESTS,
+    ),
+    Mutation(
+        "fia-mla-fq-kv-padding-ignored",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "        shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)",
+        "        shift = None",
         FIA_QUERY_QUANT_TESTS,
     ),
     Mutation(

@@ -46,8 +46,7 @@ NOT_IMPLEMENTED = Gaps(
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
         "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
-        "queryPaddingSize)",
+        "layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S other than 1",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
@@ -68,15 +67,12 @@ NOT_IMPLEMENTED = Gaps(
         "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
         "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
         "mode 20-22 (the base-API kernels, which read it)",
-        "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
-        "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
-        "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
-        "with a query layout other than BSH/BSND/BNSD or queryPaddingSize (IFATilingV2 bounds each batch's rows "
-        "and key windows by them, which the route does not hand on)",
+        "with a query layout other than BSH/BSND/BNSD (IFATilingV2 bounds each TND batch's rows and key windows "
+        "by its lengths, which the route does not hand on)",
     },
 )
 
@@ -86,7 +82,7 @@ def _refuse_unsupported(
 ):
     """The FIA inputs the IFA V4 / PFA V2 preparations cannot take (``rope``: the call's rope runs;
     ``per_block``: the key/value scales are the per-block full-quant ones; ``full_quant``: the MLA
-    full-quant kernels run)."""
+    full-quant scales)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
@@ -95,8 +91,6 @@ def _refuse_unsupported(
     pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
     if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
-    if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
-        NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
@@ -109,7 +103,7 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("shared_prefix")
     if rope_prompt.present(a) and not rope:
         NOT_IMPLEMENTED.refuse("rope")
-    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a) and not _windowed(a):
+    if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and _dense_query_s(a) is None:
         NOT_IMPLEMENTED.refuse("antiquant_mask")
     if a.int4 and prompt:
         NOT_IMPLEMENTED.refuse("int4")
@@ -198,26 +192,14 @@ def _dense_query_s(a) -> int | None:
     return a.query.shape[shared_prefix.S_AXIS[base]]
 
 
-def _one_query_row(a) -> bool:
-    """A BSH/BSND/BNSD query of S 1 (other layouts: not known to be)."""
-    return _dense_query_s(a) == 1
-
-
-def _windowed(a) -> bool:
-    """A BSH/BSND/BNSD query of S > 1 without query padding: each batch's rows and key windows follow
-    FIA's sparseMode, tokens and query lengths (incre/sparse_arch35, launch_arch35.MaskBlocks)."""
-    padding = a.queryPaddingSizeOptional
-    return _dense_query_s(a) is not None and (padding is None or padding.is_empty)
-
-
 def _lse_rows_known(a, arch35: bool) -> bool:
     """A BSH/BSND/BNSD query whose softmaxLse rows the antiquant kernels are read to write in [B, N, S, 1]
-    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 S > 1
+    order: S 1 (the A2/A3 IFA kernels; on Ascend910_95 one row per head), or on Ascend910_95 any S
     (IFATilingV2 merges no G and S rows with softmaxLse, CheckPFAMerge, so
-    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s), with an attenMask where the
-    rows' windows are emulated (`_windowed`)."""
+    infer_flash_attention_kvcache.h puts row (b, n, s) at (b N + n) S + s, s counting the
+    queryPaddingSize rows before the batch's own)."""
     s = _dense_query_s(a)
-    return s is not None and (s == 1 or arch35 and (not _masked(a) or _windowed(a)))
+    return s is not None and (s == 1 or arch35)
 
 
 def _ifa_kv_nz_lse(a) -> None:
@@ -502,13 +484,14 @@ def incre(a, env):
 
 def _sparse_args(a, arch35: bool) -> dict:
     """What ConvertContextToParamsIFA hands IFATilingV2 beyond IncreFlashAttentionV4's inputs: the
-    sparse mode (read through a uint32 pointer), the tokens and the query's lengths (without data in
-    GetMaxWorkspaceSize), and whether GetMaxWorkspaceSize asks."""
+    sparse mode (read through a uint32 pointer), the tokens, the query's lengths (without data in
+    GetMaxWorkspaceSize) and queryPaddingSize, and whether GetMaxWorkspaceSize asks."""
     if not arch35:
         return {}
     return dict(
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
         actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
+        queryPaddingSize=a.queryPaddingSizeOptional,
     )  # fmt: skip
 
 
@@ -519,7 +502,7 @@ def prompt(a, env):
     per-block full quant runs PromptFlashAttentionV3's checks on the call seen in its output dtype,
     then its own rules and kernels (query_quant_arch35); its MLA full quant checks CheckMLAFullQuant
     after the rope rules, then PromptFlashAttentionV3's checks alike, and the PFA launch runs its
-    kernels (mla_full_quant_arch35)."""
+    kernels (mla_full_quant_arch35) where FIA's kernel list has them."""
     per_block = on_arch35(env) and query_quant.per_block(a)
     mla_quant = on_arch35(env) and query_quant.mla_full_quant(a)
     if on_arch35(env):
@@ -530,12 +513,13 @@ def prompt(a, env):
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
     if mla_quant:
         mla_full_quant.check(a)
-    full_quant = mla_quant and mla_full_quant.runs(a, rope)
+    no_kernel = mla_full_quant.without_kernel(a, rope) if mla_quant else None
+    full_quant = mla_quant and no_kernel is None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
     _before_checks(
-        a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block, full_quant=full_quant
+        a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block, full_quant=mla_quant
     )
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
@@ -559,14 +543,17 @@ def prompt(a, env):
         )
         kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
         extra = dict(paged_s2=facts.s2)
-    if per_block or full_quant:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
+    if per_block or mla_quant:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
         view = query_quant.Widened if full_quant else query_quant.Retyped
         query, key, value = (view(t, a.attentionOut.dtype) for t in (query, key, value))
+    pse = a.pseShiftOptional
+    if mla_quant and pse is not None:  # PromptFlashAttention's op_api pse dtype rule is not FIA's
+        pse = query_quant.Retyped(pse, a.attentionOut.dtype)
     args = SimpleNamespace(
         query=query,
         key=key,
         value=value,
-        pseShift=a.pseShiftOptional,
+        pseShift=pse,
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
         actualSeqLengthsKv=kv_lengths,
@@ -605,8 +592,10 @@ def prompt(a, env):
         if a.lse_wanted:
             env.warn("softmaxLse is left as it was: with an empty key or value the kernel only zeroes attentionOut")
         return out
+    if no_kernel is not None:
+        mla_full_quant.NO_KERNEL.refuse("mla_full_quant", no_kernel)
     if full_quant:
-        mla_full_quant.check_reads(a, Route(a, env).shape_facts()[0], lambda: NOT_IMPLEMENTED.refuse("query_quant"))
+        mla_full_quant.check_reads(a, Route(a, env).shape_facts()[0])
     if per_block:
         query_quant.check_params(a, listed=kv_s is not None)
         query_quant.check_crossover(a)

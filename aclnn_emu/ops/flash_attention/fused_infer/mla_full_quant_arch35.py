@@ -15,9 +15,13 @@ value scales [1]. The kernel then reads dequantScaleQuery in the query's row ord
 the key and value scales whatever their shapes (flash_attention_score_block_vec_base.h ProcessVec1,
 ProcessVec2OnUb); a tensor too small for that is a read past its end, refused (561003).
 
-The emulator runs the kernels for a head size of 512 (IFA MLA) over a dense or paged BSH/BSND/BNSD/TND
-cache: the other operators' checks see the call in its BF16 output type, the kernel reads the
-8-bit values (kernels/flash_attention/mla_full_quant.py).
+FusedInferAttentionScore's kernel list (fused_infer_attention_score_template_tiling_key.h) builds the
+full-quant kernel (`FlashAttentionScoreKernelInferMlaFullquant`) for config
+S1Aligned64_S2Aligned128_DAligned576_DVAligned512 without pse only: a head size of 128 (PFARope, whose
+UpdateTilingKeyConfig picks a D-128 config) or a pseShift (UpdateTilingKeyPseMode: PSE_OUTER_MUL_ADD)
+gives a tiling key with no binary. The emulator runs the kernels for a head size of 512 (IFA MLA) over
+a dense or paged BSH/BSND/BNSD/TND cache: the other operators' checks see the call in its BF16 output
+type, the kernel reads the 8-bit values (kernels/flash_attention/mla_full_quant.py).
 """
 
 import numpy as np
@@ -26,23 +30,52 @@ from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.casts import BF16
 from aclnn_emu.kernels.flash_attention.mla_full_quant import mla_full_quant_attention
 from aclnn_emu.kernels.rounding import round_half_away_
+from aclnn_emu.opdef.gaps import Gaps
 from aclnn_emu.opdef.generated import attr_uint32
 
-from ..prompt.checks_arch35 import IFA_MLA
+from ..prompt.checks_arch35 import PFA_ROPE
+from .entry import V4
 from .failure import tiling
 from .layouts import split
 
 PER_TOKEN_HEAD, PER_TENSOR = 3, 0  # AntiquantTypeEnum::PER_TOKEN_HEAD, PER_CHANNEL (the tiling's "Per-Tensor")
 E4M3 = DataType.ACL_FLOAT8_E4M3FN
-LAYOUTS = ("BSH", "BSND", "BNSD", "TND")  # the layouts it runs
 
 
-def runs(a, rope_mode) -> bool:
-    """Whether the emulator runs this MLA full-quant call: IFA MLA (D 512) over a BSH/BSND/BNSD/TND
-    query without pseShift or left padding (how its vector code meets those is not read)."""
-    extras = (a.pseShiftOptional, a.queryPaddingSizeOptional, a.kvPaddingSizeOptional)
-    plain = all(t is None or t.is_empty for t in extras)
-    return rope_mode == IFA_MLA and split(a.inputLayout or "BSH")[0] in LAYOUTS and plain
+NO_KERNEL = Gaps(
+    V4,
+    "no_kernel",
+    {
+        "mla_full_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
+        "with a head size of 128 (PFARope) or a pseShift: FusedInferAttentionScore's kernel list "
+        "(fused_infer_attention_score_template_tiling_key.h) builds its kernel for config "
+        "S1Aligned64_S2Aligned128_DAligned576_DVAligned512 without pse only, and the tiling key "
+        "PromptFlashAttentionTilingV2 builds (UpdateTilingKeyConfig, UpdateTilingKeyPseMode) names another"
+    },
+)
+
+REFUSED = Gaps(
+    V4,
+    "refused",
+    {
+        "mla_scales": "Ascend910_95's MLA full quant with a dequantScaleQuery of fewer than B x S x N elements or an "
+        "empty keyAntiquantScale / valueAntiquantScale: the kernel reads one query scale per query row and element 0 "
+        "of the key and value scales (flash_attention_score_block_vec_base.h ProcessVec1, ProcessVec2OnUb)"
+    },
+)
+
+
+def _present(t) -> bool:
+    return t is not None and not t.is_empty
+
+
+def without_kernel(a, rope_mode) -> str | None:
+    """Why the tiling key of this MLA full-quant call names no kernel (None when one is built)."""
+    if rope_mode == PFA_ROPE:
+        return "a head size of 128 (PFARope)"
+    if _present(a.pseShiftOptional):  # an empty one leaves enablePseShift false
+        return "pseShift"
+    return None
 
 
 def check(a) -> None:
@@ -102,11 +135,12 @@ def _kv_scales_fit(dk, dv) -> bool:
     return dk.ndim == 1 and dv.ndim == 1 and dk.shape[0] == 1 and dv.shape[0] == 1
 
 
-def check_reads(a, axes, refuse) -> None:
+def check_reads(a, axes) -> None:
     """The kernel's reads of the scales: one dequantScaleQuery element per query row (``axes``: the
-    query's), one key and one value scale; ``refuse`` for a tensor they would read past."""
-    if a.dequantScaleQueryOptional.numel < axes.b * axes.n * axes.s or min(t.numel for t in _kv(a)) < 1:
-        refuse()
+    query's), one key and one value scale; a tensor they would read past is refused."""
+    rows = axes.b * axes.n * axes.s
+    if a.dequantScaleQueryOptional.numel < rows or min(t.numel for t in _kv(a)) < 1:
+        REFUSED.refuse("mla_scales", f"dequantScaleQuery holds {a.dequantScaleQueryOptional.numel}, {rows} read")
 
 
 def _kv(a):
@@ -145,13 +179,10 @@ class Kernel:
 
     def _write_lse(self, lse) -> None:
         """softmaxLse where the kernel puts each row (infer_flash_attention_kvcache.h, IFA MLA's
-        softmaxLseOffset; SoftmaxLseCopyOut): the merged rows in the query's memory order from the
-        batch's start (BNSD: (n, s); TND: (t, n)), but BSH, whose offset (nsOffset % G) · S1 + s and
-        row stride S1 put row (s, n) at (n, s). So a BSND query with S > 1 finds its values in
-        (s, n) order in the [B, N, S, 1] tensor."""
-        if self.layout == "BSND":
-            lse = lse.transpose(0, 2, 1)
-        elif self.layout == "TND":
+        softmaxLseOffset; SoftmaxLseCopyOut): [B, N, S] order (BSND runs as BSH,
+        UpdateTilingKeyLayoutType's InOutLayoutType_BSH_BSH, whose offset (nsOffset % G) · S1 + s puts
+        the merged row (s, n) at (n, s)), TND's [T, N] in the query's order."""
+        if self.layout == "TND":
             lse = lse[0].T
         lse_t = self.a.softmaxLse
         lse_t.write(np.ascontiguousarray(lse).reshape(lse_t.shape))

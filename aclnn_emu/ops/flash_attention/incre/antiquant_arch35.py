@@ -389,6 +389,7 @@ class _Tiling:
         self._quant2()
         self._antiquant()
         self._block_table()
+        self._q_padding()
         self._kv_padding()
 
     def _actual_seq_len(self):
@@ -436,7 +437,8 @@ class _Tiling:
         batch b computes its first act_q[b] rows, the rest stay 0 (needInit)."""
         values = getattr(self.a, "actualSeqLengthsQ", None)
         self.act_q = [self.s_q] * self.batch
-        if not values:  # actualSeqLenQFlag_: a tensor with data
+        self.act_q_flag = bool(values)  # actualSeqLenQFlag_: a tensor with data
+        if not values:
             return
         if len(values) != 1 and len(values) < self.batch:
             _fail(
@@ -591,6 +593,28 @@ class _Tiling:
         if paged_params is not None:  # fused_infer/kv_antiquant_arch35.Split: modes 4/5
             paged_params(self.k0.shape[0], bs, self.kv_heads)
 
+    def _q_padding(self):
+        """ProcessQPaddingSize / CheckSupportQLeftPadding (FusedInferAttentionScore's queryPaddingSize;
+        IncreFlashAttentionV4 has none): a query S of 1 ignores it; else a paged cache fails, and
+        each batch's rows end queryPaddingSize rows before S1 only with a batched key/value and the
+        query's actualSeqLengths (ProcessAttenMaskSparsePFA ran before the flag is set, so its
+        sparse-mode-0 rule for padding never applies)."""
+        pad = getattr(self.a, "queryPaddingSize", None)
+        self.q_padding = None
+        if pad is None or not self.pfa:
+            return
+        if self.paged:
+            _fail("pa_q_padding", "When page attention is used, left padding is not supported!")
+        if pad.numel == 0:
+            return
+        if self.batch_continuous and self.act_q_flag and self.layout != "TND":
+            self.q_padding = pad
+        else:
+            self.env.warn(
+                "queryPaddingSize is ignored: IFATilingV2 applies it only with key/value batched in one tensor, "
+                "with the query's actualSeqLengths and outside TND"
+            )
+
     def _kv_padding(self):
         """ProcessKVPaddingSize / CheckSupportKVLeftPadding."""
         pad = self.a.kvPaddingSize
@@ -638,6 +662,7 @@ class _Tiling:
             padding=a.kvPaddingSize if self.left_padding else None,
             has_mask=self.has_mask,
             act_q=self.act_q,
+            q_padding=self.q_padding,
             has_pse=a.pseShift is not None and a.pseShift.numel > 0,
             lengths=[
                 self.actual[b] if self.actual else (self.kv_lens[b] if self.listed else s2) for b in range(self.batch)

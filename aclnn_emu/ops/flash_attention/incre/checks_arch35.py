@@ -397,6 +397,7 @@ class _Tiling:
             has_mask=self.has_mask,
             has_pse=self.has_pse,
             act_q=[self.s1] * self.b,
+            q_padding=None,
             lengths=[self._length(b) if self.lengths else self.s2 for b in range(self.b)],
             block_size=getattr(self, "block_size", 0),
             max_blocks=getattr(self, "max_blocks", 0),

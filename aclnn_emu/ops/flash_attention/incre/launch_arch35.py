@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 from aclnn_emu.kernels.attention.layouts import to_bnsd
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.flash_attention.left_padding import LeftPadding
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.runtime import sanitizer
@@ -32,6 +33,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
+    firsts, act_q = _query_rows(p)
     if mask is None and p.has_mask:
         mask = mask_3d(a.attenMask.read("attenMask"), p.s1 == 1)
     pse = a.pseShift.read("pseShift") if p.has_pse else None
@@ -44,20 +46,25 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
         stats = None if lse is None else pfa.RowStats(lse=lse[b : b + 1], masked_lse_inf=(True,))
         start, length = starts[b], lengths[b]
         k, v = keys(b, start, length), values(b, start, length)
+        first, rows = firsts[b], act_q[b]  # the query's rows (FusedInferAttentionScore); the others stay 0
         batch_mask = (
-            None if mask is None else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, :, start : start + length])
+            None
+            if mask is None
+            else pfa.Mask(mask[b if mask.shape[0] > 1 else 0, None, first:, start : start + length])
         )
         batch_pse = None
         if pse is not None:
-            rows = pse[b if pse.shape[0] > 1 else 0][None][..., start:]
-            batch_pse = PseSource(rows, 0, *rows.shape[2:])
-        rows = p.act_q[b]  # the query's actual length (FusedInferAttentionScore); later rows stay 0
+            pse_rows = pse[b if pse.shape[0] > 1 else 0][None][..., first if pse.shape[2] > 1 else 0 :, start:]
+            batch_pse = PseSource(pse_rows, 0, *pse_rows.shape[2:])
+        if stats is not None:
+            stats = replace(stats, lse=stats.lse[:, :, first : first + rows])
+        q_rows, out_rows = q[b : b + 1, :, first : first + rows], out[b : b + 1, :, first : first + rows]
         if blocks is not None:
-            _blockwise(a, q[b : b + 1, :, :rows], k, v, batch_mask, batch_pse, out_quant, blocks, out[b : b + 1], stats)
+            _blockwise(a, q_rows, k, v, batch_mask, batch_pse, out_quant, blocks, out_rows, stats)
             continue
         bands = pfa.batch_bands(0, TOKENS_MAX, TOKENS_MAX, p.has_mask, [rows], [length])
-        out[b : b + 1] = pfa.prompt_flash_attention(
-            q[b : b + 1],
+        out_rows[...] = pfa.prompt_flash_attention(
+            q_rows,
             k[None],
             v[None],
             scale=a.scaleValue,
@@ -169,6 +176,18 @@ def _zero_row(out_quant, heads, width, dtype):
                 via_fp16=True,
             )
     return zero.astype(dtype)[None]
+
+
+def _query_rows(p):
+    """Per batch (first query row, row count): the query's actual lengths, and with queryPaddingSize
+    (IFATilingV2's qPaddingSizeFlag) the rows ending that many rows before S1, none for a batch
+    whose rows do not fit (InitQueryLeftPaddingSize); the query, mask, pseShift, attentionOut and
+    softmaxLse offsets all add the first row (infer_flash_attention_kvcache.h, attenmask.h
+    ComputeOffsetForNoCompress, infer_flash_attention_sparse.h)."""
+    if p.q_padding is None:
+        return [0] * p.b, list(p.act_q)
+    shift = LeftPadding(p.q_padding, None, overflow_empty=True).shift(p.s1, p.s2, p.act_q, p.lengths)
+    return shift.q_first, shift.act_q
 
 
 def _windows(a, p):
