@@ -32,6 +32,9 @@ A2_OK = (
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
     "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel",
+    # FLOAT combined parameters: no rule of prompt_flash_attention_tiling.cpp reads their dtype (the
+    # kernels read their memory as fp16, InitKvAntiquant)
+    "pfa_kv_antiquant_float_params",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -195,8 +198,8 @@ ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
     # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
-    # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
-    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
+    # query S <= 16)
+    "a2.not_implemented.pfa_msd": NOT_IMPLEMENTED,
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

@@ -624,7 +624,7 @@ int main() {
         c.opt.erase("antiquantOffset"); c.opt["antiquantScale"] = T({3}); REPORT("a2.tiling.pfa_per_tensor_scale", Call(c, stream));
         c.opt["antiquantScale"] = T({2, 2, 32}); REPORT("a2.tiling.pfa_scale_rank", Call(c, stream));
         c.opt.erase("antiquantScale"); REPORT("a2.tiling.pfa_scale_null", Call(c, stream));
-        c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.not_implemented.pfa_float_params", Call(c, stream));
+        c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.ok.pfa_kv_antiquant_float_params", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
         c = Small(20); c.q.dtype = c.out.dtype = ACL_BF16; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)};

@@ -3758,6 +3758,13 @@ MUTATIONS = [
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
     Mutation(
+        "fia-pfa-kv-float-params-converted",
+        FIA_KV_ANTIQUANT_PFA,
+        "            x = x.reshape(-1).view(np.float16)[: x.size]",
+        "            pass",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "spkc-nhsd-head-stride",
         "aclnn_emu/kernels/kv_cache/scatter_a2.py",
         "    target = (base[:, None] + np.arange(heads, dtype=np.int64) * block_size).reshape(-1)",

@@ -53,8 +53,7 @@ NOT_IMPLEMENTED = Gaps(
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
-        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
-        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
+        "offset pairs); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -101,8 +100,6 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("query_quant")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
-        NOT_IMPLEMENTED.refuse("kv_antiquant")
-    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:

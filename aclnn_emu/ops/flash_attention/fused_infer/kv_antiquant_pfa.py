@@ -18,8 +18,12 @@ The kernels (prompt_flash_attention_s1s2_bns1_x910.h Bmm1Antiquant / Bmm2Antiqua
 each key/value tile into a workspace in the query dtype with AscendAntiQuant<int8, half>:
 (x + offset) * scale, both steps vector operations rounding to nearest even (antiquant_arch35's
 `dequantize`), key parameters at row 0 and value ones at row 1 ([2] per tensor; per channel the
-flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The MSD kernels
-(separate key/value parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
+flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The OpDef also
+registers FLOAT antiquantScale/Offset beside an fp16 query and no rule checks their dtype;
+InitKvAntiquant points a query-dtype pointer at them, so the kernels read the first numel fp16
+elements of their memory (per tensor: the two halves of the first float, little-endian; per channel:
+the first N2 x D floats, halved, as key row then value row). The MSD kernels (separate key/value
+parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
 """
 
 from types import SimpleNamespace
@@ -49,13 +53,6 @@ def applies(a) -> bool:
 def _layout(a) -> str:
     layout = a.inputLayout or "BSH"
     return _TILING_LAYOUT.get(layout, layout)
-
-
-def float_params(a) -> bool:
-    """FLOAT combined parameters, which the kernel key registers and the kernels read as fp16
-    elements of the same memory (InitKvAntiquant's `(__gm__ T*)`): not emulated."""
-    params = (a.antiquantScaleOptional, a.antiquantOffsetOptional)
-    return any(t is not None and t.dtype == DataType.ACL_FLOAT for t in params)
 
 
 def _has_kv_scales(a) -> bool:
@@ -202,7 +199,10 @@ class Dequantised:
     def _param(self, t, what: str, per_channel: bool):
         if t is None:
             return None
-        x = np.asarray(t.read(f"antiquant {what}"), np.float16)
+        x = np.asarray(t.read(f"antiquant {what}"))
+        if t.dtype == DataType.ACL_FLOAT:  # read through a `(__gm__ T*)` pointer: its first numel fp16 elements
+            x = x.reshape(-1).view(np.float16)[: x.size]
+        x = x.astype(np.float16)
         if not per_channel:
             return x.reshape(-1)[self.row]
         row = x.reshape(2, -1)[self.row]  # the flat N2 x D row the kernel indexes by KV head
