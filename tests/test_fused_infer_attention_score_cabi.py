@@ -124,7 +124,13 @@ A2_TILING = {
     "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
     "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
     "pfa_msd_s": "RunBigKernelTilingWithParams",
-    "pfa_msd_modes": "RunBigKernelTilingWithParams",  # the MSD kernels' rules after the split
+    # the MSD kernels' rules after the split (fused_infer/kv_antiquant_msd): modes, then per mode the
+    # parameters' shapes and dtypes
+    "pfa_msd_modes": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_rank": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_shape": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_dtype": "RunBigKernelTilingWithParams",
+    "pfa_msd_token_shape": "RunBigKernelTilingWithParams",
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -198,8 +204,8 @@ ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
     # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
-    # query S <= 16)
-    "a2.not_implemented.pfa_msd": NOT_IMPLEMENTED,
+    # query S <= 16) past their tiling rules, per channel and per token
+    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_msd_per_token")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

@@ -185,6 +185,24 @@ def _call(**named):
 
 
 ONES = np.ones((1, 2, 1, 64), F16)
+Q8 = np.zeros((1, 4, 8, 64), F16)  # S 8: the MSD kernels' query
+
+
+def _per_channel(shape, dtype, offsets=False):
+    """Key and value scales (and offsets) of one shape and dtype, modes 0."""
+    named = dict(keyAntiquantScaleOptional=np.ones(shape, dtype), valueAntiquantScaleOptional=np.ones(shape, dtype))
+    if offsets:
+        named.update(
+            keyAntiquantOffsetOptional=np.zeros(shape, dtype), valueAntiquantOffsetOptional=np.zeros(shape, dtype)
+        )
+    return named
+
+
+def _per_token(shape):
+    """FLOAT key and value scales of one shape, modes 1."""
+    return dict(keyAntiquantMode=1, valueAntiquantMode=1, **_per_channel(shape, np.float32))
+
+
 # case -> (keyword arguments, status, message)
 RULES = {
     # TilingProcess4PFA
@@ -218,11 +236,69 @@ RULES = {
         561002,
         "offset dim [2, 2, 2, 64] is wrong",
     ),  # fmt: skip
-    # separate key/value scales with S <= 16 past the MSD kernels' first rules
-    "msd": (
-        dict(query=np.zeros((1, 4, 8, 64), F16), keyAntiquantScaleOptional=ONES, valueAntiquantScaleOptional=ONES),
-        561003,
-        "separate key/value antiquant",
+    # separate key/value scales with S <= 16 past the MSD kernels' tiling rules: per token (FLOAT
+    # [B2, S2]) beside an fp16 query, per channel (BF16 [N2, D], [N2, 1, D] or [H2]) beside a BF16 one
+    "msd_per_token": (dict(query=Q8, **_per_token((1, 32))), 561003, "separate key/value antiquant"),
+    **{
+        f"msd_per_channel_{len(shape)}d": (
+            dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel(shape, BF16)),
+            561003,
+            "separate key/value antiquant",
+        )
+        for shape in ((2, 64), (2, 1, 64), (128,))
+    },
+    # RunBigKernelTilingWithParams's MSD shape rules per mode, then the parameters' dtypes
+    "msd_token_rank": (dict(query=Q8, **_per_token((1, 1, 32))), 561002, "is not 2 in perToken mode"),
+    "msd_token_shape": (
+        dict(query=Q8, **_per_token((1, 31))),
+        561002,
+        "shape of the key's dequant scale(1, 31) is not same with BS(1, 32) in perToken mode",
+    ),
+    "msd_token_offset_shape": (
+        dict(
+            query=Q8,
+            **_per_token((1, 32)),
+            keyAntiquantOffsetOptional=np.zeros((1, 32), np.float32),
+            valueAntiquantOffsetOptional=np.zeros((2, 32), np.float32),
+        ),
+        561002,
+        "shape of the value's dequant offset(2, 32) is not same with BS(1, 32)",
+    ),  # fmt: skip
+    "msd_channel_rank": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((2, 1, 1, 64), BF16, offsets=True)),
+        561002,
+        "is not 1 or 2 or 3 in perChannel mode",
+    ),
+    "msd_channel_offset_rank": (
+        dict(
+            query=Q8.astype(BF16),
+            antiquantScaleOptional=None,
+            **_per_channel((2, 64), BF16),
+            keyAntiquantOffsetOptional=np.zeros((2, 1, 64), BF16),
+            valueAntiquantOffsetOptional=np.zeros((2, 64), BF16),
+        ),
+        561002,
+        "is not same in perChannel mode",
+    ),  # fmt: skip
+    "msd_channel_shape": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((2, 32), BF16)),
+        561002,
+        "shape of the key's dequant scale(2, 32) is not same with (2, 64) in perChannel mode",
+    ),
+    "msd_channel_h": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((64,), BF16)),
+        561002,
+        "shape of the key's dequant scale(64,) is not same with (128,) in perChannel mode",
+    ),
+    "msd_channel_dtype": (
+        dict(query=Q8, **_per_channel((2, 64), np.float32)),
+        561002,
+        "is not bf16 in per-channel mode",
+    ),
+    "msd_token_dtype": (
+        dict(query=Q8, keyAntiquantMode=1, valueAntiquantMode=1, **_per_channel((1, 32), F16)),
+        561002,
+        "is not float32 in pertoken mode",
     ),
     # the MSD kernels' first rules, after the tiling's split (RunBigKernelTilingWithParams)
     "msd_modes": (

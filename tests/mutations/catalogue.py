@@ -136,6 +136,7 @@ FIA_KV_ANTIQUANT_TESTS = (
 )
 FIA_KV_PER_TOKEN_TESTS = ("tests/test_fused_infer_attention_score_kv_per_token.py",)
 FIA_KV_ANTIQUANT_PFA = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_pfa.py"
+FIA_KV_ANTIQUANT_MSD = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_msd.py"
 FIA_DELEGATE = "aclnn_emu/ops/flash_attention/fused_infer/delegate.py"
 FIA_PFA_ANTIQUANT_TESTS = ("tests/test_fused_infer_attention_score_pfa_antiquant.py",)
 FIA_PADDING_TESTS = (
@@ -3749,13 +3750,37 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-kv-msd-padding-unchecked",
-        FIA_KV_ANTIQUANT_PFA,
+        FIA_KV_ANTIQUANT_MSD,
         "    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:",
         "    if False:",
         FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
+    ),
+    Mutation(
+        "fia-pfa-msd-token-batch-and-s-swapped",
+        FIA_KV_ANTIQUANT_MSD,
+        "    want = _kv_batch_and_s(a)\n",
+        "    want = _kv_batch_and_s(a)[::-1]\n",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-h-as-d", FIA_KV_ANTIQUANT_MSD, "1: (h2,)}", "1: (h2 // n2,)}", FIA_PFA_ANTIQUANT_TESTS
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-dtype-float",
+        FIA_KV_ANTIQUANT_MSD,
+        "_PER_CHANNEL: (DataType.ACL_BF16,",
+        "_PER_CHANNEL: (DataType.ACL_FLOAT,",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-offset-rank-unchecked",
+        FIA_KV_ANTIQUANT_MSD,
+        "    if any(t is not None and t.ndim != ks.ndim for t in (ko, vo)):",
+        "    if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-pfa-kv-float-params-converted",

@@ -25,6 +25,7 @@ from ..prompt import V3 as PROMPT
 from . import (
     kv_antiquant,
     kv_antiquant_arch35,
+    kv_antiquant_msd,
     kv_antiquant_pfa,
     kv_list,
     launch,
@@ -52,8 +53,8 @@ NOT_IMPLEMENTED = Gaps(
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
-        "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
-        "offset pairs); on Ascend910_95's IFA route, "
+        "beside an fp16 or BF16 query) after their tiling rules (modes, tensor list, padding, dtypes, scale and "
+        "offset pairs, the parameters' shapes and dtypes per mode); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -583,7 +584,7 @@ def prompt(a, env):
     if not on_arch35(env):
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
-            kv_antiquant_pfa.check_msd(a, kv_s is not None)
+            kv_antiquant_msd.check(a, kv_s is not None)
             NOT_IMPLEMENTED.refuse("kv_antiquant")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35

@@ -108,41 +108,6 @@ def check_after_shapes(a, key_empty: bool) -> None:
         raise tiling("pfa.msd_s", f"S of query({s}) is larger than 16, when the key/value's dequant scale is enabled.")
 
 
-def check_msd(a, listed: bool) -> None:
-    """The MSD kernels' first rules (RunBigKernelTilingWithParams, after the tiling's split): key and
-    value modes alike, 0 or 1; no tensor list, no left padding; an INT8 key and value; a BF16, INT8
-    or (fp16 query) any output; both scales given, the offsets for both or neither. Its per-mode
-    shape rules follow, which the emulator does not replay."""
-    k_mode, v_mode = a.keyAntiquantMode, a.valueAntiquantMode
-    if k_mode != v_mode or k_mode not in (0, 1):
-        raise tiling(
-            "pfa.msd_modes",
-            f"the key's quant mode({k_mode}) or the value's quant mode({v_mode}) is not correct, the key/value's "
-            "quant mode only support per-token and per-channel when the key/value's dequant scale is enabled",
-        )
-    if listed:
-        raise tiling("pfa.msd_tensor_list", "tensorlist is not supported when the key/value's dequant scale is enabled")
-    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
-        raise tiling("pfa.msd_padding", "LeftPadding is not supported when the key/value's dequant scale is enabled")
-    key, value = a.key.items[0].dtype, a.value.items[0].dtype
-    if key != value:
-        raise tiling("pfa.msd_kv_dtypes", f"DataType of key({key.short}) not equal datatype of value({value.short})")
-    if key != DataType.ACL_INT8:
-        raise tiling("pfa.msd_kv_int8", f"DataType of key({key.short}) or datatype of value({value.short}) is not bf16")
-    out = a.attentionOut.dtype
-    if out not in (DataType.ACL_BF16, DataType.ACL_INT8) and a.query.dtype != DataType.ACL_FLOAT16:
-        raise tiling("pfa.msd_out", f"DataType of output({out.short}) is not bf16 or int8 or fp16")
-    if a.keyAntiquantScaleOptional is None or a.valueAntiquantScaleOptional is None:
-        raise tiling(
-            "pfa.msd_scales", "Shape of the key's dequant scale or the shape of the value's dequant scale is null"
-        )
-    if (a.keyAntiquantOffsetOptional is None) != (a.valueAntiquantOffsetOptional is None):
-        side = "null, when shape of the value's dequant offset is not null"
-        if a.keyAntiquantOffsetOptional is not None:
-            side = "not null, when shape of the value's dequant offset is null"
-        raise tiling("pfa.msd_offsets", f"Shape of the key's dequant offset is {side}")
-
-
 def _check_params(a) -> None:
     """CheckAntiquantParamsShape without a block table: [2] per tensor (an offset's first axis
     alike), else CheckPerchannelAntiquantParamsShape with the first axis 2."""
