@@ -35,6 +35,9 @@ A2_OK = (
     # FLOAT combined parameters: no rule of prompt_flash_attention_tiling.cpp reads their dtype (the
     # kernels read their memory as fp16, InitKvAntiquant)
     "pfa_kv_antiquant_float_params",
+    # the MSD kernels (key/value scales, query S <= 16) past RunBigKernelTilingWithParams's rules:
+    # per channel (BF16 [N2, D] beside a BF16 query) and per token (FLOAT [B2, S2])
+    "pfa_msd", "pfa_msd_per_token",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -203,9 +206,6 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
-    # query S <= 16) past their tiling rules, per channel and per token
-    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_msd_per_token")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

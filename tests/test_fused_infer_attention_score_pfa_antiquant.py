@@ -236,17 +236,19 @@ RULES = {
         561002,
         "offset dim [2, 2, 2, 64] is wrong",
     ),  # fmt: skip
-    # separate key/value scales with S <= 16 past the MSD kernels' tiling rules: per token (FLOAT
-    # [B2, S2]) beside an fp16 query, per channel (BF16 [N2, D], [N2, 1, D] or [H2]) beside a BF16 one
-    "msd_per_token": (dict(query=Q8, **_per_token((1, 32))), 561003, "separate key/value antiquant"),
-    **{
-        f"msd_per_channel_{len(shape)}d": (
-            dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel(shape, BF16)),
-            561003,
-            "separate key/value antiquant",
-        )
-        for shape in ((2, 64), (2, 1, 64), (128,))
-    },
+    # separate key/value scales with S <= 16 past the MSD kernels' tiling rules, where the emulator
+    # does not run them: a 2-D (SH) query
+    "msd_sh": (
+        dict(
+            query=np.zeros((8, 256), F16),
+            key=[np.ones((8, 128), np.int8)],
+            value=[np.ones((8, 128), np.int8)],
+            inputLayout="SH",
+            **_per_token((1, 8)),
+        ),
+        561003,
+        "separate key/value antiquant",
+    ),  # fmt: skip
     # RunBigKernelTilingWithParams's MSD shape rules per mode, then the parameters' dtypes
     "msd_token_rank": (dict(query=Q8, **_per_token((1, 1, 32))), 561002, "is not 2 in perToken mode"),
     "msd_token_shape": (

@@ -638,14 +638,14 @@ int main() {
         REPORT("a2.tiling.pfa_msd_channel_rank", Call(c, stream));
         c.opt.erase("keyAntiquantOffset"); c.opt.erase("valueAntiquantOffset");
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 32}, ACL_BF16);
-        REPORT("a2.not_implemented.pfa_msd", Call(c, stream));
+        REPORT("a2.ok.pfa_msd", Call(c, stream));
         c.opt["keyAntiquantScale"] = T({2, 16}, ACL_BF16); REPORT("a2.tiling.pfa_msd_channel_shape", Call(c, stream));
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 32}, ACL_FLOAT);
         REPORT("a2.tiling.pfa_msd_channel_dtype", Call(c, stream));
         // Per token beside an fp16 query: FLOAT [B2, S2].
         c.q = c.out = T({2, 8, 8, 32}); c.keyAntiquantMode = c.valueAntiquantMode = 1;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 80}, ACL_FLOAT);
-        REPORT("a2.not_implemented.pfa_msd_per_token", Call(c, stream));
+        REPORT("a2.ok.pfa_msd_per_token", Call(c, stream));
         c.opt["valueAntiquantScale"] = T({2, 79}, ACL_FLOAT); REPORT("a2.tiling.pfa_msd_token_shape", Call(c, stream));
         c.valueAntiquantMode = 0; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.

@@ -139,6 +139,8 @@ FIA_KV_ANTIQUANT_PFA = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_p
 FIA_KV_ANTIQUANT_MSD = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_msd.py"
 FIA_DELEGATE = "aclnn_emu/ops/flash_attention/fused_infer/delegate.py"
 FIA_PFA_ANTIQUANT_TESTS = ("tests/test_fused_infer_attention_score_pfa_antiquant.py",)
+FIA_PFA_MSD_TESTS = ("tests/test_fused_infer_attention_score_pfa_msd.py",)
+PFA_MSD = "aclnn_emu/kernels/flash_attention/pfa_msd.py"
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -3781,6 +3783,48 @@ MUTATIONS = [
         "    if any(t is not None and t.ndim != ks.ndim for t in (ko, vo)):",
         "    if False:",
         FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-pieces-round-even",
+        PFA_MSD,
+        "    return (np.sign(y) * np.floor(np.abs(y) + 0.5)).astype(F32)",
+        "    return np.rint(y).astype(F32)",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-second-piece-dropped",
+        PFA_MSD,
+        "    return (first.astype(F32) + second.astype(F32) * STEP) * COEFF2",
+        "    return first.astype(F32) * COEFF2",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-value-params-skipped",
+        PFA_MSD,
+        "        return o * self.value_scale[n2]",
+        "        return o",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-token-key-offset-dropped",
+        PFA_MSD,
+        "            s = s + self.key_offset[b, cols] * row_sum(q)[:, None]",
+        "            pass",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-token-value-offset-dropped",
+        PFA_MSD,
+        "            o = o + row_sum(scaled * self.value_offset[b, cols])[:, None]",
+        "            pass",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-kv-head-of-query-head",
+        FIA_KV_ANTIQUANT_MSD,
+        "            values = [None if x is None else x.reshape(self.kv_heads, -1) for x in values]",
+        "            values = [None if x is None else x.reshape(self.kv_heads, -1)[::-1] for x in values]",
+        FIA_PFA_MSD_TESTS,
     ),
     Mutation(
         "fia-pfa-kv-float-params-converted",

@@ -54,7 +54,8 @@ NOT_IMPLEMENTED = Gaps(
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their tiling rules (modes, tensor list, padding, dtypes, scale and "
-        "offset pairs, the parameters' shapes and dtypes per mode); on Ascend910_95's IFA route, "
+        "offset pairs, the parameters' shapes and dtypes per mode) with a 2-D (SH) query, sparse mode 20-22 or a "
+        "shared prefix; on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -138,6 +139,9 @@ INFERRED = Gaps(
         "SeqLenFromTensorList, prompt_flash_attention_s1s2_bns1_x910.h, flash_attention_score_block_vec_infer.h "
         "GetActualSeqLenKV), past its end; what that overwrites is not established, the emulator runs as if "
         "the array held the shape",
+        "msd_sums": "the A2/A3 MSD kernels per token with key or value offsets: the order inside WholeReduceSum "
+        "(the last 64 elements of a row sum) and whether the vector FusedMulAdd rounds once are not established; "
+        "the emulator sums those 64 in float64 and rounds once, and rounds the product and the sum apart",
     },
 )
 
@@ -540,7 +544,10 @@ def prompt(a, env):
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
-    if not on_arch35(env) and kv_antiquant_pfa.applies(a):
+    msd = not on_arch35(env) and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a)
+    if msd:
+        key, value = kv_antiquant_msd.Int8View(a, key), kv_antiquant_msd.Int8View(a, value)
+    elif not on_arch35(env) and kv_antiquant_pfa.applies(a):
         key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
     extra = {}
     if facts is not None:
@@ -578,6 +585,7 @@ def prompt(a, env):
         rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
         rope=None if rope is None else rope_prompt.tensors(a, facts),
         full_quant=mla_full_quant.Kernel(a) if full_quant else None,
+        msd=kv_antiquant_msd.Reader(a) if msd else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
@@ -585,7 +593,10 @@ def prompt(a, env):
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
             kv_antiquant_msd.check(a, kv_s is not None)
-            NOT_IMPLEMENTED.refuse("kv_antiquant")
+            if not kv_antiquant_msd.runs(a):
+                NOT_IMPLEMENTED.refuse("kv_antiquant")
+            if kv_antiquant_msd.sums_inferred(a):
+                INFERRED.warn(env, "msd_sums")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.

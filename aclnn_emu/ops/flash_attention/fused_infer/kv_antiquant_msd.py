@@ -10,12 +10,18 @@ valueAntiquantScale with query S <= 16 (`kv_antiquant_pfa.msd`). RunBigKernelTil
 - per channel: the scales both [N2, D], both [N2, 1, D] or both [H2] (H2 = N2 x D), an offset of
   the same rank and shape;
 - per channel every parameter BF16, per token FLOAT.
-The kernels that follow (prompt_flash_attention_s1s2_bns1_x910.h, msdMode MSD_ON) are not emulated.
+The kernels that follow (prompt_flash_attention_s1s2_bns1_x910.h, msdMode MSD_ON) run in
+`kernels/flash_attention/pfa_msd.py`: the key and value reach them as INT8 (`Int8View`), the
+parameters as fp32 (`Reader`: per channel flattened to [N2, D], whichever of the three shapes).
 """
 
+import numpy as np
+
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.pfa_msd import MsdParams
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
+from ..common import BASE_API_MODES
 from .failure import tiling
 from .layouts import split
 
@@ -24,6 +30,18 @@ _PARAM_DTYPE = {
     _PER_CHANNEL: (DataType.ACL_BF16, "bf16 in per-channel mode"),
     _PER_TOKEN: (DataType.ACL_FLOAT, "float32 in pertoken mode"),
 }
+
+
+def runs(a) -> bool:
+    """Whether the emulator runs the MSD kernels past their rules: not for a 2-D (SH) query, the
+    base-API sparse modes 20-22 or a shared prefix, whose kernel walks it does not model."""
+    return a.query.ndim > 2 and a.sparseMode not in BASE_API_MODES and a.keySharedPrefixOptional is None
+
+
+def sums_inferred(a) -> bool:
+    """Per token with offsets the kernels' row sums and fused multiply-adds serve (`pfa_msd`)."""
+    ks, ko, vs, vo = _params(a)
+    return a.keyAntiquantMode == _PER_TOKEN and (ko is not None or vo is not None)
 
 
 def _params(a):
@@ -151,3 +169,33 @@ def _check_per_channel(a) -> None:
     ):
         if t is not None and tuple(t.shape) != want:
             raise tiling(rule, f"shape of {what}{tuple(t.shape)} is not same with {want} in perChannel mode")
+
+
+class Int8View:
+    """An INT8 key/value shown to the PFA checks in the query's dtype (as the tiling sees the call)
+    and read as its INT8 values by the MSD kernels."""
+
+    def __init__(self, a, t):
+        self.t, self.dtype, self.format = t, a.query.dtype, t.format
+        self.shape, self.ndim, self.numel, self.is_empty = t.shape, t.ndim, t.numel, t.is_empty
+
+    def read(self, what: str = "tensor"):
+        return self.t.read(what)
+
+
+class Reader:
+    """The separate parameters, read as fp32 when the kernels run: per channel [N2, D] (BF16 values,
+    exact in fp32), per token [B2, S2]."""
+
+    def __init__(self, a):
+        self.mode = a.keyAntiquantMode
+        self.tensors = _params(a)
+        heads = attr_uint32(a.numHeads)
+        self.kv_heads = attr_uint32(a.numKeyValueHeads) or heads
+
+    def read(self) -> MsdParams:
+        names = ("keyAntiquantScale", "keyAntiquantOffset", "valueAntiquantScale", "valueAntiquantOffset")
+        values = [None if t is None else np.asarray(t.read(n), np.float32) for t, n in zip(self.tensors, names)]
+        if self.mode == _PER_CHANNEL:
+            values = [None if x is None else x.reshape(self.kv_heads, -1) for x in values]
+        return MsdParams(self.mode, *values)

@@ -23,7 +23,7 @@ registers FLOAT antiquantScale/Offset beside an fp16 query and no rule checks th
 InitKvAntiquant points a query-dtype pointer at them, so the kernels read the first numel fp16
 elements of their memory (per tensor: the two halves of the first float, little-endian; per channel:
 the first N2 x D floats, halved, as key row then value row). The MSD kernels (separate key/value
-parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
+parameters, S <= 16) take their own rules and kernels (`kv_antiquant_msd.py`).
 """
 
 from types import SimpleNamespace

@@ -47,6 +47,9 @@ def _launch(
     sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
     rope_t = getattr(a, "rope", None)  # FusedInferAttentionScore's (queryRope, keyRope) on Ascend910_95
     full_quant = getattr(a, "full_quant", None)  # its MLA full-quant kernels: q, k, v read as fp32 values
+    msd_t = getattr(a, "msd", None)  # FusedInferAttentionScore's MSD kernels (A2/A3): int8 k, v and their parameters
+    if msd_t is not None:  # their softmax, sums and output run in fp32 whatever innerPrecise says
+        precision = pfa.X910_HIGH_PRECISION
 
     def run(workspace):
         q, k, v = (
@@ -88,6 +91,8 @@ def _launch(
             pse=pse,
             stats=None if sink is None else pfa.RowStats(sink=sink),
         )
+        if msd_t is not None:
+            common["msd"] = msd_t.read()
         if full_quant is not None:
             o = full_quant.attention(q, k, v, scale=scale, bands=bands, act_q=lengths[0], act_kv=lengths[1], rows=rows)
         elif rows is None:
