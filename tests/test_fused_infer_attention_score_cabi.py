@@ -36,8 +36,8 @@ A2_OK = (
     # kernels read their memory as fp16, InitKvAntiquant)
     "pfa_kv_antiquant_float_params",
     # the MSD kernels (key/value scales, query S <= 16) past RunBigKernelTilingWithParams's rules:
-    # per channel (BF16 [N2, D] beside a BF16 query) and per token (FLOAT [B2, S2])
-    "pfa_msd", "pfa_msd_per_token",
+    # per channel (BF16 [N2, D] beside a BF16 query) and per token (FLOAT [B2, S2]), softmaxLse too
+    "pfa_msd", "pfa_msd_per_token", "pfa_msd_lse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {

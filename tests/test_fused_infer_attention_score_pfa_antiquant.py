@@ -347,14 +347,16 @@ RULES = {
         561002,
         "the key's dequant offset is not null",
     ),  # fmt: skip
-    # softmaxLse beside the MSD kernels
-    "msd_lse": (
+    # softmaxLse beside the MSD kernels where the emulator does not run them
+    "msd_sh_lse": (
         dict(
-            query=np.zeros((1, 4, 8, 64), F16),
-            keyAntiquantScaleOptional=ONES,
-            valueAntiquantScaleOptional=ONES,
+            query=np.zeros((8, 256), F16),
+            key=[np.ones((8, 128), np.int8)],
+            value=[np.ones((8, 128), np.int8)],
+            inputLayout="SH",
             softmaxLseFlag=True,
             softmaxLse=np.zeros((1, 4, 8, 1), np.float32),
+            **_per_token((1, 8)),
         ),
         561003,
         "softmaxLse with an INT8/INT4",

@@ -15,7 +15,7 @@ import ties
 from aclnn_emu.runtime import sanitizer
 from golden import fused_infer_attention_score as golden
 from golden import pfa_msd
-from test_fused_infer_attention_score import run_fia
+from test_fused_infer_attention_score import _lse_meets, run_fia
 import test_prompt_flash_attention_v3 as pfa_v3
 
 F16 = np.float16
@@ -140,3 +140,32 @@ def test_value_pieces_round_half_away(chip):
 
     want = ties.assert_sensitive(golden_out, {"first piece": "away"}, "MSD value pieces")
     ties.assert_bits(out[0, 0], want["attentionOut"], "attentionOut")
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("per_token", [False, True], ids=["per_channel", "per_token"])
+def test_softmax_lse(chip, per_token, capfd):
+    """The MSD kernels write softmaxLse themselves (SoftmaxLseCopyOut): log(l) + m of their scores,
+    per channel with the key offset's row constant scaleValue * sum(q * scaleK * offsetK) added back,
+    so it is the dequantised scores' lse; rows past actualSeqLengths keep the initialisation's +inf
+    (InitLseOutputSingleCore)."""
+    b, n, n2, s1, s2, d = 2, 4, 2, 10, 200, 64
+    dtype, pdtype, pshape = (F16, F32, (b, s2)) if per_token else (BF16, BF16, (n2, d))
+    q = RNG.standard_normal((b, n, s1, d)).astype(dtype)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    ks, vs = ((RNG.random(pshape) * 0.02 + 0.005).astype(pdtype) for _ in range(2))
+    ko, vo = ((RNG.standard_normal(pshape) * 4).astype(pdtype) for _ in range(2))
+    act_q, act_kv = [10, 7], [200, 150]
+    out, lse = run_fia(
+        query=q, key=[k8], value=[v8], out_shape=q.shape, lse_shape=(b, n, s1, 1), numHeads=n, numKeyValueHeads=n2,
+        scaleValue=d**-0.5, inputLayout="BNSD", sparseMode=3, attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        actualSeqLengthsOptional=tuple(act_q), actualSeqLengthsKvOptional=tuple(act_kv),
+        keyAntiquantScaleOptional=ks, valueAntiquantScaleOptional=vs, keyAntiquantOffsetOptional=ko,
+        valueAntiquantOffsetOptional=vo, keyAntiquantMode=int(per_token), valueAntiquantMode=int(per_token),
+    )  # fmt: skip
+    k, v = pfa_msd.dequantised(k8, ks, ko, per_token), pfa_msd.dequantised(v8, vs, vo, per_token)
+    want = golden.attention(
+        q, k, v, kv_block=512, scale=d**-0.5, sparse_mode=3, act_q=act_q, act_kv=act_kv, has_mask=True
+    )
+    _lse_meets(lse[..., 0], want.lse)
+    assert "inferred.msd_sums" in capfd.readouterr().err

@@ -646,6 +646,8 @@ int main() {
         c.q = c.out = T({2, 8, 8, 32}); c.keyAntiquantMode = c.valueAntiquantMode = 1;
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 80}, ACL_FLOAT);
         REPORT("a2.ok.pfa_msd_per_token", Call(c, stream));
+        c.lseFlag = true; c.lse = T({2, 8, 8, 1}, ACL_FLOAT); REPORT("a2.ok.pfa_msd_lse", Call(c, stream));
+        c.lseFlag = false;
         c.opt["valueAntiquantScale"] = T({2, 79}, ACL_FLOAT); REPORT("a2.tiling.pfa_msd_token_shape", Call(c, stream));
         c.valueAntiquantMode = 0; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.

@@ -494,7 +494,8 @@ def fia_pfa_kv_antiquant_float(soc):
 
 def fia_pfa_msd(soc, per_token=False):
     """Query S 8 over an INT8 key/value with separate BF16 per-channel scales and offsets [N2, D]
-    beside a BF16 query: the A2/A3 PFA tiling's MSD kernels (per token: FLOAT [B, S2] beside fp16)."""
+    beside a BF16 query, softmaxLse wanted: the A2/A3 PFA tiling's MSD kernels (per token: FLOAT
+    [B, S2] beside fp16)."""
     dtype, params, shape = ("FLOAT16", "FLOAT", (1, 40)) if per_token else ("BF16", "BF16", (2, 32))
     q, out = T((1, 4, 8, 32), dtype), T((1, 4, 8, 32), dtype)
     k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
@@ -503,7 +504,7 @@ def fia_pfa_msd(soc, per_token=False):
                       keyAntiquantOffsetOptional=T(shape, params), valueAntiquantOffsetOptional=T(shape, params),
                       keyAntiquantMode=int(per_token), valueAntiquantMode=int(per_token),
                       preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
-                      attentionOut=out)  # fmt: skip
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((1, 4, 8, 1), "FLOAT"))  # fmt: skip
 
 
 def fia_pfa_msd_per_token(soc):

@@ -3827,6 +3827,13 @@ MUTATIONS = [
         FIA_PFA_MSD_TESTS,
     ),
     Mutation(
+        "fia-pfa-msd-lse-offset-dropped",
+        PFA_MSD,
+        "        if self.mode == PER_TOKEN or self.key_offset is None:\n            return lse\n",
+        "        if True:\n            return lse\n",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
         "fia-pfa-kv-float-params-converted",
         FIA_KV_ANTIQUANT_PFA,
         "            x = x.reshape(-1).view(np.float16)[: x.size]",

@@ -18,7 +18,10 @@ Per token (modes 1: FLOAT [B2, S2] scales and offsets per key row j):
   scores  S_j = (R(pieces of q) * amax + offsetK_j * sum(q)) * scaleK_j
   values  A'_j = P_j * scaleV_j;  O_block = R(pieces of A') * amax(A') + sum_j(A'_j * offsetV_j)
 Everything else (scaleValue, pse, mask, the fp32 online softmax, acc / l and the output cast) is the
-fp32 (high-precision) x910 kernel's, `prompt_flash_attention._Forward`. Row sums fold 64-element
+fp32 (high-precision) x910 kernel's, `prompt_flash_attention._Forward`. softmaxLse is log(l) + m,
++inf for a row whose every key is masked when the row-invalid correction runs, plus per channel
+with a key offset scaleValue * sum(q * scaleK * offsetK); rows the kernel never computes keep the
++inf the output's initialisation writes (InitLseOutputSingleCore: 3e+99 as fp32). Row sums fold 64-element
 blocks as MsdRowSum does; the order inside WholeReduceSum and whether the vector FusedMulAdd rounds
 once are not established (a float64 sum rounded once; two roundings).
 """
@@ -114,6 +117,14 @@ class MsdParams:
         if self.value_offset is not None:
             o = o + row_sum(scaled * self.value_offset[b, cols])[:, None]
         return o
+
+    def lse(self, lse: np.ndarray, q: np.ndarray, n2: int, scale: np.float32) -> np.ndarray:
+        """softmaxLse of fp32 query rows ``q`` from the kernel's log(l) + m: per channel with a key
+        offset the offset's row constant, left out of the scores, added back (SoftmaxLseCopyOut):
+        scaleValue * sum(q * scaleK * offsetK)."""
+        if self.mode == PER_TOKEN or self.key_offset is None:
+            return lse
+        return lse + row_sum(self.key_offset[n2] * (q * self.key_scale[n2])) * scale
 
     def output(self, o: np.ndarray, n2: int) -> np.ndarray:
         """acc / l as the output step leaves it before the cast (per channel the value's parameters)."""

@@ -536,6 +536,9 @@ class _Forward:
             lse = np.log(row_sum) + running_max
             if stats.masked_lse_inf and stats.masked_lse_inf[b]:
                 lse[masked] = np.inf
+            if self.msd is not None:
+                rows = native.widen(self.q[b, n, i0 : i0 + len(lse)])
+                lse = self.msd.lse(lse, rows, n // self.group, self.scale)
             rows = stats.lse[b, n, i0 : i0 + len(lse)]
             rows[computed] = lse[computed]
         return row_sum

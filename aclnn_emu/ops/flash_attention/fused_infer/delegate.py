@@ -45,8 +45,9 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
-        "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, a "
+        "shared prefix beside an INT8 one, and the MSD kernels' (key/value scales) with a 2-D (SH) query or sparse "
+        "mode 20-22), or on the IFA route with a query "
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
@@ -96,7 +97,11 @@ def _refuse_unsupported(
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
     pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
-    if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
+    msd_lse = (
+        prompt and not arch35 and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a) and kv_antiquant_msd.runs(a)
+    )
+    pfa_written = pfa_lse_pass or msd_lse  # the MSD kernels write it themselves
+    if a.lse_wanted and _antiquant_kv(a) and not pfa_written and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
         NOT_IMPLEMENTED.refuse("query_quant")
@@ -586,6 +591,7 @@ def prompt(a, env):
         rope=None if rope is None else rope_prompt.tensors(a, facts),
         full_quant=mla_full_quant.Kernel(a) if full_quant else None,
         msd=kv_antiquant_msd.Reader(a) if msd else None,
+        softmax_lse=a.softmaxLse if msd and a.lse_wanted else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
@@ -613,7 +619,7 @@ def prompt(a, env):
         return _with_lse(a, env, out, sink, second_pass=False)
     if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
         a = kv_antiquant_pfa.DequantisedCall(a)
-    return _with_lse(a, env, out, sink, args.left_padding)
+    return _with_lse(a, env, out, sink, args.left_padding, second_pass=not msd)
 
 
 def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):

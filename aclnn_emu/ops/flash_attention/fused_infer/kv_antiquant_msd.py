@@ -39,9 +39,12 @@ def runs(a) -> bool:
 
 
 def sums_inferred(a) -> bool:
-    """Per token with offsets the kernels' row sums and fused multiply-adds serve (`pfa_msd`)."""
+    """Whether the kernels' row sums or fused multiply-adds serve (`pfa_msd`): per token with
+    offsets, per channel with a key offset beside softmaxLse."""
     ks, ko, vs, vo = _params(a)
-    return a.keyAntiquantMode == _PER_TOKEN and (ko is not None or vo is not None)
+    if a.keyAntiquantMode == _PER_TOKEN:
+        return ko is not None or vo is not None
+    return ko is not None and a.lse_wanted
 
 
 def _params(a):
