@@ -203,6 +203,11 @@ def _per_token(shape):
     return dict(keyAntiquantMode=1, valueAntiquantMode=1, **_per_channel(shape, np.float32))
 
 
+# an SH query (S 8, H 256) per token: the MSD kernels' rules pass, the emulator does not run them
+SH_KV = np.ones((8, 128), np.int8)
+MSD_SH = dict(query=np.zeros((8, 256), F16), key=[SH_KV], value=[SH_KV], inputLayout="SH", **_per_token((1, 8)))
+
+
 # case -> (keyword arguments, status, message)
 RULES = {
     # TilingProcess4PFA
@@ -238,17 +243,7 @@ RULES = {
     ),  # fmt: skip
     # separate key/value scales with S <= 16 past the MSD kernels' tiling rules, where the emulator
     # does not run them: a 2-D (SH) query
-    "msd_sh": (
-        dict(
-            query=np.zeros((8, 256), F16),
-            key=[np.ones((8, 128), np.int8)],
-            value=[np.ones((8, 128), np.int8)],
-            inputLayout="SH",
-            **_per_token((1, 8)),
-        ),
-        561003,
-        "separate key/value antiquant",
-    ),  # fmt: skip
+    "msd_sh": (MSD_SH, 561003, "separate key/value antiquant"),  # fmt: skip
     # RunBigKernelTilingWithParams's MSD shape rules per mode, then the parameters' dtypes
     "msd_token_rank": (dict(query=Q8, **_per_token((1, 1, 32))), 561002, "is not 2 in perToken mode"),
     "msd_token_shape": (
@@ -349,15 +344,7 @@ RULES = {
     ),  # fmt: skip
     # softmaxLse beside the MSD kernels where the emulator does not run them
     "msd_sh_lse": (
-        dict(
-            query=np.zeros((8, 256), F16),
-            key=[np.ones((8, 128), np.int8)],
-            value=[np.ones((8, 128), np.int8)],
-            inputLayout="SH",
-            softmaxLseFlag=True,
-            softmaxLse=np.zeros((1, 4, 8, 1), np.float32),
-            **_per_token((1, 8)),
-        ),
+        dict(MSD_SH, softmaxLseFlag=True, softmaxLse=np.zeros((1, 4, 8, 1), np.float32)),
         561003,
         "softmaxLse with an INT8/INT4",
     ),  # fmt: skip

@@ -126,21 +126,13 @@ def _query_h(a) -> int:
 
 
 def _check_per_token(a) -> None:
-    ks, ko, vs, vo = _params(a)
     if any(t is not None and t.ndim != 2 for t in _params(a)):
         raise tiling(
             "pfa.msd_token_rank",
             f"The shape dimension of the key's/value's dequant scale/offset ({_ranks(a)}) is not 2 in perToken mode",
         )
     want = _kv_batch_and_s(a)
-    for rule, what, t in (
-        ("pfa.msd_token_key_scale", "the key's dequant scale", ks),
-        ("pfa.msd_token_value_scale", "the value's dequant scale", vs),
-        ("pfa.msd_token_key_offset", "the key's dequant offset", ko),
-        ("pfa.msd_token_value_offset", "the value's dequant offset", vo),
-    ):
-        if t is not None and tuple(t.shape) != want:
-            raise tiling(rule, f"shape of {what}{tuple(t.shape)} is not same with BS{want} in perToken mode")
+    _check_shapes(a, want, "token", f"BS{want} in perToken mode")
 
 
 def _check_per_channel(a) -> None:
@@ -164,14 +156,16 @@ def _check_per_channel(a) -> None:
             "mode",
         )
     want = shapes[ks.ndim]
-    for rule, what, t in (
-        ("pfa.msd_channel_key_scale", "the key's dequant scale", ks),
-        ("pfa.msd_channel_value_scale", "the value's dequant scale", vs),
-        ("pfa.msd_channel_key_offset", "the key's dequant offset", ko),
-        ("pfa.msd_channel_value_offset", "the value's dequant offset", vo),
-    ):
+    _check_shapes(a, want, "channel", f"{want} in perChannel mode")
+
+
+def _check_shapes(a, want: tuple, kind: str, expected: str) -> None:
+    """Every parameter given of shape ``want``, in the source's order: the scales, then the offsets."""
+    ks, ko, vs, vo = _params(a)
+    for side, t in (("key_scale", ks), ("value_scale", vs), ("key_offset", ko), ("value_offset", vo)):
         if t is not None and tuple(t.shape) != want:
-            raise tiling(rule, f"shape of {what}{tuple(t.shape)} is not same with {want} in perChannel mode")
+            what = side.replace("_", "'s dequant ")
+            raise tiling(f"pfa.msd_{kind}_{side}", f"shape of the {what}{tuple(t.shape)} is not same with {expected}")
 
 
 class Int8View:
