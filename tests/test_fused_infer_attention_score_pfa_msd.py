@@ -109,16 +109,28 @@ def _tie_scale(m: int) -> np.float32:
     raise AssertionError(f"no fp32 scale puts {m} + 0.5 on the grid")
 
 
+# FLOAT scales s whose a = fp32(s * 127.49) is 1 + f with fp32(f * 254.98) = k + 0.5 for even k (found
+# by a search over the fp32 grid): a tie of the second piece; the first (round(a) = 1) is none
+SECOND_TIES = np.array(
+    [0.00878200028091669, 0.009151147678494453, 0.009520294144749641, 0.00988944061100483, 0.010258587077260017,
+     0.01062773447483778, 0.010996880941092968, 0.011366027407348156, 0.011735174804925919], F32,
+)  # fmt: skip
+
+
 @A2_CHIPS
 def test_value_pieces_round_half_away(chip):
-    """The first int8 piece of each softmax numerator (per token: P * scaleV, over the block's
-    largest) rounds half away from zero (MsdAIterExpand's CAST_ROUND): zero keys give P = 1 on every
-    key, key 0's scale 1 is the block's largest, and key j's scale puts P * scaleV * 127.49 on
-    m_j + 0.5; one-hot values make output channel j read key j alone, and its fp16 output
-    (l = S2) shows which way the tie went. Two query rows: S = 1 would take the IFA route."""
-    keys, d = 16, 32
-    m = np.arange(1, keys)  # the tie's integer part per key
-    scales = np.array([1.0] + [_tie_scale(int(x)) for x in m], F32)
+    """Both int8 pieces of each softmax numerator (per token: P * scaleV, over the block's largest)
+    round half away from zero (MsdAIterExpand's CAST_ROUND): zero keys give P = 1 on every key, key
+    0's scale 1 is the block's largest, keys 1-15 put P * scaleV * 127.49 on m + 0.5 (a tie of the
+    first piece), keys 16-24 its remainder times 254.98 on k + 0.5 (a tie of the second); one-hot
+    values make output channel j - 1 read key j alone, and its fp16 output (l = S2) shows which way
+    each tie went. Two query rows: S = 1 would take the IFA route."""
+    first_ties = np.array([_tie_scale(m) for m in range(1, 16)], F32)
+    scales = np.concatenate([[F32(1)], first_ties, SECOND_TIES])
+    keys, d = len(scales), 32
+    a = (scales[1:] * COEFF1).astype(np.float64)  # fp32 products, exact in float64
+    assert np.array_equal(a[:15], np.arange(1, 16) + 0.5)
+    assert np.all(ties.is_tie(np.float64(F32(F32(a[15:] - 1) * EXPAND)), "int8"))
     v8 = np.zeros((1, 1, keys, d), np.int8)
     weights = RNG.integers(64, 128, keys - 1)
     v8[0, 0, np.arange(1, keys), np.arange(keys - 1)] = weights
@@ -130,15 +142,15 @@ def test_value_pieces_round_half_away(chip):
     step, coeff2 = F32(1) / EXPAND, F32(1) / COEFF1
 
     def golden_out(modes):
-        a = (m + 0.5).astype(np.float64)
         first = ties.round_to(a, "int8", modes["first piece"])
-        second = ties.round_to(np.float64(F32(F32(a - first) * EXPAND)), "int8", "away")
+        second = ties.round_to(np.float64(F32(F32(a - first) * EXPAND)), "int8", modes["second piece"])
         comb = F32(F32(F32(first * weights) + F32(F32(second * weights) * step)) * coeff2)
         o = np.zeros(d)
         o[: keys - 1] = F32(comb / F32(keys))
         return {"attentionOut": np.broadcast_to(ties.to_output(o, "float16", "away"), (2, d))}
 
-    want = ties.assert_sensitive(golden_out, {"first piece": "away"}, "MSD value pieces")
+    modes = {"first piece": "away", "second piece": "away"}
+    want = ties.assert_sensitive(golden_out, modes, "MSD value pieces")
     ties.assert_bits(out[0, 0], want["attentionOut"], "attentionOut")
 
 
