@@ -32,6 +32,12 @@ A2_OK = (
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
     "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel",
+    # FLOAT combined parameters: no rule of prompt_flash_attention_tiling.cpp reads their dtype (the
+    # kernels read their memory as fp16, InitKvAntiquant)
+    "pfa_kv_antiquant_float_params",
+    # the MSD kernels (key/value scales, query S <= 16) past RunBigKernelTilingWithParams's rules:
+    # per channel (BF16 [N2, D] beside a BF16 query) and per token (FLOAT [B2, S2]), softmaxLse too
+    "pfa_msd", "pfa_msd_per_token", "pfa_msd_lse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -121,7 +127,13 @@ A2_TILING = {
     "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
     "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
     "pfa_msd_s": "RunBigKernelTilingWithParams",
-    "pfa_msd_modes": "RunBigKernelTilingWithParams",  # the MSD kernels' rules after the split
+    # the MSD kernels' rules after the split (fused_infer/kv_antiquant_msd): modes, then per mode the
+    # parameters' shapes and dtypes
+    "pfa_msd_modes": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_rank": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_shape": "RunBigKernelTilingWithParams",
+    "pfa_msd_channel_dtype": "RunBigKernelTilingWithParams",
+    "pfa_msd_token_shape": "RunBigKernelTilingWithParams",
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -194,9 +206,6 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
-    # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
-    # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
-    **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

@@ -81,6 +81,47 @@ def test_int8_kv_beside_fp16_query_runs_the_pfa_antiquant_kernels(
     assert not sanitizer.reports()
 
 
+def _float_memory(halves, shape):
+    """A FLOAT tensor of ``shape`` whose memory starts with the fp16 elements ``halves`` (2 per
+    float); the floats past them hold NaN, which the kernels must not read."""
+    words = np.full(int(np.prod(shape)), np.nan, np.float32)
+    packed = np.frombuffer(np.ascontiguousarray(halves, "<f2").tobytes(), "<f4")
+    words[: packed.size] = packed
+    return words.reshape(shape)
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+@pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
+def test_float_params_are_read_as_fp16_elements(chip, layout, per_channel):
+    """FLOAT antiquantScale/Offset beside an fp16 query: the OpDef registers them, no tiling rule
+    reads their dtype, and InitKvAntiquant's half pointer makes the kernels read the first numel fp16
+    elements of their memory: per tensor the two halves of float 0 (key, value), per channel the
+    first N2 x D floats as key row then value row."""
+    b, n, n2, s1, s2, d = 1, 4, 2, 20, 48, 32
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    shape = PARAM_SHAPES[layout](n2, d) if per_channel else (2,)
+    count = int(np.prod(shape))
+    scale = _float_memory((RNG.random(count) * 0.02 + 0.005).astype(F16), shape)
+    offset = _float_memory((RNG.standard_normal(count) * 4).astype(F16), shape)
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, _ = run_fia(
+        query=to(q), key=[to(k8)], value=[to(v8)], out_shape=to(q).shape, numHeads=n, numKeyValueHeads=n2,
+        scaleValue=d**-0.5, inputLayout=layout, innerPrecise=1, antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+    )  # fmt: skip
+    view = (lambda x: x.reshape(2, n2, 1, d)) if per_channel else (lambda x: x.reshape(2, 1, 1, 1))
+    sv, ov = (view(pfa_golden.float_params_read_as_fp16(x)) for x in (scale, offset))
+    k, v = pfa_golden.antiquant_kv(k8, sv[0], ov[0]), pfa_golden.antiquant_kv(v8, sv[1], ov[1])
+    want = pfa_golden.attention(q, k, v, scale=d**-0.5, **pfa_v3.kind(chip, F16, 1, False))
+    back = out if layout == "BNSD" else out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    floor = golden.attention(q, k, v, kv_block=512, has_mask=False, scale=d**-0.5).floor
+    message = precision.failure(back.astype(np.float64), want, "float16", floor=floor)
+    assert message is None, message
+    assert not sanitizer.reports()
+
+
 @A2_CHIPS
 @pytest.mark.parametrize("layout", ["BNSD", "BSH"])
 def test_softmax_lse_beside_an_int8_key_value(chip, layout):
@@ -144,6 +185,29 @@ def _call(**named):
 
 
 ONES = np.ones((1, 2, 1, 64), F16)
+Q8 = np.zeros((1, 4, 8, 64), F16)  # S 8: the MSD kernels' query
+
+
+def _per_channel(shape, dtype, offsets=False):
+    """Key and value scales (and offsets) of one shape and dtype, modes 0."""
+    named = dict(keyAntiquantScaleOptional=np.ones(shape, dtype), valueAntiquantScaleOptional=np.ones(shape, dtype))
+    if offsets:
+        named.update(
+            keyAntiquantOffsetOptional=np.zeros(shape, dtype), valueAntiquantOffsetOptional=np.zeros(shape, dtype)
+        )
+    return named
+
+
+def _per_token(shape):
+    """FLOAT key and value scales of one shape, modes 1."""
+    return dict(keyAntiquantMode=1, valueAntiquantMode=1, **_per_channel(shape, np.float32))
+
+
+# an SH query (S 8, H 256) per token: the MSD kernels' rules pass, the emulator does not run them
+SH_KV = np.ones((8, 128), np.int8)
+MSD_SH = dict(query=np.zeros((8, 256), F16), key=[SH_KV], value=[SH_KV], inputLayout="SH", **_per_token((1, 8)))
+
+
 # case -> (keyword arguments, status, message)
 RULES = {
     # TilingProcess4PFA
@@ -177,11 +241,61 @@ RULES = {
         561002,
         "offset dim [2, 2, 2, 64] is wrong",
     ),  # fmt: skip
-    # separate key/value scales with S <= 16 past the MSD kernels' first rules
-    "msd": (
-        dict(query=np.zeros((1, 4, 8, 64), F16), keyAntiquantScaleOptional=ONES, valueAntiquantScaleOptional=ONES),
-        561003,
-        "separate key/value antiquant",
+    # separate key/value scales with S <= 16 past the MSD kernels' tiling rules, where the emulator
+    # does not run them: a 2-D (SH) query
+    "msd_sh": (MSD_SH, 561003, "separate key/value antiquant"),  # fmt: skip
+    # RunBigKernelTilingWithParams's MSD shape rules per mode, then the parameters' dtypes
+    "msd_token_rank": (dict(query=Q8, **_per_token((1, 1, 32))), 561002, "is not 2 in perToken mode"),
+    "msd_token_shape": (
+        dict(query=Q8, **_per_token((1, 31))),
+        561002,
+        "shape of the key's dequant scale(1, 31) is not same with BS(1, 32) in perToken mode",
+    ),
+    "msd_token_offset_shape": (
+        dict(
+            query=Q8,
+            **_per_token((1, 32)),
+            keyAntiquantOffsetOptional=np.zeros((1, 32), np.float32),
+            valueAntiquantOffsetOptional=np.zeros((2, 32), np.float32),
+        ),
+        561002,
+        "shape of the value's dequant offset(2, 32) is not same with BS(1, 32)",
+    ),  # fmt: skip
+    "msd_channel_rank": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((2, 1, 1, 64), BF16, offsets=True)),
+        561002,
+        "is not 1 or 2 or 3 in perChannel mode",
+    ),
+    "msd_channel_offset_rank": (
+        dict(
+            query=Q8.astype(BF16),
+            antiquantScaleOptional=None,
+            **_per_channel((2, 64), BF16),
+            keyAntiquantOffsetOptional=np.zeros((2, 1, 64), BF16),
+            valueAntiquantOffsetOptional=np.zeros((2, 64), BF16),
+        ),
+        561002,
+        "is not same in perChannel mode",
+    ),  # fmt: skip
+    "msd_channel_shape": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((2, 32), BF16)),
+        561002,
+        "shape of the key's dequant scale(2, 32) is not same with (2, 64) in perChannel mode",
+    ),
+    "msd_channel_h": (
+        dict(query=Q8.astype(BF16), antiquantScaleOptional=None, **_per_channel((64,), BF16)),
+        561002,
+        "shape of the key's dequant scale(64,) is not same with (128,) in perChannel mode",
+    ),
+    "msd_channel_dtype": (
+        dict(query=Q8, **_per_channel((2, 64), np.float32)),
+        561002,
+        "is not bf16 in per-channel mode",
+    ),
+    "msd_token_dtype": (
+        dict(query=Q8, keyAntiquantMode=1, valueAntiquantMode=1, **_per_channel((1, 32), F16)),
+        561002,
+        "is not float32 in pertoken mode",
     ),
     # the MSD kernels' first rules, after the tiling's split (RunBigKernelTilingWithParams)
     "msd_modes": (
@@ -228,20 +342,12 @@ RULES = {
         561002,
         "the key's dequant offset is not null",
     ),  # fmt: skip
-    # softmaxLse beside the MSD kernels
-    "msd_lse": (
-        dict(
-            query=np.zeros((1, 4, 8, 64), F16),
-            keyAntiquantScaleOptional=ONES,
-            valueAntiquantScaleOptional=ONES,
-            softmaxLseFlag=True,
-            softmaxLse=np.zeros((1, 4, 8, 1), np.float32),
-        ),
+    # softmaxLse beside the MSD kernels where the emulator does not run them
+    "msd_sh_lse": (
+        dict(MSD_SH, softmaxLseFlag=True, softmaxLse=np.zeros((1, 4, 8, 1), np.float32)),
         561003,
         "softmaxLse with an INT8/INT4",
     ),  # fmt: skip
-    # FLOAT parameters, which the kernels read as fp16
-    "float_params": (dict(antiquantScaleOptional=np.ones(2, np.float32)), 561003, "separate key/value antiquant"),
     # enableMsd with S > 16 (after InferTilingMod): a BF16 query beside an INT8 key, or key/value
     # scales beside an fp16 key (D 32: no FIA-V3 head size, so not RouteToFia's)
     "msd_s_bf16": (

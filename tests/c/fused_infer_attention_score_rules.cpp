@@ -624,15 +624,32 @@ int main() {
         c.opt.erase("antiquantOffset"); c.opt["antiquantScale"] = T({3}); REPORT("a2.tiling.pfa_per_tensor_scale", Call(c, stream));
         c.opt["antiquantScale"] = T({2, 2, 32}); REPORT("a2.tiling.pfa_scale_rank", Call(c, stream));
         c.opt.erase("antiquantScale"); REPORT("a2.tiling.pfa_scale_null", Call(c, stream));
-        c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.not_implemented.pfa_float_params", Call(c, stream));
+        c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.ok.pfa_kv_antiquant_float_params", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
         c = Small(20); c.q.dtype = c.out.dtype = ACL_BF16; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}, ACL_BF16); REPORT("a2.tiling.pfa_bf16_kv_scales", Call(c, stream));
         c.opt.erase("antiquantScale"); c.version = 2; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}, ACL_BF16);
         REPORT("a2.tiling.pfa_msd_s", Call(c, stream));
-        c.q = c.out = T({2, 8, 8, 32}, ACL_BF16); REPORT("a2.not_implemented.pfa_msd", Call(c, stream));
-        c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
+        // Per channel beside a BF16 query: rank-4 parameters fail (with offsets: without them the source's
+        // message reads their null shapes), BF16 [N2, D] pass to the kernels.
+        c.q = c.out = T({2, 8, 8, 32}, ACL_BF16);
+        c.opt["keyAntiquantOffset"] = c.opt["valueAntiquantOffset"] = T({1, 2, 1, 32}, ACL_BF16);
+        REPORT("a2.tiling.pfa_msd_channel_rank", Call(c, stream));
+        c.opt.erase("keyAntiquantOffset"); c.opt.erase("valueAntiquantOffset");
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 32}, ACL_BF16);
+        REPORT("a2.ok.pfa_msd", Call(c, stream));
+        c.opt["keyAntiquantScale"] = T({2, 16}, ACL_BF16); REPORT("a2.tiling.pfa_msd_channel_shape", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 32}, ACL_FLOAT);
+        REPORT("a2.tiling.pfa_msd_channel_dtype", Call(c, stream));
+        // Per token beside an fp16 query: FLOAT [B2, S2].
+        c.q = c.out = T({2, 8, 8, 32}); c.keyAntiquantMode = c.valueAntiquantMode = 1;
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({2, 80}, ACL_FLOAT);
+        REPORT("a2.ok.pfa_msd_per_token", Call(c, stream));
+        c.lseFlag = true; c.lse = T({2, 8, 8, 1}, ACL_FLOAT); REPORT("a2.ok.pfa_msd_lse", Call(c, stream));
+        c.lseFlag = false;
+        c.opt["valueAntiquantScale"] = T({2, 79}, ACL_FLOAT); REPORT("a2.tiling.pfa_msd_token_shape", Call(c, stream));
+        c.valueAntiquantMode = 0; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

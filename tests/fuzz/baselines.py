@@ -497,15 +497,40 @@ def fia_prefix_nsd_empty(soc):
                       softmaxLse=T((1,), "FLOAT"))  # fmt: skip
 
 
-def fia_pfa_kv_antiquant(soc):
+def fia_pfa_kv_antiquant(soc, params="FLOAT16"):
     """Prefill (S 20, D 32) over an INT8 key/value with per-channel antiquantScale/Offset: the PFA
     tiling's KV antiquant on Atlas A2/A3 (Ascend910_95: IFATilingV2)."""
     q, out = T((1, 4, 20, 32)), T((1, 4, 20, 32))
     k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    scale, offset = T((2, 2, 1, 32), params), T((2, 2, 1, 32), params)
     return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
-                      antiquantScaleOptional=T((2, 2, 1, 32)), antiquantOffsetOptional=T((2, 2, 1, 32)),
+                      antiquantScaleOptional=scale, antiquantOffsetOptional=offset,
                       preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
                       attentionOut=out, softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_pfa_kv_antiquant_float(soc):
+    """The same with FLOAT parameters, which the A2/A3 PFA antiquant kernels read as fp16 elements."""
+    return fia_pfa_kv_antiquant(soc, params="FLOAT")
+
+
+def fia_pfa_msd(soc, per_token=False):
+    """Query S 8 over an INT8 key/value with separate BF16 per-channel scales and offsets [N2, D]
+    beside a BF16 query, softmaxLse wanted: the A2/A3 PFA tiling's MSD kernels (per token: FLOAT
+    [B, S2] beside fp16)."""
+    dtype, params, shape = ("FLOAT16", "FLOAT", (1, 40)) if per_token else ("BF16", "BF16", (2, 32))
+    q, out = T((1, 4, 8, 32), dtype), T((1, 4, 8, 32), dtype)
+    k, v = T((1, 2, 40, 32), "INT8"), T((1, 2, 40, 32), "INT8")
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      keyAntiquantScaleOptional=T(shape, params), valueAntiquantScaleOptional=T(shape, params),
+                      keyAntiquantOffsetOptional=T(shape, params), valueAntiquantOffsetOptional=T(shape, params),
+                      keyAntiquantMode=int(per_token), valueAntiquantMode=int(per_token),
+                      preTokens=2147483647, nextTokens=2147483647, inputLayout="BNSD", numKeyValueHeads=2,
+                      softmaxLseFlag=True, attentionOut=out, softmaxLse=T((1, 4, 8, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_pfa_msd_per_token(soc):
+    return fia_pfa_msd(soc, per_token=True)
 
 
 def fia_kv_antiquant_per_token(soc, key_mode=1):
@@ -770,6 +795,9 @@ BASELINES = {
         (fia_antiquant_mask_padding, ("Ascend910_95",)),
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_pfa_kv_antiquant, ALL),
+        (fia_pfa_kv_antiquant_float, A2_A3),
+        (fia_pfa_msd, A2_A3),
+        (fia_pfa_msd_per_token, A2_A3),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),

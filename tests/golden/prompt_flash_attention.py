@@ -68,6 +68,14 @@ def antiquant_kv(x8, scale, offset=None):
     return to_fp16(y * scale).astype(np.float16)
 
 
+def float_params_read_as_fp16(x):
+    """FLOAT antiquantScale/Offset as the A2/A3 PFA antiquant kernels read them (InitKvAntiquant
+    points a half pointer at their memory): the first x.size fp16 elements of the little-endian
+    bytes, as float64."""
+    raw = np.ascontiguousarray(x, "<f4").tobytes()
+    return np.frombuffer(raw, "<f2", count=np.size(x)).astype(np.float64)
+
+
 def to_fp16_away(x):
     """Round float64 values to fp16 (11 significant bits, subnormals on the 2**-24 grid), ties away
     from zero; overflow to inf past 65520."""

@@ -136,8 +136,11 @@ FIA_KV_ANTIQUANT_TESTS = (
 )
 FIA_KV_PER_TOKEN_TESTS = ("tests/test_fused_infer_attention_score_kv_per_token.py",)
 FIA_KV_ANTIQUANT_PFA = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_pfa.py"
+FIA_KV_ANTIQUANT_MSD = "aclnn_emu/ops/flash_attention/fused_infer/kv_antiquant_msd.py"
 FIA_DELEGATE = "aclnn_emu/ops/flash_attention/fused_infer/delegate.py"
 FIA_PFA_ANTIQUANT_TESTS = ("tests/test_fused_infer_attention_score_pfa_antiquant.py",)
+FIA_PFA_MSD_TESTS = ("tests/test_fused_infer_attention_score_pfa_msd.py",)
+PFA_MSD = "aclnn_emu/kernels/flash_attention/pfa_msd.py"
 FIA_PADDING_TESTS = (
     "tests/test_fused_infer_attention_score_padding.py",
     "tests/test_fused_infer_attention_score_cabi.py",
@@ -3816,13 +3819,93 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-kv-msd-padding-unchecked",
-        FIA_KV_ANTIQUANT_PFA,
+        FIA_KV_ANTIQUANT_MSD,
         "    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:",
         "    if False:",
         FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
+    ),
+    Mutation(
+        "fia-pfa-msd-token-batch-and-s-swapped",
+        FIA_KV_ANTIQUANT_MSD,
+        "    want = _kv_batch_and_s(a)\n",
+        "    want = _kv_batch_and_s(a)[::-1]\n",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-h-as-d", FIA_KV_ANTIQUANT_MSD, "1: (h2,)}", "1: (h2 // n2,)}", FIA_PFA_ANTIQUANT_TESTS
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-dtype-float",
+        FIA_KV_ANTIQUANT_MSD,
+        "_PER_CHANNEL: (DataType.ACL_BF16,",
+        "_PER_CHANNEL: (DataType.ACL_FLOAT,",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-offset-rank-unchecked",
+        FIA_KV_ANTIQUANT_MSD,
+        "    if any(t is not None and t.ndim != ks.ndim for t in (ko, vo)):",
+        "    if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-pieces-round-even",
+        PFA_MSD,
+        "    return (np.sign(y) * np.floor(np.abs(y) + 0.5)).astype(F32)",
+        "    return np.rint(y).astype(F32)",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-second-piece-dropped",
+        PFA_MSD,
+        "    return (first.astype(F32) + second.astype(F32) * STEP) * COEFF2",
+        "    return first.astype(F32) * COEFF2",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-channel-value-params-skipped",
+        PFA_MSD,
+        "        return o * self.value_scale[n2]",
+        "        return o",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-token-key-offset-dropped",
+        PFA_MSD,
+        "            s = s + self.key_offset[b, cols] * row_sum(q)[:, None]",
+        "            pass",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-token-value-offset-dropped",
+        PFA_MSD,
+        "            o = o + row_sum(scaled * self.value_offset[b, cols])[:, None]",
+        "            pass",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-kv-head-of-query-head",
+        FIA_KV_ANTIQUANT_MSD,
+        "            values = [None if x is None else x.reshape(self.kv_heads, -1) for x in values]",
+        "            values = [None if x is None else x.reshape(self.kv_heads, -1)[::-1] for x in values]",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-lse-offset-dropped",
+        PFA_MSD,
+        "        if self.mode == PER_TOKEN or self.key_offset is None:\n            return lse\n",
+        "        if True:\n            return lse\n",
+        FIA_PFA_MSD_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-kv-float-params-converted",
+        FIA_KV_ANTIQUANT_PFA,
+        "            x = x.reshape(-1).view(np.float16)[: x.size]",
+        "            pass",
+        FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
         "spkc-nhsd-head-stride",

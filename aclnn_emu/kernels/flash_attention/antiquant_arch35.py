@@ -18,6 +18,7 @@ import numpy as np
 from aclnn_emu.kernels.rounding import round_half_even_
 
 
+@np.errstate(over="ignore", invalid="ignore")  # inf/NaN parameters flow through, as on the vector unit
 def dequantize(x: np.ndarray, scale: np.ndarray, offset: np.ndarray | None, dtype) -> np.ndarray:
     """int8 ``x`` as ``dtype`` (fp16/bf16): (x + offset) * scale with each step rounded to ``dtype``;
     ``scale``/``offset`` hold ``dtype`` values broadcasting against ``x``."""

@@ -34,6 +34,7 @@ from aclnn_emu.kernels import native, parallel
 from aclnn_emu.kernels.attention.masks import band_holds, band_key_range, band_masked
 from aclnn_emu.kernels.casts import BF16, FP16
 from aclnn_emu.kernels.flash_attention.pfa_mla_half import mla_half_attention
+from aclnn_emu.kernels.flash_attention.pfa_msd import MsdParams
 from aclnn_emu.kernels.flash_attention.pse import PseSource
 from aclnn_emu.kernels.flash_attention.quant import quantize_
 from aclnn_emu.kernels.rounding import round_half_away_, round_half_even_
@@ -199,6 +200,7 @@ def prompt_flash_attention(
     pse=None,
     row_invalid: bool = False,
     stats: RowStats | None = None,
+    msd: MsdParams | None = None,
 ) -> np.ndarray:
     """Attention output [B, N, S1, Dv]: int8 with ``out_quant``, fp16 for int8 input, else q's dtype.
 
@@ -207,10 +209,11 @@ def prompt_flash_attention(
     the kernel family's roundings; ``kv_block`` the online softmax's key block;
     ``pse`` a pse.PseSource of pseType 0 (S * scale + pse, before the mask; PromptFlashAttentionV3's
     and IncreFlashAttention's pseShift); ``row_invalid`` the row-invalid correction (module doc);
-    ``stats`` the sink and the lse output (``RowStats``).
+    ``stats`` the sink and the lse output (``RowStats``); ``msd`` the MSD kernels' parameters (int8 k
+    and v, both products in int8 pieces: ``pfa_msd``), whose P stays fp32.
     """
     return _Forward(
-        q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid, stats
+        q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid, stats, msd
     ).run()
 
 
@@ -287,9 +290,25 @@ def _out_dtype(q_dtype, out_quant):
 
 class _Forward:
     def __init__(
-        self, q, k, v, scale, bands, act_q, act_kv, mask, int8, out_quant, precision, kv_block, pse, row_invalid, stats
+        self,
+        q,
+        k,
+        v,
+        scale,
+        bands,
+        act_q,
+        act_kv,
+        mask,
+        int8,
+        out_quant,
+        precision,
+        kv_block,
+        pse,
+        row_invalid,
+        stats,
+        msd=None,
     ):
-        self.q, self.k, self.v, self.pse = q, k, v, pse
+        self.q, self.k, self.v, self.pse, self.msd = q, k, v, pse, msd
         self.stats = NO_STATS if stats is None else stats
         self.kv_block = kv_block
         self.scale = np.float32(scale)
@@ -306,6 +325,8 @@ class _Forward:
         self.rounding = "fp16_even" if q.dtype != BF16 else ("bf16_even" if precision.bf16_p_even else "bf16_away")
         if q.dtype == FP16 and high and precision.fp16_p_away:
             self.rounding = "fp16_away"  # CAST_ROUND of the fp32 softmax
+        if msd is not None:
+            self.rounding = None  # the MSD kernels split the fp32 numerators into int8 pieces
         self.mask_fill = BF16_MASK_FILL if q.dtype == BF16 or high else FP16_MASK_FILL
         if precision.mask_fill is not None:
             self.mask_fill = np.float32(precision.mask_fill)
@@ -341,7 +362,7 @@ class _Forward:
         the batch is masked (as in decode), so a short query reads its group's keys once, not once
         per head; each row's bits are the same in any stack (attention_blocks works row by row)."""
         pre, nxt = self.bands[b]
-        plain = self.mask is None and self.pse is None and self.int8 is None
+        plain = self.mask is None and self.pse is None and self.int8 is None and self.msd is None
         if self.group == 1 or not plain or not band_holds(0, aq, 0, int(self.act_kv[b]), pre, nxt):
             return 1
         heads = self.q.shape[0] * self.q.shape[1]
@@ -378,21 +399,27 @@ class _Forward:
         for start in range(k0 - k0 % block, k1, block):
             c0, c1 = max(start, k0), min(start + block, k1)
             outside = band_masked(i0, i1, c0, c1, pre, nxt)
-            touched = self.mask is not None or self.pse is not None or outside is not None
+            touched = self.mask is not None or self.pse is not None or outside is not None or self.msd is not None
             if not touched and self.int8 is None:
                 plain.append(c1 - j0)
                 continue
             acc_set = self._plain_blocks(queries, keys, values, plain, running_max, row_sum, acc, acc_set, scaling)
             plain = [c1 - j0]
             s = _score_block(rows, c1 - c0)
-            native.matmul_panels(s, queries, keys, c0 - j0)
+            if self.msd is None:
+                native.matmul_panels(s, queries, keys, c0 - j0)
+            else:
+                s[...] = self.msd.scores(queries, self.k[b, n // self.group, c0:c1], b, n // self.group, c0)
             if touched:
                 self._mask_(s, b, n, i0, i1, c0, c1, outside, scaling)
             # E = exp(S - running max) narrowed to P in place; running max, row sums and alpha updated
             native.softmax_block_(
                 s, running_max, row_sum, alpha, rounding=self.rounding, **({} if touched else scaling)
             )
-            pv = self._pv(s, values.rows(c0 - j0, c1 - j0))
+            if self.msd is None:
+                pv = self._pv(s, values.rows(c0 - j0, c1 - j0))
+            else:
+                pv = self.msd.pv(s, self.v[b, n // self.group, c0:c1], b, c0)
             if acc_set:
                 native.rescale_add_(acc, alpha, pv)
             else:
@@ -471,12 +498,15 @@ class _Forward:
         if self.stats is not NO_STATS:
             row_sum = self._row_stats(row_sum, running_max, computed, n, b, i0)
         live = dead is None or not dead.any()
-        if self.out_quant is None and out.dtype == FP16 and computed.all() and live:  # one native pass
+        plain = self.out_quant is None and self.msd is None
+        if plain and out.dtype == FP16 and computed.all() and live:  # one native pass
             native.store_rows(out, acc, row_sum, "fp16_away" if self.fp16_out_away else "fp16_even")
             return
         o = acc / np.where(computed, row_sum, np.float32(1))[:, None]
         if not live:
             o[dead] = 0
+        if self.msd is not None:
+            o = self.msd.output(o, n // self.group)
         if self.out_quant is not None:
             quant = self.out_quant
             quantize_(
@@ -506,6 +536,9 @@ class _Forward:
             lse = np.log(row_sum) + running_max
             if stats.masked_lse_inf and stats.masked_lse_inf[b]:
                 lse[masked] = np.inf
+            if self.msd is not None:
+                rows = native.widen(self.q[b, n, i0 : i0 + len(lse)])
+                lse = self.msd.lse(lse, rows, n // self.group, self.scale)
             rows = stats.lse[b, n, i0 : i0 + len(lse)]
             rows[computed] = lse[computed]
         return row_sum

@@ -25,6 +25,7 @@ from ..prompt import V3 as PROMPT
 from . import (
     kv_antiquant,
     kv_antiquant_arch35,
+    kv_antiquant_msd,
     kv_antiquant_pfa,
     kv_list,
     launch,
@@ -44,16 +45,17 @@ NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
-        "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
-        "layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S other than 1",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, a "
+        "shared prefix beside an INT8 one, and the MSD kernels' (key/value scales) with a 2-D (SH) query or sparse "
+        "mode 20-22), or on the IFA route with a query layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S "
+        "other than 1",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
         "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
-        "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
-        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
-        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
+        "beside an fp16 or BF16 query) after their tiling rules (modes, tensor list, padding, dtypes, scale and "
+        "offset pairs, the parameters' shapes and dtypes per mode) with a 2-D (SH) query, sparse mode 20-22 or a "
+        "shared prefix; on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -89,12 +91,14 @@ def _refuse_unsupported(
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
     pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
-    if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
+    msd_lse = (
+        prompt and not arch35 and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a) and kv_antiquant_msd.runs(a)
+    )
+    pfa_written = pfa_lse_pass or msd_lse  # the MSD kernels write it themselves
+    if a.lse_wanted and _antiquant_kv(a) and not pfa_written and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
-        NOT_IMPLEMENTED.refuse("kv_antiquant")
-    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
@@ -138,6 +142,9 @@ INFERRED = Gaps(
         "SeqLenFromTensorList, prompt_flash_attention_s1s2_bns1_x910.h, flash_attention_score_block_vec_infer.h "
         "GetActualSeqLenKV), past its end; what that overwrites is not established, the emulator runs as if "
         "the array held the shape",
+        "msd_sums": "the A2/A3 MSD kernels per token with key or value offsets: the order inside WholeReduceSum "
+        "(the last 64 elements of a row sum) and whether the vector FusedMulAdd rounds once are not established; "
+        "the emulator sums those 64 in float64 and rounds once, and rounds the product and the sum apart",
     },
 )
 
@@ -533,7 +540,10 @@ def prompt(a, env):
     query, key, value = a.query, key.items[0], value.items[0]
     if kv_s is not None:
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
-    if not on_arch35(env) and kv_antiquant_pfa.applies(a):
+    msd = not on_arch35(env) and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a)
+    if msd:
+        key, value = kv_antiquant_msd.Int8View(a, key), kv_antiquant_msd.Int8View(a, value)
+    elif not on_arch35(env) and kv_antiquant_pfa.applies(a):
         key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
     extra = {}
     if facts is not None:
@@ -574,6 +584,8 @@ def prompt(a, env):
         rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
         rope=None if rope is None else rope_prompt.tensors(a, facts),
         full_quant=mla_full_quant.Kernel(a) if full_quant else None,
+        msd=kv_antiquant_msd.Reader(a) if msd else None,
+        softmax_lse=a.softmaxLse if msd and a.lse_wanted else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
@@ -584,8 +596,11 @@ def prompt(a, env):
     else:
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
-            kv_antiquant_pfa.check_msd(a, kv_s is not None)
-            NOT_IMPLEMENTED.refuse("kv_antiquant")
+            kv_antiquant_msd.check(a, kv_s is not None)
+            if not kv_antiquant_msd.runs(a):
+                NOT_IMPLEMENTED.refuse("kv_antiquant")
+            if kv_antiquant_msd.sums_inferred(a):
+                INFERRED.warn(env, "msd_sums")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.
@@ -604,7 +619,7 @@ def prompt(a, env):
         return _with_lse(a, env, out, sink, second_pass=False)
     if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
         a = kv_antiquant_pfa.DequantisedCall(a)
-    return _with_lse(a, env, out, sink, args.left_padding)
+    return _with_lse(a, env, out, sink, args.left_padding, second_pass=not msd)
 
 
 def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):

@@ -18,8 +18,12 @@ The kernels (prompt_flash_attention_s1s2_bns1_x910.h Bmm1Antiquant / Bmm2Antiqua
 each key/value tile into a workspace in the query dtype with AscendAntiQuant<int8, half>:
 (x + offset) * scale, both steps vector operations rounding to nearest even (antiquant_arch35's
 `dequantize`), key parameters at row 0 and value ones at row 1 ([2] per tensor; per channel the
-flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The MSD kernels
-(separate key/value parameters, S <= 16) are not emulated: `not_implemented.kv_antiquant`.
+flat N2 x D row, KV head n / G); then the fp16 PFA kernels run on the tiles. The OpDef also
+registers FLOAT antiquantScale/Offset beside an fp16 query and no rule checks their dtype;
+InitKvAntiquant points a query-dtype pointer at them, so the kernels read the first numel fp16
+elements of their memory (per tensor: the two halves of the first float, little-endian; per channel:
+the first N2 x D floats, halved, as key row then value row). The MSD kernels (separate key/value
+parameters, S <= 16) take their own rules and kernels (`kv_antiquant_msd.py`).
 """
 
 from types import SimpleNamespace
@@ -49,13 +53,6 @@ def applies(a) -> bool:
 def _layout(a) -> str:
     layout = a.inputLayout or "BSH"
     return _TILING_LAYOUT.get(layout, layout)
-
-
-def float_params(a) -> bool:
-    """FLOAT combined parameters, which the kernel key registers and the kernels read as fp16
-    elements of the same memory (InitKvAntiquant's `(__gm__ T*)`): not emulated."""
-    params = (a.antiquantScaleOptional, a.antiquantOffsetOptional)
-    return any(t is not None and t.dtype == DataType.ACL_FLOAT for t in params)
 
 
 def _has_kv_scales(a) -> bool:
@@ -109,41 +106,6 @@ def check_after_shapes(a, key_empty: bool) -> None:
     if msd(a) and query_s(a) > MSD_MAX_S:
         s = query_s(a)
         raise tiling("pfa.msd_s", f"S of query({s}) is larger than 16, when the key/value's dequant scale is enabled.")
-
-
-def check_msd(a, listed: bool) -> None:
-    """The MSD kernels' first rules (RunBigKernelTilingWithParams, after the tiling's split): key and
-    value modes alike, 0 or 1; no tensor list, no left padding; an INT8 key and value; a BF16, INT8
-    or (fp16 query) any output; both scales given, the offsets for both or neither. Its per-mode
-    shape rules follow, which the emulator does not replay."""
-    k_mode, v_mode = a.keyAntiquantMode, a.valueAntiquantMode
-    if k_mode != v_mode or k_mode not in (0, 1):
-        raise tiling(
-            "pfa.msd_modes",
-            f"the key's quant mode({k_mode}) or the value's quant mode({v_mode}) is not correct, the key/value's "
-            "quant mode only support per-token and per-channel when the key/value's dequant scale is enabled",
-        )
-    if listed:
-        raise tiling("pfa.msd_tensor_list", "tensorlist is not supported when the key/value's dequant scale is enabled")
-    if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
-        raise tiling("pfa.msd_padding", "LeftPadding is not supported when the key/value's dequant scale is enabled")
-    key, value = a.key.items[0].dtype, a.value.items[0].dtype
-    if key != value:
-        raise tiling("pfa.msd_kv_dtypes", f"DataType of key({key.short}) not equal datatype of value({value.short})")
-    if key != DataType.ACL_INT8:
-        raise tiling("pfa.msd_kv_int8", f"DataType of key({key.short}) or datatype of value({value.short}) is not bf16")
-    out = a.attentionOut.dtype
-    if out not in (DataType.ACL_BF16, DataType.ACL_INT8) and a.query.dtype != DataType.ACL_FLOAT16:
-        raise tiling("pfa.msd_out", f"DataType of output({out.short}) is not bf16 or int8 or fp16")
-    if a.keyAntiquantScaleOptional is None or a.valueAntiquantScaleOptional is None:
-        raise tiling(
-            "pfa.msd_scales", "Shape of the key's dequant scale or the shape of the value's dequant scale is null"
-        )
-    if (a.keyAntiquantOffsetOptional is None) != (a.valueAntiquantOffsetOptional is None):
-        side = "null, when shape of the value's dequant offset is not null"
-        if a.keyAntiquantOffsetOptional is not None:
-            side = "not null, when shape of the value's dequant offset is null"
-        raise tiling("pfa.msd_offsets", f"Shape of the key's dequant offset is {side}")
 
 
 def _check_params(a) -> None:
@@ -202,7 +164,10 @@ class Dequantised:
     def _param(self, t, what: str, per_channel: bool):
         if t is None:
             return None
-        x = np.asarray(t.read(f"antiquant {what}"), np.float16)
+        x = np.asarray(t.read(f"antiquant {what}"))
+        if t.dtype == DataType.ACL_FLOAT:  # read through a `(__gm__ T*)` pointer: its first numel fp16 elements
+            x = x.reshape(-1).view(np.float16)[: x.size]
+        x = x.astype(np.float16)
         if not per_channel:
             return x.reshape(-1)[self.row]
         row = x.reshape(2, -1)[self.row]  # the flat N2 x D row the kernel indexes by KV head

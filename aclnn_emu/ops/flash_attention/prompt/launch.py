@@ -47,6 +47,10 @@ def _launch(
     sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
     rope_t = getattr(a, "rope", None)  # FusedInferAttentionScore's (queryRope, keyRope) on Ascend910_95
     full_quant = getattr(a, "full_quant", None)  # its MLA full-quant kernels: q, k, v read as fp32 values
+    msd_t = getattr(a, "msd", None)  # FusedInferAttentionScore's MSD kernels (A2/A3): int8 k, v and their parameters
+    lse_t = getattr(a, "softmax_lse", None)  # the softmaxLse those kernels write (they alone take it here)
+    if msd_t is not None:  # their softmax, sums and output run in fp32 whatever innerPrecise says
+        precision = pfa.X910_HIGH_PRECISION
 
     def run(workspace):
         q, k, v = (
@@ -88,6 +92,12 @@ def _launch(
             pse=pse,
             stats=None if sink is None else pfa.RowStats(sink=sink),
         )
+        lse = None
+        if lse_t is not None:  # [B, N, S1]; rows never computed keep the initialisation's +inf
+            lse = np.full(q.shape[:3], np.inf, np.float32)
+            common["stats"] = pfa.RowStats(sink=sink, lse=lse, masked_lse_inf=(row_invalid,) * q.shape[0])
+        if msd_t is not None:
+            common["msd"] = msd_t.read()
         if full_quant is not None:
             o = full_quant.attention(q, k, v, scale=scale, bands=bands, act_q=lengths[0], act_kv=lengths[1], rows=rows)
         elif rows is None:
@@ -100,6 +110,8 @@ def _launch(
         if shift is not None:
             o = shift.back(o)
         out_t.write(from_bnsd(o, "TND" if tokens else layout).reshape(out_t.shape))
+        if lse is not None:
+            lse_t.write(lse.reshape(lse_t.shape))
 
     return run
 
