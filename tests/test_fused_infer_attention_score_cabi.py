@@ -31,7 +31,7 @@ A2_OK = (
     "lse_d64", "legacy_ifa_sparse_ignored", "mla_rope", "prefix_nbsd", "fia_v3_padding_pse", "pfa_tnd_sink",
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
-    "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel",
+    "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel", "pfa_int4_empty",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -116,12 +116,14 @@ A2_TILING = {
     # then in prompt_flash_attention_tiling.cpp CheckIOType, CheckAntiquantParamsShape /
     # CheckPerchannelAntiquantParamsShape, and RunBigKernelTilingWithParams's MSD query-S limit
     "pfa_d_align_int8": "TilingProcess4PFA",
+    "pfa_d_align": "TilingProcess4PFA",  # every dtype; FIA's op_api pads no D
     "pfa_bf16_kv_scales": "CheckIOType",
     "pfa_per_tensor_scale": "CheckAntiquantParamsShape",
     "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
     "pfa_scale_null": "CheckPerchannelAntiquantParamsShape",
     "pfa_msd_s": "RunBigKernelTilingWithParams",
     "pfa_msd_modes": "RunBigKernelTilingWithParams",  # the MSD kernels' rules after the split
+    "pfa_msd_int4": "RunBigKernelTilingWithParams",
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -197,6 +199,9 @@ ON_A2 = {
     # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
     # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
     **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
+    # delegate.NO_KERNEL (int4_pfa): prompt_flash_attention_arch32.h builds its PFA kernels for a key other
+    # than INT4 only, softmaxLse or not; an empty key/value takes the empty-tensor kernel, which it keeps
+    **{f"a2.no_kernel.{name}": NOT_IMPLEMENTED for name in ("pfa_int4", "pfa_int4_lse")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

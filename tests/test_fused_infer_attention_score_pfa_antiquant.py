@@ -156,6 +156,16 @@ RULES = {
         561002,
         "32 elements aligned",
     ),  # fmt: skip
+    # then D a multiple of 16 for every dtype (an fp16 key here: FIA's op_api pads no D)
+    "d_align": (
+        dict(
+            query=np.zeros((1, 4, 20, 40), F16),
+            key=[np.ones((1, 2, 32, 40), F16)],
+            value=[np.ones((1, 2, 32, 40), F16)],
+        ),
+        561002,
+        "16 elements aligned",
+    ),  # fmt: skip
     # CheckIOType
     "bf16_without_kv_scales": (
         dict(query=np.zeros((1, 4, 20, 64), BF16), antiquantScaleOptional=np.ones(2, BF16)),
@@ -265,6 +275,35 @@ RULES = {
         ),
         561002,
         "S of query(20) is larger than 16",
+    ),  # fmt: skip
+    # an INT32 key/value read as INT4: the MSD kernels' INT4 rule (after their modes), else no kernel
+    # (prompt_flash_attention_arch32.h builds none for an INT4 key), softmaxLse or not
+    "msd_int4": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            key=[np.ones((1, 2, 32, 8), np.int32)],
+            value=[np.ones((1, 2, 32, 8), np.int32)],
+            antiquantScaleOptional=None,
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+        ),
+        561002,
+        "int4 is not supported when the key/value's dequant scale",
+    ),  # fmt: skip
+    "int4": (
+        dict(key=[np.ones((1, 2, 32, 8), np.int32)], value=[np.ones((1, 2, 32, 8), np.int32)]),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
+    ),
+    "int4_lse": (
+        dict(
+            key=[np.ones((1, 2, 32, 8), np.int32)],
+            value=[np.ones((1, 2, 32, 8), np.int32)],
+            softmaxLseFlag=True,
+            softmaxLse=np.zeros((1, 4, 20, 1), np.float32),
+        ),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
     ),  # fmt: skip
     # with an fp16 query and S > 16 the combined parameters serve beside separate ones
     "separate_over_16_wants_combined": (

@@ -627,6 +627,16 @@ int main() {
         c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.not_implemented.pfa_float_params", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
+        c = Small(20); c.q = c.out = T({2, 8, 20, 40}); c.k = c.v = {T({2, 2, 80, 40})};
+        REPORT("a2.tiling.pfa_d_align", Call(c, stream));
+        // An INT32 key/value read as INT4 beside an FP16 query, S 20: no PFA kernel but the empty-tensor one.
+        c = Small(20); c.q = c.out = T({2, 8, 20, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
+        c.opt["antiquantScale"] = T({2}); REPORT("a2.no_kernel.pfa_int4", Call(c, stream));
+        c.lseFlag = true; c.lse = T({2, 8, 20, 1}, ACL_FLOAT); REPORT("a2.no_kernel.pfa_int4_lse", Call(c, stream));
+        c.lseFlag = false; c.k = c.v = {T({2, 2, 0, 8}, ACL_INT32)}; REPORT("a2.ok.pfa_int4_empty", Call(c, stream));
+        c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.q = c.out = T({2, 8, 8, 64}); c.opt.erase("antiquantScale");
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 64});
+        REPORT("a2.tiling.pfa_msd_int4", Call(c, stream));
         c = Small(20); c.q.dtype = c.out.dtype = ACL_BF16; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}, ACL_BF16); REPORT("a2.tiling.pfa_bf16_kv_scales", Call(c, stream));
         c.opt.erase("antiquantScale"); c.version = 2; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}, ACL_BF16);

@@ -603,6 +603,18 @@ def fia_int4(soc):
                       softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_int4_pfa_empty(soc):
+    """Prefill (S 20) over an empty INT32 key/value read as INT4: on Atlas A2/A3 the PFA tiling's
+    empty-tensor kernel, the one PFA kernel an INT4 key has, zeroes the output; its mutations reach
+    the tiling's INT4 rules (MSD) and the kernels it lacks."""
+    q, out = T((1, 4, 20, 64)), T((1, 4, 20, 64))
+    k, v = T((1, 2, 0, 8), "INT32"), T((1, 2, 0, 8), "INT32")
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2,)), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((0,), "FLOAT"))  # fmt: skip
+
+
 def fia_per_block(soc, dtype="FLOAT8_E4M3FN"):
     """Ascend910_95's per-block full quant: an 8-bit float query, key and value with FLOAT scales per
     128 query rows and per 256 keys (the three quant modes 7)."""
@@ -741,6 +753,7 @@ BASELINES = {
         (fia_kv_antiquant_paged_params_per_head, ALL),
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),
+        (fia_int4_pfa_empty, A2_A3),
         (fia_prefix_list, A2_A3),
         (fia_prefix_antiquant, ALL),
         (fia_prefix_per_token, ("Ascend910_95",)),

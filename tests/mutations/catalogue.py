@@ -3757,6 +3757,21 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
+    Mutation("fia-pfa-d-align-16", FIA_KV_ANTIQUANT_PFA, "D_ALIGN = 16\n", "D_ALIGN = 8\n", FIA_PFA_ANTIQUANT_TESTS),
+    Mutation(
+        "fia-pfa-int4-kernel-assumed",
+        FIA_DELEGATE,
+        "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",
+        "        if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-int4-unchecked",
+        FIA_KV_ANTIQUANT_PFA,
+        '    if a.int4:\n        raise tiling("pfa.msd_int4"',
+        '    if False:\n        raise tiling("pfa.msd_int4"',
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
     Mutation(
         "spkc-nhsd-head-stride",
         "aclnn_emu/kernels/kv_cache/scatter_a2.py",

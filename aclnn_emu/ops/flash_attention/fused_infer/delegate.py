@@ -37,14 +37,14 @@ from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes, query_s
-from .route import Route, qkv_d
+from .layouts import key_rows, query_axes, query_d, query_s
+from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, the "
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: the "
         "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
@@ -75,7 +75,6 @@ NOT_IMPLEMENTED = Gaps(
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
-        "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
         "with a query layout other than BSH/BSND/BNSD or queryPaddingSize (IFATilingV2 bounds each batch's rows "
         "and key windows by them, which the route does not hand on)",
@@ -95,6 +94,7 @@ def _refuse_unsupported(
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
     pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
+    pfa_lse_pass |= prompt and not arch35 and a.int4  # no kernel runs (NO_KERNEL int4_pfa), the checks decide
     if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     if arch35 and prompt and query_quant.mla_full_quant(a) and not full_quant:  # A2/A3: _pfa_context, _ifa_query_quant
@@ -113,10 +113,19 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("rope")
     if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and not _one_query_row(a) and not _windowed(a):
         NOT_IMPLEMENTED.refuse("antiquant_mask")
-    if a.int4 and prompt:
-        NOT_IMPLEMENTED.refuse("int4")
     if paged_a2 and not gathered_a2:
         NOT_IMPLEMENTED.refuse("paged_pfa")
+
+
+NO_KERNEL = Gaps(
+    V4,
+    "no_kernel",
+    {
+        "int4_pfa": "an INT4 (INT32) key/value on the Atlas A2/A3 PFA route (query S > 1) after the PFA tiling's "
+        "checks, its key non-empty: prompt_flash_attention_arch32.h compiles every PFA kernel only for a key "
+        "other than INT4 (the empty-tensor kernel alone remains), so the tiling key it builds has no kernel"
+    },
+)
 
 
 INFERRED = Gaps(
@@ -159,9 +168,7 @@ def _pfa_context(a) -> None:
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
     padding.check_arch32(a)
-    dims = qkv_d(a)  # the FIA tiling read them before routing (GetQueryD)
-    if dims is not None:
-        kv_antiquant_pfa.check_d(a, dims[0])
+    kv_antiquant_pfa.check_d(a, query_d(a))  # the FIA tiling read it before routing (GetQueryD)
     kv_antiquant_pfa.check_io(a)  # RunBigKernelTilingWithParams: CheckIOType
 
 
@@ -544,6 +551,8 @@ def prompt(a, env):
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
     if not on_arch35(env) and kv_antiquant_pfa.applies(a):
         key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
+    if a.int4:  # the PFA tiling's shape checks on the unpacked shapes; its INT8 rules do not see INT4
+        key, value = (query_quant.Retyped(t, a.query.dtype) for t in (key, value))
     extra = {}
     if facts is not None:
         key, value = (
@@ -588,6 +597,8 @@ def prompt(a, env):
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
             kv_antiquant_pfa.check_msd(a, kv_s is not None)
             NOT_IMPLEMENTED.refuse("kv_antiquant")
+        if a.int4 and not (args.key.is_empty or args.value.is_empty):
+            NO_KERNEL.refuse("int4_pfa")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.

@@ -3,7 +3,7 @@ FIA-V3 head size): the PFA tiling's KV antiquant (op_host/prompt_flash_attention
 
 Its rules, every failure 561002, in the source's order:
 - TilingProcess4PFA (fused_infer_attention_score_tiling.cpp): D a multiple of 32 when the query,
-  the key or the output is INT8;
+  the key or the output is INT8, then of 16 for every dtype;
 - RunBigKernelTilingWithParams, CheckIOType: no TND query beside an INT8 key; enableKvAntiquant for
   an fp16 query, enableMsd when keyAntiquantScale or valueAntiquantScale is given, a BF16 query
   without them refused;
@@ -35,13 +35,14 @@ from .layouts import query_axes, query_s, split
 
 MSD_MAX_S = 16  # CVDIFF_SMALL_QS_THRESHOLDS: the largest query S of the MSD kernels
 D_ALIGN_INT8 = 32
+D_ALIGN = 16
 # the per-channel parameters' shape per tiling layout (SetInputLayout: BNSD_BSND reads as BNSD)
 _CHANNEL_RANK = {"BNSD": 4, "NSD": 4, "BSND": 3, "BSH": 2, "SH": 2}
 _TILING_LAYOUT = {"BNSD_BSND": "BNSD"}
 
 
 def applies(a) -> bool:
-    """An INT8 key beside a float query (an INT32-packed INT4 one is `not_implemented.int4`)."""
+    """An INT8 key beside a float query (an INT32-packed INT4 one has no kernel here, delegate's NO_KERNEL)."""
     float_query = a.query.dtype in (DataType.ACL_FLOAT16, DataType.ACL_BF16)
     return float_query and a.key.items[0].dtype == DataType.ACL_INT8 and not a.int4
 
@@ -78,10 +79,14 @@ def kv_antiquant(a) -> bool:
 
 
 def check_d(a, qd: int) -> None:
-    """TilingProcess4PFA's head-size rule beside INT8 (after the softmaxLse shape checks)."""
+    """TilingProcess4PFA's head-size rules (after the softmaxLse shape checks): 32-aligned beside
+    INT8, then 16-aligned for every dtype. FIA's op_api pads no D (PromptFlashAttentionV3's does), so
+    an unaligned one fails here."""
     int8 = DataType.ACL_INT8 in (a.query.dtype, a.key.items[0].dtype, a.attentionOut.dtype)
     if int8 and qd % D_ALIGN_INT8:
         raise tiling("pfa.d_align_int8", "D should be 32 elements aligned when int8 is involved!!")
+    if qd % D_ALIGN:
+        raise tiling("pfa.d_align", "D should be 16 elements aligned when with FP16/BF16 dtype!")
 
 
 def check_io(a) -> None:
@@ -113,7 +118,7 @@ def check_after_shapes(a, key_empty: bool) -> None:
 
 def check_msd(a, listed: bool) -> None:
     """The MSD kernels' first rules (RunBigKernelTilingWithParams, after the tiling's split): key and
-    value modes alike, 0 or 1; no tensor list, no left padding; an INT8 key and value; a BF16, INT8
+    value modes alike, 0 or 1; no INT4 key/value; no tensor list, no left padding; an INT8 key and value; a BF16, INT8
     or (fp16 query) any output; both scales given, the offsets for both or neither. Its per-mode
     shape rules follow, which the emulator does not replay."""
     k_mode, v_mode = a.keyAntiquantMode, a.valueAntiquantMode
@@ -123,6 +128,8 @@ def check_msd(a, listed: bool) -> None:
             f"the key's quant mode({k_mode}) or the value's quant mode({v_mode}) is not correct, the key/value's "
             "quant mode only support per-token and per-channel when the key/value's dequant scale is enabled",
         )
+    if a.int4:
+        raise tiling("pfa.msd_int4", "int4 is not supported when the key/value's dequant scale is enabled")
     if listed:
         raise tiling("pfa.msd_tensor_list", "tensorlist is not supported when the key/value's dequant scale is enabled")
     if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:
