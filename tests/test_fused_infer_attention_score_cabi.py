@@ -32,6 +32,7 @@ A2_OK = (
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
     "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel", "pfa_int4_empty",
+    "pfa_paged_antiquant", "pfa_paged_antiquant_lse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -58,6 +59,16 @@ A2_TILING = {
     "pfa_paged_block_size": "CheckPATypeAndShape",
     "pfa_paged_key_value_rank": "CheckPATypeAndShape",
     "pfa_paged_cache_shape": "CheckPATypeAndShape",
+    # an INT8 cache beside an fp16 query (fused_infer/paged_antiquant_arch32): CheckAntiquantParamsShape's
+    # per-channel branch beside a block table (the modes, then CheckPerchannelAntiquantParamsShape on the
+    # key's and the value's own parameters), then CheckPAAntiquantSupportScenarios
+    "pfa_paged_antiquant_modes": "CheckAntiquantParamsShape",
+    "pfa_paged_value_scale_shape": "CheckPerchannelAntiquantParamsShape",
+    "pfa_paged_key_scale_null": "CheckPerchannelAntiquantParamsShape",
+    "pfa_paged_antiquant_per_tensor": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_precise": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_sparse": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_layout": "CheckPAAntiquantSupportScenarios",
     "pfa_paged_key_value": "CheckPATypeAndShape",
     "pfa_paged_cache_layout": "CheckPATypeAndShape",
     "pfa_paged_block_table_shape": "CheckPATypeAndShape",
@@ -199,6 +210,8 @@ ON_A2 = {
     # delegate.NOT_IMPLEMENTED (kv_antiquant) on the A2/A3 PFA route: the MSD kernels (key/value scales,
     # query S <= 16), FLOAT combined parameters (InitKvAntiquant reads them as the query dtype)
     **{f"a2.not_implemented.{name}": NOT_IMPLEMENTED for name in ("pfa_msd", "pfa_float_params")},
+    # the PA antiquant kernels read FLOAT key/value parameters as fp16 memory too (InitKvAntiquant)
+    "a2.not_implemented.pfa_paged_float_params": NOT_IMPLEMENTED,
     # delegate.NO_KERNEL (int4_pfa): prompt_flash_attention_arch32.h builds its PFA kernels for a key other
     # than INT4 only, softmaxLse or not; an empty key/value takes the empty-tensor kernel, which it keeps
     **{f"a2.no_kernel.{name}": NOT_IMPLEMENTED for name in ("pfa_int4", "pfa_int4_lse")},

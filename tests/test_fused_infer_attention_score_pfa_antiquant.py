@@ -104,6 +104,56 @@ def test_softmax_lse_beside_an_int8_key_value(chip, layout):
     _lse_meets(lse[..., 0], want.lse)
 
 
+def _paged_dense(cache, table, act_kv, block, n2, d):
+    """The [blocks, blockSize, N2 x D] cache as the dense BNSD key/value each batch reads: row p of
+    batch b from block table[b][p / blockSize], row p % blockSize; zeros past its length."""
+    b, s2 = table.shape[0], table.shape[1] * block
+    x = np.zeros((b, s2, n2 * d), cache.dtype)
+    for i in range(b):
+        for p in range(act_kv[i]):
+            x[i, p] = cache[table[i, p // block], p % block]
+    return x.reshape(b, s2, n2, d).transpose(0, 2, 1, 3)
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("layout", ["BSH", "BSND"])
+@pytest.mark.parametrize("with_offset", [True, False], ids=["offset", "no_offset"])
+def test_paged_int8_kv_runs_the_pa_antiquant_kernels(chip, layout, with_offset):
+    """A block table beside an INT8 cache, S1 24 > 16: the PA antiquant kernels (MM_PA_ANTIQUANT)
+    dequantise each tile of blocks with the key's and the value's own per-channel parameters
+    ([1, H2] BSH, [1, N2, D] BSND), under sparse mode 3 with innerPrecise 1, as the tiling requires;
+    softmaxLse from the second pass over the same dequantised rows."""
+    b, n, n2, s1, d, block = 2, 4, 2, 24, 32, 128
+    table = np.array([[3, 0], [4, 1]], np.int32)
+    act_kv = [200, 90]
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    kc, vc = _int8((5, block, n2 * d)), _int8((5, block, n2 * d))
+    ks, vs = ((RNG.random((n2, d)) * 0.02 + 0.005).astype(F16) for _ in range(2))
+    ko, vo = ((RNG.standard_normal((n2, d)) * 4).astype(F16) if with_offset else None for _ in range(2))
+    shape = (1, n2 * d) if layout == "BSH" else (1, n2, d)
+    named = dict(keyAntiquantScaleOptional=ks.reshape(shape), valueAntiquantScaleOptional=vs.reshape(shape))
+    if with_offset:
+        named.update(keyAntiquantOffsetOptional=ko.reshape(shape), valueAntiquantOffsetOptional=vo.reshape(shape))
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, lse = run_fia(
+        query=to(q), key=[kc], value=[vc], out_shape=to(q).shape, lse_shape=(b, n, s1, 1), blockTableOptional=table,
+        blockSize=block, actualSeqLengthsKvOptional=tuple(act_kv), attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=d**-0.5, inputLayout=layout, sparseMode=3, innerPrecise=1, **named,
+    )  # fmt: skip
+    view = lambda x: None if x is None else x.astype(np.float64).reshape(n2, 1, d)  # noqa: E731
+    k = pfa_golden.antiquant_kv(_paged_dense(kc, table, act_kv, block, n2, d), view(ks), view(ko))
+    v = pfa_golden.antiquant_kv(_paged_dense(vc, table, act_kv, block, n2, d), view(vs), view(vo))
+    want = pfa_golden.attention(
+        q, k, v, scale=d**-0.5, sparse_mode=3, act_kv=act_kv, **pfa_v3.kind(chip, F16, 1, False)
+    )
+    back = out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    ref = golden.attention(q, k, v, kv_block=512, has_mask=True, scale=d**-0.5, sparse_mode=3, act_kv=act_kv)
+    message = precision.failure(back.astype(np.float64), want, "float16", floor=ref.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], ref.lse)
+    assert not sanitizer.reports()
+
+
 def _one_key_output(x8, scale, offset, modes):
     """With one key every query row's output is the value row: P = fp16(exp(0)) = 1, l = 1."""
     y = ties.round_to(x8.astype(np.float64) + offset, F16, modes["add"])

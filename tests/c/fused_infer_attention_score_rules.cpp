@@ -643,6 +643,28 @@ int main() {
         REPORT("a2.tiling.pfa_msd_s", Call(c, stream));
         c.q = c.out = T({2, 8, 8, 32}, ACL_BF16); REPORT("a2.not_implemented.pfa_msd", Call(c, stream));
         c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
+        // A block table beside an INT8 cache [blocks, blockSize, H2], fp16 BSH query of S 20 > 16: the PA
+        // antiquant kernels with the key's and the value's own per-channel scales, causal sparse mode 3.
+        c = Small(20); c.layout = "BSH"; c.q = c.out = T({2, 20, 256}); c.version = 2;
+        c.k = c.v = {T({8, 128, 64}, ACL_INT8)}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {300, 140}; c.sparseMode = 3;
+        c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64});
+        REPORT("a2.ok.pfa_paged_antiquant", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.pfa_paged_antiquant_lse", Call(c, stream));
+        c.lseFlag = false; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64}, ACL_FLOAT);
+        REPORT("a2.not_implemented.pfa_paged_float_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64});
+        c.lseFlag = false; c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_paged_antiquant_modes", Call(c, stream));
+        c.keyAntiquantMode = 0; c.opt["valueAntiquantScale"] = T({1, 32});
+        REPORT("a2.tiling.pfa_paged_value_scale_shape", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 64}); c.opt["antiquantScale"] = T({2});
+        REPORT("a2.tiling.pfa_paged_antiquant_per_tensor", Call(c, stream));
+        c.opt.erase("antiquantScale"); c.innerPrecise = 0; REPORT("a2.tiling.pfa_paged_antiquant_precise", Call(c, stream));
+        c.innerPrecise = 1; c.sparseMode = 0; REPORT("a2.tiling.pfa_paged_antiquant_sparse", Call(c, stream));
+        c.sparseMode = 3; c.opt.erase("keyAntiquantScale"); c.opt.erase("valueAntiquantScale");
+        REPORT("a2.tiling.pfa_paged_key_scale_null", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}); c.layout = "BNSD";
+        c.q = c.out = T({2, 8, 20, 32}); REPORT("a2.tiling.pfa_paged_antiquant_layout", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

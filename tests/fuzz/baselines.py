@@ -486,6 +486,21 @@ def fia_pfa_kv_antiquant(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_paged_pfa_antiquant(soc):
+    """Prefill (S 20, D 32, BSH) over a paged INT8 cache [blocks, blockSize, H2] with the key's and the
+    value's own per-channel scales, causal sparse mode 3: the PA antiquant kernels of the Atlas A2/A3
+    PFA tiling."""
+    q, out = T((1, 20, 128)), T((1, 20, 128))
+    k, v = T((2, 128, 64), "INT8"), T((2, 128, 64), "INT8")
+    mask = T((2048, 2048), "BOOL")  # sparse mode 3 reads the template's causal corner only
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      attenMaskOptional=mask, actualSeqLengthsKvOptional=(200,),
+                      keyAntiquantScaleOptional=T((1, 64)), valueAntiquantScaleOptional=T((1, 64)),
+                      blockTableOptional=T((1, 2), "INT32", fill=(1, 0)), blockSize=128, sparseMode=3, innerPrecise=1,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BSH", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token(soc, key_mode=1):
     """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
     token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
@@ -736,6 +751,7 @@ BASELINES = {
         (fia_antiquant_mask, ("Ascend910_95",)),
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_pfa_kv_antiquant, ALL),
+        (fia_paged_pfa_antiquant, A2_A3),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),

@@ -3759,6 +3759,27 @@ MUTATIONS = [
     ),
     Mutation("fia-pfa-d-align-16", FIA_KV_ANTIQUANT_PFA, "D_ALIGN = 16\n", "D_ALIGN = 8\n", FIA_PFA_ANTIQUANT_TESTS),
     Mutation(
+        "fia-pfa-paged-params-swapped",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        "    if row == 0:",
+        "    if row == 1:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-paged-sparse-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        "    if sparse != SPARSE_RIGHT_DOWN:",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_cabi.py",),
+    ),
+    Mutation(
+        "fia-pfa-paged-value-params-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        '    for row, side in enumerate(("key", "value")):',
+        '    for row, side in enumerate(("key",)):',
+        ("tests/test_fused_infer_attention_score_cabi.py",),
+    ),
+    Mutation(
         "fia-pfa-int4-kernel-assumed",
         FIA_DELEGATE,
         "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",

@@ -49,12 +49,13 @@ NOT_IMPLEMENTED = Gaps(
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
-        "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
+        "beside an INT4 (INT32) key/value, or beside an INT8 key with a query layout other than BSH, BSND, BNSD, "
+        "BNSD_BSND, NSD or TND (the page-attention rules are not replayed on those shapes)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
-        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
-        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
+        "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key, and with a block "
+        "table FLOAT key/value parameters (the kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -90,7 +91,8 @@ def _refuse_unsupported(
     full-quant kernels run)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
-    gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
+    same_dtype = a.query.dtype == key.dtype or kv_antiquant_pfa.applies(a)  # the PA antiquant kernels gather too
+    gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and same_dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
     pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
