@@ -32,7 +32,7 @@ A2_OK = (
     "pfa_tnd_d192", "pfa_paged_tnd", "pfa_paged_tnd_lse", "pfa_paged_tnd_bnbsh",
     "pfa_paged_nsd", "pfa_paged_nsd_bnbsh", "fai_paged_d256", "fai_paged_lse", "fai_paged_causal",
     "pfa_kv_antiquant", "pfa_kv_antiquant_per_channel", "pfa_int4_empty",
-    "pfa_paged_antiquant", "pfa_paged_antiquant_lse",
+    "pfa_paged_antiquant", "pfa_paged_antiquant_lse", "pfa_prefix_antiquant_lse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {

@@ -104,6 +104,35 @@ def test_softmax_lse_beside_an_int8_key_value(chip, layout):
     _lse_meets(lse[..., 0], want.lse)
 
 
+@A2_CHIPS
+def test_softmax_lse_beside_an_int8_key_value_and_a_shared_prefix(chip):
+    """The prefix kernels (QFP16_KVINT8_..._PREFIX_...) walk the prefix's first actualSharedPrefixLen
+    rows before each batch's keys, dequantising both with the same parameters, and write softmaxLse
+    after the last key tile as without a prefix: the second pass over the dequantised prefix and
+    keys."""
+    b, n, n2, s1, s2, d, ps, used = 2, 4, 2, 20, 40, 32, 32, 24
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    pk8, pv8 = _int8((1, n2, ps, d)), _int8((1, n2, ps, d))
+    scale, offset, sv, ov = _params("BNSD", n2, d, True, True)
+    act_kv = [40, 27]
+    out, lse = run_fia(
+        2, query=q, key=[k8], value=[v8], out_shape=q.shape, lse_shape=(b, n, s1, 1), keySharedPrefixOptional=pk8,
+        valueSharedPrefixOptional=pv8, actualSharedPrefixLenOptional=(used,), actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+    )  # fmt: skip
+    joined = lambda prefix, x: np.concatenate([np.broadcast_to(prefix[:, :, :used], (b, n2, used, d)), x], 2)  # noqa: E731
+    k = pfa_golden.antiquant_kv(joined(pk8, k8), sv[0], ov[0])
+    v = pfa_golden.antiquant_kv(joined(pv8, v8), sv[1], ov[1])
+    full_kv = [used + x for x in act_kv]
+    want = pfa_golden.attention(q, k, v, scale=0.125, act_kv=full_kv, **pfa_v3.kind(chip, F16, 1, False))
+    ref = golden.attention(q, k, v, kv_block=512, scale=0.125, act_kv=full_kv)
+    message = precision.failure(out.astype(np.float64), want, "float16", floor=ref.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], ref.lse)
+
+
 def _paged_dense(cache, table, act_kv, block, n2, d):
     """The [blocks, blockSize, N2 x D] cache as the dense BNSD key/value each batch reads: row p of
     batch b from block table[b][p / blockSize], row p % blockSize; zeros past its length."""

@@ -627,6 +627,10 @@ int main() {
         c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.not_implemented.pfa_float_params", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
+        // softmaxLse beside an INT8 key/value and a shared prefix: the prefix kernels write it after the last key tile.
+        c = Small(20); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2});
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32}, ACL_INT8); c.lseFlag = true;
+        REPORT("a2.ok.pfa_prefix_antiquant_lse", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 40}); c.k = c.v = {T({2, 2, 80, 40})};
         REPORT("a2.tiling.pfa_d_align", Call(c, stream));
         // An INT32 key/value read as INT4 beside an FP16 query, S 20: no PFA kernel but the empty-tensor one.

@@ -486,6 +486,14 @@ def fia_pfa_kv_antiquant(soc):
                       attentionOut=out, softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_pfa_prefix_antiquant_lse(soc):
+    """The INT8 prefill of fia_pfa_kv_antiquant with an INT8 shared prefix and softmaxLse: on Atlas A2/A3
+    the PFA prefix kernels, softmaxLse from the second pass over the dequantised prefix and keys."""
+    return as_entry("FusedInferAttentionScoreV4", "FusedInferAttentionScoreV4", fia_pfa_kv_antiquant(soc),
+                    keySharedPrefixOptional=T((1, 2, 16, 32), "INT8"),
+                    valueSharedPrefixOptional=T((1, 2, 16, 32), "INT8"), softmaxLseFlag=True)  # fmt: skip
+
+
 def fia_paged_pfa_antiquant(soc):
     """Prefill (S 20, D 32, BSH) over a paged INT8 cache [blocks, blockSize, H2] with the key's and the
     value's own per-channel scales, causal sparse mode 3: the PA antiquant kernels of the Atlas A2/A3
@@ -752,6 +760,7 @@ BASELINES = {
         (fia_antiquant_paged_nz_lse, ("Ascend910_95",)),
         (fia_pfa_kv_antiquant, ALL),
         (fia_paged_pfa_antiquant, A2_A3),
+        (fia_pfa_prefix_antiquant_lse, A2_A3),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),

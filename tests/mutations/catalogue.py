@@ -3780,6 +3780,13 @@ MUTATIONS = [
         ("tests/test_fused_infer_attention_score_cabi.py",),
     ),
     Mutation(
+        "fia-pfa-lse-prefix-raw-int8",
+        FIA_KV_ANTIQUANT_PFA,
+        "            None if t is None else Dequantised(a, t, row)",
+        "            t",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-pfa-int4-kernel-assumed",
         FIA_DELEGATE,
         "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",

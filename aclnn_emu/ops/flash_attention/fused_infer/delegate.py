@@ -45,7 +45,7 @@ NOT_IMPLEMENTED = Gaps(
     "not_implemented",
     {
         "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: the "
-        "MSD kernels' (key/value scales) and a shared prefix beside an INT8 one), or on the IFA route with a query "
+        "MSD kernels' (key/value scales) beside an INT8 one), or on the IFA route with a query "
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
@@ -95,7 +95,7 @@ def _refuse_unsupported(
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and same_dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
-    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
+    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a)
     pfa_lse_pass |= prompt and not arch35 and a.int4  # no kernel runs (NO_KERNEL int4_pfa), the checks decide
     if a.lse_wanted and _antiquant_kv(a) and not pfa_lse_pass and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")

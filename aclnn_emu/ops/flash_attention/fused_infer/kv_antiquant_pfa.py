@@ -211,14 +211,19 @@ class Dequantised:
 
 
 class DequantisedCall:
-    """The call with its INT8 key/value lists read as the kernels dequantise them, for the
-    softmaxLse pass; every other argument as it is."""
+    """The call with its INT8 key/value lists and shared prefix read as the kernels dequantise them
+    (the prefix tiles with the key's and the value's parameters alike), for the softmaxLse pass;
+    every other argument as it is."""
 
     def __init__(self, a):
         self._a = a
         self.key, self.value = (
             SimpleNamespace(items=[Dequantised(a, t, row) for t in lst.items])
             for row, lst in ((0, a.key), (1, a.value))
+        )
+        self.keySharedPrefixOptional, self.valueSharedPrefixOptional = (
+            None if t is None else Dequantised(a, t, row)
+            for row, t in enumerate((a.keySharedPrefixOptional, a.valueSharedPrefixOptional))
         )
 
     def __getattr__(self, name):
