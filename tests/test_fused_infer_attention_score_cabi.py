@@ -59,6 +59,8 @@ A2_TILING = {
     "pfa_paged_block_size": "CheckPATypeAndShape",
     "pfa_paged_key_value_rank": "CheckPATypeAndShape",
     "pfa_paged_cache_shape": "CheckPATypeAndShape",
+    # a TND (or NSD) query: the shape read sets no prefix batch, so every shared prefix fails there
+    "pfa_prefix_tnd": "RunBigKernelTilingWithParams",
     # an INT8 cache beside an fp16 query (fused_infer/paged_antiquant_arch32): CheckAntiquantParamsShape's
     # per-channel branch beside a block table (the modes, then CheckPerchannelAntiquantParamsShape on the
     # key's and the value's own parameters), then CheckPAAntiquantSupportScenarios

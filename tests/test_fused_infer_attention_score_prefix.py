@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import aclnn_emu as ae
 import precision
 from golden import fused_infer_attention_score as golden
 from golden import incre_flash_attention as ifa_golden
@@ -176,3 +177,35 @@ def test_split_fuse_route_ignores_the_prefix(chip, kv_heads, precise, fits, capf
     plain, _ = run_fia(version=2, **common)
     assert np.array_equal(out.view(np.uint16), plain.view(np.uint16))
     assert np.abs(plain.astype(np.float32)).max() > 0
+
+
+@A2_A3
+@pytest.mark.parametrize(
+    "layout, length, message",
+    [
+        ("TND", None, "prefix batch num(0) only support 1!"),
+        ("TND", 4, "actualSharedPrefixLen 4 must be in [0, 0]"),
+        ("NSD", 4, "prefix batch num(0) only support 1!"),
+        ("NSD", 17, "actualSharedPrefixLen 17 must be in [0, 16]"),
+    ],
+)
+def test_a2_pfa_route_refuses_every_prefix_beside_a_tnd_or_nsd_query(chip, layout, length, message):
+    """A bf16 MHA TND or NSD call with a shared prefix leaves RouteToFia (CheckGqaConstrain refuses the
+    prefix; NSD is no GQA layout) and the split-fuse kernels (an fp16 MHA query only): the PFA tiling
+    (RunBigKernelTilingWithParams) reads the prefix's S for NSD only and its batch for neither, so the
+    length check sees S 0 for TND and the batch check a batch of 0 (561002)."""
+    one = lambda *shape: np.ones(shape, BF16)  # noqa: E731
+    if layout == "TND":
+        q, k, p = one(64, 8, 64), one(64, 8, 64), one(16, 8, 64)
+        named = dict(actualSeqLengthsOptional=(40, 64), actualSeqLengthsKvOptional=(40, 64))
+    else:
+        q, k, p = one(8, 20, 64), one(8, 40, 64), one(8, 16, 64)
+        named = {}
+    if length is not None:
+        named["actualSharedPrefixLenOptional"] = (length,)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            2, query=q, key=[k], value=[k], out_shape=q.shape, numHeads=8, numKeyValueHeads=8, scaleValue=0.125,
+            inputLayout=layout, keySharedPrefixOptional=p, valueSharedPrefixOptional=p, **named,
+        )  # fmt: skip
+    assert failure.value.status == 561002 and message in str(failure.value), str(failure.value)

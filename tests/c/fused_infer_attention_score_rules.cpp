@@ -558,6 +558,12 @@ int main() {
         c = PfaTnd(128); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_n", Call(c, stream));
         c = PfaTnd(192); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_dv", Call(c, stream));
         c = PfaTnd(192); REPORT("a2.ok.pfa_tnd_d192", Call(c, stream));
+        // A bf16 MHA TND call with a shared prefix: CheckGqaConstrain refuses the prefix (no FIA-V3), the
+        // split-fuse kernels want an fp16 MHA query, so the PFA tiling takes it, whose TND shape read leaves
+        // the prefix's batch 0: "prefix batch num(0) only support 1!".
+        c = PfaTnd(64); c.k = c.v = {T({64, 8, 64}, ACL_BF16)}; c.kvHeads = 8; c.version = 2;
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({16, 8, 64}, ACL_BF16);
+        REPORT("a2.tiling.pfa_prefix_tnd", Call(c, stream));
         // TND over a paged cache on the PFA route (D 192, MHA): CheckPASparseMode, CheckPAWhenBaseApi.
         c = PagedTnd(); REPORT("a2.ok.pfa_paged_tnd", Call(c, stream));
         c.lseFlag = true; REPORT("a2.ok.pfa_paged_tnd_lse", Call(c, stream));

@@ -3787,6 +3787,13 @@ MUTATIONS = [
         FIA_PFA_ANTIQUANT_TESTS,
     ),
     Mutation(
+        "fia-pfa-prefix-tnd-batch-read",
+        "aclnn_emu/ops/flash_attention/fused_infer/shared_prefix.py",
+        "    if base not in S_AXIS:  # NSD, TND, NTD",
+        "    if False:  # NSD, TND, NTD",
+        ("tests/test_fused_infer_attention_score_prefix.py",),
+    ),
+    Mutation(
         "fia-pfa-int4-kernel-assumed",
         FIA_DELEGATE,
         "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",

@@ -63,8 +63,8 @@ NOT_IMPLEMENTED = Gaps(
         "(N2,) blockSize]) or the key per channel with the value per token (modes 0 and 1): a query layout other "
         "than BSH/BSND/BNSD or a 5-D (NZ) key outside modes 0, a per-token side with a shared prefix, and the pair with a per-tensor [1] key scale or value "
         "parameters other than [1, B, S'] / [B, S'] covering the cache (offset alike)",
-        "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA and "
-        "PFA routes (the tilings' prefix rules and the kernels' prefix walk there not read), and on Ascend910_95's "
+        "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA "
+        "route (the tiling's prefix rules and the kernels' prefix walk there not read), and on Ascend910_95's "
         "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
         "so the tiling passes it; what the kernels then read is not established)",
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "

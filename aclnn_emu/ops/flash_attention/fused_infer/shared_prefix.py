@@ -13,7 +13,9 @@ Each tiling's rules, every failure 561002:
   tensor list (kv_list), no page attention, no left padding (padding.py), query and key not both
   INT8, the prefixes of the key's rank, no empty axis, alike; later the length ([1], at most the
   prefix's S: the tiling reads it as uint32, so a negative one fails and one of 2^32 or more would
-  wrap, which is not replayed), batch 1, H or N and D as the key's.
+  wrap, which is not replayed), batch 1, H or N and D as the key's. Its shape read sets the prefix's
+  batch for BSH/BSND/BNSD only (NSD: S alone, the TND-like layouts neither), so with an NSD or TND
+  query every prefix fails there: its length beyond that S (0 for TND), else "prefix batch num(0)".
 - Ascend910_95 PFA (prompt_flash_attention_tiling_v2.cpp): both tensors (DoOpTiling), then
   CheckPrefix: no TND, no tensor list (kv_list), no rope, no PFA MLA (192/128), no left padding
   (padding.py), not both INT8, batch 1 (GetAndCheckPrefixShape, which reads N, D and H off the key
@@ -32,6 +34,9 @@ from .layouts import seq_len, split
 from .route import qkv_d
 
 S_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2}  # the S axis of a dense query, key or shared prefix
+# the prefix axis the A2/A3 PFA tiling reads as its S (RunBigKernelTilingWithParams); a TND-like
+# layout reads none (0)
+_PFA_PREFIX_S_AXIS = {**S_AXIS, "NSD": 1}
 
 
 def present(a) -> bool:
@@ -142,10 +147,12 @@ def check_pfa_arch32(a) -> None:
     _both_int8(a)
     _kv_like(a)
     k = a.keySharedPrefixOptional
-    _length(a, shape_dim(k.shape, S_AXIS.get(split(a.inputLayout)[0], 1)))
+    base = split(a.inputLayout)[0]
+    _length(a, shape_dim(k.shape, _PFA_PREFIX_S_AXIS[base]) if base in _PFA_PREFIX_S_AXIS else 0)
+    if base not in S_AXIS:  # NSD, TND, NTD: the tiling's shape read never sets the prefix's batch
+        raise tiling("prefix.batch", "prefix batch num(0) only support 1!")
     _batch_one(k)
     h, n, d = _key_h_n_d(a)
-    base = split(a.inputLayout)[0]
     if base == "BSH" and shape_dim(k.shape, 2) != h:
         raise tiling("prefix.heads", f"prefix H({shape_dim(k.shape, 2)}) should be same with KV H({h})!")
     if base in ("BSND", "BNSD"):
