@@ -59,6 +59,7 @@ A2_TILING = {
     "pfa_paged_block_size": "CheckPATypeAndShape",
     "pfa_paged_key_value_rank": "CheckPATypeAndShape",
     "pfa_paged_cache_shape": "CheckPATypeAndShape",
+    "pfa_int4_paged_cache_shape": "CheckPATypeAndShape",  # on the INT4 shapes (last dimension x 8)
     # a TND (or NSD) query: the shape read sets no prefix batch, so every shared prefix fails there
     "pfa_prefix_tnd": "RunBigKernelTilingWithParams",
     # an INT8 cache beside an fp16 query (fused_infer/paged_antiquant_arch32): CheckAntiquantParamsShape's
@@ -216,7 +217,7 @@ ON_A2 = {
     "a2.not_implemented.pfa_paged_float_params": NOT_IMPLEMENTED,
     # delegate.NO_KERNEL (int4_pfa): prompt_flash_attention_arch32.h builds its PFA kernels for a key other
     # than INT4 only, softmaxLse or not; an empty key/value takes the empty-tensor kernel, which it keeps
-    **{f"a2.no_kernel.{name}": NOT_IMPLEMENTED for name in ("pfa_int4", "pfa_int4_lse")},
+    **{f"a2.no_kernel.{name}": NOT_IMPLEMENTED for name in ("pfa_int4", "pfa_int4_lse", "pfa_int4_paged")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

@@ -374,6 +374,33 @@ RULES = {
         561003,
         "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
     ),
+    # with a block table the page-attention rules first, on the unpacked cache [blocks, blockSize, H2]
+    "int4_paged": (
+        dict(
+            query=np.zeros((1, 20, 256), F16),
+            key=[np.ones((2, 128, 16), np.int32)],
+            value=[np.ones((2, 128, 16), np.int32)],
+            inputLayout="BSH",
+            blockTableOptional=np.array([[0, 1]], np.int32),
+            blockSize=128,
+            actualSeqLengthsKvOptional=(200,),
+        ),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
+    ),  # fmt: skip
+    "int4_paged_cache_shape": (
+        dict(
+            query=np.zeros((1, 20, 256), F16),
+            key=[np.ones((2, 128, 8), np.int32)],
+            value=[np.ones((2, 128, 8), np.int32)],
+            inputLayout="BSH",
+            blockTableOptional=np.array([[0, 1]], np.int32),
+            blockSize=128,
+            actualSeqLengthsKvOptional=(200,),
+        ),
+        561002,
+        "key [2, 128, 64] should be",
+    ),  # fmt: skip
     "int4_lse": (
         dict(
             key=[np.ones((1, 2, 32, 8), np.int32)],

@@ -644,6 +644,12 @@ int main() {
         c.opt["antiquantScale"] = T({2}); REPORT("a2.no_kernel.pfa_int4", Call(c, stream));
         c.lseFlag = true; c.lse = T({2, 8, 20, 1}, ACL_FLOAT); REPORT("a2.no_kernel.pfa_int4_lse", Call(c, stream));
         c.lseFlag = false; c.k = c.v = {T({2, 2, 0, 8}, ACL_INT32)}; REPORT("a2.ok.pfa_int4_empty", Call(c, stream));
+        // With a block table the page-attention rules see the unpacked cache [blocks, blockSize, H2], then no kernel.
+        c.k = c.v = {T({8, 128, 16}, ACL_INT32)}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {300, 140}; c.layout = "BSH"; c.q = c.out = T({2, 20, 512});
+        REPORT("a2.no_kernel.pfa_int4_paged", Call(c, stream));
+        c.k = c.v = {T({8, 128, 8}, ACL_INT32)}; REPORT("a2.tiling.pfa_int4_paged_cache_shape", Call(c, stream));
+        c = Small(20); c.q = c.out = T({2, 8, 20, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
         c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.q = c.out = T({2, 8, 8, 64}); c.opt.erase("antiquantScale");
         c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 64});
         REPORT("a2.tiling.pfa_msd_int4", Call(c, stream));

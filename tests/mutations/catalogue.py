@@ -3794,6 +3794,13 @@ MUTATIONS = [
         ("tests/test_fused_infer_attention_score_prefix.py",),
     ),
     Mutation(
+        "fia-pfa-int4-paged-packed-shapes",
+        FIA_DELEGATE,
+        "paged_prompt_arch32.check(_unpacked(a) if a.int4 else a, env)",
+        "paged_prompt_arch32.check(a, env)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
         "fia-pfa-int4-kernel-assumed",
         FIA_DELEGATE,
         "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",

@@ -49,8 +49,8 @@ NOT_IMPLEMENTED = Gaps(
         "layout other than BSH/BSND/BNSD or a query S other than 1 (Ascend910_95: beside an attenMask and "
         "queryPaddingSize)",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
-        "beside an INT4 (INT32) key/value, or beside an INT8 key with a query layout other than BSH, BSND, BNSD, "
-        "BNSD_BSND, NSD or TND (the page-attention rules are not replayed on those shapes)",
+        "beside an INT8 or INT4 (INT32) key/value with a query layout other than BSH, BSND, BNSD, BNSD_BSND, NSD "
+        "or TND (the page-attention rules are not replayed on those shapes)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
@@ -91,7 +91,8 @@ def _refuse_unsupported(
     full-quant kernels run)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
-    same_dtype = a.query.dtype == key.dtype or kv_antiquant_pfa.applies(a)  # the PA antiquant kernels gather too
+    # the PA antiquant kernels gather too; an INT4 cache meets the page-attention rules, then no kernel
+    same_dtype = a.query.dtype == key.dtype or kv_antiquant_pfa.applies(a) or a.int4
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and same_dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
@@ -390,6 +391,11 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
+def _unpacked(a):
+    """The call with its INT4 key/value lists as the tiling sees them (last dimension x 8)."""
+    return SimpleNamespace(**{**vars(a), "key": _int4_list(a.key), "value": _int4_list(a.value)})
+
+
 def _prefix_fits(a, arch35: bool) -> bool:
     """After the tilings' prefix rules (shared_prefix): a BSH/BSND/BNSD query, and on Ascend910_95
     the prefix's heads the key's."""
@@ -542,7 +548,7 @@ def prompt(a, env):
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
-        facts = paged_prompt_arch32.check(a, env)
+        facts = paged_prompt_arch32.check(_unpacked(a) if a.int4 else a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):
         INFERRED.warn(env, "ifa_mla_bnsd_mask")
     padding.check_pfa_tiling(a, on_arch35(env))
