@@ -560,6 +560,37 @@ def test_a2_tnd_paged_prefill_on_the_pfa_route(chip, cache_layout):
     assert np.array_equal(out.view(np.uint16), dense_out.view(np.uint16))
 
 
+@pytest.mark.parametrize("chip", ["Ascend910B", "Ascend910_93"], indirect=True)
+@pytest.mark.parametrize("cache_layout", ["BnBsH", "BnNBsD"])
+def test_a2_tnd_paged_key_192_value_128_takes_the_fia_v3_route(chip, cache_layout, capfd):
+    """RouteToFia (fused_infer_attention_score_tiling_v3.cpp): GetQkvD reads a paged value's D by the
+    cache's rank (GetPaValueD), 192 against 128 makes the call no legacy GQA (isNotLegacyGQA), so
+    CheckGqaConstrain passes and the FIA-V3 kernels run it (CheckFeatureHeadDim's 192/128 pair), not
+    the PFA tiling's TND page attention: no second softmaxLse pass, each batch's own keys."""
+    n, n2, bs = 4, 2, 128
+    q_lens, act_kv = [40, 24], [300, 152]
+    q = RNG.standard_normal((sum(q_lens), n, 192)).astype(np.float16)
+    k = RNG.standard_normal((2, n2, 300, 192)).astype(np.float16)
+    v = RNG.standard_normal((2, n2, 300, 128)).astype(np.float16)
+    key_cache, table = _paged(k, bs, cache_layout, np.random.default_rng(5))
+    value_cache, _ = _paged(v, bs, cache_layout, np.random.default_rng(5))
+    out, lse = run_fia(
+        query=q, key=[key_cache], value=[value_cache], out_shape=(q.shape[0], n, 128), lse_shape=(q.shape[0], n, 1),
+        attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1), actualSeqLengthsOptional=tuple(np.cumsum(q_lens)),
+        actualSeqLengthsKvOptional=tuple(act_kv), numHeads=n, numKeyValueHeads=n2, scaleValue=192**-0.5,
+        inputLayout="TND", sparseMode=3, blockTableOptional=table, blockSize=bs,
+    )  # fmt: skip
+    assert "lse_pass" not in capfd.readouterr().err
+    ends = np.cumsum([0, *q_lens])
+    for b, (r0, r1) in enumerate(zip(ends[:-1], ends[1:])):
+        kb, vb = k[b : b + 1, :, : act_kv[b]], v[b : b + 1, :, : act_kv[b]]
+        want = golden.attention(
+            q[r0:r1].transpose(1, 0, 2)[None], kb, vb, scale=192**-0.5, kv_block=512, sparse_mode=3, has_mask=True
+        )
+        _meets(out[r0:r1].transpose(1, 0, 2)[None], want, np.float16)
+        _lse_meets(lse[r0:r1, :, 0].T[None], want.lse)
+
+
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_a2_tnd_paged_cumulative_key_lengths_differ(chip):
     """The same call with cumulative key ends (as a dense TND key takes them) reads other keys: the

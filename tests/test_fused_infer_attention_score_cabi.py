@@ -38,6 +38,7 @@ A2_OK = (
     # the MSD kernels (key/value scales, query S <= 16) past RunBigKernelTilingWithParams's rules:
     # per channel (BF16 [N2, D] beside a BF16 query) and per token (FLOAT [B2, S2]), softmaxLse too
     "pfa_msd", "pfa_msd_per_token", "pfa_msd_lse",
+    "pfa_int4_empty", "pfa_paged_antiquant", "pfa_paged_antiquant_lse", "pfa_prefix_antiquant_lse",
 )  # fmt: skip
 # (rule, the function of the 8.5 source that fails it)
 A2_TILING = {
@@ -64,6 +65,19 @@ A2_TILING = {
     "pfa_paged_block_size": "CheckPATypeAndShape",
     "pfa_paged_key_value_rank": "CheckPATypeAndShape",
     "pfa_paged_cache_shape": "CheckPATypeAndShape",
+    "pfa_int4_paged_cache_shape": "CheckPATypeAndShape",  # on the INT4 shapes (last dimension x 8)
+    # a TND (or NSD) query: the shape read sets no prefix batch, so every shared prefix fails there
+    "pfa_prefix_tnd": "RunBigKernelTilingWithParams",
+    # an INT8 cache beside an fp16 query (fused_infer/paged_antiquant_arch32): CheckAntiquantParamsShape's
+    # per-channel branch beside a block table (the modes, then CheckPerchannelAntiquantParamsShape on the
+    # key's and the value's own parameters), then CheckPAAntiquantSupportScenarios
+    "pfa_paged_antiquant_modes": "CheckAntiquantParamsShape",
+    "pfa_paged_value_scale_shape": "CheckPerchannelAntiquantParamsShape",
+    "pfa_paged_key_scale_null": "CheckPerchannelAntiquantParamsShape",
+    "pfa_paged_antiquant_per_tensor": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_precise": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_sparse": "CheckPAAntiquantSupportScenarios",
+    "pfa_paged_antiquant_layout": "CheckPAAntiquantSupportScenarios",
     "pfa_paged_key_value": "CheckPATypeAndShape",
     "pfa_paged_cache_layout": "CheckPATypeAndShape",
     "pfa_paged_block_table_shape": "CheckPATypeAndShape",
@@ -122,6 +136,7 @@ A2_TILING = {
     # then in prompt_flash_attention_tiling.cpp CheckIOType, CheckAntiquantParamsShape /
     # CheckPerchannelAntiquantParamsShape, and RunBigKernelTilingWithParams's MSD query-S limit
     "pfa_d_align_int8": "TilingProcess4PFA",
+    "pfa_d_align": "TilingProcess4PFA",  # every dtype; FIA's op_api pads no D
     "pfa_bf16_kv_scales": "CheckIOType",
     "pfa_per_tensor_scale": "CheckAntiquantParamsShape",
     "pfa_scale_rank": "CheckPerchannelAntiquantParamsShape",
@@ -134,6 +149,7 @@ A2_TILING = {
     "pfa_msd_channel_shape": "RunBigKernelTilingWithParams",
     "pfa_msd_channel_dtype": "RunBigKernelTilingWithParams",
     "pfa_msd_token_shape": "RunBigKernelTilingWithParams",
+    "pfa_msd_int4": "RunBigKernelTilingWithParams",
     # incre_flash_attention_tiling.cpp IFATiling::ProcessAntiQuant
     "ifa_value_scale_missing": "CheckKeyAndValueAntiquantScaleOffset",
     "ifa_value_scale_dtype": "CheckAntiQuantParamValueType",
@@ -206,6 +222,11 @@ EXPECTED = {
 ON_A2 = {
     **{f"a2.ok.{name}": SUCCESS for name in A2_OK},
     **{f"a2.tiling.{name}": TILING for name in A2_TILING},
+    # the PA antiquant kernels read FLOAT key/value parameters as fp16 memory too (InitKvAntiquant)
+    "a2.not_implemented.pfa_paged_float_params": NOT_IMPLEMENTED,
+    # delegate.NO_KERNEL (int4_pfa): prompt_flash_attention_arch32.h builds its PFA kernels for a key other
+    # than INT4 only, softmaxLse or not; an empty key/value takes the empty-tensor kernel, which it keeps
+    **{f"a2.no_kernel.{name}": NOT_IMPLEMENTED for name in ("pfa_int4", "pfa_int4_lse", "pfa_int4_paged")},
     "lse_antiquant_prefill_mask": SUCCESS,
     # CheckKvPFA: a list whose first tensor has the query's batch is no list; the PFA tiling reads that tensor
     "list_batch_two": SUCCESS,

@@ -145,6 +145,85 @@ def test_softmax_lse_beside_an_int8_key_value(chip, layout):
     _lse_meets(lse[..., 0], want.lse)
 
 
+@A2_CHIPS
+def test_softmax_lse_beside_an_int8_key_value_and_a_shared_prefix(chip):
+    """The prefix kernels (QFP16_KVINT8_..._PREFIX_...) walk the prefix's first actualSharedPrefixLen
+    rows before each batch's keys, dequantising both with the same parameters, and write softmaxLse
+    after the last key tile as without a prefix: the second pass over the dequantised prefix and
+    keys."""
+    b, n, n2, s1, s2, d, ps, used = 2, 4, 2, 20, 40, 32, 32, 24
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    k8, v8 = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    pk8, pv8 = _int8((1, n2, ps, d)), _int8((1, n2, ps, d))
+    scale, offset, sv, ov = _params("BNSD", n2, d, True, True)
+    act_kv = [40, 27]
+    out, lse = run_fia(
+        2, query=q, key=[k8], value=[v8], out_shape=q.shape, lse_shape=(b, n, s1, 1), keySharedPrefixOptional=pk8,
+        valueSharedPrefixOptional=pv8, actualSharedPrefixLenOptional=(used,), actualSeqLengthsKvOptional=tuple(act_kv),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=0.125, inputLayout="BNSD", antiquantScaleOptional=scale,
+        antiquantOffsetOptional=offset,
+    )  # fmt: skip
+    joined = lambda prefix, x: np.concatenate([np.broadcast_to(prefix[:, :, :used], (b, n2, used, d)), x], 2)  # noqa: E731
+    k = pfa_golden.antiquant_kv(joined(pk8, k8), sv[0], ov[0])
+    v = pfa_golden.antiquant_kv(joined(pv8, v8), sv[1], ov[1])
+    full_kv = [used + x for x in act_kv]
+    want = pfa_golden.attention(q, k, v, scale=0.125, act_kv=full_kv, **pfa_v3.kind(chip, F16, 1, False))
+    ref = golden.attention(q, k, v, kv_block=512, scale=0.125, act_kv=full_kv)
+    message = precision.failure(out.astype(np.float64), want, "float16", floor=ref.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], ref.lse)
+
+
+def _paged_dense(cache, table, act_kv, block, n2, d):
+    """The [blocks, blockSize, N2 x D] cache as the dense BNSD key/value each batch reads: row p of
+    batch b from block table[b][p / blockSize], row p % blockSize; zeros past its length."""
+    b, s2 = table.shape[0], table.shape[1] * block
+    x = np.zeros((b, s2, n2 * d), cache.dtype)
+    for i in range(b):
+        for p in range(act_kv[i]):
+            x[i, p] = cache[table[i, p // block], p % block]
+    return x.reshape(b, s2, n2, d).transpose(0, 2, 1, 3)
+
+
+@A2_CHIPS
+@pytest.mark.parametrize("layout", ["BSH", "BSND"])
+@pytest.mark.parametrize("with_offset", [True, False], ids=["offset", "no_offset"])
+def test_paged_int8_kv_runs_the_pa_antiquant_kernels(chip, layout, with_offset):
+    """A block table beside an INT8 cache, S1 24 > 16: the PA antiquant kernels (MM_PA_ANTIQUANT)
+    dequantise each tile of blocks with the key's and the value's own per-channel parameters
+    ([1, H2] BSH, [1, N2, D] BSND), under sparse mode 3 with innerPrecise 1, as the tiling requires;
+    softmaxLse from the second pass over the same dequantised rows."""
+    b, n, n2, s1, d, block = 2, 4, 2, 24, 32, 128
+    table = np.array([[3, 0], [4, 1]], np.int32)
+    act_kv = [200, 90]
+    q = RNG.standard_normal((b, n, s1, d)).astype(F16)
+    kc, vc = _int8((5, block, n2 * d)), _int8((5, block, n2 * d))
+    ks, vs = ((RNG.random((n2, d)) * 0.02 + 0.005).astype(F16) for _ in range(2))
+    ko, vo = ((RNG.standard_normal((n2, d)) * 4).astype(F16) if with_offset else None for _ in range(2))
+    shape = (1, n2 * d) if layout == "BSH" else (1, n2, d)
+    named = dict(keyAntiquantScaleOptional=ks.reshape(shape), valueAntiquantScaleOptional=vs.reshape(shape))
+    if with_offset:
+        named.update(keyAntiquantOffsetOptional=ko.reshape(shape), valueAntiquantOffsetOptional=vo.reshape(shape))
+    to = lambda x: pfa_v3.to_layout(x, layout)  # noqa: E731
+    out, lse = run_fia(
+        query=to(q), key=[kc], value=[vc], out_shape=to(q).shape, lse_shape=(b, n, s1, 1), blockTableOptional=table,
+        blockSize=block, actualSeqLengthsKvOptional=tuple(act_kv), attenMaskOptional=np.triu(np.ones((2048, 2048), bool), 1),
+        numHeads=n, numKeyValueHeads=n2, scaleValue=d**-0.5, inputLayout=layout, sparseMode=3, innerPrecise=1, **named,
+    )  # fmt: skip
+    view = lambda x: None if x is None else x.astype(np.float64).reshape(n2, 1, d)  # noqa: E731
+    k = pfa_golden.antiquant_kv(_paged_dense(kc, table, act_kv, block, n2, d), view(ks), view(ko))
+    v = pfa_golden.antiquant_kv(_paged_dense(vc, table, act_kv, block, n2, d), view(vs), view(vo))
+    want = pfa_golden.attention(
+        q, k, v, scale=d**-0.5, sparse_mode=3, act_kv=act_kv, **pfa_v3.kind(chip, F16, 1, False)
+    )
+    back = out.reshape(b, s1, n, d).transpose(0, 2, 1, 3)
+    ref = golden.attention(q, k, v, kv_block=512, has_mask=True, scale=d**-0.5, sparse_mode=3, act_kv=act_kv)
+    message = precision.failure(back.astype(np.float64), want, "float16", floor=ref.floor)
+    assert message is None, message
+    _lse_meets(lse[..., 0], ref.lse)
+    assert not sanitizer.reports()
+
+
 def _one_key_output(x8, scale, offset, modes):
     """With one key every query row's output is the value row: P = fp16(exp(0)) = 1, l = 1."""
     y = ties.round_to(x8.astype(np.float64) + offset, F16, modes["add"])
@@ -219,6 +298,16 @@ RULES = {
         ),
         561002,
         "32 elements aligned",
+    ),  # fmt: skip
+    # then D a multiple of 16 for every dtype (an fp16 key here: FIA's op_api pads no D)
+    "d_align": (
+        dict(
+            query=np.zeros((1, 4, 20, 40), F16),
+            key=[np.ones((1, 2, 32, 40), F16)],
+            value=[np.ones((1, 2, 32, 40), F16)],
+        ),
+        561002,
+        "16 elements aligned",
     ),  # fmt: skip
     # CheckIOType
     "bf16_without_kv_scales": (
@@ -371,6 +460,62 @@ RULES = {
         ),
         561002,
         "S of query(20) is larger than 16",
+    ),  # fmt: skip
+    # an INT32 key/value read as INT4: the MSD kernels' INT4 rule (after their modes), else no kernel
+    # (prompt_flash_attention_arch32.h builds none for an INT4 key), softmaxLse or not
+    "msd_int4": (
+        dict(
+            query=np.zeros((1, 4, 8, 64), F16),
+            key=[np.ones((1, 2, 32, 8), np.int32)],
+            value=[np.ones((1, 2, 32, 8), np.int32)],
+            antiquantScaleOptional=None,
+            keyAntiquantScaleOptional=ONES,
+            valueAntiquantScaleOptional=ONES,
+        ),
+        561002,
+        "int4 is not supported when the key/value's dequant scale",
+    ),  # fmt: skip
+    "int4": (
+        dict(key=[np.ones((1, 2, 32, 8), np.int32)], value=[np.ones((1, 2, 32, 8), np.int32)]),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
+    ),
+    # with a block table the page-attention rules first, on the unpacked cache [blocks, blockSize, H2]
+    "int4_paged": (
+        dict(
+            query=np.zeros((1, 20, 256), F16),
+            key=[np.ones((2, 128, 16), np.int32)],
+            value=[np.ones((2, 128, 16), np.int32)],
+            inputLayout="BSH",
+            blockTableOptional=np.array([[0, 1]], np.int32),
+            blockSize=128,
+            actualSeqLengthsKvOptional=(200,),
+        ),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
+    ),  # fmt: skip
+    "int4_paged_cache_shape": (
+        dict(
+            query=np.zeros((1, 20, 256), F16),
+            key=[np.ones((2, 128, 8), np.int32)],
+            value=[np.ones((2, 128, 8), np.int32)],
+            inputLayout="BSH",
+            blockTableOptional=np.array([[0, 1]], np.int32),
+            blockSize=128,
+            actualSeqLengthsKvOptional=(200,),
+        ),
+        561002,
+        "key [2, 128, 64] should be",
+    ),  # fmt: skip
+    "int4_lse": (
+        dict(
+            key=[np.ones((1, 2, 32, 8), np.int32)],
+            value=[np.ones((1, 2, 32, 8), np.int32)],
+            softmaxLseFlag=True,
+            softmaxLse=np.zeros((1, 4, 20, 1), np.float32),
+        ),
+        561003,
+        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
     ),  # fmt: skip
     # with an fp16 query and S > 16 the combined parameters serve beside separate ones
     "separate_over_16_wants_combined": (

@@ -283,3 +283,35 @@ def test_arch35_prefix_length_off_the_key_blocks_warns(chip, length, warned, cap
             valueSharedPrefixOptional=kp, actualSharedPrefixLenOptional=length, numHeads=4, numKeyValueHeads=2,
             scaleValue=0.17, inputLayout="BNSD")  # fmt: skip
     assert ("inferred.prefix_walk" in capfd.readouterr().err) == warned
+
+
+@A2_A3
+@pytest.mark.parametrize(
+    "layout, length, message",
+    [
+        ("TND", None, "prefix batch num(0) only support 1!"),
+        ("TND", 4, "actualSharedPrefixLen 4 must be in [0, 0]"),
+        ("NSD", 4, "prefix batch num(0) only support 1!"),
+        ("NSD", 17, "actualSharedPrefixLen 17 must be in [0, 16]"),
+    ],
+)
+def test_a2_pfa_route_refuses_every_prefix_beside_a_tnd_or_nsd_query(chip, layout, length, message):
+    """A bf16 MHA TND or NSD call with a shared prefix leaves RouteToFia (CheckGqaConstrain refuses the
+    prefix; NSD is no GQA layout) and the split-fuse kernels (an fp16 MHA query only): the PFA tiling
+    (RunBigKernelTilingWithParams) reads the prefix's S for NSD only and its batch for neither, so the
+    length check sees S 0 for TND and the batch check a batch of 0 (561002)."""
+    one = lambda *shape: np.ones(shape, BF16)  # noqa: E731
+    if layout == "TND":
+        q, k, p = one(64, 8, 64), one(64, 8, 64), one(16, 8, 64)
+        named = dict(actualSeqLengthsOptional=(40, 64), actualSeqLengthsKvOptional=(40, 64))
+    else:
+        q, k, p = one(8, 20, 64), one(8, 40, 64), one(8, 16, 64)
+        named = {}
+    if length is not None:
+        named["actualSharedPrefixLenOptional"] = (length,)
+    with pytest.raises(ae.errors.AclnnError) as failure:
+        run_fia(
+            2, query=q, key=[k], value=[k], out_shape=q.shape, numHeads=8, numKeyValueHeads=8, scaleValue=0.125,
+            inputLayout=layout, keySharedPrefixOptional=p, valueSharedPrefixOptional=p, **named,
+        )  # fmt: skip
+    assert failure.value.status == 561002 and message in str(failure.value), str(failure.value)

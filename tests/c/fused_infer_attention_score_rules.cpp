@@ -558,6 +558,12 @@ int main() {
         c = PfaTnd(128); c.opt["learnableSink"] = T({4}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_n", Call(c, stream));
         c = PfaTnd(192); c.opt["learnableSink"] = T({8}, ACL_BF16); REPORT("a2.tiling.pfa_tnd_sink_dv", Call(c, stream));
         c = PfaTnd(192); REPORT("a2.ok.pfa_tnd_d192", Call(c, stream));
+        // A bf16 MHA TND call with a shared prefix: CheckGqaConstrain refuses the prefix (no FIA-V3), the
+        // split-fuse kernels want an fp16 MHA query, so the PFA tiling takes it, whose TND shape read leaves
+        // the prefix's batch 0: "prefix batch num(0) only support 1!".
+        c = PfaTnd(64); c.k = c.v = {T({64, 8, 64}, ACL_BF16)}; c.kvHeads = 8; c.version = 2;
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({16, 8, 64}, ACL_BF16);
+        REPORT("a2.tiling.pfa_prefix_tnd", Call(c, stream));
         // TND over a paged cache on the PFA route (D 192, MHA): CheckPASparseMode, CheckPAWhenBaseApi.
         c = PagedTnd(); REPORT("a2.ok.pfa_paged_tnd", Call(c, stream));
         c.lseFlag = true; REPORT("a2.ok.pfa_paged_tnd_lse", Call(c, stream));
@@ -627,6 +633,26 @@ int main() {
         c.opt["antiquantScale"] = T({2}, ACL_FLOAT); REPORT("a2.ok.pfa_kv_antiquant_float_params", Call(c, stream));
         c = Small(20); c.q = c.out = T({2, 8, 20, 48}); c.k = c.v = {T({2, 2, 80, 48}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}); REPORT("a2.tiling.pfa_d_align_int8", Call(c, stream));
+        // softmaxLse beside an INT8 key/value and a shared prefix: the prefix kernels write it after the last key tile.
+        c = Small(20); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2});
+        c.opt["keySharedPrefix"] = c.opt["valueSharedPrefix"] = T({1, 2, 16, 32}, ACL_INT8); c.lseFlag = true;
+        REPORT("a2.ok.pfa_prefix_antiquant_lse", Call(c, stream));
+        c = Small(20); c.q = c.out = T({2, 8, 20, 40}); c.k = c.v = {T({2, 2, 80, 40})};
+        REPORT("a2.tiling.pfa_d_align", Call(c, stream));
+        // An INT32 key/value read as INT4 beside an FP16 query, S 20: no PFA kernel but the empty-tensor one.
+        c = Small(20); c.q = c.out = T({2, 8, 20, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
+        c.opt["antiquantScale"] = T({2}); REPORT("a2.no_kernel.pfa_int4", Call(c, stream));
+        c.lseFlag = true; c.lse = T({2, 8, 20, 1}, ACL_FLOAT); REPORT("a2.no_kernel.pfa_int4_lse", Call(c, stream));
+        c.lseFlag = false; c.k = c.v = {T({2, 2, 0, 8}, ACL_INT32)}; REPORT("a2.ok.pfa_int4_empty", Call(c, stream));
+        // With a block table the page-attention rules see the unpacked cache [blocks, blockSize, H2], then no kernel.
+        c.k = c.v = {T({8, 128, 16}, ACL_INT32)}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {300, 140}; c.layout = "BSH"; c.q = c.out = T({2, 20, 512});
+        REPORT("a2.no_kernel.pfa_int4_paged", Call(c, stream));
+        c.k = c.v = {T({8, 128, 8}, ACL_INT32)}; REPORT("a2.tiling.pfa_int4_paged_cache_shape", Call(c, stream));
+        c = Small(20); c.q = c.out = T({2, 8, 20, 64}); c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.version = 2;
+        c.k = c.v = {T({2, 2, 80, 8}, ACL_INT32)}; c.q = c.out = T({2, 8, 8, 64}); c.opt.erase("antiquantScale");
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 64});
+        REPORT("a2.tiling.pfa_msd_int4", Call(c, stream));
         c = Small(20); c.q.dtype = c.out.dtype = ACL_BF16; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2}, ACL_BF16); REPORT("a2.tiling.pfa_bf16_kv_scales", Call(c, stream));
         c.opt.erase("antiquantScale"); c.version = 2; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}, ACL_BF16);
@@ -650,6 +676,28 @@ int main() {
         c.lseFlag = false;
         c.opt["valueAntiquantScale"] = T({2, 79}, ACL_FLOAT); REPORT("a2.tiling.pfa_msd_token_shape", Call(c, stream));
         c.valueAntiquantMode = 0; REPORT("a2.tiling.pfa_msd_modes", Call(c, stream));
+        // A block table beside an INT8 cache [blocks, blockSize, H2], fp16 BSH query of S 20 > 16: the PA
+        // antiquant kernels with the key's and the value's own per-channel scales, causal sparse mode 3.
+        c = Small(20); c.layout = "BSH"; c.q = c.out = T({2, 20, 256}); c.version = 2;
+        c.k = c.v = {T({8, 128, 64}, ACL_INT8)}; c.opt["blockTable"] = T({2, 4}, ACL_INT32, {0, 1, 2, 3, 4, 5, 6, 7});
+        c.blockSize = 128; c.hasActKv = true; c.actKv = {300, 140}; c.sparseMode = 3;
+        c.opt["attenMask"] = T({2048, 2048}, ACL_BOOL); c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64});
+        REPORT("a2.ok.pfa_paged_antiquant", Call(c, stream));
+        c.lseFlag = true; REPORT("a2.ok.pfa_paged_antiquant_lse", Call(c, stream));
+        c.lseFlag = false; c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64}, ACL_FLOAT);
+        REPORT("a2.not_implemented.pfa_paged_float_params", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 64});
+        c.lseFlag = false; c.keyAntiquantMode = 1; REPORT("a2.tiling.pfa_paged_antiquant_modes", Call(c, stream));
+        c.keyAntiquantMode = 0; c.opt["valueAntiquantScale"] = T({1, 32});
+        REPORT("a2.tiling.pfa_paged_value_scale_shape", Call(c, stream));
+        c.opt["valueAntiquantScale"] = T({1, 64}); c.opt["antiquantScale"] = T({2});
+        REPORT("a2.tiling.pfa_paged_antiquant_per_tensor", Call(c, stream));
+        c.opt.erase("antiquantScale"); c.innerPrecise = 0; REPORT("a2.tiling.pfa_paged_antiquant_precise", Call(c, stream));
+        c.innerPrecise = 1; c.sparseMode = 0; REPORT("a2.tiling.pfa_paged_antiquant_sparse", Call(c, stream));
+        c.sparseMode = 3; c.opt.erase("keyAntiquantScale"); c.opt.erase("valueAntiquantScale");
+        REPORT("a2.tiling.pfa_paged_key_scale_null", Call(c, stream));
+        c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 2, 1, 32}); c.layout = "BNSD";
+        c.q = c.out = T({2, 8, 20, 32}); REPORT("a2.tiling.pfa_paged_antiquant_layout", Call(c, stream));
         // CheckPostQuantParams: an INT8 output quantised per channel takes no padding.
         c = Small(16); c.out.dtype = ACL_INT8; c.opt["quantScale2"] = T({8, 32}, ACL_FLOAT);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); c.hasActKv = true; c.actKv = {80, 80};

@@ -533,6 +533,29 @@ def fia_pfa_msd_per_token(soc):
     return fia_pfa_msd(soc, per_token=True)
 
 
+def fia_pfa_prefix_antiquant_lse(soc):
+    """The INT8 prefill of fia_pfa_kv_antiquant with an INT8 shared prefix and softmaxLse: on Atlas A2/A3
+    the PFA prefix kernels, softmaxLse from the second pass over the dequantised prefix and keys."""
+    return as_entry("FusedInferAttentionScoreV4", "FusedInferAttentionScoreV4", fia_pfa_kv_antiquant(soc),
+                    keySharedPrefixOptional=T((1, 2, 16, 32), "INT8"),
+                    valueSharedPrefixOptional=T((1, 2, 16, 32), "INT8"), softmaxLseFlag=True)  # fmt: skip
+
+
+def fia_paged_pfa_antiquant(soc):
+    """Prefill (S 20, D 32, BSH) over a paged INT8 cache [blocks, blockSize, H2] with the key's and the
+    value's own per-channel scales, causal sparse mode 3: the PA antiquant kernels of the Atlas A2/A3
+    PFA tiling."""
+    q, out = T((1, 20, 128)), T((1, 20, 128))
+    k, v = T((2, 128, 64), "INT8"), T((2, 128, 64), "INT8")
+    mask = T((2048, 2048), "BOOL")  # sparse mode 3 reads the template's causal corner only
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      attenMaskOptional=mask, actualSeqLengthsKvOptional=(200,),
+                      keyAntiquantScaleOptional=T((1, 64)), valueAntiquantScaleOptional=T((1, 64)),
+                      blockTableOptional=T((1, 2), "INT32", fill=(1, 0)), blockSize=128, sparseMode=3, innerPrecise=1,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BSH", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((1, 4, 20, 1), "FLOAT"))  # fmt: skip
+
+
 def fia_kv_antiquant_per_token(soc, key_mode=1):
     """The same decode with FLOAT per-token value parameters [1, B, S] (offsets too), and the key per
     token (modes 1) or, with key_mode 0, per channel (the key-per-channel/value-per-token pair)."""
@@ -656,6 +679,18 @@ def fia_int4(soc):
                       antiquantScaleOptional=T((2, 2, 1, 64)), preTokens=2147483647, nextTokens=2147483647,
                       inputLayout="BNSD", numKeyValueHeads=2, softmaxLseFlag=True, attentionOut=out,
                       softmaxLse=T((1, 4, 1, 1), "FLOAT"))  # fmt: skip
+
+
+def fia_int4_pfa_empty(soc):
+    """Prefill (S 20) over an empty INT32 key/value read as INT4: on Atlas A2/A3 the PFA tiling's
+    empty-tensor kernel, the one PFA kernel an INT4 key has, zeroes the output; its mutations reach
+    the tiling's INT4 rules (MSD) and the kernels it lacks."""
+    q, out = T((1, 4, 20, 64)), T((1, 4, 20, 64))
+    k, v = T((1, 2, 0, 8), "INT32"), T((1, 2, 0, 8), "INT32")
+    return named_args("FusedInferAttentionScoreV2", query=q, key=L([k]), value=L([v]), numHeads=4, scaleValue=0.125,
+                      antiquantScaleOptional=T((2,)), preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BNSD", numKeyValueHeads=2, attentionOut=out,
+                      softmaxLse=T((0,), "FLOAT"))  # fmt: skip
 
 
 def fia_per_block(soc, dtype="FLOAT8_E4M3FN"):
@@ -798,6 +833,8 @@ BASELINES = {
         (fia_pfa_kv_antiquant_float, A2_A3),
         (fia_pfa_msd, A2_A3),
         (fia_pfa_msd_per_token, A2_A3),
+        (fia_paged_pfa_antiquant, A2_A3),
+        (fia_pfa_prefix_antiquant_lse, A2_A3),
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
@@ -816,6 +853,7 @@ BASELINES = {
         (fia_kv_antiquant_paged_params_per_head, ALL),
         (fia_kv_antiquant_per_token_lse, ALL),
         (fia_int4, ALL),
+        (fia_int4_pfa_empty, A2_A3),
         (fia_prefix_list, A2_A3),
         (fia_prefix_antiquant, ALL),
         (fia_prefix_per_token, ("Ascend910_95",)),

@@ -3827,6 +3827,63 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-kv-d-align", FIA_KV_ANTIQUANT_PFA, "D_ALIGN_INT8 = 32", "D_ALIGN_INT8 = 16", FIA_PFA_ANTIQUANT_TESTS
     ),
+    Mutation("fia-pfa-d-align-16", FIA_KV_ANTIQUANT_PFA, "D_ALIGN = 16\n", "D_ALIGN = 8\n", FIA_PFA_ANTIQUANT_TESTS),
+    Mutation(
+        "fia-pfa-paged-params-swapped",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        "    if row == 0:",
+        "    if row == 1:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-paged-sparse-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        "    if sparse != SPARSE_RIGHT_DOWN:",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_cabi.py",),
+    ),
+    Mutation(
+        "fia-pfa-paged-value-params-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/paged_antiquant_arch32.py",
+        '    for row, side in enumerate(("key", "value")):',
+        '    for row, side in enumerate(("key",)):',
+        ("tests/test_fused_infer_attention_score_cabi.py",),
+    ),
+    Mutation(
+        "fia-pfa-lse-prefix-raw-int8",
+        FIA_KV_ANTIQUANT_PFA,
+        "            None if t is None else Dequantised(a, t, row)",
+        "            t",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-prefix-tnd-batch-read",
+        "aclnn_emu/ops/flash_attention/fused_infer/shared_prefix.py",
+        "    if base not in S_AXIS:  # NSD, TND, NTD",
+        "    if False:  # NSD, TND, NTD",
+        ("tests/test_fused_infer_attention_score_prefix.py",),
+    ),
+    Mutation(
+        "fia-pfa-int4-paged-packed-shapes",
+        FIA_DELEGATE,
+        "paged_prompt_arch32.check(_unpacked(a) if a.int4 else a, env)",
+        "paged_prompt_arch32.check(a, env)",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-int4-kernel-assumed",
+        FIA_DELEGATE,
+        "        if a.int4 and not (args.key.is_empty or args.value.is_empty):",
+        "        if False:",
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
+    Mutation(
+        "fia-pfa-msd-int4-unchecked",
+        FIA_KV_ANTIQUANT_PFA,
+        '    if a.int4:\n        raise tiling("pfa.msd_int4"',
+        '    if False:\n        raise tiling("pfa.msd_int4"',
+        FIA_PFA_ANTIQUANT_TESTS,
+    ),
     Mutation(
         "fia-pfa-msd-token-batch-and-s-swapped",
         FIA_KV_ANTIQUANT_MSD,

@@ -38,24 +38,25 @@ from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes, query_s
-from .route import Route, qkv_d
+from .layouts import key_rows, query_axes, query_d, query_s
+from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
     V4,
     "not_implemented",
     {
-        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: an INT4 one, a "
-        "shared prefix beside an INT8 one, and the MSD kernels' (key/value scales) with a 2-D (SH) query or sparse "
-        "mode 20-22), or on the IFA route with a query layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S "
-        "other than 1",
+        "lse": "softmaxLse with an INT8/INT4 (antiquant) key/value on the PFA route (on Atlas A2/A3: the MSD "
+        "kernels' (key/value scales) with a 2-D (SH) query or sparse mode 20-22), or on the IFA route with a query "
+        "layout other than BSH/BSND/BNSD or (Atlas A2/A3) a query S other than 1",
         "paged_pfa": "a block table (page attention) on a call the tiling sends to the PFA kernels on Atlas A2/A3 "
-        "with an INT8 key beside a FLOAT16/BF16 query (antiquant)",
+        "beside an INT8 or INT4 (INT32) key/value with a query layout other than BSH, BSND, BNSD, BNSD_BSND, NSD "
+        "or TND (the page-attention rules are not replayed on those shapes)",
         "kv_antiquant": "separate key/value antiquant parameters on Ascend910_95's PFA route and on the A2/A3 one "
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their tiling rules (modes, tensor list, padding, dtypes, scale and "
         "offset pairs, the parameters' shapes and dtypes per mode) with a 2-D (SH) query, sparse mode 20-22 or a "
-        "shared prefix; on Ascend910_95's IFA route, "
+        "shared prefix, and with a block table FLOAT key/value parameters (the kernels read their memory as fp16 "
+        "elements); on Ascend910_95's IFA route, "
         "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
@@ -71,7 +72,6 @@ NOT_IMPLEMENTED = Gaps(
         "mode 20-22 (the base-API kernels, which read it)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
-        "int4": "an INT4 (INT32) key/value on the PFA route (query S > 1 on Atlas A2/A3)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
         "with a query layout other than BSH/BSND/BNSD (IFATilingV2 bounds each TND batch's rows and key windows "
         "by its lengths, which the route does not hand on)",
@@ -87,10 +87,13 @@ def _refuse_unsupported(
     full-quant scales)."""
     key = a.key.items[0]
     paged_a2 = prompt and a.blockTableOptional is not None and not arch35
-    gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and a.query.dtype == key.dtype
+    # the PA antiquant kernels gather too; an INT4 cache meets the page-attention rules, then no kernel
+    same_dtype = a.query.dtype == key.dtype or kv_antiquant_pfa.applies(a) or a.int4
+    gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and same_dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
-    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and a.keySharedPrefixOptional is None
+    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a)
+    pfa_lse_pass |= prompt and not arch35 and a.int4  # no kernel runs (NO_KERNEL int4_pfa), the checks decide
     msd_lse = (
         prompt and not arch35 and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a) and kv_antiquant_msd.runs(a)
     )
@@ -99,6 +102,8 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("lse")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
+        NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
@@ -109,10 +114,19 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("rope")
     if arch35 and not prompt and _antiquant_kv(a) and _masked(a) and _dense_query_s(a) is None:
         NOT_IMPLEMENTED.refuse("antiquant_mask")
-    if a.int4 and prompt:
-        NOT_IMPLEMENTED.refuse("int4")
     if paged_a2 and not gathered_a2:
         NOT_IMPLEMENTED.refuse("paged_pfa")
+
+
+NO_KERNEL = Gaps(
+    V4,
+    "no_kernel",
+    {
+        "int4_pfa": "an INT4 (INT32) key/value on the Atlas A2/A3 PFA route (query S > 1) after the PFA tiling's "
+        "checks, its key non-empty: prompt_flash_attention_arch32.h compiles every PFA kernel only for a key "
+        "other than INT4 (the empty-tensor kernel alone remains), so the tiling key it builds has no kernel"
+    },
+)
 
 
 INFERRED = Gaps(
@@ -164,9 +178,7 @@ def _pfa_context(a) -> None:
     if query_quant or a.queryQuantMode != 0:
         raise tiling("pfa.query_dequant", "the PFA kernels do not support query dequantisation")
     padding.check_arch32(a)
-    dims = qkv_d(a)  # the FIA tiling read them before routing (GetQueryD)
-    if dims is not None:
-        kv_antiquant_pfa.check_d(a, dims[0])
+    kv_antiquant_pfa.check_d(a, query_d(a))  # the FIA tiling read it before routing (GetQueryD)
     kv_antiquant_pfa.check_io(a)  # RunBigKernelTilingWithParams: CheckIOType
 
 
@@ -374,6 +386,11 @@ def _int4_list(lst):
     return SimpleNamespace(items=[None if t is None else _Int4(t) for t in lst.items])
 
 
+def _unpacked(a):
+    """The call with its INT4 key/value lists as the tiling sees them (last dimension x 8)."""
+    return SimpleNamespace(**{**vars(a), "key": _int4_list(a.key), "value": _int4_list(a.value)})
+
+
 def _prefix_fits(a, prompt: bool, arch35: bool) -> bool:
     """After the tilings' prefix rules (shared_prefix), which refuse every other A2/A3 layout but
     through the A2/A3 PFA tiling's empty-tensor path (no prefix read): a BSH/BSND/BNSD query."""
@@ -531,7 +548,7 @@ def prompt(a, env):
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
-        facts = paged_prompt_arch32.check(a, env)
+        facts = paged_prompt_arch32.check(_unpacked(a) if a.int4 else a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):
         INFERRED.warn(env, "ifa_mla_bnsd_mask")
     padding.check_pfa_tiling(a, on_arch35(env))
@@ -545,6 +562,8 @@ def prompt(a, env):
         key, value = kv_antiquant_msd.Int8View(a, key), kv_antiquant_msd.Int8View(a, value)
     elif not on_arch35(env) and kv_antiquant_pfa.applies(a):
         key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
+    if a.int4:  # the PFA tiling's shape checks on the unpacked shapes; its INT8 rules do not see INT4
+        key, value = (query_quant.Retyped(t, a.query.dtype) for t in (key, value))
     extra = {}
     if facts is not None:
         key, value = (
@@ -601,6 +620,8 @@ def prompt(a, env):
                 NOT_IMPLEMENTED.refuse("kv_antiquant")
             if kv_antiquant_msd.sums_inferred(a):
                 INFERRED.warn(env, "msd_sums")
+        if a.int4 and not (args.key.is_empty or args.value.is_empty):
+            NO_KERNEL.refuse("int4_pfa")
     if args.key.is_empty or args.value.is_empty:
         # The tiling's empty-tensor path: its kernel (arch32 PromptFlashAttentionEmptyTensor, arch35
         # PromptFlashAttentionZeroOutPut) zeroes attentionOut and writes no softmaxLse.

@@ -66,6 +66,8 @@ def check(a, listed: bool) -> None:
             f"the key's quant mode({k_mode}) or the value's quant mode({v_mode}) is not correct, the key/value's "
             "quant mode only support per-token and per-channel when the key/value's dequant scale is enabled",
         )
+    if a.int4:
+        raise tiling("pfa.msd_int4", "int4 is not supported when the key/value's dequant scale is enabled")
     if listed:
         raise tiling("pfa.msd_tensor_list", "tensorlist is not supported when the key/value's dequant scale is enabled")
     if a.queryPaddingSizeOptional is not None or a.kvPaddingSizeOptional is not None:

@@ -3,7 +3,7 @@ FIA-V3 head size): the PFA tiling's KV antiquant (op_host/prompt_flash_attention
 
 Its rules, every failure 561002, in the source's order:
 - TilingProcess4PFA (fused_infer_attention_score_tiling.cpp): D a multiple of 32 when the query,
-  the key or the output is INT8;
+  the key or the output is INT8, then of 16 for every dtype;
 - RunBigKernelTilingWithParams, CheckIOType: no TND query beside an INT8 key; enableKvAntiquant for
   an fp16 query, enableMsd when keyAntiquantScale or valueAntiquantScale is given, a BF16 query
   without them refused;
@@ -32,27 +32,30 @@ import numpy as np
 
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.antiquant_arch35 import dequantize
-from aclnn_emu.opdef.generated import attr_uint32, shape_dim
+from aclnn_emu.opdef.generated import shape_dim
 
+from . import antiquant_params_pfa, paged_antiquant_arch32
 from .failure import tiling
-from .layouts import query_axes, query_s, split
+from .layouts import query_s
 
 MSD_MAX_S = 16  # CVDIFF_SMALL_QS_THRESHOLDS: the largest query S of the MSD kernels
 D_ALIGN_INT8 = 32
-# the per-channel parameters' shape per tiling layout (SetInputLayout: BNSD_BSND reads as BNSD)
-_CHANNEL_RANK = {"BNSD": 4, "NSD": 4, "BSND": 3, "BSH": 2, "SH": 2}
-_TILING_LAYOUT = {"BNSD_BSND": "BNSD"}
+D_ALIGN = 16
 
 
 def applies(a) -> bool:
-    """An INT8 key beside a float query (an INT32-packed INT4 one is `not_implemented.int4`)."""
+    """An INT8 key beside a float query (an INT32-packed INT4 one has no kernel here, delegate's NO_KERNEL)."""
     float_query = a.query.dtype in (DataType.ACL_FLOAT16, DataType.ACL_BF16)
     return float_query and a.key.items[0].dtype == DataType.ACL_INT8 and not a.int4
 
 
-def _layout(a) -> str:
-    layout = a.inputLayout or "BSH"
-    return _TILING_LAYOUT.get(layout, layout)
+def float_params(a) -> bool:
+    """Beside a block table, FLOAT key/value parameters, which the kernel key registers and the PA
+    kernels read as fp16 elements of the same memory: not emulated (combined ones run: Dequantised)."""
+    if a.blockTableOptional is None:
+        return False
+    params = [*paged_antiquant_arch32.params(a, 0), *paged_antiquant_arch32.params(a, 1)]
+    return any(t is not None and t.dtype == DataType.ACL_FLOAT for t in params)
 
 
 def _has_kv_scales(a) -> bool:
@@ -75,10 +78,14 @@ def kv_antiquant(a) -> bool:
 
 
 def check_d(a, qd: int) -> None:
-    """TilingProcess4PFA's head-size rule beside INT8 (after the softmaxLse shape checks)."""
+    """TilingProcess4PFA's head-size rules (after the softmaxLse shape checks): 32-aligned beside
+    INT8, then 16-aligned for every dtype. FIA's op_api pads no D (PromptFlashAttentionV3's does), so
+    an unaligned one fails here."""
     int8 = DataType.ACL_INT8 in (a.query.dtype, a.key.items[0].dtype, a.attentionOut.dtype)
     if int8 and qd % D_ALIGN_INT8:
         raise tiling("pfa.d_align_int8", "D should be 32 elements aligned when int8 is involved!!")
+    if qd % D_ALIGN:
+        raise tiling("pfa.d_align", "D should be 16 elements aligned when with FP16/BF16 dtype!")
 
 
 def check_io(a) -> None:
@@ -97,20 +104,24 @@ def check_io(a) -> None:
 
 def check_after_shapes(a, key_empty: bool) -> None:
     """The rules the tiling reaches after the shape checks PromptFlashAttentionV3 replays: the
-    empty-tensor path's INT8 rule, CheckAntiquantParamsShape, then MSD's S limit."""
+    empty-tensor path's INT8 rule, CheckAntiquantParamsShape (with a block table then
+    CheckPAAntiquantSupportScenarios), then MSD's S limit."""
     int8 = DataType.ACL_INT8 in (a.query.dtype, a.key.items[0].dtype, a.value.items[0].dtype)
     if key_empty and int8:
         raise tiling("pfa.empty_int8", "when input or output is empty tensor, input datatype should not be int8.")
     if kv_antiquant(a):
         _check_params(a)
+        if a.blockTableOptional is not None:
+            paged_antiquant_arch32.check_scenarios(a)
     if msd(a) and query_s(a) > MSD_MAX_S:
         s = query_s(a)
         raise tiling("pfa.msd_s", f"S of query({s}) is larger than 16, when the key/value's dequant scale is enabled.")
 
 
 def _check_params(a) -> None:
-    """CheckAntiquantParamsShape without a block table: [2] per tensor (an offset's first axis
-    alike), else CheckPerchannelAntiquantParamsShape with the first axis 2."""
+    """CheckAntiquantParamsShape: [2] per tensor (an offset's first axis alike), else per channel,
+    the combined parameters with the first axis 2, beside a block table the key's and the value's
+    own (paged_antiquant_arch32)."""
     scale, offset = a.antiquantScaleOptional, a.antiquantOffsetOptional
     if scale is not None and scale.ndim == 1:
         if scale.shape[0] != 2:
@@ -124,32 +135,10 @@ def _check_params(a) -> None:
                 f"antiquant offset dim[0] = {shape_dim(offset.shape, 0)}, but it should be 2 under Per-Tensor mode!",
             )
         return
-    if scale is None:
-        raise tiling("pfa.scale_null", "antiquant scale is nullptr")
-    want = _channel_shape(a)
-    if want is None:
-        return
-    rank, names = len(want), {4: "BNSD or NSD", 3: "BSND", 2: "BSH or SH"}[len(want)]
-    for what, t in (("scale", scale), ("offset", offset)):
-        if t is None:
-            continue
-        if t.ndim != rank:
-            raise tiling(
-                f"pfa.{what}_rank", f"antiquant {what} dim num[{t.ndim}] should be {rank} if layout is {names}!"
-            )
-        if tuple(t.shape) != want:
-            raise tiling(f"pfa.{what}_shape", f"antiquant {what} dim {list(t.shape)} is wrong!")
-
-
-def _channel_shape(a) -> tuple[int, ...] | None:
-    """[2, N2, 1, D] / [2, N2, D] / [2, H2] of the tiling layout (N2 = N / G, D the query's)."""
-    base = split(a.inputLayout or "BSH")[0]
-    axes = query_axes(a.query.shape, base, attr_uint32(a.numHeads))
-    kv_heads = attr_uint32(a.numKeyValueHeads) or attr_uint32(a.numHeads)
-    rank = _CHANNEL_RANK.get(_layout(a))
-    if rank is None:
-        return None
-    return {4: (2, kv_heads, 1, axes.d), 3: (2, kv_heads, axes.d), 2: (2, kv_heads * axes.d)}[rank]
+    if a.blockTableOptional is not None:
+        paged_antiquant_arch32.check_params(a)
+    else:
+        antiquant_params_pfa.check(a, scale, offset, 2, "pfa.")
 
 
 class Dequantised:
@@ -168,18 +157,22 @@ class Dequantised:
         if t.dtype == DataType.ACL_FLOAT:  # read through a `(__gm__ T*)` pointer: its first numel fp16 elements
             x = x.reshape(-1).view(np.float16)[: x.size]
         x = x.astype(np.float16)
+        if self.a.blockTableOptional is not None:  # the side's own [1, ...] row over the [blocks, blockSize, H2] cache
+            return x.reshape(-1)
         if not per_channel:
             return x.reshape(-1)[self.row]
         row = x.reshape(2, -1)[self.row]  # the flat N2 x D row the kernel indexes by KV head
-        layout = _layout(self.a)
+        layout = antiquant_params_pfa.tiling_layout(self.a)
         if layout in ("BNSD", "NSD"):
-            return row.reshape(-1, 1, _channel_shape(self.a)[-1])
+            return row.reshape(-1, 1, antiquant_params_pfa.channel_shape(self.a)[-1])
         if layout == "BSND":
-            return row.reshape(-1, _channel_shape(self.a)[-1])
+            return row.reshape(-1, antiquant_params_pfa.channel_shape(self.a)[-1])
         return row
 
     def read(self, what: str = "tensor"):
         scale_t, offset_t = self.a.antiquantScaleOptional, self.a.antiquantOffsetOptional
+        if self.a.blockTableOptional is not None:  # the PA kernels read the key's or the value's own parameters
+            scale_t, offset_t = paged_antiquant_arch32.params(self.a, self.row)
         per_channel = scale_t.ndim != 1
         scale = self._param(scale_t, "scale", per_channel)
         offset = self._param(offset_t, "offset", per_channel)
@@ -187,14 +180,19 @@ class Dequantised:
 
 
 class DequantisedCall:
-    """The call with its INT8 key/value lists read as the kernels dequantise them, for the
-    softmaxLse pass; every other argument as it is."""
+    """The call with its INT8 key/value lists and shared prefix read as the kernels dequantise them
+    (the prefix tiles with the key's and the value's parameters alike), for the softmaxLse pass;
+    every other argument as it is."""
 
     def __init__(self, a):
         self._a = a
         self.key, self.value = (
             SimpleNamespace(items=[Dequantised(a, t, row) for t in lst.items])
             for row, lst in ((0, a.key), (1, a.value))
+        )
+        self.keySharedPrefixOptional, self.valueSharedPrefixOptional = (
+            None if t is None else Dequantised(a, t, row)
+            for row, t in enumerate((a.keySharedPrefixOptional, a.valueSharedPrefixOptional))
         )
 
     def __getattr__(self, name):

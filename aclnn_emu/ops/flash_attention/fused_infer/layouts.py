@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclnn_emu.dtypes import DataType
+from aclnn_emu.kernels.flash_attention.fused_infer_attention import INT4_PER_INT32
 from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 
 PACKED = ("TND", "NTD")
@@ -59,6 +60,23 @@ _QUERY_S_AXIS = {
 def query_s(a) -> int:
     """The query's S as the A2/A3 FIA tiling reads it (GetQueryS): 0 past the query's rank."""
     return shape_dim(a.query.shape, _QUERY_S_AXIS.get(a.inputLayout or "BSH", 0))
+
+
+# GetQueryD (fused_infer_attention_score_tiling.cpp): the layouts whose query D is axis 2 or 3; every
+# other one (BSH, BSH_NBSD, BSH_BNSD, BSND_BNSD) reads H / numHeads off axis 2.
+_QUERY_D_AXIS = {
+    **dict.fromkeys(("NSD", "TND", "TND_NTD", "NTD_TND"), 2),
+    **dict.fromkeys(("BNSD_BSND", "BNSD_NBSD", "BNSD", "BSND_NBSD", "BSND"), 3),
+}
+
+
+def query_d(a) -> int:
+    """The query's D as the A2/A3 FIA tiling reads it before routing (GetQueryD)."""
+    axis = _QUERY_D_AXIS.get(a.inputLayout or "BSH")
+    if axis is not None:
+        return shape_dim(a.query.shape, axis)
+    heads = attr_uint32(a.numHeads)
+    return shape_dim(a.query.shape, 2) // heads if heads else 0
 
 
 def seq_len(shape, layout: str) -> int:
@@ -117,11 +135,14 @@ def paged_value_d(shape, kv_heads: int) -> int | None:
 
 
 def _value_d(a, kv_heads: int) -> int | None:
-    """The value's head size, from its first tensor and the layout (paged caches by their rank)."""
+    """The value's head size, from its first tensor and the layout (paged caches by their rank); an
+    INT32 one is read as INT4 (V2-V4's TensorPreProcess: last dimension x 8)."""
     items = a.value.items if a.value is not None else []
     if not items or items[0] is None:
         return None
     v = items[0].shape
+    if v and items[0].dtype == DataType.ACL_INT32:
+        v = (*v[:-1], v[-1] * INT4_PER_INT32)
     if a.blockTableOptional is not None:
         return paged_value_d(v, kv_heads)
     base = split(a.inputLayout)[0]
