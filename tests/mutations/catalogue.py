@@ -3858,9 +3858,9 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-prefix-tnd-batch-read",
-        "aclnn_emu/ops/flash_attention/fused_infer/shared_prefix.py",
-        "    if base not in S_AXIS:  # NSD, TND, NTD",
-        "    if False:  # NSD, TND, NTD",
+        FIA_SHARED_PREFIX,
+        "    return 0, 0, 0, 0  # TND / NTD_TND",
+        "    return dim(1), 1, dim(2), 0",
         ("tests/test_fused_infer_attention_score_prefix.py",),
     ),
     Mutation(
@@ -3879,7 +3879,7 @@ MUTATIONS = [
     ),
     Mutation(
         "fia-pfa-msd-int4-unchecked",
-        FIA_KV_ANTIQUANT_PFA,
+        FIA_KV_ANTIQUANT_MSD,
         '    if a.int4:\n        raise tiling("pfa.msd_int4"',
         '    if False:\n        raise tiling("pfa.msd_int4"',
         FIA_PFA_ANTIQUANT_TESTS,
