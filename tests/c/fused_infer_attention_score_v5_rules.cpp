@@ -15,11 +15,11 @@ namespace {
 struct Cfg {
     int version = 5;
     bool nullQuery = false, starts = false, run = true;
-    int64_t pseType = 0;
+    int64_t pseType = 0, d = 32;  // D 128 takes Atlas A2/A3's FIA-V3 route (CheckGqaConstrain), D 32 the PFA route
 };
 
 int Call(const Cfg &c, aclrtStream stream, const char *rule) {
-    Shape bnsd = {1, 2, 16, 32};
+    Shape bnsd = {1, 2, 16, c.d};
     DeviceTensor q, k, v, out;
     if (q.Create(Bytes(bnsd, ACL_FLOAT16, 0.5f), bnsd, ACL_FLOAT16) != 0) return -1;
     if (k.Create(Bytes(bnsd, ACL_FLOAT16, 0.25f), bnsd, ACL_FLOAT16) != 0) return -1;
@@ -27,8 +27,8 @@ int Call(const Cfg &c, aclrtStream stream, const char *rule) {
     if (out.Create(Bytes(bnsd, ACL_FLOAT16, 0.0f), bnsd, ACL_FLOAT16) != 0) return -1;
     aclTensor *keys[] = {k.tensor}, *values[] = {v.tensor};
     aclTensorList *keyList = aclCreateTensorList(keys, 1), *valueList = aclCreateTensorList(values, 1);
-    std::vector<int64_t> zero = {0};
-    aclIntArray *start = c.starts ? aclCreateIntArray(zero.data(), 1) : nullptr;
+    std::vector<int64_t> first = {7};
+    aclIntArray *start = c.starts ? aclCreateIntArray(first.data(), 1) : nullptr;
     aclTensor *query = c.nullQuery ? nullptr : q.tensor;
     char layout[] = "BNSD";
     uint64_t size = 0;
@@ -84,8 +84,10 @@ int main(int argc, char **argv) {
     report("v4.ok", [](Cfg &c) { c.version = 4; });
     report("v5.ok", [](Cfg &) {});
     report("v5.null.query", [](Cfg &c) { c.nullQuery = true; c.run = false; });
-    report("v5.gap.start_indices", [](Cfg &c) { c.starts = true; c.run = false; });
-    report("v5.gap.pse_type", [](Cfg &c) { c.pseType = 1; c.run = false; });
+    report("v5.start_indices", [](Cfg &c) { c.starts = true; });
+    report("v5.pse_type1.pfa", [](Cfg &c) { c.pseType = 1; });
+    report("v5.pse_type1.fia_v3", [](Cfg &c) { c.pseType = 1; c.d = 128; });
+    report("v5.pse_type2.pfa", [](Cfg &c) { c.pseType = 2; });
     TearDown(stream);
     return 0;
 }

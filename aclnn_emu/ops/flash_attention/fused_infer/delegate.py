@@ -33,7 +33,7 @@ from . import (
     paged_prompt_arch32,
 )
 from . import mla_full_quant_arch35 as mla_full_quant
-from . import rope_arch32, rope_prompt, shared_prefix, split_params
+from . import pse_type, rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
@@ -502,6 +502,7 @@ def _sparse_args(a, arch35: bool) -> dict:
     return dict(
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
         actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
+        check_pse_type=lambda: pse_type.check_tiling_v2(a),  # ProcessPseShift's pseType (V5)
     )  # fmt: skip
 
 
@@ -517,6 +518,7 @@ def prompt(a, env):
     mla_quant = on_arch35(env) and query_quant.mla_full_quant(a)
     if on_arch35(env):
         padding.check_arch35(a)
+        pse_type.check_tiling_v2(a)  # PromptFlashAttentionTilingV2::SetAttributeInfo
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     if kv_s is not None and kv_list.overruns_shape_array(a):
         INFERRED.warn(env, "list_key_rank")
