@@ -677,6 +677,22 @@ def fia_v5_sink(soc):
     return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia_sink(soc))
 
 
+def fia_v5_starts(soc):
+    """Start indices beside pseType 0 (read by the alibi kernels alone), on every chip."""
+    return as_entry(
+        "FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc),
+        qStartIdxOptional=(5,), kvStartIdxOptional=(-3,),
+    )  # fmt: skip
+
+
+def fia_v5_pse_type1(soc):
+    """pseType 1 with start indices under 9.0.0, whose Atlas A2/A3 tilings read neither."""
+    return as_entry(
+        "FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc),
+        qStartIdxOptional=(5,), kvStartIdxOptional=(-3,), pseType=1,
+    )  # fmt: skip
+
+
 def gen_mask_v1(soc):
     return gen_mask(soc, "DropoutGenMask")
 
@@ -729,7 +745,12 @@ BASELINES = {
         (fia_mla_full_quant, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
-    "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),
+    "FusedInferAttentionScoreV5": (
+        (fia_v5, ALL),
+        (fia_v5_sink, ALL),
+        (fia_v5_starts, ALL),
+        (fia_v5_pse_type1, A2_A3),
+    ),  # fmt: skip
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
         (fia_kv_antiquant, ALL),

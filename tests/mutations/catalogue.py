@@ -96,6 +96,7 @@ FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
 FIA_ROPE_ARCH32 = "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py"
 FIA_CABI_TESTS = ("tests/test_fused_infer_attention_score_cabi.py",)
+FIA_PSE_TYPE = "aclnn_emu/ops/flash_attention/fused_infer/pse_type.py"
 FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
 FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
 FIA_QUERY_QUANT_TESTS = (
@@ -3661,20 +3662,6 @@ MUTATIONS = [
     ),
     # FusedInferAttentionScoreV5 (CANN 9.0.0 on) and V1-V4 withdrawn on Ascend950
     Mutation(
-        "fia-v5-pse-type-passed",
-        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
-        "    if a.pseType != 0:",
-        "    if False:",
-        FIA_V5_TESTS,
-    ),
-    Mutation(
-        "fia-v5-start-indices-passed",
-        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
-        "    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:",
-        "    if False:",
-        FIA_V5_TESTS,
-    ),
-    Mutation(
         "fia-v1-v4-kept-on-ascend950",
         "aclnn_emu/versions.py",
         '        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),',
@@ -3784,5 +3771,37 @@ MUTATIONS = [
         '    if mode == "nz" and env.version.has(NZ_5D) and block_size > 65535:',
         "    if False:",
         ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    # FusedInferAttentionScoreV5's pseType per release and chip (fused_infer/pse_type.py)
+    Mutation(
+        "fia-v5-parser-pse-type-unchecked",
+        FIA_PSE_TYPE,
+        "if env.version.has(PARSER_ONLY_ZERO) and _value(a) != 0:",
+        "if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-parser-on-every-a2-route",
+        FIA_CHECKS,
+        """def _tiling_a2(a, env):
+    if route_to_fia(a):""",
+        """def _tiling_a2(a, env):
+    pse_type.check_parser(a, env)
+    if route_to_fia(a):""",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-tiling-v2-takes-pse-type-1",
+        FIA_PSE_TYPE,
+        "TILING_V2_TYPES = (0, *ALIBI)",
+        "TILING_V2_TYPES = (0, 1, *ALIBI)",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-ifa-route-pse-type-unread",
+        IFA_ANTIQUANT_ARCH35,
+        "        if check_pse_type is not None:\n            check_pse_type()",
+        "        pass",
+        FIA_V5_TESTS,
     ),
 ]
