@@ -22,6 +22,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
+from ..prompt.checks import actual_lengths
 from . import (
     kv_antiquant,
     kv_antiquant_arch35,
@@ -34,10 +35,11 @@ from . import (
 )
 from . import mla_full_quant_arch35 as mla_full_quant
 from . import pse_type, rope_arch32, rope_prompt, shared_prefix, split_params
+from . import alibi_arch35 as alibi
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes, query_s
+from .layouts import key_rows, query_axes, query_s, split
 from .route import Route, qkv_d
 
 NOT_IMPLEMENTED = Gaps(
@@ -502,7 +504,7 @@ def _sparse_args(a, arch35: bool) -> dict:
     return dict(
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
         actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
-        check_pse_type=lambda: pse_type.check_tiling_v2(a),  # ProcessPseShift's pseType (V5)
+        check_pse_type=lambda: pse_type.check_ifa_route(a),  # ProcessPseShift's pseType (V5)
     )  # fmt: skip
 
 
@@ -519,6 +521,7 @@ def prompt(a, env):
     if on_arch35(env):
         padding.check_arch35(a)
         pse_type.check_tiling_v2(a)  # PromptFlashAttentionTilingV2::SetAttributeInfo
+    with_alibi = alibi.wanted(a, on_arch35(env))
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     if kv_s is not None and kv_list.overruns_shape_array(a):
         INFERRED.warn(env, "list_key_rank")
@@ -557,11 +560,14 @@ def prompt(a, env):
     if per_block or full_quant:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
         view = query_quant.Widened if full_quant else query_quant.Retyped
         query, key, value = (view(t, a.attentionOut.dtype) for t in (query, key, value))
+    empty_kv = key.is_empty or value.is_empty  # CheckEmptyTensor's return, before every rule below
+    if with_alibi and not empty_kv:
+        alibi.check_slopes(a)
     args = SimpleNamespace(
         query=query,
         key=key,
         value=value,
-        pseShift=a.pseShiftOptional,
+        pseShift=None if with_alibi else a.pseShiftOptional,  # SetAttributeInfo: the slopes are no pseShift
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
         actualSeqLengthsKv=kv_lengths,
@@ -582,9 +588,12 @@ def prompt(a, env):
         rope_mode=rope,  # CheckRope's kernel mode, and the tensors its kernels append to each head
         rope=None if rope is None else rope_prompt.tensors(a, facts),
         full_quant=mla_full_quant.Kernel(a) if full_quant else None,
+        alibi=alibi.Kernel(a) if with_alibi else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if with_alibi and not empty_kv:
+        _check_alibi_after(a, env, args)
     if not on_arch35(env):
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here
@@ -607,6 +616,21 @@ def prompt(a, env):
     if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
         a = kv_antiquant_pfa.DequantisedCall(a)
     return _with_lse(a, env, out, sink, args.left_padding)
+
+
+def _check_alibi_after(a, env, args) -> None:
+    """The alibi's rules after the PFA tiling's own: the per-batch lengths (values the tiling has
+    checked), SetQKVStartIdx (GetMaxWorkspaceSize: lengths and start indices without data, unread),
+    then what the emulator does not run."""
+    if not a.max_workspace:
+        axes, _ = Route(a, env).shape_facts()
+        base = split(a.inputLayout or "BSH")[0]
+        alibi.check_lengths(
+            actual_lengths(args.actualSeqLengths, axes.b, axes.s, "query"),
+            actual_lengths(args.actualSeqLengthsKv, axes.b, key_rows(a, base), "key/value"),
+        )
+        alibi.start_indices(a)
+    alibi.check_emulated(a)
 
 
 def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):

@@ -14,6 +14,7 @@ V5's op_api hands both to the inner operator unchecked (aclnn_fused_infer_attent
 Every refusal is a tiling failure (561002).
 """
 
+from aclnn_emu.dtypes import DataType
 from aclnn_emu.opdef.gaps import Gaps
 
 from .entry import V5
@@ -26,8 +27,8 @@ V5_PATHS = Gaps(
     V5,
     "not_implemented",
     {
-        "pse_type": "pseType 2 or 3 on Ascend950 under CANN 9.0.0 (the alibi kernels of pse.h, which the start "
-        "indices offset): the FIA routes' alibi checks and kernels are not emulated"
+        "pse_type": "pseType 2 or 3 (the alibi) on Ascend950 under CANN 9.0.0, after the tiling's checks, on the IFA "
+        "route (an INT8/INT4 key), with a TND/NTD query, a block table, a query S of 1 or softmaxLse"
     },
 )
 
@@ -43,10 +44,26 @@ def check_parser(a, env) -> None:
 
 
 def check_tiling_v2(a) -> None:
-    """9.0.0's arch35 PFA and IFA tilings: 0, 2 or 3, and 2/3 (alibi) are not emulated. Under 9.1.0 the parser has
-    refused every value but 0 before, and V1-V4 pass 0."""
+    """9.0.0's arch35 PFA and IFA tilings take 0, 2 or 3 (under 9.1.0 the parser has refused every value but 0
+    before, and V1-V4 pass 0)."""
     value = _value(a)
     if value not in TILING_V2_TYPES:
         raise failure("v5.pse_type_v2", f"PseType({value}) is not support, pseType must be 0/2/3.")
-    if value in ALIBI:
-        V5_PATHS.refuse("pse_type", f"pseType {value}")
+
+
+def check_ifa_route(a) -> None:
+    """IFATilingV2::ProcessPseShift: the value, then the alibi's first rules (CheckAlibiPseShiftTypeAndShape: FLOAT
+    slopes, which the OpDef registers beside no INT8/INT4 key, so the kernel key has refused them before); the rest
+    is not emulated there."""
+    check_tiling_v2(a)
+    if _value(a) not in ALIBI:
+        return
+    slopes = a.pseShiftOptional
+    if slopes is None:
+        raise failure("v5.ifa_alibi_null", "When pseType = 2/3, pseShift shape is null.")
+    if slopes.dtype != DataType.ACL_FLOAT:
+        raise failure(
+            "v5.ifa_alibi_dtype",
+            f"When pseType = 2/3, pse shift type must be float, but pse shift type = DT_{slopes.dtype.short}.",
+        )
+    V5_PATHS.refuse("pse_type", f"pseType {_value(a)} on the IFA route (an INT8/INT4 key)")

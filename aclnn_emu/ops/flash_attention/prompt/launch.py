@@ -47,6 +47,7 @@ def _launch(
     sink_t = getattr(a, "learnableSink", None)  # FusedInferAttentionScore's, on the TND kernels
     rope_t = getattr(a, "rope", None)  # FusedInferAttentionScore's (queryRope, keyRope) on Ascend910_95
     full_quant = getattr(a, "full_quant", None)  # its MLA full-quant kernels: q, k, v read as fp32 values
+    alibi = getattr(a, "alibi", None)  # its V5 alibi (pseType 2/3) on Ascend950: the bias in place of a pseShift
 
     def run(workspace):
         q, k, v = (
@@ -61,7 +62,7 @@ def _launch(
                 q_rope, k_rope = q_rope.astype(np.float32), k_rope.astype(np.float32)
             q, k = np.concatenate([q, q_rope], axis=-1), np.concatenate([k, k_rope], axis=-1)
         mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
-        pse = None if read_pse is None else read_pse()
+        pse = alibi.source() if alibi is not None else None if read_pse is None else read_pse()
         shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)
         lengths = (act_q, act_kv) if shift is None else (shift.act_q, shift.act_kv)
         if shift is not None:
