@@ -693,6 +693,17 @@ def fia_v5_pse_type1(soc):
     )  # fmt: skip
 
 
+def fia_v5_alibi(soc):
+    """Ascend950's alibi under 9.0.0 (pseType 3, FLOAT slopes [N], start indices): S1 = S2 = 24, no softmaxLse."""
+    q, out = T((1, 4, 24, 64)), T((1, 4, 24, 64))
+    k, v = T((1, 2, 24, 64)), T((1, 2, 24, 64))
+    return named_args("FusedInferAttentionScoreV5", query=q, key=L([k]), value=L([v]),
+                      pseShiftOptional=T((4,), "FLOAT", fill=(0.5, 0.25, 0.125, 0.0625)), pseType=3,
+                      qStartIdxOptional=(2,), kvStartIdxOptional=(5,), numHeads=4, scaleValue=0.125,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out)  # fmt: skip
+
+
 def gen_mask_v1(soc):
     return gen_mask(soc, "DropoutGenMask")
 
@@ -750,7 +761,8 @@ BASELINES = {
         (fia_v5_sink, ALL),
         (fia_v5_starts, ALL),
         (fia_v5_pse_type1, A2_A3),
-    ),  # fmt: skip
+        (fia_v5_alibi, ("Ascend910_95",)),
+    ),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
         (fia_kv_antiquant, ALL),

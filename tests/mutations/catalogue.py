@@ -97,6 +97,11 @@ FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
 FIA_ROPE_ARCH32 = "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py"
 FIA_CABI_TESTS = ("tests/test_fused_infer_attention_score_cabi.py",)
 FIA_PSE_TYPE = "aclnn_emu/ops/flash_attention/fused_infer/pse_type.py"
+FIA_ALIBI = "aclnn_emu/ops/flash_attention/fused_infer/alibi_arch35.py"
+FIA_ALIBI_TESTS = (
+    "tests/test_fused_infer_attention_score_alibi.py",
+    "tests/test_fused_infer_attention_score_v5_cabi.py",
+)
 FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
 FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
 FIA_QUERY_QUANT_TESTS = (
@@ -3803,5 +3808,43 @@ MUTATIONS = [
         "        if check_pse_type is not None:\n            check_pse_type()",
         "        pass",
         FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-start-indices-swapped",
+        FIA_ALIBI,
+        "return PseSource(slopes, self.a.pseType, 0, 0, [q_start], [kv_start])",
+        "return PseSource(slopes, self.a.pseType, 0, 0, [kv_start], [q_start])",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-sqrt-type-as-linear",
+        FIA_ALIBI,
+        "return PseSource(slopes, self.a.pseType, 0, 0,",
+        "return PseSource(slopes, 2, 0, 0,",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-not-added",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "pse = alibi.source() if alibi is not None else",
+        "pse = None if alibi is not None else",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-lengths-unchecked", FIA_ALIBI, "        if sq != skv:", "        if False:", FIA_ALIBI_TESTS
+    ),
+    Mutation(
+        "fia-v5-alibi-pos-shift-unchecked",
+        FIA_ALIBI,
+        "    if not -POS_SHIFT <= kv_start - q_start <= POS_SHIFT:",
+        "    if False:",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-scalar-slopes-read",
+        FIA_ALIBI,
+        "    if slopes.ndim == 0 and a.numHeads > 1:",
+        "    if False:",
+        FIA_ALIBI_TESTS,
     ),
 ]
