@@ -56,8 +56,9 @@ NOT_IMPLEMENTED = Gaps(
         "where the tiling picks the MSD kernels (keyAntiquantScale or valueAntiquantScale with query S <= 16, "
         "beside an fp16 or BF16 query) after their first rules (modes, tensor list, padding, dtypes, scale and "
         "offset pairs), there too FLOAT combined antiquantScale/Offset beside an INT8 key (the "
-        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
+        "kernels read their memory as fp16 elements); on Ascend910_95's IFA route the combined "
+        "antiquantScale/Offset with an antiquantMode other than 0 (IFATilingV2's non-split mode, refused before "
+        "its checks); or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
@@ -104,6 +105,8 @@ def _refuse_unsupported(
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if arch35 and not prompt and _antiquant_kv(a) and not _separate_tensors(a) and a.antiquantMode != 0:
+        NOT_IMPLEMENTED.refuse("kv_antiquant", f"antiquantMode {a.antiquantMode}")
     if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
@@ -121,6 +124,15 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("paged_pfa")
 
 
+REFUSED = Gaps(
+    V4,
+    "refused",
+    {
+        "pair_without_params": "keyAntiquantMode 0 with valueAntiquantMode 1 and neither key nor value antiquant "
+        "tensors on Ascend910_95's IFA route, antiquantMode 0: IFATilingV2 (GenAntiquantModeVal) picks the pair's "
+        "kernels, which read the separate key and value parameters the call does not give"
+    },
+)
 INFERRED = Gaps(
     V4,
     "inferred",
@@ -284,13 +296,23 @@ def _separate_antiquant(a) -> bool:
 
 
 def _ifa_separate_runs(a, arch35: bool) -> bool:
-    return _separate_tensors(a) if arch35 else _emulated_pairs(a)
+    """Ascend910_95: every call (separate tensors: IFATilingV2's split mode; key/value modes alone: its
+    non-split mode, see _modes_alone)."""
+    return arch35 or _emulated_pairs(a)
+
+
+def _modes_alone(a) -> bool:
+    """Key/value antiquant modes without key/value tensors: IFATilingV2::ProcessAntiQuant takes the
+    combined antiquantScale/Offset with antiquantMode (non-split mode) and reads the two modes only
+    for kPerChnVPerTokFlag_ (keyAntiquantMode 0, valueAntiquantMode 1, an INT8/INT4 cache), which
+    GenAntiquantModeVal turns into the pair's kernels (mode 2) when antiquantMode is 0."""
+    return _separate_antiquant(a) and not _separate_tensors(a)
 
 
 def _separate_tensors(a) -> bool:
     """Ascend910_95: separate parameters go to IFATilingV2's split-mode rules (kv_antiquant_arch35),
-    which refuse after their checks what the emulator does not run; modes without them are the
-    combined antiquantScale's per-token modes, not emulated."""
+    which refuse after their checks what the emulator does not run; modes without them take the
+    non-split path (_modes_alone)."""
     separate = (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional)
     return any(x is not None for x in separate) or a.valueAntiquantOffsetOptional is not None
 
@@ -332,6 +354,8 @@ def _antiquant_args(a, arch35: bool) -> dict:
     parameters on Ascend910_95 through kv_antiquant_arch35, on Atlas A2/A3 per channel stacked, the
     other modes through split_params."""
     if not _separate_antiquant(a):
+        return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
+    if arch35 and _modes_alone(a):
         return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
     if arch35:
         split = kv_antiquant_arch35.Split(a, lambda: NOT_IMPLEMENTED.refuse("kv_antiquant"))
@@ -492,6 +516,9 @@ def incre(a, env):
         softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    pair = (a.keyAntiquantMode, a.valueAntiquantMode) == kv_antiquant_arch35.CHANNEL_TOKEN
+    if on_arch35(env) and _modes_alone(a) and pair and _antiquant_kv(a):
+        REFUSED.refuse("pair_without_params")
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
 
 
