@@ -3847,4 +3847,26 @@ MUTATIONS = [
         "    if False:",
         FIA_ALIBI_TESTS,
     ),
+    # Ascend910_95's IFA route without key/value antiquant tensors (IFATilingV2's non-split mode)
+    Mutation(
+        "fia-arch35-modes-alone-split",
+        FIA_DELEGATE,
+        "    if arch35 and _modes_alone(a):\n        return dict(antiquantScale=a.antiquantScaleOptional",
+        "    if False:\n        return dict(antiquantScale=a.antiquantScaleOptional",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
+    Mutation(
+        "fia-arch35-pair-without-params-runs",
+        FIA_DELEGATE,
+        "    if on_arch35(env) and _modes_alone(a) and pair and _antiquant_kv(a):",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
+    Mutation(
+        "fia-arch35-combined-mode-ignored",
+        FIA_DELEGATE,
+        "not _separate_tensors(a) and a.antiquantMode != 0:",
+        "not _separate_tensors(a) and False:",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
 ]
