@@ -37,13 +37,19 @@ def _inputs(dtype=np.float16, b=1, s=37):
     return q, k, v
 
 
-def _call(q, k, v, pse_type=2, slopes=SLOPES, **extra):
+def _call(q, k, v, pse_type=2, slopes=SLOPES, layout="BNSD", **extra):
     return list(
         ae.ops.FusedInferAttentionScoreV5(
             q, [k], [v], pseShiftOptional=slopes, pseType=pse_type, numHeads=N, numKeyValueHeads=N2,
-            scaleValue=D**-0.5, inputLayout="BNSD", **extra,
+            scaleValue=D**-0.5, inputLayout=layout, **extra,
         )
     )[0]  # fmt: skip
+
+
+def _tnd():
+    q = RNG.standard_normal((37, N, D)).astype(np.float16)
+    k, v = (RNG.standard_normal((37, N2, D)).astype(np.float16) for _ in range(2))
+    return q, k, v
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["fp16", "bf16"])
@@ -130,6 +136,11 @@ def _code(**extra):
         # not emulated after the checks (a 0-d slopes tensor: the C-ABI suite, ae.ops passes no 0-d tensor)
         (dict(softmaxLseFlag=True), NOT_EMULATED, "with softmaxLse"),
         (dict(qkv=_inputs(s=1)), NOT_EMULATED, "with a query S of 1"),
+        (
+            dict(qkv=_tnd(), layout="TND", actualSeqLengthsOptional=[37], actualSeqLengthsKvOptional=[37]),
+            NOT_EMULATED,
+            "inputLayout TND",
+        ),
     ],
 )
 def test_alibi_rules(extra, code, message):

@@ -647,15 +647,16 @@ def prompt(a, env):
 
 def _check_alibi_after(a, env, args) -> None:
     """The alibi's rules after the PFA tiling's own: the per-batch lengths (values the tiling has
-    checked), SetQKVStartIdx (GetMaxWorkspaceSize: lengths and start indices without data, unread),
-    then what the emulator does not run."""
-    if not a.max_workspace:
+    checked; a TND/NTD call, refused below, skips it), SetQKVStartIdx (GetMaxWorkspaceSize: lengths
+    and start indices without data, unread), then what the emulator does not run."""
+    base = split(a.inputLayout or "BSH")[0]
+    if not a.max_workspace and base not in alibi.PACKED:
         axes, _ = Route(a, env).shape_facts()
-        base = split(a.inputLayout or "BSH")[0]
         alibi.check_lengths(
             actual_lengths(args.actualSeqLengths, axes.b, axes.s, "query"),
             actual_lengths(args.actualSeqLengthsKv, axes.b, key_rows(a, base), "key/value"),
         )
+    if not a.max_workspace:
         alibi.start_indices(a)
     alibi.check_emulated(a)
 
