@@ -2133,8 +2133,8 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-route-drops-pse",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "pseShift=a.pseShiftOptional,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
-        "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=None if with_alibi else a.pseShiftOptional,",
+        "pseShift=None,",
         FIA_TESTS,
     ),
     Mutation(
