@@ -422,6 +422,15 @@ RULES = {
             "aclnnFusedInferAttentionScoreV4 (likewise V1-V3)",
         ),
     ),
+    "fia.v5_pse_type_zero_only": Rule(
+        "FusedInferAttentionScoreV5: a pseType other than 0 fails the tiling (561002) on every Ascend950 call and on "
+        "Atlas A2/A3's FIA-V3 route (9.0.0: Ascend950 takes 0, 2 and 3, A2/A3 read no pseType)",
+        {
+            "9.1.0": f"{_FIA_API}op_host/fused_infer_attention_score_tiling_info_parser.cpp FiaInfoParser::"
+            "GetPseShiftFlag (arch35/..._tiling_v4.cpp TilingFusedInferAttentionScoreV4, arch22/..._tiling_v3.cpp "
+            "TilingFusedInferAttentionScoreV3)"
+        },
+    ),
     "ifa.v1_v4_withdrawn_on_ascend950": Rule(
         "on Ascend950 (DAV_3510) IncreFlashAttention V1-V4 return 361001 in both phases",
         _moved(

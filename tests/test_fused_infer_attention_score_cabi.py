@@ -357,6 +357,13 @@ ON_ARCH35 = {
     "arch35.ok.antiquant_mask_causal": SUCCESS,
     "arch35.ok.antiquant_mask_lengths": SUCCESS,
     "arch35.ok.antiquant_mask_padding": SUCCESS,
+    # incre_flash_attention_tiling_v2.cpp ProcessAntiQuant without key/value scales (not split mode): antiquantMode
+    # picks the path, the key/value modes only set kPerChnVPerTokFlag_ (0 and 1), which GenAntiquantModeVal turns
+    # into the pair's kernels with antiquantMode 0 (delegate.REFUSED, their parameters absent); antiquantMode 1 is
+    # the combined per-token path, delegate.NOT_IMPLEMENTED (kv_antiquant)
+    "arch35.ok.kv_modes_alone": SUCCESS,
+    "arch35.refused.kv_pair_without_params": NOT_IMPLEMENTED,
+    "arch35.not_implemented.combined_per_token": NOT_IMPLEMENTED,
     # softmaxLse beside an INT8 5-D (NZ) paged cache: IFATilingV2 has no rule against it and the NZ layout is a
     # copy flag (paLayoutType) of the one antiquant kernel (flash_attention_score_antiquant_block_vec.h)
     "arch35.ok.antiquant_paged_nz_lse": SUCCESS,

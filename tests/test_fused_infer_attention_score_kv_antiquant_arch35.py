@@ -395,3 +395,44 @@ def test_paged_parameter_ties(chip, nz):
     )  # fmt: skip
 
     _assert_dequantised_ties(out[:, 0, 0], x, offset, scale, np.float16)
+
+
+def _combined_call(**modes):
+    """A per-channel combined antiquantScale [2, N2, 1, D] (IncreFlashAttention's form) beside key/value modes."""
+    rng = np.random.default_rng(7)  # the same call each time
+    q = rng.standard_normal((1, 4, 1, 128)).astype(np.float16)
+    k8, v8 = (rng.integers(-128, 128, (1, 2, 40, 128), dtype=np.int8) for _ in range(2))
+    scale = rng.uniform(0.01, 0.05, (2, 2, 1, 128)).astype(np.float16)
+    return run_fia(
+        query=q, key=[k8], value=[v8], out_shape=q.shape, antiquantScaleOptional=scale, numHeads=4,
+        numKeyValueHeads=2, scaleValue=128**-0.5, inputLayout="BNSD", **modes,
+    )[0]  # fmt: skip
+
+
+@ON_ARCH35
+@pytest.mark.parametrize("modes", [(1, 1), (3, 3), (2, 4), (1, 0)])
+def test_modes_without_key_value_tensors_take_the_combined_parameters(chip, modes):
+    """IFATilingV2::ProcessAntiQuant without key/value scales is not in split mode: antiquantMode (0 here) picks the
+    path and the two modes are read only for the key-per-channel/value-per-token flag, so the call is the combined
+    one's, bit for bit."""
+    want = _combined_call()
+    got = _combined_call(keyAntiquantMode=modes[0], valueAntiquantMode=modes[1])
+    np.testing.assert_array_equal(got, want)
+
+
+@ON_ARCH35
+def test_pair_without_key_value_tensors_is_refused(chip):
+    """keyAntiquantMode 0, valueAntiquantMode 1, an INT8 cache and antiquantMode 0: GenAntiquantModeVal picks the
+    pair's kernels (mode 2), which read key/value parameters the call does not give (refused, 561003)."""
+    with pytest.raises(ae.AclnnError, match="neither key nor value antiquant tensors") as info:
+        _combined_call(keyAntiquantMode=0, valueAntiquantMode=1)
+    assert info.value.code == 561003
+
+
+@ON_ARCH35
+def test_combined_per_token_mode_is_not_emulated(chip):
+    """antiquantMode 1 with the combined parameters (IFATilingV2's non-split per-token path): 561003, where it ran
+    as per channel before."""
+    with pytest.raises(ae.AclnnError, match="antiquantMode 1") as info:
+        _combined_call(antiquantMode=1)
+    assert info.value.code == 561003

@@ -372,6 +372,12 @@ int main() {
         c.actQ = {5, 3}; REPORT("arch35.tiling.antiquant_actual_q_range", Call(c, stream));
         c.actQ = {4, 3}; c.opt["queryPaddingSize"] = T({1}, ACL_INT64);
         REPORT("arch35.ok.antiquant_mask_padding", Call(c, stream));
+        // Key/value modes without key/value tensors: IFATilingV2's non-split mode (the combined parameters).
+        c = Small(1); c.version = 2; c.k = c.v = {T({2, 2, 80, 32}, ACL_INT8)}; c.opt["antiquantScale"] = T({2, 2, 1, 32});
+        c.keyAntiquantMode = c.valueAntiquantMode = 1; REPORT("arch35.ok.kv_modes_alone", Call(c, stream));
+        c.keyAntiquantMode = 0; REPORT("arch35.refused.kv_pair_without_params", Call(c, stream));
+        c.version = 4; c.keyAntiquantMode = c.valueAntiquantMode = 0; c.antiquantMode = 1;
+        REPORT("arch35.not_implemented.combined_per_token", Call(c, stream));
         // An INT8 5-D (NZ) paged cache [Bn, N2, D / 16, Bs, 16]: the antiquant kernel writes softmaxLse as for ND.
         c = Paged(true); c.lseFlag = true; c.k = c.v = {T({8, 2, 8, 128, 16}, ACL_INT8)};
         c.opt["antiquantScale"] = T({2, 2, 1, 128}); REPORT("arch35.ok.antiquant_paged_nz_lse", Call(c, stream));

@@ -782,6 +782,33 @@ def fia_v5_sink(soc):
     return as_entry("FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia_sink(soc))
 
 
+def fia_v5_starts(soc):
+    """Start indices beside pseType 0 (read by the alibi kernels alone), on every chip."""
+    return as_entry(
+        "FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc),
+        qStartIdxOptional=(5,), kvStartIdxOptional=(-3,),
+    )  # fmt: skip
+
+
+def fia_v5_pse_type1(soc):
+    """pseType 1 with start indices under 9.0.0, whose Atlas A2/A3 tilings read neither."""
+    return as_entry(
+        "FusedInferAttentionScoreV5", "FusedInferAttentionScoreV4", fia(soc),
+        qStartIdxOptional=(5,), kvStartIdxOptional=(-3,), pseType=1,
+    )  # fmt: skip
+
+
+def fia_v5_alibi(soc):
+    """Ascend950's alibi under 9.0.0 (pseType 3, FLOAT slopes [N], start indices): S1 = S2 = 24, no softmaxLse."""
+    q, out = T((1, 4, 24, 64)), T((1, 4, 24, 64))
+    k, v = T((1, 2, 24, 64)), T((1, 2, 24, 64))
+    return named_args("FusedInferAttentionScoreV5", query=q, key=L([k]), value=L([v]),
+                      pseShiftOptional=T((4,), "FLOAT", fill=(0.5, 0.25, 0.125, 0.0625)), pseType=3,
+                      qStartIdxOptional=(2,), kvStartIdxOptional=(5,), numHeads=4, scaleValue=0.125,
+                      preTokens=2147483647, nextTokens=0, inputLayout="BNSD", numKeyValueHeads=2,
+                      attentionOut=out)  # fmt: skip
+
+
 def gen_mask_v1(soc):
     return gen_mask(soc, "DropoutGenMask")
 
@@ -841,7 +868,13 @@ BASELINES = {
         (fia_mla_full_quant_kv_padding, ("Ascend910_95",)),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
-    "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),
+    "FusedInferAttentionScoreV5": (
+        (fia_v5, ALL),
+        (fia_v5_sink, ALL),
+        (fia_v5_starts, ALL),
+        (fia_v5_pse_type1, A2_A3),
+        (fia_v5_alibi, ("Ascend910_95",)),
+    ),
     "FusedInferAttentionScoreV2": (
         (fia_v2, ALL),
         (fia_kv_antiquant, ALL),

@@ -135,3 +135,12 @@ def key_strided_prefix(prefix, layout: str, n2: int, d: int):
     if layout == "BNSD":
         return flat.reshape(1, n2, sp, d)
     return flat.reshape(1, sp, n2, d).transpose(0, 2, 1, 3)
+
+
+def alibi(slopes, pse_type, s1, s2, q_start=0, kv_start=0):
+    """[1, N, S1, S2] float64 bias of the arch35 alibi kernels (pseType 2: -slope_n |d|, 3: -slope_n sqrt|d|)
+    with d = (j + kv_start) - (i + q_start) for query row i and key j (attention/common/op_kernel/arch35/pse.h
+    ComputeInnerPseOffset, vf_basic_block_*.h): add it to the scaled scores."""
+    d = np.abs((np.arange(s2)[None, :] + kv_start) - (np.arange(s1)[:, None] + q_start)).astype(np.float64)
+    d = np.sqrt(d) if pse_type == 3 else d
+    return -np.asarray(slopes, np.float64).reshape(-1)[None, :, None, None] * d[None, None]

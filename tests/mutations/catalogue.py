@@ -96,6 +96,12 @@ FIA_ROPE = "aclnn_emu/ops/flash_attention/fused_infer/rope_prompt.py"
 FIA_KV_LIST = "aclnn_emu/ops/flash_attention/fused_infer/kv_list.py"
 FIA_ROPE_ARCH32 = "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py"
 FIA_CABI_TESTS = ("tests/test_fused_infer_attention_score_cabi.py",)
+FIA_PSE_TYPE = "aclnn_emu/ops/flash_attention/fused_infer/pse_type.py"
+FIA_ALIBI = "aclnn_emu/ops/flash_attention/fused_infer/alibi_arch35.py"
+FIA_ALIBI_TESTS = (
+    "tests/test_fused_infer_attention_score_alibi.py",
+    "tests/test_fused_infer_attention_score_v5_cabi.py",
+)
 FIA_PER_BLOCK = K + "flash_attention/perblock_quant.py"
 FIA_QUERY_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/query_quant_arch35.py"
 FIA_QUERY_QUANT_TESTS = (
@@ -2176,8 +2182,8 @@ MUTATIONS = [
     Mutation(
         "fia-pfa-route-drops-pse",
         "aclnn_emu/ops/flash_attention/fused_infer/delegate.py",
-        "pseShift=pse,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
-        "pseShift=None,\n        attenMask=a.attenMaskOptional,\n        actualSeqLengths=a.actualSeqLengthsOptional,",
+        "pseShift=None if with_alibi else pse,",
+        "pseShift=None,",
         FIA_TESTS,
     ),
     Mutation(
@@ -3731,20 +3737,6 @@ MUTATIONS = [
     ),
     # FusedInferAttentionScoreV5 (CANN 9.0.0 on) and V1-V4 withdrawn on Ascend950
     Mutation(
-        "fia-v5-pse-type-passed",
-        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
-        "    if a.pseType != 0:",
-        "    if False:",
-        FIA_V5_TESTS,
-    ),
-    Mutation(
-        "fia-v5-start-indices-passed",
-        "aclnn_emu/ops/flash_attention/fused_infer/checks.py",
-        "    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:",
-        "    if False:",
-        FIA_V5_TESTS,
-    ),
-    Mutation(
         "fia-v1-v4-kept-on-ascend950",
         "aclnn_emu/versions.py",
         '        tuple(f"FusedInferAttentionScore{v}" for v in ("", "V2", "V3", "V4")),',
@@ -3991,5 +3983,97 @@ MUTATIONS = [
         '    if mode == "nz" and env.version.has(NZ_5D) and block_size > 65535:',
         "    if False:",
         ("tests/test_scatter_pa_kv_cache_9_1.py",),
+    ),
+    # FusedInferAttentionScoreV5's pseType per release and chip (fused_infer/pse_type.py)
+    Mutation(
+        "fia-v5-parser-pse-type-unchecked",
+        FIA_PSE_TYPE,
+        "if env.version.has(PARSER_ONLY_ZERO) and _value(a) != 0:",
+        "if False:",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-parser-on-every-a2-route",
+        FIA_CHECKS,
+        """def _tiling_a2(a, env):
+    if route_to_fia(a):""",
+        """def _tiling_a2(a, env):
+    pse_type.check_parser(a, env)
+    if route_to_fia(a):""",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-tiling-v2-takes-pse-type-1",
+        FIA_PSE_TYPE,
+        "TILING_V2_TYPES = (0, *ALIBI)",
+        "TILING_V2_TYPES = (0, 1, *ALIBI)",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-ifa-route-pse-type-unread",
+        IFA_ANTIQUANT_ARCH35,
+        "        if check_pse_type is not None:\n            check_pse_type()",
+        "        pass",
+        FIA_V5_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-start-indices-swapped",
+        FIA_ALIBI,
+        "return PseSource(slopes, self.a.pseType, 0, 0, [q_start], [kv_start])",
+        "return PseSource(slopes, self.a.pseType, 0, 0, [kv_start], [q_start])",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-sqrt-type-as-linear",
+        FIA_ALIBI,
+        "return PseSource(slopes, self.a.pseType, 0, 0,",
+        "return PseSource(slopes, 2, 0, 0,",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-not-added",
+        "aclnn_emu/ops/flash_attention/prompt/launch.py",
+        "pse = alibi.source() if alibi is not None else",
+        "pse = None if alibi is not None else",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-lengths-unchecked", FIA_ALIBI, "        if sq != skv:", "        if False:", FIA_ALIBI_TESTS
+    ),
+    Mutation(
+        "fia-v5-alibi-pos-shift-unchecked",
+        FIA_ALIBI,
+        "    if not -POS_SHIFT <= kv_start - q_start <= POS_SHIFT:",
+        "    if False:",
+        FIA_ALIBI_TESTS,
+    ),
+    Mutation(
+        "fia-v5-alibi-scalar-slopes-read",
+        FIA_ALIBI,
+        "    if slopes.ndim == 0 and a.numHeads > 1:",
+        "    if False:",
+        FIA_ALIBI_TESTS,
+    ),
+    # Ascend910_95's IFA route without key/value antiquant tensors (IFATilingV2's non-split mode)
+    Mutation(
+        "fia-arch35-modes-alone-split",
+        FIA_DELEGATE,
+        "    if arch35 and _modes_alone(a):\n        return dict(antiquantScale=a.antiquantScaleOptional",
+        "    if False:\n        return dict(antiquantScale=a.antiquantScaleOptional",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
+    Mutation(
+        "fia-arch35-pair-without-params-runs",
+        FIA_DELEGATE,
+        "    if on_arch35(env) and _modes_alone(a) and pair and _antiquant_kv(a):",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
+    Mutation(
+        "fia-arch35-combined-mode-ignored",
+        FIA_DELEGATE,
+        "not _separate_tensors(a) and a.antiquantMode != 0:",
+        "not _separate_tensors(a) and False:",
+        ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
     ),
 ]

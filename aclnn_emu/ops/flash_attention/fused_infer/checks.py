@@ -24,7 +24,7 @@ from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
-from . import checks_arch35, delegate, launch, opdef_table, split_fuse
+from . import checks_arch35, delegate, launch, opdef_table, pse_type, split_fuse
 from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
@@ -89,25 +89,6 @@ def _wrapper(op):
 
 for _op in (V1, V2, V3, V5):
     _wrapper(_op)
-
-# What V5 hands the inner operator beyond V4's NULL, NULL and 0: the 9.x tilings read them (arch35
-# FusedInferAttentionScoreTilingV2; 9.1.0's FiaInfoParser and PSEChecker), which are not reviewed.
-V5_PATHS = Gaps(
-    V5,
-    "not_implemented",
-    {
-        "start_indices": "qStartIdxOptional / kvStartIdxOptional (refused before the inner operator's checks)",
-        "pse_type": "a pseType other than 0 (refused before the inner operator's checks)",
-    },
-)
-
-
-@V5.check
-def _v5_inputs(a, env):
-    if a.qStartIdxOptional is not None or a.kvStartIdxOptional is not None:
-        V5_PATHS.refuse("start_indices", "qStartIdxOptional or kvStartIdxOptional given")
-    if a.pseType != 0:
-        V5_PATHS.refuse("pse_type", f"pseType {a.pseType}")
 
 
 @V4.prepare
@@ -214,6 +195,7 @@ def _check_lists_keyed(a):
 # -- A2/A3: TilingFusedInferAttentionScore ----------------------------------------------------------
 def _tiling_a2(a, env):
     if route_to_fia(a):
+        pse_type.check_parser(a, env)
         return FiaV3(a, env).run()
     base = split(a.inputLayout)[0]
     if is_using_fai(a, base):

@@ -6,11 +6,12 @@ IFATilingV2 and every other call, S = 1 included, to PromptFlashAttentionTilingV
 
 from aclnn_emu.opdef.generated import attr_uint32
 
-from . import delegate
+from . import delegate, pse_type
 from .failure import tiling as failure
 
 
 def tiling(a, env):
+    pse_type.check_parser(a, env)  # 9.1.0's TilingFusedInferAttentionScoreV4 parses before DoOpTiling
     if attr_uint32(a.numHeads) == 0:
         raise failure("arch35.heads", "numHeads is 0")
     if a.query.is_empty and not a.attentionOut.is_empty:

@@ -22,6 +22,7 @@ from aclnn_emu.opdef.signature import Launch, OpError
 from ..common import on_arch35
 from ..incre import OP as INCRE
 from ..prompt import V3 as PROMPT
+from ..prompt.checks import actual_lengths
 from . import (
     kv_antiquant,
     kv_antiquant_arch35,
@@ -34,11 +35,12 @@ from . import (
     paged_prompt_arch32,
 )
 from . import mla_full_quant_arch35 as mla_full_quant
-from . import rope_arch32, rope_prompt, shared_prefix, split_params
+from . import pse_type, rope_arch32, rope_prompt, shared_prefix, split_params
+from . import alibi_arch35 as alibi
 from . import query_quant_arch35 as query_quant
 from .entry import V4
 from .failure import tiling
-from .layouts import key_rows, query_axes, query_d, query_s
+from .layouts import key_rows, query_axes, query_d, query_s, split
 from .route import Route
 
 NOT_IMPLEMENTED = Gaps(
@@ -56,8 +58,8 @@ NOT_IMPLEMENTED = Gaps(
         "beside an fp16 or BF16 query) after their tiling rules (modes, tensor list, padding, dtypes, scale and "
         "offset pairs, the parameters' shapes and dtypes per mode) with a 2-D (SH) query, sparse mode 20-22 or a "
         "shared prefix, and with a block table FLOAT key/value parameters (the kernels read their memory as fp16 "
-        "elements); on Ascend910_95's IFA route, "
-        "after IFATilingV2's split-mode checks, modes without key/value scales; or on the A2/A3 "
+        "elements); on Ascend910_95's IFA route the combined antiquantScale/Offset with an antiquantMode other "
+        "than 0 (IFATilingV2's non-split mode, refused before its checks); or on the A2/A3 "
         "IFA route other than "
         "key and value scales (offsets for both or neither, no antiquantScale) in modes 0-5 (per channel, per "
         "token, per tensor + head, per token + head, per token (+ head) in the cache's blocks as [blocks, "
@@ -103,6 +105,8 @@ def _refuse_unsupported(
     separate = _separate_antiquant(a) and not (per_block or full_quant)
     if separate and (prompt and arch35 or not prompt and not _ifa_separate_runs(a, arch35)):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
+    if arch35 and not prompt and _antiquant_kv(a) and not _separate_tensors(a) and a.antiquantMode != 0:
+        NOT_IMPLEMENTED.refuse("kv_antiquant", f"antiquantMode {a.antiquantMode}")
     if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
@@ -125,6 +129,17 @@ NO_KERNEL = Gaps(
         "int4_pfa": "an INT4 (INT32) key/value on the Atlas A2/A3 PFA route (query S > 1) after the PFA tiling's "
         "checks, its key non-empty: prompt_flash_attention_arch32.h compiles every PFA kernel only for a key "
         "other than INT4 (the empty-tensor kernel alone remains), so the tiling key it builds has no kernel"
+    },
+)
+
+
+REFUSED = Gaps(
+    V4,
+    "refused",
+    {
+        "pair_without_params": "keyAntiquantMode 0 with valueAntiquantMode 1 and neither key nor value antiquant "
+        "tensors on Ascend910_95's IFA route, antiquantMode 0: IFATilingV2 (GenAntiquantModeVal) picks the pair's "
+        "kernels, which read the separate key and value parameters the call does not give"
     },
 )
 
@@ -287,13 +302,23 @@ def _separate_antiquant(a) -> bool:
 
 
 def _ifa_separate_runs(a, arch35: bool) -> bool:
-    return _separate_tensors(a) if arch35 else _emulated_pairs(a)
+    """Ascend910_95: every call (separate tensors: IFATilingV2's split mode; key/value modes alone: its
+    non-split mode, see _modes_alone)."""
+    return arch35 or _emulated_pairs(a)
+
+
+def _modes_alone(a) -> bool:
+    """Key/value antiquant modes without key/value tensors: IFATilingV2::ProcessAntiQuant takes the
+    combined antiquantScale/Offset with antiquantMode (non-split mode) and reads the two modes only
+    for kPerChnVPerTokFlag_ (keyAntiquantMode 0, valueAntiquantMode 1, an INT8/INT4 cache), which
+    GenAntiquantModeVal turns into the pair's kernels (mode 2) when antiquantMode is 0."""
+    return _separate_antiquant(a) and not _separate_tensors(a)
 
 
 def _separate_tensors(a) -> bool:
     """Ascend910_95: separate parameters go to IFATilingV2's split-mode rules (kv_antiquant_arch35),
-    which refuse after their checks what the emulator does not run; modes without them are the
-    combined antiquantScale's per-token modes, not emulated."""
+    which refuse after their checks what the emulator does not run; modes without them take the
+    non-split path (_modes_alone)."""
     separate = (a.keyAntiquantScaleOptional, a.keyAntiquantOffsetOptional, a.valueAntiquantScaleOptional)
     return any(x is not None for x in separate) or a.valueAntiquantOffsetOptional is not None
 
@@ -335,6 +360,8 @@ def _antiquant_args(a, arch35: bool) -> dict:
     parameters on Ascend910_95 through kv_antiquant_arch35, on Atlas A2/A3 per channel stacked, the
     other modes through split_params."""
     if not _separate_antiquant(a):
+        return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
+    if arch35 and _modes_alone(a):
         return dict(antiquantScale=a.antiquantScaleOptional, antiquantOffset=a.antiquantOffsetOptional)
     if arch35:
         split = kv_antiquant_arch35.Split(a, lambda: NOT_IMPLEMENTED.refuse("kv_antiquant"))
@@ -503,6 +530,9 @@ def incre(a, env):
         softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    pair = (a.keyAntiquantMode, a.valueAntiquantMode) == kv_antiquant_arch35.CHANNEL_TOKEN
+    if on_arch35(env) and _modes_alone(a) and pair and _antiquant_kv(a):
+        REFUSED.refuse("pair_without_params")
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
 
 
@@ -516,6 +546,7 @@ def _sparse_args(a, arch35: bool) -> dict:
         sparseMode=attr_uint32(a.sparseMode), preTokens=a.preTokens, nextTokens=a.nextTokens,
         actualSeqLengthsQ=None if a.max_workspace else a.actualSeqLengthsOptional, max_workspace=a.max_workspace,
         queryPaddingSize=a.queryPaddingSizeOptional,
+        check_pse_type=lambda: pse_type.check_ifa_route(a),  # ProcessPseShift's pseType (V5)
     )  # fmt: skip
 
 
@@ -531,6 +562,8 @@ def prompt(a, env):
     mla_quant = on_arch35(env) and query_quant.mla_full_quant(a)
     if on_arch35(env):
         padding.check_arch35(a)
+        pse_type.check_tiling_v2(a)  # PromptFlashAttentionTilingV2::SetAttributeInfo
+    with_alibi = alibi.wanted(a, on_arch35(env))
     kv_s = kv_list.check(a, on_arch35(env)) if kv_list.listed(a, on_arch35(env)) else None
     if kv_s is not None and kv_list.overruns_shape_array(a):
         INFERRED.warn(env, "list_key_rank")
@@ -578,11 +611,14 @@ def prompt(a, env):
     pse = a.pseShiftOptional
     if mla_quant and pse is not None:  # PromptFlashAttention's op_api pse dtype rule is not FIA's
         pse = query_quant.Retyped(pse, a.attentionOut.dtype)
+    empty_kv = key.is_empty or value.is_empty  # CheckEmptyTensor's return, before every rule below
+    if with_alibi and not empty_kv:
+        alibi.check_slopes(a)
     args = SimpleNamespace(
         query=query,
         key=key,
         value=value,
-        pseShift=pse,
+        pseShift=None if with_alibi else pse,  # SetAttributeInfo: the slopes are no pseShift
         attenMask=a.attenMaskOptional,
         actualSeqLengths=a.actualSeqLengthsOptional,
         actualSeqLengthsKv=kv_lengths,
@@ -605,9 +641,12 @@ def prompt(a, env):
         full_quant=mla_full_quant.Kernel(a) if full_quant else None,
         msd=kv_antiquant_msd.Reader(a) if msd else None,
         softmax_lse=a.softmaxLse if msd and a.lse_wanted else None,
+        alibi=alibi.Kernel(a) if with_alibi else None,
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if with_alibi and not empty_kv:
+        _check_alibi_after(a, env, args)
     if on_arch35(env):
         shared_prefix.check_arch35_reads(a)
         if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:
@@ -641,6 +680,22 @@ def prompt(a, env):
     if not on_arch35(env) and kv_antiquant_pfa.kv_antiquant(a):
         a = kv_antiquant_pfa.DequantisedCall(a)
     return _with_lse(a, env, out, sink, args.left_padding, second_pass=not msd)
+
+
+def _check_alibi_after(a, env, args) -> None:
+    """The alibi's rules after the PFA tiling's own: the per-batch lengths (values the tiling has
+    checked; a TND/NTD call, refused below, skips it), SetQKVStartIdx (GetMaxWorkspaceSize: lengths
+    and start indices without data, unread), then what the emulator does not run."""
+    base = split(a.inputLayout or "BSH")[0]
+    if not a.max_workspace and base not in alibi.PACKED:
+        axes, _ = Route(a, env).shape_facts()
+        alibi.check_lengths(
+            actual_lengths(args.actualSeqLengths, axes.b, axes.s, "query"),
+            actual_lengths(args.actualSeqLengthsKv, axes.b, key_rows(a, base), "key/value"),
+        )
+    if not a.max_workspace:
+        alibi.start_indices(a)
+    alibi.check_emulated(a)
 
 
 def _with_lse(a, env, out, sink, left=None, second_pass: bool = True):

@@ -453,7 +453,11 @@ class _Tiling:
             self.act_q = [int(values[0] if len(values) == 1 else values[b]) for b in range(self.batch)]
 
     def _pse_shift(self):
-        """ProcessPseShift / CheckPseShiftShape (pseType 0, a one-row query)."""
+        """ProcessPseShift (FusedInferAttentionScoreV5's pseType first) / CheckPseShiftShape (pseType 0, a
+        one-row query)."""
+        check_pse_type = getattr(self.a, "check_pse_type", None)
+        if check_pse_type is not None:
+            check_pse_type()
         pse = self.a.pseShift
         if pse is None:
             return

@@ -384,8 +384,8 @@ def _tiling_checks(a, shapes, env):
         rows = (rows, [(start, n) for (start, _), n in zip(rows, act_kv)])  # keys start with the queries
     else:
         batch, s1, s2 = _check_batch(a, layout)
-        act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
-        act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+        act_q = actual_lengths(a.actualSeqLengths, batch, s1, "query")
+        act_kv = actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
     return _common_checks(a, shapes, env, has_mask, (batch, s1, s2), act_q, act_kv, rows, inner_precise)
 
 
@@ -417,8 +417,8 @@ def _tiling_v2_checks(a, shapes, env):
         rows = (segments(act_q), segments(act_kv))
     else:  # CheckActSeqLen
         batch, s1, s2 = _check_batch(a, layout)
-        act_q = _actual_lengths(a.actualSeqLengths, batch, s1, "query")
-        act_kv = _actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
+        act_q = actual_lengths(a.actualSeqLengths, batch, s1, "query")
+        act_kv = actual_lengths(a.actualSeqLengthsKv, batch, s2, "key/value")
     precise.check_pse_shape(a, batch, a.numHeads, s1, s2, arch35=True)
     inner_precise = precise.check_arch35(a)  # CheckInnerPrecise
     has_mask = a.attenMask is not None and not a.attenMask.is_empty
@@ -623,7 +623,7 @@ def _sh_batches(a, env):
     return batch, s1, s2, fitted_q, fitted
 
 
-def _actual_lengths(values, batch, limit, what):
+def actual_lengths(values, batch, limit, what):
     """CheckActualSeqLength, then the per-batch lengths (length 1 broadcasts, >= B takes the first B)."""
     if not values:
         return [limit] * batch

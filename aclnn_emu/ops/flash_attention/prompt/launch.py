@@ -51,6 +51,7 @@ def _launch(
     lse_t = getattr(a, "softmax_lse", None)  # the softmaxLse those kernels write (they alone take it here)
     if msd_t is not None:  # their softmax, sums and output run in fp32 whatever innerPrecise says
         precision = pfa.X910_HIGH_PRECISION
+    alibi = getattr(a, "alibi", None)  # its V5 alibi (pseType 2/3) on Ascend950: the bias in place of a pseShift
 
     def run(workspace):
         q, k, v = (
@@ -65,7 +66,7 @@ def _launch(
                 q_rope, k_rope = q_rope.astype(np.float32), k_rope.astype(np.float32)
             q, k = np.concatenate([q, q_rope], axis=-1), np.concatenate([k, k_rope], axis=-1)
         mask = None if mask_t is None else mask_3d(mask_t.read("attenMask"), ifa_mask)
-        pse = None if read_pse is None else read_pse()
+        pse = alibi.source() if alibi is not None else None if read_pse is None else read_pse()
         shift = None if padding is None else padding.shift(q.shape[2], k.shape[2], act_q, act_kv)
         lengths = (act_q, act_kv) if shift is None else (shift.act_q, shift.act_kv)
         if shift is not None:
