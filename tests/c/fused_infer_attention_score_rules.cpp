@@ -152,7 +152,7 @@ static Case MlaInt8FullQuant() {
     c.q = T({2, 1, 16, 512}, ACL_INT8);
     c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
     c.opt["dequantScaleQuery"] = T({2, 1, 16}, ACL_FLOAT);
-    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
     c.queryQuantMode = 3;
     return c;
 }
@@ -509,10 +509,17 @@ int main() {
         c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
         c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
         c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
-        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
+        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; its kernel runs S 1.
         c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
-        REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        REPORT("a2.ok.rope_full_quant", Call(c, stream));
+        c.q = T({2, 2, 16, 512}, ACL_INT8); c.out = T({2, 2, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 2, 16, 64}, ACL_BF16);
+        c.opt["dequantScaleQuery"] = T({2, 2, 16}, ACL_FLOAT); REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
+        c = MlaInt8FullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT);
+        REPORT("a2.tiling.rope_full_quant_query_scale", Call(c, stream));
+        c = MlaInt8FullQuant(); c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+        REPORT("a2.tiling.rope_full_quant_kv_scale", Call(c, stream));
         c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
         REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
         c = MlaInt8FullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);

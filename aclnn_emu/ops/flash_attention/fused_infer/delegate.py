@@ -33,6 +33,7 @@ from . import (
     paged_prompt_arch32,
 )
 from . import mla_full_quant_arch35 as mla_full_quant
+from . import mla_quant_arch32 as mla_quant
 from . import rope_arch32, rope_prompt, shared_prefix, split_params
 from . import query_quant_arch35 as query_quant
 from .entry import V4
@@ -67,9 +68,9 @@ NOT_IMPLEMENTED = Gaps(
         "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
         "so the tiling passes it; what the kernels then read is not established)",
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
-        "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
-        "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
-        "mode 20-22 (the base-API kernels, which read it)",
+        "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a "
+        "TND layout or an attenMask, the ATB path (innerPrecise 2, a paged INT8 key, actualSeqLengths), and a rope "
+        "on the A2/A3 PFA route with a TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
         "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
@@ -133,6 +134,9 @@ INFERRED = Gaps(
         "the kernel reads the compressed mask for the merged G x S rows without the per-row offset of the other "
         "layouts (attenmask.h, nextTokensOfMlaPerBatch); which key each query row sees there is not established, "
         "the emulator applies each query row's causal window as for BSH/BSND",
+        "ifa_mla_quant_split": "the A2/A3 MLA full-quant kernel (INT8 query, key and value) over 256 keys or more: "
+        "the IFA tiling may split a batch's keys across cores (IsFlashDecode, by the part's core count) and "
+        "combine the parts' outputs by their lse; the emulator walks each batch's keys in one pass",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
         "list_key_rank": "a key tensor list holding a tensor of more than four dimensions on the PFA route: to "
@@ -457,7 +461,8 @@ def incre(a, env):
     Ascend910_95's IFATilingV2 reads no rope (ConvertContextToParamsIFA leaves it out, hasRope is 0),
     so its antiquant kernel runs without one."""
     ignored = on_arch35(env) and rope_prompt.present(a)
-    _before_checks(a, env, prompt=False, rope=ignored)
+    full_quant = not on_arch35(env) and mla_quant.applies(a)
+    _before_checks(a, env, prompt=False, rope=ignored or full_quant, full_quant=full_quant)
     if ignored:
         a = _without_rope(a, env, "Ascend910_95's antiquant kernels (IFATilingV2)")
     if a.int4:
@@ -477,7 +482,7 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        **_antiquant_args(a, on_arch35(env)),
+        **(dict(antiquantScale=None, antiquantOffset=None) if full_quant else _antiquant_args(a, on_arch35(env))),
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,
@@ -489,8 +494,28 @@ def incre(a, env):
         attentionOut=a.attentionOut,
         softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
+    if full_quant:  # the rest of IFATiling on the call seen in BF16; the MLA full-quant kernel runs
+        args.query = mla_quant.checked_view(a.query)
+        args.key, args.value = (
+            SimpleNamespace(items=[mla_quant.checked_view(t) for t in x.items]) for x in (key, value)
+        )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
+    if full_quant:
+        return _mla_quant(a, env, out)
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
+
+
+def _mla_quant(a, env, out):
+    """The A2/A3 MLA full-quant kernel after the IFA tiling's checks (an empty output launches none)."""
+    route = Route(a, env)
+    axes = route.shape_facts()[0]
+    if mla_quant.unmodelled(a, route, axes):
+        NOT_IMPLEMENTED.refuse("rope")
+    if out.run is None:
+        return out
+    if mla_quant.splits(a):
+        INFERRED.warn(env, "ifa_mla_quant_split")
+    return mla_quant.launch(a, route, axes)
 
 
 def _sparse_args(a, arch35: bool) -> dict:

@@ -127,8 +127,8 @@ def _page_attention(a, f) -> None:
 
 
 def _full_quant(a, f) -> None:
-    """ProcessQuant for an INT8 query with its ropes (CheckQkvQuantParams4FullQuant's presence, mode
-    and dtype rules; the scales' shapes are not replayed)."""
+    """ProcessQuant for an INT8 query with its ropes: CheckQkvQuantParams4FullQuant's presence,
+    shape (query, key, value), mode and dtype rules, then the ropes' dtype."""
     if f.q_layout == "BNSD":
         raise tiling("ifa.quant_bnsd", "when the dtype of query is int8 in MLA, layout BNSD/BNSD_NBSD is not support")
     if any(t is not None for t in (a.quantScale1Optional, a.deqScale1Optional, a.deqScale2Optional)):
@@ -149,6 +149,13 @@ def _full_quant(a, f) -> None:
             "ifa.quant_scales_missing", "when the dtype of query is int8, the query's, the key's and the value's "
             "dequant scales should not be null",
         )  # fmt: skip
+    _query_scale_shape(a, f)
+    for name, t in (("key", a.keyAntiquantScaleOptional), ("value", a.valueAntiquantScaleOptional)):
+        if tuple(t.shape) != (1,):  # CheckKVQuantParam4FullQuant: one dimension, then its size
+            raise tiling(
+                "ifa.quant_kv_scale_shape", f"when the dtype of query is int8 in MLA, the {name}'s dequant scale "
+                f"{list(t.shape)} should be [1]",
+            )  # fmt: skip
     if a.queryQuantMode != PER_TOKEN_HEAD:
         raise tiling("ifa.quant_query_mode", "when the dtype of query is int8, the query's quant mode should be 3")
     if a.keyAntiquantMode != PER_CHANNEL or a.valueAntiquantMode != PER_CHANNEL:
@@ -163,6 +170,21 @@ def _full_quant(a, f) -> None:
         raise tiling(
             "ifa.quant_rope_dtype", "when the dtype of query is int8, query_rope and key rope dtype should be bf16"
         )
+
+
+def _query_scale_shape(a, f) -> None:
+    """CheckQueryQuantParam4FullQuant: BSH/BSH_NBSD [B, S, numHeads]; other layouts the query's
+    shape without its last axis."""
+    q, dq = tuple(a.query.shape), tuple(a.dequantScaleQueryOptional.shape)
+    if f.layout in ("BSH", "BSH_NBSD"):
+        fits = len(dq) == len(q) and dq[:2] == q[:2] and dq[2] == f.heads
+    else:
+        fits = len(dq) + 1 == len(q) and dq == q[: len(dq)]
+    if not fits:
+        raise tiling(
+            "ifa.quant_query_scale_shape", f"the query's dequant scale {list(dq)} does not fit the query "
+            f"{list(q)} ({f.layout}) when the dtype of query is int8",
+        )  # fmt: skip
 
 
 def _query_rope(a, f) -> None:
