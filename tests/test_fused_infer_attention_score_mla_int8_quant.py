@@ -44,7 +44,7 @@ def _run(q, qr, k, kr, v, dq, dk, dv, *, layout="BSND", scale=576**-0.5, act_kv=
 
 def _data(rng, b, n, s2):
     q, k, v = (rng.integers(-127, 128, shape).astype(np.int8) for shape in ((b, n, 1, D), (b, 1, s2, D), (b, 1, s2, D)))
-    qr, kr = ((rng.standard_normal(shape) * 40).astype(BF16) for shape in ((b, n, 1, ROPE), (b, 1, s2, ROPE)))
+    qr, kr = ((rng.standard_normal(shape) * 300).astype(BF16) for shape in ((b, n, 1, ROPE), (b, 1, s2, ROPE)))
     return q, qr, k, kr, v
 
 
@@ -60,12 +60,12 @@ def _golden(q, qr, k, kr, v, dq, dk, dv, act_kv, scale=576**-0.5):
 @pytest.mark.parametrize("layout", ["BSH", "BSND"])
 def test_paged_meets_the_standard(chip, layout):
     """N 32 over ragged key lengths (three key blocks of 512, a partial one, none); per-head query
-    scales, so scales read in another order fail; scores of a few units."""
+    scales, so scales read in another order fail; scores of a few units, a fair part of them the rope's."""
     b, n, s2 = 3, 32, 1100
     act_kv = [1100, 141, 0]
     rng = np.random.default_rng(20261129)
     data = _data(rng, b, n, s2)
-    dq = rng.uniform(2e-5, 6e-5, (b, n)).astype(np.float32)
+    dq = rng.uniform(2e-4, 6e-4, (b, n)).astype(np.float32)
     out = _run(*data, dq, 0.5, 0.02, layout=layout, act_kv=act_kv).astype(np.float64)
     want = _golden(*data, dq, 0.5, 0.02, act_kv)
     message = precision.failure(out, want.out[:, :, 0], "bfloat16", floor=want.floor[:, :, 0])
@@ -73,6 +73,26 @@ def test_paged_meets_the_standard(chip, layout):
     assert not out[2].any()  # a batch without keys is 0
     flipped = _golden(*data, dq[:, ::-1], 0.5, 0.02, act_kv)
     assert precision.failure(out, flipped.out[:, :, 0], "bfloat16", floor=flipped.floor[:, :, 0]) is not None
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_later_block_p_scaled_to_its_own_max(chip):
+    """P is scaled to 127 against its own key block's max (pMax): a first block holding one key of
+    score 4 and a second block of scores 0 gives the second block's E about e^-4, whose P stays exact
+    only through 127 / pMax (without it P would be rint(2.3))."""
+    n, s2 = 32, 1024
+    rng = np.random.default_rng(8)
+    q = np.zeros((1, n, 1, D), np.int8)
+    q[..., 0] = 1
+    k = np.zeros((1, 1, s2, D), np.int8)
+    k[0, 0, 0, 0] = 100
+    v = rng.integers(-127, 128, (1, 1, s2, D)).astype(np.int8)
+    qr, kr = np.zeros((1, n, 1, ROPE), BF16), np.zeros((1, 1, s2, ROPE), BF16)
+    dq = np.ones((1, n), np.float32)
+    out = _run(q, qr, k, kr, v, dq, 0.04, 0.02, scale=1.0).astype(np.float64)
+    want = _golden(q, qr, k, kr, v, dq, 0.04, 0.02, [s2], scale=1.0)
+    message = precision.failure(out, want.out[:, :, 0], "bfloat16", floor=want.floor[:, :, 0])
+    assert message is None, message
 
 
 def _two_keys(n, v0, v1):

@@ -636,6 +636,21 @@ def fia_mla_full_quant(soc):
                       softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
 
 
+def fia_mla_int8_quant(soc):
+    """Atlas A2/A3's MLA full quant: the DeepSeek INT8 decode, an INT8 query (D 512, 32 heads), key and value
+    over a paged cache of 16-token blocks with BF16 ropes, FLOAT scales per token + head ([B, S, N]) and
+    per tensor ([1]) (the IFA tiling's quantFlag_ with ropeFlag_)."""
+    q, out = T((2, 1, 32 * 512), "INT8"), T((2, 1, 32 * 512), "BF16")
+    k, v, k_rope = T((6, 16, 512), "INT8"), T((6, 16, 512), "INT8"), T((6, 16, 64), "BF16")
+    table = T((2, 3), "INT32", fill=(0, 1, 2, 3, 4, 5))
+    return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
+                      queryRopeOptional=T((2, 1, 32 * 64), "BF16"), keyRopeOptional=k_rope, blockTableOptional=table,
+                      actualSeqLengthsKvOptional=(40, 33), dequantScaleQueryOptional=T((2, 1, 32), "FLOAT"),
+                      keyAntiquantScaleOptional=T((1,), "FLOAT"), valueAntiquantScaleOptional=T((1,), "FLOAT"),
+                      queryQuantMode=3, numHeads=32, scaleValue=0.0417, preTokens=2147483647, nextTokens=2147483647,
+                      inputLayout="BSH", numKeyValueHeads=1, blockSize=16, attentionOut=out)  # fmt: skip
+
+
 def gen_mask(soc, entry="DropoutGenMaskV2"):
     """A 100-element mask (16 bytes) at keep probability 0.9 from an fp16 probability."""
     return named_args(entry, shape=(100,), prob=0.1, seed=1, offset=0, out=T((16,), "UINT8"),
@@ -727,6 +742,7 @@ BASELINES = {
         (fia_per_block, ("Ascend910_95",)),
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
+        (fia_mla_int8_quant, A2_A3),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV5": ((fia_v5, ALL), (fia_v5_sink, ALL)),

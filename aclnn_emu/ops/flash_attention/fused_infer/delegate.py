@@ -68,9 +68,10 @@ NOT_IMPLEMENTED = Gaps(
         "PFA route a prefix whose N, D or H differ from the key's (GetAndCheckPrefixShape reads them off the key, "
         "so the tiling passes it; what the kernels then read is not established)",
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
-        "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a "
-        "TND layout or an attenMask, the ATB path (innerPrecise 2, a paged INT8 key, actualSeqLengths), and a rope "
-        "on the A2/A3 PFA route with a TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
+        "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a TND "
+        "layout, an attenMask, empty actualSeqLengthsKv or a value cache of another shape than the key's, the ATB "
+        "path (innerPrecise 2, a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a "
+        "TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
         "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",

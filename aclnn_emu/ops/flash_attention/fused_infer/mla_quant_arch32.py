@@ -13,14 +13,15 @@ without attenMask; the kernel's walk of more rows or a mask is not read (refused
 import numpy as np
 
 from aclnn_emu.dtypes import DataType
-from aclnn_emu.kernels.casts import BF16
+from aclnn_emu.kernels.casts import BF16, cast_rint
 from aclnn_emu.kernels.flash_attention import fused_infer_attention as fia
 from aclnn_emu.kernels.flash_attention.mla_int8_quant import mla_int8_attention
 from aclnn_emu.opdef.signature import Launch
 
 from . import pages
-from .launch import WORKSPACE, write_attention_out
-from .layouts import to_bnsd
+from ..incre.launch import write_prefix
+from .launch import WORKSPACE
+from .layouts import shaped, to_bnsd
 from .query_quant_arch35 import Retyped
 from .rope_arch32 import MLA_D, MLA_ROPE_D
 
@@ -49,9 +50,12 @@ def checked_view(t):
 
 
 def unmodelled(a, route, axes) -> bool:
-    """What the emulator does not run: a query S other than 1, another layout, an attenMask."""
+    """What the emulator does not run: a query S other than 1, another layout, an attenMask, empty
+    key lengths (the tiling passes them with a warning) or a value cache of another shape than the
+    key's (the page-attention checks compare none; the kernel addresses both alike)."""
     mask = a.attenMaskOptional is not None and not a.attenMaskOptional.is_empty
-    return axes.s != 1 or route.base not in LAYOUTS or mask
+    other_value = tuple(a.value.items[0].shape) != tuple(a.key.items[0].shape)
+    return axes.s != 1 or route.base not in LAYOUTS or mask or not a.actualSeqLengthsKvOptional or other_value
 
 
 def splits(a) -> bool:
@@ -84,7 +88,9 @@ def launch(a, route, axes) -> Launch:
         o = mla_int8_attention(
             q, q_rope, k, k_rope, v, dq, dk, dv, scale=a.scaleValue, act_kv=act_kv, kv_block=kv_block
         )
-        write_attention_out(out_t, o.astype(BF16), route.out_layout, axes, heads, o.shape[3], None)
+        full = np.zeros(shaped(axes, route.out_layout, o.shape[3]), BF16)
+        to_bnsd(full, route.out_layout, heads)[...] = cast_rint(o, BF16)
+        write_prefix(out_t, full)  # an attentionOut of another shape from its first element, as IFA writes
 
     return Launch(WORKSPACE, run)
 

@@ -241,7 +241,7 @@ def _key_rope(a, f) -> None:
     if k_rope.numel == 0 or key.numel == 0:
         raise tiling("ifa.mla_key_rope_empty", "empty key or keyRope Tensor is not supported in MLA.")
     r, k = tuple(k_rope.shape), tuple(key.shape)
-    if r[0] != k[0] or len(r) != len(k):
+    if len(r) != len(k) or r[:1] != k[:1]:
         raise tiling(
             "ifa.mla_key_rope_blocks", f"KeyRope {list(r)} and Key {list(k)} must have the same blocks and rank"
         )
