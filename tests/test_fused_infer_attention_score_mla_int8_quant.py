@@ -165,6 +165,86 @@ def test_pv_fp16_ties(chip):
     ties.assert_bits(out[0], want["out"], "P V")
 
 
+def _alpha_ties():
+    """(y, e): fp32 scores y < 0 whose fp32 exponential e is the fp16 midpoint m/32 + 2^-12 (m odd in
+    17..31), whose even neighbour is m/32."""
+    targets = np.arange(17, 32, 2) / 32 + 2.0**-12
+    near = np.log(targets).astype(np.float32)
+    y = np.concatenate([near + np.float32(step) * np.spacing(near) for step in range(-64, 65)])
+    hit = np.isin(np.exp(y).astype(np.float64), targets)
+    e, first = np.unique(np.exp(y[hit]), return_index=True)
+    assert len(e) >= 4, "too few exponentials land on fp16 midpoints"
+    return y[hit][first], e.astype(np.float64)
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_running_sum_fp16_ties(chip):
+    """The fp16 running sum after the first key block: acc = fp16(O_1 + fp16(acc_0 * fp16(alpha))).
+    512 keys of score y (P 127, acc_0 = 127 v0 / 2), then one of score 0 (alpha = e^y, P 127,
+    O_1 = 127 v1 / 1024): e^y on fp16 midpoints next to m/32 ties alpha's cast, v0 = +-1 ties the
+    product (127 m odd, 12 bits), v1 = 16 mod 32 ties the sum (other v1 keep the product's tie visible); dv 127, so out = fp32(acc * 1024) / l with
+    l = fp32(512 e + 1), cast to BF16 ties to even."""
+    n, s2 = 32, 513
+    y, e = _alpha_ties()
+    pick = np.arange(n) % len(y)
+    q = np.zeros((1, n, 1, D), np.int8)
+    q[..., 0] = 1
+    k = np.zeros((1, 1, s2, D), np.int8)
+    k[0, 0, :512, 0] = -1
+    d = np.arange(D)
+    v0 = np.where(d // 2 % 2, 1, -1)
+    v1 = np.where(d % 2, d // 4 % 41 - 20, np.array([16, -16, 48, -48, 80, -80, 112, -112])[d // 4 % 8])
+    v = np.concatenate([np.broadcast_to(v0, (512, D)), v1[None]]).astype(np.int8)[None, None]
+    qr, kr = np.zeros((1, n, 1, ROPE), BF16), np.zeros((1, 1, s2, ROPE), BF16)
+    out = _run(q, qr, k, kr, v, -y[pick].reshape(1, n), 1.0, 127.0, scale=1.0)
+    alpha = e[pick][:, None]
+    acc0, o1 = 127 * v0[None] / 2, ties.round_to(127 * v1[None] / 1024, "float16", "even")  # O_1 out of DEQF16
+    l_sum = (np.float32(512) * alpha.astype(np.float32)) + np.float32(1)
+
+    def case(modes):
+        alpha_h = ties.round_to(alpha, "float16", modes["alpha"])
+        scaled = ties.round_to(acc0 * alpha_h, "float16", modes["product"])
+        acc = ties.round_to(o1 + scaled, "float16", modes["sum"])
+        o = np.float32(acc * 1024) / l_sum
+        return {"out": ties.to_output(o.astype(np.float64), BF16, "even")}
+
+    want = ties.assert_sensitive(case, {"alpha": "even", "product": "even", "sum": "even"}, "running sum")
+    ties.assert_bits(out[0], want["out"], "running sum")
+
+
+@pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
+def test_block_p_max_fp16_ties(chip):
+    """A later key block's P V is scaled back by fp16(pMax) in fp16: one key of score 0 and 511 far
+    below it (E 0), then one key of score y whose e^y is an fp16 midpoint next to m/32: pMax = e^y ties its
+    cast, P 127 and v1 = +-1 tie the product 127 v1 / 1024 * pMax (127 m odd, 12 bits); the first
+    block's values 0, so acc is that product; dv 127, out = fp32(acc * 1024) / (1 + e^y)."""
+    n, s2 = 32, 513
+    y, e = _alpha_ties()
+    pick = np.arange(n) % len(y)
+    q = np.zeros((1, n, 1, D), np.int8)
+    q[..., 0] = 1
+    k = np.zeros((1, 1, s2, D), np.int8)
+    k[0, 0, 512, 0] = -1
+    v = np.zeros((1, 1, s2, D), np.int8)
+    v[0, 0, 512] = np.where(np.arange(D) % 2, 1, -1)
+    qr, kr = np.zeros((1, n, 1, ROPE), np.float32), np.zeros((1, 1, s2, ROPE), np.float32)
+    qr[..., 0], kr[0, 0, 1:512, 0] = 1, -1e6  # through the rope: scores far below, E = 0
+    qr, kr = qr.astype(BF16), kr.astype(BF16)
+    out = _run(q, qr, k, kr, v, -y[pick].reshape(1, n), 1.0, 127.0, scale=1.0)
+    p_max = e[pick][:, None]
+    o1 = 127 * v[0, 0, 512][None].astype(np.float64) / 1024
+    l_sum = np.float32(1) + p_max.astype(np.float32)
+
+    def case(modes):
+        p_max_h = ties.round_to(p_max, "float16", modes["p_max"])
+        acc = ties.round_to(o1 * p_max_h, "float16", modes["product"])
+        o = np.float32(acc * 1024) / l_sum
+        return {"out": ties.to_output(o.astype(np.float64), BF16, "even")}
+
+    want = ties.assert_sensitive(case, {"p_max": "even", "product": "even"}, "pMax")
+    ties.assert_bits(out[0], want["out"], "pMax")
+
+
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_output_cast_ties(chip):
     """attentionOut = CAST_RINT (ties to even) of the fp32 O: a zero query and values of one give

@@ -2584,6 +2584,20 @@ MUTATIONS = [
         "            acc = o + acc",
         FIA_MLA_INT8_TESTS,
     ),
+    Mutation(
+        "fia-mla-int8-p-max-kept-in-fp32",
+        FIA_MLA_INT8,
+        "        o = (pv * MM2_DEQ).astype(np.float16) * p_max.astype(np.float16)",
+        "        o = ((pv * MM2_DEQ).astype(np.float16) * p_max).astype(np.float16)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-alpha-kept-in-fp32",
+        FIA_MLA_INT8,
+        "            acc = o + acc * alpha.astype(np.float16)",
+        "            acc = o + (acc * alpha).astype(np.float16)",
+        FIA_MLA_INT8_TESTS,
+    ),
     Mutation("fia-mla-int8-output-away", FIA_MLA_INT8_OPS, "cast_rint", "cast_round", FIA_MLA_INT8_TESTS, count=2),
     Mutation(
         "fia-mla-int8-query-scale-shape-unchecked",
