@@ -164,6 +164,7 @@ A2_TILING = {
     "rope_full_quant_mode": "CheckQkvQuantParams4FullQuant",
     "rope_full_quant_query_scale": "CheckQueryQuantParam4FullQuant",  # BSND: [B, S, N]
     "rope_full_quant_kv_scale": "CheckKVQuantParam4FullQuant",  # [1]
+    "rope_atb_layout": "AtbTilingCheck",  # the ATB path (AtbCheckFlag910) takes BSH/BSND/BNSD/TND
 }
 
 EXPECTED = {

@@ -509,6 +509,8 @@ int main() {
         c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
         c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
         c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
+        // RunBigKernelTiling takes the ATB path before PreProcess; AtbTilingCheck: BSH, BSND, BNSD, TND only.
+        c.layout = "BSND_NBSD"; c.out = T({16, 2, 1, 512}, ACL_BF16); REPORT("a2.tiling.rope_atb_layout", Call(c, stream));
         // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; its kernel runs S 1.
         c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
         REPORT("a2.ok.rope_full_quant", Call(c, stream));

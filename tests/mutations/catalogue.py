@@ -2614,6 +2614,13 @@ MUTATIONS = [
         FIA_MLA_INT8_TESTS,
     ),
     Mutation(
+        "fia-rope-atb-layout-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "    if layout not in ATB_LAYOUTS:",
+        "    if False:",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
         "fia-mla-int8-query-rows-run",
         FIA_MLA_INT8_OPS,
         "    return axes.s != 1 or route.base",

@@ -70,8 +70,8 @@ NOT_IMPLEMENTED = Gaps(
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
         "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a TND "
         "layout, an attenMask, empty actualSeqLengthsKv or a value cache of another shape than the key's, the ATB "
-        "path (innerPrecise 2, a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a "
-        "TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
+        "path (innerPrecise 2, a paged INT8 key, actualSeqLengths) after its layout rule, and a rope on the A2/A3 "
+        "PFA route with a TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
         "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
@@ -237,10 +237,12 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
     if not on_arch35(env) and prompt:
         _pfa_context(a)
         shared_prefix.check_pfa_arch32(a)
+    elif not on_arch35(env) and rope_prompt.present(a) and rope_arch32.atb(a):  # the ATB path, before PreProcess
+        rope_arch32.check_atb(a)
     elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz, ProcessSharedPrefix
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
-        if rope_prompt.present(a) and not rope_arch32.atb(a):  # ropeFlag_: the MLA rules
+        if rope_prompt.present(a):  # ropeFlag_: the MLA rules
             rope_arch32.check_ifa(a)
         _ifa_kv_nz_lse(a)
         shared_prefix.check_ifa_arch32(a)
@@ -462,7 +464,7 @@ def incre(a, env):
     Ascend910_95's IFATilingV2 reads no rope (ConvertContextToParamsIFA leaves it out, hasRope is 0),
     so its antiquant kernel runs without one."""
     ignored = on_arch35(env) and rope_prompt.present(a)
-    full_quant = not on_arch35(env) and mla_quant.applies(a)
+    full_quant = not on_arch35(env) and mla_quant.applies(a) and not rope_arch32.atb(a)  # ATB: AtbCheckFlag910 first
     _before_checks(a, env, prompt=False, rope=ignored or full_quant, full_quant=full_quant)
     if ignored:
         a = _without_rope(a, env, "Ascend910_95's antiquant kernels (IFATilingV2)")

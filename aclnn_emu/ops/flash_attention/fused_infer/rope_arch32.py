@@ -10,8 +10,9 @@ table). The IFA tiling (incre_flash_attention_tiling.cpp, _check.cpp) then takes
 full-quant scales and modes, BF16 ropes), `ProcessKVPaddingSize` (no kv padding with MLA),
 `ProcessMlaRope` (`CheckMlaQueryRope`, `CheckMlaAttrs`, `CheckMlaKeyRope`, `CheckMlaMisc`). The last
 refuses antiquant, so every rope call with an INT8/INT4 key beside a float query fails the IFA
-tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, query lengths), which
-reads no rope, and the MLA full-quant kernels (INT8 query, key and value) take one.
+tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, query lengths; its
+tiling `AtbTilingProcess` runs instead of all those rules and its kernel, paged_attention_antiquantkv.h,
+reads no rope) and the MLA full-quant kernels (INT8 query, key and value) take one.
 """
 
 from aclnn_emu.dtypes import SIZE, DataType
@@ -69,6 +70,17 @@ def atb(a) -> bool:
         and a.key.items[0].dtype == I8
         and bool(lengths)
     )
+
+
+ATB_LAYOUTS = ("BSH", "BSND", "BNSD", "TND")
+
+
+def check_atb(a) -> None:
+    """AtbTilingProcess's rules (RunBigKernelTiling takes the ATB path before PreProcess, so none of
+    the IFA tiling's other rules run): `AtbTilingCheck` takes BSH, BSND, BNSD and TND only."""
+    layout = a.inputLayout or "BSH"
+    if layout not in ATB_LAYOUTS:
+        raise tiling("ifa.atb_layout", f"the IFA tiling's ATB path takes inputLayout {ATB_LAYOUTS}, not {layout}")
 
 
 def check_ifa(a) -> None:
