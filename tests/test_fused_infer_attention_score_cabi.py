@@ -165,6 +165,7 @@ A2_TILING = {
     "rope_full_quant_query_scale": "CheckQueryQuantParam4FullQuant",  # BSND: [B, S, N]
     "rope_full_quant_kv_scale": "CheckKVQuantParam4FullQuant",  # [1]
     "rope_atb_layout": "AtbTilingCheck",  # the ATB path (AtbCheckFlag910) takes BSH/BSND/BNSD/TND
+    "rope_pfa_base_api": "CheckBaseApiOptionalInput",  # sparse 20-22: SH only, which no rope call has
 }
 
 EXPECTED = {

@@ -505,6 +505,9 @@ int main() {
         c.opt["queryRope"] = T({2, 8, 32, 64}, ACL_INT8); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8); c.version = 3;
         c.opt["deqScale1"] = c.opt["quantScale1"] = c.opt["deqScale2"] = T({1}, ACL_FLOAT);
         REPORT("a2.ok.rope_pfa_ignored", Call(c, stream));
+        // Sparse modes 20-22 take the base-API kernels, which read no rope either; their tiling wants SH, which
+        // CheckInputLayoutMla refuses beside a rope (prompt_flash_attention_tiling.cpp CheckBaseApiOptionalInput).
+        c.sparseMode = 20; REPORT("a2.tiling.rope_pfa_base_api", Call(c, stream)); c.sparseMode = 0;
         c.layout = "TND"; c.q = T({64, 8, 64}, ACL_INT8); c.out = T({64, 8, 64}); c.k = c.v = {T({160, 2, 64}, ACL_INT8)};
         c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
         c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));

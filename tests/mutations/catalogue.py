@@ -2002,8 +2002,8 @@ MUTATIONS = [
     Mutation(
         "fia-a2-pfa-rope-read",
         FIA_ROPE_ARCH32,
-        'return base not in ("TND", "NTD") and',
-        "return False and",
+        '    return split(a.inputLayout)[0] not in ("TND", "NTD")',
+        "    return False",
         FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score_rope_arch32.py",),
     ),
     Mutation(

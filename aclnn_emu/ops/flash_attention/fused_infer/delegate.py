@@ -71,7 +71,7 @@ NOT_IMPLEMENTED = Gaps(
         "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a TND "
         "layout, an attenMask, empty actualSeqLengthsKv or a value cache of another shape than the key's, the ATB "
         "path (innerPrecise 2, a paged INT8 key, actualSeqLengths) after its layout rule, and a rope on the A2/A3 "
-        "PFA route with a TND-like layout or sparse mode 20-22 (the base-API kernels, which read it)",
+        "PFA route with a TND-like layout (the var-len kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
         "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",

@@ -49,16 +49,13 @@ def check_layout(a) -> None:
         raise tiling("rope.tnd_paged", f"Layout is {layout}, MLA enabled, PA must be enabled when query's D is 512.")
 
 
-BASE_API_SPARSE = (20, 21, 22)  # CheckBaseAPISupportScenarios: the base-API kernels, which read a rope
-
-
 def ignored_on_pfa(a) -> bool:
     """A rope the A2/A3 PFA route never reads: its tiling checks one only for TND-like layouts
-    (CheckInputShapeWhenLayoutIsTND), and prompt_flash_attention_arch32.h hands queryRope/keyRope to
-    the base-API kernels alone (UnpackInit: the TND var-len and sparse 20-22 ones), never to the
-    PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) that take the rest."""
-    base = split(a.inputLayout)[0]
-    return base not in ("TND", "NTD") and attr_int32(a.sparseMode) not in BASE_API_SPARSE
+    (CheckInputShapeWhenLayoutIsTND), and prompt_flash_attention_arch32.h hands queryRope/keyRope to the
+    TND var-len kernels alone (UnpackInit: PromptFlashAttentionVarLenScoreSameAB{,BaseApi}), never to
+    the PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) nor to the base-API
+    ones of sparse modes 20-22 (INVOKE_PFA_GENERAL_OP_IMPL_BASE_API / _MLA: Init without rope)."""
+    return split(a.inputLayout)[0] not in ("TND", "NTD")
 
 
 def atb(a) -> bool:
