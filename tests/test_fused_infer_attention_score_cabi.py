@@ -166,6 +166,8 @@ A2_TILING = {
     "rope_full_quant_kv_scale": "CheckKVQuantParam4FullQuant",  # [1]
     "rope_atb_layout": "AtbTilingCheck",  # the ATB path (AtbCheckFlag910) takes BSH/BSND/BNSD/TND
     "rope_pfa_base_api": "CheckBaseApiOptionalInput",  # sparse 20-22: SH only, which no rope call has
+    "rope_pfa_tnd_d": "CheckInputShapeWhenLayoutIsTND",  # a TND rope: D 128, rope D 64
+    "rope_pfa_tnd_int8": "CheckIOType",  # "When Layout is TND, not support QKV dataType is all int8!"
 }
 
 EXPECTED = {
@@ -221,9 +223,9 @@ ON_A2 = {
     "a2.ok.rope_full_quant": SUCCESS,
     # incre_flash_attention_tiling_check.cpp CheckMlaAttrs: the IFA tiling's MLA takes one KV head
     "rope_antiquant_decode": TILING,
-    # delegate.NOT_IMPLEMENTED (rope): TND on the PFA route (the base-API var-len kernels read the rope), the
-    # IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernel with a query S of 2
-    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa_tnd", "atb", "full_quant")},
+    # delegate.NOT_IMPLEMENTED (rope): the IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernel
+    # with a query S of 2
+    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("atb", "full_quant")},
 }
 
 

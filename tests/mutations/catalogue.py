@@ -2621,6 +2621,13 @@ MUTATIONS = [
         FIA_MLA_INT8_TESTS,
     ),
     Mutation(
+        "fia-rope-pfa-tnd-d-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "    if (qs[2], ks[2], v.shape[2], qrs[2], krs[2]) != (128, 128, 128, MLA_ROPE_D, MLA_ROPE_D):",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_rope_arch32.py",),
+    ),
+    Mutation(
         "fia-mla-int8-query-rows-run",
         FIA_MLA_INT8_OPS,
         "    return axes.s != 1 or route.base",

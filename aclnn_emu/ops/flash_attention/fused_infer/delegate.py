@@ -71,7 +71,8 @@ NOT_IMPLEMENTED = Gaps(
         "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a TND "
         "layout, an attenMask, empty actualSeqLengthsKv or a value cache of another shape than the key's, the ATB "
         "path (innerPrecise 2, a paged INT8 key, actualSeqLengths) after its layout rule, and a rope on the A2/A3 "
-        "PFA route with a TND-like layout (the var-len kernels, which read it)",
+        "PFA route with a TND-like layout over a paged cache, or over dense ones after the PFA tiling's checks (the "
+        "var-len kernels, which read it)",
         "query_quant": "Ascend910_95's MLA full quant (FP8 E4M3 query, key and value with queryRope and keyRope) "
         "after CheckMLAFullQuant with a head size of 128 (PFARope), with pseShift or left padding, or scales too "
         "small for the kernel's reads (dequantScaleQuery under B x S x N elements, an empty key or value scale)",
@@ -455,6 +456,10 @@ def _as_tiling_failure(op, prepare, args, env):
 def _without_rope(a, env, kernels: str):
     """The call as kernels that read no queryRope/keyRope see it, with a warning."""
     env.warn(f"queryRope/keyRope are ignored: {kernels} read no rope (CANN 8.5), so the output is that without them")
+    return _ropeless(a)
+
+
+def _ropeless(a):
     return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
 
 
@@ -555,11 +560,18 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
+    # A2/A3 TND with a rope over dense caches: the PFA tiling's TND rope rules, its other checks on the
+    # call without the rope, then the var-len kernels, which read it (not emulated)
+    tnd_rope = not on_arch35(env) and rope_prompt.present(a) and not ignored and a.blockTableOptional is None
     _before_checks(
-        a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block, full_quant=full_quant
-    )
+        a, env, prompt=True, rope=rope is not None or per_block or ignored or tnd_rope, per_block=per_block,
+        full_quant=full_quant,
+    )  # fmt: skip
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
+    if tnd_rope:
+        rope_arch32.check_pfa_tnd(a)
+        a = _ropeless(a)
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):
@@ -611,6 +623,8 @@ def prompt(a, env):
         **extra,
     )
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
+    if tnd_rope:
+        NOT_IMPLEMENTED.refuse("rope")
     if not on_arch35(env):
         kv_antiquant_pfa.check_after_shapes(a, args.key.is_empty or args.value.is_empty)
         if kv_antiquant_pfa.msd(a):  # S <= 16 here

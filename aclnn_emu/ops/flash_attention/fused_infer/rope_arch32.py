@@ -58,6 +58,41 @@ def ignored_on_pfa(a) -> bool:
     return split(a.inputLayout)[0] not in ("TND", "NTD")
 
 
+def check_pfa_tnd(a) -> None:
+    """CheckInputShapeWhenLayoutIsTND's rope rules (prompt_flash_attention_tiling.cpp) over dense caches,
+    then the empty-queryRope rule after it: query, key and value 3-D; the ropes of the query's and the
+    key's rank; queryRope's T and N the query's, keyRope's T and N the key's; D 128 for query, key and
+    value with rope D 64; queryRope not empty. The PFA checks run after these on the call without the
+    rope; a call failing both meets these first (all 561002)."""
+    base = split(a.inputLayout)[0]
+    t_axis, n_axis = (0, 1) if base == "TND" else (1, 0)
+    q, k, v = a.query, a.key.items[0], a.value.items[0]
+    q_rope, k_rope = a.queryRopeOptional, a.keyRopeOptional
+    if (q.ndim, k.ndim, v.ndim) != (3, 3, 3):
+        raise tiling(
+            "pfa.tnd_dims", f"When layout is {base}, querDim({q.ndim}) keyDim({k.ndim}) valueDim({v.ndim}) must be 3."
+        )
+    if q_rope.ndim != q.ndim or k_rope.ndim != k.ndim:
+        raise tiling(
+            "pfa.tnd_rope_dims", f"When layout is {base}, queryRopeDims({q_rope.ndim})/keyRopeDims({k_rope.ndim}) must "
+            f"be equal to queryDims({q.ndim})/keyDims({k.ndim})!",
+        )  # fmt: skip
+    qs, ks, qrs, krs = (tuple(t.shape) for t in (q, k, q_rope, k_rope))
+    if qrs[t_axis] != qs[t_axis] or qrs[n_axis] != qs[n_axis]:
+        raise tiling("pfa.tnd_query_rope_shape", f"queryRope {list(qrs)}: its T and N must be the query's {list(qs)}")
+    if krs[t_axis] != ks[t_axis]:
+        raise tiling("pfa.tnd_key_rope_t", f"keyRopeT({krs[t_axis]}) must be equal to keyT({ks[t_axis]})!")
+    if krs[n_axis] != ks[n_axis]:
+        raise tiling("pfa.tnd_key_rope_n", f"keyRopeN({krs[n_axis]}) must be equal to keyN({ks[n_axis]})!")
+    if (qs[2], ks[2], v.shape[2], qrs[2], krs[2]) != (128, 128, 128, MLA_ROPE_D, MLA_ROPE_D):
+        raise tiling(
+            "pfa.tnd_rope_d", f"When layout is {base} and queryRope/keyRope is not nullptr, queryRopeD({qrs[2]})/"
+            f"keyRopeD({krs[2]}) must be 64, queryD({qs[2]})/keyD({ks[2]})/valueD({v.shape[2]}) must be 128!",
+        )  # fmt: skip
+    if q_rope.numel == 0:
+        raise tiling("pfa.tnd_rope_empty", f"When layout is {base}, queryRope should not be empty tensor.")
+
+
 def atb(a) -> bool:
     """AtbCheckFlag910: the IFA tiling's ATB path, which checks no rope."""
     lengths = a.actualSeqLengthsOptional
