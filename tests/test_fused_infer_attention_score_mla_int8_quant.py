@@ -75,6 +75,14 @@ def test_paged_meets_the_standard(chip, layout):
     assert precision.failure(out, flipped.out[:, :, 0], "bfloat16", floor=flipped.floor[:, :, 0]) is not None
 
 
+def _channel_zero(n, s2):
+    """A query of N heads with 1 in channel 0 and zero keys [1, 1, S2, D]: a key's raw score is its
+    channel 0."""
+    q = np.zeros((1, n, 1, D), np.int8)
+    q[..., 0] = 1
+    return q, np.zeros((1, 1, s2, D), np.int8)
+
+
 @pytest.mark.parametrize("chip", ["Ascend910B"], indirect=True)
 def test_later_block_p_scaled_to_its_own_max(chip):
     """P is scaled to 127 against its own key block's max (pMax): a first block holding one key of
@@ -82,9 +90,7 @@ def test_later_block_p_scaled_to_its_own_max(chip):
     only through 127 / pMax (without it P would be rint(2.3))."""
     n, s2 = 32, 1024
     rng = np.random.default_rng(8)
-    q = np.zeros((1, n, 1, D), np.int8)
-    q[..., 0] = 1
-    k = np.zeros((1, 1, s2, D), np.int8)
+    q, k = _channel_zero(n, s2)
     k[0, 0, 0, 0] = 100
     v = rng.integers(-127, 128, (1, 1, s2, D)).astype(np.int8)
     qr, kr = np.zeros((1, n, 1, ROPE), BF16), np.zeros((1, 1, s2, ROPE), BF16)
@@ -98,9 +104,7 @@ def test_later_block_p_scaled_to_its_own_max(chip):
 def _two_keys(n, v0, v1):
     """A zero-rope call of N heads over two keys whose raw INT8 products are (0, -1) for a query of
     ones in its channel 0; values v0, v1 [N?, D] int8 rows."""
-    q = np.zeros((1, n, 1, D), np.int8)
-    q[..., 0] = 1
-    k = np.zeros((1, 1, 2, D), np.int8)
+    q, k = _channel_zero(n, 2)
     k[0, 0, 1, 0] = -1
     v = np.stack([v0, v1]).astype(np.int8)[None, None]
     zeros = np.zeros((1, n, 1, ROPE), BF16), np.zeros((1, 1, 2, ROPE), BF16)
@@ -182,14 +186,13 @@ def test_running_sum_fp16_ties(chip):
     """The fp16 running sum after the first key block: acc = fp16(O_1 + fp16(acc_0 * fp16(alpha))).
     512 keys of score y (P 127, acc_0 = 127 v0 / 2), then one of score 0 (alpha = e^y, P 127,
     O_1 = 127 v1 / 1024): e^y on fp16 midpoints next to m/32 ties alpha's cast, v0 = +-1 ties the
-    product (127 m odd, 12 bits), v1 = 16 mod 32 ties the sum (other v1 keep the product's tie visible); dv 127, so out = fp32(acc * 1024) / l with
-    l = fp32(512 e + 1), cast to BF16 ties to even."""
+    product (127 m odd, 12 bits), v1 = 16 mod 32 ties the sum (other v1 keep the product's tie
+    visible); dv 127, so out = fp32(acc * 1024) / l with l = fp32(512 e + 1), cast to BF16 ties to
+    even."""
     n, s2 = 32, 513
     y, e = _alpha_ties()
     pick = np.arange(n) % len(y)
-    q = np.zeros((1, n, 1, D), np.int8)
-    q[..., 0] = 1
-    k = np.zeros((1, 1, s2, D), np.int8)
+    q, k = _channel_zero(n, s2)
     k[0, 0, :512, 0] = -1
     d = np.arange(D)
     v0 = np.where(d // 2 % 2, 1, -1)
@@ -221,9 +224,7 @@ def test_block_p_max_fp16_ties(chip):
     n, s2 = 32, 513
     y, e = _alpha_ties()
     pick = np.arange(n) % len(y)
-    q = np.zeros((1, n, 1, D), np.int8)
-    q[..., 0] = 1
-    k = np.zeros((1, 1, s2, D), np.int8)
+    q, k = _channel_zero(n, s2)
     k[0, 0, 512, 0] = -1
     v = np.zeros((1, 1, s2, D), np.int8)
     v[0, 0, 512] = np.where(np.arange(D) % 2, 1, -1)
