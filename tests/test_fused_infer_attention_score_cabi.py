@@ -190,6 +190,12 @@ A2_TILING = {
     "rope_full_quant_bnbd": "ProcessPageAttentionFlag",
     "rope_full_quant_bnsd": "ProcessQuant",
     "rope_full_quant_mode": "CheckQkvQuantParams4FullQuant",
+    "rope_full_quant_query_scale": "CheckQueryQuantParam4FullQuant",  # BSND: [B, S, N]
+    "rope_full_quant_kv_scale": "CheckKVQuantParam4FullQuant",  # [1]
+    "rope_atb_layout": "AtbTilingCheck",  # the ATB path (AtbCheckFlag910) takes BSH/BSND/BNSD/TND
+    "rope_pfa_base_api": "CheckBaseApiOptionalInput",  # sparse 20-22: SH only, which no rope call has
+    "rope_pfa_tnd_d": "CheckInputShapeWhenLayoutIsTND",  # a TND rope: D 128, rope D 64
+    "rope_pfa_tnd_int8": "CheckIOType",  # "When Layout is TND, not support QKV dataType is all int8!"
 }
 
 EXPECTED = {
@@ -243,11 +249,13 @@ ON_A2 = {
     # prompt_flash_attention_arch32.h hands a rope to the base-API kernels alone: the x910 kernels of an
     # INT8 query (S 32 > 16: the PFA route) run without it (rope_arch32.ignored_on_pfa, with a warning)
     "a2.ok.rope_pfa_ignored": SUCCESS,
+    # the IFA MLA full-quant kernel (incre_flash_attention_preload_mla.h QUANT) runs an S 1 INT8 decode
+    "a2.ok.rope_full_quant": SUCCESS,
     # incre_flash_attention_tiling_check.cpp CheckMlaAttrs: the IFA tiling's MLA takes one KV head
     "rope_antiquant_decode": TILING,
-    # delegate.NOT_IMPLEMENTED (rope): TND on the PFA route (the base-API var-len kernels read the rope), the
-    # IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernels after the tiling's checks
-    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("pfa_tnd", "atb", "full_quant")},
+    # delegate.NOT_IMPLEMENTED (rope): the IFA tiling's ATB path (AtbCheckFlag910), the IFA MLA full-quant kernel
+    # with a query S of 2
+    **{f"a2.not_implemented.rope_{name}": NOT_IMPLEMENTED for name in ("atb", "full_quant")},
 }
 
 

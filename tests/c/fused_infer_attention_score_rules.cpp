@@ -152,7 +152,7 @@ static Case MlaInt8FullQuant() {
     c.q = T({2, 1, 16, 512}, ACL_INT8);
     c.k = c.v = {T({4, 128, 512}, ACL_INT8)};
     c.opt["dequantScaleQuery"] = T({2, 1, 16}, ACL_FLOAT);
-    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+    c.opt["keyAntiquantScale"] = c.opt["valueAntiquantScale"] = T({1}, ACL_FLOAT);
     c.queryQuantMode = 3;
     return c;
 }
@@ -505,20 +505,34 @@ int main() {
         c = MlaAntiquant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_INT8);
         REPORT("a2.tiling.rope_paged_bnbd_layout", Call(c, stream));
         // An INT8 query of S 32 takes the PFA route, whose x910 kernels read no rope: it runs without; TND there
-        // takes the base-API kernels, which read it (not emulated). innerPrecise 2 with query lengths: the IFA
-        // tiling's ATB path.
+        // meets the PFA tiling's TND rope rules (D 128 + 64), then CheckIOType (no all-INT8 TND). innerPrecise 2
+        // with query lengths: the IFA tiling's ATB path.
         c = Prefill(); c.q = T({2, 8, 32, 64}, ACL_INT8); c.out = T({2, 8, 32, 64}); c.k = c.v = {T({2, 2, 80, 64}, ACL_INT8)};
         c.opt["queryRope"] = T({2, 8, 32, 64}, ACL_INT8); c.opt["keyRope"] = T({2, 2, 80, 64}, ACL_INT8); c.version = 3;
         c.opt["deqScale1"] = c.opt["quantScale1"] = c.opt["deqScale2"] = T({1}, ACL_FLOAT);
         REPORT("a2.ok.rope_pfa_ignored", Call(c, stream));
+        // Sparse modes 20-22 take the base-API kernels, which read no rope either; their tiling wants SH, which
+        // CheckInputLayoutMla refuses beside a rope (prompt_flash_attention_tiling.cpp CheckBaseApiOptionalInput).
+        c.sparseMode = 20; REPORT("a2.tiling.rope_pfa_base_api", Call(c, stream)); c.sparseMode = 0;
         c.layout = "TND"; c.q = T({64, 8, 64}, ACL_INT8); c.out = T({64, 8, 64}); c.k = c.v = {T({160, 2, 64}, ACL_INT8)};
         c.opt["queryRope"] = T({64, 8, 64}, ACL_INT8); c.opt["keyRope"] = T({160, 2, 64}, ACL_INT8);
-        c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.not_implemented.rope_pfa_tnd", Call(c, stream));
+        c.hasActQ = c.hasActKv = true; c.actQ = {32, 64}; c.actKv = {80, 160}; REPORT("a2.tiling.rope_pfa_tnd_d", Call(c, stream));
+        c.q = T({64, 8, 128}, ACL_INT8); c.out = T({64, 8, 128}); c.k = c.v = {T({160, 2, 128}, ACL_INT8)};
+        REPORT("a2.tiling.rope_pfa_tnd_int8", Call(c, stream));
         c = MlaAntiquant(); c.innerPrecise = 2; c.hasActQ = true; c.actQ = {1, 1}; REPORT("a2.not_implemented.rope_atb", Call(c, stream));
-        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; the kernels are not emulated.
+        // RunBigKernelTiling takes the ATB path before PreProcess; AtbTilingCheck: BSH, BSND, BNSD, TND only.
+        c.layout = "BSND_NBSD"; c.out = T({16, 2, 1, 512}, ACL_BF16); REPORT("a2.tiling.rope_atb_layout", Call(c, stream));
+        // INT8 query: IFATiling::ProcessQuant's full-quant rules, then the MLA ones; its kernel runs S 1.
         c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
-        REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        REPORT("a2.ok.rope_full_quant", Call(c, stream));
+        c.q = T({2, 2, 16, 512}, ACL_INT8); c.out = T({2, 2, 16, 512}, ACL_BF16); c.opt["queryRope"] = T({2, 2, 16, 64}, ACL_BF16);
+        c.opt["dequantScaleQuery"] = T({2, 2, 16}, ACL_FLOAT); REPORT("a2.not_implemented.rope_full_quant", Call(c, stream));
+        c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 16, 128, 32}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 4, 128, 16}, ACL_BF16);
         c.opt["kvPaddingSize"] = T({1}, ACL_INT64); REPORT("a2.tiling.rope_mla_kv_padding", Call(c, stream));
+        c = MlaInt8FullQuant(); c.opt["dequantScaleQuery"] = T({2, 16}, ACL_FLOAT);
+        REPORT("a2.tiling.rope_full_quant_query_scale", Call(c, stream));
+        c = MlaInt8FullQuant(); c.opt["valueAntiquantScale"] = T({1, 512}, ACL_FLOAT);
+        REPORT("a2.tiling.rope_full_quant_kv_scale", Call(c, stream));
         c = MlaInt8FullQuant(); c.k = c.v = {T({4, 1, 128, 512}, ACL_INT8)}; c.opt["keyRope"] = T({4, 1, 128, 64}, ACL_BF16);
         REPORT("a2.tiling.rope_full_quant_bnbd", Call(c, stream));
         c = MlaInt8FullQuant(); c.layout = "BNSD"; c.q = T({2, 16, 1, 512}, ACL_INT8); c.out = T({2, 16, 1, 512}, ACL_BF16);

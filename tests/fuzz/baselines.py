@@ -711,18 +711,28 @@ def fia_per_block_hif8(soc):
 
 
 def fia_mla_full_quant(soc):
-    """Ascend910_95's MLA full quant: the DeepSeek FP8 decode, an FP8 E4M3 query (D 512, 32 heads), key and
-    value over a paged cache of 32-token blocks with BF16 ropes, FLOAT scales per token + head ([B, S, N])
-    and per tensor ([1])."""
-    q, out = T((2, 1, 32 * 512), "FLOAT8_E4M3FN"), T((2, 1, 32 * 512), "BF16")
-    k, v, k_rope = T((6, 32, 512), "FLOAT8_E4M3FN"), T((6, 32, 512), "FLOAT8_E4M3FN"), T((6, 32, 64), "BF16")
+    """Ascend910_95's MLA full quant: the DeepSeek FP8 decode over a paged cache of 32-token blocks."""
+    return _fia_mla_quant("FLOAT8_E4M3FN", 32, (70, 33))
+
+
+def fia_mla_int8_quant(soc):
+    """Atlas A2/A3's MLA full quant: the DeepSeek INT8 decode over a paged cache of 16-token blocks (the
+    IFA tiling's quantFlag_ with ropeFlag_)."""
+    return _fia_mla_quant("INT8", 16, (40, 33))
+
+
+def _fia_mla_quant(dtype, block, lengths):
+    """An 8-bit query (D 512, 32 heads), key and value with BF16 ropes, FLOAT scales per token + head
+    ([B, S, N]) and per tensor ([1])."""
+    q, out = T((2, 1, 32 * 512), dtype), T((2, 1, 32 * 512), "BF16")
+    k, v, k_rope = T((6, block, 512), dtype), T((6, block, 512), dtype), T((6, block, 64), "BF16")
     table = T((2, 3), "INT32", fill=(0, 1, 2, 3, 4, 5))
     return named_args("FusedInferAttentionScoreV4", query=q, key=L([k]), value=L([v]),
                       queryRopeOptional=T((2, 1, 32 * 64), "BF16"), keyRopeOptional=k_rope, blockTableOptional=table,
-                      actualSeqLengthsKvOptional=(70, 33), dequantScaleQueryOptional=T((2, 1, 32), "FLOAT"),
+                      actualSeqLengthsKvOptional=lengths, dequantScaleQueryOptional=T((2, 1, 32), "FLOAT"),
                       keyAntiquantScaleOptional=T((1,), "FLOAT"), valueAntiquantScaleOptional=T((1,), "FLOAT"),
                       queryQuantMode=3, numHeads=32, scaleValue=0.0417, preTokens=2147483647, nextTokens=2147483647,
-                      inputLayout="BSH", numKeyValueHeads=1, blockSize=32, attentionOut=out,
+                      inputLayout="BSH", numKeyValueHeads=1, blockSize=block, attentionOut=out,
                       softmaxLse=T((2, 32, 1, 1), "FLOAT"))  # fmt: skip
 
 
@@ -866,6 +876,7 @@ BASELINES = {
         (fia_per_block_hif8, ("Ascend910_95",)),
         (fia_mla_full_quant, ("Ascend910_95",)),
         (fia_mla_full_quant_kv_padding, ("Ascend910_95",)),
+        (fia_mla_int8_quant, A2_A3),
     ),
     "FusedInferAttentionScore": ((fia_v1, ALL),),
     "FusedInferAttentionScoreV5": (

@@ -110,6 +110,12 @@ FIA_QUERY_QUANT_TESTS = (
     "tests/test_fused_infer_attention_score_cabi.py",
 )
 FIA_MLA_FULL_QUANT = "aclnn_emu/ops/flash_attention/fused_infer/mla_full_quant_arch35.py"
+FIA_MLA_INT8 = K + "flash_attention/mla_int8_quant.py"
+FIA_MLA_INT8_OPS = "aclnn_emu/ops/flash_attention/fused_infer/mla_quant_arch32.py"
+FIA_MLA_INT8_TESTS = (
+    "tests/test_fused_infer_attention_score_mla_int8_quant.py",
+    "tests/test_fused_infer_attention_score_cabi.py",
+)
 FIA_TESTS = (
     "tests/test_fused_infer_attention_kernel.py",
     "tests/test_fused_infer_attention_score.py",
@@ -2051,8 +2057,8 @@ MUTATIONS = [
     Mutation(
         "fia-a2-pfa-rope-read",
         FIA_ROPE_ARCH32,
-        'return base not in ("TND", "NTD") and',
-        "return False and",
+        '    return split(a.inputLayout)[0] not in ("TND", "NTD")',
+        "    return False",
         FIA_CABI_TESTS + ("tests/test_fused_infer_attention_score_rope_arch32.py",),
     ),
     Mutation(
@@ -2596,6 +2602,113 @@ MUTATIONS = [
         "    if a.queryQuantMode != PER_TOKEN_HEAD:",
         "    if False:",
         FIA_QUERY_QUANT_TESTS,
+    ),
+    # MLA full quant on Atlas A2/A3 (mla_quant_arch32, kernels/flash_attention/mla_int8_quant.py)
+    Mutation(
+        "fia-mla-int8-product-read-exactly",
+        FIA_MLA_INT8,
+        "    return acc.view(np.float32) + BIAS_VALUE",
+        "    return sums.astype(np.float32)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-rope-left-out",
+        FIA_MLA_INT8,
+        "        c = product_as_float(sums) + np.matmul(q_rope, k_rope[c0:c1].T)",
+        "        c = product_as_float(sums)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-key-scale-ignored",
+        FIA_MLA_INT8,
+        "(dq.astype(np.float32) * np.float32(dk)) * np.float32(scale)",
+        "dq.astype(np.float32) * np.float32(scale)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-p-without-fp16-step",
+        FIA_MLA_INT8,
+        "    return np.rint(scaled.astype(np.float16).astype(np.float32))",
+        "    return np.rint(scaled)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-p-ties-away",
+        FIA_MLA_INT8,
+        "    return np.rint(scaled.astype(np.float16).astype(np.float32))",
+        "    return np.floor(scaled.astype(np.float16).astype(np.float32) + 0.5)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-p-not-rescaled-per-block",
+        FIA_MLA_INT8,
+        "        p_max = np.exp(block_max - new_max) + FLOAT_EPS",
+        "        p_max = np.ones_like(block_max)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-pv-kept-in-fp32",
+        FIA_MLA_INT8,
+        "        o = (pv * MM2_DEQ).astype(np.float16) * p_max.astype(np.float16)",
+        "        o = (pv * MM2_DEQ) * p_max",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-running-sum-not-rescaled",
+        FIA_MLA_INT8,
+        "            acc = o + acc * alpha.astype(np.float16)",
+        "            acc = o + acc",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-p-max-kept-in-fp32",
+        FIA_MLA_INT8,
+        "        o = (pv * MM2_DEQ).astype(np.float16) * p_max.astype(np.float16)",
+        "        o = ((pv * MM2_DEQ).astype(np.float16) * p_max).astype(np.float16)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-alpha-kept-in-fp32",
+        FIA_MLA_INT8,
+        "            acc = o + acc * alpha.astype(np.float16)",
+        "            acc = o + (acc * alpha).astype(np.float16)",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation("fia-mla-int8-output-away", FIA_MLA_INT8_OPS, "cast_rint", "cast_round", FIA_MLA_INT8_TESTS, count=2),
+    Mutation(
+        "fia-mla-int8-query-scale-shape-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "    if not fits:",
+        "    if False:",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-mla-int8-kv-scale-shape-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "        if tuple(t.shape) != (1,):",
+        "        if False:",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-rope-atb-layout-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "    if layout not in ATB_LAYOUTS:",
+        "    if False:",
+        FIA_MLA_INT8_TESTS,
+    ),
+    Mutation(
+        "fia-rope-pfa-tnd-d-unchecked",
+        "aclnn_emu/ops/flash_attention/fused_infer/rope_arch32.py",
+        "    if (qs[2], ks[2], v.shape[2], qrs[2], krs[2]) != (128, 128, 128, MLA_ROPE_D, MLA_ROPE_D):",
+        "    if False:",
+        ("tests/test_fused_infer_attention_score_rope_arch32.py",),
+    ),
+    Mutation(
+        "fia-mla-int8-query-rows-run",
+        FIA_MLA_INT8_OPS,
+        "    return axes.s != 1 or route.base",
+        "    return route.base",
+        FIA_MLA_INT8_TESTS,
     ),
     # --- shared rounding loops -----------------------------------------------------------------
     Mutation(

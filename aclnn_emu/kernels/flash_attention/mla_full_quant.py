@@ -16,6 +16,8 @@ the emulator stacks them; the maths are per row), keys in the config's blocks of
 The caller casts ``out`` to BF16 ties away (Bmm2DataCopyOut CAST_ROUND).
 """
 
+from collections.abc import Callable
+
 import numpy as np
 
 from aclnn_emu.kernels import native, parallel
@@ -39,14 +41,7 @@ def mla_full_quant_attention(
     b, n, s1 = q.shape[:3]
     out = np.zeros((b, n, s1, v.shape[3]), np.float32)
     dk32, dv32, scale32 = np.float32(dk), np.float32(dv), np.float32(scale)
-    if rows is None:  # (tensor batch, first query row, rows, first key, keys) per batch
-        spans = [(bi, 0, int(act_q[bi]), 0, int(act_kv[bi])) for bi in range(b)]
-    else:
-        spans = [(0, q0, aq, k0, ak) for (q0, aq), (k0, ak) in zip(*rows)]
-
-    def head(task):
-        with np.errstate(over="ignore", invalid="ignore"):  # inf/NaN scores run on, as on the hardware
-            _heads(*task)
+    spans = batch_spans(b, act_q, act_kv, rows)
 
     def _heads(span, h0, h1):
         """Heads [h0, h1) of a batch as one stack of rows (h, i), as the kernel merges them: the KV
@@ -74,7 +69,26 @@ def mla_full_quant_attention(
             ).reshape(heads, count)
 
     kept = native.KeptPanels()
-    live = [span for span, (_, _, count, _, s2) in enumerate(spans) if count and s2]
-    chunk = -(-n // max(1, -(-2 * parallel.workers() // max(1, len(live)))))  # enough tasks for every worker
-    parallel.map_ordered(head, [(span, h0, min(h0 + chunk, n)) for span in live for h0 in range(0, n, chunk)])
+    run_head_stacks(spans, n, _heads)
     return out
+
+
+def batch_spans(b: int, act_q, act_kv, rows=None) -> list[tuple[int, int, int, int, int]]:
+    """(tensor batch, first query row, rows, first key, keys) per batch: a batch's own rows and
+    keys from 0, or a packed layout's ``rows`` ((query, key) (first row, count) per batch) over B = 1."""
+    if rows is None:
+        return [(bi, 0, int(act_q[bi]), 0, int(act_kv[bi])) for bi in range(b)]
+    return [(0, q0, aq, k0, ak) for (q0, aq), (k0, ak) in zip(*rows)]
+
+
+def run_head_stacks(spans, n: int, heads: Callable[[int, int, int], None]) -> None:
+    """``heads(span, h0, h1)`` over the N query heads of every span with rows and keys, in chunks of
+    heads enough for every worker (inf/NaN scores run on, as on the hardware)."""
+
+    def task(args):
+        with np.errstate(over="ignore", invalid="ignore"):
+            heads(*args)
+
+    live = [span for span, (_, _, count, _, s2) in enumerate(spans) if count and s2]
+    chunk = -(-n // max(1, -(-2 * parallel.workers() // max(1, len(live)))))
+    parallel.map_ordered(task, [(span, h0, min(h0 + chunk, n)) for span in live for h0 in range(0, n, chunk)])

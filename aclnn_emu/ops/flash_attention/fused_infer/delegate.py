@@ -35,6 +35,7 @@ from . import (
     paged_prompt_arch32,
 )
 from . import mla_full_quant_arch35 as mla_full_quant
+from . import mla_quant_arch32 as mla_quant
 from . import pse_type, rope_arch32, rope_prompt, shared_prefix, split_params
 from . import alibi_arch35 as alibi
 from . import query_quant_arch35 as query_quant
@@ -69,9 +70,11 @@ NOT_IMPLEMENTED = Gaps(
         "shared_prefix": "a shared prefix beside a query layout other than BSH/BSND/BNSD on the Atlas A2/A3 IFA "
         "route that passes the IFA tiling's prefix rules (a TND query of D 0)",
         "rope": "queryRope/keyRope on Atlas A2/A3, after the IFA tiling's MLA checks (which refuse every INT8/INT4 key beside "
-        "a float query), the MLA full-quant kernels (INT8 query, key and value) and the ATB path (innerPrecise 2, "
-        "a paged INT8 key, actualSeqLengths), and a rope on the A2/A3 PFA route with a TND-like layout or sparse "
-        "mode 20-22 (the base-API kernels, which read it)",
+        "a float query), the MLA full-quant kernels (INT8 query, key and value) with a query S other than 1, a TND "
+        "layout, an attenMask, empty actualSeqLengthsKv or a value cache of another shape than the key's, the ATB "
+        "path (innerPrecise 2, a paged INT8 key, actualSeqLengths) after its layout rule, and a rope on the A2/A3 "
+        "PFA route with a TND-like layout over a paged cache, or over dense ones after the PFA tiling's checks (the "
+        "var-len kernels, which read it)",
         "per_block_prefix": "a shared prefix beside Ascend910_95's per-block full quant (GetEnableDN then leaves "
         "the DN kernels for the ND ones, whose 128-key blocks step through the 256-key scales)",
         "antiquant_mask": "an attenMask beside an INT8/INT4 key/value with a query S other than 1 on Ascend910_95 "
@@ -164,6 +167,9 @@ INFERRED = Gaps(
         "ComputeBmm1Tail) a length not a multiple of it makes the last prefix block read prefix rows past that "
         "length, up to it plus the batch's keys, and drops the key's last blocks; the emulator attends to the "
         "prefix's first rows of that length, then to the batch's keys",
+        "ifa_mla_quant_split": "the A2/A3 MLA full-quant kernel (INT8 query, key and value) over 256 keys or more: "
+        "the IFA tiling may split a batch's keys across cores (IsFlashDecode, by the part's core count) and "
+        "combine the parts' outputs by their lse; the emulator walks each batch's keys in one pass",
         "max_workspace_lengths": "GetMaxWorkspaceSize on the IFA/PFA routes checks the actual lengths' values, "
         "which the hardware's tilings do not see there (isMaxWorkspace: FakeArray tensors without data)",
         "list_key_rank": "a key tensor list holding a tensor of more than four dimensions on the PFA route: to "
@@ -252,10 +258,12 @@ def _before_checks(a, env, prompt: bool, rope: bool = False, per_block: bool = F
     if not on_arch35(env) and prompt:
         _pfa_context(a)
         shared_prefix.check_pfa_arch32(a)
+    elif not on_arch35(env) and rope_prompt.present(a) and rope_arch32.atb(a):  # the ATB path, before PreProcess
+        rope_arch32.check_atb(a)
     elif not on_arch35(env):  # ProcessQuant, ProcessAntiQuant, then (an NZ key) ProcessGqaKvNz, ProcessSharedPrefix
         _ifa_query_quant(a)
         kv_antiquant.check_ifa(a)
-        if rope_prompt.present(a) and not rope_arch32.atb(a):  # ropeFlag_: the MLA rules
+        if rope_prompt.present(a):  # ropeFlag_: the MLA rules
             rope_arch32.check_ifa(a)
         _ifa_kv_nz_lse(a)
         shared_prefix.check_ifa_arch32(a)
@@ -488,6 +496,10 @@ def _as_tiling_failure(op, prepare, args, env):
 def _without_rope(a, env, kernels: str):
     """The call as kernels that read no queryRope/keyRope see it, with a warning."""
     env.warn(f"queryRope/keyRope are ignored: {kernels} read no rope (CANN 8.5), so the output is that without them")
+    return _ropeless(a)
+
+
+def _ropeless(a):
     return SimpleNamespace(**{**vars(a), "queryRopeOptional": None, "keyRopeOptional": None})
 
 
@@ -497,7 +509,8 @@ def incre(a, env):
     Ascend910_95's IFATilingV2 reads no rope (ConvertContextToParamsIFA leaves it out, hasRope is 0),
     so its antiquant kernel runs without one."""
     ignored = on_arch35(env) and rope_prompt.present(a)
-    _before_checks(a, env, prompt=False, rope=ignored)
+    full_quant = not on_arch35(env) and mla_quant.applies(a) and not rope_arch32.atb(a)  # ATB: AtbCheckFlag910 first
+    _before_checks(a, env, prompt=False, rope=ignored or full_quant, full_quant=full_quant)
     if ignored:
         a = _without_rope(a, env, "Ascend910_95's antiquant kernels (IFATilingV2)")
     if a.int4:
@@ -517,7 +530,7 @@ def incre(a, env):
         dequantScale2=a.deqScale2Optional,
         quantScale2=a.quantScale2Optional,
         quantOffset2=a.quantOffset2Optional,
-        **_antiquant_args(a, on_arch35(env)),
+        **(dict(antiquantScale=None, antiquantOffset=None) if full_quant else _antiquant_args(a, on_arch35(env))),
         blocktable=a.blockTableOptional,
         kvPaddingSize=a.kvPaddingSizeOptional,
         numHeads=a.numHeads,
@@ -529,11 +542,31 @@ def incre(a, env):
         attentionOut=a.attentionOut,
         softmaxLse=a.softmaxLse if a.lse_wanted and _antiquant_kv(a) else None,  # the antiquant kernels write it
     )
+    if full_quant:  # the rest of IFATiling on the call seen in BF16; the MLA full-quant kernel runs
+        args.query = mla_quant.checked_view(a.query)
+        args.key, args.value = (
+            SimpleNamespace(items=[mla_quant.checked_view(t) for t in x.items]) for x in (key, value)
+        )
     out = _as_tiling_failure(INCRE, INCRE.prepare_fn, args, env)
     pair = (a.keyAntiquantMode, a.valueAntiquantMode) == kv_antiquant_arch35.CHANNEL_TOKEN
     if on_arch35(env) and _modes_alone(a) and pair and _antiquant_kv(a):
         REFUSED.refuse("pair_without_params")
+    if full_quant:
+        return _mla_quant(a, env, out)
     return _with_lse(a, env, out, sink, padding.ifa_keys(a), second_pass=args.softmaxLse is None)
+
+
+def _mla_quant(a, env, out):
+    """The A2/A3 MLA full-quant kernel after the IFA tiling's checks (an empty output launches none)."""
+    route = Route(a, env)
+    axes = route.shape_facts()[0]
+    if mla_quant.unmodelled(a, route, axes):
+        NOT_IMPLEMENTED.refuse("rope")
+    if out.run is None:
+        return out
+    if mla_quant.splits(a):
+        INFERRED.warn(env, "ifa_mla_quant_split")
+    return mla_quant.launch(a, route, axes)
 
 
 def _sparse_args(a, arch35: bool) -> dict:
@@ -575,11 +608,18 @@ def prompt(a, env):
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
+    # A2/A3 TND with a rope over dense caches: the PFA tiling's TND rope rules, its other checks on the
+    # call without the rope, then the var-len kernels, which read it (not emulated)
+    tnd_rope = not on_arch35(env) and rope_prompt.present(a) and not ignored and a.blockTableOptional is None
     _before_checks(
-        a, env, prompt=True, rope=rope is not None or per_block or ignored, per_block=per_block, full_quant=mla_quant
-    )
+        a, env, prompt=True, rope=rope is not None or per_block or ignored or tnd_rope, per_block=per_block,
+        full_quant=mla_quant,
+    )  # fmt: skip
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
+    if tnd_rope:
+        rope_arch32.check_pfa_tnd(a)
+        a = _ropeless(a)
     if a.blockTableOptional is not None and not on_arch35(env):  # inside the PFA tiling, after its context's checks
         facts = paged_prompt_arch32.check(_unpacked(a) if a.int4 else a, env)
     if rope_prompt.bnsd_causal_mla(a, rope):
@@ -647,6 +687,8 @@ def prompt(a, env):
     out = _as_tiling_failure(PROMPT, PROMPT.prepare_fn, args, env)
     if with_alibi and not empty_kv:
         _check_alibi_after(a, env, args)
+    if tnd_rope:
+        NOT_IMPLEMENTED.refuse("rope")
     if on_arch35(env):
         shared_prefix.check_arch35_reads(a)
         if shared_prefix.present(a) and shared_prefix.rows(a) % shared_prefix.ARCH35_WHOLE_BLOCKS:

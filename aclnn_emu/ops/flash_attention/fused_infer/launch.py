@@ -126,7 +126,7 @@ def fia_v3(a, env, route, axes, qd, vd, write_out: bool = True, left=None, sink:
         if shift is not None:
             o, lse = shift.back(o), None if lse is None else shift.back(lse)
         if write_out:
-            _write_out(out_t, o, out_layout, axes, heads, vd, q_rows)
+            write_attention_out(out_t, o, out_layout, axes, heads, vd, q_rows)
         if a.lse_wanted:
             _write_lse(lse_t, lse, packed, axes, q_rows)
 
@@ -142,7 +142,7 @@ def _rows_of(x, rows):
     return out
 
 
-def _write_out(out_t, o, layout, axes, heads, vd, q_rows):
+def write_attention_out(out_t, o, layout, axes, heads, vd, q_rows):
     if q_rows is None:
         full = np.zeros(shaped(axes, layout, vd), o.dtype)
         to_bnsd(full, layout, heads)[...] = o

@@ -10,8 +10,9 @@ table). The IFA tiling (incre_flash_attention_tiling.cpp, _check.cpp) then takes
 full-quant scales and modes, BF16 ropes), `ProcessKVPaddingSize` (no kv padding with MLA),
 `ProcessMlaRope` (`CheckMlaQueryRope`, `CheckMlaAttrs`, `CheckMlaKeyRope`, `CheckMlaMisc`). The last
 refuses antiquant, so every rope call with an INT8/INT4 key beside a float query fails the IFA
-tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, query lengths), which
-reads no rope, and the MLA full-quant kernels (INT8 query, key and value) take one.
+tiling; only the ATB path (`AtbCheckFlag910`: innerPrecise 2, paged, INT8 key, query lengths; its
+tiling `AtbTilingProcess` runs instead of all those rules and its kernel, paged_attention_antiquantkv.h,
+reads no rope) and the MLA full-quant kernels (INT8 query, key and value) take one.
 """
 
 from aclnn_emu.dtypes import SIZE, DataType
@@ -48,16 +49,48 @@ def check_layout(a) -> None:
         raise tiling("rope.tnd_paged", f"Layout is {layout}, MLA enabled, PA must be enabled when query's D is 512.")
 
 
-BASE_API_SPARSE = (20, 21, 22)  # CheckBaseAPISupportScenarios: the base-API kernels, which read a rope
-
-
 def ignored_on_pfa(a) -> bool:
     """A rope the A2/A3 PFA route never reads: its tiling checks one only for TND-like layouts
-    (CheckInputShapeWhenLayoutIsTND), and prompt_flash_attention_arch32.h hands queryRope/keyRope to
-    the base-API kernels alone (UnpackInit: the TND var-len and sparse 20-22 ones), never to the
-    PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) that take the rest."""
+    (CheckInputShapeWhenLayoutIsTND), and prompt_flash_attention_arch32.h hands queryRope/keyRope to the
+    TND var-len kernels alone (UnpackInit: PromptFlashAttentionVarLenScoreSameAB{,BaseApi}), never to
+    the PromptFlashAttentionS1s2Bns1X910 kernels (Init, InitQuant, InitKvAntiquant) nor to the base-API
+    ones of sparse modes 20-22 (INVOKE_PFA_GENERAL_OP_IMPL_BASE_API / _MLA: Init without rope)."""
+    return split(a.inputLayout)[0] not in ("TND", "NTD")
+
+
+def check_pfa_tnd(a) -> None:
+    """CheckInputShapeWhenLayoutIsTND's rope rules (prompt_flash_attention_tiling.cpp) over dense caches,
+    then the empty-queryRope rule after it: query, key and value 3-D; the ropes of the query's and the
+    key's rank; queryRope's T and N the query's, keyRope's T and N the key's; D 128 for query, key and
+    value with rope D 64; queryRope not empty. The PFA checks run after these on the call without the
+    rope; a call failing both meets these first (all 561002)."""
     base = split(a.inputLayout)[0]
-    return base not in ("TND", "NTD") and attr_int32(a.sparseMode) not in BASE_API_SPARSE
+    t_axis, n_axis = (0, 1) if base == "TND" else (1, 0)
+    q, k, v = a.query, a.key.items[0], a.value.items[0]
+    q_rope, k_rope = a.queryRopeOptional, a.keyRopeOptional
+    if (q.ndim, k.ndim, v.ndim) != (3, 3, 3):
+        raise tiling(
+            "pfa.tnd_dims", f"When layout is {base}, querDim({q.ndim}) keyDim({k.ndim}) valueDim({v.ndim}) must be 3."
+        )
+    if q_rope.ndim != q.ndim or k_rope.ndim != k.ndim:
+        raise tiling(
+            "pfa.tnd_rope_dims", f"When layout is {base}, queryRopeDims({q_rope.ndim})/keyRopeDims({k_rope.ndim}) must "
+            f"be equal to queryDims({q.ndim})/keyDims({k.ndim})!",
+        )  # fmt: skip
+    qs, ks, qrs, krs = (tuple(t.shape) for t in (q, k, q_rope, k_rope))
+    if qrs[t_axis] != qs[t_axis] or qrs[n_axis] != qs[n_axis]:
+        raise tiling("pfa.tnd_query_rope_shape", f"queryRope {list(qrs)}: its T and N must be the query's {list(qs)}")
+    if krs[t_axis] != ks[t_axis]:
+        raise tiling("pfa.tnd_key_rope_t", f"keyRopeT({krs[t_axis]}) must be equal to keyT({ks[t_axis]})!")
+    if krs[n_axis] != ks[n_axis]:
+        raise tiling("pfa.tnd_key_rope_n", f"keyRopeN({krs[n_axis]}) must be equal to keyN({ks[n_axis]})!")
+    if (qs[2], ks[2], v.shape[2], qrs[2], krs[2]) != (128, 128, 128, MLA_ROPE_D, MLA_ROPE_D):
+        raise tiling(
+            "pfa.tnd_rope_d", f"When layout is {base} and queryRope/keyRope is not nullptr, queryRopeD({qrs[2]})/"
+            f"keyRopeD({krs[2]}) must be 64, queryD({qs[2]})/keyD({ks[2]})/valueD({v.shape[2]}) must be 128!",
+        )  # fmt: skip
+    if q_rope.numel == 0:
+        raise tiling("pfa.tnd_rope_empty", f"When layout is {base}, queryRope should not be empty tensor.")
 
 
 def atb(a) -> bool:
@@ -69,6 +102,17 @@ def atb(a) -> bool:
         and a.key.items[0].dtype == I8
         and bool(lengths)
     )
+
+
+ATB_LAYOUTS = ("BSH", "BSND", "BNSD", "TND")
+
+
+def check_atb(a) -> None:
+    """AtbTilingProcess's rules (RunBigKernelTiling takes the ATB path before PreProcess, so none of
+    the IFA tiling's other rules run): `AtbTilingCheck` takes BSH, BSND, BNSD and TND only."""
+    layout = a.inputLayout or "BSH"
+    if layout not in ATB_LAYOUTS:
+        raise tiling("ifa.atb_layout", f"the IFA tiling's ATB path takes inputLayout {ATB_LAYOUTS}, not {layout}")
 
 
 def check_ifa(a) -> None:
@@ -127,8 +171,8 @@ def _page_attention(a, f) -> None:
 
 
 def _full_quant(a, f) -> None:
-    """ProcessQuant for an INT8 query with its ropes (CheckQkvQuantParams4FullQuant's presence, mode
-    and dtype rules; the scales' shapes are not replayed)."""
+    """ProcessQuant for an INT8 query with its ropes: CheckQkvQuantParams4FullQuant's presence,
+    shape (query, key, value), mode and dtype rules, then the ropes' dtype."""
     if f.q_layout == "BNSD":
         raise tiling("ifa.quant_bnsd", "when the dtype of query is int8 in MLA, layout BNSD/BNSD_NBSD is not support")
     if any(t is not None for t in (a.quantScale1Optional, a.deqScale1Optional, a.deqScale2Optional)):
@@ -149,6 +193,13 @@ def _full_quant(a, f) -> None:
             "ifa.quant_scales_missing", "when the dtype of query is int8, the query's, the key's and the value's "
             "dequant scales should not be null",
         )  # fmt: skip
+    _query_scale_shape(a, f)
+    for name, t in (("key", a.keyAntiquantScaleOptional), ("value", a.valueAntiquantScaleOptional)):
+        if tuple(t.shape) != (1,):  # CheckKVQuantParam4FullQuant: one dimension, then its size
+            raise tiling(
+                "ifa.quant_kv_scale_shape", f"when the dtype of query is int8 in MLA, the {name}'s dequant scale "
+                f"{list(t.shape)} should be [1]",
+            )  # fmt: skip
     if a.queryQuantMode != PER_TOKEN_HEAD:
         raise tiling("ifa.quant_query_mode", "when the dtype of query is int8, the query's quant mode should be 3")
     if a.keyAntiquantMode != PER_CHANNEL or a.valueAntiquantMode != PER_CHANNEL:
@@ -163,6 +214,21 @@ def _full_quant(a, f) -> None:
         raise tiling(
             "ifa.quant_rope_dtype", "when the dtype of query is int8, query_rope and key rope dtype should be bf16"
         )
+
+
+def _query_scale_shape(a, f) -> None:
+    """CheckQueryQuantParam4FullQuant: BSH/BSH_NBSD [B, S, numHeads]; other layouts the query's
+    shape without its last axis."""
+    q, dq = tuple(a.query.shape), tuple(a.dequantScaleQueryOptional.shape)
+    if f.layout in ("BSH", "BSH_NBSD"):
+        fits = len(dq) == len(q) and dq[:2] == q[:2] and dq[2] == f.heads
+    else:
+        fits = len(dq) + 1 == len(q) and dq == q[: len(dq)]
+    if not fits:
+        raise tiling(
+            "ifa.quant_query_scale_shape", f"the query's dequant scale {list(dq)} does not fit the query "
+            f"{list(q)} ({f.layout}) when the dtype of query is int8",
+        )  # fmt: skip
 
 
 def _query_rope(a, f) -> None:
@@ -219,7 +285,7 @@ def _key_rope(a, f) -> None:
     if k_rope.numel == 0 or key.numel == 0:
         raise tiling("ifa.mla_key_rope_empty", "empty key or keyRope Tensor is not supported in MLA.")
     r, k = tuple(k_rope.shape), tuple(key.shape)
-    if r[0] != k[0] or len(r) != len(k):
+    if len(r) != len(k) or r[:1] != k[:1]:
         raise tiling(
             "ifa.mla_key_rope_blocks", f"KeyRope {list(r)} and Key {list(k)} must have the same blocks and rank"
         )

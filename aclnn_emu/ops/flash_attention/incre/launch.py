@@ -98,7 +98,7 @@ def _run(a, p):
             f"{OP.phase2}: blocktable entries {kv.bad_ids[:8]} (batch, block id) lie "
             "outside the key/value cache; their tokens read as zeros here",
         )
-    _write(a.attentionOut, o, p)
+    write_prefix(a.attentionOut, o)
     if lse_t is not None:  # [B, N, 1, 1]: row (b, n) at b N + n
         lse_t.write(lse.reshape(lse_t.shape))
 
@@ -206,7 +206,7 @@ def _antiquant(a, p, kv):
     return ifa.Antiquant(scale[0], offset[0], scale[1], offset[1])
 
 
-def _write(out_t, o, p):
+def write_prefix(out_t, o):
     """[B, N, D] into attentionOut from its first element, as the kernels write it (row (b, n) at
     (b N + n) D). That holds for the *_NBSD layouts too: only the MLA tiling data carries
     outputLayout (incre_flash_attention_tiling_mla.h), the other kernels have no NBSD path. Past
