@@ -307,7 +307,7 @@ def test_paged_nz_cache(chip, mode):
     b, n, n2, d, bs = 2, 4, 2, 32, 32
     lengths = (70, 38)
     k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
-    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths, rng=RNG)
     s_max = table.shape[1] * bs
     lead = (b,) if mode == 1 else (b, n2)
     (ks, ko), (vs, vo) = _tokens(lead + (s_max,)), _tokens(lead + (s_max,))
@@ -336,7 +336,7 @@ def test_parameters_in_the_cache_blocks(chip, mode, nz):
     b, n, n2, d, bs = 2, 4, 2, 32, 32
     lengths = (70, 38)
     k8, v8 = _int8((b, n2, 70, d)), _int8((b, n2, 70, d))
-    kc, vc, table = paged_cache(k8, v8, bs, True, lengths)
+    kc, vc, table = paged_cache(k8, v8, bs, True, lengths, rng=RNG)
     blocks = kc.shape[0]
     shape = (blocks, bs) if mode == 4 else (blocks, n2, bs)
     (ks, ko), (vs, vo) = _tokens(shape), _tokens(shape)
@@ -361,7 +361,9 @@ def test_parameters_in_the_cache_blocks(chip, mode, nz):
     k = arch35_dequant(k8, per_position(ks), per_position(ko), np.float16)
     v = arch35_dequant(v8, per_position(vs), per_position(vo), np.float16)
     want = golden.attention(q, k, v, scale=0.125, kv_block=1024, act_kv=lengths)
-    precision.assert_meets(out.astype(np.float64), want.out, "float16", "attentionOut")
+    # outputs near zero cancel values of about 1: judged against their sums' largest terms
+    message = precision.failure(out.astype(np.float64), want.out, "float16", floor=want.floor)
+    assert message is None, f"attentionOut: {message}"
     precision.assert_meets(lse[..., 0], want.lse, "float32", "softmaxLse")
 
 

@@ -206,13 +206,14 @@ def test_kv_left_padding():
     assert np.all(out_short[1] == 0), "no room left of the padding: the batch is zero"
 
 
-def paged_cache(k, v, block_size, heads_major, lens, spare=3):
-    """Scatter [B, N2, S, D] rows into a shuffled paged cache; returns (kc, vc, table)."""
+def paged_cache(k, v, block_size, heads_major, lens, spare=3, rng=None):
+    """Scatter [B, N2, S, D] rows into a shuffled paged cache; returns (kc, vc, table). ``rng``: the
+    calling module's generator (so its data does not depend on what ran before), else this one's."""
     b, n2, _, d = k.shape
     per_batch = [-(-n // block_size) for n in lens]
     max_blocks = max(per_batch) + 1
     total = sum(per_batch) + spare
-    order = RNG.permutation(total)
+    order = (RNG if rng is None else rng).permutation(total)
     table = np.full((b, max_blocks), -1, np.int32)
     shape = (total, n2, block_size, d) if heads_major else (total, block_size, n2 * d)
     kc, vc = np.zeros(shape, k.dtype), np.zeros(shape, v.dtype)
