@@ -8,8 +8,6 @@
  *   dQ += dS K      dK += dSᵀ Q
  *
  * S, P and dP go through in chunks of rows (chunk_rows) whose scores stay in L2 between the steps.
- * Pd and dS, which dV and dK read transposed, go straight into strips (aclemu_matmul_strips) as each
- * row is made, where aclemu_matmul_panels_t would copy them there.
  * The matmuls' sums do not depend on how many rows a call takes, and the three products that sum
  * over the block's rows or keys (dV, dK, dQ) still take the whole block at once, so every bit is
  * that of the step-by-step calls.
@@ -28,33 +26,12 @@ static int64_t chunk_rows(int64_t ld, int64_t d) {
 
 static int64_t widest(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Floats from one strip of a block's Pᵀ or dSᵀ to the next: its rows' steps and a cache line, so
-   that a row's values, written one step of every strip at a time, do not all map to a few L1 sets. */
-static int64_t strip_stride(int64_t rows) { return rows * STRIP + 16; }
-
-/* Floats of Pᵀ or dSᵀ of a block of rows x cols in strips. */
-static int64_t strips_size(int64_t rows, int64_t cols) { return (cols + STRIP - 1) / STRIP * strip_stride(rows); }
-
 /* Floats of `work` aclemu_attention_grad_block needs for a block of rows x cols and head dims d
-   and dv: Pdᵀ and dSᵀ of the block in strips, dS, one chunk's P, and the matmuls' scratch. */
+   and dv: Pd and dS of the block, one chunk's P, and the matmuls' scratch. */
 int64_t aclemu_attention_grad_work(int64_t rows, int64_t cols, int64_t d, int64_t dv) {
     int64_t ld = cols + ROW_PAD;
-    return 2 * strips_size(rows, cols) + (rows + chunk_rows(ld, widest(d, dv))) * ld +
-           aclemu_matmul_scratch(widest(cols, widest(d, dv)));
-}
-
-/* Step kk of the strips of a block of `rows` rows from the n values of src: value j to strip
-   j / STRIP, slot j % STRIP; the slots past n zero. */
-static void to_strips(float *strips, int64_t kk, int64_t rows, const float *src, int64_t n) {
-    for (int64_t j0 = 0; j0 < n; j0 += STRIP) {
-        float *step = strips + j0 / STRIP * strip_stride(rows) + kk * STRIP;
-        if (n - j0 >= STRIP) {
-            memcpy(step, src + j0, STRIP * sizeof(float));
-        } else {
-            memcpy(step, src + j0, (size_t)(n - j0) * sizeof(float));
-            memset(step + (n - j0), 0, (size_t)(STRIP - (n - j0)) * sizeof(float));
-        }
-    }
+    return (2 * rows + chunk_rows(ld, widest(d, dv))) * ld +
+           aclemu_matmul_scratch(widest(widest(rows, cols), widest(d, dv)));
 }
 
 /* The block of query rows [0, rows) (q [rows, d] and dy [rows, dv], contiguous; their packed rows
@@ -79,8 +56,7 @@ void aclemu_attention_grad_block(const float *q, const float *dy, int64_t rows, 
                                  const float *fill, const float *keep, int rounding, float *dq, float *acc_k,
                                  float *acc_v, float *work) {
     int64_t ld = cols + ROW_PAD, chunk = chunk_rows(ld, widest(d, dv));
-    float *dropped_t = work, *grad_t = dropped_t + strips_size(rows, cols), *grad = grad_t + strips_size(rows, cols);
-    float *probs = grad + rows * ld, *scratch = probs + chunk * ld;
+    float *dropped = work, *grad = dropped + rows * ld, *probs = grad + rows * ld, *scratch = probs + chunk * ld;
     int64_t lane0 = c0 % lanes;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         int64_t count = rows - r0 < chunk ? rows - r0 : chunk;
@@ -100,13 +76,11 @@ void aclemu_attention_grad_block(const float *q, const float *dy, int64_t rows, 
                 for (int64_t j = 0; j < cols; ++j)
                     if (m[j]) x[j] = f[(lane0 + j) % lanes];
             }
+            aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);
             aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);
-            aclemu_round_product(x, x, kept, cols, rounding);
-            to_strips(dropped_t, row, rows, x, cols);
-            to_strips(grad_t, row, rows, grad + row * ld, cols);
         }
     }
-    aclemu_matmul_strips(acc_v + c0 * dv, dv, dropped_t, strip_stride(rows), cols, rows, dy_rows, panel_stride[4], 0, dv, 1);
+    aclemu_matmul_panels_t(acc_v + c0 * dv, dv, dropped, ld, cols, rows, dy_rows, panel_stride[4], 0, dv, scratch, 1);
     aclemu_matmul_panels(dq, d, grad, ld, rows, cols, k + c0 * PANEL, panel_stride[1], 0, d, scratch, 1);
-    aclemu_matmul_strips(acc_k + c0 * d, d, grad_t, strip_stride(rows), cols, rows, q_rows, panel_stride[3], 0, d, 1);
+    aclemu_matmul_panels_t(acc_k + c0 * d, d, grad, ld, cols, rows, q_rows, panel_stride[3], 0, d, scratch, 1);
 }

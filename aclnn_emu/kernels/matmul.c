@@ -58,10 +58,11 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
 #define CHUNK 32
 
 /* One tile: MR rows of A . panel into the MR x 32 block at dst, rows ld apart, or with `accumulate`
-   added to it (dst + sum). A's element (r, kk) is a[r * lda + kk] (ROW_MAJOR), or a[kk * STRIP + r]
-   (STRIP_MAJOR: A's strip of rows, aclemu_matmul_strips; lda unused). */
+   added to it (dst + sum, where a pass through a tile buffer cost the backward's products 5 %). A's
+   element (r, kk) is a[r * lda + kk] (ROW_MAJOR), or a[kk * STRIP + r] (STRIP_MAJOR: a transposed
+   A's strip of rows, aclemu_matmul_panels_t; lda unused). */
 #define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld, int accumulate)
-#define STRIP_TILES 8  /* strips a transposed A is copied into at a time */
+#define STRIP 8
 #define ROW_MAJOR(r, kk) ((r) * lda + (kk))
 #define STRIP_MAJOR(r, kk) ((kk) * STRIP + (r))
 
@@ -148,11 +149,10 @@ BASELINE_TILE(tile_baseline, ROW_MAJOR)
 BASELINE_TILE(strip_baseline, STRIP_MAJOR)
 
 #define MR_MAX 6
-_Static_assert(STRIP == MR_MAX && STRIP % MR_BASELINE == 0, "a strip holds one tile's rows, or whole baseline tiles'");
 
 /* Floats of the scratch aclemu_matmul_panels and aclemu_matmul_panels_t need for a k of k: one
-   tile's rows of A, or a transposed A's strips (STRIP_TILES of them). */
-int64_t aclemu_matmul_scratch(int64_t k) { return STRIP_TILES * STRIP * k; }
+   tile's rows of A, or a transposed A's strips (STRIP_TILES, below). */
+int64_t aclemu_matmul_scratch(int64_t k) { return 8 * STRIP * k; }
 
 typedef void (*tile_kernel) TILE_PARAMS;
 
@@ -245,46 +245,40 @@ void aclemu_matmul_panels(float *c, int64_t ldc, const float *a, int64_t lda, in
         }
 }
 
-/* aclemu_matmul_panels for A in strips: strip t holds rows [6t, 6t + 6) of A as k steps of STRIP
-   floats, at strips + t * strip_stride (row 6t + r, step kk at [kk * STRIP + r]); the rows of the
-   last strip past m may hold any finite values. Each strip stays in L1 while the panels pass. The
-   same sums in the same order, so the same bits as for a row-major copy of A. */
-void aclemu_matmul_strips(float *c, int64_t ldc, const float *strips, int64_t strip_stride, int64_t m, int64_t k,
-                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, int accumulate) {
-    tile_kernel tile_fn, pair_fn, strip_fn;
-    int mr = tiles(&tile_fn, &pair_fn, &strip_fn);
-    struct grid g = {c, ldc, k, panel_stride, col0, cols, panels, accumulate};
-    float tile[MR_MAX * PANEL];
-    int64_t p0 = col0 / PANEL, p1 = (col0 + cols + PANEL - 1) / PANEL;
-    for (int64_t i0 = 0; i0 < m; i0 += mr) {                 /* the baseline's tiles: a third of a strip */
-        int count = m - i0 < mr ? (int)(m - i0) : mr;
-        const float *a = strips + i0 / STRIP * strip_stride + i0 % STRIP;
-        for (int64_t p = p0; p < p1; ++p) tile_at(&g, strip_fn, a, 0, i0, count, mr, p, tile);
-    }
-}
-
 /* aclemu_matmul_panels for A(i, kk) = a[kk * lda + i], a transposed view (the backward's Pᵀ and
-   dSᵀ): the rows of STRIP_TILES strips at a time are first copied into strips in scratch, which
-   aclemu_matmul_strips then reads in order. Read in place, a tile would take one cache line per k
-   step, lda apart, on every pass; for a power-of-two lda those lines share a few L1 sets and come
-   from L2 each time. The copy reads each line once. Rows past m are copies of the last row. */
+   dSᵀ). The rows of STRIP_TILES tiles at a time are first copied into strips in scratch, STRIP
+   floats per k step and tile, which the tile then reads in order while the panels pass. Read in
+   place, a tile would take one cache line per k step, lda apart, on every pass; for a power-of-two
+   lda those lines share a few L1 sets and come from L2 each time. The copy reads each line once.
+   Rows past m are copies of the last row. The same sums in the same order, so the same bits as
+   for a row-major copy of A. */
+#define STRIP_TILES 8
 void aclemu_matmul_panels_t(float *c, int64_t ldc, const float *a, int64_t lda, int64_t m, int64_t k,
                             const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, float *scratch,
                             int accumulate) {
+    tile_kernel tile_fn, pair_fn, strip_fn;
+    int mr = tiles(&tile_fn, &pair_fn, &strip_fn);
     if (k == 0) {
         aclemu_matmul_panels(c, ldc, a, lda, m, k, panels, panel_stride, col0, cols, scratch, accumulate);
         return;
     }
-    for (int64_t g0 = 0; g0 < m; g0 += STRIP_TILES * STRIP) {
-        int64_t rows = m - g0 < STRIP_TILES * STRIP ? m - g0 : STRIP_TILES * STRIP;
-        for (int64_t t = 0; t * STRIP < rows; ++t)
+    struct grid g = {c, ldc, k, panel_stride, col0, cols, panels, accumulate};
+    float tile[MR_MAX * PANEL];
+    int64_t p0 = col0 / PANEL, p1 = (col0 + cols + PANEL - 1) / PANEL;
+    for (int64_t g0 = 0; g0 < m; g0 += STRIP_TILES * mr) {
+        int64_t strips = (m - g0 + mr - 1) / mr < STRIP_TILES ? (m - g0 + mr - 1) / mr : STRIP_TILES;
+        for (int64_t t = 0; t < strips; ++t)
             for (int64_t kk = 0; kk < k; ++kk) {
                 float *strip = scratch + (t * k + kk) * STRIP;
-                const float *row = a + kk * lda + g0;
-                int64_t i0 = t * STRIP;
-                if (i0 + STRIP <= rows) memcpy(strip, row + i0, STRIP * sizeof(float));
-                else for (int r = 0; r < STRIP; ++r) strip[r] = row[i0 + r < rows ? i0 + r : rows - 1];
+                const float *row = a + kk * lda;
+                int64_t i0 = g0 + t * mr;
+                if (i0 + STRIP <= m) memcpy(strip, row + i0, STRIP * sizeof(float));
+                else for (int r = 0; r < mr; ++r) strip[r] = row[i0 + r < m ? i0 + r : m - 1];
             }
-        aclemu_matmul_strips(c + g0 * ldc, ldc, scratch, k * STRIP, rows, k, panels, panel_stride, col0, cols, accumulate);
+        for (int64_t t = 0; t < strips; ++t) {
+            int64_t i0 = g0 + t * mr;
+            int count = m - i0 < mr ? (int)(m - i0) : mr;
+            for (int64_t p = p0; p < p1; ++p) tile_at(&g, strip_fn, scratch + t * k * STRIP, 0, i0, count, mr, p, tile);
+        }
     }
 }

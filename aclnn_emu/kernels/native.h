@@ -37,13 +37,6 @@ extern int64_t aclemu_l2_bytes __attribute__((visibility("hidden")));
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* Rows per strip of a matrix kept in strips for aclemu_matmul_strips (matmul.c), which the attention
-   backward's block writes its Pᵀ and dSᵀ in straight away. */
-#define STRIP 6
-void aclemu_matmul_strips(float *c, int64_t ldc, const float *strips, int64_t strip_stride, int64_t m, int64_t k,
-                          const float *panels, int64_t panel_stride, int64_t col0, int64_t cols, int accumulate)
-    __attribute__((visibility("hidden")));
-
 /* aclemu_<name>(params) running the always-inline body `name` compiled for the level in use. */
 #ifdef ISA_LEVELS
 #define DISPATCHED(name, params, args)                                                        \
