@@ -57,10 +57,11 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
    of 32 keep the error at a BLAS's for one extra add per 32 fused multiply-adds. */
 #define CHUNK 32
 
-/* One tile: MR rows of A . panel into the MR x 32 block at dst, rows ld apart. A's element (r, kk)
-   is a[r * lda + kk] (ROW_MAJOR), or a[kk * STRIP + r] (STRIP_MAJOR: a transposed A's strip of
-   rows, aclemu_matmul_panels_t; lda unused). */
-#define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld)
+/* One tile: MR rows of A . panel into the MR x 32 block at dst, rows ld apart, or with `accumulate`
+   added to it (dst + sum, where a pass through a tile buffer cost the backward's products 5 %). A's
+   element (r, kk) is a[r * lda + kk] (ROW_MAJOR), or a[kk * STRIP + r] (STRIP_MAJOR: a transposed
+   A's strip of rows, aclemu_matmul_panels_t; lda unused). */
+#define TILE_PARAMS (const float *a, int64_t lda, const float *panel, int64_t k, float *dst, int64_t ld, int accumulate)
 #define STRIP 8
 #define ROW_MAJOR(r, kk) ((r) * lda + (kk))
 #define STRIP_MAJOR(r, kk) ((kk) * STRIP + (r))
@@ -107,7 +108,10 @@ DISPATCHED(pack_panels, (float *out, const void *b, int64_t k, int64_t n, int64_
             _Pragma("GCC unroll 6")                                                                   \
             for (int r = 0; r < MR; ++r)                                                              \
                 _Pragma("GCC unroll 4")                                                               \
-                for (int q = 0; q < NV; ++q) store(dst + r * ld + h + V * q, total[r][q]);            \
+                for (int q = 0; q < NV; ++q) {                                                        \
+                    float *to = dst + r * ld + h + V * q;                                             \
+                    store(to, accumulate ? add(load(to), total[r][q]) : total[r][q]);                 \
+                }                                                                                     \
         }                                                                                             \
     }
 
@@ -129,14 +133,17 @@ DEFINE_TILE(strip_avx2, ON_AVX2, STRIP_MAJOR, MR_SIMD, 2, AVX2_OPS)
 
 #define BASELINE_TILE(name, AT)                                                                       \
     static void name TILE_PARAMS {                                                                    \
-        for (int r = 0; r < MR_BASELINE; ++r)                                                         \
+        for (int r = 0; r < MR_BASELINE; ++r) {                                                       \
+            float total[PANEL];                                                                       \
             for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {                                               \
                 int64_t k1 = k - k0 < CHUNK ? k : k0 + CHUNK;                                         \
                 float acc[PANEL] = {0};                                                               \
                 for (int64_t kk = k0; kk < k1; ++kk)                                                  \
                     for (int j = 0; j < PANEL; ++j) acc[j] = fmaf(a[AT(r, kk)], panel[kk * PANEL + j], acc[j]); \
-                for (int j = 0; j < PANEL; ++j) dst[r * ld + j] = k0 ? dst[r * ld + j] + acc[j] : acc[j]; \
+                for (int j = 0; j < PANEL; ++j) total[j] = k0 ? total[j] + acc[j] : acc[j];           \
             }                                                                                         \
+            for (int j = 0; j < PANEL; ++j) dst[r * ld + j] = accumulate ? dst[r * ld + j] + total[j] : total[j]; \
+        }                                                                                             \
     }
 BASELINE_TILE(tile_baseline, ROW_MAJOR)
 BASELINE_TILE(strip_baseline, STRIP_MAJOR)
@@ -182,10 +189,10 @@ INLINE void tile_at(const struct grid *g, tile_kernel fn, const float *rows, int
     int64_t lo = g->col0 > p * PANEL ? g->col0 - p * PANEL : 0;
     int64_t hi = g->col0 + g->cols < (p + 1) * PANEL ? g->col0 + g->cols - p * PANEL : PANEL;
     float *out = g->c + i0 * g->ldc + p * PANEL - g->col0;       /* column p * 32 of row i0 */
-    if (lo == 0 && hi == PANEL && count == height && !g->accumulate) {
-        fn(rows, lda, g->panels + p * g->panel_stride, g->k, out, g->ldc);
+    if (lo == 0 && hi == PANEL && count == height) {
+        fn(rows, lda, g->panels + p * g->panel_stride, g->k, out, g->ldc, g->accumulate);
     } else {                                                     /* through the tile buffer */
-        fn(rows, lda, g->panels + p * g->panel_stride, g->k, tile, PANEL);
+        fn(rows, lda, g->panels + p * g->panel_stride, g->k, tile, PANEL, 0);
         for (int r = 0; r < count; ++r)
             if (g->accumulate)
                 for (int64_t j = lo; j < hi; ++j) out[r * g->ldc + j] += tile[r * PANEL + j];
