@@ -569,3 +569,11 @@ def test_fia_prefix_beside_a_0d_value(pool, soc):
     tensor without an S axis, and the IFA tiling's key/value shape check fails it (561002)."""
     got = outcome(pool, "FusedInferAttentionScoreV2", "fia_prefix_antiquant", soc, a2=L([T((), "INT8")]))
     assert (got.kind, got.code) == ("rejected", TILING) and "k v shape" in got.detail, got
+
+
+def test_fia_antiquant_route_negative_query_batch(pool):
+    """A query batch of -2 beside a one-tensor key list on Ascend910_95's IFA route: IFATilingV2 reads
+    the batch as uint32 (batchSize_), so the list is no batched tensor and CheckKVShape's walk over
+    the batches meets a missing tensor at index 1 (561002), where the emulator took max() of none."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_antiquant_mask", "Ascend910_95", a0=T((-2, 4, 4, 32)))
+    assert (got.kind, got.code) == ("rejected", TILING), got

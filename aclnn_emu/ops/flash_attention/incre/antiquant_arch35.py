@@ -217,7 +217,8 @@ class _Tiling:
             return
         items_k, items_v = self.a.key.items, self.a.value.items
         self.listed = not self.batch_continuous
-        count = self.batch if self.listed else 1
+        # batchSize_ is a uint32; past the list's end the loop below fails at its first missing tensor
+        count = min(self.batch % 2**32, len(items_k) + 1, len(items_v) + 1) if self.listed else 1
         self.k_cache = [items_k[i] if i < len(items_k) else None for i in range(count)]
         self.v_cache = [items_v[i] if i < len(items_v) else None for i in range(count)]
         lens = []
