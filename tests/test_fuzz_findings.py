@@ -577,3 +577,15 @@ def test_fia_antiquant_route_negative_query_batch(pool):
     the batches meets a missing tensor at index 1 (561002), where the emulator took max() of none."""
     got = outcome(pool, "FusedInferAttentionScoreV4", "fia_antiquant_mask", "Ascend910_95", a0=T((-2, 4, 4, 32)))
     assert (got.kind, got.code) == ("rejected", TILING), got
+
+
+@pytest.mark.parametrize("last", [1, 2])
+def test_fia_antiquant_paged_query_of_another_rank(pool, last):
+    """A 5-D query beside an NZ paged INT8 cache on Ascend910_95's IFA route: with page attention
+    IFATilingV2 skips CheckQKOutShape, so no rule reads the query's rank; the tiling takes its first
+    four dims and the kernel their elements from the query's start. The call runs, where the
+    emulator's kernel failed to unpack a 5-D array."""
+    got = outcome(
+        pool, "FusedInferAttentionScoreV2", "fia_kv_antiquant_paged_nz", "Ascend910_95", a0=T((1, 4, 1, 32, last))
+    )
+    assert got.kind == "ran", got

@@ -30,7 +30,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     SoftmaxLseCopyOut, vf_flashupdate_new.h ComputeLseOutputVF): log(l) + m per row, +inf (3e99)
     where the max stayed at -FLT_MAX (every key masked) and for rows the kernel does not reach
     (InitLseOutputSingleCore; a batch without keys sets needInit)."""
-    q = to_bnsd(a.query.read("query"), p.layout.split("_")[0], p.heads)
+    q = to_bnsd(_query(a, p.layout.split("_")[0]), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
     firsts, act_q = _query_rows(p)
@@ -228,6 +228,17 @@ def kv_heads_view(key, p, env):
     s = key.shape[2 if base == "BNSD" else 1]
     ends = [s if p.padding is not None else n for n in p.lengths]
     return key_view_by_kv_heads(key, base, p.b, s, p.kv_heads, p.d, ends, env)
+
+
+def _query(a, base: str):
+    """The query as the tiling reads it: the dims of its layout's rank (with page attention no rule
+    checks the rank: CheckQKOutShape runs without it), over the first elements of its memory."""
+    q = a.query.read("query")
+    rank = 3 if base in ("BSH", "TND", "NSD") else 4
+    if q.ndim <= rank:
+        return q
+    dims = q.shape[:rank]
+    return q.reshape(-1)[: int(np.prod(dims))].reshape(dims)
 
 
 def _caches(a, view, p):
