@@ -589,3 +589,13 @@ def test_fia_antiquant_paged_query_of_another_rank(pool, last):
         pool, "FusedInferAttentionScoreV2", "fia_kv_antiquant_paged_nz", "Ascend910_95", a0=T((1, 4, 1, 32, last))
     )
     assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_split_fuse_paged_length_past_the_block_table(pool, soc):
+    """A paged key length of 2**31 on the split-fuse route: the kernels (flash_attention_regular.h)
+    step through each batch's row of blockTable for that many keys, past the table; the emulator
+    refuses it as it refuses lengths past the key (561002, split_fuse.lengths), where it tried to
+    allocate the whole walk."""
+    got = outcome(pool, "FusedInferAttentionScoreV4", "fia_split_fuse_paged", soc, a6=(60, 2**31))
+    assert (got.kind, got.code) == ("rejected", TILING) and "address rows outside" in got.detail, got

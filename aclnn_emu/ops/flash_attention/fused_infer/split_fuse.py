@@ -9,8 +9,8 @@ last query length; without a cache the key T the last key length) fail nothing t
 kernels (flash_attention_regular.h) read the query lengths as cumulative ends, the key lengths as
 cumulative without a cache and as each batch's own with one (PAGED_CACHE_FLAG). Lengths that are
 missing (ConvertContextToParamsFAI reads them without a check) or that address rows outside the
-query or key the emulator refuses (561002, rule split_fuse.lengths): the hardware reads past its
-tensors there.
+query or key (with a cache: a batch's blocks past the flat blockTable the kernels step through)
+the emulator refuses (561002, rule split_fuse.lengths): the hardware reads past its tensors there.
 
 The kernels' roundings are not established here: the call runs with the FIA-V3 kernels' maths
 (inferred.split_fuse).
@@ -58,12 +58,25 @@ def run(a, env):
     kv = ends_kv[:b] if route.paged else list(np.diff([0, *ends_kv[:b]]))
     q = np.diff([0, *ends_q])
     rows = first(a.key).shape[0]
-    if min(q) < 0 or min(kv) < 0 or ends_q[-1] > axes.s or not route.paged and ends_kv[b - 1] > rows:
+    if (
+        min(q) < 0
+        or min(kv) < 0
+        or ends_q[-1] > axes.s
+        or (_past_table(a, kv) if route.paged else ends_kv[b - 1] > rows)
+    ):
         raise tiling(
             "split_fuse.lengths",
             f"actualSeqLengths {ends_q} / actualSeqLengthsKv {ends_kv} address rows outside the query or key",
         )
     return launch.fia_v3(a, env, route, axes, qd, vd)
+
+
+def _past_table(a, kv) -> bool:
+    """Whether a batch's keys run past the flat blockTable the kernels step through: batch b reads
+    entries from b times its dimension 1 on, one per blockSize keys."""
+    table, block = a.blockTableOptional, attr_int32(a.blockSize)
+    step = shape_dim(table.shape, 1)
+    return block <= 0 or any(i * step - (-n // block) > table.numel for i, n in enumerate(kv))
 
 
 def _ints(values):
