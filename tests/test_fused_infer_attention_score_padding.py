@@ -138,6 +138,8 @@ _K1 = np.zeros((1, 2, 80, 32), np.float16)
 # ConvertContextToParamsPFA, then CheckKVPaddingCrossover; every failure is 561002.
 ARCH35_RULES = {
     "list": (dict(key=[_K1, _K1], value=[_K1, _K1]), "When tensorlist is used, left padding is not supported"),
+    # before the PFA tiling's own list rules, which would fail the list's count first
+    "list_first": (dict(key=[_K1] * 3, value=[_K1] * 3), "When tensorlist is used, left padding is not supported"),
     "shape": (dict(kvPaddingSizeOptional=np.zeros(2, np.int64)), r"kvPaddingSize \[2\] must be a \[1\] tensor"),
     "q_lengths": (
         dict(queryPaddingSizeOptional=np.zeros(1, np.int64), actualSeqLengthsKvOptional=None),
