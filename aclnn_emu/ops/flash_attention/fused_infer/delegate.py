@@ -632,7 +632,7 @@ def prompt(a, env):
         key, value, kv_lengths = kv_list.stacked(a, kv_s)
     msd = not on_arch35(env) and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a)
     if msd:
-        key, value = kv_antiquant_msd.Int8View(a, key), kv_antiquant_msd.Int8View(a, value)
+        key, value = (kv_antiquant_msd.Int8View(t, a.query.dtype) for t in (key, value))
     elif not on_arch35(env) and kv_antiquant_pfa.applies(a):
         key, value = kv_antiquant_pfa.Dequantised(a, key, 0), kv_antiquant_pfa.Dequantised(a, value, 1)
     if a.int4:  # the PFA tiling's shape checks on the unpacked shapes; its INT8 rules do not see INT4

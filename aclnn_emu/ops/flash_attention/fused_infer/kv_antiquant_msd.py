@@ -24,6 +24,7 @@ from aclnn_emu.opdef.generated import attr_uint32, shape_dim
 from ..common import BASE_API_MODES
 from .failure import tiling
 from .layouts import split
+from .query_quant_arch35 import Retyped
 
 _PER_TOKEN, _PER_CHANNEL = 1, 0
 _PARAM_DTYPE = {
@@ -170,13 +171,9 @@ def _check_shapes(a, want: tuple, kind: str, expected: str) -> None:
             raise tiling(f"pfa.msd_{kind}_{side}", f"shape of the {what}{tuple(t.shape)} is not same with {expected}")
 
 
-class Int8View:
+class Int8View(Retyped):
     """An INT8 key/value shown to the PFA checks in the query's dtype (as the tiling sees the call)
     and read as its INT8 values by the MSD kernels."""
-
-    def __init__(self, a, t):
-        self.t, self.dtype, self.format = t, a.query.dtype, t.format
-        self.shape, self.ndim, self.numel, self.is_empty = t.shape, t.ndim, t.numel, t.is_empty
 
     def read(self, what: str = "tensor"):
         return self.t.read(what)

@@ -235,10 +235,7 @@ def _query(a, base: str):
     checks the rank: CheckQKOutShape runs without it), over the first elements of its memory."""
     q = a.query.read("query")
     rank = 3 if base in ("BSH", "TND", "NSD") else 4
-    if q.ndim <= rank:
-        return q
-    dims = q.shape[:rank]
-    return q.reshape(-1)[: int(np.prod(dims))].reshape(dims)
+    return q if q.ndim <= rank else kernel_view(q, q.shape[:rank])
 
 
 def _caches(a, view, p):
