@@ -91,18 +91,17 @@ def _refuse_unsupported(
     ``per_block``: the key/value scales are the per-block full-quant ones; ``full_quant``: the MLA
     full-quant scales)."""
     key = a.key.items[0]
-    paged_a2 = prompt and a.blockTableOptional is not None and not arch35
+    pfa_a2 = prompt and not arch35
+    paged_a2 = pfa_a2 and a.blockTableOptional is not None
     # the PA antiquant kernels gather too; an INT4 cache meets the page-attention rules, then no kernel
     same_dtype = a.query.dtype == key.dtype or kv_antiquant_pfa.applies(a) or a.int4
     gathered_a2 = paged_a2 and (a.inputLayout or "BSH") in paged_prompt_arch32.GATHERED and same_dtype
     # a 5-D (NZ) key: on A2/A3 the IFA tiling refuses softmaxLse (_ifa_kv_nz_lse) but with rope, which is refused
     # below; on Ascend910_95 NZ is a copy flag of the one antiquant kernel, which writes it as for ND
-    pfa_lse_pass = prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a)
-    pfa_lse_pass |= prompt and not arch35 and a.int4  # no kernel runs (NO_KERNEL int4_pfa), the checks decide
-    msd_lse = (
-        prompt and not arch35 and kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a) and kv_antiquant_msd.runs(a)
-    )
-    pfa_written = pfa_lse_pass or msd_lse  # the MSD kernels write it themselves
+    # the second pass; with INT4 no kernel runs (NO_KERNEL int4_pfa) and the checks decide; the MSD
+    # kernels write softmaxLse themselves
+    msd_lse = kv_antiquant_pfa.applies(a) and kv_antiquant_pfa.msd(a) and kv_antiquant_msd.runs(a)
+    pfa_written = pfa_a2 and (kv_antiquant_pfa.kv_antiquant(a) or a.int4 or msd_lse)
     if a.lse_wanted and _antiquant_kv(a) and not pfa_written and (prompt or not _lse_rows_known(a, arch35)):
         NOT_IMPLEMENTED.refuse("lse")
     separate = _separate_antiquant(a) and not (per_block or full_quant)
@@ -110,7 +109,7 @@ def _refuse_unsupported(
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     if arch35 and not prompt and _antiquant_kv(a) and not _separate_tensors(a) and a.antiquantMode != 0:
         NOT_IMPLEMENTED.refuse("kv_antiquant", f"antiquantMode {a.antiquantMode}")
-    if prompt and not arch35 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
+    if pfa_a2 and kv_antiquant_pfa.kv_antiquant(a) and kv_antiquant_pfa.float_params(a):
         NOT_IMPLEMENTED.refuse("kv_antiquant")
     prefix = shared_prefix.present(a) and (prompt or not arch35)  # Ascend910_95's IFA route ignores it
     if prefix and per_block:
