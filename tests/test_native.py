@@ -494,16 +494,21 @@ def _attention_grad_steps(q, dy, panels, c0, c1, softmax, dsum, scale, grads, ps
 @pytest.mark.parametrize(
     "lanes,pse_first,extras,rounding",
     [
-        (1, None, False, "fp16_away"),
-        (8, True, True, "bf16_away"),
-        (1, False, True, None),
-        (8, None, False, "fp16_even"),
+        (1, None, "", "fp16_away"),
+        (8, True, "mask keep", "bf16_away"),
+        (1, False, "mask keep", None),
+        (8, None, "", "fp16_even"),
+        (1, None, "keep max", "fp16_away"),
+        (1, True, "max", "bf16_even"),
     ],
 )
 def test_attention_grad_block_gives_the_bits_of_the_steps_it_replaces(lanes, pse_first, extras, rounding):
     """Rows over several chunks (L2 set small), a key block that starts mid-panel and mid-lane, head
     dims of no whole panel; with or without pse (either order), mask and dropout factors: dq, dK and
-    dV with the bits of the matmul, softmax and rounding calls in turn."""
+    dV with the bits of the matmul, softmax and rounding calls in turn. With "max", every fourth row's
+    statistic is its true maximum, so with one lane and no mask those rows take the block's shorter
+    exponential (every S - m in [-86, 0]) and the others its general one (the next rows' maxima
+    are 90 above theirs)."""
     rng = np.random.default_rng(31)
     rows, keys, d, dv, c0, c1 = 77, 300, 72, 40, 37, 290
     q, dy = _halves(rng, (rows, d)), _halves(rng, (rows, dv))
@@ -518,8 +523,13 @@ def test_attention_grad_block_gives_the_bits_of_the_steps_it_replaces(lanes, pse
     dsum = rng.standard_normal(rows).astype(np.float32)
     shape = (rows, c1 - c0)
     pse = None if pse_first is None else rng.standard_normal(shape).astype(np.float32)
-    masked = rng.random(shape) < 0.3 if extras else None
-    keep = np.where(rng.random(shape) < 0.8, np.float32(1.25), np.float32(0)) if extras else None
+    masked = rng.random(shape) < 0.3 if "mask" in extras else None
+    keep = np.where(rng.random(shape) < 0.8, np.float32(1.25), np.float32(0)) if "keep" in extras else None
+    if "max" in extras:
+        scores = native.matmul_panels(np.empty(shape, np.float32), q, panels[0], c0)
+        scores = (scores + pse) * np.float32(0.125) if pse_first else scores * np.float32(0.125)
+        softmax[0][::4] = scores.max(axis=1, keepdims=True)[::4]
+        softmax[0][1::4] = scores.max(axis=1, keepdims=True)[1::4] + 90  # every S - m below -86
     grads = (
         rng.standard_normal((rows, d)).astype(np.float32),
         rng.standard_normal((keys, d)).astype(np.float32),

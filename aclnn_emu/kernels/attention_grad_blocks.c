@@ -65,19 +65,11 @@ void aclemu_attention_grad_block(const float *q, const float *dy, int64_t rows, 
                              scratch, 0);
         for (int64_t i = 0; i < count; ++i) {
             int64_t row = r0 + i;
-            float *x = probs + i * ld;
-            const float *add = pse ? pse + row * cols : NULL;
-            const float *kept = keep ? keep + row * cols : NULL;
-            aclemu_bias_scale(x, add, cols, scale, pse_first);
-            aclemu_softmax_probs(x, 1, cols, row_max + row * lanes, row_sum + row * lanes, lanes, lane0);
-            if (masked) {
-                const uint8_t *m = masked + row * cols;
-                const float *f = fill + row * lanes;
-                for (int64_t j = 0; j < cols; ++j)
-                    if (m[j]) x[j] = f[(lane0 + j) % lanes];
-            }
-            aclemu_round_product(dropped + row * ld, x, kept, cols, rounding);
-            aclemu_softmax_grad(grad + row * ld, x, kept, dsum + row, 1, cols, rounding);
+            aclemu_grad_scores_row(probs + i * ld, pse ? pse + row * cols : NULL, scale, pse_first,
+                                   row_max + row * lanes, row_sum + row * lanes, lanes, lane0,
+                                   masked ? masked + row * cols : NULL, fill + row * lanes,
+                                   keep ? keep + row * cols : NULL, dsum[row], dropped + row * ld, grad + row * ld,
+                                   cols, rounding);
         }
     }
     aclemu_matmul_panels_t(acc_v + c0 * dv, dv, dropped, ld, cols, rows, dy_rows, panel_stride[4], 0, dv, scratch, 1);

@@ -25,7 +25,10 @@ void aclemu_softmax_block(float *s, int64_t rows, int64_t cols, int64_t ld, floa
 void aclemu_rescale_add(float *acc, const float *alpha, const float *add, int64_t rows, int64_t cols);
 void aclemu_store_rows(void *dst, int64_t dst_stride, const float *src, const float *divisor, int64_t rows,
                        int64_t cols, int rounding);
-void aclemu_bias_scale(float *x, const float *pse, int64_t n, float scale, int pse_first);
+void aclemu_grad_scores_row(float *x, const float *pse, float scale, int pse_first, const float *row_max,
+                            const float *row_sum, int64_t lanes, int64_t lane0, const uint8_t *masked,
+                            const float *fill, const float *keep, float dsum, float *dropped, float *grad,
+                            int64_t cols, int rounding);
 void aclemu_softmax_probs(float *s, int64_t rows, int64_t cols, const float *row_max, const float *row_sum,
                           int64_t lanes, int64_t lane0);
 void aclemu_round_product(float *dst, const float *a, const float *b, int64_t n, int rounding);

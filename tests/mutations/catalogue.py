@@ -1220,6 +1220,21 @@ MUTATIONS = [
     ),
     # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with
     # D not a multiple of 8), the AVX2/F16C path and the AVX-512 path
+    # the attention backward's fused row steps (grad_scores_row)
+    Mutation(
+        "native-grad-scores-short-exp-below-its-range",
+        NATIVE,
+        "outside |= !(x[j] - m >= EXP_NORMAL_LOW && x[j] - m <= 0.0f);",
+        "outside |= !(x[j] - m >= -1000.0f && x[j] - m <= 0.0f);",
+        ("tests/test_native.py",),
+    ),
+    Mutation(
+        "native-grad-scores-dropped-without-keep",
+        NATIVE,
+        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding);",
+        "dropped[j] = round_to(x[j], rounding);",
+        ("tests/test_native.py",),
+    ),
     Mutation(
         "native-decode-int8-offset-after-scale",
         NATIVE,
