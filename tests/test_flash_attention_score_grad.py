@@ -498,9 +498,10 @@ class TieCase:
     Q[i] = q_i e_0 and K[:, 0] = 1 make every score of row i equal q_i * scale, the row's softmaxMax:
     P = 1/l per lane (ties.reciprocal_ties). dY rows are one-hot ±1 and V entries ±2^k, so dP = ±2^k and
     dS = P * dP (attentionIn = 0: D = 0) is a scaled tie where P is one. K's other columns and the
-    GQA group make dq, dk and dv sums of several ties."""
+    GQA group make dq, dk and dv sums of several ties. With ``one_lane`` a row's eight lanes agree,
+    so the kernel reads one statistic per row (its fused path) instead of one per lane."""
 
-    def __init__(self, dtype_name, keep_prob, seed=0, s1=8, s2=16, d=8, n1=2):
+    def __init__(self, dtype_name, keep_prob, seed=0, s1=8, s2=16, d=8, n1=2, one_lane=False):
         rng = np.random.default_rng(seed)
         self.dtype_name, self.scale, self.keep_prob = dtype_name, 0.5, keep_prob
         dtype = DTYPES[dtype_name]
@@ -511,7 +512,8 @@ class TieCase:
         self.dy = np.zeros((1, n1, s1, d))
         np.put_along_axis(self.dy, rng.integers(0, d, (1, n1, s1, 1)), rng.choice([-1.0, 1.0], (1, n1, s1, 1)), -1)
         self.smax = np.repeat((self.q[..., :1] * self.scale).astype(np.float32), 8, axis=-1)
-        self.ssum = ties.reciprocal_ties(rng, dtype_name, (1, n1, s1, 8))
+        self.ssum = ties.reciprocal_ties(rng, dtype_name, (1, n1, s1, 1 if one_lane else 8))
+        self.ssum = np.repeat(self.ssum, 8 // self.ssum.shape[-1], axis=-1)
         self.keep = np.ones((1, n1, s1, s2), bool) if keep_prob == 1 else rng.random((1, n1, s1, s2)) < 0.5
         self.inputs = [x.astype(dtype) for x in (self.q, self.k, self.v, self.dy)]
 
@@ -566,11 +568,13 @@ class TieCase:
         return dict(zip(("dq", "dk", "dv"), (ae.numpy(t) for t in outs)))
 
 
+@pytest.mark.parametrize("one_lane", [False, True])
 @pytest.mark.parametrize("keep_prob", [1.0, 0.5])
 @pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
-def test_p_ds_and_outputs_round_half_away_at_ties(dtype_name, keep_prob):
-    """CAST_ROUND (half away from zero) of P (dropped: P * keep / keepProb), of dS and of dq/dk/dv."""
-    case = TieCase(dtype_name, keep_prob)
+def test_p_ds_and_outputs_round_half_away_at_ties(dtype_name, keep_prob, one_lane):
+    """CAST_ROUND (half away from zero) of P (dropped: P * keep / keepProb), of dS and of dq/dk/dv,
+    with a statistic per lane and with one per row."""
+    case = TieCase(dtype_name, keep_prob, one_lane=one_lane)
     want = ties.assert_sensitive(case.golden, {"P": "away", "dS": "away", "out": "away"}, "FAG", finals=["out"])
     got = case.run()
     for name in want:
