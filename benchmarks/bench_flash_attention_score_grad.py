@@ -6,7 +6,8 @@
    step (FlashAttentionScoreV2 + FlashAttentionScoreGradV2 against PyTorch's forward + backward).
    Goal: ratios <= 1.0.
 2. The achieved GFLOP/s of FAG (5 matmuls: 10*B*N*S^2*D flops) against numpy's sgemm rate on a
-   2048^3 fp32 matmul (all cores). Goal: >= 70 %.
+   2048^3 fp32 matmul (all cores). Goal: >= 70 %. And the time of its matmuls alone (the kernel's
+   blocks on its workers), the floor the elementwise steps add to.
 3. Peak RSS of a fresh process running FAG at S=16384, N=8 (everything else as in 1). Goal: <= 4 GiB.
 The three timings run in turns and each keeps its best, so the ratios compare like with like
 even when other load on the machine makes single runs noisy. `--isa avx2` measures as an AVX2
@@ -85,6 +86,36 @@ def fag_call(s):
     return lambda: ae.run("FlashAttentionScoreGradV2", *args)
 
 
+def matmuls_alone(s):
+    """Only the backward's five matmuls per block of the kernel (S = Q Kᵀ, dP = dY Vᵀ, dV += Pᵀ dY,
+    dQ += dS K, dK += dSᵀ Q), on its workers, with its packed-panel kernel and block sizes: the
+    floor the elementwise steps add to."""
+    from aclnn_emu.kernels import native
+    from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import KEY_BLOCK, ROW_BLOCK
+    from aclnn_emu.kernels.parallel import map_ordered
+
+    rng = np.random.default_rng(2)
+    q, k, v, dy = (rng.standard_normal((N, s, D), np.float32) for _ in range(4))
+
+    def head(n):
+        kt, kp, vt = native.pack_panels(k[n].T), native.pack_panels(k[n]), native.pack_panels(v[n].T)
+        q_rows, dy_rows = native.pack_panels(q[n]), native.pack_panels(dy[n])
+        # rows of P and dS padded as the kernel's (ROW_PAD), so their columns do not share L1 sets
+        p, ds = (np.empty((ROW_BLOCK, KEY_BLOCK + native.ROW_PAD), np.float32)[:, :KEY_BLOCK] for _ in range(2))
+        dq, dk, dv = np.zeros((ROW_BLOCK, D), np.float32), np.zeros((s, D), np.float32), np.zeros((s, D), np.float32)
+        for i0 in range(0, s, ROW_BLOCK):
+            rows = slice(i0, i0 + ROW_BLOCK)
+            for c0 in range(0, s, KEY_BLOCK):
+                keys = slice(c0, c0 + KEY_BLOCK)
+                native.matmul_panels(p, q[n, rows], kt, c0)
+                native.matmul_panels(ds, dy[n, rows], vt, c0)
+                native.matmul_panels(dv[keys], p.T, dy_rows.rows(i0, i0 + ROW_BLOCK), accumulate=True)
+                native.matmul_panels(dq, ds, kp.rows(c0, c0 + KEY_BLOCK), accumulate=True)
+                native.matmul_panels(dk[keys], ds.T, q_rows.rows(i0, i0 + ROW_BLOCK), accumulate=True)
+
+    return lambda: map_ordered(head, range(N))
+
+
 def torch_step(s, backward=True):
     """PyTorch SDPA forward with autograd on, and its backward if `backward`."""
     import torch
@@ -129,7 +160,7 @@ def main():
         torch_runs = {"torch step": torch_step(s), "torch forward": torch_step(s, backward=False)}
     except ImportError:
         torch_runs = {}
-    runs = {"fag": fag_call(s), "fas": fa_call(s)[0], "sgemm": sgemm(), **torch_runs}
+    runs = {"fag": fag_call(s), "matmuls alone": matmuls_alone(s), "fas": fa_call(s)[0], "sgemm": sgemm(), **torch_runs}
     best = best_times(runs, args.repeat)
     fag, gemm = best["fag"], best["sgemm"]
     rate = 2 * 2048**3 / gemm / 1e9
@@ -141,6 +172,10 @@ def main():
             f"{forward * 1e3:.0f} ms, backward alone {(step - forward) * 1e3:.0f} ms"
         )
         print(f"backward alone, emulator / PyTorch: {fag / (step - forward):.2f}  (goal <= 1.0)")
+        print(
+            f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
+            f"{best['matmuls alone'] / (step - forward):.2f} of PyTorch's backward"
+        )
         print(
             f"training step (FAS V2 {best['fas'] * 1e3:.0f} ms + FAG V2), emulator / PyTorch: "
             f"{(best['fas'] + fag) / step:.2f}  (goal <= 1.0)"
