@@ -5,7 +5,8 @@
    where PyTorch's CPU kernel is fastest). Goal: emulator / PyTorch <= 1.0.
 2. The achieved GFLOP/s of the forward (2 matmuls: 4*B*N*S^2*D flops) against numpy's sgemm rate
    on a 2048^3 fp32 matmul; and the time of its matmuls alone (the kernel's blocks on its workers),
-   the floor the elementwise steps add to.
+   the floor the elementwise steps add to; and the share of the cores' FMA peak each reaches
+   (machine.peak_line), which bounds how far below PyTorch the forward can get.
 3. Peak RSS of a fresh process running the forward at S=16384, N=8, against twice the bytes of its
    inputs and outputs (goal: within 2x).
 Contenders take turns (benchmarks/interleaved.py), so the ratios compare like with like even
@@ -147,6 +148,11 @@ def main():
         print(
             f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
             f"{best['matmuls alone'] / best['torch fp32']:.2f} of PyTorch fp32"
+        )
+        print(
+            machine.peak_line(
+                flops, {"PyTorch fp32": best["torch fp32"], "FA": fa, "its matmuls": best["matmuls alone"]}
+            )
         )
 
     start = time.perf_counter()

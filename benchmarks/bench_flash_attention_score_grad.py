@@ -7,7 +7,8 @@
    Goal: ratios <= 1.0.
 2. The achieved GFLOP/s of FAG (5 matmuls: 10*B*N*S^2*D flops) against numpy's sgemm rate on a
    2048^3 fp32 matmul (all cores). Goal: >= 70 %. And the time of its matmuls alone (the kernel's
-   blocks on its workers), the floor the elementwise steps add to.
+   blocks on its workers), the floor the elementwise steps add to; and the share of the cores' FMA
+   peak each reaches (machine.peak_line).
 3. Peak RSS of a fresh process running FAG at S=16384, N=8 (everything else as in 1). Goal: <= 4 GiB.
 The three timings run in turns and each keeps its best, so the ratios compare like with like
 even when other load on the machine makes single runs noisy. `--isa avx2` measures as an AVX2
@@ -175,6 +176,11 @@ def main():
         print(
             f"its matmuls alone (same blocks, same workers): {best['matmuls alone'] * 1e3:.0f} ms, "
             f"{best['matmuls alone'] / (step - forward):.2f} of PyTorch's backward"
+        )
+        print(
+            machine.peak_line(
+                flops, {"PyTorch's backward": step - forward, "FAG": fag, "its matmuls": best["matmuls alone"]}
+            )
         )
         print(
             f"training step (FAS V2 {best['fas'] * 1e3:.0f} ms + FAG V2), emulator / PyTorch: "

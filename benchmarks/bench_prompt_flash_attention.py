@@ -5,6 +5,7 @@
 - numpy sgemm rate: a 2048 x 2048 x 2048 float32 matmul.
 Each timing is the best of ``--repeat`` runs, interleaved so machine load hits all three alike.
 Goals: emulator / PyTorch <= 1.0 and emulator GFLOP/s >= 70 % of the sgemm rate (all cores).
+Last, the share of the cores' FMA peak each reaches (machine.peak_line).
 `--isa avx2` measures as an AVX2 machine would (benchmarks/machine.py).
 """
 
@@ -79,6 +80,7 @@ def main():
         torch_time = best["torch"]
         print(f"  torch SDPA fp32     {torch_time * 1e3:9.1f} ms   {FLOPS / torch_time / 1e9:7.1f} GFLOP/s")
         print(f"  emulator / torch    {emu / torch_time:9.2f}   (goal <= 1.00)")
+        print("  " + machine.peak_line(FLOPS, {"torch SDPA fp32": torch_time, "emulator": emu}))
     else:
         print("  torch not installed: no PyTorch comparison")
 

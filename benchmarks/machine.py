@@ -12,13 +12,20 @@ and oneDNN, and glibc's string functions. `--isa baseline` holds only aclnn-emu'
 choice), to measure what the loops' vectorisation is worth. `--caches L1,L2,L3` (e.g. 32K,512K,16M,
 the per-core L1 and L2 and the L3 of an AVX2 EPYC) has aclnn-emu's loops block for those cache sizes
 (ACLNN_EMU_CACHE_SIZES), to model a core with smaller caches.
+
+`peak_line()` measures the fp32 FMA peak of the cores at the loops' ISA level (fma_peak.c) and states
+what share of it each contender of a dense benchmark reaches: no fp32 matmul runs faster, so it
+bounds how far below PyTorch's time an operator can get.
 """
 
 import ctypes
 import os
+import pathlib
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 
 _AVX512_NUMPY = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
 AS_AVX2 = {
@@ -32,6 +39,11 @@ AS_AVX2 = {
 }
 AS_BASELINE = {"ACLNN_EMU_ISA": "baseline"}
 _RERUN = "BENCHMARK_RUN_AS_ISA"
+# fma_peak.c's vector width per ISA level of aclnn-emu's loops
+_FMA_FLAGS = {
+    "avx2": ["-march=x86-64-v3", "-DVECTOR_BYTES=32"],
+    "avx512": ["-march=x86-64-v4", "-mprefer-vector-width=512", "-DVECTOR_BYTES=64"],
+}
 
 
 def start(parser=None):
@@ -102,10 +114,47 @@ def _torch() -> str:
     return f"PyTorch {torch.__version__} {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} threads"
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def fma_peak() -> float | None:
+    """GFLOP/s of fp32 fused multiply-adds on every core at once (fma_peak.c, one process per core)
+    at the ISA level aclnn-emu's loops run at; None at the baseline level or without a C compiler."""
+    from aclnn_emu.kernels import native
+
+    flags, cc = _FMA_FLAGS.get(native.isa()), shutil.which(os.environ.get("CC", "cc"))
+    if flags is None or cc is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "fma_peak")
+        source = pathlib.Path(__file__).with_name("fma_peak.c")
+        if subprocess.run([cc, "-O2", "-ffp-contract=fast", *flags, str(source), "-o", exe]).returncode:
+            return None
+        runs = [subprocess.Popen([exe], stdout=subprocess.PIPE, text=True) for _ in range(_cores())]
+        return sum(float(run.communicate()[0].split()[0]) for run in runs)
+
+
+def peak_line(flops: float, seconds: dict) -> str:
+    """The FMA peak of the cores and the share of it each named run of `flops` reaches in its
+    `seconds`, the first of them PyTorch; and the share 0.85 of PyTorch's time would need."""
+    from aclnn_emu.kernels import native
+
+    peak = fma_peak()
+    if peak is None:
+        return "FMA peak: not measured (no C compiler, or the baseline level)"
+    shares = ", ".join(f"{name} {flops / t / 1e9 / peak:.0%}" for name, t in seconds.items())
+    first = next(iter(seconds.values()))
+    return (
+        f"FMA peak of the {_cores()} cores ({native.isa()}): {peak:.0f} GFLOP/s; reached: {shares}; "
+        f"0.85 of PyTorch's time needs {flops / (0.85 * first) / 1e9 / peak:.0%}"
+    )
+
+
 def describe() -> str:
     from aclnn_emu.kernels import native, parallel
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = _cores()
     forced = f" (forced by {os.environ[_RERUN]} run)" if _RERUN in os.environ else ""
     caches = "/".join(f"{size >> 10}K" for size in native.cache_sizes())
     return (
