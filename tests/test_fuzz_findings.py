@@ -599,3 +599,20 @@ def test_fia_split_fuse_paged_length_past_the_block_table(pool, soc):
     allocate the whole walk."""
     got = outcome(pool, "FusedInferAttentionScoreV4", "fia_split_fuse_paged", soc, a6=(60, 2**31))
     assert (got.kind, got.code) == ("rejected", TILING) and "address rows outside" in got.detail, got
+
+
+def test_ifa_arch35_paged_bsh_query_h_off_n_d_as_its_own_output(pool):
+    """A BSH query of H 65 (4 heads of D 16 from the cache) that is also attentionOut, on Ascend910_95
+    over a paged cache: the tiling compares the query's H only with the output's, the same tensor, and
+    takes D = H / N rounded down, so the kernel reads rows N D apart from the query's start. The call
+    runs, where the emulator failed to split 65 into 4 heads."""
+    got = outcome(pool, "IncreFlashAttentionV4", "ifa_paged", "Ascend910_95", a0=T((2, 1, 65)), a21=Same(0))
+    assert got.kind == "ran", got
+
+
+@pytest.mark.parametrize("soc", base.A2_A3)
+def test_fia_empty_int4_key_on_the_ifa_route(pool, soc):
+    """A one-row query (the IFA route) over an empty INT32 key read as INT4: the emulator failed to
+    unpack zero words (a reshape with -1 over no element); the call runs."""
+    got = outcome(pool, "FusedInferAttentionScoreV2", "fia_int4_pfa_empty", soc, a0=T((1, 4, 1, 64)))
+    assert got.kind == "ran", got

@@ -130,5 +130,6 @@ def unpack_int4(words: np.ndarray) -> np.ndarray:
     Element 2i of a byte sits in its low 4 bits (little-endian words): CANN's INT4 packing as
     the 8.5 source leaves it (TensorPreProcess only re-types the tensor), an assumption here."""
     data = np.ascontiguousarray(words).view(np.uint8)
-    nibbles = np.stack([data & 0x0F, data >> 4], axis=-1).reshape(*words.shape[:-1], -1).astype(np.int8)
+    shape = (*words.shape[:-1], words.shape[-1] * INT4_PER_INT32)  # (explicit: an empty key has no -1)
+    nibbles = np.stack([data & 0x0F, data >> 4], axis=-1).reshape(shape).astype(np.int8)
     return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8)

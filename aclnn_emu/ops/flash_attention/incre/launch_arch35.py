@@ -30,7 +30,7 @@ def _run(a, view, p, caches=None, mask=None, blocks=None):
     SoftmaxLseCopyOut, vf_flashupdate_new.h ComputeLseOutputVF): log(l) + m per row, +inf (3e99)
     where the max stayed at -FLT_MAX (every key masked) and for rows the kernel does not reach
     (InitLseOutputSingleCore; a batch without keys sets needInit)."""
-    q = to_bnsd(_query(a, p.layout.split("_")[0]), p.layout.split("_")[0], p.heads)
+    q = to_bnsd(_query(a, p), p.layout.split("_")[0], p.heads)
     keys, values = caches or _caches(a, view, p)
     starts, lengths = _windows(a, p)
     firsts, act_q = _query_rows(p)
@@ -230,12 +230,16 @@ def kv_heads_view(key, p, env):
     return key_view_by_kv_heads(key, base, p.b, s, p.kv_heads, p.d, ends, env)
 
 
-def _query(a, base: str):
+def _query(a, p):
     """The query as the tiling reads it: the dims of its layout's rank (with page attention no rule
-    checks the rank: CheckQKOutShape runs without it), over the first elements of its memory."""
+    checks the rank: CheckQKOutShape runs without it), over the first elements of its memory; a BSH
+    query's rows N D apart, D = H / N rounded down (an H that N does not divide meets no rule when
+    attentionOut, the one tensor its H is compared with, is the query itself)."""
+    base = p.layout.split("_")[0]
     q = a.query.read("query")
     rank = 3 if base in ("BSH", "TND", "NSD") else 4
-    return q if q.ndim <= rank else kernel_view(q, q.shape[:rank])
+    q = q if q.ndim <= rank else kernel_view(q, q.shape[:rank])
+    return q if base != "BSH" or q.shape[2] == p.heads * p.d else kernel_view(q, (*q.shape[:2], p.heads * p.d))
 
 
 def _caches(a, view, p):
