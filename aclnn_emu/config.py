@@ -151,7 +151,7 @@ SETTINGS = (
         "0/1, false/true, no/yes, off/on",
         _flag,
         "rules the CANN source only suggests: off runs the call with a portability warning, "
-        "on returns the code the hardware most likely returns",
+        "on fails such a call with its rule's code instead",
     ),
     Setting(
         "ACLNN_EMU_SANITIZE",

@@ -173,8 +173,8 @@ class Env:
         if self.strict:
             raise OpError(code, f"{message} (inferred rule {rule}; ACLNN_EMU_STRICT=1)", rule=rule)
         self.warn(
-            f"portability: {message}; real CANN most likely returns {code} here (rule {rule}; "
-            f"ACLNN_EMU_STRICT=1 makes this an error)"
+            f"portability: {message}; the CANN source does not establish this, so ACLNN_EMU_STRICT=1 "
+            f"returns {code} here instead (rule {rule})"
         )
 
 
