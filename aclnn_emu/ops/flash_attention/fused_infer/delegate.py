@@ -591,7 +591,7 @@ def prompt(a, env):
     after the rope rules, then PromptFlashAttentionV3's checks alike, and the PFA launch runs its
     kernels (mla_full_quant_arch35) where FIA's kernel list has them."""
     per_block = on_arch35(env) and query_quant.per_block(a)
-    mla_quant = on_arch35(env) and query_quant.mla_full_quant(a)
+    mla_full = on_arch35(env) and query_quant.mla_full_quant(a)
     if on_arch35(env):
         padding.check_arch35(a)
         pse_type.check_tiling_v2(a)  # PromptFlashAttentionTilingV2::SetAttributeInfo
@@ -600,10 +600,10 @@ def prompt(a, env):
     if kv_s is not None and kv_list.overruns_shape_array(a):
         INFERRED.warn(env, "list_key_rank")
     rope = rope_prompt.check(a) if on_arch35(env) and rope_prompt.present(a) else None
-    if mla_quant:
+    if mla_full:
         mla_full_quant.check(a)
-    no_kernel = mla_full_quant.without_kernel(a, rope) if mla_quant else None
-    full_quant = mla_quant and no_kernel is None
+    no_kernel = mla_full_quant.without_kernel(a, rope) if mla_full else None
+    full_quant = mla_full and no_kernel is None
     paged = a.blockTableOptional is not None and on_arch35(env) and paged_prompt.gathered(a)
     facts = paged_prompt.check(a, env) if paged else None
     ignored = not on_arch35(env) and rope_prompt.present(a) and rope_arch32.ignored_on_pfa(a)
@@ -612,7 +612,7 @@ def prompt(a, env):
     tnd_rope = not on_arch35(env) and rope_prompt.present(a) and not ignored and a.blockTableOptional is None
     _before_checks(
         a, env, prompt=True, rope=rope is not None or per_block or ignored or tnd_rope, per_block=per_block,
-        full_quant=mla_quant,
+        full_quant=mla_full,
     )  # fmt: skip
     if ignored:
         a = _without_rope(a, env, "the Atlas A2/A3 PFA kernels this call takes")
@@ -644,11 +644,11 @@ def prompt(a, env):
         )
         kv_lengths = paged_prompt.cumulative_kv(a, facts) or kv_lengths
         extra = dict(paged_s2=facts.s2)
-    if per_block or mla_quant:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
+    if per_block or mla_full:  # the shared checks on shapes alone (MLA full quant: its kernels read the values)
         view = query_quant.Widened if full_quant else query_quant.Retyped
         query, key, value = (view(t, a.attentionOut.dtype) for t in (query, key, value))
     pse = a.pseShiftOptional
-    if mla_quant and pse is not None:  # PromptFlashAttention's op_api pse dtype rule is not FIA's
+    if mla_full and pse is not None:  # PromptFlashAttention's op_api pse dtype rule is not FIA's
         pse = query_quant.Retyped(pse, a.attentionOut.dtype)
     empty_kv = key.is_empty or value.is_empty  # CheckEmptyTensor's return, before every rule below
     if with_alibi and not empty_kv:
