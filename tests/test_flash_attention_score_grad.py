@@ -499,7 +499,7 @@ class TieCase:
     P = 1/l per lane (ties.reciprocal_ties). dY rows are one-hot ±1 and V entries ±2^k, so dP = ±2^k and
     dS = P * dP (attentionIn = 0: D = 0) is a scaled tie where P is one. K's other columns and the
     GQA group make dq, dk and dv sums of several ties. With ``one_lane`` a row's eight lanes agree,
-    so the kernel reads one statistic per row (its fused path) instead of one per lane."""
+    so the kernel reads one statistic per row (and takes its shorter exponential) instead of one per lane."""
 
     def __init__(self, dtype_name, keep_prob, seed=0, s1=8, s2=16, d=8, n1=2, one_lane=False):
         rng = np.random.default_rng(seed)

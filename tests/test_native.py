@@ -506,7 +506,7 @@ def test_attention_grad_block_gives_the_bits_of_the_steps_it_replaces(lanes, pse
     """Rows over several chunks (L2 set small), a key block that starts mid-panel and mid-lane, head
     dims of no whole panel; with or without pse (either order), mask and dropout factors: dq, dK and
     dV with the bits of the matmul, softmax and rounding calls in turn. With "max", every fourth row's
-    statistic is its true maximum, so with one lane and no mask those rows take the block's shorter
+    statistic is its true maximum, so with one lane those rows take the block's shorter
     exponential (every S - m in [-86, 0]) and the others its general one (the next rows' maxima
     are 90 above theirs)."""
     rng = np.random.default_rng(31)

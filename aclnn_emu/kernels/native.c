@@ -473,61 +473,37 @@ DISPATCHED(softmax_grad, (float *grad, const float *probs, const float *keep, co
            int64_t cols, int rounding),
            (grad, probs, keep, dsum, rows, cols, rounding))
 
-/* The steps of grad_scores_row for one lane (m, l per row) and no mask: P = exp(x - m) / l in
-   place, where with `normal` every x - m lies in [EXP_NORMAL_LOW, 0] and takes exp_normal's
-   path (the same results); then Pd and dS in one pass. */
-INLINE void grad_scores_one_lane(float *x, float m, float l, const float *keep, float d, float *dropped,
-                                 float *grad, int64_t n, int rounding, int normal) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) x[j] = (normal ? exp_normal(x[j] - m) : exp_any(x[j] - m)) / l;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) {
-        dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding);
-        grad[j] = round_to(((keep ? grad[j] * keep[j] : grad[j]) - d) * x[j], rounding);
-    }
+/* Whether every x - m of a row lies in [EXP_NORMAL_LOW, 0], where exp_normal gives e^y. */
+INLINE int exp_normal_fits(const float *x, int64_t n, float m) {
+    int outside = 0;                     /* (NaN compares false, so it is outside too) */
+#pragma omp simd reduction(|:outside)
+    for (int64_t j = 0; j < n; ++j) outside |= !(x[j] - m >= EXP_NORMAL_LOW && x[j] - m <= 0.0f);
+    return !outside;
 }
 
-INLINE void grad_scores_cases(float *x, float m, float l, const float *keep, float d, float *dropped,
-                              float *grad, int64_t n, int rounding, int normal) {
-    if (normal) {
-        if (keep) grad_scores_one_lane(x, m, l, keep, d, dropped, grad, n, rounding, 1);
-        else grad_scores_one_lane(x, m, l, NULL, d, dropped, grad, n, rounding, 1);
-    } else {
-        if (keep) grad_scores_one_lane(x, m, l, keep, d, dropped, grad, n, rounding, 0);
-        else grad_scores_one_lane(x, m, l, NULL, d, dropped, grad, n, rounding, 0);
-    }
-}
-
-/* One row of a block of the attention backward after its two matmuls (attention_grad_blocks.c):
-   x = bias_scale of the row's scores; P = softmax_probs of x (m and l: `lanes` per row, column j
-   reading lane (lane0 + j) % lanes), masked columns (may be NULL) taking their lane's fill;
-   dropped = round_product(P, keep); grad = softmax_grad over the row's dP. The same operations as
-   those steps, so the same bits; with one lane and no mask the two roundings share a pass. */
+/* One row of a block of the attention backward after its two matmuls (attention_grad_blocks.c), in
+   one call: x = bias_scale of the row's scores; P = softmax_probs of x (m and l: `lanes` per row,
+   column j reading lane (lane0 + j) % lanes), masked columns (may be NULL) taking their lane's
+   fill; dropped = round_product(P, keep); grad = softmax_grad over the row's dP. With one lane and
+   every x - m in [EXP_NORMAL_LOW, 0], as the forward's statistics make them, P takes exp_normal's
+   shorter path: the same results, so the same bits. */
 INLINE void grad_scores_row(float *x, const float *pse, float scale, int pse_first, const float *row_max,
                             const float *row_sum, int64_t lanes, int64_t lane0, const uint8_t *masked,
                             const float *fill, const float *keep, float dsum, float *dropped, float *grad,
                             int64_t cols, int rounding) {
     bias_scale(x, pse, cols, scale, pse_first);
-    if (lanes > 1 || masked) {
+    if (lanes == 1 && exp_normal_fits(x, cols, row_max[0])) {
+        float m = row_max[0], l = row_sum[0];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) x[j] = exp_normal(x[j] - m) / l;
+    } else {
         softmax_probs(x, 1, cols, row_max, row_sum, lanes, lane0);
-        if (masked)
-            for (int64_t j = 0; j < cols; ++j)
-                if (masked[j]) x[j] = fill[(lane0 + j) % lanes];
-        round_product(dropped, x, keep, cols, rounding);
-        softmax_grad(grad, x, keep, &dsum, 1, cols, rounding);
-        return;
     }
-    float m = row_max[0];
-    int outside = 0;                     /* (NaN compares false, so it is outside too) */
-#pragma omp simd reduction(|:outside)
-    for (int64_t j = 0; j < cols; ++j) outside |= !(x[j] - m >= EXP_NORMAL_LOW && x[j] - m <= 0.0f);
-    switch (rounding) {
-    case FP16_EVEN: grad_scores_cases(x, m, row_sum[0], keep, dsum, dropped, grad, cols, FP16_EVEN, !outside); break;
-    case BF16_AWAY: grad_scores_cases(x, m, row_sum[0], keep, dsum, dropped, grad, cols, BF16_AWAY, !outside); break;
-    case FP16_AWAY: grad_scores_cases(x, m, row_sum[0], keep, dsum, dropped, grad, cols, FP16_AWAY, !outside); break;
-    case BF16_EVEN: grad_scores_cases(x, m, row_sum[0], keep, dsum, dropped, grad, cols, BF16_EVEN, !outside); break;
-    default: grad_scores_cases(x, m, row_sum[0], keep, dsum, dropped, grad, cols, KEEP_FP32, !outside);
-    }
+    if (masked)
+        for (int64_t j = 0; j < cols; ++j)
+            if (masked[j]) x[j] = fill[(lane0 + j) % lanes];
+    round_product(dropped, x, keep, cols, rounding);
+    softmax_grad(grad, x, keep, &dsum, 1, cols, rounding);
 }
 DISPATCHED(grad_scores_row, (float *x, const float *pse, float scale, int pse_first, const float *row_max,
            const float *row_sum, int64_t lanes, int64_t lane0, const uint8_t *masked, const float *fill,

@@ -198,29 +198,29 @@ MUTATIONS = [
     Mutation(
         "fag-P-half-even",
         NATIVE,
-        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding);",
-        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding == FP16_AWAY ? FP16_EVEN : rounding);",
+        "round_product(dropped, x, keep, cols, rounding);",
+        "round_product(dropped, x, keep, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-P-unrounded",
         NATIVE,
-        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding);",
-        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], KEEP_FP32);",
+        "round_product(dropped, x, keep, cols, rounding);",
+        "round_product(dropped, x, keep, cols, KEEP_FP32);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-half-even",
         NATIVE,
-        "grad[j] = round_to(((keep ? grad[j] * keep[j] : grad[j]) - d) * x[j], rounding);",
-        "grad[j] = round_to(((keep ? grad[j] * keep[j] : grad[j]) - d) * x[j], rounding == FP16_AWAY ? FP16_EVEN : rounding);",
+        "softmax_grad(grad, x, keep, &dsum, 1, cols, rounding);",
+        "softmax_grad(grad, x, keep, &dsum, 1, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
         FAG_TESTS,
     ),
     Mutation(
         "fag-dS-unrounded",
         NATIVE,
-        "grad[j] = round_to(((keep ? grad[j] * keep[j] : grad[j]) - d) * x[j], rounding);",
-        "grad[j] = round_to(((keep ? grad[j] * keep[j] : grad[j]) - d) * x[j], KEEP_FP32);",
+        "softmax_grad(grad, x, keep, &dsum, 1, cols, rounding);",
+        "softmax_grad(grad, x, keep, &dsum, 1, cols, KEEP_FP32);",
         FAG_TESTS,
     ),
     Mutation(
@@ -1218,9 +1218,7 @@ MUTATIONS = [
         "            pass\n",
         IFA_ARCH35_TESTS,
     ),
-    # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with
-    # D not a multiple of 8), the AVX2/F16C path and the AVX-512 path
-    # the attention backward's fused row steps (grad_scores_row)
+    # the attention backward's row steps (grad_scores_row)
     Mutation(
         "native-grad-scores-short-exp-below-its-range",
         NATIVE,
@@ -1231,24 +1229,12 @@ MUTATIONS = [
     Mutation(
         "native-grad-scores-dropped-without-keep",
         NATIVE,
-        "dropped[j] = round_to(keep ? x[j] * keep[j] : x[j], rounding);",
-        "dropped[j] = round_to(x[j], rounding);",
+        "round_product(dropped, x, keep, cols, rounding);",
+        "round_product(dropped, x, NULL, cols, rounding);",
         ("tests/test_native.py",),
     ),
-    Mutation(
-        "native-grad-scores-lanes-P-unrounded",
-        NATIVE,
-        "round_product(dropped, x, keep, cols, rounding);",
-        "round_product(dropped, x, keep, cols, KEEP_FP32);",
-        FAG_TESTS,
-    ),
-    Mutation(
-        "native-grad-scores-lanes-dS-half-even",
-        NATIVE,
-        "softmax_grad(grad, x, keep, &dsum, 1, cols, rounding);",
-        "softmax_grad(grad, x, keep, &dsum, 1, cols, rounding == FP16_AWAY ? FP16_EVEN : rounding);",
-        FAG_TESTS,
-    ),
+    # the decode loops of native.c: the generic loops (bf16, int8, fp16 at the baseline level or with
+    # D not a multiple of 8), the AVX2/F16C path and the AVX-512 path
     Mutation(
         "native-decode-int8-offset-after-scale",
         NATIVE,
