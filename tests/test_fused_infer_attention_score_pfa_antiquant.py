@@ -288,6 +288,13 @@ MSD_SH = dict(query=np.zeros((8, 256), F16), key=[SH_KV], value=[SH_KV], inputLa
 
 
 # case -> (keyword arguments, status, message)
+def _int4_paged(h2: int) -> dict:
+    """A paged INT4 (INT32) cache of cache H `h2` words (8 INT4 values each) beside a BSH query."""
+    cache = [np.ones((2, 128, h2), np.int32)]
+    return dict(query=np.zeros((1, 20, 256), F16), key=cache, value=cache, inputLayout="BSH",
+                blockTableOptional=np.array([[0, 1]], np.int32), blockSize=128, actualSeqLengthsKvOptional=(200,))  # fmt: skip
+
+
 RULES = {
     # TilingProcess4PFA
     "d_align_int8": (
@@ -481,32 +488,8 @@ RULES = {
         "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
     ),
     # with a block table the page-attention rules first, on the unpacked cache [blocks, blockSize, H2]
-    "int4_paged": (
-        dict(
-            query=np.zeros((1, 20, 256), F16),
-            key=[np.ones((2, 128, 16), np.int32)],
-            value=[np.ones((2, 128, 16), np.int32)],
-            inputLayout="BSH",
-            blockTableOptional=np.array([[0, 1]], np.int32),
-            blockSize=128,
-            actualSeqLengthsKvOptional=(200,),
-        ),
-        561003,
-        "INT4 (INT32) key/value on the Atlas A2/A3 PFA route",
-    ),  # fmt: skip
-    "int4_paged_cache_shape": (
-        dict(
-            query=np.zeros((1, 20, 256), F16),
-            key=[np.ones((2, 128, 8), np.int32)],
-            value=[np.ones((2, 128, 8), np.int32)],
-            inputLayout="BSH",
-            blockTableOptional=np.array([[0, 1]], np.int32),
-            blockSize=128,
-            actualSeqLengthsKvOptional=(200,),
-        ),
-        561002,
-        "key [2, 128, 64] should be",
-    ),  # fmt: skip
+    "int4_paged": (_int4_paged(16), 561003, "INT4 (INT32) key/value on the Atlas A2/A3 PFA route"),
+    "int4_paged_cache_shape": (_int4_paged(8), 561002, "key [2, 128, 64] should be"),
     "int4_lse": (
         dict(
             key=[np.ones((1, 2, 32, 8), np.int32)],

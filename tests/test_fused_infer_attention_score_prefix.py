@@ -217,6 +217,15 @@ def test_arch35_prefix_of_other_heads_read_at_the_key_strides(chip, layout, pref
     assert message is None, message
 
 
+def _gqa_prefix_call(q, k, kp, layout="BNSD", **named):
+    """FusedInferAttentionScoreV2 of 4 query heads over 2 kv heads (key = value = k), kp both shared
+    prefixes."""
+    return run_fia(
+        version=2, query=q, key=[k], value=[k], out_shape=q.shape, keySharedPrefixOptional=kp,
+        valueSharedPrefixOptional=kp, numHeads=4, numKeyValueHeads=2, scaleValue=0.17, inputLayout=layout, **named,
+    )  # fmt: skip
+
+
 @ON_ARCH35
 def test_arch35_prefix_too_short_for_the_key_strides_is_refused(chip):
     """[1, 1, 28, 32] read at the key's strides (2 heads, its own S 28, all 28 rows): the second head's rows
@@ -225,19 +234,7 @@ def test_arch35_prefix_too_short_for_the_key_strides_is_refused(chip):
     k = RNG.standard_normal((2, 2, 40, 32)).astype(np.float16)
     kp = RNG.standard_normal((1, 1, 28, 32)).astype(np.float16)
     with pytest.raises(ae.AclnnError, match="rather than read past") as err:
-        run_fia(
-            version=2,
-            query=q,
-            key=[k],
-            value=[k],
-            out_shape=q.shape,
-            keySharedPrefixOptional=kp,
-            valueSharedPrefixOptional=kp,
-            numHeads=4,
-            numKeyValueHeads=2,
-            scaleValue=0.17,
-            inputLayout="BNSD",
-        )
+        _gqa_prefix_call(q, k, kp)
     assert err.value.code == 561003
 
 
@@ -252,19 +249,7 @@ def test_a2_pfa_empty_key_zeroes_the_output_beside_a_prefix(chip, layout):
     kp = RNG.standard_normal((1, 2, 16, 32)).astype(np.float16)
     if layout == "NSD":
         q, k, kp = q[0], k[0], kp[0]
-    out, _ = run_fia(
-        version=2,
-        query=q,
-        key=[k],
-        value=[k],
-        out_shape=q.shape,
-        keySharedPrefixOptional=kp,
-        valueSharedPrefixOptional=kp,
-        numHeads=4,
-        numKeyValueHeads=2,
-        scaleValue=0.17,
-        inputLayout=layout,
-    )
+    out, _ = _gqa_prefix_call(q, k, kp, layout)
     assert np.array_equal(out, np.zeros_like(out))
 
 
@@ -279,9 +264,7 @@ def test_arch35_prefix_length_off_the_key_blocks_warns(chip, length, warned, cap
     k = RNG.standard_normal((2, 2, 40, 32)).astype(np.float16)
     kp = RNG.standard_normal((1, 2, 16 if length != (256,) else 256, 32)).astype(np.float16)
     capfd.readouterr()
-    run_fia(version=2, query=q, key=[k], value=[k], out_shape=q.shape, keySharedPrefixOptional=kp,
-            valueSharedPrefixOptional=kp, actualSharedPrefixLenOptional=length, numHeads=4, numKeyValueHeads=2,
-            scaleValue=0.17, inputLayout="BNSD")  # fmt: skip
+    _gqa_prefix_call(q, k, kp, actualSharedPrefixLenOptional=length)
     assert ("inferred.prefix_walk" in capfd.readouterr().err) == warned
 
 
