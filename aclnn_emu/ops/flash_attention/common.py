@@ -9,6 +9,7 @@ from aclnn_emu import status
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.formats import Format
 from aclnn_emu.kernels.flash_attention import prompt_flash_attention as pfa
+from aclnn_emu.kernels.flash_attention.params import FaParams
 from aclnn_emu.opdef.signature import Op, OpError, TensorIn
 import numpy as np
 
@@ -324,6 +325,23 @@ def entry_points(base, extra, defaults_from, tnd_replaced=(), tnd_docs=None):
         return Op(name, base.header, params, base=base, defaults_from=defaults_from, since=since)
 
     return declare
+
+
+def score_params(a, layout: str, mode: int, **per_launch) -> FaParams:
+    """The kernels' parameters of a FlashAttentionScore or FlashAttentionScoreGrad call from the
+    attributes both take; ``per_launch`` the fields each launch sets itself."""
+    return FaParams(
+        scale=a.scaleValue,
+        keep_prob=float(np.float32(a.keepProb)),
+        head_num=a.headNum,
+        layout=layout,
+        pre_tokens=a.preTokens,
+        next_tokens=a.nextTokens,
+        sparse_mode=mode,
+        pse_type=a.pseType,
+        prefix=a.prefixOptional,
+        **per_launch,
+    )
 
 
 def v4_inputs(scales) -> list:

@@ -1,10 +1,9 @@
 """aclnnFlashAttentionScoreV2: the launch, layouts from the device tensors to the kernel and back, and the
 workspace."""
 
-import numpy as np
 from aclnn_emu.dtypes import DataType
 from aclnn_emu.kernels.flash_attention.flash_attention_score import flash_attention_score
-from aclnn_emu.kernels.flash_attention.params import FaParams
+from ..common import score_params
 from aclnn_emu.kernels.flash_attention.varlen import var_len_score
 from .shapes import _Axes, _present
 
@@ -20,16 +19,10 @@ def _zero_outputs(a):
 
 
 def _launch(a, x: _Axes, mode, invalid_line, generated_dropout, starts, arch35, sink=None):
-    params = FaParams(
-        scale=a.scaleValue,
-        keep_prob=float(np.float32(a.keepProb)),
-        head_num=a.headNum,
-        layout=x.layout,
-        pre_tokens=a.preTokens,
-        next_tokens=a.nextTokens,
-        sparse_mode=mode,
-        pse_type=a.pseType,
-        prefix=a.prefixOptional,
+    params = score_params(
+        a,
+        x.layout,
+        mode,
         q_start_idx=starts[0],
         kv_start_idx=starts[1],
         invalid_line=invalid_line,
@@ -66,16 +59,10 @@ def _launch_tnd(a, batches, mode, invalid_line, sink, softmax_layout, arch35, ps
     softmaxMax/Sum in `softmax_layout`, the pse read per batch as `pse_form` (varlen_pse.PackedPse) says;
     `generated_dropout` the (seed, offset) of a keep mask the kernel draws itself; `starts` the
     (qStartIdx, kvStartIdx) the generated ALiBi reads."""
-    params = FaParams(
-        scale=a.scaleValue,
-        keep_prob=float(np.float32(a.keepProb)),
-        head_num=a.headNum,
-        layout="TND",
-        pre_tokens=a.preTokens,
-        next_tokens=a.nextTokens,
-        sparse_mode=mode,
-        pse_type=a.pseType,
-        prefix=a.prefixOptional,
+    params = score_params(
+        a,
+        "TND",
+        mode,
         q_start_idx=starts[0],
         kv_start_idx=starts[1],
         invalid_line=invalid_line,

@@ -1,10 +1,9 @@
 """aclnnFlashAttentionScoreGradV2: the launch, layouts from the device tensors to the kernel and back, and the
 workspace."""
 
-import numpy as np
 from aclnn_emu.kernels.flash_attention.dropout import packed_keep_mask
 from aclnn_emu.kernels.flash_attention.flash_attention_score_grad import flash_attention_score_grad, sink_gradient
-from aclnn_emu.kernels.flash_attention.params import FaParams
+from ..common import score_params
 from aclnn_emu.kernels.flash_attention.varlen import var_len_score_grad
 from .common import COMPRESSED_MASK, _present, seeds
 from .entry import ARCH35
@@ -53,18 +52,7 @@ def _write_dsink(a, dsink):
 
 
 def _launch(a, s, mode, env, sink=None):
-    params = FaParams(
-        scale=a.scaleValue,
-        keep_prob=float(np.float32(a.keepProb)),
-        head_num=a.headNum,
-        layout=_kernel_layout(s, env),
-        pre_tokens=a.preTokens,
-        next_tokens=a.nextTokens,
-        sparse_mode=mode,
-        pse_type=a.pseType,
-        prefix=a.prefixOptional,
-        **_start_indices(a, env),
-    )
+    params = score_params(a, _kernel_layout(s, env), mode, **_start_indices(a, env))
     pse, drop, mask = (_present(t) for t in (a.pseShiftOptional, a.dropMaskOptional, a.attenMaskOptional))
     generate = env.soc == ARCH35 and drop is None and params.keep_prob < 1
 
@@ -115,19 +103,7 @@ def _launch_tnd(
     read per batch as `pse_form` (varlen_pse.PackedPse) says; `generated_dropout` the (seed, offset) of a
     keep mask the kernel draws itself; `restart_alibi` whether the generated ALiBi drops the start indices
     after batch 0; `prefix_rows` the row block of kernels that skip blocks by prefixN in sparse mode 5."""
-    params = FaParams(
-        scale=a.scaleValue,
-        keep_prob=float(np.float32(a.keepProb)),
-        head_num=a.headNum,
-        layout="TND",
-        pre_tokens=a.preTokens,
-        next_tokens=a.nextTokens,
-        sparse_mode=mode,
-        pse_type=a.pseType,
-        prefix=a.prefixOptional,
-        generated_dropout=generated_dropout,
-        **_start_indices(a, env),
-    )
+    params = score_params(a, "TND", mode, generated_dropout=generated_dropout, **_start_indices(a, env))
     drop, mask = (_present(t) for t in (a.dropMaskOptional, a.attenMaskOptional))
     pse = None if pse_form is None else a.pseShiftOptional
     ropes = [getattr(a, name, None) for name in ("queryRope", "keyInRope")]
