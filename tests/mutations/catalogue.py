@@ -4123,11 +4123,12 @@ MUTATIONS = [
     Mutation(
         "fia-v5-parser-on-every-a2-route",
         FIA_CHECKS,
-        """def _tiling_a2(a, env):
-    if route_to_fia(a):""",
-        """def _tiling_a2(a, env):
+        """    _warn_if_rerouted(a, env, fia, route)
+    if route == "FIA-V3":
+        pse_type.check_parser(a, env)""",
+        """    _warn_if_rerouted(a, env, fia, route)
     pse_type.check_parser(a, env)
-    if route_to_fia(a):""",
+    if route == "FIA-V3":""",
         FIA_V5_TESTS,
     ),
     Mutation(
@@ -4203,5 +4204,27 @@ MUTATIONS = [
         "not _separate_tensors(a) and a.antiquantMode != 0:",
         "not _separate_tensors(a) and False:",
         ("tests/test_fused_infer_attention_score_kv_antiquant_arch35.py",),
+    ),
+    # CANN 9.x's RouteToFia (route_9x): the calls it routes otherwise are named
+    Mutation(
+        "fia-route-9x-legacy-decode-forgotten",
+        "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
+        "        if (qd == 256 and not prefix) or (qd == 80 and prefix):",
+        "        if False:",
+        ("tests/test_fused_infer_attention_score_route_9x.py",),
+    ),
+    Mutation(
+        "fia-route-9x-quant-scale2-in-9-0",
+        "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
+        '    if release != "9.0.0" and a.quantScale2Optional is not None:',
+        "    if a.quantScale2Optional is not None:",
+        ("tests/test_fused_infer_attention_score_route_9x.py",),
+    ),
+    Mutation(
+        "fia-route-9x-mha-bf16-precise",
+        "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
+        "not (a.query.dtype == BF16 and precise == 1)",
+        "a.query.dtype == F16 and precise == 1",
+        ("tests/test_fused_infer_attention_score_route_9x.py",),
     ),
 ]

@@ -13,7 +13,7 @@ failure of the generated entry point is 561002.
 
 from types import SimpleNamespace
 
-from aclnn_emu import status
+from aclnn_emu import status, versions
 from aclnn_emu.dtypes import SIZE, DataType
 from aclnn_emu.kernels.flash_attention.left_padding import LeftPadding
 from aclnn_emu.opdef.gaps import Gaps
@@ -24,7 +24,7 @@ from aclnn_emu.opdef.signature import Launch, Op, OpError, TensorIn, TensorOut
 from aclnn_emu.runtime.errors import AclError
 
 from ..common import on_arch35
-from . import checks_arch35, delegate, launch, opdef_table, pse_type, split_fuse
+from . import checks_arch35, delegate, launch, opdef_table, pse_type, route_9x, split_fuse
 from .entry import V1, V2, V3, V4, V5, VERSIONS, inner_args
 from .failure import tiling
 from .launch import INT_MAX
@@ -194,16 +194,30 @@ def _check_lists_keyed(a):
 
 # -- A2/A3: TilingFusedInferAttentionScore ----------------------------------------------------------
 def _tiling_a2(a, env):
-    if route_to_fia(a):
+    base = split(a.inputLayout)[0]
+    fia = route_to_fia(a)
+    route = "FIA-V3" if fia else "split-fuse" if is_using_fai(a, base) else "IFA" if is_using_ifa(a, base) else "PFA"
+    _warn_if_rerouted(a, env, fia, route)
+    if route == "FIA-V3":
         pse_type.check_parser(a, env)
         return FiaV3(a, env).run()
-    base = split(a.inputLayout)[0]
-    if is_using_fai(a, base):
+    if route == "split-fuse":
         INFERRED.warn(env, "split_fuse", f"inputLayout {a.inputLayout}")
         return split_fuse.run(a, env)
-    if is_using_ifa(a, base):
+    if route == "IFA":
         return delegate.incre(a, env)
     return delegate.prompt(a, env)
+
+
+def _warn_if_rerouted(a, env, fia: bool, route: str) -> None:
+    """9.0.0 rewrote RouteToFia (route_9x); a call it routes otherwise runs 8.5's route here, and says so."""
+    release = env.version.name
+    if release in versions.since("9.0.0") and route_9x.routes_to_fia(a, release) != fia:
+        env.warn(
+            f"portability: CANN {release}'s RouteToFia sends this call {'past' if fia else 'to'} the FIA-V3 kernels; "
+            f"aclnn-emu runs CANN 8.5's route ({route} tiling and kernels), whose checks and roundings may differ "
+            "(listed in `aclnn-emu coverage --version`)"
+        )
 
 
 def _not_legacy_gqa(a) -> bool:
