@@ -51,17 +51,22 @@ SAMPLE_TIMEOUT = 600  # seconds per sample
 TAIL_LINES = 40  # lines of a sample's output that `samples -v` (and a failure) shows
 
 
-def compile_and_run(source, argv=(), env=None, timeout=None, **streams) -> tuple[str, subprocess.CompletedProcess]:
+def compile_and_run(
+    source, argv=(), env=None, timeout=None, line_buffered=False, **streams
+) -> tuple[str, subprocess.CompletedProcess]:
     """Compile with the official flags into a temporary directory and run; returns (stage, result).
     The compiler's output is captured (a failed compile returns it); the program writes to `streams`
-    (stdout=, stderr=), by default captured as text."""
+    (stdout=, stderr=), by default captured as text. `line_buffered`: the program's stdout is flushed
+    at each line (coreutils' stdbuf, where there is one), so that with stderr sent to the same file
+    the emulator's reports fall between lines, not inside a 4 KiB block of stdout."""
     with tempfile.TemporaryDirectory(prefix="aclnn-emu-") as tmp:
         exe = pathlib.Path(tmp) / pathlib.Path(source).stem
         built = toolkit.compile(source, exe)
         if built.returncode != 0:
             return "compile", built
+        stdbuf = shutil.which("stdbuf") if line_buffered else None
         return "run", process.run(
-            [str(exe), *argv],
+            [*([stdbuf, "-oL"] if stdbuf else []), str(exe), *argv],
             toolkit.environment(env),
             timeout,
             **(streams or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)),
@@ -215,7 +220,7 @@ def cmd_samples(args) -> int:
         with tempfile.TemporaryFile() as log:  # unlinked from the start: never left behind
             try:
                 stage, result = compile_and_run(
-                    source, env=env, timeout=SAMPLE_TIMEOUT, stdout=log, stderr=subprocess.STDOUT
+                    source, env=env, timeout=SAMPLE_TIMEOUT, line_buffered=True, stdout=log, stderr=subprocess.STDOUT
                 )
                 if stage == "compile":
                     log.write((result.stdout + result.stderr).encode())

@@ -91,6 +91,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 C_DIR = ROOT / "tests" / "c"
 CHILD = C_DIR / "cli_child.cpp"  # out 1, err 1, waits for "exit N" / "signal N" on stdin, out 2, err 2
 LINES = C_DIR / "cli_lines.cpp"  # "line 1" ... "line 100", exit 0
+LEAK_LINES = C_DIR / "cli_leak_lines.cpp"  # 100 lines of 50 bytes, one device allocation leaked
 COMPILE_AND_START = 120  # seconds for a compile and a program start on a busy machine
 # Seconds for a stop: the command's cleanup (Python, the program's exit, the temporary files) on a
 # machine whose cores are all busy; a stop that hangs still fails, only later than on an idle one.
@@ -294,6 +295,17 @@ def test_samples_shows_a_bounded_tail_of_each_output(tmp_path):
     )
     assert re.fullmatch(table + tail + "1/1 samples passed\n", verbose.stdout), verbose.stdout[:2000]
     assert re.fullmatch(table + re.escape("--- cli_lines.cpp ---\n" + lines) + "1/1 samples passed\n", full.stdout)
+
+
+@pytest.mark.skipif(shutil.which("stdbuf") is None, reason="no stdbuf (coreutils) on this machine")
+def test_samples_full_keeps_the_reports_between_the_programs_lines(tmp_path):
+    """stdout and stderr go to one file: a fully buffered stdout would flush its first 4 KiB in the
+    middle of line 81, and the leak report written at aclFinalize would land inside that line."""
+    shutil.copy(LEAK_LINES, tmp_path)
+    lines = cli("samples", "--full", str(tmp_path)).stdout.splitlines()
+    report = [line for line in lines if "aclnn-emu sanitizer" in line]
+    assert len(report) == 1 and report[0].startswith("aclnn-emu sanitizer: leak: 64 bytes"), report
+    assert [line for line in lines if line.startswith("line ")] == [f"line {i:03d} " + "." * 40 for i in range(100)]
 
 
 def test_samples_shows_why_a_sample_failed(tmp_path):

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from aclnn_emu.opdef.registry import all_ops
+from aclnn_emu import versions
+from aclnn_emu.opdef.registry import all_ops, by_name
 from aclnn_emu.runtime import devices
 from fuzz import case as fcase
 from fuzz import driver, mutate
@@ -37,6 +38,25 @@ def test_every_baseline_runs_on_its_chips(name, baseline, soc):
 def test_cases_are_the_same_for_the_same_seed_and_number():
     assert repr(mutate.generate(5, 17)) == repr(mutate.generate(5, 17))
     assert {mutate.generate(5, i).op for i in range(200)} == set(BASELINES)
+
+
+def test_a_quarter_of_the_calls_run_under_a_9x_release_that_declares_the_entry_point():
+    cases = [mutate.generate(5, i) for i in range(400)]
+    released = [c for c in cases if c.release]
+    assert 60 <= len(released) <= 140, len(released)
+    for c in released:
+        assert c.release in versions.since("9.0.0")
+        assert versions.declares(versions.RELEASES[c.release], by_name(c.op).since), c
+    assert f"release={released[0].release!r}" in fcase.reproducer(released[0])
+
+
+def test_a_case_runs_under_its_release():
+    """PromptFlashAttentionV2 on Ascend950 returns 361001 from 9.0.0 on (versions.WITHDRAWALS)."""
+    ((baseline, _), *_) = BASELINES["PromptFlashAttentionV2"]
+    args = baseline("Ascend910_95")
+    assert fcase.run(Case("PromptFlashAttentionV2", "Ascend910_95", False, args)).kind == "ran"
+    withdrawn = fcase.run(Case("PromptFlashAttentionV2", "Ascend910_95", False, args, release="9.0.0"))
+    assert (withdrawn.kind, withdrawn.code) == ("rejected", 361001), withdrawn
 
 
 def test_generating_contents_over_an_extreme_float_fill_keeps_the_floats():

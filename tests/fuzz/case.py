@@ -83,6 +83,7 @@ class Case:
     args: list
     mutations: tuple = ()  # what was changed from the baseline, for the report
     base: str = ""  # the fuzz.baselines function the arguments started from
+    release: str = ""  # a CANN release that declares the entry point; "" the default (or the first that has it)
 
 
 def reproducer(case: Case) -> str:
@@ -98,7 +99,9 @@ def reproducer(case: Case) -> str:
         "from fuzz.case import Case, L, Same, T, run\n"
         + (f"args = baselines.{case.base}({case.soc!r})\n" if case.base else f"args = [None] * {len(case.args)}\n")
         + changes
-        + f"print(run(Case({case.op!r}, {case.soc!r}, {case.strict!r}, args)))\n"
+        + f"print(run(Case({case.op!r}, {case.soc!r}, {case.strict!r}, args"
+        + (f", release={case.release!r}" if case.release else "")
+        + ")))\n"
     )
 
 
@@ -246,6 +249,7 @@ def run(case: Case, phase2: bool = True) -> Outcome:
     op = by_name(case.op)
     # an entry point of a later release runs under the first release that has it
     release = saved.cann_version if versions.declares(versions.RELEASES[saved.cann_version], op.since) else op.since
+    release = case.release or release
     config.current = dataclasses.replace(saved, soc=case.soc, strict=case.strict, cann_version=release)
     made = _Made()
     try:

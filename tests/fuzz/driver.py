@@ -75,7 +75,7 @@ class Finding:
         case, outcome = (self.shrunk, self.shrunk_outcome) if self.shrunk is not None else (self.case, self.outcome)
         return (
             f"case {self.index}: {self.case.op} on {self.case.soc}"
-            f"{' (strict)' if self.case.strict else ''} after {'; '.join(self.case.mutations) or 'no change'}\n"
+            f"{' (strict)' if self.case.strict else ''}{f' under {self.case.release}' if self.case.release else ''} after {'; '.join(self.case.mutations) or 'no change'}\n"
             f"  {self.outcome}\n  minimal reproducer ({outcome.kind}):\n"
             + "\n".join("    " + line for line in reproducer(case).splitlines())
         )
@@ -174,7 +174,7 @@ def _differences(case: Case, base: Case) -> list:
 
 def shrink(pool: Pool, case: Case, outcome: Outcome, baseline_args) -> tuple[Case, Outcome]:
     """Put baseline arguments back one at a time while the outcome stays as bad in the same way."""
-    base = Case(case.op, case.soc, case.strict, baseline_args, base=case.base)
+    base = Case(case.op, case.soc, case.strict, baseline_args, base=case.base, release=case.release)
     current, current_outcome = copy.deepcopy(case), outcome
     for i in _differences(case, base):
         trial = copy.deepcopy(current)
@@ -182,8 +182,11 @@ def shrink(pool: Pool, case: Case, outcome: Outcome, baseline_args) -> tuple[Cas
         ((_, got),) = list(pool.run([("case", trial)]))
         if got.kind == outcome.kind:
             current, current_outcome = trial, got
-    if current.strict:  # strict mode only matters when it changes the outcome
-        trial = dataclasses.replace(current, strict=False)
+    # strict mode and the release only matter when they change the outcome
+    for simpler in ({"strict": False}, {"release": ""}):
+        trial = dataclasses.replace(current, **simpler)
+        if trial == current:
+            continue
         ((_, got),) = list(pool.run([("case", trial)]))
         if got.kind == outcome.kind:
             current, current_outcome = trial, got
