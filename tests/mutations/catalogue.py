@@ -1691,8 +1691,8 @@ MUTATIONS = [
     Mutation(
         "fia-paged-block-order",
         "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
-        "pages[~bad] = cache[ids[~bad]]",
-        "pages[~bad] = cache[ids[~bad][::-1]]",
+        "        rows = read[t // block] * view.strides[0]",
+        "        rows = read[::-1][t // block] * view.strides[0]",
         FIA_TESTS,
     ),
     Mutation(
@@ -4226,5 +4226,20 @@ MUTATIONS = [
         "not (a.query.dtype == BF16 and precise == 1)",
         "a.query.dtype == F16 and precise == 1",
         ("tests/test_fused_infer_attention_score_route_9x.py",),
+    ),
+    # the paged caches' gather (pages.gather): token rows moved by the compiled piece copier
+    Mutation(
+        "fia-pages-row-within-block",
+        "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
+        "        rows = read[t // block] * view.strides[0] + (t % block) * view.strides[2]",
+        "        rows = read[t // block] * view.strides[0] + (t % (block // 2)) * view.strides[2]",
+        ("tests/test_fused_infer_attention_kernel.py",),
+    ),
+    Mutation(
+        "fia-pages-prefix-rows-overwritten",
+        "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
+        "(first_row + t) * out.strides[2]",
+        "t * out.strides[2]",
+        ("tests/test_fused_infer_attention_kernel.py",),
     ),
 ]

@@ -182,23 +182,33 @@ class _KeyGather:
             tensors.append((rope_t, "keyRope", 64))
         out = []
         for t, name, d in tensors:
-            per_batch = self._batches(t, name, d, act_kv, kv_rows)
-            if prefix:
+            shared = None
+            if prefix and name != "keyRope":
                 shared = a.keySharedPrefixOptional if name == "key" else a.valueSharedPrefixOptional
-                if shared is not None:
-                    rows = to_bnsd(shared.read(f"{name}SharedPrefix"), self.base, self.kv_heads)[0, :, :prefix]
-                    per_batch = [np.concatenate([rows, x], axis=1) for x in per_batch]
-            width = max((x.shape[1] for x in per_batch), default=0)
-            dense = np.zeros((self.batch, self.kv_heads, width, d), per_batch[0].dtype if per_batch else np.float16)
-            for b, x in enumerate(per_batch):
-                dense[b, :, : x.shape[1]] = x
+            rows = None if shared is None else to_bnsd(shared.read(f"{name}SharedPrefix"), self.base, self.kv_heads)
+            first = 0 if rows is None else prefix
+            if self.paged:  # the pages go straight into the dense array, after the prefix
+                cache = t if name == "keyRope" else t.items[0]
+                values = cache.read(name)
+                lengths = [max(int(n), 0) for n in act_kv[: self.batch]]
+                width = first + max(lengths, default=0)
+                dense = np.zeros((self.batch, self.kv_heads, width, d), values.dtype)
+                table = a.blockTableOptional.read("blockTable")
+                where = f"aclnnFusedInferAttentionScore {name}"
+                pages.gather(values, table, lengths, self.kv_heads, d, self.block, where, dense, first)
+            else:
+                per_batch = self._batches(t, name, d, kv_rows)
+                width = first + max((x.shape[1] for x in per_batch), default=0)
+                dense = np.zeros((self.batch, self.kv_heads, width, d), per_batch[0].dtype if per_batch else np.float16)
+                for b, x in enumerate(per_batch):
+                    dense[b, :, first : first + x.shape[1]] = x
+            if rows is not None:
+                dense[:, :, :prefix] = rows[0, :, :prefix]
             out.append(dense)
         return out[0], out[1], out[2] if len(out) > 2 else None
 
-    def _batches(self, t, name, d, act_kv, kv_rows):
-        """[Nkv, S_b, D] per batch."""
-        if self.paged:
-            return self._paged(t if name == "keyRope" else t.items[0], name, d, act_kv)
+    def _batches(self, t, name, d, kv_rows):
+        """[Nkv, S_b, D] per batch of a dense key/value (a batched tensor or one per batch)."""
         if name == "keyRope":
             x = to_bnsd(t.read(name), self.base, self.kv_heads)
             return [x[b] for b in range(self.batch)] if kv_rows is None else [x[0, :, r0 : r0 + n] for r0, n in kv_rows]
@@ -211,11 +221,3 @@ class _KeyGather:
         if kv_rows is not None:
             return [x[0, :, r0 : r0 + n] for r0, n in kv_rows]
         return [x[b] for b in range(self.batch)]
-
-    def _paged(self, t, name, d, act_kv):
-        """Batch b's first act_kv[b] tokens through blockTable."""
-        table = self.a.blockTableOptional.read("blockTable")
-        lengths = act_kv[: self.batch]
-        return pages.batch_rows(
-            t.read(name), table, lengths, self.kv_heads, d, self.block, f"aclnnFusedInferAttentionScore {name}"
-        )

@@ -3,32 +3,45 @@ blockTable[b][t // blockSize], row t % blockSize, of a [blocks, blockSize, Nkv*D
 [blocks, Nkv, blockSize, D] (BnNBsD) or NZ [blocks, Nkv, D / D0, blockSize, D0] cache (D0 the
 elements of 32 bytes: row t's channels d0 + D0 * d1 at [block, n, d1, t % blockSize, d0])."""
 
+import math
+
 import numpy as np
 
+from aclnn_emu.kernels.kv_cache.layouts import copy_pieces
 from aclnn_emu.runtime import sanitizer
 
 
-def _as_bnbsd(cache: np.ndarray, kv_heads: int, d: int) -> np.ndarray:
-    """The cache as [blocks, Nkv, blockSize, D] rows."""
-    if cache.ndim == 3:
-        return cache.reshape(cache.shape[0], cache.shape[1], kv_heads, d).transpose(0, 2, 1, 3)
-    if cache.ndim == 5:
-        blocks, n, d1, block, d0 = cache.shape
-        return cache.transpose(0, 1, 3, 2, 4).reshape(blocks, n, block, d1 * d0)
-    return cache
+def _token_rows(cache: np.ndarray, kv_heads: int, d: int, block: int):
+    """(view, pieces, piece axis): the cache as a [blocks, Nkv, blockSize, ...] view of each token's
+    head rows, cut into `pieces` contiguous pieces `piece axis` apart (one piece outside NZ). A cache
+    whose shape does not hold such rows fails here (ValueError)."""
+    if cache.ndim == 3:  # [blocks, blockSize, Nkv*D]
+        view, pieces, axis = cache.reshape(cache.shape[0], cache.shape[1], kv_heads, d).transpose(0, 2, 1, 3), 1, None
+    elif cache.ndim == 5:  # [blocks, Nkv, D/D0, blockSize, D0]: a row's D0-element pieces a block's rows apart
+        view, pieces, axis = cache.transpose(0, 1, 3, 2, 4), cache.shape[2], 2
+    else:  # [blocks, Nkv, blockSize, D]
+        view, pieces, axis = cache, 1, None
+    if view.ndim < 4 or view.shape[1:3] != (kv_heads, block) or math.prod(view.shape[3:]) != d:
+        raise ValueError(f"a paged cache {list(cache.shape)} holds no [Nkv {kv_heads}, blockSize {block}, D {d}] rows")
+    return view, pieces, axis
 
 
-def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
-    """[Nkv, length, D] per batch; block ids outside the cache, or entries past the table, read as
-    zeros and are reported. The kernels address blockTable as flat int32 storage whose rows are its
-    dimension 1 long (maxNumBlocksPerBatch), whatever its rank: table[b] of a 2-D table as wide as
-    the lengths need."""
-    cache = _as_bnbsd(cache, kv_heads, d)
+def gather(cache, table, lengths, kv_heads: int, d: int, block: int, what: str, out=None, first_row: int = 0):
+    """Batch b's first lengths[b] tokens at out[b, :, first_row:][:, :lengths[b]] of a [B, Nkv, W, D]
+    array (by default a new zeroed one, W the longest length), moved by the compiled piece copier;
+    block ids outside the cache, or entries past the table, leave zeros and are reported. The kernels
+    address blockTable as flat int32 storage whose rows are its dimension 1 long
+    (maxNumBlocksPerBatch), whatever its rank: table[b] of a 2-D table as wide as the lengths need."""
+    cache = np.ascontiguousarray(cache)  # the offsets below are from its first element
+    view, pieces, axis = _token_rows(cache, kv_heads, d, block)
+    lengths = [max(int(n), 0) for n in lengths]
+    if out is None:
+        out = np.zeros((len(lengths), kv_heads, max(lengths, default=0), d), cache.dtype)
     flat = table.reshape(-1).astype(np.int64)
     stride = table.shape[1]
-    rows = []
+    head = np.arange(kv_heads)[:, None]
+    src, dst = [], []  # byte offsets of each (head, token) row, batch by batch, heads in order
     for b, length in enumerate(lengths):
-        length = max(int(length), 0)
         count, start = -(-length // block), b * stride
         read = flat[start : start + count]
         if len(read) < count:
@@ -37,16 +50,33 @@ def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: 
                 f"{what}: batch {b} reads blockTable entries {start}..{start + count - 1} past its "
                 f"{flat.size}; their tokens read as zeros here",
             )
-        outside = (read < 0) | (read >= cache.shape[0])
+        outside = (read < 0) | (read >= view.shape[0])
         if outside.any():
             sanitizer.report(
                 "out-of-bounds",
                 f"{what}: blockTable[{b}] holds ids {read[outside][:8].tolist()} outside the cache of "
-                f"{cache.shape[0]} blocks; their tokens read as zeros here",
+                f"{view.shape[0]} blocks; their tokens read as zeros here",
             )
-        ids = np.concatenate([read, np.full(count - len(read), -1, np.int64)])
-        bad = (ids < 0) | (ids >= cache.shape[0])
-        pages = np.zeros((len(ids), kv_heads, block, d), cache.dtype)
-        pages[~bad] = cache[ids[~bad]]
-        rows.append(pages.transpose(1, 0, 2, 3).reshape(kv_heads, -1, d)[:, :length])
-    return rows
+        t = np.arange(min(length, len(read) * block))
+        t = t[~outside[t // block]]
+        rows = read[t // block] * view.strides[0] + (t % block) * view.strides[2]
+        src.append((head * view.strides[1] + rows).reshape(-1))
+        dst.append((b * out.strides[0] + head * out.strides[1] + (first_row + t) * out.strides[2]).reshape(-1))
+    piece_bytes = d * cache.itemsize // pieces if pieces else 0
+    copy_pieces(
+        out,
+        cache,
+        np.concatenate(dst) if dst else np.zeros(0, np.int64),
+        np.concatenate(src) if src else np.zeros(0, np.int64),
+        pieces=pieces,
+        piece_bytes=piece_bytes,
+        dst_stride=piece_bytes,
+        src_stride=cache.strides[axis] if axis is not None else piece_bytes,
+    )
+    return out
+
+
+def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
+    """[Nkv, length, D] per batch (gather's rows, each batch's own)."""
+    out = gather(cache, table, lengths, kv_heads, d, block, what)
+    return [out[b, :, : max(int(n), 0)] for b, n in enumerate(lengths)]
