@@ -89,12 +89,15 @@ def torch_call(query, caches, table) -> dict:
     return {"torch SDPA (gathered cache)": sdpa}
 
 
-def emulator_call(query, caches, table):
+def device_operands(query, caches, table):
+    """(query, keys, values, block table, attentionOut) on the device."""
     ae.setup()
-    q = ae.to_device(query)
     keys, values = (TensorList([ae.to_device(c)]) for c in caches)
-    blocks = ae.to_device(table)
-    out = ae.empty(query.shape, ae.DataType.ACL_FLOAT16)
+    return ae.to_device(query), keys, values, ae.to_device(table), ae.empty(query.shape, ae.DataType.ACL_FLOAT16)
+
+
+def emulator_call(query, caches, table):
+    q, keys, values, blocks, out = device_operands(query, caches, table)
     lengths = (SEQ,) * BATCH
     return lambda: ae.run(
         "IncreFlashAttentionV4",
@@ -124,11 +127,7 @@ def emulator_call(query, caches, table):
 
 
 def fused_infer_call(query, caches, table):
-    ae.setup()
-    q = ae.to_device(query)
-    keys, values = (TensorList([ae.to_device(c)]) for c in caches)
-    blocks = ae.to_device(table)
-    out = ae.empty(query.shape, ae.DataType.ACL_FLOAT16)
+    q, keys, values, blocks, out = device_operands(query, caches, table)
     return lambda: ae.ops.FusedInferAttentionScoreV4(
         q,
         keys,
