@@ -1691,8 +1691,8 @@ MUTATIONS = [
     Mutation(
         "fia-paged-block-order",
         "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
-        "        rows = read[t // block] * view.strides[0]",
-        "        rows = read[::-1][t // block] * view.strides[0]",
+        "        blocks.add(head * view.strides[1] + read[k] * view.strides[0],",
+        "        blocks.add(head * view.strides[1] + read[::-1][k] * view.strides[0],",
         FIA_TESTS,
     ),
     Mutation(
@@ -4231,15 +4231,22 @@ MUTATIONS = [
     Mutation(
         "fia-pages-row-within-block",
         "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
-        "        rows = read[t // block] * view.strides[0] + (t % block) * view.strides[2]",
-        "        rows = read[t // block] * view.strides[0] + (t % (block // 2)) * view.strides[2]",
+        "read[t // block] * view.strides[0] + (t % block) * view.strides[2]",
+        "read[t // block] * view.strides[0] + (t % (block // 2)) * view.strides[2]",
         ("tests/test_fused_infer_attention_kernel.py",),
     ),
     Mutation(
         "fia-pages-prefix-rows-overwritten",
         "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
-        "(first_row + t) * out.strides[2]",
-        "t * out.strides[2]",
+        "(b, head, first_row + k * block), out)",
+        "(b, head, k * block), out)",
+        ("tests/test_fused_infer_attention_kernel.py",),
+    ),
+    Mutation(
+        "fia-pages-interleaved-block-read-whole",
+        "aclnn_emu/ops/flash_attention/fused_infer/pages.py",
+        "    if view.strides[2] == row_bytes:",
+        "    if True:",
         ("tests/test_fused_infer_attention_kernel.py",),
     ),
 ]

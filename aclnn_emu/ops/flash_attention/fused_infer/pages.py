@@ -40,7 +40,9 @@ def gather(cache, table, lengths, kv_heads: int, d: int, block: int, what: str, 
     flat = table.reshape(-1).astype(np.int64)
     stride = table.shape[1]
     head = np.arange(kv_heads)[:, None]
-    src, dst = [], []  # byte offsets of each (head, token) row, batch by batch, heads in order
+    row_bytes = d * cache.itemsize
+    whole = pieces == 1  # a token's head row is contiguous: a whole block's rows of a head are one pair
+    blocks, rows = _Pairs(), _Pairs()  # byte offsets, batch by batch, heads in order
     for b, length in enumerate(lengths):
         count, start = -(-length // block), b * stride
         read = flat[start : start + count]
@@ -57,23 +59,48 @@ def gather(cache, table, lengths, kv_heads: int, d: int, block: int, what: str, 
                 f"{what}: blockTable[{b}] holds ids {read[outside][:8].tolist()} outside the cache of "
                 f"{view.shape[0]} blocks; their tokens read as zeros here",
             )
-        t = np.arange(min(length, len(read) * block))
+        tokens = min(length, len(read) * block)
+        full = tokens // block if whole else 0
+        k = np.arange(full)[~outside[:full]]
+        blocks.add(head * view.strides[1] + read[k] * view.strides[0], (b, head, first_row + k * block), out)
+        t = np.arange(full * block, tokens)
         t = t[~outside[t // block]]
-        rows = read[t // block] * view.strides[0] + (t % block) * view.strides[2]
-        src.append((head * view.strides[1] + rows).reshape(-1))
-        dst.append((b * out.strides[0] + head * out.strides[1] + (first_row + t) * out.strides[2]).reshape(-1))
-    piece_bytes = d * cache.itemsize // pieces if pieces else 0
-    copy_pieces(
+        rows.add(
+            head * view.strides[1] + read[t // block] * view.strides[0] + (t % block) * view.strides[2],
+            (b, head, first_row + t),
+            out,
+        )
+    if view.strides[2] == row_bytes:  # [blocks, Nkv, blockSize, D]: a block's rows lie side by side
+        blocks.copy(out, cache, pieces=1, piece_bytes=block * row_bytes, dst_stride=0, src_stride=0)
+    else:
+        blocks.copy(out, cache, pieces=block, piece_bytes=row_bytes, dst_stride=row_bytes, src_stride=view.strides[2])
+    piece_bytes = row_bytes // pieces if pieces else 0
+    rows.copy(
         out,
         cache,
-        np.concatenate(dst) if dst else np.zeros(0, np.int64),
-        np.concatenate(src) if src else np.zeros(0, np.int64),
         pieces=pieces,
         piece_bytes=piece_bytes,
         dst_stride=piece_bytes,
         src_stride=cache.strides[axis] if axis is not None else piece_bytes,
     )
     return out
+
+
+class _Pairs:
+    """Source and destination byte offsets of piece-copier pairs, gathered in order."""
+
+    def __init__(self):
+        self.src, self.dst = [], []
+
+    def add(self, src, at, out) -> None:
+        """Pairs from `src` offsets into out[at] (b, heads [Nkv, 1], rows [n]), heads outermost."""
+        b, heads, rows = at
+        self.src.append(np.broadcast_to(src, (heads.shape[0], len(rows))).reshape(-1))
+        self.dst.append((b * out.strides[0] + heads * out.strides[1] + rows * out.strides[2]).reshape(-1))
+
+    def copy(self, out, cache, **geometry) -> None:
+        if self.src:
+            copy_pieces(out, cache, np.concatenate(self.dst), np.concatenate(self.src), **geometry)
 
 
 def batch_rows(cache: np.ndarray, table: np.ndarray, lengths, kv_heads: int, d: int, block: int, what: str):
