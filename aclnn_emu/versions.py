@@ -472,9 +472,11 @@ UNEMULATED = (
         "FusedInferAttentionScore on Atlas A2/A3: RouteToFia is rewritten and sends nearly every FLOAT16/BF16 call "
         "to the FIA-V3 kernels (all but D 256 / D 80-with-prefix MHA decode, NSD and the split-fuse TND calls), "
         "whose 9.x feature checks take pse, left padding, shared prefix and output quantisation; CheckSpecConditions "
-        "(split-fuse) widens; aclnn-emu keeps 8.5's routes and checks, and warns where the 9.x routing differs",
+        "and IsUsingFAI (split-fuse) widen, IsUsingIFA adds TND over an INT8 NZ cache; aclnn-emu keeps 8.5's routes "
+        "and checks, and warns where the 9.x routing differs",
         f"{_FIA_API}op_host/arch32/fused_infer_attention_score_tiling_v3.cpp RouteToFia, CheckSpecConditions "
-        "(op_host/arch22/ in 9.1.0, with ..._tiling_check_feature.cpp)",
+        "(op_host/arch22/ in 9.1.0, with ..._tiling_check_feature.cpp); op_host/fused_infer_attention_score_tiling.cpp "
+        "IsUsingFAI, IsGqaMtp",
     ),
     Unemulated(
         "9.1.0",

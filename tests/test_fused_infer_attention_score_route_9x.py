@@ -38,32 +38,32 @@ def _tnd_mha_bf16():
 
 CASES = {
     # 8.5: BSH D 96 is a legacy GQA call outside CheckGqaDSupport -> PFA; 9.x: FIA-V3
-    "bsh-d96-gqa": (lambda: _bsh(96), "to"),
+    "bsh-d96-gqa": (lambda: _bsh(96), "FIA-V3"),
     # 8.5 and 9.x: FIA-V3 (CheckGqaDSupport's D 128)
     "bsh-d128-gqa": (lambda: _bsh(128), None),
     # 8.5: not FIA (D 256); 9.x: IsLegacyTemplatePreferred (MHA decode, D 256, no prefix)
     "bsh-d256-mha-decode": (lambda: _bsh(256, n=2, n2=2, s1=1), None),
     # 8.5: not FIA; 9.x: FIA-V3 (a D 256 prefill is not the legacy decode)
-    "bsh-d256-mha-prefill": (lambda: _bsh(256, n=2, n2=2, s1=8), "to"),
-    "tnd-mha-bf16": (_tnd_mha_bf16, "past"),
+    "bsh-d256-mha-prefill": (lambda: _bsh(256, n=2, n2=2, s1=8), "FIA-V3"),
+    "tnd-mha-bf16": (_tnd_mha_bf16, "split-fuse"),
 }
 
 
 @A2_A3
 @pytest.mark.parametrize("case", CASES)
 def test_a_call_9x_routes_otherwise_runs_85s_route_with_a_warning(chip, case, capfd):
-    build, direction = CASES[case]
+    build, route_9 = CASES[case]
     named = build()
     want, _ = run_fia(**named)
-    assert "RouteToFia" not in capfd.readouterr().err  # 8.5.0, the default release: no warning
+    assert "routes this call" not in capfd.readouterr().err  # 8.5.0, the default release: no warning
     for release in RELEASES_9X:
         out, _ = _in_release(release, lambda: run_fia(**named))
         err = capfd.readouterr().err
         assert np.array_equal(out.view(np.uint16), want.view(np.uint16)), release
-        if direction is None:
-            assert "RouteToFia" not in err, err
+        if route_9 is None:
+            assert "routes this call" not in err, err
         else:
-            assert f"CANN {release}'s RouteToFia sends this call {direction} the FIA-V3 kernels" in err, err
+            assert f"CANN {release} routes this call to its {route_9} tiling and kernels" in err, err
 
 
 def _tensor(shape):
@@ -104,8 +104,29 @@ def _call(kv=(64, 4, 128), **over):
     ],
 )
 def test_9x_spec_conditions_per_release(over, split_fuse):
-    """CheckSpecConditions at 9.0.0 and 9.1.0 (quantScale2 and the 5-D paged branch are 9.1.0's)."""
+    """CheckSpecConditions at 9.0.0 and 9.1.0 (quantScale2 and the 5-D paged branch are 9.1.0's), and
+    IsUsingFAI beside it."""
     a = _call(**over)
     for release, expected in split_fuse.items():
         assert route_9x.spec_conditions(a, release) is expected, release
         assert route_9x.routes_to_fia(a, release) is not expected, release
+        # IsUsingFAI: the same rules but the quantScale2 one
+        fai = expected or "quantScale2Optional" in over
+        assert route_9x.spec_conditions(a, release, fai=True) is fai, release
+
+
+@pytest.mark.parametrize("ends, route", [((3, 8), "IFA"), ((3, 30), "PFA"), (None, "IFA")])
+def test_9x_sends_tnd_over_an_int8_nz_cache_to_ifa_when_its_batches_are_short(ends, route):
+    """IsGqaMtp (9.x) takes TND over a 5-D INT8 cache with a BF16 query of D 128 when the longest
+    batch (GetTndQueryS: over the block table's B rows; without lengths T / B rounded up) has 1-16
+    rows; RouteToFia and IsUsingFAI leave the call (its key is INT8), 8.5's IsUsingIFA does not take it."""
+    int8 = lambda shape: SimpleNamespace(shape=shape, ndim=len(shape), dtype=DataType.ACL_INT8)  # noqa: E731
+    a = _call(
+        query=SimpleNamespace(shape=(8, 4, 128), ndim=3, dtype=DataType.ACL_BF16),
+        key=SimpleNamespace(items=[int8((8, 1, 4, 128, 32))]),
+        value=SimpleNamespace(items=[int8((8, 1, 4, 128, 32))]),
+        numKeyValueHeads=1, blockTableOptional=(2, 4),
+    )  # fmt: skip
+    a.actualSeqLengthsOptional, a.actualSeqLengthsKvOptional = ends, None if ends is None else (100, 200)
+    for release in RELEASES_9X:
+        assert route_9x.route(a, release, lambda a: False) == route, release

@@ -4123,10 +4123,10 @@ MUTATIONS = [
     Mutation(
         "fia-v5-parser-on-every-a2-route",
         FIA_CHECKS,
-        """    _warn_if_rerouted(a, env, fia, route)
+        """    _warn_if_rerouted(a, env, route)
     if route == "FIA-V3":
         pse_type.check_parser(a, env)""",
-        """    _warn_if_rerouted(a, env, fia, route)
+        """    _warn_if_rerouted(a, env, route)
     pse_type.check_parser(a, env)
     if route == "FIA-V3":""",
         FIA_V5_TESTS,
@@ -4216,8 +4216,8 @@ MUTATIONS = [
     Mutation(
         "fia-route-9x-quant-scale2-in-9-0",
         "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
-        '    if release != "9.0.0" and a.quantScale2Optional is not None:',
-        "    if a.quantScale2Optional is not None:",
+        '    if release != "9.0.0" and a.quantScale2Optional is not None and not fai:',
+        "    if a.quantScale2Optional is not None and not fai:",
         ("tests/test_fused_infer_attention_score_route_9x.py",),
     ),
     Mutation(
@@ -4248,5 +4248,19 @@ MUTATIONS = [
         "    if view.strides[2] == row_bytes:",
         "    if True:",
         ("tests/test_fused_infer_attention_kernel.py",),
+    ),
+    Mutation(
+        "fia-route-9x-tnd-mtp-rows",
+        "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
+        "    return 1 <= longest <= 16",
+        "    return 1 <= longest <= 32",
+        ("tests/test_fused_infer_attention_score_route_9x.py",),
+    ),
+    Mutation(
+        "fia-route-9x-fai-takes-quant-scale2-rule",
+        "aclnn_emu/ops/flash_attention/fused_infer/route_9x.py",
+        " and a.quantScale2Optional is not None and not fai:",
+        " and a.quantScale2Optional is not None:",
+        ("tests/test_fused_infer_attention_score_route_9x.py",),
     ),
 ]

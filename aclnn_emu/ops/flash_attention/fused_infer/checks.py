@@ -194,10 +194,8 @@ def _check_lists_keyed(a):
 
 # -- A2/A3: TilingFusedInferAttentionScore ----------------------------------------------------------
 def _tiling_a2(a, env):
-    base = split(a.inputLayout)[0]
-    fia = route_to_fia(a)
-    route = "FIA-V3" if fia else "split-fuse" if is_using_fai(a, base) else "IFA" if is_using_ifa(a, base) else "PFA"
-    _warn_if_rerouted(a, env, fia, route)
+    route = _route(a)
+    _warn_if_rerouted(a, env, route)
     if route == "FIA-V3":
         pse_type.check_parser(a, env)
         return FiaV3(a, env).run()
@@ -209,14 +207,27 @@ def _tiling_a2(a, env):
     return delegate.prompt(a, env)
 
 
-def _warn_if_rerouted(a, env, fia: bool, route: str) -> None:
-    """9.0.0 rewrote RouteToFia (route_9x); a call it routes otherwise runs 8.5's route here, and says so."""
+def _route(a) -> str:
+    """The tiling 8.5 sends an A2/A3 call to: RouteToFia, IsUsingFAI and IsUsingIFA in turn, else PFA."""
+    base = split(a.inputLayout)[0]
+    if route_to_fia(a):
+        return "FIA-V3"
+    if is_using_fai(a, base):
+        return "split-fuse"
+    return "IFA" if is_using_ifa(a, base) else "PFA"
+
+
+def _warn_if_rerouted(a, env, route: str) -> None:
+    """9.0.0 rewrote the routing (route_9x); a call it routes otherwise runs 8.5's route here, and says so."""
     release = env.version.name
-    if release in versions.since("9.0.0") and route_9x.routes_to_fia(a, release) != fia:
+    if release not in versions.since("9.0.0"):
+        return
+    route_9 = route_9x.route(a, release, lambda a: is_using_ifa(a, split(a.inputLayout)[0]))
+    if route_9 != route:
         env.warn(
-            f"portability: CANN {release}'s RouteToFia sends this call {'past' if fia else 'to'} the FIA-V3 kernels; "
-            f"aclnn-emu runs CANN 8.5's route ({route} tiling and kernels), whose checks and roundings may differ "
-            "(listed in `aclnn-emu coverage --version`)"
+            f"portability: CANN {release} routes this call to its {route_9} tiling and kernels; aclnn-emu runs "
+            f"CANN 8.5's route ({route}), whose checks and roundings may differ (listed in `aclnn-emu coverage "
+            "--version`)"
         )
 
 

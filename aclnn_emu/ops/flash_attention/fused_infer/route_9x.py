@@ -1,4 +1,5 @@
-"""RouteToFia as CANN 9.0.0 rewrote it (Atlas A2/A3), to name the calls it routes otherwise than 8.5.
+"""TilingFusedInferAttentionScore's routing as CANN 9.0.0 rewrote it (Atlas A2/A3), to name the
+calls it routes otherwise than 8.5.
 
 aclnn-emu runs 8.5's routing and the 8.5 FIA-V3 checks and kernels under every release
 (versions.UNEMULATED). From 9.0.0 on, RouteToFia (op_host/arch32/ at 9.0.0, arch22/ at 9.1.0,
@@ -14,6 +15,10 @@ sizes it can read to the FIA-V3 kernels, except:
 8.5 instead routes there only what CheckGqaConstrain / CheckMlaConstrain take: in the legacy layouts,
 head sizes 64, 128, 192/128, 128 + rope 64 or 512 + rope 64, without pse, padding, shared prefix or
 output quantisation (checks.route_to_fia).
+The calls left then go to the split-fuse kernels where IsUsingFAI takes them (fused_infer_attention_
+score_tiling.cpp: CheckSpecConditions' rules without the quantScale2 one), to the IFA tiling where
+IsUsingIFA does (9.x: IsGqaMtp adds TND over a 5-D INT8 cache with a BF16 query of D 128 and at most
+16 rows per batch), else to the PFA tiling.
 """
 
 from aclnn_emu.dtypes import DataType
@@ -21,9 +26,39 @@ from aclnn_emu.opdef.generated import attr_int32, shape_dim
 
 from .route import first, qkv_d
 
-F16, BF16 = DataType.ACL_FLOAT16, DataType.ACL_BF16
+F16, BF16, I8 = DataType.ACL_FLOAT16, DataType.ACL_BF16, DataType.ACL_INT8
 LEGACY_LAYOUTS = ("BNSD", "BSND", "BSH")
 _S_AXIS = {"BNSD": (4, 2), "BSND": (4, 1), "BSH": (3, 1)}  # GetQS: (rank, axis of S)
+
+
+def route(a, release: str, is_using_ifa_85) -> str:
+    """The tiling `release` (9.0.0 or later) sends an Atlas A2/A3 call to: "FIA-V3", "split-fuse",
+    "IFA" or "PFA"; `is_using_ifa_85` 8.5's IsUsingIFA (checks.is_using_ifa), which 9.x extends."""
+    if routes_to_fia(a, release):
+        return "FIA-V3"
+    if spec_conditions(a, release, fai=True):
+        return "split-fuse"
+    return "IFA" if is_using_ifa_85(a) or _tnd_kv_nz_mtp(a) else "PFA"
+
+
+def _tnd_kv_nz_mtp(a) -> bool:
+    """IsGqaMtp's TND branch (9.x): no queryRope, a 5-D key, a BF16 query of D 128 over INT8 keys and
+    values, and the longest batch (GetTndQueryS over the block table's B rows) 1 to 16 rows."""
+    k, v = first(a.key), first(a.value)
+    if (a.inputLayout or "BSH") != "TND" or a.queryRopeOptional is not None or k.ndim != 5 or a.query.ndim != 3:
+        return False
+    if a.query.shape[2] != 128 or (a.query.dtype, k.dtype, v.dtype) != (BF16, I8, I8):
+        return False
+    table, ends = a.blockTableOptional, a.actualSeqLengthsOptional
+    batch = shape_dim(table.shape, 0) if table is not None else 0
+    if batch == 0:
+        return False
+    if ends is None or a.actualSeqLengthsKvOptional is None:  # no data: the tiling's even split
+        longest = -(-a.query.shape[0] // batch)
+    else:
+        ends = [int(x) for x in ends[:batch]]
+        longest = max(e1 - e0 for e0, e1 in zip([0, *ends[:-1]], ends))
+    return 1 <= longest <= 16
 
 
 def routes_to_fia(a, release: str) -> bool:
@@ -56,8 +91,9 @@ def _query_s(query, layout: str) -> int | None:
     return query.shape[axis] if query.ndim == rank else None
 
 
-def spec_conditions(a, release: str) -> bool:
-    """CheckSpecConditions of `release` (9.0.0 or later): the TND calls the split-fuse kernels take."""
+def spec_conditions(a, release: str, fai: bool = False) -> bool:
+    """CheckSpecConditions of `release` (9.0.0 or later): the TND calls the split-fuse kernels take;
+    with `fai` IsUsingFAI, the same rules but the quantScale2 one."""
     if (a.inputLayout or "BSH") != "TND" or a.query.ndim != 3:
         return False
     qd = a.query.shape[2]
@@ -74,7 +110,7 @@ def spec_conditions(a, release: str) -> bool:
     )
     if sparse not in (0, 3, 4) or not (mha_ok or (not mha and precise == 0)):
         return False
-    if release != "9.0.0" and a.quantScale2Optional is not None:
+    if release != "9.0.0" and a.quantScale2Optional is not None and not fai:
         return False
     k, v = first(a.key), first(a.value)
     if a.blockTableOptional is None:
