@@ -57,7 +57,7 @@ def _tnd_kv_nz_mtp(a) -> bool:
         longest = -(-a.query.shape[0] // batch)
     else:
         ends = [int(x) for x in ends[:batch]]
-        longest = max(e1 - e0 for e0, e1 in zip([0, *ends[:-1]], ends))
+        longest = max((e1 - e0 for e0, e1 in zip([0, *ends[:-1]], ends)), default=0)  # none: no rows
     return 1 <= longest <= 16
 
 
