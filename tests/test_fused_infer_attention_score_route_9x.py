@@ -115,7 +115,7 @@ def test_9x_spec_conditions_per_release(over, split_fuse):
         assert route_9x.spec_conditions(a, release, fai=True) is fai, release
 
 
-@pytest.mark.parametrize("ends, route", [((3, 8), "IFA"), ((3, 30), "PFA"), (None, "IFA")])
+@pytest.mark.parametrize("ends, route", [((3, 8), "IFA"), ((3, 30), "PFA"), ((), "PFA"), (None, "IFA")])
 def test_9x_sends_tnd_over_an_int8_nz_cache_to_ifa_when_its_batches_are_short(ends, route):
     """IsGqaMtp (9.x) takes TND over a 5-D INT8 cache with a BF16 query of D 128 when the longest
     batch (GetTndQueryS: over the block table's B rows; without lengths T / B rounded up) has 1-16
