@@ -180,6 +180,9 @@ class _KeyGather:
         tensors = [(a.key, "key", self.qd), (a.value, "value", self.vd)]
         if rope_t is not None:
             tensors.append((rope_t, "keyRope", 64))
+        if self.paged:  # one block table and one set of lengths for every paged tensor
+            table = a.blockTableOptional.read("blockTable")
+            lengths = [max(int(n), 0) for n in act_kv[: self.batch]]
         out = []
         for t, name, d in tensors:
             shared = None
@@ -190,10 +193,8 @@ class _KeyGather:
             if self.paged:  # the pages go straight into the dense array, after the prefix
                 cache = t if name == "keyRope" else t.items[0]
                 values = cache.read(name)
-                lengths = [max(int(n), 0) for n in act_kv[: self.batch]]
                 width = first + max(lengths, default=0)
                 dense = np.zeros((self.batch, self.kv_heads, width, d), values.dtype)
-                table = a.blockTableOptional.read("blockTable")
                 where = f"aclnnFusedInferAttentionScore {name}"
                 pages.gather(values, table, lengths, self.kv_heads, d, self.block, where, dense, first)
             else:
